@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * keysteer.bpf.c - the datapath entry points: ks_ingress (XDP) and
+ * ks_tc_ingress (tc), one library underneath. Both always let the packet
+ * through untouched; they only count and sample.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "keysteer.h"
+#include "ks_maps.bpf.h"
+#include "ks_parse_net.bpf.h"
+#include "ks_parse_mc.bpf.h"
+
+static __always_inline int ks_port_watched(const struct ks_config *cfg,
+					   __u16 port)
+{
+	int i, any = 0;
+
+#pragma unroll
+	for (i = 0; i < KS_MAX_PORTS; i++) {
+		if (cfg->ports[i] == port)
+			return port != 0;
+		any |= cfg->ports[i];
+	}
+	return !any && port == KS_MC_DEFAULT_PORT;
+}
+
+/*
+ * Ethernet to the first payload byte. Returns 0 with l4 filled for a
+ * packet to a watched port, or a negative reason.
+ */
+static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
+					       struct ks_l4 *l4,
+					       const struct ks_config *cfg)
+{
+	__u32 l3_left = 0;
+	int proto, err;
+
+	proto = ks_parse_eth(c);
+	if (proto < 0)
+		return proto;
+	if (proto == ETH_P_IP)
+		proto = ks_parse_ipv4(c, l4, &l3_left);
+	else if (proto == ETH_P_IPV6)
+		proto = ks_parse_ipv6(c, l4, &l3_left);
+	else
+		return KS_NEG(KS_ERR_NOT_MEMCACHED);
+	if (proto < 0)
+		return proto;
+
+	if (proto == IPPROTO_TCP)
+		err = ks_parse_tcp(c, l4, l3_left, cfg);
+	else if (proto == IPPROTO_UDP)
+		err = ks_parse_udp(c, l4, l3_left, cfg);
+	else
+		return KS_NEG(KS_ERR_NOT_MEMCACHED);
+	if (err < 0)
+		return err;
+	l4->proto = proto;
+	l4->payload_off = c->pos - c->start;
+	return 0;
+}
+
+/*
+ * The context layer: everything but the payload copy is the same for XDP
+ * and tc, and is_xdp is a constant in each caller, so each program keeps
+ * only its own branch.
+ */
+static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
+				      const bool is_xdp)
+{
+	struct ks_cursor c = { .pos = data, .end = data_end, .start = data };
+	struct ks_l4 l4 = {};
+	struct ks_config *cfg;
+	struct ks_scratch *s;
+	__u32 zero = 0, len;
+	long err;
+
+	ks_count_pkt(KS_PKT_SEEN);
+	cfg = bpf_map_lookup_elem(&ks_config, &zero);
+	if (!cfg)
+		return;
+	err = ks_parse_to_payload(&c, &l4, cfg);
+	if (err < 0) {
+		ks_count_err(KS_REASON(err));
+		return;
+	}
+	/* pure ACKs and empty datagrams carry no request */
+	if (l4.payload_len == 0)
+		return;
+	ks_count_pkt(KS_PKT_MEMCACHED);
+	ks_count_pkt(l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP);
+
+	s = bpf_map_lookup_elem(&ks_scratch, &zero);
+	if (!s)
+		return;
+	len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
+	if (is_xdp)
+		err = bpf_xdp_load_bytes(ctx, l4.payload_off, s->win, len);
+	else
+		err = bpf_skb_load_bytes(ctx, l4.payload_off, s->win, len);
+	if (err) {
+		ks_count_err(KS_ERR_TRUNC_L4);
+		return;
+	}
+	__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
+	s->sport = l4.sport;
+	s->proto = l4.proto;
+	s->end = len;
+	s->plen = l4.payload_len;
+	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
+	s->seq = cfg->seq;
+	s->trace = cfg->trace;
+	ks_mc_parse(s);
+}
+
+SEC("xdp")
+int ks_ingress(struct xdp_md *ctx)
+{
+	ks_handle(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end,
+		  true);
+	return XDP_PASS;
+}
+
+SEC("tc")
+int ks_tc_ingress(struct __sk_buff *skb)
+{
+	/* Headers may sit in paged data on the tc path; make them linear. */
+	bpf_skb_pull_data(skb, skb->len < 256 ? skb->len : 256);
+	ks_handle(skb, (void *)(long)skb->data, (void *)(long)skb->data_end,
+		  false);
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

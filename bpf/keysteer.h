@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * keysteer.h - the one definition of everything the datapath (bpf/) and the
+ * agent (user/) share: constants, enums, map value layouts and the key hash.
+ *
+ * Include order: BPF code includes vmlinux.h first, user code includes
+ * <linux/types.h> (pulled in below when vmlinux.h is absent). Only
+ * fixed-width types, explicit padding and a size assert per struct, because
+ * both compilers must lay these out byte for byte the same.
+ */
+#ifndef KEYSTEER_H
+#define KEYSTEER_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#include <linux/bpf.h> /* struct bpf_spin_lock */
+#endif
+
+#define KS_VERSION_STR "0.1.0"
+
+/* ---- limits: every datapath loop is bounded by one of these ---- */
+#define KS_MAX_KEY_LEN      250  /* memcached's KEY_MAX_LENGTH */
+#define KS_KEY_BUF          256  /* key buffer, a whole number of words */
+#define KS_KEY_WORDS        (KS_KEY_BUF / 8)
+#define KS_MAX_PORTS        8    /* memcached ports watched at once */
+#define KS_MAX_VLAN         2    /* 802.1ad outer + 802.1Q inner */
+#define KS_MAX_IP6_EXT      4    /* hop-by-hop, routing, dest-opts chain */
+#define KS_WIN              2048 /* payload bytes parsed per packet */
+#define KS_WIN_MASK         (KS_WIN - 1)
+#define KS_MAX_ITEMS        256  /* commands + keys handled per packet */
+#define KS_MAX_KEYS_PER_REQ 200  /* keys in one get before TOO_MANY_KEYS */
+#define KS_MAX_DIGITS       10   /* a <bytes> field longer than this lies */
+#define KS_MC_UDP_HDR       8    /* memcached UDP frame header */
+#define KS_BIN_HDR          24   /* binary protocol request header */
+
+/* ---- count-min sketch: per CPU, per epoch, per class, per row ---- */
+#define KS_CMS_DEPTH  4
+#define KS_CMS_WIDTH  4096 /* one row is 16 KiB: under the per-CPU value cap */
+#define KS_CMS_MASK   (KS_CMS_WIDTH - 1)
+#define KS_EPOCHS     2
+#define KS_CMS_CLASSES 2 /* read and write; "other" keys are not sketched */
+#define KS_CMS_ROWS   (KS_EPOCHS * KS_CMS_CLASSES * KS_CMS_DEPTH)
+
+/* ---- candidate table: per CPU, KS_CAND_WAYS-way set associative ---- */
+#define KS_CAND_WAYS    4
+#define KS_CAND_BUCKETS 256
+#define KS_CAND_SLOTS   (KS_CAND_WAYS * KS_CAND_BUCKETS)
+
+/* ---- agent-published report ---- */
+#define KS_REPORT_TOP   64
+#define KS_REPORT_VERSION 1
+
+/* Request classes. */
+enum ks_class {
+	KS_CLASS_READ = 0,
+	KS_CLASS_WRITE = 1,
+	KS_CLASS_OTHER = 2,
+	KS_CLASS_MAX,
+};
+
+/*
+ * Operations, protocol-agnostic: a binary GetK and a text "get" are both
+ * KS_OP_GET. Meta commands keep their own ops because their flags change
+ * what they do.
+ */
+enum ks_op {
+	KS_OP_GET = 0,
+	KS_OP_GETS,
+	KS_OP_GAT,
+	KS_OP_GATS,
+	KS_OP_MG,
+	KS_OP_SET,      /* reads above, writes from here */
+	KS_OP_ADD,
+	KS_OP_REPLACE,
+	KS_OP_APPEND,
+	KS_OP_PREPEND,
+	KS_OP_CAS,
+	KS_OP_DELETE,
+	KS_OP_INCR,
+	KS_OP_DECR,
+	KS_OP_TOUCH,
+	KS_OP_MS,
+	KS_OP_MD,
+	KS_OP_MA,
+	KS_OP_ME,       /* others from here */
+	KS_OP_MN,
+	KS_OP_OTHER,    /* stats, version, flush_all, quit, noop, sasl, ... */
+	KS_OP_MAX,
+};
+
+static inline __u32 ks_op_class(__u32 op)
+{
+	if (op <= KS_OP_MG)
+		return KS_CLASS_READ;
+	if (op <= KS_OP_MA)
+		return KS_CLASS_WRITE;
+	return KS_CLASS_OTHER;
+}
+
+/*
+ * Why an input was not (fully) parsed. Counted per CPU, one u64 each,
+ * in map ks_errors. The packet is always passed untouched.
+ */
+enum ks_reason {
+	KS_ERR_NOT_MEMCACHED = 0, /* not IP, not TCP/UDP, or not a watched port */
+	KS_ERR_TRUNC_ETH,         /* shorter than its Ethernet/VLAN headers */
+	KS_ERR_TRUNC_IP,          /* shorter than its IPv4/IPv6 header */
+	KS_ERR_BAD_IP_HDR,        /* IPv4 ihl < 5 or a length that lies */
+	KS_ERR_TRUNC_IP6_EXT,     /* IPv6 extension header cut short */
+	KS_ERR_IP6_EXT_LIMIT,     /* more than KS_MAX_IP6_EXT extension headers */
+	KS_ERR_FRAGMENT,          /* IPv4/IPv6 fragment (first ones too) */
+	KS_ERR_TRUNC_L4,          /* shorter than its TCP/UDP header */
+	KS_ERR_BAD_TCP_DOFF,      /* TCP data offset < 5 or past the packet */
+	KS_ERR_UDP_FRAME,         /* UDP payload shorter than the 8-byte frame */
+	KS_ERR_UDP_NOT_FIRST,     /* later datagram of a multi-datagram request */
+	KS_ERR_MIDSTREAM,         /* TCP segment does not begin with a request */
+	KS_ERR_UNKNOWN_CMD,       /* a command keysteer does not know */
+	KS_ERR_TRUNC_REQ,         /* request line or binary header cut short */
+	KS_ERR_BAD_LENGTH,        /* a length field that is not a number or lies */
+	KS_ERR_KEY_TOO_LONG,      /* key longer than 250 bytes */
+	KS_ERR_BAD_KEY,           /* missing/empty key or control byte in it */
+	KS_ERR_TOO_MANY_KEYS,     /* more keys than KS_MAX_KEYS_PER_REQ */
+	KS_ERR_ITEM_LIMIT,        /* more than KS_MAX_ITEMS commands+keys */
+	KS_ERR_WINDOW,            /* request runs past the KS_WIN parse window */
+	KS_ERR_MAX,
+};
+
+/* Packet-level counters (map ks_pkts, per CPU, one u64 each). */
+enum ks_pkt_counter {
+	KS_PKT_SEEN = 0,    /* every packet the program ran on */
+	KS_PKT_MEMCACHED,   /* to a watched port with a payload */
+	KS_PKT_TCP,
+	KS_PKT_UDP,
+	KS_PKT_SAMPLED,     /* keys sampled into the sketch */
+	KS_PKT_CAND_INSERT, /* new key taken into the candidate table */
+	KS_PKT_CAND_EVICT,  /* ... by evicting a lighter one */
+	KS_PKT_TRACE_DROP,  /* trace events lost to a full ring buffer */
+	KS_PKT_MAX,
+};
+
+/* Per-op counters (map ks_ops, per CPU). */
+struct ks_op_stats {
+	__u64 requests;
+	__u64 keys;
+	__u64 bytes; /* whole request: line plus any data block */
+};
+_Static_assert(sizeof(struct ks_op_stats) == 24, "ks_op_stats layout");
+
+/*
+ * Run-time configuration (map ks_config, one entry). The agent writes it;
+ * the datapath reads it once per packet.
+ */
+struct ks_config {
+	__u16 ports[KS_MAX_PORTS]; /* host order; 0 = unused slot */
+	__u32 sample_n;            /* sample 1 in N keys; 0 treated as 1 */
+	__u32 seq;                 /* interval number; epoch = seq & 1 */
+	__u32 trace;               /* nonzero: emit sampled keys to ks_events */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ks_config) == 32, "ks_config layout");
+
+/* Candidate slot (map ks_cands, per CPU, KS_CAND_SLOTS entries). */
+struct ks_cand {
+	__u64 hash;   /* ks_key_hash() of the key; 0 = empty slot */
+	__u32 seq;    /* interval in which count was last raised */
+	__u32 count;  /* sketch estimate (sampled keys) when last seen */
+	__u16 len;
+	__u8 pad[6];
+	__u8 key[KS_KEY_BUF];
+};
+_Static_assert(sizeof(struct ks_cand) == 280, "ks_cand layout");
+
+/* Trace event (ring buffer ks_events), one per sampled key while tracing. */
+struct ks_event {
+	__u64 ts_ns;
+	__u64 hash;
+	__u8 saddr[16];  /* IPv4 as ::ffff:a.b.c.d */
+	__u16 sport;     /* host order */
+	__u8 op;
+	__u8 cls;
+	__u8 proto;      /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 pad;
+	__u16 len;
+	__u8 key[KS_KEY_BUF];
+};
+_Static_assert(sizeof(struct ks_event) == 296, "ks_event layout");
+
+/*
+ * What the agent publishes each interval for `agent report` in other
+ * processes (map ks_report, one entry, read and written with BPF_F_LOCK so a
+ * reader never sees half an update). Rates are fixed point: milli-per-second.
+ */
+struct ks_top_entry {
+	__u64 hash;
+	__u64 reads_mps;
+	__u64 writes_mps;
+	__u64 err_mps;     /* +/- bound on reads+writes, milli-per-second */
+	__u32 share_ppm;   /* share of all requests, parts per million */
+	__u16 len;
+	__u8 pad[2];
+	__u8 key[KS_KEY_BUF];
+};
+_Static_assert(sizeof(struct ks_top_entry) == 296, "ks_top_entry layout");
+
+struct ks_report {
+	struct bpf_spin_lock lock;
+	__u32 version;      /* KS_REPORT_VERSION */
+	__u32 agent_pid;
+	__u32 sample_n;
+	__u32 interval_ms;
+	__u32 seq;
+	__u32 n_top;
+	__u32 xdp_mode;     /* 1 native, 2 generic */
+	__u32 pad;
+	__u64 start_ns;     /* CLOCK_REALTIME ns when the agent started */
+	__u64 updated_ns;   /* CLOCK_REALTIME ns of the last interval */
+	__u64 elapsed_ns;   /* length of the last interval */
+	__u64 class_req_mps[KS_CLASS_MAX];
+	__u64 class_key_mps[KS_CLASS_MAX];
+	__u64 class_byte_mps[KS_CLASS_MAX];
+	__u64 err_mps[KS_ERR_MAX];
+	__u64 sampled_total; /* sampled keys in the last interval */
+	char ifname[16];
+	struct ks_top_entry top[KS_REPORT_TOP];
+};
+
+/*
+ * The 64-bit key hash that indexes the sketch and the candidate table, the
+ * same function in the kernel and the agent. Eight bytes per round so a
+ * 250-byte key costs 32 multiplies; bytes past len in the last word are
+ * masked off, so callers need not zero-pad.
+ */
+#define KS_HASH_SEED  0x9e3779b97f4a7c15ULL
+#define KS_HASH_MUL   0xff51afd7ed558ccdULL
+#define KS_HASH_MUL2  0xc4ceb9fe1a85ec53ULL
+
+static inline __u64 ks_hash_fmix(__u64 h)
+{
+	h ^= h >> 33;
+	h *= KS_HASH_MUL;
+	h ^= h >> 33;
+	h *= KS_HASH_MUL2;
+	h ^= h >> 33;
+	return h;
+}
+
+/* key must point to KS_KEY_BUF readable, 8-byte aligned bytes. */
+static inline __u64 ks_key_hash(const __u64 *key, __u32 len)
+{
+	__u64 h = KS_HASH_SEED ^ ((__u64)len * KS_HASH_MUL2);
+	__u32 i;
+
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		__u64 w = key[i];
+		__u32 rem;
+
+		if (i * 8 >= len)
+			break;
+		rem = len - i * 8;
+		if (rem < 8)
+			w &= (1ULL << (rem * 8)) - 1;
+		h ^= w;
+		h *= KS_HASH_MUL;
+		h = (h << 31) | (h >> 33);
+	}
+	h = ks_hash_fmix(h);
+	return h ? h : 1; /* 0 marks an empty candidate slot */
+}
+
+/* Count-min column of row r: double hashing from the two halves. */
+static inline __u32 ks_cms_col(__u64 hash, __u32 row)
+{
+	__u32 h1 = (__u32)hash, h2 = (__u32)(hash >> 32) | 1;
+
+	return (h1 + row * h2) & KS_CMS_MASK;
+}
+
+/* Index into ks_cms of (epoch, class, row). */
+static inline __u32 ks_cms_index(__u32 epoch, __u32 cls, __u32 row)
+{
+	return (epoch * KS_CMS_CLASSES + cls) * KS_CMS_DEPTH + row;
+}
+
+/* Bucket of a key in the candidate table. */
+static inline __u32 ks_cand_bucket(__u64 hash)
+{
+	return (__u32)(hash >> 40) % KS_CAND_BUCKETS;
+}
+
+/* Names shared by the agent, the report and the tests. */
+#define KS_PIN_ROOT "/sys/fs/bpf/keysteer"
+
+#endif /* KEYSTEER_H */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_maps.bpf.h - every map of the datapath. Maps the agent or a report
+ * process reads are pinned by name under the per-interface folder the agent
+ * chooses (pin_root_path); the scratch map is private to one load.
+ */
+#ifndef KS_MAPS_BPF_H
+#define KS_MAPS_BPF_H
+
+#include "keysteer.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_OP_MAX);
+	__type(key, __u32);
+	__type(value, struct ks_op_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_ops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_ERR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_errors SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_PKT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_pkts SEC(".maps");
+
+/* One row of one (epoch, class) count-min sketch per entry: ks_cms_index(). */
+struct ks_cms_row {
+	__u32 c[KS_CMS_WIDTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_CMS_ROWS);
+	__type(key, __u32);
+	__type(value, struct ks_cms_row);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_cms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_CAND_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ks_cand);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_cands SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_events SEC(".maps");
+
+/* Written only by the agent; lives here so it is created and pinned with
+ * the rest and a report process finds everything in one folder. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_report);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_report SEC(".maps");
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_sample.bpf.h - what happens to a key: 1 in N keys (per-CPU countdown,
+ * no floating point) is copied, hashed, counted in the current epoch's
+ * count-min sketch with conservative update, offered to the candidate
+ * table and, while someone traces, sent to the ring buffer.
+ */
+#ifndef KS_SAMPLE_BPF_H
+#define KS_SAMPLE_BPF_H
+
+#include "ks_count.bpf.h"
+#include "ks_scratch.bpf.h"
+
+static __always_inline __u64 ks_win_word(struct ks_scratch *s, __u32 pos)
+{
+	return *(__u64 *)&s->win[pos & KS_WIN_MASK];
+}
+
+/*
+ * Conservative update: raise only the counters that equal the minimum,
+ * which keeps the overestimate of heavy keys far below plain count-min.
+ * Returns the key's new estimate in this epoch.
+ */
+static __always_inline __u32 ks_cms_add(__u64 hash, __u32 epoch, __u32 cls)
+{
+	struct ks_cms_row *row[KS_CMS_DEPTH];
+	__u32 col[KS_CMS_DEPTH];
+	__u32 r, idx, est = 0xffffffff;
+
+#pragma unroll
+	for (r = 0; r < KS_CMS_DEPTH; r++) {
+		idx = ks_cms_index(epoch, cls, r);
+		row[r] = bpf_map_lookup_elem(&ks_cms, &idx);
+		if (!row[r])
+			return 0;
+		col[r] = ks_cms_col(hash, r);
+		if (row[r]->c[col[r]] < est)
+			est = row[r]->c[col[r]];
+	}
+	est += 1;
+#pragma unroll
+	for (r = 0; r < KS_CMS_DEPTH; r++)
+		if (row[r]->c[col[r]] < est)
+			row[r]->c[col[r]] = est;
+	return est;
+}
+
+/*
+ * The candidate table keeps the key bytes the sketch cannot: a bucket of
+ * KS_CAND_WAYS slots per hash. A key already there is refreshed; a new key
+ * takes a free or stale slot, or evicts the lightest one if it is heavier.
+ */
+static __always_inline void ks_cand_offer(struct ks_scratch *s, __u64 hash,
+					  __u32 len, __u32 est)
+{
+	struct ks_cand *slot, *victim = NULL;
+	__u32 base = ks_cand_bucket(hash) * KS_CAND_WAYS;
+	__u32 w, idx, victim_count = 0xffffffff;
+	int evict = 0;
+
+#pragma unroll
+	for (w = 0; w < KS_CAND_WAYS; w++) {
+		idx = base + w;
+		slot = bpf_map_lookup_elem(&ks_cands, &idx);
+		if (!slot)
+			return;
+		if (slot->hash == hash) {
+			slot->seq = s->seq;
+			slot->count = est;
+			return;
+		}
+		if (slot->hash == 0 || slot->seq != s->seq) {
+			if (victim_count) {
+				victim = slot;
+				victim_count = 0;
+				evict = slot->hash != 0;
+			}
+		} else if (slot->count < victim_count) {
+			victim = slot;
+			victim_count = slot->count;
+			evict = 1;
+		}
+	}
+	if (!victim || est <= victim_count)
+		return;
+	ks_count_pkt(evict ? KS_PKT_CAND_EVICT : KS_PKT_CAND_INSERT);
+	victim->hash = hash;
+	victim->seq = s->seq;
+	victim->count = est;
+	victim->len = len;
+	__builtin_memcpy(victim->key, s->key, KS_KEY_BUF);
+}
+
+static __always_inline void ks_trace_key(struct ks_scratch *s, __u64 hash,
+					 __u32 len, __u32 op)
+{
+	struct ks_event *ev;
+
+	ev = bpf_ringbuf_reserve(&ks_events, sizeof(*ev), 0);
+	if (!ev) {
+		ks_count_pkt(KS_PKT_TRACE_DROP);
+		return;
+	}
+	ev->ts_ns = bpf_ktime_get_ns();
+	ev->hash = hash;
+	__builtin_memcpy(ev->saddr, s->saddr, 16);
+	ev->sport = s->sport;
+	ev->op = op;
+	ev->cls = ks_op_class(op);
+	ev->proto = s->proto;
+	ev->pad = 0;
+	ev->len = len;
+	__builtin_memcpy(ev->key, s->key, KS_KEY_BUF);
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/*
+ * Copies [pos, pos+len) of the window into s->key in whole words: bytes past
+ * len are masked off by the hash and ignored by the agent, which reads only
+ * len bytes. Global, like the hash below, so that the verifier walks each
+ * length-dependent loop once rather than once per exit of the other.
+ */
+__noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
+{
+	__u32 i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i * 8 >= len)
+			break;
+		s->key[i] = ks_win_word(s, pos + i * 8);
+	}
+	return 0;
+}
+
+__noinline __u64 ks_key_hash_scratch(struct ks_scratch *s, __u32 len)
+{
+	return s ? ks_key_hash(s->key, len) : 0;
+}
+
+/*
+ * Called for every key; len is 1..KS_MAX_KEY_LEN and [pos, pos+len) lies
+ * inside the window.
+ */
+__noinline int ks_key_seen(struct ks_scratch *s, __u32 pos, __u32 len, __u32 op)
+{
+	__u32 cls;
+	__u64 hash;
+
+	if (!s)
+		return 0;
+	if (s->countdown == 0 || s->countdown > s->sample_n)
+		s->countdown = s->sample_n;
+	if (--s->countdown)
+		return 0;
+
+	ks_key_copy(s, pos, len);
+	hash = ks_key_hash_scratch(s, len);
+	ks_count_pkt(KS_PKT_SAMPLED);
+
+	cls = ks_op_class(op);
+	if (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE)
+		ks_cand_offer(s, hash, len, ks_cms_add(hash, s->seq & 1, cls));
+	if (s->trace)
+		ks_trace_key(s, hash, len, op);
+	return 1;
+}
+
+#endif

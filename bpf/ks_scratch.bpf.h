@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_scratch.bpf.h - per-CPU working memory of one packet: the payload
+ * window the memcached parser reads, the sampled key, and the parse state.
+ * Kernel-only; nothing here is shared with user space.
+ *
+ * The memcached parser runs as BPF global functions that take this struct
+ * by pointer: the verifier checks each function once instead of once per
+ * call site and loop iteration, which keeps the program far below the
+ * 1M-instruction limit with 250-byte keys and 200-key multi-gets.
+ */
+#ifndef KS_SCRATCH_BPF_H
+#define KS_SCRATCH_BPF_H
+
+#include "keysteer.h"
+
+/*
+ * Reads index the window with (pos & KS_WIN_MASK) so the verifier can
+ * bound them; the slack lets a word read or a 256-byte key copy start at
+ * any masked position without leaving the buffer.
+ */
+#define KS_WIN_SLACK (KS_KEY_BUF + 8)
+
+enum ks_parse_state {
+	KS_ST_COMMAND = 0, /* at the start of a request */
+	KS_ST_KEYS,        /* inside a get/gets/gat/gats key list */
+};
+
+/* Step results of the parse loop. */
+enum ks_step {
+	KS_STEP_MORE = 0,
+	KS_STEP_DONE,
+};
+
+struct ks_scratch {
+	__u8 win[KS_WIN + KS_WIN_SLACK];
+	__u64 key[KS_KEY_WORDS]; /* sampled key, word aligned for the hash */
+	__u8 saddr[16];
+	__u16 sport;
+	__u8 proto;
+	__u8 pad;
+	__u32 end;       /* valid bytes in win */
+	__u32 plen;      /* payload bytes in the packet; may exceed end */
+	__u32 off;       /* parse position in win */
+	__u32 state;     /* enum ks_parse_state */
+	__u32 op;        /* op of the multi-key request being parsed */
+	__u32 req_start; /* where that request began */
+	__u32 nkeys;     /* keys seen in it so far */
+	__u32 nreq;      /* requests recognised in this packet */
+	__u32 tok_end;   /* second result of ks_mc_number() */
+	/* copied from ks_config once per packet */
+	__u32 sample_n;
+	__u32 seq;
+	__u32 trace;
+	/* survives across packets: keys left until the next sample */
+	__u32 countdown;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_scratch);
+} ks_scratch SEC(".maps");
+
+#endif

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdarg.h>
+#include <string.h>
+#include "ktest.h"
+
+struct ktest kt_cur;
+int kt_pass, kt_fail, kt_skip;
+
+void kt_begin(const char *name)
+{
+	memset(&kt_cur, 0, sizeof(kt_cur));
+	kt_cur.name = name;
+}
+
+void kt_end(void)
+{
+	if (kt_cur.failed) {
+		printf("FAIL %s: %s\n", kt_cur.name, kt_cur.why);
+		kt_fail++;
+	} else if (kt_cur.skipped) {
+		printf("SKIP %s: %s\n", kt_cur.name, kt_cur.why);
+		kt_skip++;
+	} else {
+		printf("PASS %s\n", kt_cur.name);
+		kt_pass++;
+	}
+	fflush(stdout);
+}
+
+void kt_failf(const char *file, int line, const char *fmt, ...)
+{
+	size_t n = strlen(kt_cur.why);
+	va_list ap;
+
+	/* Keep the first few reasons; one line per test stays readable. */
+	if (kt_cur.failed++ >= 4 || n >= sizeof(kt_cur.why) - 64)
+		return;
+	n += snprintf(kt_cur.why + n, sizeof(kt_cur.why) - n, "%s%s:%d: ",
+		      n ? "; " : "", file, line);
+	va_start(ap, fmt);
+	vsnprintf(kt_cur.why + n, sizeof(kt_cur.why) - n, fmt, ap);
+	va_end(ap);
+}
+
+void kt_skipf(const char *fmt, ...)
+{
+	va_list ap;
+
+	kt_cur.skipped = 1;
+	va_start(ap, fmt);
+	vsnprintf(kt_cur.why, sizeof(kt_cur.why), fmt, ap);
+	va_end(ap);
+}
+
+int kt_summary(const char *tier)
+{
+	printf("# %s: %d passed, %d failed, %d skipped\n", tier, kt_pass,
+	       kt_fail, kt_skip);
+	return kt_fail ? 1 : 0;
+}

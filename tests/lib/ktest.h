@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ktest.h - the tiny harness every C test tier uses. Each test prints one
+ * line, "PASS name", "FAIL name: why" or "SKIP name: why", which
+ * tests/run.sh counts; a check that fails records why and the test goes on
+ * so one run shows every broken expectation.
+ */
+#ifndef KTEST_H
+#define KTEST_H
+
+#include <stdio.h>
+
+struct ktest {
+	const char *name;
+	int failed;   /* checks failed in the current test */
+	int skipped;  /* current test asked to be skipped */
+	char why[512];
+};
+
+extern struct ktest kt_cur;
+extern int kt_pass, kt_fail, kt_skip;
+
+void kt_begin(const char *name);
+void kt_end(void);
+void kt_failf(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void kt_skipf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the tier's summary; returns the process exit status. */
+int kt_summary(const char *tier);
+
+#define CHECK(cond, ...)                                                  \
+	do {                                                              \
+		if (!(cond))                                              \
+			kt_failf(__FILE__, __LINE__, __VA_ARGS__);        \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                    \
+	do {                                                              \
+		unsigned long long _a = (unsigned long long)(a);          \
+		unsigned long long _b = (unsigned long long)(b);          \
+		if (_a != _b)                                             \
+			kt_failf(__FILE__, __LINE__, "%s = %llu, want %llu", \
+				 #a, _a, _b);                             \
+	} while (0)
+
+#endif
