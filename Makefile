@@ -63,13 +63,13 @@ $(OUT)/agent: $(AGENT_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's library.
-$(OUT)/tests/%.o: tests/%.c $(wildcard tests/lib/*.h) $(wildcard user/*.h) $(SHARED_H) $(SKELS)
+$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/lib/*.h) $(wildcard user/*.h) $(SHARED_H) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
 
-TEST_LIB := $(patsubst tests/%.c,$(OUT)/tests/%.o,$(wildcard tests/lib/*.c))
-tier_objs = $(patsubst tests/%.c,$(OUT)/tests/%.o,$(wildcard tests/$(1)/*.c))
+TEST_LIB := $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/lib/*.c))
+tier_objs = $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/$(1)/*.c))
 
 $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(LIB_OBJS)
 	$(call msg,LINK,$@)

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Rendering: JSON escaping of key bytes, the JSON document parses (a small
+ * strict checker below) and carries the contract's fields, --hash-only
+ * hides key bytes, the text dashboard, trace lines.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ktest.h"
+#include "names.h"
+#include "report.h"
+#include "trace.h"
+#include "unit.h"
+
+/* Renders into a malloc'd string via a memory stream. */
+static char *render(void (*fn)(FILE *, const struct ks_view *),
+		    const struct ks_view *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	fn(f, v);
+	fclose(f);
+	return buf;
+}
+
+static char *json_of(const __u8 *s, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ks_json_string(f, s, n);
+	fclose(f);
+	return buf;
+}
+
+/* ---- a strict JSON syntax checker: returns the end or NULL ---- */
+static const char *j_value(const char *p, int depth);
+
+static const char *j_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *j_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p != '"') {
+		if ((unsigned char)*p < 0x20 || !*p)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				int i;
+
+				for (i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
+				p += 4;
+			} else if (!strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+		p++;
+	}
+	return p + 1;
+}
+
+static const char *j_number(const char *p)
+{
+	const char *s = p;
+
+	if (*p == '-')
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return NULL;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return p > s ? p : NULL;
+}
+
+static const char *j_container(const char *p, int depth, char close, int obj)
+{
+	p = j_ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (obj) {
+			p = j_string(j_ws(p));
+			if (!p)
+				return NULL;
+			p = j_ws(p);
+			if (*p++ != ':')
+				return NULL;
+		}
+		p = j_value(p, depth + 1);
+		if (!p)
+			return NULL;
+		p = j_ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *j_value(const char *p, int depth)
+{
+	if (depth > 16)
+		return NULL;
+	p = j_ws(p);
+	if (*p == '{')
+		return j_container(p, depth, '}', 1);
+	if (*p == '[')
+		return j_container(p, depth, ']', 0);
+	if (*p == '"')
+		return j_string(p);
+	if (!strncmp(p, "true", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (!strncmp(p, "null", 4))
+		return p + 4;
+	return j_number(p);
+}
+
+static int json_valid(const char *doc)
+{
+	const char *end = j_value(doc, 0);
+
+	return end && *j_ws(end) == '\0';
+}
+
+static void fill_report(struct ks_report *r, struct ks_totals *t)
+{
+	static const __u8 evil[] = "he said \"hi\"\\\n\x01\xff<x>";
+
+	memset(r, 0, sizeof(*r));
+	memset(t, 0, sizeof(*t));
+	r->version = KS_REPORT_VERSION;
+	r->agent_pid = 4242;
+	r->sample_n = 8;
+	r->interval_ms = 500;
+	r->seq = 12;
+	r->xdp_mode = 1;
+	r->start_ns = 1000000000000ULL;
+	r->updated_ns = 1000000000000ULL + 6000000000ULL;
+	snprintf(r->ifname, sizeof(r->ifname), "veth-c0");
+	r->class_req_mps[KS_CLASS_READ] = 1234567;
+	r->class_key_mps[KS_CLASS_WRITE] = 5;
+	r->err_mps[KS_ERR_MIDSTREAM] = 2500;
+	t->errors[KS_ERR_MIDSTREAM] = 77;
+	r->n_top = 3;
+	r->top[0].hash = 0x1234abcd5678ef90ULL;
+	r->top[0].reads_mps = 100500;
+	r->top[0].writes_mps = 2000;
+	r->top[0].err_mps = 1250;
+	r->top[0].share_ppm = 250000;
+	r->top[0].len = (__u16)(sizeof(evil) - 1);
+	memcpy(r->top[0].key, evil, sizeof(evil) - 1);
+	r->top[1].hash = 2;
+	r->top[1].len = 5;
+	memcpy(r->top[1].key, "plain", 5);
+	r->top[2].hash = 3;
+	r->top[2].len = KS_MAX_KEY_LEN;
+	memset(r->top[2].key, 'k', KS_MAX_KEY_LEN);
+}
+
+static void json_escaping(void)
+{
+	static const __u8 raw[] = { 'a', '"', 'b', '\\', 'c', '\n', 0x01,
+				    0x7f, 0xff, '/', 0 };
+	char *s;
+
+	kt_begin("json_escapes_key_bytes");
+	s = json_of(raw, sizeof(raw));
+	CHECK(!strcmp(s, "\"a\\\"b\\\\c\\u000a\\u0001\\u007f\\u00ff/\\u0000\""),
+	      "got %s", s);
+	CHECK(json_valid(s), "not a JSON string: %s", s);
+	free(s);
+	s = json_of((const __u8 *)"", 0);
+	CHECK(!strcmp(s, "\"\""), "empty key gave %s", s);
+	free(s);
+	kt_end();
+
+	kt_begin("text_key_escaping_and_cut");
+	{
+		char buf[16];
+
+		ks_key_text((const __u8 *)"a b\\\x01", 5, buf, sizeof(buf));
+		CHECK(!strcmp(buf, "a\\x20b\\\\\\x01"), "got '%s'", buf);
+		ks_key_text((const __u8 *)"0123456789abcdefghij", 20, buf,
+			    sizeof(buf));
+		CHECK(!strcmp(buf, "0123456789ab..."), "got '%s'", buf);
+		ks_key_text((const __u8 *)"0123456789abcde", 15, buf,
+			    sizeof(buf));
+		CHECK(!strcmp(buf, "0123456789abcde"), "exact fit cut: '%s'",
+		      buf);
+		/* never cuts inside an escape */
+		ks_key_text((const __u8 *)"0123456789a\x01\x02\x03", 14, buf,
+			    sizeof(buf));
+		CHECK(!strcmp(buf, "0123456789a..."), "got '%s'", buf);
+	}
+	kt_end();
+}
+
+static void json_document(void)
+{
+	struct ks_report *r = malloc(sizeof(*r));
+	struct ks_totals t;
+	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+			     .now_ns = 1000000000000ULL + 7500000000ULL,
+			     .top = 20 };
+	char *doc;
+	size_t i;
+
+	fill_report(r, &t);
+	kt_begin("json_report_is_valid_and_complete");
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON: %.300s", doc);
+	CHECK(!strncmp(doc, "{\"version\":1,", 13), "no version first");
+	CHECK(strstr(doc, "\"iface\":\"veth-c0\"") != NULL, "iface");
+	CHECK(strstr(doc, "\"agent_pid\":4242,\"agent_alive\":true") != NULL,
+	      "pid/alive");
+	CHECK(strstr(doc, "\"uptime_s\":7.500") != NULL, "uptime");
+	CHECK(strstr(doc, "\"sample_n\":8") != NULL, "sample_n");
+	CHECK(strstr(doc, "\"interval_s\":0.500") != NULL, "interval");
+	CHECK(strstr(doc, "\"read\":{\"requests_per_s\":1234.567,") != NULL,
+	      "read class rate");
+	CHECK(strstr(doc, "\"midstream\":{\"per_s\":2.500,\"total\":77}") !=
+		      NULL,
+	      "midstream error");
+	for (i = 0; i < ks_reason_names_n; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"%s\":{\"per_s\":",
+			 ks_reason_names[i]);
+		CHECK(strstr(doc, want) != NULL, "reason %s missing",
+		      ks_reason_names[i]);
+	}
+	CHECK(strstr(doc, "\"key\":\"he said \\\"hi\\\"\\\\\\u000a\\u0001\\u00ff<x>\"") != NULL,
+	      "escaped key: %.600s", doc);
+	CHECK(strstr(doc, "\"hash\":\"0x1234abcd5678ef90\",\"reads_per_s\":100.500,\"writes_per_s\":2.000,\"share\":0.250000,\"error_bound\":1.250") != NULL,
+	      "top entry fields");
+	free(doc);
+	kt_end();
+
+	kt_begin("json_hash_only_hides_keys");
+	v.hash_only = 1;
+	v.agent_alive = 0;
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc, "\"key\"") == NULL, "key bytes shown");
+	CHECK(strstr(doc, "plain") == NULL, "key bytes shown");
+	CHECK(strstr(doc, "\"hash\":\"0x0000000000000002\"") != NULL,
+	      "hash missing");
+	CHECK(strstr(doc, "\"agent_alive\":false") != NULL, "alive");
+	/* a dead agent's uptime stops at its last update */
+	CHECK(strstr(doc, "\"uptime_s\":6.000") != NULL, "uptime of dead");
+	free(doc);
+	kt_end();
+
+	kt_begin("json_top_limit");
+	v.hash_only = 0;
+	v.top = 1;
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc, "plain") == NULL, "second entry shown with top 1");
+	free(doc);
+	kt_end();
+
+	kt_begin("text_dashboard");
+	v.top = 20;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "veth-c0") != NULL, "no interface");
+	CHECK(strstr(doc, "4242 (running)") == NULL, "alive shown for dead");
+	CHECK(strstr(doc, "sample 1/8") != NULL, "no sample rate");
+	CHECK(strstr(doc, "midstream") != NULL, "no error row");
+	CHECK(strstr(doc, "not_memcached") == NULL, "zero error row shown");
+	CHECK(strstr(doc, "1234.6") != NULL, "no read rate");
+	CHECK(strstr(doc, "he\\x20said\\x20\"hi\"\\\\\\x0a\\x01\\xff<x>") != NULL,
+	      "key not escaped: %.900s", doc);
+	CHECK(strstr(doc, "\n") != NULL && strstr(doc, "\x01") == NULL,
+	      "raw control byte in text");
+	CHECK(strstr(doc, "25.00%") != NULL, "no share");
+	free(doc);
+	v.hash_only = 1;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "0x1234abcd5678ef90") != NULL, "no hash");
+	CHECK(strstr(doc, "plain") == NULL, "key shown with hash-only");
+	free(doc);
+	kt_end();
+	free(r);
+}
+
+static void trace_lines(void)
+{
+	struct ks_event e = {};
+	char line[1200];
+
+	kt_begin("trace_line_format");
+	e.cls = KS_CLASS_READ;
+	e.op = KS_OP_GETS;
+	e.proto = IPPROTO_TCP;
+	e.sport = 40000;
+	e.saddr[10] = 0xff;
+	e.saddr[11] = 0xff;
+	inet_pton(AF_INET, "198.18.5.2", e.saddr + 12);
+	e.len = 5;
+	memcpy(e.key, "k\x01y z", 5);
+	e.hash = 0xabc;
+	ks_format_event(&e, 0, line, sizeof(line));
+	CHECK(!strcmp(line, "read gets k\\x01y\\x20z 198.18.5.2:40000 tcp"),
+	      "got '%s'", line);
+	ks_format_event(&e, 1, line, sizeof(line));
+	CHECK(!strcmp(line, "read gets 0x0000000000000abc 198.18.5.2:40000 tcp"),
+	      "got '%s'", line);
+	inet_pton(AF_INET6, "2001:db8::1", e.saddr);
+	e.proto = IPPROTO_UDP;
+	e.cls = KS_CLASS_WRITE;
+	e.op = KS_OP_MS;
+	ks_format_event(&e, 1, line, sizeof(line));
+	CHECK(!strcmp(line, "write ms 0x0000000000000abc [2001:db8::1]:40000 udp"),
+	      "got '%s'", line);
+	kt_end();
+}
+
+void test_report(void)
+{
+	json_escaping();
+	json_document();
+	trace_lines();
+}

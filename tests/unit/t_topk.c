@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Top-K selection: order, truncation, zero estimates dropped, key bytes. */
+#include <stdlib.h>
+#include <string.h>
+#include "ktest.h"
+#include "unit.h"
+
+void test_topk(void)
+{
+	static const struct {
+		const char *key;
+		__u32 reads, writes;
+	} keys[] = {
+		{ "mid", 50, 0 },    { "top", 90, 30 }, { "nil", 0, 0 },
+		{ "low", 1, 0 },     { "writer", 0, 100 },
+		{ "tie-a", 20, 0 },  { "tie-b", 10, 10 },
+	};
+	const size_t n = sizeof(keys) / sizeof(keys[0]);
+	struct ks_sketch *s = calloc(1, sizeof(*s));
+	struct ks_interval iv = { .sample_n = 2, .elapsed_ns = 1000000000ULL,
+				  .total_keys = 1000 };
+	struct ks_cand c[7];
+	struct ks_top_entry out[KS_REPORT_TOP];
+	size_t i, m;
+
+	for (i = 0; i < n; i++) {
+		ut_cms_add(s, KS_CLASS_READ, ut_hash(keys[i].key), keys[i].reads);
+		ut_cms_add(s, KS_CLASS_WRITE, ut_hash(keys[i].key),
+			   keys[i].writes);
+		ut_cand(&c[i], keys[i].key, 1, 0);
+	}
+
+	kt_begin("topk_sorted_by_reads_plus_writes");
+	memset(out, 0, sizeof(out));
+	m = ks_top_select(s, &iv, c, n, out, KS_REPORT_TOP);
+	CHECK_EQ(m, 6); /* "nil" has no estimate */
+	CHECK(m >= 6 && out[0].len == 3 && !memcmp(out[0].key, "top", 3),
+	      "first is not 'top'");
+	CHECK(m >= 6 && out[1].len == 6 && !memcmp(out[1].key, "writer", 6),
+	      "second is not 'writer'");
+	CHECK(m >= 6 && !memcmp(out[2].key, "mid", 3), "third is not 'mid'");
+	CHECK(m >= 6 && !memcmp(out[5].key, "low", 3), "last is not 'low'");
+	for (i = 1; i < m; i++) {
+		__u64 a = out[i - 1].reads_mps + out[i - 1].writes_mps;
+		__u64 b = out[i].reads_mps + out[i].writes_mps;
+
+		CHECK(a > b || (a == b && out[i - 1].hash < out[i].hash),
+		      "entries %zu and %zu out of order", i - 1, i);
+	}
+	/* 90 reads sampled 1 in 2 over 1 s: 180/s */
+	CHECK_EQ(out[0].reads_mps, 180000);
+	CHECK_EQ(out[0].writes_mps, 60000);
+	CHECK_EQ(out[0].hash, ut_hash("top"));
+	/* (90 + 30) * 2 of 1000 keys */
+	CHECK_EQ(out[0].share_ppm, 240000);
+	CHECK(out[0].err_mps > 0, "no error bound");
+	kt_end();
+
+	kt_begin("topk_truncates_to_k");
+	m = ks_top_select(s, &iv, c, n, out, 2);
+	CHECK_EQ(m, 2);
+	CHECK(!memcmp(out[0].key, "top", 3) && !memcmp(out[1].key, "writer", 6),
+	      "wrong two kept");
+	CHECK_EQ(ks_top_select(s, &iv, c, 0, out, 5), 0);
+	kt_end();
+	free(s);
+}

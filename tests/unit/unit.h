@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* unit.h - the unit tier's test groups, each a set of ktest tests. */
+#ifndef KS_UNIT_H
+#define KS_UNIT_H
+
+#include <stddef.h>
+#include "keysteer.h"
+#include "estimate.h"
+
+void test_merge(void);
+void test_estimate(void);
+void test_topk(void);
+void test_report(void);
+void test_opts(void);
+void test_names(void);
+
+/*
+ * Helpers shared by the groups. The conservative update here is a plain
+ * reimplementation for tests only; the datapath's is in bpf/.
+ */
+__u64 ut_hash(const char *key);
+void ut_cms_add(struct ks_sketch *s, __u32 cls, __u64 hash, __u32 times);
+void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count);
+
+#endif

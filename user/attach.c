@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "keysteer.skel.h"
+#include "attach.h"
+#include "log.h"
+
+void ks_pin_dir(const char *ifname, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", KS_PIN_ROOT, ifname);
+}
+
+int ks_bpffs_mounted(void)
+{
+	struct statfs st;
+
+	return statfs(KS_BPFFS, &st) == 0 && st.f_type == BPF_FS_MAGIC;
+}
+
+static int dir_is_empty(const char *path)
+{
+	struct dirent *d;
+	DIR *dir = opendir(path);
+	int empty = 1;
+
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		/* maps.debug and progs.debug come with every bpffs mount
+		 * (bpf_preload); they are not anyone's pins. */
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+		    strcmp(d->d_name, "maps.debug") &&
+		    strcmp(d->d_name, "progs.debug")) {
+			empty = 0;
+			break;
+		}
+	}
+	closedir(dir);
+	return empty;
+}
+
+/*
+ * Unlinks every entry of a pin folder (pins are files; there are no
+ * subfolders), then the folder, then KS_PIN_ROOT if nothing else is
+ * attached. say: print each removal (for 'agent detach'). Returns how
+ * many entries it removed, folder included.
+ */
+static int remove_pin_dir(const char *pin_dir, int say)
+{
+	char path[PATH_MAX];
+	struct dirent *d;
+	int removed = 0;
+	DIR *dir;
+
+	dir = opendir(pin_dir);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, d->d_name);
+		if (unlink(path)) {
+			ks_warn("cannot remove %s: %s; remove it by hand",
+				path, strerror(errno));
+			continue;
+		}
+		removed++;
+		if (say)
+			printf("keysteer: removed %s\n", path);
+	}
+	closedir(dir);
+	if (rmdir(pin_dir) == 0) {
+		removed++;
+		if (say)
+			printf("keysteer: removed %s\n", pin_dir);
+	} else if (errno != ENOENT) {
+		ks_warn("cannot remove %s: %s; remove it by hand", pin_dir,
+			strerror(errno));
+	}
+	/* Fails with ENOTEMPTY while another interface is attached. */
+	rmdir(KS_PIN_ROOT);
+	return removed;
+}
+
+__u32 ks_pinned_agent_pid(const char *pin_dir)
+{
+	struct ks_report *rep;
+	char path[PATH_MAX];
+	__u32 key = 0, pid = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ks_report", pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	rep = calloc(1, sizeof(*rep));
+	if (rep && !bpf_map_lookup_elem_flags(fd, &key, rep, BPF_F_LOCK))
+		pid = rep->agent_pid;
+	free(rep);
+	close(fd);
+	return pid;
+}
+
+int ks_pid_alive(__u32 pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	int alive;
+
+	if (!pid)
+		return 0;
+	/* EPERM: it exists, we may just not signal it. */
+	if (kill((pid_t)pid, 0) && errno != EPERM)
+		return 0;
+	/* A killed agent nobody reaped yet is a zombie: not running. */
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;
+	alive = 1;
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')'); /* comm may hold spaces and parens */
+		if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+			alive = 0;
+	}
+	fclose(f);
+	return alive;
+}
+
+struct xdp_prog {
+	__u32 id;
+	__u8 mode; /* XDP_ATTACHED_* */
+	char name[BPF_OBJ_NAME_LEN];
+};
+
+static const char *xdp_mode_name(__u8 mode)
+{
+	switch (mode) {
+	case XDP_ATTACHED_DRV:
+		return "native";
+	case XDP_ATTACHED_SKB:
+		return "generic";
+	case XDP_ATTACHED_HW:
+		return "offloaded";
+	default:
+		return "unknown mode";
+	}
+}
+
+/*
+ * The XDP programs on an interface, one per mode (an interface can carry a
+ * native and a generic program at once). Returns how many.
+ */
+static int query_xdp(unsigned int ifindex, struct xdp_prog progs[3])
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	static const __u8 modes[3] = { XDP_ATTACHED_DRV, XDP_ATTACHED_SKB,
+				       XDP_ATTACHED_HW };
+	__u32 ids[3];
+	int i, n = 0;
+
+	if (bpf_xdp_query((int)ifindex, 0, &q))
+		return 0;
+	ids[0] = q.drv_prog_id;
+	ids[1] = q.skb_prog_id;
+	ids[2] = q.hw_prog_id;
+	for (i = 0; i < 3; i++) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd;
+
+		if (!ids[i])
+			continue;
+		progs[n].id = ids[i];
+		progs[n].mode = modes[i];
+		snprintf(progs[n].name, sizeof(progs[n].name), "?");
+		fd = bpf_prog_get_fd_by_id(ids[i]);
+		if (fd >= 0) {
+			if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+				snprintf(progs[n].name, sizeof(progs[n].name),
+					 "%s", info.name);
+			close(fd);
+		}
+		n++;
+	}
+	return n;
+}
+
+int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
+		  size_t errlen)
+{
+	struct xdp_prog progs[3];
+	char pin_dir[PATH_MAX], link[PATH_MAX + 8];
+	int i, n, has_link = 0, ours = 0;
+	struct stat st;
+
+	ks_pin_dir(ifname, pin_dir, sizeof(pin_dir));
+	snprintf(link, sizeof(link), "%s/link", pin_dir);
+	if (ks_bpffs_mounted())
+		has_link = stat(link, &st) == 0;
+	n = query_xdp(ifindex, progs);
+	for (i = 0; i < n; i++)
+		ours |= !strcmp(progs[i].name, KS_PROG_NAME);
+
+	if (has_link || ours) {
+		__u32 pid = has_link ? ks_pinned_agent_pid(pin_dir) : 0;
+		char who[48];
+
+		if (!pid)
+			snprintf(who, sizeof(who), "pid unknown");
+		else if (!ks_pid_alive(pid))
+			snprintf(who, sizeof(who), "pid %u, no longer running",
+				 pid);
+		else
+			snprintf(who, sizeof(who), "pid %u", pid);
+		snprintf(err, errlen,
+			 "keysteer is already attached to %s (%s); run 'agent detach --iface %s'",
+			 ifname, who, ifname);
+		return -EEXIST;
+	}
+	if (n) {
+		const char *off = progs[0].mode == XDP_ATTACHED_SKB ? "xdpgeneric" :
+				  progs[0].mode == XDP_ATTACHED_HW ? "xdpoffload" :
+								     "xdpdrv";
+
+		snprintf(err, errlen,
+			 "%s already has an XDP program (%s, id %u, %s); remove it first (if 'ip' attached it: 'ip link set dev %s %s off') or choose another interface",
+			 ifname, progs[0].name, progs[0].id,
+			 xdp_mode_name(progs[0].mode), ifname, off);
+		return -EBUSY;
+	}
+	/* Maps without a link: a run that died between load and attach. */
+	if (ks_bpffs_mounted() && stat(pin_dir, &st) == 0) {
+		ks_warn("removing leftover pins of an earlier run in %s",
+			pin_dir);
+		remove_pin_dir(pin_dir, 0);
+	}
+	return 0;
+}
+
+static int mount_bpffs(struct ks_attachment *a)
+{
+	if (ks_bpffs_mounted())
+		return 0;
+	if (mount("bpf", KS_BPFFS, "bpf", 0, "mode=0700")) {
+		int err = -errno;
+
+		ks_err("cannot mount the BPF filesystem on %s (%s); mount it with 'mount -t bpf bpf %s'",
+		       KS_BPFFS, strerror(errno), KS_BPFFS);
+		return err;
+	}
+	a->mounted_bpffs = 1;
+	/*
+	 * 'ip netns exec' gives each command a fresh /sys without bpffs, so
+	 * a mount made here is private to this agent's mount namespace.
+	 */
+	ks_info("mounted the BPF filesystem on %s (it was not mounted; under 'ip netns exec' the mount is private to this agent, see 'agent run --help')",
+		KS_BPFFS);
+	return 0;
+}
+
+static int make_pin_dir(struct ks_attachment *a)
+{
+	if (mkdir(KS_PIN_ROOT, 0700) && errno != EEXIST)
+		goto fail;
+	if (mkdir(a->pin_dir, 0700) && errno != EEXIST)
+		goto fail;
+	return 0;
+fail:
+	ks_err("cannot create %s (%s); check that %s is a writable bpffs",
+	       a->pin_dir, strerror(errno), KS_BPFFS);
+	return -errno;
+}
+
+static void explain_load_error(int err)
+{
+	if (err == -EPERM) {
+		ks_err("the kernel refused to load BPF programs (%s); run as root with CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN, and check kernel lockdown",
+		       strerror(-err));
+	} else if (err == -ENOSYS || err == -EOPNOTSUPP) {
+		ks_err("this kernel has no BPF support (%s); use a kernel with CONFIG_BPF_SYSCALL and XDP",
+		       strerror(-err));
+	} else if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		ks_err("loading the BPF programs failed (%s) and the kernel has no BTF; use a kernel with CONFIG_DEBUG_INFO_BTF",
+		       strerror(-err));
+	} else {
+		ks_err("loading the BPF programs failed (%s); rerun with -v for libbpf's log (the verifier's reason is above)",
+		       strerror(-err));
+	}
+}
+
+static int load(struct ks_attachment *a, const struct ks_config *cfg)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = a->pin_dir);
+	struct bpf_program *tc;
+	struct ks_maps m;
+	int err;
+
+	a->skel = keysteer_bpf__open_opts(&oo);
+	if (!a->skel) {
+		err = -errno;
+		ks_err("cannot open the embedded BPF object (%s); rebuild the agent with 'make'",
+		       strerror(errno));
+		return err;
+	}
+	/* The tc program shares the library; the agent attaches XDP only,
+	 * so skip the tc one's verification. */
+	tc = bpf_object__find_program_by_name(a->skel->obj, "ks_tc_ingress");
+	if (tc)
+		bpf_program__set_autoload(tc, false);
+	err = keysteer_bpf__load(a->skel);
+	if (err) {
+		explain_load_error(err < 0 ? err : -errno);
+		return err < 0 ? err : -EINVAL;
+	}
+	ks_attachment_maps(a, &m);
+	err = ks_write_config(&m, cfg);
+	if (err)
+		ks_err("cannot write the configuration map (%s); rerun with -v",
+		       strerror(-err));
+	return err;
+}
+
+static int link_xdp(struct ks_attachment *a, __u32 flags)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, lo, .flags = flags);
+	int fd;
+
+	fd = bpf_link_create(bpf_program__fd(a->skel->progs.ks_ingress),
+			     (int)a->ifindex, BPF_XDP, &lo);
+	return fd < 0 ? -errno : fd;
+}
+
+static int attach_xdp(struct ks_attachment *a, enum ks_xdp_req req)
+{
+	int fd;
+
+	if (req != KS_XDP_GENERIC) {
+		fd = link_xdp(a, XDP_FLAGS_DRV_MODE);
+		if (fd >= 0) {
+			a->link_fd = fd;
+			a->xdp_mode = KS_XDP_MODE_NATIVE;
+			return 0;
+		}
+		/* Busy means another program won the race: no fallback. */
+		if (req == KS_XDP_NATIVE || fd == -EBUSY || fd == -EEXIST) {
+			ks_err("cannot attach XDP in native mode to %s (%s); %s",
+			       a->ifname, strerror(-fd),
+			       fd == -EBUSY || fd == -EEXIST ?
+				       "another XDP program is attached, remove it first" :
+				       "use --xdp-mode generic (or auto) for drivers without native XDP");
+			return fd;
+		}
+		ks_warn("native XDP is not available on %s (%s); using generic XDP, which is slower",
+			a->ifname, strerror(-fd));
+	}
+	fd = link_xdp(a, XDP_FLAGS_SKB_MODE);
+	if (fd < 0) {
+		ks_err("cannot attach XDP to %s (%s); check that the interface is up and has no other XDP program",
+		       a->ifname, strerror(-fd));
+		return fd;
+	}
+	a->link_fd = fd;
+	a->xdp_mode = KS_XDP_MODE_GENERIC;
+	return 0;
+}
+
+int ks_attach(struct ks_attachment *a, const char *ifname,
+	      unsigned int ifindex, enum ks_xdp_req req,
+	      const struct ks_config *cfg)
+{
+	char path[PATH_MAX + 8];
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	a->link_fd = -1;
+	a->ifindex = ifindex;
+	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
+	ks_pin_dir(ifname, a->pin_dir, sizeof(a->pin_dir));
+
+	err = mount_bpffs(a);
+	if (err)
+		return err;
+	err = make_pin_dir(a);
+	if (!err)
+		err = load(a, cfg);
+	if (!err)
+		err = attach_xdp(a, req);
+	if (!err) {
+		snprintf(path, sizeof(path), "%s/link", a->pin_dir);
+		if (bpf_obj_pin(a->link_fd, path)) {
+			err = -errno;
+			ks_err("cannot pin the XDP link at %s (%s); check the bpffs on %s",
+			       path, strerror(errno), KS_BPFFS);
+		}
+	}
+	if (err)
+		ks_teardown(a);
+	return err;
+}
+
+void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
+{
+	ks_maps_init(m);
+	if (!a->skel)
+		return;
+	m->config = bpf_map__fd(a->skel->maps.ks_config);
+	m->ops = bpf_map__fd(a->skel->maps.ks_ops);
+	m->errors = bpf_map__fd(a->skel->maps.ks_errors);
+	m->pkts = bpf_map__fd(a->skel->maps.ks_pkts);
+	m->cms = bpf_map__fd(a->skel->maps.ks_cms);
+	m->cands = bpf_map__fd(a->skel->maps.ks_cands);
+	m->events = bpf_map__fd(a->skel->maps.ks_events);
+	m->report = bpf_map__fd(a->skel->maps.ks_report);
+}
+
+int ks_link_attached(const struct ks_attachment *a)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (a->link_fd < 0)
+		return 0;
+	if (bpf_obj_get_info_by_fd(a->link_fd, &info, &len))
+		return 1; /* cannot tell: assume it is */
+	return info.xdp.ifindex != 0;
+}
+
+void ks_teardown(struct ks_attachment *a)
+{
+	if (a->link_fd >= 0) {
+		/* Detach now even if some other process holds the link. */
+		bpf_link_detach(a->link_fd);
+		close(a->link_fd);
+		a->link_fd = -1;
+	}
+	if (a->pin_dir[0])
+		remove_pin_dir(a->pin_dir, 0);
+	if (a->skel) {
+		keysteer_bpf__destroy(a->skel);
+		a->skel = NULL;
+	}
+	/* Leave the system as found: our bpffs mount goes if it is empty. */
+	if (a->mounted_bpffs && dir_is_empty(KS_BPFFS)) {
+		if (umount2(KS_BPFFS, 0) == 0)
+			a->mounted_bpffs = 0;
+	}
+	a->pin_dir[0] = '\0';
+}
+
+/* Finds the bpf_link that holds prog_id on ifindex; fd or -ENOENT. */
+static int find_xdp_link(unsigned int ifindex, __u32 prog_id)
+{
+	__u32 id = 0;
+
+	while (!bpf_link_get_next_id(id, &id)) {
+		struct bpf_link_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_link_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+		    info.type == BPF_LINK_TYPE_XDP && info.prog_id == prog_id &&
+		    info.xdp.ifindex == ifindex)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+static int detach_leftover_xdp(const char *ifname)
+{
+	struct xdp_prog progs[3];
+	unsigned int ifindex = if_nametoindex(ifname);
+	int i, n, done = 0;
+
+	if (!ifindex)
+		return 0;
+	n = query_xdp(ifindex, progs);
+	for (i = 0; i < n; i++) {
+		__u32 flags = progs[i].mode == XDP_ATTACHED_SKB ?
+				      XDP_FLAGS_SKB_MODE :
+			      progs[i].mode == XDP_ATTACHED_HW ?
+				      XDP_FLAGS_HW_MODE :
+				      XDP_FLAGS_DRV_MODE;
+		int fd, err = 0;
+
+		if (strcmp(progs[i].name, KS_PROG_NAME))
+			continue;
+		/* A link-attached program refuses netlink detach (EBUSY):
+		 * detach it through its link instead. */
+		if (bpf_xdp_detach((int)ifindex, flags, NULL)) {
+			fd = find_xdp_link(ifindex, progs[i].id);
+			err = fd < 0 ? fd : bpf_link_detach(fd);
+			if (fd >= 0)
+				close(fd);
+		}
+		if (err) {
+			ks_warn("cannot detach %s (id %u) from %s (%s); try 'ip link set dev %s xdp off'",
+				KS_PROG_NAME, progs[i].id, ifname,
+				strerror(-err), ifname);
+			continue;
+		}
+		printf("keysteer: detached %s (id %u, %s) from %s\n",
+		       KS_PROG_NAME, progs[i].id, xdp_mode_name(progs[i].mode),
+		       ifname);
+		done++;
+	}
+	return done;
+}
+
+int ks_detach_iface(const char *ifname)
+{
+	char pin_dir[PATH_MAX], path[PATH_MAX + 8];
+	int done = 0, fd;
+	__u32 pid = 0;
+
+	ks_pin_dir(ifname, pin_dir, sizeof(pin_dir));
+	if (ks_bpffs_mounted()) {
+		pid = ks_pinned_agent_pid(pin_dir);
+		snprintf(path, sizeof(path), "%s/link", pin_dir);
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			/* Takes the program off even while an agent still
+			 * holds the link; that agent notices and exits. */
+			if (!bpf_link_detach(fd)) {
+				printf("keysteer: detached the XDP link pinned at %s\n",
+				       path);
+				done++;
+			}
+			close(fd);
+		}
+		done += remove_pin_dir(pin_dir, 1);
+	}
+	done += detach_leftover_xdp(ifname);
+	if (done && pid != (__u32)getpid() && ks_pid_alive(pid))
+		printf("keysteer: agent pid %u is still running; it exits at its next interval\n",
+		       pid);
+	return done ? 0 : -ENOENT;
+}
+
+int ks_list_attached(char names[][IF_NAMESIZE], int max)
+{
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	if (!ks_bpffs_mounted())
+		return 0;
+	dir = opendir(KS_PIN_ROOT);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		size_t len = strlen(d->d_name);
+
+		/* Not a folder this agent would make: leave it alone. */
+		if (d->d_type != DT_DIR || len >= IF_NAMESIZE ||
+		    !strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (n < max)
+			memcpy(names[n], d->d_name, len + 1);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}

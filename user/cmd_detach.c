@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* cmd_detach.c - 'agent detach --iface IF': removes what a run left. */
+#include <getopt.h>
+#include <string.h>
+#include "attach.h"
+#include "cmds.h"
+#include "log.h"
+#include "opts.h"
+
+int cmd_detach(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *ifname = NULL;
+	char err[KS_ERRLEN], what[96];
+	int c, verbose = 0, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			ifname = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			ks_help_detach(stdout);
+			return KS_EXIT_OK;
+		case ':':
+			snprintf(what, sizeof(what), "option '%s' needs a value",
+				 argv[optind - 1]);
+			return ks_usage_error("detach", what);
+		default:
+			snprintf(what, sizeof(what), "unknown option '%s'",
+				 argv[optind - 1]);
+			return ks_usage_error("detach", what);
+		}
+	}
+	if (optind < argc) {
+		snprintf(what, sizeof(what), "unexpected argument '%s'",
+			 argv[optind]);
+		return ks_usage_error("detach", what);
+	}
+	ks_log_init(verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
+	if (!ifname) {
+		ks_err("detach needs --iface IF; name the interface keysteer was attached to");
+		return KS_EXIT_USAGE;
+	}
+	/* The interface may be gone already: its pin folder still is not. */
+	if (ks_check_ifname_syntax(ifname, err, sizeof(err))) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	rc = ks_require_root("detaching keysteer");
+	if (rc)
+		return rc;
+	if (ks_detach_iface(ifname)) {
+		ks_err("nothing attached to %s; nothing to do (see 'agent report' for where keysteer runs)",
+		       ifname);
+		return KS_EXIT_FAIL;
+	}
+	return KS_EXIT_OK;
+}

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_run.c - 'agent run': attach, then once per interval flip the epoch,
+ * merge what the datapath sampled in the interval that just ended, publish
+ * the estimates in ks_report, and clear that epoch for its next turn.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "attach.h"
+#include "cmds.h"
+#include "collect.h"
+#include "estimate.h"
+#include "log.h"
+#include "opts.h"
+#include "report.h"
+#include "sig.h"
+
+/* In-flight packets may still write the old epoch right after the flip. */
+#define KS_FLIP_GRACE_NS 2000000ULL
+
+struct run_opts {
+	const char *ifname;
+	unsigned int ifindex;
+	__u32 sample_n;
+	__u32 interval_ms;
+	__u16 ports[KS_MAX_PORTS];
+	enum ks_xdp_req xdp;
+	__u32 top;
+	int verbose;
+};
+
+struct run_state {
+	struct run_opts o;
+	struct ks_attachment att;
+	struct ks_maps maps;
+	struct ks_collector col;
+	struct ks_sketch *sketch;
+	struct ks_report *rep;
+	struct ks_totals prev, cur;
+	__u32 seq;            /* the agent's own copy: it alone moves seq */
+	__u64 flip_ns;        /* monotonic time of the last flip */
+	__u64 totals_ns;      /* monotonic time of the last totals read */
+};
+
+static int parse_run(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "sample", required_argument, NULL, 's' },
+		{ "interval", required_argument, NULL, 'I' },
+		{ "ports", required_argument, NULL, 'p' },
+		{ "xdp-mode", required_argument, NULL, 'x' },
+		{ "top", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char err[KS_ERRLEN], what[96];
+	unsigned long long v;
+	int c, n;
+
+	memset(o, 0, sizeof(*o));
+	o->sample_n = 8;
+	o->interval_ms = 1000;
+	o->top = KS_REPORT_TOP;
+	o->ports[0] = 11211;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->ifname = optarg;
+			break;
+		case 's':
+			if (ks_parse_uint("--sample", optarg, 1, 1000000, &v,
+					  err, sizeof(err)))
+				goto bad;
+			o->sample_n = (__u32)v;
+			break;
+		case 'I':
+			if (ks_parse_seconds("--interval", optarg, 100,
+					     3600000, &o->interval_ms, err,
+					     sizeof(err)))
+				goto bad;
+			break;
+		case 'p':
+			if (ks_parse_ports(optarg, o->ports, &n, err,
+					   sizeof(err)))
+				goto bad;
+			break;
+		case 'x':
+			if (!strcmp(optarg, "native"))
+				o->xdp = KS_XDP_NATIVE;
+			else if (!strcmp(optarg, "generic"))
+				o->xdp = KS_XDP_GENERIC;
+			else if (!strcmp(optarg, "auto"))
+				o->xdp = KS_XDP_AUTO;
+			else {
+				snprintf(err, sizeof(err),
+					 "--xdp-mode '%s' is not a mode; give native, generic or auto",
+					 optarg);
+				goto bad;
+			}
+			break;
+		case 't':
+			if (ks_parse_uint("--top", optarg, 1, KS_REPORT_TOP, &v,
+					  err, sizeof(err)))
+				goto bad;
+			o->top = (__u32)v;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'h':
+			ks_help_run(stdout);
+			return -1;
+		case ':':
+			snprintf(what, sizeof(what), "option '%s' needs a value",
+				 argv[optind - 1]);
+			return ks_usage_error("run", what);
+		default:
+			snprintf(what, sizeof(what), "unknown option '%s'",
+				 argv[optind - 1]);
+			return ks_usage_error("run", what);
+		}
+	}
+	if (optind < argc) {
+		snprintf(what, sizeof(what), "unexpected argument '%s'",
+			 argv[optind]);
+		return ks_usage_error("run", what);
+	}
+	if (!o->ifname) {
+		ks_err("run needs --iface IF; name the interface memcached receives on (see 'ip link')");
+		return KS_EXIT_USAGE;
+	}
+	if (ks_resolve_ifname(o->ifname, &o->ifindex, err, sizeof(err)))
+		goto bad;
+	return 0;
+bad:
+	ks_err("%s", err);
+	return KS_EXIT_USAGE;
+}
+
+static void publish_header(struct run_state *st)
+{
+	struct ks_report *r = st->rep;
+
+	r->version = KS_REPORT_VERSION;
+	r->agent_pid = (__u32)getpid();
+	r->sample_n = st->o.sample_n;
+	r->interval_ms = st->o.interval_ms;
+	r->xdp_mode = st->att.xdp_mode;
+	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
+}
+
+/* Moves seq on, keeping whatever else is in ks_config (the trace flag
+ * belongs to 'agent trace'). */
+static int flip_epoch(struct run_state *st)
+{
+	struct ks_config cfg;
+	int err;
+
+	err = ks_read_config(&st->maps, &cfg);
+	if (err)
+		return err;
+	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
+	cfg.sample_n = st->o.sample_n;
+	cfg.seq = ++st->seq;
+	return ks_write_config(&st->maps, &cfg);
+}
+
+/*
+ * 'agent trace' rewrites the config to toggle its flag; if its write
+ * raced with our flip it may have put the old seq back. Put ours back.
+ */
+static void keep_seq(struct run_state *st)
+{
+	struct ks_config cfg;
+
+	if (ks_read_config(&st->maps, &cfg) || cfg.seq == st->seq)
+		return;
+	ks_debug("seq was %u, not %u (a racing config write); fixing it",
+		 cfg.seq, st->seq);
+	cfg.seq = st->seq;
+	ks_write_config(&st->maps, &cfg);
+}
+
+static void status_line(const struct run_state *st, long ncands)
+{
+	const struct ks_report *r = st->rep;
+	char key[48] = "-";
+
+	if (r->n_top)
+		ks_key_text(r->top[0].key, r->top[0].len, key,
+			    sizeof(key));
+	fprintf(stderr,
+		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s\n",
+		r->seq,
+		(r->class_req_mps[KS_CLASS_READ] + r->class_req_mps[KS_CLASS_WRITE] +
+		 r->class_req_mps[KS_CLASS_OTHER]) / 1000.0,
+		r->class_req_mps[KS_CLASS_READ] / 1000.0,
+		r->class_req_mps[KS_CLASS_WRITE] / 1000.0,
+		r->class_req_mps[KS_CLASS_OTHER] / 1000.0,
+		(unsigned long long)r->sampled_total, ncands, key,
+		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
+			   0.0);
+}
+
+static int one_interval(struct run_state *st)
+{
+	struct ks_interval iv = { .sample_n = st->o.sample_n };
+	__u64 keys[KS_CLASS_MAX], now, totals_elapsed;
+	__u32 old_seq = st->seq, epoch = old_seq & 1, c;
+	long ncands;
+	int err;
+
+	err = flip_epoch(st);
+	if (err)
+		return err;
+	now = ks_mono_ns();
+	iv.elapsed_ns = now - st->flip_ns;
+	st->flip_ns = now;
+	ks_sleep_until(now + KS_FLIP_GRACE_NS);
+	keep_seq(st);
+
+	err = ks_read_totals(&st->col, &st->cur);
+	if (err)
+		return err;
+	now = ks_mono_ns();
+	totals_elapsed = now - st->totals_ns;
+	st->totals_ns = now;
+	err = ks_read_sketch(&st->col, epoch, st->sketch);
+	if (err)
+		return err;
+	ncands = ks_read_cands(&st->col, old_seq);
+	if (ncands < 0)
+		return (int)ncands;
+
+	ks_class_keys(&st->prev, &st->cur, keys);
+	for (c = 0; c < KS_CMS_CLASSES; c++)
+		iv.class_sampled[c] = ks_class_stream_len(st->sketch, c, keys[c],
+							  st->o.sample_n);
+	iv.total_keys = keys[KS_CLASS_READ] + keys[KS_CLASS_WRITE] +
+			keys[KS_CLASS_OTHER];
+
+	publish_header(st);
+	st->rep->seq = old_seq;
+	st->rep->updated_ns = ks_real_ns();
+	st->rep->elapsed_ns = iv.elapsed_ns;
+	ks_fill_rates(&st->prev, &st->cur, totals_elapsed, st->rep);
+	st->rep->sampled_total = st->cur.pkts[KS_PKT_SAMPLED] -
+				 st->prev.pkts[KS_PKT_SAMPLED];
+	memset(st->rep->top, 0, sizeof(st->rep->top));
+	st->rep->n_top = (__u32)ks_top_select(st->sketch, &iv, st->col.cands,
+					      (size_t)ncands, st->rep->top,
+					      st->o.top);
+	err = ks_write_report(&st->maps, st->rep);
+	if (err)
+		return err;
+	/* The next flip hands this epoch back to the datapath: empty. */
+	err = ks_zero_sketch(&st->col, epoch);
+	if (err)
+		return err;
+	st->prev = st->cur;
+	if (st->o.verbose)
+		status_line(st, ncands);
+	return 0;
+}
+
+static int start(struct run_state *st)
+{
+	struct ks_config cfg = { .sample_n = st->o.sample_n, .seq = 0 };
+	char ports[64], iv[32];
+	int err;
+
+	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
+	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex, st->o.xdp, &cfg))
+		return KS_EXIT_FAIL;
+	ks_attachment_maps(&st->att, &st->maps);
+	err = ks_collector_init(&st->col, &st->maps);
+	st->sketch = malloc(sizeof(*st->sketch));
+	st->rep = calloc(1, sizeof(*st->rep));
+	if (err || !st->sketch || !st->rep) {
+		ks_err("out of memory for the interval buffers (%s); free some memory",
+		       strerror(err ? -err : ENOMEM));
+		return KS_EXIT_FAIL;
+	}
+	publish_header(st);
+	st->rep->start_ns = ks_real_ns();
+	err = ks_write_report(&st->maps, st->rep);
+	if (!err)
+		err = ks_read_totals(&st->col, &st->prev);
+	if (err) {
+		ks_err("cannot read or write the pinned maps (%s); rerun with -v",
+		       strerror(-err));
+		return KS_EXIT_FAIL;
+	}
+	st->flip_ns = st->totals_ns = ks_mono_ns();
+	ks_format_ports(st->o.ports, ports, sizeof(ports));
+	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
+	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s\n",
+	       st->o.ifname,
+	       st->att.xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic",
+	       st->o.sample_n, iv, ports);
+	fflush(stdout);
+	return 0;
+}
+
+static int loop(struct run_state *st)
+{
+	__u64 step = (__u64)st->o.interval_ms * 1000000ULL;
+	__u64 deadline = st->flip_ns + step;
+	int err;
+
+	while (ks_sleep_until(deadline)) {
+		if (!ks_link_attached(&st->att)) {
+			ks_warn("the XDP link on %s was detached (by 'agent detach' or the interface going away); stopping",
+				st->o.ifname);
+			return KS_EXIT_FAIL;
+		}
+		err = one_interval(st);
+		if (err) {
+			ks_err("interval failed (%s); stopping, rerun with -v",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+		deadline += step;
+		/* After a stall (suspend, debugger) do not catch up in a
+		 * burst of zero-length intervals. */
+		if (deadline < ks_mono_ns())
+			deadline = ks_mono_ns() + step;
+	}
+	return KS_EXIT_OK;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_state *st;
+	char err[KS_ERRLEN];
+	int rc;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return KS_EXIT_FAIL;
+	rc = parse_run(argc, argv, &st->o);
+	if (rc) {
+		free(st);
+		return rc < 0 ? KS_EXIT_OK : rc;
+	}
+	ks_log_init(st->o.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
+	rc = ks_require_root("attaching keysteer");
+	if (rc)
+		goto out_free;
+	if (ks_check_free(st->o.ifname, st->o.ifindex, err, sizeof(err))) {
+		ks_err("%s", err);
+		rc = KS_EXIT_FAIL;
+		goto out_free;
+	}
+	ks_install_stop_handlers();
+	st->att.link_fd = -1;
+	rc = start(st);
+	if (!rc)
+		rc = loop(st);
+	ks_collector_free(&st->col);
+	ks_teardown(&st->att);
+	if (!rc)
+		printf("keysteer: detached from %s\n", st->o.ifname);
+out_free:
+	free(st->sketch);
+	free(st->rep);
+	free(st);
+	return rc;
+}

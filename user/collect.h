@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * collect.h - reading the datapath's maps: per-CPU counters summed over
+ * CPUs, one epoch's sketch merged over CPUs (and zeroed after use), the
+ * candidate tables of every CPU, and the config and report entries. The
+ * fds come from the agent's skeleton or from the pinned folder.
+ */
+#ifndef KS_COLLECT_H
+#define KS_COLLECT_H
+
+#include <stddef.h>
+#include "keysteer.h"
+#include "estimate.h"
+
+struct ks_maps {
+	int config, ops, errors, pkts, cms, cands, events, report;
+};
+
+/* Every fd -1, so ks_maps_close() on a half-opened set is safe. */
+void ks_maps_init(struct ks_maps *m);
+/* Opens the pinned maps in pin_dir (<KS_PIN_ROOT>/<ifname>). */
+int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir);
+void ks_maps_close(struct ks_maps *m);
+
+/* Scratch buffers sized for the possible CPUs, reused every interval. */
+struct ks_collector {
+	const struct ks_maps *maps;
+	int ncpus;
+	void *row_buf;            /* one sketch row, every CPU */
+	struct ks_cand *cand_buf; /* one candidate slot, every CPU */
+	struct ks_cand *cands;    /* gathered candidates */
+	size_t cands_cap;
+};
+
+int ks_collector_init(struct ks_collector *c, const struct ks_maps *m);
+void ks_collector_free(struct ks_collector *c);
+
+int ks_read_totals(struct ks_collector *c, struct ks_totals *t);
+/* Merges epoch's rows of both classes over CPUs into out. */
+int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out);
+/* Zeroes epoch's rows on every CPU. */
+int ks_zero_sketch(struct ks_collector *c, __u32 epoch);
+/*
+ * Gathers the usable candidates (see ks_cand_usable) for the interval that
+ * started at seq from every CPU, deduplicated by hash, into c->cands;
+ * returns how many or a negative errno.
+ */
+long ks_read_cands(struct ks_collector *c, __u32 seq);
+
+int ks_read_config(const struct ks_maps *m, struct ks_config *cfg);
+int ks_write_config(const struct ks_maps *m, const struct ks_config *cfg);
+/* ks_report is read and written whole under its spin lock (BPF_F_LOCK). */
+int ks_read_report(const struct ks_maps *m, struct ks_report *rep);
+int ks_write_report(const struct ks_maps *m, const struct ks_report *rep);
+
+#endif

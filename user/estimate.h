@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * estimate.h - pure interval arithmetic of the agent: merging per-CPU
+ * sketch rows, count-min point queries, per-key rate estimates with an
+ * error bound, top-K selection and class rates. No BPF calls, no I/O, so
+ * the unit tests drive it with synthetic sketches.
+ */
+#ifndef KS_ESTIMATE_H
+#define KS_ESTIMATE_H
+
+#include <stddef.h>
+#include "keysteer.h"
+
+/* One epoch's count-min sketch, summed over CPUs: [class][row][column]. */
+struct ks_sketch {
+	__u32 c[KS_CMS_CLASSES][KS_CMS_DEPTH][KS_CMS_WIDTH];
+};
+
+/* Datapath counters summed over CPUs (cumulative since load). */
+struct ks_totals {
+	struct ks_op_stats ops[KS_OP_MAX];
+	__u64 errors[KS_ERR_MAX];
+	__u64 pkts[KS_PKT_MAX];
+};
+
+/* What one interval contributes besides the sketch. */
+struct ks_interval {
+	__u32 sample_n;       /* 1 in N keys was sketched */
+	__u64 elapsed_ns;     /* length of the interval */
+	/* Sampled keys fed to each class's sketch: the stream length N of
+	 * the count-min bound. */
+	__u64 class_sampled[KS_CMS_CLASSES];
+	__u64 total_keys;     /* every key of every class, unsampled */
+};
+
+/* A percpu map lookup returns one value per possible CPU, each padded to
+ * a multiple of 8 bytes. */
+static inline size_t ks_percpu_stride(size_t value_size)
+{
+	return (value_size + 7) & ~(size_t)7;
+}
+
+/*
+ * Adds the ncpus per-CPU copies of one sketch row (a percpu lookup buffer,
+ * copies stride bytes apart) into dst, saturating at UINT32_MAX.
+ */
+void ks_cms_merge_row(__u32 dst[KS_CMS_WIDTH], const void *percpu, int ncpus,
+		      size_t stride);
+
+/* Count-min point query: the minimum over rows at ks_cms_col(hash, r). */
+__u32 ks_cms_point(const struct ks_sketch *s, __u32 cls, __u64 hash);
+
+/*
+ * Stream length of a class's sketch for the count-min bound: the sampled
+ * keys the counters imply (class keys / sample_n, rounded up), or the
+ * largest row sum if that is more (conservative update makes row sums at
+ * most the stream length, so this never undercounts a row).
+ */
+__u64 ks_class_stream_len(const struct ks_sketch *s, __u32 cls,
+			  __u64 class_keys, __u32 sample_n);
+
+/*
+ * Count-min overestimate bound in sketch counts: (e / width) * N. With
+ * depth rows it holds with probability 1 - e^-depth (98% for depth 4).
+ */
+double ks_cms_bound(__u64 stream_len);
+
+/*
+ * Two-sigma error of scaling a sampled count back up by n, in keys:
+ * 2 * sqrt(count * n * (n - 1)); 0 when every key is sampled.
+ */
+double ks_sampling_bound(double count, __u32 n);
+
+struct ks_key_estimate {
+	__u32 reads;      /* sketch estimates, sampled keys */
+	__u32 writes;
+	double reads_ps;  /* scaled to all keys per second */
+	double writes_ps;
+	double err_ps;    /* +/- bound on reads_ps + writes_ps */
+	double share;     /* of all keys in the interval, 0..1 */
+};
+
+void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
+		     __u64 hash, struct ks_key_estimate *out);
+
+/*
+ * A candidate slot worth estimating: occupied, sane length, touched in the
+ * interval that started at seq (or later), and key bytes that still hash
+ * to the stored hash (a slot read while the datapath rewrote it is torn).
+ */
+int ks_cand_usable(const struct ks_cand *c, __u32 seq);
+
+/* Sorts by hash and keeps one slot per hash; returns the new count. */
+size_t ks_cands_dedup(struct ks_cand *c, size_t n);
+
+/*
+ * Estimates every candidate and writes the k heaviest (reads + writes,
+ * then hash for a stable order) into out; keys estimated at zero are
+ * dropped. Returns the number written.
+ */
+size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
+		     const struct ks_cand *c, size_t n,
+		     struct ks_top_entry *out, size_t k);
+
+/* Per-second rate in milli-per-second, rounded, never negative. */
+__u64 ks_to_mps(double per_s);
+
+/* Keys of the classes sketched (read, write) and of all classes between
+ * two totals snapshots. */
+void ks_class_keys(const struct ks_totals *prev, const struct ks_totals *cur,
+		   __u64 keys[KS_CLASS_MAX]);
+
+/*
+ * Fills rep's class_req/key/byte_mps and err_mps from the counter deltas
+ * between two snapshots over elapsed_ns (a counter that went backwards,
+ * e.g. after a reload, counts as 0).
+ */
+void ks_fill_rates(const struct ks_totals *prev, const struct ks_totals *cur,
+		   __u64 elapsed_ns, struct ks_report *rep);
+
+#endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * report.h - rendering a published struct ks_report and the datapath's
+ * cumulative totals as the text dashboard or one JSON document. No BPF
+ * calls: the unit tests render synthetic reports into memory streams.
+ * Keys may hold user data: text and JSON escape every byte that is not
+ * printable, and hash_only replaces key bytes with the 64-bit hash.
+ */
+#ifndef KS_REPORT_H
+#define KS_REPORT_H
+
+#include <stdio.h>
+#include "keysteer.h"
+#include "estimate.h"
+
+struct ks_view {
+	const struct ks_report *rep;
+	const struct ks_totals *totals;
+	int agent_alive;
+	__u64 now_ns;   /* CLOCK_REALTIME, for uptime and staleness */
+	int top;        /* keys to show */
+	int hash_only;
+};
+
+void ks_render_text(FILE *f, const struct ks_view *v);
+void ks_render_json(FILE *f, const struct ks_view *v);
+
+/* Writes a JSON string, quotes included; bytes outside printable ASCII
+ * as \u00XX. */
+void ks_json_string(FILE *f, const __u8 *s, size_t len);
+
+/*
+ * A key for a terminal: printable ASCII as is, backslash doubled, every
+ * other byte as \xNN; cut to fit buflen (ending in "..." when cut).
+ * Returns buf.
+ */
+char *ks_key_text(const __u8 *s, size_t len, char *buf, size_t buflen);
+
+/* "1.5 s"-style duration and "1.2 MB/s"-style byte rate, for the text. */
+void ks_format_duration(__u64 ns, char *buf, size_t len);
+void ks_format_bytes_rate(double bps, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * sig.h - SIGINT/SIGTERM only set a flag; loops check it and sleep in a
+ * way a signal cuts short, so the exit path (detach, clear trace) always
+ * runs.
+ */
+#ifndef KS_SIG_H
+#define KS_SIG_H
+
+#include <signal.h>
+#include <linux/types.h>
+
+extern volatile sig_atomic_t ks_stop;
+
+/* Installs the flag-setting handlers and ignores SIGPIPE. */
+void ks_install_stop_handlers(void);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
+__u64 ks_mono_ns(void);
+__u64 ks_real_ns(void);
+
+/* Sleeps until the monotonic deadline or ks_stop; returns !ks_stop. */
+int ks_sleep_until(__u64 deadline_ns);
+
+#endif
