@@ -63,7 +63,7 @@ $(OUT)/agent: $(AGENT_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's library.
-$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/lib/*.h) $(wildcard user/*.h) $(SHARED_H) $(SKELS)
+$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/*/*.h) $(wildcard user/*.h) $(SHARED_H) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@

@@ -69,9 +69,10 @@ static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
  * only its own branch.
  */
 static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
-				      const bool is_xdp)
+				      __u32 frame_len, const bool is_xdp)
 {
-	struct ks_cursor c = { .pos = data, .end = data_end, .start = data };
+	struct ks_cursor c = { .pos = data, .end = data_end, .start = data,
+			       .frame_len = frame_len };
 	struct ks_l4 l4 = {};
 	struct ks_config *cfg;
 	struct ks_scratch *s;
@@ -119,8 +120,10 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 SEC("xdp")
 int ks_ingress(struct xdp_md *ctx)
 {
-	ks_handle(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end,
-		  true);
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	ks_handle(ctx, data, data_end, data_end - data, true);
 	return XDP_PASS;
 }
 
@@ -130,7 +133,7 @@ int ks_tc_ingress(struct __sk_buff *skb)
 	/* Headers may sit in paged data on the tc path; make them linear. */
 	bpf_skb_pull_data(skb, skb->len < 256 ? skb->len : 256);
 	ks_handle(skb, (void *)(long)skb->data, (void *)(long)skb->data_end,
-		  false);
+		  skb->len, false);
 	return TC_ACT_OK;
 }
 

@@ -109,7 +109,8 @@ __noinline int ks_mc_skip_spaces(struct ks_scratch *s, __u32 pos)
  */
 __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 {
-	__u32 i, p, v = 0;
+	__u64 v = 0;
+	__u32 i, p;
 	__u8 c;
 	int at;
 
@@ -146,10 +147,12 @@ static __always_inline int ks_mc_skip_token(struct ks_scratch *s, __u32 pos)
 }
 
 /*
- * One key at pos (after spaces) of a text command: checks it, counts it,
- * samples it. Returns the position after the key or -reason-1.
+ * One key at pos (after spaces) of a text command: checks it and records
+ * where it is (s->key_pos, s->key_len) but neither counts nor samples it,
+ * so a request that turns out malformed leaves no trace in the sketch.
+ * Returns the position after the key or -reason-1.
  */
-__noinline int ks_mc_text_key(struct ks_scratch *s, __u32 pos, __u32 op)
+__noinline int ks_mc_key_span(struct ks_scratch *s, __u32 pos)
 {
 	int at, e;
 	__u8 d;
@@ -171,9 +174,16 @@ __noinline int ks_mc_text_key(struct ks_scratch *s, __u32 pos, __u32 op)
 	d = KS_BYTE(s, e);
 	if (e == at || (d != ' ' && d != '\r' && d != '\n'))
 		return KS_NEG(KS_ERR_BAD_KEY);
-	ks_count_op(op, 0, 1, 0);
-	ks_key_seen(s, at, e - at, op);
+	s->key_pos = at;
+	s->key_len = e - at;
 	return e;
+}
+
+/* The key last found by ks_mc_key_span() belongs to a valid request. */
+static __always_inline void ks_mc_take_key(struct ks_scratch *s, __u32 op)
+{
+	if (ks_sample_due(s))
+		ks_key_sample(s, s->key_pos, s->key_len, op);
 }
 
 /*
@@ -189,11 +199,11 @@ static __always_inline int ks_mc_line_end(struct ks_scratch *s, __u32 pos)
 
 /* Count a finished request of len bytes and move to the next one. */
 static __always_inline int ks_mc_next_request(struct ks_scratch *s, __u32 op,
-					      __u32 len)
+					      __u32 keys, __u32 len)
 {
 	__u32 next = s->req_start + len;
 
-	ks_count_op(op, 1, 0, len);
+	ks_count_op(op, 1, keys, len);
 	s->state = KS_ST_COMMAND;
 	if (next >= s->plen)
 		return KS_STEP_DONE; /* the rest arrives in later segments */
@@ -216,7 +226,7 @@ __noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op,
 
 	if (!s)
 		return KS_STEP_DONE;
-	p = ks_mc_text_key(s, pos, op);
+	p = ks_mc_key_span(s, pos);
 	if (p < 0)
 		return ks_fail(KS_REASON(p));
 	for (i = 0; i < 2; i++) {
@@ -238,7 +248,8 @@ __noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op,
 	if (tail + 2 <= s->end &&
 	    (KS_BYTE(s, tail) != '\r' || KS_BYTE(s, tail + 1) != '\n'))
 		return ks_fail(KS_ERR_BAD_LENGTH);
-	return ks_mc_next_request(s, op, len);
+	ks_mc_take_key(s, op);
+	return ks_mc_next_request(s, op, 1, len);
 }
 
 /* "<cmd> <key> [args...]\r\n": delete, incr, decr, touch, mg, md, ma, me. */
@@ -248,13 +259,14 @@ __noinline int ks_mc_one_key(struct ks_scratch *s, __u32 pos, __u32 op)
 
 	if (!s)
 		return KS_STEP_DONE;
-	p = ks_mc_text_key(s, pos, op);
+	p = ks_mc_key_span(s, pos);
 	if (p < 0)
 		return ks_fail(KS_REASON(p));
 	eol = ks_mc_line_end(s, p);
 	if (eol < 0)
 		return ks_fail(KS_REASON(eol));
-	return ks_mc_next_request(s, op, eol - s->req_start);
+	ks_mc_take_key(s, op);
+	return ks_mc_next_request(s, op, 1, eol - s->req_start);
 }
 
 /* A command with no key (mn, stats, version, ...): to the end of line. */
@@ -265,7 +277,7 @@ static __always_inline int ks_mc_no_key(struct ks_scratch *s, __u32 pos,
 
 	if (eol < 0)
 		return ks_fail(KS_REASON(eol));
-	return ks_mc_next_request(s, op, eol - s->req_start);
+	return ks_mc_next_request(s, op, 0, eol - s->req_start);
 }
 
 /* One step inside a get/gets/gat/gats key list: a key or the line end. */
@@ -292,13 +304,17 @@ __noinline int ks_mc_key_list(struct ks_scratch *s)
 				return ks_fail(KS_ERR_BAD_KEY);
 			at++;
 		}
-		return ks_mc_next_request(s, s->op, at + 1 - s->req_start);
+		return ks_mc_next_request(s, s->op, s->nkeys,
+					  at + 1 - s->req_start);
 	}
-	if (++s->nkeys > KS_MAX_KEYS_PER_REQ)
+	if (s->nkeys >= KS_MAX_KEYS_PER_REQ)
 		return ks_fail(KS_ERR_TOO_MANY_KEYS);
-	p = ks_mc_text_key(s, at, s->op);
+	p = ks_mc_key_span(s, at);
 	if (p < 0)
 		return ks_fail(KS_REASON(p));
+	/* Keys of a get are served as they arrive: take each at once. */
+	s->nkeys++;
+	ks_mc_take_key(s, s->op);
 	s->off = p;
 	return KS_STEP_MORE;
 }
@@ -352,70 +368,84 @@ __noinline int ks_mc_binary(struct ks_scratch *s, __u32 pos)
 		return ks_fail(KS_ERR_BAD_LENGTH);
 	if (keylen > KS_MAX_KEY_LEN)
 		return ks_fail(KS_ERR_KEY_TOO_LONG);
-	if (keylen) {
-		kpos = pos + KS_BIN_HDR + extlen;
-		if (kpos + keylen > s->end)
-			return ks_fail(ks_short_reason(s));
-		ks_count_op(op, 0, 1, 0);
-		ks_key_seen(s, kpos, keylen, op);
-	}
-	return ks_mc_next_request(s, op, KS_BIN_HDR + bodylen);
+	if (!keylen)
+		/* every classified opcode names a key; the rest have none */
+		return op == KS_OP_OTHER ?
+			ks_mc_next_request(s, op, 0, KS_BIN_HDR + bodylen) :
+			ks_fail(KS_ERR_BAD_KEY);
+	kpos = pos + KS_BIN_HDR + extlen;
+	if (kpos + keylen > s->end)
+		return ks_fail(ks_short_reason(s));
+	if (ks_sample_due(s))
+		ks_key_sample(s, kpos, keylen, op);
+	return ks_mc_next_request(s, op, 1, KS_BIN_HDR + bodylen);
 }
 
 /* Text command words, matched on the first bytes of the request. */
 struct ks_cmd {
-	__u32 op;
-	__u32 len; /* bytes of the word and the space after it */
+	__u32 op;  /* KS_OP_MAX: not a command */
+	__u32 len; /* bytes of the word; the key parse skips the spaces */
 };
 
-static __always_inline struct ks_cmd ks_mc_match(__u64 w)
-{
-	__u64 w4 = w & 0xffffffff, rest = w >> 32;
-	__u8 b2 = w >> 16, b4 = w >> 32;
+#define KS_W3(a, b, c) (KS_S2(a, b) | (__u64)(c) << 16)
+#define KS_W5(a, b, c, d, e) (KS_S4(a, b, c, d) | (__u64)(e) << 32)
+#define KS_W6(a, b, c, d, e, f) (KS_W5(a, b, c, d, e) | (__u64)(f) << 40)
+#define KS_W7(a, b, c, d, e, f, g) (KS_W6(a, b, c, d, e, f) | (__u64)(g) << 48)
 
-	switch (w4) {
-	case KS_S4('g', 'e', 't', ' '): return (struct ks_cmd){ KS_OP_GET, 4 };
-	case KS_S4('g', 'a', 't', ' '): return (struct ks_cmd){ KS_OP_GAT, 4 };
-	case KS_S4('s', 'e', 't', ' '): return (struct ks_cmd){ KS_OP_SET, 4 };
-	case KS_S4('a', 'd', 'd', ' '): return (struct ks_cmd){ KS_OP_ADD, 4 };
-	case KS_S4('c', 'a', 's', ' '): return (struct ks_cmd){ KS_OP_CAS, 4 };
-	case KS_S4('g', 'e', 't', 's'):
-		if (b4 == ' ')
-			return (struct ks_cmd){ KS_OP_GETS, 5 };
+/*
+ * w holds the first 8 bytes of the request; n is the length of its first
+ * word (the bytes before the first byte <= 0x20). A word must be followed
+ * by a space or the line end, as memcached's tokenizer wants.
+ */
+static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
+{
+	switch (n) {
+	case 2:
+		switch (word) {
+		case KS_S2('m', 'g'): return KS_OP_MG;
+		case KS_S2('m', 's'): return KS_OP_MS;
+		case KS_S2('m', 'd'): return KS_OP_MD;
+		case KS_S2('m', 'a'): return KS_OP_MA;
+		case KS_S2('m', 'e'): return KS_OP_ME;
+		case KS_S2('m', 'n'): return KS_OP_MN;
+		}
 		break;
-	case KS_S4('g', 'a', 't', 's'):
-		if (b4 == ' ')
-			return (struct ks_cmd){ KS_OP_GATS, 5 };
+	case 3:
+		switch (word) {
+		case KS_W3('g', 'e', 't'): return KS_OP_GET;
+		case KS_W3('g', 'a', 't'): return KS_OP_GAT;
+		case KS_W3('s', 'e', 't'): return KS_OP_SET;
+		case KS_W3('a', 'd', 'd'): return KS_OP_ADD;
+		case KS_W3('c', 'a', 's'): return KS_OP_CAS;
+		}
 		break;
-	case KS_S4('i', 'n', 'c', 'r'):
-		if (b4 == ' ')
-			return (struct ks_cmd){ KS_OP_INCR, 5 };
+	case 4:
+		switch (word) {
+		case KS_S4('g', 'e', 't', 's'): return KS_OP_GETS;
+		case KS_S4('g', 'a', 't', 's'): return KS_OP_GATS;
+		case KS_S4('i', 'n', 'c', 'r'): return KS_OP_INCR;
+		case KS_S4('d', 'e', 'c', 'r'): return KS_OP_DECR;
+		}
 		break;
-	case KS_S4('d', 'e', 'c', 'r'):
-		if (b4 == ' ')
-			return (struct ks_cmd){ KS_OP_DECR, 5 };
+	case 5:
+		if (word == KS_W5('t', 'o', 'u', 'c', 'h'))
+			return KS_OP_TOUCH;
 		break;
-	case KS_S4('t', 'o', 'u', 'c'):
-		if ((rest & 0xffff) == KS_S2('h', ' '))
-			return (struct ks_cmd){ KS_OP_TOUCH, 6 };
+	case 6:
+		if (word == KS_W6('d', 'e', 'l', 'e', 't', 'e'))
+			return KS_OP_DELETE;
+		if (word == KS_W6('a', 'p', 'p', 'e', 'n', 'd'))
+			return KS_OP_APPEND;
 		break;
-	case KS_S4('d', 'e', 'l', 'e'):
-		if ((rest & 0xffffff) == (KS_S2('t', 'e') | ' ' << 16))
-			return (struct ks_cmd){ KS_OP_DELETE, 7 };
+	case 7:
+		if (word == KS_W7('p', 'r', 'e', 'p', 'e', 'n', 'd'))
+			return KS_OP_PREPEND;
+		if (word == KS_W7('r', 'e', 'p', 'l', 'a', 'c', 'e'))
+			return KS_OP_REPLACE;
 		break;
-	case KS_S4('a', 'p', 'p', 'e'):
-		if ((rest & 0xffffff) == (KS_S2('n', 'd') | ' ' << 16))
-			return (struct ks_cmd){ KS_OP_APPEND, 7 };
-		break;
-	case KS_S4('p', 'r', 'e', 'p'):
-		if (rest == KS_S4('e', 'n', 'd', ' '))
-			return (struct ks_cmd){ KS_OP_PREPEND, 8 };
-		break;
-	case KS_S4('r', 'e', 'p', 'l'):
-		if (rest == KS_S4('a', 'c', 'e', ' '))
-			return (struct ks_cmd){ KS_OP_REPLACE, 8 };
-		break;
-	/* keyless commands, told apart by their first four bytes */
+	}
+	/* keyless commands, some longer than 7 bytes: their first four */
+	switch (word & 0xffffffff) {
 	case KS_S4('s', 't', 'a', 't'):
 	case KS_S4('v', 'e', 'r', 's'):
 	case KS_S4('v', 'e', 'r', 'b'):
@@ -425,23 +455,44 @@ static __always_inline struct ks_cmd ks_mc_match(__u64 w)
 	case KS_S4('c', 'a', 'c', 'h'):
 	case KS_S4('s', 'l', 'a', 'b'):
 	case KS_S4('l', 'r', 'u', '_'):
-	case KS_S4('l', 'r', 'u', ' '):
 	case KS_S4('w', 'a', 't', 'c'):
 	case KS_S4('m', 'i', 's', 'b'):
-		return (struct ks_cmd){ KS_OP_OTHER, 0 };
+		return KS_OP_OTHER;
 	}
-	if (b2 == ' ') {
-		switch (w & 0xffff) {
-		case KS_S2('m', 'g'): return (struct ks_cmd){ KS_OP_MG, 3 };
-		case KS_S2('m', 's'): return (struct ks_cmd){ KS_OP_MS, 3 };
-		case KS_S2('m', 'd'): return (struct ks_cmd){ KS_OP_MD, 3 };
-		case KS_S2('m', 'a'): return (struct ks_cmd){ KS_OP_MA, 3 };
-		case KS_S2('m', 'e'): return (struct ks_cmd){ KS_OP_ME, 3 };
-		}
+	if (n == 3 && word == KS_W3('l', 'r', 'u'))
+		return KS_OP_OTHER;
+	return KS_OP_MAX;
+}
+
+/*
+ * avail (>= 1) bytes of w are payload. Bytes past them are set to 'A' so
+ * that stale window bytes neither end a word nor match one.
+ */
+static __always_inline struct ks_cmd ks_mc_match(__u64 w, __u32 avail)
+{
+	struct ks_cmd cmd = { KS_OP_MAX, 0 };
+	__u64 keep, m;
+	__u32 n;
+	__u8 t;
+
+	if (avail < 8) {
+		keep = (1ULL << (avail * 8)) - 1;
+		w = (w & keep) | ('A' * KS_ONES & ~keep);
 	}
-	if ((w & 0xffff) == KS_S2('m', 'n') && (b2 == '\r' || b2 == '\n'))
-		return (struct ks_cmd){ KS_OP_MN, 0 };
-	return (struct ks_cmd){ KS_OP_MAX, 0 };
+	m = ks_mask_delim(w);
+	if (!m) {
+		/* no word end in 8 bytes: only the long keyless words */
+		n = 8;
+		cmd.op = ks_mc_word_op(w, 8);
+		return cmd;
+	}
+	n = ks_first_flagged(m);
+	t = w >> (n * 8);
+	if (n == 0 || (t != ' ' && t != '\r' && t != '\n'))
+		return cmd;
+	cmd.op = ks_mc_word_op(w & ((1ULL << (n * 8)) - 1), n);
+	cmd.len = n;
+	return cmd;
 }
 
 /* At the start of a request: recognise it and parse it (or its first part). */
@@ -460,13 +511,14 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		s->nreq++;
 		return ks_mc_binary(s, pos);
 	}
-	/* Zero what lies past the payload: stale bytes must not match. */
 	w = ks_win_word(s, pos);
 	avail = s->end - pos;
-	if (avail < 8)
-		w &= (1ULL << (avail * 8)) - 1;
-	cmd = ks_mc_match(w);
+	cmd = ks_mc_match(w, avail);
 	if (cmd.op == KS_OP_MAX) {
+		/* A word cut by the end of what we have: a split request. */
+		if (avail < 8 && !(ks_mask_delim(w) &
+				   ((1ULL << (avail * 8)) - 1)))
+			return ks_fail(ks_short_reason(s));
 		/* A TCP segment may begin inside a value or a split line. */
 		if (s->nreq == 0 && s->proto == IPPROTO_TCP)
 			return ks_fail(KS_ERR_MIDSTREAM);
@@ -525,9 +577,13 @@ __noinline int ks_mc_parse(struct ks_scratch *s)
 		else
 			r = ks_mc_command(s);
 		if (r != KS_STEP_MORE)
-			return s->nreq;
+			goto out;
 	}
 	ks_count_err(KS_ERR_ITEM_LIMIT);
+out:
+	/* a get cut short still had its keys served */
+	if (s->state == KS_ST_KEYS && s->nkeys)
+		ks_count_op(s->op, 0, s->nkeys, 0);
 	return s->nreq;
 }
 

@@ -13,9 +13,16 @@
 
 struct ks_cursor {
 	void *pos;
-	void *end;
+	void *end;       /* end of what direct access may read */
 	void *start;
+	__u32 frame_len; /* whole frame; more than end - start for a paged skb */
 };
+
+/* Bytes of the frame from the cursor on, readable directly or not. */
+static __always_inline __u32 ks_frame_left(const struct ks_cursor *c)
+{
+	return c->frame_len - (__u32)(c->pos - c->start);
+}
 
 /* What the network layers tell the memcached parser. */
 struct ks_l4 {
@@ -72,7 +79,7 @@ static __always_inline int ks_parse_ipv4(struct ks_cursor *c, struct ks_l4 *l4,
 	ihl = ip->ihl * 4;
 	tot = bpf_ntohs(ip->tot_len);
 	if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl ||
-	    c->pos + tot > c->end)
+	    tot > ks_frame_left(c))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	/*
 	 * Later fragments carry no L4 header, and the first one's UDP length
@@ -103,7 +110,7 @@ static __always_inline int ks_parse_ipv6(struct ks_cursor *c, struct ks_l4 *l4,
 	if ((void *)(ip6 + 1) > c->end)
 		return KS_NEG(KS_ERR_TRUNC_IP);
 	left = bpf_ntohs(ip6->payload_len);
-	if (ip6->version != 6 || (void *)(ip6 + 1) + left > c->end)
+	if (ip6->version != 6 || sizeof(*ip6) + left > ks_frame_left(c))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	__builtin_memcpy(l4->saddr, &ip6->saddr, 16);
 	next = ip6->nexthdr;
@@ -135,7 +142,7 @@ static __always_inline int ks_parse_ipv6(struct ks_cursor *c, struct ks_l4 *l4,
 			*l3_left = left;
 			return next;
 		}
-		if (hlen > left || c->pos + hlen > c->end)
+		if (hlen > left)
 			return KS_NEG(KS_ERR_TRUNC_IP6_EXT);
 		next = eh->nexthdr;
 		left -= hlen;

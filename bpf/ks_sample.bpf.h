@@ -65,8 +65,11 @@ static __always_inline void ks_cand_offer(struct ks_scratch *s, __u64 hash,
 		if (!slot)
 			return;
 		if (slot->hash == hash) {
+			/* est is per class: keep the heavier, so one write
+			 * does not make a read-hot key look light */
+			if (slot->seq != s->seq || slot->count < est)
+				slot->count = est;
 			slot->seq = s->seq;
-			slot->count = est;
 			return;
 		}
 		if (slot->hash == 0 || slot->seq != s->seq) {
@@ -115,21 +118,27 @@ static __always_inline void ks_trace_key(struct ks_scratch *s, __u64 hash,
 }
 
 /*
- * Copies [pos, pos+len) of the window into s->key in whole words: bytes past
- * len are masked off by the hash and ignored by the agent, which reads only
- * len bytes. Global, like the hash below, so that the verifier walks each
+ * Copies [pos, pos+len) of the window into s->key and zeroes the rest, so
+ * no byte of an earlier key lingers in a candidate slot or trace event.
+ * Global, like the hash below, so that the verifier walks each
  * length-dependent loop once rather than once per exit of the other.
  */
 __noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
 {
-	__u32 i;
+	__u32 i, rem;
+	__u64 w;
 
 	if (!s)
 		return 0;
 	for (i = 0; i < KS_KEY_WORDS; i++) {
-		if (i * 8 >= len)
-			break;
-		s->key[i] = ks_win_word(s, pos + i * 8);
+		w = 0;
+		if (i * 8 < len) {
+			w = ks_win_word(s, pos + i * 8);
+			rem = len - i * 8;
+			if (rem < 8)
+				w &= (1ULL << (rem * 8)) - 1;
+		}
+		s->key[i] = w;
 	}
 	return 0;
 }
@@ -139,22 +148,26 @@ __noinline __u64 ks_key_hash_scratch(struct ks_scratch *s, __u32 len)
 	return s ? ks_key_hash(s->key, len) : 0;
 }
 
+/* The per-CPU countdown: true for 1 in sample_n keys. */
+static __always_inline bool ks_sample_due(struct ks_scratch *s)
+{
+	if (s->countdown == 0 || s->countdown > s->sample_n)
+		s->countdown = s->sample_n;
+	return --s->countdown == 0;
+}
+
 /*
- * Called for every key; len is 1..KS_MAX_KEY_LEN and [pos, pos+len) lies
- * inside the window.
+ * A key picked by ks_sample_due(); len is 1..KS_MAX_KEY_LEN and
+ * [pos, pos+len) lies inside the window.
  */
-__noinline int ks_key_seen(struct ks_scratch *s, __u32 pos, __u32 len, __u32 op)
+__noinline int ks_key_sample(struct ks_scratch *s, __u32 pos, __u32 len,
+			     __u32 op)
 {
 	__u32 cls;
 	__u64 hash;
 
 	if (!s)
 		return 0;
-	if (s->countdown == 0 || s->countdown > s->sample_n)
-		s->countdown = s->sample_n;
-	if (--s->countdown)
-		return 0;
-
 	ks_key_copy(s, pos, len);
 	hash = ks_key_hash_scratch(s, len);
 	ks_count_pkt(KS_PKT_SAMPLED);

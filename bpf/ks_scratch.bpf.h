@@ -48,6 +48,8 @@ struct ks_scratch {
 	__u32 nkeys;     /* keys seen in it so far */
 	__u32 nreq;      /* requests recognised in this packet */
 	__u32 tok_end;   /* second result of ks_mc_number() */
+	__u32 key_pos;   /* last key found by ks_mc_key_span() */
+	__u32 key_len;
 	/* copied from ks_config once per packet */
 	__u32 sample_n;
 	__u32 seq;

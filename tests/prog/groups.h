@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* groups.h - the program-test groups main() runs, one file each. */
+#ifndef KS_TEST_GROUPS_H
+#define KS_TEST_GROUPS_H
+
+void t_setup_group(void);     /* t_setup.c: loading, pinning, builder */
+void t_encap_group(void);     /* t_encap.c: L2/L3/L4 encapsulations */
+void t_text_group(void);      /* t_text.c: text and meta commands */
+void t_binary_group(void);    /* t_binary.c: binary protocol */
+void t_pipeline_group(void);  /* t_pipeline.c: pipelining, big requests */
+void t_ports_group(void);     /* t_ports.c: watched ports */
+void t_sampling_group(void);  /* t_sampling.c: sampling, epochs, cands */
+void t_malformed_group(void); /* t_malformed.c: truncation, lies, garbage */
+void t_trace_group(void);     /* t_trace.c: ks_events */
+
+#endif
