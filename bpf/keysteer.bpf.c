@@ -11,7 +11,7 @@
 #include "keysteer.h"
 #include "ks_maps.bpf.h"
 #include "ks_parse_net.bpf.h"
-#include "ks_parse_mc.bpf.h"
+#include "ks_fastpath.bpf.h"
 
 static __always_inline int ks_port_watched(const struct ks_config *cfg,
 					   __u16 port)
@@ -74,15 +74,18 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 	struct ks_cursor c = { .pos = data, .end = data_end, .start = data,
 			       .frame_len = frame_len };
 	struct ks_l4 l4 = {};
+	struct ks_pkt_counters *pc;
 	struct ks_config *cfg;
 	struct ks_scratch *s;
 	__u32 zero = 0, len;
+	enum ks_fast fast;
 	long err;
 
-	ks_count_pkt(KS_PKT_SEEN);
+	pc = ks_pkt_counters();
 	cfg = bpf_map_lookup_elem(&ks_config, &zero);
-	if (!cfg)
+	if (!pc || !cfg)
 		return;
+	pc->n[KS_PKT_SEEN]++;
 	err = ks_parse_to_payload(&c, &l4, cfg);
 	if (err < 0) {
 		ks_count_err(KS_REASON(err));
@@ -91,12 +94,39 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 	/* pure ACKs and empty datagrams carry no request */
 	if (l4.payload_len == 0)
 		return;
-	ks_count_pkt(KS_PKT_MEMCACHED);
-	ks_count_pkt(l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP);
+	pc->n[KS_PKT_MEMCACHED]++;
+	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
 
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s)
 		return;
+	__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
+	s->sport = l4.sport;
+	s->proto = l4.proto;
+	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
+	s->seq = cfg->seq;
+	s->trace = cfg->trace;
+
+	fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
+	if (fast == KS_FAST_SAMPLE) {
+		/* the key straight from the packet, zero-padded */
+		len = l4.payload_len - 6;
+		if (len > KS_FAST_KEY)
+			return;
+		ks_key_clear(s, 0);
+		if (is_xdp)
+			err = bpf_xdp_load_bytes(ctx, l4.payload_off + 4,
+						 s->key, len);
+		else
+			err = bpf_skb_load_bytes(ctx, l4.payload_off + 4,
+						 s->key, len);
+		s->key_words = ks_key_words(len);
+		if (!err)
+			ks_key_record(s, len, KS_OP_GET);
+	}
+	if (fast != KS_FAST_NO)
+		return;
+
 	len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
 	if (is_xdp)
 		err = bpf_xdp_load_bytes(ctx, l4.payload_off, s->win, len);
@@ -106,14 +136,8 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 		ks_count_err(KS_ERR_TRUNC_L4);
 		return;
 	}
-	__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
-	s->sport = l4.sport;
-	s->proto = l4.proto;
 	s->end = len;
 	s->plen = l4.payload_len;
-	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
-	s->seq = cfg->seq;
-	s->trace = cfg->trace;
 	ks_mc_parse(s);
 }
 

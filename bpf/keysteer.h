@@ -125,7 +125,7 @@ enum ks_reason {
 	KS_ERR_MAX,
 };
 
-/* Packet-level counters (map ks_pkts, per CPU, one u64 each). */
+/* Packet-level counters (map ks_pkts: struct ks_pkt_counters, per CPU). */
 enum ks_pkt_counter {
 	KS_PKT_SEEN = 0,    /* every packet the program ran on */
 	KS_PKT_MEMCACHED,   /* to a watched port with a payload */
@@ -136,6 +136,12 @@ enum ks_pkt_counter {
 	KS_PKT_CAND_EVICT,  /* ... by evicting a lighter one */
 	KS_PKT_TRACE_DROP,  /* trace events lost to a full ring buffer */
 	KS_PKT_MAX,
+};
+
+/* Packet counters: one per-CPU entry holds them all, so the datapath
+ * does one map lookup per packet for every counter it bumps. */
+struct ks_pkt_counters {
+	__u64 n[KS_PKT_MAX];
 };
 
 /* Per-op counters (map ks_ops, per CPU). */

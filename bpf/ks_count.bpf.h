@@ -8,12 +8,19 @@
 
 #include "ks_maps.bpf.h"
 
+static __always_inline struct ks_pkt_counters *ks_pkt_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&ks_pkts, &zero);
+}
+
 static __always_inline void ks_count_pkt(__u32 what)
 {
-	__u64 *v = bpf_map_lookup_elem(&ks_pkts, &what);
+	struct ks_pkt_counters *pc = ks_pkt_counters();
 
-	if (v)
-		*v += 1;
+	if (pc && what < KS_PKT_MAX)
+		pc->n[what] += 1;
 }
 
 static __always_inline void ks_count_err(__u32 reason)

@@ -35,9 +35,9 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KS_PKT_MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct ks_pkt_counters);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ks_pkts SEC(".maps");
 

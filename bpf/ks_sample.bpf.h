@@ -117,22 +117,31 @@ static __always_inline void ks_trace_key(struct ks_scratch *s, __u64 hash,
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* Words of s->key the last sampled key left nonzero. */
+static __always_inline __u32 ks_key_words(__u32 len)
+{
+	return (len + 7) / 8;
+}
+
 /*
- * Copies [pos, pos+len) of the window into s->key and zeroes the rest, so
- * no byte of an earlier key lingers in a candidate slot or trace event.
- * Global, like the hash below, so that the verifier walks each
- * length-dependent loop once rather than once per exit of the other.
+ * Copies [pos, pos+len) of the window into s->key, zero-padded, so no byte
+ * of an earlier key lingers in a candidate slot or trace event; only the
+ * words an earlier, longer key used need zeroing. Global, like the hash
+ * below, so that the verifier walks each length-dependent loop once rather
+ * than once per exit of the other.
  */
 __noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
 {
-	__u32 i, rem;
+	__u32 i, words = ks_key_words(len), rem;
 	__u64 w;
 
 	if (!s)
 		return 0;
 	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i >= words && i >= s->key_words)
+			break;
 		w = 0;
-		if (i * 8 < len) {
+		if (i < words) {
 			w = ks_win_word(s, pos + i * 8);
 			rem = len - i * 8;
 			if (rem < 8)
@@ -140,6 +149,7 @@ __noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
 		}
 		s->key[i] = w;
 	}
+	s->key_words = words;
 	return 0;
 }
 
@@ -156,19 +166,14 @@ static __always_inline bool ks_sample_due(struct ks_scratch *s)
 	return --s->countdown == 0;
 }
 
-/*
- * A key picked by ks_sample_due(); len is 1..KS_MAX_KEY_LEN and
- * [pos, pos+len) lies inside the window.
- */
-__noinline int ks_key_sample(struct ks_scratch *s, __u32 pos, __u32 len,
-			     __u32 op)
+/* A sampled key, already in s->key: sketch, candidates, trace. */
+__noinline int ks_key_record(struct ks_scratch *s, __u32 len, __u32 op)
 {
 	__u32 cls;
 	__u64 hash;
 
 	if (!s)
 		return 0;
-	ks_key_copy(s, pos, len);
 	hash = ks_key_hash_scratch(s, len);
 	ks_count_pkt(KS_PKT_SAMPLED);
 
@@ -178,6 +183,17 @@ __noinline int ks_key_sample(struct ks_scratch *s, __u32 pos, __u32 len,
 	if (s->trace)
 		ks_trace_key(s, hash, len, op);
 	return 1;
+}
+
+/*
+ * A key picked by ks_sample_due(); len is 1..KS_MAX_KEY_LEN and
+ * [pos, pos+len) lies inside the window.
+ */
+static __always_inline void ks_key_sample(struct ks_scratch *s, __u32 pos,
+					  __u32 len, __u32 op)
+{
+	ks_key_copy(s, pos, len);
+	ks_key_record(s, len, op);
 }
 
 #endif

@@ -54,8 +54,9 @@ struct ks_scratch {
 	__u32 sample_n;
 	__u32 seq;
 	__u32 trace;
-	/* survives across packets: keys left until the next sample */
-	__u32 countdown;
+	/* survive across packets */
+	__u32 countdown; /* keys left until the next sample */
+	__u32 key_words; /* words of key[] the last sampled key used */
 };
 
 struct {

@@ -102,6 +102,29 @@ static int sum_u64_percpu(int fd, __u32 key, int ncpus, __u64 *buf,
 	return 0;
 }
 
+/* ks_pkts is one per-CPU struct ks_pkt_counters (a multiple of 8 bytes). */
+static int sum_pkt_counters(int fd, int ncpus, __u64 out[KS_PKT_MAX])
+{
+	struct ks_pkt_counters *buf = calloc((size_t)ncpus, sizeof(*buf));
+	__u32 zero = 0, k;
+	int cpu, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &zero, buf)) {
+		err = -errno;
+		goto out;
+	}
+	for (k = 0; k < KS_PKT_MAX; k++) {
+		out[k] = 0;
+		for (cpu = 0; cpu < ncpus; cpu++)
+			out[k] += buf[cpu].n[k];
+	}
+out:
+	free(buf);
+	return err;
+}
+
 int ks_read_totals(struct ks_collector *c, struct ks_totals *t)
 {
 	const struct ks_maps *m = c->maps;
@@ -132,8 +155,8 @@ int ks_read_totals(struct ks_collector *c, struct ks_totals *t)
 	for (k = 0; k < KS_ERR_MAX && !err; k++)
 		err = sum_u64_percpu(m->errors, k, c->ncpus, u64s,
 				     &t->errors[k]);
-	for (k = 0; k < KS_PKT_MAX && !err; k++)
-		err = sum_u64_percpu(m->pkts, k, c->ncpus, u64s, &t->pkts[k]);
+	if (!err)
+		err = sum_pkt_counters(m->pkts, c->ncpus, t->pkts);
 out:
 	free(ops);
 	free(u64s);

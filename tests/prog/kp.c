@@ -122,7 +122,16 @@ static __u64 sum_u64(struct bpf_map *m, __u32 i)
 
 __u64 kp_pkt(int counter)
 {
-	return sum_u64(skel->maps.ks_pkts, (__u32)counter);
+	struct ks_pkt_counters *v = percpu_buf(sizeof(*v));
+	__u32 zero = 0;
+	__u64 s = 0;
+	int c;
+
+	if (!v || bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_pkts), &zero, v))
+		return ~0ULL;
+	for (c = 0; c < kp.ncpu; c++)
+		s += v[c].n[counter];
+	return s;
 }
 
 __u64 kp_errc(int reason)

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_fastpath.bpf.h - the commonest request, "get <key>\r\n" alone in a
+ * segment with a key of up to KS_FAST_KEY bytes, counted straight from the
+ * packet when it is not due for sampling.
+ *
+ * Why: the general parser copies the payload into the window and walks it
+ * through a chain of global functions; for a short get that costs ~40 ns,
+ * three times the packet parse. Here a handful of word loads decide. Any
+ * doubt (another command, a longer key, a space inside, a sample due)
+ * returns false and the general parser takes the packet, so the two paths
+ * can never disagree: the fast path only ever counts what the general
+ * path would count, and tests run both on the same inputs.
+ */
+#ifndef KS_FASTPATH_BPF_H
+#define KS_FASTPATH_BPF_H
+
+#include "ks_parse_mc.bpf.h"
+
+#define KS_FAST_KEY 32
+#define KS_FAST_MIN 10                   /* "get " + 4-byte key + "\r\n" */
+#define KS_FAST_MAX (4 + KS_FAST_KEY + 2)
+
+/* Low n (< 8) bytes of a word. */
+static __always_inline __u64 ks_low_bytes(__u32 n)
+{
+	return (1ULL << (n * 8)) - 1;
+}
+
+/*
+ * Is the payload at p "get " + key + "\r\n" with no delimiter in the key?
+ * The key [4, key_end) is covered by the first word's upper half, whole
+ * words from 8 on, and one word ending exactly at key_end, so every byte
+ * is looked at and no load strays past the payload.
+ */
+static __always_inline bool ks_fast_get_line(void *p, void *end, __u32 plen)
+{
+	__u32 key_end = plen - 2, off = key_end - 8, lo;
+	__u64 w;
+	void *q;
+
+	if (p + 8 > end)
+		return false;
+	w = *(__u64 *)p;
+	/* 'A' fill: a borrow from the space would flag the bytes above it */
+	if ((__u32)w != KS_S4('g', 'e', 't', ' ') ||
+	    ks_mask_delim((w >> 32) | ('A' * KS_ONES) << 32))
+		return false;
+
+	if (off > KS_FAST_MAX - 10)
+		return false;
+	q = p + off;
+	if (q + 10 > end)
+		return false;
+	if (*(__u16 *)(q + 8) != KS_S2('\r', '\n'))
+		return false;
+	lo = off < 4 ? 4 - off : 0; /* bytes of "get " in that word */
+	w = *(__u64 *)q;
+	w = (w & ~ks_low_bytes(lo)) | ('A' * KS_ONES & ks_low_bytes(lo));
+	if (ks_mask_delim(w))
+		return false;
+
+#pragma unroll
+	for (lo = 8; lo < KS_FAST_MAX - 8; lo += 8) {
+		if (lo + 8 > key_end)
+			break;
+		if (p + lo + 8 > end)
+			return false;
+		if (ks_mask_delim(*(__u64 *)(p + lo)))
+			return false;
+	}
+	return true;
+}
+
+enum ks_fast {
+	KS_FAST_NO = 0, /* not for the fast path: nothing counted */
+	KS_FAST_DONE,   /* counted */
+	KS_FAST_SAMPLE, /* counted, and the key is due for sampling */
+};
+
+/* A lone short get counted from the packet, or KS_FAST_NO. */
+static __always_inline enum ks_fast ks_fast_get(struct ks_scratch *s, void *p,
+						void *end, __u32 plen)
+{
+	if (plen < KS_FAST_MIN || plen > KS_FAST_MAX)
+		return KS_FAST_NO;
+	if (!ks_fast_get_line(p, end, plen))
+		return KS_FAST_NO;
+	ks_count_op(KS_OP_GET, 1, 1, plen);
+	return ks_sample_due(s) ? KS_FAST_SAMPLE : KS_FAST_DONE;
+}
+
+/* Words from..KS_KEY_WORDS-1 of s->key that an earlier key dirtied. */
+__noinline int ks_key_clear(struct ks_scratch *s, __u32 from)
+{
+	__u32 i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i >= s->key_words)
+			break;
+		if (i >= from)
+			s->key[i] = 0;
+	}
+	return 0;
+}
+
+#endif
