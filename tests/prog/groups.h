@@ -12,5 +12,6 @@ void t_ports_group(void);     /* t_ports.c: watched ports */
 void t_sampling_group(void);  /* t_sampling.c: sampling, epochs, cands */
 void t_malformed_group(void); /* t_malformed.c: truncation, lies, garbage */
 void t_trace_group(void);     /* t_trace.c: ks_events */
+void t_fastpath_group(void);  /* t_fastpath.c: lone-get fast path */
 
 #endif

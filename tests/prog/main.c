@@ -35,6 +35,7 @@ int main(void)
 	t_pipeline_group();
 	t_ports_group();
 	t_sampling_group();
+	t_fastpath_group();
 	t_malformed_group();
 	t_trace_group();
 	kp_teardown();

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * t_fastpath.c - the lone-short-get fast path (bpf/ks_fastpath.bpf.h) must
+ * count exactly what the general parser counts. The reference is the
+ * general parser itself: a payload P followed by "mn\r\n" is never a lone
+ * get, so it always takes the general path; whatever P alone counted must
+ * equal what P+"mn\r\n" counted, less the mn request (or, when P is
+ * malformed, parsing stops before the mn and the two must be equal).
+ * Shapes cover every key length around the fast path's word boundaries and
+ * a delimiter at every position of the key.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "kp.h"
+#include "groups.h"
+
+struct fp_counts {
+	struct ks_op_stats ops[KS_OP_MAX];
+	__u64 err[KS_ERR_MAX];
+	__u64 sampled;
+};
+
+static void fp_read(struct fp_counts *c)
+{
+	int i;
+
+	for (i = 0; i < KS_OP_MAX; i++)
+		c->ops[i] = kp_op(i);
+	for (i = 0; i < KS_ERR_MAX; i++)
+		c->err[i] = kp_errc(i);
+	c->sampled = kp_pkt(KS_PKT_SAMPLED);
+}
+
+/*
+ * Runs payload through ks_ingress; c gets what this run counted (deltas:
+ * resetting every map per run would dominate the test's time). With
+ * sample_n 1 or 2^30 the sampling countdown is the same for every key, so
+ * runs do not depend on each other.
+ */
+static void fp_run(const char *pay, size_t len, struct fp_counts *c)
+{
+	static __u8 out[PKT_MAX + 512];
+	__u32 rc, olen = sizeof(out);
+	struct fp_counts before;
+	struct pkt p;
+	int i;
+
+	fp_read(&before);
+	kp_tcp4(&p, pay, len);
+	if (kp_run(kp.xdp_fd, p.b, p.len, &rc, out, &olen) || rc != 2 ||
+	    olen != p.len || memcmp(out, p.b, p.len))
+		kt_failf(__FILE__, __LINE__, "run of '%.*s' failed or changed it",
+			 (int)len, pay);
+	fp_read(c);
+	for (i = 0; i < KS_OP_MAX; i++) {
+		c->ops[i].requests -= before.ops[i].requests;
+		c->ops[i].keys -= before.ops[i].keys;
+		c->ops[i].bytes -= before.ops[i].bytes;
+	}
+	for (i = 0; i < KS_ERR_MAX; i++)
+		c->err[i] -= before.err[i];
+	c->sampled -= before.sampled;
+}
+
+/* Compare P alone with P + "mn\r\n"; returns the failures found. */
+static int fp_compare(const char *pay, size_t len)
+{
+	struct fp_counts alone, ref;
+	char buf[512];
+	int i, bad = 0, errs = 0;
+
+	memcpy(buf, pay, len);
+	memcpy(buf + len, "mn\r\n", 4);
+	fp_run(pay, len, &alone);
+	fp_run(buf, len + 4, &ref);
+
+	for (i = 0; i < KS_ERR_MAX; i++)
+		errs += ref.err[i] != 0;
+	/* a well-formed P lets the general parser reach the mn */
+	if (!errs) {
+		if (ref.ops[KS_OP_MN].requests != 1)
+			bad++;
+		ref.ops[KS_OP_MN].requests -= 1;
+		ref.ops[KS_OP_MN].bytes -= 4;
+	}
+	for (i = 0; i < KS_OP_MAX; i++)
+		bad += memcmp(&alone.ops[i], &ref.ops[i], sizeof(ref.ops[i])) != 0;
+	for (i = 0; i < KS_ERR_MAX; i++)
+		bad += alone.err[i] != ref.err[i];
+	bad += alone.sampled != ref.sampled;
+	if (bad)
+		kt_failf(__FILE__, __LINE__,
+			 "'%.*s': get %llu/%llu/%llu vs general %llu/%llu/%llu",
+			 (int)len, pay,
+			 (unsigned long long)alone.ops[KS_OP_GET].requests,
+			 (unsigned long long)alone.ops[KS_OP_GET].keys,
+			 (unsigned long long)alone.ops[KS_OP_GET].bytes,
+			 (unsigned long long)ref.ops[KS_OP_GET].requests,
+			 (unsigned long long)ref.ops[KS_OP_GET].keys,
+			 (unsigned long long)ref.ops[KS_OP_GET].bytes);
+	return bad;
+}
+
+static size_t fp_get(char *buf, const char *key, size_t klen, const char *eol)
+{
+	size_t n = 0;
+
+	memcpy(buf, "get ", 4);
+	n = 4;
+	memcpy(buf + n, key, klen);
+	n += klen;
+	memcpy(buf + n, eol, strlen(eol));
+	return n + strlen(eol);
+}
+
+/* Every key length 1..40 and a byte <= 0x20 (or 0x7f/0x80+) everywhere. */
+static void fp_shapes(__u32 sample_n, const char *name)
+{
+	static const char inject[] = { ' ', '\r', '\n', '\t', 0, 0x21, 0x7f,
+				       (char)0x80, (char)0xc3 };
+	char key[64], buf[128];
+	size_t klen, pos, n, j;
+
+	kp_begin(name);
+	kp_set_sample(sample_n);
+	for (klen = 1; klen <= 40; klen++) {
+		kp_make_key(key, klen, (unsigned int)klen);
+		n = fp_get(buf, key, klen, "\r\n");
+		fp_compare(buf, n);
+		n = fp_get(buf, key, klen, "\n");
+		fp_compare(buf, n);
+		n = fp_get(buf, key, klen, " \r\n");
+		fp_compare(buf, n);
+		for (pos = 0; pos < klen; pos++) {
+			for (j = 0; j < sizeof(inject); j++) {
+				char k2[64];
+
+				memcpy(k2, key, klen);
+				k2[pos] = inject[j];
+				n = fp_get(buf, k2, klen, "\r\n");
+				fp_compare(buf, n);
+			}
+		}
+	}
+	/* the command word itself */
+	fp_compare("gets abcdefgh\r\n", 16);
+	fp_compare("get  abcdefgh\r\n", 15);
+	fp_compare("GET abcdefgh\r\n", 14);
+	fp_compare("get abcdefgh\r\r\n", 15);
+	kp_reset();
+	kp_end();
+}
+
+/*
+ * Sampling from the fast path: 1 in 3 of 30 lone gets of one key reach
+ * the sketch, with the key's bytes and hash in the candidate slot.
+ */
+static void fp_sampling(void)
+{
+	struct ks_cand c;
+	char key[40], buf[64];
+	size_t n;
+	int i;
+
+	kp_begin("fastpath_samples_1_in_3_with_key_bytes");
+	kp_set_sample(3);
+	kp_make_key(key, 32, 77);
+	n = fp_get(buf, key, 32, "\r\n");
+	for (i = 0; i < 30; i++) {
+		struct pkt p;
+
+		kp_tcp4(&p, buf, n);
+		kp_send_mc(&p);
+		kp_x_req(KS_OP_GET, n, NULL);
+		kp.x.ops[KS_OP_GET].keys += 1;
+	}
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, key, 32), 10);
+	CHECK(kp_cand_find(key, 32, &c), "key not a candidate");
+	CHECK_EQ(c.len, 32);
+	CHECK(!memcmp(c.key, key, 32), "candidate key bytes differ");
+	CHECK_EQ(c.hash, kp_hash(key, 32));
+	kp_end();
+
+	/* a shorter key after a longer one leaves no bytes of the first */
+	kp_begin("fastpath_sample_zero_pads_after_longer_key");
+	kp_set_sample(1);
+	kp_make_key(key, 32, 78);
+	n = fp_get(buf, key, 32, "\r\n");
+	{
+		struct pkt p;
+		__u8 zeros[KS_KEY_BUF] = { 0 };
+
+		kp_tcp4(&p, buf, n);
+		kp_send_mc(&p);
+		kp_x_req(KS_OP_GET, n, NULL);
+		kp_x_keyn(KS_OP_GET, key, 32);
+		n = fp_get(buf, "wxyz", 4, "\r\n");
+		kp_tcp4(&p, buf, n);
+		kp_send_mc(&p);
+		kp_x_req(KS_OP_GET, n, "wxyz", NULL);
+		CHECK(kp_cand_find("wxyz", 4, &c), "short key not a candidate");
+		CHECK(!memcmp(c.key + 4, zeros, KS_KEY_BUF - 4),
+		      "bytes past the short key are not zero");
+	}
+	kp_end();
+}
+
+void t_fastpath_group(void)
+{
+	fp_shapes(1U << 30, "fastpath_unsampled_matches_general_parser");
+	fp_shapes(1, "fastpath_sampled_matches_general_parser");
+	fp_sampling();
+}
