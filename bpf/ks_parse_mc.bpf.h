@@ -103,6 +103,16 @@ __noinline int ks_mc_skip_spaces(struct ks_scratch *s, __u32 pos)
 	return -1;
 }
 
+/* Requests have one space between tokens: look at two bytes inline. */
+static __always_inline int ks_mc_skip_sp(struct ks_scratch *s, __u32 pos)
+{
+	if (pos >= s->end || KS_BYTE(s, pos) != ' ')
+		return pos;
+	if (pos + 1 >= s->end || KS_BYTE(s, pos + 1) != ' ')
+		return pos + 1;
+	return ks_mc_skip_spaces(s, pos + 2);
+}
+
 /*
  * A decimal length field at pos (after spaces). Returns the number, or
  * -reason-1; s->tok_end is set to the byte after it.
@@ -116,7 +126,7 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 
 	if (!s)
 		return KS_NEG(KS_ERR_BAD_LENGTH);
-	at = ks_mc_skip_spaces(s, pos);
+	at = ks_mc_skip_sp(s, pos);
 	if (at < 0)
 		return KS_NEG(KS_ERR_BAD_LENGTH);
 	for (i = 0; i <= KS_MAX_DIGITS; i++) {
@@ -139,11 +149,32 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 /* Past the token at pos (after spaces): the delimiter after it. */
 static __always_inline int ks_mc_skip_token(struct ks_scratch *s, __u32 pos)
 {
-	int at = ks_mc_skip_spaces(s, pos);
+	int at = ks_mc_skip_sp(s, pos);
 
 	if (at < 0)
 		return -1;
 	return ks_mc_scan(s, at, at + KS_WIN, 0);
+}
+
+/* The delimiter ending a key at pos, within 251 bytes; -1 if none. */
+static __always_inline int ks_mc_key_end(struct ks_scratch *s, __u32 pos)
+{
+	__u32 i, p, stop = pos + KS_MAX_KEY_LEN + 1;
+	__u64 m;
+
+	if (stop > s->end)
+		stop = s->end;
+	for (i = 0; i < KS_KEY_WORDS + 1; i++) {
+		p = pos + i * 8;
+		if (p >= stop)
+			return -1;
+		m = ks_mask_delim(ks_win_word(s, p));
+		if (m) {
+			p += ks_first_flagged(m);
+			return p < stop ? (int)p : -1;
+		}
+	}
+	return -1;
 }
 
 /*
@@ -159,12 +190,12 @@ __noinline int ks_mc_key_span(struct ks_scratch *s, __u32 pos)
 
 	if (!s)
 		return KS_NEG(KS_ERR_BAD_KEY);
-	at = ks_mc_skip_spaces(s, pos);
+	at = ks_mc_skip_sp(s, pos);
 	if (at < 0)
 		return KS_NEG(KS_ERR_BAD_KEY);
 	if ((__u32)at >= s->end)
 		return KS_NEG(ks_short_reason(s));
-	e = ks_mc_scan(s, at, at + KS_MAX_KEY_LEN + 1, 0);
+	e = ks_mc_key_end(s, at);
 	if (e < 0) {
 		/* no delimiter in 251 bytes that we have: the key is too long */
 		if ((__u32)at + KS_MAX_KEY_LEN + 1 <= s->end)
@@ -288,7 +319,7 @@ __noinline int ks_mc_key_list(struct ks_scratch *s)
 
 	if (!s)
 		return KS_STEP_DONE;
-	at = ks_mc_skip_spaces(s, s->off);
+	at = ks_mc_skip_sp(s, s->off);
 	if (at < 0)
 		return ks_fail(KS_ERR_BAD_KEY);
 	if ((__u32)at >= s->end)
