@@ -100,14 +100,17 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s)
 		return;
-	__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
-	s->sport = l4.sport;
-	s->proto = l4.proto;
 	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
 	s->seq = cfg->seq;
 	s->trace = cfg->trace;
 
 	fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
+	if (fast != KS_FAST_DONE) {
+		/* only a sample or the general parser reads these */
+		__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
+		s->sport = l4.sport;
+		s->proto = l4.proto;
+	}
 	if (fast == KS_FAST_SAMPLE) {
 		/* the key straight from the packet, zero-padded */
 		len = l4.payload_len - 6;

@@ -11,9 +11,14 @@
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
 
+/*
+ * One 8-byte load at any byte offset. Without the alignment promise clang
+ * 14 emits eight byte loads and fourteen shifts/ORs; the verifier allows
+ * unaligned map-value loads where the CPU does (x86-64, arm64).
+ */
 static __always_inline __u64 ks_win_word(struct ks_scratch *s, __u32 pos)
 {
-	return *(__u64 *)&s->win[pos & KS_WIN_MASK];
+	return *(__u64 *)__builtin_assume_aligned(&s->win[pos & KS_WIN_MASK], 8);
 }
 
 /*

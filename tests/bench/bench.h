@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * bench.h - the benchmark's parts: a frame builder of its own (so the
+ * benchmark does not move when the program tests' builder changes), the
+ * loader and the timed BPF_PROG_TEST_RUN calls, and the scenario list.
+ */
+#ifndef KS_BENCH_H
+#define KS_BENCH_H
+
+#include <stddef.h>
+#include <stdbool.h>
+#include <linux/types.h>
+#include "keysteer.h"
+
+#define BENCH_FRAME_MAX 4096
+#define BENCH_MC_PORT   11211 /* the one port the benchmark config watches */
+#define BENCH_UNSAMPLED (1U << 30) /* sample_n that never fires in a run */
+
+/* ---- frames (bench_pkt.c) ---- */
+
+/*
+ * Ethernet + IPv4 + TCP (PSH|ACK, no options) from 198.18.0.1:40000 to
+ * 198.18.0.2:dport carrying payload, checksums right. Returns the frame
+ * length, or 0 if it does not fit in cap.
+ */
+size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
+			const void *payload, size_t plen);
+
+/* A printable key of len bytes, distinct for each seed. */
+void bench_key(char *out, size_t len, unsigned int seed);
+
+/* "get k1 k2 ...\r\n" with nkeys keys of keylen bytes; returns its length
+ * or 0 if it does not fit. */
+size_t bench_get_line(char *out, size_t cap, unsigned int nkeys,
+		      size_t keylen);
+
+/* "set <key> 0 0 <vallen>\r\n<value>\r\n"; returns its length or 0. */
+size_t bench_set_req(char *out, size_t cap, size_t keylen, size_t vallen);
+
+/* ---- loading and running (bench_run.c) ---- */
+
+struct bench_env {
+	struct keysteer_bpf *ks;
+	struct ks_empty_bpf *empty;
+	int xdp_fd, tc_fd, empty_fd;
+	int ncpu;        /* possible CPUs: size of per-CPU values */
+	int cpu;         /* the CPU this process is pinned to */
+	struct ks_config cfg;
+};
+
+/* What the datapath counted, summed over CPUs. */
+struct bench_counts {
+	__u64 sampled;   /* ks_pkts n[KS_PKT_SAMPLED] */
+	__u64 not_mc;    /* ks_errors[KS_ERR_NOT_MEMCACHED] */
+	__u64 errors;    /* every other ks_errors reason */
+	__u64 keys;      /* sum of ks_ops[*].keys */
+	__u64 requests;  /* sum of ks_ops[*].requests */
+};
+
+struct bench_prog_info {
+	const char *name;
+	__u32 verified_insns; /* 0 when the kernel does not say (< 5.16) */
+	__u32 xlated_len;     /* bytes of BPF code after the verifier */
+	__u32 jited_len;      /* bytes of machine code */
+};
+
+/* Pins to cpu (-1: the last online one), loads both objects without
+ * pinning any map. Returns 0 or a negative errno after printing why. */
+int bench_open(struct bench_env *e, int cpu);
+void bench_close(struct bench_env *e);
+
+/* Writes the config with this sample_n (ports: 11211 only). */
+int bench_set_sample(struct bench_env *e, __u32 sample_n);
+
+/*
+ * One BPF_PROG_TEST_RUN of repeat runs; *ns is the kernel's average time
+ * per run (opts.duration). Fails with -EPROTO if the verdict is not
+ * XDP_PASS: a benchmark of a program that drops would measure nothing.
+ */
+int bench_run(int prog_fd, const void *frame, __u32 len, __u32 repeat,
+	      __u32 *ns);
+
+int bench_counts(struct bench_env *e, struct bench_counts *c);
+int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi);
+
+/* ---- scenarios (bench_scen.c) ---- */
+
+struct bench_scen {
+	const char *id;       /* JSON name */
+	const char *label;    /* table row */
+	bool sampled;         /* sample_n 1, else 1<<30 */
+	bool memcached;       /* to port 11211: keys are parsed */
+	__u32 keys;           /* keys per packet */
+	double target_ns;     /* limit over empty; 0: none */
+	__u8 frame[BENCH_FRAME_MAX];
+	__u32 len;
+};
+
+/* Builds the scenario list; returns how many, or -1 on a builder error. */
+int bench_scenarios(struct bench_scen **out);
+
+/* ---- figures and reports (bench_report.c) ---- */
+
+#define BENCH_RUNS_MAX        99U
+#define BENCH_REPEAT_ISSUE    1000000U /* issue 2 asks for at least this */
+#define BENCH_VERIFIER_TARGET 200000U
+#define BENCH_VERIFIER_LIMIT  1000000U /* BPF_COMPLEXITY_LIMIT_INSNS */
+
+/* Every timing of one scenario: runs pairs of (empty, scenario). */
+struct bench_samples {
+	double *empty, *scen, *over; /* over = scen - empty, per run */
+	bool valid;                  /* every run counted what it should */
+};
+
+struct bench_machine {
+	char kernel[128];
+	char cpu_model[128];
+	long cpus;
+};
+
+struct bench_report {
+	const struct bench_machine *machine;
+	int cpu;
+	__u32 repeat, runs;
+	const struct bench_scen *sc;
+	const struct bench_samples *res;
+	int n;
+	const struct bench_prog_info *pi;
+	int npi;
+};
+
+void bench_read_machine(struct bench_machine *m);
+void bench_print_table(const struct bench_report *rep);
+void bench_print_json(const struct bench_report *rep);
+
+#endif

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench_report.c - from timings to figures (medians of the differences to
+ * the empty program) and their two forms: the table for people and one
+ * JSON document for scripts. Both carry the same numbers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "bench.h"
+
+void bench_read_machine(struct bench_machine *m)
+{
+	struct utsname u;
+	char line[256];
+	FILE *f;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(m->kernel, sizeof(m->kernel), "%s",
+		 uname(&u) ? "unknown" : u.release);
+	snprintf(m->cpu_model, sizeof(m->cpu_model), "unknown");
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) || !colon)
+			continue;
+		colon += strspn(colon + 1, " \t") + 1;
+		colon[strcspn(colon, "\n")] = '\0';
+		snprintf(m->cpu_model, sizeof(m->cpu_model), "%s", colon);
+		break;
+	}
+	if (f)
+		fclose(f);
+	m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, __u32 n)
+{
+	double tmp[BENCH_RUNS_MAX];
+
+	memcpy(tmp, v, n * sizeof(*v));
+	qsort(tmp, n, sizeof(*tmp), cmp_double);
+	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+static double vmin(const double *v, __u32 n)
+{
+	double m = v[0];
+	__u32 i;
+
+	for (i = 1; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+static double vmax(const double *v, __u32 n)
+{
+	double m = v[0];
+	__u32 i;
+
+	for (i = 1; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+/* Median of every baseline timing taken, for the table's first row. */
+static double baseline_median(const struct bench_samples *res, int n,
+			      __u32 runs)
+{
+	double all[BENCH_RUNS_MAX * 16];
+	__u32 k = 0, r;
+	int i;
+
+	for (i = 0; i < n && k + runs <= BENCH_RUNS_MAX * 16; i++)
+		for (r = 0; r < runs; r++)
+			all[k++] = res[i].empty[r];
+	qsort(all, k, sizeof(*all), cmp_double);
+	return k % 2 ? all[k / 2] : (all[k / 2 - 1] + all[k / 2]) / 2;
+}
+
+static const char *met(bool ok)
+{
+	return ok ? "met" : "NOT met";
+}
+
+void bench_print_table(const struct bench_report *rep)
+{
+	const struct bench_machine *m = rep->machine;
+	const struct bench_scen *sc = rep->sc;
+	const struct bench_samples *res = rep->res;
+	const struct bench_prog_info *pi = rep->pi;
+	int n = rep->n, npi = rep->npi;
+	int i;
+
+	printf("keysteer datapath benchmark (BPF_PROG_TEST_RUN, XDP)\n");
+	printf("kernel %s, %s, %ld CPUs, pinned to CPU %d\n", m->kernel,
+	       m->cpu_model, m->cpus, rep->cpu);
+	printf("repeat %u per timing, %u runs, median over runs%s\n\n",
+	       rep->repeat, rep->runs,
+	       rep->repeat < BENCH_REPEAT_ISSUE ?
+		       " (repeat < 1000000: indicative only)" : "");
+	printf("%-44s %5s %4s %8s %10s %13s\n", "scenario", "bytes", "keys",
+	       "ns/pkt", "over empty", "(min..max)");
+	printf("%-44s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)", "-",
+	       "-", baseline_median(res, n, rep->runs), "0");
+	for (i = 0; i < n; i++) {
+		char range[32];
+
+		snprintf(range, sizeof(range), "(%.0f..%.0f)",
+			 vmin(res[i].over, rep->runs),
+			 vmax(res[i].over, rep->runs));
+		printf("%-44s %5u %4u %8.1f %10.1f %13s%s\n", sc[i].label,
+		       sc[i].len, sc[i].keys, median(res[i].scen, rep->runs),
+		       median(res[i].over, rep->runs), range,
+		       res[i].valid ? "" : "  INVALID");
+	}
+
+	printf("\ntargets (ns over empty):\n");
+	for (i = 0; i < n; i++) {
+		double v = median(res[i].over, rep->runs);
+
+		if (sc[i].target_ns > 0)
+			printf("  %-40s <= %3.0f: %6.1f  %s\n", sc[i].label,
+			       sc[i].target_ns, v, met(v <= sc[i].target_ns));
+	}
+
+	printf("\nverifier, instructions processed (limit %u, target <= %u):\n",
+	       BENCH_VERIFIER_LIMIT, BENCH_VERIFIER_TARGET);
+	for (i = 0; i < npi; i++) {
+		bool ks = strcmp(pi[i].name, "ks_empty") != 0;
+
+		printf("  %-14s %8u   xlated %6u B, jited %6u B%s%s\n",
+		       pi[i].name, pi[i].verified_insns, pi[i].xlated_len,
+		       pi[i].jited_len, ks ? "   " : "",
+		       ks ? met(pi[i].verified_insns &&
+				pi[i].verified_insns <= BENCH_VERIFIER_TARGET) : "");
+	}
+}
+
+/* JSON string: our strings are plain ASCII, /proc text might not be. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+void bench_print_json(const struct bench_report *rep)
+{
+	const struct bench_machine *m = rep->machine;
+	const struct bench_scen *sc = rep->sc;
+	const struct bench_samples *res = rep->res;
+	const struct bench_prog_info *pi = rep->pi;
+	int n = rep->n, npi = rep->npi;
+	__u32 r;
+	int i;
+
+	printf("{\"version\":1,\"kernel\":");
+	json_str(m->kernel);
+	printf(",\"cpu_model\":");
+	json_str(m->cpu_model);
+	printf(",\"cpus\":%ld,\"pinned_cpu\":%d,\"repeat\":%u,\"runs\":%u,",
+	       m->cpus, rep->cpu, rep->repeat, rep->runs);
+	printf("\"baseline_ns\":%.1f,\"results\":[",
+	       baseline_median(res, n, rep->runs));
+	for (i = 0; i < n; i++) {
+		double v = median(res[i].over, rep->runs);
+
+		printf("%s{\"name\":\"%s\",\"label\":\"%s\",\"frame_bytes\":%u,"
+		       "\"keys\":%u,\"sampled\":%s,\"valid\":%s,"
+		       "\"ns_median\":%.1f,\"over_empty_median\":%.1f,"
+		       "\"over_empty_min\":%.1f,\"over_empty_max\":%.1f,",
+		       i ? "," : "", sc[i].id, sc[i].label, sc[i].len,
+		       sc[i].keys, sc[i].sampled ? "true" : "false",
+		       res[i].valid ? "true" : "false",
+		       median(res[i].scen, rep->runs), v,
+		       vmin(res[i].over, rep->runs), vmax(res[i].over, rep->runs));
+		if (sc[i].target_ns > 0)
+			printf("\"target_ns\":%.0f,\"target_met\":%s,",
+			       sc[i].target_ns,
+			       v <= sc[i].target_ns ? "true" : "false");
+		printf("\"runs_empty_scenario_ns\":[");
+		for (r = 0; r < rep->runs; r++)
+			printf("%s[%.0f,%.0f]", r ? "," : "", res[i].empty[r],
+			       res[i].scen[r]);
+		printf("]}");
+	}
+	printf("],\"verifier\":[");
+	for (i = 0; i < npi; i++) {
+		bool ks = strcmp(pi[i].name, "ks_empty") != 0;
+
+		printf("%s{\"program\":\"%s\",\"verified_insns\":%u,"
+		       "\"xlated_bytes\":%u,\"jited_bytes\":%u",
+		       i ? "," : "", pi[i].name, pi[i].verified_insns,
+		       pi[i].xlated_len, pi[i].jited_len);
+		if (ks)
+			printf(",\"target\":%u,\"target_met\":%s",
+			       BENCH_VERIFIER_TARGET,
+			       pi[i].verified_insns &&
+			       pi[i].verified_insns <= BENCH_VERIFIER_TARGET
+				       ? "true" : "false");
+		printf("}");
+	}
+	printf("]}\n");
+}
+

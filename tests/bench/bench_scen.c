@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench_scen.c - the packets the benchmark times, each with what the
+ * datapath must count for it, so a run that silently took another path
+ * (a parse error, a missed sample) is caught instead of reported.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "bench.h"
+
+#define TARGET_UNSAMPLED_NS 15.0 /* issue 2: unsampled GET over empty */
+#define TARGET_SAMPLED_NS   60.0 /* issue 2: sampled 16-byte GET over empty */
+
+enum scen_kind { SC_HTTP, SC_GET, SC_SET };
+
+struct scen_def {
+	const char *id;
+	const char *label;
+	enum scen_kind kind;
+	unsigned int nkeys;
+	size_t keylen;
+	size_t vallen;
+	bool sampled;
+	double target_ns;
+};
+
+static const struct scen_def defs[] = {
+	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP,
+	  0, 0, 0, false, 0 },
+	{ "get16_unsampled", "get, 16-byte key, unsampled", SC_GET,
+	  1, 16, 0, false, TARGET_UNSAMPLED_NS },
+	{ "get16_sampled", "get, 16-byte key, sampled", SC_GET,
+	  1, 16, 0, true, TARGET_SAMPLED_NS },
+	{ "get250_unsampled", "get, 250-byte key, unsampled", SC_GET,
+	  1, 250, 0, false, 0 },
+	{ "get250_sampled", "get, 250-byte key, sampled", SC_GET,
+	  1, 250, 0, true, 0 },
+	{ "mget32_unsampled", "get, 32 keys of 16 bytes, unsampled", SC_GET,
+	  32, 16, 0, false, 0 },
+	{ "mget32_sampled", "get, 32 keys of 16 bytes, all sampled", SC_GET,
+	  32, 16, 0, true, 0 },
+	{ "set100_unsampled", "set, 16-byte key, 100-byte value, unsampled",
+	  SC_SET, 1, 16, 100, false, 0 },
+	{ "set100_sampled", "set, 16-byte key, 100-byte value, sampled",
+	  SC_SET, 1, 16, 100, true, 0 },
+};
+
+#define N_DEFS (sizeof(defs) / sizeof(defs[0]))
+
+static int build_one(const struct scen_def *d, struct bench_scen *s)
+{
+	static const char http[] = "GET /index.html HTTP/1.1\r\n"
+				   "Host: 198.18.0.2\r\n\r\n";
+	char pay[BENCH_FRAME_MAX];
+	size_t plen;
+	__u16 dport = BENCH_MC_PORT;
+
+	switch (d->kind) {
+	case SC_HTTP:
+		plen = sizeof(http) - 1;
+		memcpy(pay, http, plen);
+		dport = 80;
+		break;
+	case SC_GET:
+		plen = bench_get_line(pay, sizeof(pay), d->nkeys, d->keylen);
+		break;
+	case SC_SET:
+		plen = bench_set_req(pay, sizeof(pay), d->keylen, d->vallen);
+		break;
+	default:
+		return -1;
+	}
+	if (!plen)
+		return -1;
+	s->id = d->id;
+	s->label = d->label;
+	s->sampled = d->sampled;
+	s->memcached = d->kind != SC_HTTP;
+	s->keys = d->nkeys;
+	s->target_ns = d->target_ns;
+	s->len = bench_frame_tcp4(s->frame, sizeof(s->frame), dport, pay, plen);
+	return s->len ? 0 : -1;
+}
+
+int bench_scenarios(struct bench_scen **out)
+{
+	struct bench_scen *s;
+	size_t i;
+
+	s = calloc(N_DEFS, sizeof(*s));
+	if (!s)
+		return -1;
+	for (i = 0; i < N_DEFS; i++) {
+		if (build_one(&defs[i], &s[i])) {
+			free(s);
+			return -1;
+		}
+	}
+	*out = s;
+	return (int)N_DEFS;
+}

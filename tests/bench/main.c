@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * main.c - keysteer's datapath benchmark: ns per packet over an empty XDP
+ * program, both timed by the kernel with BPF_PROG_TEST_RUN in the same
+ * process, and the verifier's instruction count per program.
+ *
+ * Each run times the empty program and then one scenario, back to back, on
+ * the same CPU; the figure is the median over runs of (scenario - empty),
+ * so drift (frequency, a noisy neighbour) hits both sides of a difference.
+ * The benchmark reports whether targets are met; it fails only when it
+ * could not measure, or a scenario did not take the path it claims.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bench.h"
+#include "log.h"
+#include "opts.h"
+
+#define REPEAT_DEFAULT  1000000U
+/* with 32 keys a packet, the unsampled countdown must outlast a run */
+#define REPEAT_MAX      20000000U
+#define RUNS_DEFAULT    5U
+
+struct args {
+	__u32 repeat;
+	__u32 runs;
+	int cpu;
+	bool json;
+	bool verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: bench [--repeat N] [--runs N] [--cpu N] [--json] [-v]\n"
+"\n"
+"Times keysteer's XDP program against an empty XDP program with\n"
+"BPF_PROG_TEST_RUN (the kernel's average ns per run) on fixed packets, and\n"
+"prints ns per packet over empty (median of the runs) and the verifier's\n"
+"instructions processed per program, each against issue 2's targets.\n"
+"Needs root. Nothing is attached and no map is pinned.\n"
+"\n"
+"Options:\n"
+"  --repeat N  runs of the program per timing (default %u; the figures\n"
+"              of record need >= %u; at most %u)\n"
+"  --runs N    timings per scenario, interleaved with the baseline\n"
+"              (default %u, at most %u)\n"
+"  --cpu N     CPU to pin to (default: the last online CPU)\n"
+"  --json      one JSON document on stdout instead of the table\n"
+"  -v          libbpf's debug output (verifier log on a load failure)\n"
+"  -h, --help  this text\n"
+"\n"
+"Examples:\n"
+"  make bench\n"
+"  build/tests/bench --repeat 2000000 --runs 7\n"
+"  build/tests/bench --json > bench.json\n",
+		REPEAT_DEFAULT, BENCH_REPEAT_ISSUE, REPEAT_MAX, RUNS_DEFAULT,
+		BENCH_RUNS_MAX);
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option longopts[] = {
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "runs", required_argument, NULL, 'n' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[KS_ERRLEN];
+	unsigned long long v;
+	int c;
+
+	a->repeat = REPEAT_DEFAULT;
+	a->runs = RUNS_DEFAULT;
+	a->cpu = -1;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (ks_parse_uint("--repeat", optarg, 1, REPEAT_MAX, &v,
+					  err, sizeof(err)))
+				goto bad;
+			a->repeat = (__u32)v;
+			break;
+		case 'n':
+			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX, &v, err,
+					  sizeof(err)))
+				goto bad;
+			a->runs = (__u32)v;
+			break;
+		case 'c':
+			if (ks_parse_uint("--cpu", optarg, 0, CPU_SETSIZE - 1,
+					  &v, err, sizeof(err)))
+				goto bad;
+			a->cpu = (int)v;
+			break;
+		case 'j':
+			a->json = true;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bench: unexpected argument '%s'; see --help\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "bench: %s\n", err);
+	return -EINVAL;
+}
+
+/*
+ * Put the per-CPU countdown where the scenario needs it. Sampled: N = 1
+ * samples every key. Unsampled: one packet at N = 1 leaves the countdown at
+ * 0, so the next key reloads it with 1<<30 and no key of the timed run
+ * (at most REPEAT_MAX * 32) reaches the end of it.
+ */
+static int prepare(struct bench_env *e, const struct bench_scen *s)
+{
+	__u32 ns;
+	int err;
+
+	err = bench_set_sample(e, 1);
+	if (err || s->sampled)
+		return err;
+	err = bench_run(e->xdp_fd, s->frame, s->len, 1, &ns);
+	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
+}
+
+/* Did the timed run do what the scenario says? Prints why not. */
+static bool check_counts(const struct bench_scen *s, __u32 repeat,
+			 const struct bench_counts *b,
+			 const struct bench_counts *a)
+{
+	__u64 keys = (__u64)s->keys * repeat;
+	__u64 d_sampled = a->sampled - b->sampled, d_keys = a->keys - b->keys;
+	__u64 d_req = a->requests - b->requests, d_err = a->errors - b->errors;
+	__u64 d_nmc = a->not_mc - b->not_mc;
+	__u64 want_req = s->memcached ? repeat : 0;
+	__u64 want_nmc = s->memcached ? 0 : repeat;
+
+	if (d_keys == keys && d_req == want_req && d_err == 0 &&
+	    d_nmc == want_nmc && d_sampled == (s->sampled ? keys : 0))
+		return true;
+	fprintf(stderr,
+		"bench: %s took another path than it claims: keys %llu "
+		"(want %llu), requests %llu (want %llu), sampled %llu (want "
+		"%llu), not-memcached %llu (want %llu), other errors %llu "
+		"(want 0)\n", s->id, (unsigned long long)d_keys,
+		(unsigned long long)keys, (unsigned long long)d_req,
+		(unsigned long long)want_req, (unsigned long long)d_sampled,
+		(unsigned long long)(s->sampled ? keys : 0),
+		(unsigned long long)d_nmc, (unsigned long long)want_nmc,
+		(unsigned long long)d_err);
+	return false;
+}
+
+static int measure_one(struct bench_env *e, const struct bench_scen *s,
+		       const struct args *a, struct bench_samples *out, __u32 run)
+{
+	struct bench_counts before, after;
+	__u32 base_ns, ns;
+	int err;
+
+	err = prepare(e, s);
+	if (!err)
+		err = bench_run(e->empty_fd, s->frame, s->len, a->repeat,
+				&base_ns);
+	if (!err)
+		err = bench_counts(e, &before);
+	if (!err)
+		err = bench_run(e->xdp_fd, s->frame, s->len, a->repeat, &ns);
+	if (!err)
+		err = bench_counts(e, &after);
+	if (err) {
+		fprintf(stderr, "bench: timing %s failed: %s\n", s->id,
+			err == -EPROTO ? "verdict was not XDP_PASS"
+				       : strerror(-err));
+		return err;
+	}
+	/* one message per scenario is enough; the table marks it too */
+	if (out->valid && !check_counts(s, a->repeat, &before, &after))
+		out->valid = false;
+	out->empty[run] = base_ns;
+	out->scen[run] = ns;
+	out->over[run] = (double)ns - base_ns;
+	return 0;
+}
+
+static int measure_all(struct bench_env *e, const struct bench_scen *sc,
+		       int n, const struct args *a, struct bench_samples *res)
+{
+	/* a progress line only for a person watching: never in logs */
+	bool progress = isatty(STDERR_FILENO);
+	__u32 run;
+	int i, err;
+
+	for (i = 0; i < n; i++) {
+		res[i].empty = calloc(a->runs, sizeof(double));
+		res[i].scen = calloc(a->runs, sizeof(double));
+		res[i].over = calloc(a->runs, sizeof(double));
+		res[i].valid = true;
+		if (!res[i].empty || !res[i].scen || !res[i].over) {
+			fprintf(stderr, "bench: out of memory\n");
+			return -ENOMEM;
+		}
+	}
+	/* runs outermost: every scenario sees the machine at each moment */
+	for (run = 0; run < a->runs; run++) {
+		if (progress)
+			fprintf(stderr, "\rbench: run %u of %u ...", run + 1,
+				a->runs);
+		for (i = 0; i < n; i++) {
+			err = measure_one(e, &sc[i], a, &res[i], run);
+			if (err)
+				return err;
+		}
+	}
+	if (progress)
+		fprintf(stderr, "\r%*s\r", 40, "");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_prog_info pi[3];
+	struct bench_scen *sc = NULL;
+	struct bench_samples *res = NULL;
+	struct bench_env env;
+	struct bench_machine m;
+	struct bench_report rep;
+	struct args a;
+	int n, i, err, rc = 1;
+
+	memset(&a, 0, sizeof(a));
+	if (parse_args(argc, argv, &a))
+		return 2;
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench: BPF_PROG_TEST_RUN needs root; run "
+			"'sudo make bench'\n");
+		return 1;
+	}
+	ks_log_init(a.verbose ? KS_LOG_DEBUG : KS_LOG_WARN);
+	bench_read_machine(&m);
+	n = bench_scenarios(&sc);
+	if (n <= 0) {
+		fprintf(stderr, "bench: building the test packets failed\n");
+		return 1;
+	}
+	if (bench_open(&env, a.cpu))
+		goto out;
+
+	err = bench_prog_info(env.xdp_fd, "ks_ingress", &pi[0]);
+	if (!err)
+		err = bench_prog_info(env.tc_fd, "ks_tc_ingress", &pi[1]);
+	if (!err)
+		err = bench_prog_info(env.empty_fd, "ks_empty", &pi[2]);
+	if (err) {
+		fprintf(stderr, "bench: reading program info failed: %s\n",
+			strerror(-err));
+		goto out;
+	}
+
+	res = calloc(n, sizeof(*res));
+	if (!res) {
+		fprintf(stderr, "bench: out of memory\n");
+		goto out;
+	}
+	if (measure_all(&env, sc, n, &a, res))
+		goto out;
+
+	rep = (struct bench_report){ .machine = &m, .cpu = env.cpu,
+		.repeat = a.repeat, .runs = a.runs, .sc = sc, .res = res,
+		.n = n, .pi = pi, .npi = 3 };
+	if (a.json)
+		bench_print_json(&rep);
+	else
+		bench_print_table(&rep);
+	rc = 0;
+	for (i = 0; i < n; i++)
+		if (!res[i].valid)
+			rc = 1;
+out:
+	bench_close(&env);
+	for (i = 0; res && i < n; i++) {
+		free(res[i].empty);
+		free(res[i].scen);
+		free(res[i].over);
+	}
+	free(res);
+	free(sc);
+	return rc;
+}
