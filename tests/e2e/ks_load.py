@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""ks_load.py - the e2e tests' memcached client: a known, skewed, paced load.
+
+    ks_load.py preload --server ADDR [--port P] [--keys K]
+    ks_load.py run --server ADDR [--port P] [--seconds F] [--out FILE] ...
+    ks_load.py plan [...]             print the frame's statistics, send nothing
+
+The load is one "frame" of requests, built once from a fixed seed and sent F
+times, each time paced evenly over exactly one period (1 s). Every key's
+count per period is therefore an exact, known integer, and any window of one
+period contains the same counts whatever its phase (up to pacing jitter and
+the order within one small block, see period_orders): that is what lets the
+test compare the agent's per-interval rates with exact truth without
+knowing where the agent's interval boundaries fall.
+
+A frame mixes single gets, multi-gets of distinct keys and sets, keys drawn
+from a Zipf distribution over K keys; several connections (threads) share
+it, each sending its share of the requests at their due times.
+
+Writes a JSON summary with the exact per-period counts per key, the wall-clock
+start and end of the paced phase, and how well the pacing held.
+Runs with Debian's /usr/bin/python3 and python3-pymemcache.
+"""
+import argparse
+import bisect
+import itertools
+import json
+import random
+import sys
+import threading
+import time
+
+from pymemcache.client.base import Client
+
+VALUE = b"v" * 32
+BLOCKS = 100  # per frame; see period_orders
+LATE_S = 0.002  # lateness worth recording: 0.2% of a 1 s window
+
+
+def key_name(rank):
+    """Rank 1 is the most popular key."""
+    return "ks:%05d" % rank
+
+
+def zipf_cum_weights(nkeys, s):
+    return list(itertools.accumulate((r ** -s for r in range(1, nkeys + 1))))
+
+
+def build_frame(args):
+    """The list of requests sent every period: ("get"|"mget"|"set", [keys])."""
+    rng = random.Random(args.seed)
+    cum = zipf_cum_weights(args.keys, args.zipf)
+    total = cum[-1]
+
+    def draw():
+        return key_name(bisect.bisect_left(cum, rng.random() * total) + 1)
+
+    ops = [("get", [draw()]) for _ in range(args.gets)]
+    for _ in range(args.mgets):
+        # A client asks for each key once: duplicates are dropped.
+        keys = list(dict.fromkeys(draw() for _ in range(args.mget_size)))
+        ops.append(("mget", keys))
+    ops += [("set", [draw()]) for _ in range(args.sets)]
+    rng.shuffle(ops)
+    return ops
+
+
+def period_orders(args, ops):
+    """The order in which each period sends the frame's requests.
+
+    The frame is cut into BLOCKS consecutive blocks, and each period shuffles
+    the requests within every block afresh (from the seed: the same every
+    run). Every period holds exactly the frame's requests, and a window of
+    one period, whatever its phase, differs from the frame only inside the
+    one block its edges cut (~1% of the requests). A 1-in-N countdown,
+    though, meets different keys at its sample points every period, so the
+    samples of successive intervals are independent and averaging them
+    helps. (With the same order every period, the countdown could hit the
+    same positions period after period and repeat one sample's error.)
+    """
+    size = -(-len(ops) // BLOCKS)
+    orders = []
+    for f in range(args.seconds):
+        rng = random.Random(args.seed * 1000003 + f)
+        order = []
+        for b in range(0, len(ops), size):
+            block = ops[b:b + size]
+            rng.shuffle(block)
+            order += block
+        orders.append(order)
+    return orders
+
+
+def frame_counts(ops):
+    reads, writes = {}, {}
+    for op, keys in ops:
+        table = writes if op == "set" else reads
+        for k in keys:
+            table[k] = table.get(k, 0) + 1
+    return reads, writes
+
+
+def summary(args, ops):
+    reads, writes = frame_counts(ops)
+    both = {k: reads.get(k, 0) + writes.get(k, 0) for k in set(reads) | set(writes)}
+    ranked = sorted(both, key=lambda k: (-both[k], k))
+    return {
+        "seed": args.seed,
+        "keys": args.keys,
+        "zipf_s": args.zipf,
+        "period_s": args.period,
+        "requests_per_period": len(ops),
+        "read_requests_per_period": sum(1 for op, _ in ops if op != "set"),
+        "write_requests_per_period": sum(1 for op, _ in ops if op == "set"),
+        "keys_per_period": sum(len(k) for _, k in ops),
+        "read_keys_per_period": sum(reads.values()),
+        "write_keys_per_period": sum(writes.values()),
+        "distinct_keys_per_period": len(both),
+        "reads": reads,
+        "writes": writes,
+        "ranked": ranked[:64],
+    }
+
+
+def connect(args):
+    # no_delay: every request leaves in its own segment at once, as a
+    # latency-minded client sends it; waiting for each reply (noreply off)
+    # keeps requests from being merged in one segment by the kernel.
+    return Client((args.server, args.port), no_delay=True,
+                  default_noreply=False, connect_timeout=5, timeout=5)
+
+
+def cmd_preload(args):
+    client = connect(args)
+    for rank in range(1, args.keys + 1):
+        client.set(key_name(rank), VALUE)
+    client.close()
+    print("ks_load: preloaded %d keys" % args.keys)
+
+
+def send(client, op, keys):
+    if op == "get":
+        client.get(keys[0])
+    elif op == "mget":
+        client.get_many(keys)
+    else:
+        client.set(keys[0], VALUE)
+
+
+class Connection(threading.Thread):
+    """One client connection sending every conns-th request of each frame
+    at its due time. Several connections overlap their round trips, so the
+    load does not hinge on one connection's latency (high in a VM whose
+    idle CPUs are slow to wake)."""
+
+    def __init__(self, args, orders, first, t0, wall0):
+        super().__init__(daemon=True)
+        self.args, self.orders, self.first = args, orders, first
+        self.t0, self.wall0 = t0, wall0
+        self.client = connect(args)
+        self.client.version()  # connected before the clock starts
+        # Spells in which this connection ran late, [first due, caught up,
+        # worst lag] in wall-clock time, and the worst lag per frame.
+        self.late, self.worst = [], []
+        self.error = None
+
+    def run(self):
+        try:
+            self.pace()
+        except Exception as e:  # reported by the main thread
+            self.error = e
+        finally:
+            self.client.close()
+
+    def pace(self):
+        args, t0 = self.args, self.t0
+        step = args.period / len(self.orders[0])
+        spell = None
+        for f, ops in enumerate(self.orders):
+            base = t0 + f * args.period
+            worst = 0.0
+            for i in range(self.first, len(ops), args.conns):
+                due = base + i * step
+                now = time.monotonic()
+                if due - now > 0.001:
+                    # Sleep only when well ahead: a sleep per request would
+                    # cost more than the gap between requests.
+                    time.sleep(due - now)
+                if now - due > LATE_S:
+                    worst = max(worst, now - due)
+                    if spell is None:
+                        spell = [self.wall0 + (due - t0), 0.0, 0.0]
+                        self.late.append(spell)
+                    spell[1] = self.wall0 + (now - t0) + LATE_S
+                    spell[2] = max(spell[2], now - due)
+                else:
+                    spell = None
+                send(self.client, *ops[i])
+            self.worst.append(worst)
+
+
+def cmd_run(args):
+    ops = build_frame(args)
+    out = summary(args, ops)
+    orders = period_orders(args, ops)
+    # Pacing runs on the monotonic clock; wall0 maps it to the wall clock
+    # that the report poller stamps its reads with.
+    t0 = time.monotonic() + 0.2
+    wall0 = time.time() + (t0 - time.monotonic())
+    conns = [Connection(args, orders, i, t0, wall0)
+             for i in range(args.conns)]
+    for c in conns:
+        c.start()
+    for c in conns:
+        c.join()
+    t_end_mono = time.monotonic()
+    for c in conns:
+        if c.error:
+            sys.exit("ks_load: %s: %s" % (type(c.error).__name__, c.error))
+    lags = [max(w) for w in zip(*(c.worst for c in conns))]
+    out.update({
+        "periods": args.seconds,
+        "connections": args.conns,
+        "requests_sent": args.seconds * len(ops),
+        "t_start": wall0,
+        "t_end": wall0 + (t_end_mono - t0),
+        "frame_max_lag_s": lags,
+        "max_lag_s": max(lags) if lags else 0.0,
+        "late_s": LATE_S,
+        "late": sorted(spell for c in conns for spell in c.late),
+        # Time the load took over the nominal time: above 1 the client
+        # could not keep the pace.
+        "overrun": (t_end_mono - t0) / (args.seconds * args.period),
+    })
+    with open(args.out, "w") as fh:
+        json.dump(out, fh)
+    print("ks_load: sent %d requests (%d keys) in %.2f s over %d "
+          "connections, max lag %.1f ms"
+          % (out["requests_sent"], args.seconds * out["keys_per_period"],
+             t_end_mono - t0, args.conns, 1000 * out["max_lag_s"]))
+
+
+def cmd_plan(args):
+    out = summary(args, build_frame(args))
+    both = lambda k: out["reads"].get(k, 0) + out["writes"].get(k, 0)
+    r = out["ranked"]
+    print(json.dumps({k: v for k, v in out.items()
+                      if k not in ("reads", "writes", "ranked")}))
+    for i, k in enumerate(r[:12]):
+        print("%2d %s reads %d writes %d" % (i + 1, k, out["reads"].get(k, 0),
+                                             out["writes"].get(k, 0)))
+    print("gap rank10/rank11: %.3f" % (both(r[9]) / both(r[10]) - 1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cmd", choices=("preload", "run", "plan"))
+    ap.add_argument("--server", default="198.18.0.2")
+    ap.add_argument("--port", type=int, default=11211)
+    ap.add_argument("--keys", type=int, default=3000)
+    ap.add_argument("--zipf", type=float, default=1.3)
+    ap.add_argument("--seed", type=int, default=54)
+    ap.add_argument("--gets", type=int, default=1500,
+                    help="single gets per period")
+    ap.add_argument("--mgets", type=int, default=2000,
+                    help="multi-gets per period")
+    ap.add_argument("--mget-size", type=int, default=64,
+                    help="keys drawn per multi-get (before dropping repeats)")
+    ap.add_argument("--sets", type=int, default=400, help="sets per period")
+    ap.add_argument("--period", type=float, default=1.0)
+    ap.add_argument("--conns", type=int, default=2,
+                    help="connections sharing the load")
+    ap.add_argument("--seconds", type=int, default=10,
+                    help="periods to send")
+    ap.add_argument("--out", default="/dev/null")
+    args = ap.parse_args()
+    if args.seconds < 1 or args.seconds > 120:
+        ap.error("--seconds must be 1..120 (the load is bounded)")
+    if not 1 <= args.conns <= 8:
+        ap.error("--conns must be 1..8")
+    {"preload": cmd_preload, "run": cmd_run, "plan": cmd_plan}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+# shellcheck shell=bash
+# lib.sh - shared set-up, checks and cleanup for the e2e tests. Source it
+# from a tests/e2e/test_*.sh script run as root from anywhere.
+#
+# e2e_init NAME          names, temp folder, traps (call first)
+# e2e_net_up             client and server namespaces joined by a veth pair,
+#                        memcached (TCP+UDP) on the server side
+# e2e_agent_start ARGS   `agent run --iface $SIF ARGS` in the server
+#                        namespace, in the background; waits until attached
+# e2e_agent_stop [SIG]   stops it (SIGINT by default) and sets E2E_AGENT_RC
+# e2e_agent ARGS         any other agent command, in the server namespace
+# pass/fail/skip NAME    the result lines tests/run.sh counts
+#
+# E2E_KEEP=1 keeps the temp folder (agent output, polls, load summaries).
+# Everything is named with the script's PID, so two scripts never share
+# anything, and everything is removed on every exit path by the EXIT trap.
+
+E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../user/scripts/netns.sh
+. "$E2E_ROOT/user/scripts/netns.sh"
+
+AGENT=$E2E_ROOT/${OUT:-build}/agent
+PY=/usr/bin/python3 # Debian's, which has pymemcache
+# shellcheck disable=SC2034 # used by the test scripts
+E2E_DIR=$E2E_ROOT/tests/e2e
+BPFFS=/sys/fs/bpf
+PIN_ROOT=$BPFFS/keysteer
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; E2E_FAILED=1; }
+skip() { echo "SKIP $1: $2"; }
+note() { echo "  $*"; }
+
+e2e_init() {
+	E2E_NAME=$1
+	E2E_FAILED=0
+	CNS=ks_cli_$$
+	SNS=ks_srv_$$
+	CIF=ks_c$$
+	SIF=ks_s$$
+	CADDR=198.18.0.1
+	SADDR=198.18.0.2
+	PORT=11211
+	E2E_AGENT_PID=
+	KS_MEMCACHED_PID=
+	E2E_POLLER_PID=
+	E2E_TMP=$(mktemp -d "/tmp/ks_e2e_${E2E_NAME}.XXXXXX")
+	# The agent mounts bpffs when it is missing; note whether it was there
+	# so cleanup can leave the machine as it found it.
+	E2E_BPFFS_BEFORE=0
+	e2e_bpffs_mounted && E2E_BPFFS_BEFORE=1
+	trap e2e_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+	if [ "$(id -u)" -ne 0 ]; then
+		skip "$E2E_NAME" "needs root (namespaces, BPF)"
+		exit 0
+	fi
+	if [ ! -x "$AGENT" ]; then
+		fail "$E2E_NAME" "$AGENT is missing; run 'make' first"
+		exit 1
+	fi
+}
+
+e2e_bpffs_mounted() {
+	[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" = bpf_fs ]
+}
+
+# True while keysteer has pins for our interface.
+e2e_pins_exist() {
+	[ -e "$PIN_ROOT/$SIF" ]
+}
+
+# True while an XDP program is attached to our server-side veth.
+e2e_xdp_attached() {
+	ip -n "$SNS" -d link show dev "$SIF" 2>/dev/null | grep -q 'prog/xdp'
+}
+
+e2e_net_up() {
+	if ! ks_pair_create "$CNS" "$SNS" "$CIF" "$SIF" "$CADDR/24" "$SADDR/24"; then
+		fail "${E2E_NAME}_setup" "could not create namespaces and veth pair"
+		exit 1
+	fi
+	if ! ks_start_memcached "$SNS" "$SADDR" "$PORT"; then
+		fail "${E2E_NAME}_setup" "memcached did not start"
+		exit 1
+	fi
+}
+
+# Runs in the client namespace with Debian's python. The load generator and
+# memcached run at nice -10: the tests compare rates with a paced load, and a
+# client that other work on the machine holds up shifts requests between
+# intervals (the checker leaves such intervals out; fewer of them is better).
+KS_NICE=-10
+e2e_client() {
+	ks_in_ns "$CNS" nice -n "$KS_NICE" "$PY" "$@"
+}
+
+e2e_agent() {
+	ks_in_ns "$SNS" "$AGENT" "$@"
+}
+
+# e2e_agent_start ARGS...: output goes to $E2E_TMP/agent.out. Returns 0 once
+# the agent says it attached and its link is pinned, 1 if it exited or did
+# not attach in 10 s (it is left running then; cleanup stops it).
+e2e_agent_start() {
+	local i
+	if e2e_pins_exist || e2e_xdp_attached; then
+		note "keysteer is already on $SIF before this start"
+		return 1
+	fi
+	ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" "$@" \
+		</dev/null >"$E2E_TMP/agent.out" 2>&1
+	E2E_AGENT_PID=$KS_BG_PID
+	for ((i = 0; i < 100; i++)); do
+		if ! kill -0 "$E2E_AGENT_PID" 2>/dev/null; then
+			wait "$E2E_AGENT_PID"
+			E2E_AGENT_RC=$?
+			E2E_AGENT_PID=
+			note "agent exited with status $E2E_AGENT_RC:"
+			sed 's/^/    /' "$E2E_TMP/agent.out"
+			return 1
+		fi
+		if [ -e "$PIN_ROOT/$SIF/link" ] &&
+			grep -q "attached to $SIF" "$E2E_TMP/agent.out"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	note "agent did not pin its link in 10 s:"
+	sed 's/^/    /' "$E2E_TMP/agent.out"
+	return 1
+}
+
+# e2e_agent_stop [SIGNAL]: signal the agent and wait (10 s, then SIGKILL).
+# stderr is silenced so bash's "Killed" job notice does not clutter the log.
+e2e_agent_stop() {
+	local sig=${1:-INT} i
+	E2E_AGENT_RC=
+	[ -n "$E2E_AGENT_PID" ] || return 0
+	{
+		kill -s "$sig" "$E2E_AGENT_PID"
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$E2E_AGENT_PID" || break
+			sleep 0.1
+		done
+		if kill -0 "$E2E_AGENT_PID"; then
+			note "agent ignored SIG$sig for 10 s; killing it"
+			kill -KILL "$E2E_AGENT_PID"
+		fi
+		wait "$E2E_AGENT_PID"
+		E2E_AGENT_RC=$?
+	} 2>/dev/null
+	E2E_AGENT_PID=
+}
+
+# e2e_expect_clean NAME: PASS if nothing of keysteer is left on our
+# interface (no pins, no XDP program), FAIL naming what is left.
+e2e_expect_clean() {
+	local left=""
+	e2e_pins_exist && left="pins in $PIN_ROOT/$SIF"
+	e2e_xdp_attached && left="${left:+$left, }an XDP program on $SIF"
+	if [ -z "$left" ]; then
+		pass "$1"
+	else
+		fail "$1" "left behind: $left"
+	fi
+}
+
+e2e_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	[ -n "$E2E_POLLER_PID" ] && ks_stop_pid "$E2E_POLLER_PID" TERM 3
+	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
+	# A leftover of ours (an agent that died, a failed check): the agent's
+	# own detach removes it, so the next run starts clean.
+	if e2e_pins_exist || e2e_xdp_attached; then
+		note "cleanup: removing keysteer leftovers on $SIF"
+		e2e_agent detach --iface "$SIF" >/dev/null 2>&1
+	fi
+	[ -n "$KS_MEMCACHED_PID" ] && ks_stop_pid "$KS_MEMCACHED_PID" TERM 5
+	ks_ns_delete "$CNS" "$SNS"
+	# Our pin folder can outlive the interface only if detach failed.
+	[ -e "$PIN_ROOT/$SIF" ] && rm -rf "${PIN_ROOT:?}/$SIF"
+	if [ "$E2E_BPFFS_BEFORE" = 0 ] && e2e_bpffs_mounted; then
+		rmdir "$PIN_ROOT" 2>/dev/null
+		[ -z "$(ls -A "$BPFFS" 2>/dev/null)" ] && umount "$BPFFS" 2>/dev/null
+	fi
+	if [ -n "${E2E_KEEP:-}" ]; then
+		echo "  kept $E2E_TMP (E2E_KEEP is set)"
+	else
+		rm -rf "$E2E_TMP"
+	fi
+	[ "$rc" -eq 0 ] && [ "$E2E_FAILED" != 0 ] && rc=1
+	exit "$rc"
+}

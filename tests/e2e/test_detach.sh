@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_detach.sh - an agent killed with SIGKILL cannot clean up: its pinned
+# link keeps the XDP program attached. `agent report` must say the agent is
+# dead, `agent run` must refuse and point to `agent detach`, and
+# `agent detach` must remove it all; a second detach finds nothing (exit 1),
+# and a new agent attaches again.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init detach
+e2e_net_up
+
+if ! e2e_agent_start --sample 4 --interval 0.5; then
+	fail detach_setup "the agent did not attach"
+	exit 1
+fi
+dead=$E2E_AGENT_PID
+sleep 0.6 # let it publish a report
+e2e_agent_stop KILL
+
+if [ -e "$PIN_ROOT/$SIF/link" ] && e2e_xdp_attached; then
+	pass detach_leftover_after_sigkill
+else
+	fail detach_leftover_after_sigkill "expected the pinned link and XDP program to outlive SIGKILL; nothing to test"
+	exit 1
+fi
+
+e2e_agent report --iface "$SIF" --json >"$E2E_TMP/report.json" 2>"$E2E_TMP/report.err"
+if "$PY" -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print("  report of the leftover: agent_pid %s alive %s" % (doc["agent_pid"], doc["agent_alive"]))
+sys.exit(0 if doc["agent_pid"] == int(sys.argv[2]) and doc["agent_alive"] is False else 1)
+' "$E2E_TMP/report.json" "$dead"; then
+	pass detach_report_says_dead
+else
+	fail detach_report_says_dead "report does not show pid $dead as not alive: $(head -c 200 "$E2E_TMP/report.err")"
+fi
+
+timeout 15 nsenter --net="/run/netns/$SNS" -- "$AGENT" run --iface "$SIF" \
+	>/dev/null 2>"$E2E_TMP/run.err"
+rc=$?
+note "run over the leftover: exit $rc: $(head -c 300 "$E2E_TMP/run.err")"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+	grep -q "agent detach --iface $SIF" "$E2E_TMP/run.err"; then
+	pass detach_run_refused_over_leftover
+else
+	fail detach_run_refused_over_leftover "exit $rc; want a refusal that points to 'agent detach'"
+fi
+
+e2e_agent detach --iface "$SIF" >"$E2E_TMP/detach.out" 2>&1
+rc=$?
+sed 's/^/  detach: /' "$E2E_TMP/detach.out"
+if [ "$rc" -eq 0 ] && grep -qi "removed" "$E2E_TMP/detach.out"; then
+	pass detach_exit_and_message
+else
+	fail detach_exit_and_message "exit $rc; want 0 and a list of what was removed"
+fi
+e2e_expect_clean detach_removed_everything
+
+e2e_agent detach --iface "$SIF" >"$E2E_TMP/detach2.out" 2>&1
+rc=$?
+note "second detach: exit $rc: $(head -c 200 "$E2E_TMP/detach2.out")"
+if [ "$rc" -eq 1 ] && grep -qi "nothing attached" "$E2E_TMP/detach2.out"; then
+	pass detach_nothing_attached
+else
+	fail detach_nothing_attached "exit $rc; want 1 and 'nothing attached'"
+fi
+
+if e2e_agent_start --sample 4 --interval 0.5; then
+	pass detach_reattach
+else
+	fail detach_reattach "a new agent could not attach after detach"
+fi
+e2e_agent_stop INT
+e2e_expect_clean detach_final_clean

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# run.sh - run keysteer's test tiers and add up their results.
+#
+#   tests/run.sh [unit] [prog] [e2e]     (no argument: all three, in that order)
+#
+# Every test prints one line "PASS name", "FAIL name: why" or "SKIP name: why";
+# this script echoes all output, counts those lines and ends with exactly one
+# line "N passed, N failed, N skipped". A tier program that exits non-zero
+# without printing any FAIL line (it crashed, or died before its checks) counts
+# as one more failure, named after it; so does one that runs past its time
+# limit (E2E_TIMEOUT per e2e script, TIER_TIMEOUT for unit and prog). Exit status is non-zero when anything failed or nothing passed
+# (a run where everything skipped has tested nothing).
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${OUT:-build}
+E2E_TIMEOUT=${E2E_TIMEOUT:-300}   # seconds per e2e script
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "run.sh: the tests load BPF programs and create network namespaces;" \
+		"run as root (sudo make test)" >&2
+	exit 1
+fi
+
+TIER_TIMEOUT=${TIER_TIMEOUT:-900} # seconds for the unit or prog binary
+
+tiers=("$@")
+[ ${#tiers[@]} -eq 0 ] && tiers=(unit prog e2e)
+for tier in "${tiers[@]}"; do
+	case $tier in
+	unit | prog | e2e) ;;
+	*)
+		echo "run.sh: unknown tier '$tier'; use unit, prog or e2e" >&2
+		exit 2
+		;;
+	esac
+done
+
+passed=0 failed=0 skipped=0
+
+# run_one NAME LIMIT CMD...: runs CMD for at most LIMIT seconds, prints its
+# output and counts its result lines. Output goes through a file, not a
+# pipe, so a stray process that inherited the pipe could not hang the run.
+run_one() {
+	local name=$1 limit=$2 out rc p f s
+	shift 2
+	out=$(mktemp)
+	echo "=== $name"
+	timeout --signal=TERM --kill-after=20 "$limit" "$@" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	p=$(grep -c '^PASS ' "$out")
+	f=$(grep -c '^FAIL ' "$out")
+	s=$(grep -c '^SKIP ' "$out")
+	rm -f "$out"
+	# timeout(1) exits 124 (137 after its KILL): a hang is always a failure.
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "FAIL $name: timed out after ${limit}s"
+		f=$((f + 1))
+	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $name: exited with status $rc without reporting a failure"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+}
+
+# A tier binary that was not built is a failure, not a silent pass.
+run_binary() {
+	local name=$1 bin=$2
+	if [ ! -x "$bin" ]; then
+		echo "=== $name"
+		echo "FAIL $name: $bin is missing; run 'make' first"
+		failed=$((failed + 1))
+		return
+	fi
+	run_one "$name" "$TIER_TIMEOUT" "$bin"
+}
+
+run_e2e() {
+	local script found=0
+	for script in tests/e2e/test_*.sh; do
+		[ -f "$script" ] || continue
+		found=1
+		run_one "$(basename "$script" .sh)" "$E2E_TIMEOUT" bash "$script"
+	done
+	if [ "$found" -eq 0 ]; then
+		echo "FAIL e2e: no tests/e2e/test_*.sh found"
+		failed=$((failed + 1))
+	fi
+}
+
+for tier in "${tiers[@]}"; do
+	case $tier in
+	unit) run_binary unit_test "$BUILD/tests/unit_test" ;;
+	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;
+	e2e) run_e2e ;;
+	esac
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# deps.sh - install what keysteer's build, demo and tests need from Debian's
+# packages, and nothing that is already there.
+#
+#   user/scripts/deps.sh                 install whatever is missing
+#   user/scripts/deps.sh --check-build   exit 0 if everything is present,
+#                                        non-zero otherwise; installs nothing
+#
+# The Makefile runs `deps.sh --check-build || deps.sh`, so a machine that has
+# everything pays one quick check and prints nothing.
+set -euo pipefail
+
+# Debian package -> a file that proves it is installed. Checking files rather
+# than asking dpkg keeps the check fast and also accepts tools installed some
+# other way (a developer's own clang, say).
+PACKAGES=(
+	"clang:/usr/bin/clang"
+	"llvm:/usr/bin/llvm-strip"
+	"bpftool:/usr/sbin/bpftool"
+	"libbpf-dev:/usr/include/bpf/libbpf.h"
+	"libelf-dev:/usr/include/gelf.h"
+	"zlib1g-dev:/usr/include/zlib.h"
+	"make:/usr/bin/make"
+	"gcc:/usr/bin/gcc"
+	"iproute2:/usr/sbin/ip"
+	"memcached:/usr/bin/memcached"
+	"python3-pymemcache:/usr/lib/python3/dist-packages/pymemcache/__init__.py"
+	"libmemcached-tools:/usr/bin/memcstat"
+	"util-linux:/usr/bin/setpriv"
+	"coreutils:/usr/bin/timeout"
+)
+
+have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
+
+# Prints the packages whose proof file is missing, one per line.
+missing_packages() {
+	local entry pkg file
+	for entry in "${PACKAGES[@]}"; do
+		pkg=${entry%%:*}
+		file=${entry#*:}
+		have "$file" || echo "$pkg"
+	done
+	# The file being there is not enough for pymemcache: the tests run it
+	# with Debian's interpreter, so it must import there.
+	if [ -x /usr/bin/python3 ] &&
+		! /usr/bin/python3 -c 'import pymemcache' >/dev/null 2>&1; then
+		echo python3-pymemcache
+	fi
+	[ -x /usr/bin/python3 ] || echo python3
+}
+
+main() {
+	local missing
+	# One line, space-separated: apt-get takes them as separate words.
+	missing=$(missing_packages | sort -u | tr '\n' ' ')
+	missing=${missing% }
+
+	if [ "${1:-}" = "--check-build" ]; then
+		[ -z "$missing" ]
+		return
+	fi
+	if [ $# -gt 0 ]; then
+		echo "deps.sh: unknown argument '$1'; use no argument or --check-build" >&2
+		return 2
+	fi
+	[ -z "$missing" ] && return 0
+
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps.sh: missing packages: $missing" >&2
+		echo "deps.sh: run as root (or: sudo apt-get install $missing)" >&2
+		return 1
+	fi
+	echo "deps.sh: installing: $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	# shellcheck disable=SC2086 # one word per package is what we want
+	apt-get install -y -q --no-install-recommends $missing
+
+	missing=$(missing_packages | sort -u | tr '\n' ' ')
+	missing=${missing% }
+	if [ -n "$missing" ]; then
+		echo "deps.sh: still missing after install: $missing" >&2
+		return 1
+	fi
+}
+
+main "$@"
