@@ -244,8 +244,7 @@ static int one_interval(struct run_state *st)
 	for (c = 0; c < KS_CMS_CLASSES; c++)
 		iv.class_sampled[c] = ks_class_stream_len(st->sketch, c, keys[c],
 							  st->o.sample_n);
-	iv.total_keys = keys[KS_CLASS_READ] + keys[KS_CLASS_WRITE] +
-			keys[KS_CLASS_OTHER];
+	iv.total_requests = ks_total_requests(&st->prev, &st->cur);
 
 	publish_header(st);
 	st->rep->seq = old_seq;

@@ -30,7 +30,7 @@ struct ks_interval {
 	/* Sampled keys fed to each class's sketch: the stream length N of
 	 * the count-min bound. */
 	__u64 class_sampled[KS_CMS_CLASSES];
-	__u64 total_keys;     /* every key of every class, unsampled */
+	__u64 total_requests; /* every request of every class, unsampled */
 };
 
 /* A percpu map lookup returns one value per possible CPU, each padded to
@@ -77,7 +77,7 @@ struct ks_key_estimate {
 	double reads_ps;  /* scaled to all keys per second */
 	double writes_ps;
 	double err_ps;    /* +/- bound on reads_ps + writes_ps */
-	double share;     /* of all keys in the interval, 0..1 */
+	double share;     /* reads+writes over all requests, 0..1 */
 };
 
 void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
@@ -107,6 +107,9 @@ __u64 ks_to_mps(double per_s);
 
 /* Keys of the classes sketched (read, write) and of all classes between
  * two totals snapshots. */
+/* Requests of every op between two readings. */
+__u64 ks_total_requests(const struct ks_totals *prev,
+			const struct ks_totals *cur);
 void ks_class_keys(const struct ks_totals *prev, const struct ks_totals *cur,
 		   __u64 keys[KS_CLASS_MAX]);
 

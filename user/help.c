@@ -86,7 +86,7 @@ void ks_help_report(FILE *f)
 "\n"
 "Prints the dashboard of the agent running on IF: request rates by class,\n"
 "parse errors by reason, and the top keys with reads/s, writes/s, share of\n"
-"all keys and an error bound. --iface may be left out when keysteer is\n"
+"all requests and an error bound. --iface may be left out when keysteer is\n"
 "attached to one interface only.\n"
 "\n"
 "OPTIONS\n"

@@ -108,7 +108,7 @@ static void sample_stream(const struct stream *st, __u32 n,
 	iv->elapsed_ns = 1000000000ULL;
 	for (c = 0; c < KS_CMS_CLASSES; c++)
 		iv->class_sampled[c] = ks_class_stream_len(s, c, keys[c], n);
-	iv->total_keys = st->len;
+	iv->total_requests = st->len;
 }
 
 /* The true top 10 by reads + writes (index order breaks ties). */
@@ -190,7 +190,7 @@ static void bound_formula(void)
 		.sample_n = 4,
 		.elapsed_ns = 2000000000ULL,
 		.class_sampled = { 4096, 8192 },
-		.total_keys = 640,
+		.total_requests = 640,
 	};
 	struct ks_key_estimate e;
 	__u64 h = ut_hash("k");

@@ -18,7 +18,7 @@ void test_topk(void)
 	const size_t n = sizeof(keys) / sizeof(keys[0]);
 	struct ks_sketch *s = calloc(1, sizeof(*s));
 	struct ks_interval iv = { .sample_n = 2, .elapsed_ns = 1000000000ULL,
-				  .total_keys = 1000 };
+				  .total_requests = 1000 };
 	struct ks_cand c[7];
 	struct ks_top_entry out[KS_REPORT_TOP];
 	size_t i, m;
