@@ -10,7 +10,7 @@ CC       ?= gcc
 BPFTOOL  ?= bpftool
 
 VMLINUX  := vmlinux/$(ARCH)/vmlinux.h
-SHARED_H := bpf/keysteer.h
+SHARED_H := $(filter-out %.bpf.h,$(wildcard bpf/*.h)) # shared with user space
 BPF_H    := $(wildcard bpf/*.bpf.h) $(SHARED_H)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
@@ -37,10 +37,11 @@ AGENT_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(AGENT_SRCS))
 # Library part of the agent (everything but main) for the test programs.
 LIB_OBJS   := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
-TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench
+TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
+	$(OUT)/tests/ring_compat
 
 .SECONDARY: $(BPF_OBJS)
-.PHONY: all clean test test-unit test-prog test-e2e demo bench deps check-deps vmlinux
+.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench deps check-deps vmlinux
 all: $(OUT)/agent $(TEST_BINS)
 
 $(OUT) $(OUT)/user:
@@ -83,6 +84,11 @@ $(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# The ring builder against a real client (Debian's libmemcached-dev).
+$(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lmemcached
+
 # Tools the build needs; `make deps` installs the rest (test clients, ...).
 check-deps:
 	@user/scripts/deps.sh --check-build || user/scripts/deps.sh
@@ -94,7 +100,7 @@ test: check-deps
 	$(MAKE) all
 	tests/run.sh
 
-test-unit test-prog test-e2e: check-deps
+test-unit test-compat test-prog test-e2e: check-deps
 	$(MAKE) all
 	tests/run.sh $(patsubst test-%,%,$@)
 

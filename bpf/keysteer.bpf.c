@@ -103,6 +103,7 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
 	s->seq = cfg->seq;
 	s->trace = cfg->trace;
+	s->ring = cfg->ring;
 
 	fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
 	if (fast != KS_FAST_DONE) {
@@ -124,8 +125,10 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 			err = bpf_skb_load_bytes(ctx, l4.payload_off + 4,
 						 s->key, len);
 		s->key_words = ks_key_words(len);
-		if (!err)
+		if (!err) {
 			ks_key_record(s, len, KS_OP_GET);
+			ks_ring_flush(s);
+		}
 	}
 	if (fast != KS_FAST_NO)
 		return;

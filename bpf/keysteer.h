@@ -135,6 +135,8 @@ enum ks_pkt_counter {
 	KS_PKT_CAND_INSERT, /* new key taken into the candidate table */
 	KS_PKT_CAND_EVICT,  /* ... by evicting a lighter one */
 	KS_PKT_TRACE_DROP,  /* trace events lost to a full ring buffer */
+	KS_PKT_RING_HIT,    /* sampled keys placed on the ring */
+	KS_PKT_MISDIRECTED, /* ... whose owner is not this host's shard */
 	KS_PKT_MAX,
 };
 
@@ -161,9 +163,37 @@ struct ks_config {
 	__u32 sample_n;            /* sample 1 in N keys; 0 treated as 1 */
 	__u32 seq;                 /* interval number; epoch = seq & 1 */
 	__u32 trace;               /* nonzero: emit sampled keys to ks_events */
-	__u32 pad;
+	__u32 ring;                /* active half of ks_ring: 0 or 1 */
 };
 _Static_assert(sizeof(struct ks_config) == 32, "ks_config layout");
+
+/*
+ * Per-shard load (map ks_shards, per CPU, one entry per shard of the
+ * ring): sampled keys by the owner the ring gives them, so the agent
+ * scales by the sample rate. A sample is cheap to place on the ring; every
+ * key would cost an MD5 per key (see docs/ring.md).
+ */
+struct ks_shard_stats {
+	__u64 reads;
+	__u64 writes;
+	__u64 misdirected; /* owned by another shard than this host's */
+	__u64 pad;
+};
+_Static_assert(sizeof(struct ks_shard_stats) == 32, "ks_shard_stats layout");
+
+/* A client that sent a key to the wrong shard (map ks_misdirect, per CPU,
+ * KS_MISDIRECT_SLOTS entries written round robin). */
+#define KS_MISDIRECT_SLOTS 32
+struct ks_misdirect {
+	__u64 ts_ns;    /* 0: empty slot */
+	__u8 saddr[16]; /* IPv4 as ::ffff:a.b.c.d */
+	__u16 sport;
+	__u8 proto;
+	__u8 pad;
+	__u32 owner;    /* the shard the ring gives the key to */
+	__u64 hash;     /* ks_key_hash() of the key */
+};
+_Static_assert(sizeof(struct ks_misdirect) == 40, "ks_misdirect layout");
 
 /* Candidate slot (map ks_cands, per CPU, KS_CAND_SLOTS entries). */
 struct ks_cand {

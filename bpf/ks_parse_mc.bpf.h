@@ -607,6 +607,8 @@ __noinline int ks_mc_parse(struct ks_scratch *s)
 			r = ks_mc_key_list(s);
 		else
 			r = ks_mc_command(s);
+		/* a step samples at most one key: place it on the ring */
+		ks_ring_flush(s);
 		if (r != KS_STEP_MORE)
 			goto out;
 	}

@@ -10,6 +10,7 @@
 
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
+#include "ks_ring.bpf.h"
 
 /*
  * One 8-byte load at any byte offset. Without the alignment promise clang
@@ -183,8 +184,10 @@ __noinline int ks_key_record(struct ks_scratch *s, __u32 len, __u32 op)
 	ks_count_pkt(KS_PKT_SAMPLED);
 
 	cls = ks_op_class(op);
-	if (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE)
+	if (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE) {
 		ks_cand_offer(s, hash, len, ks_cms_add(hash, s->seq & 1, cls));
+		ks_ring_defer(s, len, cls, hash);
+	}
 	if (s->trace)
 		ks_trace_key(s, hash, len, op);
 	return 1;

@@ -33,8 +33,20 @@ enum ks_step {
 };
 
 struct ks_scratch {
-	__u8 win[KS_WIN + KS_WIN_SLACK];
+	/*
+	 * key comes first: the MD5 block builder may form an address up to
+	 * KS_MD5_MAX_BLOCKS * 64 bytes past key[0] before discarding what it
+	 * read there (bpf/ks_ring.bpf.h), and the window behind it keeps
+	 * that inside the struct.
+	 */
 	__u64 key[KS_KEY_WORDS]; /* sampled key, word aligned for the hash */
+	__u8 win[KS_WIN + KS_WIN_SLACK];
+	__u32 md5_x[16];         /* MD5 block of the ring's key hash */
+	__u32 md5_st[4];
+	__u64 ring_hash; /* a sampled key waiting for ks_ring_place() */
+	__u32 ring_len;
+	__u32 ring_cls;
+	__u32 ring_pending;
 	__u8 saddr[16];
 	__u16 sport;
 	__u8 proto;
@@ -54,9 +66,11 @@ struct ks_scratch {
 	__u32 sample_n;
 	__u32 seq;
 	__u32 trace;
+	__u32 ring;      /* active half of ks_ring */
 	/* survive across packets */
 	__u32 countdown; /* keys left until the next sample */
 	__u32 key_words; /* words of key[] the last sampled key used */
+	__u32 misdirect_next; /* next ks_misdirect slot */
 };
 
 struct {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run.sh - run keysteer's test tiers and add up their results.
 #
-#   tests/run.sh [unit] [prog] [e2e]     (no argument: all three, in that order)
+#   tests/run.sh [unit] [compat] [prog] [e2e]   (no argument: all, in that order)
+#
+# compat: the ring builder against Debian's libmemcached (tests/compat).
 #
 # Every test prints one line "PASS name", "FAIL name: why" or "SKIP name: why";
 # this script echoes all output, counts those lines and ends with exactly one
@@ -25,12 +27,12 @@ fi
 TIER_TIMEOUT=${TIER_TIMEOUT:-900} # seconds for the unit or prog binary
 
 tiers=("$@")
-[ ${#tiers[@]} -eq 0 ] && tiers=(unit prog e2e)
+[ ${#tiers[@]} -eq 0 ] && tiers=(unit compat prog e2e)
 for tier in "${tiers[@]}"; do
 	case $tier in
-	unit | prog | e2e) ;;
+	unit | compat | prog | e2e) ;;
 	*)
-		echo "run.sh: unknown tier '$tier'; use unit, prog or e2e" >&2
+		echo "run.sh: unknown tier '$tier'; use unit, compat, prog or e2e" >&2
 		exit 2
 		;;
 	esac
@@ -94,6 +96,7 @@ run_e2e() {
 for tier in "${tiers[@]}"; do
 	case $tier in
 	unit) run_binary unit_test "$BUILD/tests/unit_test" ;;
+	compat) run_binary ring_compat "$BUILD/tests/ring_compat" ;;
 	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;
 	e2e) run_e2e ;;
 	esac

@@ -19,6 +19,7 @@ static const struct {
 	{ "detach", cmd_detach },
 	{ "report", cmd_report },
 	{ "trace", cmd_trace },
+	{ "ring", cmd_ring },
 };
 
 /* Drops every "--report" and returns whether there was one. */
@@ -81,7 +82,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "help")) {
 		if (argc > 2 && ks_help_for(argv[2], stdout)) {
-			fprintf(stderr, "agent: no command '%s'; the commands are run, report, trace, detach\n",
+			fprintf(stderr, "agent: no command '%s'; the commands are run, report, trace, detach, ring\n",
 				argv[2]);
 			return KS_EXIT_USAGE;
 		}
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "agent: unknown command '%s'; the commands are run, report, trace, detach (see 'agent --help')\n",
+	fprintf(stderr, "agent: unknown command '%s'; the commands are run, report, trace, detach, ring (see 'agent --help')\n",
 		cmd);
 	return KS_EXIT_USAGE;
 }

@@ -2,6 +2,8 @@
 #include <string.h>
 #include "keysteer.h"
 #include "cmds.h"
+#include "ks_ring.h"
+#include "shards.h"
 
 void ks_help_main(FILE *f)
 {
@@ -15,6 +17,7 @@ void ks_help_main(FILE *f)
 "               [--interval SEC]                 (also: agent --report ...)\n"
 "  agent trace  [--iface IF] [--count N] [--duration SEC] [--hash-only]\n"
 "  agent detach --iface IF\n"
+"  agent ring   lookup|diff ...   (where keys live on the clients' ring)\n"
 "  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 "\n"
 "EXAMPLES\n"
@@ -22,7 +25,8 @@ void ks_help_main(FILE *f)
 "  sudo agent --report --iface eth1 --top 10\n"
 "  sudo agent report --json --hash-only\n"
 "  sudo agent trace --iface eth1 --count 20\n"
-"  sudo agent detach --iface eth1\n",
+"  sudo agent detach --iface eth1\n"
+"  agent ring lookup --shards 10.0.0.1:11211,10.0.0.2:11211 user:42\n",
 		KS_VERSION_STR);
 }
 
@@ -126,6 +130,49 @@ void ks_help_trace(FILE *f)
 "  sudo agent trace --duration 5 --hash-only\n");
 }
 
+void ks_help_ring(FILE *f)
+{
+	fprintf(f,
+"USAGE\n"
+"  agent ring lookup (--shards LIST | --shards-file FILE) [options] [KEY...]\n"
+"  agent ring diff (--from LIST | --from-file FILE) (--to LIST | --to-file FILE)\n"
+"                  [--keys N] [options]\n"
+"\n"
+"Builds the ring the memcached clients use, in user space, and answers from\n"
+"it. 'lookup' prints one line per key, key<TAB>index<TAB>host:port, the index\n"
+"counted from 0 in the order the shards are given; with no KEY it reads keys\n"
+"from stdin, one per line (blank lines skipped). 'diff' hashes N sample keys\n"
+"(key:0, key:1, ...) on both rings and prints how many move and between which\n"
+"shards, and each ring's balance (busiest shard / mean).\n"
+"\n"
+"SHARDS\n"
+"  LIST    host:port[:weight],...  (weight 1..%d, default 1)\n"
+"  FILE    one 'host:port[:weight] [name]' per line; '#' starts a comment;\n"
+"          a leading '- ' is allowed (a nutcracker.yml server list)\n"
+"  Hosts are hashed as written (IPv4 address or name; nothing is resolved).\n"
+"  Names are used by twemproxy and vnode; libmemcached has none.\n"
+"\n"
+"OPTIONS\n"
+"  --distribution D    how the clients place keys (default ketama):\n"
+"                        ketama         libmemcached KETAMA_WEIGHTED (PHP\n"
+"                                       OPT_LIBKETAMA_COMPATIBLE), MD5\n"
+"                        twemproxy      nutcracker ketama, hash fnv1a_64\n"
+"                        twemproxy-md5  nutcracker ketama, hash md5\n"
+"                        vnode          %d virtual nodes 'name#i' per shard\n"
+"                        modula         MD5 hash %% number of shards\n"
+"  --vnodes N          virtual nodes per shard for vnode (at most %d in all)\n"
+"  --self HOST:PORT    the shard this host serves (lookup; checked only)\n"
+"  --keys N            sample keys for diff, 1..%d (default %d)\n"
+"\n"
+"EXAMPLES\n"
+"  agent ring lookup --shards 10.0.0.1:11211,10.0.0.2:11211:2 user:42 cart:7\n"
+"  agent ring lookup --shards-file shards.txt --distribution twemproxy < keys.txt\n"
+"  agent ring diff --from a:11211,b:11211,c:11211,d:11211 \\\n"
+"                  --to a:11211,b:11211,c:11211,d:11211,e:11211\n",
+		KS_SHARD_WEIGHT_MAX, KS_VNODES_DEFAULT, KS_RING_MAX_POINTS,
+		10000000, 100000);
+}
+
 int ks_help_for(const char *cmd, FILE *f)
 {
 	static const struct {
@@ -134,7 +181,7 @@ int ks_help_for(const char *cmd, FILE *f)
 	} tab[] = {
 		{ "run", ks_help_run },       { "detach", ks_help_detach },
 		{ "report", ks_help_report }, { "trace", ks_help_trace },
-		{ "help", ks_help_main },
+		{ "ring", ks_help_ring },     { "help", ks_help_main },
 	};
 	size_t i;
 

@@ -75,6 +75,8 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_CAND_INSERT] = "cand_insert",
 	[KS_PKT_CAND_EVICT] = "cand_evict",
 	[KS_PKT_TRACE_DROP] = "trace_drop",
+	[KS_PKT_RING_HIT] = "ring_hit",
+	[KS_PKT_MISDIRECTED] = "misdirected",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,

@@ -55,5 +55,7 @@ int main(void)
 	test_report();
 	test_opts();
 	test_names();
+	test_ring();
+	test_shards();
 	return kt_summary("unit");
 }

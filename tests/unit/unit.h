@@ -13,6 +13,8 @@ void test_topk(void);
 void test_report(void);
 void test_opts(void);
 void test_names(void);
+void test_ring(void);
+void test_shards(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -26,6 +26,7 @@ PACKAGES=(
 	"memcached:/usr/bin/memcached"
 	"python3-pymemcache:/usr/lib/python3/dist-packages/pymemcache/__init__.py"
 	"libmemcached-tools:/usr/bin/memcstat"
+	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
 	"util-linux:/usr/bin/setpriv"
 	"coreutils:/usr/bin/timeout"
 )

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_ring.h - the shard ring as the datapath sees it, shared with the
+ * agent that builds it (user/ring.c): the distributions, the layout of a
+ * ring half, the key hash of each distribution and the lookup.
+ *
+ * A ring is a sorted array of points (value, shard). A key's owner is the
+ * shard of the first point whose value is >= the key's hash; past the last
+ * point the search wraps to point 0. Points are sorted by value, then by
+ * shard index, so among equal values the lowest shard index wins (what
+ * libmemcached's sort does explicitly and glibc's stable qsort does for
+ * twemproxy, whose points are laid out in server order).
+ *
+ * The ring map holds two halves; the agent fills the idle one and then
+ * flips the active index, so a packet reads one whole ring or the other.
+ * A half fits one array-map value (struct ks_ring_half, about 1.5 MiB,
+ * under the kernel's 4 MiB KMALLOC_MAX_SIZE for a value), so the lookup
+ * needs one map lookup and then indexes plain arrays.
+ *
+ * Include order as for keysteer.h (vmlinux.h first in BPF code).
+ */
+#ifndef KS_RING_H
+#define KS_RING_H
+
+#include "keysteer.h"
+#include "ks_hash.h"
+
+#define KS_MAX_SHARDS            1024
+#define KS_RING_POINTS_PER_SHARD 160  /* ketama's 40 digests x 4 points */
+#define KS_RING_MAX_POINTS       (KS_RING_POINTS_PER_SHARD * KS_MAX_SHARDS)
+#define KS_RING_HALVES           2
+#define KS_VNODES_DEFAULT        160
+#define KS_NO_SHARD              0xffffffffU
+/* ceil(log2(KS_RING_MAX_POINTS + 1)): halving a range of up to 163840
+ * points this many times leaves it empty. */
+#define KS_RING_SEARCH_STEPS     18
+/* The index: one bucket per value of the hash's top 16 bits. */
+#define KS_RING_BUCKET_SHIFT     16
+#define KS_RING_BUCKETS          (1U << (32 - KS_RING_BUCKET_SHIFT))
+
+_Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
+	       "search steps too few for the ring size");
+
+/*
+ * Distributions. The values are ABI (stored in struct ks_ring_meta.dist).
+ *   KETAMA           libmemcached MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED (PHP's
+ *                    OPT_LIBKETAMA_COMPATIBLE): key hash MD5.
+ *   TWEMPROXY        nutcracker "distribution: ketama", "hash: fnv1a_64".
+ *   TWEMPROXY_MD5    the same with "hash: md5".
+ *   VNODE            textbook ring of virtual nodes "name#i", key hash MD5.
+ *   MODULA           ketama key hash % nshards (comparison only; no points).
+ */
+enum ks_dist {
+	KS_DIST_KETAMA = 0,
+	KS_DIST_TWEMPROXY = 1,
+	KS_DIST_TWEMPROXY_MD5 = 2,
+	KS_DIST_VNODE = 3,
+	KS_DIST_MODULA = 4,
+	KS_DIST_MAX,
+};
+
+struct ks_ring_point {
+	__u32 value; /* position on the ring */
+	__u32 shard; /* index into the shard list, in the order given */
+};
+_Static_assert(sizeof(struct ks_ring_point) == 8, "ks_ring_point layout");
+
+struct ks_ring_meta {
+	__u32 npoints; /* points in use, <= KS_RING_MAX_POINTS; 0 for MODULA */
+	__u32 nshards; /* 1..KS_MAX_SHARDS; 0 = no ring loaded */
+	__u32 dist;    /* enum ks_dist */
+	__u32 self;    /* shard this host serves, or KS_NO_SHARD */
+	__u64 version; /* ring generation, raised by the agent per push */
+	__u64 digest;  /* identity of the contents (user/ring.c) */
+};
+_Static_assert(sizeof(struct ks_ring_meta) == 32, "ks_ring_meta layout");
+
+/*
+ * One ring, as one array-map value. bucket[] indexes the sorted points by
+ * the top 16 bits of their value: bucket[b] is the index of the first
+ * point with value >= b << 16 (npoints when there is none), and
+ * bucket[KS_RING_BUCKETS] is npoints. A lookup then searches only the
+ * points of its hash's bucket, 2.5 of them on average with 163840 points,
+ * instead of 18 dependent steps over the whole ring.
+ */
+struct ks_ring_half {
+	struct ks_ring_meta meta;
+	__u32 bucket[KS_RING_BUCKETS + 1];
+	__u32 pad;
+	struct ks_ring_point points[KS_RING_MAX_POINTS];
+};
+_Static_assert(sizeof(struct ks_ring_half) ==
+		       32 + 4 * (KS_RING_BUCKETS + 2) + 8 * KS_RING_MAX_POINTS,
+	       "ks_ring_half layout");
+
+/*
+ * Index of the first point with value >= hash, or 0 when there is none
+ * (the wrap): the same answer as libmemcached's and twemproxy's dispatch
+ * loops, found among the points of hash's bucket. Needs meta.npoints >= 1
+ * and the bucket index filled (user/ring.c); clamps whatever it reads, so
+ * a torn or bogus half gives a wrong shard, never an out-of-bounds read.
+ *
+ * Written for the verifier: the loop is bounded by KS_RING_SEARCH_STEPS,
+ * the step on the data is taken without a branch (a 0/1 flag from the
+ * sign bit, applied by multiplying; KS_OPAQUE keeps clang from turning it
+ * back into a branch), and the only branches are the loop's end and a
+ * bound check never taken. Each loop exit still forks the verifier's
+ * walk: call it from a BPF global function (verified once, returns a
+ * scalar) when much code follows the lookup.
+ */
+static inline __u32 ks_ring_search(const struct ks_ring_half *h, __u32 hash)
+{
+	__u64 n = h->meta.npoints, lo, hi, mid, lt, d;
+	__u32 b = hash >> KS_RING_BUCKET_SHIFT, i;
+
+	if (n > KS_RING_MAX_POINTS)
+		n = KS_RING_MAX_POINTS;
+	lo = h->bucket[b];
+	hi = h->bucket[b + 1];
+	if (hi > n)
+		hi = n;
+	if (lo > hi)
+		lo = hi;
+	/* lower bound in [lo, hi): each step halves the range at least */
+	for (i = 0; i < KS_RING_SEARCH_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		mid = lo + ((hi - lo) >> 1);
+		if (mid >= KS_RING_MAX_POINTS) /* for the verifier */
+			break;
+		d = (__u64)h->points[mid].value - hash;
+		KS_OPAQUE(d);
+		lt = d >> 63; /* 1 when points[mid].value < hash */
+		lo += (mid + 1 - lo) * lt;
+		hi -= (hi - mid) * (1 - lt);
+	}
+	return lo >= n ? 0 : (__u32)lo;
+}
+
+/*
+ * The key hash a distribution places keys by. Key held as in ks_hash.h.
+ * twemproxy hashes an empty key to 0 (server_pool_hash); memcached keys
+ * are never empty, but the rule is kept so both sides agree on it.
+ */
+static inline __u32 ks_ring_key_hash(__u32 dist, const __u64 *key, __u32 len)
+{
+	if (dist == KS_DIST_TWEMPROXY)
+		return len ? ks_fnv1a64_tw_key(key, len) : 0;
+	if (dist == KS_DIST_TWEMPROXY_MD5 && !len)
+		return 0;
+	return ks_ketama_key_hash(key, len);
+}
+
+/*
+ * Owner shard of a key hash in a ring half, or KS_NO_SHARD when the half
+ * holds no ring. A single shard owns everything (libmemcached and
+ * twemproxy skip hashing then; the answer is the same).
+ */
+static inline __u32 ks_ring_owner(const struct ks_ring_half *h, __u32 hash)
+{
+	__u32 n = h->meta.nshards, i;
+
+	if (n == 0 || n > KS_MAX_SHARDS)
+		return KS_NO_SHARD;
+	if (n == 1)
+		return 0;
+	if (h->meta.dist == KS_DIST_MODULA)
+		return hash % n;
+	if (h->meta.npoints == 0)
+		return KS_NO_SHARD;
+	i = ks_ring_search(h, hash);
+	if (i >= KS_RING_MAX_POINTS) /* for the verifier */
+		return KS_NO_SHARD;
+	return h->points[i].shard;
+}
+
+#endif /* KS_RING_H */

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The compat tier: keysteer's ring builder against a real client,
+ * Debian's libmemcached. For each server list, libmemcached is set up as
+ * PHP's OPT_LIBKETAMA_COMPATIBLE sets it (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED:
+ * weighted ketama, MD5 key hash), no server runs, and
+ * memcached_generate_hash() names the server of each key; keysteer's
+ * 'ketama' ring must name the same index for every key. Also checked: the
+ * 'twemproxy-md5' ring of servers without names is libmemcached's ring
+ * (nutcracker names points as libmemcached does and computes the same
+ * point counts), so nutcracker's md5 variant is held to a real client too.
+ * twemproxy has no library in Debian: its fnv1a_64 and named rings are held
+ * to a second implementation written from its source, in Python
+ * (tests/compat/twemproxy_ref.py), over many random rings.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <libmemcached/memcached.h>
+#include "ktest.h"
+#include "ring.h"
+#include "shards.h"
+
+#define KEYS_PER_CONFIG 4000
+
+static __u64 rng_state = 0x9e3779b97f4a7c15ULL;
+
+static __u64 rnd(void)
+{
+	/* xorshift64*: deterministic, so a failure reproduces */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+/*
+ * Key i of a config: short ASCII, UTF-8, lengths around MD5's block
+ * edges (55, 56, 63, 64, 119, 120, ...), and 250-byte keys.
+ */
+static size_t make_key(__u32 i, char *key)
+{
+	static const char *const utf8[] = {
+		"ключ", "キー", "clé", "Schlüssel", "🔑", "mañana", "日本語",
+	};
+	static const size_t edges[] = { 1,   55,  56,  57,  63,  64,  65, 119,
+					120, 121, 183, 184, 191, 192, 247, 248,
+					249, 250 };
+	size_t len, j;
+
+	switch (i % 5) {
+	case 0:
+		return (size_t)snprintf(key, 251, "user:%u", i);
+	case 1:
+		return (size_t)snprintf(key, 251, "%s:%u:%s", utf8[i % 7], i,
+					utf8[(i / 7) % 7]);
+	case 2:
+		len = edges[(i / 5) % (sizeof(edges) / sizeof(edges[0]))];
+		break;
+	case 3:
+		len = 250;
+		break;
+	default:
+		len = 1 + rnd() % 250;
+		break;
+	}
+	for (j = 0; j < len; j++) /* printable, as memcached keys are */
+		key[j] = (char)('!' + rnd() % 94);
+	key[len] = '\0';
+	return len;
+}
+
+struct config {
+	const char *what;
+	__u32 n;
+	int weights;   /* 0 all 1; 1 random 1..10; 2 random 1..1000000 */
+	int ports;     /* 0 all 11211; 1 random; 2 mixed */
+	int hostnames; /* 0 IPv4 literals; 1 DNS names */
+};
+
+static void make_shards(const struct config *c, struct ks_shards *s)
+{
+	__u32 i;
+
+	memset(s, 0, sizeof(*s));
+	s->self = KS_NO_SHARD;
+	snprintf(s->source, sizeof(s->source), "test");
+	s->n = c->n;
+	s->v = calloc(c->n, sizeof(*s->v));
+	for (i = 0; i < c->n; i++) {
+		struct ks_shard *sh = &s->v[i];
+
+		if (c->hostnames)
+			snprintf(sh->host, sizeof(sh->host),
+				 "cache-%u.rack%u.example.com", i, i % 7);
+		else
+			snprintf(sh->host, sizeof(sh->host), "10.%u.%u.%u",
+				 i / 250, i % 250, 1 + i % 3);
+		sh->port = KS_MEMCACHED_PORT;
+		if (c->ports == 1 || (c->ports == 2 && (i & 1)))
+			sh->port = (__u16)(1024 + rnd() % 64000);
+		sh->weight = 1;
+		if (c->weights == 1)
+			sh->weight = (__u32)(1 + rnd() % 10);
+		else if (c->weights == 2)
+			sh->weight = (__u32)(1 + rnd() % KS_SHARD_WEIGHT_MAX);
+		sh->line = i + 1;
+	}
+}
+
+static memcached_st *make_client(const struct ks_shards *s, char *why,
+				 size_t len)
+{
+	memcached_st *m = memcached_create(NULL);
+	__u32 i;
+
+	if (!m) {
+		snprintf(why, len, "memcached_create failed");
+		return NULL;
+	}
+	/* The brief's order: ketama, then weighted (which also picks MD5;
+	 * setting the distribution after it would turn weighting off). */
+	memcached_behavior_set(m, MEMCACHED_BEHAVIOR_DISTRIBUTION,
+			       MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA);
+	memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+	for (i = 0; i < s->n; i++) {
+		memcached_return_t rc = memcached_server_add_with_weight(
+			m, s->v[i].host, s->v[i].port, s->v[i].weight);
+
+		if (rc != MEMCACHED_SUCCESS) {
+			snprintf(why, len, "adding %s:%u: %s", s->v[i].host,
+				 s->v[i].port, memcached_strerror(m, rc));
+			memcached_free(m);
+			return NULL;
+		}
+	}
+	if (memcached_behavior_get(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED) != 1 ||
+	    memcached_behavior_get(m, MEMCACHED_BEHAVIOR_HASH) != MEMCACHED_HASH_MD5) {
+		snprintf(why, len, "libmemcached is not in weighted ketama with MD5");
+		memcached_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static __u64 total_keys, total_configs, total_mismatch;
+
+static void run_config(const struct config *c)
+{
+	struct ks_shards s;
+	struct ks_ring ketama, tw;
+	memcached_st *m;
+	char err[512], key[256];
+	__u32 i, bad = 0, bad_tw = 0;
+	int rc;
+
+	kt_begin(c->what);
+	make_shards(c, &s);
+	m = make_client(&s, err, sizeof(err));
+	if (!m) {
+		CHECK(0, "%s", err);
+		ks_shards_free(&s);
+		kt_end();
+		return;
+	}
+	rc = ks_ring_build(&ketama, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err));
+	CHECK(rc == 0, "ketama build: %s", err);
+	rc |= ks_ring_build(&tw, &s, KS_DIST_TWEMPROXY_MD5, 0, 1, err,
+			    sizeof(err));
+	CHECK(rc == 0, "twemproxy-md5 build: %s", err);
+	for (i = 0; !rc && i < KEYS_PER_CONFIG; i++) {
+		size_t len = make_key(i, key);
+		__u32 want = memcached_generate_hash(m, key, len);
+		__u32 got = ks_ring_lookup(&ketama, key, len);
+		__u32 got_tw = ks_ring_lookup(&tw, key, len);
+
+		if (got != want && bad++ < 2)
+			CHECK(0, "key '%.30s' (%zu bytes): libmemcached %u, keysteer %u",
+			      key, len, want, got);
+		if (got_tw != want && bad_tw++ < 2)
+			CHECK(0, "key '%.30s' (%zu bytes): libmemcached %u, twemproxy-md5 %u",
+			      key, len, want, got_tw);
+	}
+	CHECK(bad == 0, "%u of %u keys differ from libmemcached", bad,
+	      KEYS_PER_CONFIG);
+	CHECK(bad_tw == 0, "%u of %u twemproxy-md5 keys differ", bad_tw,
+	      KEYS_PER_CONFIG);
+	total_keys += KEYS_PER_CONFIG;
+	total_configs++;
+	total_mismatch += bad;
+	ks_ring_free(&ketama);
+	ks_ring_free(&tw);
+	memcached_free(m);
+	ks_shards_free(&s);
+	kt_end();
+}
+
+/*
+ * Ties: two servers' points with the same value. libmemcached sorts them
+ * by server index and its search lands on the first, so the lower index
+ * owns the arc that ends at the tied value. A 100-server ring has 16,000
+ * points, a tie about every 30 rings: build rings of random servers until
+ * one has a tie, then find keys whose hash falls in that arc.
+ */
+static void tie_test(void)
+{
+	struct config c = { .n = 100 };
+	char err[512], key[64];
+	__u32 tries, i, found = 0, hits = 0, bad = 0;
+
+	kt_begin("compat_ketama_tie_lower_index_wins");
+	for (tries = 0; tries < 2000 && !found; tries++) {
+		struct ks_shards s;
+		struct ks_ring r;
+		const struct ks_ring_point *p;
+		memcached_st *m;
+		__u32 lo = 0, hi = 0;
+
+		make_shards(&c, &s);
+		for (i = 0; i < s.n; i++) /* random hosts: a new ring each try */
+			snprintf(s.v[i].host, sizeof(s.v[i].host), "10.%u.%u.%u",
+				 (__u32)(rnd() % 256), (__u32)(rnd() % 256),
+				 (__u32)(rnd() % 256));
+		if (ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err))) {
+			CHECK(0, "build: %s", err);
+			ks_shards_free(&s);
+			break;
+		}
+		p = r.half->points;
+		for (i = 1; i < r.half->meta.npoints && !found; i++) {
+			if (p[i].value == p[i - 1].value &&
+			    p[i].shard != p[i - 1].shard && i >= 2) {
+				found = 1;
+				lo = p[i - 2].value;
+				hi = p[i].value;
+				CHECK(p[i - 1].shard < p[i].shard,
+				      "tie sorted higher index first");
+			}
+		}
+		if (found) {
+			m = make_client(&s, err, sizeof(err));
+			CHECK(m != NULL, "%s", err);
+			/* keys whose hash is in (lo, hi]: the tie winner's arc */
+			for (i = 0; m && i < 50000000 && hits < 20; i++) {
+				size_t len = (size_t)snprintf(key, sizeof(key),
+							      "tie:%u", i);
+				__u32 h = ks_ring_hash(&r, key, len);
+				__u32 want, got;
+
+				if (!(h > lo && h <= hi))
+					continue;
+				hits++;
+				want = memcached_generate_hash(m, key, len);
+				got = ks_ring_lookup(&r, key, len);
+				if (want != got && bad++ < 2)
+					CHECK(0, "key %s on a tie: libmemcached %u, keysteer %u",
+					      key, want, got);
+			}
+			if (m)
+				memcached_free(m);
+			CHECK(hits > 0, "no key found in the tied arc");
+			total_keys += hits;
+			total_mismatch += bad;
+		}
+		ks_ring_free(&r);
+		ks_shards_free(&s);
+	}
+	if (!found)
+		kt_skipf("no tie in %u random 100-server rings", tries);
+	kt_end();
+}
+
+#define TWEMPROXY_REF "tests/compat/twemproxy_ref.py"
+
+static int unhex(const char *hex, char *out, size_t cap)
+{
+	size_t n = 0;
+	unsigned int b;
+
+	while (hex[0] && hex[1] && hex[0] != '\n' && n < cap) {
+		if (sscanf(hex, "%2x", &b) != 1)
+			return -1;
+		out[n++] = (char)b;
+		hex += 2;
+	}
+	return (int)n;
+}
+
+/* Compares one key line "key HEX FNV MD5"; 1 when it differs. */
+static int check_tw_key(const struct ks_ring *fnv, const struct ks_ring *md5,
+			const char *line, __u32 ring, __u32 *nkeys)
+{
+	unsigned int want_fnv, want_md5;
+	char hex[600], key[256];
+	__u32 got_fnv, got_md5;
+	int len;
+
+	if (sscanf(line, "key %599s %u %u", hex, &want_fnv, &want_md5) != 3)
+		return 0;
+	len = unhex(hex, key, sizeof(key));
+	if (len <= 0)
+		return 0;
+	(*nkeys)++;
+	got_fnv = ks_ring_lookup(fnv, key, (size_t)len);
+	got_md5 = ks_ring_lookup(md5, key, (size_t)len);
+	if (got_fnv == want_fnv && got_md5 == want_md5)
+		return 0;
+	CHECK(0, "ring %u key %.20s: keysteer %u/%u, reference %u/%u", ring,
+	      hex, got_fnv, got_md5, want_fnv, want_md5);
+	return 1;
+}
+
+/* One ring of the reference's output: the server lines gathered in text,
+ * the first key line in line, the rest of its keys up to "end" from in. */
+static void check_tw_ring(const char *text, char *line, size_t cap, FILE *in,
+			  __u32 ring, __u32 *nkeys, __u32 *bad)
+{
+	struct ks_shards s;
+	struct ks_ring fnv = {}, md5 = {};
+	char err[512];
+	int rc;
+
+	rc = ks_shards_parse_text("reference", text, &s, err, sizeof(err));
+	if (!rc) {
+		rc = ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err, sizeof(err));
+		if (!rc)
+			rc = ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0, 1,
+					   err, sizeof(err));
+		ks_shards_free(&s);
+	}
+	CHECK(rc == 0, "ring %u: %s", ring, err);
+	do {
+		if (!strncmp(line, "end", 3))
+			break;
+		if (!rc) /* ktest keeps the first few reasons */
+			*bad += (__u32)check_tw_key(&fnv, &md5, line, ring, nkeys);
+	} while (fgets(line, (int)cap, in));
+	ks_ring_free(&fnv);
+	ks_ring_free(&md5);
+}
+
+static void twemproxy_reference(void)
+{
+	char line[1200], *text = malloc(1 << 16);
+	__u32 nrings = 0, nkeys = 0, bad = 0;
+	size_t off = 0;
+	FILE *in;
+
+	kt_begin("compat_twemproxy_against_reference");
+	if (access("/usr/bin/python3", X_OK) || access(TWEMPROXY_REF, R_OK)) {
+		kt_skipf("needs /usr/bin/python3 and %s (run from the repository root)",
+			 TWEMPROXY_REF);
+		free(text);
+		kt_end();
+		return;
+	}
+	in = popen("/usr/bin/python3 " TWEMPROXY_REF " --vectors", "r");
+	CHECK(in != NULL, "cannot run %s", TWEMPROXY_REF);
+	while (in && text && fgets(line, sizeof(line), in)) {
+		if (!strncmp(line, "ring ", 5)) {
+			off = 0;
+			text[0] = '\0';
+		} else if (!strncmp(line, "server ", 7)) {
+			off += (size_t)snprintf(text + off, (1 << 16) - off, "%s",
+						line + 7);
+		} else if (!strncmp(line, "key ", 4)) {
+			/* the first key line ends the ring's server list */
+			check_tw_ring(text, line, sizeof(line), in, nrings++,
+				      &nkeys, &bad);
+		}
+	}
+	if (in)
+		CHECK(pclose(in) == 0, "%s failed", TWEMPROXY_REF);
+	CHECK(nrings >= 50 && nkeys >= 20000, "only %u rings, %u keys", nrings,
+	      nkeys);
+	CHECK_EQ(bad, 0);
+	printf("# compat: twemproxy: %u keys x 2 hashes over %u rings, %u mismatches\n",
+	       nkeys, nrings, bad);
+	free(text);
+	kt_end();
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		int weights, ports, hostnames;
+	} kinds[] = {
+		{ "equal", 0, 0, 0 },
+		{ "weighted", 1, 0, 0 },
+		{ "ports", 0, 1, 0 },
+		{ "weighted_ports", 1, 2, 0 },
+		{ "big_weights_names", 2, 2, 1 },
+	};
+	char names[5][100][48];
+	__u32 n, k;
+
+	for (k = 0; k < 5; k++) {
+		for (n = 1; n <= 100; n++) {
+			struct config c = { .n = n, .weights = kinds[k].weights,
+					    .ports = kinds[k].ports,
+					    .hostnames = kinds[k].hostnames };
+
+			/* every count for equal weights; a spread for the rest */
+			if (k && n > 12 && n % 11 && n != 100)
+				continue;
+			snprintf(names[k][n - 1], sizeof(names[k][n - 1]),
+				 "compat_ketama_%s_%u", kinds[k].name, n);
+			c.what = names[k][n - 1];
+			run_config(&c);
+		}
+	}
+	tie_test();
+	twemproxy_reference();
+	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",
+	       (unsigned long long)total_keys,
+	       (unsigned long long)total_configs,
+	       (unsigned long long)total_mismatch);
+	return kt_summary("compat");
+}

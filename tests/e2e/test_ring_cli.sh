@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# test_ring_cli.sh - `agent ring lookup` and `agent ring diff` as an operator
+# runs them: the exact output lines, keys from arguments and from stdin, a
+# shard file, the movement figures of 4 -> 5 shards, and refusals with
+# "agent: <what>; <what to do>" and exit 2. No network, no BPF.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init ring_cli
+
+S4=10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211,10.0.0.4:11211
+S5=$S4,10.0.0.5:11211
+
+# lookup lines are exactly key<TAB>index<TAB>host:port, one per key, in
+# order, and the index names the host:port given at that position
+out=$("$AGENT" ring lookup --shards "$S4" user:1 cart:2 "ключ:3" 2>"$E2E_TMP/err")
+rc=$?
+good=$(printf '%s\n' "$out" | grep -cP '^[^\t]+\t[0-3]\t10\.0\.0\.[1-4]:11211$')
+keys=$(printf '%s\n' "$out" | cut -f1 | tr '\n' ' ')
+if [ "$rc" -ne 0 ] || [ -s "$E2E_TMP/err" ]; then
+	fail ring_lookup_args "exit $rc: $(head -c 200 "$E2E_TMP/err")"
+elif [ "$good" -ne 3 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 3 ]; then
+	fail ring_lookup_args "want 3 lines key<TAB>index<TAB>host:port, got: $out"
+elif [ "$keys" != "user:1 cart:2 ключ:3 " ]; then
+	fail ring_lookup_args "keys out of order: $keys"
+elif ! printf '%s\n' "$out" |
+	awk -F'\t' '$3 != "10.0.0." ($2 + 1) ":11211" { bad = 1 } END { exit bad }'; then
+	fail ring_lookup_args "index and host:port disagree: $out"
+else
+	pass ring_lookup_args
+fi
+
+# stdin gives the same answers as arguments; CRLF and blank lines tolerated
+printf 'user:1\r\n\ncart:2\nключ:3\n' >"$E2E_TMP/keys"
+out2=$("$AGENT" ring lookup --shards "$S4" <"$E2E_TMP/keys" 2>"$E2E_TMP/err")
+if [ "$out2" = "$out" ] && [ ! -s "$E2E_TMP/err" ]; then
+	pass ring_lookup_stdin
+else
+	fail ring_lookup_stdin "stdin gave: $out2 (stderr: $(head -c 200 "$E2E_TMP/err"))"
+fi
+
+# a shard file with comments, weights and names gives the list's answers
+cat >"$E2E_TMP/shards.txt" <<'EOF'
+# four shards
+10.0.0.1:11211
+10.0.0.2:11211:1   b   # weight 1 is the default
+- 10.0.0.3:11211 c
+
+10.0.0.4:11211
+EOF
+out3=$("$AGENT" ring lookup --shards-file "$E2E_TMP/shards.txt" user:1 cart:2 "ключ:3" 2>&1)
+if [ "$out3" = "$out" ]; then
+	pass ring_lookup_file
+else
+	fail ring_lookup_file "file gave: $out3"
+fi
+
+# twemproxy names points by name: naming shard c changes its points
+a=$("$AGENT" ring lookup --shards-file "$E2E_TMP/shards.txt" --distribution twemproxy \
+	$(seq -f 'k%g' 1 200) | md5sum)
+b=$("$AGENT" ring lookup --shards "$S4" --distribution twemproxy \
+	$(seq -f 'k%g' 1 200) | md5sum)
+if [ "$a" != "$b" ]; then
+	pass ring_lookup_twemproxy_names
+else
+	fail ring_lookup_twemproxy_names "names did not change twemproxy's ring"
+fi
+
+# diff 4 -> 5: a ring moves about 1/5 of the keys, all to the new shard;
+# hash % N about 4/5
+diff_moved() { # prints the moved percentage of `ring diff` for $1
+	"$AGENT" ring diff --from "$S4" --to "$S5" --distribution "$1" |
+		sed -n 's/^moved [0-9]* of 100000 keys (\([0-9.]*\)%)$/\1/p'
+}
+for d in ketama twemproxy twemproxy-md5 vnode; do
+	m=$(diff_moved "$d")
+	if [ -n "$m" ] && awk -v m="$m" 'BEGIN { exit !(m > 12 && m < 28) }'; then
+		pass "ring_diff_moves_a_fifth_$d"
+	else
+		fail "ring_diff_moves_a_fifth_$d" "moved '$m'%, want about 20%"
+	fi
+done
+m=$(diff_moved modula)
+if [ -n "$m" ] && awk -v m="$m" 'BEGIN { exit !(m > 75 && m < 85) }'; then
+	pass ring_diff_modula_moves_most
+else
+	fail ring_diff_modula_moves_most "moved '$m'%, want about 80%"
+fi
+# on a ring every moved key goes to the new shard
+if "$AGENT" ring diff --from "$S4" --to "$S5" |
+	awk '/^  [^ ]+ -> [^ ]+\t/ { if ($3 != "10.0.0.5:11211") bad = 1; n++ } END { exit bad || n != 4 }'; then
+	pass ring_diff_moves_only_to_new_shard
+else
+	fail ring_diff_moves_only_to_new_shard "a key moved between old shards"
+fi
+
+# refusals: exit 2 and one line "agent: <what>; <what to do>"
+refuse() { # NAME PATTERN ARGS...
+	local name=$1 pattern=$2 rc
+	shift 2
+	"$AGENT" "$@" >/dev/null 2>"$E2E_TMP/err" </dev/null
+	rc=$?
+	if [ "$rc" -ne 2 ]; then
+		fail "$name" "exit $rc, want 2"
+	elif [ "$(wc -l <"$E2E_TMP/err")" -ne 1 ] || ! grep -q '^agent: .*; ' "$E2E_TMP/err"; then
+		fail "$name" "want one line 'agent: <what>; <what to do>': $(head -c 200 "$E2E_TMP/err")"
+	elif ! grep -qF -- "$pattern" "$E2E_TMP/err"; then
+		fail "$name" "message does not say '$pattern': $(cat "$E2E_TMP/err")"
+	else
+		pass "$name"
+	fi
+}
+printf '10.0.0.1:11211\n10.0.0.2:11211\n10.0.0.3:70000\n' >"$E2E_TMP/bad.txt"
+refuse ring_refuse_bad_port_line "bad.txt:3: port 70000 out of range 1..65535" \
+	ring lookup --shards-file "$E2E_TMP/bad.txt" k
+refuse ring_refuse_no_shards "--shards" ring lookup k
+refuse ring_refuse_unknown_dist "unknown distribution 'crc'" \
+	ring lookup --shards "$S4" --distribution crc k
+refuse ring_refuse_self_unknown "--self 10.9.9.9:11211 is not in" \
+	ring lookup --shards "$S4" --self 10.9.9.9:11211 k
+refuse ring_refuse_diff_keys "--keys" ring diff --from "$S4" --to "$S5" --keys 0
+refuse ring_refuse_unknown_sub "unknown ring command 'frob'" ring frob
