@@ -12,6 +12,7 @@
 #define KS_RING_BPF_H
 
 #include "ks_ring.h"
+#include "ks_shard_report.h"
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
 
@@ -38,6 +39,17 @@ struct {
 	__type(value, struct ks_misdirect);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ks_misdirect SEC(".maps");
+
+/* Written only by the agent (per-shard rates and the ring's identity for
+ * 'agent report'); defined here so it is created and pinned with the ring
+ * maps. No program reads or writes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_shard_report);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_shard_report SEC(".maps");
 
 /* Keeps the client of a misdirected key, round robin per CPU. */
 static __always_inline void ks_ring_note_client(struct ks_scratch *s,

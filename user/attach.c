@@ -424,6 +424,10 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->cands = bpf_map__fd(a->skel->maps.ks_cands);
 	m->events = bpf_map__fd(a->skel->maps.ks_events);
 	m->report = bpf_map__fd(a->skel->maps.ks_report);
+	m->ring = bpf_map__fd(a->skel->maps.ks_ring);
+	m->shards = bpf_map__fd(a->skel->maps.ks_shards);
+	m->misdirect = bpf_map__fd(a->skel->maps.ks_misdirect);
+	m->shard_report = bpf_map__fd(a->skel->maps.ks_shard_report);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

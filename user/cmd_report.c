@@ -25,6 +25,7 @@ struct report_opts {
 	int json;
 	int watch;
 	int hash_only;
+	int shards_top;
 	__u32 interval_ms; /* 0: the agent's */
 	int verbose;
 };
@@ -37,6 +38,7 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "hash-only", no_argument, NULL, 'H' },
+		{ "shards-top", required_argument, NULL, 'T' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -48,6 +50,7 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->top = 20;
+	o->shards_top = KS_SHARDS_TOP_DEFAULT;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
@@ -69,6 +72,12 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 			break;
 		case 'H':
 			o->hash_only = 1;
+			break;
+		case 'T':
+			if (ks_parse_uint("--shards-top", optarg, 1,
+					  KS_MAX_SHARDS, &v, err, sizeof(err)))
+				goto bad;
+			o->shards_top = (int)v;
 			break;
 		case 'I':
 			if (ks_parse_seconds("--interval", optarg, 100, 3600000,
@@ -107,20 +116,45 @@ struct report_ctx {
 	struct ks_maps maps;
 	struct ks_collector col;
 	struct ks_report *rep;
+	struct ks_shard_report *ring;
+	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	struct ks_totals totals;
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
 };
 
+/* The shard report and the recent misdirected clients of its ring. */
+static int read_ring(struct report_ctx *c, size_t *n_mis)
+{
+	long n;
+	int err;
+
+	*n_mis = 0;
+	err = ks_read_shard_report(&c->maps, c->ring);
+	if (err || !c->ring->version || !c->ring->nshards)
+		return err;
+	n = ks_read_misdirect(&c->col, c->mis_all);
+	if (n < 0)
+		return (int)n;
+	*n_mis = ks_misdirect_recent(c->mis_all, (size_t)n,
+				     c->ring->pushed_mono_ns, c->mis,
+				     KS_MISDIRECT_SHOW);
+	return 0;
+}
+
 static int render_once(struct report_ctx *c)
 {
 	struct ks_view v = { .rep = c->rep, .totals = &c->totals,
-			     .top = c->o.top, .hash_only = c->o.hash_only };
+			     .top = c->o.top, .hash_only = c->o.hash_only,
+			     .ring = c->ring, .mis = c->mis,
+			     .shards_top = c->o.shards_top };
 	int err;
 
 	err = ks_read_report(&c->maps, c->rep);
 	if (!err)
 		err = ks_read_totals(&c->col, &c->totals);
+	if (!err)
+		err = read_ring(c, &v.n_mis);
 	if (err) {
 		ks_err("cannot read the pinned maps in %s (%s); check that the agent still runs",
 		       c->pin_dir, strerror(-err));
@@ -128,6 +162,7 @@ static int render_once(struct report_ctx *c)
 	}
 	v.agent_alive = ks_pid_alive(c->rep->agent_pid);
 	v.now_ns = ks_real_ns();
+	v.now_mono_ns = ks_mono_ns();
 	if (c->o.watch && !c->o.json)
 		fputs("\033[H\033[2J", stdout); /* home, clear screen */
 	if (c->o.json)
@@ -199,8 +234,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	c->rep = calloc(1, sizeof(*c->rep));
+	c->ring = calloc(1, sizeof(*c->ring));
 	err = ks_collector_init(&c->col, &c->maps);
-	if (err || !c->rep) {
+	if (!err)
+		c->mis_all = calloc((size_t)c->col.ncpus * KS_MISDIRECT_SLOTS,
+				    sizeof(*c->mis_all));
+	if (err || !c->rep || !c->ring || !c->mis_all) {
 		ks_err("out of memory (%s); free some memory",
 		       strerror(err ? -err : ENOMEM));
 		rc = KS_EXIT_FAIL;
@@ -211,6 +250,8 @@ out:
 	ks_collector_free(&c->col);
 	ks_maps_close(&c->maps);
 	free(c->rep);
+	free(c->ring);
+	free(c->mis_all);
 	free(c);
 	return rc < 0 ? KS_EXIT_OK : rc;
 }

@@ -17,6 +17,8 @@
 #include "log.h"
 #include "opts.h"
 #include "report.h"
+#include "ring_push.h"
+#include "run_ring.h"
 #include "sig.h"
 
 /* In-flight packets may still write the old epoch right after the flip. */
@@ -31,6 +33,7 @@ struct run_opts {
 	enum ks_xdp_req xdp;
 	__u32 top;
 	int verbose;
+	struct ks_run_ring ring; /* the ring options, and the ring */
 };
 
 struct run_state {
@@ -55,15 +58,24 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "ports", required_argument, NULL, 'p' },
 		{ "xdp-mode", required_argument, NULL, 'x' },
 		{ "top", required_argument, NULL, 't' },
+		{ "shards", required_argument, NULL, 'S' },
+		{ "shards-file", required_argument, NULL, 'F' },
+		{ "self", required_argument, NULL, 'M' },
+		{ "distribution", required_argument, NULL, 'D' },
+		{ "vnodes", required_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char err[KS_ERRLEN], what[96];
+	char err[KS_ERRLEN * 2], what[96];
+	struct ks_ring_spec *spec = &o->ring.spec;
 	unsigned long long v;
 	int c, n;
 
 	memset(o, 0, sizeof(*o));
+	spec->dist = KS_DIST_KETAMA;
+	spec->flag = "--shards";
+	spec->file_flag = "--shards-file";
 	o->sample_n = 8;
 	o->interval_ms = 1000;
 	o->top = KS_REPORT_TOP;
@@ -112,6 +124,32 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				goto bad;
 			o->top = (__u32)v;
 			break;
+		case 'S':
+			spec->list = optarg;
+			break;
+		case 'F':
+			spec->file = optarg;
+			break;
+		case 'M':
+			spec->self = optarg;
+			break;
+		case 'D': {
+			enum ks_dist d;
+
+			if (ks_dist_parse(optarg, &d, err, sizeof(err)))
+				goto bad;
+			spec->dist = d;
+			o->ring.dist_given = 1;
+			break;
+		}
+		case 'N':
+			if (ks_parse_uint("--vnodes", optarg, 1,
+					  KS_RING_MAX_POINTS, &v, err,
+					  sizeof(err)))
+				goto bad;
+			spec->vnodes = (__u32)v;
+			o->ring.dist_given = 1;
+			break;
 		case 'v':
 			o->verbose = 1;
 			break;
@@ -139,6 +177,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	}
 	if (ks_resolve_ifname(o->ifname, &o->ifindex, err, sizeof(err)))
 		goto bad;
+	/* The whole ring is built now: a bad shard list stops the agent
+	 * before anything is attached. */
+	if (ks_run_ring_prepare(&o->ring, o->sample_n, err, sizeof(err)))
+		goto bad;
 	return 0;
 bad:
 	ks_err("%s", err);
@@ -157,6 +199,21 @@ static void publish_header(struct run_state *st)
 	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
 }
 
+/*
+ * Writes the config, with ks_config.ring put back first if a racing
+ * write moved it; then waits out the packets that read the half it
+ * pointed at, which the next ring push may overwrite.
+ */
+static int write_config(struct run_state *st, struct ks_config *cfg)
+{
+	int fixed = ks_run_ring_fix_config(&st->o.ring, cfg);
+	int err = ks_write_config(&st->maps, cfg);
+
+	if (!err && fixed)
+		err = ks_rcu_wait();
+	return err;
+}
+
 /* Moves seq on, keeping whatever else is in ks_config (the trace flag
  * belongs to 'agent trace'). */
 static int flip_epoch(struct run_state *st)
@@ -170,7 +227,7 @@ static int flip_epoch(struct run_state *st)
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
 	cfg.sample_n = st->o.sample_n;
 	cfg.seq = ++st->seq;
-	return ks_write_config(&st->maps, &cfg);
+	return write_config(st, &cfg);
 }
 
 /*
@@ -179,14 +236,40 @@ static int flip_epoch(struct run_state *st)
  */
 static void keep_seq(struct run_state *st)
 {
-	struct ks_config cfg;
+	struct ks_config cfg, probe;
 
-	if (ks_read_config(&st->maps, &cfg) || cfg.seq == st->seq)
+	if (ks_read_config(&st->maps, &cfg))
 		return;
-	ks_debug("seq was %u, not %u (a racing config write); fixing it",
-		 cfg.seq, st->seq);
+	probe = cfg; /* write_config() makes the ring fix itself */
+	if (cfg.seq == st->seq && !ks_run_ring_fix_config(&st->o.ring, &probe))
+		return;
+	if (cfg.seq != st->seq)
+		ks_debug("seq was %u, not %u (a racing config write); fixing it",
+			 cfg.seq, st->seq);
 	cfg.seq = st->seq;
-	ks_write_config(&st->maps, &cfg);
+	write_config(st, &cfg);
+}
+
+static void ring_status_line(const struct ks_run_ring *ring)
+{
+	const struct ks_shard_report *g = ring->rep;
+	__u64 mis = 0;
+	__u32 i;
+
+	if (!ks_run_ring_enabled(ring) || !g || !g->nshards)
+		return;
+	for (i = 0; i < g->nshards; i++)
+		mis += g->shards[i].misdirected_mps;
+	if (g->busiest >= g->nshards) {
+		fprintf(stderr, "keysteer: #%u ring v%llu: no keys placed\n",
+			g->seq, (unsigned long long)g->ring_version);
+		return;
+	}
+	fprintf(stderr,
+		"keysteer: #%u ring v%llu: %.1f keys/s, busiest shard %s %.2fx mean, misdirected %.1f/s\n",
+		g->seq, (unsigned long long)g->ring_version, g->hits_mps / 1000.0,
+		g->shards[g->busiest].name,
+		g->shards[g->busiest].ratio_milli / 1000.0, mis / 1000.0);
 }
 
 static void status_line(const struct run_state *st, long ncands)
@@ -208,6 +291,7 @@ static void status_line(const struct run_state *st, long ncands)
 		(unsigned long long)r->sampled_total, ncands, key,
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
 			   0.0);
+	ring_status_line(&st->o.ring);
 }
 
 static int one_interval(struct run_state *st)
@@ -260,6 +344,9 @@ static int one_interval(struct run_state *st)
 	err = ks_write_report(&st->maps, st->rep);
 	if (err)
 		return err;
+	err = ks_run_ring_interval(&st->o.ring, &st->maps, &st->col, old_seq);
+	if (err)
+		return err;
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)
@@ -306,6 +393,31 @@ static int start(struct run_state *st)
 	       st->att.xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic",
 	       st->o.sample_n, iv, ports);
 	fflush(stdout);
+	if (ks_run_ring_start(&st->o.ring, &st->maps, &st->col))
+		return KS_EXIT_FAIL;
+	return 0;
+}
+
+/* Sleeps until the deadline, waking at least every 100 ms so SIGHUP and
+ * shard file changes are handled between intervals; then the ring. */
+static int wait_interval(struct run_state *st, __u64 deadline)
+{
+	while (!ks_stop) {
+		__u64 now = ks_mono_ns();
+		int hup = ks_reload, err;
+
+		ks_reload = 0;
+		err = ks_run_ring_poll(&st->o.ring, &st->maps, &st->col, hup);
+		if (err) {
+			ks_err("reloading the ring failed (%s); stopping, rerun with -v",
+			       strerror(-err));
+			return err;
+		}
+		if (now >= deadline)
+			return 0;
+		ks_sleep_until(now + 100000000ULL < deadline ?
+				       now + 100000000ULL : deadline);
+	}
 	return 0;
 }
 
@@ -315,7 +427,11 @@ static int loop(struct run_state *st)
 	__u64 deadline = st->flip_ns + step;
 	int err;
 
-	while (ks_sleep_until(deadline)) {
+	for (;;) {
+		if (wait_interval(st, deadline))
+			return KS_EXIT_FAIL;
+		if (ks_stop)
+			break;
 		if (!ks_link_attached(&st->att)) {
 			ks_warn("the XDP link on %s was detached (by 'agent detach' or the interface going away); stopping",
 				st->o.ifname);
@@ -339,7 +455,7 @@ static int loop(struct run_state *st)
 int cmd_run(int argc, char **argv)
 {
 	struct run_state *st;
-	char err[KS_ERRLEN];
+	char err[KS_ERRLEN * 2];
 	int rc;
 
 	st = calloc(1, sizeof(*st));
@@ -347,6 +463,7 @@ int cmd_run(int argc, char **argv)
 		return KS_EXIT_FAIL;
 	rc = parse_run(argc, argv, &st->o);
 	if (rc) {
+		ks_run_ring_free(&st->o.ring);
 		free(st);
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
@@ -354,12 +471,19 @@ int cmd_run(int argc, char **argv)
 	rc = ks_require_root("attaching keysteer");
 	if (rc)
 		goto out_free;
+	if (ks_run_ring_enabled(&st->o.ring) &&
+	    ks_rcu_wait_check(err, sizeof(err))) {
+		ks_err("%s", err);
+		rc = KS_EXIT_FAIL;
+		goto out_free;
+	}
 	if (ks_check_free(st->o.ifname, st->o.ifindex, err, sizeof(err))) {
 		ks_err("%s", err);
 		rc = KS_EXIT_FAIL;
 		goto out_free;
 	}
 	ks_install_stop_handlers();
+	ks_install_reload_handler();
 	st->att.link_fd = -1;
 	rc = start(st);
 	if (!rc)
@@ -369,6 +493,7 @@ int cmd_run(int argc, char **argv)
 	if (!rc)
 		printf("keysteer: detached from %s\n", st->o.ifname);
 out_free:
+	ks_run_ring_free(&st->o.ring);
 	free(st->sketch);
 	free(st->rep);
 	free(st);

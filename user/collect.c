@@ -14,6 +14,7 @@ void ks_maps_init(struct ks_maps *m)
 {
 	m->config = m->ops = m->errors = m->pkts = -1;
 	m->cms = m->cands = m->events = m->report = -1;
+	m->ring = m->shards = m->misdirect = m->shard_report = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -26,6 +27,9 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 		{ "ks_errors", &m->errors }, { "ks_pkts", &m->pkts },
 		{ "ks_cms", &m->cms },       { "ks_cands", &m->cands },
 		{ "ks_events", &m->events }, { "ks_report", &m->report },
+		{ "ks_ring", &m->ring },     { "ks_shards", &m->shards },
+		{ "ks_misdirect", &m->misdirect },
+		{ "ks_shard_report", &m->shard_report },
 	};
 	char path[PATH_MAX];
 	size_t i;
@@ -47,8 +51,10 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 
 void ks_maps_close(struct ks_maps *m)
 {
-	int *fds[] = { &m->config, &m->ops, &m->errors, &m->pkts,
-		       &m->cms,    &m->cands, &m->events, &m->report };
+	int *fds[] = { &m->config, &m->ops,    &m->errors, &m->pkts,
+		       &m->cms,    &m->cands,  &m->events, &m->report,
+		       &m->ring,   &m->shards, &m->misdirect,
+		       &m->shard_report };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -250,4 +256,65 @@ int ks_write_report(const struct ks_maps *m, const struct ks_report *rep)
 
 	return bpf_map_update_elem(m->report, &key, rep, BPF_F_LOCK) ? -errno :
 									0;
+}
+
+int ks_read_shard_counts(struct ks_collector *c, __u32 n,
+			 struct ks_shard_counts *out)
+{
+	size_t stride = ks_percpu_stride(sizeof(struct ks_shard_stats));
+	void *buf = calloc((size_t)c->ncpus, stride);
+	__u32 i;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n && i < KS_MAX_SHARDS; i++) {
+		if (bpf_map_lookup_elem(c->maps->shards, &i, buf)) {
+			err = -errno;
+			break;
+		}
+		ks_shard_sum(buf, c->ncpus, stride, &out[i]);
+	}
+	free(buf);
+	return err;
+}
+
+long ks_read_misdirect(struct ks_collector *c, struct ks_misdirect *out)
+{
+	size_t stride = ks_percpu_stride(sizeof(struct ks_misdirect));
+	unsigned char *buf = calloc((size_t)c->ncpus, stride);
+	long n = 0;
+	__u32 slot;
+	int cpu;
+
+	if (!buf)
+		return -ENOMEM;
+	for (slot = 0; slot < KS_MISDIRECT_SLOTS; slot++) {
+		if (bpf_map_lookup_elem(c->maps->misdirect, &slot, buf)) {
+			n = -errno;
+			break;
+		}
+		for (cpu = 0; cpu < c->ncpus; cpu++)
+			memcpy(&out[n++], buf + (size_t)cpu * stride,
+			       sizeof(*out));
+	}
+	free(buf);
+	return n;
+}
+
+int ks_read_shard_report(const struct ks_maps *m, struct ks_shard_report *r)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem_flags(m->shard_report, &key, r,
+					 BPF_F_LOCK) ? -errno : 0;
+}
+
+int ks_write_shard_report(const struct ks_maps *m,
+			  const struct ks_shard_report *r)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(m->shard_report, &key, r, BPF_F_LOCK) ?
+		       -errno : 0;
 }

@@ -11,9 +11,11 @@
 #include <stddef.h>
 #include "keysteer.h"
 #include "estimate.h"
+#include "shard_rates.h"
 
 struct ks_maps {
 	int config, ops, errors, pkts, cms, cands, events, report;
+	int ring, shards, misdirect, shard_report; /* the ring's maps */
 };
 
 /* Every fd -1, so ks_maps_close() on a half-opened set is safe. */
@@ -52,5 +54,19 @@ int ks_write_config(const struct ks_maps *m, const struct ks_config *cfg);
 /* ks_report is read and written whole under its spin lock (BPF_F_LOCK). */
 int ks_read_report(const struct ks_maps *m, struct ks_report *rep);
 int ks_write_report(const struct ks_maps *m, const struct ks_report *rep);
+
+/* The first n entries of ks_shards, each summed over CPUs. */
+int ks_read_shard_counts(struct ks_collector *c, __u32 n,
+			 struct ks_shard_counts *out);
+/*
+ * Every CPU's copy of every ks_misdirect slot into out (room for
+ * KS_MISDIRECT_SLOTS * c->ncpus entries); returns how many or a negative
+ * errno.
+ */
+long ks_read_misdirect(struct ks_collector *c, struct ks_misdirect *out);
+/* ks_shard_report is read and written whole under its spin lock. */
+int ks_read_shard_report(const struct ks_maps *m, struct ks_shard_report *r);
+int ks_write_shard_report(const struct ks_maps *m,
+			  const struct ks_shard_report *r);
 
 #endif

@@ -4,6 +4,7 @@
 #include "cmds.h"
 #include "ks_ring.h"
 #include "shards.h"
+#include "report.h"
 
 void ks_help_main(FILE *f)
 {
@@ -13,8 +14,10 @@ void ks_help_main(FILE *f)
 "USAGE\n"
 "  agent run    --iface IF [--sample N] [--interval SEC] [--ports P,...]\n"
 "               [--xdp-mode native|generic|auto] [--top K] [-v]\n"
+"               [--shards LIST | --shards-file FILE [--self HOST:PORT]\n"
+"                [--distribution D] [--vnodes N]]\n"
 "  agent report [--iface IF] [--top K] [--json] [--watch] [--hash-only]\n"
-"               [--interval SEC]                 (also: agent --report ...)\n"
+"               [--shards-top N] [--interval SEC]  (also: agent --report ...)\n"
 "  agent trace  [--iface IF] [--count N] [--duration SEC] [--hash-only]\n"
 "  agent detach --iface IF\n"
 "  agent ring   lookup|diff ...   (where keys live on the clients' ring)\n"
@@ -50,6 +53,18 @@ void ks_help_run(FILE *f)
 "  --top K             keys published per interval, 1..%d (default %d)\n"
 "  -v, --verbose       a status line per interval and libbpf's debug output\n"
 "\n"
+"RING (per-shard load; see 'agent ring --help' for the list syntax)\n"
+"  --shards LIST       host:port[:weight],... the shards of the clients' ring\n"
+"  --shards-file FILE  the same, one 'host:port[:weight] [name]' per line\n"
+"  --self HOST:PORT    the shard this host serves (one of the list): keys the\n"
+"                      ring gives to another shard count as misdirected\n"
+"  --distribution D    ketama (default), twemproxy, twemproxy-md5, vnode, modula\n"
+"  --vnodes N          virtual nodes per shard for vnode (default %d)\n"
+"  The ring is built before anything is attached; a bad list is refused\n"
+"  with its line. SIGHUP, or a change of FILE (checked twice a second),\n"
+"  rebuilds it; the new ring is swapped in whole, with a higher version, or\n"
+"  if the new list is bad the error is logged and the old ring stays.\n"
+"\n"
 "NAMESPACES\n"
 "  The pins live on the bpffs at %s. 'ip netns exec' gives every command a\n"
 "  fresh /sys without one, so an agent started that way mounts a private\n"
@@ -62,9 +77,12 @@ void ks_help_run(FILE *f)
 "EXAMPLES\n"
 "  sudo agent run --iface eth1\n"
 "  sudo agent run --iface eth1 --sample 1 --interval 0.5 --ports 11211,11212\n"
-"  sudo agent run --iface veth0 --xdp-mode generic -v\n",
+"  sudo agent run --iface veth0 --xdp-mode generic -v\n"
+"  sudo agent run --iface eth1 --shards-file /etc/keysteer/shards.txt \\\n"
+"                 --self 10.0.0.2:11211 --distribution ketama\n"
+"  sudo kill -HUP $(pidof agent)      # reload the shard file now\n",
 		KS_PIN_ROOT, KS_MAX_PORTS, KS_REPORT_TOP, KS_REPORT_TOP,
-		"/sys/fs/bpf");
+		KS_VNODES_DEFAULT, "/sys/fs/bpf");
 }
 
 void ks_help_detach(FILE *f)
@@ -90,8 +108,12 @@ void ks_help_report(FILE *f)
 "\n"
 "Prints the dashboard of the agent running on IF: request rates by class,\n"
 "parse errors by reason, and the top keys with reads/s, writes/s, share of\n"
-"all requests and an error bound. --iface may be left out when keysteer is\n"
-"attached to one interface only.\n"
+"all requests and an error bound. With a ring (agent run --shards...), also\n"
+"the ring (distribution, version, digest, shards, self), one row per shard\n"
+"busiest first (reads/s, writes/s, share of the keys placed on the ring,\n"
+"ratio to the mean shard, misdirected/s) and the clients that sent keys\n"
+"of other shards here. --iface may be left out when keysteer is attached\n"
+"to one interface only.\n"
 "\n"
 "OPTIONS\n"
 "  --iface IF          interface the agent runs on\n"
@@ -100,12 +122,15 @@ void ks_help_report(FILE *f)
 "  --watch             redraw in place every interval until Ctrl-C\n"
 "  --interval SEC      redraw period for --watch (default: the agent's interval)\n"
 "  --hash-only         show 64-bit key hashes instead of key bytes\n"
+"  --shards-top N      shard rows in the text, 1..%d (default %d); --json\n"
+"                      always lists every shard, in index order\n"
 "\n"
 "EXAMPLES\n"
 "  sudo agent report --iface eth1\n"
 "  sudo agent --report --top 5 --watch\n"
-"  sudo agent report --json --hash-only | jq '.top[0]'\n",
-		KS_REPORT_TOP);
+"  sudo agent report --json --hash-only | jq '.top[0]'\n"
+"  sudo agent report --json | jq '.shards[] | select(.busiest)'\n",
+		KS_REPORT_TOP, KS_MAX_SHARDS, KS_SHARDS_TOP_DEFAULT);
 }
 
 void ks_help_trace(FILE *f)

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include "names.h"
 #include "opts.h"
 #include "report.h"
+#include "ring.h"
+#include "shard_rates.h"
+#include "trace.h"
 
 #define KEY_COL 40 /* text dashboard: key column width */
 
@@ -210,12 +215,135 @@ static void text_top(FILE *f, const struct ks_view *v)
 	}
 }
 
+static int has_ring(const struct ks_view *v)
+{
+	return v->ring && v->ring->version && v->ring->nshards &&
+	       v->ring->nshards <= KS_MAX_SHARDS;
+}
+
+/* A name from the map, NUL-terminated whatever the map held. */
+static void shard_name(const struct ks_shard_report *r, __u32 i, char *buf,
+		       size_t len)
+{
+	if (i >= KS_MAX_SHARDS) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%.*s", KS_SHARD_NAME_LEN - 1, r->shards[i].name);
+}
+
+static const char *proto_name(__u8 proto)
+{
+	return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" : "?";
+}
+
+static __u64 age_ns(__u64 now, __u64 then)
+{
+	return now > then ? now - then : 0;
+}
+
+static void text_ring_line(FILE *f, const struct ks_view *v)
+{
+	const struct ks_shard_report *r = v->ring;
+	char name[KS_SHARD_NAME_LEN], age[32];
+
+	ks_format_duration(age_ns(v->now_ns, r->pushed_real_ns), age,
+			   sizeof(age));
+	fprintf(f, "ring %s v%llu digest %016llx   %u shards   ",
+		ks_dist_name(r->dist), (unsigned long long)r->ring_version,
+		(unsigned long long)r->digest, r->nshards);
+	if (r->self < r->nshards) {
+		shard_name(r, r->self, name, sizeof(name));
+		fprintf(f, "self %s (#%u)", name, r->self);
+	} else {
+		fprintf(f, "self none");
+	}
+	fprintf(f, "   from %.*s, pushed %s ago\n", KS_RING_SOURCE_LEN - 1,
+		r->source, age);
+	if (r->reload_err[0]) {
+		ks_format_duration(age_ns(v->now_ns, r->reload_err_real_ns),
+				   age, sizeof(age));
+		fprintf(f, "last reload failed %s ago (ring kept): %.*s\n", age,
+			KS_RELOAD_ERR_LEN - 1, r->reload_err);
+	}
+}
+
+static void text_shards(FILE *f, const struct ks_view *v)
+{
+	const struct ks_shard_report *r = v->ring;
+	__u32 n = r->nshards, i, shown, *order;
+	int top = v->shards_top > 0 ? v->shards_top : KS_SHARDS_TOP_DEFAULT;
+
+	order = malloc(n * sizeof(*order));
+	if (!order)
+		return;
+	ks_shard_order(r, n, order);
+	shown = n < (__u32)top ? n : (__u32)top;
+	fprintf(f, "\nshard load, busiest first (%.1f keys/s placed on the ring in interval #%u)\n",
+		per_s(r->hits_mps), r->seq);
+	fprintf(f, "%-24s %5s %12s %12s %7s %7s %14s\n", "shard", "#",
+		"reads/s", "writes/s", "share", "x mean", "misdirected/s");
+	for (i = 0; i < shown; i++) {
+		const struct ks_shard_rate *s = &r->shards[order[i]];
+		char name[KS_SHARD_NAME_LEN];
+
+		shard_name(r, order[i], name, sizeof(name));
+		fprintf(f, "%-24s %5u %12.1f %12.1f %6.2f%% %7.2f %14.1f%s%s\n",
+			name, order[i], per_s(s->reads_mps),
+			per_s(s->writes_mps), s->share_ppm / 1e4,
+			s->ratio_milli / 1000.0, per_s(s->misdirected_mps),
+			order[i] == r->busiest ? "  <- busiest" : "",
+			order[i] == r->self ? "  (self)" : "");
+	}
+	if (shown < n)
+		fprintf(f, "  ... %u more shards (--shards-top N shows more)\n",
+			n - shown);
+	free(order);
+}
+
+static void text_misdirected(FILE *f, const struct ks_view *v)
+{
+	size_t i;
+
+	if (v->ring->self >= v->ring->nshards)
+		return;
+	if (!v->n_mis) {
+		fprintf(f, "\nmisdirected clients: none since the ring was pushed\n");
+		return;
+	}
+	fprintf(f, "\nmisdirected clients, newest first (their ring gives the key to another shard)\n");
+	for (i = 0; i < v->n_mis; i++) {
+		const struct ks_misdirect *m = &v->mis[i];
+		char ip[64], name[KS_SHARD_NAME_LEN], age[32];
+
+		ks_format_ip(m->saddr, ip, sizeof(ip));
+		shard_name(v->ring, m->owner, name, sizeof(name));
+		ks_format_duration(age_ns(v->now_mono_ns, m->ts_ns), age,
+				   sizeof(age));
+		fprintf(f, "  %s:%u %s -> #%u %s   %s ago\n", ip, m->sport,
+			proto_name(m->proto), m->owner, name, age);
+	}
+}
+
+static void text_ring(FILE *f, const struct ks_view *v)
+{
+	fputc('\n', f);
+	if (!has_ring(v)) {
+		fprintf(f, "ring: none (run the agent with --shards or --shards-file for per-shard load)\n");
+		return;
+	}
+	text_ring_line(f, v);
+	text_shards(f, v);
+	text_misdirected(f, v);
+}
+
 void ks_render_text(FILE *f, const struct ks_view *v)
 {
 	text_header(f, v);
 	text_classes(f, v);
 	text_errors(f, v);
 	text_top(f, v);
+	text_ring(f, v);
 }
 
 static void json_class(FILE *f, const struct ks_report *r, __u32 c)
@@ -248,6 +376,120 @@ static void json_top_entry(FILE *f, const struct ks_view *v,
 		t->share_ppm / 1000000, t->share_ppm % 1000000);
 	json_milli(f, t->err_mps);
 	fputc('}', f);
+}
+
+static void json_name(FILE *f, const struct ks_shard_report *r, __u32 i)
+{
+	char name[KS_SHARD_NAME_LEN];
+
+	shard_name(r, i, name, sizeof(name));
+	ks_json_string(f, (const __u8 *)name, strlen(name));
+}
+
+static void json_ns_as_s(FILE *f, __u64 ns)
+{
+	fprintf(f, "%llu.%03llu", ns / 1000000000ULL, (ns / 1000000ULL) % 1000);
+}
+
+static void json_ring_head(FILE *f, const struct ks_view *v)
+{
+	const struct ks_shard_report *r = v->ring;
+
+	fprintf(f, "\"ring\":{\"distribution\":\"%s\",\"version\":%llu,\"digest\":\"%016llx\",\"nshards\":%u,\"self\":",
+		ks_dist_name(r->dist), (unsigned long long)r->ring_version,
+		(unsigned long long)r->digest, r->nshards);
+	if (r->self < r->nshards) {
+		json_name(f, r, r->self);
+		fprintf(f, ",\"self_index\":%u", r->self);
+	} else {
+		fprintf(f, "null,\"self_index\":null");
+	}
+	fprintf(f, ",\"source\":");
+	ks_json_string(f, (const __u8 *)r->source,
+		       strnlen(r->source, sizeof(r->source)));
+	fprintf(f, ",\"pushed_s_ago\":");
+	json_ns_as_s(f, age_ns(v->now_ns, r->pushed_real_ns));
+	fprintf(f, ",\"seq\":%u,\"interval_s\":", r->seq);
+	json_ns_as_s(f, r->elapsed_ns);
+	fprintf(f, ",\"keys_per_s\":");
+	json_milli(f, r->hits_mps);
+	fprintf(f, ",\"busiest\":");
+	if (r->busiest < r->nshards)
+		fprintf(f, "%u", r->busiest);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"reload_errors\":%u,\"last_reload_error\":",
+		r->reload_errors);
+	if (r->reload_err[0])
+		ks_json_string(f, (const __u8 *)r->reload_err,
+			       strnlen(r->reload_err, sizeof(r->reload_err)));
+	else
+		fprintf(f, "null");
+	fputc('}', f);
+}
+
+static void json_shard(FILE *f, const struct ks_shard_report *r, __u32 i)
+{
+	const struct ks_shard_rate *s = &r->shards[i];
+
+	fprintf(f, "{\"index\":%u,\"name\":", i);
+	json_name(f, r, i);
+	fprintf(f, ",\"reads_per_s\":");
+	json_milli(f, s->reads_mps);
+	fprintf(f, ",\"writes_per_s\":");
+	json_milli(f, s->writes_mps);
+	fprintf(f, ",\"share\":%u.%06u,\"ratio_to_mean\":",
+		s->share_ppm / 1000000, s->share_ppm % 1000000);
+	json_milli(f, s->ratio_milli);
+	fprintf(f, ",\"misdirected_per_s\":");
+	json_milli(f, s->misdirected_mps);
+	fprintf(f, ",\"busiest\":%s,\"self\":%s,\"reads_total\":%llu,\"writes_total\":%llu,\"misdirected_total\":%llu}",
+		i == r->busiest ? "true" : "false",
+		i == r->self ? "true" : "false",
+		(unsigned long long)s->reads, (unsigned long long)s->writes,
+		(unsigned long long)s->misdirected);
+}
+
+static void json_misdirected(FILE *f, const struct ks_view *v,
+			     const struct ks_misdirect *m)
+{
+	char ip[64];
+
+	ks_format_ip(m->saddr, ip, sizeof(ip));
+	fprintf(f, "{\"addr\":\"%s\",\"port\":%u,\"proto\":\"%s\",\"owner\":%u,\"owner_name\":",
+		ip, m->sport, proto_name(m->proto), m->owner);
+	json_name(f, v->ring, m->owner < v->ring->nshards ? m->owner :
+							    KS_MAX_SHARDS);
+	fprintf(f, ",\"age_s\":");
+	json_ns_as_s(f, age_ns(v->now_mono_ns, m->ts_ns));
+	fputc('}', f);
+}
+
+/* ,"ring":..,"shards":[..],"misdirected_clients":[..]; every shard, in
+ * index order (--shards-top limits the text only). */
+static void json_ring(FILE *f, const struct ks_view *v)
+{
+	__u32 i;
+
+	if (!has_ring(v)) {
+		fprintf(f, ",\"ring\":null,\"shards\":[],\"misdirected_clients\":[]");
+		return;
+	}
+	fputc(',', f);
+	json_ring_head(f, v);
+	fprintf(f, ",\"shards\":[");
+	for (i = 0; i < v->ring->nshards; i++) {
+		if (i)
+			fputc(',', f);
+		json_shard(f, v->ring, i);
+	}
+	fprintf(f, "],\"misdirected_clients\":[");
+	for (i = 0; i < v->n_mis; i++) {
+		if (i)
+			fputc(',', f);
+		json_misdirected(f, v, &v->mis[i]);
+	}
+	fputc(']', f);
 }
 
 void ks_render_json(FILE *f, const struct ks_view *v)
@@ -290,5 +532,7 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 			fputc(',', f);
 		json_top_entry(f, v, &r->top[i]);
 	}
-	fprintf(f, "]}\n");
+	fputc(']', f);
+	json_ring(f, v);
+	fprintf(f, "}\n");
 }

@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include "keysteer.h"
 #include "estimate.h"
+#include "ks_shard_report.h"
+
+#define KS_SHARDS_TOP_DEFAULT 16 /* shard rows the text shows */
+#define KS_MISDIRECT_SHOW     16 /* misdirected clients shown */
 
 struct ks_view {
 	const struct ks_report *rep;
@@ -20,6 +24,12 @@ struct ks_view {
 	__u64 now_ns;   /* CLOCK_REALTIME, for uptime and staleness */
 	int top;        /* keys to show */
 	int hash_only;
+	/* The ring: NULL, or nshards 0, when the agent runs without one. */
+	const struct ks_shard_report *ring;
+	const struct ks_misdirect *mis; /* recent, newest first */
+	size_t n_mis;
+	int shards_top;     /* shard rows in the text; 0: the default */
+	__u64 now_mono_ns;  /* CLOCK_MONOTONIC, for the clients' ages */
 };
 
 void ks_render_text(FILE *f, const struct ks_view *v);

@@ -4,6 +4,7 @@
 #include "sig.h"
 
 volatile sig_atomic_t ks_stop;
+volatile sig_atomic_t ks_reload;
 
 static void on_stop(int sig)
 {
@@ -22,6 +23,22 @@ void ks_install_stop_handlers(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+static void on_reload(int sig)
+{
+	(void)sig;
+	ks_reload = 1;
+}
+
+void ks_install_reload_handler(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_reload;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 static __u64 clock_ns(clockid_t id)

@@ -11,9 +11,14 @@
 #include <linux/types.h>
 
 extern volatile sig_atomic_t ks_stop;
+/* Set by SIGHUP once ks_install_reload_handler() ran; cleared by whoever
+ * acts on it. */
+extern volatile sig_atomic_t ks_reload;
 
 /* Installs the flag-setting handlers and ignores SIGPIPE. */
 void ks_install_stop_handlers(void);
+/* SIGHUP sets ks_reload instead of ending the process. */
+void ks_install_reload_handler(void);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 __u64 ks_mono_ns(void);

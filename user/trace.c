@@ -33,11 +33,28 @@ struct trace_ctx {
 	unsigned long long printed;
 };
 
-void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
-		     size_t len)
+static int is_v4mapped(const __u8 addr[16])
 {
 	static const __u8 v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 					   0xff, 0xff };
+
+	return !memcmp(addr, v4mapped, sizeof(v4mapped));
+}
+
+void ks_format_ip(const __u8 addr[16], char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (is_v4mapped(addr))
+		inet_ntop(AF_INET, addr + 12, ip, sizeof(ip));
+	else
+		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s", ip);
+}
+
+void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
+		     size_t len)
+{
 	char key[KS_MAX_KEY_LEN * 4 + 1], addr[INET6_ADDRSTRLEN + 2];
 	char ip[INET6_ADDRSTRLEN];
 
@@ -48,13 +65,9 @@ void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
 		ks_key_text(e->key, e->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN :
 							      e->len,
 			    key, sizeof(key));
-	if (!memcmp(e->saddr, v4mapped, sizeof(v4mapped))) {
-		inet_ntop(AF_INET, e->saddr + 12, ip, sizeof(ip));
-		snprintf(addr, sizeof(addr), "%s", ip);
-	} else {
-		inet_ntop(AF_INET6, e->saddr, ip, sizeof(ip));
-		snprintf(addr, sizeof(addr), "[%s]", ip);
-	}
+	ks_format_ip(e->saddr, ip, sizeof(ip));
+	snprintf(addr, sizeof(addr), is_v4mapped(e->saddr) ? "%s" : "[%s]",
+		 ip);
 	snprintf(buf, len, "%s %s %s %s:%u %s", ks_class_name(e->cls),
 		 ks_op_name(e->op), key, addr, e->sport,
 		 e->proto == IPPROTO_TCP ? "tcp" :

@@ -57,5 +57,6 @@ int main(void)
 	test_names();
 	test_ring();
 	test_shards();
+	test_shard_rates();
 	return kt_summary("unit");
 }

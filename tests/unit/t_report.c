@@ -15,8 +15,10 @@
 #include "trace.h"
 #include "unit.h"
 
-/* Renders into a malloc'd string via a memory stream. */
-static char *render(void (*fn)(FILE *, const struct ks_view *),
+/* Renders into a malloc'd string via a memory stream. Not inlined: gcc
+ * 12 then takes the result for a pointer to the local it was returned
+ * through (-Wdangling-pointer false positive on comparisons). */
+static __attribute__((noinline)) char *render(void (*fn)(FILE *, const struct ks_view *),
 		    const struct ks_view *v)
 {
 	char *buf = NULL;
@@ -340,9 +342,195 @@ static void trace_lines(void)
 	kt_end();
 }
 
+/* A ring of n shards, shard i with reads i+1 per second (milli units). */
+static struct ks_shard_report *ring_report(__u32 n)
+{
+	struct ks_shard_report *g = calloc(1, sizeof(*g));
+	__u32 i;
+
+	g->version = KS_SHARD_REPORT_VERSION;
+	g->nshards = n;
+	g->dist = KS_DIST_TWEMPROXY;
+	g->self = 0;
+	g->busiest = n - 1;
+	g->seq = 12;
+	g->ring_version = 3;
+	g->digest = 0x00ab00cd00ef0012ULL;
+	g->pushed_real_ns = 1000000000000ULL + 2500000000ULL;
+	g->pushed_mono_ns = 5000;
+	g->elapsed_ns = 500000000ULL;
+	g->hits_mps = 123456;
+	snprintf(g->source, sizeof(g->source), "shards \"a\".txt");
+	for (i = 0; i < n; i++) {
+		snprintf(g->shards[i].name, sizeof(g->shards[i].name),
+			 "10.0.%u.%u:11211", i / 250, i % 250 + 1);
+		g->shards[i].reads_mps = (i + 1) * 1000ULL;
+		g->shards[i].writes_mps = 250;
+		g->shards[i].misdirected_mps = i ? (i + 1) * 1000ULL + 250 : 0;
+		g->shards[i].share_ppm = 1000000 / n;
+		g->shards[i].ratio_milli = 1000 + i;
+		g->shards[i].reads = 10 * i;
+		g->shards[i].writes = 7;
+		g->shards[i].misdirected = i ? 10 * i + 7 : 0;
+	}
+	return g;
+}
+
+/* Offset of needle in doc, or -1. */
+static long pos(const char *doc, const char *needle)
+{
+	const char *p = strstr(doc, needle);
+
+	return p ? (long)(p - doc) : -1;
+}
+
+static void ring_sections(void)
+{
+	struct ks_report *r = malloc(sizeof(*r));
+	struct ks_shard_report *g = ring_report(4);
+	struct ks_misdirect m[2] = {};
+	struct ks_totals t;
+	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+			     .now_ns = 1000000000000ULL + 7500000000ULL,
+			     .top = 20, .ring = g, .mis = m, .n_mis = 2,
+			     .now_mono_ns = 3000000000ULL };
+	char *doc;
+
+	fill_report(r, &t);
+	m[0].ts_ns = 2000000000ULL;
+	m[0].saddr[10] = m[0].saddr[11] = 0xff;
+	m[0].saddr[12] = 198;
+	m[0].saddr[13] = 18;
+	m[0].saddr[15] = 1;
+	m[0].sport = 40000;
+	m[0].proto = 6;
+	m[0].owner = 2;
+	m[1].saddr[0] = 0x20;
+	m[1].saddr[1] = 0x01;
+	m[1].saddr[15] = 7;
+	m[1].sport = 5;
+	m[1].proto = 17;
+	m[1].owner = 99; /* not of this ring: no name */
+
+	kt_begin("json_ring_and_shards");
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON: %.2000s", doc);
+	CHECK(strstr(doc, "\"ring\":{\"distribution\":\"twemproxy\",\"version\":3,\"digest\":\"00ab00cd00ef0012\",\"nshards\":4,\"self\":\"10.0.0.1:11211\",\"self_index\":0,") != NULL,
+	      "ring head: %.3000s", doc);
+	CHECK(strstr(doc, "\"source\":\"shards \\\"a\\\".txt\"") != NULL,
+	      "source not escaped");
+	CHECK(strstr(doc, "\"pushed_s_ago\":5.000") != NULL, "push age");
+	CHECK(strstr(doc, "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null}") != NULL,
+	      "ring tail: %.3000s", doc);
+	CHECK(strstr(doc, "{\"index\":1,\"name\":\"10.0.0.2:11211\",\"reads_per_s\":2.000,\"writes_per_s\":0.250,\"share\":0.250000,\"ratio_to_mean\":1.001,\"misdirected_per_s\":2.250,\"busiest\":false,\"self\":false,\"reads_total\":10,\"writes_total\":7,\"misdirected_total\":17}") != NULL,
+	      "shard row: %.3000s", doc);
+	CHECK(strstr(doc, "\"index\":3,\"name\":\"10.0.0.4:11211\",\"reads_per_s\":4.000") != NULL,
+	      "last shard");
+	CHECK(strstr(doc, "\"busiest\":true,\"self\":false,\"reads_total\":30") != NULL,
+	      "busiest flag on shard 3");
+	CHECK(strstr(doc, "\"index\":0,\"name\":\"10.0.0.1:11211\"") <
+		      strstr(doc, "\"index\":1,"),
+	      "shards not in index order");
+	CHECK(strstr(doc, "\"misdirected_clients\":[{\"addr\":\"198.18.0.1\",\"port\":40000,\"proto\":\"tcp\",\"owner\":2,\"owner_name\":\"10.0.0.3:11211\",\"age_s\":1.000},{\"addr\":\"2001::7\",\"port\":5,\"proto\":\"udp\",\"owner\":99,\"owner_name\":\"?\",\"age_s\":3.000}]}") != NULL,
+	      "misdirected clients: %.3000s", doc);
+	free(doc);
+	kt_end();
+
+	kt_begin("json_no_ring");
+	v.ring = NULL;
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc, "\"ring\":null,\"shards\":[],\"misdirected_clients\":[]}") != NULL,
+	      "no-ring fields: %.2000s", doc);
+	free(doc);
+	g->version = 0; /* a map the agent never wrote */
+	v.ring = g;
+	doc = render(ks_render_json, &v);
+	CHECK(strstr(doc, "\"ring\":null") != NULL, "unwritten map shown");
+	free(doc);
+	g->version = KS_SHARD_REPORT_VERSION;
+	kt_end();
+
+	kt_begin("json_ring_reload_error_and_no_self");
+	g->self = KS_NO_SHARD;
+	g->busiest = KS_NO_SHARD;
+	g->reload_errors = 2;
+	snprintf(g->reload_err, sizeof(g->reload_err),
+		 "s.txt:3: port 70000 out of range");
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc, "\"self\":null,\"self_index\":null") != NULL,
+	      "self null");
+	CHECK(strstr(doc, "\"busiest\":null,\"reload_errors\":2,\"last_reload_error\":\"s.txt:3: port 70000 out of range\"") != NULL,
+	      "reload error: %.3000s", doc);
+	CHECK(strstr(doc, "\"busiest\":true") == NULL, "a shard marked busiest");
+	free(doc);
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "self none") != NULL, "text self none");
+	CHECK(strstr(doc, "last reload failed") != NULL &&
+		      strstr(doc, "s.txt:3: port 70000") != NULL,
+	      "text reload error");
+	CHECK(strstr(doc, "misdirected clients") == NULL,
+	      "misdirected clients shown without self");
+	free(doc);
+	g->self = 0;
+	g->busiest = 3;
+	g->reload_err[0] = '\0';
+	kt_end();
+
+	kt_begin("text_ring_and_shard_rows");
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "ring twemproxy v3 digest 00ab00cd00ef0012   4 shards   self 10.0.0.1:11211 (#0)") != NULL,
+	      "ring line: %.3000s", doc);
+	{
+		long a = pos(doc, "\n10.0.0.4:11211"),
+		     b = pos(doc, "\n10.0.0.3:11211"),
+		     c = pos(doc, "\n10.0.0.1:11211"),
+		     mark = pos(doc, "<- busiest"), eol = pos(doc + a + 1, "\n");
+
+		CHECK(a >= 0 && b > a && c > b,
+		      "rows not busiest first: %.3000s", doc);
+		CHECK(mark > a && mark < a + 1 + eol,
+		      "busiest not marked on its row");
+	}
+	CHECK(strstr(doc, "(self)") != NULL, "self not marked");
+	CHECK(strstr(doc, "198.18.0.1:40000 tcp -> #2 10.0.0.3:11211") != NULL,
+	      "misdirected client line: %.3000s", doc);
+	CHECK(strstr(doc, "more shards") == NULL, "cut with 4 shards");
+	free(doc);
+	kt_end();
+
+	kt_begin("text_shards_top_n_of_many");
+	free(g);
+	g = ring_report(1024);
+	v.ring = g;
+	v.shards_top = 5;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "... 1019 more shards") != NULL, "no 'more': %.3000s",
+	      doc);
+	CHECK(strstr(doc, "10.0.4.24:11211") != NULL, "busiest (1023) missing");
+	CHECK(strstr(doc, "10.0.4.20:11211") != NULL, "5th busiest missing");
+	CHECK(strstr(doc, "10.0.4.19:11211") == NULL, "6th busiest shown");
+	free(doc);
+	v.shards_top = 0; /* the default: 16 */
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "... 1008 more shards") != NULL, "default top");
+	free(doc);
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON with 1024 shards");
+	CHECK(strstr(doc, "\"index\":1023,") != NULL &&
+		      strstr(doc, "\"index\":0,") != NULL,
+	      "JSON lists every shard");
+	free(doc);
+	kt_end();
+	free(g);
+	free(r);
+}
+
 void test_report(void)
 {
 	json_escaping();
 	json_document();
+	ring_sections();
 	trace_lines();
 }

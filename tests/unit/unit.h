@@ -15,6 +15,7 @@ void test_opts(void);
 void test_names(void);
 void test_ring(void);
 void test_shards(void);
+void test_shard_rates(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

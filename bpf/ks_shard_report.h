@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ks_shard_report.h - what the agent publishes each interval about the
+ * ring and the load of its shards, for 'agent report' in other processes.
+ * Only the agent writes it (map ks_shard_report, one entry, read and
+ * written whole with BPF_F_LOCK so a reader never mixes two intervals or
+ * two rings); the datapath never touches it. Rates are fixed point,
+ * milli-per-second, like struct ks_report's.
+ *
+ * Include order as for keysteer.h (vmlinux.h first in BPF code).
+ */
+#ifndef KS_SHARD_REPORT_H
+#define KS_SHARD_REPORT_H
+
+#include "keysteer.h"
+#include "ks_ring.h"
+
+#define KS_SHARD_REPORT_VERSION 1
+#define KS_SHARD_NAME_LEN       64  /* "host:port", cut to fit */
+#define KS_RING_SOURCE_LEN      128 /* shard file path, or "--shards" */
+#define KS_RELOAD_ERR_LEN       256
+
+/* One shard's load in the last interval (and since the ring was pushed). */
+struct ks_shard_rate {
+	char name[KS_SHARD_NAME_LEN]; /* NUL-terminated */
+	__u64 reads_mps;       /* sampled reads x sample_n, per second */
+	__u64 writes_mps;
+	__u64 misdirected_mps; /* keys this host got that the ring gives here */
+	__u64 reads;           /* keys since the push: sampled x sample_n */
+	__u64 writes;
+	__u64 misdirected;
+	__u32 share_ppm;       /* of all keys placed on the ring, ppm */
+	__u32 ratio_milli;     /* reads+writes over the mean shard's, x1000 */
+};
+_Static_assert(sizeof(struct ks_shard_rate) == 120, "ks_shard_rate layout");
+
+struct ks_shard_report {
+	struct bpf_spin_lock lock;
+	__u32 version;       /* KS_SHARD_REPORT_VERSION; 0: nothing published */
+	__u32 nshards;       /* 0: the agent runs without a ring */
+	__u32 dist;          /* enum ks_dist */
+	__u32 self;          /* the shard this host serves, or KS_NO_SHARD */
+	__u32 busiest;       /* index, or KS_NO_SHARD when no key was placed */
+	__u32 seq;           /* interval the rates belong to (ks_report.seq) */
+	__u32 sample_n;
+	__u32 reload_errors; /* failed reloads since the agent started */
+	__u32 pad;
+	__u64 ring_version;  /* meta.version of the active ring half */
+	__u64 digest;        /* meta.digest of it */
+	__u64 pushed_mono_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) of the push */
+	__u64 pushed_real_ns; /* CLOCK_REALTIME of the push */
+	__u64 elapsed_ns;    /* the interval the rates cover; 0 before the first */
+	__u64 hits_mps;      /* every key placed on the ring, per second */
+	__u64 reload_err_real_ns; /* CLOCK_REALTIME of the last failed reload */
+	char source[KS_RING_SOURCE_LEN];
+	char reload_err[KS_RELOAD_ERR_LEN]; /* why it failed; "" if none */
+	struct ks_shard_rate shards[KS_MAX_SHARDS];
+};
+_Static_assert(sizeof(struct ks_shard_report) ==
+		       40 + 7 * 8 + KS_RING_SOURCE_LEN + KS_RELOAD_ERR_LEN +
+			       KS_MAX_SHARDS * sizeof(struct ks_shard_rate),
+	       "ks_shard_report layout");
+
+#endif /* KS_SHARD_REPORT_H */

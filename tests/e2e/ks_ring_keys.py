@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""ks_ring_keys.py - a known set of keys for the per-shard e2e test.
+
+    ks_ring_keys.py make OUT [--count N]
+    ks_ring_keys.py send --server A --port P --keys FILE --sets N
+    ks_ring_keys.py expect --lookup FILE --sets N --self I --nshards S
+    ks_ring_keys.py check --report JSON --expect FILE --name NAME
+    ks_ring_keys.py field --report JSON PATH
+
+make writes N distinct keys, one per line: short ones, ones with
+punctuation, and long ones (up to memcached's 250 bytes, over several MD5
+blocks), so the datapath's MD5 of the ketama ring meets every block count.
+send gets every key once over TCP with pymemcache and sets the first N
+(one request per key, each in its own segment), and exits non-zero if
+memcached does not answer. expect turns `agent ring lookup` output
+(key<TAB>index<TAB>host:port) into the counts every shard must show: reads,
+writes, and misdirected = reads + writes for every shard but self. check
+compares the per-shard totals of `agent report --json` with them and
+prints one PASS/FAIL line. field prints one value of the report ("ring.version").
+Runs with Debian's /usr/bin/python3 and python3-pymemcache.
+"""
+import argparse
+import json
+import sys
+
+
+def cmd_make(args):
+    keys = []
+    i = 0
+    while len(keys) < args.count:
+        kind = i % 5
+        if kind == 0:
+            key = "user:%d" % i
+        elif kind == 1:
+            key = "cart/%d?session=%x&x=y" % (i, i * 2654435761 % 2**32)
+        elif kind == 2:
+            # 55..64 bytes: the second MD5 block starts at 56
+            key = ("k%d:" % i).ljust(55 + i % 10, "p")
+        elif kind == 3:
+            key = ("long:%d:" % i).ljust(100 + (i * 7) % 151, "x")
+        else:
+            key = "item-%06d" % i
+        keys.append(key[:250])
+        i += 1
+    with open(args.out, "w") as f:
+        f.write("\n".join(keys) + "\n")
+
+
+def cmd_send(args):
+    from pymemcache.client.base import Client
+
+    with open(args.keys) as f:
+        keys = [k for k in f.read().split("\n") if k]
+    client = Client((args.server, args.port), no_delay=True,
+                    default_noreply=False, connect_timeout=5, timeout=5)
+    for key in keys:
+        client.get(key)
+    for key in keys[:args.sets]:
+        if not client.set(key, b"v"):
+            sys.exit("ks_ring_keys: set %s was not stored" % key)
+    client.close()
+
+
+def cmd_expect(args):
+    reads = [0] * args.nshards
+    writes = [0] * args.nshards
+    with open(args.lookup) as f:
+        lines = [l for l in f.read().split("\n") if l]
+    for n, line in enumerate(lines):
+        key, idx, _ = line.split("\t")
+        reads[int(idx)] += 1
+        if n < args.sets:
+            writes[int(idx)] += 1
+    shards = []
+    for i in range(args.nshards):
+        mis = 0 if i == args.self else reads[i] + writes[i]
+        shards.append({"reads": reads[i], "writes": writes[i],
+                       "misdirected": mis})
+    json.dump({"keys": len(lines), "self": args.self, "shards": shards},
+              sys.stdout)
+    print()
+
+
+def cmd_check(args):
+    with open(args.report) as f:
+        rep = json.load(f)
+    with open(args.expect) as f:
+        exp = json.load(f)
+    got = rep.get("shards") or []
+    bad = []
+    if len(got) != len(exp["shards"]):
+        bad.append("%d shards in the report, want %d" %
+                   (len(got), len(exp["shards"])))
+    for i, (g, e) in enumerate(zip(got, exp["shards"])):
+        if g.get("index") != i:
+            bad.append("row %d has index %s" % (i, g.get("index")))
+        for field in ("reads", "writes", "misdirected"):
+            if g.get(field + "_total") != e[field]:
+                bad.append("shard %d %s: %s, want %d" %
+                           (i, field, g.get(field + "_total"), e[field]))
+        if g.get("self") != (i == exp["self"]):
+            bad.append("shard %d self flag %s" % (i, g.get("self")))
+    if bad:
+        print("FAIL %s: %s" % (args.name, "; ".join(bad[:6])))
+        return 1
+    desc = ", ".join("#%d %d/%d/%d" % (i, e["reads"], e["writes"],
+                                        e["misdirected"])
+                     for i, e in enumerate(exp["shards"]))
+    print("  %d keys, per shard reads/writes/misdirected: %s" %
+          (exp["keys"], desc))
+    print("PASS %s" % args.name)
+    return 0
+
+
+def cmd_field(args):
+    with open(args.report) as f:
+        val = json.load(f)
+    for part in args.path.split("."):
+        if isinstance(val, list):
+            val = val[int(part)]
+        elif isinstance(val, dict):
+            val = val.get(part)
+        else:
+            val = None
+    print("null" if val is None else
+          json.dumps(val) if isinstance(val, (dict, list)) else
+          str(val).lower() if isinstance(val, bool) else val)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("make")
+    p.add_argument("out")
+    p.add_argument("--count", type=int, default=400)
+    p = sub.add_parser("send")
+    p.add_argument("--server", required=True)
+    p.add_argument("--port", type=int, default=11211)
+    p.add_argument("--keys", required=True)
+    p.add_argument("--sets", type=int, default=0)
+    p = sub.add_parser("expect")
+    p.add_argument("--lookup", required=True)
+    p.add_argument("--sets", type=int, default=0)
+    p.add_argument("--self", type=int, required=True)
+    p.add_argument("--nshards", type=int, required=True)
+    p = sub.add_parser("check")
+    p.add_argument("--report", required=True)
+    p.add_argument("--expect", required=True)
+    p.add_argument("--name", required=True)
+    p = sub.add_parser("field")
+    p.add_argument("--report", required=True)
+    p.add_argument("path")
+    args = ap.parse_args()
+    fn = {"make": cmd_make, "send": cmd_send, "expect": cmd_expect,
+          "check": cmd_check, "field": cmd_field}[args.cmd]
+    sys.exit(fn(args) or 0)
+
+
+if __name__ == "__main__":
+    main()
