@@ -16,7 +16,7 @@ int cmd_detach(int argc, char **argv)
 		{},
 	};
 	const char *ifname = NULL;
-	char err[KS_ERRLEN], what[96];
+	char err[KS_ERRLEN];
 	int c, verbose = 0, rc;
 
 	optind = 1;
@@ -32,21 +32,12 @@ int cmd_detach(int argc, char **argv)
 		case 'h':
 			ks_help_detach(stdout);
 			return KS_EXIT_OK;
-		case ':':
-			snprintf(what, sizeof(what), "option '%s' needs a value",
-				 argv[optind - 1]);
-			return ks_usage_error("detach", what);
 		default:
-			snprintf(what, sizeof(what), "unknown option '%s'",
-				 argv[optind - 1]);
-			return ks_usage_error("detach", what);
+			return ks_bad_option("detach", c, argv);
 		}
 	}
-	if (optind < argc) {
-		snprintf(what, sizeof(what), "unexpected argument '%s'",
-			 argv[optind]);
-		return ks_usage_error("detach", what);
-	}
+	if (optind < argc)
+		return ks_no_args("detach", argc, argv);
 	ks_log_init(verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
 	if (!ifname) {
 		ks_err("detach needs --iface IF; name the interface keysteer was attached to");

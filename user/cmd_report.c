@@ -44,7 +44,7 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char err[KS_ERRLEN], what[96];
+	char err[KS_ERRLEN];
 	unsigned long long v;
 	int c;
 
@@ -90,21 +90,12 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 		case 'h':
 			ks_help_report(stdout);
 			return -1;
-		case ':':
-			snprintf(what, sizeof(what), "option '%s' needs a value",
-				 argv[optind - 1]);
-			return ks_usage_error("report", what);
 		default:
-			snprintf(what, sizeof(what), "unknown option '%s'",
-				 argv[optind - 1]);
-			return ks_usage_error("report", what);
+			return ks_bad_option("report", c, argv);
 		}
 	}
-	if (optind < argc) {
-		snprintf(what, sizeof(what), "unexpected argument '%s'",
-			 argv[optind]);
-		return ks_usage_error("report", what);
-	}
+	if (optind < argc)
+		return ks_no_args("report", argc, argv);
 	return 0;
 bad:
 	ks_err("%s", err);

@@ -37,19 +37,6 @@ static int common_opt(int c, const char *arg, struct ks_ring_spec *spec,
 	return 0;
 }
 
-static int opt_error(const char *cmd, int c, char **argv)
-{
-	char what[128];
-
-	if (c == ':')
-		snprintf(what, sizeof(what), "option '%s' needs a value",
-			 argv[optind - 1]);
-	else
-		snprintf(what, sizeof(what), "unknown option '%s'",
-			 argv[optind - 1]);
-	return ks_usage_error(cmd, what);
-}
-
 /* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 		      const char *key, size_t len, const char *where)
@@ -113,7 +100,7 @@ static int ring_lookup(int argc, char **argv)
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
 		default:
-			return opt_error("ring lookup", c, argv);
+			return ks_bad_option("ring lookup", c, argv);
 		}
 	}
 	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
@@ -321,7 +308,7 @@ static int ring_diff(int argc, char **argv)
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
 		default:
-			return opt_error("ring diff", c, argv);
+			return ks_bad_option("ring diff", c, argv);
 		}
 	}
 	if (optind < argc) {

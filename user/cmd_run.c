@@ -67,7 +67,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char err[KS_ERRLEN * 2], what[96];
+	char err[KS_ERRLEN * 2];
 	struct ks_ring_spec *spec = &o->ring.spec;
 	unsigned long long v;
 	int c, n;
@@ -156,21 +156,12 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		case 'h':
 			ks_help_run(stdout);
 			return -1;
-		case ':':
-			snprintf(what, sizeof(what), "option '%s' needs a value",
-				 argv[optind - 1]);
-			return ks_usage_error("run", what);
 		default:
-			snprintf(what, sizeof(what), "unknown option '%s'",
-				 argv[optind - 1]);
-			return ks_usage_error("run", what);
+			return ks_bad_option("run", c, argv);
 		}
 	}
-	if (optind < argc) {
-		snprintf(what, sizeof(what), "unexpected argument '%s'",
-			 argv[optind]);
-		return ks_usage_error("run", what);
-	}
+	if (optind < argc)
+		return ks_no_args("run", argc, argv);
 	if (!o->ifname) {
 		ks_err("run needs --iface IF; name the interface memcached receives on (see 'ip link')");
 		return KS_EXIT_USAGE;

@@ -33,6 +33,10 @@ int ks_help_for(const char *cmd, FILE *f);
 
 /* The usage error of an unknown or malformed option, exit code 2. */
 int ks_usage_error(const char *cmd, const char *what);
+/* The usage error of getopt's ':' (no value) or '?' (unknown option). */
+int ks_bad_option(const char *cmd, int c, char **argv);
+/* The usage error of a leftover argument, or 0 when there is none. */
+int ks_no_args(const char *cmd, int argc, char **argv);
 
 /* Prints why and returns KS_EXIT_FAIL when not root; 0 when root. */
 int ks_require_root(const char *doing);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <getopt.h>
 #include <string.h>
 #include "keysteer.h"
 #include "cmds.h"
@@ -217,6 +218,29 @@ int ks_help_for(const char *cmd, FILE *f)
 		}
 	}
 	return -1;
+}
+
+int ks_bad_option(const char *cmd, int c, char **argv)
+{
+	char what[128];
+
+	if (c == ':')
+		snprintf(what, sizeof(what), "option '%s' needs a value",
+			 argv[optind - 1]);
+	else
+		snprintf(what, sizeof(what), "unknown option '%s'",
+			 argv[optind - 1]);
+	return ks_usage_error(cmd, what);
+}
+
+int ks_no_args(const char *cmd, int argc, char **argv)
+{
+	char what[128];
+
+	if (optind >= argc)
+		return 0;
+	snprintf(what, sizeof(what), "unexpected argument '%s'", argv[optind]);
+	return ks_usage_error(cmd, what);
 }
 
 int ks_usage_error(const char *cmd, const char *what)

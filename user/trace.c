@@ -100,7 +100,7 @@ static int parse_trace(int argc, char **argv, struct trace_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char err[KS_ERRLEN], what[96];
+	char err[KS_ERRLEN];
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -131,21 +131,12 @@ static int parse_trace(int argc, char **argv, struct trace_opts *o)
 		case 'h':
 			ks_help_trace(stdout);
 			return -1;
-		case ':':
-			snprintf(what, sizeof(what), "option '%s' needs a value",
-				 argv[optind - 1]);
-			return ks_usage_error("trace", what);
 		default:
-			snprintf(what, sizeof(what), "unknown option '%s'",
-				 argv[optind - 1]);
-			return ks_usage_error("trace", what);
+			return ks_bad_option("trace", c, argv);
 		}
 	}
-	if (optind < argc) {
-		snprintf(what, sizeof(what), "unexpected argument '%s'",
-			 argv[optind]);
-		return ks_usage_error("trace", what);
-	}
+	if (optind < argc)
+		return ks_no_args("trace", argc, argv);
 	return 0;
 bad:
 	ks_err("%s", err);
