@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 #include "keysteer.h"
+#include "ks_ring.h"
 
 #define BENCH_FRAME_MAX 4096
 #define BENCH_MC_PORT   11211 /* the one port the benchmark config watches */
@@ -51,6 +52,8 @@ struct bench_env {
 /* What the datapath counted, summed over CPUs. */
 struct bench_counts {
 	__u64 sampled;   /* ks_pkts n[KS_PKT_SAMPLED] */
+	__u64 ring_hit;  /* ks_pkts n[KS_PKT_RING_HIT]: keys placed on the ring */
+	__u64 misdirected; /* ks_pkts n[KS_PKT_MISDIRECTED] */
 	__u64 not_mc;    /* ks_errors[KS_ERR_NOT_MEMCACHED] */
 	__u64 errors;    /* every other ks_errors reason */
 	__u64 keys;      /* sum of ks_ops[*].keys */
@@ -69,8 +72,11 @@ struct bench_prog_info {
 int bench_open(struct bench_env *e, int cpu);
 void bench_close(struct bench_env *e);
 
-/* Writes the config with this sample_n (ports: 11211 only). */
+/* Writes the config with this sample_n (ports: 11211 only; ring half 0). */
 int bench_set_sample(struct bench_env *e, __u32 sample_n);
+
+/* Writes h into ks_ring half 0, the active one (NULL: an empty half). */
+int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h);
 
 /*
  * One BPF_PROG_TEST_RUN of repeat runs; *ns is the kernel's average time
@@ -92,12 +98,31 @@ struct bench_scen {
 	bool memcached;       /* to port 11211: keys are parsed */
 	__u32 keys;           /* keys per packet */
 	double target_ns;     /* limit over empty; 0: none */
+	/* the ring loaded for the run (NULL: an empty half, no ring) */
+	struct ks_ring_half *ring;
+	__u32 ring_dist;      /* enum ks_dist, when ring */
+	__u32 ring_shards;
+	bool misdirected;     /* self is not the key's owner */
+	int base;             /* same packet without a ring (index), or -1 */
+	double ring_target_ns; /* limit over base; 0: none */
 	__u8 frame[BENCH_FRAME_MAX];
 	__u32 len;
 };
 
 /* Builds the scenario list; returns how many, or -1 on a builder error. */
 int bench_scenarios(struct bench_scen **out);
+void bench_scenarios_free(struct bench_scen *sc, int n);
+
+/* ---- rings (bench_ring.c) ---- */
+
+/*
+ * The ring of dist over nshards hosts 10.0.x.y:11211 as the agent would
+ * push it, with self the owner of key (a cache host the key was sent to
+ * rightly) or, misdirected, the next shard. NULL after printing why.
+ */
+struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
+				const void *key, size_t klen,
+				bool misdirected);
 
 /* ---- figures and reports (bench_report.c) ---- */
 
@@ -130,6 +155,9 @@ struct bench_report {
 };
 
 void bench_read_machine(struct bench_machine *m);
+/* Median over runs of (scenario - its base scenario): the ring's own
+ * cost, both timed in the same run. */
+double bench_over_base(const struct bench_report *rep, int i);
 void bench_print_table(const struct bench_report *rep);
 void bench_print_json(const struct bench_report *rep);
 

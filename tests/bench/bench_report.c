@@ -77,11 +77,11 @@ static double vmax(const double *v, __u32 n)
 static double baseline_median(const struct bench_samples *res, int n,
 			      __u32 runs)
 {
-	double all[BENCH_RUNS_MAX * 16];
+	double all[BENCH_RUNS_MAX * 32];
 	__u32 k = 0, r;
 	int i;
 
-	for (i = 0; i < n && k + runs <= BENCH_RUNS_MAX * 16; i++)
+	for (i = 0; i < n && k + runs <= BENCH_RUNS_MAX * 32; i++)
 		for (r = 0; r < runs; r++)
 			all[k++] = res[i].empty[r];
 	qsort(all, k, sizeof(*all), cmp_double);
@@ -91,6 +91,52 @@ static double baseline_median(const struct bench_samples *res, int n,
 static const char *met(bool ok)
 {
 	return ok ? "met" : "NOT met";
+}
+
+double bench_over_base(const struct bench_report *rep, int i)
+{
+	const struct bench_samples *s = &rep->res[i];
+	const struct bench_samples *b = &rep->res[rep->sc[i].base];
+	double d[BENCH_RUNS_MAX];
+	__u32 r;
+
+	/* per run, so both sides saw the machine at the same moment */
+	for (r = 0; r < rep->runs; r++)
+		d[r] = s->scen[r] - b->scen[r];
+	return median(d, rep->runs);
+}
+
+static const char *dist_label(__u32 dist)
+{
+	switch (dist) {
+	case KS_DIST_KETAMA:
+		return "ketama (MD5)";
+	case KS_DIST_TWEMPROXY:
+		return "twemproxy (FNV-1a)";
+	default:
+		return "?";
+	}
+}
+
+/* The ring's own cost: each ring scenario over its packet without one. */
+static void print_ring_table(const struct bench_report *rep)
+{
+	const struct bench_scen *sc = rep->sc;
+	int i, any = 0;
+
+	for (i = 0; i < rep->n; i++) {
+		if (sc[i].base < 0)
+			continue;
+		if (!any++)
+			printf("\nring lookup, ns over the same packet with no ring loaded:\n"
+			       "  %-50s %-18s %6s %6s\n", "scenario", "ring",
+			       "shards", "ns");
+		printf("  %-50s %-18s %6u %6.1f%s\n", sc[i].label,
+		       dist_label(sc[i].ring_dist), sc[i].ring_shards,
+		       bench_over_base(rep, i),
+		       rep->res[i].valid && rep->res[sc[i].base].valid ?
+			       "" : "  INVALID");
+	}
 }
 
 void bench_print_table(const struct bench_report *rep)
@@ -109,9 +155,9 @@ void bench_print_table(const struct bench_report *rep)
 	       rep->repeat, rep->runs,
 	       rep->repeat < BENCH_REPEAT_ISSUE ?
 		       " (repeat < 1000000: indicative only)" : "");
-	printf("%-44s %5s %4s %8s %10s %13s\n", "scenario", "bytes", "keys",
+	printf("%-50s %5s %4s %8s %10s %13s\n", "scenario", "bytes", "keys",
 	       "ns/pkt", "over empty", "(min..max)");
-	printf("%-44s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)", "-",
+	printf("%-50s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)", "-",
 	       "-", baseline_median(res, n, rep->runs), "0");
 	for (i = 0; i < n; i++) {
 		char range[32];
@@ -119,19 +165,27 @@ void bench_print_table(const struct bench_report *rep)
 		snprintf(range, sizeof(range), "(%.0f..%.0f)",
 			 vmin(res[i].over, rep->runs),
 			 vmax(res[i].over, rep->runs));
-		printf("%-44s %5u %4u %8.1f %10.1f %13s%s\n", sc[i].label,
+		printf("%-50s %5u %4u %8.1f %10.1f %13s%s\n", sc[i].label,
 		       sc[i].len, sc[i].keys, median(res[i].scen, rep->runs),
 		       median(res[i].over, rep->runs), range,
 		       res[i].valid ? "" : "  INVALID");
 	}
 
-	printf("\ntargets (ns over empty):\n");
+	print_ring_table(rep);
+
+	printf("\ntargets (ns over empty; ring: over the packet with no ring):\n");
 	for (i = 0; i < n; i++) {
 		double v = median(res[i].over, rep->runs);
 
 		if (sc[i].target_ns > 0)
-			printf("  %-40s <= %3.0f: %6.1f  %s\n", sc[i].label,
+			printf("  %-50s <= %3.0f: %6.1f  %s\n", sc[i].label,
 			       sc[i].target_ns, v, met(v <= sc[i].target_ns));
+		if (sc[i].ring_target_ns > 0) {
+			v = bench_over_base(rep, i);
+			printf("  %-50s <= %3.0f: %6.1f  %s\n", sc[i].label,
+			       sc[i].ring_target_ns, v,
+			       met(v <= sc[i].ring_target_ns));
+		}
 	}
 
 	printf("\nverifier, instructions processed (limit %u, target <= %u):\n",
@@ -198,6 +252,24 @@ void bench_print_json(const struct bench_report *rep)
 			printf("\"target_ns\":%.0f,\"target_met\":%s,",
 			       sc[i].target_ns,
 			       v <= sc[i].target_ns ? "true" : "false");
+		if (sc[i].base >= 0) {
+			double rv = bench_over_base(rep, i);
+
+			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"
+			       "\"misdirected\":%s,\"base\":\"%s\","
+			       "\"over_base_median\":%.1f",
+			       sc[i].ring_dist == KS_DIST_KETAMA ? "ketama" :
+								   "twemproxy",
+			       sc[i].ring_shards,
+			       sc[i].misdirected ? "true" : "false",
+			       sc[sc[i].base].id, rv);
+			if (sc[i].ring_target_ns > 0)
+				printf(",\"target_ns\":%.0f,\"target_met\":%s",
+				       sc[i].ring_target_ns,
+				       rv <= sc[i].ring_target_ns ? "true" :
+								    "false");
+			printf("},");
+		}
 		printf("\"runs_empty_scenario_ns\":[");
 		for (r = 0; r < rep->runs; r++)
 			printf("%s[%.0f,%.0f]", r ? "," : "", res[i].empty[r],

@@ -140,6 +140,24 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 	return 0;
 }
 
+int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
+{
+	static struct ks_ring_half *empty;
+	__u32 half = 0;
+
+	if (!h) {
+		if (!empty)
+			empty = calloc(1, sizeof(*empty));
+		if (!empty)
+			return -ENOMEM;
+		h = empty;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_ring), &half, h,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int bench_run(int prog_fd, const void *frame, __u32 len, __u32 repeat,
 	      __u32 *ns)
 {
@@ -190,6 +208,8 @@ int bench_counts(struct bench_env *e, struct bench_counts *c)
 	/* ks_pkts is one per-CPU entry holding every packet counter */
 	err = percpu_sum(e, e->ks->maps.ks_pkts, 0, pc.n, KS_PKT_MAX);
 	c->sampled = pc.n[KS_PKT_SAMPLED];
+	c->ring_hit = pc.n[KS_PKT_RING_HIT];
+	c->misdirected = pc.n[KS_PKT_MISDIRECTED];
 	for (k = 0; !err && k < KS_ERR_MAX; k++) {
 		err = percpu_sum(e, e->ks->maps.ks_errors, k, &v, 1);
 		if (k == KS_ERR_NOT_MEMCACHED)

@@ -10,6 +10,9 @@
 
 #define TARGET_UNSAMPLED_NS 15.0 /* issue 2: unsampled GET over empty */
 #define TARGET_SAMPLED_NS   60.0 /* issue 2: sampled 16-byte GET over empty */
+/* issue 3: the ring lookup of a sampled 16-byte GET, FNV-1a, 1024 shards,
+ * over the same GET with no ring loaded */
+#define TARGET_RING_FNV_NS  25.0
 
 enum scen_kind { SC_HTTP, SC_GET, SC_SET };
 
@@ -22,6 +25,12 @@ struct scen_def {
 	size_t vallen;
 	bool sampled;
 	double target_ns;
+	/* ring scenarios: the ring and the scenario without it */
+	enum ks_dist dist;
+	__u32 shards;         /* 0: no ring */
+	bool misdirected;
+	const char *base_id;
+	double ring_target_ns;
 };
 
 static const struct scen_def defs[] = {
@@ -43,6 +52,38 @@ static const struct scen_def defs[] = {
 	  SC_SET, 1, 16, 100, false, 0 },
 	{ "set100_sampled", "set, 16-byte key, 100-byte value, sampled",
 	  SC_SET, 1, 16, 100, true, 0 },
+	/* the ring: each against the same packet with no ring loaded */
+	{ "get16_sampled_ketama4", "get, 16-byte key, sampled, ketama 4",
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 4, false,
+	  "get16_sampled", 0 },
+	{ "get16_sampled_ketama64", "get, 16-byte key, sampled, ketama 64",
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 64, false,
+	  "get16_sampled", 0 },
+	{ "get16_sampled_ketama1024", "get, 16-byte key, sampled, ketama 1024",
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 1024, false,
+	  "get16_sampled", 0 },
+	{ "get16_sampled_twemproxy4", "get, 16-byte key, sampled, twemproxy 4",
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_TWEMPROXY, 4, false,
+	  "get16_sampled", 0 },
+	{ "get16_sampled_twemproxy64", "get, 16-byte key, sampled, twemproxy 64",
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_TWEMPROXY, 64, false,
+	  "get16_sampled", 0 },
+	{ "get16_sampled_twemproxy1024",
+	  "get, 16-byte key, sampled, twemproxy 1024", SC_GET, 1, 16, 0, true,
+	  0, KS_DIST_TWEMPROXY, 1024, false, "get16_sampled",
+	  TARGET_RING_FNV_NS },
+	{ "get16_sampled_twemproxy1024_misdirected",
+	  "get, 16-byte key, sampled, twemproxy 1024, misdir", SC_GET, 1, 16,
+	  0, true, 0, KS_DIST_TWEMPROXY, 1024, true, "get16_sampled", 0 },
+	{ "get16_unsampled_ketama1024",
+	  "get, 16-byte key, unsampled, ketama 1024", SC_GET, 1, 16, 0, false,
+	  0, KS_DIST_KETAMA, 1024, false, "get16_unsampled", 0 },
+	{ "get250_sampled_ketama1024", "get, 250-byte key, sampled, ketama 1024",
+	  SC_GET, 1, 250, 0, true, 0, KS_DIST_KETAMA, 1024, false,
+	  "get250_sampled", 0 },
+	{ "get250_sampled_twemproxy1024",
+	  "get, 250-byte key, sampled, twemproxy 1024", SC_GET, 1, 250, 0, true,
+	  0, KS_DIST_TWEMPROXY, 1024, false, "get250_sampled", 0 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
@@ -78,8 +119,42 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	s->memcached = d->kind != SC_HTTP;
 	s->keys = d->nkeys;
 	s->target_ns = d->target_ns;
+	s->base = -1;
 	s->len = bench_frame_tcp4(s->frame, sizeof(s->frame), dport, pay, plen);
-	return s->len ? 0 : -1;
+	if (!s->len)
+		return -1;
+	if (!d->shards)
+		return 0;
+	/* the packet's (first) key decides the owner, and so the self that
+	 * makes it rightly directed or misdirected */
+	bench_key(pay, d->keylen, 0);
+	s->ring = bench_ring(d->dist, d->shards, pay, d->keylen,
+			     d->misdirected);
+	s->ring_dist = d->dist;
+	s->ring_shards = d->shards;
+	s->misdirected = d->misdirected;
+	s->ring_target_ns = d->ring_target_ns;
+	return s->ring ? 0 : -1;
+}
+
+/* Index of the scenario named id, or -1. */
+static int find_id(const struct bench_scen *s, int n, const char *id)
+{
+	int i;
+
+	for (i = 0; id && i < n; i++)
+		if (!strcmp(s[i].id, id))
+			return i;
+	return -1;
+}
+
+void bench_scenarios_free(struct bench_scen *sc, int n)
+{
+	int i;
+
+	for (i = 0; sc && i < n; i++)
+		free(sc[i].ring);
+	free(sc);
 }
 
 int bench_scenarios(struct bench_scen **out)
@@ -92,8 +167,15 @@ int bench_scenarios(struct bench_scen **out)
 		return -1;
 	for (i = 0; i < N_DEFS; i++) {
 		if (build_one(&defs[i], &s[i])) {
-			free(s);
+			bench_scenarios_free(s, (int)N_DEFS);
 			return -1;
+		}
+		if (defs[i].base_id) {
+			s[i].base = find_id(s, (int)i, defs[i].base_id);
+			if (s[i].base < 0) {
+				bench_scenarios_free(s, (int)N_DEFS);
+				return -1;
+			}
 		}
 	}
 	*out = s;

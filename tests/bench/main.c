@@ -30,6 +30,7 @@ struct args {
 	__u32 repeat;
 	__u32 runs;
 	int cpu;
+	const char *only;
 	bool json;
 	bool verbose;
 };
@@ -37,12 +38,14 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: bench [--repeat N] [--runs N] [--cpu N] [--json] [-v]\n"
+"Usage: bench [--repeat N] [--runs N] [--cpu N] [--only TEXT] [--json] [-v]\n"
 "\n"
 "Times keysteer's XDP program against an empty XDP program with\n"
 "BPF_PROG_TEST_RUN (the kernel's average ns per run) on fixed packets, and\n"
-"prints ns per packet over empty (median of the runs) and the verifier's\n"
-"instructions processed per program, each against issue 2's targets.\n"
+"prints ns per packet over empty (median of the runs), the ring lookup's\n"
+"own cost (ring scenarios over the same packet with no ring loaded) and\n"
+"the verifier's instructions processed per program, each against the\n"
+"targets of issues 2 and 3.\n"
 "Needs root. Nothing is attached and no map is pinned.\n"
 "\n"
 "Options:\n"
@@ -51,6 +54,8 @@ static void usage(FILE *f)
 "  --runs N    timings per scenario, interleaved with the baseline\n"
 "              (default %u, at most %u)\n"
 "  --cpu N     CPU to pin to (default: the last online CPU)\n"
+"  --only TEXT only the scenarios whose name contains TEXT (and the\n"
+"              scenarios without a ring they are compared with)\n"
 "  --json      one JSON document on stdout instead of the table\n"
 "  -v          libbpf's debug output (verifier log on a load failure)\n"
 "  -h, --help  this text\n"
@@ -58,6 +63,7 @@ static void usage(FILE *f)
 "Examples:\n"
 "  make bench\n"
 "  build/tests/bench --repeat 2000000 --runs 7\n"
+"  build/tests/bench --only twemproxy\n"
 "  build/tests/bench --json > bench.json\n",
 		REPEAT_DEFAULT, BENCH_REPEAT_ISSUE, REPEAT_MAX, RUNS_DEFAULT,
 		BENCH_RUNS_MAX);
@@ -69,6 +75,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "runs", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -100,6 +107,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 					  &v, err, sizeof(err)))
 				goto bad;
 			a->cpu = (int)v;
+			break;
+		case 'o':
+			a->only = optarg;
 			break;
 		case 'j':
 			a->json = true;
@@ -137,7 +147,10 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 	__u32 ns;
 	int err;
 
-	err = bench_set_sample(e, 1);
+	/* the scenario's ring, or none: an empty active half */
+	err = bench_set_ring(e, s->ring);
+	if (!err)
+		err = bench_set_sample(e, 1);
 	if (err || s->sampled)
 		return err;
 	err = bench_run(e->xdp_fd, s->frame, s->len, 1, &ns);
@@ -155,20 +168,29 @@ static bool check_counts(const struct bench_scen *s, __u32 repeat,
 	__u64 d_nmc = a->not_mc - b->not_mc;
 	__u64 want_req = s->memcached ? repeat : 0;
 	__u64 want_nmc = s->memcached ? 0 : repeat;
+	/* every sampled key is placed on a loaded ring */
+	__u64 d_hit = a->ring_hit - b->ring_hit;
+	__u64 d_mis = a->misdirected - b->misdirected;
+	__u64 want_hit = s->ring && s->sampled ? keys : 0;
+	__u64 want_mis = s->misdirected ? want_hit : 0;
 
 	if (d_keys == keys && d_req == want_req && d_err == 0 &&
-	    d_nmc == want_nmc && d_sampled == (s->sampled ? keys : 0))
+	    d_nmc == want_nmc && d_sampled == (s->sampled ? keys : 0) &&
+	    d_hit == want_hit && d_mis == want_mis)
 		return true;
 	fprintf(stderr,
 		"bench: %s took another path than it claims: keys %llu "
 		"(want %llu), requests %llu (want %llu), sampled %llu (want "
 		"%llu), not-memcached %llu (want %llu), other errors %llu "
-		"(want 0)\n", s->id, (unsigned long long)d_keys,
+		"(want 0), ring hits %llu (want %llu), misdirected %llu "
+		"(want %llu)\n", s->id, (unsigned long long)d_keys,
 		(unsigned long long)keys, (unsigned long long)d_req,
 		(unsigned long long)want_req, (unsigned long long)d_sampled,
 		(unsigned long long)(s->sampled ? keys : 0),
 		(unsigned long long)d_nmc, (unsigned long long)want_nmc,
-		(unsigned long long)d_err);
+		(unsigned long long)d_err, (unsigned long long)d_hit,
+		(unsigned long long)want_hit, (unsigned long long)d_mis,
+		(unsigned long long)want_mis);
 	return false;
 }
 
@@ -238,6 +260,44 @@ static int measure_all(struct bench_env *e, const struct bench_scen *sc,
 	return 0;
 }
 
+/*
+ * Keeps the scenarios whose id contains only, and the base each kept one
+ * is compared with, in their order; returns how many are left.
+ */
+static int select_scenarios(struct bench_scen *sc, int n, const char *only)
+{
+	int *keep = calloc(n, sizeof(*keep)), *to = calloc(n, sizeof(*to));
+	int i, m = 0;
+
+	if (!keep || !to) {
+		free(keep);
+		free(to);
+		return -1;
+	}
+	for (i = n - 1; i >= 0; i--) {
+		/* bases come before the scenarios that name them */
+		if (strstr(sc[i].id, only) || keep[i]) {
+			keep[i] = 1;
+			if (sc[i].base >= 0)
+				keep[sc[i].base] = 1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (!keep[i]) {
+			free(sc[i].ring);
+			continue;
+		}
+		to[i] = m;
+		sc[m] = sc[i];
+		if (sc[m].base >= 0)
+			sc[m].base = to[sc[m].base];
+		m++;
+	}
+	free(keep);
+	free(to);
+	return m;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_prog_info pi[3];
@@ -263,6 +323,14 @@ int main(int argc, char **argv)
 	if (n <= 0) {
 		fprintf(stderr, "bench: building the test packets failed\n");
 		return 1;
+	}
+	if (a.only)
+		n = select_scenarios(sc, n, a.only);
+	if (n <= 0) {
+		fprintf(stderr, "bench: no scenario name contains '%s'; see "
+			"--json for the names\n", a.only);
+		bench_scenarios_free(sc, n < 0 ? 0 : n);
+		return 2;
 	}
 	if (bench_open(&env, a.cpu))
 		goto out;
@@ -305,6 +373,6 @@ out:
 		free(res[i].over);
 	}
 	free(res);
-	free(sc);
+	bench_scenarios_free(sc, n);
 	return rc;
 }

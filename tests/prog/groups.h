@@ -13,5 +13,7 @@ void t_sampling_group(void);  /* t_sampling.c: sampling, epochs, cands */
 void t_malformed_group(void); /* t_malformed.c: truncation, lies, garbage */
 void t_trace_group(void);     /* t_trace.c: ks_events */
 void t_fastpath_group(void);  /* t_fastpath.c: lone-get fast path */
+void t_ring_group(void);      /* t_ring.c: keys placed on the ring */
+void t_ring_swap_group(void); /* t_ring_swap.c: ring swaps under load */
 
 #endif

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "ring.h"
 #include "kp.h"
 
 #define XDP_PASS_RC 2 /* enum xdp_action XDP_PASS */
@@ -33,6 +34,15 @@ struct snap {
 };
 static struct snap snaps[32];
 static int nsnap;
+/* 0..n-1, the keys of a batch update of any array map */
+static __u32 *snap_keys;
+static __u32 snap_keys_n;
+/*
+ * Only the harness writes ks_ring, and a restore of its two 1.5 MiB halves
+ * costs as much as the rest of a reset: it is restored only after a write.
+ */
+static volatile bool ring_dirty;
+static struct ks_ring_half *empty_half; /* what kp_ring_write(NULL) writes */
 
 /* Scratch for reading one per-CPU entry. */
 static __u8 *rowbuf;
@@ -56,7 +66,7 @@ static const char *const err_names[KS_ERR_MAX] = {
 
 static const char *const pkt_names[KS_PKT_MAX] = {
 	"seen", "memcached", "tcp", "udp", "sampled", "cand_insert",
-	"cand_evict", "trace_drop",
+	"cand_evict", "trace_drop", "ring_hit", "misdirected",
 };
 
 const char *kp_op_name(int op)
@@ -276,6 +286,14 @@ static int snapshot_maps(void)
 		s->data = calloc(s->n, s->vsz);
 		if (!s->data)
 			return -ENOMEM;
+		if (s->n > snap_keys_n) {
+			free(snap_keys);
+			snap_keys = calloc(s->n, sizeof(*snap_keys));
+			if (!snap_keys)
+				return -ENOMEM;
+			for (snap_keys_n = 0; snap_keys_n < s->n; snap_keys_n++)
+				snap_keys[snap_keys_n] = snap_keys_n;
+		}
 		for (i = 0; i < s->n; i++)
 			if (bpf_map_lookup_elem(bpf_map__fd(m), &i,
 						s->data + (size_t)i * s->vsz))
@@ -284,19 +302,41 @@ static int snapshot_maps(void)
 	return 0;
 }
 
+/*
+ * One map back to its snapshot: in one batch update where the kernel has
+ * them for the map (5.6+), so the 1024-entry per-CPU maps cost one
+ * syscall, not 1024; entry by entry otherwise.
+ */
+static int restore_map(const struct snap *s)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bo, .elem_flags = 0, .flags = 0);
+	int fd = bpf_map__fd(s->map);
+	__u32 i, count = s->n;
+
+	if (s->n > 1 && !bpf_map_update_batch(fd, snap_keys, s->data, &count,
+					      &bo) && count == s->n)
+		return 0;
+	for (i = 0; i < s->n; i++)
+		if (bpf_map_update_elem(fd, &i, s->data + (size_t)i * s->vsz,
+					BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 static int restore_maps(void)
 {
-	int k;
+	int k, err;
 
 	for (k = 0; k < nsnap; k++) {
 		struct snap *s = &snaps[k];
-		__u32 i;
 
-		for (i = 0; i < s->n; i++)
-			if (bpf_map_update_elem(bpf_map__fd(s->map), &i,
-						s->data + (size_t)i * s->vsz,
-						BPF_ANY))
-				return -errno;
+		if (s->map == skel->maps.ks_ring && !ring_dirty)
+			continue;
+		err = restore_map(s);
+		if (err)
+			return err;
+		if (s->map == skel->maps.ks_ring)
+			ring_dirty = false;
 	}
 	return 0;
 }
@@ -392,6 +432,11 @@ void kp_teardown(void)
 	for (k = 0; k < nsnap; k++)
 		free(snaps[k].data);
 	nsnap = 0;
+	free(snap_keys);
+	snap_keys = NULL;
+	snap_keys_n = 0;
+	free(empty_half);
+	empty_half = NULL;
 	free(rowbuf);
 	rowbuf = NULL;
 	rowbuf_sz = 0;
@@ -417,6 +462,16 @@ static void model_reset(void)
 		kp.x.pkts[KS_PKT_CAND_INSERT] = KP_DONTCARE;
 		kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;
 	}
+}
+
+/* With a ring loaded, which keys reach it is known only at sample_n 1. */
+static void model_ring_certainty(void)
+{
+	if (kp.x.exact || !kp.x.ring)
+		return;
+	kp.x.ring_inexact = true;
+	kp.x.pkts[KS_PKT_RING_HIT] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_MISDIRECTED] = KP_DONTCARE;
 }
 
 static void write_config(void)
@@ -461,6 +516,7 @@ void kp_config(const struct ks_config *cfg)
 		kp.x.pkts[KS_PKT_CAND_INSERT] = KP_DONTCARE;
 		kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;
 	}
+	model_ring_certainty();
 }
 
 void kp_set_ports(int n, ...)
@@ -499,6 +555,118 @@ void kp_set_trace(__u32 on)
 
 	c.trace = on;
 	kp_config(&c);
+}
+
+/* ---- the ring ---- */
+
+static int kp_ring_fd(void)
+{
+	return bpf_map__fd(skel->maps.ks_ring);
+}
+
+int kp_ring_write(__u32 half, const struct ks_ring_half *h)
+{
+	if (!h) {
+		if (!empty_half)
+			empty_half = calloc(1, sizeof(*empty_half));
+		if (!empty_half)
+			return -ENOMEM;
+		h = empty_half;
+	}
+	ring_dirty = true;
+	if (bpf_map_update_elem(kp_ring_fd(), &half, h, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int kp_ring_flip(__u32 half)
+{
+	__u32 zero = 0;
+
+	kp.cfg.ring = half;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_config), &zero,
+				&kp.cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void kp_ring_load(const struct ks_ring *r)
+{
+	int err = kp_ring_write(kp.cfg.ring & 1, r ? r->half : NULL);
+
+	if (err)
+		kt_failf(__FILE__, __LINE__, "write ks_ring[%u]: %s",
+			 kp.cfg.ring & 1, strerror(-err));
+	kp.x.ring = r;
+	model_ring_certainty();
+}
+
+/* Reads the first n entries of a per-CPU array map into buf (n values of
+ * vsz * ncpu bytes): one batch lookup where the kernel has it. */
+static int percpu_read_n(struct bpf_map *m, __u32 n, size_t vsz, void *buf)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bo, .elem_flags = 0, .flags = 0);
+	size_t stride = ((vsz + 7) / 8) * 8 * (size_t)kp.ncpu;
+	__u32 *keys = calloc(n, sizeof(*keys)), out = 0, count = n, i;
+	int fd = bpf_map__fd(m), err = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	/* an array map answers ENOENT once the batch reached its end */
+	if ((!bpf_map_lookup_batch(fd, NULL, &out, keys, buf, &count, &bo) ||
+	     errno == ENOENT) && count == n)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (bpf_map_lookup_elem(fd, &i, (__u8 *)buf + i * stride)) {
+			err = -errno;
+			break;
+		}
+	}
+out:
+	free(keys);
+	return err;
+}
+
+int kp_shards_read(struct ks_shard_stats *out, __u32 n)
+{
+	struct ks_shard_stats *v;
+	__u32 i;
+	int c, err;
+
+	if (n > KS_MAX_SHARDS)
+		n = KS_MAX_SHARDS;
+	v = calloc((size_t)n * kp.ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	err = percpu_read_n(skel->maps.ks_shards, n, sizeof(*v), v);
+	for (i = 0; !err && i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		for (c = 0; c < kp.ncpu; c++) {
+			const struct ks_shard_stats *e = &v[i * kp.ncpu + c];
+
+			out[i].reads += e->reads;
+			out[i].writes += e->writes;
+			out[i].misdirected += e->misdirected;
+			out[i].pad += e->pad;
+		}
+	}
+	free(v);
+	return err;
+}
+
+int kp_misdirect_read(__u32 slot, int cpu, struct ks_misdirect *out)
+{
+	struct ks_misdirect *v = calloc(kp.ncpu, sizeof(*v));
+	int err = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_misdirect), &slot, v))
+		err = -errno;
+	else
+		*out = v[cpu];
+	free(v);
+	return err;
 }
 
 /* ---- checks ---- */
@@ -689,9 +857,90 @@ static void check_events(const char *ctx)
 	}
 }
 
+static void check_shards(const char *ctx)
+{
+	static struct ks_shard_stats got[KS_MAX_SHARDS];
+	int bad = 0, first = -1, err;
+	__u32 i;
+
+	err = kp_shards_read(got, KS_MAX_SHARDS);
+	if (err) {
+		KFAIL(ctx, "read ks_shards: %s", strerror(-err));
+		return;
+	}
+	for (i = 0; i < KS_MAX_SHARDS; i++) {
+		const struct ks_shard_stats *w = &kp.x.shards[i];
+
+		if (got[i].reads != w->reads || got[i].writes != w->writes ||
+		    got[i].misdirected != w->misdirected || got[i].pad) {
+			bad++;
+			if (first < 0)
+				first = (int)i;
+		}
+	}
+	if (bad)
+		KFAIL(ctx, "%d shards differ; shard %d reads/writes/misdirected %llu/%llu/%llu, want %llu/%llu/%llu",
+		      bad, first, (unsigned long long)got[first].reads,
+		      (unsigned long long)got[first].writes,
+		      (unsigned long long)got[first].misdirected,
+		      (unsigned long long)kp.x.shards[first].reads,
+		      (unsigned long long)kp.x.shards[first].writes,
+		      (unsigned long long)kp.x.shards[first].misdirected);
+}
+
+/* The misdirect slots of this CPU hold the model's last 32 misdirected
+ * keys (slot i the i-th mod 32); every other slot and CPU is empty. */
+static void check_misdirect(const char *ctx)
+{
+	static const struct ks_misdirect zero;
+	struct ks_misdirect *v = calloc(kp.ncpu, sizeof(*v));
+	__u32 i, filled = kp.x.nmis < KS_MISDIRECT_SLOTS ? kp.x.nmis :
+							   KS_MISDIRECT_SLOTS;
+	int c;
+
+	if (!v)
+		return;
+	for (i = 0; i < KS_MISDIRECT_SLOTS; i++) {
+		const struct ks_misdirect *w = &kp.x.mis[i], *g;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_misdirect),
+					&i, v)) {
+			KFAIL(ctx, "read ks_misdirect[%u]: %s", i,
+			      strerror(errno));
+			break;
+		}
+		for (c = 0; c < kp.ncpu; c++)
+			if (c != kp.cpu && memcmp(&v[c], &zero, sizeof(zero)))
+				KFAIL(ctx, "misdirect slot %u filled on CPU %d, where the test never ran",
+				      i, c);
+		g = &v[kp.cpu];
+		if (i >= filled) {
+			if (memcmp(g, &zero, sizeof(zero)))
+				KFAIL(ctx, "misdirect slot %u filled (owner %u), want empty after %u misdirected keys",
+				      i, g->owner, kp.x.nmis);
+			continue;
+		}
+		if (!g->ts_ns || memcmp(g->saddr, w->saddr, 16) ||
+		    g->sport != w->sport || g->proto != w->proto ||
+		    g->owner != w->owner || g->hash != w->hash || g->pad)
+			KFAIL(ctx, "misdirect slot %u: ts %llu port %u proto %u owner %u hash %016llx, want port %u proto %u owner %u hash %016llx%s",
+			      i, (unsigned long long)g->ts_ns, g->sport,
+			      g->proto, g->owner, (unsigned long long)g->hash,
+			      w->sport, w->proto, w->owner,
+			      (unsigned long long)w->hash,
+			      memcmp(g->saddr, w->saddr, 16) ?
+				      ", source address differs" : "");
+	}
+	free(v);
+}
+
 void kp_check(const char *ctx)
 {
 	check_counters(ctx);
+	if (!kp.x.ring_inexact) {
+		check_shards(ctx);
+		check_misdirect(ctx);
+	}
 	if (kp.x.check_sketch)
 		check_sketch(ctx);
 	if (kp.x.check_cands)
@@ -906,6 +1155,38 @@ static __u32 model_cms_add(__u32 cls, __u64 h)
 	return est;
 }
 
+/* A sampled read or write on the model's ring, as ks_ring_place() does. */
+static void model_ring_place(__u32 cls, const void *key, size_t len,
+			     __u64 hash)
+{
+	const struct ks_ring *r = kp.x.ring;
+	struct ks_misdirect *m;
+	__u32 owner;
+
+	if (!r || !r->half)
+		return;
+	owner = ks_ring_lookup(r, key, len);
+	if (owner >= KS_MAX_SHARDS) /* no ring in the half */
+		return;
+	if (cls == KS_CLASS_READ)
+		kp.x.shards[owner].reads++;
+	else
+		kp.x.shards[owner].writes++;
+	x_pkt_inc(KS_PKT_RING_HIT);
+	if (r->half->meta.self == KS_NO_SHARD || owner == r->half->meta.self)
+		return;
+	kp.x.shards[owner].misdirected++;
+	x_pkt_inc(KS_PKT_MISDIRECTED);
+	m = &kp.x.mis[kp.x.nmis++ % KS_MISDIRECT_SLOTS];
+	memset(m, 0, sizeof(*m));
+	m->ts_ns = 1; /* any nonzero time */
+	memcpy(m->saddr, kp.x.saddr, 16);
+	m->sport = kp.x.sport;
+	m->proto = kp.x.proto;
+	m->owner = owner;
+	m->hash = hash;
+}
+
 static void model_sample(int op, const void *key, size_t len)
 {
 	__u32 cls = ks_op_class((__u32)op);
@@ -935,6 +1216,7 @@ static void model_sample(int op, const void *key, size_t len)
 		}
 		k->count = est;
 		k->seq = kp.cfg.seq;
+		model_ring_place(cls, key, len, h);
 		if (keys_in_bucket(ks_cand_bucket(h)) > KS_CAND_WAYS) {
 			kp.x.pkts[KS_PKT_CAND_INSERT] = KP_DONTCARE;
 			kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;

@@ -4,8 +4,9 @@
  * never pinned), reset to its just-loaded state before every test; packets
  * run through ks_ingress with BPF_PROG_TEST_RUN; an expectation model that
  * each test fills in (ops, errors, packet counters, and for sample_n = 1 an
- * exact count-min sketch with conservative update, the candidate table and
- * the trace events), then compared with every map at kp_end().
+ * exact count-min sketch with conservative update, the candidate table, the
+ * trace events and, with a ring loaded, the per-shard counters and the
+ * misdirected clients), then compared with every map at kp_end().
  *
  * Usage:
  *   kp_begin("name");            default config: ports 0, sample_n 1, seq 0
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include "keysteer.h"
+#include "ks_ring.h"
 #include "pkt.h"
 #include "ktest.h"
 
@@ -63,6 +65,12 @@ struct kp_model {
 	__u8 saddr[16];
 	__u16 sport;
 	__u8 proto;
+	/* the ring sampled reads and writes are placed on (kp_ring_load) */
+	const struct ks_ring *ring;
+	bool ring_inexact;  /* a ring met sample_n > 1: shards not compared */
+	struct ks_shard_stats shards[KS_MAX_SHARDS];
+	__u32 nmis;         /* misdirected keys so far (this CPU) */
+	struct ks_misdirect mis[KS_MISDIRECT_SLOTS]; /* ts_ns: any nonzero */
 };
 
 struct kp_env {
@@ -100,6 +108,29 @@ void kp_reset(void);
 void kp_check(const char *ctx);
 /* kp_check(NULL) then print the test line. */
 void kp_end(void);
+
+/* ---- the ring (bpf/ks_ring.h; built with user/ring.h) ---- */
+struct ks_ring;
+/*
+ * Writes h into half `half` of ks_ring (NULL: an empty half, nshards 0).
+ * Safe from a second thread. The ring map is restored at the next reset
+ * only after such a write (two 1.5 MiB halves would double every reset).
+ */
+int kp_ring_write(__u32 half, const struct ks_ring_half *h);
+/* Makes `half` the active one (ks_config.ring, kp.cfg.ring); nothing else. */
+int kp_ring_flip(__u32 half);
+/*
+ * Loads r into the active half and into the model: from now on every
+ * sampled read or write key is placed on r with ks_ring_lookup(), and
+ * ks_shards, ring_hit, misdirected and the ks_misdirect slots are expected
+ * to follow. r must live until the next reset; NULL loads an empty half.
+ * Every test checks ks_shards and ks_misdirect: all zero without a ring.
+ */
+void kp_ring_load(const struct ks_ring *r);
+/* Shards 0..n-1 of ks_shards summed over CPUs; 0 or -errno. */
+int kp_shards_read(struct ks_shard_stats *out, __u32 n);
+/* Slot of ks_misdirect as CPU cpu holds it; 0 or -errno. */
+int kp_misdirect_read(__u32 slot, int cpu, struct ks_misdirect *out);
 
 /* ---- running packets ---- */
 /* Runs a program on data; returns 0 or -errno; retval/out as the kernel

@@ -38,6 +38,8 @@ int main(void)
 	t_fastpath_group();
 	t_malformed_group();
 	t_trace_group();
+	t_ring_group();
+	t_ring_swap_group();
 	kp_teardown();
 	return kt_summary("prog");
 }
