@@ -288,7 +288,7 @@ static inline void ks_md5_bytes(const void *data, __u64 len, __u32 st[4])
 static inline __u32 ks_fnv1a64_tw_key(const __u64 *key, __u32 len)
 {
 	__u64 h = (__u32)KS_FNV64_OFFSET;
-	__u32 i, k;
+	__u32 i, k, left;
 
 	if (len > KS_MAX_KEY_LEN)
 		len = KS_MAX_KEY_LEN;
@@ -297,10 +297,20 @@ static inline __u32 ks_fnv1a64_tw_key(const __u64 *key, __u32 len)
 
 		if (i * 8 >= len)
 			break;
+		left = len - i * 8;
+		/* whole words without a length test per byte: the tests, not
+		 * the arithmetic, were most of the cost in BPF */
+		if (left >= 8) {
+			for (k = 0; k < 8; k++) {
+				/* byte k, sign-extended like a char */
+				h ^= (__u64)(__s64)(__s8)(__u8)(w >> (8 * k));
+				h *= (__u32)KS_FNV64_PRIME;
+			}
+			continue;
+		}
 		for (k = 0; k < 8; k++) {
-			if (i * 8 + k >= len)
+			if (k >= left)
 				break;
-			/* byte k of the word, sign-extended like a char */
 			h ^= (__u64)(__s64)(__s8)(__u8)(w >> (8 * k));
 			h *= (__u32)KS_FNV64_PRIME;
 		}
