@@ -94,9 +94,7 @@ static int parse_report(int argc, char **argv, struct report_opts *o)
 			return ks_bad_option("report", c, argv);
 		}
 	}
-	if (optind < argc)
-		return ks_no_args("report", argc, argv);
-	return 0;
+	return ks_no_args("report", argc, argv);
 bad:
 	ks_err("%s", err);
 	return KS_EXIT_USAGE;

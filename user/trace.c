@@ -135,9 +135,7 @@ static int parse_trace(int argc, char **argv, struct trace_opts *o)
 			return ks_bad_option("trace", c, argv);
 		}
 	}
-	if (optind < argc)
-		return ks_no_args("trace", argc, argv);
-	return 0;
+	return ks_no_args("trace", argc, argv);
 bad:
 	ks_err("%s", err);
 	return KS_EXIT_USAGE;
