@@ -64,10 +64,34 @@ static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
 }
 
 /*
- * The context layer: everything but the payload copy is the same for XDP
- * and tc, and is_xdp is a constant in each caller, so each program keeps
+ * The context layer: copying payload bytes is the one thing XDP and tc do
+ * differently. is_xdp is a constant in each caller, so each program keeps
  * only its own branch.
  */
+static __always_inline long ks_ctx_load(void *ctx, __u32 off, void *dst,
+					__u32 len, const bool is_xdp)
+{
+	return is_xdp ? bpf_xdp_load_bytes(ctx, off, dst, len) :
+			bpf_skb_load_bytes(ctx, off, dst, len);
+}
+
+/* A lone get due for sampling: its key straight from the packet. */
+static __always_inline void ks_fast_sample(void *ctx, struct ks_scratch *s,
+					   const struct ks_l4 *l4,
+					   const bool is_xdp)
+{
+	__u32 len = l4->payload_len - 6; /* less "get " and "\r\n" */
+
+	if (len > KS_FAST_KEY)
+		return;
+	ks_key_clear(s, 0);
+	s->key_words = ks_key_words(len);
+	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key, len, is_xdp))
+		return;
+	ks_key_record(s, len, KS_OP_GET);
+	ks_ring_flush(s);
+}
+
 static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 				      __u32 frame_len, const bool is_xdp)
 {
@@ -112,33 +136,13 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 		s->sport = l4.sport;
 		s->proto = l4.proto;
 	}
-	if (fast == KS_FAST_SAMPLE) {
-		/* the key straight from the packet, zero-padded */
-		len = l4.payload_len - 6;
-		if (len > KS_FAST_KEY)
-			return;
-		ks_key_clear(s, 0);
-		if (is_xdp)
-			err = bpf_xdp_load_bytes(ctx, l4.payload_off + 4,
-						 s->key, len);
-		else
-			err = bpf_skb_load_bytes(ctx, l4.payload_off + 4,
-						 s->key, len);
-		s->key_words = ks_key_words(len);
-		if (!err) {
-			ks_key_record(s, len, KS_OP_GET);
-			ks_ring_flush(s);
-		}
-	}
+	if (fast == KS_FAST_SAMPLE)
+		ks_fast_sample(ctx, s, &l4, is_xdp);
 	if (fast != KS_FAST_NO)
 		return;
 
 	len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
-	if (is_xdp)
-		err = bpf_xdp_load_bytes(ctx, l4.payload_off, s->win, len);
-	else
-		err = bpf_skb_load_bytes(ctx, l4.payload_off, s->win, len);
-	if (err) {
+	if (ks_ctx_load(ctx, l4.payload_off, s->win, len, is_xdp)) {
 		ks_count_err(KS_ERR_TRUNC_L4);
 		return;
 	}
