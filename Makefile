@@ -42,7 +42,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 
 .SECONDARY: $(BPF_OBJS)
 .PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench deps check-deps vmlinux
-all: $(OUT)/agent $(TEST_BINS)
+all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
 
 $(OUT) $(OUT)/user:
 	$(Q)mkdir -p $@
@@ -63,8 +63,24 @@ $(OUT)/agent: $(AGENT_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# The load generator: user/load/*.c (not part of AGENT_SRCS: wildcard does
+# not recurse) plus the agent's ring, shard-list, option and log code.
+LOAD_SRCS := $(wildcard user/load/*.c)
+LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
+LOAD_LIB  := $(OUT)/user/ring.o $(OUT)/user/shards.o $(OUT)/user/opts.o \
+	$(OUT)/user/log.o
+
+$(OUT)/user/load/%.o: user/load/%.c $(wildcard user/load/*.h) $(wildcard user/*.h) $(SHARED_H)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/ks_load: $(LOAD_OBJS) $(LOAD_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lpthread
+
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's library.
-$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/*/*.h) $(wildcard user/*.h) $(SHARED_H) $(SKELS)
+$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/*/*.h) $(wildcard user/*.h) $(wildcard user/load/*.h) $(SHARED_H) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
@@ -76,7 +92,8 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(LIB_OBJS)
+$(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(LIB_OBJS) \
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -58,5 +58,6 @@ int main(void)
 	test_ring();
 	test_shards();
 	test_shard_rates();
+	test_zipf();
 	return kt_summary("unit");
 }

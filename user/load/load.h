@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * load.h - ks_load, the memcached load generator: its options, its
+ * per-thread state and the text-protocol exchanges (TCP and UDP) it runs.
+ * Messages on stderr read "ks_load: <what is wrong>; <what to do>".
+ */
+#ifndef KS_LOAD_H
+#define KS_LOAD_H
+
+#include <stdio.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include "ks_ring.h"
+#include "ring.h"
+#include "shards.h"
+#include "hist.h"
+#include "zipf.h"
+
+#define LD_MAX_FLASH     8
+#define LD_MAX_CONNS     256
+#define LD_MAX_MGET      100
+#define LD_MAX_VALUE     (1U << 20)
+#define LD_UDP_MAX_REQ   65000 /* one datagram: memcached takes no more */
+#define LD_UDP_HDR       8
+
+enum ld_op { LD_GET, LD_MGET, LD_SET, LD_NOPS };
+enum ld_proto { LD_TCP, LD_UDP, LD_NPROTO };
+/* Which protocol each op uses: all TCP, all UDP, or the classic split of
+ * reads over UDP and writes over TCP. */
+enum ld_mode { LD_MODE_TCP, LD_MODE_UDP, LD_MODE_UDP_GETS };
+
+struct ld_flash {
+	char key[KS_MAX_KEY_LEN + 1];
+	double share;
+};
+
+struct ld_cfg {
+	struct ks_ring_spec ring; /* list/file from --shards/--shards-file */
+	const char *server;       /* --server host:port instead of a ring */
+	__u32 keys;
+	double zipf;
+	__u64 seed;
+	struct ld_flash flash[LD_MAX_FLASH];
+	int nflash;
+	__u32 mix[LD_NOPS];       /* weights */
+	__u32 mget_size;
+	__u32 value_size;
+	__u32 duration_ms;        /* 0: none */
+	__u64 count;              /* 0: none */
+	__u64 rate;               /* requests/s over all connections; 0: max */
+	__u32 conns;
+	__u32 timeout_ms;
+	enum ld_mode mode;
+	const char *prefix;
+	const char *exact_file;
+	int json;
+};
+
+/* 0, or 2 after printing the reason (exit status for bad flags); 1 when
+ * --help was printed (exit 0). */
+int ld_parse_args(int argc, char **argv, struct ld_cfg *cfg);
+void ld_usage(FILE *f);
+const char *ld_op_name(int op);
+const char *ld_proto_name(int proto);
+const char *ld_mode_name(enum ld_mode m);
+
+struct ld_opstat {
+	__u64 ops;      /* operations (an mget is one, whatever its shards) */
+	__u64 msgs;     /* commands sent (an mget sends one per shard) */
+	__u64 keys;     /* keys in the commands sent */
+	__u64 hits;     /* VALUE lines seen (UDP: first datagram only) */
+	__u64 errors;   /* send/receive failures and unexpected replies */
+	__u64 timeouts; /* of which: no reply within --timeout */
+	struct ks_hist lat; /* ns per operation, errors excluded */
+};
+
+struct ld_shard_stat {
+	__u64 get_keys;
+	__u64 set_keys;
+};
+
+struct ld_shard_addr {
+	struct sockaddr_in sa;
+	char name[KS_SHARD_HOST_MAX + 8];
+};
+
+/* Shared by all threads, read-only once the run starts. */
+struct ld_run {
+	const struct ld_cfg *cfg;
+	struct ks_ring ring;
+	struct ks_shards shards;
+	struct ld_shard_addr *addr;
+	__u32 nshards;
+	int use_ring;
+	struct ks_zipf zipf;
+	double flash_cum[LD_MAX_FLASH];
+	__u32 mix_total;
+	char *value;               /* value_size bytes */
+	__u64 *exact_gets, *exact_sets; /* keys + nflash, when --exact-counts */
+	__u64 start_ns, deadline_ns;
+	volatile int stop;
+};
+
+/* One per connection thread: its sockets to every shard, buffers, stats. */
+struct ld_worker {
+	struct ld_run *run;
+	pthread_t tid;
+	__u32 idx;
+	struct ks_rng rng;
+	int *tcp_fd, *udp_fd;      /* per shard, -1 until first use */
+	__u16 reqid;
+	char *out;                 /* request being built */
+	size_t outcap;
+	char *in;                  /* TCP receive buffer */
+	size_t in_r, in_w, incap;
+	__u64 quota;               /* ops this thread may send; 0: no limit */
+	struct ld_opstat st[LD_NOPS][LD_NPROTO];
+	struct ld_shard_stat *shard;
+};
+
+__u64 ld_now_ns(void);
+
+/*
+ * One request/reply on shard sh: cmd[0..len) is sent whole; for gets the
+ * reply's VALUE lines are counted in *hits. 0, -ETIMEDOUT or -EIO.
+ */
+int ld_tcp_send(struct ld_worker *w, __u32 sh, const char *cmd, size_t len);
+int ld_tcp_reply(struct ld_worker *w, __u32 sh, int is_get, __u64 *hits);
+int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
+		size_t len);
+int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
+		 __u64 *hits);
+void ld_worker_close(struct ld_worker *w);
+
+#endif
