@@ -59,5 +59,6 @@ int main(void)
 	test_shards();
 	test_shard_rates();
 	test_zipf();
+	test_hotkeys();
 	return kt_summary("unit");
 }

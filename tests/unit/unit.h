@@ -17,6 +17,7 @@ void test_ring(void);
 void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
+void test_hotkeys(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

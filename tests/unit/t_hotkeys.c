@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The hot-key table: entry, hysteresis, copy counts, rules, pin file,
+ * capacity and the JSON routing document (user/hotkeys.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ktest.h"
+#include "hotkeys.h"
+#include "unit.h"
+
+/* Threshold 10000 reads/s with the default policy (capacity 100000). */
+#define T 10000.0
+
+static struct ks_hot_sample sample(const char *key, double r, double w)
+{
+	struct ks_hot_sample s = {
+		.key = (const __u8 *)key,
+		.len = (__u16)strlen(key),
+		.hash = ut_hash(key),
+		.reads_ps = r,
+		.writes_ps = w,
+	};
+
+	return s;
+}
+
+static const struct ks_hot_entry *find(const struct ks_hot_table *t,
+				       const char *key)
+{
+	return ks_hot_find(t, (const __u8 *)key, strlen(key));
+}
+
+static void policy(struct ks_hot_policy *p, unsigned max_copies)
+{
+	ks_hot_policy_default(p);
+	p->max_copies = max_copies;
+}
+
+/* A key that turns hot is in the table after the very update that sees it,
+ * even if it was below threshold before; a cold key is not. */
+static void entry_within_one_interval(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[2];
+	const struct ks_hot_entry *e;
+	char err[128];
+
+	kt_begin("hotkeys_entry_within_one_interval");
+	policy(&p, 4);
+	CHECK(ks_hot_policy_check(&p, err, sizeof(err)) == 0, "%s", err);
+	CHECK(ks_hot_read_threshold(&p) == T, "threshold %f",
+	      ks_hot_read_threshold(&p));
+	ks_hot_init(&t);
+	s[0] = sample("warm", 0.9 * T, 0);
+	s[1] = sample("cold", 100, 0);
+	ks_hot_update(&t, &p, s, 2, 1);
+	CHECK_EQ(t.used, 0);
+	s[0].reads_ps = T; /* exactly at the threshold */
+	ks_hot_update(&t, &p, s, 2, 2);
+	e = find(&t, "warm");
+	CHECK(e != NULL, "warm not hot after one interval at threshold");
+	if (e) {
+		CHECK_EQ(e->state, KS_HOT_HOT);
+		CHECK_EQ(e->read_hot, 1);
+		CHECK_EQ(e->entered_seq, 2);
+		CHECK_EQ(e->copies, 2);
+	}
+	CHECK(find(&t, "cold") == NULL, "cold key entered");
+	CHECK_EQ(t.entered, 1);
+	p.alpha = 0;
+	CHECK(ks_hot_policy_check(&p, err, sizeof(err)) == -EINVAL,
+	      "alpha 0 accepted");
+	kt_end();
+}
+
+/* +-5% around the threshold for 100 intervals: one entry, no exit, no copy
+ * changes; a key that goes quiet leaves, one resting at 75% stays. */
+static void no_flapping(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s;
+	__u32 seq, copy_changes = 0, last_copies = 0;
+	__u64 v0;
+	const struct ks_hot_entry *e;
+
+	kt_begin("hotkeys_no_flapping_at_threshold");
+	policy(&p, 4);
+	ks_hot_init(&t);
+	for (seq = 1; seq <= 100; seq++) {
+		s = sample("edge", seq % 2 ? 1.05 * T : 0.95 * T, 0);
+		ks_hot_update(&t, &p, &s, 1, seq);
+		e = find(&t, "edge");
+		if (e && last_copies && e->copies != last_copies)
+			copy_changes++;
+		if (e)
+			last_copies = e->copies;
+	}
+	CHECK(t.entered == 1 && t.left == 0, "entered %llu left %llu",
+	      (unsigned long long)t.entered, (unsigned long long)t.left);
+	CHECK_EQ(copy_changes, 0);
+	/* A quieter phase above the leave line keeps it; the document does
+	 * not change either. */
+	v0 = t.version;
+	for (; seq <= 110; seq++) {
+		s = sample("edge", 0.75 * T, 0);
+		ks_hot_update(&t, &p, &s, 1, seq);
+	}
+	CHECK(find(&t, "edge") != NULL, "left at 75%% of threshold");
+	CHECK_EQ(t.version, v0);
+	/* Gone from the estimates: smoothed 0.75T -> 0.375T < 0.7T. */
+	ks_hot_update(&t, &p, NULL, 0, seq);
+	CHECK(find(&t, "edge") == NULL, "still hot after going quiet");
+	CHECK_EQ(t.left, 1);
+	CHECK_EQ(t.used, 0);
+	kt_end();
+}
+
+/* ceil(rate * 1.25 / budget), at least 2, capped; changes by one need a
+ * >25% rate move, bigger steps happen at once. */
+static void copies_and_caps(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s;
+	const struct ks_hot_entry *e;
+	__u32 seq = 1;
+	int i;
+
+	kt_begin("hotkeys_copies_and_caps");
+	policy(&p, 8);
+	CHECK_EQ(ks_hot_copies_for(&p, T), 2);
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 4);     /* ceil(3.75) */
+	CHECK_EQ(ks_hot_copies_for(&p, 100 * T), 8);   /* cap */
+	p.max_copies = 3;
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 3);
+	p.max_copies = 1;                              /* no replicas */
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 1);
+	p.max_copies = 8;
+	p.per_copy_budget_ops = 5000;
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 8);     /* ceil(7.5) */
+	p.per_copy_budget_ops = 0;
+
+	ks_hot_init(&t);
+	s = sample("big", 3 * T, 0);
+	ks_hot_update(&t, &p, &s, 1, seq++);
+	e = find(&t, "big");
+	CHECK(e && e->copies == 4, "copies %u, want 4", e ? e->copies : 0);
+	/* +10%: target 5, a step of one on a small move: stays 4. */
+	for (i = 0; i < 20; i++) {
+		s.reads_ps = 3.3 * T;
+		ks_hot_update(&t, &p, &s, 1, seq++);
+	}
+	e = find(&t, "big");
+	CHECK(e && e->copies == 4, "copies %u after +10%%, want 4",
+	      e ? e->copies : 0);
+	/* +33% since the last change: now 5. */
+	s.reads_ps = 4 * T;
+	ks_hot_update(&t, &p, &s, 1, seq++);
+	e = find(&t, "big");
+	CHECK(e && e->copies == 5, "copies %u after +33%%, want 5",
+	      e ? e->copies : 0);
+	/* A surge: raw 8T -> target 8 (cap), a step of 3, at once. */
+	s.reads_ps = 8 * T;
+	ks_hot_update(&t, &p, &s, 1, seq++);
+	e = find(&t, "big");
+	CHECK(e && e->copies == 8, "copies %u after surge, want 8",
+	      e ? e->copies : 0);
+	/* The operator removes replicas: the cap applies at once. */
+	p.max_copies = 3;
+	ks_hot_update(&t, &p, &s, 1, seq++);
+	e = find(&t, "big");
+	CHECK(e && e->copies == 3, "copies %u after cap 3", e ? e->copies : 0);
+	kt_end();
+}
+
+/* Writes make a key write-hot with ceil(w / budget) sub-keys (at least 2)
+ * and no read copies. */
+static void write_hot_subkeys(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[2];
+	const struct ks_hot_entry *e;
+
+	kt_begin("hotkeys_write_hot_subkeys");
+	policy(&p, 4);
+	CHECK_EQ(ks_hot_subkeys_for(&p, 2.5 * T), 3);
+	CHECK_EQ(ks_hot_subkeys_for(&p, T), 2);
+	ks_hot_init(&t);
+	s[0] = sample("counter", 100, 2.5 * T);
+	s[1] = sample("both", 2 * T, T);
+	ks_hot_update(&t, &p, s, 2, 1);
+	e = find(&t, "counter");
+	CHECK(e != NULL, "write-hot key missing");
+	if (e) {
+		CHECK_EQ(e->write_hot, 1);
+		CHECK_EQ(e->read_hot, 0);
+		CHECK_EQ(e->subkeys, 3);
+		CHECK_EQ(e->copies, 1);
+	}
+	e = find(&t, "both");
+	CHECK(e && e->read_hot && e->write_hot && e->copies == 3 &&
+		      e->subkeys == 2,
+	      "both: r%d w%d copies %u subkeys %u", e ? e->read_hot : -1,
+	      e ? e->write_hot : -1, e ? e->copies : 0, e ? e->subkeys : 0);
+	/* A separate write threshold. */
+	p.write_hot_fraction = 0.5;
+	CHECK(ks_hot_write_threshold(&p) == 5 * T, "write threshold %f",
+	      ks_hot_write_threshold(&p));
+	kt_end();
+}
+
+static const char pin_file[] =
+	"# known events\n"
+	"pin event:launch 3\r\n"
+	"  pin-prefix promo: 2\n"
+	"\n"
+	"split-prefix ctr: 4\n"
+	"pin-prefix promo:vip: 1"; /* no final newline; longest prefix wins */
+
+/* Pins and split rules beat the rate: always hot, their count, and they go
+ * back to rate rules when the file drops them. */
+static void pins_and_splits(void)
+{
+	static struct ks_hot_table t;
+	static struct ks_hot_rules rules, none;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[4];
+	const struct ks_hot_entry *e;
+	char err[160] = "";
+
+	kt_begin("hotkeys_pins_and_splits_override");
+	policy(&p, 4);
+	CHECK(ks_hot_rules_parse(&rules, pin_file, strlen(pin_file), "pins",
+				 err, sizeof(err)) == 0,
+	      "parse: %s", err);
+	CHECK_EQ(rules.n, 4);
+	ks_hot_init(&t);
+	ks_hot_set_rules(&t, &rules);
+	/* No traffic at all: the exact pin is there anyway. */
+	ks_hot_update(&t, &p, NULL, 0, 1);
+	e = find(&t, "event:launch");
+	CHECK(e && e->state == KS_HOT_PINNED && e->copies == 3 && e->read_hot,
+	      "exact pin: %p state %d copies %u", (const void *)e,
+	      e ? e->state : -1, e ? e->copies : 0);
+	s[0] = sample("promo:x", 1, 0);
+	s[1] = sample("promo:big", 8 * T, 0); /* rate says 4, rule says 2 */
+	s[2] = sample("ctr:y", 5, 5);
+	s[3] = sample("promo:vip:z", 1, 0);
+	ks_hot_update(&t, &p, s, 4, 2);
+	e = find(&t, "promo:x");
+	CHECK(e && e->state == KS_HOT_PINNED && e->copies == 2,
+	      "prefix pin copies %u", e ? e->copies : 0);
+	e = find(&t, "promo:big");
+	CHECK(e && e->copies == 2, "rule overridden by rate: %u",
+	      e ? e->copies : 0);
+	e = find(&t, "ctr:y");
+	CHECK(e && e->state == KS_HOT_PINNED && e->copies == 4 &&
+		      e->subkeys == 4 && e->write_hot,
+	      "split: copies %u subkeys %u", e ? e->copies : 0,
+	      e ? e->subkeys : 0);
+	e = find(&t, "promo:vip:z");
+	CHECK(e && e->copies == 1, "longest prefix: copies %u",
+	      e ? e->copies : 0);
+	CHECK_EQ(t.used, 5);
+	/* Rules withdrawn: cold keys leave, the hot one stays by rate. */
+	ks_hot_set_rules(&t, &none);
+	ks_hot_update(&t, &p, s, 4, 3);
+	CHECK(find(&t, "event:launch") == NULL, "unpinned key stayed");
+	CHECK(find(&t, "promo:x") == NULL, "unpinned prefix key stayed");
+	e = find(&t, "promo:big");
+	CHECK(e && e->state == KS_HOT_HOT && e->copies == 4,
+	      "promo:big after rules: state %d copies %u", e ? e->state : -1,
+	      e ? e->copies : 0);
+	CHECK_EQ(t.used, 1);
+	kt_end();
+}
+
+static void expect_error(const char *buf, const char *want)
+{
+	struct ks_hot_rules r;
+	char err[200] = "";
+	int ret = ks_hot_rules_parse(&r, buf, strlen(buf), "pins.conf", err,
+				     sizeof(err));
+
+	CHECK(ret == -EINVAL, "accepted: %s", buf);
+	CHECK(strncmp(err, want, strlen(want)) == 0, "error '%s', want '%s...'",
+	      err, want);
+	CHECK_EQ(r.n, 0);
+}
+
+/* Errors name the file and line; the file loader reads and parses. */
+static void pin_file_errors(void)
+{
+	static struct ks_hot_rules r;
+	char buf[8192], path[] = "/tmp/ks_pins_XXXXXX", err[200];
+	size_t len = 0;
+	int i, fd;
+
+	kt_begin("hotkeys_pin_file_errors");
+	expect_error("# c\n\npin a 2\nbogus x 1\n",
+		     "pins.conf:4: unknown directive 'bogus'");
+	expect_error("pin a\n", "pins.conf:1: pin needs KEY COPIES");
+	expect_error("pin a 2 3\n", "pins.conf:1: pin needs KEY COPIES");
+	expect_error("pin a 0\n", "pins.conf:1: bad count '0'");
+	expect_error("pin a 2x\n", "pins.conf:1: bad count '2x'");
+	expect_error("pin a 65\n", "pins.conf:1: bad count '65'");
+	expect_error("pin a 2\n\nsplit-prefix p 1\n",
+		     "pins.conf:3: bad count '1'");
+	expect_error("pin a 2\npin a 3\n", "pins.conf:2: duplicate pin rule");
+	expect_error("pin a\x01 2\n", "pins.conf:1: key has a control byte");
+	len = (size_t)snprintf(buf, sizeof(buf), "pin ");
+	memset(buf + len, 'k', 251);
+	len += 251;
+	snprintf(buf + len, sizeof(buf) - len, " 2\n");
+	expect_error(buf, "pins.conf:1: key longer than 250");
+	for (i = 0, len = 0; i <= KS_HOT_RULES_MAX; i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+					"pin k%d 2\n", i);
+	expect_error(buf, "pins.conf:65: too many rules");
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	if (fd >= 0) {
+		CHECK(write(fd, pin_file, strlen(pin_file)) ==
+			      (ssize_t)strlen(pin_file),
+		      "write");
+		close(fd);
+		CHECK(ks_hot_rules_load(&r, path, err, sizeof(err)) == 0,
+		      "load: %s", err);
+		CHECK_EQ(r.n, 4);
+		CHECK(r.n == 4 && r.r[2].type == KS_RULE_SPLIT_PREFIX &&
+			      r.r[2].count == 4 && r.r[2].len == 4 &&
+			      !memcmp(r.r[2].key, "ctr:", 4),
+		      "third rule wrong");
+		unlink(path);
+		CHECK(ks_hot_rules_load(&r, path, err, sizeof(err)) == -ENOENT,
+		      "missing file");
+	}
+	kt_end();
+}
+
+/* Full table: a hotter newcomer evicts the coldest non-pinned entry (never
+ * a pin, however cold); a colder one is dropped. */
+static void capacity(void)
+{
+	static struct ks_hot_table t;
+	static struct ks_hot_rules rules;
+	static char names[KS_HOT_CAP + 2][16];
+	static struct ks_hot_sample s[KS_HOT_CAP + 2];
+	const char *pin = "pin pinned 2\n";
+	struct ks_hot_policy p;
+	char err[128];
+	int i, n = KS_HOT_CAP - 1;
+
+	kt_begin("hotkeys_capacity_evicts_coldest");
+	policy(&p, 4);
+	ks_hot_init(&t);
+	CHECK(ks_hot_rules_parse(&rules, pin, strlen(pin), "x", err,
+				 sizeof(err)) == 0, "%s", err);
+	ks_hot_set_rules(&t, &rules);
+	for (i = 0; i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "k%d", i);
+		s[i] = sample(names[i], T + 100.0 * i, 0);
+	}
+	ks_hot_update(&t, &p, s, (size_t)n, 1);
+	CHECK_EQ(t.used, KS_HOT_CAP);
+	CHECK_EQ(t.dropped, 0);
+	s[n] = sample("newhot", 10 * T, 0);
+	ks_hot_update(&t, &p, s, (size_t)n + 1, 2);
+	CHECK(find(&t, "newhot") != NULL, "hotter newcomer dropped");
+	CHECK(find(&t, "k0") == NULL, "coldest k0 not evicted");
+	CHECK(find(&t, "pinned") != NULL, "pin evicted");
+	CHECK(find(&t, "k1") != NULL, "k1 evicted instead of k0");
+	CHECK_EQ(t.evicted, 1);
+	CHECK_EQ(t.used, KS_HOT_CAP);
+	s[n + 1] = sample("newcold", T, 0); /* colder than k1 (T + 100) */
+	ks_hot_update(&t, &p, s + 1, (size_t)n + 1, 3);
+	CHECK(find(&t, "newcold") == NULL, "colder newcomer evicted a key");
+	CHECK_EQ(t.dropped, 1);
+	CHECK_EQ(t.evicted, 1);
+	kt_end();
+}
+
+/* The routing document: valid-looking JSON with version, keys (escaped),
+ * rules; truncation reported like snprintf; version moves only on change. */
+static void json_shape(void)
+{
+	static struct ks_hot_table t;
+	static struct ks_hot_rules rules;
+	static char buf[8192];
+	const char *rf = "split-prefix ctr: 4\n";
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[2];
+	char small[16], err[128];
+	size_t len, i;
+	int depth = 0, min_depth = 0;
+	__u64 v;
+
+	kt_begin("hotkeys_json_shape");
+	policy(&p, 3);
+	ks_hot_init(&t);
+	CHECK(ks_hot_rules_parse(&rules, rf, strlen(rf), "x", err,
+				 sizeof(err)) == 0, "%s", err);
+	ks_hot_set_rules(&t, &rules);
+	s[0] = sample("a\"b", 3 * T, 0);
+	s[1] = sample("w", 0, 2 * T);
+	CHECK(ks_hot_update(&t, &p, s, 2, 7) == 2, "two new decisions");
+	v = t.version;
+	len = ks_hot_json(&t, &p, 42, buf, sizeof(buf));
+	CHECK(len == strlen(buf) && len < sizeof(buf), "len %zu", len);
+	CHECK(buf[0] == '{' && buf[len - 1] == '}', "not an object: %s", buf);
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '{' || buf[i] == '[')
+			depth++;
+		if (buf[i] == '}' || buf[i] == ']')
+			depth--;
+		if (i + 1 < len && depth < 1)
+			min_depth = -1;
+	}
+	CHECK(depth == 0 && min_depth == 0, "unbalanced: %s", buf);
+	CHECK(strstr(buf, "{\"version\":") == buf, "no leading version: %s",
+	      buf);
+	CHECK(strstr(buf, "\"ring_version\":42,\"seq\":7,"), "ring/seq: %s",
+	      buf);
+	CHECK(strstr(buf, "\"key\":\"a\\\"b\",\"hash\":\""), "escaped key: %s",
+	      buf);
+	CHECK(strstr(buf, "\"state\":\"hot\",\"read_hot\":true,"
+			  "\"write_hot\":false,\"copies\":3,\"subkeys\":0,"),
+	      "read-hot entry: %s", buf);
+	CHECK(strstr(buf, "\"write_hot\":true,\"copies\":1,\"subkeys\":2,"),
+	      "write-hot entry: %s", buf);
+	CHECK(strstr(buf, "\"rules\":[{\"type\":\"split-prefix\","
+			  "\"prefix\":\"ctr:\",\"ways\":4}]}"),
+	      "rules: %s", buf);
+	CHECK_EQ(ks_hot_json(&t, &p, 42, small, sizeof(small)), len);
+	CHECK_EQ(strlen(small), sizeof(small) - 1);
+	/* Same rates again: no decision changes, same version. */
+	CHECK_EQ(ks_hot_update(&t, &p, s, 2, 8), 0);
+	CHECK_EQ(t.version, v);
+	kt_end();
+}
+
+void test_hotkeys(void)
+{
+	entry_within_one_interval();
+	no_flapping();
+	copies_and_caps();
+	write_hot_subkeys();
+	pins_and_splits();
+	pin_file_errors();
+	capacity();
+	json_shape();
+}
