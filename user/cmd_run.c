@@ -18,6 +18,7 @@
 #include "opts.h"
 #include "report.h"
 #include "ring_push.h"
+#include "run_hot.h"
 #include "run_ring.h"
 #include "sig.h"
 
@@ -34,6 +35,7 @@ struct run_opts {
 	__u32 top;
 	int verbose;
 	struct ks_run_ring ring; /* the ring options, and the ring */
+	struct ks_run_hot hot;   /* the hot-key options, and the table */
 };
 
 struct run_state {
@@ -63,6 +65,11 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "self", required_argument, NULL, 'M' },
 		{ "distribution", required_argument, NULL, 'D' },
 		{ "vnodes", required_argument, NULL, 'N' },
+		{ "shard-capacity", required_argument, NULL, 'C' },
+		{ "hot-fraction", required_argument, NULL, 'H' },
+		{ "replicas", required_argument, NULL, 'R' },
+		{ "pins", required_argument, NULL, 'P' },
+		{ "routing-file", required_argument, NULL, 'O' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -73,6 +80,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	int c, n;
 
 	memset(o, 0, sizeof(*o));
+	ks_run_hot_defaults(&o->hot);
 	spec->dist = KS_DIST_KETAMA;
 	spec->flag = "--shards";
 	spec->file_flag = "--shards-file";
@@ -150,6 +158,31 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 			spec->vnodes = (__u32)v;
 			o->ring.dist_given = 1;
 			break;
+		case 'C':
+			if (ks_parse_double("--shard-capacity", optarg, 1, 1e9,
+					    &o->hot.pol.shard_capacity_ops, err,
+					    sizeof(err)))
+				goto bad;
+			break;
+		case 'H':
+			if (ks_parse_double("--hot-fraction", optarg, 0.0001, 1,
+					    &o->hot.pol.hot_fraction, err,
+					    sizeof(err)))
+				goto bad;
+			break;
+		case 'R':
+			if (ks_parse_uint("--replicas", optarg, 0,
+					  KS_REPLICAS_MAX, &v, err,
+					  sizeof(err)))
+				goto bad;
+			o->hot.replicas = (unsigned)v;
+			break;
+		case 'P':
+			o->hot.pins_path = optarg;
+			break;
+		case 'O':
+			o->hot.routing_path = optarg;
+			break;
 		case 'v':
 			o->verbose = 1;
 			break;
@@ -171,6 +204,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	/* The whole ring is built now: a bad shard list stops the agent
 	 * before anything is attached. */
 	if (ks_run_ring_prepare(&o->ring, o->sample_n, err, sizeof(err)))
+		goto bad;
+	/* So is the pin file. */
+	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
 	return 0;
 bad:
@@ -338,6 +374,8 @@ static int one_interval(struct run_state *st)
 	err = ks_run_ring_interval(&st->o.ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
+	ks_run_hot_interval(&st->o.hot, st->rep->top, st->rep->n_top, old_seq,
+			    st->o.ring.version);
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)
@@ -386,6 +424,8 @@ static int start(struct run_state *st)
 	fflush(stdout);
 	if (ks_run_ring_start(&st->o.ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
+	if (ks_run_hot_start(&st->o.hot, st->o.ring.version))
+		return KS_EXIT_FAIL;
 	return 0;
 }
 
@@ -398,6 +438,7 @@ static int wait_interval(struct run_state *st, __u64 deadline)
 		int hup = ks_reload, err;
 
 		ks_reload = 0;
+		ks_run_hot_poll(&st->o.hot, hup);
 		err = ks_run_ring_poll(&st->o.ring, &st->maps, &st->col, hup);
 		if (err) {
 			ks_err("reloading the ring failed (%s); stopping, rerun with -v",
@@ -455,6 +496,7 @@ int cmd_run(int argc, char **argv)
 	rc = parse_run(argc, argv, &st->o);
 	if (rc) {
 		ks_run_ring_free(&st->o.ring);
+		ks_run_hot_free(&st->o.hot);
 		free(st);
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
@@ -485,6 +527,7 @@ int cmd_run(int argc, char **argv)
 		printf("keysteer: detached from %s\n", st->o.ifname);
 out_free:
 	ks_run_ring_free(&st->o.ring);
+	ks_run_hot_free(&st->o.hot);
 	free(st->sketch);
 	free(st->rep);
 	free(st);

@@ -5,6 +5,7 @@
 #include "cmds.h"
 #include "ks_ring.h"
 #include "shards.h"
+#include "hotkeys.h"
 #include "report.h"
 
 void ks_help_main(FILE *f)
@@ -66,6 +67,19 @@ void ks_help_run(FILE *f)
 "  rebuilds it; the new ring is swapped in whole, with a higher version, or\n"
 "  if the new list is bad the error is logged and the old ring stays.\n"
 "\n"
+"HOT KEYS\n"
+"  --shard-capacity OPS  one shard's capacity in ops/s (default 100000)\n"
+"  --hot-fraction F    a key is hot at F x capacity ops/s, 0.0001..1 (default 0.1)\n"
+"  --replicas N        L1 replicas, 0..%d: a hot key gets up to N + 1 copies\n"
+"                      (default 0)\n"
+"  --pins FILE         pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
+"                      'split-prefix PREFIX K', '#' comments. Checked before\n"
+"                      attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
+"                      on SIGHUP or a change, a bad new file keeps the old pins\n"
+"  --routing-file PATH the hot-key table as JSON with the ring version, written\n"
+"                      atomically (PATH.tmp, rename; mode 0640) at start and\n"
+"                      whenever the table changes\n"
+"\n"
 "NAMESPACES\n"
 "  The pins live on the bpffs at %s. 'ip netns exec' gives every command a\n"
 "  fresh /sys without one, so an agent started that way mounts a private\n"
@@ -83,7 +97,7 @@ void ks_help_run(FILE *f)
 "                 --self 10.0.0.2:11211 --distribution ketama\n"
 "  sudo kill -HUP $(pidof agent)      # reload the shard file now\n",
 		KS_PIN_ROOT, KS_MAX_PORTS, KS_REPORT_TOP, KS_REPORT_TOP,
-		KS_VNODES_DEFAULT, "/sys/fs/bpf");
+		KS_VNODES_DEFAULT, KS_HOT_COPIES_MAX - 1, "/sys/fs/bpf");
 }
 
 void ks_help_detach(FILE *f)

@@ -60,5 +60,6 @@ int main(void)
 	test_shard_rates();
 	test_zipf();
 	test_hotkeys();
+	test_run_hot();
 	return kt_summary("unit");
 }

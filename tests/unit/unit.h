@@ -18,6 +18,7 @@ void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
 void test_hotkeys(void);
+void test_run_hot(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain
