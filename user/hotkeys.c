@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hotkeys.h"
+#include "opts.h"
 
 /* A copy/sub-key count changes by one only after the rate moved this much
  * since the last change; a bigger step changes at once. */
@@ -285,34 +286,20 @@ int ks_hot_rules_parse(struct ks_hot_rules *rules, const char *buf, size_t len,
 int ks_hot_rules_load(struct ks_hot_rules *rules, const char *path, char *err,
 		      size_t errlen)
 {
-	FILE *f = fopen(path, "r");
 	char *buf;
 	size_t len;
-	int ret;
+	int ret = ks_read_file(path, KS_HOT_FILE_MAX, &buf, &len);
 
-	if (!f) {
-		ret = -errno;
-		if (err && errlen)
-			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	buf = malloc(KS_HOT_FILE_MAX + 1);
-	if (!buf) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	len = fread(buf, 1, KS_HOT_FILE_MAX + 1, f);
-	if (ferror(f) || len > KS_HOT_FILE_MAX) {
-		ret = ferror(f) ? -EIO : -EFBIG;
+	if (ret) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s: %s", path,
 				 ret == -EIO ? "read error" :
-					       "larger than 1 MiB");
-	} else {
-		ret = ks_hot_rules_parse(rules, buf, len, path, err, errlen);
+				 ret == -EFBIG ? "larger than 1 MiB" :
+						 strerror(-ret));
+		return ret;
 	}
+	ret = ks_hot_rules_parse(rules, buf, len, path, err, errlen);
 	free(buf);
-	fclose(f);
 	return ret;
 }
 

@@ -329,40 +329,35 @@ int ks_shards_parse_text(const char *source, const char *text,
 int ks_shards_load_file(const char *path, struct ks_shards *out, char *err,
 			size_t errlen)
 {
-	FILE *f = fopen(path, "r");
 	char *text;
 	size_t n;
-	int rc;
+	int rc = ks_read_file(path, KS_SHARD_FILE_MAX, &text, &n);
 
-	if (!f) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open the shard file %s: %s; check the path",
-			 path, strerror(errno));
-		return rc;
-	}
-	text = malloc(KS_SHARD_FILE_MAX + 1);
-	if (!text) {
-		fclose(f);
+	switch (rc) {
+	case 0:
+		break;
+	case -ENOMEM:
 		snprintf(err, errlen, "out of memory reading %s; free some memory", path);
-		return -ENOMEM;
-	}
-	n = fread(text, 1, KS_SHARD_FILE_MAX + 1, f);
-	if (ferror(f)) {
-		rc = -EIO;
+		return rc;
+	case -EIO:
 		snprintf(err, errlen, "cannot read the shard file %s; check the file", path);
-	} else if (n > KS_SHARD_FILE_MAX) {
-		rc = -EFBIG;
+		return rc;
+	case -EFBIG:
 		snprintf(err, errlen, "the shard file %s is larger than %d bytes; list at most %d shards, one per line",
 			 path, KS_SHARD_FILE_MAX, KS_MAX_SHARDS);
-	} else if (memchr(text, '\0', n)) {
+		return rc;
+	default:
+		snprintf(err, errlen, "cannot open the shard file %s: %s; check the path",
+			 path, strerror(-rc));
+		return rc;
+	}
+	if (memchr(text, '\0', n)) {
 		rc = -EINVAL;
 		snprintf(err, errlen, "the shard file %s holds a NUL byte; give a text file", path);
 	} else {
-		text[n] = '\0';
 		rc = ks_shards_parse_text(path, text, out, err, errlen);
 	}
 	free(text);
-	fclose(f);
 	return rc;
 }
 
