@@ -137,6 +137,10 @@ enum ks_pkt_counter {
 	KS_PKT_TRACE_DROP,  /* trace events lost to a full ring buffer */
 	KS_PKT_RING_HIT,    /* sampled keys placed on the ring */
 	KS_PKT_MISDIRECTED, /* ... whose owner is not this host's shard */
+	KS_PKT_HOT_READ,    /* reads of a key in ks_hot */
+	KS_PKT_HOT_WRITE,   /* writes of a key in ks_hot */
+	KS_PKT_STEERED,     /* UDP gets rewritten towards an L1 replica */
+	KS_PKT_STEER_NO_ROUTE, /* ... kept at the owner: no route/neighbour */
 	KS_PKT_MAX,
 };
 
@@ -164,8 +168,11 @@ struct ks_config {
 	__u32 seq;                 /* interval number; epoch = seq & 1 */
 	__u32 trace;               /* nonzero: emit sampled keys to ks_events */
 	__u32 ring;                /* active half of ks_ring: 0 or 1 */
+	__u32 hot;                 /* nonzero: ks_hot has entries, so every
+				    * key is hashed and looked up there */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct ks_config) == 32, "ks_config layout");
+_Static_assert(sizeof(struct ks_config) == 40, "ks_config layout");
 
 /*
  * Per-shard load (map ks_shards, per CPU, one entry per shard of the
@@ -322,6 +329,88 @@ static inline __u32 ks_cand_bucket(__u64 hash)
 {
 	return (__u32)(hash >> 40) % KS_CAND_BUCKETS;
 }
+
+/*
+ * ---- hot keys: reads spread over L1 replicas ----
+ *
+ * ks_hot (array, BPF_F_MMAPABLE, KS_HOT_SLOTS): a KS_HOT_WAYS-way set per
+ * bucket of the key hash. The agent writes its fields through the mmap,
+ * one field at a time in the order the datapath reads them (hash last on
+ * install, expires_ns first on removal, and an RCU grace period before a
+ * freed slot is reused); the datapath owns write_seq and last_write_ns.
+ * Reads are steered only while armed_seq == write_seq (no write since the
+ * replicas were filled) and before expires_ns (the agent is alive).
+ */
+#define KS_MAX_REPLICAS 16 /* L1 replicas one agent fills */
+#define KS_MAX_COPIES   8  /* copies of one key, owner included */
+#define KS_HOT_WAYS     4
+#define KS_HOT_BUCKETS  256
+#define KS_HOT_SLOTS    (KS_HOT_WAYS * KS_HOT_BUCKETS)
+
+static inline __u32 ks_hot_bucket(__u64 hash)
+{
+	return (__u32)(hash >> 20) % KS_HOT_BUCKETS;
+}
+
+enum ks_hot_flag {
+	KS_HOTF_READ_HOT = 1,  /* reads spread over copies */
+	KS_HOTF_WRITE_HOT = 2, /* the operator should salt it into sub-keys */
+	KS_HOTF_PINNED = 4,    /* held hot by a pin rule */
+	KS_HOTF_FILLED = 8,    /* replicas hold the value (agent's view) */
+};
+
+struct ks_hot_slot {
+	__u64 hash;          /* agent: ks_key_hash of the key; 0 = free */
+	__u64 expires_ns;    /* agent: CLOCK_MONOTONIC; 0 = disarmed */
+	__u64 armed_seq;     /* agent: write_seq the replicas were filled at */
+	__u64 write_seq;     /* datapath: +1 per write of the key (atomic) */
+	__u64 last_write_ns; /* datapath: bpf_ktime_get_ns() of the last */
+	__u32 ncopies;       /* agent: owner + replicas, 1..KS_MAX_COPIES */
+	__u8 replica[KS_MAX_COPIES - 1]; /* agent: ks_replicas index of copy i+1 */
+	__u8 flags;          /* enum ks_hot_flag */
+	__u32 pad0;
+	/* the agent's view, for 'agent report' in other processes */
+	__u64 reads_mps;     /* smoothed estimate, milli-per-second */
+	__u64 writes_mps;
+	__u64 steered_mps;   /* reads steered to replicas in the last interval */
+	__u64 tcp_mps;       /* TCP reads of the key in the last interval */
+	__u32 copies;        /* the table's decision (may exceed ncopies) */
+	__u32 subkeys;       /* salted-counter sub-keys for a write-hot key */
+	__u16 len;
+	__u8 pad[6];
+	__u8 key[KS_KEY_BUF];
+};
+_Static_assert(sizeof(struct ks_hot_slot) == 360, "ks_hot_slot layout");
+
+/* Per-CPU counters of a hot slot (map ks_hot_stats, KS_HOT_SLOTS). */
+struct ks_hot_stats {
+	__u64 reads;     /* read keys, any protocol */
+	__u64 writes;
+	__u64 steered;   /* UDP gets sent to a replica */
+	__u64 tcp_reads; /* TCP reads: a connection cannot move */
+	__u64 owner;     /* UDP reads left to the owner (its turn, dirty,
+			  * expired, not a lone get, no route) */
+	__u64 rr;        /* round robin over the copies */
+};
+_Static_assert(sizeof(struct ks_hot_stats) == 48, "ks_hot_stats layout");
+
+/* An L1 replica (map ks_replicas, KS_MAX_REPLICAS entries). */
+struct ks_replica {
+	__u32 addr;        /* IPv4, network order; 0 = unused */
+	__u16 port;        /* network order */
+	__u16 pad;
+	__u64 steered_mps; /* agent: reads steered here, last interval */
+};
+_Static_assert(sizeof(struct ks_replica) == 16, "ks_replica layout");
+
+/* Ring buffer ks_hot_events: a write turned an armed key dirty. */
+struct ks_hot_event {
+	__u64 hash;
+	__u64 write_seq; /* after the write */
+	__u32 slot;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ks_hot_event) == 24, "ks_hot_event layout");
 
 /* Names shared by the agent, the report and the tests. */
 #define KS_PIN_ROOT "/sys/fs/bpf/keysteer"

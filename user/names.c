@@ -77,6 +77,10 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_TRACE_DROP] = "trace_drop",
 	[KS_PKT_RING_HIT] = "ring_hit",
 	[KS_PKT_MISDIRECTED] = "misdirected",
+	[KS_PKT_HOT_READ] = "hot_read",
+	[KS_PKT_HOT_WRITE] = "hot_write",
+	[KS_PKT_STEERED] = "steered",
+	[KS_PKT_STEER_NO_ROUTE] = "steer_no_route",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,
