@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * keysteer.bpf.c - the datapath entry points: ks_ingress (XDP) and
- * ks_tc_ingress (tc), one library underneath. Both always let the packet
- * through untouched; they only count and sample.
+ * ks_tc_ingress (tc), one library underneath. Both count and sample and
+ * let the packet through untouched, except that XDP steers a lone UDP get
+ * of an armed hot key to an L1 replica (ks_steer.bpf.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,6 +13,7 @@
 #include "ks_maps.bpf.h"
 #include "ks_parse_net.bpf.h"
 #include "ks_fastpath.bpf.h"
+#include "ks_steer.bpf.h"
 
 static __always_inline int ks_port_watched(const struct ks_config *cfg,
 					   __u16 port)
@@ -75,25 +77,31 @@ static __always_inline long ks_ctx_load(void *ctx, __u32 off, void *dst,
 			bpf_skb_load_bytes(ctx, off, dst, len);
 }
 
-/* A lone get due for sampling: its key straight from the packet. */
-static __always_inline void ks_fast_sample(void *ctx, struct ks_scratch *s,
-					   const struct ks_l4 *l4,
-					   const bool is_xdp)
+/* A lone get due for sampling, or while keys are hot: its key straight
+ * from the packet. */
+static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
+					const struct ks_l4 *l4, __u32 due,
+					const bool is_xdp)
 {
 	__u32 len = l4->payload_len - 6; /* less "get " and "\r\n" */
 
 	if (len > KS_FAST_KEY)
 		return;
+	s->pkt_keys = 1;
 	ks_key_clear(s, 0);
 	s->key_words = ks_key_words(len);
 	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key, len, is_xdp))
 		return;
-	ks_key_record(s, len, KS_OP_GET);
+	ks_key_take(s, len, KS_OP_GET, due);
 	ks_ring_flush(s);
 }
 
-static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
-				      __u32 frame_len, const bool is_xdp)
+/*
+ * Counts and samples one packet. Returns 1 + the ks_hot slot when the
+ * packet is a lone UDP get of a hot key (for XDP to steer), else 0.
+ */
+static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
+				       __u32 frame_len, const bool is_xdp)
 {
 	struct ks_cursor c = { .pos = data, .end = data_end, .start = data,
 			       .frame_len = frame_len };
@@ -108,47 +116,58 @@ static __always_inline void ks_handle(void *ctx, void *data, void *data_end,
 	pc = ks_pkt_counters();
 	cfg = bpf_map_lookup_elem(&ks_config, &zero);
 	if (!pc || !cfg)
-		return;
+		return 0;
 	pc->n[KS_PKT_SEEN]++;
 	err = ks_parse_to_payload(&c, &l4, cfg);
 	if (err < 0) {
 		ks_count_err(KS_REASON(err));
-		return;
+		return 0;
 	}
 	/* pure ACKs and empty datagrams carry no request */
 	if (l4.payload_len == 0)
-		return;
+		return 0;
 	pc->n[KS_PKT_MEMCACHED]++;
 	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
 
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s)
-		return;
+		return 0;
 	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
 	s->seq = cfg->seq;
 	s->trace = cfg->trace;
 	s->ring = cfg->ring;
+	s->hot = cfg->hot;
+	s->pkt_keys = 0;
+	s->steer_slot = 0;
+	s->nreq = 0;
 
 	fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
-	if (fast != KS_FAST_DONE) {
-		/* only a sample or the general parser reads these */
+	if (fast != KS_FAST_DONE || s->hot) {
+		/* only a sample, the hot table or the general parser
+		 * reads these */
 		__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
 		s->sport = l4.sport;
 		s->proto = l4.proto;
 	}
-	if (fast == KS_FAST_SAMPLE)
-		ks_fast_sample(ctx, s, &l4, is_xdp);
-	if (fast != KS_FAST_NO)
-		return;
-
-	len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
-	if (ks_ctx_load(ctx, l4.payload_off, s->win, len, is_xdp)) {
-		ks_count_err(KS_ERR_TRUNC_L4);
-		return;
+	if (fast == KS_FAST_SAMPLE || (fast == KS_FAST_DONE && s->hot))
+		ks_fast_key(ctx, s, &l4, fast == KS_FAST_SAMPLE, is_xdp);
+	if (fast == KS_FAST_NO) {
+		len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
+		if (ks_ctx_load(ctx, l4.payload_off, s->win, len, is_xdp)) {
+			ks_count_err(KS_ERR_TRUNC_L4);
+			return 0;
+		}
+		s->end = len;
+		s->plen = l4.payload_len;
+		ks_mc_parse(s);
 	}
-	s->end = len;
-	s->plen = l4.payload_len;
-	ks_mc_parse(s);
+	if (!s->steer_slot)
+		return 0;
+	/* one get of one key, nothing else in the datagram */
+	if (s->pkt_keys == 1 && s->nreq <= 1)
+		return s->steer_slot;
+	ks_hot_owner(s->steer_slot - 1);
+	return 0;
 }
 
 SEC("xdp")
@@ -157,17 +176,23 @@ int ks_ingress(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	ks_handle(ctx, data, data_end, data_end - data, true);
-	return XDP_PASS;
+	__u32 hot = ks_handle(ctx, data, data_end, data_end - data, true);
+
+	return hot ? ks_steer(ctx, hot - 1) : XDP_PASS;
 }
 
 SEC("tc")
 int ks_tc_ingress(struct __sk_buff *skb)
 {
+	__u32 hot;
+
 	/* Headers may sit in paged data on the tc path; make them linear. */
 	bpf_skb_pull_data(skb, skb->len < 256 ? skb->len : 256);
-	ks_handle(skb, (void *)(long)skb->data, (void *)(long)skb->data_end,
-		  skb->len, false);
+	hot = ks_handle(skb, (void *)(long)skb->data,
+			(void *)(long)skb->data_end, skb->len, false);
+
+	if (hot) /* tc only counts: steering is XDP's */
+		ks_hot_owner(hot - 1);
 	return TC_ACT_OK;
 }
 

@@ -213,8 +213,7 @@ __noinline int ks_mc_key_span(struct ks_scratch *s, __u32 pos)
 /* The key last found by ks_mc_key_span() belongs to a valid request. */
 static __always_inline void ks_mc_take_key(struct ks_scratch *s, __u32 op)
 {
-	if (ks_sample_due(s))
-		ks_key_sample(s, s->key_pos, s->key_len, op);
+	ks_key_at(s, s->key_pos, s->key_len, op);
 }
 
 /*
@@ -407,8 +406,7 @@ __noinline int ks_mc_binary(struct ks_scratch *s, __u32 pos)
 	kpos = pos + KS_BIN_HDR + extlen;
 	if (kpos + keylen > s->end)
 		return ks_fail(ks_short_reason(s));
-	if (ks_sample_due(s))
-		ks_key_sample(s, kpos, keylen, op);
+	ks_key_at(s, kpos, keylen, op);
 	return ks_mc_next_request(s, op, 1, KS_BIN_HDR + bodylen);
 }
 

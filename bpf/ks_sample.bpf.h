@@ -11,6 +11,7 @@
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
 #include "ks_ring.bpf.h"
+#include "ks_hot.bpf.h"
 
 /*
  * One 8-byte load at any byte offset. Without the alignment promise clang
@@ -172,36 +173,56 @@ static __always_inline bool ks_sample_due(struct ks_scratch *s)
 	return --s->countdown == 0;
 }
 
-/* A sampled key, already in s->key: sketch, candidates, trace. */
-__noinline int ks_key_record(struct ks_scratch *s, __u32 len, __u32 op)
+/* A sampled key, already in s->key, its hash in hand: sketch,
+ * candidates, ring, trace. */
+static __always_inline void ks_key_record(struct ks_scratch *s, __u64 hash,
+					  __u32 len, __u32 op)
 {
-	__u32 cls;
-	__u64 hash;
+	__u32 cls = ks_op_class(op);
 
-	if (!s)
-		return 0;
-	hash = ks_key_hash_scratch(s, len);
 	ks_count_pkt(KS_PKT_SAMPLED);
-
-	cls = ks_op_class(op);
 	if (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE) {
 		ks_cand_offer(s, hash, len, ks_cms_add(hash, s->seq & 1, cls));
 		ks_ring_defer(s, len, cls, hash);
 	}
 	if (s->trace)
 		ks_trace_key(s, hash, len, op);
+}
+
+/*
+ * A key in s->key that is due for sampling, or looked up in the hot table,
+ * or both: hashed once for either.
+ */
+__noinline int ks_key_take(struct ks_scratch *s, __u32 len, __u32 op,
+			   __u32 due)
+{
+	__u64 hash;
+
+	if (!s)
+		return 0;
+	hash = ks_key_hash_scratch(s, len);
+	if (due)
+		ks_key_record(s, hash, len, op);
+	if (s->hot)
+		ks_hot_key(s, hash, op);
 	return 1;
 }
 
 /*
- * A key picked by ks_sample_due(); len is 1..KS_MAX_KEY_LEN and
- * [pos, pos+len) lies inside the window.
+ * Every key of a valid request: counted towards the packet, and copied
+ * only when sampled or when the hot table needs it. len is
+ * 1..KS_MAX_KEY_LEN and [pos, pos+len) lies inside the window.
  */
-static __always_inline void ks_key_sample(struct ks_scratch *s, __u32 pos,
-					  __u32 len, __u32 op)
+static __always_inline void ks_key_at(struct ks_scratch *s, __u32 pos,
+				      __u32 len, __u32 op)
 {
+	bool due = ks_sample_due(s);
+
+	s->pkt_keys++;
+	if (!due && !s->hot)
+		return;
 	ks_key_copy(s, pos, len);
-	ks_key_record(s, len, op);
+	ks_key_take(s, len, op, due);
 }
 
 #endif

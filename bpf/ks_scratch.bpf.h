@@ -67,6 +67,9 @@ struct ks_scratch {
 	__u32 seq;
 	__u32 trace;
 	__u32 ring;      /* active half of ks_ring */
+	__u32 hot;       /* ks_hot has entries: look every key up */
+	__u32 pkt_keys;  /* keys in this packet so far */
+	__u32 steer_slot; /* 1 + ks_hot slot of a lone UDP get, or 0 */
 	/* survive across packets */
 	__u32 countdown; /* keys left until the next sample */
 	__u32 key_words; /* words of key[] the last sampled key used */

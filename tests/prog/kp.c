@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "names.h"
 #include "ring.h"
 #include "kp.h"
 
@@ -51,32 +52,14 @@ static size_t rowbuf_sz;
 /* The model's sketch: (epoch, class, row) x column. */
 static __u32 msk[KS_CMS_ROWS][KS_CMS_WIDTH];
 
-static const char *const op_names[KS_OP_MAX] = {
-	"get", "gets", "gat", "gats", "mg", "set", "add", "replace", "append",
-	"prepend", "cas", "delete", "incr", "decr", "touch", "ms", "md", "ma",
-	"me", "mn", "other",
-};
-
-static const char *const err_names[KS_ERR_MAX] = {
-	"not_memcached", "trunc_eth", "trunc_ip", "bad_ip_hdr", "trunc_ip6_ext",
-	"ip6_ext_limit", "fragment", "trunc_l4", "bad_tcp_doff", "udp_frame",
-	"udp_not_first", "midstream", "unknown_cmd", "trunc_req", "bad_length",
-	"key_too_long", "bad_key", "too_many_keys", "item_limit", "window",
-};
-
-static const char *const pkt_names[KS_PKT_MAX] = {
-	"seen", "memcached", "tcp", "udp", "sampled", "cand_insert",
-	"cand_evict", "trace_drop", "ring_hit", "misdirected",
-};
-
 const char *kp_op_name(int op)
 {
-	return op >= 0 && op < KS_OP_MAX ? op_names[op] : "?";
+	return op >= 0 ? ks_op_name(op) : "?";
 }
 
 const char *kp_err_name(int reason)
 {
-	return reason >= 0 && reason < KS_ERR_MAX ? err_names[reason] : "?";
+	return reason >= 0 ? ks_reason_name(reason) : "?";
 }
 
 __u64 kp_hash(const void *key, size_t len)
@@ -254,6 +237,13 @@ static void drain_events(void)
 	kp.draining = true;
 	ring_buffer__consume(rb);
 	kp.draining = false;
+}
+
+int kp_map_fd(const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -1;
 }
 
 /* ---- set-up ---- */
@@ -705,7 +695,7 @@ static void check_counters(const char *ctx)
 		if (got.requests != want->requests || got.keys != want->keys ||
 		    got.bytes != want->bytes)
 			KFAIL(ctx, "op %s: req/keys/bytes %llu/%llu/%llu, want %llu/%llu/%llu",
-			      op_names[i], (unsigned long long)got.requests,
+			      ks_op_name(i), (unsigned long long)got.requests,
 			      (unsigned long long)got.keys,
 			      (unsigned long long)got.bytes,
 			      (unsigned long long)want->requests,
@@ -716,14 +706,14 @@ static void check_counters(const char *ctx)
 		__u64 got = kp_errc(i);
 
 		if (kp.x.err[i] != KP_DONTCARE && got != (__u64)kp.x.err[i])
-			KFAIL(ctx, "err %s = %llu, want %lld", err_names[i],
+			KFAIL(ctx, "err %s = %llu, want %lld", ks_reason_name(i),
 			      (unsigned long long)got, kp.x.err[i]);
 	}
 	for (i = 0; i < KS_PKT_MAX; i++) {
 		__u64 got = kp_pkt(i);
 
 		if (kp.x.pkts[i] != KP_DONTCARE && got != (__u64)kp.x.pkts[i])
-			KFAIL(ctx, "pkt %s = %llu, want %lld", pkt_names[i],
+			KFAIL(ctx, "pkt %s = %llu, want %lld", ks_pkt_name(i),
 			      (unsigned long long)got, kp.x.pkts[i]);
 	}
 }
@@ -962,18 +952,18 @@ static void dump_counters(void)
 		struct ks_op_stats g = kp_op(i);
 
 		if (g.requests || g.keys || g.bytes)
-			fprintf(stderr, " op.%s=%llu/%llu/%llu", op_names[i],
+			fprintf(stderr, " op.%s=%llu/%llu/%llu", ks_op_name(i),
 				(unsigned long long)g.requests,
 				(unsigned long long)g.keys,
 				(unsigned long long)g.bytes);
 	}
 	for (i = 0; i < KS_ERR_MAX; i++)
 		if (kp_errc(i))
-			fprintf(stderr, " err.%s=%llu", err_names[i],
+			fprintf(stderr, " err.%s=%llu", ks_reason_name(i),
 				(unsigned long long)kp_errc(i));
 	for (i = 0; i < KS_PKT_MAX; i++)
 		if (kp_pkt(i))
-			fprintf(stderr, " pkt.%s=%llu", pkt_names[i],
+			fprintf(stderr, " pkt.%s=%llu", ks_pkt_name(i),
 				(unsigned long long)kp_pkt(i));
 	fprintf(stderr, "\n");
 }

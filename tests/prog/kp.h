@@ -179,6 +179,8 @@ struct ks_op_stats kp_op(int op);
 int kp_read_events(void);
 
 /* ---- misc ---- */
+/* fd of the loaded object's map called name, or -1. */
+int kp_map_fd(const char *name);
 __u64 kp_hash(const void *key, size_t len);
 const char *kp_op_name(int op);
 const char *kp_err_name(int reason);

@@ -40,6 +40,9 @@ int main(void)
 	t_trace_group();
 	t_ring_group();
 	t_ring_swap_group();
+	t_hot_group();
+	/* moves this process into a network namespace of its own */
+	t_steer_group();
 	kp_teardown();
 	return kt_summary("prog");
 }

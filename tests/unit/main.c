@@ -47,6 +47,11 @@ void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count)
 	c->count = count;
 }
 
+/* Declared here rather than in unit.h, which another helper owns. */
+void test_replicas(void);
+void test_mc_client(void);
+void test_http_serve(void);
+
 int main(void)
 {
 	test_merge();
@@ -61,5 +66,8 @@ int main(void)
 	test_zipf();
 	test_hotkeys();
 	test_run_hot();
+	test_replicas();
+	test_mc_client();
+	test_http_serve();
 	return kt_summary("unit");
 }

@@ -1,0 +1,736 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * t_hot.c - the hot-key slots (ks_hot) in the datapath: which keys are
+ * looked up and counted, writes turning an armed key dirty (with one
+ * wake-up event), and, in a network namespace of the test's own with veth
+ * pairs and fixed neighbours, the steering of lone UDP gets: rewrite,
+ * checksums, XDP_TX or redirect, round robin, and every case that must
+ * leave the packet to the owner untouched.
+ *
+ * Slots are written through the agent's own code (user/hot_map.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "hot_map.h"
+#include "kp.h"
+#include "kt_netns.h"
+#include "groups.h"
+
+#define HOT_KEY "hotkey01"
+#define FAR_FUTURE (1ULL << 62)
+
+static struct ks_hot_map hm;
+static int nevents;
+static struct ks_hot_event last_event;
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int on_hot_event(void *ctx, void *data, size_t size)
+{
+	if (size >= sizeof(last_event))
+		memcpy(&last_event, data, sizeof(last_event));
+	nevents++;
+	return 0;
+}
+
+static int drain_hot_events(void)
+{
+	struct ring_buffer *rb;
+
+	nevents = 0;
+	rb = ring_buffer__new(kp_map_fd("ks_hot_events"), on_hot_event, NULL,
+			      NULL);
+	if (!rb)
+		return -1;
+	ring_buffer__consume(rb);
+	ring_buffer__free(rb);
+	return nevents;
+}
+
+/* kp_begin plus the hot table turned on and the map opened. */
+static void hot_begin(const char *name)
+{
+	struct ks_config c;
+	int err;
+
+	kp_begin(name);
+	c = kp.cfg;
+	c.hot = 1;
+	kp_config(&c);
+	err = ks_hot_map_open(&hm, kp_map_fd("ks_hot"),
+			      kp_map_fd("ks_hot_stats"),
+			      kp_map_fd("ks_replicas"),
+			      kp_map_fd("ks_replica_stats"));
+	if (err)
+		kt_failf(__FILE__, __LINE__, "mmap ks_hot: %s", strerror(-err));
+	drain_hot_events();
+}
+
+static void hot_end(void)
+{
+	ks_hot_map_close(&hm);
+	kp_end();
+}
+
+static int hot_add(const char *key, __u32 ncopies, const __u8 *replicas,
+		   int armed)
+{
+	__u64 h = kp_hash(key, strlen(key));
+	int idx = ks_hot_map_alloc(&hm, h, (const __u8 *)key, strlen(key));
+
+	if (idx < 0) {
+		kt_failf(__FILE__, __LINE__, "alloc slot: %s", strerror(-idx));
+		return 0;
+	}
+	if (ncopies > 1)
+		ks_hot_map_set_copies(&hm, idx, ncopies, replicas);
+	if (armed)
+		ks_hot_map_arm(&hm, idx, ks_hot_map_write_seq(&hm, idx),
+			       FAR_FUTURE);
+	return idx;
+}
+
+static struct ks_hot_stats hot_stats(int idx)
+{
+	struct ks_hot_stats st;
+
+	if (ks_hot_map_stats(&hm, idx, &st))
+		kt_failf(__FILE__, __LINE__, "read ks_hot_stats");
+	return st;
+}
+
+static void x_hot(int counter, int n)
+{
+	kp.x.pkts[counter] += n;
+}
+
+/* A UDP get through ks_ingress, expected to stay with the owner. */
+static void send_udp_get(const char *key)
+{
+	char pay[300];
+	struct pkt p;
+	int n = snprintf(pay, sizeof(pay), "get %s\r\n", key);
+
+	kp_udp4(&p, pay, n);
+	kp_send_mc(&p);
+	kp_x_req(KS_OP_GET, n, key, NULL);
+}
+
+static void test_table_off(void)
+{
+	struct ks_config c;
+	int idx;
+
+	hot_begin("hot_table_off_is_not_consulted");
+	idx = hot_add(HOT_KEY, 1, NULL, 0);
+	c = kp.cfg;
+	c.hot = 0;
+	kp_config(&c);
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	CHECK_EQ(hot_stats(idx).reads, 0);
+	hot_end();
+}
+
+static void test_reads_counted(void)
+{
+	struct ks_hot_stats st;
+	struct pkt p;
+	int idx;
+
+	hot_begin("hot_reads_counted_by_protocol");
+	idx = hot_add(HOT_KEY, 1, NULL, 0);
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	kp_send_tcp4("gets other " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GETS, 21, "other", HOT_KEY, NULL);
+	/* UDP: the fast path, and the general parser (two keys) */
+	send_udp_get(HOT_KEY);
+	kp_udp4(&p, "get " HOT_KEY " other\r\n", 20);
+	kp_send_mc(&p);
+	kp_x_req(KS_OP_GET, 20, HOT_KEY, "other", NULL);
+	/* through tc too, which never steers */
+	kp_udp4(&p, "get " HOT_KEY "\r\n", 14);
+	kp_send_tc(&p);
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	x_hot(KS_PKT_HOT_READ, 5);
+	st = hot_stats(idx);
+	CHECK_EQ(st.reads, 5);
+	CHECK_EQ(st.tcp_reads, 2);
+	CHECK_EQ(st.writes, 0);
+	CHECK_EQ(st.steered, 0);
+	/* UDP reads all stay with the owner: not armed, two keys, tc */
+	CHECK_EQ(st.owner, 3);
+	hot_end();
+}
+
+static void test_unsampled_looked_up(void)
+{
+	int idx;
+
+	hot_begin("hot_unsampled_keys_looked_up");
+	kp_set_sample(1000000);
+	idx = hot_add(HOT_KEY, 1, NULL, 0);
+	kp_send_tcp4("get a1 b2 " HOT_KEY " c3\r\n");
+	kp_x_req(KS_OP_GET, 23, "a1", "b2", HOT_KEY, "c3", NULL);
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	x_hot(KS_PKT_HOT_READ, 2);
+	CHECK_EQ(hot_stats(idx).reads, 2);
+	hot_end();
+}
+
+static void test_writes_dirty(void)
+{
+	__u64 before;
+	int idx, ev;
+
+	hot_begin("hot_write_dirties_armed_key_once");
+	idx = hot_add(HOT_KEY, 1, NULL, 1);
+	CHECK(ks_hot_map_armed(&hm, idx), "armed after arm");
+	before = mono_ns();
+	kp_send_tcp4("set " HOT_KEY " 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, HOT_KEY, NULL);
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 1);
+	CHECK(!ks_hot_map_armed(&hm, idx), "dirty after a write");
+	CHECK(ks_hot_map_last_write(&hm, idx) >= before,
+	      "last_write_ns is the write's time");
+	ev = drain_hot_events();
+	CHECK_EQ(ev, 1);
+	CHECK_EQ(last_event.slot, (__u32)idx);
+	CHECK_EQ(last_event.write_seq, 1);
+	CHECK_EQ(last_event.hash, kp_hash(HOT_KEY, 8));
+	/* already dirty: counted, no second wake-up */
+	kp_send_tcp4("delete " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_DELETE, 17, HOT_KEY, NULL);
+	kp_send_tcp4("ms " HOT_KEY " 1\r\ny\r\n");
+	kp_x_req(KS_OP_MS, 18, HOT_KEY, NULL);
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 3);
+	CHECK_EQ(drain_hot_events(), 0);
+	/* re-armed at the new sequence: the next write wakes again */
+	ks_hot_map_arm(&hm, idx, 3, FAR_FUTURE);
+	kp_send_tcp4("incr " HOT_KEY " 1\r\n");
+	kp_x_req(KS_OP_INCR, 17, HOT_KEY, NULL);
+	CHECK_EQ(drain_hot_events(), 1);
+	CHECK_EQ(last_event.write_seq, 4);
+	x_hot(KS_PKT_HOT_WRITE, 4);
+	CHECK_EQ(hot_stats(idx).writes, 4);
+	hot_end();
+}
+
+static void test_unarmed_write_no_event(void)
+{
+	int idx;
+
+	hot_begin("hot_write_to_unarmed_key_no_event");
+	idx = hot_add(HOT_KEY, 1, NULL, 0);
+	kp_send_tcp4("set " HOT_KEY " 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, HOT_KEY, NULL);
+	x_hot(KS_PKT_HOT_WRITE, 1);
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 1);
+	CHECK_EQ(drain_hot_events(), 0);
+	hot_end();
+}
+
+static void test_other_keys(void)
+{
+	int idx;
+
+	hot_begin("hot_other_keys_untouched");
+	idx = hot_add(HOT_KEY, 1, NULL, 1);
+	kp_send_tcp4("set hotkey02 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, "hotkey02", NULL);
+	send_udp_get("hotkey0");
+	send_udp_get("hotkey011");
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 0);
+	CHECK_EQ(hot_stats(idx).reads, 0);
+	CHECK(ks_hot_map_armed(&hm, idx), "still armed");
+	hot_end();
+}
+
+/* A full bucket refuses a fifth key; a released slot is reused only
+ * after reclaim. */
+static void test_slot_life(void)
+{
+	char keys[KS_HOT_WAYS + 1][16];
+	__u32 bucket = 0;
+	int n = 0, i, idx;
+
+	hot_begin("hot_slot_alloc_release_reclaim");
+	for (i = 0; n < KS_HOT_WAYS + 1 && i < 1000000; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "k%d", i);
+		if (n && ks_hot_bucket(kp_hash(k, strlen(k))) != bucket)
+			continue;
+		bucket = ks_hot_bucket(kp_hash(k, strlen(k)));
+		strcpy(keys[n++], k);
+	}
+	for (i = 0; i < KS_HOT_WAYS; i++)
+		CHECK(ks_hot_map_alloc(&hm, kp_hash(keys[i], strlen(keys[i])),
+				       (const __u8 *)keys[i],
+				       strlen(keys[i])) >= 0,
+		      "way %d", i);
+	idx = ks_hot_map_alloc(&hm, kp_hash(keys[4], strlen(keys[4])),
+			       (const __u8 *)keys[4], strlen(keys[4]));
+	CHECK_EQ(idx, -ENOSPC);
+	idx = ks_hot_map_find(&hm, kp_hash(keys[1], strlen(keys[1])));
+	CHECK(idx >= 0, "find");
+	ks_hot_map_release(&hm, idx);
+	CHECK_EQ(ks_hot_map_find(&hm, kp_hash(keys[1], strlen(keys[1]))), -1);
+	CHECK_EQ(ks_hot_map_alloc(&hm, kp_hash(keys[4], strlen(keys[4])),
+				  (const __u8 *)keys[4], strlen(keys[4])),
+		 -ENOSPC);
+	CHECK_EQ(ks_hot_map_reclaim(&hm), 1);
+	CHECK_EQ(ks_hot_map_alloc(&hm, kp_hash(keys[4], strlen(keys[4])),
+				  (const __u8 *)keys[4], strlen(keys[4])),
+		 idx);
+	hot_end();
+}
+
+void t_hot_group(void)
+{
+	test_table_off();
+	test_reads_counted();
+	test_unsampled_looked_up();
+	test_writes_dirty();
+	test_unarmed_write_no_event();
+	test_other_keys();
+	test_slot_life();
+}
+
+/* ---------------- steering, in a namespace of our own ---------------- */
+
+#define DEV0 "kst0"
+#define DEV1 "kst1"
+static const __u8 mac0[6] = { 2, 0, 0, 0, 0, 1 };
+static const __u8 rmac[4][6] = {
+	{ 2, 0, 0, 0, 0, 0x50 }, { 2, 0, 0, 0, 0, 0x52 },
+	{ 2, 0, 0, 0, 0, 0x53 }, { 2, 0, 0, 0, 0, 0x60 },
+};
+static int if0, if1;
+
+/* Replica table: 0,1,2 behind kst0 (XDP_TX), 3 behind kst1 (redirect),
+ * 4 with no neighbour entry. */
+static const char *const raddr[] = { "198.18.0.50", "198.18.0.52",
+				     "198.18.0.53", "198.18.1.60",
+				     "198.18.0.51" };
+static const __u16 rport[] = { 11311, 11211, 11211, 11411, 11211 };
+
+static int sh(const char *cmd)
+{
+	int rc = system(cmd);
+
+	return rc == 0 ? 0 : -1;
+}
+
+static int steer_netns(void)
+{
+	int err = kt_private_netns();
+
+	if (err)
+		return err;
+	if (sh("ip link add " DEV0 " address 02:00:00:00:00:01 type veth peer name " DEV0 "p &&"
+	       "ip link add " DEV1 " address 02:00:00:00:00:02 type veth peer name " DEV1 "p &&"
+	       "ip link set " DEV0 "p up && ip link set " DEV1 "p up &&"
+	       "ip addr add 198.18.0.2/24 dev " DEV0 " &&"
+	       "ip addr add 198.18.1.2/24 dev " DEV1 " &&"
+	       "ip link set " DEV0 " up && ip link set " DEV1 " up &&"
+	       "ip neigh replace 198.18.0.50 lladdr 02:00:00:00:00:50 dev " DEV0 " nud permanent &&"
+	       "ip neigh replace 198.18.0.52 lladdr 02:00:00:00:00:52 dev " DEV0 " nud permanent &&"
+	       "ip neigh replace 198.18.0.53 lladdr 02:00:00:00:00:53 dev " DEV0 " nud permanent &&"
+	       "ip neigh replace 198.18.1.60 lladdr 02:00:00:00:00:60 dev " DEV1 " nud permanent &&"
+	       "sysctl -qw net.ipv4.conf." DEV0 ".forwarding=1 &&"
+	       "sysctl -qw net.ipv4.conf." DEV1 ".forwarding=1"))
+		return -EIO;
+	if0 = if_nametoindex(DEV0);
+	if1 = if_nametoindex(DEV1);
+	return if0 && if1 ? 0 : -ENODEV;
+}
+
+static void steer_begin(const char *name)
+{
+	struct ks_replica r[5] = {};
+	int i;
+
+	hot_begin(name);
+	for (i = 0; i < 5; i++) {
+		inet_pton(AF_INET, raddr[i], &r[i].addr);
+		r[i].port = htons(rport[i]);
+	}
+	if (ks_hot_map_set_replicas(&hm, r, 5))
+		kt_failf(__FILE__, __LINE__, "write ks_replicas");
+}
+
+/* Runs p through ks_ingress as if received on ifindex. */
+static int run_on(const struct pkt *p, int ifindex, __u32 *rc, __u8 *out,
+		  __u32 *olen)
+{
+	struct xdp_md ctx = { .data_end = p->len, .ingress_ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = p->b,
+		    .data_size_in = p->len, .data_out = out,
+		    .data_size_out = *olen, .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1);
+	int err = bpf_prog_test_run_opts(kp.xdp_fd, &o);
+
+	if (err)
+		return -errno;
+	*rc = o.retval;
+	*olen = o.data_size_out;
+	return 0;
+}
+
+/* The model's side of one UDP get of key through XDP. */
+static void x_udp_get(const char *key, size_t len)
+{
+	kp.x.pkts[KS_PKT_SEEN]++;
+	kp.x.pkts[KS_PKT_MEMCACHED]++;
+	kp.x.pkts[KS_PKT_UDP]++;
+	if (kp.x.pkts[KS_PKT_HOT_READ] != KP_DONTCARE)
+		kp.x.pkts[KS_PKT_HOT_READ]++;
+	kp_x_req(KS_OP_GET, len + 6, key, NULL);
+}
+
+static void udp_get_pkt(struct pkt *p, const char *key)
+{
+	char pay[300];
+	int n = snprintf(pay, sizeof(pay), "get %s\r\n", key);
+
+	kp_udp4(p, pay, n);
+}
+
+/* Checks that out is p steered to replica ri: addresses, MACs, port,
+ * both checksums right, nothing else changed. */
+static void check_steered(const struct pkt *p, const __u8 *out, __u32 olen,
+			  int ri)
+{
+	struct pkt q = *p, want = *p;
+	__u32 a;
+
+	CHECK_EQ(olen, p->len);
+	memcpy(q.b, out, p->len);
+	CHECK(!memcmp(q.b, rmac[ri], 6), "dst MAC of replica %d", ri);
+	CHECK(!memcmp(q.b + 6, ri == 3 ? (const __u8[]){ 2, 0, 0, 0, 0, 2 } :
+					 mac0, 6),
+	      "src MAC of the egress device");
+	inet_pton(AF_INET, raddr[ri], &a);
+	CHECK(!memcmp(q.b + p->l3 + 16, &a, 4), "dst IP %s", raddr[ri]);
+	CHECK_EQ(q.b[p->l4 + 2] << 8 | q.b[p->l4 + 3], rport[ri]);
+	CHECK(!memcmp(q.b + p->l3 + 12, p->b + p->l3 + 12, 4), "src IP kept");
+	CHECK(!memcmp(q.b + p->l4, p->b + p->l4, 2), "src port kept");
+	CHECK(!memcmp(q.b + p->l4 + 8, p->b + p->l4 + 8, p->len - p->l4 - 8),
+	      "frame header and request kept");
+	/* what the checksums should be for the new header */
+	memcpy(want.b, q.b, p->len);
+	pkt_fix_csums(&want);
+	CHECK(!memcmp(q.b + p->l3 + 10, want.b + p->l3 + 10, 2),
+	      "IPv4 header checksum");
+	CHECK(!memcmp(q.b + p->l4 + 6, want.b + p->l4 + 6, 2),
+	      "UDP checksum");
+}
+
+static void test_steer_tx(void)
+{
+	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
+	__u32 rc, olen;
+	struct pkt p;
+	int idx;
+
+	steer_begin("steer_lone_udp_get_xdp_tx_rewritten");
+	idx = hot_add(HOT_KEY, 2, reps, 1);
+	udp_get_pkt(&p, HOT_KEY);
+	/* copy 0 is the owner: passed untouched */
+	olen = sizeof(out);
+	CHECK(!run_on(&p, if0, &rc, out, &olen), "run 1");
+	CHECK_EQ(rc, XDP_PASS);
+	CHECK(olen == p.len && !memcmp(out, p.b, p.len), "owner's: unchanged");
+	x_udp_get(HOT_KEY, 8);
+	olen = sizeof(out);
+	CHECK(!run_on(&p, if0, &rc, out, &olen), "run 2");
+	CHECK_EQ(rc, XDP_TX);
+	check_steered(&p, out, olen, 0);
+	x_udp_get(HOT_KEY, 8);
+	kp.x.pkts[KS_PKT_STEERED]++;
+	CHECK_EQ(hot_stats(idx).steered, 1);
+	CHECK_EQ(hot_stats(idx).owner, 1);
+	hot_end();
+}
+
+static void test_steer_round_robin(void)
+{
+	__u8 out[PKT_MAX + 64], reps[3] = { 0, 1, 2 };
+	__u32 rc, olen, i, tx = 0, pass = 0;
+	__u64 per[3];
+	struct pkt p;
+	int idx;
+
+	steer_begin("steer_round_robin_over_copies");
+	kp_set_sample(1000000);
+	idx = hot_add(HOT_KEY, 4, reps, 1);
+	udp_get_pkt(&p, HOT_KEY);
+	for (i = 0; i < 400; i++) {
+		olen = sizeof(out);
+		if (run_on(&p, if0, &rc, out, &olen))
+			break;
+		tx += rc == XDP_TX;
+		pass += rc == XDP_PASS;
+		x_udp_get(HOT_KEY, 8);
+	}
+	kp.x.pkts[KS_PKT_STEERED] += 300;
+	CHECK_EQ(tx, 300);
+	CHECK_EQ(pass, 100);
+	for (i = 0; i < 3; i++) {
+		ks_hot_map_replica_steered(&hm, i, &per[i]);
+		CHECK(per[i] == 100, "replica %u got %llu of 400", i,
+		      (unsigned long long)per[i]);
+	}
+	CHECK_EQ(hot_stats(idx).steered, 300);
+	hot_end();
+}
+
+/* Sends n gets of key on if0 and returns how many were steered. */
+static int steer_count(const char *key, int n)
+{
+	__u8 out[PKT_MAX + 64];
+	__u32 rc, olen;
+	struct pkt p;
+	int i, steered = 0;
+
+	udp_get_pkt(&p, key);
+	for (i = 0; i < n; i++) {
+		olen = sizeof(out);
+		if (run_on(&p, if0, &rc, out, &olen))
+			return -1;
+		x_udp_get(key, strlen(key));
+		if (rc == XDP_PASS)
+			CHECK(olen == p.len && !memcmp(out, p.b, p.len),
+			      "passed packets are unchanged");
+		else
+			steered++;
+	}
+	kp.x.pkts[KS_PKT_STEERED] += steered;
+	return steered;
+}
+
+static void test_steer_dirty(void)
+{
+	__u8 reps[1] = { 0 };
+	int idx;
+
+	steer_begin("steer_stops_on_write_until_rearmed");
+	kp_set_sample(1000000);
+	idx = hot_add(HOT_KEY, 2, reps, 1);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 5);
+	kp_send_tcp4("set " HOT_KEY " 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, HOT_KEY, NULL);
+	x_hot(KS_PKT_HOT_WRITE, 1);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	/* a refill that read the sequence before the write does not arm */
+	ks_hot_map_arm(&hm, idx, 0, FAR_FUTURE);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	ks_hot_map_arm(&hm, idx, 1, FAR_FUTURE);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 5);
+	hot_end();
+}
+
+static void test_steer_expired(void)
+{
+	__u8 reps[1] = { 0 };
+	int idx;
+
+	steer_begin("steer_stops_when_entry_expires");
+	kp_set_sample(1000000);
+	idx = hot_add(HOT_KEY, 2, reps, 1);
+	/* the datapath reads the coarse clock: a tick (<= 10 ms) behind */
+	ks_hot_map_arm(&hm, idx, 0, mono_ns() - 20000000ULL);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	ks_hot_map_extend(&hm, idx, mono_ns() + 1000000000ULL);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 5);
+	ks_hot_map_disarm(&hm, idx);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	/* extend does not re-arm a disarmed slot */
+	ks_hot_map_extend(&hm, idx, mono_ns() + 1000000000ULL);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	CHECK_EQ(hot_stats(idx).owner, 35);
+	hot_end();
+}
+
+/* Only a datagram holding one get of one key moves. */
+static void test_steer_only_lone_get(void)
+{
+	static const char *const pays[] = {
+		"get " HOT_KEY " other\r\n", "gets " HOT_KEY "\r\n",
+		"get " HOT_KEY "\r\nmn\r\n", "get " HOT_KEY "\r\nget " HOT_KEY "\r\n",
+		"mg " HOT_KEY " v\r\n", "gat 0 " HOT_KEY "\r\n",
+	};
+	char longkey[41];
+	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
+	__u32 rc, olen, i, j;
+	struct pkt p;
+
+	steer_begin("steer_only_lone_udp_gets");
+	kp_set_sample(1000000);
+	kp_x_op_dontcare(KS_OP_GET);
+	kp_x_op_dontcare(KS_OP_GETS);
+	kp_x_op_dontcare(KS_OP_MG);
+	kp_x_op_dontcare(KS_OP_GAT);
+	kp_x_op_dontcare(KS_OP_MN);
+	kp_x_pkt_dontcare(KS_PKT_HOT_READ);
+	hot_add(HOT_KEY, 2, reps, 1);
+	for (i = 0; i < sizeof(pays) / sizeof(pays[0]); i++) {
+		kp_udp4(&p, pays[i], strlen(pays[i]));
+		for (j = 0; j < 2; j++) { /* both turns of the round robin */
+			olen = sizeof(out);
+			CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
+			CHECK(rc == XDP_PASS && olen == p.len &&
+			      !memcmp(out, p.b, p.len),
+			      "'%.*s' passed untouched", (int)strlen(pays[i]) - 2,
+			      pays[i]);
+			kp.x.pkts[KS_PKT_SEEN]++;
+			kp.x.pkts[KS_PKT_MEMCACHED]++;
+			kp.x.pkts[KS_PKT_UDP]++;
+		}
+	}
+	/* TCP never moves */
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	/* a key past the fast path's 32 bytes goes through the general
+	 * parser and is steered all the same */
+	kp_make_key(longkey, 40, 7);
+	longkey[40] = 0;
+	hot_add(longkey, 2, reps, 1);
+	CHECK_EQ(steer_count(longkey, 4), 2);
+	hot_end();
+}
+
+static void test_steer_no_route(void)
+{
+	__u8 reps[1] = { 4 };
+	int idx;
+
+	steer_begin("steer_without_neighbour_stays_with_owner");
+	kp_set_sample(1000000);
+	idx = hot_add(HOT_KEY, 2, reps, 1);
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 5;
+	CHECK_EQ(hot_stats(idx).owner, 10);
+	hot_end();
+	steer_begin("steer_forwarding_off_stays_with_owner");
+	kp_set_sample(1000000);
+	reps[0] = 0;
+	hot_add(HOT_KEY, 2, reps, 1);
+	sh("sysctl -qw net.ipv4.conf." DEV0 ".forwarding=0");
+	CHECK_EQ(steer_count(HOT_KEY, 10), 0);
+	sh("sysctl -qw net.ipv4.conf." DEV0 ".forwarding=1");
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 5;
+	CHECK_EQ(steer_count(HOT_KEY, 10), 5);
+	hot_end();
+}
+
+static void test_steer_redirect(void)
+{
+	__u8 out[PKT_MAX + 64], reps[1] = { 3 };
+	__u32 rc, olen;
+	struct pkt p;
+
+	steer_begin("steer_other_device_redirect");
+	kp_set_sample(1000000);
+	hot_add(HOT_KEY, 2, reps, 1);
+	udp_get_pkt(&p, HOT_KEY);
+	CHECK_EQ(steer_count(HOT_KEY, 1), 0); /* the owner's turn */
+	olen = sizeof(out);
+	CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
+	CHECK_EQ(rc, XDP_REDIRECT);
+	check_steered(&p, out, olen, 3);
+	x_udp_get(HOT_KEY, 8);
+	kp.x.pkts[KS_PKT_STEERED]++;
+	hot_end();
+}
+
+static void test_steer_csum_zero(void)
+{
+	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
+	__u32 rc, olen;
+	struct pkt p;
+
+	steer_begin("steer_udp_checksum_zero_stays_zero");
+	kp_set_sample(1000000);
+	hot_add(HOT_KEY, 2, reps, 1);
+	udp_get_pkt(&p, HOT_KEY);
+	p.b[p.l4 + 6] = p.b[p.l4 + 7] = 0;
+	CHECK_EQ(steer_count(HOT_KEY, 1), 0);
+	olen = sizeof(out);
+	CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
+	CHECK_EQ(rc, XDP_TX);
+	CHECK(out[p.l4 + 6] == 0 && out[p.l4 + 7] == 0, "checksum 0 kept");
+	x_udp_get(HOT_KEY, 8);
+	kp.x.pkts[KS_PKT_STEERED]++;
+	hot_end();
+}
+
+/* VLAN and IPv6: counted, never rewritten. */
+static void test_steer_not_ipv4(void)
+{
+	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
+	struct pkt_opts o;
+	__u32 rc, olen, j, k;
+	struct pkt p;
+
+	steer_begin("steer_vlan_and_ipv6_stay_with_owner");
+	kp_set_sample(1000000);
+	hot_add(HOT_KEY, 2, reps, 1);
+	for (k = 0; k < 2; k++) {
+		pkt_opts_default(&o, k == 1, IPPROTO_UDP);
+		if (k == 0) {
+			o.nvlan = 1;
+			o.vlan[0].tpid = PKT_ETH_P_8021Q;
+			o.vlan[0].tci = 7;
+		}
+		kp_build(&p, &o, "get " HOT_KEY "\r\n", 14);
+		for (j = 0; j < 2; j++) {
+			olen = sizeof(out);
+			CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
+			CHECK(rc == XDP_PASS && olen == p.len &&
+			      !memcmp(out, p.b, p.len), "%s unchanged",
+			      k ? "IPv6" : "VLAN");
+			x_udp_get(HOT_KEY, 8);
+		}
+	}
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 2;
+	hot_end();
+}
+
+void t_steer_group(void)
+{
+	int err = steer_netns();
+
+	if (err) {
+		kt_begin("steer_setup");
+		kt_failf(__FILE__, __LINE__,
+			 "private netns with veth pairs: %s", strerror(-err));
+		kt_end();
+		return;
+	}
+	test_steer_tx();
+	test_steer_round_robin();
+	test_steer_dirty();
+	test_steer_expired();
+	test_steer_only_lone_get();
+	test_steer_no_route();
+	test_steer_redirect();
+	test_steer_csum_zero();
+	test_steer_not_ipv4();
+}

@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The memcached client against real memcached processes, a silent
+ * listener and a scripted fake server, all in a private network namespace.
+ *
+ * The namespace needs its own process, so the cases run in a forked child
+ * that reports each case over a pipe ("B i" at its start, "E i failed
+ * skipped why" at its end); the parent prints the lines. A child that dies
+ * mid-case becomes a FAIL for that case and for the cases it never ran, and
+ * the parent stops the memcached processes the child announced ("M pid",
+ * "Z pid" once stopped), by pid.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "kt_netns.h"
+#include "ktest.h"
+#include "mc_client.h"
+#include "unit.h"
+
+#define PORT_OWNER  11211
+#define PORT_R1     11212
+#define PORT_R2     11213
+#define PORT_SILENT 11298 /* listens, never reads */
+#define PORT_NONE   11299 /* nothing listens: connect is refused */
+#define PORT_FAKE   11297 /* a scripted reply */
+#define TIMEOUT_MS  300
+#define CHILD_LIMIT_S 60  /* the whole group; SIGALRM ends a hang */
+#define MAX_PIDS    8
+
+#define KEY(s) (const __u8 *)(s), strlen(s)
+
+struct mc_env {
+	int report;           /* pipe to the parent */
+	pid_t mc[3];          /* owner, r1, r2 */
+	struct ks_mc_conn owner, r1, r2;
+};
+
+static __u64 ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+static __u32 lo(void)
+{
+	return htonl(INADDR_LOOPBACK);
+}
+
+/* Stores value/flags through the client; the test fails if it cannot. */
+static void put(struct ks_mc_conn *c, const char *key, const char *val,
+		size_t len, __u32 flags, long ttl)
+{
+	struct ks_mc_item it = { .value = (char *)val, .len = len, .flags = flags };
+	int err = ks_mc_store(c, KEY(key), &it, ttl);
+
+	CHECK(!err, "store %s: %s", key, strerror(-err));
+}
+
+static void t_fetch(struct mc_env *e)
+{
+	struct ks_mc_item it;
+	int err;
+
+	put(&e->owner, "k:forever", "hello", 5, 42, 0);
+	put(&e->owner, "k:ttl", "x", 1, 0xffffffffu, 100);
+	err = ks_mc_fetch(&e->owner, KEY("k:forever"), &it);
+	CHECK(!err && it.found && it.len == 5 && !memcmp(it.value, "hello", 5),
+	      "hit: err %d found %d len %zu", err, it.found, it.len);
+	CHECK(it.flags == 42 && it.ttl == -1, "flags %u ttl %ld, want 42 -1",
+	      it.flags, it.ttl);
+	ks_mc_item_free(&it);
+	err = ks_mc_fetch(&e->owner, KEY("k:ttl"), &it);
+	CHECK(!err && it.found && it.flags == 0xffffffffu, "flags %u", it.flags);
+	CHECK(it.ttl >= 98 && it.ttl <= 100, "ttl %ld, want 98..100", it.ttl);
+	ks_mc_item_free(&it);
+	err = ks_mc_fetch(&e->owner, KEY("k:absent"), &it);
+	CHECK(!err && !it.found && !it.value, "miss: err %d found %d", err, it.found);
+	ks_mc_close(&e->owner);
+	ks_mc_close(&e->owner); /* twice is fine */
+	err = ks_mc_fetch(&e->owner, KEY("k:forever"), &it);
+	CHECK(!err && it.found, "fetch after close: %d", err);
+	ks_mc_item_free(&it);
+}
+
+static void t_store(struct mc_env *e)
+{
+	struct ks_mc_item it;
+	int err;
+
+	put(&e->r1, "k:store", "first", 5, 1, 0);
+	put(&e->r1, "k:store", "second!", 7, 2, 60);
+	err = ks_mc_fetch(&e->r1, KEY("k:store"), &it);
+	CHECK(!err && it.found && it.len == 7 && !strcmp(it.value, "second!"),
+	      "fetch back: err %d len %zu", err, it.len);
+	CHECK(it.flags == 2 && it.ttl > 55 && it.ttl <= 60, "flags %u ttl %ld",
+	      it.flags, it.ttl);
+	ks_mc_item_free(&it);
+	put(&e->r1, "k:empty", NULL, 0, 9, 0);
+	err = ks_mc_fetch(&e->r1, KEY("k:empty"), &it);
+	CHECK(!err && it.found && it.len == 0 && it.flags == 9,
+	      "empty value: err %d found %d len %zu", err, it.found, it.len);
+	ks_mc_item_free(&it);
+	CHECK(!ks_mc_delete(&e->r1, KEY("k:store")), "delete hit");
+	CHECK(!ks_mc_delete(&e->r1, KEY("k:store")), "delete miss is not an error");
+	err = ks_mc_fetch(&e->r1, KEY("k:store"), &it);
+	CHECK(!err && !it.found, "deleted key still there");
+}
+
+static void t_binary(struct mc_env *e)
+{
+	static const char val[] = "a\r\nEND\r\n\0VALUE x 0 1\r\nEN\r\n";
+	struct ks_mc_item it;
+	int err;
+
+	put(&e->owner, "k:bin", val, sizeof(val), 3, 0);
+	err = ks_mc_fetch(&e->owner, KEY("k:bin"), &it);
+	CHECK(!err && it.len == sizeof(val) && !memcmp(it.value, val, sizeof(val)),
+	      "binary value: err %d len %zu", err, it.len);
+	ks_mc_item_free(&it);
+	/* The stream is still in step: the next reply is the next key's. */
+	put(&e->owner, "k:after", "ok", 2, 0, 0);
+	err = ks_mc_fetch(&e->owner, KEY("k:after"), &it);
+	CHECK(!err && it.len == 2 && !memcmp(it.value, "ok", 2), "after: %d", err);
+	ks_mc_item_free(&it);
+}
+
+static char *pattern(size_t len)
+{
+	char *v = malloc(len);
+	size_t i;
+
+	for (i = 0; v && i < len; i++)
+		v[i] = (char)(i * 131 + (i >> 9)); /* \r and \n included */
+	return v;
+}
+
+/* memcached's default 1 MiB item limit includes the item header and
+ * key, so the largest value it takes is a little under 1 MiB. */
+static void t_large(struct mc_env *e)
+{
+	size_t near = KS_MC_VALUE_MAX - 1024;
+	char *v = pattern(KS_MC_VALUE_MAX + 1);
+	struct ks_mc_item it = { .value = v, .len = near, .flags = 5 }, got;
+	struct ks_mc_conn fresh;
+	int err;
+
+	if (!v) {
+		CHECK(0, "out of memory");
+		return;
+	}
+	err = ks_mc_store(&e->r2, KEY("k:big"), &it, 0);
+	CHECK(!err, "store %zu bytes: %s", near, strerror(-err));
+	err = ks_mc_fetch(&e->r2, KEY("k:big"), &got);
+	CHECK(!err && got.len == near && !memcmp(got.value, v, near),
+	      "fetch %zu bytes: err %d len %zu", near, err, got.len);
+	ks_mc_item_free(&got);
+	it.len = KS_MC_VALUE_MAX;
+	err = ks_mc_store(&e->r2, KEY("k:big"), &it, 0);
+	CHECK(err == -E2BIG, "1 MiB + header over the server's -I 1m: %d, want -E2BIG", err);
+	it.len = KS_MC_VALUE_MAX + 1;
+	ks_mc_init(&fresh, lo(), PORT_NONE, TIMEOUT_MS);
+	err = ks_mc_store(&fresh, KEY("k:big"), &it, 0);
+	CHECK(err == -E2BIG && fresh.fd < 0, "over 1 MiB: %d, not refused locally", err);
+	/* memcached drops the old value when it refuses a too-large one
+	 * (no stale copy survives a failed refresh); the local refusal
+	 * never reached it. The connection is still usable. */
+	err = ks_mc_fetch(&e->r2, KEY("k:big"), &got);
+	CHECK(!err && !got.found, "after a refused store: err %d found %d", err,
+	      got.found);
+	ks_mc_item_free(&got);
+	free(v);
+}
+
+/* A one-connection server that sends reply after the request arrives
+ * and holds the connection until the client closes it. */
+static pid_t fake_server(const char *reply, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT_FAKE),
+				 .sin_addr.s_addr = lo() };
+	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
+	char buf[512];
+	pid_t pid;
+
+	if (ls < 0)
+		return -1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 1)) {
+		close(ls);
+		return -1;
+	}
+	pid = fork();
+	if (pid != 0) {
+		close(ls);
+		return pid;
+	}
+	alarm(5);
+	fd = accept(ls, NULL, NULL);
+	if (fd < 0 || recv(fd, buf, sizeof(buf), 0) <= 0)
+		_exit(1);
+	if (len && send(fd, reply, len, MSG_NOSIGNAL) != (ssize_t)len)
+		_exit(1);
+	while (recv(fd, buf, sizeof(buf), 0) > 0)
+		;
+	_exit(0);
+}
+
+/* Runs one fetch against a fake reply; the item is left for the caller. */
+static int fake_fetch(const char *reply, size_t len, struct ks_mc_item *it,
+		      int *closed)
+{
+	struct ks_mc_conn c;
+	pid_t pid = fake_server(reply, len);
+	int err;
+
+	if (pid < 0)
+		return -ECHILD;
+	ks_mc_init(&c, lo(), PORT_FAKE, TIMEOUT_MS);
+	err = ks_mc_fetch(&c, KEY("k:fake"), it);
+	*closed = c.fd < 0;
+	ks_mc_close(&c);
+	waitpid(pid, NULL, 0);
+	return err;
+}
+
+static void t_fake_replies(struct mc_env *e)
+{
+	size_t hdr = 32, n = hdr + KS_MC_VALUE_MAX + 2;
+	char *r = malloc(n);
+	struct ks_mc_item it;
+	int err, closed;
+	size_t h;
+
+	if (!r) {
+		CHECK(0, "out of memory");
+		return;
+	}
+	/* Exactly 1 MiB: the client's limit, above memcached's default. */
+	h = (size_t)snprintf(r, hdr, "VA %u f1 t-1\r\n", KS_MC_VALUE_MAX);
+	memset(r + h, 'v', KS_MC_VALUE_MAX);
+	memcpy(r + h + KS_MC_VALUE_MAX, "\r\n", 2);
+	err = fake_fetch(r, h + KS_MC_VALUE_MAX + 2, &it, &closed);
+	CHECK(!err && it.found && it.len == KS_MC_VALUE_MAX && it.value[0] == 'v' &&
+		      it.value[KS_MC_VALUE_MAX - 1] == 'v',
+	      "1 MiB reply: err %d len %zu", err, it.len);
+	ks_mc_item_free(&it);
+	h = (size_t)snprintf(r, hdr, "VA %u f1 t-1\r\n", KS_MC_VALUE_MAX + 1);
+	err = fake_fetch(r, h, &it, &closed);
+	CHECK(err == -E2BIG && closed && !it.value, "over 1 MiB: %d", err);
+	err = fake_fetch("SERVER_ERROR busy\r\n", 19, &it, &closed);
+	CHECK(err == -EPROTO && closed, "unexpected reply: %d closed %d", err, closed);
+	err = fake_fetch("VA 2 f1\r\nab\r\n", 13, &it, &closed);
+	CHECK(err == -EPROTO, "reply without t: %d", err);
+	err = fake_fetch("VA 2 f1 t5\r\nabX\n", 16, &it, &closed);
+	CHECK(err == -EPROTO && !it.value, "bad value trailer: %d", err);
+	err = fake_fetch("", 0, &it, &closed);
+	CHECK(err == -ETIMEDOUT || err == -ECONNRESET, "no reply: %d", err);
+	free(r);
+}
+
+static void t_fill(struct mc_env *e)
+{
+	struct ks_mc_conn *reps[] = { &e->r1, &e->r2 }, down;
+	struct ks_mc_conn *mixed[] = { &e->r1, &down };
+	struct ks_fill_result res;
+	struct ks_mc_item it;
+	int err, i;
+
+	put(&e->owner, "k:hot", "v1", 2, 7, 0);
+	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:hot"), 5, &res);
+	CHECK(!err && res.found && res.stored == 2 && !res.failed && res.ttl == 5,
+	      "fill: err %d found %d stored %u ttl %ld", err, res.found, res.stored, res.ttl);
+	for (i = 0; i < 2; i++) {
+		err = ks_mc_fetch(reps[i], KEY("k:hot"), &it);
+		CHECK(!err && it.found && it.len == 2 && !memcmp(it.value, "v1", 2) &&
+			      it.flags == 7 && it.ttl >= 1 && it.ttl <= 5,
+		      "replica %d: err %d flags %u ttl %ld", i, err, it.flags, it.ttl);
+		ks_mc_item_free(&it);
+	}
+	put(&e->owner, "k:short", "v2", 2, 0, 3);
+	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:short"), 60, &res);
+	CHECK(!err && res.ttl >= 1 && res.ttl <= 3, "owner's ttl 3 < cap: ttl %ld", res.ttl);
+	/* One replica down: the other is still filled, the error says why. */
+	ks_mc_init(&down, lo(), PORT_NONE, TIMEOUT_MS);
+	err = ks_fill_copies(&e->owner, mixed, 2, KEY("k:hot"), 5, &res);
+	CHECK(err == -ECONNREFUSED && res.stored == 1 && res.failed == 1,
+	      "one down: err %d stored %u failed %u", err, res.stored, res.failed);
+	err = ks_fill_copies(&down, reps, 2, KEY("k:hot"), 5, &res);
+	CHECK(err == -ECONNREFUSED && res.failed == 2 && !res.stored,
+	      "owner down: err %d failed %u", err, res.failed);
+	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:hot"), 0, &res);
+	CHECK(err == -EINVAL, "ttl cap 0: %d", err);
+}
+
+static void t_fill_miss(struct mc_env *e)
+{
+	struct ks_mc_conn *reps[] = { &e->r1, &e->r2 };
+	struct ks_fill_result res;
+	struct ks_mc_item it;
+	int err, i;
+
+	put(&e->r1, "k:gone", "stale", 5, 0, 0);
+	put(&e->r2, "k:gone", "stale", 5, 0, 0);
+	ks_mc_delete(&e->owner, KEY("k:gone"));
+	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:gone"), 5, &res);
+	CHECK(!err && !res.found && res.stored == 2 && !res.failed,
+	      "fill of a miss: err %d found %d stored %u", err, res.found, res.stored);
+	for (i = 0; i < 2; i++) {
+		err = ks_mc_fetch(reps[i], KEY("k:gone"), &it);
+		CHECK(!err && !it.found, "replica %d still serves the stale copy", i);
+		ks_mc_item_free(&it);
+	}
+}
+
+static void report_pid(struct mc_env *e, char what, pid_t pid)
+{
+	dprintf(e->report, "%c %d\n", what, (int)pid);
+}
+
+/* A kept connection to a server that restarted: one reconnect, no error. */
+static void t_reconnect(struct mc_env *e)
+{
+	struct ks_mc_item it;
+	int err;
+
+	put(&e->owner, "k:before", "x", 1, 0, 0);
+	CHECK(e->owner.fd >= 0, "no kept connection");
+	kt_memcached_stop(e->mc[0]);
+	report_pid(e, 'Z', e->mc[0]);
+	e->mc[0] = kt_memcached_start(PORT_OWNER);
+	if (e->mc[0] < 0) {
+		CHECK(0, "restart: %s", strerror(-e->mc[0]));
+		return;
+	}
+	report_pid(e, 'M', e->mc[0]);
+	err = ks_mc_fetch(&e->owner, KEY("k:before"), &it);
+	CHECK(!err && !it.found, "fetch after restart: %d (%s)", err, strerror(-err));
+	ks_mc_item_free(&it);
+}
+
+static void t_refused(struct mc_env *e)
+{
+	struct ks_mc_conn c;
+	struct ks_mc_item it;
+	__u64 t0 = ms_now();
+	int err;
+
+	ks_mc_init(&c, lo(), PORT_NONE, 2000);
+	err = ks_mc_fetch(&c, KEY("k:x"), &it);
+	CHECK(err == -ECONNREFUSED, "err %d, want -ECONNREFUSED", err);
+	CHECK(ms_now() - t0 < 100, "took %llu ms", (unsigned long long)(ms_now() - t0));
+	CHECK(c.fd < 0, "fd left open");
+	ks_mc_close(&c);
+}
+
+static int silent_listener(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT_SILENT),
+				 .sin_addr.s_addr = lo() };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Times one call against a server that accepts and never answers. */
+static void expect_timeout(const char *what, int err, __u64 t0)
+{
+	__u64 took = ms_now() - t0;
+
+	CHECK(err == -ETIMEDOUT, "%s: err %d, want -ETIMEDOUT", what, err);
+	CHECK(took >= TIMEOUT_MS - 20 && took <= TIMEOUT_MS + 200,
+	      "%s: took %llu ms for a %d ms limit", what, (unsigned long long)took,
+	      TIMEOUT_MS);
+}
+
+static void t_timeout(struct mc_env *e)
+{
+	int ls = silent_listener();
+	struct ks_mc_conn c;
+	struct ks_mc_item it = {}, got;
+	__u64 t0;
+
+	if (ls < 0) {
+		CHECK(0, "listener: %s", strerror(errno));
+		return;
+	}
+	ks_mc_init(&c, lo(), PORT_SILENT, TIMEOUT_MS);
+	t0 = ms_now();
+	expect_timeout("fetch", ks_mc_fetch(&c, KEY("k:x"), &got), t0);
+	CHECK(c.fd < 0, "connection kept after a timeout");
+	/* A value larger than the socket buffers: the send side times out. */
+	it.value = pattern(KS_MC_VALUE_MAX);
+	it.len = it.value ? KS_MC_VALUE_MAX : 0;
+	t0 = ms_now();
+	expect_timeout("1 MiB store", ks_mc_store(&c, KEY("k:x"), &it, 0), t0);
+	free(it.value);
+	ks_mc_close(&c);
+	close(ls);
+}
+
+static void t_bad_keys(struct mc_env *e)
+{
+	static const char *bad[] = { "", "a b", "a\r\nmg x", "tab\tkey", "\x01",
+				     "del\x7f" };
+	char longkey[KS_MC_KEY_MAX + 2];
+	struct ks_mc_item it = { .value = "v", .len = 1 }, got;
+	struct ks_mc_conn c;
+	unsigned i;
+
+	/* Nothing listens there: a client that tried to send would get
+	 * -ECONNREFUSED, not -EINVAL. */
+	ks_mc_init(&c, lo(), PORT_NONE, TIMEOUT_MS);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(ks_mc_fetch(&c, KEY(bad[i]), &got) == -EINVAL, "fetch bad key %u", i);
+		CHECK(ks_mc_store(&c, KEY(bad[i]), &it, 0) == -EINVAL, "store bad key %u", i);
+		CHECK(ks_mc_delete(&c, KEY(bad[i])) == -EINVAL, "delete bad key %u", i);
+	}
+	memset(longkey, 'k', sizeof(longkey));
+	longkey[KS_MC_KEY_MAX + 1] = '\0';
+	CHECK(ks_mc_fetch(&c, KEY(longkey), &got) == -EINVAL, "251-byte key");
+	CHECK(ks_mc_store(&c, KEY("ok"), &it, -1) == -EINVAL, "ttl -1");
+	CHECK(ks_mc_store(&c, KEY("ok"), &it, KS_MC_TTL_MAX + 1) == -EINVAL,
+	      "ttl over 30 days (memcached would read a unix time)");
+	CHECK(c.fd < 0, "a bad request opened a connection");
+	ks_mc_close(&c);
+	/* The longest legal key works end to end. */
+	longkey[KS_MC_KEY_MAX] = '\0';
+	put(&e->owner, longkey, "v", 1, 0, 0);
+	CHECK(!ks_mc_fetch(&e->owner, KEY(longkey), &got) && got.found, "250-byte key");
+	ks_mc_item_free(&got);
+}
+
+static const struct mc_case {
+	const char *name;
+	void (*run)(struct mc_env *e);
+} cases[] = {
+	{ "mc_fetch_hit_miss_flags_ttl", t_fetch },
+	{ "mc_store_fetch_back_delete", t_store },
+	{ "mc_binary_safe_value", t_binary },
+	{ "mc_large_value", t_large },
+	{ "mc_unexpected_replies", t_fake_replies },
+	{ "mc_fill_copies", t_fill },
+	{ "mc_fill_missing_deletes_copies", t_fill_miss },
+	{ "mc_reconnect_after_restart", t_reconnect },
+	{ "mc_refused_fast", t_refused },
+	{ "mc_timeout_silent_server", t_timeout },
+	{ "mc_bad_keys_not_sent", t_bad_keys },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* Starts the three servers; on failure reports "S why" or "X why". */
+static int child_setup(struct mc_env *e)
+{
+	static const unsigned short ports[3] = { PORT_OWNER, PORT_R1, PORT_R2 };
+	int err = kt_private_netns(), i;
+
+	if (err) {
+		dprintf(e->report, "S no private network namespace: %s (run as root)\n",
+			strerror(-err));
+		return err;
+	}
+	for (i = 0; i < 3; i++) {
+		e->mc[i] = kt_memcached_start(ports[i]);
+		if (e->mc[i] == -ENOENT) {
+			dprintf(e->report, "S memcached is not installed (apt-get install memcached)\n");
+			return -ENOENT;
+		}
+		if (e->mc[i] < 0) {
+			dprintf(e->report, "X memcached on port %u did not start: %s\n",
+				ports[i], strerror(-e->mc[i]));
+			return e->mc[i];
+		}
+		report_pid(e, 'M', e->mc[i]);
+	}
+	ks_mc_init(&e->owner, lo(), PORT_OWNER, TIMEOUT_MS);
+	ks_mc_init(&e->r1, lo(), PORT_R1, TIMEOUT_MS);
+	ks_mc_init(&e->r2, lo(), PORT_R2, TIMEOUT_MS);
+	return 0;
+}
+
+static void child_run(int report)
+{
+	struct mc_env e = { .report = report, .mc = { -1, -1, -1 } };
+	unsigned i;
+	char *p;
+
+	alarm(CHILD_LIMIT_S);
+	if (!child_setup(&e)) {
+		for (i = 0; i < NCASES; i++) {
+			dprintf(report, "B %u\n", i);
+			kt_begin(cases[i].name);
+			cases[i].run(&e);
+			for (p = kt_cur.why; *p; p++)
+				if (*p == '\n')
+					*p = ' ';
+			dprintf(report, "E %u %d %d %s\n", i, kt_cur.failed,
+				kt_cur.skipped, kt_cur.why);
+		}
+	}
+	ks_mc_close(&e.owner);
+	ks_mc_close(&e.r1);
+	ks_mc_close(&e.r2);
+	for (i = 0; i < 3; i++) {
+		if (e.mc[i] > 0) {
+			kt_memcached_stop(e.mc[i]);
+			report_pid(&e, 'Z', e.mc[i]);
+		}
+	}
+	_exit(0);
+}
+
+/* What the parent learnt from the child's reports. */
+struct mc_results {
+	int done[NCASES];
+	int current;          /* case begun and not ended, or -1 */
+	char skip[256], fail[256];
+	pid_t pids[MAX_PIDS]; /* memcached processes still running */
+};
+
+static void print_case(unsigned i, int failed, int skipped, const char *why)
+{
+	kt_begin(cases[i].name);
+	if (skipped && !failed) {
+		kt_skipf("%s", why);
+	} else if (failed) {
+		kt_cur.failed = failed;
+		snprintf(kt_cur.why, sizeof(kt_cur.why), "%s", why);
+	}
+	kt_end();
+}
+
+static void track_pid(struct mc_results *r, pid_t pid, int add)
+{
+	int i;
+
+	for (i = 0; i < MAX_PIDS; i++) {
+		if (add && r->pids[i] == 0) {
+			r->pids[i] = pid;
+			return;
+		}
+		if (!add && r->pids[i] == pid) {
+			r->pids[i] = 0;
+			return;
+		}
+	}
+}
+
+static void parse_report(struct mc_results *r, char *line)
+{
+	unsigned i;
+	int failed, skipped, off = 0;
+
+	line[strcspn(line, "\n")] = '\0';
+	if (line[0] == 'M' || line[0] == 'Z')
+		track_pid(r, (pid_t)atoi(line + 2), line[0] == 'M');
+	else if (line[0] == 'S')
+		snprintf(r->skip, sizeof(r->skip), "%s", line + 2);
+	else if (line[0] == 'X')
+		snprintf(r->fail, sizeof(r->fail), "%s", line + 2);
+	else if (sscanf(line, "B %u", &i) == 1 && i < NCASES)
+		r->current = (int)i;
+	else if (sscanf(line, "E %u %d %d %n", &i, &failed, &skipped, &off) == 3 &&
+		 i < NCASES && off > 0) {
+		print_case(i, failed, skipped, line + off);
+		r->done[i] = 1;
+		r->current = -1;
+	}
+}
+
+/* Cases the child did not end: skipped, failed at setup, or lost. */
+static void finish_cases(struct mc_results *r, int status)
+{
+	char how[128], why[256];
+	unsigned i;
+
+	if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+	for (i = 0; i < NCASES; i++) {
+		if (r->done[i])
+			continue;
+		if (r->skip[0])
+			print_case(i, 0, 1, r->skip);
+		else if (r->fail[0])
+			print_case(i, 1, 0, r->fail);
+		else {
+			snprintf(why, sizeof(why), "%s: the test child %s",
+				 (int)i == r->current ? "died in this case" : "not run",
+				 how);
+			print_case(i, 1, 0, why);
+		}
+	}
+}
+
+void test_mc_client(void)
+{
+	struct mc_results r = { .current = -1 };
+	char *line = NULL;
+	size_t cap = 0;
+	int fds[2], status = 0, i;
+	pid_t pid;
+	FILE *in;
+
+	fflush(stdout); /* the child must not print the parent's buffer again */
+	/* Close-on-exec, or the memcached processes would hold the pipe open
+	 * and the parent would wait for them after a crashed child. */
+	if (pipe2(fds, O_CLOEXEC) || (pid = fork()) < 0) {
+		snprintf(r.fail, sizeof(r.fail), "cannot start the test child: %s",
+			 strerror(errno));
+		finish_cases(&r, 0);
+		return;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child_run(fds[1]);
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	while (in && getline(&line, &cap, in) > 0)
+		parse_report(&r, line);
+	free(line);
+	if (in)
+		fclose(in);
+	waitpid(pid, &status, 0);
+	finish_cases(&r, status);
+	/* A child that died left its servers running: stop them by pid. */
+	for (i = 0; i < MAX_PIDS; i++)
+		if (r.pids[i] > 0)
+			kill(r.pids[i], SIGTERM);
+}

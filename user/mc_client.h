@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * mc_client.h - a small blocking memcached client (meta text commands over
+ * TCP) with a time limit per call, for the agent's one job that talks to
+ * memcached: copying a hot key's value, flags and remaining TTL from its
+ * owner to its L1 replicas, and removing the copies when the owner has
+ * none.
+ *
+ * Every call returns 0 or -errno: -ETIMEDOUT (no answer within timeout_ms
+ * of the call's start, connect included), -ECONNREFUSED and other connect
+ * errors, -ECONNRESET (the server closed the connection, twice), -EPROTO
+ * (a reply the client did not expect), -E2BIG (a value over
+ * KS_MC_VALUE_MAX, or one the server finds too large), -ENOMEM, -EINVAL (a
+ * key the text protocol cannot carry, a bad ttl). The connection opens on
+ * first use, is re-opened once when a kept connection turns out broken,
+ * and is closed after any error, because after one the reply stream may be
+ * out of step with the requests.
+ */
+#ifndef KS_MC_CLIENT_H
+#define KS_MC_CLIENT_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#define KS_MC_KEY_MAX   250        /* memcached's KEY_MAX_LENGTH */
+#define KS_MC_VALUE_MAX (1u << 20) /* memcached's default item size limit */
+/* memcached reads an expiry above 30 days as a unix time, not seconds. */
+#define KS_MC_TTL_MAX   2592000L
+
+struct ks_mc_conn {
+	__u32 addr;     /* IPv4, network order */
+	__u16 port;     /* host order */
+	int fd;         /* -1: not connected */
+	int timeout_ms; /* per call, from its start to its last byte */
+	char *rbuf;     /* reply bytes read ahead; allocated on connect */
+	size_t rpos, rlen;
+};
+
+struct ks_mc_item {
+	char *value;   /* malloc'd, len bytes plus a NUL; NULL when not found */
+	size_t len;
+	__u32 flags;   /* the client flags stored with the value */
+	long ttl;      /* remaining seconds, -1 = never expires */
+	int found;
+};
+
+/* No I/O: the connection opens on the first call. */
+void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port, int timeout_ms);
+/* Closes the socket and frees the buffer; safe to call twice. */
+void ks_mc_close(struct ks_mc_conn *c);
+
+/* 0 if the key is 1..250 bytes with no space or control byte, else -EINVAL. */
+int ks_mc_key_check(const __u8 *key, size_t klen);
+
+/* "mg <key> v f t". *it is overwritten (free it with ks_mc_item_free);
+ * a miss is 0 with it->found = 0. */
+int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		struct ks_mc_item *it);
+/* "ms <key> <len> T<ttl> F<flags>" of it->value/len/flags (it->ttl is not
+ * used); ttl 0 = never expires, 1..KS_MC_TTL_MAX seconds. */
+int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_item *it, long ttl);
+/* "md <key>"; a key that is not there is success too. */
+int ks_mc_delete(struct ks_mc_conn *c, const __u8 *key, size_t klen);
+void ks_mc_item_free(struct ks_mc_item *it);
+
+struct ks_fill_result {
+	int found;       /* the owner had the key */
+	unsigned stored; /* replicas updated (stored, or deleted on a miss) */
+	unsigned failed; /* replicas not updated: all n when the fetch failed */
+	long ttl;        /* the ttl the copies got (0 on a miss) */
+};
+
+/*
+ * One refresh of a hot key's copies: fetch from the owner once, then store
+ * the value and flags on every replica with ttl = min(owner's remaining
+ * ttl, ttl_cap) (ttl_cap when the owner's never expires; at least 1), or,
+ * when the owner has no such key, delete it from every replica so no
+ * replica serves a value the owner no longer has. ttl_cap is 1..; above
+ * KS_MC_TTL_MAX it counts as KS_MC_TTL_MAX. Returns 0 when every replica
+ * was updated, else the first error; res counts the outcomes either way.
+ */
+int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
+		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
+		   struct ks_fill_result *res);
+
+#endif
