@@ -428,6 +428,11 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->shards = bpf_map__fd(a->skel->maps.ks_shards);
 	m->misdirect = bpf_map__fd(a->skel->maps.ks_misdirect);
 	m->shard_report = bpf_map__fd(a->skel->maps.ks_shard_report);
+	m->hot = bpf_map__fd(a->skel->maps.ks_hot);
+	m->hot_stats = bpf_map__fd(a->skel->maps.ks_hot_stats);
+	m->replicas = bpf_map__fd(a->skel->maps.ks_replicas);
+	m->replica_stats = bpf_map__fd(a->skel->maps.ks_replica_stats);
+	m->hot_events = bpf_map__fd(a->skel->maps.ks_hot_events);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

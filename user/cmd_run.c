@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +21,8 @@
 #include "ring_push.h"
 #include "run_hot.h"
 #include "run_ring.h"
+#include "run_steer.h"
+#include "http_serve.h"
 #include "sig.h"
 
 /* In-flight packets may still write the old epoch right after the flip. */
@@ -36,6 +39,10 @@ struct run_opts {
 	int verbose;
 	struct ks_run_ring ring; /* the ring options, and the ring */
 	struct ks_run_hot hot;   /* the hot-key options, and the table */
+	struct ks_run_steer steer; /* the table in the datapath, replicas */
+	const char *listen;      /* --listen: serve the routing document */
+	struct ks_http_server http;
+	int http_open;
 };
 
 struct run_state {
@@ -70,6 +77,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "replicas", required_argument, NULL, 'R' },
 		{ "pins", required_argument, NULL, 'P' },
 		{ "routing-file", required_argument, NULL, 'O' },
+		{ "listen", required_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -171,11 +179,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				goto bad;
 			break;
 		case 'R':
-			if (ks_parse_uint("--replicas", optarg, 0,
-					  KS_REPLICAS_MAX, &v, err,
-					  sizeof(err)))
-				goto bad;
-			o->hot.replicas = (unsigned)v;
+			o->steer.replicas_arg = optarg;
+			break;
+		case 'L':
+			o->listen = optarg;
 			break;
 		case 'P':
 			o->hot.pins_path = optarg;
@@ -205,9 +212,24 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	 * before anything is attached. */
 	if (ks_run_ring_prepare(&o->ring, o->sample_n, err, sizeof(err)))
 		goto bad;
-	/* So is the pin file. */
+	/* So are the replicas, the pin file and the listening socket. */
+	if (ks_run_steer_prepare(&o->steer, spec->self, o->ifname,
+				 o->interval_ms, err, sizeof(err)))
+		goto bad;
+	o->hot.replicas = o->steer.rs.n < KS_MAX_COPIES - 1 ?
+				  o->steer.rs.n : KS_MAX_COPIES - 1;
+	o->hot.rs = o->steer.replicas_arg ? &o->steer.rs : NULL;
+	o->hot.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
+	if (o->listen) {
+		struct sockaddr_in a;
+
+		if (ks_http_parse_listen(o->listen, &a, err, sizeof(err)) ||
+		    ks_http_open(&o->http, &a, err, sizeof(err)))
+			goto bad;
+		o->http_open = 1;
+	}
 	return 0;
 bad:
 	ks_err("%s", err);
@@ -274,6 +296,18 @@ static void keep_seq(struct run_state *st)
 		ks_debug("seq was %u, not %u (a racing config write); fixing it",
 			 cfg.seq, st->seq);
 	cfg.seq = st->seq;
+	write_config(st, &cfg);
+}
+
+/* ks_config.hot follows the slots in use: with none, the datapath does
+ * not hash unsampled keys at all. */
+static void set_hot_flag(struct run_state *st, __u32 on)
+{
+	struct ks_config cfg;
+
+	if (ks_read_config(&st->maps, &cfg) || cfg.hot == on)
+		return;
+	cfg.hot = on;
 	write_config(st, &cfg);
 }
 
@@ -376,6 +410,8 @@ static int one_interval(struct run_state *st)
 		return err;
 	ks_run_hot_interval(&st->o.hot, st->rep->top, st->rep->n_top, old_seq,
 			    st->o.ring.version);
+	set_hot_flag(st, ks_run_steer_interval(&st->o.steer, st->o.hot.table,
+					       iv.elapsed_ns / 1e9) > 0);
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)
@@ -426,7 +462,49 @@ static int start(struct run_state *st)
 		return KS_EXIT_FAIL;
 	if (ks_run_hot_start(&st->o.hot, st->o.ring.version))
 		return KS_EXIT_FAIL;
+	if (ks_run_steer_start(&st->o.steer, &st->maps))
+		return KS_EXIT_FAIL;
+	/* pins are hot from the start */
+	set_hot_flag(st, ks_run_steer_interval(&st->o.steer, st->o.hot.table,
+					       0) > 0);
+	if (st->o.steer.rs.n)
+		printf("keysteer: %u L1 replicas, copies read from %s\n",
+		       st->o.steer.rs.n, st->o.steer.owner.text);
+	if (st->o.http_open)
+		printf("keysteer: routing document on http://%s/routing\n",
+		       st->o.listen);
+	fflush(stdout);
 	return 0;
+}
+
+/* Waits for dirty events, HTTP clients or the timeout, then serves them. */
+static void wait_events(struct run_state *st, __u64 until)
+{
+	struct pollfd pfd[1 + KS_HTTP_POLLFDS];
+	__u64 now = ks_mono_ns();
+	int n = 0, nh = 0, t, tmo;
+
+	tmo = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+	t = ks_run_steer_timeout_ms(&st->o.steer);
+	if (t >= 0 && t < tmo)
+		tmo = t;
+	if (ks_run_steer_fd(&st->o.steer) >= 0) {
+		pfd[0].fd = ks_run_steer_fd(&st->o.steer);
+		pfd[0].events = POLLIN;
+		n = 1;
+	}
+	if (st->o.http_open) {
+		t = ks_http_timeout_ms(&st->o.http, now);
+		if (t >= 0 && t < tmo)
+			tmo = t;
+		nh = ks_http_pollfds(&st->o.http, pfd + n, KS_HTTP_POLLFDS);
+	}
+	if (poll(pfd, n + nh, tmo) < 0 && errno != EINTR)
+		ks_sleep_until(until);
+	ks_run_steer_poll(&st->o.steer);
+	if (st->o.http_open)
+		ks_http_service(&st->o.http, pfd + n, nh, st->o.hot.doc,
+				st->o.hot.doc_len, ks_mono_ns());
 }
 
 /* Sleeps until the deadline, waking at least every 100 ms so SIGHUP and
@@ -447,8 +525,8 @@ static int wait_interval(struct run_state *st, __u64 deadline)
 		}
 		if (now >= deadline)
 			return 0;
-		ks_sleep_until(now + 100000000ULL < deadline ?
-				       now + 100000000ULL : deadline);
+		wait_events(st, now + 100000000ULL < deadline ?
+					now + 100000000ULL : deadline);
 	}
 	return 0;
 }
@@ -522,10 +600,14 @@ int cmd_run(int argc, char **argv)
 	if (!rc)
 		rc = loop(st);
 	ks_collector_free(&st->col);
+	ks_run_steer_free(&st->o.steer);
 	ks_teardown(&st->att);
 	if (!rc)
 		printf("keysteer: detached from %s\n", st->o.ifname);
 out_free:
+	ks_run_steer_free(&st->o.steer);
+	if (st->o.http_open)
+		ks_http_close(&st->o.http);
 	ks_run_ring_free(&st->o.ring);
 	ks_run_hot_free(&st->o.hot);
 	free(st->sketch);

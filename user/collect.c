@@ -15,6 +15,8 @@ void ks_maps_init(struct ks_maps *m)
 	m->config = m->ops = m->errors = m->pkts = -1;
 	m->cms = m->cands = m->events = m->report = -1;
 	m->ring = m->shards = m->misdirect = m->shard_report = -1;
+	m->hot = m->hot_stats = m->replicas = m->replica_stats = -1;
+	m->hot_events = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -30,6 +32,10 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 		{ "ks_ring", &m->ring },     { "ks_shards", &m->shards },
 		{ "ks_misdirect", &m->misdirect },
 		{ "ks_shard_report", &m->shard_report },
+		{ "ks_hot", &m->hot }, { "ks_hot_stats", &m->hot_stats },
+		{ "ks_replicas", &m->replicas },
+		{ "ks_replica_stats", &m->replica_stats },
+		{ "ks_hot_events", &m->hot_events },
 	};
 	char path[PATH_MAX];
 	size_t i;
@@ -54,7 +60,8 @@ void ks_maps_close(struct ks_maps *m)
 	int *fds[] = { &m->config, &m->ops,    &m->errors, &m->pkts,
 		       &m->cms,    &m->cands,  &m->events, &m->report,
 		       &m->ring,   &m->shards, &m->misdirect,
-		       &m->shard_report };
+		       &m->shard_report, &m->hot, &m->hot_stats,
+		       &m->replicas, &m->replica_stats, &m->hot_events };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {

@@ -70,8 +70,17 @@ void ks_help_run(FILE *f)
 "HOT KEYS\n"
 "  --shard-capacity OPS  one shard's capacity in ops/s (default 100000)\n"
 "  --hot-fraction F    a key is hot at F x capacity ops/s, 0.0001..1 (default 0.1)\n"
-"  --replicas N        L1 replicas, 0..%d: a hot key gets up to N + 1 copies\n"
-"                      (default 0)\n"
+"  --replicas LIST     L1 replicas, HOST:PORT,... (IPv4, up to %d): a read-hot\n"
+"                      key gets up to min(N + 1, 8) copies, the owner's\n"
+"                      included, chosen per key by rendezvous hashing; the\n"
+"                      agent copies value, flags and TTL from --self (which\n"
+"                      it needs) with a TTL of a few intervals, and XDP sends\n"
+"                      each lone UDP get of the key to one copy in turn.\n"
+"                      Needs IPv4 forwarding on IF (the kernel's next-hop\n"
+"                      lookup): sysctl -w net.ipv4.conf.IF.forwarding=1.\n"
+"                      A write to the key sends its reads to the owner until\n"
+"                      the copies hold the new value; a dead agent's steering\n"
+"                      stops within 3 intervals\n"
 "  --pins FILE         pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
 "                      'split-prefix PREFIX K', '#' comments. Checked before\n"
 "                      attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
@@ -79,6 +88,8 @@ void ks_help_run(FILE *f)
 "  --routing-file PATH the hot-key table as JSON with the ring version, written\n"
 "                      atomically (PATH.tmp, rename; mode 0640) at start and\n"
 "                      whenever the table changes\n"
+"  --listen ADDR:PORT  serve the same document over HTTP (GET /routing); a\n"
+"                      bare PORT binds 127.0.0.1\n"
 "\n"
 "NAMESPACES\n"
 "  The pins live on the bpffs at %s. 'ip netns exec' gives every command a\n"
@@ -97,7 +108,7 @@ void ks_help_run(FILE *f)
 "                 --self 10.0.0.2:11211 --distribution ketama\n"
 "  sudo kill -HUP $(pidof agent)      # reload the shard file now\n",
 		KS_PIN_ROOT, KS_MAX_PORTS, KS_REPORT_TOP, KS_REPORT_TOP,
-		KS_VNODES_DEFAULT, KS_HOT_COPIES_MAX - 1, "/sys/fs/bpf");
+		KS_VNODES_DEFAULT, KS_MAX_REPLICAS, "/sys/fs/bpf");
 }
 
 void ks_help_detach(FILE *f)

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hotkeys.h"
+#include "mc_client.h"
+#include "replicas.h"
 #include "opts.h"
 
 /* A copy/sub-key count changes by one only after the rate moved this much
@@ -703,8 +705,27 @@ static int by_hash(const void *a, const void *b)
 	return x->hash < y->hash ? -1 : x->hash > y->hash;
 }
 
+/* ,"replicas":[...] of a key whose reads go to replicas. */
+static void json_replicas(struct jw *w, const struct ks_hot_entry *e,
+			  const struct ks_replica_set *rs)
+{
+	__u8 pick[KS_MAX_COPIES - 1];
+	unsigned n = e->copies, i;
+
+	if (!rs || !rs->n || n < 2 || ks_mc_key_check(e->key, e->len))
+		return;
+	n = ks_rendezvous_pick(e->hash, rs, n - 1 < KS_MAX_COPIES - 1 ?
+						    n - 1 : KS_MAX_COPIES - 1,
+			       pick);
+	jw_printf(w, ",\"replicas\":[");
+	for (i = 0; i < n; i++)
+		jw_printf(w, "%s\"%s\"", i ? "," : "", rs->r[pick[i]].text);
+	jw_printf(w, "]");
+}
+
 size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
-		   __u64 ring_version, char *buf, size_t size)
+		   const struct ks_replica_set *rs, __u64 ring_version,
+		   char *buf, size_t size)
 {
 	const struct ks_hot_entry *sorted[KS_HOT_CAP];
 	const struct ks_hot_entry *e;
@@ -732,7 +753,7 @@ size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
 			  ",\"hash\":\"%016llx\",\"state\":\"%s\","
 			  "\"read_hot\":%s,\"write_hot\":%s,\"copies\":%u,"
 			  "\"subkeys\":%u,\"reads_ps\":%.1f,\"writes_ps\":%.1f,"
-			  "\"intervals_hot\":%u,\"entered_seq\":%u}",
+			  "\"intervals_hot\":%u,\"entered_seq\":%u",
 			  (unsigned long long)e->hash,
 			  e->state == KS_HOT_PINNED ? "pinned" : "hot",
 			  e->read_hot ? "true" : "false",
@@ -740,6 +761,8 @@ size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
 			  e->subkeys, finite_or_0(e->reads_ps),
 			  finite_or_0(e->writes_ps), e->intervals_hot,
 			  e->entered_seq);
+		json_replicas(&w, e, rs);
+		jw_printf(&w, "}");
 	}
 	jw_printf(&w, "],\"rules\":[");
 	for (i = 0; i < t->rules.n; i++) {

@@ -161,7 +161,12 @@ const struct ks_hot_entry *ks_hot_find(const struct ks_hot_table *t,
  * NUL-terminated when size > 0). Returns the length the whole document
  * needs (excluding the NUL), like snprintf: >= size means truncated.
  */
+struct ks_replica_set;
+/* With rs (may be NULL), each key steered to replicas also lists them,
+ * chosen as the agent chooses them (ks_rendezvous_pick), for clients that
+ * route TCP reads themselves. */
 size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
-		   __u64 ring_version, char *buf, size_t size);
+		   const struct ks_replica_set *rs, __u64 ring_version,
+		   char *buf, size_t size);
 
 #endif

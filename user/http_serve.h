@@ -45,10 +45,14 @@
 struct ks_http_client;
 struct ks_http_doc;
 
-/* For the status line; each connection that sent anything counts once. */
+/*
+ * For the status line. A connection counts at most once: in served, or in
+ * errors; one that closes before sending a byte counts in neither.
+ */
 struct ks_http_stats {
 	__u64 served; /* 200 answers sent whole (GET or HEAD) */
-	__u64 errors; /* error answers sent, and answers cut short */
+	__u64 errors; /* error answers (4xx/5xx, 503 when full), answers cut
+		       * short, requests abandoned half-sent */
 };
 
 struct ks_http_server {

@@ -144,11 +144,12 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 	size_t need;
 	int ret;
 
-	if (!h->routing_path)
+	if (!h->routing_path && !h->serve_doc)
 		return 0;
 	for (;;) {
-		need = h->doc ? ks_hot_json(h->table, &h->pol, ring_version,
-					    h->doc, h->doc_size) :
+		need = h->doc ? ks_hot_json(h->table, &h->pol, h->rs,
+					    ring_version, h->doc,
+					    h->doc_size) :
 				SIZE_MAX;
 		if (need < h->doc_size)
 			break;
@@ -160,7 +161,9 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 			return -ENOMEM;
 		}
 	}
-	ret = ks_write_file_atomic(h->routing_path, h->doc, need);
+	h->doc_len = need;
+	ret = h->routing_path ?
+		      ks_write_file_atomic(h->routing_path, h->doc, need) : 0;
 	if (ret)
 		return ret;
 	h->written = 1;

@@ -13,7 +13,6 @@
 #include "hotkeys.h"
 #include "run_ring.h"
 
-#define KS_REPLICAS_MAX   (KS_HOT_COPIES_MAX - 1)
 /* How often the pin file is checked for a change. */
 #define KS_PINS_CHECK_NS  500000000ULL
 
@@ -22,6 +21,8 @@ struct ks_run_hot {
 	unsigned replicas;        /* L1 replicas: max_copies = replicas + 1 */
 	const char *pins_path;    /* NULL: no pin file */
 	const char *routing_path; /* NULL: no routing document */
+	int serve_doc;            /* render the document for --listen too */
+	const struct ks_replica_set *rs; /* replicas named in the document */
 
 	struct ks_hot_table *table;
 	struct ks_hot_rules *next_rules; /* loaded before attach */
@@ -31,6 +32,7 @@ struct ks_run_hot {
 	int written;                     /* routing file written once */
 	char *doc;                       /* JSON buffer */
 	size_t doc_size;
+	size_t doc_len;                  /* of the current document */
 };
 
 /* Policy defaults, no pins, no routing file. */

@@ -45,14 +45,34 @@ else
 	fail hotkeys_bad_pins_at_start "exit $rc, output: $(head -c 300 "$E2E_TMP/bad.out")"
 fi
 
+# --- steering needs forwarding on the interface: refused before attach ----
+e2e_agent run --iface "$SIF" --shards "$SADDR:$PORT" --self "$SADDR:$PORT" \
+	--replicas "$SADDR:11212" >"$E2E_TMP/fwd.out" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q "forwarding=1" "$E2E_TMP/fwd.out" &&
+	! e2e_pins_exist && ! e2e_xdp_attached; then
+	pass hotkeys_replicas_need_forwarding
+else
+	fail hotkeys_replicas_need_forwarding "exit $rc, output: $(head -c 300 "$E2E_TMP/fwd.out")"
+fi
+ip netns exec "$SNS" sysctl -qw "net.ipv4.conf.$SIF.forwarding=1"
+
 # --- the agent with the table --------------------------------------------
+# Two replicas where nothing listens: copies fail fast (refused), so
+# nothing is steered, and the table's decisions are what is checked here
+# (tests/e2e/test_steer.sh steers for real).
 if ! e2e_agent_start --sample 1 --interval 1 --shard-capacity 2000 \
-	--hot-fraction 0.1 --replicas 2 --pins "$PINS" \
+	--hot-fraction 0.1 --shards "$SADDR:$PORT" --self "$SADDR:$PORT" \
+	--replicas "$SADDR:11212,$SADDR:11213" --pins "$PINS" \
 	--routing-file "$ROUTE" -v; then
 	fail hotkeys "agent run did not attach"
 	exit 1
 fi
 
+for _ in $(seq 20); do
+	[ -s "$ROUTE" ] && break
+	sleep 0.1
+done
 if [ -s "$ROUTE" ] && grep -q '"pinned:key"' "$ROUTE"; then
 	pass hotkeys_routing_at_start
 else

@@ -411,7 +411,7 @@ static void json_shape(void)
 	s[1] = sample("w", 0, 2 * T);
 	CHECK(ks_hot_update(&t, &p, s, 2, 7) == 2, "two new decisions");
 	v = t.version;
-	len = ks_hot_json(&t, &p, 42, buf, sizeof(buf));
+	len = ks_hot_json(&t, &p, NULL, 42, buf, sizeof(buf));
 	CHECK(len == strlen(buf) && len < sizeof(buf), "len %zu", len);
 	CHECK(buf[0] == '{' && buf[len - 1] == '}', "not an object: %s", buf);
 	for (i = 0; i < len; i++) {
@@ -437,7 +437,7 @@ static void json_shape(void)
 	CHECK(strstr(buf, "\"rules\":[{\"type\":\"split-prefix\","
 			  "\"prefix\":\"ctr:\",\"ways\":4}]}"),
 	      "rules: %s", buf);
-	CHECK_EQ(ks_hot_json(&t, &p, 42, small, sizeof(small)), len);
+	CHECK_EQ(ks_hot_json(&t, &p, NULL, 42, small, sizeof(small)), len);
 	CHECK_EQ(strlen(small), sizeof(small) - 1);
 	/* Same rates again: no decision changes, same version. */
 	CHECK_EQ(ks_hot_update(&t, &p, s, 2, 8), 0);

@@ -63,6 +63,9 @@ void ld_usage(FILE *f)
 "  --mget-size M        keys per multi-get, 2..%d (default 10)\n"
 "  --value-size B       bytes per set value, 1..%u (default 32)\n"
 "  --seed N             seed of the draws (default 1); thread i uses N+i\n"
+"  --preload            first set every key (and flash key) once over TCP to\n"
+"                       its owner with --value-size bytes, so gets hit; not\n"
+"                       counted in the run's figures; prints how long it took\n"
 "\n"
 "RUN\n"
 "  --duration SEC       stop after SEC seconds, 0.001..3600\n"
@@ -78,13 +81,20 @@ void ld_usage(FILE *f)
 "\n"
 "An operation counts once sent in full; hits are VALUE lines received. Over\n"
 "UDP every request is one datagram with the 8-byte frame header and its own\n"
-"request id; the reply is read until END. Exit 0 after a run, 1 if the run\n"
-"could not start, 2 for bad flags.\n"
+"request id; the reply is read until END and is taken from any address that\n"
+"answers with that id (a steered request is answered by a replica). Replies\n"
+"are counted by source; 'steered' ones came from another address than the\n"
+"request went to (JSON: replies_by_source, steered, first_steered_ms, the\n"
+"time from the start to the first steered reply, null if none). Exit 0\n"
+"after a run, 1 if the run or its preload could not start or failed, 2 for\n"
+"bad flags.\n"
 "\n"
 "EXAMPLES\n"
 "  ks_load --server 127.0.0.1:11211 --duration 5 --rate 10000\n"
 "  ks_load --shards-file shards.txt --proto udp --keys 100000 --zipf 0.99 \\\n"
 "          --flash flash:1:0.24 --duration 10 --rate 50000 --json\n"
+"  ks_load --shards-file shards.txt --proto udp --mix get=100 --preload \\\n"
+"          --flash flash:1:0.24 --duration 10 --rate 20000\n"
 "  ks_load --server 198.18.0.2:11211 --count 100000 --rate 0 \\\n"
 "          --mix get=80,mget=10,set=10 --mget-size 8 --exact-counts out.tsv\n",
 		LD_MAX_CONNS, KS_ZIPF_MAX_KEYS, LD_MAX_FLASH, LD_MAX_MGET,
@@ -183,6 +193,7 @@ enum {
 	O_SERVER = 256, O_SHARDS, O_SHARDS_FILE, O_DIST, O_VNODES, O_PROTO,
 	O_CONNS, O_TIMEOUT, O_KEYS, O_ZIPF, O_FLASH, O_PREFIX, O_MIX, O_MGET,
 	O_VALUE, O_SEED, O_DURATION, O_COUNT, O_RATE, O_JSON, O_EXACT,
+	O_PRELOAD,
 };
 
 static const struct option long_opts[] = {
@@ -207,6 +218,7 @@ static const struct option long_opts[] = {
 	{ "rate", required_argument, NULL, O_RATE },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "exact-counts", required_argument, NULL, O_EXACT },
+	{ "preload", no_argument, NULL, O_PRELOAD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -344,6 +356,7 @@ int ld_parse_args(int argc, char **argv, struct ld_cfg *cfg)
 		case O_RATE: rc = uint_opt(c, optarg, 0, 100000000, &cfg->rate); break;
 		case O_JSON: cfg->json = 1; break;
 		case O_EXACT: cfg->exact_file = optarg; break;
+		case O_PRELOAD: cfg->preload = 1; break;
 		case ':':
 			return refuse("%s needs a value; see ks_load --help", argv[optind - 1]);
 		default:

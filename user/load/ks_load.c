@@ -39,14 +39,14 @@ static __u32 draw_key(struct ld_worker *w)
 	return ks_zipf_rank(&run->zipf, ks_rng_unit(&w->rng)) - 1;
 }
 
-static size_t key_name(const struct ld_run *run, __u32 id, char *buf)
+size_t ld_key_name(const struct ld_run *run, __u32 id, char *buf)
 {
 	if (id >= run->cfg->keys)
 		return (size_t)sprintf(buf, "%s", run->cfg->flash[id - run->cfg->keys].key);
 	return (size_t)sprintf(buf, "%s%u", run->cfg->prefix, id + 1);
 }
 
-static __u32 shard_of(const struct ld_run *run, const char *key, size_t len)
+__u32 ld_shard_of(const struct ld_run *run, const char *key, size_t len)
 {
 	return run->use_ring ? ks_ring_lookup(&run->ring, key, len) : 0;
 }
@@ -127,8 +127,8 @@ static int run_op(struct ld_worker *w, int op, int proto)
 		size_t len;
 
 		ids[i] = draw_key(w);
-		len = key_name(run, ids[i], key);
-		owner[i] = shard_of(run, key, len);
+		len = ld_key_name(run, ids[i], key);
+		owner[i] = ld_shard_of(run, key, len);
 	}
 	for (i = 0; i < nkeys; i++) {
 		for (j = 0; j < nparts && parts[j].shard != owner[i]; j++)
@@ -147,7 +147,7 @@ static int run_op(struct ld_worker *w, int op, int proto)
 		p->off = used;
 		o = w->out + used;
 		if (op == LD_SET) {
-			size_t klen = key_name(run, p->ids[0], key);
+			size_t klen = ld_key_name(run, p->ids[0], key);
 
 			o += sprintf(o, "set %.*s 0 0 %u\r\n", (int)klen, key,
 				     cfg->value_size);
@@ -158,7 +158,7 @@ static int run_op(struct ld_worker *w, int op, int proto)
 			o += sprintf(o, "get");
 			for (i = 0; i < p->nkeys; i++) {
 				*o++ = ' ';
-				o += key_name(run, p->ids[i], o);
+				o += ld_key_name(run, p->ids[i], o);
 			}
 			o += sprintf(o, "\r\n");
 		}
@@ -325,7 +325,7 @@ nomem:
 	return 1;
 }
 
-static int worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
+int ld_worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
 		       __u64 quota)
 {
 	const struct ld_cfg *cfg = run->cfg;
@@ -352,7 +352,7 @@ static int worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
 	return 0;
 }
 
-static void worker_free(struct ld_worker *w)
+void ld_worker_free(struct ld_worker *w)
 {
 	if (w->tcp_fd && w->udp_fd)
 		ld_worker_close(w);
@@ -361,173 +361,6 @@ static void worker_free(struct ld_worker *w)
 	free(w->shard);
 	free(w->out);
 	free(w->in);
-}
-
-/* ---- report */
-
-struct ld_totals {
-	struct ld_opstat st[LD_NOPS][LD_NPROTO];
-	struct ld_shard_stat *shard;
-	double secs;
-};
-
-static void sum_workers(const struct ld_run *run, struct ld_worker *ws, __u32 n,
-			struct ld_totals *t)
-{
-	__u32 i, s;
-	int op, pr;
-
-	for (i = 0; i < n; i++) {
-		if (!ws[i].run)
-			continue;
-		for (op = 0; op < LD_NOPS; op++)
-			for (pr = 0; pr < LD_NPROTO; pr++) {
-				struct ld_opstat *d = &t->st[op][pr];
-				const struct ld_opstat *x = &ws[i].st[op][pr];
-
-				d->ops += x->ops;
-				d->msgs += x->msgs;
-				d->keys += x->keys;
-				d->hits += x->hits;
-				d->errors += x->errors;
-				d->timeouts += x->timeouts;
-				ks_hist_merge(&d->lat, &x->lat);
-			}
-		for (s = 0; s < run->nshards; s++) {
-			t->shard[s].get_keys += ws[i].shard[s].get_keys;
-			t->shard[s].set_keys += ws[i].shard[s].set_keys;
-		}
-	}
-}
-
-static const double quantiles[] = { 0.5, 0.9, 0.99, 0.999 };
-static const char *const qnames[] = { "p50", "p90", "p99", "p99.9" };
-#define NQ (sizeof(quantiles) / sizeof(quantiles[0]))
-
-static void print_table(const struct ld_run *run, const struct ld_totals *t)
-{
-	const struct ld_cfg *cfg = run->cfg;
-	__u64 ops = 0, gets = 0, sets = 0, hits = 0, errs = 0;
-	int op, pr;
-	__u32 s, q;
-
-	for (op = 0; op < LD_NOPS; op++)
-		for (pr = 0; pr < LD_NPROTO; pr++) {
-			ops += t->st[op][pr].ops;
-			errs += t->st[op][pr].errors;
-			hits += t->st[op][pr].hits;
-			if (op == LD_SET)
-				sets += t->st[op][pr].keys;
-			else
-				gets += t->st[op][pr].keys;
-		}
-	printf("ks_load: %.3f s, %llu ops (%.0f/s), proto %s, %u conns, %u shard(s), zipf %g over %u keys, %d flash key(s)\n",
-	       t->secs, (unsigned long long)ops, t->secs > 0 ? ops / t->secs : 0,
-	       ld_mode_name(cfg->mode), cfg->conns, run->nshards, cfg->zipf,
-	       cfg->keys, cfg->nflash);
-	printf("%-5s %-5s %10s %10s %10s %10s %8s %8s", "op", "proto", "ops", "keys",
-	       "hits", "errors", "timeouts", "");
-	for (q = 0; q < NQ; q++)
-		printf(" %8s", qnames[q]);
-	printf("  (us)\n");
-	for (op = 0; op < LD_NOPS; op++)
-		for (pr = 0; pr < LD_NPROTO; pr++) {
-			const struct ld_opstat *x = &t->st[op][pr];
-
-			if (!x->ops)
-				continue;
-			printf("%-5s %-5s %10llu %10llu %10llu %10llu %8llu %8s",
-			       ld_op_name(op), ld_proto_name(pr),
-			       (unsigned long long)x->ops, (unsigned long long)x->keys,
-			       (unsigned long long)x->hits,
-			       (unsigned long long)x->errors,
-			       (unsigned long long)x->timeouts, "");
-			for (q = 0; q < NQ; q++)
-				printf(" %8.1f", ks_hist_quantile(&x->lat, quantiles[q]) / 1e3);
-			printf("\n");
-		}
-	printf("total: ops %llu get_keys %llu set_keys %llu hits %llu errors %llu\n",
-	       (unsigned long long)ops, (unsigned long long)gets,
-	       (unsigned long long)sets, (unsigned long long)hits,
-	       (unsigned long long)errs);
-	for (s = 0; s < run->nshards; s++)
-		printf("shard %-21s get_keys %10llu set_keys %10llu\n", run->addr[s].name,
-		       (unsigned long long)t->shard[s].get_keys,
-		       (unsigned long long)t->shard[s].set_keys);
-}
-
-static void print_json(const struct ld_run *run, const struct ld_totals *t)
-{
-	const struct ld_cfg *cfg = run->cfg;
-	const char *sep = "";
-	int op, pr;
-	__u32 s, q;
-
-	printf("{\"duration_s\":%.6f,\"proto\":\"%s\",\"conns\":%u,\"rate\":%llu,"
-	       "\"keys\":%u,\"zipf\":%g,\"seed\":%llu,\"distribution\":\"%s\",\"ops\":[",
-	       t->secs, ld_mode_name(cfg->mode), cfg->conns,
-	       (unsigned long long)cfg->rate, cfg->keys, cfg->zipf,
-	       (unsigned long long)cfg->seed,
-	       run->use_ring ? ks_dist_name(cfg->ring.dist) : "none");
-	for (op = 0; op < LD_NOPS; op++)
-		for (pr = 0; pr < LD_NPROTO; pr++) {
-			const struct ld_opstat *x = &t->st[op][pr];
-
-			if (!x->ops)
-				continue;
-			printf("%s{\"op\":\"%s\",\"proto\":\"%s\",\"ops\":%llu,\"msgs\":%llu,"
-			       "\"keys\":%llu,\"hits\":%llu,\"errors\":%llu,\"timeouts\":%llu,"
-			       "\"latency_us\":{",
-			       sep, ld_op_name(op), ld_proto_name(pr),
-			       (unsigned long long)x->ops, (unsigned long long)x->msgs,
-			       (unsigned long long)x->keys, (unsigned long long)x->hits,
-			       (unsigned long long)x->errors,
-			       (unsigned long long)x->timeouts);
-			for (q = 0; q < NQ; q++)
-				printf("%s\"%s\":%.1f", q ? "," : "", qnames[q],
-				       ks_hist_quantile(&x->lat, quantiles[q]) / 1e3);
-			printf("}}");
-			sep = ",";
-		}
-	printf("],\"shards\":[");
-	for (s = 0; s < run->nshards; s++)
-		printf("%s{\"addr\":\"%s\",\"get_keys\":%llu,\"set_keys\":%llu}",
-		       s ? "," : "", run->addr[s].name,
-		       (unsigned long long)t->shard[s].get_keys,
-		       (unsigned long long)t->shard[s].set_keys);
-	printf("],\"flash\":[");
-	for (int i = 0; i < cfg->nflash; i++)
-		printf("%s{\"key\":\"%s\",\"share\":%g}", i ? "," : "",
-		       cfg->flash[i].key, cfg->flash[i].share);
-	printf("]}\n");
-}
-
-static int write_exact(const struct ld_run *run)
-{
-	const struct ld_cfg *cfg = run->cfg;
-	size_t n = (size_t)cfg->keys + (size_t)cfg->nflash, i;
-	char key[KS_MAX_KEY_LEN + 1];
-	FILE *f = fopen(cfg->exact_file, "w");
-
-	if (!f) {
-		fprintf(stderr, "ks_load: cannot write %s: %s; check the path\n",
-			cfg->exact_file, strerror(errno));
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		if (!run->exact_gets[i] && !run->exact_sets[i])
-			continue;
-		key_name(run, (__u32)i, key);
-		fprintf(f, "%s\t%llu\t%llu\n", key,
-			(unsigned long long)run->exact_gets[i],
-			(unsigned long long)run->exact_sets[i]);
-	}
-	if (fclose(f)) {
-		fprintf(stderr, "ks_load: writing %s failed: %s; check the disk\n",
-			cfg->exact_file, strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -558,6 +391,22 @@ int main(int argc, char **argv)
 	g_run = &run;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (cfg.preload) {
+		if (ld_preload(&run, &t.preload_secs, err, sizeof(err))) {
+			fprintf(stderr, "ks_load: %s\n", err);
+			rc = 1;
+			goto out;
+		}
+		if (!cfg.json) {
+			__u64 n = (__u64)cfg.keys + (__u64)cfg.nflash;
+
+			printf("preload: %llu keys set over TCP in %.3f s (%.0f/s), %u-byte values\n",
+			       (unsigned long long)n, t.preload_secs,
+			       t.preload_secs > 0 ? n / t.preload_secs : 0,
+			       cfg.value_size);
+			fflush(stdout);
+		}
+	}
 	run.start_ns = ld_now_ns();
 	if (cfg.duration_ms)
 		run.deadline_ns = run.start_ns + (__u64)cfg.duration_ms * 1000000ULL;
@@ -569,10 +418,10 @@ int main(int argc, char **argv)
 			quota = cfg.count / cfg.conns + (i < cfg.count % cfg.conns);
 		if (cfg.count && !quota)
 			continue;
-		if (worker_init(&ws[i], &run, i, quota) ||
+		if (ld_worker_init(&ws[i], &run, i, quota) ||
 		    pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
 			fprintf(stderr, "ks_load: cannot start connection thread %u; give fewer --conns\n", i);
-			worker_free(&ws[i]);
+			ld_worker_free(&ws[i]);
 			ws[i].run = NULL; /* not running: not joined, not summed */
 			run.stop = 1;
 			break;
@@ -583,17 +432,18 @@ int main(int argc, char **argv)
 		if (ws[i].run)
 			pthread_join(ws[i].tid, NULL);
 	t.secs = (double)(ld_now_ns() - run.start_ns) / 1e9;
-	sum_workers(&run, ws, started, &t);
+	ld_sum_workers(&run, ws, started, &t);
 	if (cfg.json)
-		print_json(&run, &t);
+		ld_print_json(&run, &t);
 	else
-		print_table(&run, &t);
+		ld_print_table(&run, &t);
 	rc = 0;
-	if (cfg.exact_file && write_exact(&run))
+	if (cfg.exact_file && ld_write_exact(&run))
 		rc = 1;
+out:
 	for (i = 0; i < cfg.conns; i++)
 		if (ws[i].run)
-			worker_free(&ws[i]);
+			ld_worker_free(&ws[i]);
 	free(ws);
 	free(t.shard);
 	free(run.value);

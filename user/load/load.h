@@ -22,6 +22,8 @@
 #define LD_MAX_VALUE     (1U << 20)
 #define LD_UDP_MAX_REQ   65000 /* one datagram: memcached takes no more */
 #define LD_UDP_HDR       8
+#define LD_MAX_SOURCES   64 /* distinct UDP reply sources kept per thread */
+#define LD_PRELOAD_BATCH 64 /* sets pipelined per round trip in --preload */
 
 enum ld_op { LD_GET, LD_MGET, LD_SET, LD_NOPS };
 enum ld_proto { LD_TCP, LD_UDP, LD_NPROTO };
@@ -54,6 +56,7 @@ struct ld_cfg {
 	const char *prefix;
 	const char *exact_file;
 	int json;
+	int preload;              /* set every key once over TCP first */
 };
 
 /* 0, or 2 after printing the reason (exit status for bad flags); 1 when
@@ -78,6 +81,28 @@ struct ld_shard_stat {
 	__u64 get_keys;
 	__u64 set_keys;
 };
+
+/*
+ * UDP replies by the address they came from. With XDP steering a request
+ * sent to a shard is answered by one of its replicas: such a reply is
+ * "steered" (its source differs from the request's destination).
+ */
+struct ld_source {
+	struct sockaddr_in sa;
+	__u64 replies;
+};
+
+struct ld_sources {
+	struct ld_source v[LD_MAX_SOURCES];
+	__u32 n;
+	__u64 other;            /* replies from sources past LD_MAX_SOURCES */
+	__u64 steered;
+	__u64 first_steered_ns; /* CLOCK_MONOTONIC; 0: none yet */
+};
+
+void ld_sources_add(struct ld_sources *s, const struct sockaddr_in *sa,
+		    __u64 n);
+void ld_sources_merge(struct ld_sources *dst, const struct ld_sources *src);
 
 struct ld_shard_addr {
 	struct sockaddr_in sa;
@@ -116,13 +141,50 @@ struct ld_worker {
 	__u64 quota;               /* ops this thread may send; 0: no limit */
 	struct ld_opstat st[LD_NOPS][LD_NPROTO];
 	struct ld_shard_stat *shard;
+	struct ld_sources src;     /* UDP replies by source */
 };
 
 __u64 ld_now_ns(void);
 
+/* Key id 0..keys-1 is "<prefix><id + 1>", then the flash keys: its name
+ * (NUL-terminated, KS_MAX_KEY_LEN + 1 bytes) and length. */
+size_t ld_key_name(const struct ld_run *run, __u32 id, char *buf);
+/* The shard the clients' ring gives the key (0 with --server). */
+__u32 ld_shard_of(const struct ld_run *run, const char *key, size_t len);
+
+int ld_worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
+		   __u64 quota);
+void ld_worker_free(struct ld_worker *w);
+
+/*
+ * --preload: sets every key (Zipf keys and flash keys) once, over TCP, to
+ * its owner, with the run's value size, pipelining LD_PRELOAD_BATCH sets
+ * per round trip, on min(conns, shards) threads. 0, or -EIO after writing
+ * the reason into err. *secs gets the time it took.
+ */
+/* A run's figures: the threads' counters summed. */
+struct ld_totals {
+	struct ld_opstat st[LD_NOPS][LD_NPROTO];
+	struct ld_shard_stat *shard;   /* nshards */
+	struct ld_sources src;
+	double secs;
+	double preload_secs;
+};
+
+void ld_sum_workers(const struct ld_run *run, struct ld_worker *ws, __u32 n,
+		    struct ld_totals *t);
+void ld_print_table(const struct ld_run *run, const struct ld_totals *t);
+void ld_print_json(const struct ld_run *run, const struct ld_totals *t);
+/* The --exact-counts file; 0 or -1 after printing why. */
+int ld_write_exact(const struct ld_run *run);
+
+int ld_preload(struct ld_run *run, double *secs, char *err, size_t errlen);
+
 /*
  * One request/reply on shard sh: cmd[0..len) is sent whole; for gets the
- * reply's VALUE lines are counted in *hits. 0, -ETIMEDOUT or -EIO.
+ * reply's VALUE lines are counted in *hits. 0, -ETIMEDOUT or -EIO. UDP
+ * sockets are unconnected: the reply is taken from whichever address sends
+ * a datagram with the request's id, and counted in w->src.
  */
 int ld_tcp_send(struct ld_worker *w, __u32 sh, const char *cmd, size_t len);
 int ld_tcp_reply(struct ld_worker *w, __u32 sh, int is_get, __u64 *hits);

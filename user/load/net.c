@@ -2,10 +2,13 @@
 /*
  * The memcached text protocol on the wire. TCP: one persistent connection
  * per (thread, shard), one request outstanding, so replies need no
- * matching. UDP: one connected socket per (thread, shard), the 8-byte frame
- * header (request id, sequence, datagram count, reserved) on every request,
- * which must fit one datagram; the reply's datagrams are read until END,
- * and those of requests that timed out are recognised by id and dropped.
+ * matching. UDP: one socket per (thread, shard), the 8-byte frame header
+ * (request id, sequence, datagram count, reserved) on every request, which
+ * must fit one datagram; the reply's datagrams are read until END, and
+ * those of requests that timed out are recognised by id and dropped. The
+ * UDP sockets are not connected: with steering, a replica the request was
+ * rewritten to answers from its own address, and a connected socket would
+ * drop that reply.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,8 +45,9 @@ static int open_sock(struct ld_worker *w, __u32 sh, int type)
 	if (fd < 0)
 		return -1;
 	set_timeout(fd, w->run->cfg->timeout_ms);
-	if (type == SOCK_STREAM)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (type == SOCK_DGRAM)
+		return fd; /* unconnected: replies may come from any address */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)&a->sa, sizeof(a->sa))) {
 		close(fd);
 		return -1;
@@ -233,7 +237,12 @@ int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
 		{ .iov_base = hdr, .iov_len = sizeof(hdr) },
 		{ .iov_base = (void *)cmd, .iov_len = len },
 	};
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct msghdr msg = {
+		.msg_name = (void *)&w->run->addr[sh].sa,
+		.msg_namelen = sizeof(w->run->addr[sh].sa),
+		.msg_iov = iov,
+		.msg_iovlen = 2,
+	};
 	__u16 v[4] = { htons(id), 0, htons(1), 0 };
 	ssize_t n;
 
@@ -251,18 +260,39 @@ int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
 	return 0;
 }
 
+static int same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+static void count_source(struct ld_worker *w, __u32 sh,
+			 const struct sockaddr_in *from)
+{
+	struct ld_sources *s = &w->src;
+
+	ld_sources_add(s, from, 1);
+	if (same_addr(from, &w->run->addr[sh].sa))
+		return;
+	s->steered++;
+	if (!s->first_steered_ns)
+		s->first_steered_ns = ld_now_ns();
+}
+
 int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 		 __u64 *hits)
 {
 	char buf[65536];
 	__u64 until = ld_now_ns() + (__u64)w->run->cfg->timeout_ms * 1000000ULL;
 	size_t skip = 0; /* bytes of a value still to come */
-	int first = 1;
+	int first = 1, counted = 0;
 
 	if (w->udp_fd[sh] < 0)
 		return -EIO;
 	for (;;) {
-		ssize_t n = recv(w->udp_fd[sh], buf, sizeof(buf), 0);
+		struct sockaddr_in from;
+		socklen_t fromlen = sizeof(from);
+		ssize_t n = recvfrom(w->udp_fd[sh], buf, sizeof(buf), 0,
+				     (struct sockaddr *)&from, &fromlen);
 		__u16 v[4];
 		const char *p, *end;
 
@@ -279,6 +309,11 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 		memcpy(v, buf, sizeof(v));
 		if (ntohs(v[0]) != id)
 			continue;
+		/* One reply, however many datagrams: counted at the first. */
+		if (!counted) {
+			count_source(w, sh, &from);
+			counted = 1;
+		}
 		p = buf + LD_UDP_HDR;
 		end = buf + n;
 		/* memcached 1.6 sends header-only datagrams for some reply
