@@ -5,6 +5,7 @@
  * prints the dashboard or JSON, once or (--watch) redrawn in place.
  */
 #include <errno.h>
+#include <bpf/bpf.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -108,6 +109,8 @@ struct report_ctx {
 	struct ks_shard_report *ring;
 	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	struct ks_totals totals;
+	struct ks_hot_slot *hot;     /* used slots, KS_HOT_SLOTS room */
+	struct ks_replica reps[KS_MAX_REPLICAS];
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
 };
@@ -131,8 +134,32 @@ static int read_ring(struct report_ctx *c, size_t *n_mis)
 	return 0;
 }
 
+/* The used hot-key slots and the replica table. */
+static int read_hot(struct report_ctx *c, struct ks_hot_view *h)
+{
+	struct ks_hot_slot s;
+	__u32 i;
+
+	memset(h, 0, sizeof(*h));
+	h->slot = c->hot;
+	h->rep = c->reps;
+	h->hash_only = c->o.hash_only;
+	h->now_mono_ns = ks_mono_ns();
+	for (i = 0; i < KS_MAX_REPLICAS; i++)
+		if (bpf_map_lookup_elem(c->maps.replicas, &i, &c->reps[i]))
+			return -errno;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (bpf_map_lookup_elem(c->maps.hot, &i, &s))
+			return -errno;
+		if (s.hash)
+			c->hot[h->n++] = s;
+	}
+	return 0;
+}
+
 static int render_once(struct report_ctx *c)
 {
+	struct ks_hot_view hot;
 	struct ks_view v = { .rep = c->rep, .totals = &c->totals,
 			     .top = c->o.top, .hash_only = c->o.hash_only,
 			     .ring = c->ring, .mis = c->mis,
@@ -144,6 +171,9 @@ static int render_once(struct report_ctx *c)
 		err = ks_read_totals(&c->col, &c->totals);
 	if (!err)
 		err = read_ring(c, &v.n_mis);
+	if (!err)
+		err = read_hot(c, &hot);
+	v.hot = &hot;
 	if (err) {
 		ks_err("cannot read the pinned maps in %s (%s); check that the agent still runs",
 		       c->pin_dir, strerror(-err));
@@ -224,11 +254,12 @@ int cmd_report(int argc, char **argv)
 	}
 	c->rep = calloc(1, sizeof(*c->rep));
 	c->ring = calloc(1, sizeof(*c->ring));
+	c->hot = calloc(KS_HOT_SLOTS, sizeof(*c->hot));
 	err = ks_collector_init(&c->col, &c->maps);
 	if (!err)
 		c->mis_all = calloc((size_t)c->col.ncpus * KS_MISDIRECT_SLOTS,
 				    sizeof(*c->mis_all));
-	if (err || !c->rep || !c->ring || !c->mis_all) {
+	if (err || !c->rep || !c->ring || !c->mis_all || !c->hot) {
 		ks_err("out of memory (%s); free some memory",
 		       strerror(err ? -err : ENOMEM));
 		rc = KS_EXIT_FAIL;
@@ -241,6 +272,7 @@ out:
 	free(c->rep);
 	free(c->ring);
 	free(c->mis_all);
+	free(c->hot);
 	free(c);
 	return rc < 0 ? KS_EXIT_OK : rc;
 }

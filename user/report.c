@@ -344,6 +344,8 @@ void ks_render_text(FILE *f, const struct ks_view *v)
 	text_errors(f, v);
 	text_top(f, v);
 	text_ring(f, v);
+	if (v->hot)
+		ks_render_hot_text(f, v->hot);
 }
 
 static void json_class(FILE *f, const struct ks_report *r, __u32 c)
@@ -534,5 +536,7 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 	}
 	fputc(']', f);
 	json_ring(f, v);
+	if (v->hot)
+		ks_render_hot_json(f, v->hot);
 	fprintf(f, "}\n");
 }

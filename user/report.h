@@ -13,6 +13,7 @@
 #include "keysteer.h"
 #include "estimate.h"
 #include "ks_shard_report.h"
+#include "report_hot.h"
 
 #define KS_SHARDS_TOP_DEFAULT 16 /* shard rows the text shows */
 #define KS_MISDIRECT_SHOW     16 /* misdirected clients shown */
@@ -30,6 +31,7 @@ struct ks_view {
 	size_t n_mis;
 	int shards_top;     /* shard rows in the text; 0: the default */
 	__u64 now_mono_ns;  /* CLOCK_MONOTONIC, for the clients' ages */
+	const struct ks_hot_view *hot; /* NULL: no hot-key section */
 };
 
 void ks_render_text(FILE *f, const struct ks_view *v);

@@ -47,10 +47,6 @@ void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count)
 	c->count = count;
 }
 
-/* Declared here rather than in unit.h, which another helper owns. */
-void test_replicas(void);
-void test_mc_client(void);
-void test_http_serve(void);
 
 int main(void)
 {
@@ -69,5 +65,6 @@ int main(void)
 	test_replicas();
 	test_mc_client();
 	test_http_serve();
+	test_report_hot();
 	return kt_summary("unit");
 }

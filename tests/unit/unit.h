@@ -19,6 +19,10 @@ void test_shard_rates(void);
 void test_zipf(void);
 void test_hotkeys(void);
 void test_run_hot(void);
+void test_replicas(void);
+void test_mc_client(void);
+void test_http_serve(void);
+void test_report_hot(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain
