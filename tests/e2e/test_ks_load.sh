@@ -7,7 +7,11 @@
 # and after, must move by exactly what ks_load says it sent, over TCP and
 # over UDP; the exact-counts file must sum to the same totals; with a ring of
 # the two ports each memcached must see exactly the keys ks_load routed to
-# it. Then the top rate over TCP and UDP is measured (reported, errors must
+# it. --preload must set every key once (memcached's cmd_set) outside the
+# run's figures, and with nothing steered every UDP reply must be counted
+# as coming from the server asked (steered replies are tested in
+# test_steer_topo.sh).
+# Then the top rate over TCP and UDP is measured (reported, errors must
 # be 0), and bad flags must be refused with exit 2 and one
 # "ks_load: <what>; <what to do>" line.
 #
@@ -153,6 +157,57 @@ print(", ".join(out))
 	if [ -z "$why" ]; then pass "$name"; else fail "$name" "$why"; fi
 }
 ring_run
+
+# ---- --preload: every key set once over TCP before the run (not counted
+# in it), so a read-only run over UDP then hits on every key.
+preload_run() {
+	local name=ks_load_preload out=$E2E_TMP/preload.json before after why
+	before=$(stats "$PORT2") || { fail "$name" "stats failed"; return; }
+	if ! load "$out" --server "$SADDR:$PORT2" --proto udp --mix get=100 \
+		--keys 3000 --key-prefix pre: --flash pflash:0.2 --preload \
+		--count 3000 --rate 0 --conns 2; then
+		fail "$name" "ks_load failed: $(head -c 300 "$out.err")"
+		return
+	fi
+	after=$(stats "$PORT2") || { fail "$name" "stats failed"; return; }
+	why=$("$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = list(map(int, sys.argv[2].split())); a = list(map(int, sys.argv[3].split()))
+gk = sum(o["keys"] for o in d["ops"]); hits = sum(o["hits"] for o in d["ops"])
+errs = sum(o["errors"] for o in d["ops"])
+out = []
+print("  preload %s s; cmd_set +%d (want 3001); %d gets, %d hits" %
+      (d["preload_s"], a[2] - b[2], gk, hits), file=sys.stderr)
+if d["preload_s"] is None: out.append("no preload_s in the JSON")
+if a[2] - b[2] != 3001: out.append("cmd_set moved %d, want 3001 keys" % (a[2] - b[2]))
+if a[0] - b[0] != gk: out.append("cmd_get moved %d, sent %d (preload counted?)" % (a[0] - b[0], gk))
+if errs or hits != gk: out.append("%d errors, %d hits of %d gets" % (errs, hits, gk))
+print(", ".join(out))
+' "$out" "$before" "$after" 2>"$E2E_TMP/preload.notes") ||
+		why="no ks_load JSON: $(head -c 300 "$out.err")"
+	cat "$E2E_TMP/preload.notes"
+	if [ -z "$why" ]; then pass "$name"; else fail "$name" "$why"; fi
+}
+preload_run
+
+# Not steered: every reply from the address the request went to.
+unsteered_check() {
+	local name=ks_load_unsteered_sources out=$E2E_TMP/ks_load_udp_exact.json why
+	why=$("$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+msgs = sum(o["msgs"] for o in d["ops"] if o["proto"] == "udp")
+out = []
+if d["steered"] != 0 or d["first_steered_ms"] is not None:
+    out.append("steered %d, first %s" % (d["steered"], d["first_steered_ms"]))
+if d["replies_by_source"] != {sys.argv[2]: msgs}:
+    out.append("by source %s, want {%s: %d}" % (d["replies_by_source"], sys.argv[2], msgs))
+print(", ".join(out))
+' "$out" "$SADDR:$PORT") || why="no ks_load JSON from ks_load_udp_exact"
+	if [ -z "$why" ]; then pass "$name"; else fail "$name" "$why"; fi
+}
+unsteered_check
 
 # ---- the top rate on this machine (a figure; errors must be 0)
 max_run() {

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# test_steer.sh - hot keys steered to L1 replicas, end to end, on the
+# steering topology (steer_topo.sh): a client, 2 shard hosts each running
+# memcached and an agent (ketama ring, --self, --replicas), 2 replica hosts,
+# one bridge.
+#
+# 1. A flash key read by 1000 gets/s over UDP (threshold 100/s: capacity
+#    1000 x 0.1) turns hot by rate: its gets are spread over the owner and
+#    both replicas (replies come from the replicas' addresses, each replica's
+#    own memcached cmd_get moves), with no errors, and the first steered
+#    reply comes within one interval + 50 ms of the load's start.
+# 2. The report shows the key armed with its replicas and their load.
+# 3. Freshness (ks_fresh.py): readers hammer the key while a writer sets new
+#    values on the owner; no read sent after a write's ack may see an older
+#    value. Re-arm times are printed.
+# 4. SIGKILL the agent: steering stops within its 3-interval TTL.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=steer_topo.sh
+. "$(dirname "$0")/steer_topo.sh"
+e2e_init steer
+trap 'steer_topo_down; e2e_cleanup' EXIT
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+INTERVAL_MS=500
+KEY=flash:1
+
+if ! steer_topo_up 2 2 >"$E2E_TMP/topo.out" 2>&1; then
+	fail steer_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
+	exit 1
+fi
+# Which shard owns the key, by the ring the clients use.
+OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
+	awk '{print $2}')
+OADDR=${STEER_SHARD_ADDR[OWNER]}
+note "$KEY is owned by shard $OWNER ($OADDR)"
+
+agent_args() { # IDX
+	echo --interval 0.5 --sample 1 --shard-capacity 1000 --hot-fraction 0.1 \
+		--shards-file "$STEER_SHARDS_FILE" \
+		--self "${STEER_SHARD_ADDR[$1]}:$STEER_PORT" \
+		--replicas "$STEER_REPLICAS"
+}
+for i in 0 1; do
+	# shellcheck disable=SC2046 # the arguments are meant to split
+	if ! steer_agent_start "$i" $(agent_args "$i"); then
+		fail steer_agents "agent $i did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+		exit 1
+	fi
+done
+
+mc_gets() { # NS ADDR -> cmd_get
+	ks_in_ns "$1" "$PY" "$E2E_DIR/mc_stats.py" snap "$2:$STEER_PORT" \
+		>"$E2E_TMP/snap.json" 2>/dev/null
+	"$PY" -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+def find(o):
+    if isinstance(o, dict):
+        if "cmd_get" in o:
+            return o["cmd_get"]
+        for v in o.values():
+            r = find(v)
+            if r is not None:
+                return r
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r is not None:
+                return r
+print(find(d))' "$E2E_TMP/snap.json" 2>/dev/null
+}
+r0_before=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[0]}")
+r1_before=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[1]}")
+
+# --- 1. a key turning hot by rate is steered -------------------------------
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
+	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
+	--preload --duration 4 --rate 2000 --json >"$E2E_TMP/load.json" \
+	2>"$E2E_TMP/load.err"
+why=$("$PY" - "$E2E_TMP/load.json" "$INTERVAL_MS" "${STEER_REPLICA_ADDR[@]}" 2>"$E2E_TMP/load.sum" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+iv = float(sys.argv[2]); reps = [a + ":11211" for a in sys.argv[3:]]
+why = []
+errs = sum(o["errors"] + o["timeouts"] for o in d["ops"])
+if errs:
+    why.append("%d errors/timeouts" % errs)
+by = d["replies_by_source"]
+for r in reps:
+    if by.get(r, 0) < 100:
+        why.append("replica %s answered %d" % (r, by.get(r, 0)))
+if d["steered"] < 1000:
+    why.append("only %d steered replies" % d["steered"])
+fs = d["first_steered_ms"]
+if fs is None or fs > iv + 50:
+    why.append("first steered reply at %s ms (limit %d)" % (fs, iv + 50))
+print("; ".join(why) or "OK")
+print("steered %d of %d gets, by source %s, first steered after %s ms" % (
+    d["steered"], sum(o["ops"] for o in d["ops"]), by, fs), file=sys.stderr)
+PYEOF
+)
+note "$(cat "$E2E_TMP/load.sum" 2>/dev/null)"
+if [ "$why" = OK ]; then
+	pass steer_flash_key_spread_over_replicas
+else
+	fail steer_flash_key_spread_over_replicas "${why:-no load output: $(tail -n 2 "$E2E_TMP/load.err")}"
+fi
+
+r0_after=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[0]}")
+r1_after=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[1]}")
+if [ -n "$r0_after" ] && [ -n "$r1_after" ] &&
+	[ $((r0_after - r0_before)) -ge 100 ] && [ $((r1_after - r1_before)) -ge 100 ]; then
+	pass steer_replicas_serve_gets
+	note "replica cmd_get +$((r0_after - r0_before)), +$((r1_after - r1_before))"
+else
+	fail steer_replicas_serve_gets "cmd_get ${r0_before:-?}->${r0_after:-?}, ${r1_before:-?}->${r1_after:-?}"
+fi
+
+# --- 2. the report ------------------------------------------------------
+"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" --json >"$E2E_TMP/report.json" 2>&1
+why=$("$PY" - "$E2E_TMP/report.json" "$KEY" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = [h for h in d["hot_keys"] if h.get("key") == sys.argv[2]]
+why = []
+if not k:
+    why.append("%s not in hot_keys %r" % (sys.argv[2], d["hot_keys"]))
+else:
+    k = k[0]
+    if k["state"] not in ("armed", "dirty", "filling") or k["copies"] != 3 or len(k["replicas"]) != 2:
+        why.append("entry %r" % k)
+if len(d["replicas"]) != 2:
+    why.append("replicas %r" % d["replicas"])
+print("; ".join(why) or "OK")
+PYEOF
+)
+if [ "$why" = OK ]; then
+	pass steer_report_hot_keys
+else
+	fail steer_report_hot_keys "$why"
+fi
+"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" >"$E2E_TMP/report.txt" 2>&1
+if grep -q "^hot keys:" "$E2E_TMP/report.txt" && grep -q "steered reads/s" "$E2E_TMP/report.txt"; then
+	pass steer_report_text
+else
+	fail steer_report_text "$(tail -n 5 "$E2E_TMP/report.txt")"
+fi
+
+# --- 3. freshness -----------------------------------------------------------
+# The key stays hot while the checker reads it at ~1000/s.
+ks_in_ns "$STEER_CLIENT_NS" "$PY" "$E2E_DIR/ks_fresh.py" --owner "$OADDR:$STEER_PORT" \
+	--key "$KEY" --duration 5 --readers 4 --write-interval 0.05 --rate 1500 \
+	>"$E2E_TMP/fresh.json" 2>"$E2E_TMP/fresh.err"
+rc=$?
+why=$("$PY" - "$E2E_TMP/fresh.json" 2>"$E2E_TMP/fresh.sum" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+why = []
+if d["stale_reads"] != 0:
+    why.append("%d stale reads, e.g. %r" % (d["stale_reads"], d.get("stale_examples", [])[:3]))
+if d["steered_reads"] < 100:
+    why.append("only %d steered reads" % d["steered_reads"])
+if d["writes"] < 20:
+    why.append("only %d writes" % d["writes"])
+print("; ".join(why) or "OK")
+p = d.get("rearm_ms_percentiles_after_first_steered") or d.get("rearm_ms_percentiles")
+print("reads %d, steered %d, writes %d, stale %d, write -> re-armed ms %s" % (
+    d["reads"], d["steered_reads"], d["writes"], d["stale_reads"], p), file=sys.stderr)
+PYEOF
+)
+if [ "$rc" -le 1 ] && [ "$why" = OK ]; then
+	pass steer_no_stale_reads
+	note "$(cat "$E2E_TMP/fresh.sum")"
+else
+	fail steer_no_stale_reads "exit $rc: ${why:-$(tail -n 2 "$E2E_TMP/fresh.err")}"
+fi
+
+# --- 4. a dead agent stops steering within its TTL -------------------------
+apid=${STEER_AGENT_PIDS[OWNER]}
+kill -KILL "$apid" 2>/dev/null
+wait "$apid" 2>/dev/null
+sleep $(((3 * INTERVAL_MS + 300) / 1000)).$(((3 * INTERVAL_MS + 300) % 1000 / 100))
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+	--keys 1 --flash "$KEY:0.99" --mix get=100 --count 300 --rate 1000 --json \
+	>"$E2E_TMP/dead.json" 2>"$E2E_TMP/dead.err"
+steered=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steered"])' \
+	"$E2E_TMP/dead.json" 2>/dev/null)
+if [ "$steered" = 0 ]; then
+	pass steer_stops_after_agent_death
+else
+	fail steer_stops_after_agent_death "${steered:-no output} steered replies 1.8 s after SIGKILL"
+fi
+# its pins outlive it: detach them like an operator would
+e2e_agent detach --iface "${STEER_SHARD_IF[OWNER]}" >/dev/null 2>&1
+steer_agents_stop
+exit "$E2E_FAILED"
