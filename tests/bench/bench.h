@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include "keysteer.h"
 #include "ks_ring.h"
+#include "hot_map.h"
 
 #define BENCH_FRAME_MAX 4096
 #define BENCH_MC_PORT   11211 /* the one port the benchmark config watches */
@@ -25,6 +26,10 @@
  * length, or 0 if it does not fit in cap.
  */
 size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
+			const void *payload, size_t plen);
+
+/* The same, Ethernet + IPv4 + UDP with memcached's frame header. */
+size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
 			const void *payload, size_t plen);
 
 /* A printable key of len bytes, distinct for each seed. */
@@ -47,6 +52,8 @@ struct bench_env {
 	int ncpu;        /* possible CPUs: size of per-CPU values */
 	int cpu;         /* the CPU this process is pinned to */
 	struct ks_config cfg;
+	struct ks_hot_map hot; /* the hot-key slots, mmapped */
+	int steer_ifindex;     /* veth of the benchmark's own netns; 0: none */
 };
 
 /* What the datapath counted, summed over CPUs. */
@@ -56,6 +63,8 @@ struct bench_counts {
 	__u64 misdirected; /* ks_pkts n[KS_PKT_MISDIRECTED] */
 	__u64 not_mc;    /* ks_errors[KS_ERR_NOT_MEMCACHED] */
 	__u64 errors;    /* every other ks_errors reason */
+	__u64 steered;   /* ks_pkts n[KS_PKT_STEERED] */
+	__u64 hot_reads, hot_writes;
 	__u64 keys;      /* sum of ks_ops[*].keys */
 	__u64 requests;  /* sum of ks_ops[*].requests */
 };
@@ -75,16 +84,29 @@ void bench_close(struct bench_env *e);
 /* Writes the config with this sample_n (ports: 11211 only; ring half 0). */
 int bench_set_sample(struct bench_env *e, __u32 sample_n);
 
+/* The hot table for a scenario whose first key is key[0..len). */
+int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len);
+/* A network namespace of the benchmark's own with a veth and neighbours
+ * for the steered replicas (so no packet can leave the machine's real
+ * interfaces). 0 or -errno. */
+int bench_steer_netns(struct bench_env *e);
+
 /* Writes h into ks_ring half 0, the active one (NULL: an empty half). */
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h);
 
 /*
  * One BPF_PROG_TEST_RUN of repeat runs; *ns is the kernel's average time
  * per run (opts.duration). Fails with -EPROTO if the verdict is not
- * XDP_PASS: a benchmark of a program that drops would measure nothing.
+ * XDP_PASS (or XDP_TX when tx_ok): a benchmark of a program that drops
+ * would measure nothing. ifindex: the run's ingress device (0: lo).
  */
-int bench_run(int prog_fd, const void *frame, __u32 len, __u32 repeat,
-	      __u32 *ns);
+int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,
+		 int ifindex, bool tx_ok, __u32 *ns);
+static inline int bench_run(int prog_fd, const void *frame, __u32 len,
+			    __u32 repeat, __u32 *ns)
+{
+	return bench_run_on(prog_fd, frame, len, repeat, 0, false, ns);
+}
 
 int bench_counts(struct bench_env *e, struct bench_counts *c);
 int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi);
@@ -105,9 +127,20 @@ struct bench_scen {
 	bool misdirected;     /* self is not the key's owner */
 	int base;             /* same packet without a ring (index), or -1 */
 	double ring_target_ns; /* limit over base; 0: none */
+	int hot;              /* enum bench_hot */
+	size_t keylen;        /* of the packet's (first) key */
 	__u8 frame[BENCH_FRAME_MAX];
 	__u32 len;
 };
+
+/* What the hot-key table holds during a scenario. */
+enum bench_hot {
+	BH_NONE = 0,  /* empty: ks_config.hot 0 */
+	BH_OTHER,     /* another key: every key hashed and looked up */
+	BH_KEY,       /* the packet's key, one copy: counted (writes dirty) */
+	BH_STEER,     /* the packet's key armed with 8 copies: 7 of 8 steered */
+};
+#define BENCH_STEER_COPIES 8
 
 /* Builds the scenario list; returns how many, or -1 on a builder error. */
 int bench_scenarios(struct bench_scen **out);

@@ -12,6 +12,8 @@
 #define ETH_LEN 14
 #define IP4_LEN 20
 #define TCP_LEN 20
+#define UDP_LEN 8
+#define MC_FRAME_LEN 8
 
 static void put16(__u8 *p, __u16 v)
 {
@@ -78,6 +80,42 @@ size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
 	sum += IPPROTO_TCP + (__u32)(TCP_LEN + plen);
 	sum = csum_add(sum, tcp, TCP_LEN + plen);
 	put16(tcp + 16, csum_fold(sum));
+	return len;
+}
+
+size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
+			const void *payload, size_t plen)
+{
+	static const __u8 saddr[4] = { 198, 18, 0, 1 };
+	static const __u8 daddr[4] = { 198, 18, 0, 2 };
+	__u8 *ip = out + ETH_LEN, *udp = ip + IP4_LEN;
+	size_t ulen = UDP_LEN + MC_FRAME_LEN + plen;
+	size_t len = ETH_LEN + IP4_LEN + ulen;
+	__u32 sum;
+
+	if (len > cap || IP4_LEN + ulen > 0xffff)
+		return 0;
+	memset(out, 0, ETH_LEN + IP4_LEN + UDP_LEN + MC_FRAME_LEN);
+	memcpy(out, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
+	put16(out + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, (__u16)(IP4_LEN + ulen));
+	put16(ip + 4, 1);
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	memcpy(ip + 12, saddr, 4);
+	memcpy(ip + 16, daddr, 4);
+	put16(ip + 10, csum_fold(csum_add(0, ip, IP4_LEN)));
+	put16(udp, 40000);
+	put16(udp + 2, dport);
+	put16(udp + 4, (__u16)ulen);
+	put16(udp + UDP_LEN, 7);      /* request id */
+	put16(udp + UDP_LEN + 4, 1);  /* total datagrams */
+	memcpy(udp + UDP_LEN + MC_FRAME_LEN, payload, plen);
+	sum = csum_add(0, ip + 12, 8);
+	sum += IPPROTO_UDP + (__u32)ulen;
+	sum = csum_add(sum, udp, ulen);
+	put16(udp + 6, csum_fold(sum));
 	return len;
 }
 

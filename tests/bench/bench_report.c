@@ -125,7 +125,7 @@ static void print_ring_table(const struct bench_report *rep)
 	int i, any = 0;
 
 	for (i = 0; i < rep->n; i++) {
-		if (sc[i].base < 0)
+		if (sc[i].base < 0 || sc[i].hot)
 			continue;
 		if (!any++)
 			printf("\nring lookup, ns over the same packet with no ring loaded:\n"
@@ -134,6 +134,39 @@ static void print_ring_table(const struct bench_report *rep)
 		printf("  %-50s %-18s %6u %6.1f%s\n", sc[i].label,
 		       dist_label(sc[i].ring_dist), sc[i].ring_shards,
 		       bench_over_base(rep, i),
+		       rep->res[i].valid && rep->res[sc[i].base].valid ?
+			       "" : "  INVALID");
+	}
+}
+
+static const char *hot_label(int hot)
+{
+	switch (hot) {
+	case BH_OTHER:
+		return "other";
+	case BH_KEY:
+		return "key";
+	case BH_STEER:
+		return "steer";
+	default:
+		return "none";
+	}
+}
+
+/* The hot table's own cost: each over its packet with the table empty. */
+static void print_hot_table(const struct bench_report *rep)
+{
+	const struct bench_scen *sc = rep->sc;
+	int i, any = 0;
+
+	for (i = 0; i < rep->n; i++) {
+		if (sc[i].base < 0 || !sc[i].hot)
+			continue;
+		if (!any++)
+			printf("\nhot keys, ns over the same packet with the hot table empty:\n"
+			       "  %-50s %-6s %6s\n", "scenario", "table", "ns");
+		printf("  %-50s %-6s %6.1f%s\n", sc[i].label,
+		       hot_label(sc[i].hot), bench_over_base(rep, i),
 		       rep->res[i].valid && rep->res[sc[i].base].valid ?
 			       "" : "  INVALID");
 	}
@@ -172,6 +205,7 @@ void bench_print_table(const struct bench_report *rep)
 	}
 
 	print_ring_table(rep);
+	print_hot_table(rep);
 
 	printf("\ntargets (ns over empty; ring: over the packet with no ring):\n");
 	for (i = 0; i < n; i++) {
@@ -252,7 +286,11 @@ void bench_print_json(const struct bench_report *rep)
 			printf("\"target_ns\":%.0f,\"target_met\":%s,",
 			       sc[i].target_ns,
 			       v <= sc[i].target_ns ? "true" : "false");
-		if (sc[i].base >= 0) {
+		if (sc[i].base >= 0 && sc[i].hot) {
+			printf("\"hot\":{\"table\":\"%s\",\"base\":\"%s\","
+			       "\"over_base_median\":%.1f},", hot_label(sc[i].hot),
+			       sc[sc[i].base].id, bench_over_base(rep, i));
+		} else if (sc[i].base >= 0) {
 			double rv = bench_over_base(rep, i);
 
 			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"

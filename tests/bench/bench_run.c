@@ -8,6 +8,9 @@
  * nor leaves anything under /sys/fs/bpf (and needs no bpffs at all).
  */
 #include <errno.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include "kt_netns.h"
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +116,15 @@ int bench_open(struct bench_env *e, int cpu)
 	e->xdp_fd = bpf_program__fd(e->ks->progs.ks_ingress);
 	e->tc_fd = bpf_program__fd(e->ks->progs.ks_tc_ingress);
 	e->empty_fd = bpf_program__fd(e->empty->progs.ks_empty);
+	err = ks_hot_map_open(&e->hot, bpf_map__fd(e->ks->maps.ks_hot),
+			      bpf_map__fd(e->ks->maps.ks_hot_stats),
+			      bpf_map__fd(e->ks->maps.ks_replicas),
+			      bpf_map__fd(e->ks->maps.ks_replica_stats));
+	if (err) {
+		fprintf(stderr, "bench: mapping ks_hot failed: %s\n",
+			strerror(-err));
+		goto fail;
+	}
 	return 0;
 fail:
 	bench_close(e);
@@ -121,6 +133,7 @@ fail:
 
 void bench_close(struct bench_env *e)
 {
+	ks_hot_map_close(&e->hot);
 	ks_empty_bpf__destroy(e->empty);
 	keysteer_bpf__destroy(e->ks);
 	e->empty = NULL;
@@ -131,13 +144,80 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 {
 	__u32 zero = 0;
 
+	__u32 hot = e->cfg.hot;
+
 	memset(&e->cfg, 0, sizeof(e->cfg));
+	e->cfg.hot = hot;
 	e->cfg.ports[0] = BENCH_MC_PORT;
 	e->cfg.sample_n = sample_n;
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
 				&e->cfg, BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
+{
+	__u64 kw[KS_KEY_WORDS] = {};
+	__u8 reps[BENCH_STEER_COPIES - 1];
+	__u32 zero = 0, i;
+	__u64 hash;
+	int idx;
+
+	/* empty the table: these slots were never steered from concurrently */
+	for (i = 0; i < KS_HOT_SLOTS; i++)
+		if (e->hot.slot[i].hash)
+			ks_hot_map_release(&e->hot, i);
+	ks_hot_map_reclaim(&e->hot);
+	e->cfg.hot = hot != BH_NONE;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
+				&e->cfg, BPF_ANY))
+		return -errno;
+	if (hot == BH_NONE)
+		return 0;
+	if (hot == BH_OTHER) {
+		key = "some-other-key";
+		len = strlen(key);
+	}
+	memcpy(kw, key, len);
+	hash = ks_key_hash(kw, len);
+	idx = ks_hot_map_alloc(&e->hot, hash, (const __u8 *)key, len);
+	if (idx < 0)
+		return idx;
+	if (hot != BH_STEER)
+		return 0;
+	for (i = 0; i < BENCH_STEER_COPIES - 1; i++)
+		reps[i] = i;
+	ks_hot_map_set_copies(&e->hot, idx, BENCH_STEER_COPIES, reps);
+	ks_hot_map_arm(&e->hot, idx, 0, ~0ULL >> 2);
+	return 0;
+}
+
+int bench_steer_netns(struct bench_env *e)
+{
+	struct ks_replica r[BENCH_STEER_COPIES - 1] = {};
+	char cmd[256];
+	int err = kt_private_netns(), i;
+
+	if (err)
+		return err;
+	if (system("ip link add ksb0 address 02:00:00:00:00:02 type veth peer name ksb0p &&"
+		   "ip addr add 198.18.0.2/24 dev ksb0 && ip link set ksb0p up &&"
+		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1"))
+		return -EIO;
+	for (i = 0; i < BENCH_STEER_COPIES - 1; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "ip neigh replace 198.18.0.%d lladdr 02:00:00:00:01:%02x dev ksb0 nud permanent",
+			 50 + i, i);
+		if (system(cmd))
+			return -EIO;
+		r[i].addr = htonl((198U << 24) | (18U << 16) | (50U + i));
+		r[i].port = htons(11211);
+	}
+	e->steer_ifindex = if_nametoindex("ksb0");
+	if (!e->steer_ifindex)
+		return -ENODEV;
+	return ks_hot_map_set_replicas(&e->hot, r, BENCH_STEER_COPIES - 1);
 }
 
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
@@ -158,15 +238,20 @@ int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
 	return 0;
 }
 
-int bench_run(int prog_fd, const void *frame, __u32 len, __u32 repeat,
-	      __u32 *ns)
+int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,
+		 int ifindex, bool tx_ok, __u32 *ns)
 {
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ifindex };
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame,
 		    .data_size_in = len, .repeat = repeat);
 
+	if (ifindex) {
+		opts.ctx_in = &ctx;
+		opts.ctx_size_in = sizeof(ctx);
+	}
 	if (bpf_prog_test_run_opts(prog_fd, &opts))
 		return -errno;
-	if (opts.retval != XDP_PASS)
+	if (opts.retval != XDP_PASS && !(tx_ok && opts.retval == XDP_TX))
 		return -EPROTO;
 	*ns = opts.duration;
 	return 0;
@@ -210,6 +295,9 @@ int bench_counts(struct bench_env *e, struct bench_counts *c)
 	c->sampled = pc.n[KS_PKT_SAMPLED];
 	c->ring_hit = pc.n[KS_PKT_RING_HIT];
 	c->misdirected = pc.n[KS_PKT_MISDIRECTED];
+	c->steered = pc.n[KS_PKT_STEERED];
+	c->hot_reads = pc.n[KS_PKT_HOT_READ];
+	c->hot_writes = pc.n[KS_PKT_HOT_WRITE];
 	for (k = 0; !err && k < KS_ERR_MAX; k++) {
 		err = percpu_sum(e, e->ks->maps.ks_errors, k, &v, 1);
 		if (k == KS_ERR_NOT_MEMCACHED)

@@ -31,6 +31,8 @@ struct scen_def {
 	bool misdirected;
 	const char *base_id;
 	double ring_target_ns;
+	int hot;              /* enum bench_hot */
+	bool udp;
 };
 
 static const struct scen_def defs[] = {
@@ -84,6 +86,21 @@ static const struct scen_def defs[] = {
 	{ "get250_sampled_twemproxy1024",
 	  "get, 250-byte key, sampled, twemproxy 1024", SC_GET, 1, 250, 0, true,
 	  0, KS_DIST_TWEMPROXY, 1024, false, "get250_sampled", 0 },
+	/* hot keys: each against the same packet with the table empty */
+	{ "get16_unsampled_hot_other",
+	  "get, 16-byte key, unsampled, hot table on", SC_GET, 1, 16, 0, false,
+	  0, 0, 0, false, "get16_unsampled", 0, BH_OTHER },
+	{ "get16_unsampled_hot_key", "get, 16-byte key, unsampled, key hot",
+	  SC_GET, 1, 16, 0, false, 0, 0, 0, false, "get16_unsampled", 0,
+	  BH_KEY },
+	{ "set100_unsampled_hot_key",
+	  "set, 16-byte key, 100 B, unsampled, key hot (dirty)", SC_SET, 1, 16,
+	  100, false, 0, 0, 0, false, "set100_unsampled", 0, BH_KEY },
+	{ "udp_get16_unsampled", "UDP get, 16-byte key, unsampled", SC_GET, 1,
+	  16, 0, false, 0, 0, 0, false, NULL, 0, BH_NONE, true },
+	{ "udp_get16_unsampled_steered",
+	  "UDP get, 16-byte key, unsampled, 7/8 steered", SC_GET, 1, 16, 0,
+	  false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_STEER, true },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
@@ -120,7 +137,12 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	s->keys = d->nkeys;
 	s->target_ns = d->target_ns;
 	s->base = -1;
-	s->len = bench_frame_tcp4(s->frame, sizeof(s->frame), dport, pay, plen);
+	s->hot = d->hot;
+	s->keylen = d->keylen;
+	s->len = d->udp ? bench_frame_udp4(s->frame, sizeof(s->frame), dport,
+					   pay, plen) :
+			  bench_frame_tcp4(s->frame, sizeof(s->frame), dport,
+					   pay, plen);
 	if (!s->len)
 		return -1;
 	if (!d->shards)

@@ -136,6 +136,11 @@ bad:
 	return -EINVAL;
 }
 
+static int scen_ifindex(const struct bench_env *e, const struct bench_scen *s)
+{
+	return s->hot == BH_STEER ? e->steer_ifindex : 0;
+}
+
 /*
  * Put the per-CPU countdown where the scenario needs it. Sampled: N = 1
  * samples every key. Unsampled: one packet at N = 1 leaves the countdown at
@@ -147,13 +152,21 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 	__u32 ns;
 	int err;
 
+	char key[KS_MAX_KEY_LEN];
+
 	/* the scenario's ring, or none: an empty active half */
 	err = bench_set_ring(e, s->ring);
+	if (!err) {
+		/* the first key of every packet is bench_key(.., 0) */
+		bench_key(key, s->keylen, 0);
+		err = bench_set_hot(e, s->hot, key, s->keylen);
+	}
 	if (!err)
 		err = bench_set_sample(e, 1);
 	if (err || s->sampled)
 		return err;
-	err = bench_run(e->xdp_fd, s->frame, s->len, 1, &ns);
+	err = bench_run_on(e->xdp_fd, s->frame, s->len, 1, scen_ifindex(e, s),
+			   s->hot == BH_STEER, &ns);
 	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
 }
 
@@ -174,6 +187,22 @@ static bool check_counts(const struct bench_scen *s, __u32 repeat,
 	__u64 want_hit = s->ring && s->sampled ? keys : 0;
 	__u64 want_mis = s->misdirected ? want_hit : 0;
 
+	/* a hot key's reads are seen; 7 of 8 of them steered */
+	__u64 d_hot = a->hot_reads - b->hot_reads + a->hot_writes - b->hot_writes;
+	__u64 want_hot = s->hot == BH_KEY || s->hot == BH_STEER ? keys : 0;
+	__u64 d_steer = a->steered - b->steered;
+	__u64 want_steer = s->hot == BH_STEER ?
+				   keys * (BENCH_STEER_COPIES - 1) / BENCH_STEER_COPIES : 0;
+
+	if (d_hot != want_hot || d_steer + 1 < want_steer ||
+	    d_steer > want_steer + 1) {
+		fprintf(stderr,
+			"bench: %s: hot keys seen %llu (want %llu), steered %llu (want %llu)\n",
+			s->id, (unsigned long long)d_hot,
+			(unsigned long long)want_hot, (unsigned long long)d_steer,
+			(unsigned long long)want_steer);
+		return false;
+	}
 	if (d_keys == keys && d_req == want_req && d_err == 0 &&
 	    d_nmc == want_nmc && d_sampled == (s->sampled ? keys : 0) &&
 	    d_hit == want_hit && d_mis == want_mis)
@@ -208,7 +237,8 @@ static int measure_one(struct bench_env *e, const struct bench_scen *s,
 	if (!err)
 		err = bench_counts(e, &before);
 	if (!err)
-		err = bench_run(e->xdp_fd, s->frame, s->len, a->repeat, &ns);
+		err = bench_run_on(e->xdp_fd, s->frame, s->len, a->repeat,
+				   scen_ifindex(e, s), s->hot == BH_STEER, &ns);
 	if (!err)
 		err = bench_counts(e, &after);
 	if (err) {
@@ -334,6 +364,14 @@ int main(int argc, char **argv)
 	}
 	if (bench_open(&env, a.cpu))
 		goto out;
+	/* steering looks the replicas up in the kernel's FIB: give it a
+	 * namespace of our own where they sit behind a veth */
+	err = bench_steer_netns(&env);
+	if (err) {
+		fprintf(stderr, "bench: network namespace for the steering scenarios: %s\n",
+			strerror(-err));
+		goto out;
+	}
 
 	err = bench_prog_info(env.xdp_fd, "ks_ingress", &pi[0]);
 	if (!err)
