@@ -51,12 +51,12 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 		return -EINVAL;
 	if (!self) {
 		snprintf(err, errlen,
-			 "--replicas needs --self HOST:PORT, the memcached on this host that copies are read from");
+			 "--replicas needs --self HOST:PORT, the memcached on this host that copies are read from; add --self with this host's shard");
 		return -EINVAL;
 	}
 	if (ks_replicas_parse(self, &one, e2, sizeof(e2))) {
 		snprintf(err, errlen,
-			 "--self %s: give an IPv4 address and port to read copies from (%s)",
+			 "--self %s cannot be read from (%s); give --self as IPV4:PORT",
 			 self, e2);
 		return -EINVAL;
 	}

@@ -46,6 +46,22 @@ expect_refusal cli_xdp_mode 2 "mode" "$AGENT" run --iface "$SIF" --xdp-mode turb
 expect_refusal cli_no_iface 2 "iface" "$AGENT" run --sample 4
 expect_refusal cli_unknown_option 2 "bogus" "$AGENT" run --iface "$SIF" --bogus
 expect_refusal cli_unknown_iface nonzero "ks_none$$" "$AGENT" run --iface "ks_none$$"
+RING=(--shards "$SADDR:$PORT" --self "$SADDR:$PORT")
+expect_refusal cli_replicas_bad_address 2 "replicas" "$AGENT" run --iface "$SIF" \
+	"${RING[@]}" --replicas 198.18.0.9:11211,198.18.0:11211
+expect_refusal cli_replicas_duplicate 2 "repeats" "$AGENT" run --iface "$SIF" \
+	"${RING[@]}" --replicas 198.18.0.9:11211,198.18.0.9:11211
+expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
+	--replicas 198.18.0.9:11211
+expect_refusal cli_listen_bad 2 "listen" "$AGENT" run --iface "$SIF" --listen 127.0.0.1:99999
+# a port already taken in the server namespace: refused before attaching
+ks_in_ns_bg "$SNS" "$PY" -c 'import socket,time
+s = socket.socket(); s.bind(("127.0.0.1", 19180)); s.listen(1); time.sleep(8)'
+taker=$KS_BG_PID
+sleep 0.5
+expect_refusal cli_listen_in_use 2 "in use" "$AGENT" run --iface "$SIF" --listen 19180
+kill "$taker" 2>/dev/null
+wait "$taker" 2>/dev/null
 
 # Not root: drop to nobody with setpriv. nobody may not be able to reach the
 # build folder (CI clones into root's home), so it runs a copy from a folder

@@ -64,7 +64,7 @@ ip netns exec "$SNS" sysctl -qw "net.ipv4.conf.$SIF.forwarding=1"
 if ! e2e_agent_start --sample 1 --interval 1 --shard-capacity 2000 \
 	--hot-fraction 0.1 --shards "$SADDR:$PORT" --self "$SADDR:$PORT" \
 	--replicas "$SADDR:11212,$SADDR:11213" --pins "$PINS" \
-	--routing-file "$ROUTE" -v; then
+	--routing-file "$ROUTE" --listen 19181 -v; then
 	fail hotkeys "agent run did not attach"
 	exit 1
 fi
@@ -130,6 +130,41 @@ else
 		fail hotkeys_table "$(echo "$why" | tr '\n' ';')"
 		note "load: $(tail -n 3 "$E2E_TMP/load.out" | tr '\n' ' ')"
 	fi
+fi
+
+# The same document over HTTP (loopback of the server namespace).
+http_same() {
+	ks_in_ns "$SNS" "$PY" - "$ROUTE" <<'PYEOF'
+import json, sys, urllib.request
+for attempt in range(5):
+    want = open(sys.argv[1]).read()
+    got = urllib.request.urlopen("http://127.0.0.1:19181/routing", timeout=3)
+    body = got.read().decode()
+    if got.status == 200 and got.headers["Content-Type"] == "application/json" \
+            and json.loads(body) == json.loads(want) and "pinned:key" in body:
+        print("ok")
+        break
+else:
+    print("status %s, %d bytes, same as the file: %s" % (
+        got.status, len(body), json.loads(body) == json.loads(want)))
+PYEOF
+}
+res=$(http_same 2>&1 | tail -n 1)
+if [ "$res" = ok ]; then
+	pass hotkeys_http_routing
+else
+	fail hotkeys_http_routing "$res"
+fi
+res=$(ks_in_ns "$CNS" "$PY" -c 'import socket
+s = socket.socket(); s.settimeout(2)
+try:
+    s.connect(("'"$SADDR"'", 19181)); print("reachable")
+except OSError as e:
+    print("refused")' 2>&1)
+if [ "$res" = refused ]; then
+	pass hotkeys_http_loopback_only
+else
+	fail hotkeys_http_loopback_only "the endpoint answered on $SADDR: $res"
 fi
 
 mode=$(stat -c %a "$ROUTE" 2>/dev/null)
