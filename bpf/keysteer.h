@@ -346,6 +346,10 @@ static inline __u32 ks_cand_bucket(__u64 hash)
 #define KS_HOT_WAYS     4
 #define KS_HOT_BUCKETS  256
 #define KS_HOT_SLOTS    (KS_HOT_WAYS * KS_HOT_BUCKETS)
+/* Reads of an armed key follow a schedule of copies, round robin: the
+ * agent sets each copy's share in 1/KS_STEER_SCHED steps (the owner's may
+ * be 0), and the datapath needs no division. */
+#define KS_STEER_SCHED  64
 
 static inline __u32 ks_hot_bucket(__u64 hash)
 {
@@ -369,6 +373,7 @@ struct ks_hot_slot {
 	__u8 replica[KS_MAX_COPIES - 1]; /* agent: ks_replicas index of copy i+1 */
 	__u8 flags;          /* enum ks_hot_flag */
 	__u32 pad0;
+	__u8 sched[KS_STEER_SCHED]; /* agent: copy per turn, 0 = the owner */
 	/* the agent's view, for 'agent report' in other processes */
 	__u64 reads_mps;     /* smoothed estimate, milli-per-second */
 	__u64 writes_mps;
@@ -380,7 +385,7 @@ struct ks_hot_slot {
 	__u8 pad[6];
 	__u8 key[KS_KEY_BUF];
 };
-_Static_assert(sizeof(struct ks_hot_slot) == 360, "ks_hot_slot layout");
+_Static_assert(sizeof(struct ks_hot_slot) == 424, "ks_hot_slot layout");
 
 /* Per-CPU counters of a hot slot (map ks_hot_stats, KS_HOT_SLOTS). */
 struct ks_hot_stats {

@@ -6,8 +6,8 @@
  *
  * Only untagged IPv4: the rewrite needs the next hop from the kernel's FIB
  * (bpf_fib_lookup), and a VLAN or IPv6 packet keeps going to the owner,
- * counted. Round robin over the copies per CPU, so each copy gets its
- * share exactly rather than in expectation.
+ * counted. Each CPU walks the slot's schedule of copies round robin, so
+ * each copy gets its share exactly rather than in expectation.
  */
 #ifndef KS_STEER_BPF_H
 #define KS_STEER_BPF_H
@@ -119,11 +119,10 @@ static __always_inline int ks_steer(struct xdp_md *ctx, __u32 idx)
 	if (KS_READ_ONCE(slot->expires_ns) <= bpf_ktime_get_coarse_ns() ||
 	    KS_READ_ONCE(slot->armed_seq) != KS_READ_ONCE(slot->write_seq))
 		return ks_steer_owner(st);
-	pick = slot->ncopies;
-	if (pick < 2 || pick > KS_MAX_COPIES)
+	if (slot->ncopies < 2 || slot->ncopies > KS_MAX_COPIES)
 		return ks_steer_owner(st);
-	pick = st->rr++ % pick;
-	if (pick == 0 || pick > KS_MAX_COPIES - 1)
+	pick = slot->sched[st->rr++ & (KS_STEER_SCHED - 1)];
+	if (pick == 0 || pick >= slot->ncopies)
 		return ks_steer_owner(st);
 	/* the mask is a no-op after the check; the verifier wants it */
 	ri = slot->replica[(pick - 1) & (KS_MAX_COPIES - 1)];

@@ -78,6 +78,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "pins", required_argument, NULL, 'P' },
 		{ "routing-file", required_argument, NULL, 'O' },
 		{ "listen", required_argument, NULL, 'L' },
+		{ "owner-share", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -183,6 +184,12 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'L':
 			o->listen = optarg;
+			break;
+		case 'W':
+			if (ks_parse_double("--owner-share", optarg, 0, 1,
+					    &o->steer.owner_share, err,
+					    sizeof(err)))
+				goto bad;
 			break;
 		case 'P':
 			o->hot.pins_path = optarg;

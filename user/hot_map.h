@@ -39,9 +39,15 @@ int ks_hot_map_find(const struct ks_hot_map *m, __u64 hash);
  * disarmed; -ENOSPC when its KS_HOT_WAYS ways are taken. */
 int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
 		     __u16 len);
-/* Copies of a disarmed slot: ncopies - 1 replica indices. */
+/*
+ * Copies of a disarmed slot: ncopies - 1 replica indices, and the
+ * schedule: owner_turns of every KS_STEER_SCHED reads go to the owner, the
+ * rest to the replicas evenly, interleaved (smooth weighted round robin).
+ */
 void ks_hot_map_set_copies(struct ks_hot_map *m, int idx, __u32 ncopies,
-			   const __u8 *replicas);
+			   const __u8 *replicas, unsigned owner_turns);
+/* The schedule alone: sched[KS_STEER_SCHED] for ncopies copies. */
+void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns);
 /* Steering on while write_seq stays at seq, until expires_ns. */
 void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq,
 		    __u64 expires_ns);

@@ -124,6 +124,34 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	return err;
 }
 
+static int replica_down(const struct ks_run_steer *s, unsigned r, __u64 now)
+{
+	return s->down_until[r] > now;
+}
+
+/* After a failed copy: the replicas whose connection broke are down for a
+ * back-off, so one dead replica costs one timeout per back-off, not one
+ * per copy, and new choices go around it. */
+static void note_failures(struct ks_run_steer *s, const struct ks_steer_slot *sl,
+			  __u64 now)
+{
+	unsigned j, r;
+
+	for (j = 0; j + 1 < sl->ncopies; j++) {
+		r = sl->reps[j];
+		if (s->conn[r].fd >= 0)
+			continue;
+		s->down_for[r] = s->down_for[r] ?
+			2 * s->down_for[r] : KS_STEER_DOWN_NS;
+		if (s->down_for[r] > KS_STEER_DOWN_MAX_NS)
+			s->down_for[r] = KS_STEER_DOWN_MAX_NS;
+		if (!replica_down(s, r, now))
+			ks_warn("replica %s failed a copy; leaving it out for %.0f s",
+				s->rs.r[r].text, s->down_for[r] / 1e9);
+		s->down_until[r] = now + s->down_for[r];
+	}
+}
+
 /* Copies the key's value from the owner to its replicas and arms the
  * slot at the sequence read before the copy. */
 static void fill_slot(struct ks_run_steer *s, int i, __u64 now)
@@ -142,14 +170,22 @@ static void fill_slot(struct ks_run_steer *s, int i, __u64 now)
 		sl->due_ns = last + KS_STEER_SETTLE_NS;
 		return;
 	}
-	for (j = 0; j + 1 < sl->ncopies; j++)
+	for (j = 0; j + 1 < sl->ncopies; j++) {
 		conns[j] = &s->conn[sl->reps[j]];
+		if (replica_down(s, sl->reps[j], now)) {
+			/* the next interval chooses copies without it */
+			sl->due_ns = now + s->interval_ns;
+			return;
+		}
+	}
 	ret = ks_fill_copies(&s->owner_conn, conns, sl->ncopies - 1, hs->key,
 			     hs->len, s->copy_ttl_s, &res);
 	s->fills++;
 	if (ret || !res.found) {
-		if (ret)
+		if (ret) {
 			s->fill_errors++;
+			note_failures(s, sl, ks_mono_ns());
+		}
 		ks_debug("copy of slot %d: %s", i,
 			 ret ? strerror(-ret) : "not at the owner");
 		ks_hot_map_disarm(&s->map, i);
@@ -165,6 +201,8 @@ static void fill_slot(struct ks_run_steer *s, int i, __u64 now)
 		sl->due_ns = now + KS_STEER_SETTLE_NS;
 		return;
 	}
+	for (j = 0; j + 1 < sl->ncopies; j++)
+		s->down_for[sl->reps[j]] = 0; /* a good copy ends the back-off */
 	if (sl->state == KS_SL_FILL && last) {
 		double ms = (double)(now - last) / 1e6;
 
@@ -176,19 +214,38 @@ static void fill_slot(struct ks_run_steer *s, int i, __u64 now)
 	sl->state = KS_SL_ARMED;
 }
 
-/* Copies wanted for an entry, and which replicas. */
+static unsigned owner_turns(const struct ks_run_steer *s)
+{
+	return (unsigned)(s->owner_share * KS_STEER_SCHED + 0.5);
+}
+
+/* Copies wanted for an entry, and which replicas: rendezvous over the
+ * replicas that are up, so a dead one's keys move and nobody else's. */
 static unsigned want_copies(const struct ks_run_steer *s,
 			    const struct ks_hot_entry *e, __u8 *reps)
 {
 	unsigned n = e->read_hot || e->state == KS_HOT_PINNED ? e->copies : 1;
+	struct ks_replica_set up = { .n = 0 };
+	__u8 map[KS_MAX_REPLICAS], pick[KS_MAX_COPIES - 1];
+	__u64 now = ks_mono_ns();
+	unsigned i, got;
 
-	if (n > s->rs.n + 1)
-		n = s->rs.n + 1;
+	for (i = 0; i < s->rs.n; i++) {
+		if (replica_down(s, i, now))
+			continue;
+		map[up.n] = i;
+		up.r[up.n++] = s->rs.r[i];
+	}
+	if (n > up.n + 1)
+		n = up.n + 1;
 	if (n > KS_MAX_COPIES)
 		n = KS_MAX_COPIES;
 	if (n < 2 || ks_mc_key_check(e->key, e->len))
 		return 1;
-	return ks_rendezvous_pick(e->hash, &s->rs, n - 1, reps) + 1;
+	got = ks_rendezvous_pick(e->hash, &up, n - 1, pick);
+	for (i = 0; i < got; i++)
+		reps[i] = map[pick[i]];
+	return got + 1;
 }
 
 static void publish_entry(struct ks_run_steer *s, int i,
@@ -236,7 +293,7 @@ static int sync_entry(struct ks_run_steer *s, const struct ks_hot_entry *e)
 		memset(sl, 0, sizeof(*sl));
 		sl->ncopies = n;
 		memcpy(sl->reps, reps, sizeof(reps));
-		ks_hot_map_set_copies(&s->map, i, n, reps);
+		ks_hot_map_set_copies(&s->map, i, n, reps, owner_turns(s));
 		sl->state = n > 1 ? KS_SL_FILL : KS_SL_COUNT;
 		sl->seen = 1;
 		return i;
@@ -317,7 +374,7 @@ unsigned ks_run_steer_interval(struct ks_run_steer *s,
 			if (sl->state != KS_SL_REGRACE)
 				continue;
 			ks_hot_map_set_copies(&s->map, i, sl->ncopies,
-					      sl->reps);
+					      sl->reps, owner_turns(s));
 			sl->state = sl->ncopies > 1 ? KS_SL_FILL : KS_SL_COUNT;
 		}
 	}

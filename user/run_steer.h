@@ -26,6 +26,10 @@
 #define KS_STEER_RETRY_NS    200000000ULL /* after a failed copy */
 #define KS_STEER_MC_TIMEOUT  200          /* ms per memcached call */
 #define KS_STEER_TTL_INTERVALS 3          /* armed slots live this long */
+/* A replica that failed a copy is left out of new choices this long (its
+ * keys move to the others), doubling up to the maximum while it fails. */
+#define KS_STEER_DOWN_NS     1000000000ULL
+#define KS_STEER_DOWN_MAX_NS 16000000000ULL
 
 enum ks_steer_state {
 	KS_SL_FREE = 0,
@@ -46,6 +50,9 @@ struct ks_steer_slot {
 
 struct ks_run_steer {
 	const char *replicas_arg;   /* --replicas; NULL: count, never steer */
+	double owner_share;         /* --owner-share: the owner's part of an
+				     * armed key's reads (default 0: replicas
+				     * are idle L1s, the owner is the hot spot) */
 	struct ks_replica_set rs;
 	struct ks_replica_addr owner;
 	__u64 interval_ns;
@@ -59,6 +66,8 @@ struct ks_run_steer {
 	struct ks_mc_conn conn[KS_MAX_REPLICAS];
 	struct ks_steer_slot sl[KS_HOT_SLOTS];
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
+	__u64 down_until[KS_MAX_REPLICAS]; /* CLOCK_MONOTONIC; 0: up */
+	__u64 down_for[KS_MAX_REPLICAS];   /* the last back-off */
 	__u64 prev_ns;
 
 	/* counters for the status line and the report */

@@ -188,7 +188,8 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 		return 0;
 	for (i = 0; i < BENCH_STEER_COPIES - 1; i++)
 		reps[i] = i;
-	ks_hot_map_set_copies(&e->hot, idx, BENCH_STEER_COPIES, reps);
+	ks_hot_map_set_copies(&e->hot, idx, BENCH_STEER_COPIES, reps,
+			      KS_STEER_SCHED / BENCH_STEER_COPIES);
 	ks_hot_map_arm(&e->hot, idx, 0, ~0ULL >> 2);
 	return 0;
 }

@@ -96,7 +96,9 @@ static int hot_add(const char *key, __u32 ncopies, const __u8 *replicas,
 		return 0;
 	}
 	if (ncopies > 1)
-		ks_hot_map_set_copies(&hm, idx, ncopies, replicas);
+		/* every copy its equal share, the owner's included */
+		ks_hot_map_set_copies(&hm, idx, ncopies, replicas,
+				      KS_STEER_SCHED / ncopies);
 	if (armed)
 		ks_hot_map_arm(&hm, idx, ks_hot_map_write_seq(&hm, idx),
 			       FAR_FUTURE);

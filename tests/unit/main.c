@@ -66,5 +66,6 @@ int main(void)
 	test_mc_client();
 	test_http_serve();
 	test_report_hot();
+	test_hot_map();
 	return kt_summary("unit");
 }

@@ -23,6 +23,7 @@ void test_replicas(void);
 void test_mc_client(void);
 void test_http_serve(void);
 void test_report_hot(void);
+void test_hot_map(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain
