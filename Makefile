@@ -41,7 +41,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat
 
 .SECONDARY: $(BPF_OBJS)
-.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench deps check-deps vmlinux
+.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-steer deps check-deps vmlinux
 all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
 
 $(OUT) $(OUT)/user:
@@ -128,6 +128,12 @@ demo: check-deps
 bench: check-deps
 	$(MAKE) all
 	$(OUT)/tests/bench
+
+# The flash-sale benchmark: 8 shards, 4 L1 replicas, with and without
+# steering (docs/steering.md). About 40 s.
+bench-steer: check-deps
+	$(MAKE) all
+	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
 
 vmlinux:
 	vmlinux/gen.sh $(ARCH)
