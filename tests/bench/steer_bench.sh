@@ -3,7 +3,7 @@
 # busiest shard carries, from memcached's own counters, without and with
 # keysteer's steering.
 #
-# 8 shards and 4 L1 replicas on one bridge (tests/e2e/steer_topo.sh); the
+# 8 shards and 4 L1 replicas on one bridge (user/scripts/steer_topo.sh); the
 # client runs ks_load over UDP, routed with ketama: 100,000 keys with Zipf
 # 0.99 popularity plus one flash key taking 24% of the requests, gets only,
 # at a fixed rate. Every key is preloaded (ks_load --preload) so gets hit.
@@ -22,10 +22,10 @@
 # (namespaces, memcached, agents, pins) is removed on every exit path.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../e2e/steer_topo.sh
-. "$ROOT/tests/e2e/steer_topo.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$ROOT/user/scripts/steer_topo.sh"
 LOAD=$ROOT/${OUT:-build}/ks_load
-MC_STATS=$ROOT/tests/e2e/mc_stats.py
+MC_STATS=$ROOT/user/scripts/mc_stats.py
 PY=/usr/bin/python3
 
 SHARDS=8 REPLICAS=4 KEYS=100000 ZIPF=0.99 FLASH_SHARE=0.24

@@ -17,8 +17,8 @@
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-# shellcheck source=steer_topo.sh
-. "$(dirname "$0")/steer_topo.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
 e2e_init steer
 trap 'steer_topo_down; e2e_cleanup' EXIT
 
@@ -51,7 +51,7 @@ for i in 0 1; do
 done
 
 mc_gets() { # NS ADDR -> cmd_get
-	ks_in_ns "$1" "$PY" "$E2E_DIR/mc_stats.py" snap "$2:$STEER_PORT" \
+	ks_in_ns "$1" "$PY" "$E2E_ROOT/user/scripts/mc_stats.py" snap "$2:$STEER_PORT" \
 		>"$E2E_TMP/snap.json" 2>/dev/null
 	"$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1]))

@@ -16,10 +16,10 @@ set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 e2e_init steer_topo
-# shellcheck source=steer_topo.sh
-. "$E2E_DIR/steer_topo.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
 LOAD=$E2E_ROOT/${OUT:-build}/ks_load
-MC_STATS=$E2E_DIR/mc_stats.py
+MC_STATS=$E2E_ROOT/user/scripts/mc_stats.py
 
 topo_cleanup() {
 	local rc=$?

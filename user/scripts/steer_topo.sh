@@ -3,7 +3,7 @@
 # NREPLICAS L1 replica hosts, each a network namespace joined by a veth pair
 # to one Linux bridge in a namespace of its own, with memcached (TCP+UDP
 # 11211) on every shard and replica. Source it (the e2e tests and
-# tests/bench/steer_bench.sh do); it defines functions only.
+# tests/bench/steer_bench.sh and the demo do); it defines functions only.
 #
 #   steer_topo_up NSHARDS NREPLICAS   build it; 1 (after a message) on failure
 #   steer_topo_down                   remove everything; safe to call twice,
@@ -32,7 +32,7 @@
 # off), so a steered frame arrives with a valid one: see _steer_tx_csum_off.
 
 STEER_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=../../user/scripts/netns.sh
+# shellcheck source=netns.sh
 . "$STEER_ROOT/user/scripts/netns.sh"
 
 STEER_PORT=11211
