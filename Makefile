@@ -124,6 +124,7 @@ test-unit test-compat test-prog test-e2e: check-deps
 demo: check-deps
 	$(MAKE) all
 	user/scripts/demo.sh
+	user/scripts/demo_steer.sh
 
 bench: check-deps
 	$(MAKE) all
