@@ -13,7 +13,10 @@
 # 3. Freshness (ks_fresh.py): readers hammer the key while a writer sets new
 #    values on the owner; no read sent after a write's ack may see an older
 #    value. Re-arm times are printed.
-# 4. SIGKILL the agent: steering stops within its 3-interval TTL.
+# 4. A replica dies (its memcached killed): within a few intervals the
+#    agent has moved the key's copies to the other replica; gets after that
+#    never time out and none is answered by the dead one.
+# 5. SIGKILL the agent: steering stops within its 3-interval TTL.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -176,7 +179,46 @@ else
 	fail steer_no_stale_reads "exit $rc: ${why:-$(tail -n 2 "$E2E_TMP/fresh.err")}"
 fi
 
-# --- 4. a dead agent stops steering within its TTL -------------------------
+# --- 4. a replica dies --------------------------------------------------------
+dead=${STEER_MC_PIDS[${#STEER_SHARD_ADDR[@]} + 1]} # replica 1's memcached
+kill -KILL "$dead" 2>/dev/null
+wait "$dead" 2>/dev/null
+# the load keeps the key hot; the next refresh fails and moves the copies
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+	--keys 1 --flash "$KEY:0.99" --mix get=100 --duration 2.5 --rate 500 \
+	--timeout 0.2 --json >"$E2E_TMP/failing.json" 2>/dev/null
+note "while the replica was found dead: $("$PY" -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print("%d of %d gets timed out" % (sum(o["timeouts"] for o in d["ops"]), sum(o["ops"] for o in d["ops"])))' "$E2E_TMP/failing.json" 2>&1)"
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+	--keys 1 --flash "$KEY:0.99" --mix get=100 --duration 2 --rate 500 \
+	--timeout 0.2 --json >"$E2E_TMP/failover.json" 2>"$E2E_TMP/failover.err"
+why=$("$PY" - "$E2E_TMP/failover.json" "${STEER_REPLICA_ADDR[0]}:$STEER_PORT" \
+	"${STEER_REPLICA_ADDR[1]}:$STEER_PORT" 2>"$E2E_TMP/failover.sum" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+alive, dead = sys.argv[2], sys.argv[3]
+by = d["replies_by_source"]
+errs = sum(o["errors"] + o["timeouts"] for o in d["ops"])
+why = []
+if errs:
+    why.append("%d gets failed or timed out" % errs)
+if by.get(dead, 0):
+    why.append("the dead replica answered %d" % by[dead])
+if by.get(alive, 0) < 200:
+    why.append("the live replica answered only %d" % by.get(alive, 0))
+print("; ".join(why) or "OK")
+print("after the failover: %r, %d failed" % (by, errs), file=sys.stderr)
+PYEOF
+)
+if [ "$why" = OK ]; then
+	pass steer_replica_failover
+	note "$(cat "$E2E_TMP/failover.sum")"
+else
+	fail steer_replica_failover "${why:-$(tail -n 2 "$E2E_TMP/failover.err")}"
+fi
+
+# --- 5. a dead agent stops steering within its TTL -------------------------
 apid=${STEER_AGENT_PIDS[OWNER]}
 kill -KILL "$apid" 2>/dev/null
 wait "$apid" 2>/dev/null
