@@ -360,6 +360,11 @@ static void status_line(const struct run_state *st, long ncands)
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
 			   0.0);
 	ring_status_line(&st->o.ring);
+	ks_run_steer_status(&st->o.steer, stderr, r->seq);
+	if (st->o.http_open)
+		fprintf(stderr, "keysteer: #%u http: %llu documents served, %llu errors\n",
+			r->seq, (unsigned long long)st->o.http.stats.served,
+			(unsigned long long)st->o.http.stats.errors);
 }
 
 static int one_interval(struct run_state *st)

@@ -83,6 +83,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	sl = &s->sl[ev->slot];
 	if (sl->state == KS_SL_ARMED || sl->state == KS_SL_FILL) {
 		sl->state = KS_SL_FILL;
+		sl->dirty = 1;
 		sl->due_ns = ks_hot_map_last_write(&s->map, ev->slot) +
 			     KS_STEER_SETTLE_NS;
 	}
@@ -203,9 +204,10 @@ static void fill_slot(struct ks_run_steer *s, int i, __u64 now)
 	}
 	for (j = 0; j + 1 < sl->ncopies; j++)
 		s->down_for[sl->reps[j]] = 0; /* a good copy ends the back-off */
-	if (sl->state == KS_SL_FILL && last) {
+	if (sl->dirty && last) {
 		double ms = (double)(now - last) / 1e6;
 
+		sl->dirty = 0;
 		s->rearms++;
 		s->rearm_ms_sum += ms;
 		if (ms > s->rearm_ms_max)
@@ -415,6 +417,28 @@ int ks_run_steer_timeout_ms(const struct ks_run_steer *s)
 	if (!first)
 		return -1;
 	return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
+}
+
+void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
+{
+	unsigned i, armed = 0;
+	double steered = 0;
+
+	if (!s->map_open || !s->map.used)
+		return;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (!s->map.slot[i].hash)
+			continue;
+		armed += s->sl[i].state == KS_SL_ARMED;
+		steered += s->map.slot[i].steered_mps / 1000.0;
+	}
+	fprintf(f,
+		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed), re-armed %llu times (mean %.1f ms, max %.1f ms)\n",
+		seq, s->map.used, armed, steered,
+		(unsigned long long)s->fills,
+		(unsigned long long)s->fill_errors,
+		(unsigned long long)s->rearms,
+		s->rearms ? s->rearm_ms_sum / s->rearms : 0.0, s->rearm_ms_max);
 }
 
 void ks_run_steer_free(struct ks_run_steer *s)

@@ -14,6 +14,7 @@
 #define KS_RUN_STEER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "collect.h"
 #include "hot_map.h"
 #include "hotkeys.h"
@@ -46,6 +47,7 @@ struct ks_steer_slot {
 	__u64 due_ns;       /* KS_SL_FILL: not before */
 	__u64 prev_steered, prev_tcp;
 	int seen;           /* still in the table this interval */
+	int dirty;          /* woken by a write: the next arming is a re-arm */
 };
 
 struct ks_run_steer {
@@ -93,6 +95,8 @@ void ks_run_steer_poll(struct ks_run_steer *s);
  * due (-1: none). */
 int ks_run_steer_fd(const struct ks_run_steer *s);
 int ks_run_steer_timeout_ms(const struct ks_run_steer *s);
+/* One status line for 'agent run -v'. */
+void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
 void ks_run_steer_free(struct ks_run_steer *s);
 
 #endif
