@@ -29,6 +29,11 @@ PACKAGES=(
 	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
 	"util-linux:/usr/bin/setpriv"
 	"coreutils:/usr/bin/timeout"
+	# tests of the dashboards: promtool checks the metrics, tmux drives the
+	# live dashboard, tcpdump captures traffic for 'agent replay'
+	"prometheus:/usr/bin/promtool"
+	"tmux:/usr/bin/tmux"
+	"tcpdump:/usr/bin/tcpdump"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
@@ -74,8 +79,19 @@ main() {
 	echo "deps.sh: installing: $missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
+	# prometheus is wanted for promtool only: keep its server (a daemon on
+	# :9090) from being started by the install (Debian's policy-rc.d).
+	local policy=/usr/sbin/policy-rc.d made_policy=
+	if [[ " $missing " == *" prometheus "* ]] && [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" &&
+			made_policy=1
+	fi
 	# shellcheck disable=SC2086 # one word per package is what we want
-	apt-get install -y -q --no-install-recommends $missing
+	apt-get install -y -q --no-install-recommends $missing || {
+		[ -n "$made_policy" ] && rm -f "$policy"
+		return 1
+	}
+	[ -n "$made_policy" ] && rm -f "$policy"
 
 	missing=$(missing_packages | sort -u | tr '\n' ' ')
 	missing=${missing% }
