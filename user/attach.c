@@ -218,6 +218,13 @@ int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
 		__u32 pid = has_link ? ks_pinned_agent_pid(pin_dir) : 0;
 		char who[48];
 
+		/* the program outlived its agent: take it over */
+		if (has_link && ours && pid && !ks_pid_alive(pid)) {
+			snprintf(err, errlen,
+				 "taking over keysteer on %s from pid %u, no longer running",
+				 ifname, pid);
+			return KS_ADOPT;
+		}
 		if (!pid)
 			snprintf(who, sizeof(who), "pid unknown");
 		else if (!ks_pid_alive(pid))
@@ -301,6 +308,22 @@ static void explain_load_error(int err)
 	}
 }
 
+/* The pinned config, with this run's ports and sample rate: the epoch
+ * sequence, the active ring half, tracing and the hot flag carry on. */
+static int merge_config(struct ks_attachment *a, const struct ks_maps *m,
+			const struct ks_config *cfg)
+{
+	struct ks_config c;
+	int err = ks_read_config(m, &c);
+
+	if (err)
+		return err;
+	a->found = c;
+	memcpy(c.ports, cfg->ports, sizeof(c.ports));
+	c.sample_n = cfg->sample_n;
+	return ks_write_config(m, &c);
+}
+
 static int load(struct ks_attachment *a, const struct ks_config *cfg)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = a->pin_dir);
@@ -326,10 +349,74 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 		return err < 0 ? err : -EINVAL;
 	}
 	ks_attachment_maps(a, &m);
-	err = ks_write_config(&m, cfg);
+	err = a->adopted ? merge_config(a, &m, cfg) : ks_write_config(&m, cfg);
 	if (err)
 		ks_err("cannot write the configuration map (%s); rerun with -v",
 		       strerror(-err));
+	return err;
+}
+
+/* The dead agent's XDP mode, from its last published report. */
+static __u32 pinned_xdp_mode(const char *pin_dir)
+{
+	struct ks_report *rep = calloc(1, sizeof(*rep));
+	char path[PATH_MAX + 16];
+	__u32 key = 0, mode = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ks_report", pin_dir);
+	fd = bpf_obj_get(path);
+	if (rep && fd >= 0 &&
+	    !bpf_map_lookup_elem_flags(fd, &key, rep, BPF_F_LOCK))
+		mode = rep->xdp_mode;
+	if (fd >= 0)
+		close(fd);
+	free(rep);
+	return mode;
+}
+
+/* Switches the pinned link to the freshly loaded program. */
+static int take_over_link(struct ks_attachment *a)
+{
+	char path[PATH_MAX + 8];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/link", a->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		err = -errno;
+		ks_err("cannot open the pinned link %s (%s); run 'agent detach --iface %s' and start again",
+		       path, strerror(errno), a->ifname);
+		return err;
+	}
+	if (bpf_link_update(fd, bpf_program__fd(a->skel->progs.ks_ingress),
+			    NULL)) {
+		err = -errno;
+		close(fd);
+		ks_err("cannot switch the running XDP program to this agent's (%s); the old one keeps running: run 'agent detach --iface %s' and start again",
+		       strerror(-err), a->ifname);
+		return err;
+	}
+	a->link_fd = fd;
+	a->xdp_mode = pinned_xdp_mode(a->pin_dir);
+	if (!a->xdp_mode)
+		a->xdp_mode = KS_XDP_MODE_NATIVE;
+	return 0;
+}
+
+/* A failed take-over leaves the old attachment exactly as it was. */
+static int adopt_failed(struct ks_attachment *a, int err)
+{
+	if (a->link_fd >= 0)
+		close(a->link_fd);
+	a->link_fd = -1;
+	if (a->skel) {
+		/* maps were reused from the pins: destroying the object
+		 * closes our fds, the pins stay */
+		keysteer_bpf__destroy(a->skel);
+		a->skel = NULL;
+	}
+	a->pin_dir[0] = '\0';
 	return err;
 }
 
@@ -379,7 +466,7 @@ static int attach_xdp(struct ks_attachment *a, enum ks_xdp_req req)
 
 int ks_attach(struct ks_attachment *a, const char *ifname,
 	      unsigned int ifindex, enum ks_xdp_req req,
-	      const struct ks_config *cfg)
+	      const struct ks_config *cfg, int adopt)
 {
 	char path[PATH_MAX + 8];
 	int err;
@@ -387,8 +474,18 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 	memset(a, 0, sizeof(*a));
 	a->link_fd = -1;
 	a->ifindex = ifindex;
+	a->adopted = adopt;
 	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
 	ks_pin_dir(ifname, a->pin_dir, sizeof(a->pin_dir));
+	if (adopt) {
+		err = load(a, cfg);
+		if (err == -EINVAL || err == -ENOTSUP)
+			ks_err("the pinned maps in %s do not fit this agent's program (another keysteer version?); run 'agent detach --iface %s' and start again",
+			       a->pin_dir, ifname);
+		if (!err)
+			err = take_over_link(a);
+		return err ? adopt_failed(a, err) : 0;
+	}
 
 	err = mount_bpffs(a);
 	if (err)

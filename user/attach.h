@@ -34,6 +34,8 @@ struct ks_attachment {
 	unsigned int ifindex;
 	__u32 xdp_mode;          /* KS_XDP_MODE_* once attached */
 	int mounted_bpffs;       /* we mounted KS_BPFFS: unmount if left empty */
+	int adopted;             /* took over a dead agent's attachment */
+	struct ks_config found;  /* the pinned config it had (adopted) */
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
 };
@@ -45,10 +47,14 @@ void ks_pin_dir(const char *ifname, char *buf, size_t len);
 int ks_bpffs_mounted(void);
 
 /*
- * Refuses (nonzero, message in err) when keysteer or any other XDP program
- * is on the interface, or the pin folder holds a link. A folder holding
- * only maps from a run that died before attaching is removed.
+ * 0 when the interface is free. KS_ADOPT when the pin folder holds the
+ * link of an agent that is no longer running: its program keeps counting
+ * (fail-open), and a new agent takes it over (ks_attach with adopt). A
+ * negative errno, message in err, when a live agent or another XDP program
+ * has the interface. A folder holding only maps from a run that died
+ * before attaching is removed.
  */
+#define KS_ADOPT 1
 int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
 		  size_t errlen);
 
@@ -57,10 +63,17 @@ int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
  * interface's folder, writes cfg, attaches ks_ingress and pins the link.
  * On failure logs what went wrong and what to do, and removes everything
  * it made. Returns 0 or a negative errno.
+ *
+ * adopt (after ks_check_free said KS_ADOPT): the object is loaded on the
+ * pinned maps as they are (counters, sketch, ring, hot slots), cfg's ports
+ * and sample rate are merged into the pinned config (its seq, ring half,
+ * trace and hot flag kept), and the pinned link is switched to the new
+ * program with bpf_link_update: one atomic swap, never a moment without a
+ * program. On failure the old program stays attached and pinned.
  */
 int ks_attach(struct ks_attachment *a, const char *ifname,
 	      unsigned int ifindex, enum ks_xdp_req req,
-	      const struct ks_config *cfg);
+	      const struct ks_config *cfg, int adopt);
 
 /* The map fds of a loaded attachment. */
 void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m);

@@ -54,6 +54,7 @@ struct run_state {
 	struct ks_report *rep;
 	struct ks_totals prev, cur;
 	__u32 seq;            /* the agent's own copy: it alone moves seq */
+	int adopt;            /* take over a dead agent's attachment */
 	__u64 flip_ns;        /* monotonic time of the last flip */
 	__u64 totals_ns;      /* monotonic time of the last totals read */
 };
@@ -441,8 +442,12 @@ static int start(struct run_state *st)
 	int err;
 
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
-	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex, st->o.xdp, &cfg))
+	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex, st->o.xdp, &cfg,
+		      st->adopt))
 		return KS_EXIT_FAIL;
+	/* a taken-over datapath goes on at its own epoch sequence */
+	if (st->att.adopted)
+		st->seq = st->att.found.seq;
 	ks_attachment_maps(&st->att, &st->maps);
 	err = ks_collector_init(&st->col, &st->maps);
 	st->sketch = malloc(sizeof(*st->sketch));
@@ -465,10 +470,11 @@ static int start(struct run_state *st)
 	st->flip_ns = st->totals_ns = ks_mono_ns();
 	ks_format_ports(st->o.ports, ports, sizeof(ports));
 	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
-	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s\n",
+	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s%s\n",
 	       st->o.ifname,
 	       st->att.xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic",
-	       st->o.sample_n, iv, ports);
+	       st->o.sample_n, iv, ports,
+	       st->att.adopted ? "; took over the running program, its counters, ring and hot keys" : "");
 	fflush(stdout);
 	if (ks_run_ring_start(&st->o.ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
@@ -476,6 +482,8 @@ static int start(struct run_state *st)
 		return KS_EXIT_FAIL;
 	if (ks_run_steer_start(&st->o.steer, &st->maps))
 		return KS_EXIT_FAIL;
+	if (st->att.adopted)
+		ks_run_steer_adopt(&st->o.steer, st->o.hot.table, &st->o.hot.pol);
 	/* pins are hot from the start */
 	set_hot_flag(st, ks_run_steer_interval(&st->o.steer, st->o.hot.table,
 					       0) > 0);
@@ -600,7 +608,11 @@ int cmd_run(int argc, char **argv)
 		rc = KS_EXIT_FAIL;
 		goto out_free;
 	}
-	if (ks_check_free(st->o.ifname, st->o.ifindex, err, sizeof(err))) {
+	rc = ks_check_free(st->o.ifname, st->o.ifindex, err, sizeof(err));
+	if (rc == KS_ADOPT) {
+		ks_info("%s", err);
+		st->adopt = 1;
+	} else if (rc) {
 		ks_err("%s", err);
 		rc = KS_EXIT_FAIL;
 		goto out_free;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "keysteer.h"
 #include "cmds.h"
+#include "config_file.h"
 #include "ks_ring.h"
 #include "shards.h"
 #include "hotkeys.h"
@@ -14,7 +15,7 @@ void ks_help_main(FILE *f)
 "keysteer %s - finds the hot keys of memcached from an XDP program\n"
 "\n"
 "USAGE\n"
-"  agent run    --iface IF [--sample N] [--interval SEC] [--ports P,...]\n"
+"  agent run    [--config FILE] --iface IF [--sample N] [--interval SEC] [--ports P,...]\n"
 "               [--xdp-mode native|generic|auto] [--top K] [-v]\n"
 "               [--shards LIST | --shards-file FILE [--self HOST:PORT]\n"
 "                [--distribution D] [--vnodes N]]\n"
@@ -27,6 +28,7 @@ void ks_help_main(FILE *f)
 "\n"
 "EXAMPLES\n"
 "  sudo agent run --iface eth1 --sample 16 --interval 0.5\n"
+"  sudo agent run --config /etc/keysteer/eth1.conf --iface eth1\n"
 "  sudo agent --report --iface eth1 --top 10\n"
 "  sudo agent report --json --hash-only\n"
 "  sudo agent trace --iface eth1 --count 20\n"
@@ -44,7 +46,11 @@ void ks_help_run(FILE *f)
 "Attaches keysteer's XDP program to IF, pins its maps in %s/IF and\n"
 "every interval estimates the reads/s and writes/s of the hottest keys for\n"
 "'agent report'. Runs until SIGINT or SIGTERM, then detaches and removes\n"
-"everything it made.\n"
+"everything it made. If an agent died without detaching (SIGKILL, a crash),\n"
+"its program keeps counting and passing traffic, and a new 'agent run' on\n"
+"IF takes it over: the same pinned maps (counters, sketch, ring, hot keys),\n"
+"its program swapped for this agent's with one bpf_link_update. While an\n"
+"agent runs on IF, another is refused.\n"
 "\n"
 "OPTIONS\n"
 "  --iface IF          interface to watch (ingress), required\n"
@@ -54,6 +60,11 @@ void ks_help_run(FILE *f)
 "  --xdp-mode MODE     native, generic or auto (default auto: native, else generic)\n"
 "  --top K             keys published per interval, 1..%d (default %d)\n"
 "  -v, --verbose       a status line per interval and libbpf's debug output\n"
+"  --config FILE       read options from FILE: one 'key = value' per line, the\n"
+"                      keys being these long options without the dashes\n"
+"                      ('sample = 16', 'verbose = yes'), '#' comments; options\n"
+"                      after --config override the file, a bad line exits 2\n"
+"                      with FILE:LINE (man keysteer-agent, docs/operations.md)\n"
 "\n"
 "RING (per-shard load; see 'agent ring --help' for the list syntax)\n"
 "  --shards LIST       host:port[:weight],... the shards of the clients' ring\n"
@@ -107,6 +118,7 @@ void ks_help_run(FILE *f)
 "  sudo agent run --iface eth1\n"
 "  sudo agent run --iface eth1 --sample 1 --interval 0.5 --ports 11211,11212\n"
 "  sudo agent run --iface veth0 --xdp-mode generic -v\n"
+"  sudo agent run --config /etc/keysteer/eth1.conf --iface eth1 --sample 1\n"
 "  sudo agent run --iface eth1 --shards-file /etc/keysteer/shards.txt \\\n"
 "                 --self 10.0.0.2:11211 --distribution ketama\n"
 "  sudo kill -HUP $(pidof agent)      # reload the shard file now\n",
@@ -252,6 +264,9 @@ int ks_bad_option(const char *cmd, int c, char **argv)
 {
 	char what[128];
 
+	/* A word from 'agent run --config FILE' is named by its FILE:LINE. */
+	if (ks_conf_bad_option(c, argv[optind - 1]))
+		return KS_EXIT_USAGE;
 	if (c == ':')
 		snprintf(what, sizeof(what), "option '%s' needs a value",
 			 argv[optind - 1]);

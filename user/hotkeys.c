@@ -454,6 +454,31 @@ static struct ks_hot_entry *insert(struct ks_hot_table *t,
 	return e;
 }
 
+int ks_hot_restore(struct ks_hot_table *t, const struct ks_hot_policy *p,
+		   const __u8 *key, size_t len, __u64 hash, double reads_ps,
+		   double writes_ps, unsigned copies, unsigned subkeys,
+		   int read_hot, int write_hot)
+{
+	struct ks_hot_entry *e;
+
+	if (len > KS_HOT_KEY_MAX || find_idx(t, hash, key, len) >= 0)
+		return -1;
+	e = insert(t, p, key, len, hash, heat(p, reads_ps, writes_ps), 0,
+		   t->seq);
+	if (!e)
+		return -1;
+	e->reads_ps = reads_ps;
+	e->writes_ps = writes_ps;
+	e->read_hot = read_hot != 0;
+	e->write_hot = write_hot != 0;
+	e->copies = copies ? copies : 1;
+	e->subkeys = subkeys;
+	e->copies_rate = reads_ps;
+	e->subkeys_rate = writes_ps;
+	t->version++;
+	return 0;
+}
+
 /*
  * Moves a count to target only on a step of more than one, or once the rate
  * moved more than KS_HOT_RATE_MOVE since the last change; force skips the

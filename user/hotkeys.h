@@ -150,6 +150,17 @@ void ks_hot_set_rules(struct ks_hot_table *t, const struct ks_hot_rules *r);
 size_t ks_hot_update(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		     const struct ks_hot_sample *samples, size_t n, __u32 seq);
 
+/*
+ * Puts back an entry a previous agent left in the datapath (taking over
+ * after a restart): its smoothed rates, copies and sub-keys as published,
+ * read_hot/write_hot from the flags. The next update decides as usual.
+ * Returns 0, or -1 when the table has no room or the key is there.
+ */
+int ks_hot_restore(struct ks_hot_table *t, const struct ks_hot_policy *p,
+		   const __u8 *key, size_t len, __u64 hash, double reads_ps,
+		   double writes_ps, unsigned copies, unsigned subkeys,
+		   int read_hot, int write_hot);
+
 /* Iterates used entries: start with *pos = 0; NULL at the end. */
 const struct ks_hot_entry *ks_hot_next(const struct ks_hot_table *t,
 				       size_t *pos);

@@ -335,6 +335,40 @@ static void publish_replicas(struct ks_run_steer *s, double interval_s)
 	}
 }
 
+void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
+			const struct ks_hot_policy *p)
+{
+	unsigned i, j, kept = 0;
+
+	if (!s->map_open)
+		return;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		struct ks_hot_slot *hs = &s->map.slot[i];
+		struct ks_steer_slot *sl = &s->sl[i];
+
+		if (!hs->hash)
+			continue;
+		memset(sl, 0, sizeof(*sl));
+		sl->ncopies = hs->ncopies ? hs->ncopies : 1;
+		for (j = 0; j + 1 < KS_MAX_COPIES; j++)
+			sl->reps[j] = hs->replica[j];
+		if (sl->ncopies < 2)
+			sl->state = KS_SL_COUNT;
+		else
+			sl->state = ks_hot_map_armed(&s->map, i) ? KS_SL_ARMED :
+								    KS_SL_FILL;
+		ks_hot_restore(t, p, hs->key, hs->len, hs->hash,
+			       hs->reads_mps / 1000.0, hs->writes_mps / 1000.0,
+			       hs->copies, hs->subkeys,
+			       hs->flags & KS_HOTF_READ_HOT,
+			       hs->flags & KS_HOTF_WRITE_HOT);
+		kept++;
+	}
+	if (kept)
+		ks_info("kept %u hot keys the previous agent left in the datapath",
+			kept);
+}
+
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
 			       const struct ks_hot_table *t, double interval_s)
 {

@@ -89,6 +89,13 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m);
  * Returns the number of slots in use (ks_config.hot). */
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
 			       const struct ks_hot_table *t, double interval_s);
+/*
+ * Taking over a dead agent's attachment: the slots it left become this
+ * agent's (armed ones stay armed and are refreshed at the first interval)
+ * and their keys go back into the hot-key table t.
+ */
+void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
+			const struct ks_hot_policy *p);
 /* Handles dirty events and due refills; call after every wake-up. */
 void ks_run_steer_poll(struct ks_run_steer *s);
 /* fd to poll for dirty events (-1 when none), and ms until a refill is

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# test_restart.sh - keysteer never breaks traffic and loses nothing on a
+# restart. A client runs against memcached (TCP and UDP) all through:
+#   1. the agent is SIGKILLed: requests keep flowing and the datapath keeps
+#      counting (fail-open);
+#   2. a new agent starts: it takes over the running program (one
+#      bpf_link_update: same link, new program), a second agent is refused,
+#      counters go on from where they were, the epoch sequence and the ring
+#      version continue, the pinned hot key is still in the datapath;
+#   3. 'agent detach' removes it while traffic flows.
+# Failed requests over the whole run: 0.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init restart
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+PINS=$E2E_TMP/pins.txt
+echo "pin hot:key 1" >"$PINS"
+e2e_net_up
+ARGS=(--sample 1 --interval 0.5 --shards "$SADDR:$PORT" --self "$SADDR:$PORT"
+	--pins "$PINS")
+
+if ! e2e_agent_start "${ARGS[@]}"; then
+	fail restart "the first agent did not attach"
+	exit 1
+fi
+sleep 1.2
+
+# seen: packets the datapath ran on, summed over CPUs (pinned ks_pkts)
+seen() {
+	bpftool -j map dump pinned "$PIN_ROOT/$SIF/ks_pkts" 2>/dev/null |
+		"$PY" -c 'import json,sys
+d = json.load(sys.stdin)[0]["formatted"]
+print(sum(v["value"]["n"][0] for v in d["values"]))' 2>/dev/null
+}
+report_field() { # FIELD: from agent report --json
+	"$AGENT" report --iface "$SIF" --json 2>/dev/null |
+		"$PY" -c 'import json,sys
+d = json.load(sys.stdin); f = sys.argv[1]
+if f == "hot": print(",".join(h.get("key", "?") for h in d["hot_keys"]))
+elif f == "ring_version": print((d.get("ring") or {}).get("version"))
+else: print(d[f])' "$1" 2>/dev/null
+}
+prog_and_link() { # "<prog id> <link id>" of the pinned XDP link
+	bpftool -j link show pinned "$PIN_ROOT/$SIF/link" 2>/dev/null |
+		"$PY" -c 'import json,sys
+l = json.load(sys.stdin)
+print(l["prog_id"], l["id"])' 2>/dev/null
+}
+
+# The client: 12 s at 1,000 requests/s, gets and sets over TCP, gets over UDP.
+ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 1000 \
+	--flash hot:key:0.2 --mix get=80,set=20 --duration 12 --rate 1000 \
+	--timeout 0.5 --json </dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
+LOAD_PID=$KS_BG_PID
+sleep 2
+
+seq_before=$(report_field seq)
+ring_before=$(report_field ring_version)
+read -r prog_before link_before <<<"$(prog_and_link)"
+
+# --- 1. SIGKILL: the program stays and counts --------------------------------
+kill -KILL "$E2E_AGENT_PID"
+wait "$E2E_AGENT_PID" 2>/dev/null
+E2E_AGENT_PID=
+s1=$(seen)
+sleep 1
+s2=$(seen)
+if [ -n "$s1" ] && [ -n "$s2" ] && [ "$s2" -gt "$s1" ] && e2e_xdp_attached; then
+	pass restart_fail_open_counts_on
+	note "packets counted while no agent ran: $((s2 - s1)) in 1 s"
+else
+	fail restart_fail_open_counts_on "seen ${s1:-?} -> ${s2:-?}, attached: $(e2e_xdp_attached && echo yes || echo no)"
+fi
+
+# --- 2. a new agent takes over -------------------------------------------------
+ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" "${ARGS[@]}" \
+	</dev/null >"$E2E_TMP/agent2.out" 2>&1
+E2E_AGENT_PID=$KS_BG_PID
+for ((i = 0; i < 100; i++)); do
+	grep -q "took over" "$E2E_TMP/agent2.out" && break
+	kill -0 "$E2E_AGENT_PID" 2>/dev/null || break
+	sleep 0.1
+done
+if grep -q "took over" "$E2E_TMP/agent2.out"; then
+	pass restart_takes_over
+else
+	fail restart_takes_over "$(head -c 400 "$E2E_TMP/agent2.out")"
+fi
+read -r prog_after link_after <<<"$(prog_and_link)"
+if [ -n "$link_before" ] && [ "$link_after" = "$link_before" ] &&
+	[ -n "$prog_after" ] && [ "$prog_after" != "$prog_before" ]; then
+	pass restart_program_swapped_in_place
+	note "link $link_before kept, program $prog_before -> $prog_after"
+else
+	fail restart_program_swapped_in_place "link $link_before -> $link_after, program $prog_before -> $prog_after"
+fi
+
+# a second agent while this one lives: refused, nothing changed
+ks_in_ns "$SNS" timeout 10 "$AGENT" run --iface "$SIF" >"$E2E_TMP/third.out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "already attached" "$E2E_TMP/third.out" &&
+	[ "$(prog_and_link)" = "$prog_after $link_after" ]; then
+	pass restart_no_double_attach
+else
+	fail restart_no_double_attach "exit $rc: $(head -c 300 "$E2E_TMP/third.out")"
+fi
+
+sleep 1.5
+s3=$(seen)
+seq_after=$(report_field seq)
+ring_after=$(report_field ring_version)
+hot_after=$(report_field hot)
+why=
+[ -n "$s3" ] && [ "$s3" -gt "${s2:-0}" ] || why+="packets counted went ${s2:-?} -> ${s3:-?}; "
+[ -n "$seq_after" ] && [ "$seq_after" -gt "${seq_before:-0}" ] || why+="seq ${seq_before:-?} -> ${seq_after:-?}; "
+[ -n "$ring_after" ] && [ "$ring_after" != None ] && [ "$ring_after" -gt "${ring_before:-0}" ] ||
+	why+="ring version ${ring_before:-?} -> ${ring_after:-?}; "
+[[ ",$hot_after," == *",hot:key,"* ]] || why+="hot keys after: '$hot_after'; "
+if [ -z "$why" ]; then
+	pass restart_state_carries_on
+	note "seq $seq_before -> $seq_after, ring v$ring_before -> v$ring_after, packets $s2 -> $s3, hot: $hot_after"
+else
+	fail restart_state_carries_on "$why"
+fi
+
+# --- 3. detach under traffic ------------------------------------------------
+e2e_agent_stop INT
+sleep 1
+if ! e2e_pins_exist && ! e2e_xdp_attached; then
+	pass restart_clean_stop_under_traffic
+else
+	fail restart_clean_stop_under_traffic "pins or program left after SIGINT"
+fi
+
+wait "$LOAD_PID" 2>/dev/null
+why=$("$PY" - "$E2E_TMP/load.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ops = sum(o["ops"] for o in d["ops"])
+bad = sum(o["errors"] + o["timeouts"] for o in d["ops"])
+print("OK %d" % ops if bad == 0 and ops >= 10000 else "%d of %d requests failed" % (bad, ops))
+PYEOF
+)
+if [[ "$why" == OK* ]]; then
+	pass restart_no_failed_requests
+	note "${why#OK } requests (TCP and UDP) through kill, take-over and stop: 0 failed"
+else
+	fail restart_no_failed_requests "${why:-no load output: $(tail -n 2 "$E2E_TMP/load.err")}"
+fi
+exit "$E2E_FAILED"
