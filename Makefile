@@ -40,7 +40,7 @@ LIB_OBJS   := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat
 
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-steer deps check-deps vmlinux
 all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
 
@@ -141,3 +141,99 @@ vmlinux:
 
 clean:
 	rm -rf $(OUT)
+
+# ---- install: docs/operations.md. Nothing goes to /etc, nothing starts. ----
+# make install [PREFIX=/usr/local] [DESTDIR=staging root]; make uninstall
+# with the same two removes exactly what install wrote.
+PREFIX  ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/keysteer
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL ?= install
+
+INSTALL_DOCS := README.md docs/operations.md docs/report-json.md \
+	docs/report.schema.json user/dist/keysteer.conf.example
+
+.PHONY: install uninstall
+install: $(OUT)/agent $(OUT)/ks_load
+	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
+	$(Q)$(INSTALL) -m 0755 $(OUT)/agent $(DESTDIR)$(SBINDIR)/keysteer-agent
+	$(Q)$(INSTALL) -m 0755 $(OUT)/ks_load $(DESTDIR)$(BINDIR)/ks_load
+	$(Q)$(INSTALL) -m 0644 user/dist/keysteer-agent.8 $(DESTDIR)$(MANDIR)/man8/
+	@# the unit names the agent by its installed path
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' user/dist/keysteer@.service.in \
+		> $(DESTDIR)$(UNITDIR)/keysteer@.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/keysteer@.service
+	$(Q)$(INSTALL) -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
+	@echo "installed keysteer-agent in $(DESTDIR)$(SBINDIR); config: /etc/keysteer/IF.conf from $(DOCDIR)/keysteer.conf.example"
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/keysteer-agent $(DESTDIR)$(BINDIR)/ks_load \
+		$(DESTDIR)$(MANDIR)/man8/keysteer-agent.8 \
+		'$(DESTDIR)$(UNITDIR)/keysteer@.service' \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
+	@rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# ---- fuzzing: tests/fuzz, docs/fuzzing.md (everything below is that) ----
+# $(OUT)/fuzz/dfuzz is the differential fuzzer of the datapath (a normal
+# program, built like the other test programs). $(OUT)/fuzz/fz_* are
+# libFuzzer harnesses of the agent's parsers: clang with ASan and UBSan over
+# the user/*.c sources compiled again with those flags into
+# $(OUT)/fuzz/obj (never the normal objects). Without clang's libFuzzer
+# runtime the harnesses are not built and the fuzz tier skips them.
+# `make fuzz` runs everything for FUZZ_SECONDS each (default 600);
+# `tests/run.sh fuzz` is the bounded run (about 80 s).
+FUZZ_DIR      := $(OUT)/fuzz
+FUZZ_SECONDS  ?= 600
+FUZZ_SEED     ?= 1
+DFUZZ_OBJS    := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/obj/%.o,\
+	$(filter-out tests/fuzz/fz_%.c,$(wildcard tests/fuzz/*.c)))
+FUZZ_HARNESS  := $(patsubst tests/fuzz/fz_%.c,$(FUZZ_DIR)/fz_%,$(wildcard tests/fuzz/fz_*.c))
+FUZZ_RT       := $(wildcard $(shell $(CLANG) -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS   := -O1 -g $(FUZZ_SAN) -D_GNU_SOURCE -I$(OUT) -Ibpf -Iuser -Itests/fuzz \
+	-Wall -Wno-unused-parameter -Wno-missing-field-initializers
+FUZZ_USER_OBJS := $(patsubst user/%.c,$(FUZZ_DIR)/obj/user/%.o,$(filter-out user/agent.c,$(AGENT_SRCS)))
+
+.PHONY: fuzz fuzz-build test-fuzz
+all: fuzz-build
+fuzz-build: $(FUZZ_DIR)/dfuzz $(if $(FUZZ_RT),$(FUZZ_HARNESS))
+
+$(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) tests/lib/pkt.h $(SHARED_H) $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
+
+$(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o $(OUT)/user/names.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The agent's sources again, instrumented for the harnesses.
+$(FUZZ_DIR)/obj/user/%.o: user/%.c $(wildcard user/*.h) $(SHARED_H) $(SKELS)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/libks_san.a: $(FUZZ_USER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# kt_netns.c: fz_http listens inside a network namespace of its own.
+$(FUZZ_DIR)/fz_%: tests/fuzz/fz_%.c tests/fuzz/fz_common.h tests/lib/kt_netns.c $(FUZZ_DIR)/libks_san.a
+	$(call msg,FUZZER,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Itests/lib -Werror -fsanitize=fuzzer $< tests/lib/kt_netns.c \
+		$(FUZZ_DIR)/libks_san.a -o $@ $(LDLIBS)
+
+# The long run: dfuzz and every harness FUZZ_SECONDS each, findings and
+# grown corpora under $(FUZZ_DIR)/.
+fuzz: check-deps
+	$(MAKE) all
+	tests/fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED)
+
+test-fuzz: check-deps
+	$(MAKE) all
+	tests/run.sh fuzz

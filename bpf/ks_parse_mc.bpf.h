@@ -88,19 +88,31 @@ __noinline int ks_mc_scan(struct ks_scratch *s, __u32 pos, __u32 limit,
 	return -1;
 }
 
-/* First position at or after pos that is not a space (may be end). */
+/*
+ * First position at or after pos that is not a space (may be end). memcached
+ * takes any run of spaces between tokens, so the whole window is searched,
+ * a word at a time.
+ */
 __noinline int ks_mc_skip_spaces(struct ks_scratch *s, __u32 pos)
 {
 	__u32 i, p;
+	__u64 m;
 
 	if (!s)
 		return -1;
-	for (i = 0; i < 256; i++) {
-		p = pos + i;
-		if (p >= s->end || KS_BYTE(s, p) != ' ')
-			return p;
+	for (i = 0; i < KS_WIN / 8; i++) {
+		p = pos + i * 8;
+		if (p >= s->end)
+			return s->end;
+		m = ks_win_word(s, p) ^ (' ' * KS_ONES);
+		if (m) {
+			/* a flag at bit 7 of every byte that is not a space */
+			m = (((m & ~KS_HIGHS) + ~KS_HIGHS) | m) & KS_HIGHS;
+			p += ks_first_flagged(m);
+			return p < s->end ? p : s->end;
+		}
 	}
-	return -1;
+	return s->end;
 }
 
 /* Requests have one space between tokens: look at two bytes inline. */
@@ -135,7 +147,10 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 			return KS_NEG(ks_short_reason(s));
 		c = KS_BYTE(s, p);
 		if (c < '0' || c > '9') {
-			if (i == 0 || c > ' ')
+			/* memcached's strtoul check takes white space or NUL
+			 * after the digits, nothing else */
+			if (i == 0 ||
+			    (c != ' ' && c != 0 && (c < '\t' || c > '\r')))
 				return KS_NEG(KS_ERR_BAD_LENGTH);
 			s->tok_end = p;
 			/* memcached refuses values this large anyway */
@@ -273,10 +288,10 @@ __noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op,
 	if (eol < 0)
 		return ks_fail(KS_REASON(eol));
 	len = eol - s->req_start + bytes + 2;
-	/* A data block must end in "\r\n"; where we can see it, check. */
+	/* A data block must end in "\r\n"; check what we can see of it. */
 	tail = s->req_start + len - 2;
-	if (tail + 2 <= s->end &&
-	    (KS_BYTE(s, tail) != '\r' || KS_BYTE(s, tail + 1) != '\n'))
+	if ((tail < s->end && KS_BYTE(s, tail) != '\r') ||
+	    (tail + 1 < s->end && KS_BYTE(s, tail + 1) != '\n'))
 		return ks_fail(KS_ERR_BAD_LENGTH);
 	ks_mc_take_key(s, op);
 	return ks_mc_next_request(s, op, 1, len);
@@ -543,6 +558,14 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	w = ks_win_word(s, pos);
 	avail = s->end - pos;
 	cmd = ks_mc_match(w, avail);
+	/* a keyless word longer than 8 bytes was matched on its start: it
+	 * too must end in a space or the line end, or it is no command */
+	if (cmd.op == KS_OP_OTHER && !cmd.len) {
+		p = ks_mc_scan(s, pos, s->plen, 0);
+		if (p >= 0 && KS_BYTE(s, p) != ' ' && KS_BYTE(s, p) != '\r' &&
+		    KS_BYTE(s, p) != '\n')
+			cmd.op = KS_OP_MAX;
+	}
 	if (cmd.op == KS_OP_MAX) {
 		/* A word cut by the end of what we have: a split request. */
 		if (avail < 8 && !(ks_mask_delim(w) &

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # run.sh - run keysteer's test tiers and add up their results.
 #
-#   tests/run.sh [unit] [compat] [prog] [e2e]   (no argument: all, in that order)
+#   tests/run.sh [unit] [compat] [prog] [fuzz] [e2e]   (no argument: all, in that order)
 #
 # compat: the ring builder against Debian's libmemcached (tests/compat).
+# fuzz: a bounded run of the fuzzers (tests/fuzz/run_fuzz.sh --tier, about
+# 75 s; docs/fuzzing.md), limited to FUZZ_TIMEOUT.
 #
 # Every test prints one line "PASS name", "FAIL name: why" or "SKIP name: why";
 # this script echoes all output, counts those lines and ends with exactly one
@@ -25,14 +27,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 TIER_TIMEOUT=${TIER_TIMEOUT:-900} # seconds for the unit or prog binary
+FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-150} # seconds for the whole fuzz tier
 
 tiers=("$@")
-[ ${#tiers[@]} -eq 0 ] && tiers=(unit compat prog e2e)
+[ ${#tiers[@]} -eq 0 ] && tiers=(unit compat prog fuzz e2e)
 for tier in "${tiers[@]}"; do
 	case $tier in
-	unit | compat | prog | e2e) ;;
+	unit | compat | prog | fuzz | e2e) ;;
 	*)
-		echo "run.sh: unknown tier '$tier'; use unit, compat, prog or e2e" >&2
+		echo "run.sh: unknown tier '$tier'; use unit, compat, prog, fuzz or e2e" >&2
 		exit 2
 		;;
 	esac
@@ -98,6 +101,7 @@ for tier in "${tiers[@]}"; do
 	unit) run_binary unit_test "$BUILD/tests/unit_test" ;;
 	compat) run_binary ring_compat "$BUILD/tests/ring_compat" ;;
 	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;
+	fuzz) run_one fuzz "$FUZZ_TIMEOUT" bash tests/fuzz/run_fuzz.sh --tier ;;
 	e2e) run_e2e ;;
 	esac
 done

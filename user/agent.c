@@ -9,17 +9,19 @@
 #include <string.h>
 #include "keysteer.h"
 #include "cmds.h"
+#include "config_file.h"
 #include "log.h"
 
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "run", cmd_run },
+	{ "run", cmd_run_config }, /* cmd_run, --config FILE expanded */
 	{ "detach", cmd_detach },
 	{ "report", cmd_report },
 	{ "trace", cmd_trace },
 	{ "ring", cmd_ring },
+	{ "replay", cmd_replay },
 };
 
 /* Drops every "--report" and returns whether there was one. */
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "help")) {
 		if (argc > 2 && ks_help_for(argv[2], stdout)) {
-			fprintf(stderr, "agent: no command '%s'; the commands are run, report, trace, detach, ring\n",
+			fprintf(stderr, "agent: no command '%s'; the commands are run, report, trace, detach, ring, replay\n",
 				argv[2]);
 			return KS_EXIT_USAGE;
 		}
@@ -94,7 +96,7 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "agent: unknown command '%s'; the commands are run, report, trace, detach, ring (see 'agent --help')\n",
+	fprintf(stderr, "agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay (see 'agent --help')\n",
 		cmd);
 	return KS_EXIT_USAGE;
 }

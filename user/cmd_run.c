@@ -16,6 +16,7 @@
 #include "collect.h"
 #include "estimate.h"
 #include "log.h"
+#include "metrics.h"
 #include "opts.h"
 #include "report.h"
 #include "ring_push.h"
@@ -24,6 +25,7 @@
 #include "run_steer.h"
 #include "http_serve.h"
 #include "sig.h"
+#include "privs.h"
 
 /* In-flight packets may still write the old epoch right after the flip. */
 #define KS_FLIP_GRACE_NS 2000000ULL
@@ -37,12 +39,15 @@ struct run_opts {
 	enum ks_xdp_req xdp;
 	__u32 top;
 	int verbose;
+	int keep_privileges;     /* --keep-privileges: no capability drop */
+	int log_keys;            /* --log-keys: key bytes in -v lines */
 	struct ks_run_ring ring; /* the ring options, and the ring */
 	struct ks_run_hot hot;   /* the hot-key options, and the table */
 	struct ks_run_steer steer; /* the table in the datapath, replicas */
 	const char *listen;      /* --listen: serve the routing document */
 	struct ks_http_server http;
 	int http_open;
+	struct ks_run_metrics metrics; /* --metrics, --export-keys */
 };
 
 struct run_state {
@@ -68,11 +73,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "ports", required_argument, NULL, 'p' },
 		{ "xdp-mode", required_argument, NULL, 'x' },
 		{ "top", required_argument, NULL, 't' },
-		{ "shards", required_argument, NULL, 'S' },
-		{ "shards-file", required_argument, NULL, 'F' },
-		{ "self", required_argument, NULL, 'M' },
-		{ "distribution", required_argument, NULL, 'D' },
-		{ "vnodes", required_argument, NULL, 'N' },
+		KS_RING_LONGOPTS,
 		{ "shard-capacity", required_argument, NULL, 'C' },
 		{ "hot-fraction", required_argument, NULL, 'H' },
 		{ "replicas", required_argument, NULL, 'R' },
@@ -80,6 +81,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "routing-file", required_argument, NULL, 'O' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "owner-share", required_argument, NULL, 'W' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "export-keys", no_argument, NULL, 'K' },
+		{ "keep-privileges", no_argument, NULL, 'G' },
+		{ "log-keys", no_argument, NULL, 'Y' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -91,9 +96,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	ks_run_hot_defaults(&o->hot);
-	spec->dist = KS_DIST_KETAMA;
-	spec->flag = "--shards";
-	spec->file_flag = "--shards-file";
+	ks_run_ring_init(&o->ring);
 	o->sample_n = 8;
 	o->interval_ms = 1000;
 	o->top = KS_REPORT_TOP;
@@ -142,32 +145,6 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				goto bad;
 			o->top = (__u32)v;
 			break;
-		case 'S':
-			spec->list = optarg;
-			break;
-		case 'F':
-			spec->file = optarg;
-			break;
-		case 'M':
-			spec->self = optarg;
-			break;
-		case 'D': {
-			enum ks_dist d;
-
-			if (ks_dist_parse(optarg, &d, err, sizeof(err)))
-				goto bad;
-			spec->dist = d;
-			o->ring.dist_given = 1;
-			break;
-		}
-		case 'N':
-			if (ks_parse_uint("--vnodes", optarg, 1,
-					  KS_RING_MAX_POINTS, &v, err,
-					  sizeof(err)))
-				goto bad;
-			spec->vnodes = (__u32)v;
-			o->ring.dist_given = 1;
-			break;
 		case 'C':
 			if (ks_parse_double("--shard-capacity", optarg, 1, 1e9,
 					    &o->hot.pol.shard_capacity_ops, err,
@@ -195,16 +172,34 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		case 'P':
 			o->hot.pins_path = optarg;
 			break;
+		case 'm':
+			o->metrics.spec = optarg;
+			break;
+		case 'K':
+			o->metrics.export_keys = 1;
+			break;
 		case 'O':
 			o->hot.routing_path = optarg;
 			break;
 		case 'v':
 			o->verbose = 1;
 			break;
+		case 'G':
+			o->keep_privileges = 1;
+			break;
+		case 'Y':
+			o->log_keys = 1;
+			break;
 		case 'h':
 			ks_help_run(stdout);
 			return -1;
 		default:
+			n = ks_run_ring_opt(&o->ring, c, optarg, err,
+					    sizeof(err));
+			if (n < 0)
+				goto bad;
+			if (n)
+				break;
 			return ks_bad_option("run", c, argv);
 		}
 	}
@@ -238,6 +233,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 			goto bad;
 		o->http_open = 1;
 	}
+	if (ks_run_metrics_prepare(&o->metrics, o->listen,
+				   o->http_open ? &o->http : NULL, err,
+				   sizeof(err)))
+		goto bad;
 	return 0;
 bad:
 	ks_err("%s", err);
@@ -346,9 +345,13 @@ static void status_line(const struct run_state *st, long ncands)
 	const struct ks_report *r = st->rep;
 	char key[48] = "-";
 
-	if (r->n_top)
+	/* key bytes may be user data: logged only when asked */
+	if (r->n_top && st->o.log_keys)
 		ks_key_text(r->top[0].key, r->top[0].len, key,
 			    sizeof(key));
+	else if (r->n_top)
+		snprintf(key, sizeof(key), "hash %016llx",
+			 (unsigned long long)r->top[0].hash);
 	fprintf(stderr,
 		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s\n",
 		r->seq,
@@ -368,11 +371,27 @@ static void status_line(const struct run_state *st, long ncands)
 			(unsigned long long)st->o.http.stats.errors);
 }
 
+/* The metrics of what the interval (or the start) left in st. */
+static void publish_metrics(struct run_state *st, const struct ks_totals *t,
+			    long ncands, int interval_ended)
+{
+	struct ks_metrics_in in = {
+		.rep = st->rep,
+		.totals = t,
+		.ring = ks_run_ring_enabled(&st->o.ring) ? st->o.ring.rep : NULL,
+		.table = st->o.hot.table,
+		.steer = &st->o.steer,
+		.candidates = ncands > 0 ? (__u64)ncands : 0,
+		.candidate_slots = (__u64)KS_CAND_SLOTS * (__u64)st->col.ncpus,
+	};
+
+	ks_run_metrics_publish(&st->o.metrics, &in, interval_ended);
+}
+
 static int one_interval(struct run_state *st)
 {
-	struct ks_interval iv = { .sample_n = st->o.sample_n };
-	__u64 keys[KS_CLASS_MAX], now, totals_elapsed;
-	__u32 old_seq = st->seq, epoch = old_seq & 1, c;
+	__u32 old_seq = st->seq, epoch = old_seq & 1;
+	__u64 now, elapsed_ns;
 	long ncands;
 	int err;
 
@@ -380,41 +399,21 @@ static int one_interval(struct run_state *st)
 	if (err)
 		return err;
 	now = ks_mono_ns();
-	iv.elapsed_ns = now - st->flip_ns;
+	elapsed_ns = now - st->flip_ns;
 	st->flip_ns = now;
 	ks_sleep_until(now + KS_FLIP_GRACE_NS);
 	keep_seq(st);
 
-	err = ks_read_totals(&st->col, &st->cur);
-	if (err)
-		return err;
-	now = ks_mono_ns();
-	totals_elapsed = now - st->totals_ns;
-	st->totals_ns = now;
-	err = ks_read_sketch(&st->col, epoch, st->sketch);
-	if (err)
-		return err;
-	ncands = ks_read_cands(&st->col, old_seq);
+	publish_header(st);
+	ncands = ks_estimate_interval(&st->col, epoch, old_seq, st->o.sample_n,
+				      st->o.top, elapsed_ns, &st->prev,
+				      &st->cur, st->sketch, &st->totals_ns,
+				      st->rep);
 	if (ncands < 0)
 		return (int)ncands;
-
-	ks_class_keys(&st->prev, &st->cur, keys);
-	for (c = 0; c < KS_CMS_CLASSES; c++)
-		iv.class_sampled[c] = ks_class_stream_len(st->sketch, c, keys[c],
-							  st->o.sample_n);
-	iv.total_requests = ks_total_requests(&st->prev, &st->cur);
-
-	publish_header(st);
 	st->rep->seq = old_seq;
 	st->rep->updated_ns = ks_real_ns();
-	st->rep->elapsed_ns = iv.elapsed_ns;
-	ks_fill_rates(&st->prev, &st->cur, totals_elapsed, st->rep);
-	st->rep->sampled_total = st->cur.pkts[KS_PKT_SAMPLED] -
-				 st->prev.pkts[KS_PKT_SAMPLED];
-	memset(st->rep->top, 0, sizeof(st->rep->top));
-	st->rep->n_top = (__u32)ks_top_select(st->sketch, &iv, st->col.cands,
-					      (size_t)ncands, st->rep->top,
-					      st->o.top);
+	st->rep->elapsed_ns = elapsed_ns;
 	err = ks_write_report(&st->maps, st->rep);
 	if (err)
 		return err;
@@ -424,12 +423,13 @@ static int one_interval(struct run_state *st)
 	ks_run_hot_interval(&st->o.hot, st->rep->top, st->rep->n_top, old_seq,
 			    st->o.ring.version);
 	set_hot_flag(st, ks_run_steer_interval(&st->o.steer, st->o.hot.table,
-					       iv.elapsed_ns / 1e9) > 0);
+					       elapsed_ns / 1e9) > 0);
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)
 		return err;
 	st->prev = st->cur;
+	publish_metrics(st, &st->cur, ncands, 1);
 	if (st->o.verbose)
 		status_line(st, ncands);
 	return 0;
@@ -493,6 +493,24 @@ static int start(struct run_state *st)
 	if (st->o.http_open)
 		printf("keysteer: routing document on http://%s/routing\n",
 		       st->o.listen);
+	/* everything is loaded, attached, bound and open: from here on the
+	 * agent needs bpf() on its maps and the link, nothing else */
+	if (!st->o.keep_privileges) {
+		int err = ks_drop_privileges(st->att.mounted_bpffs);
+
+		if (err) {
+			ks_err("cannot drop capabilities (%s); run with --keep-privileges to skip this",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+		ks_debug("capabilities now %#llx", ks_cap_effective());
+	}
+	/* Scrapes before the first interval ends get the counters so far. */
+	publish_metrics(st, &st->prev, 0, 0);
+	if (st->o.metrics.srv)
+		printf("keysteer: metrics on http://%s/metrics%s\n",
+		       st->o.metrics.srv->name,
+		       st->o.metrics.export_keys ? " (with keys)" : "");
 	fflush(stdout);
 	return 0;
 }
@@ -500,9 +518,9 @@ static int start(struct run_state *st)
 /* Waits for dirty events, HTTP clients or the timeout, then serves them. */
 static void wait_events(struct run_state *st, __u64 until)
 {
-	struct pollfd pfd[1 + KS_HTTP_POLLFDS];
+	struct pollfd pfd[1 + 2 * KS_HTTP_POLLFDS];
 	__u64 now = ks_mono_ns();
-	int n = 0, nh = 0, t, tmo;
+	int n = 0, nh = 0, nm = 0, t, tmo;
 
 	tmo = until > now ? (int)((until - now + 999999) / 1000000) : 0;
 	t = ks_run_steer_timeout_ms(&st->o.steer);
@@ -513,18 +531,21 @@ static void wait_events(struct run_state *st, __u64 until)
 		pfd[0].events = POLLIN;
 		n = 1;
 	}
-	if (st->o.http_open) {
-		t = ks_http_timeout_ms(&st->o.http, now);
-		if (t >= 0 && t < tmo)
-			tmo = t;
-		nh = ks_http_pollfds(&st->o.http, pfd + n, KS_HTTP_POLLFDS);
-	}
-	if (poll(pfd, n + nh, tmo) < 0 && errno != EINTR)
+	if (st->o.http_open)
+		nh = ks_http_poll_add(&st->o.http, pfd + n, KS_HTTP_POLLFDS,
+				      now, &tmo);
+	if (st->o.metrics.own_open)
+		nm = ks_http_poll_add(&st->o.metrics.own, pfd + n + nh,
+				      KS_HTTP_POLLFDS, now, &tmo);
+	if (poll(pfd, n + nh + nm, tmo) < 0 && errno != EINTR)
 		ks_sleep_until(until);
 	ks_run_steer_poll(&st->o.steer);
 	if (st->o.http_open)
 		ks_http_service(&st->o.http, pfd + n, nh, st->o.hot.doc,
 				st->o.hot.doc_len, ks_mono_ns());
+	if (st->o.metrics.own_open)
+		ks_http_service(&st->o.metrics.own, pfd + n + nh, nm, NULL, 0,
+				ks_mono_ns());
 }
 
 /* Sleeps until the deadline, waking at least every 100 ms so SIGHUP and
@@ -595,6 +616,7 @@ int cmd_run(int argc, char **argv)
 	if (rc) {
 		ks_run_ring_free(&st->o.ring);
 		ks_run_hot_free(&st->o.hot);
+		ks_run_metrics_free(&st->o.metrics);
 		free(st);
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
@@ -632,6 +654,7 @@ out_free:
 	ks_run_steer_free(&st->o.steer);
 	if (st->o.http_open)
 		ks_http_close(&st->o.http);
+	ks_run_metrics_free(&st->o.metrics);
 	ks_run_ring_free(&st->o.ring);
 	ks_run_hot_free(&st->o.hot);
 	free(st->sketch);

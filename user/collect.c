@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect.h"
+#include "sig.h"
 #include "log.h"
 
 void ks_maps_init(struct ks_maps *m)
@@ -324,4 +325,44 @@ int ks_write_shard_report(const struct ks_maps *m,
 
 	return bpf_map_update_elem(m->shard_report, &key, r, BPF_F_LOCK) ?
 		       -errno : 0;
+}
+
+long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
+			  __u32 sample_n, __u32 top, __u64 elapsed_ns,
+			  const struct ks_totals *prev, struct ks_totals *cur,
+			  struct ks_sketch *sk, __u64 *totals_ns,
+			  struct ks_report *rep)
+{
+	struct ks_interval iv = { .sample_n = sample_n,
+				  .elapsed_ns = elapsed_ns };
+	__u64 keys[KS_CLASS_MAX], rates_ns = elapsed_ns, now;
+	long ncands;
+	__u32 cls;
+	int err;
+
+	err = ks_read_totals(c, cur);
+	if (err)
+		return err;
+	if (totals_ns) {
+		now = ks_mono_ns();
+		rates_ns = now - *totals_ns;
+		*totals_ns = now;
+	}
+	err = ks_read_sketch(c, epoch, sk);
+	if (err)
+		return err;
+	ncands = ks_read_cands(c, seq);
+	if (ncands < 0)
+		return ncands;
+	ks_class_keys(prev, cur, keys);
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++)
+		iv.class_sampled[cls] = ks_class_stream_len(sk, cls, keys[cls],
+							    sample_n);
+	iv.total_requests = ks_total_requests(prev, cur);
+	ks_fill_rates(prev, cur, rates_ns, rep);
+	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] - prev->pkts[KS_PKT_SAMPLED];
+	memset(rep->top, 0, sizeof(rep->top));
+	rep->n_top = (__u32)ks_top_select(sk, &iv, c->cands, (size_t)ncands,
+					  rep->top, top);
+	return ncands;
 }

@@ -50,6 +50,21 @@ int ks_zero_sketch(struct ks_collector *c, __u32 epoch);
  */
 long ks_read_cands(struct ks_collector *c, __u32 seq);
 
+/*
+ * One interval's estimates, as 'agent run' publishes them and 'agent
+ * replay' prints them: reads the totals into cur, epoch's sketch into sk
+ * and the candidates of the interval that began at seq; fills rep's class
+ * and error rates, sampled_total and its top keys (at most top). The
+ * sketch's estimates use elapsed_ns; the rates use the time since
+ * *totals_ns (moved to now) or, when totals_ns is NULL, elapsed_ns.
+ * Returns the number of candidates or a negative errno.
+ */
+long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
+			  __u32 sample_n, __u32 top, __u64 elapsed_ns,
+			  const struct ks_totals *prev, struct ks_totals *cur,
+			  struct ks_sketch *sk, __u64 *totals_ns,
+			  struct ks_report *rep);
+
 int ks_read_config(const struct ks_maps *m, struct ks_config *cfg);
 int ks_write_config(const struct ks_maps *m, const struct ks_config *cfg);
 /* ks_report is read and written whole under its spin lock (BPF_F_LOCK). */

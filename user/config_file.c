@@ -107,11 +107,11 @@ static int check_key(const struct ks_conf *c, unsigned int line,
 		return line_fail(err, errlen, c->name, line,
 				 "no key before '='; write 'key = value', e.g. 'sample = 8'");
 	if (*key == '-') {
-		while (*key == '-')
-			key++;
+		const char *bare = key + strspn(key, "-");
+
 		return line_fail(err, errlen, c->name, line,
-				 "write the key without dashes: '%.64s = ...'",
-				 key);
+				 "'%.64s' has dashes; write '%.64s = ...'", key,
+				 bare);
 	}
 	if (!key_ok(key))
 		return line_fail(err, errlen, c->name, line,

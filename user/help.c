@@ -15,15 +15,17 @@ void ks_help_main(FILE *f)
 "keysteer %s - finds the hot keys of memcached from an XDP program\n"
 "\n"
 "USAGE\n"
-"  agent run    [--config FILE] --iface IF [--sample N] [--interval SEC] [--ports P,...]\n"
-"               [--xdp-mode native|generic|auto] [--top K] [-v]\n"
+"  agent run    --iface IF [--sample N] [--interval SEC] [--ports P,...]\n"
+"               [--xdp-mode native|generic|auto] [--top K] [-v] [--config FILE]\n"
 "               [--shards LIST | --shards-file FILE [--self HOST:PORT]\n"
 "                [--distribution D] [--vnodes N]]\n"
+"               [--replicas LIST] [--listen PORT] [--metrics PORT] ...\n"
 "  agent report [--iface IF] [--top K] [--json] [--watch] [--hash-only]\n"
 "               [--shards-top N] [--interval SEC]  (also: agent --report ...)\n"
 "  agent trace  [--iface IF] [--count N] [--duration SEC] [--hash-only]\n"
 "  agent detach --iface IF\n"
 "  agent ring   lookup|diff ...   (where keys live on the clients' ring)\n"
+"  agent replay [--sample N] [--json] [ring options] FILE.pcap|.pcapng\n"
 "  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 "\n"
 "EXAMPLES\n"
@@ -60,6 +62,10 @@ void ks_help_run(FILE *f)
 "  --xdp-mode MODE     native, generic or auto (default auto: native, else generic)\n"
 "  --top K             keys published per interval, 1..%d (default %d)\n"
 "  -v, --verbose       a status line per interval and libbpf's debug output\n"
+"  --log-keys          show key bytes in those lines (default: hashes; keys\n"
+"                      may be user data)\n"
+"  --keep-privileges   keep every capability after attaching (default: only\n"
+"                      CAP_BPF and CAP_NET_ADMIN stay, with no_new_privs)\n"
 "  --config FILE       read options from FILE: one 'key = value' per line, the\n"
 "                      keys being these long options without the dashes\n"
 "                      ('sample = 16', 'verbose = yes'), '#' comments; options\n"
@@ -105,6 +111,14 @@ void ks_help_run(FILE *f)
 "  --listen ADDR:PORT  serve the same document over HTTP (GET /routing); a\n"
 "                      bare PORT binds 127.0.0.1\n"
 "\n"
+"METRICS (see docs/metrics.md)\n"
+"  --metrics ADDR:PORT serve Prometheus metrics (GET /metrics, text format\n"
+"                      0.0.4), rendered once per interval; a bare PORT binds\n"
+"                      127.0.0.1. The --listen address may be given too: one\n"
+"                      server then answers /routing and /metrics\n"
+"  --export-keys       label the top and hot keys with the keys themselves\n"
+"                      (default: their 64-bit hashes only, keys are user data)\n"
+"\n"
 "NAMESPACES\n"
 "  The pins live on the bpffs at %s. 'ip netns exec' gives every command a\n"
 "  fresh /sys without one, so an agent started that way mounts a private\n"
@@ -118,6 +132,7 @@ void ks_help_run(FILE *f)
 "  sudo agent run --iface eth1\n"
 "  sudo agent run --iface eth1 --sample 1 --interval 0.5 --ports 11211,11212\n"
 "  sudo agent run --iface veth0 --xdp-mode generic -v\n"
+"  sudo agent run --iface eth1 --metrics 9180   # curl localhost:9180/metrics\n"
 "  sudo agent run --config /etc/keysteer/eth1.conf --iface eth1 --sample 1\n"
 "  sudo agent run --iface eth1 --shards-file /etc/keysteer/shards.txt \\\n"
 "                 --self 10.0.0.2:11211 --distribution ketama\n"
@@ -160,8 +175,15 @@ void ks_help_report(FILE *f)
 "  --iface IF          interface the agent runs on\n"
 "  --top K             keys to show, 1..%d (default 20)\n"
 "  --json              one JSON document instead of the text dashboard\n"
-"  --watch             redraw in place every interval until Ctrl-C\n"
+"  --watch             on a terminal, a live dashboard redrawn every interval:\n"
+"                      shard load bars, top keys with a sparkline of their\n"
+"                      recent rate, hot keys, parse errors; fits the window\n"
+"                      (resizes too). q quits, r redraws now, Ctrl-L clears;\n"
+"                      Ctrl-C and SIGTERM also restore the terminal. Into a\n"
+"                      pipe, or with --json: the report again every interval\n"
 "  --interval SEC      redraw period for --watch (default: the agent's interval)\n"
+"  --ascii             the dashboard in plain ASCII (the default when the\n"
+"                      locale is not UTF-8)\n"
 "  --hash-only         show 64-bit key hashes instead of key bytes\n"
 "  --shards-top N      shard rows in the text, 1..%d (default %d); --json\n"
 "                      always lists every shard, in index order\n"
@@ -239,6 +261,50 @@ void ks_help_ring(FILE *f)
 		10000000, 100000);
 }
 
+void ks_help_replay(FILE *f)
+{
+	fprintf(f,
+"USAGE\n"
+"  agent replay [options] FILE\n"
+"\n"
+"Runs every frame of a capture through keysteer's XDP program with\n"
+"BPF_PROG_TEST_RUN and prints the report 'agent report' shows, for one\n"
+"interval as long as the capture (rates are per second of its span).\n"
+"Nothing is attached and nothing is pinned: no interface, no traffic, no\n"
+"running agent is touched. Needs root (it loads a BPF program).\n"
+"Under the report: the capture's format, frames read, run and skipped\n"
+"(frames the capturing host sent, frames over the test-run limit), the\n"
+"span, and exact request, key and byte counts by op (on stderr with --json).\n"
+"\n"
+"FILE   pcap (either byte order, micro- or nanosecond timestamps) or pcapng\n"
+"       (any number of interfaces and sections); link types Ethernet and\n"
+"       Linux cooked SLL/SLL2 ('tcpdump -i any'). Capture the receiving\n"
+"       side: 'tcpdump -i IF -Q in -w FILE port 11211'.\n"
+"\n"
+"OPTIONS\n"
+"  --sample N          sample 1 in N keys, 1..1000000 (default 1: every key)\n"
+"  --ports P,...       memcached ports, 1 to %d of them (default 11211)\n"
+"  --top K             keys to show, 1..%d (default 20)\n"
+"  --json              the report as one JSON document (as 'agent report --json')\n"
+"  --hash-only         show 64-bit key hashes instead of key bytes\n"
+"  --shards-top N      shard rows in the text, 1..%d (default %d)\n"
+"  --shards LIST, --shards-file FILE, --self HOST:PORT, --distribution D,\n"
+"  --vnodes N          the clients' ring, as for 'agent run': per-shard load\n"
+"  -v, --verbose       libbpf's debug output\n"
+"\n"
+"A bad or cut-short file is refused before anything runs, with\n"
+"'FILE: record N at byte B: <what>' and exit status 1.\n"
+"\n"
+"EXAMPLES\n"
+"  sudo tcpdump -i eth1 -Q in -w /tmp/mc.pcap port 11211\n"
+"  sudo agent replay /tmp/mc.pcap\n"
+"  sudo agent replay --json --top 10 /tmp/mc.pcapng | jq '.top[0]'\n"
+"  sudo agent replay --shards-file /etc/keysteer/shards.txt \\\n"
+"                    --self 10.0.0.2:11211 /tmp/any.pcap\n",
+		KS_MAX_PORTS, KS_REPORT_TOP, KS_MAX_SHARDS,
+		KS_SHARDS_TOP_DEFAULT);
+}
+
 int ks_help_for(const char *cmd, FILE *f)
 {
 	static const struct {
@@ -248,6 +314,7 @@ int ks_help_for(const char *cmd, FILE *f)
 		{ "run", ks_help_run },       { "detach", ks_help_detach },
 		{ "report", ks_help_report }, { "trace", ks_help_trace },
 		{ "ring", ks_help_ring },     { "help", ks_help_main },
+		{ "replay", ks_help_replay },
 	};
 	size_t i;
 

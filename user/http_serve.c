@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * http_serve.c - the routing document over HTTP (see http_serve.h).
+ * http_serve.c - the agent's documents over HTTP (see http_serve.h).
  *
  * Each connection is a small state machine driven by ks_http_service:
  * READ (collect the header, at most KS_HTTP_HEADER_MAX bytes) -> WRITE
@@ -47,7 +47,7 @@ struct ks_http_client {
 	size_t in_len;
 	size_t out_len;            /* status line, headers, short error body */
 	size_t sent;               /* of out, then of the body */
-	struct ks_http_doc *body;  /* GET 200 only */
+	struct ks_http_doc *body;  /* GET 200 only: a reference */
 	char out[512];
 	char in[KS_HTTP_HEADER_MAX];
 };
@@ -64,10 +64,32 @@ static __u64 send_timeout(const struct ks_http_server *srv)
 				    : KS_HTTP_SEND_TIMEOUT_NS;
 }
 
+static const char *flag_name(const struct ks_http_server *srv)
+{
+	return srv->flag ? srv->flag : "--listen";
+}
+
+static unsigned serves(const struct ks_http_server *srv)
+{
+	return srv->serves ? srv->serves : KS_HTTP_SERVES(KS_HTTP_ROUTING);
+}
+
 static void doc_put(struct ks_http_doc *d)
 {
 	if (d && !--d->refs)
 		free(d);
+}
+
+static struct ks_http_doc *doc_new(const char *data, size_t len)
+{
+	struct ks_http_doc *d = malloc(sizeof(*d) + len);
+
+	if (!d)
+		return NULL;
+	d->refs = 1; /* the server's own */
+	d->len = len;
+	memcpy(d->data, data, len);
+	return d;
 }
 
 /*
@@ -78,18 +100,15 @@ static void doc_put(struct ks_http_doc *d)
 static struct ks_http_doc *doc_get(struct ks_http_server *srv, const char *doc,
 				   size_t len)
 {
-	struct ks_http_doc *d = srv->doc;
+	struct ks_http_doc *d = srv->doc[KS_HTTP_ROUTING];
 
 	if (!srv->doc_checked) {
 		if (!d || d->len != len || memcmp(d->data, doc, len)) {
-			d = malloc(sizeof(*d) + len);
+			d = doc_new(doc, len);
 			if (!d)
 				return NULL;
-			d->refs = 1; /* the server's own */
-			d->len = len;
-			memcpy(d->data, doc, len);
-			doc_put(srv->doc);
-			srv->doc = d;
+			doc_put(srv->doc[KS_HTTP_ROUTING]);
+			srv->doc[KS_HTTP_ROUTING] = d;
 		}
 		srv->doc_checked = 1;
 	}
@@ -97,8 +116,30 @@ static struct ks_http_doc *doc_get(struct ks_http_server *srv, const char *doc,
 	return d;
 }
 
+int ks_http_publish(struct ks_http_server *srv, enum ks_http_kind kind,
+		    const char *data, size_t len)
+{
+	struct ks_http_doc *d;
+
+	/* The routing document comes with each ks_http_service call. */
+	if (kind == KS_HTTP_ROUTING || kind >= KS_HTTP_KINDS)
+		return -EINVAL;
+	d = doc_new(data, len);
+	if (!d)
+		return -ENOMEM;
+	doc_put(srv->doc[kind]);
+	srv->doc[kind] = d;
+	return 0;
+}
+
 int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
 			 size_t errlen)
+{
+	return ks_http_parse_addr("--listen", spec, out, err, errlen);
+}
+
+int ks_http_parse_addr(const char *flag, const char *spec,
+		       struct sockaddr_in *out, char *err, size_t errlen)
 {
 	char host[INET_ADDRSTRLEN] = "127.0.0.1";
 	const char *colon, *port_s = spec;
@@ -106,7 +147,7 @@ int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
 	size_t i;
 
 	if (!spec || !*spec) {
-		snprintf(err, errlen, "--listen needs a value; " LISTEN_USAGE);
+		snprintf(err, errlen, "%s needs a value; " LISTEN_USAGE, flag);
 		return -EINVAL;
 	}
 	colon = strrchr(spec, ':');
@@ -115,8 +156,8 @@ int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
 
 		port_s = colon + 1;
 		if (hl >= sizeof(host)) {
-			snprintf(err, errlen, "--listen '%s': '%.*s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
-				 spec, (int)hl, spec);
+			snprintf(err, errlen, "%s '%s': '%.*s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
+				 flag, spec, (int)hl, spec);
 			return -EINVAL;
 		}
 		if (hl) {
@@ -130,16 +171,16 @@ int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
 		port = port * 10 + (unsigned long)(port_s[i] - '0');
 	}
 	if (!i || port_s[i] || port < 1 || port > 65535) {
-		snprintf(err, errlen, "--listen '%s': port '%s' is not a number from 1 to 65535; " LISTEN_USAGE,
-			 spec, port_s);
+		snprintf(err, errlen, "%s '%s': port '%s' is not a number from 1 to 65535; " LISTEN_USAGE,
+			 flag, spec, port_s);
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
 	out->sin_family = AF_INET;
 	out->sin_port = htons((unsigned short)port);
 	if (inet_pton(AF_INET, host, &out->sin_addr) != 1) {
-		snprintf(err, errlen, "--listen '%s': '%s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
-			 spec, host);
+		snprintf(err, errlen, "%s '%s': '%s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
+			 flag, spec, host);
 		return -EINVAL;
 	}
 	return 0;
@@ -149,12 +190,16 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 		 char *err, size_t errlen)
 {
 	__u64 ht = srv->header_timeout_ns, st = srv->send_timeout_ns;
+	unsigned what = srv->serves;
+	const char *flag = srv->flag;
 	char ip[INET_ADDRSTRLEN] = "?";
 	int one = 1, e, i;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->header_timeout_ns = ht;
 	srv->send_timeout_ns = st;
+	srv->serves = what;
+	srv->flag = flag;
 	srv->fd = -1;
 	inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
 	snprintf(srv->name, sizeof(srv->name), "%s:%u", ip,
@@ -174,8 +219,8 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 	    bind(srv->fd, (const struct sockaddr *)addr, sizeof(*addr)) ||
 	    listen(srv->fd, 64)) {
 		e = errno;
-		snprintf(err, errlen, "cannot listen on %s: %s; give --listen a free port on a local address",
-			 srv->name, strerror(e));
+		snprintf(err, errlen, "cannot listen on %s: %s; give %s a free port on a local address",
+			 srv->name, strerror(e), flag_name(srv));
 		ks_http_close(srv);
 		return -e;
 	}
@@ -223,6 +268,16 @@ int ks_http_timeout_ms(const struct ks_http_server *srv, __u64 now_ns)
 		return 0;
 	ms = (next - now_ns + 999999) / 1000000;
 	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+int ks_http_poll_add(const struct ks_http_server *srv, struct pollfd *pfd,
+		     int max, __u64 now_ns, int *timeout_ms)
+{
+	int t = ks_http_timeout_ms(srv, now_ns);
+
+	if (t >= 0 && (*timeout_ms < 0 || t < *timeout_ms))
+		*timeout_ms = t;
+	return ks_http_pollfds(srv, pfd, max);
 }
 
 int ks_http_clients(const struct ks_http_server *srv)
@@ -326,9 +381,13 @@ static const char *status_text(int status)
 }
 
 /* Writes status line and headers (and an error's short text) into out. */
-static size_t format_answer(char *out, size_t size, int status, int head_only,
+static size_t format_answer(char *out, size_t size, int status,
+			    enum ks_http_kind kind, int head_only,
 			    size_t body_len, const char *why)
 {
+	const char *type = kind == KS_HTTP_METRICS ? KS_HTTP_METRICS_TYPE :
+						     "application/json";
+
 	int n;
 
 	n = snprintf(out, size,
@@ -339,7 +398,7 @@ static size_t format_answer(char *out, size_t size, int status, int head_only,
 		     "Connection: close\r\n"
 		     "%s%s\r\n%s",
 		     status, status_text(status),
-		     status == 200 ? "application/json" : "text/plain; charset=utf-8",
+		     status == 200 ? type : "text/plain; charset=utf-8",
 		     status == 200 ? body_len : strlen(why),
 		     status == 405 ? "Allow: GET, HEAD\r\n" : "",
 		     status == 503 ? "Retry-After: 1\r\n" : "",
@@ -347,10 +406,22 @@ static size_t format_answer(char *out, size_t size, int status, int head_only,
 	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
 }
 
-static const char *error_text(int status)
+/* Where the documents are, for a 404. */
+static const char *not_found_text(const struct ks_http_server *srv)
+{
+	switch (serves(srv)) {
+	case KS_HTTP_SERVES(KS_HTTP_METRICS):
+		return "not found; the metrics are at /metrics\n";
+	case KS_HTTP_SERVES(KS_HTTP_ROUTING) | KS_HTTP_SERVES(KS_HTTP_METRICS):
+		return "not found; the routing document is at /routing.json, the metrics at /metrics\n";
+	}
+	return "not found; the routing document is at /routing.json\n";
+}
+
+static const char *error_text(const struct ks_http_server *srv, int status)
 {
 	switch (status) {
-	case 404: return "not found; the routing document is at /routing.json\n";
+	case 404: return not_found_text(srv);
 	case 405: return "method not allowed; use GET or HEAD\n";
 	case 408: return "no complete request header in time\n";
 	case 431: return "request header over 8192 bytes\n";
@@ -360,27 +431,40 @@ static const char *error_text(int status)
 	return "bad request\n";
 }
 
-/* Queues the answer and starts sending it. */
+/*
+ * Queues the answer and starts sending it. A 200 carries the routing
+ * document passed in (doc) or the published document of kind.
+ */
 static void client_answer(struct ks_http_server *srv, struct ks_http_client *c,
-			  int status, int head_only, const char *doc,
-			  size_t doc_len, __u64 now_ns)
+			  int status, enum ks_http_kind kind, int head_only,
+			  const char *doc, size_t doc_len, __u64 now_ns)
 {
+	const struct ks_http_doc *pub = srv->doc[kind];
+	int ready = kind == KS_HTTP_ROUTING ? doc != NULL : pub != NULL;
+	size_t len = kind == KS_HTTP_ROUTING ? doc_len : pub ? pub->len : 0;
 	const char *why;
 
-	if (status == 200 && !doc) {
+	if (status == 200 && !ready) {
 		status = 503;
-		why = "the routing document is not ready yet; retry\n";
+		why = kind == KS_HTTP_ROUTING ?
+			      "the routing document is not ready yet; retry\n" :
+			      "the metrics are not ready yet; retry\n";
 	} else {
 		if (status == 200 && !head_only) {
-			c->body = doc_get(srv, doc, doc_len);
+			if (kind == KS_HTTP_ROUTING) {
+				c->body = doc_get(srv, doc, doc_len);
+			} else {
+				c->body = srv->doc[kind];
+				c->body->refs++;
+			}
 			if (!c->body)
 				status = 500;
 		}
-		why = error_text(status);
+		why = error_text(srv, status);
 	}
 	c->status = status;
-	c->out_len = format_answer(c->out, sizeof(c->out), status, head_only,
-				   doc_len, why);
+	c->out_len = format_answer(c->out, sizeof(c->out), status, kind,
+				   head_only, len, why);
 	c->sent = 0;
 	c->phase = PH_WRITE;
 	c->deadline_ns = now_ns + send_timeout(srv);
@@ -466,19 +550,34 @@ static int header_fields_ok(const char *p, const char *end)
 	return 1;
 }
 
-static int path_is_doc(const char *t, size_t n)
+static int path_is(const char *t, size_t n, const char *path)
+{
+	return n == strlen(path) && !memcmp(t, path, n);
+}
+
+/* The kind of document at target t (n bytes, query ignored), or -1. */
+static int path_kind(const struct ks_http_server *srv, const char *t, size_t n)
 {
 	size_t plen = 0;
 
 	while (plen < n && t[plen] != '?' && t[plen] != '#')
 		plen++;
-	return (plen == 1) || (plen == 8 && !memcmp(t, "/routing", 8)) ||
-	       (plen == 13 && !memcmp(t, "/routing.json", 13));
+	if ((serves(srv) & KS_HTTP_SERVES(KS_HTTP_ROUTING)) &&
+	    (path_is(t, plen, "/") || path_is(t, plen, "/routing") ||
+	     path_is(t, plen, "/routing.json")))
+		return KS_HTTP_ROUTING;
+	if ((serves(srv) & KS_HTTP_SERVES(KS_HTTP_METRICS)) &&
+	    path_is(t, plen, "/metrics"))
+		return KS_HTTP_METRICS;
+	return -1;
 }
 
-/* The status for a complete header; *head_only for HEAD. */
-static int parse_request(const char *buf, size_t len, int *head_only)
+/* The status for a complete header; *head_only for HEAD, *kind for 200. */
+static int parse_request(const struct ks_http_server *srv, const char *buf,
+			 size_t len, int *head_only, enum ks_http_kind *kind)
 {
+	int k;
+
 	const char *end = buf + len, *fields, *sp1, *sp2, *ver, *tgt;
 	size_t n = line_len(buf, end, &fields), mlen, tlen, i;
 
@@ -511,7 +610,11 @@ static int parse_request(const char *buf, size_t len, int *head_only)
 	*head_only = mlen == 4 && !memcmp(buf, "HEAD", 4);
 	if (!*head_only && !(mlen == 3 && !memcmp(buf, "GET", 3)))
 		return 405;
-	return path_is_doc(tgt, tlen) ? 200 : 404;
+	k = path_kind(srv, tgt, tlen);
+	if (k < 0)
+		return 404;
+	*kind = (enum ks_http_kind)k;
+	return 200;
 }
 
 static void client_read(struct ks_http_server *srv, struct ks_http_client *c,
@@ -521,6 +624,7 @@ static void client_read(struct ks_http_server *srv, struct ks_http_client *c,
 		size_t old = c->in_len, skip = 0, end;
 		ssize_t r = recv(c->fd, c->in + old, sizeof(c->in) - old,
 				 MSG_DONTWAIT);
+		enum ks_http_kind kind = KS_HTTP_ROUTING;
 		int head_only = 0, status;
 
 		if (r < 0 && errno == EINTR)
@@ -539,17 +643,21 @@ static void client_read(struct ks_http_server *srv, struct ks_http_client *c,
 		c->in_len += (size_t)r - skip;
 
 		if (bad_start(c->in, c->in_len)) {
-			client_answer(srv, c, 400, 0, doc, doc_len, now_ns);
+			client_answer(srv, c, 400, KS_HTTP_ROUTING, 0, doc,
+				      doc_len, now_ns);
 			return;
 		}
 		end = header_end(c->in, c->in_len, old >= 2 ? old - 2 : 0);
 		if (end) {
-			status = parse_request(c->in, end, &head_only);
-			client_answer(srv, c, status, head_only, doc, doc_len, now_ns);
+			status = parse_request(srv, c->in, end, &head_only,
+					       &kind);
+			client_answer(srv, c, status, kind, head_only, doc,
+				      doc_len, now_ns);
 			return;
 		}
 		if (c->in_len == sizeof(c->in)) {
-			client_answer(srv, c, 431, 0, doc, doc_len, now_ns);
+			client_answer(srv, c, 431, KS_HTTP_ROUTING, 0, doc,
+				      doc_len, now_ns);
 			return;
 		}
 	}
@@ -577,7 +685,7 @@ static void client_step(struct ks_http_server *srv, struct ks_http_client *c,
 static void turn_away(struct ks_http_server *srv, int fd)
 {
 	char msg[256], sink[4096];
-	size_t n = format_answer(msg, sizeof(msg), 503, 0, 0,
+	size_t n = format_answer(msg, sizeof(msg), 503, KS_HTTP_ROUTING, 0, 0,
 				 "too many clients; retry\n");
 	int k;
 
@@ -639,7 +747,8 @@ static void expire_clients(struct ks_http_server *srv, const char *doc,
 		if (c->phase == PH_FREE || c->deadline_ns > now_ns)
 			continue;
 		if (c->phase == PH_READ)
-			client_answer(srv, c, 408, 0, doc, doc_len, now_ns);
+			client_answer(srv, c, 408, KS_HTTP_ROUTING, 0, doc,
+				      doc_len, now_ns);
 		else
 			client_close(srv, c, c->phase == PH_WRITE);
 	}
@@ -689,8 +798,10 @@ void ks_http_close(struct ks_http_server *srv)
 			client_close(srv, &srv->clients[i], 0);
 	free(srv->clients);
 	srv->clients = NULL;
-	doc_put(srv->doc);
-	srv->doc = NULL;
+	for (i = 0; i < KS_HTTP_KINDS; i++) {
+		doc_put(srv->doc[i]);
+		srv->doc[i] = NULL;
+	}
 	if (srv->fd >= 0)
 		close(srv->fd);
 	srv->fd = -1;

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * http_serve.h - the routing document over HTTP (--listen), for clients and
- * proxies that route TCP traffic themselves. A single-threaded HTTP/1.x
+ * http_serve.h - the agent's documents over HTTP: the routing document
+ * (--listen), for clients and proxies that route TCP traffic themselves,
+ * and the Prometheus metrics (--metrics). A single-threaded HTTP/1.x
  * server driven from the agent's own poll loop: it never blocks, answers
- * one request per connection (Connection: close) and serves only
+ * one request per connection (Connection: close) and serves only what
+ * srv->serves names (routing alone by default):
  *
  *   GET|HEAD /  /routing  /routing.json   -> 200 application/json
+ *   GET|HEAD /metrics                     -> 200 text/plain; version=0.0.4
  *
  * with 404 for other paths, 405 for other methods, 400 for garbage, 431 for
  * a header over KS_HTTP_HEADER_MAX, 408 for a client that does not send a
@@ -20,10 +23,12 @@
  *         ks_http_service(&srv, pfd, n, doc, doc_len, ks_mono_ns());
  *   ks_http_close(&srv);
  *
- * The document a client receives is the one passed to ks_http_service when
- * its request became complete; the server copies it (one copy shared by all
- * clients for as long as the caller passes the same bytes), so the caller
- * may rewrite or free its buffer at any time.
+ * The routing document a client receives is the one passed to
+ * ks_http_service when its request became complete; the server copies it
+ * (one copy shared by all clients for as long as the caller passes the same
+ * bytes), so the caller may rewrite or free its buffer at any time. The
+ * metrics change once per interval, not per call: the caller hands each
+ * new rendering to ks_http_publish, which copies it.
  */
 #ifndef KS_HTTP_SERVE_H
 #define KS_HTTP_SERVE_H
@@ -45,6 +50,17 @@
 struct ks_http_client;
 struct ks_http_doc;
 
+/* What a server can serve; srv->serves is a mask of KS_HTTP_SERVES(kind). */
+enum ks_http_kind {
+	KS_HTTP_ROUTING = 0, /* / /routing /routing.json, from ks_http_service */
+	KS_HTTP_METRICS,     /* /metrics, from ks_http_publish */
+	KS_HTTP_KINDS,
+};
+#define KS_HTTP_SERVES(kind) (1u << (kind))
+
+/* The Prometheus text exposition format, version 0.0.4. */
+#define KS_HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
 /*
  * For the status line. A connection counts at most once: in served, or in
  * errors; one that closes before sending a byte counts in neither.
@@ -59,14 +75,16 @@ struct ks_http_server {
 	/* Tunables: 0 takes the default; set before ks_http_open or after. */
 	__u64 header_timeout_ns;
 	__u64 send_timeout_ns;
+	unsigned serves;    /* KS_HTTP_SERVES mask; 0: routing only */
+	const char *flag;   /* option named in messages; NULL: "--listen" */
 
 	struct ks_http_stats stats;
 
 	/* Private to http_serve.c. */
 	int fd;                          /* listening socket */
 	struct ks_http_client *clients;  /* NULL: not open */
-	struct ks_http_doc *doc;         /* latest copy of the document */
-	int doc_checked;                 /* doc compared this service call */
+	struct ks_http_doc *doc[KS_HTTP_KINDS]; /* latest copy of each */
+	int doc_checked;                 /* routing doc compared this call */
 	__u64 accept_resume_ns;          /* out of fds: accept again then */
 	char name[24];                   /* "127.0.0.1:9180", for messages */
 };
@@ -75,15 +93,18 @@ struct ks_http_server {
  * "PORT", ":PORT" or "ADDR:PORT" with ADDR a dotted IPv4 address (no name
  * lookups); the address defaults to 127.0.0.1 so the table stays on the
  * host unless the operator says otherwise. 0 or -EINVAL with a message
- * naming the spec in err.
+ * naming flag and the spec in err.
  */
+int ks_http_parse_addr(const char *flag, const char *spec,
+		       struct sockaddr_in *out, char *err, size_t errlen);
+/* The same for --listen. */
 int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
 			 size_t errlen);
 
 /*
  * Binds and listens (non-blocking, close-on-exec, SO_REUSEADDR). 0 or
- * -errno with "cannot listen on ADDR:PORT: <strerror>; ..." in err. srv
- * must be zeroed or closed; its tunables are kept.
+ * -errno with "cannot listen on ADDR:PORT: <strerror>; give FLAG a free
+ * port ..." in err. srv must be zeroed or closed; its tunables are kept.
  */
 int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 		 char *err, size_t errlen);
@@ -100,6 +121,14 @@ int ks_http_pollfds(const struct ks_http_server *srv, struct pollfd *pfd,
 int ks_http_timeout_ms(const struct ks_http_server *srv, __u64 now_ns);
 
 /*
+ * For a poll loop with other fds: ks_http_pollfds into pfd (at most max),
+ * and *timeout_ms lowered to ks_http_timeout_ms when that is sooner.
+ * Returns how many entries were filled (0 for a server not open).
+ */
+int ks_http_poll_add(const struct ks_http_server *srv, struct pollfd *pfd,
+		     int max, __u64 now_ns, int *timeout_ms);
+
+/*
  * Does all the work that can be done now without blocking: accepts, reads,
  * answers, writes, enforces timeouts. pfd/n may be the caller's whole poll
  * array: entries are matched by fd and the others ignored. doc (doc_len
@@ -110,7 +139,18 @@ int ks_http_timeout_ms(const struct ks_http_server *srv, __u64 now_ns);
 void ks_http_service(struct ks_http_server *srv, const struct pollfd *pfd,
 		     int n, const char *doc, size_t doc_len, __u64 now_ns);
 
-/* Closes every connection and the listening socket; safe to repeat. */
+/*
+ * After ks_http_open: makes data (len bytes) the document of kind for
+ * requests completed from now on; the server keeps a copy (answers under
+ * way keep the copy they started with). Before the first publish such
+ * requests get 503. Not for KS_HTTP_ROUTING, which every ks_http_service
+ * call passes. 0, -EINVAL or -ENOMEM (the previous document stays).
+ */
+int ks_http_publish(struct ks_http_server *srv, enum ks_http_kind kind,
+		    const char *data, size_t len);
+
+/* Closes every connection and the listening socket and drops the
+ * documents; safe to repeat. */
 void ks_http_close(struct ks_http_server *srv);
 
 /* Clients connected now (reading, writing or closing). */

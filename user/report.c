@@ -540,3 +540,39 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 		ks_render_hot_json(f, v->hot);
 	fprintf(f, "}\n");
 }
+
+void ks_view_opts_init(struct ks_view_opts *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->top = 20;
+	v->shards_top = KS_SHARDS_TOP_DEFAULT;
+}
+
+int ks_view_opt(struct ks_view_opts *v, int c, const char *arg, char *err,
+		size_t errlen)
+{
+	unsigned long long n;
+
+	switch (c) {
+	case 't':
+		if (ks_parse_uint("--top", arg, 1, KS_REPORT_TOP, &n, err,
+				  errlen))
+			return -1;
+		v->top = (int)n;
+		return 1;
+	case 'j':
+		v->json = 1;
+		return 1;
+	case 'H':
+		v->hash_only = 1;
+		return 1;
+	case 'T':
+		if (ks_parse_uint("--shards-top", arg, 1, KS_MAX_SHARDS, &n, err,
+				  errlen))
+			return -1;
+		v->shards_top = (int)n;
+		return 1;
+	default:
+		return 0;
+	}
+}

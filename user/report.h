@@ -34,6 +34,27 @@ struct ks_view {
 	const struct ks_hot_view *hot; /* NULL: no hot-key section */
 };
 
+/*
+ * The options that choose what a report shows, shared by 'agent report'
+ * and 'agent replay': --top, --json, --hash-only, --shards-top.
+ */
+struct ks_view_opts {
+	int top;
+	int json;
+	int hash_only;
+	int shards_top;
+};
+#define KS_VIEW_LONGOPTS                                        \
+	{ "top", required_argument, NULL, 't' },                \
+	{ "json", no_argument, NULL, 'j' },                     \
+	{ "hash-only", no_argument, NULL, 'H' },                \
+	{ "shards-top", required_argument, NULL, 'T' }
+void ks_view_opts_init(struct ks_view_opts *v);
+/* 1 when c was a view option (handled), 0 when not, -1 with err when its
+ * value is bad. */
+int ks_view_opt(struct ks_view_opts *v, int c, const char *arg, char *err,
+		size_t errlen);
+
 void ks_render_text(FILE *f, const struct ks_view *v);
 void ks_render_json(FILE *f, const struct ks_view *v);
 

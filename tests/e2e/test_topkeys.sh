@@ -120,5 +120,5 @@ run_case() {
 # N = 16 the check is on the mean of >= 10 consecutive intervals, where a
 # shift moves counts from one interval to the next and mostly cancels: 50 ms
 # (5% of one interval, < 0.5% of the mean) is allowed.
-run_case 1 8 0.02 3 --max-late 0.005 --per-interval --check-writes
+run_case 1 12 0.02 3 --max-late 0.005 --per-interval --check-writes
 run_case 16 22 0.10 14 --max-late 0.05

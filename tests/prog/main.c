@@ -40,6 +40,7 @@ int main(void)
 	t_trace_group();
 	t_ring_group();
 	t_ring_swap_group();
+	t_fuzz_found_group();
 	t_hot_group();
 	/* moves this process into a network namespace of its own */
 	t_steer_group();

@@ -67,5 +67,9 @@ int main(void)
 	test_http_serve();
 	test_report_hot();
 	test_hot_map();
+	test_metrics();
+	test_dashboard();
+	test_config_file();
+	test_pcap();
 	return kt_summary("unit");
 }

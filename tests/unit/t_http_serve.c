@@ -204,6 +204,14 @@ struct server_figures {
 	int clients_left;
 };
 
+/*
+ * What server_start's server serves (0: the routing document alone) and
+ * the metrics it publishes before forking (NULL: none yet). Each test runs
+ * in a child of its own, so setting them touches no other test.
+ */
+static unsigned fx_serves;
+static const char *fx_metrics;
+
 struct fixture {
 	pid_t pid;
 	int ctl;    /* 'B' switches the document in place; closing stops */
@@ -264,7 +272,8 @@ static int server_start(struct fixture *fx, const char *doc_a,
 			const char *doc_b, size_t len, __u64 header_timeout_ns,
 			int sndbuf)
 {
-	struct ks_http_server srv = { .header_timeout_ns = header_timeout_ns };
+	struct ks_http_server srv = { .header_timeout_ns = header_timeout_ns,
+				      .serves = fx_serves };
 	struct sockaddr_in addr;
 	char err[256];
 	int ctl[2], res[2];
@@ -272,6 +281,12 @@ static int server_start(struct fixture *fx, const char *doc_a,
 	if (ks_http_parse_listen("127.0.0.1:18080", &addr, err, sizeof(err)) ||
 	    ks_http_open(&srv, &addr, err, sizeof(err))) {
 		CHECK(0, "server: %s", err);
+		return -1;
+	}
+	if (fx_metrics && ks_http_publish(&srv, KS_HTTP_METRICS, fx_metrics,
+					  strlen(fx_metrics))) {
+		CHECK(0, "cannot publish the metrics");
+		ks_http_close(&srv);
 		return -1;
 	}
 	if (sndbuf)
@@ -525,6 +540,84 @@ static void t_no_doc(void)
 	      "Retry-After '%s'", v);
 	hs_free(&r);
 	server_stop_expect(&fx, 0, 1);
+}
+
+static const char metrics_doc[] =
+	"# HELP keysteer_x A test.\n# TYPE keysteer_x gauge\nkeysteer_x 1\n";
+
+/* One server for both paths (--metrics on the --listen address). */
+static void t_metrics_path(void)
+{
+	static const char *const reqs[] = {
+		"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /metrics?name[]=keysteer_x HTTP/1.0\r\n\r\n",
+	};
+	size_t i, mlen = strlen(metrics_doc), len = strlen(small_doc);
+	struct fixture fx;
+	struct reply r;
+	char v[64];
+
+	fx_serves = KS_HTTP_SERVES(KS_HTTP_ROUTING) |
+		    KS_HTTP_SERVES(KS_HTTP_METRICS);
+	fx_metrics = metrics_doc;
+	if (server_start(&fx, small_doc, NULL, len, 0, 0))
+		return;
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		CHECK(!hs_get(reqs[i], &r), "request %zu: no whole answer", i);
+		CHECK(r.status == 200 && r.body_len == mlen &&
+		      !memcmp(r.body, metrics_doc, mlen),
+		      "%s: status %d, %zu body bytes", reqs[i], r.status,
+		      r.body_len);
+		CHECK(!strcmp(hs_header(&r, "Content-Type", v, sizeof(v)),
+			      KS_HTTP_METRICS_TYPE), "Content-Type '%s'", v);
+		hs_free(&r);
+	}
+	CHECK(!hs_get("HEAD /metrics HTTP/1.1\r\n\r\n", &r), "HEAD: no answer");
+	CHECK(r.status == 200 && r.body_len == 0 &&
+	      strtoul(hs_header(&r, "Content-Length", v, sizeof(v)), NULL,
+		      10) == mlen,
+	      "HEAD: status %d, Content-Length '%s'", r.status, v);
+	hs_free(&r);
+	CHECK(!hs_get("GET /routing HTTP/1.1\r\n\r\n", &r), "routing: no answer");
+	check_doc_reply(&r, small_doc, len, 0, "routing");
+	hs_free(&r);
+	CHECK(!hs_get("GET /metricsx HTTP/1.1\r\n\r\n", &r), "404: no answer");
+	CHECK(r.status == 404 && r.body && strstr(r.body, "/metrics") &&
+	      strstr(r.body, "/routing.json"), "404: status %d, '%s'",
+	      r.status, r.body ? r.body : "");
+	hs_free(&r);
+	server_stop_expect(&fx, 4, 1);
+}
+
+/* A server of its own for --metrics: no routing paths, 503 until the
+ * first rendering is published. */
+static void t_metrics_only(void)
+{
+	static const char *const gone[] = {
+		"GET / HTTP/1.1\r\n\r\n",
+		"GET /routing.json HTTP/1.1\r\n\r\n",
+	};
+	struct fixture fx;
+	struct reply r;
+	size_t i;
+
+	fx_serves = KS_HTTP_SERVES(KS_HTTP_METRICS);
+	if (server_start(&fx, NULL, NULL, 0, 0, 0))
+		return;
+	CHECK(!hs_get("GET /metrics HTTP/1.1\r\n\r\n", &r), "no whole answer");
+	CHECK(r.status == 503 && r.body && strstr(r.body, "metrics"),
+	      "before publishing: status %d, '%s'", r.status,
+	      r.body ? r.body : "");
+	hs_free(&r);
+	for (i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		CHECK(!hs_get(gone[i], &r), "%s: no whole answer", gone[i]);
+		CHECK(r.status == 404 && r.body &&
+		      !strcmp(r.body, "not found; the metrics are at /metrics\n"),
+		      "%s: status %d, '%s'", gone[i], r.status,
+		      r.body ? r.body : "");
+		hs_free(&r);
+	}
+	server_stop_expect(&fx, 0, 3);
 }
 
 static void t_split(void)
@@ -923,4 +1016,6 @@ void test_http_serve(void)
 	run_isolated("http_idle_timeout", t_idle_timeout);
 	run_isolated("http_many_clients", t_many_clients);
 	run_isolated("http_listen_twice", t_listen_twice);
+	run_isolated("http_metrics_path", t_metrics_path);
+	run_isolated("http_metrics_only", t_metrics_only);
 }

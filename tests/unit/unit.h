@@ -24,6 +24,10 @@ void test_mc_client(void);
 void test_http_serve(void);
 void test_report_hot(void);
 void test_hot_map(void);
+void test_metrics(void);
+void test_dashboard(void);
+void test_config_file(void);
+void test_pcap(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

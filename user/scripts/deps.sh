@@ -34,6 +34,12 @@ PACKAGES=(
 	"prometheus:/usr/bin/promtool"
 	"tmux:/usr/bin/tmux"
 	"tcpdump:/usr/bin/tcpdump"
+	# tests of the installation: the unit file, the man page, the report's
+	# JSON schema, the agent's system calls under the unit's filter
+	"systemd:/usr/bin/systemd-analyze"
+	"groff-base:/usr/bin/groff"
+	"python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py"
+	"strace:/usr/bin/strace"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }

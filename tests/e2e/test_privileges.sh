@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# test_privileges.sh - least privilege of a running agent: after attaching
+# it keeps CAP_BPF and CAP_NET_ADMIN only (effective, permitted and bounding
+# sets) with no_new_privs; its pins are root's only; its routing file is
+# 0640; key bytes reach neither its log (-v) nor its pins' names. With
+# --keep-privileges nothing is dropped. Either way it keeps working: the
+# hot key is found and the agent detaches cleanly on SIGINT.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init privileges
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+SECRET=customer:4711:card
+WANT=0000008000001000 # CAP_BPF (39) | CAP_NET_ADMIN (12)
+e2e_net_up
+
+caps() { # PID FIELD
+	awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"
+}
+
+mkdir -p "$E2E_TMP/route"
+if ! e2e_agent_start --sample 1 --interval 0.5 --shard-capacity 1000 \
+	--routing-file "$E2E_TMP/route/r.json" -v; then
+	fail privileges "the agent did not attach"
+	exit 1
+fi
+sleep 0.5
+eff=$(caps "$E2E_AGENT_PID" CapEff)
+prm=$(caps "$E2E_AGENT_PID" CapPrm)
+bnd=$(caps "$E2E_AGENT_PID" CapBnd)
+nnp=$(caps "$E2E_AGENT_PID" NoNewPrivs)
+if [ "$eff" = "$WANT" ] && [ "$prm" = "$WANT" ] && [ "$bnd" = "$WANT" ] &&
+	[ "$nnp" = 1 ]; then
+	pass privileges_capabilities_dropped
+	note "CapEff $eff CapPrm $prm CapBnd $bnd NoNewPrivs $nnp"
+else
+	fail privileges_capabilities_dropped "CapEff $eff CapPrm $prm CapBnd $bnd NoNewPrivs $nnp, want $WANT and 1"
+fi
+
+# it still works: a hot key over UDP and TCP, found and published
+ks_in_ns "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 100 \
+	--flash "$SECRET:0.5" --mix get=90,set=10 --duration 2 --rate 1000 \
+	>/dev/null 2>&1
+if grep -q "$SECRET" "$E2E_TMP/route/r.json" 2>/dev/null &&
+	e2e_agent report --iface "$SIF" --json 2>/dev/null | grep -q "$SECRET"; then
+	pass privileges_agent_still_works
+else
+	fail privileges_agent_still_works "the hot key is not in the routing file or the report"
+fi
+
+modes=$(stat -c '%a %U' "$PIN_ROOT" "$PIN_ROOT/$SIF" "$PIN_ROOT/$SIF/ks_report" \
+	"$PIN_ROOT/$SIF/link" 2>&1 | tr '\n' ' ')
+rmode=$(stat -c %a "$E2E_TMP/route/r.json" 2>/dev/null)
+if [ "$modes" = "700 root 700 root 600 root 600 root " ] && [ "$rmode" = 640 ]; then
+	pass privileges_file_modes
+else
+	fail privileges_file_modes "pins: $modes routing file: $rmode"
+fi
+
+e2e_agent_stop INT
+if [ "$E2E_AGENT_RC" = 0 ] && ! e2e_pins_exist && ! e2e_xdp_attached; then
+	pass privileges_clean_stop
+else
+	fail privileges_clean_stop "exit ${E2E_AGENT_RC:-?}, pins or program left"
+fi
+if grep -q "$SECRET" "$E2E_TMP/agent.out"; then
+	fail privileges_no_keys_in_log "the agent's -v log holds the key: $(grep -m1 "$SECRET" "$E2E_TMP/agent.out")"
+elif [ -s "$E2E_TMP/agent.out" ]; then
+	pass privileges_no_keys_in_log
+	note "$(wc -l <"$E2E_TMP/agent.out") log lines, none with the key"
+else
+	fail privileges_no_keys_in_log "no log to check"
+fi
+
+if e2e_agent_start --sample 1 --keep-privileges; then
+	eff=$(caps "$E2E_AGENT_PID" CapEff)
+	if [ "$eff" != "$WANT" ] && [ "$(caps "$E2E_AGENT_PID" NoNewPrivs)" = 0 ]; then
+		pass privileges_keep_privileges
+	else
+		fail privileges_keep_privileges "CapEff $eff with --keep-privileges"
+	fi
+	e2e_agent_stop INT
+else
+	fail privileges_keep_privileges "the agent did not attach"
+fi
+exit "$E2E_FAILED"

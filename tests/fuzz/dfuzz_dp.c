@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * dfuzz_dp.c - the datapath side of the differential fuzzer: the keysteer
+ * object loaded as tests/prog/kp.c loads it (its skeleton, every pin path
+ * cleared so nothing lands in /sys/fs/bpf), inputs framed with the test
+ * packet builder and run with BPF_PROG_TEST_RUN, and what each run counted
+ * read back as deltas of ks_ops, ks_errors and ks_pkts plus the keys it
+ * traced into ks_events.
+ *
+ * Maps are not reset between runs: the per-CPU window keeps the bytes of
+ * earlier packets, as it does in production, so a parser that reads a
+ * stale byte shows up as a mismatch.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "keysteer.skel.h"
+#include "pkt.h"
+#include "dfuzz.h"
+
+#define XDP_PASS_RC 2 /* enum xdp_action */
+#define TC_OK_RC    0 /* TC_ACT_OK */
+
+static struct keysteer_bpf *skel;
+static struct ring_buffer *rb;
+static int ncpu;
+static struct fz_dp *cur; /* the run whose events are being read */
+
+/* Totals after the last run, to turn the per-CPU sums into deltas. */
+static struct ks_op_stats last_ops[KS_OP_MAX];
+static __u64 last_err[KS_ERR_MAX];
+static __u64 last_pkts[KS_PKT_MAX];
+static void *rowbuf; /* one batch of per-CPU values */
+static __u32 keys_0_n[64]; /* 0..63: keys of a batch lookup (KS_OP_MAX, KS_ERR_MAX) */
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	const struct ks_event *ev = data;
+	struct fz_key *k;
+
+	(void)ctx;
+	if (!cur || cur->nkeys >= FZ_MAX_EVENTS)
+		return 0;
+	if (size != sizeof(*ev)) {
+		cur->event_size_bad = true;
+		return 0;
+	}
+	k = &cur->keys[cur->nkeys++];
+	k->op = ev->op;
+	k->cls = ev->cls;
+	k->proto = ev->proto;
+	k->len = ev->len;
+	k->sport = ev->sport;
+	k->hash = ev->hash;
+	memcpy(k->saddr, ev->saddr, sizeof(k->saddr));
+	memcpy(k->key, ev->key, sizeof(k->key));
+	return 0;
+}
+
+/* Sums of the first n entries of a per-CPU map of value size vsz, as u64
+ * words (vsz a multiple of 8): one batch lookup. */
+static int read_percpu(struct bpf_map *m, __u32 n, size_t vsz, __u64 *sum)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bo, .elem_flags = 0, .flags = 0);
+	size_t words = vsz / 8, stride = vsz * (size_t)ncpu, i, c, w;
+	__u32 out = 0, count = n;
+	int fd = bpf_map__fd(m);
+
+	if (bpf_map_lookup_batch(fd, NULL, &out, keys_0_n, rowbuf, &count,
+				 &bo) && errno != ENOENT)
+		return -errno;
+	if (count != n)
+		return -EIO;
+	for (i = 0; i < n; i++)
+		for (w = 0; w < words; w++) {
+			__u64 s = 0;
+
+			for (c = 0; c < (size_t)ncpu; c++)
+				s += ((__u64 *)((__u8 *)rowbuf + i * stride +
+						c * vsz))[w];
+			sum[i * words + w] = s;
+		}
+	return 0;
+}
+
+static int read_totals(struct ks_op_stats *ops, __u64 *err, __u64 *pkts)
+{
+	int e;
+
+	e = read_percpu(skel->maps.ks_ops, KS_OP_MAX, sizeof(*ops),
+			(__u64 *)ops);
+	if (!e)
+		e = read_percpu(skel->maps.ks_errors, KS_ERR_MAX, 8, err);
+	if (!e)
+		e = read_percpu(skel->maps.ks_pkts, 1,
+				sizeof(struct ks_pkt_counters), pkts);
+	return e;
+}
+
+static int pin_cpu(void)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+int fz_dp_open(void)
+{
+	struct ks_config cfg = { .sample_n = 1, .trace = 1 };
+	struct bpf_map *m;
+	__u32 zero = 0, i;
+	int err;
+
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return -EINVAL;
+	/* one CPU: its window and countdown are the ones every run uses */
+	err = pin_cpu();
+	if (err)
+		return err;
+	for (i = 0; i < sizeof(keys_0_n) / sizeof(keys_0_n[0]); i++)
+		keys_0_n[i] = i;
+	rowbuf = calloc(KS_OP_MAX, sizeof(struct ks_pkt_counters) * ncpu);
+	skel = keysteer_bpf__open();
+	if (!rowbuf || !skel) {
+		fprintf(stderr, "dfuzz: cannot open the BPF object\n");
+		return -ENOMEM;
+	}
+	bpf_object__for_each_map(m, skel->obj) {
+		err = bpf_map__set_pin_path(m, NULL);
+		if (err)
+			return err;
+	}
+	err = keysteer_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "dfuzz: load: %s\n", strerror(-err));
+		return err;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_config), &zero, &cfg,
+				BPF_ANY))
+		return -errno;
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event,
+			      NULL, NULL);
+	if (!rb)
+		return -errno;
+	return read_totals(last_ops, last_err, last_pkts);
+}
+
+void fz_dp_close(void)
+{
+	ring_buffer__free(rb);
+	rb = NULL;
+	keysteer_bpf__destroy(skel);
+	skel = NULL;
+	free(rowbuf);
+	rowbuf = NULL;
+}
+
+int fz_frame_build(const struct fz_input *in, struct pkt *p)
+{
+	bool v6 = in->frame == FZ_TCP6 || in->frame == FZ_UDP6;
+	struct pkt_opts o;
+	int i;
+
+	pkt_opts_default(&o, v6, fz_is_tcp(in) ? IPPROTO_TCP : IPPROTO_UDP);
+	o.nvlan = in->nvlan;
+	for (i = 0; i < in->nvlan; i++)
+		o.vlan[i].tpid = i == 0 && in->nvlan == 2 ? PKT_ETH_P_8021AD :
+							    PKT_ETH_P_8021Q;
+	if (!v6)
+		o.ip4_opt_words = in->l3_words;
+	if (fz_is_tcp(in))
+		o.tcp_opt_words = in->l4_words;
+	o.sport = in->sport;
+	if (pkt_build(p, &o, in->b, in->len))
+		return -1;
+	/* a request's worth of junk that only a parser reading past the IP
+	 * length would see */
+	for (i = 0; i < in->pad && p->len < PKT_MAX; i++)
+		p->b[p->len++] = (__u8)"get padding\r\n"[i % 13];
+	return 0;
+}
+
+void fz_dp_run(const struct fz_input *in, struct fz_dp *out)
+{
+	static struct pkt p;
+	static __u8 back[PKT_MAX + 512];
+	struct ks_op_stats ops[KS_OP_MAX];
+	__u64 err[KS_ERR_MAX], pkts[KS_PKT_MAX];
+	int fd = in->tc ? bpf_program__fd(skel->progs.ks_tc_ingress) :
+			  bpf_program__fd(skel->progs.ks_ingress);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1);
+	int i, e;
+
+	memset(out, 0, offsetof(struct fz_dp, keys));
+	if (fz_frame_build(in, &p)) {
+		out->run_err = -E2BIG;
+		return;
+	}
+	o.data_in = p.b;
+	o.data_size_in = p.len;
+	o.data_out = back;
+	o.data_size_out = sizeof(back);
+	e = bpf_prog_test_run_opts(fd, &o);
+	out->run_err = e < 0 ? e : -e;
+	out->verdict = o.retval;
+	out->changed = o.data_size_out != p.len || memcmp(back, p.b, p.len);
+	if (!e && out->verdict != (in->tc ? TC_OK_RC : XDP_PASS_RC))
+		out->changed = true;
+	cur = out;
+	ring_buffer__consume(rb);
+	cur = NULL;
+	e = read_totals(ops, err, pkts);
+	if (e) {
+		out->run_err = e;
+		return;
+	}
+	for (i = 0; i < KS_OP_MAX; i++) {
+		out->ops[i].requests = ops[i].requests - last_ops[i].requests;
+		out->ops[i].keys = ops[i].keys - last_ops[i].keys;
+		out->ops[i].bytes = ops[i].bytes - last_ops[i].bytes;
+	}
+	for (i = 0; i < KS_ERR_MAX; i++)
+		out->err[i] = err[i] - last_err[i];
+	for (i = 0; i < KS_PKT_MAX; i++)
+		out->pkts[i] = pkts[i] - last_pkts[i];
+	memcpy(last_ops, ops, sizeof(ops));
+	memcpy(last_err, err, sizeof(err));
+	memcpy(last_pkts, pkts, sizeof(pkts));
+}
