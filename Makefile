@@ -41,7 +41,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-steer deps check-deps vmlinux
+.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-steer soak deps check-deps vmlinux
 all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
 
 $(OUT) $(OUT)/user:
@@ -129,6 +129,13 @@ demo: check-deps
 bench: check-deps
 	$(MAKE) all
 	$(OUT)/tests/bench
+
+# The soak test for SOAK_SECONDS (default 600): sustained load while the
+# agent swaps rings and hot tables every interval (docs/reliability.md).
+SOAK_SECONDS ?= 600
+soak: check-deps
+	$(MAKE) all
+	SOAK_SECONDS=$(SOAK_SECONDS) bash tests/e2e/test_soak.sh
 
 # The flash-sale benchmark: 8 shards, 4 L1 replicas, with and without
 # steering (docs/steering.md). About 40 s.

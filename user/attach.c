@@ -508,6 +508,37 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 	return err;
 }
 
+static int share_one(const char *path, gid_t gid, mode_t mode)
+{
+	if (chown(path, (uid_t)-1, gid) || chmod(path, mode))
+		return -errno;
+	return 0;
+}
+
+int ks_pins_share(const struct ks_attachment *a, gid_t gid)
+{
+	char path[PATH_MAX + NAME_MAX + 2];
+	struct dirent *de;
+	DIR *d;
+	int err;
+
+	err = share_one(KS_PIN_ROOT, gid, 0750);
+	if (!err)
+		err = share_one(a->pin_dir, gid, 0750);
+	d = err ? NULL : opendir(a->pin_dir);
+	if (!err && !d)
+		err = -errno;
+	while (d && !err && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", a->pin_dir, de->d_name);
+		err = share_one(path, gid, 0640);
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
 void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 {
 	ks_maps_init(m);

@@ -75,6 +75,13 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 	      unsigned int ifindex, enum ks_xdp_req req,
 	      const struct ks_config *cfg, int adopt);
 
+/*
+ * Lets group gid read the pins (agent report, an exporter with CAP_BPF):
+ * KS_PIN_ROOT and the interface's folder 0750, the pinned maps and link
+ * 0640, all of that group. 0 or -errno.
+ */
+int ks_pins_share(const struct ks_attachment *a, gid_t gid);
+
 /* The map fds of a loaded attachment. */
 void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ struct run_opts {
 	int verbose;
 	int keep_privileges;     /* --keep-privileges: no capability drop */
 	int log_keys;            /* --log-keys: key bytes in -v lines */
+	gid_t group;             /* --group: may read pins and routing file */
+	int group_set;
 	struct ks_run_ring ring; /* the ring options, and the ring */
 	struct ks_run_hot hot;   /* the hot-key options, and the table */
 	struct ks_run_steer steer; /* the table in the datapath, replicas */
@@ -85,6 +88,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "export-keys", no_argument, NULL, 'K' },
 		{ "keep-privileges", no_argument, NULL, 'G' },
 		{ "log-keys", no_argument, NULL, 'Y' },
+		{ "group", required_argument, NULL, 'g' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -187,6 +191,20 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		case 'G':
 			o->keep_privileges = 1;
 			break;
+		case 'g': {
+			struct group *g = getgrnam(optarg);
+
+			if (!g) {
+				snprintf(err, sizeof(err),
+					 "--group '%s' is not a group of this host; give a name from /etc/group",
+					 optarg);
+				goto bad;
+			}
+			o->group = g->gr_gid;
+			o->group_set = 1;
+			o->hot.gid = g->gr_gid;
+			break;
+		}
 		case 'Y':
 			o->log_keys = 1;
 			break;
@@ -445,6 +463,16 @@ static int start(struct run_state *st)
 	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex, st->o.xdp, &cfg,
 		      st->adopt))
 		return KS_EXIT_FAIL;
+	if (st->o.group_set) {
+		int err = ks_pins_share(&st->att, st->o.group);
+
+		if (err) {
+			ks_err("cannot give group %u read access to %s (%s); check the bpffs",
+			       (unsigned)st->o.group, st->att.pin_dir,
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+	}
 	/* a taken-over datapath goes on at its own epoch sequence */
 	if (st->att.adopted)
 		st->seq = st->att.found.seq;

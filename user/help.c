@@ -64,6 +64,8 @@ void ks_help_run(FILE *f)
 "  -v, --verbose       a status line per interval and libbpf's debug output\n"
 "  --log-keys          show key bytes in those lines (default: hashes; keys\n"
 "                      may be user data)\n"
+"  --group NAME        let group NAME read the pins (folders 0750, maps 0640)\n"
+"                      and the routing file (0640); default root only\n"
 "  --keep-privileges   keep every capability after attaching (default: only\n"
 "                      CAP_BPF and CAP_NET_ADMIN stay, with no_new_privs)\n"
 "  --config FILE       read options from FILE: one 'key = value' per line, the\n"

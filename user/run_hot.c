@@ -22,6 +22,7 @@
 void ks_run_hot_defaults(struct ks_run_hot *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->gid = (gid_t)-1;
 	ks_hot_policy_default(&h->pol);
 }
 
@@ -95,7 +96,8 @@ int ks_run_hot_prepare(struct ks_run_hot *h, char *err, size_t errlen)
 	return 0;
 }
 
-int ks_write_file_atomic(const char *path, const char *data, size_t len)
+int ks_write_file_atomic(const char *path, const char *data, size_t len,
+			 gid_t gid)
 {
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 5);
@@ -114,6 +116,9 @@ int ks_write_file_atomic(const char *path, const char *data, size_t len)
 	/* The umask may have taken bits away; a leftover tmp may have
 	 * other ones. */
 	if (fchmod(fd, 0640))
+		ret = -errno;
+	/* readable by a configured group (a dashboard, a proxy) */
+	if (!ret && gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid))
 		ret = -errno;
 	while (!ret && off < len) {
 		ssize_t w = write(fd, data + off, len - off);
@@ -163,7 +168,8 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 	}
 	h->doc_len = need;
 	ret = h->routing_path ?
-		      ks_write_file_atomic(h->routing_path, h->doc, need) : 0;
+		      ks_write_file_atomic(h->routing_path, h->doc, need,
+					   h->gid) : 0;
 	if (ret)
 		return ret;
 	h->written = 1;

@@ -10,6 +10,7 @@
 #define KS_RUN_HOT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "hotkeys.h"
 #include "run_ring.h"
 
@@ -22,6 +23,7 @@ struct ks_run_hot {
 	const char *pins_path;    /* NULL: no pin file */
 	const char *routing_path; /* NULL: no routing document */
 	int serve_doc;            /* render the document for --listen too */
+	gid_t gid;                /* --group: the routing file's group, or -1 */
 	const struct ks_replica_set *rs; /* replicas named in the document */
 
 	struct ks_hot_table *table;
@@ -61,8 +63,9 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 			 size_t n, __u32 seq, __u64 ring_version);
 
 /* Writes len bytes to path atomically (path.tmp, fsync, rename), mode
- * 0640. 0 or -errno. */
-int ks_write_file_atomic(const char *path, const char *data, size_t len);
+ * 0640, group gid unless gid is (gid_t)-1. 0 or -errno. */
+int ks_write_file_atomic(const char *path, const char *data, size_t len,
+			 gid_t gid);
 
 void ks_run_hot_free(struct ks_run_hot *h);
 

@@ -73,6 +73,28 @@ else
 	fail privileges_no_keys_in_log "no log to check"
 fi
 
+# --group: a group may read the pins and the routing file
+if e2e_agent_start --sample 1 --group nogroup --routing-file "$E2E_TMP/route/g.json"; then
+	sleep 0.3
+	modes=$(stat -c '%a %G' "$PIN_ROOT/$SIF" "$PIN_ROOT/$SIF/ks_report" \
+		"$E2E_TMP/route/g.json" 2>&1 | tr '\n' ' ')
+	if [ "$modes" = "750 nogroup 640 nogroup 640 nogroup " ]; then
+		pass privileges_group
+	else
+		fail privileges_group "modes and groups: $modes"
+	fi
+	e2e_agent_stop INT
+else
+	fail privileges_group "the agent did not attach with --group nogroup"
+fi
+e2e_agent run --iface "$SIF" --group no_such_group_$$ >"$E2E_TMP/g.out" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q "no_such_group_$$" "$E2E_TMP/g.out" && ! e2e_pins_exist; then
+	pass privileges_group_unknown_refused
+else
+	fail privileges_group_unknown_refused "exit $rc: $(head -c 200 "$E2E_TMP/g.out")"
+fi
+
 if e2e_agent_start --sample 1 --keep-privileges; then
 	eff=$(caps "$E2E_AGENT_PID" CapEff)
 	if [ "$eff" != "$WANT" ] && [ "$(caps "$E2E_AGENT_PID" NoNewPrivs)" = 0 ]; then
