@@ -243,7 +243,14 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->hot.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
-	if (o->listen) {
+	if (o->listen && !strncmp(o->listen, "unix:", 5)) {
+		/* a socket only root, or --group, may read */
+		if (ks_http_open_unix(&o->http, o->listen + 5,
+				      o->group_set ? o->group : (gid_t)-1, err,
+				      sizeof(err)))
+			goto bad;
+		o->http_open = 1;
+	} else if (o->listen) {
 		struct sockaddr_in a;
 
 		if (ks_http_parse_listen(o->listen, &a, err, sizeof(err)) ||
@@ -519,8 +526,9 @@ static int start(struct run_state *st)
 		printf("keysteer: %u L1 replicas, copies read from %s\n",
 		       st->o.steer.rs.n, st->o.steer.owner.text);
 	if (st->o.http_open)
-		printf("keysteer: routing document on http://%s/routing\n",
-		       st->o.listen);
+		printf("keysteer: routing document on %s%s/routing\n",
+		       st->o.http.unix_path[0] ? "unix:" : "http://",
+		       st->o.http.name);
 	/* everything is loaded, attached, bound and open: from here on the
 	 * agent needs bpf() on its maps and the link, nothing else */
 	if (!st->o.keep_privileges) {

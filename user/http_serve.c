@@ -13,6 +13,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -186,14 +188,14 @@ int ks_http_parse_addr(const char *flag, const char *spec,
 	return 0;
 }
 
-int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
-		 char *err, size_t errlen)
+/* A zeroed server named name, its tunables kept; 0 or -ENOMEM. */
+static int server_init(struct ks_http_server *srv, const char *name,
+		       char *err, size_t errlen)
 {
 	__u64 ht = srv->header_timeout_ns, st = srv->send_timeout_ns;
 	unsigned what = srv->serves;
 	const char *flag = srv->flag;
-	char ip[INET_ADDRSTRLEN] = "?";
-	int one = 1, e, i;
+	int i;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->header_timeout_ns = ht;
@@ -201,10 +203,7 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 	srv->serves = what;
 	srv->flag = flag;
 	srv->fd = -1;
-	inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
-	snprintf(srv->name, sizeof(srv->name), "%s:%u", ip,
-		 ntohs(addr->sin_port));
-
+	snprintf(srv->name, sizeof(srv->name), "%s", name);
 	srv->clients = calloc(KS_HTTP_MAX_CLIENTS, sizeof(*srv->clients));
 	if (!srv->clients) {
 		snprintf(err, errlen, "cannot listen on %s: out of memory", srv->name);
@@ -212,7 +211,20 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 	}
 	for (i = 0; i < KS_HTTP_MAX_CLIENTS; i++)
 		srv->clients[i].fd = -1;
+	return 0;
+}
 
+int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
+		 char *err, size_t errlen)
+{
+	char ip[INET_ADDRSTRLEN] = "?", name[32];
+	int one = 1, e;
+
+	inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+	snprintf(name, sizeof(name), "%s:%u", ip, ntohs(addr->sin_port));
+	e = server_init(srv, name, err, errlen);
+	if (e)
+		return e;
 	srv->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (srv->fd < 0 ||
 	    setsockopt(srv->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
@@ -221,6 +233,67 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 		e = errno;
 		snprintf(err, errlen, "cannot listen on %s: %s; give %s a free port on a local address",
 			 srv->name, strerror(e), flag_name(srv));
+		ks_http_close(srv);
+		return -e;
+	}
+	return 0;
+}
+
+int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
+		      char *err, size_t errlen)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int e;
+
+	if (!*path || strlen(path) >= sizeof(a.sun_path)) {
+		snprintf(err, errlen, "%s unix:%s: give a socket path of 1..%zu bytes",
+			 flag_name(srv), path, sizeof(a.sun_path) - 1);
+		return -EINVAL;
+	}
+	e = server_init(srv, path, err, errlen);
+	if (e)
+		return e;
+	strcpy(a.sun_path, path);
+	/* a socket left by an agent that died is ours to replace; one that
+	 * answers belongs to a live server */
+	if (lstat(path, &st) == 0) {
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int live = probe >= 0 && S_ISSOCK(st.st_mode) &&
+			   !connect(probe, (const struct sockaddr *)&a,
+				    sizeof(a));
+
+		if (probe >= 0)
+			close(probe);
+		if (live) {
+			snprintf(err, errlen, "cannot listen on unix:%s: a running server answers there; give another path",
+				 path);
+			ks_http_close(srv);
+			return -EADDRINUSE;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s unix:%s: a file that is not a socket is there; remove it or give another path",
+				 flag_name(srv), path);
+			ks_http_close(srv);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->fd < 0 || bind(srv->fd, (const struct sockaddr *)&a, sizeof(a))) {
+		e = errno;
+		snprintf(err, errlen, "cannot listen on unix:%s: %s; check that its directory exists and is writable",
+			 path, strerror(e));
+		ks_http_close(srv);
+		return -e;
+	}
+	snprintf(srv->unix_path, sizeof(srv->unix_path), "%s", path);
+	if (chmod(path, gid == (gid_t)-1 ? 0600 : 0660) ||
+	    (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid)) ||
+	    listen(srv->fd, 64)) {
+		e = errno;
+		snprintf(err, errlen, "cannot set up unix:%s: %s; check the directory",
+			 path, strerror(e));
 		ks_http_close(srv);
 		return -e;
 	}
@@ -805,4 +878,7 @@ void ks_http_close(struct ks_http_server *srv)
 	if (srv->fd >= 0)
 		close(srv->fd);
 	srv->fd = -1;
+	if (srv->unix_path[0])
+		unlink(srv->unix_path);
+	srv->unix_path[0] = '\0';
 }

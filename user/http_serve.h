@@ -34,6 +34,7 @@
 #define KS_HTTP_SERVE_H
 
 #include <netinet/in.h>
+#include <sys/types.h>
 #include <poll.h>
 #include <stddef.h>
 #include <linux/types.h>
@@ -86,7 +87,8 @@ struct ks_http_server {
 	struct ks_http_doc *doc[KS_HTTP_KINDS]; /* latest copy of each */
 	int doc_checked;                 /* routing doc compared this call */
 	__u64 accept_resume_ns;          /* out of fds: accept again then */
-	char name[24];                   /* "127.0.0.1:9180", for messages */
+	char name[128];                  /* "127.0.0.1:9180", for messages */
+	char unix_path[108];             /* a Unix socket to remove at close */
 };
 
 /*
@@ -108,6 +110,15 @@ int ks_http_parse_listen(const char *spec, struct sockaddr_in *out, char *err,
  */
 int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 		 char *err, size_t errlen);
+
+/*
+ * The same on a Unix stream socket at path ("--listen unix:PATH"), for a
+ * document only root (mode 0600) or group gid (0660; gid (gid_t)-1: none)
+ * may read. A stale socket file is replaced; any other file there is an
+ * error. The file is removed at ks_http_close.
+ */
+int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
+		      char *err, size_t errlen);
 
 /* Fills at most max entries (listen socket first); returns how many. */
 int ks_http_pollfds(const struct ks_http_server *srv, struct pollfd *pfd,

@@ -73,17 +73,43 @@ else
 	fail privileges_no_keys_in_log "no log to check"
 fi
 
-# --group: a group may read the pins and the routing file
-if e2e_agent_start --sample 1 --group nogroup --routing-file "$E2E_TMP/route/g.json"; then
+# --group: a group may read the pins, the routing file and its socket
+SOCK=$E2E_TMP/route/ks.sock
+if e2e_agent_start --sample 1 --group nogroup --routing-file "$E2E_TMP/route/g.json" \
+	--listen "unix:$SOCK"; then
 	sleep 0.3
 	modes=$(stat -c '%a %G' "$PIN_ROOT/$SIF" "$PIN_ROOT/$SIF/ks_report" \
-		"$E2E_TMP/route/g.json" 2>&1 | tr '\n' ' ')
-	if [ "$modes" = "750 nogroup 640 nogroup 640 nogroup " ]; then
+		"$E2E_TMP/route/g.json" "$SOCK" 2>&1 | tr '\n' ' ')
+	if [ "$modes" = "750 nogroup 640 nogroup 640 nogroup 660 nogroup " ]; then
 		pass privileges_group
 	else
 		fail privileges_group "modes and groups: $modes"
 	fi
+	got=$("$PY" - "$SOCK" <<'PYEOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect(sys.argv[1])
+s.sendall(b"GET /routing HTTP/1.0\r\n\r\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print("ok" if head.startswith(b"HTTP/1.1 200") and "keys" in json.loads(body) else head[:80])
+PYEOF
+)
+	if [ "$got" = ok ]; then
+		pass privileges_unix_socket_routing
+	else
+		fail privileges_unix_socket_routing "$got"
+	fi
 	e2e_agent_stop INT
+	if [ ! -e "$SOCK" ]; then
+		pass privileges_unix_socket_removed
+	else
+		fail privileges_unix_socket_removed "$SOCK left after the agent stopped"
+	fi
 else
 	fail privileges_group "the agent did not attach with --group nogroup"
 fi
