@@ -215,7 +215,8 @@ $(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) tests/lib/pkt.h $
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
 
-$(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o $(OUT)/user/names.o
+$(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o $(OUT)/user/names.o \
+	$(OUT)/user/load_private.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "load_private.h"
 #include "attach.h"
 #include "cmds.h"
 #include "collect.h"
@@ -223,29 +224,13 @@ static int scan_capture(struct replay *r)
 static int load_private(struct replay *r)
 {
 	struct ks_attachment a;
-	struct bpf_program *tc;
-	struct bpf_map *m;
 	int err;
 
-	r->skel = keysteer_bpf__open();
+	/* fresh maps: neither reuses nor leaves any pin */
+	r->skel = ks_load_private(1, &err);
 	if (!r->skel) {
-		ks_err("cannot open the embedded BPF object (%s); rebuild the agent with 'make'",
-		       strerror(errno));
-		return -1;
-	}
-	/* The maps are pinned by name in the object: clear every path so the
-	 * load makes fresh maps and neither reuses nor leaves any pin. */
-	bpf_object__for_each_map(m, r->skel->obj) {
-		if (bpf_map__set_pin_path(m, NULL))
-			return -1;
-	}
-	tc = bpf_object__find_program_by_name(r->skel->obj, "ks_tc_ingress");
-	if (tc)
-		bpf_program__set_autoload(tc, false);
-	err = keysteer_bpf__load(r->skel);
-	if (err) {
 		ks_err("loading the BPF program failed (%s); rerun with -v for libbpf's log",
-		       strerror(err < 0 ? -err : errno));
+		       strerror(-err));
 		return -1;
 	}
 	r->prog_fd = bpf_program__fd(r->skel->progs.ks_ingress);

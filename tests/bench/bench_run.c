@@ -19,21 +19,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "load_private.h"
 #include "ks_empty.skel.h"
 #include "bench.h"
-
-static int unpin_all(struct bpf_object *obj)
-{
-	struct bpf_map *map;
-	int err;
-
-	bpf_object__for_each_map(map, obj) {
-		err = bpf_map__set_pin_path(map, NULL);
-		if (err)
-			return err;
-	}
-	return 0;
-}
 
 /* After load: a pinned map would mean we share state with an agent. */
 static bool any_pinned(struct bpf_object *obj)
@@ -84,17 +72,8 @@ int bench_open(struct bench_env *e, int cpu)
 		return e->ncpu ? e->ncpu : -EINVAL;
 	}
 
-	e->ks = keysteer_bpf__open();
+	e->ks = ks_load_private(0, &err);
 	if (!e->ks) {
-		err = -errno;
-		fprintf(stderr, "bench: opening keysteer.bpf.o failed: %s\n",
-			strerror(-err));
-		return err;
-	}
-	err = unpin_all(e->ks->obj);
-	if (!err)
-		err = keysteer_bpf__load(e->ks);
-	if (err) {
 		fprintf(stderr, "bench: loading keysteer.bpf.o failed: %s; "
 			"run as root on a kernel with BTF (-v shows the "
 			"verifier log)\n", strerror(-err));

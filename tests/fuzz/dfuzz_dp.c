@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "load_private.h"
 #include "pkt.h"
 #include "dfuzz.h"
 
@@ -115,7 +116,6 @@ static int pin_cpu(void)
 int fz_dp_open(void)
 {
 	struct ks_config cfg = { .sample_n = 1, .trace = 1 };
-	struct bpf_map *m;
 	__u32 zero = 0, i;
 	int err;
 
@@ -129,18 +129,11 @@ int fz_dp_open(void)
 	for (i = 0; i < sizeof(keys_0_n) / sizeof(keys_0_n[0]); i++)
 		keys_0_n[i] = i;
 	rowbuf = calloc(KS_OP_MAX, sizeof(struct ks_pkt_counters) * ncpu);
-	skel = keysteer_bpf__open();
-	if (!rowbuf || !skel) {
-		fprintf(stderr, "dfuzz: cannot open the BPF object\n");
+	if (!rowbuf)
 		return -ENOMEM;
-	}
-	bpf_object__for_each_map(m, skel->obj) {
-		err = bpf_map__set_pin_path(m, NULL);
-		if (err)
-			return err;
-	}
-	err = keysteer_bpf__load(skel);
-	if (err) {
+	/* fresh maps, no pins */
+	skel = ks_load_private(0, &err);
+	if (!skel) {
 		fprintf(stderr, "dfuzz: load: %s\n", strerror(-err));
 		return err;
 	}

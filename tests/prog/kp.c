@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "load_private.h"
 #include "names.h"
 #include "ring.h"
 #include "kp.h"
@@ -368,7 +369,6 @@ bool kp_nothing_pinned(void)
 
 int kp_setup(void)
 {
-	struct bpf_map *m;
 	int err;
 
 	kp.ncpu = libbpf_num_possible_cpus();
@@ -380,21 +380,9 @@ int kp_setup(void)
 			strerror(-err));
 		return err;
 	}
-	skel = keysteer_bpf__open();
+	/* Tests never pin: fresh maps, /sys/fs/bpf left alone. */
+	skel = ks_load_private(0, &err);
 	if (!skel) {
-		err = -errno;
-		fprintf(stderr, "prog_test: open: %s\n", strerror(-err));
-		return err;
-	}
-	/* Tests never pin: clear the by-name pin paths open() filled in, so
-	 * load() creates fresh maps and leaves /sys/fs/bpf alone. */
-	bpf_object__for_each_map(m, skel->obj) {
-		err = bpf_map__set_pin_path(m, NULL);
-		if (err)
-			return err;
-	}
-	err = keysteer_bpf__load(skel);
-	if (err) {
 		fprintf(stderr, "prog_test: load: %s\n", strerror(-err));
 		return err;
 	}
