@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "attach.h"
 #include "cmds.h"
+#include "config_file.h"
 #include "collect.h"
 #include "estimate.h"
 #include "log.h"
@@ -96,7 +97,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	char err[KS_ERRLEN * 2];
 	struct ks_ring_spec *spec = &o->ring.spec;
 	unsigned long long v;
-	int c, n;
+	int c, n, li = -1;
 
 	memset(o, 0, sizeof(*o));
 	ks_run_hot_defaults(&o->hot);
@@ -107,7 +108,12 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->ports[0] = 11211;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":vh", lopts, &li)) != -1) {
+		/* a config file names keys in full, getopt takes prefixes */
+		if (li >= 0 && optind > 0 &&
+		    ks_conf_abbreviated(argv[optind - 1], lopts[li].name))
+			return KS_EXIT_USAGE;
+		li = -1;
 		switch (c) {
 		case 'i':
 			o->ifname = optarg;

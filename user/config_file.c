@@ -392,6 +392,21 @@ int ks_conf_bad_option(int c, const char *word)
 	return 1;
 }
 
+int ks_conf_abbreviated(const char *word, const char *name)
+{
+	const struct ks_conf_entry *e;
+
+	if (!active_conf)
+		return 0;
+	e = ks_conf_entry_of(active_conf, word);
+	if (!e || !strcmp(e->key, name))
+		return 0;
+	active_reported = 1;
+	ks_err("%s:%u: unknown key '%s' (did you mean '%s'?); keys are the full long options, see 'agent run --help'",
+	       active_conf->name, e->line, e->key, name);
+	return 1;
+}
+
 /*
  * After a usage error of 'agent run': if getopt stopped on a word of the
  * file (a value check refused it), name its line too. An error found after

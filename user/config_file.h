@@ -78,6 +78,14 @@ int ks_conf_splice(int argc, char **argv, int at, int span,
  */
 int ks_conf_bad_option(int c, const char *word);
 
+/*
+ * getopt_long takes a unique prefix of an option ("samp" for "sample"); a
+ * config file must name keys in full. When word came from the running
+ * config file and its key is not name (the option getopt matched), prints
+ * "agent: FILE:LINE: unknown key ..." and returns 1; else returns 0.
+ */
+int ks_conf_abbreviated(const char *word, const char *name);
+
 /* 'agent run' with --config expanded; argv[0] is "run". */
 int cmd_run_config(int argc, char **argv);
 

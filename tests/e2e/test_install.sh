@@ -14,6 +14,8 @@
 #   install_report_schema a real `report --json` (and --hash-only) is valid
 #                        against docs/report.schema.json; a broken copy is not
 #   install_bad_config_* a bad file exits 2 naming FILE:LINE, leaves nothing
+#                        (an abbreviated key, which getopt alone would take,
+#                        included)
 #   install_unit_sandbox the agent runs with only the unit's capabilities,
 #                        no_new_privs and / and /sys read-only
 #   install_unit_restart_takeover  and, so restricted, takes over the pins
@@ -307,6 +309,8 @@ bad_config flag_value "FILE:2: 'verbose' is a flag" "iface = $SIF\nverbose = 1\n
 bad_config syntax "FILE:2: 'sample 8' is not 'key = value'" "iface = $SIF\nsample 8\n"
 bad_config duplicate "FILE:4: 'sample' is set twice (first on line 2)" \
 	"iface = $SIF\nsample = 8\n\nsample = 16\n"
+bad_config abbreviated_key "agent: FILE:2: unknown key 'samp' (did you mean 'sample'?)" \
+	"iface = $SIF\nsamp = 8\n"
 bad_config missing_file "FILE: cannot open it (No such file or directory)" -
 
 # --- the unit's privileges, emulated: its capability bounding set, no new
