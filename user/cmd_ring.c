@@ -17,26 +17,6 @@
 #define DIFF_KEYS_MAX     10000000
 
 /* Options both subcommands take: distribution and vnodes. */
-static int common_opt(int c, const char *arg, struct ks_ring_spec *spec,
-		      char *err, size_t errlen)
-{
-	unsigned long long v;
-
-	if (c == 'd') {
-		enum ks_dist d;
-
-		if (ks_dist_parse(arg, &d, err, errlen))
-			return -1;
-		spec->dist = d;
-		return 0;
-	}
-	if (ks_parse_uint("--vnodes", arg, 1, KS_RING_MAX_POINTS, &v, err,
-			  errlen))
-		return -1;
-	spec->vnodes = (__u32)v;
-	return 0;
-}
-
 /* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 		      const char *key, size_t len, const char *where)
@@ -61,47 +41,31 @@ static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 static int ring_lookup(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "shards", required_argument, NULL, 's' },
-		{ "shards-file", required_argument, NULL, 'f' },
-		{ "self", required_argument, NULL, 'S' },
-		{ "distribution", required_argument, NULL, 'd' },
-		{ "vnodes", required_argument, NULL, 'n' },
+		KS_RING_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct ks_ring_spec spec = { .dist = KS_DIST_KETAMA, .flag = "--shards",
-				     .file_flag = "--shards-file" };
+	struct ks_ring_spec spec;
 	struct ks_shards shards;
 	struct ks_ring ring;
 	char err[KS_ERRLEN * 2];
-	int c, bad = 0, i;
+	int c, bad = 0, i, n;
 
+	ks_ring_spec_init(&spec, "--shards", "--shards-file");
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			spec.list = optarg;
-			break;
-		case 'f':
-			spec.file = optarg;
-			break;
-		case 'S':
-			spec.self = optarg;
-			break;
-		case 'd':
-		case 'n':
-			if (common_opt(c, optarg, &spec, err, sizeof(err))) {
-				ks_err("%s", err);
-				return KS_EXIT_USAGE;
-			}
-			break;
-		case 'h':
+		if (c == 'h') {
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
-		default:
-			return ks_bad_option("ring lookup", c, argv);
 		}
+		n = ks_ring_spec_opt(&spec, c, optarg, err, sizeof(err));
+		if (n < 0) {
+			ks_err("%s", err);
+			return KS_EXIT_USAGE;
+		}
+		if (!n)
+			return ks_bad_option("ring lookup", c, argv);
 	}
 	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
 		ks_err("%s", err);
@@ -257,13 +221,12 @@ static int ring_diff(int argc, char **argv)
 		{ "to", required_argument, NULL, 'T' },
 		{ "to-file", required_argument, NULL, 'U' },
 		{ "keys", required_argument, NULL, 'k' },
-		{ "distribution", required_argument, NULL, 'd' },
-		{ "vnodes", required_argument, NULL, 'n' },
+		{ "distribution", required_argument, NULL, 'D' },
+		{ "vnodes", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct ks_ring_spec from = { .dist = KS_DIST_KETAMA, .flag = "--from",
-				     .file_flag = "--from-file" };
+	struct ks_ring_spec from;
 	struct ks_ring_spec to;
 	struct ks_shards sf, st;
 	struct ks_ring rf, rt;
@@ -273,6 +236,7 @@ static int ring_diff(int argc, char **argv)
 	const char *to_list = NULL, *to_file = NULL;
 	int c, rc;
 
+	ks_ring_spec_init(&from, "--from", "--from-file");
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
@@ -297,9 +261,10 @@ static int ring_diff(int argc, char **argv)
 			}
 			nkeys = (__u32)v;
 			break;
-		case 'd':
-		case 'n':
-			if (common_opt(c, optarg, &from, err, sizeof(err))) {
+		case 'D':
+		case 'N':
+			if (ks_ring_spec_opt(&from, c, optarg, err,
+					     sizeof(err)) < 0) {
 				ks_err("%s", err);
 				return KS_EXIT_USAGE;
 			}

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <stdio.h>
 #include "ring.h"
+#include "opts.h"
 
 static const char *const dist_names[KS_DIST_MAX] = {
 	[KS_DIST_KETAMA] = "ketama",
@@ -442,4 +443,45 @@ int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
 fail:
 	ks_shards_free(shards);
 	return rc;
+}
+
+void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
+		       const char *file_flag)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->dist = KS_DIST_KETAMA;
+	spec->flag = flag;
+	spec->file_flag = file_flag;
+}
+
+int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
+		     char *err, size_t errlen)
+{
+	unsigned long long v;
+	enum ks_dist d;
+
+	switch (c) {
+	case 'S':
+		spec->list = arg;
+		return 1;
+	case 'F':
+		spec->file = arg;
+		return 1;
+	case 'M':
+		spec->self = arg;
+		return 1;
+	case 'D':
+		if (ks_dist_parse(arg, &d, err, errlen))
+			return -1;
+		spec->dist = d;
+		return 1;
+	case 'N':
+		if (ks_parse_uint("--vnodes", arg, 1, KS_RING_MAX_POINTS, &v,
+				  err, errlen))
+			return -1;
+		spec->vnodes = (__u32)v;
+		return 1;
+	default:
+		return 0;
+	}
 }

@@ -40,44 +40,17 @@ int ks_file_sig_equal(const struct ks_file_sig *a,
 
 void ks_run_ring_init(struct ks_run_ring *r)
 {
-	r->spec.dist = KS_DIST_KETAMA;
-	r->spec.flag = "--shards";
-	r->spec.file_flag = "--shards-file";
+	ks_ring_spec_init(&r->spec, "--shards", "--shards-file");
 }
 
 int ks_run_ring_opt(struct ks_run_ring *r, int c, const char *arg, char *err,
 		    size_t errlen)
 {
-	struct ks_ring_spec *spec = &r->spec;
-	unsigned long long v;
-	enum ks_dist d;
+	int n = ks_ring_spec_opt(&r->spec, c, arg, err, errlen);
 
-	switch (c) {
-	case 'S':
-		spec->list = arg;
-		return 1;
-	case 'F':
-		spec->file = arg;
-		return 1;
-	case 'M':
-		spec->self = arg;
-		return 1;
-	case 'D':
-		if (ks_dist_parse(arg, &d, err, errlen))
-			return -1;
-		spec->dist = d;
+	if (n > 0 && (c == 'D' || c == 'N'))
 		r->dist_given = 1;
-		return 1;
-	case 'N':
-		if (ks_parse_uint("--vnodes", arg, 1, KS_RING_MAX_POINTS, &v,
-				  err, errlen))
-			return -1;
-		spec->vnodes = (__u32)v;
-		r->dist_given = 1;
-		return 1;
-	default:
-		return 0;
-	}
+	return n;
 }
 
 int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,

@@ -53,19 +53,8 @@ struct ks_run_ring {
 /* How often the shard file is checked for a change. */
 #define KS_RING_CHECK_NS 500000000ULL
 
-/*
- * The ring's command-line options, shared by 'agent run' and 'agent
- * replay': their getopt_long entries (KS_RING_LONGOPTS) and their handler.
- * ks_run_ring_init sets the defaults; ks_run_ring_opt returns 1 when c was
- * a ring option (handled), 0 when it was not, -1 with err filled when its
- * value is bad.
- */
-#define KS_RING_LONGOPTS                                        \
-	{ "shards", required_argument, NULL, 'S' },             \
-	{ "shards-file", required_argument, NULL, 'F' },        \
-	{ "self", required_argument, NULL, 'M' },               \
-	{ "distribution", required_argument, NULL, 'D' },       \
-	{ "vnodes", required_argument, NULL, 'N' }
+/* The ring options (ks_ring_spec_opt) for 'agent run' and 'agent replay',
+ * also noting whether the distribution was chosen. */
 void ks_run_ring_init(struct ks_run_ring *r);
 int ks_run_ring_opt(struct ks_run_ring *r, int c, const char *arg, char *err,
 		    size_t errlen);
