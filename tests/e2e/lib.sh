@@ -63,6 +63,19 @@ e2e_init() {
 	fi
 }
 
+# e2e_wait_line FILE PATTERN PID [TENTHS]: 0 once FILE has a line matching
+# PATTERN (grep -E), 1 if PID exits first or TENTHS tenths of a second (100)
+# pass.
+e2e_wait_line() {
+	local file=$1 pattern=$2 pid=$3 tenths=${4:-100} i
+	for ((i = 0; i < tenths; i++)); do
+		grep -qE -- "$pattern" "$file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 e2e_bpffs_mounted() {
 	[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" = bpf_fs ]
 }

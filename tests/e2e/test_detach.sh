@@ -41,11 +41,7 @@ fi
 ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" --sample 4 --interval 0.5 \
 	</dev/null >"$E2E_TMP/run.out" 2>&1
 second=$KS_BG_PID
-for ((i = 0; i < 100; i++)); do
-	grep -q "took over" "$E2E_TMP/run.out" && break
-	kill -0 "$second" 2>/dev/null || break
-	sleep 0.1
-done
+e2e_wait_line "$E2E_TMP/run.out" "took over" "$second"
 note "run over the leftover: $(head -c 300 "$E2E_TMP/run.out" | tr '\n' ' ')"
 if grep -q "took over" "$E2E_TMP/run.out" && kill -0 "$second" 2>/dev/null; then
 	pass detach_run_takes_over_leftover

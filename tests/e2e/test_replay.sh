@@ -72,12 +72,7 @@ start_capture() {
 		-w "$E2E_TMP/$name.pcap" "$@" </dev/null >/dev/null \
 		2>"$E2E_TMP/$name.err"
 	CAP_PID[$name]=$KS_BG_PID
-	for ((i = 0; i < 50; i++)); do
-		grep -q "listening on" "$E2E_TMP/$name.err" && return 0
-		kill -0 "$KS_BG_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	e2e_wait_line "$E2E_TMP/$name.err" "listening on" "$KS_BG_PID" 50
 }
 
 # stop_capture NAME: SIGTERM (tcpdump flushes and prints its counts), then

@@ -78,12 +78,7 @@ fi
 ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" "${ARGS[@]}" \
 	</dev/null >"$E2E_TMP/agent2.out" 2>&1
 E2E_AGENT_PID=$KS_BG_PID
-for ((i = 0; i < 100; i++)); do
-	grep -q "took over" "$E2E_TMP/agent2.out" && break
-	kill -0 "$E2E_AGENT_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if grep -q "took over" "$E2E_TMP/agent2.out"; then
+if e2e_wait_line "$E2E_TMP/agent2.out" "took over" "$E2E_AGENT_PID"; then
 	pass restart_takes_over
 else
 	fail restart_takes_over "$(head -c 400 "$E2E_TMP/agent2.out")"
