@@ -77,6 +77,7 @@ struct replay {
 	struct ks_collector col;
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
+	struct ks_top_count counts[KS_REPORT_TOP]; /* rep->top's, exact */
 	struct ks_totals prev, cur, delta;
 	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	size_t n_mis;
@@ -429,6 +430,24 @@ static void totals_delta(const struct ks_totals *prev,
 		d->pkts[i] = minus(cur->pkts[i], prev->pkts[i]);
 }
 
+/* Each top key's count straight from the sketch (its rates are this over
+ * the span): exact, where rate x span would round for long captures. */
+static void top_counts(struct replay *r)
+{
+	__u32 i;
+
+	for (i = 0; i < r->rep->n_top && i < KS_REPORT_TOP; i++) {
+		__u64 h = r->rep->top[i].hash;
+
+		r->counts[i].reads = (__u64)ks_cms_point(r->sketch,
+							 KS_CLASS_READ, h) *
+				     r->o.sample_n;
+		r->counts[i].writes = (__u64)ks_cms_point(r->sketch,
+							  KS_CLASS_WRITE, h) *
+				      r->o.sample_n;
+	}
+}
+
 /* The interval 'agent run' would have closed at the end of the capture,
  * with the capture's clock. */
 static int build_report(struct replay *r)
@@ -443,6 +462,7 @@ static int build_report(struct replay *r)
 	if (ncands < 0)
 		return (int)ncands;
 	totals_delta(&r->prev, &r->cur, &r->delta);
+	top_counts(r);
 	rep->version = KS_REPORT_VERSION;
 	rep->sample_n = r->o.sample_n;
 	rep->interval_ms = span / 1000000 > 0xffffffffULL ?
@@ -540,37 +560,26 @@ static void print_frames(FILE *f, const struct replay_counts *n)
 			(unsigned long long)n->cut);
 }
 
-static void print_ops(FILE *f, const struct ks_totals *d)
+/* The exact counts: a capture is finite, so they come first. */
+static void print_counts(FILE *f, const struct ks_totals *d)
 {
-	__u32 op;
-	int any = 0;
+	struct ks_op_stats cls[KS_CLASS_MAX];
 
-	fprintf(f, "requests by op in the frames run (counted whatever --sample)\n");
-	for (op = 0; op < KS_OP_MAX; op++) {
-		const struct ks_op_stats *s = &d->ops[op];
-
-		if (!s->requests && !s->keys)
-			continue;
-		if (!any++)
-			fprintf(f, "  %-10s %14s %14s %16s\n", "op", "requests",
-				"keys", "bytes");
-		fprintf(f, "  %-10s %14llu %14llu %16llu\n", ks_op_name(op),
-			(unsigned long long)s->requests,
-			(unsigned long long)s->keys,
-			(unsigned long long)s->bytes);
-	}
-	if (!any)
-		fprintf(f, "  none: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
+	fprintf(f, "\ncounts in the frames run (exact: every request is counted whatever --sample)\n");
+	ks_render_totals_text(f, d);
+	ks_totals_classes(d, cls);
+	if (!cls[KS_CLASS_READ].requests && !cls[KS_CLASS_WRITE].requests &&
+	    !cls[KS_CLASS_OTHER].requests)
+		fprintf(f, "no requests: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
 }
 
-/* The lines under the report: text goes to stdout after it, with --json
- * to stderr so that stdout stays one JSON document. */
+/* What the capture held and the counts: in text before the rates, with
+ * --json on stderr so that stdout stays one JSON document. */
 static void print_summary(const struct replay *r)
 {
 	FILE *f = r->o.view.json ? stderr : stdout;
 	char from[48], to[48];
 
-	fputc('\n', f);
 	print_format(f, r);
 	print_frames(f, &r->n);
 	format_time(r->n.first_ns, from, sizeof(from));
@@ -581,7 +590,10 @@ static void print_summary(const struct replay *r)
 	else
 		fprintf(f, "span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
 			r->n.first_ns ? "one timestamp" : "no timestamps");
-	print_ops(f, &r->delta);
+	print_counts(f, &r->delta);
+	if (!r->o.view.json)
+		fprintf(f, "\nrates over the span (the report of 'agent report')\n");
+	fflush(f);
 }
 
 static void render(struct replay *r)
@@ -599,14 +611,15 @@ static void render(struct replay *r)
 		.shards_top = r->o.view.shards_top,
 		.now_mono_ns = ks_mono_ns(),
 		.hot = NULL, /* nothing is steered in a replay */
+		.top_counts = r->counts,
 	};
 
+	print_summary(r);
 	if (r->o.view.json)
 		ks_render_json(stdout, &v);
 	else
 		ks_render_text(stdout, &v);
 	fflush(stdout);
-	print_summary(r);
 }
 
 /* ---- the command ---- */

@@ -140,8 +140,9 @@ static void text_header(FILE *f, const struct ks_view *v)
 				   age, sizeof(age));
 		strcat(age, " ago");
 	}
-	fprintf(f, "sample 1/%u   interval %s s   interval #%u   updated %s\n\n",
-		r->sample_n ? r->sample_n : 1, iv, r->seq, age);
+	fprintf(f, "sample 1/%u   interval %s s   interval #%u (measured %.3f s)   updated %s\n\n",
+		r->sample_n ? r->sample_n : 1, iv, r->seq, r->elapsed_ns / 1e9,
+		age);
 }
 
 static void text_classes(FILE *f, const struct ks_view *v)
@@ -190,16 +191,17 @@ static void text_top(FILE *f, const struct ks_view *v)
 	const struct ks_report *r = v->rep;
 	int i, n = n_top(v);
 
-	fprintf(f, "top %d keys (%u sampled keys in the last interval)\n", n,
-		(unsigned int)r->sampled_total);
+	fprintf(f, "top %d keys (%u sampled keys in the last interval; count: reads+writes in it, share: of all %s)\n",
+		n, (unsigned int)r->sampled_total, KS_TOP_SHARE_OF);
 	if (!n) {
 		fprintf(f, "  (none yet)\n");
 		return;
 	}
-	fprintf(f, "%3s  %-*s %12s %12s %7s %11s\n", "#", KEY_COL, "key",
-		"reads/s", "writes/s", "share", "+/- per s");
+	fprintf(f, "%3s  %-*s %12s %12s %12s %7s %11s\n", "#", KEY_COL, "key",
+		"reads/s", "writes/s", "count", "share", "+/- per s");
 	for (i = 0; i < n; i++) {
 		const struct ks_top_entry *t = &r->top[i];
+		struct ks_top_count cnt;
 		char key[KEY_COL + 1];
 
 		if (v->hash_only)
@@ -209,10 +211,126 @@ static void text_top(FILE *f, const struct ks_view *v)
 			ks_key_text(t->key, t->len > KS_MAX_KEY_LEN ?
 						    KS_MAX_KEY_LEN : t->len,
 				    key, sizeof(key));
-		fprintf(f, "%3d  %-*s %12.1f %12.1f %6.2f%% %11.1f\n", i + 1,
-			KEY_COL, key, per_s(t->reads_mps), per_s(t->writes_mps),
+		ks_top_count_of(v, i, &cnt);
+		fprintf(f, "%3d  %-*s %12.1f %12.1f %12llu %6.2f%% %11.1f\n",
+			i + 1, KEY_COL, key, per_s(t->reads_mps),
+			per_s(t->writes_mps),
+			(unsigned long long)(cnt.reads + cnt.writes),
 			t->share_ppm / 1e4, per_s(t->err_mps));
 	}
+}
+
+void ks_totals_classes(const struct ks_totals *t,
+		       struct ks_op_stats out[KS_CLASS_MAX])
+{
+	__u32 op;
+
+	memset(out, 0, sizeof(out[0]) * KS_CLASS_MAX);
+	for (op = 0; op < KS_OP_MAX; op++) {
+		struct ks_op_stats *c = &out[ks_op_class(op)];
+
+		c->requests += t->ops[op].requests;
+		c->keys += t->ops[op].keys;
+		c->bytes += t->ops[op].bytes;
+	}
+}
+
+static int is_resync(size_t counter)
+{
+	return !strncmp(ks_pkt_names[counter], "resync_", 7);
+}
+
+__u64 ks_totals_resyncs(const struct ks_totals *t)
+{
+	__u64 n = 0;
+	size_t k;
+
+	for (k = 0; k < ks_pkt_names_n; k++)
+		if (is_resync(k))
+			n += t->pkts[k];
+	return n;
+}
+
+/* round(mps x ns / 10^12): keys in the interval from a milli rate. */
+static __u64 mps_times_ns(__u64 mps, __u64 ns)
+{
+	unsigned __int128 x = (unsigned __int128)mps * ns + 500000000000ULL;
+
+	x /= 1000000000000ULL;
+	return x > ~0ULL ? ~0ULL : (__u64)x;
+}
+
+void ks_top_count_of(const struct ks_view *v, int i, struct ks_top_count *out)
+{
+	const struct ks_top_entry *t = &v->rep->top[i];
+
+	if (v->top_counts) {
+		*out = v->top_counts[i];
+		return;
+	}
+	out->reads = mps_times_ns(t->reads_mps, v->rep->elapsed_ns);
+	out->writes = mps_times_ns(t->writes_mps, v->rep->elapsed_ns);
+}
+
+#define COUNT_ROW "%-10s %14llu %14llu %16llu\n"
+
+static void text_count_row(FILE *f, const char *indent, const char *name,
+			   const struct ks_op_stats *s)
+{
+	fprintf(f, "%s" COUNT_ROW, indent, name,
+		(unsigned long long)s->requests, (unsigned long long)s->keys,
+		(unsigned long long)s->bytes);
+}
+
+void ks_render_totals_text(FILE *f, const struct ks_totals *t)
+{
+	struct ks_op_stats cls[KS_CLASS_MAX], all = {};
+	int any = 0;
+	size_t k;
+
+	ks_totals_classes(t, cls);
+	fprintf(f, "%-10s %14s %14s %16s\n", "class", "requests", "keys",
+		"bytes");
+	for (k = 0; k < KS_CLASS_MAX; k++) {
+		text_count_row(f, "", ks_class_name((unsigned int)k), &cls[k]);
+		all.requests += cls[k].requests;
+		all.keys += cls[k].keys;
+		all.bytes += cls[k].bytes;
+	}
+	text_count_row(f, "", "all", &all);
+	fprintf(f, "requests by op\n");
+	for (k = 0; k < ks_op_names_n; k++) {
+		const struct ks_op_stats *s = &t->ops[k];
+
+		if (!s->requests && !s->keys && !s->bytes)
+			continue;
+		if (!any++)
+			fprintf(f, "  %-10s %14s %14s %16s\n", "op", "requests",
+				"keys", "bytes");
+		text_count_row(f, "  ", ks_op_names[k], s);
+	}
+	if (!any)
+		fprintf(f, "  none\n");
+	any = 0;
+	for (k = 0; k < ks_reason_names_n; k++) {
+		if (!t->errors[k])
+			continue;
+		if (!any++)
+			fprintf(f, "parse errors by reason (packets)\n");
+		fprintf(f, "  %-16s %14llu\n", ks_reason_names[k],
+			(unsigned long long)t->errors[k]);
+	}
+	if (!any)
+		fprintf(f, "parse errors: none\n");
+	fprintf(f, "resyncs %llu", (unsigned long long)ks_totals_resyncs(t));
+	any = 0;
+	for (k = 0; k < ks_pkt_names_n; k++) {
+		if (!is_resync(k))
+			continue;
+		fprintf(f, "%s%s %llu", any++ ? ", " : " (",
+			ks_pkt_names[k] + 7, (unsigned long long)t->pkts[k]);
+	}
+	fprintf(f, "%s\n", any ? ")" : "");
 }
 
 static int has_ring(const struct ks_view *v)
@@ -359,9 +477,12 @@ static void json_class(FILE *f, const struct ks_report *r, __u32 c)
 	fputc('}', f);
 }
 
-static void json_top_entry(FILE *f, const struct ks_view *v,
-			   const struct ks_top_entry *t)
+static void json_top_entry(FILE *f, const struct ks_view *v, int i)
 {
+	const struct ks_top_entry *t = &v->rep->top[i];
+	struct ks_top_count cnt;
+
+	ks_top_count_of(v, i, &cnt);
 	fputc('{', f);
 	if (!v->hash_only) {
 		fprintf(f, "\"key\":");
@@ -377,7 +498,48 @@ static void json_top_entry(FILE *f, const struct ks_view *v,
 	fprintf(f, ",\"share\":%u.%06u,\"error_bound\":",
 		t->share_ppm / 1000000, t->share_ppm % 1000000);
 	json_milli(f, t->err_mps);
-	fputc('}', f);
+	fprintf(f, ",\"reads\":%llu,\"writes\":%llu,\"count\":%llu}",
+		(unsigned long long)cnt.reads, (unsigned long long)cnt.writes,
+		(unsigned long long)(cnt.reads + cnt.writes));
+}
+
+static void json_op_stats(FILE *f, const char *name,
+			  const struct ks_op_stats *s)
+{
+	fprintf(f, "\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
+		name, (unsigned long long)s->requests,
+		(unsigned long long)s->keys, (unsigned long long)s->bytes);
+}
+
+/* ,"totals":{...}: the exact counters, every name of every table. */
+static void json_totals(FILE *f, const struct ks_totals *t)
+{
+	struct ks_op_stats cls[KS_CLASS_MAX];
+	size_t k;
+
+	ks_totals_classes(t, cls);
+	fprintf(f, ",\"totals\":{\"ops\":{");
+	for (k = 0; k < ks_op_names_n; k++) {
+		if (k)
+			fputc(',', f);
+		json_op_stats(f, ks_op_names[k], &t->ops[k]);
+	}
+	fprintf(f, "},\"classes\":{");
+	for (k = 0; k < KS_CLASS_MAX; k++) {
+		if (k)
+			fputc(',', f);
+		json_op_stats(f, ks_class_name((unsigned int)k), &cls[k]);
+	}
+	fprintf(f, "},\"errors\":{");
+	for (k = 0; k < ks_reason_names_n; k++)
+		fprintf(f, "%s\"%s\":%llu", k ? "," : "", ks_reason_names[k],
+			(unsigned long long)t->errors[k]);
+	fprintf(f, "},\"packets\":{");
+	for (k = 0; k < ks_pkt_names_n; k++)
+		fprintf(f, "%s\"%s\":%llu", k ? "," : "", ks_pkt_names[k],
+			(unsigned long long)t->pkts[k]);
+	fprintf(f, "},\"resyncs\":%llu}",
+		(unsigned long long)ks_totals_resyncs(t));
 }
 
 static void json_name(FILE *f, const struct ks_shard_report *r, __u32 i)
@@ -513,6 +675,10 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 		up / 1000000000ULL, (up / 1000000ULL) % 1000,
 		r->sample_n ? r->sample_n : 1, r->interval_ms / 1000,
 		r->interval_ms % 1000);
+	/* exact: the nanoseconds as a millisecond decimal */
+	fprintf(f, "\"interval_measured_ms\":%llu.%06llu,",
+		(unsigned long long)(r->elapsed_ns / 1000000ULL),
+		(unsigned long long)(r->elapsed_ns % 1000000ULL));
 	fprintf(f, "\"seq\":%u,\"sampled_keys\":%llu,\"classes\":{", r->seq,
 		(unsigned long long)r->sampled_total);
 	for (c = 0; c < KS_CLASS_MAX; c++) {
@@ -528,11 +694,13 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 		fprintf(f, ",\"total\":%llu}",
 			(unsigned long long)v->totals->errors[c]);
 	}
-	fprintf(f, "},\"top\":[");
+	fputc('}', f);
+	json_totals(f, v->totals);
+	fprintf(f, ",\"top_share_of\":\"%s\",\"top\":[", KS_TOP_SHARE_OF);
 	for (i = 0; i < n; i++) {
 		if (i)
 			fputc(',', f);
-		json_top_entry(f, v, &r->top[i]);
+		json_top_entry(f, v, i);
 	}
 	fputc(']', f);
 	json_ring(f, v);

@@ -18,6 +18,18 @@
 #define KS_SHARDS_TOP_DEFAULT 16 /* shard rows the text shows */
 #define KS_MISDIRECT_SHOW     16 /* misdirected clients shown */
 
+/* What top[].share is a fraction of, named in the JSON (top_share_of)
+ * and the text: every request of the interval, of every class (a
+ * multi-get is one request), as ks_estimate_key computes it. */
+#define KS_TOP_SHARE_OF "requests"
+
+/* A top key's count in one interval: its sketch estimate x sample_n,
+ * the figure its rates are made of. */
+struct ks_top_count {
+	__u64 reads;
+	__u64 writes;
+};
+
 struct ks_view {
 	const struct ks_report *rep;
 	const struct ks_totals *totals;
@@ -32,6 +44,9 @@ struct ks_view {
 	int shards_top;     /* shard rows in the text; 0: the default */
 	__u64 now_mono_ns;  /* CLOCK_MONOTONIC, for the clients' ages */
 	const struct ks_hot_view *hot; /* NULL: no hot-key section */
+	/* rep->top's counts as the sketch gave them (replay); NULL: from
+	 * the published rates x rep->elapsed_ns (ks_top_count_of). */
+	const struct ks_top_count *top_counts;
 };
 
 /*
@@ -57,6 +72,30 @@ int ks_view_opt(struct ks_view_opts *v, int c, const char *arg, char *err,
 
 void ks_render_text(FILE *f, const struct ks_view *v);
 void ks_render_json(FILE *f, const struct ks_view *v);
+
+/*
+ * Exact counts from the datapath's totals (no estimate, whatever the
+ * sample rate): requests, keys and bytes of each class summed over its
+ * ops; resynchronisations, every packet counter named resync_*.
+ */
+void ks_totals_classes(const struct ks_totals *t,
+		       struct ks_op_stats out[KS_CLASS_MAX]);
+__u64 ks_totals_resyncs(const struct ks_totals *t);
+
+/*
+ * The interval's count of top entry i: v->top_counts[i] when given, else
+ * the entry's rates x rep->elapsed_ns, rounded (the rates are milli per
+ * second, so this is the sketch's count exactly for intervals up to
+ * 1000 s, within 2 up to the longest, 3600 s).
+ */
+void ks_top_count_of(const struct ks_view *v, int i, struct ks_top_count *out);
+
+/*
+ * The totals as text tables, for 'agent replay' whose capture is finite:
+ * requests/keys/bytes by class, then by op (ops with none left out) under
+ * a line "requests by op", parse errors by reason, resyncs.
+ */
+void ks_render_totals_text(FILE *f, const struct ks_totals *t);
 
 /* Writes a JSON string, quotes included; bytes outside printable ASCII
  * as \u00XX. */

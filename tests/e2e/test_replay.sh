@@ -10,20 +10,24 @@
 # TCP (gets, multi-gets, sets) and UDP (gets) with --exact-counts.
 #
 # Then, for every capture, `agent replay --json` must give:
-# - requests, keys and bytes by op equal to the live datapath's own
-#   counters (ks_ops, read with bpftool from the agent's pins), and the
-#   live agent's parse-error totals (but not_memcached: the live program
-#   also saw frames before the capture started);
+# - a document valid against docs/report.schema.json;
+# - requests, keys and bytes by op (its totals.ops, and the table it
+#   prints on stderr) equal to the live datapath's own counters (ks_ops,
+#   read with bpftool from the agent's pins, and the live report's
+#   totals.ops), totals.classes the sums of its ops, and the live agent's
+#   parse-error totals (but not_memcached: the live program also saw
+#   frames before the capture started);
 # - the same top-10 keys as the live agent's report of its one interval,
-#   each key's count (rate x interval) within 1% of the live one and of
-#   the exact count ks_load logged; keys within 2% of the 10th are ties.
+#   each key's count (top[].count) within 1% of the live one and of the
+#   exact count ks_load logged; keys within 2% of the 10th are ties.
 # The live interval (--interval 12) is long enough to hold the whole load,
 # and its class rates x 12 s must equal ks_ops, or the comparison is void
 # (FAIL, never PASS). tcpdump must report 0 drops, or the capture is not
 # the traffic (FAIL with the reason).
 # Also: replay pins nothing and leaves the running agent alone; a cut
 # capture gives "FILE: record N at byte B: ..." and exit 1; non-root is
-# refused; the text report ends with the frames and per-op summary.
+# refused; the text report gives the frames and exact counts, then the
+# rates.
 #
 # Set-up as lib.sh: namespaces ks_cli_PID / ks_srv_PID joined by a veth pair
 # (198.18.0.1 / 198.18.0.2), memcached in the server namespace; the EXIT
@@ -253,6 +257,11 @@ for c in eth nano sll2 sll ng; do
 		continue
 	fi
 	grep '^frames' "$E2E_TMP/rep.$c.err" | sed "s/^/  $c: /"
+	if ! "$PY" "$E2E_DIR/ks_json_schema.py" "$E2E_ROOT/docs/report.schema.json" \
+		"$E2E_TMP/rep.$c.json" >"$E2E_TMP/rep.$c.schema" 2>&1; then
+		fail "replay_$c" "not valid against docs/report.schema.json: $(head -c 400 "$E2E_TMP/rep.$c.schema")"
+		continue
+	fi
 	"$PY" - "$c" "$live" "$E2E_TMP/live_ops.json" "$E2E_TMP/rep.$c.json" \
 		"$E2E_TMP/rep.$c.err" "$IV" "$E2E_TMP/exact.tcp" \
 		"$E2E_TMP/exact.udp" <<'PYEOF'
@@ -279,6 +288,27 @@ for line in open(err_f):
 if rep_ops != live_ops:
     fails.append("requests/keys/bytes by op: replay %s, live %s" % (rep_ops, live_ops))
 
+# the same in the JSON's exact totals, the replay's and the live report's
+def totals_ops(doc):
+    return {op: [v["requests"], v["keys"], v["bytes"]]
+            for op, v in doc["totals"]["ops"].items() if any(v.values())}
+for who, doc in (("replay", rep), ("live", live)):
+    if totals_ops(doc) != live_ops:
+        fails.append("%s totals.ops %s, ks_ops %s" % (who, totals_ops(doc), live_ops))
+cls = {}
+for op, v in rep["totals"]["ops"].items():
+    c = "read" if op in ("get", "gets", "gat", "gats", "mg") else \
+        "other" if op in ("me", "mn", "other") else "write"
+    cls[c] = [a + b for a, b in zip(cls.get(c, [0, 0, 0]),
+                                    (v["requests"], v["keys"], v["bytes"]))]
+for c, v in rep["totals"]["classes"].items():
+    if [v["requests"], v["keys"], v["bytes"]] != cls.get(c, [0, 0, 0]):
+        fails.append("totals.classes.%s %s, its ops add up to %s" % (c, v, cls.get(c)))
+for reason, n in rep["totals"]["errors"].items():
+    if n != rep["errors"][reason]["total"]:
+        fails.append("totals.errors.%s %d, errors.%s.total %d"
+                     % (reason, n, reason, rep["errors"][reason]["total"]))
+
 # the live interval must hold all of it, or the key comparison is void
 def class_reqs(doc, secs):
     return sum(float(c["requests_per_s"]) for c in doc["classes"].values()) * secs
@@ -300,12 +330,25 @@ for fn in exact_files:
 ranked = sorted(exact.values(), reverse=True)
 tenth = ranked[9]
 
-def counts(doc, secs):
-    return {e["key"]: (float(e["reads_per_s"]) + float(e["writes_per_s"])) * secs
-            for e in doc["top"]}
+def counts(doc):
+    return {e["key"]: e["count"] for e in doc["top"]}
 
-span = float(rep["interval_s"])
-rc, lc = counts(rep, span), counts(live, iv)
+# a key's count is its rate over the measured interval
+span = rep["interval_measured_ms"] / 1000
+for e in rep["top"]:
+    r = (float(e["reads_per_s"]) + float(e["writes_per_s"])) * span
+    if abs(r - e["count"]) > max(1, 0.001 * e["count"]):
+        fails.append("key %s: count %d, rate x span %.1f" % (e["key"], e["count"], r))
+# share is of all requests (top_share_of): the replay's interval is the
+# capture, so its totals are the interval's requests
+all_req = sum(v["requests"] for v in rep["totals"]["classes"].values())
+if rep["top_share_of"] != "requests":
+    fails.append("top_share_of %r" % rep["top_share_of"])
+for e in rep["top"]:
+    if all_req and abs(float(e["share"]) - e["count"] / all_req) > 1e-6:
+        fails.append("key %s: share %s, count / requests %.6f"
+                     % (e["key"], e["share"], e["count"] / all_req))
+rc, lc = counts(rep), counts(live)
 rtop = sorted(rc, key=lambda k: -rc[k])[:10]
 ltop = sorted(lc, key=lambda k: -lc[k])[:10]
 for who, top in (("replay", rtop), ("live", ltop)):
@@ -339,13 +382,16 @@ else
 	fail replay_pins_nothing "bpffs or the agent's pins changed, or the agent stopped"
 fi
 
-# The text report ends with the summary.
+# The text report: the capture and the exact counts first, the rates after.
 "$AGENT" replay "$E2E_TMP/sll2.pcap" >"$E2E_TMP/rep.text" 2>"$E2E_TMP/rep.text.err"
 rc=$?
+line_of() { grep -n -m1 -e "$1" "$E2E_TMP/rep.text" | cut -d: -f1; }
 if [ "$rc" = 0 ] && grep -q '^top .* keys' "$E2E_TMP/rep.text" &&
 	grep -q '^capture .*sll2.pcap: pcap, microsecond timestamps, frames Linux cooked SLL2' "$E2E_TMP/rep.text" &&
 	grep -q '^frames .* skipped; [0-9]* sent by the capturing host' "$E2E_TMP/rep.text" &&
-	grep -q '^  get ' "$E2E_TMP/rep.text"; then
+	grep -q '^  get ' "$E2E_TMP/rep.text" && grep -q '^resyncs [0-9]' "$E2E_TMP/rep.text" &&
+	[ "$(line_of '^resyncs ')" -lt "$(line_of '^class .*requests/s')" ] &&
+	[ "$(line_of '^  get ')" -lt "$(line_of '^top .* keys')" ]; then
 	pass replay_text
 else
 	fail replay_text "exit $rc; $(tail -n 8 "$E2E_TMP/rep.text" | tr '\n' '|') $(head -c 300 "$E2E_TMP/rep.text.err")"

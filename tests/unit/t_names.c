@@ -13,7 +13,8 @@ static const char reasons_contract[] =
 	"not_memcached trunc_eth trunc_ip bad_ip_hdr trunc_ip6_ext "
 	"ip6_ext_limit fragment trunc_l4 bad_tcp_doff udp_frame "
 	"udp_not_first midstream unknown_cmd trunc_req bad_length "
-	"key_too_long bad_key too_many_keys item_limit window";
+	"key_too_long bad_key too_many_keys item_limit window refused "
+	"udp_multi";
 static const char ops_contract[] =
 	"get gets gat gats mg set add replace append prepend cas delete incr "
 	"decr touch ms md ma me mn other";

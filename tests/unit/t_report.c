@@ -41,6 +41,19 @@ static char *json_of(const __u8 *s, size_t n)
 	return buf;
 }
 
+/* ks_render_totals_text as a renderer of a view, for render(). */
+static void totals_text(FILE *f, const struct ks_view *v)
+{
+	ks_render_totals_text(f, v->totals);
+}
+
+static char *render_totals(const struct ks_totals *t)
+{
+	struct ks_view v = { .totals = t };
+
+	return render(totals_text, &v);
+}
+
 /* ---- a strict JSON syntax checker: returns the end or NULL ---- */
 static const char *j_value(const char *p, int depth);
 
@@ -527,10 +540,216 @@ static void ring_sections(void)
 	free(r);
 }
 
+/* ---- the exact totals, the measured interval and the per-key counts ---- */
+
+/* Distinct values in every counter, some past 2^53 (a double would round
+ * them) and one at UINT64_MAX. */
+static void fill_totals(struct ks_totals *t)
+{
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < KS_OP_MAX; i++) {
+		t->ops[i].requests = 1000 + i;
+		t->ops[i].keys = 2000 + 3 * i;
+		t->ops[i].bytes = (1ULL << 60) + 7 * i;
+	}
+	for (i = 0; i < KS_ERR_MAX; i++)
+		t->errors[i] = 90000000000000001ULL + i;
+	for (i = 0; i < KS_PKT_MAX; i++)
+		t->pkts[i] = 500 + i;
+	t->pkts[KS_PKT_SEEN] = ~0ULL;
+}
+
+/* The text of doc between "key": and the end of its object, in buf. */
+static int json_object(const char *doc, const char *key, char *buf,
+		       size_t len)
+{
+	char want[64];
+	const char *p, *q;
+	int depth = 0;
+
+	snprintf(want, sizeof(want), "\"%s\":{", key);
+	p = strstr(doc, want);
+	if (!p)
+		return 0;
+	p += strlen(want) - 1;
+	for (q = p; *q; q++) {
+		depth += *q == '{';
+		depth -= *q == '}';
+		if (!depth)
+			break;
+	}
+	if (!*q || (size_t)(q - p + 2) > len)
+		return 0;
+	memcpy(buf, p, (size_t)(q - p + 1));
+	buf[q - p + 1] = '\0';
+	return 1;
+}
+
+static void json_totals(void)
+{
+	struct ks_report *r = malloc(sizeof(*r));
+	struct ks_totals t, dummy;
+	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+			     .now_ns = 1000000000000ULL + 7500000000ULL,
+			     .top = 20 };
+	struct ks_top_count exact[3] = { { 7, 11 }, { 0, 0 }, { 1ULL << 62, 1 } };
+	char *doc, *tot = malloc(65536), want[256];
+	__u64 cls_req[KS_CLASS_MAX] = {}, cls_keys[KS_CLASS_MAX] = {};
+	__u64 cls_bytes[KS_CLASS_MAX] = {}, resyncs;
+	size_t i;
+
+	fill_report(r, &dummy);
+	fill_totals(&t);
+	r->elapsed_ns = 2000000000ULL + 123456; /* 2000.123456 ms */
+
+	kt_begin("json_totals_exact");
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON: %.300s", doc);
+	CHECK(json_object(doc, "totals", tot, 65536), "no totals object");
+	for (i = 0; i < ks_op_names_n; i++) {
+		__u32 c = ks_op_class((__u32)i);
+
+		snprintf(want, sizeof(want),
+			 "\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
+			 ks_op_names[i], (unsigned long long)t.ops[i].requests,
+			 (unsigned long long)t.ops[i].keys,
+			 (unsigned long long)t.ops[i].bytes);
+		CHECK(strstr(tot, want) != NULL, "op %s: want %s in %.400s",
+		      ks_op_names[i], want, tot);
+		cls_req[c] += t.ops[i].requests;
+		cls_keys[c] += t.ops[i].keys;
+		cls_bytes[c] += t.ops[i].bytes;
+	}
+	for (i = 0; i < KS_CLASS_MAX; i++) {
+		snprintf(want, sizeof(want),
+			 "\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
+			 ks_class_names[i], (unsigned long long)cls_req[i],
+			 (unsigned long long)cls_keys[i],
+			 (unsigned long long)cls_bytes[i]);
+		CHECK(strstr(strstr(tot, "\"classes\":{") ?: "", want) != NULL,
+		      "class %s: want %s", ks_class_names[i], want);
+	}
+	/* read: get gets gat gats mg = 5 ops, requests 1000..1004 */
+	CHECK(cls_req[KS_CLASS_READ] == 5010, "read requests %llu",
+	      (unsigned long long)cls_req[KS_CLASS_READ]);
+	for (i = 0; i < ks_reason_names_n; i++) {
+		snprintf(want, sizeof(want), "\"%s\":%llu", ks_reason_names[i],
+			 (unsigned long long)t.errors[i]);
+		CHECK(strstr(strstr(tot, "\"errors\":{") ?: "", want) != NULL,
+		      "error %s: want %s", ks_reason_names[i], want);
+	}
+	for (i = 0; i < ks_pkt_names_n; i++) {
+		snprintf(want, sizeof(want), "\"%s\":%llu", ks_pkt_names[i],
+			 (unsigned long long)t.pkts[i]);
+		CHECK(strstr(strstr(tot, "\"packets\":{") ?: "", want) != NULL,
+		      "packet counter %s: want %s", ks_pkt_names[i], want);
+	}
+	CHECK(strstr(tot, "\"seen\":18446744073709551615") != NULL,
+	      "u64 max not exact");
+	resyncs = t.pkts[KS_PKT_RESYNC_GAP] + t.pkts[KS_PKT_RESYNC_UNKNOWN] +
+		  t.pkts[KS_PKT_RESYNC_CARRY] + t.pkts[KS_PKT_RESYNC_LOST];
+	CHECK(ks_totals_resyncs(&t) == resyncs, "resyncs %llu, want %llu",
+	      (unsigned long long)ks_totals_resyncs(&t),
+	      (unsigned long long)resyncs);
+	snprintf(want, sizeof(want), ",\"resyncs\":%llu}",
+		 (unsigned long long)resyncs);
+	CHECK(strstr(tot, want) != NULL && !strcmp(strstr(tot, want), want),
+	      "resyncs last in totals: want %s in %.200s", want, tot);
+	CHECK(strncmp(tot, "{\"ops\":{\"get\":", 14) == 0,
+	      "totals starts %.40s", tot);
+	kt_end();
+
+	kt_begin("json_interval_measured_and_key_counts");
+	CHECK(strstr(doc, "\"interval_s\":0.500,\"interval_measured_ms\":2000.123456,") != NULL,
+	      "measured interval: %.400s", doc);
+	CHECK(strstr(doc, "\"top_share_of\":\"requests\",\"top\":[") != NULL,
+	      "top_share_of");
+	/* from the rates: 100.5 reads/s and 2 writes/s over 2.000123456 s */
+	CHECK(strstr(doc, "\"error_bound\":1.250,\"reads\":201,\"writes\":4,\"count\":205}") != NULL,
+	      "counts from rates: %.900s", doc);
+	free(doc);
+	v.top_counts = exact;
+	doc = render(ks_render_json, &v);
+	CHECK(strstr(doc, "\"reads\":7,\"writes\":11,\"count\":18}") != NULL,
+	      "given counts");
+	CHECK(strstr(doc, "\"reads\":4611686018427387904,\"writes\":1,\"count\":4611686018427387905}") != NULL,
+	      "given counts exact past 2^53");
+	free(doc);
+	v.top_counts = NULL;
+	r->elapsed_ns = 0; /* before the first interval */
+	doc = render(ks_render_json, &v);
+	CHECK(strstr(doc, "\"interval_measured_ms\":0.000000,") != NULL,
+	      "no interval yet");
+	CHECK(strstr(doc, "\"reads\":0,\"writes\":0,\"count\":0}") != NULL,
+	      "counts with no interval");
+	free(doc);
+	/* a long interval: counts rounded from the milli rates */
+	r->elapsed_ns = 3600ULL * 1000000000ULL;
+	r->top[0].reads_mps = 1000;
+	r->top[0].writes_mps = 1;
+	doc = render(ks_render_json, &v);
+	CHECK(strstr(doc, "\"reads\":3600,\"writes\":4,\"count\":3604}") != NULL,
+	      "hour-long interval: %.900s", doc);
+	free(doc);
+	kt_end();
+
+	kt_begin("text_top_counts_and_share_named");
+	fill_report(r, &dummy);
+	r->elapsed_ns = 2000000000ULL;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "share: of all requests") != NULL, "share not named");
+	CHECK(strstr(doc, "(measured 2.000 s)") != NULL, "measured interval");
+	CHECK(strstr(doc, " count ") != NULL, "no count column");
+	CHECK(strstr(doc, "100.5          2.0          205  25.00%") != NULL,
+	      "count in the row: %.1200s", doc);
+	free(doc);
+	kt_end();
+
+	kt_begin("text_totals_tables");
+	memset(&t, 0, sizeof(t));
+	t.ops[KS_OP_GET] = (struct ks_op_stats){ 7393, 16136, 144072 };
+	t.ops[KS_OP_MG] = (struct ks_op_stats){ 7, 7, 70 };
+	t.ops[KS_OP_SET] = (struct ks_op_stats){ 607, 607, 73835 };
+	t.errors[KS_ERR_REFUSED] = 3;
+	t.pkts[KS_PKT_RESYNC_GAP] = 2;
+	t.pkts[KS_PKT_RESYNC_LOST] = 5;
+	doc = render_totals(&t);
+	CHECK(strstr(doc, "\nread                 7400          16143           144142\n") != NULL,
+	      "read row: %s", doc);
+	CHECK(strstr(doc, "\nwrite                 607            607            73835\n") != NULL,
+	      "write row: %s", doc);
+	CHECK(strstr(doc, "\nall                  8007          16750           217977\n") != NULL,
+	      "all row: %s", doc);
+	CHECK(pos(doc, "\nrequests by op\n  op ") > pos(doc, "\nall "),
+	      "op table after the classes: %s", doc);
+	CHECK(strstr(doc, "\n  get                  7393          16136           144072\n") != NULL,
+	      "get row: %s", doc);
+	CHECK(strstr(doc, "\n  mg ") != NULL && strstr(doc, "\n  gets ") == NULL,
+	      "ops with nothing shown, or mg missing: %s", doc);
+	CHECK(strstr(doc, "parse errors by reason (packets)\n  refused                       3\n") != NULL,
+	      "errors: %s", doc);
+	CHECK(strstr(doc, "resyncs 7 (gap 2, unknown 0, carry 0, lost 5)\n") != NULL,
+	      "resyncs: %s", doc);
+	free(doc);
+	memset(&t, 0, sizeof(t));
+	doc = render_totals(&t);
+	CHECK(strstr(doc, "requests by op\n  none\n") != NULL &&
+		      strstr(doc, "parse errors: none\n") != NULL &&
+		      strstr(doc, "resyncs 0 (") != NULL,
+	      "empty totals: %s", doc);
+	free(doc);
+	kt_end();
+	free(tot);
+	free(r);
+}
+
 void test_report(void)
 {
 	json_escaping();
 	json_document();
 	ring_sections();
+	json_totals();
 	trace_lines();
 }
