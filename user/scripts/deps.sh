@@ -40,6 +40,10 @@ PACKAGES=(
 	"groff-base:/usr/bin/groff"
 	"python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py"
 	"strace:/usr/bin/strace"
+	# tests with real clients (tests/e2e/test_clients.sh): pylibmc, text
+	# and binary; ethtool turns GRO on for the tc program's pass
+	"python3-pylibmc:/usr/lib/python3/dist-packages/pylibmc/__init__.py"
+	"ethtool:/usr/sbin/ethtool"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
@@ -57,6 +61,10 @@ missing_packages() {
 	if [ -x /usr/bin/python3 ] &&
 		! /usr/bin/python3 -c 'import pymemcache' >/dev/null 2>&1; then
 		echo python3-pymemcache
+	fi
+	if [ -x /usr/bin/python3 ] &&
+		! /usr/bin/python3 -c 'import pylibmc' >/dev/null 2>&1; then
+		echo python3-pylibmc
 	fi
 	[ -x /usr/bin/python3 ] || echo python3
 }
