@@ -13,6 +13,7 @@
 #include "ks_maps.bpf.h"
 #include "ks_parse_net.bpf.h"
 #include "ks_fastpath.bpf.h"
+#include "ks_stream.bpf.h"
 #include "ks_steer.bpf.h"
 
 static __always_inline int ks_port_watched(const struct ks_config *cfg,
@@ -65,18 +66,6 @@ static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
 	return 0;
 }
 
-/*
- * The context layer: copying payload bytes is the one thing XDP and tc do
- * differently. is_xdp is a constant in each caller, so each program keeps
- * only its own branch.
- */
-static __always_inline long ks_ctx_load(void *ctx, __u32 off, void *dst,
-					__u32 len, const bool is_xdp)
-{
-	return is_xdp ? bpf_xdp_load_bytes(ctx, off, dst, len) :
-			bpf_skb_load_bytes(ctx, off, dst, len);
-}
-
 /* A lone get due for sampling, or while keys are hot: its key straight
  * from the packet. */
 static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
@@ -85,12 +74,14 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 {
 	__u32 len = l4->payload_len - 6; /* less "get " and "\r\n" */
 
-	if (len > KS_FAST_KEY)
+	if (len > KS_FAST_KEY || !len)
 		return;
 	s->pkt_keys = 1;
 	ks_key_clear(s, 0);
 	s->key_words = ks_key_words(len);
-	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key, len, is_xdp))
+	/* the bound above, in a form the verifier keeps (see ks_window) */
+	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key,
+			((len - 1) & (KS_FAST_KEY - 1)) + 1, is_xdp))
 		return;
 	ks_key_take(s, len, KS_OP_GET, due);
 	ks_ring_flush(s);
@@ -103,14 +94,17 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 				       __u32 frame_len, const bool is_xdp)
 {
+	/* bounded so the verifier allows packet pointer math with it; BIG
+	 * TCP aggregates stay far below 1 MiB */
 	struct ks_cursor c = { .pos = data, .end = data_end, .start = data,
-			       .frame_len = frame_len };
+			       .frame_len = frame_len & 0xfffff };
 	struct ks_l4 l4 = {};
 	struct ks_pkt_counters *pc;
+	struct ks_flow *f = NULL;
 	struct ks_config *cfg;
 	struct ks_scratch *s;
-	__u32 zero = 0, len;
-	enum ks_fast fast;
+	enum ks_fast fast = KS_FAST_NO;
+	__u32 zero = 0;
 	long err;
 
 	pc = ks_pkt_counters();
@@ -123,12 +117,6 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 		ks_count_err(KS_REASON(err));
 		return 0;
 	}
-	/* pure ACKs and empty datagrams carry no request */
-	if (l4.payload_len == 0)
-		return 0;
-	pc->n[KS_PKT_MEMCACHED]++;
-	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
-
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s)
 		return 0;
@@ -140,8 +128,29 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	s->pkt_keys = 0;
 	s->steer_slot = 0;
 	s->nreq = 0;
+	s->seg_start = 0;
+	s->seg_limit = l4.avail;
+	s->seg_save = 0;
 
-	fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
+	if (l4.proto == IPPROTO_TCP && !(cfg->flags & KS_CFG_NO_STREAM)) {
+		/* SYN, FIN and RST matter even without a payload */
+		f = ks_flow_at(s, ks_flow_segment(s, &l4));
+		if (!f && !l4.payload_len)
+			return 0;
+	} else if (l4.payload_len == 0) {
+		return 0; /* an empty datagram or a pure ACK */
+	}
+	pc->n[KS_PKT_MEMCACHED]++;
+	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
+	if (l4.proto == IPPROTO_TCP && !f && !(cfg->flags & KS_CFG_NO_STREAM))
+		return 0; /* a retransmission: parsed when it first came */
+	if (l4.frag)
+		ks_count_pkt(KS_PKT_UDP_FRAG);
+
+	/* the fast path reads the packet from its first byte, as a request */
+	if (!l4.frag && (!f || (f->mode == KS_FM_COMMAND && !f->carry &&
+				s->seg_save && !s->seg_start)))
+		fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
 	if (fast != KS_FAST_DONE || s->hot) {
 		/* only a sample, the hot table or the general parser
 		 * reads these */
@@ -152,14 +161,13 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	if (fast == KS_FAST_SAMPLE || (fast == KS_FAST_DONE && s->hot))
 		ks_fast_key(ctx, s, &l4, fast == KS_FAST_SAMPLE, is_xdp);
 	if (fast == KS_FAST_NO) {
-		len = l4.payload_len < KS_WIN ? l4.payload_len : KS_WIN;
-		if (ks_ctx_load(ctx, l4.payload_off, s->win, len, is_xdp)) {
-			ks_count_err(KS_ERR_TRUNC_L4);
-			return 0;
-		}
-		s->end = len;
 		s->plen = l4.payload_len;
-		ks_mc_parse(s);
+		if (is_xdp)
+			ks_stream_xdp(ctx, s, f, &l4);
+		else
+			ks_stream_tc(ctx, s, f, &l4);
+	} else if (f && (l4.tcp_flags & KS_TCP_FIN)) {
+		ks_flow_release(f);
 	}
 	if (!s->steer_slot)
 		return 0;
@@ -170,13 +178,19 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	return 0;
 }
 
-SEC("xdp")
+/*
+ * xdp.frags: a jumbo frame on a driver that splits it (veth with MTU 9000
+ * among them) reaches the program as a multi-buffer packet; data_end then
+ * ends the first buffer, and bpf_xdp_load_bytes reads on past it.
+ */
+SEC("xdp.frags")
 int ks_ingress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	__u32 hot = ks_handle(ctx, data, data_end, data_end - data, true);
+	__u32 hot = ks_handle(ctx, data, data_end, bpf_xdp_get_buff_len(ctx),
+			      true);
 
 	return hot ? ks_steer(ctx, hot - 1) : XDP_PASS;
 }

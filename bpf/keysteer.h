@@ -122,6 +122,10 @@ enum ks_reason {
 	KS_ERR_TOO_MANY_KEYS,     /* more keys than KS_MAX_KEYS_PER_REQ */
 	KS_ERR_ITEM_LIMIT,        /* more than KS_MAX_ITEMS commands+keys */
 	KS_ERR_WINDOW,            /* request runs past the KS_WIN parse window */
+	KS_ERR_REFUSED,           /* a request memcached refuses (CLIENT_ERROR,
+				   * ERROR): counted here, not as its op */
+	KS_ERR_UDP_MULTI,         /* UDP frame of a multi-datagram request,
+				   * which memcached does not serve */
 	KS_ERR_MAX,
 };
 
@@ -141,6 +145,22 @@ enum ks_pkt_counter {
 	KS_PKT_HOT_WRITE,   /* writes of a key in ks_hot */
 	KS_PKT_STEERED,     /* UDP gets rewritten towards an L1 replica */
 	KS_PKT_STEER_NO_ROUTE, /* ... kept at the owner: no route/neighbour */
+	/* TCP streams (bpf/ks_flow.bpf.h): where each segment stood */
+	KS_PKT_FLOW_NEW,       /* flows opened by a SYN */
+	KS_PKT_FLOW_END,       /* flows released by FIN or RST */
+	KS_PKT_FLOW_CONT,      /* segments that continued a cut request */
+	KS_PKT_FLOW_DUP,       /* segments wholly retransmitted: skipped */
+	KS_PKT_FLOW_OVERLAP,   /* segments partly retransmitted: overlap skipped */
+	KS_PKT_FLOW_FILL,      /* late segments that began a gap's hole: parsed
+				* from a guessed boundary, counted once */
+	KS_PKT_RESYNC_GAP,     /* resync: bytes missing before the segment */
+	KS_PKT_RESYNC_UNKNOWN, /* resync: flow not seen from its SYN, or evicted */
+	KS_PKT_RESYNC_CARRY,   /* resync: a cut request too long to carry */
+	KS_PKT_RESYNC_LOST,    /* resync: parse state lost (item limit, bad
+				* length) */
+	KS_PKT_HOT_DISARM,     /* bytes went by unparsed (a gap, a segment passed
+				* over): every armed hot key made dirty */
+	KS_PKT_UDP_FRAG,       /* first IP fragments of a UDP request, parsed */
 	KS_PKT_MAX,
 };
 
@@ -170,7 +190,14 @@ struct ks_config {
 	__u32 ring;                /* active half of ks_ring: 0 or 1 */
 	__u32 hot;                 /* nonzero: ks_hot has entries, so every
 				    * key is hashed and looked up there */
-	__u32 pad;
+	__u32 flags;               /* enum ks_config_flag */
+};
+
+enum ks_config_flag {
+	/* Parse every TCP segment as if it began a request, as keysteer
+	 * did before it followed streams: the control run of the freshness
+	 * tests, which must then see stale reads. Never for production. */
+	KS_CFG_NO_STREAM = 1,
 };
 _Static_assert(sizeof(struct ks_config) == 40, "ks_config layout");
 
@@ -416,6 +443,85 @@ struct ks_hot_event {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct ks_hot_event) == 24, "ks_hot_event layout");
+
+/*
+ * ---- TCP streams: where each client connection stands ----
+ *
+ * ks_flows (array, KS_FLOW_BUCKETS entries of KS_FLOW_WAYS flows): a
+ * set-associative table by a 64-bit hash of the connection's addresses and
+ * ports, looked up with one array access and a few compares rather than a
+ * hash-map lookup, so a flow whose segments end on request boundaries pays
+ * little for being followed. A full bucket evicts its least recently used
+ * way: that flow resynchronises, counted (docs/streams.md).
+ */
+#define KS_FLOW_WAYS    4
+#define KS_FLOW_BUCKETS (1 << 17) /* 524,288 flows in 20 MiB */
+/* A request cut by a segment boundary before its key or line could be
+ * read whole keeps up to this many bytes (map ks_carry, by flow id): a
+ * text line with a 250-byte key, or a binary header, extras and key. */
+#define KS_CARRY        512
+#define KS_CARRY_FLOWS  16384 /* flows holding cut bytes at one time */
+
+/* Where a stream stands between two segments (struct ks_flow.mode). */
+enum ks_flow_mode {
+	KS_FM_COMMAND = 0, /* at a request boundary */
+	KS_FM_KEYS,        /* inside a get/gets/gat/gats key list */
+	KS_FM_LINE,        /* discarding the rest of a refused line */
+	KS_FM_SKIP,        /* inside a data block or binary body: left bytes */
+	KS_FM_UNSYNC,      /* position unknown: the next segment that begins
+			    * with a request resynchronises */
+};
+
+struct ks_flow {
+	__u64 id;       /* ks_flow_id(); 0 = free way */
+	__u32 next_seq; /* sequence number of the next byte expected */
+	__u32 gap_lo;   /* [gap_lo, gap_hi): bytes a gap skipped that may */
+	__u32 gap_hi;   /* still arrive (reordered): parsed, never dropped */
+	__u32 left;     /* KS_FM_SKIP: bytes of the block still to come */
+	__u32 acc;      /* KS_FM_KEYS: request bytes before the carried ones */
+	__u32 nkeys;    /* KS_FM_KEYS: keys of the request so far */
+	__u16 stamp;    /* interval of last use (low bits), for eviction */
+	__u16 carry;    /* cut bytes held in ks_carry */
+	__u8 mode;      /* enum ks_flow_mode */
+	__u8 op;        /* KS_FM_KEYS/KS_FM_SKIP: the request's op */
+	__u8 pad[2];
+};
+_Static_assert(sizeof(struct ks_flow) == 40, "ks_flow layout");
+
+struct ks_flow_bucket {
+	struct ks_flow way[KS_FLOW_WAYS];
+};
+
+struct ks_carry {
+	__u32 len;
+	__u32 pad;
+	__u8 b[KS_CARRY];
+};
+_Static_assert(sizeof(struct ks_carry) == KS_CARRY + 8, "ks_carry layout");
+
+/*
+ * The flow id: both addresses (IPv4 mapped as ::ffff:a.b.c.d) and both
+ * ports, mixed so that the bucket (high bits) and the whole id differ
+ * between flows. 64 bits keep a false match between two live flows below
+ * one in 10^8 at a million flows.
+ */
+static inline __u64 ks_flow_id(const __u64 saddr[2], const __u64 daddr[2],
+			       __u32 ports)
+{
+	__u64 h = KS_HASH_SEED ^ ports;
+
+	h = (h ^ saddr[0]) * KS_HASH_MUL;
+	h = (h ^ saddr[1]) * KS_HASH_MUL2;
+	h = (h ^ daddr[0]) * KS_HASH_MUL;
+	h = (h ^ daddr[1]) * KS_HASH_MUL2;
+	h = ks_hash_fmix(h);
+	return h ? h : 1;
+}
+
+static inline __u32 ks_flow_bucket(__u64 id)
+{
+	return (__u32)(id >> 40) % KS_FLOW_BUCKETS;
+}
 
 /* Names shared by the agent, the report and the tests. */
 #define KS_PIN_ROOT "/sys/fs/bpf/keysteer"

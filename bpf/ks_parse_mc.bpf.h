@@ -23,6 +23,10 @@
 #define KS_ONES  0x0101010101010101ULL
 #define KS_HIGHS 0x8080808080808080ULL
 
+/* "Need bytes past the window": what a parse helper returns when the
+ * request or key it reads goes on beyond what it can see. */
+#define KS_SHORT KS_NEG(KS_ERR_TRUNC_REQ)
+
 /*
  * Word-at-a-time byte search. The lowest flagged byte is exact (a borrow
  * only ever flags bytes above a real match), and little-endian makes the
@@ -30,14 +34,29 @@
  */
 static __always_inline __u64 ks_mask_delim(__u64 w)
 {
-	/* bytes <= 0x20: space, CR, LF and other controls end a key */
+	/* bytes <= 0x20: where a command word may end */
 	return (w - 0x21 * KS_ONES) & ~w & KS_HIGHS;
+}
+
+static __always_inline __u64 ks_mask_byte(__u64 w, __u8 c)
+{
+	w ^= c * KS_ONES;
+	return (w - KS_ONES) & ~w & KS_HIGHS;
 }
 
 static __always_inline __u64 ks_mask_lf(__u64 w)
 {
-	w ^= '\n' * KS_ONES;
-	return (w - KS_ONES) & ~w & KS_HIGHS;
+	return ks_mask_byte(w, '\n');
+}
+
+/*
+ * memcached's tokenizer splits a line on spaces alone and the line ends at
+ * '\n' (one '\r' before it is dropped), so a key is any run of bytes but
+ * those two: 0x10 or a tab inside a key is served, and so counted.
+ */
+static __always_inline __u64 ks_mask_token_end(__u64 w)
+{
+	return ks_mask_byte(w, ' ') | ks_mask_byte(w, '\n');
 }
 
 /* Index of the lowest flagged byte; m has flags only at bit 7 of bytes. */
@@ -49,24 +68,32 @@ static __always_inline __u32 ks_first_flagged(__u64 m)
 	return ((low >> 7) * 0x0001020304050607ULL) >> 56;
 }
 
-/* Where parsing stopped for lack of bytes: the packet or our window. */
-static __always_inline __u32 ks_short_reason(struct ks_scratch *s)
-{
-	return s->plen > s->end ? KS_ERR_WINDOW : KS_ERR_TRUNC_REQ;
-}
+enum ks_scan {
+	KS_SCAN_TOKEN = 0, /* a space or '\n' */
+	KS_SCAN_LF,        /* '\n' */
+	KS_SCAN_DELIM,     /* any byte <= 0x20 */
+};
 
 static __always_inline int ks_fail(__u32 reason)
 {
 	ks_count_err(reason);
-	return KS_STEP_DONE;
+	return KS_STEP_LOST;
+}
+
+/* The unit from cut on is unfinished: the stream layer carries it into
+ * the next window or segment, or counts it truncated. */
+static __always_inline int ks_cut(struct ks_scratch *s, __u32 cut)
+{
+	s->cut = cut;
+	return KS_STEP_CUT;
 }
 
 /*
- * First position in [pos, min(limit, end)) holding a delimiter (want_lf
- * == 0) or a '\n' (want_lf != 0); -1 if there is none.
+ * First position in [pos, min(limit, end)) holding what `what` (enum
+ * ks_scan) looks for; -1 if there is none.
  */
 __noinline int ks_mc_scan(struct ks_scratch *s, __u32 pos, __u32 limit,
-			  __u32 want_lf)
+			  __u32 what)
 {
 	__u32 i, p, stop;
 	__u64 w, m;
@@ -79,7 +106,12 @@ __noinline int ks_mc_scan(struct ks_scratch *s, __u32 pos, __u32 limit,
 		if (p >= stop)
 			return -1;
 		w = ks_win_word(s, p);
-		m = want_lf ? ks_mask_lf(w) : ks_mask_delim(w);
+		if (what == KS_SCAN_LF)
+			m = ks_mask_lf(w);
+		else if (what == KS_SCAN_TOKEN)
+			m = ks_mask_token_end(w);
+		else
+			m = ks_mask_delim(w);
 		if (m) {
 			p += ks_first_flagged(m);
 			return p < stop ? (int)p : -1;
@@ -126,6 +158,27 @@ static __always_inline int ks_mc_skip_sp(struct ks_scratch *s, __u32 pos)
 }
 
 /*
+ * Is pos the end of the line: '\n', or '\r' then '\n'? Returns the
+ * position after the '\n', 0 if pos is not the line end, or KS_SHORT
+ * when a '\r' is the last byte we have.
+ */
+static __always_inline int ks_mc_at_eol(struct ks_scratch *s, __u32 pos)
+{
+	__u8 c;
+
+	if (pos >= s->end)
+		return KS_SHORT;
+	c = KS_BYTE(s, pos);
+	if (c == '\n')
+		return pos + 1;
+	if (c != '\r')
+		return 0;
+	if (pos + 1 >= s->end)
+		return KS_SHORT;
+	return KS_BYTE(s, pos + 1) == '\n' ? (int)pos + 2 : 0;
+}
+
+/*
  * A decimal length field at pos (after spaces). Returns the number, or
  * -reason-1; s->tok_end is set to the byte after it.
  */
@@ -144,7 +197,7 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 	for (i = 0; i <= KS_MAX_DIGITS; i++) {
 		p = at + i;
 		if (p >= s->end)
-			return KS_NEG(ks_short_reason(s));
+			return KS_SHORT;
 		c = KS_BYTE(s, p);
 		if (c < '0' || c > '9') {
 			/* memcached's strtoul check takes white space or NUL
@@ -161,47 +214,114 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 	return KS_NEG(KS_ERR_BAD_LENGTH);
 }
 
-/* Past the token at pos (after spaces): the delimiter after it. */
+/* Past the token at pos (after spaces): the space or '\n' after it. */
 static __always_inline int ks_mc_skip_token(struct ks_scratch *s, __u32 pos)
 {
 	int at = ks_mc_skip_sp(s, pos);
 
 	if (at < 0)
 		return -1;
-	return ks_mc_scan(s, at, at + KS_WIN, 0);
+	return ks_mc_scan(s, at, at + KS_WIN, KS_SCAN_TOKEN);
 }
 
-/* The delimiter ending a key at pos, within 251 bytes; -1 if none. */
-static __always_inline int ks_mc_key_end(struct ks_scratch *s, __u32 pos)
+/*
+ * The tokens from pos to the end of the line, as memcached's tokenizer
+ * sees them: s->ntok of them (counting stops at KS_MAX_LINE_TOKENS), the
+ * first two in s->tok_pos/tok_len, s->eol after the '\n'. Returns 0 or
+ * KS_SHORT when the line end is past the window.
+ */
+#define KS_MAX_LINE_TOKENS 24 /* memcached's MAX_TOKENS */
+__noinline int ks_mc_tokens(struct ks_scratch *s, __u32 pos)
 {
-	__u32 i, p, stop = pos + KS_MAX_KEY_LEN + 1;
-	__u64 m;
+	__u32 i, n = 0, len;
+	int at, e, eol;
 
-	if (stop > s->end)
-		stop = s->end;
-	for (i = 0; i < KS_KEY_WORDS + 1; i++) {
-		p = pos + i * 8;
-		if (p >= stop)
-			return -1;
-		m = ks_mask_delim(ks_win_word(s, p));
-		if (m) {
-			p += ks_first_flagged(m);
-			return p < stop ? (int)p : -1;
+	if (!s)
+		return KS_SHORT;
+	for (i = 0; i < KS_MAX_LINE_TOKENS + 1; i++) {
+		at = ks_mc_skip_sp(s, pos);
+		if (at < 0)
+			return KS_SHORT;
+		eol = ks_mc_at_eol(s, at);
+		if (eol < 0)
+			return KS_SHORT;
+		if (eol > 0) {
+			s->ntok = n;
+			s->eol = eol;
+			return 0;
 		}
+		e = ks_mc_scan(s, at, s->end, KS_SCAN_TOKEN);
+		if (e < 0)
+			return KS_SHORT;
+		len = e - at;
+		/* a token that ends the line gives up its '\r' */
+		if (KS_BYTE(s, e) == '\n' && len > 1 &&
+		    KS_BYTE(s, e - 1) == '\r')
+			len--;
+		if (n < 2) {
+			s->tok_pos[n & 1] = at;
+			s->tok_len[n & 1] = len;
+		}
+		n++;
+		pos = at + len;
 	}
-	return -1;
+	/* more tokens than memcached keeps: no command we count takes them */
+	s->ntok = n;
+	e = ks_mc_scan(s, pos, s->end, KS_SCAN_LF);
+	if (e < 0)
+		return KS_SHORT;
+	s->eol = e + 1;
+	return 0;
+}
+
+/* Does the token at pos of len bytes equal the 7 bytes of "noreply"? */
+static __always_inline bool ks_mc_is_noreply(struct ks_scratch *s, __u32 pos,
+					     __u32 len)
+{
+	__u64 w = ks_win_word(s, pos) & 0x00ffffffffffffffULL;
+
+	return len == 7 && w == 0x796c7065726f6eULL; /* "noreply" */
+}
+
+/* Is the token all digits (at most max of them), as safe_strtoul wants? */
+static __always_inline bool ks_mc_is_uint(struct ks_scratch *s, __u32 pos,
+					  __u32 len, __u32 max)
+{
+	__u32 i;
+	__u8 c;
+
+	if (len == 0 || len > max)
+		return false;
+	for (i = 0; i < 20; i++) {
+		if (i >= len)
+			break;
+		c = KS_BYTE(s, pos + i);
+		if (c < '0' || c > '9')
+			return false;
+	}
+	return true;
+}
+
+/* ... or a signed one, as safe_strtol wants for an exptime */
+static __always_inline bool ks_mc_is_int(struct ks_scratch *s, __u32 pos,
+					 __u32 len)
+{
+	if (len > 1 && KS_BYTE(s, pos) == '-')
+		return ks_mc_is_uint(s, pos + 1, len - 1, 10);
+	return ks_mc_is_uint(s, pos, len, 10);
 }
 
 /*
  * One key at pos (after spaces) of a text command: checks it and records
  * where it is (s->key_pos, s->key_len) but neither counts nor samples it,
  * so a request that turns out malformed leaves no trace in the sketch.
- * Returns the position after the key or -reason-1.
+ * Returns the position of the space or '\n' after the key (its '\r', for
+ * a key that ends the line), or -reason-1.
  */
 __noinline int ks_mc_key_span(struct ks_scratch *s, __u32 pos)
 {
+	__u32 stop, len;
 	int at, e;
-	__u8 d;
 
 	if (!s)
 		return KS_NEG(KS_ERR_BAD_KEY);
@@ -209,19 +329,23 @@ __noinline int ks_mc_key_span(struct ks_scratch *s, __u32 pos)
 	if (at < 0)
 		return KS_NEG(KS_ERR_BAD_KEY);
 	if ((__u32)at >= s->end)
-		return KS_NEG(ks_short_reason(s));
-	e = ks_mc_key_end(s, at);
-	if (e < 0) {
-		/* no delimiter in 251 bytes that we have: the key is too long */
-		if ((__u32)at + KS_MAX_KEY_LEN + 1 <= s->end)
-			return KS_NEG(KS_ERR_KEY_TOO_LONG);
-		return KS_NEG(ks_short_reason(s));
+		return KS_SHORT;
+	/* 250 bytes, a '\r' and the '\n' */
+	stop = at + KS_MAX_KEY_LEN + 2;
+	e = ks_mc_scan(s, at, stop, KS_SCAN_TOKEN);
+	if (e < 0)
+		return stop <= s->end ? KS_NEG(KS_ERR_KEY_TOO_LONG) : KS_SHORT;
+	len = e - at;
+	if (KS_BYTE(s, e) == '\n' && len && KS_BYTE(s, e - 1) == '\r') {
+		len--;
+		e--;
 	}
-	d = KS_BYTE(s, e);
-	if (e == at || (d != ' ' && d != '\r' && d != '\n'))
+	if (len == 0)
 		return KS_NEG(KS_ERR_BAD_KEY);
+	if (len > KS_MAX_KEY_LEN)
+		return KS_NEG(KS_ERR_KEY_TOO_LONG);
 	s->key_pos = at;
-	s->key_len = e - at;
+	s->key_len = len;
 	return e;
 }
 
@@ -231,132 +355,212 @@ static __always_inline void ks_mc_take_key(struct ks_scratch *s, __u32 op)
 	ks_key_at(s, s->key_pos, s->key_len, op);
 }
 
-/*
- * The end of the request line that contains pos: the position after its
- * '\n'. A bare '\n' ends a line too, as in memcached.
- */
-static __always_inline int ks_mc_line_end(struct ks_scratch *s, __u32 pos)
+/* Go on at next, the start of the next request. */
+static __always_inline int ks_mc_goto(struct ks_scratch *s, __u32 next)
 {
-	int lf = ks_mc_scan(s, pos, s->plen, 1);
-
-	return lf < 0 ? KS_NEG(ks_short_reason(s)) : lf + 1;
+	s->state = KS_ST_COMMAND;
+	if (next == s->end)
+		return KS_STEP_DONE;
+	if (next > s->end) {
+		/* a data block past the window: the stream layer skips it
+		 * without reading it */
+		s->skip_to = next;
+		return KS_STEP_SKIP;
+	}
+	s->off = next;
+	return KS_STEP_MORE;
 }
 
 /* Count a finished request of len bytes and move to the next one. */
 static __always_inline int ks_mc_next_request(struct ks_scratch *s, __u32 op,
 					      __u32 keys, __u32 len)
 {
-	__u32 next = s->req_start + len;
-
 	ks_count_op(op, 1, keys, len);
-	s->state = KS_ST_COMMAND;
-	if (next >= s->plen)
-		return KS_STEP_DONE; /* the rest arrives in later segments */
-	if (next >= s->end)
-		return ks_fail(KS_ERR_WINDOW);
-	s->off = next;
-	return KS_STEP_MORE;
+	return ks_mc_goto(s, s->req_start + len);
 }
 
 /*
- * Storage commands: "<cmd> <key> <flags> <exptime> <bytes> [cas] [noreply]"
- * and "ms <key> <datalen> <flags>*" (skip = 0), each followed by a data
- * block and "\r\n" that we skip to reach the next pipelined request.
+ * memcached answers this line with an error and reads on after it: count
+ * the reason, not the op, and go on after the '\n' (memcached does not
+ * read a data block for a storage line it refused: what follows is parsed
+ * as the next command, by it and by us).
  */
-__noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op,
-			     __u32 skip)
+__noinline int ks_mc_refuse(struct ks_scratch *s, __u32 reason)
 {
-	int p, bytes, eol;
-	__u32 i, len, tail;
+	int lf;
 
 	if (!s)
-		return KS_STEP_DONE;
+		return KS_STEP_LOST;
+	ks_count_err(reason);
+	lf = ks_mc_scan(s, s->off > s->req_start ? s->off : s->req_start,
+			s->end, KS_SCAN_LF);
+	if (lf >= 0)
+		return ks_mc_goto(s, lf + 1);
+	/* the rest of the line arrives later: drop it as it comes */
+	s->state = KS_ST_LINE;
+	return ks_cut(s, s->end);
+}
+
+/* A helper's negative result: more bytes needed, or a refusal. */
+static __always_inline int ks_mc_stop(struct ks_scratch *s, int neg)
+{
+	if (neg == KS_SHORT)
+		return ks_cut(s, s->req_start);
+	return ks_mc_refuse(s, KS_REASON(neg));
+}
+
+/* KS_ST_LINE: the rest of a refused line, up to its '\n'. */
+static __always_inline int ks_mc_drop_line(struct ks_scratch *s)
+{
+	int lf = ks_mc_scan(s, s->off, s->end, KS_SCAN_LF);
+
+	if (lf < 0)
+		return ks_cut(s, s->end);
+	return ks_mc_goto(s, lf + 1);
+}
+
+/*
+ * Storage commands: "<cmd> <key> <flags> <exptime> <bytes> [noreply]",
+ * "cas <key> <flags> <exptime> <bytes> <cas> [noreply]" and "ms <key>
+ * <datalen> <flags>*", each followed by a data block and "\r\n" that we
+ * skip by its length to reach the next pipelined request.
+ */
+__noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op)
+{
+	__u32 len, tail, i, nt, want;
+	int p, bytes;
+
+	if (!s)
+		return KS_STEP_LOST;
 	p = ks_mc_key_span(s, pos);
 	if (p < 0)
-		return ks_fail(KS_REASON(p));
-	for (i = 0; i < 2; i++) {
-		if (i >= skip)
-			break;
-		p = ks_mc_skip_token(s, p);
-		if (p < 0)
-			return ks_fail(ks_short_reason(s));
+		return ks_mc_stop(s, p);
+	if (op != KS_OP_MS) {
+		/* flags and exptime, as memcached checks them */
+		for (i = 0; i < 2; i++) {
+			p = ks_mc_skip_sp(s, p);
+			if (p < 0 || (__u32)p >= s->end)
+				return ks_cut(s, s->req_start);
+			nt = ks_mc_scan(s, p, s->end, KS_SCAN_TOKEN);
+			if ((int)nt < 0)
+				return ks_cut(s, s->req_start);
+			if (ks_mc_at_eol(s, p) > 0 ||
+			    !(i ? ks_mc_is_int(s, p, nt - p) :
+				  ks_mc_is_uint(s, p, nt - p, 10)))
+				return ks_mc_refuse(s, KS_ERR_REFUSED);
+			p = nt;
+		}
 	}
 	bytes = ks_mc_number(s, p);
 	if (bytes < 0)
-		return ks_fail(KS_REASON(bytes));
-	eol = ks_mc_line_end(s, s->tok_end);
-	if (eol < 0)
-		return ks_fail(KS_REASON(eol));
-	len = eol - s->req_start + bytes + 2;
-	/* A data block must end in "\r\n"; check what we can see of it. */
+		return ks_mc_stop(s, bytes);
+	if (ks_mc_tokens(s, s->tok_end) < 0)
+		return ks_cut(s, s->req_start);
+	if (op != KS_OP_MS) {
+		/* cas wants its unique; anything may follow as "noreply" */
+		want = op == KS_OP_CAS;
+		nt = s->ntok;
+		if (nt < want || nt > want + 1 ||
+		    (want && !ks_mc_is_uint(s, s->tok_pos[0], s->tok_len[0], 20)))
+			return ks_mc_refuse(s, KS_ERR_REFUSED);
+	}
+	len = s->eol - s->req_start + bytes + 2;
+	/* A data block must end in "\r\n"; check what we can see of it.
+	 * memcached reads it all the same, so the stream stays in step. */
 	tail = s->req_start + len - 2;
 	if ((tail < s->end && KS_BYTE(s, tail) != '\r') ||
-	    (tail + 1 < s->end && KS_BYTE(s, tail + 1) != '\n'))
-		return ks_fail(KS_ERR_BAD_LENGTH);
+	    (tail + 1 < s->end && KS_BYTE(s, tail + 1) != '\n')) {
+		ks_count_err(KS_ERR_BAD_LENGTH);
+		return ks_mc_goto(s, s->req_start + len);
+	}
 	ks_mc_take_key(s, op);
 	return ks_mc_next_request(s, op, 1, len);
 }
 
-/* "<cmd> <key> [args...]\r\n": delete, incr, decr, touch, mg, md, ma, me. */
+/*
+ * "<cmd> <key> [args...]": delete, incr, decr, touch, mg, md, ma, me, with
+ * the arguments memcached accepts for each; anything else is refused.
+ */
 __noinline int ks_mc_one_key(struct ks_scratch *s, __u32 pos, __u32 op)
 {
-	int p, eol;
+	__u32 nt, a0, l0, a1, l1;
+	bool ok = true, z0, n0, n1;
+	int p;
 
 	if (!s)
-		return KS_STEP_DONE;
+		return KS_STEP_LOST;
 	p = ks_mc_key_span(s, pos);
 	if (p < 0)
-		return ks_fail(KS_REASON(p));
-	eol = ks_mc_line_end(s, p);
-	if (eol < 0)
-		return ks_fail(KS_REASON(eol));
+		return ks_mc_stop(s, p);
+	if (ks_mc_tokens(s, p) < 0)
+		return ks_cut(s, s->req_start);
+	nt = s->ntok;
+	a0 = s->tok_pos[0];
+	l0 = s->tok_len[0];
+	a1 = s->tok_pos[1];
+	l1 = s->tok_len[1];
+	switch (op) {
+	case KS_OP_DELETE:
+		/* "delete <key> [0] [noreply]" */
+		z0 = nt >= 1 && l0 == 1 && KS_BYTE(s, a0) == '0';
+		n0 = nt >= 1 && ks_mc_is_noreply(s, a0, l0);
+		n1 = nt >= 2 && ks_mc_is_noreply(s, a1, l1);
+		ok = nt == 0 || (nt == 1 && (z0 || n0)) || (nt == 2 && z0 && n1);
+		break;
+	case KS_OP_INCR:
+	case KS_OP_DECR:
+		ok = (nt == 1 || nt == 2) && ks_mc_is_uint(s, a0, l0, 20);
+		break;
+	case KS_OP_TOUCH:
+		ok = (nt == 1 || nt == 2) && ks_mc_is_int(s, a0, l0);
+		break;
+	}
+	if (!ok)
+		return ks_mc_refuse(s, KS_ERR_REFUSED);
 	ks_mc_take_key(s, op);
-	return ks_mc_next_request(s, op, 1, eol - s->req_start);
+	return ks_mc_next_request(s, op, 1, s->eol - s->req_start);
 }
 
 /* A command with no key (mn, stats, version, ...): to the end of line. */
 static __always_inline int ks_mc_no_key(struct ks_scratch *s, __u32 pos,
 					__u32 op)
 {
-	int eol = ks_mc_line_end(s, pos);
+	int lf = ks_mc_scan(s, pos, s->end, KS_SCAN_LF);
 
-	if (eol < 0)
-		return ks_fail(KS_REASON(eol));
-	return ks_mc_next_request(s, op, 0, eol - s->req_start);
+	if (lf < 0)
+		return ks_cut(s, s->req_start);
+	return ks_mc_next_request(s, op, 0, lf + 1 - s->req_start);
 }
 
 /* One step inside a get/gets/gat/gats key list: a key or the line end. */
 __noinline int ks_mc_key_list(struct ks_scratch *s)
 {
-	int at, p;
-	__u8 c;
+	int at, p, eol;
 
 	if (!s)
-		return KS_STEP_DONE;
+		return KS_STEP_LOST;
 	at = ks_mc_skip_sp(s, s->off);
 	if (at < 0)
 		return ks_fail(KS_ERR_BAD_KEY);
-	if ((__u32)at >= s->end)
-		return ks_fail(ks_short_reason(s));
-	c = KS_BYTE(s, at);
-	if (c == '\r' || c == '\n') {
-		if (s->nkeys == 0)
-			return ks_fail(KS_ERR_BAD_KEY);
-		if (c == '\r') {
-			if ((__u32)at + 1 >= s->end)
-				return ks_fail(ks_short_reason(s));
-			if (KS_BYTE(s, at + 1) != '\n')
-				return ks_fail(KS_ERR_BAD_KEY);
-			at++;
-		}
-		return ks_mc_next_request(s, s->op, s->nkeys,
-					  at + 1 - s->req_start);
+	eol = ks_mc_at_eol(s, at);
+	if (eol < 0)
+		return ks_cut(s, at);
+	if (eol > 0) {
+		if (s->nkeys == 0) /* "get" alone: ERROR */
+			return ks_mc_refuse(s, KS_ERR_BAD_KEY);
+		ks_count_op(s->op, 1, s->nkeys, s->acc + eol - s->req_start);
+		return ks_mc_goto(s, eol);
 	}
-	if (s->nkeys >= KS_MAX_KEYS_PER_REQ)
-		return ks_fail(KS_ERR_TOO_MANY_KEYS);
 	p = ks_mc_key_span(s, at);
-	if (p < 0)
-		return ks_fail(KS_REASON(p));
+	if (p == KS_SHORT)
+		return ks_cut(s, at);
+	if (p < 0) {
+		/* memcached stops at a bad key; those before it were served */
+		if (s->nkeys)
+			ks_count_op(s->op, 0, s->nkeys, 0);
+		s->nkeys = 0;
+		return ks_mc_refuse(s, KS_REASON(p));
+	}
 	/* Keys of a get are served as they arrive: take each at once. */
 	s->nkeys++;
 	ks_mc_take_key(s, s->op);
@@ -394,15 +598,19 @@ static __always_inline __u32 ks_bin_op(__u8 opcode)
 	}
 }
 
-/* Binary protocol request: 24-byte header, extras, key, value. */
+/*
+ * Binary protocol request: 24-byte header, extras, key, value. A header
+ * whose lengths lie makes memcached close the connection, so the stream
+ * is lost; a request it refuses has its body read and skipped, as here.
+ */
 __noinline int ks_mc_binary(struct ks_scratch *s, __u32 pos)
 {
 	__u32 keylen, extlen, bodylen, kpos, op;
 
 	if (!s)
-		return KS_STEP_DONE;
+		return KS_STEP_LOST;
 	if (pos + KS_BIN_HDR > s->end)
-		return ks_fail(ks_short_reason(s));
+		return ks_cut(s, pos);
 	op = ks_bin_op(KS_BYTE(s, pos + 1));
 	keylen = (__u32)KS_BYTE(s, pos + 2) << 8 | KS_BYTE(s, pos + 3);
 	extlen = KS_BYTE(s, pos + 4);
@@ -413,14 +621,17 @@ __noinline int ks_mc_binary(struct ks_scratch *s, __u32 pos)
 		return ks_fail(KS_ERR_BAD_LENGTH);
 	if (keylen > KS_MAX_KEY_LEN)
 		return ks_fail(KS_ERR_KEY_TOO_LONG);
-	if (!keylen)
+	if (!keylen) {
 		/* every classified opcode names a key; the rest have none */
-		return op == KS_OP_OTHER ?
-			ks_mc_next_request(s, op, 0, KS_BIN_HDR + bodylen) :
-			ks_fail(KS_ERR_BAD_KEY);
+		if (op == KS_OP_OTHER)
+			return ks_mc_next_request(s, op, 0,
+						  KS_BIN_HDR + bodylen);
+		ks_count_err(KS_ERR_BAD_KEY);
+		return ks_mc_goto(s, pos + KS_BIN_HDR + bodylen);
+	}
 	kpos = pos + KS_BIN_HDR + extlen;
 	if (kpos + keylen > s->end)
-		return ks_fail(ks_short_reason(s));
+		return ks_cut(s, pos);
 	ks_key_at(s, kpos, keylen, op);
 	return ks_mc_next_request(s, op, 1, KS_BIN_HDR + bodylen);
 }
@@ -548,11 +759,13 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	int p;
 
 	if (!s)
-		return KS_STEP_DONE;
+		return KS_STEP_LOST;
 	pos = s->off;
 	s->req_start = pos;
+	s->acc = 0;
 	if (KS_BYTE(s, pos) == 0x80) {
 		s->nreq++;
+		s->resync = 0;
 		return ks_mc_binary(s, pos);
 	}
 	w = ks_win_word(s, pos);
@@ -561,7 +774,7 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	/* a keyless word longer than 8 bytes was matched on its start: it
 	 * too must end in a space or the line end, or it is no command */
 	if (cmd.op == KS_OP_OTHER && !cmd.len) {
-		p = ks_mc_scan(s, pos, s->plen, 0);
+		p = ks_mc_scan(s, pos, s->end, KS_SCAN_DELIM);
 		if (p >= 0 && KS_BYTE(s, p) != ' ' && KS_BYTE(s, p) != '\r' &&
 		    KS_BYTE(s, p) != '\n')
 			cmd.op = KS_OP_MAX;
@@ -570,13 +783,16 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		/* A word cut by the end of what we have: a split request. */
 		if (avail < 8 && !(ks_mask_delim(w) &
 				   ((1ULL << (avail * 8)) - 1)))
-			return ks_fail(ks_short_reason(s));
-		/* A TCP segment may begin inside a value or a split line. */
-		if (s->nreq == 0 && s->proto == IPPROTO_TCP)
+			return ks_cut(s, pos);
+		/* Where the stream's position is a guess, a segment may begin
+		 * inside a value or a split line: pass it over. */
+		if (s->resync)
 			return ks_fail(KS_ERR_MIDSTREAM);
-		return ks_fail(KS_ERR_UNKNOWN_CMD);
+		/* memcached answers ERROR and reads the next line */
+		return ks_mc_refuse(s, KS_ERR_UNKNOWN_CMD);
 	}
 	s->nreq++;
+	s->resync = 0;
 	pos += cmd.len;
 
 	switch (cmd.op) {
@@ -585,7 +801,7 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		/* "gat <exptime> <key>*": the keys follow the exptime */
 		p = ks_mc_skip_token(s, pos);
 		if (p < 0)
-			return ks_fail(ks_short_reason(s));
+			return ks_cut(s, s->req_start);
 		pos = p;
 		/* fall through */
 	case KS_OP_GET:
@@ -601,9 +817,8 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	case KS_OP_APPEND:
 	case KS_OP_PREPEND:
 	case KS_OP_CAS:
-		return ks_mc_storage(s, pos, cmd.op, 2);
 	case KS_OP_MS:
-		return ks_mc_storage(s, pos, cmd.op, 0);
+		return ks_mc_storage(s, pos, cmd.op);
 	case KS_OP_MN:
 	case KS_OP_OTHER:
 		return ks_mc_no_key(s, pos, cmd.op);
@@ -612,33 +827,33 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	}
 }
 
-/* Parse every request in the window; returns requests recognised. */
+/*
+ * Parse the window from s->off in state s->state until it ends, a unit
+ * runs past it, or the step budget is spent; returns enum ks_step.
+ */
 __noinline int ks_mc_parse(struct ks_scratch *s)
 {
 	__u32 i;
 	int r;
 
 	if (!s)
-		return 0;
-	s->off = 0;
-	s->state = KS_ST_COMMAND;
-	s->nreq = 0;
+		return KS_STEP_LOST;
 	for (i = 0; i < KS_MAX_ITEMS; i++) {
+		if (s->off >= s->end)
+			return s->state == KS_ST_COMMAND ? KS_STEP_DONE :
+							   ks_cut(s, s->end);
 		if (s->state == KS_ST_KEYS)
 			r = ks_mc_key_list(s);
+		else if (s->state == KS_ST_LINE)
+			r = ks_mc_drop_line(s);
 		else
 			r = ks_mc_command(s);
 		/* a step samples at most one key: place it on the ring */
 		ks_ring_flush(s);
 		if (r != KS_STEP_MORE)
-			goto out;
+			return r;
 	}
-	ks_count_err(KS_ERR_ITEM_LIMIT);
-out:
-	/* a get cut short still had its keys served */
-	if (s->state == KS_ST_KEYS && s->nkeys)
-		ks_count_op(s->op, 0, s->nkeys, 0);
-	return s->nreq;
+	return KS_STEP_LIMIT;
 }
 
 #endif

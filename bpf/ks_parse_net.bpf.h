@@ -27,12 +27,18 @@ static __always_inline __u32 ks_frame_left(const struct ks_cursor *c)
 /* What the network layers tell the memcached parser. */
 struct ks_l4 {
 	__u32 payload_off; /* from the start of the frame */
-	__u32 payload_len; /* as the IP/UDP lengths say, never past the frame */
+	__u32 payload_len; /* as the IP/UDP lengths say */
+	__u32 avail;       /* payload bytes in this frame: less than
+			    * payload_len only in a first IP fragment */
+	__u32 seq;         /* TCP: sequence number, host order */
 	__u16 sport;       /* host order */
 	__u16 dport;
 	__u8 proto;
-	__u8 pad[3];
-	__u8 saddr[16];    /* IPv4 mapped as ::ffff:a.b.c.d */
+	__u8 tcp_flags;    /* TCP: FIN, SYN, RST, ... as in the header */
+	__u8 frag;         /* first fragment of a fragmented datagram */
+	__u8 pad;
+	__u64 saddr[2];    /* IPv4 mapped as ::ffff:a.b.c.d */
+	__u64 daddr[2];
 };
 
 #define KS_NEG(reason) (-(int)(reason) - 1)
@@ -82,16 +88,20 @@ static __always_inline int ks_parse_ipv4(struct ks_cursor *c, struct ks_l4 *l4,
 	    tot > ks_frame_left(c))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	/*
-	 * Later fragments carry no L4 header, and the first one's UDP length
-	 * covers bytes we cannot see: count both, parse neither.
+	 * Later fragments carry no L4 header: counted, not parsed. The first
+	 * one holds the request line (its key) of a UDP request too large
+	 * for one frame, so it is parsed as far as it goes.
 	 */
-	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+	if (ip->frag_off & bpf_htons(IP_OFFSET))
 		return KS_NEG(KS_ERR_FRAGMENT);
+	l4->frag = !!(ip->frag_off & bpf_htons(IP_MF));
 
-	__builtin_memset(l4->saddr, 0, 10);
-	l4->saddr[10] = 0xff;
-	l4->saddr[11] = 0xff;
-	__builtin_memcpy(&l4->saddr[12], &ip->saddr, 4);
+	/* ::ffff:a.b.c.d, written as words: little-endian hosts only, as
+	 * the verifier's unaligned loads elsewhere already assume */
+	l4->saddr[0] = 0;
+	l4->saddr[1] = 0xffff0000ULL | (__u64)ip->saddr << 32;
+	l4->daddr[0] = 0;
+	l4->daddr[1] = 0xffff0000ULL | (__u64)ip->daddr << 32;
 	*l3_left = tot - ihl;
 	c->pos += ihl;
 	return ip->protocol;
@@ -113,6 +123,7 @@ static __always_inline int ks_parse_ipv6(struct ks_cursor *c, struct ks_l4 *l4,
 	if (ip6->version != 6 || sizeof(*ip6) + left > ks_frame_left(c))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	__builtin_memcpy(l4->saddr, &ip6->saddr, 16);
+	__builtin_memcpy(l4->daddr, &ip6->daddr, 16);
 	next = ip6->nexthdr;
 	c->pos = ip6 + 1;
 
@@ -131,10 +142,13 @@ static __always_inline int ks_parse_ipv6(struct ks_cursor *c, struct ks_l4 *l4,
 			fh = c->pos;
 			if ((void *)(fh + 1) > c->end)
 				return KS_NEG(KS_ERR_TRUNC_IP6_EXT);
-			/* offset or more-fragments set; an atomic
-			 * fragment (RFC 6946) is parsed through */
-			if (fh->frag_off & bpf_htons(0xFFF9))
+			/* a later fragment has no L4 header; the first
+			 * (offset 0, more-fragments set) is parsed as
+			 * far as it goes, an atomic one (RFC 6946) whole */
+			if (fh->frag_off & bpf_htons(0xFFF8))
 				return KS_NEG(KS_ERR_FRAGMENT);
+			if (fh->frag_off & bpf_htons(1))
+				l4->frag = 1;
 			eh = c->pos;
 			hlen = sizeof(*fh);
 			break;
@@ -180,26 +194,34 @@ static __always_inline int ks_parse_tcp(struct ks_cursor *c, struct ks_l4 *l4,
 	doff = th->doff * 4;
 	if (doff < sizeof(*th) || doff > l3_left)
 		return KS_NEG(KS_ERR_BAD_TCP_DOFF);
+	/* a fragmented TCP segment is rare enough to lose: its flow sees a
+	 * gap and resynchronises */
+	if (l4->frag)
+		return KS_NEG(KS_ERR_FRAGMENT);
 	l4->payload_len = l3_left - doff;
+	l4->avail = l4->payload_len;
+	l4->seq = bpf_ntohl(th->seq);
+	l4->tcp_flags = ((__u8 *)th)[13];
 	c->pos += doff;
 	return 0;
 }
 
 /*
- * On a watched UDP port: a request's first datagram has
- * sequence number 0; later ones continue a value and are not parsed.
+ * On a watched UDP port: memcached serves a datagram whose frame header
+ * says the request is one datagram (total 1), and refuses the rest
+ * ("multi-packet request not supported"), whatever their sequence number.
  */
 static __always_inline int ks_parse_mc_udp_frame(struct ks_cursor *c,
 						 struct ks_l4 *l4)
 {
 	__be16 *frame = c->pos;
 
-	if (l4->payload_len < KS_MC_UDP_HDR ||
-	    c->pos + KS_MC_UDP_HDR > c->end)
+	if (l4->avail < KS_MC_UDP_HDR || c->pos + KS_MC_UDP_HDR > c->end)
 		return KS_NEG(KS_ERR_UDP_FRAME);
-	if (frame[1] != 0)
-		return KS_NEG(KS_ERR_UDP_NOT_FIRST);
+	if (frame[2] != bpf_htons(1))
+		return KS_NEG(KS_ERR_UDP_MULTI);
 	l4->payload_len -= KS_MC_UDP_HDR;
+	l4->avail -= KS_MC_UDP_HDR;
 	c->pos += KS_MC_UDP_HDR;
 	return 0;
 }
@@ -219,9 +241,11 @@ static __always_inline int ks_parse_udp(struct ks_cursor *c, struct ks_l4 *l4,
 	if (!ks_port_watched(cfg, l4->dport))
 		return KS_NEG(KS_ERR_NOT_MEMCACHED);
 	ulen = bpf_ntohs(uh->len);
-	if (ulen < sizeof(*uh) || ulen > l3_left)
+	/* a first fragment has only part of the datagram its length counts */
+	if (ulen < sizeof(*uh) || (ulen > l3_left && !l4->frag))
 		return KS_NEG(KS_ERR_BAD_LENGTH);
 	l4->payload_len = ulen - sizeof(*uh);
+	l4->avail = (ulen < l3_left ? ulen : l3_left) - sizeof(*uh);
 	c->pos = uh + 1;
 	return ks_parse_mc_udp_frame(c, l4);
 }

@@ -21,15 +21,20 @@
  */
 #define KS_WIN_SLACK (KS_KEY_BUF + 8)
 
-enum ks_parse_state {
-	KS_ST_COMMAND = 0, /* at the start of a request */
-	KS_ST_KEYS,        /* inside a get/gets/gat/gats key list */
-};
+/* The parser's states are the stream's (enum ks_flow_mode), so a flow
+ * entry saves and restores them as they are. */
+#define KS_ST_COMMAND KS_FM_COMMAND
+#define KS_ST_KEYS    KS_FM_KEYS
+#define KS_ST_LINE    KS_FM_LINE
 
 /* Step results of the parse loop. */
 enum ks_step {
 	KS_STEP_MORE = 0,
-	KS_STEP_DONE,
+	KS_STEP_DONE,  /* the window ends at a request boundary */
+	KS_STEP_CUT,   /* the unit from s->cut on needs bytes past the window */
+	KS_STEP_SKIP,  /* a data block runs on to s->skip_to, past the window */
+	KS_STEP_LIMIT, /* the step budget ran out at s->off: go on from there */
+	KS_STEP_LOST,  /* counted as an error; where the stream is, unknown */
 };
 
 struct ks_scratch {
@@ -40,7 +45,10 @@ struct ks_scratch {
 	 * that inside the struct.
 	 */
 	__u64 key[KS_KEY_WORDS]; /* sampled key, word aligned for the hash */
-	__u8 win[KS_WIN + KS_WIN_SLACK];
+	/* a window holds at most KS_WIN bytes, cut ones first; the extra
+	 * KS_CARRY lets the verifier see a load after them stay inside */
+	__u8 win[KS_WIN + KS_CARRY + KS_WIN_SLACK];
+	struct ks_carry ctmp;    /* cut bytes on their way to ks_carry */
 	__u32 md5_x[16];         /* MD5 block of the ring's key hash */
 	__u32 md5_st[4];
 	__u64 ring_hash; /* a sampled key waiting for ks_ring_place() */
@@ -54,12 +62,26 @@ struct ks_scratch {
 	__u32 end;       /* valid bytes in win */
 	__u32 plen;      /* payload bytes in the packet; may exceed end */
 	__u32 off;       /* parse position in win */
-	__u32 state;     /* enum ks_parse_state */
+	__u32 state;     /* KS_ST_* (enum ks_flow_mode) */
 	__u32 op;        /* op of the multi-key request being parsed */
 	__u32 req_start; /* where that request began */
 	__u32 nkeys;     /* keys seen in it so far */
+	__u32 acc;       /* its bytes in earlier windows or segments */
+	__u32 cut;       /* KS_STEP_CUT: first byte of the unfinished unit */
+	__u32 skip_to;   /* KS_STEP_SKIP: where the next request begins */
+	__u32 resync;    /* the window's start is a guess: it must begin
+			  * with a request, or it is midstream */
+	__u32 seg_start; /* ks_flow_segment(): first payload byte to parse */
+	__u32 seg_limit; /* ... and the byte after the last */
+	__u32 seg_save;  /* ... whether the flow's state moves on with it */
+	__u32 flow_bucket; /* ... and where the flow is in ks_flows */
+	__u32 flow_way;
 	__u32 nreq;      /* requests recognised in this packet */
 	__u32 tok_end;   /* second result of ks_mc_number() */
+	__u32 ntok;      /* ks_mc_tokens(): tokens before the line end */
+	__u32 tok_pos[2]; /* ... where the first two begin */
+	__u32 tok_len[2];
+	__u32 eol;       /* ... the byte after the line's '\n' */
 	__u32 key_pos;   /* last key found by ks_mc_key_span() */
 	__u32 key_len;
 	/* copied from ks_config once per packet */

@@ -26,6 +26,8 @@ const char *const ks_reason_names[] = {
 	[KS_ERR_TOO_MANY_KEYS] = "too_many_keys",
 	[KS_ERR_ITEM_LIMIT] = "item_limit",
 	[KS_ERR_WINDOW] = "window",
+	[KS_ERR_REFUSED] = "refused",
+	[KS_ERR_UDP_MULTI] = "udp_multi",
 };
 const size_t ks_reason_names_n = ARRAY_LEN(ks_reason_names);
 _Static_assert(ARRAY_LEN(ks_reason_names) == KS_ERR_MAX,
@@ -81,6 +83,18 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_HOT_WRITE] = "hot_write",
 	[KS_PKT_STEERED] = "steered",
 	[KS_PKT_STEER_NO_ROUTE] = "steer_no_route",
+	[KS_PKT_FLOW_NEW] = "flow_new",
+	[KS_PKT_FLOW_END] = "flow_end",
+	[KS_PKT_FLOW_CONT] = "flow_cont",
+	[KS_PKT_FLOW_DUP] = "flow_dup",
+	[KS_PKT_FLOW_OVERLAP] = "flow_overlap",
+	[KS_PKT_FLOW_FILL] = "flow_fill",
+	[KS_PKT_RESYNC_GAP] = "resync_gap",
+	[KS_PKT_RESYNC_UNKNOWN] = "resync_unknown",
+	[KS_PKT_RESYNC_CARRY] = "resync_carry",
+	[KS_PKT_RESYNC_LOST] = "resync_lost",
+	[KS_PKT_HOT_DISARM] = "hot_disarm",
+	[KS_PKT_UDP_FRAG] = "udp_frag",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,
