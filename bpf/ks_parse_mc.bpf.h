@@ -19,6 +19,10 @@
 /* Little-endian constants for matching command words in a loaded word. */
 #define KS_S2(a, b) ((__u64)(a) | (__u64)(b) << 8)
 #define KS_S4(a, b, c, d) (KS_S2(a, b) | KS_S2(c, d) << 16)
+#define KS_W3(a, b, c) (KS_S2(a, b) | (__u64)(c) << 16)
+#define KS_W5(a, b, c, d, e) (KS_S4(a, b, c, d) | (__u64)(e) << 32)
+#define KS_W6(a, b, c, d, e, f) (KS_W5(a, b, c, d, e) | (__u64)(f) << 40)
+#define KS_W7(a, b, c, d, e, f, g) (KS_W6(a, b, c, d, e, f) | (__u64)(g) << 48)
 
 #define KS_ONES  0x0101010101010101ULL
 #define KS_HIGHS 0x8080808080808080ULL
@@ -284,13 +288,13 @@ static __always_inline bool ks_mc_is_noreply(struct ks_scratch *s, __u32 pos,
 }
 
 /* Is the token all digits (at most max of them), as safe_strtoul wants? */
-static __always_inline bool ks_mc_is_uint(struct ks_scratch *s, __u32 pos,
-					  __u32 len, __u32 max)
+__noinline int ks_mc_is_uint(struct ks_scratch *s, __u32 pos, __u32 len,
+			     __u32 max)
 {
 	__u32 i;
 	__u8 c;
 
-	if (len == 0 || len > max)
+	if (!s || len == 0 || len > max)
 		return false;
 	for (i = 0; i < 20; i++) {
 		if (i >= len)
@@ -521,12 +525,70 @@ __noinline int ks_mc_one_key(struct ks_scratch *s, __u32 pos, __u32 op)
 	return ks_mc_next_request(s, op, 1, s->eol - s->req_start);
 }
 
-/* A command with no key (mn, stats, version, ...): to the end of line. */
-static __always_inline int ks_mc_no_key(struct ks_scratch *s, __u32 pos,
-					__u32 op)
+/* Low n (<= 8) bytes of the word at pos. */
+static __always_inline __u64 ks_mc_word_at(struct ks_scratch *s, __u32 pos,
+					   __u32 n)
 {
-	int lf = ks_mc_scan(s, pos, s->end, KS_SCAN_LF);
+	__u64 w = ks_win_word(s, pos);
 
+	return n >= 8 ? w : w & ((1ULL << (n * 8)) - 1);
+}
+
+/*
+ * "stats" takes no argument or one of its subcommands; anything else is
+ * answered ERROR. Subcommands longer than a word are told by their first
+ * eight bytes and their length.
+ */
+static __always_inline bool ks_mc_stats_ok(struct ks_scratch *s)
+{
+	__u32 len = s->tok_len[0];
+	__u64 w;
+
+	if (s->ntok == 0)
+		return true;
+	w = ks_mc_word_at(s, s->tok_pos[0], len);
+	switch (len) {
+	case 5:
+		return w == KS_W5('r', 'e', 's', 'e', 't') ||
+		       w == KS_W5('c', 'o', 'n', 'n', 's') ||
+		       w == KS_W5('i', 't', 'e', 'm', 's') ||
+		       w == KS_W5('s', 'l', 'a', 'b', 's') ||
+		       w == KS_W5('s', 'i', 'z', 'e', 's');
+	case 6:
+		return w == KS_W6('d', 'e', 't', 'a', 'i', 'l');
+	case 8:
+		return w == (KS_W7('s', 'e', 't', 't', 'i', 'n', 'g') |
+			     (__u64)'s' << 56) ||
+		       w == (KS_W7('e', 'x', 't', 's', 't', 'o', 'r') |
+			     (__u64)'e' << 56);
+	case 9: /* cachedump */
+		return w == (KS_W7('c', 'a', 'c', 'h', 'e', 'd', 'u') |
+			     (__u64)'m' << 56);
+	case 12: /* sizes_enable */
+	case 13: /* sizes_disable */
+		return (w & 0xffffffffffffULL) ==
+		       (KS_W5('s', 'i', 'z', 'e', 's') | (__u64)'_' << 40);
+	}
+	return false;
+}
+
+/*
+ * A command with no key (mn, stats, version, ...): to the end of line.
+ * is_stats: the word was "stats", whose argument memcached checks.
+ */
+static __always_inline int ks_mc_no_key(struct ks_scratch *s, __u32 pos,
+					__u32 op, bool is_stats)
+{
+	int lf;
+
+	if (is_stats) {
+		if (ks_mc_tokens(s, pos) < 0)
+			return ks_cut(s, s->req_start);
+		if (!ks_mc_stats_ok(s))
+			return ks_mc_refuse(s, KS_ERR_REFUSED);
+		return ks_mc_next_request(s, op, 0, s->eol - s->req_start);
+	}
+	lf = ks_mc_scan(s, pos, s->end, KS_SCAN_LF);
 	if (lf < 0)
 		return ks_cut(s, s->req_start);
 	return ks_mc_next_request(s, op, 0, lf + 1 - s->req_start);
@@ -546,7 +608,8 @@ __noinline int ks_mc_key_list(struct ks_scratch *s)
 	if (eol < 0)
 		return ks_cut(s, at);
 	if (eol > 0) {
-		if (s->nkeys == 0) /* "get" alone: ERROR */
+		/* "get" alone is answered ERROR, "gat 10" alone END */
+		if (s->nkeys == 0 && s->op != KS_OP_GAT && s->op != KS_OP_GATS)
 			return ks_mc_refuse(s, KS_ERR_BAD_KEY);
 		ks_count_op(s->op, 1, s->nkeys, s->acc + eol - s->req_start);
 		return ks_mc_goto(s, eol);
@@ -642,10 +705,6 @@ struct ks_cmd {
 	__u32 len; /* bytes of the word; the key parse skips the spaces */
 };
 
-#define KS_W3(a, b, c) (KS_S2(a, b) | (__u64)(c) << 16)
-#define KS_W5(a, b, c, d, e) (KS_S4(a, b, c, d) | (__u64)(e) << 32)
-#define KS_W6(a, b, c, d, e, f) (KS_W5(a, b, c, d, e) | (__u64)(f) << 40)
-#define KS_W7(a, b, c, d, e, f, g) (KS_W6(a, b, c, d, e, f) | (__u64)(g) << 48)
 
 /*
  * w holds the first 8 bytes of the request; n is the length of its first
@@ -821,7 +880,9 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		return ks_mc_storage(s, pos, cmd.op);
 	case KS_OP_MN:
 	case KS_OP_OTHER:
-		return ks_mc_no_key(s, pos, cmd.op);
+		return ks_mc_no_key(s, pos, cmd.op,
+				    cmd.len == 5 && (w & 0xffffffffffULL) ==
+				    KS_W5('s', 't', 'a', 't', 's'));
 	default:
 		return ks_mc_one_key(s, pos, cmd.op);
 	}
