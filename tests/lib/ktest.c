@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <string.h>
 #include "ktest.h"
@@ -6,14 +7,38 @@
 struct ktest kt_cur;
 int kt_pass, kt_fail, kt_skip;
 
+static char *const *kt_globs;
+static int kt_nglobs;
+
+void kt_set_filter(char *const *globs, int n)
+{
+	kt_globs = globs;
+	kt_nglobs = n;
+}
+
+int kt_selected(const char *name)
+{
+	int i;
+
+	if (!kt_nglobs)
+		return 1;
+	for (i = 0; i < kt_nglobs; i++)
+		if (!fnmatch(kt_globs[i], name, 0))
+			return 1;
+	return 0;
+}
+
 void kt_begin(const char *name)
 {
 	memset(&kt_cur, 0, sizeof(kt_cur));
 	kt_cur.name = name;
+	kt_cur.hidden = !kt_selected(name);
 }
 
 void kt_end(void)
 {
+	if (kt_cur.hidden)
+		return;
 	if (kt_cur.failed) {
 		printf("FAIL %s: %s\n", kt_cur.name, kt_cur.why);
 		kt_fail++;

@@ -14,6 +14,7 @@ struct ktest {
 	const char *name;
 	int failed;   /* checks failed in the current test */
 	int skipped;  /* current test asked to be skipped */
+	int hidden;   /* not selected by kt_set_filter: runs, not reported */
 	char why[512];
 };
 
@@ -25,6 +26,14 @@ void kt_end(void);
 void kt_failf(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void kt_skipf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Only tests whose name matches one of the n shell globs (fnmatch) are
+ * reported and counted; the others still run but print nothing. n 0:
+ * every test. The globs must outlive the run.
+ */
+void kt_set_filter(char *const *globs, int n);
+/* True if a test called name would be reported (to skip costly work). */
+int kt_selected(const char *name);
 /* Prints the tier's summary; returns the process exit status. */
 int kt_summary(const char *tier);
 

@@ -57,15 +57,18 @@ void pkt_opts_default(struct pkt_opts *o, int ipv6, __u8 proto)
 	static const __u8 v4s[4] = { 198, 18, 0, 1 }, v4d[4] = { 198, 18, 0, 2 };
 	static const __u8 v6s[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
 	static const __u8 v6d[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+	static unsigned int lone; /* TCP source ports handed out so far */
 
 	memset(o, 0, sizeof(*o));
 	o->ipv6 = ipv6;
 	memcpy(o->saddr, ipv6 ? v6s : v4s, ipv6 ? 16 : 4);
 	memcpy(o->daddr, ipv6 ? v6d : v4d, ipv6 ? 16 : 4);
 	o->proto = proto;
-	o->tcp_flags = 0x18; /* PSH | ACK: a segment that carries data */
+	o->tcp_flags = PKT_TCP_PSH | PKT_TCP_ACK; /* a segment with data */
 	o->tcp_seq = 1000;
 	o->sport = 40000;
+	if (proto == IPPROTO_TCP)
+		o->sport = (__u16)(PKT_LONE_PORT_BASE + lone++ % PKT_LONE_PORTS);
 	o->dport = 11211;
 	o->udp_frame = proto == IPPROTO_UDP;
 	o->mc.req_id = 7;
@@ -371,6 +374,35 @@ void pkt_set_tcp_doff(struct pkt *p, __u8 doff)
 	__u8 *t = p->b + p->l4;
 
 	t[12] = (__u8)((doff & 0xf) << 4);
+}
+
+void pkt_set_tcp_seq(struct pkt *p, __u32 seq)
+{
+	put32(p->b + p->l4 + 4, seq);
+	pkt_fix_csums(p);
+}
+
+void pkt_set_tcp_flags(struct pkt *p, __u8 flags)
+{
+	p->b[p->l4 + 13] = flags;
+	pkt_fix_csums(p);
+}
+
+__u32 pkt_tcp_seq(const struct pkt *p)
+{
+	const __u8 *t = p->b + p->l4;
+
+	return (__u32)get16(t + 4) << 16 | get16(t + 6);
+}
+
+__u8 pkt_tcp_flags(const struct pkt *p)
+{
+	return p->b[p->l4 + 13];
+}
+
+__u16 pkt_sport(const struct pkt *p)
+{
+	return get16(p->b + p->l4);
 }
 
 void pkt_set_udp_len(struct pkt *p, __u16 len)

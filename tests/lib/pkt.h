@@ -29,6 +29,13 @@
 #define PKT_IP6_FRAG 44
 #define PKT_IP6_DST  60
 
+/* TCP flag bits (byte 13 of the header). */
+#define PKT_TCP_FIN 0x01
+#define PKT_TCP_SYN 0x02
+#define PKT_TCP_RST 0x04
+#define PKT_TCP_PSH 0x08
+#define PKT_TCP_ACK 0x10
+
 /* IPv4 frag_off field bits (host order before the builder swaps). */
 #define PKT_IP4_DF 0x4000
 #define PKT_IP4_MF 0x2000
@@ -84,8 +91,14 @@ struct pkt {
 	__u32 l4_hdr;         /* TCP/UDP header bytes (incl. TCP options) */
 };
 
-/* IPv4 TCP from 198.18.0.1:40000 to 198.18.0.2:11211 (or IPv6 2001:db8::1 ->
- * 2001:db8::2); proto IPPROTO_UDP turns on the memcached frame header. */
+/* IPv4 from 198.18.0.1 to 198.18.0.2:11211 (or IPv6 2001:db8::1 ->
+ * 2001:db8::2); proto IPPROTO_UDP turns on the memcached frame header.
+ * UDP comes from port 40000; TCP from a port of its own on every call
+ * (PKT_LONE_PORT_BASE + a counter, cycling over PKT_LONE_PORTS), so each
+ * lone segment is a flow of its own to a datapath that follows streams.
+ * Set o->sport afterwards to choose the flow. */
+#define PKT_LONE_PORT_BASE 61000
+#define PKT_LONE_PORTS     4500
 void pkt_opts_default(struct pkt_opts *o, int ipv6, __u8 proto);
 
 /* Builds o + payload into p; returns 0, or -1 if it does not fit. */
@@ -111,6 +124,15 @@ void pkt_set_ip4_ihl(struct pkt *p, __u8 ihl);
 void pkt_set_ip6_plen(struct pkt *p, __u16 plen);
 void pkt_set_tcp_doff(struct pkt *p, __u8 doff);
 void pkt_set_udp_len(struct pkt *p, __u16 len);
+
+/* Rewrite a built TCP segment's sequence number or flags; the TCP
+ * checksum is recomputed. */
+void pkt_set_tcp_seq(struct pkt *p, __u32 seq);
+void pkt_set_tcp_flags(struct pkt *p, __u8 flags);
+/* The sequence number, flags and source port of a built TCP segment. */
+__u32 pkt_tcp_seq(const struct pkt *p);
+__u8 pkt_tcp_flags(const struct pkt *p);
+__u16 pkt_sport(const struct pkt *p);
 
 /* Recompute the IPv4 header checksum and the TCP/UDP checksum. */
 void pkt_fix_csums(struct pkt *p);

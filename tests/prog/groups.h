@@ -8,6 +8,7 @@ void t_encap_group(void);     /* t_encap.c: L2/L3/L4 encapsulations */
 void t_text_group(void);      /* t_text.c: text and meta commands */
 void t_binary_group(void);    /* t_binary.c: binary protocol */
 void t_pipeline_group(void);  /* t_pipeline.c: pipelining, big requests */
+void t_stream_group(void);    /* t_stream.c: TCP streams across segments */
 void t_ports_group(void);     /* t_ports.c: watched ports */
 void t_sampling_group(void);  /* t_sampling.c: sampling, epochs, cands */
 void t_malformed_group(void); /* t_malformed.c: truncation, lies, garbage */

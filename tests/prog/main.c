@@ -2,17 +2,88 @@
 /*
  * Program tests: the real keysteer BPF object under BPF_PROG_TEST_RUN.
  * Needs root (loading BPF); without it every group is one SKIP line.
+ *
+ *   prog_test [-l] [-g GROUP]... [TEST-GLOB]...
+ *
+ * -g runs only the named groups (repeatable; default all, in order);
+ * TEST-GLOB reports only the tests whose name matches one of the shell
+ * globs (the rest of their group still runs, silently); -l lists groups.
+ * Example: prog_test -g stream 'stream_text_*'
  */
+#include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "kp.h"
 #include "groups.h"
 
-int main(void)
+static const struct group {
+	const char *name;
+	void (*run)(void);
+} groups[] = {
+	{ "setup", t_setup_group },
+	{ "encap", t_encap_group },
+	{ "text", t_text_group },
+	{ "binary", t_binary_group },
+	{ "pipeline", t_pipeline_group },
+	{ "stream", t_stream_group },
+	{ "ports", t_ports_group },
+	{ "sampling", t_sampling_group },
+	{ "fastpath", t_fastpath_group },
+	{ "malformed", t_malformed_group },
+	{ "trace", t_trace_group },
+	{ "ring", t_ring_group },
+	{ "ring_swap", t_ring_swap_group },
+	{ "fuzz_found", t_fuzz_found_group },
+	{ "hot", t_hot_group },
+	/* moves this process into a network namespace of its own: last */
+	{ "steer", t_steer_group },
+};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+static void usage(FILE *f)
 {
-	int err;
+	size_t i;
+
+	fprintf(f, "usage: prog_test [-l] [-g GROUP]... [TEST-GLOB]...\ngroups:");
+	for (i = 0; i < NGROUPS; i++)
+		fprintf(f, " %s", groups[i].name);
+	fprintf(f, "\n");
+}
+
+int main(int argc, char **argv)
+{
+	bool want[NGROUPS] = { false }, any = false;
+	size_t i;
+	int err, c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((c = getopt(argc, argv, "g:lh")) != -1) {
+		switch (c) {
+		case 'g':
+			for (i = 0; i < NGROUPS; i++)
+				if (!strcmp(optarg, groups[i].name))
+					break;
+			if (i == NGROUPS) {
+				fprintf(stderr, "prog_test: no group '%s'\n",
+					optarg);
+				usage(stderr);
+				return 2;
+			}
+			want[i] = any = true;
+			break;
+		case 'l':
+			for (i = 0; i < NGROUPS; i++)
+				printf("%s\n", groups[i].name);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
 	if (geteuid() != 0) {
 		kt_begin("prog_tests");
 		kt_skipf("needs root to load BPF programs");
@@ -28,22 +99,10 @@ int main(void)
 		kp_teardown();
 		return kt_summary("prog");
 	}
-	t_setup_group();
-	t_encap_group();
-	t_text_group();
-	t_binary_group();
-	t_pipeline_group();
-	t_ports_group();
-	t_sampling_group();
-	t_fastpath_group();
-	t_malformed_group();
-	t_trace_group();
-	t_ring_group();
-	t_ring_swap_group();
-	t_fuzz_found_group();
-	t_hot_group();
-	/* moves this process into a network namespace of its own */
-	t_steer_group();
+	kt_set_filter(argv + optind, argc - optind);
+	for (i = 0; i < NGROUPS; i++)
+		if (!any || want[i])
+			groups[i].run();
 	kp_teardown();
 	return kt_summary("prog");
 }
