@@ -100,11 +100,11 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 			       .frame_len = frame_len & 0xfffff };
 	struct ks_l4 l4 = {};
 	struct ks_pkt_counters *pc;
-	struct ks_flow *f = NULL;
 	struct ks_config *cfg;
 	struct ks_scratch *s;
 	enum ks_fast fast = KS_FAST_NO;
 	__u32 zero = 0;
+	bool stream;
 	long err;
 
 	pc = ks_pkt_counters();
@@ -131,25 +131,24 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	s->seg_start = 0;
 	s->seg_limit = l4.avail;
 	s->seg_save = 0;
+	s->seg_flow = 0;
+	s->seg_fast = 1;
 
-	if (l4.proto == IPPROTO_TCP && !(cfg->flags & KS_CFG_NO_STREAM)) {
-		/* SYN, FIN and RST matter even without a payload */
-		f = ks_flow_at(s, ks_flow_segment(s, &l4));
-		if (!f && !l4.payload_len)
-			return 0;
-	} else if (l4.payload_len == 0) {
+	stream = l4.proto == IPPROTO_TCP && !(cfg->flags & KS_CFG_NO_STREAM);
+	/* SYN, FIN and RST matter even without a payload; what comes of it
+	 * is in s->seg_*, so no flow pointer splits the paths below */
+	if (stream && ks_flow_segment(s, &l4) < 0 && !l4.payload_len)
+		return 0;
+	if (!l4.payload_len)
 		return 0; /* an empty datagram or a pure ACK */
-	}
 	pc->n[KS_PKT_MEMCACHED]++;
 	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
-	if (l4.proto == IPPROTO_TCP && !f && !(cfg->flags & KS_CFG_NO_STREAM))
+	if (stream && !s->seg_flow)
 		return 0; /* a retransmission: parsed when it first came */
 	if (l4.frag)
 		ks_count_pkt(KS_PKT_UDP_FRAG);
 
-	/* the fast path reads the packet from its first byte, as a request */
-	if (!l4.frag && (!f || (f->mode == KS_FM_COMMAND && !f->carry &&
-				s->seg_save && !s->seg_start)))
+	if (!l4.frag && s->seg_fast)
 		fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
 	if (fast != KS_FAST_DONE || s->hot) {
 		/* only a sample, the hot table or the general parser
@@ -163,11 +162,11 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	if (fast == KS_FAST_NO) {
 		s->plen = l4.payload_len;
 		if (is_xdp)
-			ks_stream_xdp(ctx, s, f, &l4);
+			ks_stream_xdp(ctx, s, &l4);
 		else
-			ks_stream_tc(ctx, s, f, &l4);
-	} else if (f && (l4.tcp_flags & KS_TCP_FIN)) {
-		ks_flow_release(f);
+			ks_stream_tc(ctx, s, &l4);
+	} else if (s->seg_flow && (l4.tcp_flags & KS_TCP_FIN)) {
+		ks_flow_fin(s);
 	}
 	if (!s->steer_slot)
 		return 0;

@@ -29,7 +29,7 @@
 #define KS_WIN_MASK         (KS_WIN - 1)
 #define KS_MAX_ITEMS        256  /* commands + keys handled per packet */
 #define KS_MAX_KEYS_PER_REQ 200  /* keys in one get before TOO_MANY_KEYS */
-#define KS_MAX_DIGITS       10   /* a <bytes> field longer than this lies */
+#define KS_MAX_DIGITS       19   /* digits of a 64-bit long, as strtol reads */
 #define KS_MC_UDP_HDR       8    /* memcached UDP frame header */
 #define KS_BIN_HDR          24   /* binary protocol request header */
 

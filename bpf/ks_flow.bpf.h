@@ -106,6 +106,9 @@ static __always_inline void ks_flow_drop_carry(struct ks_flow *f)
 
 static __always_inline void ks_flow_release(struct ks_flow *f)
 {
+	/* a request the stream ended inside of is never served */
+	if (f->carry || f->mode == KS_FM_KEYS)
+		ks_count_err(KS_ERR_TRUNC_REQ);
 	ks_flow_flush_keys(f);
 	ks_flow_drop_carry(f);
 	f->id = 0;
@@ -201,6 +204,7 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 	f->stamp = (__u16)s->seq;
 	s->seg_start = 0;
 	s->seg_save = 1;
+	s->seg_flow = 1;
 	if (!plen)
 		goto no_data;
 
@@ -241,23 +245,38 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 	}
 	s->seg_limit = plen;
 	f->next_seq = seq + plen;
+	/* the fast path reads a segment from its first byte, as a request */
+	s->seg_fast = f->mode == KS_FM_COMMAND && !f->carry && !s->seg_start;
 	return s->flow_way;
 no_data:
+	s->seg_flow = 0;
 	if (flags & KS_TCP_FIN)
 		ks_flow_release(f);
 	return -1;
 }
 
-/* The flow ks_flow_segment() chose. */
-static __always_inline struct ks_flow *ks_flow_at(struct ks_scratch *s,
-						  int way)
+/* The flow ks_flow_segment() chose, or NULL. */
+static __always_inline struct ks_flow *ks_flow_at(struct ks_scratch *s)
 {
 	struct ks_flow_bucket *bk;
 
-	if (way < 0)
+	if (!s->seg_flow)
 		return NULL;
 	bk = bpf_map_lookup_elem(&ks_flows, &s->flow_bucket);
-	return bk ? &bk->way[way & (KS_FLOW_WAYS - 1)] : NULL;
+	return bk ? &bk->way[s->flow_way & (KS_FLOW_WAYS - 1)] : NULL;
+}
+
+/* A FIN whose payload the fast path counted: the flow is done. */
+__noinline int ks_flow_fin(struct ks_scratch *s)
+{
+	struct ks_flow *f;
+
+	if (!s)
+		return 0;
+	f = ks_flow_at(s);
+	if (f)
+		ks_flow_release(f);
+	return 0;
 }
 
 #endif

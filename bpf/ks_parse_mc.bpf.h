@@ -189,6 +189,7 @@ static __always_inline int ks_mc_at_eol(struct ks_scratch *s, __u32 pos)
 __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 {
 	__u64 v = 0;
+	__s32 v32;
 	__u32 i, p;
 	__u8 c;
 	int at;
@@ -210,9 +211,17 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 			    (c != ' ' && c != 0 && (c < '\t' || c > '\r')))
 				return KS_NEG(KS_ERR_BAD_LENGTH);
 			s->tok_end = p;
-			/* memcached refuses values this large anyway */
-			return v > (1U << 30) ? KS_NEG(KS_ERR_BAD_LENGTH) : (int)v;
+			/* safe_strtol: strtol's 64 bits cut to 32 with no
+			 * range check, so 4294967301 is a length of 5;
+			 * negative or above INT_MAX - 2 is refused */
+			v32 = (__s32)(__u32)v;
+			return v32 < 0 || v32 > 0x7ffffffd ?
+				       KS_NEG(KS_ERR_BAD_LENGTH) : v32;
 		}
+		/* past LONG_MAX strtol says ERANGE, which is refused */
+		if (v > 922337203685477580ULL ||
+		    (v == 922337203685477580ULL && c > '7'))
+			return KS_NEG(KS_ERR_BAD_LENGTH);
 		v = v * 10 + (c - '0');
 	}
 	return KS_NEG(KS_ERR_BAD_LENGTH);

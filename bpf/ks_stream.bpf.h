@@ -69,10 +69,8 @@ __noinline int ks_carry_save(struct ks_scratch *s, __u64 id, __u32 from)
 									(int)len;
 }
 
-/* The walk through one segment's windows (bpf_loop's context). */
+/* The walk through one segment's windows. */
 struct ks_walk {
-	void *ctx;
-	struct ks_scratch *s;
 	__u32 payload_off;
 	__u32 pos;   /* next payload byte to read */
 	__u32 limit; /* the byte after the last one to parse */
@@ -85,13 +83,11 @@ struct ks_walk {
 
 /*
  * One window: skip what a data block covers, read the next bytes behind
- * any carried ones, parse. Returns 1 when the segment is through. Run by
- * bpf_loop so that the verifier checks one window, not every one of a
- * 64 KiB aggregate.
+ * any carried ones, parse. Returns 1 when the segment is through.
  */
-static __always_inline long ks_window(struct ks_walk *w, const bool is_xdp)
+static __always_inline long ks_window(void *ctx, struct ks_scratch *s,
+				      struct ks_walk *w, const bool is_xdp)
 {
-	struct ks_scratch *s = w->s;
 	__u32 len, room, carry = w->carry;
 	int r;
 
@@ -109,7 +105,7 @@ static __always_inline long ks_window(struct ks_walk *w, const bool is_xdp)
 	len = w->limit - w->pos < room ? w->limit - w->pos : room;
 	/* 1..KS_WIN as the verifier can see it: clang hands the helper a
 	 * copy of len that the min above did not bound */
-	if (len && ks_ctx_load(w->ctx, w->payload_off + w->pos, s->win + carry,
+	if (len && ks_ctx_load(ctx, w->payload_off + w->pos, s->win + carry,
 			       ((len - 1) & (KS_WIN - 1)) + 1, is_xdp)) {
 		ks_count_err(KS_ERR_TRUNC_L4);
 		w->lost = 1;
@@ -154,14 +150,23 @@ static __always_inline long ks_window(struct ks_walk *w, const bool is_xdp)
 	return 1;
 }
 
-static long ks_window_xdp(__u32 i, void *w)
+
+/* Global, so the verifier checks a window once, with no assumption about
+ * the walk it is part of, and not once per window of a 64 KiB aggregate. */
+__noinline int ks_window_xdp(struct xdp_md *ctx, struct ks_scratch *s,
+			     struct ks_walk *w)
 {
-	return ks_window(w, true);
+	if (!s || !w)
+		return 1;
+	return ks_window(ctx, s, w, true);
 }
 
-static long ks_window_tc(__u32 i, void *w)
+__noinline int ks_window_tc(struct __sk_buff *ctx, struct ks_scratch *s,
+			    struct ks_walk *w)
 {
-	return ks_window(w, false);
+	if (!s || !w)
+		return 1;
+	return ks_window(ctx, s, w, false);
 }
 
 /*
@@ -173,8 +178,7 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 				      const struct ks_l4 *l4,
 				      struct ks_flow *f, const bool is_xdp)
 {
-	struct ks_walk w = { .ctx = ctx, .s = s,
-			     .payload_off = l4->payload_off,
+	struct ks_walk w = { .payload_off = l4->payload_off,
 			     .pos = s->seg_start, .limit = s->seg_limit };
 	bool save = f && s->seg_save;
 	long n;
@@ -213,8 +217,11 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 		}
 	}
 
-	n = bpf_loop(KS_MAX_WINDOWS, is_xdp ? ks_window_xdp : ks_window_tc,
-		     &w, 0);
+	/* each turn is one call of a global function: cheap to verify */
+	for (n = 0; n < KS_MAX_WINDOWS; n++) {
+		if (is_xdp ? ks_window_xdp(ctx, s, &w) : ks_window_tc(ctx, s, &w))
+			break;
+	}
 	if (n >= KS_MAX_WINDOWS && !w.lost && w.pos < w.limit) {
 		ks_count_err(KS_ERR_ITEM_LIMIT);
 		w.lost = 1;
@@ -222,7 +229,7 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 
 	if (!save) {
 		/* a datagram, or a guess in a hole: what was cut is truncated */
-		if (w.keep && !w.lost)
+		if ((w.keep || s->state == KS_ST_KEYS) && !w.lost)
 			ks_count_err(KS_ERR_TRUNC_REQ);
 		if (s->state == KS_ST_KEYS && s->nkeys)
 			ks_count_op(s->op, 0, s->nkeys, 0);
@@ -259,10 +266,13 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 /* One global function per program type, so the verifier checks the
  * stream layer once per program rather than once per path into it. */
 __noinline int ks_stream_xdp(struct xdp_md *ctx, struct ks_scratch *s,
-			     struct ks_flow *f, const struct ks_l4 *l4)
+			     const struct ks_l4 *l4)
 {
+	struct ks_flow *f;
+
 	if (!s || !l4)
 		return 0;
+	f = ks_flow_at(s);
 	ks_stream(ctx, s, l4, f, true);
 	if (f && s->seg_save && (l4->tcp_flags & KS_TCP_FIN))
 		ks_flow_release(f);
@@ -270,10 +280,13 @@ __noinline int ks_stream_xdp(struct xdp_md *ctx, struct ks_scratch *s,
 }
 
 __noinline int ks_stream_tc(struct __sk_buff *ctx, struct ks_scratch *s,
-			    struct ks_flow *f, const struct ks_l4 *l4)
+			    const struct ks_l4 *l4)
 {
+	struct ks_flow *f;
+
 	if (!s || !l4)
 		return 0;
+	f = ks_flow_at(s);
 	ks_stream(ctx, s, l4, f, false);
 	if (f && s->seg_save && (l4->tcp_flags & KS_TCP_FIN))
 		ks_flow_release(f);

@@ -82,12 +82,13 @@ static int fp_compare(const char *pay, size_t len)
 
 	for (i = 0; i < KS_ERR_MAX; i++)
 		errs += ref.err[i] != 0;
-	/* a well-formed P lets the general parser reach the mn */
-	if (!errs) {
-		if (ref.ops[KS_OP_MN].requests != 1)
-			bad++;
+	/* memcached reads on after a line it refuses, and so does the
+	 * general parser: a P whose line ends lets it reach the mn */
+	if (ref.ops[KS_OP_MN].requests == alone.ops[KS_OP_MN].requests + 1) {
 		ref.ops[KS_OP_MN].requests -= 1;
 		ref.ops[KS_OP_MN].bytes -= 4;
+	} else if (!errs) {
+		bad++;
 	}
 	for (i = 0; i < KS_OP_MAX; i++)
 		bad += memcmp(&alone.ops[i], &ref.ops[i], sizeof(ref.ops[i])) != 0;

@@ -26,6 +26,7 @@ static void t_length_control_end(void)
 	kp_begin("fuzz_found_length_ended_by_control_byte");
 	kp_send_tcp4("set k 0 0 5\x16\r\nget a\r\n");
 	kp_x_err(KS_ERR_BAD_LENGTH);
+	kp_x_req(KS_OP_GET, 7, "a", NULL);
 	kp_end();
 	kp_begin("fuzz_found_length_ended_by_tab");
 	kp_send_tcp4("set k 0 0 1\t\r\nx\r\n");
