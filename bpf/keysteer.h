@@ -454,8 +454,9 @@ _Static_assert(sizeof(struct ks_hot_event) == 24, "ks_hot_event layout");
  * little for being followed. A full bucket evicts its least recently used
  * way: that flow resynchronises, counted (docs/streams.md).
  */
-#define KS_FLOW_WAYS    4
-#define KS_FLOW_BUCKETS (1 << 17) /* 524,288 flows in 20 MiB */
+#define KS_FLOW_WAYS    8
+#define KS_FLOW_BUCKETS (1 << 17) /* 1,048,576 ways in 40 MiB: at 262,144
+				   * flows 1 in 7,000 finds its bucket full */
 /* A request cut by a segment boundary before its key or line could be
  * read whole keeps up to this many bytes (map ks_carry, by flow id): a
  * text line with a 250-byte key, or a binary header, extras and key. */

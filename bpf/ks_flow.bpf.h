@@ -221,6 +221,12 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 		ks_flow_unsync(s, f);
 		f->next_seq = seq;
 	} else if (d < 0) {
+		/* any bytes of the hole, wherever they begin: memcached
+		 * applies the writes in them only now */
+		if (f->gap_lo != f->gap_hi &&
+		    (__s32)(seq - f->gap_hi) < 0 &&
+		    (__s32)(seq + plen - f->gap_lo) > 0 && seq != f->gap_lo)
+			ks_disarm_all(s);
 		if (seq == f->gap_lo && f->gap_lo != f->gap_hi) {
 			/* the start of the hole, late: parse what it holds
 			 * from a guessed boundary, without touching the

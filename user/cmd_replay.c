@@ -38,7 +38,7 @@
  * experimental): it measures the test-run limit and counts as not
  * memcached, which the report's deltas leave out. */
 #define PROBE_ETHERTYPE 0x88b5
-#define PROBE_MAX       65535
+#define PROBE_MAX       (65535 + 14 + 8) /* an IP datagram's most, tagged twice */
 #define ETH_MIN         14
 
 struct replay_opts {
@@ -299,12 +299,12 @@ static int test_run(int prog_fd, const void *data, __u32 len, __u32 *seen)
 }
 
 /*
- * The longest frame the program sees whole. Longer frames run with the
- * rest in fragments the program never reads (or are refused by older
- * kernels), and live they could only be GRO-merged or jumbo frames, so
- * they are skipped and counted. Asks the kernel rather than guessing its
- * page size and headroom: one run of the largest frame says how much of
- * it was linear; a kernel without fragments is searched for the limit.
+ * The longest frame the program is run on. ks_ingress is an xdp.frags
+ * program that reads its payload with bpf_xdp_load_bytes, so a kernel
+ * that runs a frame in fragments (5.18 and later) lets it read a 64 KiB
+ * GRO aggregate or a jumbo frame to its end: the limit is then the largest
+ * frame. An older kernel is searched for the longest frame it runs whole;
+ * longer ones are skipped and counted.
  */
 static int probe_limit(struct replay *r)
 {
@@ -315,7 +315,7 @@ static int probe_limit(struct replay *r)
 	r->probe[12] = PROBE_ETHERTYPE >> 8;
 	r->probe[13] = PROBE_ETHERTYPE & 0xff;
 	if (!test_run(r->prog_fd, r->probe, PROBE_MAX, &seen)) {
-		r->n.limit = seen;
+		r->n.limit = PROBE_MAX;
 		return 0;
 	}
 	err = test_run(r->prog_fd, r->probe, lo, &seen);
