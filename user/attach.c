@@ -17,6 +17,26 @@
 #include "attach.h"
 #include "log.h"
 
+/* Not in Debian 12's uapi headers (kernel 6.1): tcx came with 6.6. */
+#define KS_BPF_TCX_INGRESS ((enum bpf_attach_type)46)
+#define KS_BPF_LINK_TYPE_TCX 11
+
+/* Test control: KS_TC_FORCE_FILTER=1 takes the classic clsact filter even
+ * where the kernel has tcx (how tests cover the path of older kernels). */
+#define KS_TC_FORCE_ENV "KS_TC_FORCE_FILTER"
+
+/* What the classic filter's "tc_filter" pin holds (an array of one). */
+struct ks_tc_pin {
+	__u32 magic;        /* KS_TC_PIN_MAGIC */
+	__u32 made_qdisc;   /* keysteer created the clsact qdisc */
+	__u32 handle;
+	__u32 priority;
+};
+#define KS_TC_PIN_MAGIC 0x4b537463 /* "KStc" */
+
+/* Which attachment a pin folder holds. */
+enum { KS_PIN_NONE, KS_PIN_XDP, KS_PIN_TCX, KS_PIN_FILTER };
+
 void ks_pin_dir(const char *ifname, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", KS_PIN_ROOT, ifname);
@@ -198,28 +218,220 @@ static int query_xdp(unsigned int ifindex, struct xdp_prog progs[3])
 	return n;
 }
 
-int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
-		  size_t errlen)
+static void prog_name(__u32 id, char name[BPF_OBJ_NAME_LEN])
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	snprintf(name, BPF_OBJ_NAME_LEN, "?");
+	if (fd < 0)
+		return;
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+		snprintf(name, BPF_OBJ_NAME_LEN, "%s", info.name);
+	close(fd);
+}
+
+/* Whether the kernel has tcx: querying its ingress is EINVAL without. */
+static int tcx_supported(unsigned int ifindex)
+{
+	__u32 ids[1], cnt = 1;
+
+	if (getenv(KS_TC_FORCE_ENV) && !strcmp(getenv(KS_TC_FORCE_ENV), "1"))
+		return 0;
+	return !bpf_prog_query((int)ifindex, KS_BPF_TCX_INGRESS, 0, NULL, ids,
+			       &cnt) || errno == ENOSPC;
+}
+
+/* The first tcx ingress program of ifindex named name: its id, or 0. */
+static __u32 tcx_find(unsigned int ifindex, const char *name)
+{
+	__u32 ids[64], cnt = 64, i;
+	char n[BPF_OBJ_NAME_LEN];
+
+	if (bpf_prog_query((int)ifindex, KS_BPF_TCX_INGRESS, 0, NULL, ids,
+			   &cnt) && errno != ENOSPC)
+		return 0;
+	for (i = 0; i < cnt && i < 64; i++) {
+		prog_name(ids[i], n);
+		if (!strcmp(n, name))
+			return ids[i];
+	}
+	return 0;
+}
+
+/* The program id of the filter at keysteer's handle and priority on the
+ * ingress of ifindex, 0 if there is none. */
+static __u32 tc_filter_id(unsigned int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = (int)ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = KS_TC_HANDLE,
+		    .priority = KS_TC_PRIO);
+	libbpf_print_fn_t print;
+	int err;
+
+	/* no clsact qdisc is the usual answer: keep libbpf from printing
+	 * the kernel's "Parent Qdisc doesn't exists" */
+	print = libbpf_set_print(NULL);
+	err = bpf_tc_query(&h, &o);
+	libbpf_set_print(print);
+	return err ? 0 : o.prog_id;
+}
+
+/*
+ * That filter's program id when it is ks_tc_ingress, else 0 (a foreign
+ * one's id in *foreign, if given). Naming it needs CAP_SYS_ADMIN.
+ */
+static __u32 tc_filter_find(unsigned int ifindex, __u32 *foreign)
+{
+	__u32 id = tc_filter_id(ifindex);
+	char n[BPF_OBJ_NAME_LEN];
+
+	if (foreign)
+		*foreign = 0;
+	if (!id)
+		return 0;
+	prog_name(id, n);
+	if (!strcmp(n, KS_TC_PROG_NAME))
+		return id;
+	if (foreign)
+		*foreign = id;
+	return 0;
+}
+
+/*
+ * Takes keysteer's classic filter off ifindex (the one holding prog id
+ * want, or with want 0 the one named ks_tc_ingress), and the clsact qdisc
+ * with it when keysteer made that (made_qdisc). say: print what went.
+ * Returns how many things it removed.
+ */
+static int tc_filter_remove(unsigned int ifindex, __u32 want, int made_qdisc,
+			    int say)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = (int)ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = KS_TC_HANDLE,
+		    .priority = KS_TC_PRIO);
+	/* the agent's own teardown has no CAP_SYS_ADMIN to name it */
+	__u32 id = want ? (tc_filter_id(ifindex) == want ? want : 0) :
+			  tc_filter_find(ifindex, NULL);
+	char ifname[IF_NAMESIZE] = "?";
+	int done = 0, err;
+
+	if_indextoname(ifindex, ifname);
+	if (id) {
+		err = bpf_tc_detach(&h, &o);
+		if (err)
+			ks_warn("cannot remove keysteer's tc filter from %s (%s); try 'tc filter del dev %s ingress pref %u'",
+				ifname, strerror(-err), ifname, KS_TC_PRIO);
+		else {
+			done++;
+			if (say)
+				printf("keysteer: removed the tc filter %s (id %u, pref %u) from %s ingress\n",
+				       KS_TC_PROG_NAME, id, KS_TC_PRIO, ifname);
+		}
+	}
+	if (made_qdisc) {
+		/* INGRESS|EGRESS is the qdisc itself; INGRESS alone would
+		 * only flush its filters */
+		h.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		err = bpf_tc_hook_destroy(&h);
+		if (!err) {
+			done++;
+			if (say)
+				printf("keysteer: removed the clsact qdisc it had added to %s\n",
+				       ifname);
+		} else if (err != -ENOENT && err != -EINVAL) {
+			ks_warn("cannot remove the clsact qdisc keysteer added to %s (%s); try 'tc qdisc del dev %s clsact'",
+				ifname, strerror(-err), ifname);
+		}
+	}
+	return done;
+}
+
+/* The classic filter's pinned state; 0 or -errno. */
+static int read_tc_pin(const char *pin_dir, struct ks_tc_pin *tp)
+{
+	char path[PATH_MAX + 16];
+	__u32 key = 0;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/tc_filter", pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &key, tp))
+		err = -errno;
+	else if (tp->magic != KS_TC_PIN_MAGIC)
+		err = -EINVAL;
+	close(fd);
+	return err;
+}
+
+/* What a pin folder holds: the classic filter's state, or a link (XDP or
+ * tcx, by the link's own type). */
+static int pinned_hook(const char *pin_dir)
+{
+	char path[PATH_MAX + 16];
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	struct stat st;
+	int fd, kind = KS_PIN_XDP;
+
+	if (!ks_bpffs_mounted())
+		return KS_PIN_NONE;
+	snprintf(path, sizeof(path), "%s/tc_filter", pin_dir);
+	if (stat(path, &st) == 0)
+		return KS_PIN_FILTER;
+	snprintf(path, sizeof(path), "%s/link", pin_dir);
+	if (stat(path, &st))
+		return KS_PIN_NONE;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return KS_PIN_XDP;
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+	    info.type == KS_BPF_LINK_TYPE_TCX)
+		kind = KS_PIN_TCX;
+	close(fd);
+	return kind;
+}
+
+int ks_check_free(const char *ifname, unsigned int ifindex,
+		  enum ks_xdp_req req, char *err, size_t errlen)
 {
 	struct xdp_prog progs[3];
-	char pin_dir[PATH_MAX], link[PATH_MAX + 8];
-	int i, n, has_link = 0, ours = 0;
+	char pin_dir[PATH_MAX];
+	int i, n, has_link, ours_xdp = 0, ours_tcx, ours_flt, ours, kind;
+	__u32 foreign_flt = 0;
 	struct stat st;
 
 	ks_pin_dir(ifname, pin_dir, sizeof(pin_dir));
-	snprintf(link, sizeof(link), "%s/link", pin_dir);
-	if (ks_bpffs_mounted())
-		has_link = stat(link, &st) == 0;
+	kind = pinned_hook(pin_dir);
+	has_link = kind != KS_PIN_NONE;
 	n = query_xdp(ifindex, progs);
 	for (i = 0; i < n; i++)
-		ours |= !strcmp(progs[i].name, KS_PROG_NAME);
+		ours_xdp |= !strcmp(progs[i].name, KS_PROG_NAME);
+	ours_tcx = tcx_find(ifindex, KS_TC_PROG_NAME) != 0;
+	ours_flt = tc_filter_find(ifindex, &foreign_flt) != 0;
+	ours = ours_xdp || ours_tcx || ours_flt;
 
 	if (has_link || ours) {
 		__u32 pid = has_link ? ks_pinned_agent_pid(pin_dir) : 0;
+		int live = kind == KS_PIN_XDP ? ours_xdp :
+			   kind == KS_PIN_TCX ? ours_tcx : ours_flt;
 		char who[48];
 
-		/* the program outlived its agent: take it over */
-		if (has_link && ours && pid && !ks_pid_alive(pid)) {
+		/* the program outlived its agent: take it over, at its hook */
+		if (has_link && live && pid && !ks_pid_alive(pid)) {
+			if ((kind != KS_PIN_XDP) != (req == KS_HOOK_TC)) {
+				snprintf(err, errlen,
+					 "keysteer on %s was attached at the %s hook by pid %u, no longer running; give --attach %s to take it over, or run 'agent detach --iface %s' first",
+					 ifname, kind == KS_PIN_XDP ? "XDP" : "tc",
+					 pid, kind == KS_PIN_XDP ? "xdp" : "tc",
+					 ifname);
+				return -EEXIST;
+			}
 			snprintf(err, errlen,
 				 "taking over keysteer on %s from pid %u, no longer running",
 				 ifname, pid);
@@ -237,7 +449,7 @@ int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
 			 ifname, who, ifname);
 		return -EEXIST;
 	}
-	if (n) {
+	if (n && req != KS_HOOK_TC) {
 		const char *off = progs[0].mode == XDP_ATTACHED_SKB ? "xdpgeneric" :
 				  progs[0].mode == XDP_ATTACHED_HW ? "xdpoffload" :
 								     "xdpdrv";
@@ -246,6 +458,17 @@ int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
 			 "%s already has an XDP program (%s, id %u, %s); remove it first (if 'ip' attached it: 'ip link set dev %s %s off') or choose another interface",
 			 ifname, progs[0].name, progs[0].id,
 			 xdp_mode_name(progs[0].mode), ifname, off);
+		return -EBUSY;
+	}
+	/* Only the classic filter (no tcx) needs keysteer's handle/pref. */
+	if (foreign_flt && req == KS_HOOK_TC && !tcx_supported(ifindex)) {
+		char name[BPF_OBJ_NAME_LEN];
+
+		prog_name(foreign_flt, name);
+		snprintf(err, errlen,
+			 "%s already has a tc ingress filter at pref %u handle %#x (%s, id %u), where keysteer's goes; remove it ('tc filter del dev %s ingress pref %u') or choose another interface",
+			 ifname, KS_TC_PRIO, KS_TC_HANDLE, name, foreign_flt,
+			 ifname, KS_TC_PRIO);
 		return -EBUSY;
 	}
 	/* Maps without a link: a run that died between load and attach. */
@@ -327,7 +550,7 @@ static int merge_config(struct ks_attachment *a, const struct ks_maps *m,
 static int load(struct ks_attachment *a, const struct ks_config *cfg)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = a->pin_dir);
-	struct bpf_program *tc;
+	struct bpf_program *other;
 	struct ks_maps m;
 	int err;
 
@@ -338,11 +561,13 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 		       strerror(errno));
 		return err;
 	}
-	/* The tc program shares the library; the agent attaches XDP only,
-	 * so skip the tc one's verification. */
-	tc = bpf_object__find_program_by_name(a->skel->obj, "ks_tc_ingress");
-	if (tc)
-		bpf_program__set_autoload(tc, false);
+	/* Both programs share the library; only the one attached is
+	 * verified. */
+	other = bpf_object__find_program_by_name(a->skel->obj,
+						 a->hook_tc ? KS_PROG_NAME :
+							      KS_TC_PROG_NAME);
+	if (other)
+		bpf_program__set_autoload(other, false);
 	err = keysteer_bpf__load(a->skel);
 	if (err) {
 		explain_load_error(err < 0 ? err : -errno);
@@ -389,18 +614,63 @@ static int take_over_link(struct ks_attachment *a)
 		       path, strerror(errno), a->ifname);
 		return err;
 	}
-	if (bpf_link_update(fd, bpf_program__fd(a->skel->progs.ks_ingress),
+	if (bpf_link_update(fd, bpf_program__fd(a->hook_tc ?
+							a->skel->progs.ks_tc_ingress :
+							a->skel->progs.ks_ingress),
 			    NULL)) {
 		err = -errno;
 		close(fd);
-		ks_err("cannot switch the running XDP program to this agent's (%s); the old one keeps running: run 'agent detach --iface %s' and start again",
-		       strerror(-err), a->ifname);
+		ks_err("cannot switch the running %s program to this agent's (%s); the old one keeps running: run 'agent detach --iface %s' and start again",
+		       a->hook_tc ? "tc" : "XDP", strerror(-err), a->ifname);
 		return err;
 	}
 	a->link_fd = fd;
+	if (a->hook_tc) {
+		a->tc_kind = KS_TC_TCX;
+		a->xdp_mode = KS_XDP_MODE_TC;
+		return 0;
+	}
 	a->xdp_mode = pinned_xdp_mode(a->pin_dir);
-	if (!a->xdp_mode)
+	if (!a->xdp_mode || a->xdp_mode == KS_XDP_MODE_TC)
 		a->xdp_mode = KS_XDP_MODE_NATIVE;
+	return 0;
+}
+
+static __u32 prog_id_of(int fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* The classic filter: replace its program in place (tc swaps it under
+ * RCU, no moment without one). */
+static int take_over_filter(struct ks_attachment *a)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = (int)a->ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = KS_TC_HANDLE,
+		    .priority = KS_TC_PRIO, .flags = BPF_TC_F_REPLACE);
+	struct ks_tc_pin tp;
+	int err = read_tc_pin(a->pin_dir, &tp);
+
+	if (err) {
+		ks_err("cannot read the pinned tc filter state in %s (%s); run 'agent detach --iface %s' and start again",
+		       a->pin_dir, strerror(-err), a->ifname);
+		return err;
+	}
+	o.prog_fd = bpf_program__fd(a->skel->progs.ks_tc_ingress);
+	err = bpf_tc_attach(&h, &o);
+	if (err) {
+		ks_err("cannot switch the running tc filter to this agent's program (%s); the old one keeps running: run 'agent detach --iface %s' and start again",
+		       strerror(-err), a->ifname);
+		return err;
+	}
+	a->tc_made_qdisc = (int)tp.made_qdisc;
+	a->tc_kind = KS_TC_FILTER;
+	a->prog_id = o.prog_id ? o.prog_id : prog_id_of(o.prog_fd);
+	a->xdp_mode = KS_XDP_MODE_TC;
 	return 0;
 }
 
@@ -464,6 +734,110 @@ static int attach_xdp(struct ks_attachment *a, enum ks_xdp_req req)
 	return 0;
 }
 
+/* Pins the classic filter's state: whether keysteer made the qdisc. */
+static int pin_tc_state(struct ks_attachment *a)
+{
+	struct ks_tc_pin tp = { .magic = KS_TC_PIN_MAGIC,
+				.made_qdisc = (__u32)a->tc_made_qdisc,
+				.handle = KS_TC_HANDLE,
+				.priority = KS_TC_PRIO };
+	char path[PATH_MAX + 16];
+	__u32 key = 0;
+	int fd, err = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_tc_filter", sizeof(key),
+			    sizeof(tp), 1, NULL);
+	if (fd < 0)
+		err = -errno;
+	snprintf(path, sizeof(path), "%s/tc_filter", a->pin_dir);
+	if (!err && bpf_map_update_elem(fd, &key, &tp, BPF_ANY))
+		err = -errno;
+	if (!err && bpf_obj_pin(fd, path))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		ks_err("cannot pin the tc filter state at %s (%s); check the bpffs on %s",
+		       path, strerror(-err), KS_BPFFS);
+	return err;
+}
+
+/* Kernels without tcx: a cls_bpf filter (direct action) on clsact. */
+static int attach_tc_filter(struct ks_attachment *a, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = (int)a->ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .prog_fd = prog_fd,
+		    .handle = KS_TC_HANDLE, .priority = KS_TC_PRIO);
+	libbpf_print_fn_t print;
+	int err;
+
+	/* an existing clsact is EEXIST, and libbpf would print the
+	 * kernel's "Exclusivity flag on" */
+	print = libbpf_set_print(NULL);
+	err = bpf_tc_hook_create(&h);
+	libbpf_set_print(print);
+	if (!err) {
+		a->tc_made_qdisc = 1;
+	} else if (err != -EEXIST) {
+		ks_err("cannot add a clsact qdisc to %s (%s); check 'tc qdisc show dev %s' (another ingress qdisc is in the way)",
+		       a->ifname, strerror(-err), a->ifname);
+		return err;
+	}
+	/* the state first: a crash after this leaves what detach needs */
+	err = pin_tc_state(a);
+	if (err)
+		return err;
+	err = bpf_tc_attach(&h, &o);
+	if (err) {
+		ks_err("cannot attach the tc program to %s ingress (%s); %s",
+		       a->ifname, strerror(-err),
+		       err == -EEXIST ?
+			       "a filter holds keysteer's pref, remove it with 'tc filter del dev IF ingress pref 65520'" :
+			       "check that the interface is up ('tc filter show dev IF ingress')");
+		return err;
+	}
+	a->tc_kind = KS_TC_FILTER;
+	a->prog_id = o.prog_id ? o.prog_id : prog_id_of(prog_fd);
+	a->xdp_mode = KS_XDP_MODE_TC;
+	return 0;
+}
+
+/* tc ingress: a tcx link where the kernel has tcx (6.6+; appended after
+ * any other tcx program), else the classic filter. */
+static int attach_tc(struct ks_attachment *a)
+{
+	int prog_fd = bpf_program__fd(a->skel->progs.ks_tc_ingress);
+	int fd;
+
+	if (tcx_supported(a->ifindex)) {
+		fd = bpf_link_create(prog_fd, (int)a->ifindex,
+				     KS_BPF_TCX_INGRESS, NULL);
+		if (fd >= 0) {
+			a->link_fd = fd;
+			a->tc_kind = KS_TC_TCX;
+			a->xdp_mode = KS_XDP_MODE_TC;
+			return 0;
+		}
+		ks_err("cannot attach the tc program to %s ingress (tcx: %s); check that the interface is up",
+		       a->ifname, strerror(-fd));
+		return fd;
+	}
+	ks_debug("no tcx (kernel before 6.6, or %s=1): a clsact filter instead",
+		 KS_TC_FORCE_ENV);
+	return attach_tc_filter(a, prog_fd);
+}
+
+const char *ks_hook_desc(const struct ks_attachment *a)
+{
+	if (a->tc_kind == KS_TC_TCX)
+		return "tc ingress, tcx link";
+	if (a->tc_kind == KS_TC_FILTER)
+		return a->tc_made_qdisc ? "tc ingress, clsact filter; qdisc added" :
+					  "tc ingress, clsact filter";
+	return a->xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic";
+}
+
 int ks_attach(struct ks_attachment *a, const char *ifname,
 	      unsigned int ifindex, enum ks_xdp_req req,
 	      const struct ks_config *cfg, int adopt)
@@ -475,6 +849,7 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 	a->link_fd = -1;
 	a->ifindex = ifindex;
 	a->adopted = adopt;
+	a->hook_tc = req == KS_HOOK_TC;
 	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
 	ks_pin_dir(ifname, a->pin_dir, sizeof(a->pin_dir));
 	if (adopt) {
@@ -483,7 +858,10 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 			ks_err("the pinned maps in %s do not fit this agent's program (another keysteer version?); run 'agent detach --iface %s' and start again",
 			       a->pin_dir, ifname);
 		if (!err)
-			err = take_over_link(a);
+			err = a->hook_tc && pinned_hook(a->pin_dir) ==
+						    KS_PIN_FILTER ?
+				      take_over_filter(a) :
+				      take_over_link(a);
 		return err ? adopt_failed(a, err) : 0;
 	}
 
@@ -494,13 +872,15 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 	if (!err)
 		err = load(a, cfg);
 	if (!err)
-		err = attach_xdp(a, req);
-	if (!err) {
+		err = a->hook_tc ? attach_tc(a) : attach_xdp(a, req);
+	/* the classic filter has no link: its state is pinned already */
+	if (!err && a->link_fd >= 0) {
 		snprintf(path, sizeof(path), "%s/link", a->pin_dir);
 		if (bpf_obj_pin(a->link_fd, path)) {
 			err = -errno;
-			ks_err("cannot pin the XDP link at %s (%s); check the bpffs on %s",
-			       path, strerror(errno), KS_BPFFS);
+			ks_err("cannot pin the %s link at %s (%s); check the bpffs on %s",
+			       a->hook_tc ? "tcx" : "XDP", path,
+			       strerror(errno), KS_BPFFS);
 		}
 	}
 	if (err)
@@ -568,10 +948,13 @@ int ks_link_attached(const struct ks_attachment *a)
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
 
+	if (a->tc_kind == KS_TC_FILTER)
+		return tc_filter_id(a->ifindex) == a->prog_id;
 	if (a->link_fd < 0)
 		return 0;
 	if (bpf_obj_get_info_by_fd(a->link_fd, &info, &len))
 		return 1; /* cannot tell: assume it is */
+	/* a tcx link's info starts with its ifindex too; 0 once detached */
 	return info.xdp.ifindex != 0;
 }
 
@@ -583,6 +966,10 @@ void ks_teardown(struct ks_attachment *a)
 		close(a->link_fd);
 		a->link_fd = -1;
 	}
+	if (a->tc_kind == KS_TC_FILTER || a->tc_made_qdisc)
+		tc_filter_remove(a->ifindex, a->prog_id, a->tc_made_qdisc, 0);
+	a->tc_kind = KS_TC_NONE;
+	a->tc_made_qdisc = 0;
 	if (a->pin_dir[0])
 		remove_pin_dir(a->pin_dir, 0);
 	if (a->skel) {
@@ -597,8 +984,9 @@ void ks_teardown(struct ks_attachment *a)
 	a->pin_dir[0] = '\0';
 }
 
-/* Finds the bpf_link that holds prog_id on ifindex; fd or -ENOENT. */
-static int find_xdp_link(unsigned int ifindex, __u32 prog_id)
+/* Finds the bpf_link of type (XDP or tcx) that holds prog_id on ifindex;
+ * fd or -ENOENT. */
+static int find_link(unsigned int ifindex, __u32 prog_id, __u32 type)
 {
 	__u32 id = 0;
 
@@ -610,7 +998,7 @@ static int find_xdp_link(unsigned int ifindex, __u32 prog_id)
 		if (fd < 0)
 			continue;
 		if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
-		    info.type == BPF_LINK_TYPE_XDP && info.prog_id == prog_id &&
+		    info.type == type && info.prog_id == prog_id &&
 		    info.xdp.ifindex == ifindex)
 			return fd;
 		close(fd);
@@ -640,7 +1028,8 @@ static int detach_leftover_xdp(const char *ifname)
 		/* A link-attached program refuses netlink detach (EBUSY):
 		 * detach it through its link instead. */
 		if (bpf_xdp_detach((int)ifindex, flags, NULL)) {
-			fd = find_xdp_link(ifindex, progs[i].id);
+			fd = find_link(ifindex, progs[i].id,
+				       BPF_LINK_TYPE_XDP);
 			err = fd < 0 ? fd : bpf_link_detach(fd);
 			if (fd >= 0)
 				close(fd);
@@ -659,30 +1048,69 @@ static int detach_leftover_xdp(const char *ifname)
 	return done;
 }
 
+/* A keysteer tc program left at tcx ingress without its pins, or at
+ * keysteer's filter pref (its clsact qdisc stays: who made it is in the
+ * pins, which are gone). */
+static int detach_leftover_tc(const char *ifname)
+{
+	unsigned int ifindex = if_nametoindex(ifname);
+	int done = 0, guard, fd, err;
+	__u32 id;
+
+	if (!ifindex)
+		return 0;
+	for (guard = 0; guard < 8 && (id = tcx_find(ifindex, KS_TC_PROG_NAME));
+	     guard++) {
+		fd = find_link(ifindex, id, KS_BPF_LINK_TYPE_TCX);
+		err = fd < 0 ? fd : bpf_link_detach(fd);
+		if (fd >= 0)
+			close(fd);
+		if (err) {
+			ks_warn("cannot detach %s (id %u) from %s tcx ingress (%s); try 'bpftool net detach tcx_ingress dev %s'",
+				KS_TC_PROG_NAME, id, ifname, strerror(-err),
+				ifname);
+			break;
+		}
+		printf("keysteer: detached %s (id %u, tcx) from %s\n",
+		       KS_TC_PROG_NAME, id, ifname);
+		done++;
+	}
+	return done + tc_filter_remove(ifindex, 0, 0, 1);
+}
+
 int ks_detach_iface(const char *ifname)
 {
 	char pin_dir[PATH_MAX], path[PATH_MAX + 8];
-	int done = 0, fd;
+	int done = 0, fd, kind;
+	struct ks_tc_pin tp;
 	__u32 pid = 0;
 
 	ks_pin_dir(ifname, pin_dir, sizeof(pin_dir));
 	if (ks_bpffs_mounted()) {
 		pid = ks_pinned_agent_pid(pin_dir);
+		kind = pinned_hook(pin_dir);
 		snprintf(path, sizeof(path), "%s/link", pin_dir);
 		fd = bpf_obj_get(path);
 		if (fd >= 0) {
 			/* Takes the program off even while an agent still
 			 * holds the link; that agent notices and exits. */
 			if (!bpf_link_detach(fd)) {
-				printf("keysteer: detached the XDP link pinned at %s\n",
+				printf("keysteer: detached the %s link pinned at %s\n",
+				       kind == KS_PIN_TCX ? "tcx" : "XDP",
 				       path);
 				done++;
 			}
 			close(fd);
 		}
+		/* the classic filter, and the qdisc if keysteer made it */
+		if (kind == KS_PIN_FILTER && !read_tc_pin(pin_dir, &tp) &&
+		    if_nametoindex(ifname))
+			done += tc_filter_remove(if_nametoindex(ifname), 0,
+						 (int)tp.made_qdisc, 1);
 		done += remove_pin_dir(pin_dir, 1);
 	}
 	done += detach_leftover_xdp(ifname);
+	done += detach_leftover_tc(ifname);
 	if (done && pid != (__u32)getpid() && ks_pid_alive(pid))
 		printf("keysteer: agent pid %u is still running; it exits at its next interval\n",
 		       pid);

@@ -2,8 +2,10 @@
 /*
  * attach.h - the lifecycle of keysteer on one interface: the bpffs mount,
  * the per-interface pin folder <KS_PIN_ROOT>/<ifname> (maps pinned by name
- * plus the XDP link as "link"), the already-attached check, attach with a
- * native-then-generic fallback, and teardown that leaves nothing behind.
+ * plus the XDP or tcx link as "link", or for a classic tc filter the
+ * "tc_filter" state map), the already-attached check, attach with a
+ * native-then-generic fallback (XDP) or tcx-then-clsact-filter (tc), and
+ * teardown that leaves nothing behind.
  */
 #ifndef KS_ATTACH_H
 #define KS_ATTACH_H
@@ -15,16 +17,32 @@
 
 #define KS_BPFFS "/sys/fs/bpf"
 #define KS_PROG_NAME "ks_ingress"
+#define KS_TC_PROG_NAME "ks_tc_ingress"
 
+/* What 'agent run' attaches: XDP in a mode, or the tc ingress program. */
 enum ks_xdp_req {
 	KS_XDP_AUTO = 0,
 	KS_XDP_NATIVE,
 	KS_XDP_GENERIC,
+	KS_HOOK_TC,       /* --attach tc: ks_tc_ingress at tc ingress */
 };
 
-/* ks_report.xdp_mode values */
+/* ks_report.xdp_mode values (bpf/keysteer.h names 1 and 2; 3 is the
+ * agent's: the tc ingress hook, tcx link or clsact filter) */
 #define KS_XDP_MODE_NATIVE  1
 #define KS_XDP_MODE_GENERIC 2
+#define KS_XDP_MODE_TC      3
+
+/* How the tc program is attached (ks_attachment.tc_kind). */
+#define KS_TC_NONE   0
+#define KS_TC_TCX    1 /* a tcx bpf_link (kernel 6.6+), pinned as "link" */
+#define KS_TC_FILTER 2 /* a cls_bpf filter on the clsact qdisc (older
+			* kernels): state pinned as "tc_filter" */
+
+/* The classic filter: handle "KS" at the last priority, so it runs after
+ * every other ingress filter and counts what they let through. */
+#define KS_TC_HANDLE 0x4b53
+#define KS_TC_PRIO   0xfff0
 
 struct keysteer_bpf;
 
@@ -35,6 +53,11 @@ struct ks_attachment {
 	__u32 xdp_mode;          /* KS_XDP_MODE_* once attached */
 	int mounted_bpffs;       /* we mounted KS_BPFFS: unmount if left empty */
 	int adopted;             /* took over a dead agent's attachment */
+	int hook_tc;             /* the tc program, not XDP */
+	int tc_kind;             /* KS_TC_* once attached */
+	int tc_made_qdisc;       /* clsact was created by keysteer: removed
+				  * with the filter (classic filter only) */
+	__u32 prog_id;           /* the classic filter's program */
 	struct ks_config found;  /* the pinned config it had (adopted) */
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
@@ -55,12 +78,15 @@ int ks_bpffs_mounted(void);
  * before attaching is removed.
  */
 #define KS_ADOPT 1
-int ks_check_free(const char *ifname, unsigned int ifindex, char *err,
-		  size_t errlen);
+int ks_check_free(const char *ifname, unsigned int ifindex,
+		  enum ks_xdp_req req, char *err, size_t errlen);
 
 /*
  * Mounts bpffs if needed, loads the object with maps pinned in the
- * interface's folder, writes cfg, attaches ks_ingress and pins the link.
+ * interface's folder, writes cfg, attaches ks_ingress (or ks_tc_ingress at
+ * tc ingress for KS_HOOK_TC: a tcx link where the kernel has tcx, else a
+ * cls_bpf filter on clsact, the qdisc created if missing) and pins the link
+ * (or the filter's state).
  * On failure logs what went wrong and what to do, and removes everything
  * it made. Returns 0 or a negative errno.
  *
@@ -89,12 +115,17 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m);
  * 'agent detach' or the interface going away), 0 if not. */
 int ks_link_attached(const struct ks_attachment *a);
 
-/* Detaches, unpins everything, removes the folder; safe to call twice. */
+/* "native XDP", "generic XDP", "tc ingress, tcx link", ...: for messages. */
+const char *ks_hook_desc(const struct ks_attachment *a);
+
+/* Detaches, unpins everything, removes the folder (and the clsact qdisc
+ * if keysteer created it); safe to call twice. */
 void ks_teardown(struct ks_attachment *a);
 
 /*
- * 'agent detach': removes the pinned link and maps and the folder, and
- * detaches a keysteer XDP program still on the interface. Prints what it
+ * 'agent detach': removes the pinned link and maps and the folder (and the
+ * classic tc filter with the clsact qdisc if keysteer created it), and
+ * detaches a keysteer XDP or tc program still on the interface. Prints what it
  * removed. Returns 0, or -ENOENT when there was nothing to remove.
  */
 int ks_detach_iface(const char *ifname);

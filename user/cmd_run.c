@@ -39,6 +39,8 @@ struct run_opts {
 	__u32 interval_ms;
 	__u16 ports[KS_MAX_PORTS];
 	enum ks_xdp_req xdp;
+	int attach_tc;           /* --attach tc: the tc ingress program */
+	int xdp_given;           /* --xdp-mode was given */
 	__u32 top;
 	int verbose;
 	int keep_privileges;     /* --keep-privileges: no capability drop */
@@ -76,6 +78,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "interval", required_argument, NULL, 'I' },
 		{ "ports", required_argument, NULL, 'p' },
 		{ "xdp-mode", required_argument, NULL, 'x' },
+		{ "attach", required_argument, NULL, 'T' },
 		{ "top", required_argument, NULL, 't' },
 		KS_RING_LONGOPTS,
 		{ "shard-capacity", required_argument, NULL, 'C' },
@@ -135,7 +138,17 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 					   sizeof(err)))
 				goto bad;
 			break;
+		case 'T':
+			if (!strcmp(optarg, "xdp") || !strcmp(optarg, "tc")) {
+				o->attach_tc = optarg[0] == 't';
+				break;
+			}
+			snprintf(err, sizeof(err),
+				 "--attach '%s' is not a hook; give xdp (the default) or tc",
+				 optarg);
+			goto bad;
 		case 'x':
+			o->xdp_given = 1;
 			if (!strcmp(optarg, "native"))
 				o->xdp = KS_XDP_NATIVE;
 			else if (!strcmp(optarg, "generic"))
@@ -232,6 +245,11 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (!o->ifname) {
 		ks_err("run needs --iface IF; name the interface memcached receives on (see 'ip link')");
 		return KS_EXIT_USAGE;
+	}
+	if (o->attach_tc && o->xdp_given) {
+		snprintf(err, sizeof(err),
+			 "--xdp-mode is for --attach xdp; leave it out with --attach tc");
+		goto bad;
 	}
 	if (ks_resolve_ifname(o->ifname, &o->ifindex, err, sizeof(err)))
 		goto bad;
@@ -473,8 +491,8 @@ static int start(struct run_state *st)
 	int err;
 
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
-	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex, st->o.xdp, &cfg,
-		      st->adopt))
+	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex,
+		      st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, &cfg, st->adopt))
 		return KS_EXIT_FAIL;
 	if (st->o.group_set) {
 		int err = ks_pins_share(&st->att, st->o.group);
@@ -513,7 +531,7 @@ static int start(struct run_state *st)
 	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
 	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s%s\n",
 	       st->o.ifname,
-	       st->att.xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic",
+	       ks_hook_desc(&st->att),
 	       st->o.sample_n, iv, ports,
 	       st->att.adopted ? "; took over the running program, its counters, ring and hot keys" : "");
 	fflush(stdout);
@@ -626,7 +644,8 @@ static int loop(struct run_state *st)
 		if (ks_stop)
 			break;
 		if (!ks_link_attached(&st->att)) {
-			ks_warn("the XDP link on %s was detached (by 'agent detach' or the interface going away); stopping",
+			ks_warn("the %s program on %s was detached (by 'agent detach' or the interface going away); stopping",
+				st->o.attach_tc ? "tc" : "XDP",
 				st->o.ifname);
 			return KS_EXIT_FAIL;
 		}
@@ -672,7 +691,9 @@ int cmd_run(int argc, char **argv)
 		rc = KS_EXIT_FAIL;
 		goto out_free;
 	}
-	rc = ks_check_free(st->o.ifname, st->o.ifindex, err, sizeof(err));
+	rc = ks_check_free(st->o.ifname, st->o.ifindex,
+			   st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, err,
+			   sizeof(err));
 	if (rc == KS_ADOPT) {
 		ks_info("%s", err);
 		st->adopt = 1;

@@ -176,11 +176,12 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 	};
 
 	family(f, "keysteer_agent_info", "gauge",
-	       "The agent's version, interface and XDP mode (always 1).");
+	       "The agent's version, interface and hook: XDP mode native or generic, or tc (always 1).");
 	fprintf(f, "keysteer_agent_info{version=\"%s\",", KS_VERSION_STR);
 	label_str(f, "interface", r->ifname, sizeof(r->ifname));
 	fprintf(f, ",xdp_mode=\"%s\"} 1\n",
-		r->xdp_mode == 1 ? "native" : r->xdp_mode == 2 ? "generic" : "none");
+		r->xdp_mode == 1 ? "native" : r->xdp_mode == 2 ? "generic" :
+		r->xdp_mode == 3 ? "tc" : "none");
 	scalars(f, sc, ARRAY_LEN(sc));
 }
 

@@ -102,7 +102,9 @@ static void json_milli(FILE *f, __u64 m)
 
 static const char *mode_name(__u32 mode)
 {
-	return mode == 1 ? "native" : mode == 2 ? "generic" : "unknown";
+	/* 3: the tc ingress hook (user/attach.h KS_XDP_MODE_TC) */
+	return mode == 1 ? "native" : mode == 2 ? "generic" :
+	       mode == 3 ? "tc" : "unknown";
 }
 
 static __u64 uptime_ns(const struct ks_view *v)
@@ -129,8 +131,9 @@ static void text_header(FILE *f, const struct ks_view *v)
 
 	ks_format_duration(uptime_ns(v), up, sizeof(up));
 	ks_format_seconds(r->interval_ms, iv, sizeof(iv));
-	fprintf(f, "keysteer %s on %.16s (%s XDP)   agent pid %u (%s)   uptime %s\n",
-		KS_VERSION_STR, r->ifname, mode_name(r->xdp_mode), r->agent_pid,
+	fprintf(f, "keysteer %s on %.16s (%s%s)   agent pid %u (%s)   uptime %s\n",
+		KS_VERSION_STR, r->ifname, mode_name(r->xdp_mode),
+		r->xdp_mode == 3 ? " ingress" : " XDP", r->agent_pid,
 		v->agent_alive ? "running" : "not running", up);
 	if (!r->updated_ns) {
 		snprintf(age, sizeof(age), "no interval yet");

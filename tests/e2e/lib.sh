@@ -90,6 +90,23 @@ e2e_xdp_attached() {
 	ip -n "$SNS" -d link show dev "$SIF" 2>/dev/null | grep -q 'prog/xdp'
 }
 
+# e2e_tc_left: what of keysteer's tc attachment is on our veth (a tcx
+# program, a tc ingress filter, the clsact qdisc), empty if nothing; the
+# tests never add tc filters or clsact themselves unless they say so.
+e2e_tc_left() {
+	local left=""
+	[ -n "$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF" 2>/dev/null)" ] &&
+		left="a tcx program"
+	ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null |
+		grep -q . && left="${left:+$left, }a tc ingress filter"
+	ks_in_ns "$SNS" tc qdisc show dev "$SIF" 2>/dev/null |
+		grep -q clsact && left="${left:+$left, }a clsact qdisc"
+	echo "$left"
+}
+e2e_tc_attached() {
+	[ -n "$(e2e_tc_left)" ]
+}
+
 e2e_net_up() {
 	if ! ks_pair_create "$CNS" "$SNS" "$CIF" "$SIF" "$CADDR/24" "$SADDR/24"; then
 		fail "${E2E_NAME}_setup" "could not create namespaces and veth pair"
@@ -119,7 +136,7 @@ e2e_agent() {
 # not attach in 10 s (it is left running then; cleanup stops it).
 e2e_agent_start() {
 	local i
-	if e2e_pins_exist || e2e_xdp_attached; then
+	if e2e_pins_exist || e2e_xdp_attached || e2e_tc_attached; then
 		note "keysteer is already on $SIF before this start"
 		return 1
 	fi
@@ -135,7 +152,9 @@ e2e_agent_start() {
 			sed 's/^/    /' "$E2E_TMP/agent.out"
 			return 1
 		fi
-		if [ -e "$PIN_ROOT/$SIF/link" ] &&
+		# a classic tc filter (no tcx) pins its state, not a link
+		if { [ -e "$PIN_ROOT/$SIF/link" ] ||
+			[ -e "$PIN_ROOT/$SIF/tc_filter" ]; } &&
 			grep -q "attached to $SIF" "$E2E_TMP/agent.out"; then
 			return 0
 		fi
@@ -169,11 +188,14 @@ e2e_agent_stop() {
 }
 
 # e2e_expect_clean NAME: PASS if nothing of keysteer is left on our
-# interface (no pins, no XDP program), FAIL naming what is left.
+# interface (no pins, no XDP program, no tc program, filter or clsact),
+# FAIL naming what is left.
 e2e_expect_clean() {
-	local left=""
+	local left="" tc
 	e2e_pins_exist && left="pins in $PIN_ROOT/$SIF"
 	e2e_xdp_attached && left="${left:+$left, }an XDP program on $SIF"
+	tc=$(e2e_tc_left)
+	[ -n "$tc" ] && left="${left:+$left, }$tc on $SIF"
 	if [ -z "$left" ]; then
 		pass "$1"
 	else
@@ -188,7 +210,7 @@ e2e_cleanup() {
 	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
 	# A leftover of ours (an agent that died, a failed check): the agent's
 	# own detach removes it, so the next run starts clean.
-	if e2e_pins_exist || e2e_xdp_attached; then
+	if e2e_pins_exist || e2e_xdp_attached || e2e_tc_attached; then
 		note "cleanup: removing keysteer leftovers on $SIF"
 		e2e_agent detach --iface "$SIF" >/dev/null 2>&1
 	fi
