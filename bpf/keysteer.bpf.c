@@ -206,7 +206,9 @@ int ks_tc_ingress(struct __sk_buff *skb)
 
 	if (hot) /* tc only counts: steering is XDP's */
 		ks_hot_owner(hot - 1);
-	return TC_ACT_OK;
+	/* TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the programs and filters
+	 * after ours still run, as if we were not there */
+	return TC_ACT_UNSPEC;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

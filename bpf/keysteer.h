@@ -280,7 +280,7 @@ struct ks_report {
 	__u32 interval_ms;
 	__u32 seq;
 	__u32 n_top;
-	__u32 xdp_mode;     /* 1 native, 2 generic */
+	__u32 xdp_mode;     /* 1 native XDP, 2 generic XDP, 3 tc ingress */
 	__u32 pad;
 	__u64 start_ns;     /* CLOCK_REALTIME ns when the agent started */
 	__u64 updated_ns;   /* CLOCK_REALTIME ns of the last interval */

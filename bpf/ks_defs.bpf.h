@@ -16,6 +16,7 @@
 #define IP_OFFSET    0x1FFF
 
 #define TC_ACT_OK    0
+#define TC_ACT_UNSPEC (-1)
 
 /* IPv6 extension headers keysteer walks through. */
 #define KS_IP6_HOPOPTS  0

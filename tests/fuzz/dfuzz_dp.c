@@ -25,7 +25,7 @@
 #include "dfuzz.h"
 
 #define XDP_PASS_RC 2 /* enum xdp_action */
-#define TC_OK_RC    0 /* TC_ACT_OK */
+#define TC_OK_RC    0xffffffffu /* TC_ACT_UNSPEC: the filters after ours run */
 
 static struct keysteer_bpf *skel;
 static struct ring_buffer *rb;

@@ -18,7 +18,7 @@
 #include "kp.h"
 
 #define XDP_PASS_RC 2 /* enum xdp_action XDP_PASS */
-#define TC_OK_RC    0 /* TC_ACT_OK */
+#define TC_OK_RC    0xffffffffu /* TC_ACT_UNSPEC: the filters after ours run */
 
 struct kp_env kp;
 
