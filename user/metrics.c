@@ -204,6 +204,41 @@ static void op_family(FILE *f, const struct ks_metrics_in *in,
 	}
 }
 
+/* The TCP stream layer (docs/streams.md): segments by where they stood,
+ * resyncs by reason, the steering fail safe. */
+static void stream_metrics(FILE *f, const struct ks_totals *t)
+{
+	static const char *const events[] = { "opened", "closed", "continued",
+					      "retransmitted", "overlapping",
+					      "hole_filled" };
+	static const char *const resyncs[] = { "gap", "unknown_flow",
+					       "carry", "lost" };
+	const __u64 ev[] = { t->pkts[KS_PKT_FLOW_NEW], t->pkts[KS_PKT_FLOW_END],
+			     t->pkts[KS_PKT_FLOW_CONT], t->pkts[KS_PKT_FLOW_DUP],
+			     t->pkts[KS_PKT_FLOW_OVERLAP],
+			     t->pkts[KS_PKT_FLOW_FILL] };
+	const __u64 rs[] = { t->pkts[KS_PKT_RESYNC_GAP],
+			     t->pkts[KS_PKT_RESYNC_UNKNOWN],
+			     t->pkts[KS_PKT_RESYNC_CARRY],
+			     t->pkts[KS_PKT_RESYNC_LOST] };
+	const struct scalar sc[] = {
+		{ "keysteer_hot_disarms_total", "counter",
+		  "Times bytes of a stream went by unparsed and every armed hot key was made dirty.",
+		  .n = t->pkts[KS_PKT_HOT_DISARM] },
+		{ "keysteer_udp_first_fragments_total", "counter",
+		  "First IP fragments of UDP requests, parsed as far as they go.",
+		  .n = t->pkts[KS_PKT_UDP_FRAG] },
+	};
+
+	label_set(f, "keysteer_stream_events_total", "counter",
+		  "TCP flows opened and closed, and segments by where they stood in their stream.",
+		  "event", events, ev, ARRAY_LEN(ev));
+	label_set(f, "keysteer_stream_resyncs_total", "counter",
+		  "TCP streams whose position was lost, by reason; the next request boundary resynchronises.",
+		  "reason", resyncs, rs, ARRAY_LEN(rs));
+	scalars(f, sc, ARRAY_LEN(sc));
+}
+
 static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 {
 	static const char *const protos[] = { "tcp", "udp" };
@@ -234,6 +269,7 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 	label_set(f, "keysteer_memcached_packets_total", "counter",
 		  "Packets to a watched port with a payload, by protocol.",
 		  "proto", protos, by_proto, 2);
+	stream_metrics(f, t);
 
 	n = 0;
 	sc[n++] = (struct scalar){ "keysteer_non_memcached_packets_total",
