@@ -32,6 +32,9 @@
 /* In-flight packets may still write the old epoch right after the flip. */
 #define KS_FLIP_GRACE_NS 2000000ULL
 
+/* getopt code of --stream-state (a test control: no letter of its own) */
+#define KS_OPT_STREAM_STATE 0x1001
+
 struct run_opts {
 	const char *ifname;
 	unsigned int ifindex;
@@ -54,6 +57,8 @@ struct run_opts {
 	struct ks_http_server http;
 	int http_open;
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
+	__u32 cfg_flags;         /* ks_config.flags: --stream-state off sets
+				  * KS_CFG_NO_STREAM (test control only) */
 };
 
 struct run_state {
@@ -93,6 +98,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "keep-privileges", no_argument, NULL, 'G' },
 		{ "log-keys", no_argument, NULL, 'Y' },
 		{ "group", required_argument, NULL, 'g' },
+		{ "stream-state", required_argument, NULL, KS_OPT_STREAM_STATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -227,6 +233,18 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		case 'Y':
 			o->log_keys = 1;
 			break;
+		case KS_OPT_STREAM_STATE:
+			if (!strcmp(optarg, "on")) {
+				o->cfg_flags &= ~(__u32)KS_CFG_NO_STREAM;
+			} else if (!strcmp(optarg, "off")) {
+				o->cfg_flags |= KS_CFG_NO_STREAM;
+			} else {
+				snprintf(err, sizeof(err),
+					 "--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
+					 optarg);
+				goto bad;
+			}
+			break;
 		case 'h':
 			ks_help_run(stdout);
 			return -1;
@@ -304,6 +322,14 @@ static void publish_header(struct run_state *st)
 	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
 }
 
+/* This run's flags (KS_CFG_NO_STREAM from --stream-state) in cfg; any
+ * other bit is left as it was. */
+static void put_flags(const struct run_state *st, struct ks_config *cfg)
+{
+	cfg->flags = (cfg->flags & ~(__u32)KS_CFG_NO_STREAM) |
+		     (st->o.cfg_flags & KS_CFG_NO_STREAM);
+}
+
 /*
  * Writes the config, with ks_config.ring put back first if a racing
  * write moved it; then waits out the packets that read the half it
@@ -312,7 +338,10 @@ static void publish_header(struct run_state *st)
 static int write_config(struct run_state *st, struct ks_config *cfg)
 {
 	int fixed = ks_run_ring_fix_config(&st->o.ring, cfg);
-	int err = ks_write_config(&st->maps, cfg);
+	int err;
+
+	put_flags(st, cfg);
+	err = ks_write_config(&st->maps, cfg);
 
 	if (!err && fixed)
 		err = ks_rcu_wait();
@@ -491,6 +520,7 @@ static int start(struct run_state *st)
 	int err;
 
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
+	put_flags(st, &cfg);
 	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex,
 		      st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, &cfg, st->adopt))
 		return KS_EXIT_FAIL;
@@ -508,6 +538,21 @@ static int start(struct run_state *st)
 	if (st->att.adopted)
 		st->seq = st->att.found.seq;
 	ks_attachment_maps(&st->att, &st->maps);
+	/* a take-over keeps the pinned config's flags: put this run's in */
+	if (st->att.adopted) {
+		struct ks_config cur;
+
+		err = ks_read_config(&st->maps, &cur);
+		if (!err) {
+			put_flags(st, &cur);
+			err = ks_write_config(&st->maps, &cur);
+		}
+		if (err) {
+			ks_err("cannot write the configuration map (%s); rerun with -v",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+	}
 	err = ks_collector_init(&st->col, &st->maps);
 	st->sketch = malloc(sizeof(*st->sketch));
 	st->rep = calloc(1, sizeof(*st->rep));
@@ -682,6 +727,8 @@ int cmd_run(int argc, char **argv)
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
 	ks_log_init(st->o.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
+	if (st->o.cfg_flags & KS_CFG_NO_STREAM)
+		ks_warn("--stream-state off: every TCP segment is parsed on its own; a test control only, counts will be wrong and steering unsafe");
 	rc = ks_require_root("attaching keysteer");
 	if (rc)
 		goto out_free;
