@@ -41,7 +41,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-steer soak deps check-deps vmlinux
+.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
 all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
 
 $(OUT) $(OUT)/user:
@@ -126,9 +126,19 @@ demo: check-deps
 	user/scripts/demo.sh
 	user/scripts/demo_steer.sh
 
+# BENCH_BEFORE=path/keysteer.bpf.o times the build before TCP streams
+# (commit 94672e7, built in a worktree of its own) on the same packets in
+# the same run (docs/benchmarks.md).
+BENCH_BEFORE ?=
 bench: check-deps
 	$(MAKE) all
-	$(OUT)/tests/bench
+	$(OUT)/tests/bench $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+
+# Packets/s per core through a veth pair in namespaces of its own, keysteer
+# against the empty program (docs/benchmarks.md). About 15 s. Not in `make test`.
+bench-line: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/line_bench.sh
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).

@@ -14,7 +14,8 @@
 #include "ks_ring.h"
 #include "hot_map.h"
 
-#define BENCH_FRAME_MAX 4096
+/* a 64 KiB GRO aggregate: IPv4's largest datagram behind Ethernet */
+#define BENCH_FRAME_MAX (14 + 65535)
 #define BENCH_MC_PORT   11211 /* the one port the benchmark config watches */
 #define BENCH_UNSAMPLED (1U << 30) /* sample_n that never fires in a run */
 
@@ -27,6 +28,18 @@
  */
 size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
 			const void *payload, size_t plen);
+/* The same with the source port, sequence number and flags given
+ * (BENCH_TCP_*: a SYN or FIN has no payload but may carry one). */
+#define BENCH_TCP_FIN 0x01
+#define BENCH_TCP_SYN 0x02
+#define BENCH_TCP_PSH_ACK 0x18
+size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
+			    __u32 seq, __u8 flags, const void *payload,
+			    size_t plen);
+/* Rewrites the sequence number of a frame from bench_frame_tcp4*() and
+ * updates its checksum (RFC 1624), so each call can send the next
+ * segment of a stream from the same bytes. */
+void bench_tcp_set_seq(__u8 *frame, __u32 seq);
 
 /* The same, Ethernet + IPv4 + UDP with memcached's frame header. */
 size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
@@ -45,7 +58,21 @@ size_t bench_set_req(char *out, size_t cap, size_t keylen, size_t vallen);
 
 /* ---- loading and running (bench_run.c) ---- */
 
+/*
+ * One keysteer object's program and the maps the benchmark reads and
+ * writes: the build under test (the skeleton) or the build before TCP
+ * streams (--before OBJ, opened by name), whose layouts of these maps are
+ * the same but for counters added since (npkt, nerr, nop entries).
+ */
+struct bench_obj {
+	struct bpf_object *obj; /* only for --before: closed by bench_close */
+	int prog_fd, cfg_fd, pkts_fd, errors_fd, ops_fd;
+	__u32 npkt, nerr, nop;
+};
+
 struct bench_env {
+	struct bench_obj cur, before;
+	bool have_before;
 	struct keysteer_bpf *ks;
 	struct ks_empty_bpf *empty;
 	int xdp_fd, tc_fd, empty_fd;
@@ -67,6 +94,15 @@ struct bench_counts {
 	__u64 hot_reads, hot_writes;
 	__u64 keys;      /* sum of ks_ops[*].keys */
 	__u64 requests;  /* sum of ks_ops[*].requests */
+	/* TCP streams (0 for the build before them) */
+	__u64 flow_new, flow_end, flow_cont;
+	__u64 flow_dup;  /* wholly or partly retransmitted segments */
+	__u64 resync;    /* every KS_PKT_RESYNC_* reason */
+};
+
+/* The kernel's own figures of one program (bpf_stats). */
+struct bench_stats {
+	__u64 run_time_ns, run_cnt;
 };
 
 struct bench_prog_info {
@@ -76,12 +112,14 @@ struct bench_prog_info {
 	__u32 jited_len;      /* bytes of machine code */
 };
 
-/* Pins to cpu (-1: the last online one), loads both objects without
- * pinning any map. Returns 0 or a negative errno after printing why. */
-int bench_open(struct bench_env *e, int cpu);
+/* Pins to cpu (-1: the last online one), loads both objects (and the
+ * build before streams, when before is not NULL) without pinning any map.
+ * Returns 0 or a negative errno after printing why. */
+int bench_open(struct bench_env *e, int cpu, const char *before);
 void bench_close(struct bench_env *e);
 
-/* Writes the config with this sample_n (ports: 11211 only; ring half 0). */
+/* Writes the config with this sample_n (ports: 11211 only; ring half 0),
+ * into both builds. */
 int bench_set_sample(struct bench_env *e, __u32 sample_n);
 
 /* The hot table for a scenario whose first key is key[0..len). */
@@ -108,7 +146,14 @@ static inline int bench_run(int prog_fd, const void *frame, __u32 len,
 	return bench_run_on(prog_fd, frame, len, repeat, 0, false, ns);
 }
 
-int bench_counts(struct bench_env *e, struct bench_counts *c);
+int bench_counts(struct bench_env *e, const struct bench_obj *o,
+		 struct bench_counts *c);
+/* run_time_ns and run_cnt of a program (kernel.bpf_stats_enabled). */
+int bench_prog_stats(int prog_fd, struct bench_stats *st);
+/* Turns the kernel's run-time statistics on for as long as the returned
+ * fd is open (BPF_ENABLE_STATS: the sysctl is left as it was, and a
+ * process that dies turns them off by dying). -errno on failure. */
+int bench_stats_on(void);
 int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi);
 
 /* ---- scenarios (bench_scen.c) ---- */
@@ -129,7 +174,18 @@ struct bench_scen {
 	double ring_target_ns; /* limit over base; 0: none */
 	int hot;              /* enum bench_hot */
 	size_t keylen;        /* of the packet's (first) key */
-	__u8 frame[BENCH_FRAME_MAX];
+	__u32 reqs;           /* requests each packet completes */
+	/* TCP to port 11211: each timed packet is the next segment of one
+	 * flow, opened by a SYN (and the prologue segment, if any) */
+	bool stream;
+	__u32 plen;           /* payload bytes: the step of the seq */
+	__u8 *pro;            /* prologue frame, untimed (NULL: none) */
+	__u32 pro_len, pro_plen;
+	__u32 per_flow;       /* most timed segments one flow can take */
+	bool cont;            /* every timed segment continues a request */
+	bool before;          /* also timed on the build before streams */
+	double ratio_target;  /* limit of over empty / before's; 0: none */
+	__u8 *frame;
 	__u32 len;
 };
 
@@ -160,13 +216,15 @@ struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 /* ---- figures and reports (bench_report.c) ---- */
 
 #define BENCH_RUNS_MAX        99U
-#define BENCH_REPEAT_ISSUE    1000000U /* issue 2 asks for at least this */
+#define BENCH_PACKETS_RECORD  20000U /* packets per timing of the figures */
 #define BENCH_VERIFIER_TARGET 200000U
 #define BENCH_VERIFIER_LIMIT  1000000U /* BPF_COMPLEXITY_LIMIT_INSNS */
 
-/* Every timing of one scenario: runs pairs of (empty, scenario). */
+/* Every timing of one scenario: runs pairs of (empty, scenario), and of
+ * (empty, build before streams) where the scenario has one. */
 struct bench_samples {
 	double *empty, *scen, *over; /* over = scen - empty, per run */
+	double *old, *old_over;      /* the build before; NULL: not timed */
 	bool valid;                  /* every run counted what it should */
 };
 
@@ -179,7 +237,8 @@ struct bench_machine {
 struct bench_report {
 	const struct bench_machine *machine;
 	int cpu;
-	__u32 repeat, runs;
+	__u32 packets, runs;
+	const char *before; /* the build before streams' object, or NULL */
 	const struct bench_scen *sc;
 	const struct bench_samples *res;
 	int n;
@@ -188,10 +247,17 @@ struct bench_report {
 };
 
 void bench_read_machine(struct bench_machine *m);
+/* Median of v[0..n), n <= BENCH_RUNS_MAX; v is left as it was. */
+double bench_median(const double *v, __u32 n);
+/* Pins the process to cpu (-1: the last online one); the CPU or -errno. */
+int bench_pin_cpu(int cpu);
 /* Median over runs of (scenario - its base scenario): the ring's own
  * cost, both timed in the same run. */
 double bench_over_base(const struct bench_report *rep, int i);
 void bench_print_table(const struct bench_report *rep);
 void bench_print_json(const struct bench_report *rep);
+
+/* `bench line ...`: packets/s through a veth pair (bench_line.c). */
+int bench_line_main(int argc, char **argv);
 
 #endif

@@ -39,8 +39,9 @@ static __u16 csum_fold(__u32 sum)
 	return (__u16)~sum;
 }
 
-size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
-			const void *payload, size_t plen)
+size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
+			    __u32 seq, __u8 flags, const void *payload,
+			    size_t plen)
 {
 	static const __u8 saddr[4] = { 198, 18, 0, 1 };
 	static const __u8 daddr[4] = { 198, 18, 0, 2 };
@@ -66,14 +67,16 @@ size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
 	memcpy(ip + 16, daddr, 4);
 	put16(ip + 10, csum_fold(csum_add(0, ip, IP4_LEN)));
 
-	put16(tcp, 40000);
+	put16(tcp, sport);
 	put16(tcp + 2, dport);
-	put16(tcp + 6, 1000);  /* seq */
+	put16(tcp + 4, seq >> 16);
+	put16(tcp + 6, seq & 0xffff);
 	put16(tcp + 10, 1);    /* ack */
 	tcp[12] = 5 << 4;      /* doff */
-	tcp[13] = 0x18;        /* PSH | ACK */
+	tcp[13] = flags;
 	put16(tcp + 14, 64240);
-	memcpy(tcp + TCP_LEN, payload, plen);
+	if (plen)
+		memcpy(tcp + TCP_LEN, payload, plen);
 
 	/* pseudo-header, then the segment */
 	sum = csum_add(0, ip + 12, 8);
@@ -81,6 +84,31 @@ size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
 	sum = csum_add(sum, tcp, TCP_LEN + plen);
 	put16(tcp + 16, csum_fold(sum));
 	return len;
+}
+
+size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
+			const void *payload, size_t plen)
+{
+	return bench_frame_tcp4_seg(out, cap, 40000, dport, 1000,
+				    BENCH_TCP_PSH_ACK, payload, plen);
+}
+
+void bench_tcp_set_seq(__u8 *frame, __u32 seq)
+{
+	__u8 *tcp = frame + ETH_LEN + IP4_LEN;
+	__u32 sum = (__u16)~(tcp[16] << 8 | tcp[17]);
+	int i;
+
+	/* HC' = ~(~HC + ~m + m') for each 16-bit word that changes */
+	for (i = 0; i < 2; i++) {
+		__u16 m = tcp[4 + 2 * i] << 8 | tcp[5 + 2 * i];
+		__u16 m2 = i ? seq & 0xffff : seq >> 16;
+
+		sum += (__u16)~m + m2;
+	}
+	put16(tcp + 4, seq >> 16);
+	put16(tcp + 6, seq & 0xffff);
+	put16(tcp + 16, csum_fold(sum));
 }
 
 size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,

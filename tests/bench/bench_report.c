@@ -44,7 +44,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(const double *v, __u32 n)
+double bench_median(const double *v, __u32 n)
 {
 	double tmp[BENCH_RUNS_MAX];
 
@@ -103,7 +103,7 @@ double bench_over_base(const struct bench_report *rep, int i)
 	/* per run, so both sides saw the machine at the same moment */
 	for (r = 0; r < rep->runs; r++)
 		d[r] = s->scen[r] - b->scen[r];
-	return median(d, rep->runs);
+	return bench_median(d, rep->runs);
 }
 
 static const char *dist_label(__u32 dist)
@@ -181,26 +181,38 @@ void bench_print_table(const struct bench_report *rep)
 	int n = rep->n, npi = rep->npi;
 	int i;
 
-	printf("keysteer datapath benchmark (BPF_PROG_TEST_RUN, XDP)\n");
+	printf("keysteer datapath benchmark (XDP, one packet per "
+	       "BPF_PROG_TEST_RUN, timed by bpf_stats)\n");
 	printf("kernel %s, %s, %ld CPUs, pinned to CPU %d\n", m->kernel,
 	       m->cpu_model, m->cpus, rep->cpu);
-	printf("repeat %u per timing, %u runs, median over runs%s\n\n",
-	       rep->repeat, rep->runs,
-	       rep->repeat < BENCH_REPEAT_ISSUE ?
-		       " (repeat < 1000000: indicative only)" : "");
-	printf("%-50s %5s %4s %8s %10s %13s\n", "scenario", "bytes", "keys",
-	       "ns/pkt", "over empty", "(min..max)");
+	printf("%u packets per timing, %u runs, median over runs%s\n",
+	       rep->packets, rep->runs,
+	       rep->packets < BENCH_PACKETS_RECORD ?
+		       " (fewer packets than the figures of record: indicative only)" : "");
+	if (rep->before)
+		printf("before: %s (the build before TCP streams), same packets, "
+		       "same run\n", rep->before);
+	printf("\n%-50s %5s %4s %8s %10s %13s %8s %6s\n", "scenario", "bytes",
+	       "keys", "ns/pkt", "over empty", "(min..max)", "before", "ratio");
 	printf("%-50s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)", "-",
 	       "-", baseline_median(res, n, rep->runs), "0");
 	for (i = 0; i < n; i++) {
-		char range[32];
+		char range[32], old[32] = "", ratio[32] = "";
+		double v = bench_median(res[i].over, rep->runs);
 
 		snprintf(range, sizeof(range), "(%.0f..%.0f)",
 			 vmin(res[i].over, rep->runs),
 			 vmax(res[i].over, rep->runs));
-		printf("%-50s %5u %4u %8.1f %10.1f %13s%s\n", sc[i].label,
-		       sc[i].len, sc[i].keys, median(res[i].scen, rep->runs),
-		       median(res[i].over, rep->runs), range,
+		if (res[i].old) {
+			double o = bench_median(res[i].old_over, rep->runs);
+
+			snprintf(old, sizeof(old), "%.1f", o);
+			if (o > 0)
+				snprintf(ratio, sizeof(ratio), "%.2f", v / o);
+		}
+		printf("%-50s %5u %4u %8.1f %10.1f %13s %8s %6s%s\n",
+		       sc[i].label, sc[i].len, sc[i].keys,
+		       bench_median(res[i].scen, rep->runs), v, range, old, ratio,
 		       res[i].valid ? "" : "  INVALID");
 	}
 
@@ -209,7 +221,7 @@ void bench_print_table(const struct bench_report *rep)
 
 	printf("\ntargets (ns over empty; ring: over the packet with no ring):\n");
 	for (i = 0; i < n; i++) {
-		double v = median(res[i].over, rep->runs);
+		double v = bench_median(res[i].over, rep->runs);
 
 		if (sc[i].target_ns > 0)
 			printf("  %-50s <= %3.0f: %6.1f  %s\n", sc[i].label,
@@ -220,6 +232,14 @@ void bench_print_table(const struct bench_report *rep)
 			       sc[i].ring_target_ns, v,
 			       met(v <= sc[i].ring_target_ns));
 		}
+		if (sc[i].ratio_target > 0 && res[i].old) {
+			double o = bench_median(res[i].old_over, rep->runs);
+
+			printf("  %-50s <= %.1fx the build before: %.2fx  %s\n",
+			       sc[i].label, sc[i].ratio_target,
+			       o > 0 ? v / o : 0,
+			       met(o > 0 && v / o <= sc[i].ratio_target));
+		}
 	}
 
 	printf("\nverifier, instructions processed (limit %u, target <= %u):\n",
@@ -227,7 +247,7 @@ void bench_print_table(const struct bench_report *rep)
 	for (i = 0; i < npi; i++) {
 		bool ks = strcmp(pi[i].name, "ks_empty") != 0;
 
-		printf("  %-14s %8u   xlated %6u B, jited %6u B%s%s\n",
+		printf("  %-18s %8u   xlated %6u B, jited %6u B%s%s\n",
 		       pi[i].name, pi[i].verified_insns, pi[i].xlated_len,
 		       pi[i].jited_len, ks ? "   " : "",
 		       ks ? met(pi[i].verified_insns &&
@@ -262,16 +282,23 @@ void bench_print_json(const struct bench_report *rep)
 	__u32 r;
 	int i;
 
-	printf("{\"version\":1,\"kernel\":");
+	printf("{\"version\":2,\"kernel\":");
 	json_str(m->kernel);
 	printf(",\"cpu_model\":");
 	json_str(m->cpu_model);
-	printf(",\"cpus\":%ld,\"pinned_cpu\":%d,\"repeat\":%u,\"runs\":%u,",
-	       m->cpus, rep->cpu, rep->repeat, rep->runs);
+	printf(",\"cpus\":%ld,\"pinned_cpu\":%d,\"method\":\"bpf_stats, "
+	       "one packet per BPF_PROG_TEST_RUN, TCP as in-order streams\","
+	       "\"packets\":%u,\"runs\":%u,", m->cpus, rep->cpu, rep->packets,
+	       rep->runs);
+	if (rep->before) {
+		printf("\"before\":");
+		json_str(rep->before);
+		printf(",");
+	}
 	printf("\"baseline_ns\":%.1f,\"results\":[",
 	       baseline_median(res, n, rep->runs));
 	for (i = 0; i < n; i++) {
-		double v = median(res[i].over, rep->runs);
+		double v = bench_median(res[i].over, rep->runs);
 
 		printf("%s{\"name\":\"%s\",\"label\":\"%s\",\"frame_bytes\":%u,"
 		       "\"keys\":%u,\"sampled\":%s,\"valid\":%s,"
@@ -280,12 +307,24 @@ void bench_print_json(const struct bench_report *rep)
 		       i ? "," : "", sc[i].id, sc[i].label, sc[i].len,
 		       sc[i].keys, sc[i].sampled ? "true" : "false",
 		       res[i].valid ? "true" : "false",
-		       median(res[i].scen, rep->runs), v,
+		       bench_median(res[i].scen, rep->runs), v,
 		       vmin(res[i].over, rep->runs), vmax(res[i].over, rep->runs));
 		if (sc[i].target_ns > 0)
 			printf("\"target_ns\":%.0f,\"target_met\":%s,",
 			       sc[i].target_ns,
 			       v <= sc[i].target_ns ? "true" : "false");
+		if (res[i].old) {
+			double o = bench_median(res[i].old_over, rep->runs);
+
+			printf("\"before_over_empty_median\":%.1f,", o);
+			if (o > 0)
+				printf("\"ratio_to_before\":%.3f,", v / o);
+			if (sc[i].ratio_target > 0)
+				printf("\"ratio_target\":%.1f,\"ratio_target_met\":%s,",
+				       sc[i].ratio_target,
+				       o > 0 && v / o <= sc[i].ratio_target ?
+					       "true" : "false");
+		}
 		if (sc[i].base >= 0 && sc[i].hot) {
 			printf("\"hot\":{\"table\":\"%s\",\"base\":\"%s\","
 			       "\"over_base_median\":%.1f},", hot_label(sc[i].hot),
@@ -309,9 +348,13 @@ void bench_print_json(const struct bench_report *rep)
 			printf("},");
 		}
 		printf("\"runs_empty_scenario_ns\":[");
-		for (r = 0; r < rep->runs; r++)
-			printf("%s[%.0f,%.0f]", r ? "," : "", res[i].empty[r],
+		for (r = 0; r < rep->runs; r++) {
+			printf("%s[%.1f,%.1f", r ? "," : "", res[i].empty[r],
 			       res[i].scen[r]);
+			if (res[i].old)
+				printf(",%.1f", res[i].old[r]);
+			printf("]");
+		}
 		printf("]}");
 	}
 	printf("],\"verifier\":[");

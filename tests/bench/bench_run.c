@@ -42,25 +42,89 @@ static int pick_cpu(void)
 	return n > 1 ? (int)n - 1 : 0;
 }
 
-static int pin_cpu(int cpu)
+int bench_pin_cpu(int cpu)
 {
 	cpu_set_t set;
 
+	if (cpu < 0)
+		cpu = pick_cpu();
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return -errno;
+	return cpu;
+}
+
+static int obj_fill(struct bench_obj *o, struct bpf_object *obj)
+{
+	static const char *const names[] = { "ks_config", "ks_pkts",
+					     "ks_errors", "ks_ops" };
+	struct bpf_program *prog;
+	struct bpf_map *m[4];
+	size_t i;
+
+	prog = bpf_object__find_program_by_name(obj, "ks_ingress");
+	if (!prog)
+		return -ENOENT;
+	for (i = 0; i < 4; i++) {
+		m[i] = bpf_object__find_map_by_name(obj, names[i]);
+		if (!m[i])
+			return -ENOENT;
+	}
+	o->prog_fd = bpf_program__fd(prog);
+	o->cfg_fd = bpf_map__fd(m[0]);
+	o->pkts_fd = bpf_map__fd(m[1]);
+	o->errors_fd = bpf_map__fd(m[2]);
+	o->ops_fd = bpf_map__fd(m[3]);
+	if (bpf_map__value_size(m[0]) != sizeof(struct ks_config) ||
+	    bpf_map__value_size(m[1]) % 8 || bpf_map__value_size(m[3]) !=
+	    sizeof(struct ks_op_stats))
+		return -EPROTO;
+	o->npkt = bpf_map__value_size(m[1]) / 8;
+	o->nerr = bpf_map__max_entries(m[2]);
+	o->nop = bpf_map__max_entries(m[3]);
 	return 0;
 }
 
-int bench_open(struct bench_env *e, int cpu)
+/* The build before streams, by file: its own maps, none pinned. */
+static int open_before(struct bench_env *e, const char *path)
+{
+	struct bpf_object *obj = bpf_object__open_file(path, NULL);
+	struct bpf_program *p;
+	struct bpf_map *m;
+	int err;
+
+	if (!obj)
+		return -errno;
+	e->before.obj = obj;
+	bpf_object__for_each_map(m, obj) {
+		err = bpf_map__set_pin_path(m, NULL);
+		if (err)
+			return err;
+	}
+	/* only the XDP program is timed */
+	bpf_object__for_each_program(p, obj)
+		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p),
+						     "ks_ingress"));
+	err = bpf_object__load(obj);
+	if (err)
+		return err;
+	if (any_pinned(obj))
+		return -EEXIST;
+	err = obj_fill(&e->before, obj);
+	if (!err)
+		e->have_before = true;
+	return err;
+}
+
+int bench_open(struct bench_env *e, int cpu, const char *before)
 {
 	int err;
 
 	memset(e, 0, sizeof(*e));
 	e->cpu = cpu < 0 ? pick_cpu() : cpu;
-	err = pin_cpu(e->cpu);
-	if (err) {
+	err = bench_pin_cpu(e->cpu);
+	if (err < 0) {
 		fprintf(stderr, "bench: cannot pin to CPU %d: %s; pick another "
 			"with --cpu\n", e->cpu, strerror(-err));
 		return err;
@@ -92,6 +156,21 @@ int bench_open(struct bench_env *e, int cpu)
 			strerror(-err));
 		goto fail;
 	}
+	err = obj_fill(&e->cur, e->ks->obj);
+	if (err) {
+		fprintf(stderr, "bench: keysteer.bpf.o lacks a program or map "
+			"the benchmark needs: %s\n", strerror(-err));
+		goto fail;
+	}
+	if (before) {
+		err = open_before(e, before);
+		if (err) {
+			fprintf(stderr, "bench: loading the build before "
+				"streams (%s) failed: %s\n", before,
+				strerror(-err));
+			goto fail;
+		}
+	}
 	e->xdp_fd = bpf_program__fd(e->ks->progs.ks_ingress);
 	e->tc_fd = bpf_program__fd(e->ks->progs.ks_tc_ingress);
 	e->empty_fd = bpf_program__fd(e->empty->progs.ks_empty);
@@ -115,6 +194,9 @@ void bench_close(struct bench_env *e)
 	ks_hot_map_close(&e->hot);
 	ks_empty_bpf__destroy(e->empty);
 	keysteer_bpf__destroy(e->ks);
+	bpf_object__close(e->before.obj);
+	e->before.obj = NULL;
+	e->have_before = false;
 	e->empty = NULL;
 	e->ks = NULL;
 }
@@ -132,6 +214,14 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
 				&e->cfg, BPF_ANY))
 		return -errno;
+	if (e->have_before) {
+		/* the same layout; the hot table is the new build's only */
+		struct ks_config old = e->cfg;
+
+		old.hot = 0;
+		if (bpf_map_update_elem(e->before.cfg_fd, &zero, &old, BPF_ANY))
+			return -errno;
+	}
 	return 0;
 }
 
@@ -238,7 +328,7 @@ int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,
 }
 
 /* Sum over CPUs of one per-CPU array entry made of n u64 fields. */
-static int percpu_sum(struct bench_env *e, struct bpf_map *map, __u32 key,
+static int percpu_sum(struct bench_env *e, int fd, __u32 key,
 		      __u64 *sum, int n)
 {
 	__u64 *vals;
@@ -247,7 +337,7 @@ static int percpu_sum(struct bench_env *e, struct bpf_map *map, __u32 key,
 	vals = calloc((size_t)e->ncpu * n, sizeof(__u64));
 	if (!vals)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(bpf_map__fd(map), &key, vals)) {
+	if (bpf_map_lookup_elem(fd, &key, vals)) {
 		err = -errno;
 		goto out;
 	}
@@ -261,36 +351,69 @@ out:
 	return err;
 }
 
-int bench_counts(struct bench_env *e, struct bench_counts *c)
+int bench_counts(struct bench_env *e, const struct bench_obj *o,
+		 struct bench_counts *c)
 {
-	struct ks_pkt_counters pc = {};
+	__u64 pc[64] = {};
 	struct ks_op_stats st = {};
 	__u64 v = 0;
 	__u32 k;
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	/* ks_pkts is one per-CPU entry holding every packet counter */
-	err = percpu_sum(e, e->ks->maps.ks_pkts, 0, pc.n, KS_PKT_MAX);
-	c->sampled = pc.n[KS_PKT_SAMPLED];
-	c->ring_hit = pc.n[KS_PKT_RING_HIT];
-	c->misdirected = pc.n[KS_PKT_MISDIRECTED];
-	c->steered = pc.n[KS_PKT_STEERED];
-	c->hot_reads = pc.n[KS_PKT_HOT_READ];
-	c->hot_writes = pc.n[KS_PKT_HOT_WRITE];
-	for (k = 0; !err && k < KS_ERR_MAX; k++) {
-		err = percpu_sum(e, e->ks->maps.ks_errors, k, &v, 1);
+	if (o->npkt > 64)
+		return -E2BIG;
+	/* ks_pkts is one per-CPU entry holding every packet counter; the
+	 * build before streams has only the first KS_PKT_STEER_NO_ROUTE + 1 */
+	err = percpu_sum(e, o->pkts_fd, 0, pc, (int)o->npkt);
+	c->sampled = pc[KS_PKT_SAMPLED];
+	c->ring_hit = pc[KS_PKT_RING_HIT];
+	c->misdirected = pc[KS_PKT_MISDIRECTED];
+	c->steered = pc[KS_PKT_STEERED];
+	c->hot_reads = pc[KS_PKT_HOT_READ];
+	c->hot_writes = pc[KS_PKT_HOT_WRITE];
+	if (o->npkt >= KS_PKT_MAX) {
+		c->flow_new = pc[KS_PKT_FLOW_NEW];
+		c->flow_end = pc[KS_PKT_FLOW_END];
+		c->flow_cont = pc[KS_PKT_FLOW_CONT];
+		c->flow_dup = pc[KS_PKT_FLOW_DUP] + pc[KS_PKT_FLOW_OVERLAP];
+		c->resync = pc[KS_PKT_RESYNC_GAP] + pc[KS_PKT_RESYNC_UNKNOWN] +
+			    pc[KS_PKT_RESYNC_CARRY] + pc[KS_PKT_RESYNC_LOST];
+	}
+	/* KS_ERR_NOT_MEMCACHED is 0 in both builds; the rest are summed */
+	for (k = 0; !err && k < o->nerr; k++) {
+		err = percpu_sum(e, o->errors_fd, k, &v, 1);
 		if (k == KS_ERR_NOT_MEMCACHED)
 			c->not_mc = v;
 		else
 			c->errors += v;
 	}
-	for (k = 0; !err && k < KS_OP_MAX; k++) {
-		err = percpu_sum(e, e->ks->maps.ks_ops, k, (__u64 *)&st, 3);
+	for (k = 0; !err && k < o->nop; k++) {
+		err = percpu_sum(e, o->ops_fd, k, (__u64 *)&st, 3);
 		c->keys += st.keys;
 		c->requests += st.requests;
 	}
 	return err;
+}
+
+int bench_prog_stats(int prog_fd, struct bench_stats *st)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	st->run_time_ns = info.run_time_ns;
+	st->run_cnt = info.run_cnt;
+	return 0;
+}
+
+int bench_stats_on(void)
+{
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	return fd < 0 ? -errno : fd;
 }
 
 int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi)

@@ -4,6 +4,7 @@
  * datapath must count for it, so a run that silently took another path
  * (a parse error, a missed sample) is caught instead of reported.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
@@ -13,8 +14,23 @@
 /* issue 3: the ring lookup of a sampled 16-byte GET, FNV-1a, 1024 shards,
  * over the same GET with no ring loaded */
 #define TARGET_RING_FNV_NS  25.0
+/* issue 10: the unsampled 16-byte GET at most 1.4x its cost before TCP
+ * streams were followed; a segment continuing a value <= 30 ns */
+#define TARGET_STREAM_RATIO 1.4
+#define TARGET_CONT_VALUE_NS 30.0
 
-enum scen_kind { SC_HTTP, SC_GET, SC_SET };
+#define MSS 1448 /* a full segment of a 1500-byte MTU with timestamps */
+/* the value of the set the continuation segments are inside: the largest
+ * the parser takes, so a flow never reaches its end */
+#define CONT_VALUE_LEN (1U << 30)
+
+/*
+ * SC_CONT_VALUE: segments of MSS value bytes inside a set's data block.
+ * SC_CONT_KEY: segments that finish a multi-get's cut key and line and
+ * start the next multi-get, cut in its last key the same way.
+ * SC_PIPE: pipelined 16-byte gets filling an IP packet of ip_bytes.
+ */
+enum scen_kind { SC_HTTP, SC_GET, SC_SET, SC_CONT_VALUE, SC_CONT_KEY, SC_PIPE };
 
 struct scen_def {
 	const char *id;
@@ -33,13 +49,17 @@ struct scen_def {
 	double ring_target_ns;
 	int hot;              /* enum bench_hot */
 	bool udp;
+	double ratio_target;  /* over empty / the build before; 0: none */
+	size_t ip_bytes;      /* SC_PIPE: the IP packet's size */
 };
 
 static const struct scen_def defs[] = {
 	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP,
 	  0, 0, 0, false, 0 },
-	{ "get16_unsampled", "get, 16-byte key, unsampled", SC_GET,
-	  1, 16, 0, false, TARGET_UNSAMPLED_NS },
+	{ .id = "get16_unsampled", .label = "get, 16-byte key, unsampled",
+	  .kind = SC_GET, .nkeys = 1, .keylen = 16,
+	  .target_ns = TARGET_UNSAMPLED_NS,
+	  .ratio_target = TARGET_STREAM_RATIO },
 	{ "get16_sampled", "get, 16-byte key, sampled", SC_GET,
 	  1, 16, 0, true, TARGET_SAMPLED_NS },
 	{ "get250_unsampled", "get, 250-byte key, unsampled", SC_GET,
@@ -54,6 +74,18 @@ static const struct scen_def defs[] = {
 	  SC_SET, 1, 16, 100, false, 0 },
 	{ "set100_sampled", "set, 16-byte key, 100-byte value, sampled",
 	  SC_SET, 1, 16, 100, true, 0 },
+	/* TCP streams (issue 10): segments that continue a request, and
+	 * segments larger than one parse window */
+	{ .id = "cont_value", .label = "segment continuing a value (1448 B)",
+	  .kind = SC_CONT_VALUE, .target_ns = TARGET_CONT_VALUE_NS },
+	{ .id = "cont_mget_key",
+	  .label = "segment: cut key's tail, next 32-key get cut", .kind =
+	  SC_CONT_KEY, .nkeys = 32, .keylen = 16 },
+	{ .id = "pipe_jumbo", .label = "9000-byte segment, 407 pipelined gets",
+	  .kind = SC_PIPE, .keylen = 16, .ip_bytes = 9000 },
+	{ .id = "pipe_gro64k",
+	  .label = "64 KiB segment, 2977 pipelined gets", .kind = SC_PIPE,
+	  .keylen = 16, .ip_bytes = 65535 },
 	/* the ring: each against the same packet with no ring loaded */
 	{ "get16_sampled_ketama4", "get, 16-byte key, sampled, ketama 4",
 	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 4, false,
@@ -105,14 +137,60 @@ static const struct scen_def defs[] = {
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
+/* n pipelined "get <key>\r\n" with keys of keylen bytes; total length */
+static size_t pipe_gets(char *out, size_t cap, unsigned int n, size_t keylen)
+{
+	size_t len = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		one = bench_get_line(out + len, cap - len, 1, keylen);
+		if (!one)
+			return 0;
+		len += one;
+	}
+	return len;
+}
+
+/*
+ * The multi-get of nkeys keys whose last key is cut in two halves:
+ * head = "get k0 .. k(n-2) <first half of k(n-1)>", and the timed
+ * segment = "<second half>\r\n" + head, which finishes one request and
+ * leaves the next cut at the same byte.
+ */
+static size_t cut_mget(char *out, size_t cap, unsigned int nkeys,
+		       size_t keylen, bool with_tail)
+{
+	char line[BENCH_FRAME_MAX];
+	size_t len = bench_get_line(line, sizeof(line), nkeys, keylen);
+	size_t half = keylen / 2, head = len - 2 - (keylen - half), n = 0;
+
+	if (!len || nkeys < 2 || cap < len + keylen)
+		return 0;
+	if (with_tail) {
+		/* the rest of the last key, then the line's end */
+		memcpy(out, line + head, len - head);
+		n = len - head;
+	}
+	memcpy(out + n, line, head);
+	return n + head;
+}
+
 static int build_one(const struct scen_def *d, struct bench_scen *s)
 {
 	static const char http[] = "GET /index.html HTTP/1.1\r\n"
 				   "Host: 198.18.0.2\r\n\r\n";
-	char pay[BENCH_FRAME_MAX];
-	size_t plen;
+	char *pay = malloc(BENCH_FRAME_MAX), *pro = NULL;
+	size_t plen = 0, prolen = 0;
 	__u16 dport = BENCH_MC_PORT;
+	unsigned int n;
+	int err = -1;
 
+	s->frame = malloc(BENCH_FRAME_MAX);
+	if (!pay || !s->frame)
+		goto out;
+	s->keys = d->nkeys;
+	s->reqs = d->kind == SC_HTTP ? 0 : 1;
 	switch (d->kind) {
 	case SC_HTTP:
 		plen = sizeof(http) - 1;
@@ -120,33 +198,78 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 		dport = 80;
 		break;
 	case SC_GET:
-		plen = bench_get_line(pay, sizeof(pay), d->nkeys, d->keylen);
+		plen = bench_get_line(pay, BENCH_FRAME_MAX, d->nkeys, d->keylen);
 		break;
 	case SC_SET:
-		plen = bench_set_req(pay, sizeof(pay), d->keylen, d->vallen);
+		plen = bench_set_req(pay, BENCH_FRAME_MAX, d->keylen, d->vallen);
+		break;
+	case SC_CONT_VALUE:
+		/* the set's line alone opens the block; then value bytes */
+		pro = malloc(128);
+		if (!pro)
+			goto out;
+		prolen = (size_t)snprintf(pro, 128, "set key:0:abcdefghi 0 0 %u\r\n",
+					  CONT_VALUE_LEN);
+		plen = MSS;
+		memset(pay, 'v', plen);
+		s->reqs = 0;
+		s->per_flow = CONT_VALUE_LEN / MSS - 1;
+		s->cont = true;
+		break;
+	case SC_CONT_KEY:
+		pro = malloc(BENCH_FRAME_MAX);
+		if (!pro)
+			goto out;
+		prolen = cut_mget(pro, BENCH_FRAME_MAX, d->nkeys, d->keylen,
+				  false);
+		plen = cut_mget(pay, BENCH_FRAME_MAX, d->nkeys, d->keylen, true);
+		s->cont = true;
+		break;
+	case SC_PIPE:
+		/* 20 + 20 bytes of headers; "get " + key + "\r\n" each */
+		n = (unsigned int)((d->ip_bytes - 40) / (d->keylen + 6));
+		plen = pipe_gets(pay, BENCH_FRAME_MAX, n, d->keylen);
+		s->keys = s->reqs = n;
 		break;
 	default:
-		return -1;
+		goto out;
 	}
-	if (!plen)
-		return -1;
+	if (!plen || (pro && !prolen))
+		goto out;
 	s->id = d->id;
 	s->label = d->label;
 	s->sampled = d->sampled;
 	s->memcached = d->kind != SC_HTTP;
-	s->keys = d->nkeys;
 	s->target_ns = d->target_ns;
+	s->ratio_target = d->ratio_target;
 	s->base = -1;
 	s->hot = d->hot;
 	s->keylen = d->keylen;
-	s->len = d->udp ? bench_frame_udp4(s->frame, sizeof(s->frame), dport,
+	s->plen = (__u32)plen;
+	s->stream = !d->udp && dport == BENCH_MC_PORT;
+	/* what the build before streams parses as this build does: whole
+	 * requests in one packet of at most one window */
+	s->before = !d->shards && !d->hot &&
+		    (d->kind == SC_HTTP || d->kind == SC_GET || d->kind == SC_SET);
+	s->len = d->udp ? bench_frame_udp4(s->frame, BENCH_FRAME_MAX, dport,
 					   pay, plen) :
-			  bench_frame_tcp4(s->frame, sizeof(s->frame), dport,
+			  bench_frame_tcp4(s->frame, BENCH_FRAME_MAX, dport,
 					   pay, plen);
 	if (!s->len)
-		return -1;
+		goto out;
+	if (pro) {
+		s->pro = malloc(prolen + 64);
+		if (!s->pro)
+			goto out;
+		s->pro_plen = (__u32)prolen;
+		s->pro_len = bench_frame_tcp4(s->pro, prolen + 64, dport, pro,
+					      prolen);
+		if (!s->pro_len)
+			goto out;
+	}
+	err = 0;
 	if (!d->shards)
-		return 0;
+		goto out;
 	/* the packet's (first) key decides the owner, and so the self that
 	 * makes it rightly directed or misdirected */
 	bench_key(pay, d->keylen, 0);
@@ -156,7 +279,11 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	s->ring_shards = d->shards;
 	s->misdirected = d->misdirected;
 	s->ring_target_ns = d->ring_target_ns;
-	return s->ring ? 0 : -1;
+	err = s->ring ? 0 : -1;
+out:
+	free(pay);
+	free(pro);
+	return err;
 }
 
 /* Index of the scenario named id, or -1. */
@@ -174,8 +301,11 @@ void bench_scenarios_free(struct bench_scen *sc, int n)
 {
 	int i;
 
-	for (i = 0; sc && i < n; i++)
+	for (i = 0; sc && i < n; i++) {
 		free(sc[i].ring);
+		free(sc[i].frame);
+		free(sc[i].pro);
+	}
 	free(sc);
 }
 

@@ -21,13 +21,15 @@
 #include "log.h"
 #include "opts.h"
 
-#define REPEAT_DEFAULT  1000000U
-/* with 32 keys a packet, the unsampled countdown must outlast a run */
-#define REPEAT_MAX      20000000U
+#define PACKETS_DEFAULT BENCH_PACKETS_RECORD
+/* with 2977 keys a packet, the unsampled countdown (2^30) must outlast a
+ * timing; a value continuation flow takes 741,454 segments */
+#define PACKETS_MAX     300000U
 #define RUNS_DEFAULT    5U
 
 struct args {
-	__u32 repeat;
+	__u32 packets;
+	const char *before;
 	__u32 runs;
 	int cpu;
 	const char *only;
@@ -38,41 +40,48 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: bench [--repeat N] [--runs N] [--cpu N] [--only TEXT] [--json] [-v]\n"
+"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
+"             [--json] [-v]\n"
 "\n"
-"Times keysteer's XDP program against an empty XDP program with\n"
-"BPF_PROG_TEST_RUN (the kernel's average ns per run) on fixed packets, and\n"
-"prints ns per packet over empty (median of the runs), the ring lookup's\n"
-"own cost (ring scenarios over the same packet with no ring loaded) and\n"
-"the verifier's instructions processed per program, each against the\n"
-"targets of issues 2 and 3.\n"
+"Times keysteer's XDP program against an empty XDP program, one packet per\n"
+"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
+"statistics (bpf_stats: run_time_ns / run_cnt, on while the benchmark\n"
+"runs). A TCP scenario's packets are the next in-order segments of one\n"
+"flow opened by a SYN, as a real connection sends them. Prints ns per\n"
+"packet over empty (median of the runs), the ring lookup's and the hot\n"
+"table's own costs, the build before TCP streams (--before) on the same\n"
+"packets, and the verifier's instructions processed per program, each\n"
+"against the targets of issues 2, 3 and 10.\n"
 "Needs root. Nothing is attached and no map is pinned.\n"
 "\n"
 "Options:\n"
-"  --repeat N  runs of the program per timing (default %u; the figures\n"
-"              of record need >= %u; at most %u)\n"
-"  --runs N    timings per scenario, interleaved with the baseline\n"
-"              (default %u, at most %u)\n"
-"  --cpu N     CPU to pin to (default: the last online CPU)\n"
-"  --only TEXT only the scenarios whose name contains TEXT (and the\n"
-"              scenarios without a ring they are compared with)\n"
-"  --json      one JSON document on stdout instead of the table\n"
-"  -v          libbpf's debug output (verifier log on a load failure)\n"
-"  -h, --help  this text\n"
+"  --packets N  packets per timing (default %u, the figures of record;\n"
+"               at most %u)\n"
+"  --runs N     timings per scenario, interleaved with the baseline\n"
+"               (default %u, at most %u)\n"
+"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
+"               94672e7), timed on the same packets in the same run\n"
+"  --cpu N      CPU to pin to (default: the last online CPU)\n"
+"  --only TEXT  only the scenarios whose name contains TEXT (and the\n"
+"               scenarios without a ring they are compared with)\n"
+"  --json       one JSON document on stdout instead of the table\n"
+"  -v           libbpf's debug output (verifier log on a load failure)\n"
+"  -h, --help   this text\n"
 "\n"
 "Examples:\n"
 "  make bench\n"
-"  build/tests/bench --repeat 2000000 --runs 7\n"
-"  build/tests/bench --only twemproxy\n"
+"  make bench BENCH_BEFORE=/tmp/ks-before/build/keysteer.bpf.o\n"
+"  build/tests/bench --packets 50000 --runs 7\n"
+"  build/tests/bench --only cont\n"
 "  build/tests/bench --json > bench.json\n",
-		REPEAT_DEFAULT, BENCH_REPEAT_ISSUE, REPEAT_MAX, RUNS_DEFAULT,
-		BENCH_RUNS_MAX);
+		PACKETS_DEFAULT, PACKETS_MAX, RUNS_DEFAULT, BENCH_RUNS_MAX);
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option longopts[] = {
-		{ "repeat", required_argument, NULL, 'r' },
+		{ "packets", required_argument, NULL, 'r' },
+		{ "before", required_argument, NULL, 'b' },
 		{ "runs", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "only", required_argument, NULL, 'o' },
@@ -85,16 +94,19 @@ static int parse_args(int argc, char **argv, struct args *a)
 	unsigned long long v;
 	int c;
 
-	a->repeat = REPEAT_DEFAULT;
+	a->packets = PACKETS_DEFAULT;
 	a->runs = RUNS_DEFAULT;
 	a->cpu = -1;
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (ks_parse_uint("--repeat", optarg, 1, REPEAT_MAX, &v,
-					  err, sizeof(err)))
+			if (ks_parse_uint("--packets", optarg, 1, PACKETS_MAX,
+					  &v, err, sizeof(err)))
 				goto bad;
-			a->repeat = (__u32)v;
+			a->packets = (__u32)v;
+			break;
+		case 'b':
+			a->before = optarg;
 			break;
 		case 'n':
 			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX, &v, err,
@@ -141,18 +153,22 @@ static int scen_ifindex(const struct bench_env *e, const struct bench_scen *s)
 	return s->hot == BH_STEER ? e->steer_ifindex : 0;
 }
 
+/* A lone 16-byte UDP get: the packet that sets the sampling countdown. */
+static __u8 prep_frame[128];
+static __u32 prep_len;
+
 /*
  * Put the per-CPU countdown where the scenario needs it. Sampled: N = 1
  * samples every key. Unsampled: one packet at N = 1 leaves the countdown at
  * 0, so the next key reloads it with 1<<30 and no key of the timed run
- * (at most REPEAT_MAX * 32) reaches the end of it.
+ * (at most PACKETS_MAX * 2977) reaches the end of it. The packet is a UDP
+ * get, so that no TCP flow is touched.
  */
 static int prepare(struct bench_env *e, const struct bench_scen *s)
 {
+	char key[KS_MAX_KEY_LEN];
 	__u32 ns;
 	int err;
-
-	char key[KS_MAX_KEY_LEN];
 
 	/* the scenario's ring, or none: an empty active half */
 	err = bench_set_ring(e, s->ring);
@@ -165,27 +181,35 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 		err = bench_set_sample(e, 1);
 	if (err || s->sampled)
 		return err;
-	err = bench_run_on(e->xdp_fd, s->frame, s->len, 1, scen_ifindex(e, s),
-			   s->hot == BH_STEER, &ns);
+	err = bench_run_on(e->xdp_fd, prep_frame, prep_len, 1,
+			   scen_ifindex(e, s), true, &ns);
+	if (!err && e->have_before && s->before)
+		err = bench_run(e->before.prog_fd, prep_frame, prep_len, 1, &ns);
 	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
 }
 
-/* Did the timed run do what the scenario says? Prints why not. */
-static bool check_counts(const struct bench_scen *s, __u32 repeat,
+/* Did the timed packets do what the scenario says? Prints why not. */
+static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 			 const struct bench_counts *b,
 			 const struct bench_counts *a)
 {
-	__u64 keys = (__u64)s->keys * repeat;
+	const char *who = old ? " (build before streams)" : "";
+	__u64 keys = (__u64)s->keys * npkt;
 	__u64 d_sampled = a->sampled - b->sampled, d_keys = a->keys - b->keys;
 	__u64 d_req = a->requests - b->requests, d_err = a->errors - b->errors;
 	__u64 d_nmc = a->not_mc - b->not_mc;
-	__u64 want_req = s->memcached ? repeat : 0;
-	__u64 want_nmc = s->memcached ? 0 : repeat;
+	__u64 want_req = (__u64)s->reqs * npkt;
+	__u64 want_nmc = s->memcached ? 0 : npkt;
 	/* every sampled key is placed on a loaded ring */
 	__u64 d_hit = a->ring_hit - b->ring_hit;
 	__u64 d_mis = a->misdirected - b->misdirected;
 	__u64 want_hit = s->ring && s->sampled ? keys : 0;
 	__u64 want_mis = s->misdirected ? want_hit : 0;
+	/* a stream in order: no resync, no retransmission, and a
+	 * continuation counted for every segment that continues */
+	__u64 d_cont = a->flow_cont - b->flow_cont;
+	__u64 want_cont = s->cont && !old ? npkt : 0;
+	__u64 d_resync = a->resync - b->resync + a->flow_dup - b->flow_dup;
 
 	/* a hot key's reads are seen; 7 of 8 of them steered */
 	__u64 d_hot = a->hot_reads - b->hot_reads + a->hot_writes - b->hot_writes;
@@ -203,16 +227,25 @@ static bool check_counts(const struct bench_scen *s, __u32 repeat,
 			(unsigned long long)want_steer);
 		return false;
 	}
+	if (d_cont != want_cont || d_resync) {
+		fprintf(stderr,
+			"bench: %s: continuations %llu (want %llu), resyncs and "
+			"retransmissions %llu (want 0)\n", s->id,
+			(unsigned long long)d_cont,
+			(unsigned long long)want_cont,
+			(unsigned long long)d_resync);
+		return false;
+	}
 	if (d_keys == keys && d_req == want_req && d_err == 0 &&
 	    d_nmc == want_nmc && d_sampled == (s->sampled ? keys : 0) &&
 	    d_hit == want_hit && d_mis == want_mis)
 		return true;
 	fprintf(stderr,
-		"bench: %s took another path than it claims: keys %llu "
+		"bench: %s%s took another path than it claims: keys %llu "
 		"(want %llu), requests %llu (want %llu), sampled %llu (want "
 		"%llu), not-memcached %llu (want %llu), other errors %llu "
 		"(want 0), ring hits %llu (want %llu), misdirected %llu "
-		"(want %llu)\n", s->id, (unsigned long long)d_keys,
+		"(want %llu)\n", s->id, who, (unsigned long long)d_keys,
 		(unsigned long long)keys, (unsigned long long)d_req,
 		(unsigned long long)want_req, (unsigned long long)d_sampled,
 		(unsigned long long)(s->sampled ? keys : 0),
@@ -223,40 +256,139 @@ static bool check_counts(const struct bench_scen *s, __u32 repeat,
 	return false;
 }
 
-static int measure_one(struct bench_env *e, const struct bench_scen *s,
+/* A segment with no payload (SYN, FIN) of the scenario's flow, through
+ * the build under test and the build before streams. */
+static int send_flag(struct bench_env *e, bool old, __u32 seq, __u8 flags)
+{
+	__u8 f[128];
+	__u32 len, ns;
+	int err;
+
+	len = (__u32)bench_frame_tcp4_seg(f, sizeof(f), 40000, BENCH_MC_PORT,
+					  seq, flags, NULL, 0);
+	err = bench_run(e->xdp_fd, f, len, 1, &ns);
+	if (!err && old)
+		err = bench_run(e->before.prog_fd, f, len, 1, &ns);
+	return err;
+}
+
+#define FLOW_ISN 0xfff00000U /* the SYN's seq: each stream wraps 2^32 */
+
+/* Opens the flow (SYN, then the prologue segment) the timed segments
+ * continue; returns the seq of the first timed one. */
+static int open_flow(struct bench_env *e, const struct bench_scen *s,
+		     bool old, __u32 *seq)
+{
+	__u32 ns;
+	int err;
+
+	*seq = FLOW_ISN + 1;
+	err = send_flag(e, old, FLOW_ISN, BENCH_TCP_SYN);
+	if (err || !s->pro)
+		return err;
+	bench_tcp_set_seq(s->pro, *seq);
+	err = bench_run(e->xdp_fd, s->pro, s->pro_len, 1, &ns);
+	if (!err && old)
+		err = bench_run(e->before.prog_fd, s->pro, s->pro_len, 1, &ns);
+	*seq += s->pro_plen;
+	return err;
+}
+
+static double per_packet(const struct bench_stats *b,
+			 const struct bench_stats *a, __u32 npkt, int *err)
+{
+	if (a->run_cnt - b->run_cnt != npkt) {
+		/* someone else ran the program, or the stats were off */
+		*err = -ESTALE;
+		return 0;
+	}
+	return (double)(a->run_time_ns - b->run_time_ns) / npkt;
+}
+
+/*
+ * One timing: npkt packets, each its own BPF_PROG_TEST_RUN through the
+ * empty program, keysteer and (where the scenario has it) the build before
+ * streams, one after the other; each program's time is what the kernel's
+ * bpf_stats counted for it over those packets (run_time_ns / run_cnt).
+ * A TCP scenario's packets are the next segments of one flow.
+ */
+static int measure_one(struct bench_env *e, struct bench_scen *s,
 		       const struct args *a, struct bench_samples *out, __u32 run)
 {
-	struct bench_counts before, after;
-	__u32 base_ns, ns;
+	struct bench_counts before, after, obefore, oafter;
+	struct bench_stats st[3][2];
+	bool old = e->have_before && s->before;
+	bool tx = s->hot == BH_STEER;
+	int ifindex = scen_ifindex(e, s);
+	__u32 i, ns, seq = 0;
 	int err;
 
 	err = prepare(e, s);
+	if (!err && s->stream)
+		err = open_flow(e, s, old, &seq);
 	if (!err)
-		err = bench_run(e->empty_fd, s->frame, s->len, a->repeat,
-				&base_ns);
+		err = bench_counts(e, &e->cur, &before);
+	if (!err && old)
+		err = bench_counts(e, &e->before, &obefore);
 	if (!err)
-		err = bench_counts(e, &before);
+		err = bench_prog_stats(e->empty_fd, &st[0][0]);
 	if (!err)
-		err = bench_run_on(e->xdp_fd, s->frame, s->len, a->repeat,
-				   scen_ifindex(e, s), s->hot == BH_STEER, &ns);
+		err = bench_prog_stats(e->xdp_fd, &st[1][0]);
+	if (!err && old)
+		err = bench_prog_stats(e->before.prog_fd, &st[2][0]);
+	for (i = 0; !err && i < a->packets; i++) {
+		if (s->stream) {
+			bench_tcp_set_seq(s->frame, seq);
+			seq += s->plen;
+		}
+		err = bench_run(e->empty_fd, s->frame, s->len, 1, &ns);
+		if (!err)
+			err = bench_run_on(e->xdp_fd, s->frame, s->len, 1,
+					   ifindex, tx, &ns);
+		if (!err && old)
+			err = bench_run(e->before.prog_fd, s->frame, s->len, 1,
+					&ns);
+	}
 	if (!err)
-		err = bench_counts(e, &after);
+		err = bench_prog_stats(e->empty_fd, &st[0][1]);
+	if (!err)
+		err = bench_prog_stats(e->xdp_fd, &st[1][1]);
+	if (!err && old)
+		err = bench_prog_stats(e->before.prog_fd, &st[2][1]);
+	if (!err)
+		err = bench_counts(e, &e->cur, &after);
+	if (!err && old)
+		err = bench_counts(e, &e->before, &oafter);
+	if (!err && s->stream)
+		err = send_flag(e, old, seq, BENCH_TCP_FIN | 0x10);
 	if (err) {
 		fprintf(stderr, "bench: timing %s failed: %s\n", s->id,
-			err == -EPROTO ? "verdict was not XDP_PASS"
-				       : strerror(-err));
+			err == -EPROTO ? "verdict was not XDP_PASS" :
+			err == -ESTALE ? "bpf_stats did not count every run" :
+					 strerror(-err));
 		return err;
 	}
 	/* one message per scenario is enough; the table marks it too */
-	if (out->valid && !check_counts(s, a->repeat, &before, &after))
+	if (out->valid && !check_counts(s, a->packets, false, &before, &after))
 		out->valid = false;
-	out->empty[run] = base_ns;
-	out->scen[run] = ns;
-	out->over[run] = (double)ns - base_ns;
-	return 0;
+	if (out->valid && old &&
+	    !check_counts(s, a->packets, true, &obefore, &oafter))
+		out->valid = false;
+	out->empty[run] = per_packet(&st[0][0], &st[0][1], a->packets, &err);
+	out->scen[run] = per_packet(&st[1][0], &st[1][1], a->packets, &err);
+	out->over[run] = out->scen[run] - out->empty[run];
+	if (old) {
+		out->old[run] = per_packet(&st[2][0], &st[2][1], a->packets,
+					   &err);
+		out->old_over[run] = out->old[run] - out->empty[run];
+	}
+	if (err)
+		fprintf(stderr, "bench: timing %s: bpf_stats did not count "
+			"every run\n", s->id);
+	return err;
 }
 
-static int measure_all(struct bench_env *e, const struct bench_scen *sc,
+static int measure_all(struct bench_env *e, struct bench_scen *sc,
 		       int n, const struct args *a, struct bench_samples *res)
 {
 	/* a progress line only for a person watching: never in logs */
@@ -265,13 +397,25 @@ static int measure_all(struct bench_env *e, const struct bench_scen *sc,
 	int i, err;
 
 	for (i = 0; i < n; i++) {
+		bool old = e->have_before && sc[i].before;
+
 		res[i].empty = calloc(a->runs, sizeof(double));
 		res[i].scen = calloc(a->runs, sizeof(double));
 		res[i].over = calloc(a->runs, sizeof(double));
+		if (old) {
+			res[i].old = calloc(a->runs, sizeof(double));
+			res[i].old_over = calloc(a->runs, sizeof(double));
+		}
 		res[i].valid = true;
-		if (!res[i].empty || !res[i].scen || !res[i].over) {
+		if (!res[i].empty || !res[i].scen || !res[i].over ||
+		    (old && (!res[i].old || !res[i].old_over))) {
 			fprintf(stderr, "bench: out of memory\n");
 			return -ENOMEM;
+		}
+		if (sc[i].per_flow && a->packets > sc[i].per_flow) {
+			fprintf(stderr, "bench: %s takes at most %u packets a "
+				"timing\n", sc[i].id, sc[i].per_flow);
+			return -EINVAL;
 		}
 	}
 	/* runs outermost: every scenario sees the machine at each moment */
@@ -315,6 +459,8 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 	for (i = 0; i < n; i++) {
 		if (!keep[i]) {
 			free(sc[i].ring);
+			free(sc[i].frame);
+			free(sc[i].pro);
 			continue;
 		}
 		to[i] = m;
@@ -330,15 +476,17 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 
 int main(int argc, char **argv)
 {
-	struct bench_prog_info pi[3];
+	struct bench_prog_info pi[4];
 	struct bench_scen *sc = NULL;
 	struct bench_samples *res = NULL;
 	struct bench_env env;
 	struct bench_machine m;
 	struct bench_report rep;
 	struct args a;
-	int n, i, err, rc = 1;
+	int n, i, err, rc = 1, npi = 3, stats_fd = -1;
 
+	if (argc > 1 && !strcmp(argv[1], "line"))
+		return bench_line_main(argc - 1, argv + 1);
 	memset(&a, 0, sizeof(a));
 	if (parse_args(argc, argv, &a))
 		return 2;
@@ -362,8 +510,21 @@ int main(int argc, char **argv)
 		bench_scenarios_free(sc, n < 0 ? 0 : n);
 		return 2;
 	}
-	if (bench_open(&env, a.cpu))
+	{
+		char line[64];
+		size_t ll = bench_get_line(line, sizeof(line), 1, 16);
+
+		prep_len = (__u32)bench_frame_udp4(prep_frame, sizeof(prep_frame),
+						   BENCH_MC_PORT, line, ll);
+	}
+	if (bench_open(&env, a.cpu, a.before))
 		goto out;
+	stats_fd = bench_stats_on();
+	if (stats_fd < 0) {
+		fprintf(stderr, "bench: turning on bpf_stats (BPF_ENABLE_STATS) "
+			"failed: %s\n", strerror(-stats_fd));
+		goto out;
+	}
 	/* steering looks the replicas up in the kernel's FIB: give it a
 	 * namespace of our own where they sit behind a veth */
 	err = bench_steer_netns(&env);
@@ -378,6 +539,11 @@ int main(int argc, char **argv)
 		err = bench_prog_info(env.tc_fd, "ks_tc_ingress", &pi[1]);
 	if (!err)
 		err = bench_prog_info(env.empty_fd, "ks_empty", &pi[2]);
+	if (!err && env.have_before) {
+		err = bench_prog_info(env.before.prog_fd, "ks_ingress before",
+				      &pi[3]);
+		npi = 4;
+	}
 	if (err) {
 		fprintf(stderr, "bench: reading program info failed: %s\n",
 			strerror(-err));
@@ -393,8 +559,9 @@ int main(int argc, char **argv)
 		goto out;
 
 	rep = (struct bench_report){ .machine = &m, .cpu = env.cpu,
-		.repeat = a.repeat, .runs = a.runs, .sc = sc, .res = res,
-		.n = n, .pi = pi, .npi = 3 };
+		.packets = a.packets, .runs = a.runs, .sc = sc, .res = res,
+		.n = n, .pi = pi, .npi = npi,
+		.before = env.have_before ? a.before : NULL };
 	if (a.json)
 		bench_print_json(&rep);
 	else
@@ -404,11 +571,15 @@ int main(int argc, char **argv)
 		if (!res[i].valid)
 			rc = 1;
 out:
+	if (stats_fd >= 0)
+		close(stats_fd);
 	bench_close(&env);
 	for (i = 0; res && i < n; i++) {
 		free(res[i].empty);
 		free(res[i].scen);
 		free(res[i].over);
+		free(res[i].old);
+		free(res[i].old_over);
 	}
 	free(res);
 	bench_scenarios_free(sc, n);

@@ -44,6 +44,8 @@ PACKAGES=(
 	# and binary; ethtool turns GRO on for the tc program's pass
 	"python3-pylibmc:/usr/lib/python3/dist-packages/pylibmc/__init__.py"
 	"ethtool:/usr/sbin/ethtool"
+	# make bench-line --trafficgen: Debian's XDP traffic generator
+	"xdp-tools:/usr/sbin/xdp-trafficgen"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * bench_line.c - `bench line`: packets per second through a veth pair on
+ * one core, keysteer attached (native XDP) on the receiving end against
+ * the empty program attached there, alternating in the same run.
+ *
+ * The sender is xdp-trafficgen's own engine: BPF_PROG_TEST_RUN in live
+ * frames mode (BPF_F_TEST_XDP_LIVE_FRAMES) with a tiny XDP program that
+ * returns XDP_TX, so the kernel sends the frame out of the sender's veth
+ * `packets` times from a page pool, with no socket or skb on the way.
+ * xdp-trafficgen itself sends only payloads of zeros (its UDP and TCP
+ * packets are calloc'd), which are no memcached request; here the frames
+ * are the benchmark's own: an unsampled 16-byte UDP get, or TCP segments
+ * of 1448 value bytes inside a set's data block. For TCP the sending
+ * program writes each frame's sequence number from a map (as
+ * xdp-trafficgen's TCP mode does), so the receiver sees one in-order
+ * stream opened by a SYN.
+ *
+ * Everything runs on the pinned CPU: the test run's batches flush the
+ * frames into the peer's ring and the peer's NAPI poll (the XDP program
+ * under test, then the stack) runs when the batch re-enables bottom
+ * halves. The frames go to an address that is not the receiver's and the
+ * receiver does not forward, so the stack drops each one right after the
+ * route lookup (counted as IP InReceives, which is what is read here).
+ * The network namespaces and the veth pair are made and removed by
+ * tests/bench/line_bench.sh.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "keysteer.skel.h"
+#include "ks_empty.skel.h"
+#include "load_private.h"
+#include "bench.h"
+#include "opts.h"
+
+#define MSS 1448
+#define LINE_ISN 0xfff00000U
+#define CONT_VALUE_LEN (1U << 30)
+
+struct line_args {
+	const char *gen_ns, *gen_if, *rx_ns, *rx_if, *rx_mac;
+	__u32 packets, trials;
+	int cpu;
+	bool json;
+};
+
+/* ---- the sending program, as raw instructions: nothing to build ---- */
+
+#define INSN(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), \
+	.src_reg = (s), .off = (o), .imm = (i) })
+
+static int gen_prog(int map_fd)
+{
+	struct bpf_insn p[] = {
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0),      /* r6 = ctx */
+		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0),       /* key 0 */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map_fd),
+		INSN(0, 0, 0, 0, 0),
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem),
+		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 13, 0),       /* -> tx */
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0),       /* seq */
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 2, 0, 8, 0),       /* step */
+		INSN(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, 10, 0),       /* UDP: -> tx */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 3, 1, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 3, 2, 0, 0),
+		INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0),       /* seq += step */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0),        /* data */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0),        /* data_end */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 2, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, 42),
+		INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 2, 0),        /* -> tx */
+		INSN(BPF_ALU | BPF_END | BPF_TO_BE, 1, 0, 0, 32),
+		INSN(BPF_STX | BPF_MEM | BPF_W, 2, 1, 38, 0),       /* tcp seq */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX), /* tx: */
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	static char log[8192];
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log,
+		    .log_size = sizeof(log), .log_level = 1);
+	int fd;
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ks_line_gen", "GPL", p,
+			     sizeof(p) / sizeof(p[0]), &o);
+	if (fd < 0)
+		fprintf(stderr, "bench line: the sending program: %s\n%s",
+			strerror(errno), log);
+	return fd;
+}
+
+/* ---- namespaces ---- */
+
+static int ns_fd(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static int ns_enter(int fd)
+{
+	return setns(fd, CLONE_NEWNET) ? -errno : 0;
+}
+
+/* Ip: InReceives of the namespace the snmp file was opened in. */
+static long long in_receives(int fd)
+{
+	char buf[8192], *p;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long long v[4];
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* the second "Ip:" line holds the values; InReceives is the 3rd */
+	p = strstr(buf, "Ip:");
+	p = p ? strstr(p + 3, "\nIp:") : NULL;
+	if (!p || sscanf(p, "\nIp: %lld %lld %lld", &v[0], &v[1], &v[2]) != 3)
+		return -1;
+	return v[2];
+}
+
+/* ---- frames ---- */
+
+static int parse_mac(const char *s, __u8 mac[6])
+{
+	unsigned int m[6];
+	int i;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
+		   &m[5]) != 6)
+		return -EINVAL;
+	for (i = 0; i < 6; i++)
+		mac[i] = (__u8)m[i];
+	return 0;
+}
+
+/*
+ * The benchmark's frames, readdressed: to the receiver's MAC, from
+ * 198.18.1.1 to 198.19.255.9 (not the receiver's address: dropped after
+ * the route lookup). Both checksums are fixed up for the new addresses.
+ */
+static void readdress(__u8 *f, __u32 len, const __u8 mac[6])
+{
+	static const __u8 src[4] = { 198, 18, 1, 1 }, dst[4] = { 198, 19, 255, 9 };
+	__u8 *ip = f + 14, *l4 = ip + 20;
+	__u32 sum = 0, i, l4len = len - 34;
+	bool tcp = ip[9] == 6;
+
+	memcpy(f, mac, 6);
+	memcpy(ip + 12, src, 4);
+	memcpy(ip + 16, dst, 4);
+	ip[10] = ip[11] = 0;
+	for (i = 0; i < 20; i += 2)
+		sum += ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (__u8)(~sum >> 8);
+	ip[11] = (__u8)~sum;
+	/* the L4 checksum over the pseudo-header and the segment */
+	l4[tcp ? 16 : 6] = l4[tcp ? 17 : 7] = 0;
+	sum = ip[9] + l4len;
+	for (i = 12; i < 20; i += 2)
+		sum += ip[i] << 8 | ip[i + 1];
+	for (i = 0; i + 1 < l4len; i += 2)
+		sum += l4[i] << 8 | l4[i + 1];
+	if (l4len & 1)
+		sum += l4[l4len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	l4[tcp ? 16 : 6] = (__u8)(~sum >> 8);
+	l4[tcp ? 17 : 7] = (__u8)~sum;
+}
+
+struct line_env {
+	struct keysteer_bpf *ks;
+	struct ks_empty_bpf *empty;
+	struct bench_env be; /* for bench_counts() */
+	int gen_fd, map_fd, gen_if, rx_if, gen_ns, rx_ns, snmp_fd;
+	__u8 mac[6];
+};
+
+/* Sends frame count times from the sender's veth; the seq map says what
+ * the program writes into a TCP frame (step 0: nothing). */
+static int send_frames(struct line_env *le, __u8 *frame, __u32 len,
+		       __u32 count, __u64 seq, __u64 step, double *secs)
+{
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = le->gen_if };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = count,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+	__u64 v[2] = { seq, step };
+	struct timespec a, b;
+	__u32 zero = 0;
+	int err;
+
+	if (bpf_map_update_elem(le->map_fd, &zero, v, BPF_ANY))
+		return -errno;
+	err = ns_enter(le->gen_ns);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (!err && bpf_prog_test_run_opts(le->gen_fd, &o))
+		err = -errno;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (secs)
+		*secs = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+	return err;
+}
+
+static int attach(struct line_env *le, int prog_fd)
+{
+	int err = ns_enter(le->rx_ns);
+
+	if (!err)
+		err = bpf_xdp_attach(le->rx_if, prog_fd, XDP_FLAGS_DRV_MODE, NULL);
+	return err;
+}
+
+/* One trial: the program attached, packets frames sent; pps delivered. */
+struct trial {
+	double pps, secs;
+	long long delivered;
+	__u64 parsed; /* keysteer's count of what it parsed (keys or
+		       * continuations); 0 for the empty program */
+	bool ok;
+};
+
+static int run_trial(struct line_env *le, bool ks, bool tcp,
+		     struct bench_scen *s, struct bench_scen *syn_fin,
+		     __u32 packets, struct trial *t)
+{
+	struct bench_counts b, a;
+	long long r0, r1;
+	__u32 seq = LINE_ISN;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = attach(le, ks ? bpf_program__fd(le->ks->progs.ks_ingress) :
+			      bpf_program__fd(le->empty->progs.ks_empty));
+	if (err)
+		return err;
+	if (tcp) {
+		/* SYN, then the set's line: the stream is inside its value */
+		err = send_frames(le, syn_fin[0].frame, syn_fin[0].len, 1, seq,
+				  1, NULL);
+		seq += 1;
+		if (!err)
+			err = send_frames(le, s->pro, s->pro_len, 1, seq,
+					  s->pro_plen, NULL);
+		seq += s->pro_plen;
+	}
+	if (!err)
+		err = bench_counts(&le->be, &le->be.cur, &b);
+	r0 = in_receives(le->snmp_fd);
+	if (!err)
+		err = send_frames(le, s->frame, s->len, packets, seq,
+				  tcp ? s->plen : 0, &t->secs);
+	seq += tcp ? packets * s->plen : 0;
+	r1 = in_receives(le->snmp_fd);
+	if (!err)
+		err = bench_counts(&le->be, &le->be.cur, &a);
+	if (!err && tcp)
+		err = send_frames(le, syn_fin[1].frame, syn_fin[1].len, 1, seq,
+				  1, NULL);
+	if (err)
+		return err;
+	t->delivered = r1 - r0;
+	t->pps = t->secs > 0 ? t->delivered / t->secs : 0;
+	t->parsed = tcp ? a.flow_cont - b.flow_cont : a.keys - b.keys;
+	/* keysteer parsed every packet the stack got, on the path claimed */
+	t->ok = t->delivered > 0 && r0 >= 0 &&
+		(!ks || (t->parsed == (__u64)t->delivered &&
+			 a.resync == b.resync && a.errors == b.errors));
+	return 0;
+}
+
+static int line_parse(int argc, char **argv, struct line_args *a)
+{
+	static const struct option lo[] = {
+		{ "gen-ns", required_argument, NULL, 'g' },
+		{ "gen-if", required_argument, NULL, 'G' },
+		{ "rx-ns", required_argument, NULL, 'r' },
+		{ "rx-if", required_argument, NULL, 'R' },
+		{ "rx-mac", required_argument, NULL, 'm' },
+		{ "packets", required_argument, NULL, 'p' },
+		{ "trials", required_argument, NULL, 't' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[KS_ERRLEN];
+	unsigned long long v;
+	int c;
+
+	a->packets = 600000;
+	a->trials = 5;
+	a->cpu = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'g': a->gen_ns = optarg; break;
+		case 'G': a->gen_if = optarg; break;
+		case 'r': a->rx_ns = optarg; break;
+		case 'R': a->rx_if = optarg; break;
+		case 'm': a->rx_mac = optarg; break;
+		case 'j': a->json = true; break;
+		case 'p':
+			if (ks_parse_uint("--packets", optarg, 1000, 740000,
+					  &v, err, sizeof(err)))
+				goto bad;
+			a->packets = (__u32)v;
+			break;
+		case 't':
+			if (ks_parse_uint("--trials", optarg, 1, 99, &v, err,
+					  sizeof(err)))
+				goto bad;
+			a->trials = (__u32)v;
+			break;
+		case 'c':
+			if (ks_parse_uint("--cpu", optarg, 0, CPU_SETSIZE - 1,
+					  &v, err, sizeof(err)))
+				goto bad;
+			a->cpu = (int)v;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (!a->gen_ns || !a->gen_if || !a->rx_ns || !a->rx_if || !a->rx_mac) {
+		fprintf(stderr, "bench line: --gen-ns, --gen-if, --rx-ns, "
+			"--rx-if and --rx-mac are needed (tests/bench/line_bench.sh "
+			"passes them)\n");
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "bench line: %s\n", err);
+	return -EINVAL;
+}
+
+int bench_line_main(int argc, char **argv)
+{
+	struct bench_scen *sc = NULL, udp = {}, tcp = {}, sf[2] = {};
+	struct line_env le = { .gen_fd = -1, .map_fd = -1, .gen_ns = -1,
+			       .rx_ns = -1, .snmp_fd = -1 };
+	struct line_args a = {};
+	struct trial t;
+	double pps[2][2][99];
+	bool ok = true;
+	__u32 i;
+	int n = 0, k, err, rc = 1, cpu;
+
+	if (line_parse(argc, argv, &a))
+		return 2;
+	if (parse_mac(a.rx_mac, le.mac)) {
+		fprintf(stderr, "bench line: --rx-mac: not a MAC address\n");
+		return 2;
+	}
+	cpu = bench_pin_cpu(a.cpu);
+	if (cpu < 0) {
+		fprintf(stderr, "bench line: cannot pin to CPU %d\n", a.cpu);
+		return 1;
+	}
+	/* the benchmark's own frames: the unsampled UDP get and the value
+	 * continuation segment (with its set line) */
+	n = bench_scenarios(&sc);
+	for (k = 0; k < n; k++) {
+		if (!strcmp(sc[k].id, "udp_get16_unsampled"))
+			udp = sc[k];
+		if (!strcmp(sc[k].id, "cont_value"))
+			tcp = sc[k];
+	}
+	if (!udp.frame || !tcp.frame || !tcp.pro) {
+		fprintf(stderr, "bench line: building the frames failed\n");
+		goto out;
+	}
+	for (k = 0; k < 2; k++) {
+		sf[k].frame = calloc(1, 128);
+		if (!sf[k].frame)
+			goto out;
+		sf[k].len = (__u32)bench_frame_tcp4_seg(sf[k].frame, 128, 40000,
+			BENCH_MC_PORT, 0, k ? BENCH_TCP_FIN | 0x10 : BENCH_TCP_SYN,
+			NULL, 0);
+		readdress(sf[k].frame, sf[k].len, le.mac);
+	}
+	readdress(udp.frame, udp.len, le.mac);
+	readdress(tcp.frame, tcp.len, le.mac);
+	readdress(tcp.pro, tcp.pro_len, le.mac);
+
+	le.gen_ns = ns_fd(a.gen_ns);
+	le.rx_ns = ns_fd(a.rx_ns);
+	if (le.gen_ns < 0 || le.rx_ns < 0) {
+		fprintf(stderr, "bench line: no network namespace %s or %s\n",
+			a.gen_ns, a.rx_ns);
+		goto out;
+	}
+	if (ns_enter(le.rx_ns) ||
+	    (le.snmp_fd = open("/proc/self/net/snmp", O_RDONLY)) < 0 ||
+	    !(le.rx_if = (int)if_nametoindex(a.rx_if)) ||
+	    ns_enter(le.gen_ns) || !(le.gen_if = (int)if_nametoindex(a.gen_if))) {
+		fprintf(stderr, "bench line: %s in %s or %s in %s not found\n",
+			a.rx_if, a.rx_ns, a.gen_if, a.gen_ns);
+		goto out;
+	}
+
+	le.ks = ks_load_private(1, &err);
+	le.empty = ks_empty_bpf__open_and_load();
+	le.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_line_seq", 4, 16, 1,
+				   NULL);
+	le.gen_fd = le.map_fd >= 0 ? gen_prog(le.map_fd) : -1;
+	if (!le.ks || !le.empty || le.gen_fd < 0) {
+		fprintf(stderr, "bench line: loading the programs failed (%s)\n",
+			!le.ks ? "keysteer" : !le.empty ? "empty" : "sender");
+		goto out;
+	}
+	le.be.ks = le.ks;
+	le.be.ncpu = libbpf_num_possible_cpus();
+	if (le.be.ncpu <= 0 || bench_set_sample(&le.be, 1))
+		goto out;
+	le.be.cur.pkts_fd = bpf_map__fd(le.ks->maps.ks_pkts);
+	le.be.cur.errors_fd = bpf_map__fd(le.ks->maps.ks_errors);
+	le.be.cur.ops_fd = bpf_map__fd(le.ks->maps.ks_ops);
+	le.be.cur.npkt = KS_PKT_MAX;
+	le.be.cur.nerr = KS_ERR_MAX;
+	le.be.cur.nop = KS_OP_MAX;
+	{
+		/* one sampled packet leaves this CPU's countdown at 0; then
+		 * 2^30 keys before the next sample: unsampled throughout */
+		__u32 ns;
+
+		err = bench_run(bpf_program__fd(le.ks->progs.ks_ingress),
+				udp.frame, udp.len, 1, &ns);
+		if (err || bench_set_sample(&le.be, BENCH_UNSAMPLED))
+			goto out;
+	}
+
+	if (a.packets > CONT_VALUE_LEN / MSS - 2) {
+		fprintf(stderr, "bench line: at most %u packets a trial (one set's "
+			"value)\n", CONT_VALUE_LEN / MSS - 2);
+		goto out;
+	}
+	if (!a.json)
+		printf("line rate through a veth pair, one core (CPU %d), %u packets "
+		       "a trial, %u trials, median\n", cpu, a.packets, a.trials);
+	for (i = 0; i < a.trials; i++) {
+		int kind, prog;
+
+		for (kind = 0; kind < 2; kind++) {
+			for (prog = 0; prog < 2; prog++) {
+				/* alternate which program goes first */
+				bool ks = (prog ^ (i & 1)) != 0;
+
+				err = run_trial(&le, ks, kind == 1,
+						kind ? &tcp : &udp, sf, a.packets,
+						&t);
+				if (err) {
+					fprintf(stderr, "bench line: trial failed: "
+						"%s\n", strerror(-err));
+					goto out;
+				}
+				if (!t.ok) {
+					fprintf(stderr, "bench line: %s %s: %lld "
+						"delivered of %u, keysteer parsed "
+						"%llu\n", kind ? "tcp" : "udp",
+						ks ? "keysteer" : "empty",
+						t.delivered, a.packets,
+						(unsigned long long)t.parsed);
+					ok = false;
+				}
+				if (t.delivered < (long long)a.packets * 99 / 100)
+					fprintf(stderr, "bench line: %s %s: only "
+						"%lld of %u delivered\n",
+						kind ? "tcp" : "udp",
+						ks ? "keysteer" : "empty",
+						t.delivered, a.packets);
+				pps[kind][ks][i] = t.pps;
+			}
+		}
+	}
+	{
+		static const char *const names[2] = {
+			"UDP get, 16-byte key, unsampled (72 B)",
+			"TCP segment continuing a value (1502 B)" };
+		double m[2][2];
+		int kind;
+
+		for (kind = 0; kind < 2; kind++) {
+			m[kind][0] = bench_median(pps[kind][0], a.trials);
+			m[kind][1] = bench_median(pps[kind][1], a.trials);
+		}
+		if (a.json) {
+			printf("{\"version\":1,\"cpu\":%d,\"packets\":%u,\"trials\":%u,"
+			       "\"valid\":%s,\"results\":[", cpu, a.packets,
+			       a.trials, ok ? "true" : "false");
+			for (kind = 0; kind < 2; kind++)
+				printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
+				       "\"keysteer_pps\":%.0f,\"ns_per_pkt_over_empty\":%.1f}",
+				       kind ? "," : "", kind ? "tcp_cont_value" :
+				       "udp_get16_unsampled", m[kind][0], m[kind][1],
+				       1e9 / m[kind][1] - 1e9 / m[kind][0]);
+			printf("]}\n");
+		} else {
+			printf("%-42s %12s %12s %8s %12s\n", "packets", "empty pps",
+			       "keysteer pps", "ratio", "ns/pkt more");
+			for (kind = 0; kind < 2; kind++)
+				printf("%-42s %12.0f %12.0f %8.3f %12.1f%s\n",
+				       names[kind], m[kind][0], m[kind][1],
+				       m[kind][1] / m[kind][0],
+				       1e9 / m[kind][1] - 1e9 / m[kind][0],
+				       ok ? "" : "  INVALID");
+		}
+	}
+	rc = ok ? 0 : 1;
+out:
+	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)
+		bpf_xdp_detach(le.rx_if, XDP_FLAGS_DRV_MODE, NULL);
+	if (le.gen_fd >= 0)
+		close(le.gen_fd);
+	if (le.map_fd >= 0)
+		close(le.map_fd);
+	if (le.snmp_fd >= 0)
+		close(le.snmp_fd);
+	ks_empty_bpf__destroy(le.empty);
+	keysteer_bpf__destroy(le.ks);
+	free(sf[0].frame);
+	free(sf[1].frame);
+	bench_scenarios_free(sc, n > 0 ? n : 0);
+	return rc;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# line_bench.sh - packets/s per core through a veth pair (issue 10): an
+# unsampled 16-byte UDP get and TCP segments continuing a set's value, with
+# keysteer attached (native XDP) on the receiving veth against the empty
+# program attached there, alternating trial by trial in the same run.
+#
+#   sudo tests/bench/line_bench.sh [--packets N] [--trials N] [--cpu N]
+#        [--json FILE] [--trafficgen]
+#
+# Makes two network namespaces of its own joined by a veth pair
+# (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
+# (tests/bench/bench_line.c: BPF_PROG_TEST_RUN live frames, the engine of
+# xdp-trafficgen, with memcached frames) pinned to one CPU, and removes
+# both namespaces on every exit path. No other interface is touched.
+# --trafficgen also runs Debian's xdp-trafficgen (xdp-tools) on the same
+# pair for a plain UDP figure: its packets are IPv6 UDP with a payload of
+# zeros, which is no memcached request (docs/benchmarks.md).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH=$ROOT/${OUT:-build}/tests/bench
+PACKETS=600000 TRIALS=5 CPU='' JSON_OUT='' TGEN=
+
+usage() {
+	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h | --help) usage 0 ;;
+	--trafficgen) TGEN=1 ;;
+	--packets | --trials | --cpu | --json)
+		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
+		case $1 in
+		--packets) PACKETS=$2 ;;
+		--trials) TRIALS=$2 ;;
+		--cpu) CPU=$2 ;;
+		--json) JSON_OUT=$2 ;;
+		esac
+		shift ;;
+	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
+[ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
+
+GEN=ksl-gen-$$ RX=ksl-rx-$$
+GEN_MAC=02:00:00:00:10:01 RX_MAC=02:00:00:00:10:02
+cleanup() {
+	ip netns del "$GEN" 2>/dev/null
+	ip netns del "$RX" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# no IPv6 in either namespace: no neighbour discovery packets in the counts
+ip netns add "$GEN" && ip netns add "$RX" &&
+	ip netns exec "$GEN" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
+	ip netns exec "$RX" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
+	ip -n "$GEN" link add ksl0 address $GEN_MAC type veth peer name ksl1 address $RX_MAC netns "$RX" &&
+	ip -n "$GEN" addr add 198.18.1.1/24 dev ksl0 &&
+	ip -n "$RX" addr add 198.18.1.2/24 dev ksl1 &&
+	ip -n "$GEN" link set ksl0 up && ip -n "$RX" link set ksl1 up &&
+	ip -n "$GEN" link set lo up && ip -n "$RX" link set lo up &&
+	# the frames go to 198.19.255.9: not the receiver's, and it does not
+	# forward, so its stack drops them after the route lookup
+	ip netns exec "$RX" sysctl -qw net.ipv4.ip_forward=0 ||
+	{ echo "line_bench.sh: making the namespaces and the veth pair failed" >&2; exit 1; }
+
+args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
+	--packets "$PACKETS" --trials "$TRIALS")
+[ -n "$CPU" ] && args+=(--cpu "$CPU")
+"$BENCH" "${args[@]}"
+rc=$?
+if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then
+	"$BENCH" "${args[@]}" --json > "$JSON_OUT" || rc=$?
+fi
+
+if [ -n "$TGEN" ]; then
+	if ! command -v xdp-trafficgen >/dev/null; then
+		echo "line_bench.sh: xdp-trafficgen missing (apt-get install xdp-tools)" >&2
+		exit 1
+	fi
+	# xdp-trafficgen udp needs the peer to take XDP frames: the empty
+	# program on the receiver, then keysteer (via bench line's loader is
+	# not needed: the figure is the generator's own rate)
+	echo "xdp-trafficgen udp (IPv6 UDP to port 11211, payload of zeros), $PACKETS packets:"
+	ip netns exec "$RX" ip link set ksl1 xdp obj "$ROOT/${OUT:-build}/ks_empty.bpf.o" sec xdp 2>&1 ||
+		echo "line_bench.sh: attaching the empty program for xdp-trafficgen failed" >&2
+	pin=()
+	[ -n "$CPU" ] && pin=(taskset -c "$CPU")
+	timeout 60 ip netns exec "$GEN" "${pin[@]}" xdp-trafficgen udp -m $RX_MAC -M $GEN_MAC \
+		-p 11211 -n "$PACKETS" -t 1 ksl0 2>&1 | tail -n 5
+	echo "xdp-trafficgen exit: ${PIPESTATUS[0]}"
+	ip netns exec "$RX" ip link set ksl1 xdp off 2>/dev/null
+fi
+exit $rc
