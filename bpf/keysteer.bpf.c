@@ -137,14 +137,20 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	stream = l4.proto == IPPROTO_TCP && !(cfg->flags & KS_CFG_NO_STREAM);
 	/* SYN, FIN and RST matter even without a payload; what comes of it
 	 * is in s->seg_*, so no flow pointer splits the paths below */
-	if (stream && ks_flow_segment(s, &l4) < 0 && !l4.payload_len)
-		return 0;
+	if (stream) {
+		s->seg_done = 0;
+		s->flow_id = ks_flow_id(l4.saddr, l4.daddr,
+					(__u32)l4.sport << 16 | l4.dport);
+		if (!ks_flow_quick(s, &l4) &&
+		    ks_flow_segment(s, &l4) < 0 && !l4.payload_len)
+			return 0;
+	}
 	if (!l4.payload_len)
 		return 0; /* an empty datagram or a pure ACK */
 	pc->n[KS_PKT_MEMCACHED]++;
 	pc->n[l4.proto == IPPROTO_TCP ? KS_PKT_TCP : KS_PKT_UDP]++;
-	if (stream && !s->seg_flow)
-		return 0; /* a retransmission: parsed when it first came */
+	if (stream && (!s->seg_flow || s->seg_done))
+		return 0; /* a retransmission, or value bytes: nothing to parse */
 	if (l4.frag)
 		ks_count_pkt(KS_PKT_UDP_FRAG);
 

@@ -509,13 +509,15 @@ _Static_assert(sizeof(struct ks_carry) == KS_CARRY + 8, "ks_carry layout");
 static inline __u64 ks_flow_id(const __u64 saddr[2], const __u64 daddr[2],
 			       __u32 ports)
 {
-	__u64 h = KS_HASH_SEED ^ ports;
+	/* independent multiplies, then one mixing round: a short chain,
+	 * since every TCP segment pays for it */
+	__u64 h = (saddr[1] ^ KS_HASH_SEED) * KS_HASH_MUL ^
+		  (daddr[1] + ports) * KS_HASH_MUL2 ^
+		  (saddr[0] ^ (daddr[0] << 1)) * KS_HASH_SEED;
 
-	h = (h ^ saddr[0]) * KS_HASH_MUL;
-	h = (h ^ saddr[1]) * KS_HASH_MUL2;
-	h = (h ^ daddr[0]) * KS_HASH_MUL;
-	h = (h ^ daddr[1]) * KS_HASH_MUL2;
-	h = ks_hash_fmix(h);
+	h ^= h >> 32;
+	h *= KS_HASH_MUL;
+	h ^= h >> 29;
 	return h ? h : 1;
 }
 

@@ -154,6 +154,60 @@ static __always_inline void ks_flow_unsync(struct ks_scratch *s,
 }
 
 /*
+ * The common segments, settled with no more than a lookup: the next in order
+ * of a known flow at a request boundary (parsed from its first byte), or
+ * one wholly inside a data block (nothing to parse: the block's length
+ * is all it changes). Returns 1 when settled, 0 for ks_flow_segment().
+ * Global, like the rest: inline, its eight ways would split every path
+ * after it for the verifier.
+ */
+__noinline int ks_flow_quick(struct ks_scratch *s, const struct ks_l4 *l4)
+{
+	struct ks_flow_bucket *bk;
+	__u32 b, plen, w;
+	struct ks_flow *f;
+	__u64 id;
+
+	if (!s || !l4)
+		return 0;
+	id = s->flow_id;
+	b = ks_flow_bucket(id);
+	plen = l4->payload_len;
+	if (!plen || (l4->tcp_flags & (KS_TCP_SYN | KS_TCP_FIN | KS_TCP_RST)))
+		return 0;
+	bk = bpf_map_lookup_elem(&ks_flows, &b);
+	if (!bk)
+		return 0;
+#pragma unroll
+	for (w = 0; w < KS_FLOW_WAYS; w++) {
+		f = &bk->way[w];
+		if (f->id != id)
+			continue;
+		if (f->next_seq != l4->seq || f->carry)
+			return 0;
+		if (f->mode == KS_FM_COMMAND) {
+			s->seg_flow = 1;
+			s->seg_save = 1;
+			s->seg_limit = plen;
+			s->flow_bucket = b;
+			s->flow_way = w;
+		} else if (f->mode == KS_FM_SKIP && f->left >= plen) {
+			f->left -= plen;
+			if (!f->left)
+				f->mode = KS_FM_COMMAND;
+			ks_count_pkt(KS_PKT_FLOW_CONT);
+			s->seg_done = 1;
+		} else {
+			return 0;
+		}
+		f->next_seq += plen;
+		f->stamp = (__u16)s->seq;
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * What part of this segment to parse, and from which state (s->seg_*).
  * Returns the flow's way in bucket s->flow_bucket, or -1 when there is
  * nothing to parse: a pure ACK, a retransmission, a SYN or RST. Global, so
@@ -170,8 +224,7 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 
 	if (!s || !l4)
 		return -1;
-	id = ks_flow_id(l4->saddr, l4->daddr,
-			(__u32)l4->sport << 16 | l4->dport);
+	id = s->flow_id;
 	seq = l4->seq;
 	plen = l4->payload_len;
 	flags = l4->tcp_flags;

@@ -76,6 +76,8 @@ struct ks_scratch {
 	__u32 seg_save;  /* ... whether the flow's state moves on with it */
 	__u32 seg_flow;  /* ... whether the segment has a flow entry */
 	__u32 seg_fast;  /* ... whether it begins at a request boundary */
+	__u32 seg_done;  /* ... whether it needs no parse (inside a block) */
+	__u64 flow_id;   /* ks_flow_id() of the segment's connection */
 	__u32 flow_bucket; /* ... and where the flow is in ks_flows */
 	__u32 flow_way;
 	__u32 nreq;      /* requests recognised in this packet */
