@@ -9,14 +9,13 @@
 #include <string.h>
 #include "keysteer.h"
 #include "cmds.h"
-#include "config_file.h"
 #include "log.h"
 
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "run", cmd_run_config }, /* cmd_run, --config FILE expanded */
+	{ "run", cmd_run },
 	{ "detach", cmd_detach },
 	{ "report", cmd_report },
 	{ "trace", cmd_trace },

@@ -3,25 +3,22 @@
 #include <getopt.h>
 #include <string.h>
 #include "attach.h"
+#include "cli_options.h"
 #include "cmds.h"
 #include "log.h"
 #include "opts.h"
 
 int cmd_detach(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	const char *ifname = NULL;
 	char err[KS_ERRLEN];
 	int c, verbose = 0, rc;
 
+	ks_cli_getopt_init(&g, KS_CMD_DETACH);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			ifname = optarg;

@@ -22,6 +22,7 @@
 #include "keysteer.skel.h"
 #include "load_private.h"
 #include "attach.h"
+#include "cli_options.h"
 #include "cmds.h"
 #include "collect.h"
 #include "estimate.h"
@@ -87,15 +88,7 @@ struct replay {
 
 static int parse_replay(int argc, char **argv, struct replay_opts *o)
 {
-	static const struct option lopts[] = {
-		{ "sample", required_argument, NULL, 's' },
-		{ "ports", required_argument, NULL, 'p' },
-		KS_VIEW_LONGOPTS,
-		KS_RING_LONGOPTS,
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	char err[KS_ERRLEN * 2];
 	unsigned long long v;
 	int c, n;
@@ -105,9 +98,10 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 	o->sample_n = 1; /* offline, every key can be counted */
 	ks_view_opts_init(&o->view);
 	o->ports[0] = 11211;
+	ks_cli_getopt_init(&g, KS_CMD_REPLAY);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (ks_parse_uint("--sample", optarg, 1, 1000000, &v,

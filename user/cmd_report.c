@@ -20,6 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include "attach.h"
+#include "cli_options.h"
 #include "cmds.h"
 #include "collect.h"
 #include "dashboard.h"
@@ -39,24 +40,16 @@ struct report_opts {
 
 static int parse_report(int argc, char **argv, struct report_opts *o)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		KS_VIEW_LONGOPTS,
-		{ "watch", no_argument, NULL, 'w' },
-		{ "interval", required_argument, NULL, 'I' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "ascii", no_argument, NULL, 'A' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	char err[KS_ERRLEN];
 	int c, n;
 
 	memset(o, 0, sizeof(*o));
 	ks_view_opts_init(&o->view);
+	ks_cli_getopt_init(&g, KS_CMD_REPORT);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			o->ifname = optarg;

@@ -8,15 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli_options.h"
 #include "cmds.h"
 #include "log.h"
 #include "opts.h"
 #include "ring.h"
 
-#define DIFF_KEYS_DEFAULT 100000
-#define DIFF_KEYS_MAX     10000000
-
-/* Options both subcommands take: distribution and vnodes. */
 /* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 		      const char *key, size_t len, const char *where)
@@ -40,11 +37,7 @@ static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 
 static int ring_lookup(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		KS_RING_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	struct ks_ring_spec spec;
 	struct ks_shards shards;
 	struct ks_ring ring;
@@ -52,9 +45,10 @@ static int ring_lookup(int argc, char **argv)
 	int c, bad = 0, i, n;
 
 	ks_ring_spec_init(&spec, "--shards", "--shards-file");
+	ks_cli_getopt_init(&g, KS_CMD_RING_LOOKUP);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		if (c == 'h') {
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
@@ -215,31 +209,22 @@ out:
 
 static int ring_diff(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "from", required_argument, NULL, 'F' },
-		{ "from-file", required_argument, NULL, 'G' },
-		{ "to", required_argument, NULL, 'T' },
-		{ "to-file", required_argument, NULL, 'U' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "distribution", required_argument, NULL, 'D' },
-		{ "vnodes", required_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	struct ks_ring_spec from;
 	struct ks_ring_spec to;
 	struct ks_shards sf, st;
 	struct ks_ring rf, rt;
 	char err[KS_ERRLEN * 2], what[128];
 	unsigned long long v;
-	__u32 nkeys = DIFF_KEYS_DEFAULT;
+	__u32 nkeys = KS_DIFF_KEYS_DEFAULT;
 	const char *to_list = NULL, *to_file = NULL;
 	int c, rc;
 
 	ks_ring_spec_init(&from, "--from", "--from-file");
+	ks_cli_getopt_init(&g, KS_CMD_RING_DIFF);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			from.list = optarg;
@@ -254,7 +239,7 @@ static int ring_diff(int argc, char **argv)
 			to_file = optarg;
 			break;
 		case 'k':
-			if (ks_parse_uint("--keys", optarg, 1, DIFF_KEYS_MAX, &v,
+			if (ks_parse_uint("--keys", optarg, 1, KS_DIFF_KEYS_MAX, &v,
 					  err, sizeof(err))) {
 				ks_err("%s", err);
 				return KS_EXIT_USAGE;

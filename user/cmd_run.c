@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "attach.h"
+#include "cli_options.h"
 #include "cmds.h"
 #include "config_file.h"
 #include "collect.h"
@@ -31,9 +32,6 @@
 
 /* In-flight packets may still write the old epoch right after the flip. */
 #define KS_FLIP_GRACE_NS 2000000ULL
-
-/* getopt code of --stream-state (a test control: no letter of its own) */
-#define KS_OPT_STREAM_STATE 0x1001
 
 struct run_opts {
 	const char *ifname;
@@ -59,6 +57,7 @@ struct run_opts {
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
 	__u32 cfg_flags;         /* ks_config.flags: --stream-state off sets
 				  * KS_CFG_NO_STREAM (test control only) */
+	struct ks_conf conf;     /* --config FILE: the values options point to */
 };
 
 struct run_state {
@@ -75,38 +74,174 @@ struct run_state {
 	__u64 totals_ns;      /* monotonic time of the last totals read */
 };
 
+/*
+ * One option of 'agent run' from the command line or a config file
+ * (ks_opt_set_fn): c is its value in the option table, arg its value.
+ */
+static int run_opt(void *ctx, int c, const char *arg, char *err,
+		   size_t errlen)
+{
+	struct run_opts *o = ctx;
+	unsigned long long v;
+	int n;
+
+	switch (c) {
+	case 'i':
+		o->ifname = arg;
+		return 1;
+	case 's':
+		if (ks_parse_uint("--sample", arg, 1, 1000000, &v, err, errlen))
+			return -1;
+		o->sample_n = (__u32)v;
+		return 1;
+	case 'I':
+		if (ks_parse_seconds("--interval", arg, 100, 3600000,
+				     &o->interval_ms, err, errlen))
+			return -1;
+		return 1;
+	case 'p':
+		if (ks_parse_ports(arg, o->ports, &n, err, errlen))
+			return -1;
+		return 1;
+	case 'T':
+		if (!strcmp(arg, "xdp") || !strcmp(arg, "tc")) {
+			o->attach_tc = arg[0] == 't';
+			return 1;
+		}
+		snprintf(err, errlen,
+			 "--attach '%s' is not a hook; give xdp (the default) or tc",
+			 arg);
+		return -1;
+	case 'x':
+		o->xdp_given = 1;
+		if (!strcmp(arg, "native"))
+			o->xdp = KS_XDP_NATIVE;
+		else if (!strcmp(arg, "generic"))
+			o->xdp = KS_XDP_GENERIC;
+		else if (!strcmp(arg, "auto"))
+			o->xdp = KS_XDP_AUTO;
+		else {
+			snprintf(err, errlen,
+				 "--xdp-mode '%s' is not a mode; give native, generic or auto",
+				 arg);
+			return -1;
+		}
+		return 1;
+	case 't':
+		if (ks_parse_uint("--top", arg, 1, KS_REPORT_TOP, &v, err,
+				  errlen))
+			return -1;
+		o->top = (__u32)v;
+		return 1;
+	case 'C':
+		if (ks_parse_double("--shard-capacity", arg, 1, 1e9,
+				    &o->hot.pol.shard_capacity_ops, err, errlen))
+			return -1;
+		return 1;
+	case 'H':
+		if (ks_parse_double("--hot-fraction", arg, 0.0001, 1,
+				    &o->hot.pol.hot_fraction, err, errlen))
+			return -1;
+		return 1;
+	case 'R':
+		o->steer.replicas_arg = arg;
+		return 1;
+	case 'L':
+		o->listen = arg;
+		return 1;
+	case 'W':
+		if (ks_parse_double("--owner-share", arg, 0, 1,
+				    &o->steer.owner_share, err, errlen))
+			return -1;
+		return 1;
+	case 'P':
+		o->hot.pins_path = arg;
+		return 1;
+	case 'm':
+		o->metrics.spec = arg;
+		return 1;
+	case 'K':
+		o->metrics.export_keys = 1;
+		return 1;
+	case 'O':
+		o->hot.routing_path = arg;
+		return 1;
+	case 'v':
+		o->verbose = 1;
+		return 1;
+	case 'G':
+		o->keep_privileges = 1;
+		return 1;
+	case 'g': {
+		struct group *g = getgrnam(arg);
+
+		if (!g) {
+			snprintf(err, errlen,
+				 "--group '%s' is not a group of this host; give a name from /etc/group",
+				 arg);
+			return -1;
+		}
+		o->group = g->gr_gid;
+		o->group_set = 1;
+		o->hot.gid = g->gr_gid;
+		return 1;
+	}
+	case 'Y':
+		o->log_keys = 1;
+		return 1;
+	case KS_OPTV_STREAM_STATE:
+		if (!strcmp(arg, "on")) {
+			o->cfg_flags &= ~(__u32)KS_CFG_NO_STREAM;
+		} else if (!strcmp(arg, "off")) {
+			o->cfg_flags |= KS_CFG_NO_STREAM;
+		} else {
+			snprintf(err, errlen,
+				 "--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
+				 arg);
+			return -1;
+		}
+		return 1;
+	default:
+		return ks_run_ring_opt(&o->ring, c, arg, err, errlen);
+	}
+}
+
+/*
+ * --config FILE at its place among the options: the file ks_conf_find
+ * found and parse_run read, set through run_opt. getopt_long also takes
+ * an abbreviation ("--conf") for --config, which is no --config.
+ */
+static int run_config(struct run_opts *o, char **argv, const char *conf_word)
+{
+	const char *word = optarg == argv[optind - 1] ? argv[optind - 2] :
+							 argv[optind - 1];
+	struct ks_conf_error e;
+	char what[128];
+
+	if (word != conf_word) {
+		snprintf(what, sizeof(what), "unknown option '%s'", word);
+		return ks_usage_error("run", what);
+	}
+	if (!ks_conf_apply(&o->conf, KS_CMD_RUN, "run", run_opt, o, &e))
+		return 0;
+	if (e.value[0])
+		ks_err("%s", e.value);
+	if (e.line)
+		ks_err("%s", e.line);
+	else
+		ks_err("out of memory reading %s; free some memory",
+		       o->conf.name);
+	free(e.line);
+	return KS_EXIT_USAGE;
+}
+
 static int parse_run(int argc, char **argv, struct run_opts *o)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "sample", required_argument, NULL, 's' },
-		{ "interval", required_argument, NULL, 'I' },
-		{ "ports", required_argument, NULL, 'p' },
-		{ "xdp-mode", required_argument, NULL, 'x' },
-		{ "attach", required_argument, NULL, 'T' },
-		{ "top", required_argument, NULL, 't' },
-		KS_RING_LONGOPTS,
-		{ "shard-capacity", required_argument, NULL, 'C' },
-		{ "hot-fraction", required_argument, NULL, 'H' },
-		{ "replicas", required_argument, NULL, 'R' },
-		{ "pins", required_argument, NULL, 'P' },
-		{ "routing-file", required_argument, NULL, 'O' },
-		{ "listen", required_argument, NULL, 'L' },
-		{ "owner-share", required_argument, NULL, 'W' },
-		{ "metrics", required_argument, NULL, 'm' },
-		{ "export-keys", no_argument, NULL, 'K' },
-		{ "keep-privileges", no_argument, NULL, 'G' },
-		{ "log-keys", no_argument, NULL, 'Y' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "stream-state", required_argument, NULL, KS_OPT_STREAM_STATE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	char err[KS_ERRLEN * 2];
 	struct ks_ring_spec *spec = &o->ring.spec;
-	unsigned long long v;
-	int c, n, li = -1;
+	struct ks_cli_getopt g;
+	const char *path;
+	int c, n, at, span;
 
 	memset(o, 0, sizeof(*o));
 	ks_run_hot_defaults(&o->hot);
@@ -115,148 +250,29 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->interval_ms = 1000;
 	o->top = KS_REPORT_TOP;
 	o->ports[0] = 11211;
+	/* A bad config file stops here, before any option is set. */
+	if (ks_conf_find(argc, argv, &at, &span, &path, err, sizeof(err)) ||
+	    (at >= 0 && ks_conf_load(path, &o->conf, err, sizeof(err))))
+		goto bad;
+	ks_cli_getopt_init(&g, KS_CMD_RUN);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, &li)) != -1) {
-		/* a config file names keys in full, getopt takes prefixes */
-		if (li >= 0 && optind > 0 &&
-		    ks_conf_abbreviated(argv[optind - 1], lopts[li].name))
-			return KS_EXIT_USAGE;
-		li = -1;
-		switch (c) {
-		case 'i':
-			o->ifname = optarg;
-			break;
-		case 's':
-			if (ks_parse_uint("--sample", optarg, 1, 1000000, &v,
-					  err, sizeof(err)))
-				goto bad;
-			o->sample_n = (__u32)v;
-			break;
-		case 'I':
-			if (ks_parse_seconds("--interval", optarg, 100,
-					     3600000, &o->interval_ms, err,
-					     sizeof(err)))
-				goto bad;
-			break;
-		case 'p':
-			if (ks_parse_ports(optarg, o->ports, &n, err,
-					   sizeof(err)))
-				goto bad;
-			break;
-		case 'T':
-			if (!strcmp(optarg, "xdp") || !strcmp(optarg, "tc")) {
-				o->attach_tc = optarg[0] == 't';
-				break;
-			}
-			snprintf(err, sizeof(err),
-				 "--attach '%s' is not a hook; give xdp (the default) or tc",
-				 optarg);
-			goto bad;
-		case 'x':
-			o->xdp_given = 1;
-			if (!strcmp(optarg, "native"))
-				o->xdp = KS_XDP_NATIVE;
-			else if (!strcmp(optarg, "generic"))
-				o->xdp = KS_XDP_GENERIC;
-			else if (!strcmp(optarg, "auto"))
-				o->xdp = KS_XDP_AUTO;
-			else {
-				snprintf(err, sizeof(err),
-					 "--xdp-mode '%s' is not a mode; give native, generic or auto",
-					 optarg);
-				goto bad;
-			}
-			break;
-		case 't':
-			if (ks_parse_uint("--top", optarg, 1, KS_REPORT_TOP, &v,
-					  err, sizeof(err)))
-				goto bad;
-			o->top = (__u32)v;
-			break;
-		case 'C':
-			if (ks_parse_double("--shard-capacity", optarg, 1, 1e9,
-					    &o->hot.pol.shard_capacity_ops, err,
-					    sizeof(err)))
-				goto bad;
-			break;
-		case 'H':
-			if (ks_parse_double("--hot-fraction", optarg, 0.0001, 1,
-					    &o->hot.pol.hot_fraction, err,
-					    sizeof(err)))
-				goto bad;
-			break;
-		case 'R':
-			o->steer.replicas_arg = optarg;
-			break;
-		case 'L':
-			o->listen = optarg;
-			break;
-		case 'W':
-			if (ks_parse_double("--owner-share", optarg, 0, 1,
-					    &o->steer.owner_share, err,
-					    sizeof(err)))
-				goto bad;
-			break;
-		case 'P':
-			o->hot.pins_path = optarg;
-			break;
-		case 'm':
-			o->metrics.spec = optarg;
-			break;
-		case 'K':
-			o->metrics.export_keys = 1;
-			break;
-		case 'O':
-			o->hot.routing_path = optarg;
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case 'G':
-			o->keep_privileges = 1;
-			break;
-		case 'g': {
-			struct group *g = getgrnam(optarg);
-
-			if (!g) {
-				snprintf(err, sizeof(err),
-					 "--group '%s' is not a group of this host; give a name from /etc/group",
-					 optarg);
-				goto bad;
-			}
-			o->group = g->gr_gid;
-			o->group_set = 1;
-			o->hot.gid = g->gr_gid;
-			break;
-		}
-		case 'Y':
-			o->log_keys = 1;
-			break;
-		case KS_OPT_STREAM_STATE:
-			if (!strcmp(optarg, "on")) {
-				o->cfg_flags &= ~(__u32)KS_CFG_NO_STREAM;
-			} else if (!strcmp(optarg, "off")) {
-				o->cfg_flags |= KS_CFG_NO_STREAM;
-			} else {
-				snprintf(err, sizeof(err),
-					 "--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
-					 optarg);
-				goto bad;
-			}
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
+		if (c == 'h') {
 			ks_help_run(stdout);
 			return -1;
-		default:
-			n = ks_run_ring_opt(&o->ring, c, optarg, err,
-					    sizeof(err));
-			if (n < 0)
-				goto bad;
-			if (n)
-				break;
-			return ks_bad_option("run", c, argv);
 		}
+		if (c == KS_OPTV_CONFIG) {
+			n = run_config(o, argv, at >= 0 ? argv[at] : NULL);
+			if (n)
+				return n;
+			continue;
+		}
+		n = run_opt(o, c, optarg, err, sizeof(err));
+		if (n < 0)
+			goto bad;
+		if (!n)
+			return ks_bad_option("run", c, argv);
 	}
 	if (optind < argc)
 		return ks_no_args("run", argc, argv);
@@ -720,6 +736,7 @@ int cmd_run(int argc, char **argv)
 		return KS_EXIT_FAIL;
 	rc = parse_run(argc, argv, &st->o);
 	if (rc) {
+		ks_conf_free(&st->o.conf);
 		ks_run_ring_free(&st->o.ring);
 		ks_run_hot_free(&st->o.hot);
 		ks_run_metrics_free(&st->o.metrics);
@@ -767,6 +784,7 @@ out_free:
 	ks_run_metrics_free(&st->o.metrics);
 	ks_run_ring_free(&st->o.ring);
 	ks_run_hot_free(&st->o.hot);
+	ks_conf_free(&st->o.conf);
 	free(st->sketch);
 	free(st->rep);
 	free(st);

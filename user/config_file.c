@@ -1,25 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * config_file.c - 'agent run --config FILE' (see config_file.h): a pure
- * parser from a buffer to command-line words, a thin file reader, and the
- * wiring that runs 'agent run' on the spliced argv and names FILE:LINE
- * when a word from the file is refused.
+ * parser from a buffer to settings, a thin file reader, and the settings
+ * given to a command's option handler through the option table, each
+ * refusal named by its FILE:LINE.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cmds.h"
+#include "cli_options.h"
 #include "config_file.h"
-#include "log.h"
 #include "opts.h"
-
-/* The config of the 'agent run' in progress, for ks_conf_bad_option():
- * getopt reports errors through globals, so this one is global too. */
-static const struct ks_conf *active_conf;
-static int active_reported; /* ks_conf_bad_option printed the error */
 
 static int line_fail(char *err, size_t errlen, const char *name,
 		     unsigned int line, const char *fmt, ...)
@@ -133,22 +126,6 @@ static int check_key(const struct ks_conf *c, unsigned int line,
 	return 0;
 }
 
-/* "--key=value"; a flag is "--key" for yes and no word at all for no. */
-static int make_word(const char *key, const char *value, char **word)
-{
-	*word = NULL;
-	if (!strcmp(value, "no"))
-		return 0;
-	if (!strcmp(value, "yes")) {
-		if (asprintf(word, "--%s", key) < 0)
-			return -ENOMEM;
-		return 0;
-	}
-	if (asprintf(word, "--%s=%s", key, value) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
 static int add_entry(struct ks_conf *c, unsigned int line, const char *key,
 		     const char *value)
 {
@@ -163,7 +140,7 @@ static int add_entry(struct ks_conf *c, unsigned int line, const char *key,
 	e->line = line;
 	e->key = strdup(key);
 	e->value = strdup(value);
-	if (!e->key || !e->value || make_word(key, value, &e->word)) {
+	if (!e->key || !e->value) {
 		free(e->key);
 		free(e->value);
 		return -ENOMEM;
@@ -275,23 +252,10 @@ void ks_conf_free(struct ks_conf *c)
 	for (i = 0; i < c->n; i++) {
 		free(c->e[i].key);
 		free(c->e[i].value);
-		free(c->e[i].word);
 	}
 	free(c->e);
 	free(c->name);
 	memset(c, 0, sizeof(*c));
-}
-
-const struct ks_conf_entry *ks_conf_entry_of(const struct ks_conf *c,
-					     const char *word)
-{
-	size_t i;
-
-	for (i = 0; word && i < c->n; i++) {
-		if (c->e[i].word == word)
-			return &c->e[i];
-	}
-	return NULL;
 }
 
 int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
@@ -338,123 +302,82 @@ int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
 	return 0;
 }
 
-int ks_conf_splice(int argc, char **argv, int at, int span,
-		   const struct ks_conf *c, char ***out, int *out_argc)
-{
-	static char end_of_options[] = "--";
-	int i, o = 0, has_end = 0;
-	size_t k;
-	char **av;
+static int apply_fail(struct ks_conf_error *e, const char *name,
+		      unsigned int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-	for (i = 1; i < argc; i++)
-		has_end |= !strcmp(argv[i], "--");
-	av = calloc((size_t)argc + c->n + 2, sizeof(*av));
-	if (!av)
-		return -ENOMEM;
-	for (i = 0; i < at; i++)
-		av[o++] = argv[i];
-	for (k = 0; k < c->n; k++) {
-		if (c->e[k].word)
-			av[o++] = c->e[k].word;
+/* e->line = "NAME:LINE: " and the message, as long as it is. */
+static int apply_fail(struct ks_conf_error *e, const char *name,
+		      unsigned int line, const char *fmt, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0 || asprintf(&e->line, "%s:%u: %s", name, line, msg) < 0)
+		e->line = NULL;
+	free(n < 0 ? NULL : msg);
+	return e->line ? -EINVAL : -ENOMEM;
+}
+
+/* A key that is none of cmd's config keys; what getopt_long would take
+ * for an abbreviation of one of cmd's options (--config apart) is named. */
+static int unknown_key(struct ks_conf_error *e, const struct ks_conf *c,
+		       const struct ks_conf_entry *s, unsigned int cmd,
+		       const char *cmdname)
+{
+	const struct ks_cli_opt *o = NULL;
+
+	e->value[0] = '\0';
+	if (!ks_cli_find(cmd, s->key))
+		o = ks_cli_prefix(cmd, s->key, "config");
+	if (o)
+		return apply_fail(e, c->name, s->line,
+				  "unknown key '%s' (did you mean '%s'?); keys are the full long options, see 'agent %s --help'",
+				  s->key, o->name, cmdname);
+	return apply_fail(e, c->name, s->line,
+			  "unknown key '%s'; see 'agent %s --help' for the keys",
+			  s->key, cmdname);
+}
+
+/* The settings of c one by one, through cmd's entries of the table. */
+int ks_conf_apply(const struct ks_conf *c, unsigned int cmd,
+		  const char *cmdname, ks_opt_set_fn set, void *ctx,
+		  struct ks_conf_error *e)
+{
+	size_t i;
+
+	e->value[0] = '\0';
+	e->line = NULL;
+	for (i = 0; i < c->n; i++) {
+		const struct ks_conf_entry *s = &c->e[i];
+		const struct ks_cli_opt *o = ks_cli_find(cmd, s->key);
+		const char *arg = s->value;
+		int n;
+
+		/* config and help are refused when parsed already */
+		if (!o || !(o->flags & KS_OPT_CONF))
+			return unknown_key(e, c, s, cmd, cmdname);
+		if (o->has_arg == no_argument) {
+			if (!strcmp(s->value, "no"))
+				continue; /* left off */
+			if (strcmp(s->value, "yes"))
+				return apply_fail(e, c->name, s->line,
+						  "'%s' is a flag and takes no value ('%s'); write '%s = yes' or '%s = no'",
+						  s->key, s->value, s->key,
+						  s->key);
+			arg = NULL;
+		}
+		n = set(ctx, o->val, arg, e->value, sizeof(e->value));
+		if (n < 0)
+			return apply_fail(e, c->name, s->line,
+					  "'%s = %s' is refused (see above); fix that line",
+					  s->key, s->value);
+		if (!n) /* an entry its handler does not know */
+			return unknown_key(e, c, s, cmd, cmdname);
 	}
-	for (i = at + span; i < argc; i++)
-		av[o++] = argv[i];
-	if (!has_end)
-		av[o++] = end_of_options;
-	av[o] = NULL;
-	*out = av;
-	*out_argc = o;
 	return 0;
-}
-
-int ks_conf_bad_option(int c, const char *word)
-{
-	const struct ks_conf_entry *e;
-
-	if (!active_conf)
-		return 0;
-	e = ks_conf_entry_of(active_conf, word);
-	if (!e)
-		return 0;
-	active_reported = 1;
-	/* getopt_long sets optopt to the option's value when it knows the
-	 * option (a value given to a flag, a missing value), 0 otherwise. */
-	if (c == ':')
-		ks_err("%s:%u: '%s' needs a value, not '%s'; write '%s = VALUE'",
-		       active_conf->name, e->line, e->key, e->value, e->key);
-	else if (optopt)
-		ks_err("%s:%u: '%s' is a flag and takes no value ('%s'); write '%s = yes' or '%s = no'",
-		       active_conf->name, e->line, e->key, e->value, e->key,
-		       e->key);
-	else
-		ks_err("%s:%u: unknown key '%s'; see 'agent run --help' for the keys",
-		       active_conf->name, e->line, e->key);
-	return 1;
-}
-
-int ks_conf_abbreviated(const char *word, const char *name)
-{
-	const struct ks_conf_entry *e;
-
-	if (!active_conf)
-		return 0;
-	e = ks_conf_entry_of(active_conf, word);
-	if (!e || !strcmp(e->key, name))
-		return 0;
-	active_reported = 1;
-	ks_err("%s:%u: unknown key '%s' (did you mean '%s'?); keys are the full long options, see 'agent run --help'",
-	       active_conf->name, e->line, e->key, name);
-	return 1;
-}
-
-/*
- * After a usage error of 'agent run': if getopt stopped on a word of the
- * file (a value check refused it), name its line too. An error found after
- * the options leaves optind past the final "--", so it names no line.
- */
-static void blame_line(const struct ks_conf *c, int argc, char **argv)
-{
-	const struct ks_conf_entry *e;
-
-	if (active_reported || optind < 1 || optind >= argc)
-		return;
-	e = ks_conf_entry_of(c, argv[optind - 1]);
-	if (e)
-		ks_err("%s:%u: '%s = %s' is refused (see above); fix that line",
-		       c->name, e->line, e->key, e->value);
-}
-
-int cmd_run_config(int argc, char **argv)
-{
-	char err[KS_ERRLEN * 2];
-	const char *path;
-	struct ks_conf c;
-	int at, span, ac, rc;
-	char **av;
-
-	if (ks_conf_find(argc, argv, &at, &span, &path, err, sizeof(err))) {
-		ks_err("%s", err);
-		return KS_EXIT_USAGE;
-	}
-	if (at < 0)
-		return cmd_run(argc, argv);
-	/* A bad file stops here, before anything is attached. */
-	if (ks_conf_load(path, &c, err, sizeof(err))) {
-		ks_err("%s", err);
-		return KS_EXIT_USAGE;
-	}
-	if (ks_conf_splice(argc, argv, at, span, &c, &av, &ac)) {
-		ks_err("out of memory reading %s; free some memory", path);
-		ks_conf_free(&c);
-		return KS_EXIT_FAIL;
-	}
-	active_conf = &c;
-	active_reported = 0;
-	rc = cmd_run(ac, av);
-	if (rc == KS_EXIT_USAGE)
-		blame_line(&c, ac, av);
-	active_conf = NULL;
-	free(av);
-	ks_conf_free(&c);
-	return rc;
 }

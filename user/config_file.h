@@ -3,27 +3,27 @@
  * config_file.h - 'agent run --config FILE': one 'key = value' per line,
  * the keys being the long options of 'agent run' without the dashes.
  *
- * The file becomes command-line words ("--sample=8", "--verbose") spliced
- * in where "--config FILE" stood, so parse_run()'s getopt table stays the
- * one list of keys and its checks the one set of value checks. What getopt
- * or a value check refuses is traced back to its FILE:LINE through the
- * word's address (ks_conf_bad_option, called from ks_bad_option).
+ * The file is parsed into settings (ks_conf_parse), then each setting is
+ * looked up in the option table (cli_options.h) and its value given to the
+ * same handler the command line's value goes to (ks_conf_apply), at the
+ * place of "--config FILE" among the options: options after it override
+ * the file. Every refusal names FILE:LINE.
  */
 #ifndef KS_CONFIG_FILE_H
 #define KS_CONFIG_FILE_H
 
 #include <stddef.h>
+#include "opts.h"
 
 #define KS_CONF_FILE_MAX (1u << 20) /* bytes of a config file */
 /* A line holds a whole --shards list of KS_MAX_SHARDS IPv4 shards. */
 #define KS_CONF_LINE_MAX 65536
 
-/* One setting: its line, and the word it became (NULL for 'flag = no'). */
+/* One setting: its line, its key and its value (quotes removed). */
 struct ks_conf_entry {
 	unsigned int line;
 	char *key;
 	char *value;
-	char *word;
 };
 
 struct ks_conf {
@@ -47,10 +47,6 @@ int ks_conf_load(const char *path, struct ks_conf *c, char *err,
 
 void ks_conf_free(struct ks_conf *c);
 
-/* The entry whose word is exactly this pointer, or NULL. */
-const struct ks_conf_entry *ks_conf_entry_of(const struct ks_conf *c,
-					     const char *word);
-
 /*
  * Where argv (run's, argv[0] = "run") names the config file: *at is the
  * index of "--config" or "--config=FILE", *span 2 or 1, *path the file.
@@ -61,32 +57,33 @@ int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
 		 char *err, size_t errlen);
 
 /*
- * A new argv: argv with its span words at index at replaced by the
- * config's words, then "--" unless argv already has one (so getopt always
- * stops on a word of its own, and an error on the last config word can
- * be told from an error found after the options). The array is malloc'd
- * (free it alone: the words belong to argv and c); *out_argc its length.
+ * Sets one option from a value, as a command's parser does with getopt's
+ * result: val is the option's ks_cli_opt.val, arg its value (NULL for a
+ * flag). Returns 1 when set, 0 when val is no option of the command, -1
+ * when the value is refused, with "<what>; <what to do>" in err.
  */
-int ks_conf_splice(int argc, char **argv, int at, int span,
-		   const struct ks_conf *c, char ***out, int *out_argc);
+typedef int (*ks_opt_set_fn)(void *ctx, int val, const char *arg, char *err,
+			     size_t errlen);
+
+/* Why ks_conf_apply refused a file. */
+struct ks_conf_error {
+	char value[KS_ERRLEN * 2]; /* the option's own message, or "" */
+	char *line; /* "NAME:LINE: <what>; <what to do>", any length (keys
+		     * and values are quoted whole); malloc'd, free() it.
+		     * NULL with -ENOMEM */
+};
 
 /*
- * For ks_bad_option(): when word came from the config file that the
- * running 'agent run' read, prints "agent: FILE:LINE: ..." for getopt's
- * result c (':' no value, '?' unknown key or a value given to a flag)
- * and returns 1; otherwise prints nothing and returns 0.
+ * Gives c's settings, in line order, to set(ctx, ...) as options of the
+ * command cmd (a KS_CMD_* bit; cmdname names it in messages). A key is the
+ * full long name of one of cmd's options a config file may set; a flag
+ * takes 'yes' (set) or 'no' (left alone), any other option its value as
+ * written. Returns 0, or -EINVAL at the first refused setting with e
+ * filled: e->line always, e->value too when the option's handler refused
+ * the value (print it first); -ENOMEM when the message found no memory.
  */
-int ks_conf_bad_option(int c, const char *word);
-
-/*
- * getopt_long takes a unique prefix of an option ("samp" for "sample"); a
- * config file must name keys in full. When word came from the running
- * config file and its key is not name (the option getopt matched), prints
- * "agent: FILE:LINE: unknown key ..." and returns 1; else returns 0.
- */
-int ks_conf_abbreviated(const char *word, const char *name);
-
-/* 'agent run' with --config expanded; argv[0] is "run". */
-int cmd_run_config(int argc, char **argv);
+int ks_conf_apply(const struct ks_conf *c, unsigned int cmd,
+		  const char *cmdname, ks_opt_set_fn set, void *ctx,
+		  struct ks_conf_error *e);
 
 #endif

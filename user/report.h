@@ -51,7 +51,8 @@ struct ks_view {
 
 /*
  * The options that choose what a report shows, shared by 'agent report'
- * and 'agent replay': --top, --json, --hash-only, --shards-top.
+ * and 'agent replay': --top, --json, --hash-only, --shards-top (entries
+ * in cli_options.c, getopt values 't', 'j', 'H', 'T').
  */
 struct ks_view_opts {
 	int top;
@@ -59,11 +60,6 @@ struct ks_view_opts {
 	int hash_only;
 	int shards_top;
 };
-#define KS_VIEW_LONGOPTS                                        \
-	{ "top", required_argument, NULL, 't' },                \
-	{ "json", no_argument, NULL, 'j' },                     \
-	{ "hash-only", no_argument, NULL, 'H' },                \
-	{ "shards-top", required_argument, NULL, 'T' }
 void ks_view_opts_init(struct ks_view_opts *v);
 /* 1 when c was a view option (handled), 0 when not, -1 with err when its
  * value is bad. */

@@ -74,19 +74,13 @@ struct ks_ring_spec {
 };
 
 /*
- * The ring's command-line options, one definition for 'agent run',
- * 'agent replay' and 'agent ring lookup': their getopt_long entries
- * (KS_RING_LONGOPTS; include <getopt.h> first) and their handler.
+ * The ring's command-line options, one handler for 'agent run',
+ * 'agent replay' and 'agent ring lookup' (their entries are in
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N').
  * ks_ring_spec_init sets the defaults and the flag names messages use;
  * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
  * was not, -1 with err filled when its value is bad.
  */
-#define KS_RING_LONGOPTS                                        \
-	{ "shards", required_argument, NULL, 'S' },             \
-	{ "shards-file", required_argument, NULL, 'F' },        \
-	{ "self", required_argument, NULL, 'M' },               \
-	{ "distribution", required_argument, NULL, 'D' },       \
-	{ "vnodes", required_argument, NULL, 'N' }
 void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
 		       const char *file_flag);
 int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,

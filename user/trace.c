@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "cli_options.h"
 #include "cmds.h"
 #include "collect.h"
 #include "log.h"
@@ -91,22 +92,15 @@ static int on_event(void *ctx, void *data, size_t size)
 
 static int parse_trace(int argc, char **argv, struct trace_opts *o)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "hash-only", no_argument, NULL, 'H' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	struct ks_cli_getopt g;
 	char err[KS_ERRLEN];
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	ks_cli_getopt_init(&g, KS_CMD_TRACE);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			o->ifname = optarg;

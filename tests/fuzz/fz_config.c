@@ -2,43 +2,79 @@
 /*
  * fz_config.c - libFuzzer harness of 'agent run --config' (user/
  * config_file.c): the file parser on a buffer of exactly the file's size
- * (not NUL-terminated, as the API allows), the words it makes spliced into
- * an argv, and ks_conf_find on argvs made of the input. Settings must come
- * out in line order as "--key" words that lead back to their entry; a
- * refused file leaves nothing and says "NAME:LINE: ...".
+ * (not NUL-terminated, as the API allows), its settings given to run's
+ * options through the option table (ks_conf_apply), and ks_conf_find on
+ * argvs made of the input. Settings come out in line order; each one the
+ * handler gets is a config key of run with the line's value (NULL for a
+ * flag set to yes); a refused file or setting says "NAME:LINE: ...".
  */
 #include <errno.h>
+#include "cli_options.h"
 #include "config_file.h"
 #include "fz_common.h"
 
-static void check_conf(const struct ks_conf *c)
+/* A handler that checks what it gets against the settings in order. */
+struct walk {
+	const struct ks_conf *c;
+	size_t next;   /* the setting to look at next */
+	int refuse;    /* refuse every value: the refusal path */
+};
+
+static int take(void *ctx, int val, const char *arg, char *err,
+		size_t errlen)
 {
-	static char a0[] = "run", a1[] = "--config", a2[] = "f.conf", a3[] = "-v";
-	char *argv[] = { a0, a1, a2, a3, NULL };
+	struct walk *w = ctx;
+	const struct ks_conf_entry *e = NULL;
+	const struct ks_cli_opt *o;
+
+	/* settings skipped before this one can only be flags set to no */
+	while (w->next < w->c->n) {
+		e = &w->c->e[w->next++];
+		o = ks_cli_find(KS_CMD_RUN, e->key);
+		if (o && o->val == val)
+			break;
+		FZ_CHECK(o && o->has_arg == no_argument && !strcmp(e->value, "no"),
+			 "setting '%s' skipped", e->key);
+		e = NULL;
+	}
+	FZ_CHECK(e, "value %d given for no setting", val);
+	o = ks_cli_find(KS_CMD_RUN, e->key);
+	FZ_CHECK(o->flags & KS_OPT_CONF, "'%s' is no config key", e->key);
+	FZ_CHECK(o->has_arg == no_argument ? arg == NULL : arg == e->value,
+		 "'%s' given '%s'", e->key, arg ? arg : "(null)");
+	if (w->refuse) {
+		snprintf(err, errlen, "refused; as the fuzzer wants");
+		return -1;
+	}
+	return 1;
+}
+
+static void check_conf(const struct ks_conf *c, int refuse)
+{
+	struct ks_conf_error e;
+	struct walk w = { c, 0, refuse };
 	unsigned int last = 0;
-	size_t i, words = 0;
-	char **out = NULL;
-	int n = 0;
+	size_t i;
+	int rc;
 
 	for (i = 0; i < c->n; i++) {
-		const struct ks_conf_entry *e = &c->e[i];
-
-		FZ_CHECK(e->line >= 1 && e->line >= last, "line %u after %u",
-			 e->line, last);
-		FZ_CHECK(e->key && e->key[0], "entry %zu without a key", i);
-		if (e->word) {
-			FZ_CHECK(!strncmp(e->word, "--", 2), "word '%s'", e->word);
-			FZ_CHECK(ks_conf_entry_of(c, e->word) == e,
-				 "word of entry %zu leads elsewhere", i);
-			words++;
-		}
-		last = e->line;
+		FZ_CHECK(c->e[i].line >= 1 && c->e[i].line >= last,
+			 "line %u after %u", c->e[i].line, last);
+		FZ_CHECK(c->e[i].key && c->e[i].key[0] && c->e[i].value,
+			 "entry %zu without a key", i);
+		last = c->e[i].line;
 	}
-	FZ_CHECK(!ks_conf_splice(4, argv, 1, 2, c, &out, &n), "splice failed");
-	FZ_CHECK(n == (int)(2 + words + 1) && out[n] == NULL &&
-		 out[0] == a0 && out[n - 2] == a3 && !strcmp(out[n - 1], "--"),
-		 "spliced argv of %d words for %zu settings", n, words);
-	free(out);
+	rc = ks_conf_apply(c, KS_CMD_RUN, "run", take, &w, &e);
+	if (rc == -EINVAL) {
+		FZ_CHECK(e.line && !strncmp(e.line, "agent.conf:", 11) &&
+				 strchr(e.line, ';'),
+			 "message '%s'", e.line);
+		FZ_CHECK(!e.value[0] || refuse, "a value message '%s'", e.value);
+	} else {
+		FZ_CHECK(rc == 0 || rc == -ENOMEM, "returned %d", rc);
+		FZ_CHECK(!e.line, "a message '%s' with %d", e.line, rc);
+	}
+	free(e.line);
 }
 
 /* The input as argv words split at NUL bytes (at most 16). */
@@ -97,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(errlen < 12 || !strncmp(err, "agent.conf:", 11),
 			 "message '%s' does not name the file", err);
 	} else {
-		check_conf(&c);
+		check_conf(&c, mode & 2);
 		ks_conf_free(&c);
 	}
 	free(text);

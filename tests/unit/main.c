@@ -70,6 +70,7 @@ int main(void)
 	test_metrics();
 	test_dashboard();
 	test_config_file();
+	test_cli_options();
 	test_pcap();
 	return kt_summary("unit");
 }

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The 'agent run --config FILE' parser: good files, every kind of bad
- * line with its FILE:LINE, duplicates, long lines, the file reader, the
- * splice into run's argv, and getopt's view of the spliced words.
+ * line with its FILE:LINE, duplicates, long lines, the file reader,
+ * finding --config in argv, and the settings given to run's option
+ * handler through the option table (keys, flags, refusals by FILE:LINE).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli_options.h"
 #include "config_file.h"
 #include "ktest.h"
 #include "opts.h"
@@ -22,18 +23,16 @@ static int parse(const char *text, struct ks_conf *c, char *err,
 	return ks_conf_parse("k.conf", text, strlen(text), c, err, errlen);
 }
 
-/* The words of c in order, space separated, for one comparison. */
+/* The settings of c in order, "key=value" space separated. */
 static const char *words(const struct ks_conf *c)
 {
 	static char buf[512];
 	size_t i, o = 0;
 
 	buf[0] = '\0';
-	for (i = 0; i < c->n; i++) {
-		if (c->e[i].word)
-			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
-					      o ? " " : "", c->e[i].word);
-	}
+	for (i = 0; i < c->n && o < sizeof(buf); i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s=%s",
+				      o ? " " : "", c->e[i].key, c->e[i].value);
 	return buf;
 }
 
@@ -54,9 +53,9 @@ static void good_files(void)
 		       &c, err, sizeof(err)),
 		 0);
 	CHECK(!strcmp(words(&c),
-		      "--iface=eth1 --sample=8 --shards-file=/etc/keysteer/shards.txt "
-		      "--replicas=198.18.0.9:11211,198.18.0.10:11211 --verbose "
-		      "--routing-file=/run/keysteer/eth1/a#b.json"),
+		      "iface=eth1 sample=8 shards-file=/etc/keysteer/shards.txt "
+		      "replicas=198.18.0.9:11211,198.18.0.10:11211 verbose=yes "
+		      "routing-file=/run/keysteer/eth1/a#b.json"),
 	      "words: %s", words(&c));
 	CHECK_EQ(c.n, 6);
 	if (c.n == 6) {
@@ -75,12 +74,11 @@ static void good_files(void)
 		       "self = 198.18.0.2:11211",
 		       &c, err, sizeof(err)),
 		 0);
-	/* 'no' leaves the flag off: no word, but the line is remembered */
+	/* quotes and CR go; 'no' stays a setting (ks_conf_apply skips it) */
 	CHECK(!strcmp(words(&c),
-		      "--iface=eth 1 --listen=9180 --self=198.18.0.2:11211"),
+		      "verbose=no iface=eth 1 listen=9180 self=198.18.0.2:11211"),
 	      "words: %s", words(&c));
-	CHECK(c.n == 4 && c.e[0].word == NULL && c.e[3].line == 4,
-	      "n %zu", c.n);
+	CHECK(c.n == 4 && c.e[3].line == 4, "n %zu", c.n);
 	ks_conf_free(&c);
 	kt_end();
 
@@ -237,7 +235,7 @@ static void reader(void)
 	kt_end();
 }
 
-static void find_and_splice(void)
+static void find_config(void)
 {
 	char *run1[] = { "run", "--iface", "x", "--config", "k.conf", "-v", NULL };
 	char *run2[] = { "run", "--config=k.conf", "--", "extra", NULL };
@@ -247,9 +245,7 @@ static void find_and_splice(void)
 	char *after_dd[] = { "run", "--", "--config", "a", NULL };
 	char err[KS_ERRLEN * 2];
 	const char *path;
-	struct ks_conf c;
-	int at, span, n;
-	char **av;
+	int at, span;
 
 	kt_begin("conf_find");
 	CHECK_EQ(ks_conf_find(6, run1, &at, &span, &path, err, sizeof(err)), 0);
@@ -271,92 +267,165 @@ static void find_and_splice(void)
 		 0);
 	CHECK_EQ(at, -1);
 	kt_end();
-
-	kt_begin("conf_splice_order");
-	CHECK_EQ(parse("sample = 8\nverbose = no\nports = 11211\n", &c, err,
-		       sizeof(err)),
-		 0);
-	CHECK_EQ(ks_conf_splice(6, run1, 3, 2, &c, &av, &n), 0);
-	/* in place of --config FILE, so later options override the file;
-	 * a final "--" marks the end of the options */
-	CHECK_EQ(n, 7);
-	if (n == 7) {
-		CHECK(!strcmp(av[1], "--iface") && !strcmp(av[3], "--sample=8") &&
-			      !strcmp(av[4], "--ports=11211") &&
-			      !strcmp(av[5], "-v") && !strcmp(av[6], "--") &&
-			      av[7] == NULL,
-		      "%s %s %s %s", av[3], av[4], av[5], av[6]);
-		CHECK(ks_conf_entry_of(&c, av[3]) == &c.e[0] &&
-			      ks_conf_entry_of(&c, av[4]) == &c.e[2] &&
-			      ks_conf_entry_of(&c, av[1]) == NULL,
-		      "entries not found by their words");
-	}
-	free(av);
-	/* no second "--" when argv has one */
-	CHECK_EQ(ks_conf_splice(4, run2, 1, 1, &c, &av, &n), 0);
-	CHECK(n == 5 && !strcmp(av[3], "--") && !strcmp(av[4], "extra"),
-	      "n %d", n);
-	free(av);
-	ks_conf_free(&c);
-	kt_end();
 }
 
-/*
- * What the spliced words look like to getopt_long with a table of the
- * shape parse_run() has: values come through, a misspelt key is '?' with
- * optopt 0 (an unknown key), a value on a flag is '?' with optopt set.
- */
-static void through_getopt(void)
+/* A stand-in for run's option handler: records "val:arg" and refuses
+ * --sample 0 as run's does. */
+struct recorder {
+	char calls[512];
+};
+
+static int record(void *ctx, int val, const char *arg, char *err,
+		  size_t errlen)
 {
-	static const struct option lopts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "sample", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{},
-	};
-	char *run[] = { "run", "--config", "k.conf", "--sample", "4", NULL };
-	char err[KS_ERRLEN * 2], *iface = NULL, *sample = NULL;
-	int verbose = 0, n, ch, unknown_at = 0, flag_at = 0;
+	struct recorder *r = ctx;
+	size_t o = strlen(r->calls);
+
+	if (val == 's' && arg && !strcmp(arg, "0")) {
+		snprintf(err, errlen, "--sample '0' is out of range; give a number from 1 to 1000000");
+		return -1;
+	}
+	if (o < sizeof(r->calls))
+		snprintf(r->calls + o, sizeof(r->calls) - o, "%s%c:%s",
+			 o ? " " : "", val < 0x100 ? val : '#',
+			 arg ? arg : "-");
+	return 1;
+}
+
+static char e_line[1024];
+
+/* Applies text as cmd's config; returns ks_conf_apply's result, with
+ * e->line pointing to a copy of the message. */
+static int apply(const char *text, unsigned int cmd, struct recorder *r,
+		 struct ks_conf_error *e)
+{
+	char err[KS_ERRLEN * 2];
 	struct ks_conf c;
-	char **av;
+	int rc;
 
-	kt_begin("conf_words_through_getopt");
-	CHECK_EQ(parse("iface = eth1\nsample = 8\nsmaple = 9\nverbose = 3\n"
-		       "verbose2 = yes\n",
-		       &c, err, sizeof(err)),
-		 0);
-	if (ks_conf_splice(5, run, 1, 2, &c, &av, &n)) {
-		kt_skipf("out of memory");
-		ks_conf_free(&c);
-		kt_end();
-		return;
-	}
-	optind = 1;
-	opterr = 0;
-	while ((ch = getopt_long(n, av, ":v", lopts, NULL)) != -1) {
-		const struct ks_conf_entry *e =
-			ks_conf_entry_of(&c, av[optind - 1]);
-
-		if (ch == 'i')
-			iface = optarg;
-		else if (ch == 's')
-			sample = optarg;
-		else if (ch == 'v')
-			verbose = 1;
-		else if (ch == '?' && e && !optopt)
-			unknown_at = unknown_at ? unknown_at : (int)e->line;
-		else if (ch == '?' && e && optopt == 'v')
-			flag_at = (int)e->line;
-	}
-	CHECK(iface && !strcmp(iface, "eth1"), "iface %s", iface);
-	CHECK(sample && !strcmp(sample, "4"), "command line after the file wins: %s",
-	      sample);
-	CHECK_EQ(unknown_at, 3);
-	CHECK_EQ(flag_at, 4);
-	CHECK_EQ(verbose, 0);
-	CHECK_EQ(optind, n); /* stopped on our "--" */
-	free(av);
+	memset(r, 0, sizeof(*r));
+	memset(e, 0, sizeof(*e));
+	if (parse(text, &c, err, sizeof(err)))
+		return 99; /* the text is a test's mistake */
+	rc = ks_conf_apply(&c, cmd, cmd == KS_CMD_RUN ? "run" : "report",
+			   record, r, e);
 	ks_conf_free(&c);
+	/* a copy the checks can read: "" when there is no message */
+	snprintf(e_line, sizeof(e_line), "%s", e->line ? e->line : "");
+	free(e->line);
+	e->line = e_line;
+	return rc;
+}
+
+static void through_the_table(void)
+{
+	struct ks_conf_error e;
+	struct recorder r;
+
+	kt_begin("conf_apply_in_order");
+	/* values as written, flags as NULL, 'no' left out, file order */
+	CHECK_EQ(apply("iface = eth1\nsample = 8\nverbose = yes\n"
+		       "log-keys = no\nshards = a:1,b:2\nstream-state = off\n",
+		       KS_CMD_RUN, &r, &e),
+		 0);
+	CHECK(!strcmp(r.calls, "i:eth1 s:8 v:- S:a:1,b:2 #:off"), "calls: %s",
+	      r.calls);
+	CHECK(!e_line[0] && !e.value[0], "error '%s'", e.line);
+	kt_end();
+
+	kt_begin("conf_apply_unknown_key");
+	CHECK_EQ(apply("iface = x\nsmaple = 8\nsample = 4\n", KS_CMD_RUN, &r,
+		       &e),
+		 -EINVAL);
+	CHECK(!strcmp(e.line, "k.conf:2: unknown key 'smaple'; see 'agent run --help' for the keys"),
+	      "%s", e.line);
+	CHECK(!strcmp(r.calls, "i:x") && !e.value[0],
+	      "stops at the bad line: %s", r.calls);
+	/* ambiguous for getopt too: no suggestion */
+	CHECK_EQ(apply("shard = x\n", KS_CMD_RUN, &r, &e), -EINVAL);
+	CHECK(strstr(e.line, "k.conf:1: unknown key 'shard'; see"), "%s",
+	      e.line);
+	/* a key of another command's table only */
+	CHECK_EQ(apply("json = yes\n", KS_CMD_RUN, &r, &e), -EINVAL);
+	CHECK(strstr(e.line, "unknown key 'json'"), "%s", e.line);
+	/* report takes no config file: none of its options is a key */
+	CHECK_EQ(apply("json = yes\n", KS_CMD_REPORT, &r, &e), -EINVAL);
+	CHECK(strstr(e.line, "unknown key 'json'; see 'agent report --help'"),
+	      "%s", e.line);
+	kt_end();
+
+	kt_begin("conf_apply_long_key");
+	{
+		/* the whole key is quoted, and the line still ends in what
+		 * to do, however long the key */
+		static char text[3000];
+		char err[KS_ERRLEN * 2];
+		struct ks_conf c;
+		const char *tail = "; see 'agent run --help' for the keys";
+
+		memset(text, 'k', 2000);
+		strcpy(text + 2000, " = yes\n");
+		CHECK_EQ(parse(text, &c, err, sizeof(err)), 0);
+		CHECK_EQ(ks_conf_apply(&c, KS_CMD_RUN, "run", record, &r, &e),
+			 -EINVAL);
+		CHECK(e.line && strlen(e.line) > 2000 &&
+			      !strcmp(e.line + strlen(e.line) - strlen(tail), tail),
+		      "%.80s", e.line ? e.line : "(null)");
+		free(e.line);
+		ks_conf_free(&c);
+	}
+	kt_end();
+
+	kt_begin("conf_apply_abbreviated_key");
+	/* getopt_long would take 'samp' for --sample; a file may not */
+	CHECK_EQ(apply("iface = x\nsamp = 8\n", KS_CMD_RUN, &r, &e), -EINVAL);
+	CHECK(!strcmp(e.line, "k.conf:2: unknown key 'samp' (did you mean 'sample'?); keys are the full long options, see 'agent run --help'"),
+	      "%s", e.line);
+	/* --config is no key, nor a suggestion */
+	CHECK_EQ(apply("conf = a\n", KS_CMD_RUN, &r, &e), -EINVAL);
+	CHECK(strstr(e.line, "unknown key 'conf'; see"), "%s", e.line);
+	kt_end();
+
+	kt_begin("conf_apply_flag_value");
+	CHECK_EQ(apply("iface = x\nverbose = 3\n", KS_CMD_RUN, &r, &e),
+		 -EINVAL);
+	CHECK(!strcmp(e.line, "k.conf:2: 'verbose' is a flag and takes no value ('3'); write 'verbose = yes' or 'verbose = no'"),
+	      "%s", e.line);
+	kt_end();
+
+	kt_begin("conf_apply_refused_value");
+	/* the handler's own message, then the line */
+	CHECK_EQ(apply("iface = x\n\nsample = 0\n", KS_CMD_RUN, &r, &e),
+		 -EINVAL);
+	CHECK(!strcmp(e.value, "--sample '0' is out of range; give a number from 1 to 1000000"),
+	      "%s", e.value);
+	CHECK(!strcmp(e.line, "k.conf:3: 'sample = 0' is refused (see above); fix that line"),
+	      "%s", e.line);
+	kt_end();
+
+	kt_begin("conf_every_run_key");
+	{
+		/* every key the table allows reaches the handler */
+		char text[2048] = "";
+		unsigned int i, n = 0;
+		size_t o = 0;
+
+		for (i = 0; i < ks_cli_nopts; i++) {
+			const struct ks_cli_opt *opt = &ks_cli_opts[i];
+
+			if (!(opt->flags & KS_OPT_CONF))
+				continue;
+			o += (size_t)snprintf(text + o, sizeof(text) - o,
+					      "%s = %s\n", opt->name,
+					      opt->metavar ? "1" : "yes");
+			n++;
+		}
+		CHECK_EQ(apply(text, KS_CMD_RUN, &r, &e), 0);
+		CHECK(n >= 25, "only %u keys", n);
+		for (i = 0, o = 0; r.calls[o]; o++)
+			i += r.calls[o] == ':';
+		CHECK_EQ(i, n);
+	}
 	kt_end();
 }
 
@@ -366,6 +435,6 @@ void test_config_file(void)
 	bad_lines();
 	long_lines();
 	reader();
-	find_and_splice();
-	through_getopt();
+	find_config();
+	through_the_table();
 }

@@ -27,6 +27,7 @@ void test_hot_map(void);
 void test_metrics(void);
 void test_dashboard(void);
 void test_config_file(void);
+void test_cli_options(void);
 void test_pcap(void);
 
 /*

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * cli_options.h - the one table of the agent's command-line options. Each
+ * entry names an option (long name, getopt value, argument and metavar),
+ * the commands that take it, whether a config file may set it, and its
+ * --help text. From it come every command's getopt_long table
+ * (ks_cli_getopt_init), the option lists of --help (ks_cli_help), the keys
+ * of 'agent run --config FILE' (ks_cli_find, config_file.c), and the check
+ * that the man page lists the same options (tests/unit/t_cli_options.c).
+ *
+ * An option whose help differs between commands (--top, --iface, ...) has
+ * one entry per wording, each with its own commands; no command has a name
+ * or a getopt value twice. Values are letters as the command parsers and
+ * their shared handlers (ks_view_opt, ks_ring_spec_opt) switch on them;
+ * only entries flagged KS_OPT_SHORT are also short options (-v, -h).
+ */
+#ifndef KS_CLI_OPTIONS_H
+#define KS_CLI_OPTIONS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* The commands, as bits of ks_cli_opt.cmds. */
+#define KS_CMD_RUN         (1u << 0)
+#define KS_CMD_REPORT      (1u << 1)
+#define KS_CMD_TRACE       (1u << 2)
+#define KS_CMD_DETACH      (1u << 3)
+#define KS_CMD_RING_LOOKUP (1u << 4)
+#define KS_CMD_RING_DIFF   (1u << 5)
+#define KS_CMD_REPLAY      (1u << 6)
+#define KS_CMD_RING        (KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF)
+
+/* ks_cli_opt.flags */
+#define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */
+#define KS_OPT_SHORT (1u << 1) /* val is a short option too (-v, -h) */
+#define KS_OPT_HIDE  (1u << 2) /* in no option list: --help itself */
+
+/* The option list of --help an entry is printed in. */
+enum ks_opt_group {
+	KS_GRP_OPTIONS, /* OPTIONS */
+	KS_GRP_RING,    /* RING: the clients' ring (run, replay) */
+	KS_GRP_HOT,     /* HOT KEYS (run) */
+	KS_GRP_METRICS, /* METRICS (run) */
+};
+
+/* getopt values of options without a letter of their own */
+#define KS_OPTV_STREAM_STATE 0x1001
+#define KS_OPTV_CONFIG       0x1002
+
+/* 'agent ring diff --keys N' */
+#define KS_DIFF_KEYS_DEFAULT 100000
+#define KS_DIFF_KEYS_MAX     10000000
+
+struct ks_cli_opt {
+	const char *name;    /* the long name, without the dashes */
+	int val;             /* what getopt_long returns for it */
+	int has_arg;         /* no_argument or required_argument */
+	const char *metavar; /* the value's name in help and man page */
+	unsigned int cmds;   /* KS_CMD_* of the commands that take it */
+	unsigned int flags;  /* KS_OPT_* */
+	enum ks_opt_group group;
+	/* --help text, a printf format of arg[]: the first line follows the
+	 * option, the others are indented under it */
+	const char *help;
+	int arg[2];
+};
+
+extern const struct ks_cli_opt ks_cli_opts[];
+extern const unsigned int ks_cli_nopts;
+
+/* Most options one command takes (a unit test checks it). */
+#define KS_CLI_MAX_OPTS 48
+
+/* A command's getopt_long arguments, built from the table. */
+struct ks_cli_getopt {
+	struct option lo[KS_CLI_MAX_OPTS + 1];
+	char shorts[16]; /* ":" and the KS_OPT_SHORT letters */
+	unsigned int n;
+};
+
+/* Fills g for the one command cmd (a KS_CMD_* bit). */
+void ks_cli_getopt_init(struct ks_cli_getopt *g, unsigned int cmd);
+
+/* The entry of cmd named exactly name, or NULL. */
+const struct ks_cli_opt *ks_cli_find(unsigned int cmd, const char *name);
+
+/*
+ * The entry of cmd whose name starts with prefix, when exactly one does
+ * (what getopt_long would take for an abbreviation), else NULL; the entry
+ * named except (or NULL) is left out.
+ */
+const struct ks_cli_opt *ks_cli_prefix(unsigned int cmd, const char *prefix,
+				       const char *except);
+
+/* "-v, --verbose", "--iface IF", "--json": the entry as --help shows it. */
+void ks_cli_synopsis(const struct ks_cli_opt *o, char *buf, size_t len);
+
+/* Prints the --help lines of cmd's entries in group, in table order. */
+void ks_cli_help(FILE *f, unsigned int cmd, enum ks_opt_group group);
+
+#endif
