@@ -67,7 +67,6 @@ int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
 		     __u16 len)
 {
 	int base = ks_hot_bucket(hash) * KS_HOT_WAYS, w, idx;
-	struct ks_hot_slot *s;
 
 	for (w = 0; w < KS_HOT_WAYS; w++) {
 		idx = base + w;
@@ -76,7 +75,15 @@ int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
 	}
 	if (w == KS_HOT_WAYS)
 		return -ENOSPC;
-	s = &m->slot[idx];
+	ks_hot_map_install(m, idx, hash, key, len);
+	return idx;
+}
+
+void ks_hot_map_install(struct ks_hot_map *m, int idx, __u64 hash,
+			const __u8 *key, __u16 len)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+
 	/* free slots are all zero (reclaim clears them): no packet can
 	 * match this one before its hash is stored, last */
 	s->ncopies = 1;
@@ -85,7 +92,6 @@ int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
 	ks_hot_map_stats_clear(m, idx);
 	STORE(s->hash, hash);
 	m->used++;
-	return idx;
 }
 
 void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns)
@@ -175,11 +181,16 @@ unsigned ks_hot_map_reclaim(struct ks_hot_map *m)
 	for (i = 0; i < KS_HOT_SLOTS; i++) {
 		if (!m->releasing[i])
 			continue;
-		memset(&m->slot[i], 0, sizeof(m->slot[i]));
-		m->releasing[i] = 0;
+		ks_hot_map_clear(m, i);
 		n++;
 	}
 	return n;
+}
+
+void ks_hot_map_clear(struct ks_hot_map *m, int idx)
+{
+	memset(&m->slot[idx], 0, sizeof(m->slot[idx]));
+	m->releasing[idx] = 0;
 }
 
 int ks_hot_map_releasing(const struct ks_hot_map *m)

@@ -39,6 +39,10 @@ int ks_hot_map_find(const struct ks_hot_map *m, __u64 hash);
  * disarmed; -ENOSPC when its KS_HOT_WAYS ways are taken. */
 int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
 		     __u16 len);
+/* The same at slot idx, which must be free (zero, past its grace period):
+ * the key, then the hash. */
+void ks_hot_map_install(struct ks_hot_map *m, int idx, __u64 hash,
+			const __u8 *key, __u16 len);
 /*
  * Copies of a disarmed slot: ncopies - 1 replica indices, and the
  * schedule: owner_turns of every KS_STEER_SCHED reads go to the owner, the
@@ -57,6 +61,8 @@ void ks_hot_map_disarm(struct ks_hot_map *m, int idx);
 void ks_hot_map_release(struct ks_hot_map *m, int idx);
 /* After a grace period: released slots become free. Returns how many. */
 unsigned ks_hot_map_reclaim(struct ks_hot_map *m);
+/* After a grace period: slot idx (released) zeroed and free. */
+void ks_hot_map_clear(struct ks_hot_map *m, int idx);
 /* Any slot waiting for a grace period. */
 int ks_hot_map_releasing(const struct ks_hot_map *m);
 

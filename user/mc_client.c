@@ -502,20 +502,28 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 	err = ttl_cap < 1 ? -EINVAL : ks_mc_fetch(owner, key, klen, &it);
 	if (err) {
 		res->failed = n;
+		res->failed_mask = n >= 32 ? ~0U : (1U << n) - 1;
+		res->owner_err = err;
 		return err;
 	}
 	res->found = it.found;
 	if (it.found)
 		res->ttl = copy_ttl(it.ttl, ttl_cap);
 	for (i = 0; i < n; i++) {
-		err = it.found ? ks_mc_store(replicas[i], key, klen, &it, res->ttl)
-			       : ks_mc_delete(replicas[i], key, klen);
+		if (!replicas[i])
+			err = -EHOSTDOWN;
+		else if (it.found)
+			err = ks_mc_store(replicas[i], key, klen, &it, res->ttl);
+		else
+			err = ks_mc_delete(replicas[i], key, klen);
 		if (err && !first)
 			first = err;
-		if (err)
+		if (err) {
 			res->failed++;
-		else
+			res->failed_mask |= i < 32 ? 1U << i : 0;
+		} else {
 			res->stored++;
+		}
 	}
 	ks_mc_item_free(&it);
 	return first;

@@ -69,6 +69,8 @@ struct ks_fill_result {
 	unsigned stored; /* replicas updated (stored, or deleted on a miss) */
 	unsigned failed; /* replicas not updated: all n when the fetch failed */
 	long ttl;        /* the ttl the copies got (0 on a miss) */
+	__u32 failed_mask; /* bit i: replicas[i] not updated */
+	int owner_err;   /* the fetch's error; 0: the owner answered */
 };
 
 /*
@@ -77,8 +79,9 @@ struct ks_fill_result {
  * ttl, ttl_cap) (ttl_cap when the owner's never expires; at least 1), or,
  * when the owner has no such key, delete it from every replica so no
  * replica serves a value the owner no longer has. ttl_cap is 1..; above
- * KS_MC_TTL_MAX it counts as KS_MC_TTL_MAX. Returns 0 when every replica
- * was updated, else the first error; res counts the outcomes either way.
+ * KS_MC_TTL_MAX it counts as KS_MC_TTL_MAX. A NULL replica is not tried
+ * and counts as failed (-EHOSTDOWN). Returns 0 when every replica was
+ * updated, else the first error; res counts the outcomes either way.
  */
 int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,

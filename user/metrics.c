@@ -414,7 +414,8 @@ static void replica_family(FILE *f, const struct ks_metrics_in *in,
 		label_str(f, "replica", s->rs.r[i].text,
 			  sizeof(s->rs.r[i].text));
 		fputc('}', f);
-		count(f, up ? s->down_until[i] <= in->now_mono_ns :
+		count(f, up ? (__u64)ks_steer_replica_up(&s->fsm, i,
+							 in->now_mono_ns) :
 			      s->prev_rep_steered[i]);
 	}
 }
@@ -426,28 +427,28 @@ static void steer_metrics(FILE *f, const struct ks_metrics_in *in)
 	const struct scalar sc[] = {
 		{ "keysteer_steer_copies_total", "counter",
 		  "Copies of hot keys' values from the owner to their replicas (attempts).",
-		  .n = s->fills },
+		  .n = s->fsm.fills },
 		{ "keysteer_steer_copy_failures_total", "counter",
 		  "Copies that failed (a replica or the owner did not answer).",
-		  .n = s->fill_errors },
+		  .n = s->fsm.fill_errors },
 		{ "keysteer_steer_dirty_events_total", "counter",
 		  "Writes to armed keys reported by the datapath.",
-		  .n = s->events },
+		  .n = s->fsm.events },
 		{ "keysteer_steer_no_slot_total", "counter",
 		  "Hot keys left out of the datapath: their slot set was full.",
-		  .n = s->no_slot },
+		  .n = s->fsm.no_slot },
 		{ "keysteer_steer_rearm_max_seconds", "gauge",
 		  "The longest re-arm since the agent started.",
-		  .x = s->rearm_ms_max / 1e3, .real = 1 },
+		  .x = s->fsm.rearm_ms_max / 1e3, .real = 1 },
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));
 	family(f, "keysteer_steer_rearm_seconds", "summary",
 	       "Time from a write to an armed key to its copies re-armed.");
 	fputs("keysteer_steer_rearm_seconds_sum", f);
-	value(f, s->rearm_ms_sum / 1e3);
+	value(f, s->fsm.rearm_ms_sum / 1e3);
 	fputs("keysteer_steer_rearm_seconds_count", f);
-	count(f, s->rearms);
+	count(f, s->fsm.rearms);
 	replica_family(f, in, s, "keysteer_replica_steered_reads_total",
 		       "counter",
 		       "Reads steered to each L1 replica (as of the last interval).",

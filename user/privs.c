@@ -59,6 +59,20 @@ int ks_drop_privileges(int keep_sys_admin)
 	return 0;
 }
 
+int ks_drop_thread_privileges(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[2];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
 unsigned long long ks_cap_effective(void)
 {
 	struct __user_cap_header_struct hdr = {

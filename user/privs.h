@@ -20,6 +20,10 @@
  * 0 or -errno. */
 int ks_drop_privileges(int keep_sys_admin);
 
+/* Capability sets are per thread: a helper thread (the fill worker)
+ * drops every capability of its own, whatever the others keep. */
+int ks_drop_thread_privileges(void);
+
 /* The effective capability set of this process, as /proc shows it. */
 unsigned long long ks_cap_effective(void);
 

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * run_steer.h - the hot-key table pushed into the datapath ('agent run'):
- * every table entry gets a ks_hot slot (so writes to it are seen and its
+ * the I/O around the steering state machine (steer_fsm.h). It reads the
+ * events (the interval's table, dirty events from ks_hot_events, fill
+ * results from the fill worker, steer_fill.h), hands them to the machine
+ * and performs its actions on the mmapped slots (hot_map.h) and the
+ * worker's queue; no memcached call runs on the caller's thread.
+ *
+ * Every table entry gets a ks_hot slot (so writes to it are seen and its
  * TCP reads counted); a read-hot key with L1 replicas (--replicas) gets
  * its copies chosen by rendezvous hashing, filled from the owner (--self)
  * and armed. A write dirties the slot in the datapath; the agent hears of
@@ -20,35 +26,8 @@
 #include "hotkeys.h"
 #include "mc_client.h"
 #include "replicas.h"
-
-/* A write reaches XDP before memcached applies it; copying sooner could
- * copy the old value. */
-#define KS_STEER_SETTLE_NS   2000000ULL
-#define KS_STEER_RETRY_NS    200000000ULL /* after a failed copy */
-#define KS_STEER_MC_TIMEOUT  200          /* ms per memcached call */
-#define KS_STEER_TTL_INTERVALS 3          /* armed slots live this long */
-/* A replica that failed a copy is left out of new choices this long (its
- * keys move to the others), doubling up to the maximum while it fails. */
-#define KS_STEER_DOWN_NS     1000000000ULL
-#define KS_STEER_DOWN_MAX_NS 16000000000ULL
-
-enum ks_steer_state {
-	KS_SL_FREE = 0,
-	KS_SL_COUNT,   /* in the datapath for counting only: one copy */
-	KS_SL_REGRACE, /* disarmed; its copies change after a grace period */
-	KS_SL_FILL,    /* copies to (re)fill, then arm */
-	KS_SL_ARMED,
-};
-
-struct ks_steer_slot {
-	__u8 state;         /* enum ks_steer_state */
-	__u8 ncopies;       /* wanted: owner + replicas */
-	__u8 reps[KS_MAX_COPIES - 1];
-	__u64 due_ns;       /* KS_SL_FILL: not before */
-	__u64 prev_steered, prev_tcp;
-	int seen;           /* still in the table this interval */
-	int dirty;          /* woken by a write: the next arming is a re-arm */
-};
+#include "steer_fill.h"
+#include "steer_fsm.h"
 
 struct ks_run_steer {
 	const char *replicas_arg;   /* --replicas; NULL: count, never steer */
@@ -58,24 +37,20 @@ struct ks_run_steer {
 	struct ks_replica_set rs;
 	struct ks_replica_addr owner;
 	__u64 interval_ns;
-	__u64 ttl_ns;
 	long copy_ttl_s;
 
+	/* the live parts */
 	struct ks_hot_map map;
 	int map_open;
 	struct ring_buffer *rb;
-	struct ks_mc_conn owner_conn;
-	struct ks_mc_conn conn[KS_MAX_REPLICAS];
-	struct ks_steer_slot sl[KS_HOT_SLOTS];
+	int epfd;                   /* the dirty events and the fill results */
+	struct ks_steer_filler filler;
+	struct ks_steer_fsm fsm;    /* the decisions (steer_fsm.h) */
+	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
-	__u64 down_until[KS_MAX_REPLICAS]; /* CLOCK_MONOTONIC; 0: up */
-	__u64 down_for[KS_MAX_REPLICAS];   /* the last back-off */
-	__u64 prev_ns;
-
-	/* counters for the status line and the report */
-	__u64 fills, fill_errors, events, no_slot, unfillable;
-	__u64 rearms;
-	double rearm_ms_sum, rearm_ms_max; /* write seen -> re-armed */
+	/* debug: the longest the caller's thread spent in one call here,
+	 * and in one grace-period wait (part of it), ns */
+	__u64 step_max_ns, grace_max_ns;
 };
 
 /* Before anything is attached: the replica list, the owner (--self,
@@ -98,8 +73,8 @@ void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
 			const struct ks_hot_policy *p);
 /* Handles dirty events and due refills; call after every wake-up. */
 void ks_run_steer_poll(struct ks_run_steer *s);
-/* fd to poll for dirty events (-1 when none), and ms until a refill is
- * due (-1: none). */
+/* fd to poll for dirty events and fill results (-1 when none), and ms
+ * until a refill is due (-1: none). */
 int ks_run_steer_fd(const struct ks_run_steer *s);
 int ks_run_steer_timeout_ms(const struct ks_run_steer *s);
 /* One status line for 'agent run -v'. */

@@ -72,5 +72,6 @@ int main(void)
 	test_config_file();
 	test_cli_options();
 	test_pcap();
+	test_steer_fsm();
 	return kt_summary("unit");
 }

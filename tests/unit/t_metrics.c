@@ -107,18 +107,18 @@ static struct fixture *fixture_new(void)
 	put_slot(&x->slots[10], "hot:counted", 1, 0, 0, 0);
 	x->steer.map.slot = x->slots;
 	x->steer.map_open = 1;
-	x->steer.fills = 11;
-	x->steer.fill_errors = 2;
-	x->steer.rearms = 2;
-	x->steer.rearm_ms_sum = 30;
-	x->steer.rearm_ms_max = 20;
+	x->steer.fsm.fills = 11;
+	x->steer.fsm.fill_errors = 2;
+	x->steer.fsm.rearms = 2;
+	x->steer.fsm.rearm_ms_sum = 30;
+	x->steer.fsm.rearm_ms_max = 20;
 	x->steer.rs.n = 2;
 	snprintf(x->steer.rs.r[0].text, sizeof(x->steer.rs.r[0].text),
 		 "198.18.0.10:11211");
 	snprintf(x->steer.rs.r[1].text, sizeof(x->steer.rs.r[1].text),
 		 "198.18.0.11:11211");
 	x->steer.prev_rep_steered[0] = 77;
-	x->steer.down_until[1] = NOW_NS + 5000000000ULL;
+	x->steer.fsm.down_until[1] = NOW_NS + 5000000000ULL;
 
 	x->in = (struct ks_metrics_in){
 		.rep = &x->rep, .totals = &x->totals, .ring = &x->ring,
