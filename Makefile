@@ -19,6 +19,9 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
 	-D_GNU_SOURCE -I$(OUT) -Ibpf -Iuser
 LDLIBS   := -lbpf -lelf -lz -lm
+# The etcd client (user/etcd.c): HTTP by libcurl, JSON by jansson; linked
+# into what holds the agent's code (target-specific, below).
+ETCD_LIBS := -lcurl -ljansson
 
 ifeq ($(V),1)
 Q :=
@@ -38,7 +41,9 @@ AGENT_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(AGENT_SRCS))
 LIB_OBJS   := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
-	$(OUT)/tests/ring_compat
+	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test
+
+$(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
@@ -105,6 +110,13 @@ $(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(LIB_OBJS)
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lmemcached
+
+# The etcd client against real etcd processes, which
+# tests/e2e/test_etcd_client.sh starts and names on its command line.
+$(OUT)/tests/etcd_test: $(call tier_objs,etcd) $(OUT)/tests/obj/lib/ktest.o \
+	$(OUT)/user/etcd.o $(OUT)/user/etcd_codec.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # Tools the build needs; `make deps` installs the rest (test clients, ...).
 check-deps:

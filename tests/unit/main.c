@@ -72,6 +72,7 @@ int main(void)
 	test_config_file();
 	test_cli_options();
 	test_pcap();
+	test_etcd_codec();
 	test_steer_fsm();
 	return kt_summary("unit");
 }

@@ -29,6 +29,7 @@ void test_dashboard(void);
 void test_config_file(void);
 void test_cli_options(void);
 void test_pcap(void);
+void test_etcd_codec(void);
 void test_steer_fsm(void);
 
 /*

@@ -46,6 +46,14 @@ PACKAGES=(
 	"ethtool:/usr/sbin/ethtool"
 	# make bench-line --trafficgen: Debian's XDP traffic generator
 	"xdp-tools:/usr/sbin/xdp-trafficgen"
+	# the fleet in etcd (docs/fleet.md): the client's HTTP and JSON
+	# libraries; etcd 3.4 itself for the tests (its daemon is kept from
+	# starting, below), openssl for their TLS certificates
+	"libcurl4-openssl-dev:/usr/bin/curl-config"
+	"libjansson-dev:/usr/include/jansson.h"
+	"etcd-server:/usr/bin/etcd"
+	"etcd-client:/usr/bin/etcdctl"
+	"openssl:/usr/bin/openssl"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
@@ -95,10 +103,12 @@ main() {
 	echo "deps.sh: installing: $missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
-	# prometheus is wanted for promtool only: keep its server (a daemon on
-	# :9090) from being started by the install (Debian's policy-rc.d).
+	# prometheus is wanted for promtool only, etcd-server for the tests'
+	# own etcd processes: keep their servers (daemons on :9090 and :2379)
+	# from being started by the install (Debian's policy-rc.d).
 	local policy=/usr/sbin/policy-rc.d made_policy=
-	if [[ " $missing " == *" prometheus "* ]] && [ ! -e "$policy" ]; then
+	if [[ " $missing " == *" prometheus "* || " $missing " == *" etcd-server "* ]] &&
+		[ ! -e "$policy" ]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" &&
 			made_policy=1
 	fi
@@ -108,6 +118,10 @@ main() {
 		return 1
 	}
 	[ -n "$made_policy" ] && rm -f "$policy"
+	# ... nor at the next boot: the package enables etcd.service
+	if [[ " $missing " == *" etcd-server "* ]] && command -v systemctl >/dev/null; then
+		systemctl disable --now etcd.service >/dev/null 2>&1 || true
+	fi
 
 	missing=$(missing_packages | sort -u | tr '\n' ' ')
 	missing=${missing% }
