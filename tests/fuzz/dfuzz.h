@@ -42,6 +42,17 @@ struct fz_input {
 	__u16 sport;
 };
 
+/*
+ * A TCP flow of the stream mode: a 4-tuple no other input used (the
+ * source address comes from a counter), its ISN, how it is framed.
+ */
+struct fz_flow {
+	struct fz_input fr; /* framing only: frame, nvlan, l3/l4 words, tc */
+	__u8 saddr[16];     /* as ks_events carries it (IPv4 mapped) */
+	__u8 raw[16];       /* as the builder takes it */
+	__u32 isn;
+};
+
 static inline bool fz_is_tcp(const struct fz_input *in)
 {
 	return in->frame == FZ_TCP4 || in->frame == FZ_TCP6;
@@ -57,7 +68,7 @@ struct fz_key {
 	__u8 key[KS_KEY_BUF];
 };
 
-#define FZ_MAX_EVENTS 1024
+#define FZ_MAX_EVENTS REF_MAX_KEYS
 
 /* What one run of the datapath counted (deltas) and reported. */
 struct fz_dp {
@@ -69,6 +80,7 @@ struct fz_dp {
 	__u64 pkts[KS_PKT_MAX];
 	unsigned nkeys;
 	bool event_size_bad;
+	__u8 saddr[16];   /* the source the input was sent from (mapped) */
 	struct fz_key keys[FZ_MAX_EVENTS];
 };
 
@@ -82,6 +94,15 @@ void fz_dp_run(const struct fz_input *in, struct fz_dp *out);
 /* The frame fz_dp_run builds for in: 0, or -1 if it does not fit. */
 struct pkt;
 int fz_frame_build(const struct fz_input *in, struct pkt *p);
+/*
+ * Stream mode: a new flow framed like fr; one segment of it at stream
+ * offset off (seq isn + 1 + off; flags PKT_TCP_*, a SYN takes seq isn)
+ * run and its deltas added to acc (zero it first: fz_dp_clear).
+ */
+void fz_flow_new(struct fz_flow *f, const struct fz_input *fr);
+void fz_dp_clear(struct fz_dp *acc);
+void fz_flow_send(const struct fz_flow *f, __u32 off, const __u8 *pay,
+		  __u32 len, __u8 flags, struct fz_dp *acc);
 
 /* ---- inputs (dfuzz_gen.c) ---- */
 struct fz_rng {
@@ -104,6 +125,10 @@ void fz_generate(struct fz_rng *r, struct fz_input *in);
 /* One to four mutations of in; other is a second input for splicing. */
 void fz_mutate(struct fz_rng *r, struct fz_input *in,
 	       const struct fz_input *other);
+/* A stream of requests (text, meta, or binary alone), at most cap bytes;
+ * safe: no key or value byte can begin a request (for lossy sends). */
+__u32 fz_gen_stream(struct fz_rng *r, __u8 *b, __u32 cap, bool safe,
+		    bool binary);
 /* Random framing (TCP/UDP, IPv4/IPv6, header sizes, tc) for in. */
 void fz_pick_frame(struct fz_rng *r, struct fz_input *in);
 

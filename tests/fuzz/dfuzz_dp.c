@@ -157,7 +157,32 @@ void fz_dp_close(void)
 	rowbuf = NULL;
 }
 
-int fz_frame_build(const struct fz_input *in, struct pkt *p)
+/* A source address no earlier input used: 10.x.y.z or 2001:db8::a:x:y:z
+ * (a lone TCP segment must be a flow of its own). */
+static void fresh_source(int v6, __u8 raw[16], __u8 mapped[16])
+{
+	static __u32 n;
+	__u32 k = ++n;
+
+	memset(raw, 0, 16);
+	memset(mapped, 0, 16);
+	if (v6) {
+		raw[0] = 0x20, raw[1] = 0x01, raw[2] = 0x0d, raw[3] = 0xb8;
+		raw[11] = 0x0a;
+		raw[12] = (__u8)(k >> 24), raw[13] = (__u8)(k >> 16);
+		raw[14] = (__u8)(k >> 8), raw[15] = (__u8)k;
+		memcpy(mapped, raw, 16);
+		return;
+	}
+	raw[0] = 10, raw[1] = (__u8)(k >> 16), raw[2] = (__u8)(k >> 8);
+	raw[3] = (__u8)k;
+	mapped[10] = mapped[11] = 0xff;
+	memcpy(mapped + 12, raw, 4);
+}
+
+/* Frames in (with the given TCP seq/flags and source) into p. */
+static int frame_build(const struct fz_input *in, struct pkt *p,
+		       const __u8 *saddr, __u32 seq, __u8 flags)
 {
 	bool v6 = in->frame == FZ_TCP6 || in->frame == FZ_UDP6;
 	struct pkt_opts o;
@@ -170,8 +195,13 @@ int fz_frame_build(const struct fz_input *in, struct pkt *p)
 							    PKT_ETH_P_8021Q;
 	if (!v6)
 		o.ip4_opt_words = in->l3_words;
-	if (fz_is_tcp(in))
+	if (fz_is_tcp(in)) {
 		o.tcp_opt_words = in->l4_words;
+		o.tcp_seq = seq;
+		o.tcp_flags = flags;
+	}
+	if (saddr)
+		memcpy(o.saddr, saddr, v6 ? 16 : 4);
 	o.sport = in->sport;
 	if (pkt_build(p, &o, in->b, in->len))
 		return -1;
@@ -182,31 +212,33 @@ int fz_frame_build(const struct fz_input *in, struct pkt *p)
 	return 0;
 }
 
-void fz_dp_run(const struct fz_input *in, struct fz_dp *out)
+int fz_frame_build(const struct fz_input *in, struct pkt *p)
 {
-	static struct pkt p;
+	return frame_build(in, p, NULL, 1000, PKT_TCP_PSH | PKT_TCP_ACK | PKT_TCP_FIN);
+}
+
+/* Runs frame p and adds what it counted and traced to out. */
+static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
+{
 	static __u8 back[PKT_MAX + 512];
 	struct ks_op_stats ops[KS_OP_MAX];
 	__u64 err[KS_ERR_MAX], pkts[KS_PKT_MAX];
-	int fd = in->tc ? bpf_program__fd(skel->progs.ks_tc_ingress) :
-			  bpf_program__fd(skel->progs.ks_ingress);
+	int fd = tc ? bpf_program__fd(skel->progs.ks_tc_ingress) :
+		      bpf_program__fd(skel->progs.ks_ingress);
 	LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1);
 	int i, e;
 
-	memset(out, 0, offsetof(struct fz_dp, keys));
-	if (fz_frame_build(in, &p)) {
-		out->run_err = -E2BIG;
-		return;
-	}
-	o.data_in = p.b;
-	o.data_size_in = p.len;
+	o.data_in = p->b;
+	o.data_size_in = p->len;
 	o.data_out = back;
 	o.data_size_out = sizeof(back);
 	e = bpf_prog_test_run_opts(fd, &o);
-	out->run_err = e < 0 ? e : -e;
+	if (e && !out->run_err)
+		out->run_err = e < 0 ? e : -e;
 	out->verdict = o.retval;
-	out->changed = o.data_size_out != p.len || memcmp(back, p.b, p.len);
-	if (!e && out->verdict != (in->tc ? TC_OK_RC : XDP_PASS_RC))
+	if (o.data_size_out != p->len || memcmp(back, p->b, p->len))
+		out->changed = true;
+	if (!e && out->verdict != (tc ? TC_OK_RC : XDP_PASS_RC))
 		out->changed = true;
 	cur = out;
 	ring_buffer__consume(rb);
@@ -217,15 +249,71 @@ void fz_dp_run(const struct fz_input *in, struct fz_dp *out)
 		return;
 	}
 	for (i = 0; i < KS_OP_MAX; i++) {
-		out->ops[i].requests = ops[i].requests - last_ops[i].requests;
-		out->ops[i].keys = ops[i].keys - last_ops[i].keys;
-		out->ops[i].bytes = ops[i].bytes - last_ops[i].bytes;
+		out->ops[i].requests += ops[i].requests - last_ops[i].requests;
+		out->ops[i].keys += ops[i].keys - last_ops[i].keys;
+		out->ops[i].bytes += ops[i].bytes - last_ops[i].bytes;
 	}
 	for (i = 0; i < KS_ERR_MAX; i++)
-		out->err[i] = err[i] - last_err[i];
+		out->err[i] += err[i] - last_err[i];
 	for (i = 0; i < KS_PKT_MAX; i++)
-		out->pkts[i] = pkts[i] - last_pkts[i];
+		out->pkts[i] += pkts[i] - last_pkts[i];
 	memcpy(last_ops, ops, sizeof(ops));
 	memcpy(last_err, err, sizeof(err));
 	memcpy(last_pkts, pkts, sizeof(pkts));
+}
+
+void fz_dp_clear(struct fz_dp *out)
+{
+	memset(out, 0, offsetof(struct fz_dp, keys));
+}
+
+/*
+ * One input: a UDP datagram, or a lone TCP segment of a flow of its own
+ * (never opened by a SYN: parsed as a guess) that ends it (FIN), so that
+ * a request cut by its end is counted as truncated in the same run.
+ */
+void fz_dp_run(const struct fz_input *in, struct fz_dp *out)
+{
+	static struct pkt p;
+	__u8 raw[16];
+	bool v6 = in->frame == FZ_TCP6 || in->frame == FZ_UDP6;
+
+	fz_dp_clear(out);
+	fresh_source(v6, raw, out->saddr);
+	if (frame_build(in, &p, raw, 1000,
+			PKT_TCP_PSH | PKT_TCP_ACK | PKT_TCP_FIN)) {
+		out->run_err = -E2BIG;
+		return;
+	}
+	run_frame(&p, in->tc, out);
+}
+
+void fz_flow_new(struct fz_flow *f, const struct fz_input *fr)
+{
+	static __u32 n;
+
+	memset(f, 0, sizeof(*f));
+	f->fr = *fr;
+	f->fr.len = 0;
+	f->fr.pad = 0;
+	fresh_source(fr->frame == FZ_TCP6, f->raw, f->saddr);
+	f->isn = ++n * 2654435761u;
+}
+
+void fz_flow_send(const struct fz_flow *f, __u32 off, const __u8 *pay,
+		  __u32 len, __u8 flags, struct fz_dp *acc)
+{
+	static struct pkt p;
+	static struct fz_input in;
+
+	in = f->fr;
+	memcpy(in.b, pay, len);
+	in.len = len;
+	memcpy(acc->saddr, f->saddr, 16);
+	if (frame_build(&in, &p, f->raw,
+			(flags & PKT_TCP_SYN) ? f->isn : f->isn + 1 + off, flags)) {
+		acc->run_err = -E2BIG;
+		return;
+	}
+	run_frame(&p, in.tc, acc);
 }

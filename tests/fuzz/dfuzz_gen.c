@@ -591,15 +591,18 @@ static void gen_filler(struct fz_input *in, __u32 len)
 
 void fz_generate(struct fz_rng *r, struct fz_input *in)
 {
-	__u32 n, i;
+	__u32 n, i, bin;
 
 	in->len = 0;
 	/* now and then, put the window's end near the next request */
 	if (one_in(r, 6))
 		gen_filler(in, KS_WIN - 40 + fz_below(r, 40));
 	n = one_in(r, 8) ? 1 + fz_below(r, 300) : 1 + fz_below(r, 4);
+	/* memcached reads a connection as text or binary from its first
+	 * byte on: mostly one protocol per input, now and then both */
+	bin = one_in(r, 6) ? 1 : one_in(r, 20) ? 2 : 0;
 	for (i = 0; i < n && in->len < FZ_MAX_PAY; i++) {
-		if (one_in(r, 6))
+		if (bin == 1 || (bin == 2 && one_in(r, 3)))
 			gen_binary(r, in);
 		else if (one_in(r, 60))
 			putc_(in, (__u8)fz_rand(r)); /* noise */
@@ -754,4 +757,189 @@ void fz_mutate(struct fz_rng *r, struct fz_input *in,
 
 	while (n--)
 		mutate_once(r, in, other);
+}
+
+/* ---- request streams (stream mode) ---- */
+
+/*
+ * Safe bytes for streams that lose segments: a datapath that guesses where
+ * a request begins after a gap may only ever land on a real request, so no
+ * key or value byte may begin a command word, and no byte but a binary
+ * header's magic is 0x80. Upper case, digits, ':' and '_', and now and then
+ * memcaslap's 0x10 or a tab inside a key.
+ */
+static __u8 safe_byte(struct fz_rng *r, bool key)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_";
+
+	if (key && one_in(r, 40))
+		return one_in(r, 2) ? 0x10 : '\t';
+	return (__u8)a[fz_below(r, sizeof(a) - 1)];
+}
+
+static void stream_key(struct fz_rng *r, struct fz_input *in, bool safe,
+		       __u32 maxlen)
+{
+	__u32 len = one_in(r, 10) ? 1 + fz_below(r, maxlen) : 1 + fz_below(r, 24), i;
+
+	if (!safe && one_in(r, 4)) {
+		gen_key(r, in);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		putc_(in, safe_byte(r, true));
+}
+
+static void stream_value(struct fz_rng *r, struct fz_input *in, bool safe,
+			 __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n && in->len < FZ_MAX_PAY; i++)
+		putc_(in, safe ? safe_byte(r, false) :
+				 one_in(r, 30) ? (__u8)fz_rand(r) :
+						 (__u8)('a' + i % 26));
+}
+
+/* A binary length that has no 0x80 byte (safe streams). */
+static __u32 no80(__u32 v)
+{
+	while ((v & 0xff) == 0x80 || ((v >> 8) & 0xff) == 0x80 ||
+	       ((v >> 16) & 0xff) == 0x80)
+		v++;
+	return v;
+}
+
+static void stream_binary(struct fz_rng *r, struct fz_input *in, bool safe)
+{
+	static const __u8 ops[] = { 0x00, 0x09, 0x0c, 0x0d, 0x01, 0x11, 0x02,
+				    0x03, 0x04, 0x14, 0x05, 0x06, 0x0e, 0x0f,
+				    0x1c, 0x1d, 0x1e, 0x0a, 0x0b, 0x10 };
+	struct fz_input k = { .len = 0 };
+	__u8 op = ops[fz_below(r, sizeof(ops))], ext = bin_extlen(op);
+	__u32 vl = bin_has_value(op) ? (one_in(r, 8) ? fz_below(r, 3000) :
+						       fz_below(r, 60)) : 0;
+	__u32 i, body;
+
+	if (bin_has_key(op) || (op == 0x10 && one_in(r, 2)))
+		stream_key(r, &k, true, 250);
+	if (k.len > 250)
+		k.len = 250;
+	if (safe) {
+		/* no 0x80 in the lengths: a value one longer, or (no value
+		 * allowed) a key one shorter */
+		if (k.len == 0x80)
+			k.len--;
+		while (no80(ext + k.len + vl) != ext + k.len + vl) {
+			if (bin_has_value(op))
+				vl++;
+			else if (k.len > 1)
+				k.len--;
+			else
+				break;
+		}
+	}
+	body = ext + k.len + vl;
+	put_binary(in, op, ext, (const char *)k.b, (__u16)k.len, 0, body);
+	stream_value(r, in, safe, vl);
+	(void)i;
+}
+
+/* One request of a stream, mostly well formed. */
+static void stream_request(struct fz_rng *r, struct fz_input *in, bool safe)
+{
+	static const char *const store[] = { "set", "add", "replace", "append",
+					     "prepend", "cas" };
+	static const char *const one[] = { "delete", "incr", "decr", "touch",
+					   "mg", "md", "ma", "me" };
+	__u32 n, i, v;
+	const char *w;
+
+	switch (fz_below(r, 6)) {
+	case 0: /* get/gets/gat/gats, 1..64 keys (sometimes 200+) */
+		w = (const char *[]){ "get", "gets", "gat", "gats" }[fz_below(r, 4)];
+		puts_(in, w);
+		if (w[1] == 'a')
+			putf(in, " %u", fz_below(r, 1000));
+		n = one_in(r, 20) ? 1 + fz_below(r, 260) : 1 + fz_below(r, 8);
+		for (i = 0; i < n && in->len < FZ_MAX_PAY - 300; i++) {
+			putc_(in, ' ');
+			stream_key(r, in, safe, 250);
+		}
+		puts_(in, "\r\n");
+		break;
+	case 1: /* storage with a value */
+		w = store[fz_below(r, 6)];
+		v = one_in(r, 6) ? fz_below(r, 2500) : fz_below(r, 100);
+		puts_(in, w);
+		putc_(in, ' ');
+		stream_key(r, in, safe, 250);
+		putf(in, " %u %u %u", fz_below(r, 100), fz_below(r, 100), v);
+		if (w[0] == 'c')
+			putf(in, " %u", fz_below(r, 100000));
+		if (one_in(r, 4))
+			puts_(in, " noreply");
+		puts_(in, "\r\n");
+		stream_value(r, in, safe, v);
+		puts_(in, !safe && one_in(r, 30) ? "XY" : "\r\n");
+		break;
+	case 2: /* ms */
+		v = one_in(r, 6) ? fz_below(r, 2500) : fz_below(r, 100);
+		puts_(in, "ms ");
+		stream_key(r, in, safe, 250);
+		putf(in, " %u", v);
+		if (one_in(r, 2))
+			puts_(in, " T60 F5");
+		if (one_in(r, 4))
+			puts_(in, " q");
+		puts_(in, "\r\n");
+		stream_value(r, in, safe, v);
+		puts_(in, "\r\n");
+		break;
+	case 3: /* one key */
+		w = one[fz_below(r, 8)];
+		puts_(in, w);
+		putc_(in, ' ');
+		stream_key(r, in, safe, 250);
+		if (!strcmp(w, "incr") || !strcmp(w, "decr") || !strcmp(w, "touch"))
+			putf(in, " %u", fz_below(r, 1000));
+		else if (w[0] == 'm' && w[1] != 'e' && one_in(r, 2))
+			puts_(in, (const char *[]){ " v", " v t", " q", " T30 v" }
+				  [fz_below(r, 4)]);
+		if (w[0] != 'm' && one_in(r, 4))
+			puts_(in, " noreply");
+		puts_(in, "\r\n");
+		break;
+	case 4: /* keyless */
+		puts_(in, (const char *[]){ "mn\r\n", "version\r\n", "stats\r\n",
+					    "stats items\r\n", "verbosity 1\r\n" }
+			  [fz_below(r, 5)]);
+		break;
+	default: /* from the grammar: refusals and odd forms too */
+		if (safe)
+			puts_(in, "mn\r\n");
+		else
+			gen_text(r, in);
+		break;
+	}
+}
+
+__u32 fz_gen_stream(struct fz_rng *r, __u8 *b, __u32 cap, bool safe,
+		    bool binary)
+{
+	static struct fz_input one;
+	__u32 len = 0, target = 200 + fz_below(r, cap - 200);
+
+	while (len < target) {
+		one.len = 0;
+		if (binary)
+			stream_binary(r, &one, safe);
+		else
+			stream_request(r, &one, safe);
+		if (len + one.len > cap)
+			break;
+		memcpy(b + len, one.b, one.len);
+		len += one.len;
+	}
+	return len;
 }

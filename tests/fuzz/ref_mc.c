@@ -2,587 +2,1287 @@
 /*
  * ref_mc.c - the reference memcached request parser (see ref_mc.h).
  *
- * Written byte by byte, for clarity and not speed, from:
- *  - memcached's protocol.txt: a request is a line ended by "\n" (clients
- *    send "\r\n"), tokens are separated by spaces; storage commands
- *    "<cmd> <key> <flags> <exptime> <bytes> [cas unique] [noreply]" are
- *    followed by <bytes> of data and "\r\n"; retrieval commands "get|gets
- *    <key>*", "gat|gats <exptime> <key>*"; "delete|incr|decr|touch <key>
- *    ..."; meta commands "mg|md|ma|me <key> <flags>*", "ms <key> <datalen>
- *    <flags>*" (+ data), "mn"; keys are at most 250 bytes of no control
- *    characters or spaces;
- *  - the binary protocol: a 24-byte header (magic 0x80, opcode, key length,
- *    extras length, total body length), then extras, key and value;
- *  - the datapath's documented choices (bpf/keysteer.h, comments in
- *    bpf/ks_parse_mc.bpf.h): which commands map to which enum ks_op, the
- *    KS_* limits and the enum ks_reason for each way a request can be bad.
- *    Each place where the datapath deliberately gives up is marked LIMIT
- *    below, with the documentation it follows.
+ * Written for clarity, not speed, from what memcached 1.6.18 does with the
+ * bytes of a connection (proto_text.c, proto_bin.c, util.c):
+ *  - text: a line ends at '\n'; one '\r' before it is dropped when the line
+ *    has two bytes or more; a NUL ends what is tokenised; tokens are split
+ *    on spaces only (any other byte, control bytes included, is a token
+ *    byte); commands match exactly; the argument checks of each command
+ *    (token counts, safe_strtoul/strtol/strtoull numbers, key <= 250) and
+ *    what a refused storage line does to its data (read as commands) or a
+ *    refused meta set (swallowed); a refused line is answered and the next
+ *    line read;
+ *  - binary: the 24-byte header, the per-opcode shape of extras, key and
+ *    body (a wrong shape closes the connection), unknown opcodes;
+ *  - a connection speaks text or binary from its first byte on;
+ *  - quit and "... HTTP/x" close the connection;
+ *  - a request the stream ends inside is never served.
+ * The ops each command counts as, and the enum ks_reason each kind of
+ * refusal is counted under (the datapath's own taxonomy: checks in the
+ * datapath's order), come from bpf/keysteer.h and the datapath's comments.
  *
- * It includes no bpf/ header but keysteer.h and shares no code with them.
+ * Guessing (a lone TCP segment of a flow not seen from its SYN) is the
+ * datapath's policy, not memcached's: the first request must be one
+ * memcached would take for a request, else the segment is midstream.
+ *
+ * Each enum ref_quirk bit makes one decision the datapath's (known,
+ * reported) way instead; see ref_mc.h. It includes no bpf/ header but
+ * keysteer.h and shares no code with them.
  */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ref_mc.h"
 
-/*
- * Runs of spaces between tokens: memcached takes any length, and so does
- * the datapath (ks_mc_skip_spaces searches its whole window since the
- * first fuzzing findings); no limit here but the window.
- */
-
-/* LIMIT: "memcached refuses values this large anyway" (ks_mc_number and
- * ks_mc_binary): a <bytes> or body length above 2^30 is a lie. */
-#define REF_VALUE_MAX (1U << 30)
-
-const char *const ref_note_names[REF_NOTE_MAX] = {
-	[REF_NOTE_NONE] = "none",
-	[REF_NOTE_WORD_END] = "long-word-control-end",
-	[REF_NOTE_NUMBER_END] = "number-control-end",
-	[REF_NOTE_SPACE_RUN] = "space-run",
-	[REF_NOTE_HALF_TAIL] = "half-visible-data-end",
+const char *const ref_quirk_names[RQ_MAX] = {
+	[RQ_KEYLESS] = "keyless-by-prefix",
+	[RQ_NUL] = "nul-in-line",
+	[RQ_LEAD_SPACE] = "leading-space",
+	[RQ_CR_WORD] = "cr-ends-word",
+	[RQ_NUM_FORM] = "number-form",
+	[RQ_GAT_EXPTIME] = "gat-exptime-unchecked",
+	[RQ_META_FLAGS] = "meta-flags-unchecked",
+	[RQ_BGET] = "bget-unknown",
+	[RQ_PROTO_MIX] = "protocol-per-request",
+	[RQ_CLOSE] = "parse-after-close",
+	[RQ_BIN_SHAPE] = "binary-shape-unchecked",
+	[RQ_BIN_UNKNOWN] = "binary-unknown-opcode",
+	[RQ_TOO_LARGE] = "value-too-large-counted",
+	[RQ_CUT_KEYS] = "cut-get-keys-counted",
+	[RQ_DATA_PAST_END] = "data-past-end-counted",
+	[RQ_WINDOW] = "window",
+	[RQ_EARLY_REFUSE] = "refused-before-line-end",
 };
 
-/* Where a parse step left off. */
-enum step { STEP_MORE, STEP_DONE };
+/* memcached: item_size_ok() fails past the largest item (-I 1m), less the
+ * item header; the reference's bound is approximate by a few bytes. */
+#define REF_ITEM_MAX (1024 * 1024 - 64)
+#define REF_MAX_TOK  16384
 
-struct ref {
-	const __u8 *p;
-	__u32 plen;      /* payload bytes the packet carries */
-	__u32 vis;       /* bytes the datapath reads: LIMIT KS_WIN */
-	bool tcp;
-	unsigned nreq;   /* requests recognised so far */
+enum { R_CUT = -1, R_STOP = -2 };
+
+struct tok {
+	__u32 off, len;
+};
+
+struct line {
+	__u32 start;
+	__u32 next;     /* after the '\n' (complete lines) */
+	bool complete;  /* its '\n' is in the input */
+	bool crlf;      /* ... and a '\r' before it was dropped */
+	__u32 cr_at;    /* where that '\r' is */
+	int n;          /* tokens */
+	struct tok t[REF_MAX_TOK];
+};
+
+struct p {
+	const __u8 *b;
+	__u32 len;
+	const struct ref_opts *o;
 	struct ref_out *out;
+	bool guess;     /* the next request's start is a guess */
+	int proto;      /* 0 text, 1 binary */
+	/* RQ_WINDOW: the datapath's window [W, E) and its step budget */
+	__u32 W, E, steps;
+	__u32 cut_at;   /* where the unit a R_CUT stopped in begins */
+	bool lost;      /* an R_STOP where the datapath loses the stream */
 };
 
-/* A byte of the payload as the datapath sees it, or -1 past its window. */
-static int byte_at(const struct ref *r, __u32 i)
+static struct line L;
+
+static bool q(struct p *p, int quirk)
 {
-	return i < r->vis ? r->p[i] : -1;
+	return p->o->quirks & (1u << quirk);
 }
 
-/* Token bytes: anything above space. A byte <= 0x20 ends a token. */
-static bool is_token_byte(int c)
+/* A decision a quirk changed: note it. */
+static void used(struct p *p, int quirk)
 {
-	return c > ' ';
+	p->out->quirks_used |= 1u << quirk;
 }
 
-/* What may end a token that must be followed by more tokens or the line
- * end: a space, or the "\r\n" / "\n" that ends the line. */
-static bool is_token_end(int c)
+static void count(struct p *p, int op, __u64 r, __u64 k, __u64 bytes)
 {
-	return c == ' ' || c == '\r' || c == '\n';
+	p->out->ops[op].requests += r;
+	p->out->ops[op].keys += k;
+	p->out->ops[op].bytes += bytes;
 }
 
-/*
- * The reason for needing bytes the datapath does not have: past the end
- * of the packet the rest arrives in a later segment (a cut request);
- * inside the packet but past KS_WIN, the window is the limit.
- */
-static int cut_reason(const struct ref *r)
+static void err(struct p *p, int reason)
 {
-	return r->plen > r->vis ? KS_ERR_WINDOW : KS_ERR_TRUNC_REQ;
+	p->out->err[reason]++;
 }
 
-static __u32 token_len(const struct ref *r, __u32 pos)
-{
-	__u32 n = 0;
-
-	while (is_token_byte(byte_at(r, pos + n)))
-		n++;
-	return n;
-}
-
-/* First position at or after pos that is not a space. */
-static long skip_spaces(const struct ref *r, __u32 pos)
-{
-	__u32 n = 0;
-
-	while (byte_at(r, pos + n) == ' ')
-		n++;
-	return pos + n;
-}
-
-/* Position just past the next "\n" at or after pos, or -1 if there is none
- * in the window. A lone "\n" ends a line, as in memcached. */
-static long line_end(const struct ref *r, __u32 pos)
-{
-	__u32 i;
-
-	for (i = pos; i < r->vis; i++)
-		if (r->p[i] == '\n')
-			return i + 1;
-	return -1;
-}
-
-static void count(struct ref *r, int op, __u64 requests, __u64 keys,
-		  __u64 bytes)
-{
-	r->out->ops[op].requests += requests;
-	r->out->ops[op].keys += keys;
-	r->out->ops[op].bytes += bytes;
-}
-
-static void take_key(struct ref *r, int op, __u32 off, __u32 len)
+static void take_key(struct p *p, int op, __u32 off, __u32 len)
 {
 	struct ref_key *k;
 
-	if (r->out->nkeys >= REF_MAX_KEYS)
-		return; /* cannot happen: each key costs an item */
-	k = &r->out->keys[r->out->nkeys++];
+	if (p->out->nkeys >= REF_MAX_KEYS) {
+		p->out->keys_full = true;
+		return;
+	}
+	k = &p->out->keys[p->out->nkeys++];
 	k->op = (__u8)op;
 	k->off = off;
 	k->len = (__u16)len;
 }
 
-static enum step fail(struct ref *r, int reason)
+/* ---- the datapath's windows (RQ_WINDOW only) ---- */
+
+static __u32 seg_end_after(struct p *p, __u32 pos)
 {
-	r->out->reason = reason;
-	return STEP_DONE;
+	unsigned i;
+
+	for (i = 0; i < p->o->nseg; i++)
+		if (p->o->seg_end[i] > pos)
+			return p->o->seg_end[i];
+	return p->len;
+}
+
+static void win_at(struct p *p, __u32 u)
+{
+	__u32 se = seg_end_after(p, u);
+
+	p->W = u;
+	p->E = u + KS_WIN < se ? u + KS_WIN : se;
+	p->steps = 0;
 }
 
 /*
- * A text key at pos (after spaces): 1..KS_MAX_KEY_LEN token bytes followed
- * by a space or the line end. Returns 0 with the key's place, or a reason.
+ * A unit [u, e) the datapath must see in one window: true if it does
+ * (moving to a window of its own if need be), false if it cannot (longer
+ * than a window, or carried across a segment end with more than KS_CARRY
+ * bytes): the datapath loses the stream there.
  */
-static int text_key(const struct ref *r, __u32 pos, __u32 *kpos, __u32 *klen)
+static bool win_need(struct p *p, __u32 u, __u32 e)
 {
-	long at = skip_spaces(r, pos);
-	__u32 n;
-	int end;
+	__u32 se;
 
-	if (at < 0)
-		return KS_ERR_BAD_KEY;
-	if ((__u32)at >= r->vis)
-		return cut_reason(r);
-	n = token_len(r, (__u32)at);
-	end = byte_at(r, (__u32)at + n);
-	if (end < 0) /* the key runs to the end of what we have */
-		return n > KS_MAX_KEY_LEN ? KS_ERR_KEY_TOO_LONG : cut_reason(r);
-	if (n > KS_MAX_KEY_LEN)
-		return KS_ERR_KEY_TOO_LONG;
-	if (n == 0 || !is_token_end(end))
-		return KS_ERR_BAD_KEY; /* no key, or a control byte in it */
-	*kpos = (__u32)at;
-	*klen = n;
-	return 0;
+	if (!q(p, RQ_WINDOW))
+		return true;
+	if (e > p->len)
+		e = p->len;
+	if (u >= p->W && e <= p->E && p->steps < KS_MAX_ITEMS) {
+		p->steps++;
+		return true;
+	}
+	win_at(p, u);
+	/* cut by segment ends: carried on */
+	while (e > p->E && p->E < u + KS_WIN && p->E < p->len) {
+		if (p->E - u > KS_CARRY)
+			return false;
+		se = seg_end_after(p, p->E);
+		p->E = u + KS_WIN < se ? u + KS_WIN : se;
+	}
+	if (e > p->E)
+		return false;
+	p->steps++;
+	return true;
+}
+
+static bool win_sees(struct p *p, __u32 pos)
+{
+	return !q(p, RQ_WINDOW) || (pos >= p->W && pos < p->E);
+}
+
+/* A data block ends at next: the window goes on there if it is past. */
+static void win_skip(struct p *p, __u32 next)
+{
+	if (q(p, RQ_WINDOW) && next >= p->E)
+		win_at(p, next);
+}
+
+/* The line [u, e) is lost to the window: what the datapath counts. */
+static int win_lost(struct p *p, __u32 u)
+{
+	used(p, RQ_WINDOW);
+	p->lost = true;
+	/* stuck in the middle of a segment: its window budget runs out */
+	if (seg_end_after(p, u) - u > KS_WIN || p->o->nseg <= 1)
+		err(p, KS_ERR_ITEM_LIMIT);
+	return R_STOP;
+}
+
+/* ---- numbers as memcached's util.c reads them ---- */
+
+static void tok_str(struct p *p, const struct tok *t, char *s, size_t n)
+{
+	size_t l = t->len < n - 1 ? t->len : n - 1;
+
+	memcpy(s, p->b + t->off, l);
+	s[l] = '\0';
+}
+
+static bool mc_isspace(int c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* safe_strtoul (kind 0), safe_strtol (1), safe_strtoull (2). */
+static bool mc_number(struct p *p, const struct tok *t, int kind, long long *v)
+{
+	char s[300], *end;
+	unsigned long long u;
+	long long l;
+
+	if (t->len >= sizeof(s))
+		return false; /* no number is that long: ERANGE */
+	tok_str(p, t, s, sizeof(s));
+	errno = 0;
+	if (kind == 1) {
+		l = strtol(s, &end, 10);
+		if (errno == ERANGE || end == s)
+			return false;
+		if (!mc_isspace(*end) && *end)
+			return false;
+		*v = (int)(unsigned)l; /* cut to 32 bits, no range check */
+		return true;
+	}
+	u = kind == 0 ? strtoul(s, &end, 10) : strtoull(s, &end, 10);
+	if (errno == ERANGE || end == s)
+		return false;
+	if (!mc_isspace(*end) && *end)
+		return false;
+	if ((long long)u < 0 && strchr(s, '-'))
+		return false;
+	*v = kind == 0 ? (long long)(unsigned)u : (long long)u;
+	return true;
+}
+
+/* RQ_NUM_FORM: the datapath's forms. All digits, 1..max of them. */
+static bool dp_uint(struct p *p, const struct tok *t, __u32 max)
+{
+	__u32 i;
+
+	if (!t->len || t->len > max)
+		return false;
+	for (i = 0; i < t->len; i++)
+		if (p->b[t->off + i] < '0' || p->b[t->off + i] > '9')
+			return false;
+	return true;
+}
+
+static bool dp_int(struct p *p, const struct tok *t)
+{
+	struct tok r = { t->off + 1, t->len - 1 };
+
+	if (t->len > 1 && p->b[t->off] == '-')
+		return dp_uint(p, &r, 10);
+	return dp_uint(p, t, 10);
+}
+
+/* An unsigned (flags, 0), signed (exptime, 1) or 64-bit (cas, delta, 2)
+ * argument, valid by memcached's rule or, with RQ_NUM_FORM, the
+ * datapath's. */
+static bool arg_ok(struct p *p, const struct tok *t, int kind)
+{
+	long long v;
+	bool mc = mc_number(p, t, kind, &v);
+	bool dp = kind == 1 ? dp_int(p, t) : dp_uint(p, t, kind == 2 ? 20 : 10);
+
+	if (mc != dp && q(p, RQ_NUM_FORM)) {
+		used(p, RQ_NUM_FORM);
+		return dp;
+	}
+	return mc;
 }
 
 /*
- * A token the datapath skips without reading (gat's exptime, a storage
- * command's flags and exptime): returns the position after it, or
- * -reason-1. An empty token is not an error here: what must follow it
- * then fails.
+ * A storage length (<bytes>, ms <datalen>): safe_strtol, then 0 ..
+ * INT_MAX - 2. Returns the value or -1. With RQ_NUM_FORM the datapath's
+ * ks_mc_number: 1..19 digits, then white space or the token's end, and
+ * *split says the token's rest after the digits is a token of its own.
  */
-static long skip_field(const struct ref *r, __u32 pos)
+static long long length_arg(struct p *p, const struct tok *t, bool *split)
 {
-	long at = skip_spaces(r, pos);
-	__u32 n;
-
-	if (at < 0)
-		return -KS_ERR_BAD_LENGTH - 1;
-	if ((__u32)at >= r->vis)
-		return -cut_reason(r) - 1;
-	n = token_len(r, (__u32)at);
-	if ((__u32)at + n >= r->vis)
-		return -cut_reason(r) - 1;
-	return at + n;
-}
-
-/*
- * A storage command's <bytes> (or ms's <datalen>): a decimal number of at
- * most KS_MAX_DIGITS digits (LIMIT: "a <bytes> field longer than this
- * lies") and at most REF_VALUE_MAX, ended by a space or the line end.
- * Returns the value or -reason-1; *after is the position after it.
- */
-static long length_field(const struct ref *r, __u32 pos, __u32 *after)
-{
-	long at = skip_spaces(r, pos);
+	long long mv = -1, dv = -1, v;
 	__u32 d = 0;
-	__u64 v = 0;
-	int end;
+	__u64 acc = 0;
 
-	if (at < 0)
-		return -KS_ERR_BAD_LENGTH - 1;
-	while (d <= KS_MAX_DIGITS) {
-		int c = byte_at(r, (__u32)at + d);
-
-		if (c < '0' || c > '9')
-			break;
-		v = v * 10 + (__u64)(c - '0');
+	*split = false;
+	if (mc_number(p, t, 1, &v) && v >= 0 && v <= INT_MAX - 2)
+		mv = v;
+	while (d < t->len && d <= KS_MAX_DIGITS &&
+	       p->b[t->off + d] >= '0' && p->b[t->off + d] <= '9') {
+		acc = acc * 10 + (p->b[t->off + d] - '0');
 		d++;
 	}
-	if (d > KS_MAX_DIGITS)
-		return -KS_ERR_BAD_LENGTH - 1;
-	end = byte_at(r, (__u32)at + d);
-	if (end < 0)
-		return -cut_reason(r) - 1;
-	if (d == 0 || end > ' ' || v > REF_VALUE_MAX)
-		return -KS_ERR_BAD_LENGTH - 1;
-	/* memcached's safe_strtoul takes a number ended by white space or
-	 * the NUL its tokenizer writes over a space; any other control byte
-	 * makes the line "CLIENT_ERROR bad command line format" */
-	if (!strchr(" \t\n\v\f\r", end)) {
-		r->out->note = REF_NOTE_NUMBER_END;
-		return -KS_ERR_BAD_LENGTH - 1;
+	if (d >= 1 && d <= KS_MAX_DIGITS &&
+	    (d == t->len || mc_isspace(p->b[t->off + d]) || !p->b[t->off + d])) {
+		int v32 = (int)(__u32)acc;
+
+		if (v32 >= 0 && v32 <= INT_MAX - 2)
+			dv = v32;
 	}
-	*after = (__u32)at + d;
-	return (long)v;
+	if (mv != dv && q(p, RQ_NUM_FORM)) {
+		used(p, RQ_NUM_FORM);
+		*split = dv >= 0 && d < t->len;
+		return dv;
+	}
+	if (q(p, RQ_NUM_FORM) && dv >= 0 && d < t->len) {
+		used(p, RQ_NUM_FORM);
+		*split = true;
+	}
+	return mv;
 }
 
-/* The request that began at start is bytes long and counted: on to the
- * next one, if the window holds it. */
-static enum step next_request(struct ref *r, __u32 start, __u64 len,
-			      __u32 *pos)
+static __u32 length_digits(struct p *p, const struct tok *t)
 {
-	__u64 next = start + len;
+	__u32 d = 0;
 
-	if (next >= r->plen)
-		return STEP_DONE; /* the rest comes in later segments */
-	if (next >= r->vis)
-		return fail(r, KS_ERR_WINDOW);
-	*pos = (__u32)next;
-	return STEP_MORE;
+	while (d < t->len && p->b[t->off + d] >= '0' && p->b[t->off + d] <= '9')
+		d++;
+	return d;
 }
 
-/* ---- text commands ---- */
+/* ---- lines and tokens ---- */
 
-enum kind { K_GETS, K_GATS, K_STORE, K_MS, K_ONE_KEY, K_NO_KEY };
+static bool tok_is(struct p *p, const struct tok *t, const char *s)
+{
+	return t->len == strlen(s) && !memcmp(p->b + t->off, s, t->len);
+}
+
+/*
+ * The line at u as memcached tokenises it (L). Incomplete (no '\n' in the
+ * input): tokens of what is there, the last one perhaps still growing.
+ */
+static void tokenize(struct p *p, __u32 u)
+{
+	const __u8 *lf = memchr(p->b + u, '\n', p->len - u);
+	__u32 end, i, s;
+
+	L.start = u;
+	L.n = 0;
+	L.complete = lf != NULL;
+	end = lf ? (__u32)(lf - p->b) : p->len;
+	L.next = end + 1;
+	L.crlf = false;
+	if (lf && end - u > 1 && p->b[end - 1] == '\r') {
+		end--;
+		L.crlf = true;
+		L.cr_at = end;
+	}
+	{
+		/* tokenize_command() runs strlen() first */
+		const __u8 *z = memchr(p->b + u, 0, end - u);
+
+		if (z && q(p, RQ_NUL))
+			used(p, RQ_NUL);
+		else if (z)
+			end = (__u32)(z - p->b);
+	}
+	for (i = u; i < end;) {
+		while (i < end && p->b[i] == ' ')
+			i++;
+		if (i >= end)
+			break;
+		s = i;
+		while (i < end && p->b[i] != ' ')
+			i++;
+		if (L.n < REF_MAX_TOK) {
+			L.t[L.n].off = s;
+			L.t[L.n].len = i - s;
+			L.n++;
+		}
+	}
+	/* RQ_CR_WORD: the datapath's command word ends at its first byte
+	 * <= 0x20; a '\r' there (not the line's end) starts the next token */
+	if (q(p, RQ_CR_WORD) && L.n && L.t[0].off == u) {
+		for (i = 0; i < L.t[0].len && p->b[u + i] > ' '; i++)
+			;
+		if (i && i < L.t[0].len && p->b[u + i] == '\r' && L.n < REF_MAX_TOK) {
+			used(p, RQ_CR_WORD);
+			memmove(&L.t[1], &L.t[0], (size_t)L.n * sizeof(L.t[0]));
+			L.t[0].len = i;
+			L.t[1].off = u + i;
+			L.t[1].len -= i;
+			L.n++;
+		}
+	}
+}
+
+enum kind {
+	K_NONE, K_GET, K_GAT, K_STORE, K_CAS, K_MS, K_DELETE, K_ARITH,
+	K_TOUCH, K_META, K_ME, K_MN, K_STATS, K_KEYLESS, K_QUIT,
+};
 
 struct cmd {
-	const char *word;
+	const char *w;
 	int op;
-	enum kind kind;
+	int kind;
 };
 
 static const struct cmd commands[] = {
-	{ "get", KS_OP_GET, K_GETS },
-	{ "gets", KS_OP_GETS, K_GETS },
-	{ "gat", KS_OP_GAT, K_GATS },
-	{ "gats", KS_OP_GATS, K_GATS },
-	{ "set", KS_OP_SET, K_STORE },
-	{ "add", KS_OP_ADD, K_STORE },
+	{ "get", KS_OP_GET, K_GET },      { "gets", KS_OP_GETS, K_GET },
+	{ "gat", KS_OP_GAT, K_GAT },      { "gats", KS_OP_GATS, K_GAT },
+	{ "bget", KS_OP_GET, K_GET },
+	{ "set", KS_OP_SET, K_STORE },    { "add", KS_OP_ADD, K_STORE },
 	{ "replace", KS_OP_REPLACE, K_STORE },
 	{ "append", KS_OP_APPEND, K_STORE },
 	{ "prepend", KS_OP_PREPEND, K_STORE },
-	{ "cas", KS_OP_CAS, K_STORE },
-	{ "delete", KS_OP_DELETE, K_ONE_KEY },
-	{ "incr", KS_OP_INCR, K_ONE_KEY },
-	{ "decr", KS_OP_DECR, K_ONE_KEY },
-	{ "touch", KS_OP_TOUCH, K_ONE_KEY },
-	{ "mg", KS_OP_MG, K_ONE_KEY },
-	{ "ms", KS_OP_MS, K_MS },
-	{ "md", KS_OP_MD, K_ONE_KEY },
-	{ "ma", KS_OP_MA, K_ONE_KEY },
-	{ "me", KS_OP_ME, K_ONE_KEY },
-	{ "mn", KS_OP_MN, K_NO_KEY },
-	{ "lru", KS_OP_OTHER, K_NO_KEY },
-};
-
-/*
- * memcached's keyless commands (stats, version, verbosity, flush_all,
- * quit, shutdown, cache_memlimit, slabs, lru_crawler, watch, misbehave).
- * LIMIT: the datapath knows them by their first four bytes only ("keyless
- * commands, some longer than 7 bytes: their first four"), so any word
- * beginning so is one of them.
- */
-static const char *const keyless_prefixes[] = {
-	"stat", "vers", "verb", "flus", "quit", "shut", "cach", "slab",
-	"lru_", "watc", "misb",
+	{ "cas", KS_OP_CAS, K_CAS },
+	{ "delete", KS_OP_DELETE, K_DELETE },
+	{ "incr", KS_OP_INCR, K_ARITH },  { "decr", KS_OP_DECR, K_ARITH },
+	{ "touch", KS_OP_TOUCH, K_TOUCH },
+	{ "mg", KS_OP_MG, K_META },       { "ms", KS_OP_MS, K_MS },
+	{ "md", KS_OP_MD, K_META },       { "ma", KS_OP_MA, K_META },
+	{ "me", KS_OP_ME, K_ME },         { "mn", KS_OP_MN, K_MN },
+	{ "stats", KS_OP_OTHER, K_STATS },
+	{ "shutdown", KS_OP_OTHER, K_KEYLESS },
+	{ "slabs", KS_OP_OTHER, K_KEYLESS },
+	{ "cache_memlimit", KS_OP_OTHER, K_KEYLESS },
+	{ "flush_all", KS_OP_OTHER, K_KEYLESS },
+	{ "version", KS_OP_OTHER, K_KEYLESS },
+	{ "quit", KS_OP_OTHER, K_QUIT },
+	{ "lru_crawler", KS_OP_OTHER, K_KEYLESS },
+	{ "watch", KS_OP_OTHER, K_KEYLESS },
+	{ "verbosity", KS_OP_OTHER, K_KEYLESS },
+	{ "lru", KS_OP_OTHER, K_KEYLESS },
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static const struct cmd *find_command(const __u8 *w, __u32 n)
+/* The datapath's keyless words: their first four bytes. */
+static const char *const dp_prefixes[] = {
+	"stat", "vers", "verb", "flus", "quit", "shut", "cach", "slab",
+	"lru_", "watc", "misb",
+};
+
+/* memcached's command for token 0, or NULL. */
+static const struct cmd *mc_command(struct p *p, const struct tok *t)
 {
-	static const struct cmd other = { "", KS_OP_OTHER, K_NO_KEY };
 	size_t i;
 
 	for (i = 0; i < ARRAY_LEN(commands); i++)
-		if (strlen(commands[i].word) == n &&
-		    !memcmp(commands[i].word, w, n))
+		if (tok_is(p, t, commands[i].w))
 			return &commands[i];
-	for (i = 0; n >= 4 && i < ARRAY_LEN(keyless_prefixes); i++)
-		if (!memcmp(keyless_prefixes[i], w, 4))
-			return &other;
 	return NULL;
 }
 
-/* The parse of one packet: where we are and what the current multi-key
- * request has collected. */
-struct walk {
-	__u32 pos;
-	bool in_keys;   /* inside a get/gets/gat/gats key list */
-	int op;         /* of that request */
-	__u32 start;    /* where it began */
-	unsigned nkeys;
-};
-
-/* "get <key>*": the key list, one key (or the line end) per step, as the
- * datapath's item budget counts them. */
-static enum step keys_step(struct ref *r, struct walk *w)
+/*
+ * RQ_KEYLESS: the datapath knows keyless words by their first four bytes
+ * and takes any arguments (stats excepted). Returns the command it would
+ * take token 0 for, where that differs from memcached's.
+ */
+static const struct cmd *dp_keyless(struct p *p, const struct tok *t)
 {
-	long at = skip_spaces(r, w->pos);
-	__u32 kpos, klen;
-	int c, err;
+	static const struct cmd other = { "", KS_OP_OTHER, K_KEYLESS };
+	size_t i;
 
-	if (at < 0)
-		return fail(r, KS_ERR_BAD_KEY);
-	c = byte_at(r, (__u32)at);
-	if (c < 0)
-		return fail(r, cut_reason(r));
-	if (c == '\r' || c == '\n') {
-		if (w->nkeys == 0)
-			return fail(r, KS_ERR_BAD_KEY); /* "get\r\n" */
-		if (c == '\r') {
-			c = byte_at(r, (__u32)at + 1);
-			if (c < 0)
-				return fail(r, cut_reason(r));
-			if (c != '\n')
-				return fail(r, KS_ERR_BAD_KEY);
-			at++;
+	/* its word ends at the first byte <= 0x20: a space or the line end */
+	for (i = 0; i < t->len; i++)
+		if (p->b[t->off + i] <= ' ')
+			return NULL;
+
+	if (t->len == 3 && !memcmp(p->b + t->off, "lru", 3))
+		return &other;
+	for (i = 0; t->len >= 4 && i < ARRAY_LEN(dp_prefixes); i++)
+		if (!memcmp(p->b + t->off, dp_prefixes[i], 4))
+			return t->len == 5 && !memcmp(p->b + t->off, "stats", 5) ?
+				       NULL : &other;
+	return NULL;
+}
+
+/* ---- text commands: each returns the next position, R_CUT or R_STOP ---- */
+
+/* Refused: the reason, and memcached reads the next line. */
+static int refuse(struct p *p, int reason)
+{
+	if (!L.complete) {
+		/* RQ_EARLY_REFUSE: decided before the '\n' came */
+		used(p, RQ_EARLY_REFUSE);
+		err(p, reason);
+		return R_STOP; /* the rest of the input is that line */
+	}
+	err(p, reason);
+	return (int)L.next;
+}
+
+/* Token i of an incomplete line runs to the end of the input. */
+static bool growing(struct p *p, int i)
+{
+	return !L.complete && i == L.n - 1 &&
+	       L.t[i].off + L.t[i].len == p->len;
+}
+
+/* The line is incomplete at a check that needs its end or token i. */
+static bool pending(struct p *p, int i)
+{
+	if (L.complete)
+		return false;
+	if (!q(p, RQ_EARLY_REFUSE))
+		return true;
+	return i >= L.n || growing(p, i);
+}
+
+/* Splits token i after its first n bytes (RQ_NUM_FORM). */
+static void split_tok(int i, __u32 n)
+{
+	if (L.n >= REF_MAX_TOK)
+		return;
+	memmove(&L.t[i + 2], &L.t[i + 1], (size_t)(L.n - i - 1) * sizeof(L.t[0]));
+	L.t[i + 1].off = L.t[i].off + n;
+	L.t[i + 1].len = L.t[i].len - n;
+	L.t[i].len = n;
+	L.n++;
+}
+
+/* RQ_EARLY_REFUSE: a length still growing is refused on its first byte
+ * that is no digit (ks_mc_number decides there). */
+static bool growing_length_bad(struct p *p, int i)
+{
+	__u32 k;
+
+	if (!q(p, RQ_EARLY_REFUSE) || i >= L.n || !growing(p, i))
+		return false;
+	for (k = 0; k < L.t[i].len; k++)
+		if (p->b[L.t[i].off + k] < '0' || p->b[L.t[i].off + k] > '9')
+			break;
+	if (k < L.t[i].len && k > 0 && k <= KS_MAX_DIGITS &&
+	    (mc_isspace(p->b[L.t[i].off + k]) || !p->b[L.t[i].off + k])) {
+		/* ended: ks_mc_number decides on its value */
+		bool split;
+
+		if (length_arg(p, &L.t[i], &split) >= 0)
+			return false;
+		used(p, RQ_EARLY_REFUSE);
+		return true;
+	}
+	if ((k < L.t[i].len && (k == 0 || !(mc_isspace(p->b[L.t[i].off + k]) ||
+					    !p->b[L.t[i].off + k]))) ||
+	    k > KS_MAX_DIGITS) {
+		used(p, RQ_EARLY_REFUSE);
+		return true;
+	}
+	return false;
+}
+
+/* RQ_EARLY_REFUSE: a key still growing is too long at 252 bytes. */
+static bool growing_key_long(struct p *p, int i)
+{
+	if (!q(p, RQ_EARLY_REFUSE) || i >= L.n || !growing(p, i) ||
+	    L.t[i].len < KS_MAX_KEY_LEN + 2)
+		return false;
+	used(p, RQ_EARLY_REFUSE);
+	return true;
+}
+
+static int key_check(struct p *p, int i)
+{
+	if (i >= L.n)
+		return KS_ERR_BAD_KEY;
+	if (L.t[i].len > KS_MAX_KEY_LEN)
+		return KS_ERR_KEY_TOO_LONG;
+	return -1;
+}
+
+static int line_bytes(void)
+{
+	return (int)(L.next - L.start);
+}
+
+static int get_cmd(struct p *p, const struct cmd *c, bool gat)
+{
+	int first = gat ? 2 : 1, i, nk = 0;
+
+	if (gat && !q(p, RQ_GAT_EXPTIME)) {
+		if (pending(p, 1))
+			return R_CUT;
+		if (L.n < 2 || !arg_ok(p, &L.t[1], 1))
+			return refuse(p, KS_ERR_REFUSED);
+	} else if (gat) {
+		long long v;
+
+		if (pending(p, 1))
+			return R_CUT;
+		if (L.n < 2 || !mc_number(p, &L.t[1], 1, &v))
+			used(p, RQ_GAT_EXPTIME);
+	}
+	for (i = first; i < L.n; i++) {
+		if (growing(p, i))
+			break; /* may still grow */
+		if (L.t[i].len > KS_MAX_KEY_LEN) {
+			if (!L.complete)
+				used(p, RQ_EARLY_REFUSE);
+			if (nk)
+				count(p, c->op, 0, nk, 0);
+			err(p, KS_ERR_KEY_TOO_LONG);
+			return L.complete ? (int)L.next : R_STOP;
 		}
-		w->in_keys = false;
-		count(r, w->op, 1, w->nkeys, (__u32)at + 1 - w->start);
-		return next_request(r, w->start, (__u32)at + 1 - w->start,
-				    &w->pos);
+		if (!win_need(p, L.t[i].off, L.t[i].off + L.t[i].len + 1))
+			return win_lost(p, L.t[i].off);
+		if (!L.complete && !q(p, RQ_CUT_KEYS))
+			continue;
+		take_key(p, c->op, L.t[i].off, L.t[i].len);
+		nk++;
 	}
-	/* LIMIT: KS_MAX_KEYS_PER_REQ, "keys in one get before TOO_MANY_KEYS" */
-	if (w->nkeys >= KS_MAX_KEYS_PER_REQ)
-		return fail(r, KS_ERR_TOO_MANY_KEYS);
-	err = text_key(r, (__u32)at, &kpos, &klen);
-	if (err)
-		return fail(r, err);
-	/* memcached serves each key of a get as it reads it: a key counts
-	 * even if the line turns out bad later */
-	take_key(r, w->op, kpos, klen);
-	w->nkeys++;
-	w->pos = kpos + klen;
-	return STEP_MORE;
+	if (!L.complete) {
+		/* a key still growing past 251 bytes is already too long */
+		if (q(p, RQ_EARLY_REFUSE) && L.n > first && growing(p, L.n - 1) &&
+		    L.t[L.n - 1].len > KS_MAX_KEY_LEN + 1) {
+			used(p, RQ_EARLY_REFUSE);
+			if (nk)
+				count(p, c->op, 0, nk, 0);
+			err(p, KS_ERR_KEY_TOO_LONG);
+			return R_STOP;
+		}
+		if (nk) {
+			used(p, RQ_CUT_KEYS);
+			count(p, c->op, 0, nk, 0);
+		}
+		/* the datapath carries only the key still growing */
+		if (L.n > first && growing(p, L.n - 1))
+			p->cut_at = L.t[L.n - 1].off;
+		else if (L.n > first - (gat ? 1 : 0))
+			p->cut_at = p->len;
+		return R_CUT;
+	}
+	if (!gat && L.n < 2)
+		return refuse(p, KS_ERR_BAD_KEY); /* "get" alone: ERROR */
+	if (!win_need(p, L.next - 2 > L.start ? L.next - 2 : L.start, L.next))
+		return win_lost(p, L.start);
+	count(p, c->op, 1, nk, line_bytes());
+	return (int)L.next;
 }
 
-static enum step storage(struct ref *r, struct walk *w, const struct cmd *c,
-			 __u32 pos)
+/* The data block of a storage request whose line ends at L.next. */
+static int data_block(struct p *p, int op, __u32 key_i, long long vlen)
 {
-	__u32 kpos, klen, after, tail;
-	long v, eol, p;
-	__u64 len;
-	int err, i;
+	__u64 next = (__u64)L.next + (__u64)vlen + 2;
+	__u32 tail = L.next + (__u32)vlen;
+	bool bad = false;
 
-	err = text_key(r, pos, &kpos, &klen);
-	if (err)
-		return fail(r, err);
-	p = kpos + klen;
-	for (i = 0; c->kind == K_STORE && i < 2; i++) { /* flags, exptime */
-		p = skip_field(r, (__u32)p);
-		if (p < 0)
-			return fail(r, (int)(-p - 1));
+	if (next > p->len) {
+		if (!q(p, RQ_DATA_PAST_END))
+			return R_CUT;
+		used(p, RQ_DATA_PAST_END);
+		if ((tail < p->len && win_sees(p, tail) && p->b[tail] != '\r') ||
+		    (tail + 1 < p->len && win_sees(p, tail + 1) &&
+		     p->b[tail + 1] != '\n')) {
+			err(p, KS_ERR_BAD_LENGTH);
+			return R_STOP;
+		}
+		take_key(p, op, L.t[key_i].off, L.t[key_i].len);
+		count(p, op, 1, 1, next - L.start);
+		return R_STOP;
 	}
-	v = length_field(r, (__u32)p, &after);
-	if (v < 0)
-		return fail(r, (int)(-v - 1));
-	/* the rest of the line ([cas unique] [noreply], ms flags) is not read */
-	eol = line_end(r, after);
-	if (eol < 0)
-		return fail(r, cut_reason(r));
-	len = (__u64)eol - w->start + (__u64)v + 2;
-	/* the data block ends in "\r\n": check what the window shows of it */
-	tail = (__u32)(w->start + len - 2);
-	if (byte_at(r, tail) >= 0 && byte_at(r, tail + 1) < 0 &&
-	    byte_at(r, tail) != '\r') {
-		r->out->note = REF_NOTE_HALF_TAIL;
-		return fail(r, KS_ERR_BAD_LENGTH);
+	if (p->b[tail] != '\r' || p->b[tail + 1] != '\n') {
+		/* the datapath checks the bytes its window shows */
+		bool seen = (win_sees(p, tail) && p->b[tail] != '\r') ||
+			    (win_sees(p, tail + 1) && p->b[tail + 1] != '\n');
+
+		if (!seen)
+			used(p, RQ_WINDOW);
+		bad = seen;
 	}
-	if (byte_at(r, tail + 1) >= 0 &&
-	    (byte_at(r, tail) != '\r' || byte_at(r, tail + 1) != '\n'))
-		return fail(r, KS_ERR_BAD_LENGTH);
-	take_key(r, c->op, kpos, klen);
-	count(r, c->op, 1, 1, len);
-	return next_request(r, w->start, len, &w->pos);
+	if (bad) {
+		err(p, KS_ERR_BAD_LENGTH); /* CLIENT_ERROR bad data chunk */
+	} else {
+		take_key(p, op, L.t[key_i].off, L.t[key_i].len);
+		count(p, op, 1, 1, next - L.start);
+	}
+	win_skip(p, (__u32)next);
+	return (int)next;
 }
 
-static enum step one_key(struct ref *r, struct walk *w, const struct cmd *c,
-			 __u32 pos)
+/*
+ * The length token i of a storage line (then the whole line, read in one
+ * window). True with *vlen; false with what to return in *r.
+ */
+static bool length_step(struct p *p, int i, long long *vlen, int *r)
 {
-	__u32 kpos, klen;
-	long eol;
-	int err;
+	bool split;
 
-	err = text_key(r, pos, &kpos, &klen);
-	if (err)
-		return fail(r, err);
-	eol = line_end(r, kpos + klen); /* arguments after the key: not read */
-	if (eol < 0)
-		return fail(r, cut_reason(r));
-	take_key(r, c->op, kpos, klen);
-	count(r, c->op, 1, 1, (__u32)eol - w->start);
-	return next_request(r, w->start, (__u32)eol - w->start, &w->pos);
+	if (growing_length_bad(p, i)) {
+		*r = refuse(p, KS_ERR_BAD_LENGTH);
+		return false;
+	}
+	*r = R_CUT;
+	if (pending(p, i))
+		return false;
+	*vlen = L.n <= i ? -1 : length_arg(p, &L.t[i], &split);
+	if (*vlen < 0) {
+		*r = refuse(p, KS_ERR_BAD_LENGTH);
+		return false;
+	}
+	if (!L.complete)
+		return false;
+	if (!win_need(p, L.start, L.next)) {
+		*r = win_lost(p, L.start);
+		return false;
+	}
+	if (split)
+		split_tok(i, length_digits(p, &L.t[i]));
+	return true;
 }
 
-static enum step text_command(struct ref *r, struct walk *w)
+static bool too_large(struct p *p, long long vlen, __u32 klen)
 {
-	__u32 pos = w->pos, n = token_len(r, pos);
-	const struct cmd *c = NULL;
-	int end = byte_at(r, pos + n);
-	long p, eol;
-
-	if (end < 0 && r->vis - pos < 8)
-		/* a short word cut by the end of what we have: the rest of
-		 * a split request is in the next segment */
-		return fail(r, cut_reason(r));
-	if (n > 0 && (end < 0 || is_token_end(end)))
-		c = find_command(r->p + pos, n);
-	else if (n >= 8 && find_command(r->p + pos, n))
-		/* memcached's tokenizer keeps the control byte in the word,
-		 * which makes it no command at all */
-		r->out->note = REF_NOTE_WORD_END;
-	if (!c) {
-		/* a TCP segment may begin inside a value or a split line */
-		if (r->tcp && r->nreq == 0)
-			return fail(r, KS_ERR_MIDSTREAM);
-		return fail(r, KS_ERR_UNKNOWN_CMD);
+	if (vlen + 2 + klen <= REF_ITEM_MAX)
+		return false;
+	if (q(p, RQ_TOO_LARGE)) {
+		used(p, RQ_TOO_LARGE);
+		return false;
 	}
-	r->nreq++;
-	pos += n;
+	return true;
+}
+
+static int store_cmd(struct p *p, const struct cmd *c)
+{
+	int want = c->kind == K_CAS ? 6 : 5, e, extra;
+	long long vlen;
+	int r;
+
+	/* checks in the datapath's order, each by memcached's rule */
+	e = key_check(p, 1);
+	if (growing_key_long(p, 1))
+		return refuse(p, KS_ERR_KEY_TOO_LONG);
+	if (pending(p, 1))
+		return R_CUT;
+	if (e >= 0)
+		return refuse(p, e);
+	if (pending(p, 2))
+		return R_CUT;
+	if (L.n < 3 || !arg_ok(p, &L.t[2], 0))
+		return refuse(p, KS_ERR_REFUSED);
+	if (pending(p, 3))
+		return R_CUT;
+	/* the datapath reads the last token of a line with its '\r' */
+	if (L.n < 4 || !arg_ok(p, &L.t[3], 1) ||
+	    (L.n == 4 && L.crlf && L.t[3].off + L.t[3].len == L.cr_at))
+		return refuse(p, KS_ERR_REFUSED);
+	if (!length_step(p, 4, &vlen, &r))
+		return r;
+	extra = L.n;
+	if (extra != want && extra != want + 1)
+		return refuse(p, KS_ERR_REFUSED);
+	if (want == 6 && !arg_ok(p, &L.t[5], 2))
+		return refuse(p, KS_ERR_REFUSED);
+	if (too_large(p, vlen, L.t[1].len)) {
+		/* SERVER_ERROR object too large: the data is swallowed */
+		err(p, KS_ERR_REFUSED);
+		if ((__u64)L.next + vlen + 2 > p->len)
+			return R_STOP;
+		return (int)(L.next + vlen + 2);
+	}
+	return data_block(p, c->op, 1, vlen);
+}
+
+/* memcached's _meta_flag_preparse from token `from`, plus the M modes. */
+static bool meta_flags_ok(struct p *p, int from, int kind, int op)
+{
+	bool seen[256] = { false };
+	long long v;
+	int i;
+
+	if (L.n + 1 > 20) /* MFLAG_MAX_OPT_LENGTH */
+		return false;
+	for (i = from; i < L.n; i++) {
+		const struct tok *t = &L.t[i];
+		struct tok rest = { t->off + 1, t->len - 1 };
+		__u8 f = p->b[t->off];
+
+		if (f >= 127 || seen[f])
+			return false;
+		seen[f] = true;
+		switch (f) {
+		case 'N': case 'T': case 'R':
+			if (!mc_number(p, &rest, 1, &v))
+				return false;
+			break;
+		case 'F':
+			if (!mc_number(p, &rest, 0, &v))
+				return false;
+			break;
+		case 'C': case 'J': case 'D':
+			if (!mc_number(p, &rest, 2, &v))
+				return false;
+			break;
+		case 'M':
+			if (t->len != 2)
+				return false;
+			if (kind == K_MS && !strchr("EAPRS", p->b[t->off + 1]))
+				return false;
+			if (op == KS_OP_MA && !strchr("I+D-", p->b[t->off + 1]))
+				return false;
+			break;
+		case 'O':
+			if (op == KS_OP_MG && t->len > 33)
+				return false;
+			break;
+		case 'b': case 'l': case 'P': case 'L': case 'k': case 's':
+		case 't': case 'c': case 'f': case 'v': case 'h': case 'u':
+		case 'q': case 'I':
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool meta_ok(struct p *p, int from, int kind, int op)
+{
+	bool ok = meta_flags_ok(p, from, kind, op);
+
+	if (!ok && q(p, RQ_META_FLAGS)) {
+		used(p, RQ_META_FLAGS);
+		return true;
+	}
+	return ok;
+}
+
+static int ms_cmd(struct p *p, const struct cmd *c)
+{
+	long long vlen;
+	int r;
+	int e = key_check(p, 1);
+
+	if (growing_key_long(p, 1))
+		return refuse(p, KS_ERR_KEY_TOO_LONG);
+	if (pending(p, 1))
+		return R_CUT;
+	if (e >= 0)
+		return refuse(p, e);
+	if (!length_step(p, 2, &vlen, &r))
+		return r;
+	if (L.n + 1 > 20 && !q(p, RQ_META_FLAGS))
+		return refuse(p, KS_ERR_REFUSED); /* read as commands */
+	if (!meta_ok(p, 3, K_MS, c->op) || too_large(p, vlen, L.t[1].len)) {
+		/* refused, the data swallowed */
+		err(p, KS_ERR_REFUSED);
+		if ((__u64)L.next + vlen + 2 > p->len)
+			return R_STOP;
+		win_skip(p, L.next + (__u32)vlen + 2);
+		return (int)(L.next + vlen + 2);
+	}
+	return data_block(p, c->op, 1, vlen);
+}
+
+static int one_key_cmd(struct p *p, const struct cmd *c)
+{
+	int e = key_check(p, 1);
+	bool ok = true;
+
+	if (growing_key_long(p, 1))
+		return refuse(p, KS_ERR_KEY_TOO_LONG);
+	if (pending(p, 1))
+		return R_CUT;
+	if (e >= 0)
+		return refuse(p, e);
+	if (!L.complete)
+		return R_CUT;
+	/* the arguments are read with the whole line in one window */
+	if (!win_need(p, L.start, L.next))
+		return win_lost(p, L.start);
 	switch (c->kind) {
-	case K_GATS:
-		p = skip_field(r, pos); /* <exptime> */
-		if (p < 0)
-			return fail(r, (int)(-p - 1));
-		pos = (__u32)p;
-		/* fall through */
-	case K_GETS:
-		w->in_keys = true;
-		w->op = c->op;
-		w->nkeys = 0;
-		w->pos = pos;
-		return STEP_MORE;
-	case K_STORE:
-	case K_MS:
-		return storage(r, w, c, pos);
-	case K_ONE_KEY:
-		return one_key(r, w, c, pos);
-	case K_NO_KEY:
-		eol = line_end(r, pos);
-		if (eol < 0)
-			return fail(r, cut_reason(r));
-		count(r, c->op, 1, 0, (__u32)eol - w->start);
-		return next_request(r, w->start, (__u32)eol - w->start,
-				    &w->pos);
+	case K_DELETE:
+		ok = L.n == 2 ||
+		     (L.n == 3 && (tok_is(p, &L.t[2], "0") ||
+				   tok_is(p, &L.t[2], "noreply"))) ||
+		     (L.n == 4 && tok_is(p, &L.t[2], "0") &&
+		      tok_is(p, &L.t[3], "noreply"));
+		break;
+	case K_ARITH:
+		ok = (L.n == 3 || L.n == 4) && arg_ok(p, &L.t[2], 2);
+		break;
+	case K_TOUCH:
+		ok = (L.n == 3 || L.n == 4) && arg_ok(p, &L.t[2], 1);
+		break;
+	case K_META:
+		ok = meta_ok(p, 2, K_META, c->op);
+		break;
 	}
-	return fail(r, KS_ERR_UNKNOWN_CMD);
+	if (!ok)
+		return refuse(p, KS_ERR_REFUSED);
+	take_key(p, c->op, L.t[1].off, L.t[1].len);
+	count(p, c->op, 1, 1, line_bytes());
+	return (int)L.next;
 }
 
-/* ---- binary protocol ---- */
+static bool stats_ok(struct p *p)
+{
+	static const char *const sub[] = {
+		"reset", "conns", "items", "slabs", "sizes", "detail",
+		"settings", "extstore", "cachedump", "sizes_enable",
+		"sizes_disable",
+	};
+	size_t i;
 
-/* Request opcodes (memcached protocol_binary.h) and the op each is. */
+	if (L.n == 1)
+		return true;
+	for (i = 0; i < ARRAY_LEN(sub); i++)
+		if (tok_is(p, &L.t[1], sub[i]))
+			return true;
+	return false;
+}
+
+static int keyless_cmd(struct p *p, const struct cmd *c, bool dp)
+{
+	bool ok = true;
+
+	if (!L.complete)
+		return R_CUT;
+	if (!win_need(p, L.start, L.next))
+		return win_lost(p, L.start);
+	if (c->kind == K_STATS) {
+		ok = stats_ok(p);
+	} else if (!dp) {
+		const struct tok *w = &L.t[0];
+
+		if (tok_is(p, w, "flush_all"))
+			ok = L.n <= 3;
+		else if (tok_is(p, w, "verbosity") ||
+			 tok_is(p, w, "cache_memlimit"))
+			ok = L.n == 2 || L.n == 3;
+		else if (tok_is(p, w, "lru"))
+			ok = L.n >= 2;
+		if (!ok && q(p, RQ_KEYLESS)) {
+			used(p, RQ_KEYLESS);
+			ok = true;
+		}
+	}
+	if (!ok)
+		return refuse(p, KS_ERR_REFUSED);
+	count(p, c->op, 1, 0, line_bytes());
+	if (c->kind == K_QUIT) {
+		if (!q(p, RQ_CLOSE))
+			return R_STOP; /* the connection closes */
+		used(p, RQ_CLOSE);
+	}
+	return (int)L.next;
+}
+
+/*
+ * Is the line at u a request, for a guess (RQ_*: the datapath's matcher)?
+ * 1 yes, 0 no, -1 cut too short to tell.
+ */
+static int looks_like_request(struct p *p, __u32 u, const struct cmd *c)
+{
+	__u32 i;
+
+	for (i = u; i < p->len && p->b[i] > ' '; i++)
+		;
+	if (i == p->len && p->len - u < 8)
+		return -1; /* a word cut by the end */
+	return c != NULL;
+}
+
+static int text_request(struct p *p, __u32 u)
+{
+	const struct cmd *c = NULL, *dpc;
+	int r;
+
+	tokenize(p, u);
+	if (L.n && L.t[0].len >= 2 && (L.complete || L.n > 1 ||
+				       u + L.t[0].len < p->len))
+		c = mc_command(p, &L.t[0]);
+	if (c && c->kind == K_GET && c->w[0] == 'b' && q(p, RQ_BGET)) {
+		used(p, RQ_BGET);
+		c = NULL;
+	}
+	/* RQ_LEAD_SPACE: the datapath wants the word at the line's start */
+	if (c && L.t[0].off != u && q(p, RQ_LEAD_SPACE)) {
+		used(p, RQ_LEAD_SPACE);
+		c = NULL;
+	}
+	if (!c && L.n && L.t[0].off == u && q(p, RQ_KEYLESS) &&
+	    (dpc = dp_keyless(p, &L.t[0])) != NULL &&
+	    (L.complete || L.n > 1 || u + L.t[0].len < p->len ||
+	     p->len - u >= 8)) {
+		used(p, RQ_KEYLESS);
+		c = dpc;
+	}
+	if (p->guess) {
+		r = looks_like_request(p, u, c);
+		if (r < 0)
+			return R_CUT;
+		if (!r) {
+			err(p, KS_ERR_MIDSTREAM);
+			p->lost = true;
+			return R_STOP;
+		}
+		p->guess = false;
+	}
+	if (c && c->kind != K_GET) {
+		__u32 end = L.complete ? L.next : p->len;
+
+		if (end - u > KS_WIN - KS_MAX_KEY_LEN - 8 ||
+		    (end - u > KS_CARRY - 8 && seg_end_after(p, u) < end))
+			p->out->long_line = true;
+	}
+	if (!c) {
+		if (!L.complete) {
+			/* memcached waits for the line; the datapath refuses
+			 * the word as soon as it ends */
+			for (r = (int)u; r < (int)p->len && p->b[r] > ' '; r++)
+				;
+			if (!q(p, RQ_EARLY_REFUSE) || (r == (int)p->len && p->len - u < 8))
+				return R_CUT;
+			used(p, RQ_EARLY_REFUSE);
+			err(p, KS_ERR_UNKNOWN_CMD);
+			return R_STOP;
+		}
+		if (L.n && !memcmp(p->b + L.t[L.n - 1].off, "HTTP/",
+				   L.t[L.n - 1].len >= 5 ? 5 : 6)) {
+			if (!q(p, RQ_CLOSE))
+				return R_STOP;
+			used(p, RQ_CLOSE);
+		}
+		err(p, KS_ERR_UNKNOWN_CMD);
+		return (int)L.next;
+	}
+	switch (c->kind) {
+	case K_GET:
+		return get_cmd(p, c, false);
+	case K_GAT:
+		return get_cmd(p, c, true);
+	case K_STORE:
+	case K_CAS:
+		return store_cmd(p, c);
+	case K_MS:
+		return ms_cmd(p, c);
+	case K_DELETE:
+	case K_ARITH:
+	case K_TOUCH:
+	case K_META:
+	case K_ME:
+		return one_key_cmd(p, c);
+	case K_MN:
+		if (!L.complete)
+			return R_CUT;
+		if (!win_need(p, L.start, L.next))
+			return win_lost(p, L.start);
+		count(p, c->op, 1, 0, line_bytes());
+		return (int)L.next;
+	default:
+		return keyless_cmd(p, c, c->w[0] == '\0');
+	}
+}
+
+/* ---- binary ---- */
+
 static int binary_op(__u8 opcode)
 {
 	switch (opcode) {
-	case 0x00: /* get */
-	case 0x09: /* getq */
-	case 0x0c: /* getk */
-	case 0x0d: /* getkq */
-		return KS_OP_GET;
-	case 0x01: case 0x11: return KS_OP_SET;     /* set, setq */
-	case 0x02: case 0x12: return KS_OP_ADD;     /* add, addq */
-	case 0x03: case 0x13: return KS_OP_REPLACE; /* replace, replaceq */
-	case 0x04: case 0x14: return KS_OP_DELETE;  /* delete, deleteq */
-	case 0x05: case 0x15: return KS_OP_INCR;    /* increment(q) */
-	case 0x06: case 0x16: return KS_OP_DECR;    /* decrement(q) */
-	case 0x0e: case 0x19: return KS_OP_APPEND;  /* append(q) */
-	case 0x0f: case 0x1a: return KS_OP_PREPEND; /* prepend(q) */
+	case 0x00: case 0x09: case 0x0c: case 0x0d: return KS_OP_GET;
+	case 0x01: case 0x11: return KS_OP_SET;
+	case 0x02: case 0x12: return KS_OP_ADD;
+	case 0x03: case 0x13: return KS_OP_REPLACE;
+	case 0x04: case 0x14: return KS_OP_DELETE;
+	case 0x05: case 0x15: return KS_OP_INCR;
+	case 0x06: case 0x16: return KS_OP_DECR;
+	case 0x0e: case 0x19: return KS_OP_APPEND;
+	case 0x0f: case 0x1a: return KS_OP_PREPEND;
 	case 0x1c: return KS_OP_TOUCH;
-	case 0x1d: /* gat */
-	case 0x1e: /* gatq */
-	case 0x23: /* gatk */
-	case 0x24: /* gatkq */
-		return KS_OP_GAT;
-	default: /* quit, flush, noop, version, stat, verbosity, sasl ... */
-		return KS_OP_OTHER;
+	case 0x1d: case 0x1e: case 0x23: case 0x24: return KS_OP_GAT;
+	default: return KS_OP_OTHER;
 	}
 }
 
-static __u32 be(const __u8 *p, int n)
+/* memcached's shape check: 1 good, 0 bad (EINVAL, close), -1 unknown. */
+static int binary_shape(__u8 op, __u32 ext, __u32 key, __u32 body)
 {
-	__u32 v = 0;
-	int i;
-
-	for (i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static enum step binary_request(struct ref *r, struct walk *w)
-{
-	__u32 pos = w->pos, keylen, extlen, bodylen, kpos;
-	const __u8 *h = r->p + pos;
-	int op;
-
-	r->nreq++;
-	if (pos + KS_BIN_HDR > r->vis)
-		return fail(r, cut_reason(r));
-	op = binary_op(h[1]);
-	keylen = be(h + 2, 2);
-	extlen = h[4];
-	bodylen = be(h + 8, 4);
-	if (bodylen > REF_VALUE_MAX || extlen + keylen > bodylen)
-		return fail(r, KS_ERR_BAD_LENGTH);
-	if (keylen > KS_MAX_KEY_LEN)
-		return fail(r, KS_ERR_KEY_TOO_LONG);
-	if (keylen == 0) {
-		/* every opcode that names a key must have one */
-		if (op != KS_OP_OTHER)
-			return fail(r, KS_ERR_BAD_KEY);
-		count(r, op, 1, 0, KS_BIN_HDR + bodylen);
-		return next_request(r, pos, KS_BIN_HDR + (__u64)bodylen,
-				    &w->pos);
+	switch (op) {
+	case 0x00: case 0x09: case 0x0c: case 0x0d:
+	case 0x04: case 0x14:
+		return ext == 0 && body == key && key > 0;
+	case 0x01: case 0x02: case 0x03: case 0x11: case 0x12: case 0x13:
+		return ext == 8 && key > 0 && body >= key + 8;
+	case 0x05: case 0x06: case 0x15: case 0x16:
+		return key > 0 && ext == 20 && body == key + 20;
+	case 0x0e: case 0x0f: case 0x19: case 0x1a:
+		return key > 0 && ext == 0;
+	case 0x10: /* stat: a body past the key is not read */
+		return ext == 0 && body == key;
+	case 0x07: case 0x17: case 0x0a: case 0x0b: case 0x20:
+		return ext == 0 && key == 0 && body == 0;
+	case 0x08: case 0x18:
+		return key == 0 && body == ext && (ext == 0 || ext == 4);
+	case 0x21: case 0x22:
+		return ext == 0 && key != 0;
+	case 0x1c: case 0x1d: case 0x1e: case 0x23: case 0x24:
+		/* a body past the key is not read */
+		return ext == 4 && key != 0 && body == ext + key;
+	default:
+		return -1;
 	}
-	kpos = pos + KS_BIN_HDR + extlen;
-	if (kpos + keylen > r->vis)
-		return fail(r, cut_reason(r));
-	take_key(r, op, kpos, keylen);
-	count(r, op, 1, 1, KS_BIN_HDR + (__u64)bodylen);
-	return next_request(r, pos, KS_BIN_HDR + (__u64)bodylen, &w->pos);
 }
 
-void ref_mc_parse(const __u8 *pay, __u32 plen, bool tcp, struct ref_out *out)
+static int binary_request(struct p *p, __u32 u)
 {
-	struct ref r = { .p = pay, .plen = plen, .tcp = tcp, .out = out };
-	struct walk w = { 0 };
-	enum step s = STEP_DONE;
-	unsigned items;
+	const __u8 *h = p->b + u;
+	__u32 key, ext, body, op;
+	__u64 next;
+	int shape;
 
-	memset(out, 0, sizeof(*out));
-	out->reason = REF_NO_REASON;
-	if (plen == 0)
-		return; /* a pure ACK or an empty datagram: no request */
-	/* LIMIT: KS_WIN, "payload bytes parsed per packet" */
-	r.vis = plen < KS_WIN ? plen : KS_WIN;
+	if (p->guess)
+		p->guess = false;
+	if (u + KS_BIN_HDR > p->len)
+		return R_CUT;
+	if (!win_need(p, u, u + KS_BIN_HDR))
+		return win_lost(p, u);
+	key = (__u32)h[2] << 8 | h[3];
+	ext = h[4];
+	body = (__u32)h[8] << 24 | (__u32)h[9] << 16 | (__u32)h[10] << 8 | h[11];
+	op = (__u32)binary_op(h[1]);
+	next = (__u64)u + KS_BIN_HDR + body;
+	if (key > body || key + ext > body) {
+		err(p, KS_ERR_BAD_LENGTH); /* UNKNOWN_COMMAND, and a close */
+		p->lost = true;
+		return R_STOP;
+	}
+	if (body > (1U << 30) && q(p, RQ_TOO_LARGE)) {
+		used(p, RQ_TOO_LARGE);
+		err(p, KS_ERR_BAD_LENGTH);
+		p->lost = true;
+		return R_STOP;
+	}
+	if (key > KS_MAX_KEY_LEN) {
+		err(p, KS_ERR_KEY_TOO_LONG); /* EINVAL, and a close */
+		p->lost = true;
+		return R_STOP;
+	}
+	if (u + KS_BIN_HDR + ext + key > p->len &&
+	    !(key == 0 && q(p, RQ_DATA_PAST_END)))
+		return R_CUT;
+	if (!win_need(p, u, u + KS_BIN_HDR + ext + key))
+		return win_lost(p, u);
+	shape = binary_shape(h[1], ext, key, body);
+	if (shape < 0 && !q(p, RQ_BIN_UNKNOWN)) {
+		/* UNKNOWN_COMMAND: memcached swallows the body after the
+		 * extras and key it already read */
+		err(p, KS_ERR_UNKNOWN_CMD);
+		next += ext + key;
+		if (next > p->len)
+			return R_STOP;
+		win_skip(p, (__u32)next);
+		return (int)next;
+	}
+	if (shape < 0)
+		used(p, RQ_BIN_UNKNOWN);
+	if (shape == 0) {
+		if (!q(p, RQ_BIN_SHAPE)) {
+			err(p, key == 0 && op != KS_OP_OTHER ? KS_ERR_BAD_KEY :
+							      KS_ERR_REFUSED);
+			return R_STOP; /* EINVAL, and a close */
+		}
+		used(p, RQ_BIN_SHAPE);
+	}
+	if (key == 0 && op != KS_OP_OTHER) {
+		/* the datapath (RQ_BIN_SHAPE): bad_key, the body skipped */
+		err(p, KS_ERR_BAD_KEY);
+		if (next > p->len)
+			return R_STOP;
+		win_skip(p, (__u32)next);
+		return (int)next;
+	}
+	if (op >= KS_OP_SET && op <= KS_OP_PREPEND && op != KS_OP_DELETE &&
+	    body - ext - key + 2 + key > REF_ITEM_MAX) {
+		if (!q(p, RQ_TOO_LARGE)) {
+			err(p, KS_ERR_REFUSED); /* E2BIG, the value swallowed */
+			if (next > p->len)
+				return R_STOP;
+			win_skip(p, (__u32)next);
+			return (int)next;
+		}
+		used(p, RQ_TOO_LARGE);
+	}
+	if (next > p->len) {
+		if (!q(p, RQ_DATA_PAST_END))
+			return R_CUT;
+		used(p, RQ_DATA_PAST_END);
+	}
+	if (key)
+		take_key(p, (int)op, u + KS_BIN_HDR + ext, key);
+	count(p, (int)op, 1, key ? 1 : 0, KS_BIN_HDR + (__u64)body);
+	if (next > p->len)
+		return R_STOP;
+	if ((h[1] == 0x07 || h[1] == 0x17) && !q(p, RQ_CLOSE))
+		return R_STOP; /* quit */
+	if (h[1] == 0x07 || h[1] == 0x17)
+		used(p, RQ_CLOSE);
+	win_skip(p, (__u32)next);
+	return (int)next;
+}
 
-	/*
-	 * LIMIT: KS_MAX_ITEMS, "commands + keys handled per packet". The
-	 * datapath spends one item per command, one per key of a get, and
-	 * one on the end of a get's key list (its parse loop in
-	 * ks_mc_parse); a packet with more gives up with ITEM_LIMIT.
-	 */
-	for (items = 0;; items++) {
-		if (items == KS_MAX_ITEMS) {
-			fail(&r, KS_ERR_ITEM_LIMIT);
+void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
+		  struct ref_out *out)
+{
+	struct p p = { .b = b, .len = len, .o = o, .out = out };
+	__u32 pos = 0;
+	int r;
+
+	memset(out, 0, offsetof(struct ref_out, keys));
+	if (!len)
+		return;
+	p.guess = o->tcp && !o->synced;
+	p.proto = b[0] == 0x80;
+	win_at(&p, 0);
+	while (pos < len) {
+		bool bin = b[pos] == 0x80;
+
+		if (bin != (bool)p.proto) {
+			if (q(&p, RQ_PROTO_MIX)) {
+				used(&p, RQ_PROTO_MIX);
+			} else if (p.proto) {
+				/* text on a binary connection: a bad magic
+				 * byte, and memcached closes */
+				break;
+			} else {
+				bin = false; /* binary bytes read as text */
+			}
+		}
+		p.cut_at = pos;
+		p.lost = false;
+		r = bin ? binary_request(&p, pos) : text_request(&p, pos);
+		if (r == R_STOP && p.lost && q(&p, RQ_CLOSE) && o->nseg > 1) {
+			/* the datapath lost the stream: it guesses again at
+			 * the start of the next segment */
+			__u32 at = bin && pos + KS_BIN_HDR <= len ?
+					   pos + KS_BIN_HDR - 1 : pos;
+
+			pos = seg_end_after(&p, at);
+			if (pos >= len)
+				break;
+			used(&p, RQ_CLOSE);
+			p.guess = true;
+			win_at(&p, pos);
+			continue;
+		}
+		if (r == R_STOP)
+			break;
+		if (r == R_CUT) {
+			/* RQ_WINDOW: a cut unit longer than a window is stuck
+			 * in it (item_limit); one longer than KS_CARRY at a
+			 * TCP segment's end is dropped, uncounted */
+			if (q(&p, RQ_WINDOW) && len - p.cut_at > KS_WIN &&
+			    !(p.o->nseg > 1 && seg_end_after(&p, p.cut_at) < len)) {
+				used(&p, RQ_WINDOW);
+				err(&p, KS_ERR_ITEM_LIMIT);
+			} else if (q(&p, RQ_WINDOW) && o->tcp &&
+				   len - p.cut_at > KS_CARRY) {
+				used(&p, RQ_WINDOW);
+			} else {
+				err(&p, KS_ERR_TRUNC_REQ);
+			}
 			break;
 		}
-		if (w.in_keys)
-			s = keys_step(&r, &w);
-		else {
-			w.start = w.pos;
-			if (r.p[w.pos] == 0x80) /* the binary magic */
-				s = binary_request(&r, &w);
-			else
-				s = text_command(&r, &w);
-		}
-		if (s != STEP_MORE)
-			break;
+		pos = (__u32)r;
 	}
-	/* a get cut short (any reason) still had its keys served */
-	if (w.in_keys && w.nkeys)
-		count(&r, w.op, 0, w.nkeys, 0);
+}
+
+int ref_reason(const struct ref_out *out)
+{
+	int i, r = REF_NO_REASON;
+	__u64 total = 0;
+
+	for (i = 0; i < KS_ERR_MAX; i++)
+		if (out->err[i]) {
+			total += out->err[i];
+			r = i;
+		}
+	return total > 1 ? -2 : r;
 }

@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * ref_mc.h - a plain user-space reference parser of memcached requests,
- * written from memcached's protocol (text, meta, binary) and from the limits
- * the datapath documents in bpf/keysteer.h. It shares no code with bpf/: the
- * differential fuzzer (dfuzz.c) runs every payload through both and reports
- * where they disagree.
+ * written from memcached 1.6's behaviour (proto_text.c, proto_bin.c,
+ * util.c's number rules) for text, meta and binary requests. It shares no
+ * code with bpf/: the differential fuzzer (dfuzz.c) runs every payload or
+ * stream through both and reports where they disagree.
  *
- * What it says about one payload is what the datapath should count for it:
- * requests, keys and bytes per op, every key in order (the keys a sampler
- * at sample_n 1 reports), and the one reason that stopped parsing, if any.
+ * What it says about a byte stream (one UDP datagram, one lone TCP segment,
+ * or a whole TCP connection) is what memcached serves of it: requests, keys
+ * and bytes per op, every key in order (the keys a sampler at sample_n 1
+ * reports), and each refused request counted by the enum ks_reason the
+ * datapath uses for that kind of refusal.
+ *
+ * Where the datapath is known to read a byte otherwise than memcached, the
+ * reference can also read it the datapath's way: one bit of enum ref_quirk
+ * each. dfuzz compares with the quirks off; a mismatch that disappears with
+ * one quirk on is a known, reported disagreement (docs/fuzzing.md), filed
+ * under its name, not a new bug.
  */
 #ifndef KS_REF_MC_H
 #define KS_REF_MC_H
@@ -17,44 +25,73 @@
 #include <linux/types.h>
 #include "keysteer.h"
 
-#define REF_NO_REASON (-1)
-#define REF_MAX_KEYS  KS_MAX_ITEMS /* no packet can name more */
+#define REF_MAX_KEYS 8192
 
 struct ref_key {
 	__u8 op;    /* enum ks_op */
 	__u16 len;
-	__u32 off;  /* where the key starts in the payload */
+	__u32 off;  /* where the key starts in the input */
 };
 
-/*
- * Where the protocol and the datapath's documentation leave room to read a
- * byte either way, the reference follows the protocol, and says so when
- * that choice is what stopped the parse: the fuzzer then files a mismatch
- * under the note, so one such choice is one finding, not dozens.
- */
-enum ref_note {
-	REF_NOTE_NONE = 0,
-	REF_NOTE_WORD_END,    /* a long keyless word ended by a control byte */
-	REF_NOTE_NUMBER_END,  /* <bytes> ended by a byte memcached refuses */
-	REF_NOTE_SPACE_RUN,   /* more spaces than the datapath follows */
-	REF_NOTE_HALF_TAIL,   /* a data block's "\r\n" half in the packet */
-	REF_NOTE_MAX,
+/* The datapath's known readings that differ from memcached's. */
+enum ref_quirk {
+	RQ_KEYLESS,      /* keyless words by their first 4 bytes, any args */
+	RQ_NUL,          /* a NUL byte does not end the line's tokens */
+	RQ_LEAD_SPACE,   /* spaces before the command word: not a request */
+	RQ_CR_WORD,      /* a word ended by '\r' (not "\r\n") is still taken */
+	RQ_NUM_FORM,     /* numbers: digits only, at most 10 (20) of them */
+	RQ_GAT_EXPTIME,  /* gat/gats: the exptime token is not checked */
+	RQ_META_FLAGS,   /* meta flags not checked (count, duplicates, ...) */
+	RQ_BGET,         /* "bget" unknown */
+	RQ_PROTO_MIX,    /* text or binary chosen per request, not per conn */
+	RQ_CLOSE,        /* parsing goes on after quit / an HTTP/ line */
+	RQ_BIN_SHAPE,    /* binary extras/key/body shape per opcode unchecked */
+	RQ_BIN_UNKNOWN,  /* unknown binary opcode: an "other" request */
+	RQ_TOO_LARGE,    /* a value over memcached's item size is counted */
+	RQ_CUT_KEYS,     /* keys of a get line the stream ends inside count */
+	RQ_DATA_PAST_END,/* a storage request counts before its data is in */
+	RQ_WINDOW,       /* a data block's "\r\n" outside the line's window is
+			  * not checked; a line longer than a window is lost */
+	RQ_EARLY_REFUSE, /* a line the stream ends inside is refused (or not)
+			  * by the tokens already in */
+	RQ_MAX,
 };
 
-extern const char *const ref_note_names[REF_NOTE_MAX];
+extern const char *const ref_quirk_names[RQ_MAX];
+
+struct ref_opts {
+	bool tcp;        /* TCP (else one UDP datagram's payload) */
+	bool synced;     /* the stream's start is known (a SYN): no guessing */
+	unsigned quirks; /* 1 << enum ref_quirk */
+	/* RQ_WINDOW: where the datapath's segments end (ascending, the last
+	 * one the input's length); none: one segment */
+	const __u32 *seg_end;
+	unsigned nseg;
+};
 
 struct ref_out {
 	struct ks_op_stats ops[KS_OP_MAX];
-	int reason;          /* enum ks_reason, or REF_NO_REASON */
-	int note;            /* enum ref_note behind the reason, if any */
+	__u64 err[KS_ERR_MAX];
+	unsigned quirks_used; /* quirk bits that changed a decision */
+	/* a request line (not a get's key list) long enough that the
+	 * datapath's window (KS_WIN) or carry (KS_CARRY, at a segment end)
+	 * cannot hold it: RQ_WINDOW then models the datapath only roughly */
+	bool long_line;
 	unsigned nkeys;
+	bool keys_full;       /* more keys than REF_MAX_KEYS */
 	struct ref_key keys[REF_MAX_KEYS];
 };
 
 /*
- * Parses the memcached payload of one TCP segment (tcp) or one UDP
- * datagram after its 8-byte frame header (!tcp): plen bytes at pay.
+ * Parses len bytes at b: a UDP datagram's payload (after its 8-byte frame
+ * header) or the bytes of a TCP stream, which ends after them (FIN or
+ * RST): a request cut by the end counts KS_ERR_TRUNC_REQ.
  */
-void ref_mc_parse(const __u8 *pay, __u32 plen, bool tcp, struct ref_out *out);
+void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
+		  struct ref_out *out);
+
+/* The one reason counted, REF_NO_REASON, or -2 for several. */
+#define REF_NO_REASON (-1)
+int ref_reason(const struct ref_out *out);
 
 #endif
