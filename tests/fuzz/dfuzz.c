@@ -127,14 +127,8 @@ mismatch(struct verdict *v, const char *sig, const char *fmt, ...)
  * for more than one. */
 static int dp_reason(const struct fz_dp *d)
 {
-	int i, r = REF_NO_REASON;
-	__u64 total = 0;
-
-	for (i = 0; i < KS_ERR_MAX; i++)
-		if (d->err[i]) {
-			total += d->err[i];
-			r = i;
-		}
+	return ref_reason_of(d->err);
+}
 	return total > 1 ? -2 : r;
 }
 

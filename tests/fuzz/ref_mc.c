@@ -1274,15 +1274,20 @@ void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
 	}
 }
 
-int ref_reason(const struct ref_out *out)
+int ref_reason_of(const __u64 err[KS_ERR_MAX])
 {
 	int i, r = REF_NO_REASON;
 	__u64 total = 0;
 
 	for (i = 0; i < KS_ERR_MAX; i++)
-		if (out->err[i]) {
-			total += out->err[i];
+		if (err[i]) {
+			total += err[i];
 			r = i;
 		}
 	return total > 1 ? -2 : r;
+}
+
+int ref_reason(const struct ref_out *out)
+{
+	return ref_reason_of(out->err);
 }

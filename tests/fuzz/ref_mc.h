@@ -93,5 +93,7 @@ void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
 /* The one reason counted, REF_NO_REASON, or -2 for several. */
 #define REF_NO_REASON (-1)
 int ref_reason(const struct ref_out *out);
+/* The same for any ks_errors deltas. */
+int ref_reason_of(const __u64 err[KS_ERR_MAX]);
 
 #endif
