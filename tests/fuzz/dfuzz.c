@@ -129,8 +129,6 @@ static int dp_reason(const struct fz_dp *d)
 {
 	return ref_reason_of(d->err);
 }
-	return total > 1 ? -2 : r;
-}
 
 /*
  * The reference's results against the datapath's for the bytes b (the
