@@ -22,6 +22,10 @@ LDLIBS   := -lbpf -lelf -lz -lm
 # The etcd client (user/etcd.c): HTTP by libcurl, JSON by jansson; linked
 # into what holds the agent's code (target-specific, below).
 ETCD_LIBS := -lcurl -ljansson
+# Debian's libmicrohttpd serves --listen and --metrics (user/http_serve.c):
+# linked into what holds the agent's code (the agent, the test programs
+# and the harnesses that link its library), not ks_load or dfuzz.
+HTTP_LIBS := -lmicrohttpd
 
 ifeq ($(V),1)
 Q :=
@@ -43,7 +47,7 @@ LIB_OBJS   := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test
 
-$(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS)
+$(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
@@ -253,6 +257,7 @@ $(FUZZ_DIR)/libks_san.a: $(FUZZ_USER_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # kt_netns.c: fz_http listens inside a network namespace of its own.
+$(FUZZ_DIR)/fz_%: LDLIBS += $(HTTP_LIBS)
 $(FUZZ_DIR)/fz_%: tests/fuzz/fz_%.c tests/fuzz/fz_common.h tests/lib/kt_netns.c $(FUZZ_DIR)/libks_san.a
 	$(call msg,FUZZER,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Itests/lib -Werror -fsanitize=fuzzer $< tests/lib/kt_netns.c \

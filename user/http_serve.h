@@ -2,10 +2,14 @@
 /*
  * http_serve.h - the agent's documents over HTTP: the routing document
  * (--listen), for clients and proxies that route TCP traffic themselves,
- * and the Prometheus metrics (--metrics). A single-threaded HTTP/1.x
- * server driven from the agent's own poll loop: it never blocks, answers
- * one request per connection (Connection: close) and serves only what
- * srv->serves names (routing alone by default):
+ * and the Prometheus metrics (--metrics). Debian's libmicrohttpd parses the
+ * requests and writes the answers; this module owns the listening socket
+ * (TCP or unix:PATH with its mode and group), accepts, enforces the
+ * connection limit and the header timeout, routes and answers, all from
+ * the agent's own poll loop (libmicrohttpd in external epoll mode: one fd
+ * in the loop). It never blocks, answers one request per connection
+ * (Connection: close) and serves only what srv->serves names (routing
+ * alone by default):
  *
  *   GET|HEAD /  /routing  /routing.json   -> 200 application/json
  *   GET|HEAD /metrics                     -> 200 text/plain; version=0.0.4
@@ -13,6 +17,10 @@
  * with 404 for other paths, 405 for other methods, 400 for garbage, 431 for
  * a header over KS_HTTP_HEADER_MAX, 408 for a client that does not send a
  * whole header in time and 503 once KS_HTTP_MAX_CLIENTS are connected.
+ * Malformed requests that libmicrohttpd refuses itself (a bad request line
+ * or header line, a version other than 1.x, a header larger than its
+ * memory pool) get its answers: 400, 505 or 431 with Connection: close and
+ * a short HTML body.
  *
  * Use:
  *   struct ks_http_server srv = {};          (zeroed: default timeouts)
@@ -40,16 +48,16 @@
 #include <linux/types.h>
 
 #define KS_HTTP_MAX_CLIENTS  16
-#define KS_HTTP_POLLFDS      (1 + KS_HTTP_MAX_CLIENTS) /* listen + clients */
+/* listen + libmicrohttpd's epoll fd + clients not yet handed to it */
+#define KS_HTTP_POLLFDS      (2 + KS_HTTP_MAX_CLIENTS)
 #define KS_HTTP_HEADER_MAX   8192                      /* request header bytes */
 
 /* Defaults taken when the field below is 0. */
 #define KS_HTTP_HEADER_TIMEOUT_NS 2000000000ULL  /* accept to end of header */
-#define KS_HTTP_SEND_TIMEOUT_NS   10000000000ULL /* a reader taking nothing */
-#define KS_HTTP_LINGER_NS         1000000000ULL  /* wait for the client's FIN */
+/* A reader taking nothing; libmicrohttpd counts it in whole seconds. */
+#define KS_HTTP_SEND_TIMEOUT_NS   10000000000ULL
 
-struct ks_http_client;
-struct ks_http_doc;
+struct ks_http_priv;
 
 /* What a server can serve; srv->serves is a mask of KS_HTTP_SERVES(kind). */
 enum ks_http_kind {
@@ -83,10 +91,7 @@ struct ks_http_server {
 
 	/* Private to http_serve.c. */
 	int fd;                          /* listening socket */
-	struct ks_http_client *clients;  /* NULL: not open */
-	struct ks_http_doc *doc[KS_HTTP_KINDS]; /* latest copy of each */
-	int doc_checked;                 /* routing doc compared this call */
-	__u64 accept_resume_ns;          /* out of fds: accept again then */
+	struct ks_http_priv *priv;       /* NULL: not open */
 	char name[128];                  /* "127.0.0.1:9180", for messages */
 	char unix_path[108];             /* a Unix socket to remove at close */
 };
@@ -120,7 +125,8 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
 		      char *err, size_t errlen);
 
-/* Fills at most max entries (listen socket first); returns how many. */
+/* Fills at most max entries (listen socket first, then libmicrohttpd's
+ * epoll fd); returns how many. */
 int ks_http_pollfds(const struct ks_http_server *srv, struct pollfd *pfd,
 		    int max);
 
@@ -164,7 +170,7 @@ int ks_http_publish(struct ks_http_server *srv, enum ks_http_kind kind,
  * documents; safe to repeat. */
 void ks_http_close(struct ks_http_server *srv);
 
-/* Clients connected now (reading, writing or closing). */
+/* Clients connected now (waiting for a first byte or with libmicrohttpd). */
 int ks_http_clients(const struct ks_http_server *srv);
 
 #endif

@@ -438,9 +438,13 @@ static void t_head(void)
 	server_stop_expect(&fx, 1, 0);
 }
 
-/* An error answer: status, no-store, close, and a body unless HEAD. */
-static void check_error(const char *req, size_t len, int want,
-			int head_only)
+/*
+ * An error answer: status, close, a body that matches its Content-Length
+ * (none after HEAD); ours (not one libmicrohttpd made itself for a request
+ * it refused) also no-store and the Allow of a 405.
+ */
+static void check_error_from(const char *req, size_t len, int want,
+			     int head_only, int ours)
 {
 	struct reply r;
 	char v[64];
@@ -450,8 +454,10 @@ static void check_error(const char *req, size_t len, int want,
 	      want);
 	CHECK(!strcmp(hs_header(&r, "Connection", v, sizeof(v)), "close"),
 	      "'%.30s': Connection '%s'", req, v);
-	CHECK(!strcmp(hs_header(&r, "Cache-Control", v, sizeof(v)), "no-store"),
-	      "'%.30s': Cache-Control '%s'", req, v);
+	if (ours)
+		CHECK(!strcmp(hs_header(&r, "Cache-Control", v, sizeof(v)),
+			      "no-store"),
+		      "'%.30s': Cache-Control '%s'", req, v);
 	CHECK(head_only ? r.body_len == 0 : r.body_len > 0 &&
 	      r.body_len == strtoul(hs_header(&r, "Content-Length", v, sizeof(v)), NULL, 10),
 	      "'%.30s': body of %zu bytes disagrees with Content-Length", req,
@@ -462,7 +468,13 @@ static void check_error(const char *req, size_t len, int want,
 	hs_free(&r);
 }
 
+static void check_error(const char *req, size_t len, int want, int head_only)
+{
+	check_error_from(req, len, want, head_only, 1);
+}
+
 #define ERR(req, want) check_error(req, sizeof(req) - 1, want, 0)
+#define MHD_ERR(req, want) check_error_from(req, sizeof(req) - 1, want, 0, 0)
 
 static void t_not_found(void)
 {
@@ -493,7 +505,13 @@ static void t_method(void)
 static void t_garbage(void)
 {
 	static const char tls_hello[] = "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03";
+	static const char *const lenient[] = {
+		"GET  / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n folded: x\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a\001b\r\n\r\n",
+	};
 	char big[KS_HTTP_HEADER_MAX + 1000];
+	size_t i;
 	struct fixture fx;
 	struct reply r;
 	__u64 t0;
@@ -507,23 +525,39 @@ static void t_garbage(void)
 	CHECK(ms_since(t0) < 1000, "TLS hello answered after %llu ms",
 	      (unsigned long long)ms_since(t0));
 	ERR("hello\r\n\r\n", 400);
-	ERR("GET /\r\n\r\n", 400);                    /* HTTP/0.9 */
-	ERR("GET / HTTP/1.1 extra\r\n\r\n", 400);
-	ERR("GET  / HTTP/1.1\r\n\r\n", 400);
 	ERR("GET * HTTP/1.1\r\n\r\n", 400);
-	ERR("GET / HTTX/1.1\r\n\r\n", 400);
-	ERR("GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400);
-	ERR("GET / HTTP/1.1\r\n folded: x\r\n\r\n", 400);
-	ERR("GET / HTTP/1.1\r\nX: a\001b\r\n\r\n", 400);
-	ERR("GET / HTTP/2.0\r\n\r\n", 505);
+	/* Refused by libmicrohttpd itself: its status, its short HTML body. */
+	MHD_ERR("GET /\r\n\r\n", 400);                    /* HTTP/0.9 */
+	MHD_ERR("GET / HTTP/1.1 extra\r\n\r\n", 400);
+	MHD_ERR("GET / HTTX/1.1\r\n\r\n", 400);
+	MHD_ERR("GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400);
+	MHD_ERR("GET / HTTP/2.0\r\n\r\n", 505);
 	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
 	memset(big + n, 'a', sizeof(big) - (size_t)n);
-	check_error(big, sizeof(big), 431, 0);
+	check_error_from(big, sizeof(big), 431, 0, 0);
+	/* A complete header over KS_HTTP_HEADER_MAX that libmicrohttpd took:
+	 * our 431. */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
+	memset(big + n, 'a', KS_HTTP_HEADER_MAX + 200 - (size_t)n);
+	memcpy(big + KS_HTTP_HEADER_MAX + 200, "\r\n\r\n", 4);
+	check_error(big, KS_HTTP_HEADER_MAX + 204, 431, 0);
+	/*
+	 * What libmicrohttpd reads leniently, as RFC 9112 and 9110 let a
+	 * recipient (our own parser refused these with 400): a run of spaces
+	 * between the words of the request line (RFC 9112 3), a whitespace-
+	 * preceded line before the first field (2.2, skipped) and a control
+	 * byte other than CR, LF or NUL in a field value (RFC 9110 5.5).
+	 */
+	for (i = 0; i < sizeof(lenient) / sizeof(lenient[0]); i++) {
+		CHECK(!hs_get(lenient[i], &r) && r.status == 200,
+		      "'%.30s': status %d, want 200", lenient[i], r.status);
+		hs_free(&r);
+	}
 	/* and it still serves */
 	CHECK(!hs_get("GET / HTTP/1.1\r\n\r\n", &r) && r.status == 200,
 	      "no 200 after the garbage (status %d)", r.status);
 	hs_free(&r);
-	server_stop_expect(&fx, 1, 12);
+	server_stop_expect(&fx, 4, 10);
 }
 
 static void t_no_doc(void)
