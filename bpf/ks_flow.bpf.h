@@ -89,11 +89,10 @@ static __always_inline void ks_flow_init(struct ks_flow *f, __u64 id,
 	f->op = 0;
 }
 
-/* A get's keys already served when its stream ends or is lost. */
+/* A request the stream ends or loses inside of: memcached never runs
+ * it (a get line without its end, a set without all of its block). */
 static __always_inline void ks_flow_flush_keys(struct ks_flow *f)
 {
-	if (f->mode == KS_FM_KEYS && f->nkeys)
-		ks_count_op(f->op, 0, f->nkeys, 0);
 	f->nkeys = 0;
 }
 
@@ -107,7 +106,8 @@ static __always_inline void ks_flow_drop_carry(struct ks_flow *f)
 static __always_inline void ks_flow_release(struct ks_flow *f)
 {
 	/* a request the stream ended inside of is never served */
-	if (f->carry || f->mode == KS_FM_KEYS)
+	if (f->carry || f->mode == KS_FM_KEYS ||
+	    (f->mode == KS_FM_SKIP && f->op < KS_OP_MAX))
 		ks_count_err(KS_ERR_TRUNC_REQ);
 	ks_flow_flush_keys(f);
 	ks_flow_drop_carry(f);
@@ -193,8 +193,12 @@ __noinline int ks_flow_quick(struct ks_scratch *s, const struct ks_l4 *l4)
 			s->flow_way = w;
 		} else if (f->mode == KS_FM_SKIP && f->left >= plen) {
 			f->left -= plen;
-			if (!f->left)
+			if (!f->left) {
+				/* the block is through: its request counts */
+				if (f->op < KS_OP_MAX)
+					ks_count_op(f->op, 1, f->nkeys, f->acc);
 				f->mode = KS_FM_COMMAND;
+			}
 			ks_count_pkt(KS_PKT_FLOW_CONT);
 			s->seg_done = 1;
 		} else {
@@ -267,6 +271,10 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 		 * that its bytes are parsed if they come late, not dropped
 		 * as old */
 		ks_count_pkt(KS_PKT_RESYNC_GAP);
+		/* a request waiting on its block: memcached gets the block
+		 * whole (TCP delivers the hole), so it runs */
+		if (f->mode == KS_FM_SKIP && f->op < KS_OP_MAX)
+			ks_count_op(f->op, 1, f->nkeys, f->acc);
 		/* one hole at a time: an older one's bytes, if they still
 		 * come, are dropped as old (after the disarm below) */
 		f->gap_lo = f->next_seq;

@@ -384,11 +384,24 @@ static __always_inline int ks_mc_goto(struct ks_scratch *s, __u32 next)
 	return KS_STEP_MORE;
 }
 
-/* Count a finished request of len bytes and move to the next one. */
+/*
+ * Count a finished request of len bytes and move to the next one. A
+ * request whose data block runs past the window counts when the block is
+ * through (s->pend), as memcached executes it only then: a stream that
+ * ends inside the block stored nothing. Its key was taken at its line, so
+ * a write to a hot key still marks it dirty at once.
+ */
 static __always_inline int ks_mc_next_request(struct ks_scratch *s, __u32 op,
 					      __u32 keys, __u32 len)
 {
-	ks_count_op(op, 1, keys, len);
+	if (s->req_start + len > s->end) {
+		s->pend = 1;
+		s->pend_op = op;
+		s->pend_keys = keys;
+		s->pend_len = len;
+	} else {
+		ks_count_op(op, 1, keys, len);
+	}
 	return ks_mc_goto(s, s->req_start + len);
 }
 
@@ -767,51 +780,86 @@ static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
 			return KS_OP_REPLACE;
 		break;
 	}
-	/* keyless commands, some longer than 7 bytes: their first four */
-	switch (word & 0xffffffff) {
-	case KS_S4('s', 't', 'a', 't'):
-	case KS_S4('v', 'e', 'r', 's'):
-	case KS_S4('v', 'e', 'r', 'b'):
-	case KS_S4('f', 'l', 'u', 's'):
-	case KS_S4('q', 'u', 'i', 't'):
-	case KS_S4('s', 'h', 'u', 't'):
-	case KS_S4('c', 'a', 'c', 'h'):
-	case KS_S4('s', 'l', 'a', 'b'):
-	case KS_S4('l', 'r', 'u', '_'):
-	case KS_S4('w', 'a', 't', 'c'):
-	case KS_S4('m', 'i', 's', 'b'):
-		return KS_OP_OTHER;
+	/* keyless commands of up to 8 bytes, by their whole word */
+	switch (n) {
+	case 3:
+		if (word == KS_W3('l', 'r', 'u'))
+			return KS_OP_OTHER;
+		break;
+	case 4:
+		if (word == KS_S4('q', 'u', 'i', 't'))
+			return KS_OP_OTHER;
+		if (word == KS_S4('b', 'g', 'e', 't')) /* a get, to memcached */
+			return KS_OP_GET;
+		break;
+	case 5:
+		if (word == KS_W5('s', 't', 'a', 't', 's') ||
+		    word == KS_W5('s', 'l', 'a', 'b', 's') ||
+		    word == KS_W5('w', 'a', 't', 'c', 'h'))
+			return KS_OP_OTHER;
+		break;
+	case 7:
+		if (word == KS_W7('v', 'e', 'r', 's', 'i', 'o', 'n'))
+			return KS_OP_OTHER;
+		break;
+	case 8:
+		if (word == (KS_W7('s', 'h', 'u', 't', 'd', 'o', 'w') |
+			     (__u64)'n' << 56) ||
+		    word == (KS_W7('e', 'x', 't', 's', 't', 'o', 'r') |
+			     (__u64)'e' << 56))
+			return KS_OP_OTHER;
+		break;
 	}
-	if (n == 3 && word == KS_W3('l', 'r', 'u'))
-		return KS_OP_OTHER;
 	return KS_OP_MAX;
 }
 
 /*
+ * The keyless commands longer than a word, told by their first eight bytes:
+ * the length the whole word must have, or 0.
+ */
+static __always_inline __u32 ks_mc_long_word_len(__u64 w)
+{
+#define KS_W8(a, b, c, d, e, f, g, h) \
+	(KS_W7(a, b, c, d, e, f, g) | (__u64)(h) << 56)
+	switch (w) {
+	case KS_W8('v', 'e', 'r', 'b', 'o', 's', 'i', 't'): /* verbosity */
+	case KS_W8('f', 'l', 'u', 's', 'h', '_', 'a', 'l'): /* flush_all */
+	case KS_W8('m', 'i', 's', 'b', 'e', 'h', 'a', 'v'): /* misbehave */
+	case KS_W8('d', 'e', 'b', 'u', 'g', 't', 'i', 'm'): /* debugtime */
+		return 9;
+	case KS_W8('l', 'r', 'u', '_', 'c', 'r', 'a', 'w'): /* lru_crawler */
+		return 11;
+	case KS_W8('c', 'a', 'c', 'h', 'e', '_', 'm', 'e'): /* cache_memlimit */
+		return 14;
+	}
+	return 0;
+#undef KS_W8
+}
+
+/*
  * avail (>= 1) bytes of w are payload. Bytes past them are set to 'A' so
- * that stale window bytes neither end a word nor match one.
+ * that stale window bytes neither end a word nor match one. The command
+ * is memcached's first token: it ends at a space or the line end (one '\r'
+ * before a '\n' dropped), so "get\tx" or "get\rx" is no get. A word with
+ * no end in these 8 bytes has len 0: a long keyless word, or none.
  */
 static __always_inline struct ks_cmd ks_mc_match(__u64 w, __u32 avail)
 {
 	struct ks_cmd cmd = { KS_OP_MAX, 0 };
 	__u64 keep, m;
 	__u32 n;
-	__u8 t;
 
 	if (avail < 8) {
 		keep = (1ULL << (avail * 8)) - 1;
 		w = (w & keep) | ('A' * KS_ONES & ~keep);
 	}
-	m = ks_mask_delim(w);
-	if (!m) {
-		/* no word end in 8 bytes: only the long keyless words */
-		n = 8;
-		cmd.op = ks_mc_word_op(w, 8);
-		return cmd;
-	}
+	m = ks_mask_token_end(w);
+	if (!m)
+		return cmd; /* len 0: the token goes on past these 8 bytes */
 	n = ks_first_flagged(m);
-	t = w >> (n * 8);
-	if (n == 0 || (t != ' ' && t != '\r' && t != '\n'))
+	if (n && (__u8)(w >> (n * 8)) == '\n' && (__u8)(w >> (n * 8 - 8)) == '\r')
+		n--;
+	if (n == 0)
 		return cmd;
 	cmd.op = ks_mc_word_op(w & ((1ULL << (n * 8)) - 1), n);
 	cmd.len = n;
@@ -836,22 +884,39 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		s->resync = 0;
 		return ks_mc_binary(s, pos);
 	}
+	/* memcached's tokenizer skips spaces before the first token too */
+	if (KS_BYTE(s, pos) == ' ') {
+		p = ks_mc_skip_sp(s, pos);
+		if (p < 0 || (__u32)p >= s->end)
+			return ks_cut(s, s->req_start);
+		pos = p;
+	}
 	w = ks_win_word(s, pos);
 	avail = s->end - pos;
 	cmd = ks_mc_match(w, avail);
-	/* a keyless word longer than 8 bytes was matched on its start: it
-	 * too must end in a space or the line end, or it is no command */
-	if (cmd.op == KS_OP_OTHER && !cmd.len) {
-		p = ks_mc_scan(s, pos, s->end, KS_SCAN_DELIM);
-		if (p >= 0 && KS_BYTE(s, p) != ' ' && KS_BYTE(s, p) != '\r' &&
-		    KS_BYTE(s, p) != '\n')
-			cmd.op = KS_OP_MAX;
+	/* a token with no end in its first 8 bytes: a word of 7 or 8 bytes
+	 * ending the line ("version\r\n"), a long keyless word, or none */
+	if (!cmd.len && avail >= 8) {
+		p = ks_mc_scan(s, pos, s->end, KS_SCAN_TOKEN);
+		if (p < 0 && s->end - pos < 16)
+			return ks_cut(s, s->req_start); /* may still be one */
+		if (p >= 0) {
+			cmd.len = p - pos;
+			if (KS_BYTE(s, p) == '\n' && KS_BYTE(s, p - 1) == '\r')
+				cmd.len--;
+			if (cmd.len <= 8)
+				cmd.op = ks_mc_word_op(
+					ks_mc_word_at(s, pos, cmd.len), cmd.len);
+			else if (cmd.len == ks_mc_long_word_len(w))
+				cmd.op = KS_OP_OTHER;
+		}
 	}
 	if (cmd.op == KS_OP_MAX) {
 		/* A word cut by the end of what we have: a split request. */
-		if (avail < 8 && !(ks_mask_delim(w) &
+		if (avail < 8 && !(ks_mask_token_end(w) &
 				   ((1ULL << (avail * 8)) - 1)))
-			return ks_cut(s, pos);
+			return ks_cut(s, s->req_start);
+
 		/* Where the stream's position is a guess, a segment may begin
 		 * inside a value or a split line: pass it over. */
 		if (s->resync)

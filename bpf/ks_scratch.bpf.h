@@ -67,6 +67,10 @@ struct ks_scratch {
 	__u32 req_start; /* where that request began */
 	__u32 nkeys;     /* keys seen in it so far */
 	__u32 acc;       /* its bytes in earlier windows or segments */
+	__u32 pend;      /* a request waits for its data block to be through */
+	__u32 pend_op;   /* ... its op, keys and bytes */
+	__u32 pend_keys;
+	__u32 pend_len;
 	__u32 cut;       /* KS_STEP_CUT: first byte of the unfinished unit */
 	__u32 skip_to;   /* KS_STEP_SKIP: where the next request begins */
 	__u32 resync;    /* the window's start is a guess: it must begin

@@ -69,6 +69,14 @@ __noinline int ks_carry_save(struct ks_scratch *s, __u64 id, __u32 from)
 									(int)len;
 }
 
+/* The data block of the request waiting on it is through: count it. */
+static __always_inline void ks_stream_pend_done(struct ks_scratch *s)
+{
+	if (s->pend)
+		ks_count_op(s->pend_op, 1, s->pend_keys, s->pend_len);
+	s->pend = 0;
+}
+
 /* The walk through one segment's windows. */
 struct ks_walk {
 	__u32 payload_off;
@@ -98,6 +106,7 @@ static __always_inline long ks_window(void *ctx, struct ks_scratch *s,
 		w->left -= len;
 		if (w->left)
 			return 1;
+		ks_stream_pend_done(s);
 	}
 	if ((w->pos >= w->limit && !carry) || carry > KS_CARRY)
 		return 1;
@@ -188,6 +197,7 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 	s->op = 0;
 	s->nkeys = 0;
 	s->acc = 0;
+	s->pend = 0;
 	/* a datagram begins with a request; a TCP segment, unless we know
 	 * where it stands, may not */
 	s->resync = l4->proto == IPPROTO_TCP;
@@ -199,6 +209,13 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 		s->nkeys = f->nkeys;
 		s->acc = f->acc;
 		w.left = f->left;
+		if (f->mode == KS_FM_SKIP) {
+			/* the request the block belongs to counts at its end */
+			s->pend = f->op < KS_OP_MAX;
+			s->pend_op = f->op;
+			s->pend_keys = f->nkeys;
+			s->pend_len = f->acc;
+		}
 		if ((f->mode != KS_FM_COMMAND || f->carry) && !s->resync)
 			ks_count_pkt(KS_PKT_FLOW_CONT);
 		if (f->carry) {
@@ -228,11 +245,12 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 	}
 
 	if (!save) {
-		/* a datagram, or a guess in a hole: what was cut is truncated */
+		/* a datagram, or a guess in a hole: what was cut is truncated
+		 * and memcached serves none of it; a first fragment's data
+		 * block memcached gets whole, reassembled */
 		if ((w.keep || s->state == KS_ST_KEYS) && !w.lost)
 			ks_count_err(KS_ERR_TRUNC_REQ);
-		if (s->state == KS_ST_KEYS && s->nkeys)
-			ks_count_op(s->op, 0, s->nkeys, 0);
+		ks_stream_pend_done(s);
 		if (f && (w.keep || w.lost))
 			ks_disarm_all(s);
 		return;
@@ -261,6 +279,13 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 		f->mode = KS_FM_UNSYNC; /* still no request seen */
 	f->left = w.left;
 	f->acc = s->acc;
+	if (w.left) {
+		/* the request waits for the rest of its block; KS_OP_MAX for
+		 * a block memcached reads but answers with an error */
+		f->op = s->pend ? s->pend_op : KS_OP_MAX;
+		f->nkeys = s->pend_keys;
+		f->acc = s->pend_len;
+	}
 }
 
 /* One global function per program type, so the verifier checks the

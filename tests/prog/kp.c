@@ -1301,6 +1301,12 @@ void kp_x_keyn(int op, const void *key, size_t len)
 		model_sample(op, key, len);
 }
 
+void kp_x_sampled_only(int op, const void *key, size_t len)
+{
+	if (kp.x.exact)
+		model_sample(op, key, len);
+}
+
 void kp_x_req(int op, size_t bytes, ...)
 {
 	const char *key;

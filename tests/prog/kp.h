@@ -182,6 +182,9 @@ void kp_send_tcp4(const char *pay);
 void kp_x_req(int op, size_t bytes, ...);
 /* One more key of op (request already counted). */
 void kp_x_keyn(int op, const void *key, size_t len);
+/* a key taken (sampled) as it came, of a request that never completed:
+ * in the sketch and candidates, not in the op counts */
+void kp_x_sampled_only(int op, const void *key, size_t len);
 void kp_x_err(int reason);
 /* Packet counters that the test does not pin down. */
 void kp_x_pkt_dontcare(int counter);

@@ -150,7 +150,7 @@ static void fp_shapes(__u32 sample_n, const char *name)
 		}
 	}
 	/* the command word itself */
-	fp_compare("gets abcdefgh\r\n", 16);
+	fp_compare("gets abcdefgh\r\n", 15);
 	fp_compare("get  abcdefgh\r\n", 15);
 	fp_compare("GET abcdefgh\r\n", 14);
 	fp_compare("get abcdefgh\r\r\n", 15);

@@ -125,8 +125,10 @@ static void expect_cut_get_keys(const __u8 *pay, __u32 n)
 			i++;
 		if (i >= n)
 			return; /* no delimiter: the key may go on */
-		kp_x_keyn(KS_OP_GET, pay + start,
-			  i - start - (pay[i] == '\n' && pay[i - 1] == '\r'));
+		/* sampled as it came; the line never ends, so memcached
+		 * serves none of it and it does not count */
+		kp_x_sampled_only(KS_OP_GET, pay + start,
+				  i - start - (pay[i] == '\n' && pay[i - 1] == '\r'));
 	}
 }
 
@@ -258,6 +260,15 @@ static void t_trunc_set(void)
 			kp_x_l4_dontcare();
 			/* a write counts only once its line is whole:
 			 * a cut line leaves no key in the sketch */
+		} else if (n < strlen(req)) {
+			/* the line is whole, the block is not: the key is
+			 * taken (a hot key is dirtied at its line), the set
+			 * counts only once its block is through, which this
+			 * stream never sees */
+			kp_send(&p);
+			kp_x_sampled_only(KS_OP_SET, "k", 1);
+			kp_x_err(KS_ERR_TRUNC_REQ);
+			kp_x_l4_dontcare();
 		} else {
 			kp_send_mc(&p);
 			kp_x_req(KS_OP_SET, strlen(req), "k", NULL);
@@ -515,13 +526,14 @@ static void t_requests(void)
 	kp_x_req(KS_OP_GET, 9, "a\x01z", NULL);
 	kp_end();
 	bad_text("request_line_without_newline", "get abc", KS_ERR_TRUNC_REQ);
-	/* a get line its stream ends inside of: complete keys count, the
-	 * cut one and the request do not; "ghi\r" may still go on (a key
-	 * ends at a space or the line end only), so it is no key yet */
-	kp_begin("get_line_cut_counts_complete_keys_only");
+	/* a get line its stream ends inside of: memcached serves none of it
+	 * (the line never ends), so no key counts; a complete key was
+	 * sampled as it came; "ghi\r" may still go on (a key ends at a space
+	 * or the line end only), so it is no key yet */
+	kp_begin("get_line_cut_counts_no_key");
 	kp_tcp4(&p, "get abc def", 11);
 	kp_send(&p);
-	kp_x_keyn(KS_OP_GET, "abc", 3);
+	kp_x_sampled_only(KS_OP_GET, "abc", 3);
 	kp_tcp4(&p, "get ghi\r", 8);
 	kp_send(&p);
 	kp.x.err[KS_ERR_TRUNC_REQ] = 2;
