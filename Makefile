@@ -38,22 +38,31 @@ endif
 BPF_OBJS := $(OUT)/keysteer.bpf.o $(OUT)/ks_empty.bpf.o
 SKELS    := $(OUT)/keysteer.skel.h $(OUT)/ks_empty.skel.h
 
-# Agent sources: every user/*.c; agent.c holds main().
-AGENT_SRCS := $(wildcard user/*.c)
+# user/ in the shape of the agent (docs/design.md): core/, render/ and
+# util/ are libks.a, which links without libbpf (the unit tests, fuzzers and
+# ks_load use it); dp/ (libbpf), net/, agent/ (the interval loop's wiring)
+# and cli/ (one file per command) make the agent with agent.c, main().
+LIB_DIRS   := core render util
+AGENT_DIRS := cli dp net agent
+LIB_SRCS   := $(foreach d,$(LIB_DIRS),$(wildcard user/$(d)/*.c))
+AGENT_SRCS := user/agent.c $(foreach d,$(AGENT_DIRS),$(wildcard user/$(d)/*.c))
+LIB_OBJS   := $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRCS))
 AGENT_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(AGENT_SRCS))
-# Library part of the agent (everything but main) for the test programs.
-LIB_OBJS   := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
+LIBKS      := $(OUT)/libks.a
+# The agent's code but main(), for the test programs that reach into it.
+AGENT_PART := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test
-
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
-all: $(OUT)/agent $(OUT)/ks_load $(TEST_BINS)
+.PHONY: all tests clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+# what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
+all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS)
+tests: $(TEST_BINS)
 
-$(OUT) $(OUT)/user:
+$(OUT):
 	$(Q)mkdir -p $@
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_H) $(VMLINUX) | $(OUT)
@@ -64,61 +73,62 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c $(wildcard user/*.h) $(SHARED_H) $(SKELS) | $(OUT)/user
+# Header dependencies come from the compiler (-MMD); the skeletons are
+# generated headers, so they exist before anything compiles.
+DEPFLAGS := -MMD -MP
+$(OUT)/user/%.o: user/%.c | $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUT)/agent: $(AGENT_OBJS)
+$(LIBKS): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/agent: $(AGENT_OBJS) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# The load generator: user/load/*.c (not part of AGENT_SRCS: wildcard does
-# not recurse) plus the agent's ring, shard-list, option and log code.
+# The load generator: user/load/*.c and libks.a (ring, shard lists,
+# options, log).
 LOAD_SRCS := $(wildcard user/load/*.c)
 LOAD_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(LOAD_SRCS))
-LOAD_LIB  := $(OUT)/user/ring.o $(OUT)/user/shards.o $(OUT)/user/opts.o \
-	$(OUT)/user/log.o
 
-$(OUT)/user/load/%.o: user/load/%.c $(wildcard user/load/*.h) $(wildcard user/*.h) $(SHARED_H)
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
-
-$(OUT)/ks_load: $(LOAD_OBJS) $(LOAD_LIB)
+$(OUT)/ks_load: $(LOAD_OBJS) $(LIBKS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lpthread
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm -lpthread
 
-# Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's library.
-$(OUT)/tests/obj/%.o: tests/%.c $(wildcard tests/*/*.h) $(wildcard user/*.h) $(wildcard user/load/*.h) $(SHARED_H) $(SKELS)
+# Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's code.
+$(OUT)/tests/obj/%.o: tests/%.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/lib -c $< -o $@
 
 TEST_LIB := $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/lib/*.c))
 tier_objs = $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/$(1)/*.c))
 
-$(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(LIB_OBJS)
+$(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(LIB_OBJS) \
-	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
+$(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(LIB_OBJS)
+$(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The ring builder against a real client (Debian's libmemcached-dev).
-$(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIB_OBJS)
+$(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lmemcached
 
 # The etcd client against real etcd processes, which
 # tests/e2e/test_etcd_client.sh starts and names on its command line.
 $(OUT)/tests/etcd_test: $(call tier_objs,etcd) $(OUT)/tests/obj/lib/ktest.o \
-	$(OUT)/user/etcd.o $(OUT)/user/etcd_codec.o
+	$(OUT)/user/net/etcd.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -130,11 +140,11 @@ deps:
 	user/scripts/deps.sh
 
 test: check-deps
-	$(MAKE) all
+	$(MAKE) all tests fuzz
 	tests/run.sh
 
 test-unit test-compat test-prog test-e2e: check-deps
-	$(MAKE) all
+	$(MAKE) all tests fuzz
 	tests/run.sh $(patsubst test-%,%,$@)
 
 demo: check-deps
@@ -147,13 +157,13 @@ demo: check-deps
 # the same run (docs/benchmarks.md).
 BENCH_BEFORE ?=
 bench: check-deps
-	$(MAKE) all
+	$(MAKE) all tests
 	$(OUT)/tests/bench $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 
 # Packets/s per core through a veth pair in namespaces of its own, keysteer
 # against the empty program (docs/benchmarks.md). About 15 s. Not in `make test`.
 bench-line: check-deps
-	$(MAKE) all
+	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
@@ -214,11 +224,12 @@ uninstall:
 # $(OUT)/fuzz/dfuzz is the differential fuzzer of the datapath (a normal
 # program, built like the other test programs). $(OUT)/fuzz/fz_* are
 # libFuzzer harnesses of the agent's parsers: clang with ASan and UBSan over
-# the user/*.c sources compiled again with those flags into
-# $(OUT)/fuzz/obj (never the normal objects). Without clang's libFuzzer
-# runtime the harnesses are not built and the fuzz tier skips them.
-# `make fuzz` runs everything for FUZZ_SECONDS each (default 600);
-# `tests/run.sh fuzz` is the bounded run (about 80 s).
+# the user/ sources compiled again with those flags into $(OUT)/fuzz/obj
+# (never the normal objects). Without clang's libFuzzer runtime the
+# harnesses are not built and the fuzz tier skips them.
+# `make fuzz` builds them; `make fuzz-long` runs everything for
+# FUZZ_SECONDS each (default 600); `tests/run.sh fuzz` is the bounded run
+# (about 80 s).
 FUZZ_DIR      := $(OUT)/fuzz
 FUZZ_SECONDS  ?= 600
 FUZZ_SEED     ?= 1
@@ -230,34 +241,33 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS   := -O1 -g $(FUZZ_SAN) -D_GNU_SOURCE -I$(OUT) -Ibpf -Iuser -Itests/fuzz \
 	-Wall -Wno-unused-parameter -Wno-missing-field-initializers
-FUZZ_USER_OBJS := $(patsubst user/%.c,$(FUZZ_DIR)/obj/user/%.o,$(filter-out user/agent.c,$(AGENT_SRCS)))
+FUZZ_USER_OBJS := $(patsubst user/%.c,$(FUZZ_DIR)/obj/user/%.o,$(LIB_SRCS) $(filter-out user/agent.c,$(AGENT_SRCS)))
 
-.PHONY: fuzz fuzz-build test-fuzz
-all: fuzz-build
-fuzz-build: $(FUZZ_DIR)/dfuzz $(if $(FUZZ_RT),$(FUZZ_HARNESS))
+.PHONY: fuzz fuzz-long test-fuzz
+fuzz: $(FUZZ_DIR)/dfuzz $(if $(FUZZ_RT),$(FUZZ_HARNESS))
 
-$(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) tests/lib/pkt.h $(SHARED_H) $(SKELS)
+$(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/lib -c $< -o $@
 
-$(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o $(OUT)/user/names.o \
-	$(OUT)/user/load_private.o
+$(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o \
+	$(OUT)/user/dp/load_private.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # The agent's sources again, instrumented for the harnesses.
-$(FUZZ_DIR)/obj/user/%.o: user/%.c $(wildcard user/*.h) $(SHARED_H) $(SKELS)
+$(FUZZ_DIR)/obj/user/%.o: user/%.c | $(SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_DIR)/libks_san.a: $(FUZZ_USER_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # kt_netns.c: fz_http listens inside a network namespace of its own.
-$(FUZZ_DIR)/fz_%: LDLIBS += $(HTTP_LIBS)
+$(FUZZ_DIR)/fz_%: LDLIBS += $(HTTP_LIBS) $(ETCD_LIBS)
 $(FUZZ_DIR)/fz_%: tests/fuzz/fz_%.c tests/fuzz/fz_common.h tests/lib/kt_netns.c $(FUZZ_DIR)/libks_san.a
 	$(call msg,FUZZER,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Itests/lib -Werror -fsanitize=fuzzer $< tests/lib/kt_netns.c \
@@ -265,10 +275,12 @@ $(FUZZ_DIR)/fz_%: tests/fuzz/fz_%.c tests/fuzz/fz_common.h tests/lib/kt_netns.c 
 
 # The long run: dfuzz and every harness FUZZ_SECONDS each, findings and
 # grown corpora under $(FUZZ_DIR)/.
-fuzz: check-deps
-	$(MAKE) all
+fuzz-long: check-deps
+	$(MAKE) all tests fuzz
 	tests/fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED)
 
 test-fuzz: check-deps
-	$(MAKE) all
+	$(MAKE) all tests fuzz
 	tests/run.sh fuzz
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

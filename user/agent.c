@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keysteer.h"
-#include "cmds.h"
-#include "log.h"
+#include "cli/cmds.h"
+#include "dp/bpf_log.h"
 
 static const struct {
 	const char *name;

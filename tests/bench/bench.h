@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #include "keysteer.h"
 #include "ks_ring.h"
-#include "hot_map.h"
+#include "dp/hot_map.h"
 
 /* a 64 KiB GRO aggregate: IPv4's largest datagram behind Ethernet */
 #define BENCH_FRAME_MAX (14 + 65535)

@@ -40,9 +40,9 @@
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "ks_empty.skel.h"
-#include "load_private.h"
+#include "dp/load_private.h"
 #include "bench.h"
-#include "opts.h"
+#include "util/opts.h"
 
 #define MSS 1448
 #define LINE_ISN 0xfff00000U

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
-#include "ring.h"
-#include "shards.h"
+#include "core/ring.h"
+#include "core/shards.h"
 
 struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 				const void *key, size_t klen,

@@ -19,7 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
-#include "load_private.h"
+#include "dp/load_private.h"
 #include "ks_empty.skel.h"
 #include "bench.h"
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "bench.h"
-#include "log.h"
-#include "opts.h"
+#include "dp/bpf_log.h"
+#include "util/opts.h"
 
 #define PACKETS_DEFAULT BENCH_PACKETS_RECORD
 /* with 2977 keys a packet, the unsampled countdown (2^30) must outlast a

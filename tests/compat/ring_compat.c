@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <libmemcached/memcached.h>
 #include "ktest.h"
-#include "ring.h"
-#include "shards.h"
+#include "core/ring.h"
+#include "core/shards.h"
 
 #define KEYS_PER_CONFIG 4000
 

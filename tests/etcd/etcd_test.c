@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "etcd.h"
+#include "net/etcd.h"
 #include "ktest.h"
 
 static struct {

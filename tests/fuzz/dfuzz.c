@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
-#include "names.h"
+#include "core/names.h"
 #include "pkt.h"
 #include "dfuzz.h"
 

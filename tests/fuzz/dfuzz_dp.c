@@ -20,7 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
-#include "load_private.h"
+#include "dp/load_private.h"
 #include "pkt.h"
 #include "dfuzz.h"
 

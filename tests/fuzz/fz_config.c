@@ -9,8 +9,8 @@
  * flag set to yes); a refused file or setting says "NAME:LINE: ...".
  */
 #include <errno.h>
-#include "cli_options.h"
-#include "config_file.h"
+#include "cli/cli_options.h"
+#include "cli/config_file.h"
 #include "fz_common.h"
 
 /* A handler that checks what it gets against the settings in order. */

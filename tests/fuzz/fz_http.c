@@ -28,7 +28,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "http_serve.h"
+#include "net/http_serve.h"
 #include "kt_netns.h"
 #include "fz_common.h"
 

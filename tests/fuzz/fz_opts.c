@@ -11,9 +11,9 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <net/if.h>
-#include "opts.h"
-#include "run_hot.h"
-#include "http_serve.h"
+#include "util/opts.h"
+#include "agent/run_hot.h"
+#include "net/http_serve.h"
 #include "fz_common.h"
 
 static void fuzz_uint(struct fz_bytes *b, char *err, size_t errlen)

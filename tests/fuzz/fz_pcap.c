@@ -7,7 +7,7 @@
  * final (every later call fails too) and its message is terminated.
  */
 #include <stdbool.h>
-#include "pcap.h"
+#include "core/pcap.h"
 #include "fz_common.h"
 
 #define MAX_FRAMES 4096 /* a file of a few KiB holds far fewer */

@@ -7,7 +7,7 @@
  * a refused file leaves no rules and a "FILE:LINE: reason" message.
  */
 #include <stdbool.h>
-#include "hotkeys.h"
+#include "core/hotkeys.h"
 #include "fz_common.h"
 
 static void check_rules(const struct ks_hot_rules *r)

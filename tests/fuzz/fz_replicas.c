@@ -7,7 +7,7 @@
  * and independent of the list's order.
  */
 #include <arpa/inet.h>
-#include "replicas.h"
+#include "core/replicas.h"
 #include "fz_common.h"
 
 static void check_set(const struct ks_replica_set *rs)

@@ -10,8 +10,8 @@
  * returned length.
  */
 #include <stdbool.h>
-#include "hotkeys.h"
-#include "replicas.h"
+#include "core/hotkeys.h"
+#include "core/replicas.h"
 #include "fz_common.h"
 
 /* ---- a JSON validator (RFC 8259), recursive descent ---- */

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "ks_ring.h"
-#include "shards.h"
+#include "core/shards.h"
 #include "fz_common.h"
 
 static void check_list(const struct ks_shards *s)

@@ -37,21 +37,18 @@
 #include "ref_mc.h"
 
 const char *const ref_quirk_names[RQ_MAX] = {
-	[RQ_KEYLESS] = "keyless-by-prefix",
+	[RQ_KEYLESS_ARGS] = "keyless-args-unchecked",
 	[RQ_NUL] = "nul-in-line",
-	[RQ_LEAD_SPACE] = "leading-space",
-	[RQ_CR_WORD] = "cr-ends-word",
 	[RQ_NUM_FORM] = "number-form",
 	[RQ_GAT_EXPTIME] = "gat-exptime-unchecked",
 	[RQ_META_FLAGS] = "meta-flags-unchecked",
-	[RQ_BGET] = "bget-unknown",
 	[RQ_PROTO_MIX] = "protocol-per-request",
 	[RQ_CLOSE] = "parse-after-close",
 	[RQ_BIN_SHAPE] = "binary-shape-unchecked",
 	[RQ_BIN_UNKNOWN] = "binary-unknown-opcode",
 	[RQ_TOO_LARGE] = "value-too-large-counted",
-	[RQ_CUT_KEYS] = "cut-get-keys-counted",
-	[RQ_DATA_PAST_END] = "data-past-end-counted",
+	[RQ_CUT_SAMPLED] = "cut-request-keys-sampled",
+	[RQ_DGRAM_PAST_END] = "datagram-data-past-end-counted",
 	[RQ_WINDOW] = "window",
 	[RQ_EARLY_REFUSE] = "refused-before-line-end",
 };
@@ -387,20 +384,6 @@ static void tokenize(struct p *p, __u32 u)
 			L.n++;
 		}
 	}
-	/* RQ_CR_WORD: the datapath's command word ends at its first byte
-	 * <= 0x20; a '\r' there (not the line's end) starts the next token */
-	if (q(p, RQ_CR_WORD) && L.n && L.t[0].off == u) {
-		for (i = 0; i < L.t[0].len && p->b[u + i] > ' '; i++)
-			;
-		if (i && i < L.t[0].len && p->b[u + i] == '\r' && L.n < REF_MAX_TOK) {
-			used(p, RQ_CR_WORD);
-			memmove(&L.t[1], &L.t[0], (size_t)L.n * sizeof(L.t[0]));
-			L.t[0].len = i;
-			L.t[1].off = u + i;
-			L.t[1].len -= i;
-			L.n++;
-		}
-	}
 }
 
 enum kind {
@@ -444,10 +427,10 @@ static const struct cmd commands[] = {
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The datapath's keyless words: their first four bytes. */
-static const char *const dp_prefixes[] = {
-	"stat", "vers", "verb", "flus", "quit", "shut", "cach", "slab",
-	"lru_", "watc", "misb",
+/* Keyless words the datapath takes that this memcached (no extstore, not
+ * a debug build) answers ERROR. */
+static const char *const dp_only_words[] = {
+	"extstore", "misbehave", "debugtime",
 };
 
 /* memcached's command for token 0, or NULL. */
@@ -462,26 +445,18 @@ static const struct cmd *mc_command(struct p *p, const struct tok *t)
 }
 
 /*
- * RQ_KEYLESS: the datapath knows keyless words by their first four bytes
- * and takes any arguments (stats excepted). Returns the command it would
- * take token 0 for, where that differs from memcached's.
+ * RQ_KEYLESS_ARGS: the keyless words the datapath takes (each by its whole
+ * word) where memcached has no such command. Returns the command it would
+ * take token 0 for, or NULL.
  */
 static const struct cmd *dp_keyless(struct p *p, const struct tok *t)
 {
 	static const struct cmd other = { "", KS_OP_OTHER, K_KEYLESS };
 	size_t i;
 
-	/* its word ends at the first byte <= 0x20: a space or the line end */
-	for (i = 0; i < t->len; i++)
-		if (p->b[t->off + i] <= ' ')
-			return NULL;
-
-	if (t->len == 3 && !memcmp(p->b + t->off, "lru", 3))
-		return &other;
-	for (i = 0; t->len >= 4 && i < ARRAY_LEN(dp_prefixes); i++)
-		if (!memcmp(p->b + t->off, dp_prefixes[i], 4))
-			return t->len == 5 && !memcmp(p->b + t->off, "stats", 5) ?
-				       NULL : &other;
+	for (i = 0; i < ARRAY_LEN(dp_only_words); i++)
+		if (tok_is(p, t, dp_only_words[i]))
+			return &other;
 	return NULL;
 }
 

@@ -35,25 +35,30 @@ struct ref_key {
 
 /* The datapath's known readings that differ from memcached's. */
 enum ref_quirk {
-	RQ_KEYLESS,      /* keyless words by their first 4 bytes, any args */
+	RQ_KEYLESS_ARGS, /* keyless words: arguments not checked (stats's
+			  * subcommand excepted); extstore, misbehave and
+			  * debugtime, which this memcached answers ERROR,
+			  * taken as commands */
 	RQ_NUL,          /* a NUL byte does not end the line's tokens */
-	RQ_LEAD_SPACE,   /* spaces before the command word: not a request */
-	RQ_CR_WORD,      /* a word ended by '\r' (not "\r\n") is still taken */
 	RQ_NUM_FORM,     /* numbers: digits only, at most 10 (20) of them */
 	RQ_GAT_EXPTIME,  /* gat/gats: the exptime token is not checked */
 	RQ_META_FLAGS,   /* meta flags not checked (count, duplicates, ...) */
-	RQ_BGET,         /* "bget" unknown */
 	RQ_PROTO_MIX,    /* text or binary chosen per request, not per conn */
 	RQ_CLOSE,        /* parsing goes on after quit / an HTTP/ line */
 	RQ_BIN_SHAPE,    /* binary extras/key/body shape per opcode unchecked */
 	RQ_BIN_UNKNOWN,  /* unknown binary opcode: an "other" request */
 	RQ_TOO_LARGE,    /* a value over memcached's item size is counted */
-	RQ_CUT_KEYS,     /* keys of a get line the stream ends inside count */
-	RQ_DATA_PAST_END,/* a storage request counts before its data is in */
+	RQ_CUT_SAMPLED,  /* the keys of a request the stream (datagram) ends
+			  * inside are sampled as they come: a get line's
+			  * whole keys, a storage request's key at its line;
+			  * traced, not counted */
+	RQ_DGRAM_PAST_END,/* a datagram's storage request (or binary body)
+			  * running past its end counts, no trunc_req */
 	RQ_WINDOW,       /* a data block's "\r\n" outside the line's window is
 			  * not checked; a line longer than a window is lost */
 	RQ_EARLY_REFUSE, /* a line the stream ends inside is refused (or not)
-			  * by the tokens already in */
+			  * by the tokens already in; a data block by the
+			  * bytes of its "\r\n" already in */
 	RQ_MAX,
 };
 

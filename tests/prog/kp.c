@@ -12,9 +12,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
-#include "load_private.h"
-#include "names.h"
-#include "ring.h"
+#include "dp/load_private.h"
+#include "core/names.h"
+#include "core/ring.h"
 #include "kp.h"
 
 #define XDP_PASS_RC 2 /* enum xdp_action XDP_PASS */

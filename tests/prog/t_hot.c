@@ -18,7 +18,7 @@
 #include <net/if.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "hot_map.h"
+#include "dp/hot_map.h"
 #include "kp.h"
 #include "kt_netns.h"
 #include "groups.h"

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "kp.h"
-#include "ring.h"
-#include "shards.h"
+#include "core/ring.h"
+#include "core/shards.h"
 
 #define TR_XDP_PASS 2
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli_options.h"
-#include "cmds.h"
+#include "cli/cli_options.h"
+#include "cli/cmds.h"
 #include "ktest.h"
 #include "unit.h"
 

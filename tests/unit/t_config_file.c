@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli_options.h"
-#include "config_file.h"
+#include "cli/cli_options.h"
+#include "cli/config_file.h"
 #include "ktest.h"
-#include "opts.h"
+#include "util/opts.h"
 #include "unit.h"
 
 static int parse(const char *text, struct ks_conf *c, char *err,

@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "dashboard.h"
+#include "render/dashboard.h"
 #include "ktest.h"
 #include "unit.h"
 

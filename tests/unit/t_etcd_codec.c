@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include "etcd_codec.h"
+#include "core/etcd_codec.h"
 #include "ktest.h"
 #include "unit.h"
 

@@ -4,7 +4,7 @@
  * KS_STEER_SCHED turns, exactly, spread out rather than in runs.
  */
 #include <string.h>
-#include "hot_map.h"
+#include "dp/hot_map.h"
 #include "ktest.h"
 #include "unit.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ktest.h"
-#include "hotkeys.h"
+#include "core/hotkeys.h"
 #include "unit.h"
 
 /* Threshold 10000 reads/s with the default policy (capacity 100000). */

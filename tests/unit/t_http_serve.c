@@ -23,10 +23,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "http_serve.h"
+#include "net/http_serve.h"
 #include "kt_netns.h"
 #include "ktest.h"
-#include "sig.h"
+#include "util/sig.h"
 
 #define HS_PORT        18080
 #define HS_CHILD_LIMIT 20     /* seconds for one test child */

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include "kt_netns.h"
 #include "ktest.h"
-#include "mc_client.h"
+#include "net/mc_client.h"
 #include "unit.h"
 
 #define PORT_OWNER  11211

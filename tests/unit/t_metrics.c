@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ktest.h"
-#include "metrics.h"
+#include "render/metrics.h"
 #include "unit.h"
 
 #define NOW_NS    10000000000ULL /* the fixture's CLOCK_MONOTONIC */

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 #include "ktest.h"
-#include "names.h"
+#include "core/names.h"
 #include "unit.h"
 
 /* The lists as the agent CLI contract gives them, in enum order. */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include "ktest.h"
-#include "opts.h"
+#include "util/opts.h"
 #include "unit.h"
 
 static int has(const char *err, const char *what)

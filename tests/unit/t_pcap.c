@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
-#include "pcap.h"
+#include "core/pcap.h"
 #include "unit.h"
 
 #define T0 1700000000ULL /* seconds: a timestamp in 2023 */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "ktest.h"
-#include "replicas.h"
+#include "core/replicas.h"
 #include "unit.h"
 
 #define NKEYS 100000

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
-#include "names.h"
-#include "report.h"
-#include "trace.h"
+#include "core/names.h"
+#include "render/report.h"
+#include "cli/cmd_trace.h"
 #include "unit.h"
 
 /* Renders into a malloc'd string via a memory stream. Not inlined: gcc

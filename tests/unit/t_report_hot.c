@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
-#include "report_hot.h"
+#include "render/report_hot.h"
 #include "unit.h"
 
 #define NOW 1000000000000ULL

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
-#include "opts.h"
-#include "ring.h"
-#include "shards.h"
+#include "util/opts.h"
+#include "core/ring.h"
+#include "core/shards.h"
 #include "unit.h"
 
 static void md5_hex(const __u32 st[4], char out[33])

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ktest.h"
-#include "opts.h"
-#include "run_hot.h"
+#include "util/opts.h"
+#include "agent/run_hot.h"
 #include "unit.h"
 
 static void put(const char *path, const char *text)

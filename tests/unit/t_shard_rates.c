@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "ktest.h"
-#include "run_ring.h"
-#include "shard_rates.h"
+#include "agent/run_ring.h"
+#include "core/shard_rates.h"
 #include "unit.h"
 
 static void percpu_sum(void)

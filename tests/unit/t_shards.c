@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include "ktest.h"
 #include "ks_ring.h"
-#include "opts.h"
-#include "shards.h"
+#include "util/opts.h"
+#include "core/shards.h"
 #include "unit.h"
 
 /* err is the message expected to start with want and to carry "; ". */

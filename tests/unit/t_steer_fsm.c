@@ -13,7 +13,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include "ktest.h"
-#include "steer_fsm.h"
+#include "core/steer_fsm.h"
 #include "unit.h"
 
 #define MS 1000000ULL

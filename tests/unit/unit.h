@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include "keysteer.h"
-#include "estimate.h"
+#include "core/estimate.h"
 
 void test_merge(void);
 void test_estimate(void);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "load.h"
-#include "opts.h"
+#include "util/opts.h"
 
 static const char *const op_names[LD_NOPS] = { "get", "mget", "set" };
 

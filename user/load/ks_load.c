@@ -15,7 +15,7 @@
 #include <time.h>
 #include <arpa/inet.h>
 #include "load.h"
-#include "opts.h"
+#include "util/opts.h"
 
 static struct ld_run *g_run;
 

@@ -11,8 +11,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include "ks_ring.h"
-#include "ring.h"
-#include "shards.h"
+#include "core/ring.h"
+#include "core/shards.h"
 #include "hist.h"
 #include "zipf.h"
 

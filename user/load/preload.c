@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "load.h"
-#include "opts.h"
+#include "util/opts.h"
 
 struct preload_job {
 	struct ld_run *run;

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * run_steer.c - the hot-key table in the datapath, and the L1 copies:
+ * events into the state machine, its actions onto the map and the fill
+ * worker (see run_steer.h; the decisions are in steer_fsm.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "util/opts.h"
+#include "util/log.h"
+#include "dp/ring_push.h"
+#include "agent/run_steer.h"
+#include "util/sig.h"
+
+static int forwarding_on(const char *ifname)
+{
+	char path[128], v = '0';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
+		 ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	if (fread(&v, 1, 1, f) != 1)
+		v = '0';
+	fclose(f);
+	return v == '1';
+}
+
+int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
+			 const char *ifname, __u32 interval_ms, char *err,
+			 size_t errlen)
+{
+	struct ks_replica_set one;
+	char e2[KS_ERRLEN];
+	int fwd;
+
+	__u64 ttl_ns;
+
+	s->interval_ns = (__u64)interval_ms * 1000000ULL;
+	ttl_ns = s->interval_ns * KS_STEER_TTL_INTERVALS;
+	/* memcached TTLs are whole seconds; a copy outlives its slot's
+	 * steering by a little, never serves after it */
+	s->copy_ttl_s = (long)((ttl_ns + 999999999ULL) / 1000000000ULL) + 1;
+	if (!s->replicas_arg)
+		return 0;
+	if (ks_replicas_parse(s->replicas_arg, &s->rs, err, errlen))
+		return -EINVAL;
+	if (!self) {
+		snprintf(err, errlen,
+			 "--replicas needs --self HOST:PORT, the memcached on this host that copies are read from; add --self with this host's shard");
+		return -EINVAL;
+	}
+	if (ks_replicas_parse(self, &one, e2, sizeof(e2))) {
+		snprintf(err, errlen,
+			 "--self %s cannot be read from (%s); give --self as IPV4:PORT",
+			 self, e2);
+		return -EINVAL;
+	}
+	s->owner = one.r[0];
+	fwd = forwarding_on(ifname);
+	if (fwd <= 0) {
+		snprintf(err, errlen,
+			 "steering to replicas needs IPv4 forwarding on %s for the kernel's next-hop lookup; run 'sysctl -w net.ipv4.conf.%s.forwarding=1' or drop --replicas",
+			 ifname, ifname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct ks_run_steer *s = ctx;
+	const struct ks_hot_event *ev = data;
+
+	if (size >= sizeof(*ev))
+		ks_steer_fsm_dirty(&s->fsm, ev->slot, ks_mono_ns());
+	return 0;
+}
+
+static unsigned owner_turns(const struct ks_run_steer *s)
+{
+	return (unsigned)(s->owner_share * KS_STEER_SCHED + 0.5);
+}
+
+static int epoll_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
+{
+	struct ks_replica r[KS_MAX_REPLICAS] = {};
+	unsigned i;
+	int err;
+
+	err = ks_hot_map_open(&s->map, m->hot, m->hot_stats, m->replicas,
+			      m->replica_stats);
+	if (err) {
+		ks_err("cannot map the hot-key slots (%s); rerun with -v",
+		       strerror(-err));
+		return err;
+	}
+	s->map_open = 1;
+	ks_steer_fsm_init(&s->fsm, &s->rs, s->map.slot, s->interval_ns,
+			  owner_turns(s));
+	for (i = 0; i < s->rs.n; i++) {
+		r[i].addr = s->rs.r[i].addr;
+		r[i].port = htons(s->rs.r[i].port);
+	}
+	err = ks_hot_map_set_replicas(&s->map, r, s->rs.n);
+	if (!err) {
+		s->rb = ring_buffer__new(m->hot_events, on_event, s, NULL);
+		if (!s->rb)
+			err = -errno;
+	}
+	if (!err) {
+		s->epfd = epoll_create1(EPOLL_CLOEXEC);
+		err = s->epfd < 0 ? -errno :
+				    epoll_add(s->epfd, ring_buffer__epoll_fd(s->rb));
+	}
+	if (err) {
+		ks_err("cannot set up the replica table or the dirty events (%s)",
+		       strerror(-err));
+		return err;
+	}
+	if (!s->rs.n)
+		return 0;
+	err = ks_filler_start(&s->filler, &s->rs, &s->owner, s->copy_ttl_s);
+	if (!err)
+		err = epoll_add(s->epfd, ks_filler_fd(&s->filler));
+	if (err)
+		ks_err("cannot start the thread that copies hot keys to the replicas (%s)",
+		       strerror(-err));
+	return err;
+}
+
+/* A fill action as a job for the worker: the key from the slot (fixed
+ * while the slot's generation is). */
+static void submit_fill(struct ks_run_steer *s, const struct ks_steer_action *a,
+			__u64 now)
+{
+	const struct ks_hot_slot *hs = &s->map.slot[a->slot];
+	struct ks_fill_job j = {
+		.slot = a->slot, .gen = a->gen, .seq = a->seq,
+		.nrep = a->ncopies - 1,
+	};
+	struct ks_steer_fill_result r = {
+		.slot = a->slot, .gen = a->gen, .seq = a->seq,
+		.status = KS_FILL_FAILED, .owner_failed = 1,
+	};
+	int err;
+
+	memcpy(j.reps, a->reps, sizeof(j.reps));
+	j.len = hs->len > KS_KEY_BUF ? KS_KEY_BUF : hs->len;
+	memcpy(j.key, hs->key, j.len);
+	err = ks_filler_submit(&s->filler, &j);
+	if (err) {
+		/* not run: tried again after the retry delay */
+		ks_debug("fill of slot %d not queued (%s)", a->slot,
+			 strerror(-err));
+		ks_steer_fsm_fill_done(&s->fsm, &r, now);
+	}
+}
+
+/* The machine's actions, in order, onto the map and the worker. */
+static void perform(struct ks_run_steer *s, __u64 now)
+{
+	struct ks_steer_fsm *f = &s->fsm;
+	unsigned i;
+
+	for (i = 0; i < f->nact; i++) { /* GRACE may add more */
+		const struct ks_steer_action *a = &f->act[i];
+
+		switch (a->type) {
+		case KS_ACT_INSTALL:
+			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
+					   a->len);
+			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
+			break;
+		case KS_ACT_SET_COPIES:
+			ks_hot_map_set_copies(&s->map, a->slot, a->ncopies,
+					      a->reps, f->owner_turns);
+			break;
+		case KS_ACT_FILL:
+			submit_fill(s, a, now);
+			break;
+		case KS_ACT_ARM:
+			ks_hot_map_arm(&s->map, a->slot, a->seq, a->expires_ns);
+			break;
+		case KS_ACT_DISARM:
+			ks_hot_map_disarm(&s->map, a->slot);
+			break;
+		case KS_ACT_RELEASE:
+			ks_hot_map_release(&s->map, a->slot);
+			break;
+		case KS_ACT_GRACE: {
+			__u64 t0 = ks_mono_ns();
+			int err = ks_rcu_wait();
+
+			if (ks_mono_ns() - t0 > s->grace_max_ns)
+				s->grace_max_ns = ks_mono_ns() - t0;
+			if (err)
+				ks_warn("grace period wait failed (%s); slots stay disarmed",
+					strerror(errno));
+			else
+				ks_steer_fsm_grace_done(f, ks_mono_ns());
+			break;
+		}
+		case KS_ACT_CLEAR:
+			ks_hot_map_clear(&s->map, a->slot);
+			break;
+		case KS_ACT_REPLICA_DOWN:
+			ks_warn("replica %s failed a copy; leaving it out for %.0f s",
+				s->rs.r[a->slot].text, a->seq / 1e9);
+			break;
+		}
+	}
+	f->nact = 0;
+}
+
+static void publish_entry(struct ks_run_steer *s, int i,
+			  const struct ks_hot_entry *e, double interval_s)
+{
+	struct ks_hot_slot *hs = &s->map.slot[i];
+	struct ks_hot_stats st;
+	__u8 flags = 0;
+
+	if (!ks_hot_map_stats(&s->map, i, &st) && interval_s > 0) {
+		hs->steered_mps = (__u64)((st.steered - s->prev_steered[i]) *
+					  1000.0 / interval_s);
+		hs->tcp_mps = (__u64)((st.tcp_reads - s->prev_tcp[i]) * 1000.0 /
+				      interval_s);
+		s->prev_steered[i] = st.steered;
+		s->prev_tcp[i] = st.tcp_reads;
+	}
+	hs->reads_mps = (__u64)(e->reads_ps * 1000.0);
+	hs->writes_mps = (__u64)(e->writes_ps * 1000.0);
+	hs->copies = e->copies;
+	hs->subkeys = e->subkeys;
+	flags |= e->read_hot ? KS_HOTF_READ_HOT : 0;
+	flags |= e->write_hot ? KS_HOTF_WRITE_HOT : 0;
+	flags |= e->state == KS_HOT_PINNED ? KS_HOTF_PINNED : 0;
+	/* a refresh out keeps the copies the datapath is armed with */
+	flags |= ks_hot_map_armed(&s->map, i) ? KS_HOTF_FILLED : 0;
+	hs->flags = flags;
+}
+
+static void publish_replicas(struct ks_run_steer *s, double interval_s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->rs.n; i++) {
+		struct ks_replica r = { .addr = s->rs.r[i].addr,
+					.port = htons(s->rs.r[i].port) };
+		__u64 v;
+
+		if (ks_hot_map_replica_steered(&s->map, i, &v))
+			continue;
+		if (interval_s > 0)
+			r.steered_mps = (__u64)((v - s->prev_rep_steered[i]) *
+						1000.0 / interval_s);
+		s->prev_rep_steered[i] = v;
+		bpf_map_update_elem(s->map.replicas_fd, &i, &r, BPF_ANY);
+	}
+}
+
+void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
+			const struct ks_hot_policy *p)
+{
+	unsigned i, kept = 0;
+
+	if (!s->map_open)
+		return;
+	ks_steer_fsm_adopt(&s->fsm, ks_mono_ns());
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		struct ks_hot_slot *hs = &s->map.slot[i];
+
+		if (!hs->hash)
+			continue;
+		ks_hot_restore(t, p, hs->key, hs->len, hs->hash,
+			       hs->reads_mps / 1000.0, hs->writes_mps / 1000.0,
+			       hs->copies, hs->subkeys,
+			       hs->flags & KS_HOTF_READ_HOT,
+			       hs->flags & KS_HOTF_WRITE_HOT);
+		kept++;
+	}
+	if (kept)
+		ks_info("kept %u hot keys the previous agent left in the datapath",
+			kept);
+}
+
+unsigned ks_run_steer_interval(struct ks_run_steer *s,
+			       const struct ks_hot_table *t, double interval_s)
+{
+	const struct ks_hot_entry *e;
+	size_t pos = 0;
+	int i;
+
+	__u64 t0 = ks_mono_ns();
+
+	if (!s->map_open)
+		return 0;
+	ks_steer_fsm_tick(&s->fsm, t, ks_mono_ns());
+	perform(s, ks_mono_ns());
+	while ((e = ks_hot_next(t, &pos))) {
+		i = ks_steer_fsm_find(&s->fsm, e->hash);
+		if (i >= 0)
+			publish_entry(s, i, e, interval_s);
+	}
+	publish_replicas(s, interval_s);
+	ks_run_steer_poll(s);
+	if (ks_mono_ns() - t0 > s->step_max_ns)
+		s->step_max_ns = ks_mono_ns() - t0;
+	return s->map.used;
+}
+
+void ks_run_steer_poll(struct ks_run_steer *s)
+{
+	struct ks_steer_fill_result r[64];
+	__u64 t0 = ks_mono_ns();
+	unsigned n, i;
+
+	if (!s->map_open)
+		return;
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	while ((n = ks_filler_take(&s->filler, r, 64))) {
+		for (i = 0; i < n; i++) {
+			ks_steer_fsm_fill_done(&s->fsm, &r[i], ks_mono_ns());
+			perform(s, ks_mono_ns());
+		}
+	}
+	/* after the arms above: a write between the check and the arm
+	 * shows here; then the fills that are due go out */
+	ks_steer_fsm_poll(&s->fsm, ks_mono_ns());
+	perform(s, ks_mono_ns());
+	if (ks_mono_ns() - t0 > s->step_max_ns)
+		s->step_max_ns = ks_mono_ns() - t0;
+}
+
+int ks_run_steer_fd(const struct ks_run_steer *s)
+{
+	return s->rb ? s->epfd : -1;
+}
+
+int ks_run_steer_timeout_ms(const struct ks_run_steer *s)
+{
+	long long ns;
+
+	if (!s->map_open)
+		return -1;
+	ns = ks_steer_fsm_next_due(&s->fsm, ks_mono_ns());
+	return ns < 0 ? -1 : (int)((ns + 999999) / 1000000);
+}
+
+void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
+{
+	const struct ks_steer_fsm *m = &s->fsm;
+	unsigned i, armed = 0;
+	double steered = 0;
+
+	if (!s->map_open || !s->map.used)
+		return;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (!s->map.slot[i].hash)
+			continue;
+		armed += ks_hot_map_armed(&s->map, i); /* refreshes out too */
+		steered += s->map.slot[i].steered_mps / 1000.0;
+	}
+	fprintf(f,
+		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %u out), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
+		seq, s->map.used, armed, steered,
+		(unsigned long long)m->fills,
+		(unsigned long long)m->fill_errors, m->filling,
+		(unsigned long long)m->rearms,
+		m->rearms ? m->rearm_ms_sum / m->rearms : 0.0, m->rearm_ms_max,
+		s->step_max_ns / 1e6, s->grace_max_ns / 1e6);
+}
+
+void ks_run_steer_free(struct ks_run_steer *s)
+{
+	unsigned i;
+
+	/* the worker first: it writes nothing to the map, but its results
+	 * are of no use once the slots are gone */
+	ks_filler_stop(&s->filler);
+	if (s->map_open) {
+		for (i = 0; i < KS_HOT_SLOTS; i++)
+			ks_hot_map_disarm(&s->map, i);
+		ks_hot_map_close(&s->map);
+	}
+	s->map_open = 0;
+	/* epfd is set (maybe to -1) whenever rb is */
+	if (s->rb && s->epfd >= 0)
+		close(s->epfd);
+	s->epfd = -1;
+	ring_buffer__free(s->rb);
+	s->rb = NULL;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * run_steer.h - the hot-key table pushed into the datapath ('agent run'):
+ * the I/O around the steering state machine (steer_fsm.h). It reads the
+ * events (the interval's table, dirty events from ks_hot_events, fill
+ * results from the fill worker, steer_fill.h), hands them to the machine
+ * and performs its actions on the mmapped slots (hot_map.h) and the
+ * worker's queue; no memcached call runs on the caller's thread.
+ *
+ * Every table entry gets a ks_hot slot (so writes to it are seen and its
+ * TCP reads counted); a read-hot key with L1 replicas (--replicas) gets
+ * its copies chosen by rendezvous hashing, filled from the owner (--self)
+ * and armed. A write dirties the slot in the datapath; the agent hears of
+ * it on ks_hot_events, waits KS_STEER_SETTLE_NS for the owner to apply it,
+ * copies the new value and re-arms at the sequence it read before the
+ * copy, so a refill never re-arms over a newer write. Armed slots expire
+ * after a few intervals unless refreshed: a dead agent leaves no steering.
+ */
+#ifndef KS_RUN_STEER_H
+#define KS_RUN_STEER_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "dp/collect.h"
+#include "dp/hot_map.h"
+#include "core/hotkeys.h"
+#include "net/mc_client.h"
+#include "core/replicas.h"
+#include "agent/steer_fill.h"
+#include "core/steer_fsm.h"
+
+struct ks_run_steer {
+	const char *replicas_arg;   /* --replicas; NULL: count, never steer */
+	double owner_share;         /* --owner-share: the owner's part of an
+				     * armed key's reads (default 0: replicas
+				     * are idle L1s, the owner is the hot spot) */
+	struct ks_replica_set rs;
+	struct ks_replica_addr owner;
+	__u64 interval_ns;
+	long copy_ttl_s;
+
+	/* the live parts */
+	struct ks_hot_map map;
+	int map_open;
+	struct ring_buffer *rb;
+	int epfd;                   /* the dirty events and the fill results */
+	struct ks_steer_filler filler;
+	struct ks_steer_fsm fsm;    /* the decisions (steer_fsm.h) */
+	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	__u64 prev_rep_steered[KS_MAX_REPLICAS];
+	/* debug: the longest the caller's thread spent in one call here,
+	 * and in one grace-period wait (part of it), ns */
+	__u64 step_max_ns, grace_max_ns;
+};
+
+/* Before anything is attached: the replica list, the owner (--self,
+ * required with --replicas) and the interface's IPv4 forwarding, which
+ * bpf_fib_lookup needs. */
+int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
+			 const char *ifname, __u32 interval_ms, char *err,
+			 size_t errlen);
+int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m);
+/* One interval: the table into the slots, refills, report fields.
+ * Returns the number of slots in use (ks_config.hot). */
+unsigned ks_run_steer_interval(struct ks_run_steer *s,
+			       const struct ks_hot_table *t, double interval_s);
+/*
+ * Taking over a dead agent's attachment: the slots it left become this
+ * agent's (armed ones stay armed and are refreshed at the first interval)
+ * and their keys go back into the hot-key table t.
+ */
+void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
+			const struct ks_hot_policy *p);
+/* Handles dirty events and due refills; call after every wake-up. */
+void ks_run_steer_poll(struct ks_run_steer *s);
+/* fd to poll for dirty events and fill results (-1 when none), and ms
+ * until a refill is due (-1: none). */
+int ks_run_steer_fd(const struct ks_run_steer *s);
+int ks_run_steer_timeout_ms(const struct ks_run_steer *s);
+/* One status line for 'agent run -v'. */
+void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
+void ks_run_steer_free(struct ks_run_steer *s);
+
+#endif

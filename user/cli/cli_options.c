@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cli_options.c - the agent's option table (see cli_options.h) and what
+ * is made from it: getopt_long tables, lookups by name for config files,
+ * and the option lines of --help. The order of the entries is the order
+ * of each command's --help list; man/keysteer-agent.8 must list the same
+ * options per command (tests/unit/t_cli_options.c).
+ */
+#include <string.h>
+#include "keysteer.h"
+#include "ks_ring.h"
+#include "cli/cli_options.h"
+#include "render/report.h"
+
+#define REQ required_argument
+#define NO  no_argument
+
+/* Commands whose -v means libbpf's debug output only. */
+#define V_OTHERS (KS_CMD_REPORT | KS_CMD_TRACE | KS_CMD_DETACH | KS_CMD_REPLAY)
+#define RUN_CONF KS_OPT_CONF
+
+const struct ks_cli_opt ks_cli_opts[] = {
+	/* ---- OPTIONS ---- */
+	{ "iface", 'i', REQ, "IF", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "interface to watch (ingress), required" },
+	{ "iface", 'i', REQ, "IF", KS_CMD_REPORT | KS_CMD_TRACE, 0,
+	  KS_GRP_OPTIONS, "interface the agent runs on" },
+	{ "iface", 'i', REQ, "IF", KS_CMD_DETACH, 0, KS_GRP_OPTIONS,
+	  "the interface keysteer was attached to, required" },
+	{ "sample", 's', REQ, "N", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "sample 1 in N keys, 1..1000000 (default 8)" },
+	{ "sample", 's', REQ, "N", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	  "sample 1 in N keys, 1..1000000 (default 1: every key)" },
+	{ "interval", 'I', REQ, "SEC", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "seconds per interval, 0.1..3600, decimals allowed (default 1)" },
+	{ "ports", 'p', REQ, "P,...", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_OPTIONS,
+	  "memcached ports, 1 to %d of them (default 11211)",
+	  { KS_MAX_PORTS } },
+	{ "attach", 'T', REQ, "HOOK", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "xdp (default) or tc: the tc program at clsact ingress,\n"
+	  "which sees what the stack receives after GRO (up to\n"
+	  "64 KiB aggregates; XDP sees wire packets) and counts\n"
+	  "only (no steering). A tcx link where the kernel has\n"
+	  "tcx (6.6+), else a cls_bpf filter at pref 65520 on the\n"
+	  "clsact qdisc, which it adds if missing and then removes" },
+	{ "xdp-mode", 'x', REQ, "MODE", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "native, generic or auto (default auto: native, else\n"
+	  "generic); with --attach xdp only" },
+	{ "top", 't', REQ, "K", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "keys published per interval, 1..%d (default %d)",
+	  { KS_REPORT_TOP, KS_REPORT_TOP } },
+	{ "top", 't', REQ, "K", KS_CMD_REPORT | KS_CMD_REPLAY, 0,
+	  KS_GRP_OPTIONS, "keys to show, 1..%d (default 20)",
+	  { KS_REPORT_TOP } },
+	{ "json", 'j', NO, NULL, KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	  "one JSON document instead of the text dashboard" },
+	{ "json", 'j', NO, NULL, KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	  "the report as one JSON document (as 'agent report --json')" },
+	{ "watch", 'w', NO, NULL, KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	  "on a terminal, a live dashboard redrawn every interval:\n"
+	  "shard load bars, top keys with a sparkline of their\n"
+	  "recent rate, hot keys, parse errors; fits the window\n"
+	  "(resizes too). q quits, r redraws now, Ctrl-L clears;\n"
+	  "Ctrl-C and SIGTERM also restore the terminal. Into a\n"
+	  "pipe, or with --json: the report again every interval" },
+	{ "interval", 'I', REQ, "SEC", KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	  "redraw period for --watch (default: the agent's interval)" },
+	{ "ascii", 'A', NO, NULL, KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	  "the dashboard in plain ASCII (the default when the\n"
+	  "locale is not UTF-8)" },
+	{ "count", 'c', REQ, "N", KS_CMD_TRACE, 0, KS_GRP_OPTIONS,
+	  "stop after N lines" },
+	{ "duration", 'd', REQ, "SEC", KS_CMD_TRACE, 0, KS_GRP_OPTIONS,
+	  "stop after SEC seconds (decimals allowed)" },
+	{ "hash-only", 'H', NO, NULL, KS_CMD_REPORT | KS_CMD_REPLAY, 0,
+	  KS_GRP_OPTIONS, "show 64-bit key hashes instead of key bytes" },
+	{ "hash-only", 'H', NO, NULL, KS_CMD_TRACE, 0, KS_GRP_OPTIONS,
+	  "print key hashes instead of key bytes" },
+	{ "shards-top", 'T', REQ, "N", KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	  "shard rows in the text, 1..%d (default %d); --json\n"
+	  "always lists every shard, in index order",
+	  { KS_MAX_SHARDS, KS_SHARDS_TOP_DEFAULT } },
+	{ "shards-top", 'T', REQ, "N", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	  "shard rows in the text, 1..%d (default %d)",
+	  { KS_MAX_SHARDS, KS_SHARDS_TOP_DEFAULT } },
+	{ "verbose", 'v', NO, NULL, KS_CMD_RUN, RUN_CONF | KS_OPT_SHORT,
+	  KS_GRP_OPTIONS,
+	  "a status line per interval and libbpf's debug output" },
+	{ "verbose", 'v', NO, NULL, V_OTHERS, KS_OPT_SHORT, KS_GRP_OPTIONS,
+	  "libbpf's debug output" },
+	{ "log-keys", 'Y', NO, NULL, KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "show key bytes in those lines (default: hashes; keys\n"
+	  "may be user data)" },
+	{ "group", 'g', REQ, "NAME", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	  "let group NAME read the pins (folders 0750, maps 0640)\n"
+	  "and the routing file (0640); default root only" },
+	{ "keep-privileges", 'G', NO, NULL, KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_OPTIONS,
+	  "keep every capability after attaching (default: only\n"
+	  "CAP_BPF and CAP_NET_ADMIN stay, with no_new_privs)" },
+	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_OPTIONS,
+	  "on (default) or off. A test control, never in\n"
+	  "production: off parses every TCP segment on its own,\n"
+	  "as if it began a request, so requests continued from\n"
+	  "an earlier segment are missed: counts go wrong and a\n"
+	  "write to a hot key may leave its replicas serving the\n"
+	  "old value (the control run of the freshness tests)" },
+	/* not a key: a file names no other file */
+	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0,
+	  KS_GRP_OPTIONS,
+	  "read options from FILE: one 'key = value' per line, the\n"
+	  "keys being these long options without the dashes\n"
+	  "('sample = 16', 'verbose = yes'), '#' comments; options\n"
+	  "after --config override the file, a bad line exits 2\n"
+	  "with FILE:LINE (man keysteer-agent, docs/operations.md)" },
+	/* ring: the shard lists of lookup and diff */
+	{ "shards", 'S', REQ, "LIST", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
+	  "the ring's shards (lookup), syntax under SHARDS" },
+	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RING_LOOKUP, 0,
+	  KS_GRP_OPTIONS, "the same from a FILE (lookup)" },
+	{ "from", 'F', REQ, "LIST", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "the shards before the change (diff)" },
+	{ "from-file", 'G', REQ, "FILE", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "the same from a FILE (diff)" },
+	{ "to", 'T', REQ, "LIST", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "the shards after the change (diff)" },
+	{ "to-file", 'U', REQ, "FILE", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "the same from a FILE (diff)" },
+	{ "distribution", 'D', REQ, "D", KS_CMD_RING, 0, KS_GRP_OPTIONS,
+	  "how the clients place keys (default ketama):\n"
+	  "  ketama         libmemcached KETAMA_WEIGHTED (PHP\n"
+	  "                 OPT_LIBKETAMA_COMPATIBLE), MD5\n"
+	  "  twemproxy      nutcracker ketama, hash fnv1a_64\n"
+	  "  twemproxy-md5  nutcracker ketama, hash md5\n"
+	  "  vnode          %d virtual nodes 'name#i' per shard\n"
+	  "  modula         MD5 hash %% number of shards",
+	  { KS_VNODES_DEFAULT } },
+	{ "vnodes", 'N', REQ, "N", KS_CMD_RING, 0, KS_GRP_OPTIONS,
+	  "virtual nodes per shard for vnode (at most %d in all)",
+	  { KS_RING_MAX_POINTS } },
+	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0,
+	  KS_GRP_OPTIONS, "the shard this host serves (lookup; checked only)" },
+	{ "keys", 'k', REQ, "N", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "sample keys for diff, 1..%d (default %d)",
+	  { KS_DIFF_KEYS_MAX, KS_DIFF_KEYS_DEFAULT } },
+
+	/* ---- RING: the clients' ring of run and replay ---- */
+	{ "shards", 'S', REQ, "LIST", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_RING, "host:port[:weight],... the shards of the clients' ring" },
+	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "the same, one 'host:port[:weight] [name]' per line" },
+	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_RING,
+	  "the shard this host serves (one of the list): keys the\n"
+	  "ring gives to another shard count as misdirected" },
+	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_RING,
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula" },
+	{ "vnodes", 'N', REQ, "N", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_RING, "virtual nodes per shard for vnode (default %d)",
+	  { KS_VNODES_DEFAULT } },
+
+	/* ---- HOT KEYS (run) ---- */
+	{ "shard-capacity", 'C', REQ, "OPS", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "one shard's capacity in ops/s (default 100000)" },
+	{ "hot-fraction", 'H', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "a key is hot at F x capacity ops/s, 0.0001..1 (default 0.1)" },
+	{ "replicas", 'R', REQ, "LIST", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "L1 replicas, HOST:PORT,... (IPv4, up to %d): a read-hot\n"
+	  "key gets up to min(N + 1, 8) copies, the owner's\n"
+	  "included, chosen per key by rendezvous hashing; the\n"
+	  "agent copies value, flags and TTL from --self (which\n"
+	  "it needs) with a TTL of a few intervals, and XDP sends\n"
+	  "each lone UDP get of the key to one copy in turn.\n"
+	  "Needs IPv4 forwarding on IF (the kernel's next-hop\n"
+	  "lookup): sysctl -w net.ipv4.conf.IF.forwarding=1.\n"
+	  "A write to the key sends its reads to the owner until\n"
+	  "the copies hold the new value; a dead agent's steering\n"
+	  "stops within 3 intervals",
+	  { KS_MAX_REPLICAS } },
+	{ "owner-share", 'W', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "the owner's part of an armed key's reads, 0..1 (default\n"
+	  "0: all to the replicas, which carry nothing else; the\n"
+	  "owner still serves them while the key is dirty)" },
+	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
+	  "'split-prefix PREFIX K', '#' comments. Checked before\n"
+	  "attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
+	  "on SIGHUP or a change, a bad new file keeps the old pins" },
+	{ "routing-file", 'O', REQ, "PATH", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "the hot-key table as JSON with the ring version, written\n"
+	  "atomically (PATH.tmp, rename; mode 0640) at start and\n"
+	  "whenever the table changes" },
+	{ "listen", 'L', REQ, "ADDR:PORT", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	  "serve the same document over HTTP (GET /routing); a\n"
+	  "bare PORT binds 127.0.0.1; unix:PATH serves it on a\n"
+	  "Unix socket only root (0600) or --group (0660) may use" },
+
+	/* ---- METRICS (run) ---- */
+	{ "metrics", 'm', REQ, "ADDR:PORT", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_METRICS,
+	  "serve Prometheus metrics (GET /metrics, text format\n"
+	  "0.0.4), rendered once per interval; a bare PORT binds\n"
+	  "127.0.0.1. The --listen address may be given too: one\n"
+	  "server then answers /routing and /metrics" },
+	{ "export-keys", 'K', NO, NULL, KS_CMD_RUN, RUN_CONF, KS_GRP_METRICS,
+	  "label the top and hot keys with the keys themselves\n"
+	  "(default: their 64-bit hashes only, keys are user data)" },
+
+	/* every command; the man page has it under 'help, --version' */
+	{ "help", 'h', NO, NULL,
+	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING, KS_OPT_SHORT | KS_OPT_HIDE,
+	  KS_GRP_OPTIONS, "this text" },
+};
+
+const unsigned int ks_cli_nopts = sizeof(ks_cli_opts) / sizeof(ks_cli_opts[0]);
+
+void ks_cli_getopt_init(struct ks_cli_getopt *g, unsigned int cmd)
+{
+	size_t ns = 1;
+	unsigned int i;
+
+	memset(g, 0, sizeof(*g));
+	g->shorts[0] = ':'; /* a missing value is ':', not '?' */
+	for (i = 0; i < ks_cli_nopts; i++) {
+		const struct ks_cli_opt *o = &ks_cli_opts[i];
+
+		if (!(o->cmds & cmd) || g->n >= KS_CLI_MAX_OPTS)
+			continue;
+		g->lo[g->n++] = (struct option){ o->name, o->has_arg, NULL,
+						 o->val };
+		if ((o->flags & KS_OPT_SHORT) && ns + 2 < sizeof(g->shorts)) {
+			g->shorts[ns++] = (char)o->val;
+			if (o->has_arg == required_argument)
+				g->shorts[ns++] = ':';
+		}
+	}
+}
+
+const struct ks_cli_opt *ks_cli_find(unsigned int cmd, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ks_cli_nopts; i++) {
+		if ((ks_cli_opts[i].cmds & cmd) &&
+		    !strcmp(ks_cli_opts[i].name, name))
+			return &ks_cli_opts[i];
+	}
+	return NULL;
+}
+
+const struct ks_cli_opt *ks_cli_prefix(unsigned int cmd, const char *prefix,
+				       const char *except)
+{
+	const struct ks_cli_opt *found = NULL;
+	size_t len = strlen(prefix);
+	unsigned int i;
+
+	for (i = 0; i < ks_cli_nopts; i++) {
+		const struct ks_cli_opt *o = &ks_cli_opts[i];
+
+		if (!(o->cmds & cmd) || (except && !strcmp(o->name, except)) ||
+		    strncmp(o->name, prefix, len))
+			continue;
+		if (found)
+			return NULL; /* ambiguous, as getopt_long finds it */
+		found = o;
+	}
+	return found;
+}
+
+void ks_cli_synopsis(const struct ks_cli_opt *o, char *buf, size_t len)
+{
+	const char *sp = o->metavar ? " " : "", *mv = o->metavar ? o->metavar : "";
+
+	if (o->flags & KS_OPT_SHORT)
+		snprintf(buf, len, "-%c, --%s%s%s", o->val, o->name, sp, mv);
+	else
+		snprintf(buf, len, "--%s%s%s", o->name, sp, mv);
+}
+
+/* The help text column: two spaces, the synopsis, padded to 22. */
+#define HELP_COL 22
+
+void ks_cli_help(FILE *f, unsigned int cmd, enum ks_opt_group group)
+{
+	char syn[64], text[1024];
+	unsigned int i;
+
+	for (i = 0; i < ks_cli_nopts; i++) {
+		const struct ks_cli_opt *o = &ks_cli_opts[i];
+		const char *p, *nl;
+		int pad;
+
+		if (!(o->cmds & cmd) || o->group != group ||
+		    (o->flags & KS_OPT_HIDE))
+			continue;
+		ks_cli_synopsis(o, syn, sizeof(syn));
+		snprintf(text, sizeof(text), o->help, o->arg[0], o->arg[1]);
+		pad = HELP_COL - 2 - (int)strlen(syn);
+		fprintf(f, "  %s%*s", syn, pad > 0 ? pad : 2, "");
+		for (p = text; p; p = nl ? nl + 1 : NULL) {
+			nl = strchr(p, '\n');
+			if (p != text)
+				fprintf(f, "%*s", HELP_COL, "");
+			fprintf(f, "%.*s\n", nl ? (int)(nl - p) : (int)strlen(p),
+				p);
+		}
+	}
+}

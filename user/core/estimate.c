@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/estimate.h"
+
+void ks_cms_merge_row(__u32 dst[KS_CMS_WIDTH], const void *percpu, int ncpus,
+		      size_t stride)
+{
+	const unsigned char *base = percpu;
+	int cpu;
+	__u32 i;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		const __u32 *row = (const __u32 *)(base + (size_t)cpu * stride);
+
+		for (i = 0; i < KS_CMS_WIDTH; i++) {
+			__u32 sum = dst[i] + row[i];
+
+			dst[i] = sum < dst[i] ? ~0U : sum;
+		}
+	}
+}
+
+__u32 ks_cms_point(const struct ks_sketch *s, __u32 cls, __u64 hash)
+{
+	__u32 r, best = ~0U;
+
+	for (r = 0; r < KS_CMS_DEPTH; r++) {
+		__u32 v = s->c[cls][r][ks_cms_col(hash, r)];
+
+		if (v < best)
+			best = v;
+	}
+	return best;
+}
+
+__u64 ks_class_stream_len(const struct ks_sketch *s, __u32 cls,
+			  __u64 class_keys, __u32 sample_n)
+{
+	__u64 n = sample_n ? sample_n : 1, implied, most = 0;
+	__u32 r, i;
+
+	implied = (class_keys + n - 1) / n;
+	for (r = 0; r < KS_CMS_DEPTH; r++) {
+		__u64 sum = 0;
+
+		for (i = 0; i < KS_CMS_WIDTH; i++)
+			sum += s->c[cls][r][i];
+		if (sum > most)
+			most = sum;
+	}
+	return implied > most ? implied : most;
+}
+
+double ks_cms_bound(__u64 stream_len)
+{
+	return M_E / KS_CMS_WIDTH * (double)stream_len;
+}
+
+double ks_sampling_bound(double count, __u32 n)
+{
+	if (n <= 1 || count <= 0)
+		return 0;
+	return 2.0 * sqrt(count * n * (double)(n - 1));
+}
+
+void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
+		     __u64 hash, struct ks_key_estimate *out)
+{
+	double n = iv->sample_n ? iv->sample_n : 1;
+	double secs = iv->elapsed_ns ? iv->elapsed_ns / 1e9 : 1.0;
+	double cm, samp;
+
+	out->reads = ks_cms_point(s, KS_CLASS_READ, hash);
+	out->writes = ks_cms_point(s, KS_CLASS_WRITE, hash);
+	out->reads_ps = out->reads * n / secs;
+	out->writes_ps = out->writes * n / secs;
+	/* Both sketches can overcount the key, each by its own bound. */
+	cm = ks_cms_bound(iv->class_sampled[KS_CLASS_READ]) +
+	     ks_cms_bound(iv->class_sampled[KS_CLASS_WRITE]);
+	samp = ks_sampling_bound((double)out->reads + out->writes,
+				 iv->sample_n);
+	out->err_ps = (cm * n + samp) / secs;
+	out->share = 0;
+	/* Operators think in requests: a flash-sale key named by a quarter
+	 * of the requests shows 25%, however many keys multi-gets carry. */
+	if (iv->total_requests) {
+		out->share = ((double)out->reads + out->writes) * n /
+			     (double)iv->total_requests;
+		if (out->share > 1)
+			out->share = 1;
+	}
+}
+
+int ks_cand_usable(const struct ks_cand *c, __u32 seq)
+{
+	__u64 words[KS_KEY_WORDS];
+
+	if (!c->hash || !c->len || c->len > KS_MAX_KEY_LEN)
+		return 0;
+	/* Serial-number compare: seq wraps after 2^32 intervals. */
+	if ((__s32)(c->seq - seq) < 0)
+		return 0;
+	memcpy(words, c->key, sizeof(words));
+	return ks_key_hash(words, c->len) == c->hash;
+}
+
+static int cmp_cand_hash(const void *a, const void *b)
+{
+	const struct ks_cand *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return 0;
+}
+
+size_t ks_cands_dedup(struct ks_cand *c, size_t n)
+{
+	size_t i, out = 0;
+
+	if (!n)
+		return 0;
+	qsort(c, n, sizeof(*c), cmp_cand_hash);
+	for (i = 1; i < n; i++) {
+		if (c[i].hash != c[out].hash)
+			c[++out] = c[i];
+	}
+	return out + 1;
+}
+
+static int cmp_top(const void *a, const void *b)
+{
+	const struct ks_top_entry *x = a, *y = b;
+	__u64 sx = x->reads_mps + x->writes_mps;
+	__u64 sy = y->reads_mps + y->writes_mps;
+
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return 0;
+}
+
+size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
+		     const struct ks_cand *c, size_t n,
+		     struct ks_top_entry *out, size_t k)
+{
+	struct ks_top_entry *all;
+	size_t i, m = 0;
+
+	if (!n || !k)
+		return 0;
+	all = calloc(n, sizeof(*all));
+	if (!all)
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct ks_key_estimate e;
+		struct ks_top_entry *t = &all[m];
+
+		ks_estimate_key(s, iv, c[i].hash, &e);
+		if (!e.reads && !e.writes)
+			continue;
+		t->hash = c[i].hash;
+		t->reads_mps = ks_to_mps(e.reads_ps);
+		t->writes_mps = ks_to_mps(e.writes_ps);
+		t->err_mps = ks_to_mps(e.err_ps);
+		t->share_ppm = (__u32)llround(e.share * 1e6);
+		t->len = c[i].len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : c[i].len;
+		memcpy(t->key, c[i].key, t->len);
+		m++;
+	}
+	qsort(all, m, sizeof(*all), cmp_top);
+	if (m > k)
+		m = k;
+	memcpy(out, all, m * sizeof(*all));
+	free(all);
+	return m;
+}
+
+__u64 ks_to_mps(double per_s)
+{
+	if (!(per_s > 0)) /* also NaN */
+		return 0;
+	if (per_s >= 1.8e16)
+		return ~0ULL;
+	return (__u64)llround(per_s * 1000.0);
+}
+
+static __u64 delta(__u64 prev, __u64 cur)
+{
+	return cur >= prev ? cur - prev : 0;
+}
+
+void ks_class_keys(const struct ks_totals *prev, const struct ks_totals *cur,
+		   __u64 keys[KS_CLASS_MAX])
+{
+	__u32 op;
+
+	memset(keys, 0, sizeof(keys[0]) * KS_CLASS_MAX);
+	for (op = 0; op < KS_OP_MAX; op++)
+		keys[ks_op_class(op)] += delta(prev->ops[op].keys,
+					       cur->ops[op].keys);
+}
+
+__u64 ks_total_requests(const struct ks_totals *prev,
+			const struct ks_totals *cur)
+{
+	__u64 n = 0;
+	__u32 op;
+
+	for (op = 0; op < KS_OP_MAX; op++)
+		n += delta(prev->ops[op].requests, cur->ops[op].requests);
+	return n;
+}
+
+void ks_fill_rates(const struct ks_totals *prev, const struct ks_totals *cur,
+		   __u64 elapsed_ns, struct ks_report *rep)
+{
+	double secs = elapsed_ns ? elapsed_ns / 1e9 : 1.0;
+	__u64 req[KS_CLASS_MAX] = {}, keys[KS_CLASS_MAX] = {};
+	__u64 bytes[KS_CLASS_MAX] = {};
+	__u32 op, r, cls;
+
+	for (op = 0; op < KS_OP_MAX; op++) {
+		cls = ks_op_class(op);
+		req[cls] += delta(prev->ops[op].requests, cur->ops[op].requests);
+		keys[cls] += delta(prev->ops[op].keys, cur->ops[op].keys);
+		bytes[cls] += delta(prev->ops[op].bytes, cur->ops[op].bytes);
+	}
+	for (cls = 0; cls < KS_CLASS_MAX; cls++) {
+		rep->class_req_mps[cls] = ks_to_mps(req[cls] / secs);
+		rep->class_key_mps[cls] = ks_to_mps(keys[cls] / secs);
+		rep->class_byte_mps[cls] = ks_to_mps(bytes[cls] / secs);
+	}
+	for (r = 0; r < KS_ERR_MAX; r++)
+		rep->err_mps[r] = ks_to_mps(delta(prev->errors[r],
+						  cur->errors[r]) / secs);
+}

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The --replicas list and the rendezvous choice of a key's replicas. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "core/replicas.h"
+
+#define EXAMPLE "198.18.0.10:11211"
+#define ENTRY_MAX 64 /* longer than any "a.b.c.d:port"; longer is bad */
+/* Separates replica ids from other users of ks_hash_fmix, so a replica
+ * id never equals some key's hash by construction. */
+#define KS_RDV_SEED 0x6a09e667f3bcc908ULL
+
+/* The entry as messages show it: cut short, so a runaway argument does
+ * not swamp the message. */
+static void entry_text(const char *s, size_t len, char *buf, size_t size)
+{
+	if (len > 40)
+		snprintf(buf, size, "%.40s...", s);
+	else
+		snprintf(buf, size, "%.*s", (int)len, s);
+}
+
+/* 0.0.0.0 marks an unused ks_replicas slot, and packets cannot be
+ * steered to a multicast or broadcast address. */
+static int is_unicast(__u32 addr_be)
+{
+	__u32 a = ntohl(addr_be);
+
+	return a != 0 && a != 0xffffffffu && (a >> 28) != 0xe;
+}
+
+static int parse_port(const char *s, __u16 *port)
+{
+	unsigned long v = 0;
+
+	if (!*s || strlen(s) > 5)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(*s - '0');
+	}
+	if (v < 1 || v > 65535)
+		return -EINVAL;
+	*port = (__u16)v;
+	return 0;
+}
+
+/* Text from the parsed address, so it is canonical whatever was typed. */
+static void format_text(struct ks_replica_addr *r)
+{
+	char ip[INET_ADDRSTRLEN] = "";
+
+	inet_ntop(AF_INET, &r->addr, ip, sizeof(ip));
+	snprintf(r->text, sizeof(r->text), "%.15s:%u", ip, r->port);
+}
+
+/* One "a.b.c.d:port" entry (not NUL-terminated) into r. */
+static int parse_entry(const char *s, size_t len, unsigned idx,
+		       struct ks_replica_addr *r, char *err, size_t errlen)
+{
+	char buf[ENTRY_MAX], shown[48];
+	struct in_addr in;
+	char *colon;
+
+	entry_text(s, len, shown, sizeof(shown));
+	if (len >= sizeof(buf)) {
+		snprintf(err, errlen, "--replicas entry %u '%s' is too long; give host:port like " EXAMPLE,
+			 idx, shown);
+		return -EINVAL;
+	}
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	colon = strrchr(buf, ':');
+	if (!colon) {
+		snprintf(err, errlen, "--replicas entry %u '%s' has no port; give host:port like " EXAMPLE,
+			 idx, shown);
+		return -EINVAL;
+	}
+	*colon = '\0';
+	if (inet_pton(AF_INET, buf, &in) != 1 || !is_unicast(in.s_addr)) {
+		snprintf(err, errlen, "--replicas entry %u '%s': '%s' is not a dotted IPv4 unicast address; give host:port like " EXAMPLE " (no host names)",
+			 idx, shown, buf);
+		return -EINVAL;
+	}
+	if (parse_port(colon + 1, &r->port)) {
+		snprintf(err, errlen, "--replicas entry %u '%s': port '%s' is not a number from 1 to 65535; give host:port like " EXAMPLE,
+			 idx, shown, colon + 1);
+		return -EINVAL;
+	}
+	r->addr = in.s_addr;
+	format_text(r);
+	return 0;
+}
+
+static int find_replica(const struct ks_replica_set *rs,
+			const struct ks_replica_addr *r)
+{
+	unsigned i;
+
+	for (i = 0; i < rs->n; i++)
+		if (rs->r[i].addr == r->addr && rs->r[i].port == r->port)
+			return (int)i;
+	return -1;
+}
+
+/* Adds the entry s[0..len) as entry number idx (1-based) of the list. */
+static int add_entry(struct ks_replica_set *rs, const char *s, size_t len,
+		     unsigned idx, char *err, size_t errlen)
+{
+	struct ks_replica_addr r = {};
+	char shown[48];
+	int dup;
+
+	entry_text(s, len, shown, sizeof(shown));
+	if (len == 0) {
+		snprintf(err, errlen, "--replicas entry %u is empty; give host:port entries separated by single commas",
+			 idx);
+		return -EINVAL;
+	}
+	if (rs->n >= KS_MAX_REPLICAS) {
+		snprintf(err, errlen, "--replicas entry %u '%s' is one too many; give at most %d replicas",
+			 idx, shown, KS_MAX_REPLICAS);
+		return -EINVAL;
+	}
+	if (parse_entry(s, len, idx, &r, err, errlen))
+		return -EINVAL;
+	dup = find_replica(rs, &r);
+	if (dup >= 0) {
+		snprintf(err, errlen, "--replicas entry %u '%s' repeats entry %d; give each replica once",
+			 idx, shown, dup + 1);
+		return -EINVAL;
+	}
+	rs->r[rs->n++] = r;
+	return 0;
+}
+
+int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
+		      size_t errlen)
+{
+	struct ks_replica_set tmp = {};
+	const char *s = list;
+	unsigned idx = 1;
+
+	if (!list || !*list) {
+		snprintf(err, errlen, "--replicas needs a value; give 1 to %d replicas like " EXAMPLE ",198.18.0.11:11211",
+			 KS_MAX_REPLICAS);
+		return -EINVAL;
+	}
+	for (;; idx++) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+
+		if (add_entry(&tmp, s, len, idx, err, errlen))
+			return -EINVAL;
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	*rs = tmp;
+	return 0;
+}
+
+/* The replica's identity in host byte order, so every machine scores it
+ * alike; mixed once so nearby addresses get unrelated ids. */
+static __u64 replica_id(const struct ks_replica_addr *r)
+{
+	__u64 v = ((__u64)ntohl(r->addr) << 16) | r->port;
+
+	return ks_hash_fmix(v ^ KS_RDV_SEED);
+}
+
+__u64 ks_rendezvous_score(__u64 key_hash, const struct ks_replica_addr *r)
+{
+	/* fmix is a bijection: two distinct replicas never tie on a key. */
+	return ks_hash_fmix(key_hash ^ replica_id(r));
+}
+
+unsigned ks_rendezvous_pick(__u64 key_hash, const struct ks_replica_set *rs,
+			    unsigned k, __u8 *out)
+{
+	__u64 score[KS_MAX_REPLICAS];
+	__u8 taken[KS_MAX_REPLICAS] = {};
+	unsigned n = rs->n < KS_MAX_REPLICAS ? rs->n : KS_MAX_REPLICAS;
+	unsigned i, j;
+
+	if (k > n)
+		k = n;
+	for (i = 0; i < n; i++)
+		score[i] = ks_rendezvous_score(key_hash, &rs->r[i]);
+	/* Selection of the k best: n is at most 16, a sort buys nothing.
+	 * Equal scores (only a hand-built set with duplicates) keep the
+	 * lower index, so the result stays deterministic. */
+	for (j = 0; j < k; j++) {
+		int best = -1;
+
+		for (i = 0; i < n; i++)
+			if (!taken[i] && (best < 0 || score[i] > score[best]))
+				best = (int)i;
+		taken[best] = 1;
+		out[j] = (__u8)best;
+	}
+	return k;
+}

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ring.c - the ring builder. Each distribution follows its client's own
+ * source (read, not copied):
+ *  - libmemcached 1.x hosts.cc update_continuum() with weighted ketama:
+ *    points per server floor(pct * 160/4 * nservers + 1e-10) * 4, computed
+ *    in float; point names "host-i" when the port is 11211, else
+ *    "host:port-i", i from 0; four points per MD5 digest (digest bytes
+ *    4a..4a+3 little-endian for a = 0..3); sorted by value then server
+ *    index; keys hashed with MD5 (digest bytes 0..3 little-endian).
+ *  - twemproxy nc_ketama.c ketama_update(): the same, with the server's
+ *    name (the optional "name" of its config line, else "host" for port
+ *    11211 and "host:port" otherwise, see nc_conf.c) and its own float
+ *    expression; sorted by value only with glibc's stable qsort, so ties
+ *    keep server order. Keys hashed with hash_fnv1a_64 or hash_md5.
+ *  - both dispatch to the first point >= hash, wrapping to point 0.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include "core/ring.h"
+#include "util/opts.h"
+
+static const char *const dist_names[KS_DIST_MAX] = {
+	[KS_DIST_KETAMA] = "ketama",
+	[KS_DIST_TWEMPROXY] = "twemproxy",
+	[KS_DIST_TWEMPROXY_MD5] = "twemproxy-md5",
+	[KS_DIST_VNODE] = "vnode",
+	[KS_DIST_MODULA] = "modula",
+};
+
+int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < KS_DIST_MAX; i++) {
+		if (s && !strcmp(s, dist_names[i])) {
+			*out = (enum ks_dist)i;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "unknown distribution '%s'; use ketama, twemproxy, twemproxy-md5, vnode or modula",
+		 s ? s : "");
+	return -EINVAL;
+}
+
+const char *ks_dist_name(__u32 dist)
+{
+	return dist < KS_DIST_MAX ? dist_names[dist] : "?";
+}
+
+/* Decimal digits of v appended at p; returns the new end. */
+static char *put_u32(char *p, __u32 v)
+{
+	char tmp[10];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* "host" for the default port, else "host:port": how libmemcached names
+ * a server's points, and twemproxy a server without a name. */
+static size_t client_base(const struct ks_shard *sh, char *buf, size_t len)
+{
+	if (sh->port == KS_MEMCACHED_PORT)
+		return (size_t)snprintf(buf, len, "%s", sh->host);
+	return (size_t)snprintf(buf, len, "%s:%u", sh->host, sh->port);
+}
+
+struct builder {
+	struct ks_ring_point *pts; /* unsorted, in shard order */
+	__u32 n;
+	__u32 cap;
+};
+
+static void add_point(struct builder *b, __u32 value, __u32 shard)
+{
+	b->pts[b->n].value = value;
+	b->pts[b->n].shard = shard;
+	b->n++;
+}
+
+/* Points named base + sep + 0..count/4-1, four per digest. */
+static void add_ketama_points(struct builder *b, __u32 shard,
+			      const char *base, size_t blen, char sep,
+			      __u32 count)
+{
+	char name[KS_SHARD_NAME_MAX + 32];
+	__u32 i, st[4], a;
+
+	memcpy(name, base, blen);
+	name[blen] = sep;
+	for (i = 0; i < count / 4; i++) {
+		char *end = put_u32(name + blen + 1, i);
+
+		ks_md5_bytes(name, (__u64)(end - name), st);
+		for (a = 0; a < 4; a++)
+			add_point(b, st[a], shard);
+	}
+}
+
+/* libmemcached: float arithmetic throughout, as its C++ computes it. */
+static __u32 libmemcached_points(__u32 weight, __u64 total, __u32 n)
+{
+	float pct = (float)weight / (float)total;
+	float t = pct * KS_RING_POINTS_PER_SHARD / 4 * (float)n + 0.0000000001F;
+
+	return (__u32)(floor(t) * 4);
+}
+
+/* twemproxy: the same, but its epsilon is a double, and floorf. */
+static __u32 twemproxy_points(__u32 weight, __u32 total, __u32 n)
+{
+	float pct = (float)weight / (float)total;
+	float t = (float)(pct * KS_RING_POINTS_PER_SHARD / 4 * (float)n +
+			  0.0000000001);
+
+	return (__u32)(floorf(t) * 4);
+}
+
+static int build_ketama(struct builder *b, const struct ks_shards *s,
+			enum ks_dist dist, char *err, size_t errlen)
+{
+	__u64 total = 0;
+	__u32 i;
+
+	for (i = 0; i < s->n; i++)
+		total += s->v[i].weight;
+	for (i = 0; i < s->n; i++) {
+		const struct ks_shard *sh = &s->v[i];
+		char base[KS_SHARD_NAME_MAX + 16];
+		size_t blen;
+		__u32 count;
+
+		if (dist == KS_DIST_KETAMA) {
+			count = libmemcached_points(sh->weight, total, s->n);
+			blen = client_base(sh, base, sizeof(base));
+		} else {
+			count = twemproxy_points(sh->weight, (__u32)total, s->n);
+			if (sh->name[0])
+				blen = (size_t)snprintf(base, sizeof(base), "%s",
+							sh->name);
+			else
+				blen = client_base(sh, base, sizeof(base));
+			/* the longest name is base-<count/4 - 1> */
+			if (count && blen + 1 + (size_t)snprintf(NULL, 0, "%u", count / 4 - 1) >
+					     KS_TWEMPROXY_NAME_MAX) {
+				snprintf(err, errlen, "shard '%s' (%s line %u): twemproxy cannot hash point names over %d bytes; give it a shorter name",
+					 base, s->source, sh->line,
+					 KS_TWEMPROXY_NAME_MAX);
+				return -ENAMETOOLONG;
+			}
+		}
+		if (b->n + count > b->cap) { /* cannot happen: sum <= 160 n */
+			snprintf(err, errlen, "ring of %u shards needs more than %d points; report this as a bug",
+				 s->n, KS_RING_MAX_POINTS);
+			return -E2BIG;
+		}
+		add_ketama_points(b, i, base, blen, '-', count);
+	}
+	return 0;
+}
+
+/*
+ * vnode: shard i gets max(1, floor(vnodes * n * w_i / W)) points (exactly
+ * vnodes when the weights are equal), named "name#j" for j from 0, where
+ * name is the shard's name or "host:port"; a point's value is the ketama
+ * hash (MD5 bytes 0..3 little-endian) of its name.
+ */
+static int build_vnode(struct builder *b, const struct ks_shards *s,
+		       __u32 vnodes, char *err, size_t errlen)
+{
+	__u64 total = 0, need = 0;
+	__u32 i, j;
+
+	for (i = 0; i < s->n; i++)
+		total += s->v[i].weight;
+	for (i = 0; i < s->n; i++) {
+		__u64 c = (__u64)vnodes * s->n * s->v[i].weight / total;
+
+		need += c ? c : 1;
+	}
+	if (need > b->cap) {
+		snprintf(err, errlen, "--vnodes %u for %u shards needs %llu points, more than the ring's %d; lower --vnodes to at most %u",
+			 vnodes, s->n, (unsigned long long)need,
+			 KS_RING_MAX_POINTS, KS_RING_MAX_POINTS / s->n);
+		return -E2BIG;
+	}
+	for (i = 0; i < s->n; i++) {
+		const struct ks_shard *sh = &s->v[i];
+		__u64 c = (__u64)vnodes * s->n * sh->weight / total;
+		char name[KS_SHARD_NAME_MAX + 32];
+		size_t blen;
+		__u32 st[4];
+
+		if (!c)
+			c = 1;
+		if (sh->name[0])
+			blen = (size_t)snprintf(name, sizeof(name), "%s#", sh->name);
+		else
+			blen = (size_t)snprintf(name, sizeof(name), "%s:%u#",
+						sh->host, sh->port);
+		for (j = 0; j < c; j++) {
+			char *end = put_u32(name + blen, j);
+
+			ks_md5_bytes(name, (__u64)(end - name), st);
+			add_point(b, st[0], i);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Stable LSD radix sort by value, two 16-bit passes. Points arrive in
+ * shard order, so equal values stay in shard order: ties go to the lower
+ * shard index, as in libmemcached (explicit) and twemproxy (stable qsort).
+ */
+static int sort_points(struct ks_ring_point *out, struct ks_ring_point *in,
+		       __u32 n)
+{
+	__u32 *count = calloc(65536, sizeof(*count));
+	__u32 i, pass, sum;
+
+	if (!count)
+		return -ENOMEM;
+	for (pass = 0; pass < 2; pass++) {
+		struct ks_ring_point *src = pass ? out : in;
+		struct ks_ring_point *dst = pass ? in : out;
+		__u32 shift = pass * 16;
+
+		memset(count, 0, 65536 * sizeof(*count));
+		for (i = 0; i < n; i++)
+			count[(src[i].value >> shift) & 0xffff]++;
+		for (i = 0, sum = 0; i < 65536; i++) {
+			__u32 c = count[i];
+
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i].value >> shift) & 0xffff]++] = src[i];
+	}
+	/* two passes end in `in` */
+	memcpy(out, in, (size_t)n * sizeof(*out));
+	free(count);
+	return 0;
+}
+
+static __u64 fnv_bytes(__u64 h, const void *p, size_t len)
+{
+	const __u8 *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= KS_FNV64_PRIME;
+	}
+	return h;
+}
+
+static __u64 fnv_u32(__u64 h, __u32 v)
+{
+	__u8 le[4] = { (__u8)v, (__u8)(v >> 8), (__u8)(v >> 16), (__u8)(v >> 24) };
+
+	return fnv_bytes(h, le, 4);
+}
+
+__u64 ks_ring_digest(const struct ks_ring_half *h, const struct ks_shards *s)
+{
+	__u64 d = KS_FNV64_OFFSET;
+	char addr[KS_SHARD_HOST_MAX + 8];
+	__u32 i;
+
+	d = fnv_u32(d, h->meta.dist);
+	d = fnv_u32(d, h->meta.nshards);
+	d = fnv_u32(d, h->meta.npoints);
+	for (i = 0; i < s->n; i++) {
+		ks_shard_addr(&s->v[i], addr, sizeof(addr));
+		d = fnv_bytes(d, addr, strlen(addr));
+		d = fnv_bytes(d, "\n", 1);
+	}
+	for (i = 0; i < h->meta.npoints && i < KS_RING_MAX_POINTS; i++) {
+		d = fnv_u32(d, h->points[i].value);
+		d = fnv_u32(d, h->points[i].shard);
+	}
+	return d;
+}
+
+void ks_ring_index(struct ks_ring_half *h)
+{
+	__u32 n = h->meta.npoints, b, i = 0;
+
+	if (n > KS_RING_MAX_POINTS)
+		n = KS_RING_MAX_POINTS;
+	for (b = 0; b < KS_RING_BUCKETS; b++) {
+		__u64 floor_value = (__u64)b << KS_RING_BUCKET_SHIFT;
+
+		while (i < n && h->points[i].value < floor_value)
+			i++;
+		h->bucket[b] = i;
+	}
+	h->bucket[KS_RING_BUCKETS] = n;
+}
+
+int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
+		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
+		  size_t errlen)
+{
+	struct builder b = { .cap = KS_RING_MAX_POINTS };
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!shards->n || shards->n > KS_MAX_SHARDS) {
+		snprintf(err, errlen, "a ring needs 1 to %d shards, %s lists %u; fix the shard list",
+			 KS_MAX_SHARDS, shards->source, shards->n);
+		return -EINVAL;
+	}
+	if ((unsigned)dist >= KS_DIST_MAX) {
+		snprintf(err, errlen, "unknown distribution %u; use ketama, twemproxy, twemproxy-md5, vnode or modula",
+			 (unsigned)dist);
+		return -EINVAL;
+	}
+	if (!vnodes)
+		vnodes = KS_VNODES_DEFAULT;
+	r->half = calloc(1, sizeof(*r->half));
+	if (dist != KS_DIST_MODULA)
+		b.pts = malloc((size_t)b.cap * sizeof(*b.pts));
+	if (!r->half || (dist != KS_DIST_MODULA && !b.pts)) {
+		snprintf(err, errlen, "out of memory building a ring of %u shards; free some memory",
+			 shards->n);
+		rc = -ENOMEM;
+		goto out;
+	}
+	switch (dist) {
+	case KS_DIST_KETAMA:
+	case KS_DIST_TWEMPROXY:
+	case KS_DIST_TWEMPROXY_MD5:
+		rc = build_ketama(&b, shards, dist, err, errlen);
+		break;
+	case KS_DIST_VNODE:
+		rc = build_vnode(&b, shards, vnodes, err, errlen);
+		break;
+	default:
+		break;
+	}
+	if (rc)
+		goto out;
+	if (b.n && sort_points(r->half->points, b.pts, b.n)) {
+		snprintf(err, errlen, "out of memory sorting the ring; free some memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	r->half->meta.npoints = b.n;
+	ks_ring_index(r->half);
+	r->half->meta.nshards = shards->n;
+	r->half->meta.dist = dist;
+	r->half->meta.self = shards->self;
+	r->half->meta.version = version;
+	r->half->meta.digest = ks_ring_digest(r->half, shards);
+	r->vnodes = dist == KS_DIST_VNODE ? vnodes : 0;
+out:
+	free(b.pts);
+	if (rc)
+		ks_ring_free(r);
+	return rc;
+}
+
+void ks_ring_free(struct ks_ring *r)
+{
+	free(r->half);
+	r->half = NULL;
+}
+
+__u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len)
+{
+	__u64 buf[KS_KEY_WORDS] = {};
+
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	memcpy(buf, key, len);
+	return ks_ring_key_hash(r->half->meta.dist, buf, (__u32)len);
+}
+
+__u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len)
+{
+	if (!r->half)
+		return KS_NO_SHARD;
+	return ks_ring_owner(r->half, ks_ring_hash(r, key, len));
+}
+
+void ks_ring_point_counts(const struct ks_ring *r, __u32 *counts)
+{
+	__u32 i;
+
+	memset(counts, 0, r->half->meta.nshards * sizeof(*counts));
+	for (i = 0; i < r->half->meta.npoints; i++)
+		counts[r->half->points[i].shard]++;
+}
+
+int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
+		 struct ks_ring *ring, __u64 version, char *err,
+		 size_t errlen)
+{
+	int rc;
+
+	memset(ring, 0, sizeof(*ring));
+	memset(shards, 0, sizeof(*shards));
+	if (!spec->list && !spec->file) {
+		snprintf(err, errlen, "no shard list given; give %s LIST or %s FILE",
+			 spec->flag, spec->file_flag);
+		return -EINVAL;
+	}
+	if (spec->list && spec->file) {
+		snprintf(err, errlen, "both %s and %s given; give only one of them",
+			 spec->flag, spec->file_flag);
+		return -EINVAL;
+	}
+	if (spec->list)
+		rc = ks_shards_parse_list(spec->flag, spec->list, shards, err,
+					  errlen);
+	else
+		rc = ks_shards_load_file(spec->file, shards, err, errlen);
+	if (rc)
+		return rc;
+	if (spec->self) {
+		rc = ks_shards_set_self(shards, spec->self, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	rc = ks_ring_build(ring, shards, spec->dist, spec->vnodes, version, err,
+			   errlen);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	ks_shards_free(shards);
+	return rc;
+}
+
+void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
+		       const char *file_flag)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->dist = KS_DIST_KETAMA;
+	spec->flag = flag;
+	spec->file_flag = file_flag;
+}
+
+int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
+		     char *err, size_t errlen)
+{
+	unsigned long long v;
+	enum ks_dist d;
+
+	switch (c) {
+	case 'S':
+		spec->list = arg;
+		return 1;
+	case 'F':
+		spec->file = arg;
+		return 1;
+	case 'M':
+		spec->self = arg;
+		return 1;
+	case 'D':
+		if (ks_dist_parse(arg, &d, err, errlen))
+			return -1;
+		spec->dist = d;
+		return 1;
+	case 'N':
+		if (ks_parse_uint("--vnodes", arg, 1, KS_RING_MAX_POINTS, &v,
+				  err, errlen))
+			return -1;
+		spec->vnodes = (__u32)v;
+		return 1;
+	default:
+		return 0;
+	}
+}

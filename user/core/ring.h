@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ring.h - builds the ring the memcached clients use from a shard list,
+ * as the image of one ring half the datapath reads (bpf/ks_ring.h), and
+ * answers lookups with the same code the datapath runs.
+ *
+ * Distributions (each matches its client bit for bit, see docs/ring.md):
+ *   ketama         libmemcached MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED
+ *   twemproxy      nutcracker "distribution: ketama", "hash: fnv1a_64"
+ *   twemproxy-md5  the same with "hash: md5"
+ *   vnode          a plain ring of virtual nodes "name#i"
+ *   modula         hash % N, for comparison
+ */
+#ifndef KS_RING_USER_H
+#define KS_RING_USER_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "ks_ring.h"
+#include "core/shards.h"
+
+/* twemproxy formats point names into 86 bytes (KETAMA_MAX_HOSTLEN) and
+ * hashes past the end of longer ones; such names are refused. */
+#define KS_TWEMPROXY_NAME_MAX 85
+
+struct ks_ring {
+	struct ks_ring_half *half; /* meta + sorted points, as pushed */
+	__u32 vnodes;              /* points per unit of weight, vnode only */
+};
+
+/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula". */
+int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
+const char *ks_dist_name(__u32 dist);
+
+/*
+ * Builds the ring of shards for dist (vnodes: virtual nodes per shard for
+ * KS_DIST_VNODE, 0 for the default; ignored otherwise). version is stored
+ * as given; the digest is computed (see ks_ring_digest). On error writes
+ * err and returns a negative errno; r is then empty.
+ */
+int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
+		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
+		  size_t errlen);
+
+void ks_ring_free(struct ks_ring *r);
+
+/* The distribution's hash of a key of len <= KS_MAX_KEY_LEN bytes. */
+__u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len);
+
+/* Owner (shard index) of a key; KS_NO_SHARD for an empty ring. */
+__u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len);
+
+/*
+ * FNV-1a 64 over, in order: dist, nshards and npoints as 4 little-endian
+ * bytes each; every shard's "host:port" followed by '\n'; every point's
+ * value and shard as 4 little-endian bytes each. Two rings with the same
+ * digest send every key to the same host:port. The self shard is not part
+ * of it: every host of one fleet gets the same digest.
+ */
+__u64 ks_ring_digest(const struct ks_ring_half *h, const struct ks_shards *s);
+
+/*
+ * Where a ring comes from, as the ring options give it: exactly one of
+ * list ("host:port[:weight],...") and file; self optional.
+ */
+struct ks_ring_spec {
+	const char *list;
+	const char *file;
+	const char *self;
+	enum ks_dist dist;
+	__u32 vnodes;       /* 0: KS_VNODES_DEFAULT */
+	const char *flag;      /* names the list option in messages */
+	const char *file_flag; /* names the file option in messages */
+};
+
+/*
+ * The ring's command-line options, one handler for 'agent run',
+ * 'agent replay' and 'agent ring lookup' (their entries are in
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N').
+ * ks_ring_spec_init sets the defaults and the flag names messages use;
+ * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
+ * was not, -1 with err filled when its value is bad.
+ */
+void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
+		       const char *file_flag);
+int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
+		     char *err, size_t errlen);
+
+/* Reads the shard list of spec and builds its ring; on error both are
+ * left empty and err says why. */
+int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
+		 struct ks_ring *ring, __u64 version, char *err,
+		 size_t errlen);
+
+/* Fills h->bucket[] from h->points[0..npoints), which must be sorted;
+ * ks_ring_build does it, tests building halves by hand call it. */
+void ks_ring_index(struct ks_ring_half *h);
+
+/* Points each shard got (counts[] has nshards entries). */
+void ks_ring_point_counts(const struct ks_ring *r, __u32 *counts);
+
+#endif

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "dp/collect.h"
+#include "util/sig.h"
+#include "util/log.h"
+
+void ks_maps_init(struct ks_maps *m)
+{
+	m->config = m->ops = m->errors = m->pkts = -1;
+	m->cms = m->cands = m->events = m->report = -1;
+	m->ring = m->shards = m->misdirect = m->shard_report = -1;
+	m->hot = m->hot_stats = m->replicas = m->replica_stats = -1;
+	m->hot_events = -1;
+}
+
+int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
+{
+	const struct {
+		const char *name;
+		int *fd;
+	} tab[] = {
+		{ "ks_config", &m->config }, { "ks_ops", &m->ops },
+		{ "ks_errors", &m->errors }, { "ks_pkts", &m->pkts },
+		{ "ks_cms", &m->cms },       { "ks_cands", &m->cands },
+		{ "ks_events", &m->events }, { "ks_report", &m->report },
+		{ "ks_ring", &m->ring },     { "ks_shards", &m->shards },
+		{ "ks_misdirect", &m->misdirect },
+		{ "ks_shard_report", &m->shard_report },
+		{ "ks_hot", &m->hot }, { "ks_hot_stats", &m->hot_stats },
+		{ "ks_replicas", &m->replicas },
+		{ "ks_replica_stats", &m->replica_stats },
+		{ "ks_hot_events", &m->hot_events },
+	};
+	char path[PATH_MAX];
+	size_t i;
+
+	ks_maps_init(m);
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, tab[i].name);
+		*tab[i].fd = bpf_obj_get(path);
+		if (*tab[i].fd < 0) {
+			int err = -errno;
+
+			ks_debug("opening %s: %s", path, strerror(errno));
+			ks_maps_close(m);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void ks_maps_close(struct ks_maps *m)
+{
+	int *fds[] = { &m->config, &m->ops,    &m->errors, &m->pkts,
+		       &m->cms,    &m->cands,  &m->events, &m->report,
+		       &m->ring,   &m->shards, &m->misdirect,
+		       &m->shard_report, &m->hot, &m->hot_stats,
+		       &m->replicas, &m->replica_stats, &m->hot_events };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int ks_collector_init(struct ks_collector *c, const struct ks_maps *m)
+{
+	memset(c, 0, sizeof(*c));
+	c->maps = m;
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0)
+		return c->ncpus < 0 ? c->ncpus : -EINVAL;
+	c->row_buf = calloc((size_t)c->ncpus,
+			    ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH));
+	c->cand_buf = calloc((size_t)c->ncpus,
+			     ks_percpu_stride(sizeof(struct ks_cand)));
+	c->cands_cap = (size_t)c->ncpus * KS_CAND_SLOTS;
+	c->cands = calloc(c->cands_cap, sizeof(struct ks_cand));
+	if (!c->row_buf || !c->cand_buf || !c->cands) {
+		ks_collector_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void ks_collector_free(struct ks_collector *c)
+{
+	free(c->row_buf);
+	free(c->cand_buf);
+	free(c->cands);
+	c->row_buf = NULL;
+	c->cand_buf = NULL;
+	c->cands = NULL;
+}
+
+/* Sums ncpus u64 counters laid out stride 8 (a percpu u64 lookup). */
+static int sum_u64_percpu(int fd, __u32 key, int ncpus, __u64 *buf,
+			  __u64 *out)
+{
+	int cpu;
+
+	if (bpf_map_lookup_elem(fd, &key, buf))
+		return -errno;
+	*out = 0;
+	for (cpu = 0; cpu < ncpus; cpu++)
+		*out += buf[cpu];
+	return 0;
+}
+
+/* ks_pkts is one per-CPU struct ks_pkt_counters (a multiple of 8 bytes). */
+static int sum_pkt_counters(int fd, int ncpus, __u64 out[KS_PKT_MAX])
+{
+	struct ks_pkt_counters *buf = calloc((size_t)ncpus, sizeof(*buf));
+	__u32 zero = 0, k;
+	int cpu, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &zero, buf)) {
+		err = -errno;
+		goto out;
+	}
+	for (k = 0; k < KS_PKT_MAX; k++) {
+		out[k] = 0;
+		for (cpu = 0; cpu < ncpus; cpu++)
+			out[k] += buf[cpu].n[k];
+	}
+out:
+	free(buf);
+	return err;
+}
+
+int ks_read_totals(struct ks_collector *c, struct ks_totals *t)
+{
+	const struct ks_maps *m = c->maps;
+	/* struct ks_op_stats is 24 bytes: already a multiple of 8. */
+	struct ks_op_stats *ops;
+	__u64 *u64s;
+	__u32 k;
+	int cpu, err = 0;
+
+	memset(t, 0, sizeof(*t));
+	ops = calloc((size_t)c->ncpus, sizeof(*ops));
+	u64s = calloc((size_t)c->ncpus, sizeof(*u64s));
+	if (!ops || !u64s) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < KS_OP_MAX; k++) {
+		if (bpf_map_lookup_elem(m->ops, &k, ops)) {
+			err = -errno;
+			goto out;
+		}
+		for (cpu = 0; cpu < c->ncpus; cpu++) {
+			t->ops[k].requests += ops[cpu].requests;
+			t->ops[k].keys += ops[cpu].keys;
+			t->ops[k].bytes += ops[cpu].bytes;
+		}
+	}
+	for (k = 0; k < KS_ERR_MAX && !err; k++)
+		err = sum_u64_percpu(m->errors, k, c->ncpus, u64s,
+				     &t->errors[k]);
+	if (!err)
+		err = sum_pkt_counters(m->pkts, c->ncpus, t->pkts);
+out:
+	free(ops);
+	free(u64s);
+	return err;
+}
+
+int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out)
+{
+	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH);
+	__u32 cls, r;
+
+	memset(out, 0, sizeof(*out));
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++) {
+		for (r = 0; r < KS_CMS_DEPTH; r++) {
+			__u32 key = ks_cms_index(epoch, cls, r);
+
+			if (bpf_map_lookup_elem(c->maps->cms, &key, c->row_buf))
+				return -errno;
+			ks_cms_merge_row(out->c[cls][r], c->row_buf, c->ncpus,
+					 stride);
+		}
+	}
+	return 0;
+}
+
+int ks_zero_sketch(struct ks_collector *c, __u32 epoch)
+{
+	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH);
+	__u32 cls, r;
+
+	memset(c->row_buf, 0, stride * (size_t)c->ncpus);
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++) {
+		for (r = 0; r < KS_CMS_DEPTH; r++) {
+			__u32 key = ks_cms_index(epoch, cls, r);
+
+			if (bpf_map_update_elem(c->maps->cms, &key, c->row_buf,
+						BPF_ANY))
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+long ks_read_cands(struct ks_collector *c, __u32 seq)
+{
+	size_t stride = ks_percpu_stride(sizeof(struct ks_cand));
+	const unsigned char *buf = (const unsigned char *)c->cand_buf;
+	size_t n = 0;
+	__u32 slot;
+	int cpu;
+
+	for (slot = 0; slot < KS_CAND_SLOTS; slot++) {
+		if (bpf_map_lookup_elem(c->maps->cands, &slot, c->cand_buf))
+			return -errno;
+		for (cpu = 0; cpu < c->ncpus; cpu++) {
+			const struct ks_cand *cand = (const void *)(buf +
+				(size_t)cpu * stride);
+
+			if (n < c->cands_cap && ks_cand_usable(cand, seq))
+				c->cands[n++] = *cand;
+		}
+	}
+	return (long)ks_cands_dedup(c->cands, n);
+}
+
+int ks_read_config(const struct ks_maps *m, struct ks_config *cfg)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(m->config, &key, cfg) ? -errno : 0;
+}
+
+int ks_write_config(const struct ks_maps *m, const struct ks_config *cfg)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(m->config, &key, cfg, BPF_ANY) ? -errno : 0;
+}
+
+int ks_read_report(const struct ks_maps *m, struct ks_report *rep)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem_flags(m->report, &key, rep, BPF_F_LOCK) ?
+		       -errno : 0;
+}
+
+int ks_write_report(const struct ks_maps *m, const struct ks_report *rep)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(m->report, &key, rep, BPF_F_LOCK) ? -errno :
+									0;
+}
+
+int ks_read_shard_counts(struct ks_collector *c, __u32 n,
+			 struct ks_shard_counts *out)
+{
+	size_t stride = ks_percpu_stride(sizeof(struct ks_shard_stats));
+	void *buf = calloc((size_t)c->ncpus, stride);
+	__u32 i;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n && i < KS_MAX_SHARDS; i++) {
+		if (bpf_map_lookup_elem(c->maps->shards, &i, buf)) {
+			err = -errno;
+			break;
+		}
+		ks_shard_sum(buf, c->ncpus, stride, &out[i]);
+	}
+	free(buf);
+	return err;
+}
+
+long ks_read_misdirect(struct ks_collector *c, struct ks_misdirect *out)
+{
+	size_t stride = ks_percpu_stride(sizeof(struct ks_misdirect));
+	unsigned char *buf = calloc((size_t)c->ncpus, stride);
+	long n = 0;
+	__u32 slot;
+	int cpu;
+
+	if (!buf)
+		return -ENOMEM;
+	for (slot = 0; slot < KS_MISDIRECT_SLOTS; slot++) {
+		if (bpf_map_lookup_elem(c->maps->misdirect, &slot, buf)) {
+			n = -errno;
+			break;
+		}
+		for (cpu = 0; cpu < c->ncpus; cpu++)
+			memcpy(&out[n++], buf + (size_t)cpu * stride,
+			       sizeof(*out));
+	}
+	free(buf);
+	return n;
+}
+
+int ks_read_shard_report(const struct ks_maps *m, struct ks_shard_report *r)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem_flags(m->shard_report, &key, r,
+					 BPF_F_LOCK) ? -errno : 0;
+}
+
+int ks_write_shard_report(const struct ks_maps *m,
+			  const struct ks_shard_report *r)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(m->shard_report, &key, r, BPF_F_LOCK) ?
+		       -errno : 0;
+}
+
+long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
+			  __u32 sample_n, __u32 top, __u64 elapsed_ns,
+			  const struct ks_totals *prev, struct ks_totals *cur,
+			  struct ks_sketch *sk, __u64 *totals_ns,
+			  struct ks_report *rep)
+{
+	struct ks_interval iv = { .sample_n = sample_n,
+				  .elapsed_ns = elapsed_ns };
+	__u64 keys[KS_CLASS_MAX], rates_ns = elapsed_ns, now;
+	long ncands;
+	__u32 cls;
+	int err;
+
+	err = ks_read_totals(c, cur);
+	if (err)
+		return err;
+	if (totals_ns) {
+		now = ks_mono_ns();
+		rates_ns = now - *totals_ns;
+		*totals_ns = now;
+	}
+	err = ks_read_sketch(c, epoch, sk);
+	if (err)
+		return err;
+	ncands = ks_read_cands(c, seq);
+	if (ncands < 0)
+		return ncands;
+	ks_class_keys(prev, cur, keys);
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++)
+		iv.class_sampled[cls] = ks_class_stream_len(sk, cls, keys[cls],
+							    sample_n);
+	iv.total_requests = ks_total_requests(prev, cur);
+	ks_fill_rates(prev, cur, rates_ns, rep);
+	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] - prev->pkts[KS_PKT_SAMPLED];
+	memset(rep->top, 0, sizeof(rep->top));
+	rep->n_top = (__u32)ks_top_select(sk, &iv, c->cands, (size_t)ncands,
+					  rep->top, top);
+	return ncands;
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * hot_map.c - field-by-field writes to the mmapped ks_hot slots (see
+ * hot_map.h for the protocol). Stores that publish a state use release
+ * order so the fields written before them are visible first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "dp/hot_map.h"
+
+#define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#define LOAD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+
+int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int stats_fd,
+		    int replicas_fd, int rstats_fd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	m->hot_fd = hot_fd;
+	m->stats_fd = stats_fd;
+	m->replicas_fd = replicas_fd;
+	m->rstats_fd = rstats_fd;
+	m->ncpu = libbpf_num_possible_cpus();
+	if (m->ncpu <= 0)
+		return m->ncpu ? m->ncpu : -EINVAL;
+	m->map_len = sizeof(struct ks_hot_slot) * KS_HOT_SLOTS;
+	m->map_len = (m->map_len + page - 1) / page * page;
+	p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, hot_fd,
+		 0);
+	if (p == MAP_FAILED) {
+		m->slot = NULL;
+		return -errno;
+	}
+	m->slot = p;
+	for (i = 0; i < KS_HOT_SLOTS; i++)
+		if (m->slot[i].hash)
+			m->used++;
+	return 0;
+}
+
+void ks_hot_map_close(struct ks_hot_map *m)
+{
+	if (m->slot)
+		munmap(m->slot, m->map_len);
+	m->slot = NULL;
+}
+
+int ks_hot_map_find(const struct ks_hot_map *m, __u64 hash)
+{
+	int base = ks_hot_bucket(hash) * KS_HOT_WAYS, w;
+
+	for (w = 0; w < KS_HOT_WAYS; w++)
+		if (m->slot[base + w].hash == hash)
+			return base + w;
+	return -1;
+}
+
+int ks_hot_map_alloc(struct ks_hot_map *m, __u64 hash, const __u8 *key,
+		     __u16 len)
+{
+	int base = ks_hot_bucket(hash) * KS_HOT_WAYS, w, idx;
+
+	for (w = 0; w < KS_HOT_WAYS; w++) {
+		idx = base + w;
+		if (!m->slot[idx].hash && !m->releasing[idx])
+			break;
+	}
+	if (w == KS_HOT_WAYS)
+		return -ENOSPC;
+	ks_hot_map_install(m, idx, hash, key, len);
+	return idx;
+}
+
+void ks_hot_map_install(struct ks_hot_map *m, int idx, __u64 hash,
+			const __u8 *key, __u16 len)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+
+	/* free slots are all zero (reclaim clears them): no packet can
+	 * match this one before its hash is stored, last */
+	s->ncopies = 1;
+	s->len = len > KS_KEY_BUF ? KS_KEY_BUF : len;
+	memcpy(s->key, key, s->len);
+	ks_hot_map_stats_clear(m, idx);
+	STORE(s->hash, hash);
+	m->used++;
+}
+
+void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns)
+{
+	int weight[KS_MAX_COPIES] = { 0 }, credit[KS_MAX_COPIES] = { 0 };
+	unsigned t, c, best, nrep = ncopies > 1 ? ncopies - 1 : 0;
+
+	if (!nrep) {
+		memset(sched, 0, KS_STEER_SCHED);
+		return;
+	}
+	if (owner_turns > KS_STEER_SCHED)
+		owner_turns = KS_STEER_SCHED;
+	weight[0] = owner_turns;
+	for (c = 1; c < ncopies; c++) /* the remainder to the first ones */
+		weight[c] = (KS_STEER_SCHED - owner_turns) / nrep +
+			    (c - 1 < (KS_STEER_SCHED - owner_turns) % nrep);
+	/* smooth weighted round robin: each turn to the copy with the most
+	 * credit, which then pays the total */
+	for (t = 0; t < KS_STEER_SCHED; t++) {
+		best = 0;
+		for (c = 0; c < ncopies; c++) {
+			credit[c] += weight[c];
+			if (credit[c] > credit[best])
+				best = c;
+		}
+		credit[best] -= KS_STEER_SCHED;
+		sched[t] = (__u8)best;
+	}
+}
+
+void ks_hot_map_set_copies(struct ks_hot_map *m, int idx, __u32 ncopies,
+			   const __u8 *replicas, unsigned owner_turns)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+	__u32 i;
+
+	if (ncopies < 1)
+		ncopies = 1;
+	if (ncopies > KS_MAX_COPIES)
+		ncopies = KS_MAX_COPIES;
+	for (i = 0; i + 1 < KS_MAX_COPIES; i++)
+		s->replica[i] = i + 1 < ncopies ? replicas[i] : 0;
+	ks_steer_schedule(s->sched, ncopies, owner_turns);
+	STORE(s->ncopies, ncopies);
+}
+
+void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq,
+		    __u64 expires_ns)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+
+	STORE(s->armed_seq, seq);
+	STORE(s->expires_ns, expires_ns);
+}
+
+void ks_hot_map_extend(struct ks_hot_map *m, int idx, __u64 expires_ns)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+
+	if (LOAD(s->expires_ns))
+		STORE(s->expires_ns, expires_ns);
+}
+
+void ks_hot_map_disarm(struct ks_hot_map *m, int idx)
+{
+	STORE(m->slot[idx].expires_ns, 0);
+}
+
+void ks_hot_map_release(struct ks_hot_map *m, int idx)
+{
+	struct ks_hot_slot *s = &m->slot[idx];
+
+	if (!s->hash)
+		return;
+	STORE(s->expires_ns, 0);
+	STORE(s->hash, 0);
+	m->releasing[idx] = 1;
+	m->used--;
+}
+
+unsigned ks_hot_map_reclaim(struct ks_hot_map *m)
+{
+	unsigned n = 0;
+	int i;
+
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (!m->releasing[i])
+			continue;
+		ks_hot_map_clear(m, i);
+		n++;
+	}
+	return n;
+}
+
+void ks_hot_map_clear(struct ks_hot_map *m, int idx)
+{
+	memset(&m->slot[idx], 0, sizeof(m->slot[idx]));
+	m->releasing[idx] = 0;
+}
+
+int ks_hot_map_releasing(const struct ks_hot_map *m)
+{
+	int i;
+
+	for (i = 0; i < KS_HOT_SLOTS; i++)
+		if (m->releasing[i])
+			return 1;
+	return 0;
+}
+
+__u64 ks_hot_map_write_seq(const struct ks_hot_map *m, int idx)
+{
+	return LOAD(m->slot[idx].write_seq);
+}
+
+__u64 ks_hot_map_last_write(const struct ks_hot_map *m, int idx)
+{
+	return LOAD(m->slot[idx].last_write_ns);
+}
+
+int ks_hot_map_armed(const struct ks_hot_map *m, int idx)
+{
+	const struct ks_hot_slot *s = &m->slot[idx];
+
+	return LOAD(s->expires_ns) && LOAD(s->armed_seq) == LOAD(s->write_seq);
+}
+
+int ks_hot_map_stats(const struct ks_hot_map *m, int idx,
+		     struct ks_hot_stats *sum)
+{
+	struct ks_hot_stats *v = calloc(m->ncpu, sizeof(*v));
+	__u32 key = idx;
+	int c, ret = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->stats_fd, &key, v)) {
+		ret = -errno;
+		goto out;
+	}
+	for (c = 0; c < m->ncpu; c++) {
+		sum->reads += v[c].reads;
+		sum->writes += v[c].writes;
+		sum->steered += v[c].steered;
+		sum->tcp_reads += v[c].tcp_reads;
+		sum->owner += v[c].owner;
+	}
+out:
+	free(v);
+	return ret;
+}
+
+int ks_hot_map_stats_clear(const struct ks_hot_map *m, int idx)
+{
+	struct ks_hot_stats *v = calloc(m->ncpu, sizeof(*v));
+	__u32 key = idx;
+	int ret = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_update_elem(m->stats_fd, &key, v, BPF_ANY))
+		ret = -errno;
+	free(v);
+	return ret;
+}
+
+int ks_hot_map_set_replicas(const struct ks_hot_map *m,
+			    const struct ks_replica *r, unsigned n)
+{
+	struct ks_replica none = {};
+	__u32 i;
+
+	for (i = 0; i < KS_MAX_REPLICAS; i++)
+		if (bpf_map_update_elem(m->replicas_fd, &i, i < n ? &r[i] : &none,
+					BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+int ks_hot_map_replica_steered(const struct ks_hot_map *m, unsigned i,
+			       __u64 *out)
+{
+	__u64 *v = calloc(m->ncpu, sizeof(*v));
+	__u32 key = i;
+	int c, ret = 0;
+
+	*out = 0;
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->rstats_fd, &key, v))
+		ret = -errno;
+	else
+		for (c = 0; c < m->ncpu; c++)
+			*out += v[c];
+	free(v);
+	return ret;
+}

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * A blocking memcached meta-command client with a deadline per call. The
+ * socket stays non-blocking and every wait is a poll() bounded by the
+ * call's deadline, so connect, send and receive share one time limit.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "net/mc_client.h"
+
+#define RBUF_SIZE 4096 /* reply lines; values bigger than what is left
+			* in it are read straight into their own buffer */
+#define REQ_MAX   320  /* "ms " + 250-byte key + numbers */
+
+typedef int (*mc_op)(struct ks_mc_conn *c, void *arg, __u64 deadline);
+
+static __u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+/* Waits until fd is ready for ev or the deadline passes. */
+static int wait_fd(int fd, short ev, __u64 deadline)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	for (;;) {
+		__u64 now = now_ms();
+		int n;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, (int)(deadline - now));
+		if (n > 0)
+			return 0; /* errors/hangups show in the next call */
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port, int timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->addr = addr_be;
+	c->port = port;
+	c->fd = -1;
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+}
+
+void ks_mc_close(struct ks_mc_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rpos = c->rlen = 0;
+}
+
+static int connect_wait(int fd, const struct sockaddr_in *sa, __u64 deadline)
+{
+	socklen_t sl = sizeof(int);
+	int err, so_err = 0;
+
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	err = wait_fd(fd, POLLOUT, deadline);
+	if (err)
+		return err;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_err, &sl))
+		return -errno;
+	return -so_err;
+}
+
+static int mc_connect(struct ks_mc_conn *c, __u64 deadline)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(c->port),
+				  .sin_addr.s_addr = c->addr };
+	int one = 1, fd, err;
+
+	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE)))
+		return -ENOMEM;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	err = connect_wait(fd, &sa, deadline);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* Requests are one small write each: do not wait for Nagle. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->fd = fd;
+	c->rpos = c->rlen = 0;
+	return 0;
+}
+
+/* After a send or receive failed with errno: 0 to try again (it was
+ * interrupted, or the socket is ready now), else the error. */
+static int after_failed_io(int fd, short ev, __u64 deadline)
+{
+	if (errno == EINTR)
+		return 0;
+	if (errno != EAGAIN)
+		return -errno;
+	return wait_fd(fd, ev, deadline);
+}
+
+/* Sends all of iov; MSG_NOSIGNAL so a closed peer is -EPIPE, not a
+ * SIGPIPE that would kill the agent. */
+static int send_all(struct ks_mc_conn *c, struct iovec *iov, int cnt,
+		    __u64 deadline)
+{
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+
+	while (m.msg_iovlen) {
+		ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+		int err;
+
+		if (n < 0) {
+			err = after_failed_io(c->fd, POLLOUT, deadline);
+			if (err)
+				return err;
+			continue;
+		}
+		while (m.msg_iovlen && (size_t)n >= m.msg_iov->iov_len) {
+			n -= (ssize_t)m.msg_iov->iov_len;
+			m.msg_iov++;
+			m.msg_iovlen--;
+		}
+		if (m.msg_iovlen) {
+			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + n;
+			m.msg_iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* Receives at least one byte into buf; EOF is -ECONNRESET. */
+static ssize_t recv_some(struct ks_mc_conn *c, void *buf, size_t len,
+			 __u64 deadline)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, buf, len, 0);
+		int err;
+
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -ECONNRESET;
+		err = after_failed_io(c->fd, POLLIN, deadline);
+		if (err)
+			return err;
+	}
+}
+
+/* The next reply line, NUL-terminated in place of its "\r\n"; valid
+ * until the next read from the connection. */
+static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
+{
+	for (;;) {
+		char *start = c->rbuf + c->rpos;
+		char *nl = memchr(start, '\n', c->rlen - c->rpos);
+		ssize_t n;
+
+		if (nl) {
+			if (nl == start || nl[-1] != '\r')
+				return -EPROTO;
+			nl[-1] = '\0';
+			*line = start;
+			c->rpos = (size_t)(nl + 1 - c->rbuf);
+			return 0;
+		}
+		/* Slide the partial line to the front to make room. */
+		memmove(c->rbuf, start, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
+		if (c->rlen == RBUF_SIZE)
+			return -EPROTO; /* no reply line is this long */
+		n = recv_some(c, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, deadline);
+		if (n < 0)
+			return (int)n;
+		c->rlen += (size_t)n;
+	}
+}
+
+/* Exactly len bytes: first what is buffered, the rest straight from the
+ * socket so a 1 MiB value is not copied twice. */
+static int read_exact(struct ks_mc_conn *c, char *dst, size_t len,
+		      __u64 deadline)
+{
+	size_t have = c->rlen - c->rpos;
+
+	if (have > len)
+		have = len;
+	memcpy(dst, c->rbuf + c->rpos, have);
+	c->rpos += have;
+	while (have < len) {
+		ssize_t n = recv_some(c, dst + have, len - have, deadline);
+
+		if (n < 0)
+			return (int)n;
+		have += (size_t)n;
+	}
+	return 0;
+}
+
+static int is_broken(int err)
+{
+	return err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN ||
+	       err == -ECONNABORTED;
+}
+
+/*
+ * Runs op with one deadline. A kept connection may have been closed by a
+ * restarted or idle-timing-out server; then the op is run once more on a
+ * new one (fetch, store and delete are all safe to repeat).
+ */
+static int run_op(struct ks_mc_conn *c, mc_op op, void *arg)
+{
+	__u64 deadline = now_ms() + (__u64)c->timeout_ms;
+	int attempt, err = 0;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		int fresh = c->fd < 0;
+
+		if (fresh && (err = mc_connect(c, deadline)))
+			break;
+		err = op(c, arg, deadline);
+		if (!err)
+			return 0;
+		ks_mc_close(c); /* the stream may be out of step now */
+		if (fresh || !is_broken(err))
+			break;
+	}
+	ks_mc_close(c);
+	return err;
+}
+
+int ks_mc_key_check(const __u8 *key, size_t klen)
+{
+	size_t i;
+
+	if (!key || klen == 0 || klen > KS_MC_KEY_MAX)
+		return -EINVAL;
+	/* A space or control byte would end the key or the request line. */
+	for (i = 0; i < klen; i++)
+		if (key[i] <= ' ' || key[i] == 0x7f)
+			return -EINVAL;
+	return 0;
+}
+
+/* A whole decimal number: -EPROTO if it is not one, -ERANGE above max. */
+static int parse_num(const char *s, unsigned long long max,
+		     unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!*s)
+		return -EPROTO;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EPROTO;
+		if (v > (max - (unsigned)(*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* The flags of "VA <len> f<flags> t<ttl>", in any order. memcached
+ * reports t-1 for an item that never expires. */
+static int parse_va_flags(char *rest, struct ks_mc_item *it)
+{
+	unsigned long long v;
+	int have_f = 0, have_t = 0;
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(rest, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (tok[0] == 'f' && !parse_num(tok + 1, 0xffffffffULL, &v)) {
+			it->flags = (__u32)v;
+			have_f = 1;
+		} else if (tok[0] == 't' && !strcmp(tok + 1, "-1")) {
+			it->ttl = -1;
+			have_t = 1;
+		} else if (tok[0] == 't' && !parse_num(tok + 1, 0x7fffffffULL, &v)) {
+			/* an item set with an absolute expiry may have more
+			 * than 30 days left */
+			it->ttl = (long)v;
+			have_t = 1;
+		}
+	}
+	return have_f && have_t ? 0 : -EPROTO;
+}
+
+/* The value block of a VA reply: len bytes and "\r\n". */
+static int read_value(struct ks_mc_conn *c, struct ks_mc_item *it,
+		      __u64 deadline)
+{
+	char crlf[2];
+	int err;
+
+	it->value = malloc(it->len + 1);
+	if (!it->value)
+		return -ENOMEM;
+	err = read_exact(c, it->value, it->len, deadline);
+	if (!err)
+		err = read_exact(c, crlf, 2, deadline);
+	if (!err && memcmp(crlf, "\r\n", 2))
+		err = -EPROTO;
+	if (err) {
+		free(it->value);
+		it->value = NULL;
+		return err;
+	}
+	it->value[it->len] = '\0';
+	return 0;
+}
+
+/* What fetch and delete need; delete leaves it NULL. */
+struct key_arg {
+	const __u8 *key;
+	size_t klen;
+	struct ks_mc_item *it;
+};
+
+/* "<verb> <key><tail>\r\n" (a checked key, so it fits REQ_MAX). */
+static int send_key_cmd(struct ks_mc_conn *c, const char *verb,
+			const struct key_arg *a, const char *tail, __u64 deadline)
+{
+	char req[REQ_MAX];
+	struct iovec iov = { .iov_base = req };
+
+	iov.iov_len = (size_t)snprintf(req, sizeof(req), "%s %.*s%s\r\n", verb,
+				       (int)a->klen, a->key, tail);
+	return send_all(c, &iov, 1, deadline);
+}
+
+static int fetch_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
+{
+	struct key_arg *a = arg;
+	unsigned long long len;
+	char *line, *sp;
+	int err;
+
+	err = send_key_cmd(c, "mg", a, " v f t", deadline);
+	if (!err)
+		err = read_line(c, &line, deadline);
+	if (err)
+		return err;
+	if (!strcmp(line, "EN"))
+		return 0;
+	if (strncmp(line, "VA ", 3))
+		return -EPROTO;
+	sp = strchr(line + 3, ' ');
+	if (!sp)
+		return -EPROTO;
+	*sp = '\0';
+	err = parse_num(line + 3, KS_MC_VALUE_MAX, &len);
+	if (err)
+		return err == -ERANGE ? -E2BIG : err;
+	a->it->len = (size_t)len;
+	err = parse_va_flags(sp + 1, a->it);
+	if (!err)
+		err = read_value(c, a->it, deadline);
+	if (!err)
+		a->it->found = 1;
+	return err;
+}
+
+int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		struct ks_mc_item *it)
+{
+	struct key_arg a = { key, klen, it };
+	int err;
+
+	memset(it, 0, sizeof(*it));
+	err = ks_mc_key_check(key, klen);
+	if (err)
+		return err;
+	err = run_op(c, fetch_op, &a);
+	if (err) /* a failed try must not leave half an item behind */
+		ks_mc_item_free(it);
+	return err;
+}
+
+/* The one-line reply to ms or md. */
+static int simple_reply(struct ks_mc_conn *c, int nf_ok, __u64 deadline)
+{
+	char *line;
+	int err = read_line(c, &line, deadline);
+
+	if (err)
+		return err;
+	if (!strcmp(line, "HD") || (nf_ok && !strcmp(line, "NF")))
+		return 0;
+	if (!strncmp(line, "SERVER_ERROR object too large", 29))
+		return -E2BIG; /* the server's item size limit (-I) */
+	if (!strncmp(line, "SERVER_ERROR out of memory", 26))
+		return -ENOMEM;
+	return -EPROTO;
+}
+
+struct store_arg {
+	const __u8 *key;
+	size_t klen;
+	const struct ks_mc_item *it;
+	long ttl;
+};
+
+static int store_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
+{
+	struct store_arg *a = arg;
+	char req[REQ_MAX];
+	struct iovec iov[3];
+	int err;
+
+	iov[0].iov_base = req;
+	iov[0].iov_len = (size_t)snprintf(req, sizeof(req), "ms %.*s %zu T%ld F%u\r\n",
+					  (int)a->klen, a->key, a->it->len,
+					  a->ttl, a->it->flags);
+	iov[1].iov_base = a->it->value;
+	iov[1].iov_len = a->it->len;
+	iov[2].iov_base = "\r\n";
+	iov[2].iov_len = 2;
+	err = send_all(c, iov, 3, deadline);
+	return err ? err : simple_reply(c, 0, deadline);
+}
+
+int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_item *it, long ttl)
+{
+	struct store_arg a = { key, klen, it, ttl };
+	int err = ks_mc_key_check(key, klen);
+
+	if (err)
+		return err;
+	if (ttl < 0 || ttl > KS_MC_TTL_MAX || (it->len && !it->value))
+		return -EINVAL;
+	if (it->len > KS_MC_VALUE_MAX)
+		return -E2BIG;
+	return run_op(c, store_op, &a);
+}
+
+static int delete_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
+{
+	int err = send_key_cmd(c, "md", arg, "", deadline);
+
+	return err ? err : simple_reply(c, 1, deadline);
+}
+
+int ks_mc_delete(struct ks_mc_conn *c, const __u8 *key, size_t klen)
+{
+	struct key_arg a = { key, klen, NULL };
+	int err = ks_mc_key_check(key, klen);
+
+	return err ? err : run_op(c, delete_op, &a);
+}
+
+void ks_mc_item_free(struct ks_mc_item *it)
+{
+	free(it->value);
+	memset(it, 0, sizeof(*it));
+}
+
+/* The copies' ttl: never longer than the owner's, so a copy does not
+ * outlive the value it copies; never 0, which would mean "forever". */
+static long copy_ttl(long owner_ttl, long cap)
+{
+	long ttl = cap > KS_MC_TTL_MAX ? KS_MC_TTL_MAX : cap;
+
+	if (owner_ttl >= 0 && owner_ttl < ttl)
+		ttl = owner_ttl;
+	return ttl < 1 ? 1 : ttl;
+}
+
+int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
+		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
+		   struct ks_fill_result *res)
+{
+	struct ks_mc_item it;
+	int first = 0, err;
+	unsigned i;
+
+	memset(res, 0, sizeof(*res));
+	err = ttl_cap < 1 ? -EINVAL : ks_mc_fetch(owner, key, klen, &it);
+	if (err) {
+		res->failed = n;
+		res->failed_mask = n >= 32 ? ~0U : (1U << n) - 1;
+		res->owner_err = err;
+		return err;
+	}
+	res->found = it.found;
+	if (it.found)
+		res->ttl = copy_ttl(it.ttl, ttl_cap);
+	for (i = 0; i < n; i++) {
+		if (!replicas[i])
+			err = -EHOSTDOWN;
+		else if (it.found)
+			err = ks_mc_store(replicas[i], key, klen, &it, res->ttl);
+		else
+			err = ks_mc_delete(replicas[i], key, klen);
+		if (err && !first)
+			first = err;
+		if (err) {
+			res->failed++;
+			res->failed_mask |= i < 32 ? 1U << i : 0;
+		} else {
+			res->stored++;
+		}
+	}
+	ks_mc_item_free(&it);
+	return first;
+}

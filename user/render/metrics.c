@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * metrics.c - the Prometheus exposition of 'agent run' (see metrics.h and
+ * docs/metrics.md). Every family is written whole, HELP and TYPE first,
+ * so a scrape always lists the same names whatever the traffic; only
+ * per-key, per-shard and per-replica series come and go.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include "render/metrics.h"
+#include "core/names.h"
+#include "render/report.h"
+#include "render/report_hot.h"
+#include "util/sig.h"
+
+#define KEY_TEXT_MAX (KS_KEY_BUF * 4 + 8) /* every byte as \xNN */
+
+/* The states ks_hot_state_name gives a slot, in the order exported. */
+static const char *const slot_states[] = {
+	"armed", "dirty", "expired", "filling", "counted",
+};
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define SLOT_STATES  ARRAY_LEN(slot_states)
+
+/* Datapath counters exported one family each (ks_pkt_counters). The
+ * memcached packets by protocol are one family of their own. */
+static const struct {
+	enum ks_pkt_counter idx;
+	const char *name, *help;
+} pkt_families[] = {
+	{ KS_PKT_SEEN, "keysteer_packets_total",
+	  "Packets the XDP program ran on." },
+	{ KS_PKT_SAMPLED, "keysteer_sampled_keys_total",
+	  "Keys sampled into the count-min sketch (1 in N)." },
+	{ KS_PKT_CAND_INSERT, "keysteer_candidate_inserts_total",
+	  "Keys taken into a candidate table." },
+	{ KS_PKT_CAND_EVICT, "keysteer_candidate_evictions_total",
+	  "Candidate keys evicted by a heavier newcomer." },
+	{ KS_PKT_TRACE_DROP, "keysteer_trace_events_dropped_total",
+	  "Trace events lost to a full ring buffer." },
+	{ KS_PKT_RING_HIT, "keysteer_ring_sampled_keys_total",
+	  "Sampled keys placed on the ring (not scaled by N)." },
+	{ KS_PKT_MISDIRECTED, "keysteer_ring_sampled_misdirected_keys_total",
+	  "Sampled keys the ring gives to another shard than this host's (not scaled by N)." },
+	{ KS_PKT_HOT_READ, "keysteer_hot_key_reads_total",
+	  "Reads of keys in the datapath's hot-key slots." },
+	{ KS_PKT_HOT_WRITE, "keysteer_hot_key_writes_total",
+	  "Writes of keys in the datapath's hot-key slots." },
+	{ KS_PKT_STEERED, "keysteer_steered_reads_total",
+	  "UDP gets rewritten towards an L1 replica." },
+	{ KS_PKT_STEER_NO_ROUTE, "keysteer_steer_no_route_total",
+	  "UDP gets of armed keys kept at the owner: no route or neighbour." },
+};
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A value: integral ones exactly, others with 15 significant digits. */
+static void value(FILE *f, double v)
+{
+	fprintf(f, " %.15g\n", v);
+}
+
+static void count(FILE *f, __u64 v)
+{
+	fprintf(f, " %llu\n", (unsigned long long)v);
+}
+
+/* A label value escaped for the exposition format. */
+static void label_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* name="value" for free text (keys, shard names): printable ASCII as is,
+ * other bytes as \xNN (ks_key_text), so the value is always valid UTF-8. */
+static void label_bytes(FILE *f, const char *name, const __u8 *b, size_t len)
+{
+	char text[KEY_TEXT_MAX];
+
+	ks_key_text(b, len, text, sizeof(text));
+	fprintf(f, "%s=\"", name);
+	label_escaped(f, text);
+	fputc('"', f);
+}
+
+/* A NUL-terminated field of size bytes (the NUL may be missing). */
+static void label_str(FILE *f, const char *name, const char *s, size_t size)
+{
+	label_bytes(f, name, (const __u8 *)s, strnlen(s, size));
+}
+
+/* {hash="0x..."[,key="..."] (left open for more labels) */
+static void key_labels(FILE *f, const struct ks_metrics_in *in, __u64 hash,
+		       const __u8 *key, size_t len)
+{
+	fprintf(f, "{hash=\"0x%016llx\"", (unsigned long long)hash);
+	if (in->export_keys) {
+		fputc(',', f);
+		label_bytes(f, "key", key, len);
+	}
+}
+
+/* A family of one sample without labels. */
+struct scalar {
+	const char *name, *type, *help;
+	__u64 n;  /* the value, unless real */
+	double x; /* the value when real */
+	int real;
+};
+
+static void scalars(FILE *f, const struct scalar *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		family(f, s[i].name, s[i].type, s[i].help);
+		fputs(s[i].name, f);
+		if (s[i].real)
+			value(f, s[i].x);
+		else
+			count(f, s[i].n);
+	}
+}
+
+/* A family with one label over a fixed set of values: name{label="v"} n. */
+static void label_set(FILE *f, const char *name, const char *type,
+		      const char *help, const char *label,
+		      const char *const *vals, const __u64 *n, size_t k)
+{
+	size_t i;
+
+	family(f, name, type, help);
+	for (i = 0; i < k; i++) {
+		fprintf(f, "%s{%s=\"%s\"}", name, label, vals[i]);
+		count(f, n[i]);
+	}
+}
+
+static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	const struct ks_report *r = in->rep;
+	const struct scalar sc[] = {
+		{ "keysteer_start_time_seconds", "gauge",
+		  "When the agent started, seconds since the Unix epoch.",
+		  .x = r->start_ns / 1e9, .real = 1 },
+		{ "keysteer_resident_memory_bytes", "gauge",
+		  "The agent's resident memory.", .n = in->rss_bytes },
+		{ "keysteer_sample_ratio", "gauge",
+		  "Fraction of keys sampled into the sketch (1/N for --sample N).",
+		  .x = r->sample_n ? 1.0 / r->sample_n : 1.0, .real = 1 },
+		{ "keysteer_interval_target_seconds", "gauge",
+		  "The configured interval (--interval).",
+		  .x = r->interval_ms / 1e3, .real = 1 },
+		{ "keysteer_interval_duration_seconds", "gauge",
+		  "Length of the last interval as measured (0 before the first).",
+		  .x = in->intervals ? r->elapsed_ns / 1e9 : 0, .real = 1 },
+		{ "keysteer_last_interval_timestamp_seconds", "gauge",
+		  "When the last interval ended, seconds since the Unix epoch (0 before the first).",
+		  .x = in->intervals ? r->updated_ns / 1e9 : 0, .real = 1 },
+		{ "keysteer_intervals_total", "counter",
+		  "Intervals ended since the agent started.", .n = in->intervals },
+	};
+
+	family(f, "keysteer_agent_info", "gauge",
+	       "The agent's version, interface and hook: XDP mode native or generic, or tc (always 1).");
+	fprintf(f, "keysteer_agent_info{version=\"%s\",", KS_VERSION_STR);
+	label_str(f, "interface", r->ifname, sizeof(r->ifname));
+	fprintf(f, ",xdp_mode=\"%s\"} 1\n",
+		r->xdp_mode == 1 ? "native" : r->xdp_mode == 2 ? "generic" :
+		r->xdp_mode == 3 ? "tc" : "none");
+	scalars(f, sc, ARRAY_LEN(sc));
+}
+
+enum op_field { OP_REQUESTS, OP_KEYS, OP_BYTES };
+
+/* Requests, keys or bytes of every op, labelled with its class. */
+static void op_family(FILE *f, const struct ks_metrics_in *in,
+		      const char *name, const char *help, enum op_field which)
+{
+	__u32 op;
+
+	family(f, name, "counter", help);
+	for (op = 0; op < KS_OP_MAX; op++) {
+		const struct ks_op_stats *o = &in->totals->ops[op];
+
+		fprintf(f, "%s{class=\"%s\",op=\"%s\"}", name,
+			ks_class_name(ks_op_class(op)), ks_op_name(op));
+		count(f, which == OP_REQUESTS ? o->requests :
+			 which == OP_KEYS     ? o->keys : o->bytes);
+	}
+}
+
+/* The TCP stream layer (docs/streams.md): segments by where they stood,
+ * resyncs by reason, the steering fail safe. */
+static void stream_metrics(FILE *f, const struct ks_totals *t)
+{
+	static const char *const events[] = { "opened", "closed", "continued",
+					      "retransmitted", "overlapping",
+					      "hole_filled" };
+	static const char *const resyncs[] = { "gap", "unknown_flow",
+					       "carry", "lost" };
+	const __u64 ev[] = { t->pkts[KS_PKT_FLOW_NEW], t->pkts[KS_PKT_FLOW_END],
+			     t->pkts[KS_PKT_FLOW_CONT], t->pkts[KS_PKT_FLOW_DUP],
+			     t->pkts[KS_PKT_FLOW_OVERLAP],
+			     t->pkts[KS_PKT_FLOW_FILL] };
+	const __u64 rs[] = { t->pkts[KS_PKT_RESYNC_GAP],
+			     t->pkts[KS_PKT_RESYNC_UNKNOWN],
+			     t->pkts[KS_PKT_RESYNC_CARRY],
+			     t->pkts[KS_PKT_RESYNC_LOST] };
+	const struct scalar sc[] = {
+		{ "keysteer_hot_disarms_total", "counter",
+		  "Times bytes of a stream went by unparsed and every armed hot key was made dirty.",
+		  .n = t->pkts[KS_PKT_HOT_DISARM] },
+		{ "keysteer_udp_first_fragments_total", "counter",
+		  "First IP fragments of UDP requests, parsed as far as they go.",
+		  .n = t->pkts[KS_PKT_UDP_FRAG] },
+	};
+
+	label_set(f, "keysteer_stream_events_total", "counter",
+		  "TCP flows opened and closed, and segments by where they stood in their stream.",
+		  "event", events, ev, ARRAY_LEN(ev));
+	label_set(f, "keysteer_stream_resyncs_total", "counter",
+		  "TCP streams whose position was lost, by reason; the next request boundary resynchronises.",
+		  "reason", resyncs, rs, ARRAY_LEN(rs));
+	scalars(f, sc, ARRAY_LEN(sc));
+}
+
+static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	static const char *const protos[] = { "tcp", "udp" };
+	const struct ks_totals *t = in->totals;
+	const char *reasons[KS_ERR_MAX];
+	__u64 errs[KS_ERR_MAX], by_proto[2] = { t->pkts[KS_PKT_TCP],
+						t->pkts[KS_PKT_UDP] };
+	struct scalar sc[ARRAY_LEN(pkt_families) + 3];
+	size_t i, n = 0;
+
+	op_family(f, in, "keysteer_requests_total",
+		  "memcached requests parsed, by class and op.", OP_REQUESTS);
+	op_family(f, in, "keysteer_keys_total",
+		  "Keys in the requests parsed, by class and op.", OP_KEYS);
+	op_family(f, in, "keysteer_request_bytes_total",
+		  "Bytes of the requests parsed (line and data block), by class and op.",
+		  OP_BYTES);
+	/* not_memcached is every other packet: a family of its own */
+	for (i = 0; i < KS_ERR_MAX; i++) {
+		if (i == KS_ERR_NOT_MEMCACHED)
+			continue;
+		reasons[n] = ks_reason_name((unsigned)i);
+		errs[n++] = t->errors[i];
+	}
+	label_set(f, "keysteer_parse_errors_total", "counter",
+		  "Inputs not (fully) parsed, by reason; passed on untouched.",
+		  "reason", reasons, errs, n);
+	label_set(f, "keysteer_memcached_packets_total", "counter",
+		  "Packets to a watched port with a payload, by protocol.",
+		  "proto", protos, by_proto, 2);
+	stream_metrics(f, t);
+
+	n = 0;
+	sc[n++] = (struct scalar){ "keysteer_non_memcached_packets_total",
+		"counter", "Packets that are not IP, not TCP/UDP or not to a watched port.",
+		.n = t->errors[KS_ERR_NOT_MEMCACHED] };
+	for (i = 0; i < ARRAY_LEN(pkt_families); i++)
+		sc[n++] = (struct scalar){ pkt_families[i].name, "counter",
+			pkt_families[i].help, .n = t->pkts[pkt_families[i].idx] };
+	sc[n++] = (struct scalar){ "keysteer_candidate_keys", "gauge",
+		"Distinct keys in the candidate tables in the last interval.",
+		.n = in->candidates };
+	sc[n++] = (struct scalar){ "keysteer_candidate_slots", "gauge",
+		"Capacity of the candidate tables (slots per CPU x CPUs).",
+		.n = in->candidate_slots };
+	scalars(f, sc, n);
+}
+
+enum shard_field { SH_READS, SH_WRITES, SH_MISDIRECTED, SH_RATIO };
+
+/* One per-shard family: name{shard="i",name="host:port"} v. */
+static void shard_family(FILE *f, const struct ks_shard_report *g,
+			 const char *name, const char *type, const char *help,
+			 enum shard_field which)
+{
+	__u32 i;
+
+	family(f, name, type, help);
+	for (i = 0; i < g->nshards && i < KS_MAX_SHARDS; i++) {
+		const struct ks_shard_rate *s = &g->shards[i];
+
+		fprintf(f, "%s{shard=\"%u\",", name, i);
+		label_str(f, "name", s->name, sizeof(s->name));
+		fputc('}', f);
+		if (which == SH_RATIO)
+			value(f, s->ratio_milli / 1000.0);
+		else
+			count(f, which == SH_READS  ? s->reads :
+				 which == SH_WRITES ? s->writes : s->misdirected);
+	}
+}
+
+static void ring_metrics(FILE *f, const struct ks_shard_report *g)
+{
+	const struct scalar sc[] = {
+		{ "keysteer_ring_shards", "gauge", "Shards in the ring.",
+		  .n = g->nshards },
+		{ "keysteer_ring_version", "gauge",
+		  "Version of the ring in the datapath (rises with every reload).",
+		  .n = g->ring_version },
+		{ "keysteer_ring_reload_errors_total", "counter",
+		  "Ring reloads refused (a bad shard list; the old ring stays).",
+		  .n = g->reload_errors },
+	};
+
+	scalars(f, sc, ARRAY_LEN(sc));
+	shard_family(f, g, "keysteer_shard_reads_total", "counter",
+		     "Estimated reads per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		     SH_READS);
+	shard_family(f, g, "keysteer_shard_writes_total", "counter",
+		     "Estimated writes per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		     SH_WRITES);
+	shard_family(f, g, "keysteer_shard_misdirected_total", "counter",
+		     "Estimated keys this host got that the ring gives to the shard, since the ring was pushed.",
+		     SH_MISDIRECTED);
+	shard_family(f, g, "keysteer_shard_load_ratio", "gauge",
+		     "The shard's reads+writes over the mean shard's, in the last interval.",
+		     SH_RATIO);
+}
+
+static const struct ks_hot_slot *slots_of(const struct ks_metrics_in *in)
+{
+	return in->steer && in->steer->map_open ? in->steer->map.slot : NULL;
+}
+
+static size_t state_index(const struct ks_hot_slot *s, __u64 now)
+{
+	const char *name = ks_hot_state_name(s, now);
+	size_t i;
+
+	for (i = 0; i < SLOT_STATES; i++)
+		if (!strcmp(name, slot_states[i]))
+			return i;
+	return SLOT_STATES - 1;
+}
+
+/* Slots in use, and by state into by_state. */
+static __u64 count_slots(const struct ks_metrics_in *in, __u64 *by_state)
+{
+	const struct ks_hot_slot *sl = slots_of(in);
+	__u64 used = 0;
+	size_t i;
+
+	for (i = 0; sl && i < KS_HOT_SLOTS; i++) {
+		if (!sl[i].hash)
+			continue;
+		used++;
+		by_state[state_index(&sl[i], in->now_mono_ns)]++;
+	}
+	return used;
+}
+
+/* The agent's table and the datapath's slots. */
+static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	static const char *const changes[] = { "entered", "left", "evicted",
+					       "dropped" };
+	const struct ks_hot_table *t = in->table;
+	__u64 by_state[SLOT_STATES] = {};
+	__u64 used = count_slots(in, by_state);
+	__u64 ch[4] = { t ? t->entered : 0, t ? t->left : 0,
+			t ? t->evicted : 0, t ? t->dropped : 0 };
+	const struct scalar sc[] = {
+		{ "keysteer_hot_table_keys", "gauge",
+		  "Keys in the agent's hot-key table.", .n = t ? t->used : 0 },
+		{ "keysteer_hot_table_capacity", "gauge",
+		  "Entries the hot-key table holds at most.", .n = KS_HOT_CAP },
+		{ "keysteer_hot_datapath_keys", "gauge",
+		  "Keys in the datapath's hot-key slots.", .n = used },
+		{ "keysteer_hot_slots_capacity", "gauge",
+		  "Hot-key slots in the datapath.", .n = KS_HOT_SLOTS },
+	};
+
+	scalars(f, sc, ARRAY_LEN(sc));
+	label_set(f, "keysteer_hot_table_changes_total", "counter",
+		  "Hot-key table decisions: keys that entered, left, were evicted or were dropped (table full).",
+		  "change", changes, ch, ARRAY_LEN(changes));
+	label_set(f, "keysteer_hot_slots", "gauge",
+		  "Hot-key slots in use by state: armed (reads steered), dirty (written since the copies were made), expired (the agent stopped refreshing), filling (copies being made), counted (one copy: counted only).",
+		  "state", slot_states, by_state, SLOT_STATES);
+}
+
+/* One per-replica family: name{replica="ip:port"} v. */
+static void replica_family(FILE *f, const struct ks_metrics_in *in,
+			   const struct ks_run_steer *s, const char *name,
+			   const char *type, const char *help, int up)
+{
+	unsigned i;
+
+	family(f, name, type, help);
+	for (i = 0; i < s->rs.n && i < KS_MAX_REPLICAS; i++) {
+		fprintf(f, "%s{", name);
+		label_str(f, "replica", s->rs.r[i].text,
+			  sizeof(s->rs.r[i].text));
+		fputc('}', f);
+		count(f, up ? (__u64)ks_steer_replica_up(&s->fsm, i,
+							 in->now_mono_ns) :
+			      s->prev_rep_steered[i]);
+	}
+}
+
+static void steer_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	static const struct ks_run_steer none;
+	const struct ks_run_steer *s = in->steer ? in->steer : &none;
+	const struct scalar sc[] = {
+		{ "keysteer_steer_copies_total", "counter",
+		  "Copies of hot keys' values from the owner to their replicas (attempts).",
+		  .n = s->fsm.fills },
+		{ "keysteer_steer_copy_failures_total", "counter",
+		  "Copies that failed (a replica or the owner did not answer).",
+		  .n = s->fsm.fill_errors },
+		{ "keysteer_steer_dirty_events_total", "counter",
+		  "Writes to armed keys reported by the datapath.",
+		  .n = s->fsm.events },
+		{ "keysteer_steer_no_slot_total", "counter",
+		  "Hot keys left out of the datapath: their slot set was full.",
+		  .n = s->fsm.no_slot },
+		{ "keysteer_steer_rearm_max_seconds", "gauge",
+		  "The longest re-arm since the agent started.",
+		  .x = s->fsm.rearm_ms_max / 1e3, .real = 1 },
+	};
+
+	scalars(f, sc, ARRAY_LEN(sc));
+	family(f, "keysteer_steer_rearm_seconds", "summary",
+	       "Time from a write to an armed key to its copies re-armed.");
+	fputs("keysteer_steer_rearm_seconds_sum", f);
+	value(f, s->fsm.rearm_ms_sum / 1e3);
+	fputs("keysteer_steer_rearm_seconds_count", f);
+	count(f, s->fsm.rearms);
+	replica_family(f, in, s, "keysteer_replica_steered_reads_total",
+		       "counter",
+		       "Reads steered to each L1 replica (as of the last interval).",
+		       0);
+	replica_family(f, in, s, "keysteer_replica_up", "gauge",
+		       "1 while the replica takes copies, 0 while it is left out after a failed copy.",
+		       1);
+}
+
+enum top_field { TOP_READS, TOP_WRITES, TOP_ERROR };
+
+static void top_family(FILE *f, const struct ks_metrics_in *in,
+		       const char *name, const char *help,
+		       enum top_field which)
+{
+	const struct ks_report *r = in->rep;
+	__u32 i, n = r->n_top < KS_REPORT_TOP ? r->n_top : KS_REPORT_TOP;
+
+	family(f, name, "gauge", help);
+	for (i = 0; i < n; i++) {
+		const struct ks_top_entry *e = &r->top[i];
+
+		fputs(name, f);
+		key_labels(f, in, e->hash, e->key,
+			   e->len < KS_KEY_BUF ? e->len : KS_KEY_BUF);
+		fputc('}', f);
+		value(f, (which == TOP_READS  ? e->reads_mps :
+			  which == TOP_WRITES ? e->writes_mps : e->err_mps) /
+				 1000.0);
+	}
+}
+
+enum hot_field { HK_READS, HK_WRITES, HK_STEERED, HK_COPIES, HK_STATE };
+
+/* One per-key family over the used hot slots. */
+static void hot_key_family(FILE *f, const struct ks_metrics_in *in,
+			   const char *name, const char *help,
+			   enum hot_field which)
+{
+	const struct ks_hot_slot *sl = slots_of(in);
+	size_t i, st, cur;
+
+	family(f, name, "gauge", help);
+	for (i = 0; sl && i < KS_HOT_SLOTS; i++) {
+		const struct ks_hot_slot *s = &sl[i];
+		size_t len = s->len < KS_KEY_BUF ? s->len : KS_KEY_BUF;
+
+		if (!s->hash)
+			continue;
+		if (which == HK_STATE) { /* every state, 1 for the current */
+			cur = state_index(s, in->now_mono_ns);
+			for (st = 0; st < SLOT_STATES; st++) {
+				fputs(name, f);
+				key_labels(f, in, s->hash, s->key, len);
+				fprintf(f, ",state=\"%s\"}", slot_states[st]);
+				count(f, st == cur);
+			}
+			continue;
+		}
+		fputs(name, f);
+		key_labels(f, in, s->hash, s->key, len);
+		fputc('}', f);
+		if (which == HK_COPIES)
+			count(f, s->ncopies);
+		else
+			value(f, (which == HK_READS  ? s->reads_mps :
+				  which == HK_WRITES ? s->writes_mps :
+						       s->steered_mps) / 1000.0);
+	}
+}
+
+static void key_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	static const struct {
+		const char *name, *help;
+		int hot; /* enum hot_field over the slots, else enum top_field */
+		int which;
+	} fams[] = {
+		{ "keysteer_top_key_reads_per_second",
+		  "Estimated reads per second of the interval's top keys.", 0,
+		  TOP_READS },
+		{ "keysteer_top_key_writes_per_second",
+		  "Estimated writes per second of the interval's top keys.", 0,
+		  TOP_WRITES },
+		{ "keysteer_top_key_error_per_second",
+		  "Bound (+/-) on a top key's estimated reads+writes per second.",
+		  0, TOP_ERROR },
+		{ "keysteer_hot_key_reads_per_second",
+		  "Smoothed reads per second of each key in the hot-key slots.",
+		  1, HK_READS },
+		{ "keysteer_hot_key_writes_per_second",
+		  "Smoothed writes per second of each key in the hot-key slots.",
+		  1, HK_WRITES },
+		{ "keysteer_hot_key_steered_reads_per_second",
+		  "Reads of each hot key steered to replicas in the last interval, per second.",
+		  1, HK_STEERED },
+		{ "keysteer_hot_key_copies",
+		  "Copies each hot key's reads are spread over, the owner's included.",
+		  1, HK_COPIES },
+		{ "keysteer_hot_key_state",
+		  "Each hot key's slot state: 1 for the current one.", 1,
+		  HK_STATE },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(fams); i++) {
+		if (fams[i].hot)
+			hot_key_family(f, in, fams[i].name, fams[i].help,
+				       (enum hot_field)fams[i].which);
+		else
+			top_family(f, in, fams[i].name, fams[i].help,
+				   (enum top_field)fams[i].which);
+	}
+}
+
+void ks_metrics_render(FILE *f, const struct ks_metrics_in *in)
+{
+	agent_metrics(f, in);
+	datapath_metrics(f, in);
+	if (in->ring && in->ring->nshards)
+		ring_metrics(f, in->ring);
+	hot_metrics(f, in);
+	steer_metrics(f, in);
+	key_metrics(f, in);
+}
+
+/* ---- the 'agent run' side ---- */
+
+int ks_run_metrics_prepare(struct ks_run_metrics *m, const char *listen,
+			   struct ks_http_server *listen_srv, char *err,
+			   size_t errlen)
+{
+	struct sockaddr_in a, l;
+	char e2[8];
+	int rc;
+
+	if (!m->spec) {
+		if (m->export_keys) {
+			snprintf(err, errlen,
+				 "--export-keys labels the metrics with the keys; add --metrics [ADDR:]PORT");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (ks_http_parse_addr("--metrics", m->spec, &a, err, errlen))
+		return -EINVAL;
+	/* The --listen address: one server answers both paths. */
+	if (listen && listen_srv &&
+	    !ks_http_parse_listen(listen, &l, e2, sizeof(e2)) &&
+	    l.sin_addr.s_addr == a.sin_addr.s_addr && l.sin_port == a.sin_port) {
+		listen_srv->serves = KS_HTTP_SERVES(KS_HTTP_ROUTING) |
+				     KS_HTTP_SERVES(KS_HTTP_METRICS);
+		m->srv = listen_srv;
+		return 0;
+	}
+	m->own.serves = KS_HTTP_SERVES(KS_HTTP_METRICS);
+	m->own.flag = "--metrics";
+	rc = ks_http_open(&m->own, &a, err, errlen);
+	if (rc)
+		return rc;
+	m->own_open = 1;
+	m->srv = &m->own;
+	return 0;
+}
+
+__u64 ks_self_rss_bytes(void)
+{
+	unsigned long long size = 0, resident = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return page > 0 ? resident * (__u64)page : 0;
+}
+
+void ks_run_metrics_publish(struct ks_run_metrics *m,
+			    const struct ks_metrics_in *in, int interval_ended)
+{
+	struct ks_metrics_in full = *in;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!m->srv)
+		return;
+	m->intervals += interval_ended != 0;
+	full.intervals = m->intervals;
+	full.export_keys = m->export_keys;
+	full.now_mono_ns = ks_mono_ns();
+	full.rss_bytes = ks_self_rss_bytes();
+	f = open_memstream(&buf, &len);
+	if (f) {
+		ks_metrics_render(f, &full);
+		if (fclose(f)) { /* out of memory while writing */
+			free(buf);
+			buf = NULL;
+		}
+	}
+	/* A failed rendering leaves the last one served: stale, not wrong. */
+	if (!buf || ks_http_publish(m->srv, KS_HTTP_METRICS, buf, len))
+		m->publish_errors++;
+	free(buf);
+}
+
+void ks_run_metrics_free(struct ks_run_metrics *m)
+{
+	if (m->own_open)
+		ks_http_close(&m->own);
+	m->own_open = 0;
+	m->srv = NULL;
+}
