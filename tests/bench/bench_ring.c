@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * bench_ring.c - the rings the ring scenarios load, built by the agent's
- * own builder (user/ring.c) so the benchmark times the layout the agent
+ * own builder (user/core/ring.c) so the benchmark times the layout the agent
  * pushes.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_etcd_client.sh - the etcd client (user/etcd.c) against Debian's etcd
+# test_etcd_client.sh - the etcd client (user/net/etcd.c) against Debian's etcd
 # 3.4, never a mock: in a network namespace of its own (its own loopback,
 # so no port clashes with anything on the host) it starts three etcd
 # processes, a plain one, one with auth on (root:pw, tokens living 2 s) and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * etcd_test - the etcd client (user/etcd.h) against real etcd processes,
+ * etcd_test - the etcd client (user/net/etcd.h) against real etcd processes,
  * which tests/e2e/test_etcd_client.sh starts (Debian's etcd 3.4, in a
  * network namespace of its own) and names on the command line:
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fz_http.c - libFuzzer harness of the agent's HTTP glue (user/http_serve.c
+ * fz_http.c - libFuzzer harness of the agent's HTTP glue (user/net/http_serve.c
  * around libmicrohttpd): the accept, the look at the first bytes and the
  * hand-over, the header timeout, the routing and the answers, driven the
  * way the agent drives them. Each input is one client, over a real TCP

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_opts.c - libFuzzer harness of the option value parsers: whole numbers
- * and seconds and port lists (user/opts.c), decimals (user/run_hot.c
- * ks_parse_double), interface names (user/opts.c) and --listen
- * (user/http_serve.c). The first byte picks the parser, the next ones the
+ * and seconds and port lists (user/util/opts.c), decimals (user/agent/run_hot.c
+ * ks_parse_double), interface names (user/util/opts.c) and --listen
+ * (user/net/http_serve.c). The first byte picks the parser, the next ones the
  * bounds and the error buffer's size. An accepted value must lie in its
  * bounds and, where a formatter exists, survive formatting and parsing
  * again unchanged.

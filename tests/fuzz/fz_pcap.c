@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fz_pcap.c - libFuzzer harness of the capture file reader (user/pcap.c):
+ * fz_pcap.c - libFuzzer harness of the capture file reader (user/core/pcap.c):
  * the input is a whole file in a buffer of exactly its size. Every frame
  * handed out must lie inside the file or the reader's own frame buffer and
  * respect KS_PCAP_MAX_FRAME; records come in file order; an error is

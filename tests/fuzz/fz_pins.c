@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_pins.c - libFuzzer harness of the pin/rule file parser
- * (user/hotkeys.c ks_hot_rules_parse): the text is handed over in a buffer
+ * (user/core/hotkeys.c ks_hot_rules_parse): the text is handed over in a buffer
  * of exactly its length, not NUL-terminated, as the API allows. Parsed
  * rules must keep their documented limits and each must match its own key;
  * a refused file leaves no rules and a "FILE:LINE: reason" message.

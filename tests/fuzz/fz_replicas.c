@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_replicas.c - libFuzzer harness of the --replicas parser
- * (user/replicas.c ks_replicas_parse) and of the rendezvous choice made
+ * (user/core/replicas.c ks_replicas_parse) and of the rendezvous choice made
  * from what it accepts: entries well formed and distinct, their canonical
  * text parsing back to the same set, and every pick distinct, best first,
  * and independent of the list's order.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_routing_json.c - libFuzzer harness of the routing document renderer
- * (user/hotkeys.c ks_hot_json). The input builds a hot-key table: a policy,
+ * (user/core/hotkeys.c ks_hot_json). The input builds a hot-key table: a policy,
  * rules with arbitrary key bytes, a few intervals of samples with arbitrary
  * keys and rates, and an optional replica set. The document must be valid
  * JSON (checked by the small validator below, which knows nothing of

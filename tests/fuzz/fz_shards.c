@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fz_shards.c - libFuzzer harness of the shard list parsers (user/shards.c):
+ * fz_shards.c - libFuzzer harness of the shard list parsers (user/core/shards.c):
  * --shards lists, shard file text, shard files read from disk (a memfd),
  * and --self. On success every shard must be well formed and findable; on
  * failure the message must be terminated and name where it went wrong.

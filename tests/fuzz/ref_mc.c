@@ -588,8 +588,17 @@ static int get_cmd(struct p *p, const struct cmd *c, bool gat)
 		}
 		if (!win_need(p, L.t[i].off, L.t[i].off + L.t[i].len + 1))
 			return win_lost(p, L.t[i].off);
-		if (!L.complete && !q(p, RQ_CUT_KEYS))
+		if (!L.complete) {
+			/* memcached serves none of a line that never ends;
+			 * the datapath samples each key as it comes (and
+			 * counts them if it refuses the line early) */
+			nk++;
+			if (q(p, RQ_CUT_SAMPLED)) {
+				used(p, RQ_CUT_SAMPLED);
+				take_key(p, c->op, L.t[i].off, L.t[i].len);
+			}
 			continue;
+		}
 		take_key(p, c->op, L.t[i].off, L.t[i].len);
 		nk++;
 	}
@@ -602,10 +611,6 @@ static int get_cmd(struct p *p, const struct cmd *c, bool gat)
 				count(p, c->op, 0, nk, 0);
 			err(p, KS_ERR_KEY_TOO_LONG);
 			return R_STOP;
-		}
-		if (nk) {
-			used(p, RQ_CUT_KEYS);
-			count(p, c->op, 0, nk, 0);
 		}
 		/* the datapath carries only the key still growing */
 		if (L.n > first && growing(p, L.n - 1))
@@ -630,18 +635,31 @@ static int data_block(struct p *p, int op, __u32 key_i, long long vlen)
 	bool bad = false;
 
 	if (next > p->len) {
-		if (!q(p, RQ_DATA_PAST_END))
-			return R_CUT;
-		used(p, RQ_DATA_PAST_END);
-		if ((tail < p->len && win_sees(p, tail) && p->b[tail] != '\r') ||
-		    (tail + 1 < p->len && win_sees(p, tail + 1) &&
-		     p->b[tail + 1] != '\n')) {
+		/* the stream ends inside the block: memcached never runs the
+		 * request (trunc_req); the datapath skips a block, it does
+		 * not carry it */
+		p->cut_at = p->len;
+		if (q(p, RQ_EARLY_REFUSE) &&
+		    ((tail < p->len && win_sees(p, tail) && p->b[tail] != '\r') ||
+		     (tail + 1 < p->len && win_sees(p, tail + 1) &&
+		      p->b[tail + 1] != '\n'))) {
+			/* bad data chunk by the bytes already in */
+			used(p, RQ_EARLY_REFUSE);
 			err(p, KS_ERR_BAD_LENGTH);
 			return R_STOP;
 		}
-		take_key(p, op, L.t[key_i].off, L.t[key_i].len);
-		count(p, op, 1, 1, next - L.start);
-		return R_STOP;
+		if (!p->o->tcp && q(p, RQ_DGRAM_PAST_END)) {
+			used(p, RQ_DGRAM_PAST_END);
+			take_key(p, op, L.t[key_i].off, L.t[key_i].len);
+			count(p, op, 1, 1, next - L.start);
+			return R_STOP;
+		}
+		if (q(p, RQ_CUT_SAMPLED)) {
+			/* the key taken at the line */
+			used(p, RQ_CUT_SAMPLED);
+			take_key(p, op, L.t[key_i].off, L.t[key_i].len);
+		}
+		return R_CUT;
 	}
 	if (p->b[tail] != '\r' || p->b[tail + 1] != '\n') {
 		/* the datapath checks the bytes its window shows */
@@ -914,8 +932,8 @@ static int keyless_cmd(struct p *p, const struct cmd *c, bool dp)
 			ok = L.n == 2 || L.n == 3;
 		else if (tok_is(p, w, "lru"))
 			ok = L.n >= 2;
-		if (!ok && q(p, RQ_KEYLESS)) {
-			used(p, RQ_KEYLESS);
+		if (!ok && q(p, RQ_KEYLESS_ARGS)) {
+			used(p, RQ_KEYLESS_ARGS);
 			ok = true;
 		}
 	}
@@ -931,17 +949,27 @@ static int keyless_cmd(struct p *p, const struct cmd *c, bool dp)
 }
 
 /*
+ * The line is cut inside its first token, or before it, with too few
+ * bytes to tell the word: the datapath waits for more (a token it cannot
+ * see the end of is no command once it has 16 bytes).
+ */
+static bool word_cut(struct p *p)
+{
+	if (L.complete)
+		return false;
+	if (!L.n)
+		return true; /* spaces only */
+	return L.n == 1 && growing(p, 0) && L.t[0].len < 16;
+}
+
+/*
  * Is the line at u a request, for a guess (RQ_*: the datapath's matcher)?
  * 1 yes, 0 no, -1 cut too short to tell.
  */
-static int looks_like_request(struct p *p, __u32 u, const struct cmd *c)
+static int looks_like_request(struct p *p, const struct cmd *c)
 {
-	__u32 i;
-
-	for (i = u; i < p->len && p->b[i] > ' '; i++)
-		;
-	if (i == p->len && p->len - u < 8)
-		return -1; /* a word cut by the end */
+	if (word_cut(p))
+		return -1;
 	return c != NULL;
 }
 
@@ -951,27 +979,16 @@ static int text_request(struct p *p, __u32 u)
 	int r;
 
 	tokenize(p, u);
-	if (L.n && L.t[0].len >= 2 && (L.complete || L.n > 1 ||
-				       u + L.t[0].len < p->len))
+	/* the command is the first token (leading spaces skipped), whole */
+	if (L.n && L.t[0].len >= 2 && !growing(p, 0))
 		c = mc_command(p, &L.t[0]);
-	if (c && c->kind == K_GET && c->w[0] == 'b' && q(p, RQ_BGET)) {
-		used(p, RQ_BGET);
-		c = NULL;
-	}
-	/* RQ_LEAD_SPACE: the datapath wants the word at the line's start */
-	if (c && L.t[0].off != u && q(p, RQ_LEAD_SPACE)) {
-		used(p, RQ_LEAD_SPACE);
-		c = NULL;
-	}
-	if (!c && L.n && L.t[0].off == u && q(p, RQ_KEYLESS) &&
-	    (dpc = dp_keyless(p, &L.t[0])) != NULL &&
-	    (L.complete || L.n > 1 || u + L.t[0].len < p->len ||
-	     p->len - u >= 8)) {
-		used(p, RQ_KEYLESS);
+	if (!c && L.n && !growing(p, 0) && q(p, RQ_KEYLESS_ARGS) &&
+	    (dpc = dp_keyless(p, &L.t[0])) != NULL) {
+		used(p, RQ_KEYLESS_ARGS);
 		c = dpc;
 	}
 	if (p->guess) {
-		r = looks_like_request(p, u, c);
+		r = looks_like_request(p, c);
 		if (r < 0)
 			return R_CUT;
 		if (!r) {
@@ -991,10 +1008,8 @@ static int text_request(struct p *p, __u32 u)
 	if (!c) {
 		if (!L.complete) {
 			/* memcached waits for the line; the datapath refuses
-			 * the word as soon as it ends */
-			for (r = (int)u; r < (int)p->len && p->b[r] > ' '; r++)
-				;
-			if (!q(p, RQ_EARLY_REFUSE) || (r == (int)p->len && p->len - u < 8))
+			 * the word as soon as it ends (or is 16 bytes long) */
+			if (!q(p, RQ_EARLY_REFUSE) || word_cut(p))
 				return R_CUT;
 			used(p, RQ_EARLY_REFUSE);
 			err(p, KS_ERR_UNKNOWN_CMD);
@@ -1120,9 +1135,22 @@ static int binary_request(struct p *p, __u32 u)
 		p->lost = true;
 		return R_STOP;
 	}
-	if (u + KS_BIN_HDR + ext + key > p->len &&
-	    !(key == 0 && q(p, RQ_DATA_PAST_END)))
-		return R_CUT;
+	if (u + KS_BIN_HDR + ext + key > p->len) {
+		/* memcached waits for the extras and key; the datapath
+		 * needs only the header when there is no key: a keyed
+		 * opcode's is bad_key at once (RQ_BIN_SHAPE), another's
+		 * body is skipped to its end (a datagram's counts) */
+		if (!key && op != KS_OP_OTHER && q(p, RQ_BIN_SHAPE)) {
+			used(p, RQ_BIN_SHAPE);
+		} else if (!key && op == KS_OP_OTHER && !p->o->tcp &&
+			   q(p, RQ_DGRAM_PAST_END)) {
+			used(p, RQ_DGRAM_PAST_END);
+		} else {
+			if (!key)
+				p->cut_at = p->len; /* skipped, not carried */
+			return R_CUT;
+		}
+	}
 	if (!win_need(p, u, u + KS_BIN_HDR + ext + key))
 		return win_lost(p, u);
 	shape = binary_shape(h[1], ext, key, body);
@@ -1166,9 +1194,17 @@ static int binary_request(struct p *p, __u32 u)
 		used(p, RQ_TOO_LARGE);
 	}
 	if (next > p->len) {
-		if (!q(p, RQ_DATA_PAST_END))
+		/* the stream ends inside the body: never run (trunc_req);
+		 * the datapath skips a body, it does not carry it */
+		if (p->o->tcp || !q(p, RQ_DGRAM_PAST_END)) {
+			if (key && q(p, RQ_CUT_SAMPLED)) {
+				used(p, RQ_CUT_SAMPLED); /* taken at its header */
+				take_key(p, (int)op, u + KS_BIN_HDR + ext, key);
+			}
+			p->cut_at = p->len;
 			return R_CUT;
-		used(p, RQ_DATA_PAST_END);
+		}
+		used(p, RQ_DGRAM_PAST_END);
 	}
 	if (key)
 		take_key(p, (int)op, u + KS_BIN_HDR + ext, key);

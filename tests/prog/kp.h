@@ -123,7 +123,7 @@ void kp_check(const char *ctx);
 /* kp_check(NULL) then print the test line. */
 void kp_end(void);
 
-/* ---- the ring (bpf/ks_ring.h; built with user/ring.h) ---- */
+/* ---- the ring (bpf/ks_ring.h; built with user/core/ring.h) ---- */
 struct ks_ring;
 /*
  * Writes h into half `half` of ks_ring (NULL: an empty half, nshards 0).

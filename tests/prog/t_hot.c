@@ -7,7 +7,7 @@
  * checksums, XDP_TX or redirect, round robin, and every case that must
  * leave the packet to the owner untouched.
  *
- * Slots are written through the agent's own code (user/hot_map.c).
+ * Slots are written through the agent's own code (user/dp/hot_map.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * this host's (meta.self) is misdirected, and its client is kept in
  * ks_misdirect.
  *
- * The reference is the user-space builder and lookup (user/ring.h). For
+ * The reference is the user-space builder and lookup (user/core/ring.h). For
  * every distribution and shard count a ring is built and loaded, and
  * packets of many shapes are sent one at a time; after each packet the
  * change in ks_shards must be exactly what ks_ring_lookup() gives for its

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The option table (user/cli_options.c): well formed per command, the
+ * The option table (user/cli/cli_options.c): well formed per command, the
  * getopt tables and --help lists made from it, the config example's keys,
  * and the man page: the options of each command's section of
  * user/dist/keysteer-agent.8 (its .TP items) are the table's, with the
@@ -438,7 +438,7 @@ static void man_page(void)
 				    cmds[c].name, o->name);
 		}
 	}
-	CHECK(!bad[0], "user/dist/keysteer-agent.8 and user/cli_options.c differ:%s",
+	CHECK(!bad[0], "user/dist/keysteer-agent.8 and user/cli/cli_options.c differ:%s",
 	      bad);
 	kt_end();
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The etcd client's pure half (user/etcd_codec.h): --etcd URL lists,
+ * The etcd client's pure half (user/core/etcd_codec.h): --etcd URL lists,
  * base64, prefix ends, and the gateway's answers as etcd 3.4 writes them
  * (the texts below are copied from a real etcd 3.4.23's answers).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The hot-key table: entry, hysteresis, copy counts, rules, pin file,
- * capacity and the JSON routing document (user/hotkeys.c). */
+ * capacity and the JSON routing document (user/core/hotkeys.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

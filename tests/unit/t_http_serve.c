@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The routing document's HTTP server (user/http_serve.c) over real sockets.
+ * The routing document's HTTP server (user/net/http_serve.c) over real sockets.
  *
  * Each socket test runs in a forked child with a network namespace of its
  * own (kt_private_netns), so its port is reachable from nowhere else. The

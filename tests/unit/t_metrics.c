@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The Prometheus exposition of 'agent run' (user/metrics.c) rendered from
+ * The Prometheus exposition of 'agent run' (user/render/metrics.c) rendered from
  * synthetic inputs: exact lines for a sample of metrics, hashes only by
  * default, key labels escaped with --export-keys, every family declared
  * once with HELP and TYPE before its samples, and (when Debian's

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The ring's hashes and builder (bpf/ks_hash.h, bpf/ks_ring.h,
- * user/ring.c). MD5 against RFC 1321's test suite; twemproxy's fnv1a_64 and
+ * user/core/ring.c). MD5 against RFC 1321's test suite; twemproxy's fnv1a_64 and
  * ketama against vectors derived from nutcracker's source with a separate
  * reference implementation (tests/compat/twemproxy_ref.py); the search
  * against a linear scan; the layouts against what the datapath expects.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The hot-key table as 'agent run' drives it (user/run_hot.c): options,
+/* The hot-key table as 'agent run' drives it (user/agent/run_hot.c): options,
  * the pin file checked up front and watched, the routing file written
  * atomically when the table changes. */
 #include <errno.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * t_steer_fsm.c - the steering state machine (user/steer_fsm.c) against a
+ * t_steer_fsm.c - the steering state machine (user/core/steer_fsm.c) against a
  * simulated datapath: a plain array of ks_hot_slot that the test writes as
  * the XDP program does (write_seq + 1 and last_write_ns per write, one
  * dirty event per armed-to-dirty transition) and onto which the machine's

@@ -8,7 +8,7 @@
  * datapath's side of the slots (write_seq, last_write_ns, and at a
  * take-over what the previous agent left) through a read-only view. Its
  * outputs are actions (struct ks_steer_action) that the caller performs in
- * order: user/run_steer.c against the mmapped map and the fill worker, the
+ * order: user/agent/run_steer.c against the mmapped map and the fill worker, the
  * unit tests against a plain array.
  *
  * Per slot (enum ks_steer_state):

@@ -5,7 +5,7 @@
  * each thread keeps its own schedule of rate/conns ops/s (a late op is sent
  * at once, never skipped, so the count is exact and latency is measured
  * from the moment it was sent). Keys are routed with the agent's ring code
- * (user/ring.h), so they land where the clients' ring puts them.
+ * (user/core/ring.h), so they land where the clients' ring puts them.
  */
 #include <errno.h>
 #include <netdb.h>

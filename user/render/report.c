@@ -102,7 +102,7 @@ static void json_milli(FILE *f, __u64 m)
 
 static const char *mode_name(__u32 mode)
 {
-	/* 3: the tc ingress hook (user/attach.h KS_XDP_MODE_TC) */
+	/* 3: the tc ingress hook (user/dp/attach.h KS_XDP_MODE_TC) */
 	return mode == 1 ? "native" : mode == 2 ? "generic" :
 	       mode == 3 ? "tc" : "unknown";
 }

@@ -27,7 +27,7 @@ PACKAGES=(
 	"python3-pymemcache:/usr/lib/python3/dist-packages/pymemcache/__init__.py"
 	"libmemcached-tools:/usr/bin/memcstat"
 	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
-	# the agent's HTTP server (--listen, --metrics): user/http_serve.c
+	# the agent's HTTP server (--listen, --metrics): user/net/http_serve.c
 	"libmicrohttpd-dev:/usr/include/microhttpd.h"
 	"util-linux:/usr/bin/setpriv"
 	"coreutils:/usr/bin/timeout"
