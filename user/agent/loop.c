@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * loop.c - the agent's heart (see loop.h): attach, then once per interval
+ * flip the epoch, merge what the datapath sampled in the interval that
+ * just ended, publish the estimates in ks_report, drive the ring, the
+ * hot-key table and steering, and clear that epoch for its next turn;
+ * between intervals, serve HTTP and the steering events.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent/loop.h"
+#include "cli/cmds.h"
+#include "core/estimate.h"
+#include "dp/bpf_log.h"
+#include "dp/ring_push.h"
+#include "render/report.h"
+#include "util/opts.h"
+#include "util/privs.h"
+#include "util/sig.h"
+
+/* In-flight packets may still write the old epoch right after the flip. */
+#define KS_FLIP_GRACE_NS 2000000ULL
+
+static void publish_header(struct ks_agent *st)
+{
+	struct ks_report *r = st->rep;
+
+	r->version = KS_REPORT_VERSION;
+	r->agent_pid = (__u32)getpid();
+	r->sample_n = st->o.sample_n;
+	r->interval_ms = st->o.interval_ms;
+	r->xdp_mode = st->att.xdp_mode;
+	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
+}
+
+/* This run's flags (KS_CFG_NO_STREAM from --stream-state) in cfg; any
+ * other bit is left as it was. */
+static void put_flags(const struct ks_agent *st, struct ks_config *cfg)
+{
+	cfg->flags = (cfg->flags & ~(__u32)KS_CFG_NO_STREAM) |
+		     (st->o.cfg_flags & KS_CFG_NO_STREAM);
+}
+
+/*
+ * Writes the config, with ks_config.ring put back first if a racing
+ * write moved it; then waits out the packets that read the half it
+ * pointed at, which the next ring push may overwrite.
+ */
+static int write_config(struct ks_agent *st, struct ks_config *cfg)
+{
+	int fixed = ks_run_ring_fix_config(st->ring, cfg);
+	int err;
+
+	put_flags(st, cfg);
+	err = ks_write_config(&st->maps, cfg);
+
+	if (!err && fixed)
+		err = ks_rcu_wait();
+	return err;
+}
+
+/* Moves seq on, keeping whatever else is in ks_config (the trace flag
+ * belongs to 'agent trace'). */
+static int flip_epoch(struct ks_agent *st)
+{
+	struct ks_config cfg;
+	int err;
+
+	err = ks_read_config(&st->maps, &cfg);
+	if (err)
+		return err;
+	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
+	cfg.sample_n = st->o.sample_n;
+	cfg.seq = ++st->seq;
+	return write_config(st, &cfg);
+}
+
+/*
+ * 'agent trace' rewrites the config to toggle its flag; if its write
+ * raced with our flip it may have put the old seq back. Put ours back.
+ */
+static void keep_seq(struct ks_agent *st)
+{
+	struct ks_config cfg, probe;
+
+	if (ks_read_config(&st->maps, &cfg))
+		return;
+	probe = cfg; /* write_config() makes the ring fix itself */
+	if (cfg.seq == st->seq && !ks_run_ring_fix_config(st->ring, &probe))
+		return;
+	if (cfg.seq != st->seq)
+		ks_debug("seq was %u, not %u (a racing config write); fixing it",
+			 cfg.seq, st->seq);
+	cfg.seq = st->seq;
+	write_config(st, &cfg);
+}
+
+/* ks_config.hot follows the slots in use: with none, the datapath does
+ * not hash unsampled keys at all. */
+static void set_hot_flag(struct ks_agent *st, __u32 on)
+{
+	struct ks_config cfg;
+
+	if (ks_read_config(&st->maps, &cfg) || cfg.hot == on)
+		return;
+	cfg.hot = on;
+	write_config(st, &cfg);
+}
+
+static void ring_status_line(const struct ks_run_ring *ring)
+{
+	const struct ks_shard_report *g = ring->rep;
+	__u64 mis = 0;
+	__u32 i;
+
+	if (!ks_run_ring_enabled(ring) || !g || !g->nshards)
+		return;
+	for (i = 0; i < g->nshards; i++)
+		mis += g->shards[i].misdirected_mps;
+	if (g->busiest >= g->nshards) {
+		fprintf(stderr, "keysteer: #%u ring v%llu: no keys placed\n",
+			g->seq, (unsigned long long)g->ring_version);
+		return;
+	}
+	fprintf(stderr,
+		"keysteer: #%u ring v%llu: %.1f keys/s, busiest shard %s %.2fx mean, misdirected %.1f/s\n",
+		g->seq, (unsigned long long)g->ring_version, g->hits_mps / 1000.0,
+		g->shards[g->busiest].name,
+		g->shards[g->busiest].ratio_milli / 1000.0, mis / 1000.0);
+}
+
+static void status_line(const struct ks_agent *st, long ncands)
+{
+	const struct ks_report *r = st->rep;
+	char key[48] = "-";
+
+	/* key bytes may be user data: logged only when asked */
+	if (r->n_top && st->o.log_keys)
+		ks_key_text(r->top[0].key, r->top[0].len, key,
+			    sizeof(key));
+	else if (r->n_top)
+		snprintf(key, sizeof(key), "hash %016llx",
+			 (unsigned long long)r->top[0].hash);
+	fprintf(stderr,
+		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s\n",
+		r->seq,
+		(r->class_req_mps[KS_CLASS_READ] + r->class_req_mps[KS_CLASS_WRITE] +
+		 r->class_req_mps[KS_CLASS_OTHER]) / 1000.0,
+		r->class_req_mps[KS_CLASS_READ] / 1000.0,
+		r->class_req_mps[KS_CLASS_WRITE] / 1000.0,
+		r->class_req_mps[KS_CLASS_OTHER] / 1000.0,
+		(unsigned long long)r->sampled_total, ncands, key,
+		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
+			   0.0);
+	ring_status_line(st->ring);
+	ks_run_steer_status(st->steer, stderr, r->seq);
+	if (st->http)
+		fprintf(stderr, "keysteer: #%u http: %llu documents served, %llu errors\n",
+			r->seq, (unsigned long long)st->http->stats.served,
+			(unsigned long long)st->http->stats.errors);
+}
+
+/* The metrics of what the interval (or the start) left in st. */
+static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
+			    long ncands, int interval_ended)
+{
+	struct ks_metrics_in in = {
+		.rep = st->rep,
+		.totals = t,
+		.ring = ks_run_ring_enabled(st->ring) ? st->ring->rep : NULL,
+		.table = st->hot->table,
+		.steer = st->steer,
+		.candidates = ncands > 0 ? (__u64)ncands : 0,
+		.candidate_slots = (__u64)KS_CAND_SLOTS * (__u64)st->col.ncpus,
+	};
+
+	ks_run_metrics_publish(st->metrics, &in, interval_ended);
+}
+
+static int one_interval(struct ks_agent *st)
+{
+	__u32 old_seq = st->seq, epoch = old_seq & 1;
+	__u64 now, elapsed_ns;
+	long ncands;
+	int err;
+
+	err = flip_epoch(st);
+	if (err)
+		return err;
+	now = ks_mono_ns();
+	elapsed_ns = now - st->flip_ns;
+	st->flip_ns = now;
+	ks_sleep_until(now + KS_FLIP_GRACE_NS);
+	keep_seq(st);
+
+	publish_header(st);
+	ncands = ks_estimate_interval(&st->col, epoch, old_seq, st->o.sample_n,
+				      st->o.top, elapsed_ns, &st->prev,
+				      &st->cur, st->sketch, &st->totals_ns,
+				      st->rep);
+	if (ncands < 0)
+		return (int)ncands;
+	st->rep->seq = old_seq;
+	st->rep->updated_ns = ks_real_ns();
+	st->rep->elapsed_ns = elapsed_ns;
+	err = ks_write_report(&st->maps, st->rep);
+	if (err)
+		return err;
+	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
+	if (err)
+		return err;
+	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, old_seq,
+			    st->ring->version);
+	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
+					       elapsed_ns / 1e9) > 0);
+	/* The next flip hands this epoch back to the datapath: empty. */
+	err = ks_zero_sketch(&st->col, epoch);
+	if (err)
+		return err;
+	st->prev = st->cur;
+	publish_metrics(st, &st->cur, ncands, 1);
+	if (st->o.verbose)
+		status_line(st, ncands);
+	return 0;
+}
+
+int ks_agent_start(struct ks_agent *st)
+{
+	struct ks_config cfg = { .sample_n = st->o.sample_n, .seq = 0 };
+	char ports[64], iv[32];
+	int err;
+
+	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
+	put_flags(st, &cfg);
+	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex,
+		      st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, &cfg, st->adopt))
+		return KS_EXIT_FAIL;
+	if (st->o.group_set) {
+		int err = ks_pins_share(&st->att, st->o.group);
+
+		if (err) {
+			ks_err("cannot give group %u read access to %s (%s); check the bpffs",
+			       (unsigned)st->o.group, st->att.pin_dir,
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+	}
+	/* a taken-over datapath goes on at its own epoch sequence */
+	if (st->att.adopted)
+		st->seq = st->att.found.seq;
+	ks_attachment_maps(&st->att, &st->maps);
+	/* a take-over keeps the pinned config's flags: put this run's in */
+	if (st->att.adopted) {
+		struct ks_config cur;
+
+		err = ks_read_config(&st->maps, &cur);
+		if (!err) {
+			put_flags(st, &cur);
+			err = ks_write_config(&st->maps, &cur);
+		}
+		if (err) {
+			ks_err("cannot write the configuration map (%s); rerun with -v",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+	}
+	err = ks_collector_init(&st->col, &st->maps);
+	st->sketch = malloc(sizeof(*st->sketch));
+	st->rep = calloc(1, sizeof(*st->rep));
+	if (err || !st->sketch || !st->rep) {
+		ks_err("out of memory for the interval buffers (%s); free some memory",
+		       strerror(err ? -err : ENOMEM));
+		return KS_EXIT_FAIL;
+	}
+	publish_header(st);
+	st->rep->start_ns = ks_real_ns();
+	err = ks_write_report(&st->maps, st->rep);
+	if (!err)
+		err = ks_read_totals(&st->col, &st->prev);
+	if (err) {
+		ks_err("cannot read or write the pinned maps (%s); rerun with -v",
+		       strerror(-err));
+		return KS_EXIT_FAIL;
+	}
+	st->flip_ns = st->totals_ns = ks_mono_ns();
+	ks_format_ports(st->o.ports, ports, sizeof(ports));
+	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
+	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s%s\n",
+	       st->o.ifname,
+	       ks_hook_desc(&st->att),
+	       st->o.sample_n, iv, ports,
+	       st->att.adopted ? "; took over the running program, its counters, ring and hot keys" : "");
+	fflush(stdout);
+	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
+		return KS_EXIT_FAIL;
+	if (ks_run_hot_start(st->hot, st->ring->version))
+		return KS_EXIT_FAIL;
+	if (ks_run_steer_start(st->steer, &st->maps))
+		return KS_EXIT_FAIL;
+	if (st->att.adopted)
+		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->pol);
+	/* pins are hot from the start */
+	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
+					       0) > 0);
+	if (st->steer->rs.n)
+		printf("keysteer: %u L1 replicas, copies read from %s\n",
+		       st->steer->rs.n, st->steer->owner.text);
+	if (st->http)
+		printf("keysteer: routing document on %s%s/routing\n",
+		       st->http->unix_path[0] ? "unix:" : "http://",
+		       st->http->name);
+	/* everything is loaded, attached, bound and open: from here on the
+	 * agent needs bpf() on its maps and the link, nothing else */
+	if (!st->o.keep_privileges) {
+		int err = ks_drop_privileges(st->att.mounted_bpffs);
+
+		if (err) {
+			ks_err("cannot drop capabilities (%s); run with --keep-privileges to skip this",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+		ks_debug("capabilities now %#llx", ks_cap_effective());
+	}
+	/* Scrapes before the first interval ends get the counters so far. */
+	publish_metrics(st, &st->prev, 0, 0);
+	if (st->metrics->srv)
+		printf("keysteer: metrics on http://%s/metrics%s\n",
+		       st->metrics->srv->name,
+		       st->metrics->export_keys ? " (with keys)" : "");
+	fflush(stdout);
+	return 0;
+}
+
+/* Waits for dirty events, HTTP clients or the timeout, then serves them. */
+static void wait_events(struct ks_agent *st, __u64 until)
+{
+	struct pollfd pfd[1 + 2 * KS_HTTP_POLLFDS];
+	__u64 now = ks_mono_ns();
+	int n = 0, nh = 0, nm = 0, t, tmo;
+
+	tmo = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+	t = ks_run_steer_timeout_ms(st->steer);
+	if (t >= 0 && t < tmo)
+		tmo = t;
+	if (ks_run_steer_fd(st->steer) >= 0) {
+		pfd[0].fd = ks_run_steer_fd(st->steer);
+		pfd[0].events = POLLIN;
+		n = 1;
+	}
+	if (st->http)
+		nh = ks_http_poll_add(st->http, pfd + n, KS_HTTP_POLLFDS,
+				      now, &tmo);
+	if (st->metrics->own_open)
+		nm = ks_http_poll_add(&st->metrics->own, pfd + n + nh,
+				      KS_HTTP_POLLFDS, now, &tmo);
+	if (poll(pfd, n + nh + nm, tmo) < 0 && errno != EINTR)
+		ks_sleep_until(until);
+	ks_run_steer_poll(st->steer);
+	if (st->http)
+		ks_http_service(st->http, pfd + n, nh, st->hot->doc,
+				st->hot->doc_len, ks_mono_ns());
+	if (st->metrics->own_open)
+		ks_http_service(&st->metrics->own, pfd + n + nh, nm, NULL, 0,
+				ks_mono_ns());
+}
+
+/* Sleeps until the deadline, waking at least every 100 ms so SIGHUP and
+ * shard file changes are handled between intervals; then the ring. */
+static int wait_interval(struct ks_agent *st, __u64 deadline)
+{
+	while (!ks_stop) {
+		__u64 now = ks_mono_ns();
+		int hup = ks_reload, err;
+
+		ks_reload = 0;
+		ks_run_hot_poll(st->hot, hup);
+		err = ks_run_ring_poll(st->ring, &st->maps, &st->col, hup);
+		if (err) {
+			ks_err("reloading the ring failed (%s); stopping, rerun with -v",
+			       strerror(-err));
+			return err;
+		}
+		if (now >= deadline)
+			return 0;
+		wait_events(st, now + 100000000ULL < deadline ?
+					now + 100000000ULL : deadline);
+	}
+	return 0;
+}
+
+int ks_agent_loop(struct ks_agent *st)
+{
+	__u64 step = (__u64)st->o.interval_ms * 1000000ULL;
+	__u64 deadline = st->flip_ns + step;
+	int err;
+
+	for (;;) {
+		if (wait_interval(st, deadline))
+			return KS_EXIT_FAIL;
+		if (ks_stop)
+			break;
+		if (!ks_link_attached(&st->att)) {
+			ks_warn("the %s program on %s was detached (by 'agent detach' or the interface going away); stopping",
+				st->o.attach_tc ? "tc" : "XDP",
+				st->o.ifname);
+			return KS_EXIT_FAIL;
+		}
+		err = one_interval(st);
+		if (err) {
+			ks_err("interval failed (%s); stopping, rerun with -v",
+			       strerror(-err));
+			return KS_EXIT_FAIL;
+		}
+		deadline += step;
+		/* After a stall (suspend, debugger) do not catch up in a
+		 * burst of zero-length intervals. */
+		if (deadline < ks_mono_ns())
+			deadline = ks_mono_ns() + step;
+	}
+	return KS_EXIT_OK;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * loop.h - the agent's interval loop ('agent run' after its options):
+ * the datapath it attached, the subsystems it drives each interval (the
+ * ring, the hot-key table, steering, metrics, the routing document's HTTP
+ * server) and the state it carries from one interval to the next. The
+ * options are cli/cmd_run.c's; the subsystems are prepared there, before
+ * anything is attached, so bad options stop the agent first.
+ */
+#ifndef KS_AGENT_LOOP_H
+#define KS_AGENT_LOOP_H
+
+#include <sys/types.h>
+#include "dp/attach.h"
+#include "dp/collect.h"
+#include "core/estimate.h"
+#include "agent/run_hot.h"
+#include "agent/run_ring.h"
+#include "agent/run_steer.h"
+#include "render/metrics.h"
+#include "net/http_serve.h"
+
+/* What the loop itself reads of the options. */
+struct ks_agent_opts {
+	const char *ifname;
+	unsigned int ifindex;
+	__u32 sample_n;
+	__u32 interval_ms;
+	__u16 ports[KS_MAX_PORTS];
+	enum ks_xdp_req xdp;
+	int attach_tc;       /* --attach tc: the tc ingress program */
+	__u32 top;
+	int verbose;
+	int keep_privileges; /* --keep-privileges: no capability drop */
+	int log_keys;        /* --log-keys: key bytes in -v lines */
+	gid_t group;         /* --group: may read pins and routing file */
+	int group_set;
+	__u32 cfg_flags;     /* ks_config.flags: --stream-state off sets
+			      * KS_CFG_NO_STREAM (test control only) */
+};
+
+struct ks_agent {
+	struct ks_agent_opts o;
+	/* the subsystems, prepared from the options; http NULL without
+	 * --listen */
+	struct ks_run_ring *ring;
+	struct ks_run_hot *hot;
+	struct ks_run_steer *steer;
+	struct ks_run_metrics *metrics;
+	struct ks_http_server *http;
+	/* the datapath and what one interval hands the next */
+	struct ks_attachment att;
+	struct ks_maps maps;
+	struct ks_collector col;
+	struct ks_sketch *sketch;
+	struct ks_report *rep;
+	struct ks_totals prev, cur;
+	__u32 seq;        /* the agent's own copy: it alone moves seq */
+	int adopt;        /* take over a dead agent's attachment */
+	__u64 flip_ns;    /* monotonic time of the last flip */
+	__u64 totals_ns;  /* monotonic time of the last totals read */
+};
+
+/* Attaches (or takes over) and starts every subsystem; a KS_EXIT_* code. */
+int ks_agent_start(struct ks_agent *a);
+/* Interval after interval until SIGINT/SIGTERM or a failure. */
+int ks_agent_loop(struct ks_agent *a);
+
+#endif
