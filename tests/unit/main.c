@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The unit tier: pure user-space logic of the agent, no BPF, no root. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include "ktest.h"
 #include "unit.h"
@@ -48,31 +51,84 @@ void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count)
 }
 
 
-int main(void)
+/* The groups, in the order they run; -g picks some by name. */
+static const struct {
+	const char *name;
+	void (*run)(void);
+} groups[] = {
+	{ "merge", test_merge },
+	{ "estimate", test_estimate },
+	{ "topk", test_topk },
+	{ "report", test_report },
+	{ "opts", test_opts },
+	{ "names", test_names },
+	{ "ring", test_ring },
+	{ "shards", test_shards },
+	{ "shard_rates", test_shard_rates },
+	{ "zipf", test_zipf },
+	{ "hotkeys", test_hotkeys },
+	{ "run_hot", test_run_hot },
+	{ "replicas", test_replicas },
+	{ "mc_client", test_mc_client },
+	{ "http_serve", test_http_serve },
+	{ "report_hot", test_report_hot },
+	{ "hot_map", test_hot_map },
+	{ "metrics", test_metrics },
+	{ "dashboard", test_dashboard },
+	{ "config_file", test_config_file },
+	{ "cli_options", test_cli_options },
+	{ "pcap", test_pcap },
+	{ "etcd_codec", test_etcd_codec },
+	{ "steer_fsm", test_steer_fsm },
+};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+static void usage(FILE *f)
 {
-	test_merge();
-	test_estimate();
-	test_topk();
-	test_report();
-	test_opts();
-	test_names();
-	test_ring();
-	test_shards();
-	test_shard_rates();
-	test_zipf();
-	test_hotkeys();
-	test_run_hot();
-	test_replicas();
-	test_mc_client();
-	test_http_serve();
-	test_report_hot();
-	test_hot_map();
-	test_metrics();
-	test_dashboard();
-	test_config_file();
-	test_cli_options();
-	test_pcap();
-	test_etcd_codec();
-	test_steer_fsm();
+	fprintf(f,
+		"Usage: unit_test [-l] [-g GROUP]... [GLOB...]\n"
+		"  -l        list the groups\n"
+		"  -g GROUP  run only this group (repeatable)\n"
+		"  GLOB      report only the tests whose name matches (fnmatch)\n"
+		"Example: unit_test -g steer_fsm 'steer_fsm_*race*'\n");
+}
+
+int main(int argc, char **argv)
+{
+	bool want[NGROUPS] = { false }, any = false;
+	size_t i;
+	int c;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((c = getopt(argc, argv, "g:lh")) != -1) {
+		switch (c) {
+		case 'g':
+			for (i = 0; i < NGROUPS; i++)
+				if (!strcmp(optarg, groups[i].name))
+					break;
+			if (i == NGROUPS) {
+				fprintf(stderr, "unit_test: no group '%s'\n",
+					optarg);
+				usage(stderr);
+				return 2;
+			}
+			want[i] = any = true;
+			break;
+		case 'l':
+			for (i = 0; i < NGROUPS; i++)
+				printf("%s\n", groups[i].name);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	kt_set_filter(argv + optind, argc - optind);
+	for (i = 0; i < NGROUPS; i++)
+		if (!any || want[i])
+			groups[i].run();
 	return kt_summary("unit");
 }
