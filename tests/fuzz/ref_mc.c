@@ -562,16 +562,19 @@ static int get_cmd(struct p *p, const struct cmd *c, bool gat)
 {
 	int first = gat ? 2 : 1, i, nk = 0;
 
+	/* a cut line's keys after a whole exptime are sampled all the same
+	 * (RQ_CUT_SAMPLED) */
+	if (gat && !L.complete && (L.n < 2 || growing(p, 1)))
+		return R_CUT;
 	if (gat && !q(p, RQ_GAT_EXPTIME)) {
-		if (pending(p, 1))
-			return R_CUT;
-		if (L.n < 2 || !arg_ok(p, &L.t[1], 1))
+		if (L.n < 2 || !arg_ok(p, &L.t[1], 1)) {
+			if (!L.complete && !q(p, RQ_EARLY_REFUSE))
+				return R_CUT;
 			return refuse(p, KS_ERR_REFUSED);
+		}
 	} else if (gat) {
 		long long v;
 
-		if (pending(p, 1))
-			return R_CUT;
 		if (L.n < 2 || !mc_number(p, &L.t[1], 1, &v))
 			used(p, RQ_GAT_EXPTIME);
 	}
