@@ -814,24 +814,33 @@ static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
 }
 
 /*
- * The keyless commands longer than a word, told by their first eight bytes:
- * the length the whole word must have, or 0.
+ * The keyless commands longer than a word: by their first eight bytes, the
+ * length the whole word must have (0: none) and, in *tail, the bytes after
+ * the eighth it must end with.
  */
-static __always_inline __u32 ks_mc_long_word_len(__u64 w)
+static __always_inline __u32 ks_mc_long_word(__u64 w, __u64 *tail)
 {
 #define KS_W8(a, b, c, d, e, f, g, h) \
 	(KS_W7(a, b, c, d, e, f, g) | (__u64)(h) << 56)
 	switch (w) {
 	case KS_W8('v', 'e', 'r', 'b', 'o', 's', 'i', 't'): /* verbosity */
+		*tail = 'y';
+		return 9;
 	case KS_W8('f', 'l', 'u', 's', 'h', '_', 'a', 'l'): /* flush_all */
+		*tail = 'l';
+		return 9;
 	case KS_W8('m', 'i', 's', 'b', 'e', 'h', 'a', 'v'): /* misbehave */
 	case KS_W8('d', 'e', 'b', 'u', 'g', 't', 'i', 'm'): /* debugtime */
+		*tail = 'e';
 		return 9;
 	case KS_W8('l', 'r', 'u', '_', 'c', 'r', 'a', 'w'): /* lru_crawler */
+		*tail = KS_W3('l', 'e', 'r');
 		return 11;
 	case KS_W8('c', 'a', 'c', 'h', 'e', '_', 'm', 'e'): /* cache_memlimit */
+		*tail = KS_W6('m', 'l', 'i', 'm', 'i', 't');
 		return 14;
 	}
+	*tail = 0;
 	return 0;
 #undef KS_W8
 }
@@ -871,7 +880,7 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 {
 	__u32 pos, avail;
 	struct ks_cmd cmd;
-	__u64 w;
+	__u64 w, tail;
 	int p;
 
 	if (!s)
@@ -907,7 +916,8 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 			if (cmd.len <= 8)
 				cmd.op = ks_mc_word_op(
 					ks_mc_word_at(s, pos, cmd.len), cmd.len);
-			else if (cmd.len == ks_mc_long_word_len(w))
+			else if (cmd.len == ks_mc_long_word(w, &tail) &&
+				 ks_mc_word_at(s, pos + 8, cmd.len - 8) == tail)
 				cmd.op = KS_OP_OTHER;
 		}
 	}
