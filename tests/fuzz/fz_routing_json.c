@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_routing_json.c - libFuzzer harness of the routing document renderer
- * (user/core/hotkeys.c ks_hot_json). The input builds a hot-key table: a policy,
- * rules with arbitrary key bytes, a few intervals of samples with arbitrary
- * keys and rates, and an optional replica set. The document must be valid
- * JSON (checked by the small validator below, which knows nothing of
- * keysteer), plain ASCII, list every entry once, and a rendering into a
- * short buffer must be a terminated prefix of the whole one with the same
- * returned length.
+ * (user/render/routing_json.c ks_hot_json). The input builds a hot-key
+ * table: a policy, rules with arbitrary key bytes, a few intervals of
+ * samples with arbitrary keys and rates, and an optional replica set. The
+ * document must be valid JSON (checked by the small validator below, which
+ * knows nothing of keysteer), plain ASCII, list every entry once, and a
+ * rendering into a short buffer must be a terminated prefix of the whole
+ * one with the same returned length.
  */
 #include <stdbool.h>
 #include "core/hotkeys.h"
+#include "render/routing_json.h"
 #include "core/replicas.h"
 #include "fz_common.h"
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The hot-key table: entry, hysteresis, copy counts, rules, pin file,
- * capacity and the JSON routing document (user/core/hotkeys.c). */
+ * capacity (user/core/hotkeys.c) and the JSON routing document
+ * (user/render/routing_json.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 #include "ktest.h"
 #include "core/hotkeys.h"
+#include "render/routing_json.h"
 #include "unit.h"
 
 /* Threshold 10000 reads/s with the default policy (capacity 100000). */

@@ -26,7 +26,7 @@
 #include "net/http_serve.h"
 #include "kt_netns.h"
 #include "ktest.h"
-#include "util/sig.h"
+#include "util/clock.h"
 
 #define HS_PORT        18080
 #define HS_CHILD_LIMIT 20     /* seconds for one test child */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "ktest.h"
+#include "agent/run_metrics.h"
+#include "agent/run_steer.h"
 #include "render/metrics.h"
 #include "unit.h"
 
@@ -27,6 +29,7 @@ struct fixture {
 	struct ks_shard_report ring;
 	struct ks_hot_table table;
 	struct ks_run_steer steer;
+	struct ks_metrics_steer steer_view; /* of steer, by the agent's code */
 	struct ks_hot_slot slots[KS_HOT_SLOTS];
 	struct ks_metrics_in in;
 };
@@ -119,10 +122,11 @@ static struct fixture *fixture_new(void)
 		 "198.18.0.11:11211");
 	x->steer.prev_rep_steered[0] = 77;
 	x->steer.fsm.down_until[1] = NOW_NS + 5000000000ULL;
+	ks_run_metrics_steer_view(&x->steer_view, &x->steer, NOW_NS);
 
 	x->in = (struct ks_metrics_in){
 		.rep = &x->rep, .totals = &x->totals, .ring = &x->ring,
-		.table = &x->table, .steer = &x->steer, .now_mono_ns = NOW_NS,
+		.table = &x->table, .steer = &x->steer_view, .now_mono_ns = NOW_NS,
 		.intervals = 4, .candidates = 17, .candidate_slots = 2048,
 		.rss_bytes = 4096,
 	};

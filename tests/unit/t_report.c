@@ -11,7 +11,9 @@
 #include <string.h>
 #include "ktest.h"
 #include "core/names.h"
+#include "render/json.h"
 #include "render/report.h"
+#include "render/text.h"
 #include "cli/cmd_trace.h"
 #include "unit.h"
 

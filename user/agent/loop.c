@@ -18,7 +18,9 @@
 #include "dp/bpf_log.h"
 #include "dp/ring_push.h"
 #include "render/report.h"
+#include "render/text.h"
 #include "util/opts.h"
+#include "util/clock.h"
 #include "util/privs.h"
 #include "util/sig.h"
 
@@ -173,12 +175,11 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.totals = t,
 		.ring = ks_run_ring_enabled(st->ring) ? st->ring->rep : NULL,
 		.table = st->hot->table,
-		.steer = st->steer,
 		.candidates = ncands > 0 ? (__u64)ncands : 0,
 		.candidate_slots = (__u64)KS_CAND_SLOTS * (__u64)st->col.ncpus,
 	};
 
-	ks_run_metrics_publish(st->metrics, &in, interval_ended);
+	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
 }
 
 static int one_interval(struct ks_agent *st)

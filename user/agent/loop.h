@@ -17,7 +17,7 @@
 #include "agent/run_hot.h"
 #include "agent/run_ring.h"
 #include "agent/run_steer.h"
-#include "render/metrics.h"
+#include "agent/run_metrics.h"
 #include "net/http_serve.h"
 
 /* What the loop itself reads of the options. */

@@ -17,7 +17,8 @@
 #include "util/log.h"
 #include "util/opts.h"
 #include "agent/run_hot.h"
-#include "util/sig.h"
+#include "render/routing_json.h"
+#include "util/clock.h"
 
 void ks_run_hot_defaults(struct ks_run_hot *h)
 {

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * run_ring.c - the ring in 'agent run' (see run_ring.h): build, push,
+ * reload on SIGHUP or a changed shard file, publish the per-shard rates.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +12,7 @@
 #include "util/opts.h"
 #include "dp/ring_push.h"
 #include "agent/run_ring.h"
-#include "util/sig.h"
+#include "util/clock.h"
 
 void ks_file_sig_get(const char *path, struct ks_file_sig *sig)
 {

@@ -17,7 +17,7 @@
 #include "util/log.h"
 #include "dp/ring_push.h"
 #include "agent/run_steer.h"
-#include "util/sig.h"
+#include "util/clock.h"
 
 static int forwarding_on(const char *ifname)
 {

@@ -9,7 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include "util/privs.h"
-#include "util/sig.h"
+#include "util/clock.h"
 #include "agent/steer_fill.h"
 
 #define OWNER_IDX KS_MAX_REPLICAS

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cmd_common.c - what the commands share (see cmds.h): the root check and
+ * finding the pin folder of a running agent.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

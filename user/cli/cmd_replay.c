@@ -32,7 +32,7 @@
 #include "core/pcap.h"
 #include "render/report.h"
 #include "agent/run_ring.h"
-#include "util/sig.h"
+#include "util/clock.h"
 
 #define REPLAY_IFNAME "replay" /* what the report names as the interface */
 /* A probe frame of an EtherType no parser takes (IEEE local

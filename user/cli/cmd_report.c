@@ -27,6 +27,7 @@
 #include "dp/bpf_log.h"
 #include "util/opts.h"
 #include "render/report.h"
+#include "util/clock.h"
 #include "util/sig.h"
 
 struct report_opts {

@@ -21,7 +21,7 @@
 #include "dp/collect.h"
 #include "core/estimate.h"
 #include "dp/bpf_log.h"
-#include "render/metrics.h"
+#include "agent/run_metrics.h"
 #include "util/opts.h"
 #include "render/report.h"
 #include "dp/ring_push.h"

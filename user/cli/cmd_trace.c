@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * trace.c - 'agent trace': switches ks_config.trace on, prints one line
+ * cmd_trace.c - 'agent trace': switches ks_config.trace on, prints one line
  * per sampled key from the ks_events ring buffer, and switches it off
  * again on every way out (Ctrl-C, SIGTERM, --count, --duration, errors).
  */
@@ -17,7 +17,8 @@
 #include "dp/bpf_log.h"
 #include "core/names.h"
 #include "util/opts.h"
-#include "render/report.h"
+#include "render/text.h"
+#include "util/clock.h"
 #include "util/sig.h"
 #include "cli/cmd_trace.h"
 
@@ -34,25 +35,6 @@ struct trace_ctx {
 	unsigned long long printed;
 };
 
-static int is_v4mapped(const __u8 addr[16])
-{
-	static const __u8 v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-					   0xff, 0xff };
-
-	return !memcmp(addr, v4mapped, sizeof(v4mapped));
-}
-
-void ks_format_ip(const __u8 addr[16], char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN];
-
-	if (is_v4mapped(addr))
-		inet_ntop(AF_INET, addr + 12, ip, sizeof(ip));
-	else
-		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-	snprintf(buf, len, "%s", ip);
-}
-
 void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
 		     size_t len)
 {
@@ -67,7 +49,7 @@ void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
 							      e->len,
 			    key, sizeof(key));
 	ks_format_ip(e->saddr, ip, sizeof(ip));
-	snprintf(addr, sizeof(addr), is_v4mapped(e->saddr) ? "%s" : "[%s]",
+	snprintf(addr, sizeof(addr), ks_ip_is_v4mapped(e->saddr) ? "%s" : "[%s]",
 		 ip);
 	snprintf(buf, len, "%s %s %s %s:%u %s", ks_class_name(e->cls),
 		 ks_op_name(e->op), key, addr, e->sport,

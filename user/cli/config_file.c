@@ -12,6 +12,7 @@
 #include <string.h>
 #include "cli/cli_options.h"
 #include "cli/config_file.h"
+#include "util/file.h"
 #include "util/opts.h"
 
 static int line_fail(char *err, size_t errlen, const char *name,

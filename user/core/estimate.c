@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * estimate.c - the interval arithmetic (see estimate.h): sketch merging,
+ * point queries, rate estimates with their bound, top-K, class rates.
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/hotkeys.h"
-#include "net/mc_client.h"
-#include "core/replicas.h"
-#include "util/opts.h"
+#include "util/file.h"
 
 /* A copy/sub-key count changes by one only after the rate moved this much
  * since the last change; a bigger step changes at once. */
@@ -86,6 +84,11 @@ static unsigned cap_copies(const struct ks_hot_policy *p)
 	return p->max_copies ? p->max_copies : 1;
 }
 
+unsigned ks_hot_max_copies(const struct ks_hot_policy *p)
+{
+	return cap_copies(p);
+}
+
 /* ceil(x / budget) as an unsigned, saturating at KS_HOT_COPIES_MAX so an
  * absurd rate cannot overflow the conversion. */
 static unsigned ceil_div(double x, double budget)
@@ -120,6 +123,14 @@ static const char *const rule_names[] = {
 	[KS_RULE_PIN_PREFIX] = "pin-prefix",
 	[KS_RULE_SPLIT_PREFIX] = "split-prefix",
 };
+
+const char *ks_hot_rule_name(unsigned type)
+{
+	if (type >= sizeof(rule_names) / sizeof(rule_names[0]) ||
+	    !rule_names[type])
+		return "?";
+	return rule_names[type];
+}
 
 static int is_blank(char c)
 {
@@ -675,134 +686,4 @@ size_t ks_hot_update(struct ks_hot_table *t, const struct ks_hot_policy *p,
 	if (changes)
 		t->version++;
 	return changes;
-}
-
-/* ---- JSON ---- */
-
-struct jw {
-	char *buf;
-	size_t size, len;
-};
-
-static __attribute__((format(printf, 2, 3))) void jw_printf(struct jw *w,
-							    const char *fmt,
-							    ...)
-{
-	size_t room = w->len < w->size ? w->size - w->len : 0;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(room ? w->buf + w->len : NULL, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		w->len += (size_t)n;
-}
-
-/* Keys are bytes; anything outside printable ASCII becomes \u00XX so the
- * document is always valid JSON. */
-static void jw_string(struct jw *w, const __u8 *s, size_t len)
-{
-	size_t i;
-
-	jw_printf(w, "\"");
-	for (i = 0; i < len; i++) {
-		if (s[i] == '"' || s[i] == '\\')
-			jw_printf(w, "\\%c", s[i]);
-		else if (s[i] < 0x20 || s[i] >= 0x7f)
-			jw_printf(w, "\\u%04x", s[i]);
-		else
-			jw_printf(w, "%c", s[i]);
-	}
-	jw_printf(w, "\"");
-}
-
-static double finite_or_0(double x)
-{
-	return isfinite(x) ? x : 0;
-}
-
-static int by_hash(const void *a, const void *b)
-{
-	const struct ks_hot_entry *x = *(const struct ks_hot_entry *const *)a;
-	const struct ks_hot_entry *y = *(const struct ks_hot_entry *const *)b;
-
-	return x->hash < y->hash ? -1 : x->hash > y->hash;
-}
-
-/* ,"replicas":[...] of a key whose reads go to replicas. */
-static void json_replicas(struct jw *w, const struct ks_hot_entry *e,
-			  const struct ks_replica_set *rs)
-{
-	__u8 pick[KS_MAX_COPIES - 1];
-	unsigned n = e->copies, i;
-
-	if (!rs || !rs->n || n < 2 || ks_mc_key_check(e->key, e->len))
-		return;
-	n = ks_rendezvous_pick(e->hash, rs, n - 1 < KS_MAX_COPIES - 1 ?
-						    n - 1 : KS_MAX_COPIES - 1,
-			       pick);
-	jw_printf(w, ",\"replicas\":[");
-	for (i = 0; i < n; i++)
-		jw_printf(w, "%s\"%s\"", i ? "," : "", rs->r[pick[i]].text);
-	jw_printf(w, "]");
-}
-
-size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
-		   const struct ks_replica_set *rs, __u64 ring_version,
-		   char *buf, size_t size)
-{
-	const struct ks_hot_entry *sorted[KS_HOT_CAP];
-	const struct ks_hot_entry *e;
-	struct jw w = { buf, size, 0 };
-	size_t pos = 0, n = 0, i;
-
-	while ((e = ks_hot_next(t, &pos)))
-		sorted[n++] = e;
-	/* Hash order: the same table always renders the same bytes. */
-	qsort(sorted, n, sizeof(sorted[0]), by_hash);
-
-	jw_printf(&w,
-		  "{\"version\":%llu,\"ring_version\":%llu,\"seq\":%u,"
-		  "\"read_threshold_ps\":%.1f,\"write_threshold_ps\":%.1f,"
-		  "\"max_copies\":%u,\"keys\":[",
-		  (unsigned long long)t->version,
-		  (unsigned long long)ring_version, t->seq,
-		  finite_or_0(ks_hot_read_threshold(p)),
-		  finite_or_0(ks_hot_write_threshold(p)), cap_copies(p));
-	for (i = 0; i < n; i++) {
-		e = sorted[i];
-		jw_printf(&w, "%s{\"key\":", i ? "," : "");
-		jw_string(&w, e->key, e->len);
-		jw_printf(&w,
-			  ",\"hash\":\"%016llx\",\"state\":\"%s\","
-			  "\"read_hot\":%s,\"write_hot\":%s,\"copies\":%u,"
-			  "\"subkeys\":%u,\"reads_ps\":%.1f,\"writes_ps\":%.1f,"
-			  "\"intervals_hot\":%u,\"entered_seq\":%u",
-			  (unsigned long long)e->hash,
-			  e->state == KS_HOT_PINNED ? "pinned" : "hot",
-			  e->read_hot ? "true" : "false",
-			  e->write_hot ? "true" : "false", e->copies,
-			  e->subkeys, finite_or_0(e->reads_ps),
-			  finite_or_0(e->writes_ps), e->intervals_hot,
-			  e->entered_seq);
-		json_replicas(&w, e, rs);
-		jw_printf(&w, "}");
-	}
-	jw_printf(&w, "],\"rules\":[");
-	for (i = 0; i < t->rules.n; i++) {
-		const struct ks_hot_rule *r = &t->rules.r[i];
-
-		jw_printf(&w, "%s{\"type\":\"%s\",\"%s\":", i ? "," : "",
-			  rule_names[r->type],
-			  r->type == KS_RULE_PIN ? "key" : "prefix");
-		jw_string(&w, r->key, r->len);
-		jw_printf(&w, ",\"%s\":%u}",
-			  r->type == KS_RULE_SPLIT_PREFIX ? "ways" : "copies",
-			  r->count);
-	}
-	jw_printf(&w, "]}");
-	if (size)
-		buf[w.len < size ? w.len : size - 1] = '\0';
-	return w.len;
 }

@@ -5,7 +5,8 @@
  * and the operator's pins and split rules. Pure decision logic updated once
  * per interval from the interval's key estimates: no BPF calls, no I/O
  * (except ks_hot_rules_load, a thin file reader around the parser), so unit
- * tests drive it with synthetic rates.
+ * tests drive it with synthetic rates. The routing document that
+ * publishes the table is rendered by render/routing_json.h.
  */
 #ifndef KS_HOTKEYS_H
 #define KS_HOTKEYS_H
@@ -41,6 +42,8 @@ int ks_hot_policy_check(const struct ks_hot_policy *p, char *err, size_t errlen)
 double ks_hot_read_threshold(const struct ks_hot_policy *p);
 double ks_hot_write_threshold(const struct ks_hot_policy *p);
 double ks_hot_copy_budget(const struct ks_hot_policy *p);
+/* The most copies a key may get: max_copies, or 1 when it is 0. */
+unsigned ks_hot_max_copies(const struct ks_hot_policy *p);
 /* Copies for a read-hot key at rate: ceil(rate * headroom / budget), at
  * least 2 (owner + 1 replica), at most max_copies. */
 unsigned ks_hot_copies_for(const struct ks_hot_policy *p, double reads_ps);
@@ -62,6 +65,10 @@ struct ks_hot_rule {
 	__u32 count;      /* copies (pins) or ways (split) */
 	__u8 key[KS_HOT_KEY_MAX];
 };
+
+/* "pin", "pin-prefix", "split-prefix" (the pin file's words); "?" for
+ * any other type. */
+const char *ks_hot_rule_name(unsigned type);
 
 struct ks_hot_rules {
 	size_t n;
@@ -166,18 +173,5 @@ const struct ks_hot_entry *ks_hot_next(const struct ks_hot_table *t,
 				       size_t *pos);
 const struct ks_hot_entry *ks_hot_find(const struct ks_hot_table *t,
 				       const __u8 *key, size_t len);
-
-/*
- * Renders the table as a JSON routing document into buf (always
- * NUL-terminated when size > 0). Returns the length the whole document
- * needs (excluding the NUL), like snprintf: >= size means truncated.
- */
-struct ks_replica_set;
-/* With rs (may be NULL), each key steered to replicas also lists them,
- * chosen as the agent chooses them (ks_rendezvous_pick), for clients that
- * route TCP reads themselves. */
-size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
-		   const struct ks_replica_set *rs, __u64 ring_version,
-		   char *buf, size_t size);
 
 #endif

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * names.c - the printable names of the datapath's enums (see names.h).
+ */
 #include "keysteer.h"
 #include "core/names.h"
 

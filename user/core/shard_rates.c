@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * shard_rates.c - the per-shard report's arithmetic (see shard_rates.h).
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ks_ring.h"
+#include "util/file.h"
 #include "util/opts.h"
 #include "core/shards.h"
 

@@ -5,7 +5,7 @@
  * stale).
  */
 #include <string.h>
-#include "net/mc_client.h"
+#include "core/mc_key.h"
 #include "core/steer_fsm.h"
 
 #define LOAD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)

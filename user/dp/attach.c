@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * attach.c - pins, attach, take-over and teardown on one interface (see
+ * attach.h).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * collect.c - reading the datapath's maps into the agent (see collect.h).
+ */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -8,7 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "dp/collect.h"
-#include "util/sig.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 void ks_maps_init(struct ks_maps *m)

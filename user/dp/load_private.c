@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * load_private.c - keysteer's BPF object loaded privately, unpinned and
+ * unattached (see load_private.h).
+ */
 #include <errno.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"

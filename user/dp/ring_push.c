@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ring_push.c - a built ring into the idle half of ks_ring, the flip and
+ * the RCU grace period (see ring_push.h).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

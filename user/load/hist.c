@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * hist.c - the load tool's log-bucket latency histogram (see hist.h).
+ */
 #include "hist.h"
 
 static __u32 bucket_of(__u64 v)

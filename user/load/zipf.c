@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * zipf.c - the load tool's Zipf key sampler and seeded generator (see
+ * zipf.h).
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -151,7 +151,8 @@ int ks_http_poll_add(const struct ks_http_server *srv, struct pollfd *pfd,
  * array: entries are matched by fd and the others ignored. doc (doc_len
  * bytes, the agent's current routing JSON; NULL before there is one: 503)
  * is the document for requests completed in this call. now_ns is
- * CLOCK_MONOTONIC (ks_mono_ns()). Call it after every poll, events or not.
+ * CLOCK_MONOTONIC (ks_mono_ns(), util/clock.h). Call it after every poll,
+ * events or not.
  */
 void ks_http_service(struct ks_http_server *srv, const struct pollfd *pfd,
 		     int n, const char *doc, size_t doc_len, __u64 now_ns);

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/mc_key.h"
 #include "net/mc_client.h"
 
 #define RBUF_SIZE 4096 /* reply lines; values bigger than what is left
@@ -250,19 +251,6 @@ static int run_op(struct ks_mc_conn *c, mc_op op, void *arg)
 	}
 	ks_mc_close(c);
 	return err;
-}
-
-int ks_mc_key_check(const __u8 *key, size_t klen)
-{
-	size_t i;
-
-	if (!key || klen == 0 || klen > KS_MC_KEY_MAX)
-		return -EINVAL;
-	/* A space or control byte would end the key or the request line. */
-	for (i = 0; i < klen; i++)
-		if (key[i] <= ' ' || key[i] == 0x7f)
-			return -EINVAL;
-	return 0;
 }
 
 /* A whole decimal number: -EPROTO if it is not one, -ERANGE above max. */

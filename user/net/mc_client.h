@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include "core/mc_key.h" /* KS_MC_KEY_MAX, ks_mc_key_check */
 
-#define KS_MC_KEY_MAX   250        /* memcached's KEY_MAX_LENGTH */
 #define KS_MC_VALUE_MAX (1u << 20) /* memcached's default item size limit */
 /* memcached reads an expiry above 30 days as a unix time, not seconds. */
 #define KS_MC_TTL_MAX   2592000L
@@ -48,9 +48,6 @@ struct ks_mc_item {
 void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port, int timeout_ms);
 /* Closes the socket and frees the buffer; safe to call twice. */
 void ks_mc_close(struct ks_mc_conn *c);
-
-/* 0 if the key is 1..250 bytes with no space or control byte, else -EINVAL. */
-int ks_mc_key_check(const __u8 *key, size_t klen);
 
 /* "mg <key> v f t". *it is overwritten (free it with ks_mc_item_free);
  * a miss is 0 with it->found = 0. */

@@ -13,6 +13,7 @@
 #include "core/names.h"
 #include "util/opts.h"
 #include "core/shard_rates.h"
+#include "render/text.h"
 
 #define KEY_MIN    6  /* narrowest key or name column */
 #define KEY_MAX    40 /* widest key column */

@@ -5,16 +5,11 @@
  * so a scrape always lists the same names whatever the traffic; only
  * per-key, per-shard and per-replica series come and go.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
 #include "render/metrics.h"
 #include "core/names.h"
-#include "render/report.h"
 #include "render/report_hot.h"
-#include "util/sig.h"
+#include "render/text.h"
 
 #define KEY_TEXT_MAX (KS_KEY_BUF * 4 + 8) /* every byte as \xNN */
 
@@ -341,7 +336,7 @@ static void ring_metrics(FILE *f, const struct ks_shard_report *g)
 
 static const struct ks_hot_slot *slots_of(const struct ks_metrics_in *in)
 {
-	return in->steer && in->steer->map_open ? in->steer->map.slot : NULL;
+	return in->steer ? in->steer->slot : NULL;
 }
 
 static size_t state_index(const struct ks_hot_slot *s, __u64 now)
@@ -402,58 +397,58 @@ static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
 }
 
 /* One per-replica family: name{replica="ip:port"} v. */
-static void replica_family(FILE *f, const struct ks_metrics_in *in,
-			   const struct ks_run_steer *s, const char *name,
-			   const char *type, const char *help, int up)
+static void replica_family(FILE *f, const struct ks_metrics_steer *s,
+			   const char *name, const char *type,
+			   const char *help, int up)
 {
 	unsigned i;
 
 	family(f, name, type, help);
-	for (i = 0; i < s->rs.n && i < KS_MAX_REPLICAS; i++) {
+	for (i = 0; i < s->n_replicas && i < KS_MAX_REPLICAS; i++) {
+		const struct ks_metrics_replica *r = &s->replica[i];
+
 		fprintf(f, "%s{", name);
-		label_str(f, "replica", s->rs.r[i].text,
-			  sizeof(s->rs.r[i].text));
+		label_bytes(f, "replica", (const __u8 *)r->name,
+			    strlen(r->name));
 		fputc('}', f);
-		count(f, up ? (__u64)ks_steer_replica_up(&s->fsm, i,
-							 in->now_mono_ns) :
-			      s->prev_rep_steered[i]);
+		count(f, up ? (__u64)(r->up != 0) : r->steered);
 	}
 }
 
 static void steer_metrics(FILE *f, const struct ks_metrics_in *in)
 {
-	static const struct ks_run_steer none;
-	const struct ks_run_steer *s = in->steer ? in->steer : &none;
+	static const struct ks_metrics_steer none;
+	const struct ks_metrics_steer *s = in->steer ? in->steer : &none;
 	const struct scalar sc[] = {
 		{ "keysteer_steer_copies_total", "counter",
 		  "Copies of hot keys' values from the owner to their replicas (attempts).",
-		  .n = s->fsm.fills },
+		  .n = s->fills },
 		{ "keysteer_steer_copy_failures_total", "counter",
 		  "Copies that failed (a replica or the owner did not answer).",
-		  .n = s->fsm.fill_errors },
+		  .n = s->fill_errors },
 		{ "keysteer_steer_dirty_events_total", "counter",
 		  "Writes to armed keys reported by the datapath.",
-		  .n = s->fsm.events },
+		  .n = s->events },
 		{ "keysteer_steer_no_slot_total", "counter",
 		  "Hot keys left out of the datapath: their slot set was full.",
-		  .n = s->fsm.no_slot },
+		  .n = s->no_slot },
 		{ "keysteer_steer_rearm_max_seconds", "gauge",
 		  "The longest re-arm since the agent started.",
-		  .x = s->fsm.rearm_ms_max / 1e3, .real = 1 },
+		  .x = s->rearm_ms_max / 1e3, .real = 1 },
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));
 	family(f, "keysteer_steer_rearm_seconds", "summary",
 	       "Time from a write to an armed key to its copies re-armed.");
 	fputs("keysteer_steer_rearm_seconds_sum", f);
-	value(f, s->fsm.rearm_ms_sum / 1e3);
+	value(f, s->rearm_ms_sum / 1e3);
 	fputs("keysteer_steer_rearm_seconds_count", f);
-	count(f, s->fsm.rearms);
-	replica_family(f, in, s, "keysteer_replica_steered_reads_total",
+	count(f, s->rearms);
+	replica_family(f, s, "keysteer_replica_steered_reads_total",
 		       "counter",
 		       "Reads steered to each L1 replica (as of the last interval).",
 		       0);
-	replica_family(f, in, s, "keysteer_replica_up", "gauge",
+	replica_family(f, s, "keysteer_replica_up", "gauge",
 		       "1 while the replica takes copies, 0 while it is left out after a failed copy.",
 		       1);
 }
@@ -573,94 +568,4 @@ void ks_metrics_render(FILE *f, const struct ks_metrics_in *in)
 	hot_metrics(f, in);
 	steer_metrics(f, in);
 	key_metrics(f, in);
-}
-
-/* ---- the 'agent run' side ---- */
-
-int ks_run_metrics_prepare(struct ks_run_metrics *m, const char *listen,
-			   struct ks_http_server *listen_srv, char *err,
-			   size_t errlen)
-{
-	struct sockaddr_in a, l;
-	char e2[8];
-	int rc;
-
-	if (!m->spec) {
-		if (m->export_keys) {
-			snprintf(err, errlen,
-				 "--export-keys labels the metrics with the keys; add --metrics [ADDR:]PORT");
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (ks_http_parse_addr("--metrics", m->spec, &a, err, errlen))
-		return -EINVAL;
-	/* The --listen address: one server answers both paths. */
-	if (listen && listen_srv &&
-	    !ks_http_parse_listen(listen, &l, e2, sizeof(e2)) &&
-	    l.sin_addr.s_addr == a.sin_addr.s_addr && l.sin_port == a.sin_port) {
-		listen_srv->serves = KS_HTTP_SERVES(KS_HTTP_ROUTING) |
-				     KS_HTTP_SERVES(KS_HTTP_METRICS);
-		m->srv = listen_srv;
-		return 0;
-	}
-	m->own.serves = KS_HTTP_SERVES(KS_HTTP_METRICS);
-	m->own.flag = "--metrics";
-	rc = ks_http_open(&m->own, &a, err, errlen);
-	if (rc)
-		return rc;
-	m->own_open = 1;
-	m->srv = &m->own;
-	return 0;
-}
-
-__u64 ks_self_rss_bytes(void)
-{
-	unsigned long long size = 0, resident = 0;
-	long page = sysconf(_SC_PAGESIZE);
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &size, &resident) != 2)
-		resident = 0;
-	fclose(f);
-	return page > 0 ? resident * (__u64)page : 0;
-}
-
-void ks_run_metrics_publish(struct ks_run_metrics *m,
-			    const struct ks_metrics_in *in, int interval_ended)
-{
-	struct ks_metrics_in full = *in;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	if (!m->srv)
-		return;
-	m->intervals += interval_ended != 0;
-	full.intervals = m->intervals;
-	full.export_keys = m->export_keys;
-	full.now_mono_ns = ks_mono_ns();
-	full.rss_bytes = ks_self_rss_bytes();
-	f = open_memstream(&buf, &len);
-	if (f) {
-		ks_metrics_render(f, &full);
-		if (fclose(f)) { /* out of memory while writing */
-			free(buf);
-			buf = NULL;
-		}
-	}
-	/* A failed rendering leaves the last one served: stale, not wrong. */
-	if (!buf || ks_http_publish(m->srv, KS_HTTP_METRICS, buf, len))
-		m->publish_errors++;
-	free(buf);
-}
-
-void ks_run_metrics_free(struct ks_run_metrics *m)
-{
-	if (m->own_open)
-		ks_http_close(&m->own);
-	m->own_open = 0;
-	m->srv = NULL;
 }

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * report.c - a published struct ks_report and the datapath's totals as
+ * the text report or one JSON document (see report.h).
+ */
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -7,61 +11,10 @@
 #include "render/report.h"
 #include "core/ring.h"
 #include "core/shard_rates.h"
-#include "cli/cmd_trace.h"
+#include "render/json.h"
+#include "render/text.h"
 
 #define KEY_COL 40 /* text dashboard: key column width */
-
-void ks_json_string(FILE *f, const __u8 *s, size_t len)
-{
-	size_t i;
-
-	fputc('"', f);
-	for (i = 0; i < len; i++) {
-		__u8 c = s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-char *ks_key_text(const __u8 *s, size_t len, char *buf, size_t buflen)
-{
-	size_t i, o = 0, fit = 0;
-
-	if (!buflen)
-		return buf;
-	for (i = 0; i < len; i++) {
-		char tmp[5];
-		size_t n;
-
-		/* fit: the last escape boundary that leaves room for "..." */
-		if (o + 3 < buflen)
-			fit = o;
-		if (s[i] == '\\')
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\\\");
-		else if (s[i] > 0x20 && s[i] < 0x7f)
-			n = (size_t)snprintf(tmp, sizeof(tmp), "%c", s[i]);
-		else
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", s[i]);
-		if (o + n >= buflen) {
-			o = fit;
-			if (o + 3 < buflen) {
-				memcpy(buf + o, "...", 3);
-				o += 3;
-			}
-			break;
-		}
-		memcpy(buf + o, tmp, n);
-		o += n;
-	}
-	buf[o] = '\0';
-	return buf;
-}
 
 void ks_format_duration(__u64 ns, char *buf, size_t len)
 {

@@ -93,17 +93,6 @@ void ks_top_count_of(const struct ks_view *v, int i, struct ks_top_count *out);
  */
 void ks_render_totals_text(FILE *f, const struct ks_totals *t);
 
-/* Writes a JSON string, quotes included; bytes outside printable ASCII
- * as \u00XX. */
-void ks_json_string(FILE *f, const __u8 *s, size_t len);
-
-/*
- * A key for a terminal: printable ASCII as is, backslash doubled, every
- * other byte as \xNN; cut to fit buflen (ending in "..." when cut).
- * Returns buf.
- */
-char *ks_key_text(const __u8 *s, size_t len, char *buf, size_t buflen);
-
 /* "1.5 s"-style duration and "1.2 MB/s"-style byte rate, for the text. */
 void ks_format_duration(__u64 ns, char *buf, size_t len);
 void ks_format_bytes_rate(double bps, char *buf, size_t len);

@@ -4,8 +4,9 @@
  */
 #include <arpa/inet.h>
 #include <string.h>
-#include "render/report.h"
+#include "render/json.h"
 #include "render/report_hot.h"
+#include "render/text.h"
 
 const char *ks_hot_state_name(const struct ks_hot_slot *s, __u64 now_mono_ns)
 {

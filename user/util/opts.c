@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * opts.c - range-checked parsing and formatting of command-line values
+ * (see opts.h).
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <net/if.h>
@@ -232,36 +236,4 @@ void ks_format_seconds(__u32 ms, char *buf, size_t len)
 		snprintf(buf, len, "%u.%02u", ms / 1000, frac / 10);
 	else
 		snprintf(buf, len, "%u.%03u", ms / 1000, frac);
-}
-
-int ks_read_file(const char *path, size_t max, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	char *b;
-	size_t n;
-	int rc = 0;
-
-	*buf = NULL;
-	*len = 0;
-	if (!f)
-		return -errno;
-	b = malloc(max + 1);
-	if (!b) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	n = fread(b, 1, max + 1, f);
-	if (ferror(f))
-		rc = -EIO;
-	else if (n > max)
-		rc = -EFBIG;
-	fclose(f);
-	if (rc) {
-		free(b);
-		return rc;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
 }

@@ -34,14 +34,6 @@ int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n,
 		   char *err, size_t errlen);
 
 /* Name syntax only (length, characters), no system calls. */
-/*
- * Reads a whole file of at most max bytes into a NUL-terminated buffer
- * (*buf, freed by the caller; *len bytes before the NUL). Returns 0 or
- * -errno: open's own, -EIO on a read error, -EFBIG past max, -ENOMEM.
- * Callers say what the file was for in their own error message.
- */
-int ks_read_file(const char *path, size_t max, char **buf, size_t *len);
-
 int ks_check_ifname_syntax(const char *name, char *err, size_t errlen);
 
 /* Syntax, then if_nametoindex() in the current network namespace. */

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sig.c - SIGINT/SIGTERM/SIGHUP as flags and a sleep they cut short (see
+ * sig.h).
+ */
 #include <string.h>
 #include <time.h>
+#include "util/clock.h"
 #include "util/sig.h"
 
 volatile sig_atomic_t ks_stop;
@@ -39,24 +44,6 @@ void ks_install_reload_handler(void)
 	sa.sa_handler = on_reload;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
-}
-
-static __u64 clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
-
-__u64 ks_mono_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
-__u64 ks_real_ns(void)
-{
-	return clock_ns(CLOCK_REALTIME);
 }
 
 int ks_sleep_until(__u64 deadline_ns)

@@ -20,11 +20,8 @@ void ks_install_stop_handlers(void);
 /* SIGHUP sets ks_reload instead of ending the process. */
 void ks_install_reload_handler(void);
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
-__u64 ks_mono_ns(void);
-__u64 ks_real_ns(void);
-
-/* Sleeps until the monotonic deadline or ks_stop; returns !ks_stop. */
+/* Sleeps until the monotonic deadline (ks_mono_ns(), util/clock.h) or
+ * ks_stop; returns !ks_stop. */
 int ks_sleep_until(__u64 deadline_ns);
 
 #endif
