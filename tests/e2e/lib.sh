@@ -9,6 +9,9 @@
 #                        namespace, in the background; waits until attached
 # e2e_agent_stop [SIG]   stops it (SIGINT by default) and sets E2E_AGENT_RC
 # e2e_agent ARGS         any other agent command, in the server namespace
+# e2e_expect_refused NAME PATTERN ARGS
+#                        `agent run --iface $SIF ARGS` exits 2 with one
+#                        stderr line matching PATTERN, nothing attached
 # pass/fail/skip NAME    the result lines tests/run.sh counts
 #
 # E2E_KEEP=1 keeps the temp folder (agent output, polls, load summaries).
@@ -185,6 +188,28 @@ e2e_agent_stop() {
 		E2E_AGENT_RC=$?
 	} 2>/dev/null
 	E2E_AGENT_PID=
+}
+
+# e2e_expect_refused NAME PATTERN ARGS...: agent run ARGS must exit 2 with
+# one stderr line, matching "agent: PATTERN", and leave no pins and no XDP
+# program.
+e2e_expect_refused() {
+	local name=$1 pattern=$2 rc
+	shift 2
+	e2e_agent run --iface "$SIF" "$@" >"$E2E_TMP/ref.out" 2>"$E2E_TMP/ref.err"
+	rc=$?
+	if [ "$rc" -ne 2 ]; then
+		fail "$name" "exit $rc, want 2: $(head -c 300 "$E2E_TMP/ref.err")"
+	elif ! grep -qE "^agent: $pattern" "$E2E_TMP/ref.err"; then
+		fail "$name" "stderr does not match '$pattern': $(head -c 300 "$E2E_TMP/ref.err")"
+	elif [ "$(grep -c . "$E2E_TMP/ref.err")" -ne 1 ]; then
+		fail "$name" "more than one line: $(head -c 300 "$E2E_TMP/ref.err")"
+	elif e2e_pins_exist || e2e_xdp_attached; then
+		fail "$name" "refused but left pins or an XDP program behind"
+	else
+		note "$(head -n 1 "$E2E_TMP/ref.err")"
+		pass "$name"
+	fi
 }
 
 # e2e_expect_clean NAME: PASS if nothing of keysteer is left on our

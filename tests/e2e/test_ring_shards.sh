@@ -33,36 +33,18 @@ DIST=ketama
 RK() { "$PY" "$E2E_DIR/ks_ring_keys.py" "$@"; }
 
 # ---- refusals: exit 2, a message naming what is wrong, nothing attached
-# expect_refused NAME PATTERN ARGS...: agent run ARGS must exit 2 with a
-# stderr line matching PATTERN and leave no pins and no XDP program.
-expect_refused() {
-	local name=$1 pattern=$2 rc
-	shift 2
-	e2e_agent run --iface "$SIF" "$@" >"$E2E_TMP/ref.out" 2>"$E2E_TMP/ref.err"
-	rc=$?
-	if [ "$rc" -ne 2 ]; then
-		fail "$name" "exit $rc, want 2: $(head -c 300 "$E2E_TMP/ref.err")"
-	elif ! grep -qE "^agent: $pattern" "$E2E_TMP/ref.err"; then
-		fail "$name" "stderr does not match '$pattern': $(head -c 300 "$E2E_TMP/ref.err")"
-	elif e2e_pins_exist || e2e_xdp_attached; then
-		fail "$name" "refused but left pins or an XDP program behind"
-	else
-		note "$(head -n 1 "$E2E_TMP/ref.err")"
-		pass "$name"
-	fi
-}
 
 S4=198.18.0.3:$PORT,$SELF,198.18.0.4:$PORT,198.18.0.5:$PORT
-expect_refused ring_refuses_self_not_listed \
+e2e_expect_refused ring_refuses_self_not_listed \
 	"--self 198\.18\.9\.9:11211 is not in --shards; " \
 	--sample 1 --shards "$S4" --self 198.18.9.9:11211
 printf '# shards\n198.18.0.3:11211\n198.18.0.4:70000\n' >"$E2E_TMP/bad.txt"
-expect_refused ring_refuses_bad_file_line \
+e2e_expect_refused ring_refuses_bad_file_line \
 	"$E2E_TMP/bad.txt:3: port 70000 out of range" \
 	--shards-file "$E2E_TMP/bad.txt"
-expect_refused ring_refuses_self_without_list \
+e2e_expect_refused ring_refuses_self_without_list \
 	"--self needs a shard list" --self "$SELF"
-expect_refused ring_refuses_bad_distribution \
+e2e_expect_refused ring_refuses_bad_distribution \
 	".*ketama" --shards "$S4" --distribution ring-of-fire
 
 # ---- 4 shards, self is #1

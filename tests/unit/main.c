@@ -79,6 +79,7 @@ static const struct {
 	{ "cli_options", test_cli_options },
 	{ "pcap", test_pcap },
 	{ "etcd_codec", test_etcd_codec },
+	{ "ring_doc", test_ring_doc },
 	{ "steer_fsm", test_steer_fsm },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))

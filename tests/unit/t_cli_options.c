@@ -31,6 +31,7 @@ static const struct {
 static const unsigned int bits[] = {
 	KS_CMD_RUN,         KS_CMD_REPORT,    KS_CMD_TRACE,  KS_CMD_DETACH,
 	KS_CMD_RING_LOOKUP, KS_CMD_RING_DIFF, KS_CMD_REPLAY,
+	KS_CMD_RING_GET,    KS_CMD_RING_SET,
 };
 
 /* Appends to a message buffer, for one CHECK naming every difference. */

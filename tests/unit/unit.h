@@ -30,6 +30,7 @@ void test_config_file(void);
 void test_cli_options(void);
 void test_pcap(void);
 void test_etcd_codec(void);
+void test_ring_doc(void);
 void test_steer_fsm(void);
 
 /*

@@ -159,6 +159,7 @@ static void status_line(const struct ks_agent *st, long ncands)
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
 			   0.0);
 	ring_status_line(st->ring);
+	ks_run_etcd_status(st->etcd, stderr, r->seq);
 	ks_run_steer_status(st->steer, stderr, r->seq);
 	if (st->http)
 		fprintf(stderr, "keysteer: #%u http: %llu documents served, %llu errors\n",
@@ -339,9 +340,9 @@ int ks_agent_start(struct ks_agent *st)
 /* Waits for dirty events, HTTP clients or the timeout, then serves them. */
 static void wait_events(struct ks_agent *st, __u64 until)
 {
-	struct pollfd pfd[1 + 2 * KS_HTTP_POLLFDS];
+	struct pollfd pfd[2 + 2 * KS_HTTP_POLLFDS];
 	__u64 now = ks_mono_ns();
-	int n = 0, nh = 0, nm = 0, t, tmo;
+	int n = 0, nh = 0, nm = 0, ne = 0, t, tmo;
 
 	tmo = until > now ? (int)((until - now + 999999) / 1000000) : 0;
 	t = ks_run_steer_timeout_ms(st->steer);
@@ -358,7 +359,16 @@ static void wait_events(struct ks_agent *st, __u64 until)
 	if (st->metrics->own_open)
 		nm = ks_http_poll_add(&st->metrics->own, pfd + n + nh,
 				      KS_HTTP_POLLFDS, now, &tmo);
-	if (poll(pfd, n + nh + nm, tmo) < 0 && errno != EINTR)
+	/* the etcd watch: its one fd (agent/run_etcd.c runs it) */
+	t = ks_run_etcd_timeout_ms(st->etcd);
+	if (t >= 0 && t < tmo)
+		tmo = t;
+	if (ks_run_etcd_fd(st->etcd) >= 0) {
+		pfd[n + nh + nm].fd = ks_run_etcd_fd(st->etcd);
+		pfd[n + nh + nm].events = POLLIN;
+		ne = 1;
+	}
+	if (poll(pfd, n + nh + nm + ne, tmo) < 0 && errno != EINTR)
 		ks_sleep_until(until);
 	ks_run_steer_poll(st->steer);
 	if (st->http)
@@ -380,6 +390,9 @@ static int wait_interval(struct ks_agent *st, __u64 deadline)
 		ks_reload = 0;
 		ks_run_hot_poll(st->hot, hup);
 		err = ks_run_ring_poll(st->ring, &st->maps, &st->col, hup);
+		if (!err)
+			err = ks_run_etcd_poll(st->etcd, st->ring, &st->maps,
+					       &st->col);
 		if (err) {
 			ks_err("reloading the ring failed (%s); stopping, rerun with -v",
 			       strerror(-err));

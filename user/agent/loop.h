@@ -17,6 +17,7 @@
 #include "agent/run_hot.h"
 #include "agent/run_ring.h"
 #include "agent/run_steer.h"
+#include "agent/run_etcd.h"
 #include "agent/run_metrics.h"
 #include "net/http_serve.h"
 
@@ -48,6 +49,7 @@ struct ks_agent {
 	struct ks_run_steer *steer;
 	struct ks_run_metrics *metrics;
 	struct ks_http_server *http;
+	struct ks_run_etcd *etcd; /* --etcd: the ring from etcd; NULL without */
 	/* the datapath and what one interval hands the next */
 	struct ks_attachment att;
 	struct ks_maps maps;

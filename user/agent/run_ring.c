@@ -63,6 +63,16 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 	int rc;
 
 	r->sample_n = sample_n;
+	if (!ks_run_ring_enabled(r) && r->etcd) {
+		/* the ring comes from etcd: its document names the
+		 * distribution; --self is checked against it */
+		if (r->dist_given) {
+			snprintf(err, errlen,
+				 "--distribution/--vnodes need --shards or --shards-file; with --etcd alone the ring document names its distribution");
+			return -EINVAL;
+		}
+		goto buffers;
+	}
 	if (!ks_run_ring_enabled(r)) {
 		const char *alone = r->spec.self ? "--self" :
 				    r->dist_given ? "--distribution/--vnodes" :
@@ -83,6 +93,7 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 	rc = ks_ring_load(&r->spec, &r->next_shards, &r->next, 0, err, errlen);
 	if (rc)
 		return rc;
+buffers:
 	r->base = calloc(KS_MAX_SHARDS, sizeof(*r->base));
 	r->prev = calloc(KS_MAX_SHARDS, sizeof(*r->prev));
 	r->cur = calloc(KS_MAX_SHARDS, sizeof(*r->cur));
@@ -102,6 +113,7 @@ static void publish_header(struct ks_run_ring *r)
 	rep->nshards = r->shards.n;
 	rep->sample_n = r->sample_n;
 	snprintf(rep->source, sizeof(rep->source), "%s",
+		 r->ext_source[0] ? r->ext_source :
 		 r->spec.file ? r->spec.file : r->spec.flag);
 }
 
@@ -155,7 +167,10 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	ks_shards_free(&r->shards);
 	r->shards = r->next_shards;
 	memset(&r->next_shards, 0, sizeof(r->next_shards));
-	r->version = r->next.half->meta.version;
+	/* the datapath's generation rises with every push; a ring from etcd
+	 * shows its revision */
+	r->version = r->ext_source[0] ? r->ext_version :
+				       r->next.half->meta.version;
 	r->digest = r->next.half->meta.digest;
 	memset(rep->shards, 0, sizeof(rep->shards));
 	rep->dist = r->next.half->meta.dist;
@@ -242,8 +257,15 @@ int ks_run_ring_poll(struct ks_run_ring *r, const struct ks_maps *m,
 	__u64 now = ks_mono_ns();
 
 	if (!ks_run_ring_enabled(r)) {
-		if (hup)
+		if (hup && !r->etcd)
 			ks_info("SIGHUP: no ring to reload (the agent runs without --shards)");
+		return 0;
+	}
+	/* a ring from etcd follows etcd: the list or file is not reloaded */
+	if (r->ext_source[0]) {
+		if (hup)
+			ks_info("SIGHUP: the ring follows %s (v%llu); nothing to reload",
+				r->ext_source, (unsigned long long)r->version);
 		return 0;
 	}
 	if (hup)
@@ -290,6 +312,62 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
 	memcpy(r->prev, r->cur, n * sizeof(*r->cur));
 	r->prev_ns = now;
 	return 0;
+}
+
+int ks_run_ring_take(struct ks_run_ring *r, const struct ks_maps *m,
+		     struct ks_collector *c, struct ks_shards *shards,
+		     struct ks_ring *ring, __u64 version, const char *source)
+{
+	int same;
+
+	if (!m) { /* before the start: it is the ring to push */
+		ks_ring_free(&r->next);
+		ks_shards_free(&r->next_shards);
+	}
+	same = m && r->shards.n && ring->half->meta.digest == r->digest &&
+	       ring->half->meta.self == r->rep->self;
+	ks_ring_free(&r->next);
+	ks_shards_free(&r->next_shards);
+	r->next = *ring;
+	r->next_shards = *shards;
+	memset(ring, 0, sizeof(*ring));
+	memset(shards, 0, sizeof(*shards));
+	if (!r->ext_source[0] && (r->spec.list || r->spec.file))
+		ks_info("the ring now follows %s; %s is no longer read",
+			source, r->spec.file ? r->spec.file : r->spec.flag);
+	snprintf(r->ext_source, sizeof(r->ext_source), "%s", source);
+	r->ext_version = version;
+	r->have_pending = 0;
+	if (!m)
+		return 0;
+	if (same) {
+		ks_info("%s v%llu: the ring is unchanged (digest %016llx); now v%llu",
+			source, (unsigned long long)version,
+			(unsigned long long)r->digest,
+			(unsigned long long)version);
+		ks_ring_free(&r->next);
+		ks_shards_free(&r->next_shards);
+		r->version = version;
+		r->rep->ring_version = version;
+		r->rep->reload_err[0] = '\0';
+		publish_header(r);
+		return ks_write_shard_report(m, r->rep);
+	}
+	ks_info("%s v%llu: loading the new ring", source,
+		(unsigned long long)version);
+	return push_next(r, m, c);
+}
+
+int ks_run_ring_refuse(struct ks_run_ring *r, const struct ks_maps *m,
+		       const char *why)
+{
+	if (!m || !r->rep) {
+		ks_warn("ring refused: %s", why);
+		if (r->rep)
+			r->rep->reload_errors++;
+		return 0;
+	}
+	return reload_failed(r, m, why);
 }
 
 int ks_run_ring_fix_config(const struct ks_run_ring *r,

@@ -48,6 +48,14 @@ struct ks_run_ring {
 	__u64 prev_ns;
 	struct ks_shard_report *rep;
 	__u32 sample_n;
+
+	/* --etcd (agent/run_etcd.c): the ring may come from etcd, with no
+	 * list or file; ext_source names it once it does ("" while the ring
+	 * is the list's or file's, which is then no longer watched), and
+	 * ext_version is its etcd revision, the version shown for it. */
+	int etcd;
+	char ext_source[KS_RING_SOURCE_LEN];
+	__u64 ext_version;
 };
 
 /* How often the shard file is checked for a change. */
@@ -62,7 +70,7 @@ int ks_run_ring_opt(struct ks_run_ring *r, int c, const char *arg, char *err,
 /* Whether ring options were given. */
 static inline int ks_run_ring_enabled(const struct ks_run_ring *r)
 {
-	return r->spec.list || r->spec.file;
+	return r->spec.list || r->spec.file || r->shards.n || r->next.half;
 }
 
 /*
@@ -99,6 +107,23 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
  */
 int ks_run_ring_fix_config(const struct ks_run_ring *r,
 			   struct ks_config *cfg);
+
+/*
+ * A ring from elsewhere (etcd): shards and ring (built, self set) become
+ * the caller's no longer. version is what the report shows for it,
+ * source names it. Before ks_run_ring_start (m NULL) it replaces the
+ * prepared ring; after, it is pushed as a reload would push it (an
+ * identical ring only takes the new version). 0 or a negative errno when
+ * the maps fail.
+ */
+int ks_run_ring_take(struct ks_run_ring *r, const struct ks_maps *m,
+		     struct ks_collector *c, struct ks_shards *shards,
+		     struct ks_ring *ring, __u64 version, const char *source);
+
+/* A ring refused (why: one line): logged, counted in the report's reload
+ * errors, the ring in use kept. m NULL before the start: counted only. */
+int ks_run_ring_refuse(struct ks_run_ring *r, const struct ks_maps *m,
+		       const char *why);
 
 void ks_run_ring_free(struct ks_run_ring *r);
 

@@ -11,6 +11,9 @@
 #include "ks_ring.h"
 #include "cli/cli_options.h"
 #include "render/report.h"
+#include "core/etcd_codec.h"
+#include "core/ring_doc.h"
+#include "cli/etcd_cli.h"
 
 #define REQ required_argument
 #define NO  no_argument
@@ -116,10 +119,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "after --config override the file, a bad line exits 2\n"
 	  "with FILE:LINE (man keysteer-agent, docs/operations.md)" },
 	/* ring: the shard lists of lookup and diff */
-	{ "shards", 'S', REQ, "LIST", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
-	  "the ring's shards (lookup), syntax under SHARDS" },
-	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RING_LOOKUP, 0,
-	  KS_GRP_OPTIONS, "the same from a FILE (lookup)" },
+	{ "shards", 'S', REQ, "LIST", KS_CMD_RING_LOOKUP | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "the ring's shards (lookup, set), syntax under SHARDS" },
+	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RING_LOOKUP | KS_CMD_RING_SET,
+	  0, KS_GRP_OPTIONS, "the same from a FILE (lookup, set)" },
 	{ "from", 'F', REQ, "LIST", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
 	  "the shards before the change (diff)" },
 	{ "from-file", 'G', REQ, "FILE", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
@@ -128,7 +132,9 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "the shards after the change (diff)" },
 	{ "to-file", 'U', REQ, "FILE", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
 	  "the same from a FILE (diff)" },
-	{ "distribution", 'D', REQ, "D", KS_CMD_RING, 0, KS_GRP_OPTIONS,
+	{ "distribution", 'D', REQ, "D",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
 	  "how the clients place keys (default ketama):\n"
 	  "  ketama         libmemcached KETAMA_WEIGHTED (PHP\n"
 	  "                 OPT_LIBKETAMA_COMPATIBLE), MD5\n"
@@ -137,9 +143,19 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "  vnode          %d virtual nodes 'name#i' per shard\n"
 	  "  modula         MD5 hash %% number of shards",
 	  { KS_VNODES_DEFAULT } },
-	{ "vnodes", 'N', REQ, "N", KS_CMD_RING, 0, KS_GRP_OPTIONS,
+	{ "vnodes", 'N', REQ, "N",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
 	  "virtual nodes per shard for vnode (at most %d in all)",
 	  { KS_RING_MAX_POINTS } },
+	{ "if-revision", KS_OPTV_IF_REVISION, REQ, "R", KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "write only if the ring's etcd revision is still R (the\n"
+	  "one 'ring get' printed; 0: only if there is no ring);\n"
+	  "default: the revision set reads first" },
+	{ "json", 'j', NO, NULL, KS_CMD_RING_GET, 0, KS_GRP_OPTIONS,
+	  "the ring's key, revisions and document as one JSON\n"
+	  "object (get)" },
 	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0,
 	  KS_GRP_OPTIONS, "the shard this host serves (lookup; checked only)" },
 	{ "keys", 'k', REQ, "N", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
@@ -209,6 +225,39 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "export-keys", 'K', NO, NULL, KS_CMD_RUN, RUN_CONF, KS_GRP_METRICS,
 	  "label the top and hot keys with the keys themselves\n"
 	  "(default: their 64-bit hashes only, keys are user data)" },
+
+	/* ---- ETCD: the fleet's ring (run, ring get/set; docs/fleet.md) ---- */
+	{ "etcd", KS_OPTV_ETCD, REQ, "URL,...", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "etcd endpoints, http[s]://HOST[:PORT],... (up to %d,\n"
+	  "port 2379 by default), tried in turn. run: the ring\n"
+	  "comes from /keysteer/CLUSTER/ring and follows it",
+	  { KS_ETCD_MAX_ENDPOINTS } },
+	{ "cluster", KS_OPTV_CLUSTER, REQ, "NAME", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "the fleet's name, its keys under /keysteer/NAME/\n"
+	  "(default " KS_CLUSTER_DEFAULT "; letters, digits, '.', '-', '_')" },
+	{ "etcd-ca", KS_OPTV_ETCD_CA, REQ, "FILE", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "https: the CA of etcd's certificates (default: the\n"
+	  "system's)" },
+	{ "etcd-cert", KS_OPTV_ETCD_CERT, REQ, "FILE", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD, "https: a client certificate, with --etcd-key" },
+	{ "etcd-key", KS_OPTV_ETCD_KEY, REQ, "FILE", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD, "https: the client certificate's key" },
+	{ "etcd-user", KS_OPTV_ETCD_USER, REQ, "USER", KS_CMD_ETCD, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "etcd user; the password from the environment variable\n"
+	  KS_ETCD_PASSWORD_ENV " or --etcd-password-file,\n"
+	  "never the command line" },
+	{ "etcd-password-file", KS_OPTV_ETCD_PWFILE, REQ, "FILE", KS_CMD_ETCD,
+	  RUN_CONF, KS_GRP_ETCD,
+	  "the password of --etcd-user: the file's first line" },
+	{ "etcd-optional", KS_OPTV_ETCD_OPTIONAL, NO, NULL, KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_ETCD,
+	  "if etcd cannot be reached or refuses the credentials at\n"
+	  "start, warn and run as without --etcd (default: exit 2\n"
+	  "before attaching); bad URLs are refused either way" },
 
 	/* every command; the man page has it under 'help, --version' */
 	{ "help", 'h', NO, NULL,

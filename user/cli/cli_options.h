@@ -28,7 +28,12 @@
 #define KS_CMD_RING_LOOKUP (1u << 4)
 #define KS_CMD_RING_DIFF   (1u << 5)
 #define KS_CMD_REPLAY      (1u << 6)
-#define KS_CMD_RING        (KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF)
+#define KS_CMD_RING_GET    (1u << 7)
+#define KS_CMD_RING_SET    (1u << 8)
+#define KS_CMD_RING        (KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | \
+			    KS_CMD_RING_GET | KS_CMD_RING_SET)
+/* the commands that talk to etcd */
+#define KS_CMD_ETCD        (KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET)
 
 /* ks_cli_opt.flags */
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */
@@ -41,11 +46,22 @@ enum ks_opt_group {
 	KS_GRP_RING,    /* RING: the clients' ring (run, replay) */
 	KS_GRP_HOT,     /* HOT KEYS (run) */
 	KS_GRP_METRICS, /* METRICS (run) */
+	KS_GRP_ETCD,    /* ETCD: the fleet's ring (run, ring get/set) */
 };
 
 /* getopt values of options without a letter of their own */
 #define KS_OPTV_STREAM_STATE 0x1001
 #define KS_OPTV_CONFIG       0x1002
+/* the etcd options (cli/etcd_cli.c) */
+#define KS_OPTV_ETCD          0x1010
+#define KS_OPTV_CLUSTER       0x1011
+#define KS_OPTV_ETCD_CA       0x1012
+#define KS_OPTV_ETCD_CERT     0x1013
+#define KS_OPTV_ETCD_KEY      0x1014
+#define KS_OPTV_ETCD_USER     0x1015
+#define KS_OPTV_ETCD_PWFILE   0x1016
+#define KS_OPTV_ETCD_OPTIONAL 0x1017
+#define KS_OPTV_IF_REVISION   0x1018
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

@@ -1,13 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * cmd_ring.c - 'agent ring lookup' (where does a key live) and 'agent
- * ring diff' (what moves when the shard list changes). Both build the ring
- * in user space exactly as the clients do; neither needs root or BPF.
+ * cmd_ring.c - 'agent ring lookup' (where does a key live), 'agent ring
+ * diff' (what moves when the shard list changes), and the fleet's ring in
+ * etcd: 'agent ring set' (writes it, compare-and-swap on the revision it
+ * read) and 'agent ring get'. All build the ring in user space exactly as
+ * the clients do; none needs root or BPF.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli/etcd_cli.h"
+#include "core/ring_doc.h"
+#include "net/etcd.h"
 #include "cli/cli_options.h"
 #include "cli/cmds.h"
 #include "util/log.h"
@@ -289,6 +300,306 @@ static int ring_diff(int argc, char **argv)
 	return rc;
 }
 
+/* ---- the ring in etcd: set and get ---- */
+
+/* "user@host pid N" and the UTC time now, for written_by/written_at. */
+static void writer_id(char *by, size_t blen, char *at, size_t alen)
+{
+	struct passwd *pw = getpwuid(getuid());
+	char host[256] = "?";
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(by, blen, "%s@%s pid %d", pw ? pw->pw_name : "?", host,
+		 (int)getpid());
+	gmtime_r(&now, &tm);
+	strftime(at, alen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Who holds the key now, in words, for a refused write. */
+static void describe_current(const struct ks_etcd_range *cur, char *buf,
+			     size_t len)
+{
+	struct ks_ring_doc d;
+	char err[KS_ERRLEN_DOC];
+
+	if (!cur->n) {
+		snprintf(buf, len, "the ring is absent now (deleted)");
+		return;
+	}
+	if (ks_ring_doc_decode(cur->kvs[0].value, cur->kvs[0].value_len, &d,
+			       err, sizeof(err))) {
+		snprintf(buf, len, "revision %" PRId64 " holds a document that does not read (%s)",
+			 cur->kvs[0].mod_revision, err);
+		return;
+	}
+	snprintf(buf, len, "revision %" PRId64 " by %s at %s won (%u shards %s, digest %016llx)",
+		 cur->kvs[0].mod_revision,
+		 d.written_by[0] ? d.written_by : "an unnamed writer",
+		 d.written_at[0] ? d.written_at : "an unknown time", d.shards.n,
+		 ks_dist_name(d.dist), (unsigned long long)d.digest);
+	ks_ring_doc_free(&d);
+}
+
+/* The ring's key read again after a write that lost or may have failed. */
+static int reread(struct ks_etcd *c, const char *key, struct ks_etcd_range *r)
+{
+	return ks_etcd_range(c, key, strlen(key), 0, r);
+}
+
+/* After the options of ring get/set: no arguments left, --etcd given and
+ * the etcd options sound; 0, or the exit code of a usage error. */
+static int etcd_args_done(struct ks_etcd_cli *ec, const char *cmd,
+			  const char *why, int argc, char **argv)
+{
+	char err[KS_ERRLEN_DOC], what[200];
+
+	if (optind < argc)
+		return ks_no_args(cmd, argc, argv);
+	if (!ec->endpoints) {
+		snprintf(what, sizeof(what), "no --etcd URL[,URL...] given; %s %s",
+			 cmd, why);
+		return ks_usage_error(cmd, what);
+	}
+	if (ks_etcd_cli_check(ec, err, sizeof(err))) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int ring_set(int argc, char **argv)
+{
+	struct ks_cli_getopt g;
+	struct ks_ring_spec spec;
+	struct ks_etcd_cli ec;
+	struct ks_shards shards;
+	struct ks_ring ring;
+	struct ks_etcd *c = NULL;
+	struct ks_etcd_range cur = { 0 };
+	char err[KS_ERRLEN_DOC * 2], by[400], at[40], what[600];
+	char *doc = NULL;
+	size_t doclen = 0;
+	unsigned long long v;
+	int64_t expect, rev = 0, have;
+	int ch, n, rc, pinned = 0;
+
+	ks_ring_spec_init(&spec, "--shards", "--shards-file");
+	ks_etcd_cli_init(&ec);
+	ks_cli_getopt_init(&g, KS_CMD_RING_SET);
+	optind = 1;
+	opterr = 0;
+	expect = 0;
+	while ((ch = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
+		if (ch == 'h') {
+			ks_help_ring(stdout);
+			return KS_EXIT_OK;
+		}
+		if (ch == KS_OPTV_IF_REVISION) {
+			if (ks_parse_uint("--if-revision", optarg, 0, INT64_MAX,
+					  &v, err, sizeof(err))) {
+				ks_err("%s", err);
+				return KS_EXIT_USAGE;
+			}
+			expect = (int64_t)v;
+			pinned = 1;
+			continue;
+		}
+		n = ks_etcd_cli_opt(&ec, ch, optarg, err, sizeof(err));
+		if (!n)
+			n = ks_ring_spec_opt(&spec, ch, optarg, err, sizeof(err));
+		if (n < 0) {
+			ks_err("%s", err);
+			return KS_EXIT_USAGE;
+		}
+		if (!n)
+			return ks_bad_option("ring set", ch, argv);
+	}
+	rc = etcd_args_done(&ec, "ring set", "writes the ring into etcd", argc,
+			    argv);
+	if (rc)
+		return rc;
+	/* The ring exactly as 'ring lookup' builds it: a bad list is
+	 * refused before anything is written. */
+	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	rc = KS_EXIT_USAGE;
+	if (ks_etcd_cli_connect(&ec, &c, err, sizeof(err))) {
+		ks_err("%s", err);
+		goto out;
+	}
+	rc = KS_EXIT_FAIL;
+	if (reread(c, ec.ring_key, &cur)) {
+		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
+		goto out;
+	}
+	have = cur.n ? cur.kvs[0].mod_revision : 0;
+	if (!pinned)
+		expect = have;
+	if (have != expect) {
+		describe_current(&cur, what, sizeof(what));
+		ks_err("ring not written: %s is no longer at revision %" PRId64 ": %s; read it with 'agent ring get' and set again",
+		       ec.ring_key, expect, what);
+		goto out;
+	}
+	writer_id(by, sizeof(by), at, sizeof(at));
+	if (ks_ring_doc_encode(&ring, &shards, by, at, &doc, &doclen)) {
+		ks_err("out of memory encoding the ring; free some memory");
+		goto out;
+	}
+	n = ks_etcd_put_if(c, ec.ring_key, strlen(ec.ring_key), doc, doclen, 0,
+			   expect, &rev);
+	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN) {
+		int lost = n == -ESTALE;
+
+		ks_etcd_range_free(&cur);
+		if (reread(c, ec.ring_key, &cur)) {
+			ks_err("the write of %s may or may not have happened (%s), and reading it again failed: %s; check with 'agent ring get'",
+			       ec.ring_key, ks_etcd_errmsg(c), ks_etcd_errmsg(c));
+			goto out;
+		}
+		if (!lost && cur.n && cur.kvs[0].value_len == doclen &&
+		    !memcmp(cur.kvs[0].value, doc, doclen)) {
+			rev = cur.kvs[0].mod_revision; /* it did happen */
+		} else {
+			describe_current(&cur, what, sizeof(what));
+			ks_err("ring not written: %s changed since revision %" PRId64 ": %s; read it with 'agent ring get' and set again",
+			       ec.ring_key, expect, what);
+			goto out;
+		}
+	} else if (n) {
+		ks_err("cannot write %s: %s", ec.ring_key, ks_etcd_errmsg(c));
+		goto out;
+	}
+	printf("revision %" PRId64 " digest %016llx %u shards %s %u points %s\n",
+	       rev, (unsigned long long)ring.half->meta.digest, shards.n,
+	       ks_dist_name(ring.half->meta.dist), ring.half->meta.npoints,
+	       ec.ring_key);
+	rc = KS_EXIT_OK;
+out:
+	free(doc);
+	ks_etcd_range_free(&cur);
+	ks_etcd_close(c);
+	ks_ring_free(&ring);
+	ks_shards_free(&shards);
+	return rc;
+}
+
+static int ring_get(int argc, char **argv)
+{
+	struct ks_cli_getopt g;
+	struct ks_etcd_cli ec;
+	struct ks_etcd *c = NULL;
+	struct ks_etcd_range cur = { 0 };
+	struct ks_ring_doc d;
+	struct ks_shards shards = { 0 };
+	struct ks_ring ring = { 0 };
+	char err[KS_ERRLEN_DOC * 2];
+	int ch, n, rc, json = 0, ok;
+	const struct ks_etcd_kv *kv;
+
+	ks_etcd_cli_init(&ec);
+	ks_cli_getopt_init(&g, KS_CMD_RING_GET);
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
+		if (ch == 'h') {
+			ks_help_ring(stdout);
+			return KS_EXIT_OK;
+		}
+		if (ch == 'j') {
+			json = 1;
+			continue;
+		}
+		n = ks_etcd_cli_opt(&ec, ch, optarg, err, sizeof(err));
+		if (n < 0) {
+			ks_err("%s", err);
+			return KS_EXIT_USAGE;
+		}
+		if (!n)
+			return ks_bad_option("ring get", ch, argv);
+	}
+	rc = etcd_args_done(&ec, "ring get", "reads the ring from etcd", argc,
+			    argv);
+	if (rc)
+		return rc;
+	if (ks_etcd_cli_connect(&ec, &c, err, sizeof(err))) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	rc = KS_EXIT_FAIL;
+	if (reread(c, ec.ring_key, &cur)) {
+		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
+		goto out;
+	}
+	if (!cur.n) {
+		if (json) {
+			printf("{\"key\": \"%s\", \"revision\": 0, \"store_revision\": %" PRId64 ", \"ring\": null}\n",
+			       ec.ring_key, cur.revision);
+			rc = KS_EXIT_OK;
+		} else {
+			ks_err("no ring at %s (etcd revision %" PRId64 "); write one with 'agent ring set'",
+			       ec.ring_key, cur.revision);
+		}
+		goto out;
+	}
+	kv = &cur.kvs[0];
+	ok = !ks_ring_doc_decode(kv->value, kv->value_len, &d, err, sizeof(err));
+	if (ok) {
+		ok = !ks_ring_doc_build(&d, NULL, 0, &shards, &ring, err,
+					sizeof(err));
+		ks_ring_doc_free(&d);
+	}
+	if (json) {
+		json_error_t je;
+		json_t *o = json_object(), *docj;
+
+		docj = json_loadb(kv->value, kv->value_len, 0, &je);
+		json_object_set_new(o, "key", json_string(ec.ring_key));
+		json_object_set_new(o, "revision", json_integer(kv->mod_revision));
+		json_object_set_new(o, "create_revision",
+				    json_integer(kv->create_revision));
+		json_object_set_new(o, "version", json_integer(kv->version));
+		json_object_set_new(o, "store_revision", json_integer(cur.revision));
+		json_object_set_new(o, "valid", json_boolean(ok));
+		if (!ok)
+			json_object_set_new(o, "error", json_string(err));
+		json_object_set_new(o, "ring", docj ? docj : json_null());
+		if (!docj)
+			json_object_set_new(o, "raw", json_stringn(kv->value,
+								   kv->value_len));
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+		json_decref(o);
+	} else {
+		printf("%s revision %" PRId64 " (created at %" PRId64 ", version %" PRId64 ")\n",
+		       ec.ring_key, kv->mod_revision, kv->create_revision,
+		       kv->version);
+		if (ok)
+			printf("%u shards %s, %u points, digest %016llx\n",
+			       shards.n, ks_dist_name(ring.half->meta.dist),
+			       ring.half->meta.npoints,
+			       (unsigned long long)ring.half->meta.digest);
+		fwrite(kv->value, 1, kv->value_len, stdout);
+		if (!kv->value_len || kv->value[kv->value_len - 1] != '\n')
+			putchar('\n');
+	}
+	if (!ok)
+		ks_err("the ring at %s revision %" PRId64 " is refused: %s",
+		       ec.ring_key, kv->mod_revision, err);
+	rc = ok ? KS_EXIT_OK : KS_EXIT_FAIL;
+out:
+	ks_ring_free(&ring);
+	ks_shards_free(&shards);
+	ks_etcd_range_free(&cur);
+	ks_etcd_close(c);
+	return rc;
+}
+
 int cmd_ring(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -305,7 +616,11 @@ int cmd_ring(int argc, char **argv)
 		return ring_lookup(argc - 1, argv + 1);
 	if (!strcmp(sub, "diff"))
 		return ring_diff(argc - 1, argv + 1);
-	fprintf(stderr, "agent: unknown ring command '%s'; the ring commands are lookup and diff (see 'agent ring --help')\n",
+	if (!strcmp(sub, "set"))
+		return ring_set(argc - 1, argv + 1);
+	if (!strcmp(sub, "get"))
+		return ring_get(argc - 1, argv + 1);
+	fprintf(stderr, "agent: unknown ring command '%s'; the ring commands are lookup, diff, get and set (see 'agent ring --help')\n",
 		sub);
 	return KS_EXIT_USAGE;
 }

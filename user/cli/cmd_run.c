@@ -28,6 +28,7 @@
 #include "agent/run_hot.h"
 #include "agent/run_ring.h"
 #include "agent/run_steer.h"
+#include "agent/run_etcd.h"
 #include "net/http_serve.h"
 #include "util/sig.h"
 #include "util/privs.h"
@@ -42,6 +43,7 @@ struct run_opts {
 	struct ks_run_steer steer; /* the replicas, and the table's slots */
 	const char *listen;      /* --listen: serve the routing document */
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
+	struct ks_run_etcd etcd; /* --etcd...: the ring from etcd */
 	struct ks_conf conf;     /* --config FILE: the values options point to */
 };
 
@@ -180,6 +182,9 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		}
 		return 1;
 	default:
+		n = ks_run_etcd_opt(&o->etcd, c, arg, err, errlen);
+		if (n)
+			return n;
 		return ks_run_ring_opt(&o->ring, c, arg, err, errlen);
 	}
 }
@@ -224,6 +229,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	ks_run_hot_defaults(&o->hot);
 	ks_run_ring_init(&o->ring);
+	ks_run_etcd_init(&o->etcd);
 	o->a.sample_n = 8;
 	o->a.interval_ms = 1000;
 	o->a.top = KS_REPORT_TOP;
@@ -267,6 +273,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		goto bad;
 	/* The whole ring is built now: a bad shard list stops the agent
 	 * before anything is attached. */
+	o->ring.etcd = ks_run_etcd_wants_ring(&o->etcd);
 	if (ks_run_ring_prepare(&o->ring, o->a.sample_n, err, sizeof(err)))
 		goto bad;
 	/* So are the replicas, the pin file and the listening socket. */
@@ -278,6 +285,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->hot.rs = o->steer.replicas_arg ? &o->steer.rs : NULL;
 	o->hot.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
+		goto bad;
+	/* Last, etcd: reachable, the credentials taken, the ring read (it
+	 * replaces the list's or file's) and watched; else exit 2 here. */
+	if (ks_run_etcd_prepare(&o->etcd, &o->ring, err, sizeof(err)))
 		goto bad;
 	return 0;
 bad:
@@ -341,6 +352,7 @@ int cmd_run(int argc, char **argv)
 		ks_run_ring_free(&st->o.ring);
 		ks_run_hot_free(&st->o.hot);
 		ks_run_metrics_free(&st->o.metrics);
+		ks_run_etcd_free(&st->o.etcd);
 		free(st);
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
@@ -350,7 +362,7 @@ int cmd_run(int argc, char **argv)
 	rc = ks_require_root("attaching keysteer");
 	if (rc)
 		goto out_free;
-	if (ks_run_ring_enabled(&st->o.ring) &&
+	if ((ks_run_ring_enabled(&st->o.ring) || st->o.ring.etcd) &&
 	    ks_rcu_wait_check(err, sizeof(err))) {
 		ks_err("%s", err);
 		rc = KS_EXIT_FAIL;
@@ -375,6 +387,7 @@ int cmd_run(int argc, char **argv)
 	a->steer = &st->o.steer;
 	a->metrics = &st->o.metrics;
 	a->http = st->http_open ? &st->http : NULL;
+	a->etcd = ks_run_etcd_enabled(&st->o.etcd) ? &st->o.etcd : NULL;
 	a->att.link_fd = -1;
 	rc = ks_agent_start(a);
 	if (!rc)
@@ -389,6 +402,7 @@ out_free:
 	if (st->http_open)
 		ks_http_close(&st->http);
 	ks_run_metrics_free(&st->o.metrics);
+	ks_run_etcd_free(&st->o.etcd);
 	ks_run_ring_free(&st->o.ring);
 	ks_run_hot_free(&st->o.hot);
 	ks_conf_free(&st->o.conf);

@@ -30,7 +30,7 @@ void ks_help_main(FILE *f)
 "               [--shards-top N] [--interval SEC]  (also: agent --report ...)\n"
 "  agent trace  [--iface IF] [--count N] [--duration SEC] [--hash-only]\n"
 "  agent detach --iface IF\n"
-"  agent ring   lookup|diff ...   (where keys live on the clients' ring)\n"
+"  agent ring   lookup|diff|get|set ...  (the clients' ring; get/set: in etcd)\n"
 "  agent replay [--sample N] [--json] [ring options] FILE.pcap|.pcapng\n"
 "  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 "\n"
@@ -79,6 +79,16 @@ void ks_help_run(FILE *f)
 	fputs("\n"
 "METRICS (see docs/metrics.md)\n", f);
 	ks_cli_help(f, KS_CMD_RUN, KS_GRP_METRICS);
+	fputs("\n"
+"ETCD (the fleet's ring; docs/fleet.md)\n", f);
+	ks_cli_help(f, KS_CMD_RUN, KS_GRP_ETCD);
+	fputs(
+"  With --etcd the ring is /keysteer/CLUSTER/ring ('agent ring set'), read\n"
+"  before anything is attached and then watched: a new ring is swapped in\n"
+"  as a changed shard file is, its etcd revision as its version; a document\n"
+"  that does not read or builds no valid ring is refused, logged, counted,\n"
+"  and the old ring stays. --shards/--shards-file, if given, is the ring\n"
+"  until etcd has one. If etcd goes away the last ring stays.\n", f);
 	fprintf(f, "\n"
 "NAMESPACES\n"
 "  The pins live on the bpffs at %s. 'ip netns exec' gives every command a\n"
@@ -172,6 +182,10 @@ void ks_help_ring(FILE *f)
 "  agent ring lookup (--shards LIST | --shards-file FILE) [options] [KEY...]\n"
 "  agent ring diff (--from LIST | --from-file FILE) (--to LIST | --to-file FILE)\n"
 "                  [--keys N] [options]\n"
+"  agent ring set --etcd URL,... [--cluster NAME] (--shards LIST |\n"
+"                 --shards-file FILE) [--distribution D] [--vnodes N]\n"
+"                 [--if-revision R] [etcd options]\n"
+"  agent ring get --etcd URL,... [--cluster NAME] [--json] [etcd options]\n"
 "\n"
 "Builds the ring the memcached clients use, in user space, and answers from\n"
 "it. 'lookup' prints one line per key, key<TAB>index<TAB>host:port, the index\n"
@@ -179,6 +193,13 @@ void ks_help_ring(FILE *f)
 "from stdin, one per line (blank lines skipped). 'diff' hashes N sample keys\n"
 "(key:0, key:1, ...) on both rings and prints how many move and between which\n"
 "shards, and each ring's balance (busiest shard / mean).\n"
+"'set' builds the ring as lookup does (a bad list is refused, exit 2) and\n"
+"writes it to etcd as a versioned JSON document, /keysteer/NAME/ring, with a\n"
+"compare-and-swap on the revision it read (or --if-revision): if someone else\n"
+"changed it in between, nothing is written and it says who won at which\n"
+"revision (exit 1). It prints 'revision R digest D ...'. 'get' prints the\n"
+"document and its revision. 'agent run --etcd' follows the same key\n"
+"(docs/fleet.md).\n"
 "\n"
 "SHARDS\n"
 "  LIST    host:port[:weight],...  (weight 1..%d, default 1)\n"
@@ -191,11 +212,16 @@ void ks_help_ring(FILE *f)
 		KS_SHARD_WEIGHT_MAX);
 	ks_cli_help(f, KS_CMD_RING, KS_GRP_OPTIONS);
 	fputs("\n"
+"ETCD (set, get)\n", f);
+	ks_cli_help(f, KS_CMD_RING, KS_GRP_ETCD);
+	fputs("\n"
 "EXAMPLES\n"
 "  agent ring lookup --shards 10.0.0.1:11211,10.0.0.2:11211:2 user:42 cart:7\n"
 "  agent ring lookup --shards-file shards.txt --distribution twemproxy < keys.txt\n"
 "  agent ring diff --from a:11211,b:11211,c:11211,d:11211 \\\n"
-"                  --to a:11211,b:11211,c:11211,d:11211,e:11211\n", f);
+"                  --to a:11211,b:11211,c:11211,d:11211,e:11211\n"
+"  agent ring set --etcd http://10.0.0.9:2379 --cluster web --shards-file shards.txt\n"
+"  agent ring get --etcd http://10.0.0.9:2379 --cluster web --json\n", f);
 }
 
 void ks_help_replay(FILE *f)

@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# test_fleet_ring.sh - the fleet's ring in etcd (issue 12, docs/fleet.md)
+# against Debian's etcd 3.4, never a mock. Two etcd processes in the server
+# namespace (its own loopback): a plain one and one with auth on
+# (root:pw). Checks:
+# - refused before anything is attached (exit 2, one line, nothing pinned):
+#   a bad --etcd URL, etcd unreachable, a wrong password; --etcd-optional
+#   with etcd unreachable starts anyway, with a warning;
+# - 'ring set' then 'ring get' (text and --json) round-trip: revision,
+#   digest (the same as 'ring diff' prints for the file), the shards; a bad
+#   shard list is refused before anything is written;
+# - two concurrent 'ring set --if-revision R' (5 rounds): exactly one wins,
+#   the other exits 1 saying who won at which revision, never overwriting;
+# - an agent (veth in a namespace, memcached behind it, --etcd, --self)
+#   starts with the ring in etcd (its revision the report's ring version),
+#   picks up a ring set after it started within 2 intervals (the report's
+#   ring version and digest), refuses a malformed document and one whose
+#   digest its shards do not build (old ring kept, counted: reload_errors
+#   and the -v line), keeps counting traffic with etcd killed, and picks up
+#   a change made after etcd is back.
+# Every etcd is stopped by its pid on every exit path (the EXIT trap).
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init fleet_ring
+
+ETCD_PIDS=()
+PLAIN_PID=
+URL=http://127.0.0.1:2379
+AUTH=http://127.0.0.1:2479
+DOWN=http://127.0.0.1:2779 # nothing listens
+KEY=/keysteer/default/ring
+SELF=198.18.0.2:11211
+SHARDS4=$E2E_TMP/shards4.txt
+SHARDS5=$E2E_TMP/shards5.txt
+INTERVAL=1
+
+fleet_cleanup() {
+	local rc=$? pid
+	# the agent first (it talks to etcd), then every etcd by its pid
+	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
+	for pid in "${ETCD_PIDS[@]}" $PLAIN_PID; do
+		ks_stop_pid "$pid" TERM 5
+	done
+	(exit "$rc")
+	e2e_cleanup
+}
+trap fleet_cleanup EXIT
+
+for tool in etcd etcdctl; do
+	if ! command -v "$tool" >/dev/null; then
+		skip fleet_ring "$tool is not installed (make deps: etcd-server, etcd-client)"
+		exit 0
+	fi
+done
+e2e_net_up
+
+# etcd_start NAME URL PEER_PORT [ARGS...]: one single-member etcd in the
+# server namespace, data under $E2E_TMP/NAME.data; sets ETCD_PID.
+etcd_start() {
+	local name=$1 url=$2 peer=http://127.0.0.1:$3
+	shift 3
+	ks_in_ns_bg "$SNS" etcd --name "$name" --data-dir "$E2E_TMP/$name.data" \
+		--listen-client-urls "$url" --advertise-client-urls "$url" \
+		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+		--initial-cluster "$name=$peer" "$@" \
+		</dev/null >>"$E2E_TMP/$name.log" 2>&1
+	ETCD_PID=$KS_BG_PID
+	if ! ks_wait_tcp "$SNS" 127.0.0.1 "${url##*:}" 10; then
+		fail fleet_ring_setup "etcd $name did not start:"
+		tail -5 "$E2E_TMP/$name.log" | sed 's/^/    /'
+		exit 1
+	fi
+}
+EC() { ks_in_ns "$SNS" etcdctl --endpoints "$URL" "$@"; }
+RK() { "$PY" "$E2E_DIR/ks_ring_keys.py" "$@"; }
+jfield() { "$PY" -c 'import json,sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)' "$@"; }
+
+# ---- refused before anything is attached --------------------------------
+
+e2e_expect_refused fleet_refuses_bad_url "--etcd: etcd endpoint 'ftp://x' is not an http" \
+	--etcd ftp://x
+e2e_expect_refused fleet_refuses_bad_url_optional "--etcd: .*a path" \
+	--etcd http://127.0.0.1:2379/v3 --etcd-optional
+e2e_expect_refused fleet_refuses_unreachable \
+	"etcd at $DOWN: .*Connection refused.*--etcd-optional" --etcd "$DOWN"
+e2e_expect_refused fleet_refuses_user_without_password \
+	"--etcd-user root needs a password" --etcd "$DOWN" --etcd-user root
+
+etcd_start plain "$URL" 2380
+PLAIN_PID=$ETCD_PID
+etcd_start auth "$AUTH" 2480
+ETCD_PIDS+=("$ETCD_PID")
+if ! ks_in_ns "$SNS" etcdctl --endpoints "$AUTH" user add root:pw >"$E2E_TMP/auth.out" 2>&1 ||
+	! ks_in_ns "$SNS" etcdctl --endpoints "$AUTH" auth enable >>"$E2E_TMP/auth.out" 2>&1; then
+	fail fleet_ring_setup "could not enable auth: $(tail -2 "$E2E_TMP/auth.out")"
+	exit 1
+fi
+KEYSTEER_ETCD_PASSWORD=wrong e2e_expect_refused fleet_refuses_wrong_password \
+	"etcd at $AUTH: .*authentication failed.*--etcd-user" \
+	--etcd "$AUTH" --etcd-user root
+printf 'wrong\n' >"$E2E_TMP/pw.txt"
+e2e_expect_refused fleet_refuses_wrong_password_file \
+	"etcd at $AUTH: .*authentication failed" \
+	--etcd "$AUTH" --etcd-user root --etcd-password-file "$E2E_TMP/pw.txt"
+# the right password is taken (ring get: there is no ring there, exit 1)
+printf 'pw\n' >"$E2E_TMP/pw.txt"
+out=$(e2e_agent ring get --etcd "$AUTH" --etcd-user root \
+	--etcd-password-file "$E2E_TMP/pw.txt" 2>&1)
+if [ $? -eq 1 ] && grep -q "no ring at $KEY" <<<"$out"; then
+	pass fleet_password_file_taken
+else
+	fail fleet_password_file_taken "$out"
+fi
+
+# --etcd-optional: etcd unreachable, the agent starts anyway and warns
+if e2e_agent_start --etcd "$DOWN" --etcd-optional --interval "$INTERVAL"; then
+	if grep -q "warning: etcd at $DOWN: .*--etcd-optional: running without etcd" \
+		"$E2E_TMP/agent.out"; then
+		pass fleet_optional_starts
+	else
+		fail fleet_optional_starts "no warning in: $(head -c 400 "$E2E_TMP/agent.out")"
+	fi
+	e2e_agent_stop INT
+else
+	fail fleet_optional_starts "the agent did not start"
+fi
+
+# ---- ring set / ring get ------------------------------------------------
+printf '# four shards, self second\n198.18.0.3:11211\n%s\n198.18.0.4:11211\n198.18.0.5:11211 five\n' \
+	"$SELF" >"$SHARDS4"
+{ cat "$SHARDS4"; printf '198.18.0.6:11211:3\n'; } >"$SHARDS5"
+digest_of() { # the builder's digest of a shard file, from 'ring diff'
+	"$AGENT" ring diff --from-file "$1" --to-file "$1" --keys 1 |
+		sed -n 's/^from [0-9]* shards (digest \([0-9a-f]*\)).*/\1/p'
+}
+D4=$(digest_of "$SHARDS4")
+D5=$(digest_of "$SHARDS5")
+
+out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" 2>&1)
+rc=$?
+R1=$(sed -n 's/^revision \([0-9]*\) digest \([0-9a-f]*\) 4 shards ketama .*/\1/p' <<<"$out")
+if [ $rc -eq 0 ] && [ -n "$R1" ] && grep -q "digest $D4 " <<<"$out"; then
+	pass fleet_ring_set
+	note "$out"
+else
+	fail fleet_ring_set "exit $rc: $out (want digest $D4)"
+fi
+e2e_agent ring get --etcd "$URL" --json >"$E2E_TMP/get.json" 2>"$E2E_TMP/get.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(jfield "$E2E_TMP/get.json" revision)" = "$R1" ] &&
+	[ "$(jfield "$E2E_TMP/get.json" valid)" = true ] &&
+	[ "$(jfield "$E2E_TMP/get.json" ring.digest)" = "$D4" ] &&
+	[ "$(jfield "$E2E_TMP/get.json" ring.schema)" = 1 ] &&
+	[ "$(jfield "$E2E_TMP/get.json" ring.shards.3.name)" = five ] &&
+	[ "$(jfield "$E2E_TMP/get.json" ring.shards.1.host)" = 198.18.0.2 ]; then
+	pass fleet_ring_get_json
+else
+	fail fleet_ring_get_json "exit $rc: $(head -c 600 "$E2E_TMP/get.json") $(cat "$E2E_TMP/get.err")"
+fi
+out=$(e2e_agent ring get --etcd "$URL" 2>&1)
+if head -1 <<<"$out" | grep -q "^$KEY revision $R1 " &&
+	sed -n 2p <<<"$out" | grep -q "^4 shards ketama, 640 points, digest $D4$"; then
+	pass fleet_ring_get_text
+else
+	fail fleet_ring_get_text "$(head -c 300 <<<"$out")"
+fi
+# what etcd holds is the document (etcdctl reads it back)
+if EC get --print-value-only "$KEY" | "$PY" -c 'import json,sys; d = json.load(sys.stdin); assert d["kind"] == "keysteer-ring" and len(d["shards"]) == 4'; then
+	pass fleet_ring_in_etcd
+else
+	fail fleet_ring_in_etcd "etcdctl get: $(EC get "$KEY" | head -c 300)"
+fi
+# a bad list is refused before anything is written
+out=$(e2e_agent ring set --etcd "$URL" --shards 198.18.0.3:70000 2>&1)
+rc=$?
+rev=$(e2e_agent ring get --etcd "$URL" --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["revision"])')
+if [ $rc -eq 2 ] && grep -q "port 70000 out of range" <<<"$out" && [ "$rev" = "$R1" ]; then
+	pass fleet_ring_set_refuses_bad_list
+else
+	fail fleet_ring_set_refuses_bad_list "exit $rc, revision $rev (want $R1): $out"
+fi
+
+# ---- two concurrent ring sets: one wins, the other is refused ------------
+ok=1
+for round in 1 2 3 4 5; do
+	cur=$(e2e_agent ring get --etcd "$URL" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["revision"])')
+	e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS5" --if-revision "$cur" \
+		>"$E2E_TMP/a.out" 2>"$E2E_TMP/a.err" &
+	pa=$!
+	e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" --if-revision "$cur" \
+		>"$E2E_TMP/b.out" 2>"$E2E_TMP/b.err" &
+	pb=$!
+	wait $pa; ra=$?
+	wait $pb; rb=$?
+	if [ $ra -eq 0 ] && [ $rb -eq 1 ]; then
+		win=a lose=b
+	elif [ $ra -eq 1 ] && [ $rb -eq 0 ]; then
+		win=b lose=a
+	else
+		fail fleet_concurrent_set "round $round: exits $ra and $rb, want 0 and 1: $(cat "$E2E_TMP"/[ab].out "$E2E_TMP"/[ab].err)"
+		ok=0
+		break
+	fi
+	wrev=$(awk '{print $2}' "$E2E_TMP/$win.out")
+	wdig=$(awk '{print $4}' "$E2E_TMP/$win.out")
+	if ! grep -qE "^agent: ring not written: $KEY (is no longer at|changed since) revision $cur: revision $wrev by [^ ]+ pid [0-9]+ at [0-9T:Z-]+ won \([0-9] shards ketama, digest $wdig\)" \
+		"$E2E_TMP/$lose.err"; then
+		fail fleet_concurrent_set "round $round: the refusal does not say who won ($wrev, $wdig): $(cat "$E2E_TMP/$lose.err")"
+		ok=0
+		break
+	fi
+	now=$(e2e_agent ring get --etcd "$URL" --json | "$PY" -c 'import json,sys; d = json.load(sys.stdin); print(d["revision"], d["ring"]["digest"])')
+	if [ "$now" != "$wrev $wdig" ]; then
+		fail fleet_concurrent_set "round $round: etcd holds $now, the winner wrote $wrev $wdig"
+		ok=0
+		break
+	fi
+	[ $round -eq 1 ] && note "$(cat "$E2E_TMP/$lose.err")"
+done
+[ $ok = 1 ] && pass fleet_concurrent_set
+
+# ---- the agent follows the ring in etcd -------------------------------------
+report_json() {
+	e2e_agent report --iface "$SIF" --json >"$1" 2>"$1.err" &&
+		"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
+}
+# wait_ring OUT VERSION DIGEST TENTHS: polls the report until its ring is
+# VERSION with DIGEST; 0 and the time it took in $WAITED_MS.
+wait_ring() {
+	local out=$1 v=$2 d=$3 tenths=$4 t0 i
+	t0=$(date +%s%N)
+	for ((i = 0; i < tenths * 2; i++)); do
+		if report_json "$out" &&
+			[ "$(RK field --report "$out" ring.version)" = "$v" ] &&
+			[ "$(RK field --report "$out" ring.digest)" = "$d" ]; then
+			WAITED_MS=$((($(date +%s%N) - t0) / 1000000))
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" 2>&1)
+R2=$(awk '{print $2}' <<<"$out")
+if ! e2e_agent_start --sample 1 --interval "$INTERVAL" --etcd "$URL" --self "$SELF" -v; then
+	fail fleet_agent_setup "the agent did not attach with --etcd"
+	exit 1
+fi
+if wait_ring "$E2E_TMP/rep.json" "$R2" "$D4" 50 &&
+	[ "$(RK field --report "$E2E_TMP/rep.json" ring.source)" = "etcd $KEY" ] &&
+	grep -q "^keysteer: ring v$R2 digest $D4 4 shards ketama, self $SELF " "$E2E_TMP/agent.out"; then
+	pass fleet_agent_starts_with_etcd_ring
+else
+	fail fleet_agent_starts_with_etcd_ring "want ring v$R2 $D4 from etcd: $(head -c 300 "$E2E_TMP/rep.json"); agent: $(head -c 600 "$E2E_TMP/agent.out")"
+fi
+
+# a ring set after the start: in the report within 2 intervals
+out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS5" 2>&1)
+R3=$(awk '{print $2}' <<<"$out")
+if wait_ring "$E2E_TMP/rep.json" "$R3" "$D5" 40 && [ "$WAITED_MS" -le $((2 * INTERVAL * 1000)) ]; then
+	pass fleet_agent_picks_up_ring_set
+	note "ring v$R3 ($D5, 5 shards) in the report $WAITED_MS ms after 'ring set' returned"
+else
+	fail fleet_agent_picks_up_ring_set "want v$R3 $D5 within $((2 * INTERVAL)) s (took ${WAITED_MS:-more than 4000} ms): $(head -c 300 "$E2E_TMP/rep.json")"
+fi
+
+# bad documents: refused, logged once each, counted; the ring stays
+EC put "$KEY" '{"schema":1,"kind":"keysteer-ring","distribution":' >/dev/null
+bad1=$(EC get -w json "$KEY" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0]["mod_revision"])')
+doc=$("$PY" - "$SHARDS4" <<'PYEOF'
+import json, sys
+shards = []
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].split()
+    if not line:
+        continue
+    host, port = line[0].split(":")[:2]
+    s = {"host": host, "port": int(port), "weight": 1}
+    if len(line) > 1:
+        s["name"] = line[1]
+    shards.append(s)
+print(json.dumps({"schema": 1, "kind": "keysteer-ring", "distribution": "ketama",
+                  "key_hash": "md5", "shards": shards, "points": 640,
+                  "digest": "0123456789abcdef"}))
+PYEOF
+)
+sleep 0.5
+EC put "$KEY" "$doc" >/dev/null
+bad2=$((bad1 + 1))
+for ((i = 0; i < 40; i++)); do
+	report_json "$E2E_TMP/rep.json" &&
+		[ "$(RK field --report "$E2E_TMP/rep.json" ring.reload_errors)" = 2 ] && break
+	sleep 0.1
+done
+sleep $((2 * INTERVAL + 1))
+report_json "$E2E_TMP/rep.json"
+nlog1=$(grep -c "ring not reloaded, v$R3 stays: etcd $KEY revision $bad1 refused: the ring document is not JSON" "$E2E_TMP/agent.out")
+nlog2=$(grep -c "ring not reloaded, v$R3 stays: etcd $KEY revision $bad2 refused: the ring document says 640 points, digest 0123456789abcdef, but its shards build 640 points, digest $D4" "$E2E_TMP/agent.out")
+if [ "$(RK field --report "$E2E_TMP/rep.json" ring.version)" = "$R3" ] &&
+	[ "$(RK field --report "$E2E_TMP/rep.json" ring.digest)" = "$D5" ] &&
+	[ "$(RK field --report "$E2E_TMP/rep.json" ring.reload_errors)" = 2 ] &&
+	[ "$nlog1" = 1 ] && [ "$nlog2" = 1 ] &&
+	grep -q "etcd: ring revision $R3 from $KEY, watch up, 2 refused" "$E2E_TMP/agent.out"; then
+	pass fleet_agent_refuses_bad_documents
+	note "$(grep -m1 "revision $bad2 refused" "$E2E_TMP/agent.out" | head -c 200)"
+else
+	fail fleet_agent_refuses_bad_documents "version $(RK field --report "$E2E_TMP/rep.json" ring.version) (want $R3), reload_errors $(RK field --report "$E2E_TMP/rep.json" ring.reload_errors), logged $nlog1 and $nlog2 times; $(grep -E 'refused|etcd' "$E2E_TMP/agent.out" | tail -5)"
+fi
+
+# etcd killed: the ring stays and traffic is still counted
+KEYS=$E2E_TMP/keys.txt
+RK make "$KEYS" --count 200
+shard_sum() { "$PY" -c 'import json,sys
+r = json.load(open(sys.argv[1]))
+print(sum(s["reads_total"] + s["writes_total"] for s in r["shards"]))' "$1"; }
+{ ks_stop_pid "$PLAIN_PID" KILL 5; } 2>/dev/null # no job notice
+PLAIN_PID=
+sleep 0.5
+report_json "$E2E_TMP/rep.json"
+before=$(shard_sum "$E2E_TMP/rep.json")
+if ! e2e_client "$E2E_DIR/ks_ring_keys.py" send --server "$SADDR" --port "$PORT" \
+	--keys "$KEYS" --sets 0; then
+	fail fleet_agent_counts_without_etcd "the client could not send the keys"
+fi
+for ((i = 0; i < 50; i++)); do
+	report_json "$E2E_TMP/rep.json" &&
+		[ "$(shard_sum "$E2E_TMP/rep.json")" -ge $((before + 200)) ] && break
+	sleep 0.2
+done
+after=$(shard_sum "$E2E_TMP/rep.json")
+if [ "$after" -eq $((before + 200)) ] && kill -0 "$E2E_AGENT_PID" &&
+	[ "$(RK field --report "$E2E_TMP/rep.json" ring.version)" = "$R3" ] &&
+	[ "$(grep -c "etcd: the watch of $KEY broke" "$E2E_TMP/agent.out")" = 1 ]; then
+	pass fleet_agent_counts_without_etcd
+	note "200 keys counted with etcd gone ($before -> $after), ring v$R3 kept"
+else
+	fail fleet_agent_counts_without_etcd "shard totals $before -> $after (want +200), ring $(RK field --report "$E2E_TMP/rep.json" ring.version); $(grep etcd "$E2E_TMP/agent.out" | tail -3)"
+fi
+
+# etcd back (same data): a change made then reaches the agent
+etcd_start plain "$URL" 2380
+PLAIN_PID=$ETCD_PID
+out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" 2>&1)
+R4=$(awk '{print $2}' <<<"$out")
+if [ -n "$R4" ] && wait_ring "$E2E_TMP/rep.json" "$R4" "$D4" 100; then
+	pass fleet_agent_follows_after_etcd_returns
+	note "ring v$R4 in the report $WAITED_MS ms after 'ring set' (etcd restarted)"
+else
+	fail fleet_agent_follows_after_etcd_returns "want v$R4 $D4: $out; $(grep etcd "$E2E_TMP/agent.out" | tail -4)"
+fi
+if kill -0 "$E2E_AGENT_PID" 2>/dev/null; then
+	pass fleet_agent_survives
+else
+	fail fleet_agent_survives "the agent exited: $(tail -5 "$E2E_TMP/agent.out")"
+fi
+sed 's/^/  agent: /' "$E2E_TMP/agent.out" | grep -E "ring v|etcd|refused" | head -20
+e2e_agent_stop INT
+e2e_expect_clean fleet_agent_clean_exit

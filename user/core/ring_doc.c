@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ring_doc.c - the ring document of etcd (see ring_doc.h, docs/fleet.md). */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/ring_doc.h"
+
+int ks_cluster_check(const char *name, char *err, size_t errlen)
+{
+	size_t i, n = name ? strlen(name) : 0;
+
+	if (!n || n > KS_CLUSTER_MAX) {
+		snprintf(err, errlen,
+			 "--cluster '%s' is %zu characters; give 1 to %d of letters, digits, '.', '-', '_'",
+			 name ? name : "", n, KS_CLUSTER_MAX);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!isalnum((unsigned char)c) && c != '.' && c != '-' &&
+		    c != '_') {
+			snprintf(err, errlen,
+				 "--cluster '%s' has the character '%c'; give letters, digits, '.', '-', '_' (it names the etcd prefix /keysteer/NAME/)",
+				 name, isprint((unsigned char)c) ? c : '?');
+			return -EINVAL;
+		}
+	}
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		snprintf(err, errlen, "--cluster '%s' is not a name; give letters, digits, '.', '-', '_'",
+			 name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ks_ring_doc_key(const char *cluster, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, KS_ETCD_ROOT "%s/ring", cluster);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+const char *ks_dist_key_hash(__u32 dist)
+{
+	return dist == KS_DIST_TWEMPROXY ? "fnv1a_64" : "md5";
+}
+
+int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
+		       const char *by, const char *at, char **out,
+		       size_t *len)
+{
+	const struct ks_ring_meta *m = &r->half->meta;
+	json_t *root = json_object(), *arr = json_array();
+	char digest[20];
+	int bad = !root || !arr;
+	__u32 i;
+
+	snprintf(digest, sizeof(digest), "%016llx",
+		 (unsigned long long)m->digest);
+	bad |= json_object_set_new(root, "schema",
+				   json_integer(KS_RING_DOC_SCHEMA));
+	bad |= json_object_set_new(root, "kind", json_string(KS_RING_DOC_KIND));
+	bad |= json_object_set_new(root, "distribution",
+				   json_string(ks_dist_name(m->dist)));
+	bad |= json_object_set_new(root, "key_hash",
+				   json_string(ks_dist_key_hash(m->dist)));
+	if (m->dist == KS_DIST_VNODE)
+		bad |= json_object_set_new(root, "vnodes",
+					   json_integer(r->vnodes));
+	for (i = 0; arr && i < s->n; i++) {
+		const struct ks_shard *sh = &s->v[i];
+		json_t *o = json_object();
+
+		bad |= !o;
+		bad |= json_object_set_new(o, "host", json_string(sh->host));
+		bad |= json_object_set_new(o, "port", json_integer(sh->port));
+		bad |= json_object_set_new(o, "weight",
+					   json_integer(sh->weight));
+		if (sh->name[0])
+			bad |= json_object_set_new(o, "name",
+						   json_string(sh->name));
+		bad |= json_array_append_new(arr, o);
+	}
+	bad |= json_object_set_new(root, "shards", arr);
+	bad |= json_object_set_new(root, "points", json_integer(m->npoints));
+	bad |= json_object_set_new(root, "digest", json_string(digest));
+	if (by)
+		bad |= json_object_set_new(root, "written_by", json_string(by));
+	if (at)
+		bad |= json_object_set_new(root, "written_at", json_string(at));
+	*out = bad ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!*out)
+		return -ENOMEM;
+	*len = strlen(*out);
+	/* a final newline: 'etcdctl get' and 'agent ring get' print it whole */
+	{
+		char *t = realloc(*out, *len + 2);
+
+		if (!t) {
+			free(*out);
+			*out = NULL;
+			return -ENOMEM;
+		}
+		t[(*len)++] = '\n';
+		t[*len] = '\0';
+		*out = t;
+	}
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *fmt, const char *a)
+{
+	snprintf(err, errlen, fmt, a);
+	return -EBADMSG;
+}
+
+/* A string field of at most max-1 bytes with no control characters. */
+static int get_str(json_t *o, const char *name, int required, char *dst,
+		   size_t max, const char *what, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, name);
+	const char *s;
+	size_t i, n;
+
+	if (!v) {
+		if (!required) {
+			if (dst)
+				dst[0] = '\0';
+			return 0;
+		}
+		snprintf(err, errlen, "the ring document has no \"%s\" (%s)",
+			 name, what);
+		return -EBADMSG;
+	}
+	if (!json_is_string(v)) {
+		snprintf(err, errlen, "the ring document's \"%s\" is not a string (%s)",
+			 name, what);
+		return -EBADMSG;
+	}
+	s = json_string_value(v);
+	n = json_string_length(v);
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return bad(err, errlen,
+				   "the ring document's \"%s\" has a control character",
+				   name);
+	if (dst) {
+		if (n >= max) {
+			snprintf(err, errlen, "the ring document's \"%s\" is %zu bytes, more than %zu",
+				 name, n, max - 1);
+			return -EBADMSG;
+		}
+		memcpy(dst, s, n + 1);
+	}
+	return 0;
+}
+
+/* A whole number field in [lo, hi]. */
+static int get_int(json_t *o, const char *name, long long lo, long long hi,
+		   long long *out, const char *where, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v || !json_is_integer(v)) {
+		snprintf(err, errlen, "%s%s\"%s\" is %s; give a whole number %lld..%lld",
+			 where, where[0] ? " " : "the ring document's ", name,
+			 v ? "not a whole number" : "missing", lo, hi);
+		return -EBADMSG;
+	}
+	*out = json_integer_value(v);
+	if (*out < lo || *out > hi) {
+		snprintf(err, errlen, "%s%s\"%s\" %lld is out of range %lld..%lld",
+			 where, where[0] ? " " : "the ring document's ", name,
+			 *out, lo, hi);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* "host:port:weight[ name]\n" per shard, for the shard file parser, which
+ * applies every rule of a shard list (and names the entry by its line:
+ * the shard's index + 1). */
+static int shards_text(json_t *arr, char **text, char *err, size_t errlen)
+{
+	size_t i, n = json_array_size(arr), cap = n * 560 + 1, off = 0;
+	char *t = malloc(cap), where[48];
+
+	if (!t) {
+		snprintf(err, errlen, "out of memory reading the ring document");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		json_t *o = json_array_get(arr, i);
+		char host[KS_SHARD_HOST_MAX + 1], name[KS_SHARD_NAME_MAX + 1];
+		long long port, weight;
+		int rc;
+		size_t k;
+
+		snprintf(where, sizeof(where), "the ring document's shards[%zu]", i);
+		if (!json_is_object(o)) {
+			rc = bad(err, errlen, "%s is not an object", where);
+			goto fail;
+		}
+		rc = get_str(o, "host", 1, host, sizeof(host), "a host name or IPv4 address", err, errlen);
+		if (!rc)
+			rc = get_str(o, "name", 0, name, sizeof(name), "the shard's name", err, errlen);
+		if (rc) {
+			/* say which shard */
+			char tmp[KS_ERRLEN_DOC];
+
+			snprintf(tmp, sizeof(tmp), "%s", err);
+			snprintf(err, errlen, "shards[%zu]: %s", i, tmp);
+			goto fail;
+		}
+		rc = get_int(o, "port", 1, 65535, &port, where, err, errlen);
+		if (!rc) {
+			if (json_object_get(o, "weight"))
+				rc = get_int(o, "weight", 1, KS_SHARD_WEIGHT_MAX,
+					     &weight, where, err, errlen);
+			else
+				weight = 1;
+		}
+		if (rc)
+			goto fail;
+		/* what would split the line: the parser checks the rest */
+		for (k = 0; host[k]; k++)
+			if (isspace((unsigned char)host[k]) || host[k] == ':' ||
+			    host[k] == '#' || host[k] == ',') {
+				rc = bad(err, errlen,
+					 "%s host has a space, ':', '#' or ','; give a host name or IPv4 address",
+					 where);
+				goto fail;
+			}
+		for (k = 0; name[k]; k++)
+			if (isspace((unsigned char)name[k]) || name[k] == '#') {
+				rc = bad(err, errlen,
+					 "%s name has a space or '#'; a shard name is one word",
+					 where);
+				goto fail;
+			}
+		off += (size_t)snprintf(t + off, cap - off, "%s:%lld:%lld%s%s\n",
+					host, port, weight, name[0] ? " " : "",
+					name);
+	}
+	*text = t;
+	return 0;
+fail:
+	free(t);
+	return -EBADMSG;
+}
+
+int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
+		       char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root, *arr;
+	char dist[32], kh[32], digest[24], *text = NULL, *end;
+	long long v;
+	int rc = -EBADMSG;
+
+	memset(d, 0, sizeof(*d));
+	d->shards.self = KS_NO_SHARD;
+	if (len > KS_RING_DOC_MAX) {
+		snprintf(err, errlen, "the ring document is %zu bytes, more than %d",
+			 len, KS_RING_DOC_MAX);
+		return -EBADMSG;
+	}
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		snprintf(err, errlen, "the ring document is not JSON: %s at byte %d",
+			 je.text, je.position);
+		return -EBADMSG;
+	}
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "the ring document is not a JSON object");
+		goto out;
+	}
+	if (get_int(root, "schema", 1, 1000000, &v, "", err, errlen))
+		goto out;
+	if (v != KS_RING_DOC_SCHEMA) {
+		snprintf(err, errlen,
+			 "the ring document has schema %lld; this agent reads schema %d (upgrade it, or write the ring with this agent's 'ring set')",
+			 v, KS_RING_DOC_SCHEMA);
+		goto out;
+	}
+	d->schema = (int)v;
+	if (get_str(root, "kind", 1, kh, sizeof(kh), "\"" KS_RING_DOC_KIND "\"", err, errlen))
+		goto out;
+	if (strcmp(kh, KS_RING_DOC_KIND)) {
+		snprintf(err, errlen, "the ring document's kind is '%s', not '%s'",
+			 kh, KS_RING_DOC_KIND);
+		goto out;
+	}
+	if (get_str(root, "distribution", 1, dist, sizeof(dist),
+		    "ketama, twemproxy, twemproxy-md5, vnode or modula", err, errlen))
+		goto out;
+	{
+		enum ks_dist dd;
+		char sub[200];
+
+		if (ks_dist_parse(dist, &dd, sub, sizeof(sub))) {
+			snprintf(err, errlen, "the ring document's distribution: %s", sub);
+			goto out;
+		}
+		d->dist = dd;
+	}
+	if (get_str(root, "key_hash", 1, kh, sizeof(kh), "md5 or fnv1a_64", err, errlen))
+		goto out;
+	if (strcmp(kh, ks_dist_key_hash(d->dist))) {
+		snprintf(err, errlen,
+			 "the ring document's key_hash '%s' is not the key hash of %s (%s)",
+			 kh, dist, ks_dist_key_hash(d->dist));
+		goto out;
+	}
+	if (d->dist == KS_DIST_VNODE) {
+		if (get_int(root, "vnodes", 1, KS_RING_MAX_POINTS, &v, "", err,
+			    errlen))
+			goto out;
+		d->vnodes = (__u32)v;
+	} else if (json_object_get(root, "vnodes")) {
+		snprintf(err, errlen, "the ring document has vnodes, which only the vnode distribution takes, with %s",
+			 dist);
+		goto out;
+	}
+	arr = json_object_get(root, "shards");
+	if (!json_is_array(arr) || !json_array_size(arr) ||
+	    json_array_size(arr) > KS_MAX_SHARDS) {
+		snprintf(err, errlen, "the ring document's \"shards\" is %s; give an array of 1 to %d shards",
+			 !arr ? "missing" : !json_is_array(arr) ? "not an array" :
+			 json_array_size(arr) ? "too long" : "empty",
+			 KS_MAX_SHARDS);
+		goto out;
+	}
+	rc = shards_text(arr, &text, err, errlen);
+	if (rc)
+		goto out;
+	rc = ks_shards_parse_text("the ring document's shard", text, &d->shards,
+				  err, errlen);
+	free(text);
+	if (rc) {
+		rc = rc == -ENOMEM ? rc : -EBADMSG;
+		goto out;
+	}
+	rc = -EBADMSG;
+	if (get_int(root, "points", 0, KS_RING_MAX_POINTS, &v, "", err, errlen))
+		goto out;
+	d->npoints = (__u32)v;
+	if (get_str(root, "digest", 1, digest, sizeof(digest), "16 hex digits", err,
+		    errlen))
+		goto out;
+	d->digest = strtoull(digest, &end, 16);
+	if (strlen(digest) != 16 || *end || strspn(digest, "0123456789abcdef") != 16) {
+		snprintf(err, errlen, "the ring document's digest '%s' is not 16 hex digits",
+			 digest);
+		goto out;
+	}
+	if (get_str(root, "written_by", 0, d->written_by, sizeof(d->written_by),
+		    "who wrote it", err, errlen) ||
+	    get_str(root, "written_at", 0, d->written_at, sizeof(d->written_at),
+		    "when", err, errlen))
+		goto out;
+	rc = 0;
+out:
+	json_decref(root);
+	if (rc)
+		ks_ring_doc_free(d);
+	return rc;
+}
+
+int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
+		      struct ks_shards *shards, struct ks_ring *r, char *err,
+		      size_t errlen)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (self) {
+		char sub[KS_ERRLEN_DOC];
+
+		rc = ks_shards_set_self(&d->shards, self, sub, sizeof(sub));
+		if (rc) {
+			snprintf(err, errlen, "--self %s is not one of the ring document's shards; this host would serve no shard of it",
+				 self);
+			return rc == -ENOMEM ? rc : -EINVAL;
+		}
+	}
+	rc = ks_ring_build(r, &d->shards, d->dist, d->vnodes, version, err,
+			   errlen);
+	if (rc)
+		return rc;
+	if (r->half->meta.npoints != d->npoints ||
+	    r->half->meta.digest != d->digest) {
+		snprintf(err, errlen,
+			 "the ring document says %u points, digest %016llx, but its shards build %u points, digest %016llx; it was not written by a 'ring set' that builds rings as this agent does",
+			 d->npoints, (unsigned long long)d->digest,
+			 r->half->meta.npoints,
+			 (unsigned long long)r->half->meta.digest);
+		ks_ring_free(r);
+		return -EINVAL;
+	}
+	*shards = d->shards;
+	memset(&d->shards, 0, sizeof(d->shards));
+	return 0;
+}
+
+void ks_ring_doc_free(struct ks_ring_doc *d)
+{
+	ks_shards_free(&d->shards);
+}
