@@ -14,13 +14,7 @@
 void ks_run_etcd_init(struct ks_run_etcd *e)
 {
 	memset(e, 0, sizeof(*e));
-	ks_etcd_cli_init(&e->cli);
-}
-
-int ks_run_etcd_opt(struct ks_run_etcd *e, int c, const char *arg, char *err,
-		    size_t errlen)
-{
-	return ks_etcd_cli_opt(&e->cli, c, arg, err, errlen);
+	ks_etcd_conf_init(&e->conf);
 }
 
 /*
@@ -47,10 +41,10 @@ static int apply(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	if (rc) {
 		e->refused++;
 		snprintf(why, sizeof(why), "etcd %s revision %" PRId64 " refused: %s",
-			 e->cli.ring_key, kv->mod_revision, err);
+			 e->conf.ring_key, kv->mod_revision, err);
 		return ks_run_ring_refuse(ring, m, why);
 	}
-	snprintf(src, sizeof(src), "etcd %s", e->cli.ring_key);
+	snprintf(src, sizeof(src), "etcd %s", e->conf.ring_key);
 	rc = ks_run_ring_take(ring, m, c, &shards, &r, (__u64)kv->mod_revision,
 			      src);
 	if (!rc)
@@ -64,7 +58,7 @@ static int read_and_watch(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			  const struct ks_maps *m, struct ks_collector *c,
 			  int *map_err)
 {
-	const char *key = e->cli.ring_key;
+	const char *key = e->conf.ring_key;
 	struct ks_etcd_range rr = { 0 };
 	int rc;
 
@@ -90,10 +84,10 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	char sub[KS_ERRLEN_DOC * 2];
 	int rc, map_err;
 
-	rc = ks_etcd_cli_check(&e->cli, err, errlen);
-	if (rc || !e->cli.endpoints)
+	rc = ks_etcd_conf_check(&e->conf, err, errlen);
+	if (rc || !e->conf.endpoints)
 		return rc;
-	rc = ks_etcd_cli_connect(&e->cli, &e->c, sub, sizeof(sub));
+	rc = ks_etcd_conf_connect(&e->conf, &e->c, sub, sizeof(sub));
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		/* bad URLs and files: refused, --etcd-optional or not */
 		snprintf(err, errlen, "%s", sub);
@@ -103,7 +97,7 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		rc = read_and_watch(e, ring, NULL, NULL, &map_err);
 		if (rc)
 			snprintf(sub, sizeof(sub), "etcd at %s: reading %s: %s",
-				 e->cli.endpoints, e->cli.ring_key,
+				 e->conf.endpoints, e->conf.ring_key,
 				 ks_etcd_errmsg(e->c));
 	}
 	if (rc) {
@@ -111,7 +105,7 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		e->w = NULL;
 		ks_etcd_close(e->c);
 		e->c = NULL;
-		if (e->cli.optional) {
+		if (e->conf.optional) {
 			ks_warn("%s; --etcd-optional: running without etcd", sub);
 			return 0;
 		}
@@ -119,8 +113,8 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			 sub);
 		return rc;
 	}
-	ks_info("etcd %s at %s: the ring is %s (%s)", e->cli.version,
-		ks_etcd_endpoint(e->c), e->cli.ring_key,
+	ks_info("etcd %s at %s: the ring is %s (%s)", e->conf.version,
+		ks_etcd_endpoint(e->c), e->conf.ring_key,
 		e->rev ? "read" : "none yet");
 	return 0;
 }
@@ -154,7 +148,7 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			e->restart_ns = ks_mono_ns() + KS_ETCD_RESTART_NS;
 			e->watch_errors++;
 			ks_warn("etcd: cannot read and watch %s again (%s); the ring v%llu stays, retrying in %llu s",
-				e->cli.ring_key, ks_etcd_errmsg(e->c),
+				e->conf.ring_key, ks_etcd_errmsg(e->c),
 				(unsigned long long)ring->version,
 				KS_ETCD_RESTART_NS / 1000000000ULL);
 		}
@@ -165,7 +159,7 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		e->watch_errors++;
 		if (n == -ERANGE || n == -EACCES || n == -EPERM) {
 			ks_warn("etcd: the watch of %s ended (%s); the ring v%llu stays, reading it again in %s",
-				e->cli.ring_key, ks_etcd_watch_errmsg(e->w),
+				e->conf.ring_key, ks_etcd_watch_errmsg(e->w),
 				(unsigned long long)ring->version,
 				n == -ERANGE ? "a moment" : "5 s");
 			ks_etcd_watch_stop(e->w);
@@ -179,7 +173,7 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		 * counted and shown with -v */
 		if (!e->down)
 			ks_warn("etcd: the watch of %s broke (%s); the ring v%llu stays, reconnecting",
-				e->cli.ring_key, ks_etcd_watch_errmsg(e->w),
+				e->conf.ring_key, ks_etcd_watch_errmsg(e->w),
 				(unsigned long long)ring->version);
 		else
 			ks_debug("etcd: still away (%s)",
@@ -191,7 +185,7 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		e->down = 0;
 	if (up && !e->up)
 		ks_info("etcd: watching %s from revision %" PRId64 " at %s",
-			e->cli.ring_key, ks_etcd_watch_next_revision(e->w),
+			e->conf.ring_key, ks_etcd_watch_next_revision(e->w),
 			ks_etcd_endpoint(e->c));
 	e->up = up;
 	while (ks_etcd_watch_next(e->w, &ev) == 1) {
@@ -201,7 +195,7 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			} else {
 				e->seen = ev.kv.mod_revision;
 				ks_warn("etcd: %s was deleted at revision %" PRId64 "; the ring v%llu stays",
-					e->cli.ring_key, ev.kv.mod_revision,
+					e->conf.ring_key, ev.kv.mod_revision,
 					(unsigned long long)ring->version);
 			}
 		}
@@ -215,7 +209,7 @@ void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 	if (!e || !e->c)
 		return;
 	fprintf(f, "keysteer: #%u etcd: ring revision %" PRId64 " from %s, watch %s, %llu refused, %llu watch errors\n",
-		seq, e->rev, e->cli.ring_key,
+		seq, e->rev, e->conf.ring_key,
 		e->up ? "up" : e->w ? "reconnecting" : "stopped",
 		(unsigned long long)e->refused,
 		(unsigned long long)e->watch_errors);

@@ -18,14 +18,14 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "cli/etcd_cli.h"
+#include "net/etcd_conf.h"
 #include "agent/run_ring.h"
 
 struct ks_etcd;
 struct ks_etcd_watch;
 
 struct ks_run_etcd {
-	struct ks_etcd_cli cli;   /* the options */
+	struct ks_etcd_conf conf; /* what the options say */
 	struct ks_etcd *c;        /* NULL: no etcd (none given, or optional
 				   * and not there at start) */
 	struct ks_etcd_watch *w;
@@ -41,9 +41,6 @@ struct ks_run_etcd {
 #define KS_ETCD_RESTART_NS 5000000000ULL /* after -EACCES/-EPERM/-ERANGE */
 
 void ks_run_etcd_init(struct ks_run_etcd *e);
-/* 1 when c was an etcd option, 0 when not, -1 with err. */
-int ks_run_etcd_opt(struct ks_run_etcd *e, int c, const char *arg, char *err,
-		    size_t errlen);
 static inline int ks_run_etcd_enabled(const struct ks_run_etcd *e)
 {
 	return e->c != NULL;
@@ -61,7 +58,7 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			char *err, size_t errlen);
 static inline int ks_run_etcd_wants_ring(const struct ks_run_etcd *e)
 {
-	return e->cli.endpoints != NULL;
+	return e->conf.endpoints != NULL;
 }
 
 /* For the loop's poll: the fd (-1: none) and how long it may sleep (-1:

@@ -13,7 +13,7 @@
 #include "render/report.h"
 #include "core/etcd_codec.h"
 #include "core/ring_doc.h"
-#include "cli/etcd_cli.h"
+#include "net/etcd_conf.h"
 
 #define REQ required_argument
 #define NO  no_argument

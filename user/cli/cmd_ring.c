@@ -351,7 +351,7 @@ static int reread(struct ks_etcd *c, const char *key, struct ks_etcd_range *r)
 
 /* After the options of ring get/set: no arguments left, --etcd given and
  * the etcd options sound; 0, or the exit code of a usage error. */
-static int etcd_args_done(struct ks_etcd_cli *ec, const char *cmd,
+static int etcd_args_done(struct ks_etcd_conf *ec, const char *cmd,
 			  const char *why, int argc, char **argv)
 {
 	char err[KS_ERRLEN_DOC], what[200];
@@ -363,7 +363,7 @@ static int etcd_args_done(struct ks_etcd_cli *ec, const char *cmd,
 			 cmd, why);
 		return ks_usage_error(cmd, what);
 	}
-	if (ks_etcd_cli_check(ec, err, sizeof(err))) {
+	if (ks_etcd_conf_check(ec, err, sizeof(err))) {
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}
@@ -374,7 +374,7 @@ static int ring_set(int argc, char **argv)
 {
 	struct ks_cli_getopt g;
 	struct ks_ring_spec spec;
-	struct ks_etcd_cli ec;
+	struct ks_etcd_conf ec;
 	struct ks_shards shards;
 	struct ks_ring ring;
 	struct ks_etcd *c = NULL;
@@ -387,7 +387,7 @@ static int ring_set(int argc, char **argv)
 	int ch, n, rc, pinned = 0;
 
 	ks_ring_spec_init(&spec, "--shards", "--shards-file");
-	ks_etcd_cli_init(&ec);
+	ks_etcd_conf_init(&ec);
 	ks_cli_getopt_init(&g, KS_CMD_RING_SET);
 	optind = 1;
 	opterr = 0;
@@ -428,7 +428,7 @@ static int ring_set(int argc, char **argv)
 		return KS_EXIT_USAGE;
 	}
 	rc = KS_EXIT_USAGE;
-	if (ks_etcd_cli_connect(&ec, &c, err, sizeof(err))) {
+	if (ks_etcd_conf_connect(&ec, &c, err, sizeof(err))) {
 		ks_err("%s", err);
 		goto out;
 	}
@@ -492,7 +492,7 @@ out:
 static int ring_get(int argc, char **argv)
 {
 	struct ks_cli_getopt g;
-	struct ks_etcd_cli ec;
+	struct ks_etcd_conf ec;
 	struct ks_etcd *c = NULL;
 	struct ks_etcd_range cur = { 0 };
 	struct ks_ring_doc d;
@@ -502,7 +502,7 @@ static int ring_get(int argc, char **argv)
 	int ch, n, rc, json = 0, ok;
 	const struct ks_etcd_kv *kv;
 
-	ks_etcd_cli_init(&ec);
+	ks_etcd_conf_init(&ec);
 	ks_cli_getopt_init(&g, KS_CMD_RING_GET);
 	optind = 1;
 	opterr = 0;
@@ -527,7 +527,7 @@ static int ring_get(int argc, char **argv)
 			    argv);
 	if (rc)
 		return rc;
-	if (ks_etcd_cli_connect(&ec, &c, err, sizeof(err))) {
+	if (ks_etcd_conf_connect(&ec, &c, err, sizeof(err))) {
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}

@@ -29,6 +29,7 @@
 #include "agent/run_ring.h"
 #include "agent/run_steer.h"
 #include "agent/run_etcd.h"
+#include "cli/etcd_cli.h"
 #include "net/http_serve.h"
 #include "util/sig.h"
 #include "util/privs.h"
@@ -182,7 +183,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		}
 		return 1;
 	default:
-		n = ks_run_etcd_opt(&o->etcd, c, arg, err, errlen);
+		n = ks_etcd_cli_opt(&o->etcd.conf, c, arg, err, errlen);
 		if (n)
 			return n;
 		return ks_run_ring_opt(&o->ring, c, arg, err, errlen);
