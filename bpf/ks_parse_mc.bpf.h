@@ -803,10 +803,10 @@ static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
 			return KS_OP_OTHER;
 		break;
 	case 8:
+		/* extstore, misbehave and debugtime exist only in builds
+		 * with them (Debian's has none): ERROR, unknown */
 		if (word == (KS_W7('s', 'h', 'u', 't', 'd', 'o', 'w') |
-			     (__u64)'n' << 56) ||
-		    word == (KS_W7('e', 'x', 't', 's', 't', 'o', 'r') |
-			     (__u64)'e' << 56))
+			     (__u64)'n' << 56))
 			return KS_OP_OTHER;
 		break;
 	}
@@ -828,10 +828,6 @@ static __always_inline __u32 ks_mc_long_word(__u64 w, __u64 *tail)
 		return 9;
 	case KS_W8('f', 'l', 'u', 's', 'h', '_', 'a', 'l'): /* flush_all */
 		*tail = 'l';
-		return 9;
-	case KS_W8('m', 'i', 's', 'b', 'e', 'h', 'a', 'v'): /* misbehave */
-	case KS_W8('d', 'e', 'b', 'u', 'g', 't', 'i', 'm'): /* debugtime */
-		*tail = 'e';
 		return 9;
 	case KS_W8('l', 'r', 'u', '_', 'c', 'r', 'a', 'w'): /* lru_crawler */
 		*tail = KS_W3('l', 'e', 'r');

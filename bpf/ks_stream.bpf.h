@@ -250,7 +250,13 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 		 * block memcached gets whole, reassembled */
 		if ((w.keep || s->state == KS_ST_KEYS) && !w.lost)
 			ks_count_err(KS_ERR_TRUNC_REQ);
-		ks_stream_pend_done(s);
+		/* the block within the datagram (a first fragment's goes on
+		 * in the later ones), or memcached never completes it */
+		if (l4->proto == IPPROTO_TCP ||
+		    w.left <= l4->payload_len - l4->avail)
+			ks_stream_pend_done(s);
+		else if (s->pend)
+			ks_count_err(KS_ERR_TRUNC_REQ);
 		if (f && (w.keep || w.lost))
 			ks_disarm_all(s);
 		return;

@@ -229,7 +229,7 @@ static bool explain(const __u8 *b, __u32 len, struct ref_opts *ro,
 	unsigned used;
 	int i;
 
-	ro->quirks = (1u << RQ_MAX) - 1;
+	ro->quirks = REF_QUIRKS_NOW;
 	ref_mc_parse(b, len, ro, &alt);
 	memset(&w, 0, sizeof(w));
 	compare_out(b, tcp, sport, &alt, d, &w);
@@ -755,7 +755,7 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 				return;
 			/* a known disagreement put the datapath off the
 			 * stream (it says so): after that it only guesses */
-			ro.quirks = (1u << RQ_MAX) - 1;
+			ro.quirks = REF_QUIRKS_NOW;
 			ref_mc_parse(b, len, &ro, &alt);
 			if ((dp.pkts[KS_PKT_RESYNC_LOST] ||
 			     dp.pkts[KS_PKT_RESYNC_CARRY]) && alt.quirks_used) {
@@ -1119,7 +1119,7 @@ static int replay(const struct opts *o)
 		/* what the datapath's known readings would give */
 		static struct ref_out alt;
 		struct ref_opts ro = { .tcp = fz_is_tcp(&in),
-				       .quirks = (1u << RQ_MAX) - 1 };
+				       .quirks = REF_QUIRKS_NOW };
 
 		ref_mc_parse(in.b, in.len, &ro, &alt);
 		describe(stdout, &in, "quirks   ", alt.ops, ref_reason(&alt),

@@ -428,10 +428,9 @@ static const struct cmd commands[] = {
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Keyless words the datapath takes that this memcached (no extstore, not
- * a debug build) answers ERROR. */
-static const char *const dp_only_words[] = {
-	"extstore", "misbehave", "debugtime",
-};
+ * a debug build) answers ERROR: none now, the datapath answers extstore,
+ * misbehave and debugtime with unknown_cmd as memcached does. */
+static const char *const dp_only_words[] = { NULL };
 
 /* memcached's command for token 0, or NULL. */
 static const struct cmd *mc_command(struct p *p, const struct tok *t)
@@ -455,7 +454,7 @@ static const struct cmd *dp_keyless(struct p *p, const struct tok *t)
 	size_t i;
 
 	for (i = 0; i < ARRAY_LEN(dp_only_words); i++)
-		if (tok_is(p, t, dp_only_words[i]))
+		if (dp_only_words[i] && tok_is(p, t, dp_only_words[i]))
 			return &other;
 	return NULL;
 }
