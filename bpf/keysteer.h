@@ -28,7 +28,7 @@
 #define KS_WIN              2048 /* payload bytes parsed per packet */
 #define KS_WIN_MASK         (KS_WIN - 1)
 #define KS_MAX_ITEMS        256  /* commands + keys handled per packet */
-#define KS_MAX_KEYS_PER_REQ 200  /* keys in one get before TOO_MANY_KEYS */
+#define KS_MAX_KEYS_PER_REQ 200  /* tests' largest multi-get; no datapath limit */
 #define KS_MAX_DIGITS       19   /* digits of a 64-bit long, as strtol reads */
 #define KS_MC_UDP_HDR       8    /* memcached UDP frame header */
 #define KS_BIN_HDR          24   /* binary protocol request header */
@@ -112,16 +112,19 @@ enum ks_reason {
 	KS_ERR_TRUNC_L4,          /* shorter than its TCP/UDP header */
 	KS_ERR_BAD_TCP_DOFF,      /* TCP data offset < 5 or past the packet */
 	KS_ERR_UDP_FRAME,         /* UDP payload shorter than the 8-byte frame */
-	KS_ERR_UDP_NOT_FIRST,     /* later datagram of a multi-datagram request */
+	KS_ERR_UDP_NOT_FIRST,     /* retired: never counted since streams (see
+				   * KS_ERR_UDP_MULTI); kept for report v1 */
 	KS_ERR_MIDSTREAM,         /* TCP segment does not begin with a request */
 	KS_ERR_UNKNOWN_CMD,       /* a command keysteer does not know */
 	KS_ERR_TRUNC_REQ,         /* request line or binary header cut short */
 	KS_ERR_BAD_LENGTH,        /* a length field that is not a number or lies */
 	KS_ERR_KEY_TOO_LONG,      /* key longer than 250 bytes */
 	KS_ERR_BAD_KEY,           /* missing/empty key or control byte in it */
-	KS_ERR_TOO_MANY_KEYS,     /* more keys than KS_MAX_KEYS_PER_REQ */
+	KS_ERR_TOO_MANY_KEYS,     /* retired: every key of a get counts now;
+				   * kept for report v1 */
 	KS_ERR_ITEM_LIMIT,        /* more than KS_MAX_ITEMS commands+keys */
-	KS_ERR_WINDOW,            /* request runs past the KS_WIN parse window */
+	KS_ERR_WINDOW,            /* retired: payloads are parsed to their end;
+				   * kept for report v1 */
 	KS_ERR_REFUSED,           /* a request memcached refuses (CLIENT_ERROR,
 				   * ERROR): counted here, not as its op */
 	KS_ERR_UDP_MULTI,         /* UDP frame of a multi-datagram request,
