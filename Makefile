@@ -57,7 +57,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all tests clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+.PHONY: all tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS)
 tests: $(TEST_BINS)
@@ -178,6 +178,10 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# Every C file of the tree as .clang-format says; `make test` checks it.
+format:
+	git ls-files 'bpf/*.[ch]' 'user/*.[ch]' 'tests/*.[ch]' | xargs clang-format -i
 
 vmlinux:
 	vmlinux/gen.sh $(ARCH)

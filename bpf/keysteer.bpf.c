@@ -96,7 +96,9 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 {
 	/* bounded so the verifier allows packet pointer math with it; BIG
 	 * TCP aggregates stay far below 1 MiB */
-	struct ks_cursor c = { .pos = data, .end = data_end, .start = data,
+	struct ks_cursor c = { .pos = data,
+			       .end = data_end,
+			       .start = data,
 			       .frame_len = frame_len & 0xfffff };
 	struct ks_l4 l4 = {};
 	struct ks_pkt_counters *pc;
@@ -141,8 +143,8 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 		s->seg_done = 0;
 		s->flow_id = ks_flow_id(l4.saddr, l4.daddr,
 					(__u32)l4.sport << 16 | l4.dport);
-		if (!ks_flow_quick(s, &l4) &&
-		    ks_flow_segment(s, &l4) < 0 && !l4.payload_len)
+		if (!ks_flow_quick(s, &l4) && ks_flow_segment(s, &l4) < 0 &&
+		    !l4.payload_len)
 			return 0;
 	}
 	if (!l4.payload_len)

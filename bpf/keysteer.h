@@ -19,27 +19,28 @@
 #define KS_VERSION_STR "0.1.0"
 
 /* ---- limits: every datapath loop is bounded by one of these ---- */
-#define KS_MAX_KEY_LEN      250  /* memcached's KEY_MAX_LENGTH */
-#define KS_KEY_BUF          256  /* key buffer, a whole number of words */
-#define KS_KEY_WORDS        (KS_KEY_BUF / 8)
-#define KS_MAX_PORTS        8    /* memcached ports watched at once */
-#define KS_MAX_VLAN         2    /* 802.1ad outer + 802.1Q inner */
-#define KS_MAX_IP6_EXT      4    /* hop-by-hop, routing, dest-opts chain */
-#define KS_WIN              2048 /* payload bytes parsed per packet */
-#define KS_WIN_MASK         (KS_WIN - 1)
-#define KS_MAX_ITEMS        256  /* commands + keys handled per packet */
-#define KS_MAX_KEYS_PER_REQ 200  /* tests' largest multi-get; no datapath limit */
-#define KS_MAX_DIGITS       19   /* digits of a 64-bit long, as strtol reads */
-#define KS_MC_UDP_HDR       8    /* memcached UDP frame header */
-#define KS_BIN_HDR          24   /* binary protocol request header */
+#define KS_MAX_KEY_LEN 250 /* memcached's KEY_MAX_LENGTH */
+#define KS_KEY_BUF     256 /* key buffer, a whole number of words */
+#define KS_KEY_WORDS   (KS_KEY_BUF / 8)
+#define KS_MAX_PORTS   8    /* memcached ports watched at once */
+#define KS_MAX_VLAN    2    /* 802.1ad outer + 802.1Q inner */
+#define KS_MAX_IP6_EXT 4    /* hop-by-hop, routing, dest-opts chain */
+#define KS_WIN         2048 /* payload bytes parsed per packet */
+#define KS_WIN_MASK    (KS_WIN - 1)
+#define KS_MAX_ITEMS   256 /* commands + keys handled per packet */
+#define KS_MAX_KEYS_PER_REQ                                                    \
+	200              /* tests' largest multi-get; no datapath limit */
+#define KS_MAX_DIGITS 19 /* digits of a 64-bit long, as strtol reads */
+#define KS_MC_UDP_HDR 8  /* memcached UDP frame header */
+#define KS_BIN_HDR    24 /* binary protocol request header */
 
 /* ---- count-min sketch: per CPU, per epoch, per class, per row ---- */
-#define KS_CMS_DEPTH  4
-#define KS_CMS_WIDTH  4096 /* one row is 16 KiB: under the per-CPU value cap */
-#define KS_CMS_MASK   (KS_CMS_WIDTH - 1)
-#define KS_EPOCHS     2
+#define KS_CMS_DEPTH   4
+#define KS_CMS_WIDTH   4096 /* one row is 16 KiB: under the per-CPU value cap */
+#define KS_CMS_MASK    (KS_CMS_WIDTH - 1)
+#define KS_EPOCHS      2
 #define KS_CMS_CLASSES 2 /* read and write; "other" keys are not sketched */
-#define KS_CMS_ROWS   (KS_EPOCHS * KS_CMS_CLASSES * KS_CMS_DEPTH)
+#define KS_CMS_ROWS    (KS_EPOCHS * KS_CMS_CLASSES * KS_CMS_DEPTH)
 
 /* ---- candidate table: per CPU, KS_CAND_WAYS-way set associative ---- */
 #define KS_CAND_WAYS    4
@@ -47,7 +48,7 @@
 #define KS_CAND_SLOTS   (KS_CAND_WAYS * KS_CAND_BUCKETS)
 
 /* ---- agent-published report ---- */
-#define KS_REPORT_TOP   64
+#define KS_REPORT_TOP     64
 #define KS_REPORT_VERSION 1
 
 /* Request classes. */
@@ -69,7 +70,7 @@ enum ks_op {
 	KS_OP_GAT,
 	KS_OP_GATS,
 	KS_OP_MG,
-	KS_OP_SET,      /* reads above, writes from here */
+	KS_OP_SET, /* reads above, writes from here */
 	KS_OP_ADD,
 	KS_OP_REPLACE,
 	KS_OP_APPEND,
@@ -82,9 +83,9 @@ enum ks_op {
 	KS_OP_MS,
 	KS_OP_MD,
 	KS_OP_MA,
-	KS_OP_ME,       /* others from here */
+	KS_OP_ME, /* others from here */
 	KS_OP_MN,
-	KS_OP_OTHER,    /* stats, version, flush_all, quit, noop, sasl, ... */
+	KS_OP_OTHER, /* stats, version, flush_all, quit, noop, sasl, ... */
 	KS_OP_MAX,
 };
 
@@ -102,68 +103,69 @@ static inline __u32 ks_op_class(__u32 op)
  * in map ks_errors. The packet is always passed untouched.
  */
 enum ks_reason {
-	KS_ERR_NOT_MEMCACHED = 0, /* not IP, not TCP/UDP, or not a watched port */
-	KS_ERR_TRUNC_ETH,         /* shorter than its Ethernet/VLAN headers */
-	KS_ERR_TRUNC_IP,          /* shorter than its IPv4/IPv6 header */
-	KS_ERR_BAD_IP_HDR,        /* IPv4 ihl < 5 or a length that lies */
-	KS_ERR_TRUNC_IP6_EXT,     /* IPv6 extension header cut short */
-	KS_ERR_IP6_EXT_LIMIT,     /* more than KS_MAX_IP6_EXT extension headers */
-	KS_ERR_FRAGMENT,          /* IPv4/IPv6 fragment (first ones too) */
-	KS_ERR_TRUNC_L4,          /* shorter than its TCP/UDP header */
-	KS_ERR_BAD_TCP_DOFF,      /* TCP data offset < 5 or past the packet */
-	KS_ERR_UDP_FRAME,         /* UDP payload shorter than the 8-byte frame */
-	KS_ERR_UDP_NOT_FIRST,     /* retired: never counted since streams (see
+	KS_ERR_NOT_MEMCACHED =
+		0,            /* not IP, not TCP/UDP, or not a watched port */
+	KS_ERR_TRUNC_ETH,     /* shorter than its Ethernet/VLAN headers */
+	KS_ERR_TRUNC_IP,      /* shorter than its IPv4/IPv6 header */
+	KS_ERR_BAD_IP_HDR,    /* IPv4 ihl < 5 or a length that lies */
+	KS_ERR_TRUNC_IP6_EXT, /* IPv6 extension header cut short */
+	KS_ERR_IP6_EXT_LIMIT, /* more than KS_MAX_IP6_EXT extension headers */
+	KS_ERR_FRAGMENT,      /* IPv4/IPv6 fragment (first ones too) */
+	KS_ERR_TRUNC_L4,      /* shorter than its TCP/UDP header */
+	KS_ERR_BAD_TCP_DOFF,  /* TCP data offset < 5 or past the packet */
+	KS_ERR_UDP_FRAME,     /* UDP payload shorter than the 8-byte frame */
+	KS_ERR_UDP_NOT_FIRST, /* retired: never counted since streams (see
 				   * KS_ERR_UDP_MULTI); kept for report v1 */
-	KS_ERR_MIDSTREAM,         /* TCP segment does not begin with a request */
-	KS_ERR_UNKNOWN_CMD,       /* a command keysteer does not know */
-	KS_ERR_TRUNC_REQ,         /* request line or binary header cut short */
-	KS_ERR_BAD_LENGTH,        /* a length field that is not a number or lies */
-	KS_ERR_KEY_TOO_LONG,      /* key longer than 250 bytes */
-	KS_ERR_BAD_KEY,           /* missing/empty key or control byte in it */
-	KS_ERR_TOO_MANY_KEYS,     /* retired: every key of a get counts now;
+	KS_ERR_MIDSTREAM,     /* TCP segment does not begin with a request */
+	KS_ERR_UNKNOWN_CMD,   /* a command keysteer does not know */
+	KS_ERR_TRUNC_REQ,     /* request line or binary header cut short */
+	KS_ERR_BAD_LENGTH,    /* a length field that is not a number or lies */
+	KS_ERR_KEY_TOO_LONG,  /* key longer than 250 bytes */
+	KS_ERR_BAD_KEY,       /* missing/empty key or control byte in it */
+	KS_ERR_TOO_MANY_KEYS, /* retired: every key of a get counts now;
 				   * kept for report v1 */
-	KS_ERR_ITEM_LIMIT,        /* more than KS_MAX_ITEMS commands+keys */
-	KS_ERR_WINDOW,            /* retired: payloads are parsed to their end;
+	KS_ERR_ITEM_LIMIT,    /* more than KS_MAX_ITEMS commands+keys */
+	KS_ERR_WINDOW,        /* retired: payloads are parsed to their end;
 				   * kept for report v1 */
-	KS_ERR_REFUSED,           /* a request memcached refuses (CLIENT_ERROR,
+	KS_ERR_REFUSED,       /* a request memcached refuses (CLIENT_ERROR,
 				   * ERROR): counted here, not as its op */
-	KS_ERR_UDP_MULTI,         /* UDP frame of a multi-datagram request,
+	KS_ERR_UDP_MULTI,     /* UDP frame of a multi-datagram request,
 				   * which memcached does not serve */
 	KS_ERR_MAX,
 };
 
 /* Packet-level counters (map ks_pkts: struct ks_pkt_counters, per CPU). */
 enum ks_pkt_counter {
-	KS_PKT_SEEN = 0,    /* every packet the program ran on */
-	KS_PKT_MEMCACHED,   /* to a watched port with a payload */
+	KS_PKT_SEEN = 0,  /* every packet the program ran on */
+	KS_PKT_MEMCACHED, /* to a watched port with a payload */
 	KS_PKT_TCP,
 	KS_PKT_UDP,
-	KS_PKT_SAMPLED,     /* keys sampled into the sketch */
-	KS_PKT_CAND_INSERT, /* new key taken into the candidate table */
-	KS_PKT_CAND_EVICT,  /* ... by evicting a lighter one */
-	KS_PKT_TRACE_DROP,  /* trace events lost to a full ring buffer */
-	KS_PKT_RING_HIT,    /* sampled keys placed on the ring */
-	KS_PKT_MISDIRECTED, /* ... whose owner is not this host's shard */
-	KS_PKT_HOT_READ,    /* reads of a key in ks_hot */
-	KS_PKT_HOT_WRITE,   /* writes of a key in ks_hot */
-	KS_PKT_STEERED,     /* UDP gets rewritten towards an L1 replica */
+	KS_PKT_SAMPLED,        /* keys sampled into the sketch */
+	KS_PKT_CAND_INSERT,    /* new key taken into the candidate table */
+	KS_PKT_CAND_EVICT,     /* ... by evicting a lighter one */
+	KS_PKT_TRACE_DROP,     /* trace events lost to a full ring buffer */
+	KS_PKT_RING_HIT,       /* sampled keys placed on the ring */
+	KS_PKT_MISDIRECTED,    /* ... whose owner is not this host's shard */
+	KS_PKT_HOT_READ,       /* reads of a key in ks_hot */
+	KS_PKT_HOT_WRITE,      /* writes of a key in ks_hot */
+	KS_PKT_STEERED,        /* UDP gets rewritten towards an L1 replica */
 	KS_PKT_STEER_NO_ROUTE, /* ... kept at the owner: no route/neighbour */
 	/* TCP streams (bpf/ks_flow.bpf.h): where each segment stood */
-	KS_PKT_FLOW_NEW,       /* flows opened by a SYN */
-	KS_PKT_FLOW_END,       /* flows released by FIN or RST */
-	KS_PKT_FLOW_CONT,      /* segments that continued a cut request */
-	KS_PKT_FLOW_DUP,       /* segments wholly retransmitted: skipped */
-	KS_PKT_FLOW_OVERLAP,   /* segments partly retransmitted: overlap skipped */
-	KS_PKT_FLOW_FILL,      /* late segments that began a gap's hole: parsed
+	KS_PKT_FLOW_NEW,     /* flows opened by a SYN */
+	KS_PKT_FLOW_END,     /* flows released by FIN or RST */
+	KS_PKT_FLOW_CONT,    /* segments that continued a cut request */
+	KS_PKT_FLOW_DUP,     /* segments wholly retransmitted: skipped */
+	KS_PKT_FLOW_OVERLAP, /* segments partly retransmitted: overlap skipped */
+	KS_PKT_FLOW_FILL,    /* late segments that began a gap's hole: parsed
 				* from a guessed boundary, counted once */
-	KS_PKT_RESYNC_GAP,     /* resync: bytes missing before the segment */
+	KS_PKT_RESYNC_GAP,   /* resync: bytes missing before the segment */
 	KS_PKT_RESYNC_UNKNOWN, /* resync: flow not seen from its SYN, or evicted */
-	KS_PKT_RESYNC_CARRY,   /* resync: a cut request too long to carry */
-	KS_PKT_RESYNC_LOST,    /* resync: parse state lost (item limit, bad
+	KS_PKT_RESYNC_CARRY, /* resync: a cut request too long to carry */
+	KS_PKT_RESYNC_LOST,  /* resync: parse state lost (item limit, bad
 				* length) */
-	KS_PKT_HOT_DISARM,     /* bytes went by unparsed (a gap, a segment passed
+	KS_PKT_HOT_DISARM,   /* bytes went by unparsed (a gap, a segment passed
 				* over): every armed hot key made dirty */
-	KS_PKT_UDP_FRAG,       /* first IP fragments of a UDP request, parsed */
+	KS_PKT_UDP_FRAG,     /* first IP fragments of a UDP request, parsed */
 	KS_PKT_MAX,
 };
 
@@ -227,16 +229,16 @@ struct ks_misdirect {
 	__u16 sport;
 	__u8 proto;
 	__u8 pad;
-	__u32 owner;    /* the shard the ring gives the key to */
-	__u64 hash;     /* ks_key_hash() of the key */
+	__u32 owner; /* the shard the ring gives the key to */
+	__u64 hash;  /* ks_key_hash() of the key */
 };
 _Static_assert(sizeof(struct ks_misdirect) == 40, "ks_misdirect layout");
 
 /* Candidate slot (map ks_cands, per CPU, KS_CAND_SLOTS entries). */
 struct ks_cand {
-	__u64 hash;   /* ks_key_hash() of the key; 0 = empty slot */
-	__u32 seq;    /* interval in which count was last raised */
-	__u32 count;  /* sketch estimate (sampled keys) when last seen */
+	__u64 hash;  /* ks_key_hash() of the key; 0 = empty slot */
+	__u32 seq;   /* interval in which count was last raised */
+	__u32 count; /* sketch estimate (sampled keys) when last seen */
 	__u16 len;
 	__u8 pad[6];
 	__u8 key[KS_KEY_BUF];
@@ -247,11 +249,11 @@ _Static_assert(sizeof(struct ks_cand) == 280, "ks_cand layout");
 struct ks_event {
 	__u64 ts_ns;
 	__u64 hash;
-	__u8 saddr[16];  /* IPv4 as ::ffff:a.b.c.d */
-	__u16 sport;     /* host order */
+	__u8 saddr[16]; /* IPv4 as ::ffff:a.b.c.d */
+	__u16 sport;    /* host order */
 	__u8 op;
 	__u8 cls;
-	__u8 proto;      /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 proto; /* IPPROTO_TCP or IPPROTO_UDP */
 	__u8 pad;
 	__u16 len;
 	__u8 key[KS_KEY_BUF];
@@ -267,8 +269,8 @@ struct ks_top_entry {
 	__u64 hash;
 	__u64 reads_mps;
 	__u64 writes_mps;
-	__u64 err_mps;     /* +/- bound on reads+writes, milli-per-second */
-	__u32 share_ppm;   /* share of all requests, parts per million */
+	__u64 err_mps;   /* +/- bound on reads+writes, milli-per-second */
+	__u32 share_ppm; /* share of all requests, parts per million */
 	__u16 len;
 	__u8 pad[2];
 	__u8 key[KS_KEY_BUF];
@@ -277,17 +279,17 @@ _Static_assert(sizeof(struct ks_top_entry) == 296, "ks_top_entry layout");
 
 struct ks_report {
 	struct bpf_spin_lock lock;
-	__u32 version;      /* KS_REPORT_VERSION */
+	__u32 version; /* KS_REPORT_VERSION */
 	__u32 agent_pid;
 	__u32 sample_n;
 	__u32 interval_ms;
 	__u32 seq;
 	__u32 n_top;
-	__u32 xdp_mode;     /* 1 native XDP, 2 generic XDP, 3 tc ingress */
+	__u32 xdp_mode; /* 1 native XDP, 2 generic XDP, 3 tc ingress */
 	__u32 pad;
-	__u64 start_ns;     /* CLOCK_REALTIME ns when the agent started */
-	__u64 updated_ns;   /* CLOCK_REALTIME ns of the last interval */
-	__u64 elapsed_ns;   /* length of the last interval */
+	__u64 start_ns;   /* CLOCK_REALTIME ns when the agent started */
+	__u64 updated_ns; /* CLOCK_REALTIME ns of the last interval */
+	__u64 elapsed_ns; /* length of the last interval */
 	__u64 class_req_mps[KS_CLASS_MAX];
 	__u64 class_key_mps[KS_CLASS_MAX];
 	__u64 class_byte_mps[KS_CLASS_MAX];
@@ -303,9 +305,9 @@ struct ks_report {
  * 250-byte key costs 32 multiplies; bytes past len in the last word are
  * masked off, so callers need not zero-pad.
  */
-#define KS_HASH_SEED  0x9e3779b97f4a7c15ULL
-#define KS_HASH_MUL   0xff51afd7ed558ccdULL
-#define KS_HASH_MUL2  0xc4ceb9fe1a85ec53ULL
+#define KS_HASH_SEED 0x9e3779b97f4a7c15ULL
+#define KS_HASH_MUL  0xff51afd7ed558ccdULL
+#define KS_HASH_MUL2 0xc4ceb9fe1a85ec53ULL
 
 static inline __u64 ks_hash_fmix(__u64 h)
 {
@@ -379,7 +381,7 @@ static inline __u32 ks_cand_bucket(__u64 hash)
 /* Reads of an armed key follow a schedule of copies, round robin: the
  * agent sets each copy's share in 1/KS_STEER_SCHED steps (the owner's may
  * be 0), and the datapath needs no division. */
-#define KS_STEER_SCHED  64
+#define KS_STEER_SCHED 64
 
 static inline __u32 ks_hot_bucket(__u64 hash)
 {
@@ -400,17 +402,18 @@ struct ks_hot_slot {
 	__u64 write_seq;     /* datapath: +1 per write of the key (atomic) */
 	__u64 last_write_ns; /* datapath: bpf_ktime_get_ns() of the last */
 	__u32 ncopies;       /* agent: owner + replicas, 1..KS_MAX_COPIES */
-	__u8 replica[KS_MAX_COPIES - 1]; /* agent: ks_replicas index of copy i+1 */
-	__u8 flags;          /* enum ks_hot_flag */
+	__u8 replica[KS_MAX_COPIES -
+		     1]; /* agent: ks_replicas index of copy i+1 */
+	__u8 flags;      /* enum ks_hot_flag */
 	__u32 pad0;
 	__u8 sched[KS_STEER_SCHED]; /* agent: copy per turn, 0 = the owner */
 	/* the agent's view, for 'agent report' in other processes */
-	__u64 reads_mps;     /* smoothed estimate, milli-per-second */
+	__u64 reads_mps; /* smoothed estimate, milli-per-second */
 	__u64 writes_mps;
-	__u64 steered_mps;   /* reads steered to replicas in the last interval */
-	__u64 tcp_mps;       /* TCP reads of the key in the last interval */
-	__u32 copies;        /* the table's decision (may exceed ncopies) */
-	__u32 subkeys;       /* salted-counter sub-keys for a write-hot key */
+	__u64 steered_mps; /* reads steered to replicas in the last interval */
+	__u64 tcp_mps;     /* TCP reads of the key in the last interval */
+	__u32 copies;      /* the table's decision (may exceed ncopies) */
+	__u32 subkeys;     /* salted-counter sub-keys for a write-hot key */
 	__u16 len;
 	__u8 pad[6];
 	__u8 key[KS_KEY_BUF];
@@ -419,7 +422,7 @@ _Static_assert(sizeof(struct ks_hot_slot) == 424, "ks_hot_slot layout");
 
 /* Per-CPU counters of a hot slot (map ks_hot_stats, KS_HOT_SLOTS). */
 struct ks_hot_stats {
-	__u64 reads;     /* read keys, any protocol */
+	__u64 reads; /* read keys, any protocol */
 	__u64 writes;
 	__u64 steered;   /* UDP gets sent to a replica */
 	__u64 tcp_reads; /* TCP reads: a connection cannot move */
@@ -431,8 +434,8 @@ _Static_assert(sizeof(struct ks_hot_stats) == 48, "ks_hot_stats layout");
 
 /* An L1 replica (map ks_replicas, KS_MAX_REPLICAS entries). */
 struct ks_replica {
-	__u32 addr;        /* IPv4, network order; 0 = unused */
-	__u16 port;        /* network order */
+	__u32 addr; /* IPv4, network order; 0 = unused */
+	__u16 port; /* network order */
 	__u16 pad;
 	__u64 steered_mps; /* agent: reads steered here, last interval */
 };
@@ -457,14 +460,15 @@ _Static_assert(sizeof(struct ks_hot_event) == 24, "ks_hot_event layout");
  * little for being followed. A full bucket evicts its least recently used
  * way: that flow resynchronises, counted (docs/streams.md).
  */
-#define KS_FLOW_WAYS    8
-#define KS_FLOW_BUCKETS (1 << 17) /* 1,048,576 ways in 40 MiB: at 262,144
+#define KS_FLOW_WAYS 8
+#define KS_FLOW_BUCKETS                                                        \
+	(1 << 17) /* 1,048,576 ways in 40 MiB: at 262,144
 				   * flows 1 in 7,000 finds its bucket full */
 /* A request cut by a segment boundary before its key or line could be
  * read whole keeps up to this many bytes (map ks_carry, by flow id): a
  * text line with a 250-byte key, or a binary header, extras and key. */
-#define KS_CARRY        512
-#define KS_CARRY_FLOWS  16384 /* flows holding cut bytes at one time */
+#define KS_CARRY       512
+#define KS_CARRY_FLOWS 16384 /* flows holding cut bytes at one time */
 
 /* Where a stream stands between two segments (struct ks_flow.mode). */
 enum ks_flow_mode {

@@ -12,10 +12,10 @@
 #define ETH_P_8021AD 0x88A8
 #define ETH_ALEN     6
 
-#define IP_MF        0x2000
-#define IP_OFFSET    0x1FFF
+#define IP_MF     0x2000
+#define IP_OFFSET 0x1FFF
 
-#define TC_ACT_OK    0
+#define TC_ACT_OK     0
 #define TC_ACT_UNSPEC (-1)
 
 /* IPv6 extension headers keysteer walks through. */

@@ -18,7 +18,7 @@
 #include "ks_parse_mc.bpf.h"
 
 #define KS_FAST_KEY 32
-#define KS_FAST_MIN 10                   /* "get " + 4-byte key + "\r\n" */
+#define KS_FAST_MIN 10 /* "get " + 4-byte key + "\r\n" */
 #define KS_FAST_MAX (4 + KS_FAST_KEY + 2)
 
 /* Low n (< 8) bytes of a word. */

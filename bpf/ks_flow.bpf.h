@@ -46,9 +46,8 @@ struct {
  * the one used longest ago (an eviction: that flow resynchronises when it
  * sends again). *found tells which.
  */
-static __always_inline struct ks_flow *ks_flow_way(__u32 b, __u64 id,
-						   __u16 now, bool *found,
-						   __u32 *way)
+static __always_inline struct ks_flow *ks_flow_way(__u32 b, __u64 id, __u16 now,
+						   bool *found, __u32 *way)
 {
 	struct ks_flow_bucket *bk;
 	__u32 w, victim = 0;
@@ -233,7 +232,8 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 	plen = l4->payload_len;
 	flags = l4->tcp_flags;
 	s->flow_bucket = ks_flow_bucket(id);
-	f = ks_flow_way(s->flow_bucket, id, (__u16)s->seq, &found, &s->flow_way);
+	f = ks_flow_way(s->flow_bucket, id, (__u16)s->seq, &found,
+			&s->flow_way);
 	if (!f)
 		return -1;
 	if (flags & KS_TCP_RST) {
@@ -284,8 +284,7 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 	} else if (d < 0) {
 		/* any bytes of the hole, wherever they begin: memcached
 		 * applies the writes in them only now */
-		if (f->gap_lo != f->gap_hi &&
-		    (__s32)(seq - f->gap_hi) < 0 &&
+		if (f->gap_lo != f->gap_hi && (__s32)(seq - f->gap_hi) < 0 &&
 		    (__s32)(seq + plen - f->gap_lo) > 0 && seq != f->gap_lo)
 			ks_disarm_all(s);
 		if (seq == f->gap_lo && f->gap_lo != f->gap_hi) {
@@ -295,8 +294,8 @@ __noinline int ks_flow_segment(struct ks_scratch *s, const struct ks_l4 *l4)
 			 * acknowledged only now */
 			ks_count_pkt(KS_PKT_FLOW_FILL);
 			s->seg_save = 0;
-			s->seg_limit = f->gap_hi - seq < plen ?
-					       f->gap_hi - seq : plen;
+			s->seg_limit = f->gap_hi - seq < plen ? f->gap_hi - seq
+							      : plen;
 			f->gap_lo = seq + s->seg_limit;
 			if (f->gap_lo == f->gap_hi)
 				f->gap_lo = f->gap_hi = f->next_seq;

@@ -37,11 +37,11 @@
 #define KS_MD5_H(x, y, z) ((x) ^ (y) ^ (z))
 #define KS_MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
 /* One of the 64 steps: a = b + ((a + fn(b,c,d) + word + k) <<< s). */
-#define KS_MD5_STEP(fn, a, b, c, d, w, s, k)                      \
-	do {                                                      \
-		(a) += fn((b), (c), (d)) + (w) + (__u32)(k);      \
-		(a) = KS_MD5_ROTL((a), (s));                      \
-		(a) += (b);                                       \
+#define KS_MD5_STEP(fn, a, b, c, d, w, s, k)                                   \
+	do {                                                                   \
+		(a) += fn((b), (c), (d)) + (w) + (__u32)(k);                   \
+		(a) = KS_MD5_ROTL((a), (s));                                   \
+		(a) += (b);                                                    \
 	} while (0)
 
 static inline void ks_md5_init(__u32 st[4])
@@ -156,9 +156,9 @@ static inline __u32 ks_md5_key_word(const __u64 *key, __u32 len, __u32 off)
 
 	if (off < KS_KEY_BUF) /* off is a constant per step of the walk */
 		raw = key[(off >> 3) & (KS_KEY_WORDS - 1)] >> ((off & 4) * 8);
-	neg = d >> 63;                /* -1 when the key ended before off */
+	neg = d >> 63; /* -1 when the key ended before off */
 	KS_OPAQUE(neg);
-	c = (__u64)(d & ~neg);        /* max(d, 0) */
+	c = (__u64)(d & ~neg); /* max(d, 0) */
 	over = (__s64)c - 4;
 	KS_OPAQUE(over);
 	c = 4 + (__u64)(over & (over >> 63)); /* min(max(d, 0), 4) */

@@ -14,14 +14,14 @@
 
 #include "ks_sample.bpf.h"
 
-#define KS_BYTE(s, pos) ((s)->win[(pos) & KS_WIN_MASK])
+#define KS_BYTE(s, pos) ((s)->win[(pos)&KS_WIN_MASK])
 
 /* Little-endian constants for matching command words in a loaded word. */
-#define KS_S2(a, b) ((__u64)(a) | (__u64)(b) << 8)
-#define KS_S4(a, b, c, d) (KS_S2(a, b) | KS_S2(c, d) << 16)
-#define KS_W3(a, b, c) (KS_S2(a, b) | (__u64)(c) << 16)
-#define KS_W5(a, b, c, d, e) (KS_S4(a, b, c, d) | (__u64)(e) << 32)
-#define KS_W6(a, b, c, d, e, f) (KS_W5(a, b, c, d, e) | (__u64)(f) << 40)
+#define KS_S2(a, b)                ((__u64)(a) | (__u64)(b) << 8)
+#define KS_S4(a, b, c, d)          (KS_S2(a, b) | KS_S2(c, d) << 16)
+#define KS_W3(a, b, c)             (KS_S2(a, b) | (__u64)(c) << 16)
+#define KS_W5(a, b, c, d, e)       (KS_S4(a, b, c, d) | (__u64)(e) << 32)
+#define KS_W6(a, b, c, d, e, f)    (KS_W5(a, b, c, d, e) | (__u64)(f) << 40)
 #define KS_W7(a, b, c, d, e, f, g) (KS_W6(a, b, c, d, e, f) | (__u64)(g) << 48)
 
 #define KS_ONES  0x0101010101010101ULL
@@ -215,8 +215,9 @@ __noinline int ks_mc_number(struct ks_scratch *s, __u32 pos)
 			 * range check, so 4294967301 is a length of 5;
 			 * negative or above INT_MAX - 2 is refused */
 			v32 = (__s32)(__u32)v;
-			return v32 < 0 || v32 > 0x7ffffffd ?
-				       KS_NEG(KS_ERR_BAD_LENGTH) : v32;
+			return v32 < 0 || v32 > 0x7ffffffd
+				       ? KS_NEG(KS_ERR_BAD_LENGTH)
+				       : v32;
 		}
 		/* past LONG_MAX strtol says ERANGE, which is refused */
 		if (v > 922337203685477580ULL ||
@@ -471,8 +472,8 @@ __noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op)
 			if ((int)nt < 0)
 				return ks_cut(s, s->req_start);
 			if (ks_mc_at_eol(s, p) > 0 ||
-			    !(i ? ks_mc_is_int(s, p, nt - p) :
-				  ks_mc_is_uint(s, p, nt - p, 10)))
+			    !(i ? ks_mc_is_int(s, p, nt - p)
+				: ks_mc_is_uint(s, p, nt - p, 10)))
 				return ks_mc_refuse(s, KS_ERR_REFUSED);
 			p = nt;
 		}
@@ -487,7 +488,8 @@ __noinline int ks_mc_storage(struct ks_scratch *s, __u32 pos, __u32 op)
 		want = op == KS_OP_CAS;
 		nt = s->ntok;
 		if (nt < want || nt > want + 1 ||
-		    (want && !ks_mc_is_uint(s, s->tok_pos[0], s->tok_len[0], 20)))
+		    (want &&
+		     !ks_mc_is_uint(s, s->tok_pos[0], s->tok_len[0], 20)))
 			return ks_mc_refuse(s, KS_ERR_REFUSED);
 	}
 	len = s->eol - s->req_start + bytes + 2;
@@ -531,7 +533,8 @@ __noinline int ks_mc_one_key(struct ks_scratch *s, __u32 pos, __u32 op)
 		z0 = nt >= 1 && l0 == 1 && KS_BYTE(s, a0) == '0';
 		n0 = nt >= 1 && ks_mc_is_noreply(s, a0, l0);
 		n1 = nt >= 2 && ks_mc_is_noreply(s, a1, l1);
-		ok = nt == 0 || (nt == 1 && (z0 || n0)) || (nt == 2 && z0 && n1);
+		ok = nt == 0 || (nt == 1 && (z0 || n0)) ||
+		     (nt == 2 && z0 && n1);
 		break;
 	case KS_OP_INCR:
 	case KS_OP_DECR:
@@ -656,27 +659,41 @@ __noinline int ks_mc_key_list(struct ks_scratch *s)
 static __always_inline __u32 ks_bin_op(__u8 opcode)
 {
 	switch (opcode) {
-	case 0x00: case 0x09: case 0x0c: case 0x0d: /* get getq getk getkq */
+	case 0x00:
+	case 0x09:
+	case 0x0c:
+	case 0x0d: /* get getq getk getkq */
 		return KS_OP_GET;
-	case 0x01: case 0x11:
+	case 0x01:
+	case 0x11:
 		return KS_OP_SET;
-	case 0x02: case 0x12:
+	case 0x02:
+	case 0x12:
 		return KS_OP_ADD;
-	case 0x03: case 0x13:
+	case 0x03:
+	case 0x13:
 		return KS_OP_REPLACE;
-	case 0x04: case 0x14:
+	case 0x04:
+	case 0x14:
 		return KS_OP_DELETE;
-	case 0x05: case 0x15:
+	case 0x05:
+	case 0x15:
 		return KS_OP_INCR;
-	case 0x06: case 0x16:
+	case 0x06:
+	case 0x16:
 		return KS_OP_DECR;
-	case 0x0e: case 0x19:
+	case 0x0e:
+	case 0x19:
 		return KS_OP_APPEND;
-	case 0x0f: case 0x1a:
+	case 0x0f:
+	case 0x1a:
 		return KS_OP_PREPEND;
 	case 0x1c:
 		return KS_OP_TOUCH;
-	case 0x1d: case 0x1e: case 0x23: case 0x24: /* gat gatq gatk gatkq */
+	case 0x1d:
+	case 0x1e:
+	case 0x23:
+	case 0x24: /* gat gatq gatk gatkq */
 		return KS_OP_GAT;
 	default: /* quit, flush, noop, version, stat, verbosity, sasl, ... */
 		return KS_OP_OTHER;
@@ -727,7 +744,6 @@ struct ks_cmd {
 	__u32 len; /* bytes of the word; the key parse skips the spaces */
 };
 
-
 /*
  * w holds the first 8 bytes of the request; n is the length of its first
  * word (the bytes before the first byte <= 0x20). A word must be followed
@@ -738,29 +754,44 @@ static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
 	switch (n) {
 	case 2:
 		switch (word) {
-		case KS_S2('m', 'g'): return KS_OP_MG;
-		case KS_S2('m', 's'): return KS_OP_MS;
-		case KS_S2('m', 'd'): return KS_OP_MD;
-		case KS_S2('m', 'a'): return KS_OP_MA;
-		case KS_S2('m', 'e'): return KS_OP_ME;
-		case KS_S2('m', 'n'): return KS_OP_MN;
+		case KS_S2('m', 'g'):
+			return KS_OP_MG;
+		case KS_S2('m', 's'):
+			return KS_OP_MS;
+		case KS_S2('m', 'd'):
+			return KS_OP_MD;
+		case KS_S2('m', 'a'):
+			return KS_OP_MA;
+		case KS_S2('m', 'e'):
+			return KS_OP_ME;
+		case KS_S2('m', 'n'):
+			return KS_OP_MN;
 		}
 		break;
 	case 3:
 		switch (word) {
-		case KS_W3('g', 'e', 't'): return KS_OP_GET;
-		case KS_W3('g', 'a', 't'): return KS_OP_GAT;
-		case KS_W3('s', 'e', 't'): return KS_OP_SET;
-		case KS_W3('a', 'd', 'd'): return KS_OP_ADD;
-		case KS_W3('c', 'a', 's'): return KS_OP_CAS;
+		case KS_W3('g', 'e', 't'):
+			return KS_OP_GET;
+		case KS_W3('g', 'a', 't'):
+			return KS_OP_GAT;
+		case KS_W3('s', 'e', 't'):
+			return KS_OP_SET;
+		case KS_W3('a', 'd', 'd'):
+			return KS_OP_ADD;
+		case KS_W3('c', 'a', 's'):
+			return KS_OP_CAS;
 		}
 		break;
 	case 4:
 		switch (word) {
-		case KS_S4('g', 'e', 't', 's'): return KS_OP_GETS;
-		case KS_S4('g', 'a', 't', 's'): return KS_OP_GATS;
-		case KS_S4('i', 'n', 'c', 'r'): return KS_OP_INCR;
-		case KS_S4('d', 'e', 'c', 'r'): return KS_OP_DECR;
+		case KS_S4('g', 'e', 't', 's'):
+			return KS_OP_GETS;
+		case KS_S4('g', 'a', 't', 's'):
+			return KS_OP_GATS;
+		case KS_S4('i', 'n', 'c', 'r'):
+			return KS_OP_INCR;
+		case KS_S4('d', 'e', 'c', 'r'):
+			return KS_OP_DECR;
 		}
 		break;
 	case 5:
@@ -820,7 +851,7 @@ static __always_inline __u32 ks_mc_word_op(__u64 word, __u32 n)
  */
 static __always_inline __u32 ks_mc_long_word(__u64 w, __u64 *tail)
 {
-#define KS_W8(a, b, c, d, e, f, g, h) \
+#define KS_W8(a, b, c, d, e, f, g, h)                                          \
 	(KS_W7(a, b, c, d, e, f, g) | (__u64)(h) << 56)
 	switch (w) {
 	case KS_W8('v', 'e', 'r', 'b', 'o', 's', 'i', 't'): /* verbosity */
@@ -862,7 +893,8 @@ static __always_inline struct ks_cmd ks_mc_match(__u64 w, __u32 avail)
 	if (!m)
 		return cmd; /* len 0: the token goes on past these 8 bytes */
 	n = ks_first_flagged(m);
-	if (n && (__u8)(w >> (n * 8)) == '\n' && (__u8)(w >> (n * 8 - 8)) == '\r')
+	if (n && (__u8)(w >> (n * 8)) == '\n' &&
+	    (__u8)(w >> (n * 8 - 8)) == '\r')
 		n--;
 	if (n == 0)
 		return cmd;
@@ -911,7 +943,8 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 				cmd.len--;
 			if (cmd.len <= 8)
 				cmd.op = ks_mc_word_op(
-					ks_mc_word_at(s, pos, cmd.len), cmd.len);
+					ks_mc_word_at(s, pos, cmd.len),
+					cmd.len);
 			else if (cmd.len == ks_mc_long_word(w, &tail) &&
 				 ks_mc_word_at(s, pos + 8, cmd.len - 8) == tail)
 				cmd.op = KS_OP_OTHER;
@@ -919,8 +952,8 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 	}
 	if (cmd.op == KS_OP_MAX) {
 		/* A word cut by the end of what we have: a split request. */
-		if (avail < 8 && !(ks_mask_token_end(w) &
-				   ((1ULL << (avail * 8)) - 1)))
+		if (avail < 8 &&
+		    !(ks_mask_token_end(w) & ((1ULL << (avail * 8)) - 1)))
 			return ks_cut(s, s->req_start);
 
 		/* Where the stream's position is a guess, a segment may begin
@@ -960,9 +993,10 @@ __noinline int ks_mc_command(struct ks_scratch *s)
 		return ks_mc_storage(s, pos, cmd.op);
 	case KS_OP_MN:
 	case KS_OP_OTHER:
-		return ks_mc_no_key(s, pos, cmd.op,
-				    cmd.len == 5 && (w & 0xffffffffffULL) ==
-				    KS_W5('s', 't', 'a', 't', 's'));
+		return ks_mc_no_key(
+			s, pos, cmd.op,
+			cmd.len == 5 && (w & 0xffffffffffULL) ==
+						KS_W5('s', 't', 'a', 't', 's'));
 	default:
 		return ks_mc_one_key(s, pos, cmd.op);
 	}
@@ -981,8 +1015,8 @@ __noinline int ks_mc_parse(struct ks_scratch *s)
 		return KS_STEP_LOST;
 	for (i = 0; i < KS_MAX_ITEMS; i++) {
 		if (s->off >= s->end)
-			return s->state == KS_ST_COMMAND ? KS_STEP_DONE :
-							   ks_cut(s, s->end);
+			return s->state == KS_ST_COMMAND ? KS_STEP_DONE
+							 : ks_cut(s, s->end);
 		if (s->state == KS_ST_KEYS)
 			r = ks_mc_key_list(s);
 		else if (s->state == KS_ST_LINE)

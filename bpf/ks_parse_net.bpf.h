@@ -13,7 +13,7 @@
 
 struct ks_cursor {
 	void *pos;
-	void *end;       /* end of what direct access may read */
+	void *end; /* end of what direct access may read */
 	void *start;
 	__u32 frame_len; /* whole frame; more than end - start for a paged skb */
 };
@@ -34,15 +34,15 @@ struct ks_l4 {
 	__u16 sport;       /* host order */
 	__u16 dport;
 	__u8 proto;
-	__u8 tcp_flags;    /* TCP: FIN, SYN, RST, ... as in the header */
-	__u8 frag;         /* first fragment of a fragmented datagram */
+	__u8 tcp_flags; /* TCP: FIN, SYN, RST, ... as in the header */
+	__u8 frag;      /* first fragment of a fragmented datagram */
 	__u8 pad;
-	__u64 saddr[2];    /* IPv4 mapped as ::ffff:a.b.c.d */
+	__u64 saddr[2]; /* IPv4 mapped as ::ffff:a.b.c.d */
 	__u64 daddr[2];
 };
 
-#define KS_NEG(reason) (-(int)(reason) - 1)
-#define KS_REASON(neg) ((__u32)(-(neg) - 1))
+#define KS_NEG(reason) (-(int)(reason)-1)
+#define KS_REASON(neg) ((__u32)(-(neg)-1))
 
 static __always_inline int ks_parse_eth(struct ks_cursor *c)
 {

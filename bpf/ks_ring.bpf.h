@@ -141,8 +141,10 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	if (!h || h->meta.nshards == 0)
 		return 0;
 	/* one shard owns every key: no hash needed (an MD5 is ~180 ns) */
-	owner = h->meta.nshards == 1 ?
-		0 : ks_ring_owner(h, ks_ring_hash(s, s->ring_len, h->meta.dist));
+	owner = h->meta.nshards == 1
+			? 0
+			: ks_ring_owner(h, ks_ring_hash(s, s->ring_len,
+							h->meta.dist));
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;

@@ -26,17 +26,17 @@
 #include "ks_hash.h"
 
 #define KS_MAX_SHARDS            1024
-#define KS_RING_POINTS_PER_SHARD 160  /* ketama's 40 digests x 4 points */
+#define KS_RING_POINTS_PER_SHARD 160 /* ketama's 40 digests x 4 points */
 #define KS_RING_MAX_POINTS       (KS_RING_POINTS_PER_SHARD * KS_MAX_SHARDS)
 #define KS_RING_HALVES           2
 #define KS_VNODES_DEFAULT        160
 #define KS_NO_SHARD              0xffffffffU
 /* ceil(log2(KS_RING_MAX_POINTS + 1)): halving a range of up to 163840
  * points this many times leaves it empty. */
-#define KS_RING_SEARCH_STEPS     18
+#define KS_RING_SEARCH_STEPS 18
 /* The index: one bucket per value of the hash's top 16 bits. */
-#define KS_RING_BUCKET_SHIFT     16
-#define KS_RING_BUCKETS          (1U << (32 - KS_RING_BUCKET_SHIFT))
+#define KS_RING_BUCKET_SHIFT 16
+#define KS_RING_BUCKETS      (1U << (32 - KS_RING_BUCKET_SHIFT))
 
 _Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
 	       "search steps too few for the ring size");

@@ -20,7 +20,8 @@
  */
 static __always_inline __u64 ks_win_word(struct ks_scratch *s, __u32 pos)
 {
-	return *(__u64 *)__builtin_assume_aligned(&s->win[pos & KS_WIN_MASK], 8);
+	return *(__u64 *)__builtin_assume_aligned(&s->win[pos & KS_WIN_MASK],
+						  8);
 }
 
 /*
@@ -193,8 +194,7 @@ static __always_inline void ks_key_record(struct ks_scratch *s, __u64 hash,
  * A key in s->key that is due for sampling, or looked up in the hot table,
  * or both: hashed once for either.
  */
-__noinline int ks_key_take(struct ks_scratch *s, __u32 len, __u32 op,
-			   __u32 due)
+__noinline int ks_key_take(struct ks_scratch *s, __u32 len, __u32 op, __u32 due)
 {
 	__u64 hash;
 

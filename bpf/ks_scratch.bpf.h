@@ -48,8 +48,8 @@ struct ks_scratch {
 	/* a window holds at most KS_WIN bytes, cut ones first; the extra
 	 * KS_CARRY lets the verifier see a load after them stay inside */
 	__u8 win[KS_WIN + KS_CARRY + KS_WIN_SLACK];
-	struct ks_carry ctmp;    /* cut bytes on their way to ks_carry */
-	__u32 md5_x[16];         /* MD5 block of the ring's key hash */
+	struct ks_carry ctmp; /* cut bytes on their way to ks_carry */
+	__u32 md5_x[16];      /* MD5 block of the ring's key hash */
 	__u32 md5_st[4];
 	__u64 ring_hash; /* a sampled key waiting for ks_ring_place() */
 	__u32 ring_len;
@@ -71,38 +71,38 @@ struct ks_scratch {
 	__u32 pend_op;   /* ... its op, keys and bytes */
 	__u32 pend_keys;
 	__u32 pend_len;
-	__u32 cut;       /* KS_STEP_CUT: first byte of the unfinished unit */
-	__u32 skip_to;   /* KS_STEP_SKIP: where the next request begins */
-	__u32 resync;    /* the window's start is a guess: it must begin
+	__u32 cut;         /* KS_STEP_CUT: first byte of the unfinished unit */
+	__u32 skip_to;     /* KS_STEP_SKIP: where the next request begins */
+	__u32 resync;      /* the window's start is a guess: it must begin
 			  * with a request, or it is midstream */
-	__u32 seg_start; /* ks_flow_segment(): first payload byte to parse */
-	__u32 seg_limit; /* ... and the byte after the last */
-	__u32 seg_save;  /* ... whether the flow's state moves on with it */
-	__u32 seg_flow;  /* ... whether the segment has a flow entry */
-	__u32 seg_fast;  /* ... whether it begins at a request boundary */
-	__u32 seg_done;  /* ... whether it needs no parse (inside a block) */
-	__u64 flow_id;   /* ks_flow_id() of the segment's connection */
+	__u32 seg_start;   /* ks_flow_segment(): first payload byte to parse */
+	__u32 seg_limit;   /* ... and the byte after the last */
+	__u32 seg_save;    /* ... whether the flow's state moves on with it */
+	__u32 seg_flow;    /* ... whether the segment has a flow entry */
+	__u32 seg_fast;    /* ... whether it begins at a request boundary */
+	__u32 seg_done;    /* ... whether it needs no parse (inside a block) */
+	__u64 flow_id;     /* ks_flow_id() of the segment's connection */
 	__u32 flow_bucket; /* ... and where the flow is in ks_flows */
 	__u32 flow_way;
-	__u32 nreq;      /* requests recognised in this packet */
-	__u32 tok_end;   /* second result of ks_mc_number() */
-	__u32 ntok;      /* ks_mc_tokens(): tokens before the line end */
+	__u32 nreq;       /* requests recognised in this packet */
+	__u32 tok_end;    /* second result of ks_mc_number() */
+	__u32 ntok;       /* ks_mc_tokens(): tokens before the line end */
 	__u32 tok_pos[2]; /* ... where the first two begin */
 	__u32 tok_len[2];
-	__u32 eol;       /* ... the byte after the line's '\n' */
-	__u32 key_pos;   /* last key found by ks_mc_key_span() */
+	__u32 eol;     /* ... the byte after the line's '\n' */
+	__u32 key_pos; /* last key found by ks_mc_key_span() */
 	__u32 key_len;
 	/* copied from ks_config once per packet */
 	__u32 sample_n;
 	__u32 seq;
 	__u32 trace;
-	__u32 ring;      /* active half of ks_ring */
-	__u32 hot;       /* ks_hot has entries: look every key up */
-	__u32 pkt_keys;  /* keys in this packet so far */
+	__u32 ring;       /* active half of ks_ring */
+	__u32 hot;        /* ks_hot has entries: look every key up */
+	__u32 pkt_keys;   /* keys in this packet so far */
 	__u32 steer_slot; /* 1 + ks_hot slot of a lone UDP get, or 0 */
 	/* survive across packets */
-	__u32 countdown; /* keys left until the next sample */
-	__u32 key_words; /* words of key[] the last sampled key used */
+	__u32 countdown;      /* keys left until the next sample */
+	__u32 key_words;      /* words of key[] the last sampled key used */
 	__u32 misdirect_next; /* next ks_misdirect slot */
 };
 

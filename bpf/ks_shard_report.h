@@ -23,34 +23,34 @@
 /* One shard's load in the last interval (and since the ring was pushed). */
 struct ks_shard_rate {
 	char name[KS_SHARD_NAME_LEN]; /* NUL-terminated */
-	__u64 reads_mps;       /* sampled reads x sample_n, per second */
+	__u64 reads_mps;              /* sampled reads x sample_n, per second */
 	__u64 writes_mps;
 	__u64 misdirected_mps; /* keys this host got that the ring gives here */
 	__u64 reads;           /* keys since the push: sampled x sample_n */
 	__u64 writes;
 	__u64 misdirected;
-	__u32 share_ppm;       /* of all keys placed on the ring, ppm */
-	__u32 ratio_milli;     /* reads+writes over the mean shard's, x1000 */
+	__u32 share_ppm;   /* of all keys placed on the ring, ppm */
+	__u32 ratio_milli; /* reads+writes over the mean shard's, x1000 */
 };
 _Static_assert(sizeof(struct ks_shard_rate) == 120, "ks_shard_rate layout");
 
 struct ks_shard_report {
 	struct bpf_spin_lock lock;
-	__u32 version;       /* KS_SHARD_REPORT_VERSION; 0: nothing published */
-	__u32 nshards;       /* 0: the agent runs without a ring */
-	__u32 dist;          /* enum ks_dist */
-	__u32 self;          /* the shard this host serves, or KS_NO_SHARD */
-	__u32 busiest;       /* index, or KS_NO_SHARD when no key was placed */
-	__u32 seq;           /* interval the rates belong to (ks_report.seq) */
+	__u32 version; /* KS_SHARD_REPORT_VERSION; 0: nothing published */
+	__u32 nshards; /* 0: the agent runs without a ring */
+	__u32 dist;    /* enum ks_dist */
+	__u32 self;    /* the shard this host serves, or KS_NO_SHARD */
+	__u32 busiest; /* index, or KS_NO_SHARD when no key was placed */
+	__u32 seq;     /* interval the rates belong to (ks_report.seq) */
 	__u32 sample_n;
 	__u32 reload_errors; /* failed reloads since the agent started */
 	__u32 pad;
-	__u64 ring_version;  /* meta.version of the active ring half */
-	__u64 digest;        /* meta.digest of it */
+	__u64 ring_version;   /* meta.version of the active ring half */
+	__u64 digest;         /* meta.digest of it */
 	__u64 pushed_mono_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) of the push */
 	__u64 pushed_real_ns; /* CLOCK_REALTIME of the push */
-	__u64 elapsed_ns;    /* the interval the rates cover; 0 before the first */
-	__u64 hits_mps;      /* every key placed on the ring, per second */
+	__u64 elapsed_ns; /* the interval the rates cover; 0 before the first */
+	__u64 hits_mps;   /* every key placed on the ring, per second */
 	__u64 reload_err_real_ns; /* CLOCK_REALTIME of the last failed reload */
 	char source[KS_RING_SOURCE_LEN];
 	char reload_err[KS_RELOAD_ERR_LEN]; /* why it failed; "" if none */

@@ -31,12 +31,12 @@ static __always_inline __u16 ks_csum_fold(__u32 sum)
  * (as two 16-bit words) and a 16-bit one. The sum does not care about byte
  * order as long as fields and checksum are taken as stored.
  */
-static __always_inline __u16 ks_csum_replace(__u16 check, __u32 from,
-					     __u32 to, __u16 from16, __u16 to16)
+static __always_inline __u16 ks_csum_replace(__u16 check, __u32 from, __u32 to,
+					     __u16 from16, __u16 to16)
 {
 	__u32 sum = (__u16)~check;
 
-	sum += (__u16)~(from & 0xffff) + (__u16)~(from >> 16);
+	sum += (__u16) ~(from & 0xffff) + (__u16) ~(from >> 16);
 	sum += (to & 0xffff) + (to >> 16);
 	sum += (__u16)~from16 + to16;
 	return ~ks_csum_fold(sum);

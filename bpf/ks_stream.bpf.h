@@ -26,8 +26,8 @@
 static __always_inline long ks_ctx_load(void *ctx, __u32 off, void *dst,
 					__u32 len, const bool is_xdp)
 {
-	return is_xdp ? bpf_xdp_load_bytes(ctx, off, dst, len) :
-			bpf_skb_load_bytes(ctx, off, dst, len);
+	return is_xdp ? bpf_xdp_load_bytes(ctx, off, dst, len)
+		      : bpf_skb_load_bytes(ctx, off, dst, len);
 }
 
 /* The flow's cut bytes to the front of the window; their length, or -1. */
@@ -65,8 +65,9 @@ __noinline int ks_carry_save(struct ks_scratch *s, __u64 id, __u32 from)
 			break;
 		*(__u64 *)&s->ctmp.b[i * 8] = ks_win_word(s, from + i * 8);
 	}
-	return bpf_map_update_elem(&ks_carry, &id, &s->ctmp, BPF_ANY) ? -1 :
-									(int)len;
+	return bpf_map_update_elem(&ks_carry, &id, &s->ctmp, BPF_ANY)
+		       ? -1
+		       : (int)len;
 }
 
 /* The data block of the request waiting on it is through: count it. */
@@ -159,7 +160,6 @@ static __always_inline long ks_window(void *ctx, struct ks_scratch *s,
 	return 1;
 }
 
-
 /* Global, so the verifier checks a window once, with no assumption about
  * the walk it is part of, and not once per window of a 64 KiB aggregate. */
 __noinline int ks_window_xdp(struct xdp_md *ctx, struct ks_scratch *s,
@@ -184,11 +184,12 @@ __noinline int ks_window_tc(struct __sk_buff *ctx, struct ks_scratch *s,
  * starts from and, when s->seg_save, leaves its own in.
  */
 static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
-				      const struct ks_l4 *l4,
-				      struct ks_flow *f, const bool is_xdp)
+				      const struct ks_l4 *l4, struct ks_flow *f,
+				      const bool is_xdp)
 {
 	struct ks_walk w = { .payload_off = l4->payload_off,
-			     .pos = s->seg_start, .limit = s->seg_limit };
+			     .pos = s->seg_start,
+			     .limit = s->seg_limit };
 	bool save = f && s->seg_save;
 	long n;
 	int r;
@@ -236,7 +237,8 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 
 	/* each turn is one call of a global function: cheap to verify */
 	for (n = 0; n < KS_MAX_WINDOWS; n++) {
-		if (is_xdp ? ks_window_xdp(ctx, s, &w) : ks_window_tc(ctx, s, &w))
+		if (is_xdp ? ks_window_xdp(ctx, s, &w)
+			   : ks_window_tc(ctx, s, &w))
 			break;
 	}
 	if (n >= KS_MAX_WINDOWS && !w.lost && w.pos < w.limit) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run.sh - run keysteer's test tiers and add up their results.
 #
-#   tests/run.sh [unit] [compat] [prog] [fuzz] [e2e]   (no argument: all, in that order)
+#   tests/run.sh [format] [unit] [compat] [prog] [fuzz] [e2e]   (no argument: all, in that order)
+#
+# format: every C file as .clang-format says (tests/format_check.sh).
 #
 # compat: the ring builder against Debian's libmemcached (tests/compat).
 # fuzz: a bounded run of the fuzzers (tests/fuzz/run_fuzz.sh --tier, about
@@ -30,12 +32,12 @@ TIER_TIMEOUT=${TIER_TIMEOUT:-900} # seconds for the unit or prog binary
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-150} # seconds for the whole fuzz tier
 
 tiers=("$@")
-[ ${#tiers[@]} -eq 0 ] && tiers=(unit compat prog fuzz e2e)
+[ ${#tiers[@]} -eq 0 ] && tiers=(format unit compat prog fuzz e2e)
 for tier in "${tiers[@]}"; do
 	case $tier in
-	unit | compat | prog | fuzz | e2e) ;;
+	format | unit | compat | prog | fuzz | e2e) ;;
 	*)
-		echo "run.sh: unknown tier '$tier'; use unit, compat, prog, fuzz or e2e" >&2
+		echo "run.sh: unknown tier '$tier'; use format, unit, compat, prog, fuzz or e2e" >&2
 		exit 2
 		;;
 	esac
@@ -98,6 +100,7 @@ run_e2e() {
 
 for tier in "${tiers[@]}"; do
 	case $tier in
+	format) run_one format 120 bash tests/format_check.sh ;;
 	unit) run_binary unit_test "$BUILD/tests/unit_test" ;;
 	compat) run_binary ring_compat "$BUILD/tests/ring_compat" ;;
 	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;

@@ -15,12 +15,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "run", cmd_run },
-	{ "detach", cmd_detach },
-	{ "report", cmd_report },
-	{ "trace", cmd_trace },
-	{ "ring", cmd_ring },
-	{ "replay", cmd_replay },
+	{ "run", cmd_run },       { "detach", cmd_detach },
+	{ "report", cmd_report }, { "trace", cmd_trace },
+	{ "ring", cmd_ring },     { "replay", cmd_replay },
 };
 
 /* Drops every "--report" and returns whether there was one. */
@@ -60,8 +57,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc, argv);
 	}
 	/* "agent -v run ..." reads as "agent run -v ...". */
-	if (argc > 2 && (!strcmp(argv[1], "-v") ||
-			 !strcmp(argv[1], "--verbose"))) {
+	if (argc > 2 &&
+	    (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"))) {
 		char *v = argv[1];
 
 		argv[1] = argv[2];
@@ -83,7 +80,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "help")) {
 		if (argc > 2 && ks_help_for(argv[2], stdout)) {
-			fprintf(stderr, "agent: no command '%s'; the commands are run, report, trace, detach, ring, replay\n",
+			fprintf(stderr,
+				"agent: no command '%s'; the commands are run, report, trace, detach, ring, replay\n",
 				argv[2]);
 			return KS_EXIT_USAGE;
 		}
@@ -95,7 +93,8 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay (see 'agent --help')\n",
+	fprintf(stderr,
+		"agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay (see 'agent --help')\n",
 		cmd);
 	return KS_EXIT_USAGE;
 }

@@ -26,12 +26,12 @@
  * 198.18.0.2:dport carrying payload, checksums right. Returns the frame
  * length, or 0 if it does not fit in cap.
  */
-size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
-			const void *payload, size_t plen);
+size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport, const void *payload,
+			size_t plen);
 /* The same with the source port, sequence number and flags given
  * (BENCH_TCP_*: a SYN or FIN has no payload but may carry one). */
-#define BENCH_TCP_FIN 0x01
-#define BENCH_TCP_SYN 0x02
+#define BENCH_TCP_FIN     0x01
+#define BENCH_TCP_SYN     0x02
 #define BENCH_TCP_PSH_ACK 0x18
 size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
 			    __u32 seq, __u8 flags, const void *payload,
@@ -42,16 +42,15 @@ size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
 void bench_tcp_set_seq(__u8 *frame, __u32 seq);
 
 /* The same, Ethernet + IPv4 + UDP with memcached's frame header. */
-size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
-			const void *payload, size_t plen);
+size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport, const void *payload,
+			size_t plen);
 
 /* A printable key of len bytes, distinct for each seed. */
 void bench_key(char *out, size_t len, unsigned int seed);
 
 /* "get k1 k2 ...\r\n" with nkeys keys of keylen bytes; returns its length
  * or 0 if it does not fit. */
-size_t bench_get_line(char *out, size_t cap, unsigned int nkeys,
-		      size_t keylen);
+size_t bench_get_line(char *out, size_t cap, unsigned int nkeys, size_t keylen);
 
 /* "set <key> 0 0 <vallen>\r\n<value>\r\n"; returns its length or 0. */
 size_t bench_set_req(char *out, size_t cap, size_t keylen, size_t vallen);
@@ -76,8 +75,8 @@ struct bench_env {
 	struct keysteer_bpf *ks;
 	struct ks_empty_bpf *empty;
 	int xdp_fd, tc_fd, empty_fd;
-	int ncpu;        /* possible CPUs: size of per-CPU values */
-	int cpu;         /* the CPU this process is pinned to */
+	int ncpu; /* possible CPUs: size of per-CPU values */
+	int cpu;  /* the CPU this process is pinned to */
 	struct ks_config cfg;
 	struct ks_hot_map hot; /* the hot-key slots, mmapped */
 	int steer_ifindex;     /* veth of the benchmark's own netns; 0: none */
@@ -85,19 +84,19 @@ struct bench_env {
 
 /* What the datapath counted, summed over CPUs. */
 struct bench_counts {
-	__u64 sampled;   /* ks_pkts n[KS_PKT_SAMPLED] */
-	__u64 ring_hit;  /* ks_pkts n[KS_PKT_RING_HIT]: keys placed on the ring */
+	__u64 sampled;  /* ks_pkts n[KS_PKT_SAMPLED] */
+	__u64 ring_hit; /* ks_pkts n[KS_PKT_RING_HIT]: keys placed on the ring */
 	__u64 misdirected; /* ks_pkts n[KS_PKT_MISDIRECTED] */
-	__u64 not_mc;    /* ks_errors[KS_ERR_NOT_MEMCACHED] */
-	__u64 errors;    /* every other ks_errors reason */
-	__u64 steered;   /* ks_pkts n[KS_PKT_STEERED] */
+	__u64 not_mc;      /* ks_errors[KS_ERR_NOT_MEMCACHED] */
+	__u64 errors;      /* every other ks_errors reason */
+	__u64 steered;     /* ks_pkts n[KS_PKT_STEERED] */
 	__u64 hot_reads, hot_writes;
-	__u64 keys;      /* sum of ks_ops[*].keys */
-	__u64 requests;  /* sum of ks_ops[*].requests */
+	__u64 keys;     /* sum of ks_ops[*].keys */
+	__u64 requests; /* sum of ks_ops[*].requests */
 	/* TCP streams (0 for the build before them) */
 	__u64 flow_new, flow_end, flow_cont;
-	__u64 flow_dup;  /* wholly or partly retransmitted segments */
-	__u64 resync;    /* every KS_PKT_RESYNC_* reason */
+	__u64 flow_dup; /* wholly or partly retransmitted segments */
+	__u64 resync;   /* every KS_PKT_RESYNC_* reason */
 };
 
 /* The kernel's own figures of one program (bpf_stats). */
@@ -159,42 +158,42 @@ int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi);
 /* ---- scenarios (bench_scen.c) ---- */
 
 struct bench_scen {
-	const char *id;       /* JSON name */
-	const char *label;    /* table row */
-	bool sampled;         /* sample_n 1, else 1<<30 */
-	bool memcached;       /* to port 11211: keys are parsed */
-	__u32 keys;           /* keys per packet */
-	double target_ns;     /* limit over empty; 0: none */
+	const char *id;    /* JSON name */
+	const char *label; /* table row */
+	bool sampled;      /* sample_n 1, else 1<<30 */
+	bool memcached;    /* to port 11211: keys are parsed */
+	__u32 keys;        /* keys per packet */
+	double target_ns;  /* limit over empty; 0: none */
 	/* the ring loaded for the run (NULL: an empty half, no ring) */
 	struct ks_ring_half *ring;
-	__u32 ring_dist;      /* enum ks_dist, when ring */
+	__u32 ring_dist; /* enum ks_dist, when ring */
 	__u32 ring_shards;
-	bool misdirected;     /* self is not the key's owner */
-	int base;             /* same packet without a ring (index), or -1 */
+	bool misdirected;      /* self is not the key's owner */
+	int base;              /* same packet without a ring (index), or -1 */
 	double ring_target_ns; /* limit over base; 0: none */
-	int hot;              /* enum bench_hot */
-	size_t keylen;        /* of the packet's (first) key */
-	__u32 reqs;           /* requests each packet completes */
+	int hot;               /* enum bench_hot */
+	size_t keylen;         /* of the packet's (first) key */
+	__u32 reqs;            /* requests each packet completes */
 	/* TCP to port 11211: each timed packet is the next segment of one
 	 * flow, opened by a SYN (and the prologue segment, if any) */
 	bool stream;
-	__u32 plen;           /* payload bytes: the step of the seq */
-	__u8 *pro;            /* prologue frame, untimed (NULL: none) */
+	__u32 plen; /* payload bytes: the step of the seq */
+	__u8 *pro;  /* prologue frame, untimed (NULL: none) */
 	__u32 pro_len, pro_plen;
-	__u32 per_flow;       /* most timed segments one flow can take */
-	bool cont;            /* every timed segment continues a request */
-	bool before;          /* also timed on the build before streams */
-	double ratio_target;  /* limit of over empty / before's; 0: none */
+	__u32 per_flow;      /* most timed segments one flow can take */
+	bool cont;           /* every timed segment continues a request */
+	bool before;         /* also timed on the build before streams */
+	double ratio_target; /* limit of over empty / before's; 0: none */
 	__u8 *frame;
 	__u32 len;
 };
 
 /* What the hot-key table holds during a scenario. */
 enum bench_hot {
-	BH_NONE = 0,  /* empty: ks_config.hot 0 */
-	BH_OTHER,     /* another key: every key hashed and looked up */
-	BH_KEY,       /* the packet's key, one copy: counted (writes dirty) */
-	BH_STEER,     /* the packet's key armed with 8 copies: 7 of 8 steered */
+	BH_NONE = 0, /* empty: ks_config.hot 0 */
+	BH_OTHER,    /* another key: every key hashed and looked up */
+	BH_KEY,      /* the packet's key, one copy: counted (writes dirty) */
+	BH_STEER,    /* the packet's key armed with 8 copies: 7 of 8 steered */
 };
 #define BENCH_STEER_COPIES 8
 
@@ -210,8 +209,7 @@ void bench_scenarios_free(struct bench_scen *sc, int n);
  * rightly) or, misdirected, the next shard. NULL after printing why.
  */
 struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
-				const void *key, size_t klen,
-				bool misdirected);
+				const void *key, size_t klen, bool misdirected);
 
 /* ---- figures and reports (bench_report.c) ---- */
 

@@ -44,8 +44,8 @@
 #include "bench.h"
 #include "util/opts.h"
 
-#define MSS 1448
-#define LINE_ISN 0xfff00000U
+#define MSS            1448
+#define LINE_ISN       0xfff00000U
 #define CONT_VALUE_LEN (1U << 30)
 
 struct line_args {
@@ -57,33 +57,38 @@ struct line_args {
 
 /* ---- the sending program, as raw instructions: nothing to build ---- */
 
-#define INSN(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), \
-	.src_reg = (s), .off = (o), .imm = (i) })
+#define INSN(c, d, s, o, i)                                                    \
+	((struct bpf_insn){ .code = (c),                                       \
+			    .dst_reg = (d),                                    \
+			    .src_reg = (s),                                    \
+			    .off = (o),                                        \
+			    .imm = (i) })
 
 static int gen_prog(int map_fd)
 {
 	struct bpf_insn p[] = {
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0),      /* r6 = ctx */
-		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0),       /* key 0 */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0), /* r6 = ctx */
+		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0),  /* key 0 */
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, map_fd),
+		INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0,
+		     map_fd),
 		INSN(0, 0, 0, 0, 0),
 		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem),
-		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 13, 0),       /* -> tx */
-		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0),       /* seq */
-		INSN(BPF_LDX | BPF_MEM | BPF_DW, 2, 0, 8, 0),       /* step */
-		INSN(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, 10, 0),       /* UDP: -> tx */
+		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 13, 0), /* -> tx */
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0), /* seq */
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 2, 0, 8, 0), /* step */
+		INSN(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, 10, 0), /* UDP: -> tx */
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 3, 1, 0, 0),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 3, 2, 0, 0),
-		INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0),       /* seq += step */
-		INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0),        /* data */
-		INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0),        /* data_end */
+		INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0), /* seq += step */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0),  /* data */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0),  /* data_end */
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 2, 0, 0),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, 42),
-		INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 2, 0),        /* -> tx */
+		INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 2, 0), /* -> tx */
 		INSN(BPF_ALU | BPF_END | BPF_TO_BE, 1, 0, 0, 32),
-		INSN(BPF_STX | BPF_MEM | BPF_W, 2, 1, 38, 0),       /* tcp seq */
+		INSN(BPF_STX | BPF_MEM | BPF_W, 2, 1, 38, 0), /* tcp seq */
 		INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX), /* tx: */
 		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
@@ -93,7 +98,7 @@ static int gen_prog(int map_fd)
 	int fd;
 
 	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ks_line_gen", "GPL", p,
-			     sizeof(p) / sizeof(p[0]), &o);
+			   sizeof(p) / sizeof(p[0]), &o);
 	if (fd < 0)
 		fprintf(stderr, "bench line: the sending program: %s\n%s",
 			strerror(errno), log);
@@ -155,7 +160,8 @@ static int parse_mac(const char *s, __u8 mac[6])
  */
 static void readdress(__u8 *f, __u32 len, const __u8 mac[6])
 {
-	static const __u8 src[4] = { 198, 18, 1, 1 }, dst[4] = { 198, 19, 255, 9 };
+	static const __u8 src[4] = { 198, 18, 1, 1 },
+			  dst[4] = { 198, 19, 255, 9 };
 	__u8 *ip = f + 14, *l4 = ip + 20;
 	__u32 sum = 0, i, l4len = len - 34;
 	bool tcp = ip[9] == 6;
@@ -195,8 +201,8 @@ struct line_env {
 
 /* Sends frame count times from the sender's veth; the seq map says what
  * the program writes into a TCP frame (step 0: nothing). */
-static int send_frames(struct line_env *le, __u8 *frame, __u32 len,
-		       __u32 count, __u64 seq, __u64 step, double *secs)
+static int send_frames(struct line_env *le, __u8 *frame, __u32 len, __u32 count,
+		       __u64 seq, __u64 step, double *secs)
 {
 	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = le->gen_if };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len,
@@ -224,7 +230,8 @@ static int attach(struct line_env *le, int prog_fd)
 	int err = ns_enter(le->rx_ns);
 
 	if (!err)
-		err = bpf_xdp_attach(le->rx_if, prog_fd, XDP_FLAGS_DRV_MODE, NULL);
+		err = bpf_xdp_attach(le->rx_if, prog_fd, XDP_FLAGS_DRV_MODE,
+				     NULL);
 	return err;
 }
 
@@ -247,8 +254,8 @@ static int run_trial(struct line_env *le, bool ks, bool tcp,
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	err = attach(le, ks ? bpf_program__fd(le->ks->progs.ks_ingress) :
-			      bpf_program__fd(le->empty->progs.ks_empty));
+	err = attach(le, ks ? bpf_program__fd(le->ks->progs.ks_ingress)
+			    : bpf_program__fd(le->empty->progs.ks_empty));
 	if (err)
 		return err;
 	if (tcp) {
@@ -310,15 +317,27 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'g': a->gen_ns = optarg; break;
-		case 'G': a->gen_if = optarg; break;
-		case 'r': a->rx_ns = optarg; break;
-		case 'R': a->rx_if = optarg; break;
-		case 'm': a->rx_mac = optarg; break;
-		case 'j': a->json = true; break;
+		case 'g':
+			a->gen_ns = optarg;
+			break;
+		case 'G':
+			a->gen_if = optarg;
+			break;
+		case 'r':
+			a->rx_ns = optarg;
+			break;
+		case 'R':
+			a->rx_if = optarg;
+			break;
+		case 'm':
+			a->rx_mac = optarg;
+			break;
+		case 'j':
+			a->json = true;
+			break;
 		case 'p':
-			if (ks_parse_uint("--packets", optarg, 1000, 740000,
-					  &v, err, sizeof(err)))
+			if (ks_parse_uint("--packets", optarg, 1000, 740000, &v,
+					  err, sizeof(err)))
 				goto bad;
 			a->packets = (__u32)v;
 			break;
@@ -339,7 +358,8 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		}
 	}
 	if (!a->gen_ns || !a->gen_if || !a->rx_ns || !a->rx_if || !a->rx_mac) {
-		fprintf(stderr, "bench line: --gen-ns, --gen-if, --rx-ns, "
+		fprintf(stderr,
+			"bench line: --gen-ns, --gen-if, --rx-ns, "
 			"--rx-if and --rx-mac are needed (tests/bench/line_bench.sh "
 			"passes them)\n");
 		return -EINVAL;
@@ -353,8 +373,11 @@ bad:
 int bench_line_main(int argc, char **argv)
 {
 	struct bench_scen *sc = NULL, udp = {}, tcp = {}, sf[2] = {};
-	struct line_env le = { .gen_fd = -1, .map_fd = -1, .gen_ns = -1,
-			       .rx_ns = -1, .snmp_fd = -1 };
+	struct line_env le = { .gen_fd = -1,
+			       .map_fd = -1,
+			       .gen_ns = -1,
+			       .rx_ns = -1,
+			       .snmp_fd = -1 };
 	struct line_args a = {};
 	struct trial t;
 	double pps[2][2][99];
@@ -390,9 +413,9 @@ int bench_line_main(int argc, char **argv)
 		sf[k].frame = calloc(1, 128);
 		if (!sf[k].frame)
 			goto out;
-		sf[k].len = (__u32)bench_frame_tcp4_seg(sf[k].frame, 128, 40000,
-			BENCH_MC_PORT, 0, k ? BENCH_TCP_FIN | 0x10 : BENCH_TCP_SYN,
-			NULL, 0);
+		sf[k].len = (__u32)bench_frame_tcp4_seg(
+			sf[k].frame, 128, 40000, BENCH_MC_PORT, 0,
+			k ? BENCH_TCP_FIN | 0x10 : BENCH_TCP_SYN, NULL, 0);
 		readdress(sf[k].frame, sf[k].len, le.mac);
 	}
 	readdress(udp.frame, udp.len, le.mac);
@@ -408,8 +431,8 @@ int bench_line_main(int argc, char **argv)
 	}
 	if (ns_enter(le.rx_ns) ||
 	    (le.snmp_fd = open("/proc/self/net/snmp", O_RDONLY)) < 0 ||
-	    !(le.rx_if = (int)if_nametoindex(a.rx_if)) ||
-	    ns_enter(le.gen_ns) || !(le.gen_if = (int)if_nametoindex(a.gen_if))) {
+	    !(le.rx_if = (int)if_nametoindex(a.rx_if)) || ns_enter(le.gen_ns) ||
+	    !(le.gen_if = (int)if_nametoindex(a.gen_if))) {
 		fprintf(stderr, "bench line: %s in %s or %s in %s not found\n",
 			a.rx_if, a.rx_ns, a.gen_if, a.gen_ns);
 		goto out;
@@ -421,8 +444,11 @@ int bench_line_main(int argc, char **argv)
 				   NULL);
 	le.gen_fd = le.map_fd >= 0 ? gen_prog(le.map_fd) : -1;
 	if (!le.ks || !le.empty || le.gen_fd < 0) {
-		fprintf(stderr, "bench line: loading the programs failed (%s)\n",
-			!le.ks ? "keysteer" : !le.empty ? "empty" : "sender");
+		fprintf(stderr,
+			"bench line: loading the programs failed (%s)\n",
+			!le.ks      ? "keysteer"
+			: !le.empty ? "empty"
+				    : "sender");
 		goto out;
 	}
 	le.be.ks = le.ks;
@@ -447,13 +473,16 @@ int bench_line_main(int argc, char **argv)
 	}
 
 	if (a.packets > CONT_VALUE_LEN / MSS - 2) {
-		fprintf(stderr, "bench line: at most %u packets a trial (one set's "
-			"value)\n", CONT_VALUE_LEN / MSS - 2);
+		fprintf(stderr,
+			"bench line: at most %u packets a trial (one set's "
+			"value)\n",
+			CONT_VALUE_LEN / MSS - 2);
 		goto out;
 	}
 	if (!a.json)
 		printf("line rate through a veth pair, one core (CPU %d), %u packets "
-		       "a trial, %u trials, median\n", cpu, a.packets, a.trials);
+		       "a trial, %u trials, median\n",
+		       cpu, a.packets, a.trials);
 	for (i = 0; i < a.trials; i++) {
 		int kind, prog;
 
@@ -463,24 +492,30 @@ int bench_line_main(int argc, char **argv)
 				bool ks = (prog ^ (i & 1)) != 0;
 
 				err = run_trial(&le, ks, kind == 1,
-						kind ? &tcp : &udp, sf, a.packets,
-						&t);
+						kind ? &tcp : &udp, sf,
+						a.packets, &t);
 				if (err) {
-					fprintf(stderr, "bench line: trial failed: "
-						"%s\n", strerror(-err));
+					fprintf(stderr,
+						"bench line: trial failed: "
+						"%s\n",
+						strerror(-err));
 					goto out;
 				}
 				if (!t.ok) {
-					fprintf(stderr, "bench line: %s %s: %lld "
+					fprintf(stderr,
+						"bench line: %s %s: %lld "
 						"delivered of %u, keysteer parsed "
-						"%llu\n", kind ? "tcp" : "udp",
+						"%llu\n",
+						kind ? "tcp" : "udp",
 						ks ? "keysteer" : "empty",
 						t.delivered, a.packets,
 						(unsigned long long)t.parsed);
 					ok = false;
 				}
-				if (t.delivered < (long long)a.packets * 99 / 100)
-					fprintf(stderr, "bench line: %s %s: only "
+				if (t.delivered <
+				    (long long)a.packets * 99 / 100)
+					fprintf(stderr,
+						"bench line: %s %s: only "
 						"%lld of %u delivered\n",
 						kind ? "tcp" : "udp",
 						ks ? "keysteer" : "empty",
@@ -492,7 +527,8 @@ int bench_line_main(int argc, char **argv)
 	{
 		static const char *const names[2] = {
 			"UDP get, 16-byte key, unsampled (72 B)",
-			"TCP segment continuing a value (1502 B)" };
+			"TCP segment continuing a value (1502 B)"
+		};
 		double m[2][2];
 		int kind;
 
@@ -502,18 +538,21 @@ int bench_line_main(int argc, char **argv)
 		}
 		if (a.json) {
 			printf("{\"version\":1,\"cpu\":%d,\"packets\":%u,\"trials\":%u,"
-			       "\"valid\":%s,\"results\":[", cpu, a.packets,
-			       a.trials, ok ? "true" : "false");
+			       "\"valid\":%s,\"results\":[",
+			       cpu, a.packets, a.trials, ok ? "true" : "false");
 			for (kind = 0; kind < 2; kind++)
 				printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
 				       "\"keysteer_pps\":%.0f,\"ns_per_pkt_over_empty\":%.1f}",
-				       kind ? "," : "", kind ? "tcp_cont_value" :
-				       "udp_get16_unsampled", m[kind][0], m[kind][1],
+				       kind ? "," : "",
+				       kind ? "tcp_cont_value"
+					    : "udp_get16_unsampled",
+				       m[kind][0], m[kind][1],
 				       1e9 / m[kind][1] - 1e9 / m[kind][0]);
 			printf("]}\n");
 		} else {
-			printf("%-42s %12s %12s %8s %12s\n", "packets", "empty pps",
-			       "keysteer pps", "ratio", "ns/pkt more");
+			printf("%-42s %12s %12s %8s %12s\n", "packets",
+			       "empty pps", "keysteer pps", "ratio",
+			       "ns/pkt more");
 			for (kind = 0; kind < 2; kind++)
 				printf("%-42s %12.0f %12.0f %8.3f %12.1f%s\n",
 				       names[kind], m[kind][0], m[kind][1],

@@ -9,10 +9,10 @@
 #include <netinet/in.h>
 #include "bench.h"
 
-#define ETH_LEN 14
-#define IP4_LEN 20
-#define TCP_LEN 20
-#define UDP_LEN 8
+#define ETH_LEN      14
+#define IP4_LEN      20
+#define TCP_LEN      20
+#define UDP_LEN      8
 #define MC_FRAME_LEN 8
 
 static void put16(__u8 *p, __u16 v)
@@ -71,8 +71,8 @@ size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
 	put16(tcp + 2, dport);
 	put16(tcp + 4, seq >> 16);
 	put16(tcp + 6, seq & 0xffff);
-	put16(tcp + 10, 1);    /* ack */
-	tcp[12] = 5 << 4;      /* doff */
+	put16(tcp + 10, 1); /* ack */
+	tcp[12] = 5 << 4;   /* doff */
 	tcp[13] = flags;
 	put16(tcp + 14, 64240);
 	if (plen)
@@ -86,8 +86,8 @@ size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
 	return len;
 }
 
-size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
-			const void *payload, size_t plen)
+size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport, const void *payload,
+			size_t plen)
 {
 	return bench_frame_tcp4_seg(out, cap, 40000, dport, 1000,
 				    BENCH_TCP_PSH_ACK, payload, plen);
@@ -96,7 +96,7 @@ size_t bench_frame_tcp4(__u8 *out, size_t cap, __u16 dport,
 void bench_tcp_set_seq(__u8 *frame, __u32 seq)
 {
 	__u8 *tcp = frame + ETH_LEN + IP4_LEN;
-	__u32 sum = (__u16)~(tcp[16] << 8 | tcp[17]);
+	__u32 sum = (__u16) ~(tcp[16] << 8 | tcp[17]);
 	int i;
 
 	/* HC' = ~(~HC + ~m + m') for each 16-bit word that changes */
@@ -111,8 +111,8 @@ void bench_tcp_set_seq(__u8 *frame, __u32 seq)
 	put16(tcp + 16, csum_fold(sum));
 }
 
-size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
-			const void *payload, size_t plen)
+size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport, const void *payload,
+			size_t plen)
 {
 	static const __u8 saddr[4] = { 198, 18, 0, 1 };
 	static const __u8 daddr[4] = { 198, 18, 0, 2 };
@@ -137,8 +137,8 @@ size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport,
 	put16(udp, 40000);
 	put16(udp + 2, dport);
 	put16(udp + 4, (__u16)ulen);
-	put16(udp + UDP_LEN, 7);      /* request id */
-	put16(udp + UDP_LEN + 4, 1);  /* total datagrams */
+	put16(udp + UDP_LEN, 7);     /* request id */
+	put16(udp + UDP_LEN + 4, 1); /* total datagrams */
 	memcpy(udp + UDP_LEN + MC_FRAME_LEN, payload, plen);
 	sum = csum_add(0, ip + 12, 8);
 	sum += IPPROTO_UDP + (__u32)ulen;
@@ -163,8 +163,7 @@ void bench_key(char *out, size_t len, unsigned int seed)
 		out[i] = alpha[(i * 7 + seed * 13) % (sizeof(alpha) - 1)];
 }
 
-size_t bench_get_line(char *out, size_t cap, unsigned int nkeys,
-		      size_t keylen)
+size_t bench_get_line(char *out, size_t cap, unsigned int nkeys, size_t keylen)
 {
 	size_t n = 3;
 	unsigned int k;

@@ -129,13 +129,14 @@ static void print_ring_table(const struct bench_report *rep)
 			continue;
 		if (!any++)
 			printf("\nring lookup, ns over the same packet with no ring loaded:\n"
-			       "  %-50s %-18s %6s %6s\n", "scenario", "ring",
-			       "shards", "ns");
+			       "  %-50s %-18s %6s %6s\n",
+			       "scenario", "ring", "shards", "ns");
 		printf("  %-50s %-18s %6u %6.1f%s\n", sc[i].label,
 		       dist_label(sc[i].ring_dist), sc[i].ring_shards,
 		       bench_over_base(rep, i),
-		       rep->res[i].valid && rep->res[sc[i].base].valid ?
-			       "" : "  INVALID");
+		       rep->res[i].valid && rep->res[sc[i].base].valid
+			       ? ""
+			       : "  INVALID");
 	}
 }
 
@@ -164,11 +165,13 @@ static void print_hot_table(const struct bench_report *rep)
 			continue;
 		if (!any++)
 			printf("\nhot keys, ns over the same packet with the hot table empty:\n"
-			       "  %-50s %-6s %6s\n", "scenario", "table", "ns");
+			       "  %-50s %-6s %6s\n",
+			       "scenario", "table", "ns");
 		printf("  %-50s %-6s %6.1f%s\n", sc[i].label,
 		       hot_label(sc[i].hot), bench_over_base(rep, i),
-		       rep->res[i].valid && rep->res[sc[i].base].valid ?
-			       "" : "  INVALID");
+		       rep->res[i].valid && rep->res[sc[i].base].valid
+			       ? ""
+			       : "  INVALID");
 	}
 }
 
@@ -187,15 +190,17 @@ void bench_print_table(const struct bench_report *rep)
 	       m->cpu_model, m->cpus, rep->cpu);
 	printf("%u packets per timing, %u runs, median over runs%s\n",
 	       rep->packets, rep->runs,
-	       rep->packets < BENCH_PACKETS_RECORD ?
-		       " (fewer packets than the figures of record: indicative only)" : "");
+	       rep->packets < BENCH_PACKETS_RECORD
+		       ? " (fewer packets than the figures of record: indicative only)"
+		       : "");
 	if (rep->before)
 		printf("before: %s (the build before TCP streams), same packets, "
-		       "same run\n", rep->before);
+		       "same run\n",
+		       rep->before);
 	printf("\n%-50s %5s %4s %8s %10s %13s %8s %6s\n", "scenario", "bytes",
 	       "keys", "ns/pkt", "over empty", "(min..max)", "before", "ratio");
-	printf("%-50s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)", "-",
-	       "-", baseline_median(res, n, rep->runs), "0");
+	printf("%-50s %5s %4s %8.1f %10s\n", "empty XDP program (baseline)",
+	       "-", "-", baseline_median(res, n, rep->runs), "0");
 	for (i = 0; i < n; i++) {
 		char range[32], old[32] = "", ratio[32] = "";
 		double v = bench_median(res[i].over, rep->runs);
@@ -212,8 +217,8 @@ void bench_print_table(const struct bench_report *rep)
 		}
 		printf("%-50s %5u %4u %8.1f %10.1f %13s %8s %6s%s\n",
 		       sc[i].label, sc[i].len, sc[i].keys,
-		       bench_median(res[i].scen, rep->runs), v, range, old, ratio,
-		       res[i].valid ? "" : "  INVALID");
+		       bench_median(res[i].scen, rep->runs), v, range, old,
+		       ratio, res[i].valid ? "" : "  INVALID");
 	}
 
 	print_ring_table(rep);
@@ -251,7 +256,8 @@ void bench_print_table(const struct bench_report *rep)
 		       pi[i].name, pi[i].verified_insns, pi[i].xlated_len,
 		       pi[i].jited_len, ks ? "   " : "",
 		       ks ? met(pi[i].verified_insns &&
-				pi[i].verified_insns <= BENCH_VERIFIER_TARGET) : "");
+				pi[i].verified_insns <= BENCH_VERIFIER_TARGET)
+			  : "");
 	}
 }
 
@@ -288,8 +294,8 @@ void bench_print_json(const struct bench_report *rep)
 	json_str(m->cpu_model);
 	printf(",\"cpus\":%ld,\"pinned_cpu\":%d,\"method\":\"bpf_stats, "
 	       "one packet per BPF_PROG_TEST_RUN, TCP as in-order streams\","
-	       "\"packets\":%u,\"runs\":%u,", m->cpus, rep->cpu, rep->packets,
-	       rep->runs);
+	       "\"packets\":%u,\"runs\":%u,",
+	       m->cpus, rep->cpu, rep->packets, rep->runs);
 	if (rep->before) {
 		printf("\"before\":");
 		json_str(rep->before);
@@ -308,7 +314,8 @@ void bench_print_json(const struct bench_report *rep)
 		       sc[i].keys, sc[i].sampled ? "true" : "false",
 		       res[i].valid ? "true" : "false",
 		       bench_median(res[i].scen, rep->runs), v,
-		       vmin(res[i].over, rep->runs), vmax(res[i].over, rep->runs));
+		       vmin(res[i].over, rep->runs),
+		       vmax(res[i].over, rep->runs));
 		if (sc[i].target_ns > 0)
 			printf("\"target_ns\":%.0f,\"target_met\":%s,",
 			       sc[i].target_ns,
@@ -322,29 +329,31 @@ void bench_print_json(const struct bench_report *rep)
 			if (sc[i].ratio_target > 0)
 				printf("\"ratio_target\":%.1f,\"ratio_target_met\":%s,",
 				       sc[i].ratio_target,
-				       o > 0 && v / o <= sc[i].ratio_target ?
-					       "true" : "false");
+				       o > 0 && v / o <= sc[i].ratio_target
+					       ? "true"
+					       : "false");
 		}
 		if (sc[i].base >= 0 && sc[i].hot) {
 			printf("\"hot\":{\"table\":\"%s\",\"base\":\"%s\","
-			       "\"over_base_median\":%.1f},", hot_label(sc[i].hot),
-			       sc[sc[i].base].id, bench_over_base(rep, i));
+			       "\"over_base_median\":%.1f},",
+			       hot_label(sc[i].hot), sc[sc[i].base].id,
+			       bench_over_base(rep, i));
 		} else if (sc[i].base >= 0) {
 			double rv = bench_over_base(rep, i);
 
 			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"
 			       "\"misdirected\":%s,\"base\":\"%s\","
 			       "\"over_base_median\":%.1f",
-			       sc[i].ring_dist == KS_DIST_KETAMA ? "ketama" :
-								   "twemproxy",
+			       sc[i].ring_dist == KS_DIST_KETAMA ? "ketama"
+								 : "twemproxy",
 			       sc[i].ring_shards,
 			       sc[i].misdirected ? "true" : "false",
 			       sc[sc[i].base].id, rv);
 			if (sc[i].ring_target_ns > 0)
 				printf(",\"target_ns\":%.0f,\"target_met\":%s",
 				       sc[i].ring_target_ns,
-				       rv <= sc[i].ring_target_ns ? "true" :
-								    "false");
+				       rv <= sc[i].ring_target_ns ? "true"
+								  : "false");
 			printf("},");
 		}
 		printf("\"runs_empty_scenario_ns\":[");
@@ -369,10 +378,11 @@ void bench_print_json(const struct bench_report *rep)
 			printf(",\"target\":%u,\"target_met\":%s",
 			       BENCH_VERIFIER_TARGET,
 			       pi[i].verified_insns &&
-			       pi[i].verified_insns <= BENCH_VERIFIER_TARGET
-				       ? "true" : "false");
+					       pi[i].verified_insns <=
+						       BENCH_VERIFIER_TARGET
+				       ? "true"
+				       : "false");
 		printf("}");
 	}
 	printf("]}\n");
 }
-

@@ -12,8 +12,7 @@
 #include "core/shards.h"
 
 struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
-				const void *key, size_t klen,
-				bool misdirected)
+				const void *key, size_t klen, bool misdirected)
 {
 	size_t cap = (size_t)nshards * 24 + 1, len = 0;
 	char *list = malloc(cap), err[512];
@@ -27,8 +26,9 @@ struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 	if (!list)
 		return NULL;
 	for (i = 0; i < nshards; i++)
-		len += (size_t)snprintf(list + len, cap - len, "%s10.0.%u.%u:11211",
-					i ? "," : "", i / 250, i % 250 + 1);
+		len += (size_t)snprintf(list + len, cap - len,
+					"%s10.0.%u.%u:11211", i ? "," : "",
+					i / 250, i % 250 + 1);
 	if (ks_shards_parse_list("--shards", list, &shards, err, sizeof(err)) ||
 	    ks_ring_build(&ring, &shards, dist, 0, 1, err, sizeof(err))) {
 		fprintf(stderr, "bench: building a %s ring of %u shards: %s\n",

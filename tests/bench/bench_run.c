@@ -28,7 +28,7 @@ static bool any_pinned(struct bpf_object *obj)
 {
 	struct bpf_map *map;
 
-	bpf_object__for_each_map(map, obj)
+	bpf_object__for_each_map (map, obj)
 		if (bpf_map__is_pinned(map))
 			return true;
 	return false;
@@ -77,8 +77,8 @@ static int obj_fill(struct bench_obj *o, struct bpf_object *obj)
 	o->errors_fd = bpf_map__fd(m[2]);
 	o->ops_fd = bpf_map__fd(m[3]);
 	if (bpf_map__value_size(m[0]) != sizeof(struct ks_config) ||
-	    bpf_map__value_size(m[1]) % 8 || bpf_map__value_size(m[3]) !=
-	    sizeof(struct ks_op_stats))
+	    bpf_map__value_size(m[1]) % 8 ||
+	    bpf_map__value_size(m[3]) != sizeof(struct ks_op_stats))
 		return -EPROTO;
 	o->npkt = bpf_map__value_size(m[1]) / 8;
 	o->nerr = bpf_map__max_entries(m[2]);
@@ -97,15 +97,15 @@ static int open_before(struct bench_env *e, const char *path)
 	if (!obj)
 		return -errno;
 	e->before.obj = obj;
-	bpf_object__for_each_map(m, obj) {
+	bpf_object__for_each_map (m, obj) {
 		err = bpf_map__set_pin_path(m, NULL);
 		if (err)
 			return err;
 	}
 	/* only the XDP program is timed */
-	bpf_object__for_each_program(p, obj)
-		bpf_program__set_autoload(p, !strcmp(bpf_program__name(p),
-						     "ks_ingress"));
+	bpf_object__for_each_program (p, obj)
+		bpf_program__set_autoload(
+			p, !strcmp(bpf_program__name(p), "ks_ingress"));
 	err = bpf_object__load(obj);
 	if (err)
 		return err;
@@ -125,8 +125,10 @@ int bench_open(struct bench_env *e, int cpu, const char *before)
 	e->cpu = cpu < 0 ? pick_cpu() : cpu;
 	err = bench_pin_cpu(e->cpu);
 	if (err < 0) {
-		fprintf(stderr, "bench: cannot pin to CPU %d: %s; pick another "
-			"with --cpu\n", e->cpu, strerror(-err));
+		fprintf(stderr,
+			"bench: cannot pin to CPU %d: %s; pick another "
+			"with --cpu\n",
+			e->cpu, strerror(-err));
 		return err;
 	}
 	e->ncpu = libbpf_num_possible_cpus();
@@ -138,14 +140,16 @@ int bench_open(struct bench_env *e, int cpu, const char *before)
 
 	e->ks = ks_load_private(0, &err);
 	if (!e->ks) {
-		fprintf(stderr, "bench: loading keysteer.bpf.o failed: %s; "
+		fprintf(stderr,
+			"bench: loading keysteer.bpf.o failed: %s; "
 			"run as root on a kernel with BTF (-v shows the "
-			"verifier log)\n", strerror(-err));
+			"verifier log)\n",
+			strerror(-err));
 		goto fail;
 	}
 	if (any_pinned(e->ks->obj)) {
 		fprintf(stderr, "bench: a keysteer map got pinned; refusing to "
-			"measure on shared maps\n");
+				"measure on shared maps\n");
 		err = -EEXIST;
 		goto fail;
 	}
@@ -158,16 +162,19 @@ int bench_open(struct bench_env *e, int cpu, const char *before)
 	}
 	err = obj_fill(&e->cur, e->ks->obj);
 	if (err) {
-		fprintf(stderr, "bench: keysteer.bpf.o lacks a program or map "
-			"the benchmark needs: %s\n", strerror(-err));
+		fprintf(stderr,
+			"bench: keysteer.bpf.o lacks a program or map "
+			"the benchmark needs: %s\n",
+			strerror(-err));
 		goto fail;
 	}
 	if (before) {
 		err = open_before(e, before);
 		if (err) {
-			fprintf(stderr, "bench: loading the build before "
-				"streams (%s) failed: %s\n", before,
-				strerror(-err));
+			fprintf(stderr,
+				"bench: loading the build before "
+				"streams (%s) failed: %s\n",
+				before, strerror(-err));
 			goto fail;
 		}
 	}
@@ -276,9 +283,10 @@ int bench_steer_netns(struct bench_env *e)
 		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1"))
 		return -EIO;
 	for (i = 0; i < BENCH_STEER_COPIES - 1; i++) {
-		snprintf(cmd, sizeof(cmd),
-			 "ip neigh replace 198.18.0.%d lladdr 02:00:00:00:01:%02x dev ksb0 nud permanent",
-			 50 + i, i);
+		snprintf(
+			cmd, sizeof(cmd),
+			"ip neigh replace 198.18.0.%d lladdr 02:00:00:00:01:%02x dev ksb0 nud permanent",
+			50 + i, i);
 		if (system(cmd))
 			return -EIO;
 		r[i].addr = htonl((198U << 24) | (18U << 16) | (50U + i));
@@ -328,8 +336,7 @@ int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,
 }
 
 /* Sum over CPUs of one per-CPU array entry made of n u64 fields. */
-static int percpu_sum(struct bench_env *e, int fd, __u32 key,
-		      __u64 *sum, int n)
+static int percpu_sum(struct bench_env *e, int fd, __u32 key, __u64 *sum, int n)
 {
 	__u64 *vals;
 	int cpu, i, err = 0;

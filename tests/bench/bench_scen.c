@@ -13,10 +13,10 @@
 #define TARGET_SAMPLED_NS   60.0 /* issue 2: sampled 16-byte GET over empty */
 /* issue 3: the ring lookup of a sampled 16-byte GET, FNV-1a, 1024 shards,
  * over the same GET with no ring loaded */
-#define TARGET_RING_FNV_NS  25.0
+#define TARGET_RING_FNV_NS 25.0
 /* issue 10: the unsampled 16-byte GET at most 1.4x its cost before TCP
  * streams were followed; a segment continuing a value <= 30 ns */
-#define TARGET_STREAM_RATIO 1.4
+#define TARGET_STREAM_RATIO  1.4
 #define TARGET_CONT_VALUE_NS 30.0
 
 #define MSS 1448 /* a full segment of a 1500-byte MTU with timestamps */
@@ -30,7 +30,14 @@
  * start the next multi-get, cut in its last key the same way.
  * SC_PIPE: pipelined 16-byte gets filling an IP packet of ip_bytes.
  */
-enum scen_kind { SC_HTTP, SC_GET, SC_SET, SC_CONT_VALUE, SC_CONT_KEY, SC_PIPE };
+enum scen_kind {
+	SC_HTTP,
+	SC_GET,
+	SC_SET,
+	SC_CONT_VALUE,
+	SC_CONT_KEY,
+	SC_PIPE
+};
 
 struct scen_def {
 	const char *id;
@@ -43,78 +50,90 @@ struct scen_def {
 	double target_ns;
 	/* ring scenarios: the ring and the scenario without it */
 	enum ks_dist dist;
-	__u32 shards;         /* 0: no ring */
+	__u32 shards; /* 0: no ring */
 	bool misdirected;
 	const char *base_id;
 	double ring_target_ns;
-	int hot;              /* enum bench_hot */
+	int hot; /* enum bench_hot */
 	bool udp;
-	double ratio_target;  /* over empty / the build before; 0: none */
-	size_t ip_bytes;      /* SC_PIPE: the IP packet's size */
+	double ratio_target; /* over empty / the build before; 0: none */
+	size_t ip_bytes;     /* SC_PIPE: the IP packet's size */
 };
 
 static const struct scen_def defs[] = {
-	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP,
-	  0, 0, 0, false, 0 },
-	{ .id = "get16_unsampled", .label = "get, 16-byte key, unsampled",
-	  .kind = SC_GET, .nkeys = 1, .keylen = 16,
+	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP, 0, 0, 0,
+	  false, 0 },
+	{ .id = "get16_unsampled",
+	  .label = "get, 16-byte key, unsampled",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
 	  .target_ns = TARGET_UNSAMPLED_NS,
 	  .ratio_target = TARGET_STREAM_RATIO },
-	{ "get16_sampled", "get, 16-byte key, sampled", SC_GET,
-	  1, 16, 0, true, TARGET_SAMPLED_NS },
-	{ "get250_unsampled", "get, 250-byte key, unsampled", SC_GET,
-	  1, 250, 0, false, 0 },
-	{ "get250_sampled", "get, 250-byte key, sampled", SC_GET,
-	  1, 250, 0, true, 0 },
-	{ "mget32_unsampled", "get, 32 keys of 16 bytes, unsampled", SC_GET,
-	  32, 16, 0, false, 0 },
-	{ "mget32_sampled", "get, 32 keys of 16 bytes, all sampled", SC_GET,
-	  32, 16, 0, true, 0 },
+	{ "get16_sampled", "get, 16-byte key, sampled", SC_GET, 1, 16, 0, true,
+	  TARGET_SAMPLED_NS },
+	{ "get250_unsampled", "get, 250-byte key, unsampled", SC_GET, 1, 250, 0,
+	  false, 0 },
+	{ "get250_sampled", "get, 250-byte key, sampled", SC_GET, 1, 250, 0,
+	  true, 0 },
+	{ "mget32_unsampled", "get, 32 keys of 16 bytes, unsampled", SC_GET, 32,
+	  16, 0, false, 0 },
+	{ "mget32_sampled", "get, 32 keys of 16 bytes, all sampled", SC_GET, 32,
+	  16, 0, true, 0 },
 	{ "set100_unsampled", "set, 16-byte key, 100-byte value, unsampled",
 	  SC_SET, 1, 16, 100, false, 0 },
-	{ "set100_sampled", "set, 16-byte key, 100-byte value, sampled",
-	  SC_SET, 1, 16, 100, true, 0 },
+	{ "set100_sampled", "set, 16-byte key, 100-byte value, sampled", SC_SET,
+	  1, 16, 100, true, 0 },
 	/* TCP streams (issue 10): segments that continue a request, and
 	 * segments larger than one parse window */
-	{ .id = "cont_value", .label = "segment continuing a value (1448 B)",
-	  .kind = SC_CONT_VALUE, .target_ns = TARGET_CONT_VALUE_NS },
+	{ .id = "cont_value",
+	  .label = "segment continuing a value (1448 B)",
+	  .kind = SC_CONT_VALUE,
+	  .target_ns = TARGET_CONT_VALUE_NS },
 	{ .id = "cont_mget_key",
-	  .label = "segment: cut key's tail, next 32-key get cut", .kind =
-	  SC_CONT_KEY, .nkeys = 32, .keylen = 16 },
-	{ .id = "pipe_jumbo", .label = "9000-byte segment, 407 pipelined gets",
-	  .kind = SC_PIPE, .keylen = 16, .ip_bytes = 9000 },
+	  .label = "segment: cut key's tail, next 32-key get cut",
+	  .kind = SC_CONT_KEY,
+	  .nkeys = 32,
+	  .keylen = 16 },
+	{ .id = "pipe_jumbo",
+	  .label = "9000-byte segment, 407 pipelined gets",
+	  .kind = SC_PIPE,
+	  .keylen = 16,
+	  .ip_bytes = 9000 },
 	{ .id = "pipe_gro64k",
-	  .label = "64 KiB segment, 2977 pipelined gets", .kind = SC_PIPE,
-	  .keylen = 16, .ip_bytes = 65535 },
+	  .label = "64 KiB segment, 2977 pipelined gets",
+	  .kind = SC_PIPE,
+	  .keylen = 16,
+	  .ip_bytes = 65535 },
 	/* the ring: each against the same packet with no ring loaded */
 	{ "get16_sampled_ketama4", "get, 16-byte key, sampled, ketama 4",
-	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 4, false,
-	  "get16_sampled", 0 },
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 4, false, "get16_sampled",
+	  0 },
 	{ "get16_sampled_ketama64", "get, 16-byte key, sampled, ketama 64",
-	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 64, false,
-	  "get16_sampled", 0 },
+	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 64, false, "get16_sampled",
+	  0 },
 	{ "get16_sampled_ketama1024", "get, 16-byte key, sampled, ketama 1024",
 	  SC_GET, 1, 16, 0, true, 0, KS_DIST_KETAMA, 1024, false,
 	  "get16_sampled", 0 },
 	{ "get16_sampled_twemproxy4", "get, 16-byte key, sampled, twemproxy 4",
 	  SC_GET, 1, 16, 0, true, 0, KS_DIST_TWEMPROXY, 4, false,
 	  "get16_sampled", 0 },
-	{ "get16_sampled_twemproxy64", "get, 16-byte key, sampled, twemproxy 64",
-	  SC_GET, 1, 16, 0, true, 0, KS_DIST_TWEMPROXY, 64, false,
-	  "get16_sampled", 0 },
+	{ "get16_sampled_twemproxy64",
+	  "get, 16-byte key, sampled, twemproxy 64", SC_GET, 1, 16, 0, true, 0,
+	  KS_DIST_TWEMPROXY, 64, false, "get16_sampled", 0 },
 	{ "get16_sampled_twemproxy1024",
 	  "get, 16-byte key, sampled, twemproxy 1024", SC_GET, 1, 16, 0, true,
 	  0, KS_DIST_TWEMPROXY, 1024, false, "get16_sampled",
 	  TARGET_RING_FNV_NS },
 	{ "get16_sampled_twemproxy1024_misdirected",
-	  "get, 16-byte key, sampled, twemproxy 1024, misdir", SC_GET, 1, 16,
-	  0, true, 0, KS_DIST_TWEMPROXY, 1024, true, "get16_sampled", 0 },
+	  "get, 16-byte key, sampled, twemproxy 1024, misdir", SC_GET, 1, 16, 0,
+	  true, 0, KS_DIST_TWEMPROXY, 1024, true, "get16_sampled", 0 },
 	{ "get16_unsampled_ketama1024",
 	  "get, 16-byte key, unsampled, ketama 1024", SC_GET, 1, 16, 0, false,
 	  0, KS_DIST_KETAMA, 1024, false, "get16_unsampled", 0 },
-	{ "get250_sampled_ketama1024", "get, 250-byte key, sampled, ketama 1024",
-	  SC_GET, 1, 250, 0, true, 0, KS_DIST_KETAMA, 1024, false,
-	  "get250_sampled", 0 },
+	{ "get250_sampled_ketama1024",
+	  "get, 250-byte key, sampled, ketama 1024", SC_GET, 1, 250, 0, true, 0,
+	  KS_DIST_KETAMA, 1024, false, "get250_sampled", 0 },
 	{ "get250_sampled_twemproxy1024",
 	  "get, 250-byte key, sampled, twemproxy 1024", SC_GET, 1, 250, 0, true,
 	  0, KS_DIST_TWEMPROXY, 1024, false, "get250_sampled", 0 },
@@ -158,8 +177,8 @@ static size_t pipe_gets(char *out, size_t cap, unsigned int n, size_t keylen)
  * segment = "<second half>\r\n" + head, which finishes one request and
  * leaves the next cut at the same byte.
  */
-static size_t cut_mget(char *out, size_t cap, unsigned int nkeys,
-		       size_t keylen, bool with_tail)
+static size_t cut_mget(char *out, size_t cap, unsigned int nkeys, size_t keylen,
+		       bool with_tail)
 {
 	char line[BENCH_FRAME_MAX];
 	size_t len = bench_get_line(line, sizeof(line), nkeys, keylen);
@@ -198,17 +217,20 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 		dport = 80;
 		break;
 	case SC_GET:
-		plen = bench_get_line(pay, BENCH_FRAME_MAX, d->nkeys, d->keylen);
+		plen = bench_get_line(pay, BENCH_FRAME_MAX, d->nkeys,
+				      d->keylen);
 		break;
 	case SC_SET:
-		plen = bench_set_req(pay, BENCH_FRAME_MAX, d->keylen, d->vallen);
+		plen = bench_set_req(pay, BENCH_FRAME_MAX, d->keylen,
+				     d->vallen);
 		break;
 	case SC_CONT_VALUE:
 		/* the set's line alone opens the block; then value bytes */
 		pro = malloc(128);
 		if (!pro)
 			goto out;
-		prolen = (size_t)snprintf(pro, 128, "set key:0:abcdefghi 0 0 %u\r\n",
+		prolen = (size_t)snprintf(pro, 128,
+					  "set key:0:abcdefghi 0 0 %u\r\n",
 					  CONT_VALUE_LEN);
 		plen = MSS;
 		memset(pay, 'v', plen);
@@ -222,7 +244,8 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 			goto out;
 		prolen = cut_mget(pro, BENCH_FRAME_MAX, d->nkeys, d->keylen,
 				  false);
-		plen = cut_mget(pay, BENCH_FRAME_MAX, d->nkeys, d->keylen, true);
+		plen = cut_mget(pay, BENCH_FRAME_MAX, d->nkeys, d->keylen,
+				true);
 		s->cont = true;
 		break;
 	case SC_PIPE:
@@ -250,10 +273,11 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	/* what the build before streams parses as this build does: whole
 	 * requests in one packet of at most one window */
 	s->before = !d->shards && !d->hot &&
-		    (d->kind == SC_HTTP || d->kind == SC_GET || d->kind == SC_SET);
+		    (d->kind == SC_HTTP || d->kind == SC_GET ||
+		     d->kind == SC_SET);
 	s->len = d->udp ? bench_frame_udp4(s->frame, BENCH_FRAME_MAX, dport,
-					   pay, plen) :
-			  bench_frame_tcp4(s->frame, BENCH_FRAME_MAX, dport,
+					   pay, plen)
+			: bench_frame_tcp4(s->frame, BENCH_FRAME_MAX, dport,
 					   pay, plen);
 	if (!s->len)
 		goto out;

@@ -24,8 +24,8 @@
 #define PACKETS_DEFAULT BENCH_PACKETS_RECORD
 /* with 2977 keys a packet, the unsampled countdown (2^30) must outlast a
  * timing; a value continuation flow takes 741,454 segments */
-#define PACKETS_MAX     300000U
-#define RUNS_DEFAULT    5U
+#define PACKETS_MAX  300000U
+#define RUNS_DEFAULT 5U
 
 struct args {
 	__u32 packets;
@@ -40,40 +40,40 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
-"             [--json] [-v]\n"
-"\n"
-"Times keysteer's XDP program against an empty XDP program, one packet per\n"
-"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
-"statistics (bpf_stats: run_time_ns / run_cnt, on while the benchmark\n"
-"runs). A TCP scenario's packets are the next in-order segments of one\n"
-"flow opened by a SYN, as a real connection sends them. Prints ns per\n"
-"packet over empty (median of the runs), the ring lookup's and the hot\n"
-"table's own costs, the build before TCP streams (--before) on the same\n"
-"packets, and the verifier's instructions processed per program, each\n"
-"against the targets of issues 2, 3 and 10.\n"
-"Needs root. Nothing is attached and no map is pinned.\n"
-"\n"
-"Options:\n"
-"  --packets N  packets per timing (default %u, the figures of record;\n"
-"               at most %u)\n"
-"  --runs N     timings per scenario, interleaved with the baseline\n"
-"               (default %u, at most %u)\n"
-"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
-"               94672e7), timed on the same packets in the same run\n"
-"  --cpu N      CPU to pin to (default: the last online CPU)\n"
-"  --only TEXT  only the scenarios whose name contains TEXT (and the\n"
-"               scenarios without a ring they are compared with)\n"
-"  --json       one JSON document on stdout instead of the table\n"
-"  -v           libbpf's debug output (verifier log on a load failure)\n"
-"  -h, --help   this text\n"
-"\n"
-"Examples:\n"
-"  make bench\n"
-"  make bench BENCH_BEFORE=/tmp/ks-before/build/keysteer.bpf.o\n"
-"  build/tests/bench --packets 50000 --runs 7\n"
-"  build/tests/bench --only cont\n"
-"  build/tests/bench --json > bench.json\n",
+		"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
+		"             [--json] [-v]\n"
+		"\n"
+		"Times keysteer's XDP program against an empty XDP program, one packet per\n"
+		"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
+		"statistics (bpf_stats: run_time_ns / run_cnt, on while the benchmark\n"
+		"runs). A TCP scenario's packets are the next in-order segments of one\n"
+		"flow opened by a SYN, as a real connection sends them. Prints ns per\n"
+		"packet over empty (median of the runs), the ring lookup's and the hot\n"
+		"table's own costs, the build before TCP streams (--before) on the same\n"
+		"packets, and the verifier's instructions processed per program, each\n"
+		"against the targets of issues 2, 3 and 10.\n"
+		"Needs root. Nothing is attached and no map is pinned.\n"
+		"\n"
+		"Options:\n"
+		"  --packets N  packets per timing (default %u, the figures of record;\n"
+		"               at most %u)\n"
+		"  --runs N     timings per scenario, interleaved with the baseline\n"
+		"               (default %u, at most %u)\n"
+		"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
+		"               94672e7), timed on the same packets in the same run\n"
+		"  --cpu N      CPU to pin to (default: the last online CPU)\n"
+		"  --only TEXT  only the scenarios whose name contains TEXT (and the\n"
+		"               scenarios without a ring they are compared with)\n"
+		"  --json       one JSON document on stdout instead of the table\n"
+		"  -v           libbpf's debug output (verifier log on a load failure)\n"
+		"  -h, --help   this text\n"
+		"\n"
+		"Examples:\n"
+		"  make bench\n"
+		"  make bench BENCH_BEFORE=/tmp/ks-before/build/keysteer.bpf.o\n"
+		"  build/tests/bench --packets 50000 --runs 7\n"
+		"  build/tests/bench --only cont\n"
+		"  build/tests/bench --json > bench.json\n",
 		PACKETS_DEFAULT, PACKETS_MAX, RUNS_DEFAULT, BENCH_RUNS_MAX);
 }
 
@@ -109,8 +109,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->before = optarg;
 			break;
 		case 'n':
-			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX, &v, err,
-					  sizeof(err)))
+			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX,
+					  &v, err, sizeof(err)))
 				goto bad;
 			a->runs = (__u32)v;
 			break;
@@ -184,7 +184,8 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 	err = bench_run_on(e->xdp_fd, prep_frame, prep_len, 1,
 			   scen_ifindex(e, s), true, &ns);
 	if (!err && e->have_before && s->before)
-		err = bench_run(e->before.prog_fd, prep_frame, prep_len, 1, &ns);
+		err = bench_run(e->before.prog_fd, prep_frame, prep_len, 1,
+				&ns);
 	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
 }
 
@@ -212,26 +213,30 @@ static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 	__u64 d_resync = a->resync - b->resync + a->flow_dup - b->flow_dup;
 
 	/* a hot key's reads are seen; 7 of 8 of them steered */
-	__u64 d_hot = a->hot_reads - b->hot_reads + a->hot_writes - b->hot_writes;
+	__u64 d_hot = a->hot_reads - b->hot_reads + a->hot_writes -
+		      b->hot_writes;
 	__u64 want_hot = s->hot == BH_KEY || s->hot == BH_STEER ? keys : 0;
 	__u64 d_steer = a->steered - b->steered;
-	__u64 want_steer = s->hot == BH_STEER ?
-				   keys * (BENCH_STEER_COPIES - 1) / BENCH_STEER_COPIES : 0;
+	__u64 want_steer = s->hot == BH_STEER
+				   ? keys * (BENCH_STEER_COPIES - 1) /
+					     BENCH_STEER_COPIES
+				   : 0;
 
 	if (d_hot != want_hot || d_steer + 1 < want_steer ||
 	    d_steer > want_steer + 1) {
 		fprintf(stderr,
 			"bench: %s: hot keys seen %llu (want %llu), steered %llu (want %llu)\n",
 			s->id, (unsigned long long)d_hot,
-			(unsigned long long)want_hot, (unsigned long long)d_steer,
+			(unsigned long long)want_hot,
+			(unsigned long long)d_steer,
 			(unsigned long long)want_steer);
 		return false;
 	}
 	if (d_cont != want_cont || d_resync) {
 		fprintf(stderr,
 			"bench: %s: continuations %llu (want %llu), resyncs and "
-			"retransmissions %llu (want 0)\n", s->id,
-			(unsigned long long)d_cont,
+			"retransmissions %llu (want 0)\n",
+			s->id, (unsigned long long)d_cont,
 			(unsigned long long)want_cont,
 			(unsigned long long)d_resync);
 		return false;
@@ -245,7 +250,8 @@ static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 		"(want %llu), requests %llu (want %llu), sampled %llu (want "
 		"%llu), not-memcached %llu (want %llu), other errors %llu "
 		"(want 0), ring hits %llu (want %llu), misdirected %llu "
-		"(want %llu)\n", s->id, who, (unsigned long long)d_keys,
+		"(want %llu)\n",
+		s->id, who, (unsigned long long)d_keys,
 		(unsigned long long)keys, (unsigned long long)d_req,
 		(unsigned long long)want_req, (unsigned long long)d_sampled,
 		(unsigned long long)(s->sampled ? keys : 0),
@@ -276,8 +282,8 @@ static int send_flag(struct bench_env *e, bool old, __u32 seq, __u8 flags)
 
 /* Opens the flow (SYN, then the prologue segment) the timed segments
  * continue; returns the seq of the first timed one. */
-static int open_flow(struct bench_env *e, const struct bench_scen *s,
-		     bool old, __u32 *seq)
+static int open_flow(struct bench_env *e, const struct bench_scen *s, bool old,
+		     __u32 *seq)
 {
 	__u32 ns;
 	int err;
@@ -313,7 +319,8 @@ static double per_packet(const struct bench_stats *b,
  * A TCP scenario's packets are the next segments of one flow.
  */
 static int measure_one(struct bench_env *e, struct bench_scen *s,
-		       const struct args *a, struct bench_samples *out, __u32 run)
+		       const struct args *a, struct bench_samples *out,
+		       __u32 run)
 {
 	struct bench_counts before, after, obefore, oafter;
 	struct bench_stats st[3][2];
@@ -363,9 +370,9 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		err = send_flag(e, old, seq, BENCH_TCP_FIN | 0x10);
 	if (err) {
 		fprintf(stderr, "bench: timing %s failed: %s\n", s->id,
-			err == -EPROTO ? "verdict was not XDP_PASS" :
-			err == -ESTALE ? "bpf_stats did not count every run" :
-					 strerror(-err));
+			err == -EPROTO   ? "verdict was not XDP_PASS"
+			: err == -ESTALE ? "bpf_stats did not count every run"
+					 : strerror(-err));
 		return err;
 	}
 	/* one message per scenario is enough; the table marks it too */
@@ -383,13 +390,15 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		out->old_over[run] = out->old[run] - out->empty[run];
 	}
 	if (err)
-		fprintf(stderr, "bench: timing %s: bpf_stats did not count "
-			"every run\n", s->id);
+		fprintf(stderr,
+			"bench: timing %s: bpf_stats did not count "
+			"every run\n",
+			s->id);
 	return err;
 }
 
-static int measure_all(struct bench_env *e, struct bench_scen *sc,
-		       int n, const struct args *a, struct bench_samples *res)
+static int measure_all(struct bench_env *e, struct bench_scen *sc, int n,
+		       const struct args *a, struct bench_samples *res)
 {
 	/* a progress line only for a person watching: never in logs */
 	bool progress = isatty(STDERR_FILENO);
@@ -413,8 +422,10 @@ static int measure_all(struct bench_env *e, struct bench_scen *sc,
 			return -ENOMEM;
 		}
 		if (sc[i].per_flow && a->packets > sc[i].per_flow) {
-			fprintf(stderr, "bench: %s takes at most %u packets a "
-				"timing\n", sc[i].id, sc[i].per_flow);
+			fprintf(stderr,
+				"bench: %s takes at most %u packets a "
+				"timing\n",
+				sc[i].id, sc[i].per_flow);
 			return -EINVAL;
 		}
 	}
@@ -492,7 +503,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench: BPF_PROG_TEST_RUN needs root; run "
-			"'sudo make bench'\n");
+				"'sudo make bench'\n");
 		return 1;
 	}
 	ks_log_init(a.verbose ? KS_LOG_DEBUG : KS_LOG_WARN);
@@ -505,8 +516,10 @@ int main(int argc, char **argv)
 	if (a.only)
 		n = select_scenarios(sc, n, a.only);
 	if (n <= 0) {
-		fprintf(stderr, "bench: no scenario name contains '%s'; see "
-			"--json for the names\n", a.only);
+		fprintf(stderr,
+			"bench: no scenario name contains '%s'; see "
+			"--json for the names\n",
+			a.only);
 		bench_scenarios_free(sc, n < 0 ? 0 : n);
 		return 2;
 	}
@@ -514,22 +527,26 @@ int main(int argc, char **argv)
 		char line[64];
 		size_t ll = bench_get_line(line, sizeof(line), 1, 16);
 
-		prep_len = (__u32)bench_frame_udp4(prep_frame, sizeof(prep_frame),
+		prep_len = (__u32)bench_frame_udp4(prep_frame,
+						   sizeof(prep_frame),
 						   BENCH_MC_PORT, line, ll);
 	}
 	if (bench_open(&env, a.cpu, a.before))
 		goto out;
 	stats_fd = bench_stats_on();
 	if (stats_fd < 0) {
-		fprintf(stderr, "bench: turning on bpf_stats (BPF_ENABLE_STATS) "
-			"failed: %s\n", strerror(-stats_fd));
+		fprintf(stderr,
+			"bench: turning on bpf_stats (BPF_ENABLE_STATS) "
+			"failed: %s\n",
+			strerror(-stats_fd));
 		goto out;
 	}
 	/* steering looks the replicas up in the kernel's FIB: give it a
 	 * namespace of our own where they sit behind a veth */
 	err = bench_steer_netns(&env);
 	if (err) {
-		fprintf(stderr, "bench: network namespace for the steering scenarios: %s\n",
+		fprintf(stderr,
+			"bench: network namespace for the steering scenarios: %s\n",
 			strerror(-err));
 		goto out;
 	}
@@ -558,10 +575,17 @@ int main(int argc, char **argv)
 	if (measure_all(&env, sc, n, &a, res))
 		goto out;
 
-	rep = (struct bench_report){ .machine = &m, .cpu = env.cpu,
-		.packets = a.packets, .runs = a.runs, .sc = sc, .res = res,
-		.n = n, .pi = pi, .npi = npi,
-		.before = env.have_before ? a.before : NULL };
+	rep = (struct bench_report){ .machine = &m,
+				     .cpu = env.cpu,
+				     .packets = a.packets,
+				     .runs = a.runs,
+				     .sc = sc,
+				     .res = res,
+				     .n = n,
+				     .pi = pi,
+				     .npi = npi,
+				     .before = env.have_before ? a.before
+							       : NULL };
 	if (a.json)
 		bench_print_json(&rep);
 	else

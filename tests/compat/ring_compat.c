@@ -43,9 +43,9 @@ static size_t make_key(__u32 i, char *key)
 	static const char *const utf8[] = {
 		"ключ", "キー", "clé", "Schlüssel", "🔑", "mañana", "日本語",
 	};
-	static const size_t edges[] = { 1,   55,  56,  57,  63,  64,  65, 119,
-					120, 121, 183, 184, 191, 192, 247, 248,
-					249, 250 };
+	static const size_t edges[] = { 1,   55,  56,  57,  63,  64,
+					65,  119, 120, 121, 183, 184,
+					191, 192, 247, 248, 249, 250 };
 	size_t len, j;
 
 	switch (i % 5) {
@@ -134,9 +134,12 @@ static memcached_st *make_client(const struct ks_shards *s, char *why,
 			return NULL;
 		}
 	}
-	if (memcached_behavior_get(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED) != 1 ||
-	    memcached_behavior_get(m, MEMCACHED_BEHAVIOR_HASH) != MEMCACHED_HASH_MD5) {
-		snprintf(why, len, "libmemcached is not in weighted ketama with MD5");
+	if (memcached_behavior_get(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED) !=
+		    1 ||
+	    memcached_behavior_get(m, MEMCACHED_BEHAVIOR_HASH) !=
+		    MEMCACHED_HASH_MD5) {
+		snprintf(why, len,
+			 "libmemcached is not in weighted ketama with MD5");
 		memcached_free(m);
 		return NULL;
 	}
@@ -175,10 +178,12 @@ static void run_config(const struct config *c)
 		__u32 got_tw = ks_ring_lookup(&tw, key, len);
 
 		if (got != want && bad++ < 2)
-			CHECK(0, "key '%.30s' (%zu bytes): libmemcached %u, keysteer %u",
+			CHECK(0,
+			      "key '%.30s' (%zu bytes): libmemcached %u, keysteer %u",
 			      key, len, want, got);
 		if (got_tw != want && bad_tw++ < 2)
-			CHECK(0, "key '%.30s' (%zu bytes): libmemcached %u, twemproxy-md5 %u",
+			CHECK(0,
+			      "key '%.30s' (%zu bytes): libmemcached %u, twemproxy-md5 %u",
 			      key, len, want, got_tw);
 	}
 	CHECK(bad == 0, "%u of %u keys differ from libmemcached", bad,
@@ -217,11 +222,13 @@ static void tie_test(void)
 		__u32 lo = 0, hi = 0;
 
 		make_shards(&c, &s);
-		for (i = 0; i < s.n; i++) /* random hosts: a new ring each try */
-			snprintf(s.v[i].host, sizeof(s.v[i].host), "10.%u.%u.%u",
-				 (__u32)(rnd() % 256), (__u32)(rnd() % 256),
-				 (__u32)(rnd() % 256));
-		if (ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err))) {
+		for (i = 0; i < s.n;
+		     i++) /* random hosts: a new ring each try */
+			snprintf(s.v[i].host, sizeof(s.v[i].host),
+				 "10.%u.%u.%u", (__u32)(rnd() % 256),
+				 (__u32)(rnd() % 256), (__u32)(rnd() % 256));
+		if (ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err,
+				  sizeof(err))) {
 			CHECK(0, "build: %s", err);
 			ks_shards_free(&s);
 			break;
@@ -253,7 +260,8 @@ static void tie_test(void)
 				want = memcached_generate_hash(m, key, len);
 				got = ks_ring_lookup(&r, key, len);
 				if (want != got && bad++ < 2)
-					CHECK(0, "key %s on a tie: libmemcached %u, keysteer %u",
+					CHECK(0,
+					      "key %s on a tie: libmemcached %u, keysteer %u",
 					      key, want, got);
 			}
 			if (m)
@@ -322,10 +330,11 @@ static void check_tw_ring(const char *text, char *line, size_t cap, FILE *in,
 
 	rc = ks_shards_parse_text("reference", text, &s, err, sizeof(err));
 	if (!rc) {
-		rc = ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err, sizeof(err));
+		rc = ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
+				   sizeof(err));
 		if (!rc)
-			rc = ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0, 1,
-					   err, sizeof(err));
+			rc = ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0,
+					   1, err, sizeof(err));
 		ks_shards_free(&s);
 	}
 	CHECK(rc == 0, "ring %u: %s", ring, err);
@@ -333,7 +342,8 @@ static void check_tw_ring(const char *text, char *line, size_t cap, FILE *in,
 		if (!strncmp(line, "end", 3))
 			break;
 		if (!rc) /* ktest keeps the first few reasons */
-			*bad += (__u32)check_tw_key(&fnv, &md5, line, ring, nkeys);
+			*bad += (__u32)check_tw_key(&fnv, &md5, line, ring,
+						    nkeys);
 	} while (fgets(line, (int)cap, in));
 	ks_ring_free(&fnv);
 	ks_ring_free(&md5);
@@ -348,8 +358,9 @@ static void twemproxy_reference(void)
 
 	kt_begin("compat_twemproxy_against_reference");
 	if (access("/usr/bin/python3", X_OK) || access(TWEMPROXY_REF, R_OK)) {
-		kt_skipf("needs /usr/bin/python3 and %s (run from the repository root)",
-			 TWEMPROXY_REF);
+		kt_skipf(
+			"needs /usr/bin/python3 and %s (run from the repository root)",
+			TWEMPROXY_REF);
 		free(text);
 		kt_end();
 		return;
@@ -361,8 +372,8 @@ static void twemproxy_reference(void)
 			off = 0;
 			text[0] = '\0';
 		} else if (!strncmp(line, "server ", 7)) {
-			off += (size_t)snprintf(text + off, (1 << 16) - off, "%s",
-						line + 7);
+			off += (size_t)snprintf(text + off, (1 << 16) - off,
+						"%s", line + 7);
 		} else if (!strncmp(line, "key ", 4)) {
 			/* the first key line ends the ring's server list */
 			check_tw_ring(text, line, sizeof(line), in, nrings++,
@@ -397,7 +408,8 @@ int main(void)
 
 	for (k = 0; k < 5; k++) {
 		for (n = 1; n <= 100; n++) {
-			struct config c = { .n = n, .weights = kinds[k].weights,
+			struct config c = { .n = n,
+					    .weights = kinds[k].weights,
 					    .ports = kinds[k].ports,
 					    .hostnames = kinds[k].hostnames };
 

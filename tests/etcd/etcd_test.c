@@ -109,11 +109,13 @@ static void t_put_range(void)
 	rc = ks_etcd_put(c, K("t/a"), K("one"), 0, &rev1);
 	CHECK(!rc && rev1 > 0, "put: %d %s", rc, ks_etcd_errmsg(c));
 	CHECK(!ks_etcd_put(c, K("t/a"), K("two"), 0, &rev2) && rev2 > rev1,
-	      "second put: rev %lld after %lld", (long long)rev2, (long long)rev1);
+	      "second put: rev %lld after %lld", (long long)rev2,
+	      (long long)rev1);
 	v = get(c, "t/a", &m);
 	CHECK(v && !strcmp(v, "two"), "value %s, want two", v ? v : "(absent)");
-	CHECK(m.mod_revision == rev2 && m.create_revision == rev1 && m.version == 2 &&
-	      m.lease == 0, "mod %lld create %lld version %lld lease %lld",
+	CHECK(m.mod_revision == rev2 && m.create_revision == rev1 &&
+		      m.version == 2 && m.lease == 0,
+	      "mod %lld create %lld version %lld lease %lld",
 	      (long long)m.mod_revision, (long long)m.create_revision,
 	      (long long)m.version, (long long)m.lease);
 	free(v);
@@ -122,18 +124,21 @@ static void t_put_range(void)
 	      "binary put: %s", ks_etcd_errmsg(c));
 	rc = ks_etcd_range(c, bkey, sizeof(bkey), 0, &r);
 	CHECK(!rc && r.n == 1 && r.kvs[0].key_len == sizeof(bkey) &&
-	      !memcmp(r.kvs[0].key, bkey, sizeof(bkey)) &&
-	      r.kvs[0].value_len == sizeof(bval) &&
-	      !memcmp(r.kvs[0].value, bval, sizeof(bval)), "binary key/value not read back");
+		      !memcmp(r.kvs[0].key, bkey, sizeof(bkey)) &&
+		      r.kvs[0].value_len == sizeof(bval) &&
+		      !memcmp(r.kvs[0].value, bval, sizeof(bval)),
+	      "binary key/value not read back");
 	ks_etcd_range_free(&r);
 	CHECK(!ks_etcd_put(c, K("t/empty"), "", 0, 0, NULL), "empty put");
 	rc = ks_etcd_range(c, K("t/empty"), 0, &r);
 	CHECK(!rc && r.n == 1 && r.kvs[0].value_len == 0 && r.kvs[0].value &&
-	      !r.kvs[0].value[0], "empty value: rc %d n %zu", rc, r.n);
+		      !r.kvs[0].value[0],
+	      "empty value: rc %d n %zu", rc, r.n);
 	ks_etcd_range_free(&r);
 	rc = ks_etcd_range(c, K("t/absent"), 0, &r);
-	CHECK(!rc && r.n == 0 && r.revision >= rev2, "absent key: rc %d n %zu rev %lld",
-	      rc, r.n, (long long)r.revision);
+	CHECK(!rc && r.n == 0 && r.revision >= rev2,
+	      "absent key: rc %d n %zu rev %lld", rc, r.n,
+	      (long long)r.revision);
 	ks_etcd_range_free(&r);
 	ks_etcd_close(c);
 out:
@@ -153,22 +158,30 @@ static void t_prefix(void)
 	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
 		goto out;
 	for (i = 0; i < 5; i++)
-		CHECK(!ks_etcd_put(c, K(keys[i]), K(keys[i]), 0, NULL), "put %s", keys[i]);
+		CHECK(!ks_etcd_put(c, K(keys[i]), K(keys[i]), 0, NULL),
+		      "put %s", keys[i]);
 	rc = ks_etcd_range(c, K("p/"), KS_ETCD_PREFIX, &r);
-	CHECK(!rc && r.n == 3 && r.count == 3, "prefix p/: rc %d n %zu", rc, r.n);
+	CHECK(!rc && r.n == 3 && r.count == 3, "prefix p/: rc %d n %zu", rc,
+	      r.n);
 	if (!rc && r.n == 3)
-		CHECK(!strcmp(r.kvs[0].key, "p/a") && !strcmp(r.kvs[1].key, "p/b") &&
-		      !strcmp(r.kvs[2].key, "p/c"), "not in key order: %s %s %s",
-		      r.kvs[0].key, r.kvs[1].key, r.kvs[2].key);
+		CHECK(!strcmp(r.kvs[0].key, "p/a") &&
+			      !strcmp(r.kvs[1].key, "p/b") &&
+			      !strcmp(r.kvs[2].key, "p/c"),
+		      "not in key order: %s %s %s", r.kvs[0].key, r.kvs[1].key,
+		      r.kvs[2].key);
 	ks_etcd_range_free(&r);
-	CHECK(!ks_etcd_delete(c, K("p/"), KS_ETCD_PREFIX, &deleted) && deleted == 3,
-	      "delete prefix: %lld deleted (%s)", (long long)deleted, ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_delete(c, K("p/"), KS_ETCD_PREFIX, &deleted) &&
+		      deleted == 3,
+	      "delete prefix: %lld deleted (%s)", (long long)deleted,
+	      ks_etcd_errmsg(c));
 	rc = ks_etcd_range(c, K("p"), KS_ETCD_PREFIX, &r);
-	CHECK(!rc && r.n == 1 && !strcmp(r.kvs[0].key, "p0"), "after delete: n %zu", r.n);
+	CHECK(!rc && r.n == 1 && !strcmp(r.kvs[0].key, "p0"),
+	      "after delete: n %zu", r.n);
 	ks_etcd_range_free(&r);
 	CHECK(!ks_etcd_delete(c, K("p/a"), 0, &deleted) && deleted == 0,
 	      "deleting an absent key: %lld", (long long)deleted);
-	CHECK(!ks_etcd_delete(c, K("p0"), 0, &deleted) && deleted == 1, "delete one key");
+	CHECK(!ks_etcd_delete(c, K("p0"), 0, &deleted) && deleted == 1,
+	      "delete one key");
 	ks_etcd_close(c);
 out:
 	kt_end();
@@ -186,18 +199,23 @@ static void t_cas(void)
 		goto out;
 	ks_etcd_delete(c, K("cas/k"), 0, NULL);
 	rc = ks_etcd_put_if(c, K("cas/k"), K("v1"), 0, 0, &rev);
-	CHECK(!rc && rev > 0, "create-if-absent on an absent key: %d %s", rc, ks_etcd_errmsg(c));
+	CHECK(!rc && rev > 0, "create-if-absent on an absent key: %d %s", rc,
+	      ks_etcd_errmsg(c));
 	rc = ks_etcd_put_if(c, K("cas/k"), K("v2"), 0, 0, &cur);
-	CHECK(rc == -ESTALE && cur == rev, "create-if-absent on a present key: %d, cur %lld want %lld",
-	      rc, (long long)cur, (long long)rev);
-	CHECK(strstr(ks_etcd_errmsg(c), "compare-and-swap lost"), "message: %s", ks_etcd_errmsg(c));
+	CHECK(rc == -ESTALE && cur == rev,
+	      "create-if-absent on a present key: %d, cur %lld want %lld", rc,
+	      (long long)cur, (long long)rev);
+	CHECK(strstr(ks_etcd_errmsg(c), "compare-and-swap lost"), "message: %s",
+	      ks_etcd_errmsg(c));
 	rc = ks_etcd_put_if(c, K("cas/k"), K("v3"), 0, rev, &rev2);
-	CHECK(!rc && rev2 > rev, "CAS on the right mod_revision: %d %s", rc, ks_etcd_errmsg(c));
+	CHECK(!rc && rev2 > rev, "CAS on the right mod_revision: %d %s", rc,
+	      ks_etcd_errmsg(c));
 	rc = ks_etcd_put_if(c, K("cas/k"), K("v4"), 0, rev, &cur);
-	CHECK(rc == -ESTALE && cur == rev2, "CAS on a stale mod_revision: %d cur %lld", rc,
-	      (long long)cur);
+	CHECK(rc == -ESTALE && cur == rev2,
+	      "CAS on a stale mod_revision: %d cur %lld", rc, (long long)cur);
 	v = get(c, "cas/k", NULL);
-	CHECK(v && !strcmp(v, "v3"), "value %s, want v3 (a lost CAS wrote)", v ? v : "-");
+	CHECK(v && !strcmp(v, "v3"), "value %s, want v3 (a lost CAS wrote)",
+	      v ? v : "-");
 	free(v);
 	ks_etcd_close(c);
 out:
@@ -226,7 +244,8 @@ static void t_cas_race(void)
 		for (i = 0; i < 2; i++) {
 			kid[i] = fork();
 			if (kid[i] == 0) {
-				struct ks_etcd_opts o = { .endpoints = A.plain, .timeout_ms = 3000 };
+				struct ks_etcd_opts o = { .endpoints = A.plain,
+							  .timeout_ms = 3000 };
 				struct ks_etcd *cc;
 				char err[256], val[8], b;
 				int rc;
@@ -234,11 +253,14 @@ static void t_cas_race(void)
 				close(go[1]);
 				if (ks_etcd_open(&cc, &o, err, sizeof(err)))
 					_exit(3);
-				ks_etcd_status(cc, NULL, 0); /* connected before the start */
+				ks_etcd_status(
+					cc, NULL,
+					0); /* connected before the start */
 				if (read(go[0], &b, 1) != 0)
 					_exit(3);
 				snprintf(val, sizeof(val), "w%d", i);
-				rc = ks_etcd_put_if(cc, K("race/k"), K(val), 0, m.mod_revision, NULL);
+				rc = ks_etcd_put_if(cc, K("race/k"), K(val), 0,
+						    m.mod_revision, NULL);
 				ks_etcd_close(cc);
 				_exit(rc == 0 ? 0 : rc == -ESTALE ? 1 : 2);
 			}
@@ -256,8 +278,8 @@ static void t_cas_race(void)
 		v = get(c, "race/k", NULL);
 		if (won != 1 || lost != 1 || !v || strcmp(v, want)) {
 			bad++;
-			CHECK(0, "round %d: %d won, %d lost, value %s", round, won, lost,
-			      v ? v : "-");
+			CHECK(0, "round %d: %d won, %d lost, value %s", round,
+			      won, lost, v ? v : "-");
 		}
 		free(v);
 	}
@@ -287,13 +309,14 @@ static void t_lease_expiry(void)
 	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
 		goto out;
 	rc = ks_etcd_lease_grant(c, 2, &id, &ttl);
-	CHECK(!rc && id && ttl == 2, "grant: %d id %lld ttl %lld %s", rc, (long long)id,
-	      (long long)ttl, ks_etcd_errmsg(c));
+	CHECK(!rc && id && ttl == 2, "grant: %d id %lld ttl %lld %s", rc,
+	      (long long)id, (long long)ttl, ks_etcd_errmsg(c));
 	t0 = ms_now();
-	CHECK(!ks_etcd_put(c, K("lease/k"), K("v"), id, NULL), "put under lease: %s",
-	      ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_put(c, K("lease/k"), K("v"), id, NULL),
+	      "put under lease: %s", ks_etcd_errmsg(c));
 	free(get(c, "lease/k", &m));
-	CHECK(m.lease == id, "the key's lease %lld, want %lld", (long long)m.lease, (long long)id);
+	CHECK(m.lease == id, "the key's lease %lld, want %lld",
+	      (long long)m.lease, (long long)id);
 	while (ms_now() - t0 < 5000) {
 		if (!present(c, "lease/k")) {
 			gone = ms_now() - t0;
@@ -301,11 +324,14 @@ static void t_lease_expiry(void)
 		}
 		usleep(100000);
 	}
-	CHECK(gone >= 1500 && gone <= 3500, "key gone after %lld ms, want about 2000", gone);
+	CHECK(gone >= 1500 && gone <= 3500,
+	      "key gone after %lld ms, want about 2000", gone);
 	rc = ks_etcd_lease_keepalive(c, id, NULL);
-	CHECK(rc == -ENOENT, "keepalive of an expired lease: %d %s", rc, ks_etcd_errmsg(c));
+	CHECK(rc == -ENOENT, "keepalive of an expired lease: %d %s", rc,
+	      ks_etcd_errmsg(c));
 	rc = ks_etcd_put(c, K("lease/k2"), K("v"), id, NULL);
-	CHECK(rc == -ENOENT, "put under an expired lease: %d %s", rc, ks_etcd_errmsg(c));
+	CHECK(rc == -ENOENT, "put under an expired lease: %d %s", rc,
+	      ks_etcd_errmsg(c));
 	ks_etcd_close(c);
 out:
 	kt_end();
@@ -321,19 +347,23 @@ static void t_lease_keepalive(void)
 	kt_begin("etcd_lease_keepalive_and_revoke");
 	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
 		goto out;
-	CHECK(!ks_etcd_lease_grant(c, 2, &id, NULL), "grant: %s", ks_etcd_errmsg(c));
-	CHECK(!ks_etcd_put(c, K("lease/kept"), K("v"), id, NULL), "put: %s", ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_lease_grant(c, 2, &id, NULL), "grant: %s",
+	      ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_put(c, K("lease/kept"), K("v"), id, NULL), "put: %s",
+	      ks_etcd_errmsg(c));
 	t0 = ms_now();
 	while (ms_now() - t0 < 5000) { /* two and a half TTLs */
 		rc = ks_etcd_lease_keepalive(c, id, &ttl);
 		if (!rc && ttl == 2)
 			kept++;
 		else
-			CHECK(0, "keepalive: %d ttl %lld %s", rc, (long long)ttl, ks_etcd_errmsg(c));
+			CHECK(0, "keepalive: %d ttl %lld %s", rc,
+			      (long long)ttl, ks_etcd_errmsg(c));
 		missing += !present(c, "lease/kept");
 		usleep(500000);
 	}
-	CHECK(kept >= 8 && !missing, "%d keepalives, key missing %d times", kept, missing);
+	CHECK(kept >= 8 && !missing, "%d keepalives, key missing %d times",
+	      kept, missing);
 	CHECK(!ks_etcd_lease_revoke(c, id), "revoke: %s", ks_etcd_errmsg(c));
 	CHECK(!present(c, "lease/kept"), "key still there after revoke");
 	rc = ks_etcd_lease_revoke(c, id);
@@ -351,8 +381,10 @@ static int watch_collect(struct ks_etcd_watch *w, struct ks_etcd_event *evs,
 	int got = 0;
 
 	while (got < want && ms_now() < end) {
-		struct pollfd p = { .fd = ks_etcd_watch_fd(w), .events = POLLIN };
-		int t = ks_etcd_watch_timeout_ms(w), left = (int)(end - ms_now());
+		struct pollfd p = { .fd = ks_etcd_watch_fd(w),
+				    .events = POLLIN };
+		int t = ks_etcd_watch_timeout_ms(w),
+		    left = (int)(end - ms_now());
 		int rc;
 
 		if (t < 0 || t > left)
@@ -372,7 +404,8 @@ static void wait_created(struct ks_etcd_watch *w, int ms)
 	long long end = ms_now() + ms;
 
 	while (!ks_etcd_watch_created(w) && ms_now() < end) {
-		struct pollfd p = { .fd = ks_etcd_watch_fd(w), .events = POLLIN };
+		struct pollfd p = { .fd = ks_etcd_watch_fd(w),
+				    .events = POLLIN };
 		int t = ks_etcd_watch_timeout_ms(w);
 
 		poll(&p, 1, t < 0 || t > 100 ? 100 : t);
@@ -399,30 +432,41 @@ static void t_watch(const char *name, const char *eps)
 		goto out;
 	ks_etcd_delete(c, K("w/"), KS_ETCD_PREFIX, NULL);
 	/* history: four changes before the watch starts */
-	CHECK(!ks_etcd_put(c, K("w/a"), K("1"), 0, &rev0), "put: %s", ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_put(c, K("w/a"), K("1"), 0, &rev0), "put: %s",
+	      ks_etcd_errmsg(c));
 	ks_etcd_put(c, K("w/b"), K("2"), 0, &revs[1]);
 	ks_etcd_put(c, K("x/outside"), K("-"), 0, NULL);
 	ks_etcd_delete(c, K("w/a"), 0, NULL);
 	ks_etcd_put(c, K("w/a"), K("3"), 0, &revs[3]);
-	CHECK(!ks_etcd_watch_start(c, K("w/"), KS_ETCD_PREFIX, rev0, &w), "watch: %s",
-	      ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_watch_start(c, K("w/"), KS_ETCD_PREFIX, rev0, &w),
+	      "watch: %s", ks_etcd_errmsg(c));
 	if (!w)
 		goto close;
 	got = watch_collect(w, evs, 4, 5000, NULL);
-	CHECK(got == 4, "%d events of the history, want 4 (%s)", got, ks_etcd_watch_errmsg(w));
+	CHECK(got == 4, "%d events of the history, want 4 (%s)", got,
+	      ks_etcd_watch_errmsg(w));
 	if (got == 4) {
-		CHECK(evs[0].type == KS_ETCD_EV_PUT && !strcmp(evs[0].kv.key, "w/a") &&
-		      !strcmp(evs[0].kv.value, "1") && evs[0].kv.mod_revision == rev0,
+		CHECK(evs[0].type == KS_ETCD_EV_PUT &&
+			      !strcmp(evs[0].kv.key, "w/a") &&
+			      !strcmp(evs[0].kv.value, "1") &&
+			      evs[0].kv.mod_revision == rev0,
 		      "event 0: %d %s", evs[0].type, evs[0].kv.key);
-		CHECK(evs[1].type == KS_ETCD_EV_PUT && !strcmp(evs[1].kv.key, "w/b") &&
-		      evs[1].kv.mod_revision == revs[1], "event 1: %d %s", evs[1].type, evs[1].kv.key);
-		CHECK(evs[2].type == KS_ETCD_EV_DELETE && !strcmp(evs[2].kv.key, "w/a"),
-		      "event 2: type %d key %s, want a delete of w/a", evs[2].type, evs[2].kv.key);
-		CHECK(evs[3].type == KS_ETCD_EV_PUT && !strcmp(evs[3].kv.value, "3") &&
-		      evs[3].kv.mod_revision == revs[3], "event 3: %d %s", evs[3].type,
+		CHECK(evs[1].type == KS_ETCD_EV_PUT &&
+			      !strcmp(evs[1].kv.key, "w/b") &&
+			      evs[1].kv.mod_revision == revs[1],
+		      "event 1: %d %s", evs[1].type, evs[1].kv.key);
+		CHECK(evs[2].type == KS_ETCD_EV_DELETE &&
+			      !strcmp(evs[2].kv.key, "w/a"),
+		      "event 2: type %d key %s, want a delete of w/a",
+		      evs[2].type, evs[2].kv.key);
+		CHECK(evs[3].type == KS_ETCD_EV_PUT &&
+			      !strcmp(evs[3].kv.value, "3") &&
+			      evs[3].kv.mod_revision == revs[3],
+		      "event 3: %d %s", evs[3].type,
 		      evs[3].kv.value ? evs[3].kv.value : "-");
 		for (i = 1; i < 4; i++)
-			CHECK(evs[i].kv.mod_revision > evs[i - 1].kv.mod_revision,
+			CHECK(evs[i].kv.mod_revision >
+				      evs[i - 1].kv.mod_revision,
 			      "revisions out of order at %d", i);
 	}
 	free_events(evs, got);
@@ -431,18 +475,22 @@ static void t_watch(const char *name, const char *eps)
 	ks_etcd_put(c, K("w/live"), K("4"), 0, &revs[4]);
 	ks_etcd_delete(c, K("w/live"), 0, NULL);
 	got = watch_collect(w, evs, 2, 3000, NULL);
-	CHECK(got == 2 && evs[0].type == KS_ETCD_EV_PUT && evs[0].kv.mod_revision == revs[4] &&
-	      evs[1].type == KS_ETCD_EV_DELETE && !strcmp(evs[1].kv.key, "w/live"),
+	CHECK(got == 2 && evs[0].type == KS_ETCD_EV_PUT &&
+		      evs[0].kv.mod_revision == revs[4] &&
+		      evs[1].type == KS_ETCD_EV_DELETE &&
+		      !strcmp(evs[1].kv.key, "w/live"),
 	      "live events: got %d", got);
 	free_events(evs, got);
 	ks_etcd_watch_stop(w);
 	/* from now: only what comes after */
 	CHECK(!ks_etcd_watch_start(c, K("w/b"), 0, 0, &w), "watch from now");
 	wait_created(w, 3000);
-	CHECK(ks_etcd_watch_created(w), "not created: %s", ks_etcd_watch_errmsg(w));
+	CHECK(ks_etcd_watch_created(w), "not created: %s",
+	      ks_etcd_watch_errmsg(w));
 	ks_etcd_put(c, K("w/b"), K("5"), 0, NULL);
 	got = watch_collect(w, evs, 2, 1000, NULL);
-	CHECK(got == 1 && !strcmp(evs[0].kv.value, "5"), "from now: %d events", got);
+	CHECK(got == 1 && !strcmp(evs[0].kv.value, "5"), "from now: %d events",
+	      got);
 	free_events(evs, got);
 	ks_etcd_watch_stop(w);
 close:
@@ -466,7 +514,8 @@ static void t_failover(void)
 		goto out;
 	rc = ks_etcd_put(c, K("fo/k"), K("v"), 0, NULL);
 	CHECK(!rc, "put with the first endpoint down: %s", ks_etcd_errmsg(c));
-	CHECK(strstr(A.plain, ks_etcd_endpoint(c)) || strstr(ks_etcd_endpoint(c), "127.0.0.1"),
+	CHECK(strstr(A.plain, ks_etcd_endpoint(c)) ||
+		      strstr(ks_etcd_endpoint(c), "127.0.0.1"),
 	      "in use: %s", ks_etcd_endpoint(c));
 	ks_etcd_close(c);
 	kt_end();
@@ -480,7 +529,8 @@ static void t_failover(void)
 	t0 = ms_now();
 	rc = ks_etcd_put(c, K("fo/k"), K("v2"), 0, NULL);
 	t0 = ms_now() - t0;
-	CHECK(!rc, "put with the first endpoint blackholed: %s", ks_etcd_errmsg(c));
+	CHECK(!rc, "put with the first endpoint blackholed: %s",
+	      ks_etcd_errmsg(c));
 	CHECK(t0 <= 1100, "took %lld ms, the deadline is 1000", t0);
 	ks_etcd_close(c);
 out:
@@ -490,12 +540,13 @@ out:
 /* A listener that takes connections and never answers: an etcd that hangs. */
 static int silent_listener(char *url, size_t len)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 16) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 16) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -524,14 +575,18 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 	t0 = ms_now();
 	rc = ks_etcd_status(c, NULL, 0);
 	took = ms_now() - t0;
-	CHECK(rc == want1 || rc == want2, "status: %d (%s)", rc, ks_etcd_errmsg(c));
-	CHECK(took <= timeout + 100, "took %lld ms, the deadline is %d", took, timeout);
-	CHECK(strstr(ks_etcd_errmsg(c), word) && !strchr(ks_etcd_errmsg(c), '\n'),
+	CHECK(rc == want1 || rc == want2, "status: %d (%s)", rc,
+	      ks_etcd_errmsg(c));
+	CHECK(took <= timeout + 100, "took %lld ms, the deadline is %d", took,
+	      timeout);
+	CHECK(strstr(ks_etcd_errmsg(c), word) &&
+		      !strchr(ks_etcd_errmsg(c), '\n'),
 	      "message lacks '%s': %s", word, ks_etcd_errmsg(c));
 	t0 = ms_now();
 	rc = ks_etcd_put(c, K("x"), K("y"), 0, NULL);
 	took = ms_now() - t0;
-	CHECK((rc == want1 || rc == want2) && took <= timeout + 100, "put: %d in %lld ms", rc, took);
+	CHECK((rc == want1 || rc == want2) && took <= timeout + 100,
+	      "put: %d in %lld ms", rc, took);
 	ks_etcd_close(c);
 	kt_end();
 }
@@ -549,19 +604,22 @@ static void t_unreachable(void)
 			 -EHOSTUNREACH, "refused");
 	unreachable_case("etcd_unreachable_blackholed", A.blackhole, 500,
 			 -EHOSTUNREACH, -ETIMEDOUT, "500 ms");
-	unreachable_case("etcd_unreachable_silent_server", fd >= 0 ? url : NULL, 500,
-			 -ETIMEDOUT, -ETIMEDOUT, "did not answer within 500 ms");
+	unreachable_case("etcd_unreachable_silent_server", fd >= 0 ? url : NULL,
+			 500, -ETIMEDOUT, -ETIMEDOUT,
+			 "did not answer within 500 ms");
 	if (A.down && A.blackhole)
 		snprintf(eps, sizeof(eps), "%s,%s", A.blackhole, A.down);
-	unreachable_case("etcd_unreachable_all_endpoints", eps[0] ? eps : NULL, 600,
-			 -EHOSTUNREACH, -EHOSTUNREACH, "no etcd endpoint reachable");
+	unreachable_case("etcd_unreachable_all_endpoints", eps[0] ? eps : NULL,
+			 600, -EHOSTUNREACH, -EHOSTUNREACH,
+			 "no etcd endpoint reachable");
 
 	kt_begin("etcd_watch_unreachable_reported");
 	if (need("down", A.down) && (c = open_c(A.down, 500))) {
 		CHECK(!ks_etcd_watch_start(c, K("k"), 0, 0, &w), "start");
 		t0 = ms_now();
 		while (w && ms_now() - t0 < 2000) {
-			struct pollfd p = { .fd = ks_etcd_watch_fd(w), .events = POLLIN };
+			struct pollfd p = { .fd = ks_etcd_watch_fd(w),
+					    .events = POLLIN };
 			int t = ks_etcd_watch_timeout_ms(w);
 
 			poll(&p, 1, t < 0 || t > 100 ? 100 : t);
@@ -581,8 +639,10 @@ static void t_unreachable(void)
 
 static void t_auth(void)
 {
-	struct ks_etcd_opts o = { .endpoints = A.auth, .user = "root",
-				  .password = A.password, .timeout_ms = 2000 };
+	struct ks_etcd_opts o = { .endpoints = A.auth,
+				  .user = "root",
+				  .password = A.password,
+				  .timeout_ms = 2000 };
 	struct ks_etcd_event ev[2] = {};
 	struct ks_etcd_watch *w = NULL;
 	struct ks_etcd *c = NULL;
@@ -599,7 +659,8 @@ static void t_auth(void)
 	rc = ks_etcd_status(c, ver, sizeof(ver));
 	CHECK(!rc && !strncmp(ver, "3.4", 3), "status: %d %s (version %s)", rc,
 	      ks_etcd_errmsg(c), ver);
-	CHECK(!ks_etcd_put(c, K("auth/k"), K("v"), 0, NULL), "put: %s", ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_put(c, K("auth/k"), K("v"), 0, NULL), "put: %s",
+	      ks_etcd_errmsg(c));
 	free(get(c, "auth/k", NULL));
 	/* the etcd's tokens live 2 s (--auth-token-ttl 2): the next call
 	 * finds its token invalid and authenticates again by itself */
@@ -612,8 +673,9 @@ static void t_auth(void)
 		wait_created(w, 3000);
 		ks_etcd_put(c, K("auth/k"), K("v3"), 0, NULL);
 		got = watch_collect(w, ev, 1, 3000, NULL);
-		CHECK(got == 1 && !strcmp(ev[0].kv.value, "v3"), "watch under auth: %d (%s)",
-		      got, ks_etcd_watch_errmsg(w));
+		CHECK(got == 1 && !strcmp(ev[0].kv.value, "v3"),
+		      "watch under auth: %d (%s)", got,
+		      ks_etcd_watch_errmsg(w));
 		free_events(ev, got);
 		ks_etcd_watch_stop(w);
 	}
@@ -624,7 +686,8 @@ static void t_auth(void)
 	o.password = "not-the-password";
 	if (!ks_etcd_open(&c, &o, err, sizeof(err))) {
 		rc = ks_etcd_status(c, NULL, 0);
-		CHECK(rc == -EACCES && strstr(ks_etcd_errmsg(c), "user and password"),
+		CHECK(rc == -EACCES &&
+			      strstr(ks_etcd_errmsg(c), "user and password"),
 		      "status: %d %s", rc, ks_etcd_errmsg(c));
 		rc = ks_etcd_put(c, K("auth/k"), K("x"), 0, NULL);
 		CHECK(rc == -EACCES, "put: %d %s", rc, ks_etcd_errmsg(c));
@@ -646,8 +709,11 @@ out:
 
 static void t_tls(void)
 {
-	struct ks_etcd_opts o = { .endpoints = A.tls, .ca_file = A.ca, .cert_file = A.cert,
-				  .key_file = A.key, .timeout_ms = 2000 };
+	struct ks_etcd_opts o = { .endpoints = A.tls,
+				  .ca_file = A.ca,
+				  .cert_file = A.cert,
+				  .key_file = A.key,
+				  .timeout_ms = 2000 };
 	struct ks_etcd *c = NULL;
 	char err[256], *v;
 	int rc;
@@ -659,7 +725,8 @@ static void t_tls(void)
 	CHECK(!rc, "open: %s", err);
 	if (rc)
 		goto out;
-	CHECK(!ks_etcd_put(c, K("tls/k"), K("v"), 0, NULL), "put: %s", ks_etcd_errmsg(c));
+	CHECK(!ks_etcd_put(c, K("tls/k"), K("v"), 0, NULL), "put: %s",
+	      ks_etcd_errmsg(c));
 	v = get(c, "tls/k", NULL);
 	CHECK(v && !strcmp(v, "v"), "range");
 	free(v);
@@ -671,8 +738,8 @@ static void t_tls(void)
 	if (!ks_etcd_open(&c, &o, err, sizeof(err))) {
 		rc = ks_etcd_status(c, NULL, 0);
 		CHECK(rc == -EACCES && strstr(ks_etcd_errmsg(c), "TLS") &&
-		      strstr(ks_etcd_errmsg(c), "certificate"), "status: %d %s", rc,
-		      ks_etcd_errmsg(c));
+			      strstr(ks_etcd_errmsg(c), "certificate"),
+		      "status: %d %s", rc, ks_etcd_errmsg(c));
 		ks_etcd_close(c);
 	}
 	kt_end();
@@ -683,8 +750,8 @@ static void t_tls(void)
 	o.ca_file = A.other_ca;
 	if (!ks_etcd_open(&c, &o, err, sizeof(err))) {
 		rc = ks_etcd_status(c, NULL, 0);
-		CHECK(rc == -EACCES && strstr(ks_etcd_errmsg(c), "TLS"), "status: %d %s", rc,
-		      ks_etcd_errmsg(c));
+		CHECK(rc == -EACCES && strstr(ks_etcd_errmsg(c), "TLS"),
+		      "status: %d %s", rc, ks_etcd_errmsg(c));
 		ks_etcd_close(c);
 	}
 	kt_end();
@@ -693,17 +760,21 @@ static void t_tls(void)
 	o.endpoints = A.plain ? A.plain : "http://127.0.0.1:2379";
 	o.ca_file = A.ca;
 	rc = ks_etcd_open(&c, &o, err, sizeof(err));
-	CHECK(rc == -EINVAL && strstr(err, "http://"), "TLS files with http://: %d %s", rc, err);
+	CHECK(rc == -EINVAL && strstr(err, "http://"),
+	      "TLS files with http://: %d %s", rc, err);
 	o.endpoints = A.tls;
 	o.key_file = NULL;
 	rc = ks_etcd_open(&c, &o, err, sizeof(err));
-	CHECK(rc == -EINVAL && strstr(err, "both"), "a certificate without a key: %d %s", rc, err);
+	CHECK(rc == -EINVAL && strstr(err, "both"),
+	      "a certificate without a key: %d %s", rc, err);
 	o.key_file = "/nonexistent/key.pem";
 	rc = ks_etcd_open(&c, &o, err, sizeof(err));
-	CHECK(rc == -EINVAL && strstr(err, "/nonexistent/key.pem"), "unreadable key: %d %s", rc, err);
+	CHECK(rc == -EINVAL && strstr(err, "/nonexistent/key.pem"),
+	      "unreadable key: %d %s", rc, err);
 	o = (struct ks_etcd_opts){ .endpoints = "http://127.0.0.1:2379/v3" };
 	rc = ks_etcd_open(&c, &o, err, sizeof(err));
-	CHECK(rc == -EINVAL && strstr(err, "a path"), "a URL with a path: %d %s", rc, err);
+	CHECK(rc == -EINVAL && strstr(err, "a path"),
+	      "a URL with a path: %d %s", rc, err);
 out:
 	kt_end();
 }
@@ -727,8 +798,9 @@ static pid_t etcd_spawn(void)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execl(A.etcd_bin, A.etcd_bin, "--name", "r", "--data-dir", data,
-		      "--listen-client-urls", curl, "--advertise-client-urls", curl,
-		      "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+		      "--listen-client-urls", curl, "--advertise-client-urls",
+		      curl, "--listen-peer-urls", purl,
+		      "--initial-advertise-peer-urls", purl,
 		      "--initial-cluster", init, (char *)NULL);
 		_exit(127);
 	}
@@ -793,7 +865,8 @@ static void t_watch_restart(void)
 	etcd_kill();
 	/* down for 2 s: the watch reports it and keeps trying */
 	got = watch_collect(w, evs, 1, 2000, &errors);
-	CHECK(got == 0 && errors >= 1, "while down: %d events, %d errors", got, errors);
+	CHECK(got == 0 && errors >= 1, "while down: %d events, %d errors", got,
+	      errors);
 	restart_pid = etcd_spawn();
 	if (!etcd_up(c, 10000)) {
 		CHECK(0, "the etcd did not come back: %s", ks_etcd_errmsg(c));
@@ -807,7 +880,8 @@ static void t_watch_restart(void)
 	CHECK(got == 2, "after the restart: %d events, want 2 (%s)", got,
 	      ks_etcd_watch_errmsg(w));
 	for (i = 0; i < got; i++)
-		CHECK(!strcmp(evs[i].kv.key, i ? "r/3" : "r/2"), "event %d: %s", i, evs[i].kv.key);
+		CHECK(!strcmp(evs[i].kv.key, i ? "r/3" : "r/2"), "event %d: %s",
+		      i, evs[i].kv.key);
 	free_events(evs, got);
 out:
 	ks_etcd_watch_stop(w);
@@ -826,10 +900,12 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "plain", 1, 0, 'p' }, { "down", 1, 0, 'd' }, { "blackhole", 1, 0, 'b' },
-		{ "auth", 1, 0, 'a' }, { "password", 1, 0, 'w' }, { "tls", 1, 0, 't' },
-		{ "ca", 1, 0, 'c' }, { "cert", 1, 0, 'e' }, { "key", 1, 0, 'k' },
-		{ "other-ca", 1, 0, 'o' }, { "etcd-bin", 1, 0, 'x' }, { "dir", 1, 0, 'D' },
+		{ "plain", 1, 0, 'p' },        { "down", 1, 0, 'd' },
+		{ "blackhole", 1, 0, 'b' },    { "auth", 1, 0, 'a' },
+		{ "password", 1, 0, 'w' },     { "tls", 1, 0, 't' },
+		{ "ca", 1, 0, 'c' },           { "cert", 1, 0, 'e' },
+		{ "key", 1, 0, 'k' },          { "other-ca", 1, 0, 'o' },
+		{ "etcd-bin", 1, 0, 'x' },     { "dir", 1, 0, 'D' },
 		{ "restart-port", 1, 0, 'r' }, {}
 	};
 	char eps[600];
@@ -837,21 +913,48 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'p': A.plain = optarg; break;
-		case 'd': A.down = optarg; break;
-		case 'b': A.blackhole = optarg; break;
-		case 'a': A.auth = optarg; break;
-		case 'w': A.password = optarg; break;
-		case 't': A.tls = optarg; break;
-		case 'c': A.ca = optarg; break;
-		case 'e': A.cert = optarg; break;
-		case 'k': A.key = optarg; break;
-		case 'o': A.other_ca = optarg; break;
-		case 'x': A.etcd_bin = optarg; break;
-		case 'D': A.dir = optarg; break;
-		case 'r': A.restart_port = atoi(optarg); break;
+		case 'p':
+			A.plain = optarg;
+			break;
+		case 'd':
+			A.down = optarg;
+			break;
+		case 'b':
+			A.blackhole = optarg;
+			break;
+		case 'a':
+			A.auth = optarg;
+			break;
+		case 'w':
+			A.password = optarg;
+			break;
+		case 't':
+			A.tls = optarg;
+			break;
+		case 'c':
+			A.ca = optarg;
+			break;
+		case 'e':
+			A.cert = optarg;
+			break;
+		case 'k':
+			A.key = optarg;
+			break;
+		case 'o':
+			A.other_ca = optarg;
+			break;
+		case 'x':
+			A.etcd_bin = optarg;
+			break;
+		case 'D':
+			A.dir = optarg;
+			break;
+		case 'r':
+			A.restart_port = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "etcd_test: see the comment at the top of tests/etcd/etcd_test.c\n");
+			fprintf(stderr,
+				"etcd_test: see the comment at the top of tests/etcd/etcd_test.c\n");
 			return 2;
 		}
 	}
@@ -867,7 +970,8 @@ int main(int argc, char **argv)
 	t_lease_expiry();
 	t_lease_keepalive();
 	t_watch("etcd_watch_in_order_from_revision", A.plain ? A.plain : "");
-	snprintf(eps, sizeof(eps), "%s,%s", A.down ? A.down : "", A.plain ? A.plain : "");
+	snprintf(eps, sizeof(eps), "%s,%s", A.down ? A.down : "",
+		 A.plain ? A.plain : "");
 	if (A.down && A.plain)
 		t_watch("etcd_watch_failover", eps);
 	t_failover();

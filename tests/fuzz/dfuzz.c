@@ -32,36 +32,36 @@
 #include "pkt.h"
 #include "dfuzz.h"
 
-#define POOL_MAX        2048   /* inputs kept for mutation */
-#define MAX_FINDINGS    64     /* distinct mismatches reported in full */
-#define SHRINK_TRIALS   4000   /* datapath runs one minimisation may take */
-#define NO_PREFILL      (-1)
+#define POOL_MAX      2048 /* inputs kept for mutation */
+#define MAX_FINDINGS  64   /* distinct mismatches reported in full */
+#define SHRINK_TRIALS 4000 /* datapath runs one minimisation may take */
+#define NO_PREFILL    (-1)
 
 struct opts {
 	__u64 seed;
-	__u64 iterations;  /* 0: no limit */
-	double seconds;    /* 0: no limit */
+	__u64 iterations; /* 0: no limit */
+	double seconds;   /* 0: no limit */
 	const char *seeds;
 	const char *findings;
 	const char *name;
 	const char *repro;
 	int verbose;
-	int strict;        /* known disagreements fail the run too */
-	int streams;       /* 1 in N inputs is a stream (0: none) */
+	int strict;  /* known disagreements fail the run too */
+	int streams; /* 1 in N inputs is a stream (0: none) */
 };
 
 /* The outcome of one comparison. */
 struct verdict {
 	bool bad;
-	bool skip;       /* the kernel refused the frame (size): not a test */
-	bool known;      /* a known disagreement (enum ref_quirk) explains it */
-	char sig[80];    /* what kind of mismatch, for de-duplication */
-	char what[600];  /* the first difference, in words */
+	bool skip;      /* the kernel refused the frame (size): not a test */
+	bool known;     /* a known disagreement (enum ref_quirk) explains it */
+	char sig[80];   /* what kind of mismatch, for de-duplication */
+	char what[600]; /* the first difference, in words */
 };
 
 struct finding {
 	char sig[80];
-	bool known;       /* a known disagreement: reported, not a failure */
+	bool known; /* a known disagreement: reported, not a failure */
 	unsigned hits;
 	__u64 first_exec; /* executions before it was first seen */
 	char path[512];
@@ -75,7 +75,7 @@ static struct {
 	__u64 tc, past_win, keys;
 	struct finding f[MAX_FINDINGS];
 	unsigned nf;
-	unsigned more; /* distinct signatures past MAX_FINDINGS */
+	unsigned more;        /* distinct signatures past MAX_FINDINGS */
 	struct fz_input prev; /* the input run before the current one */
 } st;
 
@@ -109,8 +109,9 @@ static const char *reason_name(int r)
 
 /* ---- comparison ---- */
 
-static __attribute__((format(printf, 3, 4))) void
-mismatch(struct verdict *v, const char *sig, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) void mismatch(struct verdict *v,
+							   const char *sig,
+							   const char *fmt, ...)
 {
 	va_list ap;
 
@@ -147,7 +148,8 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 		mismatch(v, "verdict", "verdict %u or the packet changed",
 			 d->verdict);
 	if (d->event_size_bad)
-		mismatch(v, "event-size", "a ks_events record of the wrong size");
+		mismatch(v, "event-size",
+			 "a ks_events record of the wrong size");
 	for (i = 0; i < KS_ERR_MAX && !v->bad; i++) {
 		if (d->err[i] == r->err[i])
 			continue;
@@ -165,14 +167,15 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 			continue;
 		snprintf(sig, sizeof(sig), "ops:%s:%s", ks_op_name(i),
 			 reason_name(ref_reason(r)));
-		mismatch(v, sig,
-			 "op %s: requests/keys/bytes %llu/%llu/%llu, reference %llu/%llu/%llu",
-			 ks_op_name(i), (unsigned long long)a->requests,
-			 (unsigned long long)a->keys,
-			 (unsigned long long)a->bytes,
-			 (unsigned long long)c->requests,
-			 (unsigned long long)c->keys,
-			 (unsigned long long)c->bytes);
+		mismatch(
+			v, sig,
+			"op %s: requests/keys/bytes %llu/%llu/%llu, reference %llu/%llu/%llu",
+			ks_op_name(i), (unsigned long long)a->requests,
+			(unsigned long long)a->keys,
+			(unsigned long long)a->bytes,
+			(unsigned long long)c->requests,
+			(unsigned long long)c->keys,
+			(unsigned long long)c->bytes);
 	}
 	if (!v->bad && d->nkeys != r->nkeys)
 		mismatch(v, "keys-count", "%u keys traced, reference %u",
@@ -188,20 +191,24 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 				 i, ks_op_name(k->op), k->cls,
 				 ks_op_name(x->op));
 		else if (k->len != x->len || memcmp(k->key, b + x->off, x->len))
-			mismatch(v, "key-bytes",
-				 "key %u: %u bytes traced, reference %u bytes at offset %u",
-				 i, k->len, x->len, x->off);
+			mismatch(
+				v, "key-bytes",
+				"key %u: %u bytes traced, reference %u bytes at offset %u",
+				i, k->len, x->len, x->off);
 		else if (memcmp(k->key + x->len, zero, KS_KEY_BUF - x->len))
-			mismatch(v, "key-padding",
-				 "key %u: bytes after its %u are not zero (an earlier key's?)",
-				 i, x->len);
+			mismatch(
+				v, "key-padding",
+				"key %u: bytes after its %u are not zero (an earlier key's?)",
+				i, x->len);
 		if (v->bad)
 			break;
 		memcpy(words, b + x->off, x->len);
 		if (k->hash != ks_key_hash(words, x->len))
-			mismatch(v, "key-hash", "key %u: hash %016llx, want %016llx",
-				 i, (unsigned long long)k->hash,
-				 (unsigned long long)ks_key_hash(words, x->len));
+			mismatch(
+				v, "key-hash",
+				"key %u: hash %016llx, want %016llx", i,
+				(unsigned long long)k->hash,
+				(unsigned long long)ks_key_hash(words, x->len));
 		else if (k->proto != (tcp ? IPPROTO_TCP : IPPROTO_UDP) ||
 			 k->sport != sport || memcmp(k->saddr, d->saddr, 16))
 			mismatch(v, "key-source",
@@ -210,7 +217,8 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 	}
 	if (!v->bad && (d->pkts[KS_PKT_SAMPLED] != r->nkeys ||
 			d->pkts[KS_PKT_TRACE_DROP] != 0))
-		mismatch(v, "pkt-counters", "sampled %llu (want %u), trace drops %llu",
+		mismatch(v, "pkt-counters",
+			 "sampled %llu (want %u), trace drops %llu",
 			 (unsigned long long)d->pkts[KS_PKT_SAMPLED], r->nkeys,
 			 (unsigned long long)d->pkts[KS_PKT_TRACE_DROP]);
 }
@@ -220,9 +228,8 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
  * reference again with every quirk on, then with each one it used alone;
  * the signature becomes "known:NAME". False if none explains it.
  */
-static bool explain(const __u8 *b, __u32 len, struct ref_opts *ro,
-		    bool tcp, __u16 sport, const struct fz_dp *d,
-		    struct verdict *v)
+static bool explain(const __u8 *b, __u32 len, struct ref_opts *ro, bool tcp,
+		    __u16 sport, const struct fz_dp *d, struct verdict *v)
 {
 	static struct ref_out alt;
 	struct verdict w;
@@ -276,17 +283,19 @@ static void compare(const struct fz_input *in, const struct ref_out *r,
 		return;
 	}
 	compare_out(in->b, fz_is_tcp(in), in->sport, r, d, v);
-	if (!v->bad && (d->pkts[KS_PKT_SEEN] != 1 ||
-			d->pkts[KS_PKT_MEMCACHED] != (in->len > 0) ||
-			d->pkts[fz_is_tcp(in) ? KS_PKT_TCP : KS_PKT_UDP] !=
-				(in->len > 0)))
+	if (!v->bad &&
+	    (d->pkts[KS_PKT_SEEN] != 1 ||
+	     d->pkts[KS_PKT_MEMCACHED] != (in->len > 0) ||
+	     d->pkts[fz_is_tcp(in) ? KS_PKT_TCP : KS_PKT_UDP] != (in->len > 0)))
 		mismatch(v, "pkt-counters", "seen/memcached/l4 counted wrong");
 	if (!v->bad && fz_is_tcp(in) && in->len &&
-	    (d->pkts[KS_PKT_RESYNC_UNKNOWN] != 1 || d->pkts[KS_PKT_FLOW_END] != 1))
-		mismatch(v, "flow-counters",
-			 "a lone segment with FIN: resync_unknown %llu, flow_end %llu (want 1, 1)",
-			 (unsigned long long)d->pkts[KS_PKT_RESYNC_UNKNOWN],
-			 (unsigned long long)d->pkts[KS_PKT_FLOW_END]);
+	    (d->pkts[KS_PKT_RESYNC_UNKNOWN] != 1 ||
+	     d->pkts[KS_PKT_FLOW_END] != 1))
+		mismatch(
+			v, "flow-counters",
+			"a lone segment with FIN: resync_unknown %llu, flow_end %llu (want 1, 1)",
+			(unsigned long long)d->pkts[KS_PKT_RESYNC_UNKNOWN],
+			(unsigned long long)d->pkts[KS_PKT_FLOW_END]);
 }
 
 /* Runs in (after the prefill packet, if any) and compares. */
@@ -500,14 +509,16 @@ static void report(const struct opts *o, const struct fz_input *bad,
 	check(&in, prefill, with_prev ? &prev : NULL, &v);
 	if (!v.bad) /* depends on more history than one packet */
 		v = *v0;
-	if (o->findings && write_finding(o, fd, &in, prefill,
-					 with_prev ? &prev : NULL, &v))
+	if (o->findings &&
+	    write_finding(o, fd, &in, prefill, with_prev ? &prev : NULL, &v))
 		snprintf(fd->path, sizeof(fd->path), "(cannot write to %s)",
 			 o->findings);
 	st.nf++;
 	printf("# mismatch %s: %s\n#   reproducer %s%s\n", v.sig, v.what,
 	       o->findings ? fd->path : "(no --findings)",
-	       prefill == NO_PREFILL && !with_prev ? " (did not reproduce alone)" : "");
+	       prefill == NO_PREFILL && !with_prev
+		       ? " (did not reproduce alone)"
+		       : "");
 }
 
 /* ---- the run ---- */
@@ -548,7 +559,12 @@ static void run_one(const struct opts *o, struct fz_input *in, int source)
 #define FZ_STREAM_MAX 12000
 #define FZ_MAX_SEGS   2048
 
-enum send_mode { SM_INORDER, SM_DUP, SM_LOSSY, SM_MODES };
+enum send_mode {
+	SM_INORDER,
+	SM_DUP,
+	SM_LOSSY,
+	SM_MODES
+};
 static const char *const send_mode_names[SM_MODES] = { "in-order",
 						       "dup-overlap",
 						       "reorder-loss" };
@@ -574,7 +590,8 @@ static unsigned plan_cuts(struct fz_rng *r, __u32 len, struct seg *p)
 		else if (style == 1)
 			l = 1 + fz_below(r, one_in_(r, 4) ? 1400 : 40);
 		else
-			l = one_in_(r, 3) ? 1 + fz_below(r, 8) : 1000 + fz_below(r, 400);
+			l = one_in_(r, 3) ? 1 + fz_below(r, 8)
+					  : 1000 + fz_below(r, 400);
 		if (off + l > len || n == FZ_MAX_SEGS / 2 - 1)
 			l = len - off;
 		p[n].off = off;
@@ -613,7 +630,8 @@ static unsigned plan_sends(struct fz_rng *r, const struct seg *c, unsigned n,
 			i++;
 			continue;
 		}
-		if (mode == SM_LOSSY && one_in_(r, 6) && (!dropped || one_in_(r, 2))) {
+		if (mode == SM_LOSSY && one_in_(r, 6) &&
+		    (!dropped || one_in_(r, 2))) {
 			dropped = true;
 			continue;
 		}
@@ -669,8 +687,8 @@ static void write_stream(const struct opts *o, const char *sig,
 	unsigned i;
 	FILE *fp;
 
-	snprintf(path, psize, "%s/stream-%02u.repro", o->findings ? o->findings : ".",
-		 st.nf);
+	snprintf(path, psize, "%s/stream-%02u.repro",
+		 o->findings ? o->findings : ".", st.nf);
 	if (!o->findings || !(fp = fopen(path, "w"))) {
 		snprintf(path, psize, "(not written)");
 		return;
@@ -735,7 +753,8 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 			     &dp);
 	if (end != 2)
 		fz_flow_send(f, len, NULL, 0,
-			     PKT_TCP_ACK | (end ? PKT_TCP_RST : PKT_TCP_FIN), &dp);
+			     PKT_TCP_ACK | (end ? PKT_TCP_RST : PKT_TCP_FIN),
+			     &dp);
 	simulate(s, n, ends, &nends, &dup, &ovl, &gaps);
 	ro.seg_end = ends;
 	ro.nseg = nends;
@@ -750,7 +769,8 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 		if (v->bad) {
 			static struct ref_out alt;
 
-			v->known = explain(b, len, &ro, true, f->fr.sport, &dp, v);
+			v->known = explain(b, len, &ro, true, f->fr.sport, &dp,
+					   v);
 			if (v->known)
 				return;
 			/* a known disagreement put the datapath off the
@@ -758,29 +778,36 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 			ro.quirks = REF_QUIRKS_NOW;
 			ref_mc_parse(b, len, &ro, &alt);
 			if ((dp.pkts[KS_PKT_RESYNC_LOST] ||
-			     dp.pkts[KS_PKT_RESYNC_CARRY]) && alt.quirks_used) {
+			     dp.pkts[KS_PKT_RESYNC_CARRY]) &&
+			    alt.quirks_used) {
 				snprintf(v->sig, sizeof(v->sig),
 					 "known:stream-lost-after-quirk");
 				v->known = true;
 				return;
 			}
 		}
-		if (!v->bad &&
-		    (dp.pkts[KS_PKT_FLOW_NEW] != 1 || dp.pkts[KS_PKT_FLOW_END] != 1 ||
-		     dp.pkts[KS_PKT_FLOW_DUP] != dup ||
-		     dp.pkts[KS_PKT_FLOW_OVERLAP] != ovl ||
-		     dp.pkts[KS_PKT_RESYNC_GAP] || dp.pkts[KS_PKT_RESYNC_UNKNOWN] ||
-		     dp.pkts[KS_PKT_RESYNC_CARRY] || dp.pkts[KS_PKT_RESYNC_LOST]))
-			mismatch(v, "stream-flow-counters",
-				 "new %llu end %llu dup %llu (want %u) overlap %llu (want %u) resync gap/unknown/carry/lost %llu/%llu/%llu/%llu (want 0)",
-				 (unsigned long long)dp.pkts[KS_PKT_FLOW_NEW],
-				 (unsigned long long)dp.pkts[KS_PKT_FLOW_END],
-				 (unsigned long long)dp.pkts[KS_PKT_FLOW_DUP], dup,
-				 (unsigned long long)dp.pkts[KS_PKT_FLOW_OVERLAP], ovl,
-				 (unsigned long long)dp.pkts[KS_PKT_RESYNC_GAP],
-				 (unsigned long long)dp.pkts[KS_PKT_RESYNC_UNKNOWN],
-				 (unsigned long long)dp.pkts[KS_PKT_RESYNC_CARRY],
-				 (unsigned long long)dp.pkts[KS_PKT_RESYNC_LOST]);
+		if (!v->bad && (dp.pkts[KS_PKT_FLOW_NEW] != 1 ||
+				dp.pkts[KS_PKT_FLOW_END] != 1 ||
+				dp.pkts[KS_PKT_FLOW_DUP] != dup ||
+				dp.pkts[KS_PKT_FLOW_OVERLAP] != ovl ||
+				dp.pkts[KS_PKT_RESYNC_GAP] ||
+				dp.pkts[KS_PKT_RESYNC_UNKNOWN] ||
+				dp.pkts[KS_PKT_RESYNC_CARRY] ||
+				dp.pkts[KS_PKT_RESYNC_LOST]))
+			mismatch(
+				v, "stream-flow-counters",
+				"new %llu end %llu dup %llu (want %u) overlap %llu (want %u) resync gap/unknown/carry/lost %llu/%llu/%llu/%llu (want 0)",
+				(unsigned long long)dp.pkts[KS_PKT_FLOW_NEW],
+				(unsigned long long)dp.pkts[KS_PKT_FLOW_END],
+				(unsigned long long)dp.pkts[KS_PKT_FLOW_DUP],
+				dup,
+				(unsigned long long)dp.pkts[KS_PKT_FLOW_OVERLAP],
+				ovl,
+				(unsigned long long)dp.pkts[KS_PKT_RESYNC_GAP],
+				(unsigned long long)
+					dp.pkts[KS_PKT_RESYNC_UNKNOWN],
+				(unsigned long long)dp.pkts[KS_PKT_RESYNC_CARRY],
+				(unsigned long long)dp.pkts[KS_PKT_RESYNC_LOST]);
 	} else {
 		/* the gap counted, nothing counted twice */
 		sst.gaps += gaps;
@@ -794,26 +821,30 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 			    dp.ops[i].bytes > ref.ops[i].bytes) {
 				snprintf(sig, sizeof(sig), "stream-twice:%s",
 					 ks_op_name(i));
-				mismatch(v, sig,
-					 "op %s: %llu/%llu/%llu, more than the whole stream's %llu/%llu/%llu",
-					 ks_op_name(i),
-					 (unsigned long long)dp.ops[i].requests,
-					 (unsigned long long)dp.ops[i].keys,
-					 (unsigned long long)dp.ops[i].bytes,
-					 (unsigned long long)ref.ops[i].requests,
-					 (unsigned long long)ref.ops[i].keys,
-					 (unsigned long long)ref.ops[i].bytes);
+				mismatch(
+					v, sig,
+					"op %s: %llu/%llu/%llu, more than the whole stream's %llu/%llu/%llu",
+					ks_op_name(i),
+					(unsigned long long)dp.ops[i].requests,
+					(unsigned long long)dp.ops[i].keys,
+					(unsigned long long)dp.ops[i].bytes,
+					(unsigned long long)ref.ops[i].requests,
+					(unsigned long long)ref.ops[i].keys,
+					(unsigned long long)ref.ops[i].bytes);
 			}
 		if (!v->bad && !keys_submultiset(b, &ref, &dp))
-			mismatch(v, "stream-twice:keys",
-				 "a traced key the stream does not hold (or holds fewer times)");
+			mismatch(
+				v, "stream-twice:keys",
+				"a traced key the stream does not hold (or holds fewer times)");
 		if (!v->bad && dp.pkts[KS_PKT_SAMPLED] != dp.nkeys)
 			mismatch(v, "stream-sampled", "sampled %llu, traced %u",
-				 (unsigned long long)dp.pkts[KS_PKT_SAMPLED], dp.nkeys);
+				 (unsigned long long)dp.pkts[KS_PKT_SAMPLED],
+				 dp.nkeys);
 	}
 	if (v->bad)
-		snprintf(v->sig + strlen(v->sig), sizeof(v->sig) - strlen(v->sig),
-			 "@%s", mode == SM_LOSSY ? "lossy" : "stream");
+		snprintf(v->sig + strlen(v->sig),
+			 sizeof(v->sig) - strlen(v->sig), "@%s",
+			 mode == SM_LOSSY ? "lossy" : "stream");
 }
 
 static void stream_one(const struct opts *o, struct fz_rng *r)
@@ -907,12 +938,15 @@ static void print_coverage(void)
 
 	printf("# reasons reached:");
 	for (i = 0; i <= KS_ERR_MAX; i++)
-		if (i >= KS_ERR_MIDSTREAM) /* the parser's; the rest are L2-L4 */
-			printf(" %s %llu", i == KS_ERR_MAX ? "none" : ks_reason_name(i),
+		if (i >=
+		    KS_ERR_MIDSTREAM) /* the parser's; the rest are L2-L4 */
+			printf(" %s %llu",
+			       i == KS_ERR_MAX ? "none" : ks_reason_name(i),
 			       (unsigned long long)st.reasons[i]);
 	printf("\n# inputs with a request of each op:");
 	for (i = 0; i < KS_OP_MAX; i++)
-		printf(" %s %llu", ks_op_name(i), (unsigned long long)st.ops[i]);
+		printf(" %s %llu", ks_op_name(i),
+		       (unsigned long long)st.ops[i]);
 	printf("\n# keys compared %llu; inputs via tc %llu, longer than the window %llu\n",
 	       (unsigned long long)st.keys, (unsigned long long)st.tc,
 	       (unsigned long long)st.past_win);
@@ -968,7 +1002,8 @@ static int fuzz(const struct opts *o)
 			source = 1;
 		} else {
 			in = pool[fz_below(&rng, (__u32)npool)];
-			fz_mutate(&rng, &in, &pool[fz_below(&rng, (__u32)npool)]);
+			fz_mutate(&rng, &in,
+				  &pool[fz_below(&rng, (__u32)npool)]);
 			source = 2;
 		}
 		fz_pick_frame(&rng, &in);
@@ -1003,7 +1038,8 @@ static int fuzz(const struct opts *o)
 		for (i = 0; i < st.nf && st.f[i].known && !o->strict; i++)
 			;
 		printf("FAIL %s: %zu distinct mismatches with the reference parser (first: %s)\n",
-		       o->name, nfail + st.more, i < st.nf ? st.f[i].path : "?");
+		       o->name, nfail + st.more,
+		       i < st.nf ? st.f[i].path : "?");
 		return 1;
 	}
 	printf("PASS %s\n", o->name);
@@ -1055,7 +1091,8 @@ static int replay_stream(const struct opts *o, const struct fz_input *fr,
 		if (!strncmp(line, "segs=", 5))
 			for (t = strtok(line + 5, ","); t && n < FZ_MAX_SEGS;
 			     t = strtok(NULL, ","))
-				if (sscanf(t, "%u:%u", &sg[n].off, &sg[n].len) == 2)
+				if (sscanf(t, "%u:%u", &sg[n].off,
+					   &sg[n].len) == 2)
 					n++;
 		if (!strncmp(line, "stream=", 7))
 			len = (__u32)fz_unescape(line + 7, b, sizeof(b));
@@ -1064,11 +1101,13 @@ static int replay_stream(const struct opts *o, const struct fz_input *fr,
 		fclose(fp);
 	fz_flow_new(&f, fr);
 	run_stream(&f, mode, b, len, sg, n, 0, &v);
-	describe(stdout, NULL, "reference", ref.ops, ref_reason(&ref), ref.nkeys);
+	describe(stdout, NULL, "reference", ref.ops, ref_reason(&ref),
+		 ref.nkeys);
 	describe(stdout, NULL, "datapath ", dp.ops, dp_reason(&dp), dp.nkeys);
 	for (n = 0; n < KS_PKT_MAX; n++)
 		if (dp.pkts[n])
-			printf("#   pkts[%u] %llu\n", n, (unsigned long long)dp.pkts[n]);
+			printf("#   pkts[%u] %llu\n", n,
+			       (unsigned long long)dp.pkts[n]);
 	if (v.bad && (!v.known || o->strict)) {
 		printf("FAIL %s: %s: %s\n", o->name, v.sig, v.what);
 		return 1;
@@ -1098,7 +1137,8 @@ static int replay(const struct opts *o)
 		else if (sscanf(line, "prefill=0x%x", &pf) == 1)
 			prefill = (int)pf;
 		else if (!strncmp(line, "prev=", 5)) {
-			prev.len = (__u32)fz_unescape(line + 5, prev.b, FZ_MAX_PAY);
+			prev.len = (__u32)fz_unescape(line + 5, prev.b,
+						      FZ_MAX_PAY);
 			prev.sport = 40000;
 			have_prev = 1;
 		} else if (!strncmp(line, "stream=", 7)) {
@@ -1132,7 +1172,8 @@ static int replay(const struct opts *o)
 				       (unsigned long long)alt.err[pf],
 				       (unsigned long long)dp.err[pf]);
 	}
-	describe(stdout, &in, "reference", ref.ops, ref_reason(&ref), ref.nkeys);
+	describe(stdout, &in, "reference", ref.ops, ref_reason(&ref),
+		 ref.nkeys);
 	describe(stdout, &in, "datapath ", dp.ops, dp_reason(&dp), dp.nkeys);
 	if (v.bad && (!v.known || o->strict)) {
 		printf("FAIL %s: %s: %s\n", o->name, v.sig, v.what);
@@ -1174,29 +1215,54 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct opts o = { .seed = 1, .seconds = 60,
-			  .seeds = "tests/fuzz/seeds.txt", .name = "dfuzz",
+	struct opts o = { .seed = 1,
+			  .seconds = 60,
+			  .seeds = "tests/fuzz/seeds.txt",
+			  .name = "dfuzz",
 			  .streams = 20 };
 	int c, err, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': o.seed = strtoull(optarg, NULL, 0); break;
-		case 'i': o.iterations = strtoull(optarg, NULL, 0);
-			  if (o.seconds == 60)
-				  o.seconds = 0;
-			  break;
-		case 't': o.seconds = atof(optarg); break;
-		case 'S': o.seeds = optarg; break;
-		case 'f': o.findings = optarg; break;
-		case 'n': o.name = optarg; break;
-		case 'r': o.repro = optarg; break;
-		case 'v': o.verbose++; break;
-		case 'X': o.strict = 1; break;
-		case 'T': o.streams = atoi(optarg); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			o.seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'i':
+			o.iterations = strtoull(optarg, NULL, 0);
+			if (o.seconds == 60)
+				o.seconds = 0;
+			break;
+		case 't':
+			o.seconds = atof(optarg);
+			break;
+		case 'S':
+			o.seeds = optarg;
+			break;
+		case 'f':
+			o.findings = optarg;
+			break;
+		case 'n':
+			o.name = optarg;
+			break;
+		case 'r':
+			o.repro = optarg;
+			break;
+		case 'v':
+			o.verbose++;
+			break;
+		case 'X':
+			o.strict = 1;
+			break;
+		case 'T':
+			o.streams = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (geteuid() != 0) {

@@ -32,12 +32,12 @@ enum fz_frame {
 struct fz_input {
 	__u8 b[FZ_MAX_PAY];
 	__u32 len;
-	__u8 frame;      /* enum fz_frame */
-	__u8 nvlan;      /* 0..2 VLAN tags: moves the payload's alignment */
-	__u8 l3_words;   /* IPv4 option words (0..10) */
-	__u8 l4_words;   /* TCP option words (0..10) */
-	__u8 tc;         /* run ks_tc_ingress instead of ks_ingress */
-	__u8 pad;        /* junk bytes after the IP datagram (Ethernet
+	__u8 frame;    /* enum fz_frame */
+	__u8 nvlan;    /* 0..2 VLAN tags: moves the payload's alignment */
+	__u8 l3_words; /* IPv4 option words (0..10) */
+	__u8 l4_words; /* TCP option words (0..10) */
+	__u8 tc;       /* run ks_tc_ingress instead of ks_ingress */
+	__u8 pad;      /* junk bytes after the IP datagram (Ethernet
 			  * padding): never part of the payload */
 	__u16 sport;
 };
@@ -72,15 +72,15 @@ struct fz_key {
 
 /* What one run of the datapath counted (deltas) and reported. */
 struct fz_dp {
-	int run_err;      /* -errno of BPF_PROG_TEST_RUN, 0 when it ran */
+	int run_err; /* -errno of BPF_PROG_TEST_RUN, 0 when it ran */
 	__u32 verdict;
-	bool changed;     /* the packet came back different */
+	bool changed; /* the packet came back different */
 	struct ks_op_stats ops[KS_OP_MAX];
 	__u64 err[KS_ERR_MAX];
 	__u64 pkts[KS_PKT_MAX];
 	unsigned nkeys;
 	bool event_size_bad;
-	__u8 saddr[16];   /* the source the input was sent from (mapped) */
+	__u8 saddr[16]; /* the source the input was sent from (mapped) */
 	struct fz_key keys[FZ_MAX_EVENTS];
 };
 

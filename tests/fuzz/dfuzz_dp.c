@@ -24,7 +24,7 @@
 #include "pkt.h"
 #include "dfuzz.h"
 
-#define XDP_PASS_RC 2 /* enum xdp_action */
+#define XDP_PASS_RC 2           /* enum xdp_action */
 #define TC_OK_RC    0xffffffffu /* TC_ACT_UNSPEC: the filters after ours run */
 
 static struct keysteer_bpf *skel;
@@ -37,7 +37,8 @@ static struct ks_op_stats last_ops[KS_OP_MAX];
 static __u64 last_err[KS_ERR_MAX];
 static __u64 last_pkts[KS_PKT_MAX];
 static void *rowbuf; /* one batch of per-CPU values */
-static __u32 keys_0_n[64]; /* 0..63: keys of a batch lookup (KS_OP_MAX, KS_ERR_MAX) */
+static __u32
+	keys_0_n[64]; /* 0..63: keys of a batch lookup (KS_OP_MAX, KS_ERR_MAX) */
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -73,7 +74,8 @@ static int read_percpu(struct bpf_map *m, __u32 n, size_t vsz, __u64 *sum)
 	int fd = bpf_map__fd(m);
 
 	if (bpf_map_lookup_batch(fd, NULL, &out, keys_0_n, rowbuf, &count,
-				 &bo) && errno != ENOENT)
+				 &bo) &&
+	    errno != ENOENT)
 		return -errno;
 	if (count != n)
 		return -EIO;
@@ -140,8 +142,8 @@ int fz_dp_open(void)
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_config), &zero, &cfg,
 				BPF_ANY))
 		return -errno;
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event,
-			      NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event, NULL,
+			      NULL);
 	if (!rb)
 		return -errno;
 	return read_totals(last_ops, last_err, last_pkts);
@@ -191,8 +193,8 @@ static int frame_build(const struct fz_input *in, struct pkt *p,
 	pkt_opts_default(&o, v6, fz_is_tcp(in) ? IPPROTO_TCP : IPPROTO_UDP);
 	o.nvlan = in->nvlan;
 	for (i = 0; i < in->nvlan; i++)
-		o.vlan[i].tpid = i == 0 && in->nvlan == 2 ? PKT_ETH_P_8021AD :
-							    PKT_ETH_P_8021Q;
+		o.vlan[i].tpid = i == 0 && in->nvlan == 2 ? PKT_ETH_P_8021AD
+							  : PKT_ETH_P_8021Q;
 	if (!v6)
 		o.ip4_opt_words = in->l3_words;
 	if (fz_is_tcp(in)) {
@@ -208,13 +210,14 @@ static int frame_build(const struct fz_input *in, struct pkt *p,
 	/* a request's worth of junk that only a parser reading past the IP
 	 * length would see */
 	for (i = 0; i < in->pad && p->len < PKT_MAX; i++)
-		p->b[p->len++] = (__u8)"get padding\r\n"[i % 13];
+		p->b[p->len++] = (__u8) "get padding\r\n"[i % 13];
 	return 0;
 }
 
 int fz_frame_build(const struct fz_input *in, struct pkt *p)
 {
-	return frame_build(in, p, NULL, 1000, PKT_TCP_PSH | PKT_TCP_ACK | PKT_TCP_FIN);
+	return frame_build(in, p, NULL, 1000,
+			   PKT_TCP_PSH | PKT_TCP_ACK | PKT_TCP_FIN);
 }
 
 /* Runs frame p and adds what it counted and traced to out. */
@@ -223,8 +226,8 @@ static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
 	static __u8 back[PKT_MAX + 512];
 	struct ks_op_stats ops[KS_OP_MAX];
 	__u64 err[KS_ERR_MAX], pkts[KS_PKT_MAX];
-	int fd = tc ? bpf_program__fd(skel->progs.ks_tc_ingress) :
-		      bpf_program__fd(skel->progs.ks_ingress);
+	int fd = tc ? bpf_program__fd(skel->progs.ks_tc_ingress)
+		    : bpf_program__fd(skel->progs.ks_ingress);
 	LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1);
 	int i, e;
 
@@ -311,7 +314,8 @@ void fz_flow_send(const struct fz_flow *f, __u32 off, const __u8 *pay,
 	in.len = len;
 	memcpy(acc->saddr, f->saddr, 16);
 	if (frame_build(&in, &p, f->raw,
-			(flags & PKT_TCP_SYN) ? f->isn : f->isn + 1 + off, flags)) {
+			(flags & PKT_TCP_SYN) ? f->isn : f->isn + 1 + off,
+			flags)) {
 		acc->run_err = -E2BIG;
 		return;
 	}

@@ -66,7 +66,8 @@ static void putf(struct fz_input *in, const char *fmt, ...)
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (n > 0)
-		put(in, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+		put(in, buf,
+		    (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* ---- escapes ---- */
@@ -81,8 +82,10 @@ char *fz_escape(const __u8 *b, size_t n, char *out, size_t size)
 		if (c == '\r' || c == '\n' || c == '\t' || c == '\\' ||
 		    c == '"') {
 			out[o++] = '\\';
-			out[o++] = c == '\r' ? 'r' : c == '\n' ? 'n' :
-				   c == '\t' ? 't' : (char)c;
+			out[o++] = c == '\r'   ? 'r'
+				   : c == '\n' ? 'n'
+				   : c == '\t' ? 't'
+					       : (char)c;
 		} else if (c < 0x20 || c >= 0x7f) {
 			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
 		} else {
@@ -118,19 +121,30 @@ size_t fz_unescape(const char *s, __u8 *b, size_t size)
 		}
 		c = *s++;
 		switch (c) {
-		case 'r': b[n++] = '\r'; break;
-		case 'n': b[n++] = '\n'; break;
-		case 't': b[n++] = '\t'; break;
-		case '0': b[n++] = 0; break;
+		case 'r':
+			b[n++] = '\r';
+			break;
+		case 'n':
+			b[n++] = '\n';
+			break;
+		case 't':
+			b[n++] = '\t';
+			break;
+		case '0':
+			b[n++] = 0;
+			break;
 		case 'x':
 			if (hexval(s[0]) >= 0 && hexval(s[1]) >= 0) {
-				b[n++] = (__u8)(hexval(s[0]) * 16 + hexval(s[1]));
+				b[n++] = (__u8)(hexval(s[0]) * 16 +
+						hexval(s[1]));
 				s += 2;
 			} else {
 				b[n++] = 'x';
 			}
 			break;
-		default: b[n++] = (__u8)c; break;
+		default:
+			b[n++] = (__u8)c;
+			break;
 		}
 	}
 	return n;
@@ -154,8 +168,7 @@ static struct fz_input *seed_slot(struct fz_input **v, size_t *n, size_t *cap)
 	return &(*v)[(*n)++];
 }
 
-int fz_seeds_load(const char *path, struct fz_input **v, size_t *n,
-		  size_t *cap)
+int fz_seeds_load(const char *path, struct fz_input **v, size_t *n, size_t *cap)
 {
 	static char line[4 * FZ_MAX_PAY + 2];
 	FILE *f = fopen(path, "r");
@@ -212,27 +225,43 @@ static void key_of(char *k, size_t len, unsigned seed)
 	size_t i;
 
 	for (i = 0; i < len; i++)
-		k[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[(seed * 7 + i * 13) % 36];
+		k[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[(seed * 7 +
+							       i * 13) %
+							      36];
 	k[len] = '\0';
 }
 
 /* Every request opcode, with the extras and value memcached expects. */
 static const __u8 bin_opcodes[] = {
-	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
-	0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
-	0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x20, 0x21,
-	0x22, 0x23, 0x24, 0x50, 0x7f, 0xff,
+	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
+	0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13,
+	0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d,
+	0x1e, 0x20, 0x21, 0x22, 0x23, 0x24, 0x50, 0x7f, 0xff,
 };
 
 static __u8 bin_extlen(__u8 op)
 {
 	switch (op) {
-	case 0x01: case 0x02: case 0x03: case 0x11: case 0x12: case 0x13:
+	case 0x01:
+	case 0x02:
+	case 0x03:
+	case 0x11:
+	case 0x12:
+	case 0x13:
 		return 8;
-	case 0x05: case 0x06: case 0x15: case 0x16:
+	case 0x05:
+	case 0x06:
+	case 0x15:
+	case 0x16:
 		return 20;
-	case 0x08: case 0x18: case 0x1b: case 0x1c: case 0x1d: case 0x1e:
-	case 0x23: case 0x24:
+	case 0x08:
+	case 0x18:
+	case 0x1b:
+	case 0x1c:
+	case 0x1d:
+	case 0x1e:
+	case 0x23:
+	case 0x24:
 		return 4;
 	}
 	return 0;
@@ -285,12 +314,12 @@ int fz_seeds_builtin(struct fz_input **v, size_t *n, size_t *cap)
 	size_t i;
 	int got = 0;
 
-#define NEW()                                    \
-	do {                                     \
-		in = seed_slot(v, n, cap);       \
-		if (!in)                         \
-			return -ENOMEM;          \
-		got++;                           \
+#define NEW()                                                                  \
+	do {                                                                   \
+		in = seed_slot(v, n, cap);                                     \
+		if (!in)                                                       \
+			return -ENOMEM;                                        \
+		got++;                                                         \
 	} while (0)
 
 	/* every binary opcode alone, then all pipelined */
@@ -364,24 +393,33 @@ int fz_seeds_builtin(struct fz_input **v, size_t *n, size_t *cap)
 /* ---- the grammar ---- */
 
 static const char *const text_words[] = {
-	"get", "gets", "gat", "gats", "set", "add", "replace", "append",
-	"prepend", "cas", "delete", "incr", "decr", "touch", "mg", "ms", "md",
-	"ma", "me", "mn", "stats", "version", "verbosity", "flush_all", "quit",
-	"shutdown", "cache_memlimit", "slabs", "lru_crawler", "lru", "watch",
-	"misbehave", "stat", "GET", "get_", "gett", "m", "xyzzy", "g", "ge",
+	"get",     "gets",        "gat",
+	"gats",    "set",         "add",
+	"replace", "append",      "prepend",
+	"cas",     "delete",      "incr",
+	"decr",    "touch",       "mg",
+	"ms",      "md",          "ma",
+	"me",      "mn",          "stats",
+	"version", "verbosity",   "flush_all",
+	"quit",    "shutdown",    "cache_memlimit",
+	"slabs",   "lru_crawler", "lru",
+	"watch",   "misbehave",   "stat",
+	"GET",     "get_",        "gett",
+	"m",       "xyzzy",       "g",
+	"ge",
 };
 
 static const __u8 interesting[] = {
-	' ', '\r', '\n', '\t', 0, 0x01, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0xff,
-	'0', '9', 'a', 'g', 'e', 't',
+	' ',  '\r', '\n', '\t', 0,   0x01, 0x1f, 0x20, 0x21,
+	0x7f, 0x80, 0xff, '0',  '9', 'a',  'g',  'e',  't',
 };
 
 /* A key: mostly short and plain, sometimes around the 250-byte limit, now
  * and then with bytes the protocol forbids. */
 static void gen_key(struct fz_rng *r, struct fz_input *in)
 {
-	static const __u32 edge[] = { 1, 7, 8, 9, 31, 32, 33, 249, 250, 251,
-				      252, 260 };
+	static const __u32 edge[] = { 1,  7,   8,   9,   31,  32,
+				      33, 249, 250, 251, 252, 260 };
 	__u32 len, i;
 
 	if (one_in(r, 6))
@@ -394,7 +432,8 @@ static void gen_key(struct fz_rng *r, struct fz_input *in)
 		__u8 c = (__u8)('a' + fz_below(r, 26));
 
 		if (one_in(r, 40))
-			c = (__u8)(0x21 + fz_below(r, 0xdf)); /* any non-space */
+			c = (__u8)(0x21 +
+				   fz_below(r, 0xdf)); /* any non-space */
 		if (one_in(r, 300))
 			c = interesting[fz_below(r, sizeof(interesting))];
 		putc_(in, c);
@@ -420,8 +459,9 @@ static void gen_space(struct fz_rng *r, struct fz_input *in)
 
 static void gen_eol(struct fz_rng *r, struct fz_input *in)
 {
-	static const char *const odd[] = { "\n", "\r", "", " \r\n", "\r\r\n",
-					   "\n\n", "\r\n\r\n", "\t\r\n" };
+	static const char *const odd[] = { "\n",       "\r",     "",
+					   " \r\n",    "\r\r\n", "\n\n",
+					   "\r\n\r\n", "\t\r\n" };
 
 	if (one_in(r, 8))
 		puts_(in, odd[fz_below(r, sizeof(odd) / sizeof(odd[0]))]);
@@ -433,9 +473,11 @@ static void gen_eol(struct fz_rng *r, struct fz_input *in)
 static void gen_number(struct fz_rng *r, struct fz_input *in, __u32 v)
 {
 	static const char *const odd[] = {
-		"", "-1", "abc", "0x10", "00000000005", "12345678901",
-		"1073741824", "1073741825", "4294967301", "9999999999", "5x",
-		"+5", " 5", "0000000000",
+		"",           "-1",          "abc",
+		"0x10",       "00000000005", "12345678901",
+		"1073741824", "1073741825",  "4294967301",
+		"9999999999", "5x",          "+5",
+		" 5",         "0000000000",
 	};
 
 	if (one_in(r, 20))
@@ -451,8 +493,8 @@ static void gen_data(struct fz_rng *r, struct fz_input *in, __u32 n)
 	__u32 i;
 
 	for (i = 0; i < n && in->len < FZ_MAX_PAY; i++)
-		putc_(in, one_in(r, 50) ? interesting[fz_below(r, 12)] :
-					  (__u8)('A' + i % 26));
+		putc_(in, one_in(r, 50) ? interesting[fz_below(r, 12)]
+					: (__u8)('A' + i % 26));
 	if (one_in(r, 20))
 		puts_(in, one_in(r, 2) ? "\n" : "XY");
 	else
@@ -468,8 +510,8 @@ static __u32 gen_value_len(struct fz_rng *r)
 
 static void gen_binary(struct fz_rng *r, struct fz_input *in)
 {
-	__u8 op = one_in(r, 8) ? (__u8)fz_rand(r) :
-				 bin_opcodes[fz_below(r, sizeof(bin_opcodes))];
+	__u8 op = one_in(r, 8) ? (__u8)fz_rand(r)
+			       : bin_opcodes[fz_below(r, sizeof(bin_opcodes))];
 	__u8 ext = one_in(r, 10) ? (__u8)fz_below(r, 40) : bin_extlen(op);
 	__u16 kl = 0;
 	__u32 vl = bin_has_value(op) ? gen_value_len(r) : 0, body;
@@ -484,15 +526,24 @@ static void gen_binary(struct fz_rng *r, struct fz_input *in)
 		memcpy(k, tmp.b, kl);
 		if (one_in(r, 10))
 			for (i = 0; i < kl; i++)
-				k[i] = (char)fz_rand(r); /* binary keys are bytes */
+				k[i] = (char)fz_rand(
+					r); /* binary keys are bytes */
 	}
 	body = ext + kl + vl;
 	if (one_in(r, 12)) { /* a length field that lies */
 		switch (fz_below(r, 4)) {
-		case 0: body = fz_below(r, ext + kl + 1); break;
-		case 1: body = (1U << 30) + fz_below(r, 3) - 1; break;
-		case 2: body = (__u32)fz_rand(r); break;
-		default: body += fz_below(r, 5000); break;
+		case 0:
+			body = fz_below(r, ext + kl + 1);
+			break;
+		case 1:
+			body = (1U << 30) + fz_below(r, 3) - 1;
+			break;
+		case 2:
+			body = (__u32)fz_rand(r);
+			break;
+		default:
+			body += fz_below(r, 5000);
+			break;
 		}
 	}
 	put_binary(in, op, ext, k, kl, 0, body);
@@ -504,7 +555,7 @@ static void gen_binary(struct fz_rng *r, struct fz_input *in)
 static void gen_text(struct fz_rng *r, struct fz_input *in)
 {
 	const char *w = text_words[fz_below(r, sizeof(text_words) /
-					       sizeof(text_words[0]))];
+						       sizeof(text_words[0]))];
 	__u32 nkeys, i, vlen;
 
 	puts_(in, w);
@@ -524,10 +575,9 @@ static void gen_text(struct fz_rng *r, struct fz_input *in)
 		if (one_in(r, 10))
 			gen_space(r, in);
 		gen_eol(r, in);
-	} else if (!strcmp(w, "ms") || !strcmp(w, "set") ||
-		   !strcmp(w, "add") || !strcmp(w, "replace") ||
-		   !strcmp(w, "append") || !strcmp(w, "prepend") ||
-		   !strcmp(w, "cas")) {
+	} else if (!strcmp(w, "ms") || !strcmp(w, "set") || !strcmp(w, "add") ||
+		   !strcmp(w, "replace") || !strcmp(w, "append") ||
+		   !strcmp(w, "prepend") || !strcmp(w, "cas")) {
 		vlen = gen_value_len(r);
 		gen_space(r, in);
 		gen_key(r, in);
@@ -549,8 +599,8 @@ static void gen_text(struct fz_rng *r, struct fz_input *in)
 		gen_data(r, in, vlen);
 	} else {
 		/* one-key, keyless, unknown: a key and arguments or not */
-		if (!one_in(r, 4) || w[0] == 'm' || w[0] == 'd' || w[0] == 'i' ||
-		    w[0] == 't') {
+		if (!one_in(r, 4) || w[0] == 'm' || w[0] == 'd' ||
+		    w[0] == 'i' || w[0] == 't') {
 			gen_space(r, in);
 			gen_key(r, in);
 		}
@@ -607,7 +657,8 @@ void fz_generate(struct fz_rng *r, struct fz_input *in)
 		else if (one_in(r, 60))
 			putc_(in, (__u8)fz_rand(r)); /* noise */
 		else if (one_in(r, 4))
-			puts_(in, "mn\r\n"); /* cheap items for the item limit */
+			puts_(in,
+			      "mn\r\n"); /* cheap items for the item limit */
 		else
 			gen_text(r, in);
 	}
@@ -646,8 +697,9 @@ static void delete_at(struct fz_input *in, __u32 at, __u32 n)
 /* Rewrites the first decimal number at or after a random place. */
 static void lie_number(struct fz_rng *r, struct fz_input *in)
 {
-	static const char *const lies[] = { "0", "1", "99999", "1073741825",
-					    "12345678901", "2048", "-3" };
+	static const char *const lies[] = {
+		"0", "1", "99999", "1073741825", "12345678901", "2048", "-3"
+	};
 	__u32 at = fz_below(r, in->len), end;
 	const char *l;
 
@@ -672,11 +724,18 @@ static void lie_binary(struct fz_rng *r, struct fz_input *in)
 	if (!h || h + KS_BIN_HDR > in->b + in->len)
 		return;
 	switch (fz_below(r, 3)) {
-	case 0: h[2] = (__u8)(v >> 8); h[3] = (__u8)v; break; /* keylen */
-	case 1: h[4] = (__u8)v; break;                        /* extlen */
-	default:                                              /* bodylen */
-		h[8] = (__u8)(v >> 24); h[9] = (__u8)(v >> 16);
-		h[10] = (__u8)(v >> 8); h[11] = (__u8)v;
+	case 0:
+		h[2] = (__u8)(v >> 8);
+		h[3] = (__u8)v;
+		break; /* keylen */
+	case 1:
+		h[4] = (__u8)v;
+		break; /* extlen */
+	default:       /* bodylen */
+		h[8] = (__u8)(v >> 24);
+		h[9] = (__u8)(v >> 16);
+		h[10] = (__u8)(v >> 8);
+		h[11] = (__u8)v;
 		break;
 	}
 }
@@ -694,7 +753,8 @@ static void mutate_once(struct fz_rng *r, struct fz_input *in,
 		break;
 	case 1: /* an interesting byte */
 		if (at < in->len)
-			in->b[at] = interesting[fz_below(r, sizeof(interesting))];
+			in->b[at] =
+				interesting[fz_below(r, sizeof(interesting))];
 		break;
 	case 2: /* a bit */
 		if (at < in->len)
@@ -703,8 +763,9 @@ static void mutate_once(struct fz_rng *r, struct fz_input *in,
 	case 3: /* insert bytes */
 		n = 1 + fz_below(r, 8);
 		while (n--) {
-			c = one_in(r, 2) ? interesting[fz_below(r, sizeof(interesting))] :
-					   (__u8)fz_rand(r);
+			c = one_in(r, 2) ? interesting[fz_below(
+						   r, sizeof(interesting))]
+					 : (__u8)fz_rand(r);
 			insert_at(in, at, &c, 1);
 		}
 		break;
@@ -741,7 +802,8 @@ static void mutate_once(struct fz_rng *r, struct fz_input *in,
 			lie_binary(r, in);
 		break;
 	default: /* line ends: "\r\n" becomes "\n", "\r" or nothing */
-		if (at + 1 < in->len && in->b[at] == '\r' && in->b[at + 1] == '\n')
+		if (at + 1 < in->len && in->b[at] == '\r' &&
+		    in->b[at + 1] == '\n')
 			delete_at(in, at + (one_in(r, 2) ? 0 : 1),
 				  one_in(r, 3) ? 2 : 1);
 		else if (at < in->len)
@@ -780,7 +842,9 @@ static __u8 safe_byte(struct fz_rng *r, bool key)
 static void stream_key(struct fz_rng *r, struct fz_input *in, bool safe,
 		       __u32 maxlen)
 {
-	__u32 len = one_in(r, 10) ? 1 + fz_below(r, maxlen) : 1 + fz_below(r, 24), i;
+	__u32 len = one_in(r, 10) ? 1 + fz_below(r, maxlen)
+				  : 1 + fz_below(r, 24),
+	      i;
 
 	if (!safe && one_in(r, 4)) {
 		gen_key(r, in);
@@ -796,9 +860,9 @@ static void stream_value(struct fz_rng *r, struct fz_input *in, bool safe,
 	__u32 i;
 
 	for (i = 0; i < n && in->len < FZ_MAX_PAY; i++)
-		putc_(in, safe ? safe_byte(r, false) :
-				 one_in(r, 30) ? (__u8)fz_rand(r) :
-						 (__u8)('a' + i % 26));
+		putc_(in, safe            ? safe_byte(r, false)
+			  : one_in(r, 30) ? (__u8)fz_rand(r)
+					  : (__u8)('a' + i % 26));
 }
 
 /* A binary length that has no 0x80 byte (safe streams). */
@@ -817,8 +881,9 @@ static void stream_binary(struct fz_rng *r, struct fz_input *in, bool safe)
 				    0x1c, 0x1d, 0x1e, 0x0a, 0x0b, 0x10 };
 	struct fz_input k = { .len = 0 };
 	__u8 op = ops[fz_below(r, sizeof(ops))], ext = bin_extlen(op);
-	__u32 vl = bin_has_value(op) ? (one_in(r, 8) ? fz_below(r, 3000) :
-						       fz_below(r, 60)) : 0;
+	__u32 vl = bin_has_value(op) ? (one_in(r, 8) ? fz_below(r, 3000)
+						     : fz_below(r, 60))
+				     : 0;
 	__u32 i, body;
 
 	if (bin_has_key(op) || (op == 0x10 && one_in(r, 2)))
@@ -848,16 +913,17 @@ static void stream_binary(struct fz_rng *r, struct fz_input *in, bool safe)
 /* One request of a stream, mostly well formed. */
 static void stream_request(struct fz_rng *r, struct fz_input *in, bool safe)
 {
-	static const char *const store[] = { "set", "add", "replace", "append",
-					     "prepend", "cas" };
+	static const char *const store[] = { "set",    "add",     "replace",
+					     "append", "prepend", "cas" };
 	static const char *const one[] = { "delete", "incr", "decr", "touch",
-					   "mg", "md", "ma", "me" };
+					   "mg",     "md",   "ma",   "me" };
 	__u32 n, i, v;
 	const char *w;
 
 	switch (fz_below(r, 6)) {
 	case 0: /* get/gets/gat/gats, 1..64 keys (sometimes 200+) */
-		w = (const char *[]){ "get", "gets", "gat", "gats" }[fz_below(r, 4)];
+		w = (const char *[]){ "get", "gets", "gat",
+				      "gats" }[fz_below(r, 4)];
 		puts_(in, w);
 		if (w[1] == 'a')
 			putf(in, " %u", fz_below(r, 1000));
@@ -901,19 +967,21 @@ static void stream_request(struct fz_rng *r, struct fz_input *in, bool safe)
 		puts_(in, w);
 		putc_(in, ' ');
 		stream_key(r, in, safe, 250);
-		if (!strcmp(w, "incr") || !strcmp(w, "decr") || !strcmp(w, "touch"))
+		if (!strcmp(w, "incr") || !strcmp(w, "decr") ||
+		    !strcmp(w, "touch"))
 			putf(in, " %u", fz_below(r, 1000));
 		else if (w[0] == 'm' && w[1] != 'e' && one_in(r, 2))
-			puts_(in, (const char *[]){ " v", " v t", " q", " T30 v" }
-				  [fz_below(r, 4)]);
+			puts_(in, (const char *[]){ " v", " v t", " q",
+						    " T30 v" }[fz_below(r, 4)]);
 		if (w[0] != 'm' && one_in(r, 4))
 			puts_(in, " noreply");
 		puts_(in, "\r\n");
 		break;
 	case 4: /* keyless */
-		puts_(in, (const char *[]){ "mn\r\n", "version\r\n", "stats\r\n",
-					    "stats items\r\n", "verbosity 1\r\n" }
-			  [fz_below(r, 5)]);
+		puts_(in,
+		      (const char *[]){ "mn\r\n", "version\r\n", "stats\r\n",
+					"stats items\r\n",
+					"verbosity 1\r\n" }[fz_below(r, 5)]);
 		break;
 	default: /* from the grammar: refusals and odd forms too */
 		if (safe)

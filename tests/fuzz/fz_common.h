@@ -16,15 +16,15 @@
 
 /* A broken property: print why and abort, which libFuzzer reports as a
  * crash with the input that caused it. */
-#define FZ_CHECK(cond, ...)                                                \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "fz: %s:%d: %s: ", __FILE__,       \
-				__LINE__, #cond);                          \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			abort();                                           \
-		}                                                          \
+#define FZ_CHECK(cond, ...)                                                    \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "fz: %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			abort();                                               \
+		}                                                              \
 	} while (0)
 
 /* The fuzz input, consumed from the front. */

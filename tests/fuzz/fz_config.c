@@ -16,12 +16,11 @@
 /* A handler that checks what it gets against the settings in order. */
 struct walk {
 	const struct ks_conf *c;
-	size_t next;   /* the setting to look at next */
-	int refuse;    /* refuse every value: the refusal path */
+	size_t next; /* the setting to look at next */
+	int refuse;  /* refuse every value: the refusal path */
 };
 
-static int take(void *ctx, int val, const char *arg, char *err,
-		size_t errlen)
+static int take(void *ctx, int val, const char *arg, char *err, size_t errlen)
 {
 	struct walk *w = ctx;
 	const struct ks_conf_entry *e = NULL;
@@ -33,7 +32,8 @@ static int take(void *ctx, int val, const char *arg, char *err,
 		o = ks_cli_find(KS_CMD_RUN, e->key);
 		if (o && o->val == val)
 			break;
-		FZ_CHECK(o && o->has_arg == no_argument && !strcmp(e->value, "no"),
+		FZ_CHECK(o && o->has_arg == no_argument &&
+				 !strcmp(e->value, "no"),
 			 "setting '%s' skipped", e->key);
 		e = NULL;
 	}
@@ -69,7 +69,8 @@ static void check_conf(const struct ks_conf *c, int refuse)
 		FZ_CHECK(e.line && !strncmp(e.line, "agent.conf:", 11) &&
 				 strchr(e.line, ';'),
 			 "message '%s'", e.line);
-		FZ_CHECK(!e.value[0] || refuse, "a value message '%s'", e.value);
+		FZ_CHECK(!e.value[0] || refuse, "a value message '%s'",
+			 e.value);
 	} else {
 		FZ_CHECK(rc == 0 || rc == -ENOMEM, "returned %d", rc);
 		FZ_CHECK(!e.line, "a message '%s' with %d", e.line, rc);
@@ -99,7 +100,8 @@ static void fuzz_find(const uint8_t *p, size_t n, char *err, size_t errlen)
 	if (rc) {
 		fz_check_err(err, errlen);
 	} else if (at >= 0) {
-		FZ_CHECK(at >= 1 && (span == 1 || span == 2) && at + span <= argc,
+		FZ_CHECK(at >= 1 && (span == 1 || span == 2) &&
+				 at + span <= argc,
 			 "at %d span %d of %d", at, span, argc);
 		FZ_CHECK(path && *path && !strncmp(argv[at], "--config", 8),
 			 "'%s' taken for --config", argv[at]);
@@ -127,8 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = ks_conf_parse("agent.conf", text, b.n, &c, err, errlen);
 	if (rc) {
 		FZ_CHECK(rc == -EINVAL || rc == -ENOMEM, "returned %d", rc);
-		FZ_CHECK(c.n == 0 && c.e == NULL, "a refused file left %zu settings",
-			 c.n);
+		FZ_CHECK(c.n == 0 && c.e == NULL,
+			 "a refused file left %zu settings", c.n);
 		fz_check_err(err, errlen);
 		FZ_CHECK(errlen < 12 || !strncmp(err, "agent.conf:", 11),
 			 "message '%s' does not name the file", err);

@@ -50,7 +50,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	e = kt_private_netns();
 	if (e) {
-		fprintf(stderr, "fz_http: needs root for a network namespace: %s\n",
+		fprintf(stderr,
+			"fz_http: needs root for a network namespace: %s\n",
 			strerror(-e));
 		exit(1);
 	}
@@ -61,7 +62,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fz_http: %s\n", err);
 		exit(1);
 	}
-	if (ks_http_publish(&srv, KS_HTTP_METRICS, metrics, sizeof(metrics) - 1)) {
+	if (ks_http_publish(&srv, KS_HTTP_METRICS, metrics,
+			    sizeof(metrics) - 1)) {
 		fprintf(stderr, "fz_http: cannot publish the metrics\n");
 		exit(1);
 	}
@@ -128,16 +130,18 @@ static const char *header(const char *a, size_t hlen, const char *name,
 	return val;
 }
 
-static int check_answer(const char *a, size_t len, const char *d,
-			size_t dlen, int head)
+static int check_answer(const char *a, size_t len, const char *d, size_t dlen,
+			int head)
 {
-	static const int known[] = { 200, 400, 404, 405, 408, 431, 500, 503, 505 };
+	static const int known[] = {
+		200, 400, 404, 405, 408, 431, 500, 503, 505
+	};
 	const char *end = memmem(a, len, "\r\n\r\n", 4);
 	size_t hlen, blen, cl, i;
 	int status = 0, ok = 0;
 
-	FZ_CHECK(len >= 12 && !memcmp(a, "HTTP/1.1 ", 9),
-		 "answer '%.*s'", (int)(len < 40 ? len : 40), a);
+	FZ_CHECK(len >= 12 && !memcmp(a, "HTTP/1.1 ", 9), "answer '%.*s'",
+		 (int)(len < 40 ? len : 40), a);
 	status = atoi(a + 9);
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		ok |= status == known[i];
@@ -171,13 +175,15 @@ static int check_answer(const char *a, size_t len, const char *d,
 
 /* ---- well-formed requests and what the routes answer ---- */
 
-static const char *const methods[] = { "GET", "HEAD", "POST", "PUT",
+static const char *const methods[] = { "GET", "HEAD",   "POST",    "PUT",
 				       "get", "DELETE", "OPTIONS", "GET" };
-static const char *const paths[] = { "/", "/routing", "/routing.json",
-				     "/metrics", "/nope", "/routing.jsonx",
-				     "/metrics/", "/routing.json" };
+static const char *const paths[] = {
+	"/",     "/routing",       "/routing.json", "/metrics",
+	"/nope", "/routing.jsonx", "/metrics/",     "/routing.json"
+};
 static const unsigned serve_masks[] = {
-	0, KS_HTTP_SERVES(KS_HTTP_METRICS),
+	0,
+	KS_HTTP_SERVES(KS_HTTP_METRICS),
 	KS_HTTP_SERVES(KS_HTTP_ROUTING) | KS_HTTP_SERVES(KS_HTTP_METRICS),
 	KS_HTTP_SERVES(KS_HTTP_ROUTING),
 };
@@ -198,7 +204,8 @@ static size_t make_request(struct fz_bytes *b, char *out, size_t size,
 {
 	uint8_t sel = fz_take_u8(b), nf = fz_take_u8(b);
 	const char *m = methods[sel & 7], *path = paths[(sel >> 3) & 7];
-	unsigned mask = srv.serves ? srv.serves : KS_HTTP_SERVES(KS_HTTP_ROUTING);
+	unsigned mask = srv.serves ? srv.serves
+				   : KS_HTTP_SERVES(KS_HTTP_ROUTING);
 	size_t n = 0, i;
 	char q[32];
 
@@ -209,12 +216,13 @@ static size_t make_request(struct fz_bytes *b, char *out, size_t size,
 	}
 	q[i] = 0;
 	n += (size_t)snprintf(out + n, size - n, "%s %s%s%s HTTP/1.%d\r\n", m,
-			      path, sel & 0x40 ? "?" : "",
-			      sel & 0x40 ? q : "", (sel & 0x80) ? 0 : 1);
+			      path, sel & 0x40 ? "?" : "", sel & 0x40 ? q : "",
+			      (sel & 0x80) ? 0 : 1);
 	if (!(nf & 0x10))
 		n += (size_t)snprintf(out + n, size - n, "Host: 127.0.0.1\r\n");
 	for (i = 0; i < (nf & 3u); i++)
-		n += (size_t)snprintf(out + n, size - n, "X-F%zu: %s\r\n", i, q);
+		n += (size_t)snprintf(out + n, size - n, "X-F%zu: %s\r\n", i,
+				      q);
 	n += (size_t)snprintf(out + n, size - n, "\r\n");
 
 	x->head = !strcmp(m, "HEAD");
@@ -246,24 +254,27 @@ static void check_routed(const char *a, size_t len, const struct expect *x,
 	FZ_CHECK(status == x->status, "status %d, the routes give %d", status,
 		 x->status);
 	FZ_CHECK(!strcmp(header(a, hlen, "Cache-Control", v, sizeof(v)),
-			 "no-store"), "Cache-Control '%s'", v);
+			 "no-store"),
+		 "Cache-Control '%s'", v);
 	FZ_CHECK(!strcmp(header(a, hlen, "Connection", v, sizeof(v)), "close"),
 		 "Connection '%s'", v);
 	header(a, hlen, "Content-Type", v, sizeof(v));
 	if (status == 200)
-		FZ_CHECK(!strcmp(v, x->kind == KS_HTTP_METRICS ?
-					    KS_HTTP_METRICS_TYPE :
-					    "application/json"),
+		FZ_CHECK(!strcmp(v, x->kind == KS_HTTP_METRICS
+					    ? KS_HTTP_METRICS_TYPE
+					    : "application/json"),
 			 "Content-Type '%s'", v);
 	else
 		FZ_CHECK(!strcmp(v, "text/plain; charset=utf-8"),
 			 "Content-Type '%s'", v);
 	if (status == 405)
 		FZ_CHECK(!strcmp(header(a, hlen, "Allow", v, sizeof(v)),
-				 "GET, HEAD"), "Allow '%s'", v);
+				 "GET, HEAD"),
+			 "Allow '%s'", v);
 	if (status == 503)
 		FZ_CHECK(!strcmp(header(a, hlen, "Retry-After", v, sizeof(v)),
-				 "1"), "Retry-After '%s'", v);
+				 "1"),
+			 "Retry-After '%s'", v);
 }
 
 /* A HEAD request (after the empty lines RFC 9112 lets a client send
@@ -357,11 +368,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!eof && rounds >= 2)
 			now_ns += 3000000000ULL; /* let the timeouts fire */
 	}
-	FZ_CHECK(eof, "no whole answer after %d rounds (%zu bytes)", rounds, alen);
+	FZ_CHECK(eof, "no whole answer after %d rounds (%zu bytes)", rounds,
+		 alen);
 	/* a client that stopped sending before its header was whole may get
 	 * no answer; one that keeps the connection open always gets one */
 	if (alen)
-		status = check_answer(answer, alen, want, wlen, is_head(b.p, b.n));
+		status = check_answer(answer, alen, want, wlen,
+				      is_head(b.p, b.n));
 	if (routed) {
 		FZ_CHECK(alen > 0, "no answer to '%.*s'", (int)b.n, b.p);
 		check_routed(answer, alen, &x, status);
@@ -384,8 +397,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 (unsigned long long)(srv.stats.served + srv.stats.errors -
 				      before.served - before.errors));
 	if (routed)
-		FZ_CHECK(srv.stats.served - before.served == (x.status == 200),
-			 "status %d counted as served %llu times", x.status,
-			 (unsigned long long)(srv.stats.served - before.served));
+		FZ_CHECK(
+			srv.stats.served - before.served == (x.status == 200),
+			"status %d counted as served %llu times", x.status,
+			(unsigned long long)(srv.stats.served - before.served));
 	return 0;
 }

@@ -29,7 +29,8 @@ static void fuzz_uint(struct fz_bytes *b, char *err, size_t errlen)
 	if (rc)
 		fz_check_err(err, errlen);
 	else
-		FZ_CHECK(v >= lo && v <= hi, "%llu outside %llu..%llu", v, lo, hi);
+		FZ_CHECK(v >= lo && v <= hi, "%llu outside %llu..%llu", v, lo,
+			 hi);
 	free(s);
 }
 
@@ -43,10 +44,12 @@ static void fuzz_seconds(struct fz_bytes *b, char *err, size_t errlen)
 	if (rc) {
 		fz_check_err(err, errlen);
 	} else {
-		FZ_CHECK(ms >= lo && ms <= hi, "%u ms outside %u..%u", ms, lo, hi);
+		FZ_CHECK(ms >= lo && ms <= hi, "%u ms outside %u..%u", ms, lo,
+			 hi);
 		ks_format_seconds(ms, text, sizeof(text));
 		FZ_CHECK(!ks_parse_seconds("--interval", text, lo, hi, &again,
-					   err, errlen) && again == ms,
+					   err, errlen) &&
+				 again == ms,
 			 "%u ms formats as '%s', which parses to %u", ms, text,
 			 again);
 	}
@@ -67,13 +70,15 @@ static void fuzz_ports(struct fz_bytes *b, char *err, size_t errlen)
 	}
 	FZ_CHECK(n >= 1 && n <= KS_MAX_PORTS, "%d ports", n);
 	for (i = 0; i < KS_MAX_PORTS; i++) {
-		FZ_CHECK((i < n) == (ports[i] != 0), "slot %d is %u", i, ports[i]);
+		FZ_CHECK((i < n) == (ports[i] != 0), "slot %d is %u", i,
+			 ports[i]);
 		for (j = 0; j < i && i < n; j++)
-			FZ_CHECK(ports[i] != ports[j], "port %u twice", ports[i]);
+			FZ_CHECK(ports[i] != ports[j], "port %u twice",
+				 ports[i]);
 	}
 	ks_format_ports(ports, text, sizeof(text));
 	FZ_CHECK(!ks_parse_ports(text, again, &m, err, errlen) && m == n &&
-		 !memcmp(again, ports, sizeof(ports)),
+			 !memcmp(again, ports, sizeof(ports)),
 		 "ports format as '%s', which parses differently", text);
 	free(s);
 }
@@ -101,7 +106,8 @@ static void fuzz_ifname(struct fz_bytes *b, char *err, size_t errlen)
 	} else {
 		/* a name that cannot leave the pin folder */
 		FZ_CHECK(strlen(s) < IF_NAMESIZE && !strchr(s, '/') &&
-			 strcmp(s, "..") && strcmp(s, "."), "'%s' accepted", s);
+				 strcmp(s, "..") && strcmp(s, "."),
+			 "'%s' accepted", s);
 	}
 	free(s);
 }
@@ -129,12 +135,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *err = fz_errbuf(&b, &errlen);
 
 	switch (which % 6) {
-	case 0: fuzz_uint(&b, err, errlen); break;
-	case 1: fuzz_seconds(&b, err, errlen); break;
-	case 2: fuzz_ports(&b, err, errlen); break;
-	case 3: fuzz_double(&b, err, errlen); break;
-	case 4: fuzz_ifname(&b, err, errlen); break;
-	default: fuzz_listen(&b, err, errlen); break;
+	case 0:
+		fuzz_uint(&b, err, errlen);
+		break;
+	case 1:
+		fuzz_seconds(&b, err, errlen);
+		break;
+	case 2:
+		fuzz_ports(&b, err, errlen);
+		break;
+	case 3:
+		fuzz_double(&b, err, errlen);
+		break;
+	case 4:
+		fuzz_ifname(&b, err, errlen);
+		break;
+	default:
+		fuzz_listen(&b, err, errlen);
+		break;
 	}
 	free(err);
 	return 0;

@@ -41,10 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc <= 0)
 			break;
 		FZ_CHECK(rc == 1, "ks_pcap_next returned %d", rc);
-		FZ_CHECK(pkt.len <= KS_PCAP_MAX_FRAME, "frame of %u bytes", pkt.len);
-		FZ_CHECK(!pkt.len || inside(pkt.data, pkt.len, buf, size) ||
-			 inside(pkt.data, pkt.len, p.frame, sizeof(p.frame)),
-			 "frame %d points outside the file and the frame buffer", i);
+		FZ_CHECK(pkt.len <= KS_PCAP_MAX_FRAME, "frame of %u bytes",
+			 pkt.len);
+		FZ_CHECK(
+			!pkt.len || inside(pkt.data, pkt.len, buf, size) ||
+				inside(pkt.data, pkt.len, p.frame,
+				       sizeof(p.frame)),
+			"frame %d points outside the file and the frame buffer",
+			i);
 		FZ_CHECK(pkt.record > last_record, "record %llu after %llu",
 			 (unsigned long long)pkt.record,
 			 (unsigned long long)last_record);
@@ -62,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc < 0) {
 		FZ_CHECK(memchr(p.err, 0, sizeof(p.err)) && p.err[0],
 			 "failed without a message");
-		FZ_CHECK(ks_pcap_next(&p, &pkt) == -1, "an error was not final");
+		FZ_CHECK(ks_pcap_next(&p, &pkt) == -1,
+			 "an error was not final");
 	}
 out:
 	(void)sum;

@@ -19,16 +19,21 @@ static void check_rules(const struct ks_hot_rules *r)
 		const struct ks_hot_rule *x = &r->r[i];
 		const struct ks_hot_rule *m;
 
-		FZ_CHECK(x->type >= KS_RULE_PIN && x->type <= KS_RULE_SPLIT_PREFIX,
+		FZ_CHECK(x->type >= KS_RULE_PIN &&
+				 x->type <= KS_RULE_SPLIT_PREFIX,
 			 "type %u", x->type);
-		FZ_CHECK(x->len >= 1 && x->len <= KS_HOT_KEY_MAX, "len %u", x->len);
-		FZ_CHECK(x->count >= (x->type == KS_RULE_SPLIT_PREFIX ? 2u : 1u) &&
-			 x->count <= KS_HOT_COPIES_MAX, "count %u", x->count);
+		FZ_CHECK(x->len >= 1 && x->len <= KS_HOT_KEY_MAX, "len %u",
+			 x->len);
+		FZ_CHECK(x->count >= (x->type == KS_RULE_SPLIT_PREFIX ? 2u
+								      : 1u) &&
+				 x->count <= KS_HOT_COPIES_MAX,
+			 "count %u", x->count);
 		for (j = 0; j < x->len; j++)
 			FZ_CHECK(x->key[j] > 0x20 && x->key[j] != 0x7f,
 				 "key byte 0x%02x", x->key[j]);
 		for (j = 0; j < i; j++)
-			FZ_CHECK(!(r->r[j].type == x->type && r->r[j].len == x->len &&
+			FZ_CHECK(!(r->r[j].type == x->type &&
+				   r->r[j].len == x->len &&
 				   !memcmp(r->r[j].key, x->key, x->len)),
 				 "rules %zu and %zu are the same", j, i);
 		/* a key matches a rule for itself: its pin, or a prefix rule
@@ -59,7 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = ks_hot_rules_parse(&rules, text, n, "pins.txt", err, errlen);
 	if (rc) {
 		FZ_CHECK(rc < 0, "positive return %d", rc);
-		FZ_CHECK(rules.n == 0, "a refused file left %zu rules", rules.n);
+		FZ_CHECK(rules.n == 0, "a refused file left %zu rules",
+			 rules.n);
 		fz_check_err(err, errlen);
 		FZ_CHECK(errlen < 10 || !strncmp(err, "pins.txt:", 9),
 			 "message '%s' does not name the file", err);

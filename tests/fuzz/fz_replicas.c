@@ -22,7 +22,7 @@ static void check_set(const struct ks_replica_set *rs)
 			 "entry %u: text not terminated", i);
 		for (j = 0; j < i; j++)
 			FZ_CHECK(rs->r[i].addr != rs->r[j].addr ||
-				 rs->r[i].port != rs->r[j].port,
+					 rs->r[i].port != rs->r[j].port,
 				 "entries %u and %u are the same", j, i);
 	}
 }
@@ -50,12 +50,15 @@ static void check_reparse(const struct ks_replica_set *rs, __u64 key)
 		for (i = 0; i < na; i++) {
 			FZ_CHECK(a[i] < rs->n, "index %u", a[i]);
 			/* the same replicas whatever the order of the list */
-			FZ_CHECK(rs->r[a[i]].addr == back.r[b[i]].addr &&
-				 rs->r[a[i]].port == back.r[b[i]].port,
-				 "pick %u: choice %u differs with the list reversed",
-				 k, i);
-			FZ_CHECK(i == 0 || ks_rendezvous_score(key, &rs->r[a[i - 1]]) >
-					   ks_rendezvous_score(key, &rs->r[a[i]]),
+			FZ_CHECK(
+				rs->r[a[i]].addr == back.r[b[i]].addr &&
+					rs->r[a[i]].port == back.r[b[i]].port,
+				"pick %u: choice %u differs with the list reversed",
+				k, i);
+			FZ_CHECK(i == 0 || ks_rendezvous_score(
+						   key, &rs->r[a[i - 1]]) >
+						   ks_rendezvous_score(
+							   key, &rs->r[a[i]]),
 				 "pick %u: choice %u not in score order", k, i);
 		}
 	}

@@ -149,13 +149,27 @@ static bool j_value(struct jp *j)
 	if (j->p >= j->end || ++j->depth > 64)
 		return false;
 	switch (*j->p) {
-	case '{': ok = j_list(j, '}', true); break;
-	case '[': ok = j_list(j, ']', false); break;
-	case '"': ok = j_string(j); break;
-	case 't': ok = j_lit(j, "true"); break;
-	case 'f': ok = j_lit(j, "false"); break;
-	case 'n': ok = j_lit(j, "null"); break;
-	default: ok = j_number(j); break;
+	case '{':
+		ok = j_list(j, '}', true);
+		break;
+	case '[':
+		ok = j_list(j, ']', false);
+		break;
+	case '"':
+		ok = j_string(j);
+		break;
+	case 't':
+		ok = j_lit(j, "true");
+		break;
+	case 'f':
+		ok = j_lit(j, "false");
+		break;
+	case 'n':
+		ok = j_lit(j, "null");
+		break;
+	default:
+		ok = j_number(j);
+		break;
 	}
 	j->depth--;
 	return ok;
@@ -242,9 +256,8 @@ static bool take_replicas(struct fz_bytes *b, struct ks_replica_set *rs)
 		return false;
 	for (i = 0; i < n; i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off,
-					"%s198.18.%u.%u:%u", i ? "," : "",
-					i, 1 + fz_take_u8(b) % 254,
-					11211 + i);
+					"%s198.18.%u.%u:%u", i ? "," : "", i,
+					1 + fz_take_u8(b) % 254, 11211 + i);
 	return !ks_replicas_parse(list, rs, err, sizeof(err));
 }
 
@@ -290,8 +303,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	got = ks_hot_json(&t, &pol, rsp, ring_version, doc, need + 1);
 	FZ_CHECK(got == need && doc[need] == '\0' && strlen(doc) == need,
 		 "length %zu, then %zu, strlen %zu", need, got, strlen(doc));
-	FZ_CHECK(json_valid(doc, need, &at), "not JSON at byte %zu of %zu: '%.40s'",
-		 at, need, doc + (at > 10 ? at - 10 : 0));
+	FZ_CHECK(json_valid(doc, need, &at),
+		 "not JSON at byte %zu of %zu: '%.40s'", at, need,
+		 doc + (at > 10 ? at - 10 : 0));
 	for (i = 0; i < need; i++)
 		FZ_CHECK((unsigned char)doc[i] < 0x80, "byte 0x%02x at %zu",
 			 (unsigned char)doc[i], i);
@@ -304,8 +318,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	small = malloc(cut);
 	FZ_CHECK(small != NULL, "out of memory");
 	got = ks_hot_json(&t, &pol, rsp, ring_version, small, cut);
-	FZ_CHECK(got == need, "returned %zu into %zu bytes, %zu whole", got, cut,
-		 need);
+	FZ_CHECK(got == need, "returned %zu into %zu bytes, %zu whole", got,
+		 cut, need);
 	FZ_CHECK(small[cut - 1] == '\0' && !memcmp(small, doc, cut - 1),
 		 "cut at %zu is not a prefix", cut);
 	free(small);

@@ -22,8 +22,10 @@ static void check_list(const struct ks_shards *s)
 		const struct ks_shard *sh = &s->v[i];
 		size_t hl = strnlen(sh->host, sizeof(sh->host));
 
-		FZ_CHECK(hl >= 1 && hl <= KS_SHARD_HOST_MAX, "host length %zu", hl);
-		FZ_CHECK(strnlen(sh->name, sizeof(sh->name)) <= KS_SHARD_NAME_MAX,
+		FZ_CHECK(hl >= 1 && hl <= KS_SHARD_HOST_MAX, "host length %zu",
+			 hl);
+		FZ_CHECK(strnlen(sh->name, sizeof(sh->name)) <=
+				 KS_SHARD_NAME_MAX,
 			 "name not terminated");
 		FZ_CHECK(sh->port >= 1, "port 0");
 		FZ_CHECK(sh->weight >= 1 && sh->weight <= KS_SHARD_WEIGHT_MAX,

@@ -58,7 +58,10 @@ const char *const ref_quirk_names[RQ_MAX] = {
 #define REF_ITEM_MAX (1024 * 1024 - 64)
 #define REF_MAX_TOK  16384
 
-enum { R_CUT = -1, R_STOP = -2 };
+enum {
+	R_CUT = -1,
+	R_STOP = -2
+};
 
 struct tok {
 	__u32 off, len;
@@ -66,11 +69,11 @@ struct tok {
 
 struct line {
 	__u32 start;
-	__u32 next;     /* after the '\n' (complete lines) */
-	bool complete;  /* its '\n' is in the input */
-	bool crlf;      /* ... and a '\r' before it was dropped */
-	__u32 cr_at;    /* where that '\r' is */
-	int n;          /* tokens */
+	__u32 next;    /* after the '\n' (complete lines) */
+	bool complete; /* its '\n' is in the input */
+	bool crlf;     /* ... and a '\r' before it was dropped */
+	__u32 cr_at;   /* where that '\r' is */
+	int n;         /* tokens */
 	struct tok t[REF_MAX_TOK];
 };
 
@@ -79,12 +82,12 @@ struct p {
 	__u32 len;
 	const struct ref_opts *o;
 	struct ref_out *out;
-	bool guess;     /* the next request's start is a guess */
-	int proto;      /* 0 text, 1 binary */
+	bool guess; /* the next request's start is a guess */
+	int proto;  /* 0 text, 1 binary */
 	/* RQ_WINDOW: the datapath's window [W, E) and its step budget */
 	__u32 W, E, steps;
-	__u32 cut_at;   /* where the unit a R_CUT stopped in begins */
-	bool lost;      /* an R_STOP where the datapath loses the stream */
+	__u32 cut_at; /* where the unit a R_CUT stopped in begins */
+	bool lost;    /* an R_STOP where the datapath loses the stream */
 };
 
 static struct line L;
@@ -301,13 +304,14 @@ static long long length_arg(struct p *p, const struct tok *t, bool *split)
 	*split = false;
 	if (mc_number(p, t, 1, &v) && v >= 0 && v <= INT_MAX - 2)
 		mv = v;
-	while (d < t->len && d <= KS_MAX_DIGITS &&
-	       p->b[t->off + d] >= '0' && p->b[t->off + d] <= '9') {
+	while (d < t->len && d <= KS_MAX_DIGITS && p->b[t->off + d] >= '0' &&
+	       p->b[t->off + d] <= '9') {
 		acc = acc * 10 + (p->b[t->off + d] - '0');
 		d++;
 	}
 	if (d >= 1 && d <= KS_MAX_DIGITS &&
-	    (d == t->len || mc_isspace(p->b[t->off + d]) || !p->b[t->off + d])) {
+	    (d == t->len || mc_isspace(p->b[t->off + d]) ||
+	     !p->b[t->off + d])) {
 		int v32 = (int)(__u32)acc;
 
 		if (v32 >= 0 && v32 <= INT_MAX - 2)
@@ -387,8 +391,21 @@ static void tokenize(struct p *p, __u32 u)
 }
 
 enum kind {
-	K_NONE, K_GET, K_GAT, K_STORE, K_CAS, K_MS, K_DELETE, K_ARITH,
-	K_TOUCH, K_META, K_ME, K_MN, K_STATS, K_KEYLESS, K_QUIT,
+	K_NONE,
+	K_GET,
+	K_GAT,
+	K_STORE,
+	K_CAS,
+	K_MS,
+	K_DELETE,
+	K_ARITH,
+	K_TOUCH,
+	K_META,
+	K_ME,
+	K_MN,
+	K_STATS,
+	K_KEYLESS,
+	K_QUIT,
 };
 
 struct cmd {
@@ -398,20 +415,27 @@ struct cmd {
 };
 
 static const struct cmd commands[] = {
-	{ "get", KS_OP_GET, K_GET },      { "gets", KS_OP_GETS, K_GET },
-	{ "gat", KS_OP_GAT, K_GAT },      { "gats", KS_OP_GATS, K_GAT },
+	{ "get", KS_OP_GET, K_GET },
+	{ "gets", KS_OP_GETS, K_GET },
+	{ "gat", KS_OP_GAT, K_GAT },
+	{ "gats", KS_OP_GATS, K_GAT },
 	{ "bget", KS_OP_GET, K_GET },
-	{ "set", KS_OP_SET, K_STORE },    { "add", KS_OP_ADD, K_STORE },
+	{ "set", KS_OP_SET, K_STORE },
+	{ "add", KS_OP_ADD, K_STORE },
 	{ "replace", KS_OP_REPLACE, K_STORE },
 	{ "append", KS_OP_APPEND, K_STORE },
 	{ "prepend", KS_OP_PREPEND, K_STORE },
 	{ "cas", KS_OP_CAS, K_CAS },
 	{ "delete", KS_OP_DELETE, K_DELETE },
-	{ "incr", KS_OP_INCR, K_ARITH },  { "decr", KS_OP_DECR, K_ARITH },
+	{ "incr", KS_OP_INCR, K_ARITH },
+	{ "decr", KS_OP_DECR, K_ARITH },
 	{ "touch", KS_OP_TOUCH, K_TOUCH },
-	{ "mg", KS_OP_MG, K_META },       { "ms", KS_OP_MS, K_MS },
-	{ "md", KS_OP_MD, K_META },       { "ma", KS_OP_MA, K_META },
-	{ "me", KS_OP_ME, K_ME },         { "mn", KS_OP_MN, K_MN },
+	{ "mg", KS_OP_MG, K_META },
+	{ "ms", KS_OP_MS, K_MS },
+	{ "md", KS_OP_MD, K_META },
+	{ "ma", KS_OP_MA, K_META },
+	{ "me", KS_OP_ME, K_ME },
+	{ "mn", KS_OP_MN, K_MN },
 	{ "stats", KS_OP_OTHER, K_STATS },
 	{ "shutdown", KS_OP_OTHER, K_KEYLESS },
 	{ "slabs", KS_OP_OTHER, K_KEYLESS },
@@ -477,8 +501,7 @@ static int refuse(struct p *p, int reason)
 /* Token i of an incomplete line runs to the end of the input. */
 static bool growing(struct p *p, int i)
 {
-	return !L.complete && i == L.n - 1 &&
-	       L.t[i].off + L.t[i].len == p->len;
+	return !L.complete && i == L.n - 1 && L.t[i].off + L.t[i].len == p->len;
 }
 
 /* The line is incomplete at a check that needs its end or token i. */
@@ -496,7 +519,8 @@ static void split_tok(int i, __u32 n)
 {
 	if (L.n >= REF_MAX_TOK)
 		return;
-	memmove(&L.t[i + 2], &L.t[i + 1], (size_t)(L.n - i - 1) * sizeof(L.t[0]));
+	memmove(&L.t[i + 2], &L.t[i + 1],
+		(size_t)(L.n - i - 1) * sizeof(L.t[0]));
 	L.t[i + 1].off = L.t[i].off + n;
 	L.t[i + 1].len = L.t[i].len - n;
 	L.t[i].len = n;
@@ -606,7 +630,8 @@ static int get_cmd(struct p *p, const struct cmd *c, bool gat)
 	}
 	if (!L.complete) {
 		/* a key still growing past 251 bytes is already too long */
-		if (q(p, RQ_EARLY_REFUSE) && L.n > first && growing(p, L.n - 1) &&
+		if (q(p, RQ_EARLY_REFUSE) && L.n > first &&
+		    growing(p, L.n - 1) &&
 		    L.t[L.n - 1].len > KS_MAX_KEY_LEN + 1) {
 			used(p, RQ_EARLY_REFUSE);
 			if (nk)
@@ -642,7 +667,8 @@ static int data_block(struct p *p, int op, __u32 key_i, long long vlen)
 		 * not carry it */
 		p->cut_at = p->len;
 		if (q(p, RQ_EARLY_REFUSE) &&
-		    ((tail < p->len && win_sees(p, tail) && p->b[tail] != '\r') ||
+		    ((tail < p->len && win_sees(p, tail) &&
+		      p->b[tail] != '\r') ||
 		     (tail + 1 < p->len && win_sees(p, tail + 1) &&
 		      p->b[tail + 1] != '\n'))) {
 			/* bad data chunk by the bytes already in */
@@ -783,7 +809,9 @@ static bool meta_flags_ok(struct p *p, int from, int kind, int op)
 			return false;
 		seen[f] = true;
 		switch (f) {
-		case 'N': case 'T': case 'R':
+		case 'N':
+		case 'T':
+		case 'R':
 			if (!mc_number(p, &rest, 1, &v))
 				return false;
 			break;
@@ -791,7 +819,9 @@ static bool meta_flags_ok(struct p *p, int from, int kind, int op)
 			if (!mc_number(p, &rest, 0, &v))
 				return false;
 			break;
-		case 'C': case 'J': case 'D':
+		case 'C':
+		case 'J':
+		case 'D':
 			if (!mc_number(p, &rest, 2, &v))
 				return false;
 			break;
@@ -807,9 +837,20 @@ static bool meta_flags_ok(struct p *p, int from, int kind, int op)
 			if (op == KS_OP_MG && t->len > 33)
 				return false;
 			break;
-		case 'b': case 'l': case 'P': case 'L': case 'k': case 's':
-		case 't': case 'c': case 'f': case 'v': case 'h': case 'u':
-		case 'q': case 'I':
+		case 'b':
+		case 'l':
+		case 'P':
+		case 'L':
+		case 'k':
+		case 's':
+		case 't':
+		case 'c':
+		case 'f':
+		case 'v':
+		case 'h':
+		case 'u':
+		case 'q':
+		case 'I':
 			break;
 		default:
 			return false;
@@ -900,9 +941,9 @@ static int one_key_cmd(struct p *p, const struct cmd *c)
 static bool stats_ok(struct p *p)
 {
 	static const char *const sub[] = {
-		"reset", "conns", "items", "slabs", "sizes", "detail",
-		"settings", "extstore", "cachedump", "sizes_enable",
-		"sizes_disable",
+		"reset",     "conns",        "items",         "slabs",
+		"sizes",     "detail",       "settings",      "extstore",
+		"cachedump", "sizes_enable", "sizes_disable",
 	};
 	size_t i;
 
@@ -1059,18 +1100,44 @@ static int text_request(struct p *p, __u32 u)
 static int binary_op(__u8 opcode)
 {
 	switch (opcode) {
-	case 0x00: case 0x09: case 0x0c: case 0x0d: return KS_OP_GET;
-	case 0x01: case 0x11: return KS_OP_SET;
-	case 0x02: case 0x12: return KS_OP_ADD;
-	case 0x03: case 0x13: return KS_OP_REPLACE;
-	case 0x04: case 0x14: return KS_OP_DELETE;
-	case 0x05: case 0x15: return KS_OP_INCR;
-	case 0x06: case 0x16: return KS_OP_DECR;
-	case 0x0e: case 0x19: return KS_OP_APPEND;
-	case 0x0f: case 0x1a: return KS_OP_PREPEND;
-	case 0x1c: return KS_OP_TOUCH;
-	case 0x1d: case 0x1e: case 0x23: case 0x24: return KS_OP_GAT;
-	default: return KS_OP_OTHER;
+	case 0x00:
+	case 0x09:
+	case 0x0c:
+	case 0x0d:
+		return KS_OP_GET;
+	case 0x01:
+	case 0x11:
+		return KS_OP_SET;
+	case 0x02:
+	case 0x12:
+		return KS_OP_ADD;
+	case 0x03:
+	case 0x13:
+		return KS_OP_REPLACE;
+	case 0x04:
+	case 0x14:
+		return KS_OP_DELETE;
+	case 0x05:
+	case 0x15:
+		return KS_OP_INCR;
+	case 0x06:
+	case 0x16:
+		return KS_OP_DECR;
+	case 0x0e:
+	case 0x19:
+		return KS_OP_APPEND;
+	case 0x0f:
+	case 0x1a:
+		return KS_OP_PREPEND;
+	case 0x1c:
+		return KS_OP_TOUCH;
+	case 0x1d:
+	case 0x1e:
+	case 0x23:
+	case 0x24:
+		return KS_OP_GAT;
+	default:
+		return KS_OP_OTHER;
 	}
 }
 
@@ -1078,24 +1145,49 @@ static int binary_op(__u8 opcode)
 static int binary_shape(__u8 op, __u32 ext, __u32 key, __u32 body)
 {
 	switch (op) {
-	case 0x00: case 0x09: case 0x0c: case 0x0d:
-	case 0x04: case 0x14:
+	case 0x00:
+	case 0x09:
+	case 0x0c:
+	case 0x0d:
+	case 0x04:
+	case 0x14:
 		return ext == 0 && body == key && key > 0;
-	case 0x01: case 0x02: case 0x03: case 0x11: case 0x12: case 0x13:
+	case 0x01:
+	case 0x02:
+	case 0x03:
+	case 0x11:
+	case 0x12:
+	case 0x13:
 		return ext == 8 && key > 0 && body >= key + 8;
-	case 0x05: case 0x06: case 0x15: case 0x16:
+	case 0x05:
+	case 0x06:
+	case 0x15:
+	case 0x16:
 		return key > 0 && ext == 20 && body == key + 20;
-	case 0x0e: case 0x0f: case 0x19: case 0x1a:
+	case 0x0e:
+	case 0x0f:
+	case 0x19:
+	case 0x1a:
 		return key > 0 && ext == 0;
 	case 0x10: /* stat: a body past the key is not read */
 		return ext == 0 && body == key;
-	case 0x07: case 0x17: case 0x0a: case 0x0b: case 0x20:
+	case 0x07:
+	case 0x17:
+	case 0x0a:
+	case 0x0b:
+	case 0x20:
 		return ext == 0 && key == 0 && body == 0;
-	case 0x08: case 0x18:
+	case 0x08:
+	case 0x18:
 		return key == 0 && body == ext && (ext == 0 || ext == 4);
-	case 0x21: case 0x22:
+	case 0x21:
+	case 0x22:
 		return ext == 0 && key != 0;
-	case 0x1c: case 0x1d: case 0x1e: case 0x23: case 0x24:
+	case 0x1c:
+	case 0x1d:
+	case 0x1e:
+	case 0x23:
+	case 0x24:
 		/* a body past the key is not read */
 		return ext == 4 && key != 0 && body == ext + key;
 	default:
@@ -1118,7 +1210,8 @@ static int binary_request(struct p *p, __u32 u)
 		return win_lost(p, u);
 	key = (__u32)h[2] << 8 | h[3];
 	ext = h[4];
-	body = (__u32)h[8] << 24 | (__u32)h[9] << 16 | (__u32)h[10] << 8 | h[11];
+	body = (__u32)h[8] << 24 | (__u32)h[9] << 16 | (__u32)h[10] << 8 |
+	       h[11];
 	op = (__u32)binary_op(h[1]);
 	next = (__u64)u + KS_BIN_HDR + body;
 	if (key > body || key + ext > body) {
@@ -1170,8 +1263,8 @@ static int binary_request(struct p *p, __u32 u)
 		used(p, RQ_BIN_UNKNOWN);
 	if (shape == 0) {
 		if (!q(p, RQ_BIN_SHAPE)) {
-			err(p, key == 0 && op != KS_OP_OTHER ? KS_ERR_BAD_KEY :
-							      KS_ERR_REFUSED);
+			err(p, key == 0 && op != KS_OP_OTHER ? KS_ERR_BAD_KEY
+							     : KS_ERR_REFUSED);
 			return R_STOP; /* EINVAL, and a close */
 		}
 		used(p, RQ_BIN_SHAPE);
@@ -1200,7 +1293,8 @@ static int binary_request(struct p *p, __u32 u)
 		 * the datapath skips a body, it does not carry it */
 		if (p->o->tcp || !q(p, RQ_DGRAM_PAST_END)) {
 			if (key && q(p, RQ_CUT_SAMPLED)) {
-				used(p, RQ_CUT_SAMPLED); /* taken at its header */
+				used(p,
+				     RQ_CUT_SAMPLED); /* taken at its header */
 				take_key(p, (int)op, u + KS_BIN_HDR + ext, key);
 			}
 			p->cut_at = p->len;
@@ -1254,8 +1348,9 @@ void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
 		if (r == R_STOP && p.lost && q(&p, RQ_CLOSE) && o->nseg > 1) {
 			/* the datapath lost the stream: it guesses again at
 			 * the start of the next segment */
-			__u32 at = bin && pos + KS_BIN_HDR <= len ?
-					   pos + KS_BIN_HDR - 1 : pos;
+			__u32 at = bin && pos + KS_BIN_HDR <= len
+					   ? pos + KS_BIN_HDR - 1
+					   : pos;
 
 			pos = seg_end_after(&p, at);
 			if (pos >= len)
@@ -1272,7 +1367,8 @@ void ref_mc_parse(const __u8 *b, __u32 len, const struct ref_opts *o,
 			 * in it (item_limit); one longer than KS_CARRY at a
 			 * TCP segment's end is dropped, uncounted */
 			if (q(&p, RQ_WINDOW) && len - p.cut_at > KS_WIN &&
-			    !(p.o->nseg > 1 && seg_end_after(&p, p.cut_at) < len)) {
+			    !(p.o->nseg > 1 &&
+			      seg_end_after(&p, p.cut_at) < len)) {
 				used(&p, RQ_WINDOW);
 				err(&p, KS_ERR_ITEM_LIMIT);
 			} else if (q(&p, RQ_WINDOW) && o->tcp &&

@@ -28,9 +28,9 @@
 #define REF_MAX_KEYS 8192
 
 struct ref_key {
-	__u8 op;    /* enum ks_op */
+	__u8 op; /* enum ks_op */
 	__u16 len;
-	__u32 off;  /* where the key starts in the input */
+	__u32 off; /* where the key starts in the input */
 };
 
 /* The datapath's known readings that differ from memcached's. */
@@ -52,11 +52,11 @@ enum ref_quirk {
 			  * inside are sampled as they come: a get line's
 			  * whole keys, a storage request's key at its line;
 			  * traced, not counted */
-	RQ_DGRAM_PAST_END,/* a datagram's storage request (or binary body)
+	RQ_DGRAM_PAST_END, /* a datagram's storage request (or binary body)
 			  * running past its end counts, no trunc_req */
-	RQ_WINDOW,       /* a data block's "\r\n" outside the line's window is
+	RQ_WINDOW,         /* a data block's "\r\n" outside the line's window is
 			  * not checked; a line longer than a window is lost */
-	RQ_EARLY_REFUSE, /* a line the stream ends inside is refused (or not)
+	RQ_EARLY_REFUSE,   /* a line the stream ends inside is refused (or not)
 			  * by the tokens already in; a data block by the
 			  * bytes of its "\r\n" already in */
 	RQ_MAX,
@@ -87,7 +87,7 @@ struct ref_out {
 	 * cannot hold it: RQ_WINDOW then models the datapath only roughly */
 	bool long_line;
 	unsigned nkeys;
-	bool keys_full;       /* more keys than REF_MAX_KEYS */
+	bool keys_full; /* more keys than REF_MAX_KEYS */
 	struct ref_key keys[REF_MAX_KEYS];
 };
 

@@ -60,8 +60,8 @@ void kt_failf(const char *file, int line, const char *fmt, ...)
 	/* Keep the first few reasons; one line per test stays readable. */
 	if (kt_cur.failed++ >= 4 || n >= sizeof(kt_cur.why) - 64)
 		return;
-	n += snprintf(kt_cur.why + n, sizeof(kt_cur.why) - n, "%s%s:%d: ",
-		      n ? "; " : "", file, line);
+	n += snprintf(kt_cur.why + n, sizeof(kt_cur.why) - n,
+		      "%s%s:%d: ", n ? "; " : "", file, line);
 	va_start(ap, fmt);
 	vsnprintf(kt_cur.why + n, sizeof(kt_cur.why) - n, fmt, ap);
 	va_end(ap);

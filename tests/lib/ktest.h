@@ -12,9 +12,9 @@
 
 struct ktest {
 	const char *name;
-	int failed;   /* checks failed in the current test */
-	int skipped;  /* current test asked to be skipped */
-	int hidden;   /* not selected by kt_set_filter: runs, not reported */
+	int failed;  /* checks failed in the current test */
+	int skipped; /* current test asked to be skipped */
+	int hidden;  /* not selected by kt_set_filter: runs, not reported */
 	char why[512];
 };
 
@@ -37,19 +37,19 @@ int kt_selected(const char *name);
 /* Prints the tier's summary; returns the process exit status. */
 int kt_summary(const char *tier);
 
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond))                                              \
-			kt_failf(__FILE__, __LINE__, __VA_ARGS__);        \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			kt_failf(__FILE__, __LINE__, __VA_ARGS__);             \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                    \
-	do {                                                              \
-		unsigned long long _a = (unsigned long long)(a);          \
-		unsigned long long _b = (unsigned long long)(b);          \
-		if (_a != _b)                                             \
-			kt_failf(__FILE__, __LINE__, "%s = %llu, want %llu", \
-				 #a, _a, _b);                             \
+#define CHECK_EQ(a, b)                                                         \
+	do {                                                                   \
+		unsigned long long _a = (unsigned long long)(a);               \
+		unsigned long long _b = (unsigned long long)(b);               \
+		if (_a != _b)                                                  \
+			kt_failf(__FILE__, __LINE__, "%s = %llu, want %llu",   \
+				 #a, _a, _b);                                  \
 	} while (0)
 
 #endif

@@ -54,7 +54,8 @@ __u16 pkt_csum_fold(__u32 sum)
 
 void pkt_opts_default(struct pkt_opts *o, int ipv6, __u8 proto)
 {
-	static const __u8 v4s[4] = { 198, 18, 0, 1 }, v4d[4] = { 198, 18, 0, 2 };
+	static const __u8 v4s[4] = { 198, 18, 0, 1 },
+			  v4d[4] = { 198, 18, 0, 2 };
 	static const __u8 v6s[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
 	static const __u8 v6d[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
 	static unsigned int lone; /* TCP source ports handed out so far */
@@ -68,7 +69,8 @@ void pkt_opts_default(struct pkt_opts *o, int ipv6, __u8 proto)
 	o->tcp_seq = 1000;
 	o->sport = 40000;
 	if (proto == IPPROTO_TCP)
-		o->sport = (__u16)(PKT_LONE_PORT_BASE + lone++ % PKT_LONE_PORTS);
+		o->sport = (__u16)(PKT_LONE_PORT_BASE +
+				   lone++ % PKT_LONE_PORTS);
 	o->dport = 11211;
 	o->udp_frame = proto == IPPROTO_UDP;
 	o->mc.req_id = 7;
@@ -130,7 +132,8 @@ static size_t put_ip6_exts(__u8 *p, const struct pkt_opts *o)
 		memset(p + off, 0, sz);
 		p[off] = nh;
 		if (e->type == PKT_IP6_FRAG) {
-			put16(p + off + 2, (__u16)(e->frag << 3 | (e->more ? 1 : 0)));
+			put16(p + off + 2,
+			      (__u16)(e->frag << 3 | (e->more ? 1 : 0)));
 			put32(p + off + 4, 0xabcd0001);
 		} else {
 			p[off + 1] = e->len8;
@@ -149,8 +152,8 @@ static size_t put_ip6_exts(__u8 *p, const struct pkt_opts *o)
 int pkt_build(struct pkt *p, const struct pkt_opts *o, const void *payload,
 	      size_t plen)
 {
-	__u16 etype = o->ethertype ? o->ethertype :
-		      (o->ipv6 ? PKT_ETH_P_IPV6 : PKT_ETH_P_IP);
+	__u16 etype = o->ethertype ? o->ethertype
+				   : (o->ipv6 ? PKT_ETH_P_IPV6 : PKT_ETH_P_IP);
 	size_t off = 12, l3hdr, l4hdr = 0;
 	int i;
 
@@ -411,8 +414,7 @@ void pkt_set_udp_len(struct pkt *p, __u16 len)
 }
 
 size_t pkt_bin_req(__u8 *out, __u8 opcode, const void *extras, __u8 extlen,
-		   const void *key, __u16 keylen, const void *val,
-		   __u32 vallen)
+		   const void *key, __u16 keylen, const void *val, __u32 vallen)
 {
 	__u32 body = (__u32)extlen + keylen + vallen;
 

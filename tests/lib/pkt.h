@@ -46,10 +46,10 @@ struct pkt_vlan {
 };
 
 struct pkt_ext {
-	__u8 type;   /* PKT_IP6_HOP, _RT, _DST or _FRAG */
-	__u8 len8;   /* hdr ext len: size is (len8 + 1) * 8 (not for _FRAG) */
-	__u16 frag;  /* _FRAG only: offset in 8-byte units */
-	__u8 more;   /* _FRAG only: M flag */
+	__u8 type;  /* PKT_IP6_HOP, _RT, _DST or _FRAG */
+	__u8 len8;  /* hdr ext len: size is (len8 + 1) * 8 (not for _FRAG) */
+	__u16 frag; /* _FRAG only: offset in 8-byte units */
+	__u8 more;  /* _FRAG only: M flag */
 };
 
 /* memcached's UDP frame header, host order here. */
@@ -63,20 +63,20 @@ struct pkt_mc_frame {
 struct pkt_opts {
 	int nvlan;
 	struct pkt_vlan vlan[PKT_MAX_VLAN];
-	__u16 ethertype;      /* 0: from ipv6; set it for non-IP frames */
+	__u16 ethertype; /* 0: from ipv6; set it for non-IP frames */
 	int ipv6;
-	int ip4_opt_words;    /* ihl - 5, 0..10 */
-	__u16 ip4_frag;       /* flags | offset in 8-byte units */
-	__u8 saddr[16];       /* IPv4 uses the first four bytes */
+	int ip4_opt_words; /* ihl - 5, 0..10 */
+	__u16 ip4_frag;    /* flags | offset in 8-byte units */
+	__u8 saddr[16];    /* IPv4 uses the first four bytes */
 	__u8 daddr[16];
-	int next;             /* number of IPv6 extension headers */
+	int next; /* number of IPv6 extension headers */
 	struct pkt_ext ext[PKT_MAX_EXT];
-	__u8 proto;           /* IPPROTO_TCP, IPPROTO_UDP or anything */
-	int tcp_opt_words;    /* doff - 5, 0..10 */
-	__u8 tcp_flags;       /* default PSH|ACK */
+	__u8 proto;        /* IPPROTO_TCP, IPPROTO_UDP or anything */
+	int tcp_opt_words; /* doff - 5, 0..10 */
+	__u8 tcp_flags;    /* default PSH|ACK */
 	__u32 tcp_seq;
 	__u16 sport, dport;
-	int udp_frame;        /* prepend the memcached frame header */
+	int udp_frame; /* prepend the memcached frame header */
 	struct pkt_mc_frame mc;
 };
 
@@ -84,11 +84,11 @@ struct pkt {
 	__u8 b[PKT_MAX];
 	__u32 len;
 	/* offsets of each layer in b, as built */
-	__u32 l3, l4, pay;    /* pay: the memcached request (after any frame) */
-	__u32 plen;           /* payload bytes as built */
+	__u32 l3, l4, pay; /* pay: the memcached request (after any frame) */
+	__u32 plen;        /* payload bytes as built */
 	int ipv6;
 	__u8 proto;
-	__u32 l4_hdr;         /* TCP/UDP header bytes (incl. TCP options) */
+	__u32 l4_hdr; /* TCP/UDP header bytes (incl. TCP options) */
 };
 
 /* IPv4 from 198.18.0.1 to 198.18.0.2:11211 (or IPv6 2001:db8::1 ->

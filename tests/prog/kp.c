@@ -17,7 +17,7 @@
 #include "core/ring.h"
 #include "kp.h"
 
-#define XDP_PASS_RC 2 /* enum xdp_action XDP_PASS */
+#define XDP_PASS_RC 2           /* enum xdp_action XDP_PASS */
 #define TC_OK_RC    0xffffffffu /* TC_ACT_UNSPEC: the filters after ours run */
 
 struct kp_env kp;
@@ -30,7 +30,7 @@ static struct ring_buffer *rb;
  * countdown) without the test knowing where it lives. */
 struct snap {
 	struct bpf_map *map;
-	size_t vsz;     /* bytes per entry as the syscall wants them */
+	size_t vsz; /* bytes per entry as the syscall wants them */
 	__u32 n;
 	__u8 *data;
 };
@@ -121,7 +121,8 @@ __u64 kp_pkt(int counter)
 	__u64 s = 0;
 	int c;
 
-	if (!v || bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_pkts), &zero, v))
+	if (!v ||
+	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_pkts), &zero, v))
 		return ~0ULL;
 	for (c = 0; c < kp.ncpu; c++)
 		s += v[c].n[counter];
@@ -253,7 +254,7 @@ static int snapshot_maps(void)
 {
 	struct bpf_map *m;
 
-	bpf_object__for_each_map(m, skel->obj) {
+	bpf_object__for_each_map (m, skel->obj) {
 		enum bpf_map_type t = bpf_map__type(m);
 		const char *name = bpf_map__name(m);
 		struct snap *s;
@@ -309,8 +310,9 @@ static int restore_map(const struct snap *s)
 	int fd = bpf_map__fd(s->map);
 	__u32 i, count = s->n;
 
-	if (s->n > 1 && !bpf_map_update_batch(fd, snap_keys, s->data, &count,
-					      &bo) && count == s->n)
+	if (s->n > 1 &&
+	    !bpf_map_update_batch(fd, snap_keys, s->data, &count, &bo) &&
+	    count == s->n)
 		return 0;
 	for (i = 0; i < s->n; i++)
 		if (bpf_map_update_elem(fd, &i, s->data + (size_t)i * s->vsz,
@@ -365,7 +367,7 @@ bool kp_nothing_pinned(void)
 {
 	struct bpf_map *m;
 
-	bpf_object__for_each_map(m, skel->obj) {
+	bpf_object__for_each_map (m, skel->obj) {
 		if (bpf_map__pin_path(m) || bpf_map__is_pinned(m))
 			return false;
 	}
@@ -393,8 +395,8 @@ int kp_setup(void)
 	}
 	kp.xdp_fd = bpf_program__fd(skel->progs.ks_ingress);
 	kp.tc_fd = bpf_program__fd(skel->progs.ks_tc_ingress);
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event,
-			      NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event, NULL,
+			      NULL);
 	if (!rb)
 		return -errno;
 	err = snapshot_maps();
@@ -429,10 +431,10 @@ void kp_teardown(void)
 
 /* The counters of the TCP flow layer (kp_x_flow_exact). */
 static const int flow_ctrs[] = {
-	KS_PKT_FLOW_NEW, KS_PKT_FLOW_END, KS_PKT_FLOW_CONT, KS_PKT_FLOW_DUP,
-	KS_PKT_FLOW_OVERLAP, KS_PKT_FLOW_FILL, KS_PKT_RESYNC_GAP,
-	KS_PKT_RESYNC_UNKNOWN, KS_PKT_RESYNC_CARRY, KS_PKT_RESYNC_LOST,
-	KS_PKT_HOT_DISARM,
+	KS_PKT_FLOW_NEW,    KS_PKT_FLOW_END,       KS_PKT_FLOW_CONT,
+	KS_PKT_FLOW_DUP,    KS_PKT_FLOW_OVERLAP,   KS_PKT_FLOW_FILL,
+	KS_PKT_RESYNC_GAP,  KS_PKT_RESYNC_UNKNOWN, KS_PKT_RESYNC_CARRY,
+	KS_PKT_RESYNC_LOST, KS_PKT_HOT_DISARM,
 };
 
 static void model_reset(void)
@@ -613,7 +615,8 @@ static int percpu_read_n(struct bpf_map *m, __u32 n, size_t vsz, void *buf)
 		return -ENOMEM;
 	/* an array map answers ENOENT once the batch reached its end */
 	if ((!bpf_map_lookup_batch(fd, NULL, &out, keys, buf, &count, &bo) ||
-	     errno == ENOENT) && count == n)
+	     errno == ENOENT) &&
+	    count == n)
 		goto out;
 	for (i = 0; i < n; i++) {
 		if (bpf_map_lookup_elem(fd, &i, (__u8 *)buf + i * stride)) {
@@ -708,7 +711,8 @@ static void check_counters(const char *ctx)
 			continue;
 		if (got.requests != want->requests || got.keys != want->keys ||
 		    got.bytes != want->bytes)
-			KFAIL(ctx, "op %s: req/keys/bytes %llu/%llu/%llu, want %llu/%llu/%llu",
+			KFAIL(ctx,
+			      "op %s: req/keys/bytes %llu/%llu/%llu, want %llu/%llu/%llu",
 			      ks_op_name(i), (unsigned long long)got.requests,
 			      (unsigned long long)got.keys,
 			      (unsigned long long)got.bytes,
@@ -720,8 +724,9 @@ static void check_counters(const char *ctx)
 		__u64 got = kp_errc(i);
 
 		if (kp.x.err[i] != KP_DONTCARE && got != (__u64)kp.x.err[i])
-			KFAIL(ctx, "err %s = %llu, want %lld", ks_reason_name(i),
-			      (unsigned long long)got, kp.x.err[i]);
+			KFAIL(ctx, "err %s = %llu, want %lld",
+			      ks_reason_name(i), (unsigned long long)got,
+			      kp.x.err[i]);
 	}
 	for (i = 0; i < KS_PKT_MAX; i++) {
 		__u64 got = kp_pkt(i);
@@ -753,7 +758,8 @@ static void check_sketch(const char *ctx)
 			}
 		}
 		if (bad)
-			KFAIL(ctx, "sketch row %u (epoch %u class %u row %u): %d cells differ, first col %d = %u want %u",
+			KFAIL(ctx,
+			      "sketch row %u (epoch %u class %u row %u): %d cells differ, first col %d = %u want %u",
 			      idx, idx / (KS_CMS_CLASSES * KS_CMS_DEPTH),
 			      (idx / KS_CMS_DEPTH) % KS_CMS_CLASSES,
 			      idx % KS_CMS_DEPTH, bad, first, row[first],
@@ -793,7 +799,8 @@ static void check_cands(const char *ctx)
 		}
 	}
 	if (other_cpu)
-		KFAIL(ctx, "%d candidate slots filled on CPUs the test never ran on",
+		KFAIL(ctx,
+		      "%d candidate slots filled on CPUs the test never ran on",
 		      other_cpu);
 	for (i = 0; i < kp.x.nkeys; i++) {
 		struct kp_mkey *k = &kp.x.keys[i];
@@ -803,7 +810,8 @@ static void check_cands(const char *ctx)
 			continue; /* which ones stay depends on the policy */
 		}
 		if (!kp_cand_find(k->key, k->len, &c)) {
-			KFAIL(ctx, "key '%.*s' (len %u, hash %016llx) not in candidate bucket %u",
+			KFAIL(ctx,
+			      "key '%.*s' (len %u, hash %016llx) not in candidate bucket %u",
 			      k->len > 40 ? 40 : k->len, k->key, k->len,
 			      (unsigned long long)k->hash,
 			      ks_cand_bucket(k->hash));
@@ -819,8 +827,7 @@ static void check_cands(const char *ctx)
 			      k->count);
 		if (c.seq != k->seq)
 			KFAIL(ctx, "candidate '%.*s': seq %u, want %u",
-			      k->len > 40 ? 40 : k->len, k->key, c.seq,
-			      k->seq);
+			      k->len > 40 ? 40 : k->len, k->key, c.seq, k->seq);
 	}
 	if (!overflow && !kp.x.cands_allow_extra && used != kp.x.nkeys)
 		KFAIL(ctx, "%d candidate slots used, want %d", used,
@@ -850,11 +857,13 @@ static void check_events(const char *ctx)
 			      (unsigned long long)g->hash,
 			      (unsigned long long)w->hash);
 		if (g->op != w->op || g->cls != w->cls || g->proto != w->proto)
-			KFAIL(ctx, "event %d: op/cls/proto %u/%u/%u want %u/%u/%u",
+			KFAIL(ctx,
+			      "event %d: op/cls/proto %u/%u/%u want %u/%u/%u",
 			      i, g->op, g->cls, g->proto, w->op, w->cls,
 			      w->proto);
 		if (memcmp(g->saddr, w->saddr, 16) || g->sport != w->sport)
-			KFAIL(ctx, "event %d: source address or port %u differs (want port %u)",
+			KFAIL(ctx,
+			      "event %d: source address or port %u differs (want port %u)",
 			      i, g->sport, w->sport);
 		if (!g->ts_ns)
 			KFAIL(ctx, "event %d: ts_ns is 0", i);
@@ -883,7 +892,8 @@ static void check_shards(const char *ctx)
 		}
 	}
 	if (bad)
-		KFAIL(ctx, "%d shards differ; shard %d reads/writes/misdirected %llu/%llu/%llu, want %llu/%llu/%llu",
+		KFAIL(ctx,
+		      "%d shards differ; shard %d reads/writes/misdirected %llu/%llu/%llu, want %llu/%llu/%llu",
 		      bad, first, (unsigned long long)got[first].reads,
 		      (unsigned long long)got[first].writes,
 		      (unsigned long long)got[first].misdirected,
@@ -898,8 +908,8 @@ static void check_misdirect(const char *ctx)
 {
 	static const struct ks_misdirect zero;
 	struct ks_misdirect *v = calloc(kp.ncpu, sizeof(*v));
-	__u32 i, filled = kp.x.nmis < KS_MISDIRECT_SLOTS ? kp.x.nmis :
-							   KS_MISDIRECT_SLOTS;
+	__u32 i, filled = kp.x.nmis < KS_MISDIRECT_SLOTS ? kp.x.nmis
+							 : KS_MISDIRECT_SLOTS;
 	int c;
 
 	if (!v)
@@ -915,25 +925,29 @@ static void check_misdirect(const char *ctx)
 		}
 		for (c = 0; c < kp.ncpu; c++)
 			if (c != kp.cpu && memcmp(&v[c], &zero, sizeof(zero)))
-				KFAIL(ctx, "misdirect slot %u filled on CPU %d, where the test never ran",
+				KFAIL(ctx,
+				      "misdirect slot %u filled on CPU %d, where the test never ran",
 				      i, c);
 		g = &v[kp.cpu];
 		if (i >= filled) {
 			if (memcmp(g, &zero, sizeof(zero)))
-				KFAIL(ctx, "misdirect slot %u filled (owner %u), want empty after %u misdirected keys",
+				KFAIL(ctx,
+				      "misdirect slot %u filled (owner %u), want empty after %u misdirected keys",
 				      i, g->owner, kp.x.nmis);
 			continue;
 		}
 		if (!g->ts_ns || memcmp(g->saddr, w->saddr, 16) ||
 		    g->sport != w->sport || g->proto != w->proto ||
 		    g->owner != w->owner || g->hash != w->hash || g->pad)
-			KFAIL(ctx, "misdirect slot %u: ts %llu port %u proto %u owner %u hash %016llx, want port %u proto %u owner %u hash %016llx%s",
+			KFAIL(ctx,
+			      "misdirect slot %u: ts %llu port %u proto %u owner %u hash %016llx, want port %u proto %u owner %u hash %016llx%s",
 			      i, (unsigned long long)g->ts_ns, g->sport,
 			      g->proto, g->owner, (unsigned long long)g->hash,
 			      w->sport, w->proto, w->owner,
 			      (unsigned long long)w->hash,
-			      memcmp(g->saddr, w->saddr, 16) ?
-				      ", source address differs" : "");
+			      memcmp(g->saddr, w->saddr, 16)
+				      ? ", source address differs"
+				      : "");
 	}
 	free(v);
 }
@@ -991,8 +1005,8 @@ void kp_end(void)
 
 /* ---- running ---- */
 
-int kp_run(int prog_fd, const void *data, __u32 len, __u32 *retval,
-	   void *out, __u32 *out_len)
+int kp_run(int prog_fd, const void *data, __u32 len, __u32 *retval, void *out,
+	   __u32 *out_len)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = data, .data_size_in = len,
 		    .data_out = out, .data_size_out = *out_len, .repeat = 1);
@@ -1020,9 +1034,10 @@ static int send_to(int fd, __u32 want_rc, const struct pkt *p)
 		kt_failf(__FILE__, __LINE__, "verdict %u, want %u (len %u)", rc,
 			 want_rc, p->len);
 	if (olen != p->len || memcmp(out, p->b, p->len))
-		kt_failf(__FILE__, __LINE__,
-			 "packet changed: %u bytes out of %u in, or bytes differ",
-			 olen, p->len);
+		kt_failf(
+			__FILE__, __LINE__,
+			"packet changed: %u bytes out of %u in, or bytes differ",
+			olen, p->len);
 	return 0;
 }
 
@@ -1130,8 +1145,8 @@ void kp_build(struct pkt *p, const struct pkt_opts *o, const void *pay,
 	      size_t len)
 {
 	if (pkt_build(p, o, pay, len))
-		kt_failf(__FILE__, __LINE__, "packet of %zu payload bytes does not fit",
-			 len);
+		kt_failf(__FILE__, __LINE__,
+			 "packet of %zu payload bytes does not fit", len);
 }
 
 static void build_default(struct pkt *p, int v6, __u8 proto, const void *pay,
@@ -1213,8 +1228,7 @@ static __u32 model_cms_add(__u32 cls, __u64 h)
 }
 
 /* A sampled read or write on the model's ring, as ks_ring_place() does. */
-static void model_ring_place(__u32 cls, const void *key, size_t len,
-			     __u64 hash)
+static void model_ring_place(__u32 cls, const void *key, size_t len, __u64 hash)
 {
 	const struct ks_ring *r = kp.x.ring;
 	struct ks_misdirect *m;
@@ -1414,8 +1428,8 @@ int kp_counts_read(struct kp_counts *c)
 		for (cpu = 0; cpu < kp.ncpu; cpu++)
 			c->err[i] += errs[i * kp.ncpu + cpu];
 	pc = percpu_buf(sizeof(*pc));
-	if (!pc || bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_pkts), &zero,
-				       pc))
+	if (!pc ||
+	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_pkts), &zero, pc))
 		return -errno;
 	for (cpu = 0; cpu < kp.ncpu; cpu++)
 		for (i = 0; i < KS_PKT_MAX; i++)
@@ -1535,8 +1549,9 @@ int kp_stream_add(struct kp_stream *s, int op, const void *req, size_t len)
 	struct kp_sreq *r;
 
 	if (s->nreq == KP_STREAM_MAX_REQ || s->len + len > KP_STREAM_MAX) {
-		kt_failf(__FILE__, __LINE__, "stream full (%u bytes, %d requests)",
-			 s->len, s->nreq);
+		kt_failf(__FILE__, __LINE__,
+			 "stream full (%u bytes, %d requests)", s->len,
+			 s->nreq);
 		return -1;
 	}
 	r = &s->req[s->nreq];
@@ -1557,7 +1572,8 @@ void kp_stream_add_key(struct kp_stream *s, int r, size_t off, size_t len)
 
 	if (r < 0 || s->nkeys == KP_STREAM_MAX_KEYS ||
 	    q->key0 + q->nkeys != (__u32)s->nkeys) {
-		kt_failf(__FILE__, __LINE__, "stream keys: full, or a key of an older request");
+		kt_failf(__FILE__, __LINE__,
+			 "stream keys: full, or a key of an older request");
 		return;
 	}
 	s->keys[s->nkeys].off = q->start + (__u32)off;
@@ -1572,8 +1588,8 @@ void kp_stream_set_bytes(struct kp_stream *s, int r, __u64 bytes)
 		s->req[r].bytes = bytes;
 }
 
-int kp_stream_text(struct kp_stream *s, int op, const char *line,
-		   int first_key, int nkeys, const void *data, size_t dlen)
+int kp_stream_text(struct kp_stream *s, int op, const char *line, int first_key,
+		   int nkeys, const void *data, size_t dlen)
 {
 	static __u8 buf[KP_STREAM_MAX];
 	size_t ll = strlen(line), n = ll, i = 0, end;
@@ -1611,9 +1627,9 @@ int kp_stream_text(struct kp_stream *s, int op, const char *line,
 	return r;
 }
 
-int kp_stream_bin(struct kp_stream *s, int op, __u8 opcode,
-		  const void *extras, __u8 extlen, const void *key,
-		  __u16 klen, const void *val, __u32 vlen)
+int kp_stream_bin(struct kp_stream *s, int op, __u8 opcode, const void *extras,
+		  __u8 extlen, const void *key, __u16 klen, const void *val,
+		  __u32 vlen)
 {
 	static __u8 buf[KP_STREAM_MAX];
 	size_t n;
@@ -1700,15 +1716,21 @@ void kp_x_stream(const struct kp_stream *s)
 static bool looks_like_request(const struct kp_stream *s, __u32 off)
 {
 	static const char *const words[] = {
-		"get", "gets", "gat", "gats", "set", "add", "replace",
-		"append", "prepend", "cas", "delete", "incr", "decr", "touch",
-		"mg", "ms", "md", "ma", "mn", "me", "version", "verbosity",
-		"stats", "flush_all", "quit", "shutdown", "cache_memlimit",
-		"slabs", "lru", "lru_crawler", "watch", "misbehave", NULL,
+		"get",       "gets",      "gat",
+		"gats",      "set",       "add",
+		"replace",   "append",    "prepend",
+		"cas",       "delete",    "incr",
+		"decr",      "touch",     "mg",
+		"ms",        "md",        "ma",
+		"mn",        "me",        "version",
+		"verbosity", "stats",     "flush_all",
+		"quit",      "shutdown",  "cache_memlimit",
+		"slabs",     "lru",       "lru_crawler",
+		"watch",     "misbehave", NULL,
 	};
 	static const char *const prefixes[] = {
-		"stat", "vers", "verb", "flus", "quit", "shut", "slab", "lru_",
-		"watc", "misb", "cached", NULL,
+		"stat", "vers", "verb", "flus", "quit",   "shut",
+		"slab", "lru_", "watc", "misb", "cached", NULL,
 	};
 	__u32 i = off, a, n;
 	int w;
@@ -1767,8 +1789,8 @@ static int plan_piece(struct kp_plan *pl, __u32 off, __u32 len, __u32 mss)
 	return 0;
 }
 
-int kp_plan_cuts(struct kp_plan *pl, __u32 len, const __u32 *cuts,
-		 int ncuts, int order, __u32 mss)
+int kp_plan_cuts(struct kp_plan *pl, __u32 len, const __u32 *cuts, int ncuts,
+		 int order, __u32 mss)
 {
 	__u32 a[KP_MAX_PIECES], b[KP_MAX_PIECES];
 	int np = ncuts + 1, i, err = 0;
@@ -1871,16 +1893,16 @@ static void find_decoys(const struct kp_stream *s)
 
 /* The phantom request a guess would make of the decoy at w: a one-line
  * command with its key as the second token; else unknown. */
-static void add_phantom(const struct kp_stream *s, __u32 w,
-			struct kp_sim *sim)
+static void add_phantom(const struct kp_stream *s, __u32 w, struct kp_sim *sim)
 {
 	static const struct {
 		const char *w;
 		int op;
 	} known[] = {
-		{ "get", KS_OP_GET }, { "gets", KS_OP_GETS }, { "mg", KS_OP_MG },
-		{ "md", KS_OP_MD }, { "ma", KS_OP_MA },
-		{ "delete", KS_OP_DELETE }, { "mn", KS_OP_MN },
+		{ "get", KS_OP_GET }, { "gets", KS_OP_GETS },
+		{ "mg", KS_OP_MG },   { "md", KS_OP_MD },
+		{ "ma", KS_OP_MA },   { "delete", KS_OP_DELETE },
+		{ "mn", KS_OP_MN },
 	};
 	__u32 e = w, k, ke;
 	size_t i;
@@ -1896,7 +1918,8 @@ static void add_phantom(const struct kp_stream *s, __u32 w,
 		    !memcmp(s->b + w, known[i].w, e - w))
 			break;
 	if (i == sizeof(known) / sizeof(known[0]) ||
-	    sim->nphantom == (int)(sizeof(sim->phantoms) / sizeof(sim->phantoms[0]))) {
+	    sim->nphantom ==
+		    (int)(sizeof(sim->phantoms) / sizeof(sim->phantoms[0]))) {
 		sim->phantom = true;
 		return;
 	}
@@ -1915,7 +1938,8 @@ static void add_phantom(const struct kp_stream *s, __u32 w,
 	sim->phantoms[j].op = known[i].op;
 	sim->phantoms[j].bytes = e + 1 - w;
 	sim->phantoms[j].key_off = k;
-	sim->phantoms[j].key_len = known[i].op == KS_OP_MN ? 0 : (__u16)(ke - k);
+	sim->phantoms[j].key_len = known[i].op == KS_OP_MN ? 0
+							   : (__u16)(ke - k);
 }
 
 /* Decoys in [a, b): bytes a guess may parse. */
@@ -1978,8 +2002,8 @@ static void simulate(const struct kp_stream *s, const struct kp_plan *pl,
 			sim->gap++;
 			sim->cont_known = false;
 			if (sure && next > sure_a)
-				sim->sure[sim->nsure++] = (typeof(sim->sure[0])){
-					sure_a, next };
+				sim->sure[sim->nsure++] =
+					(typeof(sim->sure[0])){ sure_a, next };
 			sure = kp_stream_boundary(s, off);
 			sure_a = off;
 			/* unsynced until it finds a boundary: a guess may
@@ -1992,7 +2016,8 @@ static void simulate(const struct kp_stream *s, const struct kp_plan *pl,
 		next = end;
 	}
 	if (sure && next > sure_a)
-		sim->sure[sim->nsure++] = (typeof(sim->sure[0])){ sure_a, next };
+		sim->sure[sim->nsure++] = (typeof(sim->sure[0])){ sure_a,
+								  next };
 }
 
 void kp_stream_send(const struct kp_flow *f, const struct kp_stream *s,
@@ -2079,8 +2104,8 @@ static bool ev_eq(const struct kp_obs_ev *a, const struct kp_obs_ev *b)
 	       a->hash == b->hash && !memcmp(a->key, b->key, a->len);
 }
 
-static void ev_of_key(struct kp_obs_ev *e, const struct kp_stream *s,
-		      int op, const struct kp_skey *k)
+static void ev_of_key(struct kp_obs_ev *e, const struct kp_stream *s, int op,
+		      const struct kp_skey *k)
 {
 	memset(e, 0, sizeof(*e));
 	e->op = (__u8)op;
@@ -2090,7 +2115,11 @@ static void ev_of_key(struct kp_obs_ev *e, const struct kp_stream *s,
 	e->hash = kp_hash(e->key, e->len);
 }
 
-#define SFAIL(...) do { kp_failctx(ctx, __LINE__, __VA_ARGS__); ok = false; } while (0)
+#define SFAIL(...)                                                             \
+	do {                                                                   \
+		kp_failctx(ctx, __LINE__, __VA_ARGS__);                        \
+		ok = false;                                                    \
+	} while (0)
 
 /* Events of the oracle: the stream's keys in order. */
 static bool check_oracle(const char *ctx, const struct kp_stream *s,
@@ -2124,9 +2153,15 @@ static bool check_oracle(const char *ctx, const struct kp_stream *s,
 			ev_of_key(&e, s, r->op, &s->keys[k]);
 			if (n >= o->nev || !ev_eq(&e, &o->ev[n])) {
 				SFAIL("event %d: '%.*s' (op %s), want '%.*s' (op %s)",
-				      n, n < o->nev ? (o->ev[n].len > 40 ? 40 : o->ev[n].len) : 0,
-				      n < o->nev ? (const char *)o->ev[n].key : "",
-				      n < o->nev ? kp_op_name(o->ev[n].op) : "none",
+				      n,
+				      n < o->nev ? (o->ev[n].len > 40
+							    ? 40
+							    : o->ev[n].len)
+						 : 0,
+				      n < o->nev ? (const char *)o->ev[n].key
+						 : "",
+				      n < o->nev ? kp_op_name(o->ev[n].op)
+						 : "none",
 				      e.len > 40 ? 40 : e.len, e.key,
 				      kp_op_name(r->op));
 				return false;
@@ -2154,7 +2189,8 @@ bool kp_stream_oracle(const struct kp_stream *s, int v6, struct kp_obs *o)
 	kp_flow_new(&f, v6);
 	if (kp_plan_cuts(&pl, s->len, NULL, 0, KP_INORDER,
 			 s->len <= KP_SEG_MAX ? KP_SEG_MAX : KP_MSS)) {
-		kt_failf(__FILE__, __LINE__, "oracle: stream of %u bytes does not fit a plan",
+		kt_failf(__FILE__, __LINE__,
+			 "oracle: stream of %u bytes does not fit a plan",
 			 s->len);
 		return false;
 	}
@@ -2168,8 +2204,7 @@ bool kp_stream_oracle(const struct kp_stream *s, int v6, struct kp_obs *o)
 
 /* Packet counters of a run against what the spec makes of the plan. */
 static bool check_flow_ctrs(const char *ctx, const struct kp_obs *g,
-			    const struct kp_sim *sim, unsigned flags,
-			    int order)
+			    const struct kp_sim *sim, unsigned flags, int order)
 {
 	long long want[KS_PKT_MAX];
 	bool ok = true, exact = order <= KP_OVERLAP;
@@ -2180,8 +2215,10 @@ static bool check_flow_ctrs(const char *ctx, const struct kp_obs *g,
 	want[KS_PKT_MEMCACHED] = want[KS_PKT_TCP] = sim->segs;
 	want[KS_PKT_UDP] = 0;
 	want[KS_PKT_FLOW_NEW] = (flags & KP_SEND_SYN) ? 1 : 0;
-	want[KS_PKT_FLOW_END] =
-		(flags & (KP_SEND_FIN | KP_SEND_FIN_LAST | KP_SEND_RST)) ? 1 : 0;
+	want[KS_PKT_FLOW_END] = (flags &
+				 (KP_SEND_FIN | KP_SEND_FIN_LAST | KP_SEND_RST))
+					? 1
+					: 0;
 	/* late bytes of a gap: FLOW_DUP, or parsed as a guess */
 	if (sim->late) {
 		__u64 d = g->d.pkts[KS_PKT_FLOW_DUP];
@@ -2242,7 +2279,8 @@ static bool check_exact(const char *ctx, const struct kp_obs *g,
 			SFAIL("sampled key %d: '%.*s' (op %s len %u), unsegmented '%.*s' (op %s len %u)",
 			      i, g->ev[i].len > 40 ? 40 : g->ev[i].len,
 			      g->ev[i].key, kp_op_name(g->ev[i].op),
-			      g->ev[i].len, o->ev[i].len > 40 ? 40 : o->ev[i].len,
+			      g->ev[i].len,
+			      o->ev[i].len > 40 ? 40 : o->ev[i].len,
 			      o->ev[i].key, kp_op_name(o->ev[i].op),
 			      o->ev[i].len);
 			break;
@@ -2403,8 +2441,9 @@ int kp_stream_case(const char *what, const struct kp_stream *s,
 	kp_obs_end(&got, &f);
 	/* counts first: they are what a failing run is about */
 	kp_last_fail[0] = 0;
-	if (!(order <= KP_OVERLAP ? check_exact(ctx, &got, oracle) :
-				    check_bounded(ctx, s, &sim, &got, oracle))) {
+	if (!(order <= KP_OVERLAP
+		      ? check_exact(ctx, &got, oracle)
+		      : check_bounded(ctx, s, &sim, &got, oracle))) {
 		bad |= KP_CASE_COUNTS;
 		if (!kp_tally.bad_counts++)
 			memcpy(kp_tally.first_counts, kp_last_fail,

@@ -38,8 +38,8 @@
 #include "pkt.h"
 #include "ktest.h"
 
-#define KP_DONTCARE (-1LL)
-#define KP_MAX_MKEYS 2048
+#define KP_DONTCARE   (-1LL)
+#define KP_MAX_MKEYS  2048
 #define KP_MAX_EVENTS 1024
 
 /* A key as the model knows it. */
@@ -66,11 +66,11 @@ struct kp_mevent {
 struct kp_model {
 	struct ks_op_stats ops[KS_OP_MAX];
 	long long err[KS_ERR_MAX];
-	long long pkts[KS_PKT_MAX];     /* KP_DONTCARE: not compared */
+	long long pkts[KS_PKT_MAX]; /* KP_DONTCARE: not compared */
 	bool op_dontcare[KS_OP_MAX];
-	bool exact;                     /* keys sampled are known (sample_n 1) */
+	bool exact; /* keys sampled are known (sample_n 1) */
 	bool check_sketch, check_cands, check_events;
-	bool cands_allow_extra;         /* extra slots are not an error */
+	bool cands_allow_extra; /* extra slots are not an error */
 	int nkeys;
 	struct kp_mkey keys[KP_MAX_MKEYS];
 	int nevents;
@@ -81,9 +81,9 @@ struct kp_model {
 	__u8 proto;
 	/* the ring sampled reads and writes are placed on (kp_ring_load) */
 	const struct ks_ring *ring;
-	bool ring_inexact;  /* a ring met sample_n > 1: shards not compared */
+	bool ring_inexact; /* a ring met sample_n > 1: shards not compared */
 	struct ks_shard_stats shards[KS_MAX_SHARDS];
-	__u32 nmis;         /* misdirected keys so far (this CPU) */
+	__u32 nmis; /* misdirected keys so far (this CPU) */
 	struct ks_misdirect mis[KS_MISDIRECT_SLOTS]; /* ts_ns: any nonzero */
 };
 
@@ -91,7 +91,7 @@ struct kp_env {
 	struct ks_config cfg;
 	struct kp_model x;
 	int ncpu;
-	int cpu;          /* the CPU this process is pinned to */
+	int cpu; /* the CPU this process is pinned to */
 	int xdp_fd, tc_fd;
 	/* events read from the ring buffer in the last kp_read_events() */
 	int ngot;
@@ -149,8 +149,8 @@ int kp_misdirect_read(__u32 slot, int cpu, struct ks_misdirect *out);
 /* ---- running packets ---- */
 /* Runs a program on data; returns 0 or -errno; retval/out as the kernel
  * reports them. */
-int kp_run(int prog_fd, const void *data, __u32 len, __u32 *retval,
-	   void *out, __u32 *out_len);
+int kp_run(int prog_fd, const void *data, __u32 len, __u32 *retval, void *out,
+	   __u32 *out_len);
 /* Runs p through ks_ingress; checks XDP_PASS and an unchanged packet;
  * expects KS_PKT_SEEN. A lone TCP segment (not sent by kp_flow_send) that
  * the datapath took for data on an unknown flow (RESYNC_UNKNOWN moved) is
@@ -230,8 +230,8 @@ void kp_counts_sub(struct kp_counts *d, const struct kp_counts *a,
 
 struct kp_flow {
 	struct pkt_opts o; /* addresses and ports of the flow */
-	__u32 isn;         /* the SYN's sequence: stream byte i is isn + 1 + i */
-	int tc;            /* send through the tc program, not XDP */
+	__u32 isn; /* the SYN's sequence: stream byte i is isn + 1 + i */
+	int tc;    /* send through the tc program, not XDP */
 };
 /*
  * A flow on a 4-tuple no other flow of this run used: the source address
@@ -263,7 +263,7 @@ void kp_flow_rst(const struct kp_flow *f, __u32 off);
 #define KP_STREAM_MAX_KEYS 2048
 
 struct kp_sreq {
-	__u32 start, end;  /* its bytes [start, end) of the stream */
+	__u32 start, end; /* its bytes [start, end) of the stream */
 	int op;
 	__u64 bytes;       /* what ks_ops counts for it */
 	__u32 key0, nkeys; /* its keys: keys[key0 .. key0 + nkeys) */
@@ -296,12 +296,12 @@ void kp_stream_set_bytes(struct kp_stream *s, int r, __u64 bytes);
  * token first_key (0 is the command; nkeys -1: every token from there).
  * Returns the request's index.
  */
-int kp_stream_text(struct kp_stream *s, int op, const char *line,
-		   int first_key, int nkeys, const void *data, size_t dlen);
+int kp_stream_text(struct kp_stream *s, int op, const char *line, int first_key,
+		   int nkeys, const void *data, size_t dlen);
 /* A binary request (pkt_bin_req), its key at 24 + extlen. */
-int kp_stream_bin(struct kp_stream *s, int op, __u8 opcode,
-		  const void *extras, __u8 extlen, const void *key,
-		  __u16 klen, const void *val, __u32 vlen);
+int kp_stream_bin(struct kp_stream *s, int op, __u8 opcode, const void *extras,
+		  __u8 extlen, const void *key, __u16 klen, const void *val,
+		  __u32 vlen);
 /* Offset off begins a request (or is the stream's end). */
 bool kp_stream_boundary(const struct kp_stream *s, __u32 off);
 /* Offset off lies inside a request, after its first byte. */
@@ -313,11 +313,11 @@ void kp_x_stream(const struct kp_stream *s);
 
 /* How the pieces between the cuts are sent. */
 enum kp_order {
-	KP_INORDER,  /* 0, 1, 2, ... */
-	KP_DUP,      /* each piece again after the next one: 0 1 0 2 1 2 */
-	KP_OVERLAP,  /* each piece from 1 to 5 bytes before its cut */
-	KP_REORDER,  /* the last two pieces swapped: 1 0, or 0 2 1 */
-	KP_DROP,     /* a piece never sent: 1 of 2, the middle one of 3+ */
+	KP_INORDER, /* 0, 1, 2, ... */
+	KP_DUP,     /* each piece again after the next one: 0 1 0 2 1 2 */
+	KP_OVERLAP, /* each piece from 1 to 5 bytes before its cut */
+	KP_REORDER, /* the last two pieces swapped: 1 0, or 0 2 1 */
+	KP_DROP,    /* a piece never sent: 1 of 2, the middle one of 3+ */
 	KP_ORDER_MAX,
 };
 const char *kp_order_name(int order);
@@ -335,16 +335,16 @@ struct kp_plan {
 /* Cuts [0, len) at cuts[0..ncuts) (ascending, inside the stream) into
  * pieces sent in order; pieces longer than mss (0: KP_SEG_MAX) go as
  * several segments. Returns 0, or -1 if it does not fit. */
-int kp_plan_cuts(struct kp_plan *pl, __u32 len, const __u32 *cuts,
-		 int ncuts, int order, __u32 mss);
+int kp_plan_cuts(struct kp_plan *pl, __u32 len, const __u32 *cuts, int ncuts,
+		 int order, __u32 mss);
 
 /* What the flow layer should make of a plan, worked out from the spec. */
 struct kp_sim {
-	int segs;            /* segments with a payload */
+	int segs; /* segments with a payload */
 	int dup, overlap, gap;
-	int cont;            /* in-order segments beginning inside a request */
-	bool cont_known;     /* no gap before the last one */
-	int late;            /* of dup: segments that bring bytes of a gap
+	int cont;        /* in-order segments beginning inside a request */
+	bool cont_known; /* no gap before the last one */
+	int late;        /* of dup: segments that bring bytes of a gap
 			      * late (FLOW_DUP by the spec; FLOW_FILL if
 			      * the datapath parses them as a guess) */
 	/* Where a guess may take bytes for a request they are not (a
@@ -356,8 +356,8 @@ struct kp_sim {
 		__u16 key_len;
 		int op;
 	} phantoms[16];
-	bool phantom;        /* ... or one of no known shape: no upper bound */
-	int nsure;           /* ranges parsed for sure: from the SYN to the
+	bool phantom; /* ... or one of no known shape: no upper bound */
+	int nsure;    /* ranges parsed for sure: from the SYN to the
 			      * first gap, and from every resync that lands
 			      * on a request boundary to the next gap */
 	struct {
@@ -366,10 +366,10 @@ struct kp_sim {
 };
 
 /* Flags of kp_stream_send(). */
-#define KP_SEND_SYN      1 /* open the flow first */
-#define KP_SEND_FIN      2 /* a FIN at the stream's end afterwards */
-#define KP_SEND_FIN_LAST 4 /* FIN on the last segment sent, with its data */
-#define KP_SEND_RST      8 /* an RST at the stream's end afterwards */
+#define KP_SEND_SYN      1  /* open the flow first */
+#define KP_SEND_FIN      2  /* a FIN at the stream's end afterwards */
+#define KP_SEND_FIN_LAST 4  /* FIN on the last segment sent, with its data */
+#define KP_SEND_RST      8  /* an RST at the stream's end afterwards */
 #define KP_SEND_TC       16 /* through the tc program (kp_stream_case) */
 
 /* Sends s on f as pl says; fills sim. */

@@ -45,7 +45,8 @@ static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: prog_test [-l] [-g GROUP]... [TEST-GLOB]...\ngroups:");
+	fprintf(f,
+		"usage: prog_test [-l] [-g GROUP]... [TEST-GLOB]...\ngroups:");
 	for (i = 0; i < NGROUPS; i++)
 		fprintf(f, " %s", groups[i].name);
 	fprintf(f, "\n");
@@ -93,7 +94,8 @@ int main(int argc, char **argv)
 	err = kp_setup();
 	if (err) {
 		kt_begin("prog_load");
-		kt_failf(__FILE__, __LINE__, "cannot load build/keysteer.bpf.o: %s",
+		kt_failf(__FILE__, __LINE__,
+			 "cannot load build/keysteer.bpf.o: %s",
 			 strerror(-err));
 		kt_end();
 		kp_teardown();

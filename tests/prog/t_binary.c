@@ -11,30 +11,62 @@
 
 /* Binary opcodes (memcached protocol_binary.h). */
 enum {
-	BIN_GET = 0x00, BIN_SET = 0x01, BIN_ADD = 0x02, BIN_REPLACE = 0x03,
-	BIN_DELETE = 0x04, BIN_INCR = 0x05, BIN_DECR = 0x06, BIN_QUIT = 0x07,
-	BIN_FLUSH = 0x08, BIN_GETQ = 0x09, BIN_NOOP = 0x0a,
-	BIN_VERSION = 0x0b, BIN_GETK = 0x0c, BIN_GETKQ = 0x0d,
-	BIN_APPEND = 0x0e, BIN_PREPEND = 0x0f, BIN_STAT = 0x10,
-	BIN_SETQ = 0x11, BIN_ADDQ = 0x12, BIN_REPLACEQ = 0x13,
-	BIN_DELETEQ = 0x14, BIN_INCRQ = 0x15, BIN_DECRQ = 0x16,
-	BIN_QUITQ = 0x17, BIN_FLUSHQ = 0x18, BIN_APPENDQ = 0x19,
-	BIN_PREPENDQ = 0x1a, BIN_TOUCH = 0x1c, BIN_GAT = 0x1d,
-	BIN_GATQ = 0x1e, BIN_UNKNOWN = 0x50,
+	BIN_GET = 0x00,
+	BIN_SET = 0x01,
+	BIN_ADD = 0x02,
+	BIN_REPLACE = 0x03,
+	BIN_DELETE = 0x04,
+	BIN_INCR = 0x05,
+	BIN_DECR = 0x06,
+	BIN_QUIT = 0x07,
+	BIN_FLUSH = 0x08,
+	BIN_GETQ = 0x09,
+	BIN_NOOP = 0x0a,
+	BIN_VERSION = 0x0b,
+	BIN_GETK = 0x0c,
+	BIN_GETKQ = 0x0d,
+	BIN_APPEND = 0x0e,
+	BIN_PREPEND = 0x0f,
+	BIN_STAT = 0x10,
+	BIN_SETQ = 0x11,
+	BIN_ADDQ = 0x12,
+	BIN_REPLACEQ = 0x13,
+	BIN_DELETEQ = 0x14,
+	BIN_INCRQ = 0x15,
+	BIN_DECRQ = 0x16,
+	BIN_QUITQ = 0x17,
+	BIN_FLUSHQ = 0x18,
+	BIN_APPENDQ = 0x19,
+	BIN_PREPENDQ = 0x1a,
+	BIN_TOUCH = 0x1c,
+	BIN_GAT = 0x1d,
+	BIN_GATQ = 0x1e,
+	BIN_UNKNOWN = 0x50,
 };
 
 /* Extras length each opcode carries in a request. */
 static __u8 extlen_of(__u8 opc)
 {
 	switch (opc) {
-	case BIN_SET: case BIN_SETQ: case BIN_ADD: case BIN_ADDQ:
-	case BIN_REPLACE: case BIN_REPLACEQ:
-		return 8;  /* flags, exptime */
-	case BIN_INCR: case BIN_INCRQ: case BIN_DECR: case BIN_DECRQ:
+	case BIN_SET:
+	case BIN_SETQ:
+	case BIN_ADD:
+	case BIN_ADDQ:
+	case BIN_REPLACE:
+	case BIN_REPLACEQ:
+		return 8; /* flags, exptime */
+	case BIN_INCR:
+	case BIN_INCRQ:
+	case BIN_DECR:
+	case BIN_DECRQ:
 		return 20; /* delta, initial, exptime */
-	case BIN_TOUCH: case BIN_GAT: case BIN_GATQ: case BIN_FLUSH:
-	case 0x23: case 0x24: /* gatk, gatkq */
-		return 4;  /* exptime */
+	case BIN_TOUCH:
+	case BIN_GAT:
+	case BIN_GATQ:
+	case BIN_FLUSH:
+	case 0x23:
+	case 0x24:        /* gatk, gatkq */
+		return 4; /* exptime */
 	default:
 		return 0;
 	}
@@ -100,16 +132,16 @@ static void bin_case(const char *name, int n, const __u8 *opc, const int *op,
 	kp_end();
 }
 
-#define CASE(name, keys, ...)                                              \
-	do {                                                               \
-		static const int _pairs[] = { __VA_ARGS__ };               \
-		__u8 _opc[16];                                             \
+#define CASE(name, keys, ...)                                                  \
+	do {                                                                   \
+		static const int _pairs[] = { __VA_ARGS__ };                   \
+		__u8 _opc[16];                                                 \
 		int _op[16], _i, _n = (int)(sizeof(_pairs) / sizeof(int)) / 2; \
-		for (_i = 0; _i < _n; _i++) {                              \
-			_opc[_i] = (__u8)_pairs[2 * _i];                   \
-			_op[_i] = _pairs[2 * _i + 1];                      \
-		}                                                          \
-		bin_case(name, _n, _opc, _op, keys);                       \
+		for (_i = 0; _i < _n; _i++) {                                  \
+			_opc[_i] = (__u8)_pairs[2 * _i];                       \
+			_op[_i] = _pairs[2 * _i + 1];                          \
+		}                                                              \
+		bin_case(name, _n, _opc, _op, keys);                           \
 	} while (0)
 
 static void t_ops(void)

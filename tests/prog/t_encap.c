@@ -22,8 +22,7 @@ static void expect_get(const struct pkt_opts *o, const char *key)
 	kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
 }
 
-static void one_get(const char *name, const struct pkt_opts *o,
-		    const char *key)
+static void one_get(const char *name, const struct pkt_opts *o, const char *key)
 {
 	kp_begin(name);
 	expect_get(o, key);

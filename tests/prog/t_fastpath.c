@@ -49,8 +49,8 @@ static void fp_run(const char *pay, size_t len, struct fp_counts *c)
 	kp_tcp4(&p, pay, len);
 	if (kp_run(kp.xdp_fd, p.b, p.len, &rc, out, &olen) || rc != 2 ||
 	    olen != p.len || memcmp(out, p.b, p.len))
-		kt_failf(__FILE__, __LINE__, "run of '%.*s' failed or changed it",
-			 (int)len, pay);
+		kt_failf(__FILE__, __LINE__,
+			 "run of '%.*s' failed or changed it", (int)len, pay);
 	fp_read(c);
 	for (i = 0; i < KS_OP_MAX; i++) {
 		c->ops[i].requests -= before.ops[i].requests;
@@ -91,7 +91,8 @@ static int fp_compare(const char *pay, size_t len)
 		bad++;
 	}
 	for (i = 0; i < KS_OP_MAX; i++)
-		bad += memcmp(&alone.ops[i], &ref.ops[i], sizeof(ref.ops[i])) != 0;
+		bad += memcmp(&alone.ops[i], &ref.ops[i], sizeof(ref.ops[i])) !=
+		       0;
 	for (i = 0; i < KS_ERR_MAX; i++)
 		bad += alone.err[i] != ref.err[i];
 	bad += alone.sampled != ref.sampled;
@@ -123,8 +124,8 @@ static size_t fp_get(char *buf, const char *key, size_t klen, const char *eol)
 /* Every key length 1..40 and a byte <= 0x20 (or 0x7f/0x80+) everywhere. */
 static void fp_shapes(__u32 sample_n, const char *name)
 {
-	static const char inject[] = { ' ', '\r', '\n', '\t', 0, 0x21, 0x7f,
-				       (char)0x80, (char)0xc3 };
+	static const char inject[] = { ' ',  '\r', '\n',       '\t',      0,
+				       0x21, 0x7f, (char)0x80, (char)0xc3 };
 	char key[64], buf[128];
 	size_t klen, pos, n, j;
 

@@ -23,7 +23,7 @@
 #include "kt_netns.h"
 #include "groups.h"
 
-#define HOT_KEY "hotkey01"
+#define HOT_KEY    "hotkey01"
 #define FAR_FUTURE (1ULL << 62)
 
 static struct ks_hot_map hm;
@@ -70,10 +70,9 @@ static void hot_begin(const char *name)
 	c = kp.cfg;
 	c.hot = 1;
 	kp_config(&c);
-	err = ks_hot_map_open(&hm, kp_map_fd("ks_hot"),
-			      kp_map_fd("ks_hot_stats"),
-			      kp_map_fd("ks_replicas"),
-			      kp_map_fd("ks_replica_stats"));
+	err = ks_hot_map_open(
+		&hm, kp_map_fd("ks_hot"), kp_map_fd("ks_hot_stats"),
+		kp_map_fd("ks_replicas"), kp_map_fd("ks_replica_stats"));
 	if (err)
 		kt_failf(__FILE__, __LINE__, "mmap ks_hot: %s", strerror(-err));
 	drain_hot_events();
@@ -320,8 +319,10 @@ void t_hot_group(void)
 #define DEV1 "kst1"
 static const __u8 mac0[6] = { 2, 0, 0, 0, 0, 1 };
 static const __u8 rmac[4][6] = {
-	{ 2, 0, 0, 0, 0, 0x50 }, { 2, 0, 0, 0, 0, 0x52 },
-	{ 2, 0, 0, 0, 0, 0x53 }, { 2, 0, 0, 0, 0, 0x60 },
+	{ 2, 0, 0, 0, 0, 0x50 },
+	{ 2, 0, 0, 0, 0, 0x52 },
+	{ 2, 0, 0, 0, 0, 0x53 },
+	{ 2, 0, 0, 0, 0, 0x60 },
 };
 static int if0, if1;
 
@@ -345,16 +346,22 @@ static int steer_netns(void)
 
 	if (err)
 		return err;
-	if (sh("ip link add " DEV0 " address 02:00:00:00:00:01 type veth peer name " DEV0 "p &&"
-	       "ip link add " DEV1 " address 02:00:00:00:00:02 type veth peer name " DEV1 "p &&"
+	if (sh("ip link add " DEV0
+	       " address 02:00:00:00:00:01 type veth peer name " DEV0 "p &&"
+	       "ip link add " DEV1
+	       " address 02:00:00:00:00:02 type veth peer name " DEV1 "p &&"
 	       "ip link set " DEV0 "p up && ip link set " DEV1 "p up &&"
 	       "ip addr add 198.18.0.2/24 dev " DEV0 " &&"
 	       "ip addr add 198.18.1.2/24 dev " DEV1 " &&"
 	       "ip link set " DEV0 " up && ip link set " DEV1 " up &&"
-	       "ip neigh replace 198.18.0.50 lladdr 02:00:00:00:00:50 dev " DEV0 " nud permanent &&"
-	       "ip neigh replace 198.18.0.52 lladdr 02:00:00:00:00:52 dev " DEV0 " nud permanent &&"
-	       "ip neigh replace 198.18.0.53 lladdr 02:00:00:00:00:53 dev " DEV0 " nud permanent &&"
-	       "ip neigh replace 198.18.1.60 lladdr 02:00:00:00:00:60 dev " DEV1 " nud permanent &&"
+	       "ip neigh replace 198.18.0.50 lladdr 02:00:00:00:00:50 dev " DEV0
+	       " nud permanent &&"
+	       "ip neigh replace 198.18.0.52 lladdr 02:00:00:00:00:52 dev " DEV0
+	       " nud permanent &&"
+	       "ip neigh replace 198.18.0.53 lladdr 02:00:00:00:00:53 dev " DEV0
+	       " nud permanent &&"
+	       "ip neigh replace 198.18.1.60 lladdr 02:00:00:00:00:60 dev " DEV1
+	       " nud permanent &&"
 	       "sysctl -qw net.ipv4.conf." DEV0 ".forwarding=1 &&"
 	       "sysctl -qw net.ipv4.conf." DEV1 ".forwarding=1"))
 		return -EIO;
@@ -425,8 +432,8 @@ static void check_steered(const struct pkt *p, const __u8 *out, __u32 olen,
 	CHECK_EQ(olen, p->len);
 	memcpy(q.b, out, p->len);
 	CHECK(!memcmp(q.b, rmac[ri], 6), "dst MAC of replica %d", ri);
-	CHECK(!memcmp(q.b + 6, ri == 3 ? (const __u8[]){ 2, 0, 0, 0, 0, 2 } :
-					 mac0, 6),
+	CHECK(!memcmp(q.b + 6,
+		      ri == 3 ? (const __u8[]){ 2, 0, 0, 0, 0, 2 } : mac0, 6),
 	      "src MAC of the egress device");
 	inet_pton(AF_INET, raddr[ri], &a);
 	CHECK(!memcmp(q.b + p->l3 + 16, &a, 4), "dst IP %s", raddr[ri]);
@@ -440,8 +447,7 @@ static void check_steered(const struct pkt *p, const __u8 *out, __u32 olen,
 	pkt_fix_csums(&want);
 	CHECK(!memcmp(q.b + p->l3 + 10, want.b + p->l3 + 10, 2),
 	      "IPv4 header checksum");
-	CHECK(!memcmp(q.b + p->l4 + 6, want.b + p->l4 + 6, 2),
-	      "UDP checksum");
+	CHECK(!memcmp(q.b + p->l4 + 6, want.b + p->l4 + 6, 2), "UDP checksum");
 }
 
 static void test_steer_tx(void)
@@ -574,9 +580,12 @@ static void test_steer_expired(void)
 static void test_steer_only_lone_get(void)
 {
 	static const char *const pays[] = {
-		"get " HOT_KEY " other\r\n", "gets " HOT_KEY "\r\n",
-		"get " HOT_KEY "\r\nmn\r\n", "get " HOT_KEY "\r\nget " HOT_KEY "\r\n",
-		"mg " HOT_KEY " v\r\n", "gat 0 " HOT_KEY "\r\n",
+		"get " HOT_KEY " other\r\n",
+		"gets " HOT_KEY "\r\n",
+		"get " HOT_KEY "\r\nmn\r\n",
+		"get " HOT_KEY "\r\nget " HOT_KEY "\r\n",
+		"mg " HOT_KEY " v\r\n",
+		"gat 0 " HOT_KEY "\r\n",
 	};
 	char longkey[41];
 	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
@@ -598,9 +607,9 @@ static void test_steer_only_lone_get(void)
 			olen = sizeof(out);
 			CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
 			CHECK(rc == XDP_PASS && olen == p.len &&
-			      !memcmp(out, p.b, p.len),
-			      "'%.*s' passed untouched", (int)strlen(pays[i]) - 2,
-			      pays[i]);
+				      !memcmp(out, p.b, p.len),
+			      "'%.*s' passed untouched",
+			      (int)strlen(pays[i]) - 2, pays[i]);
 			kp.x.pkts[KS_PKT_SEEN]++;
 			kp.x.pkts[KS_PKT_MEMCACHED]++;
 			kp.x.pkts[KS_PKT_UDP]++;
@@ -706,8 +715,8 @@ static void test_steer_not_ipv4(void)
 			olen = sizeof(out);
 			CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
 			CHECK(rc == XDP_PASS && olen == p.len &&
-			      !memcmp(out, p.b, p.len), "%s unchanged",
-			      k ? "IPv6" : "VLAN");
+				      !memcmp(out, p.b, p.len),
+			      "%s unchanged", k ? "IPv6" : "VLAN");
 			x_udp_get(HOT_KEY, 8);
 		}
 	}

@@ -12,7 +12,7 @@
 #include "kp.h"
 #include "groups.h"
 
-#define NO_ERR (-2)  /* no reason is counted */
+#define NO_ERR (-2) /* no reason is counted */
 #define NO_ALT (-1)
 
 static char buf[PKT_MAX];
@@ -127,8 +127,9 @@ static void expect_cut_get_keys(const __u8 *pay, __u32 n)
 			return; /* no delimiter: the key may go on */
 		/* sampled as it came; the line never ends, so memcached
 		 * serves none of it and it does not count */
-		kp_x_sampled_only(KS_OP_GET, pay + start,
-				  i - start - (pay[i] == '\n' && pay[i - 1] == '\r'));
+		kp_x_sampled_only(
+			KS_OP_GET, pay + start,
+			i - start - (pay[i] == '\n' && pay[i - 1] == '\r'));
 	}
 }
 
@@ -161,8 +162,8 @@ static void trunc_loop(const char *name, const struct pkt *whole, int lying)
 			if (err == -EINVAL)
 				refused++;
 			else
-				CHECK(err == 0 && rc == 2, "len %u: err %d rc %u",
-				      n, err, rc);
+				CHECK(err == 0 && rc == 2,
+				      "len %u: err %d rc %u", n, err, rc);
 			continue;
 		}
 		kp_reset();
@@ -170,8 +171,8 @@ static void trunc_loop(const char *name, const struct pkt *whole, int lying)
 			kp_x_err_dontcare(want);
 		kp_x_l4_dontcare();
 		kp_send(&p);
-		want = lying ? reason_lying(&ly, n, &alt) :
-			       reason_fixed(&ly, n, &alt);
+		want = lying ? reason_lying(&ly, n, &alt)
+			     : reason_fixed(&ly, n, &alt);
 		total = errors_total(&got);
 		snprintf(ctx, sizeof(ctx), "cut at %u of %u", n, whole->len);
 		if (!lying && n > ly.pay)
@@ -337,8 +338,8 @@ static void t_set_bad_bytes(void)
 }
 
 static const char *const no_key[] = {
-	"get\r\n", "get \r\n", "gets\r\n", "delete\r\n",
-	"incr\r\n", "touch\r\n", "mg\r\n", "md \r\n", "set\r\n", NULL,
+	"get\r\n",   "get \r\n", "gets\r\n", "delete\r\n", "incr\r\n",
+	"touch\r\n", "mg\r\n",   "md \r\n",  "set\r\n",    NULL,
 };
 
 /* A one-packet test expecting exactly one error and no op. */
@@ -433,7 +434,6 @@ static void t_lies(void)
 		kp_check(ctx);
 	}
 	kt_end();
-
 
 	/* a UDP length beyond the IP datagram: one error, no request */
 	kp_begin("udp_length_longer_than_datagram");

@@ -96,8 +96,7 @@ static size_t multiget(char *out, int n, size_t klen, unsigned int seed)
 	return len + 2;
 }
 
-static void expect_multiget(int n, size_t klen, unsigned int seed,
-			    size_t bytes)
+static void expect_multiget(int n, size_t klen, unsigned int seed, size_t bytes)
 {
 	char key[KS_KEY_BUF];
 	int i;

@@ -39,48 +39,52 @@ static void tr_traffic(int npkts, __u32 seed)
 			break;
 		case 1: /* general path: a longer lone get, or a gets */
 			tr_seg_get(&g, i % 20 == 1 ? "get" : "gets",
-				i % 20 == 1 ? KS_OP_GET : KS_OP_GETS, 1,
-				KS_MAX_KEY_LEN, &x, utf);
+				   i % 20 == 1 ? KS_OP_GET : KS_OP_GETS, 1,
+				   KS_MAX_KEY_LEN, &x, utf);
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		case 2: /* a multi-get, keys of every length */
-			tr_seg_get(&g, "get", KS_OP_GET, 2 + (int)(tr_rand(&x) % 40),
-				KS_MAX_KEY_LEN, &x, utf);
+			tr_seg_get(&g, "get", KS_OP_GET,
+				   2 + (int)(tr_rand(&x) % 40), KS_MAX_KEY_LEN,
+				   &x, utf);
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		case 3: /* a set of any key */
 			tr_seg_store(&g, "set", KS_OP_SET,
-				  tr_pick_len(&x, KS_MAX_KEY_LEN),
-				  tr_rand(&x) % 200, utf);
+				     tr_pick_len(&x, KS_MAX_KEY_LEN),
+				     tr_rand(&x) % 200, utf);
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		case 4: /* one-key commands of both classes, pipelined */
-			tr_seg_one(&g, "delete", KS_OP_DELETE, tr_pick_len(&x, 120),
-				"\r\n", utf);
+			tr_seg_one(&g, "delete", KS_OP_DELETE,
+				   tr_pick_len(&x, 120), "\r\n", utf);
 			tr_seg_one(&g, "incr", KS_OP_INCR, tr_pick_len(&x, 120),
-				" 5\r\n", utf);
-			tr_seg_one(&g, "touch", KS_OP_TOUCH, tr_pick_len(&x, 120),
-				" 60\r\n", utf);
+				   " 5\r\n", utf);
+			tr_seg_one(&g, "touch", KS_OP_TOUCH,
+				   tr_pick_len(&x, 120), " 60\r\n", utf);
 			tr_seg_one(&g, "mg", KS_OP_MG, tr_pick_len(&x, 120),
-				" v t\r\n", utf);
+				   " v t\r\n", utf);
 			tr_seg_one(&g, "ms", KS_OP_MS, tr_pick_len(&x, 120),
-				" 2 T0\r\nhi\r\n", utf);
-			tr_seg_one(&g, "md", KS_OP_MD, tr_pick_len(&x, 120), " q\r\n",
-				utf);
+				   " 2 T0\r\nhi\r\n", utf);
+			tr_seg_one(&g, "md", KS_OP_MD, tr_pick_len(&x, 120),
+				   " q\r\n", utf);
 			tr_seg_get(&g, "gat 10", KS_OP_GAT, 3, 120, &x, utf);
 			/* "other" keys are sampled, never placed on the ring */
-			tr_seg_one(&g, "me", KS_OP_ME, tr_pick_len(&x, 60), "\r\n",
-				utf);
+			tr_seg_one(&g, "me", KS_OP_ME, tr_pick_len(&x, 60),
+				   "\r\n", utf);
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		case 5: /* binary GETK and SET, keys of any byte */
-			tr_seg_bin(&g, 0x0c, KS_OP_GET, tr_pick_len(&x, KS_MAX_KEY_LEN));
-			tr_seg_bin(&g, 0x01, KS_OP_SET, tr_pick_len(&x, KS_MAX_KEY_LEN));
+			tr_seg_bin(&g, 0x0c, KS_OP_GET,
+				   tr_pick_len(&x, KS_MAX_KEY_LEN));
+			tr_seg_bin(&g, 0x01, KS_OP_SET,
+				   tr_pick_len(&x, KS_MAX_KEY_LEN));
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		case 6: /* UDP from IPv4 */
-			tr_seg_get(&g, "get", KS_OP_GET, 1 + (int)(tr_rand(&x) % 20),
-				KS_MAX_KEY_LEN, &x, utf);
+			tr_seg_get(&g, "get", KS_OP_GET,
+				   1 + (int)(tr_rand(&x) % 20), KS_MAX_KEY_LEN,
+				   &x, utf);
 			tr_send(&g, 0, IPPROTO_UDP, sport);
 			break;
 		case 7: /* IPv6: a lone short get (fast path) */
@@ -89,14 +93,14 @@ static void tr_traffic(int npkts, __u32 seed)
 			break;
 		case 8: /* IPv6: gets and a set pipelined */
 			tr_seg_get(&g, "get", KS_OP_GET, 3, 100, &x, utf);
-			tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 100), 3,
-				  utf);
+			tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 100),
+				     3, utf);
 			tr_send(&g, 1, i % 20 == 8 ? IPPROTO_UDP : IPPROTO_TCP,
 				sport);
 			break;
 		default: /* the longest keys, one request each */
 			tr_seg_one(&g, "get", KS_OP_GET, KS_MAX_KEY_LEN, "\r\n",
-				utf);
+				   utf);
 			tr_send(&g, 0, IPPROTO_TCP, sport);
 			break;
 		}
@@ -140,7 +144,8 @@ static void tr_dist_case(enum ks_dist dist, int ci)
 		kp_set_ports(2, 11311, 22122);
 	tr_load(&t);
 	tr_traffic(160, 1000u * (__u32)dist + (__u32)ci);
-	CHECK(kp_pkt(KS_PKT_RING_HIT) > 500, "only %llu keys placed on the ring",
+	CHECK(kp_pkt(KS_PKT_RING_HIT) > 500,
+	      "only %llu keys placed on the ring",
 	      (unsigned long long)kp_pkt(KS_PKT_RING_HIT));
 	CHECK(s.n == 1 || s.self == KS_NO_SHARD ||
 		      kp_pkt(KS_PKT_MISDIRECTED) > 0,
@@ -163,15 +168,16 @@ static void tr_every_length(enum ks_dist dist)
 {
 	static struct tr_seg g;
 	static char name[64];
-	struct tr_shape s = { .dist = dist, .n = 1024, .weights = true,
-			      .self = 5 };
+	struct tr_shape s = {
+		.dist = dist, .n = 1024, .weights = true, .self = 5
+	};
 	struct tr_ring t;
 	__u64 keys0 = tr_keys_checked;
 	size_t len;
 
 	snprintf(name, sizeof(name), "ring_%s_every_key_length_1024_shards",
-		 dist == KS_DIST_TWEMPROXY_MD5 ? "twemproxy_md5" :
-						 ks_dist_name(dist));
+		 dist == KS_DIST_TWEMPROXY_MD5 ? "twemproxy_md5"
+					       : ks_dist_name(dist));
 	kp_begin(name);
 	if (tr_ring_build(&t, &s)) {
 		kp_end();
@@ -304,7 +310,8 @@ static void tr_misdirect_slots(void)
 		tr_seg_key(&g, k, 12 + found % 20, true);
 		tr_seg_puts(&g, "\r\n");
 		tr_seg_end(&g);
-		tr_send(&g, found % 4 >= 2, found % 2 ? IPPROTO_UDP : IPPROTO_TCP,
+		tr_send(&g, found % 4 >= 2,
+			found % 2 ? IPPROTO_UDP : IPPROTO_TCP,
 			(__u16)(50000 + found));
 		found++;
 	}
@@ -385,8 +392,9 @@ static void tr_tc(void)
 	for (i = 0; i < 20; i++) {
 		tr_seg_clear(&g);
 		tr_seg_get(&g, "get", KS_OP_GET, 1 + i % 5, KS_MAX_KEY_LEN, &x,
-			i % 2);
-		tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 200), 5, true);
+			   i % 2);
+		tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 200), 5,
+			     true);
 		tr_pkt(&p, &g, i % 2, IPPROTO_TCP, (__u16)(41000 + i));
 		kp_send_tc(&p);
 		for (r = 0; r < g.nreq; r++) {

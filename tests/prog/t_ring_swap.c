@@ -47,15 +47,15 @@ struct sw_env {
 	struct tr_ring a, b;
 	struct sw_pkt *pkts;
 	enum sw_mode mode;
-	__u32 swaps;          /* pushes to make */
-	double max_s;         /* and at most this long */
+	__u32 swaps;  /* pushes to make */
+	double max_s; /* and at most this long */
 	int writer_cpu;
-	volatile int stop;    /* reader -> writer: give up */
+	volatile int stop; /* reader -> writer: give up */
 	/* writer -> reader */
 	volatile int done;
 	__u32 pushed;
 	int werr;
-	double push_s;        /* time the pushes took */
+	double push_s; /* time the pushes took */
 };
 
 static double sw_now(void)
@@ -81,8 +81,7 @@ static void *sw_writer(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(e->writer_cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	for (i = 0; i < e->swaps && !e->stop && sw_now() - t0 < e->max_s;
-	     i++) {
+	for (i = 0; i < e->swaps && !e->stop && sw_now() - t0 < e->max_s; i++) {
 		const struct ks_ring_half *next;
 		__u32 idle = active ^ 1;
 
@@ -128,8 +127,10 @@ static int sw_prepare(struct sw_env *e, bool longest)
 {
 	static struct tr_seg g;
 	struct tr_shape sa = { .dist = KS_DIST_KETAMA, .n = 4, .self = 0 };
-	struct tr_shape sb = { .dist = KS_DIST_TWEMPROXY, .n = 5,
-			       .ports = true, .self = KS_NO_SHARD };
+	struct tr_shape sb = { .dist = KS_DIST_TWEMPROXY,
+			       .n = 5,
+			       .ports = true,
+			       .self = KS_NO_SHARD };
 	struct ks_ring_half *hb;
 	__u32 i, x = 99;
 	int k;
@@ -154,11 +155,11 @@ static int sw_prepare(struct sw_env *e, bool longest)
 		if (longest) {
 			/* the parse loop's KS_MAX_ITEMS steps: a command and a
 			 * line end per request, one per key */
-			tr_seg_get(&g, "get", KS_OP_GET, KS_MAX_KEYS_PER_REQ, 5, &x,
-				false);
+			tr_seg_get(&g, "get", KS_OP_GET, KS_MAX_KEYS_PER_REQ, 5,
+				   &x, false);
 			tr_seg_get(&g, "get", KS_OP_GET,
-				KS_MAX_ITEMS - 4 - KS_MAX_KEYS_PER_REQ, 5, &x,
-				false);
+				   KS_MAX_ITEMS - 4 - KS_MAX_KEYS_PER_REQ, 5,
+				   &x, false);
 			goto built;
 		}
 		switch (k % 4) {
@@ -167,14 +168,14 @@ static int sw_prepare(struct sw_env *e, bool longest)
 			break;
 		case 1: /* one long key, general path */
 			tr_seg_get(&g, "get", KS_OP_GET, 1, KS_MAX_KEY_LEN, &x,
-				true);
+				   true);
 			break;
 		case 2: /* many short keys: a long packet, many lookups */
 			tr_seg_get(&g, "get", KS_OP_GET, 150, 8, &x, false);
 			break;
 		default:
-			tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 64), 10,
-				  false);
+			tr_seg_store(&g, "set", KS_OP_SET, tr_pick_len(&x, 64),
+				     10, false);
 			break;
 		}
 built:
@@ -183,7 +184,8 @@ built:
 		tr_expect(&e->a, &g, sp->want[0], SW_SHARDS);
 		tr_expect(&e->b, &g, sp->want[1], SW_SHARDS);
 		if (!memcmp(sp->want[0], sp->want[1], sizeof(sp->want[0]))) {
-			kt_failf(__FILE__, __LINE__, "packet %d: rings A and B agree", k);
+			kt_failf(__FILE__, __LINE__,
+				 "packet %d: rings A and B agree", k);
 			return -1;
 		}
 	}
@@ -233,7 +235,8 @@ static void sw_read(struct sw_env *e, struct sw_result *res)
 		/* the same segment again next time: a flow of its own again,
 		 * not a retransmission (a datapath that follows streams) */
 		olen = sizeof(out);
-		if (kp_run(kp.xdp_fd, sp->rst.b, sp->rst.len, &rc, out, &olen)) {
+		if (kp_run(kp.xdp_fd, sp->rst.b, sp->rst.len, &rc, out,
+			   &olen)) {
 			res->bad_runs++;
 			break;
 		}
@@ -249,7 +252,8 @@ static void sw_read(struct sw_env *e, struct sw_result *res)
 		for (i = 0; i < SW_SHARDS; i++) {
 			d[i].reads = now[i].reads - prev[i].reads;
 			d[i].writes = now[i].writes - prev[i].writes;
-			d[i].misdirected = now[i].misdirected - prev[i].misdirected;
+			d[i].misdirected = now[i].misdirected -
+					   prev[i].misdirected;
 			d[i].pad = 0;
 		}
 		memcpy(prev, now, sizeof(prev));
@@ -419,13 +423,15 @@ void t_ring_swap_group(void)
 		printf("# ring swap without grace period: %u pushes in %.1f s, %llu packets, %llu mixed%s%s\n",
 		       e->pushed, e->push_s, (unsigned long long)res.pkts,
 		       (unsigned long long)res.mixed,
-		       res.mixed ? "; first, reads+writes of shards 0..8: " : "",
+		       res.mixed ? "; first, reads+writes of shards 0..8: "
+				 : "",
 		       res.first_mix);
 		CHECK_EQ(e->werr, 0);
 		CHECK_EQ(res.bad_runs, 0);
 		if (!kt_cur.failed && !res.mixed)
-			kt_skipf("no mixed packet provoked in %llu packets over %u unguarded pushes (a packet must outlast the push's 0.2 ms copy-in)",
-				 (unsigned long long)res.pkts, e->pushed);
+			kt_skipf(
+				"no mixed packet provoked in %llu packets over %u unguarded pushes (a packet must outlast the push's 0.2 ms copy-in)",
+				(unsigned long long)res.pkts, e->pushed);
 		sw_done(e);
 	}
 	kp_end();

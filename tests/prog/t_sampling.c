@@ -188,7 +188,8 @@ static void t_cands(void)
 	int i, present = 0;
 
 	kp_begin("sketch_read_and_write_classes_apart");
-	kp_send_tcp4("get rw rw\r\nset rw 0 0 1\r\n1\r\ndelete rw\r\nincr rw 1\r\n");
+	kp_send_tcp4(
+		"get rw rw\r\nset rw 0 0 1\r\n1\r\ndelete rw\r\nincr rw 1\r\n");
 	kp_x_req(KS_OP_GET, 11, "rw", "rw", NULL);
 	kp_x_req(KS_OP_SET, 17, "rw", NULL);
 	kp_x_req(KS_OP_DELETE, 11, "rw", NULL);
@@ -206,8 +207,8 @@ static void t_cands(void)
 	kp_send_tcp4("set hr 0 0 1\r\nx\r\n");
 	kp_x_req(KS_OP_SET, 17, "hr", NULL);
 	CHECK(kp_cand_find("hr", 2, &c), "hr not a candidate");
-	CHECK(c.count >= 5, "slot count %u after 5 reads and 1 write, want >= 5",
-	      c.count);
+	CHECK(c.count >= 5,
+	      "slot count %u after 5 reads and 1 write, want >= 5", c.count);
 	kp_end();
 
 	/* four keys fill a bucket; a fifth seen three times is heavier than

@@ -10,8 +10,8 @@
 #include "groups.h"
 
 static const char *const map_names[] = {
-	"ks_config", "ks_ops", "ks_errors", "ks_pkts", "ks_cms", "ks_cands",
-	"ks_events", "ks_report",
+	"ks_config", "ks_ops",   "ks_errors", "ks_pkts",
+	"ks_cms",    "ks_cands", "ks_events", "ks_report",
 };
 
 static void t_no_pins(void)
@@ -82,7 +82,7 @@ static void t_builder(void)
 	CHECK_EQ(p.pay, p.l4 + 16);
 	CHECK_EQ(p.b[p.l4 + 4] << 8 | p.b[p.l4 + 5], p.len - p.l4);
 	CHECK_EQ(p.b[p.l4 + 8] << 8 | p.b[p.l4 + 9], 7); /* request id */
-	CHECK_EQ(p.b[p.l4 + 13], 1);                    /* total */
+	CHECK_EQ(p.b[p.l4 + 13], 1);                     /* total */
 	CHECK(l4_csum_ok(&p), "UDP checksum wrong");
 	kp_end();
 }

@@ -174,8 +174,8 @@ static void stream_multiget(struct kp_stream *s)
 			n += (size_t)sprintf(line + n, " %s", key);
 		}
 		sprintf(line + n, "\r\n");
-		kp_stream_text(s, j ? KS_OP_GETS : KS_OP_GET, line, 1, -1,
-			       NULL, 0);
+		kp_stream_text(s, j ? KS_OP_GETS : KS_OP_GET, line, 1, -1, NULL,
+			       0);
 	}
 	kp_stream_text(s, KS_OP_GET, "get tail1 tail2\r\n", 1, -1, NULL, 0);
 }
@@ -252,9 +252,9 @@ static void check_binary_magic(const struct kp_stream *s)
 struct sweep_stream {
 	const char *name;
 	void (*build)(struct kp_stream *s);
-	__u32 mss;   /* segment size for pieces (0: one segment each) */
-	__u32 step;  /* 2-piece cuts: every step-th offset (1: every one) */
-	int pairs;   /* 3-piece cut pairs sampled */
+	__u32 mss;  /* segment size for pieces (0: one segment each) */
+	__u32 step; /* 2-piece cuts: every step-th offset (1: every one) */
+	int pairs;  /* 3-piece cut pairs sampled */
 };
 
 static const struct sweep_stream streams[] = {
@@ -273,8 +273,9 @@ static unsigned run_flags(__u32 i, int order)
 	unsigned f = KP_SEND_SYN;
 
 	if (order == KP_INORDER || order == KP_OVERLAP)
-		f |= i % 3 == 0 ? KP_SEND_FIN : i % 3 == 1 ? KP_SEND_FIN_LAST :
-							  KP_SEND_RST;
+		f |= i % 3 == 0   ? KP_SEND_FIN
+		     : i % 3 == 1 ? KP_SEND_FIN_LAST
+				  : KP_SEND_RST;
 	else
 		f |= i % 2 ? KP_SEND_RST : KP_SEND_FIN;
 	if (i % 7 == 3)
@@ -316,12 +317,14 @@ static void sweep_end(const char *name, int fails)
 	       name, t->runs, t->bad_counts, t->bad_flow,
 	       fails >= MAX_FAILS ? " (stopped)" : "");
 	if (t->bad_counts)
-		kt_failf(__FILE__, __LINE__, "%d of %d runs counted wrong%s, first %s",
+		kt_failf(__FILE__, __LINE__,
+			 "%d of %d runs counted wrong%s, first %s",
 			 t->bad_counts, t->runs,
 			 fails >= MAX_FAILS ? " (sweep stopped)" : "",
 			 t->first_counts);
 	if (t->bad_flow)
-		kt_failf(__FILE__, __LINE__, "%d of %d runs with wrong flow counters, first %s",
+		kt_failf(__FILE__, __LINE__,
+			 "%d of %d runs with wrong flow counters, first %s",
 			 t->bad_flow, t->runs, t->first_flow);
 	kp_end();
 }
@@ -345,7 +348,8 @@ static void sweep2(const struct sweep_stream *ss, int order)
 			if (order != KP_INORDER && v6 != (int)(c & 1))
 				continue;
 			if (kp_stream_case(ss->name, &st, &oracle, v6, &c, 1,
-					   order, ss->mss, run_flags(c, order)) &
+					   order, ss->mss,
+					   run_flags(c, order)) &
 			    KP_CASE_COUNTS)
 				fails++;
 		}
@@ -426,8 +430,11 @@ static void seg(const struct kp_flow *f, const char *str, __u32 a, __u32 b)
 static void t_hand_inorder(void)
 {
 	static const char s1[] = "get alpha\r\n";
-	static const char s2[] = "get abc" "def ghi\r\n";
-	static const char s3[] = "set sv 0 0 10\r\n01234" "56789" "\r\nget z\r\n";
+	static const char s2[] = "get abc"
+				 "def ghi\r\n";
+	static const char s3[] = "set sv 0 0 10\r\n01234"
+				 "56789"
+				 "\r\nget z\r\n";
 	struct kp_flow f;
 
 	begin("stream_syn_opens_command_cut_continues", 0);
@@ -509,7 +516,7 @@ static void t_hand_retransmit(void)
 	kp_flow_new(&f, 0);
 	kp_flow_syn(&f);
 	seg(&f, s, 0, 8);
-	seg(&f, s, 0, 8);  /* at once */
+	seg(&f, s, 0, 8); /* at once */
 	seg(&f, s, 8, 16);
 	seg(&f, s, 0, 8);  /* long after */
 	seg(&f, s, 0, 16); /* everything again */
@@ -561,7 +568,9 @@ static void t_hand_retransmit(void)
 
 static void t_hand_gap_in_value(void)
 {
-	static const char s[] = "set k 0 0 20\r\n" "01234" "56789"
+	static const char s[] = "set k 0 0 20\r\n"
+				"01234"
+				"56789"
 				"0123456789\r\nget after\r\n";
 	struct kp_flow f;
 	__u64 disarm;
@@ -722,8 +731,9 @@ static void t_no_stream(void)
 	int on;
 
 	for (on = 1; on >= 0; on--) {
-		begin(on ? "stream_no_stream_flag_miscounts_value" :
-			   "stream_same_segments_followed_count_right", 0);
+		begin(on ? "stream_no_stream_flag_miscounts_value"
+			 : "stream_same_segments_followed_count_right",
+		      0);
 		if (on)
 			set_flags(KS_CFG_NO_STREAM);
 		kp_flow_new(&f, 0);

@@ -11,12 +11,12 @@
 #include "groups.h"
 
 /* A one-request test: the request req of op with the given keys. */
-#define ONE(name, op, req, ...)                                   \
-	do {                                                      \
-		kp_begin(name);                                   \
-		kp_send_tcp4(req);                                \
-		kp_x_req(op, strlen(req), __VA_ARGS__);           \
-		kp_end();                                         \
+#define ONE(name, op, req, ...)                                                \
+	do {                                                                   \
+		kp_begin(name);                                                \
+		kp_send_tcp4(req);                                             \
+		kp_x_req(op, strlen(req), __VA_ARGS__);                        \
+		kp_end();                                                      \
 	} while (0)
 
 static void t_reads(void)
@@ -96,8 +96,8 @@ static void t_meta(void)
 	};
 
 	several("meta_mg_with_and_without_flags", mgs, 2);
-	ONE("meta_ms_with_data", KS_OP_MS, "ms foo 5 T60 F0\r\nhello\r\n", "foo",
-	    NULL);
+	ONE("meta_ms_with_data", KS_OP_MS, "ms foo 5 T60 F0\r\nhello\r\n",
+	    "foo", NULL);
 	ONE("meta_md", KS_OP_MD, "md foo q\r\n", "foo", NULL);
 	ONE("meta_ma", KS_OP_MA, "ma cnt D5 MI\r\n", "cnt", NULL);
 	ONE("meta_mn_no_key", KS_OP_MN, "mn\r\n", NULL);
@@ -128,7 +128,8 @@ static void t_other(void)
 
 	/* the rest of memcached's keyless commands are "other" too */
 	kp_begin("text_flush_verbosity_quit_other");
-	kp_send_tcp4("flush_all\r\nflush_all 10 noreply\r\nverbosity 1\r\nquit\r\n");
+	kp_send_tcp4(
+		"flush_all\r\nflush_all 10 noreply\r\nverbosity 1\r\nquit\r\n");
 	kp_x_req(KS_OP_OTHER, 11, NULL);
 	kp_x_req(KS_OP_OTHER, 22, NULL);
 	kp_x_req(KS_OP_OTHER, 13, NULL);

@@ -74,8 +74,8 @@ static void t_trace(void)
 	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 3);
 	for (i = 0; i < n; i++)
 		CHECK(kp.got[i].len == 2 && kp.got[i].key[0] == 's' &&
-		      kp.got[i].op == KS_OP_GET &&
-		      kp.got[i].hash == kp_hash(kp.got[i].key, 2),
+			      kp.got[i].op == KS_OP_GET &&
+			      kp.got[i].hash == kp_hash(kp.got[i].key, 2),
 		      "event %d: bad key/op/hash", i);
 	kp_end();
 }

@@ -27,10 +27,10 @@ int tr_ring_build(struct tr_ring *t, const struct tr_shape *s)
 	if (!text)
 		return -1;
 	for (i = 0; i < s->n; i++) {
-		len += (size_t)snprintf(text + len, cap - len,
-					"10.%u.%u.%u:%u", i / 250, i % 250,
-					(unsigned)s->dist + 1,
-					s->ports ? 11300 + i % 7 * 1000 : 11211);
+		len += (size_t)snprintf(text + len, cap - len, "10.%u.%u.%u:%u",
+					i / 250, i % 250, (unsigned)s->dist + 1,
+					s->ports ? 11300 + i % 7 * 1000
+						 : 11211);
 		if (s->weights)
 			len += (size_t)snprintf(text + len, cap - len, ":%u",
 						1 + (i * 7 + 3) % 10);
@@ -47,7 +47,8 @@ int tr_ring_build(struct tr_ring *t, const struct tr_shape *s)
 				   sizeof(err));
 	}
 	if (rc) {
-		kt_failf(__FILE__, __LINE__, "building the %s ring of %u shards: %s",
+		kt_failf(__FILE__, __LINE__,
+			 "building the %s ring of %u shards: %s",
 			 ks_dist_name(s->dist), s->n, err);
 		tr_ring_free(t);
 		return -1;
@@ -59,15 +60,15 @@ int tr_ring_build(struct tr_ring *t, const struct tr_shape *s)
 
 /* 2-, 3- and 4-byte UTF-8 sequences mixed into text keys. */
 static const char *const tr_utf8[] = {
-	"\xc3\xa9", "\xc3\x9f", "\xce\xa9", "\xd0\xb6",
+	"\xc3\xa9",     "\xc3\x9f",     "\xce\xa9",     "\xd0\xb6",
 	"\xe6\x97\xa5", "\xe6\x9c\xac", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
 };
 
 /* Lengths on every MD5 block edge (55/56, 119/120, ...), the fast path's
  * limit (32/33) and the longest key; others are drawn at random. */
 static const __u16 tr_edge_len[] = {
-	1, 2, 7, 8, 9, 16, 31, 32, 33, 54, 55, 56, 57, 63, 64, 65, 119, 120,
-	121, 183, 184, 247, 248, 249, 250,
+	1,  2,  7,  8,   9,   16,  31,  32,  33,  54,  55,  56,  57,
+	63, 64, 65, 119, 120, 121, 183, 184, 247, 248, 249, 250,
 };
 
 __u32 tr_rand(__u32 *x)
@@ -114,7 +115,6 @@ static void tr_bin_key(__u8 *out, size_t len, __u32 seed)
 }
 
 /* ---- segments: requests and the keys they carry ---- */
-
 
 void tr_seg_clear(struct tr_seg *g)
 {
@@ -187,8 +187,8 @@ size_t tr_pick_len(__u32 *x, size_t max)
 }
 
 /* "cmd key1 ... keyn\r\n" */
-void tr_seg_get(struct tr_seg *g, const char *cmd, int op, int n,
-		size_t maxlen, __u32 *x, bool utf)
+void tr_seg_get(struct tr_seg *g, const char *cmd, int op, int n, size_t maxlen,
+		__u32 *x, bool utf)
 {
 	int i;
 
@@ -245,9 +245,8 @@ void tr_seg_bin(struct tr_seg *g, __u8 opcode, int op, size_t len)
 
 	tr_bin_key(k, len, ++tr_seed);
 	tr_seg_req(g, op);
-	n = pkt_bin_req(g->b + g->len, opcode, extras,
-			op == KS_OP_SET ? 8 : 0, k, (__u16)len,
-			"val", op == KS_OP_SET ? 3 : 0);
+	n = pkt_bin_req(g->b + g->len, opcode, extras, op == KS_OP_SET ? 8 : 0,
+			k, (__u16)len, "val", op == KS_OP_SET ? 3 : 0);
 	tr_seg_key(g, k, len, false);
 	g->len += n;
 	tr_seg_end(g);
@@ -345,8 +344,10 @@ void tr_send(const struct tr_seg *g, int v6, __u8 proto, __u16 sport)
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		if (tr_after[i].reads - tr_before[i].reads != tr_want[i].reads ||
-		    tr_after[i].writes - tr_before[i].writes != tr_want[i].writes ||
+		if (tr_after[i].reads - tr_before[i].reads !=
+			    tr_want[i].reads ||
+		    tr_after[i].writes - tr_before[i].writes !=
+			    tr_want[i].writes ||
 		    tr_after[i].misdirected - tr_before[i].misdirected !=
 			    tr_want[i].misdirected)
 			bad++;
@@ -354,17 +355,18 @@ void tr_send(const struct tr_seg *g, int v6, __u8 proto, __u16 sport)
 	tr_pkts_checked++;
 	tr_keys_checked += (__u64)g->nkeys;
 	if (bad && g->nkeys == 1)
-		kt_failf(__FILE__, __LINE__,
-			 "%s key of %u bytes '%.*s': kernel counted shard %d, user space says %u",
-			 kp_op_name(g->keys[0].op), g->keys[0].len,
-			 g->keys[0].len > 24 ? 24 : g->keys[0].len,
-			 g->keys[0].b, tr_counted_shard(n),
-			 ks_ring_lookup(&t->ring, g->keys[0].b,
-					g->keys[0].len));
+		kt_failf(
+			__FILE__, __LINE__,
+			"%s key of %u bytes '%.*s': kernel counted shard %d, user space says %u",
+			kp_op_name(g->keys[0].op), g->keys[0].len,
+			g->keys[0].len > 24 ? 24 : g->keys[0].len, g->keys[0].b,
+			tr_counted_shard(n),
+			ks_ring_lookup(&t->ring, g->keys[0].b, g->keys[0].len));
 	else if (bad)
-		kt_failf(__FILE__, __LINE__,
-			 "packet of %d keys (%zu bytes): %d shards counted other than user space says",
-			 g->nkeys, g->len, bad);
+		kt_failf(
+			__FILE__, __LINE__,
+			"packet of %d keys (%zu bytes): %d shards counted other than user space says",
+			g->nkeys, g->len, bad);
 	memcpy(tr_before, tr_after, n * sizeof(tr_after[0]));
 }
 

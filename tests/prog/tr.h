@@ -69,7 +69,7 @@ struct tr_seg {
 	int nreq;
 	struct {
 		int op;
-		size_t bytes;  /* the whole request */
+		size_t bytes; /* the whole request */
 		int first, nkeys;
 	} req[TR_SEG_REQS];
 	int nkeys;
@@ -85,8 +85,8 @@ void tr_seg_key(struct tr_seg *g, const __u8 *k, size_t len, bool text);
 /* ... and ends here. */
 void tr_seg_end(struct tr_seg *g);
 /* "cmd k1 ... kn\r\n", n fresh keys of at most maxlen bytes. */
-void tr_seg_get(struct tr_seg *g, const char *cmd, int op, int n,
-		size_t maxlen, __u32 *x, bool utf);
+void tr_seg_get(struct tr_seg *g, const char *cmd, int op, int n, size_t maxlen,
+		__u32 *x, bool utf);
 /* "cmd key 0 0 vlen\r\n<value>\r\n" */
 void tr_seg_store(struct tr_seg *g, const char *cmd, int op, size_t len,
 		  size_t vlen, bool utf);

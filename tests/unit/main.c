@@ -50,7 +50,6 @@ void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count)
 	c->count = count;
 }
 
-
 /* The groups, in the order they run; -g picks some by name. */
 static const struct {
 	const char *name;

@@ -21,17 +21,17 @@ static const struct {
 	const char *name; /* as in 'agent help NAME' and the man page's .SS */
 	unsigned int mask;
 } cmds[] = {
-	{ "run", KS_CMD_RUN },       { "report", KS_CMD_REPORT },
-	{ "trace", KS_CMD_TRACE },   { "detach", KS_CMD_DETACH },
-	{ "ring", KS_CMD_RING },     { "replay", KS_CMD_REPLAY },
+	{ "run", KS_CMD_RUN },     { "report", KS_CMD_REPORT },
+	{ "trace", KS_CMD_TRACE }, { "detach", KS_CMD_DETACH },
+	{ "ring", KS_CMD_RING },   { "replay", KS_CMD_REPLAY },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 /* The one-command bits getopt tables are built for. */
 static const unsigned int bits[] = {
-	KS_CMD_RUN,         KS_CMD_REPORT,    KS_CMD_TRACE,  KS_CMD_DETACH,
-	KS_CMD_RING_LOOKUP, KS_CMD_RING_DIFF, KS_CMD_REPLAY,
-	KS_CMD_RING_GET,    KS_CMD_RING_SET,
+	KS_CMD_RUN,    KS_CMD_REPORT,      KS_CMD_TRACE,
+	KS_CMD_DETACH, KS_CMD_RING_LOOKUP, KS_CMD_RING_DIFF,
+	KS_CMD_REPLAY, KS_CMD_RING_GET,    KS_CMD_RING_SET,
 };
 
 /* Appends to a message buffer, for one CHECK naming every difference. */
@@ -67,8 +67,8 @@ static void table_well_formed(void)
 		if ((o->flags & KS_OPT_SHORT) &&
 		    !((o->val >= 'a' && o->val <= 'z') ||
 		      (o->val >= 'A' && o->val <= 'Z')))
-			add(bad, sizeof(bad), " %s%s(short option not a letter)",
-			    o->name, "");
+			add(bad, sizeof(bad),
+			    " %s%s(short option not a letter)", o->name, "");
 	}
 	/* per command: no name and no getopt value twice */
 	for (k = 0; k < sizeof(bits) / sizeof(bits[0]); k++) {
@@ -92,8 +92,8 @@ static void table_well_formed(void)
 					    ks_cli_opts[j].name);
 			}
 		}
-		CHECK(n <= KS_CLI_MAX_OPTS, "command %#x has %u options", bits[k],
-		      n);
+		CHECK(n <= KS_CLI_MAX_OPTS, "command %#x has %u options",
+		      bits[k], n);
 	}
 	CHECK(!bad[0], "entries:%s", bad);
 	kt_end();
@@ -126,7 +126,8 @@ static void getopt_tables(void)
 	      "run --sample");
 	CHECK(!ks_cli_find(KS_CMD_REPORT, "sample"), "report --sample");
 	CHECK(!ks_cli_find(KS_CMD_RING_DIFF, "self"), "ring diff --self");
-	CHECK(ks_cli_find(KS_CMD_RUN, "top") != ks_cli_find(KS_CMD_REPORT, "top"),
+	CHECK(ks_cli_find(KS_CMD_RUN, "top") !=
+		      ks_cli_find(KS_CMD_REPORT, "top"),
 	      "run and report share the wording of --top");
 	CHECK(ks_cli_prefix(KS_CMD_RUN, "samp", "config") ==
 		      ks_cli_find(KS_CMD_RUN, "sample"),
@@ -187,7 +188,8 @@ static void help_lists(void)
 		for (i = 0; i < ks_cli_nopts; i++) {
 			const struct ks_cli_opt *o = &ks_cli_opts[i];
 
-			if (!(o->cmds & cmds[c].mask) || (o->flags & KS_OPT_HIDE))
+			if (!(o->cmds & cmds[c].mask) ||
+			    (o->flags & KS_OPT_HIDE))
 				continue;
 			ks_cli_synopsis(o, syn, sizeof(syn));
 			snprintf(want, sizeof(want), "\n  %s ", syn);
@@ -208,8 +210,9 @@ static void help_lists(void)
 				p += 4;
 			if (sscanf(p, "--%39[a-z0-9-]", name) != 1 ||
 			    !ks_cli_find(cmds[c].mask, name))
-				add(bad, sizeof(bad), " %s: '%.30s' is no entry",
-				    cmds[c].name, p);
+				add(bad, sizeof(bad),
+				    " %s: '%.30s' is no entry", cmds[c].name,
+				    p);
 		}
 		free(h);
 	}
@@ -255,10 +258,10 @@ static void example_keys(void)
 struct man_opt {
 	unsigned int mask; /* the section's commands */
 	char sec[16];
-	char name[40];     /* the long name, or the letter of a short one */
+	char name[40]; /* the long name, or the letter of a short one */
 	int is_short;
-	char metavar[40];  /* from .BI, "" when not given */
-	int flag_tag;      /* alone on a .B line: takes no value */
+	char metavar[40]; /* from .BI, "" when not given */
+	int flag_tag;     /* alone on a .B line: takes no value */
 };
 
 /* Splits a macro line's arguments (roff quoting), escapes undone. */
@@ -295,7 +298,8 @@ static int roff_args(const char *line, char out[][64], int max)
 				if (r[0] == '\\' && r[1] == '-') {
 					*w++ = '-';
 					r += 2;
-				} else if (r[0] == '\\' && r[1] == 'f' && r[2]) {
+				} else if (r[0] == '\\' && r[1] == 'f' &&
+					   r[2]) {
 					r += 3;
 					continue;
 				} else if (r[0] == '\\' && r[1] == '&') {
@@ -356,8 +360,8 @@ static int man_options(FILE *f, struct man_opt *m, int max)
 			m[n].mask = mask;
 			snprintf(m[n].sec, sizeof(m[n].sec), "%s", sec);
 			m[n].is_short = a[1] != '-';
-			snprintf(m[n].name, sizeof(m[n].name), "%s", a + 1 +
-				 !m[n].is_short);
+			snprintf(m[n].name, sizeof(m[n].name), "%s",
+				 a + 1 + !m[n].is_short);
 			if (!strncmp(line, ".BI ", 4) && i + 1 < na &&
 			    args[i + 1][0] == ' ')
 				snprintf(m[n].metavar, sizeof(m[n].metavar),
@@ -399,21 +403,23 @@ static void man_page(void)
 				    ks_cli_opts[i].val == m[k].name[0])
 					o = &ks_cli_opts[i];
 			if (!o)
-				add(bad, sizeof(bad), " %s: -%s not in the table;",
-				    m[k].sec, m[k].name);
+				add(bad, sizeof(bad),
+				    " %s: -%s not in the table;", m[k].sec,
+				    m[k].name);
 			continue;
 		}
 		o = ks_cli_find(m[k].mask, m[k].name);
 		snprintf(what, sizeof(what), "%s --%s", m[k].sec, m[k].name);
 		if (!o || (o->flags & KS_OPT_HIDE))
-			add(bad, sizeof(bad), " %s%s: not in the table;", what, "");
+			add(bad, sizeof(bad), " %s%s: not in the table;", what,
+			    "");
 		else if (m[k].metavar[0] &&
 			 (!o->metavar || strcmp(o->metavar, m[k].metavar)))
 			add(bad, sizeof(bad), " %s: metavar '%s' in the page;",
 			    what, m[k].metavar);
 		else if (m[k].flag_tag && o->has_arg != no_argument)
-			add(bad, sizeof(bad), " %s%s: a flag in the page;", what,
-			    "");
+			add(bad, sizeof(bad), " %s%s: a flag in the page;",
+			    what, "");
 	}
 	/* the table's options are in the page, in their commands' sections */
 	for (c = 0; c < NCMDS; c++) {
@@ -421,7 +427,8 @@ static void man_page(void)
 			const struct ks_cli_opt *o = &ks_cli_opts[i];
 			int found = 0, found_short = 0;
 
-			if (!(o->cmds & cmds[c].mask) || (o->flags & KS_OPT_HIDE))
+			if (!(o->cmds & cmds[c].mask) ||
+			    (o->flags & KS_OPT_HIDE))
 				continue;
 			for (k = 0; k < n; k++) {
 				if (m[k].mask != cmds[c].mask)
@@ -432,14 +439,17 @@ static void man_page(void)
 					       m[k].name[0] == o->val;
 			}
 			if (!found)
-				add(bad, sizeof(bad), " %s --%s: not in the page;",
-				    cmds[c].name, o->name);
+				add(bad, sizeof(bad),
+				    " %s --%s: not in the page;", cmds[c].name,
+				    o->name);
 			else if ((o->flags & KS_OPT_SHORT) && !found_short)
-				add(bad, sizeof(bad), " %s --%s: no short option in the page;",
+				add(bad, sizeof(bad),
+				    " %s --%s: no short option in the page;",
 				    cmds[c].name, o->name);
 		}
 	}
-	CHECK(!bad[0], "user/dist/keysteer-agent.8 and user/cli/cli_options.c differ:%s",
+	CHECK(!bad[0],
+	      "user/dist/keysteer-agent.8 and user/cli/cli_options.c differ:%s",
 	      bad);
 	kt_end();
 }

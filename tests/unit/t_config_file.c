@@ -16,8 +16,7 @@
 #include "util/opts.h"
 #include "unit.h"
 
-static int parse(const char *text, struct ks_conf *c, char *err,
-		 size_t errlen)
+static int parse(const char *text, struct ks_conf *c, char *err, size_t errlen)
 {
 	err[0] = '\0';
 	return ks_conf_parse("k.conf", text, strlen(text), c, err, errlen);
@@ -104,15 +103,20 @@ struct bad_case {
 static void bad_lines(void)
 {
 	static const struct bad_case cases[] = {
-		{ "no_equals", "iface = eth1\nsample 8\n", "'sample 8' is not 'key = value'", 2 },
+		{ "no_equals", "iface = eth1\nsample 8\n",
+		  "'sample 8' is not 'key = value'", 2 },
 		{ "no_key", "= 8\n", "no key before '='", 1 },
-		{ "dashes", "\n\n--sample = 8\n", "'--sample' has dashes; write 'sample = ...'", 3 },
+		{ "dashes", "\n\n--sample = 8\n",
+		  "'--sample' has dashes; write 'sample = ...'", 3 },
 		{ "upper_case", "Sample = 8\n", "'Sample' is not a key", 1 },
-		{ "space_in_key", "hot fraction = 0.1\n", "'hot fraction' is not a key", 1 },
+		{ "space_in_key", "hot fraction = 0.1\n",
+		  "'hot fraction' is not a key", 1 },
 		{ "digit_first", "1sample = 8\n", "'1sample' is not a key", 1 },
-		{ "no_value", "iface = eth1\nsample =   # none\n", "'sample' has no value", 2 },
+		{ "no_value", "iface = eth1\nsample =   # none\n",
+		  "'sample' has no value", 2 },
 		{ "empty_quotes", "iface = \"\"\n", "'iface' has no value", 1 },
-		{ "nested_config", "config = other.conf\n", "cannot name another", 1 },
+		{ "nested_config", "config = other.conf\n",
+		  "cannot name another", 1 },
 		{ "help_key", "help = yes\n", "'help' is not a setting", 1 },
 		{ "duplicate", "sample = 8\niface = a\n\nsample = 16\n",
 		  "'sample' is set twice (first on line 1)", 4 },
@@ -130,8 +134,8 @@ static void bad_lines(void)
 		kt_begin(name);
 		CHECK_EQ(parse(cases[i].text, &c, err, sizeof(err)), -EINVAL);
 		snprintf(want, sizeof(want), "k.conf:%u: ", cases[i].line);
-		CHECK(!strncmp(err, want, strlen(want)), "want '%s...', got: %s",
-		      want, err);
+		CHECK(!strncmp(err, want, strlen(want)),
+		      "want '%s...', got: %s", want, err);
 		CHECK(strstr(err, cases[i].want), "want '%s' in: %s",
 		      cases[i].want, err);
 		CHECK(strchr(err, ';'), "no '; what to do' in: %s", err);
@@ -198,7 +202,8 @@ static void reader(void)
 	CHECK_EQ(ks_conf_load("/nonexistent/keysteer.conf", &c, err,
 			      sizeof(err)),
 		 -ENOENT);
-	CHECK(strstr(err, "/nonexistent/keysteer.conf: cannot open it (No such file or directory); check the path"),
+	CHECK(strstr(err,
+		     "/nonexistent/keysteer.conf: cannot open it (No such file or directory); check the path"),
 	      "%s", err);
 	CHECK_EQ(ks_conf_load("/tmp", &c, err, sizeof(err)), -EIO);
 	CHECK(strstr(err, "/tmp: cannot read it"), "%s", err);
@@ -237,7 +242,9 @@ static void reader(void)
 
 static void find_config(void)
 {
-	char *run1[] = { "run", "--iface", "x", "--config", "k.conf", "-v", NULL };
+	char *run1[] = {
+		"run", "--iface", "x", "--config", "k.conf", "-v", NULL
+	};
 	char *run2[] = { "run", "--config=k.conf", "--", "extra", NULL };
 	char *twice[] = { "run", "--config", "a", "--config=b", NULL };
 	char *novalue[] = { "run", "--config", NULL };
@@ -260,8 +267,7 @@ static void find_config(void)
 	CHECK_EQ(ks_conf_find(2, novalue, &at, &span, &path, err, sizeof(err)),
 		 -EINVAL);
 	CHECK(strstr(err, "'--config' needs a value"), "%s", err);
-	CHECK_EQ(ks_conf_find(2, novalue2, &at, &span, &path, err,
-			      sizeof(err)),
+	CHECK_EQ(ks_conf_find(2, novalue2, &at, &span, &path, err, sizeof(err)),
 		 -EINVAL);
 	CHECK_EQ(ks_conf_find(4, after_dd, &at, &span, &path, err, sizeof(err)),
 		 0);
@@ -275,14 +281,15 @@ struct recorder {
 	char calls[512];
 };
 
-static int record(void *ctx, int val, const char *arg, char *err,
-		  size_t errlen)
+static int record(void *ctx, int val, const char *arg, char *err, size_t errlen)
 {
 	struct recorder *r = ctx;
 	size_t o = strlen(r->calls);
 
 	if (val == 's' && arg && !strcmp(arg, "0")) {
-		snprintf(err, errlen, "--sample '0' is out of range; give a number from 1 to 1000000");
+		snprintf(
+			err, errlen,
+			"--sample '0' is out of range; give a number from 1 to 1000000");
 		return -1;
 	}
 	if (o < sizeof(r->calls))
@@ -337,7 +344,8 @@ static void through_the_table(void)
 	CHECK_EQ(apply("iface = x\nsmaple = 8\nsample = 4\n", KS_CMD_RUN, &r,
 		       &e),
 		 -EINVAL);
-	CHECK(!strcmp(e.line, "k.conf:2: unknown key 'smaple'; see 'agent run --help' for the keys"),
+	CHECK(!strcmp(e.line,
+		      "k.conf:2: unknown key 'smaple'; see 'agent run --help' for the keys"),
 	      "%s", e.line);
 	CHECK(!strcmp(r.calls, "i:x") && !e.value[0],
 	      "stops at the bad line: %s", r.calls);
@@ -369,7 +377,8 @@ static void through_the_table(void)
 		CHECK_EQ(ks_conf_apply(&c, KS_CMD_RUN, "run", record, &r, &e),
 			 -EINVAL);
 		CHECK(e.line && strlen(e.line) > 2000 &&
-			      !strcmp(e.line + strlen(e.line) - strlen(tail), tail),
+			      !strcmp(e.line + strlen(e.line) - strlen(tail),
+				      tail),
 		      "%.80s", e.line ? e.line : "(null)");
 		free(e.line);
 		ks_conf_free(&c);
@@ -379,7 +388,8 @@ static void through_the_table(void)
 	kt_begin("conf_apply_abbreviated_key");
 	/* getopt_long would take 'samp' for --sample; a file may not */
 	CHECK_EQ(apply("iface = x\nsamp = 8\n", KS_CMD_RUN, &r, &e), -EINVAL);
-	CHECK(!strcmp(e.line, "k.conf:2: unknown key 'samp' (did you mean 'sample'?); keys are the full long options, see 'agent run --help'"),
+	CHECK(!strcmp(e.line,
+		      "k.conf:2: unknown key 'samp' (did you mean 'sample'?); keys are the full long options, see 'agent run --help'"),
 	      "%s", e.line);
 	/* --config is no key, nor a suggestion */
 	CHECK_EQ(apply("conf = a\n", KS_CMD_RUN, &r, &e), -EINVAL);
@@ -389,7 +399,8 @@ static void through_the_table(void)
 	kt_begin("conf_apply_flag_value");
 	CHECK_EQ(apply("iface = x\nverbose = 3\n", KS_CMD_RUN, &r, &e),
 		 -EINVAL);
-	CHECK(!strcmp(e.line, "k.conf:2: 'verbose' is a flag and takes no value ('3'); write 'verbose = yes' or 'verbose = no'"),
+	CHECK(!strcmp(e.line,
+		      "k.conf:2: 'verbose' is a flag and takes no value ('3'); write 'verbose = yes' or 'verbose = no'"),
 	      "%s", e.line);
 	kt_end();
 
@@ -397,9 +408,11 @@ static void through_the_table(void)
 	/* the handler's own message, then the line */
 	CHECK_EQ(apply("iface = x\n\nsample = 0\n", KS_CMD_RUN, &r, &e),
 		 -EINVAL);
-	CHECK(!strcmp(e.value, "--sample '0' is out of range; give a number from 1 to 1000000"),
+	CHECK(!strcmp(e.value,
+		      "--sample '0' is out of range; give a number from 1 to 1000000"),
 	      "%s", e.value);
-	CHECK(!strcmp(e.line, "k.conf:3: 'sample = 0' is refused (see above); fix that line"),
+	CHECK(!strcmp(e.line,
+		      "k.conf:3: 'sample = 0' is refused (see above); fix that line"),
 	      "%s", e.line);
 	kt_end();
 

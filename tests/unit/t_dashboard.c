@@ -109,11 +109,17 @@ static struct fixture *fixture(void)
 	hot_slot(&x->hot[0], "user:1:profile", 900000, 3);
 	hot_slot(&x->hot[1], "flash:1", 9000000, 3);
 	hot_slot(&x->hot[2], "pinned:key", 0, 2);
-	x->hv = (struct ks_hot_view){ .slot = x->hot, .n = NHOT,
-				      .rep = x->reps, .now_mono_ns = MONO_NS };
-	x->v = (struct ks_view){ .rep = &x->rep, .totals = &x->totals,
-				 .agent_alive = 1, .now_ns = NOW_NS, .top = 20,
-				 .ring = &x->ring, .now_mono_ns = MONO_NS,
+	x->hv = (struct ks_hot_view){ .slot = x->hot,
+				      .n = NHOT,
+				      .rep = x->reps,
+				      .now_mono_ns = MONO_NS };
+	x->v = (struct ks_view){ .rep = &x->rep,
+				 .totals = &x->totals,
+				 .agent_alive = 1,
+				 .now_ns = NOW_NS,
+				 .top = 20,
+				 .ring = &x->ring,
+				 .now_mono_ns = MONO_NS,
 				 .hot = &x->hv };
 	/* flash:1 at 1000/s for three intervals, then 9000/s. */
 	ks_dash_history_init(&x->h);
@@ -125,11 +131,12 @@ static struct fixture *fixture(void)
 	return x;
 }
 
-static __attribute__((noinline)) char *render(const struct fixture *x,
-					      int w, int h, int utf8)
+static __attribute__((noinline)) char *render(const struct fixture *x, int w,
+					      int h, int utf8)
 {
-	struct ks_dash_opts o = { .width = w, .height = h, .utf8 = utf8,
-				  .keys_hint = 1 };
+	struct ks_dash_opts o = {
+		.width = w, .height = h, .utf8 = utf8, .keys_hint = 1
+	};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -163,8 +170,7 @@ static int measure(const char *s, int *lines, int *widest)
 }
 
 /* The output line that contains needle, copied into line; 0 if none. */
-static int line_with(const char *s, const char *needle, char *line,
-		     size_t len)
+static int line_with(const char *s, const char *needle, char *line, size_t len)
 {
 	const char *p = strstr(s, needle), *b, *e;
 
@@ -215,8 +221,9 @@ static void check_fits(const struct fixture *x, int w, int h)
 
 static void test_sizes(void)
 {
-	static const int sz[][2] = { { 80, 24 }, { 120, 40 }, { 60, 20 },
-				     { 40, 10 }, { 20, 5 } };
+	static const int sz[][2] = {
+		{ 80, 24 }, { 120, 40 }, { 60, 20 }, { 40, 10 }, { 20, 5 }
+	};
 	struct fixture *x = fixture();
 	size_t i;
 	int w, h;
@@ -256,7 +263,8 @@ static void test_layouts(void)
 	measure(t, &lines, &widest);
 	CHECK_EQ(lines, 24);
 	CHECK(line_with(t, "eth1", line, sizeof(line)) &&
-		      strstr(line, "agent running") && strstr(line, "read 15.2k/s") &&
+		      strstr(line, "agent running") &&
+		      strstr(line, "read 15.2k/s") &&
 		      strstr(line, "up 2m05s") && strstr(line, "sample 1/8"),
 	      "header: %s", line);
 	CHECK(all_sections(t), "a section is missing:\n%s", t);
@@ -268,7 +276,8 @@ static void test_layouts(void)
 		      strstr(line, "9000.0") &&
 		      strstr(line, "  \u2581\u2581\u2581\u2588"),
 	      "flash:1 row: %s", line);
-	CHECK(line_with(t, "unknown", line, sizeof(line)) && strstr(line, "(17)"),
+	CHECK(line_with(t, "unknown", line, sizeof(line)) &&
+		      strstr(line, "(17)"),
 	      "errors: %s", line);
 	CHECK(line_with(t, "q quit", line, sizeof(line)) &&
 		      strstr(line, "interval #77"),
@@ -309,8 +318,7 @@ static void test_layouts(void)
 	measure(t, &lines, &widest);
 	CHECK(lines == 20 && widest <= 60, "%d lines, %d wide", lines, widest);
 	CHECK(all_sections(t), "a section is missing:\n%s", t);
-	CHECK(line_with(t, "SHARDS", line, sizeof(line)) &&
-		      strstr(line, "/8"),
+	CHECK(line_with(t, "SHARDS", line, sizeof(line)) && strstr(line, "/8"),
 	      "shards title does not say it shows part: %s", line);
 	free(t);
 	kt_end();
@@ -321,7 +329,8 @@ static void test_layouts(void)
 	t = render(x, 40, 10, 1);
 	measure(t, &lines, &widest);
 	CHECK(lines == 10 && widest <= 40, "%d lines, %d wide", lines, widest);
-	CHECK(strstr(t, "TOP KEYS") && strstr(t, "flash:1"), "top keys:\n%s", t);
+	CHECK(strstr(t, "TOP KEYS") && strstr(t, "flash:1"), "top keys:\n%s",
+	      t);
 	CHECK(rows_of(t, "user:") <= 3, "too many rows at 40x10:\n%s", t);
 	CHECK(line_with(t, "eth1", line, sizeof(line)) && !strstr(line, "up "),
 	      "header: %s", line);
@@ -368,8 +377,8 @@ static void test_too_small(void)
 	}
 	t = render(x, 20, 5, 1);
 	measure(t, &lines, &widest);
-	CHECK(lines == 1 && widest <= 20 && strstr(t, "too small"),
-	      "20x5: %s", t);
+	CHECK(lines == 1 && widest <= 20 && strstr(t, "too small"), "20x5: %s",
+	      t);
 	free(t);
 	t = render(x, 80, 2, 1);
 	CHECK(!strcmp(t, "window 80x2 too small: need 32x3\n"), "80x2: %s", t);
@@ -499,7 +508,8 @@ static void test_frame(void)
 	kt_begin("dash_frame");
 	ks_dash_frame(f, text, strlen(text), 5, 10);
 	fclose(f);
-	CHECK(buf && !strcmp(buf, "\033[Habc\033[K\r\n12345\r\nxy\033[K\r\n\033[J"),
+	CHECK(buf && !strcmp(buf,
+			     "\033[Habc\033[K\r\n12345\r\nxy\033[K\r\n\033[J"),
 	      "frame: '%s'", buf);
 	free(buf);
 	buf = NULL;

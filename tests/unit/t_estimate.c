@@ -83,8 +83,8 @@ static struct stream *make_stream(void)
 }
 
 /* Feeds the stream sampled 1 in n into s; fills iv for a 1 s interval. */
-static void sample_stream(const struct stream *st, __u32 n,
-			  struct ks_sketch *s, struct ks_interval *iv)
+static void sample_stream(const struct stream *st, __u32 n, struct ks_sketch *s,
+			  struct ks_interval *iv)
 {
 	__u64 keys[KS_CMS_CLASSES] = {};
 	__u32 countdown = 0;
@@ -178,7 +178,8 @@ static void check_within_bound(const struct stream *st, __u32 n)
 		CHECK(fabs(e.share - 0.25) < 0.02, "flash share %.3f", e.share);
 	}
 	if (getenv("KS_UNIT_VERBOSE"))
-		fprintf(stderr, "sample %u: worst error/bound %.3f\n", n, worst);
+		fprintf(stderr, "sample %u: worst error/bound %.3f\n", n,
+			worst);
 	kt_end();
 	free(s);
 }

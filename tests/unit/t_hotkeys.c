@@ -135,15 +135,15 @@ static void copies_and_caps(void)
 	kt_begin("hotkeys_copies_and_caps");
 	policy(&p, 8);
 	CHECK_EQ(ks_hot_copies_for(&p, T), 2);
-	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 4);     /* ceil(3.75) */
-	CHECK_EQ(ks_hot_copies_for(&p, 100 * T), 8);   /* cap */
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 4);   /* ceil(3.75) */
+	CHECK_EQ(ks_hot_copies_for(&p, 100 * T), 8); /* cap */
 	p.max_copies = 3;
 	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 3);
-	p.max_copies = 1;                              /* no replicas */
+	p.max_copies = 1; /* no replicas */
 	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 1);
 	p.max_copies = 8;
 	p.per_copy_budget_ops = 5000;
-	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 8);     /* ceil(7.5) */
+	CHECK_EQ(ks_hot_copies_for(&p, 3 * T), 8); /* ceil(7.5) */
 	p.per_copy_budget_ops = 0;
 
 	ks_hot_init(&t);
@@ -363,7 +363,8 @@ static void capacity(void)
 	policy(&p, 4);
 	ks_hot_init(&t);
 	CHECK(ks_hot_rules_parse(&rules, pin, strlen(pin), "x", err,
-				 sizeof(err)) == 0, "%s", err);
+				 sizeof(err)) == 0,
+	      "%s", err);
 	ks_hot_set_rules(&t, &rules);
 	for (i = 0; i < n; i++) {
 		snprintf(names[i], sizeof(names[i]), "k%d", i);
@@ -407,7 +408,8 @@ static void json_shape(void)
 	policy(&p, 3);
 	ks_hot_init(&t);
 	CHECK(ks_hot_rules_parse(&rules, rf, strlen(rf), "x", err,
-				 sizeof(err)) == 0, "%s", err);
+				 sizeof(err)) == 0,
+	      "%s", err);
 	ks_hot_set_rules(&t, &rules);
 	s[0] = sample("a\"b", 3 * T, 0);
 	s[1] = sample("w", 0, 2 * T);

@@ -28,11 +28,11 @@
 #include "ktest.h"
 #include "util/clock.h"
 
-#define HS_PORT        18080
-#define HS_CHILD_LIMIT 20     /* seconds for one test child */
-#define HS_SERVER_LIMIT 25    /* seconds a server child may live */
-#define HS_READ_LIMIT  5000   /* ms a client waits for a whole answer */
-#define BIG_DOC        (2u << 20)
+#define HS_PORT         18080
+#define HS_CHILD_LIMIT  20   /* seconds for one test child */
+#define HS_SERVER_LIMIT 25   /* seconds a server child may live */
+#define HS_READ_LIMIT   5000 /* ms a client waits for a whole answer */
+#define BIG_DOC         (2u << 20)
 
 static __u64 ms_since(__u64 t0)
 {
@@ -83,7 +83,7 @@ static int hs_send(int fd, const void *buf, size_t len)
 }
 
 struct reply {
-	char *raw;       /* everything read, NUL-terminated */
+	char *raw; /* everything read, NUL-terminated */
 	size_t len;
 	int eof;         /* the server closed (FIN, or RST after data) */
 	int status;      /* from the status line; 0 if none */
@@ -152,8 +152,8 @@ static void hs_free(struct reply *r)
 }
 
 /* The value of header name (exact case, as we send it), or "". */
-static const char *hs_header(const struct reply *r, const char *name,
-			     char *val, size_t vlen)
+static const char *hs_header(const struct reply *r, const char *name, char *val,
+			     size_t vlen)
 {
 	const char *p = r->raw;
 	size_t nl = strlen(name);
@@ -290,7 +290,8 @@ static int server_start(struct fixture *fx, const char *doc_a,
 		return -1;
 	}
 	if (sndbuf)
-		setsockopt(srv.fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+		setsockopt(srv.fd, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+			   sizeof(sndbuf));
 	if (pipe2(ctl, O_CLOEXEC) || pipe2(res, O_CLOEXEC)) {
 		CHECK(0, "pipe: %s", strerror(errno));
 		ks_http_close(&srv);
@@ -306,7 +307,8 @@ static int server_start(struct fixture *fx, const char *doc_a,
 		serve(&srv, ctl[0], res[1], doc_a, doc_b, len);
 		_exit(0);
 	}
-	ks_http_close(&srv); /* our copy of the listener; the server has its own */
+	ks_http_close(
+		&srv); /* our copy of the listener; the server has its own */
 	close(ctl[0]);
 	close(res[1]);
 	fx->ctl = ctl[1];
@@ -329,7 +331,8 @@ static void server_switch_doc(struct fixture *fx)
 	char k = 0;
 
 	CHECK(write(fx->ctl, "B", 1) == 1 && read(fx->result, &k, 1) == 1 &&
-	      k == 'k', "the server did not switch its document");
+		      k == 'k',
+	      "the server did not switch its document");
 }
 
 /* Stops the server; 0 with its figures, or -1 (a FAIL recorded). */
@@ -362,8 +365,8 @@ static void server_stop_expect(struct fixture *fx, __u64 served, __u64 errors)
 	CHECK(fig.stats.served == served && fig.stats.errors == errors,
 	      "server counted %llu served, %llu errors; want %llu, %llu",
 	      (unsigned long long)fig.stats.served,
-	      (unsigned long long)fig.stats.errors,
-	      (unsigned long long)served, (unsigned long long)errors);
+	      (unsigned long long)fig.stats.errors, (unsigned long long)served,
+	      (unsigned long long)errors);
 }
 
 /* ---- the isolated tests ------------------------------------------------ */
@@ -372,15 +375,16 @@ static const char small_doc[] =
 	"{\"ring_version\":7,\"hot\":[{\"key\":\"sale:1\",\"copies\":3,"
 	"\"replicas\":[\"198.18.0.10:11211\",\"198.18.0.11:11211\"]}]}\n";
 
-static void check_doc_reply(const struct reply *r, const char *doc,
-			    size_t len, int head_only, const char *what)
+static void check_doc_reply(const struct reply *r, const char *doc, size_t len,
+			    int head_only, const char *what)
 {
 	char v[64], want[32];
 
 	CHECK(r->status == 200, "%s: status %d, want 200 (%.60s)", what,
 	      r->status, r->raw ? r->raw : "");
 	CHECK(!strcmp(hs_header(r, "Content-Type", v, sizeof(v)),
-		      "application/json"), "%s: Content-Type '%s'", what, v);
+		      "application/json"),
+	      "%s: Content-Type '%s'", what, v);
 	snprintf(want, sizeof(want), "%zu", len);
 	CHECK(!strcmp(hs_header(r, "Content-Length", v, sizeof(v)), want),
 	      "%s: Content-Length '%s', want %s", what, v, want);
@@ -405,7 +409,7 @@ static void t_get(void)
 		"GET /routing.json HTTP/1.0\r\n\r\n",
 		"GET /routing.json?since=6 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", /* empty line first */
-		"GET / HTTP/1.1\nHost: x\n\n",            /* bare LF endings */
+		"GET / HTTP/1.1\nHost: x\n\n",           /* bare LF endings */
 	};
 	struct fixture fx;
 	struct reply r;
@@ -458,12 +462,18 @@ static void check_error_from(const char *req, size_t len, int want,
 		CHECK(!strcmp(hs_header(&r, "Cache-Control", v, sizeof(v)),
 			      "no-store"),
 		      "'%.30s': Cache-Control '%s'", req, v);
-	CHECK(head_only ? r.body_len == 0 : r.body_len > 0 &&
-	      r.body_len == strtoul(hs_header(&r, "Content-Length", v, sizeof(v)), NULL, 10),
+	CHECK(head_only
+		      ? r.body_len == 0
+		      : r.body_len > 0 &&
+				r.body_len ==
+					strtoul(hs_header(&r, "Content-Length",
+							  v, sizeof(v)),
+						NULL, 10),
 	      "'%.30s': body of %zu bytes disagrees with Content-Length", req,
 	      r.body_len);
 	if (want == 405)
-		CHECK(!strcmp(hs_header(&r, "Allow", v, sizeof(v)), "GET, HEAD"),
+		CHECK(!strcmp(hs_header(&r, "Allow", v, sizeof(v)),
+			      "GET, HEAD"),
 		      "'%.30s': Allow '%s'", req, v);
 	hs_free(&r);
 }
@@ -473,7 +483,7 @@ static void check_error(const char *req, size_t len, int want, int head_only)
 	check_error_from(req, len, want, head_only, 1);
 }
 
-#define ERR(req, want) check_error(req, sizeof(req) - 1, want, 0)
+#define ERR(req, want)     check_error(req, sizeof(req) - 1, want, 0)
 #define MHD_ERR(req, want) check_error_from(req, sizeof(req) - 1, want, 0, 0)
 
 static void t_not_found(void)
@@ -495,7 +505,8 @@ static void t_method(void)
 
 	if (server_start(&fx, small_doc, NULL, strlen(small_doc), 0, 0))
 		return;
-	ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 405);
+	ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+	    405);
 	ERR("PUT /routing.json HTTP/1.1\r\n\r\n", 405);
 	ERR("DELETE / HTTP/1.1\r\n\r\n", 405);
 	ERR("get / HTTP/1.1\r\n\r\n", 405); /* methods are case-sensitive */
@@ -504,7 +515,8 @@ static void t_method(void)
 
 static void t_garbage(void)
 {
-	static const char tls_hello[] = "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03";
+	static const char tls_hello[] =
+		"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03";
 	static const char *const lenient[] = {
 		"GET  / HTTP/1.1\r\n\r\n",
 		"GET / HTTP/1.1\r\n folded: x\r\n\r\n",
@@ -527,7 +539,7 @@ static void t_garbage(void)
 	ERR("hello\r\n\r\n", 400);
 	ERR("GET * HTTP/1.1\r\n\r\n", 400);
 	/* Refused by libmicrohttpd itself: its status, its short HTML body. */
-	MHD_ERR("GET /\r\n\r\n", 400);                    /* HTTP/0.9 */
+	MHD_ERR("GET /\r\n\r\n", 400); /* HTTP/0.9 */
 	MHD_ERR("GET / HTTP/1.1 extra\r\n\r\n", 400);
 	MHD_ERR("GET / HTTX/1.1\r\n\r\n", 400);
 	MHD_ERR("GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400);
@@ -568,8 +580,10 @@ static void t_no_doc(void)
 
 	if (server_start(&fx, NULL, NULL, 0, 0, 0))
 		return;
-	CHECK(!hs_get("GET /routing.json HTTP/1.1\r\n\r\n", &r), "no whole answer");
-	CHECK(r.status == 503, "status %d before any document, want 503", r.status);
+	CHECK(!hs_get("GET /routing.json HTTP/1.1\r\n\r\n", &r),
+	      "no whole answer");
+	CHECK(r.status == 503, "status %d before any document, want 503",
+	      r.status);
 	CHECK(!strcmp(hs_header(&r, "Retry-After", v, sizeof(v)), "1"),
 	      "Retry-After '%s'", v);
 	hs_free(&r);
@@ -599,26 +613,28 @@ static void t_metrics_path(void)
 	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
 		CHECK(!hs_get(reqs[i], &r), "request %zu: no whole answer", i);
 		CHECK(r.status == 200 && r.body_len == mlen &&
-		      !memcmp(r.body, metrics_doc, mlen),
+			      !memcmp(r.body, metrics_doc, mlen),
 		      "%s: status %d, %zu body bytes", reqs[i], r.status,
 		      r.body_len);
 		CHECK(!strcmp(hs_header(&r, "Content-Type", v, sizeof(v)),
-			      KS_HTTP_METRICS_TYPE), "Content-Type '%s'", v);
+			      KS_HTTP_METRICS_TYPE),
+		      "Content-Type '%s'", v);
 		hs_free(&r);
 	}
 	CHECK(!hs_get("HEAD /metrics HTTP/1.1\r\n\r\n", &r), "HEAD: no answer");
 	CHECK(r.status == 200 && r.body_len == 0 &&
-	      strtoul(hs_header(&r, "Content-Length", v, sizeof(v)), NULL,
-		      10) == mlen,
+		      strtoul(hs_header(&r, "Content-Length", v, sizeof(v)),
+			      NULL, 10) == mlen,
 	      "HEAD: status %d, Content-Length '%s'", r.status, v);
 	hs_free(&r);
-	CHECK(!hs_get("GET /routing HTTP/1.1\r\n\r\n", &r), "routing: no answer");
+	CHECK(!hs_get("GET /routing HTTP/1.1\r\n\r\n", &r),
+	      "routing: no answer");
 	check_doc_reply(&r, small_doc, len, 0, "routing");
 	hs_free(&r);
 	CHECK(!hs_get("GET /metricsx HTTP/1.1\r\n\r\n", &r), "404: no answer");
 	CHECK(r.status == 404 && r.body && strstr(r.body, "/metrics") &&
-	      strstr(r.body, "/routing.json"), "404: status %d, '%s'",
-	      r.status, r.body ? r.body : "");
+		      strstr(r.body, "/routing.json"),
+	      "404: status %d, '%s'", r.status, r.body ? r.body : "");
 	hs_free(&r);
 	server_stop_expect(&fx, 4, 1);
 }
@@ -646,7 +662,8 @@ static void t_metrics_only(void)
 	for (i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
 		CHECK(!hs_get(gone[i], &r), "%s: no whole answer", gone[i]);
 		CHECK(r.status == 404 && r.body &&
-		      !strcmp(r.body, "not found; the metrics are at /metrics\n"),
+			      !strcmp(r.body,
+				      "not found; the metrics are at /metrics\n"),
 		      "%s: status %d, '%s'", gone[i], r.status,
 		      r.body ? r.body : "");
 		hs_free(&r);
@@ -657,7 +674,8 @@ static void t_metrics_only(void)
 static void t_split(void)
 {
 	static const char *const parts[] = {
-		"G", "ET /rou", "ting.json HT", "TP/1.1\r\nHost: x\r", "\n", "\r\n",
+		"G",  "ET /rou", "ting.json HT", "TP/1.1\r\nHost: x\r",
+		"\n", "\r\n",
 	};
 	struct fixture fx;
 	struct reply r = {};
@@ -669,7 +687,8 @@ static void t_split(void)
 	fd = hs_connect(0);
 	CHECK(fd >= 0, "connect: %s", strerror(errno));
 	for (i = 0; fd >= 0 && i < sizeof(parts) / sizeof(parts[0]); i++) {
-		CHECK(!hs_send(fd, parts[i], strlen(parts[i])), "send part %zu", i);
+		CHECK(!hs_send(fd, parts[i], strlen(parts[i])), "send part %zu",
+		      i);
 		sleep_ms(40);
 	}
 	if (fd >= 0) {
@@ -721,7 +740,8 @@ static void t_slow_reader(void)
 	}
 	t0 = ks_mono_ns();
 	fd = hs_connect(8192);
-	CHECK(fd >= 0 && !hs_send(fd, req, strlen(req)), "slow client: connect/send");
+	CHECK(fd >= 0 && !hs_send(fd, req, strlen(req)),
+	      "slow client: connect/send");
 	/* The first bytes prove its request is complete: it is owed doc A. */
 	hs_read(fd, &slow, 4096, 0, 200, 1);
 	CHECK(slow.len > 0, "slow client: nothing within 200 ms");
@@ -796,7 +816,8 @@ static void t_idle_timeout(void)
 	CHECK(idle.eof && idle_ms >= 250 && idle_ms < 1500,
 	      "idle client closed after %llu ms (eof %d), want ~300",
 	      (unsigned long long)idle_ms, idle.eof);
-	CHECK(idle.status == 408, "idle client: status %d, want 408", idle.status);
+	CHECK(idle.status == 408, "idle client: status %d, want 408",
+	      idle.status);
 	CHECK(partial.eof && partial.status == 408,
 	      "half-header client: eof %d status %d, want 408", partial.eof,
 	      partial.status);
@@ -816,7 +837,9 @@ stop:
 
 static void t_many_clients(void)
 {
-	enum { N = KS_HTTP_MAX_CLIENTS + 8 };
+	enum {
+		N = KS_HTTP_MAX_CLIENTS + 8
+	};
 	const char *req = "GET / HTTP/1.0\r\n\r\n";
 	struct server_figures fig;
 	struct fixture fx;
@@ -869,15 +892,19 @@ static void t_listen_twice(void)
 	struct ks_http_server a = {}, b = {};
 	struct sockaddr_in addr;
 	char err[256] = "";
-	const char *want = "cannot listen on 127.0.0.1:18080: Address already in use";
+	const char *want =
+		"cannot listen on 127.0.0.1:18080: Address already in use";
 	int rc;
 
-	CHECK(!ks_http_parse_listen("18080", &addr, err, sizeof(err)), "%s", err);
+	CHECK(!ks_http_parse_listen("18080", &addr, err, sizeof(err)), "%s",
+	      err);
 	CHECK(!ks_http_open(&a, &addr, err, sizeof(err)), "first: %s", err);
 	rc = ks_http_open(&b, &addr, err, sizeof(err));
-	CHECK(rc == -EADDRINUSE, "second open returned %d, want -EADDRINUSE", rc);
+	CHECK(rc == -EADDRINUSE, "second open returned %d, want -EADDRINUSE",
+	      rc);
 	CHECK(!strncmp(err, want, strlen(want)), "message '%s'", err);
-	CHECK(ks_http_pollfds(&b, NULL, 0) == 0, "a failed server has poll fds");
+	CHECK(ks_http_pollfds(&b, NULL, 0) == 0,
+	      "a failed server has poll fds");
 	ks_http_close(&b);
 	ks_http_close(&a);
 	ks_http_close(&a); /* twice is harmless */
@@ -886,7 +913,8 @@ static void t_listen_twice(void)
 	ks_http_close(&b);
 
 	/* An address that is not on this host. */
-	CHECK(!ks_http_parse_listen("198.18.0.1:18080", &addr, err, sizeof(err)),
+	CHECK(!ks_http_parse_listen("198.18.0.1:18080", &addr, err,
+				    sizeof(err)),
 	      "%s", err);
 	rc = ks_http_open(&b, &addr, err, sizeof(err));
 	CHECK(rc == -EADDRNOTAVAIL && strstr(err, "198.18.0.1:18080"),
@@ -927,8 +955,9 @@ static void run_isolated(const char *name, void (*fn)(void))
 		kt_begin(name);
 		e = kt_private_netns();
 		if (e)
-			kt_skipf("no private network namespace (%s); run as root",
-				 strerror(-e));
+			kt_skipf(
+				"no private network namespace (%s); run as root",
+				strerror(-e));
 		else
 			fn();
 		v.failed = kt_cur.failed;
@@ -1018,17 +1047,18 @@ static void t_parse_listen(void)
 		      "'%s': %s", good[i].spec, err);
 		inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
 		CHECK(a.sin_family == AF_INET && !strcmp(ip, good[i].addr) &&
-		      ntohs(a.sin_port) == good[i].port,
+			      ntohs(a.sin_port) == good[i].port,
 		      "'%s' -> %s:%u", good[i].spec, ip, ntohs(a.sin_port));
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
 		snprintf(quoted, sizeof(quoted), "'%s'", bad[i].spec);
 		CHECK(ks_http_parse_listen(bad[i].spec, &a, err, sizeof(err)) ==
-		      -EINVAL, "'%s' accepted", bad[i].spec);
+			      -EINVAL,
+		      "'%s' accepted", bad[i].spec);
 		CHECK(strstr(err, bad[i].why) &&
-		      (!*bad[i].spec || strstr(err, quoted)) &&
-		      strstr(err, "ADDR:PORT"),
+			      (!*bad[i].spec || strstr(err, quoted)) &&
+			      strstr(err, "ADDR:PORT"),
 		      "'%s': message '%s'", bad[i].spec, err);
 	}
 	kt_end();

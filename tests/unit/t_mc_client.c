@@ -27,21 +27,21 @@
 #include "net/mc_client.h"
 #include "unit.h"
 
-#define PORT_OWNER  11211
-#define PORT_R1     11212
-#define PORT_R2     11213
-#define PORT_SILENT 11298 /* listens, never reads */
-#define PORT_NONE   11299 /* nothing listens: connect is refused */
-#define PORT_FAKE   11297 /* a scripted reply */
-#define TIMEOUT_MS  300
-#define CHILD_LIMIT_S 60  /* the whole group; SIGALRM ends a hang */
-#define MAX_PIDS    8
+#define PORT_OWNER    11211
+#define PORT_R1       11212
+#define PORT_R2       11213
+#define PORT_SILENT   11298 /* listens, never reads */
+#define PORT_NONE     11299 /* nothing listens: connect is refused */
+#define PORT_FAKE     11297 /* a scripted reply */
+#define TIMEOUT_MS    300
+#define CHILD_LIMIT_S 60 /* the whole group; SIGALRM ends a hang */
+#define MAX_PIDS      8
 
 #define KEY(s) (const __u8 *)(s), strlen(s)
 
 struct mc_env {
-	int report;           /* pipe to the parent */
-	pid_t mc[3];          /* owner, r1, r2 */
+	int report;  /* pipe to the parent */
+	pid_t mc[3]; /* owner, r1, r2 */
 	struct ks_mc_conn owner, r1, r2;
 };
 
@@ -62,7 +62,9 @@ static __u32 lo(void)
 static void put(struct ks_mc_conn *c, const char *key, const char *val,
 		size_t len, __u32 flags, long ttl)
 {
-	struct ks_mc_item it = { .value = (char *)val, .len = len, .flags = flags };
+	struct ks_mc_item it = { .value = (char *)val,
+				 .len = len,
+				 .flags = flags };
 	int err = ks_mc_store(c, KEY(key), &it, ttl);
 
 	CHECK(!err, "store %s: %s", key, strerror(-err));
@@ -82,11 +84,13 @@ static void t_fetch(struct mc_env *e)
 	      it.flags, it.ttl);
 	ks_mc_item_free(&it);
 	err = ks_mc_fetch(&e->owner, KEY("k:ttl"), &it);
-	CHECK(!err && it.found && it.flags == 0xffffffffu, "flags %u", it.flags);
+	CHECK(!err && it.found && it.flags == 0xffffffffu, "flags %u",
+	      it.flags);
 	CHECK(it.ttl >= 98 && it.ttl <= 100, "ttl %ld, want 98..100", it.ttl);
 	ks_mc_item_free(&it);
 	err = ks_mc_fetch(&e->owner, KEY("k:absent"), &it);
-	CHECK(!err && !it.found && !it.value, "miss: err %d found %d", err, it.found);
+	CHECK(!err && !it.found && !it.value, "miss: err %d found %d", err,
+	      it.found);
 	ks_mc_close(&e->owner);
 	ks_mc_close(&e->owner); /* twice is fine */
 	err = ks_mc_fetch(&e->owner, KEY("k:forever"), &it);
@@ -113,7 +117,8 @@ static void t_store(struct mc_env *e)
 	      "empty value: err %d found %d len %zu", err, it.found, it.len);
 	ks_mc_item_free(&it);
 	CHECK(!ks_mc_delete(&e->r1, KEY("k:store")), "delete hit");
-	CHECK(!ks_mc_delete(&e->r1, KEY("k:store")), "delete miss is not an error");
+	CHECK(!ks_mc_delete(&e->r1, KEY("k:store")),
+	      "delete miss is not an error");
 	err = ks_mc_fetch(&e->r1, KEY("k:store"), &it);
 	CHECK(!err && !it.found, "deleted key still there");
 }
@@ -126,13 +131,15 @@ static void t_binary(struct mc_env *e)
 
 	put(&e->owner, "k:bin", val, sizeof(val), 3, 0);
 	err = ks_mc_fetch(&e->owner, KEY("k:bin"), &it);
-	CHECK(!err && it.len == sizeof(val) && !memcmp(it.value, val, sizeof(val)),
+	CHECK(!err && it.len == sizeof(val) &&
+		      !memcmp(it.value, val, sizeof(val)),
 	      "binary value: err %d len %zu", err, it.len);
 	ks_mc_item_free(&it);
 	/* The stream is still in step: the next reply is the next key's. */
 	put(&e->owner, "k:after", "ok", 2, 0, 0);
 	err = ks_mc_fetch(&e->owner, KEY("k:after"), &it);
-	CHECK(!err && it.len == 2 && !memcmp(it.value, "ok", 2), "after: %d", err);
+	CHECK(!err && it.len == 2 && !memcmp(it.value, "ok", 2), "after: %d",
+	      err);
 	ks_mc_item_free(&it);
 }
 
@@ -168,11 +175,13 @@ static void t_large(struct mc_env *e)
 	ks_mc_item_free(&got);
 	it.len = KS_MC_VALUE_MAX;
 	err = ks_mc_store(&e->r2, KEY("k:big"), &it, 0);
-	CHECK(err == -E2BIG, "1 MiB + header over the server's -I 1m: %d, want -E2BIG", err);
+	CHECK(err == -E2BIG,
+	      "1 MiB + header over the server's -I 1m: %d, want -E2BIG", err);
 	it.len = KS_MC_VALUE_MAX + 1;
 	ks_mc_init(&fresh, lo(), PORT_NONE, TIMEOUT_MS);
 	err = ks_mc_store(&fresh, KEY("k:big"), &it, 0);
-	CHECK(err == -E2BIG && fresh.fd < 0, "over 1 MiB: %d, not refused locally", err);
+	CHECK(err == -E2BIG && fresh.fd < 0,
+	      "over 1 MiB: %d, not refused locally", err);
 	/* memcached drops the old value when it refuses a too-large one
 	 * (no stale copy survives a failed refresh); the local refusal
 	 * never reached it. The connection is still usable. */
@@ -187,7 +196,8 @@ static void t_large(struct mc_env *e)
  * and holds the connection until the client closes it. */
 static pid_t fake_server(const char *reply, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT_FAKE),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(PORT_FAKE),
 				 .sin_addr.s_addr = lo() };
 	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
 	char buf[512];
@@ -251,7 +261,8 @@ static void t_fake_replies(struct mc_env *e)
 	memset(r + h, 'v', KS_MC_VALUE_MAX);
 	memcpy(r + h + KS_MC_VALUE_MAX, "\r\n", 2);
 	err = fake_fetch(r, h + KS_MC_VALUE_MAX + 2, &it, &closed);
-	CHECK(!err && it.found && it.len == KS_MC_VALUE_MAX && it.value[0] == 'v' &&
+	CHECK(!err && it.found && it.len == KS_MC_VALUE_MAX &&
+		      it.value[0] == 'v' &&
 		      it.value[KS_MC_VALUE_MAX - 1] == 'v',
 	      "1 MiB reply: err %d len %zu", err, it.len);
 	ks_mc_item_free(&it);
@@ -259,7 +270,8 @@ static void t_fake_replies(struct mc_env *e)
 	err = fake_fetch(r, h, &it, &closed);
 	CHECK(err == -E2BIG && closed && !it.value, "over 1 MiB: %d", err);
 	err = fake_fetch("SERVER_ERROR busy\r\n", 19, &it, &closed);
-	CHECK(err == -EPROTO && closed, "unexpected reply: %d closed %d", err, closed);
+	CHECK(err == -EPROTO && closed, "unexpected reply: %d closed %d", err,
+	      closed);
 	err = fake_fetch("VA 2 f1\r\nab\r\n", 13, &it, &closed);
 	CHECK(err == -EPROTO, "reply without t: %d", err);
 	err = fake_fetch("VA 2 f1 t5\r\nabX\n", 16, &it, &closed);
@@ -279,23 +291,29 @@ static void t_fill(struct mc_env *e)
 
 	put(&e->owner, "k:hot", "v1", 2, 7, 0);
 	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:hot"), 5, &res);
-	CHECK(!err && res.found && res.stored == 2 && !res.failed && res.ttl == 5,
-	      "fill: err %d found %d stored %u ttl %ld", err, res.found, res.stored, res.ttl);
+	CHECK(!err && res.found && res.stored == 2 && !res.failed &&
+		      res.ttl == 5,
+	      "fill: err %d found %d stored %u ttl %ld", err, res.found,
+	      res.stored, res.ttl);
 	for (i = 0; i < 2; i++) {
 		err = ks_mc_fetch(reps[i], KEY("k:hot"), &it);
-		CHECK(!err && it.found && it.len == 2 && !memcmp(it.value, "v1", 2) &&
-			      it.flags == 7 && it.ttl >= 1 && it.ttl <= 5,
-		      "replica %d: err %d flags %u ttl %ld", i, err, it.flags, it.ttl);
+		CHECK(!err && it.found && it.len == 2 &&
+			      !memcmp(it.value, "v1", 2) && it.flags == 7 &&
+			      it.ttl >= 1 && it.ttl <= 5,
+		      "replica %d: err %d flags %u ttl %ld", i, err, it.flags,
+		      it.ttl);
 		ks_mc_item_free(&it);
 	}
 	put(&e->owner, "k:short", "v2", 2, 0, 3);
 	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:short"), 60, &res);
-	CHECK(!err && res.ttl >= 1 && res.ttl <= 3, "owner's ttl 3 < cap: ttl %ld", res.ttl);
+	CHECK(!err && res.ttl >= 1 && res.ttl <= 3,
+	      "owner's ttl 3 < cap: ttl %ld", res.ttl);
 	/* One replica down: the other is still filled, the error says why. */
 	ks_mc_init(&down, lo(), PORT_NONE, TIMEOUT_MS);
 	err = ks_fill_copies(&e->owner, mixed, 2, KEY("k:hot"), 5, &res);
 	CHECK(err == -ECONNREFUSED && res.stored == 1 && res.failed == 1,
-	      "one down: err %d stored %u failed %u", err, res.stored, res.failed);
+	      "one down: err %d stored %u failed %u", err, res.stored,
+	      res.failed);
 	err = ks_fill_copies(&down, reps, 2, KEY("k:hot"), 5, &res);
 	CHECK(err == -ECONNREFUSED && res.failed == 2 && !res.stored,
 	      "owner down: err %d failed %u", err, res.failed);
@@ -315,10 +333,12 @@ static void t_fill_miss(struct mc_env *e)
 	ks_mc_delete(&e->owner, KEY("k:gone"));
 	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:gone"), 5, &res);
 	CHECK(!err && !res.found && res.stored == 2 && !res.failed,
-	      "fill of a miss: err %d found %d stored %u", err, res.found, res.stored);
+	      "fill of a miss: err %d found %d stored %u", err, res.found,
+	      res.stored);
 	for (i = 0; i < 2; i++) {
 		err = ks_mc_fetch(reps[i], KEY("k:gone"), &it);
-		CHECK(!err && !it.found, "replica %d still serves the stale copy", i);
+		CHECK(!err && !it.found,
+		      "replica %d still serves the stale copy", i);
 		ks_mc_item_free(&it);
 	}
 }
@@ -345,7 +365,8 @@ static void t_reconnect(struct mc_env *e)
 	}
 	report_pid(e, 'M', e->mc[0]);
 	err = ks_mc_fetch(&e->owner, KEY("k:before"), &it);
-	CHECK(!err && !it.found, "fetch after restart: %d (%s)", err, strerror(-err));
+	CHECK(!err && !it.found, "fetch after restart: %d (%s)", err,
+	      strerror(-err));
 	ks_mc_item_free(&it);
 }
 
@@ -359,18 +380,21 @@ static void t_refused(struct mc_env *e)
 	ks_mc_init(&c, lo(), PORT_NONE, 2000);
 	err = ks_mc_fetch(&c, KEY("k:x"), &it);
 	CHECK(err == -ECONNREFUSED, "err %d, want -ECONNREFUSED", err);
-	CHECK(ms_now() - t0 < 100, "took %llu ms", (unsigned long long)(ms_now() - t0));
+	CHECK(ms_now() - t0 < 100, "took %llu ms",
+	      (unsigned long long)(ms_now() - t0));
 	CHECK(c.fd < 0, "fd left open");
 	ks_mc_close(&c);
 }
 
 static int silent_listener(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT_SILENT),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(PORT_SILENT),
 				 .sin_addr.s_addr = lo() };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(fd, 4)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -385,8 +409,8 @@ static void expect_timeout(const char *what, int err, __u64 t0)
 
 	CHECK(err == -ETIMEDOUT, "%s: err %d, want -ETIMEDOUT", what, err);
 	CHECK(took >= TIMEOUT_MS - 20 && took <= TIMEOUT_MS + 200,
-	      "%s: took %llu ms for a %d ms limit", what, (unsigned long long)took,
-	      TIMEOUT_MS);
+	      "%s: took %llu ms for a %d ms limit", what,
+	      (unsigned long long)took, TIMEOUT_MS);
 }
 
 static void t_timeout(struct mc_env *e)
@@ -416,8 +440,8 @@ static void t_timeout(struct mc_env *e)
 
 static void t_bad_keys(struct mc_env *e)
 {
-	static const char *bad[] = { "", "a b", "a\r\nmg x", "tab\tkey", "\x01",
-				     "del\x7f" };
+	static const char *bad[] = { "",         "a b",  "a\r\nmg x",
+				     "tab\tkey", "\x01", "del\x7f" };
 	char longkey[KS_MC_KEY_MAX + 2];
 	struct ks_mc_item it = { .value = "v", .len = 1 }, got;
 	struct ks_mc_conn c;
@@ -427,9 +451,12 @@ static void t_bad_keys(struct mc_env *e)
 	 * -ECONNREFUSED, not -EINVAL. */
 	ks_mc_init(&c, lo(), PORT_NONE, TIMEOUT_MS);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK(ks_mc_fetch(&c, KEY(bad[i]), &got) == -EINVAL, "fetch bad key %u", i);
-		CHECK(ks_mc_store(&c, KEY(bad[i]), &it, 0) == -EINVAL, "store bad key %u", i);
-		CHECK(ks_mc_delete(&c, KEY(bad[i])) == -EINVAL, "delete bad key %u", i);
+		CHECK(ks_mc_fetch(&c, KEY(bad[i]), &got) == -EINVAL,
+		      "fetch bad key %u", i);
+		CHECK(ks_mc_store(&c, KEY(bad[i]), &it, 0) == -EINVAL,
+		      "store bad key %u", i);
+		CHECK(ks_mc_delete(&c, KEY(bad[i])) == -EINVAL,
+		      "delete bad key %u", i);
 	}
 	memset(longkey, 'k', sizeof(longkey));
 	longkey[KS_MC_KEY_MAX + 1] = '\0';
@@ -442,7 +469,8 @@ static void t_bad_keys(struct mc_env *e)
 	/* The longest legal key works end to end. */
 	longkey[KS_MC_KEY_MAX] = '\0';
 	put(&e->owner, longkey, "v", 1, 0, 0);
-	CHECK(!ks_mc_fetch(&e->owner, KEY(longkey), &got) && got.found, "250-byte key");
+	CHECK(!ks_mc_fetch(&e->owner, KEY(longkey), &got) && got.found,
+	      "250-byte key");
 	ks_mc_item_free(&got);
 }
 
@@ -471,18 +499,21 @@ static int child_setup(struct mc_env *e)
 	int err = kt_private_netns(), i;
 
 	if (err) {
-		dprintf(e->report, "S no private network namespace: %s (run as root)\n",
+		dprintf(e->report,
+			"S no private network namespace: %s (run as root)\n",
 			strerror(-err));
 		return err;
 	}
 	for (i = 0; i < 3; i++) {
 		e->mc[i] = kt_memcached_start(ports[i]);
 		if (e->mc[i] == -ENOENT) {
-			dprintf(e->report, "S memcached is not installed (apt-get install memcached)\n");
+			dprintf(e->report,
+				"S memcached is not installed (apt-get install memcached)\n");
 			return -ENOENT;
 		}
 		if (e->mc[i] < 0) {
-			dprintf(e->report, "X memcached on port %u did not start: %s\n",
+			dprintf(e->report,
+				"X memcached on port %u did not start: %s\n",
 				ports[i], strerror(-e->mc[i]));
 			return e->mc[i];
 		}
@@ -528,7 +559,7 @@ static void child_run(int report)
 /* What the parent learnt from the child's reports. */
 struct mc_results {
 	int done[NCASES];
-	int current;          /* case begun and not ended, or -1 */
+	int current; /* case begun and not ended, or -1 */
 	char skip[256], fail[256];
 	pid_t pids[MAX_PIDS]; /* memcached processes still running */
 };
@@ -575,7 +606,8 @@ static void parse_report(struct mc_results *r, char *line)
 		snprintf(r->fail, sizeof(r->fail), "%s", line + 2);
 	else if (sscanf(line, "B %u", &i) == 1 && i < NCASES)
 		r->current = (int)i;
-	else if (sscanf(line, "E %u %d %d %n", &i, &failed, &skipped, &off) == 3 &&
+	else if (sscanf(line, "E %u %d %d %n", &i, &failed, &skipped, &off) ==
+			 3 &&
 		 i < NCASES && off > 0) {
 		print_case(i, failed, skipped, line + off);
 		r->done[i] = 1;
@@ -590,9 +622,11 @@ static void finish_cases(struct mc_results *r, int status)
 	unsigned i;
 
 	if (WIFSIGNALED(status))
-		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+		snprintf(how, sizeof(how), "killed by signal %d",
+			 WTERMSIG(status));
 	else
-		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+		snprintf(how, sizeof(how), "exited with status %d",
+			 WEXITSTATUS(status));
 	for (i = 0; i < NCASES; i++) {
 		if (r->done[i])
 			continue;
@@ -602,7 +636,8 @@ static void finish_cases(struct mc_results *r, int status)
 			print_case(i, 1, 0, r->fail);
 		else {
 			snprintf(why, sizeof(why), "%s: the test child %s",
-				 (int)i == r->current ? "died in this case" : "not run",
+				 (int)i == r->current ? "died in this case"
+						      : "not run",
 				 how);
 			print_case(i, 1, 0, why);
 		}
@@ -622,8 +657,8 @@ void test_mc_client(void)
 	/* Close-on-exec, or the memcached processes would hold the pipe open
 	 * and the parent would wait for them after a crashed child. */
 	if (pipe2(fds, O_CLOEXEC) || (pid = fork()) < 0) {
-		snprintf(r.fail, sizeof(r.fail), "cannot start the test child: %s",
-			 strerror(errno));
+		snprintf(r.fail, sizeof(r.fail),
+			 "cannot start the test child: %s", strerror(errno));
 		finish_cases(&r, 0);
 		return;
 	}

@@ -125,8 +125,8 @@ static void rates(void)
 
 	kt_begin("class_rates_from_deltas");
 	prev.ops[KS_OP_GET].requests = 1000;
-	cur.ops[KS_OP_GET].requests = 1200;  /* +200 */
-	cur.ops[KS_OP_GETS].requests = 100;  /* +100 */
+	cur.ops[KS_OP_GET].requests = 1200; /* +200 */
+	cur.ops[KS_OP_GETS].requests = 100; /* +100 */
 	cur.ops[KS_OP_GET].keys = 700;
 	cur.ops[KS_OP_SET].requests = 50;
 	cur.ops[KS_OP_SET].keys = 50;

@@ -16,8 +16,8 @@
 #include "render/metrics.h"
 #include "unit.h"
 
-#define NOW_NS    10000000000ULL /* the fixture's CLOCK_MONOTONIC */
-#define PROMTOOL  "/usr/bin/promtool"
+#define NOW_NS   10000000000ULL /* the fixture's CLOCK_MONOTONIC */
+#define PROMTOOL "/usr/bin/promtool"
 
 /* A key with every kind of byte the escaping must handle. */
 static const char odd_key[] = "a\"b\\c\n\xff";
@@ -125,9 +125,15 @@ static struct fixture *fixture_new(void)
 	ks_run_metrics_steer_view(&x->steer_view, &x->steer, NOW_NS);
 
 	x->in = (struct ks_metrics_in){
-		.rep = &x->rep, .totals = &x->totals, .ring = &x->ring,
-		.table = &x->table, .steer = &x->steer_view, .now_mono_ns = NOW_NS,
-		.intervals = 4, .candidates = 17, .candidate_slots = 2048,
+		.rep = &x->rep,
+		.totals = &x->totals,
+		.ring = &x->ring,
+		.table = &x->table,
+		.steer = &x->steer_view,
+		.now_mono_ns = NOW_NS,
+		.intervals = 4,
+		.candidates = 17,
+		.candidate_slots = 2048,
 		.rss_bytes = 4096,
 	};
 	return x;
@@ -181,13 +187,20 @@ static void check_keyed(const char *out, const struct keyed_line *l, size_t n)
 static void t_exact_lines(void)
 {
 	static const struct keyed_line keyed[] = {
-		{ "keysteer_top_key_reads_per_second{hash=\"0x%016llx\"} 1234.5", "user:1" },
-		{ "keysteer_top_key_error_per_second{hash=\"0x%016llx\"} 50", "user:1" },
-		{ "keysteer_hot_key_steered_reads_per_second{hash=\"0x%016llx\"} 2000", "hot:armed" },
-		{ "keysteer_hot_key_copies{hash=\"0x%016llx\"} 3", "hot:armed" },
-		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"dirty\"} 1", "hot:dirty" },
-		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"armed\"} 0", "hot:dirty" },
-		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"expired\"} 1", "hot:expired" },
+		{ "keysteer_top_key_reads_per_second{hash=\"0x%016llx\"} 1234.5",
+		  "user:1" },
+		{ "keysteer_top_key_error_per_second{hash=\"0x%016llx\"} 50",
+		  "user:1" },
+		{ "keysteer_hot_key_steered_reads_per_second{hash=\"0x%016llx\"} 2000",
+		  "hot:armed" },
+		{ "keysteer_hot_key_copies{hash=\"0x%016llx\"} 3",
+		  "hot:armed" },
+		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"dirty\"} 1",
+		  "hot:dirty" },
+		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"armed\"} 0",
+		  "hot:dirty" },
+		{ "keysteer_hot_key_state{hash=\"0x%016llx\",state=\"expired\"} 1",
+		  "hot:expired" },
 	};
 	struct fixture *x = fixture_new();
 	char *out;
@@ -195,7 +208,8 @@ static void t_exact_lines(void)
 	static const char *const lines[] = {
 		"# HELP keysteer_requests_total memcached requests parsed, by class and op.",
 		"# TYPE keysteer_requests_total counter",
-		"keysteer_agent_info{version=\"" KS_VERSION_STR "\",interface=\"eth9\",xdp_mode=\"generic\"} 1",
+		"keysteer_agent_info{version=\"" KS_VERSION_STR
+		"\",interface=\"eth9\",xdp_mode=\"generic\"} 1",
 		"keysteer_start_time_seconds 1700000000.123",
 		"keysteer_last_interval_timestamp_seconds 1700000004.123",
 		"keysteer_resident_memory_bytes 4096",
@@ -272,7 +286,8 @@ static void t_hash_only(void)
 	out = x ? render(&x->in) : NULL;
 	CHECK(out, "no rendering");
 	if (out) {
-		CHECK(!strstr(out, "key=\""), "a key label without --export-keys");
+		CHECK(!strstr(out, "key=\""),
+		      "a key label without --export-keys");
 		CHECK(!strstr(out, "user:1") && !strstr(out, "hot:armed"),
 		      "key bytes in the output without --export-keys");
 		CHECK(strstr(out, "{hash=\"0x000000000000feed\"}"),
@@ -286,9 +301,12 @@ static void t_hash_only(void)
 static void t_export_keys(void)
 {
 	static const struct keyed_line keyed[] = {
-		{ "keysteer_top_key_reads_per_second{hash=\"0x%016llx\",key=\"user:1\"} 1234.5", "user:1" },
-		{ "keysteer_hot_key_reads_per_second{hash=\"0x%016llx\",key=\"hot:armed\"} 2500", "hot:armed" },
-		{ "keysteer_hot_key_state{hash=\"0x%016llx\",key=\"hot:counted\",state=\"counted\"} 1", "hot:counted" },
+		{ "keysteer_top_key_reads_per_second{hash=\"0x%016llx\",key=\"user:1\"} 1234.5",
+		  "user:1" },
+		{ "keysteer_hot_key_reads_per_second{hash=\"0x%016llx\",key=\"hot:armed\"} 2500",
+		  "hot:armed" },
+		{ "keysteer_hot_key_state{hash=\"0x%016llx\",key=\"hot:counted\",state=\"counted\"} 1",
+		  "hot:counted" },
 	};
 	struct fixture *x = fixture_new();
 	char *out;
@@ -301,10 +319,13 @@ static void t_export_keys(void)
 	if (out) {
 		/* a " b \ c LF 0xff: the text form a"b\\c\x0a\xff, then the
 		 * exposition's escapes for the quote and each backslash */
-		CHECK(has_line(out, "keysteer_top_key_writes_per_second{hash=\"0x000000000000feed\",key=\"a\\\"b\\\\\\\\c\\\\x0a\\\\xff\"} 2"),
+		CHECK(has_line(
+			      out,
+			      "keysteer_top_key_writes_per_second{hash=\"0x000000000000feed\",key=\"a\\\"b\\\\\\\\c\\\\x0a\\\\xff\"} 2"),
 		      "odd key label not escaped as expected");
 		check_keyed(out, keyed, sizeof(keyed) / sizeof(keyed[0]));
-		CHECK(!strchr(out, '\xff'), "a raw non-ASCII byte in the output");
+		CHECK(!strchr(out, '\xff'),
+		      "a raw non-ASCII byte in the output");
 	}
 	free(out);
 	free(x);
@@ -327,19 +348,20 @@ static void t_no_ring_no_steer(void)
 	CHECK(out, "no rendering");
 	if (out) {
 		CHECK(!strstr(out, "keysteer_shard_") &&
-		      !strstr(out, "keysteer_ring_shards"),
+			      !strstr(out, "keysteer_ring_shards"),
 		      "per-shard metrics without a ring");
 		CHECK(has_line(out, "keysteer_hot_slots{state=\"armed\"} 0") &&
-		      has_line(out, "keysteer_hot_table_keys 0") &&
-		      has_line(out, "keysteer_steer_copies_total 0"),
+			      has_line(out, "keysteer_hot_table_keys 0") &&
+			      has_line(out, "keysteer_steer_copies_total 0"),
 		      "hot-key families missing or not zero");
 		CHECK(!strstr(out, "keysteer_replica_up{") &&
-		      !strstr(out, "keysteer_hot_key_reads_per_second{"),
+			      !strstr(out,
+				      "keysteer_hot_key_reads_per_second{"),
 		      "replica or hot-key series without steering");
 		CHECK(has_line(out, "# TYPE keysteer_replica_up gauge"),
 		      "a family left out instead of empty");
 		CHECK(has_line(out, "keysteer_interval_duration_seconds 0") &&
-		      has_line(out, "keysteer_intervals_total 0"),
+			      has_line(out, "keysteer_intervals_total 0"),
 		      "interval figures before the first interval");
 	}
 	free(out);
@@ -428,9 +450,10 @@ static int well_formed(const char *out, char *why, size_t wlen)
 			if (!is_sample_of(line, n, fam, type) || !end ||
 			    vend == end + 1 || *vend ||
 			    !seen_add(&series, line, (size_t)(end - line))) {
-				snprintf(why, wlen,
-					 "line %d: '%s' (family %s, or a repeat)",
-					 lineno, line, fam);
+				snprintf(
+					why, wlen,
+					"line %d: '%s' (family %s, or a repeat)",
+					lineno, line, fam);
 				ok = 0;
 			}
 		}

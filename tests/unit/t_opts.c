@@ -17,10 +17,12 @@ static void numbers(void)
 	unsigned long long v = 99;
 
 	kt_begin("parse_uint_ranges");
-	CHECK(ks_parse_uint("--sample", "1", 1, 100, &v, err, sizeof(err)) == 0 &&
+	CHECK(ks_parse_uint("--sample", "1", 1, 100, &v, err, sizeof(err)) ==
+			      0 &&
 		      v == 1,
 	      "1 rejected");
-	CHECK(ks_parse_uint("--sample", "100", 1, 100, &v, err, sizeof(err)) == 0 &&
+	CHECK(ks_parse_uint("--sample", "100", 1, 100, &v, err, sizeof(err)) ==
+			      0 &&
 		      v == 100,
 	      "max rejected");
 	CHECK_EQ(ks_parse_uint("--sample", "0", 1, 100, &v, err, sizeof(err)),
@@ -34,8 +36,9 @@ static void numbers(void)
 	CHECK_EQ(ks_parse_uint("--sample", "-1", 1, 100, &v, err, sizeof(err)),
 		 -EINVAL);
 	CHECK(has(err, "not a whole number"), "message: %s", err);
-	CHECK_EQ(ks_parse_uint("--sample", "0x10", 1, 100, &v, err, sizeof(err)),
-		 -EINVAL);
+	CHECK_EQ(
+		ks_parse_uint("--sample", "0x10", 1, 100, &v, err, sizeof(err)),
+		-EINVAL);
 	CHECK_EQ(ks_parse_uint("--sample", " 5", 1, 100, &v, err, sizeof(err)),
 		 -EINVAL);
 	CHECK_EQ(ks_parse_uint("--sample", "5s", 1, 100, &v, err, sizeof(err)),
@@ -50,23 +53,28 @@ static void numbers(void)
 		__u32 ms = 0;
 
 		CHECK(!ks_parse_seconds("--interval", "0.5", 100, 3600000, &ms,
-					err, sizeof(err)) && ms == 500,
+					err, sizeof(err)) &&
+			      ms == 500,
 		      "0.5 -> %u", ms);
 		CHECK(!ks_parse_seconds("--interval", "1", 100, 3600000, &ms,
-					err, sizeof(err)) && ms == 1000,
+					err, sizeof(err)) &&
+			      ms == 1000,
 		      "1 -> %u", ms);
 		CHECK(!ks_parse_seconds("--interval", "2.125", 100, 3600000,
-					&ms, err, sizeof(err)) && ms == 2125,
+					&ms, err, sizeof(err)) &&
+			      ms == 2125,
 		      "2.125 -> %u", ms);
 		CHECK(!ks_parse_seconds("--interval", "0.1", 100, 3600000, &ms,
-					err, sizeof(err)) && ms == 100,
+					err, sizeof(err)) &&
+			      ms == 100,
 		      "0.1 -> %u", ms);
-		CHECK(!ks_parse_seconds("--interval", "3600", 100, 3600000,
-					&ms, err, sizeof(err)) &&
+		CHECK(!ks_parse_seconds("--interval", "3600", 100, 3600000, &ms,
+					err, sizeof(err)) &&
 			      ms == 3600000,
 		      "3600 -> %u", ms);
 		CHECK(!ks_parse_seconds("--interval", ".5", 100, 3600000, &ms,
-					err, sizeof(err)) && ms == 500,
+					err, sizeof(err)) &&
+			      ms == 500,
 		      ".5 -> %u", ms);
 		CHECK_EQ(ks_parse_seconds("--interval", "0.09", 100, 3600000,
 					  &ms, err, sizeof(err)),

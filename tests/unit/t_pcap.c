@@ -96,8 +96,8 @@ static void pcap_header(struct wbuf *w, int be, int nsec, __u32 linktype)
 	put32(w, linktype);
 }
 
-static void pcap_record(struct wbuf *w, __u32 sec, __u32 frac,
-			const void *data, __u32 caplen, __u32 wire)
+static void pcap_record(struct wbuf *w, __u32 sec, __u32 frac, const void *data,
+			__u32 caplen, __u32 wire)
 {
 	put32(w, sec);
 	put32(w, frac);
@@ -258,7 +258,8 @@ static void classic(int be, int nsec)
 	CHECK_EQ(pkt.len, 100);
 	CHECK_EQ(pkt.wire_len, sizeof(f2));
 	CHECK(!memcmp(pkt.data, f2, 100), "frame 2 bytes differ");
-	CHECK_EQ(pkt.ts_ns, (T0 + 1) * 1000000000ULL + 999ULL * (nsec ? 1 : 1000));
+	CHECK_EQ(pkt.ts_ns,
+		 (T0 + 1) * 1000000000ULL + 999ULL * (nsec ? 1 : 1000));
 	CHECK_EQ(pkt.record, 2);
 	CHECK_EQ(ks_pcap_next(&rd, &pkt), 0);
 	CHECK_EQ(ks_pcap_next(&rd, &pkt), 0);
@@ -274,8 +275,8 @@ static size_t sll_header(__u8 *h, int v2, __u16 pkttype, __u16 proto)
 	if (v2) {
 		h[0] = proto >> 8;
 		h[1] = proto & 0xff;
-		h[7] = 3;          /* ifindex */
-		h[9] = 1;          /* ARPHRD_ETHER */
+		h[7] = 3; /* ifindex */
+		h[9] = 1; /* ARPHRD_ETHER */
 		h[10] = (__u8)pkttype;
 		h[11] = 6;
 		memcpy(h + 12, mac, 6);
@@ -303,7 +304,8 @@ static void cooked(int v2, int be)
 	kt_begin(name);
 	for (i = 0; i < sizeof(ip); i++)
 		ip[i] = (__u8)(0x45 + i);
-	pcap_header(&w, be, 0, v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
+	pcap_header(&w, be, 0,
+		    v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
 	/* received, IPv4 */
 	h = sll_header(rec, v2, 0, 0x0800);
 	memcpy(rec + h, ip, sizeof(ip));
@@ -326,7 +328,8 @@ static void cooked(int v2, int be)
 
 	CHECK_EQ(ks_pcap_open(&rd, w.b, w.n), 0);
 	CHECK_EQ(ks_pcap_next(&rd, &pkt), 1);
-	CHECK_EQ(pkt.linktype, v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
+	CHECK_EQ(pkt.linktype,
+		 v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
 	CHECK_EQ(pkt.len, 14 + sizeof(ip));
 	CHECK_EQ(pkt.wire_len, 14 + sizeof(ip) + 10);
 	CHECK_EQ(pkt.dir, KS_PCAP_DIR_IN);
@@ -346,7 +349,8 @@ static void cooked(int v2, int be)
 	CHECK_EQ(ks_pcap_next(&rd, &pkt), 0);
 
 	/* a record shorter than its cooked header */
-	pcap_header(&w, be, 0, v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
+	pcap_header(&w, be, 0,
+		    v2 ? KS_LINKTYPE_LINUX_SLL2 : KS_LINKTYPE_LINUX_SLL);
 	pcap_record(&w, T0, 0, rec, 10, 10);
 	CHECK_EQ(count_frames(w.b, w.n, NULL), -1);
 	CHECK(err_has("record 1 at byte 24: 10 captured bytes, fewer than the"),
@@ -362,7 +366,8 @@ static void classic_refusals(void)
 
 	kt_begin("pcap_classic_refusals");
 	CHECK_EQ(count_frames(NULL, 0, NULL), -1);
-	CHECK(err_has("file header at byte 0: the file is empty"), "%s", rd.err);
+	CHECK(err_has("file header at byte 0: the file is empty"), "%s",
+	      rd.err);
 	CHECK_EQ(count_frames((const __u8 *)text, sizeof(text), NULL), -1);
 	CHECK(err_has("not a pcap or pcapng file (it starts with 47 45 54 20)"),
 	      "%s", rd.err);
@@ -422,12 +427,12 @@ static size_t build_ng(struct wbuf *w, int be)
 	memset(sll + h, 0x60, 40);
 	ng_shb(w, be);
 	ng_idb(w, KS_LINKTYPE_ETHERNET, -1);
-	ng_opaque(w, 4, 12);           /* name resolution block */
+	ng_opaque(w, 4, 12); /* name resolution block */
 	ng_idb(w, KS_LINKTYPE_LINUX_SLL2, 9);
 	ng_idb(w, KS_LINKTYPE_ETHERNET, 0x80 | 10);
 	ng_epb(w, 0, T0 * 1000000 + 5, f, sizeof(f), sizeof(f), -1);
 	ng_epb(w, 1, T0 * 1000000000 + 7, sll, (__u32)(h + 40), 200, 1);
-	ng_opaque(w, 0x40000bad, 20);  /* a custom block nobody knows */
+	ng_opaque(w, 0x40000bad, 20); /* a custom block nobody knows */
 	ng_epb(w, 2, (T0 << 10) + 512, f, sizeof(f), sizeof(f), 2);
 	/* SPB on interface 0: 64 bytes of the frame */
 	ng_begin(w, 3);
@@ -444,7 +449,7 @@ static size_t build_ng(struct wbuf *w, int be)
 	put32(w, 20);
 	put(w, f, 20);
 	ng_end(w);
-	ng_opaque(w, 5, 16);           /* interface statistics */
+	ng_opaque(w, 5, 16); /* interface statistics */
 	ng_shb(w, !be);
 	ng_idb(w, KS_LINKTYPE_ETHERNET, 6);
 	ng_epb(w, 0, T0 * 1000000 + 9, f, sizeof(f), sizeof(f), -1);
@@ -609,11 +614,13 @@ static void cut_everywhere(const char *name, const struct wbuf *w,
 		if (n >= 0) {
 			short_ok++;
 			if (n >= frames_total && !bad++)
-				CHECK(0, "cut at %zu read all %d frames", len, n);
+				CHECK(0, "cut at %zu read all %d frames", len,
+				      n);
 		} else if (strncmp(rd.err, "record ", 7) &&
 			   strncmp(rd.err, "file header at byte ", 20)) {
 			if (!bad++)
-				CHECK(0, "cut at %zu: message '%s'", len, rd.err);
+				CHECK(0, "cut at %zu: message '%s'", len,
+				      rd.err);
 		} else if (!strstr(rd.err, " at byte ")) {
 			if (!bad++)
 				CHECK(0, "cut at %zu: no byte in '%s'", len,
@@ -658,14 +665,18 @@ static void lie_everywhere(const char *name, const struct wbuf *w)
 					      pkt.data + pkt.len <= c + w->n;
 				int in_frame = pkt.data >= rd.frame &&
 					       pkt.data + pkt.len <=
-						       rd.frame + sizeof(rd.frame);
+						       rd.frame +
+							       sizeof(rd.frame);
 
 				if (!in_file && !in_frame && !bad++)
-					CHECK(0, "byte %zu = %d: frame outside the buffers",
+					CHECK(0,
+					      "byte %zu = %d: frame outside the buffers",
 					      at, vals[v]);
 				if (pkt.len > pkt.wire_len && !bad++)
-					CHECK(0, "byte %zu = %d: len %u > wire %u",
-					      at, vals[v], pkt.len, pkt.wire_len);
+					CHECK(0,
+					      "byte %zu = %d: len %u > wire %u",
+					      at, vals[v], pkt.len,
+					      pkt.wire_len);
 			}
 			if (rc < 0) {
 				errors++;
@@ -714,8 +725,8 @@ static void names(void)
 	CHECK(ks_pcap_linktype_supported(KS_LINKTYPE_LINUX_SLL), "SLL");
 	CHECK(ks_pcap_linktype_supported(KS_LINKTYPE_LINUX_SLL2), "SLL2");
 	CHECK(!ks_pcap_linktype_supported(101), "raw IP");
-	CHECK(!strcmp(ks_pcap_linktype_name(276), "Linux cooked SLL2"),
-	      "%s", ks_pcap_linktype_name(276));
+	CHECK(!strcmp(ks_pcap_linktype_name(276), "Linux cooked SLL2"), "%s",
+	      ks_pcap_linktype_name(276));
 	CHECK(!strcmp(ks_pcap_linktype_name(4242), "unknown"), "4242");
 	kt_end();
 }

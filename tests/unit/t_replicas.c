@@ -23,20 +23,24 @@ static void parse_good(void)
 	CHECK_EQ(rs.n, 1);
 	CHECK_EQ(rs.r[0].addr, inet_addr("198.18.0.10"));
 	CHECK_EQ(rs.r[0].port, 11211);
-	CHECK(!strcmp(rs.r[0].text, "198.18.0.10:11211"), "text %s", rs.r[0].text);
-	CHECK(!ks_replicas_parse("198.18.0.10:1,198.18.0.10:65535,10.0.0.1:11211",
-				 &rs, err, sizeof(err)),
+	CHECK(!strcmp(rs.r[0].text, "198.18.0.10:11211"), "text %s",
+	      rs.r[0].text);
+	CHECK(!ks_replicas_parse(
+		      "198.18.0.10:1,198.18.0.10:65535,10.0.0.1:11211", &rs,
+		      err, sizeof(err)),
 	      "three entries: %s", err);
 	CHECK_EQ(rs.n, 3);
 	CHECK_EQ(rs.r[1].port, 65535);
 	CHECK_EQ(rs.r[2].addr, inet_addr("10.0.0.1"));
 	/* Exactly the limit is fine, and the longest text fits. */
 	for (i = 0, n = 0; i < KS_MAX_REPLICAS; i++)
-		n += snprintf(list + n, sizeof(list) - (size_t)n, "%s198.18.1.%d:65535",
-			      i ? "," : "", 200 + i);
-	CHECK(!ks_replicas_parse(list, &rs, err, sizeof(err)), "16 entries: %s", err);
+		n += snprintf(list + n, sizeof(list) - (size_t)n,
+			      "%s198.18.1.%d:65535", i ? "," : "", 200 + i);
+	CHECK(!ks_replicas_parse(list, &rs, err, sizeof(err)), "16 entries: %s",
+	      err);
 	CHECK_EQ(rs.n, KS_MAX_REPLICAS);
-	CHECK(!strcmp(rs.r[15].text, "198.18.1.215:65535"), "text %s", rs.r[15].text);
+	CHECK(!strcmp(rs.r[15].text, "198.18.1.215:65535"), "text %s",
+	      rs.r[15].text);
 	kt_end();
 }
 
@@ -65,11 +69,13 @@ static void parse_bad(void)
 	parse_bad_one(",198.18.0.10:11211", "entry 1 is empty");
 	parse_bad_one("198.18.0.10:1,,198.18.0.11:1", "entry 2 is empty");
 	parse_bad_one("198.18.0.10", "entry 1 '198.18.0.10' has no port");
-	parse_bad_one("1.2.3.4:1,198.18.0.300:11211", "entry 2 '198.18.0.300:11211'");
+	parse_bad_one("1.2.3.4:1,198.18.0.300:11211",
+		      "entry 2 '198.18.0.300:11211'");
 	parse_bad_one("cache1:11211", "'cache1' is not a dotted IPv4");
 	parse_bad_one("1.2.3:11211", "'1.2.3' is not a dotted IPv4");
 	parse_bad_one(" 1.2.3.4:11211", "entry 1");
-	parse_bad_one("0.0.0.0:11211", "'0.0.0.0' is not a dotted IPv4 unicast");
+	parse_bad_one("0.0.0.0:11211",
+		      "'0.0.0.0' is not a dotted IPv4 unicast");
 	parse_bad_one("224.0.0.1:11211", "'224.0.0.1' is not");
 	parse_bad_one("255.255.255.255:11211", "'255.255.255.255' is not");
 	parse_bad_one("[::1]:11211", "entry 1");
@@ -83,12 +89,14 @@ static void parse_bad(void)
 	parse_bad_one("1.2.3.4:80,1.2.3.5:80,1.2.3.4:80",
 		      "entry 3 '1.2.3.4:80' repeats entry 1");
 	for (i = 0, n = 0; i <= KS_MAX_REPLICAS; i++)
-		n += snprintf(list + n, sizeof(list) - (size_t)n, "%s10.0.0.%d:1",
-			      i ? "," : "", i + 1);
+		n += snprintf(list + n, sizeof(list) - (size_t)n,
+			      "%s10.0.0.%d:1", i ? "," : "", i + 1);
 	parse_bad_one(list, "entry 17 '10.0.0.17:1' is one too many");
 	memset(list, '1', 300);
 	list[300] = '\0';
-	parse_bad_one(list, "entry 1 '1111111111111111111111111111111111111111...' is too long");
+	parse_bad_one(
+		list,
+		"entry 1 '1111111111111111111111111111111111111111...' is too long");
 	kt_end();
 }
 
@@ -174,11 +182,14 @@ static void pick_spread(void)
 		wrong += o5[0] != 4; /* only the newcomer may take a key */
 	}
 	for (i = 0; i < 4; i++)
-		CHECK(first[i] >= NKEYS / 4 * 97 / 100 && first[i] <= NKEYS / 4 * 103 / 100,
-		      "replica %u is first for %u of %u keys", i, first[i], NKEYS);
+		CHECK(first[i] >= NKEYS / 4 * 97 / 100 &&
+			      first[i] <= NKEYS / 4 * 103 / 100,
+		      "replica %u is first for %u of %u keys", i, first[i],
+		      NKEYS);
 	CHECK(!wrong, "%u keys moved between old replicas", wrong);
 	CHECK(moved >= NKEYS * 19 / 100 && moved <= NKEYS * 21 / 100,
-	      "%u of %u keys moved to the 5th replica, want about 1/5", moved, NKEYS);
+	      "%u of %u keys moved to the 5th replica, want about 1/5", moved,
+	      NKEYS);
 	printf("# rendezvous: first choice %u/%u/%u/%u of %u; 5th replica took %u\n",
 	       first[0], first[1], first[2], first[3], NKEYS, moved);
 	kt_end();

@@ -20,8 +20,8 @@
 /* Renders into a malloc'd string via a memory stream. Not inlined: gcc
  * 12 then takes the result for a pointer to the local it was returned
  * through (-Wdangling-pointer false positive on comparisons). */
-static __attribute__((noinline)) char *render(void (*fn)(FILE *, const struct ks_view *),
-		    const struct ks_view *v)
+static __attribute__((noinline)) char *render(
+	void (*fn)(FILE *, const struct ks_view *), const struct ks_view *v)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -200,8 +200,8 @@ static void fill_report(struct ks_report *r, struct ks_totals *t)
 
 static void json_escaping(void)
 {
-	static const __u8 raw[] = { 'a', '"', 'b', '\\', 'c', '\n', 0x01,
-				    0x7f, 0xff, '/', 0 };
+	static const __u8 raw[] = { 'a',  '"',  'b',  '\\', 'c', '\n',
+				    0x01, 0x7f, 0xff, '/',  0 };
 	char *s;
 
 	kt_begin("json_escapes_key_bytes");
@@ -240,7 +240,9 @@ static void json_document(void)
 {
 	struct ks_report *r = malloc(sizeof(*r));
 	struct ks_totals t;
-	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+	struct ks_view v = { .rep = r,
+			     .totals = &t,
+			     .agent_alive = 1,
 			     .now_ns = 1000000000000ULL + 7500000000ULL,
 			     .top = 20 };
 	char *doc;
@@ -265,14 +267,18 @@ static void json_document(void)
 	for (i = 0; i < ks_reason_names_n; i++) {
 		char want[64];
 
-		snprintf(want, sizeof(want), "\"%s\":{\"per_s\":",
-			 ks_reason_names[i]);
+		snprintf(want, sizeof(want),
+			 "\"%s\":{\"per_s\":", ks_reason_names[i]);
 		CHECK(strstr(doc, want) != NULL, "reason %s missing",
 		      ks_reason_names[i]);
 	}
-	CHECK(strstr(doc, "\"key\":\"he said \\\"hi\\\"\\\\\\u000a\\u0001\\u00ff<x>\"") != NULL,
+	CHECK(strstr(doc,
+		     "\"key\":\"he said \\\"hi\\\"\\\\\\u000a\\u0001\\u00ff<x>\"") !=
+		      NULL,
 	      "escaped key: %.600s", doc);
-	CHECK(strstr(doc, "\"hash\":\"0x1234abcd5678ef90\",\"reads_per_s\":100.500,\"writes_per_s\":2.000,\"share\":0.250000,\"error_bound\":1.250") != NULL,
+	CHECK(strstr(doc,
+		     "\"hash\":\"0x1234abcd5678ef90\",\"reads_per_s\":100.500,\"writes_per_s\":2.000,\"share\":0.250000,\"error_bound\":1.250") !=
+		      NULL,
 	      "top entry fields");
 	free(doc);
 	kt_end();
@@ -310,7 +316,8 @@ static void json_document(void)
 	CHECK(strstr(doc, "midstream") != NULL, "no error row");
 	CHECK(strstr(doc, "not_memcached") == NULL, "zero error row shown");
 	CHECK(strstr(doc, "1234.6") != NULL, "no read rate");
-	CHECK(strstr(doc, "he\\x20said\\x20\"hi\"\\\\\\x0a\\x01\\xff<x>") != NULL,
+	CHECK(strstr(doc, "he\\x20said\\x20\"hi\"\\\\\\x0a\\x01\\xff<x>") !=
+		      NULL,
 	      "key not escaped: %.900s", doc);
 	CHECK(strstr(doc, "\n") != NULL && strstr(doc, "\x01") == NULL,
 	      "raw control byte in text");
@@ -345,14 +352,16 @@ static void trace_lines(void)
 	CHECK(!strcmp(line, "read gets k\\x01y\\x20z 198.18.5.2:40000 tcp"),
 	      "got '%s'", line);
 	ks_format_event(&e, 1, line, sizeof(line));
-	CHECK(!strcmp(line, "read gets 0x0000000000000abc 198.18.5.2:40000 tcp"),
+	CHECK(!strcmp(line,
+		      "read gets 0x0000000000000abc 198.18.5.2:40000 tcp"),
 	      "got '%s'", line);
 	inet_pton(AF_INET6, "2001:db8::1", e.saddr);
 	e.proto = IPPROTO_UDP;
 	e.cls = KS_CLASS_WRITE;
 	e.op = KS_OP_MS;
 	ks_format_event(&e, 1, line, sizeof(line));
-	CHECK(!strcmp(line, "write ms 0x0000000000000abc [2001:db8::1]:40000 udp"),
+	CHECK(!strcmp(line,
+		      "write ms 0x0000000000000abc [2001:db8::1]:40000 udp"),
 	      "got '%s'", line);
 	kt_end();
 }
@@ -405,9 +414,14 @@ static void ring_sections(void)
 	struct ks_shard_report *g = ring_report(4);
 	struct ks_misdirect m[2] = {};
 	struct ks_totals t;
-	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+	struct ks_view v = { .rep = r,
+			     .totals = &t,
+			     .agent_alive = 1,
 			     .now_ns = 1000000000000ULL + 7500000000ULL,
-			     .top = 20, .ring = g, .mis = m, .n_mis = 2,
+			     .top = 20,
+			     .ring = g,
+			     .mis = m,
+			     .n_mis = 2,
 			     .now_mono_ns = 3000000000ULL };
 	char *doc;
 
@@ -430,23 +444,35 @@ static void ring_sections(void)
 	kt_begin("json_ring_and_shards");
 	doc = render(ks_render_json, &v);
 	CHECK(json_valid(doc), "invalid JSON: %.2000s", doc);
-	CHECK(strstr(doc, "\"ring\":{\"distribution\":\"twemproxy\",\"version\":3,\"digest\":\"00ab00cd00ef0012\",\"nshards\":4,\"self\":\"10.0.0.1:11211\",\"self_index\":0,") != NULL,
+	CHECK(strstr(doc,
+		     "\"ring\":{\"distribution\":\"twemproxy\",\"version\":3,\"digest\":\"00ab00cd00ef0012\",\"nshards\":4,\"self\":\"10.0.0.1:11211\",\"self_index\":0,") !=
+		      NULL,
 	      "ring head: %.3000s", doc);
 	CHECK(strstr(doc, "\"source\":\"shards \\\"a\\\".txt\"") != NULL,
 	      "source not escaped");
 	CHECK(strstr(doc, "\"pushed_s_ago\":5.000") != NULL, "push age");
-	CHECK(strstr(doc, "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null}") != NULL,
+	CHECK(strstr(doc,
+		     "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null}") !=
+		      NULL,
 	      "ring tail: %.3000s", doc);
-	CHECK(strstr(doc, "{\"index\":1,\"name\":\"10.0.0.2:11211\",\"reads_per_s\":2.000,\"writes_per_s\":0.250,\"share\":0.250000,\"ratio_to_mean\":1.001,\"misdirected_per_s\":2.250,\"busiest\":false,\"self\":false,\"reads_total\":10,\"writes_total\":7,\"misdirected_total\":17}") != NULL,
+	CHECK(strstr(doc,
+		     "{\"index\":1,\"name\":\"10.0.0.2:11211\",\"reads_per_s\":2.000,\"writes_per_s\":0.250,\"share\":0.250000,\"ratio_to_mean\":1.001,\"misdirected_per_s\":2.250,\"busiest\":false,\"self\":false,\"reads_total\":10,\"writes_total\":7,\"misdirected_total\":17}") !=
+		      NULL,
 	      "shard row: %.3000s", doc);
-	CHECK(strstr(doc, "\"index\":3,\"name\":\"10.0.0.4:11211\",\"reads_per_s\":4.000") != NULL,
+	CHECK(strstr(doc,
+		     "\"index\":3,\"name\":\"10.0.0.4:11211\",\"reads_per_s\":4.000") !=
+		      NULL,
 	      "last shard");
-	CHECK(strstr(doc, "\"busiest\":true,\"self\":false,\"reads_total\":30") != NULL,
+	CHECK(strstr(doc,
+		     "\"busiest\":true,\"self\":false,\"reads_total\":30") !=
+		      NULL,
 	      "busiest flag on shard 3");
 	CHECK(strstr(doc, "\"index\":0,\"name\":\"10.0.0.1:11211\"") <
 		      strstr(doc, "\"index\":1,"),
 	      "shards not in index order");
-	CHECK(strstr(doc, "\"misdirected_clients\":[{\"addr\":\"198.18.0.1\",\"port\":40000,\"proto\":\"tcp\",\"owner\":2,\"owner_name\":\"10.0.0.3:11211\",\"age_s\":1.000},{\"addr\":\"2001::7\",\"port\":5,\"proto\":\"udp\",\"owner\":99,\"owner_name\":\"?\",\"age_s\":3.000}]}") != NULL,
+	CHECK(strstr(doc,
+		     "\"misdirected_clients\":[{\"addr\":\"198.18.0.1\",\"port\":40000,\"proto\":\"tcp\",\"owner\":2,\"owner_name\":\"10.0.0.3:11211\",\"age_s\":1.000},{\"addr\":\"2001::7\",\"port\":5,\"proto\":\"udp\",\"owner\":99,\"owner_name\":\"?\",\"age_s\":3.000}]}") !=
+		      NULL,
 	      "misdirected clients: %.3000s", doc);
 	free(doc);
 	kt_end();
@@ -455,7 +481,9 @@ static void ring_sections(void)
 	v.ring = NULL;
 	doc = render(ks_render_json, &v);
 	CHECK(json_valid(doc), "invalid JSON");
-	CHECK(strstr(doc, "\"ring\":null,\"shards\":[],\"misdirected_clients\":[]}") != NULL,
+	CHECK(strstr(doc,
+		     "\"ring\":null,\"shards\":[],\"misdirected_clients\":[]}") !=
+		      NULL,
 	      "no-ring fields: %.2000s", doc);
 	free(doc);
 	g->version = 0; /* a map the agent never wrote */
@@ -476,9 +504,12 @@ static void ring_sections(void)
 	CHECK(json_valid(doc), "invalid JSON");
 	CHECK(strstr(doc, "\"self\":null,\"self_index\":null") != NULL,
 	      "self null");
-	CHECK(strstr(doc, "\"busiest\":null,\"reload_errors\":2,\"last_reload_error\":\"s.txt:3: port 70000 out of range\"") != NULL,
+	CHECK(strstr(doc,
+		     "\"busiest\":null,\"reload_errors\":2,\"last_reload_error\":\"s.txt:3: port 70000 out of range\"") !=
+		      NULL,
 	      "reload error: %.3000s", doc);
-	CHECK(strstr(doc, "\"busiest\":true") == NULL, "a shard marked busiest");
+	CHECK(strstr(doc, "\"busiest\":true") == NULL,
+	      "a shard marked busiest");
 	free(doc);
 	doc = render(ks_render_text, &v);
 	CHECK(strstr(doc, "self none") != NULL, "text self none");
@@ -495,13 +526,16 @@ static void ring_sections(void)
 
 	kt_begin("text_ring_and_shard_rows");
 	doc = render(ks_render_text, &v);
-	CHECK(strstr(doc, "ring twemproxy v3 digest 00ab00cd00ef0012   4 shards   self 10.0.0.1:11211 (#0)") != NULL,
+	CHECK(strstr(doc,
+		     "ring twemproxy v3 digest 00ab00cd00ef0012   4 shards   self 10.0.0.1:11211 (#0)") !=
+		      NULL,
 	      "ring line: %.3000s", doc);
 	{
 		long a = pos(doc, "\n10.0.0.4:11211"),
 		     b = pos(doc, "\n10.0.0.3:11211"),
 		     c = pos(doc, "\n10.0.0.1:11211"),
-		     mark = pos(doc, "<- busiest"), eol = pos(doc + a + 1, "\n");
+		     mark = pos(doc, "<- busiest"),
+		     eol = pos(doc + a + 1, "\n");
 
 		CHECK(a >= 0 && b > a && c > b,
 		      "rows not busiest first: %.3000s", doc);
@@ -564,8 +598,7 @@ static void fill_totals(struct ks_totals *t)
 }
 
 /* The text of doc between "key": and the end of its object, in buf. */
-static int json_object(const char *doc, const char *key, char *buf,
-		       size_t len)
+static int json_object(const char *doc, const char *key, char *buf, size_t len)
 {
 	char want[64];
 	const char *p, *q;
@@ -593,10 +626,14 @@ static void json_totals(void)
 {
 	struct ks_report *r = malloc(sizeof(*r));
 	struct ks_totals t, dummy;
-	struct ks_view v = { .rep = r, .totals = &t, .agent_alive = 1,
+	struct ks_view v = { .rep = r,
+			     .totals = &t,
+			     .agent_alive = 1,
 			     .now_ns = 1000000000000ULL + 7500000000ULL,
 			     .top = 20 };
-	struct ks_top_count exact[3] = { { 7, 11 }, { 0, 0 }, { 1ULL << 62, 1 } };
+	struct ks_top_count exact[3] = { { 7, 11 },
+					 { 0, 0 },
+					 { 1ULL << 62, 1 } };
 	char *doc, *tot = malloc(65536), want[256];
 	__u64 cls_req[KS_CLASS_MAX] = {}, cls_keys[KS_CLASS_MAX] = {};
 	__u64 cls_bytes[KS_CLASS_MAX] = {}, resyncs;
@@ -613,11 +650,12 @@ static void json_totals(void)
 	for (i = 0; i < ks_op_names_n; i++) {
 		__u32 c = ks_op_class((__u32)i);
 
-		snprintf(want, sizeof(want),
-			 "\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
-			 ks_op_names[i], (unsigned long long)t.ops[i].requests,
-			 (unsigned long long)t.ops[i].keys,
-			 (unsigned long long)t.ops[i].bytes);
+		snprintf(
+			want, sizeof(want),
+			"\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
+			ks_op_names[i], (unsigned long long)t.ops[i].requests,
+			(unsigned long long)t.ops[i].keys,
+			(unsigned long long)t.ops[i].bytes);
 		CHECK(strstr(tot, want) != NULL, "op %s: want %s in %.400s",
 		      ks_op_names[i], want, tot);
 		cls_req[c] += t.ops[i].requests;
@@ -625,11 +663,12 @@ static void json_totals(void)
 		cls_bytes[c] += t.ops[i].bytes;
 	}
 	for (i = 0; i < KS_CLASS_MAX; i++) {
-		snprintf(want, sizeof(want),
-			 "\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
-			 ks_class_names[i], (unsigned long long)cls_req[i],
-			 (unsigned long long)cls_keys[i],
-			 (unsigned long long)cls_bytes[i]);
+		snprintf(
+			want, sizeof(want),
+			"\"%s\":{\"requests\":%llu,\"keys\":%llu,\"bytes\":%llu}",
+			ks_class_names[i], (unsigned long long)cls_req[i],
+			(unsigned long long)cls_keys[i],
+			(unsigned long long)cls_bytes[i]);
 		CHECK(strstr(strstr(tot, "\"classes\":{") ?: "", want) != NULL,
 		      "class %s: want %s", ks_class_names[i], want);
 	}
@@ -664,19 +703,25 @@ static void json_totals(void)
 	kt_end();
 
 	kt_begin("json_interval_measured_and_key_counts");
-	CHECK(strstr(doc, "\"interval_s\":0.500,\"interval_measured_ms\":2000.123456,") != NULL,
+	CHECK(strstr(doc,
+		     "\"interval_s\":0.500,\"interval_measured_ms\":2000.123456,") !=
+		      NULL,
 	      "measured interval: %.400s", doc);
 	CHECK(strstr(doc, "\"top_share_of\":\"requests\",\"top\":[") != NULL,
 	      "top_share_of");
 	/* from the rates: 100.5 reads/s and 2 writes/s over 2.000123456 s */
-	CHECK(strstr(doc, "\"error_bound\":1.250,\"reads\":201,\"writes\":4,\"count\":205}") != NULL,
+	CHECK(strstr(doc,
+		     "\"error_bound\":1.250,\"reads\":201,\"writes\":4,\"count\":205}") !=
+		      NULL,
 	      "counts from rates: %.900s", doc);
 	free(doc);
 	v.top_counts = exact;
 	doc = render(ks_render_json, &v);
 	CHECK(strstr(doc, "\"reads\":7,\"writes\":11,\"count\":18}") != NULL,
 	      "given counts");
-	CHECK(strstr(doc, "\"reads\":4611686018427387904,\"writes\":1,\"count\":4611686018427387905}") != NULL,
+	CHECK(strstr(doc,
+		     "\"reads\":4611686018427387904,\"writes\":1,\"count\":4611686018427387905}") !=
+		      NULL,
 	      "given counts exact past 2^53");
 	free(doc);
 	v.top_counts = NULL;
@@ -692,7 +737,8 @@ static void json_totals(void)
 	r->top[0].reads_mps = 1000;
 	r->top[0].writes_mps = 1;
 	doc = render(ks_render_json, &v);
-	CHECK(strstr(doc, "\"reads\":3600,\"writes\":4,\"count\":3604}") != NULL,
+	CHECK(strstr(doc, "\"reads\":3600,\"writes\":4,\"count\":3604}") !=
+		      NULL,
 	      "hour-long interval: %.900s", doc);
 	free(doc);
 	kt_end();
@@ -718,21 +764,33 @@ static void json_totals(void)
 	t.pkts[KS_PKT_RESYNC_GAP] = 2;
 	t.pkts[KS_PKT_RESYNC_LOST] = 5;
 	doc = render_totals(&t);
-	CHECK(strstr(doc, "\nread                 7400          16143           144142\n") != NULL,
+	CHECK(strstr(doc,
+		     "\nread                 7400          16143           144142\n") !=
+		      NULL,
 	      "read row: %s", doc);
-	CHECK(strstr(doc, "\nwrite                 607            607            73835\n") != NULL,
+	CHECK(strstr(doc,
+		     "\nwrite                 607            607            73835\n") !=
+		      NULL,
 	      "write row: %s", doc);
-	CHECK(strstr(doc, "\nall                  8007          16750           217977\n") != NULL,
+	CHECK(strstr(doc,
+		     "\nall                  8007          16750           217977\n") !=
+		      NULL,
 	      "all row: %s", doc);
 	CHECK(pos(doc, "\nrequests by op\n  op ") > pos(doc, "\nall "),
 	      "op table after the classes: %s", doc);
-	CHECK(strstr(doc, "\n  get                  7393          16136           144072\n") != NULL,
+	CHECK(strstr(doc,
+		     "\n  get                  7393          16136           144072\n") !=
+		      NULL,
 	      "get row: %s", doc);
-	CHECK(strstr(doc, "\n  mg ") != NULL && strstr(doc, "\n  gets ") == NULL,
+	CHECK(strstr(doc, "\n  mg ") != NULL &&
+		      strstr(doc, "\n  gets ") == NULL,
 	      "ops with nothing shown, or mg missing: %s", doc);
-	CHECK(strstr(doc, "parse errors by reason (packets)\n  refused                       3\n") != NULL,
+	CHECK(strstr(doc,
+		     "parse errors by reason (packets)\n  refused                       3\n") !=
+		      NULL,
 	      "errors: %s", doc);
-	CHECK(strstr(doc, "resyncs 7 (gap 2, unknown 0, carry 0, lost 5)\n") != NULL,
+	CHECK(strstr(doc, "resyncs 7 (gap 2, unknown 0, carry 0, lost 5)\n") !=
+		      NULL,
 	      "resyncs: %s", doc);
 	free(doc);
 	memset(&t, 0, sizeof(t));

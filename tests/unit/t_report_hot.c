@@ -64,7 +64,8 @@ static void test_states(void)
 	slot(&s, "k", 3, 0, 0, 0);
 	CHECK(!strcmp(ks_hot_state_name(&s, NOW), "filling"), "not armed yet");
 	slot(&s, "k", 3, 0, 0, 2);
-	CHECK(!strcmp(ks_hot_state_name(&s, NOW), "dirty"), "disarmed after writes");
+	CHECK(!strcmp(ks_hot_state_name(&s, NOW), "dirty"),
+	      "disarmed after writes");
 	kt_end();
 }
 
@@ -72,8 +73,9 @@ static void test_render(void)
 {
 	struct ks_replica rep[KS_MAX_REPLICAS] = {};
 	struct ks_hot_slot s[2];
-	struct ks_hot_view h = { .slot = s, .n = 2, .rep = rep,
-				 .now_mono_ns = NOW };
+	struct ks_hot_view h = {
+		.slot = s, .n = 2, .rep = rep, .now_mono_ns = NOW
+	};
 	char *t;
 
 	kt_begin("report_hot_text_and_json");
@@ -89,21 +91,26 @@ static void test_render(void)
 	t = render(&h, 0);
 	CHECK(t && strstr(t, "hot keys: 2"), "count line");
 	CHECK(t && strstr(t, "flash:1") && strstr(t, "23000.5") &&
-	      strstr(t, "armed") && strstr(t, "198.18.2.102:11212,198.18.2.101:11211"),
+		      strstr(t, "armed") &&
+		      strstr(t, "198.18.2.102:11212,198.18.2.101:11211"),
 	      "flash row: %s", t ? t : "");
 	CHECK(t && strstr(t, "bad\\x01key") && strstr(t, "counted") &&
-	      strstr(t, "split into 4 sub-keys"), "escaped write-hot row");
-	CHECK(t && strstr(t, "198.18.2.102:11212") && strstr(t, "9000.0 steered"),
+		      strstr(t, "split into 4 sub-keys"),
+	      "escaped write-hot row");
+	CHECK(t && strstr(t, "198.18.2.102:11212") &&
+		      strstr(t, "9000.0 steered"),
 	      "replica load");
 	free(t);
 	t = render(&h, 1);
-	CHECK(t && strstr(t, ",\"hot_keys\":[{\"key\":\"flash:1\""), "json key: %s",
-	      t ? t : "");
+	CHECK(t && strstr(t, ",\"hot_keys\":[{\"key\":\"flash:1\""),
+	      "json key: %s", t ? t : "");
 	CHECK(t && strstr(t, "\"state\":\"armed\"") &&
-	      strstr(t, "\"replicas\":[\"198.18.2.102:11212\",\"198.18.2.101:11211\"]"),
+		      strstr(t,
+			     "\"replicas\":[\"198.18.2.102:11212\",\"198.18.2.101:11211\"]"),
 	      "json state and replicas");
 	CHECK(t && strstr(t, "\"key\":\"bad\\u0001key\""), "json escapes");
-	CHECK(t && strstr(t, "{\"addr\":\"198.18.2.102:11212\",\"steered_per_s\":9000.000}"),
+	CHECK(t && strstr(t,
+			  "{\"addr\":\"198.18.2.102:11212\",\"steered_per_s\":9000.000}"),
 	      "json replica load");
 	free(t);
 	h.hash_only = 1;

@@ -21,7 +21,8 @@ static void md5_hex(const __u32 st[4], char out[33])
 	int i;
 
 	for (i = 0; i < 16; i++)
-		snprintf(out + 2 * i, 3, "%02x", (st[i / 4] >> (8 * (i % 4))) & 0xff);
+		snprintf(out + 2 * i, 3, "%02x",
+			 (st[i / 4] >> (8 * (i % 4))) & 0xff);
 }
 
 /* A key as the datapath holds it; tail bytes past len set to junk. */
@@ -36,12 +37,14 @@ static void md5_vectors(void)
 {
 	static const struct {
 		const char *in, *hex;
-	} v[] = { /* RFC 1321, appendix A.5 */
+	} v[] = {
+		/* RFC 1321, appendix A.5 */
 		{ "", "d41d8cd98f00b204e9800998ecf8427e" },
 		{ "a", "0cc175b9c0f1b6a831c399e269772661" },
 		{ "abc", "900150983cd24fb0d6963f7d28e17f72" },
 		{ "message digest", "f96b697d7cb7938d525a2f31aaf161d0" },
-		{ "abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b" },
+		{ "abcdefghijklmnopqrstuvwxyz",
+		  "c3fcd3d76192e4007dfb496cca67e13b" },
 		{ "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
 		  "d174ab98d277d9f5a5611c2c9f419d9f" },
 		{ "1234567890123456789012345678901234567890123456789012345678901234567890"
@@ -83,7 +86,8 @@ static void md5_vectors(void)
 			ks_md5_key(buf, len, a);
 			ks_md5_bytes(key, len, b);
 			if (memcmp(a, b, sizeof(a)) && bad++ < 3)
-				CHECK(0, "length %u: key and bytes MD5 differ", len);
+				CHECK(0, "length %u: key and bytes MD5 differ",
+				      len);
 		}
 		CHECK_EQ(bad, 0);
 		/* over-long lengths are cut at 250, never read past the buffer */
@@ -100,7 +104,8 @@ static void md5_vectors(void)
 	ks_md5_bytes("127.0.0.1:11212-0", 17, st);
 	CHECK(st[0] == 0x269dd019 && st[1] == 0xcbdea72d &&
 		      st[2] == 0x05ba8950 && st[3] == 0xf8e26127,
-	      "127.0.0.1:11212-0: %08x %08x %08x %08x", st[0], st[1], st[2], st[3]);
+	      "127.0.0.1:11212-0: %08x %08x %08x %08x", st[0], st[1], st[2],
+	      st[3]);
 	ks_md5_bytes("10.0.0.1-39", 11, st);
 	CHECK(st[0] == 0x0705e994 && st[1] == 0xcaeeef3d &&
 		      st[2] == 0xabbf56c1 && st[3] == 0x397b1db9,
@@ -128,8 +133,9 @@ static void fnv_vectors(void)
 	CHECK_EQ(fnv_tw("foobar", 6), 0xf73967e8);
 	/* bytes >= 0x80 go in sign-extended, as (uint32_t)(char) on x86-64 */
 	CHECK_EQ(fnv_tw("\xff", 1), 0x79fe466e);
-	CHECK_EQ(fnv_tw("\xc3\xa9", 2), 0xb4cc3001);                 /* é */
-	CHECK_EQ(fnv_tw("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87", 8), 0xa9ad7881); /* ключ */
+	CHECK_EQ(fnv_tw("\xc3\xa9", 2), 0xb4cc3001); /* é */
+	CHECK_EQ(fnv_tw("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87", 8),
+		 0xa9ad7881); /* ключ */
 	/* twemproxy hashes an empty key to 0, whatever the function */
 	key_buf(buf, "", 0, 0);
 	CHECK_EQ(ks_ring_key_hash(KS_DIST_TWEMPROXY, buf, 0), 0);
@@ -162,16 +168,16 @@ static void search_semantics(void)
 
 	kt_begin("ring_search_first_point_at_or_above_with_wrap");
 	CHECK_EQ(ks_ring_owner(h, 0), 0);
-	CHECK_EQ(ks_ring_owner(h, 10), 0);  /* equal: that point */
-	CHECK_EQ(ks_ring_owner(h, 11), 1);  /* tie: the first of the two */
+	CHECK_EQ(ks_ring_owner(h, 10), 0); /* equal: that point */
+	CHECK_EQ(ks_ring_owner(h, 11), 1); /* tie: the first of the two */
 	CHECK_EQ(ks_ring_owner(h, 20), 1);
 	CHECK_EQ(ks_ring_owner(h, 21), 3);
 	CHECK_EQ(ks_ring_owner(h, 30), 3);
-	CHECK_EQ(ks_ring_owner(h, 31), 0);  /* past the last: wrap */
+	CHECK_EQ(ks_ring_owner(h, 31), 0); /* past the last: wrap */
 	CHECK_EQ(ks_ring_owner(h, 0xffffffff), 0);
 	h->meta.npoints = 1;
 	ks_ring_index(h);
-	CHECK_EQ(ks_ring_owner(h, 11), 0);  /* one point owns all */
+	CHECK_EQ(ks_ring_owner(h, 11), 0); /* one point owns all */
 	h->meta.nshards = 0;
 	CHECK_EQ(ks_ring_owner(h, 11), KS_NO_SHARD); /* no ring loaded */
 	h->meta.nshards = 7;
@@ -183,8 +189,9 @@ static void search_semantics(void)
 	kt_begin("ring_search_matches_linear_scan");
 	{
 		struct ks_ring_half *r = calloc(1, sizeof(*r));
-		static const __u32 sizes[] = { 1, 2, 3, 7, 8, 9, 100, 4096,
-					       65537, KS_RING_MAX_POINTS };
+		static const __u32 sizes[] = {
+			1, 2, 3, 7, 8, 9, 100, 4096, 65537, KS_RING_MAX_POINTS
+		};
 		__u64 x = 88172645463325252ULL;
 		__u32 s, i, t, bad = 0;
 
@@ -206,7 +213,8 @@ static void search_semantics(void)
 				__u32 hsh, want = 0, got;
 
 				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-				hsh = t & 1 ? r->points[x % n].value - (t & 2 ? 0 : 1)
+				hsh = t & 1 ? r->points[x % n].value -
+						      (t & 2 ? 0 : 1)
 					    : (__u32)x;
 				for (i = 0; i < n; i++)
 					if (r->points[i].value >= hsh)
@@ -214,8 +222,8 @@ static void search_semantics(void)
 				want = i < n ? i : 0;
 				got = ks_ring_search(r, hsh);
 				if (got != want && bad++ < 3)
-					CHECK(0, "n %u hash %u: got %u want %u", n,
-					      hsh, got, want);
+					CHECK(0, "n %u hash %u: got %u want %u",
+					      n, hsh, got, want);
 			}
 		}
 		CHECK_EQ(bad, 0);
@@ -242,13 +250,15 @@ static int well_formed(const struct ks_ring *r, char *why, size_t len)
 
 	for (i = 0; i < h->meta.npoints; i++) {
 		if (h->points[i].shard >= h->meta.nshards) {
-			snprintf(why, len, "point %u has shard %u", i, h->points[i].shard);
+			snprintf(why, len, "point %u has shard %u", i,
+				 h->points[i].shard);
 			return 0;
 		}
 		if (i && (h->points[i].value < h->points[i - 1].value ||
 			  (h->points[i].value == h->points[i - 1].value &&
 			   h->points[i].shard < h->points[i - 1].shard))) {
-			snprintf(why, len, "points %u and %u out of order", i - 1, i);
+			snprintf(why, len, "points %u and %u out of order",
+				 i - 1, i);
 			return 0;
 		}
 	}
@@ -259,12 +269,11 @@ static int well_formed(const struct ks_ring *r, char *why, size_t len)
  * the owners its algorithm gives (reference implementation, docs/ring.md) */
 static void twemproxy_vectors(void)
 {
-	static const char text[] =
-		"10.0.0.1:11211:1\n"
-		"10.0.0.2:11212:2\n"
-		"cache-c.example.com:11211:3 shard-c\n"
-		"10.0.0.4:22122:1 d\n"
-		"10.0.0.5:11211:5\n";
+	static const char text[] = "10.0.0.1:11211:1\n"
+				   "10.0.0.2:11212:2\n"
+				   "cache-c.example.com:11211:3 shard-c\n"
+				   "10.0.0.4:22122:1 d\n"
+				   "10.0.0.5:11211:5\n";
 	static const struct {
 		const char *key;
 		size_t len;
@@ -287,25 +296,33 @@ static void twemproxy_vectors(void)
 	__u32 counts[5], i;
 
 	kt_begin("twemproxy_ring_vectors");
-	CHECK(!ks_shards_parse_text("t.txt", text, &s, err, sizeof(err)), "%s", err);
-	CHECK(!ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err, sizeof(err)),
+	CHECK(!ks_shards_parse_text("t.txt", text, &s, err, sizeof(err)), "%s",
+	      err);
+	CHECK(!ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
+			     sizeof(err)),
 	      "%s", err);
-	CHECK(!ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0, 1, err, sizeof(err)),
+	CHECK(!ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0, 1, err,
+			     sizeof(err)),
 	      "%s", err);
 	if (fnv.half && md5.half) {
 		CHECK_EQ(fnv.half->meta.npoints, 792);
 		ks_ring_point_counts(&fnv, counts);
 		for (i = 0; i < 5; i++)
-			CHECK(counts[i] == want_points[i], "shard %u: %u points, want %u",
-			      i, counts[i], want_points[i]);
+			CHECK(counts[i] == want_points[i],
+			      "shard %u: %u points, want %u", i, counts[i],
+			      want_points[i]);
 		CHECK(well_formed(&fnv, err, sizeof(err)), "%s", err);
 		for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-			CHECK(ks_ring_lookup(&fnv, v[i].key, v[i].len) == v[i].fnv,
+			CHECK(ks_ring_lookup(&fnv, v[i].key, v[i].len) ==
+				      v[i].fnv,
 			      "fnv1a_64 key %u: %u, want %u", i,
-			      ks_ring_lookup(&fnv, v[i].key, v[i].len), v[i].fnv);
-			CHECK(ks_ring_lookup(&md5, v[i].key, v[i].len) == v[i].md5,
+			      ks_ring_lookup(&fnv, v[i].key, v[i].len),
+			      v[i].fnv);
+			CHECK(ks_ring_lookup(&md5, v[i].key, v[i].len) ==
+				      v[i].md5,
 			      "md5 key %u: %u, want %u", i,
-			      ks_ring_lookup(&md5, v[i].key, v[i].len), v[i].md5);
+			      ks_ring_lookup(&md5, v[i].key, v[i].len),
+			      v[i].md5);
 		}
 		memset(x250, 'x', 250);
 		CHECK_EQ(ks_ring_lookup(&fnv, x250, 250), 1);
@@ -324,22 +341,29 @@ static void twemproxy_vectors(void)
 		snprintf(longname + 81, sizeof(longname) - 81, "%s",
 			 ":11211:1\n");
 		/* 81-byte name + "-39" = 84 bytes: fits in 85 */
-		CHECK(!ks_shards_parse_text("t.txt", longname, &s, err, sizeof(err)),
+		CHECK(!ks_shards_parse_text("t.txt", longname, &s, err,
+					    sizeof(err)),
 		      "%s", err);
 		CHECK(!ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
-				     sizeof(err)), "81 bytes: %s", err);
+				     sizeof(err)),
+		      "81 bytes: %s", err);
 		ks_ring_free(&fnv);
 		ks_shards_free(&s);
 		memset(longname, 'n', 83);
-		snprintf(longname + 83, sizeof(longname) - 83, "%s", ":11211\n");
-		CHECK(!ks_shards_parse_text("t.txt", longname, &s, err, sizeof(err)),
+		snprintf(longname + 83, sizeof(longname) - 83, "%s",
+			 ":11211\n");
+		CHECK(!ks_shards_parse_text("t.txt", longname, &s, err,
+					    sizeof(err)),
 		      "%s", err);
 		CHECK(ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
-				    sizeof(err)) == -ENAMETOOLONG, "83 bytes accepted");
-		CHECK(strstr(err, "twemproxy") && strchr(err, ';'), "message: %s", err);
+				    sizeof(err)) == -ENAMETOOLONG,
+		      "83 bytes accepted");
+		CHECK(strstr(err, "twemproxy") && strchr(err, ';'),
+		      "message: %s", err);
 		/* libmemcached has room for it */
 		CHECK(!ks_ring_build(&fnv, &s, KS_DIST_KETAMA, 0, 1, err,
-				     sizeof(err)), "ketama: %s", err);
+				     sizeof(err)),
+		      "ketama: %s", err);
 		ks_ring_free(&fnv);
 		ks_shards_free(&s);
 	}
@@ -354,8 +378,10 @@ static void builder(void)
 	__u32 counts[KS_MAX_SHARDS], i;
 
 	kt_begin("ketama_points_per_server");
-	s = shards_of("10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211,10.0.0.4:11211");
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 7, err, sizeof(err)), "%s", err);
+	s = shards_of(
+		"10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211,10.0.0.4:11211");
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 7, err, sizeof(err)),
+	      "%s", err);
 	if (r.half) {
 		CHECK_EQ(r.half->meta.npoints, 640);
 		CHECK_EQ(r.half->meta.nshards, 4);
@@ -375,10 +401,12 @@ static void builder(void)
 		char list[25 * 20] = "";
 
 		for (i = 0; i < 25; i++)
-			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			snprintf(list + strlen(list),
+				 sizeof(list) - strlen(list),
 				 "%s10.0.0.%u:11211", i ? "," : "", i + 1);
 		s = shards_of(list);
-		CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)),
+		CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err,
+				     sizeof(err)),
 		      "%s", err);
 		if (r.half)
 			CHECK_EQ(r.half->meta.npoints, 25 * 156);
@@ -387,11 +415,12 @@ static void builder(void)
 	}
 	/* weights: 1 and 3 of 4 -> 80 and 240 points */
 	s = shards_of("a:1:1,b:2:3");
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)),
+	      "%s", err);
 	if (r.half) {
 		ks_ring_point_counts(&r, counts);
-		CHECK(counts[0] == 80 && counts[1] == 240, "weights 1:3 -> %u, %u",
-		      counts[0], counts[1]);
+		CHECK(counts[0] == 80 && counts[1] == 240,
+		      "weights 1:3 -> %u, %u", counts[0], counts[1]);
 	}
 	ks_ring_free(&r);
 	ks_shards_free(&s);
@@ -399,7 +428,8 @@ static void builder(void)
 
 	kt_begin("vnode_and_modula");
 	s = shards_of("10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211:2");
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 0, 1, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 0, 1, err, sizeof(err)),
+	      "%s", err);
 	if (r.half) {
 		__u32 v0 = 0x5fcd6466, v159 = 0x7263353c; /* MD5 of the names */
 		int seen0 = 0, seen159 = 0;
@@ -410,21 +440,25 @@ static void builder(void)
 		      "vnode counts %u %u %u", counts[0], counts[1], counts[2]);
 		CHECK(well_formed(&r, err, sizeof(err)), "%s", err);
 		for (i = 0; i < r.half->meta.npoints; i++) {
-			seen0 |= r.half->points[i].value == v0 && !r.half->points[i].shard;
+			seen0 |= r.half->points[i].value == v0 &&
+				 !r.half->points[i].shard;
 			seen159 |= r.half->points[i].value == v159;
 		}
 		CHECK(seen0, "no point for '10.0.0.1:11211#0'");
 		CHECK(!seen159, "shard 0 has 120 points, not 160");
 	}
 	ks_ring_free(&r);
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 10, 1, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 10, 1, err, sizeof(err)),
+	      "%s", err);
 	if (r.half)
 		CHECK_EQ(r.half->meta.npoints, 7 + 7 + 15);
 	ks_ring_free(&r);
-	CHECK(ks_ring_build(&r, &s, KS_DIST_VNODE, 60000, 1, err, sizeof(err)) == -E2BIG,
+	CHECK(ks_ring_build(&r, &s, KS_DIST_VNODE, 60000, 1, err,
+			    sizeof(err)) == -E2BIG,
 	      "too many vnodes accepted");
 	CHECK(strstr(err, "--vnodes") && strchr(err, ';'), "message: %s", err);
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_MODULA, 0, 1, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_MODULA, 0, 1, err, sizeof(err)),
+	      "%s", err);
 	if (r.half) {
 		CHECK_EQ(r.half->meta.npoints, 0);
 		CHECK_EQ(ks_ring_lookup(&r, "user:1", 6),
@@ -436,15 +470,18 @@ static void builder(void)
 
 	kt_begin("ring_digest_identity");
 	s = shards_of("a:1,b:2,c:3");
-	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)), "%s", err);
-	CHECK(!ks_ring_build(&r2, &s, KS_DIST_KETAMA, 0, 99, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)),
+	      "%s", err);
+	CHECK(!ks_ring_build(&r2, &s, KS_DIST_KETAMA, 0, 99, err, sizeof(err)),
+	      "%s", err);
 	if (r.half && r2.half) {
 		CHECK(r.half->meta.digest == r2.half->meta.digest,
 		      "same ring, different digest");
 		CHECK(r.half->meta.digest != 0, "zero digest");
 	}
 	ks_ring_free(&r2);
-	CHECK(!ks_ring_build(&r2, &s, KS_DIST_TWEMPROXY_MD5, 0, 1, err, sizeof(err)),
+	CHECK(!ks_ring_build(&r2, &s, KS_DIST_TWEMPROXY_MD5, 0, 1, err,
+			     sizeof(err)),
 	      "%s", err);
 	if (r.half && r2.half)
 		CHECK(r.half->meta.digest != r2.half->meta.digest,
@@ -452,7 +489,8 @@ static void builder(void)
 	ks_ring_free(&r2);
 	ks_shards_free(&s);
 	s = shards_of("b:2,a:1,c:3");
-	CHECK(!ks_ring_build(&r2, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)), "%s", err);
+	CHECK(!ks_ring_build(&r2, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)),
+	      "%s", err);
 	if (r.half && r2.half)
 		CHECK(r.half->meta.digest != r2.half->meta.digest,
 		      "shard order not in the digest");
@@ -467,15 +505,17 @@ static void builder(void)
 		size_t off = 0;
 
 		for (i = 0; i < KS_MAX_SHARDS; i++)
-			off += (size_t)snprintf(list + off, 1024 * 24 - off, "%s10.%u.%u.1:%u",
-						i ? "," : "", i / 250, i % 250,
-						11211 + i % 2);
+			off += (size_t)snprintf(
+				list + off, 1024 * 24 - off, "%s10.%u.%u.1:%u",
+				i ? "," : "", i / 250, i % 250, 11211 + i % 2);
 		s = shards_of(list);
 		CHECK_EQ(s.n, KS_MAX_SHARDS);
-		CHECK(!ks_shards_set_self(&s, "10.4.23.1:11212", err, sizeof(err)),
+		CHECK(!ks_shards_set_self(&s, "10.4.23.1:11212", err,
+					  sizeof(err)),
 		      "%s", err);
 		CHECK_EQ(s.self, 1023);
-		CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 0, 1, err, sizeof(err)),
+		CHECK(!ks_ring_build(&r, &s, KS_DIST_VNODE, 0, 1, err,
+				     sizeof(err)),
 		      "%s", err);
 		if (r.half) {
 			CHECK_EQ(r.half->meta.npoints, KS_RING_MAX_POINTS);
@@ -483,7 +523,8 @@ static void builder(void)
 			CHECK(well_formed(&r, err, sizeof(err)), "%s", err);
 		}
 		ks_ring_free(&r);
-		CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)),
+		CHECK(!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err,
+				     sizeof(err)),
 		      "%s", err);
 		if (r.half)
 			CHECK(r.half->meta.npoints <= KS_RING_MAX_POINTS &&
@@ -491,9 +532,11 @@ static void builder(void)
 			      "%u points", r.half->meta.npoints);
 		ks_ring_free(&r);
 		snprintf(list + off, 1024 * 24 - off, ",10.9.9.9:1");
-		CHECK(ks_shards_parse_list("--shards", list, &s, err, sizeof(err)) == -E2BIG,
+		CHECK(ks_shards_parse_list("--shards", list, &s, err,
+					   sizeof(err)) == -E2BIG,
 		      "1025 shards accepted");
-		CHECK(strstr(err, "item 1025") && strstr(err, "1024"), "message: %s", err);
+		CHECK(strstr(err, "item 1025") && strstr(err, "1024"),
+		      "message: %s", err);
 		free(list);
 	}
 	kt_end();
@@ -503,11 +546,15 @@ static void builder(void)
 		enum ks_dist d;
 
 		for (i = 0; i < KS_DIST_MAX; i++) {
-			CHECK(!ks_dist_parse(ks_dist_name(i), &d, err, sizeof(err)) &&
-				      d == i, "%s", ks_dist_name(i));
+			CHECK(!ks_dist_parse(ks_dist_name(i), &d, err,
+					     sizeof(err)) &&
+				      d == i,
+			      "%s", ks_dist_name(i));
 		}
-		CHECK(!strcmp(ks_dist_name(KS_DIST_TWEMPROXY), "twemproxy"), "name");
-		CHECK(ks_dist_parse("consistent", &d, err, sizeof(err)) == -EINVAL,
+		CHECK(!strcmp(ks_dist_name(KS_DIST_TWEMPROXY), "twemproxy"),
+		      "name");
+		CHECK(ks_dist_parse("consistent", &d, err, sizeof(err)) ==
+			      -EINVAL,
 		      "unknown name accepted");
 		CHECK(strstr(err, "ketama, twemproxy") && strchr(err, ';'),
 		      "message: %s", err);

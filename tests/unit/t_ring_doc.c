@@ -166,31 +166,42 @@ static char *edit(const char *from, const char *to)
 
 static void t_refused(void)
 {
-	static const struct { const char *from, *to, *why; } bad[] = {
+	static const struct {
+		const char *from, *to, *why;
+	} bad[] = {
 		{ "{", "[", "not JSON" },
-		{ "\"schema\":1", "\"schema\":2", "schema 2; this agent reads schema 1" },
+		{ "\"schema\":1", "\"schema\":2",
+		  "schema 2; this agent reads schema 1" },
 		{ "\"schema\":1,", "", "\"schema\" is missing" },
 		{ "\"schema\":1", "\"schema\":\"1\"", "not a whole number" },
 		{ "keysteer-ring", "keysteer-hot", "kind is 'keysteer-hot'" },
-		{ "\"ketama\"", "\"rendezvous\"", "unknown distribution 'rendezvous'" },
-		{ "\"md5\"", "\"fnv1a_64\"", "key_hash 'fnv1a_64' is not the key hash of ketama" },
-		{ "\"points\"", "\"vnodes\":10,\"points\"", "vnodes, which only the vnode" },
+		{ "\"ketama\"", "\"rendezvous\"",
+		  "unknown distribution 'rendezvous'" },
+		{ "\"md5\"", "\"fnv1a_64\"",
+		  "key_hash 'fnv1a_64' is not the key hash of ketama" },
+		{ "\"points\"", "\"vnodes\":10,\"points\"",
+		  "vnodes, which only the vnode" },
 		{ "\"ketama\"", "\"vnode\"", "\"vnodes\" is missing" },
-		{ "\"shards\":[{\"host\":\"10.0.0.1\",\"port\":11211},", "\"shards\":[],\"x\":[",
-		  "\"shards\" is empty" },
-		{ "\"port\":11211}", "\"port\":0}", "\"port\" 0 is out of range" },
-		{ "\"port\":11211}", "\"port\":\"11211\"}", "\"port\" is not a whole number" },
+		{ "\"shards\":[{\"host\":\"10.0.0.1\",\"port\":11211},",
+		  "\"shards\":[],\"x\":[", "\"shards\" is empty" },
+		{ "\"port\":11211}", "\"port\":0}",
+		  "\"port\" 0 is out of range" },
+		{ "\"port\":11211}", "\"port\":\"11211\"}",
+		  "\"port\" is not a whole number" },
 		{ "\"10.0.0.1\"", "\"10.0.0.1 x\"", "host has a space" },
 		{ "\"10.0.0.1\"", "\"10.0.0.1:1\"", "host has a space, ':'" },
 		{ "\"10.0.0.1\"", "\"10.0.0.2\"", "listed twice" },
 		{ "\"10.0.0.1\"", "\"10.0.0.1\\n2\"", "control character" },
 		{ "\"10.0.0.1\"", "\"10.0.0.1!\"", "has the character '!'" },
-		{ "\"weight\":2", "\"weight\":0", "\"weight\" 0 is out of range" },
-		{ "\"port\":11211}", "\"port\":11211,\"name\":\"a b\"}", "name has a space" },
+		{ "\"weight\":2", "\"weight\":0",
+		  "\"weight\" 0 is out of range" },
+		{ "\"port\":11211}", "\"port\":11211,\"name\":\"a b\"}",
+		  "name has a space" },
 		{ "f3c5b38f0a0a465b", "f3c5b38f0a0a465", "not 16 hex digits" },
 		{ "f3c5b38f0a0a465b", "F3C5B38F0A0A465B", "not 16 hex digits" },
 		{ ",\"digest\":\"f3c5b38f0a0a465b\"", "", "no \"digest\"" },
-		{ "\"points\":316", "\"points\":-1", "\"points\" -1 is out of range" },
+		{ "\"points\":316", "\"points\":-1",
+		  "\"points\" -1 is out of range" },
 		{ "\"schema\":1,", "\"schema\":1,\"schema\":1,", "not JSON" },
 	};
 	struct ks_ring_doc d;
@@ -203,7 +214,8 @@ static void t_refused(void)
 		int rc = ks_ring_doc_decode(t, strlen(t), &d, err, sizeof(err));
 
 		CHECK(rc == -EBADMSG && strstr(err, bad[i].why),
-		      "case %u: rc %d '%s', want '%s'", i, rc, rc ? err : "", bad[i].why);
+		      "case %u: rc %d '%s', want '%s'", i, rc, rc ? err : "",
+		      bad[i].why);
 		if (!rc)
 			ks_ring_doc_free(&d);
 		free(t);
@@ -218,11 +230,14 @@ static void t_refused(void)
 	/* decodes, but the shards do not build what it says: refused */
 	kt_begin("ring_doc_refuses_a_ring_it_does_not_build");
 	{
-		static const struct { const char *from, *to; } b[] = {
+		static const struct {
+			const char *from, *to;
+		} b[] = {
 			{ "f3c5b38f0a0a465b", "f3c5b38f0a0a465c" },
 			{ "\"points\":316", "\"points\":320" },
 			{ "\"weight\":2", "\"weight\":3" },
-			{ "\"ketama\",\"key_hash\":\"md5\"", "\"twemproxy-md5\",\"key_hash\":\"md5\"" },
+			{ "\"ketama\",\"key_hash\":\"md5\"",
+			  "\"twemproxy-md5\",\"key_hash\":\"md5\"" },
 		};
 		struct ks_shards s;
 		struct ks_ring r;
@@ -236,7 +251,9 @@ static void t_refused(void)
 			if (!rc) {
 				rc = ks_ring_doc_build(&d, NULL, 1, &s, &r, err,
 						       sizeof(err));
-				CHECK(rc == -EINVAL && strstr(err, "but its shards build"),
+				CHECK(rc == -EINVAL &&
+					      strstr(err,
+						     "but its shards build"),
 				      "case %u: %d %s", i, rc, err);
 				if (!rc) {
 					ks_ring_free(&r);
@@ -263,10 +280,14 @@ static void t_cluster(void)
 	      "slash: %s", err);
 	CHECK(ks_cluster_check("..", err, sizeof(err)) == -EINVAL, "..");
 	CHECK(ks_cluster_check("a b", err, sizeof(err)) == -EINVAL, "space");
-	CHECK(ks_cluster_check("0123456789012345678901234567890123456789012345678901234567890123",
-			       err, sizeof(err)) == 0, "64");
-	CHECK(ks_cluster_check("01234567890123456789012345678901234567890123456789012345678901234",
-			       err, sizeof(err)) == -EINVAL, "65");
+	CHECK(ks_cluster_check(
+		      "0123456789012345678901234567890123456789012345678901234567890123",
+		      err, sizeof(err)) == 0,
+	      "64");
+	CHECK(ks_cluster_check(
+		      "01234567890123456789012345678901234567890123456789012345678901234",
+		      err, sizeof(err)) == -EINVAL,
+	      "65");
 	CHECK(ks_ring_doc_key("web", key, sizeof(key)) > 0 &&
 		      !strcmp(key, "/keysteer/web/ring"),
 	      "key %s", key);

@@ -55,14 +55,19 @@ static void t_parse_double(void)
 
 	kt_begin("run_hot_parse_double");
 	CHECK(!ks_parse_double("--hot-fraction", "0.25", 0.0001, 1, &v, err,
-			       sizeof(err)) && v == 0.25, "0.25 -> %g", v);
+			       sizeof(err)) &&
+		      v == 0.25,
+	      "0.25 -> %g", v);
 	CHECK(ks_parse_double("--hot-fraction", "2", 0.0001, 1, &v, err,
-			      sizeof(err)) == -ERANGE, "2 accepted");
+			      sizeof(err)) == -ERANGE,
+	      "2 accepted");
 	CHECK(strstr(err, "--hot-fraction") != NULL, "err '%s'", err);
 	CHECK(ks_parse_double("--x", "1x", 0, 10, &v, err, sizeof(err)) ==
-		      -EINVAL, "1x accepted");
+		      -EINVAL,
+	      "1x accepted");
 	CHECK(ks_parse_double("--x", "", 0, 10, &v, err, sizeof(err)) ==
-		      -EINVAL, "empty accepted");
+		      -EINVAL,
+	      "empty accepted");
 	CHECK(ks_parse_double("--x", "nan", 0, 10, &v, err, sizeof(err)),
 	      "nan accepted");
 	kt_end();
@@ -93,7 +98,8 @@ static void t_routing(void)
 	h.pins_path = pins;
 	h.routing_path = route;
 	h.replicas = 2;
-	CHECK(ks_run_hot_prepare(&h, err, sizeof(err)) < 0, "bad pins accepted");
+	CHECK(ks_run_hot_prepare(&h, err, sizeof(err)) < 0,
+	      "bad pins accepted");
 	snprintf(tmp, sizeof(tmp), "%s:3:", pins);
 	CHECK(strstr(err, tmp) != NULL, "err '%s' lacks '%s'", err, tmp);
 	ks_run_hot_free(&h);

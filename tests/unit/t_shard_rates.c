@@ -38,13 +38,22 @@ static void rates(void)
 {
 	/* 4 shards, sample 1/8, a 0.5 s interval; counts are sampled keys */
 	struct ks_shard_counts base[4] = {
-		{ 0, 0, 0 }, { 5, 5, 5 }, { 0, 0, 0 }, { 100, 0, 0 },
+		{ 0, 0, 0 },
+		{ 5, 5, 5 },
+		{ 0, 0, 0 },
+		{ 100, 0, 0 },
 	};
 	struct ks_shard_counts prev[4] = {
-		{ 10, 0, 0 }, { 10, 5, 10 }, { 0, 0, 0 }, { 100, 0, 0 },
+		{ 10, 0, 0 },
+		{ 10, 5, 10 },
+		{ 0, 0, 0 },
+		{ 100, 0, 0 },
 	};
 	struct ks_shard_counts cur[4] = {
-		{ 40, 10, 0 }, { 70, 25, 80 }, { 0, 0, 0 }, { 50, 0, 0 },
+		{ 40, 10, 0 },
+		{ 70, 25, 80 },
+		{ 0, 0, 0 },
+		{ 50, 0, 0 },
 	};
 	struct ks_shard_report *rep = calloc(1, sizeof(*rep));
 
@@ -87,7 +96,9 @@ static void rates(void)
 	kt_begin("shard_busiest_tie_and_idle");
 	{
 		struct ks_shard_counts z[3] = {}, c[3] = {
-			{ 0, 0, 0 }, { 6, 4, 0 }, { 10, 0, 0 },
+			{ 0, 0, 0 },
+			{ 6, 4, 0 },
+			{ 10, 0, 0 },
 		};
 
 		ks_shard_fill(rep, z, z, c, 3, 1, 1000000000ULL);
@@ -146,8 +157,8 @@ static void names(void)
 	      rep->shards[0].name);
 	CHECK(strlen(rep->shards[1].name) == KS_SHARD_NAME_LEN - 1,
 	      "cut name is %zu bytes", strlen(rep->shards[1].name));
-	CHECK(strstr(rep->shards[1].name, "hhh...:12345") != NULL,
-	      "got '%s'", rep->shards[1].name);
+	CHECK(strstr(rep->shards[1].name, "hhh...:12345") != NULL, "got '%s'",
+	      rep->shards[1].name);
 	kt_end();
 	free(rep);
 }
@@ -155,8 +166,9 @@ static void names(void)
 static struct ks_misdirect mis(__u64 ts, __u8 last_octet, __u16 port,
 			       __u32 owner)
 {
-	struct ks_misdirect m = { .ts_ns = ts, .sport = port, .proto = 6,
-				  .owner = owner };
+	struct ks_misdirect m = {
+		.ts_ns = ts, .sport = port, .proto = 6, .owner = owner
+	};
 
 	m.saddr[10] = 0xff;
 	m.saddr[11] = 0xff;
@@ -173,7 +185,7 @@ static void misdirected(void)
 
 	all[0] = mis(100, 1, 1000, 1); /* before the push: left out */
 	all[1] = mis(300, 1, 1000, 2);
-	all[2] = mis(0, 9, 9, 9);      /* an empty slot */
+	all[2] = mis(0, 9, 9, 9); /* an empty slot */
 	all[3] = mis(500, 2, 2000, 3);
 	all[4] = mis(400, 1, 1000, 3); /* same client as [1], newer */
 	all[5] = mis(250, 3, 3000, 1);

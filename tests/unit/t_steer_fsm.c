@@ -29,7 +29,7 @@ struct env {
 	/* fill jobs the machine sent out, not yet answered */
 	struct ks_steer_action job[KS_HOT_SLOTS];
 	unsigned njobs;
-	int hold_grace;   /* leave KS_ACT_GRACE pending */
+	int hold_grace; /* leave KS_ACT_GRACE pending */
 	int grace_pending;
 	unsigned graces, downs, arms, disarms;
 	unsigned down_rep;
@@ -72,14 +72,16 @@ static void apply(struct env *e)
 
 	for (i = 0; i < f->nact; i++) {
 		const struct ks_steer_action *a = &f->act[i];
-		struct ks_hot_slot *s = a->slot >= 0 && a->slot < KS_HOT_SLOTS ?
-						&e->dp[a->slot] : NULL;
+		struct ks_hot_slot *s = a->slot >= 0 && a->slot < KS_HOT_SLOTS
+						? &e->dp[a->slot]
+						: NULL;
 
 		switch (a->type) {
 		case KS_ACT_INSTALL:
 			if (s->hash)
 				kt_failf(__FILE__, __LINE__,
-					 "install over slot %d in use", a->slot);
+					 "install over slot %d in use",
+					 a->slot);
 			s->len = a->len;
 			memcpy(s->key, a->key, a->len);
 			s->ncopies = 1;
@@ -88,9 +90,11 @@ static void apply(struct env *e)
 		case KS_ACT_SET_COPIES:
 			if (s->expires_ns)
 				kt_failf(__FILE__, __LINE__,
-					 "copies of armed slot %d changed", a->slot);
+					 "copies of armed slot %d changed",
+					 a->slot);
 			for (j = 0; j + 1 < KS_MAX_COPIES; j++)
-				s->replica[j] = j + 1 < a->ncopies ? a->reps[j] : 0;
+				s->replica[j] = j + 1 < a->ncopies ? a->reps[j]
+								   : 0;
 			s->ncopies = a->ncopies;
 			break;
 		case KS_ACT_FILL:
@@ -307,7 +311,8 @@ static void t_count_only(void)
 
 	kt_begin("steer_fsm_count_only");
 	a = entry(e, "k:cold", 0, 1);
-	b = entry(e, "k:has space", 0, 3); /* the text protocol cannot carry it */
+	b = entry(e, "k:has space", 0,
+		  3); /* the text protocol cannot carry it */
 	tick(e);
 	i = ks_steer_fsm_find(&e->f, a->hash);
 	j = ks_steer_fsm_find(&e->f, b->hash);
@@ -351,7 +356,8 @@ static void t_write_settle_rearm(void)
 	advance(e, KS_STEER_SETTLE_NS / 2);
 	poll_(e);
 	k = job_of(e, i);
-	CHECK(k >= 0 && e->job[k].seq == 1, "no fill at seq 1 after the settle");
+	CHECK(k >= 0 && e->job[k].seq == 1,
+	      "no fill at seq 1 after the settle");
 	advance(e, MS);
 	answer(e, i, KS_FILL_OK, 0);
 	CHECK(steers(e, i), "not re-armed");
@@ -504,7 +510,8 @@ static void t_replica_fails(void)
 	tick(e);
 	CHECK_EQ(e->f.sl[i].state, KS_SL_REGRACE);
 	CHECK(e->grace_pending, "no grace period asked for");
-	CHECK(e->dp[i].replica[1] == bad, "copies changed before the grace period");
+	CHECK(e->dp[i].replica[1] == bad,
+	      "copies changed before the grace period");
 	poll_(e);
 	CHECK_EQ(e->njobs, 0);
 	e->grace_pending = 0;
@@ -695,7 +702,8 @@ static void t_disarm_all(void)
 	for (deliver = 1; deliver >= 0; deliver--) {
 		advance(e, 10 * MS);
 		for (i = 0; i < 8; i++)
-			CHECK(dp_write(e, slot[i], deliver), "no event for %d", i);
+			CHECK(dp_write(e, slot[i], deliver), "no event for %d",
+			      i);
 		for (i = 0; i < 8; i++)
 			CHECK(!steers(e, slot[i]), "slot %d still steered", i);
 		poll_(e);
@@ -707,7 +715,8 @@ static void t_disarm_all(void)
 		CHECK_EQ(e->njobs, 8);
 		for (i = 0; i < 8; i++) {
 			k = job_of(e, slot[i]);
-			CHECK(k >= 0 && e->job[k].seq == e->dp[slot[i]].write_seq,
+			CHECK(k >= 0 &&
+				      e->job[k].seq == e->dp[slot[i]].write_seq,
 			      "slot %d: no refill at its new sequence", i);
 			answer(e, slot[i], KS_FILL_OK, 0);
 			CHECK(steers(e, slot[i]), "slot %d not re-armed", i);
@@ -766,7 +775,8 @@ static void t_leave_and_regrace(void)
 	drop_entry(e, x);
 	advance(e, IV);
 	tick(e);
-	CHECK(!steers(e, i) && !e->dp[i].hash, "the key that left is still there");
+	CHECK(!steers(e, i) && !e->dp[i].hash,
+	      "the key that left is still there");
 	CHECK_EQ(e->f.used, 0);
 	ks_steer_fsm_grace_done(&e->f, e->now);
 	apply(e);

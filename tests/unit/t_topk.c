@@ -11,20 +11,22 @@ void test_topk(void)
 		const char *key;
 		__u32 reads, writes;
 	} keys[] = {
-		{ "mid", 50, 0 },    { "top", 90, 30 }, { "nil", 0, 0 },
-		{ "low", 1, 0 },     { "writer", 0, 100 },
-		{ "tie-a", 20, 0 },  { "tie-b", 10, 10 },
+		{ "mid", 50, 0 },    { "top", 90, 30 },    { "nil", 0, 0 },
+		{ "low", 1, 0 },     { "writer", 0, 100 }, { "tie-a", 20, 0 },
+		{ "tie-b", 10, 10 },
 	};
 	const size_t n = sizeof(keys) / sizeof(keys[0]);
 	struct ks_sketch *s = calloc(1, sizeof(*s));
-	struct ks_interval iv = { .sample_n = 2, .elapsed_ns = 1000000000ULL,
+	struct ks_interval iv = { .sample_n = 2,
+				  .elapsed_ns = 1000000000ULL,
 				  .total_requests = 1000 };
 	struct ks_cand c[7];
 	struct ks_top_entry out[KS_REPORT_TOP];
 	size_t i, m;
 
 	for (i = 0; i < n; i++) {
-		ut_cms_add(s, KS_CLASS_READ, ut_hash(keys[i].key), keys[i].reads);
+		ut_cms_add(s, KS_CLASS_READ, ut_hash(keys[i].key),
+			   keys[i].reads);
 		ut_cms_add(s, KS_CLASS_WRITE, ut_hash(keys[i].key),
 			   keys[i].writes);
 		ut_cand(&c[i], keys[i].key, 1, 0);

@@ -13,7 +13,11 @@
  * the CDF's edges give rank 1 and rank n. */
 static void distribution(void)
 {
-	enum { N = 100000, KEYS = 1000, TOP = 10 };
+	enum {
+		N = 100000,
+		KEYS = 1000,
+		TOP = 10
+	};
 	static __u32 seen[KEYS + 1];
 	struct ks_zipf z;
 	struct ks_rng r;
@@ -35,16 +39,18 @@ static void distribution(void)
 		double sd = sqrt(N * p * (1 - p));
 
 		CHECK(fabs(seen[i] - want) <= 4.5 * sd,
-		      "rank %u drawn %u times, want %.0f +- %.0f", i, seen[i], want,
-		      4.5 * sd);
+		      "rank %u drawn %u times, want %.0f +- %.0f", i, seen[i],
+		      want, 4.5 * sd);
 	}
-	CHECK(fabs(ks_zipf_pmf(&z, 1) / ks_zipf_pmf(&z, 2) - pow(2, 0.99)) < 1e-9,
+	CHECK(fabs(ks_zipf_pmf(&z, 1) / ks_zipf_pmf(&z, 2) - pow(2, 0.99)) <
+		      1e-9,
 	      "pmf(1)/pmf(2) = %f", ks_zipf_pmf(&z, 1) / ks_zipf_pmf(&z, 2));
 	CHECK_EQ(ks_zipf_rank(&z, 0.0), 1);
 	CHECK_EQ(ks_zipf_rank(&z, 0.9999999999), KEYS);
 	ks_zipf_free(&z);
 	CHECK(ks_zipf_init(&z, 0, 1) == -EINVAL, "0 keys accepted");
-	CHECK(ks_zipf_init(&z, 10, -1) == -EINVAL, "negative exponent accepted");
+	CHECK(ks_zipf_init(&z, 10, -1) == -EINVAL,
+	      "negative exponent accepted");
 	kt_end();
 }
 
@@ -63,8 +69,8 @@ static void seeded(void)
 	CHECK(same, "two generators seeded alike diverged");
 	CHECK_EQ(ks_zipf_init(&z, 4, 0), 0);
 	for (i = 1; i <= 4; i++)
-		CHECK(fabs(ks_zipf_pmf(&z, i) - 0.25) < 1e-12, "pmf(%u) = %f", i,
-		      ks_zipf_pmf(&z, i));
+		CHECK(fabs(ks_zipf_pmf(&z, i) - 0.25) < 1e-12, "pmf(%u) = %f",
+		      i, ks_zipf_pmf(&z, i));
 	ks_zipf_free(&z);
 	kt_end();
 }
@@ -79,9 +85,11 @@ static void histogram(void)
 	for (i = 1; i <= 100000; i++)
 		ks_hist_add(&h, i * 10);
 	CHECK_EQ(h.n, 100000);
-	CHECK(llabs((long long)ks_hist_quantile(&h, 0.5) - 500000) <= 500000 / 16 + 1,
+	CHECK(llabs((long long)ks_hist_quantile(&h, 0.5) - 500000) <=
+		      500000 / 16 + 1,
 	      "p50 %llu", (unsigned long long)ks_hist_quantile(&h, 0.5));
-	CHECK(llabs((long long)ks_hist_quantile(&h, 0.99) - 990000) <= 990000 / 16 + 1,
+	CHECK(llabs((long long)ks_hist_quantile(&h, 0.99) - 990000) <=
+		      990000 / 16 + 1,
 	      "p99 %llu", (unsigned long long)ks_hist_quantile(&h, 0.99));
 	CHECK(ks_hist_quantile(&h, 1.0) >= 1000000, "p100 %llu below the max",
 	      (unsigned long long)ks_hist_quantile(&h, 1.0));

@@ -95,8 +95,9 @@ static void keep_seq(struct ks_agent *st)
 	if (cfg.seq == st->seq && !ks_run_ring_fix_config(st->ring, &probe))
 		return;
 	if (cfg.seq != st->seq)
-		ks_debug("seq was %u, not %u (a racing config write); fixing it",
-			 cfg.seq, st->seq);
+		ks_debug(
+			"seq was %u, not %u (a racing config write); fixing it",
+			cfg.seq, st->seq);
 	cfg.seq = st->seq;
 	write_config(st, &cfg);
 }
@@ -130,8 +131,8 @@ static void ring_status_line(const struct ks_run_ring *ring)
 	}
 	fprintf(stderr,
 		"keysteer: #%u ring v%llu: %.1f keys/s, busiest shard %s %.2fx mean, misdirected %.1f/s\n",
-		g->seq, (unsigned long long)g->ring_version, g->hits_mps / 1000.0,
-		g->shards[g->busiest].name,
+		g->seq, (unsigned long long)g->ring_version,
+		g->hits_mps / 1000.0, g->shards[g->busiest].name,
 		g->shards[g->busiest].ratio_milli / 1000.0, mis / 1000.0);
 }
 
@@ -142,27 +143,29 @@ static void status_line(const struct ks_agent *st, long ncands)
 
 	/* key bytes may be user data: logged only when asked */
 	if (r->n_top && st->o.log_keys)
-		ks_key_text(r->top[0].key, r->top[0].len, key,
-			    sizeof(key));
+		ks_key_text(r->top[0].key, r->top[0].len, key, sizeof(key));
 	else if (r->n_top)
 		snprintf(key, sizeof(key), "hash %016llx",
 			 (unsigned long long)r->top[0].hash);
 	fprintf(stderr,
 		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s\n",
 		r->seq,
-		(r->class_req_mps[KS_CLASS_READ] + r->class_req_mps[KS_CLASS_WRITE] +
-		 r->class_req_mps[KS_CLASS_OTHER]) / 1000.0,
+		(r->class_req_mps[KS_CLASS_READ] +
+		 r->class_req_mps[KS_CLASS_WRITE] +
+		 r->class_req_mps[KS_CLASS_OTHER]) /
+			1000.0,
 		r->class_req_mps[KS_CLASS_READ] / 1000.0,
 		r->class_req_mps[KS_CLASS_WRITE] / 1000.0,
 		r->class_req_mps[KS_CLASS_OTHER] / 1000.0,
 		(unsigned long long)r->sampled_total, ncands, key,
-		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0 :
-			   0.0);
+		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0
+			 : 0.0);
 	ring_status_line(st->ring);
 	ks_run_etcd_status(st->etcd, stderr, r->seq);
 	ks_run_steer_status(st->steer, stderr, r->seq);
 	if (st->http)
-		fprintf(stderr, "keysteer: #%u http: %llu documents served, %llu errors\n",
+		fprintf(stderr,
+			"keysteer: #%u http: %llu documents served, %llu errors\n",
 			r->seq, (unsigned long long)st->http->stats.served,
 			(unsigned long long)st->http->stats.errors);
 }
@@ -200,10 +203,9 @@ static int one_interval(struct ks_agent *st)
 	keep_seq(st);
 
 	publish_header(st);
-	ncands = ks_estimate_interval(&st->col, epoch, old_seq, st->o.sample_n,
-				      st->o.top, elapsed_ns, &st->prev,
-				      &st->cur, st->sketch, &st->totals_ns,
-				      st->rep);
+	ncands = ks_estimate_interval(
+		&st->col, epoch, old_seq, st->o.sample_n, st->o.top, elapsed_ns,
+		&st->prev, &st->cur, st->sketch, &st->totals_ns, st->rep);
 	if (ncands < 0)
 		return (int)ncands;
 	st->rep->seq = old_seq;
@@ -239,7 +241,8 @@ int ks_agent_start(struct ks_agent *st)
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
 	put_flags(st, &cfg);
 	if (ks_attach(&st->att, st->o.ifname, st->o.ifindex,
-		      st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, &cfg, st->adopt))
+		      st->o.attach_tc ? KS_HOOK_TC : st->o.xdp, &cfg,
+		      st->adopt))
 		return KS_EXIT_FAIL;
 	if (st->o.group_set) {
 		int err = ks_pins_share(&st->att, st->o.group);
@@ -292,10 +295,10 @@ int ks_agent_start(struct ks_agent *st)
 	ks_format_ports(st->o.ports, ports, sizeof(ports));
 	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
 	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s%s\n",
-	       st->o.ifname,
-	       ks_hook_desc(&st->att),
-	       st->o.sample_n, iv, ports,
-	       st->att.adopted ? "; took over the running program, its counters, ring and hot keys" : "");
+	       st->o.ifname, ks_hook_desc(&st->att), st->o.sample_n, iv, ports,
+	       st->att.adopted
+		       ? "; took over the running program, its counters, ring and hot keys"
+		       : "");
 	fflush(stdout);
 	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
@@ -306,8 +309,8 @@ int ks_agent_start(struct ks_agent *st)
 	if (st->att.adopted)
 		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->pol);
 	/* pins are hot from the start */
-	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
-					       0) > 0);
+	set_hot_flag(st,
+		     ks_run_steer_interval(st->steer, st->hot->table, 0) > 0);
 	if (st->steer->rs.n)
 		printf("keysteer: %u L1 replicas, copies read from %s\n",
 		       st->steer->rs.n, st->steer->owner.text);
@@ -354,8 +357,8 @@ static void wait_events(struct ks_agent *st, __u64 until)
 		n = 1;
 	}
 	if (st->http)
-		nh = ks_http_poll_add(st->http, pfd + n, KS_HTTP_POLLFDS,
-				      now, &tmo);
+		nh = ks_http_poll_add(st->http, pfd + n, KS_HTTP_POLLFDS, now,
+				      &tmo);
 	if (st->metrics->own_open)
 		nm = ks_http_poll_add(&st->metrics->own, pfd + n + nh,
 				      KS_HTTP_POLLFDS, now, &tmo);
@@ -400,8 +403,9 @@ static int wait_interval(struct ks_agent *st, __u64 deadline)
 		}
 		if (now >= deadline)
 			return 0;
-		wait_events(st, now + 100000000ULL < deadline ?
-					now + 100000000ULL : deadline);
+		wait_events(st, now + 100000000ULL < deadline
+					? now + 100000000ULL
+					: deadline);
 	}
 	return 0;
 }
@@ -419,8 +423,7 @@ int ks_agent_loop(struct ks_agent *st)
 			break;
 		if (!ks_link_attached(&st->att)) {
 			ks_warn("the %s program on %s was detached (by 'agent detach' or the interface going away); stopping",
-				st->o.attach_tc ? "tc" : "XDP",
-				st->o.ifname);
+				st->o.attach_tc ? "tc" : "XDP", st->o.ifname);
 			return KS_EXIT_FAIL;
 		}
 		err = one_interval(st);

@@ -29,14 +29,14 @@ struct ks_agent_opts {
 	__u32 interval_ms;
 	__u16 ports[KS_MAX_PORTS];
 	enum ks_xdp_req xdp;
-	int attach_tc;       /* --attach tc: the tc ingress program */
+	int attach_tc; /* --attach tc: the tc ingress program */
 	__u32 top;
 	int verbose;
 	int keep_privileges; /* --keep-privileges: no capability drop */
 	int log_keys;        /* --log-keys: key bytes in -v lines */
 	gid_t group;         /* --group: may read pins and routing file */
 	int group_set;
-	__u32 cfg_flags;     /* ks_config.flags: --stream-state off sets
+	__u32 cfg_flags; /* ks_config.flags: --stream-state off sets
 			      * KS_CFG_NO_STREAM (test control only) */
 };
 
@@ -57,10 +57,10 @@ struct ks_agent {
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_totals prev, cur;
-	__u32 seq;        /* the agent's own copy: it alone moves seq */
-	int adopt;        /* take over a dead agent's attachment */
-	__u64 flip_ns;    /* monotonic time of the last flip */
-	__u64 totals_ns;  /* monotonic time of the last totals read */
+	__u32 seq;       /* the agent's own copy: it alone moves seq */
+	int adopt;       /* take over a dead agent's attachment */
+	__u64 flip_ns;   /* monotonic time of the last flip */
+	__u64 totals_ns; /* monotonic time of the last totals read */
 };
 
 /* Attaches (or takes over) and starts every subsystem; a KS_EXIT_* code. */

@@ -40,7 +40,8 @@ static int apply(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	}
 	if (rc) {
 		e->refused++;
-		snprintf(why, sizeof(why), "etcd %s revision %" PRId64 " refused: %s",
+		snprintf(why, sizeof(why),
+			 "etcd %s revision %" PRId64 " refused: %s",
 			 e->conf.ring_key, kv->mod_revision, err);
 		return ks_run_ring_refuse(ring, m, why);
 	}
@@ -69,7 +70,8 @@ static int read_and_watch(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	if (rr.n && rr.kvs[0].mod_revision != e->seen)
 		*map_err = apply(e, ring, m, c, &rr.kvs[0]);
 	else if (!rr.n && !m)
-		ks_info("no ring in etcd at %s yet (revision %" PRId64 "); watching it",
+		ks_info("no ring in etcd at %s yet (revision %" PRId64
+			"); watching it",
 			key, rr.revision);
 	rc = ks_etcd_watch_start(e->c, key, strlen(key), 0, rr.revision + 1,
 				 &e->w);
@@ -106,10 +108,12 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		ks_etcd_close(e->c);
 		e->c = NULL;
 		if (e->conf.optional) {
-			ks_warn("%s; --etcd-optional: running without etcd", sub);
+			ks_warn("%s; --etcd-optional: running without etcd",
+				sub);
 			return 0;
 		}
-		snprintf(err, errlen, "%s (or give --etcd-optional to start without it)",
+		snprintf(err, errlen,
+			 "%s (or give --etcd-optional to start without it)",
 			 sub);
 		return rc;
 	}
@@ -165,8 +169,10 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			ks_etcd_watch_stop(e->w);
 			e->w = NULL;
 			e->up = 0;
-			e->restart_ns = n == -ERANGE ? 0 :
-				ks_mono_ns() + KS_ETCD_RESTART_NS;
+			e->restart_ns = n == -ERANGE
+						? 0
+						: ks_mono_ns() +
+							  KS_ETCD_RESTART_NS;
 			return 0;
 		}
 		/* once per outage; the retries while etcd stays away are
@@ -194,7 +200,8 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 				err = apply(e, ring, m, c, &ev.kv);
 			} else {
 				e->seen = ev.kv.mod_revision;
-				ks_warn("etcd: %s was deleted at revision %" PRId64 "; the ring v%llu stays",
+				ks_warn("etcd: %s was deleted at revision %" PRId64
+					"; the ring v%llu stays",
 					e->conf.ring_key, ev.kv.mod_revision,
 					(unsigned long long)ring->version);
 			}
@@ -208,9 +215,13 @@ void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 {
 	if (!e || !e->c)
 		return;
-	fprintf(f, "keysteer: #%u etcd: ring revision %" PRId64 " from %s, watch %s, %llu refused, %llu watch errors\n",
+	fprintf(f,
+		"keysteer: #%u etcd: ring revision %" PRId64
+		" from %s, watch %s, %llu refused, %llu watch errors\n",
 		seq, e->rev, e->conf.ring_key,
-		e->up ? "up" : e->w ? "reconnecting" : "stopped",
+		e->up  ? "up"
+		: e->w ? "reconnecting"
+		       : "stopped",
 		(unsigned long long)e->refused,
 		(unsigned long long)e->watch_errors);
 }

@@ -29,13 +29,13 @@ struct ks_run_etcd {
 	struct ks_etcd *c;        /* NULL: no etcd (none given, or optional
 				   * and not there at start) */
 	struct ks_etcd_watch *w;
-	int64_t rev;              /* etcd revision of the ring in use; 0 none */
-	int64_t seen;             /* the key's newest revision acted on */
-	__u64 refused;            /* documents refused since the start */
-	__u64 watch_errors;       /* watch failures (each reconnects) */
-	__u64 restart_ns;         /* an ended watch is started again then */
-	int up;                   /* the watch is established */
-	int down;                 /* a break was logged; quiet until up */
+	int64_t rev;        /* etcd revision of the ring in use; 0 none */
+	int64_t seen;       /* the key's newest revision acted on */
+	__u64 refused;      /* documents refused since the start */
+	__u64 watch_errors; /* watch failures (each reconnects) */
+	__u64 restart_ns;   /* an ended watch is started again then */
+	int up;             /* the watch is established */
+	int down;           /* a break was logged; quiet until up */
 };
 
 #define KS_ETCD_RESTART_NS 5000000000ULL /* after -EACCES/-EPERM/-ERANGE */

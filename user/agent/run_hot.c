@@ -61,9 +61,10 @@ static int check_routing_dir(const char *path, char *err, size_t errlen)
 	dir = dirname(copy);
 	if (access(dir, W_OK)) {
 		ret = -errno;
-		snprintf(err, errlen,
-			 "--routing-file %s: directory %s is not writable (%s); create it or pick another path",
-			 path, dir, strerror(-ret));
+		snprintf(
+			err, errlen,
+			"--routing-file %s: directory %s is not writable (%s); create it or pick another path",
+			path, dir, strerror(-ret));
 	}
 	free(copy);
 	return ret;
@@ -154,9 +155,8 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 		return 0;
 	for (;;) {
 		need = h->doc ? ks_hot_json(h->table, &h->pol, h->rs,
-					    ring_version, h->doc,
-					    h->doc_size) :
-				SIZE_MAX;
+					    ring_version, h->doc, h->doc_size)
+			      : SIZE_MAX;
 		if (need < h->doc_size)
 			break;
 		free(h->doc);
@@ -168,9 +168,9 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 		}
 	}
 	h->doc_len = need;
-	ret = h->routing_path ?
-		      ks_write_file_atomic(h->routing_path, h->doc, need,
-					   h->gid) : 0;
+	ret = h->routing_path ? ks_write_file_atomic(h->routing_path, h->doc,
+						     need, h->gid)
+			      : 0;
 	if (ret)
 		return ret;
 	h->written = 1;

@@ -15,7 +15,7 @@
 #include "agent/run_ring.h"
 
 /* How often the pin file is checked for a change. */
-#define KS_PINS_CHECK_NS  500000000ULL
+#define KS_PINS_CHECK_NS 500000000ULL
 
 struct ks_run_hot {
 	struct ks_hot_policy pol;
@@ -31,10 +31,10 @@ struct ks_run_hot {
 	struct ks_file_sig pins_sig;     /* the pin file last read */
 	__u64 next_check_ns;
 	__u64 written_version;
-	int written;                     /* routing file written once */
-	char *doc;                       /* JSON buffer */
+	int written; /* routing file written once */
+	char *doc;   /* JSON buffer */
 	size_t doc_size;
-	size_t doc_len;                  /* of the current document */
+	size_t doc_len; /* of the current document */
 };
 
 /* Policy defaults, no pins, no routing file. */

@@ -31,8 +31,7 @@ void ks_file_sig_get(const char *path, struct ks_file_sig *sig)
 			(__u64)st.st_ctim.tv_nsec;
 }
 
-int ks_file_sig_equal(const struct ks_file_sig *a,
-		      const struct ks_file_sig *b)
+int ks_file_sig_equal(const struct ks_file_sig *a, const struct ks_file_sig *b)
 {
 	if (a->exists != b->exists)
 		return 0;
@@ -67,21 +66,23 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 		/* the ring comes from etcd: its document names the
 		 * distribution; --self is checked against it */
 		if (r->dist_given) {
-			snprintf(err, errlen,
-				 "--distribution/--vnodes need --shards or --shards-file; with --etcd alone the ring document names its distribution");
+			snprintf(
+				err, errlen,
+				"--distribution/--vnodes need --shards or --shards-file; with --etcd alone the ring document names its distribution");
 			return -EINVAL;
 		}
 		goto buffers;
 	}
 	if (!ks_run_ring_enabled(r)) {
-		const char *alone = r->spec.self ? "--self" :
-				    r->dist_given ? "--distribution/--vnodes" :
-						    NULL;
+		const char *alone = r->spec.self    ? "--self"
+				    : r->dist_given ? "--distribution/--vnodes"
+						    : NULL;
 
 		if (alone) {
-			snprintf(err, errlen,
-				 "%s needs a shard list; give --shards LIST or --shards-file FILE too",
-				 alone);
+			snprintf(
+				err, errlen,
+				"%s needs a shard list; give --shards LIST or --shards-file FILE too",
+				alone);
 			return -EINVAL;
 		}
 		return 0;
@@ -99,7 +100,9 @@ buffers:
 	r->cur = calloc(KS_MAX_SHARDS, sizeof(*r->cur));
 	r->rep = calloc(1, sizeof(*r->rep));
 	if (!r->base || !r->prev || !r->cur || !r->rep) {
-		snprintf(err, errlen, "out of memory for the shard report; free some memory");
+		snprintf(
+			err, errlen,
+			"out of memory for the shard report; free some memory");
 		return -ENOMEM;
 	}
 	return 0;
@@ -113,8 +116,9 @@ static void publish_header(struct ks_run_ring *r)
 	rep->nshards = r->shards.n;
 	rep->sample_n = r->sample_n;
 	snprintf(rep->source, sizeof(rep->source), "%s",
-		 r->ext_source[0] ? r->ext_source :
-		 r->spec.file ? r->spec.file : r->spec.flag);
+		 r->ext_source[0] ? r->ext_source
+		 : r->spec.file   ? r->spec.file
+				  : r->spec.flag);
 }
 
 static void log_push(const struct ks_run_ring *r, double ms)
@@ -169,8 +173,8 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	memset(&r->next_shards, 0, sizeof(r->next_shards));
 	/* the datapath's generation rises with every push; a ring from etcd
 	 * shows its revision */
-	r->version = r->ext_source[0] ? r->ext_version :
-				       r->next.half->meta.version;
+	r->version = r->ext_source[0] ? r->ext_version
+				      : r->next.half->meta.version;
 	r->digest = r->next.half->meta.digest;
 	memset(rep->shards, 0, sizeof(rep->shards));
 	rep->dist = r->next.half->meta.dist;
@@ -333,8 +337,8 @@ int ks_run_ring_take(struct ks_run_ring *r, const struct ks_maps *m,
 	memset(ring, 0, sizeof(*ring));
 	memset(shards, 0, sizeof(*shards));
 	if (!r->ext_source[0] && (r->spec.list || r->spec.file))
-		ks_info("the ring now follows %s; %s is no longer read",
-			source, r->spec.file ? r->spec.file : r->spec.flag);
+		ks_info("the ring now follows %s; %s is no longer read", source,
+			r->spec.file ? r->spec.file : r->spec.flag);
 	snprintf(r->ext_source, sizeof(r->ext_source), "%s", source);
 	r->ext_version = version;
 	r->have_pending = 0;
@@ -370,13 +374,13 @@ int ks_run_ring_refuse(struct ks_run_ring *r, const struct ks_maps *m,
 	return reload_failed(r, m, why);
 }
 
-int ks_run_ring_fix_config(const struct ks_run_ring *r,
-			   struct ks_config *cfg)
+int ks_run_ring_fix_config(const struct ks_run_ring *r, struct ks_config *cfg)
 {
 	if (!ks_run_ring_enabled(r) || !r->shards.n || cfg->ring == r->active)
 		return 0;
-	ks_debug("ks_config.ring was %u, not %u (a racing config write); fixing it",
-		 cfg->ring, r->active);
+	ks_debug(
+		"ks_config.ring was %u, not %u (a racing config write); fixing it",
+		cfg->ring, r->active);
 	cfg->ring = r->active;
 	return 1;
 }

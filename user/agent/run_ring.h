@@ -35,7 +35,7 @@ struct ks_run_ring {
 	/* The ring in the datapath. */
 	struct ks_shards shards;
 	__u64 version, digest;
-	__u32 active;             /* the half ks_config.ring must name */
+	__u32 active; /* the half ks_config.ring must name */
 
 	/* Watching the shard file: what the last load read (acted), and a
 	 * change seen once, loaded when it holds still for a check. */
@@ -105,8 +105,7 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
  * caller writes cfg and then waits a grace period (ks_rcu_wait) so the
  * half it moved away from has no readers before the next push.
  */
-int ks_run_ring_fix_config(const struct ks_run_ring *r,
-			   struct ks_config *cfg);
+int ks_run_ring_fix_config(const struct ks_run_ring *r, struct ks_config *cfg);
 
 /*
  * A ring from elsewhere (etcd): shards and ring (built, self set) become
@@ -129,7 +128,6 @@ void ks_run_ring_free(struct ks_run_ring *r);
 
 /* stat(2) of path into sig (exists = 0 when it cannot be stat'ed). */
 void ks_file_sig_get(const char *path, struct ks_file_sig *sig);
-int ks_file_sig_equal(const struct ks_file_sig *a,
-		      const struct ks_file_sig *b);
+int ks_file_sig_equal(const struct ks_file_sig *a, const struct ks_file_sig *b);
 
 #endif

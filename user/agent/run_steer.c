@@ -55,22 +55,25 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 	if (ks_replicas_parse(s->replicas_arg, &s->rs, err, errlen))
 		return -EINVAL;
 	if (!self) {
-		snprintf(err, errlen,
-			 "--replicas needs --self HOST:PORT, the memcached on this host that copies are read from; add --self with this host's shard");
+		snprintf(
+			err, errlen,
+			"--replicas needs --self HOST:PORT, the memcached on this host that copies are read from; add --self with this host's shard");
 		return -EINVAL;
 	}
 	if (ks_replicas_parse(self, &one, e2, sizeof(e2))) {
-		snprintf(err, errlen,
-			 "--self %s cannot be read from (%s); give --self as IPV4:PORT",
-			 self, e2);
+		snprintf(
+			err, errlen,
+			"--self %s cannot be read from (%s); give --self as IPV4:PORT",
+			self, e2);
 		return -EINVAL;
 	}
 	s->owner = one.r[0];
 	fwd = forwarding_on(ifname);
 	if (fwd <= 0) {
-		snprintf(err, errlen,
-			 "steering to replicas needs IPv4 forwarding on %s for the kernel's next-hop lookup; run 'sysctl -w net.ipv4.conf.%s.forwarding=1' or drop --replicas",
-			 ifname, ifname);
+		snprintf(
+			err, errlen,
+			"steering to replicas needs IPv4 forwarding on %s for the kernel's next-hop lookup; run 'sysctl -w net.ipv4.conf.%s.forwarding=1' or drop --replicas",
+			ifname, ifname);
 		return -EINVAL;
 	}
 	return 0;
@@ -126,8 +129,9 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	}
 	if (!err) {
 		s->epfd = epoll_create1(EPOLL_CLOEXEC);
-		err = s->epfd < 0 ? -errno :
-				    epoll_add(s->epfd, ring_buffer__epoll_fd(s->rb));
+		err = s->epfd < 0 ? -errno
+				  : epoll_add(s->epfd,
+					      ring_buffer__epoll_fd(s->rb));
 	}
 	if (err) {
 		ks_err("cannot set up the replica table or the dirty events (%s)",
@@ -152,12 +156,17 @@ static void submit_fill(struct ks_run_steer *s, const struct ks_steer_action *a,
 {
 	const struct ks_hot_slot *hs = &s->map.slot[a->slot];
 	struct ks_fill_job j = {
-		.slot = a->slot, .gen = a->gen, .seq = a->seq,
+		.slot = a->slot,
+		.gen = a->gen,
+		.seq = a->seq,
 		.nrep = a->ncopies - 1,
 	};
 	struct ks_steer_fill_result r = {
-		.slot = a->slot, .gen = a->gen, .seq = a->seq,
-		.status = KS_FILL_FAILED, .owner_failed = 1,
+		.slot = a->slot,
+		.gen = a->gen,
+		.seq = a->seq,
+		.status = KS_FILL_FAILED,
+		.owner_failed = 1,
 	};
 	int err;
 
@@ -380,8 +389,7 @@ void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 	}
 	fprintf(f,
 		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %u out), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
-		seq, s->map.used, armed, steered,
-		(unsigned long long)m->fills,
+		seq, s->map.used, armed, steered, (unsigned long long)m->fills,
 		(unsigned long long)m->fill_errors, m->filling,
 		(unsigned long long)m->rearms,
 		m->rearms ? m->rearm_ms_sum / m->rearms : 0.0, m->rearm_ms_max,

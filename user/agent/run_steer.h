@@ -30,8 +30,8 @@
 #include "core/steer_fsm.h"
 
 struct ks_run_steer {
-	const char *replicas_arg;   /* --replicas; NULL: count, never steer */
-	double owner_share;         /* --owner-share: the owner's part of an
+	const char *replicas_arg; /* --replicas; NULL: count, never steer */
+	double owner_share;       /* --owner-share: the owner's part of an
 				     * armed key's reads (default 0: replicas
 				     * are idle L1s, the owner is the hot spot) */
 	struct ks_replica_set rs;
@@ -43,9 +43,9 @@ struct ks_run_steer {
 	struct ks_hot_map map;
 	int map_open;
 	struct ring_buffer *rb;
-	int epfd;                   /* the dirty events and the fill results */
+	int epfd; /* the dirty events and the fill results */
 	struct ks_steer_filler filler;
-	struct ks_steer_fsm fsm;    /* the decisions (steer_fsm.h) */
+	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
 	/* debug: the longest the caller's thread spent in one call here,

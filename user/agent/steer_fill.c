@@ -36,8 +36,8 @@ static void run_job(struct ks_steer_filler *w, const struct ks_fill_job *j,
 	for (i = 0; i < j->nrep; i++) {
 		unsigned r = j->reps[i];
 
-		conns[i] = r < w->nrep && now >= w->bad_until[r] ? &w->conn[r] :
-								 NULL;
+		conns[i] = r < w->nrep && now >= w->bad_until[r] ? &w->conn[r]
+								 : NULL;
 	}
 	ret = ks_fill_copies(&w->owner, conns, j->nrep, j->key, j->len,
 			     w->copy_ttl_s, &res);

@@ -25,14 +25,14 @@
 #include "core/steer_fsm.h"
 
 #define KS_STEER_MC_TIMEOUT 200 /* ms per memcached call */
-#define KS_FILL_QUEUE KS_HOT_SLOTS
+#define KS_FILL_QUEUE       KS_HOT_SLOTS
 
 struct ks_fill_job {
 	int slot;
 	__u32 gen;
-	__u64 seq;                     /* write_seq read before the copy */
+	__u64 seq; /* write_seq read before the copy */
 	__u8 nrep;
-	__u8 reps[KS_MAX_COPIES - 1];  /* indices into the replica set */
+	__u8 reps[KS_MAX_COPIES - 1]; /* indices into the replica set */
 	__u16 len;
 	__u8 key[KS_KEY_BUF];
 };
@@ -43,11 +43,11 @@ struct ks_steer_filler {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
-	struct ks_fill_job *jobs;             /* ring of KS_FILL_QUEUE */
+	struct ks_fill_job *jobs; /* ring of KS_FILL_QUEUE */
 	unsigned jhead, jn;
-	struct ks_steer_fill_result *res;     /* ring of KS_FILL_QUEUE */
+	struct ks_steer_fill_result *res; /* ring of KS_FILL_QUEUE */
 	unsigned rhead, rn;
-	int efd;                              /* eventfd: results waiting */
+	int efd; /* eventfd: results waiting */
 	/* the worker's own */
 	struct ks_mc_conn owner;
 	struct ks_mc_conn conn[KS_MAX_REPLICAS];

@@ -36,7 +36,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "sample 1 in N keys, 1..1000000 (default 1: every key)" },
 	{ "interval", 'I', REQ, "SEC", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
 	  "seconds per interval, 0.1..3600, decimals allowed (default 1)" },
-	{ "ports", 'p', REQ, "P,...", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	{ "ports",
+	  'p',
+	  REQ,
+	  "P,...",
+	  KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF,
 	  KS_GRP_OPTIONS,
 	  "memcached ports, 1 to %d of them (default 11211)",
 	  { KS_MAX_PORTS } },
@@ -50,11 +55,23 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "xdp-mode", 'x', REQ, "MODE", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
 	  "native, generic or auto (default auto: native, else\n"
 	  "generic); with --attach xdp only" },
-	{ "top", 't', REQ, "K", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
+	{ "top",
+	  't',
+	  REQ,
+	  "K",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_OPTIONS,
 	  "keys published per interval, 1..%d (default %d)",
 	  { KS_REPORT_TOP, KS_REPORT_TOP } },
-	{ "top", 't', REQ, "K", KS_CMD_REPORT | KS_CMD_REPLAY, 0,
-	  KS_GRP_OPTIONS, "keys to show, 1..%d (default 20)",
+	{ "top",
+	  't',
+	  REQ,
+	  "K",
+	  KS_CMD_REPORT | KS_CMD_REPLAY,
+	  0,
+	  KS_GRP_OPTIONS,
+	  "keys to show, 1..%d (default 20)",
 	  { KS_REPORT_TOP } },
 	{ "json", 'j', NO, NULL, KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
 	  "one JSON document instead of the text dashboard" },
@@ -80,11 +97,23 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS, "show 64-bit key hashes instead of key bytes" },
 	{ "hash-only", 'H', NO, NULL, KS_CMD_TRACE, 0, KS_GRP_OPTIONS,
 	  "print key hashes instead of key bytes" },
-	{ "shards-top", 'T', REQ, "N", KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
+	{ "shards-top",
+	  'T',
+	  REQ,
+	  "N",
+	  KS_CMD_REPORT,
+	  0,
+	  KS_GRP_OPTIONS,
 	  "shard rows in the text, 1..%d (default %d); --json\n"
 	  "always lists every shard, in index order",
 	  { KS_MAX_SHARDS, KS_SHARDS_TOP_DEFAULT } },
-	{ "shards-top", 'T', REQ, "N", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	{ "shards-top",
+	  'T',
+	  REQ,
+	  "N",
+	  KS_CMD_REPLAY,
+	  0,
+	  KS_GRP_OPTIONS,
 	  "shard rows in the text, 1..%d (default %d)",
 	  { KS_MAX_SHARDS, KS_SHARDS_TOP_DEFAULT } },
 	{ "verbose", 'v', NO, NULL, KS_CMD_RUN, RUN_CONF | KS_OPT_SHORT,
@@ -102,8 +131,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS,
 	  "keep every capability after attaching (default: only\n"
 	  "CAP_BPF and CAP_NET_ADMIN stay, with no_new_privs)" },
-	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN,
-	  RUN_CONF, KS_GRP_OPTIONS,
+	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_OPTIONS,
 	  "on (default) or off. A test control, never in\n"
 	  "production: off parses every TCP segment on its own,\n"
 	  "as if it began a request, so requests continued from\n"
@@ -111,8 +140,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "write to a hot key may leave its replicas serving the\n"
 	  "old value (the control run of the freshness tests)" },
 	/* not a key: a file names no other file */
-	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0,
-	  KS_GRP_OPTIONS,
+	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"
 	  "keys being these long options without the dashes\n"
 	  "('sample = 16', 'verbose = yes'), '#' comments; options\n"
@@ -132,8 +160,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "the shards after the change (diff)" },
 	{ "to-file", 'U', REQ, "FILE", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
 	  "the same from a FILE (diff)" },
-	{ "distribution", 'D', REQ, "D",
-	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	{ "distribution",
+	  'D',
+	  REQ,
+	  "D",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET,
+	  0,
 	  KS_GRP_OPTIONS,
 	  "how the clients place keys (default ketama):\n"
 	  "  ketama         libmemcached KETAMA_WEIGHTED (PHP\n"
@@ -143,8 +175,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "  vnode          %d virtual nodes 'name#i' per shard\n"
 	  "  modula         MD5 hash %% number of shards",
 	  { KS_VNODES_DEFAULT } },
-	{ "vnodes", 'N', REQ, "N",
-	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	{ "vnodes",
+	  'N',
+	  REQ,
+	  "N",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET,
+	  0,
 	  KS_GRP_OPTIONS,
 	  "virtual nodes per shard for vnode (at most %d in all)",
 	  { KS_RING_MAX_POINTS } },
@@ -156,18 +192,24 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "json", 'j', NO, NULL, KS_CMD_RING_GET, 0, KS_GRP_OPTIONS,
 	  "the ring's key, revisions and document as one JSON\n"
 	  "object (get)" },
-	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0,
-	  KS_GRP_OPTIONS, "the shard this host serves (lookup; checked only)" },
-	{ "keys", 'k', REQ, "N", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
+	  "the shard this host serves (lookup; checked only)" },
+	{ "keys",
+	  'k',
+	  REQ,
+	  "N",
+	  KS_CMD_RING_DIFF,
+	  0,
+	  KS_GRP_OPTIONS,
 	  "sample keys for diff, 1..%d (default %d)",
 	  { KS_DIFF_KEYS_MAX, KS_DIFF_KEYS_DEFAULT } },
 
 	/* ---- RING: the clients' ring of run and replay ---- */
 	{ "shards", 'S', REQ, "LIST", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
-	  KS_GRP_RING, "host:port[:weight],... the shards of the clients' ring" },
-	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RUN | KS_CMD_REPLAY,
-	  RUN_CONF, KS_GRP_RING,
-	  "the same, one 'host:port[:weight] [name]' per line" },
+	  KS_GRP_RING,
+	  "host:port[:weight],... the shards of the clients' ring" },
+	{ "shards-file", 'F', REQ, "FILE", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
+	  KS_GRP_RING, "the same, one 'host:port[:weight] [name]' per line" },
 	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
 	  "the shard this host serves (one of the list): keys the\n"
@@ -175,8 +217,14 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
 	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula" },
-	{ "vnodes", 'N', REQ, "N", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
-	  KS_GRP_RING, "virtual nodes per shard for vnode (default %d)",
+	{ "vnodes",
+	  'N',
+	  REQ,
+	  "N",
+	  KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF,
+	  KS_GRP_RING,
+	  "virtual nodes per shard for vnode (default %d)",
 	  { KS_VNODES_DEFAULT } },
 
 	/* ---- HOT KEYS (run) ---- */
@@ -184,7 +232,13 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "one shard's capacity in ops/s (default 100000)" },
 	{ "hot-fraction", 'H', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
 	  "a key is hot at F x capacity ops/s, 0.0001..1 (default 0.1)" },
-	{ "replicas", 'R', REQ, "LIST", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	{ "replicas",
+	  'R',
+	  REQ,
+	  "LIST",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_HOT,
 	  "L1 replicas, HOST:PORT,... (IPv4, up to %d): a read-hot\n"
 	  "key gets up to min(N + 1, 8) copies, the owner's\n"
 	  "included, chosen per key by rendezvous hashing; the\n"
@@ -227,7 +281,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "(default: their 64-bit hashes only, keys are user data)" },
 
 	/* ---- ETCD: the fleet's ring (run, ring get/set; docs/fleet.md) ---- */
-	{ "etcd", KS_OPTV_ETCD, REQ, "URL,...", KS_CMD_ETCD, RUN_CONF,
+	{ "etcd",
+	  KS_OPTV_ETCD,
+	  REQ,
+	  "URL,...",
+	  KS_CMD_ETCD,
+	  RUN_CONF,
 	  KS_GRP_ETCD,
 	  "etcd endpoints, http[s]://HOST[:PORT],... (up to %d,\n"
 	  "port 2379 by default), tried in turn. run: the ring\n"
@@ -247,8 +306,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_ETCD, "https: the client certificate's key" },
 	{ "etcd-user", KS_OPTV_ETCD_USER, REQ, "USER", KS_CMD_ETCD, RUN_CONF,
 	  KS_GRP_ETCD,
-	  "etcd user; the password from the environment variable\n"
-	  KS_ETCD_PASSWORD_ENV " or --etcd-password-file,\n"
+	  "etcd user; the password from the environment variable\n" KS_ETCD_PASSWORD_ENV
+	  " or --etcd-password-file,\n"
 	  "never the command line" },
 	{ "etcd-password-file", KS_OPTV_ETCD_PWFILE, REQ, "FILE", KS_CMD_ETCD,
 	  RUN_CONF, KS_GRP_ETCD,
@@ -260,9 +319,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "before attaching); bad URLs are refused either way" },
 
 	/* every command; the man page has it under 'help, --version' */
-	{ "help", 'h', NO, NULL,
-	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING, KS_OPT_SHORT | KS_OPT_HIDE,
-	  KS_GRP_OPTIONS, "this text" },
+	{ "help", 'h', NO, NULL, KS_CMD_RUN | V_OTHERS | KS_CMD_RING,
+	  KS_OPT_SHORT | KS_OPT_HIDE, KS_GRP_OPTIONS, "this text" },
 };
 
 const unsigned int ks_cli_nopts = sizeof(ks_cli_opts) / sizeof(ks_cli_opts[0]);
@@ -323,7 +381,8 @@ const struct ks_cli_opt *ks_cli_prefix(unsigned int cmd, const char *prefix,
 
 void ks_cli_synopsis(const struct ks_cli_opt *o, char *buf, size_t len)
 {
-	const char *sp = o->metavar ? " " : "", *mv = o->metavar ? o->metavar : "";
+	const char *sp = o->metavar ? " " : "",
+		   *mv = o->metavar ? o->metavar : "";
 
 	if (o->flags & KS_OPT_SHORT)
 		snprintf(buf, len, "-%c, --%s%s%s", o->val, o->name, sp, mv);
@@ -355,8 +414,8 @@ void ks_cli_help(FILE *f, unsigned int cmd, enum ks_opt_group group)
 			nl = strchr(p, '\n');
 			if (p != text)
 				fprintf(f, "%*s", HELP_COL, "");
-			fprintf(f, "%.*s\n", nl ? (int)(nl - p) : (int)strlen(p),
-				p);
+			fprintf(f, "%.*s\n",
+				nl ? (int)(nl - p) : (int)strlen(p), p);
 		}
 	}
 }

@@ -53,23 +53,23 @@ struct replay_opts {
 
 /* What happened to the frames; the summary under the report. */
 struct replay_counts {
-	__u64 frames;     /* read from the file */
-	__u64 run;        /* through ks_ingress */
-	__u64 outbound;   /* skipped: the capturing host sent them */
-	__u64 too_short;  /* skipped: shorter than an Ethernet header */
-	__u64 too_long;   /* skipped: over the test-run limit */
-	__u64 refused;    /* skipped: the kernel refused the run */
-	int refused_err;  /* the first refusal's errno */
-	__u64 cut;        /* run as captured, shorter than on the wire */
+	__u64 frames;            /* read from the file */
+	__u64 run;               /* through ks_ingress */
+	__u64 outbound;          /* skipped: the capturing host sent them */
+	__u64 too_short;         /* skipped: shorter than an Ethernet header */
+	__u64 too_long;          /* skipped: over the test-run limit */
+	__u64 refused;           /* skipped: the kernel refused the run */
+	int refused_err;         /* the first refusal's errno */
+	__u64 cut;               /* run as captured, shorter than on the wire */
 	__u64 first_ns, last_ns; /* of the frames run, 0 if none */
-	__u32 linktypes;  /* bit 0 Ethernet, 1 SLL, 2 SLL2 */
-	__u32 max_ifs;    /* pcapng: most interfaces in one section */
-	__u32 limit;      /* longest frame the test run takes whole */
+	__u32 linktypes;         /* bit 0 Ethernet, 1 SLL, 2 SLL2 */
+	__u32 max_ifs;           /* pcapng: most interfaces in one section */
+	__u32 limit;             /* longest frame the test run takes whole */
 };
 
 struct replay {
 	struct replay_opts o;
-	const __u8 *buf;  /* the capture, mapped */
+	const __u8 *buf; /* the capture, mapped */
 	size_t len;
 	struct ks_pcap *pcap;
 	struct keysteer_bpf *skel;
@@ -83,7 +83,7 @@ struct replay {
 	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	size_t n_mis;
 	struct replay_counts n;
-	__u8 *probe;      /* PROBE_MAX bytes */
+	__u8 *probe; /* PROBE_MAX bytes */
 };
 
 static int parse_replay(int argc, char **argv, struct replay_opts *o)
@@ -133,8 +133,9 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 		}
 	}
 	if (optind >= argc)
-		return ks_usage_error("replay",
-				      "replay needs a capture FILE (pcap or pcapng, e.g. from 'tcpdump -w FILE')");
+		return ks_usage_error(
+			"replay",
+			"replay needs a capture FILE (pcap or pcapng, e.g. from 'tcpdump -w FILE')");
 	o->file = argv[optind++];
 	if (ks_no_args("replay", argc, argv))
 		return KS_EXIT_USAGE;
@@ -192,8 +193,9 @@ static int capture_error(const struct replay *r)
 
 static void note_linktype(struct replay_counts *n, __u32 lt)
 {
-	n->linktypes |= lt == KS_LINKTYPE_ETHERNET ? 1 :
-			lt == KS_LINKTYPE_LINUX_SLL ? 2 : 4;
+	n->linktypes |= lt == KS_LINKTYPE_ETHERNET    ? 1
+			: lt == KS_LINKTYPE_LINUX_SLL ? 2
+						      : 4;
 }
 
 /* Reads the whole capture once before anything is loaded: a damaged file
@@ -342,8 +344,9 @@ static void stay_on_one_cpu(void)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
-		ks_debug("cannot stay on CPU %d (%s); a sampled replay may differ from run to run",
-			 cpu, strerror(errno));
+		ks_debug(
+			"cannot stay on CPU %d (%s); a sampled replay may differ from run to run",
+			cpu, strerror(errno));
 }
 
 static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
@@ -397,8 +400,8 @@ static int run_capture(struct replay *r)
 static __u64 span_ns(const struct replay_counts *n)
 {
 	/* One timestamp (or none): rates per second over one second. */
-	return n->last_ns > n->first_ns ? n->last_ns - n->first_ns :
-					  1000000000ULL;
+	return n->last_ns > n->first_ns ? n->last_ns - n->first_ns
+					: 1000000000ULL;
 }
 
 static __u64 minus(__u64 a, __u64 b)
@@ -459,8 +462,9 @@ static int build_report(struct replay *r)
 	top_counts(r);
 	rep->version = KS_REPORT_VERSION;
 	rep->sample_n = r->o.sample_n;
-	rep->interval_ms = span / 1000000 > 0xffffffffULL ?
-				   0xffffffffU : (__u32)(span / 1000000);
+	rep->interval_ms = span / 1000000 > 0xffffffffULL
+				   ? 0xffffffffU
+				   : (__u32)(span / 1000000);
 	rep->start_ns = r->n.first_ns;
 	rep->updated_ns = r->n.last_ns;
 	rep->elapsed_ns = span;
@@ -536,13 +540,15 @@ static void print_frames(FILE *f, const struct replay_counts *n)
 		(unsigned long long)n->frames, (unsigned long long)n->run,
 		KS_PROG_NAME, (unsigned long long)skipped);
 	if (n->outbound)
-		fprintf(f, "; %llu sent by the capturing host (XDP sees only received frames)",
+		fprintf(f,
+			"; %llu sent by the capturing host (XDP sees only received frames)",
 			(unsigned long long)n->outbound);
 	if (n->too_short)
 		fprintf(f, "; %llu shorter than an Ethernet header",
 			(unsigned long long)n->too_short);
 	if (n->too_long)
-		fprintf(f, "; %llu over the %u-byte test-run limit (GRO-merged or jumbo frames)",
+		fprintf(f,
+			"; %llu over the %u-byte test-run limit (GRO-merged or jumbo frames)",
 			(unsigned long long)n->too_long, n->limit);
 	if (n->refused)
 		fprintf(f, "; %llu refused by the kernel (%s)",
@@ -550,7 +556,8 @@ static void print_frames(FILE *f, const struct replay_counts *n)
 			strerror(n->refused_err));
 	fputc('\n', f);
 	if (n->cut)
-		fprintf(f, "         %llu frames cut by the capture's snaplen were run as captured\n",
+		fprintf(f,
+			"         %llu frames cut by the capture's snaplen were run as captured\n",
 			(unsigned long long)n->cut);
 }
 
@@ -559,12 +566,14 @@ static void print_counts(FILE *f, const struct ks_totals *d)
 {
 	struct ks_op_stats cls[KS_CLASS_MAX];
 
-	fprintf(f, "\ncounts in the frames run (exact: every request is counted whatever --sample)\n");
+	fprintf(f,
+		"\ncounts in the frames run (exact: every request is counted whatever --sample)\n");
 	ks_render_totals_text(f, d);
 	ks_totals_classes(d, cls);
 	if (!cls[KS_CLASS_READ].requests && !cls[KS_CLASS_WRITE].requests &&
 	    !cls[KS_CLASS_OTHER].requests)
-		fprintf(f, "no requests: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
+		fprintf(f,
+			"no requests: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
 }
 
 /* What the capture held and the counts: in text before the rates, with
@@ -579,14 +588,17 @@ static void print_summary(const struct replay *r)
 	format_time(r->n.first_ns, from, sizeof(from));
 	format_time(r->n.last_ns, to, sizeof(to));
 	if (r->n.last_ns > r->n.first_ns)
-		fprintf(f, "span     %.3f s of the frames run, %s to %s: the report's one interval; rates are per second of it\n",
+		fprintf(f,
+			"span     %.3f s of the frames run, %s to %s: the report's one interval; rates are per second of it\n",
 			span_ns(&r->n) / 1e9, from, to);
 	else
-		fprintf(f, "span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
+		fprintf(f,
+			"span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
 			r->n.first_ns ? "one timestamp" : "no timestamps");
 	print_counts(f, &r->delta);
 	if (!r->o.view.json)
-		fprintf(f, "\nrates over the span (the report of 'agent report')\n");
+		fprintf(f,
+			"\nrates over the span (the report of 'agent report')\n");
 	fflush(f);
 }
 

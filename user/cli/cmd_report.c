@@ -36,7 +36,7 @@ struct report_opts {
 	int watch;
 	__u32 interval_ms; /* 0: the agent's */
 	int verbose;
-	int ascii;         /* dashboard in plain ASCII */
+	int ascii; /* dashboard in plain ASCII */
 };
 
 static int parse_report(int argc, char **argv, struct report_opts *o)
@@ -95,7 +95,7 @@ struct report_ctx {
 	struct ks_shard_report *ring;
 	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	struct ks_totals totals;
-	struct ks_hot_slot *hot;     /* used slots, KS_HOT_SLOTS room */
+	struct ks_hot_slot *hot; /* used slots, KS_HOT_SLOTS room */
 	struct ks_replica reps[KS_MAX_REPLICAS];
 	struct ks_dash_history *hist; /* the dashboard's sparklines */
 	char ifname[IF_NAMESIZE];
@@ -150,10 +150,14 @@ static int read_view(struct report_ctx *c, struct ks_view *v,
 {
 	int err;
 
-	*v = (struct ks_view){ .rep = c->rep, .totals = &c->totals,
-			       .top = c->o.view.top, .hash_only = c->o.view.hash_only,
-			       .ring = c->ring, .mis = c->mis,
-			       .shards_top = c->o.view.shards_top, .hot = hot };
+	*v = (struct ks_view){ .rep = c->rep,
+			       .totals = &c->totals,
+			       .top = c->o.view.top,
+			       .hash_only = c->o.view.hash_only,
+			       .ring = c->ring,
+			       .mis = c->mis,
+			       .shards_top = c->o.view.shards_top,
+			       .hot = hot };
 	err = ks_read_report(&c->maps, c->rep);
 	if (!err)
 		err = ks_read_totals(&c->col, &c->totals);
@@ -250,8 +254,8 @@ static void on_tstp(int sig)
 }
 
 struct dash_term {
-	int raw;        /* stdin's modes were changed: restore them */
-	int keys;       /* stdin still gives keys */
+	int raw;  /* stdin's modes were changed: restore them */
+	int keys; /* stdin still gives keys */
 	struct termios saved;
 	int width, height;
 };
@@ -321,7 +325,12 @@ static void term_leave(struct dash_term *t)
 	signal(SIGTSTP, SIG_DFL);
 }
 
-enum dash_event { DASH_TICK, DASH_RESIZE, DASH_QUIT, DASH_SUSPEND };
+enum dash_event {
+	DASH_TICK,
+	DASH_RESIZE,
+	DASH_QUIT,
+	DASH_SUSPEND
+};
 
 /* The key's event, or -1 for a key that means nothing here. */
 static int dash_key(char k)
@@ -332,7 +341,7 @@ static int dash_key(char k)
 		return DASH_QUIT;
 	case 'r':
 	case ' ':
-		return DASH_TICK;   /* read and redraw now */
+		return DASH_TICK; /* read and redraw now */
 	case '\f':
 		return DASH_RESIZE; /* Ctrl-L: clear and redraw */
 	default:
@@ -420,7 +429,8 @@ static int watch_dashboard(struct report_ctx *c)
 
 	c->hist = calloc(1, sizeof(*c->hist));
 	if (!c->hist) {
-		ks_err("out of memory (%s); free some memory", strerror(ENOMEM));
+		ks_err("out of memory (%s); free some memory",
+		       strerror(ENOMEM));
 		return KS_EXIT_FAIL;
 	}
 	ks_dash_history_init(c->hist);

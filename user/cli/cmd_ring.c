@@ -38,7 +38,8 @@ static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 	}
 	idx = ks_ring_lookup(r, key, len);
 	if (idx >= s->n) { /* cannot happen with a built ring */
-		ks_err("%sno shard for key '%s'; report this as a bug", where, key);
+		ks_err("%sno shard for key '%s'; report this as a bug", where,
+		       key);
 		return -1;
 	}
 	printf("%.*s\t%u\t%s:%u\n", (int)len, key, idx, s->v[idx].host,
@@ -150,7 +151,8 @@ static int diff_rings(const struct ks_ring *rf, const struct ks_shards *sf,
 	kt = calloc(st->n, sizeof(*kt));
 	same = calloc(st->n, sizeof(*same));
 	if (!pairs || !kf || !kt || !same) {
-		ks_err("out of memory counting %u keys; use fewer shards", nkeys);
+		ks_err("out of memory counting %u keys; use fewer shards",
+		       nkeys);
 		goto out;
 	}
 	for (j = 0; j < st->n; j++)
@@ -162,7 +164,8 @@ static int diff_rings(const struct ks_ring *rf, const struct ks_shards *sf,
 		__u32 b = ks_ring_lookup(rt, key, (size_t)len);
 
 		if (a >= sf->n || b >= st->n) {
-			ks_err("no shard for key '%s'; report this as a bug", key);
+			ks_err("no shard for key '%s'; report this as a bug",
+			       key);
 			goto out;
 		}
 		kf[a]++;
@@ -183,7 +186,8 @@ static int diff_rings(const struct ks_ring *rf, const struct ks_shards *sf,
 		for (j = 0; j < st->n; j++)
 			if (pairs[(size_t)i * st->n + j])
 				list[npairs++] = (struct pair){
-					i, j, pairs[(size_t)i * st->n + j] };
+					i, j, pairs[(size_t)i * st->n + j]
+				};
 	qsort(list, npairs, sizeof(*list), pair_cmp);
 
 	printf("distribution %s, %u keys (key:0 .. key:%u)\n",
@@ -250,8 +254,8 @@ static int ring_diff(int argc, char **argv)
 			to_file = optarg;
 			break;
 		case 'k':
-			if (ks_parse_uint("--keys", optarg, 1, KS_DIFF_KEYS_MAX, &v,
-					  err, sizeof(err))) {
+			if (ks_parse_uint("--keys", optarg, 1, KS_DIFF_KEYS_MAX,
+					  &v, err, sizeof(err))) {
 				ks_err("%s", err);
 				return KS_EXIT_USAGE;
 			}
@@ -331,11 +335,15 @@ static void describe_current(const struct ks_etcd_range *cur, char *buf,
 	}
 	if (ks_ring_doc_decode(cur->kvs[0].value, cur->kvs[0].value_len, &d,
 			       err, sizeof(err))) {
-		snprintf(buf, len, "revision %" PRId64 " holds a document that does not read (%s)",
+		snprintf(buf, len,
+			 "revision %" PRId64
+			 " holds a document that does not read (%s)",
 			 cur->kvs[0].mod_revision, err);
 		return;
 	}
-	snprintf(buf, len, "revision %" PRId64 " by %s at %s won (%u shards %s, digest %016llx)",
+	snprintf(buf, len,
+		 "revision %" PRId64
+		 " by %s at %s won (%u shards %s, digest %016llx)",
 		 cur->kvs[0].mod_revision,
 		 d.written_by[0] ? d.written_by : "an unnamed writer",
 		 d.written_at[0] ? d.written_at : "an unknown time", d.shards.n,
@@ -359,8 +367,8 @@ static int etcd_args_done(struct ks_etcd_conf *ec, const char *cmd,
 	if (optind < argc)
 		return ks_no_args(cmd, argc, argv);
 	if (!ec->endpoints) {
-		snprintf(what, sizeof(what), "no --etcd URL[,URL...] given; %s %s",
-			 cmd, why);
+		snprintf(what, sizeof(what),
+			 "no --etcd URL[,URL...] given; %s %s", cmd, why);
 		return ks_usage_error(cmd, what);
 	}
 	if (ks_etcd_conf_check(ec, err, sizeof(err))) {
@@ -409,7 +417,8 @@ static int ring_set(int argc, char **argv)
 		}
 		n = ks_etcd_cli_opt(&ec, ch, optarg, err, sizeof(err));
 		if (!n)
-			n = ks_ring_spec_opt(&spec, ch, optarg, err, sizeof(err));
+			n = ks_ring_spec_opt(&spec, ch, optarg, err,
+					     sizeof(err));
 		if (n < 0) {
 			ks_err("%s", err);
 			return KS_EXIT_USAGE;
@@ -442,7 +451,8 @@ static int ring_set(int argc, char **argv)
 		expect = have;
 	if (have != expect) {
 		describe_current(&cur, what, sizeof(what));
-		ks_err("ring not written: %s is no longer at revision %" PRId64 ": %s; read it with 'agent ring get' and set again",
+		ks_err("ring not written: %s is no longer at revision %" PRId64
+		       ": %s; read it with 'agent ring get' and set again",
 		       ec.ring_key, expect, what);
 		goto out;
 	}
@@ -459,7 +469,8 @@ static int ring_set(int argc, char **argv)
 		ks_etcd_range_free(&cur);
 		if (reread(c, ec.ring_key, &cur)) {
 			ks_err("the write of %s may or may not have happened (%s), and reading it again failed: %s; check with 'agent ring get'",
-			       ec.ring_key, ks_etcd_errmsg(c), ks_etcd_errmsg(c));
+			       ec.ring_key, ks_etcd_errmsg(c),
+			       ks_etcd_errmsg(c));
 			goto out;
 		}
 		if (!lost && cur.n && cur.kvs[0].value_len == doclen &&
@@ -467,7 +478,8 @@ static int ring_set(int argc, char **argv)
 			rev = cur.kvs[0].mod_revision; /* it did happen */
 		} else {
 			describe_current(&cur, what, sizeof(what));
-			ks_err("ring not written: %s changed since revision %" PRId64 ": %s; read it with 'agent ring get' and set again",
+			ks_err("ring not written: %s changed since revision %" PRId64
+			       ": %s; read it with 'agent ring get' and set again",
 			       ec.ring_key, expect, what);
 			goto out;
 		}
@@ -475,7 +487,8 @@ static int ring_set(int argc, char **argv)
 		ks_err("cannot write %s: %s", ec.ring_key, ks_etcd_errmsg(c));
 		goto out;
 	}
-	printf("revision %" PRId64 " digest %016llx %u shards %s %u points %s\n",
+	printf("revision %" PRId64
+	       " digest %016llx %u shards %s %u points %s\n",
 	       rev, (unsigned long long)ring.half->meta.digest, shards.n,
 	       ks_dist_name(ring.half->meta.dist), ring.half->meta.npoints,
 	       ec.ring_key);
@@ -538,17 +551,20 @@ static int ring_get(int argc, char **argv)
 	}
 	if (!cur.n) {
 		if (json) {
-			printf("{\"key\": \"%s\", \"revision\": 0, \"store_revision\": %" PRId64 ", \"ring\": null}\n",
+			printf("{\"key\": \"%s\", \"revision\": 0, \"store_revision\": %" PRId64
+			       ", \"ring\": null}\n",
 			       ec.ring_key, cur.revision);
 			rc = KS_EXIT_OK;
 		} else {
-			ks_err("no ring at %s (etcd revision %" PRId64 "); write one with 'agent ring set'",
+			ks_err("no ring at %s (etcd revision %" PRId64
+			       "); write one with 'agent ring set'",
 			       ec.ring_key, cur.revision);
 		}
 		goto out;
 	}
 	kv = &cur.kvs[0];
-	ok = !ks_ring_doc_decode(kv->value, kv->value_len, &d, err, sizeof(err));
+	ok = !ks_ring_doc_decode(kv->value, kv->value_len, &d, err,
+				 sizeof(err));
 	if (ok) {
 		ok = !ks_ring_doc_build(&d, NULL, 0, &shards, &ring, err,
 					sizeof(err));
@@ -560,23 +576,27 @@ static int ring_get(int argc, char **argv)
 
 		docj = json_loadb(kv->value, kv->value_len, 0, &je);
 		json_object_set_new(o, "key", json_string(ec.ring_key));
-		json_object_set_new(o, "revision", json_integer(kv->mod_revision));
+		json_object_set_new(o, "revision",
+				    json_integer(kv->mod_revision));
 		json_object_set_new(o, "create_revision",
 				    json_integer(kv->create_revision));
 		json_object_set_new(o, "version", json_integer(kv->version));
-		json_object_set_new(o, "store_revision", json_integer(cur.revision));
+		json_object_set_new(o, "store_revision",
+				    json_integer(cur.revision));
 		json_object_set_new(o, "valid", json_boolean(ok));
 		if (!ok)
 			json_object_set_new(o, "error", json_string(err));
 		json_object_set_new(o, "ring", docj ? docj : json_null());
 		if (!docj)
-			json_object_set_new(o, "raw", json_stringn(kv->value,
-								   kv->value_len));
+			json_object_set_new(
+				o, "raw",
+				json_stringn(kv->value, kv->value_len));
 		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(o);
 	} else {
-		printf("%s revision %" PRId64 " (created at %" PRId64 ", version %" PRId64 ")\n",
+		printf("%s revision %" PRId64 " (created at %" PRId64
+		       ", version %" PRId64 ")\n",
 		       ec.ring_key, kv->mod_revision, kv->create_revision,
 		       kv->version);
 		if (ok)
@@ -608,7 +628,8 @@ int cmd_ring(int argc, char **argv)
 		ks_help_ring(stderr);
 		return KS_EXIT_USAGE;
 	}
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") ||
+	    !strcmp(sub, "help")) {
 		ks_help_ring(stdout);
 		return KS_EXIT_OK;
 	}
@@ -620,7 +641,8 @@ int cmd_ring(int argc, char **argv)
 		return ring_set(argc - 1, argv + 1);
 	if (!strcmp(sub, "get"))
 		return ring_get(argc - 1, argv + 1);
-	fprintf(stderr, "agent: unknown ring command '%s'; the ring commands are lookup, diff, get and set (see 'agent ring --help')\n",
+	fprintf(stderr,
+		"agent: unknown ring command '%s'; the ring commands are lookup, diff, get and set (see 'agent ring --help')\n",
 		sub);
 	return KS_EXIT_USAGE;
 }

@@ -37,15 +37,15 @@
 /* 'agent run''s options; the subsystem structs hold their own options
  * and are prepared from them before anything is attached. */
 struct run_opts {
-	struct ks_agent_opts a;  /* what the interval loop reads */
-	int xdp_given;           /* --xdp-mode was given */
-	struct ks_run_ring ring; /* the ring options, and the ring */
-	struct ks_run_hot hot;   /* the hot-key options, and the table */
+	struct ks_agent_opts a;    /* what the interval loop reads */
+	int xdp_given;             /* --xdp-mode was given */
+	struct ks_run_ring ring;   /* the ring options, and the ring */
+	struct ks_run_hot hot;     /* the hot-key options, and the table */
 	struct ks_run_steer steer; /* the replicas, and the table's slots */
-	const char *listen;      /* --listen: serve the routing document */
+	const char *listen;        /* --listen: serve the routing document */
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
-	struct ks_run_etcd etcd; /* --etcd...: the ring from etcd */
-	struct ks_conf conf;     /* --config FILE: the values options point to */
+	struct ks_run_etcd etcd;       /* --etcd...: the ring from etcd */
+	struct ks_conf conf; /* --config FILE: the values options point to */
 };
 
 struct run_state {
@@ -59,8 +59,7 @@ struct run_state {
  * One option of 'agent run' from the command line or a config file
  * (ks_opt_set_fn): c is its value in the option table, arg its value.
  */
-static int run_opt(void *ctx, int c, const char *arg, char *err,
-		   size_t errlen)
+static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 {
 	struct run_opts *o = ctx;
 	unsigned long long v;
@@ -89,9 +88,10 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 			o->a.attach_tc = arg[0] == 't';
 			return 1;
 		}
-		snprintf(err, errlen,
-			 "--attach '%s' is not a hook; give xdp (the default) or tc",
-			 arg);
+		snprintf(
+			err, errlen,
+			"--attach '%s' is not a hook; give xdp (the default) or tc",
+			arg);
 		return -1;
 	case 'x':
 		o->xdp_given = 1;
@@ -102,9 +102,10 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		else if (!strcmp(arg, "auto"))
 			o->a.xdp = KS_XDP_AUTO;
 		else {
-			snprintf(err, errlen,
-				 "--xdp-mode '%s' is not a mode; give native, generic or auto",
-				 arg);
+			snprintf(
+				err, errlen,
+				"--xdp-mode '%s' is not a mode; give native, generic or auto",
+				arg);
 			return -1;
 		}
 		return 1;
@@ -116,7 +117,8 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		return 1;
 	case 'C':
 		if (ks_parse_double("--shard-capacity", arg, 1, 1e9,
-				    &o->hot.pol.shard_capacity_ops, err, errlen))
+				    &o->hot.pol.shard_capacity_ops, err,
+				    errlen))
 			return -1;
 		return 1;
 	case 'H':
@@ -157,9 +159,10 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		struct group *g = getgrnam(arg);
 
 		if (!g) {
-			snprintf(err, errlen,
-				 "--group '%s' is not a group of this host; give a name from /etc/group",
-				 arg);
+			snprintf(
+				err, errlen,
+				"--group '%s' is not a group of this host; give a name from /etc/group",
+				arg);
 			return -1;
 		}
 		o->a.group = g->gr_gid;
@@ -176,9 +179,10 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
 		} else if (!strcmp(arg, "off")) {
 			o->a.cfg_flags |= KS_CFG_NO_STREAM;
 		} else {
-			snprintf(err, errlen,
-				 "--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
-				 arg);
+			snprintf(
+				err, errlen,
+				"--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
+				arg);
 			return -1;
 		}
 		return 1;
@@ -197,8 +201,8 @@ static int run_opt(void *ctx, int c, const char *arg, char *err,
  */
 static int run_config(struct run_opts *o, char **argv, const char *conf_word)
 {
-	const char *word = optarg == argv[optind - 1] ? argv[optind - 2] :
-							 argv[optind - 1];
+	const char *word = optarg == argv[optind - 1] ? argv[optind - 2]
+						      : argv[optind - 1];
 	struct ks_conf_error e;
 	char what[128];
 
@@ -266,8 +270,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		return KS_EXIT_USAGE;
 	}
 	if (o->a.attach_tc && o->xdp_given) {
-		snprintf(err, sizeof(err),
-			 "--xdp-mode is for --attach xdp; leave it out with --attach tc");
+		snprintf(
+			err, sizeof(err),
+			"--xdp-mode is for --attach xdp; leave it out with --attach tc");
 		goto bad;
 	}
 	if (ks_resolve_ifname(o->a.ifname, &o->a.ifindex, err, sizeof(err)))
@@ -281,8 +286,8 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (ks_run_steer_prepare(&o->steer, spec->self, o->a.ifname,
 				 o->a.interval_ms, err, sizeof(err)))
 		goto bad;
-	o->hot.replicas = o->steer.rs.n < KS_MAX_COPIES - 1 ?
-				  o->steer.rs.n : KS_MAX_COPIES - 1;
+	o->hot.replicas = o->steer.rs.n < KS_MAX_COPIES - 1 ? o->steer.rs.n
+							    : KS_MAX_COPIES - 1;
 	o->hot.rs = o->steer.replicas_arg ? &o->steer.rs : NULL;
 	o->hot.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))

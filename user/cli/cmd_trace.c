@@ -24,8 +24,8 @@
 
 struct trace_opts {
 	const char *ifname;
-	unsigned long long count;   /* 0: no limit */
-	__u32 duration_ms;          /* 0: no limit */
+	unsigned long long count; /* 0: no limit */
+	__u32 duration_ms;        /* 0: no limit */
 	int hash_only;
 	int verbose;
 };
@@ -45,16 +45,17 @@ void ks_format_event(const struct ks_event *e, int hash_only, char *buf,
 		snprintf(key, sizeof(key), "0x%016llx",
 			 (unsigned long long)e->hash);
 	else
-		ks_key_text(e->key, e->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN :
-							      e->len,
+		ks_key_text(e->key,
+			    e->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : e->len,
 			    key, sizeof(key));
 	ks_format_ip(e->saddr, ip, sizeof(ip));
-	snprintf(addr, sizeof(addr), ks_ip_is_v4mapped(e->saddr) ? "%s" : "[%s]",
-		 ip);
+	snprintf(addr, sizeof(addr),
+		 ks_ip_is_v4mapped(e->saddr) ? "%s" : "[%s]", ip);
 	snprintf(buf, len, "%s %s %s %s:%u %s", ks_class_name(e->cls),
 		 ks_op_name(e->op), key, addr, e->sport,
-		 e->proto == IPPROTO_TCP ? "tcp" :
-		 e->proto == IPPROTO_UDP ? "udp" : "?");
+		 e->proto == IPPROTO_TCP   ? "tcp"
+		 : e->proto == IPPROTO_UDP ? "udp"
+					   : "?");
 }
 
 static int on_event(void *ctx, void *data, size_t size)

@@ -98,8 +98,9 @@ static int check_key(const struct ks_conf *c, unsigned int line,
 	size_t i;
 
 	if (!*key)
-		return line_fail(err, errlen, c->name, line,
-				 "no key before '='; write 'key = value', e.g. 'sample = 8'");
+		return line_fail(
+			err, errlen, c->name, line,
+			"no key before '='; write 'key = value', e.g. 'sample = 8'");
 	if (*key == '-') {
 		const char *bare = key + strspn(key, "-");
 
@@ -108,21 +109,25 @@ static int check_key(const struct ks_conf *c, unsigned int line,
 				 bare);
 	}
 	if (!key_ok(key))
-		return line_fail(err, errlen, c->name, line,
-				 "'%.64s' is not a key; keys are the long options of 'agent run' in lower case without the dashes (see 'agent run --help')",
-				 key);
+		return line_fail(
+			err, errlen, c->name, line,
+			"'%.64s' is not a key; keys are the long options of 'agent run' in lower case without the dashes (see 'agent run --help')",
+			key);
 	/* Not run options: one file per run, and help is no setting. */
 	if (!strcmp(key, "config"))
-		return line_fail(err, errlen, c->name, line,
-				 "a config file cannot name another; give one --config FILE");
+		return line_fail(
+			err, errlen, c->name, line,
+			"a config file cannot name another; give one --config FILE");
 	if (!strcmp(key, "help"))
-		return line_fail(err, errlen, c->name, line,
-				 "'help' is not a setting; see 'agent run --help' for the keys");
+		return line_fail(
+			err, errlen, c->name, line,
+			"'help' is not a setting; see 'agent run --help' for the keys");
 	for (i = 0; i < c->n; i++) {
 		if (!strcmp(c->e[i].key, key))
-			return line_fail(err, errlen, c->name, line,
-					 "'%s' is set twice (first on line %u); keep one of the lines",
-					 key, c->e[i].line);
+			return line_fail(
+				err, errlen, c->name, line,
+				"'%s' is set twice (first on line %u); keep one of the lines",
+				key, c->e[i].line);
 	}
 	return 0;
 }
@@ -157,9 +162,10 @@ static int parse_line(struct ks_conf *c, unsigned int line, const char *s,
 	char *body, *eq, *key, *value;
 
 	if (n > KS_CONF_LINE_MAX)
-		return line_fail(err, errlen, c->name, line,
-				 "the line is longer than %d bytes; put long shard lists in a shards-file",
-				 KS_CONF_LINE_MAX);
+		return line_fail(
+			err, errlen, c->name, line,
+			"the line is longer than %d bytes; put long shard lists in a shards-file",
+			KS_CONF_LINE_MAX);
 	if (memchr(s, '\0', n))
 		return line_fail(err, errlen, c->name, line,
 				 "the line holds a NUL byte; give a text file");
@@ -173,18 +179,20 @@ static int parse_line(struct ks_conf *c, unsigned int line, const char *s,
 		return 0;
 	eq = strchr(body, '=');
 	if (!eq)
-		return line_fail(err, errlen, c->name, line,
-				 "'%.64s' is not 'key = value'; write one setting per line, e.g. 'sample = 8' ('#' starts a comment)",
-				 body);
+		return line_fail(
+			err, errlen, c->name, line,
+			"'%.64s' is not 'key = value'; write one setting per line, e.g. 'sample = 8' ('#' starts a comment)",
+			body);
 	*eq = '\0';
 	key = trim(body);
 	if (check_key(c, line, key, err, errlen))
 		return -EINVAL;
 	value = unquote(trim(eq + 1));
 	if (!*value)
-		return line_fail(err, errlen, c->name, line,
-				 "'%s' has no value; write '%s = VALUE' (a flag: '%s = yes')",
-				 key, key, key);
+		return line_fail(
+			err, errlen, c->name, line,
+			"'%s' has no value; write '%s = VALUE' (a flag: '%s = yes')",
+			key, key, key);
 	return add_entry(c, line, key, value);
 }
 
@@ -203,7 +211,8 @@ int ks_conf_parse(const char *name, const char *buf, size_t len,
 	if (!c->name || !scratch) {
 		free(scratch);
 		ks_conf_free(c);
-		snprintf(err, errlen, "out of memory reading %s; free some memory", name);
+		snprintf(err, errlen,
+			 "out of memory reading %s; free some memory", name);
 		return -ENOMEM;
 	}
 	while (p < end && !rc) {
@@ -216,14 +225,14 @@ int ks_conf_parse(const char *name, const char *buf, size_t len,
 	}
 	free(scratch);
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory reading %s; free some memory", name);
+		snprintf(err, errlen,
+			 "out of memory reading %s; free some memory", name);
 	if (rc)
 		ks_conf_free(c);
 	return rc;
 }
 
-int ks_conf_load(const char *path, struct ks_conf *c, char *err,
-		 size_t errlen)
+int ks_conf_load(const char *path, struct ks_conf *c, char *err, size_t errlen)
 {
 	char *buf;
 	size_t len;
@@ -231,14 +240,20 @@ int ks_conf_load(const char *path, struct ks_conf *c, char *err,
 
 	memset(c, 0, sizeof(*c));
 	if (rc == -EFBIG)
-		snprintf(err, errlen, "%s: larger than %u KiB; give the keysteer config file to --config",
-			 path, KS_CONF_FILE_MAX / 1024);
+		snprintf(
+			err, errlen,
+			"%s: larger than %u KiB; give the keysteer config file to --config",
+			path, KS_CONF_FILE_MAX / 1024);
 	else if (rc == -EIO)
-		snprintf(err, errlen, "%s: cannot read it (a folder?); give the keysteer config file to --config",
-			 path);
+		snprintf(
+			err, errlen,
+			"%s: cannot read it (a folder?); give the keysteer config file to --config",
+			path);
 	else if (rc)
-		snprintf(err, errlen, "%s: cannot open it (%s); check the path given to --config",
-			 path, strerror(-rc));
+		snprintf(
+			err, errlen,
+			"%s: cannot open it (%s); check the path given to --config",
+			path, strerror(-rc));
 	if (rc)
 		return rc;
 	rc = ks_conf_parse(path, buf, len, c, err, errlen);
@@ -275,7 +290,9 @@ int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
 
 		if (!strcmp(argv[i], opt)) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
-				snprintf(err, errlen, "option '--config' needs a value; give --config FILE");
+				snprintf(
+					err, errlen,
+					"option '--config' needs a value; give --config FILE");
 				return -EINVAL;
 			}
 			p = argv[i + 1];
@@ -288,11 +305,15 @@ int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
 			continue;
 		}
 		if (*at >= 0) {
-			snprintf(err, errlen, "--config is given twice; give one file (options after it override it)");
+			snprintf(
+				err, errlen,
+				"--config is given twice; give one file (options after it override it)");
 			return -EINVAL;
 		}
 		if (!*p) {
-			snprintf(err, errlen, "option '--config' needs a value; give --config FILE");
+			snprintf(
+				err, errlen,
+				"option '--config' needs a value; give --config FILE");
 			return -EINVAL;
 		}
 		*at = i;
@@ -336,12 +357,14 @@ static int unknown_key(struct ks_conf_error *e, const struct ks_conf *c,
 	if (!ks_cli_find(cmd, s->key))
 		o = ks_cli_prefix(cmd, s->key, "config");
 	if (o)
-		return apply_fail(e, c->name, s->line,
-				  "unknown key '%s' (did you mean '%s'?); keys are the full long options, see 'agent %s --help'",
-				  s->key, o->name, cmdname);
-	return apply_fail(e, c->name, s->line,
-			  "unknown key '%s'; see 'agent %s --help' for the keys",
-			  s->key, cmdname);
+		return apply_fail(
+			e, c->name, s->line,
+			"unknown key '%s' (did you mean '%s'?); keys are the full long options, see 'agent %s --help'",
+			s->key, o->name, cmdname);
+	return apply_fail(
+		e, c->name, s->line,
+		"unknown key '%s'; see 'agent %s --help' for the keys", s->key,
+		cmdname);
 }
 
 /* The settings of c one by one, through cmd's entries of the table. */
@@ -366,17 +389,18 @@ int ks_conf_apply(const struct ks_conf *c, unsigned int cmd,
 			if (!strcmp(s->value, "no"))
 				continue; /* left off */
 			if (strcmp(s->value, "yes"))
-				return apply_fail(e, c->name, s->line,
-						  "'%s' is a flag and takes no value ('%s'); write '%s = yes' or '%s = no'",
-						  s->key, s->value, s->key,
-						  s->key);
+				return apply_fail(
+					e, c->name, s->line,
+					"'%s' is a flag and takes no value ('%s'); write '%s = yes' or '%s = no'",
+					s->key, s->value, s->key, s->key);
 			arg = NULL;
 		}
 		n = set(ctx, o->val, arg, e->value, sizeof(e->value));
 		if (n < 0)
-			return apply_fail(e, c->name, s->line,
-					  "'%s = %s' is refused (see above); fix that line",
-					  s->key, s->value);
+			return apply_fail(
+				e, c->name, s->line,
+				"'%s = %s' is refused (see above); fix that line",
+				s->key, s->value);
 		if (!n) /* an entry its handler does not know */
 			return unknown_key(e, c, s, cmd, cmdname);
 	}

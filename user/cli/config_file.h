@@ -27,7 +27,7 @@ struct ks_conf_entry {
 };
 
 struct ks_conf {
-	char *name;                 /* the file as given, for messages */
+	char *name; /* the file as given, for messages */
 	struct ks_conf_entry *e;
 	size_t n;
 };
@@ -42,8 +42,7 @@ int ks_conf_parse(const char *name, const char *buf, size_t len,
 		  struct ks_conf *c, char *err, size_t errlen);
 
 /* Reads path (at most KS_CONF_FILE_MAX bytes) and parses it. */
-int ks_conf_load(const char *path, struct ks_conf *c, char *err,
-		 size_t errlen);
+int ks_conf_load(const char *path, struct ks_conf *c, char *err, size_t errlen);
 
 void ks_conf_free(struct ks_conf *c);
 

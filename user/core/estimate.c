@@ -228,7 +228,8 @@ void ks_fill_rates(const struct ks_totals *prev, const struct ks_totals *cur,
 
 	for (op = 0; op < KS_OP_MAX; op++) {
 		cls = ks_op_class(op);
-		req[cls] += delta(prev->ops[op].requests, cur->ops[op].requests);
+		req[cls] += delta(prev->ops[op].requests,
+				  cur->ops[op].requests);
 		keys[cls] += delta(prev->ops[op].keys, cur->ops[op].keys);
 		bytes[cls] += delta(prev->ops[op].bytes, cur->ops[op].bytes);
 	}
@@ -238,6 +239,6 @@ void ks_fill_rates(const struct ks_totals *prev, const struct ks_totals *cur,
 		rep->class_byte_mps[cls] = ks_to_mps(bytes[cls] / secs);
 	}
 	for (r = 0; r < KS_ERR_MAX; r++)
-		rep->err_mps[r] = ks_to_mps(delta(prev->errors[r],
-						  cur->errors[r]) / secs);
+		rep->err_mps[r] = ks_to_mps(
+			delta(prev->errors[r], cur->errors[r]) / secs);
 }

@@ -25,8 +25,8 @@ struct ks_totals {
 
 /* What one interval contributes besides the sketch. */
 struct ks_interval {
-	__u32 sample_n;       /* 1 in N keys was sketched */
-	__u64 elapsed_ns;     /* length of the interval */
+	__u32 sample_n;   /* 1 in N keys was sketched */
+	__u64 elapsed_ns; /* length of the interval */
 	/* Sampled keys fed to each class's sketch: the stream length N of
 	 * the count-min bound. */
 	__u64 class_sampled[KS_CMS_CLASSES];
@@ -72,12 +72,12 @@ double ks_cms_bound(__u64 stream_len);
 double ks_sampling_bound(double count, __u32 n);
 
 struct ks_key_estimate {
-	__u32 reads;      /* sketch estimates, sampled keys */
+	__u32 reads; /* sketch estimates, sampled keys */
 	__u32 writes;
-	double reads_ps;  /* scaled to all keys per second */
+	double reads_ps; /* scaled to all keys per second */
 	double writes_ps;
-	double err_ps;    /* +/- bound on reads_ps + writes_ps */
-	double share;     /* reads+writes over all requests, 0..1 */
+	double err_ps; /* +/- bound on reads_ps + writes_ps */
+	double share;  /* reads+writes over all requests, 0..1 */
 };
 
 void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,

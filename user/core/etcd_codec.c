@@ -48,9 +48,10 @@ static int parse_url(const char *s, size_t n, char *out, int *tls, char *err,
 		*tls = 1;
 		p = s + 8;
 	} else {
-		return fail(err, errlen, -EINVAL,
-			    "etcd endpoint '%.*s' is not an http:// or https:// URL",
-			    (int)n, s);
+		return fail(
+			err, errlen, -EINVAL,
+			"etcd endpoint '%.*s' is not an http:// or https:// URL",
+			(int)n, s);
 	}
 	host = p;
 	if (p < end && *p == '[') {
@@ -72,7 +73,8 @@ static int parse_url(const char *s, size_t n, char *out, int *tls, char *err,
 			    "etcd endpoint '%.*s' names no host", (int)n, s);
 	if (host_end - host > 253)
 		return fail(err, errlen, -EINVAL,
-			    "etcd endpoint '%.*s': host name too long", (int)n, s);
+			    "etcd endpoint '%.*s': host name too long", (int)n,
+			    s);
 	if (p < end && *p == ':') {
 		const char *d = ++p;
 		char *e;
@@ -81,24 +83,29 @@ static int parse_url(const char *s, size_t n, char *out, int *tls, char *err,
 			p++;
 		if (p == d || p - d > 5)
 			return fail(err, errlen, -EINVAL,
-				    "etcd endpoint '%.*s': bad port", (int)n, s);
+				    "etcd endpoint '%.*s': bad port", (int)n,
+				    s);
 		port = strtoul(d, &e, 10);
 		if (port < 1 || port > 65535)
-			return fail(err, errlen, -EINVAL,
-				    "etcd endpoint '%.*s': port %lu is not 1-65535",
-				    (int)n, s, port);
+			return fail(
+				err, errlen, -EINVAL,
+				"etcd endpoint '%.*s': port %lu is not 1-65535",
+				(int)n, s, port);
 	}
 	if (p < end && *p == '/')
 		p++;
 	if (p != end) {
-		const char *why = *p == '@' ? "user info (give --etcd-user instead)"
-				: *p == '?' ? "a query"
-				: *p == '#' ? "a fragment"
-				: *p == '/' || host_char((unsigned char)*p) ? "a path"
+		const char *why =
+			*p == '@'   ? "user info (give --etcd-user instead)"
+			: *p == '?' ? "a query"
+			: *p == '#' ? "a fragment"
+			: *p == '/' || host_char((unsigned char)*p)
+				? "a path"
 				: "a character a host name cannot have";
-		return fail(err, errlen, -EINVAL,
-			    "etcd endpoint '%.*s' has %s; give scheme://host:port",
-			    (int)n, s, why);
+		return fail(
+			err, errlen, -EINVAL,
+			"etcd endpoint '%.*s' has %s; give scheme://host:port",
+			(int)n, s, why);
 	}
 	snprintf(out, KS_ETCD_URL_MAX, "%s://%.*s:%lu", *tls ? "https" : "http",
 		 (int)(host_end - host), host, port);
@@ -125,17 +132,21 @@ int ks_etcd_parse_endpoints(const char *list, struct ks_etcd_endpoints *eps,
 		while (n && isspace((unsigned char)s[n - 1]))
 			n--;
 		if (!n)
-			return fail(err, errlen, -EINVAL,
-				    "etcd endpoint list '%s' has an empty entry", list);
+			return fail(
+				err, errlen, -EINVAL,
+				"etcd endpoint list '%s' has an empty entry",
+				list);
 		if (eps->n == KS_ETCD_MAX_ENDPOINTS)
 			return fail(err, errlen, -EINVAL,
-				    "more than %d etcd endpoints", KS_ETCD_MAX_ENDPOINTS);
+				    "more than %d etcd endpoints",
+				    KS_ETCD_MAX_ENDPOINTS);
 		rc = parse_url(s, n, eps->url[eps->n], &tls, err, errlen);
 		if (rc)
 			return rc;
 		if (eps->n && tls != eps->tls)
-			return fail(err, errlen, -EINVAL,
-				    "etcd endpoints mix http:// and https://; use one scheme for all");
+			return fail(
+				err, errlen, -EINVAL,
+				"etcd endpoints mix http:// and https://; use one scheme for all");
 		eps->tls = tls;
 		eps->n++;
 		if (!comma)
@@ -155,7 +166,8 @@ size_t ks_etcd_b64_encode(const void *in, size_t n, char *out)
 	size_t i, o = 0;
 
 	for (i = 0; i + 2 < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 |
+			     p[i + 2];
 
 		out[o++] = b64[v >> 18];
 		out[o++] = b64[(v >> 12) & 63];
@@ -163,7 +175,8 @@ size_t ks_etcd_b64_encode(const void *in, size_t n, char *out)
 		out[o++] = b64[v & 63];
 	}
 	if (i < n) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
+		unsigned v = (unsigned)p[i] << 16 |
+			     (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
 
 		out[o++] = b64[v >> 18];
 		out[o++] = b64[(v >> 12) & 63];
@@ -193,7 +206,8 @@ int ks_etcd_b64_decode(const char *in, size_t len, unsigned char *out)
 		int c = last && in[i + 2] == '=' ? -2 : b64_val(in[i + 2]);
 		int d = last && in[i + 3] == '=' ? -2 : b64_val(in[i + 3]);
 
-		if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2))
+		if (a < 0 || b < 0 || c == -1 || d == -1 ||
+		    (c == -2 && d != -2))
 			return -EBADMSG;
 		out[o++] = (unsigned char)(a << 2 | b >> 4);
 		if (c >= 0)
@@ -274,9 +288,10 @@ static int get_i64(json_t *obj, const char *name, int64_t *out, char *err,
 	errno = 0;
 	x = strtoll(s, &end, 10);
 	if (!*s || *end || errno)
-		return fail(err, errlen, -EBADMSG,
-			    "etcd's answer has \"%s\":\"%.40s\", not a 64-bit number",
-			    name, s);
+		return fail(
+			err, errlen, -EBADMSG,
+			"etcd's answer has \"%s\":\"%.40s\", not a 64-bit number",
+			name, s);
 	*out = x;
 	return 0;
 }
@@ -296,7 +311,8 @@ static int get_bytes(json_t *obj, const char *name, char **out, size_t *len,
 	if (v) {
 		if (!json_is_string(v))
 			return fail(err, errlen, -EBADMSG,
-				    "etcd's answer has a non-string \"%s\"", name);
+				    "etcd's answer has a non-string \"%s\"",
+				    name);
 		s = json_string_value(v);
 		n = json_string_length(v);
 	}
@@ -308,7 +324,8 @@ static int get_bytes(json_t *obj, const char *name, char **out, size_t *len,
 		free(*out);
 		*out = NULL;
 		return fail(err, errlen, -EBADMSG,
-			    "etcd's answer has \"%s\" that is not base64", name);
+			    "etcd's answer has \"%s\" that is not base64",
+			    name);
 	}
 	*len = (size_t)got;
 	return 0;
@@ -320,10 +337,14 @@ static int decode_kv(json_t *o, struct ks_etcd_kv *kv, char *err, size_t errlen)
 
 	memset(kv, 0, sizeof(*kv));
 	if (!json_is_object(o))
-		return fail(err, errlen, -EBADMSG, "etcd's answer has a key-value that is not an object");
+		return fail(
+			err, errlen, -EBADMSG,
+			"etcd's answer has a key-value that is not an object");
 	if ((rc = get_bytes(o, "key", &kv->key, &kv->key_len, err, errlen)) ||
-	    (rc = get_bytes(o, "value", &kv->value, &kv->value_len, err, errlen)) ||
-	    (rc = get_i64(o, "create_revision", &kv->create_revision, err, errlen)) ||
+	    (rc = get_bytes(o, "value", &kv->value, &kv->value_len, err,
+			    errlen)) ||
+	    (rc = get_i64(o, "create_revision", &kv->create_revision, err,
+			  errlen)) ||
 	    (rc = get_i64(o, "mod_revision", &kv->mod_revision, err, errlen)) ||
 	    (rc = get_i64(o, "version", &kv->version, err, errlen)) ||
 	    (rc = get_i64(o, "lease", &kv->lease, err, errlen))) {
@@ -339,13 +360,15 @@ static json_t *load(const char *body, size_t len, char *err, size_t errlen)
 	json_t *root = json_loadb(body, len, 0, &je);
 
 	if (!root) {
-		fail(err, errlen, -EBADMSG, "etcd's answer is not JSON (%s at byte %d)",
-		     je.text, je.position);
+		fail(err, errlen, -EBADMSG,
+		     "etcd's answer is not JSON (%s at byte %d)", je.text,
+		     je.position);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		fail(err, errlen, -EBADMSG, "etcd's answer is not a JSON object");
+		fail(err, errlen, -EBADMSG,
+		     "etcd's answer is not a JSON object");
 		return NULL;
 	}
 	return root;
@@ -356,7 +379,8 @@ static int header_revision(json_t *o, int64_t *rev, char *err, size_t errlen)
 	json_t *h = json_object_get(o, "header");
 
 	if (!json_is_object(h))
-		return fail(err, errlen, -EBADMSG, "etcd's answer has no header");
+		return fail(err, errlen, -EBADMSG,
+			    "etcd's answer has no header");
 	return get_i64(h, "revision", rev, err, errlen);
 }
 
@@ -373,7 +397,8 @@ static int error_of(json_t *o, long http_status, char *err, size_t errlen)
 	}
 	if (!m)
 		return fail(err, errlen, -EBADMSG,
-			    "etcd answered HTTP %ld without an error message", http_status);
+			    "etcd answered HTTP %ld without an error message",
+			    http_status);
 	get_i64(o, "code", &code, NULL, 0);
 	switch (code) {
 	case 16: /* Unauthenticated */
@@ -381,11 +406,15 @@ static int error_of(json_t *o, long http_status, char *err, size_t errlen)
 	case 3: /* InvalidArgument: also how etcd 3.4 refuses a login */
 		if (strstr(m, "authentication failed"))
 			return fail(err, errlen, -EACCES,
-				    "etcd refused the user and password: %s", m);
+				    "etcd refused the user and password: %s",
+				    m);
 		if (strstr(m, "user name is empty"))
-			return fail(err, errlen, -EACCES,
-				    "etcd has auth enabled and no user was given: %s", m);
-		return fail(err, errlen, -EINVAL, "etcd refused the request: %s", m);
+			return fail(
+				err, errlen, -EACCES,
+				"etcd has auth enabled and no user was given: %s",
+				m);
+		return fail(err, errlen, -EINVAL,
+			    "etcd refused the request: %s", m);
 	case 7: /* PermissionDenied */
 		return fail(err, errlen, -EPERM, "etcd: %s", m);
 	case 5: /* NotFound */
@@ -396,7 +425,8 @@ static int error_of(json_t *o, long http_status, char *err, size_t errlen)
 	case 4:  /* DeadlineExceeded */
 		return fail(err, errlen, -EAGAIN, "etcd is unavailable: %s", m);
 	default:
-		return fail(err, errlen, -EPROTO, "etcd error (code %lld, HTTP %ld): %s",
+		return fail(err, errlen, -EPROTO,
+			    "etcd error (code %lld, HTTP %ld): %s",
 			    (long long)code, http_status, m);
 	}
 }
@@ -434,7 +464,8 @@ int ks_etcd_decode_range(const char *body, size_t len, struct ks_etcd_range *r,
 		goto out;
 	kvs = json_object_get(root, "kvs");
 	if (kvs && !json_is_array(kvs)) {
-		rc = fail(err, errlen, -EBADMSG, "etcd's answer has \"kvs\" that is not a list");
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's answer has \"kvs\" that is not a list");
 		goto out;
 	}
 	if (kvs && json_array_size(kvs)) {
@@ -444,7 +475,8 @@ int ks_etcd_decode_range(const char *body, size_t len, struct ks_etcd_range *r,
 			goto out;
 		}
 	}
-	json_array_foreach(kvs, i, v) {
+	json_array_foreach(kvs, i, v)
+	{
 		if ((rc = decode_kv(v, &r->kvs[i], err, errlen)))
 			goto out;
 		r->n++;
@@ -487,7 +519,8 @@ int ks_etcd_decode_txn(const char *body, size_t len, int *succeeded,
 		goto out;
 	s = json_object_get(root, "succeeded");
 	if (s && !json_is_boolean(s)) {
-		rc = fail(err, errlen, -EBADMSG, "etcd's txn answer has a non-boolean \"succeeded\"");
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's txn answer has a non-boolean \"succeeded\"");
 		goto out;
 	}
 	*succeeded = json_is_true(s);
@@ -497,12 +530,14 @@ int ks_etcd_decode_txn(const char *body, size_t len, int *succeeded,
 	resp = json_array_get(json_object_get(root, "responses"), 0);
 	rr = json_object_get(resp, "response_range");
 	if (!json_is_object(rr)) {
-		rc = fail(err, errlen, -EBADMSG, "etcd's txn answer has no range of the key");
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's txn answer has no range of the key");
 		goto out;
 	}
 	kvs = json_object_get(rr, "kvs");
 	if (json_array_size(kvs))
-		rc = get_i64(json_array_get(kvs, 0), "mod_revision", cur_mod, err, errlen);
+		rc = get_i64(json_array_get(kvs, 0), "mod_revision", cur_mod,
+			     err, errlen);
 out:
 	json_decref(root);
 	return rc;
@@ -521,17 +556,19 @@ int ks_etcd_decode_lease(const char *body, size_t len, int64_t *id,
 	if (!o)
 		o = root;
 	if (!json_is_object(o))
-		rc = fail(err, errlen, -EBADMSG, "etcd's lease answer has no result");
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's lease answer has no result");
 	else if (!(rc = get_i64(o, "ID", id, err, errlen)))
 		rc = get_i64(o, "TTL", ttl, err, errlen);
 	if (!rc && !*id)
-		rc = fail(err, errlen, -EBADMSG, "etcd's lease answer has no lease ID");
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's lease answer has no lease ID");
 	json_decref(root);
 	return rc;
 }
 
-static int get_string(const char *body, size_t len, const char *name,
-		      char *out, size_t outlen, char *err, size_t errlen)
+static int get_string(const char *body, size_t len, const char *name, char *out,
+		      size_t outlen, char *err, size_t errlen)
 {
 	json_t *root = load(body, len, err, errlen), *v;
 	int rc = 0;
@@ -540,18 +577,19 @@ static int get_string(const char *body, size_t len, const char *name,
 		return -EBADMSG;
 	v = json_object_get(root, name);
 	if (!json_is_string(v) || !json_string_length(v))
-		rc = fail(err, errlen, -EBADMSG, "etcd's answer has no \"%s\"", name);
+		rc = fail(err, errlen, -EBADMSG, "etcd's answer has no \"%s\"",
+			  name);
 	else if (json_string_length(v) >= outlen)
-		rc = fail(err, errlen, -EBADMSG, "etcd's \"%s\" is over %zu bytes",
-			  name, outlen - 1);
+		rc = fail(err, errlen, -EBADMSG,
+			  "etcd's \"%s\" is over %zu bytes", name, outlen - 1);
 	else
 		memcpy(out, json_string_value(v), json_string_length(v) + 1);
 	json_decref(root);
 	return rc;
 }
 
-int ks_etcd_decode_token(const char *body, size_t len, char *token,
-			 size_t tlen, char *err, size_t errlen)
+int ks_etcd_decode_token(const char *body, size_t len, char *token, size_t tlen,
+			 char *err, size_t errlen)
 {
 	return get_string(body, len, "token", token, tlen, err, errlen);
 }
@@ -570,9 +608,11 @@ static int decode_watch_result(json_t *res, struct ks_etcd_watch_msg *m,
 	int rc;
 
 	if (!json_is_object(res))
-		return fail(err, errlen, -EBADMSG, "a watch message without a result");
+		return fail(err, errlen, -EBADMSG,
+			    "a watch message without a result");
 	if ((rc = header_revision(res, &m->revision, err, errlen)) ||
-	    (rc = get_i64(res, "compact_revision", &m->compact_revision, err, errlen)))
+	    (rc = get_i64(res, "compact_revision", &m->compact_revision, err,
+			  errlen)))
 		return rc;
 	m->created = json_is_true(json_object_get(res, "created"));
 	m->canceled = json_is_true(json_object_get(res, "canceled"));
@@ -582,21 +622,26 @@ static int decode_watch_result(json_t *res, struct ks_etcd_watch_msg *m,
 			 json_string_value(reason));
 	evs = json_object_get(res, "events");
 	if (evs && !json_is_array(evs))
-		return fail(err, errlen, -EBADMSG, "a watch message whose events are not a list");
+		return fail(err, errlen, -EBADMSG,
+			    "a watch message whose events are not a list");
 	if (json_array_size(evs) &&
 	    !(m->events = calloc(json_array_size(evs), sizeof(*m->events))))
 		return fail(err, errlen, -ENOMEM, "out of memory");
-	json_array_foreach(evs, i, ev) {
+	json_array_foreach(evs, i, ev)
+	{
 		json_t *type = json_object_get(ev, "type");
 		struct ks_etcd_event *e = &m->events[i];
 
 		if (type && (!json_is_string(type) ||
 			     (strcmp(json_string_value(type), "PUT") &&
 			      strcmp(json_string_value(type), "DELETE"))))
-			return fail(err, errlen, -EBADMSG, "a watch event of unknown type");
-		e->type = type && !strcmp(json_string_value(type), "DELETE") ?
-				  KS_ETCD_EV_DELETE : KS_ETCD_EV_PUT;
-		if ((rc = decode_kv(json_object_get(ev, "kv"), &e->kv, err, errlen)))
+			return fail(err, errlen, -EBADMSG,
+				    "a watch event of unknown type");
+		e->type = type && !strcmp(json_string_value(type), "DELETE")
+				  ? KS_ETCD_EV_DELETE
+				  : KS_ETCD_EV_PUT;
+		if ((rc = decode_kv(json_object_get(ev, "kv"), &e->kv, err,
+				    errlen)))
 			return rc;
 		m->n++;
 	}
@@ -623,19 +668,21 @@ int ks_etcd_decode_watch(const char *buf, size_t len, size_t *used,
 		if (json_error_code(&je) == json_error_premature_end_of_input ||
 		    je.position >= (int)(len - skip))
 			return 0;
-		return fail(err, errlen, -EBADMSG, "the watch stream is not JSON (%s)",
-			    je.text);
+		return fail(err, errlen, -EBADMSG,
+			    "the watch stream is not JSON (%s)", je.text);
 	}
 	*used = skip + (size_t)je.position;
 	if (!json_is_object(root)) {
-		rc = fail(err, errlen, -EBADMSG, "the watch stream has a value that is not an object");
+		rc = fail(err, errlen, -EBADMSG,
+			  "the watch stream has a value that is not an object");
 	} else if ((res = json_object_get(root, "result"))) {
 		rc = decode_watch_result(res, m, err, errlen);
 		if (!rc)
 			rc = 1;
 	} else {
 		res = json_object_get(root, "error");
-		rc = error_of(json_is_object(res) ? res : root, 200, err, errlen);
+		rc = error_of(json_is_object(res) ? res : root, 200, err,
+			      errlen);
 	}
 	json_decref(root);
 	if (rc < 0)

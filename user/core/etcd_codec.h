@@ -69,7 +69,10 @@ struct ks_etcd_range {
 	struct ks_etcd_kv *kvs;
 };
 
-enum ks_etcd_event_type { KS_ETCD_EV_PUT = 0, KS_ETCD_EV_DELETE = 1 };
+enum ks_etcd_event_type {
+	KS_ETCD_EV_PUT = 0,
+	KS_ETCD_EV_DELETE = 1
+};
 struct ks_etcd_event {
 	int type;
 	struct ks_etcd_kv kv;
@@ -77,7 +80,7 @@ struct ks_etcd_event {
 
 /* One message of a watch stream. */
 struct ks_etcd_watch_msg {
-	int64_t revision;         /* the header's */
+	int64_t revision; /* the header's */
 	int created, canceled;
 	int64_t compact_revision; /* canceled: the start revision is gone */
 	char cancel_reason[200];
@@ -122,8 +125,8 @@ int ks_etcd_decode_txn(const char *body, size_t len, int *succeeded,
 int ks_etcd_decode_lease(const char *body, size_t len, int64_t *id,
 			 int64_t *ttl, char *err, size_t errlen);
 /* /v3/auth/authenticate: the token, NUL-terminated, at most tlen-1 bytes. */
-int ks_etcd_decode_token(const char *body, size_t len, char *token,
-			 size_t tlen, char *err, size_t errlen);
+int ks_etcd_decode_token(const char *body, size_t len, char *token, size_t tlen,
+			 char *err, size_t errlen);
 /* /v3/maintenance/status: the server's version string. */
 int ks_etcd_decode_status(const char *body, size_t len, char *version,
 			  size_t vlen, char *err, size_t errlen);

@@ -67,16 +67,16 @@ double ks_hot_read_threshold(const struct ks_hot_policy *p)
 
 double ks_hot_write_threshold(const struct ks_hot_policy *p)
 {
-	double f = p->write_hot_fraction > 0 ? p->write_hot_fraction :
-					       p->hot_fraction;
+	double f = p->write_hot_fraction > 0 ? p->write_hot_fraction
+					     : p->hot_fraction;
 
 	return f * p->shard_capacity_ops;
 }
 
 double ks_hot_copy_budget(const struct ks_hot_policy *p)
 {
-	return p->per_copy_budget_ops > 0 ? p->per_copy_budget_ops :
-					    ks_hot_read_threshold(p);
+	return p->per_copy_budget_ops > 0 ? p->per_copy_budget_ops
+					  : ks_hot_read_threshold(p);
 }
 
 static unsigned cap_copies(const struct ks_hot_policy *p)
@@ -179,9 +179,9 @@ static long parse_count(const char *t, size_t len, long lo, long hi)
 	return v >= lo && v <= hi ? v : -1;
 }
 
-static __attribute__((format(printf, 5, 6))) int
-rule_error(char *err, size_t errlen, const char *fname, unsigned line,
-	   const char *fmt, ...)
+static __attribute__((format(printf, 5, 6))) int rule_error(
+	char *err, size_t errlen, const char *fname, unsigned line,
+	const char *fmt, ...)
 {
 	char why[160];
 	va_list ap;
@@ -221,14 +221,16 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 		return 0;
 	type = rule_type_of(tok[0], tlen[0]);
 	if (!type)
-		return rule_error(err, errlen, fname, line,
-				  "unknown directive '%.*s' (pin, pin-prefix, split-prefix)",
-				  (int)(tlen[0] > 32 ? 32 : tlen[0]), tok[0]);
+		return rule_error(
+			err, errlen, fname, line,
+			"unknown directive '%.*s' (pin, pin-prefix, split-prefix)",
+			(int)(tlen[0] > 32 ? 32 : tlen[0]), tok[0]);
 	if (n != 3)
 		return rule_error(err, errlen, fname, line, "%s needs %s %s",
 				  rule_names[type],
 				  type == KS_RULE_PIN ? "KEY" : "PREFIX",
-				  type == KS_RULE_SPLIT_PREFIX ? "K" : "COPIES");
+				  type == KS_RULE_SPLIT_PREFIX ? "K"
+							       : "COPIES");
 	if (tlen[1] > KS_HOT_KEY_MAX)
 		return rule_error(err, errlen, fname, line,
 				  "key longer than %d bytes", KS_HOT_KEY_MAX);
@@ -306,9 +308,9 @@ int ks_hot_rules_load(struct ks_hot_rules *rules, const char *path, char *err,
 	if (ret) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s: %s", path,
-				 ret == -EIO ? "read error" :
-				 ret == -EFBIG ? "larger than 1 MiB" :
-						 strerror(-ret));
+				 ret == -EIO     ? "read error"
+				 : ret == -EFBIG ? "larger than 1 MiB"
+						 : strerror(-ret));
 		return ret;
 	}
 	ret = ks_hot_rules_parse(rules, buf, len, path, err, errlen);
@@ -515,8 +517,8 @@ static void settle(__u32 *cur, unsigned target, double rate, double *at,
 static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   struct ks_hot_entry *e, double raw_r, double raw_w)
 {
-	const struct ks_hot_rule *rule =
-		ks_hot_rule_match(&t->rules, e->key, e->len);
+	const struct ks_hot_rule *rule = ks_hot_rule_match(&t->rules, e->key,
+							   e->len);
 	double rt = ks_hot_read_threshold(p), wt = ks_hot_write_threshold(p);
 	double rate_r = fmax(raw_r, e->reads_ps);
 	double rate_w = fmax(raw_w, e->writes_ps);
@@ -544,8 +546,8 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 			e->subkeys_rate = rate_w;
 		}
 	} else {
-		e->state = e->read_hot || e->write_hot ? KS_HOT_HOT :
-							 KS_HOT_FREE;
+		e->state = e->read_hot || e->write_hot ? KS_HOT_HOT
+						       : KS_HOT_FREE;
 	}
 	if (!rule) {
 		if (e->read_hot)

@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include "keysteer.h"
 
-#define KS_HOT_CAP        256  /* table entries */
-#define KS_HOT_RULES_MAX  64   /* rules in a pin file */
-#define KS_HOT_KEY_MAX    250  /* memcached's longest key */
-#define KS_HOT_COPIES_MAX 64   /* largest count a rule may ask for */
+#define KS_HOT_CAP        256 /* table entries */
+#define KS_HOT_RULES_MAX  64  /* rules in a pin file */
+#define KS_HOT_KEY_MAX    250 /* memcached's longest key */
+#define KS_HOT_COPIES_MAX 64  /* largest count a rule may ask for */
 
 struct ks_hot_policy {
 	double shard_capacity_ops; /* one shard's capacity, ops/s */
@@ -38,7 +38,8 @@ struct ks_hot_policy {
  * replicas + 1), write fraction = hot_fraction. */
 void ks_hot_policy_default(struct ks_hot_policy *p);
 /* 0, or -EINVAL with the reason in err. */
-int ks_hot_policy_check(const struct ks_hot_policy *p, char *err, size_t errlen);
+int ks_hot_policy_check(const struct ks_hot_policy *p, char *err,
+			size_t errlen);
 double ks_hot_read_threshold(const struct ks_hot_policy *p);
 double ks_hot_write_threshold(const struct ks_hot_policy *p);
 double ks_hot_copy_budget(const struct ks_hot_policy *p);
@@ -60,9 +61,9 @@ enum ks_hot_rule_type {
 };
 
 struct ks_hot_rule {
-	__u8 type;        /* enum ks_hot_rule_type */
+	__u8 type; /* enum ks_hot_rule_type */
 	__u16 len;
-	__u32 count;      /* copies (pins) or ways (split) */
+	__u32 count; /* copies (pins) or ways (split) */
 	__u8 key[KS_HOT_KEY_MAX];
 };
 
@@ -96,15 +97,15 @@ const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 
 enum ks_hot_state {
 	KS_HOT_FREE = 0,
-	KS_HOT_HOT,     /* hot by rate */
-	KS_HOT_PINNED,  /* a rule holds it hot regardless of rate */
+	KS_HOT_HOT,    /* hot by rate */
+	KS_HOT_PINNED, /* a rule holds it hot regardless of rate */
 };
 
 /* One interval's estimate of one key (reads/writes scaled to all keys). */
 struct ks_hot_sample {
 	const __u8 *key;
 	__u16 len;
-	__u64 hash;       /* ks_key_hash of key */
+	__u64 hash; /* ks_key_hash of key */
 	double reads_ps;
 	double writes_ps;
 };
@@ -117,9 +118,9 @@ void ks_hot_sample_from_top(const struct ks_top_entry *e,
 struct ks_hot_entry {
 	__u8 key[KS_KEY_BUF];
 	__u16 len;
-	__u8 state;       /* enum ks_hot_state */
-	__u8 read_hot;    /* reads are spread over copies */
-	__u8 write_hot;   /* operator should salt the key into subkeys */
+	__u8 state;     /* enum ks_hot_state */
+	__u8 read_hot;  /* reads are spread over copies */
+	__u8 write_hot; /* operator should salt the key into subkeys */
 	__u64 hash;
 	__u32 copies;     /* read copies incl. the owner; 1 when not read-hot */
 	__u32 subkeys;    /* salted-counter sub-keys; 0 when not write-hot */
@@ -134,8 +135,8 @@ struct ks_hot_entry {
 struct ks_hot_table {
 	struct ks_hot_entry e[KS_HOT_CAP];
 	size_t used;
-	__u64 version;      /* bumped whenever a published decision changes */
-	__u32 seq;          /* of the last update */
+	__u64 version; /* bumped whenever a published decision changes */
+	__u32 seq;     /* of the last update */
 	struct ks_hot_rules rules;
 	/* Cumulative decision counters, for the report and the tests. */
 	__u64 entered, left, evicted, dropped;

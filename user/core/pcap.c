@@ -20,26 +20,26 @@
 #define PCAP_LT_MASK 0x03ffffffU
 
 /* pcapng */
-#define NG_BLOCK_MIN 12 /* type, length, trailing length */
-#define NG_SHB       0x0a0d0d0aU
-#define NG_IDB       1
-#define NG_OPB       2
-#define NG_SPB       3
-#define NG_EPB       6
-#define NG_BOM       0x1a2b3c4dU
-#define NG_SHB_BODY  16 /* byte-order magic, version, section length */
-#define NG_IDB_BODY  8  /* link type, reserved, snaplen */
-#define NG_PKT_BODY  20 /* EPB and OPB: interface .. original length */
-#define NG_SPB_BODY  4  /* original length */
+#define NG_BLOCK_MIN    12 /* type, length, trailing length */
+#define NG_SHB          0x0a0d0d0aU
+#define NG_IDB          1
+#define NG_OPB          2
+#define NG_SPB          3
+#define NG_EPB          6
+#define NG_BOM          0x1a2b3c4dU
+#define NG_SHB_BODY     16 /* byte-order magic, version, section length */
+#define NG_IDB_BODY     8  /* link type, reserved, snaplen */
+#define NG_PKT_BODY     20 /* EPB and OPB: interface .. original length */
+#define NG_SPB_BODY     4  /* original length */
 #define NG_OPT_FLAGS    2  /* epb_flags and opb_flags */
 #define NG_OPT_TSRESOL  9
 #define NG_OPT_TSOFFSET 14
 
 /* Linux cooked headers, always in network byte order */
-#define SLL_LEN        16
-#define SLL2_LEN       20
-#define ETH_HDR_LEN    14
-#define ETH_ALEN_BYTES 6
+#define SLL_LEN              16
+#define SLL2_LEN             20
+#define ETH_HDR_LEN          14
+#define ETH_ALEN_BYTES       6
 #define PACKET_OUTGOING_TYPE 4 /* <linux/if_packet.h> PACKET_OUTGOING */
 
 static __u16 get16(const __u8 *b, int be)
@@ -49,13 +49,16 @@ static __u16 get16(const __u8 *b, int be)
 
 static __u32 get32(const __u8 *b, int be)
 {
-	return be ? (__u32)b[0] << 24 | (__u32)b[1] << 16 | (__u32)b[2] << 8 | b[3] :
-		    (__u32)b[3] << 24 | (__u32)b[2] << 16 | (__u32)b[1] << 8 | b[0];
+	return be ? (__u32)b[0] << 24 | (__u32)b[1] << 16 | (__u32)b[2] << 8 |
+			       b[3]
+		  : (__u32)b[3] << 24 | (__u32)b[2] << 16 | (__u32)b[1] << 8 |
+			       b[0];
 }
 
 static __u64 get64(const __u8 *b, int be)
 {
-	__u64 hi = get32(b + (be ? 0 : 4), be), lo = get32(b + (be ? 4 : 0), be);
+	__u64 hi = get32(b + (be ? 0 : 4), be),
+	      lo = get32(b + (be ? 4 : 0), be);
 
 	return hi << 32 | lo;
 }
@@ -67,18 +70,20 @@ static size_t pad4(size_t n)
 
 /* Records the error (rec 0: the classic file header) and makes every
  * later call fail the same way. */
-__attribute__((format(printf, 4, 5)))
-static int fail(struct ks_pcap *p, __u64 rec, size_t at, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int fail(struct ks_pcap *p,
+						      __u64 rec, size_t at,
+						      const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
 	if (rec)
-		n = snprintf(p->err, sizeof(p->err), "record %llu at byte %zu: ",
+		n = snprintf(p->err, sizeof(p->err),
+			     "record %llu at byte %zu: ",
 			     (unsigned long long)rec, at);
 	else
-		n = snprintf(p->err, sizeof(p->err), "file header at byte %zu: ",
-			     at);
+		n = snprintf(p->err, sizeof(p->err),
+			     "file header at byte %zu: ", at);
 	if (n < 0 || (size_t)n >= sizeof(p->err))
 		n = 0;
 	va_start(ap, fmt);
@@ -146,8 +151,8 @@ static void cook(struct ks_pcap *p, struct ks_pcap_pkt *pkt, const __u8 *addr,
 	pkt->data = p->frame;
 	pkt->len = ETH_HDR_LEN + n;
 	pkt->wire_len = wire >= hdr ? wire - hdr + ETH_HDR_LEN : pkt->len;
-	pkt->dir = pkttype == PACKET_OUTGOING_TYPE ? KS_PCAP_DIR_OUT :
-						     KS_PCAP_DIR_IN;
+	pkt->dir = pkttype == PACKET_OUTGOING_TYPE ? KS_PCAP_DIR_OUT
+						   : KS_PCAP_DIR_IN;
 }
 
 /* Fills pkt with caplen captured bytes of a frame of link type lt. */
@@ -175,13 +180,15 @@ static int emit(struct ks_pcap *p, struct ks_pcap_pkt *pkt, const __u8 *data,
 		     caplen - SLL2_LEN, wire, SLL2_LEN, data[10]);
 		return 0;
 	default:
-		return fail(p, pkt->record, pkt->offset,
-			    "link type %u (%s) is not supported; keysteer replays Ethernet (1), Linux cooked SLL (113) and SLL2 (276) captures: capture on an Ethernet interface or with 'tcpdump -i any'",
-			    lt, ks_pcap_linktype_name(lt));
+		return fail(
+			p, pkt->record, pkt->offset,
+			"link type %u (%s) is not supported; keysteer replays Ethernet (1), Linux cooked SLL (113) and SLL2 (276) captures: capture on an Ethernet interface or with 'tcpdump -i any'",
+			lt, ks_pcap_linktype_name(lt));
 	}
-	return fail(p, pkt->record, pkt->offset,
-		    "%u captured bytes, fewer than the %u-byte Linux cooked header",
-		    caplen, lt == KS_LINKTYPE_LINUX_SLL ? SLL_LEN : SLL2_LEN);
+	return fail(
+		p, pkt->record, pkt->offset,
+		"%u captured bytes, fewer than the %u-byte Linux cooked header",
+		caplen, lt == KS_LINKTYPE_LINUX_SLL ? SLL_LEN : SLL2_LEN);
 }
 
 /* The checks every packet record's lengths get, room being the bytes the
@@ -190,17 +197,20 @@ static int check_lengths(struct ks_pcap *p, const struct ks_pcap_pkt *pkt,
 			 __u32 caplen, __u32 wire, size_t room)
 {
 	if (caplen > KS_PCAP_MAX_FRAME)
-		return fail(p, pkt->record, pkt->offset,
-			    "captured length %u is over %u bytes, more than any capture of these link types holds; the record is corrupt",
-			    caplen, KS_PCAP_MAX_FRAME);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"captured length %u is over %u bytes, more than any capture of these link types holds; the record is corrupt",
+			caplen, KS_PCAP_MAX_FRAME);
 	if (caplen > wire)
-		return fail(p, pkt->record, pkt->offset,
-			    "captured length %u is more than the length on the wire (%u); the record is corrupt",
-			    caplen, wire);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"captured length %u is more than the length on the wire (%u); the record is corrupt",
+			caplen, wire);
 	if (caplen > room)
-		return fail(p, pkt->record, pkt->offset,
-			    "captured length %u runs past the end of its record (%zu bytes left); the capture is cut short or corrupt",
-			    caplen, room);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"captured length %u runs past the end of its record (%zu bytes left); the capture is cut short or corrupt",
+			caplen, room);
 	return 0;
 }
 
@@ -211,20 +221,23 @@ static int open_classic(struct ks_pcap *p, __u32 magic)
 	__u32 swapped = __builtin_bswap32(magic);
 
 	if (magic == PCAP_KUZ || swapped == PCAP_KUZ)
-		return fail(p, 0, 0,
-			    "Kuznetzov's modified pcap format is not supported; rewrite it with 'tcpdump -r FILE -w NEW'");
+		return fail(
+			p, 0, 0,
+			"Kuznetzov's modified pcap format is not supported; rewrite it with 'tcpdump -r FILE -w NEW'");
 	if (magic != PCAP_USEC && magic != PCAP_NSEC && swapped != PCAP_USEC &&
 	    swapped != PCAP_NSEC)
-		return fail(p, 0, 0,
-			    "not a pcap or pcapng file (it starts with %02x %02x %02x %02x); give a capture written by tcpdump, tshark or dumpcap",
-			    b[0], b[1], b[2], b[3]);
+		return fail(
+			p, 0, 0,
+			"not a pcap or pcapng file (it starts with %02x %02x %02x %02x); give a capture written by tcpdump, tshark or dumpcap",
+			b[0], b[1], b[2], b[3]);
 	p->format = KS_PCAP_CLASSIC;
 	p->big_endian = magic != PCAP_USEC && magic != PCAP_NSEC;
 	p->nsec = magic == PCAP_NSEC || swapped == PCAP_NSEC;
 	if (p->len < PCAP_HDR_LEN)
-		return fail(p, 0, 0,
-			    "the pcap file header is cut short (%zu of %u bytes)",
-			    p->len, PCAP_HDR_LEN);
+		return fail(
+			p, 0, 0,
+			"the pcap file header is cut short (%zu of %u bytes)",
+			p->len, PCAP_HDR_LEN);
 	if (get16(b + 4, p->big_endian) != 2)
 		return fail(p, 0, 4, "pcap version %u.%u, not 2.x",
 			    get16(b + 4, p->big_endian),
@@ -235,9 +248,10 @@ static int open_classic(struct ks_pcap *p, __u32 magic)
 	i->offset_s = 0;
 	p->nifs = 1;
 	if (!ks_pcap_linktype_supported(i->linktype))
-		return fail(p, 0, 20,
-			    "link type %u (%s) is not supported; keysteer replays Ethernet (1), Linux cooked SLL (113) and SLL2 (276) captures: capture on an Ethernet interface or with 'tcpdump -i any'",
-			    i->linktype, ks_pcap_linktype_name(i->linktype));
+		return fail(
+			p, 0, 20,
+			"link type %u (%s) is not supported; keysteer replays Ethernet (1), Linux cooked SLL (113) and SLL2 (276) captures: capture on an Ethernet interface or with 'tcpdump -i any'",
+			i->linktype, ks_pcap_linktype_name(i->linktype));
 	p->off = PCAP_HDR_LEN;
 	return 0;
 }
@@ -274,9 +288,10 @@ static int next_classic(struct ks_pcap *p, struct ks_pcap_pkt *pkt)
 	__u64 sec, frac;
 
 	if (left < PCAP_REC_LEN)
-		return fail(p, pkt->record, pkt->offset,
-			    "the record header is cut short (%zu of %u bytes); the capture is cut short",
-			    left, PCAP_REC_LEN);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"the record header is cut short (%zu of %u bytes); the capture is cut short",
+			left, PCAP_REC_LEN);
 	sec = get32(r, be);
 	frac = get32(r + 4, be);
 	caplen = get32(r + 8, be);
@@ -322,19 +337,22 @@ static int pkt_options(struct ks_pcap *p, struct ks_pcap_pkt *pkt,
 	__u16 code = 0, vlen = 0;
 	int rc;
 
-	while ((rc = next_opt(&o, end, p->big_endian, &code, &val, &vlen)) > 0) {
+	while ((rc = next_opt(&o, end, p->big_endian, &code, &val, &vlen)) >
+	       0) {
 		__u32 flags;
 
 		if (code != NG_OPT_FLAGS || vlen != 4)
 			continue;
 		flags = get32(val, p->big_endian) & 3;
-		pkt->dir = flags == 1 ? KS_PCAP_DIR_IN :
-			   flags == 2 ? KS_PCAP_DIR_OUT : KS_PCAP_DIR_UNKNOWN;
+		pkt->dir = flags == 1   ? KS_PCAP_DIR_IN
+			   : flags == 2 ? KS_PCAP_DIR_OUT
+					: KS_PCAP_DIR_UNKNOWN;
 	}
 	if (rc < 0)
-		return fail(p, pkt->record, pkt->offset,
-			    "option %u (%u bytes) runs past the end of its block",
-			    code, vlen);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"option %u (%u bytes) runs past the end of its block",
+			code, vlen);
 	return 0;
 }
 
@@ -342,9 +360,10 @@ static int read_shb(struct ks_pcap *p, const struct ks_pcap_pkt *at,
 		    const __u8 *body, __u32 n)
 {
 	if (n < NG_SHB_BODY)
-		return fail(p, at->record, at->offset,
-			    "section header block too short (%u body bytes, need %u)",
-			    n, NG_SHB_BODY);
+		return fail(
+			p, at->record, at->offset,
+			"section header block too short (%u body bytes, need %u)",
+			n, NG_SHB_BODY);
 	if (get16(body + 4, p->big_endian) != 1)
 		return fail(p, at->record, at->offset,
 			    "pcapng version %u.%u, not 1.x",
@@ -364,7 +383,8 @@ static int set_tsresol(struct ks_pcap *p, const struct ks_pcap_pkt *at,
 	if (r & 0x80) {
 		if (e > 63)
 			return fail(p, at->record, at->offset,
-				    "if_tsresol 2^-%u is finer than 2^-63 s", e);
+				    "if_tsresol 2^-%u is finer than 2^-63 s",
+				    e);
 		i->units = 1ULL << e;
 		return 0;
 	}
@@ -386,9 +406,10 @@ static int read_idb(struct ks_pcap *p, const struct ks_pcap_pkt *at,
 	int rc;
 
 	if (n < NG_IDB_BODY)
-		return fail(p, at->record, at->offset,
-			    "interface description block too short (%u body bytes, need %u)",
-			    n, NG_IDB_BODY);
+		return fail(
+			p, at->record, at->offset,
+			"interface description block too short (%u body bytes, need %u)",
+			n, NG_IDB_BODY);
 	if (p->nifs == KS_PCAP_MAX_IFS)
 		return fail(p, at->record, at->offset,
 			    "more than %u interfaces in one section",
@@ -408,9 +429,10 @@ static int read_idb(struct ks_pcap *p, const struct ks_pcap_pkt *at,
 		}
 	}
 	if (rc < 0)
-		return fail(p, at->record, at->offset,
-			    "option %u (%u bytes) runs past the end of its block",
-			    code, vlen);
+		return fail(
+			p, at->record, at->offset,
+			"option %u (%u bytes) runs past the end of its block",
+			code, vlen);
 	p->nifs++;
 	return 0;
 }
@@ -419,9 +441,10 @@ static int check_iface(struct ks_pcap *p, const struct ks_pcap_pkt *pkt)
 {
 	if (pkt->iface < p->nifs)
 		return 0;
-	return fail(p, pkt->record, pkt->offset,
-		    "a packet of interface %u, but %u interface%s described in this section",
-		    pkt->iface, p->nifs, p->nifs == 1 ? " is" : "s are");
+	return fail(
+		p, pkt->record, pkt->offset,
+		"a packet of interface %u, but %u interface%s described in this section",
+		pkt->iface, p->nifs, p->nifs == 1 ? " is" : "s are");
 }
 
 /* EPB (epb: 1) and OPB (0): interface, timestamp, lengths, data, options. */
@@ -433,9 +456,10 @@ static int read_pkt_block(struct ks_pcap *p, struct ks_pcap_pkt *pkt,
 	__u64 ts;
 
 	if (n < NG_PKT_BODY)
-		return fail(p, pkt->record, pkt->offset,
-			    "%s packet block too short (%u body bytes, need %u)",
-			    epb ? "enhanced" : "obsolete", n, NG_PKT_BODY);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"%s packet block too short (%u body bytes, need %u)",
+			epb ? "enhanced" : "obsolete", n, NG_PKT_BODY);
 	pkt->iface = epb ? get32(body, be) : get16(body, be);
 	ts = (__u64)get32(body + 4, be) << 32 | get32(body + 8, be);
 	caplen = get32(body + 12, be);
@@ -458,9 +482,10 @@ static int read_spb(struct ks_pcap *p, struct ks_pcap_pkt *pkt,
 	__u32 wire, caplen;
 
 	if (n < NG_SPB_BODY)
-		return fail(p, pkt->record, pkt->offset,
-			    "simple packet block too short (%u body bytes, need %u)",
-			    n, NG_SPB_BODY);
+		return fail(
+			p, pkt->record, pkt->offset,
+			"simple packet block too short (%u body bytes, need %u)",
+			n, NG_SPB_BODY);
 	pkt->iface = 0;
 	if (check_iface(p, pkt))
 		return -1;
@@ -486,42 +511,48 @@ static int block_header(struct ks_pcap *p, const struct ks_pcap_pkt *at,
 	__u32 bom;
 
 	if (left < NG_BLOCK_MIN)
-		return fail(p, at->record, at->offset,
-			    "the block header is cut short (%zu of %u bytes); the capture is cut short",
-			    left, NG_BLOCK_MIN);
+		return fail(
+			p, at->record, at->offset,
+			"the block header is cut short (%zu of %u bytes); the capture is cut short",
+			left, NG_BLOCK_MIN);
 	/* A section header's type reads the same in both byte orders; its
 	 * byte-order magic sets the order of everything up to the next. */
 	*type = get32(b, p->big_endian);
 	if (*type == NG_SHB) {
 		if (left < NG_BLOCK_MIN + 4)
-			return fail(p, at->record, at->offset,
-				    "the section header is cut short (%zu bytes)",
-				    left);
+			return fail(
+				p, at->record, at->offset,
+				"the section header is cut short (%zu bytes)",
+				left);
 		bom = get32(b + 8, 0);
 		if (bom != NG_BOM && __builtin_bswap32(bom) != NG_BOM)
-			return fail(p, at->record, at->offset,
-				    "section header byte-order magic %08x is not 1a2b3c4d in either byte order; the file is corrupt",
-				    bom);
+			return fail(
+				p, at->record, at->offset,
+				"section header byte-order magic %08x is not 1a2b3c4d in either byte order; the file is corrupt",
+				bom);
 		p->big_endian = bom != NG_BOM;
 	} else if (at->record == 1) {
-		return fail(p, at->record, at->offset,
-			    "block type 0x%08x where a pcapng file must start with a section header",
-			    *type);
+		return fail(
+			p, at->record, at->offset,
+			"block type 0x%08x where a pcapng file must start with a section header",
+			*type);
 	}
 	*blen = get32(b + 4, p->big_endian);
 	if (*blen < NG_BLOCK_MIN || *blen % 4)
 		return fail(p, at->record, at->offset,
 			    "block length %u is %s; the file is corrupt", *blen,
-			    *blen < NG_BLOCK_MIN ? "shorter than 12 bytes" :
-						   "not a multiple of 4");
+			    *blen < NG_BLOCK_MIN ? "shorter than 12 bytes"
+						 : "not a multiple of 4");
 	if (*blen > left)
-		return fail(p, at->record, at->offset,
-			    "block length %u runs past the end of the file (%zu bytes left); the capture is cut short",
-			    *blen, left);
+		return fail(
+			p, at->record, at->offset,
+			"block length %u runs past the end of the file (%zu bytes left); the capture is cut short",
+			*blen, left);
 	if (get32(b + *blen - 4, p->big_endian) != *blen)
-		return fail(p, at->record, at->offset,
-			    "the trailing block length %u differs from the leading %u; the file is corrupt",
-			    get32(b + *blen - 4, p->big_endian), *blen);
+		return fail(
+			p, at->record, at->offset,
+			"the trailing block length %u differs from the leading %u; the file is corrupt",
+			get32(b + *blen - 4, p->big_endian), *blen);
 	return 0;
 }
 

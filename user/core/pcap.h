@@ -29,8 +29,8 @@
  * claiming more is corrupt. */
 #define KS_PCAP_MAX_FRAME 262144
 /* Interfaces one pcapng section may describe. */
-#define KS_PCAP_MAX_IFS   256
-#define KS_PCAP_ERRLEN    256
+#define KS_PCAP_MAX_IFS 256
+#define KS_PCAP_ERRLEN  256
 
 enum ks_pcap_format {
 	KS_PCAP_CLASSIC = 1,
@@ -47,33 +47,33 @@ enum ks_pcap_dir {
 
 struct ks_pcap_if {
 	__u32 linktype;
-	__u32 snaplen;    /* 0: no limit given */
-	__u64 units;      /* timestamp units per second */
-	__s64 offset_s;   /* if_tsoffset: seconds added to every timestamp */
+	__u32 snaplen;  /* 0: no limit given */
+	__u64 units;    /* timestamp units per second */
+	__s64 offset_s; /* if_tsoffset: seconds added to every timestamp */
 };
 
 struct ks_pcap_pkt {
-	const __u8 *data;  /* the frame as Ethernet */
-	__u32 len;         /* bytes at data */
-	__u32 wire_len;    /* its length on the wire, as Ethernet */
-	__u64 ts_ns;       /* nanoseconds since the epoch, if has_ts */
-	int has_ts;        /* 0 for pcapng simple packet blocks */
-	__u32 iface;       /* pcapng interface id; 0 in classic pcap */
-	__u32 linktype;    /* as captured, before the Ethernet header was made */
+	const __u8 *data; /* the frame as Ethernet */
+	__u32 len;        /* bytes at data */
+	__u32 wire_len;   /* its length on the wire, as Ethernet */
+	__u64 ts_ns;      /* nanoseconds since the epoch, if has_ts */
+	int has_ts;       /* 0 for pcapng simple packet blocks */
+	__u32 iface;      /* pcapng interface id; 0 in classic pcap */
+	__u32 linktype;   /* as captured, before the Ethernet header was made */
 	enum ks_pcap_dir dir;
-	__u64 record;      /* record number (as in error messages) */
-	size_t offset;     /* byte offset of the record in the file */
+	__u64 record;  /* record number (as in error messages) */
+	size_t offset; /* byte offset of the record in the file */
 };
 
 struct ks_pcap {
 	const __u8 *buf;
 	size_t len;
-	size_t off;          /* where the next record starts */
-	__u64 record;        /* number of the last record read */
+	size_t off;   /* where the next record starts */
+	__u64 record; /* number of the last record read */
 	enum ks_pcap_format format;
-	int big_endian;      /* of the file, or of the current pcapng section */
-	int nsec;            /* classic: nanosecond timestamps */
-	int failed;          /* an error was met: every call fails */
+	int big_endian; /* of the file, or of the current pcapng section */
+	int nsec;       /* classic: nanosecond timestamps */
+	int failed;     /* an error was met: every call fails */
 	struct ks_pcap_if ifs[KS_PCAP_MAX_IFS]; /* classic: ifs[0] only */
 	__u32 nifs;
 	char err[KS_PCAP_ERRLEN];

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "core/replicas.h"
 
-#define EXAMPLE "198.18.0.10:11211"
+#define EXAMPLE   "198.18.0.10:11211"
 #define ENTRY_MAX 64 /* longer than any "a.b.c.d:port"; longer is bad */
 /* Separates replica ids from other users of ks_hash_fmix, so a replica
  * id never equals some key's hash by construction. */
@@ -67,27 +67,36 @@ static int parse_entry(const char *s, size_t len, unsigned idx,
 
 	entry_text(s, len, shown, sizeof(shown));
 	if (len >= sizeof(buf)) {
-		snprintf(err, errlen, "--replicas entry %u '%s' is too long; give host:port like " EXAMPLE,
-			 idx, shown);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s' is too long; give host:port like " EXAMPLE,
+			idx, shown);
 		return -EINVAL;
 	}
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	colon = strrchr(buf, ':');
 	if (!colon) {
-		snprintf(err, errlen, "--replicas entry %u '%s' has no port; give host:port like " EXAMPLE,
-			 idx, shown);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s' has no port; give host:port like " EXAMPLE,
+			idx, shown);
 		return -EINVAL;
 	}
 	*colon = '\0';
 	if (inet_pton(AF_INET, buf, &in) != 1 || !is_unicast(in.s_addr)) {
-		snprintf(err, errlen, "--replicas entry %u '%s': '%s' is not a dotted IPv4 unicast address; give host:port like " EXAMPLE " (no host names)",
-			 idx, shown, buf);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s': '%s' is not a dotted IPv4 unicast address; give host:port like " EXAMPLE
+			" (no host names)",
+			idx, shown, buf);
 		return -EINVAL;
 	}
 	if (parse_port(colon + 1, &r->port)) {
-		snprintf(err, errlen, "--replicas entry %u '%s': port '%s' is not a number from 1 to 65535; give host:port like " EXAMPLE,
-			 idx, shown, colon + 1);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s': port '%s' is not a number from 1 to 65535; give host:port like " EXAMPLE,
+			idx, shown, colon + 1);
 		return -EINVAL;
 	}
 	r->addr = in.s_addr;
@@ -116,21 +125,27 @@ static int add_entry(struct ks_replica_set *rs, const char *s, size_t len,
 
 	entry_text(s, len, shown, sizeof(shown));
 	if (len == 0) {
-		snprintf(err, errlen, "--replicas entry %u is empty; give host:port entries separated by single commas",
-			 idx);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u is empty; give host:port entries separated by single commas",
+			idx);
 		return -EINVAL;
 	}
 	if (rs->n >= KS_MAX_REPLICAS) {
-		snprintf(err, errlen, "--replicas entry %u '%s' is one too many; give at most %d replicas",
-			 idx, shown, KS_MAX_REPLICAS);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s' is one too many; give at most %d replicas",
+			idx, shown, KS_MAX_REPLICAS);
 		return -EINVAL;
 	}
 	if (parse_entry(s, len, idx, &r, err, errlen))
 		return -EINVAL;
 	dup = find_replica(rs, &r);
 	if (dup >= 0) {
-		snprintf(err, errlen, "--replicas entry %u '%s' repeats entry %d; give each replica once",
-			 idx, shown, dup + 1);
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s' repeats entry %d; give each replica once",
+			idx, shown, dup + 1);
 		return -EINVAL;
 	}
 	rs->r[rs->n++] = r;
@@ -145,8 +160,11 @@ int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
 	unsigned idx = 1;
 
 	if (!list || !*list) {
-		snprintf(err, errlen, "--replicas needs a value; give 1 to %d replicas like " EXAMPLE ",198.18.0.11:11211",
-			 KS_MAX_REPLICAS);
+		snprintf(
+			err, errlen,
+			"--replicas needs a value; give 1 to %d replicas like " EXAMPLE
+			",198.18.0.11:11211",
+			KS_MAX_REPLICAS);
 		return -EINVAL;
 	}
 	for (;; idx++) {

@@ -41,8 +41,10 @@ int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	snprintf(err, errlen, "unknown distribution '%s'; use ketama, twemproxy, twemproxy-md5, vnode or modula",
-		 s ? s : "");
+	snprintf(
+		err, errlen,
+		"unknown distribution '%s'; use ketama, twemproxy, twemproxy-md5, vnode or modula",
+		s ? s : "");
 	return -EINVAL;
 }
 
@@ -89,9 +91,8 @@ static void add_point(struct builder *b, __u32 value, __u32 shard)
 }
 
 /* Points named base + sep + 0..count/4-1, four per digest. */
-static void add_ketama_points(struct builder *b, __u32 shard,
-			      const char *base, size_t blen, char sep,
-			      __u32 count)
+static void add_ketama_points(struct builder *b, __u32 shard, const char *base,
+			      size_t blen, char sep, __u32 count)
 {
 	char name[KS_SHARD_NAME_MAX + 32];
 	__u32 i, st[4], a;
@@ -144,24 +145,32 @@ static int build_ketama(struct builder *b, const struct ks_shards *s,
 			count = libmemcached_points(sh->weight, total, s->n);
 			blen = client_base(sh, base, sizeof(base));
 		} else {
-			count = twemproxy_points(sh->weight, (__u32)total, s->n);
+			count = twemproxy_points(sh->weight, (__u32)total,
+						 s->n);
 			if (sh->name[0])
-				blen = (size_t)snprintf(base, sizeof(base), "%s",
-							sh->name);
+				blen = (size_t)snprintf(base, sizeof(base),
+							"%s", sh->name);
 			else
 				blen = client_base(sh, base, sizeof(base));
 			/* the longest name is base-<count/4 - 1> */
-			if (count && blen + 1 + (size_t)snprintf(NULL, 0, "%u", count / 4 - 1) >
-					     KS_TWEMPROXY_NAME_MAX) {
-				snprintf(err, errlen, "shard '%s' (%s line %u): twemproxy cannot hash point names over %d bytes; give it a shorter name",
-					 base, s->source, sh->line,
-					 KS_TWEMPROXY_NAME_MAX);
+			if (count &&
+			    blen + 1 +
+					    (size_t)snprintf(NULL, 0, "%u",
+							     count / 4 - 1) >
+				    KS_TWEMPROXY_NAME_MAX) {
+				snprintf(
+					err, errlen,
+					"shard '%s' (%s line %u): twemproxy cannot hash point names over %d bytes; give it a shorter name",
+					base, s->source, sh->line,
+					KS_TWEMPROXY_NAME_MAX);
 				return -ENAMETOOLONG;
 			}
 		}
 		if (b->n + count > b->cap) { /* cannot happen: sum <= 160 n */
-			snprintf(err, errlen, "ring of %u shards needs more than %d points; report this as a bug",
-				 s->n, KS_RING_MAX_POINTS);
+			snprintf(
+				err, errlen,
+				"ring of %u shards needs more than %d points; report this as a bug",
+				s->n, KS_RING_MAX_POINTS);
 			return -E2BIG;
 		}
 		add_ketama_points(b, i, base, blen, '-', count);
@@ -189,9 +198,11 @@ static int build_vnode(struct builder *b, const struct ks_shards *s,
 		need += c ? c : 1;
 	}
 	if (need > b->cap) {
-		snprintf(err, errlen, "--vnodes %u for %u shards needs %llu points, more than the ring's %d; lower --vnodes to at most %u",
-			 vnodes, s->n, (unsigned long long)need,
-			 KS_RING_MAX_POINTS, KS_RING_MAX_POINTS / s->n);
+		snprintf(
+			err, errlen,
+			"--vnodes %u for %u shards needs %llu points, more than the ring's %d; lower --vnodes to at most %u",
+			vnodes, s->n, (unsigned long long)need,
+			KS_RING_MAX_POINTS, KS_RING_MAX_POINTS / s->n);
 		return -E2BIG;
 	}
 	for (i = 0; i < s->n; i++) {
@@ -204,7 +215,8 @@ static int build_vnode(struct builder *b, const struct ks_shards *s,
 		if (!c)
 			c = 1;
 		if (sh->name[0])
-			blen = (size_t)snprintf(name, sizeof(name), "%s#", sh->name);
+			blen = (size_t)snprintf(name, sizeof(name), "%s#",
+						sh->name);
 		else
 			blen = (size_t)snprintf(name, sizeof(name), "%s:%u#",
 						sh->host, sh->port);
@@ -268,7 +280,8 @@ static __u64 fnv_bytes(__u64 h, const void *p, size_t len)
 
 static __u64 fnv_u32(__u64 h, __u32 v)
 {
-	__u8 le[4] = { (__u8)v, (__u8)(v >> 8), (__u8)(v >> 16), (__u8)(v >> 24) };
+	__u8 le[4] = { (__u8)v, (__u8)(v >> 8), (__u8)(v >> 16),
+		       (__u8)(v >> 24) };
 
 	return fnv_bytes(h, le, 4);
 }
@@ -319,13 +332,17 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 
 	memset(r, 0, sizeof(*r));
 	if (!shards->n || shards->n > KS_MAX_SHARDS) {
-		snprintf(err, errlen, "a ring needs 1 to %d shards, %s lists %u; fix the shard list",
-			 KS_MAX_SHARDS, shards->source, shards->n);
+		snprintf(
+			err, errlen,
+			"a ring needs 1 to %d shards, %s lists %u; fix the shard list",
+			KS_MAX_SHARDS, shards->source, shards->n);
 		return -EINVAL;
 	}
 	if ((unsigned)dist >= KS_DIST_MAX) {
-		snprintf(err, errlen, "unknown distribution %u; use ketama, twemproxy, twemproxy-md5, vnode or modula",
-			 (unsigned)dist);
+		snprintf(
+			err, errlen,
+			"unknown distribution %u; use ketama, twemproxy, twemproxy-md5, vnode or modula",
+			(unsigned)dist);
 		return -EINVAL;
 	}
 	if (!vnodes)
@@ -334,8 +351,10 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 	if (dist != KS_DIST_MODULA)
 		b.pts = malloc((size_t)b.cap * sizeof(*b.pts));
 	if (!r->half || (dist != KS_DIST_MODULA && !b.pts)) {
-		snprintf(err, errlen, "out of memory building a ring of %u shards; free some memory",
-			 shards->n);
+		snprintf(
+			err, errlen,
+			"out of memory building a ring of %u shards; free some memory",
+			shards->n);
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -354,7 +373,8 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 	if (rc)
 		goto out;
 	if (b.n && sort_points(r->half->points, b.pts, b.n)) {
-		snprintf(err, errlen, "out of memory sorting the ring; free some memory");
+		snprintf(err, errlen,
+			 "out of memory sorting the ring; free some memory");
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -406,20 +426,21 @@ void ks_ring_point_counts(const struct ks_ring *r, __u32 *counts)
 }
 
 int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
-		 struct ks_ring *ring, __u64 version, char *err,
-		 size_t errlen)
+		 struct ks_ring *ring, __u64 version, char *err, size_t errlen)
 {
 	int rc;
 
 	memset(ring, 0, sizeof(*ring));
 	memset(shards, 0, sizeof(*shards));
 	if (!spec->list && !spec->file) {
-		snprintf(err, errlen, "no shard list given; give %s LIST or %s FILE",
+		snprintf(err, errlen,
+			 "no shard list given; give %s LIST or %s FILE",
 			 spec->flag, spec->file_flag);
 		return -EINVAL;
 	}
 	if (spec->list && spec->file) {
-		snprintf(err, errlen, "both %s and %s given; give only one of them",
+		snprintf(err, errlen,
+			 "both %s and %s given; give only one of them",
 			 spec->flag, spec->file_flag);
 		return -EINVAL;
 	}

@@ -68,7 +68,7 @@ struct ks_ring_spec {
 	const char *file;
 	const char *self;
 	enum ks_dist dist;
-	__u32 vnodes;       /* 0: KS_VNODES_DEFAULT */
+	__u32 vnodes;          /* 0: KS_VNODES_DEFAULT */
 	const char *flag;      /* names the list option in messages */
 	const char *file_flag; /* names the file option in messages */
 };
@@ -89,8 +89,7 @@ int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
 /* Reads the shard list of spec and builds its ring; on error both are
  * left empty and err says why. */
 int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
-		 struct ks_ring *ring, __u64 version, char *err,
-		 size_t errlen);
+		 struct ks_ring *ring, __u64 version, char *err, size_t errlen);
 
 /* Fills h->bucket[] from h->points[0..npoints), which must be sorted;
  * ks_ring_build does it, tests building halves by hand call it. */

@@ -14,9 +14,10 @@ int ks_cluster_check(const char *name, char *err, size_t errlen)
 	size_t i, n = name ? strlen(name) : 0;
 
 	if (!n || n > KS_CLUSTER_MAX) {
-		snprintf(err, errlen,
-			 "--cluster '%s' is %zu characters; give 1 to %d of letters, digits, '.', '-', '_'",
-			 name ? name : "", n, KS_CLUSTER_MAX);
+		snprintf(
+			err, errlen,
+			"--cluster '%s' is %zu characters; give 1 to %d of letters, digits, '.', '-', '_'",
+			name ? name : "", n, KS_CLUSTER_MAX);
 		return -EINVAL;
 	}
 	for (i = 0; i < n; i++) {
@@ -24,15 +25,18 @@ int ks_cluster_check(const char *name, char *err, size_t errlen)
 
 		if (!isalnum((unsigned char)c) && c != '.' && c != '-' &&
 		    c != '_') {
-			snprintf(err, errlen,
-				 "--cluster '%s' has the character '%c'; give letters, digits, '.', '-', '_' (it names the etcd prefix /keysteer/NAME/)",
-				 name, isprint((unsigned char)c) ? c : '?');
+			snprintf(
+				err, errlen,
+				"--cluster '%s' has the character '%c'; give letters, digits, '.', '-', '_' (it names the etcd prefix /keysteer/NAME/)",
+				name, isprint((unsigned char)c) ? c : '?');
 			return -EINVAL;
 		}
 	}
 	if (!strcmp(name, ".") || !strcmp(name, "..")) {
-		snprintf(err, errlen, "--cluster '%s' is not a name; give letters, digits, '.', '-', '_'",
-			 name);
+		snprintf(
+			err, errlen,
+			"--cluster '%s' is not a name; give letters, digits, '.', '-', '_'",
+			name);
 		return -EINVAL;
 	}
 	return 0;
@@ -51,8 +55,7 @@ const char *ks_dist_key_hash(__u32 dist)
 }
 
 int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
-		       const char *by, const char *at, char **out,
-		       size_t *len)
+		       const char *by, const char *at, char **out, size_t *len)
 {
 	const struct ks_ring_meta *m = &r->half->meta;
 	json_t *root = json_object(), *arr = json_array();
@@ -93,7 +96,8 @@ int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 		bad |= json_object_set_new(root, "written_by", json_string(by));
 	if (at)
 		bad |= json_object_set_new(root, "written_at", json_string(at));
-	*out = bad ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	*out = bad ? NULL
+		   : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	if (!*out)
 		return -ENOMEM;
@@ -139,7 +143,8 @@ static int get_str(json_t *o, const char *name, int required, char *dst,
 		return -EBADMSG;
 	}
 	if (!json_is_string(v)) {
-		snprintf(err, errlen, "the ring document's \"%s\" is not a string (%s)",
+		snprintf(err, errlen,
+			 "the ring document's \"%s\" is not a string (%s)",
 			 name, what);
 		return -EBADMSG;
 	}
@@ -147,13 +152,16 @@ static int get_str(json_t *o, const char *name, int required, char *dst,
 	n = json_string_length(v);
 	for (i = 0; i < n; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return bad(err, errlen,
-				   "the ring document's \"%s\" has a control character",
-				   name);
+			return bad(
+				err, errlen,
+				"the ring document's \"%s\" has a control character",
+				name);
 	if (dst) {
 		if (n >= max) {
-			snprintf(err, errlen, "the ring document's \"%s\" is %zu bytes, more than %zu",
-				 name, n, max - 1);
+			snprintf(
+				err, errlen,
+				"the ring document's \"%s\" is %zu bytes, more than %zu",
+				name, n, max - 1);
 			return -EBADMSG;
 		}
 		memcpy(dst, s, n + 1);
@@ -168,16 +176,18 @@ static int get_int(json_t *o, const char *name, long long lo, long long hi,
 	json_t *v = json_object_get(o, name);
 
 	if (!v || !json_is_integer(v)) {
-		snprintf(err, errlen, "%s%s\"%s\" is %s; give a whole number %lld..%lld",
+		snprintf(err, errlen,
+			 "%s%s\"%s\" is %s; give a whole number %lld..%lld",
 			 where, where[0] ? " " : "the ring document's ", name,
 			 v ? "not a whole number" : "missing", lo, hi);
 		return -EBADMSG;
 	}
 	*out = json_integer_value(v);
 	if (*out < lo || *out > hi) {
-		snprintf(err, errlen, "%s%s\"%s\" %lld is out of range %lld..%lld",
-			 where, where[0] ? " " : "the ring document's ", name,
-			 *out, lo, hi);
+		snprintf(err, errlen,
+			 "%s%s\"%s\" %lld is out of range %lld..%lld", where,
+			 where[0] ? " " : "the ring document's ", name, *out,
+			 lo, hi);
 		return -EBADMSG;
 	}
 	return 0;
@@ -192,7 +202,8 @@ static int shards_text(json_t *arr, char **text, char *err, size_t errlen)
 	char *t = malloc(cap), where[48];
 
 	if (!t) {
-		snprintf(err, errlen, "out of memory reading the ring document");
+		snprintf(err, errlen,
+			 "out of memory reading the ring document");
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
@@ -202,14 +213,17 @@ static int shards_text(json_t *arr, char **text, char *err, size_t errlen)
 		int rc;
 		size_t k;
 
-		snprintf(where, sizeof(where), "the ring document's shards[%zu]", i);
+		snprintf(where, sizeof(where),
+			 "the ring document's shards[%zu]", i);
 		if (!json_is_object(o)) {
 			rc = bad(err, errlen, "%s is not an object", where);
 			goto fail;
 		}
-		rc = get_str(o, "host", 1, host, sizeof(host), "a host name or IPv4 address", err, errlen);
+		rc = get_str(o, "host", 1, host, sizeof(host),
+			     "a host name or IPv4 address", err, errlen);
 		if (!rc)
-			rc = get_str(o, "name", 0, name, sizeof(name), "the shard's name", err, errlen);
+			rc = get_str(o, "name", 0, name, sizeof(name),
+				     "the shard's name", err, errlen);
 		if (rc) {
 			/* say which shard */
 			char tmp[KS_ERRLEN_DOC];
@@ -221,8 +235,9 @@ static int shards_text(json_t *arr, char **text, char *err, size_t errlen)
 		rc = get_int(o, "port", 1, 65535, &port, where, err, errlen);
 		if (!rc) {
 			if (json_object_get(o, "weight"))
-				rc = get_int(o, "weight", 1, KS_SHARD_WEIGHT_MAX,
-					     &weight, where, err, errlen);
+				rc = get_int(o, "weight", 1,
+					     KS_SHARD_WEIGHT_MAX, &weight,
+					     where, err, errlen);
 			else
 				weight = 1;
 		}
@@ -232,21 +247,23 @@ static int shards_text(json_t *arr, char **text, char *err, size_t errlen)
 		for (k = 0; host[k]; k++)
 			if (isspace((unsigned char)host[k]) || host[k] == ':' ||
 			    host[k] == '#' || host[k] == ',') {
-				rc = bad(err, errlen,
-					 "%s host has a space, ':', '#' or ','; give a host name or IPv4 address",
-					 where);
+				rc = bad(
+					err, errlen,
+					"%s host has a space, ':', '#' or ','; give a host name or IPv4 address",
+					where);
 				goto fail;
 			}
 		for (k = 0; name[k]; k++)
 			if (isspace((unsigned char)name[k]) || name[k] == '#') {
-				rc = bad(err, errlen,
-					 "%s name has a space or '#'; a shard name is one word",
-					 where);
+				rc = bad(
+					err, errlen,
+					"%s name has a space or '#'; a shard name is one word",
+					where);
 				goto fail;
 			}
-		off += (size_t)snprintf(t + off, cap - off, "%s:%lld:%lld%s%s\n",
-					host, port, weight, name[0] ? " " : "",
-					name);
+		off += (size_t)snprintf(t + off, cap - off,
+					"%s:%lld:%lld%s%s\n", host, port,
+					weight, name[0] ? " " : "", name);
 	}
 	*text = t;
 	return 0;
@@ -267,13 +284,15 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 	memset(d, 0, sizeof(*d));
 	d->shards.self = KS_NO_SHARD;
 	if (len > KS_RING_DOC_MAX) {
-		snprintf(err, errlen, "the ring document is %zu bytes, more than %d",
-			 len, KS_RING_DOC_MAX);
+		snprintf(err, errlen,
+			 "the ring document is %zu bytes, more than %d", len,
+			 KS_RING_DOC_MAX);
 		return -EBADMSG;
 	}
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		snprintf(err, errlen, "the ring document is not JSON: %s at byte %d",
+		snprintf(err, errlen,
+			 "the ring document is not JSON: %s at byte %d",
 			 je.text, je.position);
 		return -EBADMSG;
 	}
@@ -284,38 +303,45 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 	if (get_int(root, "schema", 1, 1000000, &v, "", err, errlen))
 		goto out;
 	if (v != KS_RING_DOC_SCHEMA) {
-		snprintf(err, errlen,
-			 "the ring document has schema %lld; this agent reads schema %d (upgrade it, or write the ring with this agent's 'ring set')",
-			 v, KS_RING_DOC_SCHEMA);
+		snprintf(
+			err, errlen,
+			"the ring document has schema %lld; this agent reads schema %d (upgrade it, or write the ring with this agent's 'ring set')",
+			v, KS_RING_DOC_SCHEMA);
 		goto out;
 	}
 	d->schema = (int)v;
-	if (get_str(root, "kind", 1, kh, sizeof(kh), "\"" KS_RING_DOC_KIND "\"", err, errlen))
+	if (get_str(root, "kind", 1, kh, sizeof(kh), "\"" KS_RING_DOC_KIND "\"",
+		    err, errlen))
 		goto out;
 	if (strcmp(kh, KS_RING_DOC_KIND)) {
-		snprintf(err, errlen, "the ring document's kind is '%s', not '%s'",
-			 kh, KS_RING_DOC_KIND);
+		snprintf(err, errlen,
+			 "the ring document's kind is '%s', not '%s'", kh,
+			 KS_RING_DOC_KIND);
 		goto out;
 	}
 	if (get_str(root, "distribution", 1, dist, sizeof(dist),
-		    "ketama, twemproxy, twemproxy-md5, vnode or modula", err, errlen))
+		    "ketama, twemproxy, twemproxy-md5, vnode or modula", err,
+		    errlen))
 		goto out;
 	{
 		enum ks_dist dd;
 		char sub[200];
 
 		if (ks_dist_parse(dist, &dd, sub, sizeof(sub))) {
-			snprintf(err, errlen, "the ring document's distribution: %s", sub);
+			snprintf(err, errlen,
+				 "the ring document's distribution: %s", sub);
 			goto out;
 		}
 		d->dist = dd;
 	}
-	if (get_str(root, "key_hash", 1, kh, sizeof(kh), "md5 or fnv1a_64", err, errlen))
+	if (get_str(root, "key_hash", 1, kh, sizeof(kh), "md5 or fnv1a_64", err,
+		    errlen))
 		goto out;
 	if (strcmp(kh, ks_dist_key_hash(d->dist))) {
-		snprintf(err, errlen,
-			 "the ring document's key_hash '%s' is not the key hash of %s (%s)",
-			 kh, dist, ks_dist_key_hash(d->dist));
+		snprintf(
+			err, errlen,
+			"the ring document's key_hash '%s' is not the key hash of %s (%s)",
+			kh, dist, ks_dist_key_hash(d->dist));
 		goto out;
 	}
 	if (d->dist == KS_DIST_VNODE) {
@@ -324,17 +350,23 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 			goto out;
 		d->vnodes = (__u32)v;
 	} else if (json_object_get(root, "vnodes")) {
-		snprintf(err, errlen, "the ring document has vnodes, which only the vnode distribution takes, with %s",
-			 dist);
+		snprintf(
+			err, errlen,
+			"the ring document has vnodes, which only the vnode distribution takes, with %s",
+			dist);
 		goto out;
 	}
 	arr = json_object_get(root, "shards");
 	if (!json_is_array(arr) || !json_array_size(arr) ||
 	    json_array_size(arr) > KS_MAX_SHARDS) {
-		snprintf(err, errlen, "the ring document's \"shards\" is %s; give an array of 1 to %d shards",
-			 !arr ? "missing" : !json_is_array(arr) ? "not an array" :
-			 json_array_size(arr) ? "too long" : "empty",
-			 KS_MAX_SHARDS);
+		snprintf(
+			err, errlen,
+			"the ring document's \"shards\" is %s; give an array of 1 to %d shards",
+			!arr                   ? "missing"
+			: !json_is_array(arr)  ? "not an array"
+			: json_array_size(arr) ? "too long"
+					       : "empty",
+			KS_MAX_SHARDS);
 		goto out;
 	}
 	rc = shards_text(arr, &text, err, errlen);
@@ -351,12 +383,14 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 	if (get_int(root, "points", 0, KS_RING_MAX_POINTS, &v, "", err, errlen))
 		goto out;
 	d->npoints = (__u32)v;
-	if (get_str(root, "digest", 1, digest, sizeof(digest), "16 hex digits", err,
-		    errlen))
+	if (get_str(root, "digest", 1, digest, sizeof(digest), "16 hex digits",
+		    err, errlen))
 		goto out;
 	d->digest = strtoull(digest, &end, 16);
-	if (strlen(digest) != 16 || *end || strspn(digest, "0123456789abcdef") != 16) {
-		snprintf(err, errlen, "the ring document's digest '%s' is not 16 hex digits",
+	if (strlen(digest) != 16 || *end ||
+	    strspn(digest, "0123456789abcdef") != 16) {
+		snprintf(err, errlen,
+			 "the ring document's digest '%s' is not 16 hex digits",
 			 digest);
 		goto out;
 	}
@@ -385,8 +419,10 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 
 		rc = ks_shards_set_self(&d->shards, self, sub, sizeof(sub));
 		if (rc) {
-			snprintf(err, errlen, "--self %s is not one of the ring document's shards; this host would serve no shard of it",
-				 self);
+			snprintf(
+				err, errlen,
+				"--self %s is not one of the ring document's shards; this host would serve no shard of it",
+				self);
 			return rc == -ENOMEM ? rc : -EINVAL;
 		}
 	}
@@ -396,11 +432,12 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 		return rc;
 	if (r->half->meta.npoints != d->npoints ||
 	    r->half->meta.digest != d->digest) {
-		snprintf(err, errlen,
-			 "the ring document says %u points, digest %016llx, but its shards build %u points, digest %016llx; it was not written by a 'ring set' that builds rings as this agent does",
-			 d->npoints, (unsigned long long)d->digest,
-			 r->half->meta.npoints,
-			 (unsigned long long)r->half->meta.digest);
+		snprintf(
+			err, errlen,
+			"the ring document says %u points, digest %016llx, but its shards build %u points, digest %016llx; it was not written by a 'ring set' that builds rings as this agent does",
+			d->npoints, (unsigned long long)d->digest,
+			r->half->meta.npoints,
+			(unsigned long long)r->half->meta.digest);
 		ks_ring_free(r);
 		return -EINVAL;
 	}

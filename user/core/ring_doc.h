@@ -19,13 +19,13 @@
 #include "core/ring.h"
 #include "core/shards.h"
 
-#define KS_RING_DOC_SCHEMA  1
-#define KS_RING_DOC_KIND    "keysteer-ring"
-#define KS_RING_DOC_MAX     (4 << 20) /* bytes; 1024 shards take ~120 KiB */
-#define KS_CLUSTER_MAX      64        /* --cluster NAME */
-#define KS_CLUSTER_DEFAULT  "default"
-#define KS_ETCD_ROOT        "/keysteer/"
-#define KS_ERRLEN_DOC       512 /* an error line of this file */
+#define KS_RING_DOC_SCHEMA 1
+#define KS_RING_DOC_KIND   "keysteer-ring"
+#define KS_RING_DOC_MAX    (4 << 20) /* bytes; 1024 shards take ~120 KiB */
+#define KS_CLUSTER_MAX     64        /* --cluster NAME */
+#define KS_CLUSTER_DEFAULT "default"
+#define KS_ETCD_ROOT       "/keysteer/"
+#define KS_ERRLEN_DOC      512 /* an error line of this file */
 
 /* "default", "cache-eu1": 1..64 of [A-Za-z0-9._-], not "." or "..";
  * 0, or -EINVAL with the reason in err. */
@@ -40,11 +40,11 @@ const char *ks_dist_key_hash(__u32 dist);
 struct ks_ring_doc {
 	int schema;
 	enum ks_dist dist;
-	__u32 vnodes;           /* vnode ring: points per unit; else 0 */
+	__u32 vnodes;            /* vnode ring: points per unit; else 0 */
 	struct ks_shards shards; /* self unset (KS_NO_SHARD) */
 	__u32 npoints;
 	__u64 digest;
-	char written_by[128];   /* "" when absent */
+	char written_by[128]; /* "" when absent */
 	char written_at[40];
 };
 
@@ -55,8 +55,7 @@ struct ks_ring_doc {
  * -ENOMEM.
  */
 int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
-		       const char *by, const char *at, char **out,
-		       size_t *len);
+		       const char *by, const char *at, char **out, size_t *len);
 
 /*
  * Reads a document: d is overwritten (free with ks_ring_doc_free). Refused

@@ -67,8 +67,9 @@ void ks_shard_fill(struct ks_shard_report *rep,
 		r->misdirected_mps = ks_to_mps(dm * scale);
 		r->reads = delta(base[i].reads, cur[i].reads) * mult;
 		r->writes = delta(base[i].writes, cur[i].writes) * mult;
-		r->misdirected =
-			delta(base[i].misdirected, cur[i].misdirected) * mult;
+		r->misdirected = delta(base[i].misdirected,
+				       cur[i].misdirected) *
+				 mult;
 		r->share_ppm = 0;
 		r->ratio_milli = 0;
 		if (total) {
@@ -123,8 +124,7 @@ static int cmp_load(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-void ks_shard_order(const struct ks_shard_report *rep, __u32 n,
-		    __u32 *order)
+void ks_shard_order(const struct ks_shard_report *rep, __u32 n, __u32 *order)
 {
 	__u32 i;
 
@@ -152,8 +152,7 @@ static int same_client(const struct ks_misdirect *a,
 }
 
 size_t ks_misdirect_recent(const struct ks_misdirect *all, size_t n,
-			   __u64 since_ns, struct ks_misdirect *out,
-			   size_t max)
+			   __u64 since_ns, struct ks_misdirect *out, size_t max)
 {
 	struct ks_misdirect *tmp;
 	size_t i, j, m = 0, k = 0;

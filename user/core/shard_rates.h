@@ -48,8 +48,7 @@ void ks_shard_names(struct ks_shard_report *rep, const struct ks_shards *s);
  * The display order: indexes 0..n-1 by reads+writes per second, busiest
  * first, then by index. order has n entries.
  */
-void ks_shard_order(const struct ks_shard_report *rep, __u32 n,
-		    __u32 *order);
+void ks_shard_order(const struct ks_shard_report *rep, __u32 n, __u32 *order);
 
 /*
  * Recent misdirected clients from the n slots of ks_misdirect (every CPU's

@@ -63,28 +63,32 @@ static int parse_addr(const struct origin *o, const char *s, size_t len,
 		if (s[i] != ':')
 			continue;
 		if (nf == 3) {
-			snprintf(why, sizeof(why),
-				 "'%.*s' has more than three ':' fields (IPv6 literals are not supported)",
-				 (int)len, s);
+			snprintf(
+				why, sizeof(why),
+				"'%.*s' has more than three ':' fields (IPv6 literals are not supported)",
+				(int)len, s);
 			return fail(o, err, errlen, -EINVAL, why,
 				    "write " ENTRY_HINT);
 		}
 		fields[nf++] = s + i + 1;
 	}
 	for (i = 0; i < (size_t)nf; i++)
-		flen[i] = (i + 1 < (size_t)nf ? (size_t)(fields[i + 1] - 1 - fields[i])
-					      : (size_t)(s + len - fields[i]));
+		flen[i] = (i + 1 < (size_t)nf
+				   ? (size_t)(fields[i + 1] - 1 - fields[i])
+				   : (size_t)(s + len - fields[i]));
 	if (nf < 2) {
 		snprintf(why, sizeof(why), "'%.*s' has no port", (int)len, s);
 		return fail(o, err, errlen, -EINVAL, why, "write " ENTRY_HINT);
 	}
 	if (flen[0] == 0) {
-		snprintf(why, sizeof(why), "'%.*s' has an empty host", (int)len, s);
+		snprintf(why, sizeof(why), "'%.*s' has an empty host", (int)len,
+			 s);
 		return fail(o, err, errlen, -EINVAL, why, "write " ENTRY_HINT);
 	}
 	if (flen[0] > KS_SHARD_HOST_MAX) {
-		snprintf(why, sizeof(why), "host is %zu characters, more than %d",
-			 flen[0], KS_SHARD_HOST_MAX);
+		snprintf(why, sizeof(why),
+			 "host is %zu characters, more than %d", flen[0],
+			 KS_SHARD_HOST_MAX);
 		return fail(o, err, errlen, -EINVAL, why,
 			    "give a host name or IPv4 address");
 	}
@@ -93,9 +97,12 @@ static int parse_addr(const struct origin *o, const char *s, size_t len,
 			snprintf(why, sizeof(why),
 				 "host '%.*s' has the character '%c'",
 				 (int)flen[0], fields[0],
-				 isprint((unsigned char)fields[0][i]) ? fields[0][i] : '?');
-			return fail(o, err, errlen, -EINVAL, why,
-				    "give a host name or IPv4 address (letters, digits, '.', '-', '_')");
+				 isprint((unsigned char)fields[0][i])
+					 ? fields[0][i]
+					 : '?');
+			return fail(
+				o, err, errlen, -EINVAL, why,
+				"give a host name or IPv4 address (letters, digits, '.', '-', '_')");
 		}
 	}
 	memcpy(sh->host, fields[0], flen[0]);
@@ -106,23 +113,28 @@ static int parse_addr(const struct origin *o, const char *s, size_t len,
 		unsigned long long max = i == 1 ? 65535 : KS_SHARD_WEIGHT_MAX;
 
 		if (flen[i] == 0 || flen[i] >= sizeof(num)) {
-			snprintf(why, sizeof(why), "'%.*s' has an empty or overlong %s",
-				 (int)len, s, what);
+			snprintf(why, sizeof(why),
+				 "'%.*s' has an empty or overlong %s", (int)len,
+				 s, what);
 			return fail(o, err, errlen, -EINVAL, why,
 				    "write " ENTRY_HINT);
 		}
 		memcpy(num, fields[i], flen[i]);
 		num[flen[i]] = '\0';
 		if (ks_parse_uint(what, num, 1, max, &v, sub, sizeof(sub))) {
-			if (strchr(num, '-') == NULL && strspn(num, "0123456789") == flen[i])
-				snprintf(why, sizeof(why), "%s %s out of range 1..%llu",
-					 what, num, max);
+			if (strchr(num, '-') == NULL &&
+			    strspn(num, "0123456789") == flen[i])
+				snprintf(why, sizeof(why),
+					 "%s %s out of range 1..%llu", what,
+					 num, max);
 			else
-				snprintf(why, sizeof(why), "%s '%s' is not a whole number",
-					 what, num);
-			return fail(o, err, errlen, -ERANGE, why,
-				    i == 1 ? "give a port from 1 to 65535"
-					   : "give a weight from 1 to 1000000 (default 1)");
+				snprintf(why, sizeof(why),
+					 "%s '%s' is not a whole number", what,
+					 num);
+			return fail(
+				o, err, errlen, -ERANGE, why,
+				i == 1 ? "give a port from 1 to 65535"
+				       : "give a weight from 1 to 1000000 (default 1)");
 		}
 		if (i == 1)
 			sh->port = (__u16)v;
@@ -145,27 +157,32 @@ static int add_shard(struct ks_shards *s, const struct origin *o,
 		const struct ks_shard *p = &s->v[i];
 
 		if (p->port == sh->port && !strcmp(p->host, sh->host)) {
-			snprintf(why, sizeof(why), "%s:%u is listed twice (first %s %u)",
+			snprintf(why, sizeof(why),
+				 "%s:%u is listed twice (first %s %u)",
 				 sh->host, sh->port,
 				 o->is_file ? "on line" : "as item", p->line);
 			return fail(o, err, errlen, -EINVAL, why,
 				    "list every shard once");
 		}
 		if (sh->name[0] && !strcmp(p->name, sh->name)) {
-			snprintf(why, sizeof(why), "name '%s' is used twice (first on line %u)",
+			snprintf(why, sizeof(why),
+				 "name '%s' is used twice (first on line %u)",
 				 sh->name, p->line);
 			return fail(o, err, errlen, -EINVAL, why,
 				    "give every shard its own name");
 		}
 	}
 	if (s->n == KS_MAX_SHARDS) {
-		snprintf(why, sizeof(why), "more than %d shards", KS_MAX_SHARDS);
+		snprintf(why, sizeof(why), "more than %d shards",
+			 KS_MAX_SHARDS);
 		return fail(o, err, errlen, -E2BIG, why,
 			    "a ring holds at most 1024 shards");
 	}
 	nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
 	if (!nv) {
-		snprintf(err, errlen, "out of memory reading the shard list; free some memory");
+		snprintf(
+			err, errlen,
+			"out of memory reading the shard list; free some memory");
 		return -ENOMEM;
 	}
 	s->v = nv;
@@ -182,7 +199,8 @@ static void init_list(struct ks_shards *out, const char *source)
 
 static int empty_list(struct ks_shards *out, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "%s lists no shards; give at least one " ENTRY_HINT,
+	snprintf(err, errlen,
+		 "%s lists no shards; give at least one " ENTRY_HINT,
 		 out->source);
 	return -EINVAL;
 }
@@ -206,7 +224,8 @@ int ks_shards_parse_list(const char *what, const char *list,
 		o.line++;
 		if (len == 0) {
 			rc = fail(&o, err, errlen, -EINVAL, "empty item",
-				  "separate " ENTRY_HINT " items with single commas");
+				  "separate " ENTRY_HINT
+				  " items with single commas");
 			goto out;
 		}
 		sh.line = o.line;
@@ -246,10 +265,12 @@ static int parse_line(struct ks_shards *out, const struct origin *o,
 		if (i == len)
 			break;
 		if (nt == 3) {
-			snprintf(why, sizeof(why), "unexpected '%.*s' after the name",
+			snprintf(why, sizeof(why),
+				 "unexpected '%.*s' after the name",
 				 (int)(len - i), line + i);
 			return fail(o, err, errlen, -EINVAL, why,
-				    "write " ENTRY_HINT " [name], one shard per line");
+				    "write " ENTRY_HINT
+				    " [name], one shard per line");
 		}
 		tok[nt] = line + i;
 		while (i < len && !isspace((unsigned char)line[i]))
@@ -266,7 +287,8 @@ static int parse_line(struct ks_shards *out, const struct origin *o,
 			tlen[i - 1] = tlen[i];
 		}
 		if (--nt == 0)
-			return fail(o, err, errlen, -EINVAL, "'-' without a shard",
+			return fail(o, err, errlen, -EINVAL,
+				    "'-' without a shard",
 				    "write " ENTRY_HINT " [name]");
 	}
 	if (nt == 3) {
@@ -281,17 +303,23 @@ static int parse_line(struct ks_shards *out, const struct origin *o,
 		return rc;
 	if (nt == 2) {
 		if (tlen[1] > KS_SHARD_NAME_MAX) {
-			snprintf(why, sizeof(why), "name is %zu characters, more than %d",
+			snprintf(why, sizeof(why),
+				 "name is %zu characters, more than %d",
 				 tlen[1], KS_SHARD_NAME_MAX);
-			return fail(o, err, errlen, -EINVAL, why, "shorten the name");
+			return fail(o, err, errlen, -EINVAL, why,
+				    "shorten the name");
 		}
 		for (i = 0; i < tlen[1]; i++) {
 			if (!name_char_ok(tok[1][i])) {
-				snprintf(why, sizeof(why), "name '%.*s' has the character '%c'",
+				snprintf(why, sizeof(why),
+					 "name '%.*s' has the character '%c'",
 					 (int)tlen[1], tok[1],
-					 isprint((unsigned char)tok[1][i]) ? tok[1][i] : '?');
-				return fail(o, err, errlen, -EINVAL, why,
-					    "use printable characters other than ',' and '#'");
+					 isprint((unsigned char)tok[1][i])
+						 ? tok[1][i]
+						 : '?');
+				return fail(
+					o, err, errlen, -EINVAL, why,
+					"use printable characters other than ',' and '#'");
 			}
 		}
 		memcpy(sh.name, tok[1], tlen[1]);
@@ -338,23 +366,30 @@ int ks_shards_load_file(const char *path, struct ks_shards *out, char *err,
 	case 0:
 		break;
 	case -ENOMEM:
-		snprintf(err, errlen, "out of memory reading %s; free some memory", path);
+		snprintf(err, errlen,
+			 "out of memory reading %s; free some memory", path);
 		return rc;
 	case -EIO:
-		snprintf(err, errlen, "cannot read the shard file %s; check the file", path);
+		snprintf(err, errlen,
+			 "cannot read the shard file %s; check the file", path);
 		return rc;
 	case -EFBIG:
-		snprintf(err, errlen, "the shard file %s is larger than %d bytes; list at most %d shards, one per line",
-			 path, KS_SHARD_FILE_MAX, KS_MAX_SHARDS);
+		snprintf(
+			err, errlen,
+			"the shard file %s is larger than %d bytes; list at most %d shards, one per line",
+			path, KS_SHARD_FILE_MAX, KS_MAX_SHARDS);
 		return rc;
 	default:
-		snprintf(err, errlen, "cannot open the shard file %s: %s; check the path",
+		snprintf(err, errlen,
+			 "cannot open the shard file %s: %s; check the path",
 			 path, strerror(-rc));
 		return rc;
 	}
 	if (memchr(text, '\0', n)) {
 		rc = -EINVAL;
-		snprintf(err, errlen, "the shard file %s holds a NUL byte; give a text file", path);
+		snprintf(err, errlen,
+			 "the shard file %s holds a NUL byte; give a text file",
+			 path);
 	} else {
 		rc = ks_shards_parse_text(path, text, out, err, errlen);
 	}
@@ -381,7 +416,9 @@ int ks_shards_set_self(struct ks_shards *s, const char *hostport, char *err,
 	int i;
 
 	if (!hostport || !*hostport) {
-		snprintf(err, errlen, "--self needs host:port; name the shard this host serves");
+		snprintf(
+			err, errlen,
+			"--self needs host:port; name the shard this host serves");
 		return -EINVAL;
 	}
 	if (parse_addr(&o, hostport, strlen(hostport), &sh, sub, sizeof(sub))) {
@@ -392,14 +429,17 @@ int ks_shards_set_self(struct ks_shards *s, const char *hostport, char *err,
 		return -EINVAL;
 	}
 	if (strchr(hostport, ':') != strrchr(hostport, ':')) {
-		snprintf(err, errlen, "--self '%s' has a weight; give host:port only",
+		snprintf(err, errlen,
+			 "--self '%s' has a weight; give host:port only",
 			 hostport);
 		return -EINVAL;
 	}
 	i = ks_shards_find(s, sh.host, sh.port);
 	if (i < 0) {
-		snprintf(err, errlen, "--self %s:%u is not in %s; give one of the shards listed there",
-			 sh.host, sh.port, s->source);
+		snprintf(
+			err, errlen,
+			"--self %s:%u is not in %s; give one of the shards listed there",
+			sh.host, sh.port, s->source);
 		return -ENOENT;
 	}
 	s->self = (__u32)i;

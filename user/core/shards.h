@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define KS_SHARD_HOST_MAX   255     /* a DNS name's limit */
+#define KS_SHARD_HOST_MAX   255 /* a DNS name's limit */
 #define KS_SHARD_NAME_MAX   255
 #define KS_SHARD_WEIGHT_MAX 1000000
 #define KS_SHARD_FILE_MAX   (1 << 20) /* bytes of a shard file */
@@ -26,15 +26,15 @@ struct ks_shard {
 	char host[KS_SHARD_HOST_MAX + 1];
 	char name[KS_SHARD_NAME_MAX + 1]; /* "" when none was given */
 	__u16 port;
-	__u32 weight;                     /* 1 when none was given */
-	__u32 line;                       /* source line; item number for flags */
+	__u32 weight; /* 1 when none was given */
+	__u32 line;   /* source line; item number for flags */
 };
 
 struct ks_shards {
 	struct ks_shard *v;
 	__u32 n;
-	__u32 self;         /* index of --self, or KS_NO_SHARD */
-	char source[256];   /* "--shards" or the file's path, for messages */
+	__u32 self;       /* index of --self, or KS_NO_SHARD */
+	char source[256]; /* "--shards" or the file's path, for messages */
 };
 
 /* "host:port[:weight],..." from a flag; what names the flag in messages. */

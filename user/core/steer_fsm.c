@@ -10,8 +10,7 @@
 
 #define LOAD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 
-static struct ks_steer_action *push(struct ks_steer_fsm *f, __u8 type,
-				    int slot)
+static struct ks_steer_action *push(struct ks_steer_fsm *f, __u8 type, int slot)
 {
 	struct ks_steer_action *a;
 
@@ -169,9 +168,8 @@ static int alloc_slot(const struct ks_steer_fsm *f, __u64 hash)
 	return -1;
 }
 
-static void install(struct ks_steer_fsm *f, int i,
-		    const struct ks_hot_entry *e, unsigned n, const __u8 *reps,
-		    __u64 now)
+static void install(struct ks_steer_fsm *f, int i, const struct ks_hot_entry *e,
+		    unsigned n, const __u8 *reps, __u64 now)
 {
 	struct ks_steer_slot *sl = &f->sl[i];
 	__u32 gen = sl->gen + 1;
@@ -338,8 +336,8 @@ static void back_off(struct ks_steer_fsm *f, __u32 failed, __u64 now)
 		 * fail too, and are no second failure */
 		if (!(failed >> r & 1) || !ks_steer_replica_up(f, r, now))
 			continue;
-		f->down_for[r] = f->down_for[r] ? 2 * f->down_for[r] :
-						  KS_STEER_DOWN_NS;
+		f->down_for[r] = f->down_for[r] ? 2 * f->down_for[r]
+						: KS_STEER_DOWN_NS;
 		if (f->down_for[r] > KS_STEER_DOWN_MAX_NS)
 			f->down_for[r] = KS_STEER_DOWN_MAX_NS;
 		f->down_until[r] = now + f->down_for[r];
@@ -374,8 +372,9 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 			if (!r->owner_failed)
 				back_off(f, r->failed_reps, now);
 		}
-		refill(sl, now + (r->status == KS_FILL_FAILED ?
-					  KS_STEER_RETRY_NS : f->interval_ns));
+		refill(sl,
+		       now + (r->status == KS_FILL_FAILED ? KS_STEER_RETRY_NS
+							  : f->interval_ns));
 		return;
 	}
 	if (observe(f, r->slot, now) != r->seq) {

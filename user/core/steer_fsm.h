@@ -46,9 +46,9 @@
 
 /* A write reaches XDP before memcached applies it; copying sooner could
  * copy the old value. */
-#define KS_STEER_SETTLE_NS   2000000ULL
-#define KS_STEER_RETRY_NS    200000000ULL /* after a failed copy */
-#define KS_STEER_TTL_INTERVALS 3          /* armed slots live this long */
+#define KS_STEER_SETTLE_NS     2000000ULL
+#define KS_STEER_RETRY_NS      200000000ULL /* after a failed copy */
+#define KS_STEER_TTL_INTERVALS 3            /* armed slots live this long */
 /* A replica that failed a copy is left out of new choices this long (its
  * keys move to the others), doubling up to the maximum while it fails. */
 #define KS_STEER_DOWN_NS     1000000000ULL
@@ -56,27 +56,27 @@
 
 enum ks_steer_state {
 	KS_SL_FREE = 0,
-	KS_SL_COUNT,     /* in the datapath for counting only: one copy */
-	KS_SL_REGRACE,   /* disarmed; its copies change after a grace period */
-	KS_SL_FILL,      /* copies to (re)fill, then arm: not before due_ns */
-	KS_SL_FILLING,   /* a fill job is out (at job_seq) */
+	KS_SL_COUNT,   /* in the datapath for counting only: one copy */
+	KS_SL_REGRACE, /* disarmed; its copies change after a grace period */
+	KS_SL_FILL,    /* copies to (re)fill, then arm: not before due_ns */
+	KS_SL_FILLING, /* a fill job is out (at job_seq) */
 	KS_SL_ARMED,
 	KS_SL_RELEASING, /* removed; free after a grace period */
 };
 
 struct ks_steer_slot {
-	__u8 state;         /* enum ks_steer_state */
-	__u8 ncopies;       /* wanted: owner + replicas */
+	__u8 state;   /* enum ks_steer_state */
+	__u8 ncopies; /* wanted: owner + replicas */
 	__u8 reps[KS_MAX_COPIES - 1];
-	__u8 seen;          /* still in the table this tick */
-	__u8 dirty;         /* woken by a write: the next arming is a re-arm */
-	__u32 gen;          /* bumped when key or copies change */
+	__u8 seen;  /* still in the table this tick */
+	__u8 dirty; /* woken by a write: the next arming is a re-arm */
+	__u32 gen;  /* bumped when key or copies change */
 	__u64 hash;
-	__u64 due_ns;       /* KS_SL_FILL: not before */
-	__u64 job_seq;      /* KS_SL_FILLING: write_seq read before the copy */
-	__u64 job_last_ns;  /* last_write_ns read with it */
-	__u64 armed_seq;    /* KS_SL_ARMED: the sequence armed at */
-	__u64 expires_ns;   /* KS_SL_ARMED: the expiry armed with */
+	__u64 due_ns;      /* KS_SL_FILL: not before */
+	__u64 job_seq;     /* KS_SL_FILLING: write_seq read before the copy */
+	__u64 job_last_ns; /* last_write_ns read with it */
+	__u64 armed_seq;   /* KS_SL_ARMED: the sequence armed at */
+	__u64 expires_ns;  /* KS_SL_ARMED: the expiry armed with */
 	/* Settle from the first sight of a sequence too: a write whose
 	 * write_seq increment is visible but whose last_write_ns store is
 	 * not yet, or one the datapath saw before the slot existed, must
@@ -85,46 +85,46 @@ struct ks_steer_slot {
 };
 
 enum ks_steer_act {
-	KS_ACT_INSTALL = 1, /* key, len, hash: write the key, then the hash */
-	KS_ACT_SET_COPIES,  /* ncopies, reps, owner_turns (slot disarmed) */
-	KS_ACT_FILL,        /* copy the key from the owner to reps; report
+	KS_ACT_INSTALL = 1,  /* key, len, hash: write the key, then the hash */
+	KS_ACT_SET_COPIES,   /* ncopies, reps, owner_turns (slot disarmed) */
+	KS_ACT_FILL,         /* copy the key from the owner to reps; report
 			     * with ks_steer_fsm_fill_done(gen, seq) */
-	KS_ACT_ARM,         /* armed_seq = seq, then expires_ns */
-	KS_ACT_DISARM,      /* expires_ns = 0 */
-	KS_ACT_RELEASE,     /* expires_ns = 0, then hash = 0 */
-	KS_ACT_GRACE,       /* wait an RCU grace period, then call
+	KS_ACT_ARM,          /* armed_seq = seq, then expires_ns */
+	KS_ACT_DISARM,       /* expires_ns = 0 */
+	KS_ACT_RELEASE,      /* expires_ns = 0, then hash = 0 */
+	KS_ACT_GRACE,        /* wait an RCU grace period, then call
 			     * ks_steer_fsm_grace_done() */
-	KS_ACT_CLEAR,       /* after the grace period: zero the slot */
+	KS_ACT_CLEAR,        /* after the grace period: zero the slot */
 	KS_ACT_REPLICA_DOWN, /* replica (slot field) left out for seq ns */
 };
 
 struct ks_steer_action {
-	__u8 type;          /* enum ks_steer_act */
+	__u8 type; /* enum ks_steer_act */
 	__u8 ncopies;
 	__u8 reps[KS_MAX_COPIES - 1];
-	__u16 len;          /* KS_ACT_INSTALL */
-	int slot;           /* KS_ACT_REPLICA_DOWN: the replica index */
+	__u16 len; /* KS_ACT_INSTALL */
+	int slot;  /* KS_ACT_REPLICA_DOWN: the replica index */
 	__u32 gen;
-	__u64 seq;          /* FILL, ARM; REPLICA_DOWN: the back-off */
-	__u64 expires_ns;   /* ARM */
-	__u64 hash;         /* INSTALL */
-	const __u8 *key;    /* INSTALL: points into the table given to tick */
+	__u64 seq;        /* FILL, ARM; REPLICA_DOWN: the back-off */
+	__u64 expires_ns; /* ARM */
+	__u64 hash;       /* INSTALL */
+	const __u8 *key;  /* INSTALL: points into the table given to tick */
 };
 
 /* Fill outcomes (ks_steer_fill_result.status). */
 enum ks_fill_status {
-	KS_FILL_OK = 0,  /* every replica holds the owner's value */
-	KS_FILL_MISS,    /* the owner has no such key; copies deleted */
-	KS_FILL_FAILED,  /* a replica or the owner failed: no arming */
+	KS_FILL_OK = 0, /* every replica holds the owner's value */
+	KS_FILL_MISS,   /* the owner has no such key; copies deleted */
+	KS_FILL_FAILED, /* a replica or the owner failed: no arming */
 };
 
 struct ks_steer_fill_result {
 	int slot;
 	__u32 gen;
-	__u64 seq;          /* the job's: write_seq read before the copy */
-	__u8 status;        /* enum ks_fill_status */
-	__u8 owner_failed;  /* the owner did not answer */
-	__u32 failed_reps;  /* bit r: replica r (rs index) was not updated */
+	__u64 seq;         /* the job's: write_seq read before the copy */
+	__u8 status;       /* enum ks_fill_status */
+	__u8 owner_failed; /* the owner did not answer */
+	__u32 failed_reps; /* bit r: replica r (rs index) was not updated */
 };
 
 #define KS_STEER_ACT_MAX (4 * KS_HOT_SLOTS + 16)
@@ -134,7 +134,7 @@ struct ks_steer_fsm {
 	struct ks_replica_set rs;
 	const struct ks_hot_slot *dp; /* the datapath's slots, read only */
 	__u64 interval_ns, ttl_ns;
-	unsigned owner_turns;         /* of KS_STEER_SCHED, for SET_COPIES */
+	unsigned owner_turns; /* of KS_STEER_SCHED, for SET_COPIES */
 
 	struct ks_steer_slot sl[KS_HOT_SLOTS];
 	__u64 down_until[KS_MAX_REPLICAS]; /* back-off end; 0 (or past): up */

@@ -22,7 +22,7 @@
 #include "util/log.h"
 
 /* Not in Debian 12's uapi headers (kernel 6.1): tcx came with 6.6. */
-#define KS_BPF_TCX_INGRESS ((enum bpf_attach_type)46)
+#define KS_BPF_TCX_INGRESS   ((enum bpf_attach_type)46)
 #define KS_BPF_LINK_TYPE_TCX 11
 
 /* Test control: KS_TC_FORCE_FILTER=1 takes the classic clsact filter even
@@ -31,15 +31,20 @@
 
 /* What the classic filter's "tc_filter" pin holds (an array of one). */
 struct ks_tc_pin {
-	__u32 magic;        /* KS_TC_PIN_MAGIC */
-	__u32 made_qdisc;   /* keysteer created the clsact qdisc */
+	__u32 magic;      /* KS_TC_PIN_MAGIC */
+	__u32 made_qdisc; /* keysteer created the clsact qdisc */
 	__u32 handle;
 	__u32 priority;
 };
 #define KS_TC_PIN_MAGIC 0x4b537463 /* "KStc" */
 
 /* Which attachment a pin folder holds. */
-enum { KS_PIN_NONE, KS_PIN_XDP, KS_PIN_TCX, KS_PIN_FILTER };
+enum {
+	KS_PIN_NONE,
+	KS_PIN_XDP,
+	KS_PIN_TCX,
+	KS_PIN_FILTER
+};
 
 void ks_pin_dir(const char *ifname, char *buf, size_t len)
 {
@@ -96,8 +101,8 @@ static int remove_pin_dir(const char *pin_dir, int say)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, d->d_name);
 		if (unlink(path)) {
-			ks_warn("cannot remove %s: %s; remove it by hand",
-				path, strerror(errno));
+			ks_warn("cannot remove %s: %s; remove it by hand", path,
+				strerror(errno));
 			continue;
 		}
 		removed++;
@@ -244,7 +249,8 @@ static int tcx_supported(unsigned int ifindex)
 	if (getenv(KS_TC_FORCE_ENV) && !strcmp(getenv(KS_TC_FORCE_ENV), "1"))
 		return 0;
 	return !bpf_prog_query((int)ifindex, KS_BPF_TCX_INGRESS, 0, NULL, ids,
-			       &cnt) || errno == ENOSPC;
+			       &cnt) ||
+	       errno == ENOSPC;
 }
 
 /* The first tcx ingress program of ifindex named name: its id, or 0. */
@@ -254,7 +260,8 @@ static __u32 tcx_find(unsigned int ifindex, const char *name)
 	char n[BPF_OBJ_NAME_LEN];
 
 	if (bpf_prog_query((int)ifindex, KS_BPF_TCX_INGRESS, 0, NULL, ids,
-			   &cnt) && errno != ENOSPC)
+			   &cnt) &&
+	    errno != ENOSPC)
 		return 0;
 	for (i = 0; i < cnt && i < 64; i++) {
 		prog_name(ids[i], n);
@@ -318,8 +325,8 @@ static int tc_filter_remove(unsigned int ifindex, __u32 want, int made_qdisc,
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = KS_TC_HANDLE,
 		    .priority = KS_TC_PRIO);
 	/* the agent's own teardown has no CAP_SYS_ADMIN to name it */
-	__u32 id = want ? (tc_filter_id(ifindex) == want ? want : 0) :
-			  tc_filter_find(ifindex, NULL);
+	__u32 id = want ? (tc_filter_id(ifindex) == want ? want : 0)
+			: tc_filter_find(ifindex, NULL);
 	char ifname[IF_NAMESIZE] = "?";
 	int done = 0, err;
 
@@ -401,8 +408,8 @@ static int pinned_hook(const char *pin_dir)
 	return kind;
 }
 
-int ks_check_free(const char *ifname, unsigned int ifindex,
-		  enum ks_xdp_req req, char *err, size_t errlen)
+int ks_check_free(const char *ifname, unsigned int ifindex, enum ks_xdp_req req,
+		  char *err, size_t errlen)
 {
 	struct xdp_prog progs[3];
 	char pin_dir[PATH_MAX];
@@ -422,23 +429,27 @@ int ks_check_free(const char *ifname, unsigned int ifindex,
 
 	if (has_link || ours) {
 		__u32 pid = has_link ? ks_pinned_agent_pid(pin_dir) : 0;
-		int live = kind == KS_PIN_XDP ? ours_xdp :
-			   kind == KS_PIN_TCX ? ours_tcx : ours_flt;
+		int live = kind == KS_PIN_XDP   ? ours_xdp
+			   : kind == KS_PIN_TCX ? ours_tcx
+						: ours_flt;
 		char who[48];
 
 		/* the program outlived its agent: take it over, at its hook */
 		if (has_link && live && pid && !ks_pid_alive(pid)) {
 			if ((kind != KS_PIN_XDP) != (req == KS_HOOK_TC)) {
-				snprintf(err, errlen,
-					 "keysteer on %s was attached at the %s hook by pid %u, no longer running; give --attach %s to take it over, or run 'agent detach --iface %s' first",
-					 ifname, kind == KS_PIN_XDP ? "XDP" : "tc",
-					 pid, kind == KS_PIN_XDP ? "xdp" : "tc",
-					 ifname);
+				snprintf(
+					err, errlen,
+					"keysteer on %s was attached at the %s hook by pid %u, no longer running; give --attach %s to take it over, or run 'agent detach --iface %s' first",
+					ifname,
+					kind == KS_PIN_XDP ? "XDP" : "tc", pid,
+					kind == KS_PIN_XDP ? "xdp" : "tc",
+					ifname);
 				return -EEXIST;
 			}
-			snprintf(err, errlen,
-				 "taking over keysteer on %s from pid %u, no longer running",
-				 ifname, pid);
+			snprintf(
+				err, errlen,
+				"taking over keysteer on %s from pid %u, no longer running",
+				ifname, pid);
 			return KS_ADOPT;
 		}
 		if (!pid)
@@ -448,20 +459,24 @@ int ks_check_free(const char *ifname, unsigned int ifindex,
 				 pid);
 		else
 			snprintf(who, sizeof(who), "pid %u", pid);
-		snprintf(err, errlen,
-			 "keysteer is already attached to %s (%s); run 'agent detach --iface %s'",
-			 ifname, who, ifname);
+		snprintf(
+			err, errlen,
+			"keysteer is already attached to %s (%s); run 'agent detach --iface %s'",
+			ifname, who, ifname);
 		return -EEXIST;
 	}
 	if (n && req != KS_HOOK_TC) {
-		const char *off = progs[0].mode == XDP_ATTACHED_SKB ? "xdpgeneric" :
-				  progs[0].mode == XDP_ATTACHED_HW ? "xdpoffload" :
-								     "xdpdrv";
+		const char *off = progs[0].mode == XDP_ATTACHED_SKB
+					  ? "xdpgeneric"
+				  : progs[0].mode == XDP_ATTACHED_HW
+					  ? "xdpoffload"
+					  : "xdpdrv";
 
-		snprintf(err, errlen,
-			 "%s already has an XDP program (%s, id %u, %s); remove it first (if 'ip' attached it: 'ip link set dev %s %s off') or choose another interface",
-			 ifname, progs[0].name, progs[0].id,
-			 xdp_mode_name(progs[0].mode), ifname, off);
+		snprintf(
+			err, errlen,
+			"%s already has an XDP program (%s, id %u, %s); remove it first (if 'ip' attached it: 'ip link set dev %s %s off') or choose another interface",
+			ifname, progs[0].name, progs[0].id,
+			xdp_mode_name(progs[0].mode), ifname, off);
 		return -EBUSY;
 	}
 	/* Only the classic filter (no tcx) needs keysteer's handle/pref. */
@@ -469,10 +484,11 @@ int ks_check_free(const char *ifname, unsigned int ifindex,
 		char name[BPF_OBJ_NAME_LEN];
 
 		prog_name(foreign_flt, name);
-		snprintf(err, errlen,
-			 "%s already has a tc ingress filter at pref %u handle %#x (%s, id %u), where keysteer's goes; remove it ('tc filter del dev %s ingress pref %u') or choose another interface",
-			 ifname, KS_TC_PRIO, KS_TC_HANDLE, name, foreign_flt,
-			 ifname, KS_TC_PRIO);
+		snprintf(
+			err, errlen,
+			"%s already has a tc ingress filter at pref %u handle %#x (%s, id %u), where keysteer's goes; remove it ('tc filter del dev %s ingress pref %u') or choose another interface",
+			ifname, KS_TC_PRIO, KS_TC_HANDLE, name, foreign_flt,
+			ifname, KS_TC_PRIO);
 		return -EBUSY;
 	}
 	/* Maps without a link: a run that died between load and attach. */
@@ -567,9 +583,8 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 	}
 	/* Both programs share the library; only the one attached is
 	 * verified. */
-	other = bpf_object__find_program_by_name(a->skel->obj,
-						 a->hook_tc ? KS_PROG_NAME :
-							      KS_TC_PROG_NAME);
+	other = bpf_object__find_program_by_name(
+		a->skel->obj, a->hook_tc ? KS_PROG_NAME : KS_TC_PROG_NAME);
 	if (other)
 		bpf_program__set_autoload(other, false);
 	err = keysteer_bpf__load(a->skel);
@@ -618,10 +633,11 @@ static int take_over_link(struct ks_attachment *a)
 		       path, strerror(errno), a->ifname);
 		return err;
 	}
-	if (bpf_link_update(fd, bpf_program__fd(a->hook_tc ?
-							a->skel->progs.ks_tc_ingress :
-							a->skel->progs.ks_ingress),
-			    NULL)) {
+	if (bpf_link_update(
+		    fd,
+		    bpf_program__fd(a->hook_tc ? a->skel->progs.ks_tc_ingress
+					       : a->skel->progs.ks_ingress),
+		    NULL)) {
 		err = -errno;
 		close(fd);
 		ks_err("cannot switch the running %s program to this agent's (%s); the old one keeps running: run 'agent detach --iface %s' and start again",
@@ -719,9 +735,9 @@ static int attach_xdp(struct ks_attachment *a, enum ks_xdp_req req)
 		if (req == KS_XDP_NATIVE || fd == -EBUSY || fd == -EEXIST) {
 			ks_err("cannot attach XDP in native mode to %s (%s); %s",
 			       a->ifname, strerror(-fd),
-			       fd == -EBUSY || fd == -EEXIST ?
-				       "another XDP program is attached, remove it first" :
-				       "use --xdp-mode generic (or auto) for drivers without native XDP");
+			       fd == -EBUSY || fd == -EEXIST
+				       ? "another XDP program is attached, remove it first"
+				       : "use --xdp-mode generic (or auto) for drivers without native XDP");
 			return fd;
 		}
 		ks_warn("native XDP is not available on %s (%s); using generic XDP, which is slower",
@@ -771,8 +787,8 @@ static int attach_tc_filter(struct ks_attachment *a, int prog_fd)
 {
 	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = (int)a->ifindex,
 		    .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, o, .prog_fd = prog_fd,
-		    .handle = KS_TC_HANDLE, .priority = KS_TC_PRIO);
+	LIBBPF_OPTS(bpf_tc_opts, o, .prog_fd = prog_fd, .handle = KS_TC_HANDLE,
+		    .priority = KS_TC_PRIO);
 	libbpf_print_fn_t print;
 	int err;
 
@@ -796,9 +812,9 @@ static int attach_tc_filter(struct ks_attachment *a, int prog_fd)
 	if (err) {
 		ks_err("cannot attach the tc program to %s ingress (%s); %s",
 		       a->ifname, strerror(-err),
-		       err == -EEXIST ?
-			       "a filter holds keysteer's pref, remove it with 'tc filter del dev IF ingress pref 65520'" :
-			       "check that the interface is up ('tc filter show dev IF ingress')");
+		       err == -EEXIST
+			       ? "a filter holds keysteer's pref, remove it with 'tc filter del dev IF ingress pref 65520'"
+			       : "check that the interface is up ('tc filter show dev IF ingress')");
 		return err;
 	}
 	a->tc_kind = KS_TC_FILTER;
@@ -837,14 +853,14 @@ const char *ks_hook_desc(const struct ks_attachment *a)
 	if (a->tc_kind == KS_TC_TCX)
 		return "tc ingress, tcx link";
 	if (a->tc_kind == KS_TC_FILTER)
-		return a->tc_made_qdisc ? "tc ingress, clsact filter; qdisc added" :
-					  "tc ingress, clsact filter";
+		return a->tc_made_qdisc
+			       ? "tc ingress, clsact filter; qdisc added"
+			       : "tc ingress, clsact filter";
 	return a->xdp_mode == KS_XDP_MODE_NATIVE ? "native" : "generic";
 }
 
-int ks_attach(struct ks_attachment *a, const char *ifname,
-	      unsigned int ifindex, enum ks_xdp_req req,
-	      const struct ks_config *cfg, int adopt)
+int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
+	      enum ks_xdp_req req, const struct ks_config *cfg, int adopt)
 {
 	char path[PATH_MAX + 8];
 	int err;
@@ -863,9 +879,9 @@ int ks_attach(struct ks_attachment *a, const char *ifname,
 			       a->pin_dir, ifname);
 		if (!err)
 			err = a->hook_tc && pinned_hook(a->pin_dir) ==
-						    KS_PIN_FILTER ?
-				      take_over_filter(a) :
-				      take_over_link(a);
+						      KS_PIN_FILTER
+				      ? take_over_filter(a)
+				      : take_over_link(a);
 		return err ? adopt_failed(a, err) : 0;
 	}
 
@@ -1020,11 +1036,11 @@ static int detach_leftover_xdp(const char *ifname)
 		return 0;
 	n = query_xdp(ifindex, progs);
 	for (i = 0; i < n; i++) {
-		__u32 flags = progs[i].mode == XDP_ATTACHED_SKB ?
-				      XDP_FLAGS_SKB_MODE :
-			      progs[i].mode == XDP_ATTACHED_HW ?
-				      XDP_FLAGS_HW_MODE :
-				      XDP_FLAGS_DRV_MODE;
+		__u32 flags = progs[i].mode == XDP_ATTACHED_SKB
+				      ? XDP_FLAGS_SKB_MODE
+			      : progs[i].mode == XDP_ATTACHED_HW
+				      ? XDP_FLAGS_HW_MODE
+				      : XDP_FLAGS_DRV_MODE;
 		int fd, err = 0;
 
 		if (strcmp(progs[i].name, KS_PROG_NAME))
@@ -1032,8 +1048,7 @@ static int detach_leftover_xdp(const char *ifname)
 		/* A link-attached program refuses netlink detach (EBUSY):
 		 * detach it through its link instead. */
 		if (bpf_xdp_detach((int)ifindex, flags, NULL)) {
-			fd = find_link(ifindex, progs[i].id,
-				       BPF_LINK_TYPE_XDP);
+			fd = find_link(ifindex, progs[i].id, BPF_LINK_TYPE_XDP);
 			err = fd < 0 ? fd : bpf_link_detach(fd);
 			if (fd >= 0)
 				close(fd);

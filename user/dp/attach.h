@@ -15,8 +15,8 @@
 #include "keysteer.h"
 #include "dp/collect.h"
 
-#define KS_BPFFS "/sys/fs/bpf"
-#define KS_PROG_NAME "ks_ingress"
+#define KS_BPFFS        "/sys/fs/bpf"
+#define KS_PROG_NAME    "ks_ingress"
 #define KS_TC_PROG_NAME "ks_tc_ingress"
 
 /* What 'agent run' attaches: XDP in a mode, or the tc ingress program. */
@@ -24,7 +24,7 @@ enum ks_xdp_req {
 	KS_XDP_AUTO = 0,
 	KS_XDP_NATIVE,
 	KS_XDP_GENERIC,
-	KS_HOOK_TC,       /* --attach tc: ks_tc_ingress at tc ingress */
+	KS_HOOK_TC, /* --attach tc: ks_tc_ingress at tc ingress */
 };
 
 /* ks_report.xdp_mode values (bpf/keysteer.h names 1 and 2; 3 is the
@@ -34,9 +34,10 @@ enum ks_xdp_req {
 #define KS_XDP_MODE_TC      3
 
 /* How the tc program is attached (ks_attachment.tc_kind). */
-#define KS_TC_NONE   0
-#define KS_TC_TCX    1 /* a tcx bpf_link (kernel 6.6+), pinned as "link" */
-#define KS_TC_FILTER 2 /* a cls_bpf filter on the clsact qdisc (older
+#define KS_TC_NONE 0
+#define KS_TC_TCX  1 /* a tcx bpf_link (kernel 6.6+), pinned as "link" */
+#define KS_TC_FILTER                                                           \
+	2 /* a cls_bpf filter on the clsact qdisc (older
 			* kernels): state pinned as "tc_filter" */
 
 /* The classic filter: handle "KS" at the last priority, so it runs after
@@ -50,15 +51,15 @@ struct ks_attachment {
 	struct keysteer_bpf *skel;
 	int link_fd;
 	unsigned int ifindex;
-	__u32 xdp_mode;          /* KS_XDP_MODE_* once attached */
-	int mounted_bpffs;       /* we mounted KS_BPFFS: unmount if left empty */
-	int adopted;             /* took over a dead agent's attachment */
-	int hook_tc;             /* the tc program, not XDP */
-	int tc_kind;             /* KS_TC_* once attached */
-	int tc_made_qdisc;       /* clsact was created by keysteer: removed
+	__u32 xdp_mode;         /* KS_XDP_MODE_* once attached */
+	int mounted_bpffs;      /* we mounted KS_BPFFS: unmount if left empty */
+	int adopted;            /* took over a dead agent's attachment */
+	int hook_tc;            /* the tc program, not XDP */
+	int tc_kind;            /* KS_TC_* once attached */
+	int tc_made_qdisc;      /* clsact was created by keysteer: removed
 				  * with the filter (classic filter only) */
-	__u32 prog_id;           /* the classic filter's program */
-	struct ks_config found;  /* the pinned config it had (adopted) */
+	__u32 prog_id;          /* the classic filter's program */
+	struct ks_config found; /* the pinned config it had (adopted) */
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
 };
@@ -78,8 +79,8 @@ int ks_bpffs_mounted(void);
  * before attaching is removed.
  */
 #define KS_ADOPT 1
-int ks_check_free(const char *ifname, unsigned int ifindex,
-		  enum ks_xdp_req req, char *err, size_t errlen);
+int ks_check_free(const char *ifname, unsigned int ifindex, enum ks_xdp_req req,
+		  char *err, size_t errlen);
 
 /*
  * Mounts bpffs if needed, loads the object with maps pinned in the
@@ -97,9 +98,8 @@ int ks_check_free(const char *ifname, unsigned int ifindex,
  * program with bpf_link_update: one atomic swap, never a moment without a
  * program. On failure the old program stays attached and pinned.
  */
-int ks_attach(struct ks_attachment *a, const char *ifname,
-	      unsigned int ifindex, enum ks_xdp_req req,
-	      const struct ks_config *cfg, int adopt);
+int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
+	      enum ks_xdp_req req, const struct ks_config *cfg, int adopt);
 
 /*
  * Lets group gid read the pins (agent report, an exporter with CAP_BPF):

@@ -29,14 +29,20 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 		const char *name;
 		int *fd;
 	} tab[] = {
-		{ "ks_config", &m->config }, { "ks_ops", &m->ops },
-		{ "ks_errors", &m->errors }, { "ks_pkts", &m->pkts },
-		{ "ks_cms", &m->cms },       { "ks_cands", &m->cands },
-		{ "ks_events", &m->events }, { "ks_report", &m->report },
-		{ "ks_ring", &m->ring },     { "ks_shards", &m->shards },
+		{ "ks_config", &m->config },
+		{ "ks_ops", &m->ops },
+		{ "ks_errors", &m->errors },
+		{ "ks_pkts", &m->pkts },
+		{ "ks_cms", &m->cms },
+		{ "ks_cands", &m->cands },
+		{ "ks_events", &m->events },
+		{ "ks_report", &m->report },
+		{ "ks_ring", &m->ring },
+		{ "ks_shards", &m->shards },
 		{ "ks_misdirect", &m->misdirect },
 		{ "ks_shard_report", &m->shard_report },
-		{ "ks_hot", &m->hot }, { "ks_hot_stats", &m->hot_stats },
+		{ "ks_hot", &m->hot },
+		{ "ks_hot_stats", &m->hot_stats },
 		{ "ks_replicas", &m->replicas },
 		{ "ks_replica_stats", &m->replica_stats },
 		{ "ks_hot_events", &m->hot_events },
@@ -61,11 +67,12 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 
 void ks_maps_close(struct ks_maps *m)
 {
-	int *fds[] = { &m->config, &m->ops,    &m->errors, &m->pkts,
-		       &m->cms,    &m->cands,  &m->events, &m->report,
-		       &m->ring,   &m->shards, &m->misdirect,
-		       &m->shard_report, &m->hot, &m->hot_stats,
-		       &m->replicas, &m->replica_stats, &m->hot_events };
+	int *fds[] = { &m->config,        &m->ops,       &m->errors,
+		       &m->pkts,          &m->cms,       &m->cands,
+		       &m->events,        &m->report,    &m->ring,
+		       &m->shards,        &m->misdirect, &m->shard_report,
+		       &m->hot,           &m->hot_stats, &m->replicas,
+		       &m->replica_stats, &m->hot_events };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -106,8 +113,7 @@ void ks_collector_free(struct ks_collector *c)
 }
 
 /* Sums ncpus u64 counters laid out stride 8 (a percpu u64 lookup). */
-static int sum_u64_percpu(int fd, __u32 key, int ncpus, __u64 *buf,
-			  __u64 *out)
+static int sum_u64_percpu(int fd, __u32 key, int ncpus, __u64 *buf, __u64 *out)
 {
 	int cpu;
 
@@ -229,8 +235,8 @@ long ks_read_cands(struct ks_collector *c, __u32 seq)
 		if (bpf_map_lookup_elem(c->maps->cands, &slot, c->cand_buf))
 			return -errno;
 		for (cpu = 0; cpu < c->ncpus; cpu++) {
-			const struct ks_cand *cand = (const void *)(buf +
-				(size_t)cpu * stride);
+			const struct ks_cand *cand =
+				(const void *)(buf + (size_t)cpu * stride);
 
 			if (n < c->cands_cap && ks_cand_usable(cand, seq))
 				c->cands[n++] = *cand;
@@ -257,16 +263,17 @@ int ks_read_report(const struct ks_maps *m, struct ks_report *rep)
 {
 	__u32 key = 0;
 
-	return bpf_map_lookup_elem_flags(m->report, &key, rep, BPF_F_LOCK) ?
-		       -errno : 0;
+	return bpf_map_lookup_elem_flags(m->report, &key, rep, BPF_F_LOCK)
+		       ? -errno
+		       : 0;
 }
 
 int ks_write_report(const struct ks_maps *m, const struct ks_report *rep)
 {
 	__u32 key = 0;
 
-	return bpf_map_update_elem(m->report, &key, rep, BPF_F_LOCK) ? -errno :
-									0;
+	return bpf_map_update_elem(m->report, &key, rep, BPF_F_LOCK) ? -errno
+								     : 0;
 }
 
 int ks_read_shard_counts(struct ks_collector *c, __u32 n,
@@ -317,8 +324,9 @@ int ks_read_shard_report(const struct ks_maps *m, struct ks_shard_report *r)
 {
 	__u32 key = 0;
 
-	return bpf_map_lookup_elem_flags(m->shard_report, &key, r,
-					 BPF_F_LOCK) ? -errno : 0;
+	return bpf_map_lookup_elem_flags(m->shard_report, &key, r, BPF_F_LOCK)
+		       ? -errno
+		       : 0;
 }
 
 int ks_write_shard_report(const struct ks_maps *m,
@@ -326,8 +334,9 @@ int ks_write_shard_report(const struct ks_maps *m,
 {
 	__u32 key = 0;
 
-	return bpf_map_update_elem(m->shard_report, &key, r, BPF_F_LOCK) ?
-		       -errno : 0;
+	return bpf_map_update_elem(m->shard_report, &key, r, BPF_F_LOCK)
+		       ? -errno
+		       : 0;
 }
 
 long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
@@ -363,7 +372,8 @@ long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
 							    sample_n);
 	iv.total_requests = ks_total_requests(prev, cur);
 	ks_fill_rates(prev, cur, rates_ns, rep);
-	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] - prev->pkts[KS_PKT_SAMPLED];
+	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] -
+			     prev->pkts[KS_PKT_SAMPLED];
 	memset(rep->top, 0, sizeof(rep->top));
 	rep->n_top = (__u32)ks_top_select(sk, &iv, c->cands, (size_t)ncands,
 					  rep->top, top);

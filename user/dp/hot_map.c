@@ -14,7 +14,7 @@
 #include "dp/hot_map.h"
 
 #define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
-#define LOAD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define LOAD(p)     __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 
 int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int stats_fd,
 		    int replicas_fd, int rstats_fd)
@@ -139,8 +139,7 @@ void ks_hot_map_set_copies(struct ks_hot_map *m, int idx, __u32 ncopies,
 	STORE(s->ncopies, ncopies);
 }
 
-void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq,
-		    __u64 expires_ns)
+void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq, __u64 expires_ns)
 {
 	struct ks_hot_slot *s = &m->slot[idx];
 
@@ -267,8 +266,8 @@ int ks_hot_map_set_replicas(const struct ks_hot_map *m,
 	__u32 i;
 
 	for (i = 0; i < KS_MAX_REPLICAS; i++)
-		if (bpf_map_update_elem(m->replicas_fd, &i, i < n ? &r[i] : &none,
-					BPF_ANY))
+		if (bpf_map_update_elem(m->replicas_fd, &i,
+					i < n ? &r[i] : &none, BPF_ANY))
 			return -errno;
 	return 0;
 }

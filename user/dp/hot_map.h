@@ -53,8 +53,7 @@ void ks_hot_map_set_copies(struct ks_hot_map *m, int idx, __u32 ncopies,
 /* The schedule alone: sched[KS_STEER_SCHED] for ncopies copies. */
 void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns);
 /* Steering on while write_seq stays at seq, until expires_ns. */
-void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq,
-		    __u64 expires_ns);
+void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq, __u64 expires_ns);
 /* Steering on again until expires_ns, if armed (no-op when dirty/off). */
 void ks_hot_map_extend(struct ks_hot_map *m, int idx, __u64 expires_ns);
 void ks_hot_map_disarm(struct ks_hot_map *m, int idx);

@@ -19,7 +19,7 @@ struct keysteer_bpf *ks_load_private(int xdp_only, int *err)
 	}
 	if (xdp_only)
 		bpf_program__set_autoload(skel->progs.ks_tc_ingress, false);
-	bpf_object__for_each_map(m, skel->obj) {
+	bpf_object__for_each_map (m, skel->obj) {
 		*err = bpf_map__set_pin_path(m, NULL);
 		if (*err)
 			goto fail;

@@ -28,14 +28,16 @@ int ks_rcu_wait_check(char *err, size_t errlen)
 	long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
 	if (q < 0) {
-		snprintf(err, errlen,
-			 "this kernel has no membarrier() (%s), which ring swaps need to wait out packets on the old ring; use a kernel with CONFIG_MEMBARRIER, or run without --shards",
-			 strerror(errno));
+		snprintf(
+			err, errlen,
+			"this kernel has no membarrier() (%s), which ring swaps need to wait out packets on the old ring; use a kernel with CONFIG_MEMBARRIER, or run without --shards",
+			strerror(errno));
 		return -ENOSYS;
 	}
 	if (!(q & MEMBARRIER_CMD_GLOBAL)) {
-		snprintf(err, errlen,
-			 "membarrier(MEMBARRIER_CMD_GLOBAL) is not available (it is not with nohz_full CPUs), and ring swaps need it to wait out packets on the old ring; boot without nohz_full, or run without --shards");
+		snprintf(
+			err, errlen,
+			"membarrier(MEMBARRIER_CMD_GLOBAL) is not available (it is not with nohz_full CPUs), and ring swaps need it to wait out packets on the old ring; boot without nohz_full, or run without --shards");
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -30,73 +30,73 @@ const char *ld_mode_name(enum ld_mode m)
 void ld_usage(FILE *f)
 {
 	fprintf(f,
-"ks_load - memcached load generator (text protocol, TCP and UDP)\n"
-"\n"
-"USAGE\n"
-"  ks_load (--server HOST:PORT | --shards LIST | --shards-file FILE\n"
-"           [--distribution D] [--vnodes N])\n"
-"          (--duration SEC | --count N | both) [options]\n"
-"\n"
-"Sends gets, multi-gets and sets for keys PREFIX1..PREFIXK drawn from Zipf\n"
-"(rank 1 the most popular) plus optional flash-sale keys, each to the shard\n"
-"the clients' ring gives it, then prints what it sent and the latencies.\n"
-"\n"
-"TARGETS\n"
-"  --server HOST:PORT   one memcached (IPv4 address or host name)\n"
-"  --shards LIST        host:port[:weight],... routed with the ring\n"
-"  --shards-file FILE   the same, one 'host:port[:weight] [name]' per line\n"
-"  --distribution D     ketama, twemproxy, twemproxy-md5, vnode, modula\n"
-"                       (default ketama)\n"
-"  --vnodes N           virtual nodes per shard for vnode\n"
-"  --proto P            tcp, udp, or udp-gets (gets over UDP, sets over TCP)\n"
-"                       (default tcp)\n"
-"  --conns N            connections (threads), each with one socket per shard\n"
-"                       and one request in flight, 1..%d (default 4)\n"
-"  --timeout SEC        reply timeout, 0.001..60 (default 1)\n"
-"\n"
-"WORKLOAD\n"
-"  --keys K             distinct keys, 1..%u (default 100000)\n"
-"  --zipf S             Zipf exponent, 0..10 (default 0.99; 0 = uniform)\n"
-"  --flash KEY:SHARE    KEY takes SHARE (0..1) of all requests; up to %d times\n"
-"  --key-prefix P       key names P1..PK (default 'key:')\n"
-"  --mix get=G,mget=M,set=S  weights of the ops (default get=90,set=10)\n"
-"  --mget-size M        keys per multi-get, 2..%d (default 10)\n"
-"  --value-size B       bytes per set value, 1..%u (default 32)\n"
-"  --seed N             seed of the draws (default 1); thread i uses N+i\n"
-"  --preload            first set every key (and flash key) once over TCP to\n"
-"                       its owner with --value-size bytes, so gets hit; not\n"
-"                       counted in the run's figures; prints how long it took\n"
-"\n"
-"RUN\n"
-"  --duration SEC       stop after SEC seconds, 0.001..3600\n"
-"  --count N            stop after N operations, 1..1000000000\n"
-"  --rate R             operations/s over all connections, paced; 0 = as fast\n"
-"                       as possible (default 0)\n"
-"\n"
-"OUTPUT\n"
-"  --json               one JSON document instead of the table\n"
-"  --exact-counts FILE  'key<TAB>gets<TAB>sets' for every key sent (gets\n"
-"                       counts the key in gets and multi-gets)\n"
-"  -h, --help           this text\n"
-"\n"
-"An operation counts once sent in full; hits are VALUE lines received. Over\n"
-"UDP every request is one datagram with the 8-byte frame header and its own\n"
-"request id; the reply is read until END and is taken from any address that\n"
-"answers with that id (a steered request is answered by a replica). Replies\n"
-"are counted by source; 'steered' ones came from another address than the\n"
-"request went to (JSON: replies_by_source, steered, first_steered_ms, the\n"
-"time from the start to the first steered reply, null if none). Exit 0\n"
-"after a run, 1 if the run or its preload could not start or failed, 2 for\n"
-"bad flags.\n"
-"\n"
-"EXAMPLES\n"
-"  ks_load --server 127.0.0.1:11211 --duration 5 --rate 10000\n"
-"  ks_load --shards-file shards.txt --proto udp --keys 100000 --zipf 0.99 \\\n"
-"          --flash flash:1:0.24 --duration 10 --rate 50000 --json\n"
-"  ks_load --shards-file shards.txt --proto udp --mix get=100 --preload \\\n"
-"          --flash flash:1:0.24 --duration 10 --rate 20000\n"
-"  ks_load --server 198.18.0.2:11211 --count 100000 --rate 0 \\\n"
-"          --mix get=80,mget=10,set=10 --mget-size 8 --exact-counts out.tsv\n",
+		"ks_load - memcached load generator (text protocol, TCP and UDP)\n"
+		"\n"
+		"USAGE\n"
+		"  ks_load (--server HOST:PORT | --shards LIST | --shards-file FILE\n"
+		"           [--distribution D] [--vnodes N])\n"
+		"          (--duration SEC | --count N | both) [options]\n"
+		"\n"
+		"Sends gets, multi-gets and sets for keys PREFIX1..PREFIXK drawn from Zipf\n"
+		"(rank 1 the most popular) plus optional flash-sale keys, each to the shard\n"
+		"the clients' ring gives it, then prints what it sent and the latencies.\n"
+		"\n"
+		"TARGETS\n"
+		"  --server HOST:PORT   one memcached (IPv4 address or host name)\n"
+		"  --shards LIST        host:port[:weight],... routed with the ring\n"
+		"  --shards-file FILE   the same, one 'host:port[:weight] [name]' per line\n"
+		"  --distribution D     ketama, twemproxy, twemproxy-md5, vnode, modula\n"
+		"                       (default ketama)\n"
+		"  --vnodes N           virtual nodes per shard for vnode\n"
+		"  --proto P            tcp, udp, or udp-gets (gets over UDP, sets over TCP)\n"
+		"                       (default tcp)\n"
+		"  --conns N            connections (threads), each with one socket per shard\n"
+		"                       and one request in flight, 1..%d (default 4)\n"
+		"  --timeout SEC        reply timeout, 0.001..60 (default 1)\n"
+		"\n"
+		"WORKLOAD\n"
+		"  --keys K             distinct keys, 1..%u (default 100000)\n"
+		"  --zipf S             Zipf exponent, 0..10 (default 0.99; 0 = uniform)\n"
+		"  --flash KEY:SHARE    KEY takes SHARE (0..1) of all requests; up to %d times\n"
+		"  --key-prefix P       key names P1..PK (default 'key:')\n"
+		"  --mix get=G,mget=M,set=S  weights of the ops (default get=90,set=10)\n"
+		"  --mget-size M        keys per multi-get, 2..%d (default 10)\n"
+		"  --value-size B       bytes per set value, 1..%u (default 32)\n"
+		"  --seed N             seed of the draws (default 1); thread i uses N+i\n"
+		"  --preload            first set every key (and flash key) once over TCP to\n"
+		"                       its owner with --value-size bytes, so gets hit; not\n"
+		"                       counted in the run's figures; prints how long it took\n"
+		"\n"
+		"RUN\n"
+		"  --duration SEC       stop after SEC seconds, 0.001..3600\n"
+		"  --count N            stop after N operations, 1..1000000000\n"
+		"  --rate R             operations/s over all connections, paced; 0 = as fast\n"
+		"                       as possible (default 0)\n"
+		"\n"
+		"OUTPUT\n"
+		"  --json               one JSON document instead of the table\n"
+		"  --exact-counts FILE  'key<TAB>gets<TAB>sets' for every key sent (gets\n"
+		"                       counts the key in gets and multi-gets)\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"An operation counts once sent in full; hits are VALUE lines received. Over\n"
+		"UDP every request is one datagram with the 8-byte frame header and its own\n"
+		"request id; the reply is read until END and is taken from any address that\n"
+		"answers with that id (a steered request is answered by a replica). Replies\n"
+		"are counted by source; 'steered' ones came from another address than the\n"
+		"request went to (JSON: replies_by_source, steered, first_steered_ms, the\n"
+		"time from the start to the first steered reply, null if none). Exit 0\n"
+		"after a run, 1 if the run or its preload could not start or failed, 2 for\n"
+		"bad flags.\n"
+		"\n"
+		"EXAMPLES\n"
+		"  ks_load --server 127.0.0.1:11211 --duration 5 --rate 10000\n"
+		"  ks_load --shards-file shards.txt --proto udp --keys 100000 --zipf 0.99 \\\n"
+		"          --flash flash:1:0.24 --duration 10 --rate 50000 --json\n"
+		"  ks_load --shards-file shards.txt --proto udp --mix get=100 --preload \\\n"
+		"          --flash flash:1:0.24 --duration 10 --rate 20000\n"
+		"  ks_load --server 198.18.0.2:11211 --count 100000 --rate 0 \\\n"
+		"          --mix get=80,mget=10,set=10 --mget-size 8 --exact-counts out.tsv\n",
 		LD_MAX_CONNS, KS_ZIPF_MAX_KEYS, LD_MAX_FLASH, LD_MAX_MGET,
 		LD_MAX_VALUE);
 }
@@ -136,21 +136,26 @@ static int parse_flash(struct ld_cfg *cfg, const char *s)
 	size_t klen;
 
 	if (cfg->nflash == LD_MAX_FLASH)
-		return refuse("more than %d --flash keys; give fewer", LD_MAX_FLASH);
+		return refuse("more than %d --flash keys; give fewer",
+			      LD_MAX_FLASH);
 	if (!colon || colon == s)
-		return refuse("--flash '%s' is not KEY:SHARE; give e.g. --flash flash:1:0.24", s);
+		return refuse(
+			"--flash '%s' is not KEY:SHARE; give e.g. --flash flash:1:0.24",
+			s);
 	klen = (size_t)(colon - s);
 	if (klen > KS_MAX_KEY_LEN)
-		return refuse("--flash key is %zu bytes; memcached keys are at most %d",
-			      klen, KS_MAX_KEY_LEN);
+		return refuse(
+			"--flash key is %zu bytes; memcached keys are at most %d",
+			klen, KS_MAX_KEY_LEN);
 	f = &cfg->flash[cfg->nflash];
 	memcpy(f->key, s, klen);
 	f->key[klen] = 0;
 	if (strpbrk(f->key, " \t\r\n"))
-		return refuse("--flash key '%s' has white space; memcached keys cannot",
-			      f->key);
-	if (parse_real("--flash share", colon + 1, 0, 1,
-		       "--flash flash:1:0.24", &f->share))
+		return refuse(
+			"--flash key '%s' has white space; memcached keys cannot",
+			f->key);
+	if (parse_real("--flash share", colon + 1, 0, 1, "--flash flash:1:0.24",
+		       &f->share))
 		return 2;
 	cfg->nflash++;
 	return 0;
@@ -162,37 +167,64 @@ static int parse_mix(struct ld_cfg *cfg, const char *s)
 	__u64 total = 0;
 
 	if (strlen(s) >= sizeof(buf))
-		return refuse("--mix is too long; give e.g. --mix get=80,mget=10,set=10");
+		return refuse(
+			"--mix is too long; give e.g. --mix get=80,mget=10,set=10");
 	strcpy(buf, s);
 	memset(cfg->mix, 0, sizeof(cfg->mix));
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		unsigned long long w;
 		char err[KS_ERRLEN];
 		int op;
 
 		if (!eq)
-			return refuse("--mix item '%s' is not OP=WEIGHT; give e.g. --mix get=80,mget=10,set=10", tok);
+			return refuse(
+				"--mix item '%s' is not OP=WEIGHT; give e.g. --mix get=80,mget=10,set=10",
+				tok);
 		*eq = 0;
 		for (op = 0; op < LD_NOPS; op++)
 			if (!strcmp(tok, op_names[op]))
 				break;
 		if (op == LD_NOPS)
-			return refuse("--mix op '%s' is unknown; use get, mget or set", tok);
-		if (ks_parse_uint("--mix weight", eq + 1, 0, 1000000, &w, err, sizeof(err)))
+			return refuse(
+				"--mix op '%s' is unknown; use get, mget or set",
+				tok);
+		if (ks_parse_uint("--mix weight", eq + 1, 0, 1000000, &w, err,
+				  sizeof(err)))
 			return refuse("%s", err);
 		cfg->mix[op] = (__u32)w;
 		total += w;
 	}
 	if (!total)
-		return refuse("--mix '%s' has no weight above 0; give e.g. --mix get=90,set=10", s);
+		return refuse(
+			"--mix '%s' has no weight above 0; give e.g. --mix get=90,set=10",
+			s);
 	return 0;
 }
 
 enum {
-	O_SERVER = 256, O_SHARDS, O_SHARDS_FILE, O_DIST, O_VNODES, O_PROTO,
-	O_CONNS, O_TIMEOUT, O_KEYS, O_ZIPF, O_FLASH, O_PREFIX, O_MIX, O_MGET,
-	O_VALUE, O_SEED, O_DURATION, O_COUNT, O_RATE, O_JSON, O_EXACT,
+	O_SERVER = 256,
+	O_SHARDS,
+	O_SHARDS_FILE,
+	O_DIST,
+	O_VNODES,
+	O_PROTO,
+	O_CONNS,
+	O_TIMEOUT,
+	O_KEYS,
+	O_ZIPF,
+	O_FLASH,
+	O_PREFIX,
+	O_MIX,
+	O_MGET,
+	O_VALUE,
+	O_SEED,
+	O_DURATION,
+	O_COUNT,
+	O_RATE,
+	O_JSON,
+	O_EXACT,
 	O_PRELOAD,
 };
 
@@ -246,27 +278,34 @@ static int check(struct ld_cfg *cfg)
 	int i;
 
 	if (!cfg->server && !cfg->ring.list && !cfg->ring.file)
-		return refuse("no target given; give --server HOST:PORT, --shards LIST or --shards-file FILE");
+		return refuse(
+			"no target given; give --server HOST:PORT, --shards LIST or --shards-file FILE");
 	if (!!cfg->server + !!cfg->ring.list + !!cfg->ring.file > 1)
-		return refuse("more than one of --server, --shards, --shards-file given; give only one");
+		return refuse(
+			"more than one of --server, --shards, --shards-file given; give only one");
 	if (!cfg->duration_ms && !cfg->count)
-		return refuse("the run is unbounded; give --duration SEC, --count N or both");
+		return refuse(
+			"the run is unbounded; give --duration SEC, --count N or both");
 	for (i = 0; i < cfg->nflash; i++)
 		share += cfg->flash[i].share;
 	if (share > 0.999)
-		return refuse("--flash shares add up to %.3f; keep them below 1 so Zipf keys get some requests",
-			      share);
+		return refuse(
+			"--flash shares add up to %.3f; keep them below 1 so Zipf keys get some requests",
+			share);
 	snprintf(digits, sizeof(digits), "%u", cfg->keys);
 	longest = strlen(cfg->prefix) + strlen(digits);
 	if (longest > KS_MAX_KEY_LEN)
-		return refuse("--key-prefix makes keys of %zu bytes; memcached keys are at most %d",
-			      longest, KS_MAX_KEY_LEN);
+		return refuse(
+			"--key-prefix makes keys of %zu bytes; memcached keys are at most %d",
+			longest, KS_MAX_KEY_LEN);
 	if (strpbrk(cfg->prefix, " \t\r\n"))
-		return refuse("--key-prefix has white space; memcached keys cannot");
+		return refuse(
+			"--key-prefix has white space; memcached keys cannot");
 	if (cfg->mode == LD_MODE_UDP && cfg->mix[LD_SET] &&
 	    cfg->value_size + KS_MAX_KEY_LEN + 64 > LD_UDP_MAX_REQ)
-		return refuse("--value-size %u does not fit one UDP datagram; use --proto udp-gets or a smaller value",
-			      cfg->value_size);
+		return refuse(
+			"--value-size %u does not fit one UDP datagram; use --proto udp-gets or a smaller value",
+			cfg->value_size);
 	return 0;
 }
 
@@ -300,11 +339,18 @@ int ld_parse_args(int argc, char **argv, struct ld_cfg *cfg)
 		case 'h':
 			ld_usage(stdout);
 			return 1;
-		case O_SERVER: cfg->server = optarg; break;
-		case O_SHARDS: cfg->ring.list = optarg; break;
-		case O_SHARDS_FILE: cfg->ring.file = optarg; break;
+		case O_SERVER:
+			cfg->server = optarg;
+			break;
+		case O_SHARDS:
+			cfg->ring.list = optarg;
+			break;
+		case O_SHARDS_FILE:
+			cfg->ring.file = optarg;
+			break;
 		case O_DIST:
-			if (ks_dist_parse(optarg, &cfg->ring.dist, err, sizeof(err)))
+			if (ks_dist_parse(optarg, &cfg->ring.dist, err,
+					  sizeof(err)))
 				return refuse("%s", err);
 			break;
 		case O_VNODES:
@@ -319,25 +365,37 @@ int ld_parse_args(int argc, char **argv, struct ld_cfg *cfg)
 			else if (!strcmp(optarg, "udp-gets"))
 				cfg->mode = LD_MODE_UDP_GETS;
 			else
-				return refuse("--proto '%s' is unknown; use tcp, udp or udp-gets", optarg);
+				return refuse(
+					"--proto '%s' is unknown; use tcp, udp or udp-gets",
+					optarg);
 			break;
 		case O_CONNS:
 			rc = uint_opt(c, optarg, 1, LD_MAX_CONNS, &v);
 			cfg->conns = (__u32)v;
 			break;
 		case O_TIMEOUT:
-			if (ks_parse_seconds("--timeout", optarg, 1, 60000, &cfg->timeout_ms,
-					     err, sizeof(err)))
+			if (ks_parse_seconds("--timeout", optarg, 1, 60000,
+					     &cfg->timeout_ms, err,
+					     sizeof(err)))
 				return refuse("%s", err);
 			break;
 		case O_KEYS:
 			rc = uint_opt(c, optarg, 1, KS_ZIPF_MAX_KEYS, &v);
 			cfg->keys = (__u32)v;
 			break;
-		case O_ZIPF: rc = parse_real("--zipf", optarg, 0, 10, "--zipf 0.99", &cfg->zipf); break;
-		case O_FLASH: rc = parse_flash(cfg, optarg); break;
-		case O_PREFIX: cfg->prefix = optarg; break;
-		case O_MIX: rc = parse_mix(cfg, optarg); break;
+		case O_ZIPF:
+			rc = parse_real("--zipf", optarg, 0, 10, "--zipf 0.99",
+					&cfg->zipf);
+			break;
+		case O_FLASH:
+			rc = parse_flash(cfg, optarg);
+			break;
+		case O_PREFIX:
+			cfg->prefix = optarg;
+			break;
+		case O_MIX:
+			rc = parse_mix(cfg, optarg);
+			break;
 		case O_MGET:
 			rc = uint_opt(c, optarg, 2, LD_MAX_MGET, &v);
 			cfg->mget_size = (__u32)v;
@@ -346,27 +404,43 @@ int ld_parse_args(int argc, char **argv, struct ld_cfg *cfg)
 			rc = uint_opt(c, optarg, 1, LD_MAX_VALUE, &v);
 			cfg->value_size = (__u32)v;
 			break;
-		case O_SEED: rc = uint_opt(c, optarg, 0, ~0ULL, &cfg->seed); break;
+		case O_SEED:
+			rc = uint_opt(c, optarg, 0, ~0ULL, &cfg->seed);
+			break;
 		case O_DURATION:
 			if (ks_parse_seconds("--duration", optarg, 1, 3600000,
-					     &cfg->duration_ms, err, sizeof(err)))
+					     &cfg->duration_ms, err,
+					     sizeof(err)))
 				return refuse("%s", err);
 			break;
-		case O_COUNT: rc = uint_opt(c, optarg, 1, 1000000000, &cfg->count); break;
-		case O_RATE: rc = uint_opt(c, optarg, 0, 100000000, &cfg->rate); break;
-		case O_JSON: cfg->json = 1; break;
-		case O_EXACT: cfg->exact_file = optarg; break;
-		case O_PRELOAD: cfg->preload = 1; break;
+		case O_COUNT:
+			rc = uint_opt(c, optarg, 1, 1000000000, &cfg->count);
+			break;
+		case O_RATE:
+			rc = uint_opt(c, optarg, 0, 100000000, &cfg->rate);
+			break;
+		case O_JSON:
+			cfg->json = 1;
+			break;
+		case O_EXACT:
+			cfg->exact_file = optarg;
+			break;
+		case O_PRELOAD:
+			cfg->preload = 1;
+			break;
 		case ':':
-			return refuse("%s needs a value; see ks_load --help", argv[optind - 1]);
+			return refuse("%s needs a value; see ks_load --help",
+				      argv[optind - 1]);
 		default:
-			return refuse("unknown option '%s'; see ks_load --help", argv[optind - 1]);
+			return refuse("unknown option '%s'; see ks_load --help",
+				      argv[optind - 1]);
 		}
 		if (rc)
 			return 2;
 	}
 	if (optind < argc)
-		return refuse("unexpected argument '%s'; options only, see ks_load --help",
-			      argv[optind]);
+		return refuse(
+			"unexpected argument '%s'; options only, see ks_load --help",
+			argv[optind]);
 	return check(cfg);
 }

@@ -42,7 +42,8 @@ static __u32 draw_key(struct ld_worker *w)
 size_t ld_key_name(const struct ld_run *run, __u32 id, char *buf)
 {
 	if (id >= run->cfg->keys)
-		return (size_t)sprintf(buf, "%s", run->cfg->flash[id - run->cfg->keys].key);
+		return (size_t)sprintf(
+			buf, "%s", run->cfg->flash[id - run->cfg->keys].key);
 	return (size_t)sprintf(buf, "%s%u", run->cfg->prefix, id + 1);
 }
 
@@ -77,8 +78,8 @@ static void count_exact(struct ld_run *run, __u32 id, int is_set)
 {
 	if (!run->exact_gets)
 		return;
-	__atomic_fetch_add(is_set ? &run->exact_sets[id] : &run->exact_gets[id], 1,
-			   __ATOMIC_RELAXED);
+	__atomic_fetch_add(is_set ? &run->exact_sets[id] : &run->exact_gets[id],
+			   1, __ATOMIC_RELAXED);
 }
 
 /* Per shard, the command being built for one operation. */
@@ -214,7 +215,8 @@ static void sleep_until(__u64 ns)
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ULL),
 			       .tv_nsec = (long)(ns % 1000000000ULL) };
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
 		;
 }
 
@@ -261,8 +263,10 @@ static int resolve(struct ld_run *run, char *err, size_t errlen)
 		int rc = getaddrinfo(sh->host, NULL, &hints, &res);
 
 		if (rc || !res) {
-			snprintf(err, errlen, "cannot resolve '%s': %s; give an IPv4 address",
-				 sh->host, gai_strerror(rc));
+			snprintf(
+				err, errlen,
+				"cannot resolve '%s': %s; give an IPv4 address",
+				sh->host, gai_strerror(rc));
 			return -EINVAL;
 		}
 		memcpy(&run->addr[i].sa, res->ai_addr, sizeof(run->addr[i].sa));
@@ -281,13 +285,17 @@ static int setup(struct ld_run *run, const struct ld_cfg *cfg, char *err,
 
 	run->cfg = cfg;
 	if (cfg->server) {
-		rc = ks_shards_parse_list("--server", cfg->server, &run->shards, err, errlen);
+		rc = ks_shards_parse_list("--server", cfg->server, &run->shards,
+					  err, errlen);
 		if (!rc && run->shards.n != 1) {
-			snprintf(err, errlen, "--server takes one host:port; use --shards for several");
+			snprintf(
+				err, errlen,
+				"--server takes one host:port; use --shards for several");
 			rc = -EINVAL;
 		}
 	} else {
-		rc = ks_ring_load(&cfg->ring, &run->shards, &run->ring, 1, err, errlen);
+		rc = ks_ring_load(&cfg->ring, &run->shards, &run->ring, 1, err,
+				  errlen);
 		run->use_ring = !rc;
 	}
 	if (rc)
@@ -296,7 +304,8 @@ static int setup(struct ld_run *run, const struct ld_cfg *cfg, char *err,
 	if (resolve(run, err, errlen))
 		return 2;
 	if (ks_zipf_init(&run->zipf, cfg->keys, cfg->zipf)) {
-		snprintf(err, errlen, "no memory for the CDF of %u keys; give fewer --keys",
+		snprintf(err, errlen,
+			 "no memory for the CDF of %u keys; give fewer --keys",
 			 cfg->keys);
 		return 1;
 	}
@@ -321,12 +330,13 @@ static int setup(struct ld_run *run, const struct ld_cfg *cfg, char *err,
 	}
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory; give fewer --keys or a smaller --value-size");
+	snprintf(err, errlen,
+		 "out of memory; give fewer --keys or a smaller --value-size");
 	return 1;
 }
 
 int ld_worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
-		       __u64 quota)
+		   __u64 quota)
 {
 	const struct ld_cfg *cfg = run->cfg;
 	__u32 i;
@@ -341,7 +351,8 @@ int ld_worker_init(struct ld_worker *w, struct ld_run *run, __u32 idx,
 	w->udp_fd = malloc(run->nshards * sizeof(int));
 	w->shard = calloc(run->nshards, sizeof(*w->shard));
 	/* The largest request: an mget of long keys, or one set. */
-	w->outcap = (size_t)LD_MAX_MGET * (KS_MAX_KEY_LEN + 8) + cfg->value_size + 512;
+	w->outcap = (size_t)LD_MAX_MGET * (KS_MAX_KEY_LEN + 8) +
+		    cfg->value_size + 512;
 	w->out = malloc(w->outcap);
 	w->incap = 65536;
 	w->in = malloc(w->incap);
@@ -409,20 +420,25 @@ int main(int argc, char **argv)
 	}
 	run.start_ns = ld_now_ns();
 	if (cfg.duration_ms)
-		run.deadline_ns = run.start_ns + (__u64)cfg.duration_ms * 1000000ULL;
+		run.deadline_ns = run.start_ns +
+				  (__u64)cfg.duration_ms * 1000000ULL;
 	for (i = 0; i < cfg.conns; i++) {
 		__u64 quota = 0;
 
 		/* --count split over the threads, the remainder to the first. */
 		if (cfg.count)
-			quota = cfg.count / cfg.conns + (i < cfg.count % cfg.conns);
+			quota = cfg.count / cfg.conns +
+				(i < cfg.count % cfg.conns);
 		if (cfg.count && !quota)
 			continue;
 		if (ld_worker_init(&ws[i], &run, i, quota) ||
 		    pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
-			fprintf(stderr, "ks_load: cannot start connection thread %u; give fewer --conns\n", i);
+			fprintf(stderr,
+				"ks_load: cannot start connection thread %u; give fewer --conns\n",
+				i);
 			ld_worker_free(&ws[i]);
-			ws[i].run = NULL; /* not running: not joined, not summed */
+			ws[i].run =
+				NULL; /* not running: not joined, not summed */
 			run.stop = 1;
 			break;
 		}

@@ -25,11 +25,24 @@
 #define LD_MAX_SOURCES   64 /* distinct UDP reply sources kept per thread */
 #define LD_PRELOAD_BATCH 64 /* sets pipelined per round trip in --preload */
 
-enum ld_op { LD_GET, LD_MGET, LD_SET, LD_NOPS };
-enum ld_proto { LD_TCP, LD_UDP, LD_NPROTO };
+enum ld_op {
+	LD_GET,
+	LD_MGET,
+	LD_SET,
+	LD_NOPS
+};
+enum ld_proto {
+	LD_TCP,
+	LD_UDP,
+	LD_NPROTO
+};
 /* Which protocol each op uses: all TCP, all UDP, or the classic split of
  * reads over UDP and writes over TCP. */
-enum ld_mode { LD_MODE_TCP, LD_MODE_UDP, LD_MODE_UDP_GETS };
+enum ld_mode {
+	LD_MODE_TCP,
+	LD_MODE_UDP,
+	LD_MODE_UDP_GETS
+};
 
 struct ld_flash {
 	char key[KS_MAX_KEY_LEN + 1];
@@ -44,19 +57,19 @@ struct ld_cfg {
 	__u64 seed;
 	struct ld_flash flash[LD_MAX_FLASH];
 	int nflash;
-	__u32 mix[LD_NOPS];       /* weights */
+	__u32 mix[LD_NOPS]; /* weights */
 	__u32 mget_size;
 	__u32 value_size;
-	__u32 duration_ms;        /* 0: none */
-	__u64 count;              /* 0: none */
-	__u64 rate;               /* requests/s over all connections; 0: max */
+	__u32 duration_ms; /* 0: none */
+	__u64 count;       /* 0: none */
+	__u64 rate;        /* requests/s over all connections; 0: max */
 	__u32 conns;
 	__u32 timeout_ms;
 	enum ld_mode mode;
 	const char *prefix;
 	const char *exact_file;
 	int json;
-	int preload;              /* set every key once over TCP first */
+	int preload; /* set every key once over TCP first */
 };
 
 /* 0, or 2 after printing the reason (exit status for bad flags); 1 when
@@ -95,7 +108,7 @@ struct ld_source {
 struct ld_sources {
 	struct ld_source v[LD_MAX_SOURCES];
 	__u32 n;
-	__u64 other;            /* replies from sources past LD_MAX_SOURCES */
+	__u64 other; /* replies from sources past LD_MAX_SOURCES */
 	__u64 steered;
 	__u64 first_steered_ns; /* CLOCK_MONOTONIC; 0: none yet */
 };
@@ -120,7 +133,7 @@ struct ld_run {
 	struct ks_zipf zipf;
 	double flash_cum[LD_MAX_FLASH];
 	__u32 mix_total;
-	char *value;               /* value_size bytes */
+	char *value;                    /* value_size bytes */
 	__u64 *exact_gets, *exact_sets; /* keys + nflash, when --exact-counts */
 	__u64 start_ns, deadline_ns;
 	volatile int stop;
@@ -132,16 +145,16 @@ struct ld_worker {
 	pthread_t tid;
 	__u32 idx;
 	struct ks_rng rng;
-	int *tcp_fd, *udp_fd;      /* per shard, -1 until first use */
+	int *tcp_fd, *udp_fd; /* per shard, -1 until first use */
 	__u16 reqid;
-	char *out;                 /* request being built */
+	char *out; /* request being built */
 	size_t outcap;
-	char *in;                  /* TCP receive buffer */
+	char *in; /* TCP receive buffer */
 	size_t in_r, in_w, incap;
-	__u64 quota;               /* ops this thread may send; 0: no limit */
+	__u64 quota; /* ops this thread may send; 0: no limit */
 	struct ld_opstat st[LD_NOPS][LD_NPROTO];
 	struct ld_shard_stat *shard;
-	struct ld_sources src;     /* UDP replies by source */
+	struct ld_sources src; /* UDP replies by source */
 };
 
 __u64 ld_now_ns(void);
@@ -165,7 +178,7 @@ void ld_worker_free(struct ld_worker *w);
 /* A run's figures: the threads' counters summed. */
 struct ld_totals {
 	struct ld_opstat st[LD_NOPS][LD_NPROTO];
-	struct ld_shard_stat *shard;   /* nshards */
+	struct ld_shard_stat *shard; /* nshards */
 	struct ld_sources src;
 	double secs;
 	double preload_secs;

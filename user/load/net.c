@@ -30,7 +30,8 @@ __u64 ld_now_ns(void)
 
 static void set_timeout(int fd, __u32 ms)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (ms % 1000) * 1000 };
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -106,7 +107,8 @@ static int tcp_need(struct ld_worker *w, int fd, size_t want)
 			w->in_r = w->in_w = 0;
 		if (w->in_w == w->incap) {
 			if (w->in_r) {
-				memmove(w->in, w->in + w->in_r, w->in_w - w->in_r);
+				memmove(w->in, w->in + w->in_r,
+					w->in_w - w->in_r);
 				w->in_w -= w->in_r;
 				w->in_r = 0;
 			} else {
@@ -130,8 +132,7 @@ static int tcp_need(struct ld_worker *w, int fd, size_t want)
 }
 
 /* The next "\r\n"-terminated line; *len excludes the terminator. */
-static int tcp_line(struct ld_worker *w, int fd, const char **line,
-		    size_t *len)
+static int tcp_line(struct ld_worker *w, int fd, const char **line, size_t *len)
 {
 	size_t scanned = 0;
 
@@ -139,7 +140,8 @@ static int tcp_line(struct ld_worker *w, int fd, const char **line,
 		char *start = w->in + w->in_r;
 		size_t have = w->in_w - w->in_r;
 		char *nl = have > scanned ? memchr(start + scanned, '\n',
-						   have - scanned) : NULL;
+						   have - scanned)
+					  : NULL;
 		int rc;
 
 		if (nl) {
@@ -177,9 +179,9 @@ static long value_bytes(const char *line, size_t len)
 		return -1;
 	memcpy(buf, line, len);
 	buf[len] = 0;
-	p = buf + 6;                  /* past "VALUE " */
-	p = strchr(p, ' ');           /* past the key */
-	if (!p || !(p = strchr(p + 1, ' ')))  /* past the flags */
+	p = buf + 6;                         /* past "VALUE " */
+	p = strchr(p, ' ');                  /* past the key */
+	if (!p || !(p = strchr(p + 1, ' '))) /* past the flags */
 		return -1;
 	bytes = strtol(p + 1, &end, 10);
 	if (end == p + 1 || bytes < 0 || (*end && *end != ' '))
@@ -262,7 +264,8 @@ int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
 
 static int same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
 {
-	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
 }
 
 static void count_source(struct ld_worker *w, __u32 sh,
@@ -321,7 +324,9 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 		if (p == end)
 			continue;
 		if (!is_get)
-			return end - p >= 8 && !memcmp(p, "STORED\r\n", 8) ? 0 : -EIO;
+			return end - p >= 8 && !memcmp(p, "STORED\r\n", 8)
+				       ? 0
+				       : -EIO;
 		if (first && !(end - p >= 5 && (!memcmp(p, "VALUE", 5) ||
 						!memcmp(p, "END\r\n", 5))))
 			return -EIO;
@@ -333,7 +338,9 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 			const char *nl;
 
 			if (skip) {
-				size_t k = (size_t)(end - p) < skip ? (size_t)(end - p) : skip;
+				size_t k = (size_t)(end - p) < skip
+						   ? (size_t)(end - p)
+						   : skip;
 
 				p += k;
 				skip -= k;
@@ -345,7 +352,8 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 			if (nl - p == 4 && !memcmp(p, "END", 3))
 				return 0;
 			if (end - p >= 6 && !memcmp(p, "VALUE ", 6)) {
-				long bytes = value_bytes(p, (size_t)(nl - p - 1));
+				long bytes = value_bytes(p,
+							 (size_t)(nl - p - 1));
 
 				if (bytes < 0)
 					return -EIO;

@@ -51,8 +51,12 @@ static int flush_batch(struct preload_job *j, __u32 sh, const char *buf,
 	for (i = 0; !rc && i < n; i++)
 		rc = ld_tcp_reply(&j->w, sh, 0, &hits);
 	if (rc)
-		snprintf(j->why, sizeof(j->why), "preload: set to %s failed (%s); check that memcached runs there",
-			 j->run->addr[sh].name, rc == -ETIMEDOUT ? "no reply in time" : "bad reply or closed");
+		snprintf(
+			j->why, sizeof(j->why),
+			"preload: set to %s failed (%s); check that memcached runs there",
+			j->run->addr[sh].name,
+			rc == -ETIMEDOUT ? "no reply in time"
+					 : "bad reply or closed");
 	return rc;
 }
 
@@ -93,7 +97,8 @@ static void *preload_main(void *arg)
 	char *buf = malloc((size_t)batch * set_cmd_len(j->run->cfg));
 
 	if (!buf) {
-		snprintf(j->why, sizeof(j->why), "preload: out of memory; give a smaller --value-size");
+		snprintf(j->why, sizeof(j->why),
+			 "preload: out of memory; give a smaller --value-size");
 		return NULL;
 	}
 	for (sh = j->first; sh < j->run->nshards; sh += j->step)
@@ -115,7 +120,8 @@ int ld_preload(struct ld_run *run, double *secs, char *err, size_t errlen)
 	int rc = 0;
 
 	if (!jobs || !owner) {
-		snprintf(err, errlen, "preload: out of memory; give fewer --keys");
+		snprintf(err, errlen,
+			 "preload: out of memory; give fewer --keys");
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -131,7 +137,10 @@ int ld_preload(struct ld_run *run, double *secs, char *err, size_t errlen)
 		j->step = nthreads;
 		if (ld_worker_init(&j->w, run, i, 0) ||
 		    pthread_create(&j->tid, NULL, preload_main, j)) {
-			snprintf(j->why, sizeof(j->why), "preload: cannot start thread %u; give fewer --conns", i);
+			snprintf(
+				j->why, sizeof(j->why),
+				"preload: cannot start thread %u; give fewer --conns",
+				i);
 			break;
 		}
 		j->started = 1;

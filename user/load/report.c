@@ -9,7 +9,7 @@
 #include "load.h"
 
 void ld_sum_workers(const struct ld_run *run, struct ld_worker *ws, __u32 n,
-			struct ld_totals *t)
+		    struct ld_totals *t)
 {
 	__u32 i, s;
 	int op, pr;
@@ -47,14 +47,16 @@ static void source_name(const struct ld_source *x, char *buf, size_t len)
 }
 
 /* ms from the run's start to the first steered reply; < 0: none. */
-static double first_steered_ms(const struct ld_run *run, const struct ld_totals *t)
+static double first_steered_ms(const struct ld_run *run,
+			       const struct ld_totals *t)
 {
 	if (!t->src.first_steered_ns)
 		return -1;
 	return (double)(t->src.first_steered_ns - run->start_ns) / 1e6;
 }
 
-static void print_sources_table(const struct ld_run *run, const struct ld_totals *t)
+static void print_sources_table(const struct ld_run *run,
+				const struct ld_totals *t)
 {
 	char name[INET_ADDRSTRLEN + 8];
 	double first = first_steered_ms(run, t);
@@ -74,7 +76,8 @@ static void print_sources_table(const struct ld_run *run, const struct ld_totals
 	printf("\n");
 }
 
-static void print_sources_json(const struct ld_run *run, const struct ld_totals *t)
+static void print_sources_json(const struct ld_run *run,
+			       const struct ld_totals *t)
 {
 	char name[INET_ADDRSTRLEN + 8];
 	double first = first_steered_ms(run, t);
@@ -119,11 +122,11 @@ void ld_print_table(const struct ld_run *run, const struct ld_totals *t)
 				gets += t->st[op][pr].keys;
 		}
 	printf("ks_load: %.3f s, %llu ops (%.0f/s), proto %s, %u conns, %u shard(s), zipf %g over %u keys, %d flash key(s)\n",
-	       t->secs, (unsigned long long)ops, t->secs > 0 ? ops / t->secs : 0,
-	       ld_mode_name(cfg->mode), cfg->conns, run->nshards, cfg->zipf,
-	       cfg->keys, cfg->nflash);
-	printf("%-5s %-5s %10s %10s %10s %10s %8s %8s", "op", "proto", "ops", "keys",
-	       "hits", "errors", "timeouts", "");
+	       t->secs, (unsigned long long)ops,
+	       t->secs > 0 ? ops / t->secs : 0, ld_mode_name(cfg->mode),
+	       cfg->conns, run->nshards, cfg->zipf, cfg->keys, cfg->nflash);
+	printf("%-5s %-5s %10s %10s %10s %10s %8s %8s", "op", "proto", "ops",
+	       "keys", "hits", "errors", "timeouts", "");
 	for (q = 0; q < NQ; q++)
 		printf(" %8s", qnames[q]);
 	printf("  (us)\n");
@@ -135,12 +138,15 @@ void ld_print_table(const struct ld_run *run, const struct ld_totals *t)
 				continue;
 			printf("%-5s %-5s %10llu %10llu %10llu %10llu %8llu %8s",
 			       ld_op_name(op), ld_proto_name(pr),
-			       (unsigned long long)x->ops, (unsigned long long)x->keys,
+			       (unsigned long long)x->ops,
+			       (unsigned long long)x->keys,
 			       (unsigned long long)x->hits,
 			       (unsigned long long)x->errors,
 			       (unsigned long long)x->timeouts, "");
 			for (q = 0; q < NQ; q++)
-				printf(" %8.1f", ks_hist_quantile(&x->lat, quantiles[q]) / 1e3);
+				printf(" %8.1f",
+				       ks_hist_quantile(&x->lat, quantiles[q]) /
+					       1e3);
 			printf("\n");
 		}
 	printf("total: ops %llu get_keys %llu set_keys %llu hits %llu errors %llu\n",
@@ -148,7 +154,8 @@ void ld_print_table(const struct ld_run *run, const struct ld_totals *t)
 	       (unsigned long long)sets, (unsigned long long)hits,
 	       (unsigned long long)errs);
 	for (s = 0; s < run->nshards; s++)
-		printf("shard %-21s get_keys %10llu set_keys %10llu\n", run->addr[s].name,
+		printf("shard %-21s get_keys %10llu set_keys %10llu\n",
+		       run->addr[s].name,
 		       (unsigned long long)t->shard[s].get_keys,
 		       (unsigned long long)t->shard[s].set_keys);
 	if (cfg->mode != LD_MODE_TCP)
@@ -178,13 +185,16 @@ void ld_print_json(const struct ld_run *run, const struct ld_totals *t)
 			       "\"keys\":%llu,\"hits\":%llu,\"errors\":%llu,\"timeouts\":%llu,"
 			       "\"latency_us\":{",
 			       sep, ld_op_name(op), ld_proto_name(pr),
-			       (unsigned long long)x->ops, (unsigned long long)x->msgs,
-			       (unsigned long long)x->keys, (unsigned long long)x->hits,
+			       (unsigned long long)x->ops,
+			       (unsigned long long)x->msgs,
+			       (unsigned long long)x->keys,
+			       (unsigned long long)x->hits,
 			       (unsigned long long)x->errors,
 			       (unsigned long long)x->timeouts);
 			for (q = 0; q < NQ; q++)
 				printf("%s\"%s\":%.1f", q ? "," : "", qnames[q],
-				       ks_hist_quantile(&x->lat, quantiles[q]) / 1e3);
+				       ks_hist_quantile(&x->lat, quantiles[q]) /
+					       1e3);
 			printf("}}");
 			sep = ",";
 		}
@@ -216,7 +226,8 @@ int ld_write_exact(const struct ld_run *run)
 	FILE *f = fopen(cfg->exact_file, "w");
 
 	if (!f) {
-		fprintf(stderr, "ks_load: cannot write %s: %s; check the path\n",
+		fprintf(stderr,
+			"ks_load: cannot write %s: %s; check the path\n",
 			cfg->exact_file, strerror(errno));
 		return -1;
 	}
@@ -229,10 +240,10 @@ int ld_write_exact(const struct ld_run *run)
 			(unsigned long long)run->exact_sets[i]);
 	}
 	if (fclose(f)) {
-		fprintf(stderr, "ks_load: writing %s failed: %s; check the disk\n",
+		fprintf(stderr,
+			"ks_load: writing %s failed: %s; check the disk\n",
 			cfg->exact_file, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
-

@@ -8,8 +8,7 @@
 #include <string.h>
 #include "load.h"
 
-void ld_sources_add(struct ld_sources *s, const struct sockaddr_in *sa,
-		    __u64 n)
+void ld_sources_add(struct ld_sources *s, const struct sockaddr_in *sa, __u64 n)
 {
 	__u32 i;
 
@@ -40,6 +39,7 @@ void ld_sources_merge(struct ld_sources *dst, const struct ld_sources *src)
 	dst->other += src->other;
 	dst->steered += src->steered;
 	if (src->first_steered_ns &&
-	    (!dst->first_steered_ns || src->first_steered_ns < dst->first_steered_ns))
+	    (!dst->first_steered_ns ||
+	     src->first_steered_ns < dst->first_steered_ns))
 		dst->first_steered_ns = src->first_steered_ns;
 }

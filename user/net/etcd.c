@@ -27,9 +27,9 @@
  * peer gone silent (idle 5 s, then 3 probes 2 s apart). */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
-#define KEEPIDLE_S  5
-#define KEEPINTVL_S 2
-#define KEEPCNT     3
+#define KEEPIDLE_S     5
+#define KEEPINTVL_S    2
+#define KEEPCNT        3
 
 struct buf {
 	char *p;
@@ -39,7 +39,7 @@ struct buf {
 
 struct ks_etcd {
 	struct ks_etcd_endpoints eps;
-	unsigned cur;          /* the endpoint calls start on */
+	unsigned cur; /* the endpoint calls start on */
 	int timeout_ms;
 	char *ca, *cert, *key, *user, *password;
 	char token[TOKEN_MAX]; /* "": none yet */
@@ -52,15 +52,15 @@ struct ks_etcd {
 struct ks_etcd_watch {
 	struct ks_etcd *c;
 	CURLM *multi;
-	CURL *easy;            /* NULL: no stream now */
+	CURL *easy; /* NULL: no stream now */
 	struct curl_slist *hdrs;
 	int epfd;
 	char *key_b64, *end_b64; /* end_b64 NULL: one key */
-	int64_t next_rev;      /* 0: from now */
+	int64_t next_rev;        /* 0: from now */
 	unsigned ep;
 	int created, reauthed, failures;
-	int dead;              /* the error that ended the watch, or 0 */
-	int pending;           /* an error run() has yet to report */
+	int dead;    /* the error that ended the watch, or 0 */
+	int pending; /* an error run() has yet to report */
 	uint64_t timer_at, retry_at, created_by; /* ms, 0: none */
 	struct buf in;
 	struct ks_etcd_event *q;
@@ -69,7 +69,10 @@ struct ks_etcd_watch {
 	char err[ERR_MAX];
 };
 
-enum { CALL_RETRY = 1, CALL_NOAUTH = 2 };
+enum {
+	CALL_RETRY = 1,
+	CALL_NOAUTH = 2
+};
 
 static uint64_t now_ms(void)
 {
@@ -128,7 +131,8 @@ static void buf_free(struct buf *b)
 
 /* ---- open, close ---- */
 
-static int readable(const char *what, const char *path, char *err, size_t errlen)
+static int readable(const char *what, const char *path, char *err,
+		    size_t errlen)
 {
 	if (access(path, R_OK) == 0)
 		return 0;
@@ -155,7 +159,8 @@ static void setup_easy(struct ks_etcd *c, CURL *e, char *curl_err)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, c->eps.tls ? "https" : "http");
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR,
+			 c->eps.tls ? "https" : "http");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	if (c->ca)
 		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca);
@@ -181,22 +186,33 @@ int ks_etcd_open(struct ks_etcd **out, const struct ks_etcd_opts *o, char *err,
 	if (rc)
 		goto fail;
 	rc = -EINVAL;
-	if (!c->eps.tls && ((o->ca_file && *o->ca_file) || (o->cert_file && *o->cert_file) ||
-			    (o->key_file && *o->key_file))) {
-		snprintf(err, errlen, "etcd TLS files given but the endpoints are http://; use https:// URLs");
+	if (!c->eps.tls &&
+	    ((o->ca_file && *o->ca_file) || (o->cert_file && *o->cert_file) ||
+	     (o->key_file && *o->key_file))) {
+		snprintf(
+			err, errlen,
+			"etcd TLS files given but the endpoints are http://; use https:// URLs");
 		goto fail;
 	}
-	if (!(o->cert_file && *o->cert_file) != !(o->key_file && *o->key_file)) {
-		snprintf(err, errlen, "an etcd client certificate needs its key and a key its certificate; give both");
+	if (!(o->cert_file && *o->cert_file) !=
+	    !(o->key_file && *o->key_file)) {
+		snprintf(
+			err, errlen,
+			"an etcd client certificate needs its key and a key its certificate; give both");
 		goto fail;
 	}
 	if (!(o->user && *o->user) != !(o->password && *o->password)) {
-		snprintf(err, errlen, "an etcd user needs a password and a password a user; give both");
+		snprintf(
+			err, errlen,
+			"an etcd user needs a password and a password a user; give both");
 		goto fail;
 	}
-	if ((o->ca_file && *o->ca_file && readable("CA file", o->ca_file, err, errlen)) ||
-	    (o->cert_file && *o->cert_file && readable("certificate", o->cert_file, err, errlen)) ||
-	    (o->key_file && *o->key_file && readable("key", o->key_file, err, errlen)))
+	if ((o->ca_file && *o->ca_file &&
+	     readable("CA file", o->ca_file, err, errlen)) ||
+	    (o->cert_file && *o->cert_file &&
+	     readable("certificate", o->cert_file, err, errlen)) ||
+	    (o->key_file && *o->key_file &&
+	     readable("key", o->key_file, err, errlen)))
 		goto fail;
 	c->ca = dup_opt(o->ca_file, &nomem);
 	c->cert = dup_opt(o->cert_file, &nomem);
@@ -261,7 +277,14 @@ const char *ks_etcd_endpoint(const struct ks_etcd *c)
 
 /* ---- unary calls ---- */
 
-enum failure { F_CONNECT, F_TIMEOUT, F_BROKEN, F_TLS, F_TLS_CLOSED, F_OTHER };
+enum failure {
+	F_CONNECT,
+	F_TIMEOUT,
+	F_BROKEN,
+	F_TLS,
+	F_TLS_CLOSED,
+	F_OTHER
+};
 
 static enum failure classify(CURLcode cc, CURL *e, const char *curl_err)
 {
@@ -386,24 +409,28 @@ static int call(struct ks_etcd *c, const char *path, const char *body,
 		curl_easy_setopt(c->easy, CURLOPT_URL, url);
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, h);
 		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE,
+				 (long)strlen(body));
 		curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, remaining);
 		curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, conn);
 		cc = curl_easy_perform(c->easy);
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(h);
 		if (c->ans.over)
-			return set_msg(c->err, -E2BIG, "etcd at %s answered more than %d bytes",
-				      c->eps.url[ep], KS_ETCD_ANSWER_MAX);
+			return set_msg(c->err, -E2BIG,
+				       "etcd at %s answered more than %d bytes",
+				       c->eps.url[ep], KS_ETCD_ANSWER_MAX);
 		if (cc == CURLE_OK) {
-			curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+			curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE,
+					  &status);
 			if (status == 200) {
 				c->cur = ep;
 				c->err[0] = '\0';
 				return 0;
 			}
-			rc = ks_etcd_decode_error(c->ans.p ? c->ans.p : "", c->ans.len,
-						  status, msg, sizeof(msg));
+			rc = ks_etcd_decode_error(c->ans.p ? c->ans.p : "",
+						  c->ans.len, status, msg,
+						  sizeof(msg));
 			if (rc == -EKEYEXPIRED && c->user && !reauthed &&
 			    !(flags & CALL_NOAUTH)) {
 				reauthed = 1;
@@ -421,58 +448,77 @@ static int call(struct ks_etcd *c, const char *path, const char *body,
 				continue;
 			}
 			c->cur = ep;
-			return set_msg(c->err, rc, "%s (%s)", msg, c->eps.url[ep]);
+			return set_msg(c->err, rc, "%s (%s)", msg,
+				       c->eps.url[ep]);
 		}
 		switch (classify(cc, c->easy, c->curl_err)) {
 		case F_CONNECT:
-			add_reason(reasons, c->eps.url[ep], connect_why(c->easy, cc, conn,
-								      c->curl_err, msg));
+			add_reason(reasons, c->eps.url[ep],
+				   connect_why(c->easy, cc, conn, c->curl_err,
+					       msg));
 			ep = (ep + 1) % c->eps.n;
 			left--;
 			continue;
 		case F_BROKEN:
 			if ((flags & CALL_RETRY) && left > 1) {
 				add_reason(reasons, c->eps.url[ep],
-					   c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
+					   c->curl_err[0]
+						   ? c->curl_err
+						   : curl_easy_strerror(cc));
 				ep = (ep + 1) % c->eps.n;
 				left--;
 				continue;
 			}
-			return set_msg(c->err, (flags & CALL_RETRY) ? -EHOSTUNREACH : -ECONNRESET,
-				      "the connection to etcd at %s broke mid-call (%s)%s",
-				      c->eps.url[ep],
-				      c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc),
-				      (flags & CALL_RETRY) ? "" :
-				      "; the write may or may not have happened");
+			return set_msg(
+				c->err,
+				(flags & CALL_RETRY) ? -EHOSTUNREACH
+						     : -ECONNRESET,
+				"the connection to etcd at %s broke mid-call (%s)%s",
+				c->eps.url[ep],
+				c->curl_err[0] ? c->curl_err
+					       : curl_easy_strerror(cc),
+				(flags & CALL_RETRY)
+					? ""
+					: "; the write may or may not have happened");
 		case F_TLS_CLOSED:
 			if ((flags & CALL_RETRY) && left > 1) {
-				add_reason(reasons, c->eps.url[ep], "closed the TLS connection unanswered");
+				add_reason(
+					reasons, c->eps.url[ep],
+					"closed the TLS connection unanswered");
 				ep = (ep + 1) % c->eps.n;
 				left--;
 				continue;
 			}
-			return set_msg(c->err, -EACCES,
-				      "etcd at %s closed the TLS connection without answering: it wants a client certificate%s",
-				      c->eps.url[ep], c->cert ? " other than ours" : "; give one");
+			return set_msg(
+				c->err, -EACCES,
+				"etcd at %s closed the TLS connection without answering: it wants a client certificate%s",
+				c->eps.url[ep],
+				c->cert ? " other than ours" : "; give one");
 		case F_TIMEOUT:
 			return set_msg(c->err, -ETIMEDOUT,
-				      "etcd at %s did not answer within %d ms",
-				      c->eps.url[ep], c->timeout_ms);
+				       "etcd at %s did not answer within %d ms",
+				       c->eps.url[ep], c->timeout_ms);
 		case F_TLS:
-			return set_msg(c->err, -EACCES, "TLS with etcd at %s failed: %s",
-				      c->eps.url[ep],
-				      c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
+			return set_msg(c->err, -EACCES,
+				       "TLS with etcd at %s failed: %s",
+				       c->eps.url[ep],
+				       c->curl_err[0] ? c->curl_err
+						      : curl_easy_strerror(cc));
 		default:
-			return set_msg(c->err, -EPROTO, "talking to etcd at %s failed: %s",
-				      c->eps.url[ep],
-				      c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
+			return set_msg(c->err, -EPROTO,
+				       "talking to etcd at %s failed: %s",
+				       c->eps.url[ep],
+				       c->curl_err[0] ? c->curl_err
+						      : curl_easy_strerror(cc));
 		}
 	}
 	if (!reasons[0])
-		return set_msg(c->err, -ETIMEDOUT, "etcd did not answer within %d ms",
-			      c->timeout_ms);
-	return set_msg(c->err, -EHOSTUNREACH, "no etcd endpoint reachable within %d ms: %s",
-		      c->timeout_ms, reasons);
+		return set_msg(c->err, -ETIMEDOUT,
+			       "etcd did not answer within %d ms",
+			       c->timeout_ms);
+	return set_msg(c->err, -EHOSTUNREACH,
+		       "no etcd endpoint reachable within %d ms: %s",
+		       c->timeout_ms, reasons);
 }
 
 /* Dumps j (and drops it): the compact JSON text, or NULL. */
@@ -501,23 +547,25 @@ static int call_json(struct ks_etcd *c, const char *path, json_t *req,
 static int authenticate(struct ks_etcd *c, uint64_t deadline)
 {
 	char msg[ERR_MAX];
-	char *body = dump(json_pack("{s:s, s:s}", "name", c->user,
-				    "password", c->password));
+	char *body = dump(json_pack("{s:s, s:s}", "name", c->user, "password",
+				    c->password));
 	int rc;
 
 	if (!body)
 		return set_msg(c->err, -ENOMEM, "out of memory");
-	rc = call(c, "/v3/auth/authenticate", body, CALL_RETRY | CALL_NOAUTH, deadline);
+	rc = call(c, "/v3/auth/authenticate", body, CALL_RETRY | CALL_NOAUTH,
+		  deadline);
 	explicit_bzero(body, strlen(body));
 	free(body);
 	if (rc == -EKEYEXPIRED)
 		rc = -EACCES;
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_token(c->ans.p, c->ans.len, c->token, sizeof(c->token),
-				  msg, sizeof(msg));
+	rc = ks_etcd_decode_token(c->ans.p, c->ans.len, c->token,
+				  sizeof(c->token), msg, sizeof(msg));
 	if (rc)
-		return set_msg(c->err, rc, "%s (%s, authenticate)", msg, ks_etcd_endpoint(c));
+		return set_msg(c->err, rc, "%s (%s, authenticate)", msg,
+			       ks_etcd_endpoint(c));
 	return 0;
 }
 
@@ -579,19 +627,23 @@ static json_t *key_req(const void *key, size_t klen, unsigned flags)
 }
 
 /* A decoder's failure, with where it came from. */
-static int bad_answer(struct ks_etcd *c, int rc, const char *msg, const char *what)
+static int bad_answer(struct ks_etcd *c, int rc, const char *msg,
+		      const char *what)
 {
-	return set_msg(c->err, rc, "%s (%s, %s)", msg, ks_etcd_endpoint(c), what);
+	return set_msg(c->err, rc, "%s (%s, %s)", msg, ks_etcd_endpoint(c),
+		       what);
 }
 
 int ks_etcd_status(struct ks_etcd *c, char *version, size_t vlen)
 {
 	char v[64], msg[ERR_MAX];
-	int rc = call(c, "/v3/maintenance/status", "{}", CALL_RETRY, deadline_of(c));
+	int rc = call(c, "/v3/maintenance/status", "{}", CALL_RETRY,
+		      deadline_of(c));
 
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_status(c->ans.p, c->ans.len, v, sizeof(v), msg, sizeof(msg));
+	rc = ks_etcd_decode_status(c->ans.p, c->ans.len, v, sizeof(v), msg,
+				   sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "status");
 	if (version && vlen)
@@ -619,8 +671,9 @@ static json_t *put_req(const void *key, size_t klen, const void *val,
 {
 	json_t *r = key_req(key, klen, 0);
 
-	if (r && (json_object_set_new(r, "value", b64_json(val, vlen)) ||
-		  (lease && json_object_set_new(r, "lease", i64_json(lease))))) {
+	if (r &&
+	    (json_object_set_new(r, "value", b64_json(val, vlen)) ||
+	     (lease && json_object_set_new(r, "lease", i64_json(lease))))) {
 		json_decref(r);
 		return NULL;
 	}
@@ -639,7 +692,8 @@ int ks_etcd_put(struct ks_etcd *c, const void *key, size_t klen,
 		       CALL_RETRY, deadline_of(c));
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_revision(c->ans.p, c->ans.len, &rev, NULL, msg, sizeof(msg));
+	rc = ks_etcd_decode_revision(c->ans.p, c->ans.len, &rev, NULL, msg,
+				     sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "put");
 	if (revision)
@@ -673,17 +727,18 @@ int ks_etcd_put_if(struct ks_etcd *c, const void *key, size_t klen,
 		json_object_set_new(range, "keys_only", json_true());
 	/* Not repeated on another endpoint: a first attempt that did happen
 	 * would make the second one lose. */
-	rc = call_json(c, "/v3/kv/txn",
-		       json_pack("{s:[{s:o, s:s, s:s, s:o}], s:[{s:o}], s:[{s:o}]}",
-				 "compare", "key", b64_json(key, klen),
-				 "target", "MOD", "result", "EQUAL",
-				 "mod_revision", i64_json(mod_revision),
-				 "success", "request_put", put,
-				 "failure", "request_range", range),
-		       0, deadline_of(c));
+	rc = call_json(
+		c, "/v3/kv/txn",
+		json_pack("{s:[{s:o, s:s, s:s, s:o}], s:[{s:o}], s:[{s:o}]}",
+			  "compare", "key", b64_json(key, klen), "target",
+			  "MOD", "result", "EQUAL", "mod_revision",
+			  i64_json(mod_revision), "success", "request_put", put,
+			  "failure", "request_range", range),
+		0, deadline_of(c));
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_txn(c->ans.p, c->ans.len, &won, &rev, &cur, msg, sizeof(msg));
+	rc = ks_etcd_decode_txn(c->ans.p, c->ans.len, &won, &rev, &cur, msg,
+				sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "txn");
 	if (revision)
@@ -692,12 +747,14 @@ int ks_etcd_put_if(struct ks_etcd *c, const void *key, size_t klen,
 		return 0;
 	printable(key, klen, pk, sizeof(pk));
 	if (!mod_revision)
-		return set_msg(c->err, -ESTALE,
-			      "compare-and-swap lost: '%s' exists (mod_revision %lld); it was to be created",
-			      pk, (long long)cur);
-	return set_msg(c->err, -ESTALE,
-		      "compare-and-swap lost: '%s' has mod_revision %lld, not %lld; read it again",
-		      pk, (long long)cur, (long long)mod_revision);
+		return set_msg(
+			c->err, -ESTALE,
+			"compare-and-swap lost: '%s' exists (mod_revision %lld); it was to be created",
+			pk, (long long)cur);
+	return set_msg(
+		c->err, -ESTALE,
+		"compare-and-swap lost: '%s' has mod_revision %lld, not %lld; read it again",
+		pk, (long long)cur, (long long)mod_revision);
 }
 
 int ks_etcd_delete(struct ks_etcd *c, const void *key, size_t klen,
@@ -711,7 +768,8 @@ int ks_etcd_delete(struct ks_etcd *c, const void *key, size_t klen,
 		       CALL_RETRY, deadline_of(c));
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_revision(c->ans.p, c->ans.len, &rev, &n, msg, sizeof(msg));
+	rc = ks_etcd_decode_revision(c->ans.p, c->ans.len, &rev, &n, msg,
+				     sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "deleterange");
 	if (deleted)
@@ -727,13 +785,16 @@ int ks_etcd_lease_grant(struct ks_etcd *c, int64_t ttl_s, int64_t *id,
 	int rc;
 
 	if (ttl_s < 1)
-		return set_msg(c->err, -EINVAL, "a lease needs a TTL of 1 s or more, not %lld",
-			      (long long)ttl_s);
-	rc = call_json(c, "/v3/lease/grant", json_pack("{s:o}", "TTL", i64_json(ttl_s)),
-		       0, deadline_of(c));
+		return set_msg(c->err, -EINVAL,
+			       "a lease needs a TTL of 1 s or more, not %lld",
+			       (long long)ttl_s);
+	rc = call_json(c, "/v3/lease/grant",
+		       json_pack("{s:o}", "TTL", i64_json(ttl_s)), 0,
+		       deadline_of(c));
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_lease(c->ans.p, c->ans.len, id, &ttl, msg, sizeof(msg));
+	rc = ks_etcd_decode_lease(c->ans.p, c->ans.len, id, &ttl, msg,
+				  sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "lease grant");
 	if (granted)
@@ -748,22 +809,27 @@ int ks_etcd_lease_keepalive(struct ks_etcd *c, int64_t id, int64_t *ttl)
 	int rc;
 
 	/* a stream in gRPC; one request, one answer through the gateway */
-	rc = call_json(c, "/v3/lease/keepalive", json_pack("{s:o}", "ID", i64_json(id)),
-		       CALL_RETRY, deadline_of(c));
+	rc = call_json(c, "/v3/lease/keepalive",
+		       json_pack("{s:o}", "ID", i64_json(id)), CALL_RETRY,
+		       deadline_of(c));
 	if (rc)
 		return rc;
 	/* errors come in the stream with status 200 */
 	if (c->ans.len && strstr(c->ans.p, "\"error\"") &&
 	    !strstr(c->ans.p, "\"result\"")) {
-		rc = ks_etcd_decode_error(c->ans.p, c->ans.len, 200, msg, sizeof(msg));
-		return set_msg(c->err, rc, "%s (%s, lease keepalive)", msg, ks_etcd_endpoint(c));
+		rc = ks_etcd_decode_error(c->ans.p, c->ans.len, 200, msg,
+					  sizeof(msg));
+		return set_msg(c->err, rc, "%s (%s, lease keepalive)", msg,
+			       ks_etcd_endpoint(c));
 	}
-	rc = ks_etcd_decode_lease(c->ans.p, c->ans.len, &got, &t, msg, sizeof(msg));
+	rc = ks_etcd_decode_lease(c->ans.p, c->ans.len, &got, &t, msg,
+				  sizeof(msg));
 	if (rc)
 		return bad_answer(c, rc, msg, "lease keepalive");
 	if (t <= 0)
-		return set_msg(c->err, -ENOENT, "lease %lld has expired or was revoked",
-			      (long long)id);
+		return set_msg(c->err, -ENOENT,
+			       "lease %lld has expired or was revoked",
+			       (long long)id);
 	if (ttl)
 		*ttl = t;
 	return 0;
@@ -771,8 +837,9 @@ int ks_etcd_lease_keepalive(struct ks_etcd *c, int64_t id, int64_t *ttl)
 
 int ks_etcd_lease_revoke(struct ks_etcd *c, int64_t id)
 {
-	return call_json(c, "/v3/lease/revoke", json_pack("{s:o}", "ID", i64_json(id)),
-			 CALL_RETRY, deadline_of(c));
+	return call_json(c, "/v3/lease/revoke",
+			 json_pack("{s:o}", "ID", i64_json(id)), CALL_RETRY,
+			 deadline_of(c));
 }
 
 /* ---- watches ---- */
@@ -855,7 +922,8 @@ static void stream_reauth(struct ks_etcd_watch *w, const char *why)
 
 	stream_drop(w);
 	if (w->reauthed || !c->user) {
-		set_msg(w->err, -EACCES, "etcd refuses the watch's credentials: %s", why);
+		set_msg(w->err, -EACCES,
+			"etcd refuses the watch's credentials: %s", why);
 		stream_fatal(w, -EACCES);
 		return;
 	}
@@ -893,7 +961,8 @@ static int stream_start(struct ks_etcd_watch *w)
 	if (req && w->end_b64)
 		json_object_set_new(req, "range_end", json_string(w->end_b64));
 	if (req && w->next_rev)
-		json_object_set_new(req, "start_revision", i64_json(w->next_rev));
+		json_object_set_new(req, "start_revision",
+				    i64_json(w->next_rev));
 	body = dump(json_pack("{s:o}", "create_request", req));
 	w->easy = curl_easy_init();
 	w->hdrs = headers(c->token);
@@ -909,7 +978,8 @@ static int stream_start(struct ks_etcd_watch *w)
 	curl_easy_setopt(w->easy, CURLOPT_URL, url);
 	curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->hdrs);
 	curl_easy_setopt(w->easy, CURLOPT_COPYPOSTFIELDS, body);
-	curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)c->timeout_ms);
 	curl_easy_setopt(w->easy, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(w->easy, CURLOPT_TCP_KEEPIDLE, (long)KEEPIDLE_S);
 	curl_easy_setopt(w->easy, CURLOPT_TCP_KEEPINTVL, (long)KEEPINTVL_S);
@@ -943,7 +1013,8 @@ int ks_etcd_watch_start(struct ks_etcd *c, const void *key, size_t klen,
 	w->epfd = -1;
 	w->key_b64 = strdup(json_string_value(json_object_get(r, "key")));
 	if (flags & KS_ETCD_PREFIX)
-		w->end_b64 = strdup(json_string_value(json_object_get(r, "range_end")));
+		w->end_b64 = strdup(
+			json_string_value(json_object_get(r, "range_end")));
 	json_decref(r);
 	r = NULL;
 	if (!w->key_b64 || ((flags & KS_ETCD_PREFIX) && !w->end_b64))
@@ -951,8 +1022,9 @@ int ks_etcd_watch_start(struct ks_etcd *c, const void *key, size_t klen,
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0) {
 		ks_etcd_watch_stop(w);
-		return set_msg(c->err, -errno, "cannot make the watch's epoll fd: %s",
-			      strerror(errno));
+		return set_msg(c->err, -errno,
+			       "cannot make the watch's epoll fd: %s",
+			       strerror(errno));
 	}
 	w->multi = curl_multi_init();
 	if (!w->multi)
@@ -1001,7 +1073,8 @@ static int queue_push(struct ks_etcd_watch *w, struct ks_etcd_event *ev)
 			w->qhead = 0;
 		} else {
 			size_t cap = w->qcap ? w->qcap * 2 : 16;
-			struct ks_etcd_event *nq = realloc(w->q, cap * sizeof(*nq));
+			struct ks_etcd_event *nq = realloc(w->q,
+							   cap * sizeof(*nq));
 
 			if (!nq)
 				return -ENOMEM;
@@ -1022,16 +1095,19 @@ static int on_message(struct ks_etcd_watch *w, struct ks_etcd_watch_msg *m)
 		if (m->compact_revision > 0) {
 			set_msg(w->err, -ERANGE,
 				"the watch's start revision %lld has been compacted (etcd keeps %lld on); read again and watch from that read",
-				(long long)w->next_rev, (long long)m->compact_revision);
+				(long long)w->next_rev,
+				(long long)m->compact_revision);
 			stream_fatal(w, -ERANGE);
 		} else if (strstr(m->cancel_reason, "invalid auth token")) {
 			stream_reauth(w, m->cancel_reason);
 		} else if (strstr(m->cancel_reason, "permission denied") ||
 			   strstr(m->cancel_reason, "user name is empty")) {
-			set_msg(w->err, -EACCES, "etcd refused the watch: %s", m->cancel_reason);
+			set_msg(w->err, -EACCES, "etcd refused the watch: %s",
+				m->cancel_reason);
 			stream_fatal(w, -EACCES);
 		} else {
-			set_msg(w->err, -EPROTO, "etcd at %s canceled the watch: %s",
+			set_msg(w->err, -EPROTO,
+				"etcd at %s canceled the watch: %s",
 				w->c->eps.url[w->ep], m->cancel_reason);
 			stream_retry(w, -EPROTO);
 		}
@@ -1047,13 +1123,15 @@ static int on_message(struct ks_etcd_watch *w, struct ks_etcd_watch_msg *m)
 	}
 	for (i = 0; i < m->n; i++) {
 		if (queue_push(w, &m->events[i])) {
-			set_msg(w->err, -ENOMEM, "out of memory queueing watch events");
+			set_msg(w->err, -ENOMEM,
+				"out of memory queueing watch events");
 			stream_retry(w, -ENOMEM);
 			return 1;
 		}
 		if (m->events[i].kv.mod_revision >= w->next_rev)
 			w->next_rev = m->events[i].kv.mod_revision + 1;
-		memset(&m->events[i].kv, 0, sizeof(m->events[i].kv)); /* moved */
+		memset(&m->events[i].kv, 0,
+		       sizeof(m->events[i].kv)); /* moved */
 	}
 	return 0;
 }
@@ -1067,8 +1145,8 @@ static void drain(struct ks_etcd_watch *w)
 		struct ks_etcd_watch_msg m;
 		char msg[ERR_MAX];
 		size_t used;
-		int rc = ks_etcd_decode_watch(w->in.p + pos, w->in.len - pos, &used,
-					      &m, msg, sizeof(msg));
+		int rc = ks_etcd_decode_watch(w->in.p + pos, w->in.len - pos,
+					      &used, &m, msg, sizeof(msg));
 
 		if (rc == 0)
 			break;
@@ -1077,8 +1155,10 @@ static void drain(struct ks_etcd_watch *w)
 			if (rc == -EKEYEXPIRED) {
 				stream_reauth(w, msg);
 			} else {
-				set_msg(w->err, rc, "%s (%s, watch)", msg, w->c->eps.url[w->ep]);
-				if (rc == -EACCES || rc == -EPERM || rc == -EINVAL)
+				set_msg(w->err, rc, "%s (%s, watch)", msg,
+					w->c->eps.url[w->ep]);
+				if (rc == -EACCES || rc == -EPERM ||
+				    rc == -EINVAL)
 					stream_fatal(w, rc);
 				else
 					stream_retry(w, rc);
@@ -1104,7 +1184,8 @@ static void stream_done(struct ks_etcd_watch *w, CURLcode cc)
 	long status = 0;
 
 	if (w->in.over) {
-		set_msg(w->err, -E2BIG, "a watch message from %s is over %d bytes", url,
+		set_msg(w->err, -E2BIG,
+			"a watch message from %s is over %d bytes", url,
 			KS_ETCD_ANSWER_MAX);
 		stream_retry(w, -E2BIG);
 		return;
@@ -1127,7 +1208,8 @@ static void stream_done(struct ks_etcd_watch *w, CURLcode cc)
 		return;
 	}
 	if (cc == CURLE_OK) {
-		set_msg(w->err, -ECONNRESET, "etcd at %s ended the watch stream; reconnecting", url);
+		set_msg(w->err, -ECONNRESET,
+			"etcd at %s ended the watch stream; reconnecting", url);
 		stream_retry(w, -ECONNRESET);
 		return;
 	}
@@ -1135,8 +1217,10 @@ static void stream_done(struct ks_etcd_watch *w, CURLcode cc)
 	case F_CONNECT: {
 		char m[ERR_MAX];
 
-		set_msg(w->err, -EHOSTUNREACH, "cannot reach etcd at %s for the watch: %s", url,
-			connect_why(w->easy, cc, w->c->timeout_ms, w->curl_err, m));
+		set_msg(w->err, -EHOSTUNREACH,
+			"cannot reach etcd at %s for the watch: %s", url,
+			connect_why(w->easy, cc, w->c->timeout_ms, w->curl_err,
+				    m));
 		stream_retry(w, -EHOSTUNREACH);
 		return;
 	}
@@ -1144,11 +1228,13 @@ static void stream_done(struct ks_etcd_watch *w, CURLcode cc)
 		why = "etcd closed the connection unanswered: it wants another client certificate";
 		/* fall through */
 	case F_TLS:
-		set_msg(w->err, -EACCES, "TLS with etcd at %s failed: %s", url, why);
+		set_msg(w->err, -EACCES, "TLS with etcd at %s failed: %s", url,
+			why);
 		stream_fatal(w, -EACCES);
 		return;
 	default:
-		set_msg(w->err, -ECONNRESET, "the watch stream from %s broke: %s", url, why);
+		set_msg(w->err, -ECONNRESET,
+			"the watch stream from %s broke: %s", url, why);
 		stream_retry(w, -ECONNRESET);
 	}
 }
@@ -1165,13 +1251,17 @@ int ks_etcd_watch_run(struct ks_etcd_watch *w)
 	for (i = 0; i < n && w->easy; i++) {
 		int mask = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
 			   (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-			   (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+			   (evs[i].events & (EPOLLERR | EPOLLHUP)
+				    ? CURL_CSELECT_ERR
+				    : 0);
 
-		curl_multi_socket_action(w->multi, evs[i].data.fd, mask, &running);
+		curl_multi_socket_action(w->multi, evs[i].data.fd, mask,
+					 &running);
 	}
 	if (w->easy && w->timer_at && now_ms() >= w->timer_at) {
 		w->timer_at = 0;
-		curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0,
+					 &running);
 	}
 	drain(w);
 	while (w->easy && (msg = curl_multi_info_read(w->multi, &left)))
@@ -1181,8 +1271,10 @@ int ks_etcd_watch_run(struct ks_etcd_watch *w)
 				stream_done(w, msg->data.result);
 			break;
 		}
-	if (w->easy && !w->created && w->created_by && now_ms() >= w->created_by) {
-		set_msg(w->err, -ETIMEDOUT, "etcd at %s did not start the watch within %d ms",
+	if (w->easy && !w->created && w->created_by &&
+	    now_ms() >= w->created_by) {
+		set_msg(w->err, -ETIMEDOUT,
+			"etcd at %s did not start the watch within %d ms",
 			w->c->eps.url[w->ep], w->c->timeout_ms);
 		stream_retry(w, -ETIMEDOUT);
 	}

@@ -47,17 +47,17 @@
 #include <stdint.h>
 #include "core/etcd_codec.h"
 
-#define KS_ETCD_TIMEOUT_MS 2000      /* per call, when opts give 0 */
+#define KS_ETCD_TIMEOUT_MS 2000       /* per call, when opts give 0 */
 #define KS_ETCD_ANSWER_MAX (64 << 20) /* bytes; a bigger answer is -E2BIG */
 
 struct ks_etcd_opts {
-	const char *endpoints;  /* "URL[,URL...]" */
-	const char *ca_file;    /* https: the CA of etcd's certificates */
-	const char *cert_file;  /* https: our certificate ... */
-	const char *key_file;   /* ... and its key: both or neither */
-	const char *user;       /* etcd auth: both or neither */
+	const char *endpoints; /* "URL[,URL...]" */
+	const char *ca_file;   /* https: the CA of etcd's certificates */
+	const char *cert_file; /* https: our certificate ... */
+	const char *key_file;  /* ... and its key: both or neither */
+	const char *user;      /* etcd auth: both or neither */
 	const char *password;
-	int timeout_ms;         /* per call; 0: KS_ETCD_TIMEOUT_MS */
+	int timeout_ms; /* per call; 0: KS_ETCD_TIMEOUT_MS */
 };
 
 struct ks_etcd;
@@ -83,7 +83,8 @@ const char *ks_etcd_endpoint(const struct ks_etcd *c);
  * etcd's version into version (may be NULL). */
 int ks_etcd_status(struct ks_etcd *c, char *version, size_t vlen);
 
-#define KS_ETCD_PREFIX 1u /* flags: key is a prefix, the call covers every key under it */
+#define KS_ETCD_PREFIX                                                         \
+	1u /* flags: key is a prefix, the call covers every key under it */
 
 /* One key, or every key under a prefix, in key order; out is overwritten
  * (free it with ks_etcd_range_free); a key that is absent is 0 with

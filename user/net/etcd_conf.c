@@ -15,15 +15,20 @@ void ks_etcd_conf_init(struct ks_etcd_conf *e)
 
 int ks_etcd_conf_check(struct ks_etcd_conf *e, char *err, size_t errlen)
 {
-	const char *lone = e->ca ? "--etcd-ca" : e->cert ? "--etcd-cert" :
-			   e->key ? "--etcd-key" : e->user ? "--etcd-user" :
-			   e->password_file ? "--etcd-password-file" :
-			   e->optional ? "--etcd-optional" : NULL;
+	const char *lone = e->ca              ? "--etcd-ca"
+			   : e->cert          ? "--etcd-cert"
+			   : e->key           ? "--etcd-key"
+			   : e->user          ? "--etcd-user"
+			   : e->password_file ? "--etcd-password-file"
+			   : e->optional      ? "--etcd-optional"
+					      : NULL;
 
 	if (!e->endpoints) {
 		if (lone) {
-			snprintf(err, errlen, "%s needs --etcd URL[,URL...]; give the etcd endpoints too",
-				 lone);
+			snprintf(
+				err, errlen,
+				"%s needs --etcd URL[,URL...]; give the etcd endpoints too",
+				lone);
 			return -EINVAL;
 		}
 		return 0;
@@ -31,7 +36,9 @@ int ks_etcd_conf_check(struct ks_etcd_conf *e, char *err, size_t errlen)
 	if (ks_cluster_check(e->cluster, err, errlen))
 		return -EINVAL;
 	if (e->password_file && !e->user) {
-		snprintf(err, errlen, "--etcd-password-file needs --etcd-user; give the user too");
+		snprintf(
+			err, errlen,
+			"--etcd-password-file needs --etcd-user; give the user too");
 		return -EINVAL;
 	}
 	ks_ring_doc_key(e->cluster, e->ring_key, sizeof(e->ring_key));
@@ -46,8 +53,10 @@ static int read_password(const char *path, char *pw, size_t len, char *err,
 	size_t n;
 
 	if (!f) {
-		snprintf(err, errlen, "cannot read --etcd-password-file %s (%s); check the path and its mode",
-			 path, strerror(errno));
+		snprintf(
+			err, errlen,
+			"cannot read --etcd-password-file %s (%s); check the path and its mode",
+			path, strerror(errno));
 		return -EINVAL;
 	}
 	if (!fgets(pw, (int)len, f))
@@ -56,15 +65,17 @@ static int read_password(const char *path, char *pw, size_t len, char *err,
 	n = strcspn(pw, "\r\n");
 	pw[n] = '\0';
 	if (!n) {
-		snprintf(err, errlen, "--etcd-password-file %s is empty; put the password on its first line",
-			 path);
+		snprintf(
+			err, errlen,
+			"--etcd-password-file %s is empty; put the password on its first line",
+			path);
 		return -EINVAL;
 	}
 	return 0;
 }
 
 int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
-			size_t errlen)
+			 size_t errlen)
 {
 	struct ks_etcd_opts o = {
 		.endpoints = e->endpoints,
@@ -87,9 +98,11 @@ int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
 		} else if (env && *env) {
 			snprintf(pw, sizeof(pw), "%s", env);
 		} else {
-			snprintf(err, errlen,
-				 "--etcd-user %s needs a password: set " KS_ETCD_PASSWORD_ENV " or give --etcd-password-file FILE (never on the command line)",
-				 e->user);
+			snprintf(
+				err, errlen,
+				"--etcd-user %s needs a password: set " KS_ETCD_PASSWORD_ENV
+				" or give --etcd-password-file FILE (never on the command line)",
+				e->user);
 			return -EINVAL;
 		}
 		o.password = pw;
@@ -102,10 +115,12 @@ int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
 	}
 	rc = ks_etcd_status(*c, e->version, sizeof(e->version));
 	if (rc) {
-		snprintf(err, errlen, "etcd at %s: %s%s", e->endpoints,
-			 ks_etcd_errmsg(*c),
-			 rc == -EACCES ? "; check --etcd-user and its password, or the certificates" :
-					 "; check --etcd and that etcd runs");
+		snprintf(
+			err, errlen, "etcd at %s: %s%s", e->endpoints,
+			ks_etcd_errmsg(*c),
+			rc == -EACCES
+				? "; check --etcd-user and its password, or the certificates"
+				: "; check --etcd and that etcd runs");
 		ks_etcd_close(*c);
 		*c = NULL;
 		return rc;

@@ -22,9 +22,9 @@ struct ks_etcd_conf {
 	const char *endpoints; /* --etcd; NULL: no etcd */
 	const char *cluster;   /* --cluster, KS_CLUSTER_DEFAULT */
 	const char *ca, *cert, *key, *user, *password_file;
-	int optional;          /* --etcd-optional */
+	int optional; /* --etcd-optional */
 	char ring_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
-	char version[64];      /* etcd's, after ks_etcd_conf_connect */
+	char version[64]; /* etcd's, after ks_etcd_conf_connect */
 };
 
 void ks_etcd_conf_init(struct ks_etcd_conf *e);
@@ -40,6 +40,6 @@ int ks_etcd_conf_check(struct ks_etcd_conf *e, char *err, size_t errlen);
  * is one line naming the endpoints and what to do.
  */
 int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
-			size_t errlen);
+			 size_t errlen);
 
 #endif

@@ -53,11 +53,11 @@
 #include "net/http_serve.h"
 #include "util/log.h"
 
-#define METHOD_MAX        16  /* longer first words are not HTTP */
-#define ACCEPTS_PER_CALL  64  /* bound the work of one wake-up */
+#define METHOD_MAX        16           /* longer first words are not HTTP */
+#define ACCEPTS_PER_CALL  64           /* bound the work of one wake-up */
 #define ACCEPT_PAUSE_NS   100000000ULL /* out of fds: retry after 100 ms */
 #define RECHECK_NS        10000000ULL  /* a method half sent: look again */
-#define MHD_RUNS_PER_CALL 4   /* bound the work of one wake-up */
+#define MHD_RUNS_PER_CALL 4            /* bound the work of one wake-up */
 #define LISTEN_USAGE      "give PORT, :PORT or ADDR:PORT (e.g. 127.0.0.1:9180)"
 /*
  * libmicrohttpd's memory per connection: the request header and the answer's
@@ -65,13 +65,13 @@
  * KS_HTTP_HEADER_MAX and refuses (431) a header that does not fit it yet;
  * the access handler answers 431 to a complete one over KS_HTTP_HEADER_MAX.
  */
-#define MHD_POOL_BYTES    (KS_HTTP_HEADER_MAX + 512)
+#define MHD_POOL_BYTES (KS_HTTP_HEADER_MAX + 512)
 
 /* Accepted, not yet handed to libmicrohttpd: waiting for a first byte. */
 struct ks_http_wait {
-	int fd;                    /* -1: slot free */
-	__u64 deadline_ns;         /* the header timeout, from accept */
-	__u64 recheck_ns;          /* 0, or: part of a method came, look then */
+	int fd;            /* -1: slot free */
+	__u64 deadline_ns; /* the header timeout, from accept */
+	__u64 recheck_ns;  /* 0, or: part of a method came, look then */
 	socklen_t alen;
 	struct sockaddr_storage addr;
 };
@@ -80,20 +80,20 @@ struct ks_http_wait {
 struct ks_http_conn {
 	struct ks_http_conn *next;
 	int fd;
-	__u64 deadline_ns;         /* the header timeout, from accept */
-	int presented;             /* a whole request reached on_request, or 408 */
-	int counted;               /* in served or errors already */
-	int status;                /* the answer queued by on_request */
+	__u64 deadline_ns; /* the header timeout, from accept */
+	int presented;     /* a whole request reached on_request, or 408 */
+	int counted;       /* in served or errors already */
+	int status;        /* the answer queued by on_request */
 };
 
 struct ks_http_priv {
-	struct ks_http_server *srv;        /* refreshed at every entry point */
+	struct ks_http_server *srv; /* refreshed at every entry point */
 	struct MHD_Daemon *d;
-	int epfd;                          /* libmicrohttpd's epoll fd */
-	int closing;                       /* MHD_stop_daemon under way */
-	__u64 accept_resume_ns;            /* out of fds: accept again then */
+	int epfd;               /* libmicrohttpd's epoll fd */
+	int closing;            /* MHD_stop_daemon under way */
+	__u64 accept_resume_ns; /* out of fds: accept again then */
 	struct ks_http_wait wait[KS_HTTP_MAX_CLIENTS];
-	struct ks_http_conn *conns;        /* handed over, not yet closed */
+	struct ks_http_conn *conns; /* handed over, not yet closed */
 	int nconns;
 	/* The 200 answers: one libmicrohttpd response per document. */
 	struct MHD_Response *resp[KS_HTTP_KINDS];
@@ -102,7 +102,7 @@ struct ks_http_priv {
 	/* The routing document of the ks_http_service call under way. */
 	const char *doc;
 	size_t doc_len;
-	int doc_checked;                   /* compared with resp this call */
+	int doc_checked; /* compared with resp this call */
 };
 
 static __u64 header_timeout(const struct ks_http_server *srv)
@@ -136,9 +136,12 @@ static unsigned serves(const struct ks_http_server *srv)
 static const char *status_text(int status)
 {
 	switch (status) {
-	case 400: return "Bad Request";
-	case 408: return "Request Timeout";
-	case 503: return "Service Unavailable";
+	case 400:
+		return "Bad Request";
+	case 408:
+		return "Request Timeout";
+	case 503:
+		return "Service Unavailable";
 	}
 	return "Error";
 }
@@ -148,8 +151,7 @@ static const char *status_text(int status)
  * may) answer: 400 to junk, 408, 503 when full. The same headers as the
  * answers made through libmicrohttpd.
  */
-static size_t format_answer(char *out, size_t size, int status,
-			    const char *why)
+static size_t format_answer(char *out, size_t size, int status, const char *why)
 {
 	int n = snprintf(out, size,
 			 "HTTP/1.1 %d %s\r\n"
@@ -179,11 +181,16 @@ static const char *not_found_text(const struct ks_http_server *srv)
 static const char *error_text(const struct ks_http_server *srv, int status)
 {
 	switch (status) {
-	case 404: return not_found_text(srv);
-	case 405: return "method not allowed; use GET or HEAD\n";
-	case 408: return "no complete request header in time\n";
-	case 431: return "request header over 8192 bytes\n";
-	case 500: return "out of memory\n";
+	case 404:
+		return not_found_text(srv);
+	case 405:
+		return "method not allowed; use GET or HEAD\n";
+	case 408:
+		return "no complete request header in time\n";
+	case 431:
+		return "request header over 8192 bytes\n";
+	case 500:
+		return "out of memory\n";
 	}
 	return "bad request\n";
 }
@@ -202,7 +209,8 @@ static void send_short(int fd, int status, const char *why)
 	/* A failed send changes nothing: the socket is closed either way. */
 	send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
-	for (k = 0; k < 4 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+	for (k = 0; k < 4 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0;
+	     k++)
 		;
 }
 
@@ -240,8 +248,9 @@ static struct MHD_Response *doc_response(enum ks_http_kind kind,
 		free(c);
 		return NULL;
 	}
-	if (!add_headers(r, kind == KS_HTTP_METRICS ? KS_HTTP_METRICS_TYPE :
-						       "application/json",
+	if (!add_headers(r,
+			 kind == KS_HTTP_METRICS ? KS_HTTP_METRICS_TYPE
+						 : "application/json",
 			 200)) {
 		MHD_destroy_response(r);
 		return NULL;
@@ -291,8 +300,8 @@ static struct MHD_Response *routing_response(struct ks_http_priv *p)
 		if (!p->resp[k] || p->resp_len[k] != p->doc_len ||
 		    memcmp(p->resp_data[k], p->doc, p->doc_len)) {
 			const char *copy;
-			struct MHD_Response *r =
-				doc_response(k, p->doc, p->doc_len, &copy);
+			struct MHD_Response *r = doc_response(
+				k, p->doc, p->doc_len, &copy);
 
 			if (!r)
 				return NULL;
@@ -327,8 +336,8 @@ static int path_kind(const struct ks_http_server *srv, const char *url)
 
 static struct ks_http_conn *conn_of(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *i =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(
+		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	return i ? i->socket_context : NULL;
 }
@@ -375,7 +384,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	*req_cls = p;
 	if (k)
 		k->presented = 1;
-	hs = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	hs = MHD_get_connection_info(c,
+				     MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
 	head = !strcmp(method, "HEAD");
 	if (hs && hs->header_size > KS_HTTP_HEADER_MAX)
 		status = 431;
@@ -397,10 +407,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	if (status == 200)
 		return MHD_queue_response(c, 200, r);
 	if (status == 503)
-		rc = queue_error(p, c, 503,
-				 kind == KS_HTTP_ROUTING ?
-					 "the routing document is not ready yet; retry\n" :
-					 "the metrics are not ready yet; retry\n");
+		rc = queue_error(
+			p, c, 503,
+			kind == KS_HTTP_ROUTING
+				? "the routing document is not ready yet; retry\n"
+				: "the metrics are not ready yet; retry\n");
 	else
 		rc = queue_error(p, c, status, error_text(srv, status));
 	return rc;
@@ -499,8 +510,10 @@ int ks_http_parse_addr(const char *flag, const char *spec,
 
 		port_s = colon + 1;
 		if (hl >= sizeof(host)) {
-			snprintf(err, errlen, "%s '%s': '%.*s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
-				 flag, spec, (int)hl, spec);
+			snprintf(
+				err, errlen,
+				"%s '%s': '%.*s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
+				flag, spec, (int)hl, spec);
 			return -EINVAL;
 		}
 		if (hl) {
@@ -514,16 +527,20 @@ int ks_http_parse_addr(const char *flag, const char *spec,
 		port = port * 10 + (unsigned long)(port_s[i] - '0');
 	}
 	if (!i || port_s[i] || port < 1 || port > 65535) {
-		snprintf(err, errlen, "%s '%s': port '%s' is not a number from 1 to 65535; " LISTEN_USAGE,
-			 flag, spec, port_s);
+		snprintf(
+			err, errlen,
+			"%s '%s': port '%s' is not a number from 1 to 65535; " LISTEN_USAGE,
+			flag, spec, port_s);
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
 	out->sin_family = AF_INET;
 	out->sin_port = htons((unsigned short)port);
 	if (inet_pton(AF_INET, host, &out->sin_addr) != 1) {
-		snprintf(err, errlen, "%s '%s': '%s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
-			 flag, spec, host);
+		snprintf(
+			err, errlen,
+			"%s '%s': '%s' is not a dotted IPv4 address (names are not looked up); " LISTEN_USAGE,
+			flag, spec, host);
 		return -EINVAL;
 	}
 	return 0;
@@ -532,8 +549,8 @@ int ks_http_parse_addr(const char *flag, const char *spec,
 /* A zeroed server named name, its tunables kept, libmicrohttpd started
  * (no socket of its own: connections come from accept_clients). 0 or
  * -ENOMEM. */
-static int server_init(struct ks_http_server *srv, const char *name,
-		       char *err, size_t errlen)
+static int server_init(struct ks_http_server *srv, const char *name, char *err,
+		       size_t errlen)
 {
 	__u64 ht = srv->header_timeout_ns, st = srv->send_timeout_ns;
 	unsigned what = srv->serves;
@@ -551,7 +568,8 @@ static int server_init(struct ks_http_server *srv, const char *name,
 	snprintf(srv->name, sizeof(srv->name), "%s", name);
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		snprintf(err, errlen, "cannot listen on %s: out of memory", srv->name);
+		snprintf(err, errlen, "cannot listen on %s: out of memory",
+			 srv->name);
 		return -ENOMEM;
 	}
 	p->srv = srv;
@@ -560,18 +578,19 @@ static int server_init(struct ks_http_server *srv, const char *name,
 	srv->priv = p;
 	p->d = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0,
-		NULL, NULL, on_request, p,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)KS_HTTP_MAX_CLIENTS,
-		MHD_OPTION_CONNECTION_TIMEOUT, send_timeout_s(srv),
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, p,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, p,
-		MHD_OPTION_EXTERNAL_LOGGER, on_log, p,
-		MHD_OPTION_END);
-	info = p->d ? MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+		NULL, NULL, on_request, p, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)KS_HTTP_MAX_CLIENTS, MHD_OPTION_CONNECTION_TIMEOUT,
+		send_timeout_s(srv), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)MHD_POOL_BYTES, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, p, MHD_OPTION_NOTIFY_CONNECTION, on_connection, p,
+		MHD_OPTION_EXTERNAL_LOGGER, on_log, p, MHD_OPTION_END);
+	info = p->d ? MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_EPOLL_FD)
+		    : NULL;
 	if (!info) {
-		snprintf(err, errlen, "cannot listen on %s: libmicrohttpd did not start (out of memory or file descriptors)",
-			 srv->name);
+		snprintf(
+			err, errlen,
+			"cannot listen on %s: libmicrohttpd did not start (out of memory or file descriptors)",
+			srv->name);
 		ks_http_close(srv);
 		return -ENOMEM;
 	}
@@ -590,14 +609,17 @@ int ks_http_open(struct ks_http_server *srv, const struct sockaddr_in *addr,
 	e = server_init(srv, name, err, errlen);
 	if (e)
 		return e;
-	srv->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	srv->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			 0);
 	if (srv->fd < 0 ||
 	    setsockopt(srv->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(srv->fd, (const struct sockaddr *)addr, sizeof(*addr)) ||
 	    listen(srv->fd, 64)) {
 		e = errno;
-		snprintf(err, errlen, "cannot listen on %s: %s; give %s a free port on a local address",
-			 srv->name, strerror(e), flag_name(srv));
+		snprintf(
+			err, errlen,
+			"cannot listen on %s: %s; give %s a free port on a local address",
+			srv->name, strerror(e), flag_name(srv));
 		ks_http_close(srv);
 		return -e;
 	}
@@ -612,7 +634,8 @@ int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
 	int e;
 
 	if (!*path || strlen(path) >= sizeof(a.sun_path)) {
-		snprintf(err, errlen, "%s unix:%s: give a socket path of 1..%zu bytes",
+		snprintf(err, errlen,
+			 "%s unix:%s: give a socket path of 1..%zu bytes",
 			 flag_name(srv), path, sizeof(a.sun_path) - 1);
 		return -EINVAL;
 	}
@@ -631,24 +654,32 @@ int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
 		if (probe >= 0)
 			close(probe);
 		if (live) {
-			snprintf(err, errlen, "cannot listen on unix:%s: a running server answers there; give another path",
-				 path);
+			snprintf(
+				err, errlen,
+				"cannot listen on unix:%s: a running server answers there; give another path",
+				path);
 			ks_http_close(srv);
 			return -EADDRINUSE;
 		}
 		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s unix:%s: a file that is not a socket is there; remove it or give another path",
-				 flag_name(srv), path);
+			snprintf(
+				err, errlen,
+				"%s unix:%s: a file that is not a socket is there; remove it or give another path",
+				flag_name(srv), path);
 			ks_http_close(srv);
 			return -EEXIST;
 		}
 		unlink(path);
 	}
-	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (srv->fd < 0 || bind(srv->fd, (const struct sockaddr *)&a, sizeof(a))) {
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			 0);
+	if (srv->fd < 0 ||
+	    bind(srv->fd, (const struct sockaddr *)&a, sizeof(a))) {
 		e = errno;
-		snprintf(err, errlen, "cannot listen on unix:%s: %s; check that its directory exists and is writable",
-			 path, strerror(e));
+		snprintf(
+			err, errlen,
+			"cannot listen on unix:%s: %s; check that its directory exists and is writable",
+			path, strerror(e));
 		ks_http_close(srv);
 		return -e;
 	}
@@ -657,8 +688,9 @@ int ks_http_open_unix(struct ks_http_server *srv, const char *path, gid_t gid,
 	    (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid)) ||
 	    listen(srv->fd, 64)) {
 		e = errno;
-		snprintf(err, errlen, "cannot set up unix:%s: %s; check the directory",
-			 path, strerror(e));
+		snprintf(err, errlen,
+			 "cannot set up unix:%s: %s; check the directory", path,
+			 strerror(e));
 		ks_http_close(srv);
 		return -e;
 	}
@@ -697,8 +729,9 @@ int ks_http_timeout_ms(const struct ks_http_server *srv, __u64 now_ns)
 	next = p->accept_resume_ns;
 	for (i = 0; i < KS_HTTP_MAX_CLIENTS; i++) {
 		const struct ks_http_wait *w = &p->wait[i];
-		__u64 t = w->recheck_ns && w->recheck_ns < w->deadline_ns ?
-				  w->recheck_ns : w->deadline_ns;
+		__u64 t = w->recheck_ns && w->recheck_ns < w->deadline_ns
+				  ? w->recheck_ns
+				  : w->deadline_ns;
 
 		if (w->fd >= 0 && (!next || t < next))
 			next = t;
@@ -747,7 +780,8 @@ int ks_http_clients(const struct ks_http_server *srv)
 static int is_tchar(unsigned char ch)
 {
 	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-	       (ch >= 'A' && ch <= 'Z') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+	       (ch >= 'A' && ch <= 'Z') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
 /*
@@ -804,8 +838,9 @@ static void hand_over(struct ks_http_server *srv, struct ks_http_wait *w)
 			free(k);
 			srv->stats.errors++;
 		}
-		ks_debug("agent: http %s: libmicrohttpd refused a connection: %s",
-			 srv->name, strerror(e));
+		ks_debug(
+			"agent: http %s: libmicrohttpd refused a connection: %s",
+			srv->name, strerror(e));
 	}
 }
 
@@ -822,7 +857,8 @@ static void wait_step(struct ks_http_server *srv, struct ks_http_wait *w,
 	int k;
 
 	for (k = 0; k < 4; k++) {
-		ssize_t r = recv(w->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		ssize_t r = recv(w->fd, buf, sizeof(buf),
+				 MSG_PEEK | MSG_DONTWAIT);
 		size_t skip = 0;
 
 		if (r < 0 && errno == EINTR)
@@ -833,10 +869,12 @@ static void wait_step(struct ks_http_server *srv, struct ks_http_wait *w,
 			wait_close(w); /* gone before a request began */
 			return;
 		}
-		while (skip < (size_t)r && (buf[skip] == '\r' || buf[skip] == '\n'))
+		while (skip < (size_t)r &&
+		       (buf[skip] == '\r' || buf[skip] == '\n'))
 			skip++;
 		if (skip) { /* empty lines before the request line: drop them */
-			if (recv(w->fd, buf, skip, MSG_DONTWAIT) != (ssize_t)skip) {
+			if (recv(w->fd, buf, skip, MSG_DONTWAIT) !=
+			    (ssize_t)skip) {
 				wait_close(w);
 				return;
 			}

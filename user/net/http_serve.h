@@ -47,15 +47,15 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define KS_HTTP_MAX_CLIENTS  16
+#define KS_HTTP_MAX_CLIENTS 16
 /* listen + libmicrohttpd's epoll fd + clients not yet handed to it */
-#define KS_HTTP_POLLFDS      (2 + KS_HTTP_MAX_CLIENTS)
-#define KS_HTTP_HEADER_MAX   8192                      /* request header bytes */
+#define KS_HTTP_POLLFDS    (2 + KS_HTTP_MAX_CLIENTS)
+#define KS_HTTP_HEADER_MAX 8192 /* request header bytes */
 
 /* Defaults taken when the field below is 0. */
-#define KS_HTTP_HEADER_TIMEOUT_NS 2000000000ULL  /* accept to end of header */
+#define KS_HTTP_HEADER_TIMEOUT_NS 2000000000ULL /* accept to end of header */
 /* A reader taking nothing; libmicrohttpd counts it in whole seconds. */
-#define KS_HTTP_SEND_TIMEOUT_NS   10000000000ULL
+#define KS_HTTP_SEND_TIMEOUT_NS 10000000000ULL
 
 struct ks_http_priv;
 
@@ -84,16 +84,16 @@ struct ks_http_server {
 	/* Tunables: 0 takes the default; set before ks_http_open or after. */
 	__u64 header_timeout_ns;
 	__u64 send_timeout_ns;
-	unsigned serves;    /* KS_HTTP_SERVES mask; 0: routing only */
-	const char *flag;   /* option named in messages; NULL: "--listen" */
+	unsigned serves;  /* KS_HTTP_SERVES mask; 0: routing only */
+	const char *flag; /* option named in messages; NULL: "--listen" */
 
 	struct ks_http_stats stats;
 
 	/* Private to http_serve.c. */
-	int fd;                          /* listening socket */
-	struct ks_http_priv *priv;       /* NULL: not open */
-	char name[128];                  /* "127.0.0.1:9180", for messages */
-	char unix_path[108];             /* a Unix socket to remove at close */
+	int fd;                    /* listening socket */
+	struct ks_http_priv *priv; /* NULL: not open */
+	char name[128];            /* "127.0.0.1:9180", for messages */
+	char unix_path[108];       /* a Unix socket to remove at close */
 };
 
 /*

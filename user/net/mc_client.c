@@ -18,9 +18,10 @@
 #include "core/mc_key.h"
 #include "net/mc_client.h"
 
-#define RBUF_SIZE 4096 /* reply lines; values bigger than what is left
+#define RBUF_SIZE                                                              \
+	4096        /* reply lines; values bigger than what is left
 			* in it are read straight into their own buffer */
-#define REQ_MAX   320  /* "ms " + 250-byte key + numbers */
+#define REQ_MAX 320 /* "ms " + 250-byte key + numbers */
 
 typedef int (*mc_op)(struct ks_mc_conn *c, void *arg, __u64 deadline);
 
@@ -193,7 +194,8 @@ static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
 		c->rpos = 0;
 		if (c->rlen == RBUF_SIZE)
 			return -EPROTO; /* no reply line is this long */
-		n = recv_some(c, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, deadline);
+		n = recv_some(c, c->rbuf + c->rlen, RBUF_SIZE - c->rlen,
+			      deadline);
 		if (n < 0)
 			return (int)n;
 		c->rlen += (size_t)n;
@@ -280,14 +282,16 @@ static int parse_va_flags(char *rest, struct ks_mc_item *it)
 	int have_f = 0, have_t = 0;
 	char *save = NULL, *tok;
 
-	for (tok = strtok_r(rest, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+	for (tok = strtok_r(rest, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
 		if (tok[0] == 'f' && !parse_num(tok + 1, 0xffffffffULL, &v)) {
 			it->flags = (__u32)v;
 			have_f = 1;
 		} else if (tok[0] == 't' && !strcmp(tok + 1, "-1")) {
 			it->ttl = -1;
 			have_t = 1;
-		} else if (tok[0] == 't' && !parse_num(tok + 1, 0x7fffffffULL, &v)) {
+		} else if (tok[0] == 't' &&
+			   !parse_num(tok + 1, 0x7fffffffULL, &v)) {
 			/* an item set with an absolute expiry may have more
 			 * than 30 days left */
 			it->ttl = (long)v;
@@ -330,7 +334,8 @@ struct key_arg {
 
 /* "<verb> <key><tail>\r\n" (a checked key, so it fits REQ_MAX). */
 static int send_key_cmd(struct ks_mc_conn *c, const char *verb,
-			const struct key_arg *a, const char *tail, __u64 deadline)
+			const struct key_arg *a, const char *tail,
+			__u64 deadline)
 {
 	char req[REQ_MAX];
 	struct iovec iov = { .iov_base = req };
@@ -420,9 +425,9 @@ static int store_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	int err;
 
 	iov[0].iov_base = req;
-	iov[0].iov_len = (size_t)snprintf(req, sizeof(req), "ms %.*s %zu T%ld F%u\r\n",
-					  (int)a->klen, a->key, a->it->len,
-					  a->ttl, a->it->flags);
+	iov[0].iov_len = (size_t)snprintf(
+		req, sizeof(req), "ms %.*s %zu T%ld F%u\r\n", (int)a->klen,
+		a->key, a->it->len, a->ttl, a->it->flags);
 	iov[1].iov_base = a->it->value;
 	iov[1].iov_len = a->it->len;
 	iov[2].iov_base = "\r\n";
@@ -501,7 +506,8 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		if (!replicas[i])
 			err = -EHOSTDOWN;
 		else if (it.found)
-			err = ks_mc_store(replicas[i], key, klen, &it, res->ttl);
+			err = ks_mc_store(replicas[i], key, klen, &it,
+					  res->ttl);
 		else
 			err = ks_mc_delete(replicas[i], key, klen);
 		if (err && !first)

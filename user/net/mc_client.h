@@ -25,7 +25,7 @@
 
 #define KS_MC_VALUE_MAX (1u << 20) /* memcached's default item size limit */
 /* memcached reads an expiry above 30 days as a unix time, not seconds. */
-#define KS_MC_TTL_MAX   2592000L
+#define KS_MC_TTL_MAX 2592000L
 
 struct ks_mc_conn {
 	__u32 addr;     /* IPv4, network order */
@@ -37,15 +37,16 @@ struct ks_mc_conn {
 };
 
 struct ks_mc_item {
-	char *value;   /* malloc'd, len bytes plus a NUL; NULL when not found */
+	char *value; /* malloc'd, len bytes plus a NUL; NULL when not found */
 	size_t len;
-	__u32 flags;   /* the client flags stored with the value */
-	long ttl;      /* remaining seconds, -1 = never expires */
+	__u32 flags; /* the client flags stored with the value */
+	long ttl;    /* remaining seconds, -1 = never expires */
 	int found;
 };
 
 /* No I/O: the connection opens on the first call. */
-void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port, int timeout_ms);
+void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port,
+		int timeout_ms);
 /* Closes the socket and frees the buffer; safe to call twice. */
 void ks_mc_close(struct ks_mc_conn *c);
 
@@ -67,7 +68,7 @@ struct ks_fill_result {
 	unsigned failed; /* replicas not updated: all n when the fetch failed */
 	long ttl;        /* the ttl the copies got (0 on a miss) */
 	__u32 failed_mask; /* bit i: replicas[i] not updated */
-	int owner_err;   /* the fetch's error; 0: the owner answered */
+	int owner_err;     /* the fetch's error; 0: the owner answered */
 };
 
 /*

@@ -110,13 +110,12 @@ static __u64 hist_at(const struct ks_dash_history *h,
 	return k->mps[(h->tick - 1 - (__u64)age) % KS_DASH_HIST];
 }
 
-static const char *const blocks[8] = { "\u2581", "\u2582", "\u2583",
-				       "\u2584", "\u2585", "\u2586",
-				       "\u2587", "\u2588" };
+static const char *const blocks[8] = { "\u2581", "\u2582", "\u2583", "\u2584",
+				       "\u2585", "\u2586", "\u2587", "\u2588" };
 static const char ascii_levels[] = ".:-=+*#@";
 
-size_t ks_dash_sparkline(const struct ks_dash_history *h, __u64 hash,
-			 int width, int utf8, char *buf, size_t len)
+size_t ks_dash_sparkline(const struct ks_dash_history *h, __u64 hash, int width,
+			 int utf8, char *buf, size_t len)
 {
 	const struct ks_dash_key *k = hist_find(h, hash);
 	__u64 max = 0, sum = 0, n = 0;
@@ -246,8 +245,8 @@ static void dl_field_tail(struct dline *l, const char *s, int w)
 static void dl_bar(struct dline *l, __u64 v, __u64 max, int w, int utf8)
 {
 	static const char *const eighths[7] = { "\u258f", "\u258e", "\u258d",
-						 "\u258c", "\u258b", "\u258a",
-						 "\u2589" };
+						"\u258c", "\u258b", "\u258a",
+						"\u2589" };
 	int steps = utf8 ? 8 : 1, used = 0;
 	__u64 e = max ? v * (__u64)steps * (__u64)w / max : 0;
 
@@ -373,9 +372,9 @@ static void draw_header(struct dash *d)
 	snprintf(p[1].text, sizeof(p[1].text), "%.16s", r->ifname);
 	p[1].prio = 0;
 	snprintf(p[2].text, sizeof(p[2].text), "%s",
-		 !d->v->agent_alive ? "AGENT NOT RUNNING" :
-		 r->updated_ns     ? "agent running" :
-				     "agent starting");
+		 !d->v->agent_alive ? "AGENT NOT RUNNING"
+		 : r->updated_ns    ? "agent running"
+				    : "agent starting");
 	p[2].prio = 1;
 	ks_format_duration(r->start_ns ? since(end, r->start_ns) : 0, a,
 			   sizeof(a));
@@ -402,8 +401,8 @@ static void draw_header(struct dash *d)
 
 static int n_top(const struct ks_view *v)
 {
-	int n = (int)(v->rep->n_top < KS_REPORT_TOP ? v->rep->n_top :
-						       KS_REPORT_TOP);
+	int n = (int)(v->rep->n_top < KS_REPORT_TOP ? v->rep->n_top
+						    : KS_REPORT_TOP);
 
 	return v->top > 0 && v->top < n ? v->top : n;
 }
@@ -413,7 +412,8 @@ static void key_text(const struct ks_view *v, const __u8 *key, __u16 len,
 		     __u64 hash, char *buf, int w)
 {
 	if (v->hash_only)
-		snprintf(buf, (size_t)w + 1, "%016llx", (unsigned long long)hash);
+		snprintf(buf, (size_t)w + 1, "%016llx",
+			 (unsigned long long)hash);
 	else
 		ks_key_text(key, len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : len,
 			    buf, (size_t)w + 1);
@@ -474,9 +474,10 @@ static void draw_top(struct dash *d, int lines)
 	plan_top(d->w, keyneed, &c);
 	dl_init(&l, d->w);
 	snprintf(key, sizeof(key), "TOP KEYS %d/%d", shown, n);
-	dl_field(&l, shown < n && (int)strlen(key) <= c.key ? key :
-		     c.key >= 8			     ? "TOP KEYS" :
-							"TOP",
+	dl_field(&l,
+		 shown < n && (int)strlen(key) <= c.key ? key
+		 : c.key >= 8                           ? "TOP KEYS"
+							: "TOP",
 		 c.key, 0);
 	dl_field(&l, "reads/s", RATE_W, 1);
 	if (c.writes)
@@ -484,8 +485,9 @@ static void draw_top(struct dash *d, int lines)
 	if (c.spark) {
 		dl_spaces(&l, GAP);
 		snprintf(spark, sizeof(spark), "last %d intervals", c.spark);
-		dl_str(&l, (int)strlen(spark) <= c.spark ? spark :
-			   c.spark >= 7 ? "history" : "");
+		dl_str(&l, (int)strlen(spark) <= c.spark ? spark
+			   : c.spark >= 7                ? "history"
+							 : "");
 	}
 	dl_emit(d, &l);
 	if (!n && lines > 1) {
@@ -525,8 +527,8 @@ static __u64 shard_mps(const struct ks_shard_report *r, __u32 i)
 	return r->shards[i].reads_mps + r->shards[i].writes_mps;
 }
 
-static void shard_row(struct dash *d, const struct ks_shard_report *r,
-		      __u32 i, __u64 max, int nw, int bw, int ratio)
+static void shard_row(struct dash *d, const struct ks_shard_report *r, __u32 i,
+		      __u64 max, int nw, int bw, int ratio)
 {
 	char name[KS_SHARD_NAME_LEN], x[16];
 	struct dline l;
@@ -542,7 +544,8 @@ static void shard_row(struct dash *d, const struct ks_shard_report *r,
 		dl_bar(&l, shard_mps(r, i), max, bw, d->utf8);
 	}
 	if (ratio) {
-		snprintf(x, sizeof(x), "%.2fx", r->shards[i].ratio_milli / 1000.0);
+		snprintf(x, sizeof(x), "%.2fx",
+			 r->shards[i].ratio_milli / 1000.0);
 		dl_field(&l, x, RATIO_W, 1);
 	}
 	dl_emit(d, &l);
@@ -578,13 +581,17 @@ static void draw_shards(struct dash *d, int lines)
 	}
 	dl_init(&l, d->w);
 	snprintf(title, sizeof(title), "SHARDS %d/%u", shown, n);
-	dl_field(&l, shown < (int)n && (int)strlen(title) <= nw + 1 ? title :
-								      "SHARDS",
+	dl_field(&l,
+		 shown < (int)n && (int)strlen(title) <= nw + 1 ? title
+								: "SHARDS",
 		 nw + 1, 0);
 	dl_field(&l, "keys/s", RATE_W, 1);
 	if (bw) {
 		dl_spaces(&l, GAP);
-		dl_field(&l, bw >= 18 ? "load (* busiest)" : bw >= 4 ? "load" : "",
+		dl_field(&l,
+			 bw >= 18  ? "load (* busiest)"
+			 : bw >= 4 ? "load"
+				   : "",
 			 bw, 0);
 	}
 	if (ratio)
@@ -601,13 +608,19 @@ static int by_reads_desc(const void *a, const void *b)
 	const struct ks_hot_slot *x = *(const struct ks_hot_slot *const *)a;
 	const struct ks_hot_slot *y = *(const struct ks_hot_slot *const *)b;
 
-	return x->reads_mps < y->reads_mps ? 1 :
-	       x->reads_mps > y->reads_mps ? -1 : 0;
+	return x->reads_mps < y->reads_mps   ? 1
+	       : x->reads_mps > y->reads_mps ? -1
+					     : 0;
 }
 
 /* Columns of the hot-key table after the key, dropped in this order
  * (copies first) when the window is too narrow for them. */
-enum { HC_STATE, HC_STEERED, HC_COPIES, HC_N };
+enum {
+	HC_STATE,
+	HC_STEERED,
+	HC_COPIES,
+	HC_N
+};
 static const int hc_width[HC_N] = { 8, 10, 7 };
 
 static void draw_hot(struct dash *d, int lines)
@@ -638,9 +651,10 @@ static void draw_hot(struct dash *d, int lines)
 	keyneed = imin(imin(keyneed, KEY_MAX), d->w - fixed);
 	dl_init(&l, d->w);
 	snprintf(tmp, sizeof(tmp), "HOT KEYS %d/%d", shown, n);
-	dl_field(&l, shown < n && (int)strlen(tmp) <= keyneed ? tmp :
-		     keyneed >= 8			  ? "HOT KEYS" :
-							    "HOT",
+	dl_field(&l,
+		 shown < n && (int)strlen(tmp) <= keyneed ? tmp
+		 : keyneed >= 8                           ? "HOT KEYS"
+							  : "HOT",
 		 keyneed, 0);
 	dl_field(&l, "reads/s", RATE_W, 1);
 	if (on[HC_COPIES])
@@ -660,7 +674,8 @@ static void draw_hot(struct dash *d, int lines)
 		dl_field(&l, key, keyneed, 0);
 		dl_rate(&l, s->reads_mps, RATE_W);
 		if (on[HC_COPIES]) {
-			snprintf(tmp, sizeof(tmp), "%u/%u", s->ncopies, s->copies);
+			snprintf(tmp, sizeof(tmp), "%u/%u", s->ncopies,
+				 s->copies);
 			dl_field(&l, tmp, hc_width[HC_COPIES], 1);
 		}
 		if (on[HC_STATE]) {
@@ -714,12 +729,19 @@ static void draw_errors(struct dash *d, int lines)
 	dl_emit(d, &l);
 }
 
-enum { SEC_SHARDS, SEC_TOP, SEC_HOT, SEC_ERRORS, SEC_FOOTER, SEC_N };
-static const char *const sec_name[SEC_N] = { "shards", "top keys",
-					     "hot keys", "errors", "footer" };
+enum {
+	SEC_SHARDS,
+	SEC_TOP,
+	SEC_HOT,
+	SEC_ERRORS,
+	SEC_FOOTER,
+	SEC_N
+};
+static const char *const sec_name[SEC_N] = { "shards", "top keys", "hot keys",
+					     "errors", "footer" };
 /* Which section gets room first. */
-static const int sec_prio[SEC_N] = { SEC_TOP, SEC_SHARDS, SEC_ERRORS,
-				     SEC_HOT, SEC_FOOTER };
+static const int sec_prio[SEC_N] = { SEC_TOP, SEC_SHARDS, SEC_ERRORS, SEC_HOT,
+				     SEC_FOOTER };
 static const int sec_min[SEC_N] = { 2, 2, 2, 1, 1 };
 
 struct layout {
@@ -804,8 +826,8 @@ static void too_small(struct dash *d, int height)
 	struct dline l;
 
 	dl_init(&l, d->w);
-	snprintf(msg, sizeof(msg), "window %dx%d too small: need %dx%d",
-		 d->w, height, KS_DASH_MIN_W, KS_DASH_MIN_H);
+	snprintf(msg, sizeof(msg), "window %dx%d too small: need %dx%d", d->w,
+		 height, KS_DASH_MIN_W, KS_DASH_MIN_H);
 	if ((int)strlen(msg) > d->w)
 		snprintf(msg, sizeof(msg), "too small: %dx%d", d->w, height);
 	dl_str(&l, (int)strlen(msg) <= d->w ? msg : "too small");
@@ -816,7 +838,10 @@ void ks_dash_render(FILE *f, const struct ks_view *v,
 		    const struct ks_dash_history *h,
 		    const struct ks_dash_opts *o)
 {
-	struct dash d = { .f = f, .v = v, .h = h, .utf8 = o->utf8,
+	struct dash d = { .f = f,
+			  .v = v,
+			  .h = h,
+			  .utf8 = o->utf8,
 			  .w = imin(o->width, KS_DASH_MAX_W) };
 	struct layout L;
 	int used, s;

@@ -19,12 +19,12 @@
 #include "keysteer.h"
 #include "render/report.h"
 
-#define KS_DASH_HIST   60   /* intervals of rate history kept per key */
-#define KS_DASH_KEYS   256  /* keys with a history (top list + churn) */
+#define KS_DASH_HIST   60      /* intervals of rate history kept per key */
+#define KS_DASH_KEYS   256     /* keys with a history (top list + churn) */
 #define KS_DASH_ABSENT (~0ULL) /* the key was not in that interval's top */
-#define KS_DASH_MIN_W  32   /* below this, only the too-small notice */
-#define KS_DASH_MIN_H  3    /* header, top keys title, one key */
-#define KS_DASH_MAX_W  1000 /* wider terminals get 1000 columns */
+#define KS_DASH_MIN_W  32      /* below this, only the too-small notice */
+#define KS_DASH_MIN_H  3       /* header, top keys title, one key */
+#define KS_DASH_MAX_W  1000    /* wider terminals get 1000 columns */
 
 /* One key's reads+writes per second (milli) in the last KS_DASH_HIST
  * intervals, slot tick % KS_DASH_HIST, KS_DASH_ABSENT where it was not in
@@ -60,8 +60,8 @@ int ks_dash_history_add(struct ks_dash_history *h, const struct ks_report *r);
  * ".:-=+*#@" when !utf8).
  * NUL-terminated in buf (room for 3 bytes a glyph); returns the bytes.
  */
-size_t ks_dash_sparkline(const struct ks_dash_history *h, __u64 hash,
-			 int width, int utf8, char *buf, size_t len);
+size_t ks_dash_sparkline(const struct ks_dash_history *h, __u64 hash, int width,
+			 int utf8, char *buf, size_t len);
 
 struct ks_dash_opts {
 	int width, height; /* the terminal's */

@@ -167,7 +167,8 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 		  "When the last interval ended, seconds since the Unix epoch (0 before the first).",
 		  .x = in->intervals ? r->updated_ns / 1e9 : 0, .real = 1 },
 		{ "keysteer_intervals_total", "counter",
-		  "Intervals ended since the agent started.", .n = in->intervals },
+		  "Intervals ended since the agent started.",
+		  .n = in->intervals },
 	};
 
 	family(f, "keysteer_agent_info", "gauge",
@@ -175,16 +176,22 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 	fprintf(f, "keysteer_agent_info{version=\"%s\",", KS_VERSION_STR);
 	label_str(f, "interface", r->ifname, sizeof(r->ifname));
 	fprintf(f, ",xdp_mode=\"%s\"} 1\n",
-		r->xdp_mode == 1 ? "native" : r->xdp_mode == 2 ? "generic" :
-		r->xdp_mode == 3 ? "tc" : "none");
+		r->xdp_mode == 1   ? "native"
+		: r->xdp_mode == 2 ? "generic"
+		: r->xdp_mode == 3 ? "tc"
+				   : "none");
 	scalars(f, sc, ARRAY_LEN(sc));
 }
 
-enum op_field { OP_REQUESTS, OP_KEYS, OP_BYTES };
+enum op_field {
+	OP_REQUESTS,
+	OP_KEYS,
+	OP_BYTES
+};
 
 /* Requests, keys or bytes of every op, labelled with its class. */
-static void op_family(FILE *f, const struct ks_metrics_in *in,
-		      const char *name, const char *help, enum op_field which)
+static void op_family(FILE *f, const struct ks_metrics_in *in, const char *name,
+		      const char *help, enum op_field which)
 {
 	__u32 op;
 
@@ -194,8 +201,9 @@ static void op_family(FILE *f, const struct ks_metrics_in *in,
 
 		fprintf(f, "%s{class=\"%s\",op=\"%s\"}", name,
 			ks_class_name(ks_op_class(op)), ks_op_name(op));
-		count(f, which == OP_REQUESTS ? o->requests :
-			 which == OP_KEYS     ? o->keys : o->bytes);
+		count(f, which == OP_REQUESTS ? o->requests
+			 : which == OP_KEYS   ? o->keys
+					      : o->bytes);
 	}
 }
 
@@ -203,15 +211,16 @@ static void op_family(FILE *f, const struct ks_metrics_in *in,
  * resyncs by reason, the steering fail safe. */
 static void stream_metrics(FILE *f, const struct ks_totals *t)
 {
-	static const char *const events[] = { "opened", "closed", "continued",
-					      "retransmitted", "overlapping",
-					      "hole_filled" };
-	static const char *const resyncs[] = { "gap", "unknown_flow",
-					       "carry", "lost" };
-	const __u64 ev[] = { t->pkts[KS_PKT_FLOW_NEW], t->pkts[KS_PKT_FLOW_END],
-			     t->pkts[KS_PKT_FLOW_CONT], t->pkts[KS_PKT_FLOW_DUP],
-			     t->pkts[KS_PKT_FLOW_OVERLAP],
-			     t->pkts[KS_PKT_FLOW_FILL] };
+	static const char *const events[] = { "opened",      "closed",
+					      "continued",   "retransmitted",
+					      "overlapping", "hole_filled" };
+	static const char *const resyncs[] = { "gap", "unknown_flow", "carry",
+					       "lost" };
+	const __u64 ev[] = {
+		t->pkts[KS_PKT_FLOW_NEW],     t->pkts[KS_PKT_FLOW_END],
+		t->pkts[KS_PKT_FLOW_CONT],    t->pkts[KS_PKT_FLOW_DUP],
+		t->pkts[KS_PKT_FLOW_OVERLAP], t->pkts[KS_PKT_FLOW_FILL]
+	};
 	const __u64 rs[] = { t->pkts[KS_PKT_RESYNC_GAP],
 			     t->pkts[KS_PKT_RESYNC_UNKNOWN],
 			     t->pkts[KS_PKT_RESYNC_CARRY],
@@ -225,12 +234,14 @@ static void stream_metrics(FILE *f, const struct ks_totals *t)
 		  .n = t->pkts[KS_PKT_UDP_FRAG] },
 	};
 
-	label_set(f, "keysteer_stream_events_total", "counter",
-		  "TCP flows opened and closed, and segments by where they stood in their stream.",
-		  "event", events, ev, ARRAY_LEN(ev));
-	label_set(f, "keysteer_stream_resyncs_total", "counter",
-		  "TCP streams whose position was lost, by reason; the next request boundary resynchronises.",
-		  "reason", resyncs, rs, ARRAY_LEN(rs));
+	label_set(
+		f, "keysteer_stream_events_total", "counter",
+		"TCP flows opened and closed, and segments by where they stood in their stream.",
+		"event", events, ev, ARRAY_LEN(ev));
+	label_set(
+		f, "keysteer_stream_resyncs_total", "counter",
+		"TCP streams whose position was lost, by reason; the next request boundary resynchronises.",
+		"reason", resyncs, rs, ARRAY_LEN(rs));
 	scalars(f, sc, ARRAY_LEN(sc));
 }
 
@@ -239,8 +250,8 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 	static const char *const protos[] = { "tcp", "udp" };
 	const struct ks_totals *t = in->totals;
 	const char *reasons[KS_ERR_MAX];
-	__u64 errs[KS_ERR_MAX], by_proto[2] = { t->pkts[KS_PKT_TCP],
-						t->pkts[KS_PKT_UDP] };
+	__u64 errs[KS_ERR_MAX],
+		by_proto[2] = { t->pkts[KS_PKT_TCP], t->pkts[KS_PKT_UDP] };
 	struct scalar sc[ARRAY_LEN(pkt_families) + 3];
 	size_t i, n = 0;
 
@@ -248,9 +259,10 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 		  "memcached requests parsed, by class and op.", OP_REQUESTS);
 	op_family(f, in, "keysteer_keys_total",
 		  "Keys in the requests parsed, by class and op.", OP_KEYS);
-	op_family(f, in, "keysteer_request_bytes_total",
-		  "Bytes of the requests parsed (line and data block), by class and op.",
-		  OP_BYTES);
+	op_family(
+		f, in, "keysteer_request_bytes_total",
+		"Bytes of the requests parsed (line and data block), by class and op.",
+		OP_BYTES);
 	/* not_memcached is every other packet: a family of its own */
 	for (i = 0; i < KS_ERR_MAX; i++) {
 		if (i == KS_ERR_NOT_MEMCACHED)
@@ -267,22 +279,34 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 	stream_metrics(f, t);
 
 	n = 0;
-	sc[n++] = (struct scalar){ "keysteer_non_memcached_packets_total",
-		"counter", "Packets that are not IP, not TCP/UDP or not to a watched port.",
-		.n = t->errors[KS_ERR_NOT_MEMCACHED] };
+	sc[n++] = (struct scalar){
+		"keysteer_non_memcached_packets_total", "counter",
+		"Packets that are not IP, not TCP/UDP or not to a watched port.",
+		.n = t->errors[KS_ERR_NOT_MEMCACHED]
+	};
 	for (i = 0; i < ARRAY_LEN(pkt_families); i++)
 		sc[n++] = (struct scalar){ pkt_families[i].name, "counter",
-			pkt_families[i].help, .n = t->pkts[pkt_families[i].idx] };
-	sc[n++] = (struct scalar){ "keysteer_candidate_keys", "gauge",
+					   pkt_families[i].help,
+					   .n = t->pkts[pkt_families[i].idx] };
+	sc[n++] = (struct scalar){
+		"keysteer_candidate_keys", "gauge",
 		"Distinct keys in the candidate tables in the last interval.",
-		.n = in->candidates };
-	sc[n++] = (struct scalar){ "keysteer_candidate_slots", "gauge",
+		.n = in->candidates
+	};
+	sc[n++] = (struct scalar){
+		"keysteer_candidate_slots", "gauge",
 		"Capacity of the candidate tables (slots per CPU x CPUs).",
-		.n = in->candidate_slots };
+		.n = in->candidate_slots
+	};
 	scalars(f, sc, n);
 }
 
-enum shard_field { SH_READS, SH_WRITES, SH_MISDIRECTED, SH_RATIO };
+enum shard_field {
+	SH_READS,
+	SH_WRITES,
+	SH_MISDIRECTED,
+	SH_RATIO
+};
 
 /* One per-shard family: name{shard="i",name="host:port"} v. */
 static void shard_family(FILE *f, const struct ks_shard_report *g,
@@ -301,8 +325,9 @@ static void shard_family(FILE *f, const struct ks_shard_report *g,
 		if (which == SH_RATIO)
 			value(f, s->ratio_milli / 1000.0);
 		else
-			count(f, which == SH_READS  ? s->reads :
-				 which == SH_WRITES ? s->writes : s->misdirected);
+			count(f, which == SH_READS    ? s->reads
+				 : which == SH_WRITES ? s->writes
+						      : s->misdirected);
 	}
 }
 
@@ -320,18 +345,22 @@ static void ring_metrics(FILE *f, const struct ks_shard_report *g)
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));
-	shard_family(f, g, "keysteer_shard_reads_total", "counter",
-		     "Estimated reads per shard since the ring was pushed (sampled x N; restarts at a reload).",
-		     SH_READS);
-	shard_family(f, g, "keysteer_shard_writes_total", "counter",
-		     "Estimated writes per shard since the ring was pushed (sampled x N; restarts at a reload).",
-		     SH_WRITES);
-	shard_family(f, g, "keysteer_shard_misdirected_total", "counter",
-		     "Estimated keys this host got that the ring gives to the shard, since the ring was pushed.",
-		     SH_MISDIRECTED);
-	shard_family(f, g, "keysteer_shard_load_ratio", "gauge",
-		     "The shard's reads+writes over the mean shard's, in the last interval.",
-		     SH_RATIO);
+	shard_family(
+		f, g, "keysteer_shard_reads_total", "counter",
+		"Estimated reads per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		SH_READS);
+	shard_family(
+		f, g, "keysteer_shard_writes_total", "counter",
+		"Estimated writes per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		SH_WRITES);
+	shard_family(
+		f, g, "keysteer_shard_misdirected_total", "counter",
+		"Estimated keys this host got that the ring gives to the shard, since the ring was pushed.",
+		SH_MISDIRECTED);
+	shard_family(
+		f, g, "keysteer_shard_load_ratio", "gauge",
+		"The shard's reads+writes over the mean shard's, in the last interval.",
+		SH_RATIO);
 }
 
 static const struct ks_hot_slot *slots_of(const struct ks_metrics_in *in)
@@ -374,8 +403,8 @@ static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
 	const struct ks_hot_table *t = in->table;
 	__u64 by_state[SLOT_STATES] = {};
 	__u64 used = count_slots(in, by_state);
-	__u64 ch[4] = { t ? t->entered : 0, t ? t->left : 0,
-			t ? t->evicted : 0, t ? t->dropped : 0 };
+	__u64 ch[4] = { t ? t->entered : 0, t ? t->left : 0, t ? t->evicted : 0,
+			t ? t->dropped : 0 };
 	const struct scalar sc[] = {
 		{ "keysteer_hot_table_keys", "gauge",
 		  "Keys in the agent's hot-key table.", .n = t ? t->used : 0 },
@@ -388,18 +417,20 @@ static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));
-	label_set(f, "keysteer_hot_table_changes_total", "counter",
-		  "Hot-key table decisions: keys that entered, left, were evicted or were dropped (table full).",
-		  "change", changes, ch, ARRAY_LEN(changes));
-	label_set(f, "keysteer_hot_slots", "gauge",
-		  "Hot-key slots in use by state: armed (reads steered), dirty (written since the copies were made), expired (the agent stopped refreshing), filling (copies being made), counted (one copy: counted only).",
-		  "state", slot_states, by_state, SLOT_STATES);
+	label_set(
+		f, "keysteer_hot_table_changes_total", "counter",
+		"Hot-key table decisions: keys that entered, left, were evicted or were dropped (table full).",
+		"change", changes, ch, ARRAY_LEN(changes));
+	label_set(
+		f, "keysteer_hot_slots", "gauge",
+		"Hot-key slots in use by state: armed (reads steered), dirty (written since the copies were made), expired (the agent stopped refreshing), filling (copies being made), counted (one copy: counted only).",
+		"state", slot_states, by_state, SLOT_STATES);
 }
 
 /* One per-replica family: name{replica="ip:port"} v. */
 static void replica_family(FILE *f, const struct ks_metrics_steer *s,
-			   const char *name, const char *type,
-			   const char *help, int up)
+			   const char *name, const char *type, const char *help,
+			   int up)
 {
 	unsigned i;
 
@@ -444,20 +475,24 @@ static void steer_metrics(FILE *f, const struct ks_metrics_in *in)
 	value(f, s->rearm_ms_sum / 1e3);
 	fputs("keysteer_steer_rearm_seconds_count", f);
 	count(f, s->rearms);
-	replica_family(f, s, "keysteer_replica_steered_reads_total",
-		       "counter",
-		       "Reads steered to each L1 replica (as of the last interval).",
-		       0);
-	replica_family(f, s, "keysteer_replica_up", "gauge",
-		       "1 while the replica takes copies, 0 while it is left out after a failed copy.",
-		       1);
+	replica_family(
+		f, s, "keysteer_replica_steered_reads_total", "counter",
+		"Reads steered to each L1 replica (as of the last interval).",
+		0);
+	replica_family(
+		f, s, "keysteer_replica_up", "gauge",
+		"1 while the replica takes copies, 0 while it is left out after a failed copy.",
+		1);
 }
 
-enum top_field { TOP_READS, TOP_WRITES, TOP_ERROR };
+enum top_field {
+	TOP_READS,
+	TOP_WRITES,
+	TOP_ERROR
+};
 
 static void top_family(FILE *f, const struct ks_metrics_in *in,
-		       const char *name, const char *help,
-		       enum top_field which)
+		       const char *name, const char *help, enum top_field which)
 {
 	const struct ks_report *r = in->rep;
 	__u32 i, n = r->n_top < KS_REPORT_TOP ? r->n_top : KS_REPORT_TOP;
@@ -470,13 +505,20 @@ static void top_family(FILE *f, const struct ks_metrics_in *in,
 		key_labels(f, in, e->hash, e->key,
 			   e->len < KS_KEY_BUF ? e->len : KS_KEY_BUF);
 		fputc('}', f);
-		value(f, (which == TOP_READS  ? e->reads_mps :
-			  which == TOP_WRITES ? e->writes_mps : e->err_mps) /
+		value(f, (which == TOP_READS    ? e->reads_mps
+			  : which == TOP_WRITES ? e->writes_mps
+						: e->err_mps) /
 				 1000.0);
 	}
 }
 
-enum hot_field { HK_READS, HK_WRITES, HK_STEERED, HK_COPIES, HK_STATE };
+enum hot_field {
+	HK_READS,
+	HK_WRITES,
+	HK_STEERED,
+	HK_COPIES,
+	HK_STATE
+};
 
 /* One per-key family over the used hot slots. */
 static void hot_key_family(FILE *f, const struct ks_metrics_in *in,
@@ -509,9 +551,10 @@ static void hot_key_family(FILE *f, const struct ks_metrics_in *in,
 		if (which == HK_COPIES)
 			count(f, s->ncopies);
 		else
-			value(f, (which == HK_READS  ? s->reads_mps :
-				  which == HK_WRITES ? s->writes_mps :
-						       s->steered_mps) / 1000.0);
+			value(f, (which == HK_READS    ? s->reads_mps
+				  : which == HK_WRITES ? s->writes_mps
+						       : s->steered_mps) /
+					 1000.0);
 	}
 }
 

@@ -56,8 +56,10 @@ static void json_milli(FILE *f, __u64 m)
 static const char *mode_name(__u32 mode)
 {
 	/* 3: the tc ingress hook (user/dp/attach.h KS_XDP_MODE_TC) */
-	return mode == 1 ? "native" : mode == 2 ? "generic" :
-	       mode == 3 ? "tc" : "unknown";
+	return mode == 1   ? "native"
+	       : mode == 2 ? "generic"
+	       : mode == 3 ? "tc"
+			   : "unknown";
 }
 
 static __u64 uptime_ns(const struct ks_view *v)
@@ -84,19 +86,22 @@ static void text_header(FILE *f, const struct ks_view *v)
 
 	ks_format_duration(uptime_ns(v), up, sizeof(up));
 	ks_format_seconds(r->interval_ms, iv, sizeof(iv));
-	fprintf(f, "keysteer %s on %.16s (%s%s)   agent pid %u (%s)   uptime %s\n",
+	fprintf(f,
+		"keysteer %s on %.16s (%s%s)   agent pid %u (%s)   uptime %s\n",
 		KS_VERSION_STR, r->ifname, mode_name(r->xdp_mode),
 		r->xdp_mode == 3 ? " ingress" : " XDP", r->agent_pid,
 		v->agent_alive ? "running" : "not running", up);
 	if (!r->updated_ns) {
 		snprintf(age, sizeof(age), "no interval yet");
 	} else {
-		ks_format_duration(v->now_ns > r->updated_ns ?
-					   v->now_ns - r->updated_ns : 0,
+		ks_format_duration(v->now_ns > r->updated_ns
+					   ? v->now_ns - r->updated_ns
+					   : 0,
 				   age, sizeof(age));
 		strcat(age, " ago");
 	}
-	fprintf(f, "sample 1/%u   interval %s s   interval #%u (measured %.3f s)   updated %s\n\n",
+	fprintf(f,
+		"sample 1/%u   interval %s s   interval #%u (measured %.3f s)   updated %s\n\n",
 		r->sample_n ? r->sample_n : 1, iv, r->seq, r->elapsed_ns / 1e9,
 		age);
 }
@@ -147,7 +152,8 @@ static void text_top(FILE *f, const struct ks_view *v)
 	const struct ks_report *r = v->rep;
 	int i, n = n_top(v);
 
-	fprintf(f, "top %d keys (%u sampled keys in the last interval; count: reads+writes in it, share: of all %s)\n",
+	fprintf(f,
+		"top %d keys (%u sampled keys in the last interval; count: reads+writes in it, share: of all %s)\n",
 		n, (unsigned int)r->sampled_total, KS_TOP_SHARE_OF);
 	if (!n) {
 		fprintf(f, "  (none yet)\n");
@@ -164,8 +170,9 @@ static void text_top(FILE *f, const struct ks_view *v)
 			snprintf(key, sizeof(key), "0x%016llx",
 				 (unsigned long long)t->hash);
 		else
-			ks_key_text(t->key, t->len > KS_MAX_KEY_LEN ?
-						    KS_MAX_KEY_LEN : t->len,
+			ks_key_text(t->key,
+				    t->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN
+							    : t->len,
 				    key, sizeof(key));
 		ks_top_count_of(v, i, &cnt);
 		fprintf(f, "%3d  %-*s %12.1f %12.1f %12llu %6.2f%% %11.1f\n",
@@ -308,7 +315,9 @@ static void shard_name(const struct ks_shard_report *r, __u32 i, char *buf,
 
 static const char *proto_name(__u8 proto)
 {
-	return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" : "?";
+	return proto == IPPROTO_TCP   ? "tcp"
+	       : proto == IPPROTO_UDP ? "udp"
+				      : "?";
 }
 
 static __u64 age_ns(__u64 now, __u64 then)
@@ -353,7 +362,8 @@ static void text_shards(FILE *f, const struct ks_view *v)
 		return;
 	ks_shard_order(r, n, order);
 	shown = n < (__u32)top ? n : (__u32)top;
-	fprintf(f, "\nshard load, busiest first (%.1f keys/s placed on the ring in interval #%u)\n",
+	fprintf(f,
+		"\nshard load, busiest first (%.1f keys/s placed on the ring in interval #%u)\n",
 		per_s(r->hits_mps), r->seq);
 	fprintf(f, "%-24s %5s %12s %12s %7s %7s %14s\n", "shard", "#",
 		"reads/s", "writes/s", "share", "x mean", "misdirected/s");
@@ -382,10 +392,12 @@ static void text_misdirected(FILE *f, const struct ks_view *v)
 	if (v->ring->self >= v->ring->nshards)
 		return;
 	if (!v->n_mis) {
-		fprintf(f, "\nmisdirected clients: none since the ring was pushed\n");
+		fprintf(f,
+			"\nmisdirected clients: none since the ring was pushed\n");
 		return;
 	}
-	fprintf(f, "\nmisdirected clients, newest first (their ring gives the key to another shard)\n");
+	fprintf(f,
+		"\nmisdirected clients, newest first (their ring gives the key to another shard)\n");
 	for (i = 0; i < v->n_mis; i++) {
 		const struct ks_misdirect *m = &v->mis[i];
 		char ip[64], name[KS_SHARD_NAME_LEN], age[32];
@@ -403,7 +415,8 @@ static void text_ring(FILE *f, const struct ks_view *v)
 {
 	fputc('\n', f);
 	if (!has_ring(v)) {
-		fprintf(f, "ring: none (run the agent with --shards or --shards-file for per-shard load)\n");
+		fprintf(f,
+			"ring: none (run the agent with --shards or --shards-file for per-shard load)\n");
 		return;
 	}
 	text_ring_line(f, v);
@@ -443,7 +456,8 @@ static void json_top_entry(FILE *f, const struct ks_view *v, int i)
 	if (!v->hash_only) {
 		fprintf(f, "\"key\":");
 		ks_json_string(f, t->key,
-			       t->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : t->len);
+			       t->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN
+						       : t->len);
 		fputc(',', f);
 	}
 	fprintf(f, "\"hash\":\"0x%016llx\",\"reads_per_s\":",
@@ -451,8 +465,9 @@ static void json_top_entry(FILE *f, const struct ks_view *v, int i)
 	json_milli(f, t->reads_mps);
 	fprintf(f, ",\"writes_per_s\":");
 	json_milli(f, t->writes_mps);
-	fprintf(f, ",\"share\":%u.%06u,\"error_bound\":",
-		t->share_ppm / 1000000, t->share_ppm % 1000000);
+	fprintf(f,
+		",\"share\":%u.%06u,\"error_bound\":", t->share_ppm / 1000000,
+		t->share_ppm % 1000000);
 	json_milli(f, t->err_mps);
 	fprintf(f, ",\"reads\":%llu,\"writes\":%llu,\"count\":%llu}",
 		(unsigned long long)cnt.reads, (unsigned long long)cnt.writes,
@@ -515,7 +530,8 @@ static void json_ring_head(FILE *f, const struct ks_view *v)
 {
 	const struct ks_shard_report *r = v->ring;
 
-	fprintf(f, "\"ring\":{\"distribution\":\"%s\",\"version\":%llu,\"digest\":\"%016llx\",\"nshards\":%u,\"self\":",
+	fprintf(f,
+		"\"ring\":{\"distribution\":\"%s\",\"version\":%llu,\"digest\":\"%016llx\",\"nshards\":%u,\"self\":",
 		ks_dist_name(r->dist), (unsigned long long)r->ring_version,
 		(unsigned long long)r->digest, r->nshards);
 	if (r->self < r->nshards) {
@@ -558,15 +574,17 @@ static void json_shard(FILE *f, const struct ks_shard_report *r, __u32 i)
 	json_milli(f, s->reads_mps);
 	fprintf(f, ",\"writes_per_s\":");
 	json_milli(f, s->writes_mps);
-	fprintf(f, ",\"share\":%u.%06u,\"ratio_to_mean\":",
-		s->share_ppm / 1000000, s->share_ppm % 1000000);
+	fprintf(f,
+		",\"share\":%u.%06u,\"ratio_to_mean\":", s->share_ppm / 1000000,
+		s->share_ppm % 1000000);
 	json_milli(f, s->ratio_milli);
 	fprintf(f, ",\"misdirected_per_s\":");
 	json_milli(f, s->misdirected_mps);
-	fprintf(f, ",\"busiest\":%s,\"self\":%s,\"reads_total\":%llu,\"writes_total\":%llu,\"misdirected_total\":%llu}",
+	fprintf(f,
+		",\"busiest\":%s,\"self\":%s,\"reads_total\":%llu,\"writes_total\":%llu,\"misdirected_total\":%llu}",
 		i == r->busiest ? "true" : "false",
-		i == r->self ? "true" : "false",
-		(unsigned long long)s->reads, (unsigned long long)s->writes,
+		i == r->self ? "true" : "false", (unsigned long long)s->reads,
+		(unsigned long long)s->writes,
 		(unsigned long long)s->misdirected);
 }
 
@@ -576,10 +594,11 @@ static void json_misdirected(FILE *f, const struct ks_view *v,
 	char ip[64];
 
 	ks_format_ip(m->saddr, ip, sizeof(ip));
-	fprintf(f, "{\"addr\":\"%s\",\"port\":%u,\"proto\":\"%s\",\"owner\":%u,\"owner_name\":",
+	fprintf(f,
+		"{\"addr\":\"%s\",\"port\":%u,\"proto\":\"%s\",\"owner\":%u,\"owner_name\":",
 		ip, m->sport, proto_name(m->proto), m->owner);
-	json_name(f, v->ring, m->owner < v->ring->nshards ? m->owner :
-							    KS_MAX_SHARDS);
+	json_name(f, v->ring,
+		  m->owner < v->ring->nshards ? m->owner : KS_MAX_SHARDS);
 	fprintf(f, ",\"age_s\":");
 	json_ns_as_s(f, age_ns(v->now_mono_ns, m->ts_ns));
 	fputc('}', f);
@@ -592,7 +611,8 @@ static void json_ring(FILE *f, const struct ks_view *v)
 	__u32 i;
 
 	if (!has_ring(v)) {
-		fprintf(f, ",\"ring\":null,\"shards\":[],\"misdirected_clients\":[]");
+		fprintf(f,
+			",\"ring\":null,\"shards\":[],\"misdirected_clients\":[]");
 		return;
 	}
 	fputc(',', f);
@@ -627,7 +647,8 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 	fprintf(f, ",\"xdp_mode\":\"%s\",\"agent_pid\":%u,\"agent_alive\":%s,",
 		mode_name(r->xdp_mode), r->agent_pid,
 		v->agent_alive ? "true" : "false");
-	fprintf(f, "\"uptime_s\":%llu.%03llu,\"sample_n\":%u,\"interval_s\":%u.%03u,",
+	fprintf(f,
+		"\"uptime_s\":%llu.%03llu,\"sample_n\":%u,\"interval_s\":%u.%03u,",
 		up / 1000000000ULL, (up / 1000000ULL) % 1000,
 		r->sample_n ? r->sample_n : 1, r->interval_ms / 1000,
 		r->interval_ms % 1000);
@@ -691,8 +712,8 @@ int ks_view_opt(struct ks_view_opts *v, int c, const char *arg, char *err,
 		v->hash_only = 1;
 		return 1;
 	case 'T':
-		if (ks_parse_uint("--shards-top", arg, 1, KS_MAX_SHARDS, &n, err,
-				  errlen))
+		if (ks_parse_uint("--shards-top", arg, 1, KS_MAX_SHARDS, &n,
+				  err, errlen))
 			return -1;
 		v->shards_top = (int)n;
 		return 1;

@@ -34,15 +34,15 @@ struct ks_view {
 	const struct ks_report *rep;
 	const struct ks_totals *totals;
 	int agent_alive;
-	__u64 now_ns;   /* CLOCK_REALTIME, for uptime and staleness */
-	int top;        /* keys to show */
+	__u64 now_ns; /* CLOCK_REALTIME, for uptime and staleness */
+	int top;      /* keys to show */
 	int hash_only;
 	/* The ring: NULL, or nshards 0, when the agent runs without one. */
 	const struct ks_shard_report *ring;
 	const struct ks_misdirect *mis; /* recent, newest first */
 	size_t n_mis;
-	int shards_top;     /* shard rows in the text; 0: the default */
-	__u64 now_mono_ns;  /* CLOCK_MONOTONIC, for the clients' ages */
+	int shards_top;    /* shard rows in the text; 0: the default */
+	__u64 now_mono_ns; /* CLOCK_MONOTONIC, for the clients' ages */
 	const struct ks_hot_view *hot; /* NULL: no hot-key section */
 	/* rep->top's counts as the sketch gave them (replay); NULL: from
 	 * the published rates x rep->elapsed_ns (ks_top_count_of). */

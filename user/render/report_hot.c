@@ -78,7 +78,8 @@ void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 		else
 			ks_key_text(s->key, s->len, key, sizeof(key));
 		slot_replicas(h, s, reps, sizeof(reps));
-		fprintf(f, "  %-32s %11.1f %10.1f %3u/%-2u %-7s %-10s %11.1f %9.1f  %s",
+		fprintf(f,
+			"  %-32s %11.1f %10.1f %3u/%-2u %-7s %-10s %11.1f %9.1f  %s",
 			key, s->reads_mps / 1000.0, s->writes_mps / 1000.0,
 			s->ncopies, s->copies,
 			ks_hot_state_name(s, h->now_mono_ns), flag_text(s),

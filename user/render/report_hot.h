@@ -14,8 +14,8 @@
 struct ks_hot_view {
 	const struct ks_hot_slot *slot; /* used slots only */
 	size_t n;
-	const struct ks_replica *rep;   /* KS_MAX_REPLICAS entries */
-	__u64 now_mono_ns;              /* to tell armed from expired */
+	const struct ks_replica *rep; /* KS_MAX_REPLICAS entries */
+	__u64 now_mono_ns;            /* to tell armed from expired */
 	int hash_only;
 };
 

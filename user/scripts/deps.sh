@@ -15,6 +15,8 @@ set -euo pipefail
 # other way (a developer's own clang, say).
 PACKAGES=(
 	"clang:/usr/bin/clang"
+	# the format check of make test (.clang-format)
+	"clang-format:/usr/bin/clang-format"
 	"llvm:/usr/bin/llvm-strip"
 	"bpftool:/usr/sbin/bpftool"
 	"libbpf-dev:/usr/include/bpf/libbpf.h"

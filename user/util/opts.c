@@ -19,15 +19,19 @@ int ks_parse_uint(const char *what, const char *s, unsigned long long min,
 	const char *p;
 
 	if (!s || !*s) {
-		snprintf(err, errlen, "%s needs a value; give a whole number from %llu to %llu",
-			 what, min, max);
+		snprintf(
+			err, errlen,
+			"%s needs a value; give a whole number from %llu to %llu",
+			what, min, max);
 		return -EINVAL;
 	}
 	/* strtoull would accept "-1", " 5" and "0x10"; take digits only. */
 	for (p = s; *p; p++) {
 		if (!isdigit((unsigned char)*p)) {
-			snprintf(err, errlen, "%s '%s' is not a whole number; give a number from %llu to %llu",
-				 what, s, min, max);
+			snprintf(
+				err, errlen,
+				"%s '%s' is not a whole number; give a number from %llu to %llu",
+				what, s, min, max);
 			return -EINVAL;
 		}
 		if (v > (~0ULL - 9) / 10) {
@@ -37,8 +41,10 @@ int ks_parse_uint(const char *what, const char *s, unsigned long long min,
 		v = v * 10 + (unsigned long long)(*p - '0');
 	}
 	if (v < min || v > max) {
-		snprintf(err, errlen, "%s '%s' is out of range; give a number from %llu to %llu",
-			 what, s, min, max);
+		snprintf(
+			err, errlen,
+			"%s '%s' is out of range; give a number from %llu to %llu",
+			what, s, min, max);
 		return -ERANGE;
 	}
 	*out = v;
@@ -74,8 +80,10 @@ int ks_parse_seconds(const char *what, const char *s, __u32 min_ms,
 			goto bad;
 		if (seen_dot) {
 			if (++nfrac > 3) {
-				snprintf(err, errlen, "%s '%s' has more than 3 decimals; give seconds like 0.5 (%s)",
-					 what, s, range);
+				snprintf(
+					err, errlen,
+					"%s '%s' has more than 3 decimals; give seconds like 0.5 (%s)",
+					what, s, range);
 				return -EINVAL;
 			}
 			frac = frac * 10 + (unsigned long long)(*p - '0');
@@ -97,8 +105,10 @@ int ks_parse_seconds(const char *what, const char *s, __u32 min_ms,
 	*out_ms = (__u32)whole;
 	return 0;
 bad:
-	snprintf(err, errlen, "%s '%s' is not a number of seconds; give seconds like 1 or 0.5 (%s)",
-		 what, s ? s : "", range);
+	snprintf(
+		err, errlen,
+		"%s '%s' is not a number of seconds; give seconds like 1 or 0.5 (%s)",
+		what, s ? s : "", range);
 	return -EINVAL;
 range:
 	snprintf(err, errlen, "%s '%s' is out of range; give seconds from %s",
@@ -106,8 +116,8 @@ range:
 	return -ERANGE;
 }
 
-int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n,
-		   char *err, size_t errlen)
+int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n, char *err,
+		   size_t errlen)
 {
 	char item[16];
 	const char *p = s, *end;
@@ -115,8 +125,10 @@ int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n,
 
 	memset(ports, 0, sizeof(ports[0]) * KS_MAX_PORTS);
 	if (!s || !*s) {
-		snprintf(err, errlen, "--ports needs a value; give 1 to %d ports like 11211,11212",
-			 KS_MAX_PORTS);
+		snprintf(
+			err, errlen,
+			"--ports needs a value; give 1 to %d ports like 11211,11212",
+			KS_MAX_PORTS);
 		return -EINVAL;
 	}
 	for (;;) {
@@ -127,26 +139,35 @@ int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n,
 		end = strchr(p, ',');
 		len = end ? (size_t)(end - p) : strlen(p);
 		if (len == 0 || len >= sizeof(item)) {
-			snprintf(err, errlen, "--ports '%s' has an empty or overlong item; give ports like 11211,11212",
-				 s);
+			snprintf(
+				err, errlen,
+				"--ports '%s' has an empty or overlong item; give ports like 11211,11212",
+				s);
 			return -EINVAL;
 		}
 		memcpy(item, p, len);
 		item[len] = '\0';
-		if (ks_parse_uint("port", item, 1, 65535, &v, sub, sizeof(sub))) {
-			snprintf(err, errlen, "--ports '%s': port '%s' is not a number from 1 to 65535; give ports like 11211,11212",
-				 s, item);
+		if (ks_parse_uint("port", item, 1, 65535, &v, sub,
+				  sizeof(sub))) {
+			snprintf(
+				err, errlen,
+				"--ports '%s': port '%s' is not a number from 1 to 65535; give ports like 11211,11212",
+				s, item);
 			return -EINVAL;
 		}
 		if (count == KS_MAX_PORTS) {
-			snprintf(err, errlen, "--ports '%s' lists more than %d ports; watch at most %d",
-				 s, KS_MAX_PORTS, KS_MAX_PORTS);
+			snprintf(
+				err, errlen,
+				"--ports '%s' lists more than %d ports; watch at most %d",
+				s, KS_MAX_PORTS, KS_MAX_PORTS);
 			return -E2BIG;
 		}
 		for (i = 0; i < count; i++) {
 			if (ports[i] == v) {
-				snprintf(err, errlen, "--ports '%s' lists port %llu twice; give each port once",
-					 s, v);
+				snprintf(
+					err, errlen,
+					"--ports '%s' lists port %llu twice; give each port once",
+					s, v);
 				return -EINVAL;
 			}
 		}
@@ -164,12 +185,16 @@ int ks_check_ifname_syntax(const char *name, char *err, size_t errlen)
 	const char *p;
 
 	if (!name || !*name) {
-		snprintf(err, errlen, "--iface needs an interface name; see 'ip link' for the names");
+		snprintf(
+			err, errlen,
+			"--iface needs an interface name; see 'ip link' for the names");
 		return -EINVAL;
 	}
 	if (strlen(name) >= IF_NAMESIZE) {
-		snprintf(err, errlen, "interface name '%s' is longer than %d characters; see 'ip link' for the names",
-			 name, IF_NAMESIZE - 1);
+		snprintf(
+			err, errlen,
+			"interface name '%s' is longer than %d characters; see 'ip link' for the names",
+			name, IF_NAMESIZE - 1);
 		return -EINVAL;
 	}
 	/* The kernel forbids '/', ':' and whitespace; '/' would also escape
@@ -177,14 +202,18 @@ int ks_check_ifname_syntax(const char *name, char *err, size_t errlen)
 	for (p = name; *p; p++) {
 		if (*p == '/' || *p == ':' || isspace((unsigned char)*p) ||
 		    !isprint((unsigned char)*p)) {
-			snprintf(err, errlen, "'%s' is not a valid interface name; see 'ip link' for the names",
-				 name);
+			snprintf(
+				err, errlen,
+				"'%s' is not a valid interface name; see 'ip link' for the names",
+				name);
 			return -EINVAL;
 		}
 	}
 	if (!strcmp(name, ".") || !strcmp(name, "..")) {
-		snprintf(err, errlen, "'%s' is not a valid interface name; see 'ip link' for the names",
-			 name);
+		snprintf(
+			err, errlen,
+			"'%s' is not a valid interface name; see 'ip link' for the names",
+			name);
 		return -EINVAL;
 	}
 	return 0;
@@ -199,8 +228,10 @@ int ks_resolve_ifname(const char *name, unsigned int *ifindex, char *err,
 		return -EINVAL;
 	idx = if_nametoindex(name);
 	if (!idx) {
-		snprintf(err, errlen, "no interface '%s' in this network namespace; see 'ip link' for the names",
-			 name);
+		snprintf(
+			err, errlen,
+			"no interface '%s' in this network namespace; see 'ip link' for the names",
+			name);
 		return -ENODEV;
 	}
 	*ifindex = idx;

@@ -30,8 +30,8 @@ int ks_parse_seconds(const char *what, const char *s, __u32 min_ms,
  * "11211,11212": 1..KS_MAX_PORTS distinct ports, each 1..65535, into
  * ports[] (unused slots zeroed); *n gets the count.
  */
-int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n,
-		   char *err, size_t errlen);
+int ks_parse_ports(const char *s, __u16 ports[KS_MAX_PORTS], int *n, char *err,
+		   size_t errlen);
 
 /* Name syntax only (length, characters), no system calls. */
 int ks_check_ifname_syntax(const char *name, char *err, size_t errlen);

@@ -32,7 +32,8 @@ static int cap_last(void)
 int ks_drop_privileges(int keep_sys_admin)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
+	};
 	struct __user_cap_data_struct data[2];
 	unsigned long long keep = 1ULL << CAP_BPF | 1ULL << CAP_NET_ADMIN;
 	int c, last = cap_last();
@@ -62,7 +63,8 @@ int ks_drop_privileges(int keep_sys_admin)
 int ks_drop_thread_privileges(void)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
+	};
 	struct __user_cap_data_struct data[2];
 
 	memset(data, 0, sizeof(data));
@@ -76,7 +78,8 @@ int ks_drop_thread_privileges(void)
 unsigned long long ks_cap_effective(void)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
+	};
 	struct __user_cap_data_struct data[2];
 
 	if (syscall(SYS_capget, &hdr, data))
