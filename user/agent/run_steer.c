@@ -50,9 +50,9 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 	/* memcached TTLs are whole seconds; a copy outlives its slot's
 	 * steering by a little, never serves after it */
 	s->copy_ttl_s = (long)((ttl_ns + 999999999ULL) / 1000000000ULL) + 1;
-	if (!s->replicas_arg)
+	if (!s->o.replicas_arg)
 		return 0;
-	if (ks_replicas_parse(s->replicas_arg, &s->rs, err, errlen))
+	if (ks_replicas_parse(s->o.replicas_arg, &s->rs, err, errlen))
 		return -EINVAL;
 	if (!self) {
 		snprintf(
@@ -91,7 +91,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 static unsigned owner_turns(const struct ks_run_steer *s)
 {
-	return (unsigned)(s->owner_share * KS_STEER_SCHED + 0.5);
+	return (unsigned)(s->o.owner_share * KS_STEER_SCHED + 0.5);
 }
 
 static int epoll_add(int epfd, int fd)

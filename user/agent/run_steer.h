@@ -29,11 +29,18 @@
 #include "agent/steer_fill.h"
 #include "core/steer_fsm.h"
 
-struct ks_run_steer {
+/* The steering options, as 'agent run' parsed them. */
+struct ks_run_steer_opts {
 	const char *replicas_arg; /* --replicas; NULL: count, never steer */
 	double owner_share;       /* --owner-share: the owner's part of an
 				     * armed key's reads (default 0: replicas
 				     * are idle L1s, the owner is the hot spot) */
+};
+
+struct ks_run_steer {
+	struct ks_run_steer_opts o;
+
+	/* prepared from the options before anything is attached */
 	struct ks_replica_set rs;
 	struct ks_replica_addr owner;
 	__u64 interval_ns;

@@ -127,14 +127,14 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		return 1;
 	case 'R':
-		o->steer.replicas_arg = arg;
+		o->steer.o.replicas_arg = arg;
 		return 1;
 	case 'L':
 		o->listen = arg;
 		return 1;
 	case 'W':
 		if (ks_parse_double("--owner-share", arg, 0, 1,
-				    &o->steer.owner_share, err, errlen))
+				    &o->steer.o.owner_share, err, errlen))
 			return -1;
 		return 1;
 	case 'P':
@@ -288,7 +288,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		goto bad;
 	o->hot.replicas = o->steer.rs.n < KS_MAX_COPIES - 1 ? o->steer.rs.n
 							    : KS_MAX_COPIES - 1;
-	o->hot.rs = o->steer.replicas_arg ? &o->steer.rs : NULL;
+	o->hot.rs = o->steer.o.replicas_arg ? &o->steer.rs : NULL;
 	o->hot.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
