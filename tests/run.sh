@@ -3,7 +3,8 @@
 #
 #   tests/run.sh [format] [unit] [compat] [prog] [fuzz] [e2e]   (no argument: all, in that order)
 #
-# format: every C file as .clang-format says (tests/format_check.sh).
+# format: every C file as .clang-format says (tests/format_check.sh), and
+# user/ in the layout docs/design.md gives it (tests/layout_check.py).
 #
 # compat: the ring builder against Debian's libmemcached (tests/compat).
 # fuzz: a bounded run of the fuzzers (tests/fuzz/run_fuzz.sh --tier, about
@@ -100,7 +101,10 @@ run_e2e() {
 
 for tier in "${tiers[@]}"; do
 	case $tier in
-	format) run_one format 120 bash tests/format_check.sh ;;
+	format)
+		run_one format 120 bash tests/format_check.sh
+		run_one layout 60 /usr/bin/python3 tests/layout_check.py
+		;;
 	unit) run_binary unit_test "$BUILD/tests/unit_test" ;;
 	compat) run_binary ring_compat "$BUILD/tests/ring_compat" ;;
 	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;
