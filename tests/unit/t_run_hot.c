@@ -95,9 +95,9 @@ static void t_routing(void)
 	/* A bad pin file is refused up front with FILE:LINE. */
 	put(pins, "# c\npin a 3\npin b\n");
 	ks_run_hot_defaults(&h);
-	h.pins_path = pins;
-	h.routing_path = route;
-	h.replicas = 2;
+	h.o.pins_path = pins;
+	h.o.routing_path = route;
+	h.o.replicas = 2;
 	CHECK(ks_run_hot_prepare(&h, err, sizeof(err)) < 0,
 	      "bad pins accepted");
 	snprintf(tmp, sizeof(tmp), "%s:3:", pins);
@@ -107,11 +107,11 @@ static void t_routing(void)
 
 	put(pins, "pin pinned:key 3\n");
 	ks_run_hot_defaults(&h);
-	h.pins_path = pins;
-	h.routing_path = route;
-	h.replicas = 2;
+	h.o.pins_path = pins;
+	h.o.routing_path = route;
+	h.o.replicas = 2;
 	CHECK(!ks_run_hot_prepare(&h, err, sizeof(err)), "prepare: %s", err);
-	CHECK_EQ(h.pol.max_copies, 3);
+	CHECK_EQ(h.o.pol.max_copies, 3);
 	CHECK(!ks_run_hot_start(&h, 7), "start failed");
 	CHECK(strstr(slurp(route), "\"key\":\"pinned:key\"") != NULL,
 	      "no pin at start: %.200s", slurp(route));

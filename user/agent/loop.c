@@ -217,6 +217,10 @@ static int one_interval(struct ks_agent *st)
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
+	ks_run_etcd_hosts_interval(st->etcd, st->rep,
+				   ks_run_ring_enabled(st->ring) ? st->ring
+								 : NULL,
+				   st->metrics->export_keys);
 	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, old_seq,
 			    st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
@@ -302,12 +306,14 @@ int ks_agent_start(struct ks_agent *st)
 	fflush(stdout);
 	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
+	ks_run_etcd_hosts_start(st->etcd, st->ring->spec.self, st->o.ifname,
+				st->o.interval_ms);
 	if (ks_run_hot_start(st->hot, st->ring->version))
 		return KS_EXIT_FAIL;
 	if (ks_run_steer_start(st->steer, &st->maps))
 		return KS_EXIT_FAIL;
 	if (st->att.adopted)
-		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->pol);
+		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->o.pol);
 	/* pins are hot from the start */
 	set_hot_flag(st,
 		     ks_run_steer_interval(st->steer, st->hot->table, 0) > 0);

@@ -23,8 +23,8 @@
 void ks_run_hot_defaults(struct ks_run_hot *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->gid = (gid_t)-1;
-	ks_hot_policy_default(&h->pol);
+	h->o.gid = (gid_t)-1;
+	ks_hot_policy_default(&h->o.pol);
 }
 
 int ks_parse_double(const char *what, const char *s, double min, double max,
@@ -74,8 +74,8 @@ int ks_run_hot_prepare(struct ks_run_hot *h, char *err, size_t errlen)
 {
 	int ret;
 
-	h->pol.max_copies = h->replicas + 1;
-	ret = ks_hot_policy_check(&h->pol, err, errlen);
+	h->o.pol.max_copies = h->o.replicas + 1;
+	ret = ks_hot_policy_check(&h->o.pol, err, errlen);
 	if (ret)
 		return ret;
 	h->table = malloc(sizeof(*h->table));
@@ -85,16 +85,16 @@ int ks_run_hot_prepare(struct ks_run_hot *h, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	ks_hot_init(h->table);
-	if (h->pins_path) {
-		ks_file_sig_get(h->pins_path, &h->pins_sig);
-		ret = ks_hot_rules_load(h->next_rules, h->pins_path, err,
+	if (h->o.pins_path) {
+		ks_file_sig_get(h->o.pins_path, &h->pins_sig);
+		ret = ks_hot_rules_load(h->next_rules, h->o.pins_path, err,
 					errlen);
 		if (ret)
 			return ret;
 		ks_hot_set_rules(h->table, h->next_rules);
 	}
-	if (h->routing_path)
-		return check_routing_dir(h->routing_path, err, errlen);
+	if (h->o.routing_path)
+		return check_routing_dir(h->o.routing_path, err, errlen);
 	return 0;
 }
 
@@ -151,10 +151,10 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 	size_t need;
 	int ret;
 
-	if (!h->routing_path && !h->serve_doc)
+	if (!h->o.routing_path && !h->o.serve_doc)
 		return 0;
 	for (;;) {
-		need = h->doc ? ks_hot_json(h->table, &h->pol, h->rs,
+		need = h->doc ? ks_hot_json(h->table, &h->o.pol, h->o.rs,
 					    ring_version, h->doc, h->doc_size)
 			      : SIZE_MAX;
 		if (need < h->doc_size)
@@ -168,9 +168,9 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 		}
 	}
 	h->doc_len = need;
-	ret = h->routing_path ? ks_write_file_atomic(h->routing_path, h->doc,
-						     need, h->gid)
-			      : 0;
+	ret = h->o.routing_path ? ks_write_file_atomic(h->o.routing_path,
+						       h->doc, need, h->o.gid)
+				: 0;
 	if (ret)
 		return ret;
 	h->written = 1;
@@ -183,11 +183,11 @@ int ks_run_hot_start(struct ks_run_hot *h, __u64 ring_version)
 	int ret;
 
 	/* No samples yet: this only seeds the exact pins. */
-	ks_hot_update(h->table, &h->pol, NULL, 0, 0);
+	ks_hot_update(h->table, &h->o.pol, NULL, 0, 0);
 	ret = write_routing(h, ring_version);
 	if (ret)
 		ks_err("cannot write the routing file %s (%s); check the directory",
-		       h->routing_path, strerror(-ret));
+		       h->o.routing_path, strerror(-ret));
 	return ret;
 }
 
@@ -197,21 +197,22 @@ void ks_run_hot_poll(struct ks_run_hot *h, int hup)
 	char err[KS_ERRLEN * 2];
 	__u64 now = ks_mono_ns();
 
-	if (!h->pins_path || (!hup && now < h->next_check_ns))
+	if (!h->o.pins_path || (!hup && now < h->next_check_ns))
 		return;
 	h->next_check_ns = now + KS_PINS_CHECK_NS;
-	ks_file_sig_get(h->pins_path, &sig);
+	ks_file_sig_get(h->o.pins_path, &sig);
 	if (!hup && ks_file_sig_equal(&sig, &h->pins_sig))
 		return;
 	/* Acted on either way: a bad file is reported once, not every
 	 * check, and the next change is read again. */
 	h->pins_sig = sig;
-	if (ks_hot_rules_load(h->next_rules, h->pins_path, err, sizeof(err))) {
+	if (ks_hot_rules_load(h->next_rules, h->o.pins_path, err,
+			      sizeof(err))) {
 		ks_warn("%s; keeping the previous pins", err);
 		return;
 	}
 	ks_hot_set_rules(h->table, h->next_rules);
-	ks_info("pins reloaded from %s: %zu rules", h->pins_path,
+	ks_info("pins reloaded from %s: %zu rules", h->o.pins_path,
 		h->next_rules->n);
 }
 
@@ -226,7 +227,7 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 		n = KS_REPORT_TOP;
 	for (i = 0; i < n; i++)
 		ks_hot_sample_from_top(&top[i], &s[i]);
-	changes = ks_hot_update(h->table, &h->pol, s, n, seq);
+	changes = ks_hot_update(h->table, &h->o.pol, s, n, seq);
 	while (ks_hot_next(h->table, &pos))
 		hot++;
 	ks_debug("#%u hot keys %zu, %zu changes, table v%llu", seq, hot,
@@ -236,7 +237,7 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 	ret = write_routing(h, ring_version);
 	if (ret)
 		ks_warn("cannot write the routing file %s (%s); will retry next interval",
-			h->routing_path, strerror(-ret));
+			h->o.routing_path, strerror(-ret));
 }
 
 void ks_run_hot_free(struct ks_run_hot *h)

@@ -17,7 +17,8 @@
 /* How often the pin file is checked for a change. */
 #define KS_PINS_CHECK_NS 500000000ULL
 
-struct ks_run_hot {
+/* The hot-key options, as 'agent run' parsed them. */
+struct ks_run_hot_opts {
 	struct ks_hot_policy pol;
 	unsigned replicas;        /* L1 replicas: max_copies = replicas + 1 */
 	const char *pins_path;    /* NULL: no pin file */
@@ -25,7 +26,12 @@ struct ks_run_hot {
 	int serve_doc;            /* render the document for --listen too */
 	gid_t gid;                /* --group: the routing file's group, or -1 */
 	const struct ks_replica_set *rs; /* replicas named in the document */
+};
 
+struct ks_run_hot {
+	struct ks_run_hot_opts o;
+
+	/* the live parts */
 	struct ks_hot_table *table;
 	struct ks_hot_rules *next_rules; /* loaded before attach */
 	struct ks_file_sig pins_sig;     /* the pin file last read */

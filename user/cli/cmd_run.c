@@ -117,13 +117,13 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		return 1;
 	case 'C':
 		if (ks_parse_double("--shard-capacity", arg, 1, 1e9,
-				    &o->hot.pol.shard_capacity_ops, err,
+				    &o->hot.o.pol.shard_capacity_ops, err,
 				    errlen))
 			return -1;
 		return 1;
 	case 'H':
 		if (ks_parse_double("--hot-fraction", arg, 0.0001, 1,
-				    &o->hot.pol.hot_fraction, err, errlen))
+				    &o->hot.o.pol.hot_fraction, err, errlen))
 			return -1;
 		return 1;
 	case 'R':
@@ -138,7 +138,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		return 1;
 	case 'P':
-		o->hot.pins_path = arg;
+		o->hot.o.pins_path = arg;
 		return 1;
 	case 'm':
 		o->metrics.spec = arg;
@@ -147,7 +147,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		o->metrics.export_keys = 1;
 		return 1;
 	case 'O':
-		o->hot.routing_path = arg;
+		o->hot.o.routing_path = arg;
 		return 1;
 	case 'v':
 		o->a.verbose = 1;
@@ -167,7 +167,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		}
 		o->a.group = g->gr_gid;
 		o->a.group_set = 1;
-		o->hot.gid = g->gr_gid;
+		o->hot.o.gid = g->gr_gid;
 		return 1;
 	}
 	case 'Y':
@@ -286,10 +286,11 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (ks_run_steer_prepare(&o->steer, spec->self, o->a.ifname,
 				 o->a.interval_ms, err, sizeof(err)))
 		goto bad;
-	o->hot.replicas = o->steer.rs.n < KS_MAX_COPIES - 1 ? o->steer.rs.n
-							    : KS_MAX_COPIES - 1;
-	o->hot.rs = o->steer.o.replicas_arg ? &o->steer.rs : NULL;
-	o->hot.serve_doc = o->listen != NULL;
+	o->hot.o.replicas = o->steer.rs.n < KS_MAX_COPIES - 1
+				    ? o->steer.rs.n
+				    : KS_MAX_COPIES - 1;
+	o->hot.o.rs = o->steer.o.replicas_arg ? &o->steer.rs : NULL;
+	o->hot.o.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
 	/* Last, etcd: reachable, the credentials taken, the ring read (it
