@@ -18,6 +18,7 @@ static const struct {
 	{ "run", cmd_run },       { "detach", cmd_detach },
 	{ "report", cmd_report }, { "trace", cmd_trace },
 	{ "ring", cmd_ring },     { "replay", cmd_replay },
+	{ "fleet", cmd_fleet },
 };
 
 /* Drops every "--report" and returns whether there was one. */
@@ -81,7 +82,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "help")) {
 		if (argc > 2 && ks_help_for(argv[2], stdout)) {
 			fprintf(stderr,
-				"agent: no command '%s'; the commands are run, report, trace, detach, ring, replay\n",
+				"agent: no command '%s'; the commands are run, report, trace, detach, ring, replay, fleet\n",
 				argv[2]);
 			return KS_EXIT_USAGE;
 		}
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr,
-		"agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay (see 'agent --help')\n",
+		"agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay, fleet (see 'agent --help')\n",
 		cmd);
 	return KS_EXIT_USAGE;
 }

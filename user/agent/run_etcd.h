@@ -36,7 +36,24 @@ struct ks_run_etcd {
 	__u64 restart_ns;   /* an ended watch is started again then */
 	int up;             /* the watch is established */
 	int down;           /* a break was logged; quiet until up */
+
+	/* hosts/<self> (ks_run_etcd_hosts_*): this agent's status under a
+	 * lease of KS_HOSTS_LEASE_INTERVALS intervals */
+	char host_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 200];
+	char self[160];
+	int64_t lease;     /* 0: none (not granted, or lost) */
+	int64_t lease_ttl; /* seconds etcd granted */
+	char *last;        /* the last document put, without updated_at */
+	__u32 since_put;   /* intervals since the last put */
+	__u64 host_puts;   /* puts of hosts/<self> since the start */
+	__u64 host_errors; /* failed grants, keepalives and puts */
+	int host_down;     /* a failure was logged; quiet until one works */
 };
+
+#define KS_HOSTS_LEASE_INTERVALS 3
+#define KS_HOSTS_HEARTBEAT       30 /* intervals: a put even if unchanged */
+#define KS_HOSTS_SCHEMA          1
+#define KS_HOSTS_TOP             10 /* top keys in the document */
 
 #define KS_ETCD_RESTART_NS 5000000000ULL /* after -EACCES/-EPERM/-ERANGE */
 
@@ -71,9 +88,32 @@ int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e);
 int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		     const struct ks_maps *m, struct ks_collector *c);
 
+/*
+ * hosts/<self>: names the key (self: --self, else HOSTNAME:IFNAME) and
+ * grants the lease (KS_HOSTS_LEASE_INTERVALS intervals). A failure is
+ * logged and retried at the next interval. No-op without etcd.
+ */
+void ks_run_etcd_hosts_start(struct ks_run_etcd *e, const char *self,
+			     const char *ifname, __u32 interval_ms);
+
+struct ks_report;
+/*
+ * Once per interval, after the ring's: keeps the lease alive (a lost one
+ * is granted again) and puts the document when it changed beyond the
+ * rounding of its rates (3 significant digits), or every
+ * KS_HOSTS_HEARTBEAT intervals, or after a new lease. Top keys as hashes
+ * unless export_keys. Never fails the agent.
+ */
+void ks_run_etcd_hosts_interval(struct ks_run_etcd *e,
+				const struct ks_report *rep,
+				const struct ks_run_ring *ring,
+				int export_keys);
+
 /* The -v status line. */
 void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq);
 
+/* Revokes the lease (hosts/<self> goes at once), stops the watch and
+ * closes the client. */
 void ks_run_etcd_free(struct ks_run_etcd *e);
 
 #endif

@@ -192,6 +192,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "json", 'j', NO, NULL, KS_CMD_RING_GET, 0, KS_GRP_OPTIONS,
 	  "the ring's key, revisions and document as one JSON\n"
 	  "object (get)" },
+	{ "json", 'j', NO, NULL, KS_CMD_FLEET, 0, KS_GRP_OPTIONS,
+	  "the fleet as one versioned JSON document" },
 	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
 	  "the shard this host serves (lookup; checked only)" },
 	{ "keys",
@@ -290,7 +292,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_ETCD,
 	  "etcd endpoints, http[s]://HOST[:PORT],... (up to %d,\n"
 	  "port 2379 by default), tried in turn. run: the ring\n"
-	  "comes from /keysteer/CLUSTER/ring and follows it",
+	  "comes from /keysteer/CLUSTER/ring and follows it, and\n"
+	  "the agent publishes /keysteer/CLUSTER/hosts/SELF",
 	  { KS_ETCD_MAX_ENDPOINTS } },
 	{ "cluster", KS_OPTV_CLUSTER, REQ, "NAME", KS_CMD_ETCD, RUN_CONF,
 	  KS_GRP_ETCD,
@@ -319,7 +322,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "before attaching); bad URLs are refused either way" },
 
 	/* every command; the man page has it under 'help, --version' */
-	{ "help", 'h', NO, NULL, KS_CMD_RUN | V_OTHERS | KS_CMD_RING,
+	{ "help", 'h', NO, NULL,
+	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING | KS_CMD_FLEET,
 	  KS_OPT_SHORT | KS_OPT_HIDE, KS_GRP_OPTIONS, "this text" },
 };
 

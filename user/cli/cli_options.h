@@ -30,11 +30,13 @@
 #define KS_CMD_REPLAY      (1u << 6)
 #define KS_CMD_RING_GET    (1u << 7)
 #define KS_CMD_RING_SET    (1u << 8)
+#define KS_CMD_FLEET       (1u << 9)
 #define KS_CMD_RING                                                            \
 	(KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_GET |             \
 	 KS_CMD_RING_SET)
 /* the commands that talk to etcd */
-#define KS_CMD_ETCD (KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET)
+#define KS_CMD_ETCD                                                            \
+	(KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET | KS_CMD_FLEET)
 
 /* ks_cli_opt.flags */
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */

@@ -21,6 +21,7 @@ int cmd_report(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_ring(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
 
 /* Help texts (USAGE and EXAMPLES) of the whole tool and each command. */
 void ks_help_main(FILE *f);
@@ -30,6 +31,7 @@ void ks_help_report(FILE *f);
 void ks_help_trace(FILE *f);
 void ks_help_ring(FILE *f);
 void ks_help_replay(FILE *f);
+void ks_help_fleet(FILE *f);
 /* Help by command name; 0 if the name is a command. */
 int ks_help_for(const char *cmd, FILE *f);
 

@@ -32,6 +32,7 @@ void ks_help_main(FILE *f)
 		"  agent detach --iface IF\n"
 		"  agent ring   lookup|diff|get|set ...  (the clients' ring; get/set: in etcd)\n"
 		"  agent replay [--sample N] [--json] [ring options] FILE.pcap|.pcapng\n"
+		"  agent fleet  --etcd URL,... [--cluster NAME] [--json]  (every agent in etcd)\n"
 		"  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 		"\n"
 		"EXAMPLES\n"
@@ -233,6 +234,27 @@ void ks_help_ring(FILE *f)
 	      f);
 }
 
+void ks_help_fleet(FILE *f)
+{
+	fputs("USAGE\n"
+	      "  agent fleet --etcd URL,... [--cluster NAME] [--json]\n"
+	      "\n"
+	      "One range read of /keysteer/CLUSTER/ (the ring and every agent's\n"
+	      "hosts/SELF, published by 'agent run --etcd' under a lease, so a dead\n"
+	      "agent's entry goes by itself): one line per host with its shard's\n"
+	      "reads/s, writes/s and misdirected/s and the ring revision it runs\n"
+	      "(OLD RING when older than the ring's), then max and mean of reads/s\n"
+	      "across hosts. Needs no root. docs/fleet.md.\n"
+	      "\n"
+	      "OPTIONS\n",
+	      f);
+	ks_cli_help(f, KS_CMD_FLEET, KS_GRP_OPTIONS);
+	fputs("\n"
+	      "ETCD\n",
+	      f);
+	ks_cli_help(f, KS_CMD_FLEET, KS_GRP_ETCD);
+}
+
 void ks_help_replay(FILE *f)
 {
 	fputs("USAGE\n"
@@ -283,7 +305,7 @@ int ks_help_for(const char *cmd, FILE *f)
 		{ "run", ks_help_run },       { "detach", ks_help_detach },
 		{ "report", ks_help_report }, { "trace", ks_help_trace },
 		{ "ring", ks_help_ring },     { "help", ks_help_main },
-		{ "replay", ks_help_replay },
+		{ "replay", ks_help_replay }, { "fleet", ks_help_fleet },
 	};
 	size_t i;
 
