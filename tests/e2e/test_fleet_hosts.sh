@@ -126,6 +126,17 @@ if [ -n "$gone" ] && [ "$gone" -le 4500 ] && grep -q "^$A " <<<"$text" &&
 else
 	fail fleet_hosts_killed_entry_expires "after ${gone:-6000+} ms: $text"
 fi
+# ... and fleet names its shard as one without an agent, text and JSON
+if grep -q "^shards without an agent: $B\$" <<<"$text" &&
+	FLEET --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["shards_without_agent"] == ["'"$B"'"], d["shards_without_agent"]
+'; then
+	pass fleet_hosts_shard_without_agent_marked
+else
+	fail fleet_hosts_shard_without_agent_marked "$text"
+fi
 ks_in_ns "$CNS" "$AGENT" detach --iface "$CIF" >/dev/null 2>&1
 sleep 2
 if FLEET | grep -q "^$A "; then

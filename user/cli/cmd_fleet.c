@@ -15,6 +15,7 @@
 #include "cli/cmds.h"
 #include "cli/cli_options.h"
 #include "cli/etcd_cli.h"
+#include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
 #include "util/log.h"
@@ -66,9 +67,37 @@ static void host_row(struct host_row *h, const struct ks_etcd_kv *kv,
 	h->stale = ring_rev > 0 && h->ring_rev < ring_rev;
 }
 
+/* The ring's shards no valid hosts/ entry names (its --self): shards whose
+ * agent is gone, or never ran. Returns how many went into out[]. */
+static size_t shards_without_agent(const struct ks_etcd_kv *ring,
+				   const struct host_row *h, size_t n,
+				   char (*out)[KS_SHARD_HOST_MAX + 8],
+				   size_t max)
+{
+	struct ks_ring_doc d;
+	char err[KS_ERRLEN_DOC], name[KS_SHARD_HOST_MAX + 8];
+	size_t i, j, k = 0;
+
+	if (!ring || ks_ring_doc_decode(ring->value, ring->value_len, &d, err,
+					sizeof(err)))
+		return 0;
+	for (i = 0; i < d.shards.n && k < max; i++) {
+		snprintf(name, sizeof(name), "%s:%u", d.shards.v[i].host,
+			 d.shards.v[i].port);
+		for (j = 0; j < n; j++)
+			if (h[j].valid && !strcmp(h[j].self, name))
+				break;
+		if (j == n)
+			snprintf(out[k++], sizeof(out[0]), "%s", name);
+	}
+	ks_ring_doc_free(&d);
+	return k;
+}
+
 static void print_json(const char *cluster, const struct ks_etcd_range *rr,
 		       int64_t ring_rev, struct host_row *h, size_t n,
-		       double max, double mean, const char *max_host)
+		       double max, double mean, const char *max_host,
+		       char (*na)[KS_SHARD_HOST_MAX + 8], size_t nna)
 {
 	json_t *o = json_object(), *hs = json_array(), *rd = json_object();
 	size_t i;
@@ -100,6 +129,10 @@ static void print_json(const char *cluster, const struct ks_etcd_range *rr,
 		json_array_append_new(hs, r);
 	}
 	json_object_set_new(o, "hosts", hs);
+	hs = json_array();
+	for (i = 0; i < nna; i++)
+		json_array_append_new(hs, json_string(na[i]));
+	json_object_set_new(o, "shards_without_agent", hs);
 	json_object_set_new(rd, "max", json_real(max));
 	json_object_set_new(rd, "mean", json_real(mean));
 	json_object_set_new(rd, "max_host",
@@ -112,7 +145,8 @@ static void print_json(const char *cluster, const struct ks_etcd_range *rr,
 
 static void print_text(const char *cluster, const struct ks_etcd_range *rr,
 		       int64_t ring_rev, struct host_row *h, size_t n,
-		       double max, double mean, const char *max_host)
+		       double max, double mean, const char *max_host,
+		       char (*na)[KS_SHARD_HOST_MAX + 8], size_t nna)
 {
 	size_t i;
 
@@ -139,6 +173,12 @@ static void print_text(const char *cluster, const struct ks_etcd_range *rr,
 	printf("reads/s across hosts: max %.1f (%s), mean %.1f, max/mean %.2f\n",
 	       max, max_host ? max_host : "-", mean,
 	       mean > 0 ? max / mean : 0.0);
+	if (nna) {
+		printf("shards without an agent:");
+		for (i = 0; i < nna; i++)
+			printf(" %s", na[i]);
+		printf("\n");
+	}
 }
 
 int cmd_fleet(int argc, char **argv)
@@ -153,7 +193,9 @@ int cmd_fleet(int argc, char **argv)
 	double max = 0, sum = 0;
 	int ch, r, json = 0, rc = KS_EXIT_FAIL;
 	int64_t ring_rev = 0;
-	size_t i, n = 0, nv = 0, plen, hlen;
+	size_t i, n = 0, nv = 0, plen, hlen, nna = 0;
+	const struct ks_etcd_kv *ring_kv = NULL;
+	char(*na)[KS_SHARD_HOST_MAX + 8] = NULL;
 
 	ks_etcd_conf_init(&ec);
 	ks_cli_getopt_init(&g, KS_CMD_FLEET);
@@ -204,8 +246,10 @@ int cmd_fleet(int argc, char **argv)
 	}
 	for (i = 0; i < rr.n; i++)
 		if (rr.kvs[i].key_len == strlen(ec.ring_key) &&
-		    !memcmp(rr.kvs[i].key, ec.ring_key, rr.kvs[i].key_len))
+		    !memcmp(rr.kvs[i].key, ec.ring_key, rr.kvs[i].key_len)) {
 			ring_rev = rr.kvs[i].mod_revision;
+			ring_kv = &rr.kvs[i];
+		}
 	for (i = 0; i < rr.n; i++) {
 		const struct ks_etcd_kv *kv = &rr.kvs[i];
 
@@ -222,17 +266,24 @@ int cmd_fleet(int argc, char **argv)
 		}
 		n++;
 	}
+	na = calloc(KS_MAX_SHARDS, sizeof(*na));
+	if (!na) {
+		ks_err("out of memory");
+		goto out;
+	}
+	nna = shards_without_agent(ring_kv, h, n, na, KS_MAX_SHARDS);
 	if (json)
 		print_json(ec.cluster, &rr, ring_rev, h, n, max,
-			   nv ? sum / nv : 0, max_host);
+			   nv ? sum / nv : 0, max_host, na, nna);
 	else
 		print_text(ec.cluster, &rr, ring_rev, h, n, max,
-			   nv ? sum / nv : 0, max_host);
+			   nv ? sum / nv : 0, max_host, na, nna);
 	rc = KS_EXIT_OK;
 out:
 	for (i = 0; h && i < n; i++)
 		json_decref(h[i].doc);
 	free(h);
+	free(na);
 	ks_etcd_range_free(&rr);
 	ks_etcd_close(c);
 	return rc;
