@@ -168,7 +168,6 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	if (fast == KS_FAST_SAMPLE || (fast == KS_FAST_DONE && s->hot))
 		ks_fast_key(ctx, s, &l4, fast == KS_FAST_SAMPLE, is_xdp);
 	if (fast == KS_FAST_NO) {
-		s->plen = l4.payload_len;
 		if (is_xdp)
 			ks_stream_xdp(ctx, s, &l4);
 		else

@@ -88,13 +88,6 @@ static __always_inline void ks_flow_init(struct ks_flow *f, __u64 id,
 	f->op = 0;
 }
 
-/* A request the stream ends or loses inside of: memcached never runs
- * it (a get line without its end, a set without all of its block). */
-static __always_inline void ks_flow_flush_keys(struct ks_flow *f)
-{
-	f->nkeys = 0;
-}
-
 static __always_inline void ks_flow_drop_carry(struct ks_flow *f)
 {
 	if (f->carry)
@@ -108,7 +101,6 @@ static __always_inline void ks_flow_release(struct ks_flow *f)
 	if (f->carry || f->mode == KS_FM_KEYS ||
 	    (f->mode == KS_FM_SKIP && f->op < KS_OP_MAX))
 		ks_count_err(KS_ERR_TRUNC_REQ);
-	ks_flow_flush_keys(f);
 	ks_flow_drop_carry(f);
 	f->id = 0;
 	ks_count_pkt(KS_PKT_FLOW_END);
@@ -145,7 +137,9 @@ static __always_inline void ks_disarm_all(struct ks_scratch *s)
 static __always_inline void ks_flow_unsync(struct ks_scratch *s,
 					   struct ks_flow *f)
 {
-	ks_flow_flush_keys(f);
+	/* a request the stream is lost inside of: memcached runs none
+	 * of what we could not follow, and nothing of it is counted */
+	f->nkeys = 0;
 	ks_flow_drop_carry(f);
 	f->left = 0;
 	f->mode = KS_FM_UNSYNC;

@@ -60,7 +60,6 @@ struct ks_scratch {
 	__u8 proto;
 	__u8 pad;
 	__u32 end;       /* valid bytes in win */
-	__u32 plen;      /* payload bytes in the packet; may exceed end */
 	__u32 off;       /* parse position in win */
 	__u32 state;     /* KS_ST_* (enum ks_flow_mode) */
 	__u32 op;        /* op of the multi-key request being parsed */

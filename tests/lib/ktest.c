@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
+#include <getopt.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <string.h>
@@ -82,4 +84,57 @@ int kt_summary(const char *tier)
 	printf("# %s: %d passed, %d failed, %d skipped\n", tier, kt_pass,
 	       kt_fail, kt_skip);
 	return kt_fail ? 1 : 0;
+}
+
+static void groups_usage(FILE *f, const char *prog,
+			 const struct kt_group *groups, size_t n)
+{
+	size_t i;
+
+	fprintf(f,
+		"usage: %s [-l] [-g GROUP]... [TEST-GLOB]...\ngroups:", prog);
+	for (i = 0; i < n; i++)
+		fprintf(f, " %s", groups[i].name);
+	fprintf(f, "\n");
+}
+
+int kt_parse_groups(const char *prog, int argc, char **argv,
+		    const struct kt_group *groups, size_t n, bool *want)
+{
+	bool any = false;
+	size_t i;
+	int c;
+
+	for (i = 0; i < n; i++)
+		want[i] = false;
+	while ((c = getopt(argc, argv, "g:lh")) != -1) {
+		switch (c) {
+		case 'g':
+			for (i = 0; i < n; i++)
+				if (!strcmp(optarg, groups[i].name))
+					break;
+			if (i == n) {
+				fprintf(stderr, "%s: no group '%s'\n", prog,
+					optarg);
+				groups_usage(stderr, prog, groups, n);
+				return 2;
+			}
+			want[i] = any = true;
+			break;
+		case 'l':
+			for (i = 0; i < n; i++)
+				printf("%s\n", groups[i].name);
+			return 0;
+		case 'h':
+			groups_usage(stdout, prog, groups, n);
+			return 0;
+		default:
+			groups_usage(stderr, prog, groups, n);
+			return 2;
+		}
+	}
+	for (i = 0; i < n && !any; i++)
+		want[i] = true;
+	kt_set_filter(argv + optind, argc - optind);
+	return -1;
 }

@@ -8,6 +8,9 @@
 #ifndef KTEST_H
 #define KTEST_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <stdio.h>
 
 struct ktest {
@@ -34,6 +37,22 @@ void kt_skipf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kt_set_filter(char *const *globs, int n);
 /* True if a test called name would be reported (to skip costly work). */
 int kt_selected(const char *name);
+/* A tier's test group: a name for -g and the function that runs it. */
+struct kt_group {
+	const char *name;
+	void (*run)(void);
+};
+
+/*
+ * The options every tier binary takes: -l lists the groups, -g GROUP
+ * (repeatable) picks some, -h prints "usage: PROG [-l] [-g GROUP]...
+ * [TEST-GLOB]..."; the globs after them go to kt_set_filter. want[i] says
+ * whether groups[i] runs (all of them without -g). Returns -1 to run the
+ * groups, else the exit status to leave with.
+ */
+int kt_parse_groups(const char *prog, int argc, char **argv,
+		    const struct kt_group *groups, size_t n, bool *want);
+
 /* Prints the tier's summary; returns the process exit status. */
 int kt_summary(const char *tier);
 

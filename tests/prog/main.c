@@ -17,10 +17,7 @@
 #include "kp.h"
 #include "groups.h"
 
-static const struct group {
-	const char *name;
-	void (*run)(void);
-} groups[] = {
+static const struct kt_group groups[] = {
 	{ "setup", t_setup_group },
 	{ "encap", t_encap_group },
 	{ "text", t_text_group },
@@ -41,50 +38,16 @@ static const struct group {
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
-static void usage(FILE *f)
-{
-	size_t i;
-
-	fprintf(f,
-		"usage: prog_test [-l] [-g GROUP]... [TEST-GLOB]...\ngroups:");
-	for (i = 0; i < NGROUPS; i++)
-		fprintf(f, " %s", groups[i].name);
-	fprintf(f, "\n");
-}
-
 int main(int argc, char **argv)
 {
-	bool want[NGROUPS] = { false }, any = false;
+	bool want[NGROUPS];
 	size_t i;
-	int err, c;
+	int err, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "g:lh")) != -1) {
-		switch (c) {
-		case 'g':
-			for (i = 0; i < NGROUPS; i++)
-				if (!strcmp(optarg, groups[i].name))
-					break;
-			if (i == NGROUPS) {
-				fprintf(stderr, "prog_test: no group '%s'\n",
-					optarg);
-				usage(stderr);
-				return 2;
-			}
-			want[i] = any = true;
-			break;
-		case 'l':
-			for (i = 0; i < NGROUPS; i++)
-				printf("%s\n", groups[i].name);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	rc = kt_parse_groups("prog_test", argc, argv, groups, NGROUPS, want);
+	if (rc >= 0)
+		return rc;
 	if (geteuid() != 0) {
 		kt_begin("prog_tests");
 		kt_skipf("needs root to load BPF programs");
@@ -101,9 +64,8 @@ int main(int argc, char **argv)
 		kp_teardown();
 		return kt_summary("prog");
 	}
-	kt_set_filter(argv + optind, argc - optind);
 	for (i = 0; i < NGROUPS; i++)
-		if (!any || want[i])
+		if (want[i])
 			groups[i].run();
 	kp_teardown();
 	return kt_summary("prog");

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The unit tier: pure user-space logic of the agent, no BPF, no root. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,10 +50,7 @@ void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count)
 }
 
 /* The groups, in the order they run; -g picks some by name. */
-static const struct {
-	const char *name;
-	void (*run)(void);
-} groups[] = {
+static const struct kt_group groups[] = {
 	{ "merge", test_merge },
 	{ "estimate", test_estimate },
 	{ "topk", test_topk },
@@ -83,52 +79,18 @@ static const struct {
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: unit_test [-l] [-g GROUP]... [GLOB...]\n"
-		"  -l        list the groups\n"
-		"  -g GROUP  run only this group (repeatable)\n"
-		"  GLOB      report only the tests whose name matches (fnmatch)\n"
-		"Example: unit_test -g steer_fsm 'steer_fsm_*race*'\n");
-}
-
 int main(int argc, char **argv)
 {
-	bool want[NGROUPS] = { false }, any = false;
+	bool want[NGROUPS];
 	size_t i;
-	int c;
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "g:lh")) != -1) {
-		switch (c) {
-		case 'g':
-			for (i = 0; i < NGROUPS; i++)
-				if (!strcmp(optarg, groups[i].name))
-					break;
-			if (i == NGROUPS) {
-				fprintf(stderr, "unit_test: no group '%s'\n",
-					optarg);
-				usage(stderr);
-				return 2;
-			}
-			want[i] = any = true;
-			break;
-		case 'l':
-			for (i = 0; i < NGROUPS; i++)
-				printf("%s\n", groups[i].name);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	kt_set_filter(argv + optind, argc - optind);
+	rc = kt_parse_groups("unit_test", argc, argv, groups, NGROUPS, want);
+	if (rc >= 0)
+		return rc;
 	for (i = 0; i < NGROUPS; i++)
-		if (!any || want[i])
+		if (want[i])
 			groups[i].run();
 	return kt_summary("unit");
 }
