@@ -76,6 +76,7 @@ static const struct kt_group groups[] = {
 	{ "etcd_codec", test_etcd_codec },
 	{ "ring_doc", test_ring_doc },
 	{ "steer_fsm", test_steer_fsm },
+	{ "fleet_view", test_fleet_view },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
