@@ -12,6 +12,10 @@
 # e2e_expect_refused NAME PATTERN ARGS
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
+# e2e_need_etcd NAME     SKIP NAME and exit 0 when etcd or etcdctl is missing
+# e2e_etcd_start NS ADDR NAME
+#                        one etcd member on http://ADDR:2379 in NS
+#                        (E2E_ETCD_PID; the caller stops it by that PID)
 # pass/fail/skip NAME    the result lines tests/run.sh counts
 #
 # E2E_KEEP=1 keeps the temp folder (agent output, polls, load summaries).
@@ -226,6 +230,32 @@ e2e_expect_clean() {
 	else
 		fail "$1" "left behind: $left"
 	fi
+}
+
+e2e_need_etcd() {
+	local tool
+	for tool in etcd etcdctl; do
+		if ! command -v "$tool" >/dev/null; then
+			skip "$1" "$tool is not installed (make deps: etcd-server, etcd-client)"
+			exit 0
+		fi
+	done
+}
+
+# e2e_etcd_start NS ADDR NAME: a one-member etcd serving clients only on
+# http://ADDR:2379 (its peer port on NS's loopback), its data in
+# $E2E_TMP/NAME.data (kept across restarts), its log $E2E_TMP/etcd.log.
+# Sets E2E_ETCD_PID; 1 when it does not listen within 10 s.
+e2e_etcd_start() {
+	local ns=$1 url=http://$2:2379 name=$3
+	ks_in_ns_bg "$ns" etcd --name "$name" --data-dir "$E2E_TMP/$name.data" \
+		--listen-client-urls "$url" --advertise-client-urls "$url" \
+		--listen-peer-urls http://127.0.0.1:2380 \
+		--initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster "$name=http://127.0.0.1:2380" \
+		</dev/null >>"$E2E_TMP/etcd.log" 2>&1
+	E2E_ETCD_PID=$KS_BG_PID
+	ks_wait_tcp "$ns" "$2" 2379 10
 }
 
 e2e_cleanup() {

@@ -12,7 +12,9 @@
 # --top 3 --hash-only; a hot/ entry of schema 1 is listed and a malformed
 # one refused; one agent SIGKILLed shows as gone within its lease, both in
 # a one-shot read and in a running --watch, which redraws at least twice
-# (text) and prints one JSON document a line (--json). etcd, the load and
+# (text) and prints one JSON document a line (--json); etcd SIGKILLed and
+# started again under a --watch: its last line says it is reconnecting,
+# then that the watch is up again, without a restart. etcd, the load and
 # every agent are stopped by their PIDs on every exit path.
 set -u
 # shellcheck source=lib.sh
@@ -38,12 +40,7 @@ view_cleanup() {
 }
 trap view_cleanup EXIT
 
-for tool in etcd etcdctl; do
-	if ! command -v "$tool" >/dev/null; then
-		skip fleet_view "$tool is not installed (make deps: etcd-server, etcd-client)"
-		exit 0
-	fi
-done
+e2e_need_etcd fleet_view
 if [ ! -x "$LOAD" ]; then
 	fail fleet_view "$LOAD is missing; run 'make' first"
 	exit 1
@@ -57,15 +54,16 @@ URL=http://$STEER_CLIENT_ADDR:2379
 SHARDS=()
 for a in "${STEER_SHARD_ADDR[@]}"; do SHARDS+=("$a:$STEER_PORT"); done
 
-# etcd only on the client's namespace addresses (peer port on its loopback)
-ks_in_ns_bg "$CNS" etcd --name view --data-dir "$E2E_TMP/view.data" \
-	--listen-client-urls "$URL" --advertise-client-urls "$URL" \
-	--listen-peer-urls http://127.0.0.1:2380 \
-	--initial-advertise-peer-urls http://127.0.0.1:2380 \
-	--initial-cluster view=http://127.0.0.1:2380 \
-	</dev/null >>"$E2E_TMP/etcd.log" 2>&1
-ETCD_PID=$KS_BG_PID
-if ! ks_wait_tcp "$CNS" "$STEER_CLIENT_ADDR" 2379 10; then
+# etcd only on the client's namespace address; started again on the same
+# data after a SIGKILL
+start_etcd() {
+	local rc
+	e2e_etcd_start "$CNS" "$STEER_CLIENT_ADDR" view
+	rc=$?
+	ETCD_PID=$E2E_ETCD_PID
+	return "$rc"
+}
+if ! start_etcd; then
 	fail fleet_view_setup "etcd did not start: $(tail -3 "$E2E_TMP/etcd.log")"
 	exit 1
 fi
@@ -276,6 +274,30 @@ if [ "$w_rc" = 0 ] && [ "$frames" -ge 2 ] &&
 	note "--watch: $frames frames in 8 s"
 else
 	fail fleet_view_watch_redraws_and_shows_gone "rc $w_rc, $frames frames; first: $first; last: $last; $(cat "$E2E_TMP/watch.err")"
+fi
+
+# ---- etcd away under a --watch: said in its last line, and back by itself
+ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 9 "$AGENT" fleet --etcd "$URL" --watch \
+	>"$E2E_TMP/watch2.txt" 2>"$E2E_TMP/watch2.err"
+WATCH_PID=$KS_BG_PID
+sleep 1.5
+kill -KILL "$ETCD_PID"
+wait "$ETCD_PID" 2>/dev/null
+ETCD_PID=
+sleep 2.5
+start_etcd
+wait "$WATCH_PID"
+w_rc=$?
+WATCH_PID=
+away=$(grep -c '^etcd: reconnecting: ' "$E2E_TMP/watch2.txt")
+last=$("$PY" -c 'import sys; print(open(sys.argv[1]).read().split("\033[H\033[2J")[-1])' "$E2E_TMP/watch2.txt")
+nup=$(grep -cE "^[* ] 198\.18\.2\.1[1-4]:11211 .* up\$" <<<"$last")
+if [ "$w_rc" = 0 ] && [ "$away" -ge 1 ] && grep -q "^etcd: watch up at " <<<"$last" &&
+	[ "$nup" = 3 ]; then
+	pass fleet_view_watch_etcd_away_and_back
+	note "--watch: $away frames said etcd was away; $(grep -m1 '^etcd: reconnecting' "$E2E_TMP/watch2.txt")"
+else
+	fail fleet_view_watch_etcd_away_and_back "rc $w_rc, $away frames away; last: $last; $(cat "$E2E_TMP/watch2.err")"
 fi
 
 ks_stop_pid "$LOAD_PID" TERM 3
