@@ -5,7 +5,8 @@
  * shard, hosts not in the ring), no ring (one row per host), the merged
  * top keys with and without --hash-only, the hot table's order; the
  * documents decoded (hosts/ and hot/ schema 1 and each refusal), and the
- * local copy a watch keeps (puts, replacements, deletes in key order).
+ * local copy a watch keeps (puts, replacements, deletes in key order);
+ * the text and JSON printed from a view.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "core/etcd_mirror.h"
 #include "core/fleet_doc.h"
 #include "core/fleet_view.h"
+#include "render/fleet.h"
 #include "unit.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
@@ -484,6 +486,132 @@ static void mirror(void)
 	kt_end();
 }
 
+/* What render/fleet.c prints for a snapshot, into a malloc'ed string. */
+static char *rendered(const struct ks_fleet_snapshot *s, int json,
+		      int hash_only, const char *watch)
+{
+	struct ks_fleet_view v;
+	struct ks_fleet_out o;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f || ks_fleet_view_build(s, 10, hash_only, &v))
+		return NULL;
+	o = (struct ks_fleet_out){ .cluster = "web",
+				   .s = s,
+				   .v = &v,
+				   .top_k = 10,
+				   .hash_only = hash_only,
+				   .watch_state = watch,
+				   .watch_up = 1 };
+	if (json)
+		ks_render_fleet_json(f, &o, watch != NULL);
+	else
+		ks_render_fleet_text(f, &o);
+	fclose(f);
+	ks_fleet_view_free(&v);
+	return buf;
+}
+
+static void render(void)
+{
+	struct ks_fleet_host h[3];
+	struct ks_fleet_hot e = { .hash = 0xab,
+				  .copies = 2,
+				  .subkeys = 1,
+				  .state = KS_HOT_ST_DIRTY,
+				  .read_hot = 1,
+				  .write_seq = 9,
+				  .reads = 40 };
+	struct ks_fleet_refused r = { "zz", "unknown state 'x'" };
+	struct ks_fleet_snapshot s = { .store_rev = 30,
+				       .ring_rev = 7,
+				       .ring_valid = 1,
+				       .n_ring = 4,
+				       .ring = ring4,
+				       .n_hosts = 3,
+				       .hosts = h,
+				       .n_hot = 1,
+				       .hot = &e,
+				       .n_refused = 1,
+				       .refused = &r };
+	char *t;
+
+	host(&h[0], "198.18.2.11:11211", 600, 7, 20);
+	host(&h[1], "198.18.2.12:11211", 100, 5, 21);
+	host(&h[2], "198.18.2.13:11211", 200, 7, 22);
+	top(&h[0], 0x2def698b8bbf4a5fULL, "flash\x1b[2J", 500, 0);
+	snprintf(e.key, sizeof(e.key), "flash");
+	snprintf(e.owner, sizeof(e.owner), "%s", ring4[0]);
+	kt_begin("fleet_render_text_rows");
+	t = rendered(&s, 0, 0, "watch up at http://x:2379, revision 30");
+	CHECK(t != NULL, "no text");
+	if (t) {
+		CHECK(strstr(t, "\n* 198.18.2.11:11211 ") != NULL,
+		      "no busiest row");
+		CHECK(strstr(t,
+			     "\n* busiest 198.18.2.11:11211: 600.0 reads/s, 66.7%") !=
+			      NULL,
+		      "summary: %s", t);
+		CHECK(strstr(t, "5  up  OLD RING\n") != NULL, "no OLD RING");
+		CHECK(strstr(t, "\n  198.18.2.14:11211 ") != NULL &&
+			      strstr(t, "-  gone\n") != NULL,
+		      "no gone row");
+		CHECK(strstr(t,
+			     "shards without an agent: 198.18.2.14:11211\n") !=
+			      NULL,
+		      "no gone line");
+		/* a terminal escape from etcd comes out escaped */
+		CHECK(!strchr(t, '\x1b') && strstr(t, "flash\\x1b[2J"),
+		      "escape not escaped: %s", t);
+		CHECK(strstr(t, "hot keys: 1 (1 refused)") &&
+			      strstr(t, " dirty ") &&
+			      strstr(t, "refused hot/zz: unknown state 'x'"),
+		      "hot: %s", t);
+		CHECK(strstr(t, "\netcd: watch up at http://x:2379") != NULL,
+		      "no etcd line");
+	}
+	free(t);
+	t = rendered(&s, 0, 1, NULL);
+	CHECK(t && !strstr(t, "flash") && strstr(t, "2def698b8bbf4a5f") &&
+		      strstr(t, "00000000000000ab") && !strstr(t, "etcd:"),
+	      "hash-only: %s", t ? t : "");
+	free(t);
+	kt_end();
+
+	kt_begin("fleet_render_json_fields");
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t != NULL, "no JSON");
+	if (t) {
+		/* one document, one line, with --watch */
+		CHECK(strchr(t, '\n') == t + strlen(t) - 1, "not one line");
+		CHECK(strstr(t,
+			     "\"schema\":1,\"cluster\":\"web\",\"store_revision\":30,\"ring_revision\":7") !=
+			      NULL,
+		      "head: %.120s", t);
+		CHECK(strstr(t, "\"busiest\":\"198.18.2.11:11211\"") != NULL,
+		      "busiest");
+		CHECK(strstr(t,
+			     "\"shards_without_agent\":[\"198.18.2.14:11211\"]") !=
+			      NULL,
+		      "without agent");
+		CHECK(strstr(t,
+			     "\"agent\":\"gone\",\"host\":null,\"reads_per_s\":null") !=
+			      NULL,
+		      "gone shard");
+		CHECK(strstr(t,
+			     "\"hot_refused\":{\"count\":1,\"entries\":[{\"key\":\"zz\"") !=
+			      NULL,
+		      "refused");
+		CHECK(strstr(t, "\"state\":\"dirty\"") &&
+			      strstr(t, "\"watch\":{\"up\":true"),
+		      "hot state or watch");
+	}
+	free(t);
+	kt_end();
+}
+
 void test_fleet_view(void)
 {
 	joined();
@@ -494,4 +622,5 @@ void test_fleet_view(void)
 	host_doc();
 	snapshot();
 	mirror();
+	render();
 }
