@@ -60,23 +60,32 @@ static char ring4[4][KS_FLEET_ADDR_MAX] = { "198.18.2.11:11211",
 					    "198.18.2.13:11211",
 					    "198.18.2.14:11211" };
 
-static void joined(void)
+/* The ring of ring4 at revision 7 and n hosts h, of which the first three
+ * are the agents of .11 (600 reads/s), .12 (100, on ring 5) and .13 (200):
+ * .14's agent is gone. */
+static struct ks_fleet_snapshot fleet4(struct ks_fleet_host *h, size_t n)
 {
-	struct ks_fleet_host h[5];
-	struct ks_fleet_snapshot s = { .store_rev = 30,
-				       .ring_rev = 7,
-				       .ring_valid = 1,
-				       .n_ring = 4,
-				       .ring = ring4,
-				       .n_hosts = 5,
-				       .hosts = h };
-	struct ks_fleet_view v;
+	struct ks_fleet_snapshot s = { .store_rev = 30, .ring_rev = 7 };
 
-	/* in key order, as etcd lists them: .14 gone, .12 on an old ring,
-	 * an entry outside the ring, one refused */
+	s.ring_valid = 1;
+	s.n_ring = 4;
+	s.ring = ring4;
+	s.n_hosts = n;
+	s.hosts = h;
 	host(&h[0], "198.18.2.11:11211", 600, 7, 20);
 	host(&h[1], "198.18.2.12:11211", 100, 5, 21);
 	host(&h[2], "198.18.2.13:11211", 200, 7, 22);
+	return s;
+}
+
+static void joined(void)
+{
+	struct ks_fleet_host h[5];
+	struct ks_fleet_snapshot s = fleet4(h, 5);
+	struct ks_fleet_view v;
+
+	/* in key order, as etcd lists them, after those three: an entry
+	 * outside the ring, one refused */
 	host(&h[3], "198.18.9.9:11211", 5000, 7, 23);
 	host(&h[4], "bad", 0, 0, 24);
 	h[4].valid = 0;
@@ -525,22 +534,13 @@ static void render(void)
 				  .write_seq = 9,
 				  .reads = 40 };
 	struct ks_fleet_refused r = { "zz", "unknown state 'x'" };
-	struct ks_fleet_snapshot s = { .store_rev = 30,
-				       .ring_rev = 7,
-				       .ring_valid = 1,
-				       .n_ring = 4,
-				       .ring = ring4,
-				       .n_hosts = 3,
-				       .hosts = h,
-				       .n_hot = 1,
-				       .hot = &e,
-				       .n_refused = 1,
-				       .refused = &r };
+	struct ks_fleet_snapshot s = fleet4(h, 3);
 	char *t;
 
-	host(&h[0], "198.18.2.11:11211", 600, 7, 20);
-	host(&h[1], "198.18.2.12:11211", 100, 5, 21);
-	host(&h[2], "198.18.2.13:11211", 200, 7, 22);
+	s.n_hot = 1;
+	s.hot = &e;
+	s.n_refused = 1;
+	s.refused = &r;
 	top(&h[0], 0x2def698b8bbf4a5fULL, "flash\x1b[2J", 500, 0);
 	snprintf(e.key, sizeof(e.key), "flash");
 	snprintf(e.owner, sizeof(e.owner), "%s", ring4[0]);
