@@ -80,8 +80,8 @@ else
 fi
 text=$(FLEET 2>&1)
 if grep -q "^fleet default: ring revision $REV, 2 hosts" <<<"$text" &&
-	grep -q "^$A .* $REV\$" <<<"$text" && grep -q "^$B .* $REV\$" <<<"$text" &&
-	grep -q "^reads/s across hosts: max" <<<"$text"; then
+	grep -q "^[* ] $A .* $REV  up\$" <<<"$text" && grep -q "^[* ] $B .* $REV  up\$" <<<"$text" &&
+	grep -qE "^(\* busiest |no busiest shard)" <<<"$text"; then
 	pass fleet_hosts_text
 else
 	fail fleet_hosts_text "$text"
@@ -94,7 +94,8 @@ else
 	fail fleet_hosts_under_lease "lease '$lease'"
 fi
 
-# SIGKILL B: its entry goes within its lease (3 s), A's stays
+# SIGKILL B: its entry goes within its lease (3 s), its shard shows gone,
+# A's stays
 kill -KILL "$B_PID"
 wait "$B_PID" 2>/dev/null
 B_PID=
@@ -102,13 +103,13 @@ t0=$(date +%s%N)
 gone=
 for ((i = 0; i < 60; i++)); do
 	text=$(FLEET 2>&1)
-	if ! grep -q "^$B " <<<"$text"; then
+	if grep -q "^  $B .* gone\$" <<<"$text"; then
 		gone=$((($(date +%s%N) - t0) / 1000000))
 		break
 	fi
 	sleep 0.1
 done
-if [ -n "$gone" ] && [ "$gone" -le 4500 ] && grep -q "^$A " <<<"$text" &&
+if [ -n "$gone" ] && [ "$gone" -le 4500 ] && grep -q "^[* ] $A .* up\$" <<<"$text" &&
 	grep -q "1 host " <<<"$text"; then
 	pass fleet_hosts_killed_entry_expires
 	note "the killed agent's entry went ${gone} ms after SIGKILL (lease 3 s)"
@@ -128,7 +129,7 @@ else
 fi
 ks_in_ns "$CNS" "$AGENT" detach --iface "$CIF" >/dev/null 2>&1
 sleep 2
-if FLEET | grep -q "^$A "; then
+if FLEET | grep -q "^[* ] $A .* up\$"; then
 	pass fleet_hosts_survivor_stays
 else
 	fail fleet_hosts_survivor_stays "$(FLEET 2>&1)"

@@ -77,6 +77,7 @@ static const struct kt_group groups[] = {
 	{ "ring_doc", test_ring_doc },
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
+	{ "fleet_view", test_fleet_view },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

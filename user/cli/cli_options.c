@@ -12,6 +12,7 @@
 #include "cli/cli_options.h"
 #include "render/report.h"
 #include "core/etcd_codec.h"
+#include "core/fleet_view.h"
 #include "core/ring_doc.h"
 #include "net/etcd_conf.h"
 
@@ -193,7 +194,25 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "the ring's key, revisions and document as one JSON\n"
 	  "object (get)" },
 	{ "json", 'j', NO, NULL, KS_CMD_FLEET, 0, KS_GRP_OPTIONS,
-	  "the fleet as one versioned JSON document" },
+	  "the fleet as one versioned JSON document (with --watch:\n"
+	  "one compact document a line, each refresh)" },
+	{ "watch", 'w', NO, NULL, KS_CMD_FLEET, 0, KS_GRP_OPTIONS,
+	  "watch /keysteer/NAME/ from the read on and redraw in\n"
+	  "place on each change (at most 4 times a second, at\n"
+	  "least once a second) until Ctrl-C; etcd away shows in\n"
+	  "the last line and the watch reconnects by itself" },
+	{ "top",
+	  't',
+	  REQ,
+	  "K",
+	  KS_CMD_FLEET,
+	  0,
+	  KS_GRP_OPTIONS,
+	  "the fleet's K busiest keys, merged across hosts,\n"
+	  "0..%d (default %d; 0 hides them)",
+	  { KS_FLEET_TOP_MAX, KS_FLEET_TOP_DEFAULT } },
+	{ "hash-only", 'H', NO, NULL, KS_CMD_FLEET, 0, KS_GRP_OPTIONS,
+	  "key hashes instead of the key text agents publish" },
 	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
 	  "the shard this host serves (lookup; checked only)" },
 	{ "keys",

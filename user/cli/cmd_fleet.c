@@ -1,290 +1,298 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * cmd_fleet.c - 'agent fleet': one range read of /keysteer/CLUSTER/ (the
- * ring and every agent's hosts/<self>, docs/fleet.md) and the fleet on
- * one screen: each host's reads/s, writes/s and the ring revision it runs
- * (marked when older than the ring's), max and mean of reads/s; --json a
- * versioned document of the same.
+ * cmd_fleet.c - 'agent fleet': the options and the I/O. One range read of
+ * /keysteer/CLUSTER/ (the ring, every hosts/SELF and hot/HASH entry,
+ * docs/fleet.md) is one consistent snapshot; with --watch the prefix is
+ * watched from the read's revision + 1 and the events applied to a local
+ * copy (core/etcd_mirror.h), so every redraw is the store as of one
+ * revision. What is shown is decided in core/fleet_view.h and printed by
+ * render/fleet.h.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
 #include "cli/cmds.h"
 #include "cli/cli_options.h"
 #include "cli/etcd_cli.h"
+#include "core/etcd_mirror.h"
+#include "core/fleet_doc.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
+#include "render/fleet.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/opts.h"
+#include "util/sig.h"
 
-#define KS_FLEET_SCHEMA 1
+/* --watch: redraw on changes at most this often, and without changes at
+ * least this often (so a shard's agent shows as gone when its lease ends
+ * even if nothing else moves). */
+#define FLEET_REDRAW_MIN_NS (250 * 1000000ULL)
+#define FLEET_REDRAW_MAX_NS (1000 * 1000000ULL)
 
-struct host_row {
-	const char *self;
-	json_t *doc; /* borrowed from the parsed document */
-	double reads, writes, mis;
-	int64_t ring_rev, mod_rev, lease;
-	int have_shard, stale, valid;
+struct fleet_opts {
+	struct ks_etcd_conf ec;
+	int json, watch, hash_only;
+	size_t top_k;
 };
 
-static double num(json_t *o, const char *k)
-{
-	return json_number_value(json_object_get(o, k));
-}
+struct fleet_ctx {
+	struct fleet_opts o;
+	struct ks_etcd *c;
+	struct ks_etcd_watch *w;
+	struct ks_etcd_mirror m;
+	char prefix[KS_CLUSTER_MAX + 16];
+	size_t plen;
+	char state[KS_ERRLEN_DOC + 64]; /* --watch: etcd's state line */
+};
 
-/* A host's row from its document; valid 0 when it does not read. */
-static void host_row(struct host_row *h, const struct ks_etcd_kv *kv,
-		     size_t plen, int64_t ring_rev)
-{
-	json_error_t je;
-	json_t *sh, *cl;
-
-	memset(h, 0, sizeof(*h));
-	h->self = kv->key + plen;
-	h->mod_rev = kv->mod_revision;
-	h->lease = kv->lease;
-	h->doc = json_loadb(kv->value, kv->value_len, 0, &je);
-	if (!json_is_object(h->doc) ||
-	    json_integer_value(json_object_get(h->doc, "schema")) < 1)
-		return;
-	h->valid = 1;
-	h->ring_rev = json_integer_value(
-		json_object_get(h->doc, "ring_revision"));
-	sh = json_object_get(h->doc, "shard");
-	cl = json_object_get(h->doc, "class_rates");
-	if (json_is_object(sh)) {
-		h->have_shard = 1;
-		h->reads = num(sh, "reads_per_s");
-		h->writes = num(sh, "writes_per_s");
-		h->mis = num(sh, "misdirected_per_s");
-	} else {
-		h->reads = num(cl, "read");
-		h->writes = num(cl, "write");
-	}
-	h->stale = ring_rev > 0 && h->ring_rev < ring_rev;
-}
-
-/* The ring's shards no valid hosts/ entry names (its --self): shards whose
- * agent is gone, or never ran. Returns how many went into out[]. */
-static size_t shards_without_agent(const struct ks_etcd_kv *ring,
-				   const struct host_row *h, size_t n,
-				   char (*out)[KS_SHARD_HOST_MAX + 8],
-				   size_t max)
-{
-	struct ks_ring_doc d;
-	char err[KS_ERRLEN_DOC], name[KS_SHARD_HOST_MAX + 8];
-	size_t i, j, k = 0;
-
-	if (!ring || ks_ring_doc_decode(ring->value, ring->value_len, &d, err,
-					sizeof(err)))
-		return 0;
-	for (i = 0; i < d.shards.n && k < max; i++) {
-		snprintf(name, sizeof(name), "%s:%u", d.shards.v[i].host,
-			 d.shards.v[i].port);
-		for (j = 0; j < n; j++)
-			if (h[j].valid && !strcmp(h[j].self, name))
-				break;
-		if (j == n)
-			snprintf(out[k++], sizeof(out[0]), "%s", name);
-	}
-	ks_ring_doc_free(&d);
-	return k;
-}
-
-static void print_json(const char *cluster, const struct ks_etcd_range *rr,
-		       int64_t ring_rev, struct host_row *h, size_t n,
-		       double max, double mean, const char *max_host,
-		       char (*na)[KS_SHARD_HOST_MAX + 8], size_t nna)
-{
-	json_t *o = json_object(), *hs = json_array(), *rd = json_object();
-	size_t i;
-
-	json_object_set_new(o, "schema", json_integer(KS_FLEET_SCHEMA));
-	json_object_set_new(o, "cluster", json_string(cluster));
-	json_object_set_new(o, "store_revision", json_integer(rr->revision));
-	json_object_set_new(o, "ring_revision", json_integer(ring_rev));
-	for (i = 0; i < n; i++) {
-		json_t *r = json_object();
-
-		json_object_set_new(r, "self", json_string(h[i].self));
-		json_object_set_new(r, "valid", json_boolean(h[i].valid));
-		json_object_set_new(r, "ring_revision",
-				    json_integer(h[i].ring_rev));
-		json_object_set_new(r, "ring_stale", json_boolean(h[i].stale));
-		json_object_set_new(r, "reads_per_s", json_real(h[i].reads));
-		json_object_set_new(r, "writes_per_s", json_real(h[i].writes));
-		json_object_set_new(r, "misdirected_per_s",
-				    json_real(h[i].mis));
-		json_object_set_new(
-			r, "rates_of",
-			json_string(h[i].have_shard ? "shard" : "host"));
-		json_object_set_new(r, "mod_revision",
-				    json_integer(h[i].mod_rev));
-		json_object_set_new(r, "status",
-				    h[i].doc ? json_incref(h[i].doc)
-					     : json_null());
-		json_array_append_new(hs, r);
-	}
-	json_object_set_new(o, "hosts", hs);
-	hs = json_array();
-	for (i = 0; i < nna; i++)
-		json_array_append_new(hs, json_string(na[i]));
-	json_object_set_new(o, "shards_without_agent", hs);
-	json_object_set_new(rd, "max", json_real(max));
-	json_object_set_new(rd, "mean", json_real(mean));
-	json_object_set_new(rd, "max_host",
-			    max_host ? json_string(max_host) : json_null());
-	json_object_set_new(o, "reads_per_s", rd);
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	putchar('\n');
-	json_decref(o);
-}
-
-static void print_text(const char *cluster, const struct ks_etcd_range *rr,
-		       int64_t ring_rev, struct host_row *h, size_t n,
-		       double max, double mean, const char *max_host,
-		       char (*na)[KS_SHARD_HOST_MAX + 8], size_t nna)
-{
-	size_t i;
-
-	printf("fleet %s: ring revision %" PRId64
-	       ", %zu host%s (etcd revision %" PRId64 ")\n",
-	       cluster, ring_rev, n, n == 1 ? "" : "s", rr->revision);
-	if (!n) {
-		printf("no agent has published under hosts/\n");
-		return;
-	}
-	printf("%-32s %12s %12s %12s %8s\n", "HOST", "READS/S", "WRITES/S",
-	       "MISDIR/S", "RING");
-	for (i = 0; i < n; i++) {
-		if (!h[i].valid) {
-			printf("%-32s %12s %12s %12s %8s  (document refused)\n",
-			       h[i].self, "-", "-", "-", "-");
-			continue;
-		}
-		printf("%-32s %12.1f %12.1f %12.1f %8" PRId64 "%s%s\n",
-		       h[i].self, h[i].reads, h[i].writes, h[i].mis,
-		       h[i].ring_rev, h[i].stale ? "  OLD RING" : "",
-		       h[i].have_shard ? "" : "  (no ring: host totals)");
-	}
-	printf("reads/s across hosts: max %.1f (%s), mean %.1f, max/mean %.2f\n",
-	       max, max_host ? max_host : "-", mean,
-	       mean > 0 ? max / mean : 0.0);
-	if (nna) {
-		printf("shards without an agent:");
-		for (i = 0; i < nna; i++)
-			printf(" %s", na[i]);
-		printf("\n");
-	}
-}
-
-int cmd_fleet(int argc, char **argv)
+/* 0 to go on, else the exit status (help printed, a bad option). */
+static int parse_fleet(int argc, char **argv, struct fleet_opts *o)
 {
 	struct ks_cli_getopt g;
-	struct ks_etcd_conf ec;
-	struct ks_etcd *c = NULL;
-	struct ks_etcd_range rr = { 0 };
-	struct host_row *h = NULL;
-	char err[KS_ERRLEN_DOC * 2], prefix[sizeof(ec.ring_key)], hp[400];
-	const char *max_host = NULL;
-	double max = 0, sum = 0;
-	int ch, r, json = 0, rc = KS_EXIT_FAIL;
-	int64_t ring_rev = 0;
-	size_t i, n = 0, nv = 0, plen, hlen, nna = 0;
-	const struct ks_etcd_kv *ring_kv = NULL;
-	char(*na)[KS_SHARD_HOST_MAX + 8] = NULL;
+	char err[KS_ERRLEN_DOC * 2];
+	unsigned long long k;
+	int ch, r;
 
-	ks_etcd_conf_init(&ec);
+	memset(o, 0, sizeof(*o));
+	ks_etcd_conf_init(&o->ec);
+	o->top_k = KS_FLEET_TOP_DEFAULT;
 	ks_cli_getopt_init(&g, KS_CMD_FLEET);
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
-		if (ch == 'h') {
+		switch (ch) {
+		case 'h':
 			ks_help_fleet(stdout);
 			return KS_EXIT_OK;
-		}
-		if (ch == 'j') {
-			json = 1;
+		case 'j':
+			o->json = 1;
+			continue;
+		case 'w':
+			o->watch = 1;
+			continue;
+		case 'H':
+			o->hash_only = 1;
+			continue;
+		case 't':
+			if (ks_parse_uint("--top", optarg, 0, KS_FLEET_TOP_MAX,
+					  &k, err, sizeof(err)))
+				goto bad;
+			o->top_k = (size_t)k;
 			continue;
 		}
-		r = ks_etcd_cli_opt(&ec, ch, optarg, err, sizeof(err));
-		if (r < 0) {
-			ks_err("%s", err);
-			return KS_EXIT_USAGE;
-		}
+		r = ks_etcd_cli_opt(&o->ec, ch, optarg, err, sizeof(err));
+		if (r < 0)
+			goto bad;
 		if (!r)
 			return ks_bad_option("fleet", ch, argv);
 	}
 	if (optind < argc)
 		return ks_no_args("fleet", argc, argv);
-	if (!ec.endpoints)
+	if (!o->ec.endpoints)
 		return ks_usage_error(
 			"fleet",
 			"no --etcd URL[,URL...] given; fleet reads the fleet from etcd");
-	if (ks_etcd_conf_check(&ec, err, sizeof(err))) {
-		ks_err("%s", err);
-		return KS_EXIT_USAGE;
-	}
-	if (ks_etcd_conf_connect(&ec, &c, err, sizeof(err))) {
-		ks_err("%s", err);
-		return KS_EXIT_USAGE;
-	}
-	plen = strlen(ec.ring_key) - strlen("ring");
-	snprintf(prefix, sizeof(prefix), "%.*s", (int)plen, ec.ring_key);
-	hlen = (size_t)snprintf(hp, sizeof(hp), "%shosts/", prefix);
-	if (ks_etcd_range(c, prefix, plen, KS_ETCD_PREFIX, &rr)) {
-		ks_err("cannot read %s: %s", prefix, ks_etcd_errmsg(c));
-		goto out;
-	}
-	h = calloc(rr.n ? rr.n : 1, sizeof(*h));
-	if (!h) {
-		ks_err("out of memory");
-		goto out;
-	}
-	for (i = 0; i < rr.n; i++)
-		if (rr.kvs[i].key_len == strlen(ec.ring_key) &&
-		    !memcmp(rr.kvs[i].key, ec.ring_key, rr.kvs[i].key_len)) {
-			ring_rev = rr.kvs[i].mod_revision;
-			ring_kv = &rr.kvs[i];
-		}
-	for (i = 0; i < rr.n; i++) {
-		const struct ks_etcd_kv *kv = &rr.kvs[i];
+	return -1;
+bad:
+	ks_err("%s", err);
+	return KS_EXIT_USAGE;
+}
 
-		if (kv->key_len <= hlen || memcmp(kv->key, hp, hlen))
-			continue;
-		host_row(&h[n], kv, hlen, ring_rev);
-		if (h[n].valid) {
-			nv++;
-			sum += h[n].reads;
-			if (!max_host || h[n].reads > max) {
-				max = h[n].reads;
-				max_host = h[n].self;
-			}
-		}
-		n++;
+/* The whole prefix read into the local copy. */
+static int read_all(struct fleet_ctx *x)
+{
+	struct ks_etcd_range rr = { 0 };
+	int rc = ks_etcd_range(x->c, x->prefix, x->plen, KS_ETCD_PREFIX, &rr);
+
+	if (rc)
+		return rc;
+	ks_etcd_mirror_free(&x->m);
+	ks_etcd_mirror_load(&x->m, &rr);
+	return 0;
+}
+
+/* The snapshot of the local copy, decided and printed. */
+static int draw(struct fleet_ctx *x)
+{
+	struct ks_fleet_snapshot s;
+	struct ks_fleet_view v;
+	struct ks_fleet_out out;
+
+	if (ks_fleet_snapshot_decode(x->m.kvs, x->m.n, x->prefix, x->m.revision,
+				     &s))
+		return -ENOMEM;
+	if (ks_fleet_view_build(&s, x->o.top_k, x->o.hash_only, &v)) {
+		ks_fleet_snapshot_free(&s);
+		return -ENOMEM;
 	}
-	na = calloc(KS_MAX_SHARDS, sizeof(*na));
-	if (!na) {
-		ks_err("out of memory");
+	out = (struct ks_fleet_out){
+		.cluster = x->o.ec.cluster,
+		.s = &s,
+		.v = &v,
+		.top_k = x->o.top_k,
+		.hash_only = x->o.hash_only,
+		.watch_state = x->o.watch ? x->state : NULL,
+		.watch_up = x->w && ks_etcd_watch_created(x->w)
+	};
+	if (x->o.watch && !x->o.json)
+		fputs("\033[H\033[2J",
+		      stdout); /* home, clear: as report --watch */
+	if (x->o.json)
+		ks_render_fleet_json(stdout, &out, x->o.watch);
+	else
+		ks_render_fleet_text(stdout, &out);
+	fflush(stdout);
+	ks_fleet_view_free(&v);
+	ks_fleet_snapshot_free(&s);
+	return 0;
+}
+
+static int watch_from_copy(struct fleet_ctx *x)
+{
+	return ks_etcd_watch_start(x->c, x->prefix, x->plen, KS_ETCD_PREFIX,
+				   x->m.revision + 1, &x->w);
+}
+
+/*
+ * One turn of the watch: its failures into the state line, its events
+ * into the copy. 1 when the copy or the state changed, 0 when not, -1
+ * when the watch cannot go on (credentials refused, out of memory).
+ */
+static int watch_turn(struct fleet_ctx *x)
+{
+	char was[sizeof(x->state)];
+	struct ks_etcd_event ev;
+	int n, changed = 0;
+
+	memcpy(was, x->state, sizeof(was));
+	n = ks_etcd_watch_run(x->w);
+	if (n == -ERANGE) {
+		/* compacted past our revision: read again, watch from there */
+		ks_etcd_watch_stop(x->w);
+		x->w = NULL;
+		if (read_all(x) || watch_from_copy(x)) {
+			snprintf(x->state, sizeof(x->state),
+				 "reading again after a compaction: %s",
+				 ks_etcd_errmsg(x->c));
+			return -1;
+		}
+		return 1;
+	}
+	if (n == -EACCES || n == -EPERM) {
+		snprintf(x->state, sizeof(x->state), "watch ended: %s",
+			 ks_etcd_watch_errmsg(x->w));
+		return -1;
+	}
+	if (n < 0)
+		snprintf(x->state, sizeof(x->state), "reconnecting: %s",
+			 ks_etcd_watch_errmsg(x->w));
+	while (ks_etcd_watch_next(x->w, &ev) == 1) {
+		if (ks_etcd_mirror_apply(&x->m, &ev)) {
+			ks_etcd_event_free(&ev);
+			return -1;
+		}
+		ks_etcd_event_free(&ev);
+		changed = 1;
+	}
+	if (ks_etcd_watch_created(x->w))
+		snprintf(x->state, sizeof(x->state),
+			 "watch up at %s, revision %" PRId64,
+			 ks_etcd_endpoint(x->c), x->m.revision);
+	return changed || strcmp(was, x->state);
+}
+
+/* --watch: redraws until SIGINT or SIGTERM. */
+static int watch_loop(struct fleet_ctx *x)
+{
+	__u64 last = ks_mono_ns(), now;
+	int dirty = 0, r;
+
+	snprintf(x->state, sizeof(x->state), "watch starting at %s",
+		 ks_etcd_endpoint(x->c));
+	if (watch_from_copy(x)) {
+		ks_err("cannot watch %s: %s", x->prefix, ks_etcd_errmsg(x->c));
+		return KS_EXIT_FAIL;
+	}
+	if (draw(x))
+		return KS_EXIT_FAIL;
+	while (!ks_stop) {
+		struct pollfd p = { .fd = ks_etcd_watch_fd(x->w),
+				    .events = POLLIN };
+		int wait_ms = ks_etcd_watch_timeout_ms(x->w);
+		__u64 due = last +
+			    (dirty ? FLEET_REDRAW_MIN_NS : FLEET_REDRAW_MAX_NS);
+		int until = 0;
+
+		now = ks_mono_ns();
+		if (due > now)
+			until = (int)((due - now) / 1000000ULL) + 1;
+		if (wait_ms < 0 || wait_ms > until)
+			wait_ms = until;
+		/* short steps: a signal just before poll() waits at most this */
+		if (wait_ms > 100)
+			wait_ms = 100;
+		poll(&p, 1, wait_ms);
+		r = watch_turn(x);
+		if (r < 0) {
+			draw(x);
+			ks_err("%s", x->state);
+			return KS_EXIT_FAIL;
+		}
+		dirty |= r;
+		now = ks_mono_ns();
+		if (now - last >=
+		    (dirty ? FLEET_REDRAW_MIN_NS : FLEET_REDRAW_MAX_NS)) {
+			if (draw(x))
+				return KS_EXIT_FAIL;
+			last = now;
+			dirty = 0;
+		}
+	}
+	return KS_EXIT_OK;
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+	struct fleet_ctx x;
+	char err[KS_ERRLEN_DOC * 2];
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	rc = parse_fleet(argc, argv, &x.o);
+	if (rc >= 0)
+		return rc;
+	rc = KS_EXIT_USAGE;
+	if (ks_etcd_conf_check(&x.o.ec, err, sizeof(err)) ||
+	    ks_etcd_conf_connect(&x.o.ec, &x.c, err, sizeof(err))) {
+		ks_err("%s", err);
 		goto out;
 	}
-	nna = shards_without_agent(ring_kv, h, n, na, KS_MAX_SHARDS);
-	if (json)
-		print_json(ec.cluster, &rr, ring_rev, h, n, max,
-			   nv ? sum / nv : 0, max_host, na, nna);
-	else
-		print_text(ec.cluster, &rr, ring_rev, h, n, max,
-			   nv ? sum / nv : 0, max_host, na, nna);
-	rc = KS_EXIT_OK;
+	/* the ring key less "ring": /keysteer/NAME/ */
+	x.plen = strlen(x.o.ec.ring_key) - strlen("ring");
+	snprintf(x.prefix, sizeof(x.prefix), "%.*s", (int)x.plen,
+		 x.o.ec.ring_key);
+	rc = KS_EXIT_FAIL;
+	if (read_all(&x)) {
+		ks_err("cannot read %s: %s", x.prefix, ks_etcd_errmsg(x.c));
+		goto out;
+	}
+	if (x.o.watch) {
+		ks_install_stop_handlers();
+		rc = watch_loop(&x);
+	} else {
+		rc = draw(&x) ? KS_EXIT_FAIL : KS_EXIT_OK;
+	}
+	if (rc == KS_EXIT_FAIL && !x.o.watch)
+		ks_err("out of memory");
 out:
-	for (i = 0; h && i < n; i++)
-		json_decref(h[i].doc);
-	free(h);
-	free(na);
-	ks_etcd_range_free(&rr);
-	ks_etcd_close(c);
+	ks_etcd_watch_stop(x.w);
+	ks_etcd_mirror_free(&x.m);
+	ks_etcd_close(x.c);
 	return rc;
 }

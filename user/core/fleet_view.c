@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* fleet_view.c - what 'agent fleet' shows, decided (see fleet_view.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/fleet_view.h"
+
+int ks_fleet_hash_parse(const char *s, uint64_t *hash)
+{
+	uint64_t h = 0;
+	int i;
+
+	/* Lowercase only: the key's last part must be the hash as written,
+	 * so two spellings of one hash are never two entries. */
+	for (i = 0; i < 16; i++) {
+		char c = s[i];
+
+		if (c >= '0' && c <= '9')
+			h = h << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			h = h << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return -1;
+	}
+	if (s[16])
+		return -1;
+	*hash = h;
+	return 0;
+}
+
+/* The host's entry names this shard: by its shard's name, which the agent
+ * writes as the ring's "host:port", or by --self when it has none. */
+static int names_shard(const struct ks_fleet_host *h, const char *name)
+{
+	if (h->have_shard && !strcmp(h->shard_name, name))
+		return 1;
+	return !strcmp(h->self, name);
+}
+
+/* The ring's shard each valid host names, or -1. */
+static long shard_of(const struct ks_fleet_snapshot *s,
+		     const struct ks_fleet_host *h)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_ring; i++)
+		if (names_shard(h, s->ring[i]))
+			return (long)i;
+	return -1;
+}
+
+/* Shards joined with the newest valid entry naming each. */
+static void join(const struct ks_fleet_snapshot *s, struct ks_fleet_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_ring; i++) {
+		v->shards[i].name = s->ring[i];
+		v->shards[i].host = -1;
+	}
+	for (i = 0; i < s->n_hosts; i++) {
+		const struct ks_fleet_host *h = &s->hosts[i];
+		long k = h->valid ? shard_of(s, h) : -1;
+		struct ks_fleet_shard *sh;
+
+		v->host_shard[i] = -1;
+		v->host_stale[i] = h->valid && s->ring_rev > 0 &&
+				   h->ring_rev < s->ring_rev;
+		if (k < 0)
+			continue;
+		sh = &v->shards[k];
+		if (sh->host >= 0 && s->hosts[sh->host].mod_rev >= h->mod_rev)
+			continue;
+		if (sh->host >= 0)
+			v->host_shard[sh->host] = -1;
+		sh->host = (long)i;
+		v->host_shard[i] = k;
+	}
+	for (i = 0; i < s->n_ring; i++) {
+		struct ks_fleet_shard *sh = &v->shards[i];
+		const struct ks_fleet_host *h;
+
+		if (sh->host < 0)
+			continue;
+		h = &s->hosts[sh->host];
+		sh->reads = h->reads;
+		sh->writes = h->writes;
+		sh->mis = h->mis;
+		sh->ring_rev = h->ring_rev;
+		sh->stale = v->host_stale[sh->host];
+	}
+}
+
+/* Share, ratio to the mean and the busiest, over the shards with an
+ * agent: a gone agent's shard has no figures, not zero load. */
+static void shard_load(struct ks_fleet_view *v)
+{
+	size_t i;
+
+	v->busiest = -1;
+	for (i = 0; i < v->n_shards; i++) {
+		struct ks_fleet_shard *sh = &v->shards[i];
+
+		if (sh->host < 0)
+			continue;
+		v->n_up++;
+		v->sum += sh->reads;
+		if (sh->reads > v->max) {
+			v->max = sh->reads;
+			v->busiest = (long)i;
+		}
+	}
+	v->mean = v->n_up ? v->sum / (double)v->n_up : 0;
+	for (i = 0; i < v->n_shards; i++) {
+		struct ks_fleet_shard *sh = &v->shards[i];
+
+		if (sh->host < 0)
+			continue;
+		sh->share = v->sum > 0 ? sh->reads / v->sum : 0;
+		sh->ratio = v->mean > 0 ? sh->reads / v->mean : 0;
+	}
+	if (v->busiest >= 0)
+		v->shards[v->busiest].busiest = 1;
+}
+
+/* No ring: max and mean over the valid hosts, as one row each. */
+static void host_load(const struct ks_fleet_snapshot *s,
+		      struct ks_fleet_view *v)
+{
+	size_t i, n = 0;
+
+	v->max_host = -1;
+	for (i = 0; i < s->n_hosts; i++) {
+		if (!s->hosts[i].valid)
+			continue;
+		n++;
+		v->sum += s->hosts[i].reads;
+		if (v->max_host < 0 || s->hosts[i].reads > v->max) {
+			v->max = s->hosts[i].reads;
+			v->max_host = (long)i;
+		}
+	}
+	v->mean = n ? v->sum / (double)n : 0;
+}
+
+/* The hosts no shard row shows, and the shard each names if any. */
+static void leftovers(const struct ks_fleet_snapshot *s,
+		      struct ks_fleet_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_hosts; i++) {
+		if (v->host_shard[i] >= 0)
+			continue;
+		v->others[v->n_others] = i;
+		v->other_shard[v->n_others++] = s->hosts[i].valid
+							? shard_of(s,
+								   &s->hosts[i])
+							: -1;
+	}
+}
+
+/* Busiest (reads + writes) first, then by hash: the same snapshot always
+ * prints the same. */
+static int by_load(double rx, double wx, uint64_t hx, double ry, double wy,
+		   uint64_t hy)
+{
+	double lx = rx + wx, ly = ry + wy;
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return hx < hy ? -1 : hx > hy;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct ks_fleet_key *x = a, *y = b;
+
+	return by_load(x->reads, x->writes, x->hash, y->reads, y->writes,
+		       y->hash);
+}
+
+static struct ks_fleet_key *find_key(struct ks_fleet_key *k, size_t n,
+				     uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (k[i].hash == hash)
+			return &k[i];
+	return NULL;
+}
+
+/* Every valid host's top summed by hash, the top_k busiest kept. Hosts
+ * publish at most a few keys each, so a linear search is enough. */
+static int merge_top(const struct ks_fleet_snapshot *s, size_t top_k,
+		     int hash_only, struct ks_fleet_view *v)
+{
+	size_t i, j, cap = 0, n = 0;
+	struct ks_fleet_key *all;
+
+	for (i = 0; i < s->n_hosts; i++)
+		if (s->hosts[i].valid)
+			cap += s->hosts[i].n_top;
+	if (!top_k || !cap)
+		return 0;
+	all = calloc(cap, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; i < s->n_hosts; i++) {
+		const struct ks_fleet_host *h = &s->hosts[i];
+
+		for (j = 0; h->valid && j < h->n_top; j++) {
+			const struct ks_fleet_key *t = &h->top[j];
+			struct ks_fleet_key *m = find_key(all, n, t->hash);
+
+			if (!m) {
+				m = &all[n++];
+				m->hash = t->hash;
+			}
+			m->reads += t->reads;
+			m->writes += t->writes;
+			m->hosts++;
+			if (!hash_only && !m->key[0] && t->key[0])
+				memcpy(m->key, t->key, sizeof(m->key));
+		}
+	}
+	qsort(all, n, sizeof(*all), cmp_key);
+	v->top = all;
+	v->n_top = n < top_k ? n : top_k;
+	return 0;
+}
+
+static int cmp_hot(const void *a, const void *b)
+{
+	const struct ks_fleet_hot *x = *(const struct ks_fleet_hot *const *)a;
+	const struct ks_fleet_hot *y = *(const struct ks_fleet_hot *const *)b;
+
+	return by_load(x->reads, x->writes, x->hash, y->reads, y->writes,
+		       y->hash);
+}
+
+/* Pointers sorted, not the entries: the snapshot stays as read. */
+static void order_hot(const struct ks_fleet_snapshot *s,
+		      struct ks_fleet_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_hot; i++)
+		v->hot[i] = &s->hot[i];
+	qsort(v->hot, s->n_hot, sizeof(v->hot[0]), cmp_hot);
+	v->n_hot = s->n_hot;
+}
+
+int ks_fleet_view_build(const struct ks_fleet_snapshot *s, size_t top_k,
+			int hash_only, struct ks_fleet_view *v)
+{
+	size_t nh = s->n_hosts ? s->n_hosts : 1;
+
+	memset(v, 0, sizeof(*v));
+	v->busiest = -1;
+	v->max_host = -1;
+	v->n_shards = s->n_ring;
+	v->n_hosts = s->n_hosts;
+	v->shards = calloc(s->n_ring ? s->n_ring : 1, sizeof(*v->shards));
+	v->others = calloc(nh, sizeof(*v->others));
+	v->other_shard = calloc(nh, sizeof(*v->other_shard));
+	v->host_shard = calloc(nh, sizeof(*v->host_shard));
+	v->host_stale = calloc(nh, sizeof(*v->host_stale));
+	v->hot = calloc(s->n_hot ? s->n_hot : 1, sizeof(*v->hot));
+	if (!v->shards || !v->others || !v->other_shard || !v->host_shard ||
+	    !v->host_stale || !v->hot)
+		goto nomem;
+	join(s, v);
+	if (s->n_ring)
+		shard_load(v);
+	else
+		host_load(s, v);
+	leftovers(s, v);
+	if (merge_top(s, top_k, hash_only, v))
+		goto nomem;
+	order_hot(s, v);
+	return 0;
+nomem:
+	ks_fleet_view_free(v);
+	return -ENOMEM;
+}
+
+void ks_fleet_view_free(struct ks_fleet_view *v)
+{
+	free(v->shards);
+	free(v->others);
+	free(v->other_shard);
+	free(v->host_shard);
+	free(v->host_stale);
+	free(v->top);
+	free(v->hot);
+	memset(v, 0, sizeof(*v));
+	v->busiest = -1;
+	v->max_host = -1;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * fleet_view.h - what 'agent fleet' decides, as pure code over structs (no
+ * I/O, no JSON): the ring's shards joined with the agents' hosts/ entries
+ * (reads/s, share of the fleet's reads, ratio to the mean, the busiest
+ * shard, agents on an older ring, shards whose agent is gone), the fleet's
+ * top keys merged across hosts, and the hot-key table in display order.
+ * fleet_doc.h fills the snapshot from etcd's documents; render/fleet.h
+ * prints the view. docs/fleet.md, "agent fleet".
+ */
+#ifndef KS_FLEET_VIEW_H
+#define KS_FLEET_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "keysteer.h"
+#include "core/hot_doc.h"
+#include "core/shards.h"
+
+#define KS_FLEET_ADDR_MAX    (KS_SHARD_HOST_MAX + 8) /* "host:port" and NUL */
+#define KS_FLEET_KEY_TEXT    (4 * KS_KEY_BUF + 8)    /* ks_key_text's worst */
+#define KS_FLEET_HOST_TOP    16 /* top keys read from one host's entry */
+#define KS_FLEET_REPLICAS    KS_MAX_REPLICAS /* replicas kept per hot entry */
+#define KS_FLEET_TOP_DEFAULT 10
+#define KS_FLEET_TOP_MAX     1000 /* --top K */
+#define KS_FLEET_WHY_MAX     200
+
+/* One key of a host's top (or of the merged top). */
+struct ks_fleet_key {
+	uint64_t hash;
+	char key[KS_FLEET_KEY_TEXT]; /* "" when no entry carried it */
+	double reads, writes;        /* per second */
+	unsigned hosts;              /* merged: how many hosts listed it */
+};
+
+/* One hosts/ entry as decoded (fleet_doc.h). */
+struct ks_fleet_host {
+	char self[KS_FLEET_ADDR_MAX]; /* the key's last part */
+	int valid;                    /* 0: the document was refused */
+	char why[KS_FLEET_WHY_MAX];   /* ... and why */
+	int have_shard;               /* "shard" is an object, not null */
+	char shard_name[KS_FLEET_ADDR_MAX];
+	double reads, writes, mis; /* the shard's, else the host's classes */
+	int64_t ring_rev, mod_rev;
+	size_t n_top;
+	struct ks_fleet_key top[KS_FLEET_HOST_TOP];
+	const char *raw; /* the value as etcd holds it (borrowed) */
+	size_t raw_len;
+};
+
+/* One hot/HASH entry, schema 1, as decoded. */
+struct ks_fleet_hot {
+	uint64_t hash;
+	char key[KS_FLEET_KEY_TEXT]; /* "" when the owner hides keys */
+	char owner[KS_FLEET_ADDR_MAX];
+	int read_hot, write_hot, pinned;
+	int64_t copies, subkeys, write_seq, mod_rev;
+	int state;     /* enum ks_hot_doc_state (core/hot_doc.h) */
+	size_t n_reps; /* replicas listed; the first KS_FLEET_REPLICAS kept */
+	char replicas[KS_FLEET_REPLICAS][KS_FLEET_ADDR_MAX];
+	double reads, writes;
+};
+
+/* A hot/ entry that was refused. */
+struct ks_fleet_refused {
+	char key[KS_FLEET_ADDR_MAX]; /* the etcd key's part after hot/ */
+	char why[KS_FLEET_WHY_MAX];
+};
+
+/* Everything one read (and the watch since) says about the fleet. */
+struct ks_fleet_snapshot {
+	int64_t store_rev; /* etcd's revision of the snapshot */
+	int64_t ring_rev;  /* the ring key's mod_revision; 0: no ring key */
+	int ring_valid;    /* the ring document decoded */
+	char ring_why[KS_FLEET_WHY_MAX];
+	size_t n_ring; /* the ring's shards, "host:port", in index order */
+	char (*ring)[KS_FLEET_ADDR_MAX];
+	size_t n_hosts;
+	struct ks_fleet_host *hosts; /* in key order */
+	size_t n_hot;
+	struct ks_fleet_hot *hot;
+	size_t n_refused;
+	struct ks_fleet_refused *refused;
+};
+
+/* One shard of the ring, joined with its agent. */
+struct ks_fleet_shard {
+	const char *name; /* the snapshot's "host:port" */
+	long host;        /* index into hosts[], -1: no valid entry (gone) */
+	double reads, writes, mis;
+	double share; /* of the reads of every shard with an agent, 0..1 */
+	double ratio; /* reads / the mean of those shards */
+	int64_t ring_rev;
+	int stale;   /* its agent runs an older ring than the ring's */
+	int busiest; /* the most reads (ties: the lower index); none at 0 */
+};
+
+struct ks_fleet_view {
+	size_t n_shards;
+	struct ks_fleet_shard *shards; /* the ring's, in index order */
+	long busiest;                  /* its index, -1: none */
+	size_t n_up;                   /* shards with an agent */
+	/* reads/s over the shards with an agent, or over valid hosts when
+	 * there is no ring: */
+	double max, mean, sum;
+	long max_host; /* no ring: the busiest valid host, -1: none */
+	/* hosts that joined no shard (all of them without a ring), in key
+	 * order; other_shard[i]: the shard it names whose row another
+	 * entry took, else -1 */
+	size_t n_others;
+	size_t *others;
+	long *other_shard;
+	long *host_shard; /* n_hosts: the shard each host joined, -1 */
+	int *host_stale;  /* n_hosts: a valid host on an older ring */
+	size_t n_hosts;
+	size_t n_top;
+	struct ks_fleet_key *top; /* the merged top, busiest first */
+	size_t n_hot;
+	const struct ks_fleet_hot **hot; /* the snapshot's, busiest first */
+};
+
+/*
+ * Builds v from s: shards joined with the valid host whose shard.name
+ * (or self) is the shard's "host:port" (the newest entry by mod_revision
+ * when several are), share and ratio of reads, the busiest, the hosts
+ * left over, the top_k busiest keys merged over every valid host (reads
+ * and writes summed by hash; key text dropped with hash_only), the hot
+ * entries by reads + writes. 0 or -ENOMEM; free v with ks_fleet_view_free.
+ */
+int ks_fleet_view_build(const struct ks_fleet_snapshot *s, size_t top_k,
+			int hash_only, struct ks_fleet_view *v);
+void ks_fleet_view_free(struct ks_fleet_view *v);
+
+/* 16 lowercase hex digits into *hash: 0, or -1 when s is anything else. */
+int ks_fleet_hash_parse(const char *s, uint64_t *hash);
+
+#endif
