@@ -10,6 +10,10 @@
                                       mod_revision REV with that digest
     ks_fleet_faults.py bad-digest     a ring document (stdin) with its
                                       digest replaced by 0123456789abcdef
+    ks_fleet_faults.py report FILE    agent report --json: "SEQ INTERVAL_MS
+                                      OPS VERSION DIGEST RELOAD_ERRORS"
+                                      (OPS: every request the datapath
+                                      counted, all classes)
     ks_fleet_faults.py load FILE      ks_load --json: "FAILED OPS"
     ks_fleet_faults.py fleet FILE     agent fleet --json: "VALID_HOSTS
                                       REV,REV,... WITHOUT,... HOT_REFUSED"
@@ -67,6 +71,16 @@ def cmd_bad_digest(_):
     print(json.dumps(doc))
 
 
+def cmd_report(args):
+    with open(args[0]) as f:
+        r = json.load(f)
+    ring = r.get("ring") or {}
+    print(r["seq"], int(r["interval_measured_ms"]),
+          sum(v["requests"] for v in r["totals"]["classes"].values()),
+          ring.get("version", "-"), ring.get("digest", "-"),
+          ring.get("reload_errors", "-"))
+
+
 def cmd_load(args):
     with open(args[0]) as f:
         d = json.load(f)
@@ -85,7 +99,8 @@ def cmd_fleet(args):
 
 def main():
     cmds = {"hosts": cmd_hosts, "hot": cmd_hot, "at": cmd_at,
-            "bad-digest": cmd_bad_digest, "load": cmd_load,
+            "bad-digest": cmd_bad_digest, "report": cmd_report,
+            "load": cmd_load,
             "fleet": cmd_fleet}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)

@@ -463,7 +463,10 @@ static int ring_set(int argc, char **argv)
 	}
 	n = ks_etcd_put_if(c, ec.ring_key, strlen(ec.ring_key), doc, doclen, 0,
 			   expect, &rev);
-	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN) {
+	/* lost, broken mid-call, or sent and unanswered (a member without
+	 * a leader may still commit it): read the key back */
+	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN ||
+	    n == -ETIMEDOUT) {
 		int lost = n == -ESTALE;
 
 		ks_etcd_range_free(&cur);
