@@ -53,7 +53,7 @@ etcd_member_start() {
 etcd_cluster_start() {
 	local dir=$1 i=0 spec
 	shift
-	ETCD_DIR=$dir ETCD_INITIAL= ETCD_URLS=
+	ETCD_DIR=$dir ETCD_INITIAL='' ETCD_URLS=''
 	mkdir -p "$dir" || return 1
 	ETCD_URL=() ETCD_NS=() ETCD_ADDR=() ETCD_PID=()
 	for spec in "$@"; do

@@ -12,10 +12,11 @@
 #       digest, and etcd must then hold the winner's. 0 and the loser's line
 #       in RACE_NOTE, or 1 and why in RACE_WHY. Output in DIR/race_[ab].*.
 
+# shellcheck disable=SC2034 # RACE_NOTE and RACE_WHY are for the caller
 fleet_ring_race() {
 	local dir=$1 key=$2 get=$3 set_a=$4 set_b=$5 cur pa pb ra rb win lose
 	local wrev wdig now
-	RACE_NOTE= RACE_WHY=
+	RACE_NOTE='' RACE_WHY=''
 	cur=$($get | awk '{print $1}')
 	$set_a --if-revision "$cur" >"$dir/race_a.out" 2>"$dir/race_a.err" &
 	pa=$!

@@ -76,12 +76,8 @@ faults_cleanup() {
 }
 trap faults_cleanup EXIT
 
-for tool in etcd etcdctl memcached; do
-	if ! command -v "$tool" >/dev/null; then
-		skip fleet_faults "$tool is not installed (make deps)"
-		exit 0
-	fi
-done
+e2e_require fleet_faults "make deps: etcd-server, etcd-client, memcached" \
+	etcd etcdctl memcached
 if [ ! -x "$LOAD" ]; then
 	fail fleet_faults "$LOAD is missing; run 'make' first"
 	exit 1
@@ -336,7 +332,7 @@ while read -r s r l; do
 done < <(hosts_now)
 OPS0=() VER0=() SEQ0=() STRETCH=() OPS1=() VER1=() SEQ1=()
 for i in "${AGENTS[@]}"; do
-	read -r SEQ0[i] _ OPS0[i] VER0[i] _ _ <<<"$(rep "$i")"
+	read -r "SEQ0[i]" _ "OPS0[i]" "VER0[i]" _ _ <<<"$(rep "$i")"
 	STRETCH[i]=0
 done
 hot_check
@@ -348,7 +344,7 @@ alive=1
 while [ $(($(ms_now) - t_stop)) -lt 10000 ]; do
 	for i in "${AGENTS[@]}"; do
 		kill -0 "${STEER_AGENT_PIDS[i]}" 2>/dev/null || alive=0
-		read -r SEQ1[i] iv OPS1[i] VER1[i] _ _ <<<"$(rep "$i")"
+		read -r "SEQ1[i]" iv "OPS1[i]" "VER1[i]" _ _ <<<"$(rep "$i")"
 		[ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] && [ "$iv" -gt "${STRETCH[i]}" ] &&
 			STRETCH[i]=$iv
 	done
@@ -433,7 +429,7 @@ read -r rev dig <<<"$(ring_now)"
 wait_all_on "$rev" "$dig" 50 || note "not every agent on ring v$rev before the bad data:$LAGGARDS"
 RE0=()
 for i in "${AGENTS[@]}"; do
-	read -r _ _ _ _ _ RE0[i] <<<"$(rep "$i")"
+	read -r _ _ _ _ _ "RE0[i]" <<<"$(rep "$i")"
 done
 good=$(etcd_ctl get --print-value-only "$KEY")
 etcd_ctl put "$KEY" '{"schema":1,"kind":"keysteer-ring","distribution":' >/dev/null
