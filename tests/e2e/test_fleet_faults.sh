@@ -401,6 +401,21 @@ if [ $ok = 1 ] && [ "$nh" = 4 ] && [ "$without" = - ]; then
 else
 	fail fleet_faults_outage_republished "want each within $REPUBLISH_MAX_MS ms:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?}"
 fi
+# What the agents logged: a stopped member accepts connections (its
+# kernel does) and never answers, so the failure is a timeout, never "no
+# connection" (what a call on a reused connection was once taken for).
+ok=1 figures=
+for i in "${AGENTS[@]}"; do
+	n=$(grep -c "etcd: keeping the lease of $PFX/hosts/${SELF[i]} failed (.*did not answer within 2000 ms" "$(agent_out "$i")")
+	m=$(grep -c "no connection within" "$(agent_out "$i")")
+	figures+=" ${SELF[i]} $n+$m;"
+	[ "$n" -ge 1 ] && [ "$m" = 0 ] || ok=0
+done
+if [ $ok = 1 ]; then
+	pass fleet_faults_outage_logged_as_timeout
+else
+	fail fleet_faults_outage_logged_as_timeout "want a 'did not answer' warning and no 'no connection' line (counts:$figures): $(grep -h 'etcd: keeping' "$STEER_TMP"/agent.*.out | head -4)"
+fi
 load_end outage
 
 # ---- 4. two concurrent ring sets through different endpoints -------------
