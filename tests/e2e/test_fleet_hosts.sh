@@ -28,26 +28,15 @@ hosts_cleanup() {
 }
 trap hosts_cleanup EXIT
 
-for tool in etcd etcdctl; do
-	if ! command -v "$tool" >/dev/null; then
-		skip fleet_hosts "$tool is not installed (make deps: etcd-server, etcd-client)"
-		exit 0
-	fi
-done
+e2e_need_etcd fleet_hosts || exit 0
 e2e_net_up
 
 URL=http://$SADDR:2379
-ks_in_ns_bg "$SNS" etcd --name hosts --data-dir "$E2E_TMP/hosts.data" \
-	--listen-client-urls "$URL" --advertise-client-urls "$URL" \
-	--listen-peer-urls http://127.0.0.1:2380 \
-	--initial-advertise-peer-urls http://127.0.0.1:2380 \
-	--initial-cluster hosts=http://127.0.0.1:2380 \
-	</dev/null >>"$E2E_TMP/etcd.log" 2>&1
-ETCD_PID=$KS_BG_PID
-if ! ks_wait_tcp "$SNS" "$SADDR" 2379 10; then
-	fail fleet_hosts_setup "etcd did not start: $(tail -3 "$E2E_TMP/etcd.log")"
+if ! e2e_etcd_start "$SNS" hosts "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
+	fail fleet_hosts_setup "$(cat "$E2E_TMP/etcd_start.out")"
 	exit 1
 fi
+ETCD_PID=$E2E_ETCD_PID
 
 A=$SADDR:$PORT
 B=$CADDR:$PORT

@@ -49,30 +49,17 @@ fleet_cleanup() {
 }
 trap fleet_cleanup EXIT
 
-for tool in etcd etcdctl; do
-	if ! command -v "$tool" >/dev/null; then
-		skip fleet_ring "$tool is not installed (make deps: etcd-server, etcd-client)"
-		exit 0
-	fi
-done
+e2e_need_etcd fleet_ring || exit 0
 e2e_net_up
 
 # etcd_start NAME URL PEER_PORT [ARGS...]: one single-member etcd in the
-# server namespace, data under $E2E_TMP/NAME.data; sets ETCD_PID.
+# server namespace; sets ETCD_PID.
 etcd_start() {
-	local name=$1 url=$2 peer=http://127.0.0.1:$3
-	shift 3
-	ks_in_ns_bg "$SNS" etcd --name "$name" --data-dir "$E2E_TMP/$name.data" \
-		--listen-client-urls "$url" --advertise-client-urls "$url" \
-		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
-		--initial-cluster "$name=$peer" "$@" \
-		</dev/null >>"$E2E_TMP/$name.log" 2>&1
-	ETCD_PID=$KS_BG_PID
-	if ! ks_wait_tcp "$SNS" 127.0.0.1 "${url##*:}" 10; then
-		fail fleet_ring_setup "etcd $name did not start:"
-		tail -5 "$E2E_TMP/$name.log" | sed 's/^/    /'
+	if ! e2e_etcd_start "$SNS" "$@" >"$E2E_TMP/etcd_start.out"; then
+		fail fleet_ring_setup "$(cat "$E2E_TMP/etcd_start.out")"
 		exit 1
 	fi
+	ETCD_PID=$E2E_ETCD_PID
 }
 EC() { ks_in_ns "$SNS" etcdctl --endpoints "$URL" "$@"; }
 RK() { "$PY" "$E2E_DIR/ks_ring_keys.py" "$@"; }

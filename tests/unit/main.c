@@ -75,6 +75,7 @@ static const struct kt_group groups[] = {
 	{ "pcap", test_pcap },
 	{ "etcd_codec", test_etcd_codec },
 	{ "ring_doc", test_ring_doc },
+	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))

@@ -32,6 +32,7 @@ void test_pcap(void);
 void test_etcd_codec(void);
 void test_ring_doc(void);
 void test_steer_fsm(void);
+void test_fleet_docs(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

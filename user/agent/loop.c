@@ -217,14 +217,14 @@ static int one_interval(struct ks_agent *st)
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
-	ks_run_etcd_hosts_interval(st->etcd, st->rep,
-				   ks_run_ring_enabled(st->ring) ? st->ring
-								 : NULL,
-				   st->metrics->export_keys);
 	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, old_seq,
 			    st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
+	ks_run_etcd_publish_interval(st->etcd, st->rep,
+				     ks_run_ring_enabled(st->ring) ? st->ring
+								   : NULL,
+				     st->hot->table, st->steer);
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)
@@ -306,8 +306,12 @@ int ks_agent_start(struct ks_agent *st)
 	fflush(stdout);
 	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
-	ks_run_etcd_hosts_start(st->etcd, st->ring->spec.self, st->o.ifname,
-				st->o.interval_ms);
+	ks_run_etcd_publish_start(st->etcd, st->ring->spec.self, st->o.ifname,
+				  st->o.interval_ms, st->metrics->export_keys);
+	if (st->etcd && !st->etcd->no_hot_events) {
+		st->steer->on_state = ks_fleet_pub_steered;
+		st->steer->on_state_ud = &st->etcd->fleet;
+	}
 	if (ks_run_hot_start(st->hot, st->ring->version))
 		return KS_EXIT_FAIL;
 	if (ks_run_steer_start(st->steer, &st->maps))

@@ -222,210 +222,42 @@ void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 		return;
 	fprintf(f,
 		"keysteer: #%u etcd: ring revision %" PRId64
-		" from %s, watch %s, %llu refused, %llu watch errors, %llu host puts, %llu host errors\n",
+		" from %s, watch %s, %llu refused, %llu watch errors; ",
 		seq, e->rev, e->conf.ring_key,
 		e->up  ? "up"
 		: e->w ? "reconnecting"
 		       : "stopped",
 		(unsigned long long)e->refused,
-		(unsigned long long)e->watch_errors,
-		(unsigned long long)e->host_puts,
-		(unsigned long long)e->host_errors);
+		(unsigned long long)e->watch_errors);
+	ks_fleet_pub_status(&e->fleet, f);
+	fputc('\n', f);
 }
 
-/* ---- hosts/<self> ---- */
+/* ---- hosts/<self> and hot/<hash> (agent/fleet_pub.c) ---- */
 
-void ks_run_etcd_hosts_start(struct ks_run_etcd *e, const char *self,
-			     const char *ifname, __u32 interval_ms)
+void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
+			       const char *ifname, __u32 interval_ms,
+			       int export_keys)
 {
-	char host[64] = "localhost";
-	int64_t ttl;
-
-	if (!e || !e->c)
-		return;
-	if (self && self[0]) {
-		snprintf(e->self, sizeof(e->self), "%s", self);
-	} else {
-		gethostname(host, sizeof(host) - 1);
-		host[sizeof(host) - 1] = '\0';
-		snprintf(e->self, sizeof(e->self), "%s:%s", host, ifname);
-	}
-	snprintf(e->host_key, sizeof(e->host_key), "%.*shosts/%s",
-		 (int)(strlen(e->conf.ring_key) - strlen("ring")),
-		 e->conf.ring_key, e->self);
-	ttl = ((int64_t)interval_ms * KS_HOSTS_LEASE_INTERVALS + 999) / 1000;
-	e->lease_ttl = ttl < 1 ? 1 : ttl;
-	if (ks_etcd_lease_grant(e->c, e->lease_ttl, &e->lease, &ttl)) {
-		e->host_errors++;
-		e->host_down = 1;
-		e->lease = 0;
-		ks_warn("etcd: cannot grant the lease of %s (%s); retrying each interval",
-			e->host_key, ks_etcd_errmsg(e->c));
-		return;
-	}
-	e->lease_ttl = ttl;
-	ks_info("etcd: publishing %s under lease %" PRIx64 " (%" PRId64 " s)",
-		e->host_key, (uint64_t)e->lease, ttl);
+	if (e && e->c)
+		ks_fleet_pub_start(&e->fleet, e->c, e->conf.cluster, self,
+				   ifname, interval_ms, export_keys,
+				   e->hash_only);
 }
 
-/* x rounded to 3 significant digits: changes below it are no change. */
-static double round3(double x)
+void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
+				  const struct ks_report *rep,
+				  const struct ks_run_ring *ring,
+				  const struct ks_hot_table *t,
+				  const struct ks_run_steer *steer)
 {
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%.3g", x);
-	return strtod(buf, NULL);
-}
-
-static json_t *rate(__u64 mps)
-{
-	return json_real(round3(mps / 1000.0));
-}
-
-/* The document without updated_at. */
-static json_t *host_doc(const struct ks_run_etcd *e,
-			const struct ks_report *rep,
-			const struct ks_run_ring *ring, int export_keys)
-{
-	const struct ks_shard_report *g = ring ? ring->rep : NULL;
-	json_t *o = json_object(), *cl = json_object(), *top = json_array();
-	char hash[24], key[4 * KS_KEY_BUF + 8];
-	__u32 i;
-
-	json_object_set_new(o, "schema", json_integer(KS_HOSTS_SCHEMA));
-	json_object_set_new(o, "self", json_string(e->self));
-	json_object_set_new(o, "agent_version", json_string(KS_VERSION_STR));
-	json_object_set_new(o, "pid", json_integer(rep->agent_pid));
-	json_object_set_new(o, "ifname", json_string(rep->ifname));
-	json_object_set_new(o, "ring_revision", json_integer(e->rev));
-	json_object_set_new(o, "interval_ms", json_integer(rep->interval_ms));
-	json_object_set_new(o, "sample_n", json_integer(rep->sample_n));
-	json_object_set_new(cl, "read",
-			    rate(rep->class_req_mps[KS_CLASS_READ]));
-	json_object_set_new(cl, "write",
-			    rate(rep->class_req_mps[KS_CLASS_WRITE]));
-	json_object_set_new(cl, "other",
-			    rate(rep->class_req_mps[KS_CLASS_OTHER]));
-	json_object_set_new(o, "class_rates", cl);
-	if (g && g->nshards && g->self < g->nshards) {
-		const struct ks_shard_rate *s = &g->shards[g->self];
-		json_t *sh = json_object();
-
-		json_object_set_new(sh, "name", json_string(s->name));
-		json_object_set_new(sh, "reads_per_s", rate(s->reads_mps));
-		json_object_set_new(sh, "writes_per_s", rate(s->writes_mps));
-		json_object_set_new(sh, "misdirected_per_s",
-				    rate(s->misdirected_mps));
-		json_object_set_new(o, "shard", sh);
-	} else {
-		json_object_set_new(o, "shard", json_null());
-	}
-	for (i = 0; i < rep->n_top && i < KS_HOSTS_TOP; i++) {
-		const struct ks_top_entry *t = &rep->top[i];
-		json_t *k = json_object();
-
-		snprintf(hash, sizeof(hash), "%016llx",
-			 (unsigned long long)t->hash);
-		json_object_set_new(k, "hash", json_string(hash));
-		if (export_keys) {
-			ks_key_text(t->key, t->len, key, sizeof(key));
-			json_object_set_new(k, "key", json_string(key));
-		}
-		json_object_set_new(k, "reads_per_s", rate(t->reads_mps));
-		json_object_set_new(k, "writes_per_s", rate(t->writes_mps));
-		json_array_append_new(top, k);
-	}
-	json_object_set_new(o, "top", top);
-	return o;
-}
-
-static void host_failed(struct ks_run_etcd *e, const char *doing)
-{
-	e->host_errors++;
-	if (!e->host_down)
-		ks_warn("etcd: %s %s failed (%s); retrying each interval",
-			doing, e->host_key, ks_etcd_errmsg(e->c));
-	e->host_down = 1;
-}
-
-void ks_run_etcd_hosts_interval(struct ks_run_etcd *e,
-				const struct ks_report *rep,
-				const struct ks_run_ring *ring, int export_keys)
-{
-	char at[40], *cmp, *doc;
-	struct tm tm;
-	time_t now;
-	json_t *o;
-	int rc;
-
-	if (!e || !e->c || !e->host_key[0])
-		return;
-	e->since_put++;
-	if (e->lease) {
-		rc = ks_etcd_lease_keepalive(e->c, e->lease, NULL);
-		if (rc == -ENOENT) {
-			ks_warn("etcd: the lease of %s expired; granting a new one",
-				e->host_key);
-			e->lease = 0;
-		} else if (rc) {
-			host_failed(e, "keeping the lease of");
-			return;
-		}
-	}
-	if (!e->lease) {
-		int64_t ttl;
-
-		if (ks_etcd_lease_grant(e->c, e->lease_ttl, &e->lease, &ttl)) {
-			e->lease = 0;
-			host_failed(e, "granting the lease of");
-			return;
-		}
-		free(e->last);
-		e->last = NULL; /* the key went with the old lease */
-	}
-	o = host_doc(e, rep, ring, export_keys);
-	cmp = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (cmp && e->last && !strcmp(cmp, e->last) &&
-	    e->since_put < KS_HOSTS_HEARTBEAT) {
-		free(cmp);
-		json_decref(o);
-		return;
-	}
-	now = time(NULL);
-	gmtime_r(&now, &tm);
-	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_object_set_new(o, "updated_at", json_string(at));
-	doc = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (!cmp || !doc) {
-		free(cmp);
-		free(doc);
-		return;
-	}
-	rc = ks_etcd_put(e->c, e->host_key, strlen(e->host_key), doc,
-			 strlen(doc), e->lease, NULL);
-	free(doc);
-	if (rc) {
-		free(cmp);
-		host_failed(e, "writing");
-		return;
-	}
-	if (e->host_down)
-		ks_info("etcd: %s written again", e->host_key);
-	e->host_down = 0;
-	free(e->last);
-	e->last = cmp;
-	e->since_put = 0;
-	e->host_puts++;
+	if (e && e->c)
+		ks_fleet_pub_interval(&e->fleet, rep, ring, t, steer, e->rev);
 }
 
 void ks_run_etcd_free(struct ks_run_etcd *e)
 {
-	if (e->c && e->lease)
-		ks_etcd_lease_revoke(e->c, e->lease);
-	e->lease = 0;
-	free(e->last);
-	e->last = NULL;
+	ks_fleet_pub_stop(&e->fleet);
 	ks_etcd_watch_stop(e->w);
 	e->w = NULL;
 	ks_etcd_close(e->c);

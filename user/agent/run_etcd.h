@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include "net/etcd_conf.h"
 #include "agent/run_ring.h"
+#include "agent/fleet_pub.h"
 
 struct ks_etcd;
 struct ks_etcd_watch;
@@ -37,23 +38,12 @@ struct ks_run_etcd {
 	int up;             /* the watch is established */
 	int down;           /* a break was logged; quiet until up */
 
-	/* hosts/<self> (ks_run_etcd_hosts_*): this agent's status under a
-	 * lease of KS_HOSTS_LEASE_INTERVALS intervals */
-	char host_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 200];
-	char self[160];
-	int64_t lease;     /* 0: none (not granted, or lost) */
-	int64_t lease_ttl; /* seconds etcd granted */
-	char *last;        /* the last document put, without updated_at */
-	__u32 since_put;   /* intervals since the last put */
-	__u64 host_puts;   /* puts of hosts/<self> since the start */
-	__u64 host_errors; /* failed grants, keepalives and puts */
-	int host_down;     /* a failure was logged; quiet until one works */
+	/* hosts/<self> and hot/<hash>, under one lease */
+	struct ks_fleet_pub fleet;
+	int hash_only;     /* --etcd-hash-only: no key bytes in hot/ */
+	int no_hot_events; /* --etcd-hot-events off: hot/ at intervals only
+			    * (a test control) */
 };
-
-#define KS_HOSTS_LEASE_INTERVALS 3
-#define KS_HOSTS_HEARTBEAT       30 /* intervals: a put even if unchanged */
-#define KS_HOSTS_SCHEMA          1
-#define KS_HOSTS_TOP             10 /* top keys in the document */
 
 #define KS_ETCD_RESTART_NS 5000000000ULL /* after -EACCES/-EPERM/-ERANGE */
 
@@ -88,31 +78,28 @@ int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e);
 int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		     const struct ks_maps *m, struct ks_collector *c);
 
-/*
- * hosts/<self>: names the key (self: --self, else HOSTNAME:IFNAME) and
- * grants the lease (KS_HOSTS_LEASE_INTERVALS intervals). A failure is
- * logged and retried at the next interval. No-op without etcd.
- */
-void ks_run_etcd_hosts_start(struct ks_run_etcd *e, const char *self,
-			     const char *ifname, __u32 interval_ms);
-
 struct ks_report;
+struct ks_run_steer;
+struct ks_hot_table;
 /*
- * Once per interval, after the ring's: keeps the lease alive (a lost one
- * is granted again) and puts the document when it changed beyond the
- * rounding of its rates (3 significant digits), or every
- * KS_HOSTS_HEARTBEAT intervals, or after a new lease. Top keys as hashes
- * unless export_keys. Never fails the agent.
+ * hosts/<self> and the hot keys this host owns (agent/fleet_pub.h):
+ * names the keys (self: --self, else HOSTNAME:IFNAME) and starts the
+ * publisher's thread; then once per interval, after the ring's and the
+ * hot-key table's. Never fails the agent; no-op without etcd.
  */
-void ks_run_etcd_hosts_interval(struct ks_run_etcd *e,
-				const struct ks_report *rep,
-				const struct ks_run_ring *ring,
-				int export_keys);
+void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
+			       const char *ifname, __u32 interval_ms,
+			       int export_keys);
+void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
+				  const struct ks_report *rep,
+				  const struct ks_run_ring *ring,
+				  const struct ks_hot_table *t,
+				  const struct ks_run_steer *steer);
 
 /* The -v status line. */
 void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq);
 
-/* Revokes the lease (hosts/<self> goes at once), stops the watch and
+/* Ends the lease (hosts/<self> and hot/ go at once), stops the watch and
  * closes the client. */
 void ks_run_etcd_free(struct ks_run_etcd *e);
 

@@ -22,10 +22,10 @@ int ks_run_metrics_prepare(struct ks_run_metrics *m, const char *listen,
 	int rc;
 
 	if (!m->spec) {
-		if (m->export_keys) {
+		if (m->export_keys && !m->keys_to_etcd) {
 			snprintf(
 				err, errlen,
-				"--export-keys labels the metrics with the keys; add --metrics [ADDR:]PORT");
+				"--export-keys labels the metrics (and the fleet's top keys) with the keys; add --metrics [ADDR:]PORT or --etcd URL");
 			return -EINVAL;
 		}
 		return 0;

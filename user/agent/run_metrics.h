@@ -18,6 +18,7 @@ struct ks_run_steer;
 struct ks_run_metrics {
 	const char *spec; /* --metrics [ADDR:]PORT; NULL: no metrics */
 	int export_keys;  /* --export-keys */
+	int keys_to_etcd; /* --etcd: the keys go into hosts/<self> too */
 	/* Its own server, unless --metrics names the --listen address: then
 	 * that server answers /metrics too and srv points at it. */
 	struct ks_http_server own;

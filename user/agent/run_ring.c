@@ -188,7 +188,10 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	rep->hits_mps = 0;
 	rep->reload_err[0] = '\0';
 	rep->reload_err_real_ns = 0;
-	ks_ring_free(&r->next);
+	/* kept for lookups in user space (which hot keys this host owns) */
+	ks_ring_free(&r->live);
+	r->live = r->next;
+	memset(&r->next, 0, sizeof(r->next));
 	ks_shard_names(rep, &r->shards);
 	publish_header(r);
 	log_push(r, (ks_mono_ns() - t0) / 1e6);
@@ -385,8 +388,17 @@ int ks_run_ring_fix_config(const struct ks_run_ring *r, struct ks_config *cfg)
 	return 1;
 }
 
+__u32 ks_run_ring_owner(const struct ks_run_ring *r, const void *key,
+			size_t len)
+{
+	if (!r || !r->live.half || !r->shards.n)
+		return KS_NO_SHARD;
+	return ks_ring_lookup(&r->live, key, len);
+}
+
 void ks_run_ring_free(struct ks_run_ring *r)
 {
+	ks_ring_free(&r->live);
 	ks_ring_free(&r->next);
 	ks_shards_free(&r->next_shards);
 	ks_shards_free(&r->shards);

@@ -32,7 +32,8 @@ struct ks_run_ring {
 	struct ks_shards next_shards;
 	struct ks_ring next;
 
-	/* The ring in the datapath. */
+	/* The ring in the datapath, and its image for lookups here. */
+	struct ks_ring live;
 	struct ks_shards shards;
 	__u64 version, digest;
 	__u32 active; /* the half ks_config.ring must name */
@@ -124,6 +125,11 @@ int ks_run_ring_take(struct ks_run_ring *r, const struct ks_maps *m,
 int ks_run_ring_refuse(struct ks_run_ring *r, const struct ks_maps *m,
 		       const char *why);
 
+/* The shard of the ring in the datapath that owns key (what its clients
+ * compute), or KS_NO_SHARD without a ring (or one taken over, not
+ * pushed by this agent). Its self: r->rep->self. */
+__u32 ks_run_ring_owner(const struct ks_run_ring *r, const void *key,
+			size_t len);
 void ks_run_ring_free(struct ks_run_ring *r);
 
 /* stat(2) of path into sig (exists = 0 when it cannot be stat'ed). */

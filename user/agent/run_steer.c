@@ -17,6 +17,7 @@
 #include "util/log.h"
 #include "dp/ring_push.h"
 #include "agent/run_steer.h"
+#include "core/hot_doc.h"
 #include "util/clock.h"
 
 static int forwarding_on(const char *ifname)
@@ -84,8 +85,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct ks_run_steer *s = ctx;
 	const struct ks_hot_event *ev = data;
 
-	if (size >= sizeof(*ev))
-		ks_steer_fsm_dirty(&s->fsm, ev->slot, ks_mono_ns());
+	if (size < sizeof(*ev))
+		return 0;
+	ks_steer_fsm_dirty(&s->fsm, ev->slot, ks_mono_ns());
+	if (s->on_state)
+		s->on_state(s->on_state_ud, s, ev->hash);
 	return 0;
 }
 
@@ -206,6 +210,9 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			break;
 		case KS_ACT_ARM:
 			ks_hot_map_arm(&s->map, a->slot, a->seq, a->expires_ns);
+			if (s->on_state)
+				s->on_state(s->on_state_ud, s,
+					    s->map.slot[a->slot].hash);
 			break;
 		case KS_ACT_DISARM:
 			ks_hot_map_disarm(&s->map, a->slot);
@@ -371,6 +378,46 @@ int ks_run_steer_timeout_ms(const struct ks_run_steer *s)
 		return -1;
 	ns = ks_steer_fsm_next_due(&s->fsm, ks_mono_ns());
 	return ns < 0 ? -1 : (int)((ns + 999999) / 1000000);
+}
+
+int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
+		      __u64 *write_seq, const char **reps, unsigned *nreps)
+{
+	const struct ks_steer_slot *sl;
+	const struct ks_hot_slot *dp;
+	int i = s->map_open ? ks_steer_fsm_find(&s->fsm, hash) : -1;
+	int dp_armed;
+	unsigned r;
+
+	*nreps = 0;
+	*write_seq = 0;
+	*state = KS_HDS_COUNTING;
+	if (i < 0)
+		return -ENOENT;
+	sl = &s->fsm.sl[i];
+	dp = &s->map.slot[i];
+	/* the datapath's word: armed, and no write since */
+	dp_armed = dp->expires_ns && dp->write_seq == dp->armed_seq;
+	switch (sl->state) {
+	case KS_SL_COUNT:
+	case KS_SL_RELEASING:
+		return 0;
+	case KS_SL_ARMED:
+		*state = dp_armed ? KS_HDS_ARMED : KS_HDS_DIRTY;
+		break;
+	default: /* REGRACE, FILL, FILLING */
+		*state = dp_armed    ? KS_HDS_ARMED
+			 : sl->dirty ? KS_HDS_DIRTY
+				     : KS_HDS_FILLING;
+		break;
+	}
+	*write_seq = *state == KS_HDS_DIRTY ? dp->write_seq : dp->armed_seq;
+	if (*state != KS_HDS_ARMED)
+		return 0; /* reads go to the owner alone */
+	for (r = 0; r + 1 < sl->ncopies && r < KS_MAX_COPIES - 1; r++)
+		if (sl->reps[r] < s->rs.n)
+			reps[(*nreps)++] = s->rs.r[sl->reps[r]].text;
+	return 0;
 }
 
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)

@@ -55,6 +55,12 @@ struct ks_run_steer {
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
+	/* told at once when a key's steering changes between intervals: a
+	 * write made it dirty (the datapath's event), its copies were
+	 * refreshed and it is armed again (ks_run_steer_view says how it
+	 * stands); the fleet's hot/ entry follows. NULL: nobody */
+	void (*on_state)(void *ud, const struct ks_run_steer *s, __u64 hash);
+	void *on_state_ud;
 	/* debug: the longest the caller's thread spent in one call here,
 	 * and in one grace-period wait (part of it), ns */
 	__u64 step_max_ns, grace_max_ns;
@@ -84,6 +90,16 @@ void ks_run_steer_poll(struct ks_run_steer *s);
  * until a refill is due (-1: none). */
 int ks_run_steer_fd(const struct ks_run_steer *s);
 int ks_run_steer_timeout_ms(const struct ks_run_steer *s);
+/*
+ * How a hot key is steered, for the fleet (hot/<hash>, core/hot_doc.h):
+ * *state an enum ks_hot_doc_state, *write_seq the sequence it is armed at
+ * (the datapath's own once a write made it dirty), reps[0..*nreps) the
+ * replicas holding its copies. A refresh of unchanged copies (the
+ * datapath still armed at the same sequence) counts as armed. 0, or
+ * -ENOENT when no slot holds it (not in the datapath: counting only).
+ */
+int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
+		      __u64 *write_seq, const char **reps, unsigned *nreps);
 /* One status line for 'agent run -v'. */
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
 void ks_run_steer_free(struct ks_run_steer *s);

@@ -320,6 +320,17 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "if etcd cannot be reached or refuses the credentials at\n"
 	  "start, warn and run as without --etcd (default: exit 2\n"
 	  "before attaching); bad URLs are refused either way" },
+	{ "etcd-hash-only", KS_OPTV_HASH_ONLY, NO, NULL, KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "publish hot keys as hashes only, without their bytes\n"
+	  "(default: hot/ entries carry the key, which clients\n"
+	  "need to act on it; hosts/ top keys are hashes unless\n"
+	  "--export-keys)" },
+	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "on (default) or off. A test control: off leaves a hot\n"
+	  "key's hot/ entry as it was between intervals, so a\n"
+	  "write shows as dirty only at the next interval" },
 
 	/* every command; the man page has it under 'help, --version' */
 	{ "help", 'h', NO, NULL,

@@ -186,6 +186,19 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		}
 		return 1;
+	case KS_OPTV_HASH_ONLY:
+		o->etcd.hash_only = 1;
+		return 1;
+	case KS_OPTV_HOT_EVENTS:
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			snprintf(
+				err, errlen,
+				"--etcd-hot-events '%s' is not a state; give on (the default) or off (a test control)",
+				arg);
+			return -1;
+		}
+		o->etcd.no_hot_events = !strcmp(arg, "off");
+		return 1;
 	default:
 		n = ks_etcd_cli_opt(&o->etcd.conf, c, arg, err, errlen);
 		if (n)
@@ -328,6 +341,7 @@ static int open_servers(struct run_state *st)
 			goto bad;
 		st->http_open = 1;
 	}
+	o->metrics.keys_to_etcd = o->etcd.conf.endpoints != NULL;
 	if (ks_run_metrics_prepare(&o->metrics, o->listen,
 				   st->http_open ? &st->http : NULL, err,
 				   sizeof(err)))

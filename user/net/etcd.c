@@ -265,6 +265,33 @@ void ks_etcd_close(struct ks_etcd *c)
 	free(c);
 }
 
+int ks_etcd_clone(const struct ks_etcd *c, struct ks_etcd **out, char *err,
+		  size_t errlen)
+{
+	struct ks_etcd_opts o = {
+		.endpoints = NULL,
+		.ca_file = c->ca,
+		.cert_file = c->cert,
+		.key_file = c->key,
+		.user = c->user,
+		.password = c->password,
+		.timeout_ms = c->timeout_ms,
+	};
+	char list[KS_ETCD_MAX_ENDPOINTS * (KS_ETCD_URL_MAX + 1)] = "";
+	size_t at = 0;
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < c->eps.n; i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
+				       i ? "," : "", c->eps.url[i]);
+	o.endpoints = list;
+	rc = ks_etcd_open(out, &o, err, errlen);
+	if (!rc)
+		(*out)->cur = c->cur;
+	return rc;
+}
+
 const char *ks_etcd_errmsg(const struct ks_etcd *c)
 {
 	return c->err;
@@ -719,11 +746,25 @@ static void printable(const void *key, size_t klen, char *out, size_t outlen)
 	out[n] = '\0';
 }
 
+/* One /v3/kv/txn call and its answer decoded. */
+static int txn(struct ks_etcd *c, json_t *req, unsigned flags, int *won,
+	       int64_t *rev, int64_t *cur)
+{
+	char msg[ERR_MAX];
+	int rc = call_json(c, "/v3/kv/txn", req, flags, deadline_of(c));
+
+	if (rc)
+		return rc;
+	rc = ks_etcd_decode_txn(c->ans.p, c->ans.len, won, rev, cur, msg,
+				sizeof(msg));
+	return rc ? bad_answer(c, rc, msg, "txn") : 0;
+}
+
 int ks_etcd_put_if(struct ks_etcd *c, const void *key, size_t klen,
 		   const void *val, size_t vlen, int64_t lease,
 		   int64_t mod_revision, int64_t *revision)
 {
-	char msg[ERR_MAX], pk[61];
+	char pk[61];
 	json_t *put = put_req(key, klen, val, vlen, lease);
 	json_t *range = key_req(key, klen, 0);
 	int64_t rev, cur;
@@ -734,20 +775,15 @@ int ks_etcd_put_if(struct ks_etcd *c, const void *key, size_t klen,
 		json_object_set_new(range, "keys_only", json_true());
 	/* Not repeated on another endpoint: a first attempt that did happen
 	 * would make the second one lose. */
-	rc = call_json(
-		c, "/v3/kv/txn",
-		json_pack("{s:[{s:o, s:s, s:s, s:o}], s:[{s:o}], s:[{s:o}]}",
-			  "compare", "key", b64_json(key, klen), "target",
-			  "MOD", "result", "EQUAL", "mod_revision",
-			  i64_json(mod_revision), "success", "request_put", put,
-			  "failure", "request_range", range),
-		0, deadline_of(c));
+	rc = txn(c,
+		 json_pack("{s:[{s:o, s:s, s:s, s:o}], s:[{s:o}], s:[{s:o}]}",
+			   "compare", "key", b64_json(key, klen), "target",
+			   "MOD", "result", "EQUAL", "mod_revision",
+			   i64_json(mod_revision), "success", "request_put",
+			   put, "failure", "request_range", range),
+		 0, &won, &rev, &cur);
 	if (rc)
 		return rc;
-	rc = ks_etcd_decode_txn(c->ans.p, c->ans.len, &won, &rev, &cur, msg,
-				sizeof(msg));
-	if (rc)
-		return bad_answer(c, rc, msg, "txn");
 	if (revision)
 		*revision = won ? rev : cur;
 	if (won)
@@ -781,6 +817,44 @@ int ks_etcd_delete(struct ks_etcd *c, const void *key, size_t klen,
 		return bad_answer(c, rc, msg, "deleterange");
 	if (deleted)
 		*deleted = n;
+	return 0;
+}
+
+int ks_etcd_write_many(struct ks_etcd *c, const struct ks_etcd_write *w,
+		       size_t n, int64_t lease, int64_t *revision)
+{
+	json_t *ops = json_array();
+	int64_t rev, cur;
+	size_t i;
+	int won, rc;
+
+	if (!n)
+		return 0;
+	for (i = 0; ops && i < n; i++) {
+		json_t *op = w[i].val ? put_req(w[i].key, w[i].klen, w[i].val,
+						w[i].vlen, lease)
+				      : key_req(w[i].key, w[i].klen, 0);
+
+		if (!op ||
+		    json_array_append_new(
+			    ops, json_pack("{s:o}",
+					   w[i].val ? "request_put"
+						    : "request_delete_range",
+					   op))) {
+			json_decref(ops);
+			ops = NULL;
+		}
+	}
+	if (!ops)
+		return set_msg(c->err, -ENOMEM, "out of memory");
+	/* No compare: it always applies, and puts and deletes of the same
+	 * bytes leave the same keys, so it is safe to repeat. */
+	rc = txn(c, json_pack("{s:o}", "success", ops), CALL_RETRY, &won, &rev,
+		 &cur);
+	if (rc)
+		return rc;
+	if (revision)
+		*revision = rev;
 	return 0;
 }
 

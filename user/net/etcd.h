@@ -74,6 +74,11 @@ int ks_etcd_open(struct ks_etcd **c, const struct ks_etcd_opts *o, char *err,
 		 size_t errlen);
 void ks_etcd_close(struct ks_etcd *c); /* NULL is fine */
 
+/* A second client with the same endpoints, TLS files and credentials,
+ * for another thread (a client belongs to one thread). No I/O. */
+int ks_etcd_clone(const struct ks_etcd *c, struct ks_etcd **out, char *err,
+		  size_t errlen);
+
 /* The last error's one line ("" after a success). */
 const char *ks_etcd_errmsg(const struct ks_etcd *c);
 /* The endpoint the next call starts on. */
@@ -113,6 +118,25 @@ int ks_etcd_put_if(struct ks_etcd *c, const void *key, size_t klen,
  * NULL) how many were there; a key that is absent is 0 with *deleted 0. */
 int ks_etcd_delete(struct ks_etcd *c, const void *key, size_t klen,
 		   unsigned flags, int64_t *deleted);
+
+/* One write of a batch: a put of val (vlen bytes), or with val NULL a
+ * delete of the key. */
+struct ks_etcd_write {
+	const void *key;
+	size_t klen;
+	const void *val;
+	size_t vlen;
+};
+
+/*
+ * Every write of w[0..n) in one transaction with no compare: one request
+ * and one revision (*revision, may be NULL) for all, each put attached to
+ * lease (0: none). A key may appear once (etcd refuses a duplicate), and
+ * etcd takes at most 128 operations per transaction (--max-txn-ops).
+ */
+#define KS_ETCD_TXN_MAX 128
+int ks_etcd_write_many(struct ks_etcd *c, const struct ks_etcd_write *w,
+		       size_t n, int64_t lease, int64_t *revision);
 
 /* A lease of ttl_s seconds: *id, and *granted (may be NULL) the TTL etcd
  * gave (it may raise a small one to its minimum). */

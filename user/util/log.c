@@ -29,9 +29,12 @@ void ks_log(enum ks_log_level level, const char *fmt, ...)
 
 	if (level > cur_level)
 		return;
+	/* one line at a time: the etcd publisher logs from its thread */
+	flockfile(stderr);
 	fputs(prefixes[level], stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# test_fleet_hot.sh - the fleet's hot-key table in etcd (issue 12,
+# docs/fleet.md "hot/<hash>"), on the steering topology (steer_topo.sh): 2
+# shards with an agent each (--etcd, --self, --replicas, --export-keys), 2
+# L1 replicas, one etcd 3.4 in the client's namespace.
+#
+# 1. A flash key read over UDP turns hot: its owner (by the ring) publishes
+#    hot/<hash> with the key, itself as owner, 3 copies, both replicas,
+#    state armed, under its lease; the other agent publishes no entry.
+# 2. A client watching hot/ (ks_hot_watch.py, etcd's gateway): each write to
+#    the armed key turns its entry dirty (write_seq above the armed one) and
+#    then armed again; the time from the write leaving the client to the
+#    watch event, p50/p99/max, is printed and must stay under 100 ms.
+# 3. Writes proportional to change: over 8 steady intervals the owner makes
+#    at most 2 write transactions and a keepalive each interval (-v line).
+# 4. The key cools (load stops): its entry is deleted.
+# 5. Control: the owner restarted with --etcd-hot-events off (entries
+#    follow the steering only at intervals): the same check must fail.
+# etcd and the agents are stopped by their pids on every exit path.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
+e2e_init fleet_hot
+
+ETCD_PID=
+LOAD_PID=
+hot_cleanup() {
+	local rc=$?
+	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" INT 5
+	steer_topo_down
+	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	(exit "$rc")
+	e2e_cleanup
+}
+trap hot_cleanup EXIT
+
+e2e_need_etcd fleet_hot || exit 0
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+KEY=flash:1
+CLUSTER=hot
+
+if ! steer_topo_up 2 2 >"$E2E_TMP/topo.out" 2>&1; then
+	fail fleet_hot_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
+	exit 1
+fi
+CNS=$STEER_CLIENT_NS
+URL=http://$STEER_CLIENT_ADDR:2379
+if ! e2e_etcd_start "$CNS" hot "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
+	fail fleet_hot_setup "$(cat "$E2E_TMP/etcd_start.out")"
+	exit 1
+fi
+ETCD_PID=$E2E_ETCD_PID
+ectl() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
+
+OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
+	awk '{print $2}')
+OTHER=$((1 - OWNER))
+OSELF=${STEER_SHARD_ADDR[OWNER]}:$STEER_PORT
+note "$KEY is owned by shard $OWNER ($OSELF)"
+
+if ! ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
+	--shards-file "$STEER_SHARDS_FILE" >"$E2E_TMP/ringset.out" 2>&1; then
+	fail fleet_hot_setup "ring set: $(cat "$E2E_TMP/ringset.out")"
+	exit 1
+fi
+for i in 0 1; do
+	if ! steer_agent_start "$i" -v --interval 0.5 --sample 1 \
+		--shard-capacity 1000 --hot-fraction 0.1 \
+		--etcd "$URL" --cluster "$CLUSTER" \
+		--self "${STEER_SHARD_ADDR[$i]}:$STEER_PORT" \
+		--replicas "$STEER_REPLICAS"; then
+		fail fleet_hot_agents "agent $i did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+		exit 1
+	fi
+done
+
+# UDP gets of the flash key, for as long as the checks below need
+ks_in_ns_bg "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
+	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
+	--preload --duration 45 --rate 2000 --json \
+	</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
+LOAD_PID=$KS_BG_PID
+
+# --- 1. the owner's entry -----------------------------------------------
+entries() { # -> one JSON line per hot/ entry: {"k": key, "lease": ..., "v": value}
+	ectl get --prefix "/keysteer/$CLUSTER/hot/" -w json 2>/dev/null |
+		"$PY" -c 'import base64, json, sys
+d = json.load(sys.stdin)
+for kv in d.get("kvs", []):
+    print(json.dumps({"k": base64.b64decode(kv["key"]).decode(),
+                      "lease": kv.get("lease", 0),
+                      "v": base64.b64decode(kv["value"]).decode("latin-1")}))'
+}
+check_entry() {
+	entries | "$PY" -c 'import json, sys
+key, owner, reps = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+mine = []
+for r in rows:
+    try:
+        v = json.loads(r["v"])
+    except ValueError:
+        print("entry %s does not parse" % r["k"]); sys.exit()
+    if v.get("key") == key:
+        mine.append((r, v))
+why = []
+if len(mine) != 1:
+    why.append("%d entries for %s (of %d): %r" % (len(mine), key, len(rows), rows))
+else:
+    r, v = mine[0]
+    if not r["k"].endswith("/" + v["hash"]): why.append("key %s, hash %s" % (r["k"], v["hash"]))
+    if v["owner"] != owner: why.append("owner %s, not %s" % (v["owner"], owner))
+    if v["copies"] != 3 or sorted(v["replicas"]) != sorted(reps): why.append("copies %s replicas %s" % (v["copies"], v["replicas"]))
+    if v["state"] != "armed" or not v["read_hot"]: why.append("state %s read_hot %s" % (v["state"], v["read_hot"]))
+    if not r["lease"]: why.append("not under a lease")
+print("; ".join(why) or "OK")' "$KEY" "$OSELF" "$STEER_REPLICAS"
+}
+why=
+for _ in $(seq 1 40); do
+	why=$(check_entry)
+	[ "$why" = OK ] && break
+	sleep 0.25
+done
+if [ "$why" = OK ]; then
+	pass fleet_hot_owner_publishes_armed_entry
+else
+	fail fleet_hot_owner_publishes_armed_entry "$why"
+fi
+
+# --- 2. a client sees each write as the entry turning dirty --------------
+# watch_check FILE WRITES -> OK, or why not (and the figures on stderr)
+watch_check() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    print("no output"); sys.exit()
+n = int(sys.argv[2])
+why = []
+if not d["armed_at_start"]: why.append("never armed: %r" % d.get("last_state"))
+dm, rm = d.get("dirty_ms", {}), d.get("rearmed_ms", {})
+if isinstance(dm, dict):
+    if dm["n"] < n: why.append("%d of %d writes seen dirty (%d timeouts)" % (dm["n"], n, d["timeouts"]))
+    elif dm["max"] > 100: why.append("a write seen dirty after %.1f ms" % dm["max"])
+    print("write -> watch event dirty: p50 %s ms, p99 %s ms, max %s ms (n %d); armed again: p50 %s ms, p99 %s ms, max %s ms (n %d)" % (
+        dm["p50"], dm["p99"], dm["max"], dm["n"], rm["p50"], rm["p99"], rm["max"], rm["n"]), file=sys.stderr)
+if d["unparsed"]: why.append("unparsed entries %r" % d["unparsed"][:3])
+print("; ".join(why) or "OK")
+PYEOF
+}
+hot_watch() { # WRITES TIMEOUT OUT
+	ks_in_ns "$CNS" "$PY" "$E2E_ROOT/tests/e2e/ks_hot_watch.py" --etcd "$URL" \
+		--cluster "$CLUSTER" --owner "$OSELF" --key "$KEY" --writes "$1" \
+		--timeout "$2" >"$3" 2>"$3.err"
+}
+hot_watch 30 3 "$E2E_TMP/watch.json"
+why=$(watch_check "$E2E_TMP/watch.json" 30 2>"$E2E_TMP/watch.sum")
+note "$(cat "$E2E_TMP/watch.sum")"
+if [ "$why" = OK ]; then
+	pass fleet_hot_write_turns_entry_dirty_at_once
+else
+	fail fleet_hot_write_turns_entry_dirty_at_once "$why $(tail -2 "$E2E_TMP/watch.json.err")"
+fi
+
+# --- 3. steady state: few writes -------------------------------------------
+txns() { # IDX -> the publisher's transactions so far, from the -v line
+	grep -o '[0-9]* txns' "$STEER_TMP/agent.$1.out" | tail -1 | awk '{print $1}'
+}
+sleep 2 # the writes' rate decays out of the estimate
+t0=$(txns "$OWNER")
+k0=$(grep -o '[0-9]* keepalives' "$STEER_TMP/agent.$OWNER.out" | tail -1 | awk '{print $1}')
+if [ -n "${KEEP_DEBUG:-}" ]; then
+	timeout 4 ip netns exec "$CNS" etcdctl --endpoints "$URL" watch --prefix /keysteer/ >/tmp/steady.watch 2>&1
+else
+	sleep 4
+fi
+t1=$(txns "$OWNER")
+k1=$(grep -o '[0-9]* keepalives' "$STEER_TMP/agent.$OWNER.out" | tail -1 | awk '{print $1}')
+if [ -n "$t0" ] && [ -n "$t1" ] && [ $((t1 - t0)) -le 2 ] &&
+	[ -n "$k0" ] && [ $((k1 - k0)) -ge 6 ]; then
+	pass fleet_hot_steady_writes_few
+	note "owner at steady state: $((t1 - t0)) write transactions and $((k1 - k0)) keepalives in 8 intervals"
+else
+	fail fleet_hot_steady_writes_few "transactions ${t0:-?} -> ${t1:-?}, keepalives ${k0:-?} -> ${k1:-?} in 8 intervals"
+fi
+
+# --- 5. control: without the event path the check must fail -------------
+kill -INT "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
+wait "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
+if ! steer_agent_start "$OWNER" -v --interval 0.5 --sample 1 \
+	--shard-capacity 1000 --hot-fraction 0.1 --etcd-hot-events off \
+	--etcd "$URL" --cluster "$CLUSTER" --self "$OSELF" \
+	--replicas "$STEER_REPLICAS"; then
+	fail fleet_hot_control "the control agent did not attach: $(head -n 3 "$STEER_TMP/agent.$OWNER.out")"
+else
+	hot_watch 4 1.5 "$E2E_TMP/control.json"
+	why=$(watch_check "$E2E_TMP/control.json" 4 2>"$E2E_TMP/control.sum")
+	if [ "$why" != OK ] && grep -q '"armed_at_start": true' "$E2E_TMP/control.json"; then
+		pass fleet_hot_control_without_events_fails
+		note "control (--etcd-hot-events off): $why"
+	else
+		fail fleet_hot_control_without_events_fails "the check passed without the event path, or the key never armed: $why; $(cat "$E2E_TMP/control.sum")"
+	fi
+fi
+
+# --- 4. the key cools: its entry goes --------------------------------------
+ks_stop_pid "$LOAD_PID" INT 5
+LOAD_PID=
+gone=
+for _ in $(seq 1 60); do
+	if [ -z "$(entries | grep -F "\"key\\\": \\\"$KEY\\\"")" ] &&
+		! entries | grep -qF "$KEY"; then
+		gone=1
+		break
+	fi
+	sleep 0.25
+done
+if [ -n "$gone" ]; then
+	pass fleet_hot_cooled_entry_deleted
+else
+	fail fleet_hot_cooled_entry_deleted "still there 15 s after the load stopped: $(entries | head -2)"
+fi

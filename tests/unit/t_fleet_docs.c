@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The fleet's entries in etcd (user/core/hot_doc.h, user/core/host_doc.h):
+ * hot/<hash> encoded and decoded (key as text, as base64, hash only), every
+ * refusal a reader makes, and the "no change" rules that keep an agent's
+ * writes proportional to change, for both entries.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/host_doc.h"
+#include "core/hot_doc.h"
+#include "ktest.h"
+#include "unit.h"
+
+static void sample_hot(struct ks_hot_doc *d, const char *key)
+{
+	memset(d, 0, sizeof(*d));
+	d->hash = 0x957d4a0eb5d027e3ULL;
+	if (key) {
+		d->len = (__u16)strlen(key);
+		memcpy(d->key, key, d->len);
+		d->has_key = 1;
+	}
+	snprintf(d->owner, sizeof(d->owner), "198.18.2.11:11211");
+	d->read_hot = 1;
+	d->copies = 3;
+	d->subkeys = 1;
+	d->nreplicas = 2;
+	snprintf(d->replica[0], KS_HOT_DOC_OWNER, "198.18.2.101:11211");
+	snprintf(d->replica[1], KS_HOT_DOC_OWNER, "198.18.2.102:11211");
+	d->state = KS_HDS_ARMED;
+	d->write_seq = 17;
+	d->reads_ps = 5120;
+	d->writes_ps = 0.5;
+}
+
+static int roundtrip(const struct ks_hot_doc *d, struct ks_hot_doc *out)
+{
+	char err[256], *s = ks_hot_doc_encode(d);
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	rc = ks_hot_doc_decode(s, strlen(s), d->hash, out, err, sizeof(err));
+	CHECK(!rc, "decode: %s\n%s", err, s);
+	free(s);
+	return rc;
+}
+
+static void t_hot_roundtrip(void)
+{
+	struct ks_hot_doc d, o;
+	const __u8 bin[] = { 'a', 0x01, 0xff, 'z' };
+	char *s;
+
+	kt_begin("fleet_docs_hot_roundtrip");
+	sample_hot(&d, "flash:1");
+	if (!roundtrip(&d, &o))
+		CHECK(o.has_key && o.len == 7 && !memcmp(o.key, "flash:1", 7) &&
+			      !strcmp(o.owner, d.owner) && o.copies == 3 &&
+			      o.nreplicas == 2 &&
+			      !strcmp(o.replica[1], "198.18.2.102:11211") &&
+			      o.state == KS_HDS_ARMED && o.write_seq == 17 &&
+			      o.reads_ps == 5120 && o.read_hot &&
+			      !o.write_hot && ks_hot_doc_same(&d, &o),
+		      "fields");
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && strstr(s, "\"key\":\"flash:1\"") &&
+		      strstr(s, "\"hash\":\"957d4a0eb5d027e3\"") &&
+		      strstr(s, "\"state\":\"armed\""),
+	      "text %s", s ? s : "(null)");
+	free(s);
+	/* bytes a JSON string would mangle: base64 */
+	sample_hot(&d, NULL);
+	memcpy(d.key, bin, sizeof(bin));
+	d.len = sizeof(bin);
+	d.has_key = 1;
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && strstr(s, "\"key_b64\":\"YQH/eg==\"") &&
+		      !strstr(s, "\"key\""),
+	      "binary key %s", s ? s : "(null)");
+	free(s);
+	if (!roundtrip(&d, &o))
+		CHECK(o.len == 4 && !memcmp(o.key, bin, 4), "binary back");
+	/* hash only */
+	sample_hot(&d, NULL);
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && !strstr(s, "\"key"), "hash only %s", s ? s : "(null)");
+	free(s);
+	if (!roundtrip(&d, &o))
+		CHECK(!o.has_key, "no key back");
+	CHECK(!strcmp(ks_hot_doc_state_name(KS_HDS_DIRTY), "dirty") &&
+		      !strcmp(ks_hot_doc_state_name(99), "?"),
+	      "state names");
+	kt_end();
+}
+
+static void t_hot_refused(void)
+{
+	static const struct {
+		const char *doc, *why;
+	} bad[] = {
+		{ "[]", "JSON object" },
+		{ "{", "JSON object" },
+		{ "{\"schema\":2,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":1}",
+		  "schema" },
+		{ "{\"schema\":1,\"hash\":\"957D4A0EB5D027E3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":1}",
+		  "hex" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0e\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":1}",
+		  "hex" },
+		{ "{\"schema\":1,\"hash\":\"0000000000000001\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":1}",
+		  "not the key's hash" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"state\":\"armed\",\"copies\":1}",
+		  "owner" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"hot\",\"copies\":1}",
+		  "state" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\"}",
+		  "copies" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":9}",
+		  "copies" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":0}",
+		  "copies" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"replicas\":\"x\"}",
+		  "replicas" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"replicas\":[1]}",
+		  "replica" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"key\":\"\"}",
+		  "key" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"key_b64\":\"!!\"}",
+		  "base64" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"reads_per_s\":-1}",
+		  "wrong type" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"read_hot\":1}",
+		  "wrong type" },
+		{ "{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2,\"write_seq\":\"3\"}",
+		  "write_seq" },
+		{ "{\"schema\":1,\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"armed\",\"copies\":2}",
+		  "JSON object" },
+	};
+	const char *ok =
+		"{\"schema\":1,\"hash\":\"957d4a0eb5d027e3\",\"owner\":\"a\",\"state\":\"dirty\",\"copies\":2,\"future\":[1]}";
+	struct ks_hot_doc d;
+	char err[256];
+	size_t i;
+
+	kt_begin("fleet_docs_hot_refused");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK(ks_hot_doc_decode(bad[i].doc, strlen(bad[i].doc),
+					0x957d4a0eb5d027e3ULL, &d, err,
+					sizeof(err)) == -EINVAL &&
+			      strstr(err, bad[i].why),
+		      "%zu: %s -> '%s' (wanted '%s')", i, bad[i].doc, err,
+		      bad[i].why);
+	}
+	CHECK(!ks_hot_doc_decode(ok, strlen(ok), 0, &d, err, sizeof(err)) &&
+		      d.state == KS_HDS_DIRTY && d.subkeys == 0,
+	      "minimal document with an unknown field: %s", err);
+	kt_end();
+}
+
+static void t_hot_same(void)
+{
+	struct ks_hot_doc a, b;
+
+	kt_begin("fleet_docs_hot_change_rules");
+	CHECK(!ks_rate_moved(100, 109) && ks_rate_moved(100, 111) &&
+		      !ks_rate_moved(2, 2.9) && ks_rate_moved(2, 3.1) &&
+		      !ks_rate_moved(0, 0.9) && ks_rate_moved(0, 1.5),
+	      "rate moves: a tenth, and 1/s");
+	sample_hot(&a, "k");
+	b = a;
+	b.reads_ps = a.reads_ps * 1.09;
+	b.writes_ps = 1.2;
+	CHECK(ks_hot_doc_same(&a, &b), "rates within a tenth and 1/s");
+	b.reads_ps = a.reads_ps * 1.2;
+	CHECK(!ks_hot_doc_same(&a, &b), "reads moved a fifth");
+	b = a;
+	b.state = KS_HDS_DIRTY;
+	CHECK(!ks_hot_doc_same(&a, &b), "state");
+	b = a;
+	b.write_seq++;
+	CHECK(!ks_hot_doc_same(&a, &b), "write_seq");
+	b = a;
+	snprintf(b.replica[1], KS_HOT_DOC_OWNER, "198.18.2.103:11211");
+	CHECK(!ks_hot_doc_same(&a, &b), "replica");
+	b = a;
+	b.copies = 2;
+	b.nreplicas = 1;
+	CHECK(!ks_hot_doc_same(&a, &b), "copies");
+	b = a;
+	b.subkeys = 4;
+	CHECK(!ks_hot_doc_same(&a, &b), "subkeys");
+	kt_end();
+}
+
+static void sample_host(struct ks_host_doc *d)
+{
+	unsigned i;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->self, sizeof(d->self), "198.18.2.11:11211");
+	snprintf(d->agent_version, sizeof(d->agent_version), "0.1.0");
+	d->pid = 42;
+	snprintf(d->ifname, sizeof(d->ifname), "eth1");
+	d->ring_revision = 7;
+	d->interval_ms = 1000;
+	d->sample_n = 16;
+	d->class_ps[0] = 1460;
+	d->has_shard = 1;
+	snprintf(d->shard, sizeof(d->shard), "198.18.2.11:11211");
+	d->shard_reads_ps = 1470;
+	d->ntop = 5;
+	d->top[0].hash = 1;
+	d->top[0].reads_ps = 1000;
+	for (i = 1; i < 5; i++) {
+		d->top[i].hash = 100 + i;
+		d->top[i].reads_ps = 30.0 - i;
+	}
+}
+
+static void t_host(void)
+{
+	struct ks_host_doc a, b;
+	char *s;
+
+	kt_begin("fleet_docs_host_change_rules");
+	sample_host(&a);
+	b = a;
+	CHECK(ks_host_doc_same(&a, &b), "itself");
+	b.class_ps[0] = 1510;
+	b.shard_reads_ps = 1500;
+	CHECK(ks_host_doc_same(&a, &b), "rates within a tenth");
+	b.shard_reads_ps = 1700;
+	CHECK(!ks_host_doc_same(&a, &b), "shard reads moved");
+	b = a;
+	/* the quiet tail: a key swapped, rates halved */
+	b.top[4].hash = 999;
+	b.top[2].reads_ps = 12;
+	CHECK(ks_host_doc_same(&a, &b), "tail shuffle is no change");
+	b = a;
+	b.top[0].reads_ps = 1200;
+	CHECK(!ks_host_doc_same(&a, &b), "busiest key moved");
+	b = a;
+	b.top[3].reads_ps = 400; /* out of the tail */
+	CHECK(!ks_host_doc_same(&a, &b), "a tail key turned busy");
+	b = a;
+	b.top[0].hash = 2;
+	CHECK(!ks_host_doc_same(&a, &b), "another busiest key");
+	b = a;
+	b.ring_revision = 8;
+	CHECK(!ks_host_doc_same(&a, &b), "ring revision");
+	b = a;
+	b.has_shard = 0;
+	CHECK(!ks_host_doc_same(&a, &b), "shard gone");
+	s = ks_host_doc_encode(&a, "2026-12-01T00:00:00Z");
+	CHECK(s && strstr(s, "\"schema\":1,\"self\":\"198.18.2.11:11211\"") &&
+		      strstr(s,
+			     "\"shard\":{\"name\":\"198.18.2.11:11211\",\"reads_per_s\":1470") &&
+		      strstr(s, "\"hash\":\"0000000000000001\"") &&
+		      !strstr(s, "\"key\"") &&
+		      strstr(s, "\"updated_at\":\"2026-12-01T00:00:00Z\""),
+	      "text %s", s ? s : "(null)");
+	free(s);
+	a.has_shard = 0;
+	snprintf(a.top[0].key, sizeof(a.top[0].key), "flash:1");
+	s = ks_host_doc_encode(&a, NULL);
+	CHECK(s && strstr(s, "\"shard\":null") &&
+		      strstr(s, "\"key\":\"flash:1\"") &&
+		      !strstr(s, "updated_at"),
+	      "no shard, a key: %s", s ? s : "(null)");
+	free(s);
+	kt_end();
+}
+
+void test_fleet_docs(void)
+{
+	t_hot_roundtrip();
+	t_hot_refused();
+	t_hot_same();
+	t_host();
+}

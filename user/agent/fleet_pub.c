@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* fleet_pub.c - hosts/<self> and hot/<hash> in etcd (see fleet_pub.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent/fleet_pub.h"
+#include "agent/run_ring.h"
+#include "agent/run_steer.h"
+#include "core/host_doc.h"
+#include "core/hotkeys.h"
+#include "net/etcd_pub.h"
+#include "render/text.h"
+#include "util/log.h"
+
+void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
+			const char *cluster, const char *self,
+			const char *ifname, __u32 interval_ms, int export_keys,
+			int hash_only)
+{
+	char host[64] = "localhost", err[256];
+	int64_t ttl;
+
+	memset(f, 0, sizeof(*f));
+	if (!c)
+		return;
+	if (self && self[0]) {
+		snprintf(f->self, sizeof(f->self), "%s", self);
+	} else {
+		gethostname(host, sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		snprintf(f->self, sizeof(f->self), "%s:%s", host, ifname);
+	}
+	snprintf(f->cluster, sizeof(f->cluster), "%s", cluster);
+	snprintf(f->host_key, sizeof(f->host_key), KS_ETCD_ROOT "%s/hosts/%s",
+		 cluster, f->self);
+	f->export_keys = export_keys;
+	f->hash_only = hash_only;
+	f->hot = calloc(KS_HOT_CAP, sizeof(*f->hot));
+	ttl = ((int64_t)interval_ms * KS_HOSTS_LEASE_INTERVALS + 999) / 1000;
+	if (!f->hot || ks_etcd_pub_start(&f->pub, c, ttl, interval_ms,
+					 f->host_key, err, sizeof(err))) {
+		ks_warn("etcd: cannot publish %s (%s); running without it",
+			f->host_key, f->hot ? err : "out of memory");
+		free(f->hot);
+		f->hot = NULL;
+		return;
+	}
+	ks_info("etcd: publishing %s and the hot keys it owns under a lease of %" PRId64
+		" s",
+		f->host_key, ttl < 1 ? (int64_t)1 : ttl);
+}
+
+/* hosts/<self> as it stands. */
+static void host_doc_of(const struct ks_fleet_pub *f,
+			const struct ks_report *rep,
+			const struct ks_run_ring *ring, int64_t ring_rev,
+			struct ks_host_doc *d)
+{
+	const struct ks_shard_report *g = ring ? ring->rep : NULL;
+	__u32 i;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->self, sizeof(d->self), "%s", f->self);
+	snprintf(d->agent_version, sizeof(d->agent_version), "%s",
+		 KS_VERSION_STR);
+	d->pid = rep->agent_pid;
+	snprintf(d->ifname, sizeof(d->ifname), "%s", rep->ifname);
+	d->ring_revision = ring_rev;
+	d->interval_ms = rep->interval_ms;
+	d->sample_n = rep->sample_n;
+	d->class_ps[0] = rep->class_req_mps[KS_CLASS_READ] / 1000.0;
+	d->class_ps[1] = rep->class_req_mps[KS_CLASS_WRITE] / 1000.0;
+	d->class_ps[2] = rep->class_req_mps[KS_CLASS_OTHER] / 1000.0;
+	if (g && g->nshards && g->self < g->nshards) {
+		const struct ks_shard_rate *s = &g->shards[g->self];
+
+		d->has_shard = 1;
+		snprintf(d->shard, sizeof(d->shard), "%s", s->name);
+		d->shard_reads_ps = s->reads_mps / 1000.0;
+		d->shard_writes_ps = s->writes_mps / 1000.0;
+		d->shard_misdirected_ps = s->misdirected_mps / 1000.0;
+	}
+	for (i = 0; i < rep->n_top && i < KS_HOSTS_TOP; i++) {
+		const struct ks_top_entry *t = &rep->top[i];
+		struct ks_host_doc_top *o = &d->top[d->ntop++];
+
+		o->hash = t->hash;
+		if (f->export_keys)
+			ks_key_text(t->key, t->len, o->key, sizeof(o->key));
+		o->reads_ps = t->reads_mps / 1000.0;
+		o->writes_ps = t->writes_mps / 1000.0;
+	}
+}
+
+static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
+			 const struct ks_run_ring *ring, int64_t ring_rev)
+{
+	struct ks_host_doc d;
+	char at[40], *doc;
+	struct tm tm;
+	time_t now;
+
+	f->since_host++;
+	host_doc_of(f, rep, ring, ring_rev, &d);
+	if (f->last_host && ks_host_doc_same(f->last_host, &d) &&
+	    f->since_host < KS_HOSTS_HEARTBEAT)
+		return;
+	now = time(NULL);
+	gmtime_r(&now, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	doc = ks_host_doc_encode(&d, at);
+	if (doc &&
+	    ks_etcd_pub_set(f->pub, f->host_key, doc, strlen(doc)) >= 0) {
+		if (!f->last_host)
+			f->last_host = malloc(sizeof(*f->last_host));
+		if (f->last_host)
+			*f->last_host = d;
+		f->since_host = 0;
+	}
+	free(doc);
+}
+
+static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash)
+{
+	size_t i;
+
+	for (i = 0; i < f->nhot; i++)
+		if (f->hot[i].hash == hash)
+			return &f->hot[i];
+	return NULL;
+}
+
+/* Hands d over as hot/<hash>; 0, or -ENOMEM. */
+static int put_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *d)
+{
+	char key[sizeof(f->host_key)], *doc = ks_hot_doc_encode(d);
+	int rc;
+
+	if (!doc)
+		return -ENOMEM;
+	ks_hot_doc_key(f->cluster, d->hash, key, sizeof(key));
+	rc = ks_etcd_pub_set(f->pub, key, doc, strlen(doc));
+	free(doc);
+	return rc < 0 ? rc : 0;
+}
+
+static void delete_hot(struct ks_fleet_pub *f, size_t i)
+{
+	char key[sizeof(f->host_key)];
+
+	ks_hot_doc_key(f->cluster, f->hot[i].hash, key, sizeof(key));
+	ks_etcd_pub_delete(f->pub, key);
+	f->hot[i] = f->hot[--f->nhot];
+}
+
+/* This host's entry for table entry e now. */
+static void hot_doc_of(const struct ks_fleet_pub *f,
+		       const struct ks_hot_entry *e,
+		       const struct ks_run_steer *steer, struct ks_hot_doc *d)
+{
+	const char *reps[KS_MAX_COPIES - 1];
+	unsigned i, n = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->hash = e->hash;
+	if (!f->hash_only) {
+		memcpy(d->key, e->key, e->len);
+		d->len = e->len;
+		d->has_key = 1;
+	}
+	snprintf(d->owner, sizeof(d->owner), "%s", f->self);
+	d->read_hot = e->read_hot;
+	d->write_hot = e->write_hot;
+	d->pinned = e->state == KS_HOT_PINNED;
+	d->copies = e->copies ? e->copies : 1;
+	d->subkeys = e->subkeys ? e->subkeys : 1;
+	d->reads_ps = e->reads_ps;
+	d->writes_ps = e->writes_ps;
+	d->state = KS_HDS_COUNTING;
+	if (steer)
+		ks_run_steer_view(steer, e->hash, &d->state, &d->write_seq,
+				  reps, &n);
+	for (i = 0; i < n; i++)
+		snprintf(d->replica[i], KS_HOT_DOC_OWNER, "%s", reps[i]);
+	d->nreplicas = n;
+}
+
+/* Whether this host owns the key: what the ring its clients use says, or
+ * every key when there is no ring (or no --self in it) to say. */
+static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
+{
+	__u32 self = ring && ring->rep ? ring->rep->self : KS_NO_SHARD;
+	__u32 owner;
+
+	if (self == KS_NO_SHARD)
+		return 1;
+	owner = ks_run_ring_owner(ring, e->key, e->len);
+	return owner == KS_NO_SHARD || owner == self;
+}
+
+static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
+			const struct ks_hot_table *t,
+			const struct ks_run_steer *steer)
+{
+	const struct ks_hot_entry *e;
+	struct ks_hot_doc d, *old;
+	__u8 keep[KS_HOT_CAP] = { 0 };
+	size_t pos = 0, i;
+
+	while (t && (e = ks_hot_next(t, &pos))) {
+		if (!owns(ring, e))
+			continue;
+		hot_doc_of(f, e, steer, &d);
+		old = find_hot(f, e->hash);
+		/* a key still dirty keeps the write that made it so */
+		if (old && old->state == KS_HDS_DIRTY &&
+		    d.state == KS_HDS_DIRTY)
+			d.write_seq = old->write_seq;
+		if (old && ks_hot_doc_same(old, &d)) {
+			keep[old - f->hot] = 1;
+			continue;
+		}
+		if (!old && f->nhot == KS_HOT_CAP)
+			continue;
+		if (put_hot(f, &d))
+			continue;
+		if (!old)
+			old = &f->hot[f->nhot++];
+		*old = d;
+		keep[old - f->hot] = 1;
+	}
+	for (i = f->nhot; i-- > 0;)
+		if (!keep[i])
+			delete_hot(f, i);
+}
+
+void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
+			   const struct ks_run_ring *ring,
+			   const struct ks_hot_table *t,
+			   const struct ks_run_steer *steer, int64_t ring_rev)
+{
+	if (!f || !f->pub)
+		return;
+	publish_host(f, rep, ring, ring_rev);
+	publish_hot(f, ring, t, steer);
+}
+
+void ks_fleet_pub_steered(void *ud, const struct ks_run_steer *s, __u64 hash)
+{
+	struct ks_fleet_pub *f = ud;
+	struct ks_hot_doc *old = f && f->pub ? find_hot(f, hash) : NULL;
+	const char *reps[KS_MAX_COPIES - 1];
+	struct ks_hot_doc d;
+	unsigned i, n = 0;
+
+	if (!old)
+		return; /* not published yet: the interval will */
+	d = *old;
+	if (ks_run_steer_view(s, hash, &d.state, &d.write_seq, reps, &n))
+		return;
+	for (i = 0; i < n; i++)
+		snprintf(d.replica[i], KS_HOT_DOC_OWNER, "%s", reps[i]);
+	d.nreplicas = n;
+	if (old->state == KS_HDS_DIRTY && d.state == KS_HDS_DIRTY)
+		return; /* already said, with the write that made it so */
+	if (ks_hot_doc_same(old, &d) || put_hot(f, &d))
+		return;
+	if (d.state == KS_HDS_DIRTY)
+		f->dirty_puts++;
+	else if (d.state == KS_HDS_ARMED)
+		f->rearm_puts++;
+	*old = d;
+}
+
+void ks_fleet_pub_status(const struct ks_fleet_pub *f, FILE *out)
+{
+	struct ks_etcd_pub_stats st;
+
+	if (!f || !f->pub) {
+		fprintf(out, "not publishing");
+		return;
+	}
+	ks_etcd_pub_stats(f->pub, &st);
+	fprintf(out,
+		"lease %s, %zu keys (%zu hot, %zu pending), %llu txns, %llu puts, %llu deletes, %llu keepalives, %llu leases, %llu errors, %llu dirty and %llu re-armed at once, longest wait %.1f ms",
+		st.lease ? (st.up ? "up" : "held, etcd away") : "none", st.keys,
+		f->nhot, st.pending, (unsigned long long)st.txns,
+		(unsigned long long)st.puts, (unsigned long long)st.deletes,
+		(unsigned long long)st.keepalives,
+		(unsigned long long)st.grants, (unsigned long long)st.errors,
+		(unsigned long long)f->dirty_puts,
+		(unsigned long long)f->rearm_puts, st.max_wait_ns / 1e6);
+}
+
+void ks_fleet_pub_stop(struct ks_fleet_pub *f)
+{
+	if (!f)
+		return;
+	ks_etcd_pub_stop(f->pub, 1);
+	f->pub = NULL;
+	free(f->last_host);
+	f->last_host = NULL;
+	free(f->hot);
+	f->hot = NULL;
+	f->nhot = 0;
+}

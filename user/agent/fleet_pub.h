@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * fleet_pub.h - what one agent tells the fleet through etcd (issue 12,
+ * docs/fleet.md): hosts/<self>, its status and its shard's load, and
+ * hot/<hash>, each hot key this host owns (the one agent that sees all of
+ * its traffic), all under one lease of KS_HOSTS_LEASE_INTERVALS intervals
+ * so a dead agent's entries go by themselves.
+ *
+ * The documents are decided here, on the agent's thread, and handed to
+ * the publisher (net/etcd_pub.h), whose thread writes them: nothing here
+ * waits for etcd. Writes are proportional to change: hosts/<self> when a
+ * field changes or a rate moves by more than a tenth (core/host_doc.h), or
+ * every KS_HOSTS_HEARTBEAT intervals; hot/<hash> when its decision or
+ * state changes or a rate moves by more than a tenth (core/hot_doc.h), and
+ * at once when its steering changes between intervals: a write the
+ * datapath reports made the armed key dirty, or its copies were refreshed.
+ */
+#ifndef KS_FLEET_PUB_H
+#define KS_FLEET_PUB_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "core/host_doc.h"
+#include "core/hot_doc.h"
+#include "core/ring_doc.h"
+
+#define KS_HOSTS_LEASE_INTERVALS 3
+#define KS_HOSTS_HEARTBEAT       30 /* intervals: a put even if unchanged */
+#define KS_HOSTS_TOP             KS_HOST_DOC_TOP
+
+struct ks_etcd;
+struct ks_etcd_pub;
+struct ks_report;
+struct ks_run_ring;
+struct ks_run_steer;
+struct ks_hot_table;
+
+struct ks_fleet_pub {
+	struct ks_etcd_pub *pub; /* NULL: not publishing */
+	char self[160];
+	char host_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 200];
+	char cluster[KS_CLUSTER_MAX + 1];
+	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
+	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */
+	struct ks_host_doc *last_host; /* hosts/<self> as last handed over */
+	__u32 since_host;
+	/* hot/<hash> as last handed over, one per key this host owns */
+	struct ks_hot_doc *hot;
+	size_t nhot;
+	__u64 dirty_puts; /* entries turned dirty between intervals */
+	__u64 rearm_puts; /* entries armed again between intervals */
+};
+
+/*
+ * Names the keys (self: --self, else HOSTNAME:IFNAME) and starts the
+ * publisher on a clone of c; a failure is logged and the agent runs
+ * without publishing. No-op when c is NULL.
+ */
+void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
+			const char *cluster, const char *self,
+			const char *ifname, __u32 interval_ms, int export_keys,
+			int hash_only);
+
+/* Once per interval, after the ring's and the hot-key table's. ring and
+ * steer may be NULL; ring_rev: the etcd revision of the ring in use. */
+void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
+			   const struct ks_run_ring *ring,
+			   const struct ks_hot_table *t,
+			   const struct ks_run_steer *steer, int64_t ring_rev);
+
+/* Between intervals, a hot key's steering changed (run_steer's on_state:
+ * a write made it dirty, or it was armed again): its entry follows now. */
+void ks_fleet_pub_steered(void *f, const struct ks_run_steer *s, __u64 hash);
+
+/* "host puts N, hot puts M, ..." for the -v etcd line. */
+void ks_fleet_pub_status(const struct ks_fleet_pub *f, FILE *out);
+
+/* Stops the publisher and ends the lease: every entry goes at once. */
+void ks_fleet_pub_stop(struct ks_fleet_pub *f);
+
+#endif

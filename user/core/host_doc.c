@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* host_doc.c - hosts/<self> entries, schema 1 (see host_doc.h). */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/host_doc.h"
+#include "core/hot_doc.h"
+
+static json_t *rate(double x)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.3g", x);
+	return json_real(strtod(buf, NULL));
+}
+
+char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
+{
+	json_t *o = json_object(), *cl = json_object(), *top = json_array();
+	char hash[24], *s;
+	unsigned i;
+
+	json_object_set_new(o, "schema", json_integer(KS_HOST_DOC_SCHEMA));
+	json_object_set_new(o, "self", json_string(d->self));
+	json_object_set_new(o, "agent_version", json_string(d->agent_version));
+	json_object_set_new(o, "pid", json_integer(d->pid));
+	json_object_set_new(o, "ifname", json_string(d->ifname));
+	json_object_set_new(o, "ring_revision", json_integer(d->ring_revision));
+	json_object_set_new(o, "interval_ms", json_integer(d->interval_ms));
+	json_object_set_new(o, "sample_n", json_integer(d->sample_n));
+	json_object_set_new(cl, "read", rate(d->class_ps[0]));
+	json_object_set_new(cl, "write", rate(d->class_ps[1]));
+	json_object_set_new(cl, "other", rate(d->class_ps[2]));
+	json_object_set_new(o, "class_rates", cl);
+	if (d->has_shard) {
+		json_t *sh = json_object();
+
+		json_object_set_new(sh, "name", json_string(d->shard));
+		json_object_set_new(sh, "reads_per_s", rate(d->shard_reads_ps));
+		json_object_set_new(sh, "writes_per_s",
+				    rate(d->shard_writes_ps));
+		json_object_set_new(sh, "misdirected_per_s",
+				    rate(d->shard_misdirected_ps));
+		json_object_set_new(o, "shard", sh);
+	} else {
+		json_object_set_new(o, "shard", json_null());
+	}
+	for (i = 0; i < d->ntop && i < KS_HOST_DOC_TOP; i++) {
+		const struct ks_host_doc_top *t = &d->top[i];
+		json_t *k = json_object();
+
+		snprintf(hash, sizeof(hash), "%016" PRIx64, (uint64_t)t->hash);
+		json_object_set_new(k, "hash", json_string(hash));
+		if (t->key[0])
+			json_object_set_new(k, "key", json_string(t->key));
+		json_object_set_new(k, "reads_per_s", rate(t->reads_ps));
+		json_object_set_new(k, "writes_per_s", rate(t->writes_ps));
+		json_array_append_new(top, k);
+	}
+	json_object_set_new(o, "top", top);
+	if (at)
+		json_object_set_new(o, "updated_at", json_string(at));
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	return s;
+}
+
+static const struct ks_host_doc_top *top_find(const struct ks_host_doc *d,
+					      __u64 hash)
+{
+	unsigned i;
+
+	for (i = 0; i < d->ntop; i++)
+		if (d->top[i].hash == hash)
+			return &d->top[i];
+	return NULL;
+}
+
+static double busiest(const struct ks_host_doc *d)
+{
+	double m = 0;
+	unsigned i;
+
+	for (i = 0; i < d->ntop; i++)
+		if (d->top[i].reads_ps + d->top[i].writes_ps > m)
+			m = d->top[i].reads_ps + d->top[i].writes_ps;
+	return m;
+}
+
+/* Every key of a above its quiet tail is in b with the same rates; a tail
+ * key may come, go or change without it being news. */
+static int top_covered(const struct ks_host_doc *a, const struct ks_host_doc *b)
+{
+	double tail_a = KS_HOST_DOC_TAIL * busiest(a);
+	double tail_b = KS_HOST_DOC_TAIL * busiest(b);
+	unsigned i;
+
+	for (i = 0; i < a->ntop; i++) {
+		const struct ks_host_doc_top *t = &a->top[i], *u;
+
+		u = top_find(b, t->hash);
+		if (t->reads_ps + t->writes_ps <= tail_a &&
+		    (!u || u->reads_ps + u->writes_ps <= tail_b))
+			continue;
+		if (!u || strcmp(t->key, u->key) ||
+		    ks_rate_moved(t->reads_ps, u->reads_ps) ||
+		    ks_rate_moved(t->writes_ps, u->writes_ps))
+			return 0;
+	}
+	return 1;
+}
+
+int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
+{
+	unsigned i;
+
+	if (strcmp(a->self, b->self) ||
+	    strcmp(a->agent_version, b->agent_version) || a->pid != b->pid ||
+	    strcmp(a->ifname, b->ifname) ||
+	    a->ring_revision != b->ring_revision ||
+	    a->interval_ms != b->interval_ms || a->sample_n != b->sample_n ||
+	    a->has_shard != b->has_shard || strcmp(a->shard, b->shard))
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (ks_rate_moved(a->class_ps[i], b->class_ps[i]))
+			return 0;
+	if (ks_rate_moved(a->shard_reads_ps, b->shard_reads_ps) ||
+	    ks_rate_moved(a->shard_writes_ps, b->shard_writes_ps) ||
+	    ks_rate_moved(a->shard_misdirected_ps, b->shard_misdirected_ps))
+		return 0;
+	return top_covered(a, b) && top_covered(b, a);
+}

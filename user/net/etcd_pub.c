@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* etcd_pub.c - keys kept in etcd under a lease, from a thread (etcd_pub.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "net/etcd.h"
+#include "net/etcd_pub.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+struct entry {
+	char *key;
+	char *val; /* NULL: the key should be gone */
+	size_t vlen;
+	uint64_t gen;      /* bumped on every change */
+	uint64_t done_gen; /* the generation etcd holds */
+	uint64_t since_ns; /* when the oldest unwritten change came */
+};
+
+struct ks_etcd_pub {
+	struct ks_etcd *c; /* the thread's own */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	int64_t ttl_s;
+	uint64_t keepalive_ns;
+	uint64_t next_keepalive_ns, retry_ns;
+	char name[200];
+	struct entry *e;
+	size_t n, cap;
+	uint64_t gen;
+	struct ks_etcd_pub_stats st;
+};
+
+static int pending(const struct entry *x)
+{
+	return x->gen != x->done_gen;
+}
+
+static struct entry *find(struct ks_etcd_pub *p, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->e[i].key, key))
+			return &p->e[i];
+	return NULL;
+}
+
+static void drop(struct ks_etcd_pub *p, struct entry *x)
+{
+	free(x->key);
+	free(x->val);
+	*x = p->e[--p->n];
+}
+
+/* Under the lock: a change to x. */
+static void changed(struct ks_etcd_pub *p, struct entry *x)
+{
+	if (!pending(x))
+		x->since_ns = ks_mono_ns();
+	x->gen = ++p->gen;
+	pthread_cond_signal(&p->cv);
+}
+
+int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
+		    size_t vlen)
+{
+	struct entry *x;
+	char *v;
+	int rc = 1;
+
+	pthread_mutex_lock(&p->mu);
+	x = find(p, key);
+	if (x && x->val && x->vlen == vlen && !memcmp(x->val, val, vlen)) {
+		rc = 0;
+		goto out;
+	}
+	v = malloc(vlen + 1);
+	if (!v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(v, val, vlen);
+	v[vlen] = '\0';
+	if (!x) {
+		if (p->n == p->cap) {
+			size_t cap = p->cap ? 2 * p->cap : 16;
+			struct entry *e = realloc(p->e, cap * sizeof(*e));
+
+			if (!e) {
+				free(v);
+				rc = -ENOMEM;
+				goto out;
+			}
+			p->e = e;
+			p->cap = cap;
+		}
+		x = &p->e[p->n];
+		memset(x, 0, sizeof(*x));
+		x->key = strdup(key);
+		if (!x->key) {
+			free(v);
+			rc = -ENOMEM;
+			goto out;
+		}
+		p->n++;
+	}
+	free(x->val);
+	x->val = v;
+	x->vlen = vlen;
+	changed(p, x);
+out:
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
+{
+	struct entry *x;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	x = find(p, key);
+	if (x && x->val) {
+		free(x->val);
+		x->val = NULL;
+		x->vlen = 0;
+		changed(p, x);
+		rc = 1;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out)
+{
+	size_t i;
+
+	pthread_mutex_lock(&p->mu);
+	*out = p->st;
+	out->keys = out->pending = 0;
+	for (i = 0; i < p->n; i++) {
+		out->keys += p->e[i].val != NULL;
+		out->pending += pending(&p->e[i]);
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Under the lock, after a call: its outcome into the stats, logged once
+ * per outage. */
+static void outcome(struct ks_etcd_pub *p, int rc, const char *doing)
+{
+	if (!rc) {
+		if (!p->st.up && p->st.errors)
+			ks_info("etcd: %s: writing again", p->name);
+		p->st.up = 1;
+		p->st.err[0] = '\0';
+		return;
+	}
+	p->st.errors++;
+	snprintf(p->st.err, sizeof(p->st.err), "%s: %s", doing,
+		 ks_etcd_errmsg(p->c));
+	if (p->st.up || p->st.errors == 1)
+		ks_warn("etcd: %s: %s failed (%s); retrying every %llu ms",
+			p->name, doing, ks_etcd_errmsg(p->c),
+			KS_ETCD_PUB_RETRY_NS / 1000000ULL);
+	p->st.up = 0;
+	p->retry_ns = ks_mono_ns() + KS_ETCD_PUB_RETRY_NS;
+}
+
+/* Under the lock; unlocks for the call. A lease, and every key again
+ * when an old one was lost. */
+static void grant(struct ks_etcd_pub *p)
+{
+	int64_t id = 0, ttl = 0;
+	int rc, lost = p->st.grants > 0;
+	size_t i;
+
+	pthread_mutex_unlock(&p->mu);
+	rc = ks_etcd_lease_grant(p->c, p->ttl_s, &id, &ttl);
+	pthread_mutex_lock(&p->mu);
+	outcome(p, rc, "granting a lease");
+	if (rc)
+		return;
+	p->st.lease = id;
+	p->st.lease_ttl = ttl;
+	p->st.grants++;
+	p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
+	/* the keys went with the old lease: what should be there is put
+	 * again, what should be gone is */
+	for (i = 0; i < p->n;) {
+		struct entry *x = &p->e[i];
+
+		if (!x->val) {
+			drop(p, x);
+			continue;
+		}
+		if (!pending(x)) {
+			x->done_gen = 0;
+			x->since_ns = ks_mono_ns();
+		}
+		i++;
+	}
+	if (lost)
+		ks_warn("etcd: %s: the lease was lost (etcd away longer than %lld s); a new one, %zu keys written again",
+			p->name, (long long)p->ttl_s, p->n);
+}
+
+static void keepalive(struct ks_etcd_pub *p)
+{
+	int64_t id = p->st.lease;
+	int rc;
+
+	pthread_mutex_unlock(&p->mu);
+	rc = ks_etcd_lease_keepalive(p->c, id, NULL);
+	pthread_mutex_lock(&p->mu);
+	if (rc == -ENOENT) {
+		/* not an outage: etcd is there and says the lease is gone */
+		p->st.lease = 0;
+		p->retry_ns = 0;
+		return;
+	}
+	outcome(p, rc, "keeping the lease alive");
+	if (!rc) {
+		p->st.keepalives++;
+		p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
+	}
+}
+
+/* The oldest changes first, at most one transaction's worth. */
+static size_t batch(struct ks_etcd_pub *p, struct ks_etcd_write *w,
+		    uint64_t *gens, size_t max)
+{
+	size_t i, n = 0;
+	uint64_t after = 0;
+
+	while (n < max) {
+		size_t best = p->n;
+
+		for (i = 0; i < p->n; i++)
+			if (pending(&p->e[i]) && p->e[i].gen > after &&
+			    (best == p->n || p->e[i].gen < p->e[best].gen))
+				best = i;
+		if (best == p->n)
+			break;
+		after = p->e[best].gen;
+		w[n].key = strdup(p->e[best].key);
+		w[n].klen = strlen(p->e[best].key);
+		w[n].val = p->e[best].val ? malloc(p->e[best].vlen + 1) : NULL;
+		w[n].vlen = p->e[best].vlen;
+		if (!w[n].key || (p->e[best].val && !w[n].val)) {
+			free((void *)w[n].key);
+			free((void *)w[n].val);
+			break;
+		}
+		if (w[n].val)
+			memcpy((void *)w[n].val, p->e[best].val, w[n].vlen);
+		gens[n++] = p->e[best].gen;
+	}
+	return n;
+}
+
+static void write_changes(struct ks_etcd_pub *p)
+{
+	struct ks_etcd_write w[KS_ETCD_TXN_MAX];
+	uint64_t gens[KS_ETCD_TXN_MAX], now;
+	int64_t lease = p->st.lease;
+	size_t n = batch(p, w, gens, KS_ETCD_TXN_MAX), i;
+	int rc;
+
+	if (!n)
+		return;
+	pthread_mutex_unlock(&p->mu);
+	rc = ks_etcd_write_many(p->c, w, n, lease, NULL);
+	pthread_mutex_lock(&p->mu);
+	if (rc == -ENOENT) {
+		/* "requested lease not found": it expired while etcd was
+		 * away; a new one, and everything again */
+		p->st.lease = 0;
+		p->retry_ns = 0;
+	} else {
+		outcome(p, rc, "writing");
+	}
+	now = ks_mono_ns();
+	for (i = 0; i < n; i++) {
+		struct entry *x = find(p, w[i].key);
+
+		if (!rc) {
+			if (w[i].val)
+				p->st.puts++;
+			else
+				p->st.deletes++;
+		}
+		if (!rc && x && x->gen == gens[i]) {
+			if (now - x->since_ns > p->st.max_wait_ns)
+				p->st.max_wait_ns = now - x->since_ns;
+			x->done_gen = x->gen;
+			if (!x->val)
+				drop(p, x);
+		}
+		free((void *)w[i].key);
+		free((void *)w[i].val);
+	}
+	if (!rc)
+		p->st.txns++;
+}
+
+static int any_pending(const struct ks_etcd_pub *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (pending(&p->e[i]))
+			return 1;
+	return 0;
+}
+
+/* The condition variable runs on CLOCK_MONOTONIC, as ks_mono_ns. */
+static void wait_until(struct ks_etcd_pub *p, uint64_t mono_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(mono_ns / 1000000000ULL),
+		.tv_nsec = (long)(mono_ns % 1000000000ULL),
+	};
+
+	if (mono_ns > ks_mono_ns())
+		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+}
+
+static void *pub_main(void *arg)
+{
+	struct ks_etcd_pub *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		uint64_t now = ks_mono_ns(), next;
+
+		if (now < p->retry_ns) {
+			wait_until(p, p->retry_ns);
+			continue;
+		}
+		if (!p->st.lease) {
+			grant(p);
+			continue;
+		}
+		if (now >= p->next_keepalive_ns) {
+			keepalive(p);
+			continue;
+		}
+		if (any_pending(p)) {
+			write_changes(p);
+			continue;
+		}
+		next = p->next_keepalive_ns;
+		wait_until(p, next);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
+		      int64_t ttl_s, unsigned keepalive_ms, const char *name,
+		      char *err, size_t errlen)
+{
+	struct ks_etcd_pub *p = calloc(1, sizeof(*p));
+	pthread_condattr_t ca;
+	uint64_t ka;
+	int rc;
+
+	*out = NULL;
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = ks_etcd_clone(c, &p->c, err, errlen);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	p->ttl_s = ttl_s < 1 ? 1 : ttl_s;
+	ka = (uint64_t)keepalive_ms * 1000000ULL;
+	if (!ka || ka > (uint64_t)p->ttl_s * 1000000000ULL / 3)
+		ka = (uint64_t)p->ttl_s * 1000000000ULL / 3;
+	p->keepalive_ns = ka;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&p->th, NULL, pub_main, p);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the etcd publisher (%s)",
+			 strerror(rc));
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		ks_etcd_close(p->c);
+		free(p);
+		return -rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void ks_etcd_pub_stop(struct ks_etcd_pub *p, int revoke)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	if (revoke && p->st.lease)
+		ks_etcd_lease_revoke(p->c, p->st.lease);
+	for (i = 0; i < p->n; i++) {
+		free(p->e[i].key);
+		free(p->e[i].val);
+	}
+	free(p->e);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	ks_etcd_close(p->c);
+	free(p);
+}

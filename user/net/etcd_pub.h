@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * etcd_pub.h - a set of keys kept in etcd under one lease of their own,
+ * written by a thread of its own (issue 12, docs/fleet.md: hosts/<self>
+ * and hot/<hash>).
+ *
+ * The caller says what each key should hold (set, delete) and never
+ * waits: etcd being slow, blackholed or gone costs the agent's interval
+ * loop nothing, and a hot key's dirty event reaches etcd at once rather
+ * than at the next interval. The thread keeps the lease alive, grants a
+ * new one when it is lost (etcd away longer than its TTL) and then puts
+ * every key again, and writes what changed in one transaction per wake-up
+ * (up to KS_ETCD_TXN_MAX keys): at steady state one keepalive per
+ * interval, under churn one request per change burst, not one per key.
+ * A value the same as the one already wanted is no change and costs
+ * nothing.
+ *
+ * The thread has a client of its own (ks_etcd_clone): a client belongs to
+ * one thread. Failures are logged once per outage, counted, and retried
+ * every KS_ETCD_PUB_RETRY_NS; nothing here ever stops the agent.
+ */
+#ifndef KS_ETCD_PUB_H
+#define KS_ETCD_PUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ks_etcd;
+struct ks_etcd_pub;
+
+#define KS_ETCD_PUB_RETRY_NS 250000000ULL /* after a failed call */
+
+struct ks_etcd_pub_stats {
+	uint64_t txns;       /* write transactions that went through */
+	uint64_t puts;       /* keys written by them */
+	uint64_t deletes;    /* keys deleted by them */
+	uint64_t keepalives; /* lease renewals */
+	uint64_t grants;     /* leases granted: the first, then after a loss */
+	uint64_t errors;     /* calls that failed */
+	int64_t lease;     /* the lease now; 0: none (not granted yet, lost) */
+	int64_t lease_ttl; /* seconds, as etcd granted */
+	int up;            /* the last call went through */
+	size_t keys;       /* keys wanted in etcd */
+	size_t pending;    /* of them, not yet as wanted */
+	uint64_t max_wait_ns; /* the longest a change waited to be written */
+	char err[256];        /* the last failure; "" when none */
+};
+
+/*
+ * Starts the thread with a clone of c's endpoints and credentials: a lease
+ * of ttl_s seconds, kept alive every keepalive_ms (at most a third of the
+ * TTL); name (e.g. the hosts/ key) is only for log lines. 0, or a negative
+ * errno with err.
+ */
+int ks_etcd_pub_start(struct ks_etcd_pub **p, const struct ks_etcd *c,
+		      int64_t ttl_s, unsigned keepalive_ms, const char *name,
+		      char *err, size_t errlen);
+
+/* key (a C string) should hold val; 1 when that is a change (the thread
+ * wakes to write it), 0 when it is what was wanted already, -ENOMEM. */
+int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
+		    size_t vlen);
+/* key should be gone: 1 when that is a change, 0 when it was not wanted. */
+int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key);
+
+void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out);
+
+/* Stops the thread; revoke: then ends the lease, so every key goes at
+ * once (one call, bounded by the client's timeout). NULL is fine. */
+void ks_etcd_pub_stop(struct ks_etcd_pub *p, int revoke);
+
+#endif
