@@ -3,8 +3,8 @@
 
     ks_fleet_faults.py hosts          etcdctl get -w json (stdin) of hosts/:
                                       one "SELF MOD_REVISION LEASE" a line
-    ks_fleet_faults.py hot OWNER      etcdctl get -w json (stdin) of hot/:
-                                      entries that parse and name OWNER
+    ks_fleet_faults.py hot            etcdctl get -w json (stdin) of hot/:
+                                      the owner of each entry that parses
     ks_fleet_faults.py at REV DIGEST  etcdctl get --rev -w json (stdin) of
                                       the ring: exit 0 if the key is at
                                       mod_revision REV with that digest
@@ -43,16 +43,14 @@ def cmd_hosts(_):
               kv.get("lease", 0))
 
 
-def cmd_hot(args):
-    n = 0
+def cmd_hot(_):
     for kv in kvs():
         try:
             doc = json.loads(text(kv.get("value")))
         except ValueError:
             continue
-        if isinstance(doc, dict) and doc.get("owner") == args[0]:
-            n += 1
-    print(n)
+        if isinstance(doc, dict) and isinstance(doc.get("owner"), str):
+            print(doc["owner"])
 
 
 def cmd_at(args):
