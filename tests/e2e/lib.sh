@@ -12,6 +12,9 @@
 # e2e_expect_refused NAME PATTERN ARGS
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
+# e2e_require NAME WHY TOOL...
+#                        SKIP NAME and exit 0 unless every TOOL is on PATH
+#                        (WHY: where they come from, e.g. "make deps")
 # pass/fail/skip NAME    the result lines tests/run.sh counts
 #
 # E2E_KEEP=1 keeps the temp folder (agent output, polls, load summaries).
@@ -33,6 +36,17 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; E2E_FAILED=1; }
 skip() { echo "SKIP $1: $2"; }
 note() { echo "  $*"; }
+
+e2e_require() {
+	local name=$1 why=$2 tool
+	shift 2
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null; then
+			skip "$name" "$tool is not installed ($why)"
+			exit 0
+		fi
+	done
+}
 
 e2e_init() {
 	E2E_NAME=$1

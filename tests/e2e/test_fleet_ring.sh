@@ -22,6 +22,8 @@
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
 e2e_init fleet_ring
 
 ETCD_PIDS=()
@@ -173,41 +175,20 @@ else
 fi
 
 # ---- two concurrent ring sets: one wins, the other is refused ------------
+ring_now() {
+	e2e_agent ring get --etcd "$URL" --json | "$PY" -c 'import json,sys
+d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))'
+}
+set5() { e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS5" "$@"; }
+set4() { e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" "$@"; }
 ok=1
 for round in 1 2 3 4 5; do
-	cur=$(e2e_agent ring get --etcd "$URL" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["revision"])')
-	e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS5" --if-revision "$cur" \
-		>"$E2E_TMP/a.out" 2>"$E2E_TMP/a.err" &
-	pa=$!
-	e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" --if-revision "$cur" \
-		>"$E2E_TMP/b.out" 2>"$E2E_TMP/b.err" &
-	pb=$!
-	wait $pa; ra=$?
-	wait $pb; rb=$?
-	if [ $ra -eq 0 ] && [ $rb -eq 1 ]; then
-		win=a lose=b
-	elif [ $ra -eq 1 ] && [ $rb -eq 0 ]; then
-		win=b lose=a
-	else
-		fail fleet_concurrent_set "round $round: exits $ra and $rb, want 0 and 1: $(cat "$E2E_TMP"/[ab].out "$E2E_TMP"/[ab].err)"
+	if ! fleet_ring_race "$E2E_TMP" "$KEY" ring_now set5 set4; then
+		fail fleet_concurrent_set "round $round: $RACE_WHY"
 		ok=0
 		break
 	fi
-	wrev=$(awk '{print $2}' "$E2E_TMP/$win.out")
-	wdig=$(awk '{print $4}' "$E2E_TMP/$win.out")
-	if ! grep -qE "^agent: ring not written: $KEY (is no longer at|changed since) revision $cur: revision $wrev by [^ ]+ pid [0-9]+ at [0-9T:Z-]+ won \([0-9] shards ketama, digest $wdig\)" \
-		"$E2E_TMP/$lose.err"; then
-		fail fleet_concurrent_set "round $round: the refusal does not say who won ($wrev, $wdig): $(cat "$E2E_TMP/$lose.err")"
-		ok=0
-		break
-	fi
-	now=$(e2e_agent ring get --etcd "$URL" --json | "$PY" -c 'import json,sys; d = json.load(sys.stdin); print(d["revision"], d["ring"]["digest"])')
-	if [ "$now" != "$wrev $wdig" ]; then
-		fail fleet_concurrent_set "round $round: etcd holds $now, the winner wrote $wrev $wdig"
-		ok=0
-		break
-	fi
-	[ $round -eq 1 ] && note "$(cat "$E2E_TMP/$lose.err")"
+	[ $round -eq 1 ] && note "$RACE_NOTE"
 done
 [ $ok = 1 ] && pass fleet_concurrent_set
 

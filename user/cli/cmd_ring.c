@@ -463,19 +463,30 @@ static int ring_set(int argc, char **argv)
 	}
 	n = ks_etcd_put_if(c, ec.ring_key, strlen(ec.ring_key), doc, doclen, 0,
 			   expect, &rev);
-	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN) {
+	/* lost, broken mid-call, or sent and unanswered (a member without
+	 * a leader may still commit it): read the key back */
+	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN ||
+	    n == -ETIMEDOUT) {
 		int lost = n == -ESTALE;
+		char why[256];
 
+		snprintf(why, sizeof(why), "%s", ks_etcd_errmsg(c));
 		ks_etcd_range_free(&cur);
 		if (reread(c, ec.ring_key, &cur)) {
 			ks_err("the write of %s may or may not have happened (%s), and reading it again failed: %s; check with 'agent ring get'",
-			       ec.ring_key, ks_etcd_errmsg(c),
-			       ks_etcd_errmsg(c));
+			       ec.ring_key, why, ks_etcd_errmsg(c));
 			goto out;
 		}
 		if (!lost && cur.n && cur.kvs[0].value_len == doclen &&
 		    !memcmp(cur.kvs[0].value, doc, doclen)) {
 			rev = cur.kvs[0].mod_revision; /* it did happen */
+		} else if (!lost &&
+			   (cur.n ? cur.kvs[0].mod_revision : 0) == expect) {
+			/* not yet: it may still be committed */
+			ks_err("the write of %s may or may not have happened (%s); it is still at revision %" PRId64
+			       ": check with 'agent ring get' before setting again",
+			       ec.ring_key, why, expect);
+			goto out;
 		} else {
 			describe_current(&cur, what, sizeof(what));
 			ks_err("ring not written: %s changed since revision %" PRId64

@@ -323,9 +323,16 @@ static enum failure classify(CURLcode cc, CURL *e, const char *curl_err)
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_RESOLVE_PROXY:
 		return F_CONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_OPERATION_TIMEDOUT: {
+		long sent = 0;
+
+		/* A call on a reused connection has no connect time (0): that
+		 * its request went out says it was connected, and may have
+		 * been acted on (a write) */
 		curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connected);
-		return connected ? F_TIMEOUT : F_CONNECT;
+		curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
+		return connected || sent > 0 ? F_TIMEOUT : F_CONNECT;
+	}
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:

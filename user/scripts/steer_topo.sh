@@ -12,6 +12,10 @@
 #                                     in shard IDX's namespace, waits until
 #                                     it has attached (0) or exited (1)
 #   steer_agents_stop                 SIGINT every agent started, wait
+#   steer_host_add NS IF ADDR         one more host on the bridge, no
+#                                     memcached (an etcd member): namespace
+#                                     NS, interface IF (at most 15 bytes),
+#                                     ADDR/24; steer_topo_down deletes it
 #
 # After steer_topo_up (arrays are indexed 0..N-1):
 #   STEER_CLIENT_NS STEER_CLIENT_ADDR   the client (198.18.2.1)
@@ -117,6 +121,11 @@ _steer_host() {
 		ip -n "$STEER_BR_NS" link set "$bif" master steerbr up || return 1
 	_steer_tx_csum_off "$ns" "$hif" ||
 		{ steer_msg "cannot turn TX checksum offload off on $hif"; return 1; }
+}
+
+steer_host_add() {
+	_steer_host "$1" "$2" "kb${2:2}" "$3" ||
+		{ steer_msg "cannot set up host $3 ($1, $2)"; return 1; }
 }
 
 # _steer_xdp_pass BR_IF: the pass-through XDP program on a bridge port.

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# fleet_lib.sh - checks the fleet's e2e tests share (test_fleet_ring.sh,
+# test_fleet_faults.sh). Source it after lib.sh; functions only.
+#
+#   fleet_ring_race DIR KEY GET SET_A SET_B
+#       one round of two concurrent `agent ring set --if-revision R`. GET
+#       is a command printing "REVISION DIGEST" of the ring in etcd now;
+#       SET_A and SET_B are commands that run `agent ring set` (each its own
+#       shard list) with "--if-revision R" appended to their arguments. Both
+#       start from the same R: exactly one must exit 0 ("revision N digest
+#       D ..."), the other 1 with one line naming the winner's revision and
+#       digest, and etcd must then hold the winner's. 0 and the loser's line
+#       in RACE_NOTE, or 1 and why in RACE_WHY. Output in DIR/race_[ab].*.
+
+# shellcheck disable=SC2034 # RACE_NOTE and RACE_WHY are for the caller
+fleet_ring_race() {
+	local dir=$1 key=$2 get=$3 set_a=$4 set_b=$5 cur pa pb ra rb win lose
+	local wrev wdig now
+	RACE_NOTE='' RACE_WHY=''
+	cur=$($get | awk '{print $1}')
+	$set_a --if-revision "$cur" >"$dir/race_a.out" 2>"$dir/race_a.err" &
+	pa=$!
+	$set_b --if-revision "$cur" >"$dir/race_b.out" 2>"$dir/race_b.err" &
+	pb=$!
+	wait $pa
+	ra=$?
+	wait $pb
+	rb=$?
+	if [ $ra -eq 0 ] && [ $rb -eq 1 ]; then
+		win=a lose=b
+	elif [ $ra -eq 1 ] && [ $rb -eq 0 ]; then
+		win=b lose=a
+	else
+		RACE_WHY="exits $ra and $rb from revision $cur, want 0 and 1: $(cat "$dir"/race_[ab].out "$dir"/race_[ab].err)"
+		return 1
+	fi
+	wrev=$(awk '{print $2}' "$dir/race_$win.out")
+	wdig=$(awk '{print $4}' "$dir/race_$win.out")
+	if ! grep -qE "^agent: ring not written: $key (is no longer at|changed since) revision $cur: revision $wrev by [^ ]+ pid [0-9]+ at [0-9T:Z-]+ won \([0-9]+ shards [a-z0-9-]+, digest $wdig\)" \
+		"$dir/race_$lose.err"; then
+		RACE_WHY="the refusal does not say who won ($wrev, $wdig): $(cat "$dir/race_$lose.err")"
+		return 1
+	fi
+	now=$($get)
+	if [ "$now" != "$wrev $wdig" ]; then
+		RACE_WHY="etcd holds $now, the winner wrote $wrev $wdig"
+		return 1
+	fi
+	RACE_NOTE=$(cat "$dir/race_$lose.err")
+	return 0
+}

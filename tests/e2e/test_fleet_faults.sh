@@ -1,0 +1,575 @@
+#!/usr/bin/env bash
+# test_fleet_faults.sh - the fleet under faults (issue 12, "Faults";
+# docs/fleet.md) with Debian's etcd 3.4, never a mock. The steering
+# topology with 4 shards (user/scripts/steer_topo.sh: memcached on each, an
+# agent per shard with --etcd, --self, --interval 1) and a 3-member etcd
+# cluster, each member in a namespace of its own on the same bridge
+# (tests/e2e/etcd_cluster.sh), every URL on a 198.18.2.x address. ks_load
+# sends TCP gets and sets over the ketama ring of the 4 shards from the
+# client namespace during every scenario (bounded in count and time); its
+# failed requests must be 0 at the end of each (memcached never depends on
+# etcd). Scenarios, each with its own result lines:
+# 1. the leader SIGKILLed right after a `ring set` (once while it runs),
+#    restarted with its data before the next round; a set that exits
+#    non-zero is retried after `ring get`: every agent ends on the last
+#    ring, every successful set is in etcd's history, none lost;
+# 2. all three members SIGSTOPped for 10 s: the agents stay up, count
+#    (report totals rise), keep their ring; after SIGCONT every agent
+#    republishes hosts/SELF within an interval and an allowance, all 4 in
+#    `agent fleet`; the time each took and the longest interval during the
+#    outage are printed;
+# 4. two concurrent `ring set --if-revision R` through different first
+#    endpoints: one wins, the other exits 1 naming the winner;
+# 5. a ring that is not JSON and one whose digest its shards do not build,
+#    put with etcdctl: refused by every agent (reload_errors, logged once),
+#    never pushed (the report's digest), then a good ring taken; a hot/
+#    entry that does not parse: `agent fleet` counts it refused, or at least
+#    still works and lists no such host;
+# 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease,
+#    `agent fleet` (text, --json) lists its shard without an agent, its hot/
+#    entries gone (skip when the agent never published one).
+# Every process is stopped by its pid and every namespace deleted on every
+# exit path (the EXIT trap). E2E_KEEP=1 keeps the logs.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
+# shellcheck source=etcd_cluster.sh
+. "$E2E_DIR/etcd_cluster.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
+e2e_init fleet_faults
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+KEY=/keysteer/default/ring
+PFX=/keysteer/default
+IV_MS=1000
+# How long after etcd's return an agent may take to republish: one
+# interval (an agent between two intervals writes at the next one; one in
+# the middle of a call gets its answer when etcd resumes), plus 1 s for
+# etcd's own recovery and a loaded machine.
+REPUBLISH_MAX_MS=$((IV_MS + 1000))
+# The longest interval allowed during the outage: etcd's calls run in the
+# publisher's thread of its own (net/etcd_pub.c), so the interval loop
+# never waits for them: one interval and 0.5 s for a loaded machine.
+# (Before that thread every call blocked the loop for up to its 2 s
+# deadline: intervals of 3 s during the outage.)
+STRETCH_MAX_MS=$((IV_MS + 500))
+# The lease is 3 intervals; etcd checks expiry every 500 ms; 1 s more for
+# the machine.
+LEASE_GONE_MAX_MS=$((3 * IV_MS + 1500))
+LOAD_PID=
+SELF=()
+N=4
+
+faults_cleanup() {
+	local rc=$?
+	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" TERM 5
+	if [ -n "${E2E_KEEP:-}" ] && [ -n "$STEER_TMP" ]; then
+		cp "$STEER_TMP"/agent.*.out "$E2E_TMP/" 2>/dev/null
+	fi
+	steer_agents_stop # the agents first: they talk to etcd
+	etcd_cluster_stop
+	steer_topo_down
+	(exit "$rc")
+	e2e_cleanup
+}
+trap faults_cleanup EXIT
+
+e2e_require fleet_faults "make deps: etcd-server, etcd-client, memcached" \
+	etcd etcdctl memcached
+if [ ! -x "$LOAD" ]; then
+	fail fleet_faults "$LOAD is missing; run 'make' first"
+	exit 1
+fi
+
+if ! steer_topo_up "$N" 0; then
+	fail fleet_faults_setup "the topology did not come up"
+	exit 1
+fi
+specs=()
+for i in 0 1 2; do
+	ns=ks_stet$((i + 1))_$$
+	if ! steer_host_add "$ns" "kse$((i + 1))_$$" "198.18.2.$((201 + i))"; then
+		fail fleet_faults_setup "etcd member namespace $ns"
+		exit 1
+	fi
+	specs+=("$ns:198.18.2.$((201 + i))")
+done
+if ! etcd_cluster_start "$E2E_TMP/etcd" "${specs[@]}"; then
+	fail fleet_faults_setup "the etcd cluster did not start"
+	exit 1
+fi
+for i in "${!STEER_SHARD_ADDR[@]}"; do
+	SELF[i]=${STEER_SHARD_ADDR[i]}:$STEER_PORT
+done
+
+CLI() { ks_in_ns "$STEER_CLIENT_NS" "$AGENT" "$@"; }
+FF() { "$PY" "$E2E_DIR/ks_fleet_faults.py" "$@"; }
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+# ring_list W0 W1 W2 W3: the 4 shards with those weights
+ring_list() {
+	local i list=
+	for i in "${!SELF[@]}"; do
+		list+=${list:+,}${SELF[i]}:${1:-1}
+		shift
+	done
+	echo "$list"
+}
+# ring_now: "REVISION DIGEST" of the ring in etcd
+ring_now() {
+	CLI ring get --etcd "$ETCD_URLS" --json 2>/dev/null | "$PY" -c 'import json,sys
+d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))'
+}
+report() { "$AGENT" report --iface "${STEER_SHARD_IF[$1]}" --json >"$2" 2>"$2.err"; }
+agent_out() { echo "$STEER_TMP/agent.$1.out"; }
+# rep I: "SEQ INTERVAL_MS OPS VERSION DIGEST RELOAD_ERRORS" of agent I's
+# report now (ks_fleet_faults.py report)
+rep() {
+	report "$1" "$E2E_TMP/rep.$1.json" && FF report "$E2E_TMP/rep.$1.json"
+}
+hosts_now() { etcd_ctl get --prefix "$PFX/hosts/" -w json 2>/dev/null | FF hosts; }
+fleet_json() { CLI fleet --etcd "$ETCD_URLS" --json >"$1" 2>"$1.err"; }
+
+# wait_all_on REV DIGEST TENTHS: every running agent's report at that ring
+# version and digest; 0 and the time in WAITED_MS, else 1 and the laggards
+# in LAGGARDS.
+wait_all_on() {
+	local rev=$1 dig=$2 tenths=$3 t0 i k v d
+	t0=$(ms_now)
+	for ((k = 0; k < tenths; k++)); do
+		LAGGARDS=
+		for i in "${AGENTS[@]}"; do
+			read -r _ _ _ v d _ <<<"$(rep "$i" 2>/dev/null)"
+			[ "$v $d" = "$rev $dig" ] || LAGGARDS+=" ${SELF[i]}=v$v/$d"
+		done
+		if [ -z "$LAGGARDS" ]; then
+			WAITED_MS=$(($(ms_now) - t0))
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# load_start NAME SECONDS: ks_load in the client namespace, in the
+# background: TCP, 1500 ops/s over 2 connections, a flash key of 20% (hot
+# for --shard-capacity 1000), bounded by SECONDS and the count.
+load_start() {
+	ks_in_ns_bg "$STEER_CLIENT_NS" nice -n "$KS_NICE" "$LOAD" \
+		--shards-file "$STEER_SHARDS_FILE" --proto tcp --conns 2 \
+		--keys 2000 --flash flash:1:0.2 --rate 1500 \
+		--duration "$2" --count $(($2 * 1500)) --json \
+		</dev/null >"$E2E_TMP/load.$1.json" 2>"$E2E_TMP/load.$1.err"
+	LOAD_PID=$KS_BG_PID
+}
+# load_end NAME: stop the load (SIGTERM: it prints its summary) and check
+# that no request failed.
+load_end() {
+	local res
+	ks_stop_pid "$LOAD_PID" TERM 10
+	LOAD_PID=
+	res=$(FF load "$E2E_TMP/load.$1.json" 2>/dev/null)
+	if [ -n "$res" ] && [ "${res%% *}" = 0 ] && [ "${res##* }" -gt 0 ]; then
+		pass "fleet_faults_$1_no_failed_requests"
+		note "$1: ${res##* } requests, 0 failed"
+	else
+		fail "fleet_faults_$1_no_failed_requests" "failed/sent '${res:-no summary}': $(head -c 300 "$E2E_TMP/load.$1.err")"
+	fi
+}
+
+# hot_check: the owners of the hot/ entries now in HOT_NOW (one a line),
+# every owner ever seen in HOT_OWNERS
+declare -A HOT_OWNERS=()
+hot_check() {
+	local o
+	HOT_NOW=$(etcd_ctl get --prefix "$PFX/hot/" -w json 2>/dev/null | FF hot)
+	for o in $HOT_NOW; do
+		HOT_OWNERS[$o]=1
+	done
+}
+
+# ---- the ring and the agents ----------------------------------------------
+out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 1 1 1 1)" 2>&1)
+if ! grep -q '^revision [0-9]* digest ' <<<"$out"; then
+	fail fleet_faults_setup "ring set: $out"
+	exit 1
+fi
+AGENTS=()
+for i in "${!SELF[@]}"; do
+	if ! steer_agent_start "$i" --etcd "$ETCD_URLS" --self "${SELF[i]}" \
+		--interval $((IV_MS / 1000)) --shard-capacity 1000 -v; then
+		fail fleet_faults_setup "agent $i did not start: $(tail -3 "$(agent_out "$i")")"
+		exit 1
+	fi
+	AGENTS+=("$i")
+done
+read -r rev dig <<<"$(ring_now)"
+if wait_all_on "$rev" "$dig" 50; then
+	note "4 agents on ring v$rev ($dig); etcd members ${ETCD_URLS//,/ }"
+else
+	fail fleet_faults_setup "agents not on ring v$rev:$LAGGARDS"
+	exit 1
+fi
+
+# ---- 1. the leader killed during ring changes -----------------------------
+load_start leader_kill 60
+SET_REVS=() SET_DIGS=() RETRIES=0 ok=1 why=
+for round in 1 2 3 4; do
+	# weight round+1 on shard round%4: a new ring each round
+	w=(1 1 1 1)
+	w[round % 4]=$((round + 1))
+	list=$(ring_list "${w[@]}")
+	leader=$(etcd_leader)
+	if [ -z "$leader" ] && ! etcd_wait_healthy 10; then
+		why="round $round: no leader"
+		ok=0
+		break
+	fi
+	leader=$(etcd_leader)
+	if [ "$round" = 2 ]; then
+		# killed while the set runs
+		t0=$(ms_now)
+		CLI ring set --etcd "$ETCD_URLS" --shards "$list" \
+			>"$E2E_TMP/set.out" 2>"$E2E_TMP/set.err" &
+		sp=$!
+		etcd_member_kill "$leader"
+		tk=$(($(ms_now) - t0))
+		wait "$sp"
+		rc=$?
+		note "round $round: the leader killed $tk ms after the set started, which returned after $(($(ms_now) - t0)) ms"
+	else
+		CLI ring set --etcd "$ETCD_URLS" --shards "$list" \
+			>"$E2E_TMP/set.out" 2>"$E2E_TMP/set.err"
+		rc=$?
+		etcd_member_kill "$leader"
+	fi
+	note "round $round: ring set exit $rc, leader m$((leader + 1)) killed: $(cat "$E2E_TMP/set.out" "$E2E_TMP/set.err" | head -c 200 | tr '\n' ' ')"
+	want=$("$AGENT" ring diff --from "$list" --to "$list" --keys 1 2>/dev/null |
+		sed -n 's/^from [0-9]* shards (digest \([0-9a-f]*\)).*/\1/p')
+	got=
+	if [ $rc -eq 0 ]; then
+		got=$(awk '/^revision/ {print $2, $4}' "$E2E_TMP/set.out")
+	fi
+	try=0
+	while [ -z "$got" ] && [ $try -lt 20 ]; do
+		try=$((try + 1))
+		# not done (or not known): read the ring, set again only if the
+		# first attempt did not happen
+		read -r r d <<<"$(ring_now)"
+		if [ -n "$want" ] && [ "$d" = "$want" ]; then
+			got="$r $d"
+			note "round $round: the failed set had happened (revision $r)"
+			break
+		fi
+		sleep 0.3
+		RETRIES=$((RETRIES + 1))
+		CLI ring set --etcd "$ETCD_URLS" --shards "$list" \
+			>"$E2E_TMP/set.out" 2>"$E2E_TMP/set.err" &&
+			got=$(awk '/^revision/ {print $2, $4}' "$E2E_TMP/set.out")
+	done
+	if [ -z "$got" ]; then
+		why="round $round: no ring set succeeded: $(cat "$E2E_TMP/set.err")"
+		ok=0
+		break
+	fi
+	SET_REVS+=("${got% *}") SET_DIGS+=("${got#* }")
+	etcd_member_start "$leader"
+	if ! etcd_wait_healthy 15; then
+		why="round $round: the cluster not healthy 15 s after m$((leader + 1)) restarted"
+		ok=0
+		break
+	fi
+done
+if [ $ok = 1 ]; then
+	pass fleet_faults_leader_kill_sets_done
+	note "revisions ${SET_REVS[*]}, $RETRIES retries"
+else
+	fail fleet_faults_leader_kill_sets_done "$why"
+fi
+# every successful set in etcd's history, in order, the last one the ring
+hist=ok prev=0
+for k in "${!SET_REVS[@]}"; do
+	r=${SET_REVS[k]}
+	if [ "$r" -le "$prev" ] ||
+		! etcd_ctl get --rev="$r" "$KEY" -w json 2>/dev/null | FF at "$r" "${SET_DIGS[k]}"; then
+		hist="revision $r (${SET_DIGS[k]}) not in etcd's history as written"
+		break
+	fi
+	prev=$r
+done
+read -r frev fdig <<<"$(ring_now)"
+last=$((${#SET_REVS[@]} - 1))
+if [ $ok = 1 ] && [ "$hist" = ok ] && [ "$frev" = "${SET_REVS[last]}" ] &&
+	[ "$fdig" = "${SET_DIGS[last]}" ]; then
+	pass fleet_faults_leader_kill_no_change_lost
+else
+	fail fleet_faults_leader_kill_no_change_lost "$hist; etcd at $frev $fdig, last set ${SET_REVS[last]:-} ${SET_DIGS[last]:-}"
+fi
+conv_ok=
+if wait_all_on "$frev" "$fdig" 80; then
+	conv_ms=$WAITED_MS
+	for ((k = 0; k < 40; k++)); do
+		fleet_json "$E2E_TMP/fleet.json"
+		read -r nh revs _ _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+		[ "$nh" = 4 ] && [ "$revs" = "$frev,$frev,$frev,$frev" ] && conv_ok=1 && break
+		sleep 0.2
+	done
+fi
+if [ -n "$conv_ok" ] && [ "$conv_ms" -le $((5 * IV_MS)) ]; then
+	pass fleet_faults_leader_kill_agents_converge
+	note "every agent on ring v$frev ($fdig) $conv_ms ms after the cluster was whole again; agent fleet: 4 hosts at $frev"
+else
+	fail fleet_faults_leader_kill_agents_converge "want v$frev $fdig within 5 intervals:${LAGGARDS:-} fleet: ${nh:-?} hosts at ${revs:-?}"
+fi
+load_end leader_kill
+
+# ---- 2. etcd entirely unreachable for 10 s ---------------------------------
+load_start outage 40
+sleep 1.5
+declare -A H_REV=() H_LEASE=() REPUB=()
+while read -r s r l; do
+	H_REV[$s]=$r H_LEASE[$s]=$l
+done < <(hosts_now)
+OPS0=() VER0=() SEQ0=() STRETCH=() OPS1=() VER1=() SEQ1=()
+for i in "${AGENTS[@]}"; do
+	read -r "SEQ0[i]" _ "OPS0[i]" "VER0[i]" _ _ <<<"$(rep "$i")"
+	STRETCH[i]=0
+done
+hot_check
+for m in 0 1 2; do
+	etcd_member_signal "$m" STOP
+done
+t_stop=$(ms_now)
+alive=1
+while [ $(($(ms_now) - t_stop)) -lt 10000 ]; do
+	for i in "${AGENTS[@]}"; do
+		kill -0 "${STEER_AGENT_PIDS[i]}" 2>/dev/null || alive=0
+		read -r "SEQ1[i]" iv "OPS1[i]" "VER1[i]" _ _ <<<"$(rep "$i")"
+		[ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] && [ "$iv" -gt "${STRETCH[i]}" ] &&
+			STRETCH[i]=$iv
+	done
+	sleep 0.3
+done
+for m in 0 1 2; do
+	etcd_member_signal "$m" CONT
+done
+t_cont=$(ms_now)
+note "etcd stopped for $((t_cont - t_stop)) ms"
+while [ ${#REPUB[@]} -lt 4 ] && [ $(($(ms_now) - t_cont)) -lt 10000 ]; do
+	while read -r s r l; do
+		[ -n "${REPUB[$s]:-}" ] && continue
+		if [ "$r" -gt "${H_REV[$s]:-0}" ] || [ "$l" != "${H_LEASE[$s]:-}" ]; then
+			REPUB[$s]=$(($(ms_now) - t_cont))
+		fi
+	done < <(hosts_now)
+	sleep 0.1
+done
+counted=1 figures=
+for i in "${AGENTS[@]}"; do
+	[ "${OPS1[i]}" -gt "${OPS0[i]}" ] && [ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] &&
+		[ "${VER1[i]}" = "${VER0[i]}" ] || counted=0
+	figures+=" ${SELF[i]}: ops +$((OPS1[i] - OPS0[i])), intervals +$((SEQ1[i] - SEQ0[i])), ring v${VER1[i]};"
+done
+if [ $alive = 1 ] && [ $counted = 1 ]; then
+	pass fleet_faults_outage_agents_count
+	note "during the outage:$figures"
+else
+	fail fleet_faults_outage_agents_count "alive $alive, want ops and intervals up and the ring kept:$figures"
+fi
+worst=0 figures=
+for i in "${AGENTS[@]}"; do
+	[ "${STRETCH[i]}" -gt "$worst" ] && worst=${STRETCH[i]}
+	figures+=" ${STRETCH[i]}"
+done
+note "longest interval during the outage (report interval_measured_ms, --interval $IV_MS ms):$figures ms"
+if [ "$worst" -le "$STRETCH_MAX_MS" ]; then
+	pass fleet_faults_outage_interval_stretch
+else
+	fail fleet_faults_outage_interval_stretch "an interval took $worst ms, want at most $STRETCH_MAX_MS"
+fi
+ok=1 figures=
+for i in "${AGENTS[@]}"; do
+	t=${REPUB[${SELF[i]}]:-}
+	figures+=" ${SELF[i]} ${t:-never} ms;"
+	[ -n "$t" ] && [ "$t" -le "$REPUBLISH_MAX_MS" ] || ok=0
+done
+fleet_json "$E2E_TMP/fleet.json"
+read -r nh revs without _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+if [ $ok = 1 ] && [ "$nh" = 4 ] && [ "$without" = - ]; then
+	pass fleet_faults_outage_republished
+	note "hosts/ republished after SIGCONT:$figures agent fleet: 4 hosts"
+else
+	fail fleet_faults_outage_republished "want each within $REPUBLISH_MAX_MS ms:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?}"
+fi
+# What the agents logged: a stopped member accepts connections (its
+# kernel does) and never answers, so the failure is a timeout, never "no
+# connection" (what a call on a reused connection was once taken for).
+ok=1 figures=
+for i in "${AGENTS[@]}"; do
+	n=$(grep -c "etcd: .* failed (.*did not answer within 2000 ms" "$(agent_out "$i")")
+	m=$(grep -c "no connection within" "$(agent_out "$i")")
+	figures+=" ${SELF[i]} $n+$m;"
+	[ "$n" -ge 1 ] && [ "$m" = 0 ] || ok=0
+done
+if [ $ok = 1 ]; then
+	pass fleet_faults_outage_logged_as_timeout
+else
+	fail fleet_faults_outage_logged_as_timeout "want a 'did not answer' warning and no 'no connection' line (counts:$figures): $(grep -h 'etcd: keeping' "$STEER_TMP"/agent.*.out | head -4)"
+fi
+load_end outage
+
+# ---- 4. two concurrent ring sets through different endpoints -------------
+load_start race 30
+IFS=, read -r -a URLS <<<"$ETCD_URLS"
+set_a() { CLI ring set --etcd "${URLS[0]},${URLS[1]},${URLS[2]}" --shards "$LIST_A" "$@"; }
+set_b() { CLI ring set --etcd "${URLS[2]},${URLS[1]},${URLS[0]}" --shards "$LIST_B" "$@"; }
+ok=1
+for round in 1 2 3; do
+	# new rings: scenario 1 gave weights up to 5
+	LIST_A=$(ring_list $((round + 5)) 1 1 1)
+	LIST_B=$(ring_list 1 $((round + 5)) 1 1)
+	if ! fleet_ring_race "$E2E_TMP" "$KEY" ring_now set_a set_b; then
+		fail fleet_faults_concurrent_set "round $round: $RACE_WHY"
+		ok=0
+		break
+	fi
+	[ $round = 1 ] && note "$RACE_NOTE"
+done
+[ $ok = 1 ] && pass fleet_faults_concurrent_set
+load_end race
+
+# ---- 5. bad data in etcd ---------------------------------------------------
+load_start bad_data 30
+read -r rev dig <<<"$(ring_now)"
+wait_all_on "$rev" "$dig" 50 || note "not every agent on ring v$rev before the bad data:$LAGGARDS"
+RE0=()
+for i in "${AGENTS[@]}"; do
+	read -r _ _ _ _ _ "RE0[i]" <<<"$(rep "$i")"
+done
+good=$(etcd_ctl get --print-value-only "$KEY")
+etcd_ctl put "$KEY" '{"schema":1,"kind":"keysteer-ring","distribution":' >/dev/null
+bad1=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
+sleep 0.3
+etcd_ctl put "$KEY" "$(FF bad-digest <<<"$good")" >/dev/null
+bad2=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
+for ((k = 0; k < 50; k++)); do
+	n=0
+	for i in "${AGENTS[@]}"; do
+		read -r _ _ _ _ _ e <<<"$(rep "$i")"
+		[ "$e" -ge $((RE0[i] + 2)) ] && n=$((n + 1))
+	done
+	[ $n = ${#AGENTS[@]} ] && break
+	sleep 0.1
+done
+sleep $((IV_MS / 1000)).2 # one more interval: still nothing pushed
+ok=1 figures=
+for i in "${AGENTS[@]}"; do
+	read -r _ _ _ v d e <<<"$(rep "$i")"
+	out=$(agent_out "$i")
+	l1=$(grep -c "ring not reloaded, v$rev stays: etcd $KEY revision $bad1 refused: the ring document is not JSON" "$out")
+	l2=$(grep -c "ring not reloaded, v$rev stays: etcd $KEY revision $bad2 refused: the ring document says .* digest 0123456789abcdef, but its shards build .* digest $dig" "$out")
+	figures+=" ${SELF[i]}: v$v $d, reload_errors ${RE0[i]}->$e, logged $l1+$l2;"
+	[ "$v $d" = "$rev $dig" ] && [ "$e" = $((RE0[i] + 2)) ] &&
+		[ "$l1" = 1 ] && [ "$l2" = 1 ] || ok=0
+done
+if [ $ok = 1 ]; then
+	pass fleet_faults_bad_ring_refused
+	note "revisions $bad1 (not JSON) and $bad2 (wrong digest):$figures"
+else
+	fail fleet_faults_bad_ring_refused "want v$rev $dig kept, 2 more reload errors, each logged once:$figures"
+fi
+out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
+read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
+if [ -n "$grev" ] && wait_all_on "$grev" "$gdig" 50; then
+	pass fleet_faults_good_ring_after_bad
+	note "ring v$grev ($gdig) on every agent $WAITED_MS ms after ring set"
+else
+	fail fleet_faults_good_ring_after_bad "want v${grev:-?} ${gdig:-?}: $out;${LAGGARDS:-}"
+fi
+HOTBAD=$PFX/hot/ffffffffffffffff
+etcd_ctl put "$HOTBAD" 'not a hot entry {' >/dev/null
+fleet_json "$E2E_TMP/fleet.json"
+rc=$?
+read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
+trc=$?
+if [ "$hot_refused" != none ]; then
+	if [ $rc = 0 ] && [ "$hot_refused" -ge 1 ]; then
+		pass fleet_faults_bad_hot_entry
+		note "agent fleet --json: hot_refused $hot_refused"
+	else
+		fail fleet_faults_bad_hot_entry "exit $rc, hot_refused $hot_refused: $(head -c 300 "$E2E_TMP/fleet.json.err")"
+	fi
+elif [ $rc = 0 ] && [ $trc = 0 ] && [ "$nh" = 4 ] &&
+	! grep -q ffffffffffffffff "$E2E_TMP/fleet.json" &&
+	! grep -q ffffffffffffffff <<<"$text"; then
+	pass fleet_faults_bad_hot_entry
+	note "agent fleet has no hot_refused yet: it exits 0, 4 hosts, the entry not listed"
+else
+	fail fleet_faults_bad_hot_entry "fleet exits $rc and $trc, $nh hosts: $text"
+fi
+etcd_ctl del "$HOTBAD" >/dev/null
+load_end bad_data
+
+# ---- 3. an agent SIGKILLed -------------------------------------------------
+load_start agent_kill 20
+# the victim: an agent that publishes hot/ entries (the flash key's owner)
+# if one does within 3 s, else the last
+VICTIM=3
+for ((k = 0; k < 30; k++)); do
+	hot_check
+	for i in "${AGENTS[@]}"; do
+		grep -qxF "${SELF[i]}" <<<"$HOT_NOW" && VICTIM=$i && break 2
+	done
+	sleep 0.1
+done
+HOT_SEEN=${HOT_OWNERS[${SELF[VICTIM]}]:-0}
+note "the victim: ${SELF[VICTIM]} (hot/ entries seen: $HOT_SEEN)"
+{
+	kill -KILL "${STEER_AGENT_PIDS[VICTIM]}"
+	wait "${STEER_AGENT_PIDS[VICTIM]}"
+} 2>/dev/null
+t0=$(ms_now)
+unset "STEER_AGENT_PIDS[VICTIM]"
+AGENTS=()
+for i in "${!SELF[@]}"; do
+	[ "$i" = "$VICTIM" ] || AGENTS+=("$i")
+done
+gone=
+for ((k = 0; k < 100; k++)); do
+	if ! hosts_now | grep -q "^${SELF[VICTIM]} "; then
+		gone=$(($(ms_now) - t0))
+		break
+	fi
+	sleep 0.1
+done
+hot_check # the same lease: gone with hosts/
+text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
+fleet_json "$E2E_TMP/fleet.json"
+read -r nh _ without _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+if [ -n "$gone" ] && [ "$gone" -le "$LEASE_GONE_MAX_MS" ]; then
+	pass fleet_faults_killed_agent_entry_expires
+	note "hosts/${SELF[VICTIM]} gone $gone ms after SIGKILL (lease $((3 * IV_MS)) ms)"
+else
+	fail fleet_faults_killed_agent_entry_expires "gone after ${gone:-10000+} ms, want at most $LEASE_GONE_MAX_MS"
+fi
+if [ "$nh" = 3 ] && [ "$without" = "${SELF[VICTIM]}" ] &&
+	grep -q "^shards without an agent: ${SELF[VICTIM]}\$" <<<"$text" &&
+	! grep -q "^${SELF[VICTIM]} " <<<"$text"; then
+	pass fleet_faults_killed_agent_shard_marked
+else
+	fail fleet_faults_killed_agent_shard_marked "json: $nh hosts, without an agent '$without'; text: $text"
+fi
+if [ $HOT_SEEN = 1 ]; then
+	hot_n=$(grep -cxF "${SELF[VICTIM]}" <<<"$HOT_NOW")
+	if [ "$hot_n" = 0 ]; then
+		pass fleet_faults_killed_agent_hot_gone
+	else
+		fail fleet_faults_killed_agent_hot_gone "$hot_n hot/ entries of ${SELF[VICTIM]} left"
+	fi
+else
+	skip fleet_faults_killed_agent_hot_gone "no hot/ entry of ${SELF[VICTIM]} was seen before the kill (this build publishes no hot/ entries)"
+fi
+load_end agent_kill
