@@ -92,7 +92,7 @@ def cmd_fleet(args):
     print(len(hosts),
           ",".join(str(h["ring_revision"]) for h in hosts) or "-",
           ",".join(d["shards_without_agent"]) or "-",
-          d.get("hot_refused", "none"))
+          d["hot_refused"]["count"])
 
 
 def main():

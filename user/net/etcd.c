@@ -324,14 +324,16 @@ static enum failure classify(CURLcode cc, CURL *e, const char *curl_err)
 	case CURLE_COULDNT_RESOLVE_PROXY:
 		return F_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT: {
+		curl_off_t pre = 0;
 		long sent = 0;
 
 		/* A call on a reused connection has no connect time (0): that
-		 * its request went out says it was connected, and may have
-		 * been acted on (a write) */
+		 * it got as far as sending (pretransfer, or request bytes out)
+		 * says it was connected, and may have been acted on (a write) */
 		curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connected);
+		curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &pre);
 		curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
-		return connected || sent > 0 ? F_TIMEOUT : F_CONNECT;
+		return connected || pre > 0 || sent > 0 ? F_TIMEOUT : F_CONNECT;
 	}
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
