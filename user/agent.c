@@ -18,7 +18,7 @@ static const struct {
 	{ "run", cmd_run },       { "detach", cmd_detach },
 	{ "report", cmd_report }, { "trace", cmd_trace },
 	{ "ring", cmd_ring },     { "replay", cmd_replay },
-	{ "fleet", cmd_fleet },
+	{ "fleet", cmd_fleet },   { "pins", cmd_pins },
 };
 
 /* Drops every "--report" and returns whether there was one. */

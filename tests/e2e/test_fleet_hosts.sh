@@ -50,7 +50,9 @@ fi
 FLEET() { e2e_agent fleet --etcd "$URL" "$@"; }
 jq_py() { "$PY" -c "$1" "$E2E_TMP/fleet.json"; }
 
-if ! e2e_agent_start --interval "$INTERVAL" --etcd "$URL" --self "$A" -v; then
+printf 'pin local:1 1\n' >"$E2E_TMP/local.pins"
+if ! e2e_agent_start --interval "$INTERVAL" --etcd "$URL" --self "$A" -v \
+	--pins "$E2E_TMP/local.pins"; then
 	fail fleet_hosts_agent_a "did not start"
 	exit 1
 fi
@@ -92,6 +94,90 @@ if [ -n "$lease" ] && [ "$lease" != 0 ]; then
 	pass fleet_hosts_under_lease
 else
 	fail fleet_hosts_under_lease "lease '$lease'"
+fi
+
+# ---- the fleet's pins (agent pins set/get, /keysteer/default/pins) -------
+PINS() { e2e_agent pins "$@" --etcd "$URL"; }
+# pinned_keys WHO -> the pinned hot keys in that agent's report, sorted
+pinned_keys() {
+	local out
+	if [ "$1" = A ]; then
+		out=$(e2e_agent report --iface "$SIF" --json 2>/dev/null)
+	else
+		out=$(ks_in_ns "$CNS" "$AGENT" report --iface "$CIF" --json 2>/dev/null)
+	fi
+	"$PY" -c 'import json,sys
+d = json.load(sys.stdin)
+print(",".join(sorted(h["key"] for h in d["hot_keys"] if h.get("pinned"))))' <<<"$out" 2>/dev/null
+}
+wait_pinned() { # WHO WANT -> 0 once the report shows exactly WANT (5 s)
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(pinned_keys "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if wait_pinned A local:1; then
+	pass fleet_pins_file_rules_before_fleet
+else
+	fail fleet_pins_file_rules_before_fleet "A pins '$(pinned_keys A)'"
+fi
+printf 'pin fleet:1 1\npin-prefix\n' >"$E2E_TMP/bad.pins"
+out=$(PINS set --pins "$E2E_TMP/bad.pins" 2>&1)
+rc=$?
+got=$(PINS get 2>&1)
+if [ $rc = 2 ] && grep -q "bad.pins:2" <<<"$out" && grep -q "^no pins at" <<<"$got"; then
+	pass fleet_pins_bad_file_refused_nothing_written
+else
+	fail fleet_pins_bad_file_refused_nothing_written "exit $rc: $out; get: $got"
+fi
+printf '# the sale\npin fleet:1 1\npin-prefix flash: 1\n' >"$E2E_TMP/fleet.pins"
+out=$(PINS set --pins "$E2E_TMP/fleet.pins" 2>&1)
+PREV=$(sed -n 's/^revision \([0-9]*\) 2 rules .*/\1/p' <<<"$out")
+if [ -n "$PREV" ] && wait_pinned A fleet:1 && wait_pinned B fleet:1; then
+	pass fleet_pins_set_reaches_every_agent
+else
+	fail fleet_pins_set_reaches_every_agent "set: $out; A '$(pinned_keys A)', B '$(pinned_keys B)'"
+fi
+if PINS get --json | "$PY" -c 'import json,sys
+d = json.load(sys.stdin)
+assert d["revision"] == '"${PREV:-0}"' and d["valid"] and d["rules"] == 2, d
+assert d["pins"]["schema"] == 1 and d["pins"]["kind"] == "keysteer-pins", d
+assert "pin fleet:1 1" in d["pins"]["rules"], d'; then
+	pass fleet_pins_get_json
+else
+	fail fleet_pins_get_json "$(PINS get --json 2>&1)"
+fi
+printf 'pin other:1 1\n' >"$E2E_TMP/other.pins"
+PINS set --pins "$E2E_TMP/other.pins" >/dev/null 2>&1
+out=$(PINS set --pins "$E2E_TMP/fleet.pins" --if-revision "${PREV:-0}" 2>&1)
+rc=$?
+if [ $rc = 1 ] && grep -q "pins not written: .* is no longer at revision ${PREV:-x}: revision [0-9]* by .* won (1 rules)" <<<"$out"; then
+	pass fleet_pins_concurrent_set_refused
+else
+	fail fleet_pins_concurrent_set_refused "exit $rc: $out"
+fi
+wait_pinned A other:1
+ks_in_ns "$SNS" etcdctl --endpoints "$URL" put /keysteer/default/pins 'not json' >/dev/null
+refused=
+for ((i = 0; i < 30; i++)); do
+	grep -q "pins not reloaded: etcd /keysteer/default/pins revision [0-9]* refused: not a JSON object" "$E2E_TMP/agent.out" &&
+		grep -q "pins not reloaded" "$E2E_TMP/agent_b.out" && refused=1 && break
+	sleep 0.1
+done
+sleep $((INTERVAL + 1))
+if [ -n "$refused" ] && [ "$(pinned_keys A)" = other:1 ] && [ "$(pinned_keys B)" = other:1 ] &&
+	grep -q "pins revision [0-9]*, watch up, 1 refused" "$E2E_TMP/agent.out"; then
+	pass fleet_pins_malformed_refused_rules_stay
+else
+	fail fleet_pins_malformed_refused_rules_stay "refused '${refused:-no}', A '$(pinned_keys A)', B '$(pinned_keys B)', $(grep -h 'pins' "$E2E_TMP/agent.out" | tail -2)"
+fi
+ks_in_ns "$SNS" etcdctl --endpoints "$URL" del /keysteer/default/pins >/dev/null
+if wait_pinned A local:1 && wait_pinned B ""; then
+	pass fleet_pins_deleted_file_rules_back
+else
+	fail fleet_pins_deleted_file_rules_back "A '$(pinned_keys A)', B '$(pinned_keys B)'"
 fi
 
 # SIGKILL B: its entry goes within its lease (3 s), its shard shows gone,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
+#include "core/pins_doc.h"
 #include "ktest.h"
 #include "unit.h"
 
@@ -275,8 +276,58 @@ static void t_host(void)
 	kt_end();
 }
 
+static void t_pins(void)
+{
+	static const char text[] =
+		"# sale\npin flash:1 4\nsplit-prefix ctr: 8\n";
+	static const struct {
+		const char *doc, *why;
+	} bad[] = {
+		{ "\"x\"", "JSON object" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-pins\",\"rules\":\"\"}",
+		  "schema" },
+		{ "{\"schema\":1,\"kind\":\"keysteer-ring\",\"rules\":\"\"}",
+		  "kind" },
+		{ "{\"schema\":1,\"kind\":\"keysteer-pins\",\"rules\":[]}",
+		  "rules" },
+		{ "{\"schema\":1,\"kind\":\"keysteer-pins\",\"rules\":\"pin a\\npin\"}",
+		  "etcd:1:" },
+		{ "{\"schema\":1,\"kind\":\"keysteer-pins\",\"rules\":\"pin a 1\",\"count\":2}",
+		  "count" },
+	};
+	struct ks_pins_doc *d = malloc(sizeof(*d));
+	char err[512], key[64], *s;
+	size_t i;
+
+	kt_begin("fleet_docs_pins");
+	s = ks_pins_doc_encode(text, strlen(text), 2, "t@h pid 1",
+			       "2026-12-01T00:00:00Z");
+	CHECK(s && !ks_pins_doc_decode(s, strlen(s), "etcd", d, err,
+				       sizeof(err)),
+	      "roundtrip: %s", err);
+	CHECK(d->rules.n == 2 && d->rules.r[0].count == 4 &&
+		      d->rules.r[1].type == KS_RULE_SPLIT_PREFIX &&
+		      !strcmp(d->written_by, "t@h pid 1"),
+	      "rules %zu", d->rules.n);
+	free(s);
+	CHECK(!ks_pins_doc_encode("\xff", 1, 0, "a", "b"), "not UTF-8");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK(ks_pins_doc_decode(bad[i].doc, strlen(bad[i].doc), "etcd",
+					 d, err, sizeof(err)) == -EINVAL &&
+			      strstr(err, bad[i].why) && !d->rules.n,
+		      "%zu: %s -> '%s'", i, bad[i].doc, err);
+	}
+	CHECK(ks_pins_doc_key("web", key, sizeof(key)) > 0 &&
+		      !strcmp(key, "/keysteer/web/pins"),
+	      "key %s", key);
+	free(d);
+	kt_end();
+}
+
 void test_fleet_docs(void)
 {
+	t_pins();
 	t_hot_roundtrip();
 	t_hot_refused();
 	t_hot_same();

@@ -353,7 +353,8 @@ int ks_agent_start(struct ks_agent *st)
 /* Waits for dirty events, HTTP clients or the timeout, then serves them. */
 static void wait_events(struct ks_agent *st, __u64 until)
 {
-	struct pollfd pfd[2 + 2 * KS_HTTP_POLLFDS];
+	struct pollfd pfd[1 + KS_RUN_ETCD_FDS + 2 * KS_HTTP_POLLFDS];
+	int efd[KS_RUN_ETCD_FDS], i;
 	__u64 now = ks_mono_ns();
 	int n = 0, nh = 0, nm = 0, ne = 0, t, tmo;
 
@@ -372,14 +373,14 @@ static void wait_events(struct ks_agent *st, __u64 until)
 	if (st->metrics->own_open)
 		nm = ks_http_poll_add(&st->metrics->own, pfd + n + nh,
 				      KS_HTTP_POLLFDS, now, &tmo);
-	/* the etcd watch: its one fd (agent/run_etcd.c runs it) */
+	/* the etcd watches: one fd each (agent/run_etcd.c runs them) */
 	t = ks_run_etcd_timeout_ms(st->etcd);
 	if (t >= 0 && t < tmo)
 		tmo = t;
-	if (ks_run_etcd_fd(st->etcd) >= 0) {
-		pfd[n + nh + nm].fd = ks_run_etcd_fd(st->etcd);
-		pfd[n + nh + nm].events = POLLIN;
-		ne = 1;
+	ne = ks_run_etcd_fds(st->etcd, efd);
+	for (i = 0; i < ne; i++) {
+		pfd[n + nh + nm + i].fd = efd[i];
+		pfd[n + nh + nm + i].events = POLLIN;
 	}
 	if (poll(pfd, n + nh + nm + ne, tmo) < 0 && errno != EINTR)
 		ks_sleep_until(until);
@@ -404,8 +405,8 @@ static int wait_interval(struct ks_agent *st, __u64 deadline)
 		ks_run_hot_poll(st->hot, hup);
 		err = ks_run_ring_poll(st->ring, &st->maps, &st->col, hup);
 		if (!err)
-			err = ks_run_etcd_poll(st->etcd, st->ring, &st->maps,
-					       &st->col);
+			err = ks_run_etcd_poll(st->etcd, st->ring, st->hot,
+					       &st->maps, &st->col);
 		if (err) {
 			ks_err("reloading the ring failed (%s); stopping, rerun with -v",
 			       strerror(-err));

@@ -10,37 +10,39 @@
 #include <jansson.h>
 #include "agent/run_etcd.h"
 #include "render/text.h"
+#include "core/pins_doc.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/opts.h"
 
-void ks_run_etcd_init(struct ks_run_etcd *e)
-{
-	memset(e, 0, sizeof(*e));
-	ks_etcd_conf_init(&e->conf);
-}
+/* What apply() and deleted() act on; m NULL: before the start. */
+struct ctx {
+	struct ks_run_ring *ring;
+	struct ks_run_hot *hot;
+	const struct ks_maps *m;
+	struct ks_collector *c;
+};
 
-/*
- * The document of kv: a ring pushed (or, before the start, made the ring
- * to push), or refused and counted. m NULL: before the start.
- */
-static int apply(struct ks_run_etcd *e, struct ks_run_ring *ring,
-		 const struct ks_maps *m, struct ks_collector *c,
-		 const struct ks_etcd_kv *kv)
+/* ---- the ring ---- */
+
+/* The document of kv: a ring pushed (or, before the start, made the ring
+ * to push), or refused and counted. */
+static int ring_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
 {
+	struct ks_run_etcd *e = ud;
+	struct ctx *x = cp;
 	char err[KS_ERRLEN_DOC * 2], why[KS_ERRLEN_DOC * 3], src[160];
 	struct ks_ring_doc d;
 	struct ks_shards shards;
 	struct ks_ring r;
 	int rc;
 
-	e->seen = kv->mod_revision;
 	rc = ks_ring_doc_decode(kv->value, kv->value_len, &d, err, sizeof(err));
 	if (!rc) {
-		rc = ks_ring_doc_build(&d, ring->spec.self, 0, &shards, &r, err,
-				       sizeof(err));
+		rc = ks_ring_doc_build(&d, x->ring->spec.self, 0, &shards, &r,
+				       err, sizeof(err));
 		ks_ring_doc_free(&d);
 	}
 	if (rc) {
@@ -48,68 +50,135 @@ static int apply(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		snprintf(why, sizeof(why),
 			 "etcd %s revision %" PRId64 " refused: %s",
 			 e->conf.ring_key, kv->mod_revision, err);
-		return ks_run_ring_refuse(ring, m, why);
+		return ks_run_ring_refuse(x->ring, x->m, why);
 	}
 	snprintf(src, sizeof(src), "etcd %s", e->conf.ring_key);
-	rc = ks_run_ring_take(ring, m, c, &shards, &r, (__u64)kv->mod_revision,
-			      src);
+	rc = ks_run_ring_take(x->ring, x->m, x->c, &shards, &r,
+			      (__u64)kv->mod_revision, src);
 	if (!rc)
 		e->rev = kv->mod_revision;
 	return rc;
 }
 
-/* Reads the key and watches it from the read on; 0 or a negative errno
- * with the client's line. */
-static int read_and_watch(struct ks_run_etcd *e, struct ks_run_ring *ring,
-			  const struct ks_maps *m, struct ks_collector *c,
-			  int *map_err)
+static void ring_deleted(void *ud, void *cp, int64_t rev)
 {
-	const char *key = e->conf.ring_key;
-	struct ks_etcd_range rr = { 0 };
-	int rc;
+	struct ks_run_etcd *e = ud;
+	struct ctx *x = cp;
 
-	*map_err = 0;
-	rc = ks_etcd_range(e->c, key, strlen(key), 0, &rr);
-	if (rc)
-		return rc;
-	if (rr.n && rr.kvs[0].mod_revision != e->seen)
-		*map_err = apply(e, ring, m, c, &rr.kvs[0]);
-	else if (!rr.n && !m)
-		ks_info("no ring in etcd at %s yet (revision %" PRId64
-			"); watching it",
-			key, rr.revision);
-	rc = ks_etcd_watch_start(e->c, key, strlen(key), 0, rr.revision + 1,
-				 &e->w);
-	ks_etcd_range_free(&rr);
-	e->up = 0;
-	return rc;
+	ks_warn("etcd: %s was deleted at revision %" PRId64
+		"; the ring v%llu stays",
+		e->conf.ring_key, rev, (unsigned long long)x->ring->version);
+}
+
+static void ring_stays(void *ud, char *buf, size_t len)
+{
+	struct ks_run_etcd *e = ud;
+
+	snprintf(buf, len, "the ring v%" PRId64, e->rev);
+}
+
+/* ---- the fleet's pins ---- */
+
+static int pins_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+	struct ctx *x = cp;
+	struct ks_pins_doc *d = malloc(sizeof(*d));
+	char err[KS_ERRLEN_DOC * 2], src[200];
+
+	if (!d)
+		return 0; /* the old rules stay; memory is tight */
+	snprintf(src, sizeof(src), "etcd %s revision %" PRId64, e->pins_key,
+		 kv->mod_revision);
+	if (ks_pins_doc_decode(kv->value, kv->value_len, src, d, err,
+			       sizeof(err))) {
+		e->pins_refused++;
+		ks_warn("pins not reloaded: %s refused: %s; the previous pins stay",
+			src, err);
+	} else {
+		e->pins_rev = kv->mod_revision;
+		ks_run_hot_fleet_rules(x->hot, &d->rules, src);
+	}
+	free(d);
+	return 0;
+}
+
+static void pins_deleted(void *ud, void *cp, int64_t rev)
+{
+	struct ks_run_etcd *e = ud;
+	struct ctx *x = cp;
+
+	ks_info("etcd: %s was deleted at revision %" PRId64
+		"; the fleet has no pins now",
+		e->pins_key, rev);
+	e->pins_rev = 0;
+	ks_run_hot_fleet_rules(x->hot, NULL, NULL);
+}
+
+static void pins_stays(void *ud, char *buf, size_t len)
+{
+	struct ks_run_etcd *e = ud;
+
+	snprintf(buf, len, "the pins of revision %" PRId64, e->pins_rev);
+}
+
+void ks_run_etcd_init(struct ks_run_etcd *e)
+{
+	memset(e, 0, sizeof(*e));
+	ks_etcd_conf_init(&e->conf);
+	e->ring_w = (struct ks_key_watch){ .key = e->conf.ring_key,
+					   .what = "ring",
+					   .apply = ring_apply,
+					   .deleted = ring_deleted,
+					   .stays = ring_stays,
+					   .ud = e };
+	e->pins_w = (struct ks_key_watch){ .key = e->pins_key,
+					   .what = "pins",
+					   .apply = pins_apply,
+					   .deleted = pins_deleted,
+					   .stays = pins_stays,
+					   .ud = e };
+}
+
+static void stop_watches(struct ks_run_etcd *e)
+{
+	ks_key_watch_stop(&e->ring_w);
+	ks_key_watch_stop(&e->pins_w);
 }
 
 int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
-			char *err, size_t errlen)
+			struct ks_run_hot *hot, char *err, size_t errlen)
 {
+	struct ctx x = { .ring = ring, .hot = hot };
 	char sub[KS_ERRLEN_DOC * 2];
+	const char *key = e->conf.ring_key;
 	int rc, map_err;
 
 	rc = ks_etcd_conf_check(&e->conf, err, errlen);
 	if (rc || !e->conf.endpoints)
 		return rc;
+	ks_pins_doc_key(e->conf.cluster, e->pins_key, sizeof(e->pins_key));
 	rc = ks_etcd_conf_connect(&e->conf, &e->c, sub, sizeof(sub));
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		/* bad URLs and files: refused, --etcd-optional or not */
 		snprintf(err, errlen, "%s", sub);
 		return rc;
 	}
+	/* before the start (no maps in the context): the ring and the
+	 * rules are taken into what the start will push */
 	if (!rc) {
-		rc = read_and_watch(e, ring, NULL, NULL, &map_err);
+		rc = ks_key_watch_start(&e->ring_w, e->c, &x, 1, &map_err);
+		if (!rc) {
+			key = e->pins_key;
+			rc = ks_key_watch_start(&e->pins_w, e->c, &x, 1,
+						&map_err);
+		}
 		if (rc)
 			snprintf(sub, sizeof(sub), "etcd at %s: reading %s: %s",
-				 e->conf.endpoints, e->conf.ring_key,
-				 ks_etcd_errmsg(e->c));
+				 e->conf.endpoints, key, ks_etcd_errmsg(e->c));
 	}
 	if (rc) {
-		ks_etcd_watch_stop(e->w);
-		e->w = NULL;
+		stop_watches(e);
 		ks_etcd_close(e->c);
 		e->c = NULL;
 		if (e->conf.optional) {
@@ -122,97 +191,49 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 			 sub);
 		return rc;
 	}
-	ks_info("etcd %s at %s: the ring is %s (%s)", e->conf.version,
-		ks_etcd_endpoint(e->c), e->conf.ring_key,
-		e->rev ? "read" : "none yet");
+	ks_info("etcd %s at %s: the ring is %s (%s), the fleet's pins %s (%s)",
+		e->conf.version, ks_etcd_endpoint(e->c), e->conf.ring_key,
+		e->rev ? "read" : "none yet", e->pins_key,
+		e->pins_rev ? "read" : "none");
 	return 0;
 }
 
-int ks_run_etcd_fd(const struct ks_run_etcd *e)
+int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds)
 {
-	return e && e->w ? ks_etcd_watch_fd(e->w) : -1;
+	int n = 0;
+
+	if (!e)
+		return 0;
+	if (ks_key_watch_fd(&e->ring_w) >= 0)
+		fds[n++] = ks_key_watch_fd(&e->ring_w);
+	if (ks_key_watch_fd(&e->pins_w) >= 0)
+		fds[n++] = ks_key_watch_fd(&e->pins_w);
+	return n;
 }
 
 int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e)
 {
-	return e && e->w ? ks_etcd_watch_timeout_ms(e->w) : -1;
+	int a, b;
+
+	if (!e)
+		return -1;
+	a = ks_key_watch_timeout_ms(&e->ring_w);
+	b = ks_key_watch_timeout_ms(&e->pins_w);
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
 int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
-		     const struct ks_maps *m, struct ks_collector *c)
+		     struct ks_run_hot *hot, const struct ks_maps *m,
+		     struct ks_collector *c)
 {
-	struct ks_etcd_event ev;
-	int n, err = 0, up;
+	struct ctx x = { .ring = ring, .hot = hot, .m = m, .c = c };
+	int err;
 
 	if (!e || !e->c)
 		return 0;
-	if (!e->w) {
-		int map_err;
-
-		if (ks_mono_ns() < e->restart_ns)
-			return 0;
-		if (read_and_watch(e, ring, m, c, &map_err)) {
-			ks_etcd_watch_stop(e->w);
-			e->w = NULL;
-			e->restart_ns = ks_mono_ns() + KS_ETCD_RESTART_NS;
-			e->watch_errors++;
-			ks_warn("etcd: cannot read and watch %s again (%s); the ring v%llu stays, retrying in %llu s",
-				e->conf.ring_key, ks_etcd_errmsg(e->c),
-				(unsigned long long)ring->version,
-				KS_ETCD_RESTART_NS / 1000000000ULL);
-		}
-		return map_err;
-	}
-	n = ks_etcd_watch_run(e->w);
-	if (n < 0) {
-		e->watch_errors++;
-		if (n == -ERANGE || n == -EACCES || n == -EPERM) {
-			ks_warn("etcd: the watch of %s ended (%s); the ring v%llu stays, reading it again in %s",
-				e->conf.ring_key, ks_etcd_watch_errmsg(e->w),
-				(unsigned long long)ring->version,
-				n == -ERANGE ? "a moment" : "5 s");
-			ks_etcd_watch_stop(e->w);
-			e->w = NULL;
-			e->up = 0;
-			e->restart_ns = n == -ERANGE
-						? 0
-						: ks_mono_ns() +
-							  KS_ETCD_RESTART_NS;
-			return 0;
-		}
-		/* once per outage; the retries while etcd stays away are
-		 * counted and shown with -v */
-		if (!e->down)
-			ks_warn("etcd: the watch of %s broke (%s); the ring v%llu stays, reconnecting",
-				e->conf.ring_key, ks_etcd_watch_errmsg(e->w),
-				(unsigned long long)ring->version);
-		else
-			ks_debug("etcd: still away (%s)",
-				 ks_etcd_watch_errmsg(e->w));
-		e->down = 1;
-	}
-	up = ks_etcd_watch_created(e->w);
-	if (up)
-		e->down = 0;
-	if (up && !e->up)
-		ks_info("etcd: watching %s from revision %" PRId64 " at %s",
-			e->conf.ring_key, ks_etcd_watch_next_revision(e->w),
-			ks_etcd_endpoint(e->c));
-	e->up = up;
-	while (ks_etcd_watch_next(e->w, &ev) == 1) {
-		if (!err && ev.kv.mod_revision > e->seen) {
-			if (ev.type == KS_ETCD_EV_PUT) {
-				err = apply(e, ring, m, c, &ev.kv);
-			} else {
-				e->seen = ev.kv.mod_revision;
-				ks_warn("etcd: %s was deleted at revision %" PRId64
-					"; the ring v%llu stays",
-					e->conf.ring_key, ev.kv.mod_revision,
-					(unsigned long long)ring->version);
-			}
-		}
-		ks_etcd_event_free(&ev);
-	}
+	err = ks_key_watch_poll(&e->ring_w, e->c, &x);
+	if (!err)
+		err = ks_key_watch_poll(&e->pins_w, e->c, &x);
 	return err;
 }
 
@@ -222,13 +243,14 @@ void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 		return;
 	fprintf(f,
 		"keysteer: #%u etcd: ring revision %" PRId64
-		" from %s, watch %s, %llu refused, %llu watch errors; ",
-		seq, e->rev, e->conf.ring_key,
-		e->up  ? "up"
-		: e->w ? "reconnecting"
-		       : "stopped",
+		" from %s, watch %s, %llu refused, %llu watch errors; pins revision %" PRId64
+		", watch %s, %llu refused; ",
+		seq, e->rev, e->conf.ring_key, ks_key_watch_state(&e->ring_w),
 		(unsigned long long)e->refused,
-		(unsigned long long)e->watch_errors);
+		(unsigned long long)(e->ring_w.watch_errors +
+				     e->pins_w.watch_errors),
+		e->pins_rev, ks_key_watch_state(&e->pins_w),
+		(unsigned long long)e->pins_refused);
 	ks_fleet_pub_status(&e->fleet, f);
 	fputc('\n', f);
 }
@@ -258,8 +280,7 @@ void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 void ks_run_etcd_free(struct ks_run_etcd *e)
 {
 	ks_fleet_pub_stop(&e->fleet);
-	ks_etcd_watch_stop(e->w);
-	e->w = NULL;
+	stop_watches(e);
 	ks_etcd_close(e->c);
 	e->c = NULL;
 }

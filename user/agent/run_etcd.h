@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * run_etcd.h - the fleet's ring in etcd for 'agent run --etcd' (issue 12,
+ * run_etcd.h - the fleet in etcd for 'agent run --etcd' (issue 12,
  * docs/fleet.md): before anything is attached, etcd is asked for its
  * status (unreachable or refused credentials stop the agent, exit 2,
- * unless --etcd-optional) and the ring document /keysteer/CLUSTER/ring is
- * read; when present and valid it is the ring the agent starts with.
- * Then the key is watched from the revision after that read, inside the
- * interval loop's poll (one fd): a new document goes into the datapath's
- * idle half as a changed shard file does (agent/run_ring.c), its etcd
- * revision as the ring's version; a document that does not read or builds
- * no valid ring is refused, logged once, counted, and the old ring stays.
- * While etcd is away the last ring stays; the watch reconnects by itself
- * and delivers what changed meanwhile.
+ * unless --etcd-optional) and two documents are read, then watched
+ * (agent/key_watch.h) inside the interval loop's poll:
+ *  - the ring, /keysteer/CLUSTER/ring: when valid, the ring the agent
+ *    starts with; a new one goes into the datapath's idle half as a
+ *    changed shard file does (agent/run_ring.c), its etcd revision as the
+ *    ring's version;
+ *  - the fleet's pins, /keysteer/CLUSTER/pins: while there, its rules
+ *    replace the agent's --pins file (agent/run_hot.c); deleted, the
+ *    file's rules are back.
+ * A document that does not read (or builds no valid ring) is refused,
+ * logged once, counted, and the old one stays; while etcd is away the
+ * last ones stay. And it publishes hosts/<self> and the hot keys this
+ * host owns (agent/fleet_pub.h).
  */
 #ifndef KS_RUN_ETCD_H
 #define KS_RUN_ETCD_H
@@ -21,22 +25,24 @@
 #include "net/etcd_conf.h"
 #include "agent/run_ring.h"
 #include "agent/fleet_pub.h"
+#include "agent/key_watch.h"
+#include "agent/run_hot.h"
 
 struct ks_etcd;
-struct ks_etcd_watch;
 
 struct ks_run_etcd {
 	struct ks_etcd_conf conf; /* what the options say */
 	struct ks_etcd *c;        /* NULL: no etcd (none given, or optional
 				   * and not there at start) */
-	struct ks_etcd_watch *w;
-	int64_t rev;        /* etcd revision of the ring in use; 0 none */
-	int64_t seen;       /* the key's newest revision acted on */
-	__u64 refused;      /* documents refused since the start */
-	__u64 watch_errors; /* watch failures (each reconnects) */
-	__u64 restart_ns;   /* an ended watch is started again then */
-	int up;             /* the watch is established */
-	int down;           /* a break was logged; quiet until up */
+	/* the ring: conf.ring_key */
+	struct ks_key_watch ring_w;
+	int64_t rev;   /* etcd revision of the ring in use; 0 none */
+	__u64 refused; /* ring documents refused since the start */
+	/* the fleet's pins: /keysteer/CLUSTER/pins (core/pins_doc.h) */
+	char pins_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
+	struct ks_key_watch pins_w;
+	int64_t pins_rev;   /* etcd revision of the pins in use; 0 none */
+	__u64 pins_refused; /* pins documents refused since the start */
 
 	/* hosts/<self> and hot/<hash>, under one lease */
 	struct ks_fleet_pub fleet;
@@ -44,8 +50,6 @@ struct ks_run_etcd {
 	int no_hot_events; /* --etcd-hot-events off: hot/ at intervals only
 			    * (a test control) */
 };
-
-#define KS_ETCD_RESTART_NS 5000000000ULL /* after -EACCES/-EPERM/-ERANGE */
 
 void ks_run_etcd_init(struct ks_run_etcd *e);
 static inline int ks_run_etcd_enabled(const struct ks_run_etcd *e)
@@ -62,21 +66,24 @@ static inline int ks_run_etcd_enabled(const struct ks_run_etcd *e)
  * ks_run_ring_prepare (ks_run_etcd_wants_ring).
  */
 int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
-			char *err, size_t errlen);
+			struct ks_run_hot *hot, char *err, size_t errlen);
 static inline int ks_run_etcd_wants_ring(const struct ks_run_etcd *e)
 {
 	return e->conf.endpoints != NULL;
 }
 
-/* For the loop's poll: the fd (-1: none) and how long it may sleep (-1:
- * no limit). */
-int ks_run_etcd_fd(const struct ks_run_etcd *e);
+/* For the loop's poll: the watches' fds into fds (room for
+ * KS_RUN_ETCD_FDS), how many, and how long the loop may sleep (-1: no
+ * limit). */
+#define KS_RUN_ETCD_FDS 2
+int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds);
 int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e);
 
 /* Runs the watch and applies what it brought. 0, or a negative errno when
  * the maps fail (the agent stops). */
 int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
-		     const struct ks_maps *m, struct ks_collector *c);
+		     struct ks_run_hot *hot, const struct ks_maps *m,
+		     struct ks_collector *c);
 
 struct ks_report;
 struct ks_run_steer;

@@ -197,7 +197,7 @@ void ks_run_hot_poll(struct ks_run_hot *h, int hup)
 	char err[KS_ERRLEN * 2];
 	__u64 now = ks_mono_ns();
 
-	if (!h->o.pins_path || (!hup && now < h->next_check_ns))
+	if (h->fleet || !h->o.pins_path || (!hup && now < h->next_check_ns))
 		return;
 	h->next_check_ns = now + KS_PINS_CHECK_NS;
 	ks_file_sig_get(h->o.pins_path, &sig);
@@ -214,6 +214,30 @@ void ks_run_hot_poll(struct ks_run_hot *h, int hup)
 	ks_hot_set_rules(h->table, h->next_rules);
 	ks_info("pins reloaded from %s: %zu rules", h->o.pins_path,
 		h->next_rules->n);
+}
+
+void ks_run_hot_fleet_rules(struct ks_run_hot *h, const struct ks_hot_rules *r,
+			    const char *source)
+{
+	if (r) {
+		if (!h->fleet && h->o.pins_path)
+			ks_info("the fleet's pins rule now; %s is not read while they are there",
+				h->o.pins_path);
+		h->fleet = 1;
+		*h->next_rules = *r;
+		ks_hot_set_rules(h->table, h->next_rules);
+		ks_info("pins from %s: %zu rules", source, r->n);
+		return;
+	}
+	h->fleet = 0;
+	if (h->o.pins_path) {
+		memset(&h->pins_sig, 0, sizeof(h->pins_sig));
+		ks_run_hot_poll(h, 1);
+		return;
+	}
+	memset(h->next_rules, 0, sizeof(*h->next_rules));
+	ks_hot_set_rules(h->table, h->next_rules);
+	ks_info("no pins now");
 }
 
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,

@@ -38,6 +38,7 @@ struct ks_run_hot {
 	__u64 next_check_ns;
 	__u64 written_version;
 	int written; /* routing file written once */
+	int fleet;   /* the rules are etcd's pins: the file is not read */
 	char *doc;   /* JSON buffer */
 	size_t doc_size;
 	size_t doc_len; /* of the current document */
@@ -61,7 +62,8 @@ int ks_run_hot_prepare(struct ks_run_hot *h, char *err, size_t errlen);
 int ks_run_hot_start(struct ks_run_hot *h, __u64 ring_version);
 
 /* Reloads the pin file when hup is set or (at most every
- * KS_PINS_CHECK_NS) when it changed; a bad file keeps the old rules. */
+ * KS_PINS_CHECK_NS) when it changed; a bad file keeps the old rules. Not
+ * while the fleet's pins rule (ks_run_hot_fleet_rules). */
 void ks_run_hot_poll(struct ks_run_hot *h, int hup);
 
 /* The interval that ended at seq, from its published top keys. */
@@ -72,6 +74,15 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
  * 0640, group gid unless gid is (gid_t)-1. 0 or -errno. */
 int ks_write_file_atomic(const char *path, const char *data, size_t len,
 			 gid_t gid);
+
+/*
+ * The fleet's pins from etcd (agent/run_etcd.c, source names them in the
+ * log): they replace the pin file's rules, which is no longer read while
+ * they are there. NULL: the fleet has none (again): the file's rules come
+ * back (read at once), or none.
+ */
+void ks_run_hot_fleet_rules(struct ks_run_hot *h, const struct ks_hot_rules *r,
+			    const char *source);
 
 void ks_run_hot_free(struct ks_run_hot *h);
 

@@ -185,14 +185,15 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS,
 	  "virtual nodes per shard for vnode (at most %d in all)",
 	  { KS_RING_MAX_POINTS } },
-	{ "if-revision", KS_OPTV_IF_REVISION, REQ, "R", KS_CMD_RING_SET, 0,
-	  KS_GRP_OPTIONS,
-	  "write only if the ring's etcd revision is still R (the\n"
-	  "one 'ring get' printed; 0: only if there is no ring);\n"
+	{ "if-revision", KS_OPTV_IF_REVISION, REQ, "R",
+	  KS_CMD_RING_SET | KS_CMD_PINS_SET, 0, KS_GRP_OPTIONS,
+	  "write only if the document's etcd revision is still R\n"
+	  "(the one 'get' printed; 0: only if there is none);\n"
 	  "default: the revision set reads first" },
-	{ "json", 'j', NO, NULL, KS_CMD_RING_GET, 0, KS_GRP_OPTIONS,
-	  "the ring's key, revisions and document as one JSON\n"
-	  "object (get)" },
+	{ "json", 'j', NO, NULL, KS_CMD_RING_GET | KS_CMD_PINS_GET, 0,
+	  KS_GRP_OPTIONS,
+	  "the key, revisions and document as one JSON object\n"
+	  "(get)" },
 	{ "json", 'j', NO, NULL, KS_CMD_FLEET, 0, KS_GRP_OPTIONS,
 	  "the fleet as one versioned JSON document (with --watch:\n"
 	  "one compact document a line, each refresh)" },
@@ -276,7 +277,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "the owner's part of an armed key's reads, 0..1 (default\n"
 	  "0: all to the replicas, which carry nothing else; the\n"
 	  "owner still serves them while the key is dirty)" },
-	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
+	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN | KS_CMD_PINS_SET, RUN_CONF,
+	  KS_GRP_HOT,
 	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
 	  "'split-prefix PREFIX K', '#' comments. Checked before\n"
 	  "attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
@@ -353,7 +355,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 
 	/* every command; the man page has it under 'help, --version' */
 	{ "help", 'h', NO, NULL,
-	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING | KS_CMD_FLEET,
+	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING | KS_CMD_FLEET | KS_CMD_PINS,
 	  KS_OPT_SHORT | KS_OPT_HIDE, KS_GRP_OPTIONS, "this text" },
 };
 

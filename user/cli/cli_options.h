@@ -31,12 +31,16 @@
 #define KS_CMD_RING_GET    (1u << 7)
 #define KS_CMD_RING_SET    (1u << 8)
 #define KS_CMD_FLEET       (1u << 9)
+#define KS_CMD_PINS_GET    (1u << 10)
+#define KS_CMD_PINS_SET    (1u << 11)
+#define KS_CMD_PINS        (KS_CMD_PINS_GET | KS_CMD_PINS_SET)
 #define KS_CMD_RING                                                            \
 	(KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_GET |             \
 	 KS_CMD_RING_SET)
 /* the commands that talk to etcd */
 #define KS_CMD_ETCD                                                            \
-	(KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET | KS_CMD_FLEET)
+	(KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET | KS_CMD_FLEET |       \
+	 KS_CMD_PINS)
 
 /* ks_cli_opt.flags */
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */

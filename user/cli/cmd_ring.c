@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/etcd_cli.h"
+#include "cli/etcd_doc_cli.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "cli/cli_options.h"
@@ -306,22 +307,6 @@ static int ring_diff(int argc, char **argv)
 
 /* ---- the ring in etcd: set and get ---- */
 
-/* "user@host pid N" and the UTC time now, for written_by/written_at. */
-static void writer_id(char *by, size_t blen, char *at, size_t alen)
-{
-	struct passwd *pw = getpwuid(getuid());
-	char host[256] = "?";
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(by, blen, "%s@%s pid %d", pw ? pw->pw_name : "?", host,
-		 (int)getpid());
-	gmtime_r(&now, &tm);
-	strftime(at, alen, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Who holds the key now, in words, for a refused write. */
 static void describe_current(const struct ks_etcd_range *cur, char *buf,
 			     size_t len)
@@ -351,33 +336,6 @@ static void describe_current(const struct ks_etcd_range *cur, char *buf,
 	ks_ring_doc_free(&d);
 }
 
-/* The ring's key read again after a write that lost or may have failed. */
-static int reread(struct ks_etcd *c, const char *key, struct ks_etcd_range *r)
-{
-	return ks_etcd_range(c, key, strlen(key), 0, r);
-}
-
-/* After the options of ring get/set: no arguments left, --etcd given and
- * the etcd options sound; 0, or the exit code of a usage error. */
-static int etcd_args_done(struct ks_etcd_conf *ec, const char *cmd,
-			  const char *why, int argc, char **argv)
-{
-	char err[KS_ERRLEN_DOC], what[200];
-
-	if (optind < argc)
-		return ks_no_args(cmd, argc, argv);
-	if (!ec->endpoints) {
-		snprintf(what, sizeof(what),
-			 "no --etcd URL[,URL...] given; %s %s", cmd, why);
-		return ks_usage_error(cmd, what);
-	}
-	if (ks_etcd_conf_check(ec, err, sizeof(err))) {
-		ks_err("%s", err);
-		return KS_EXIT_USAGE;
-	}
-	return 0;
-}
-
 static int ring_set(int argc, char **argv)
 {
 	struct ks_cli_getopt g;
@@ -387,11 +345,11 @@ static int ring_set(int argc, char **argv)
 	struct ks_ring ring;
 	struct ks_etcd *c = NULL;
 	struct ks_etcd_range cur = { 0 };
-	char err[KS_ERRLEN_DOC * 2], by[400], at[40], what[600];
+	char err[KS_ERRLEN_DOC * 2], by[400], at[40];
 	char *doc = NULL;
 	size_t doclen = 0;
 	unsigned long long v;
-	int64_t expect, rev = 0, have;
+	int64_t expect, rev = 0;
 	int ch, n, rc, pinned = 0;
 
 	ks_ring_spec_init(&spec, "--shards", "--shards-file");
@@ -426,8 +384,8 @@ static int ring_set(int argc, char **argv)
 		if (!n)
 			return ks_bad_option("ring set", ch, argv);
 	}
-	rc = etcd_args_done(&ec, "ring set", "writes the ring into etcd", argc,
-			    argv);
+	rc = ks_etcd_args_done(&ec, "ring set", "writes the ring into etcd",
+			       argc, argv);
 	if (rc)
 		return rc;
 	/* The ring exactly as 'ring lookup' builds it: a bad list is
@@ -442,62 +400,15 @@ static int ring_set(int argc, char **argv)
 		goto out;
 	}
 	rc = KS_EXIT_FAIL;
-	if (reread(c, ec.ring_key, &cur)) {
-		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
-		goto out;
-	}
-	have = cur.n ? cur.kvs[0].mod_revision : 0;
-	if (!pinned)
-		expect = have;
-	if (have != expect) {
-		describe_current(&cur, what, sizeof(what));
-		ks_err("ring not written: %s is no longer at revision %" PRId64
-		       ": %s; read it with 'agent ring get' and set again",
-		       ec.ring_key, expect, what);
-		goto out;
-	}
-	writer_id(by, sizeof(by), at, sizeof(at));
+	ks_writer_id(by, sizeof(by), at, sizeof(at));
 	if (ks_ring_doc_encode(&ring, &shards, by, at, &doc, &doclen)) {
 		ks_err("out of memory encoding the ring; free some memory");
 		goto out;
 	}
-	n = ks_etcd_put_if(c, ec.ring_key, strlen(ec.ring_key), doc, doclen, 0,
-			   expect, &rev);
-	/* lost, broken mid-call, or sent and unanswered (a member without
-	 * a leader may still commit it): read the key back */
-	if (n == -ESTALE || n == -ECONNRESET || n == -EAGAIN ||
-	    n == -ETIMEDOUT) {
-		int lost = n == -ESTALE;
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", ks_etcd_errmsg(c));
-		ks_etcd_range_free(&cur);
-		if (reread(c, ec.ring_key, &cur)) {
-			ks_err("the write of %s may or may not have happened (%s), and reading it again failed: %s; check with 'agent ring get'",
-			       ec.ring_key, why, ks_etcd_errmsg(c));
-			goto out;
-		}
-		if (!lost && cur.n && cur.kvs[0].value_len == doclen &&
-		    !memcmp(cur.kvs[0].value, doc, doclen)) {
-			rev = cur.kvs[0].mod_revision; /* it did happen */
-		} else if (!lost &&
-			   (cur.n ? cur.kvs[0].mod_revision : 0) == expect) {
-			/* not yet: it may still be committed */
-			ks_err("the write of %s may or may not have happened (%s); it is still at revision %" PRId64
-			       ": check with 'agent ring get' before setting again",
-			       ec.ring_key, why, expect);
-			goto out;
-		} else {
-			describe_current(&cur, what, sizeof(what));
-			ks_err("ring not written: %s changed since revision %" PRId64
-			       ": %s; read it with 'agent ring get' and set again",
-			       ec.ring_key, expect, what);
-			goto out;
-		}
-	} else if (n) {
-		ks_err("cannot write %s: %s", ec.ring_key, ks_etcd_errmsg(c));
+	rc = ks_etcd_doc_write(c, ec.ring_key, "ring", doc, doclen, expect,
+			       pinned, describe_current, &rev);
+	if (rc)
 		goto out;
-	}
 	printf("revision %" PRId64
 	       " digest %016llx %u shards %s %u points %s\n",
 	       rev, (unsigned long long)ring.half->meta.digest, shards.n,
@@ -547,8 +458,8 @@ static int ring_get(int argc, char **argv)
 		if (!n)
 			return ks_bad_option("ring get", ch, argv);
 	}
-	rc = etcd_args_done(&ec, "ring get", "reads the ring from etcd", argc,
-			    argv);
+	rc = ks_etcd_args_done(&ec, "ring get", "reads the ring from etcd",
+			       argc, argv);
 	if (rc)
 		return rc;
 	if (ks_etcd_conf_connect(&ec, &c, err, sizeof(err))) {
@@ -556,7 +467,7 @@ static int ring_get(int argc, char **argv)
 		return KS_EXIT_USAGE;
 	}
 	rc = KS_EXIT_FAIL;
-	if (reread(c, ec.ring_key, &cur)) {
+	if (ks_etcd_range(c, ec.ring_key, strlen(ec.ring_key), 0, &cur)) {
 		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
 		goto out;
 	}

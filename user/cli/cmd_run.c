@@ -308,7 +308,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		goto bad;
 	/* Last, etcd: reachable, the credentials taken, the ring read (it
 	 * replaces the list's or file's) and watched; else exit 2 here. */
-	if (ks_run_etcd_prepare(&o->etcd, &o->ring, err, sizeof(err)))
+	if (ks_run_etcd_prepare(&o->etcd, &o->ring, &o->hot, err, sizeof(err)))
 		goto bad;
 	return 0;
 bad:

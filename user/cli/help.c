@@ -33,6 +33,7 @@ void ks_help_main(FILE *f)
 		"  agent ring   lookup|diff|get|set ...  (the clients' ring; get/set: in etcd)\n"
 		"  agent replay [--sample N] [--json] [ring options] FILE.pcap|.pcapng\n"
 		"  agent fleet  --etcd URL,... [--cluster NAME] [--json]  (every agent in etcd)\n"
+		"  agent pins   get|set --etcd URL,... ...  (the fleet's pin rules in etcd)\n"
 		"  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 		"\n"
 		"EXAMPLES\n"
@@ -265,6 +266,37 @@ void ks_help_fleet(FILE *f)
 	ks_cli_help(f, KS_CMD_FLEET, KS_GRP_ETCD);
 }
 
+void ks_help_pins(FILE *f)
+{
+	fputs("USAGE\n"
+	      "  agent pins set --etcd URL,... [--cluster NAME] --pins FILE\n"
+	      "                 [--if-revision R] [etcd options]\n"
+	      "  agent pins get --etcd URL,... [--cluster NAME] [--json] [etcd options]\n"
+	      "\n"
+	      "The fleet's pin and split rules, /keysteer/NAME/pins: the text of a pin\n"
+	      "file (the syntax of 'agent run --pins') in a versioned JSON document that\n"
+	      "every 'agent run --etcd' of the cluster watches; while it is there it\n"
+	      "replaces the agent's own --pins file. 'set' checks the file as the agent\n"
+	      "would (a bad line exits 2 with FILE:LINE, nothing written) and writes it\n"
+	      "with a compare-and-swap on the revision it read (or --if-revision): a\n"
+	      "concurrent change is refused naming the winner (exit 1). An empty file\n"
+	      "is a fleet with no pins. 'get' prints the rules and their revision.\n"
+	      "docs/fleet.md.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  agent pins set --etcd http://10.0.0.9:2379 --cluster web --pins pins.txt\n"
+	      "  agent pins get --etcd http://10.0.0.9:2379 --cluster web --json\n"
+	      "\n"
+	      "OPTIONS\n",
+	      f);
+	ks_cli_help(f, KS_CMD_PINS, KS_GRP_OPTIONS);
+	ks_cli_help(f, KS_CMD_PINS, KS_GRP_HOT);
+	fputs("\n"
+	      "ETCD\n",
+	      f);
+	ks_cli_help(f, KS_CMD_PINS, KS_GRP_ETCD);
+}
+
 void ks_help_replay(FILE *f)
 {
 	fputs("USAGE\n"
@@ -316,6 +348,7 @@ int ks_help_for(const char *cmd, FILE *f)
 		{ "report", ks_help_report }, { "trace", ks_help_trace },
 		{ "ring", ks_help_ring },     { "help", ks_help_main },
 		{ "replay", ks_help_replay }, { "fleet", ks_help_fleet },
+		{ "pins", ks_help_pins },
 	};
 	size_t i;
 
