@@ -57,7 +57,8 @@ void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 /* hosts/<self> as it stands. */
 static void host_doc_of(const struct ks_fleet_pub *f,
 			const struct ks_report *rep,
-			const struct ks_run_ring *ring, int64_t ring_rev,
+			const struct ks_run_ring *ring,
+			const struct ks_run_steer *steer, int64_t ring_rev,
 			struct ks_host_doc *d)
 {
 	const struct ks_shard_report *g = ring ? ring->rep : NULL;
@@ -94,10 +95,14 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 		o->reads_ps = t->reads_mps / 1000.0;
 		o->writes_ps = t->writes_mps / 1000.0;
 	}
+	for (i = 0; steer && i < steer->rs.n && i < KS_MAX_REPLICAS; i++)
+		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
+			 "%s", steer->rs.r[i].text);
 }
 
 static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
-			 const struct ks_run_ring *ring, int64_t ring_rev)
+			 const struct ks_run_ring *ring,
+			 const struct ks_run_steer *steer, int64_t ring_rev)
 {
 	struct ks_host_doc d;
 	char at[40], *doc;
@@ -105,7 +110,7 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	time_t now;
 
 	f->since_host++;
-	host_doc_of(f, rep, ring, ring_rev, &d);
+	host_doc_of(f, rep, ring, steer, ring_rev, &d);
 	if (f->last_host && ks_host_doc_same(f->last_host, &d) &&
 	    f->since_host < KS_HOSTS_HEARTBEAT)
 		return;
@@ -245,7 +250,7 @@ void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
 {
 	if (!f || !f->pub)
 		return;
-	publish_host(f, rep, ring, ring_rev);
+	publish_host(f, rep, ring, steer, ring_rev);
 	publish_hot(f, ring, t, steer);
 }
 

@@ -19,6 +19,7 @@ static json_t *rate(double x)
 char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
 {
 	json_t *o = json_object(), *cl = json_object(), *top = json_array();
+	json_t *reps;
 	char hash[24], *s;
 	unsigned i;
 
@@ -60,6 +61,10 @@ char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
 		json_array_append_new(top, k);
 	}
 	json_object_set_new(o, "top", top);
+	reps = json_array();
+	for (i = 0; i < d->nreplicas && i < KS_MAX_REPLICAS; i++)
+		json_array_append_new(reps, json_string(d->replicas[i]));
+	json_object_set_new(o, "replicas", reps);
 	if (at)
 		json_object_set_new(o, "updated_at", json_string(at));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -121,8 +126,12 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
 	    strcmp(a->ifname, b->ifname) ||
 	    a->ring_revision != b->ring_revision ||
 	    a->interval_ms != b->interval_ms || a->sample_n != b->sample_n ||
-	    a->has_shard != b->has_shard || strcmp(a->shard, b->shard))
+	    a->has_shard != b->has_shard || strcmp(a->shard, b->shard) ||
+	    a->nreplicas != b->nreplicas)
 		return 0;
+	for (i = 0; i < a->nreplicas; i++)
+		if (strcmp(a->replicas[i], b->replicas[i]))
+			return 0;
 	for (i = 0; i < 3; i++)
 		if (ks_rate_moved(a->class_ps[i], b->class_ps[i]))
 			return 0;

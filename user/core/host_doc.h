@@ -41,6 +41,10 @@ struct ks_host_doc {
 	double shard_reads_ps, shard_writes_ps, shard_misdirected_ps;
 	unsigned ntop;
 	struct ks_host_doc_top top[KS_HOST_DOC_TOP];
+	/* every L1 replica this agent may fill ("host:port", --replicas):
+	 * a writer invalidates them all (docs/client.md) */
+	unsigned nreplicas;
+	char replicas[KS_MAX_REPLICAS][48];
 };
 
 /* The document as compact JSON (malloc'd), with "updated_at" when at is
