@@ -474,6 +474,71 @@ static void t_bad_keys(struct mc_env *e)
 	ks_mc_item_free(&got);
 }
 
+/* docs/client.md: a fill's copy never lands over a newer write's
+ * invalidation; the control (the unconditional store fills made before)
+ * does, and a reader would take it. */
+static void t_copy_protocol(struct mc_env *e)
+{
+	struct ks_mc_conn *reps[] = { &e->r1, &e->r2 };
+	struct ks_fill_result res;
+	struct ks_mc_item old, it;
+	__u64 cas, cas2;
+	int err;
+
+	/* a copy present: cas read, then a write and its invalidation */
+	put(&e->owner, "k:race", "v1", 2, 0, 0);
+	put(&e->r1, "k:race", "v1", 2, 0, 0);
+	err = ks_mc_cas(&e->r1, KEY("k:race"), &cas);
+	CHECK(!err && cas, "cas of a copy: %d %llu", err,
+	      (unsigned long long)cas);
+	err = ks_mc_fetch(&e->owner, KEY("k:race"), &old); /* the fill's read */
+	put(&e->owner, "k:race", "v2", 2, 0, 0);           /* the write... */
+	err = err ? err : ks_mc_invalidate(&e->r1, KEY("k:race"), 30);
+	CHECK(!err, "invalidate a copy: %d", err);
+	err = ks_mc_fetch(&e->r1, KEY("k:race"), &it);
+	CHECK(!err && it.found && it.stale && !ks_mc_copy_usable(&it),
+	      "after the invalidation: found %d stale %d", it.found, it.stale);
+	ks_mc_item_free(&it);
+	err = ks_mc_store_if(&e->r1, KEY("k:race"), &old, 30, cas);
+	CHECK(err == -EAGAIN, "the late fill refused: %d", err);
+	err = ks_mc_fetch(&e->r1, KEY("k:race"), &it);
+	CHECK(!err && !ks_mc_copy_usable(&it), "no usable old copy");
+	ks_mc_item_free(&it);
+	/* control: the store fills used to make lands and would be read */
+	err = ks_mc_store(&e->r2, KEY("k:race"), &old, 30);
+	err = err ? err : ks_mc_fetch(&e->r2, KEY("k:race"), &it);
+	CHECK(!err && ks_mc_copy_usable(&it) && !memcmp(it.value, "v1", 2),
+	      "control: the unconditional late store serves v1");
+	ks_mc_item_free(&it);
+	/* no copy: the invalidation leaves a tombstone an add cannot pass */
+	err = ks_mc_cas(&e->r2, KEY("k:none"), &cas);
+	CHECK(!err && !cas, "no copy: cas %llu", (unsigned long long)cas);
+	err = ks_mc_invalidate(&e->r2, KEY("k:none"), 30);
+	CHECK(!err, "invalidate no copy: %d", err);
+	err = ks_mc_fetch(&e->r2, KEY("k:none"), &it);
+	CHECK(!err && it.found && it.flags == KS_MC_TOMB_FLAGS &&
+		      !ks_mc_copy_usable(&it),
+	      "tombstone: found %d flags %#x", it.found, it.flags);
+	ks_mc_item_free(&it);
+	err = ks_mc_store_if(&e->r2, KEY("k:none"), &old, 30, 0);
+	CHECK(err == -EAGAIN, "the late add refused: %d", err);
+	/* a fill after the invalidation replaces it with the new value */
+	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:race"), 30, &res);
+	CHECK(!err && res.stored == 2 && !res.raced, "fill: %d stored %u", err,
+	      res.stored);
+	err = ks_mc_fetch(&e->r1, KEY("k:race"), &it);
+	CHECK(!err && ks_mc_copy_usable(&it) && !memcmp(it.value, "v2", 2),
+	      "fresh copy after the fill");
+	ks_mc_item_free(&it);
+	/* the cas moves with every invalidation */
+	ks_mc_cas(&e->r1, KEY("k:race"), &cas);
+	ks_mc_invalidate(&e->r1, KEY("k:race"), 30);
+	ks_mc_cas(&e->r1, KEY("k:race"), &cas2);
+	CHECK(cas2 != cas, "cas bumped: %llu -> %llu", (unsigned long long)cas,
+	      (unsigned long long)cas2);
+	ks_mc_item_free(&old);
+}
+
 static const struct mc_case {
 	const char *name;
 	void (*run)(struct mc_env *e);
@@ -485,6 +550,7 @@ static const struct mc_case {
 	{ "mc_unexpected_replies", t_fake_replies },
 	{ "mc_fill_copies", t_fill },
 	{ "mc_fill_missing_deletes_copies", t_fill_miss },
+	{ "mc_copy_never_over_an_invalidation", t_copy_protocol },
 	{ "mc_reconnect_after_restart", t_reconnect },
 	{ "mc_refused_fast", t_refused },
 	{ "mc_timeout_silent_server", t_timeout },

@@ -747,6 +747,38 @@ static void t_miss(void)
 	free(e);
 }
 
+/* docs/client.md: a fill a write's invalidation raced is not armed, backs
+ * no replica off, and is copied again at once (after the settle time). */
+static void t_raced(void)
+{
+	struct env *e = env_new(3);
+	__u64 due;
+	int i, k;
+
+	kt_begin("steer_fsm_raced_fill_refilled");
+	i = armed_key(e, "k:hot", 3);
+	advance(e, IV);
+	tick(e); /* the refresh */
+	answer(e, i, KS_FILL_RACED, 0);
+	CHECK(!steers(e, i), "armed over a raced copy");
+	CHECK_EQ(e->f.sl[i].state, KS_SL_FILL);
+	CHECK_EQ(e->f.raced, 1);
+	CHECK(ks_steer_replica_up(&e->f, 0, e->now) &&
+		      ks_steer_replica_up(&e->f, 1, e->now),
+	      "a race backed a replica off");
+	due = (__u64)ks_steer_fsm_next_due(&e->f, e->now);
+	CHECK(due <= KS_STEER_SETTLE_NS, "refill in %llu ns",
+	      (unsigned long long)due);
+	advance(e, KS_STEER_SETTLE_NS);
+	poll_(e);
+	k = job_of(e, i);
+	CHECK(k >= 0, "no refill after the race");
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i), "not armed after the refill");
+	kt_end();
+	free(e);
+}
+
 /* A key leaving stops steering at once; its slot clears after the grace
  * period. A key whose copies change is disarmed before they change. */
 static void t_leave_and_regrace(void)
@@ -861,6 +893,7 @@ void test_steer_fsm(void)
 	t_expiry();
 	t_disarm_all();
 	t_miss();
+	t_raced();
 	t_leave_and_regrace();
 	t_settle_first_sight();
 	t_adopt();

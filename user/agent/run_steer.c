@@ -80,6 +80,23 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 	return 0;
 }
 
+/* A write the datapath saw to an armed key: every replica's copy is
+ * marked stale at once, before the refill (docs/client.md: what a library
+ * reader may still read is bounded by this, not by the refill). */
+static void invalidate_copies(struct ks_run_steer *s, unsigned slot)
+{
+	const struct ks_hot_slot *hs;
+	struct ks_fill_job j = { .invalidate = 1, .slot = (int)slot };
+
+	if (!s->rs.n || slot >= KS_HOT_SLOTS || !s->filler.started)
+		return;
+	hs = &s->map.slot[slot];
+	j.len = hs->len > KS_KEY_BUF ? KS_KEY_BUF : hs->len;
+	memcpy(j.key, hs->key, j.len);
+	if (ks_filler_submit(&s->filler, &j))
+		s->inval_dropped++;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct ks_run_steer *s = ctx;
@@ -87,6 +104,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev))
 		return 0;
+	invalidate_copies(s, ev->slot);
 	ks_steer_fsm_dirty(&s->fsm, ev->slot, ks_mono_ns());
 	if (s->on_state)
 		s->on_state(s->on_state_ud, s, ev->hash);
@@ -435,9 +453,13 @@ void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 		steered += s->map.slot[i].steered_mps / 1000.0;
 	}
 	fprintf(f,
-		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %u out), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
+		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %llu raced, %u out), %llu invalidations (%llu failed, %llu dropped), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
 		seq, s->map.used, armed, steered, (unsigned long long)m->fills,
-		(unsigned long long)m->fill_errors, m->filling,
+		(unsigned long long)m->fill_errors,
+		(unsigned long long)m->raced, m->filling,
+		(unsigned long long)s->filler.invalidations,
+		(unsigned long long)s->filler.inval_errors,
+		(unsigned long long)s->inval_dropped,
 		(unsigned long long)m->rearms,
 		m->rearms ? m->rearm_ms_sum / m->rearms : 0.0, m->rearm_ms_max,
 		s->step_max_ns / 1e6, s->grace_max_ns / 1e6);

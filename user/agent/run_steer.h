@@ -64,6 +64,7 @@ struct ks_run_steer {
 	/* debug: the longest the caller's thread spent in one call here,
 	 * and in one grace-period wait (part of it), ns */
 	__u64 step_max_ns, grace_max_ns;
+	__u64 inval_dropped; /* invalidations not queued (queue full) */
 };
 
 /* Before anything is attached: the replica list, the owner (--self,

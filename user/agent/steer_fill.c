@@ -57,6 +57,25 @@ static void run_job(struct ks_steer_filler *w, const struct ks_fill_job *j,
 	}
 	if (!ret)
 		out->status = res.found ? KS_FILL_OK : KS_FILL_MISS;
+	else if (ret == -EAGAIN && !res.failed)
+		out->status = KS_FILL_RACED;
+}
+
+/* An invalidation job (a write the datapath saw): every replica's copy
+ * marked stale or tombstoned, no result (docs/client.md). */
+static void run_invalidate(struct ks_steer_filler *w,
+			   const struct ks_fill_job *j)
+{
+	__u64 now = ks_mono_ns();
+	unsigned r;
+
+	for (r = 0; r < w->nrep; r++)
+		if (now >= w->bad_until[r] &&
+		    ks_mc_invalidate(&w->conn[r], j->key, j->len,
+				     w->copy_ttl_s) &&
+		    ks_mc_invalidate(&w->conn[r], j->key, j->len,
+				     w->copy_ttl_s))
+			w->inval_errors++;
 }
 
 static void *worker(void *arg)
@@ -78,11 +97,18 @@ static void *worker(void *arg)
 		*j = w->jobs[w->jhead]; /* stays counted in jn while it runs */
 		pthread_mutex_unlock(&w->mu);
 		t0 = ks_mono_ns();
-		run_job(w, j, &r);
+		if (j->invalidate)
+			run_invalidate(w, j);
+		else
+			run_job(w, j, &r);
 		dt = ks_mono_ns() - t0;
 		pthread_mutex_lock(&w->mu);
 		w->jhead = (w->jhead + 1) % KS_FILL_QUEUE;
 		w->jn--;
+		if (j->invalidate) {
+			w->invalidations++;
+			continue;
+		}
 		w->done++;
 		w->busy_ns += dt;
 		if (dt > w->longest_ns)

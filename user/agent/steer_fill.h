@@ -28,6 +28,7 @@
 #define KS_FILL_QUEUE       KS_HOT_SLOTS
 
 struct ks_fill_job {
+	int invalidate; /* 1: mark every replica's copy stale, no result */
 	int slot;
 	__u32 gen;
 	__u64 seq; /* write_seq read before the copy */
@@ -56,6 +57,7 @@ struct ks_steer_filler {
 	long copy_ttl_s;
 	/* under mu, for the status line */
 	__u64 done, busy_ns, longest_ns;
+	__u64 invalidations, inval_errors;
 };
 
 /* Starts the thread (it drops every capability of its own first). */

@@ -364,6 +364,15 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 	}
 	f->filling--;
 	f->fills++;
+	if (r->status == KS_FILL_RACED) {
+		/* a write invalidated a copy under the fill: its value may
+		 * be older than that write; copy again once it settled */
+		act_slot(f, KS_ACT_DISARM, r->slot);
+		f->raced++;
+		sl->dirty = 1;
+		refill(sl, now);
+		return;
+	}
 	if (r->status != KS_FILL_OK) {
 		/* some replica may not hold the value: no reads to any */
 		act_slot(f, KS_ACT_DISARM, r->slot);

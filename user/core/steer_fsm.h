@@ -19,6 +19,7 @@
  *        read now travels with the job), FILLING
  *   FILLING --fill ok, write_seq still s--> ARM at s, ARMED
  *           --fill ok, write_seq moved (a write during the copy)--> FILL
+ *           --fill raced (a copy invalidated under it)--> DISARM, FILL
  *           --fill failed--> DISARM, replicas that failed backed off, FILL
  *             in KS_STEER_RETRY_NS (the next tick chooses copies without
  *             them: REGRACE)
@@ -116,6 +117,8 @@ enum ks_fill_status {
 	KS_FILL_OK = 0, /* every replica holds the owner's value */
 	KS_FILL_MISS,   /* the owner has no such key; copies deleted */
 	KS_FILL_FAILED, /* a replica or the owner failed: no arming */
+	KS_FILL_RACED,  /* a copy was invalidated while the fill ran (a
+			 * write): not armed, filled again */
 };
 
 struct ks_steer_fill_result {
@@ -143,7 +146,7 @@ struct ks_steer_fsm {
 	unsigned filling;                  /* jobs out */
 
 	/* counters for the status line, the report and the metrics */
-	__u64 fills, fill_errors, events, no_slot, stale_results;
+	__u64 fills, fill_errors, events, no_slot, stale_results, raced;
 	__u64 expired, overflow;
 	__u64 rearms;
 	double rearm_ms_sum, rearm_ms_max; /* write seen -> re-armed */

@@ -287,6 +287,8 @@ static int parse_va_flags(char *rest, struct ks_mc_item *it)
 		if (tok[0] == 'f' && !parse_num(tok + 1, 0xffffffffULL, &v)) {
 			it->flags = (__u32)v;
 			have_f = 1;
+		} else if (!strcmp(tok, "X")) {
+			it->stale = 1; /* marked by an invalidation */
 		} else if (tok[0] == 't' && !strcmp(tok + 1, "-1")) {
 			it->ttl = -1;
 			have_t = 1;
@@ -415,7 +417,29 @@ struct store_arg {
 	size_t klen;
 	const struct ks_mc_item *it;
 	long ttl;
+	int cond; /* 0: plain; 1: only if the CAS is still cas (0: absent) */
+	__u64 cas;
 };
+
+/* The reply to a conditional ms or md: changed meanwhile is -EAGAIN. */
+static int cond_reply(struct ks_mc_conn *c, __u64 deadline)
+{
+	char *line;
+	int err = read_line(c, &line, deadline);
+
+	if (err)
+		return err;
+	if (!strncmp(line, "HD", 2) && (!line[2] || line[2] == ' '))
+		return 0;
+	if (!strncmp(line, "EX", 2) || !strncmp(line, "NS", 2) ||
+	    !strncmp(line, "NF", 2))
+		return -EAGAIN;
+	if (!strncmp(line, "SERVER_ERROR object too large", 29))
+		return -E2BIG;
+	if (!strncmp(line, "SERVER_ERROR out of memory", 26))
+		return -ENOMEM;
+	return -EPROTO;
+}
 
 static int store_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 {
@@ -425,21 +449,30 @@ static int store_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	int err;
 
 	iov[0].iov_base = req;
+	char cond[32] = "";
+
+	if (a->cond && a->cas)
+		snprintf(cond, sizeof(cond), " C%llu",
+			 (unsigned long long)a->cas);
+	else if (a->cond)
+		snprintf(cond, sizeof(cond), " ME");
 	iov[0].iov_len = (size_t)snprintf(
-		req, sizeof(req), "ms %.*s %zu T%ld F%u\r\n", (int)a->klen,
-		a->key, a->it->len, a->ttl, a->it->flags);
-	iov[1].iov_base = a->it->value;
+		req, sizeof(req), "ms %.*s %zu T%ld F%u%s\r\n", (int)a->klen,
+		a->key, a->it->len, a->ttl, a->it->flags, cond);
+	iov[1].iov_base = a->it->value ? a->it->value : "";
 	iov[1].iov_len = a->it->len;
 	iov[2].iov_base = "\r\n";
 	iov[2].iov_len = 2;
 	err = send_all(c, iov, 3, deadline);
-	return err ? err : simple_reply(c, 0, deadline);
+	if (err)
+		return err;
+	return a->cond ? cond_reply(c, deadline) : simple_reply(c, 0, deadline);
 }
 
-int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
-		const struct ks_mc_item *it, long ttl)
+static int store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		 const struct ks_mc_item *it, long ttl, int cond, __u64 cas)
 {
-	struct store_arg a = { key, klen, it, ttl };
+	struct store_arg a = { key, klen, it, ttl, cond, cas };
 	int err = ks_mc_key_check(key, klen);
 
 	if (err)
@@ -449,6 +482,131 @@ int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 	if (it->len > KS_MC_VALUE_MAX)
 		return -E2BIG;
 	return run_op(c, store_op, &a);
+}
+
+int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_item *it, long ttl)
+{
+	return store(c, key, klen, it, ttl, 0, 0);
+}
+
+int ks_mc_store_if(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		   const struct ks_mc_item *it, long ttl, __u64 cas)
+{
+	return store(c, key, klen, it, ttl, 1, cas);
+}
+
+struct cas_arg {
+	const __u8 *key;
+	size_t klen;
+	__u64 cas;
+	long ttl;
+	int how; /* CAS_READ, CAS_DELETE_IF, CAS_INVALIDATE */
+};
+
+enum {
+	CAS_READ,
+	CAS_DELETE_IF,
+	CAS_INVALIDATE
+};
+
+/* "HD c<N> ..." or "VA ... c<N> ...": N. */
+static int cas_token(const char *line, __u64 *cas)
+{
+	const char *p = strstr(line, " c");
+	unsigned long long v;
+
+	if (!p)
+		return -EPROTO;
+	v = strtoull(p + 2, NULL, 10);
+	*cas = v;
+	return 0;
+}
+
+static int cas_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
+{
+	struct cas_arg *a = arg;
+	struct key_arg k = { a->key, a->klen, NULL };
+	char tail[48], *line;
+	int err;
+
+	switch (a->how) {
+	case CAS_READ:
+		err = send_key_cmd(c, "mg", &k, " c", deadline);
+		if (!err)
+			err = read_line(c, &line, deadline);
+		if (err)
+			return err;
+		if (!strcmp(line, "EN")) {
+			a->cas = 0;
+			return 0;
+		}
+		if (strncmp(line, "HD", 2))
+			return -EPROTO;
+		return cas_token(line, &a->cas);
+	case CAS_DELETE_IF:
+		snprintf(tail, sizeof(tail), " C%llu",
+			 (unsigned long long)a->cas);
+		err = send_key_cmd(c, "md", &k, tail, deadline);
+		return err ? err : cond_reply(c, deadline);
+	default:
+		snprintf(tail, sizeof(tail), " I T%ld", a->ttl);
+		err = send_key_cmd(c, "md", &k, tail, deadline);
+		/* NF: gone since its CAS was read; the caller adds a
+		 * tombstone instead */
+		return err ? err : cond_reply(c, deadline);
+	}
+}
+
+int ks_mc_cas(struct ks_mc_conn *c, const __u8 *key, size_t klen, __u64 *cas)
+{
+	struct cas_arg a = { key, klen, 0, 0, CAS_READ };
+	int err = ks_mc_key_check(key, klen);
+
+	if (!err)
+		err = run_op(c, cas_op, &a);
+	*cas = err ? 0 : a.cas;
+	return err;
+}
+
+int ks_mc_delete_if(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    __u64 cas)
+{
+	struct cas_arg a = { key, klen, cas, 0, CAS_DELETE_IF };
+	int err = ks_mc_key_check(key, klen);
+
+	return err ? err : run_op(c, cas_op, &a);
+}
+
+int ks_mc_invalidate(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		     long ttl)
+{
+	struct ks_mc_item tomb = { .flags = KS_MC_TOMB_FLAGS };
+	struct cas_arg a = { key, klen, 0, ttl, CAS_INVALIDATE };
+	int err = ks_mc_key_check(key, klen), i;
+	__u64 cas;
+
+	if (err)
+		return err;
+	if (ttl < 1 || ttl > KS_MC_TTL_MAX)
+		return -EINVAL;
+	for (i = 0; i < 3; i++) {
+		/* an item there: marked stale, its CAS bumped */
+		err = ks_mc_cas(c, key, klen, &cas);
+		if (err)
+			return err;
+		if (cas) {
+			err = run_op(c, cas_op, &a);
+			if (err != -EAGAIN)
+				return err;
+			continue;
+		}
+		/* none: a tombstone; something added meanwhile is marked */
+		err = ks_mc_store_if(c, key, klen, &tomb, ttl, 0);
+		if (err != -EAGAIN)
+			return err;
+	}
+	return -EAGAIN;
 }
 
 static int delete_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
@@ -487,12 +645,23 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
 		   struct ks_fill_result *res)
 {
+	__u64 cas[KS_FILL_MAX];
+	int errs[KS_FILL_MAX] = { 0 };
 	struct ks_mc_item it;
 	int first = 0, err;
 	unsigned i;
 
 	memset(res, 0, sizeof(*res));
-	err = ttl_cap < 1 ? -EINVAL : ks_mc_fetch(owner, key, klen, &it);
+	if (n > KS_FILL_MAX || ttl_cap < 1)
+		return -EINVAL;
+	/* 1: each copy as it is now; a copy invalidated after this is
+	 * refused in 3, so what 2 reads cannot land after a newer write */
+	for (i = 0; i < n; i++)
+		errs[i] = replicas[i]
+				  ? ks_mc_cas(replicas[i], key, klen, &cas[i])
+				  : -EHOSTDOWN;
+	/* 2: the owner's value */
+	err = ks_mc_fetch(owner, key, klen, &it);
 	if (err) {
 		res->failed = n;
 		res->failed_mask = n >= 32 ? ~0U : (1U << n) - 1;
@@ -502,23 +671,26 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 	res->found = it.found;
 	if (it.found)
 		res->ttl = copy_ttl(it.ttl, ttl_cap);
+	/* 3: each copy, if unchanged */
 	for (i = 0; i < n; i++) {
-		if (!replicas[i])
-			err = -EHOSTDOWN;
-		else if (it.found)
-			err = ks_mc_store(replicas[i], key, klen, &it,
-					  res->ttl);
-		else
-			err = ks_mc_delete(replicas[i], key, klen);
-		if (err && !first)
-			first = err;
-		if (err) {
+		err = errs[i];
+		if (!err && it.found)
+			err = ks_mc_store_if(replicas[i], key, klen, &it,
+					     res->ttl, cas[i]);
+		else if (!err && cas[i])
+			err = ks_mc_delete_if(replicas[i], key, klen, cas[i]);
+		if (err == -EAGAIN) {
+			res->raced++;
+			res->raced_mask |= i < 32 ? 1U << i : 0;
+		} else if (err) {
 			res->failed++;
 			res->failed_mask |= i < 32 ? 1U << i : 0;
+			if (!first)
+				first = err;
 		} else {
 			res->stored++;
 		}
 	}
 	ks_mc_item_free(&it);
-	return first;
+	return first ? first : res->raced ? -EAGAIN : 0;
 }

@@ -42,6 +42,7 @@ struct ks_mc_item {
 	__u32 flags; /* the client flags stored with the value */
 	long ttl;    /* remaining seconds, -1 = never expires */
 	int found;
+	int stale; /* marked stale (meta "X"): an invalidation's mark */
 };
 
 /* No I/O: the connection opens on the first call. */
@@ -60,27 +61,62 @@ int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 		const struct ks_mc_item *it, long ttl);
 /* "md <key>"; a key that is not there is success too. */
 int ks_mc_delete(struct ks_mc_conn *c, const __u8 *key, size_t klen);
+
+/*
+ * The copy protocol of docs/client.md (a copy never outlives a write):
+ *
+ * ks_mc_cas: "mg <key> c", the item's CAS into *cas, 0 when there is none.
+ * ks_mc_store_if: the store of ks_mc_store only if the item is still as
+ *   ks_mc_cas found it: "C<cas>", or with cas 0 "ME" (only if absent);
+ *   -EAGAIN when it changed (EX, NS, NF): an invalidation came between.
+ * ks_mc_delete_if: "md <key> C<cas>"; -EAGAIN when it changed.
+ * ks_mc_invalidate: "md <key> I T<ttl>" (marks a present item stale and
+ *   bumps its CAS), or where there is none an empty tombstone added with
+ *   client flags KS_MC_TOMB_FLAGS: either way every store_if that read the
+ *   CAS before is refused. A reader takes neither a stale item nor a
+ *   tombstone.
+ */
+#define KS_MC_TOMB_FLAGS 0x6b73746dU /* "kstm" */
+int ks_mc_cas(struct ks_mc_conn *c, const __u8 *key, size_t klen, __u64 *cas);
+int ks_mc_store_if(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		   const struct ks_mc_item *it, long ttl, __u64 cas);
+int ks_mc_delete_if(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    __u64 cas);
+int ks_mc_invalidate(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		     long ttl);
+/* Whether a copy fetched from a replica may be served: found, not stale,
+ * not a tombstone. Anything else is read from the owner. */
+static inline int ks_mc_copy_usable(const struct ks_mc_item *it)
+{
+	return it->found && !it->stale && it->flags != KS_MC_TOMB_FLAGS;
+}
 void ks_mc_item_free(struct ks_mc_item *it);
 
 struct ks_fill_result {
 	int found;       /* the owner had the key */
 	unsigned stored; /* replicas updated (stored, or deleted on a miss) */
 	unsigned failed; /* replicas not updated: all n when the fetch failed */
+	unsigned raced;  /* of them, because an invalidation came between */
 	long ttl;        /* the ttl the copies got (0 on a miss) */
-	__u32 failed_mask; /* bit i: replicas[i] not updated */
+	__u32 failed_mask; /* bit i: replicas[i] not updated (failed) */
+	__u32 raced_mask;  /* bit i: replicas[i] not updated (raced) */
 	int owner_err;     /* the fetch's error; 0: the owner answered */
 };
 
 /*
- * One refresh of a hot key's copies: fetch from the owner once, then store
- * the value and flags on every replica with ttl = min(owner's remaining
- * ttl, ttl_cap) (ttl_cap when the owner's never expires; at least 1), or,
- * when the owner has no such key, delete it from every replica so no
- * replica serves a value the owner no longer has. ttl_cap is 1..; above
+ * One refresh of a hot key's copies (docs/client.md): every replica's CAS
+ * first, then the owner's value once, then on every replica the value and
+ * flags stored only if its CAS is unchanged (ks_mc_store_if), with ttl =
+ * min(owner's remaining ttl, ttl_cap) (ttl_cap when the owner's never
+ * expires; at least 1), or, when the owner has no such key, the copy
+ * deleted if unchanged, so no replica serves a value the owner no longer
+ * has. A replica whose copy changed in between (an invalidation) is not
+ * updated: counted in raced, -EAGAIN when nothing else failed. ttl_cap is 1..; above
  * KS_MC_TTL_MAX it counts as KS_MC_TTL_MAX. A NULL replica is not tried
  * and counts as failed (-EHOSTDOWN). Returns 0 when every replica was
  * updated, else the first error; res counts the outcomes either way.
  */
+#define KS_FILL_MAX 16 /* replicas one fill updates */
 int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
 		   struct ks_fill_result *res);
