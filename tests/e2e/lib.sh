@@ -254,25 +254,18 @@ e2e_need_etcd() {
 	done
 }
 
-# e2e_etcd_start NS NAME URL PEER_PORT [ARGS...]: a single-member etcd in
-# namespace NS serving URL (an address of NS), its peer port on the
-# namespace's loopback, data and log under $E2E_TMP/NAME.*; sets
-# E2E_ETCD_PID (the caller stops it by that pid). 1 with the log's tail
-# when it does not listen within 10 s.
+# e2e_etcd_start NS NAME URL PEER_PORT [ARGS...]: ks_start_etcd (netns.sh)
+# with data and log under $E2E_TMP/NAME.*; sets E2E_ETCD_PID (the caller
+# stops it by that pid). 1 with the log's tail when it does not listen
+# within 10 s.
 e2e_etcd_start() {
-	local ns=$1 name=$2 url=$3 peer=http://127.0.0.1:$4 hostport
+	local ns=$1 name=$2 url=$3 peer=$4 rc
 	shift 4
-	ks_in_ns_bg "$ns" etcd --name "$name" --data-dir "$E2E_TMP/$name.data" \
-		--listen-client-urls "$url" --advertise-client-urls "$url" \
-		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
-		--initial-cluster "$name=$peer" "$@" \
-		</dev/null >>"$E2E_TMP/$name.log" 2>&1
-	E2E_ETCD_PID=$KS_BG_PID
-	hostport=${url#*://}
-	if ! ks_wait_tcp "$ns" "${hostport%:*}" "${hostport##*:}" 10; then
-		echo "etcd $name did not start: $(tail -3 "$E2E_TMP/$name.log")"
-		return 1
-	fi
+	ks_start_etcd "$ns" "$name" "$url" "$peer" "$E2E_TMP" "$@"
+	rc=$?
+	# shellcheck disable=SC2034 # for the caller
+	E2E_ETCD_PID=$KS_ETCD_PID
+	return "$rc"
 }
 
 e2e_cleanup() {

@@ -13,9 +13,10 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/user/scripts/netns.sh"
+# shellcheck source=demo_lib.sh
+. "$ROOT/user/scripts/demo_lib.sh"
 AGENT=$ROOT/${OUT:-build}/agent
 CLIENT=$ROOT/user/scripts/demo_client.py
-PY=/usr/bin/python3 # Debian's, which has pymemcache
 DEMO_SECONDS=${DEMO_SECONDS:-20}
 
 APP_NS=ks_app_$$
@@ -27,20 +28,7 @@ CACHE_ADDR=198.18.0.2
 PORT=11211
 SAMPLE=8
 
-say() { printf '\n== %s\n' "$*"; }
-
-# nap SECONDS: sleep in the background and wait for it. Ctrl-C reaches bash
-# while it waits in the `wait` builtin, which runs the INT trap at once; a
-# foreground sleep would leave it to bash's wait-and-see rule for SIGINT.
-nap() {
-	sleep "$1" &
-	NAP_PID=$!
-	wait "$NAP_PID"
-	NAP_PID=
-}
-die() { echo "demo: $*" >&2; exit 1; }
-
-AGENT_PID='' CLIENT_PID='' WATCH_PID='' NAP_PID='' KS_MEMCACHED_PID='' LOG=''
+AGENT_PID='' CLIENT_PID='' WATCH_PID='' KS_MEMCACHED_PID='' LOG=''
 
 cleanup() {
 	local rc=$?
@@ -62,14 +50,9 @@ cleanup() {
 	exit "$rc"
 }
 
-[ "$(id -u)" -eq 0 ] || die "run as root: the demo creates namespaces and loads BPF (sudo make demo)"
+demo_need_root
 [ -x "$AGENT" ] || die "$AGENT is missing; run 'make' first"
-case $DEMO_SECONDS in
-'' | *[!0-9]*) die "DEMO_SECONDS='$DEMO_SECONDS' is not a whole number of seconds" ;;
-esac
-if [ "$DEMO_SECONDS" -lt 1 ] || [ "$DEMO_SECONDS" -gt 3600 ]; then
-	die "DEMO_SECONDS must be 1..3600"
-fi
+demo_seconds DEMO_SECONDS "$DEMO_SECONDS" 1 3600
 command -v memcached >/dev/null || die "memcached is missing; run 'make deps'"
 "$PY" -c 'import pymemcache' 2>/dev/null ||
 	die "python3-pymemcache is missing; run 'make deps'"

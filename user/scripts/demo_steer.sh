@@ -15,15 +15,11 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=steer_topo.sh
 . "$ROOT/user/scripts/steer_topo.sh"
-LOAD=$ROOT/${OUT:-build}/ks_load
-MC_STATS=$ROOT/user/scripts/mc_stats.py
-PY=/usr/bin/python3
+# shellcheck source=demo_lib.sh
+. "$ROOT/user/scripts/demo_lib.sh"
 RATE=4000 SECS=8 KEY=flash:sale
 
-say() { printf '\n== %s\n' "$*"; }
-die() { echo "demo: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || die "run as root: the demo creates namespaces and loads BPF (sudo make demo)"
+demo_need_root
 for f in "$LOAD" "$STEER_AGENT"; do
 	[ -x "$f" ] || die "$f is missing; run 'make' first"
 done

@@ -51,8 +51,9 @@ PACKAGES=(
 	# make bench-line --trafficgen: Debian's XDP traffic generator
 	"xdp-tools:/usr/sbin/xdp-trafficgen"
 	# the fleet in etcd (docs/fleet.md): the client's HTTP and JSON
-	# libraries; etcd 3.4 itself for the tests (its daemon is kept from
-	# starting, below), openssl for their TLS certificates
+	# libraries; etcd 3.4 itself for the tests and the demo's fleet part
+	# (its daemon is kept from starting, below), openssl for the tests'
+	# TLS certificates
 	"libcurl4-openssl-dev:/usr/bin/curl-config"
 	"libjansson-dev:/usr/include/jansson.h"
 	"etcd-server:/usr/bin/etcd"

@@ -111,3 +111,26 @@ ks_start_memcached() {
 		return 1
 	fi
 }
+
+# ks_start_etcd NS NAME URL PEER_PORT DIR [ARGS...]: a single-member etcd in
+# namespace NS serving clients on URL only (an address of NS), its peer port
+# on the namespace's loopback, data in DIR/NAME.data and its log appended to
+# DIR/NAME.log, in the background. Sets KS_ETCD_PID (the caller stops it by
+# that pid with ks_stop_pid, also when this fails); 1 with the log's tail
+# on stdout when it does not listen within 10 s.
+ks_start_etcd() {
+	local ns=$1 name=$2 url=$3 peer=http://127.0.0.1:$4 dir=$5 hostport
+	shift 5
+	ks_in_ns_bg "$ns" etcd --name "$name" --data-dir "$dir/$name.data" \
+		--listen-client-urls "$url" --advertise-client-urls "$url" \
+		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+		--initial-cluster "$name=$peer" "$@" \
+		</dev/null >>"$dir/$name.log" 2>&1
+	# shellcheck disable=SC2034 # for the caller
+	KS_ETCD_PID=$KS_BG_PID
+	hostport=${url#*://}
+	if ! ks_wait_tcp "$ns" "${hostport%:*}" "${hostport##*:}" 10; then
+		echo "etcd $name did not start: $(tail -3 "$dir/$name.log")"
+		return 1
+	fi
+}
