@@ -163,6 +163,8 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	if (!s->rs.n)
 		return 0;
 	err = ks_filler_start(&s->filler, &s->rs, &s->owner, s->copy_ttl_s);
+	s->filler.fill.unconditional = s->o.unconditional_fills;
+	s->filler.fill.delay_ms = s->o.fill_delay_ms;
 	if (!err)
 		err = epoll_add(s->epfd, ks_filler_fd(&s->filler));
 	if (err)

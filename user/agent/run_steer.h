@@ -35,6 +35,10 @@ struct ks_run_steer_opts {
 	double owner_share;       /* --owner-share: the owner's part of an
 				     * armed key's reads (default 0: replicas
 				     * are idle L1s, the owner is the hot spot) */
+	/* test controls (docs/client.md): unconditional stores, and a wait
+	 * between a fill's owner read and its stores */
+	int unconditional_fills;
+	unsigned fill_delay_ms;
 };
 
 struct ks_run_steer {

@@ -39,8 +39,8 @@ static void run_job(struct ks_steer_filler *w, const struct ks_fill_job *j,
 		conns[i] = r < w->nrep && now >= w->bad_until[r] ? &w->conn[r]
 								 : NULL;
 	}
-	ret = ks_fill_copies(&w->owner, conns, j->nrep, j->key, j->len,
-			     w->copy_ttl_s, &res);
+	ret = ks_fill_copies_opts(&w->owner, conns, j->nrep, j->key, j->len,
+				  w->copy_ttl_s, &w->fill, &res);
 	now = ks_mono_ns();
 	if (res.owner_err) {
 		out->owner_failed = 1;

@@ -55,6 +55,7 @@ struct ks_steer_filler {
 	unsigned nrep;
 	__u64 bad_until[KS_MAX_REPLICAS + 1]; /* the owner last */
 	long copy_ttl_s;
+	struct ks_fill_opts fill; /* test controls, set before the first job */
 	/* under mu, for the status line */
 	__u64 done, busy_ns, longest_ns;
 	__u64 invalidations, inval_errors;

@@ -277,6 +277,17 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "the owner's part of an armed key's reads, 0..1 (default\n"
 	  "0: all to the replicas, which carry nothing else; the\n"
 	  "owner still serves them while the key is dirty)" },
+	{ "copy-protocol", KS_OPTV_COPY_PROTOCOL, REQ, "S", KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_HOT,
+	  "on (default) or off. A test control: off stores copies\n"
+	  "unconditionally, so a fill that read the owner before a\n"
+	  "write may land after the write's invalidation (the\n"
+	  "control run of the client freshness tests)" },
+	{ "fill-delay-ms", KS_OPTV_FILL_DELAY, REQ, "MS", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_HOT,
+	  "a test control: wait MS (0..1000) between a fill's read\n"
+	  "of the owner and its stores, widening the race the copy\n"
+	  "protocol closes (default 0)" },
 	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN | KS_CMD_PINS_SET, RUN_CONF,
 	  KS_GRP_HOT,
 	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"

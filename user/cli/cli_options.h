@@ -71,6 +71,8 @@ enum ks_opt_group {
 #define KS_OPTV_IF_REVISION   0x1018
 #define KS_OPTV_HOT_EVENTS    0x1030
 #define KS_OPTV_HASH_ONLY     0x1031
+#define KS_OPTV_COPY_PROTOCOL 0x1032
+#define KS_OPTV_FILL_DELAY    0x1033
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

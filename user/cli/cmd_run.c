@@ -140,6 +140,25 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case 'P':
 		o->hot.o.pins_path = arg;
 		return 1;
+	case KS_OPTV_COPY_PROTOCOL:
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			snprintf(
+				err, errlen,
+				"--copy-protocol '%s' is not a state; give on (the default) or off (a test control)",
+				arg);
+			return -1;
+		}
+		o->steer.o.unconditional_fills = !strcmp(arg, "off");
+		return 1;
+	case KS_OPTV_FILL_DELAY: {
+		unsigned long long v;
+
+		if (ks_parse_uint("--fill-delay-ms", arg, 0, 1000, &v, err,
+				  errlen))
+			return -1;
+		o->steer.o.fill_delay_ms = (unsigned)v;
+		return 1;
+	}
 	case 'm':
 		o->metrics.spec = arg;
 		return 1;

@@ -645,6 +645,18 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
 		   struct ks_fill_result *res)
 {
+	static const struct ks_fill_opts plain = { 0 };
+
+	return ks_fill_copies_opts(owner, replicas, n, key, klen, ttl_cap,
+				   &plain, res);
+}
+
+int ks_fill_copies_opts(struct ks_mc_conn *owner,
+			struct ks_mc_conn *const *replicas, unsigned n,
+			const __u8 *key, size_t klen, long ttl_cap,
+			const struct ks_fill_opts *o,
+			struct ks_fill_result *res)
+{
 	__u64 cas[KS_FILL_MAX];
 	int errs[KS_FILL_MAX] = { 0 };
 	struct ks_mc_item it;
@@ -671,12 +683,19 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 	res->found = it.found;
 	if (it.found)
 		res->ttl = copy_ttl(it.ttl, ttl_cap);
+	if (o->delay_ms)
+		usleep(o->delay_ms * 1000);
 	/* 3: each copy, if unchanged */
 	for (i = 0; i < n; i++) {
 		err = errs[i];
-		if (!err && it.found)
+		if (!err && it.found && o->unconditional)
+			err = ks_mc_store(replicas[i], key, klen, &it,
+					  res->ttl);
+		else if (!err && it.found)
 			err = ks_mc_store_if(replicas[i], key, klen, &it,
 					     res->ttl, cas[i]);
+		else if (!err && o->unconditional)
+			err = ks_mc_delete(replicas[i], key, klen);
 		else if (!err && cas[i])
 			err = ks_mc_delete_if(replicas[i], key, klen, cas[i]);
 		if (err == -EAGAIN) {

@@ -117,6 +117,17 @@ struct ks_fill_result {
  * updated, else the first error; res counts the outcomes either way.
  */
 #define KS_FILL_MAX 16 /* replicas one fill updates */
+/* Test controls of a fill (docs/client.md): unconditional stores (the
+ * protocol off) and a wait between the owner's read and the stores. */
+struct ks_fill_opts {
+	int unconditional;
+	unsigned delay_ms;
+};
+int ks_fill_copies_opts(struct ks_mc_conn *owner,
+			struct ks_mc_conn *const *replicas, unsigned n,
+			const __u8 *key, size_t klen, long ttl_cap,
+			const struct ks_fill_opts *o,
+			struct ks_fill_result *res);
 int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
 		   struct ks_fill_result *res);
