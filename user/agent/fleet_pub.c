@@ -186,6 +186,7 @@ static void hot_doc_of(const struct ks_fleet_pub *f,
 	d->reads_ps = e->reads_ps;
 	d->writes_ps = e->writes_ps;
 	d->state = KS_HDS_COUNTING;
+	d->owner_turns = steer ? steer->fsm.owner_turns : 0;
 	if (steer)
 		ks_run_steer_view(steer, e->hash, &d->state, &d->write_seq,
 				  reps, &n);

@@ -94,6 +94,7 @@ char *ks_hot_doc_encode(const struct ks_hot_doc *d)
 			    json_string(ks_hot_doc_state_name(d->state)));
 	json_object_set_new(o, "write_seq",
 			    json_integer((json_int_t)d->write_seq));
+	json_object_set_new(o, "owner_turns", json_integer(d->owner_turns));
 	json_object_set_new(o, "reads_per_s", rate(d->reads_ps));
 	json_object_set_new(o, "writes_per_s", rate(d->writes_ps));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -263,13 +264,14 @@ int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 		goto out;
 	}
 	if (get_count(o, "subkeys", 65536, &d->subkeys, 0) ||
+	    get_count(o, "owner_turns", KS_STEER_SCHED, &d->owner_turns, 0) ||
 	    get_bool(o, "read_hot", &d->read_hot) ||
 	    get_bool(o, "write_hot", &d->write_hot) ||
 	    get_bool(o, "pinned", &d->pinned) ||
 	    get_rate(o, "reads_per_s", &d->reads_ps) ||
 	    get_rate(o, "writes_per_s", &d->writes_ps)) {
 		bad(err, errlen, "%s",
-		    "a field has the wrong type (subkeys, read_hot, write_hot, pinned, reads_per_s, writes_per_s)");
+		    "a field has the wrong type (subkeys, owner_turns, read_hot, write_hot, pinned, reads_per_s, writes_per_s)");
 		goto out;
 	}
 	v = json_object_get(o, "write_seq");
@@ -303,7 +305,7 @@ int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b)
 	    a->pinned != b->pinned || a->state != b->state ||
 	    a->copies != b->copies || a->subkeys != b->subkeys ||
 	    a->nreplicas != b->nreplicas || a->write_seq != b->write_seq ||
-	    strcmp(a->owner, b->owner))
+	    a->owner_turns != b->owner_turns || strcmp(a->owner, b->owner))
 		return 0;
 	for (i = 0; i < a->nreplicas; i++)
 		if (strcmp(a->replica[i], b->replica[i]))

@@ -44,7 +44,9 @@ struct ks_hot_doc {
 	__u32 nreplicas; /* replicas holding copies now */
 	char owner[KS_HOT_DOC_OWNER];
 	char replica[KS_MAX_COPIES - 1][KS_HOT_DOC_OWNER];
-	__u64 write_seq; /* armed at, or the write that dirtied it */
+	__u64 write_seq;   /* armed at, or the write that dirtied it */
+	__u32 owner_turns; /* of KS_STEER_SCHED turns, the owner's (its
+			    * --owner-share): the schedule reads follow */
 	double reads_ps, writes_ps;
 };
 
