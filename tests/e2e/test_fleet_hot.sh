@@ -13,6 +13,9 @@
 #    watch event, p50/p99/max, is printed and must stay under 100 ms.
 # 3. Writes proportional to change: over 8 steady intervals the owner makes
 #    at most 2 write transactions and a keepalive each interval (-v line).
+# 3b. A plain client's write (not through the library): the time until no
+#    copy would serve the old value to a library reader (the agent
+#    invalidates them on the dirty event), p50/p99/max, under 50 ms.
 # 4. The key cools (load stops): its entry is deleted.
 # 5. Control: the owner restarted with --etcd-hot-events off (entries
 #    follow the steering only at intervals): the same check must fail.
@@ -186,6 +189,35 @@ if [ -n "$t0" ] && [ -n "$t1" ] && [ $((t1 - t0)) -le 2 ] &&
 	note "owner at steady state: $((t1 - t0)) write transactions and $((k1 - k0)) keepalives in 8 intervals"
 else
 	fail fleet_hot_steady_writes_few "transactions ${t0:-?} -> ${t1:-?}, keepalives ${k0:-?} -> ${k1:-?} in 8 intervals"
+fi
+
+# --- 3b. plain writers: how long a copy serves the old value -------------
+# A write not made through the client library (a plain set on the owner):
+# the owner's agent invalidates every copy on the datapath's dirty event
+# (docs/client.md); until then a library reader may read the old copy.
+ks_in_ns "$CNS" "$PY" "$E2E_ROOT/tests/e2e/ks_plain_window.py" --owner "$OSELF" \
+	--replicas "$STEER_REPLICAS" --key "$KEY" --writes 20 \
+	>"$E2E_TMP/window.json" 2>"$E2E_TMP/window.err"
+why=$("$PY" - "$E2E_TMP/window.json" 2>"$E2E_TMP/window.sum" <<'PYEOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    print("no output"); sys.exit()
+w = d["window_ms"]
+why = []
+if w["n"] < 18: why.append("%d of 20 writes measured (%d timeouts)" % (w["n"], d["timeouts"]))
+elif w["p99"] > 50: why.append("p99 %.1f ms" % w["p99"])
+print("plain write -> no copy serves the old value: p50 %s ms, p99 %s ms, max %s ms (n %d); ended by %s" % (
+    w["p50"], w["p99"], w["max"], w["n"], d["ended_by"]), file=sys.stderr)
+print("; ".join(why) or "OK")
+PYEOF
+)
+note "$(cat "$E2E_TMP/window.sum")"
+if [ "$why" = OK ]; then
+	pass fleet_hot_plain_write_window
+else
+	fail fleet_hot_plain_write_window "$why $(tail -2 "$E2E_TMP/window.err")"
 fi
 
 # --- 5. control: without the event path the check must fail -------------
