@@ -128,7 +128,7 @@ $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)
 # The etcd client against real etcd processes, which
 # tests/e2e/test_etcd_client.sh starts and names on its command line.
 $(OUT)/tests/etcd_test: $(call tier_objs,etcd) $(OUT)/tests/obj/lib/ktest.o \
-	$(OUT)/user/net/etcd.o $(LIBKS)
+	$(OUT)/user/net/etcd.o $(OUT)/user/net/etcd_pub.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include "net/etcd.h"
 #include "ktest.h"
+#include "pub_test.h"
 
 static struct {
 	const char *plain, *down, *blackhole, *auth, *password;
@@ -969,6 +970,7 @@ int main(int argc, char **argv)
 	t_cas_race();
 	t_lease_expiry();
 	t_lease_keepalive();
+	t_pub(A.plain);
 	t_watch("etcd_watch_in_order_from_revision", A.plain ? A.plain : "");
 	snprintf(eps, sizeof(eps), "%s,%s", A.down ? A.down : "",
 		 A.plain ? A.plain : "");

@@ -207,7 +207,7 @@ static void grant(struct ks_etcd_pub *p)
 		i++;
 	}
 	if (lost)
-		ks_warn("etcd: %s: the lease was lost (etcd away longer than %lld s); a new one, %zu keys written again",
+		ks_warn("etcd: %s: the lease was gone (expired while etcd was away longer than %lld s, or revoked); a new one, %zu keys written again",
 			p->name, (long long)p->ttl_s, p->n);
 }
 

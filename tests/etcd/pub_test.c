@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The publisher (user/net/etcd_pub.h) against a real etcd: a value the
+ * same as the one wanted costs nothing, 200 keys go in a few transactions
+ * under the publisher's lease, a lease lost (revoked behind its back) is
+ * granted again and every key written again, deletes, and a stop that
+ * revokes removes every key at once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "net/etcd.h"
+#include "net/etcd_pub.h"
+#include "ktest.h"
+#include "pub_test.h"
+
+#define NKEYS 200
+
+static long long ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Keys under pub/ now, and how many of them are under lease (0: any). */
+static size_t count(struct ks_etcd *c, int64_t lease, size_t *leased)
+{
+	struct ks_etcd_range r;
+	size_t i, n = 0;
+
+	*leased = 0;
+	if (ks_etcd_range(c, "pub/", 4, KS_ETCD_PREFIX, &r))
+		return (size_t)-1;
+	n = r.n;
+	for (i = 0; i < r.n; i++)
+		*leased += !lease || r.kvs[i].lease == lease;
+	ks_etcd_range_free(&r);
+	return n;
+}
+
+/* Waits up to limit ms for count == want (all leased); the ms it took or
+ * -1. */
+static long long wait_count(struct ks_etcd *c, int64_t lease, size_t want,
+			    long long limit)
+{
+	long long t0 = ms();
+	size_t n, leased;
+
+	do {
+		n = count(c, lease, &leased);
+		if (n == want && leased == want)
+			return ms() - t0;
+		usleep(20000);
+	} while (ms() - t0 < limit);
+	return -1;
+}
+
+static void set_all(struct ks_etcd_pub *p, const char *val, int *changes)
+{
+	char key[32];
+	int i;
+
+	*changes = 0;
+	for (i = 0; i < NKEYS; i++) {
+		snprintf(key, sizeof(key), "pub/k%03d", i);
+		*changes += ks_etcd_pub_set(p, key, val, strlen(val)) == 1;
+	}
+}
+
+void t_pub(const char *plain)
+{
+	struct ks_etcd_opts o = { .endpoints = plain, .timeout_ms = 2000 };
+	struct ks_etcd_pub_stats st, st2;
+	struct ks_etcd_pub *p = NULL;
+	struct ks_etcd *c = NULL;
+	char err[256], key[32];
+	int64_t lease1;
+	long long t;
+	int changes, i;
+
+	kt_begin("etcd_pub_batches_coalesces_republishes");
+	if (!plain) {
+		kt_skipf("no plain etcd given");
+		goto out;
+	}
+	if (ks_etcd_open(&c, &o, err, sizeof(err)) ||
+	    ks_etcd_pub_start(&p, c, 3, 1000, "pub test", err, sizeof(err))) {
+		CHECK(0, "start: %s", err);
+		goto out;
+	}
+	ks_etcd_delete(c, "pub/", 4, KS_ETCD_PREFIX, NULL);
+	set_all(p, "v1", &changes);
+	CHECK_EQ(changes, NKEYS);
+	t = wait_count(c, 0, NKEYS, 5000);
+	ks_etcd_pub_stats(p, &st);
+	CHECK(t >= 0 && st.lease && st.puts == NKEYS && !st.pending,
+	      "200 keys: %lld ms, %llu puts, %zu pending", t,
+	      (unsigned long long)st.puts, st.pending);
+	CHECK(st.txns >= 2 && st.txns <= 20,
+	      "%llu transactions for 200 keys (128 at most each)",
+	      (unsigned long long)st.txns);
+	CHECK(wait_count(c, st.lease, NKEYS, 100) >= 0,
+	      "not every key under the publisher's lease");
+	printf("  200 keys in %lld ms, %llu transactions\n", t,
+	       (unsigned long long)st.txns);
+	/* the same values again: no change, no write */
+	set_all(p, "v1", &changes);
+	usleep(300000);
+	ks_etcd_pub_stats(p, &st2);
+	CHECK(!changes && st2.txns == st.txns && st2.puts == st.puts,
+	      "the same values: %d changes, txns %llu -> %llu", changes,
+	      (unsigned long long)st.txns, (unsigned long long)st2.txns);
+	/* the lease revoked behind its back: a new one, every key again */
+	lease1 = st.lease;
+	CHECK(!ks_etcd_lease_revoke(c, lease1), "revoke: %s",
+	      ks_etcd_errmsg(c));
+	t = -1;
+	for (i = 0; i < 100 && t < 0; i++) {
+		ks_etcd_pub_stats(p, &st);
+		if (st.lease && st.lease != lease1)
+			t = wait_count(c, st.lease, NKEYS, 3000);
+		else
+			usleep(50000);
+	}
+	ks_etcd_pub_stats(p, &st);
+	CHECK(t >= 0 && st.grants == 2,
+	      "after the lease was lost: %lld ms, %llu grants, lease %llx", t,
+	      (unsigned long long)st.grants, (unsigned long long)st.lease);
+	/* deletes */
+	for (i = 0; i < NKEYS / 2; i++) {
+		snprintf(key, sizeof(key), "pub/k%03d", i);
+		ks_etcd_pub_delete(p, key);
+	}
+	CHECK(wait_count(c, st.lease, NKEYS / 2, 3000) >= 0,
+	      "half deleted: not 100 keys left");
+	/* a stop that revokes: every key gone at once */
+	ks_etcd_pub_stop(p, 1);
+	p = NULL;
+	CHECK(wait_count(c, 0, 0, 100) >= 0, "keys left after the stop");
+out:
+	ks_etcd_pub_stop(p, 1);
+	ks_etcd_close(c);
+	kt_end();
+}
