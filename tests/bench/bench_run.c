@@ -289,8 +289,9 @@ int bench_steer_netns(struct bench_env *e)
 			50 + i, i);
 		if (system(cmd))
 			return -EIO;
-		r[i].addr = htonl((198U << 24) | (18U << 16) | (50U + i));
+		r[i].addr.v4 = htonl((198U << 24) | (18U << 16) | (50U + i));
 		r[i].port = htons(11211);
+		r[i].family = KS_AF_INET;
 	}
 	e->steer_ifindex = if_nametoindex("ksb0");
 	if (!e->steer_ifindex)

@@ -379,6 +379,7 @@ static void steer_begin(const char *name)
 	for (i = 0; i < 5; i++) {
 		inet_pton(AF_INET, raddr[i], &r[i].addr);
 		r[i].port = htons(rport[i]);
+		r[i].family = KS_AF_INET;
 	}
 	if (ks_hot_map_set_replicas(&hm, r, 5))
 		kt_failf(__FILE__, __LINE__, "write ks_replicas");
@@ -692,7 +693,8 @@ static void test_steer_csum_zero(void)
 	hot_end();
 }
 
-/* VLAN and IPv6: counted, never rewritten. */
+/* A VLAN this host has no sub-interface for, and IPv6 to an IPv4
+ * replica: counted each by its reason, never rewritten. */
 static void test_steer_not_ipv4(void)
 {
 	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
@@ -700,7 +702,7 @@ static void test_steer_not_ipv4(void)
 	__u32 rc, olen, j, k;
 	struct pkt p;
 
-	steer_begin("steer_vlan_and_ipv6_stay_with_owner");
+	steer_begin("steer_unknown_vlan_and_family_mismatch_stay_with_owner");
 	kp_set_sample(1000000);
 	hot_add(HOT_KEY, 2, reps, 1);
 	for (k = 0; k < 2; k++) {
@@ -720,7 +722,8 @@ static void test_steer_not_ipv4(void)
 			x_udp_get(HOT_KEY, 8);
 		}
 	}
-	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 2;
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 1; /* VLAN 7: no sub-interface */
+	kp.x.pkts[KS_PKT_STEER_FAMILY] += 1;   /* IPv6 get, IPv4 replica */
 	hot_end();
 }
 
