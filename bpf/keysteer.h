@@ -467,7 +467,10 @@ _Static_assert(sizeof(struct ks_replica) == 32, "ks_replica layout");
  * the agent): a frame that came in with these tags on ifindex belongs to
  * the sub-interface in the value. A tagged get is steered only to a
  * replica reached through that same sub-interface, so it goes back out
- * with its tags as they came (XDP_TX). vid[1] is 0 for one tag.
+ * with its tags as they came (XDP_TX). vid[1] is 0 for one tag. Each
+ * sub-interface also has an entry of its own ifindex with no vids: an
+ * untagged get must not be redirected into it (XDP cannot send on a
+ * VLAN device, and the frame would lack the tag).
  */
 #define KS_MAX_VLAN_DEVS 256
 struct ks_vlan_key {

@@ -160,6 +160,13 @@ __noinline int ks_steer_rewrite(struct xdp_md *ctx, __u32 ri)
 		return -KS_STEER_NO_ROUTE;
 	if (ntags && fib.ifindex != in)
 		return -KS_STEER_NO_ROUTE; /* another VLAN, or none */
+	if (!ntags && fib.ifindex != in) {
+		/* the replica is behind a VLAN sub-interface: not for an
+		 * untagged frame (vk.vid is all zero here) */
+		vk.ifindex = fib.ifindex;
+		if (bpf_map_lookup_elem(&ks_vlans, &vk))
+			return -KS_STEER_NO_ROUTE;
+	}
 
 	old_port = uh->dest;
 	sum = (__u16)~uh->check;

@@ -108,12 +108,14 @@ static void sync_vlans(struct ks_run_steer *s, int warn)
 	}
 	if (ks_vlan_devs_sync(s->vlans_fd, devs, (unsigned)n))
 		ks_debug("ks_vlans: %s", strerror(errno));
-	if ((unsigned)n != s->nvlans)
+	/* two entries each: its tags, and its mark (vlan_devs.h) */
+	if ((unsigned)n / 2 != s->nvlans)
 		ks_info("steering tagged gets on %d VLAN sub-interface%s of %s",
-			n, n == 1 ? "" : "s", s->ifname);
-	s->nvlans = (unsigned)n;
+			n / 2, n == 2 ? "" : "s", s->ifname);
+	s->nvlans = (unsigned)n / 2;
 	for (i = 0; warn && i < n; i++)
-		if (if_indextoname(devs[i].ifindex, name) &&
+		if (devs[i].key.ifindex == ifindex &&
+		    if_indextoname(devs[i].ifindex, name) &&
 		    forwarding_on(name, v6) <= 0)
 			ks_warn("VLAN %s has %s forwarding off: its gets stay with the owner; run 'sysctl -w net.%s.conf.%s.forwarding=1'",
 				name, v6 ? "IPv6" : "IPv4",

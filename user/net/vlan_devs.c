@@ -60,7 +60,7 @@ int ks_vlan_devs(__u32 ifindex, struct ks_vlan_dev *out, unsigned max)
 		close(sock);
 		return -errno;
 	}
-	for (p = all; p->if_index && n < max; p++) {
+	for (p = all; p->if_index && n + 2 <= max; p++) {
 		if (vlan_of(sock, p->if_name, &vid, real, sizeof(real)))
 			continue;
 		memset(&out[n], 0, sizeof(out[n]));
@@ -73,7 +73,14 @@ int ks_vlan_devs(__u32 ifindex, struct ks_vlan_dev *out, unsigned max)
 			/* QinQ: the inner VLAN on an outer one on base */
 			out[n].key.vid[0] = outer;
 			out[n++].key.vid[1] = vid;
+		} else {
+			continue;
 		}
+		/* the mark: this ifindex is a VLAN sub-interface */
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].key.ifindex = p->if_index;
+		out[n].ifindex = p->if_index;
+		n++;
 	}
 	if_freenameindex(all);
 	close(sock);

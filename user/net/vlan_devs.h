@@ -17,8 +17,10 @@ struct ks_vlan_dev {
 };
 
 /*
- * The sub-interfaces of ifindex, at most max into out; returns how many,
- * or -errno. No 8021q module loaded means no VLAN devices: 0.
+ * The sub-interfaces of ifindex as ks_vlans entries, at most max into out
+ * (two each: its tags on ifindex, and its own ifindex with no tags, which
+ * marks it as one); returns how many, or -errno. A kernel without 8021q
+ * has no VLAN devices: 0.
  */
 int ks_vlan_devs(__u32 ifindex, struct ks_vlan_dev *out, unsigned max);
 
