@@ -260,10 +260,12 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 	idx = ks_hot_map_alloc(&e->hot, hash, (const __u8 *)key, len);
 	if (idx < 0)
 		return idx;
-	if (hot != BH_STEER)
+	if (!bench_hot_steers(hot))
 		return 0;
+	/* ks_replicas: the IPv4 replicas, then the IPv6 ones */
 	for (i = 0; i < BENCH_STEER_COPIES - 1; i++)
-		reps[i] = i;
+		reps[i] = (__u8)(i + (hot == BH_STEER6 ? BENCH_STEER_COPIES - 1
+						       : 0));
 	ks_hot_map_set_copies(&e->hot, idx, BENCH_STEER_COPIES, reps,
 			      KS_STEER_SCHED / BENCH_STEER_COPIES);
 	ks_hot_map_arm(&e->hot, idx, 0, ~0ULL >> 2);
@@ -272,16 +274,35 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 
 int bench_steer_netns(struct bench_env *e)
 {
-	struct ks_replica r[BENCH_STEER_COPIES - 1] = {};
+	struct ks_replica r[2 * (BENCH_STEER_COPIES - 1)] = {};
+	struct ks_vlan_key vk = { .vid = { BENCH_VLAN_OUTER, 0 } };
+	__u32 ifindex;
 	char cmd[256];
-	int err = kt_private_netns(), i;
+	int err = kt_private_netns(), i, n6;
 
 	if (err)
 		return err;
 	if (system("ip link add ksb0 address 02:00:00:00:00:02 type veth peer name ksb0p &&"
 		   "ip addr add 198.18.0.2/24 dev ksb0 && ip link set ksb0p up &&"
-		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1"))
+		   "ip addr add 2001:2::2/64 dev ksb0 nodad &&"
+		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1 &&"
+		   "sysctl -qw net.ipv6.conf.ksb0.forwarding=1"))
 		return -EIO;
+	n6 = BENCH_STEER_COPIES - 1;
+	for (i = 0; i < n6; i++) {
+		struct ks_replica *x = &r[n6 + i];
+
+		snprintf(
+			cmd, sizeof(cmd),
+			"ip neigh replace 2001:2::%d lladdr 02:00:00:00:06:%02x dev ksb0 nud permanent",
+			50 + i, i);
+		if (system(cmd))
+			return -EIO;
+		snprintf(cmd, sizeof(cmd), "2001:2::%d", 50 + i);
+		inet_pton(AF_INET6, cmd, x->addr.v6);
+		x->port = htons(11211);
+		x->family = KS_AF_INET6;
+	}
 	for (i = 0; i < BENCH_STEER_COPIES - 1; i++) {
 		snprintf(
 			cmd, sizeof(cmd),
@@ -296,7 +317,19 @@ int bench_steer_netns(struct bench_env *e)
 	e->steer_ifindex = if_nametoindex("ksb0");
 	if (!e->steer_ifindex)
 		return -ENODEV;
-	return ks_hot_map_set_replicas(&e->hot, r, BENCH_STEER_COPIES - 1);
+	/* the tagged frames' "sub-interfaces" are ksb0 itself: the same
+	 * lookups and rewrite as a real VLAN device, which this kernel may
+	 * not make */
+	ifindex = (__u32)e->steer_ifindex;
+	vk.ifindex = ifindex;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_vlans), &vk,
+				&ifindex, BPF_ANY))
+		return -errno;
+	vk.vid[1] = BENCH_VLAN_INNER;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_vlans), &vk,
+				&ifindex, BPF_ANY))
+		return -errno;
+	return ks_hot_map_set_replicas(&e->hot, r, 2 * n6);
 }
 
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
