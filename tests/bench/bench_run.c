@@ -288,31 +288,23 @@ int bench_steer_netns(struct bench_env *e)
 		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1 &&"
 		   "sysctl -qw net.ipv6.conf.ksb0.forwarding=1"))
 		return -EIO;
+	/* ks_replicas 0..n6-1 IPv4, n6..2*n6-1 IPv6: permanent neighbours */
 	n6 = BENCH_STEER_COPIES - 1;
-	for (i = 0; i < n6; i++) {
-		struct ks_replica *x = &r[n6 + i];
+	for (i = 0; i < 2 * n6; i++) {
+		int v6 = i >= n6, k = i % n6;
+		char addr[32];
 
+		snprintf(addr, sizeof(addr), v6 ? "2001:2::%d" : "198.18.0.%d",
+			 50 + k);
 		snprintf(
 			cmd, sizeof(cmd),
-			"ip neigh replace 2001:2::%d lladdr 02:00:00:00:06:%02x dev ksb0 nud permanent",
-			50 + i, i);
-		if (system(cmd))
+			"ip neigh replace %s lladdr 02:00:00:00:%02x:%02x dev ksb0 nud permanent",
+			addr, v6 ? 6 : 1, k);
+		if (system(cmd) ||
+		    inet_pton(v6 ? AF_INET6 : AF_INET, addr, &r[i].addr) != 1)
 			return -EIO;
-		snprintf(cmd, sizeof(cmd), "2001:2::%d", 50 + i);
-		inet_pton(AF_INET6, cmd, x->addr.v6);
-		x->port = htons(11211);
-		x->family = KS_AF_INET6;
-	}
-	for (i = 0; i < BENCH_STEER_COPIES - 1; i++) {
-		snprintf(
-			cmd, sizeof(cmd),
-			"ip neigh replace 198.18.0.%d lladdr 02:00:00:00:01:%02x dev ksb0 nud permanent",
-			50 + i, i);
-		if (system(cmd))
-			return -EIO;
-		r[i].addr.v4 = htonl((198U << 24) | (18U << 16) | (50U + i));
 		r[i].port = htons(11211);
-		r[i].family = KS_AF_INET;
+		r[i].family = v6 ? KS_AF_INET6 : KS_AF_INET;
 	}
 	e->steer_ifindex = if_nametoindex("ksb0");
 	if (!e->steer_ifindex)

@@ -913,18 +913,25 @@ static __u32 steer_once(const struct pkt *p, int ifindex, __u8 *out,
 	return rc;
 }
 
+/* steer_begin, and HOT_KEY armed with two copies: the owner and ri. */
+static int steer_one(const char *name, int ri)
+{
+	__u8 reps[1] = { (__u8)ri };
+
+	steer_begin(name);
+	kp_set_sample(1000000);
+	return hot_add(HOT_KEY, 2, reps, 1);
+}
+
 static void test_steer_ipv6(void)
 {
 	static const __u8 kst1_mac[6] = { 2, 0, 0, 0, 0, 2 };
-	__u8 out[PKT_MAX + 64], reps[1];
+	__u8 out[PKT_MAX + 64];
 	struct pkt p;
 	__u32 olen;
 	int idx;
 
-	steer_begin("steer_ipv6_rewritten_with_valid_udp_checksum");
-	kp_set_sample(1000000);
-	reps[0] = 5;
-	idx = hot_add(HOT_KEY, 2, reps, 1);
+	idx = steer_one("steer_ipv6_rewritten_with_valid_udp_checksum", 5);
 	get_pkt(&p, 1, 0);
 	CHECK(udp_csum_ok(&p), "the test's own packet verifies");
 	CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_TX);
@@ -933,10 +940,7 @@ static void test_steer_ipv6(void)
 	CHECK_EQ(hot_stats(idx).steered, 1);
 	hot_end();
 
-	steer_begin("steer_ipv6_other_device_redirect");
-	kp_set_sample(1000000);
-	reps[0] = 6;
-	hot_add(HOT_KEY, 2, reps, 1);
+	steer_one("steer_ipv6_other_device_redirect", 6);
 	CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_REDIRECT);
 	check_steered_to(&p, out, olen, 6, kst1_mac);
 	kp.x.pkts[KS_PKT_STEERED]++;
@@ -944,10 +948,7 @@ static void test_steer_ipv6(void)
 
 	/* many source ports and keys' checksums: the incremental update is
 	 * right whatever the words it folds */
-	steer_begin("steer_ipv6_checksum_over_many_frames");
-	kp_set_sample(1000000);
-	reps[0] = 5;
-	hot_add(HOT_KEY, 2, reps, 1);
+	steer_one("steer_ipv6_checksum_over_many_frames", 5);
 	{
 		int i, bad = 0;
 
@@ -989,16 +990,13 @@ static void test_steer_vlan(void)
 		{ "steer_vlan_qinq_ipv4_tags_kept", 0, 2, 10 },
 		{ "steer_vlan_qinq_ipv6_tags_kept", 1, 2, 11 },
 	};
-	__u8 out[PKT_MAX + 64], reps[1];
+	__u8 out[PKT_MAX + 64];
 	struct pkt p;
 	__u32 olen;
 	size_t i;
 
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		steer_begin(c[i].name);
-		kp_set_sample(1000000);
-		reps[0] = (__u8)c[i].ri;
-		hot_add(HOT_KEY, 2, reps, 1);
+		steer_one(c[i].name, c[i].ri);
 		get_pkt(&p, c[i].v6, c[i].ntags);
 		/* out where it came in, with its tags: XDP_TX */
 		CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_TX);
@@ -1066,14 +1064,12 @@ static void test_steer_v6_vlan_owner(void)
  * odd to be a get at all: untouched, counted. */
 static void test_steer_v6_shapes(void)
 {
-	__u8 out[PKT_MAX + 64], reps[1] = { 5 };
+	__u8 out[PKT_MAX + 64];
 	struct pkt_opts o;
 	struct pkt p;
 	__u32 olen, rc, n;
 
-	steer_begin("steer_ipv6_shapes_stay_with_owner");
-	kp_set_sample(1000000);
-	hot_add(HOT_KEY, 2, reps, 1);
+	steer_one("steer_ipv6_shapes_stay_with_owner", 5);
 	/* a destination-options header: parsed, a lone get, not moved */
 	pkt_opts_default(&o, 1, IPPROTO_UDP);
 	o.next = 1;
@@ -1100,10 +1096,7 @@ static void test_steer_v6_shapes(void)
 	kp.x.pkts[KS_PKT_STEER_SHAPE]++;
 	hot_end();
 
-	steer_begin("steer_malformed_frames_pass_untouched");
-	kp_set_sample(1000000);
-	reps[0] = 9;
-	hot_add(HOT_KEY, 2, reps, 1);
+	steer_one("steer_malformed_frames_pass_untouched", 9);
 	/* a tagged IPv6 get cut at every byte before its request ends: each
 	 * fails the parse (counted by reason), none is rewritten */
 	get_pkt(&p, 1, 1);
