@@ -279,20 +279,25 @@ int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
 /* The replica's identity in host byte order, so every machine scores it
  * alike; mixed once so nearby addresses get unrelated ids. An IPv4
  * replica's id is what it was before IPv6 (copies do not move on an
- * upgrade); an IPv6 one folds its four words in, one mix each. */
+ * upgrade), a bijection of address and port, so two never tie. An IPv6
+ * one takes its address 64 bits a round and the port in a round of its
+ * own (XOR-ing a port into an address word would let [a::2]:1 and
+ * [a::1]:2 cancel out, as the fuzzer found): two tie only by a 64-bit
+ * accident. */
 static __u64 replica_id(const struct ks_replica_addr *r)
 {
 	__u64 v;
-	int i;
 
 	if (r->family != KS_AF_INET6) {
 		v = ((__u64)ntohl(r->addr.v4) << 16) | r->port;
 		return ks_hash_fmix(v ^ KS_RDV_SEED);
 	}
-	v = KS_RDV_SEED ^ ((__u64)KS_AF_INET6 << 56) ^ r->port;
-	for (i = 0; i < 4; i++)
-		v = ks_hash_fmix(v ^ ntohl(r->addr.w[i]) ^ ((__u64)i << 32));
-	return v;
+	v = ks_hash_fmix(
+		KS_RDV_SEED ^ KS_AF_INET6 ^
+		((__u64)ntohl(r->addr.w[0]) << 32 | ntohl(r->addr.w[1])));
+	v = ks_hash_fmix(
+		v ^ ((__u64)ntohl(r->addr.w[2]) << 32 | ntohl(r->addr.w[3])));
+	return ks_hash_fmix(v ^ r->port);
 }
 
 __u64 ks_rendezvous_score(__u64 key_hash, const struct ks_replica_addr *r)
