@@ -53,7 +53,7 @@ LIBKS      := $(OUT)/libks.a
 AGENT_PART := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
-	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test
+	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test $(OUT)/tests/ks_vcount
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
@@ -119,6 +119,13 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 $(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The verifier's instructions processed per program of a BPF object,
+# loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
+$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c | $(OUT)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
 
 # The ring builder against a real client (Debian's libmemcached-dev).
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)

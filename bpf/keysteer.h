@@ -149,7 +149,8 @@ enum ks_pkt_counter {
 	KS_PKT_HOT_READ,       /* reads of a key in ks_hot */
 	KS_PKT_HOT_WRITE,      /* writes of a key in ks_hot */
 	KS_PKT_STEERED,        /* UDP gets rewritten towards an L1 replica */
-	KS_PKT_STEER_NO_ROUTE, /* ... kept at the owner: no route/neighbour */
+	KS_PKT_STEER_NO_ROUTE, /* ... kept at the owner: no route/neighbour,
+				* or a VLAN this host has no interface on */
 	/* TCP streams (bpf/ks_flow.bpf.h): where each segment stood */
 	KS_PKT_FLOW_NEW,     /* flows opened by a SYN */
 	KS_PKT_FLOW_END,     /* flows released by FIN or RST */
@@ -166,6 +167,11 @@ enum ks_pkt_counter {
 	KS_PKT_HOT_DISARM,   /* bytes went by unparsed (a gap, a segment passed
 				* over): every armed hot key made dirty */
 	KS_PKT_UDP_FRAG,     /* first IP fragments of a UDP request, parsed */
+	KS_PKT_STEER_FAMILY, /* gets of armed keys kept at the owner: the
+			      * frame's IP family is not the replicas' */
+	KS_PKT_STEER_SHAPE,  /* ... kept at the owner: a header the rewrite
+			      * leaves alone (IPv4 options, IPv6 extension
+			      * headers, hop limit <= 1, IPv6 UDP checksum 0) */
 	KS_PKT_MAX,
 };
 
@@ -432,14 +438,46 @@ struct ks_hot_stats {
 };
 _Static_assert(sizeof(struct ks_hot_stats) == 48, "ks_hot_stats layout");
 
-/* An L1 replica (map ks_replicas, KS_MAX_REPLICAS entries). */
+/*
+ * An L1 replica (map ks_replicas, KS_MAX_REPLICAS entries): IPv4 or IPv6.
+ * The family values are Linux's AF_INET and AF_INET6, which is what
+ * bpf_fib_lookup takes. One agent's replicas are all of one family
+ * (docs/steering.md says why).
+ */
+#define KS_AF_INET  2
+#define KS_AF_INET6 10
+
+union ks_inaddr {
+	__u32 v4;    /* KS_AF_INET: network order, the rest zero */
+	__u8 v6[16]; /* KS_AF_INET6 */
+	__u32 w[4];  /* either, as words (the rendezvous id, compares) */
+};
+
 struct ks_replica {
-	__u32 addr; /* IPv4, network order; 0 = unused */
-	__u16 port; /* network order */
-	__u16 pad;
+	union ks_inaddr addr;
+	__u16 port;  /* network order */
+	__u8 family; /* KS_AF_INET or KS_AF_INET6; 0 = unused slot */
+	__u8 pad[5];
 	__u64 steered_mps; /* agent: reads steered here, last interval */
 };
-_Static_assert(sizeof(struct ks_replica) == 16, "ks_replica layout");
+_Static_assert(sizeof(struct ks_replica) == 32, "ks_replica layout");
+
+/*
+ * A VLAN sub-interface of the attached device (map ks_vlans, filled by
+ * the agent): a frame that came in with these tags on ifindex belongs to
+ * the sub-interface in the value. A tagged get is steered only to a
+ * replica reached through that same sub-interface, so it goes back out
+ * with its tags as they came (XDP_TX). vid[1] is 0 for one tag. Each
+ * sub-interface also has an entry of its own ifindex with no vids: an
+ * untagged get must not be redirected into it (XDP cannot send on a
+ * VLAN device, and the frame would lack the tag).
+ */
+#define KS_MAX_VLAN_DEVS 256
+struct ks_vlan_key {
+	__u32 ifindex;          /* the device the frame came in on */
+	__u16 vid[KS_MAX_VLAN]; /* outer, inner: the TCI's low 12 bits */
+};
+_Static_assert(sizeof(struct ks_vlan_key) == 8, "ks_vlan_key layout");
 
 /* Ring buffer ks_hot_events: a write turned an armed key dirty. */
 struct ks_hot_event {

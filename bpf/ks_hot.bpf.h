@@ -36,6 +36,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ks_replicas SEC(".maps");
 
+/* The agent's VLAN sub-interfaces: where a tagged get may be steered. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KS_MAX_VLAN_DEVS);
+	__type(key, struct ks_vlan_key);
+	__type(value, __u32); /* the sub-interface's ifindex */
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_vlans SEC(".maps");
+
 /* Reads steered to each replica, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -42,6 +42,13 @@ size_t bench_frame_tcp4_seg(__u8 *out, size_t cap, __u16 sport, __u16 dport,
 void bench_tcp_set_seq(__u8 *frame, __u32 seq);
 
 /* The same, Ethernet + IPv4 + UDP with memcached's frame header. */
+/* A UDP get frame over IPv6 and/or with ntags VLAN tags (1: 802.1Q
+ * BENCH_VLAN_OUTER; 2: 802.1ad outer, 802.1Q BENCH_VLAN_INNER inside);
+ * neither: bench_frame_udp4. 0 if it does not fit. */
+#define BENCH_VLAN_OUTER 100
+#define BENCH_VLAN_INNER 300
+size_t bench_frame_udp(__u8 *out, size_t cap, __u16 dport, const void *payload,
+		       size_t plen, bool v6, int ntags);
 size_t bench_frame_udp4(__u8 *out, size_t cap, __u16 dport, const void *payload,
 			size_t plen);
 
@@ -194,7 +201,16 @@ enum bench_hot {
 	BH_OTHER,    /* another key: every key hashed and looked up */
 	BH_KEY,      /* the packet's key, one copy: counted (writes dirty) */
 	BH_STEER,    /* the packet's key armed with 8 copies: 7 of 8 steered */
+	BH_STEER6,   /* ... to IPv6 replicas (the packet is IPv6) */
+	BH_STEER_VLAN, /* ... a tagged packet, out of its own VLAN's device */
 };
+
+#define BENCH_STEER4_ID "udp_get16_unsampled_steered"
+
+static inline bool bench_hot_steers(int hot)
+{
+	return hot == BH_STEER || hot == BH_STEER6 || hot == BH_STEER_VLAN;
+}
 #define BENCH_STEER_COPIES 8
 
 /* Builds the scenario list; returns how many, or -1 on a builder error. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include "bench.h"
+#include "pkt.h"
 
 #define ETH_LEN      14
 #define IP4_LEN      20
@@ -195,4 +196,33 @@ size_t bench_set_req(char *out, size_t cap, size_t keylen, size_t vallen)
 	memset(out + n, 'v', vallen);
 	memcpy(out + n + vallen, "\r\n", 2);
 	return n + vallen + 2;
+}
+
+size_t bench_frame_udp(__u8 *out, size_t cap, __u16 dport, const void *payload,
+		       size_t plen, bool v6, int ntags)
+{
+	static struct pkt p; /* 4 KiB: not on the stack */
+	struct pkt_opts o;
+
+	if (!v6 && !ntags)
+		return bench_frame_udp4(out, cap, dport, payload, plen);
+	/* the test builder: the same addresses, ports and request id */
+	pkt_opts_default(&o, v6, IPPROTO_UDP);
+	o.dport = dport;
+	o.nvlan = ntags;
+	if (ntags == 1) {
+		o.vlan[0].tpid = PKT_ETH_P_8021Q;
+		o.vlan[0].tci = BENCH_VLAN_OUTER;
+	} else if (ntags == 2) {
+		o.vlan[0].tpid = PKT_ETH_P_8021AD;
+		o.vlan[0].tci = BENCH_VLAN_OUTER;
+		o.vlan[1].tpid = PKT_ETH_P_8021Q;
+		o.vlan[1].tci = BENCH_VLAN_INNER;
+	}
+	if (pkt_build(&p, &o, payload, plen) || p.len > cap)
+		return 0;
+	/* the MACs bench_frame_udp4 gives */
+	memcpy(p.b, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
+	memcpy(out, p.b, p.len);
+	return p.len;
 }

@@ -149,6 +149,10 @@ static const char *hot_label(int hot)
 		return "key";
 	case BH_STEER:
 		return "steer";
+	case BH_STEER6:
+		return "steer6";
+	case BH_STEER_VLAN:
+		return "steer-vlan";
 	default:
 		return "none";
 	}
@@ -172,6 +176,57 @@ static void print_hot_table(const struct bench_report *rep)
 		       rep->res[i].valid && rep->res[sc[i].base].valid
 			       ? ""
 			       : "  INVALID");
+	}
+}
+
+/* The IPv4 steered get, which the other steered frames are compared
+ * with; -1 if not in the run (--only). */
+static int steer4_index(const struct bench_report *rep)
+{
+	int i;
+
+	for (i = 0; i < rep->n; i++)
+		if (rep->sc[i].hot == BH_STEER &&
+		    !strcmp(rep->sc[i].id, BENCH_STEER4_ID))
+			return i;
+	return -1;
+}
+
+/* Scenario i's cost over empty as a multiple of scenario j's, per run
+ * (both timed at the same moment), median over runs. */
+static double over_ratio(const struct bench_report *rep, int i, int j)
+{
+	double d[BENCH_RUNS_MAX];
+	__u32 r;
+
+	for (r = 0; r < rep->runs; r++)
+		d[r] = rep->res[j].over[r] > 0
+			       ? rep->res[i].over[r] / rep->res[j].over[r]
+			       : 0;
+	return bench_median(d, rep->runs);
+}
+
+/* IPv6 and VLAN steering against the IPv4 steered get of the same run. */
+static void print_steer_table(const struct bench_report *rep)
+{
+	const struct bench_scen *sc = rep->sc;
+	int i, j = steer4_index(rep), any = 0;
+
+	if (j < 0)
+		return;
+	for (i = 0; i < rep->n; i++) {
+		if (i == j || !bench_hot_steers(sc[i].hot))
+			continue;
+		if (!any++)
+			printf("\nsteering by frame, ns over empty against the IPv4 steered get (%.1f ns):\n"
+			       "  %-58s %8s %6s\n",
+			       bench_median(rep->res[j].over, rep->runs),
+			       "scenario", "ns", "ratio");
+		printf("  %-58s %8.1f %6.2f%s\n", sc[i].label,
+		       bench_median(rep->res[i].over, rep->runs),
+		       over_ratio(rep, i, j),
+		       rep->res[i].valid && rep->res[j].valid ? ""
+							      : "  INVALID");
 	}
 }
 
@@ -223,6 +278,7 @@ void bench_print_table(const struct bench_report *rep)
 
 	print_ring_table(rep);
 	print_hot_table(rep);
+	print_steer_table(rep);
 
 	printf("\ntargets (ns over empty; ring: over the packet with no ring):\n");
 	for (i = 0; i < n; i++) {
@@ -333,6 +389,10 @@ void bench_print_json(const struct bench_report *rep)
 					       ? "true"
 					       : "false");
 		}
+		if (bench_hot_steers(sc[i].hot) && steer4_index(rep) >= 0 &&
+		    i != steer4_index(rep))
+			printf("\"ratio_to_ipv4_steered\":%.3f,",
+			       over_ratio(rep, i, steer4_index(rep)));
 		if (sc[i].base >= 0 && sc[i].hot) {
 			printf("\"hot\":{\"table\":\"%s\",\"base\":\"%s\","
 			       "\"over_base_median\":%.1f},",

@@ -260,10 +260,12 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 	idx = ks_hot_map_alloc(&e->hot, hash, (const __u8 *)key, len);
 	if (idx < 0)
 		return idx;
-	if (hot != BH_STEER)
+	if (!bench_hot_steers(hot))
 		return 0;
+	/* ks_replicas: the IPv4 replicas, then the IPv6 ones */
 	for (i = 0; i < BENCH_STEER_COPIES - 1; i++)
-		reps[i] = i;
+		reps[i] = (__u8)(i + (hot == BH_STEER6 ? BENCH_STEER_COPIES - 1
+						       : 0));
 	ks_hot_map_set_copies(&e->hot, idx, BENCH_STEER_COPIES, reps,
 			      KS_STEER_SCHED / BENCH_STEER_COPIES);
 	ks_hot_map_arm(&e->hot, idx, 0, ~0ULL >> 2);
@@ -272,30 +274,54 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 
 int bench_steer_netns(struct bench_env *e)
 {
-	struct ks_replica r[BENCH_STEER_COPIES - 1] = {};
+	struct ks_replica r[2 * (BENCH_STEER_COPIES - 1)] = {};
+	struct ks_vlan_key vk = { .vid = { BENCH_VLAN_OUTER, 0 } };
+	__u32 ifindex;
 	char cmd[256];
-	int err = kt_private_netns(), i;
+	int err = kt_private_netns(), i, n6;
 
 	if (err)
 		return err;
 	if (system("ip link add ksb0 address 02:00:00:00:00:02 type veth peer name ksb0p &&"
 		   "ip addr add 198.18.0.2/24 dev ksb0 && ip link set ksb0p up &&"
-		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1"))
+		   "ip addr add 2001:2::2/64 dev ksb0 nodad &&"
+		   "ip link set ksb0 up && sysctl -qw net.ipv4.conf.ksb0.forwarding=1 &&"
+		   "sysctl -qw net.ipv6.conf.ksb0.forwarding=1"))
 		return -EIO;
-	for (i = 0; i < BENCH_STEER_COPIES - 1; i++) {
+	/* ks_replicas 0..n6-1 IPv4, n6..2*n6-1 IPv6: permanent neighbours */
+	n6 = BENCH_STEER_COPIES - 1;
+	for (i = 0; i < 2 * n6; i++) {
+		int v6 = i >= n6, k = i % n6;
+		char addr[32];
+
+		snprintf(addr, sizeof(addr), v6 ? "2001:2::%d" : "198.18.0.%d",
+			 50 + k);
 		snprintf(
 			cmd, sizeof(cmd),
-			"ip neigh replace 198.18.0.%d lladdr 02:00:00:00:01:%02x dev ksb0 nud permanent",
-			50 + i, i);
-		if (system(cmd))
+			"ip neigh replace %s lladdr 02:00:00:00:%02x:%02x dev ksb0 nud permanent",
+			addr, v6 ? 6 : 1, k);
+		if (system(cmd) ||
+		    inet_pton(v6 ? AF_INET6 : AF_INET, addr, &r[i].addr) != 1)
 			return -EIO;
-		r[i].addr = htonl((198U << 24) | (18U << 16) | (50U + i));
 		r[i].port = htons(11211);
+		r[i].family = v6 ? KS_AF_INET6 : KS_AF_INET;
 	}
 	e->steer_ifindex = if_nametoindex("ksb0");
 	if (!e->steer_ifindex)
 		return -ENODEV;
-	return ks_hot_map_set_replicas(&e->hot, r, BENCH_STEER_COPIES - 1);
+	/* the tagged frames' "sub-interfaces" are ksb0 itself: the same
+	 * lookups and rewrite as a real VLAN device, which this kernel may
+	 * not make */
+	ifindex = (__u32)e->steer_ifindex;
+	vk.ifindex = ifindex;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_vlans), &vk,
+				&ifindex, BPF_ANY))
+		return -errno;
+	vk.vid[1] = BENCH_VLAN_INNER;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_vlans), &vk,
+				&ifindex, BPF_ANY))
+		return -errno;
+	return ks_hot_map_set_replicas(&e->hot, r, 2 * n6);
 }
 
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)

@@ -58,6 +58,8 @@ struct scen_def {
 	bool udp;
 	double ratio_target; /* over empty / the build before; 0: none */
 	size_t ip_bytes;     /* SC_PIPE: the IP packet's size */
+	bool v6;             /* UDP: over IPv6 */
+	int ntags;           /* UDP: VLAN tags, 0..2 */
 };
 
 static const struct scen_def defs[] = {
@@ -152,6 +154,67 @@ static const struct scen_def defs[] = {
 	{ "udp_get16_unsampled_steered",
 	  "UDP get, 16-byte key, unsampled, 7/8 steered", SC_GET, 1, 16, 0,
 	  false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_STEER, true },
+	/* steering over IPv6 and VLANs, each against its packet with the
+	 * table empty, and against the IPv4 steered get (bench_report.c) */
+	{ .id = "udp6_get16_unsampled",
+	  .label = "UDP/IPv6 get, 16-byte key, unsampled",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .v6 = true },
+	{ .id = "udp6_get16_unsampled_steered",
+	  .label = "UDP/IPv6 get, 16-byte key, unsampled, 7/8 steered",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .v6 = true,
+	  .base_id = "udp6_get16_unsampled",
+	  .hot = BH_STEER6 },
+	{ .id = "udp_vlan_get16_unsampled",
+	  .label = "UDP get, 802.1Q tag, 16-byte key, unsampled",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .ntags = 1 },
+	{ .id = "udp_vlan_get16_unsampled_steered",
+	  .label = "UDP get, 802.1Q tag, 16-byte key, unsampled, 7/8 steered",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .ntags = 1,
+	  .base_id = "udp_vlan_get16_unsampled",
+	  .hot = BH_STEER_VLAN },
+	{ .id = "udp_qinq_get16_unsampled",
+	  .label = "UDP get, QinQ tags, 16-byte key, unsampled",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .ntags = 2 },
+	{ .id = "udp_qinq_get16_unsampled_steered",
+	  .label = "UDP get, QinQ tags, 16-byte key, unsampled, 7/8 steered",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .ntags = 2,
+	  .base_id = "udp_qinq_get16_unsampled",
+	  .hot = BH_STEER_VLAN },
+	{ .id = "udp6_qinq_get16_unsampled_steered",
+	  .label =
+		  "UDP/IPv6 get, QinQ tags, 16-byte key, unsampled, 7/8 steered",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .udp = true,
+	  .v6 = true,
+	  .ntags = 2,
+	  .base_id = "udp_qinq_get16_unsampled",
+	  .hot = BH_STEER6 },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
@@ -275,8 +338,8 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	s->before = !d->shards && !d->hot &&
 		    (d->kind == SC_HTTP || d->kind == SC_GET ||
 		     d->kind == SC_SET);
-	s->len = d->udp ? bench_frame_udp4(s->frame, BENCH_FRAME_MAX, dport,
-					   pay, plen)
+	s->len = d->udp ? bench_frame_udp(s->frame, BENCH_FRAME_MAX, dport, pay,
+					  plen, d->v6, d->ntags)
 			: bench_frame_tcp4(s->frame, BENCH_FRAME_MAX, dport,
 					   pay, plen);
 	if (!s->len)

@@ -150,7 +150,7 @@ bad:
 
 static int scen_ifindex(const struct bench_env *e, const struct bench_scen *s)
 {
-	return s->hot == BH_STEER ? e->steer_ifindex : 0;
+	return bench_hot_steers(s->hot) ? e->steer_ifindex : 0;
 }
 
 /* A lone 16-byte UDP get: the packet that sets the sampling countdown. */
@@ -215,9 +215,10 @@ static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 	/* a hot key's reads are seen; 7 of 8 of them steered */
 	__u64 d_hot = a->hot_reads - b->hot_reads + a->hot_writes -
 		      b->hot_writes;
-	__u64 want_hot = s->hot == BH_KEY || s->hot == BH_STEER ? keys : 0;
+	__u64 want_hot = s->hot == BH_KEY || bench_hot_steers(s->hot) ? keys
+								      : 0;
 	__u64 d_steer = a->steered - b->steered;
-	__u64 want_steer = s->hot == BH_STEER
+	__u64 want_steer = bench_hot_steers(s->hot)
 				   ? keys * (BENCH_STEER_COPIES - 1) /
 					     BENCH_STEER_COPIES
 				   : 0;
@@ -325,7 +326,7 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 	struct bench_counts before, after, obefore, oafter;
 	struct bench_stats st[3][2];
 	bool old = e->have_before && s->before;
-	bool tx = s->hot == BH_STEER;
+	bool tx = bench_hot_steers(s->hot);
 	int ifindex = scen_ifindex(e, s);
 	__u32 i, ns, seq = 0;
 	int err;

@@ -2,7 +2,7 @@
 """ks_fresh.py - freshness of a hot key under steering: no read may return a
 value older than a write that was acknowledged before the read was sent.
 
-  ks_fresh.py --owner HOST:PORT --key KEY [--duration SEC] [--readers R]
+  ks_fresh.py --owner HOST:PORT|[IPV6]:PORT --key KEY [--duration SEC] [--readers R]
               [--write-interval SEC] [--rate READS_PER_S] [--value-size B]
               [--timeout SEC] [--examples N]
               [--tcp-writer set|set-many] [--batch K] [--filler-size MIN:MAX]
@@ -67,11 +67,19 @@ FRAG_MAX = 16384  # the largest value of the pipelined writers
 
 
 def split_addr(hostport):
+    """HOST:PORT or [IPV6]:PORT as an address tuple (host, port)."""
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
         raise SystemExit("ks_fresh.py: '%s' is not HOST:PORT; give e.g. 198.18.2.11:11211"
-                         % hostport)
+                         " or [2001:2::11]:11211" % hostport)
+    if host.startswith("[") and host.endswith("]"):
+        socket.inet_pton(socket.AF_INET6, host[1:-1])
+        return host[1:-1], int(port)
     return socket.gethostbyname(host), int(port)
+
+
+def family(addr):
+    return socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
 
 
 class Shared:
@@ -263,7 +271,7 @@ def writer_set_many(args, owner, shared, acks, t_end, first_ack):
 def udp_writer(args, owner, shared, acks, t_end, first_ack):
     """Sets of KEY in one UDP datagram each, larger than the MTU (IP
     fragments it); acknowledged by STORED with the same request id."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = socket.socket(family(owner), socket.SOCK_DGRAM)
     rng = random.Random(args.seed + 1)
     key = args.key.encode()
     state = {"req": 0x8000}
@@ -326,7 +334,7 @@ def read_one(sock, owner, req, key_cmd, timeout):
         if rid != req:
             continue
         if source is None:
-            source = src
+            source = src[:2]  # an IPv6 source has flow info and scope too
         parts[seq] = data[8:]
         total = tot
         if total and len(parts) >= total:
@@ -336,7 +344,7 @@ def read_one(sock, owner, req, key_cmd, timeout):
 def reader(idx, args, owner, shared, out, t_end):
     """out gets (send time, reply time, N or None for a miss, highest acked
     at send, source, corrupt) per read, or ("timeout",) / ("error", payload)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = socket.socket(family(owner), socket.SOCK_DGRAM)
     key_cmd = b"get %s\r\n" % args.key.encode()
     req = (idx * 7919) & 0x7FFF
     period = args.readers / args.rate if args.rate else 0
@@ -396,7 +404,7 @@ def rearm_times(acks, steered):
 
 
 def name(addr):
-    return "%s:%d" % addr
+    return ("[%s]:%d" if ":" in addr[0] else "%s:%d") % addr[:2]
 
 
 def missed_label(w):

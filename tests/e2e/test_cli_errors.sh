@@ -51,6 +51,11 @@ expect_refusal cli_replicas_bad_address 2 "replicas" "$AGENT" run --iface "$SIF"
 	"${RING[@]}" --replicas 198.18.0.9:11211,198.18.0:11211
 expect_refusal cli_replicas_duplicate 2 "repeats" "$AGENT" run --iface "$SIF" \
 	"${RING[@]}" --replicas 198.18.0.9:11211,198.18.0.9:11211
+expect_refusal cli_replicas_mixed_families 2 "is IPv6 but entry 1 is IPv4" \
+	"$AGENT" run --iface "$SIF" "${RING[@]}" \
+	--replicas 198.18.0.9:11211,[2001:2::9]:11211
+expect_refusal cli_replicas_ipv6_unbracketed 2 "goes in brackets" \
+	"$AGENT" run --iface "$SIF" "${RING[@]}" --replicas 2001:2::9:11211
 expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
 	--replicas 198.18.0.9:11211
 expect_refusal cli_listen_bad 2 "listen" "$AGENT" run --iface "$SIF" --listen 127.0.0.1:99999

@@ -17,44 +17,54 @@
 #    agent has moved the key's copies to the other replica; gets after that
 #    never time out and none is answered by the dead one.
 # 5. SIGKILL the agent: steering stops within its 3-interval TTL.
+#
+# STEER_TEST_FAMILY=6 (what test_steer_v6.sh sets) runs all of it over
+# IPv6 (steer_topo_up ... 6: 2001:2::/64, replicas as [v6]:port), its
+# cases named steer6_*.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=../../user/scripts/steer_topo.sh
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
-e2e_init steer
+FAMILY=${STEER_TEST_FAMILY:-4}
+T=steer
+[ "$FAMILY" = 6 ] && T=steer6
+e2e_init "$T"
 trap 'steer_topo_down; e2e_cleanup' EXIT
 
 LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 INTERVAL_MS=500
 KEY=flash:1
 
-if ! steer_topo_up 2 2 >"$E2E_TMP/topo.out" 2>&1; then
-	fail steer_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
+if ! steer_topo_up 2 2 "$FAMILY" >"$E2E_TMP/topo.out" 2>&1; then
+	fail ${T}_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
 	exit 1
 fi
 # Which shard owns the key, by the ring the clients use.
 OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
 	awk '{print $2}')
 OADDR=${STEER_SHARD_ADDR[OWNER]}
+OHP=$(STEER_HOSTPORT "$OADDR") # ADDR:PORT, or [ADDR]:PORT
+R0HP=$(STEER_HOSTPORT "${STEER_REPLICA_ADDR[0]}")
+R1HP=$(STEER_HOSTPORT "${STEER_REPLICA_ADDR[1]}")
 note "$KEY is owned by shard $OWNER ($OADDR)"
 
 agent_args() { # IDX
 	echo --interval 0.5 --sample 1 --shard-capacity 1000 --hot-fraction 0.1 \
 		--shards-file "$STEER_SHARDS_FILE" \
-		--self "${STEER_SHARD_ADDR[$1]}:$STEER_PORT" \
+		--self "$(STEER_HOSTPORT "${STEER_SHARD_ADDR[$1]}")" \
 		--replicas "$STEER_REPLICAS"
 }
 for i in 0 1; do
 	# shellcheck disable=SC2046 # the arguments are meant to split
 	if ! steer_agent_start "$i" $(agent_args "$i"); then
-		fail steer_agents "agent $i did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+		fail ${T}_agents "agent $i did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
 		exit 1
 	fi
 done
 
-mc_gets() { # NS ADDR -> cmd_get
-	ks_in_ns "$1" "$PY" "$E2E_ROOT/user/scripts/mc_stats.py" snap "$2:$STEER_PORT" \
+mc_gets() { # NS HOST:PORT -> cmd_get
+	ks_in_ns "$1" "$PY" "$E2E_ROOT/user/scripts/mc_stats.py" snap "$2" \
 		>"$E2E_TMP/snap.json" 2>/dev/null
 	"$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
@@ -73,18 +83,18 @@ def find(o):
                 return r
 print(find(d))' "$E2E_TMP/snap.json" 2>/dev/null
 }
-r0_before=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[0]}")
-r1_before=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[1]}")
+r0_before=$(mc_gets "$STEER_CLIENT_NS" "$R0HP")
+r1_before=$(mc_gets "$STEER_CLIENT_NS" "$R1HP")
 
 # --- 1. a key turning hot by rate is steered -------------------------------
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
 	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
 	--preload --duration 4 --rate 2000 --json >"$E2E_TMP/load.json" \
 	2>"$E2E_TMP/load.err"
-why=$("$PY" - "$E2E_TMP/load.json" "$INTERVAL_MS" "${STEER_REPLICA_ADDR[@]}" 2>"$E2E_TMP/load.sum" <<'PYEOF'
+why=$("$PY" - "$E2E_TMP/load.json" "$INTERVAL_MS" "$R0HP" "$R1HP" 2>"$E2E_TMP/load.sum" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-iv = float(sys.argv[2]); reps = [a + ":11211" for a in sys.argv[3:]]
+iv = float(sys.argv[2]); reps = sys.argv[3:]
 why = []
 errs = sum(o["errors"] + o["timeouts"] for o in d["ops"])
 if errs:
@@ -105,19 +115,19 @@ PYEOF
 )
 note "$(cat "$E2E_TMP/load.sum" 2>/dev/null)"
 if [ "$why" = OK ]; then
-	pass steer_flash_key_spread_over_replicas
+	pass ${T}_flash_key_spread_over_replicas
 else
-	fail steer_flash_key_spread_over_replicas "${why:-no load output: $(tail -n 2 "$E2E_TMP/load.err")}"
+	fail ${T}_flash_key_spread_over_replicas "${why:-no load output: $(tail -n 2 "$E2E_TMP/load.err")}"
 fi
 
-r0_after=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[0]}")
-r1_after=$(mc_gets "$STEER_CLIENT_NS" "${STEER_REPLICA_ADDR[1]}")
+r0_after=$(mc_gets "$STEER_CLIENT_NS" "$R0HP")
+r1_after=$(mc_gets "$STEER_CLIENT_NS" "$R1HP")
 if [ -n "$r0_after" ] && [ -n "$r1_after" ] &&
 	[ $((r0_after - r0_before)) -ge 100 ] && [ $((r1_after - r1_before)) -ge 100 ]; then
-	pass steer_replicas_serve_gets
+	pass ${T}_replicas_serve_gets
 	note "replica cmd_get +$((r0_after - r0_before)), +$((r1_after - r1_before))"
 else
-	fail steer_replicas_serve_gets "cmd_get ${r0_before:-?}->${r0_after:-?}, ${r1_before:-?}->${r1_after:-?}"
+	fail ${T}_replicas_serve_gets "cmd_get ${r0_before:-?}->${r0_after:-?}, ${r1_before:-?}->${r1_after:-?}"
 fi
 
 # --- 2. the report ------------------------------------------------------
@@ -139,20 +149,20 @@ print("; ".join(why) or "OK")
 PYEOF
 )
 if [ "$why" = OK ]; then
-	pass steer_report_hot_keys
+	pass ${T}_report_hot_keys
 else
-	fail steer_report_hot_keys "$why"
+	fail ${T}_report_hot_keys "$why"
 fi
 "$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" >"$E2E_TMP/report.txt" 2>&1
 if grep -q "^hot keys:" "$E2E_TMP/report.txt" && grep -q "steered reads/s" "$E2E_TMP/report.txt"; then
-	pass steer_report_text
+	pass ${T}_report_text
 else
-	fail steer_report_text "$(tail -n 5 "$E2E_TMP/report.txt")"
+	fail ${T}_report_text "$(tail -n 5 "$E2E_TMP/report.txt")"
 fi
 
 # --- 3. freshness -----------------------------------------------------------
 # The key stays hot while the checker reads it at ~1000/s.
-ks_in_ns "$STEER_CLIENT_NS" "$PY" "$E2E_DIR/ks_fresh.py" --owner "$OADDR:$STEER_PORT" \
+ks_in_ns "$STEER_CLIENT_NS" "$PY" "$E2E_DIR/ks_fresh.py" --owner "$OHP" \
 	--key "$KEY" --duration 5 --readers 4 --write-interval 0.05 --rate 1500 \
 	>"$E2E_TMP/fresh.json" 2>"$E2E_TMP/fresh.err"
 rc=$?
@@ -173,10 +183,10 @@ print("reads %d, steered %d, writes %d, stale %d, write -> re-armed ms %s" % (
 PYEOF
 )
 if [ "$rc" -le 1 ] && [ "$why" = OK ]; then
-	pass steer_no_stale_reads
+	pass ${T}_no_stale_reads
 	note "$(cat "$E2E_TMP/fresh.sum")"
 else
-	fail steer_no_stale_reads "exit $rc: ${why:-$(tail -n 2 "$E2E_TMP/fresh.err")}"
+	fail ${T}_no_stale_reads "exit $rc: ${why:-$(tail -n 2 "$E2E_TMP/fresh.err")}"
 fi
 
 # --- 4. a replica dies --------------------------------------------------------
@@ -184,17 +194,17 @@ dead=${STEER_MC_PIDS[${#STEER_SHARD_ADDR[@]} + 1]} # replica 1's memcached
 kill -KILL "$dead" 2>/dev/null
 wait "$dead" 2>/dev/null
 # the load keeps the key hot; the next refresh fails and moves the copies
-ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OHP" --proto udp \
 	--keys 1 --flash "$KEY:0.99" --mix get=100 --duration 2.5 --rate 500 \
 	--timeout 0.2 --json >"$E2E_TMP/failing.json" 2>/dev/null
 note "while the replica was found dead: $("$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
 print("%d of %d gets timed out" % (sum(o["timeouts"] for o in d["ops"]), sum(o["ops"] for o in d["ops"])))' "$E2E_TMP/failing.json" 2>&1)"
-ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OHP" --proto udp \
 	--keys 1 --flash "$KEY:0.99" --mix get=100 --duration 2 --rate 500 \
 	--timeout 0.2 --json >"$E2E_TMP/failover.json" 2>"$E2E_TMP/failover.err"
-why=$("$PY" - "$E2E_TMP/failover.json" "${STEER_REPLICA_ADDR[0]}:$STEER_PORT" \
-	"${STEER_REPLICA_ADDR[1]}:$STEER_PORT" 2>"$E2E_TMP/failover.sum" <<'PYEOF'
+why=$("$PY" - "$E2E_TMP/failover.json" "$R0HP" "$R1HP" \
+	2>"$E2E_TMP/failover.sum" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 alive, dead = sys.argv[2], sys.argv[3]
@@ -212,10 +222,10 @@ print("after the failover: %r, %d failed" % (by, errs), file=sys.stderr)
 PYEOF
 )
 if [ "$why" = OK ]; then
-	pass steer_replica_failover
+	pass ${T}_replica_failover
 	note "$(cat "$E2E_TMP/failover.sum")"
 else
-	fail steer_replica_failover "${why:-$(tail -n 2 "$E2E_TMP/failover.err")}"
+	fail ${T}_replica_failover "${why:-$(tail -n 2 "$E2E_TMP/failover.err")}"
 fi
 
 # --- 5. a dead agent stops steering within its TTL -------------------------
@@ -223,15 +233,15 @@ apid=${STEER_AGENT_PIDS[OWNER]}
 kill -KILL "$apid" 2>/dev/null
 wait "$apid" 2>/dev/null
 sleep $(((3 * INTERVAL_MS + 300) / 1000)).$(((3 * INTERVAL_MS + 300) % 1000 / 100))
-ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OADDR:$STEER_PORT" --proto udp \
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OHP" --proto udp \
 	--keys 1 --flash "$KEY:0.99" --mix get=100 --count 300 --rate 1000 --json \
 	>"$E2E_TMP/dead.json" 2>"$E2E_TMP/dead.err"
 steered=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steered"])' \
 	"$E2E_TMP/dead.json" 2>/dev/null)
 if [ "$steered" = 0 ]; then
-	pass steer_stops_after_agent_death
+	pass ${T}_stops_after_agent_death
 else
-	fail steer_stops_after_agent_death "${steered:-no output} steered replies 1.8 s after SIGKILL"
+	fail ${T}_stops_after_agent_death "${steered:-no output} steered replies 1.8 s after SIGKILL"
 fi
 # its pins outlive it: detach them like an operator would
 e2e_agent detach --iface "${STEER_SHARD_IF[OWNER]}" >/dev/null 2>&1

@@ -10,19 +10,30 @@
 #include "core/replicas.h"
 #include "fz_common.h"
 
+static int same_replica(const struct ks_replica_addr *a,
+			const struct ks_replica_addr *b)
+{
+	return a->family == b->family &&
+	       !memcmp(&a->addr, &b->addr, sizeof(a->addr)) &&
+	       a->port == b->port;
+}
+
 static void check_set(const struct ks_replica_set *rs)
 {
+	static const union ks_inaddr zero;
 	unsigned i, j;
 
 	FZ_CHECK(rs->n >= 1 && rs->n <= KS_MAX_REPLICAS, "%u replicas", rs->n);
 	for (i = 0; i < rs->n; i++) {
-		FZ_CHECK(rs->r[i].addr != 0 && rs->r[i].port != 0,
+		FZ_CHECK(memcmp(&rs->r[i].addr, &zero, sizeof(zero)) &&
+				 rs->r[i].port != 0,
 			 "entry %u: address or port 0", i);
+		FZ_CHECK(rs->r[i].family == rs->r[0].family,
+			 "entry %u: families mixed", i);
 		FZ_CHECK(memchr(rs->r[i].text, 0, sizeof(rs->r[i].text)),
 			 "entry %u: text not terminated", i);
 		for (j = 0; j < i; j++)
-			FZ_CHECK(rs->r[i].addr != rs->r[j].addr ||
-					 rs->r[i].port != rs->r[j].port,
+			FZ_CHECK(!same_replica(&rs->r[i], &rs->r[j]),
 				 "entries %u and %u are the same", j, i);
 	}
 }
@@ -30,7 +41,7 @@ static void check_set(const struct ks_replica_set *rs)
 /* The canonical texts joined, reversed: the same replicas again. */
 static void check_reparse(const struct ks_replica_set *rs, __u64 key)
 {
-	char list[KS_MAX_REPLICAS * 24 + 1], err[256];
+	char list[KS_MAX_REPLICAS * KS_REPLICA_TEXT + 1], err[256];
 	struct ks_replica_set back;
 	__u8 a[KS_MAX_REPLICAS], b[KS_MAX_REPLICAS];
 	unsigned i, k, na, nb;
@@ -51,8 +62,7 @@ static void check_reparse(const struct ks_replica_set *rs, __u64 key)
 			FZ_CHECK(a[i] < rs->n, "index %u", a[i]);
 			/* the same replicas whatever the order of the list */
 			FZ_CHECK(
-				rs->r[a[i]].addr == back.r[b[i]].addr &&
-					rs->r[a[i]].port == back.r[b[i]].port,
+				same_replica(&rs->r[a[i]], &back.r[b[i]]),
 				"pick %u: choice %u differs with the list reversed",
 				k, i);
 			FZ_CHECK(i == 0 || ks_rendezvous_score(

@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "dp/hot_map.h"
+#include "net/vlan_devs.h"
 #include "kp.h"
 #include "kt_netns.h"
 #include "groups.h"
@@ -327,11 +328,33 @@ static const __u8 rmac[4][6] = {
 static int if0, if1;
 
 /* Replica table: 0,1,2 behind kst0 (XDP_TX), 3 behind kst1 (redirect),
- * 4 with no neighbour entry. */
-static const char *const raddr[] = { "198.18.0.50", "198.18.0.52",
-				     "198.18.0.53", "198.18.1.60",
-				     "198.18.0.51" };
-static const __u16 rport[] = { 11311, 11211, 11211, 11411, 11211 };
+ * 4 with no neighbour entry; IPv6 from 5 on: 5 behind kst0, 6 behind
+ * kst1, 7 with no neighbour; then the VLANs of kst0 (steer_netns): 8, 9
+ * on kst0.100 (802.1Q), 10, 11 on kst0.200.300 (802.1ad 200, 802.1Q 300
+ * inside). */
+static const char *const raddr[] = {
+	"198.18.0.50",   "198.18.0.52",    "198.18.0.53",   "198.18.1.60",
+	"198.18.0.51",   "2001:2::50",     "2001:2:1::60",  "2001:2::51",
+	"198.18.100.50", "2001:2:100::50", "198.18.230.50", "2001:2:230::50"
+};
+static const __u16 rport[] = { 11311, 11211, 11211, 11411, 11211, 11311,
+			       11411, 11211, 11212, 11213, 11214, 11215 };
+#define NREPLICAS (int)(sizeof(rport) / sizeof(rport[0]))
+/* neighbour MACs of replicas 5.. */
+static const __u8 rmac6[][6] = {
+	{ 2, 0, 0, 0, 6, 0x50 },
+	{ 2, 0, 0, 0, 6, 0x60 },
+	{ 0 },
+	{ 2, 0, 0, 1, 0, 0x50 },
+	{ 2, 0, 0, 1, 6, 0x50 },
+	{ 2, 0, 0, 2, 0, 0x50 },
+	{ 2, 0, 0, 2, 6, 0x50 },
+};
+/* stand-ins for kst0.100 and kst0.200.300 (steer_netns) */
+#define VLAN_DEV1 "kstv100"
+#define VLAN_DEV2 "kstv230"
+static const __u8 vmac[2][6] = { { 2, 0, 0, 0, 0, 3 }, { 2, 0, 0, 0, 0, 4 } };
+static struct ks_vlan_dev vdev[4]; /* as ks_vlan_devs() lists them */
 
 static int sh(const char *cmd)
 {
@@ -365,23 +388,80 @@ static int steer_netns(void)
 	       "sysctl -qw net.ipv4.conf." DEV0 ".forwarding=1 &&"
 	       "sysctl -qw net.ipv4.conf." DEV1 ".forwarding=1"))
 		return -EIO;
+	/* IPv6 on both; and two devices that stand in for kst0's VLAN
+	 * sub-interfaces (kst0.100, and QinQ kst0.200.300): the datapath
+	 * knows them only as ifindexes in ks_vlans, and a kernel without
+	 * CONFIG_VLAN_8021Q (this VM's) cannot make real ones */
+	if (sh("ip addr add 2001:2::2/64 dev " DEV0 " nodad &&"
+	       "ip addr add 2001:2:1::2/64 dev " DEV1 " nodad &&"
+	       "ip neigh replace 2001:2::50 lladdr 02:00:00:00:06:50 dev " DEV0
+	       " nud permanent &&"
+	       "ip neigh replace 2001:2:1::60 lladdr 02:00:00:00:06:60 dev " DEV1
+	       " nud permanent &&"
+	       "sysctl -qw net.ipv6.conf." DEV0 ".forwarding=1 &&"
+	       "sysctl -qw net.ipv6.conf." DEV1 ".forwarding=1 &&"
+	       "ip link add " VLAN_DEV1
+	       " address 02:00:00:00:00:03 type veth peer name " VLAN_DEV1
+	       "p &&"
+	       "ip link add " VLAN_DEV2
+	       " address 02:00:00:00:00:04 type veth peer name " VLAN_DEV2
+	       "p &&"
+	       "ip link set " VLAN_DEV1 "p up && ip link set " VLAN_DEV2
+	       "p up &&"
+	       "ip link set " VLAN_DEV1 " up && ip link set " VLAN_DEV2 " up &&"
+	       "ip addr add 198.18.100.2/24 dev " VLAN_DEV1 " &&"
+	       "ip addr add 2001:2:100::2/64 dev " VLAN_DEV1 " nodad &&"
+	       "ip addr add 198.18.230.2/24 dev " VLAN_DEV2 " &&"
+	       "ip addr add 2001:2:230::2/64 dev " VLAN_DEV2 " nodad &&"
+	       "ip neigh replace 198.18.100.50 lladdr 02:00:00:01:00:50 dev " VLAN_DEV1
+	       " nud permanent &&"
+	       "ip neigh replace 2001:2:100::50 lladdr 02:00:00:01:06:50 dev " VLAN_DEV1
+	       " nud permanent &&"
+	       "ip neigh replace 198.18.230.50 lladdr 02:00:00:02:00:50 dev " VLAN_DEV2
+	       " nud permanent &&"
+	       "ip neigh replace 2001:2:230::50 lladdr 02:00:00:02:06:50 dev " VLAN_DEV2
+	       " nud permanent &&"
+	       "sysctl -qw net.ipv4.conf." VLAN_DEV1 ".forwarding=1 &&"
+	       "sysctl -qw net.ipv6.conf." VLAN_DEV1 ".forwarding=1 &&"
+	       "sysctl -qw net.ipv4.conf." VLAN_DEV2 ".forwarding=1 &&"
+	       "sysctl -qw net.ipv6.conf." VLAN_DEV2 ".forwarding=1"))
+		return -EIO;
+	vdev[0].key.ifindex = vdev[1].key.ifindex = if_nametoindex(DEV0);
+	vdev[0].key.vid[0] = 100;
+	vdev[0].ifindex = if_nametoindex(VLAN_DEV1);
+	vdev[1].key.vid[0] = 200;
+	vdev[1].key.vid[1] = 300;
+	vdev[1].ifindex = if_nametoindex(VLAN_DEV2);
+	vdev[2].key.ifindex = vdev[2].ifindex = vdev[0].ifindex;
+	vdev[3].key.ifindex = vdev[3].ifindex = vdev[1].ifindex;
 	if0 = if_nametoindex(DEV0);
 	if1 = if_nametoindex(DEV1);
 	return if0 && if1 ? 0 : -ENODEV;
 }
 
+/* The datapath accepts any mix of families (the agent gives one); the
+ * tests use both at once. */
 static void steer_begin(const char *name)
 {
-	struct ks_replica r[5] = {};
+	struct ks_replica r[NREPLICAS];
 	int i;
 
+	memset(r, 0, sizeof(r));
 	hot_begin(name);
-	for (i = 0; i < 5; i++) {
-		inet_pton(AF_INET, raddr[i], &r[i].addr);
+	for (i = 0; i < NREPLICAS; i++) {
+		if (inet_pton(AF_INET, raddr[i], &r[i].addr) == 1) {
+			r[i].family = KS_AF_INET;
+		} else {
+			inet_pton(AF_INET6, raddr[i], r[i].addr.v6);
+			r[i].family = KS_AF_INET6;
+		}
 		r[i].port = htons(rport[i]);
 	}
-	if (ks_hot_map_set_replicas(&hm, r, 5))
+	if (ks_hot_map_set_replicas(&hm, r, NREPLICAS))
 		kt_failf(__FILE__, __LINE__, "write ks_replicas");
+	/* through the agent's own code, as 'agent run' writes it */
+	if (ks_vlan_devs_sync(kp_map_fd("ks_vlans"), vdev, 4))
+		kt_failf(__FILE__, __LINE__, "write ks_vlans");
 }
 
 /* Runs p through ks_ingress as if received on ifindex. */
@@ -692,7 +772,8 @@ static void test_steer_csum_zero(void)
 	hot_end();
 }
 
-/* VLAN and IPv6: counted, never rewritten. */
+/* A VLAN this host has no sub-interface for, and IPv6 to an IPv4
+ * replica: counted each by its reason, never rewritten. */
 static void test_steer_not_ipv4(void)
 {
 	__u8 out[PKT_MAX + 64], reps[1] = { 0 };
@@ -700,7 +781,7 @@ static void test_steer_not_ipv4(void)
 	__u32 rc, olen, j, k;
 	struct pkt p;
 
-	steer_begin("steer_vlan_and_ipv6_stay_with_owner");
+	steer_begin("steer_unknown_vlan_and_family_mismatch_stay_with_owner");
 	kp_set_sample(1000000);
 	hot_add(HOT_KEY, 2, reps, 1);
 	for (k = 0; k < 2; k++) {
@@ -720,8 +801,382 @@ static void test_steer_not_ipv4(void)
 			x_udp_get(HOT_KEY, 8);
 		}
 	}
-	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 2;
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE] += 1; /* VLAN 7: no sub-interface */
+	kp.x.pkts[KS_PKT_STEER_FAMILY] += 1;   /* IPv6 get, IPv4 replica */
 	hot_end();
+}
+
+/* ---- IPv6 and VLANs ---- */
+
+/* A UDP get of HOT_KEY: IPv6 or not, with ntags VLAN tags (vids 100, or
+ * 802.1ad 200 + 802.1Q 300). */
+static void get_pkt(struct pkt *p, int v6, int ntags)
+{
+	static const char pay[] = "get " HOT_KEY "\r\n";
+	struct pkt_opts o;
+
+	pkt_opts_default(&o, v6, IPPROTO_UDP);
+	o.nvlan = ntags;
+	if (ntags == 1) {
+		o.vlan[0].tpid = PKT_ETH_P_8021Q;
+		o.vlan[0].tci = 0x2000 | 100; /* priority 1 kept too */
+	} else if (ntags == 2) {
+		o.vlan[0].tpid = PKT_ETH_P_8021AD;
+		o.vlan[0].tci = 200;
+		o.vlan[1].tpid = PKT_ETH_P_8021Q;
+		o.vlan[1].tci = 300;
+	}
+	kp_build(p, &o, pay, sizeof(pay) - 1);
+}
+
+/* The UDP checksum of q verified from scratch: the one's complement sum
+ * over the pseudo-header (RFC 8200 8.1 / RFC 768) and the datagram is
+ * 0xffff, and it is not 0 over IPv6. */
+static int udp_csum_ok(const struct pkt *q)
+{
+	const __u8 *ip = q->b + q->l3, *uh = q->b + q->l4;
+	__u32 ulen = (__u32)uh[4] << 8 | uh[5], sum;
+	__u8 tail[4] = { 0, 0, 0, IPPROTO_UDP };
+
+	if (q->ipv6) {
+		sum = pkt_csum_add(0, ip + 8, 32); /* source, destination */
+		tail[0] = 0;
+		sum = pkt_csum_add(sum, (const __u8[]){ 0, 0, ulen >> 8, ulen },
+				   4);
+		sum = pkt_csum_add(sum, tail, 4);
+		if (!uh[6] && !uh[7])
+			return 0;
+	} else {
+		sum = pkt_csum_add(0, ip + 12, 8);
+		sum = pkt_csum_add(
+			sum, (const __u8[]){ 0, IPPROTO_UDP, ulen >> 8, ulen },
+			4);
+	}
+	sum = pkt_csum_add(sum, uh, ulen);
+	return pkt_csum_fold(sum) == 0xffff || pkt_csum_fold(sum) == 0;
+}
+
+/* out is p steered to replica ri (from 5 on: the IPv6 and VLAN ones),
+ * leaving by smac: addresses, port, MACs, hop limit, checksums, tags. */
+static void check_steered_to(const struct pkt *p, const __u8 *out, __u32 olen,
+			     int ri, const __u8 *smac)
+{
+	struct pkt q = *p;
+	__u8 a[16];
+	int v6 = p->ipv6, alen = v6 ? 16 : 4, doff = v6 ? 24 : 16;
+	int soff = v6 ? 8 : 12;
+
+	CHECK_EQ(olen, p->len);
+	memcpy(q.b, out, p->len);
+	CHECK(!memcmp(q.b, rmac6[ri - 5], 6), "dst MAC of replica %d", ri);
+	CHECK(!memcmp(q.b + 6, smac, 6), "src MAC of the egress device");
+	CHECK(!memcmp(q.b + 12, p->b + 12, p->l3 - 12),
+	      "VLAN tags and ethertype as they came");
+	inet_pton(v6 ? AF_INET6 : AF_INET, raddr[ri], a);
+	CHECK(!memcmp(q.b + p->l3 + doff, a, alen), "dst IP %s", raddr[ri]);
+	CHECK(!memcmp(q.b + p->l3 + soff, p->b + p->l3 + soff, alen),
+	      "src IP kept");
+	CHECK_EQ(q.b[p->l4 + 2] << 8 | q.b[p->l4 + 3], rport[ri]);
+	CHECK(!memcmp(q.b + p->l4, p->b + p->l4, 2), "src port kept");
+	CHECK(!memcmp(q.b + p->l4 + 8, p->b + p->l4 + 8, p->len - p->l4 - 8),
+	      "frame header and request kept");
+	if (v6) {
+		CHECK_EQ(q.b[p->l3 + 7], p->b[p->l3 + 7] - 1); /* hop limit */
+		CHECK(!memcmp(q.b + p->l3, p->b + p->l3, 7),
+		      "version, class, flow label, length, next header kept");
+	} else {
+		struct pkt want = q;
+
+		pkt_fix_csums(&want);
+		CHECK(!memcmp(q.b + p->l3 + 10, want.b + p->l3 + 10, 2),
+		      "IPv4 header checksum");
+	}
+	CHECK(udp_csum_ok(&q), "UDP checksum %02x%02x does not verify",
+	      q.b[p->l4 + 6], q.b[p->l4 + 7]);
+}
+
+/* One get through the round robin (owner, then replica ri); returns the
+ * verdict of the replica's turn with the frame in out. */
+static __u32 steer_once(const struct pkt *p, int ifindex, __u8 *out,
+			__u32 *olen)
+{
+	__u32 rc;
+
+	*olen = PKT_MAX + 64;
+	CHECK(!run_on(p, ifindex, &rc, out, olen), "run (owner's turn)");
+	CHECK(rc == XDP_PASS && !memcmp(out, p->b, p->len),
+	      "the owner's turn: untouched");
+	x_udp_get(HOT_KEY, 8);
+	*olen = PKT_MAX + 64;
+	CHECK(!run_on(p, ifindex, &rc, out, olen), "run (replica's turn)");
+	x_udp_get(HOT_KEY, 8);
+	return rc;
+}
+
+/* steer_begin, and HOT_KEY armed with two copies: the owner and ri. */
+static int steer_one(const char *name, int ri)
+{
+	__u8 reps[1] = { (__u8)ri };
+
+	steer_begin(name);
+	kp_set_sample(1000000);
+	return hot_add(HOT_KEY, 2, reps, 1);
+}
+
+static void test_steer_ipv6(void)
+{
+	static const __u8 kst1_mac[6] = { 2, 0, 0, 0, 0, 2 };
+	__u8 out[PKT_MAX + 64];
+	struct pkt p;
+	__u32 olen;
+	int idx;
+
+	idx = steer_one("steer_ipv6_rewritten_with_valid_udp_checksum", 5);
+	get_pkt(&p, 1, 0);
+	CHECK(udp_csum_ok(&p), "the test's own packet verifies");
+	CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_TX);
+	check_steered_to(&p, out, olen, 5, mac0);
+	kp.x.pkts[KS_PKT_STEERED]++;
+	CHECK_EQ(hot_stats(idx).steered, 1);
+	hot_end();
+
+	steer_one("steer_ipv6_other_device_redirect", 6);
+	CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_REDIRECT);
+	check_steered_to(&p, out, olen, 6, kst1_mac);
+	kp.x.pkts[KS_PKT_STEERED]++;
+	hot_end();
+
+	/* many source ports and keys' checksums: the incremental update is
+	 * right whatever the words it folds */
+	steer_one("steer_ipv6_checksum_over_many_frames", 5);
+	{
+		int i, bad = 0;
+
+		for (i = 0; i < 200; i++) {
+			struct pkt_opts o;
+			struct pkt q;
+			__u32 rc;
+
+			pkt_opts_default(&o, 1, IPPROTO_UDP);
+			o.sport = (__u16)(1024 + i * 317);
+			o.saddr[15] = (__u8)i;
+			o.saddr[9] = (__u8)(i * 7);
+			o.mc.req_id = (__u16)(i * 4099);
+			kp_build(&q, &o, "get " HOT_KEY "\r\n", 14);
+			olen = sizeof(out);
+			if (run_on(&q, if0, &rc, out, &olen))
+				break;
+			x_udp_get(HOT_KEY, 8);
+			if (rc != XDP_TX)
+				continue;
+			kp.x.pkts[KS_PKT_STEERED]++;
+			memcpy(q.b, out, q.len);
+			bad += !udp_csum_ok(&q);
+		}
+		CHECK(!bad, "%d of 100 steered frames have a bad checksum",
+		      bad);
+	}
+	hot_end();
+}
+
+static void test_steer_vlan(void)
+{
+	static const struct {
+		const char *name;
+		int v6, ntags, ri;
+	} c[] = {
+		{ "steer_vlan_8021q_ipv4_tags_kept", 0, 1, 8 },
+		{ "steer_vlan_8021q_ipv6_tags_kept", 1, 1, 9 },
+		{ "steer_vlan_qinq_ipv4_tags_kept", 0, 2, 10 },
+		{ "steer_vlan_qinq_ipv6_tags_kept", 1, 2, 11 },
+	};
+	__u8 out[PKT_MAX + 64];
+	struct pkt p;
+	__u32 olen;
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		steer_one(c[i].name, c[i].ri);
+		get_pkt(&p, c[i].v6, c[i].ntags);
+		/* out where it came in, with its tags: XDP_TX */
+		CHECK_EQ(steer_once(&p, if0, out, &olen), XDP_TX);
+		check_steered_to(&p, out, olen, c[i].ri, vmac[c[i].ntags - 1]);
+		kp.x.pkts[KS_PKT_STEERED]++;
+		hot_end();
+	}
+}
+
+/* Every case the rewrite leaves to the owner: untouched, each counted. */
+static void test_steer_v6_vlan_owner(void)
+{
+	static const struct {
+		const char *what;
+		int v6, ntags, ri, counter;
+	} c[] = {
+		/* family: the frame's is not the replica's */
+		{ "IPv4 get, IPv6 replica", 0, 0, 5, KS_PKT_STEER_FAMILY },
+		{ "tagged IPv4 get, IPv6 replica", 0, 1, 9,
+		  KS_PKT_STEER_FAMILY },
+		{ "IPv6 get, IPv4 replica", 1, 0, 0, KS_PKT_STEER_FAMILY },
+		/* no route: no neighbour, a VLAN the replica is not on */
+		{ "IPv6, no neighbour", 1, 0, 7, KS_PKT_STEER_NO_ROUTE },
+		{ "VLAN 100 get, replica on kst1", 0, 1, 3,
+		  KS_PKT_STEER_NO_ROUTE },
+		{ "VLAN 100 get, replica on the QinQ VLAN", 1, 1, 11,
+		  KS_PKT_STEER_NO_ROUTE },
+		{ "untagged get, replica on a VLAN", 0, 0, 8,
+		  KS_PKT_STEER_NO_ROUTE },
+	};
+	__u8 out[PKT_MAX + 64], reps[1];
+	struct pkt p;
+	__u32 olen, rc;
+	size_t i;
+
+	steer_begin("steer_family_mismatch_and_wrong_vlan_stay_with_owner");
+	kp_set_sample(1000000);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int idx;
+
+		reps[0] = (__u8)c[i].ri;
+		idx = hot_add(HOT_KEY, 2, reps, 1);
+		get_pkt(&p, c[i].v6, c[i].ntags);
+		rc = steer_once(&p, if0, out, &olen);
+		CHECK(rc == XDP_PASS && olen == p.len &&
+			      !memcmp(out, p.b, p.len),
+		      "%s: passed untouched", c[i].what);
+		kp.x.pkts[c[i].counter]++;
+		kp_check(c[i].what);
+		ks_hot_map_release(&hm, idx);
+		ks_hot_map_reclaim(&hm);
+	}
+	/* a tagged frame on a device with no sub-interfaces */
+	reps[0] = 3;
+	hot_add(HOT_KEY, 2, reps, 1);
+	get_pkt(&p, 0, 1);
+	rc = steer_once(&p, if1, out, &olen);
+	CHECK(rc == XDP_PASS && !memcmp(out, p.b, p.len),
+	      "tagged on kst1: untouched");
+	kp.x.pkts[KS_PKT_STEER_NO_ROUTE]++;
+	hot_end();
+}
+
+/* Header shapes the rewrite leaves alone, and frames too short or too
+ * odd to be a get at all: untouched, counted. */
+static void test_steer_v6_shapes(void)
+{
+	__u8 out[PKT_MAX + 64];
+	struct pkt_opts o;
+	struct pkt p;
+	__u32 olen, rc, n;
+
+	steer_one("steer_ipv6_shapes_stay_with_owner", 5);
+	/* a destination-options header: parsed, a lone get, not moved */
+	pkt_opts_default(&o, 1, IPPROTO_UDP);
+	o.next = 1;
+	o.ext[0].type = PKT_IP6_DST;
+	o.ext[0].len8 = 0;
+	kp_build(&p, &o, "get " HOT_KEY "\r\n", 14);
+	rc = steer_once(&p, if0, out, &olen);
+	CHECK(rc == XDP_PASS && !memcmp(out, p.b, p.len),
+	      "extension header: untouched");
+	kp.x.pkts[KS_PKT_STEER_SHAPE]++;
+	/* hop limit 1 */
+	get_pkt(&p, 1, 0);
+	p.b[p.l3 + 7] = 1;
+	rc = steer_once(&p, if0, out, &olen);
+	CHECK(rc == XDP_PASS && !memcmp(out, p.b, p.len),
+	      "hop limit 1: untouched");
+	kp.x.pkts[KS_PKT_STEER_SHAPE]++;
+	/* UDP checksum 0, invalid over IPv6 */
+	get_pkt(&p, 1, 1);
+	p.b[p.l4 + 6] = p.b[p.l4 + 7] = 0;
+	rc = steer_once(&p, if0, out, &olen);
+	CHECK(rc == XDP_PASS && !memcmp(out, p.b, p.len),
+	      "IPv6 UDP checksum 0: untouched");
+	kp.x.pkts[KS_PKT_STEER_SHAPE]++;
+	hot_end();
+
+	steer_one("steer_malformed_frames_pass_untouched", 9);
+	/* a tagged IPv6 get cut at every byte before its request ends: each
+	 * fails the parse (counted by reason), none is rewritten */
+	get_pkt(&p, 1, 1);
+	kp_x_err_dontcare(KS_ERR_TRUNC_ETH);
+	kp_x_err_dontcare(KS_ERR_TRUNC_IP);
+	kp_x_err_dontcare(KS_ERR_BAD_IP_HDR);
+	kp_x_err_dontcare(KS_ERR_TRUNC_L4);
+	kp_x_err_dontcare(KS_ERR_BAD_LENGTH);
+	kp_x_err_dontcare(KS_ERR_UDP_FRAME);
+	kp_x_err_dontcare(KS_ERR_TRUNC_REQ);
+	kp_x_err_dontcare(KS_ERR_UNKNOWN_CMD);
+	kp_x_err_dontcare(KS_ERR_BAD_KEY);
+	kp_x_l4_dontcare();
+	kp_x_op_dontcare(KS_OP_GET);
+	kp_x_pkt_dontcare(KS_PKT_HOT_READ);
+	for (n = 14; n < p.len; n++) { /* test runs take a whole MAC header */
+		struct pkt q = p;
+
+		pkt_cut(&q, n);
+		olen = sizeof(out);
+		CHECK(!run_on(&q, if0, &rc, out, &olen), "run");
+		CHECK(rc == XDP_PASS && olen == q.len &&
+			      !memcmp(out, q.b, q.len),
+		      "cut at %u: untouched", n);
+		kp.x.pkts[KS_PKT_SEEN]++;
+	}
+	/* three tags: not for keysteer at all */
+	pkt_opts_default(&o, 1, IPPROTO_UDP);
+	o.nvlan = 3;
+	o.vlan[0].tpid = o.vlan[1].tpid = o.vlan[2].tpid = PKT_ETH_P_8021Q;
+	o.vlan[0].tci = 100;
+	kp_build(&p, &o, "get " HOT_KEY "\r\n", 14);
+	for (n = 0; n < 2; n++) {
+		olen = sizeof(out);
+		CHECK(!run_on(&p, if0, &rc, out, &olen), "run");
+		CHECK(rc == XDP_PASS && !memcmp(out, p.b, p.len),
+		      "three tags: untouched");
+		kp.x.pkts[KS_PKT_SEEN]++;
+		kp_x_err(KS_ERR_NOT_MEMCACHED);
+	}
+	hot_end();
+}
+
+/* The agent's scan of real sub-interfaces (net/vlan_devs.c), where the
+ * kernel can make them. */
+static void test_vlan_scan(void)
+{
+	struct ks_vlan_dev d[8];
+	int n, i, tags = 0, marks = 0;
+
+	kt_begin("steer_vlan_scan_finds_sub_interfaces");
+	if (sh("ip link add link " DEV1 " name " DEV1 ".5 type vlan id 5 "
+	       "2>/dev/null && ip link add link " DEV1 " name " DEV1
+	       ".6 type vlan proto 802.1ad id 6 && ip link add link " DEV1
+	       ".6 name " DEV1 ".6.7 type vlan id 7")) {
+		kt_skipf(
+			"this kernel makes no VLAN devices (CONFIG_VLAN_8021Q)");
+		kt_end();
+		return;
+	}
+	n = ks_vlan_devs(if1, d, 8);
+	for (i = 0; i < n; i++) {
+		if (d[i].key.ifindex == (__u32)if1) {
+			tags++;
+			CHECK((d[i].key.vid[0] == 5 && !d[i].key.vid[1]) ||
+				      (d[i].key.vid[0] == 6 &&
+				       d[i].key.vid[1] == 7) ||
+				      (d[i].key.vid[0] == 6 &&
+				       !d[i].key.vid[1]),
+			      "vids %u.%u", d[i].key.vid[0], d[i].key.vid[1]);
+		} else {
+			marks += d[i].key.ifindex == d[i].ifindex &&
+				 !d[i].key.vid[0];
+		}
+	}
+	CHECK(n == 6 && tags == 3 && marks == 3,
+	      "%d entries, %d tagged, %d marks", n, tags, marks);
+	sh("ip link del " DEV1 ".6.7; ip link del " DEV1 ".6; ip link del " DEV1
+	   ".5");
+	kt_end();
 }
 
 void t_steer_group(void)
@@ -744,4 +1199,9 @@ void t_steer_group(void)
 	test_steer_redirect();
 	test_steer_csum_zero();
 	test_steer_not_ipv4();
+	test_steer_ipv6();
+	test_steer_vlan();
+	test_steer_v6_vlan_owner();
+	test_steer_v6_shapes();
+	test_vlan_scan();
 }

@@ -53,9 +53,20 @@ static __u64 ms_now(void)
 	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
 }
 
-static __u32 lo(void)
+static const union ks_inaddr *lo(void)
 {
-	return htonl(INADDR_LOOPBACK);
+	static union ks_inaddr a;
+
+	a.v4 = htonl(INADDR_LOOPBACK);
+	return &a;
+}
+
+static const union ks_inaddr *lo6(void)
+{
+	static union ks_inaddr a;
+
+	memcpy(a.v6, &in6addr_loopback, 16);
+	return &a;
 }
 
 /* Stores value/flags through the client; the test fails if it cannot. */
@@ -178,7 +189,7 @@ static void t_large(struct mc_env *e)
 	CHECK(err == -E2BIG,
 	      "1 MiB + header over the server's -I 1m: %d, want -E2BIG", err);
 	it.len = KS_MC_VALUE_MAX + 1;
-	ks_mc_init(&fresh, lo(), PORT_NONE, TIMEOUT_MS);
+	ks_mc_init(&fresh, KS_AF_INET, lo(), PORT_NONE, TIMEOUT_MS);
 	err = ks_mc_store(&fresh, KEY("k:big"), &it, 0);
 	CHECK(err == -E2BIG && fresh.fd < 0,
 	      "over 1 MiB: %d, not refused locally", err);
@@ -194,19 +205,24 @@ static void t_large(struct mc_env *e)
 
 /* A one-connection server that sends reply after the request arrives
  * and holds the connection until the client closes it. */
-static pid_t fake_server(const char *reply, size_t len)
+static pid_t fake_server6(const char *reply, size_t len, int v6)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons(PORT_FAKE),
-				 .sin_addr.s_addr = lo() };
-	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
+				 .sin_addr.s_addr = lo()->v4 };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(PORT_FAKE),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int one = 1, ls = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), fd;
 	char buf[512];
 	pid_t pid;
 
 	if (ls < 0)
 		return -1;
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 1)) {
+	if ((v6 ? bind(ls, (struct sockaddr *)&a6, sizeof(a6))
+		: bind(ls, (struct sockaddr *)&a, sizeof(a))) ||
+	    listen(ls, 1)) {
 		close(ls);
 		return -1;
 	}
@@ -226,6 +242,11 @@ static pid_t fake_server(const char *reply, size_t len)
 	_exit(0);
 }
 
+static pid_t fake_server(const char *reply, size_t len)
+{
+	return fake_server6(reply, len, 0);
+}
+
 /* Runs one fetch against a fake reply; the item is left for the caller. */
 static int fake_fetch(const char *reply, size_t len, struct ks_mc_item *it,
 		      int *closed)
@@ -236,12 +257,34 @@ static int fake_fetch(const char *reply, size_t len, struct ks_mc_item *it,
 
 	if (pid < 0)
 		return -ECHILD;
-	ks_mc_init(&c, lo(), PORT_FAKE, TIMEOUT_MS);
+	ks_mc_init(&c, KS_AF_INET, lo(), PORT_FAKE, TIMEOUT_MS);
 	err = ks_mc_fetch(&c, KEY("k:fake"), it);
 	*closed = c.fd < 0;
 	ks_mc_close(&c);
 	waitpid(pid, NULL, 0);
 	return err;
+}
+
+/* The same client over IPv6 (::1 of the test's namespace). */
+static void t_ipv6(struct mc_env *e)
+{
+	static const char reply[] = "VA 2 f7 t-1\r\nhi\r\n";
+	struct ks_mc_item it;
+	struct ks_mc_conn c;
+	pid_t pid = fake_server6(reply, sizeof(reply) - 1, 1);
+	int err;
+
+	CHECK(pid > 0, "no IPv6 listener on [::1]:%u", PORT_FAKE);
+	if (pid <= 0)
+		return;
+	ks_mc_init(&c, KS_AF_INET6, lo6(), PORT_FAKE, TIMEOUT_MS);
+	err = ks_mc_fetch(&c, KEY("k:v6"), &it);
+	CHECK(!err && it.found && it.len == 2 && !strcmp(it.value, "hi") &&
+		      it.flags == 7,
+	      "fetch over IPv6: err %d found %d", err, it.found);
+	ks_mc_item_free(&it);
+	ks_mc_close(&c);
+	waitpid(pid, NULL, 0);
 }
 
 static void t_fake_replies(struct mc_env *e)
@@ -309,7 +352,7 @@ static void t_fill(struct mc_env *e)
 	CHECK(!err && res.ttl >= 1 && res.ttl <= 3,
 	      "owner's ttl 3 < cap: ttl %ld", res.ttl);
 	/* One replica down: the other is still filled, the error says why. */
-	ks_mc_init(&down, lo(), PORT_NONE, TIMEOUT_MS);
+	ks_mc_init(&down, KS_AF_INET, lo(), PORT_NONE, TIMEOUT_MS);
 	err = ks_fill_copies(&e->owner, mixed, 2, KEY("k:hot"), 5, &res);
 	CHECK(err == -ECONNREFUSED && res.stored == 1 && res.failed == 1,
 	      "one down: err %d stored %u failed %u", err, res.stored,
@@ -377,7 +420,7 @@ static void t_refused(struct mc_env *e)
 	__u64 t0 = ms_now();
 	int err;
 
-	ks_mc_init(&c, lo(), PORT_NONE, 2000);
+	ks_mc_init(&c, KS_AF_INET, lo(), PORT_NONE, 2000);
 	err = ks_mc_fetch(&c, KEY("k:x"), &it);
 	CHECK(err == -ECONNREFUSED, "err %d, want -ECONNREFUSED", err);
 	CHECK(ms_now() - t0 < 100, "took %llu ms",
@@ -390,7 +433,7 @@ static int silent_listener(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons(PORT_SILENT),
-				 .sin_addr.s_addr = lo() };
+				 .sin_addr.s_addr = lo()->v4 };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
@@ -424,7 +467,7 @@ static void t_timeout(struct mc_env *e)
 		CHECK(0, "listener: %s", strerror(errno));
 		return;
 	}
-	ks_mc_init(&c, lo(), PORT_SILENT, TIMEOUT_MS);
+	ks_mc_init(&c, KS_AF_INET, lo(), PORT_SILENT, TIMEOUT_MS);
 	t0 = ms_now();
 	expect_timeout("fetch", ks_mc_fetch(&c, KEY("k:x"), &got), t0);
 	CHECK(c.fd < 0, "connection kept after a timeout");
@@ -449,7 +492,7 @@ static void t_bad_keys(struct mc_env *e)
 
 	/* Nothing listens there: a client that tried to send would get
 	 * -ECONNREFUSED, not -EINVAL. */
-	ks_mc_init(&c, lo(), PORT_NONE, TIMEOUT_MS);
+	ks_mc_init(&c, KS_AF_INET, lo(), PORT_NONE, TIMEOUT_MS);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK(ks_mc_fetch(&c, KEY(bad[i]), &got) == -EINVAL,
 		      "fetch bad key %u", i);
@@ -548,6 +591,7 @@ static const struct mc_case {
 	{ "mc_binary_safe_value", t_binary },
 	{ "mc_large_value", t_large },
 	{ "mc_unexpected_replies", t_fake_replies },
+	{ "mc_fetch_over_ipv6", t_ipv6 },
 	{ "mc_fill_copies", t_fill },
 	{ "mc_fill_missing_deletes_copies", t_fill_miss },
 	{ "mc_copy_never_over_an_invalidation", t_copy_protocol },
@@ -585,9 +629,9 @@ static int child_setup(struct mc_env *e)
 		}
 		report_pid(e, 'M', e->mc[i]);
 	}
-	ks_mc_init(&e->owner, lo(), PORT_OWNER, TIMEOUT_MS);
-	ks_mc_init(&e->r1, lo(), PORT_R1, TIMEOUT_MS);
-	ks_mc_init(&e->r2, lo(), PORT_R2, TIMEOUT_MS);
+	ks_mc_init(&e->owner, KS_AF_INET, lo(), PORT_OWNER, TIMEOUT_MS);
+	ks_mc_init(&e->r1, KS_AF_INET, lo(), PORT_R1, TIMEOUT_MS);
+	ks_mc_init(&e->r2, KS_AF_INET, lo(), PORT_R2, TIMEOUT_MS);
 	return 0;
 }
 

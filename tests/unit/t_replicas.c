@@ -21,7 +21,8 @@ static void parse_good(void)
 	CHECK(!ks_replicas_parse("198.18.0.10:11211", &rs, err, sizeof(err)),
 	      "one entry: %s", err);
 	CHECK_EQ(rs.n, 1);
-	CHECK_EQ(rs.r[0].addr, inet_addr("198.18.0.10"));
+	CHECK_EQ(rs.r[0].addr.v4, inet_addr("198.18.0.10"));
+	CHECK_EQ(rs.r[0].family, KS_AF_INET);
 	CHECK_EQ(rs.r[0].port, 11211);
 	CHECK(!strcmp(rs.r[0].text, "198.18.0.10:11211"), "text %s",
 	      rs.r[0].text);
@@ -31,7 +32,7 @@ static void parse_good(void)
 	      "three entries: %s", err);
 	CHECK_EQ(rs.n, 3);
 	CHECK_EQ(rs.r[1].port, 65535);
-	CHECK_EQ(rs.r[2].addr, inet_addr("10.0.0.1"));
+	CHECK_EQ(rs.r[2].addr.v4, inet_addr("10.0.0.1"));
 	/* Exactly the limit is fine, and the longest text fits. */
 	for (i = 0, n = 0; i < KS_MAX_REPLICAS; i++)
 		n += snprintf(list + n, sizeof(list) - (size_t)n,
@@ -41,6 +42,36 @@ static void parse_good(void)
 	CHECK_EQ(rs.n, KS_MAX_REPLICAS);
 	CHECK(!strcmp(rs.r[15].text, "198.18.1.215:65535"), "text %s",
 	      rs.r[15].text);
+	kt_end();
+}
+
+static void parse_good_v6(void)
+{
+	static const char longest[] =
+		"[2001:ffff:ffff:ffff:ffff:ffff:ffff:fffe]:65535";
+	struct ks_replica_set rs;
+	struct in6_addr a;
+	char err[256] = "";
+
+	kt_begin("replicas_parse_ipv6");
+	CHECK(!ks_replicas_parse("[2001:2::10]:11211,[2001:0002:0::11]:1", &rs,
+				 err, sizeof(err)),
+	      "two entries: %s", err);
+	CHECK_EQ(rs.n, 2);
+	CHECK_EQ(rs.r[0].family, KS_AF_INET6);
+	inet_pton(AF_INET6, "2001:2::10", &a);
+	CHECK(!memcmp(rs.r[0].addr.v6, &a, 16), "address");
+	CHECK_EQ(rs.r[0].port, 11211);
+	CHECK(!strcmp(rs.r[0].text, "[2001:2::10]:11211"), "text %s",
+	      rs.r[0].text);
+	/* the text is canonical whatever was typed */
+	CHECK(!strcmp(rs.r[1].text, "[2001:2::11]:1"), "text %s", rs.r[1].text);
+	CHECK(!ks_replicas_parse("[::1]:11211,[fd00::1]:11211", &rs, err,
+				 sizeof(err)),
+	      "loopback and unique-local: %s", err);
+	CHECK(!ks_replicas_parse(longest, &rs, err, sizeof(err)), "longest: %s",
+	      err);
+	CHECK(!strcmp(rs.r[0].text, longest), "text %s", rs.r[0].text);
 	kt_end();
 }
 
@@ -78,7 +109,25 @@ static void parse_bad(void)
 		      "'0.0.0.0' is not a dotted IPv4 unicast");
 	parse_bad_one("224.0.0.1:11211", "'224.0.0.1' is not");
 	parse_bad_one("255.255.255.255:11211", "'255.255.255.255' is not");
-	parse_bad_one("[::1]:11211", "entry 1");
+	/* IPv6 */
+	parse_bad_one("2001:2::10:11211", "an IPv6 address goes in brackets");
+	parse_bad_one("[2001:2::10]", "entry 1 '[2001:2::10]' has no port");
+	parse_bad_one("[2001:2::10:11211", "has no closing ']'");
+	parse_bad_one("[2001:2::10]x:1", "has no closing ']'");
+	parse_bad_one("[2001:2::zz]:1", "'2001:2::zz' is not an IPv6 address");
+	parse_bad_one("[::]:1", "'::' is the unspecified address");
+	parse_bad_one("[ff02::1]:1", "'ff02::1' is multicast");
+	parse_bad_one("[fe80::1]:1", "'fe80::1' is link-local");
+	parse_bad_one("[fe80::1%eth0]:1", "is not an IPv6 address");
+	parse_bad_one("[::ffff:198.18.0.1]:1", "IPv4-mapped");
+	parse_bad_one("[2001:2::10]:0", "port '0'");
+	parse_bad_one("[2001:2::10]:1,[2001:2:0::10]:1",
+		      "entry 2 '[2001:2:0::10]:1' repeats entry 1");
+	/* one family */
+	parse_bad_one("198.18.0.10:1,[2001:2::10]:1",
+		      "entry 2 '[2001:2::10]:1' is IPv6 but entry 1 is IPv4");
+	parse_bad_one("[2001:2::10]:1,198.18.0.10:1",
+		      "entry 2 '198.18.0.10:1' is IPv4 but entry 1 is IPv6");
 	parse_bad_one("1.2.3.4:", "port '' is not a number from 1 to 65535");
 	parse_bad_one("1.2.3.4:0", "entry 1 '1.2.3.4:0': port '0'");
 	parse_bad_one("1.2.3.4:65536", "port '65536'");
@@ -145,7 +194,8 @@ static void pick_basics(void)
 		bad_det += memcmp(o1, o2, 3) != 0; /* top 3 = prefix of top 5 */
 		ks_rendezvous_pick(h, &b, 5, o2);
 		for (j = 0; j < 5; j++)
-			bad_det += a.r[o1[j]].addr != b.r[o2[j]].addr ||
+			bad_det += memcmp(&a.r[o1[j]].addr, &b.r[o2[j]].addr,
+					  sizeof(a.r[0].addr)) ||
 				   a.r[o1[j]].port != b.r[o2[j]].port;
 	}
 	CHECK(!bad_distinct, "%u keys got repeated indices", bad_distinct);
@@ -159,17 +209,19 @@ static void pick_basics(void)
 	kt_end();
 }
 
-static void pick_spread(void)
+/* Four replicas, then a fifth added: the spread and what moves. */
+static void pick_spread(const char *name, const char *four_list,
+			const char *fifth)
 {
 	struct ks_replica_set four, five;
 	unsigned first[5] = {}, moved = 0, wrong = 0, i;
+	char five_list[256];
 	__u8 o4[1], o5[1];
 
-	kt_begin("rendezvous_spread_and_growth");
-	make_set(&four, "198.18.0.10:11211,198.18.0.11:11211,198.18.0.12:11211,"
-			"198.18.0.13:11211");
-	make_set(&five, "198.18.0.10:11211,198.18.0.11:11211,198.18.0.12:11211,"
-			"198.18.0.13:11211,198.18.0.14:11211");
+	kt_begin(name);
+	snprintf(five_list, sizeof(five_list), "%s,%s", four_list, fifth);
+	make_set(&four, four_list);
+	make_set(&five, five_list);
 	for (i = 0; i < NKEYS; i++) {
 		__u64 h = key_hash(i);
 
@@ -190,15 +242,24 @@ static void pick_spread(void)
 	CHECK(moved >= NKEYS * 19 / 100 && moved <= NKEYS * 21 / 100,
 	      "%u of %u keys moved to the 5th replica, want about 1/5", moved,
 	      NKEYS);
-	printf("# rendezvous: first choice %u/%u/%u/%u of %u; 5th replica took %u\n",
-	       first[0], first[1], first[2], first[3], NKEYS, moved);
+	printf("# %s: first choice %u/%u/%u/%u of %u; 5th replica took %u\n",
+	       name, first[0], first[1], first[2], first[3], NKEYS, moved);
 	kt_end();
 }
 
 void test_replicas(void)
 {
 	parse_good();
+	parse_good_v6();
 	parse_bad();
 	pick_basics();
-	pick_spread();
+	pick_spread("rendezvous_spread_and_growth",
+		    "198.18.0.10:11211,198.18.0.11:11211,198.18.0.12:11211,"
+		    "198.18.0.13:11211",
+		    "198.18.0.14:11211");
+	/* neighbouring IPv6 addresses, as a replica range has them */
+	pick_spread("rendezvous_spread_and_growth_ipv6",
+		    "[2001:2::10]:11211,[2001:2::11]:11211,[2001:2::12]:11211,"
+		    "[2001:2::13]:11211",
+		    "[2001:2::14]:11211");
 }

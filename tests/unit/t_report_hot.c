@@ -84,6 +84,11 @@ static void test_render(void)
 	inet_pton(AF_INET, "198.18.2.102", &rep[1].addr);
 	rep[1].port = htons(11212);
 	rep[1].steered_mps = 9000000;
+	rep[0].family = rep[1].family = KS_AF_INET;
+	/* an IPv6 replica prints as [addr]:port */
+	inet_pton(AF_INET6, "2001:2::10", rep[2].addr.v6);
+	rep[2].port = htons(11213);
+	rep[2].family = KS_AF_INET6;
 	slot(&s[0], "flash:1", 3, NOW + 5, 7, 7);
 	slot(&s[1], "bad\001key", 1, 0, 0, 0);
 	s[1].flags = KS_HOTF_WRITE_HOT;
@@ -100,6 +105,8 @@ static void test_render(void)
 	CHECK(t && strstr(t, "198.18.2.102:11212") &&
 		      strstr(t, "9000.0 steered"),
 	      "replica load");
+	CHECK(t && strstr(t, "[2001:2::10]:11213"), "IPv6 replica: %s",
+	      t ? t : "");
 	free(t);
 	t = render(&h, 1);
 	CHECK(t && strstr(t, ",\"hot_keys\":[{\"key\":\"flash:1\""),
@@ -112,6 +119,8 @@ static void test_render(void)
 	CHECK(t && strstr(t,
 			  "{\"addr\":\"198.18.2.102:11212\",\"steered_per_s\":9000.000}"),
 	      "json replica load");
+	CHECK(t && strstr(t, "{\"addr\":\"[2001:2::10]:11213\""),
+	      "json IPv6 replica");
 	free(t);
 	h.hash_only = 1;
 	t = render(&h, 1);

@@ -70,6 +70,14 @@ static void flag_lists(void)
 			  "--shards item 1: 'a:1:2:3' has more than three" },
 			{ "::1:11211",
 			  "--shards item 1: '::1:11211' has more than three" },
+			{ "[2001:2::11",
+			  "--shards item 1: '[2001:2::11' has no ']'" },
+			{ "[2001:2::zz]:1", "--shards item 1: '2001:2::zz' is "
+					    "not an IPv6 address" },
+			{ "[2001:2::11]",
+			  "--shards item 1: '[2001:2::11]' has no port" },
+			{ "[2001:2::11]:1:2:3",
+			  "--shards item 1: '[2001:2::11]:1:2:3' has more" },
 			{ "a:1,,b:2", "--shards item 2: empty item" },
 			{ "a:1,", "--shards item 2: empty item" },
 			{ "a b:1",
@@ -209,6 +217,22 @@ static void self(void)
 		      -EINVAL,
 	      "self with weight accepted");
 	CHECK_EQ(s.self, 1); /* failures leave it alone */
+	ks_shards_free(&s);
+
+	/* IPv6 literals in brackets, kept as written (the ring hashes them) */
+	CHECK(!ks_shards_parse_list("--shards",
+				    "[2001:2::11]:11211,[2001:2::12]:11211:2",
+				    &s, err, sizeof(err)),
+	      "%s", err);
+	CHECK(s.n == 2 && !strcmp(s.v[0].host, "[2001:2::11]") &&
+		      s.v[0].port == 11211 && s.v[1].weight == 2,
+	      "IPv6 items");
+	CHECK(!ks_shards_set_self(&s, "[2001:2::12]:11211", err, sizeof(err)),
+	      "IPv6 self: %s", err);
+	CHECK_EQ(s.self, 1);
+	CHECK(ks_shards_set_self(&s, "[2001:2::12]:11211:2", err,
+				 sizeof(err)) == -EINVAL,
+	      "IPv6 self with weight accepted");
 	ks_shards_free(&s);
 	kt_end();
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -20,13 +21,13 @@
 #include "core/hot_doc.h"
 #include "util/clock.h"
 
-static int forwarding_on(const char *ifname)
+static int forwarding_on(const char *ifname, int v6)
 {
 	char path[128], v = '0';
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/forwarding",
-		 ifname);
+	snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/forwarding",
+		 v6 ? "ipv6" : "ipv4", ifname);
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -42,10 +43,12 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 {
 	struct ks_replica_set one;
 	char e2[KS_ERRLEN];
-	int fwd;
+	int fwd, v6;
 
 	__u64 ttl_ns;
 
+	snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
+	s->vlans_fd = -1;
 	s->interval_ns = (__u64)interval_ms * 1000000ULL;
 	ttl_ns = s->interval_ns * KS_STEER_TTL_INTERVALS;
 	/* memcached TTLs are whole seconds; a copy outlives its slot's
@@ -64,17 +67,19 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 	if (ks_replicas_parse(self, &one, e2, sizeof(e2))) {
 		snprintf(
 			err, errlen,
-			"--self %s cannot be read from (%s); give --self as IPV4:PORT",
+			"--self %s cannot be read from (%s); give --self as IPV4:PORT or [IPV6]:PORT",
 			self, e2);
 		return -EINVAL;
 	}
 	s->owner = one.r[0];
-	fwd = forwarding_on(ifname);
+	v6 = s->rs.r[0].family == KS_AF_INET6;
+	fwd = forwarding_on(ifname, v6);
 	if (fwd <= 0) {
 		snprintf(
 			err, errlen,
-			"steering to replicas needs IPv4 forwarding on %s for the kernel's next-hop lookup; run 'sysctl -w net.ipv4.conf.%s.forwarding=1' or drop --replicas",
-			ifname, ifname);
+			"steering to replicas needs %s forwarding on %s for the kernel's next-hop lookup; run 'sysctl -w net.%s.conf.%s.forwarding=1' or drop --replicas",
+			v6 ? "IPv6" : "IPv4", ifname, v6 ? "ipv6" : "ipv4",
+			ifname);
 		return -EINVAL;
 	}
 	return 0;
@@ -95,6 +100,43 @@ static void invalidate_copies(struct ks_run_steer *s, unsigned slot)
 	memcpy(j.key, hs->key, j.len);
 	if (ks_filler_submit(&s->filler, &j))
 		s->inval_dropped++;
+}
+
+/*
+ * The device's VLAN sub-interfaces into ks_vlans, so tagged gets can be
+ * steered out of them; every interval, since sub-interfaces come and go.
+ * warn: say which of them lack the forwarding the FIB lookup needs.
+ */
+static void sync_vlans(struct ks_run_steer *s, int warn)
+{
+	struct ks_vlan_dev devs[KS_MAX_VLAN_DEVS];
+	int n, v6 = s->rs.n && s->rs.r[0].family == KS_AF_INET6, i;
+	char name[IF_NAMESIZE];
+	__u32 ifindex;
+
+	if (s->vlans_fd < 0 || !s->rs.n)
+		return;
+	ifindex = if_nametoindex(s->ifname);
+	n = ifindex ? ks_vlan_devs(ifindex, devs, KS_MAX_VLAN_DEVS) : -ENODEV;
+	if (n < 0) {
+		ks_debug("VLAN sub-interfaces of %s: %s", s->ifname,
+			 strerror(-n));
+		return;
+	}
+	if (ks_vlan_devs_sync(s->vlans_fd, devs, (unsigned)n))
+		ks_debug("ks_vlans: %s", strerror(errno));
+	/* two entries each: its tags, and its mark (vlan_devs.h) */
+	if ((unsigned)n / 2 != s->nvlans)
+		ks_info("steering tagged gets on %d VLAN sub-interface%s of %s",
+			n / 2, n == 2 ? "" : "s", s->ifname);
+	s->nvlans = (unsigned)n / 2;
+	for (i = 0; warn && i < n; i++)
+		if (devs[i].key.ifindex == ifindex &&
+		    if_indextoname(devs[i].ifindex, name) &&
+		    forwarding_on(name, v6) <= 0)
+			ks_warn("VLAN %s has %s forwarding off: its gets stay with the owner; run 'sysctl -w net.%s.conf.%s.forwarding=1'",
+				name, v6 ? "IPv6" : "IPv4",
+				v6 ? "ipv6" : "ipv4", name);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -139,11 +181,11 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	s->map_open = 1;
 	ks_steer_fsm_init(&s->fsm, &s->rs, s->map.slot, s->interval_ns,
 			  owner_turns(s));
-	for (i = 0; i < s->rs.n; i++) {
-		r[i].addr = s->rs.r[i].addr;
-		r[i].port = htons(s->rs.r[i].port);
-	}
+	for (i = 0; i < s->rs.n; i++)
+		ks_replica_entry(&s->rs.r[i], &r[i]);
 	err = ks_hot_map_set_replicas(&s->map, r, s->rs.n);
+	s->vlans_fd = m->vlans;
+	sync_vlans(s, 1);
 	if (!err) {
 		s->rb = ring_buffer__new(m->hot_events, on_event, s, NULL);
 		if (!s->rb)
@@ -297,10 +339,10 @@ static void publish_replicas(struct ks_run_steer *s, double interval_s)
 	unsigned i;
 
 	for (i = 0; i < s->rs.n; i++) {
-		struct ks_replica r = { .addr = s->rs.r[i].addr,
-					.port = htons(s->rs.r[i].port) };
+		struct ks_replica r;
 		__u64 v;
 
+		ks_replica_entry(&s->rs.r[i], &r);
 		if (ks_hot_map_replica_steered(&s->map, i, &v))
 			continue;
 		if (interval_s > 0)
@@ -347,6 +389,7 @@ unsigned ks_run_steer_interval(struct ks_run_steer *s,
 
 	if (!s->map_open)
 		return 0;
+	sync_vlans(s, 0);
 	ks_steer_fsm_tick(&s->fsm, t, ks_mono_ns());
 	perform(s, ks_mono_ns());
 	while ((e = ks_hot_next(t, &pos))) {

@@ -28,6 +28,7 @@
 #include "core/replicas.h"
 #include "agent/steer_fill.h"
 #include "core/steer_fsm.h"
+#include "net/vlan_devs.h"
 
 /* The steering options, as 'agent run' parsed them. */
 struct ks_run_steer_opts {
@@ -49,6 +50,9 @@ struct ks_run_steer {
 	struct ks_replica_addr owner;
 	__u64 interval_ns;
 	long copy_ttl_s;
+	char ifname[16]; /* the attached device (IF_NAMESIZE) */
+	int vlans_fd;    /* ks_vlans, or -1 */
+	unsigned nvlans; /* its sub-interfaces, as last synced */
 
 	/* the live parts */
 	struct ks_hot_map map;

@@ -146,9 +146,10 @@ int ks_filler_start(struct ks_steer_filler *w, const struct ks_replica_set *rs,
 	w->nrep = rs->n;
 	w->copy_ttl_s = copy_ttl_s;
 	for (i = 0; i < rs->n; i++)
-		ks_mc_init(&w->conn[i], rs->r[i].addr, rs->r[i].port,
-			   KS_STEER_MC_TIMEOUT);
-	ks_mc_init(&w->owner, owner->addr, owner->port, KS_STEER_MC_TIMEOUT);
+		ks_mc_init(&w->conn[i], rs->r[i].family, &rs->r[i].addr,
+			   rs->r[i].port, KS_STEER_MC_TIMEOUT);
+	ks_mc_init(&w->owner, owner->family, &owner->addr, owner->port,
+		   KS_STEER_MC_TIMEOUT);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	/* signals stay with the main thread, whose poll they must end */

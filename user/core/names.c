@@ -88,6 +88,8 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_RESYNC_LOST] = "resync_lost",
 	[KS_PKT_HOT_DISARM] = "hot_disarm",
 	[KS_PKT_UDP_FRAG] = "udp_frag",
+	[KS_PKT_STEER_FAMILY] = "steer_family",
+	[KS_PKT_STEER_SHAPE] = "steer_shape",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The --replicas list and the rendezvous choice of a key's replicas. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "core/replicas.h"
 
 #define EXAMPLE   "198.18.0.10:11211"
-#define ENTRY_MAX 64 /* longer than any "a.b.c.d:port"; longer is bad */
+#define EXAMPLE6  "[2001:2::10]:11211"
+#define EXAMPLES  EXAMPLE " or " EXAMPLE6
+#define ENTRY_MAX 64 /* longer than any "[v6]:port"; longer is bad */
 /* Separates replica ids from other users of ks_hash_fmix, so a replica
  * id never equals some key's hash by construction. */
 #define KS_RDV_SEED 0x6a09e667f3bcc908ULL
@@ -31,6 +34,24 @@ static int is_unicast(__u32 addr_be)
 	return a != 0 && a != 0xffffffffu && (a >> 28) != 0xe;
 }
 
+/* Why an IPv6 address cannot be a replica, or NULL: the unspecified and
+ * multicast ones cannot take a packet, a link-local one needs a zone the
+ * list has no room for, and a mapped IPv4 one is an IPv4 replica. */
+static const char *v6_unfit(const struct in6_addr *a)
+{
+	static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (IN6_IS_ADDR_UNSPECIFIED(a))
+		return "is the unspecified address";
+	if (IN6_IS_ADDR_MULTICAST(a))
+		return "is multicast";
+	if (IN6_IS_ADDR_LINKLOCAL(a))
+		return "is link-local (it would need a zone)";
+	if (!memcmp(a->s6_addr, mapped, sizeof(mapped)))
+		return "is an IPv4-mapped address (give it as a.b.c.d:port)";
+	return NULL;
+}
+
 static int parse_port(const char *s, __u16 *port)
 {
 	unsigned long v = 0;
@@ -48,59 +69,123 @@ static int parse_port(const char *s, __u16 *port)
 	return 0;
 }
 
-/* Text from the parsed address, so it is canonical whatever was typed. */
-static void format_text(struct ks_replica_addr *r)
+void ks_replica_format(__u8 family, const union ks_inaddr *addr, __u16 port,
+		       char *buf, size_t len)
 {
-	char ip[INET_ADDRSTRLEN] = "";
+	char ip[INET6_ADDRSTRLEN] = "";
 
-	inet_ntop(AF_INET, &r->addr, ip, sizeof(ip));
-	snprintf(r->text, sizeof(r->text), "%.15s:%u", ip, r->port);
+	if (family == KS_AF_INET6) {
+		inet_ntop(AF_INET6, addr->v6, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, port);
+	} else {
+		inet_ntop(AF_INET, &addr->v4, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, port);
+	}
 }
 
-/* One "a.b.c.d:port" entry (not NUL-terminated) into r. */
+void ks_replica_entry(const struct ks_replica_addr *r, struct ks_replica *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = r->addr;
+	out->port = htons(r->port);
+	out->family = r->family;
+}
+
+/* The address part of an entry: "a.b.c.d" or "[v6]" (brackets in buf). */
+static int parse_host(char *buf, const char *shown, unsigned idx,
+		      struct ks_replica_addr *r, char *err, size_t errlen)
+{
+	size_t n = strlen(buf);
+	struct in6_addr a6;
+	const char *why;
+
+	if (buf[0] == '[') {
+		if (n < 2 || buf[n - 1] != ']') {
+			snprintf(
+				err, errlen,
+				"--replicas entry %u '%s': '%s' has no closing ']'; give [IPV6]:port like " EXAMPLE6,
+				idx, shown, buf);
+			return -EINVAL;
+		}
+		buf[n - 1] = '\0';
+		if (inet_pton(AF_INET6, buf + 1, &a6) != 1) {
+			snprintf(
+				err, errlen,
+				"--replicas entry %u '%s': '%s' is not an IPv6 address; give [IPV6]:port like " EXAMPLE6
+				" (no host names, no zones)",
+				idx, shown, buf + 1);
+			return -EINVAL;
+		}
+		why = v6_unfit(&a6);
+		if (why) {
+			snprintf(
+				err, errlen,
+				"--replicas entry %u '%s': '%s' %s; give a global or unique-local unicast address like " EXAMPLE6,
+				idx, shown, buf + 1, why);
+			return -EINVAL;
+		}
+		r->family = KS_AF_INET6;
+		memcpy(r->addr.v6, &a6, 16);
+		return 0;
+	}
+	if (strchr(buf, ':')) {
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s': an IPv6 address goes in brackets; give [IPV6]:port like " EXAMPLE6,
+			idx, shown);
+		return -EINVAL;
+	}
+	if (inet_pton(AF_INET, buf, &r->addr.v4) != 1 ||
+	    !is_unicast(r->addr.v4)) {
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s': '%s' is not a dotted IPv4 unicast address; give host:port like " EXAMPLES
+			" (no host names)",
+			idx, shown, buf);
+		return -EINVAL;
+	}
+	r->family = KS_AF_INET;
+	return 0;
+}
+
+/* One "a.b.c.d:port" or "[v6]:port" entry (not NUL-terminated) into r. */
 static int parse_entry(const char *s, size_t len, unsigned idx,
 		       struct ks_replica_addr *r, char *err, size_t errlen)
 {
 	char buf[ENTRY_MAX], shown[48];
-	struct in_addr in;
 	char *colon;
 
 	entry_text(s, len, shown, sizeof(shown));
 	if (len >= sizeof(buf)) {
 		snprintf(
 			err, errlen,
-			"--replicas entry %u '%s' is too long; give host:port like " EXAMPLE,
+			"--replicas entry %u '%s' is too long; give host:port like " EXAMPLES,
 			idx, shown);
 		return -EINVAL;
 	}
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	colon = strrchr(buf, ':');
-	if (!colon) {
+	/* "[v6]" alone: its last colon is inside the brackets */
+	if (!colon || (buf[0] == '[' && colon < strrchr(buf, ']'))) {
 		snprintf(
 			err, errlen,
-			"--replicas entry %u '%s' has no port; give host:port like " EXAMPLE,
+			"--replicas entry %u '%s' has no port; give host:port like " EXAMPLES,
 			idx, shown);
 		return -EINVAL;
 	}
 	*colon = '\0';
-	if (inet_pton(AF_INET, buf, &in) != 1 || !is_unicast(in.s_addr)) {
-		snprintf(
-			err, errlen,
-			"--replicas entry %u '%s': '%s' is not a dotted IPv4 unicast address; give host:port like " EXAMPLE
-			" (no host names)",
-			idx, shown, buf);
+	if (parse_host(buf, shown, idx, r, err, errlen))
 		return -EINVAL;
-	}
 	if (parse_port(colon + 1, &r->port)) {
 		snprintf(
 			err, errlen,
-			"--replicas entry %u '%s': port '%s' is not a number from 1 to 65535; give host:port like " EXAMPLE,
+			"--replicas entry %u '%s': port '%s' is not a number from 1 to 65535; give host:port like " EXAMPLES,
 			idx, shown, colon + 1);
 		return -EINVAL;
 	}
-	r->addr = in.s_addr;
-	format_text(r);
+	ks_replica_format(r->family, &r->addr, r->port, r->text,
+			  sizeof(r->text));
 	return 0;
 }
 
@@ -110,7 +195,9 @@ static int find_replica(const struct ks_replica_set *rs,
 	unsigned i;
 
 	for (i = 0; i < rs->n; i++)
-		if (rs->r[i].addr == r->addr && rs->r[i].port == r->port)
+		if (rs->r[i].family == r->family &&
+		    !memcmp(&rs->r[i].addr, &r->addr, sizeof(r->addr)) &&
+		    rs->r[i].port == r->port)
 			return (int)i;
 	return -1;
 }
@@ -140,6 +227,14 @@ static int add_entry(struct ks_replica_set *rs, const char *s, size_t len,
 	}
 	if (parse_entry(s, len, idx, &r, err, errlen))
 		return -EINVAL;
+	if (rs->n && r.family != rs->r[0].family) {
+		snprintf(
+			err, errlen,
+			"--replicas entry %u '%s' is %s but entry 1 is %s; give replicas of one family (a get is steered only to a replica of its own family)",
+			idx, shown, r.family == KS_AF_INET6 ? "IPv6" : "IPv4",
+			r.family == KS_AF_INET6 ? "IPv4" : "IPv6");
+		return -EINVAL;
+	}
 	dup = find_replica(rs, &r);
 	if (dup >= 0) {
 		snprintf(
@@ -163,7 +258,7 @@ int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
 		snprintf(
 			err, errlen,
 			"--replicas needs a value; give 1 to %d replicas like " EXAMPLE
-			",198.18.0.11:11211",
+			",198.18.0.11:11211 or " EXAMPLE6 ",[2001:2::11]:11211",
 			KS_MAX_REPLICAS);
 		return -EINVAL;
 	}
@@ -182,12 +277,27 @@ int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
 }
 
 /* The replica's identity in host byte order, so every machine scores it
- * alike; mixed once so nearby addresses get unrelated ids. */
+ * alike; mixed once so nearby addresses get unrelated ids. An IPv4
+ * replica's id is what it was before IPv6 (copies do not move on an
+ * upgrade), a bijection of address and port, so two never tie. An IPv6
+ * one takes its address 64 bits a round and the port in a round of its
+ * own (XOR-ing a port into an address word would let [a::2]:1 and
+ * [a::1]:2 cancel out, as the fuzzer found): two tie only by a 64-bit
+ * accident. */
 static __u64 replica_id(const struct ks_replica_addr *r)
 {
-	__u64 v = ((__u64)ntohl(r->addr) << 16) | r->port;
+	__u64 v;
 
-	return ks_hash_fmix(v ^ KS_RDV_SEED);
+	if (r->family != KS_AF_INET6) {
+		v = ((__u64)ntohl(r->addr.v4) << 16) | r->port;
+		return ks_hash_fmix(v ^ KS_RDV_SEED);
+	}
+	v = ks_hash_fmix(
+		KS_RDV_SEED ^ KS_AF_INET6 ^
+		((__u64)ntohl(r->addr.w[0]) << 32 | ntohl(r->addr.w[1])));
+	v = ks_hash_fmix(
+		v ^ ((__u64)ntohl(r->addr.w[2]) << 32 | ntohl(r->addr.w[3])));
+	return ks_hash_fmix(v ^ r->port);
 }
 
 __u64 ks_rendezvous_score(__u64 key_hash, const struct ks_replica_addr *r)

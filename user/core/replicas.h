@@ -17,10 +17,15 @@
 #include <linux/types.h>
 #include "keysteer.h"
 
+/* "[" + the longest IPv6 text + "]:65535" and a NUL. */
+#define KS_REPLICA_TEXT 48
+
 struct ks_replica_addr {
-	__u32 addr;    /* IPv4, network order */
-	__u16 port;    /* host order */
-	char text[24]; /* "a.b.c.d:port", for messages and reports */
+	__u8 family;                /* KS_AF_INET or KS_AF_INET6 (keysteer.h) */
+	union ks_inaddr addr;       /* network order */
+	__u16 port;                 /* host order */
+	char text[KS_REPLICA_TEXT]; /* "a.b.c.d:port" or "[v6]:port", for
+				     * messages and reports */
 };
 
 struct ks_replica_set {
@@ -29,13 +34,23 @@ struct ks_replica_set {
 };
 
 /*
- * "198.18.0.10:11211,198.18.0.11:11211": 1..KS_MAX_REPLICAS distinct
- * entries, each a dotted IPv4 unicast address and a port 1..65535. Returns
+ * "198.18.0.10:11211,198.18.0.11:11211" or "[2001:2::10]:11211,...":
+ * 1..KS_MAX_REPLICAS distinct entries, each a dotted IPv4 or a bracketed
+ * IPv6 unicast address and a port 1..65535, all of one family (a get is
+ * steered only to a replica of its own family; docs/steering.md). Returns
  * 0, or -EINVAL with "<what is wrong, naming the entry>; <what to give>"
  * in err; rs is written only on success.
  */
 int ks_replicas_parse(const char *list, struct ks_replica_set *rs, char *err,
 		      size_t errlen);
+
+/* "a.b.c.d:port" or "[v6]:port" of an address in network order and a
+ * port in host order, into buf (KS_REPLICA_TEXT is enough). */
+void ks_replica_format(__u8 family, const union ks_inaddr *addr, __u16 port,
+		       char *buf, size_t len);
+
+/* The datapath's entry for r (port in network order). */
+void ks_replica_entry(const struct ks_replica_addr *r, struct ks_replica *out);
 
 /* A replica's rendezvous score for a key (ks_key_hash of the key). */
 __u64 ks_rendezvous_score(__u64 key_hash, const struct ks_replica_addr *r);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* shards.c - parsing the shard list (see shards.h for the formats). */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -58,14 +59,38 @@ static int parse_addr(const struct origin *o, const char *s, size_t len,
 	char why[400], num[32], sub[KS_ERRLEN];
 	unsigned long long v;
 
+	size_t hlen = 0; /* a bracketed IPv6 host, brackets included */
+
+	if (len && s[0] == '[') {
+		const char *rb = memchr(s, ']', len);
+		char a[INET6_ADDRSTRLEN];
+		struct in6_addr a6;
+
+		if (!rb || (size_t)(rb - s) - 1 >= sizeof(a)) {
+			snprintf(why, sizeof(why),
+				 "'%.*s' has no ']' after its IPv6 address",
+				 (int)len, s);
+			return fail(o, err, errlen, -EINVAL, why,
+				    "write [IPV6]:port[:weight]");
+		}
+		memcpy(a, s + 1, (size_t)(rb - s) - 1);
+		a[rb - s - 1] = '\0';
+		if (inet_pton(AF_INET6, a, &a6) != 1) {
+			snprintf(why, sizeof(why),
+				 "'%s' is not an IPv6 address", a);
+			return fail(o, err, errlen, -EINVAL, why,
+				    "write [IPV6]:port[:weight]");
+		}
+		hlen = (size_t)(rb - s) + 1;
+	}
 	fields[0] = s;
-	for (i = 0; i < len; i++) {
+	for (i = hlen; i < len; i++) {
 		if (s[i] != ':')
 			continue;
 		if (nf == 3) {
 			snprintf(
 				why, sizeof(why),
-				"'%.*s' has more than three ':' fields (IPv6 literals are not supported)",
+				"'%.*s' has more than three ':' fields (an IPv6 address goes in brackets: [IPV6]:port)",
 				(int)len, s);
 			return fail(o, err, errlen, -EINVAL, why,
 				    "write " ENTRY_HINT);
@@ -92,7 +117,7 @@ static int parse_addr(const struct origin *o, const char *s, size_t len,
 		return fail(o, err, errlen, -EINVAL, why,
 			    "give a host name or IPv4 address");
 	}
-	for (i = 0; i < flen[0]; i++) {
+	for (i = 0; i < flen[0] && !hlen; i++) {
 		if (!host_char_ok(fields[0][i])) {
 			snprintf(why, sizeof(why),
 				 "host '%.*s' has the character '%c'",
@@ -428,7 +453,8 @@ int ks_shards_set_self(struct ks_shards *s, const char *hostport, char *err,
 		snprintf(err, errlen, "--self%s", colon ? colon : sub);
 		return -EINVAL;
 	}
-	if (strchr(hostport, ':') != strrchr(hostport, ':')) {
+	if (strchr(strrchr(hostport, ']') ? strrchr(hostport, ']') : hostport,
+		   ':') != strrchr(hostport, ':')) {
 		snprintf(err, errlen,
 			 "--self '%s' has a weight; give host:port only",
 			 hostport);

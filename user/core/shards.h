@@ -7,7 +7,8 @@
  * name the source, the line and the reason in err ("shards.txt:3: port
  * 70000 out of range 1..65535; ..."), for the caller to prefix "agent: ".
  *
- * Hosts are kept as given (IPv4 literal or host name): the clients hash
+ * Hosts are kept as given (IPv4 literal, host name, or an IPv6 literal in
+ * brackets, "[2001:2::11]:11211", brackets kept): the clients hash
  * the string, so nothing is resolved here.
  */
 #ifndef KS_SHARDS_H

@@ -961,6 +961,7 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->replicas = bpf_map__fd(a->skel->maps.ks_replicas);
 	m->replica_stats = bpf_map__fd(a->skel->maps.ks_replica_stats);
 	m->hot_events = bpf_map__fd(a->skel->maps.ks_hot_events);
+	m->vlans = bpf_map__fd(a->skel->maps.ks_vlans);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

@@ -20,7 +20,7 @@ void ks_maps_init(struct ks_maps *m)
 	m->cms = m->cands = m->events = m->report = -1;
 	m->ring = m->shards = m->misdirect = m->shard_report = -1;
 	m->hot = m->hot_stats = m->replicas = m->replica_stats = -1;
-	m->hot_events = -1;
+	m->hot_events = m->vlans = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -67,12 +67,12 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 
 void ks_maps_close(struct ks_maps *m)
 {
-	int *fds[] = { &m->config,        &m->ops,       &m->errors,
-		       &m->pkts,          &m->cms,       &m->cands,
-		       &m->events,        &m->report,    &m->ring,
-		       &m->shards,        &m->misdirect, &m->shard_report,
-		       &m->hot,           &m->hot_stats, &m->replicas,
-		       &m->replica_stats, &m->hot_events };
+	int *fds[] = { &m->config,        &m->ops,        &m->errors,
+		       &m->pkts,          &m->cms,        &m->cands,
+		       &m->events,        &m->report,     &m->ring,
+		       &m->shards,        &m->misdirect,  &m->shard_report,
+		       &m->hot,           &m->hot_stats,  &m->replicas,
+		       &m->replica_stats, &m->hot_events, &m->vlans };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {

@@ -259,18 +259,35 @@ static int resolve(struct ld_run *run, char *err, size_t errlen)
 	}
 	for (i = 0; i < run->nshards; i++) {
 		const struct ks_shard *sh = &run->shards.v[i];
-		struct addrinfo hints = { .ai_family = AF_INET }, *res = NULL;
-		int rc = getaddrinfo(sh->host, NULL, &hints, &res);
+		struct addrinfo hints = { .ai_family = AF_UNSPEC,
+					  .ai_socktype = SOCK_DGRAM },
+				*res = NULL;
+		char host[KS_SHARD_HOST_MAX + 1];
+		size_t hl = strlen(sh->host);
+		int rc;
 
-		if (rc || !res) {
+		/* "[v6]" as the shard list writes it: the address inside */
+		if (hl > 2 && sh->host[0] == '[' && sh->host[hl - 1] == ']')
+			snprintf(host, sizeof(host), "%.*s", (int)(hl - 2),
+				 sh->host + 1);
+		else
+			snprintf(host, sizeof(host), "%s", sh->host);
+		rc = getaddrinfo(host, NULL, &hints, &res);
+		if (rc || !res || res->ai_addrlen > sizeof(run->addr[i].sa)) {
 			snprintf(
 				err, errlen,
-				"cannot resolve '%s': %s; give an IPv4 address",
-				sh->host, gai_strerror(rc));
+				"cannot resolve '%s': %s; give an IPv4 or [IPv6] address",
+				sh->host, rc ? gai_strerror(rc) : "no address");
+			if (res)
+				freeaddrinfo(res);
 			return -EINVAL;
 		}
-		memcpy(&run->addr[i].sa, res->ai_addr, sizeof(run->addr[i].sa));
-		run->addr[i].sa.sin_port = htons(sh->port);
+		memset(&run->addr[i].sa, 0, sizeof(run->addr[i].sa));
+		memcpy(&run->addr[i].sa, res->ai_addr, res->ai_addrlen);
+		if (run->addr[i].sa.sa.sa_family == AF_INET6)
+			run->addr[i].sa.v6.sin6_port = htons(sh->port);
+		else
+			run->addr[i].sa.v4.sin_port = htons(sh->port);
 		ks_shard_addr(sh, run->addr[i].name, sizeof(run->addr[i].name));
 		freeaddrinfo(res);
 	}

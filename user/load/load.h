@@ -95,13 +95,30 @@ struct ld_shard_stat {
 	__u64 set_keys;
 };
 
+/* A shard's or a reply's address, IPv4 or IPv6. */
+union ld_addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+static inline socklen_t ld_addr_len(const union ld_addr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->v6) : sizeof(a->v4);
+}
+
+/* Same address and port (an IPv6 one's scope and flow label aside). */
+int ld_addr_same(const union ld_addr *a, const union ld_addr *b);
+/* "a.b.c.d:port" or "[v6]:port". */
+void ld_addr_text(const union ld_addr *a, char *buf, size_t len);
+
 /*
  * UDP replies by the address they came from. With XDP steering a request
  * sent to a shard is answered by one of its replicas: such a reply is
  * "steered" (its source differs from the request's destination).
  */
 struct ld_source {
-	struct sockaddr_in sa;
+	union ld_addr sa;
 	__u64 replies;
 };
 
@@ -113,12 +130,11 @@ struct ld_sources {
 	__u64 first_steered_ns; /* CLOCK_MONOTONIC; 0: none yet */
 };
 
-void ld_sources_add(struct ld_sources *s, const struct sockaddr_in *sa,
-		    __u64 n);
+void ld_sources_add(struct ld_sources *s, const union ld_addr *sa, __u64 n);
 void ld_sources_merge(struct ld_sources *dst, const struct ld_sources *src);
 
 struct ld_shard_addr {
-	struct sockaddr_in sa;
+	union ld_addr sa;
 	char name[KS_SHARD_HOST_MAX + 8];
 };
 

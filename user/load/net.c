@@ -41,7 +41,7 @@ static int open_sock(struct ld_worker *w, __u32 sh, int type)
 {
 	const struct ld_shard_addr *a = &w->run->addr[sh];
 	int one = 1;
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	int fd = socket(a->sa.sa.sa_family, type | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
@@ -49,7 +49,7 @@ static int open_sock(struct ld_worker *w, __u32 sh, int type)
 	if (type == SOCK_DGRAM)
 		return fd; /* unconnected: replies may come from any address */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&a->sa, sizeof(a->sa))) {
+	if (connect(fd, &a->sa.sa, ld_addr_len(&a->sa))) {
 		close(fd);
 		return -1;
 	}
@@ -241,7 +241,7 @@ int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
 	};
 	struct msghdr msg = {
 		.msg_name = (void *)&w->run->addr[sh].sa,
-		.msg_namelen = sizeof(w->run->addr[sh].sa),
+		.msg_namelen = ld_addr_len(&w->run->addr[sh].sa),
 		.msg_iov = iov,
 		.msg_iovlen = 2,
 	};
@@ -262,19 +262,13 @@ int ld_udp_send(struct ld_worker *w, __u32 sh, __u16 id, const char *cmd,
 	return 0;
 }
 
-static int same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
-{
-	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
-	       a->sin_port == b->sin_port;
-}
-
 static void count_source(struct ld_worker *w, __u32 sh,
-			 const struct sockaddr_in *from)
+			 const union ld_addr *from)
 {
 	struct ld_sources *s = &w->src;
 
 	ld_sources_add(s, from, 1);
-	if (same_addr(from, &w->run->addr[sh].sa))
+	if (ld_addr_same(from, &w->run->addr[sh].sa))
 		return;
 	s->steered++;
 	if (!s->first_steered_ns)
@@ -292,10 +286,10 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 	if (w->udp_fd[sh] < 0)
 		return -EIO;
 	for (;;) {
-		struct sockaddr_in from;
+		union ld_addr from;
 		socklen_t fromlen = sizeof(from);
 		ssize_t n = recvfrom(w->udp_fd[sh], buf, sizeof(buf), 0,
-				     (struct sockaddr *)&from, &fromlen);
+				     &from.sa, &fromlen);
 		__u16 v[4];
 		const char *p, *end;
 

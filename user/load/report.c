@@ -40,10 +40,7 @@ void ld_sum_workers(const struct ld_run *run, struct ld_worker *ws, __u32 n,
 
 static void source_name(const struct ld_source *x, char *buf, size_t len)
 {
-	char ip[INET_ADDRSTRLEN];
-
-	inet_ntop(AF_INET, &x->sa.sin_addr, ip, sizeof(ip));
-	snprintf(buf, len, "%s:%u", ip, ntohs(x->sa.sin_port));
+	ld_addr_text(&x->sa, buf, len);
 }
 
 /* ms from the run's start to the first steered reply; < 0: none. */

@@ -52,10 +52,12 @@ static int wait_fd(int fd, short ev, __u64 deadline)
 	}
 }
 
-void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port, int timeout_ms)
+void ks_mc_init(struct ks_mc_conn *c, __u8 family, const union ks_inaddr *addr,
+		__u16 port, int timeout_ms)
 {
 	memset(c, 0, sizeof(*c));
-	c->addr = addr_be;
+	c->addr = *addr;
+	c->family = family;
 	c->port = port;
 	c->fd = -1;
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
@@ -71,12 +73,13 @@ void ks_mc_close(struct ks_mc_conn *c)
 	c->rpos = c->rlen = 0;
 }
 
-static int connect_wait(int fd, const struct sockaddr_in *sa, __u64 deadline)
+static int connect_wait(int fd, const struct sockaddr *sa, socklen_t salen,
+			__u64 deadline)
 {
 	socklen_t sl = sizeof(int);
 	int err, so_err = 0;
 
-	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+	if (connect(fd, sa, salen) == 0)
 		return 0;
 	if (errno != EINPROGRESS)
 		return -errno;
@@ -92,15 +95,22 @@ static int mc_connect(struct ks_mc_conn *c, __u64 deadline)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(c->port),
-				  .sin_addr.s_addr = c->addr };
-	int one = 1, fd, err;
+				  .sin_addr.s_addr = c->addr.v4 };
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6,
+				    .sin6_port = htons(c->port) };
+	int v6 = c->family == KS_AF_INET6, one = 1, fd, err;
 
 	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE)))
 		return -ENOMEM;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	memcpy(&sa6.sin6_addr, c->addr.v6, sizeof(sa6.sin6_addr));
+	fd = socket(v6 ? AF_INET6 : AF_INET,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	err = connect_wait(fd, &sa, deadline);
+	err = v6 ? connect_wait(fd, (const struct sockaddr *)&sa6, sizeof(sa6),
+				deadline)
+		 : connect_wait(fd, (const struct sockaddr *)&sa, sizeof(sa),
+				deadline);
 	if (err) {
 		close(fd);
 		return err;

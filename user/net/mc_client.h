@@ -22,17 +22,19 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "core/mc_key.h" /* KS_MC_KEY_MAX, ks_mc_key_check */
+#include "keysteer.h"    /* union ks_inaddr, KS_AF_INET6 */
 
 #define KS_MC_VALUE_MAX (1u << 20) /* memcached's default item size limit */
 /* memcached reads an expiry above 30 days as a unix time, not seconds. */
 #define KS_MC_TTL_MAX 2592000L
 
 struct ks_mc_conn {
-	__u32 addr;     /* IPv4, network order */
-	__u16 port;     /* host order */
-	int fd;         /* -1: not connected */
-	int timeout_ms; /* per call, from its start to its last byte */
-	char *rbuf;     /* reply bytes read ahead; allocated on connect */
+	union ks_inaddr addr; /* network order */
+	__u8 family;          /* KS_AF_INET or KS_AF_INET6 */
+	__u16 port;           /* host order */
+	int fd;               /* -1: not connected */
+	int timeout_ms;       /* per call, from its start to its last byte */
+	char *rbuf;           /* reply bytes read ahead; allocated on connect */
 	size_t rpos, rlen;
 };
 
@@ -46,8 +48,8 @@ struct ks_mc_item {
 };
 
 /* No I/O: the connection opens on the first call. */
-void ks_mc_init(struct ks_mc_conn *c, __u32 addr_be, __u16 port,
-		int timeout_ms);
+void ks_mc_init(struct ks_mc_conn *c, __u8 family, const union ks_inaddr *addr,
+		__u16 port, int timeout_ms);
 /* Closes the socket and frees the buffer; safe to call twice. */
 void ks_mc_close(struct ks_mc_conn *c);
 

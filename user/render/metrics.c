@@ -48,6 +48,10 @@ static const struct {
 	  "UDP gets rewritten towards an L1 replica." },
 	{ KS_PKT_STEER_NO_ROUTE, "keysteer_steer_no_route_total",
 	  "UDP gets of armed keys kept at the owner: no route or neighbour." },
+	{ KS_PKT_STEER_FAMILY, "keysteer_steer_family_mismatch_total",
+	  "UDP gets of armed keys kept at the owner: the frame's IP family is not the replicas'." },
+	{ KS_PKT_STEER_SHAPE, "keysteer_steer_unsupported_header_total",
+	  "UDP gets of armed keys kept at the owner: IPv4 options, IPv6 extension headers, hop limit <= 1 or IPv6 UDP checksum 0." },
 };
 
 static void family(FILE *f, const char *name, const char *type,

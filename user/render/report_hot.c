@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <string.h>
+#include "core/replicas.h"
 #include "render/json.h"
 #include "render/report_hot.h"
 #include "render/text.h"
@@ -21,10 +22,7 @@ const char *ks_hot_state_name(const struct ks_hot_slot *s, __u64 now_mono_ns)
 
 static void replica_text(const struct ks_replica *r, char *buf, size_t len)
 {
-	char a[INET_ADDRSTRLEN];
-
-	inet_ntop(AF_INET, &r->addr, a, sizeof(a));
-	snprintf(buf, len, "%s:%u", a, ntohs(r->port));
+	ks_replica_format(r->family, &r->addr, ntohs(r->port), buf, len);
 }
 
 /* The replicas of a slot as "a:p,b:p" (copies beyond the owner). */
@@ -36,7 +34,7 @@ static void slot_replicas(const struct ks_hot_view *h,
 
 	buf[0] = '\0';
 	for (i = 1; i < s->ncopies && i < KS_MAX_COPIES; i++) {
-		char one[32];
+		char one[KS_REPLICA_TEXT];
 
 		replica_text(&h->rep[s->replica[i - 1] % KS_MAX_REPLICAS], one,
 			     sizeof(one));
@@ -60,7 +58,7 @@ static const char *flag_text(const struct ks_hot_slot *s)
 
 void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 {
-	char key[40], reps[160];
+	char key[40], reps[KS_MAX_COPIES * KS_REPLICA_TEXT];
 	size_t i;
 
 	fprintf(f, "\nhot keys: %zu\n", h->n);
@@ -90,7 +88,7 @@ void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 	}
 	fprintf(f, "replicas:\n");
 	for (i = 0; i < KS_MAX_REPLICAS; i++) {
-		if (!h->rep[i].addr)
+		if (!h->rep[i].family)
 			continue;
 		replica_text(&h->rep[i], reps, sizeof(reps));
 		fprintf(f, "  %-22s %11.1f steered reads/s\n", reps,
@@ -101,7 +99,7 @@ void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 static void json_slot(FILE *f, const struct ks_hot_view *h,
 		      const struct ks_hot_slot *s)
 {
-	char one[32];
+	char one[KS_REPLICA_TEXT];
 	__u32 i;
 
 	fprintf(f, "{");
@@ -134,7 +132,7 @@ static void json_slot(FILE *f, const struct ks_hot_view *h,
 
 void ks_render_hot_json(FILE *f, const struct ks_hot_view *h)
 {
-	char one[32];
+	char one[KS_REPLICA_TEXT];
 	size_t i;
 	int first = 1;
 
@@ -146,7 +144,7 @@ void ks_render_hot_json(FILE *f, const struct ks_hot_view *h)
 	}
 	fprintf(f, "],\"replicas\":[");
 	for (i = 0; i < KS_MAX_REPLICAS; i++) {
-		if (!h->rep[i].addr)
+		if (!h->rep[i].family)
 			continue;
 		replica_text(&h->rep[i], one, sizeof(one));
 		fprintf(f, "%s{\"addr\":\"%s\",\"steered_per_s\":%.3f}",

@@ -24,7 +24,9 @@ def split_addr(hostport):
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
         raise SystemExit("mc_stats.py: '%s' is not HOST:PORT; give e.g. 198.18.2.11:11211"
-                         % hostport)
+                         " or [2001:2::11]:11211" % hostport)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # an IPv6 literal
     return host, int(port)
 
 

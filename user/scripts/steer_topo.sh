@@ -5,7 +5,12 @@
 # 11211) on every shard and replica. Source it (the e2e tests and
 # tests/bench/steer_bench.sh and the demo do); it defines functions only.
 #
-#   steer_topo_up NSHARDS NREPLICAS   build it; 1 (after a message) on failure
+#   steer_topo_up NSHARDS NREPLICAS [6]  build it; 1 (after a message) on
+#                                     failure. With 6 every host has IPv6
+#                                     too (2001:2::/64, in the benchmarking
+#                                     range 2001:2::/48), and the ADDR arrays,
+#                                     the shard file, STEER_REPLICAS and
+#                                     memcached are IPv6: [2001:2::11]:11211
 #   steer_topo_down                   remove everything; safe to call twice,
 #                                     call it from the caller's EXIT trap
 #   steer_agent_start IDX ARGS...     `agent run --iface <shard IDX's if> ARGS`
@@ -21,6 +26,8 @@
 #   STEER_CLIENT_NS STEER_CLIENT_ADDR   the client (198.18.2.1)
 #   STEER_SHARD_NS[] STEER_SHARD_IF[] STEER_SHARD_ADDR[]    (198.18.2.11..)
 #   STEER_REPLICA_NS[] STEER_REPLICA_IF[] STEER_REPLICA_ADDR[] (198.18.2.101..)
+#   STEER_*_ADDR4[]: the IPv4 addresses (the same as *_ADDR without 6)
+#   STEER_FAMILY (4 or 6), STEER_HOSTPORT ADDR: "ADDR:PORT" or "[ADDR]:PORT"
 #   STEER_PORT (11211), STEER_SHARDS_FILE (one "addr:port" a line, for the
 #   ketama ring of ks_load and the agent), STEER_REPLICAS ("addr:port,..."),
 #   STEER_TMP (a temp folder removed by steer_topo_down)
@@ -31,7 +38,8 @@
 # The bridge-side peer of every shard veth runs build/ks_empty.bpf.o: a veth
 # delivers frames that its peer sent with XDP_TX (steering) only when the
 # receiving end has an XDP program (or GRO, which needs ethtool). Shard
-# interfaces have IPv4 forwarding on (the agent's next-hop lookup needs it).
+# interfaces have IPv4 (and with 6, IPv6) forwarding on (the agent's
+# next-hop lookup needs it).
 # Every host's veth computes its checksums in software (TX checksum offload
 # off), so a steered frame arrives with a valid one: see _steer_tx_csum_off.
 
@@ -41,20 +49,34 @@ STEER_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 STEER_PORT=11211
 STEER_NET=198.18.2
+STEER_NET6=2001:2
+STEER_FAMILY=4
 STEER_AGENT=$STEER_ROOT/${OUT:-build}/agent
 STEER_EMPTY_OBJ=$STEER_ROOT/${OUT:-build}/ks_empty.bpf.o
 STEER_PIN_ROOT=/sys/fs/bpf/keysteer
 
 STEER_BR_NS=
 STEER_CLIENT_NS=
-STEER_SHARD_NS=() STEER_SHARD_IF=() STEER_SHARD_ADDR=()
-STEER_REPLICA_NS=() STEER_REPLICA_IF=() STEER_REPLICA_ADDR=()
+STEER_SHARD_NS=() STEER_SHARD_IF=() STEER_SHARD_ADDR=() STEER_SHARD_ADDR4=()
+STEER_REPLICA_NS=() STEER_REPLICA_IF=() STEER_REPLICA_ADDR=() STEER_REPLICA_ADDR4=()
 STEER_ALL_NS=()
 STEER_MC_PIDS=()
 STEER_AGENT_PIDS=()
 STEER_TMP=
 
 steer_msg() { echo "steer_topo: $*" >&2; }
+
+# STEER_HOSTPORT ADDR: ADDR:PORT, an IPv6 address in brackets.
+STEER_HOSTPORT() {
+	case $1 in
+	*:*) echo "[$1]:$STEER_PORT" ;;
+	*) echo "$1:$STEER_PORT" ;;
+	esac
+}
+
+# _steer_addr6 IPV4: the host's IPv6 address, its last IPv4 byte in the
+# last group (198.18.2.11 -> 2001:2::11).
+_steer_addr6() { echo "$STEER_NET6::${1##*.}"; }
 
 # Detach any XDP program the agent left on our shard interfaces (before the
 # namespaces go, while `agent detach` can still find the interface).
@@ -109,16 +131,30 @@ _steer_host() {
 	local ns=$1 hif=$2 bif=$3 addr=$4
 	ip netns add "$ns" || return 1
 	STEER_ALL_NS+=("$ns")
-	# No IPv6: its router solicitations and MLD reports would only add
-	# packets the agent and the counters have to look past.
-	ks_in_ns "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
-		net.ipv6.conf.default.disable_ipv6=1 >/dev/null || return 1
+	if [ "$STEER_FAMILY" = 6 ]; then
+		# IPv6 without the chatter: no router solicitations, no DAD
+		# wait (the addresses are unique by construction), no RAs
+		ks_in_ns "$ns" sysctl -qw net.ipv6.conf.all.accept_ra=0 \
+			net.ipv6.conf.default.accept_ra=0 \
+			net.ipv6.conf.all.router_solicitations=0 \
+			net.ipv6.conf.default.router_solicitations=0 \
+			net.ipv6.conf.default.accept_dad=0 >/dev/null || return 1
+	else
+		# No IPv6: its router solicitations and MLD reports would only
+		# add packets the agent and the counters have to look past.
+		ks_in_ns "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+			net.ipv6.conf.default.disable_ipv6=1 >/dev/null || return 1
+	fi
 	ip link add "$hif" netns "$ns" type veth peer name "$bif" netns "$STEER_BR_NS" ||
 		return 1
 	ip -n "$ns" addr add "$addr/24" dev "$hif" &&
 		ip -n "$ns" link set lo up &&
 		ip -n "$ns" link set "$hif" up &&
 		ip -n "$STEER_BR_NS" link set "$bif" master steerbr up || return 1
+	if [ "$STEER_FAMILY" = 6 ]; then
+		ip -n "$ns" addr add "$(_steer_addr6 "$addr")/64" dev "$hif" nodad ||
+			return 1
+	fi
 	_steer_tx_csum_off "$ns" "$hif" ||
 		{ steer_msg "cannot turn TX checksum offload off on $hif"; return 1; }
 }
@@ -139,6 +175,7 @@ _steer_xdp_pass() {
 # _steer_memcached NS ADDR: one memcached, PID recorded for steer_topo_down.
 _steer_memcached() {
 	local ns=$1 addr=$2
+	case $addr in *:*) addr="[$addr]" ;; esac
 	ks_in_ns_bg "$ns" nice -n "${KS_NICE:-0}" memcached -u nobody -l "$addr" \
 		-p "$STEER_PORT" -U "$STEER_PORT" -m 64 -t 1 </dev/null >/dev/null 2>&1
 	STEER_MC_PIDS+=("$KS_BG_PID")
@@ -147,31 +184,40 @@ _steer_memcached() {
 # _steer_member shard|replica I: host I (0-based) of that kind, on the
 # bridge; a shard's bridge port gets the pass-through XDP program.
 _steer_member() {
-	local kind=$1 i=$2 id=$$ n=$(($2 + 1)) ns hif addr
+	local kind=$1 i=$2 id=$$ n=$(($2 + 1)) ns hif addr addr4
 	if [ "$kind" = shard ]; then
-		ns=ks_stsh${n}_$id hif=kss${n}_$id addr=$STEER_NET.$((11 + i))
+		ns=ks_stsh${n}_$id hif=kss${n}_$id addr4=$STEER_NET.$((11 + i))
 	else
-		ns=ks_strp${n}_$id hif=ksr${n}_$id addr=$STEER_NET.$((101 + i))
+		ns=ks_strp${n}_$id hif=ksr${n}_$id addr4=$STEER_NET.$((101 + i))
 	fi
+	addr=$addr4
+	[ "$STEER_FAMILY" = 6 ] && addr=$(_steer_addr6 "$addr4")
 	# The bridge port: kbs1_PID for kss1_PID, kbr1_PID for ksr1_PID.
 	local bif=kb${hif:2}
-	if ! _steer_host "$ns" "$hif" "$bif" "$addr"; then
+	if ! _steer_host "$ns" "$hif" "$bif" "$addr4"; then
 		steer_msg "cannot set up $kind $n ($ns, $hif)"
 		return 1
 	fi
 	if [ "$kind" = replica ]; then
 		STEER_REPLICA_NS+=("$ns") STEER_REPLICA_IF+=("$hif") STEER_REPLICA_ADDR+=("$addr")
-		STEER_REPLICAS+=${STEER_REPLICAS:+,}$addr:$STEER_PORT
+		STEER_REPLICA_ADDR4+=("$addr4")
+		STEER_REPLICAS+=${STEER_REPLICAS:+,}$(STEER_HOSTPORT "$addr")
 		return 0
 	fi
 	STEER_SHARD_NS+=("$ns") STEER_SHARD_IF+=("$hif") STEER_SHARD_ADDR+=("$addr")
-	echo "$addr:$STEER_PORT" >>"$STEER_SHARDS_FILE"
+	STEER_SHARD_ADDR4+=("$addr4")
+	STEER_HOSTPORT "$addr" >>"$STEER_SHARDS_FILE"
 	# Steering asks the kernel for the next hop (bpf_fib_lookup), which
 	# answers only on an interface with IPv4 forwarding on. Redirects off:
 	# the shard should not tell the client about the replicas by ICMP.
 	if ! ks_in_ns "$ns" sysctl -qw "net.ipv4.conf.$hif.forwarding=1" \
 		net.ipv4.conf.all.send_redirects=0 "net.ipv4.conf.$hif.send_redirects=0" >/dev/null; then
 		steer_msg "cannot turn IPv4 forwarding on for $hif in $ns"
+		return 1
+	fi
+	if [ "$STEER_FAMILY" = 6 ] && ! ks_in_ns "$ns" sysctl -qw \
+		"net.ipv6.conf.$hif.forwarding=1" >/dev/null; then
+		steer_msg "cannot turn IPv6 forwarding on for $hif in $ns"
 		return 1
 	fi
 	if ! _steer_xdp_pass "$bif"; then
@@ -182,6 +228,11 @@ _steer_member() {
 
 steer_topo_up() {
 	local nsh=$1 nrep=$2 id=$$ i
+	STEER_FAMILY=${3:-4}
+	if [ "$STEER_FAMILY" != 4 ] && [ "$STEER_FAMILY" != 6 ]; then
+		steer_msg "family is 4 or 6, got '$STEER_FAMILY'"
+		return 1
+	fi
 	if ! [[ "$nsh" =~ ^[0-9]+$ && "$nrep" =~ ^[0-9]+$ ]] ||
 		[ "$nsh" -lt 1 ] || [ "$nsh" -gt 89 ] || [ "$nrep" -gt 99 ]; then
 		steer_msg "want 1..89 shards and 0..99 replicas, got '$nsh' '$nrep'"
@@ -195,8 +246,9 @@ steer_topo_up() {
 	STEER_BR_NS=ks_stbr_$id
 	STEER_CLIENT_NS=ks_stcl_$id
 	STEER_CLIENT_ADDR=$STEER_NET.1
-	STEER_SHARD_NS=() STEER_SHARD_IF=() STEER_SHARD_ADDR=()
-	STEER_REPLICA_NS=() STEER_REPLICA_IF=() STEER_REPLICA_ADDR=()
+	[ "$STEER_FAMILY" = 6 ] && STEER_CLIENT_ADDR=$(_steer_addr6 "$STEER_NET.1")
+	STEER_SHARD_NS=() STEER_SHARD_IF=() STEER_SHARD_ADDR=() STEER_SHARD_ADDR4=()
+	STEER_REPLICA_NS=() STEER_REPLICA_IF=() STEER_REPLICA_ADDR=() STEER_REPLICA_ADDR4=()
 	STEER_SHARDS_FILE=$STEER_TMP/shards.txt
 	STEER_REPLICAS=
 	: >"$STEER_SHARDS_FILE"
@@ -211,7 +263,7 @@ steer_topo_up() {
 		steer_msg "cannot create the bridge in $STEER_BR_NS"
 		return 1
 	fi
-	if ! _steer_host "$STEER_CLIENT_NS" "ksc_$id" "kbc_$id" "$STEER_CLIENT_ADDR"; then
+	if ! _steer_host "$STEER_CLIENT_NS" "ksc_$id" "kbc_$id" "$STEER_NET.1"; then
 		steer_msg "cannot set up the client namespace"
 		return 1
 	fi

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ks_vcount - the verifier's instructions processed for every program of
+ * a BPF object, loaded with no map pinned (nothing shared is touched):
+ *
+ *   ks_vcount [OBJ]...     (default build/keysteer.bpf.o)
+ *
+ * One line per program: object, program, verified_insns (the kernel's
+ * bpf_prog_info), and the log's own "processed N insns" line, which
+ * log_level 4 (BPF_LOG_STATS) asks for. Needs root.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#define LOG_SIZE (1 << 20)
+
+static int silent(enum libbpf_print_level l, const char *fmt, va_list ap)
+{
+	return l == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+/* The log's stats line, "processed N insns (limit ...) ...", or "". */
+static const char *stats_line(const char *log, char *buf, size_t len)
+{
+	const char *p = strstr(log, "processed ");
+	size_t n;
+
+	buf[0] = '\0';
+	if (!p)
+		return buf;
+	n = strcspn(p, "\n");
+	snprintf(buf, len, "%.*s", (int)n, p);
+	return buf;
+}
+
+static int count(const char *path)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	char *logs[16] = {};
+	int i = 0, err;
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		fprintf(stderr, "ks_vcount: cannot open %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	/* private maps: nothing pinned, nothing reused */
+	bpf_object__for_each_map (map, obj)
+		bpf_map__set_pin_path(map, NULL);
+	bpf_object__for_each_program (prog, obj) {
+		if (i == 16)
+			break;
+		logs[i] = calloc(1, LOG_SIZE);
+		if (logs[i]) {
+			bpf_program__set_log_buf(prog, logs[i], LOG_SIZE);
+			bpf_program__set_log_level(prog, 4);
+		}
+		i++;
+	}
+	err = bpf_object__load(obj);
+	if (err) {
+		fprintf(stderr, "ks_vcount: loading %s failed: %s\n", path,
+			strerror(-err));
+		goto out;
+	}
+	i = 0;
+	bpf_object__for_each_program (prog, obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		char line[160];
+
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			info.verified_insns = 0;
+		printf("%s %s verified_insns=%u xlated=%u  [%s]\n", path,
+		       bpf_program__name(prog), info.verified_insns,
+		       info.xlated_prog_len,
+		       i < 16 && logs[i]
+			       ? stats_line(logs[i], line, sizeof(line))
+			       : "");
+		i++;
+	}
+out:
+	for (i = 0; i < 16; i++)
+		free(logs[i]);
+	bpf_object__close(obj);
+	return err ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i, rc = 0;
+
+	libbpf_set_print(silent);
+	if (argc < 2)
+		return count("build/keysteer.bpf.o") ? 1 : 0;
+	for (i = 1; i < argc; i++)
+		if (count(argv[i]))
+			rc = 1;
+	return rc;
+}
