@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * client_bench.c - what libkeysteer adds to a read of a key that is not
+ * hot, and to a write (docs/benchmarks.md, "The client library").
+ *
+ *   client_bench HOST:PORT [N] [REPLICAS]
+ *
+ * Against one memcached: N gets of one key through a plain blocking meta
+ * client written here (socket, "mg KEY v f t", one reply), then the same
+ * N through keysteer_get on a static one-shard handle, alternated in 5
+ * rounds so both see the same machine; then N sets through keysteer_set
+ * with invalidate=all and with invalidate=hot when REPLICAS (H:P,...) is
+ * given (every write invalidates them, or only hot keys'). Prints ns per
+ * call and the ratios.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <libkeysteer.h>
+
+static double now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static int plain_conn(const char *hostport)
+{
+	char host[64];
+	const char *c = strrchr(hostport, ':');
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd, one = 1;
+
+	snprintf(host, sizeof(host), "%.*s", (int)(c - hostport), hostport);
+	a.sin_port = htons(atoi(c + 1));
+	inet_pton(AF_INET, host, &a.sin_addr);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	return fd;
+}
+
+/* One "mg" and its whole reply (the value is small: one read). */
+static int plain_get(int fd, const char *key)
+{
+	char buf[4096];
+	int n = snprintf(buf, sizeof(buf), "mg %s v f t\r\n", key);
+
+	if (write(fd, buf, n) != n)
+		return -1;
+	n = read(fd, buf, sizeof(buf));
+	return n > 2 && buf[0] == 'V' ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *srv = argc > 1 ? argv[1] : "127.0.0.1:11211";
+	long n = argc > 2 ? atol(argv[2]) : 20000, i;
+	const char *reps = argc > 3 ? argv[3] : NULL;
+	const char *key = "bench:cold";
+	double plain = 0, lib = 0, t, w[2] = { 0, 0 };
+	struct keysteer *ks, *kw[2] = { NULL, NULL };
+	char spec[512];
+	size_t len;
+	void *val;
+	int fd, r, m;
+
+	snprintf(spec, sizeof(spec), "servers=%s", srv);
+	if (keysteer_open(&ks, spec) < 0 ||
+	    keysteer_set(ks, key, strlen(key), "v1", 2, 0, 0) < 0) {
+		fprintf(stderr, "client_bench: %s\n", keysteer_errmsg(ks));
+		return 1;
+	}
+	fd = plain_conn(srv);
+	if (fd < 0) {
+		perror("connect");
+		return 1;
+	}
+	for (r = 0; r < 5; r++) {
+		t = now_ns();
+		for (i = 0; i < n; i++)
+			if (plain_get(fd, key) != 1)
+				return 1;
+		plain += now_ns() - t;
+		t = now_ns();
+		for (i = 0; i < n; i++) {
+			if (keysteer_get(ks, key, strlen(key), &val, &len,
+					 NULL) != 1)
+				return 1;
+			keysteer_free(val);
+		}
+		lib += now_ns() - t;
+	}
+	printf("get, key not hot: plain %.0f ns, libkeysteer %.0f ns, "
+	       "ratio %.3f (%ld gets each, 5 rounds)\n",
+	       plain / (5.0 * n), lib / (5.0 * n), lib / plain, n);
+	if (reps) {
+		for (m = 0; m < 2; m++) {
+			snprintf(spec, sizeof(spec),
+				 "servers=%s replicas=%s invalidate=%s", srv,
+				 reps, m ? "hot" : "all");
+			if (keysteer_open(&kw[m], spec) < 0) {
+				fprintf(stderr, "client_bench: %s\n",
+					keysteer_errmsg(kw[m]));
+				return 1;
+			}
+		}
+		for (r = 0; r < 5; r++)
+			for (m = 0; m < 2; m++) {
+				t = now_ns();
+				for (i = 0; i < n / 4; i++)
+					if (keysteer_set(kw[m], key,
+							 strlen(key), "v2", 2,
+							 0, 0) < 0)
+						return 1;
+				w[m] += now_ns() - t;
+			}
+		printf("set: invalidate=all %.0f ns, invalidate=hot (no "
+		       "replica calls) %.0f ns, ratio %.2f (%ld sets each)\n",
+		       w[0] / (5.0 * (n / 4)), w[1] / (5.0 * (n / 4)),
+		       w[0] / w[1], 5 * (n / 4));
+		keysteer_close(kw[0]);
+		keysteer_close(kw[1]);
+	}
+	close(fd);
+	keysteer_close(ks);
+	return 0;
+}
