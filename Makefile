@@ -57,7 +57,8 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all client tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+FORCE:
+.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh
@@ -128,7 +129,8 @@ $(OUT)/libkeysteer.a: $(CLIENT_PIC)
 		objcopy --localize-hidden $(OUT)/pic/keysteer.o && \
 		rm -f $@ && ar rcs $@ $(OUT)/pic/keysteer.o
 
-$(OUT)/keysteer.pc: user/client/keysteer.pc.in Makefile | $(OUT)
+# Made again on every make: it holds PREFIX, which the command line sets.
+$(OUT)/keysteer.pc: user/client/keysteer.pc.in FORCE | $(OUT)
 	$(call msg,GEN,$@)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
