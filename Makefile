@@ -57,10 +57,11 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+FORCE:
+.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
-all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS)
-tests: $(TEST_BINS)
+all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
+tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -98,6 +99,65 @@ $(OUT)/ks_load: $(LOAD_OBJS) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm -lpthread
 
+# libkeysteer, the client library (docs/client.md): user/client/ with the
+# core/, util/ and net/ code it uses, compiled again with -fPIC and hidden
+# visibility into $(OUT)/pic (never the agent's objects). The .so exports
+# the keysteer_* calls only; the .a is one relocatable object whose other
+# symbols are made local (objcopy --localize-hidden), so a program linking
+# it sees no ks_* names either.
+CLIENT_SRCS := $(filter-out user/client/example.c,$(wildcard user/client/*.c))
+CLIENT_LIB_SRCS := $(CLIENT_SRCS) $(wildcard user/core/*.c) $(wildcard user/util/*.c) \
+	user/net/etcd.c user/net/mc_client.c
+CLIENT_PIC  := $(patsubst user/%.c,$(OUT)/pic/user/%.o,$(CLIENT_LIB_SRCS))
+CLIENT_LIBS := -lcurl -ljansson -lpthread -lm
+CLIENT_SOVER := 0
+LIBKEYSTEER := $(OUT)/libkeysteer.a $(OUT)/libkeysteer.so
+
+$(OUT)/pic/user/%.o: user/%.c | $(SKELS)
+	$(call msg,CC-PIC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(DEPFLAGS) -c $< -o $@
+
+$(OUT)/libkeysteer.so: $(CLIENT_PIC)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libkeysteer.so.$(CLIENT_SOVER) \
+		-Wl,--no-undefined $^ -o $@ $(CLIENT_LIBS)
+
+$(OUT)/libkeysteer.a: $(CLIENT_PIC)
+	$(call msg,AR,$@)
+	$(Q)$(LD) -r $^ -o $(OUT)/pic/keysteer.o && \
+		objcopy --localize-hidden $(OUT)/pic/keysteer.o && \
+		rm -f $@ && ar rcs $@ $(OUT)/pic/keysteer.o
+
+# Made again on every make: it holds PREFIX, which the command line sets.
+$(OUT)/keysteer.pc: user/client/keysteer.pc.in FORCE | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+		-e 's|@VERSION@|$(shell sed -n 's/^#define KEYSTEER_VERSION "\(.*\)"/\1/p' user/client/libkeysteer.h)|g' $< > $@
+
+# The example of docs/client.md, linked as an application would (-lkeysteer).
+$(OUT)/ks_client_example: user/client/example.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The reads' cost over a plain client (docs/benchmarks.md).
+# ks_mc_fetch from the agent's objects beside the library's (whose own
+# copy is local to libkeysteer.a): the same get without the view.
+$(OUT)/tests/client_bench: tests/client/client_bench.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/net/mc_client.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
+# Freshness through the library, end to end (tests/e2e/test_client_fresh.sh).
+$(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+client: $(LIBKEYSTEER) $(OUT)/keysteer.pc $(OUT)/ks_client_example
+
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's code.
 $(OUT)/tests/obj/%.o: tests/%.c | $(SKELS)
 	$(call msg,CC,$@)
@@ -112,7 +172,8 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
-	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o $(LIBKS)
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
+	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -206,13 +267,22 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/keysteer
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PCDIR   ?= $(LIBDIR)/pkgconfig
 INSTALL ?= install
 
 INSTALL_DOCS := README.md docs/operations.md docs/report-json.md \
 	docs/report.schema.json user/dist/keysteer.conf.example
 
 .PHONY: install uninstall
-install: $(OUT)/agent $(OUT)/ks_load
+install: $(OUT)/agent $(OUT)/ks_load $(LIBKEYSTEER) $(OUT)/keysteer.pc
+	$(Q)$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
+	$(Q)$(INSTALL) -m 0644 user/client/libkeysteer.h $(DESTDIR)$(INCLUDEDIR)/
+	$(Q)$(INSTALL) -m 0644 $(OUT)/libkeysteer.a $(DESTDIR)$(LIBDIR)/
+	$(Q)$(INSTALL) -m 0755 $(OUT)/libkeysteer.so $(DESTDIR)$(LIBDIR)/libkeysteer.so.$(CLIENT_SOVER)
+	$(Q)ln -sf libkeysteer.so.$(CLIENT_SOVER) $(DESTDIR)$(LIBDIR)/libkeysteer.so
+	$(Q)$(INSTALL) -m 0644 $(OUT)/keysteer.pc $(DESTDIR)$(PCDIR)/
 	$(Q)$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
 	$(Q)$(INSTALL) -m 0755 $(OUT)/agent $(DESTDIR)$(SBINDIR)/keysteer-agent
@@ -229,7 +299,10 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/keysteer-agent $(DESTDIR)$(BINDIR)/ks_load \
 		$(DESTDIR)$(MANDIR)/man8/keysteer-agent.8 \
 		'$(DESTDIR)$(UNITDIR)/keysteer@.service' \
-		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS))) \
+		$(DESTDIR)$(INCLUDEDIR)/libkeysteer.h $(DESTDIR)$(LIBDIR)/libkeysteer.a \
+		$(DESTDIR)$(LIBDIR)/libkeysteer.so $(DESTDIR)$(LIBDIR)/libkeysteer.so.$(CLIENT_SOVER) \
+		$(DESTDIR)$(PCDIR)/keysteer.pc
 	@rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # ---- fuzzing: tests/fuzz, docs/fuzzing.md (everything below is that) ----

@@ -7,6 +7,9 @@ Prints one PASS/FAIL line per rule (tests/run.sh counts them):
   layout_pure_core          core/, render/ and util/ (libks.a) include no
                             dp/, net/, agent/ or cli/ header and no libbpf
   layout_core_no_io         core/ includes no header of the rest but util/
+  layout_client_lib         client/ (libkeysteer) includes only core/, util/,
+                            net/ and its own headers, no libbpf; nothing
+                            outside client/ includes a client/ header
 """
 import os
 import re
@@ -15,7 +18,7 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 USER = os.path.join(ROOT, 'user')
 INC = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
-DIRS = ('cli', 'core', 'render', 'dp', 'net', 'agent', 'util')
+DIRS = ('cli', 'core', 'render', 'dp', 'net', 'agent', 'util', 'client')
 
 
 def modules():
@@ -98,6 +101,23 @@ def main():
         fails += 1
     else:
         print('PASS layout_core_no_io')
+    bad = []
+    for m, incs in sorted(mods.items()):
+        inside = m.startswith('client/')
+        for k, p in incs:
+            top = p.split('/')[0]
+            if inside and ((k == '"' and top in DIRS and
+                            top not in ('core', 'util', 'net', 'client')) or
+                           p.startswith(('bpf/', 'linux/bpf.h')) or
+                           p.endswith('.skel.h')):
+                bad.append('%s includes %s' % (m, p))
+            if not inside and k == '"' and top == 'client':
+                bad.append('%s includes %s' % (m, p))
+    if bad:
+        print('FAIL layout_client_lib: ' + '; '.join(bad[:8]))
+        fails += 1
+    else:
+        print('PASS layout_client_lib')
     return 1 if fails else 0
 
 

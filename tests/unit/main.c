@@ -78,6 +78,7 @@ static const struct kt_group groups[] = {
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
 	{ "fleet_view", test_fleet_view },
+	{ "client", test_client },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

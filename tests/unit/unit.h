@@ -34,6 +34,7 @@ void test_ring_doc(void);
 void test_steer_fsm(void);
 void test_fleet_docs(void);
 void test_fleet_view(void);
+void test_client(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

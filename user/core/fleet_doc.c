@@ -92,6 +92,34 @@ static int host_top(json_t *top, struct ks_fleet_host *h)
 	return 0;
 }
 
+/* The replicas of a hosts/ document: an array of "host:port" strings
+ * (absent: none); -EBADMSG with why. */
+static int host_replicas(json_t *reps, struct ks_fleet_host *h)
+{
+	size_t i;
+	json_t *r;
+
+	if (!reps)
+		return 0;
+	if (!json_is_array(reps))
+		return refuse(h->why, sizeof(h->why),
+			      "replicas is not an array");
+	if (json_array_size(reps) > KS_MAX_REPLICAS)
+		return refuse(h->why, sizeof(h->why),
+			      "replicas has %zu entries, more than %d",
+			      json_array_size(reps), KS_MAX_REPLICAS);
+	json_array_foreach(reps, i, r)
+	{
+		if (!json_is_string(r) || !json_string_length(r) ||
+		    json_string_length(r) >= KS_FLEET_ADDR_MAX)
+			return refuse(h->why, sizeof(h->why),
+				      "replicas[%zu] is not a host:port", i);
+		snprintf(h->replicas[h->n_reps++], KS_FLEET_ADDR_MAX, "%s",
+			 json_string_value(r));
+	}
+	return 0;
+}
+
 /* The rates of a hosts/ document: its shard's, else its classes'. */
 static int host_rates(json_t *doc, struct ks_fleet_host *h)
 {
@@ -149,7 +177,8 @@ void ks_fleet_host_decode(const char *self, const char *raw, size_t len,
 		goto out;
 	}
 	h->ring_rev = json_integer_value(rr);
-	if (host_rates(doc, h) || host_top(json_object_get(doc, "top"), h))
+	if (host_rates(doc, h) || host_top(json_object_get(doc, "top"), h) ||
+	    host_replicas(json_object_get(doc, "replicas"), h))
 		goto out;
 	h->valid = 1;
 out:

@@ -44,6 +44,10 @@ struct ks_fleet_host {
 	int64_t ring_rev, mod_rev;
 	size_t n_top;
 	struct ks_fleet_key top[KS_FLEET_HOST_TOP];
+	/* "replicas": every L1 replica the agent may fill, "host:port"
+	 * (a client's write invalidates them all, docs/client.md) */
+	size_t n_reps;
+	char replicas[KS_MAX_REPLICAS][KS_FLEET_ADDR_MAX];
 	const char *raw; /* the value as etcd holds it (borrowed) */
 	size_t raw_len;
 };

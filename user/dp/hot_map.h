@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include "keysteer.h"
+#include "core/steer_sched.h" /* ks_steer_schedule */
 
 struct ks_hot_map {
 	struct ks_hot_slot *slot; /* KS_HOT_SLOTS, mmapped */
@@ -50,8 +51,6 @@ void ks_hot_map_install(struct ks_hot_map *m, int idx, __u64 hash,
  */
 void ks_hot_map_set_copies(struct ks_hot_map *m, int idx, __u32 ncopies,
 			   const __u8 *replicas, unsigned owner_turns);
-/* The schedule alone: sched[KS_STEER_SCHED] for ncopies copies. */
-void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns);
 /* Steering on while write_seq stays at seq, until expires_ns. */
 void ks_hot_map_arm(struct ks_hot_map *m, int idx, __u64 seq, __u64 expires_ns);
 /* Steering on again until expires_ns, if armed (no-op when dirty/off). */

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ks_client_fresh.c - freshness through libkeysteer (docs/client.md; run by
+ * tests/e2e/test_client_fresh.sh): no read through the library may return
+ * a value older than a write through the library acknowledged before the
+ * read began.
+ *
+ *   ks_client_fresh --spec SPEC --key KEY [--writer-ns NS] [--reader-ns NS]
+ *                   [--duration SEC] [--readers R] [--rate READS_PER_S]
+ *                   [--write-interval-ms MS] [--examples N]
+ *
+ * One writer thread (in network namespace --writer-ns, a client host) sets
+ * KEY to "v<N>" for N = 1, 2, ... through a handle of its own, every
+ * --write-interval-ms, and publishes the highest N acknowledged. R reader
+ * threads (in --reader-ns, another client host), each with its own handle,
+ * note that highest N before each keysteer_get and compare it with the N
+ * read: a read is stale if its N is below. Whether a read was answered by a
+ * copy is the handle's copy_reads counter moving over the call. One process
+ * so that the writer's acknowledgements and the readers' sends are on one
+ * clock; the threads enter their namespaces with setns(2), and each
+ * handle's own view thread starts in its opener's namespace.
+ *
+ * Prints one JSON object; exit 0 when no read was stale and no request
+ * failed, 1 when a read was stale, 3 when a request failed, 2 when it
+ * could not run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <libkeysteer.h>
+
+#define MAX_READERS  16
+#define MAX_EXAMPLES 10
+
+struct example {
+	long got, acked;
+	int from_copy;
+	double at_ms;
+};
+
+struct reader {
+	pthread_t t;
+	int idx;
+	uint64_t reads, stale, stale_copy, copy, misses, errors;
+	struct keysteer_stats st;
+	int nex;
+	struct example ex[MAX_EXAMPLES];
+	char err[256];
+};
+
+static const char *spec, *key, *wns, *rns;
+static double duration = 10, rate = 2000;
+static int nreaders = 2, wint_ms = 10, nexamples = 5;
+static long acked;  /* highest N acknowledged (atomic) */
+static int running; /* atomic */
+static double t0;
+static uint64_t writes, write_errors;
+static char write_err[256];
+static struct keysteer_stats wst;
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int enter_ns(const char *ns)
+{
+	char path[256];
+	int fd, ret;
+
+	if (!ns)
+		return 0;
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = setns(fd, CLONE_NEWNET) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static void *writer(void *arg)
+{
+	struct keysteer *ks;
+	char val[32];
+	long n = 0;
+	int len, ret;
+
+	(void)arg;
+	if (enter_ns(wns) || keysteer_open(&ks, spec) < 0) {
+		snprintf(write_err, sizeof(write_err), "open: %s",
+			 keysteer_errmsg(ks));
+		__atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+		keysteer_close(ks);
+		return NULL;
+	}
+	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
+		len = snprintf(val, sizeof(val), "v%ld", ++n);
+		ret = keysteer_set(ks, key, strlen(key), val, len, 0, 0);
+		if (ret < 0) {
+			write_errors++;
+			snprintf(write_err, sizeof(write_err), "%s",
+				 keysteer_errmsg(ks));
+		} else {
+			writes++;
+			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
+		}
+		usleep(wint_ms * 1000);
+	}
+	keysteer_stats(ks, &wst, sizeof(wst));
+	keysteer_close(ks);
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct reader *r = arg;
+	struct keysteer_stats a, b;
+	double gap = nreaders * 1e3 / rate, next = now_ms();
+	struct keysteer *ks;
+	size_t len;
+	void *val;
+	long hi, got;
+	int ret;
+
+	if (enter_ns(rns) || keysteer_open(&ks, spec) < 0) {
+		snprintf(r->err, sizeof(r->err), "open: %s",
+			 keysteer_errmsg(ks));
+		r->errors++;
+		keysteer_close(ks);
+		return NULL;
+	}
+	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
+		keysteer_stats(ks, &a, sizeof(a));
+		hi = __atomic_load_n(&acked, __ATOMIC_ACQUIRE);
+		ret = keysteer_get(ks, key, strlen(key), &val, &len, NULL);
+		keysteer_stats(ks, &b, sizeof(b));
+		r->reads++;
+		if (ret < 0) {
+			r->errors++;
+			snprintf(r->err, sizeof(r->err), "%s",
+				 keysteer_errmsg(ks));
+		} else if (!ret) {
+			r->misses++;
+		} else {
+			int copy = b.copy_reads > a.copy_reads;
+
+			got = len > 1 && ((char *)val)[0] == 'v'
+				      ? strtol((char *)val + 1, NULL, 10)
+				      : -1;
+			r->copy += copy;
+			if (got < hi) {
+				r->stale++;
+				r->stale_copy += copy;
+				if (r->nex < nexamples)
+					r->ex[r->nex++] = (struct example){
+						got, hi, copy, now_ms() - t0
+					};
+			}
+		}
+		keysteer_free(val);
+		next += gap;
+		if (next > now_ms())
+			usleep((useconds_t)((next - now_ms()) * 1000));
+	}
+	keysteer_stats(ks, &r->st, sizeof(r->st));
+	keysteer_close(ks);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "spec", 1, 0, 's' },      { "key", 1, 0, 'k' },
+		{ "writer-ns", 1, 0, 'W' }, { "reader-ns", 1, 0, 'R' },
+		{ "duration", 1, 0, 'd' },  { "readers", 1, 0, 'r' },
+		{ "rate", 1, 0, 'q' },      { "write-interval-ms", 1, 0, 'i' },
+		{ "examples", 1, 0, 'e' },  { 0, 0, 0, 0 }
+	};
+	struct reader rd[MAX_READERS] = { 0 };
+	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
+		 errors = 0, fallbacks = 0;
+	pthread_t wt;
+	int c, i, j, first;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spec = optarg;
+			break;
+		case 'k':
+			key = optarg;
+			break;
+		case 'W':
+			wns = optarg;
+			break;
+		case 'R':
+			rns = optarg;
+			break;
+		case 'd':
+			duration = atof(optarg);
+			break;
+		case 'r':
+			nreaders = atoi(optarg);
+			break;
+		case 'q':
+			rate = atof(optarg);
+			break;
+		case 'i':
+			wint_ms = atoi(optarg);
+			break;
+		case 'e':
+			nexamples = atoi(optarg);
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (!spec || !key || nreaders < 1 || nreaders > MAX_READERS ||
+	    rate <= 0 || nexamples > MAX_EXAMPLES) {
+		fprintf(stderr,
+			"ks_client_fresh: --spec and --key, 1..%d "
+			"readers, --examples up to %d\n",
+			MAX_READERS, MAX_EXAMPLES);
+		return 2;
+	}
+	running = 1;
+	t0 = now_ms();
+	pthread_create(&wt, NULL, writer, NULL);
+	for (i = 0; i < nreaders; i++) {
+		rd[i].idx = i;
+		pthread_create(&rd[i].t, NULL, reader, &rd[i]);
+	}
+	while (now_ms() - t0 < duration * 1e3 &&
+	       __atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		usleep(50000);
+	__atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+	pthread_join(wt, NULL);
+	for (i = 0; i < nreaders; i++) {
+		pthread_join(rd[i].t, NULL);
+		reads += rd[i].reads;
+		stale += rd[i].stale;
+		stale_copy += rd[i].stale_copy;
+		copy += rd[i].copy;
+		misses += rd[i].misses;
+		errors += rd[i].errors;
+		fallbacks += rd[i].st.fallbacks;
+	}
+	printf("{\"reads\": %" PRIu64 ", \"stale_reads\": %" PRIu64
+	       ", \"stale_from_copies\": %" PRIu64 ", \"copy_reads\": %" PRIu64
+	       ", \"fallbacks\": %" PRIu64 ", \"misses\": %" PRIu64
+	       ", \"read_errors\": %" PRIu64 ", \"writes\": %" PRIu64
+	       ", \"write_errors\": %" PRIu64 ", \"invalidations\": %" PRIu64
+	       ", \"hot_keys_seen_by_reader\": %" PRIu64
+	       ", \"armed_keys_seen_by_reader\": %" PRIu64,
+	       reads, stale, stale_copy, copy, fallbacks, misses, errors,
+	       writes, write_errors, wst.invalidations, rd[0].st.hot_keys,
+	       rd[0].st.armed_keys);
+	printf(", \"read_error\": \"");
+	for (i = 0; i < nreaders; i++)
+		if (rd[i].err[0]) {
+			for (j = 0; rd[i].err[j]; j++)
+				if (rd[i].err[j] != '"' && rd[i].err[j] != '\\')
+					putchar(rd[i].err[j]);
+			break;
+		}
+	printf("\", \"write_error\": \"");
+	for (j = 0; write_err[j]; j++)
+		if (write_err[j] != '"' && write_err[j] != '\\')
+			putchar(write_err[j]);
+	printf("\", \"stale_examples\": [");
+	for (i = 0, first = 1; i < nreaders; i++)
+		for (j = 0; j < rd[i].nex; j++, first = 0)
+			printf("%s{\"got\": %ld, \"acked\": %ld, "
+			       "\"from_copy\": %d, \"at_ms\": %.1f}",
+			       first ? "" : ", ", rd[i].ex[j].got,
+			       rd[i].ex[j].acked, rd[i].ex[j].from_copy,
+			       rd[i].ex[j].at_ms);
+	printf("]}\n");
+	if (errors || write_errors)
+		return stale ? 1 : 3;
+	return stale ? 1 : 0;
+}

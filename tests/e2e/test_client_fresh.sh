@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# test_client_fresh.sh - freshness through libkeysteer (issue 13,
+# docs/client.md), on the steering topology (steer_topo.sh): 2 shards with
+# an agent each (--etcd, --self, --replicas), 2 L1 replicas, etcd 3.4 in the
+# client's namespace, and a second client host on the bridge (198.18.2.2).
+#
+# 1. A flash key read over UDP (ks_load) turns hot until a handle opened on
+#    the fleet sees its hot/ entry armed.
+# 2. build/tests/ks_client_fresh for 8 s: a writer through the library on
+#    client 1 sets the key to v1, v2, ... every 10 ms; 2 readers through the
+#    library on client 2 check every read against the writes acknowledged
+#    before it was sent: 0 stale reads, copy reads > 0, no failed request.
+# 3. Control: the agents restarted with --copy-protocol off
+#    --fill-delay-ms 20 (unconditional fills, the race widened), and again
+#    with --etcd-hot-events off too (the readers' view lags by up to an
+#    interval): the same check must find stale reads. Then --copy-protocol on
+#    --fill-delay-ms 20, with and without hot/ events: 0 stale again.
+# 4. A replica's memcached killed: reads fall back to the owner, 0 failed
+#    requests, 0 stale.
+# Namespaces, veths, etcd, memcached and agents are this script's own, by
+# PID, and removed on every exit path. About 100 s.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
+e2e_init client_fresh
+
+ETCD_PID=
+LOAD_PID=
+cf_cleanup() {
+	local rc=$?
+	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" INT 5
+	steer_topo_down
+	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	(exit "$rc")
+	e2e_cleanup
+}
+trap cf_cleanup EXIT
+
+e2e_need_etcd client_fresh || exit 0
+
+LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+FRESH=$E2E_ROOT/${OUT:-build}/tests/ks_client_fresh
+EXAMPLE=$E2E_ROOT/${OUT:-build}/ks_client_example
+for b in "$LOAD" "$FRESH" "$EXAMPLE"; do
+	if [ ! -x "$b" ]; then
+		fail client_fresh_setup "$b is missing; run 'make all tests'"
+		exit 1
+	fi
+done
+KEY=flash:1
+CLUSTER=cfresh
+DURATION=${CLIENT_FRESH_DURATION:-8}
+
+if ! steer_topo_up 2 2 >"$E2E_TMP/topo.out" 2>&1; then
+	fail client_fresh_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
+	exit 1
+fi
+CNS=$STEER_CLIENT_NS
+CNS2=ks_stc2_$$
+if ! steer_host_add "$CNS2" "ksc2_$$" 198.18.2.2 >>"$E2E_TMP/topo.out" 2>&1; then
+	fail client_fresh_topology "second client: $(tail -n 3 "$E2E_TMP/topo.out")"
+	exit 1
+fi
+URL=http://$STEER_CLIENT_ADDR:2379
+if ! e2e_etcd_start "$CNS" cfresh "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
+	fail client_fresh_setup "$(cat "$E2E_TMP/etcd_start.out")"
+	exit 1
+fi
+ETCD_PID=$E2E_ETCD_PID
+SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=300"
+
+OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
+	awk '{print $2}')
+note "$KEY is owned by shard $OWNER (${STEER_SHARD_ADDR[OWNER]})"
+if ! ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
+	--shards-file "$STEER_SHARDS_FILE" >"$E2E_TMP/ringset.out" 2>&1; then
+	fail client_fresh_setup "ring set: $(cat "$E2E_TMP/ringset.out")"
+	exit 1
+fi
+
+# agents_start ARGS...: both agents, with the test's common options.
+agents_start() {
+	local i
+	for i in 0 1; do
+		if ! steer_agent_start "$i" --interval 0.5 --sample 1 \
+			--shard-capacity 1000 --hot-fraction 0.1 \
+			--etcd "$URL" --cluster "$CLUSTER" \
+			--self "${STEER_SHARD_ADDR[$i]}:$STEER_PORT" \
+			--replicas "$STEER_REPLICAS" "$@"; then
+			fail client_fresh_agents "agent $i ($*) did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+			return 1
+		fi
+	done
+}
+
+# wait_armed: 0 once a new handle on the fleet sees the key's entry armed
+# (the library's own view, from etcd), within 20 s.
+wait_armed() {
+	local i out
+	for ((i = 0; i < 80; i++)); do
+		out=$(ks_in_ns "$CNS2" "$EXAMPLE" "$SPEC" stats 2>&1)
+		if grep -q 'armed_keys [1-9]' <<<"$out"; then
+			ARMED_AFTER=$((i * 250))
+			return 0
+		fi
+		sleep 0.25
+	done
+	ARMED_WHY="$out; hot/: $(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1 | head -c 600)"
+	return 1
+}
+
+# fresh NAME [WRITE_INTERVAL_MS]: ks_client_fresh, writer on client 1,
+# readers on client 2; the document in $E2E_TMP/NAME.json, its exit
+# status in .rc.
+fresh() {
+	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
+		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
+		--duration "$DURATION" --readers 2 --rate 1500 \
+		--write-interval-ms "${2:-10}" >"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
+	echo $? >"$E2E_TMP/$1.rc"
+}
+
+# summary NAME: one line of figures.
+summary() {
+	"$PY" - "$E2E_TMP/$1.json" <<'PYEOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("no document"); sys.exit()
+print("reads %d: %d from copies (%.1f%%), %d fallbacks, %d stale (%d from copies), "
+      "%d misses, %d failed; writes %d (%d failed), %d invalidations%s" % (
+          d["reads"], d["copy_reads"], 100.0 * d["copy_reads"] / max(d["reads"], 1),
+          d["fallbacks"], d["stale_reads"], d["stale_from_copies"], d["misses"],
+          d["read_errors"], d["writes"], d["write_errors"], d["invalidations"],
+          "; e.g. %s" % json.dumps(d["stale_examples"][:2]) if d["stale_examples"] else ""))
+PYEOF
+}
+field() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
+
+agents_start || exit 1
+# the owner must hold the key for its copies to be made
+if ! ks_in_ns "$CNS" "$EXAMPLE" "$SPEC" set "$KEY" v0 >"$E2E_TMP/set0.out" 2>&1; then
+	fail client_fresh_setup "the first set through the library: $(cat "$E2E_TMP/set0.out")"
+	exit 1
+fi
+ks_in_ns_bg "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
+	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
+	--duration 110 --rate 1000 --json \
+	</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
+LOAD_PID=$KS_BG_PID
+
+# --- 1. the key turns hot and its entry armed -------------------------------
+ARMED_AFTER= ARMED_WHY=
+if wait_armed; then
+	pass client_fresh_key_armed_in_view
+	note "the library's view had $KEY armed ${ARMED_AFTER} ms after the load started"
+else
+	fail client_fresh_key_armed_in_view "never armed in a handle's view: $ARMED_WHY"
+	exit 1
+fi
+
+# --- 2. writers and readers through the library -----------------------------
+fresh run
+note "copy protocol on: $(summary run)"
+if [ "$(cat "$E2E_TMP/run.rc")" = 0 ] && [ "$(field run copy_reads)" -gt 0 ] &&
+	[ "$(field run writes)" -gt 100 ]; then
+	pass client_fresh_no_stale_reads_copies_used
+else
+	fail client_fresh_no_stale_reads_copies_used "exit $(cat "$E2E_TMP/run.rc"): $(summary run) $(head -c 300 "$E2E_TMP/run.err")"
+fi
+
+# --- 3. the control, and the protocol under the widened race ----------------
+restart_agents() {
+	steer_agents_stop
+	agents_start "$@" || return 1
+	wait_armed || { fail client_fresh_rearm "not armed again after restart ($*): $ARMED_WHY"; return 1; }
+}
+# The race the copy protocol closes: a fill that read the owner before a
+# write, storing after the write's invalidation. With hot/ events on, the
+# view turns dirty 2 to 5 ms after a write, so only a refresh's store landing
+# in those ms can serve an old copy; with --etcd-hot-events off the view
+# keeps saying armed between intervals and every fill that overlaps a write
+# can. The check must find stale reads without the protocol (the second
+# control at least), and none with it in either case.
+if restart_agents --copy-protocol off --fill-delay-ms 20; then
+	fresh control 50
+	note "control (--copy-protocol off --fill-delay-ms 20): $(summary control)"
+fi
+if restart_agents --copy-protocol off --fill-delay-ms 20 --etcd-hot-events off; then
+	fresh control_late 20
+	note "control (--copy-protocol off --fill-delay-ms 20 --etcd-hot-events off): $(summary control_late)"
+	if [ "$(field control_late stale_reads)" -gt 0 ] 2>/dev/null &&
+		[ "$(field control stale_reads)" -ge 0 ] 2>/dev/null; then
+		pass client_fresh_control_finds_stale_reads
+	else
+		fail client_fresh_control_finds_stale_reads "the check found nothing without the protocol: $(summary control_late)"
+	fi
+fi
+for c in delayed:50: delayed_late:20:--etcd-hot-events; do
+	IFS=: read -r name wi ev <<<"$c"
+	restart_agents --copy-protocol on --fill-delay-ms 20 ${ev:+$ev off} || continue
+	fresh "$name" "$wi"
+	note "copy protocol on, --fill-delay-ms 20${ev:+ $ev off}: $(summary "$name")"
+	# with hot/ events off nearly every copy is found invalidated: only
+	# the run with events must also have been served by copies
+	if [ "$(cat "$E2E_TMP/$name.rc")" = 0 ] &&
+		{ [ -n "$ev" ] || [ "$(field "$name" copy_reads)" -gt 0 ]; }; then
+		pass "client_fresh_${name}_fills_no_stale_reads"
+	else
+		fail "client_fresh_${name}_fills_no_stale_reads" "exit $(cat "$E2E_TMP/$name.rc"): $(summary "$name")"
+	fi
+done
+
+# --- 4. a replica dies ---------------------------------------------------------
+# STEER_MC_PIDS: the shards' memcacheds, then the replicas'
+NSH=${#STEER_SHARD_ADDR[@]}
+restart_agents || exit 1
+# killed 2 s into the run, while the readers' views still list it
+fresh dead &
+FRESH_BG=$!
+sleep 2
+kill -KILL "${STEER_MC_PIDS[NSH]}" 2>/dev/null
+wait "${STEER_MC_PIDS[NSH]}" 2>/dev/null
+if ks_in_ns "$CNS" "$PY" -c 'import socket, sys; socket.create_connection((sys.argv[1], 11211), 1)' \
+	"${STEER_REPLICA_ADDR[0]}" 2>/dev/null; then
+	fail client_fresh_dead_replica_falls_back "replica ${STEER_REPLICA_ADDR[0]} still answers"
+fi
+wait "$FRESH_BG"
+note "replica ${STEER_REPLICA_ADDR[0]} SIGKILLed 2 s into the run: $(summary dead)"
+if [ "$(field dead read_errors)" = 0 ] && [ "$(field dead write_errors)" = 0 ] &&
+	[ "$(field dead stale_reads)" = 0 ] && [ "$(field dead reads)" -gt 100 ] &&
+	[ "$(field dead fallbacks)" -gt 0 ]; then
+	pass client_fresh_dead_replica_falls_back
+else
+	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead)"
+fi

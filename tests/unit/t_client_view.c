@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * t_client_view.c - libkeysteer's pure parts (user/client/view.c, route.c): the
+ * view built from the fleet's documents as the agents write them (ring,
+ * hosts/, hot/ entries arriving, changing, deleted, a whole read again),
+ * where a read goes (the datapath's schedule with owner_turns, the owner
+ * for anything not armed), and what a write invalidates (the union of old
+ * and new replica sets).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "client/route.h"
+#include "client/view.h"
+#include "core/host_doc.h"
+#include "core/hot_doc.h"
+#include "core/ring_doc.h"
+#include "core/steer_sched.h"
+#include "ktest.h"
+#include "unit.h"
+
+#define SHARDS "198.18.2.11:11211,198.18.2.12:11211"
+#define PFX    "/keysteer/t/"
+
+static int put(struct ksc_view *v, const char *key, const char *val, __s64 rev)
+{
+	return ksc_view_put(v, key, strlen(key), val, strlen(val), rev);
+}
+
+/* The ring document the agents push for SHARDS. */
+static char *ring_doc(const char *list)
+{
+	char err[256], *out = NULL;
+	struct ks_shards s;
+	struct ks_ring r;
+	size_t len;
+
+	if (ks_shards_parse_list("t", list, &s, err, sizeof(err)))
+		return NULL;
+	if (!ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err)))
+		ks_ring_doc_encode(&r, &s, "t", NULL, &out, &len);
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	return out;
+}
+
+static char *host_doc(const char *self, const char *r0, const char *r1)
+{
+	struct ks_host_doc d;
+
+	memset(&d, 0, sizeof(d));
+	snprintf(d.self, sizeof(d.self), "%s", self);
+	d.has_shard = 1;
+	snprintf(d.shard, sizeof(d.shard), "%s", self);
+	if (r0)
+		snprintf(d.replicas[d.nreplicas++], 48, "%s", r0);
+	if (r1)
+		snprintf(d.replicas[d.nreplicas++], 48, "%s", r1);
+	return ks_host_doc_encode(&d, NULL);
+}
+
+static char *hot_doc(const char *key, const char *owner, unsigned state,
+		     const char *r0, const char *r1, unsigned owner_turns)
+{
+	struct ks_hot_doc d;
+
+	memset(&d, 0, sizeof(d));
+	d.len = (__u16)strlen(key);
+	memcpy(d.key, key, d.len);
+	d.has_key = 1;
+	d.hash = ksc_key_hash(key, d.len);
+	d.read_hot = 1;
+	d.state = (__u8)state;
+	d.copies = 3;
+	d.subkeys = 1;
+	snprintf(d.owner, sizeof(d.owner), "%s", owner);
+	if (r0)
+		snprintf(d.replica[d.nreplicas++], KS_HOT_DOC_OWNER, "%s", r0);
+	if (r1)
+		snprintf(d.replica[d.nreplicas++], KS_HOT_DOC_OWNER, "%s", r1);
+	d.owner_turns = owner_turns;
+	return ks_hot_doc_encode(&d);
+}
+
+static void hot_key(const char *key, char *buf, size_t len)
+{
+	ks_hot_doc_key("t", ksc_key_hash(key, strlen(key)), buf, len);
+}
+
+/* A view with the ring of SHARDS at revision 2. */
+static int view_with_ring(struct ksc_view *v)
+{
+	char *doc = ring_doc(SHARDS);
+	int ret;
+
+	ksc_view_init(v, "t");
+	ret = doc ? put(v, PFX "ring", doc, 2) : -1;
+	free(doc);
+	return ret;
+}
+
+static const char *owner_name(struct ksc_view *v, const char *key)
+{
+	unsigned id = ksc_view_owner(v, key, strlen(key));
+
+	return id < v->nsrv ? v->srv[id].name : "none";
+}
+
+static void test_view_ring(void)
+{
+	struct ksc_view v;
+	char *doc, key[32], shard[64];
+	unsigned i, diff = 0;
+	__u32 idx;
+
+	kt_begin("client_view_ring_as_agents_build_it");
+	CHECK(view_with_ring(&v) == 0, "ring refused: %s", v.why);
+	CHECK(v.have_ring && v.ring_rev == 2, "ring revision %lld",
+	      (long long)v.ring_rev);
+	for (i = 0; i < 500; i++) { /* the ring's own lookup names it */
+		snprintf(key, sizeof(key), "key:%u", i);
+		idx = ks_ring_lookup(&v.ring, key, strlen(key));
+		ks_shard_addr(&v.shards.v[idx], shard, sizeof(shard));
+		diff += strcmp(shard, owner_name(&v, key)) != 0;
+	}
+	CHECK(diff == 0, "%u of 500 keys with another owner", diff);
+	kt_end();
+
+	kt_begin("client_view_ring_refused_kept_deleted_kept");
+	CHECK(put(&v, PFX "ring", "{\"schema\":2}", 3) == -EBADMSG,
+	      "a schema-2 ring taken");
+	doc = ring_doc(SHARDS);
+	/* a document whose digest the shards do not build */
+	if (doc) {
+		char *d = strstr(doc, "\"digest\": \"");
+
+		if (d)
+			d[11] = d[11] == '0' ? '1' : '0';
+		CHECK(put(&v, PFX "ring", doc, 4) == -EBADMSG,
+		      "a ring with a wrong digest taken");
+	}
+	free(doc);
+	CHECK(v.ring_rev == 2 && v.refused == 2, "ring rev %lld refused %llu",
+	      (long long)v.ring_rev, (unsigned long long)v.refused);
+	CHECK(ksc_view_del(&v, PFX "ring", strlen(PFX "ring"), 5, 0) == 0 &&
+		      v.have_ring && v.ring_rev == 2,
+	      "a deleted ring key dropped the ring");
+	doc = ring_doc("198.18.2.13:11211");
+	CHECK(doc && put(&v, PFX "ring", doc, 6) == 0 && v.ring_rev == 6 &&
+		      !strcmp(owner_name(&v, "key:1"), "198.18.2.13:11211"),
+	      "a new ring not taken");
+	free(doc);
+	CHECK(put(&v, "/keysteer/other/ring", "x", 7) == 1 &&
+		      put(&v, PFX "pins", "{}", 7) == 1,
+	      "keys of no family not ignored");
+	ksc_view_free(&v);
+	kt_end();
+}
+
+static void test_view_hosts_hot(void)
+{
+	const char *o = "198.18.2.11:11211", *r1 = "198.18.2.101:11211",
+		   *r2 = "198.18.2.102:11211", *r3 = "198.18.2.103:11211";
+	char hk[80], *doc;
+	struct ksc_hot *e;
+	struct ksc_view v;
+	__u8 sched[KS_STEER_SCHED];
+	int oid;
+
+	kt_begin("client_view_hosts_replicas_union");
+	view_with_ring(&v);
+	doc = host_doc(o, r1, r2);
+	CHECK(put(&v,
+		  PFX "hosts/"
+		      "198.18.2.11:11211",
+		  doc, 3) == 0,
+	      "hosts/ refused: %s", v.why);
+	free(doc);
+	doc = host_doc(o, r3, NULL); /* restarted with other --replicas */
+	CHECK(put(&v,
+		  PFX "hosts/"
+		      "198.18.2.11:11211",
+		  doc, 4) == 0,
+	      "hosts/ refused: %s", v.why);
+	free(doc);
+	oid = ksc_view_server(&v, o);
+	CHECK(oid >= 0 && v.srv[oid].nreps == 3,
+	      "owner's replicas %u, want the union of 3",
+	      oid >= 0 ? v.srv[oid].nreps : 0);
+	ksc_view_del(&v,
+		     PFX "hosts/"
+			 "198.18.2.11:11211",
+		     strlen(PFX "hosts/"
+				"198.18.2.11:11211"),
+		     5, 0);
+	CHECK(v.srv[oid].nreps == 3, "a lease's end forgot replicas");
+	CHECK(put(&v, PFX "hosts/x", "{\"schema\":1,\"replicas\":\"a\"}", 6) ==
+		      -EBADMSG,
+	      "replicas that are not an array taken");
+	kt_end();
+
+	kt_begin("client_view_hot_arrives_changes_goes");
+	hot_key("flash:1", hk, sizeof(hk));
+	doc = hot_doc("flash:1", o, KS_HDS_ARMED, r1, r2, 16);
+	CHECK(put(&v, hk, doc, 7) == 0, "hot/ refused: %s", v.why);
+	free(doc);
+	e = ksc_view_hot(&v, ksc_key_hash("flash:1", 7));
+	ks_steer_schedule(sched, 3, 16);
+	CHECK(e && e->live && e->state == KS_HDS_ARMED && e->nrep == 2 &&
+		      e->owner_turns == 16 &&
+		      !memcmp(e->sched, sched, sizeof(sched)),
+	      "armed entry not as published");
+	doc = hot_doc("flash:1", o, KS_HDS_DIRTY, NULL, NULL, 16);
+	CHECK(put(&v, hk, doc, 8) == 0 && e->state == KS_HDS_DIRTY &&
+		      e->nrep == 0 && e->nseen == 2,
+	      "dirty entry: state %u nrep %u seen %u", e->state, e->nrep,
+	      e->nseen);
+	free(doc);
+	doc = hot_doc("flash:1", o, KS_HDS_ARMED, r3, NULL, 0);
+	put(&v, hk, doc, 9);
+	free(doc);
+	CHECK(e->nrep == 1 && e->nseen == 3, "re-armed: nrep %u seen %u",
+	      e->nrep, e->nseen);
+	/* hash of another key under this hash: refused */
+	doc = hot_doc("flash:2", o, KS_HDS_ARMED, r1, NULL, 0);
+	CHECK(put(&v, hk, doc, 10) == -EBADMSG, "another key's entry taken");
+	free(doc);
+	CHECK(v.revision == 10, "view revision %lld", (long long)v.revision);
+	ksc_view_del(&v, hk, strlen(hk), 11, 1000);
+	CHECK(ksc_view_hot(&v, e->hash) && !e->live && e->nseen == 3 &&
+		      v.hlive == 0,
+	      "deleted entry: live %u seen %u", e->live, e->nseen);
+	ksc_view_purge(&v, 2000, 5000);
+	CHECK(ksc_view_hot(&v, ksc_key_hash("flash:1", 7)) != NULL,
+	      "purged before its time");
+	ksc_view_purge(&v, 7000, 5000);
+	CHECK(ksc_view_hot(&v, ksc_key_hash("flash:1", 7)) == NULL,
+	      "not purged after its time");
+	kt_end();
+
+	kt_begin("client_view_read_again_drops_missing");
+	doc = hot_doc("flash:1", o, KS_HDS_ARMED, r1, NULL, 0);
+	put(&v, hk, doc, 12);
+	{
+		struct ks_etcd_kv kv = { .key = PFX "ring",
+					 .value = "{\"schema\":3}",
+					 .key_len = strlen(PFX "ring"),
+					 .value_len = 12,
+					 .mod_revision = 12 };
+
+		/* a read after a compaction: the ring refused (kept), the
+		 * hot entry not in it, hence gone */
+		ksc_view_load(&v, &kv, 1, 20, 3000);
+	}
+	e = ksc_view_hot(&v, ksc_key_hash("flash:1", 7));
+	CHECK(e && !e->live && v.have_ring && v.revision == 20,
+	      "after the read: entry live %d ring %d rev %lld",
+	      e ? e->live : -1, v.have_ring, (long long)v.revision);
+	free(doc);
+	ksc_view_free(&v);
+	kt_end();
+}
+
+static void test_route(void)
+{
+	const char *r1 = "198.18.2.101:11211", *r2 = "198.18.2.102:11211",
+		   *r3 = "198.18.2.103:11211";
+	unsigned cnt[3] = { 0, 0, 0 }, i, n, oid, id1, id2, id3, other;
+	char hk[80], *doc, *hd, key[32];
+	struct ksc_read_plan p;
+	__u8 sched[KS_STEER_SCHED];
+	__u16 out[KSC_INVAL_MAX];
+	const char *k = "flash:1";
+	char owner[KSC_ADDR_MAX]; /* v.srv moves as servers are added */
+	struct ksc_view v;
+	__u64 h = ksc_key_hash(k, strlen(k));
+	int bad = 0;
+
+	view_with_ring(&v);
+	snprintf(owner, sizeof(owner), "%s", owner_name(&v, k));
+	oid = ksc_view_owner(&v, k, strlen(k));
+	other = ksc_view_server(&v, strcmp(owner, "198.18.2.11:11211")
+					    ? "198.18.2.11:11211"
+					    : "198.18.2.12:11211");
+	id1 = ksc_view_server(&v, r1);
+	id2 = ksc_view_server(&v, r2);
+	id3 = ksc_view_server(&v, r3);
+	hot_key(k, hk, sizeof(hk));
+
+	kt_begin("client_route_not_hot_to_owner");
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "cold:%u", i);
+		ksc_route_read(&v, key, strlen(key),
+			       ksc_key_hash(key, strlen(key)), 0, &p);
+		bad += p.copy != KSC_NONE ||
+		       p.owner != ksc_view_owner(&v, key, strlen(key));
+	}
+	CHECK(bad == 0, "%d cold reads not to their owner", bad);
+	kt_end();
+
+	kt_begin("client_route_schedule_as_datapath");
+	doc = hot_doc(k, owner, KS_HDS_ARMED, r1, r2, 16);
+	CHECK(put(&v, hk, doc, 3) == 0, "hot/ refused: %s", v.why);
+	free(doc);
+	ks_steer_schedule(sched, 3, 16);
+	for (i = 0; i < 2 * KS_STEER_SCHED; i++) {
+		ksc_route_read(&v, k, strlen(k), h, 0, &p);
+		n = p.copy == KSC_NONE ? 0 : p.copy == id1 ? 1 : 2;
+		cnt[n]++;
+		bad += n != sched[i % KS_STEER_SCHED] || p.owner != oid;
+	}
+	CHECK(bad == 0 && cnt[0] == 32 && cnt[1] == 48 && cnt[2] == 48,
+	      "%d turns off the schedule; owner %u r1 %u r2 %u", bad, cnt[0],
+	      cnt[1], cnt[2]);
+	ksc_route_read(&v, k, strlen(k), h, 1, &p);
+	CHECK(p.copy == KSC_NONE && p.owner == oid,
+	      "an old view still read a copy");
+	kt_end();
+
+	kt_begin("client_route_not_armed_to_owner");
+	for (n = 0; n < 4; n++) {
+		unsigned st[4] = { KS_HDS_COUNTING, KS_HDS_FILLING,
+				   KS_HDS_DIRTY, KS_HDS_ARMED };
+
+		/* the last: armed, but by another owner than the ring's */
+		doc = hot_doc(k, n == 3 ? v.srv[other].name : owner, st[n], r1,
+			      r2, 0);
+		put(&v, hk, doc, 4 + n);
+		free(doc);
+		for (i = 0; i < 8; i++) {
+			ksc_route_read(&v, k, strlen(k), h, 0, &p);
+			CHECK(p.copy == KSC_NONE,
+			      "state %u owner %s: read went to a copy", st[n],
+			      n == 3 ? "other" : "ring's");
+		}
+	}
+	doc = hot_doc(k, owner, KS_HDS_ARMED, r1, r2, 0);
+	put(&v, hk, doc, 9);
+	free(doc);
+	ksc_view_del(&v, hk, strlen(hk), 10, 0);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	CHECK(p.copy == KSC_NONE, "a deleted entry still read a copy");
+	kt_end();
+
+	kt_begin("client_route_invalidates_union");
+	/* the owner's hosts/: r1 then r3; the key's entries listed r1, r2 */
+	hd = host_doc(owner, r1, NULL);
+	CHECK(put(&v, PFX "hosts/a", hd, 11) == 0, "hosts/ refused: %s", v.why);
+	free(hd);
+	hd = host_doc(owner, r3, NULL);
+	CHECK(put(&v, PFX "hosts/a", hd, 12) == 0, "hosts/ refused: %s", v.why);
+	free(hd);
+	n = ksc_route_inval(&v, oid, h, 1, out, KSC_INVAL_MAX);
+	for (i = 0, bad = 0; i < n; i++)
+		bad += out[i] != id1 && out[i] != id2 && out[i] != id3;
+	CHECK(n == 3 && !bad, "%u replicas (%d unknown), want r1 r2 r3", n,
+	      bad);
+	snprintf(key, sizeof(key), "cold:1");
+	n = ksc_route_inval(&v, ksc_view_owner(&v, key, strlen(key)),
+			    ksc_key_hash(key, strlen(key)), 0, out,
+			    KSC_INVAL_MAX);
+	CHECK(n == 0, "invalidate=hot: a key not hot invalidated %u", n);
+	n = ksc_route_inval(&v, oid, ksc_key_hash(key, strlen(key)), 1, out,
+			    KSC_INVAL_MAX);
+	CHECK(n == 2, "a key not hot of the owner: %u replicas, want its 2", n);
+	kt_end();
+	ksc_view_free(&v);
+}
+
+void test_client(void)
+{
+	test_view_ring();
+	test_view_hosts_hot();
+	test_route();
+}

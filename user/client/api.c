@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * api.c - libkeysteer's public calls (libkeysteer.h, docs/client.md): the
+ * handle's options, reads to a copy or the owner, writes to the owner and
+ * then the invalidation of every replica that may hold a copy.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "client/client.h"
+#include "client/route.h"
+#include "core/hot_doc.h"
+#include "core/mc_key.h"
+#include "core/ring_doc.h"
+#include "util/clock.h"
+
+#define KSC_API __attribute__((visibility("default")))
+
+__u64 ksc_now_ms(void)
+{
+	return ks_mono_ns() / 1000000;
+}
+
+int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ks->err, sizeof(ks->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* ---- options ---- */
+
+struct spec {
+	char *etcd, *cluster, *servers, *dist, *replicas;
+};
+
+static int num_opt(struct keysteer *ks, const char *name, const char *val,
+		   long lo, long hi, long *out)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(val, &end, 10);
+	if (errno || !*val || *end || n < lo || n > hi)
+		return ksc_err(ks, -EINVAL, "%s=%s: want a number %ld..%ld",
+			       name, val, lo, hi);
+	*out = n;
+	return 0;
+}
+
+static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
+{
+	char *eq = strchr(w, '=');
+	const char *val;
+	long n;
+	int ret = 0;
+
+	if (!eq)
+		return ksc_err(ks, -EINVAL, "'%s' is not NAME=VALUE", w);
+	*eq = '\0';
+	val = eq + 1;
+	if (!strcmp(w, "etcd"))
+		sp->etcd = eq + 1;
+	else if (!strcmp(w, "cluster"))
+		sp->cluster = eq + 1;
+	else if (!strcmp(w, "servers"))
+		sp->servers = eq + 1;
+	else if (!strcmp(w, "distribution"))
+		sp->dist = eq + 1;
+	else if (!strcmp(w, "replicas"))
+		sp->replicas = eq + 1;
+	else if (!strcmp(w, "timeout_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 60000, &n)))
+			ks->timeout_ms = (int)n;
+	} else if (!strcmp(w, "etcd_timeout_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 60000, &n)))
+			ks->etcd_timeout_ms = (int)n;
+	} else if (!strcmp(w, "stale_view_ms")) {
+		if (!(ret = num_opt(ks, w, val, 0, 3600000, &n)))
+			ks->stale_view_ms = (unsigned)n;
+	} else if (!strcmp(w, "inval_ttl_s")) {
+		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
+			ks->inval_ttl_s = (int)n;
+	} else if (!strcmp(w, "invalidate")) {
+		if (strcmp(val, "all") && strcmp(val, "hot"))
+			return ksc_err(ks, -EINVAL,
+				       "invalidate=%s: want all or hot", val);
+		ks->inval_all = !strcmp(val, "all");
+	} else {
+		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
+	}
+	return ret;
+}
+
+static int open_spec(struct keysteer *ks, char *buf)
+{
+	struct spec sp = { 0 };
+	char *save = NULL, *w;
+	int ret;
+
+	for (w = strtok_r(buf, " \t\n", &save); w;
+	     w = strtok_r(NULL, " \t\n", &save))
+		if ((ret = parse_word(ks, &sp, w)))
+			return ret;
+	if (!!sp.etcd + !!sp.servers != 1)
+		return ksc_err(ks, -EINVAL,
+			       "give one of etcd=URL,... and servers=H:P,...");
+	if (sp.etcd && (sp.dist || sp.replicas))
+		return ksc_err(ks, -EINVAL,
+			       "distribution= and replicas= go with servers=; "
+			       "with etcd= the fleet says them");
+	ret = ksc_view_init(&ks->view,
+			    sp.cluster ? sp.cluster : KS_CLUSTER_DEFAULT);
+	if (!ret && sp.servers)
+		ret = ksc_view_static(&ks->view, sp.servers, sp.dist,
+				      sp.replicas);
+	if (ret)
+		return ksc_err(ks, ret, "%s", ks->view.why);
+	return sp.etcd ? ksc_fleet_open(ks, sp.etcd) : 0;
+}
+
+KSC_API int keysteer_open(struct keysteer **out, const char *spec)
+{
+	struct keysteer *ks = calloc(1, sizeof(*ks));
+	char *buf;
+	int ret;
+
+	*out = ks;
+	if (!ks)
+		return -ENOMEM;
+	ks->timeout_ms = KSC_TIMEOUT_MS;
+	ks->etcd_timeout_ms = 2000;
+	ks->stale_view_ms = KSC_STALE_VIEW_MS;
+	ks->inval_ttl_s = KSC_INVAL_TTL_S;
+	ks->inval_all = 1;
+	ks->stop_fd = -1;
+	ks->since_ms = ksc_now_ms();
+	pthread_mutex_init(&ks->lock, NULL);
+	buf = strdup(spec ? spec : "");
+	if (!buf)
+		return ksc_err(ks, -ENOMEM, "out of memory");
+	ret = open_spec(ks, buf);
+	free(buf);
+	return ret;
+}
+
+KSC_API void keysteer_close(struct keysteer *ks)
+{
+	if (!ks)
+		return;
+	ksc_fleet_close(ks);
+	ksc_conns_close(ks);
+	ksc_view_free(&ks->view);
+	pthread_mutex_destroy(&ks->lock);
+	free(ks);
+}
+
+KSC_API const char *keysteer_errmsg(const struct keysteer *ks)
+{
+	return ks ? ks->err : "out of memory";
+}
+
+KSC_API void keysteer_free(void *value)
+{
+	free(value);
+}
+
+static int check_key(struct keysteer *ks, const void *key, size_t klen)
+{
+	if (!key || ks_mc_key_check(key, klen))
+		return ksc_err(ks, -EINVAL,
+			       "a key is 1..%d bytes without spaces or "
+			       "control bytes",
+			       KS_MC_KEY_MAX);
+	return 0;
+}
+
+/* ---- reads ---- */
+
+static int fetch(struct keysteer *ks, unsigned id, const void *key, size_t klen,
+		 struct ks_mc_item *it)
+{
+	struct ksc_conn *c = ksc_conn_get(ks, id);
+	char name[KSC_ADDR_MAX];
+	int ret;
+
+	memset(it, 0, sizeof(*it));
+	if (!c)
+		return -EHOSTUNREACH;
+	ret = ks_mc_fetch(&c->mc, key, klen, it);
+	if (ret) {
+		ksc_server_name(ks, id, name, sizeof(name));
+		ksc_err(ks, ret, "get from %s: %s", name, strerror(-ret));
+	}
+	return ret;
+}
+
+KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
+			 void **value, size_t *len, uint32_t *flags)
+{
+	struct ksc_read_plan p;
+	struct ks_mc_item it;
+	struct ksc_conn *c;
+	__u64 hash, now;
+	int ret;
+
+	*value = NULL;
+	if (len)
+		*len = 0;
+	if ((ret = check_key(ks, key, klen)))
+		goto fail;
+	ks->st.gets++;
+	hash = ksc_key_hash(key, klen);
+	now = ksc_now_ms();
+	pthread_mutex_lock(&ks->lock);
+	ksc_route_read(&ks->view, key, klen, hash,
+		       ksc_fleet_owners_only(ks, now), &p);
+	pthread_mutex_unlock(&ks->lock);
+	if (p.owner == KSC_NONE) {
+		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
+		goto fail;
+	}
+	if (p.copy != KSC_NONE) {
+		c = p.copy < ks->nconn ? &ks->conn[p.copy] : NULL;
+		if (c && c->skip_until_ms > now) {
+			ks->st.fallbacks++;
+		} else {
+			ret = fetch(ks, p.copy, key, klen, &it);
+			if (!ret && ks_mc_copy_usable(&it)) {
+				ks->st.copy_reads++;
+				goto found;
+			}
+			/* stale, a tombstone, a miss or an error: the owner */
+			if (ret && p.copy < ks->nconn)
+				ks->conn[p.copy].skip_until_ms =
+					now + KSC_REPLICA_BACKOFF_MS;
+			ks_mc_item_free(&it);
+			ks->st.fallbacks++;
+		}
+	}
+	ret = fetch(ks, p.owner, key, klen, &it);
+	if (ret)
+		goto fail;
+	ks->st.owner_reads++;
+	if (!it.found) {
+		ks_mc_item_free(&it);
+		ks->err[0] = '\0';
+		return 0;
+	}
+found:
+	ks->st.hits++;
+	*value = it.value; /* the item's malloc'd, NUL-terminated bytes */
+	if (len)
+		*len = it.len;
+	if (flags)
+		*flags = it.flags;
+	ks->err[0] = '\0';
+	return 1;
+fail:
+	ks->st.errors++;
+	return ret;
+}
+
+/* ---- writes ---- */
+
+/*
+ * Every replica that may hold a copy of key, invalidated (docs/client.md):
+ * 0, or -EIO naming the first that could not be. A replica that refuses
+ * the connection runs no memcached, so serves no copy (and one that
+ * starts again starts empty): that counts as done.
+ */
+static int invalidate(struct keysteer *ks, unsigned owner, const void *key,
+		      size_t klen, __u64 hash)
+{
+	__u16 ids[KSC_INVAL_MAX];
+	char name[KSC_ADDR_MAX];
+	unsigned n, i, bad = 0;
+	struct ksc_conn *c;
+	int ret;
+
+	pthread_mutex_lock(&ks->lock);
+	n = ksc_route_inval(&ks->view, owner, hash, ks->inval_all, ids,
+			    KSC_INVAL_MAX);
+	pthread_mutex_unlock(&ks->lock);
+	for (i = 0; i < n; i++) {
+		c = ksc_conn_get(ks, ids[i]);
+		ret = c ? ks_mc_invalidate(&c->mc, key, klen, ks->inval_ttl_s)
+			: -EHOSTUNREACH;
+		if (!ret || ret == -ECONNREFUSED) {
+			ks->st.invalidations++;
+			continue;
+		}
+		ks->st.inval_errors++;
+		if (!bad++) {
+			ksc_server_name(ks, ids[i], name, sizeof(name));
+			ksc_err(ks, -EIO,
+				"written to the owner, but replica %s not "
+				"invalidated (%s): readers reaching it may "
+				"read the old value until its copy expires",
+				name, strerror(-ret));
+		}
+	}
+	return bad ? -EIO : 0;
+}
+
+static int write_op(struct keysteer *ks, const void *key, size_t klen,
+		    const void *value, size_t len, uint32_t flags,
+		    uint32_t exptime, int del)
+{
+	struct ks_mc_item it = { 0 };
+	char name[KSC_ADDR_MAX];
+	struct ksc_conn *c;
+	unsigned owner;
+	__u64 hash;
+	int ret, inv;
+
+	if ((ret = check_key(ks, key, klen)))
+		goto fail;
+	if (!del && exptime > KS_MC_TTL_MAX) {
+		ret = ksc_err(ks, -EINVAL, "exptime %u: at most %ld s", exptime,
+			      KS_MC_TTL_MAX);
+		goto fail;
+	}
+	hash = ksc_key_hash(key, klen);
+	pthread_mutex_lock(&ks->lock);
+	owner = ksc_view_owner(&ks->view, key, klen);
+	pthread_mutex_unlock(&ks->lock);
+	if (owner == KSC_NONE) {
+		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
+		goto fail;
+	}
+	c = ksc_conn_get(ks, owner);
+	if (!c) {
+		ret = -EHOSTUNREACH;
+		goto fail;
+	}
+	it.value = (char *)value;
+	it.len = len;
+	it.flags = flags;
+	ret = del ? ks_mc_delete(&c->mc, key, klen)
+		  : ks_mc_store(&c->mc, key, klen, &it, (long)exptime);
+	if (ret && ret != -ETIMEDOUT && ret != -ECONNRESET) {
+		/* refused, never happened: nothing to invalidate */
+		ksc_server_name(ks, owner, name, sizeof(name));
+		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",
+			      name, strerror(-ret));
+		goto fail;
+	}
+	/* a write that may have happened is invalidated as one that did */
+	inv = invalidate(ks, owner, key, klen, hash);
+	if (ret) {
+		ksc_server_name(ks, owner, name, sizeof(name));
+		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",
+			      name, strerror(-ret));
+		goto fail;
+	}
+	if (del)
+		ks->st.deletes++;
+	else
+		ks->st.sets++;
+	if ((ret = inv))
+		goto fail;
+	ks->err[0] = '\0';
+	return 0;
+fail:
+	ks->st.errors++;
+	return ret;
+}
+
+KSC_API int keysteer_set(struct keysteer *ks, const void *key, size_t klen,
+			 const void *value, size_t len, uint32_t flags,
+			 uint32_t exptime)
+{
+	if (!value && len)
+		return ksc_err(ks, -EINVAL, "a value of %zu bytes at NULL",
+			       len);
+	return write_op(ks, key, klen, value ? value : "", len, flags, exptime,
+			0);
+}
+
+KSC_API int keysteer_delete(struct keysteer *ks, const void *key, size_t klen)
+{
+	return write_op(ks, key, klen, NULL, 0, 0, 0, 1);
+}
+
+KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
+			   size_t size)
+{
+	struct keysteer_stats s;
+	__u64 now = ksc_now_ms();
+	size_t i;
+
+	if (!ks || !st)
+		return -EINVAL;
+	s = ks->st;
+	pthread_mutex_lock(&ks->lock);
+	s.view_revision = ks->view.revision;
+	s.ring_revision = ks->view.ring_rev;
+	s.hot_keys = ks->view.hlive;
+	s.armed_keys = 0;
+	for (i = 0; i < ks->view.hcap; i++)
+		s.armed_keys += ks->view.hot[i].hash && ks->view.hot[i].live &&
+				ks->view.hot[i].state == KS_HDS_ARMED;
+	s.view_updates = ks->view.updates;
+	s.view_refused = ks->view.refused;
+	pthread_mutex_unlock(&ks->lock);
+	s.view_up = ks->follows
+			    ? __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE)
+			    : 1;
+	s.owners_only = ksc_fleet_owners_only(ks, now);
+	s.view_age_ms = ks->follows && !s.view_up
+				? now - __atomic_load_n(&ks->last_up_ms,
+							__ATOMIC_ACQUIRE)
+				: 0;
+	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
+	return 0;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * client.h - the inside of a libkeysteer handle, shared by its modules:
+ * api.c (the public calls), fleet.c (the thread that follows etcd) and
+ * servers.c (one memcached connection per server). Not installed.
+ */
+#ifndef KSC_CLIENT_H
+#define KSC_CLIENT_H
+
+#include <pthread.h>
+#include "client/libkeysteer.h"
+#include "client/view.h"
+#include "net/mc_client.h"
+
+#define KSC_ERR_MAX            512
+#define KSC_TIMEOUT_MS         500
+#define KSC_STALE_VIEW_MS      10000
+#define KSC_INVAL_TTL_S        10
+#define KSC_GONE_KEEP_MS       60000 /* a deleted hot/ entry's replicas */
+#define KSC_REPLICA_BACKOFF_MS 1000  /* a copy that failed: not tried */
+
+struct ks_etcd;
+
+/* One server's connection, indexed by its view server id. */
+struct ksc_conn {
+	int resolved; /* 1: mc holds its address; -1: it does not resolve */
+	struct ks_mc_conn mc;
+	__u64 skip_until_ms; /* a replica that failed: reads skip it */
+};
+
+struct keysteer {
+	char err[KSC_ERR_MAX];
+	int timeout_ms, etcd_timeout_ms, inval_ttl_s, inval_all;
+	unsigned stale_view_ms;
+	/* the view: written by the fleet thread, read by the caller's */
+	pthread_mutex_t lock;
+	struct ksc_view view;
+	/* the fleet thread (etcd= only) */
+	int follows; /* 1: etcd mode */
+	struct ks_etcd *etcd;
+	pthread_t thread;
+	int thread_on;
+	int stop_fd;      /* eventfd: the thread's stop */
+	int view_up;      /* atomics: the watch is established */
+	__u64 last_up_ms; /* ... last seen so */
+	__u64 since_ms;   /* when the handle opened */
+	/* connections */
+	unsigned nconn;
+	struct ksc_conn *conn;
+	struct keysteer_stats st;
+};
+
+__u64 ksc_now_ms(void);
+int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* fleet.c: the first read, then the thread that watches. */
+int ksc_fleet_open(struct keysteer *ks, const char *endpoints);
+void ksc_fleet_close(struct keysteer *ks);
+/* Whether reads go to owners only: etcd away longer than stale_view_ms. */
+int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);
+
+/* servers.c: server id's connection, opened on first use; NULL with
+ * ks->err when its name does not resolve. */
+struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id);
+void ksc_conns_close(struct keysteer *ks);
+/* The server's name (for messages), copied under the lock. */
+void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * fleet.c - a handle's view follows /keysteer/CLUSTER/ (docs/client.md,
+ * "The view"): one range read of the prefix before keysteer_open returns,
+ * then a thread of the handle's own watches the prefix from the read's
+ * revision + 1 (net/etcd.h: it reconnects by itself, from the revision
+ * after the last event, so nothing is missed) and applies every event to
+ * the view under the handle's lock. A compacted start revision reads the
+ * prefix again. While the watch is not established the view stays as it
+ * was; once that has lasted stale_view_ms, reads go to the owners only
+ * (ksc_fleet_owners_only), until the watch is back.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "client/client.h"
+#include "net/etcd.h"
+
+#define LOAD(p)     __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+
+static void mark_up(struct keysteer *ks, int up, __u64 now)
+{
+	if (up)
+		STORE(ks->last_up_ms, now);
+	STORE(ks->view_up, up);
+}
+
+int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms)
+{
+	if (!ks->follows || LOAD(ks->view_up))
+		return 0;
+	return now_ms - LOAD(ks->last_up_ms) > ks->stale_view_ms;
+}
+
+/* The whole prefix, into the view; its revision into *rev. */
+static int read_all(struct keysteer *ks, int64_t *rev)
+{
+	struct ks_etcd_range r;
+	int err;
+
+	err = ks_etcd_range(ks->etcd, ks->view.prefix, ks->view.plen,
+			    KS_ETCD_PREFIX, &r);
+	if (err)
+		return ksc_err(ks, err, "etcd: reading %s: %s", ks->view.prefix,
+			       ks_etcd_errmsg(ks->etcd));
+	pthread_mutex_lock(&ks->lock);
+	err = ksc_view_load(&ks->view, r.kvs, r.n, r.revision, ksc_now_ms());
+	pthread_mutex_unlock(&ks->lock);
+	*rev = r.revision;
+	ks_etcd_range_free(&r);
+	return err;
+}
+
+static int stopping(struct keysteer *ks, int wait_ms)
+{
+	struct pollfd p = { .fd = ks->stop_fd, .events = POLLIN };
+
+	return poll(&p, 1, wait_ms) > 0;
+}
+
+static void *watch_main(void *arg)
+{
+	struct keysteer *ks = arg;
+	struct ks_etcd_watch *w = NULL;
+	int64_t next = ks->view.revision + 1, rev;
+	__u64 now, purged = 0;
+	struct ks_etcd_event ev;
+	struct pollfd p[2];
+	int rc, t;
+
+	for (;;) {
+		if (!w && ks_etcd_watch_start(ks->etcd, ks->view.prefix,
+					      ks->view.plen, KS_ETCD_PREFIX,
+					      next, &w)) {
+			w = NULL;
+			if (stopping(ks, 500))
+				break;
+			continue;
+		}
+		p[0] = (struct pollfd){ .fd = ks_etcd_watch_fd(w),
+					.events = POLLIN };
+		p[1] = (struct pollfd){ .fd = ks->stop_fd, .events = POLLIN };
+		t = ks_etcd_watch_timeout_ms(w);
+		if (t < 0 || t > 250)
+			t = 250;
+		if (poll(p, 2, t) > 0 && p[1].revents)
+			break;
+		rc = ks_etcd_watch_run(w);
+		now = ksc_now_ms();
+		if (rc > 0) {
+			pthread_mutex_lock(&ks->lock);
+			while (ks_etcd_watch_next(w, &ev) == 1) {
+				ksc_view_event(&ks->view, &ev, now);
+				ks_etcd_event_free(&ev);
+			}
+			pthread_mutex_unlock(&ks->lock);
+		}
+		mark_up(ks, ks_etcd_watch_created(w), now);
+		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
+			/* the watch ended: read everything again */
+			ks_etcd_watch_stop(w);
+			w = NULL;
+			mark_up(ks, 0, now);
+			if (rc != -ERANGE && stopping(ks, 1000))
+				break;
+			if (!read_all(ks, &rev))
+				next = rev + 1;
+			else if (stopping(ks, 500))
+				break;
+		} else {
+			next = ks_etcd_watch_next_revision(w);
+		}
+		if (now - purged > 1000) {
+			pthread_mutex_lock(&ks->lock);
+			ksc_view_purge(&ks->view, now, KSC_GONE_KEEP_MS);
+			pthread_mutex_unlock(&ks->lock);
+			purged = now;
+		}
+	}
+	ks_etcd_watch_stop(w);
+	return NULL;
+}
+
+int ksc_fleet_open(struct keysteer *ks, const char *endpoints)
+{
+	struct ks_etcd_opts o = { .endpoints = endpoints,
+				  .timeout_ms = ks->etcd_timeout_ms };
+	char err[KSC_ERR_MAX];
+	int64_t rev;
+	int ret;
+
+	ret = ks_etcd_open(&ks->etcd, &o, err, sizeof(err));
+	if (ret)
+		return ksc_err(ks, ret, "etcd=%s: %s", endpoints, err);
+	ret = read_all(ks, &rev);
+	if (ret)
+		return ret;
+	ks->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ks->stop_fd < 0)
+		return ksc_err(ks, -errno, "eventfd: %s", strerror(errno));
+	ks->follows = 1;
+	mark_up(ks, 1, ksc_now_ms());
+	/* the client moves to the thread: one client, one thread */
+	ret = pthread_create(&ks->thread, NULL, watch_main, ks);
+	if (ret)
+		return ksc_err(ks, -ret, "cannot start the view's thread: %s",
+			       strerror(ret));
+	ks->thread_on = 1;
+	return 0;
+}
+
+void ksc_fleet_close(struct keysteer *ks)
+{
+	__u64 one = 1;
+
+	if (ks->thread_on) {
+		/* an eventfd write fails only at overflow: never here */
+		ssize_t w = write(ks->stop_fd, &one, sizeof(one));
+
+		(void)w;
+		pthread_join(ks->thread, NULL);
+		ks->thread_on = 0;
+	}
+	if (ks->stop_fd > 0)
+		close(ks->stop_fd);
+	ks->stop_fd = -1;
+	ks_etcd_close(ks->etcd);
+	ks->etcd = NULL;
+}

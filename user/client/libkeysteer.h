@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * libkeysteer.h - keysteer's client library (docs/client.md): a memcached
+ * client for TCP that follows a keysteer fleet's ring and hot-key table,
+ * reads armed hot keys from their copies on L1 replicas, and invalidates
+ * the copies on every write it makes, so that no read through the library
+ * returns a value older than a write through the library acknowledged
+ * before the read began.
+ *
+ *   struct keysteer *ks;
+ *   if (keysteer_open(&ks, "etcd=http://10.0.0.9:2379 cluster=web") < 0)
+ *           errx(1, "%s", keysteer_errmsg(ks)); (ks is NULL-safe here)
+ *   keysteer_set(ks, "k", 1, "v1", 2, 0, 0);
+ *   keysteer_get(ks, "k", 1, &val, &len, &flags);    1: found, 0: miss
+ *   keysteer_free(val);
+ *   keysteer_close(ks);
+ *
+ * Every call returns 0 (or 1 for a hit) or a negative errno, and then
+ * keysteer_errmsg(ks) says in one line what went wrong. A handle is used by
+ * one thread at a time (its connections and counters are not locked); the
+ * view of the fleet it follows is updated by a thread of its own. Give each
+ * thread of an application a handle of its own.
+ *
+ * The API and struct keysteer_stats only grow: fields are added at the
+ * end, and keysteer_stats() takes the size the caller knows.
+ */
+#ifndef LIBKEYSTEER_H
+#define LIBKEYSTEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KEYSTEER_VERSION "0.1.0"
+
+struct keysteer;
+
+/*
+ * Opens a handle. spec is a list of NAME=VALUE words, separated by spaces:
+ *
+ *   etcd=URL[,URL...]   the fleet's etcd (v3 JSON gateway), as the agents'
+ *                       --etcd; the ring, hosts/ and hot/ under
+ *                       /keysteer/CLUSTER/ are read, then watched
+ *   cluster=NAME        the fleet's --cluster (default "default")
+ *   servers=H:P[,H:P...] a static ring (tests, no fleet): these shards in
+ *                       index order, distribution=ketama|twemproxy|...
+ *                       (default ketama), no hot keys
+ *   replicas=H:P[,...]  with servers=: every shard's L1 replicas (what a
+ *                       write invalidates)
+ *   timeout_ms=N        per memcached call, connect included (default 500)
+ *   etcd_timeout_ms=N   per etcd call (default 2000)
+ *   stale_view_ms=N     etcd unreachable for longer than this: reads go to
+ *                       the owners only (default 10000)
+ *   inval_ttl_s=N       seconds the stale mark or tombstone of an
+ *                       invalidation lives (default 10)
+ *   invalidate=all|hot  all (default): every write invalidates its owner's
+ *                       replicas; hot: only keys the view knows as hot
+ *                       (NOT safe while the view lags; for measurements)
+ *
+ * The first read of the fleet happens before this returns (bounded by the
+ * etcd timeout): a fleet that cannot be read is an error. On
+ * error *ks holds a handle that only keysteer_errmsg() and keysteer_close()
+ * accept (NULL when out of memory).
+ */
+int keysteer_open(struct keysteer **ks, const char *spec);
+void keysteer_close(struct keysteer *ks); /* NULL is fine */
+
+/* The last error's one line ("" after a success; never NULL). */
+const char *keysteer_errmsg(const struct keysteer *ks);
+
+/*
+ * Reads key (1..250 bytes, no spaces or control bytes). 1 and *value (a
+ * malloc'd copy, NUL-terminated, free it with keysteer_free), *len and
+ * *flags (may be NULL) when found; 0 when not (value NULL). An armed hot
+ * key is read from one of its copies, the next in its schedule; a copy
+ * that is stale, a tombstone, missing or unreachable is read from the
+ * owner instead.
+ */
+int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
+		 void **value, size_t *len, uint32_t *flags);
+
+/*
+ * Writes key on its owner (flags: memcached's client flags; exptime 0:
+ * never, else seconds up to 30 days), then invalidates the key on every
+ * L1 replica that may hold a copy, before returning. 0, or -EIO when the
+ * owner took the write but a replica could not be invalidated (the
+ * message names it: until its copy expires, readers that reach it may read
+ * the old value), or another error from the owner.
+ */
+int keysteer_set(struct keysteer *ks, const void *key, size_t klen,
+		 const void *value, size_t len, uint32_t flags,
+		 uint32_t exptime);
+/* Deletes key on its owner (absent is success too), then invalidates as
+ * keysteer_set does. */
+int keysteer_delete(struct keysteer *ks, const void *key, size_t klen);
+
+void keysteer_free(void *value);
+
+struct keysteer_stats {
+	uint64_t gets;          /* keysteer_get calls */
+	uint64_t hits;          /* ... that found the key */
+	uint64_t copy_reads;    /* answered from a copy on a replica */
+	uint64_t owner_reads;   /* answered by the owner */
+	uint64_t fallbacks;     /* a copy tried, then the owner */
+	uint64_t sets, deletes; /* writes acknowledged by the owner */
+	uint64_t invalidations; /* replicas invalidated by writes */
+	uint64_t inval_errors;  /* replicas a write could not invalidate */
+	uint64_t errors;        /* calls that returned an error */
+	int64_t view_revision;  /* etcd revision of the view (0: none) */
+	int64_t ring_revision;  /* the ring's mod_revision (0: none) */
+	uint64_t hot_keys;      /* hot/ entries in the view */
+	uint64_t armed_keys;    /* ... armed */
+	uint64_t view_updates;  /* documents applied */
+	uint64_t view_refused;  /* documents refused */
+	int32_t view_up;        /* 1: the view follows the fleet now */
+	int32_t owners_only;    /* 1: the view is too old, reads go to owners */
+	uint64_t view_age_ms;   /* since the view last followed the fleet */
+};
+
+/* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
+ * counters into st. 0, or -EINVAL. */
+int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

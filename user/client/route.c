@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* route.c - reads to copies or owners, writes' invalidations (route.h). */
+#include "client/route.h"
+#include "core/hot_doc.h"
+
+void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
+		    int owners_only, struct ksc_read_plan *p)
+{
+	struct ksc_hot *e;
+	unsigned turn;
+
+	p->owner = ksc_view_owner(v, key, len);
+	p->copy = KSC_NONE;
+	if (owners_only || p->owner == KSC_NONE)
+		return;
+	e = ksc_view_hot(v, hash);
+	/* one probe for a key that is not hot */
+	if (!e || !e->live || e->state != KS_HDS_ARMED || !e->nrep ||
+	    e->owner != p->owner)
+		return;
+	turn = e->sched[e->rr++ & (KS_STEER_SCHED - 1)];
+	if (turn && turn <= e->nrep)
+		p->copy = e->rep[turn - 1];
+}
+
+static void add(__u16 *out, unsigned *n, unsigned max, unsigned owner,
+		const __u16 *ids, unsigned nids)
+{
+	unsigned i, j;
+
+	for (i = 0; i < nids; i++) {
+		if (ids[i] == owner)
+			continue;
+		for (j = 0; j < *n && out[j] != ids[i]; j++)
+			;
+		if (j == *n && *n < max)
+			out[(*n)++] = ids[i];
+	}
+}
+
+unsigned ksc_route_inval(const struct ksc_view *v, unsigned owner, __u64 hash,
+			 int all, __u16 *out, unsigned max)
+{
+	const struct ksc_hot *e = ksc_view_hot(v, hash);
+	unsigned n = 0;
+
+	if (!all && !e)
+		return 0;
+	if (owner < v->nsrv)
+		add(out, &n, max, owner, v->srv[owner].reps,
+		    v->srv[owner].nreps);
+	add(out, &n, max, owner, v->static_reps, v->nstatic);
+	if (e) {
+		add(out, &n, max, owner, e->seen, e->nseen);
+		if (e->owner != owner && e->owner < v->nsrv)
+			add(out, &n, max, owner, v->srv[e->owner].reps,
+			    v->srv[e->owner].nreps);
+	}
+	return n;
+}

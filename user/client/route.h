@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * route.h - where the client library's requests go (docs/client.md,
+ * "Read" and "Write"), decided over the view alone. Pure code.
+ *
+ * A read of an armed hot key whose entry names the ring's owner as its
+ * owner takes the next turn of the key's schedule (the datapath's,
+ * ks_steer_schedule: owner_turns of 64 turns to the owner, the rest round
+ * the copies); every other read, and every read while the view is too old,
+ * goes to the owner. A write invalidates the union of the owner's replica
+ * sets as its hosts/ entries listed them (every version seen), the
+ * replicas every version of the key's hot/ entry listed (and its owner's
+ * set, when the entry names another owner than the ring), and the static
+ * replicas.
+ */
+#ifndef KSC_ROUTE_H
+#define KSC_ROUTE_H
+
+#include "client/view.h"
+
+struct ksc_read_plan {
+	unsigned owner; /* server id; KSC_NONE: no ring */
+	unsigned copy;  /* a replica's server id to try first; KSC_NONE */
+};
+
+/* Takes a turn of the key's schedule when it has one. */
+void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
+		    int owners_only, struct ksc_read_plan *p);
+
+/*
+ * The replicas a write of key (owner: its server id) invalidates into
+ * out[0..max), returned count; all 0: only when the view has a hot/ entry
+ * for the key (invalidate=hot, not safe while a view lags).
+ */
+#define KSC_INVAL_MAX (3 * KSC_SEEN_MAX)
+unsigned ksc_route_inval(const struct ksc_view *v, unsigned owner, __u64 hash,
+			 int all, __u16 *out, unsigned max);
+
+#endif

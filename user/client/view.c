@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* view.c - the fleet's documents into the client's view (see view.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "client/view.h"
+#include "core/fleet_doc.h"
+#include "core/hot_doc.h"
+#include "core/ring_doc.h"
+#include "core/steer_sched.h"
+
+static int why(struct ksc_view *v, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int why(struct ksc_view *v, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v->why, sizeof(v->why), fmt, ap);
+	va_end(ap);
+	if (err == -EBADMSG)
+		v->refused++;
+	return err;
+}
+
+int ksc_view_init(struct ksc_view *v, const char *cluster)
+{
+	char err[KS_ERRLEN_DOC];
+	int n;
+
+	memset(v, 0, sizeof(*v));
+	if (ks_cluster_check(cluster, err, sizeof(err)))
+		return why(v, -EINVAL, "cluster=%s: %s", cluster, err);
+	n = snprintf(v->prefix, sizeof(v->prefix), KS_ETCD_ROOT "%s/", cluster);
+	v->plen = (size_t)n;
+	return 0;
+}
+
+static void ring_drop(struct ksc_view *v)
+{
+	if (!v->have_ring)
+		return;
+	ks_ring_free(&v->ring);
+	ks_shards_free(&v->shards);
+	free(v->shard_srv);
+	v->shard_srv = NULL;
+	v->have_ring = 0;
+}
+
+void ksc_view_free(struct ksc_view *v)
+{
+	ring_drop(v);
+	free(v->srv);
+	free(v->hot);
+	memset(v, 0, sizeof(*v));
+}
+
+int ksc_view_server(struct ksc_view *v, const char *name)
+{
+	size_t len = strlen(name);
+	unsigned i;
+
+	if (!len || len >= KSC_ADDR_MAX)
+		return -EINVAL;
+	for (i = 0; i < v->nsrv; i++)
+		if (!strcmp(v->srv[i].name, name))
+			return (int)i;
+	if (v->nsrv == KSC_SERVERS_MAX)
+		return -ENOSPC;
+	if (!(v->nsrv & (v->nsrv - 1))) { /* 0, 1, 2, 4, ...: grow */
+		unsigned cap = v->nsrv ? 2 * v->nsrv : 8;
+		struct ksc_server *s = realloc(v->srv, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		v->srv = s;
+	}
+	memset(&v->srv[v->nsrv], 0, sizeof(v->srv[0]));
+	memcpy(v->srv[v->nsrv].name, name, len + 1);
+	return (int)v->nsrv++;
+}
+
+/* id added to a set of at most KSC_SEEN_MAX (full: the oldest stays and
+ * the newest is dropped, counted by the caller as refused). */
+static int set_add(__u16 *set, unsigned *n, unsigned id)
+{
+	unsigned i;
+
+	for (i = 0; i < *n; i++)
+		if (set[i] == id)
+			return 0;
+	if (*n == KSC_SEEN_MAX)
+		return -ENOSPC;
+	set[(*n)++] = (__u16)id;
+	return 0;
+}
+
+__u64 ksc_key_hash(const void *key, size_t len)
+{
+	__u64 words[KS_KEY_WORDS] = { 0 };
+
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	memcpy(words, key, len);
+	return ks_key_hash(words, (__u32)len);
+}
+
+unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len)
+{
+	__u32 i;
+
+	if (!v->have_ring)
+		return KSC_NONE;
+	i = ks_ring_lookup(&v->ring, key, len);
+	return i < v->shards.n ? v->shard_srv[i] : KSC_NONE;
+}
+
+/* ---- the ring ---- */
+
+/* The shards' server ids, then the ring in place of the old one. */
+static int ring_take(struct ksc_view *v, struct ks_ring *r, struct ks_shards *s,
+		     __s64 rev)
+{
+	__u16 *ids = calloc(s->n ? s->n : 1, sizeof(*ids));
+	char addr[KS_SHARD_HOST_MAX + 8];
+	__u32 i;
+	int id;
+
+	if (!ids)
+		goto nomem;
+	for (i = 0; i < s->n; i++) {
+		ks_shard_addr(&s->v[i], addr, sizeof(addr));
+		id = ksc_view_server(v, addr);
+		if (id < 0) {
+			free(ids);
+			ks_ring_free(r);
+			ks_shards_free(s);
+			return why(v, id == -ENOMEM ? -ENOMEM : -EBADMSG,
+				   "ring: shard %s: %s", addr,
+				   id == -ENOSPC ? "too many servers"
+						 : "name too long");
+		}
+		ids[i] = (__u16)id;
+	}
+	ring_drop(v);
+	v->ring = *r;
+	v->shards = *s;
+	v->shard_srv = ids;
+	v->have_ring = 1;
+	v->ring_rev = rev;
+	return 0;
+nomem:
+	ks_ring_free(r);
+	ks_shards_free(s);
+	return why(v, -ENOMEM, "ring: out of memory");
+}
+
+static int put_ring(struct ksc_view *v, const char *val, size_t vlen, __s64 rev)
+{
+	char err[KS_ERRLEN_DOC];
+	struct ks_ring_doc d;
+	struct ks_shards s;
+	struct ks_ring r;
+	int ret;
+
+	ret = ks_ring_doc_decode(val, vlen, &d, err, sizeof(err));
+	if (!ret)
+		ret = ks_ring_doc_build(&d, NULL, (__u64)rev, &s, &r, err,
+					sizeof(err));
+	ks_ring_doc_free(&d);
+	if (ret)
+		return why(v, ret == -ENOMEM ? -ENOMEM : -EBADMSG,
+			   "ring revision %lld refused: %s", (long long)rev,
+			   err);
+	return ring_take(v, &r, &s, rev);
+}
+
+int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
+		    const char *replicas)
+{
+	char err[KS_ERRLEN_DOC], name[KSC_ADDR_MAX];
+	const char *p = replicas, *e;
+	enum ks_dist ds = KS_DIST_KETAMA;
+	struct ks_shards s;
+	struct ks_ring r;
+	int id, ret;
+
+	if (dist && ks_dist_parse(dist, &ds, err, sizeof(err)))
+		return why(v, -EINVAL, "distribution=%s: %s", dist, err);
+	if (ks_shards_parse_list("servers=", shards, &s, err, sizeof(err)))
+		return why(v, -EINVAL, "%s", err);
+	if (ks_ring_build(&r, &s, ds, 0, 0, err, sizeof(err))) {
+		ks_shards_free(&s);
+		return why(v, -EINVAL, "%s", err);
+	}
+	ret = ring_take(v, &r, &s, 0);
+	while (!ret && p && *p) {
+		e = strchr(p, ',');
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)(e ? (size_t)(e - p) : strlen(p)), p);
+		id = ksc_view_server(v, name);
+		if (id < 0 ||
+		    set_add(v->static_reps, &v->nstatic, (unsigned)id))
+			return why(v, -EINVAL, "replicas=: '%s': %s", name,
+				   id < 0 ? "not a host:port"
+					  : "too many replicas");
+		p = e ? e + 1 : NULL;
+	}
+	return ret;
+}
+
+/* ---- hosts/SELF ---- */
+
+static int put_host(struct ksc_view *v, const char *self, const char *val,
+		    size_t vlen)
+{
+	struct ks_fleet_host *h = malloc(sizeof(*h));
+	const char *names;
+	int id, rid, ret = 0;
+	size_t i;
+
+	if (!h)
+		return why(v, -ENOMEM, "hosts/%s: out of memory", self);
+	ks_fleet_host_decode(self, val, vlen, h);
+	if (!h->valid) {
+		ret = why(v, -EBADMSG, "hosts/%s refused: %s", self, h->why);
+		goto out;
+	}
+	/* the owner it is: the shard it names, else its SELF */
+	names = h->have_shard && h->shard_name[0] ? h->shard_name : h->self;
+	id = ksc_view_server(v, names);
+	if (id < 0) {
+		ret = why(v, -EBADMSG, "hosts/%s: '%s' is not a server name",
+			  self, names);
+		goto out;
+	}
+	for (i = 0; i < h->n_reps; i++) {
+		rid = ksc_view_server(v, h->replicas[i]);
+		if (rid < 0 || set_add(v->srv[id].reps, &v->srv[id].nreps,
+				       (unsigned)rid)) {
+			ret = why(v, -EBADMSG, "hosts/%s: replica '%s' %s",
+				  self, h->replicas[i],
+				  rid < 0 ? "not kept" : "is one too many");
+			goto out;
+		}
+	}
+out:
+	free(h);
+	return ret;
+}
+
+/* ---- hot/HASH ---- */
+
+static size_t slot_of(const struct ksc_view *v, __u64 hash)
+{
+	size_t i = (size_t)(hash * 0x9e3779b97f4a7c15ULL >> 20) & (v->hcap - 1);
+
+	while (v->hot[i].hash && v->hot[i].hash != hash)
+		i = (i + 1) & (v->hcap - 1);
+	return i;
+}
+
+struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash)
+{
+	struct ksc_hot *e;
+
+	if (!v->hcap)
+		return NULL;
+	e = &v->hot[slot_of(v, hash)];
+	return e->hash ? e : NULL;
+}
+
+/* The table at cap slots (a power of two), keeping every entry. */
+static int rehash(struct ksc_view *v, size_t cap)
+{
+	struct ksc_hot *old = v->hot;
+	size_t i, ocap = v->hcap;
+
+	v->hot = calloc(cap, sizeof(*v->hot));
+	if (!v->hot) {
+		v->hot = old;
+		return -ENOMEM;
+	}
+	v->hcap = cap;
+	for (i = 0; i < ocap; i++)
+		if (old[i].hash)
+			v->hot[slot_of(v, old[i].hash)] = old[i];
+	free(old);
+	return 0;
+}
+
+static struct ksc_hot *hot_get(struct ksc_view *v, __u64 hash)
+{
+	struct ksc_hot *e;
+
+	if ((v->hused + 1) * 2 > v->hcap &&
+	    rehash(v, v->hcap ? 2 * v->hcap : 64))
+		return NULL;
+	e = &v->hot[slot_of(v, hash)];
+	if (!e->hash) {
+		memset(e, 0, sizeof(*e));
+		e->hash = hash;
+		e->owner = KSC_NONE;
+		v->hused++;
+	}
+	return e;
+}
+
+static int put_hot(struct ksc_view *v, const char *hex, const char *val,
+		   size_t vlen, __s64 rev)
+{
+	char err[KSC_WHY_MAX];
+	struct ks_hot_doc *d = malloc(sizeof(*d));
+	int owner, rid[KS_MAX_COPIES - 1], ret = 0;
+	struct ksc_hot *e;
+	unsigned i, nseen;
+	uint64_t hash;
+
+	if (!d)
+		return why(v, -ENOMEM, "hot/%s: out of memory", hex);
+	if (ks_fleet_hash_parse(hex, &hash)) {
+		ret = why(v, -EBADMSG, "hot/%s refused: not 16 hex digits",
+			  hex);
+		goto out;
+	}
+	if (ks_hot_doc_decode(val, vlen, hash, d, err, sizeof(err))) {
+		ret = why(v, -EBADMSG, "hot/%s refused: %s", hex, err);
+		goto out;
+	}
+	owner = ksc_view_server(v, d->owner);
+	for (i = 0; owner >= 0 && i < d->nreplicas; i++) {
+		rid[i] = ksc_view_server(v, d->replica[i]);
+		if (rid[i] < 0)
+			owner = rid[i];
+	}
+	if (owner < 0) {
+		ret = why(v, owner == -ENOMEM ? -ENOMEM : -EBADMSG,
+			  "hot/%s refused: a server name not kept", hex);
+		goto out;
+	}
+	e = hot_get(v, hash);
+	if (!e) {
+		ret = why(v, -ENOMEM, "hot/%s: out of memory", hex);
+		goto out;
+	}
+	if (!e->live)
+		v->hlive++;
+	e->live = 1;
+	e->mark = 0;
+	e->state = d->state;
+	e->owner = (__u16)owner;
+	e->owner_turns = d->owner_turns;
+	e->mod_rev = rev;
+	e->nrep = (__u8)d->nreplicas;
+	nseen = e->nseen;
+	for (i = 0; i < d->nreplicas; i++) {
+		e->rep[i] = (__u16)rid[i];
+		if (set_add(e->seen, &nseen, (unsigned)rid[i]))
+			ret = why(v, -EBADMSG,
+				  "hot/%s: more than %d replicas over time",
+				  hex, KSC_SEEN_MAX);
+	}
+	e->nseen = (__u8)nseen;
+	/* the datapath's schedule over the owner and the listed copies: the
+	 * turn count restarts with each new set of copies */
+	ks_steer_schedule(e->sched, 1 + e->nrep, e->owner_turns);
+	e->rr = 0;
+out:
+	free(d);
+	return ret;
+}
+
+static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
+{
+	if (!e->live)
+		return;
+	e->live = 0;
+	e->gone_ms = now_ms;
+	v->hlive--;
+}
+
+void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < v->hcap; i++)
+		if (v->hot[i].hash && !v->hot[i].live &&
+		    now_ms - v->hot[i].gone_ms > keep_ms) {
+			v->hot[i].hash = 0;
+			v->hused--;
+			n++;
+		}
+	if (n) /* linear probing: put the survivors back in place */
+		rehash(v, v->hcap);
+}
+
+/* ---- events ---- */
+
+enum {
+	K_OTHER,
+	K_RING,
+	K_HOST,
+	K_HOT
+};
+
+/* What key is, with its last part (a hosts/ SELF or a hot/ hash). */
+static int classify(const struct ksc_view *v, const char *key, size_t klen,
+		    char *rest, size_t rlen)
+{
+	size_t n;
+
+	if (klen <= v->plen || memcmp(key, v->prefix, v->plen))
+		return K_OTHER;
+	key += v->plen;
+	klen -= v->plen;
+	if (klen == 4 && !memcmp(key, "ring", 4))
+		return K_RING;
+	for (n = 0; n < 2; n++) {
+		const char *fam = n ? "hot/" : "hosts/";
+		size_t fl = strlen(fam);
+
+		if (klen > fl && klen - fl < rlen && !memcmp(key, fam, fl)) {
+			memcpy(rest, key + fl, klen - fl);
+			rest[klen - fl] = '\0';
+			if (memchr(rest, '\0', klen - fl))
+				return K_OTHER;
+			return n ? K_HOT : K_HOST;
+		}
+	}
+	return K_OTHER;
+}
+
+int ksc_view_put(struct ksc_view *v, const char *key, size_t klen,
+		 const char *val, size_t vlen, __s64 mod_rev)
+{
+	char rest[KSC_ADDR_MAX + 8];
+	int ret;
+
+	switch (classify(v, key, klen, rest, sizeof(rest))) {
+	case K_RING:
+		ret = put_ring(v, val, vlen, mod_rev);
+		break;
+	case K_HOST:
+		ret = put_host(v, rest, val, vlen);
+		break;
+	case K_HOT:
+		ret = put_hot(v, rest, val, vlen, mod_rev);
+		break;
+	default:
+		return 1;
+	}
+	if (mod_rev > v->revision)
+		v->revision = mod_rev;
+	if (!ret)
+		v->updates++;
+	return ret;
+}
+
+int ksc_view_del(struct ksc_view *v, const char *key, size_t klen, __s64 rev,
+		 __u64 now_ms)
+{
+	char rest[KSC_ADDR_MAX + 8];
+	struct ksc_hot *e;
+	uint64_t hash;
+	int k = classify(v, key, klen, rest, sizeof(rest));
+
+	if (rev > v->revision)
+		v->revision = rev;
+	if (k == K_OTHER)
+		return 1;
+	v->updates++;
+	if (k == K_HOT && !ks_fleet_hash_parse(rest, &hash) &&
+	    (e = ksc_view_hot(v, hash)))
+		hot_gone(v, e, now_ms);
+	return 0;
+}
+
+int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
+		   __u64 now_ms)
+{
+	if (ev->type == KS_ETCD_EV_DELETE)
+		return ksc_view_del(v, ev->kv.key, ev->kv.key_len,
+				    ev->kv.mod_revision, now_ms);
+	return ksc_view_put(v, ev->kv.key, ev->kv.key_len, ev->kv.value,
+			    ev->kv.value_len, ev->kv.mod_revision);
+}
+
+int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
+		  __s64 rev, __u64 now_ms)
+{
+	size_t i;
+	int ret = 0, r;
+
+	/* every entry this read does not put again is gone */
+	for (i = 0; i < v->hcap; i++)
+		v->hot[i].mark = v->hot[i].hash && v->hot[i].live;
+	for (i = 0; i < n; i++) {
+		r = ksc_view_put(v, kvs[i].key, kvs[i].key_len, kvs[i].value,
+				 kvs[i].value_len, kvs[i].mod_revision);
+		if (r == -ENOMEM)
+			ret = r;
+	}
+	for (i = 0; i < v->hcap; i++)
+		if (v->hot[i].hash && v->hot[i].live && v->hot[i].mark)
+			hot_gone(v, &v->hot[i], now_ms);
+	if (rev > v->revision)
+		v->revision = rev;
+	return ret;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * view.h - the client library's view of a fleet (docs/client.md, "The
+ * view"), built from the documents under /keysteer/CLUSTER/ as they arrive:
+ * the ring (ring_doc.h, built exactly as the agents build it), for every
+ * owner the union of the replica sets its hosts/ entries have listed, and
+ * for every hot/ entry (hot_doc.h, the one reader of that schema) its
+ * state, copies, read schedule and the union of the replicas every version
+ * of it has listed. Pure code, no I/O and no locks: the caller serialises.
+ *
+ * Every "host:port" the documents name is interned once as a server id, a
+ * small integer the handle also indexes its connections by. Unions only
+ * grow: a replica that stopped being listed may still hold a copy until its
+ * TTL, so a write keeps invalidating it. A deleted hot/ entry is kept, not
+ * live, for its replicas until ksc_view_purge drops it.
+ */
+#ifndef KSC_VIEW_H
+#define KSC_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "keysteer.h"
+#include "core/etcd_codec.h"
+#include "core/ring.h"
+#include "core/shards.h"
+
+#define KSC_ADDR_MAX    64   /* "host:port" and its NUL */
+#define KSC_SERVERS_MAX 4096 /* distinct servers one view names */
+#define KSC_SEEN_MAX    16   /* replicas remembered per key or owner */
+#define KSC_WHY_MAX     256
+#define KSC_NONE        0xffffu /* no server */
+#define KSC_PREFIX_MAX  80      /* "/keysteer/" NAME "/" and the NUL */
+
+struct ksc_server {
+	char name[KSC_ADDR_MAX];
+	unsigned nreps; /* replicas its hosts/ entries listed (union) */
+	__u16 reps[KSC_SEEN_MAX];
+};
+
+struct ksc_hot {
+	__u64 hash; /* ks_key_hash of the key; 0: a free slot */
+	__u8 live;  /* 1: in etcd now; 0: deleted, kept for its replicas */
+	__u8 state; /* enum ks_hot_doc_state */
+	__u8 nrep;  /* replicas holding copies now (the entry's list) */
+	__u8 nseen;
+	__u8 mark;   /* ksc_view_load: not read again (yet) */
+	__u16 owner; /* the entry's owner, a server id */
+	__u16 rep[KS_MAX_COPIES - 1];
+	__u16 seen[KSC_SEEN_MAX]; /* every replica any version listed */
+	__u32 owner_turns;
+	__u32 rr; /* the next turn of sched */
+	__u8 sched[KS_STEER_SCHED];
+	__s64 mod_rev;
+	__u64 gone_ms; /* when it was deleted */
+};
+
+struct ksc_view {
+	char prefix[KSC_PREFIX_MAX];
+	size_t plen;
+	/* the ring */
+	int have_ring;
+	__s64 ring_rev;
+	struct ks_ring ring;
+	struct ks_shards shards;
+	__u16 *shard_srv; /* server id of each shard */
+	/* every server named, by id */
+	unsigned nsrv;
+	struct ksc_server *srv;
+	/* static replicas (servers= mode): every owner's */
+	unsigned nstatic;
+	__u16 static_reps[KSC_SEEN_MAX];
+	/* hot entries: open addressing by hash, a power of two */
+	size_t hcap, hused, hlive;
+	struct ksc_hot *hot;
+	__s64 revision; /* etcd's, of the newest document applied */
+	__u64 updates, refused;
+	char why[KSC_WHY_MAX]; /* the last refusal */
+};
+
+/* An empty view of cluster's prefix. 0, or -EINVAL for a bad name. */
+int ksc_view_init(struct ksc_view *v, const char *cluster);
+void ksc_view_free(struct ksc_view *v);
+
+/*
+ * A static ring (no fleet): shards "host:port,..." of dist, and replicas
+ * ("host:port,...", may be NULL) every owner's copies may be on. 0, or
+ * -EINVAL with v->why.
+ */
+int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
+		    const char *replicas);
+
+/*
+ * A put of key (under the prefix) with value val at mod_rev: the ring,
+ * a hosts/ or a hot/ entry. 0 when applied, 1 when the key is none of
+ * those (ignored), -EBADMSG when refused (v->why, counted; the view keeps
+ * what it had), -ENOMEM, -ENOSPC (too many servers).
+ */
+int ksc_view_put(struct ksc_view *v, const char *key, size_t klen,
+		 const char *val, size_t vlen, __s64 mod_rev);
+/* A delete of key at rev (now_ms: the time, for the purge). A deleted
+ * ring or hosts/ entry changes nothing (the ring stays, as the agents'; a
+ * replica set only grows). */
+int ksc_view_del(struct ksc_view *v, const char *key, size_t klen, __s64 rev,
+		 __u64 now_ms);
+/* An etcd event or a range's keys. */
+int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
+		   __u64 now_ms);
+/* A whole read of the prefix at rev (after a compaction, say): its keys
+ * put, and every live hot entry it does not have deleted. */
+int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
+		  __s64 rev, __u64 now_ms);
+
+/* Entries deleted more than keep_ms before now_ms are dropped. */
+void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms);
+
+/* The server id of "host:port", interned (-ENOSPC, -EINVAL). */
+int ksc_view_server(struct ksc_view *v, const char *name);
+/* ks_key_hash of a key (len <= KS_MAX_KEY_LEN). */
+__u64 ksc_key_hash(const void *key, size_t len);
+/* The ring owner's server id, KSC_NONE without a ring. */
+unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len);
+/* The hot entry of hash (live or not), or NULL. */
+struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash);
+
+#endif
