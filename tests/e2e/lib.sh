@@ -268,6 +268,18 @@ e2e_etcd_start() {
 	return "$rc"
 }
 
+# The EXIT trap of a test on steer_topo.sh with an etcd and a load: the
+# load (LOAD_PID), the topology (its agents, memcacheds, namespaces), then
+# etcd (ETCD_PID), each by its pid, then e2e_cleanup.
+e2e_topo_etcd_cleanup() {
+	local rc=$?
+	[ -n "${LOAD_PID:-}" ] && ks_stop_pid "$LOAD_PID" INT 5
+	steer_topo_down
+	[ -n "${ETCD_PID:-}" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	(exit "$rc")
+	e2e_cleanup
+}
+
 e2e_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP

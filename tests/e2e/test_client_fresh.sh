@@ -28,15 +28,7 @@ e2e_init client_fresh
 
 ETCD_PID=
 LOAD_PID=
-cf_cleanup() {
-	local rc=$?
-	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" INT 5
-	steer_topo_down
-	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
-	(exit "$rc")
-	e2e_cleanup
-}
-trap cf_cleanup EXIT
+trap e2e_topo_etcd_cleanup EXIT
 
 e2e_need_etcd client_fresh || exit 0
 

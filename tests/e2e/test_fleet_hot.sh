@@ -29,15 +29,7 @@ e2e_init fleet_hot
 
 ETCD_PID=
 LOAD_PID=
-hot_cleanup() {
-	local rc=$?
-	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" INT 5
-	steer_topo_down
-	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
-	(exit "$rc")
-	e2e_cleanup
-}
-trap hot_cleanup EXIT
+trap e2e_topo_etcd_cleanup EXIT
 
 e2e_need_etcd fleet_hot || exit 0
 
