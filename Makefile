@@ -60,7 +60,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 .PHONY: all tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS)
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(OUT)/tests/acc_gen
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -119,6 +119,13 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 $(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The accuracy benchmark's captures with their ground truth: Zipf draws
+# from ks_load's sampler, frames written with the capture format's writer.
+$(OUT)/tests/acc_gen: $(OUT)/tests/obj/bench/acc/acc_gen.o \
+	$(OUT)/user/load/zipf.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
 
 # The ring builder against a real client (Debian's libmemcached-dev).
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)

@@ -196,6 +196,23 @@ static __u64 delta(__u64 prev, __u64 cur)
 	return cur >= prev ? cur - prev : 0;
 }
 
+void ks_interval_init(struct ks_interval *iv, const struct ks_sketch *s,
+		      const struct ks_totals *prev, const struct ks_totals *cur,
+		      __u32 sample_n, __u64 elapsed_ns)
+{
+	__u64 keys[KS_CLASS_MAX];
+	__u32 cls;
+
+	memset(iv, 0, sizeof(*iv));
+	iv->sample_n = sample_n;
+	iv->elapsed_ns = elapsed_ns;
+	ks_class_keys(prev, cur, keys);
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++)
+		iv->class_sampled[cls] = ks_class_stream_len(s, cls, keys[cls],
+							     sample_n);
+	iv->total_requests = ks_total_requests(prev, cur);
+}
+
 void ks_class_keys(const struct ks_totals *prev, const struct ks_totals *cur,
 		   __u64 keys[KS_CLASS_MAX])
 {

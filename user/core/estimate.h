@@ -33,6 +33,15 @@ struct ks_interval {
 	__u64 total_requests; /* every request of every class, unsampled */
 };
 
+/*
+ * An interval's inputs besides the sketch, from two totals snapshots: the
+ * stream length of each class's sketch (ks_class_stream_len) and every
+ * request of every class.
+ */
+void ks_interval_init(struct ks_interval *iv, const struct ks_sketch *s,
+		      const struct ks_totals *prev, const struct ks_totals *cur,
+		      __u32 sample_n, __u64 elapsed_ns);
+
 /* A percpu map lookup returns one value per possible CPU, each padded to
  * a multiple of 8 bytes. */
 static inline size_t ks_percpu_stride(size_t value_size)
