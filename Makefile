@@ -57,7 +57,7 @@ TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+.PHONY: all tests format clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer bench-accuracy soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS)
 tests: $(TEST_BINS) $(OUT)/tests/acc_gen
@@ -173,6 +173,14 @@ bench: check-deps
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh
+
+# Top-K accuracy at scale against exact counts: generated captures of 1M
+# Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
+# 64 (docs/accuracy.md, which the run rewrites). About a minute, 2 GB in
+# /tmp. Not in `make test`.
+bench-accuracy: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/accuracy_bench.sh --docs docs/accuracy.md
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).
