@@ -63,5 +63,5 @@ done
 SECS=$(($(date +%s) - START))
 echo
 python3 "$SCORE" --table ${DOCS:+--docs "$DOCS"} \
-	--note "Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED) at commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores." \
+	--note "Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED) at commit $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores." \
 	"${scores[@]}"
