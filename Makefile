@@ -58,10 +58,10 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer bench-accuracy soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
-tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh
+tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -188,6 +188,13 @@ $(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c | $(OUT)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
 
+# The accuracy benchmark's captures with their ground truth: Zipf draws
+# from ks_load's sampler, frames written with the capture format's writer.
+$(OUT)/tests/acc_gen: $(OUT)/tests/obj/bench/acc/acc_gen.o \
+	$(OUT)/user/load/zipf.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
+
 # The ring builder against a real client (Debian's libmemcached-dev).
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)
 	$(call msg,LINK,$@)
@@ -234,6 +241,14 @@ bench: check-deps
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh
+
+# Top-K accuracy at scale against exact counts: generated captures of 1M
+# Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
+# 64 (docs/accuracy.md, which the run rewrites). About a minute, 2 GB in
+# /tmp. Not in `make test`.
+bench-accuracy: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/accuracy_bench.sh --docs docs/accuracy.md
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).

@@ -731,8 +731,44 @@ static void names(void)
 	kt_end();
 }
 
+/* What ks_pcap_put_* write, the reader reads back: both resolutions. */
+static void writer(int nsec)
+{
+	__u8 buf[KS_PCAP_FILE_HDR_LEN + 2 * (KS_PCAP_REC_HDR_LEN + 60)];
+	__u64 ts = T0 * 1000000000ULL + 123456789ULL;
+	struct ks_pcap_pkt pkt;
+	struct ks_pcap *p = malloc(sizeof(*p));
+	size_t n = 0;
+	int i;
+
+	kt_begin(nsec ? "pcap_writer_nsec" : "pcap_writer_usec");
+	ks_pcap_put_file_header(buf, nsec, 65535, KS_LINKTYPE_ETHERNET);
+	n += KS_PCAP_FILE_HDR_LEN;
+	for (i = 0; i < 2; i++) {
+		ks_pcap_put_record_header(buf + n, nsec, ts + (__u64)i, 60,
+					  60 + (__u32)i);
+		n += KS_PCAP_REC_HDR_LEN;
+		memset(buf + n, 0x40 + i, 60);
+		n += 60;
+	}
+	CHECK(p && !ks_pcap_open(p, buf, n), "open: %s", p ? p->err : "");
+	for (i = 0; p && i < 2; i++) {
+		CHECK(ks_pcap_next(p, &pkt) == 1, "record %d: %s", i, p->err);
+		CHECK(pkt.len == 60 && pkt.wire_len == 60 + (__u32)i,
+		      "lengths");
+		CHECK(pkt.data[0] == 0x40 + i, "bytes");
+		CHECK(pkt.ts_ns == (nsec ? ts + (__u64)i : ts / 1000 * 1000),
+		      "timestamp %llu", (unsigned long long)pkt.ts_ns);
+	}
+	CHECK(p && ks_pcap_next(p, &pkt) == 0, "end");
+	free(p);
+	kt_end();
+}
+
 void test_pcap(void)
 {
+	writer(0);
+	writer(1);
 	classic(0, 0);
 	classic(1, 0);
 	classic(0, 1);

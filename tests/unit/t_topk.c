@@ -5,6 +5,46 @@
 #include "ktest.h"
 #include "unit.h"
 
+/*
+ * Keys with the same column in every row (here: hashes whose two 32-bit
+ * halves agree in their low 12 bits) are one key to the sketch; only the
+ * one whose candidate slot holds the higher count is listed, with the
+ * sketch's count. Another key, with columns of its own, is not touched.
+ */
+static void topk_twins(void)
+{
+	struct ks_sketch *s = calloc(1, sizeof(*s));
+	struct ks_interval iv = { .sample_n = 1,
+				  .elapsed_ns = 1000000000ULL,
+				  .total_requests = 2000 };
+	struct ks_top_entry out[4];
+	struct ks_cand c[3];
+	size_t m;
+
+	kt_begin("topk_drops_sketch_twins");
+	ut_cand(&c[0], "twin-seen-once", 1, 901);
+	ut_cand(&c[1], "heavy", 1, 1000);
+	ut_cand(&c[2], "other", 1, 10);
+	c[0].hash = 0x0000012300000456ULL;
+	c[1].hash = 0xabcde123fedcb456ULL;
+	CHECK_EQ(ks_cms_signature(c[0].hash), ks_cms_signature(c[1].hash));
+	CHECK(ks_cms_signature(c[2].hash) != ks_cms_signature(c[1].hash),
+	      "'other' should have columns of its own");
+	ut_cms_add(s, KS_CLASS_READ, c[1].hash, 1000);
+	ut_cms_add(s, KS_CLASS_READ, c[2].hash, 10);
+	m = ks_top_select(s, &iv, c, 3, out, 4);
+	CHECK_EQ(m, 2);
+	CHECK(m == 2 && out[0].hash == c[1].hash, "the heavy key is not first");
+	CHECK(m == 2 && out[1].hash == c[2].hash, "'other' is not second");
+	CHECK_EQ(out[0].reads_mps, 1000000);
+	/* the slot that saw the count last wins, whichever comes first */
+	c[0].count = 1001;
+	m = ks_top_select(s, &iv, c, 3, out, 4);
+	CHECK(m == 2 && out[0].hash == c[0].hash, "the heavier slot lost");
+	kt_end();
+	free(s);
+}
+
 void test_topk(void)
 {
 	static const struct {
@@ -66,4 +106,5 @@ void test_topk(void)
 	CHECK_EQ(ks_top_select(s, &iv, c, 0, out, 5), 0);
 	kt_end();
 	free(s);
+	topk_twins();
 }

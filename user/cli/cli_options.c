@@ -85,6 +85,21 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "(resizes too). q quits, r redraws now, Ctrl-L clears;\n"
 	  "Ctrl-C and SIGTERM also restore the terminal. Into a\n"
 	  "pipe, or with --json: the report again every interval" },
+	{ "interval", 'I', REQ, "SEC", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	  "cut the capture into intervals of SEC seconds of its\n"
+	  "timestamps, 0.001..3600, and print each one as 'agent\n"
+	  "run' would have closed it (--json: one object a line)" },
+	{ "ranked",
+	  KS_OPTV_RANKED,
+	  REQ,
+	  "N",
+	  KS_CMD_REPLAY,
+	  0,
+	  KS_GRP_OPTIONS,
+	  "with --interval: also each interval's N heaviest\n"
+	  "candidates, 1..%d (the candidate table), beyond\n"
+	  "the report's %d",
+	  { KS_CAND_SLOTS, KS_REPORT_TOP } },
 	{ "interval", 'I', REQ, "SEC", KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
 	  "redraw period for --watch (default: the agent's interval)" },
 	{ "ascii", 'A', NO, NULL, KS_CMD_REPORT, 0, KS_GRP_OPTIONS,
@@ -254,6 +269,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "one shard's capacity in ops/s (default 100000)" },
 	{ "hot-fraction", 'H', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
 	  "a key is hot at F x capacity ops/s, 0.0001..1 (default 0.1)" },
+	{ "shard-capacity", 'C', REQ, "OPS", KS_CMD_REPLAY, 0, KS_GRP_HOT,
+	  "as for 'agent run' (default 100000)" },
+	{ "hot-fraction", KS_OPTV_HOT_FRACTION, REQ, "F", KS_CMD_REPLAY, 0,
+	  KS_GRP_HOT, "as for 'agent run' (default 0.1)" },
 	{ "replicas",
 	  'R',
 	  REQ,

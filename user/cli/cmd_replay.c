@@ -6,6 +6,9 @@
  * capture. The object is loaded privately (no pins, nothing attached), so
  * a replay never meets a running agent; the reading of the maps, the
  * estimates, the ring and the rendering are the agent's own modules.
+ * With --interval the capture is cut by its timestamps into the intervals
+ * a live agent would have closed, each with its epoch flip, estimates and
+ * hot-key table update.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,10 @@
 #include "core/pcap.h"
 #include "render/report.h"
 #include "agent/run_ring.h"
+#include "agent/run_hot.h"
+#include "core/hotkeys.h"
+#include "render/json.h"
+#include "render/text.h"
 #include "util/clock.h"
 
 #define REPLAY_IFNAME "replay" /* what the report names as the interface */
@@ -49,6 +56,9 @@ struct replay_opts {
 	struct ks_view_opts view;
 	int verbose;
 	struct ks_run_ring ring;
+	__u64 interval_ns; /* --interval; 0: one interval, the capture */
+	__u32 ranked;      /* --ranked: candidates listed per interval */
+	struct ks_hot_policy pol;
 };
 
 /* What happened to the frames; the summary under the report. */
@@ -65,6 +75,7 @@ struct replay_counts {
 	__u32 linktypes;         /* bit 0 Ethernet, 1 SLL, 2 SLL2 */
 	__u32 max_ifs;           /* pcapng: most interfaces in one section */
 	__u32 limit;             /* longest frame the test run takes whole */
+	int failed_iv;           /* --interval: a map error closing one */
 };
 
 struct replay {
@@ -84,6 +95,13 @@ struct replay {
 	size_t n_mis;
 	struct replay_counts n;
 	__u8 *probe; /* PROBE_MAX bytes */
+	/* --interval: the one being filled, on the capture's clock */
+	__u32 seq;
+	int iv_open;            /* a frame with a timestamp started one */
+	__u64 iv_start_ns;      /* its start */
+	struct ks_totals first; /* the counters before the first frame */
+	struct ks_hot_table *hot;
+	struct ks_top_entry *ranked; /* KS_CAND_SLOTS */
 };
 
 static int parse_replay(int argc, char **argv, struct replay_opts *o)
@@ -98,6 +116,7 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 	o->sample_n = 1; /* offline, every key can be counted */
 	ks_view_opts_init(&o->view);
 	o->ports[0] = 11211;
+	ks_hot_policy_default(&o->pol);
 	ks_cli_getopt_init(&g, KS_CMD_REPLAY);
 	optind = 1;
 	opterr = 0;
@@ -116,6 +135,33 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 			break;
 		case 'v':
 			o->verbose = 1;
+			break;
+		case 'I': {
+			double sec;
+
+			if (ks_parse_double("--interval", optarg, 0.001, 3600,
+					    &sec, err, sizeof(err)))
+				goto bad;
+			o->interval_ns = (__u64)(sec * 1e9 + 0.5);
+			break;
+		}
+		case KS_OPTV_RANKED:
+			if (ks_parse_uint("--ranked", optarg, 1, KS_CAND_SLOTS,
+					  &v, err, sizeof(err)))
+				goto bad;
+			o->ranked = (__u32)v;
+			break;
+		case 'C':
+			if (ks_parse_double("--shard-capacity", optarg, 1, 1e9,
+					    &o->pol.shard_capacity_ops, err,
+					    sizeof(err)))
+				goto bad;
+			break;
+		case KS_OPTV_HOT_FRACTION:
+			if (ks_parse_double("--hot-fraction", optarg, 0.0001, 1,
+					    &o->pol.hot_fraction, err,
+					    sizeof(err)))
+				goto bad;
 			break;
 		case 'h':
 			ks_help_replay(stdout);
@@ -139,6 +185,14 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 	o->file = argv[optind++];
 	if (ks_no_args("replay", argc, argv))
 		return KS_EXIT_USAGE;
+	if (o->ranked && !o->interval_ns)
+		return ks_usage_error(
+			"replay",
+			"--ranked lists each interval's candidates: it needs --interval");
+	if (o->interval_ns && ks_run_ring_enabled(&o->ring))
+		return ks_usage_error(
+			"replay",
+			"--interval does not follow a ring yet: replay without --interval for the per-shard load");
 	/* A bad shard list stops the replay before anything is loaded. */
 	if (ks_run_ring_prepare(&o->ring, o->sample_n, err, sizeof(err)))
 		goto bad;
@@ -349,6 +403,207 @@ static void stay_on_one_cpu(void)
 			cpu, strerror(errno));
 }
 
+/* ---- --interval: the intervals a live agent would have closed ---- */
+
+static void print_key(FILE *f, const struct replay *r, const __u8 *key,
+		      __u32 len, __u64 hash)
+{
+	char text[4 * KS_KEY_BUF + 8];
+
+	if (r->o.view.hash_only) {
+		fprintf(f, "%016llx", (unsigned long long)hash);
+		return;
+	}
+	ks_key_text(key, len, text, sizeof(text));
+	fputs(text, f);
+}
+
+/* One key's counts in the interval, from its sketch, scaled by N. */
+static void key_counts(const struct replay *r, __u64 hash, __u64 *reads,
+		       __u64 *writes)
+{
+	*reads = (__u64)ks_cms_point(r->sketch, KS_CLASS_READ, hash) *
+		 r->o.sample_n;
+	*writes = (__u64)ks_cms_point(r->sketch, KS_CLASS_WRITE, hash) *
+		  r->o.sample_n;
+}
+
+static void json_keys(FILE *f, const struct replay *r, const char *name,
+		      const struct ks_top_entry *t, size_t n, double secs)
+{
+	__u64 reads, writes;
+	size_t i;
+
+	fprintf(f, ",\"%s\":[", name);
+	for (i = 0; i < n; i++) {
+		key_counts(r, t[i].hash, &reads, &writes);
+		fprintf(f, "%s{\"key\":", i ? "," : "");
+		if (r->o.view.hash_only)
+			fputs("null", f);
+		else
+			ks_json_string(f, t[i].key, t[i].len);
+		fprintf(f,
+			",\"hash\":\"%016llx\",\"reads\":%llu,\"writes\":%llu,\"err\":%.0f}",
+			(unsigned long long)t[i].hash,
+			(unsigned long long)reads, (unsigned long long)writes,
+			t[i].err_mps / 1000.0 * secs);
+	}
+	fputc(']', f);
+}
+
+static void json_hot(FILE *f, const struct replay *r)
+{
+	const struct ks_hot_entry *e;
+	size_t pos = 0;
+	int any = 0;
+
+	fputs(",\"hot\":[", f);
+	while ((e = ks_hot_next(r->hot, &pos))) {
+		fprintf(f, "%s{\"key\":", any++ ? "," : "");
+		if (r->o.view.hash_only)
+			fputs("null", f);
+		else
+			ks_json_string(f, e->key, e->len);
+		fprintf(f,
+			",\"hash\":\"%016llx\",\"reads_per_s\":%.3f,\"writes_per_s\":%.3f,\"read_hot\":%s,\"write_hot\":%s,\"copies\":%u,\"entered_seq\":%u}",
+			(unsigned long long)e->hash, e->reads_ps, e->writes_ps,
+			e->read_hot ? "true" : "false",
+			e->write_hot ? "true" : "false", e->copies,
+			e->entered_seq);
+	}
+	fputc(']', f);
+}
+
+/* One line of JSON per interval. */
+static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
+			  __u64 elapsed, long ncands, size_t nranked)
+{
+	const struct ks_report *rep = r->rep;
+	__u64 keys[KS_CLASS_MAX];
+	double secs = elapsed / 1e9;
+
+	ks_class_keys(&r->prev, &r->cur, keys);
+	fprintf(f,
+		"{\"seq\":%u,\"start_ns\":%llu,\"end_ns\":%llu,\"elapsed_ns\":%llu,\"partial\":%s,\"sample_n\":%u,\"requests\":%llu,\"keys\":{\"read\":%llu,\"write\":%llu,\"other\":%llu},\"sampled\":%llu,\"candidates\":%ld",
+		rep->seq, (unsigned long long)r->iv_start_ns,
+		(unsigned long long)end_ns, (unsigned long long)elapsed,
+		elapsed < r->o.interval_ns ? "true" : "false", r->o.sample_n,
+		(unsigned long long)ks_total_requests(&r->prev, &r->cur),
+		(unsigned long long)keys[KS_CLASS_READ],
+		(unsigned long long)keys[KS_CLASS_WRITE],
+		(unsigned long long)keys[KS_CLASS_OTHER],
+		(unsigned long long)rep->sampled_total, ncands);
+	json_keys(f, r, "top", rep->top,
+		  rep->n_top < (__u32)r->o.view.top ? rep->n_top
+						    : (__u32)r->o.view.top,
+		  secs);
+	if (r->o.ranked)
+		json_keys(f, r, "ranked", r->ranked, nranked, secs);
+	json_hot(f, r);
+	fputs("}\n", f);
+}
+
+static void text_interval(FILE *f, const struct replay *r, __u64 elapsed,
+			  long ncands, size_t nranked)
+{
+	const struct ks_report *rep = r->rep;
+	const struct ks_top_entry *t = r->o.ranked ? r->ranked : rep->top;
+	size_t n = r->o.ranked ? nranked : rep->n_top, i;
+	const struct ks_hot_entry *e;
+	__u64 reads, writes;
+	size_t pos = 0;
+
+	if (!r->o.ranked && n > (size_t)r->o.view.top)
+		n = (size_t)r->o.view.top;
+	fprintf(f,
+		"interval #%u  %.3f s%s  %llu requests  %llu sampled  %ld candidates  %zu hot\n",
+		rep->seq, elapsed / 1e9,
+		elapsed < r->o.interval_ns ? " (the capture ends)" : "",
+		(unsigned long long)ks_total_requests(&r->prev, &r->cur),
+		(unsigned long long)rep->sampled_total, ncands, r->hot->used);
+	for (i = 0; i < n; i++) {
+		key_counts(r, t[i].hash, &reads, &writes);
+		fprintf(f, "  %4zu  %12llu reads %10llu writes +/- %-8.0f ",
+			i + 1, (unsigned long long)reads,
+			(unsigned long long)writes,
+			t[i].err_mps / 1000.0 * (elapsed / 1e9));
+		print_key(f, r, t[i].key, t[i].len, t[i].hash);
+		fputc('\n', f);
+	}
+	while ((e = ks_hot_next(r->hot, &pos))) {
+		fprintf(f, "  hot   %12.1f reads/s %8.1f writes/s copies %-3u ",
+			e->reads_ps, e->writes_ps, e->copies);
+		print_key(f, r, e->key, e->len, e->hash);
+		fputc('\n', f);
+	}
+}
+
+/*
+ * Closes the interval being filled at end_ns as 'agent run' does: flips
+ * the epoch, estimates from the epoch just left, updates the hot-key
+ * table from the published top keys, prints, and zeroes that epoch for
+ * its next turn. The last interval ends with the capture, short.
+ */
+static int close_interval(struct replay *r, __u64 end_ns)
+{
+	__u32 old = r->seq, epoch = old & 1;
+	__u64 elapsed = end_ns > r->iv_start_ns ? end_ns - r->iv_start_ns
+						: r->o.interval_ns;
+	struct ks_config cfg = { .sample_n = r->o.sample_n };
+	struct ks_hot_sample samples[KS_REPORT_TOP];
+	struct ks_interval iv;
+	size_t nranked = 0, i;
+	long ncands;
+	int err;
+
+	memcpy(cfg.ports, r->o.ports, sizeof(cfg.ports));
+	cfg.seq = ++r->seq;
+	err = ks_write_config(&r->maps, &cfg);
+	if (err)
+		return err;
+	ncands = ks_estimate_interval(&r->col, epoch, old, r->o.sample_n,
+				      KS_REPORT_TOP, elapsed, &r->prev, &r->cur,
+				      r->sketch, NULL, r->rep);
+	if (ncands < 0)
+		return (int)ncands;
+	r->rep->seq = old;
+	if (r->o.ranked) {
+		ks_interval_init(&iv, r->sketch, &r->prev, &r->cur,
+				 r->o.sample_n, elapsed);
+		nranked = ks_top_select(r->sketch, &iv, r->col.cands,
+					(size_t)ncands, r->ranked, r->o.ranked);
+	}
+	for (i = 0; i < r->rep->n_top; i++)
+		ks_hot_sample_from_top(&r->rep->top[i], &samples[i]);
+	ks_hot_update(r->hot, &r->o.pol, samples, r->rep->n_top, old);
+	if (r->o.view.json)
+		json_interval(stdout, r, end_ns, elapsed, ncands, nranked);
+	else
+		text_interval(stdout, r, elapsed, ncands, nranked);
+	err = ks_zero_sketch(&r->col, epoch);
+	r->prev = r->cur;
+	r->iv_start_ns = end_ns;
+	return err;
+}
+
+/* Closes every interval that ends at or before ts_ns. */
+static int intervals_upto(struct replay *r, __u64 ts_ns)
+{
+	int err;
+
+	if (!r->iv_open) {
+		r->iv_open = 1;
+		r->iv_start_ns = ts_ns;
+		return 0;
+	}
+	while (ts_ns >= r->iv_start_ns + r->o.interval_ns) {
+		err = close_interval(r, r->iv_start_ns + r->o.interval_ns);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
 {
 	int err;
@@ -364,6 +619,13 @@ static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
 	if (pkt->len > r->n.limit) {
 		r->n.too_long++;
 		return;
+	}
+	if (r->o.interval_ns && pkt->has_ts && !r->n.failed_iv) {
+		err = intervals_upto(r, pkt->ts_ns);
+		if (err) {
+			r->n.failed_iv = err;
+			return;
+		}
 	}
 	err = test_run(r->prog_fd, pkt->data, pkt->len, NULL);
 	if (err) {
@@ -390,9 +652,19 @@ static int run_capture(struct replay *r)
 
 	if (ks_pcap_open(r->pcap, r->buf, r->len))
 		return capture_error(r);
-	while ((rc = ks_pcap_next(r->pcap, &pkt)) > 0)
+	while ((rc = ks_pcap_next(r->pcap, &pkt)) > 0 && !r->n.failed_iv)
 		run_frame(r, &pkt);
-	return rc < 0 ? capture_error(r) : 0;
+	if (rc < 0)
+		return capture_error(r);
+	/* the last interval ends with the capture's last frame */
+	if (r->o.interval_ns && !r->n.failed_iv)
+		r->n.failed_iv = close_interval(r, r->n.last_ns);
+	if (r->n.failed_iv) {
+		ks_err("cannot read the maps at the end of an interval (%s); rerun with -v",
+		       strerror(-r->n.failed_iv));
+		return KS_EXIT_FAIL;
+	}
+	return 0;
 }
 
 /* ---- the report ---- */
@@ -587,7 +859,12 @@ static void print_summary(const struct replay *r)
 	print_frames(f, &r->n);
 	format_time(r->n.first_ns, from, sizeof(from));
 	format_time(r->n.last_ns, to, sizeof(to));
-	if (r->n.last_ns > r->n.first_ns)
+	if (r->o.interval_ns)
+		fprintf(f,
+			"span     %.3f s of the frames run, %s to %s: %u intervals of %.3f s\n",
+			r->n.last_ns > r->n.first_ns ? span_ns(&r->n) / 1e9 : 0,
+			from, to, r->seq, r->o.interval_ns / 1e9);
+	else if (r->n.last_ns > r->n.first_ns)
 		fprintf(f,
 			"span     %.3f s of the frames run, %s to %s: the report's one interval; rates are per second of it\n",
 			span_ns(&r->n) / 1e9, from, to);
@@ -596,7 +873,7 @@ static void print_summary(const struct replay *r)
 			"span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
 			r->n.first_ns ? "one timestamp" : "no timestamps");
 	print_counts(f, &r->delta);
-	if (!r->o.view.json)
+	if (!r->o.view.json && !r->o.interval_ns)
 		fprintf(f,
 			"\nrates over the span (the report of 'agent report')\n");
 	fflush(f);
@@ -640,10 +917,15 @@ static int prepare(struct replay *r)
 	r->sketch = malloc(sizeof(*r->sketch));
 	r->rep = calloc(1, sizeof(*r->rep));
 	r->probe = malloc(PROBE_MAX);
+	r->hot = malloc(sizeof(*r->hot));
+	r->ranked = calloc(KS_CAND_SLOTS, sizeof(*r->ranked));
+	if (r->hot)
+		ks_hot_init(r->hot);
 	if (!err)
 		r->mis_all = calloc((size_t)r->col.ncpus * KS_MISDIRECT_SLOTS,
 				    sizeof(*r->mis_all));
-	if (err || !r->sketch || !r->rep || !r->probe || !r->mis_all) {
+	if (err || !r->sketch || !r->rep || !r->probe || !r->mis_all ||
+	    !r->hot || !r->ranked) {
 		ks_err("out of memory for the replay's buffers (%s); free some memory",
 		       strerror(err ? -err : ENOMEM));
 		return -1;
@@ -658,6 +940,7 @@ static int prepare(struct replay *r)
 	if (err)
 		ks_err("cannot read the counters (%s); rerun with -v",
 		       strerror(-err));
+	r->first = r->prev;
 	return err ? -1 : 0;
 }
 
@@ -680,6 +963,13 @@ static int replay(struct replay *r)
 		return KS_EXIT_FAIL;
 	if (run_capture(r))
 		return KS_EXIT_FAIL;
+	if (r->o.interval_ns) {
+		/* the intervals are out; the capture's counts close it */
+		fflush(stdout);
+		totals_delta(&r->first, &r->cur, &r->delta);
+		print_summary(r);
+		return KS_EXIT_OK;
+	}
 	err = build_report(r);
 	if (!err)
 		err = build_ring(r);
@@ -716,6 +1006,8 @@ int cmd_replay(int argc, char **argv)
 	free(r->rep);
 	free(r->mis_all);
 	free(r->probe);
+	free(r->hot);
+	free(r->ranked);
 	free(r);
 	return rc < 0 ? KS_EXIT_OK : rc;
 }

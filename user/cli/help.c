@@ -326,6 +326,11 @@ void ks_help_replay(FILE *f)
 	      f);
 	ks_cli_help(f, KS_CMD_REPLAY, KS_GRP_RING);
 	fputs("\n"
+	      "HOT KEYS (with --interval: the table 'agent run' would keep, updated\n"
+	      "from each interval's top keys)\n",
+	      f);
+	ks_cli_help(f, KS_CMD_REPLAY, KS_GRP_HOT);
+	fputs("\n"
 	      "A bad or cut-short file is refused before anything runs, with\n"
 	      "'FILE: record N at byte B: <what>' and exit status 1.\n"
 	      "\n"

@@ -3,6 +3,7 @@
  * estimate.c - the interval arithmetic (see estimate.h): sketch merging,
  * point queries, rate estimates with their bound, top-K, class rates.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,15 @@ int ks_cand_usable(const struct ks_cand *c, __u32 seq)
 	return ks_key_hash(words, c->len) == c->hash;
 }
 
+/* By hash, the heaviest slot of a hash first (the one dedup keeps). */
 static int cmp_cand_hash(const void *a, const void *b)
 {
 	const struct ks_cand *x = a, *y = b;
 
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
 	return 0;
 }
 
@@ -146,22 +150,84 @@ static int cmp_top(const void *a, const void *b)
 	return 0;
 }
 
+_Static_assert(KS_CMS_DEPTH <= 4 && KS_CMS_WIDTH <= 65536,
+	       "a sketch signature fits 64 bits");
+
+__u64 ks_cms_signature(__u64 hash)
+{
+	__u64 sig = 0;
+	__u32 r;
+
+	for (r = 0; r < KS_CMS_DEPTH; r++)
+		sig = sig * KS_CMS_WIDTH + ks_cms_col(hash, r);
+	return sig;
+}
+
+struct twin_ord {
+	__u64 sig, hash;
+	__u32 count;
+	size_t i;
+};
+
+static int cmp_twin(const void *a, const void *b)
+{
+	const struct twin_ord *x = a, *y = b;
+
+	if (x->sig != y->sig)
+		return x->sig < y->sig ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Marks in twin[] every candidate whose sketch signature a heavier slot
+ * (by its count, then hash) has too. 0, or -ENOMEM (nothing marked).
+ */
+static int mark_twins(const struct ks_cand *c, size_t n, __u8 *twin)
+{
+	struct twin_ord *o = calloc(n, sizeof(*o));
+	size_t i;
+
+	if (!o)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		o[i] = (struct twin_ord){ ks_cms_signature(c[i].hash),
+					  c[i].hash, c[i].count, i };
+	qsort(o, n, sizeof(*o), cmp_twin);
+	for (i = 1; i < n; i++)
+		if (o[i].sig == o[i - 1].sig)
+			twin[o[i].i] = 1;
+	free(o);
+	return 0;
+}
+
 size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 		     const struct ks_cand *c, size_t n,
 		     struct ks_top_entry *out, size_t k)
 {
 	struct ks_top_entry *all;
+	__u8 *twin;
 	size_t i, m = 0;
 
 	if (!n || !k)
 		return 0;
 	all = calloc(n, sizeof(*all));
-	if (!all)
+	twin = calloc(n, 1);
+	if (!all || !twin) {
+		free(all);
+		free(twin);
 		return 0;
+	}
+	mark_twins(c, n, twin); /* out of memory: no twin dropped */
 	for (i = 0; i < n; i++) {
 		struct ks_key_estimate e;
 		struct ks_top_entry *t = &all[m];
 
+		if (twin[i])
+			continue;
 		ks_estimate_key(s, iv, c[i].hash, &e);
 		if (!e.reads && !e.writes)
 			continue;
@@ -179,6 +245,7 @@ size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 		m = k;
 	memcpy(out, all, m * sizeof(*all));
 	free(all);
+	free(twin);
 	return m;
 }
 
@@ -194,6 +261,23 @@ __u64 ks_to_mps(double per_s)
 static __u64 delta(__u64 prev, __u64 cur)
 {
 	return cur >= prev ? cur - prev : 0;
+}
+
+void ks_interval_init(struct ks_interval *iv, const struct ks_sketch *s,
+		      const struct ks_totals *prev, const struct ks_totals *cur,
+		      __u32 sample_n, __u64 elapsed_ns)
+{
+	__u64 keys[KS_CLASS_MAX];
+	__u32 cls;
+
+	memset(iv, 0, sizeof(*iv));
+	iv->sample_n = sample_n;
+	iv->elapsed_ns = elapsed_ns;
+	ks_class_keys(prev, cur, keys);
+	for (cls = 0; cls < KS_CMS_CLASSES; cls++)
+		iv->class_sampled[cls] = ks_class_stream_len(s, cls, keys[cls],
+							     sample_n);
+	iv->total_requests = ks_total_requests(prev, cur);
 }
 
 void ks_class_keys(const struct ks_totals *prev, const struct ks_totals *cur,

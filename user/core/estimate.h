@@ -33,6 +33,15 @@ struct ks_interval {
 	__u64 total_requests; /* every request of every class, unsampled */
 };
 
+/*
+ * An interval's inputs besides the sketch, from two totals snapshots: the
+ * stream length of each class's sketch (ks_class_stream_len) and every
+ * request of every class.
+ */
+void ks_interval_init(struct ks_interval *iv, const struct ks_sketch *s,
+		      const struct ks_totals *prev, const struct ks_totals *cur,
+		      __u32 sample_n, __u64 elapsed_ns);
+
 /* A percpu map lookup returns one value per possible CPU, each padded to
  * a multiple of 8 bytes. */
 static inline size_t ks_percpu_stride(size_t value_size)
@@ -90,13 +99,27 @@ void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
  */
 int ks_cand_usable(const struct ks_cand *c, __u32 seq);
 
-/* Sorts by hash and keeps one slot per hash; returns the new count. */
+/* Sorts by hash and keeps one slot per hash, the one with the highest
+ * count; returns the new count. */
 size_t ks_cands_dedup(struct ks_cand *c, size_t n);
+
+/*
+ * A key's column in every row of the sketch, packed. Keys with the same
+ * signature are one key to the sketch: each gets the sum of their counts.
+ * The datapath's columns come from 23 bits of the hash (double hashing
+ * of two 12-bit halves), so among millions of keys in an interval a heavy
+ * key has twins, and a key seen once that lands in the candidate table
+ * would show the heavy key's count (docs/accuracy.md).
+ */
+__u64 ks_cms_signature(__u64 hash);
 
 /*
  * Estimates every candidate and writes the k heaviest (reads + writes,
  * then hash for a stable order) into out; keys estimated at zero are
- * dropped. Returns the number written.
+ * dropped, and so are twins: of candidates with one sketch signature only
+ * the one whose slot holds the highest count (the datapath's estimate at
+ * its last sampled hit: the key that kept being seen) is kept. Returns the
+ * number written.
  */
 size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 		     const struct ks_cand *c, size_t n,

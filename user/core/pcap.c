@@ -11,8 +11,8 @@
 #include "core/pcap.h"
 
 /* classic pcap */
-#define PCAP_HDR_LEN 24
-#define PCAP_REC_LEN 16
+#define PCAP_HDR_LEN KS_PCAP_FILE_HDR_LEN
+#define PCAP_REC_LEN KS_PCAP_REC_HDR_LEN
 #define PCAP_USEC    0xa1b2c3d4U
 #define PCAP_NSEC    0xa1b23c4dU
 #define PCAP_KUZ     0xa1b2cd34U /* Kuznetzov's "modified" pcap */
@@ -615,4 +615,39 @@ int ks_pcap_next(struct ks_pcap *p, struct ks_pcap_pkt *pkt)
 	if (rc > 0)
 		p->record++;
 	return rc;
+}
+
+/* ---- the writer ---- */
+
+static void put32le(__u8 *b, __u32 v)
+{
+	b[0] = v & 0xff;
+	b[1] = v >> 8 & 0xff;
+	b[2] = v >> 16 & 0xff;
+	b[3] = v >> 24;
+}
+
+void ks_pcap_put_file_header(__u8 out[KS_PCAP_FILE_HDR_LEN], int nsec,
+			     __u32 snaplen, __u32 linktype)
+{
+	put32le(out, nsec ? PCAP_NSEC : PCAP_USEC);
+	out[4] = 2; /* version 2.4 */
+	out[5] = 0;
+	out[6] = 4;
+	out[7] = 0;
+	put32le(out + 8, 0);  /* thiszone */
+	put32le(out + 12, 0); /* sigfigs */
+	put32le(out + 16, snaplen);
+	put32le(out + 20, linktype);
+}
+
+void ks_pcap_put_record_header(__u8 out[KS_PCAP_REC_HDR_LEN], int nsec,
+			       __u64 ts_ns, __u32 caplen, __u32 wire_len)
+{
+	__u64 frac = ts_ns % 1000000000ULL;
+
+	put32le(out, (__u32)(ts_ns / 1000000000ULL));
+	put32le(out + 4, (__u32)(nsec ? frac : frac / 1000));
+	put32le(out + 8, caplen);
+	put32le(out + 12, wire_len);
 }

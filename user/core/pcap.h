@@ -97,6 +97,19 @@ int ks_pcap_open(struct ks_pcap *p, const void *buf, size_t len);
  */
 int ks_pcap_next(struct ks_pcap *p, struct ks_pcap_pkt *pkt);
 
+/*
+ * The writer's half, for generated captures (tests/bench/acc/acc_gen.c):
+ * a classic pcap file header and record headers in little-endian order,
+ * nanosecond timestamps when nsec (else microseconds, truncated). Pure:
+ * the caller writes the bytes wherever it likes.
+ */
+#define KS_PCAP_FILE_HDR_LEN 24
+#define KS_PCAP_REC_HDR_LEN  16
+void ks_pcap_put_file_header(__u8 out[KS_PCAP_FILE_HDR_LEN], int nsec,
+			     __u32 snaplen, __u32 linktype);
+void ks_pcap_put_record_header(__u8 out[KS_PCAP_REC_HDR_LEN], int nsec,
+			       __u64 ts_ns, __u32 caplen, __u32 wire_len);
+
 /* "Ethernet", "Linux cooked (SLL)", ..., or "unknown" for others. */
 const char *ks_pcap_linktype_name(__u32 linktype);
 

@@ -345,11 +345,9 @@ long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
 			  struct ks_sketch *sk, __u64 *totals_ns,
 			  struct ks_report *rep)
 {
-	struct ks_interval iv = { .sample_n = sample_n,
-				  .elapsed_ns = elapsed_ns };
-	__u64 keys[KS_CLASS_MAX], rates_ns = elapsed_ns, now;
+	struct ks_interval iv;
+	__u64 rates_ns = elapsed_ns, now;
 	long ncands;
-	__u32 cls;
 	int err;
 
 	err = ks_read_totals(c, cur);
@@ -366,11 +364,7 @@ long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
 	ncands = ks_read_cands(c, seq);
 	if (ncands < 0)
 		return ncands;
-	ks_class_keys(prev, cur, keys);
-	for (cls = 0; cls < KS_CMS_CLASSES; cls++)
-		iv.class_sampled[cls] = ks_class_stream_len(sk, cls, keys[cls],
-							    sample_n);
-	iv.total_requests = ks_total_requests(prev, cur);
+	ks_interval_init(&iv, sk, prev, cur, sample_n, elapsed_ns);
 	ks_fill_rates(prev, cur, rates_ns, rep);
 	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] -
 			     prev->pkts[KS_PKT_SAMPLED];

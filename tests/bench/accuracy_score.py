@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""accuracy_score.py - scores 'agent replay --interval --json' against the
+ground truth tests/bench/acc/acc_gen.c wrote (docs/accuracy.md).
+
+  accuracy_score.py TRUTH REPLAY.jsonl --churn X --sample N [--json OUT]
+
+Per interval, against the exact counts:
+  top-100 precision  share of the agent's 100 heaviest candidates (--ranked
+                     100) whose true count reaches the 100th true count
+  top-100 recall     true top 100 (ties at the 100th count included) found
+                     among them, over 100
+  top-10 rate error  |estimate - true| / true for each true top-10 key;
+                     a key the agent did not rank counts as -100%
+  detection delay    for each flash key: intervals from its onset (the
+                     first interval it has requests in) to the first report
+                     that lists it in its published top keys, and in the
+                     hot-key table; 1 = at the end of its first interval
+Prints one JSON object on stdout (and into --json OUT).
+
+  accuracy_score.py --table [--docs FILE] SCORE.json...
+
+prints the scores as one Markdown table; with --docs, also puts it (and
+the lines of --note) between the markers of FILE (docs/accuracy.md).
+"""
+import argparse
+import json
+import sys
+
+FLASH = ('flash:1pct', 'flash:5pct')
+
+
+def read_truth(path):
+    ivs, top = {}, {}
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip('\n').split('\t')
+            if p[0] == 'I':
+                ivs[int(p[1])] = {'requests': int(p[2]), 'zipf': int(p[3]),
+                                  'churn': int(p[4]), 'flash1': int(p[5]),
+                                  'flash5': int(p[6])}
+            elif p[0] == 'T':
+                top.setdefault(int(p[1]), []).append((p[2], int(p[3])))
+    return ivs, top
+
+
+def read_replay(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def score(truth_ivs, truth_top, reps, k=100, k_err=10):
+    prec, rec, errs, per_iv = [], [], [], []
+    onset = {}
+    for name in FLASH:
+        col = 'flash1' if name == FLASH[0] else 'flash5'
+        hit = [i for i in sorted(truth_ivs) if truth_ivs[i][col] > 0]
+        onset[name] = hit[0] if hit else None
+    seen_top, seen_hot = {}, {}
+    for rep in reps:
+        i = rep['seq']
+        if i not in truth_top:
+            continue
+        true = truth_top[i]
+        counts = dict(true)
+        kth = true[k - 1][1] if len(true) >= k else 0
+        true_set = {key for key, c in true if c >= kth}
+        ranked = rep.get('ranked', [])[:k]
+        got = [e['key'] for e in ranked]
+        good = sum(1 for key in got if counts.get(key, 0) >= kth)
+        p = good / len(got) if got else 0.0
+        r = min(1.0, len(true_set & set(got)) / k)
+        prec.append(p)
+        rec.append(r)
+        est = {e['key']: e['reads'] + e['writes'] for e in rep.get('ranked', [])}
+        for key, c in true[:k_err]:
+            errs.append((est.get(key, 0) - c) / c)
+        top_keys = {e['key'] for e in rep['top']}
+        hot_keys = {e['key'] for e in rep['hot']}
+        for name in FLASH:
+            o = onset[name]
+            if o is None or i < o:
+                continue
+            if name in top_keys and name not in seen_top:
+                seen_top[name] = i - o + 1
+            if name in hot_keys and name not in seen_hot:
+                seen_hot[name] = i - o + 1
+        per_iv.append({'seq': i, 'precision': p, 'recall': r,
+                       'candidates': rep['candidates']})
+    abs_errs = [abs(e) for e in errs]
+    return {
+        'intervals': len(prec),
+        'precision_mean': sum(prec) / len(prec) if prec else None,
+        'precision_min': min(prec) if prec else None,
+        'recall_mean': sum(rec) / len(rec) if rec else None,
+        'recall_min': min(rec) if rec else None,
+        'top10_err_mean': sum(abs_errs) / len(abs_errs) if errs else None,
+        'top10_err_max': max(abs_errs) if errs else None,
+        'top10_err_signed_mean': sum(errs) / len(errs) if errs else None,
+        'delay_top': {n: seen_top.get(n) for n in FLASH},
+        'delay_hot': {n: seen_hot.get(n) for n in FLASH},
+        'onset': onset,
+        'per_interval': per_iv,
+    }
+
+
+BEGIN = '<!-- bench-accuracy:begin -->'
+END = '<!-- bench-accuracy:end -->'
+
+
+def fmt(v, pct=False):
+    if v is None:
+        return 'never'
+    return '%.1f%%' % (100 * v) if pct else '%.3f' % v
+
+
+def table(scores):
+    rows = ['| churn | --sample | top-100 precision mean (min) '
+            '| recall mean (min) | top-10 rate error mean / max '
+            '| 1% key: intervals to top / hot table '
+            '| 5% key: intervals to top / hot table |',
+            '|---:|---:|---:|---:|---:|---:|---:|']
+    for d in sorted(scores, key=lambda d: (d['churn'], d['sample'])):
+        rows.append('| %gx | %d | %s (%s) | %s (%s) | %s / %s | %s / %s | %s / %s |' % (
+            d['churn'], d['sample'], fmt(d['precision_mean']),
+            fmt(d['precision_min']), fmt(d['recall_mean']),
+            fmt(d['recall_min']), fmt(d['top10_err_mean'], True),
+            fmt(d['top10_err_max'], True),
+            d['delay_top'][FLASH[0]] or 'never',
+            d['delay_hot'][FLASH[0]] or 'never',
+            d['delay_top'][FLASH[1]] or 'never',
+            d['delay_hot'][FLASH[1]] or 'never'))
+    return '\n'.join(rows) + '\n'
+
+
+def write_docs(path, text):
+    with open(path) as f:
+        doc = f.read()
+    if BEGIN not in doc or END not in doc:
+        print('accuracy_score: %s has no %s ... %s markers' % (path, BEGIN, END),
+              file=sys.stderr)
+        return 1
+    head, rest = doc.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(path, 'w') as f:
+        f.write(head + BEGIN + '\n' + text + END + tail)
+    return 0
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == '--table':
+        ap = argparse.ArgumentParser()
+        ap.add_argument('--table', action='store_true')
+        ap.add_argument('--docs')
+        ap.add_argument('--note', action='append', default=[])
+        ap.add_argument('scores', nargs='+')
+        a = ap.parse_args()
+        scores = []
+        for p in a.scores:
+            with open(p) as f:
+                scores.append(json.loads(f.read()))
+        text = table(scores)
+        if a.note:
+            text += '\n' + '\n'.join(a.note) + '\n'
+        sys.stdout.write(text)
+        return write_docs(a.docs, text) if a.docs else 0
+    ap = argparse.ArgumentParser()
+    ap.add_argument('truth')
+    ap.add_argument('replay')
+    ap.add_argument('--churn', type=float, required=True)
+    ap.add_argument('--sample', type=int, required=True)
+    ap.add_argument('--json')
+    a = ap.parse_args()
+    ivs, top = read_truth(a.truth)
+    reps = read_replay(a.replay)
+    if not reps:
+        print('accuracy_score: %s holds no interval' % a.replay,
+              file=sys.stderr)
+        return 1
+    out = score(ivs, top, reps)
+    out['churn'] = a.churn
+    out['sample'] = a.sample
+    out['requests_per_interval'] = ivs[min(ivs)]['requests']
+    text = json.dumps(out, sort_keys=True)
+    print(text)
+    if a.json:
+        with open(a.json, 'w') as f:
+            f.write(text + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
