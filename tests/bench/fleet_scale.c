@@ -76,9 +76,10 @@ struct args {
 	unsigned agents, hot, interval_ms;
 	unsigned warmup_s, steady_s, churn_s;
 	unsigned churn_replace, churn_move;
+	unsigned churn_agents; /* of them, the ones that churn; 0: all */
 	double jitter;
-	int flat; /* --flat: rates spread evenly, not Zipf */
-	long etcd_pid;
+	int flat;          /* --flat: rates spread evenly, not Zipf */
+	unsigned etcd_pid; /* 0: not measured */
 	unsigned seed;
 	int verbose;
 };
@@ -146,24 +147,26 @@ static struct slot *slot_of(__u64 id, int claim)
 	return NULL;
 }
 
-static void handed_over(const char *key, __u64 vhash)
+/* Under g.mu: key was handed over at t_ns with a value of hash vhash. */
+static void handed_over(const char *key, __u64 vhash, __u64 t_ns)
 {
-	__u64 now = ks_mono_ns();
-	struct slot *s;
+	struct slot *s = slot_of(fnv64(key, strlen(key)), 1);
 
-	pthread_mutex_lock(&g.mu);
 	g.sets[g.phase]++;
-	s = slot_of(fnv64(key, strlen(key)), 1);
-	if (s) {
-		s->h[s->next] = (struct handover){ vhash, now, g.phase };
-		s->next = (s->next + 1) % HIST;
-	} else {
+	if (!s) {
 		g.untracked++;
+		return;
 	}
-	pthread_mutex_unlock(&g.mu);
+	s->h[s->next] = (struct handover){ vhash, t_ns, g.phase };
+	s->next = (s->next + 1) % HIST;
 }
 
-/* fleet_pub's calls into its publisher, timestamped on their way. */
+/*
+ * fleet_pub's calls into its publisher, timestamped on their way: the
+ * time is taken before the call, and g.mu held across it, so the watcher
+ * cannot see the write before the hand-over is on record (the publisher
+ * takes its own lock only, never g.mu).
+ */
 int __real_ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key,
 			   const void *val, size_t vlen);
 int __real_ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key);
@@ -175,12 +178,15 @@ int __wrap_ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key,
 			   const void *val, size_t vlen)
 {
 	__u64 vh = fnv64(val, vlen) | 2; /* never 1, the delete mark */
+	__u64 t;
 	int rc;
 
-	/* stamped before the call: the publisher may write it at once */
+	pthread_mutex_lock(&g.mu);
+	t = ks_mono_ns();
 	rc = __real_ks_etcd_pub_set(p, key, val, vlen);
 	if (rc == 1)
-		handed_over(key, vh);
+		handed_over(key, vh, t);
+	pthread_mutex_unlock(&g.mu);
 	if (rc == 1 && getenv("FLEET_SCALE_TRACE"))
 		fprintf(stderr, "set %s %.*s\n", key, (int)vlen,
 			(const char *)val);
@@ -189,10 +195,15 @@ int __wrap_ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key,
 
 int __wrap_ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
 {
-	int rc = __real_ks_etcd_pub_delete(p, key);
+	__u64 t;
+	int rc;
 
+	pthread_mutex_lock(&g.mu);
+	t = ks_mono_ns();
+	rc = __real_ks_etcd_pub_delete(p, key);
 	if (rc == 1)
-		handed_over(key, 1);
+		handed_over(key, 1, t);
+	pthread_mutex_unlock(&g.mu);
 	return rc;
 }
 
@@ -388,7 +399,7 @@ static void tick(struct agent *a, const struct args *o, enum phase ph,
 {
 	unsigned i, k;
 
-	if (ph == PH_CHURN) {
+	if (ph == PH_CHURN && (!o->churn_agents || a->idx < o->churn_agents)) {
 		for (k = 0; k < o->churn_replace; k++)
 			new_key(a, o, (unsigned)(rnd(a) % o->hot),
 				1 + (unsigned)(rnd(a) % o->hot));
@@ -548,7 +559,7 @@ out:
 }
 
 /* etcd's utime + stime in seconds and its RSS in MiB; -1 when unreadable. */
-static int proc_of(long pid, double *cpu_s, double *rss_mib)
+static int proc_of(unsigned pid, double *cpu_s, double *rss_mib)
 {
 	char path[64], text[2048], *p;
 	unsigned long long ut = 0, st = 0;
@@ -557,9 +568,9 @@ static int proc_of(long pid, double *cpu_s, double *rss_mib)
 	size_t n;
 
 	*cpu_s = *rss_mib = 0;
-	if (pid <= 0)
+	if (!pid)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -648,9 +659,11 @@ static void report(const struct args *o, enum phase ph, const struct snap *a,
 
 	pthread_mutex_lock(&g.mu);
 	qsort(l->ns, l->n, sizeof(l->ns[0]), cmp_u64);
-	printf("RESULT agents=%u phase=%s seconds=%.1f hot=%u rates=%s interval_ms=%u",
+	printf("RESULT agents=%u phase=%s seconds=%.1f hot=%u rates=%s interval_ms=%u churn_agents=%u",
 	       o->agents, phase_name[ph], s, o->hot, o->flat ? "flat" : "zipf",
-	       o->interval_ms);
+	       o->interval_ms,
+	       o->churn_agents && o->churn_agents < o->agents ? o->churn_agents
+							      : o->agents);
 	/* what the agents did: changes handed over, the publishers' writes */
 	printf(" sets_ps=%.1f pub_txns_ps=%.1f pub_puts_ps=%.1f pub_deletes_ps=%.1f pub_keepalives_ps=%.1f pub_errors=%" PRIu64
 	       " pub_grants=%" PRIu64 " pub_max_wait_ms=%.1f",
@@ -660,8 +673,11 @@ static void report(const struct args *o, enum phase ph, const struct snap *a,
 	       (double)(b->pub.keepalives - a->pub.keepalives) / s,
 	       b->pub.errors - a->pub.errors, b->pub.grants - a->pub.grants,
 	       b->pub.max_wait_ns / 1e6);
-	printf(" per_agent_puts_ps=%.3f per_agent_writes_ps=%.3f",
+	/* txns an agent makes per interval: 1 is one per change burst */
+	printf(" per_agent_puts_ps=%.3f per_agent_txns_pi=%.2f per_agent_writes_ps=%.3f",
 	       (double)(b->pub.puts - a->pub.puts) / s / n,
+	       (double)(b->pub.txns - a->pub.txns) / n /
+		       (s * 1000.0 / o->interval_ms),
 	       (double)(b->pub.puts - a->pub.puts + b->pub.deletes -
 			a->pub.deletes) /
 		       s / n);
@@ -688,8 +704,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: fleet_scale --etcd URL --agents N [--etcd-pid PID] [--hot K]\n"
 		"                   [--interval S] [--warmup S] [--steady S] [--churn S]\n"
-		"                   [--churn-replace K] [--churn-move K] [--jitter F]\n"
-		"                   [--flat] [--cluster NAME] [--seed N] [-v]\n"
+		"                   [--churn-replace K] [--churn-move K] [--churn-agents K]\n"
+		"                   [--jitter F] [--flat] [--cluster NAME] [--seed N] [-v]\n"
 		"\n"
 		"Runs N simulated agents (the agent's publishing code, fake datapath\n"
 		"numbers) against one etcd: a warm-up, a steady state and a churn phase,\n"
@@ -708,6 +724,7 @@ static void usage(FILE *f)
 		"                     under churn (default 16)\n"
 		"  --churn-move K     keys whose rate doubles or halves per interval\n"
 		"                     under churn (default 16)\n"
+		"  --churn-agents K   only the first K agents churn (default: all)\n"
 		"  --jitter F         a rate's change per interval, at most F of it\n"
 		"                     (default 0.03; 0.10 and more is a republish)\n"
 		"  --flat             hot keys' rates spread evenly over 2k..20k reads/s\n"
@@ -735,6 +752,7 @@ static int parse_args(int argc, char **argv, struct args *o)
 		{ "churn", required_argument, NULL, 'C' },
 		{ "churn-replace", required_argument, NULL, 'r' },
 		{ "churn-move", required_argument, NULL, 'm' },
+		{ "churn-agents", required_argument, NULL, 'a' },
 		{ "jitter", required_argument, NULL, 'j' },
 		{ "cluster", required_argument, NULL, 'c' },
 		{ "seed", required_argument, NULL, 's' },
@@ -742,9 +760,28 @@ static int parse_args(int argc, char **argv, struct args *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* the whole-number options: getopt's value, name, range, where */
+	const struct {
+		int c;
+		const char *name;
+		unsigned min, max, *dst;
+	} counts[] = {
+		{ 'n', "--agents", 1, AGENTS_MAX, &o->agents },
+		{ 'p', "--etcd-pid", 1, 0x7fffffff, &o->etcd_pid },
+		{ 'k', "--hot", 1, HOT_MAX, &o->hot },
+		{ 'W', "--warmup", 0, 3600, &o->warmup_s },
+		{ 'S', "--steady", 0, 3600, &o->steady_s },
+		{ 'C', "--churn", 0, 3600, &o->churn_s },
+		{ 'r', "--churn-replace", 0, HOT_MAX, &o->churn_replace },
+		{ 'm', "--churn-move", 0, HOT_MAX, &o->churn_move },
+		{ 'a', "--churn-agents", 0, AGENTS_MAX, &o->churn_agents },
+		{ 's', "--seed", 0, 0x7fffffff, &o->seed },
+		{ 0, NULL, 0, 0, NULL },
+	};
 	char err[KS_ERRLEN];
 	unsigned long long v;
 	int c, rc = 0;
+	size_t i;
 
 	*o = (struct args){ .cluster = "bench",
 			    .hot = 64,
@@ -787,47 +824,19 @@ static int parse_args(int argc, char **argv, struct args *o)
 				rc = -EINVAL;
 			}
 			break;
-		case 'n':
-		case 'p':
-		case 'k':
-		case 'W':
-		case 'S':
-		case 'C':
-		case 'r':
-		case 'm':
-		case 's':
-			rc = ks_parse_uint(c == 'n'   ? "--agents"
-					   : c == 'k' ? "--hot"
-						      : "a count",
-					   optarg, c == 'n' || c == 'k' ? 1 : 0,
-					   c == 'n'   ? AGENTS_MAX
-					   : c == 'k' ? HOT_MAX
-						      : 0x7fffffff,
-					   &v, err, sizeof(err));
-			if (rc)
-				break;
-			if (c == 'n')
-				o->agents = (unsigned)v;
-			else if (c == 'p')
-				o->etcd_pid = (long)v;
-			else if (c == 'k')
-				o->hot = (unsigned)v;
-			else if (c == 'W')
-				o->warmup_s = (unsigned)v;
-			else if (c == 'S')
-				o->steady_s = (unsigned)v;
-			else if (c == 'C')
-				o->churn_s = (unsigned)v;
-			else if (c == 'r')
-				o->churn_replace = (unsigned)v;
-			else if (c == 'm')
-				o->churn_move = (unsigned)v;
-			else
-				o->seed = (unsigned)v;
-			break;
 		default:
-			usage(stderr);
-			return -EINVAL;
+			for (i = 0; counts[i].c && counts[i].c != c; i++)
+				;
+			if (!counts[i].c) {
+				usage(stderr);
+				return -EINVAL;
+			}
+			rc = ks_parse_uint(counts[i].name, optarg,
+					   counts[i].min, counts[i].max, &v,
+					   err, sizeof(err));
+			if (!rc)
+				*counts[i].dst = (unsigned)v;
+			break;
 		}
 		if (rc) {
 			fprintf(stderr, "fleet_scale: %s\n", err);

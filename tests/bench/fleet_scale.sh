@@ -165,11 +165,15 @@ import sys
 rows = {}
 for line in open(sys.argv[1]):
     kv = dict(f.split('=', 1) for f in line.split()[1:])
-    rows.setdefault((int(kv['agents']), kv['phase']), []).append(kv)
+    ph = kv['phase']
+    if ph == 'churn' and kv['churn_agents'] != kv['agents']:
+        ph += ' (%s of them)' % kv['churn_agents']
+    rows.setdefault((int(kv['agents']), ph), []).append(kv)
 
-cols = [('puts/s', 'mvcc_puts_ps', 0), ('dels/s', 'mvcc_deletes_ps', 0),
-        ('txns/s', 'grpc_txn_ps', 0), ('keepalives/s', 'grpc_keepalive_ps', 0),
+cols = [('puts/s', 'mvcc_puts_ps', 1), ('dels/s', 'mvcc_deletes_ps', 1),
+        ('txns/s', 'grpc_txn_ps', 1), ('keepalives/s', 'grpc_keepalive_ps', 0),
         ('puts/s/agent', 'per_agent_puts_ps', 2),
+        ('txns/interval/agent', 'per_agent_txns_pi', 2),
         ('watch p50 ms', 'watch_p50_ms', 1), ('p99 ms', 'watch_p99_ms', 1),
         ('max ms', 'watch_max_ms', 1), ('etcd CPU %', 'etcd_cpu_pct', 1),
         ('RSS MiB', 'etcd_rss_mib', 0), ('bench CPU %', 'bench_cpu_pct', 0)]
@@ -189,15 +193,16 @@ print()
 print('min / median over %d repeat(s); watch: from the hand-over to the '
       'publisher to the event at one watcher' %
       max(len(v) for v in rows.values()) if rows else 'no results')
-head = ['N', 'phase'] + [c[0] for c in cols] + ['watch n', 'errors']
+head = ['N', 'phase'] + [c[0] for c in cols] + ['watch n', 'unmatched',
+                                                'errors']
 print('| ' + ' | '.join(head) + ' |')
 print('|' + '---|' * len(head))
-for (n, ph) in sorted(rows, key=lambda k: (k[0], k[1] != 'steady')):
+for (n, ph) in sorted(rows, key=lambda k: (k[0], k[1] != 'steady', k[1])):
     runs = rows[(n, ph)]
     out = [str(n), ph] + [cell(runs, k, p) for _, k, p in cols]
     out.append(str(sum(int(r['watch_n']) for r in runs)))
-    out.append(str(sum(int(r['pub_errors']) + int(r['watch_unmatched'])
-                       for r in runs)))
+    out.append(str(sum(int(r['watch_unmatched']) for r in runs)))
+    out.append(str(sum(int(r['pub_errors']) for r in runs)))
     print('| ' + ' | '.join(out) + ' |')
 EOF
 exit "$failed"
