@@ -193,8 +193,8 @@ bench-steer: check-deps
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):
-# puts/s, watch latency, etcd's CPU (docs/fleet.md, "Scale"). About 2 min
-# a repeat. Not in `make test`.
+# puts/s, watch latency, etcd's CPU (docs/fleet.md, "Scale"). About a minute
+# a point and a repeat. Not in `make test`.
 FLEET_REPEATS ?= 2
 FLEET_AGENTS  ?= 16,64,256
 bench-fleet: check-deps

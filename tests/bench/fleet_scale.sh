@@ -71,9 +71,9 @@ ETCD_PID=
 BENCH_PID=
 
 stop_pid() { # PID: TERM, then KILL after 5 s
-	local pid=$1 i
+	local pid=$1
 	kill -TERM "$pid" 2>/dev/null || return 0
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -102,7 +102,7 @@ print(" ".join(str(x.getsockname()[1]) for x in s))
 }
 
 start_etcd() { # NAME: sets ETCD_PID and ETCD_URL
-	local name=$1 cport pport i
+	local name=$1 cport pport
 	read -r cport pport <<<"$(free_ports)"
 	ETCD_URL=http://127.0.0.1:$cport
 	etcd --name "$name" --data-dir "$TMP/$name.data" \
@@ -112,7 +112,7 @@ start_etcd() { # NAME: sets ETCD_PID and ETCD_URL
 		--initial-cluster "$name=http://127.0.0.1:$pport" \
 		</dev/null >"$TMP/$name.log" 2>&1 &
 	ETCD_PID=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		curl -sf "$ETCD_URL/health" 2>/dev/null | grep -q true && return 0
 		kill -0 "$ETCD_PID" 2>/dev/null || break
 		sleep 0.1
