@@ -320,7 +320,7 @@ static unsigned copies_for(double reads_ps)
 	return c > KS_MAX_COPIES ? KS_MAX_COPIES : c;
 }
 
-/* A key's rate at rank r (1: the busiest) of n: Zipf (s = 1) from
+/* A key's rate at rank r (1: the busiest): Zipf (s = 1) from
  * ZIPF_TOP reads/s, or with --flat anywhere in [FLAT_LO, FLAT_HI). */
 static double rate_at(struct agent *a, const struct args *o, unsigned r)
 {
