@@ -53,12 +53,13 @@ LIBKS      := $(OUT)/libks.a
 AGENT_PART := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
-	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test $(OUT)/tests/ks_vcount
+	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test $(OUT)/tests/ks_vcount \
+	$(OUT)/tests/fleet_scale
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer bench-accuracy soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -166,6 +167,8 @@ $(OUT)/tests/obj/%.o: tests/%.c | $(SKELS)
 
 TEST_LIB := $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/lib/*.c))
 tier_objs = $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/$(1)/*.c))
+# a program of its own, not a part of $(OUT)/tests/bench (below)
+FLEET_SCALE_OBJ := $(OUT)/tests/obj/bench/fleet_scale.o
 
 $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
@@ -177,7 +180,8 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/bench: $(call tier_objs,bench) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
+$(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ),$(call tier_objs,bench)) \
+	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -194,6 +198,15 @@ $(OUT)/tests/acc_gen: $(OUT)/tests/obj/bench/acc/acc_gen.o \
 	$(OUT)/user/load/zipf.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
+
+# N simulated agents against one etcd (tests/bench/fleet_scale.c, run by
+# `make bench-fleet`): the agent's code but main(), its hand-overs to the
+# publisher timestamped on their way (--wrap), so not in $(OUT)/tests/bench.
+$(OUT)/tests/fleet_scale: LDLIBS += -lpthread
+$(OUT)/tests/fleet_scale: $(FLEET_SCALE_OBJ) $(AGENT_PART) $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) \
+		-Wl,--wrap=ks_etcd_pub_set,--wrap=ks_etcd_pub_delete
 
 # The ring builder against a real client (Debian's libmemcached-dev).
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)
@@ -262,6 +275,16 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# One etcd for many hosts: 16, 64 and 256 simulated agents against one
+# local etcd, steady and churn, each point FLEET_REPEATS times (default 2):
+# puts/s, watch latency, etcd's CPU (docs/fleet.md, "Scale"). About a minute
+# a point and a repeat. Not in `make test`.
+FLEET_REPEATS ?= 2
+FLEET_AGENTS  ?= 16,64,256
+bench-fleet: check-deps
+	$(MAKE) $(OUT)/tests/fleet_scale
+	OUT=$(OUT) tests/bench/fleet_scale.sh --repeats $(FLEET_REPEATS) --agents $(FLEET_AGENTS)
 
 # Every C file of the tree as .clang-format says; `make test` checks it.
 format:
