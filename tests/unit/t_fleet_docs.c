@@ -244,6 +244,25 @@ static void t_host(void)
 	b = a;
 	b.top[0].reads_ps = 1200;
 	CHECK(!ks_host_doc_same(&a, &b), "busiest key moved");
+	/* a full list of keys as busy as each other: the last one trading
+	 * places with one just outside is no news, a busy newcomer is */
+	{
+		struct ks_host_doc f = a, g;
+		unsigned i;
+
+		f.ntop = KS_HOST_DOC_TOP;
+		for (i = 0; i < KS_HOST_DOC_TOP; i++) {
+			f.top[i].hash = 500 + i;
+			f.top[i].reads_ps = 100 - i;
+		}
+		g = f;
+		g.top[KS_HOST_DOC_TOP - 1].hash = 999;
+		g.top[KS_HOST_DOC_TOP - 1].reads_ps = 92;
+		CHECK(ks_host_doc_same(&f, &g),
+		      "a swap at the end of the list");
+		g.top[KS_HOST_DOC_TOP - 1].reads_ps = 150;
+		CHECK(!ks_host_doc_same(&f, &g), "a busy newcomer at the end");
+	}
 	b = a;
 	b.top[3].reads_ps = 400; /* out of the tail */
 	CHECK(!ks_host_doc_same(&a, &b), "a tail key turned busy");

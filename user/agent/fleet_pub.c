@@ -251,8 +251,10 @@ void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
 {
 	if (!f || !f->pub)
 		return;
+	ks_etcd_pub_hold(f->pub); /* one transaction for the interval */
 	publish_host(f, rep, ring, steer, ring_rev);
 	publish_hot(f, ring, t, steer);
+	ks_etcd_pub_release(f->pub);
 }
 
 void ks_fleet_pub_steered(void *ud, const struct ks_run_steer *s, __u64 hash)

@@ -94,12 +94,28 @@ static double busiest(const struct ks_host_doc *d)
 	return m;
 }
 
+/* The least busy key of a full list (a key just below it fell off the
+ * end by a hair: no news); -1 when the list is not full. */
+static double cut(const struct ks_host_doc *d)
+{
+	double m = -1;
+	unsigned i;
+
+	if (d->ntop < KS_HOST_DOC_TOP)
+		return -1;
+	for (i = 0; i < d->ntop; i++)
+		if (m < 0 || d->top[i].reads_ps + d->top[i].writes_ps < m)
+			m = d->top[i].reads_ps + d->top[i].writes_ps;
+	return m;
+}
+
 /* Every key of a above its quiet tail is in b with the same rates; a tail
- * key may come, go or change without it being news. */
+ * key may come, go or change without it being news, and so may a key at
+ * the end of a full list trading places with one as busy as it. */
 static int top_covered(const struct ks_host_doc *a, const struct ks_host_doc *b)
 {
 	double tail_a = KS_HOST_DOC_TAIL * busiest(a);
-	double tail_b = KS_HOST_DOC_TAIL * busiest(b);
+	double tail_b = KS_HOST_DOC_TAIL * busiest(b), cut_b = cut(b);
 	unsigned i;
 
 	for (i = 0; i < a->ntop; i++) {
@@ -108,6 +124,9 @@ static int top_covered(const struct ks_host_doc *a, const struct ks_host_doc *b)
 		u = top_find(b, t->hash);
 		if (t->reads_ps + t->writes_ps <= tail_a &&
 		    (!u || u->reads_ps + u->writes_ps <= tail_b))
+			continue;
+		if (!u && cut_b >= 0 &&
+		    !ks_rate_moved(cut_b, t->reads_ps + t->writes_ps))
 			continue;
 		if (!u || strcmp(t->key, u->key) ||
 		    ks_rate_moved(t->reads_ps, u->reads_ps) ||

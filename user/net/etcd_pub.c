@@ -26,6 +26,7 @@ struct ks_etcd_pub {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int held; /* ks_etcd_pub_hold: no write until released */
 	int64_t ttl_s;
 	uint64_t keepalive_ns;
 	uint64_t next_keepalive_ns, retry_ns;
@@ -135,6 +136,21 @@ int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
 	}
 	pthread_mutex_unlock(&p->mu);
 	return rc;
+}
+
+void ks_etcd_pub_hold(struct ks_etcd_pub *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->held = 1;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void ks_etcd_pub_release(struct ks_etcd_pub *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->held = 0;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
 }
 
 void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out)
@@ -352,7 +368,7 @@ static void *pub_main(void *arg)
 			keepalive(p);
 			continue;
 		}
-		if (any_pending(p)) {
+		if (!p->held && any_pending(p)) {
 			write_changes(p);
 			continue;
 		}

@@ -63,6 +63,13 @@ int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
 /* key should be gone: 1 when that is a change, 0 when it was not wanted. */
 int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key);
 
+/* Between hold and release the thread writes nothing (it still keeps the
+ * lease alive): an interval's changes go out as one transaction, not as
+ * the first change and then the rest. A change made outside a hold (a
+ * dirty event) is written at once. */
+void ks_etcd_pub_hold(struct ks_etcd_pub *p);
+void ks_etcd_pub_release(struct ks_etcd_pub *p);
+
 void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out);
 
 /* Stops the thread; revoke: then ends the lease, so every key goes at
