@@ -35,9 +35,9 @@
 #define KS_BIN_HDR    24 /* binary protocol request header */
 
 /* ---- count-min sketch: per CPU, per epoch, per class, per row ---- */
-#define KS_CMS_DEPTH   4
-#define KS_CMS_WIDTH   4096 /* one row is 16 KiB: under the per-CPU value cap */
-#define KS_CMS_MASK    (KS_CMS_WIDTH - 1)
+#define KS_CMS_DEPTH 4
+#define KS_CMS_WIDTH 4096 /* one row is 16 KiB: under the per-CPU value cap */
+#define KS_CMS_MASK  (KS_CMS_WIDTH - 1)
 _Static_assert(KS_CMS_DEPTH * 16 <= 64 && KS_CMS_WIDTH <= 65536,
 	       "ks_cms_col takes 16 bits of the hash a row");
 #define KS_EPOCHS      2

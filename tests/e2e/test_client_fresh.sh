@@ -15,6 +15,8 @@
 #    with --etcd-hot-events off too (the readers' view lags by up to an
 #    interval): the same check must find stale reads. Then --copy-protocol on
 #    --fill-delay-ms 20, with and without hot/ events: 0 stale again.
+# 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
+#    reads, a write read back, a miss, a bad spec refused.
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
@@ -162,6 +164,41 @@ if [ "$(cat "$E2E_TMP/run.rc")" = 0 ] && [ "$(field run copy_reads)" -gt 0 ] &&
 	pass client_fresh_no_stale_reads_copies_used
 else
 	fail client_fresh_no_stale_reads_copies_used "exit $(cat "$E2E_TMP/run.rc"): $(summary run) $(head -c 300 "$E2E_TMP/run.err")"
+fi
+
+# --- 2b. the Python adapter: the same C code through ctypes -----------------
+# (user/client/python/keysteer_client.py) on client 2: reads of the armed key
+# served by copies, a write through it read back at once, a miss is None,
+# a bad spec an error naming it.
+if ks_in_ns "$CNS2" env KEYSTEER_LIB="$E2E_ROOT/${OUT:-build}/libkeysteer.so" \
+	PYTHONPATH="$E2E_ROOT/user/client/python" "$PY" - "$SPEC" "$KEY" \
+	>"$E2E_TMP/py.out" 2>&1 <<'PYEOF'
+import sys
+from keysteer_client import Client, KeysteerError
+spec, key = sys.argv[1], sys.argv[2]
+with Client(spec) as c:
+    for i in range(200):
+        assert c.get(key) is not None, "the armed key missing"
+    st = c.stats()
+    assert st["copy_reads"] > 0, st
+    c.set(key, b"py-write")
+    for i in range(50):
+        v = c.get(key)
+        assert v == b"py-write", "read %r after the write" % (v,)
+    assert c.get("no-such-key:%d" % id(c)) is None
+    c.delete("no-such-key:x")
+    print("python: %d of 250 reads from copies, the write read back 50 times" % c.stats()["copy_reads"])
+try:
+    Client("servers=")
+    raise SystemExit("a bad spec was taken")
+except KeysteerError as e:
+    print("bad spec refused: errno %d: %s" % (e.errno, e.strerror))
+PYEOF
+then
+	pass client_python_adapter
+	note "$(head -2 "$E2E_TMP/py.out" | tr '\n' ';')"
+else
+	fail client_python_adapter "$(tail -5 "$E2E_TMP/py.out")"
 fi
 
 # --- 3. the control, and the protocol under the widened race ----------------

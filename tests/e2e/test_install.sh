@@ -60,7 +60,10 @@ if ! make_in_root install >"$E2E_TMP/install.out" 2>&1; then
 	fail install_files "make install failed: $(head -c 300 "$E2E_TMP/install.out")"
 	exit 1
 fi
-want="644 usr/lib/systemd/system/keysteer@.service
+want="644 usr/include/libkeysteer.h
+644 usr/lib/libkeysteer.a
+644 usr/lib/pkgconfig/keysteer.pc
+644 usr/lib/systemd/system/keysteer@.service
 644 usr/share/doc/keysteer/README.md
 644 usr/share/doc/keysteer/keysteer.conf.example
 644 usr/share/doc/keysteer/operations.md
@@ -68,7 +71,9 @@ want="644 usr/lib/systemd/system/keysteer@.service
 644 usr/share/doc/keysteer/report.schema.json
 644 usr/share/man/man8/keysteer-agent.8
 755 usr/bin/ks_load
-755 usr/sbin/keysteer-agent"
+755 usr/lib/libkeysteer.so.0
+755 usr/sbin/keysteer-agent
+777 usr/lib/libkeysteer.so"
 got=$(cd "$DEST" && find . ! -type d -printf '%m %P\n' | LC_ALL=C sort)
 # without PREFIX the same files go under /usr/local
 dry=$(make -s -n -C "$E2E_ROOT" OUT="${OUT:-build}" -o "$OUTDIR/agent" \
