@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <libmemcached/memcached.h>
 #include "ktest.h"
@@ -391,6 +392,188 @@ static void twemproxy_reference(void)
 	kt_end();
 }
 
+#define PYMEMCACHE_REF "tests/compat/pymemcache_ref.py"
+
+/* Compares one key line "key HEX STR BYTES"; the mismatches it found. */
+static __u32 check_pm_key(const struct ks_ring *str, const struct ks_ring *byt,
+			  const char *line, __u32 ring, __u32 *nkeys)
+{
+	int want_str, want_bytes, len;
+	char hex[600], key[256];
+	__u32 bad = 0, got;
+
+	if (sscanf(line, "key %599s %d %d", hex, &want_str, &want_bytes) != 3)
+		return 0;
+	len = unhex(hex, key, sizeof(key));
+	if (len <= 0)
+		return 0;
+	if (want_str >= 0) {
+		(*nkeys)++;
+		got = ks_ring_lookup(str, key, (size_t)len);
+		if (got != (__u32)want_str) {
+			CHECK(0,
+			      "ring %u str key %.40s: keysteer %u, pymemcache %d",
+			      ring, hex, got, want_str);
+			bad++;
+		}
+	}
+	(*nkeys)++;
+	got = ks_ring_lookup(byt, key, (size_t)len);
+	if (got != (__u32)want_bytes) {
+		CHECK(0, "ring %u bytes key %.40s: keysteer %u, pymemcache %d",
+		      ring, hex, got, want_bytes);
+		bad++;
+	}
+	return bad;
+}
+
+/*
+ * pymemcache's HashClient (rendezvous hashing) as the oracle: its own
+ * _get_client() names the server of every key, as a str and as bytes.
+ * KS_COMPAT_FULL=1 (make compat-full) checks 120,000 keys, the tier a
+ * sample of 14,400.
+ */
+static void pymemcache_reference(void)
+{
+	const char *full = getenv("KS_COMPAT_FULL");
+	char line[1200], *text = malloc(1 << 16), cmd[256];
+	__u32 nrings = 0, nkeys = 0, nwire = 0, bad = 0, min_wire;
+	size_t off = 0;
+	FILE *in;
+
+	kt_begin("compat_pymemcache_hashclient");
+	if (access("/usr/bin/python3", X_OK) || access(PYMEMCACHE_REF, R_OK) ||
+	    system("/usr/bin/python3 -c 'import pymemcache' 2>/dev/null")) {
+		kt_skipf(
+			"needs /usr/bin/python3 with python3-pymemcache and %s (run from the repository root; make deps)",
+			PYMEMCACHE_REF);
+		free(text);
+		kt_end();
+		return;
+	}
+	min_wire = full && *full == '1' ? 100000 : 10000;
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s%s", PYMEMCACHE_REF,
+		 full && *full == '1' ? " --full" : "");
+	in = popen(cmd, "r");
+	CHECK(in != NULL, "cannot run %s", PYMEMCACHE_REF);
+	while (in && text && fgets(line, sizeof(line), in)) {
+		if (!strncmp(line, "ring ", 5)) {
+			off = 0;
+			text[0] = '\0';
+		} else if (!strncmp(line, "server ", 7)) {
+			off += (size_t)snprintf(text + off, (1 << 16) - off,
+						"%s", line + 7);
+		} else if (!strncmp(line, "key ", 4)) {
+			struct ks_ring str = {}, byt = {};
+			struct ks_shards s;
+			char err[512];
+			int rc;
+
+			rc = ks_shards_parse_text("pymemcache", text, &s, err,
+						  sizeof(err));
+			if (!rc) {
+				rc = ks_ring_build(&str, &s, KS_DIST_PYMEMCACHE,
+						   0, 1, err, sizeof(err));
+				if (!rc)
+					rc = ks_ring_build(
+						&byt, &s,
+						KS_DIST_PYMEMCACHE_BYTES, 0, 1,
+						err, sizeof(err));
+				ks_shards_free(&s);
+			}
+			CHECK(rc == 0, "ring %u: %s", nrings, err);
+			do {
+				if (!strncmp(line, "end", 3))
+					break;
+				if (!rc) {
+					nwire++;
+					bad += check_pm_key(&str, &byt, line,
+							    nrings, &nkeys);
+				}
+			} while (fgets(line, (int)sizeof(line), in));
+			ks_ring_free(&str);
+			ks_ring_free(&byt);
+			nrings++;
+		}
+	}
+	if (in)
+		CHECK(pclose(in) == 0, "%s failed", PYMEMCACHE_REF);
+	CHECK(nrings >= 20 && nwire >= min_wire, "only %u rings, %u keys",
+	      nrings, nwire);
+	CHECK_EQ(bad, 0);
+	printf("# compat: pymemcache: %u keys (%u lookups, str and bytes) over %u server lists, %u disagreements\n",
+	       nwire, nkeys, nrings, bad);
+	free(text);
+	kt_end();
+}
+
+/*
+ * ns per user-space lookup (ks_ring_lookup, as 'agent ring lookup' and the
+ * agent's user-space paths call it), pymemcache against ketama in the
+ * same run, best of 5 rounds of 20,000 keys. A figure, not a check.
+ */
+static void pymemcache_cost(void)
+{
+	static const __u32 sizes[] = { 4, 16, 64 };
+	static const size_t lens[] = { 10, 64, 250 };
+	enum ks_dist dists[] = { KS_DIST_PYMEMCACHE, KS_DIST_KETAMA };
+	char list[64 * 24], key[KS_MAX_KEY_LEN + 1], err[512];
+	volatile __u32 sink = 0;
+	size_t l, off;
+	__u32 si, d, i, round;
+
+	for (si = 0; si < 3; si++) {
+		struct ks_shards s;
+
+		for (i = 0, off = 0; i < sizes[si]; i++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off,
+						"%s10.0.%u.%u:11211",
+						i ? "," : "", i / 250, i % 250);
+		if (ks_shards_parse_list("--shards", list, &s, err,
+					 sizeof(err)))
+			return;
+		for (d = 0; d < 2; d++) {
+			struct ks_ring r;
+
+			if (ks_ring_build(&r, &s, dists[d], 0, 1, err,
+					  sizeof(err)))
+				continue;
+			printf("# cost: %-10s %2u servers:",
+			       ks_dist_name(dists[d]), sizes[si]);
+			for (l = 0; l < 3; l++) {
+				double best = 1e30;
+
+				memset(key, 'k', sizeof(key));
+				for (round = 0; round < 5; round++) {
+					struct timespec a, b;
+					double ns;
+
+					clock_gettime(CLOCK_MONOTONIC, &a);
+					for (i = 0; i < 20000; i++) {
+						snprintf(key, 11, "user:%05u",
+							 i);
+						key[10] = 'k';
+						sink += ks_ring_lookup(&r, key,
+								       lens[l]);
+					}
+					clock_gettime(CLOCK_MONOTONIC, &b);
+					ns = ((double)(b.tv_sec - a.tv_sec) *
+						      1e9 +
+					      (double)(b.tv_nsec - a.tv_nsec)) /
+					     20000;
+					if (ns < best)
+						best = ns;
+				}
+				printf(" %zu-byte key %.0f ns", lens[l], best);
+			}
+			printf("\n");
+			ks_ring_free(&r);
+		}
+		ks_shards_free(&s);
+	}
+	(void)sink;
+}
+
 int main(void)
 {
 	static const struct {
@@ -424,6 +607,8 @@ int main(void)
 	}
 	tie_test();
 	twemproxy_reference();
+	pymemcache_reference();
+	pymemcache_cost();
 	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",
 	       (unsigned long long)total_keys,
 	       (unsigned long long)total_configs,

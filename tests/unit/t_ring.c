@@ -545,7 +545,7 @@ static void builder(void)
 	{
 		enum ks_dist d;
 
-		for (i = 0; i < KS_DIST_MAX; i++) {
+		for (i = 0; i < KS_DIST_ALL; i++) {
 			CHECK(!ks_dist_parse(ks_dist_name(i), &d, err,
 					     sizeof(err)) &&
 				      d == i,
@@ -562,11 +562,88 @@ static void builder(void)
 	kt_end();
 }
 
+/* pymemcache: murmur3_32 against published vectors, the units a str and a
+ * bytes key hash as, and owners the real HashClient gave (pymemcache
+ * 3.5.2; tests/compat checks 100,000s more). */
+static void pymemcache_vectors(void)
+{
+	static const struct {
+		const char *key;
+		__u32 owner;
+	} v[] = {
+		{ "foo", 0 },
+		{ "bar", 4 },
+		{ "abcd", 3 },
+		{ "\xc3\xa9", 3 }, /* é */
+		{ "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x82\xad\xe3\x83\xbc",
+		  4 }
+	}; /* 日本語キー */
+	struct ks_shards s;
+	struct ks_ring r, rb;
+	char err[256];
+	__u8 u[64];
+	size_t n, i;
+
+	kt_begin("pymemcache_murmur3_and_owners");
+	CHECK_EQ(ks_murmur3_units((const __u8 *)"", 0), 0);
+	CHECK_EQ(ks_murmur3_units((const __u8 *)"hello", 5), 0x248bfa47);
+	CHECK_EQ(
+		ks_murmur3_units(
+			(const __u8
+				 *)"The quick brown fox jumps over the lazy dog",
+			43),
+		0x2e4ff723);
+	n = ks_pymemcache_units("\xc3\xa9\xff"
+				"a",
+				4, 0, u, sizeof(u));
+	CHECK(n == 3 && u[0] == 0xe9 && u[1] == 0xff && u[2] == 'a',
+	      "str units %zu", n);
+	n = ks_pymemcache_units("a'\\\x01", 4, 1, u, sizeof(u));
+	CHECK(n == 11 && !memcmp(u, "b\"a'\\\\\\x01\"", 11), "bytes units %zu",
+	      n);
+	CHECK(!ks_shards_parse_list("--shards",
+				    "10.0.0.1:11212,10.0.0.2:11213,"
+				    "10.0.0.3:11214,10.0.0.4:11215,"
+				    "10.0.0.5:11216",
+				    &s, err, sizeof(err)),
+	      "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_PYMEMCACHE, 0, 1, err,
+			     sizeof(err)),
+	      "%s", err);
+	CHECK(!ks_ring_build(&rb, &s, KS_DIST_PYMEMCACHE_BYTES, 0, 1, err,
+			     sizeof(err)),
+	      "%s", err);
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		CHECK(ks_ring_lookup(&r, v[i].key, strlen(v[i].key)) ==
+			      v[i].owner,
+		      "key %zu: %u", i,
+		      ks_ring_lookup(&r, v[i].key, strlen(v[i].key)));
+	/* b'foo' and b"it's" as HashClient placed them */
+	CHECK_EQ(ks_ring_lookup(&rb, "foo", 3), 0);
+	CHECK_EQ(ks_ring_lookup(&rb, "it's", 4), 2);
+	CHECK(!ks_dist_in_kernel(KS_DIST_PYMEMCACHE) &&
+		      ks_dist_in_kernel(KS_DIST_MODULA),
+	      "in kernel");
+	ks_ring_free(&r);
+	ks_ring_free(&rb);
+	ks_shards_free(&s);
+	CHECK(!ks_shards_parse_list("--shards", "a:1:2,b:1", &s, err,
+				    sizeof(err)),
+	      "%s", err);
+	CHECK(ks_ring_build(&r, &s, KS_DIST_PYMEMCACHE, 0, 1, err,
+			    sizeof(err)) == -EINVAL &&
+		      strstr(err, "no weights"),
+	      "weights: %s", err);
+	ks_shards_free(&s);
+	kt_end();
+}
+
 void test_ring(void)
 {
 	md5_vectors();
 	fnv_vectors();
 	search_semantics();
 	twemproxy_vectors();
+	pymemcache_vectors();
 	builder();
 }

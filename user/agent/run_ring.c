@@ -87,6 +87,13 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 		}
 		return 0;
 	}
+	if (!ks_dist_in_kernel(r->spec.dist)) {
+		snprintf(
+			err, errlen,
+			"--distribution %s is user space only for now (rendezvous hashing is not a ring the datapath can search): agent run and replay would count every shard wrong; use it with 'agent ring lookup'",
+			ks_dist_name(r->spec.dist));
+		return -EOPNOTSUPP;
+	}
 	/* The signature before the read: a write after it shows as a
 	 * change and is loaded then. */
 	if (r->spec.file)
@@ -148,6 +155,12 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	__u32 n = r->next_shards.n;
 	int err;
 
+	/* a ring from etcd may name one the datapath cannot search */
+	if (!ks_dist_in_kernel(r->next.half->meta.dist)) {
+		ks_err("ring %s is user space only for now; not pushed, the datapath keeps its ring",
+		       ks_dist_name(r->next.half->meta.dist));
+		return -EOPNOTSUPP;
+	}
 	err = ks_ring_push(m->ring, m->config, r->next.half);
 	if (!err)
 		err = ks_read_config(m, &cfg);

@@ -253,7 +253,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "ring gives to another shard count as misdirected" },
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
-	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula" },
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
 	{ "vnodes",
 	  'N',
 	  REQ,

@@ -14,6 +14,11 @@
  *    expression; sorted by value only with glibc's stable qsort, so ties
  *    keep server order. Keys hashed with hash_fnv1a_64 or hash_md5.
  *  - both dispatch to the first point >= hash, wrapping to point 0.
+ *  - pymemcache 3.5 client/rendezvous.py RendezvousHash.get_node(): for
+ *    every node, murmur3_32 (client/murmur3.py, seed 0) of the str
+ *    "%s-%s" % (node, key), node "host:port" (client/hash.py
+ *    _make_client_key); the highest score wins, a tie the greater node
+ *    name. Its murmur3 reads ord(c) & 0xff per character of the str.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,34 +28,42 @@
 #include "core/ring.h"
 #include "util/opts.h"
 
-static const char *const dist_names[KS_DIST_MAX] = {
+static const char *const dist_names[KS_DIST_ALL] = {
 	[KS_DIST_KETAMA] = "ketama",
 	[KS_DIST_TWEMPROXY] = "twemproxy",
 	[KS_DIST_TWEMPROXY_MD5] = "twemproxy-md5",
 	[KS_DIST_VNODE] = "vnode",
 	[KS_DIST_MODULA] = "modula",
+	[KS_DIST_PYMEMCACHE] = "pymemcache",
+	[KS_DIST_PYMEMCACHE_BYTES] = "pymemcache-bytes",
 };
+
+#define DIST_LIST                                                              \
+	"ketama, twemproxy, twemproxy-md5, vnode, modula, pymemcache or pymemcache-bytes"
+
+int ks_dist_in_kernel(__u32 dist)
+{
+	return dist < KS_DIST_MAX;
+}
 
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen)
 {
 	int i;
 
-	for (i = 0; i < KS_DIST_MAX; i++) {
+	for (i = 0; i < KS_DIST_ALL; i++) {
 		if (s && !strcmp(s, dist_names[i])) {
 			*out = (enum ks_dist)i;
 			return 0;
 		}
 	}
-	snprintf(
-		err, errlen,
-		"unknown distribution '%s'; use ketama, twemproxy, twemproxy-md5, vnode or modula",
-		s ? s : "");
+	snprintf(err, errlen, "unknown distribution '%s'; use " DIST_LIST,
+		 s ? s : "");
 	return -EINVAL;
 }
 
 const char *ks_dist_name(__u32 dist)
 {
-	return dist < KS_DIST_MAX ? dist_names[dist] : "?";
+	return dist < KS_DIST_ALL ? dist_names[dist] : "?";
 }
 
 /* Decimal digits of v appended at p; returns the new end. */
@@ -323,6 +336,267 @@ void ks_ring_index(struct ks_ring_half *h)
 	h->bucket[KS_RING_BUCKETS] = n;
 }
 
+/* pymemcache's murmur3_32, seed 0, over units: one byte per character. */
+#define MM_C1 0xcc9e2d51U
+#define MM_C2 0x1b873593U
+
+static inline __u32 rotl32(__u32 x, int r)
+{
+	return (x << r) | (x >> (32 - r));
+}
+
+static inline __u32 mm_mix(__u32 h, __u32 k)
+{
+	k *= MM_C1;
+	k = rotl32(k, 15);
+	k *= MM_C2;
+	h ^= k;
+	h = rotl32(h, 13);
+	return h * 5 + 0xe6546b64U;
+}
+
+/* The tail (n % 4 units in k, n the whole length) and the finalizer. */
+static inline __u32 mm_final(__u32 h, __u32 k, __u32 rem, __u32 n)
+{
+	if (rem) {
+		k *= MM_C1;
+		k = rotl32(k, 15);
+		k *= MM_C2;
+		h ^= k;
+	}
+	h ^= n;
+	h ^= h >> 16;
+	h *= 0x85ebca6bU;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35U;
+	h ^= h >> 16;
+	return h;
+}
+
+static inline __u32 le32(const __u8 *p)
+{
+	return (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 |
+	       (__u32)p[3] << 24;
+}
+
+__u32 ks_murmur3_units(const __u8 *units, size_t n)
+{
+	__u32 h = 0, k = 0;
+	size_t i, whole = n & ~(size_t)3;
+
+	for (i = 0; i < whole; i += 4)
+		h = mm_mix(h, le32(units + i));
+	for (i = n; i > whole; i--)
+		k = k << 8 | units[i - 1];
+	return mm_final(h, k, (__u32)(n & 3), (__u32)n);
+}
+
+/* Length of the valid UTF-8 sequence at p (as Python decodes: no
+ * overlongs, no surrogates, at most U+10FFFF) and its code point; 0 when
+ * the byte at p does not start one. */
+static size_t utf8_seq(const __u8 *p, size_t n, __u32 *cp)
+{
+	__u32 c = p[0], lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, c &= 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, c &= 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, c &= 0x07;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xbf))
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	*cp = c;
+	return len;
+}
+
+size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
+			   __u8 *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	const __u8 *p = key;
+	size_t i = 0, o = 0;
+	__u8 q = '\'';
+
+	if (!bytes_key) {
+		/* a byte outside valid UTF-8 stands for itself, as Python's
+		 * surrogateescape would make it (U+DC80..U+DCFF) */
+		while (i < len && o < cap) {
+			__u32 cp = p[i];
+			size_t n = utf8_seq(p + i, len - i, &cp);
+
+			out[o++] = (__u8)cp;
+			i += n ? n : 1;
+		}
+		return o;
+	}
+	/* repr(bytes): double quotes when it holds ' and no " */
+	if (memchr(p, '\'', len) && !memchr(p, '"', len))
+		q = '"';
+#define PUT(c)                                                                 \
+	do {                                                                   \
+		if (o < cap)                                                   \
+			out[o++] = (c);                                        \
+	} while (0)
+	PUT('b');
+	PUT(q);
+	for (i = 0; i < len; i++) {
+		__u8 c = p[i];
+
+		if (c == q || c == '\\') {
+			PUT('\\');
+			PUT(c);
+		} else if (c == '\t' || c == '\n' || c == '\r') {
+			PUT('\\');
+			PUT(c == '\t' ? 't' : c == '\n' ? 'n' : 'r');
+		} else if (c < 0x20 || c >= 0x7f) {
+			PUT('\\');
+			PUT('x');
+			PUT(hex[c >> 4]);
+			PUT(hex[c & 15]);
+		} else {
+			PUT(c);
+		}
+	}
+	PUT(q);
+#undef PUT
+	return o;
+}
+
+/* "host:port" as pymemcache names a (host, port) server (brackets of an
+ * IPv6 literal stripped, as normalize_server_spec does), or the name. */
+static int build_rendezvous(struct ks_ring *r, const struct ks_shards *s,
+			    char *err, size_t errlen)
+{
+	size_t cap = 0, off = 0;
+	__u32 i;
+
+	for (i = 0; i < s->n; i++) {
+		if (s->v[i].weight != 1) {
+			snprintf(
+				err, errlen,
+				"shard %s:%u (%s line %u) has weight %u; pymemcache's HashClient has no weights, drop it",
+				s->v[i].host, s->v[i].port, s->source,
+				s->v[i].line, s->v[i].weight);
+			return -EINVAL;
+		}
+		cap += strlen(s->v[i].host) + strlen(s->v[i].name) + 8;
+	}
+	r->rdv = calloc(s->n, sizeof(*r->rdv));
+	r->rdv_names = malloc(cap);
+	if (!r->rdv || !r->rdv_names) {
+		snprintf(err, errlen, "out of memory; free some memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->n; i++) {
+		const struct ks_shard *sh = &s->v[i];
+		struct ks_rdv_node *nd = &r->rdv[i];
+		char *name = r->rdv_names + off;
+		const char *host = sh->host;
+		size_t hl = strlen(host), n, j, whole;
+		__u8 units[KS_SHARD_HOST_MAX + KS_SHARD_NAME_MAX + 16];
+
+		if (sh->name[0]) {
+			n = (size_t)snprintf(name, cap - off, "%s", sh->name);
+		} else {
+			if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']')
+				host++, hl -= 2;
+			n = (size_t)snprintf(name, cap - off, "%.*s:%u",
+					     (int)hl, host, sh->port);
+		}
+		off += n + 1;
+		nd->name = name;
+		/* "node-" as units: the name is a str too */
+		n = ks_pymemcache_units(name, n, 0, units, sizeof(units) - 1);
+		units[n++] = '-';
+		whole = n & ~(size_t)3;
+		for (j = 0; j < whole; j += 4)
+			nd->h = mm_mix(nd->h, le32(units + j));
+		for (j = n; j > whole; j--)
+			nd->tail = nd->tail << 8 | units[j - 1];
+		nd->len = (__u32)n;
+	}
+	return 0;
+}
+
+/* The key's units as little-endian words starting at each offset 0..3:
+ * w[o][j] holds units o + 4j .. o + 4j + 3 (zero past the end). */
+#define RDV_UNITS_MAX (4 * KS_MAX_KEY_LEN + 3)
+#define RDV_WORDS     (RDV_UNITS_MAX / 4 + 2)
+
+static __u32 rendezvous_owner(const struct ks_ring *r, const void *key,
+			      size_t len)
+{
+	__u8 u[RDV_UNITS_MAX + 8] = {};
+	__u32 w[4][RDV_WORDS], best = 0, best_score = 0, i;
+	size_t n, o, j;
+
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	n = ks_pymemcache_units(key, len,
+				r->half->meta.dist == KS_DIST_PYMEMCACHE_BYTES,
+				u, RDV_UNITS_MAX);
+	for (o = 0; o < 4; o++)
+		for (j = 0; o + 4 * j < n + 4 && j < RDV_WORDS; j++)
+			w[o][j] = le32(u + o + 4 * j);
+	for (i = 0; i < r->half->meta.nshards; i++) {
+		const struct ks_rdv_node *nd = &r->rdv[i];
+		__u32 t = nd->len & 3, h = nd->h, k, score;
+		size_t total = nd->len + n, rest, whole, lead;
+
+		/* the first block: the node's held-back units, then the key's */
+		lead = t ? 4 - t : 0;
+		if (t && n >= lead) {
+			k = nd->tail;
+			for (j = 0; j < lead; j++)
+				k |= (__u32)u[j] << (8 * (t + j));
+			h = mm_mix(h, k);
+			rest = n - lead;
+			whole = rest / 4;
+			for (j = 0; j < whole; j++)
+				h = mm_mix(h, w[lead][j]);
+			k = rest & 3 ? w[lead][whole] : 0;
+		} else if (t) { /* the key ends inside the first block */
+			k = nd->tail;
+			for (j = 0; j < n; j++)
+				k |= (__u32)u[j] << (8 * (t + j));
+		} else {
+			whole = n / 4;
+			for (j = 0; j < whole; j++)
+				h = mm_mix(h, w[0][j]);
+			k = n & 3 ? w[0][whole] : 0;
+		}
+		score = mm_final(h, k, (__u32)(total & 3), (__u32)total);
+		if (!i || score > best_score ||
+		    (score == best_score &&
+		     strcmp(nd->name, r->rdv[best].name) > 0)) {
+			best = i;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
 int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
 		  size_t errlen)
@@ -338,19 +612,18 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 			KS_MAX_SHARDS, shards->source, shards->n);
 		return -EINVAL;
 	}
-	if ((unsigned)dist >= KS_DIST_MAX) {
-		snprintf(
-			err, errlen,
-			"unknown distribution %u; use ketama, twemproxy, twemproxy-md5, vnode or modula",
-			(unsigned)dist);
+	if ((unsigned)dist >= KS_DIST_ALL) {
+		snprintf(err, errlen, "unknown distribution %u; use " DIST_LIST,
+			 (unsigned)dist);
 		return -EINVAL;
 	}
 	if (!vnodes)
 		vnodes = KS_VNODES_DEFAULT;
 	r->half = calloc(1, sizeof(*r->half));
-	if (dist != KS_DIST_MODULA)
+	if (ks_dist_in_kernel(dist) && dist != KS_DIST_MODULA)
 		b.pts = malloc((size_t)b.cap * sizeof(*b.pts));
-	if (!r->half || (dist != KS_DIST_MODULA && !b.pts)) {
+	if (!r->half ||
+	    (ks_dist_in_kernel(dist) && dist != KS_DIST_MODULA && !b.pts)) {
 		snprintf(
 			err, errlen,
 			"out of memory building a ring of %u shards; free some memory",
@@ -358,7 +631,7 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		rc = -ENOMEM;
 		goto out;
 	}
-	switch (dist) {
+	switch ((__u32)dist) {
 	case KS_DIST_KETAMA:
 	case KS_DIST_TWEMPROXY:
 	case KS_DIST_TWEMPROXY_MD5:
@@ -366,6 +639,10 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		break;
 	case KS_DIST_VNODE:
 		rc = build_vnode(&b, shards, vnodes, err, errlen);
+		break;
+	case KS_DIST_PYMEMCACHE:
+	case KS_DIST_PYMEMCACHE_BYTES:
+		rc = build_rendezvous(r, shards, err, errlen);
 		break;
 	default:
 		break;
@@ -385,6 +662,11 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 	r->half->meta.self = shards->self;
 	r->half->meta.version = version;
 	r->half->meta.digest = ks_ring_digest(r->half, shards);
+	if (r->rdv) /* the nodes' names place keys too */
+		for (__u32 i = 0; i < shards->n; i++)
+			r->half->meta.digest = fnv_bytes(
+				r->half->meta.digest, r->rdv[i].name,
+				strlen(r->rdv[i].name) + 1);
 	r->vnodes = dist == KS_DIST_VNODE ? vnodes : 0;
 out:
 	free(b.pts);
@@ -396,7 +678,11 @@ out:
 void ks_ring_free(struct ks_ring *r)
 {
 	free(r->half);
+	free(r->rdv);
+	free(r->rdv_names);
 	r->half = NULL;
+	r->rdv = NULL;
+	r->rdv_names = NULL;
 }
 
 __u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len)
@@ -413,6 +699,8 @@ __u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len)
 {
 	if (!r->half)
 		return KS_NO_SHARD;
+	if (r->rdv)
+		return rendezvous_owner(r, key, len);
 	return ks_ring_owner(r->half, ks_ring_hash(r, key, len));
 }
 

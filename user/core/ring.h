@@ -10,6 +10,9 @@
  *   twemproxy-md5  the same with "hash: md5"
  *   vnode          a plain ring of virtual nodes "name#i"
  *   modula         hash % N, for comparison
+ *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
+ *                  "host:port-key"), str keys; user space only
+ *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
  */
 #ifndef KS_RING_USER_H
 #define KS_RING_USER_H
@@ -23,12 +26,51 @@
  * hashes past the end of longer ones; such names are refused. */
 #define KS_TWEMPROXY_NAME_MAX 85
 
+/*
+ * Distributions user space builds and the datapath cannot: rendezvous
+ * hashing is one hash per shard per key, not a sorted ring. Their values
+ * follow the kernel's enum ks_dist; a ring half holding one is never
+ * pushed (ks_dist_in_kernel).
+ */
+#define KS_DIST_PYMEMCACHE       ((enum ks_dist)KS_DIST_MAX)
+#define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)(KS_DIST_MAX + 1))
+#define KS_DIST_ALL              (KS_DIST_MAX + 2)
+
+/* One pymemcache node: murmur3's state after "node-" (its whole 4-byte
+ * blocks mixed, the rest held back), and the name for ties. */
+struct ks_rdv_node {
+	const char *name; /* "host:port", or the shard's name */
+	__u32 h;          /* state after the whole blocks */
+	__u32 tail;       /* the last len % 4 units, little-endian */
+	__u32 len;        /* units (characters) of "node-" */
+};
+
 struct ks_ring {
 	struct ks_ring_half *half; /* meta + sorted points, as pushed */
 	__u32 vnodes;              /* points per unit of weight, vnode only */
+	struct ks_rdv_node *rdv;   /* pymemcache: one per shard, else NULL */
+	char *rdv_names;           /* the nodes' names, one block */
 };
 
-/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula". */
+/* 1 when the datapath can place keys on dist's ring. */
+int ks_dist_in_kernel(__u32 dist);
+
+/* pymemcache's murmur3_32 (seed 0) over a str of n characters, each
+ * given as its code point's low byte (what its ord(c) & 0xff reads). */
+__u32 ks_murmur3_units(const __u8 *units, size_t n);
+
+/*
+ * The characters pymemcache hashes for a key that is len bytes on the
+ * wire, as low bytes of their code points: for a str key the UTF-8
+ * decoded (a byte that is not part of valid UTF-8 stands for itself),
+ * for a bytes key (bytes_key 1) its repr b'...'. Writes at most cap
+ * units and returns how many; cap of 4 * len + 3 is always enough.
+ */
+size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
+			   __u8 *out, size_t cap);
+
+/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula", "pymemcache",
+ * "pymemcache-bytes". */
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
 const char *ks_dist_name(__u32 dist);
 

@@ -51,6 +51,8 @@ int ks_ring_doc_key(const char *cluster, char *buf, size_t len)
 
 const char *ks_dist_key_hash(__u32 dist)
 {
+	if (dist == KS_DIST_PYMEMCACHE || dist == KS_DIST_PYMEMCACHE_BYTES)
+		return "murmur3_32";
 	return dist == KS_DIST_TWEMPROXY ? "fnv1a_64" : "md5";
 }
 
