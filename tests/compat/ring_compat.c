@@ -279,6 +279,23 @@ static void tie_test(void)
 	kt_end();
 }
 
+/* A reference's "ring" (a new server list) or "server LINE" line into
+ * text (64 KiB); 1 when it was one of those. */
+static int server_list_line(const char *line, char *text, size_t *off)
+{
+	if (!strncmp(line, "ring ", 5)) {
+		*off = 0;
+		text[0] = '\0';
+		return 1;
+	}
+	if (!strncmp(line, "server ", 7)) {
+		*off += (size_t)snprintf(text + *off, (1 << 16) - *off, "%s",
+					 line + 7);
+		return 1;
+	}
+	return 0;
+}
+
 #define TWEMPROXY_REF "tests/compat/twemproxy_ref.py"
 
 static int unhex(const char *hex, char *out, size_t cap)
@@ -369,12 +386,8 @@ static void twemproxy_reference(void)
 	in = popen("/usr/bin/python3 " TWEMPROXY_REF " --vectors", "r");
 	CHECK(in != NULL, "cannot run %s", TWEMPROXY_REF);
 	while (in && text && fgets(line, sizeof(line), in)) {
-		if (!strncmp(line, "ring ", 5)) {
-			off = 0;
-			text[0] = '\0';
-		} else if (!strncmp(line, "server ", 7)) {
-			off += (size_t)snprintf(text + off, (1 << 16) - off,
-						"%s", line + 7);
+		if (server_list_line(line, text, &off)) {
+			continue;
 		} else if (!strncmp(line, "key ", 4)) {
 			/* the first key line ends the ring's server list */
 			check_tw_ring(text, line, sizeof(line), in, nrings++,
@@ -457,12 +470,8 @@ static void pymemcache_reference(void)
 	in = popen(cmd, "r");
 	CHECK(in != NULL, "cannot run %s", PYMEMCACHE_REF);
 	while (in && text && fgets(line, sizeof(line), in)) {
-		if (!strncmp(line, "ring ", 5)) {
-			off = 0;
-			text[0] = '\0';
-		} else if (!strncmp(line, "server ", 7)) {
-			off += (size_t)snprintf(text + off, (1 << 16) - off,
-						"%s", line + 7);
+		if (server_list_line(line, text, &off)) {
+			continue;
 		} else if (!strncmp(line, "key ", 4)) {
 			struct ks_ring str = {}, byt = {};
 			struct ks_shards s;
