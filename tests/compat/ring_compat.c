@@ -516,6 +516,95 @@ static void pymemcache_reference(void)
 	kt_end();
 }
 
+#define PYLIBMC_REF "tests/compat/pylibmc_ref.py"
+
+/* One reference run of pylibmc_ref.py with a behaviour: the keys it
+ * placed, and how many ks_ring_lookup (dist) placed elsewhere. */
+static int pylibmc_run(const char *behaviour, enum ks_dist dist,
+		       unsigned *nkeys, unsigned *nrings, unsigned *bad)
+{
+	char cmd[256], line[1024], *text = malloc(1 << 16), err[512];
+	size_t off = 0;
+	FILE *in;
+
+	*nkeys = *nrings = *bad = 0;
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s --behaviour %s",
+		 PYLIBMC_REF, behaviour);
+	in = text ? popen(cmd, "r") : NULL;
+	while (in && fgets(line, sizeof(line), in)) {
+		struct ks_shards sh;
+		struct ks_ring r = {};
+		unsigned char key[KS_MAX_KEY_LEN];
+		unsigned idx, i;
+		size_t klen;
+		char hex[2 * KS_MAX_KEY_LEN + 2];
+
+		if (server_list_line(line, text, &off) ||
+		    strncmp(line, "key ", 4))
+			continue;
+		if (ks_shards_parse_text("pylibmc", text, &sh, err,
+					 sizeof(err)) ||
+		    ks_ring_build(&r, &sh, dist, 0, 1, err, sizeof(err))) {
+			CHECK(0, "ring %u: %s", *nrings, err);
+			break;
+		}
+		do {
+			if (!strncmp(line, "end", 3))
+				break;
+			if (sscanf(line, "key %501s %u", hex, &idx) != 2)
+				continue;
+			klen = strlen(hex) / 2;
+			for (i = 0; i < klen; i++)
+				sscanf(hex + 2 * i, "%2hhx", &key[i]);
+			(*nkeys)++;
+			*bad += ks_ring_lookup(&r, key, klen) != idx;
+		} while (fgets(line, (int)sizeof(line), in));
+		ks_ring_free(&r);
+		ks_shards_free(&sh);
+		(*nrings)++;
+	}
+	free(text);
+	return in && pclose(in) == 0 ? 0 : -1;
+}
+
+/*
+ * pylibmc (Debian's python3-pylibmc) as the oracle: keys set through it on
+ * real memcached processes, each memcached asked which it holds. Its
+ * ketama_weighted behaviour must agree with keysteer's ketama key for key;
+ * plain "ketama" (unweighted, 100 points a server, libketama's point
+ * order) is a ring keysteer does not build: its disagreements are printed
+ * as a figure (docs/ring.md).
+ */
+static void pylibmc_reference(void)
+{
+	unsigned nkeys, nrings, bad;
+	int rc;
+
+	kt_begin("compat_pylibmc_ketama_weighted");
+	if (access("/usr/bin/python3", X_OK) || access(PYLIBMC_REF, R_OK) ||
+	    system("/usr/bin/python3 -c 'import pylibmc' 2>/dev/null") ||
+	    system("command -v memcached >/dev/null")) {
+		kt_skipf(
+			"needs /usr/bin/python3 with python3-pylibmc, memcached and %s (make deps; run from the repository root)",
+			PYLIBMC_REF);
+		kt_end();
+		return;
+	}
+	rc = pylibmc_run("ketama_weighted", KS_DIST_KETAMA, &nkeys, &nrings,
+			 &bad);
+	CHECK(rc == 0, "%s failed", PYLIBMC_REF);
+	CHECK(nrings >= 20 && nkeys >= 8000, "only %u lists, %u keys", nrings,
+	      nkeys);
+	CHECK_EQ(bad, 0);
+	printf("# compat: pylibmc ketama_weighted: %u keys over %u server lists, %u disagreements\n",
+	       nkeys, nrings, bad);
+	rc = pylibmc_run("ketama", KS_DIST_KETAMA, &nkeys, &nrings, &bad);
+	if (!rc)
+		printf("# compat: pylibmc plain ketama (not modelled): %u of %u keys elsewhere than keysteer's ketama puts them\n",
+		       bad, nkeys);
+	kt_end();
+}
+
 /*
  * ns per user-space lookup (ks_ring_lookup, as 'agent ring lookup' and the
  * agent's user-space paths call it), pymemcache against ketama in the
@@ -617,6 +706,7 @@ int main(void)
 	tie_test();
 	twemproxy_reference();
 	pymemcache_reference();
+	pylibmc_reference();
 	pymemcache_cost();
 	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",
 	       (unsigned long long)total_keys,
