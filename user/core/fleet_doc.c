@@ -7,6 +7,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "core/fleet_doc.h"
+#include "core/mc_key.h"
 #include "core/ring_doc.h"
 
 static int refuse(char *why, size_t len, const char *fmt, ...)
@@ -185,21 +186,6 @@ out:
 	json_decref(doc);
 }
 
-/* Key bytes for a terminal: anything odd as \xNN. */
-static void key_text(const __u8 *k, size_t n, char *out, size_t len)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i < n && o + 5 < len; i++) {
-		if (k[i] > 0x20 && k[i] < 0x7f && k[i] != '\\')
-			out[o++] = (char)k[i];
-		else
-			o += (size_t)snprintf(out + o, len - o, "\\x%02x",
-					      k[i]);
-	}
-	out[o] = '\0';
-}
-
 int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
 			struct ks_fleet_hot *e, char *why, size_t whylen)
 {
@@ -217,7 +203,7 @@ int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
 		return -EBADMSG;
 	e->hash = d.hash;
 	if (d.has_key)
-		key_text(d.key, d.len, e->key, sizeof(e->key));
+		ks_key_text(d.key, d.len, e->key, sizeof(e->key));
 	snprintf(e->owner, sizeof(e->owner), "%s", d.owner);
 	e->read_hot = d.read_hot;
 	e->write_hot = d.write_hot;

@@ -10,10 +10,7 @@
 
 static json_t *rate(double x)
 {
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%.3g", x);
-	return json_real(strtod(buf, NULL));
+	return json_real(ks_rate3(x));
 }
 
 char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)

@@ -48,13 +48,17 @@ static int printable(const __u8 *k, size_t n)
 	return 1;
 }
 
-/* Rates as a reader sees them: three significant digits. */
-static json_t *rate(double x)
+double ks_rate3(double x)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%.3g", x);
-	return json_real(strtod(buf, NULL));
+	return strtod(buf, NULL);
+}
+
+static json_t *rate(double x)
+{
+	return json_real(ks_rate3(x));
 }
 
 char *ks_hot_doc_encode(const struct ks_hot_doc *d)

@@ -76,5 +76,7 @@ int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
  * decision and state, rates within KS_HOT_DOC_MOVE (ks_rate_moved). */
 int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b);
 int ks_rate_moved(double published, double now);
+/* A rate as the fleet's documents carry it: three significant digits. */
+double ks_rate3(double x);
 
 #endif

@@ -16,4 +16,11 @@
 /* 0 if the key is 1..250 bytes with no space or control byte, else -EINVAL. */
 int ks_mc_key_check(const __u8 *key, size_t klen);
 
+/*
+ * A key for a terminal: printable ASCII as is, backslash doubled, every
+ * other byte as \xNN; cut to fit buflen (ending in "..." when cut).
+ * Returns buf.
+ */
+char *ks_key_text(const __u8 *s, size_t len, char *buf, size_t buflen);
+
 #endif

@@ -10,13 +10,9 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include "core/mc_key.h"
 
-/*
- * A key for a terminal: printable ASCII as is, backslash doubled, every
- * other byte as \xNN; cut to fit buflen (ending in "..." when cut).
- * Returns buf.
- */
-char *ks_key_text(const __u8 *s, size_t len, char *buf, size_t buflen);
+/* ks_key_text: core/mc_key.h (the fleet view in core/ needs it too) */
 
 /* 1 when a datapath address is IPv4 (held as ::ffff:a.b.c.d). */
 int ks_ip_is_v4mapped(const __u8 addr[16]);
