@@ -59,7 +59,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -268,6 +268,14 @@ bench-line: check-deps
 bench-accuracy: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/accuracy_bench.sh --docs docs/accuracy.md
+
+# The agent's own cost: CPU per interval and memory of `agent run` on live
+# traffic at 1, 64 and 1,024 shards and --sample 8 and 1, then the work of
+# an interval at 1M keys/s in a replay (docs/benchmarks.md, "The agent's
+# own cost"). About two minutes. Not in `make test`.
+bench-agent: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/agent_cost.sh --json $(OUT)/agent_cost.json
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).
