@@ -59,7 +59,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -276,6 +276,19 @@ bench-accuracy: check-deps
 bench-agent: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/agent_cost.sh --json $(OUT)/agent_cost.json
+
+# keysteer on live traffic beside a libpcap observer (tcpdump): memcached in
+# a namespace, ks_load flat out over UDP and TCP, 8 configurations
+# interleaved in HOST_ROUNDS rounds (default 3) of HOST_SECONDS (default 5)
+# per run; about 12 minutes (docs/benchmarks.md, "Live traffic"). Not in
+# `make test`.
+HOST_ROUNDS  ?= 3
+HOST_SECONDS ?= 5
+bench-host: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/host_bench.sh --rounds $(HOST_ROUNDS) \
+		--duration $(HOST_SECONDS) --json $(OUT)/host_bench.jsonl \
+		--markdown $(OUT)/host_bench.md
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).

@@ -40,28 +40,10 @@ REPLAY_INTERVALS=8
 RATE=20000 DURATION=10 KEYS=1000000 WARMUP=3 JSON_OUT=''
 CONFIGS='8:1 8:64 8:1024 1:1 1:1024'
 
-usage() {
-	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit "${1:-2}"
-}
-
-while [ $# -gt 0 ]; do
-	case $1 in
-	-h | --help) usage 0 ;;
-	--rate | --duration | --keys | --configs | --json)
-		[ $# -ge 2 ] || { echo "agent_cost.sh: $1 needs a value; see --help" >&2; exit 2; }
-		case $1 in
-		--rate) RATE=$2 ;;
-		--duration) DURATION=$2 ;;
-		--keys) KEYS=$2 ;;
-		--configs) CONFIGS=$2 ;;
-		--json) JSON_OUT=$2 ;;
-		esac
-		shift ;;
-	*) echo "agent_cost.sh: unknown option $1; see --help" >&2; exit 2 ;;
-	esac
-	shift
-done
+# shellcheck source=bench_opts.sh
+. "$ROOT/tests/bench/bench_opts.sh"
+bench_opts '--rate:RATE --duration:DURATION --keys:KEYS --configs:CONFIGS
+	--json:JSON_OUT' "$@"
 for c in $CONFIGS; do
 	case $c in
 	[0-9]*:[0-9]*) ;;
