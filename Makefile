@@ -63,6 +63,7 @@ FORCE:
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
+tests: $(OUT)/tests/ks_client_load
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -156,6 +157,14 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The flash-sale load through the library over TCP (make bench-steer-tcp):
+# ks_load's Zipf sampler and latency histogram beside libkeysteer.a.
+$(OUT)/tests/ks_client_load: tests/client/ks_client_load.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
 
 client: $(LIBKEYSTEER) $(OUT)/keysteer.pc $(OUT)/ks_client_example
 
@@ -281,6 +290,14 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# The same flash sale over TCP through libkeysteer: etcd in the client's
+# namespace, agents with --etcd, build/tests/ks_client_load (docs/steering.md,
+# "Over TCP through the library"). About 45 s. Not in `make test`.
+.PHONY: bench-steer-tcp
+bench-steer-tcp: check-deps
+	$(MAKE) all tests
+	tests/bench/steer_bench.sh --via library --json $(OUT)/steer_bench_tcp.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):
