@@ -172,8 +172,13 @@ bench_run() {
 	BENCH_LOAD_PID=$KS_BG_PID
 	sleep "$WARMUP"
 	snap "$t.s1.json" || return 1
-	wait "$BENCH_LOAD_PID" ||
-		{ echo "steer_bench.sh: ks_load failed: $(head -c 300 "$t.err")" >&2; return 1; }
+	wait "$BENCH_LOAD_PID"
+	# ks_client_load exits 1 when some gets failed: counted in the
+	# figures (the timeouts column), not the end of the run
+	case $?:$VIA in
+	0:* | 1:library) ;;
+	*) echo "steer_bench.sh: the load failed: $(head -c 300 "$t.err")" >&2; return 1 ;;
+	esac
 	BENCH_LOAD_PID=
 	snap "$t.s2.json" || return 1
 	"$PY" "$MC_STATS" diff "$t.s1.json" "$t.s2.json" --fields cmd_get,get_hits,cmd_set \
