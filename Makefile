@@ -63,7 +63,7 @@ FORCE:
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
-tests: $(OUT)/tests/ks_client_load
+tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -162,6 +162,14 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 # ks_load's Zipf sampler and latency histogram beside libkeysteer.a.
 $(OUT)/tests/ks_client_load: tests/client/ks_client_load.c $(OUT)/libkeysteer.a \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
+# keysteer_set_many against real memcached (tests/e2e/test_client_batch.sh):
+# the checks read memcached with the agent's mc_client, as client_bench does.
+$(OUT)/tests/ks_client_batch: tests/client/ks_client_batch.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/net/mc_client.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
