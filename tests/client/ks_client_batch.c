@@ -19,12 +19,16 @@
  * - a value memcached refuses (1 MiB, over its item limit with the header)
  *   amid others for the same owner: memcached's SERVER_ERROR names no item,
  *   so every item without an answer of its own is -EIO, the call -EIO; the
- *   other items are stored and invalidated all the same.
+ *   other items are stored and invalidated all the same;
+ * - after the servers closed the handle's idle connections (the script
+ *   runs them with -o idle_timeout=2), a batch still succeeds: a kept
+ *   connection found closed is opened again and the pipeline sent again.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <libkeysteer.h>
 #include "net/mc_client.h" /* the checks read memcached directly */
@@ -177,6 +181,9 @@ static void invalidates(struct keysteer *ks, struct ks_mc_conn *own,
 	if (control)
 		result("batch_control_copies_stay",
 		       !ret && !bad && left == N - 1, why);
+	else if (!strcmp(prefix, "idle:"))
+		result("batch_after_idle_close",
+		       !ret && !bad && !left && stored(own, prefix, -1), why);
 	else
 		result("batch_invalidates_every_copy",
 		       !ret && !bad && !left && stored(own, prefix, -1), why);
@@ -235,6 +242,8 @@ int main(int argc, char **argv)
 	invalidates(ks, &own, &rep, "inv:", 0);
 	invalidates(ctl, &own, &rep, "ctl:", 1);
 	refused_value(ks, &own, &rep);
+	sleep(4); /* past the servers' idle_timeout */
+	invalidates(ks, &own, &rep, "idle:", 0);
 	ks_mc_close(&own);
 	ks_mc_close(&rep);
 	keysteer_close(ks);

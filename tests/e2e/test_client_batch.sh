@@ -6,7 +6,8 @@
 # nothing listening. A bad item writes nothing; a batch invalidates every
 # old copy (the control with batch_invalidate=off leaves them servable); a
 # value memcached refuses makes its owner's unanswered items uncertain
-# (-EIO) and the rest is stored and invalidated. The namespace and the
+# (-EIO) and the rest is stored and invalidated; after the servers closed
+# the idle connections (idle_timeout=2), a batch still succeeds. The namespace and the
 # memcacheds (by PID) are removed on every exit path. A few seconds.
 set -u
 # shellcheck source=lib.sh
@@ -38,7 +39,7 @@ if ! ip netns add "$NS" || ! ip -n "$NS" link set lo up ||
 	exit 1
 fi
 for a in 127.0.0.1 127.0.0.2; do
-	ks_in_ns_bg "$NS" memcached -u nobody -l "$a" -p 11211 -U 0 -m 64 -t 1 \
+	ks_in_ns_bg "$NS" memcached -u nobody -l "$a" -p 11211 -U 0 -m 64 -t 1 -o idle_timeout=2 \
 		</dev/null >/dev/null 2>&1
 	MC_PIDS+=("$KS_BG_PID")
 	if ! ks_wait_tcp "$NS" "$a" 11211 5; then

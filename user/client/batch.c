@@ -193,7 +193,12 @@ static int run_round(struct batch *bt, struct bcmd *cmds, unsigned n)
 			g->err = -EHOSTUNREACH;
 		else if ((ret = build(bt, cmds, g)) == 0)
 			g->err = send_group(bt, g);
+		/* a kept connection the server had closed: once on a new one */
+		if (!ret && g->err && !g->fresh && ks_mc_pipe_broken(g->err))
+			g->err = send_group(bt, g);
 	}
+	if (ret)
+		ksc_err(bt->ks, ret, "out of memory");
 	for (i = 0; i < ng; i++) {
 		if (!ret)
 			finish_group(bt, cmds, &gs[i]);
