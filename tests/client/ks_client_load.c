@@ -14,7 +14,9 @@
  * gets. Prints one JSON object: gets, hits, misses, errors, where the
  * library answered from (copies, owners, fallbacks, summed over the
  * handles), gets per second of the run, and latency percentiles.
- * Exit 0, 1 when a get failed, 2 on a bad command line (before any get).
+ * Exit 0, 1 when a get failed, 2 on a bad command line (before any get),
+ * 3 when a thread could not open its handle (the fleet unreadable: its
+ * gets were never sent, so the figures are not the workload's).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +49,7 @@ struct worker {
 	const struct ks_zipf *zipf;
 	struct ks_hist lat_ns;
 	uint64_t gets, hits, misses, errors;
+	int open_failed;
 	struct keysteer_stats st;
 	char err[256];
 };
@@ -107,6 +110,7 @@ static void *run(void *arg)
 		snprintf(w->err, sizeof(w->err), "open: %s",
 			 keysteer_errmsg(ks));
 		w->errors++;
+		w->open_failed = 1;
 		keysteer_close(ks);
 		return NULL;
 	}
@@ -283,7 +287,7 @@ int main(int argc, char **argv)
 	struct ks_zipf zipf;
 	uint64_t errors = 0;
 	unsigned i;
-	int ret;
+	int ret, open_failed = 0;
 
 	if ((ret = parse(argc, argv, &c)))
 		return ret;
@@ -302,8 +306,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < c.threads; i++) {
 		pthread_join(w[i].t, NULL);
 		errors += w[i].errors;
+		open_failed |= w[i].open_failed;
 	}
 	report(&c, w, now_s() - t0);
 	ks_zipf_free(&zipf);
-	return errors ? 1 : 0;
+	return open_failed ? 3 : errors ? 1 : 0;
 }
