@@ -25,7 +25,7 @@
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
-# PID, and removed on every exit path. About 100 s.
+# PID, and removed on every exit path. About 130 s (2c adds two 8 s runs).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
