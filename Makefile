@@ -63,6 +63,7 @@ FORCE:
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
+tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -157,6 +158,22 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
 
+# The flash-sale load through the library over TCP (make bench-steer-tcp):
+# ks_load's Zipf sampler and latency histogram beside libkeysteer.a.
+$(OUT)/tests/ks_client_load: tests/client/ks_client_load.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
+# keysteer_set_many against real memcached (tests/e2e/test_client_batch.sh):
+# the checks read memcached with the agent's mc_client, as client_bench does.
+$(OUT)/tests/ks_client_batch: tests/client/ks_client_batch.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/net/mc_client.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
 client: $(LIBKEYSTEER) $(OUT)/keysteer.pc $(OUT)/ks_client_example
 
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's code.
@@ -176,7 +193,8 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
-	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS)
+	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS) \
+	$(OUT)/user/client/batch_proto.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -302,6 +320,14 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# The same flash sale over TCP through libkeysteer: etcd in the client's
+# namespace, agents with --etcd, build/tests/ks_client_load (docs/steering.md,
+# "Over TCP through the library"). About 45 s. Not in `make test`.
+.PHONY: bench-steer-tcp
+bench-steer-tcp: check-deps
+	$(MAKE) all tests
+	tests/bench/steer_bench.sh --via library --json $(OUT)/steer_bench_tcp.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):

@@ -48,6 +48,8 @@ struct keysteer {
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
+	/* batches */
+	int batch_skip_inval; /* batch_invalidate=off: a test control */
 };
 
 __u64 ksc_now_ms(void);
@@ -66,5 +68,8 @@ struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id);
 void ksc_conns_close(struct keysteer *ks);
 /* The server's name (for messages), copied under the lock. */
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
+
+/* batch.c: the spec word batch_invalidate=on|off. */
+int ksc_batch_option(struct keysteer *ks, const char *val);
 
 #endif
