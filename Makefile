@@ -327,7 +327,8 @@ bench-steer: check-deps
 .PHONY: bench-steer-tcp
 bench-steer-tcp: check-deps
 	$(MAKE) all tests
-	tests/bench/steer_bench.sh --via library --json $(OUT)/steer_bench_tcp.json
+	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625' \
+		--json $(OUT)/steer_bench_tcp.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):

@@ -194,6 +194,7 @@ static int one_interval(struct ks_agent *st)
 {
 	__u32 old_seq = st->seq, epoch = old_seq & 1;
 	__u64 now, elapsed_ns, cpu0 = ks_thread_cpu_ns();
+	size_t nunseen;
 	long ncands;
 	int err;
 
@@ -221,8 +222,10 @@ static int one_interval(struct ks_agent *st)
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
-	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, old_seq,
-			    st->ring->version);
+	nunseen = ks_run_steer_unseen(st->steer, elapsed_ns / 1e9, st->unseen,
+				      KS_HOT_SLOTS);
+	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, st->unseen,
+			    nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
 	ks_run_etcd_publish_interval(st->etcd, st->rep,

@@ -65,6 +65,8 @@ struct ks_agent {
 	 * interval's work (flip to zeroed sketch, the metrics' rendering
 	 * not included), and its largest since the start. */
 	__u64 work_ns, work_max_ns;
+	/* the reads armed keys' copies took unseen, for the hot-key table */
+	struct ks_hot_unseen unseen[KS_HOT_SLOTS];
 };
 
 /* Attaches (or takes over) and starts every subsystem; a KS_EXIT_* code. */

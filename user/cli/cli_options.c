@@ -295,7 +295,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "owner-share", 'W', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
 	  "the owner's part of an armed key's reads, 0..1 (default\n"
 	  "0: all to the replicas, which carry nothing else; the\n"
-	  "owner still serves them while the key is dirty)" },
+	  "owner still serves them while the key is dirty). With\n"
+	  "libkeysteer clients give 0.015625 or more: the agent\n"
+	  "counts the owner's TCP share of an armed key's reads for\n"
+	  "all of them (docs/steering.md)" },
 	{ "copy-protocol", KS_OPTV_COPY_PROTOCOL, REQ, "S", KS_CMD_RUN,
 	  RUN_CONF, KS_GRP_HOT,
 	  "on (default) or off. A test control: off stores copies\n"
