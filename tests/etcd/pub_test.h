@@ -5,5 +5,6 @@
 
 void t_pub(const char *plain);
 void t_pub_keeper(const char *plain);
+void t_pub_ordered(const char *plain);
 
 #endif

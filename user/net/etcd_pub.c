@@ -16,6 +16,12 @@ struct entry {
 	char *key;
 	char *val; /* NULL: the key should be gone */
 	size_t vlen;
+	/* val must reach etcd before a later value replaces it
+	 * (ks_etcd_pub_set_ordered); that later value waits in next */
+	int must;
+	int has_next, next_must;
+	char *next; /* NULL with has_next: then gone */
+	size_t next_len;
 	uint64_t gen;      /* bumped on every change */
 	uint64_t done_gen; /* the generation etcd holds */
 	uint64_t since_ns; /* when the oldest unwritten change came */
@@ -67,6 +73,7 @@ static void drop(struct ks_etcd_pub *p, struct entry *x)
 {
 	free(x->key);
 	free(x->val);
+	free(x->next);
 	*x = p->e[--p->n];
 }
 
@@ -79,56 +86,115 @@ static void changed(struct ks_etcd_pub *p, struct entry *x)
 	pthread_cond_signal(&p->cv);
 }
 
-int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
-		    size_t vlen)
+/* Under the lock: the entry of key, made (wanted gone) when absent; NULL
+ * when out of memory. */
+static struct entry *entry_of(struct ks_etcd_pub *p, const char *key)
 {
-	struct entry *x;
-	char *v;
-	int rc = 1;
+	struct entry *x = find(p, key);
 
-	pthread_mutex_lock(&p->mu);
-	x = find(p, key);
-	if (x && x->val && x->vlen == vlen && !memcmp(x->val, val, vlen)) {
-		rc = 0;
-		goto out;
-	}
-	v = malloc(vlen + 1);
-	if (!v) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memcpy(v, val, vlen);
-	v[vlen] = '\0';
-	if (!x) {
-		if (p->n == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 16;
-			struct entry *e = realloc(p->e, cap * sizeof(*e));
+	if (x)
+		return x;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		struct entry *e = realloc(p->e, cap * sizeof(*e));
 
-			if (!e) {
-				free(v);
-				rc = -ENOMEM;
-				goto out;
-			}
-			p->e = e;
-			p->cap = cap;
-		}
-		x = &p->e[p->n];
-		memset(x, 0, sizeof(*x));
-		x->key = strdup(key);
-		if (!x->key) {
-			free(v);
-			rc = -ENOMEM;
-			goto out;
-		}
-		p->n++;
+		if (!e)
+			return NULL;
+		p->e = e;
+		p->cap = cap;
+	}
+	x = &p->e[p->n];
+	memset(x, 0, sizeof(*x));
+	x->key = strdup(key);
+	if (!x->key)
+		return NULL;
+	p->n++;
+	return x;
+}
+
+static int same(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (!a || !b)
+		return a == b;
+	return alen == blen && !memcmp(a, b, alen);
+}
+
+/* Under the lock: x should come to hold v (taken over; NULL: gone). 1 when
+ * that is a change, 0 when it is what was wanted already. */
+static int want(struct ks_etcd_pub *p, struct entry *x, char *v, size_t vlen,
+		int must)
+{
+	if (x->has_next ? same(x->next, x->next_len, v, vlen)
+			: same(x->val, x->vlen, v, vlen)) {
+		free(v);
+		return 0;
+	}
+	if (pending(x) && x->must) {
+		/* the value not yet written must be: this one comes after */
+		free(x->next);
+		x->next = v;
+		x->next_len = vlen;
+		x->next_must = must;
+		x->has_next = 1;
+		return 1;
 	}
 	free(x->val);
 	x->val = v;
 	x->vlen = vlen;
+	x->must = must;
 	changed(p, x);
-out:
+	return 1;
+}
+
+/* Under the lock, once x's pending value is in etcd: the one waiting
+ * behind it, if any, is next to write. 0 when x is to be dropped. */
+static int written(struct ks_etcd_pub *p, struct entry *x)
+{
+	x->done_gen = x->gen;
+	if (x->has_next) {
+		free(x->val);
+		x->val = x->next;
+		x->vlen = x->next_len;
+		x->must = x->next_must;
+		x->next = NULL;
+		x->has_next = 0;
+		changed(p, x);
+		return 1;
+	}
+	return x->val != NULL;
+}
+
+static int set(struct ks_etcd_pub *p, const char *key, const void *val,
+	       size_t vlen, int must)
+{
+	struct entry *x;
+	char *v = malloc(vlen + 1);
+	int rc = -ENOMEM;
+
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, val, vlen);
+	v[vlen] = '\0';
+	pthread_mutex_lock(&p->mu);
+	x = entry_of(p, key);
+	if (x)
+		rc = want(p, x, v, vlen, must);
+	else
+		free(v);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
+}
+
+int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
+		    size_t vlen)
+{
+	return set(p, key, val, vlen, 0);
+}
+
+int ks_etcd_pub_set_ordered(struct ks_etcd_pub *p, const char *key,
+			    const void *val, size_t vlen)
+{
+	return set(p, key, val, vlen, 1);
 }
 
 int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
@@ -138,13 +204,8 @@ int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
 
 	pthread_mutex_lock(&p->mu);
 	x = find(p, key);
-	if (x && x->val) {
-		free(x->val);
-		x->val = NULL;
-		x->vlen = 0;
-		changed(p, x);
-		rc = 1;
-	}
+	if (x)
+		rc = want(p, x, NULL, 0, 0);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
@@ -246,7 +307,9 @@ static void grant(struct ks_etcd_pub *p)
 	for (i = 0; i < p->n;) {
 		struct entry *x = &p->e[i];
 
-		if (!x->val) {
+		/* a delete is moot (the key went with the lease); what
+		 * waits behind it is not */
+		if (!x->val && !written(p, x)) {
 			drop(p, x);
 			continue;
 		}
@@ -364,8 +427,7 @@ static void write_changes(struct ks_etcd_pub *p)
 		if (!rc && x && x->gen == gens[i]) {
 			if (now - x->since_ns > p->st.max_wait_ns)
 				p->st.max_wait_ns = now - x->since_ns;
-			x->done_gen = x->gen;
-			if (!x->val)
+			if (!written(p, x))
 				drop(p, x);
 		}
 		free((void *)w[i].key);
@@ -458,6 +520,7 @@ static void pub_free(struct ks_etcd_pub *p)
 	for (i = 0; i < p->n; i++) {
 		free(p->e[i].key);
 		free(p->e[i].val);
+		free(p->e[i].next);
 	}
 	free(p->e);
 	pthread_cond_destroy(&p->cv);

@@ -68,6 +68,12 @@ int ks_etcd_pub_start(struct ks_etcd_pub **p, const struct ks_etcd *c,
  * wakes to write it), 0 when it is what was wanted already, -ENOMEM. */
 int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
 		    size_t vlen);
+/* The same, but this value reaches etcd before any later set or delete
+ * of key replaces it (a later one waits behind it): a state every watcher
+ * must see, such as a hot key turning dirty, even when the next state
+ * follows within a millisecond and the thread was busy meanwhile. */
+int ks_etcd_pub_set_ordered(struct ks_etcd_pub *p, const char *key,
+			    const void *val, size_t vlen);
 /* key should be gone: 1 when that is a change, 0 when it was not wanted. */
 int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key);
 
