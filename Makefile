@@ -3,6 +3,8 @@
 # built-in demo; `make bench` runs the benchmarks; `make deps` installs
 # what is missing from Debian's packages. V=1 prints full commands.
 
+.DEFAULT_GOAL := all
+
 OUT      ?= build
 ARCH     ?= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CLANG    ?= clang
