@@ -176,7 +176,7 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
-	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS)
+	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(OUT)/user/client/l1.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

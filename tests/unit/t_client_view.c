@@ -59,8 +59,10 @@ static char *host_doc(const char *self, const char *r0, const char *r1)
 	return ks_host_doc_encode(&d, NULL);
 }
 
-static char *hot_doc(const char *key, const char *owner, unsigned state,
-		     const char *r0, const char *r1, unsigned owner_turns)
+/* An entry as its owner publishes it, at write_seq, with reads_ps. */
+static char *hot_doc_at(const char *key, const char *owner, unsigned state,
+			const char *r0, const char *r1, unsigned owner_turns,
+			__u64 write_seq, double reads_ps)
 {
 	struct ks_hot_doc d;
 
@@ -79,7 +81,15 @@ static char *hot_doc(const char *key, const char *owner, unsigned state,
 	if (r1)
 		snprintf(d.replica[d.nreplicas++], KS_HOT_DOC_OWNER, "%s", r1);
 	d.owner_turns = owner_turns;
+	d.write_seq = write_seq;
+	d.reads_ps = reads_ps;
 	return ks_hot_doc_encode(&d);
+}
+
+static char *hot_doc(const char *key, const char *owner, unsigned state,
+		     const char *r0, const char *r1, unsigned owner_turns)
+{
+	return hot_doc_at(key, owner, state, r0, r1, owner_turns, 0, 0);
 }
 
 static void hot_key(const char *key, char *buf, size_t len)
@@ -367,9 +377,80 @@ static void test_route(void)
 	ksc_view_free(&v);
 }
 
+/* The L1's stamp (ksc_read_plan.stamp): one armed version from the put
+ * that armed the key until the entry turns dirty, is armed again at a new
+ * write_seq, or goes; a put that only moved rates keeps it. */
+static void test_l1_stamp(void)
+{
+	const char *r1 = "198.18.2.101:11211", *k = "flash:1";
+	struct ksc_read_plan p;
+	char hk[80], *doc;
+	struct ksc_view v;
+	__u64 h = ksc_key_hash(k, strlen(k));
+	char owner[KSC_ADDR_MAX];
+	__s64 armed;
+	struct {
+		unsigned state;
+		__u64 seq;
+		double rate;
+		int same; /* 1: the armed version before it stays */
+	} steps[] = {
+		{ KS_HDS_ARMED, 7, 500, 1 }, /* rates moved only */
+		{ KS_HDS_DIRTY, 8, 500, 0 }, /* a write seen */
+		{ KS_HDS_ARMED, 8, 500, 0 }, /* armed again after it */
+		{ KS_HDS_ARMED, 8, 900, 1 }, /* rates moved only */
+		{ KS_HDS_ARMED, 9, 900, 0 }, /* refilled between reads */
+	};
+	unsigned i;
+
+	kt_begin("client_l1_stamp_follows_armed_version");
+	view_with_ring(&v);
+	snprintf(owner, sizeof(owner), "%s", owner_name(&v, k));
+	hot_key(k, hk, sizeof(hk));
+	doc = hot_doc_at(k, owner, KS_HDS_ARMED, r1, NULL, 0, 7, 100);
+	CHECK(put(&v, hk, doc, 3) == 0, "hot/ refused: %s", v.why);
+	free(doc);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	armed = p.stamp;
+	CHECK(armed == 3, "armed at revision 3, stamp %lld", (long long)armed);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		doc = hot_doc_at(k, owner, steps[i].state, r1, NULL, 0,
+				 steps[i].seq, steps[i].rate);
+		put(&v, hk, doc, 4 + i);
+		free(doc);
+		ksc_route_read(&v, k, strlen(k), h, 0, &p);
+		if (steps[i].state != KS_HDS_ARMED) {
+			CHECK(p.stamp == 0, "step %u: not armed, stamp %lld", i,
+			      (long long)p.stamp);
+			continue;
+		}
+		CHECK((p.stamp == armed) == steps[i].same && p.stamp > 0,
+		      "step %u: stamp %lld after %lld, want %s", i,
+		      (long long)p.stamp, (long long)armed,
+		      steps[i].same ? "the same" : "a new one");
+		armed = p.stamp;
+	}
+	ksc_view_del(&v, hk, strlen(hk), 20, 0);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	CHECK(p.stamp == 0, "a deleted entry keeps stamp %lld",
+	      (long long)p.stamp);
+	doc = hot_doc_at(k, owner, KS_HDS_ARMED, r1, NULL, 0, 9, 900);
+	put(&v, hk, doc, 21); /* back, at the same write_seq */
+	free(doc);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	CHECK(p.stamp == 21, "recreated entry: stamp %lld, want 21",
+	      (long long)p.stamp);
+	ksc_route_read(&v, k, strlen(k), h, 1, &p);
+	CHECK(p.stamp == 0, "an old view gave stamp %lld", (long long)p.stamp);
+	ksc_view_free(&v);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();
+	test_l1_stamp();
+	test_client_l1();
 }

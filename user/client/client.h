@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include "client/libkeysteer.h"
+#include "client/l1.h"
 #include "client/view.h"
 #include "net/mc_client.h"
 
@@ -18,6 +19,7 @@
 #define KSC_INVAL_TTL_S        10
 #define KSC_GONE_KEEP_MS       60000 /* a deleted hot/ entry's replicas */
 #define KSC_REPLICA_BACKOFF_MS 1000  /* a copy that failed: not tried */
+#define KSC_L1_TTL_MS          1000  /* l1_ttl_ms= by default */
 
 struct ks_etcd;
 
@@ -48,6 +50,11 @@ struct keysteer {
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
+	/* L1: the caller's thread's alone; l1_epoch is the fleet thread's,
+	 * raised (atomic) each time the watch drops */
+	struct ksc_l1 l1;
+	int l1_on, l1_follow; /* l1_follow 0: l1_drop=ttl, the control */
+	unsigned l1_epoch, l1_seen_epoch;
 };
 
 __u64 ksc_now_ms(void);

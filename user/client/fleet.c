@@ -24,6 +24,9 @@
 
 static void mark_up(struct keysteer *ks, int up, __u64 now)
 {
+	/* events may be missed until the watch is back: the L1 is flushed */
+	if (!up && LOAD(ks->view_up))
+		__atomic_add_fetch(&ks->l1_epoch, 1, __ATOMIC_ACQ_REL);
 	if (up)
 		STORE(ks->last_up_ms, now);
 	STORE(ks->view_up, up);

@@ -273,6 +273,18 @@ struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash)
 	return e->hash ? e : NULL;
 }
 
+struct ksc_hot *ksc_view_armed(const struct ksc_view *v, __u64 hash,
+			       unsigned owner)
+{
+	struct ksc_hot *e = ksc_view_hot(v, hash);
+
+	/* one probe for a key that is not hot */
+	if (!e || !e->live || e->state != KS_HDS_ARMED || !e->nrep ||
+	    e->owner != owner)
+		return NULL;
+	return e;
+}
+
 /* The table at cap slots (a power of two), keeping every entry. */
 static int rehash(struct ksc_view *v, size_t cap)
 {
@@ -346,6 +358,12 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 		ret = why(v, -ENOMEM, "hot/%s: out of memory", hex);
 		goto out;
 	}
+	/* a new armed version unless this put only moved rates: an L1 entry
+	 * read under the old one must not be served (docs/client.md) */
+	if (!e->live || e->state != KS_HDS_ARMED || d->state != KS_HDS_ARMED ||
+	    e->write_seq != d->write_seq || e->owner != (__u16)owner)
+		e->arm_rev = rev;
+	e->write_seq = d->write_seq;
 	if (!e->live)
 		v->hlive++;
 	e->live = 1;

@@ -53,6 +53,9 @@ struct ksc_hot {
 	__u8 sched[KS_STEER_SCHED];
 	__s64 mod_rev;
 	__u64 gone_ms; /* when it was deleted */
+	/* L1 */
+	__u64 write_seq; /* the entry's: armed at, or the write that dirtied it */
+	__s64 arm_rev;   /* the put its armed version began at (an L1 stamp) */
 };
 
 struct ksc_view {
@@ -122,5 +125,9 @@ __u64 ksc_key_hash(const void *key, size_t len);
 unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len);
 /* The hot entry of hash (live or not), or NULL. */
 struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash);
+/* The entry of hash when reads may go to its copies: live, armed, with
+ * copies, and owned by owner (the ring's); else NULL. */
+struct ksc_hot *ksc_view_armed(const struct ksc_view *v, __u64 hash,
+			       unsigned owner);
 
 #endif
