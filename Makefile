@@ -63,6 +63,7 @@ FORCE:
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
+tests: $(OUT)/tests/ks_client_probe
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -153,6 +154,12 @@ $(OUT)/tests/client_bench: tests/client/client_bench.c $(OUT)/libkeysteer.a \
 
 # Freshness through the library, end to end (tests/e2e/test_client_fresh.sh).
 $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The L1's window and the failure timelines (tests/e2e/test_client_faults.sh).
+$(OUT)/tests/ks_client_probe: tests/client/ks_client_probe.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <libkeysteer.h>
+#include "ks_client_util.h"
 
 #define MAX_READERS  16
 #define MAX_EXAMPLES 10
@@ -65,30 +66,6 @@ static double t0;
 static uint64_t writes, write_errors;
 static char write_err[256];
 static struct keysteer_stats wst;
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int enter_ns(const char *ns)
-{
-	char path[256];
-	int fd, ret;
-
-	if (!ns)
-		return 0;
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = setns(fd, CLONE_NEWNET) ? -errno : 0;
-	close(fd);
-	return ret;
-}
 
 static void *writer(void *arg)
 {

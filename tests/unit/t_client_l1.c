@@ -93,6 +93,8 @@ static void test_l1_ttl_writes(void)
 	CHECK(l.n == 0 && l.bytes == 0 && !get(&l, "e", 1, 1) &&
 		      l.c.flushes == 1,
 	      "flush left %u entries", l.n);
+	ksc_l1_flush(&l);
+	CHECK(l.c.flushes == 1, "an empty flush counted");
 	ksc_l1_free(&l);
 	kt_end();
 }

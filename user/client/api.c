@@ -305,8 +305,9 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
 	}
-	/* only armed keys, and only while the view follows the fleet */
-	l1 = p.stamp && l1_usable(ks);
+	/* only armed keys, and only while the view follows the fleet; the
+	 * control (l1_drop=ttl) looks whatever the view says */
+	l1 = (p.stamp || !ks->l1_follow) && l1_usable(ks);
 	if (l1 &&
 	    l1_read(ks, key, klen, hash, p.stamp, now, value, len, flags)) {
 		ks->st.hits++;
@@ -343,8 +344,9 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 found:
 	/* stamped with the version routed under, before the fetch: an event
 	 * applied meanwhile makes the next lookup drop it */
-	if (l1 && ksc_l1_put(&ks->l1, key, klen, hash, p.stamp, it.value,
-			     it.len, it.flags, it.ttl, now) < 0)
+	if (l1 && p.stamp &&
+	    ksc_l1_put(&ks->l1, key, klen, hash, p.stamp, it.value, it.len,
+		       it.flags, it.ttl, now) < 0)
 		ks->st.errors++;
 	ks->st.hits++;
 	*value = it.value; /* the item's malloc'd, NUL-terminated bytes */

@@ -158,9 +158,12 @@ int ksc_l1_drop(struct ksc_l1 *l, const void *key, size_t klen, __u64 hash)
 
 void ksc_l1_flush(struct ksc_l1 *l)
 {
+	/* counted when it dropped something: the watch's first start is a
+	 * drop too, before anything was kept */
+	if (l->n)
+		l->c.flushes++;
 	while (l->tail != KSC_L1_NONE)
 		remove_at(l, link_of(l, l->tail));
-	l->c.flushes++;
 }
 
 int ksc_l1_put(struct ksc_l1 *l, const void *key, size_t klen, __u64 hash,

@@ -42,7 +42,7 @@ struct ksc_l1_counts {
 	__u64 hits, misses;
 	__u64 drops;       /* the view's version differs (an etcd event) */
 	__u64 write_drops; /* the handle's own writes */
-	__u64 flushes;     /* whole flushes (the watch dropped) */
+	__u64 flushes;     /* whole flushes of a non-empty L1 (watch drops) */
 	__u64 evictions;   /* for the bounds */
 	__u64 expired;     /* past their TTL */
 };
