@@ -183,7 +183,8 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
-	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(OUT)/user/client/l1.o $(LIBKS)
+	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(OUT)/user/client/l1.o \
+	$(OUT)/user/client/routing_doc.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -20,8 +20,9 @@ client_init() {
 	e2e_need_etcd "$1"
 }
 
-# client_fleet_up NAME NSH NREP: 0, or 1 after a FAIL line.
-client_fleet_up() {
+# client_topo_up NAME NSH NREP: the topology and the second client host
+# (CNS, CNS2); 0, or 1 after a FAIL line.
+client_topo_up() {
 	local name=$1
 	if ! steer_topo_up "$2" "$3" >"$E2E_TMP/topo.out" 2>&1; then
 		fail "${name}_topology" "$(tail -n 3 "$E2E_TMP/topo.out")"
@@ -33,6 +34,13 @@ client_fleet_up() {
 		fail "${name}_topology" "second client: $(tail -n 3 "$E2E_TMP/topo.out")"
 		return 1
 	fi
+}
+
+# client_fleet_up NAME NSH NREP: client_topo_up, etcd and the ring in it;
+# 0, or 1 after a FAIL line.
+client_fleet_up() {
+	local name=$1
+	client_topo_up "$@" || return 1
 	URL=http://$STEER_CLIENT_ADDR:2379
 	if ! e2e_etcd_start "$CNS" "$name" "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
 		fail "${name}_setup" "$(cat "$E2E_TMP/etcd_start.out")"

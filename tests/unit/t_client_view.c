@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "client/route.h"
+#include "client/routing_doc.h"
 #include "client/view.h"
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/ring_doc.h"
+#include "core/replicas.h"
 #include "core/steer_sched.h"
+#include "render/routing_json.h"
 #include "ktest.h"
 #include "unit.h"
 
@@ -446,6 +449,106 @@ static void test_l1_stamp(void)
 	kt_end();
 }
 
+/* An agent's routing document for key, hot with 3 copies over the two
+ * replicas r1,r2, owner_turns 16 (ks_hot_json_steer, as it serves it). */
+static char *routing_doc(const char *key, const char *reps)
+{
+	static struct ks_hot_table t;
+	struct ks_replica_set rs;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s = { .key = (const __u8 *)key,
+				   .len = (__u16)strlen(key),
+				   .hash = ksc_key_hash(key, strlen(key)),
+				   .reads_ps = 1e6 };
+	char err[128], *buf = malloc(16384);
+
+	ks_hot_policy_default(&p);
+	p.max_copies = 3;
+	ks_hot_init(&t);
+	if (!buf || ks_replicas_parse(reps, &rs, err, sizeof(err)) ||
+	    ks_hot_update(&t, &p, &s, 1, 1) != 1) {
+		free(buf);
+		return NULL;
+	}
+	ks_hot_json_steer(&t, &p, &rs, 16, 1, buf, 16384);
+	return buf;
+}
+
+static void test_routing(void)
+{
+	const char *reps = "198.18.2.101:11211,198.18.2.102:11211";
+	const char *k = "flash:1";
+	struct ksc_view rv, ev;
+	struct ksc_read_plan a, b;
+	struct ksc_hot *e;
+	__u16 ia[KSC_INVAL_MAX], ib[KSC_INVAL_MAX];
+	char *doc = routing_doc(k, reps), *hd, hk[80];
+	char owner[KSC_ADDR_MAX], r0[KSC_ADDR_MAX], r1[KSC_ADDR_MAX];
+	__u64 h = ksc_key_hash(k, strlen(k));
+	unsigned i, na, nb, diff = 0;
+
+	kt_begin("client_routing_doc_same_decisions_as_etcd");
+	ksc_view_init(&rv, "t");
+	CHECK(doc && ksc_view_static(&rv, SHARDS, NULL, NULL) == 0,
+	      "no document or ring");
+	CHECK(doc && ksc_view_routing(&rv, doc, strlen(doc), 1) == 0,
+	      "the agent's document refused: %s", rv.why);
+	e = ksc_view_hot(&rv, h);
+	CHECK(e && e->live && e->state == KS_HDS_ARMED && e->nrep == 2 &&
+		      e->owner_turns == 16 && rv.nstatic == 2,
+	      "entry not armed on 2 replicas with 16 owner turns (%u static)",
+	      rv.nstatic);
+	/* the etcd view of the same state: the entry armed on the same
+	 * replicas, and the owner's hosts/ listing the same replica set */
+	view_with_ring(&ev);
+	snprintf(owner, sizeof(owner), "%s", owner_name(&ev, k));
+	snprintf(r0, sizeof(r0), "%s", e ? rv.srv[e->rep[0]].name : "");
+	snprintf(r1, sizeof(r1), "%s", e ? rv.srv[e->rep[1]].name : "");
+	hot_key(k, hk, sizeof(hk));
+	hd = hot_doc(k, owner, KS_HDS_ARMED, r0, r1, 16);
+	put(&ev, hk, hd, 3);
+	free(hd);
+	hd = host_doc(owner, r0, r1);
+	put(&ev, PFX "hosts/o", hd, 4);
+	free(hd);
+	for (i = 0; i < 2 * KS_STEER_SCHED; i++) {
+		ksc_route_read(&rv, k, strlen(k), h, 0, &a);
+		ksc_route_read(&ev, k, strlen(k), h, 0, &b);
+		diff += strcmp(rv.srv[a.owner].name, ev.srv[b.owner].name) ||
+			(a.copy == KSC_NONE) != (b.copy == KSC_NONE) ||
+			(a.copy != KSC_NONE &&
+			 strcmp(rv.srv[a.copy].name, ev.srv[b.copy].name));
+	}
+	CHECK(diff == 0, "%u of %d reads routed otherwise than from etcd",
+	      diff, 2 * KS_STEER_SCHED);
+	na = ksc_route_inval(&rv, ksc_view_owner(&rv, "cold:1", 6),
+			     ksc_key_hash("cold:1", 6), 1, ia, KSC_INVAL_MAX);
+	nb = ksc_route_inval(&ev, ksc_view_owner(&ev, "cold:1", 6),
+			     ksc_key_hash("cold:1", 6), 1, ib, KSC_INVAL_MAX);
+	CHECK(na == 2 && nb == 2, "a write invalidates %u replicas (etcd %u)",
+	      na, nb);
+	ksc_view_free(&ev);
+	kt_end();
+
+	kt_begin("client_routing_doc_rounds_and_refusals");
+	/* a round without the key: gone, reads to the owner */
+	ksc_view_hot_mark(&rv);
+	CHECK(ksc_view_routing(&rv, "{\"keys\":[]}", 11, 2) == 0,
+	      "an empty document refused: %s", rv.why);
+	ksc_view_hot_sweep(&rv, 0);
+	ksc_route_read(&rv, k, strlen(k), h, 0, &a);
+	CHECK(!e->live && a.copy == KSC_NONE && rv.nstatic == 2,
+	      "a key gone from the document still read a copy");
+	hd = "{\"keys\":[{\"key\":\"a\",\"hash\":\"0000000000000001\"}]}";
+	CHECK(ksc_view_routing(&rv, "[1]", 3, 3) == -EBADMSG &&
+		      ksc_view_routing(&rv, hd, strlen(hd), 3) == -EBADMSG &&
+		      strstr(rv.why, "hash"),
+	      "a non-document or a wrong hash taken (%s)", rv.why);
+	ksc_view_free(&rv);
+	free(doc);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_view_ring();
@@ -453,4 +556,5 @@ void test_client(void)
 	test_route();
 	test_l1_stamp();
 	test_client_l1();
+	test_routing();
 }

@@ -36,7 +36,7 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 /* ---- options ---- */
 
 struct spec {
-	char *etcd, *cluster, *servers, *dist, *replicas;
+	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
 	long l1_keys, l1_ttl_ms, l1_bytes; /* 0: not given */
 	const char *l1_drop;
 };
@@ -89,6 +89,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
+	} else if (!strcmp(w, "routing")) {
+		sp->routing = eq + 1;
+	} else if (!strcmp(w, "routing_poll_ms")) {
+		if (!(ret = num_opt(ks, w, val, 10, 60000, &n)))
+			ks->rt_poll_ms = (unsigned)n;
 	} else if (!strcmp(w, "l1_keys")) {
 		ret = num_opt(ks, w, val, 1, KSC_L1_KEYS, &sp->l1_keys);
 	} else if (!strcmp(w, "l1_ttl_ms")) {
@@ -123,8 +128,9 @@ static int l1_spec(struct keysteer *ks, const struct spec *sp)
 	}
 	if (!sp->etcd)
 		return ksc_err(ks, -EINVAL,
-			       "l1_keys= keeps armed hot keys and needs a "
-			       "view of them: etcd=URL");
+			       "l1_keys= needs etcd=URL: its entries are "
+			       "dropped on etcd's dirty events (routing "
+			       "documents carry none)");
 	ks->l1_follow = !sp->l1_drop || !strcmp(sp->l1_drop, "events");
 	if (ksc_l1_init(&ks->l1, (unsigned)sp->l1_keys,
 			sp->l1_bytes ? (size_t)sp->l1_bytes : KSC_L1_BYTES,
@@ -153,6 +159,13 @@ static int open_spec(struct keysteer *ks, char *buf)
 		return ksc_err(ks, -EINVAL,
 			       "distribution= and replicas= go with servers=; "
 			       "with etcd= the fleet says them");
+	if (sp.routing && !sp.servers)
+		return ksc_err(ks, -EINVAL,
+			       "routing= gives the hot keys, not the ring: "
+			       "give the shards as servers=H:P,... too");
+	if (ks->rt_poll_ms && !sp.routing)
+		return ksc_err(ks, -EINVAL, "routing_poll_ms= goes with "
+					    "routing=URL");
 	if ((ret = l1_spec(ks, &sp)))
 		return ret;
 	ret = ksc_view_init(&ks->view,
@@ -162,6 +175,11 @@ static int open_spec(struct keysteer *ks, char *buf)
 				      sp.replicas);
 	if (ret)
 		return ksc_err(ks, ret, "%s", ks->view.why);
+	if (sp.routing) {
+		if (!ks->rt_poll_ms)
+			ks->rt_poll_ms = KSC_ROUTING_POLL_MS;
+		return ksc_routing_open(ks, sp.routing);
+	}
 	return sp.etcd ? ksc_fleet_open(ks, sp.etcd) : 0;
 }
 
@@ -195,6 +213,7 @@ KSC_API void keysteer_close(struct keysteer *ks)
 	if (!ks)
 		return;
 	ksc_fleet_close(ks);
+	ksc_routing_close(ks);
 	ksc_conns_close(ks);
 	ksc_view_free(&ks->view);
 	ksc_l1_free(&ks->l1);

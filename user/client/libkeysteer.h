@@ -59,6 +59,11 @@ struct keysteer;
  *   invalidate=all|hot  all (default): every write invalidates its owner's
  *                       replicas; hot: only keys the view knows as hot
  *                       (NOT safe while the view lags; for measurements)
+ *   routing=URL[,URL...] with servers=: the hot keys from every agent's
+ *                       routing document (http://H:P/routing.json, the
+ *                       agents' --listen) instead of etcd, polled every
+ *   routing_poll_ms=N   (default 500); each poll bounded by
+ *                       etcd_timeout_ms; down stale_view_ms: owners only
  *   l1_keys=N           an in-process L1 of up to N armed hot keys (off by
  *                       default; etcd= only). A write through another
  *                       handle or client reaches it only as the etcd
