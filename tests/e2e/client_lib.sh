@@ -85,7 +85,21 @@ client_wait_armed() {
 		fi
 		sleep 0.25
 	done
-	ARMED_WHY="$out; hot/: $(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1 | head -c 600)"
+	ARMED_WHY=$out
+	[ -n "${URL:-}" ] && ARMED_WHY="$out; hot/: $(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1 | head -c 600)"
+	return 1
+}
+
+# client_expect_armed NAME: client_wait_armed as the test NAME_key_armed_in_view
+# (PASS, and the time it took; or FAIL and 1).
+client_expect_armed() {
+	ARMED_AFTER= ARMED_WHY=
+	if client_wait_armed "$EXAMPLE"; then
+		pass "${1}_key_armed_in_view"
+		note "the library's view had the key armed ${ARMED_AFTER} ms after the load started"
+		return 0
+	fi
+	fail "${1}_key_armed_in_view" "never armed in a handle's view: $ARMED_WHY"
 	return 1
 }
 
@@ -116,4 +130,15 @@ client_hot_load() {
 		--duration "$6" --rate 1000 --json \
 		</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
 	LOAD_PID=$KS_BG_PID
+}
+
+# client_fresh NAME WRITE_INTERVAL_MS: $FRESH (ks_client_fresh) on SPEC and
+# KEY for DURATION s, the writer on client 1, 2 readers on client 2; the
+# document in $E2E_TMP/NAME.json, its exit status in NAME.rc.
+client_fresh() {
+	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
+		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
+		--duration "$DURATION" --readers 2 --rate 1500 \
+		--write-interval-ms "$2" >"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
+	echo $? >"$E2E_TMP/$1.rc"
 }

@@ -48,13 +48,7 @@ wait_armed() { client_wait_armed "$EXAMPLE"; }
 # fresh NAME [WRITE_INTERVAL_MS]: ks_client_fresh, writer on client 1,
 # readers on client 2; the document in $E2E_TMP/NAME.json, its exit
 # status in .rc.
-fresh() {
-	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
-		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
-		--duration "$DURATION" --readers 2 --rate 1500 \
-		--write-interval-ms "${2:-10}" >"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
-	echo $? >"$E2E_TMP/$1.rc"
-}
+fresh() { client_fresh "$1" "${2:-10}"; }
 
 # summary NAME: one line of figures.
 summary() {
@@ -78,14 +72,7 @@ agents_start || exit 1
 client_hot_load client_fresh "$EXAMPLE" "$LOAD" "$KEY" v0 110 || exit 1
 
 # --- 1. the key turns hot and its entry armed -------------------------------
-ARMED_AFTER= ARMED_WHY=
-if wait_armed; then
-	pass client_fresh_key_armed_in_view
-	note "the library's view had $KEY armed ${ARMED_AFTER} ms after the load started"
-else
-	fail client_fresh_key_armed_in_view "never armed in a handle's view: $ARMED_WHY"
-	exit 1
-fi
+client_expect_armed client_fresh || exit 1
 
 # --- 2. writers and readers through the library -----------------------------
 fresh run

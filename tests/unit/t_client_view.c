@@ -519,8 +519,8 @@ static void test_routing(void)
 			(a.copy != KSC_NONE &&
 			 strcmp(rv.srv[a.copy].name, ev.srv[b.copy].name));
 	}
-	CHECK(diff == 0, "%u of %d reads routed otherwise than from etcd",
-	      diff, 2 * KS_STEER_SCHED);
+	CHECK(diff == 0, "%u of %d reads routed otherwise than from etcd", diff,
+	      2 * KS_STEER_SCHED);
 	na = ksc_route_inval(&rv, ksc_view_owner(&rv, "cold:1", 6),
 			     ksc_key_hash("cold:1", 6), 1, ia, KSC_INVAL_MAX);
 	nb = ksc_route_inval(&ev, ksc_view_owner(&ev, "cold:1", 6),

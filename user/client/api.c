@@ -164,8 +164,9 @@ static int open_spec(struct keysteer *ks, char *buf)
 			       "routing= gives the hot keys, not the ring: "
 			       "give the shards as servers=H:P,... too");
 	if (ks->rt_poll_ms && !sp.routing)
-		return ksc_err(ks, -EINVAL, "routing_poll_ms= goes with "
-					    "routing=URL");
+		return ksc_err(ks, -EINVAL,
+			       "routing_poll_ms= goes with "
+			       "routing=URL");
 	if ((ret = l1_spec(ks, &sp)))
 		return ret;
 	ret = ksc_view_init(&ks->view,

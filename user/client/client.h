@@ -17,10 +17,10 @@
 #define KSC_TIMEOUT_MS         500
 #define KSC_STALE_VIEW_MS      10000
 #define KSC_INVAL_TTL_S        10
-#define KSC_GONE_KEEP_MS       60000 /* a deleted hot/ entry's replicas */
-#define KSC_REPLICA_BACKOFF_MS 1000  /* a copy that failed: not tried */
-#define KSC_L1_TTL_MS          1000  /* l1_ttl_ms= by default */
-#define KSC_ROUTING_POLL_MS    500   /* routing_poll_ms= by default */
+#define KSC_GONE_KEEP_MS       60000     /* a deleted hot/ entry's replicas */
+#define KSC_REPLICA_BACKOFF_MS 1000      /* a copy that failed: not tried */
+#define KSC_L1_TTL_MS          1000      /* l1_ttl_ms= by default */
+#define KSC_ROUTING_POLL_MS    500       /* routing_poll_ms= by default */
 #define KSC_ROUTING_DOC_MAX    (4 << 20) /* bytes of one document */
 
 struct ks_etcd;

@@ -135,8 +135,8 @@ int ksc_routing_open(struct keysteer *ks, const char *urls)
 	for (; p; p = e ? e + 1 : NULL) {
 		e = strchr(p, ',');
 		n = e ? (size_t)(e - p) : strlen(p);
-		if (n < 8 || (strncmp(p, "http://", 7) &&
-			      strncmp(p, "https://", 8)))
+		if (n < 8 ||
+		    (strncmp(p, "http://", 7) && strncmp(p, "https://", 8)))
 			return ksc_err(ks, -EINVAL,
 				       "routing=%s: want http://HOST:PORT/"
 				       "routing.json[,...]",

@@ -16,8 +16,7 @@ static int refuse(struct ksc_view *v, const char *what)
 }
 
 /* One element of "keys"; a key without replicas is hot, not steered. */
-static int take_key(struct ksc_view *v, json_t *k, __u32 owner_turns,
-		    __s64 rev)
+static int take_key(struct ksc_view *v, json_t *k, __u32 owner_turns, __s64 rev)
 {
 	json_t *key = json_object_get(k, "key"), *reps, *r;
 	const char *hex = json_string_value(json_object_get(k, "hash"));
@@ -41,11 +40,13 @@ static int take_key(struct ksc_view *v, json_t *k, __u32 owner_turns,
 	in.owner_turns = owner_turns;
 	in.state = KS_HDS_COUNTING;
 	reps = json_object_get(k, "replicas");
-	json_array_foreach(reps, i, r) {
+	json_array_foreach(reps, i, r)
+	{
 		if (i == KS_MAX_COPIES - 1)
 			return refuse(v, "more replicas than copies");
-		id = json_is_string(r) ? ksc_view_server(v, json_string_value(r))
-				       : -EINVAL;
+		id = json_is_string(r)
+			     ? ksc_view_server(v, json_string_value(r))
+			     : -EINVAL;
 		if (id < 0)
 			return refuse(v, "a replica that is not host:port");
 		in.rep[in.nrep++] = (__u16)id;
@@ -55,8 +56,7 @@ static int take_key(struct ksc_view *v, json_t *k, __u32 owner_turns,
 	return ksc_view_hot_set(v, &in, rev);
 }
 
-int ksc_view_routing(struct ksc_view *v, const char *doc, size_t len,
-		     __s64 rev)
+int ksc_view_routing(struct ksc_view *v, const char *doc, size_t len, __s64 rev)
 {
 	json_t *o = json_loadb(doc, len, 0, NULL), *keys, *set, *x;
 	json_int_t turns = 0;
@@ -77,14 +77,16 @@ int ksc_view_routing(struct ksc_view *v, const char *doc, size_t len,
 		return refuse(v, "not an agent's routing document "
 				 "(keys, replica_set, owner_turns)");
 	}
-	json_array_foreach(set, i, x) {
+	json_array_foreach(set, i, x)
+	{
 		if (!json_is_string(x) ||
 		    ksc_view_every_owner_replica(v, json_string_value(x)) < 0) {
 			json_decref(o);
 			return refuse(v, "a replica_set entry not kept");
 		}
 	}
-	json_array_foreach(keys, i, x) {
+	json_array_foreach(keys, i, x)
+	{
 		if ((ret = take_key(v, x, (__u32)turns, rev)))
 			break;
 	}

@@ -329,8 +329,7 @@ static struct ksc_hot *hot_get(struct ksc_view *v, __u64 hash)
 	return e;
 }
 
-int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in,
-		     __s64 rev)
+int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
 {
 	struct ksc_hot *e = hot_get(v, in->hash);
 	unsigned i, nseen;
@@ -358,9 +357,10 @@ int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in,
 	for (i = 0; i < in->nrep; i++) {
 		e->rep[i] = in->rep[i];
 		if (set_add(e->seen, &nseen, in->rep[i]))
-			ret = why(v, -EBADMSG,
-				  "hot/%016llx: more than %d replicas over time",
-				  (unsigned long long)in->hash, KSC_SEEN_MAX);
+			ret = why(
+				v, -EBADMSG,
+				"hot/%016llx: more than %d replicas over time",
+				(unsigned long long)in->hash, KSC_SEEN_MAX);
 	}
 	e->nseen = (__u8)nseen;
 	/* the datapath's schedule over the owner and the listed copies: the
