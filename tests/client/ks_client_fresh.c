@@ -40,6 +40,8 @@
 
 #define MAX_READERS  16
 #define MAX_EXAMPLES 10
+#define MAX_ACKS     (1 << 17) /* writes whose acknowledgement is timed */
+#define MAX_STALE    4096      /* stale reads timed per reader */
 
 struct example {
 	long got, acked;
@@ -51,6 +53,9 @@ struct reader {
 	pthread_t t;
 	int idx;
 	uint64_t reads, stale, stale_copy, copy, misses, errors;
+	uint64_t stale_l1; /* L1: stale reads the handle's L1 answered */
+	int nst;           /* ... and how long after the newer write's ack */
+	double st_ms[MAX_STALE];
 	struct keysteer_stats st;
 	int nex;
 	struct example ex[MAX_EXAMPLES];
@@ -60,8 +65,9 @@ struct reader {
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000;
 static int nreaders = 2, wint_ms = 10, nexamples = 5;
-static long acked;  /* highest N acknowledged (atomic) */
-static int running; /* atomic */
+static long acked;              /* highest N acknowledged (atomic) */
+static double ack_at[MAX_ACKS]; /* when N was, published by acked */
+static int running;             /* atomic */
 static double t0;
 static uint64_t writes, write_errors;
 static char write_err[256];
@@ -91,6 +97,8 @@ static void *writer(void *arg)
 				 keysteer_errmsg(ks));
 		} else {
 			writes++;
+			if (n < MAX_ACKS)
+				ack_at[n] = now_ms();
 			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
 		}
 		usleep(wint_ms * 1000);
@@ -104,7 +112,7 @@ static void *reader(void *arg)
 {
 	struct reader *r = arg;
 	struct keysteer_stats a, b;
-	double gap = nreaders * 1e3 / rate, next = now_ms();
+	double gap = nreaders * 1e3 / rate, next = now_ms(), t;
 	struct keysteer *ks;
 	size_t len;
 	void *val;
@@ -120,6 +128,7 @@ static void *reader(void *arg)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		keysteer_stats(ks, &a, sizeof(a));
+		t = now_ms();
 		hi = __atomic_load_n(&acked, __ATOMIC_ACQUIRE);
 		ret = keysteer_get(ks, key, strlen(key), &val, &len, NULL);
 		keysteer_stats(ks, &b, sizeof(b));
@@ -140,6 +149,11 @@ static void *reader(void *arg)
 			if (got < hi) {
 				r->stale++;
 				r->stale_copy += copy;
+				r->stale_l1 += b.l1_hits > a.l1_hits;
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    r->nst < MAX_STALE)
+					r->st_ms[r->nst++] = t -
+							     ack_at[got + 1];
 				if (r->nex < nexamples)
 					r->ex[r->nex++] = (struct example){
 						got, hi, copy, now_ms() - t0
@@ -156,6 +170,30 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ,"stale_ms":{p50,p99,max}: how long after the acknowledgement of the
+ * write they missed the stale reads began (nearest rank). */
+static void print_stale_ms(const struct reader *rd, int n)
+{
+	static double all[MAX_READERS * MAX_STALE];
+	int i, j, k = 0;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < rd[i].nst; j++)
+			all[k++] = rd[i].st_ms[j];
+	qsort(all, k, sizeof(all[0]), cmp_ms);
+	printf(", \"stale_ms\": {\"n\": %d, \"p50\": %.2f, \"p99\": %.2f, "
+	       "\"max\": %.2f}",
+	       k, k ? all[(k - 1) / 2] : 0, k ? all[(int)(0.99 * (k - 1))] : 0,
+	       k ? all[k - 1] : 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -167,7 +205,7 @@ int main(int argc, char **argv)
 	};
 	struct reader rd[MAX_READERS] = { 0 };
 	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
-		 errors = 0, fallbacks = 0;
+		 errors = 0, fallbacks = 0, l1_hits, stale_l1;
 	pthread_t wt;
 	int c, i, j, first;
 
@@ -244,6 +282,13 @@ int main(int argc, char **argv)
 	       reads, stale, stale_copy, copy, fallbacks, misses, errors,
 	       writes, write_errors, wst.invalidations, rd[0].st.hot_keys,
 	       rd[0].st.armed_keys);
+	for (i = 0, l1_hits = 0, stale_l1 = 0; i < nreaders; i++) {
+		l1_hits += rd[i].st.l1_hits;
+		stale_l1 += rd[i].stale_l1;
+	}
+	printf(", \"l1_hits\": %" PRIu64 ", \"stale_from_l1\": %" PRIu64,
+	       l1_hits, stale_l1);
+	print_stale_ms(rd, nreaders);
 	printf(", \"read_error\": \"");
 	for (i = 0; i < nreaders; i++)
 		if (rd[i].err[0]) {

@@ -132,13 +132,15 @@ client_hot_load() {
 	LOAD_PID=$KS_BG_PID
 }
 
-# client_fresh NAME WRITE_INTERVAL_MS: $FRESH (ks_client_fresh) on SPEC and
-# KEY for DURATION s, the writer on client 1, 2 readers on client 2; the
-# document in $E2E_TMP/NAME.json, its exit status in NAME.rc.
+# client_fresh NAME WRITE_INTERVAL_MS [ARGS...]: $FRESH (ks_client_fresh)
+# on SPEC and KEY for DURATION s, the writer on client 1, 2 readers on
+# client 2; the document in $E2E_TMP/NAME.json, its exit status in NAME.rc.
 client_fresh() {
+	local name=$1 wi=$2
+	shift 2
 	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
 		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
 		--duration "$DURATION" --readers 2 --rate 1500 \
-		--write-interval-ms "$2" >"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
-	echo $? >"$E2E_TMP/$1.rc"
+		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
+	echo $? >"$E2E_TMP/$name.rc"
 }
