@@ -56,6 +56,9 @@ struct reader {
 	uint64_t stale_l1; /* L1: stale reads the handle's L1 answered */
 	int nst;           /* ... and how long after the newer write's ack */
 	double st_ms[MAX_STALE];
+	/* the stalest read: how long the view had then gone unchanged */
+	double worst_ms, worst_view_still_ms, rev_since;
+	int64_t rev_seen;
 	struct keysteer_stats st;
 	int nex;
 	struct example ex[MAX_EXAMPLES];
@@ -132,6 +135,10 @@ static void *reader(void *arg)
 		hi = __atomic_load_n(&acked, __ATOMIC_ACQUIRE);
 		ret = keysteer_get(ks, key, strlen(key), &val, &len, NULL);
 		keysteer_stats(ks, &b, sizeof(b));
+		if (b.view_revision != r->rev_seen) {
+			r->rev_seen = b.view_revision;
+			r->rev_since = t;
+		}
 		r->reads++;
 		if (ret < 0) {
 			r->errors++;
@@ -154,6 +161,12 @@ static void *reader(void *arg)
 				    r->nst < MAX_STALE)
 					r->st_ms[r->nst++] = t -
 							     ack_at[got + 1];
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    t - ack_at[got + 1] > r->worst_ms) {
+					r->worst_ms = t - ack_at[got + 1];
+					r->worst_view_still_ms = t -
+								 r->rev_since;
+				}
 				if (r->nex < nexamples)
 					r->ex[r->nex++] = (struct example){
 						got, hi, copy, now_ms() - t0
@@ -192,6 +205,11 @@ static void print_stale_ms(const struct reader *rd, int n)
 	       "\"max\": %.2f}",
 	       k, k ? all[(k - 1) / 2] : 0, k ? all[(int)(0.99 * (k - 1))] : 0,
 	       k ? all[k - 1] : 0);
+	for (i = 0, j = 0; i < n; i++)
+		if (rd[i].worst_ms > rd[j].worst_ms)
+			j = i;
+	printf(", \"stalest_view_unchanged_ms\": %.2f",
+	       rd[j].worst_view_still_ms);
 }
 
 int main(int argc, char **argv)
