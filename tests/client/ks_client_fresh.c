@@ -8,6 +8,7 @@
  *   ks_client_fresh --spec SPEC --key KEY [--writer-ns NS] [--reader-ns NS]
  *                   [--duration SEC] [--readers R] [--rate READS_PER_S]
  *                   [--write-interval-ms MS] [--examples N]
+ *                   [--batch N]
  *
  * One writer thread (in network namespace --writer-ns, a client host) sets
  * KEY to "v<N>" for N = 1, 2, ... through a handle of its own, every
@@ -19,6 +20,10 @@
  * so that the writer's acknowledgements and the readers' sends are on one
  * clock; the threads enter their namespaces with setns(2), and each
  * handle's own view thread starts in its opener's namespace.
+ *
+ * With --batch N the writer writes through keysteer_set_many: KEY and
+ * N - 1 other keys (KEY.b1, ...) in one call, all set to "v<N>", KEY in
+ * the middle of the batch; N counts as acknowledged when the call returns.
  *
  * Prints one JSON object; exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it
@@ -67,7 +72,7 @@ struct reader {
 
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000;
-static int nreaders = 2, wint_ms = 10, nexamples = 5;
+static int nreaders = 2, wint_ms = 10, nexamples = 5, batch;
 static long acked;              /* highest N acknowledged (atomic) */
 static double ack_at[MAX_ACKS]; /* when N was, published by acked */
 static int running;             /* atomic */
@@ -75,6 +80,31 @@ static double t0;
 static uint64_t writes, write_errors;
 static char write_err[256];
 static struct keysteer_stats wst;
+
+#define MAX_BATCH 64
+
+/* One write of "v<n>": KEY alone, or KEY amid batch - 1 other keys. */
+static int write_once(struct keysteer *ks, const char *val, int len)
+{
+	static char names[MAX_BATCH][300];
+	struct keysteer_item it[MAX_BATCH];
+	int i, k;
+
+	if (!batch)
+		return keysteer_set(ks, key, strlen(key), val, len, 0, 0);
+	for (i = 0; i < batch; i++) {
+		k = i == batch / 2 ? 0 : i < batch / 2 ? i + 1 : i;
+		if (k)
+			snprintf(names[i], sizeof(names[i]), "%s.b%d", key, k);
+		else
+			snprintf(names[i], sizeof(names[i]), "%s", key);
+		it[i] = (struct keysteer_item){ .key = names[i],
+						.klen = strlen(names[i]),
+						.value = val,
+						.len = (size_t)len };
+	}
+	return keysteer_set_many(ks, it, (size_t)batch);
+}
 
 static void *writer(void *arg)
 {
@@ -93,7 +123,7 @@ static void *writer(void *arg)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		len = snprintf(val, sizeof(val), "v%ld", ++n);
-		ret = keysteer_set(ks, key, strlen(key), val, len, 0, 0);
+		ret = write_once(ks, val, len);
 		if (ret < 0) {
 			write_errors++;
 			snprintf(write_err, sizeof(write_err), "%s",
@@ -214,13 +244,17 @@ static void print_stale_ms(const struct reader *rd, int n)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "spec", 1, 0, 's' },      { "key", 1, 0, 'k' },
-		{ "writer-ns", 1, 0, 'W' }, { "reader-ns", 1, 0, 'R' },
-		{ "duration", 1, 0, 'd' },  { "readers", 1, 0, 'r' },
-		{ "rate", 1, 0, 'q' },      { "write-interval-ms", 1, 0, 'i' },
-		{ "examples", 1, 0, 'e' },  { 0, 0, 0, 0 }
-	};
+	static const struct option lo[] = { { "spec", 1, 0, 's' },
+					    { "key", 1, 0, 'k' },
+					    { "writer-ns", 1, 0, 'W' },
+					    { "reader-ns", 1, 0, 'R' },
+					    { "duration", 1, 0, 'd' },
+					    { "readers", 1, 0, 'r' },
+					    { "rate", 1, 0, 'q' },
+					    { "write-interval-ms", 1, 0, 'i' },
+					    { "examples", 1, 0, 'e' },
+					    { "batch", 1, 0, 'b' },
+					    { 0, 0, 0, 0 } };
 	struct reader rd[MAX_READERS] = { 0 };
 	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
 		 errors = 0, fallbacks = 0, l1_hits, stale_l1;
@@ -255,6 +289,14 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			nexamples = atoi(optarg);
+			break;
+		case 'b':
+			batch = atoi(optarg);
+			if (batch < 1 || batch > MAX_BATCH) {
+				fprintf(stderr, "ks_client_fresh: --batch "
+						"1..64\n");
+				return 2;
+			}
 			break;
 		default:
 			return 2;
@@ -296,10 +338,11 @@ int main(int argc, char **argv)
 	       ", \"read_errors\": %" PRIu64 ", \"writes\": %" PRIu64
 	       ", \"write_errors\": %" PRIu64 ", \"invalidations\": %" PRIu64
 	       ", \"hot_keys_seen_by_reader\": %" PRIu64
-	       ", \"armed_keys_seen_by_reader\": %" PRIu64,
+	       ", \"armed_keys_seen_by_reader\": %" PRIu64
+	       ", \"batch\": %d, \"batches\": %" PRIu64,
 	       reads, stale, stale_copy, copy, fallbacks, misses, errors,
 	       writes, write_errors, wst.invalidations, rd[0].st.hot_keys,
-	       rd[0].st.armed_keys);
+	       rd[0].st.armed_keys, batch, wst.batches);
 	for (i = 0, l1_hits = 0, stale_l1 = 0; i < nreaders; i++) {
 		l1_hits += rd[i].st.l1_hits;
 		stale_l1 += rd[i].stale_l1;

@@ -15,12 +15,17 @@
 #    with --etcd-hot-events off too (the readers' view lags by up to an
 #    interval): the same check must find stale reads. Then --copy-protocol on
 #    --fill-delay-ms 20, with and without hot/ events: 0 stale again.
+# 2c. Batches: the writer writes the key amid 7 others with
+#    keysteer_set_many (one pipeline to each owner, the invalidations
+#    pipelined per replica): 0 stale reads. Control: the same with the spec's
+#    batch_invalidate=off (the batch skips its invalidations; only the
+#    agents' own, on their datapath's dirty event, remain): stale reads.
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
 #    reads, a write read back, a miss, a bad spec refused.
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
-# PID, and removed on every exit path. About 100 s.
+# PID, and removed on every exit path. About 130 s (2c adds two 8 s runs).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -45,10 +50,10 @@ note "$KEY is owned by shard $OWNER (${STEER_SHARD_ADDR[OWNER]})"
 agents_start() { client_agents_start client_fresh "$@"; }
 wait_armed() { client_wait_armed "$EXAMPLE"; }
 
-# fresh NAME [WRITE_INTERVAL_MS]: ks_client_fresh, writer on client 1,
+# fresh NAME [WRITE_INTERVAL_MS] [ARGS...]: ks_client_fresh, writer on client 1,
 # readers on client 2; the document in $E2E_TMP/NAME.json, its exit
-# status in .rc.
-fresh() { client_fresh "$1" "${2:-10}"; }
+# status in .rc. FRESH_SPEC, when set, is the spec instead of SPEC.
+fresh() { client_fresh "$1" "${2:-10}" "${@:3}"; }
 
 # summary NAME: one line of figures.
 summary() {
@@ -75,13 +80,31 @@ client_hot_load client_fresh "$EXAMPLE" "$LOAD" "$KEY" v0 110 || exit 1
 client_expect_armed client_fresh || exit 1
 
 # --- 2. writers and readers through the library -----------------------------
+# fresh_clean NAME TEST: TEST passes when run NAME exited 0 (no stale
+# read, no failed request), with reads from copies and over 100 writes.
+fresh_clean() {
+	if [ "$(cat "$E2E_TMP/$1.rc")" = 0 ] && [ "$(field "$1" copy_reads)" -gt 0 ] &&
+		[ "$(field "$1" writes)" -gt 100 ]; then
+		pass "$2"
+	else
+		fail "$2" "exit $(cat "$E2E_TMP/$1.rc"): $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
+	fi
+}
 fresh run
 note "copy protocol on: $(summary run)"
-if [ "$(cat "$E2E_TMP/run.rc")" = 0 ] && [ "$(field run copy_reads)" -gt 0 ] &&
-	[ "$(field run writes)" -gt 100 ]; then
-	pass client_fresh_no_stale_reads_copies_used
+fresh_clean run client_fresh_no_stale_reads_copies_used
+
+# --- 2c. batches: keysteer_set_many, and the control without invalidations --
+fresh batch 10 --batch 8
+note "batches of 8 (keysteer_set_many): $(summary batch); $(field batch batches) batches"
+fresh_clean batch client_fresh_batches_no_stale_reads
+FRESH_SPEC="$SPEC batch_invalidate=off" fresh batch_control 10 --batch 8
+note "control, batch_invalidate=off: $(summary batch_control)"
+if [ "$(field batch_control stale_reads)" -gt 0 ] 2>/dev/null &&
+	[ "$(field batch_control batches)" -gt 100 ]; then
+	pass client_fresh_batch_control_finds_stale_reads
 else
-	fail client_fresh_no_stale_reads_copies_used "exit $(cat "$E2E_TMP/run.rc"): $(summary run) $(head -c 300 "$E2E_TMP/run.err")"
+	fail client_fresh_batch_control_finds_stale_reads "no stale read with the batches' invalidations off: $(summary batch_control)"
 fi
 
 # --- 2b. the Python adapter: the same C code through ctypes -----------------

@@ -35,6 +35,7 @@ void test_steer_fsm(void);
 void test_fleet_docs(void);
 void test_fleet_view(void);
 void test_client(void);
+void test_client_batch(void);
 void test_client_l1(void); /* part of group client */
 
 /*

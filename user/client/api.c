@@ -110,6 +110,8 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			return ksc_err(ks, -EINVAL,
 				       "invalidate=%s: want all or hot", val);
 		ks->inval_all = !strcmp(val, "all");
+	} else if (!strcmp(w, "batch_invalidate")) {
+		ret = ksc_batch_option(ks, val);
 	} else {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}

@@ -52,6 +52,8 @@ struct keysteer {
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
+	/* batches */
+	int batch_skip_inval; /* batch_invalidate=off: a test control */
 	/* L1: the caller's thread's alone; l1_epoch is the fleet thread's,
 	 * raised (atomic) each time the watch drops */
 	struct ksc_l1 l1;
@@ -92,5 +94,8 @@ struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id);
 void ksc_conns_close(struct keysteer *ks);
 /* The server's name (for messages), copied under the lock. */
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
+
+/* batch.c: the spec word batch_invalidate=on|off. */
+int ksc_batch_option(struct keysteer *ks, const char *val);
 
 #endif

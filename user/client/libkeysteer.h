@@ -132,6 +132,9 @@ struct keysteer_stats {
 	int32_t view_up;        /* 1: the view follows the fleet now */
 	int32_t owners_only;    /* 1: the view is too old, reads go to owners */
 	uint64_t view_age_ms;   /* since the view last followed the fleet */
+	/* batches */
+	uint64_t batches;    /* keysteer_set_many calls that wrote */
+	uint64_t batch_keys; /* ... their items (each also in sets) */
 	/* L1 */
 	uint64_t l1_hits;        /* gets answered from the in-process L1 */
 	uint64_t l1_misses;      /* gets of armed keys it did not answer */
@@ -147,6 +150,40 @@ struct keysteer_stats {
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
  * counters into st. 0, or -EINVAL. */
 int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
+
+/* ---- batches (docs/client.md, "Batches") ---- */
+
+/*
+ * Writes n items (at most KEYSTEER_BATCH_MAX) as keysteer_set writes each,
+ * in far fewer round trips: every owner gets its items as one pipeline of
+ * meta sets, all owners at once, then every replica that may hold a copy
+ * of any of them gets the invalidations of all of them as pipelines, all
+ * replicas at once; returns when every invalidation is done. Items with
+ * the same key are written in their order. Each item's result: 0, -EIO
+ * when the owner took it but a replica could not be invalidated (or the
+ * owner's answer does not say whether it took it: memcached names no item
+ * in its errors), or the owner's error. Returns 0 when every item
+ * succeeded, else the first failure (keysteer_errmsg names the item). A
+ * bad item (key, value, exptime as keysteer_set takes them) writes
+ * nothing: -EINVAL, that item's result -EINVAL, the others -ECANCELED.
+ *
+ * The spec word batch_invalidate=off makes batches skip their
+ * invalidations: a TEST CONTROL that breaks freshness, never for use.
+ */
+#define KEYSTEER_BATCH_MAX 1024
+
+struct keysteer_item {
+	const void *key;
+	size_t klen;
+	const void *value;
+	size_t len;
+	uint32_t flags;
+	uint32_t exptime;
+	int result; /* out */
+};
+
+int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
+		      size_t n);
 
 #ifdef __cplusplus
 }
