@@ -133,12 +133,13 @@ client_hot_load() {
 }
 
 # client_fresh NAME WRITE_INTERVAL_MS [ARGS...]: $FRESH (ks_client_fresh)
-# on SPEC and KEY for DURATION s, the writer on client 1, 2 readers on
-# client 2; the document in $E2E_TMP/NAME.json, its exit status in NAME.rc.
+# on SPEC (FRESH_SPEC when set) and KEY for DURATION s, the writer on
+# client 1, 2 readers on client 2; the document in $E2E_TMP/NAME.json, its
+# exit status in NAME.rc.
 client_fresh() {
 	local name=$1 wi=$2
 	shift 2
-	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
+	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "${FRESH_SPEC:-$SPEC}" \
 		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
 		--duration "$DURATION" --readers 2 --rate 1500 \
 		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
