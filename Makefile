@@ -66,6 +66,7 @@ FORCE:
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
 tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
+tests: $(OUT)/tests/ks_client_probe
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -160,6 +161,12 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
 
+# The L1's window and the failure timelines (tests/e2e/test_client_faults.sh).
+$(OUT)/tests/ks_client_probe: tests/client/ks_client_probe.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
 # The flash-sale load through the library over TCP (make bench-steer-tcp):
 # ks_load's Zipf sampler and latency histogram beside libkeysteer.a.
 $(OUT)/tests/ks_client_load: tests/client/ks_client_load.c $(OUT)/libkeysteer.a \
@@ -196,7 +203,8 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
 	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS) \
-	$(OUT)/user/client/batch_proto.o
+	$(OUT)/user/client/batch_proto.o $(OUT)/user/client/l1.o \
+	$(OUT)/user/client/routing_doc.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

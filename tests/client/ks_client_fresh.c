@@ -41,9 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <libkeysteer.h>
+#include "ks_client_util.h"
 
 #define MAX_READERS  16
 #define MAX_EXAMPLES 10
+#define MAX_ACKS     (1 << 17) /* writes whose acknowledgement is timed */
+#define MAX_STALE    4096      /* stale reads timed per reader */
 
 struct example {
 	long got, acked;
@@ -55,6 +58,12 @@ struct reader {
 	pthread_t t;
 	int idx;
 	uint64_t reads, stale, stale_copy, copy, misses, errors;
+	uint64_t stale_l1; /* L1: stale reads the handle's L1 answered */
+	int nst;           /* ... and how long after the newer write's ack */
+	double st_ms[MAX_STALE];
+	/* the stalest read: how long the view had then gone unchanged */
+	double worst_ms, worst_view_still_ms, rev_since;
+	int64_t rev_seen;
 	struct keysteer_stats st;
 	int nex;
 	struct example ex[MAX_EXAMPLES];
@@ -64,36 +73,13 @@ struct reader {
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000;
 static int nreaders = 2, wint_ms = 10, nexamples = 5, batch;
-static long acked;  /* highest N acknowledged (atomic) */
-static int running; /* atomic */
+static long acked;              /* highest N acknowledged (atomic) */
+static double ack_at[MAX_ACKS]; /* when N was, published by acked */
+static int running;             /* atomic */
 static double t0;
 static uint64_t writes, write_errors;
 static char write_err[256];
 static struct keysteer_stats wst;
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int enter_ns(const char *ns)
-{
-	char path[256];
-	int fd, ret;
-
-	if (!ns)
-		return 0;
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = setns(fd, CLONE_NEWNET) ? -errno : 0;
-	close(fd);
-	return ret;
-}
 
 #define MAX_BATCH 64
 
@@ -144,6 +130,8 @@ static void *writer(void *arg)
 				 keysteer_errmsg(ks));
 		} else {
 			writes++;
+			if (n < MAX_ACKS)
+				ack_at[n] = now_ms();
 			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
 		}
 		usleep(wint_ms * 1000);
@@ -157,7 +145,7 @@ static void *reader(void *arg)
 {
 	struct reader *r = arg;
 	struct keysteer_stats a, b;
-	double gap = nreaders * 1e3 / rate, next = now_ms();
+	double gap = nreaders * 1e3 / rate, next = now_ms(), t;
 	struct keysteer *ks;
 	size_t len;
 	void *val;
@@ -173,9 +161,14 @@ static void *reader(void *arg)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		keysteer_stats(ks, &a, sizeof(a));
+		t = now_ms();
 		hi = __atomic_load_n(&acked, __ATOMIC_ACQUIRE);
 		ret = keysteer_get(ks, key, strlen(key), &val, &len, NULL);
 		keysteer_stats(ks, &b, sizeof(b));
+		if (b.view_revision != r->rev_seen) {
+			r->rev_seen = b.view_revision;
+			r->rev_since = t;
+		}
 		r->reads++;
 		if (ret < 0) {
 			r->errors++;
@@ -193,6 +186,17 @@ static void *reader(void *arg)
 			if (got < hi) {
 				r->stale++;
 				r->stale_copy += copy;
+				r->stale_l1 += b.l1_hits > a.l1_hits;
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    r->nst < MAX_STALE)
+					r->st_ms[r->nst++] = t -
+							     ack_at[got + 1];
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    t - ack_at[got + 1] > r->worst_ms) {
+					r->worst_ms = t - ack_at[got + 1];
+					r->worst_view_still_ms = t -
+								 r->rev_since;
+				}
 				if (r->nex < nexamples)
 					r->ex[r->nex++] = (struct example){
 						got, hi, copy, now_ms() - t0
@@ -207,6 +211,35 @@ static void *reader(void *arg)
 	keysteer_stats(ks, &r->st, sizeof(r->st));
 	keysteer_close(ks);
 	return NULL;
+}
+
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ,"stale_ms":{p50,p99,max}: how long after the acknowledgement of the
+ * write they missed the stale reads began (nearest rank). */
+static void print_stale_ms(const struct reader *rd, int n)
+{
+	static double all[MAX_READERS * MAX_STALE];
+	int i, j, k = 0;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < rd[i].nst; j++)
+			all[k++] = rd[i].st_ms[j];
+	qsort(all, k, sizeof(all[0]), cmp_ms);
+	printf(", \"stale_ms\": {\"n\": %d, \"p50\": %.2f, \"p99\": %.2f, "
+	       "\"max\": %.2f}",
+	       k, k ? all[(k - 1) / 2] : 0, k ? all[(int)(0.99 * (k - 1))] : 0,
+	       k ? all[k - 1] : 0);
+	for (i = 0, j = 0; i < n; i++)
+		if (rd[i].worst_ms > rd[j].worst_ms)
+			j = i;
+	printf(", \"stalest_view_unchanged_ms\": %.2f",
+	       rd[j].worst_view_still_ms);
 }
 
 int main(int argc, char **argv)
@@ -224,7 +257,7 @@ int main(int argc, char **argv)
 					    { 0, 0, 0, 0 } };
 	struct reader rd[MAX_READERS] = { 0 };
 	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
-		 errors = 0, fallbacks = 0;
+		 errors = 0, fallbacks = 0, l1_hits, stale_l1;
 	pthread_t wt;
 	int c, i, j, first;
 
@@ -310,6 +343,13 @@ int main(int argc, char **argv)
 	       reads, stale, stale_copy, copy, fallbacks, misses, errors,
 	       writes, write_errors, wst.invalidations, rd[0].st.hot_keys,
 	       rd[0].st.armed_keys, batch, wst.batches);
+	for (i = 0, l1_hits = 0, stale_l1 = 0; i < nreaders; i++) {
+		l1_hits += rd[i].st.l1_hits;
+		stale_l1 += rd[i].stale_l1;
+	}
+	printf(", \"l1_hits\": %" PRIu64 ", \"stale_from_l1\": %" PRIu64,
+	       l1_hits, stale_l1);
+	print_stale_ms(rd, nreaders);
 	printf(", \"read_error\": \"");
 	for (i = 0; i < nreaders; i++)
 		if (rd[i].err[0]) {

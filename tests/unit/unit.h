@@ -36,6 +36,7 @@ void test_fleet_docs(void);
 void test_fleet_view(void);
 void test_client(void);
 void test_client_batch(void);
+void test_client_l1(void); /* part of group client */
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -24,6 +24,7 @@ void ks_run_hot_defaults(struct ks_run_hot *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->o.gid = (gid_t)-1;
+	h->o.owner_turns = -1;
 	ks_hot_policy_default(&h->o.pol);
 }
 
@@ -154,8 +155,10 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 	if (!h->o.routing_path && !h->o.serve_doc)
 		return 0;
 	for (;;) {
-		need = h->doc ? ks_hot_json(h->table, &h->o.pol, h->o.rs,
-					    ring_version, h->doc, h->doc_size)
+		need = h->doc ? ks_hot_json_steer(h->table, &h->o.pol, h->o.rs,
+						  h->o.owner_turns,
+						  ring_version, h->doc,
+						  h->doc_size)
 			      : SIZE_MAX;
 		if (need < h->doc_size)
 			break;

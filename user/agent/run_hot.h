@@ -26,6 +26,7 @@ struct ks_run_hot_opts {
 	int serve_doc;            /* render the document for --listen too */
 	gid_t gid;                /* --group: the routing file's group, or -1 */
 	const struct ks_replica_set *rs; /* replicas named in the document */
+	int owner_turns; /* the schedule's, in the document; -1: not there */
 };
 
 struct ks_run_hot {

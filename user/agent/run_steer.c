@@ -560,3 +560,8 @@ void ks_run_steer_free(struct ks_run_steer *s)
 	ring_buffer__free(s->rb);
 	s->rb = NULL;
 }
+
+unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s)
+{
+	return owner_turns(s);
+}

@@ -124,4 +124,8 @@ int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
 void ks_run_steer_free(struct ks_run_steer *s);
 
+/* The owner's turns of KS_STEER_SCHED in a hot key's read schedule
+ * (--owner-share), as the datapath and the fleet's documents have it. */
+unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s);
+
 #endif

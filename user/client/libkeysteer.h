@@ -59,6 +59,20 @@ struct keysteer;
  *   invalidate=all|hot  all (default): every write invalidates its owner's
  *                       replicas; hot: only keys the view knows as hot
  *                       (NOT safe while the view lags; for measurements)
+ *   routing=URL[,URL...] with servers=: the hot keys from every agent's
+ *                       routing document (http://H:P/routing.json, the
+ *                       agents' --listen) instead of etcd, polled every
+ *   routing_poll_ms=N   (default 500); each poll bounded by
+ *                       etcd_timeout_ms; down stale_view_ms: owners only
+ *   l1_keys=N           an in-process L1 of up to N armed hot keys (off by
+ *                       default; etcd= only). A write through another
+ *                       handle or client reaches it only as the etcd
+ *                       event of the key turning dirty: until then (a few
+ *                       ms, docs/client.md) it may serve the old value
+ *   l1_ttl_ms=N         the L1's TTL cap (default 1000)
+ *   l1_bytes=N          the L1's bound in bytes (default 16 MiB)
+ *   l1_drop=events|ttl  events (default); ttl: not dropped on etcd events
+ *                       (NOT safe: the control of a measurement)
  *
  * The first read of the fleet happens before this returns (bounded by the
  * etcd timeout): a fleet that cannot be read is an error. On
@@ -121,6 +135,16 @@ struct keysteer_stats {
 	/* batches */
 	uint64_t batches;    /* keysteer_set_many calls that wrote */
 	uint64_t batch_keys; /* ... their items (each also in sets) */
+	/* L1 */
+	uint64_t l1_hits;        /* gets answered from the in-process L1 */
+	uint64_t l1_misses;      /* gets of armed keys it did not answer */
+	uint64_t l1_drops;       /* entries whose hot/ entry changed */
+	uint64_t l1_write_drops; /* entries dropped by this handle's writes */
+	uint64_t l1_flushes;     /* whole flushes: the watch dropped */
+	uint64_t l1_evictions;   /* entries pushed out by l1_keys/l1_bytes */
+	uint64_t l1_expired;     /* entries past their TTL */
+	uint64_t l1_keys;        /* entries now */
+	uint64_t l1_bytes;       /* their keys' and values' bytes now */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
