@@ -20,21 +20,12 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "ks_ring.h"
+#include "core/ring_dist.h"
 #include "core/shards.h"
 
 /* twemproxy formats point names into 86 bytes (KETAMA_MAX_HOSTLEN) and
  * hashes past the end of longer ones; such names are refused. */
 #define KS_TWEMPROXY_NAME_MAX 85
-
-/*
- * Distributions user space builds and the datapath cannot: rendezvous
- * hashing is one hash per shard per key, not a sorted ring. Their values
- * follow the kernel's enum ks_dist; a ring half holding one is never
- * pushed (ks_dist_in_kernel).
- */
-#define KS_DIST_PYMEMCACHE       ((enum ks_dist)KS_DIST_MAX)
-#define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)(KS_DIST_MAX + 1))
-#define KS_DIST_ALL              (KS_DIST_MAX + 2)
 
 /* One pymemcache node: murmur3's state after "node-" (its whole 4-byte
  * blocks mixed, the rest held back), and the name for ties. */
@@ -113,12 +104,19 @@ struct ks_ring_spec {
 	__u32 vnodes;          /* 0: KS_VNODES_DEFAULT */
 	const char *flag;      /* names the list option in messages */
 	const char *file_flag; /* names the file option in messages */
+	const char *client;    /* the --client preset given, or NULL */
+	int dist_given;        /* --distribution was given */
 };
+
+/* getopt's value for --client NAME (cli_options.c KS_OPTV_CLIENT): a
+ * preset of user/core/ring_clients.c that sets the distribution. */
+#define KS_RING_OPT_CLIENT 0x1040
 
 /*
  * The ring's command-line options, one handler for 'agent run',
  * 'agent replay' and 'agent ring lookup' (their entries are in
- * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N').
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N' and
+ * KS_RING_OPT_CLIENT).
  * ks_ring_spec_init sets the defaults and the flag names messages use;
  * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
  * was not, -1 with err filled when its value is bad.
