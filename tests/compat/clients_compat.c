@@ -29,8 +29,8 @@
 #define KEYS_FULL 5000
 #define KEYS_TIER 500
 
-static const __u32 list_sizes[NLISTS] = { 1,  2,  3,  4,  5,  7,  8,  10,
-					  13, 16, 20, 25, 31, 47, 50, 55,
+static const __u32 list_sizes[NLISTS] = { 1,  2,  3,  4,  5,  7,  8,   10,
+					  13, 16, 20, 25, 31, 47, 50,  55,
 					  61, 64, 71, 80, 94, 99, 100, 100 };
 
 static __u64 cc_state;
@@ -45,7 +45,11 @@ static __u32 cc_rand(void)
 }
 
 /* What a list may have: the client's features. */
-enum { CC_WEIGHTS = 1, CC_NAMES = 2, CC_BINARY = 4 };
+enum {
+	CC_WEIGHTS = 1,
+	CC_NAMES = 2,
+	CC_BINARY = 4
+};
 
 /*
  * List li: weights 1..10 or 1..1000 on two lists in three (when the
@@ -71,8 +75,8 @@ static void make_list(__u32 li, int feat, struct ks_shards *s)
 			snprintf(sh->host, sizeof(sh->host),
 				 "cache-%u.rack%u.example", i, i % 7);
 		else
-			snprintf(sh->host, sizeof(sh->host), "10.%u.%u.%u",
-				 li, i / 200, 1 + i % 200);
+			snprintf(sh->host, sizeof(sh->host), "10.%u.%u.%u", li,
+				 i / 200, 1 + i % 200);
 		sh->port = li % 2 ? (__u16)(1024 + cc_rand() % 60000)
 				  : KS_MEMCACHED_PORT;
 		sh->weight = 1;
@@ -97,8 +101,8 @@ static void name_addr(__u32 i, char *buf, size_t len)
  */
 static size_t make_key(__u32 i, int feat, char *key)
 {
-	static const char *const utf8[] = { "ключ", "キー", "clé",
-					     "Schlüssel", "🔑", "日本語" };
+	static const char *const utf8[] = { "ключ",      "キー", "clé",
+					    "Schlüssel", "🔑",    "日本語" };
 	static const size_t edges[] = { 1, 55, 56, 63, 64, 119, 120, 247 };
 	size_t len, j;
 
@@ -228,8 +232,7 @@ static void libmc_weights_refused(void)
 	CHECK(ks_ring_build(&r, &s, KS_DIST_KETAMA_PLAIN, 0, 1, err,
 			    sizeof(err)) < 0,
 	      "a weighted list was taken");
-	CHECK(strstr(err, "libmemcached-weighted") != NULL, "message: %s",
-	      err);
+	CHECK(strstr(err, "libmemcached-weighted") != NULL, "message: %s", err);
 	ks_shards_free(&s);
 	kt_end();
 }
@@ -325,7 +328,8 @@ static void oracle_case(const struct oracle *o, const char *dir)
 				break;
 			}
 			total++;
-			got = built ? ks_ring_lookup(&r, key, len) : KS_NO_SHARD;
+			got = built ? ks_ring_lookup(&r, key, len)
+				    : KS_NO_SHARD;
 			foil += built && ks_ring_lookup(&v, key, len) != want;
 			if (got != want && bad++ < 3)
 				CHECK(0,
@@ -355,16 +359,19 @@ static void oracle_case(const struct oracle *o, const char *dir)
 
 static void dalli_cases(const char *dir)
 {
-	static const struct oracle o = {
-		"compat_dalli_ring", "dalli Ring", "/usr/bin/ruby " DALLI_REF,
-		KS_DIST_DALLI, CC_WEIGHTS | CC_NAMES | CC_BINARY, NULL
-	};
+	static const struct oracle o = { "compat_dalli_ring",
+					 "dalli Ring",
+					 "/usr/bin/ruby " DALLI_REF,
+					 KS_DIST_DALLI,
+					 CC_WEIGHTS | CC_NAMES | CC_BINARY,
+					 NULL };
 
 	if (system("/usr/bin/ruby -e 'require \"dalli\"' 2>/dev/null") ||
 	    access(DALLI_REF, R_OK)) {
 		kt_begin(o.test);
-		kt_skipf("needs /usr/bin/ruby with ruby-dalli and %s (make deps; run from the repository root)",
-			 DALLI_REF);
+		kt_skipf(
+			"needs /usr/bin/ruby with ruby-dalli and %s (make deps; run from the repository root)",
+			DALLI_REF);
 		kt_end();
 		return;
 	}
@@ -394,8 +401,9 @@ static int write_hosts(const char *path)
 static void spy_cases(const char *dir)
 {
 	struct oracle o[2] = {
-		{ "compat_spymemcached_ketama", "spymemcached KetamaNodeLocator (SPYMEMCACHED)",
-		  NULL, KS_DIST_SPY, CC_WEIGHTS | CC_NAMES, spy_name },
+		{ "compat_spymemcached_ketama",
+		  "spymemcached KetamaNodeLocator (SPYMEMCACHED)", NULL,
+		  KS_DIST_SPY, CC_WEIGHTS | CC_NAMES, spy_name },
 		{ "compat_spymemcached_libmemcached_format",
 		  "spymemcached KetamaNodeLocator (LIBMEMCACHED)", NULL,
 		  KS_DIST_SPY_LIBMC, CC_WEIGHTS | CC_NAMES, NULL },
@@ -403,15 +411,16 @@ static void spy_cases(const char *dir)
 	char cmd[2][1024], hosts[512];
 	int i;
 
-	snprintf(cmd[0], sizeof(cmd[0]), "javac -d %s -cp " SPY_JAR " " SPY_REF " >/dev/null",
-		 dir);
+	snprintf(cmd[0], sizeof(cmd[0]),
+		 "javac -d %s -cp " SPY_JAR " " SPY_REF " >/dev/null", dir);
 	if (access(SPY_JAR, R_OK) || access(SPY_REF, R_OK) ||
 	    system("command -v javac >/dev/null") || system(cmd[0])) {
 		for (i = 0; i < 2; i++) {
 			kt_begin(o[i].test);
-			kt_skipf("needs javac (openjdk) and libspymemcached-java (" SPY_JAR
-				 ") and %s compiled (make deps; run from the repository root)",
-				 SPY_REF);
+			kt_skipf(
+				"needs javac (openjdk) and libspymemcached-java (" SPY_JAR
+				") and %s compiled (make deps; run from the repository root)",
+				SPY_REF);
 			kt_end();
 		}
 		return;
@@ -436,9 +445,8 @@ void ks_clients_compat(void)
 
 	libmc_case("compat_libmemcached_ketama_plain", "BEHAVIOR_KETAMA",
 		   LIBMC_KETAMA, KS_DIST_KETAMA_PLAIN);
-	libmc_case("compat_libmemcached_consistent",
-		   "DISTRIBUTION_CONSISTENT", LIBMC_CONSISTENT,
-		   KS_DIST_KETAMA_PLAIN);
+	libmc_case("compat_libmemcached_consistent", "DISTRIBUTION_CONSISTENT",
+		   LIBMC_CONSISTENT, KS_DIST_KETAMA_PLAIN);
 	libmc_case("compat_libmemcached_default_modula", "default",
 		   LIBMC_DEFAULT, KS_DIST_MODULA_OAAT);
 	libmc_weights_refused();

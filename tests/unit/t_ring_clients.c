@@ -11,6 +11,7 @@
 #include <string.h>
 #include "ktest.h"
 #include "core/ring.h"
+#include "core/ring_diff.h"
 #include "core/sha1.h"
 #include "core/shards.h"
 #include "unit.h"
@@ -265,8 +266,7 @@ static void spy_rule(void)
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 			off += (size_t)snprintf(list + off, sizeof(list) - off,
 						"%s10.%u.%u.%u:11211",
-						i ? "," : "",
-						(__u32)(x & 255),
+						i ? "," : "", (__u32)(x & 255),
 						(__u32)(x >> 8 & 255),
 						(__u32)(x >> 16 & 255));
 		}
@@ -298,8 +298,76 @@ static void spy_rule(void)
 	kt_end();
 }
 
+/* ring diff's counting: a ring against itself moves nothing; 4 -> 5
+ * ketama shards move keys only into the new shard, and every count adds
+ * up; modula -> ketama over one list moves keys between old shards. */
+static void diff_counts(void)
+{
+	struct ks_shards s4, s5;
+	struct ks_ring k4, k5, m4;
+	struct ks_ring_diff d;
+	char key[32];
+	__u64 out = 0, in = 0;
+	__u32 i, bad = 0;
+
+	kt_begin("ring_diff_counts");
+	if (build(&k4, "a:1,b:1,c:1,d:1", KS_DIST_KETAMA, &s4)) {
+		kt_end();
+		return;
+	}
+	if (build(&k5, "a:1,b:1,c:1,d:1,e:1", KS_DIST_KETAMA, &s5) ||
+	    ks_ring_build(&m4, &s4, KS_DIST_MODULA, 0, 1, key, sizeof(key))) {
+		kt_end();
+		return;
+	}
+	CHECK(!ks_ring_diff_init(&d, &k4, &s4, &k4, &s4), "init");
+	for (i = 0; i < 5000; i++)
+		bad += ks_ring_diff_key(&d, key,
+					(size_t)snprintf(key, sizeof(key),
+							 "key:%u", i)) != 0;
+	CHECK(bad == 0 && d.moved == 0 && d.keys == 5000, "self moved %llu",
+	      (unsigned long long)d.moved);
+	ks_ring_diff_free(&d);
+
+	CHECK(!ks_ring_diff_init(&d, &k4, &s4, &k5, &s5), "init");
+	for (i = 0; i < 5000; i++)
+		ks_ring_diff_key(
+			&d, key,
+			(size_t)snprintf(key, sizeof(key), "key:%u", i));
+	for (i = 0; i < 4; i++) {
+		out += d.out[i];
+		in += d.in[i];
+		CHECK(d.before[i] - d.out[i] == d.after[i],
+		      "shard %u: %u - %u != %u", i, d.before[i], d.out[i],
+		      d.after[i]);
+	}
+	CHECK(in == 0 && d.in[4] == d.moved && out == d.moved &&
+		      d.after[4] == d.moved && d.moved > 0,
+	      "in %llu, new shard %u of %llu moved", (unsigned long long)in,
+	      d.in[4], (unsigned long long)d.moved);
+	ks_ring_diff_free(&d);
+
+	CHECK(!ks_ring_diff_init(&d, &m4, &s4, &k4, &s4), "init");
+	for (i = 0; i < 5000; i++)
+		ks_ring_diff_key(
+			&d, key,
+			(size_t)snprintf(key, sizeof(key), "key:%u", i));
+	/* a new placement of 4 shards keeps about 1 key in 4 */
+	CHECK(d.moved > 3000 && d.moved < 4500, "modula -> ketama moved %llu",
+	      (unsigned long long)d.moved);
+	CHECK(d.pairs[0 * 4 + 1] > 0 && d.same[1] == 1, "pairs");
+	ks_ring_diff_free(&d);
+	ks_ring_free(&k4);
+	ks_ring_free(&k5);
+	ks_ring_free(&m4);
+	ks_shards_free(&s4);
+	ks_shards_free(&s5);
+	kt_end();
+}
+
 void test_ring_clients(void)
 {
+	diff_counts();
 	sha1_vectors();
 	key_hash_vectors();
 	ketama_plain();

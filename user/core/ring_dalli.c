@@ -39,19 +39,19 @@ int ks_ring_build_dalli(struct ks_ring_builder *b, const struct ks_shards *s,
 		total += s->v[i].weight;
 	for (i = 0; i < s->n; i++) {
 		const struct ks_shard *sh = &s->v[i];
-		__u64 count = (__u64)floor((double)((__u64)s->n * DALLI_POINTS *
-						    sh->weight) /
-					   (double)total);
+		__u64 count = (__u64)floor(
+			(double)((__u64)s->n * DALLI_POINTS * sh->weight) /
+			(double)total);
 		size_t blen;
 
 		if (ks_ring_room(b, s->n, count, err, errlen))
 			return -E2BIG;
 		if (sh->name[0])
-			blen = (size_t)snprintf(name, sizeof(name), "%s:",
-						sh->name);
+			blen = (size_t)snprintf(name, sizeof(name),
+						"%s:", sh->name);
 		else
-			blen = (size_t)snprintf(name, sizeof(name), "%s:%u:",
-						sh->host, sh->port);
+			blen = (size_t)snprintf(name, sizeof(name),
+						"%s:%u:", sh->host, sh->port);
 		for (j = 0; j < count; j++) {
 			char *end = ks_put_u32(name + blen, j);
 

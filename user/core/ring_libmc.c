@@ -27,10 +27,11 @@ int ks_ring_unweighted(const struct ks_shards *s, const char *what,
 	for (i = 0; i < s->n; i++) {
 		if (s->v[i].weight == 1)
 			continue;
-		snprintf(err, errlen,
-			 "shard %s:%u (%s line %u) has weight %u; %s has no weights, %s",
-			 s->v[i].host, s->v[i].port, s->source, s->v[i].line,
-			 s->v[i].weight, what, instead);
+		snprintf(
+			err, errlen,
+			"shard %s:%u (%s line %u) has weight %u; %s has no weights, %s",
+			s->v[i].host, s->v[i].port, s->source, s->v[i].line,
+			s->v[i].weight, what, instead);
 		return -EINVAL;
 	}
 	return 0;
@@ -70,8 +71,8 @@ int ks_ring_build_ketama_plain(struct ks_ring_builder *b,
 		for (j = 0; j < LIBMC_POINTS_PLAIN; j++) {
 			char *end = ks_put_u32(name + blen, j);
 
-			ks_ring_add_point(b, oaat_bytes(name, (size_t)(end - name)),
-					  i);
+			ks_ring_add_point(
+				b, oaat_bytes(name, (size_t)(end - name)), i);
 		}
 	}
 	return 0;

@@ -15,8 +15,7 @@ static __u32 be32(const __u8 *p)
 
 static void sha1_block(__u32 h[5], const __u8 *blk)
 {
-	__u32 w[80], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f, k,
-		     t;
+	__u32 w[80], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f, k, t;
 	int i;
 
 	for (i = 0; i < 16; i++)
