@@ -383,17 +383,13 @@ static int write_hosts(const char *path)
 {
 	FILE *f = fopen(path, "w");
 	char ip[32];
-	__u32 i, r;
+	__u32 i;
 
 	if (!f)
 		return -1;
 	for (i = 0; i < 100; i++) {
 		name_addr(i, ip, sizeof(ip));
-		fprintf(f, "%s", ip);
-		for (r = 0; r < 7; r++)
-			if (i % 7 == r)
-				fprintf(f, " cache-%u.rack%u.example", i, r);
-		fprintf(f, "\n");
+		fprintf(f, "%s cache-%u.rack%u.example\n", ip, i, i % 7);
 	}
 	return fclose(f);
 }
@@ -426,7 +422,12 @@ static void spy_cases(const char *dir)
 		return;
 	}
 	snprintf(hosts, sizeof(hosts), "%s/hosts", dir);
-	write_hosts(hosts);
+	if (write_hosts(hosts)) {
+		kt_begin("compat_spymemcached_hosts_file");
+		CHECK(0, "cannot write %s", hosts);
+		kt_end();
+		return;
+	}
 	for (i = 0; i < 2; i++) {
 		snprintf(cmd[i], sizeof(cmd[i]),
 			 "java -Djdk.net.hosts.file=%s -cp " SPY_JAR

@@ -13,6 +13,11 @@
  *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
  *                  "host:port-key"), str keys; user space only
  *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
+ *   ketama-plain   libmemcached KETAMA without weights (one_at_a_time)
+ *   modula-oaat    libmemcached's default, one_at_a_time % N
+ *   dalli          Ruby dalli (SHA-1 points, crc32 keys, ring_dalli.c)
+ *   spymemcached, spymemcached-libmemcached  its KetamaNodeLocator in
+ *                  both key formats (ring_spy.c)
  */
 #ifndef KS_RING_USER_H
 #define KS_RING_USER_H
@@ -61,7 +66,7 @@ size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
 			   __u8 *out, size_t cap);
 
 /* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula", "pymemcache",
- * "pymemcache-bytes". */
+ * "pymemcache-bytes", and the names above. */
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
 const char *ks_dist_name(__u32 dist);
 
