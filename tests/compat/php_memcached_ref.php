@@ -82,9 +82,13 @@ $nkeys = (int)($argv[3] ?? 500);
 register_shutdown_function('stop_all');
 pcntl_async_signals(true);
 pcntl_signal(SIGTERM, function () { exit(1); });
+// distinct: the kernel may hand out a just-closed port again
 $ports = [];
-for ($i = 0; $i < NSERVERS; $i++)
-	$ports[] = free_port();
+while (count($ports) < NSERVERS) {
+	$p = free_port();
+	if (!in_array($p, $ports))
+		$ports[] = $p;
+}
 foreach ($ports as $p)
 	start($p);
 mt_srand(1);

@@ -92,7 +92,11 @@ def main():
     a = ap.parse_args()
     atexit.register(stop_all)
     signal.signal(signal.SIGTERM, lambda *x: sys.exit(1))
-    ports = [free_port() for _ in range(NSERVERS)]
+    ports = []
+    while len(ports) < NSERVERS:  # distinct: a closed port may come back
+        p = free_port()
+        if p not in ports:
+            ports.append(p)
     for p in ports:
         start(p)
     rnd = random.Random(a.seed)

@@ -27,6 +27,16 @@
 #include "core/ring.h"
 #include "core/ring_diff.h"
 
+/* A key line's length without its newline and a trailing CR. */
+static ssize_t key_line_len(const char *line, ssize_t len)
+{
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	return len;
+}
+
 /* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
 		      const char *key, size_t len, const char *where)
@@ -91,10 +101,7 @@ static int ring_lookup(int argc, char **argv)
 
 		while ((len = getline(&line, &cap, stdin)) >= 0) {
 			n++;
-			if (len && line[len - 1] == '\n')
-				len--;
-			if (len && line[len - 1] == '\r')
-				len--;
+			len = key_line_len(line, len);
 			if (!len)
 				continue; /* blank lines are skipped */
 			snprintf(where, sizeof(where), "stdin:%lu: ", n);
@@ -165,10 +172,7 @@ static int diff_place(struct ks_ring_diff *d, const struct diff_keys *k)
 	}
 	while (k->f && (len = getline(&line, &cap, k->f)) >= 0) {
 		ln++;
-		if (len && line[len - 1] == '\n')
-			len--;
-		if (len && line[len - 1] == '\r')
-			len--;
+		len = key_line_len(line, len);
 		if (!len)
 			continue;
 		if (len > KS_MAX_KEY_LEN) {
