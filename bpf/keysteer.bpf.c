@@ -77,7 +77,7 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 	if (len > KS_FAST_KEY || !len)
 		return;
 	s->pkt_keys = 1;
-	ks_key_clear(s, 0);
+	ks_key_clear(s);
 	s->key_words = ks_key_words(len);
 	/* the bound above, in a form the verifier keeps (see ks_window) */
 	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key,

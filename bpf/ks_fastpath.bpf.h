@@ -90,20 +90,4 @@ static __always_inline enum ks_fast ks_fast_get(struct ks_scratch *s, void *p,
 	return ks_sample_due(s) ? KS_FAST_SAMPLE : KS_FAST_DONE;
 }
 
-/* Words from..KS_KEY_WORDS-1 of s->key that an earlier key dirtied. */
-__noinline int ks_key_clear(struct ks_scratch *s, __u32 from)
-{
-	__u32 i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < KS_KEY_WORDS; i++) {
-		if (i >= s->key_words)
-			break;
-		if (i >= from)
-			s->key[i] = 0;
-	}
-	return 0;
-}
-
 #endif
