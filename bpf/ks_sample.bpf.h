@@ -223,7 +223,7 @@ __noinline int ks_key_take(struct ks_scratch *s, __u32 len, __u32 op, __u32 due)
 	hash = ks_key_hash_scratch(s, len);
 	if (due)
 		ks_key_record(s, hash, len, op);
-	if (s->hot)
+	if (s->hot && ks_hot_maybe(hash))
 		ks_hot_key(s, hash, op);
 	return 1;
 }
