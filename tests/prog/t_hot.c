@@ -362,6 +362,41 @@ static void test_filter_tracks_table(void)
 }
 
 /*
+ * The fast path hashes a lone get's key from the packet when it is not
+ * due for sampling: every key length it takes (4..32 bytes: whole words,
+ * the last one shifted), over XDP and tc, must find its slot. (A TCP
+ * segment of a flow never opened goes to the general parser: the check
+ * that both paths agree.)
+ */
+static void test_fast_hash_every_length(void)
+{
+	char key[40], pay[64];
+	struct pkt p;
+	size_t len;
+	int idx, n;
+
+	hot_begin("hot_fast_path_hash_every_key_length");
+	kp_set_sample(1000000);
+	for (len = 4; len <= 32; len++) {
+		kp_make_key(key, len, 9000 + (unsigned int)len);
+		idx = hot_add(key, 1, NULL, 0);
+		n = snprintf(pay, sizeof(pay), "get %s\r\n", key);
+		kp_tcp4(&p, pay, (size_t)n);
+		kp_send_mc(&p);
+		kp_udp4(&p, pay, (size_t)n);
+		kp_send_tc(&p);
+		send_udp_get(key);
+		kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
+		kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
+		x_hot(KS_PKT_HOT_READ, 3);
+		CHECK_EQ(hot_stats(idx).reads, 3);
+		ks_hot_map_release(&hm, idx);
+		ks_hot_map_reclaim(&hm);
+	}
+	hot_end();
+}
+
+/*
  * The control: with the key's bit cleared behind the agent's back, its
  * write goes unseen (the slot is not dirtied). Without it, the test above
  * could pass with a filter the datapath never reads.
@@ -396,6 +431,7 @@ void t_hot_group(void)
 	test_slot_life();
 	test_filter_tracks_table();
 	test_filter_control();
+	test_fast_hash_every_length();
 }
 
 /* ---------------- steering, in a namespace of our own ---------------- */
