@@ -59,7 +59,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-host bench-steer bench-accuracy bench-fleet soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -192,13 +192,6 @@ $(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c | $(OUT)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
 
-# BPF run-time statistics held on while a command runs, and one
-# program's run_time_ns/run_cnt: `build/tests/ks_bpfstats` (make bench-host).
-$(OUT)/tests/ks_bpfstats: tests/tools/ks_bpfstats.c | $(OUT)
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
-
 # The accuracy benchmark's captures with their ground truth: Zipf draws
 # from ks_load's sampler, frames written with the capture format's writer.
 $(OUT)/tests/acc_gen: $(OUT)/tests/obj/bench/acc/acc_gen.o \
@@ -267,13 +260,6 @@ bench: check-deps
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh
-
-# memcached in a namespace under ks_load flat out (TCP and UDP gets), nothing
-# attached / the empty XDP program / keysteer / tcpdump, interleaved in
-# rounds (docs/benchmarks.md, "Live traffic"). About 5 minutes. Not in `make test`.
-bench-host: check-deps
-	$(MAKE) all $(OUT)/tests/ks_bpfstats
-	OUT=$(OUT) tests/bench/host_bench.sh
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
