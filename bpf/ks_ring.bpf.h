@@ -122,9 +122,11 @@ static long ks_ring_hash_byte(__u32 i, void *ctx)
 }
 
 /* dalli's crc32 (crc 1) or one_at_a_time (crc 0) of the key in s->key:
- * one global function and one callback for both, so the verifier walks
- * them once. */
-__noinline __u32 ks_ring_bytes_hash(struct ks_scratch *s, __u32 len, __u32 crc)
+ * one callback for both, so the verifier walks it once. Inline: with the
+ * ring cache's ks_ring_hash_cached the chain down to the callback would
+ * be one frame over the kernel's 8. */
+static __always_inline __u32 ks_ring_bytes_hash(struct ks_scratch *s,
+						__u32 len, __u32 crc)
 {
 	struct ks_ring_bytes x = { .s = s, .len = len, .crc = crc };
 
