@@ -9,9 +9,9 @@
  * 'twemproxy-md5' ring of servers without names is libmemcached's ring
  * (nutcracker names points as libmemcached does and computes the same
  * point counts), so nutcracker's md5 variant is held to a real client too.
- * twemproxy has no library in Debian: its fnv1a_64 and named rings are held
- * to a second implementation written from its source, in Python
- * (tests/compat/twemproxy_ref.py), over many random rings.
+ * twemproxy itself is the oracle of its rings: keys routed through a real
+ * nutcracker to real memcached processes (tests/compat/nutcracker_ref.py)
+ * for every distribution, key hash and hash_tag it has.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -296,8 +296,6 @@ static int server_list_line(const char *line, char *text, size_t *off)
 	return 0;
 }
 
-#define TWEMPROXY_REF "tests/compat/twemproxy_ref.py"
-
 static int unhex(const char *hex, char *out, size_t cap)
 {
 	size_t n = 0;
@@ -312,95 +310,159 @@ static int unhex(const char *hex, char *out, size_t cap)
 	return (int)n;
 }
 
-/* Compares one key line "key HEX FNV MD5"; 1 when it differs. */
-static int check_tw_key(const struct ks_ring *fnv, const struct ks_ring *md5,
-			const char *line, __u32 ring, __u32 *nkeys)
+#define NUTCRACKER_REF "tests/compat/nutcracker_ref.py"
+
+/* One pool of nutcracker_ref.py: its ring, and the keys it placed. */
+struct nut_pool {
+	enum ks_dist dist;
+	struct ks_ring_key key;
+	char what[96]; /* "ketama/crc32/{}" */
+};
+
+/* "pool DIST HASH TAG" into p; 0, or -1 when the line is not one. */
+static int nut_pool_line(const char *line, struct nut_pool *p, char *err,
+			 size_t errlen)
 {
-	unsigned int want_fnv, want_md5;
-	char hex[600], key[256];
-	__u32 got_fnv, got_md5;
+	char dist[32], hash[32], tag[8];
+	__u32 kh;
+
+	if (sscanf(line, "pool %31s %31s %7s", dist, hash, tag) != 3)
+		return -1;
+	memset(p, 0, sizeof(*p));
+	p->dist = !strcmp(dist, "modula") ? KS_DIST_TWEMPROXY_MODULA
+					  : KS_DIST_TWEMPROXY;
+	if (ks_key_hash_parse(hash, &kh, err, errlen))
+		return -1;
+	p->key.hash = (int)kh;
+	if (strcmp(tag, "-") && ks_ring_key_tag(&p->key, tag, err, errlen))
+		return -1;
+	snprintf(p->what, sizeof(p->what), "%s/%s/%s", dist, hash, tag);
+	return 0;
+}
+
+/* A "server HOST:PORT:W NAME" line as a shard file line (NAME - is none). */
+static void nut_server_line(const char *line, char *text, size_t *off)
+{
+	char addr[80], name[80];
+
+	if (sscanf(line, "server %79s %79s", addr, name) != 2)
+		return;
+	*off += (size_t)snprintf(text + *off, (1 << 16) - *off, "%s%s%s\n",
+				 addr, strcmp(name, "-") ? " " : "",
+				 strcmp(name, "-") ? name : "");
+}
+
+/* The keys of one pool, its first key line in line, up to "end"; the
+ * disagreements. */
+static __u32 nut_keys(const struct ks_ring *r, const struct nut_pool *p,
+		      FILE *in, char *line, size_t cap, __u32 *nkeys)
+{
+	char key[KS_KEY_BUF], hex[2 * KS_KEY_BUF + 2];
+	__u32 bad = 0, got;
+	unsigned int want;
 	int len;
 
-	if (sscanf(line, "key %599s %u %u", hex, &want_fnv, &want_md5) != 3)
-		return 0;
-	len = unhex(hex, key, sizeof(key));
-	if (len <= 0)
-		return 0;
-	(*nkeys)++;
-	got_fnv = ks_ring_lookup(fnv, key, (size_t)len);
-	got_md5 = ks_ring_lookup(md5, key, (size_t)len);
-	if (got_fnv == want_fnv && got_md5 == want_md5)
-		return 0;
-	CHECK(0, "ring %u key %.20s: keysteer %u/%u, reference %u/%u", ring,
-	      hex, got_fnv, got_md5, want_fnv, want_md5);
-	return 1;
-}
-
-/* One ring of the reference's output: the server lines gathered in text,
- * the first key line in line, the rest of its keys up to "end" from in. */
-static void check_tw_ring(const char *text, char *line, size_t cap, FILE *in,
-			  __u32 ring, __u32 *nkeys, __u32 *bad)
-{
-	struct ks_shards s;
-	struct ks_ring fnv = {}, md5 = {};
-	char err[512];
-	int rc;
-
-	rc = ks_shards_parse_text("reference", text, &s, err, sizeof(err));
-	if (!rc) {
-		rc = ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
-				   sizeof(err));
-		if (!rc)
-			rc = ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0,
-					   1, err, sizeof(err));
-		ks_shards_free(&s);
-	}
-	CHECK(rc == 0, "ring %u: %s", ring, err);
-	do {
-		if (!strncmp(line, "end", 3))
+	for (; strncmp(line, "end", 3); line = fgets(line, (int)cap, in)) {
+		if (!line)
 			break;
-		if (!rc) /* ktest keeps the first few reasons */
-			*bad += (__u32)check_tw_key(&fnv, &md5, line, ring,
-						    nkeys);
-	} while (fgets(line, (int)cap, in));
-	ks_ring_free(&fnv);
-	ks_ring_free(&md5);
+		if (sscanf(line, "key %513s %u", hex, &want) != 2)
+			continue;
+		len = unhex(hex, key, sizeof(key));
+		if (len <= 0)
+			continue;
+		(*nkeys)++;
+		got = ks_ring_lookup(r, key, (size_t)len);
+		if (got != want) {
+			CHECK(0, "%s key %.40s: keysteer %u, nutcracker %u",
+			      p->what, hex, got, want);
+			bad++;
+		}
+	}
+	return bad;
 }
 
-static void twemproxy_reference(void)
+/*
+ * twemproxy itself as the oracle: Debian's nutcracker in front of real
+ * memcached processes on 127.0.0.1 (tests/compat/nutcracker_ref.py), a
+ * pool per distribution (ketama, modula) x key hash (all 12) x hash_tag
+ * (none, "{}"), each server list with weights and names on some lists;
+ * keys set through the pool, each memcached asked which it holds.
+ * keysteer's twemproxy / twemproxy-modula ring with that --key-hash and
+ * --hash-tag must name the same server for every key. KS_COMPAT_FULL=1
+ * (make compat-full) runs 24 lists and 115,200 keys.
+ */
+static void nutcracker_reference(void)
 {
-	char line[1200], *text = malloc(1 << 16);
-	__u32 nrings = 0, nkeys = 0, bad = 0;
+	const char *full = getenv("KS_COMPAT_FULL");
+	int is_full = full && *full == '1';
+	char line[1200], *text = malloc(1 << 16), cmd[256], err[512];
+	__u32 npools = 0, nkeys = 0, bad = 0, nlists = 0;
+	__u32 hashes_seen = 0, min_keys = is_full ? 100000 : 5000;
+	struct nut_pool pool = {};
 	size_t off = 0;
 	FILE *in;
 
-	kt_begin("compat_twemproxy_against_reference");
-	if (access("/usr/bin/python3", X_OK) || access(TWEMPROXY_REF, R_OK)) {
+	kt_begin("compat_nutcracker_every_hash");
+	if (access("/usr/bin/python3", X_OK) || access(NUTCRACKER_REF, R_OK) ||
+	    system("command -v nutcracker >/dev/null") ||
+	    system("command -v memcached >/dev/null")) {
 		kt_skipf(
-			"needs /usr/bin/python3 and %s (run from the repository root)",
-			TWEMPROXY_REF);
+			"needs /usr/bin/python3, nutcracker, memcached and %s (make deps; run from the repository root)",
+			NUTCRACKER_REF);
 		free(text);
 		kt_end();
 		return;
 	}
-	in = popen("/usr/bin/python3 " TWEMPROXY_REF " --vectors", "r");
-	CHECK(in != NULL, "cannot run %s", TWEMPROXY_REF);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s%s", NUTCRACKER_REF,
+		 is_full ? " --full" : "");
+	in = popen(cmd, "r");
+	CHECK(in != NULL, "cannot run %s", NUTCRACKER_REF);
 	while (in && text && fgets(line, sizeof(line), in)) {
-		if (server_list_line(line, text, &off)) {
-			continue;
+		struct ks_shards s;
+		struct ks_ring r = {};
+		int rc;
+
+		if (!strncmp(line, "ring ", 5)) {
+			off = 0;
+			text[0] = '\0';
+		} else if (!strncmp(line, "pool ", 5)) {
+			CHECK(nut_pool_line(line, &pool, err, sizeof(err)) == 0,
+			      "pool line %s: %s", line, err);
+		} else if (!strncmp(line, "server ", 7)) {
+			nut_server_line(line, text, &off);
 		} else if (!strncmp(line, "key ", 4)) {
-			/* the first key line ends the ring's server list */
-			check_tw_ring(text, line, sizeof(line), in, nrings++,
-				      &nkeys, &bad);
+			/* the first key: the pool is complete; go back to it */
+			rc = ks_shards_parse_text("nutcracker", text, &s, err,
+						  sizeof(err));
+			if (!rc) {
+				rc = ks_ring_build_keyed(&r, &s, pool.dist,
+							 &pool.key, 0, 1, err,
+							 sizeof(err));
+				ks_shards_free(&s);
+			}
+			CHECK(rc == 0, "%s: %s", pool.what, err);
+			if (rc)
+				break;
+			bad += nut_keys(&r, &pool, in, line, sizeof(line),
+					&nkeys);
+			if (r.half && r.half->meta.nshards > 1)
+				hashes_seen |= 1U << pool.key.hash;
+			nlists += pool.dist == KS_DIST_TWEMPROXY &&
+				  pool.key.hash == KS_KH_ONE_AT_A_TIME &&
+				  !pool.key.tag[0];
+			ks_ring_free(&r);
+			npools++;
 		}
 	}
 	if (in)
-		CHECK(pclose(in) == 0, "%s failed", TWEMPROXY_REF);
-	CHECK(nrings >= 50 && nkeys >= 20000, "only %u rings, %u keys", nrings,
-	      nkeys);
+		CHECK(pclose(in) == 0, "%s failed", NUTCRACKER_REF);
+	CHECK(hashes_seen == (1U << KS_KH_MAX) - 1,
+	      "key hashes seen on rings of 2+ servers: %#x", hashes_seen);
+	CHECK(nkeys >= min_keys && nlists >= (is_full ? 20U : 6U),
+	      "only %u keys, %u server lists", nkeys, nlists);
 	CHECK_EQ(bad, 0);
-	printf("# compat: twemproxy: %u keys x 2 hashes over %u rings, %u mismatches\n",
-	       nkeys, nrings, bad);
+	printf("# compat: nutcracker: %u keys over %u server lists x %u pools (ketama, modula x 12 key hashes x hash_tag none, {}), %u disagreements\n",
+	       nkeys, nlists, npools, bad);
 	free(text);
 	kt_end();
 }
@@ -704,7 +766,7 @@ int main(void)
 		}
 	}
 	tie_test();
-	twemproxy_reference();
+	nutcracker_reference();
 	pymemcache_reference();
 	pylibmc_reference();
 	pymemcache_cost();

@@ -189,7 +189,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "  twemproxy      nutcracker ketama, hash fnv1a_64\n"
 	  "  twemproxy-md5  nutcracker ketama, hash md5\n"
 	  "  vnode          %d virtual nodes 'name#i' per shard\n"
-	  "  modula         MD5 hash %% number of shards",
+	  "  modula         MD5 hash %% number of shards\n"
+	  "  twemproxy-modula  nutcracker modula, hash fnv1a_64",
 	  { KS_VNODES_DEFAULT } },
 	{ "vnodes",
 	  'N',
@@ -200,6 +201,18 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS,
 	  "virtual nodes per shard for vnode (at most %d in all)",
 	  { KS_RING_MAX_POINTS } },
+	{ "key-hash", KS_OPTV_KEY_HASH, REQ, "H",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "the key hash instead of the distribution's (twemproxy's\n"
+	  "hash:): md5, one_at_a_time, crc16, crc32, crc32a,\n"
+	  "fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur,\n"
+	  "jenkins (docs/ring.md)" },
+	{ "hash-tag", KS_OPTV_HASH_TAG, REQ, "XY",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "twemproxy's hash_tag: hash only what is between X and\n"
+	  "Y (e.g. {})" },
 	{ "if-revision", KS_OPTV_IF_REVISION, REQ, "R",
 	  KS_CMD_RING_SET | KS_CMD_PINS_SET, 0, KS_GRP_OPTIONS,
 	  "write only if the document's etcd revision is still R\n"
@@ -253,7 +266,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "ring gives to another shard count as misdirected" },
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
-	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, twemproxy-modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
 	{ "vnodes",
 	  'N',
 	  REQ,
@@ -263,6 +276,14 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_RING,
 	  "virtual nodes per shard for vnode (default %d)",
 	  { KS_VNODES_DEFAULT } },
+	{ "key-hash", KS_OPTV_KEY_HASH, REQ, "H", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "the key hash instead of the distribution's: md5,\n"
+	  "one_at_a_time, crc16, crc32, crc32a, fnv1_64, fnv1a_64,\n"
+	  "fnv1_32, fnv1a_32, hsieh, murmur, jenkins" },
+	{ "hash-tag", KS_OPTV_HASH_TAG, REQ, "XY", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "twemproxy's hash_tag: hash only what is between X and Y" },
 
 	/* ---- HOT KEYS (run) ---- */
 	{ "shard-capacity", 'C', REQ, "OPS", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,

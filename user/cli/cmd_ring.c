@@ -264,6 +264,8 @@ static int ring_diff(int argc, char **argv)
 			break;
 		case 'D':
 		case 'N':
+		case KS_OPTV_KEY_HASH:
+		case KS_OPTV_HASH_TAG:
 			if (ks_ring_spec_opt(&from, c, optarg, err,
 					     sizeof(err)) < 0) {
 				ks_err("%s", err);

@@ -9,7 +9,8 @@
  *   twemproxy      nutcracker "distribution: ketama", "hash: fnv1a_64"
  *   twemproxy-md5  the same with "hash: md5"
  *   vnode          a plain ring of virtual nodes "name#i"
- *   modula         hash % N, for comparison
+ *   modula         hash % N, for comparison (gomemcache with crc32a)
+ *   twemproxy-modula  nutcracker "distribution: modula", hash fnv1a_64
  *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
  *                  "host:port-key"), str keys; user space only
  *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
@@ -35,6 +36,10 @@
 #define KS_DIST_PYMEMCACHE       ((enum ks_dist)KS_DIST_MAX)
 #define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)(KS_DIST_MAX + 1))
 #define KS_DIST_ALL              (KS_DIST_MAX + 2)
+
+/* getopt values of --key-hash and --hash-tag (long options only) */
+#define KS_OPTV_KEY_HASH 0x1040
+#define KS_OPTV_HASH_TAG 0x1041
 
 /* One pymemcache node: murmur3's state after "node-" (its whole 4-byte
  * blocks mixed, the rest held back), and the name for ties. */
@@ -69,10 +74,31 @@ __u32 ks_murmur3_units(const __u8 *units, size_t n);
 size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
 			   __u8 *out, size_t cap);
 
-/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula", "pymemcache",
- * "pymemcache-bytes". */
+/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula",
+ * "twemproxy-modula", "pymemcache", "pymemcache-bytes". */
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
 const char *ks_dist_name(__u32 dist);
+
+/* twemproxy's names of enum ks_key_hash: "md5", "one_at_a_time", "crc16",
+ * "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32", "fnv1a_32",
+ * "hsieh", "murmur", "jenkins". */
+int ks_key_hash_parse(const char *s, __u32 *out, char *err, size_t errlen);
+const char *ks_key_hash_name(__u32 kh);
+
+/*
+ * How keys are hashed, beside the distribution: hash is an enum
+ * ks_key_hash or -1 for the distribution's default; tag is twemproxy's
+ * hash_tag, two bytes, or "" for none.
+ */
+struct ks_ring_key {
+	int hash;
+	char tag[3];
+};
+
+/* Checks a --hash-tag value (exactly two bytes, as nutcracker's config
+ * takes it) into k->tag; -EINVAL with err. */
+int ks_ring_key_tag(struct ks_ring_key *k, const char *arg, char *err,
+		    size_t errlen);
 
 /*
  * Builds the ring of shards for dist (vnodes: virtual nodes per shard for
@@ -84,9 +110,20 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
 		  size_t errlen);
 
+/*
+ * The same with a key hash and hash tag (key NULL: the defaults).
+ * twemproxy's ketama with md5 is stored as twemproxy-md5 and with any
+ * other hash as twemproxy, so one ring has one name and one digest.
+ * pymemcache's rings take neither.
+ */
+int ks_ring_build_keyed(struct ks_ring *r, const struct ks_shards *shards,
+			enum ks_dist dist, const struct ks_ring_key *key,
+			__u32 vnodes, __u64 version, char *err, size_t errlen);
+
 void ks_ring_free(struct ks_ring *r);
 
-/* The distribution's hash of a key of len <= KS_MAX_KEY_LEN bytes. */
+/* The ring's hash of a key of len <= KS_MAX_KEY_LEN bytes (its key hash
+ * over the part inside the hash tag, when the ring has one). */
 __u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len);
 
 /* Owner (shard index) of a key; KS_NO_SHARD for an empty ring. */
@@ -95,7 +132,10 @@ __u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len);
 /*
  * FNV-1a 64 over, in order: dist, nshards and npoints as 4 little-endian
  * bytes each; every shard's "host:port" followed by '\n'; every point's
- * value and shard as 4 little-endian bytes each. Two rings with the same
+ * value and shard as 4 little-endian bytes each; then, only when the key
+ * hash is not the distribution's default or there is a hash tag, "key",
+ * the key hash (4 bytes) and the tag's two bytes (zeros for none), so the
+ * rings of the distributions' defaults keep the digests they had. Two rings with the same
  * digest send every key to the same host:port. The self shard is not part
  * of it: every host of one fleet gets the same digest.
  */
@@ -110,15 +150,17 @@ struct ks_ring_spec {
 	const char *file;
 	const char *self;
 	enum ks_dist dist;
-	__u32 vnodes;          /* 0: KS_VNODES_DEFAULT */
-	const char *flag;      /* names the list option in messages */
-	const char *file_flag; /* names the file option in messages */
+	struct ks_ring_key key; /* --key-hash, --hash-tag */
+	__u32 vnodes;           /* 0: KS_VNODES_DEFAULT */
+	const char *flag;       /* names the list option in messages */
+	const char *file_flag;  /* names the file option in messages */
 };
 
 /*
  * The ring's command-line options, one handler for 'agent run',
  * 'agent replay' and 'agent ring lookup' (their entries are in
- * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N').
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N', KS_OPTV_KEY_HASH,
+ * KS_OPTV_HASH_TAG).
  * ks_ring_spec_init sets the defaults and the flag names messages use;
  * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
  * was not, -1 with err filled when its value is bad.
