@@ -287,6 +287,11 @@ static inline void ks_md5_bytes(const void *data, __u64 len, __u32 st[4])
  * the units with bpf_loop() (one callback per hash, verified once) and
  * user space with a plain loop, both through these functions.
  */
+/* The units and steps must inline into each BPF callback, so the kind
+ * they switch on is a constant there; a call would also be a subprogram
+ * returning garbage in r0, which the verifier refuses. */
+#define KS_HASH_INLINE static inline __attribute__((always_inline))
+
 enum ks_key_hash {
 	KS_KH_MD5 = 0, /* ketama's: MD5 digest bytes 0..3 little-endian */
 	KS_KH_ONE_AT_A_TIME = 1,
@@ -393,17 +398,17 @@ static const __u32 ks_crc32_tab[256] = {
 };
 
 /* Key byte i, as an unsigned byte and as nutcracker's char widens it. */
-static inline __u32 ks_kb(const __u8 *k, __u32 i)
+KS_HASH_INLINE __u32 ks_kb(const __u8 *k, __u32 i)
 {
 	return k[i & (KS_KEY_BUF - 1)];
 }
 
-static inline __u32 ks_kc(const __u8 *k, __u32 i)
+KS_HASH_INLINE __u32 ks_kc(const __u8 *k, __u32 i)
 {
 	return (__u32)(__s32)(__s8)k[i & (KS_KEY_BUF - 1)];
 }
 
-static inline __u32 ks_kle32(const __u8 *k, __u32 i)
+KS_HASH_INLINE __u32 ks_kle32(const __u8 *k, __u32 i)
 {
 	return ks_kb(k, i) | ks_kb(k, i + 1) << 8 | ks_kb(k, i + 2) << 16 |
 	       ks_kb(k, i + 3) << 24;
@@ -415,7 +420,7 @@ struct ks_kh {
 	__u32 h, a, b, c;
 };
 
-static inline __u32 ks_kh_units(__u32 kind, __u32 len)
+KS_HASH_INLINE __u32 ks_kh_units(__u32 kind, __u32 len)
 {
 	if (kind == KS_KH_HSIEH || kind == KS_KH_MURMUR)
 		return len / 4;
@@ -424,7 +429,7 @@ static inline __u32 ks_kh_units(__u32 kind, __u32 len)
 	return (len + 7) / 8;
 }
 
-static inline void ks_kh_begin(struct ks_kh *s, __u32 kind, __u32 len)
+KS_HASH_INLINE void ks_kh_begin(struct ks_kh *s, __u32 kind, __u32 len)
 {
 	s->len = len;
 	s->a = s->b = s->c = 0xdeadbeef + len + 13; /* jenkins, initval 13 */
@@ -452,7 +457,7 @@ static inline void ks_kh_begin(struct ks_kh *s, __u32 kind, __u32 len)
 /* One key byte into a byte-wise hash; c as the char widens it. Only the
  * low 32 bits of fnv1_64's 64-bit state reach its result, and they
  * depend on nothing else, so 32 bits of state are enough. */
-static inline __u32 ks_kh_step(__u32 kind, __u32 h, __u32 c)
+KS_HASH_INLINE __u32 ks_kh_step(__u32 kind, __u32 h, __u32 c)
 {
 	switch (kind) {
 	case KS_KH_ONE_AT_A_TIME:
@@ -479,7 +484,7 @@ static inline __u32 ks_kh_step(__u32 kind, __u32 h, __u32 c)
 
 #define KS_JENKINS_ROT(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
 
-static inline void ks_jenkins_mix(struct ks_kh *s)
+KS_HASH_INLINE void ks_jenkins_mix(struct ks_kh *s)
 {
 	__u32 a = s->a, b = s->b, c = s->c;
 
@@ -492,7 +497,7 @@ static inline void ks_jenkins_mix(struct ks_kh *s)
 	s->a = a, s->b = b, s->c = c;
 }
 
-static inline __u32 ks_jenkins_final(__u32 a, __u32 b, __u32 c)
+KS_HASH_INLINE __u32 ks_jenkins_final(__u32 a, __u32 b, __u32 c)
 {
 	c ^= b, c -= KS_JENKINS_ROT(b, 14);
 	a ^= c, a -= KS_JENKINS_ROT(c, 11);
@@ -504,15 +509,15 @@ static inline __u32 ks_jenkins_final(__u32 a, __u32 b, __u32 c)
 	return c;
 }
 
-static inline __u32 ks_kle16(const __u8 *k, __u32 i)
+KS_HASH_INLINE __u32 ks_kle16(const __u8 *k, __u32 i)
 {
 	return ks_kb(k, i) | ks_kb(k, i + 1) << 8;
 }
 
 /* Unit i of the key k: a byte-wise hash's word i (its bytes before len),
  * hsieh's or murmur's 4-byte block i, jenkins's 12-byte block i. */
-static inline void ks_kh_unit(struct ks_kh *s, __u32 kind, const __u8 *k,
-			      __u32 i)
+KS_HASH_INLINE void ks_kh_unit(struct ks_kh *s, __u32 kind, const __u8 *k,
+			       __u32 i)
 {
 	__u32 j, w, h = s->h;
 
@@ -545,21 +550,34 @@ static inline void ks_kh_unit(struct ks_kh *s, __u32 kind, const __u8 *k,
 	}
 }
 
+/* Byte i of a byte-wise hash on its own: the BPF side walks the cheaper
+ * byte-wise hashes a byte per bpf_loop() step, a callback without
+ * branches being what the verifier walks fastest. */
+KS_HASH_INLINE void ks_kh_byte(struct ks_kh *s, __u32 kind, const __u8 *k,
+			       __u32 i)
+{
+	s->h = ks_kh_step(kind, s->h, ks_kc(k, i));
+}
+
 /* jenkins's last block, 1..12 bytes at off, into a, b, c. */
-static inline __u32 ks_jenkins_tail(struct ks_kh *s, const __u8 *k, __u32 off)
+KS_HASH_INLINE __u32 ks_jenkins_tail(struct ks_kh *s, const __u8 *k, __u32 off)
 {
 	__u32 n = s->len - off, j, v[3] = { s->a, s->b, s->c };
 
 	if (!s->len)
 		return s->c;
-	for (j = 0; j < 12; j++)
-		if (j < n)
-			v[j / 4] += ks_kb(k, off + j) << (8 * (j % 4));
+	/* without a branch per byte: each would fork the verifier's walk */
+	for (j = 0; j < 12; j++) {
+		__u32 in = (__u32)((__s32)(j - n) >> 31); /* ~0 when j < n */
+
+		KS_OPAQUE(in);
+		v[j / 4] += (ks_kb(k, off + j) & in) << (8 * (j % 4));
+	}
 	return ks_jenkins_final(v[0], v[1], v[2]);
 }
 
 /* The tail after ks_kh_units() units, and the final mixing: the hash. */
-static inline __u32 ks_kh_end(struct ks_kh *s, __u32 kind, const __u8 *k)
+KS_HASH_INLINE __u32 ks_kh_end(struct ks_kh *s, __u32 kind, const __u8 *k)
 {
 	__u32 h = s->h, off = s->len & ~3U, rem = s->len & 3;
 
@@ -619,7 +637,7 @@ static inline __u32 ks_kh_end(struct ks_kh *s, __u32 kind, const __u8 *k)
  * user space runs. The BPF side walks the same units with bpf_loop()
  * (bpf/ks_ring.bpf.h).
  */
-static inline __u32 ks_key_hash_of(__u32 kind, const __u64 *key, __u32 len)
+KS_HASH_INLINE __u32 ks_key_hash_of(__u32 kind, const __u64 *key, __u32 len)
 {
 	const __u8 *k = (const __u8 *)key;
 	struct ks_kh s;
@@ -649,7 +667,7 @@ struct ks_tag {
 	__u32 end;         /* index of the Y that closes it; 0 before it */
 };
 
-static inline int ks_tag_step(struct ks_tag *t, __u32 i, __u32 c)
+KS_HASH_INLINE int ks_tag_step(struct ks_tag *t, __u32 i, __u32 c)
 {
 	if (!t->start) {
 		if (c == t->open)
@@ -664,7 +682,8 @@ static inline int ks_tag_step(struct ks_tag *t, __u32 i, __u32 c)
 
 /* Where the hashed bytes begin and how many there are, once the step
  * has seen the key (len bytes): the whole key unless a span was found. */
-static inline __u32 ks_tag_span(const struct ks_tag *t, __u32 len, __u32 *start)
+KS_HASH_INLINE __u32 ks_tag_span(const struct ks_tag *t, __u32 len,
+				 __u32 *start)
 {
 	if (t->end && t->end > t->start) {
 		*start = t->start;
@@ -679,16 +698,24 @@ static inline __u32 ks_tag_span(const struct ks_tag *t, __u32 len, __u32 *start)
  * place (each word reads only words at or after its own). Bytes after
  * the new end are left as they were: the hashes mask them off.
  */
-static inline void ks_key_shift(__u64 *key, __u32 start)
+KS_HASH_INLINE void ks_key_shift(__u64 *key, __u32 start)
 {
 	__u32 q = (start >> 3) & (KS_KEY_WORDS - 1), sh = (start & 7) * 8, j;
 
 	for (j = 0; j < KS_KEY_WORDS; j++) {
-		__u64 lo = j + q < KS_KEY_WORDS ? key[(j + q) & 31] : 0;
-		__u64 hi = j + q + 1 < KS_KEY_WORDS ? key[(j + q + 1) & 31] : 0;
+		/* words past the buffer read as 0, with masks, not branches */
+		__s64 lo_in = (__s64)(j + q) - KS_KEY_WORDS;
+		__s64 hi_in = lo_in + 1;
+		__u64 lo, hi;
 
+		KS_OPAQUE(lo_in);
+		KS_OPAQUE(hi_in);
+		lo = key[(j + q) & (KS_KEY_WORDS - 1)] & (__u64)(lo_in >> 63);
+		hi = key[(j + q + 1) & (KS_KEY_WORDS - 1)] &
+		     (__u64)(hi_in >> 63);
 		/* hi << (64 - sh), without the undefined shift by 64 */
-		key[j] = (lo >> sh) | ((hi << 1) << (63 - sh) & -(__u64) !!sh);
+		key[j] = (lo >> sh) |
+			 (((hi << 1) << (63 - sh)) & -(__u64) !!sh);
 	}
 }
 
@@ -699,7 +726,7 @@ static inline void ks_key_shift(__u64 *key, __u32 start)
  * byte >= 0x80 is xored in as 0xffffffXX. UTF-8 keys depend on it; this
  * follows the x86-64 build (an arm64 build, with unsigned char, differs).
  */
-static inline __u32 ks_fnv1a64_tw_key(const __u64 *key, __u32 len)
+KS_HASH_INLINE __u32 ks_fnv1a64_tw_key(const __u64 *key, __u32 len)
 {
 	return ks_key_hash_of(KS_KH_FNV1A_64, key, len);
 }
