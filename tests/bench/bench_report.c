@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "bench.h"
+#include "core/ring.h"
 
 void bench_read_machine(struct bench_machine *m)
 {
@@ -118,6 +119,23 @@ static const char *dist_label(__u32 dist)
 	}
 }
 
+/* "ketama (MD5)", or the distribution and its key hash when it is not
+ * one of the two the table has always shown. */
+static const char *ring_label(const struct bench_scen *sc)
+{
+	static char buf[64];
+
+	if (!sc->ring_tagged &&
+	    sc->ring_key_hash == ks_dist_default_key_hash(sc->ring_dist) &&
+	    (sc->ring_dist == KS_DIST_KETAMA ||
+	     sc->ring_dist == KS_DIST_TWEMPROXY))
+		return dist_label(sc->ring_dist);
+	snprintf(buf, sizeof(buf), "%s %s%s", ks_dist_name(sc->ring_dist),
+		 ks_key_hash_name(sc->ring_key_hash),
+		 sc->ring_tagged ? " {}" : "");
+	return buf;
+}
+
 /* The ring's own cost: each ring scenario over its packet without one. */
 static void print_ring_table(const struct bench_report *rep)
 {
@@ -132,7 +150,7 @@ static void print_ring_table(const struct bench_report *rep)
 			       "  %-50s %-18s %6s %6s\n",
 			       "scenario", "ring", "shards", "ns");
 		printf("  %-50s %-18s %6u %6.1f%s\n", sc[i].label,
-		       dist_label(sc[i].ring_dist), sc[i].ring_shards,
+		       ring_label(&sc[i]), sc[i].ring_shards,
 		       bench_over_base(rep, i),
 		       rep->res[i].valid && rep->res[sc[i].base].valid
 			       ? ""
@@ -401,12 +419,13 @@ void bench_print_json(const struct bench_report *rep)
 		} else if (sc[i].base >= 0) {
 			double rv = bench_over_base(rep, i);
 
-			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"
+			printf("\"ring\":{\"key_hash\":\"%s\",\"hash_tag\":%s,",
+			       ks_key_hash_name(sc[i].ring_key_hash),
+			       sc[i].ring_tagged ? "true" : "false");
+			printf("\"distribution\":\"%s\",\"shards\":%u,"
 			       "\"misdirected\":%s,\"base\":\"%s\","
 			       "\"over_base_median\":%.1f",
-			       sc[i].ring_dist == KS_DIST_KETAMA ? "ketama"
-								 : "twemproxy",
-			       sc[i].ring_shards,
+			       ks_dist_name(sc[i].ring_dist), sc[i].ring_shards,
 			       sc[i].misdirected ? "true" : "false",
 			       sc[sc[i].base].id, rv);
 			if (sc[i].ring_target_ns > 0)

@@ -580,18 +580,18 @@ static void pymemcache_reference(void)
 
 #define PYLIBMC_REF "tests/compat/pylibmc_ref.py"
 
-/* One reference run of pylibmc_ref.py with a behaviour: the keys it
- * placed, and how many ks_ring_lookup (dist) placed elsewhere. */
-static int pylibmc_run(const char *behaviour, enum ks_dist dist,
-		       unsigned *nkeys, unsigned *nrings, unsigned *bad)
+/* One run of a reference that prints "ring", "server LINE", "key HEX
+ * INDEX" and "end" lines (cmd, through popen): the keys it placed, and
+ * how many ks_ring_lookup (dist, key) placed elsewhere. */
+static int ref_run(const char *cmd, const char *what, enum ks_dist dist,
+		   const struct ks_ring_key *kkey, unsigned *nkeys,
+		   unsigned *nrings, unsigned *bad)
 {
-	char cmd[256], line[1024], *text = malloc(1 << 16), err[512];
+	char line[1024], *text = malloc(1 << 16), err[512];
 	size_t off = 0;
 	FILE *in;
 
 	*nkeys = *nrings = *bad = 0;
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s --behaviour %s",
-		 PYLIBMC_REF, behaviour);
 	in = text ? popen(cmd, "r") : NULL;
 	while (in && fgets(line, sizeof(line), in)) {
 		struct ks_shards sh;
@@ -604,9 +604,9 @@ static int pylibmc_run(const char *behaviour, enum ks_dist dist,
 		if (server_list_line(line, text, &off) ||
 		    strncmp(line, "key ", 4))
 			continue;
-		if (ks_shards_parse_text("pylibmc", text, &sh, err,
-					 sizeof(err)) ||
-		    ks_ring_build(&r, &sh, dist, 0, 1, err, sizeof(err))) {
+		if (ks_shards_parse_text(what, text, &sh, err, sizeof(err)) ||
+		    ks_ring_build_keyed(&r, &sh, dist, kkey, 0, 1, err,
+					sizeof(err))) {
 			CHECK(0, "ring %u: %s", *nrings, err);
 			break;
 		}
@@ -627,6 +627,79 @@ static int pylibmc_run(const char *behaviour, enum ks_dist dist,
 	}
 	free(text);
 	return in && pclose(in) == 0 ? 0 : -1;
+}
+
+/* One reference run of pylibmc_ref.py with a behaviour: the keys it
+ * placed, and how many ks_ring_lookup (dist) placed elsewhere. */
+static int pylibmc_run(const char *behaviour, enum ks_dist dist,
+		       unsigned *nkeys, unsigned *nrings, unsigned *bad)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s --behaviour %s",
+		 PYLIBMC_REF, behaviour);
+	return ref_run(cmd, "pylibmc", dist, NULL, nkeys, nrings, bad);
+}
+
+#define GOMEMCACHE_REF "tests/compat/gomemcache_ref.go"
+
+/*
+ * gomemcache (Debian's golang-github-bradfitz-gomemcache-dev) as the
+ * oracle: a Go program built here, offline in GOPATH mode against the
+ * Debian source, asks its ServerList.PickServer (crc32.ChecksumIEEE of
+ * the key % the number of servers) for every key; keysteer's modula with
+ * --key-hash crc32a must name the same server. The same keys with
+ * keysteer's crc32 (libmemcached's 15-bit one) in its place disagree, a
+ * figure printed to show the check can fail. KS_COMPAT_FULL=1: 100,000
+ * keys.
+ */
+static void gomemcache_reference(void)
+{
+	const char *full = getenv("KS_COMPAT_FULL");
+	int is_full = full && *full == '1';
+	struct ks_ring_key crc32a = { .hash = KS_KH_CRC32A };
+	struct ks_ring_key crc32 = { .hash = KS_KH_CRC32 };
+	char dir[] = "/tmp/ks-gomemcache-XXXXXX", cmd[700];
+	unsigned nkeys, nrings, bad, nk2, nr2, bad2;
+	int rc;
+
+	kt_begin("compat_gomemcache_serverlist");
+	if (system("command -v go >/dev/null") ||
+	    access("/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache",
+		   R_OK) ||
+	    access(GOMEMCACHE_REF, R_OK) || !mkdtemp(dir)) {
+		kt_skipf(
+			"needs golang-go, golang-github-bradfitz-gomemcache-dev and %s (make deps; run from the repository root)",
+			GOMEMCACHE_REF);
+		kt_end();
+		return;
+	}
+	snprintf(
+		cmd, sizeof(cmd),
+		"env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/cache GOFLAGS= go build -o %s/ref %s",
+		dir, dir, GOMEMCACHE_REF);
+	rc = system(cmd);
+	CHECK(rc == 0, "%s failed", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/ref -lists %d -keys %d", dir,
+		 is_full ? 40 : 20, is_full ? 2500 : 300);
+	if (!rc) {
+		rc = ref_run(cmd, "gomemcache", KS_DIST_MODULA, &crc32a, &nkeys,
+			     &nrings, &bad);
+		CHECK(rc == 0, "%s failed", cmd);
+		CHECK(nrings >= 20 && nkeys >= (is_full ? 100000U : 6000U),
+		      "only %u lists, %u keys", nrings, nkeys);
+		CHECK_EQ(bad, 0);
+		printf("# compat: gomemcache: %u keys over %u server lists, %u disagreements (modula, crc32a)\n",
+		       nkeys, nrings, bad);
+		if (!ref_run(cmd, "gomemcache", KS_DIST_MODULA, &crc32, &nk2,
+			     &nr2, &bad2))
+			printf("# compat: gomemcache against modula with crc32 (a wrong setting): %u of %u keys elsewhere\n",
+			       bad2, nk2);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		CHECK(0, "%s failed", cmd);
+	kt_end();
 }
 
 /*
@@ -769,6 +842,7 @@ int main(void)
 	nutcracker_reference();
 	pymemcache_reference();
 	pylibmc_reference();
+	gomemcache_reference();
 	pymemcache_cost();
 	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",
 	       (unsigned long long)total_keys,

@@ -58,6 +58,7 @@ static const struct kt_group groups[] = {
 	{ "opts", test_opts },
 	{ "names", test_names },
 	{ "ring", test_ring },
+	{ "key_hash", test_key_hash },
 	{ "shards", test_shards },
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },
