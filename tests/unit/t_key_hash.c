@@ -72,7 +72,7 @@ static void check_tag(void)
 		const char *key, *hashed;
 	} v[] = {
 		{ "user{42}:cart", "42" }, { "{42}", "42" },
-		{ "a{}b{c}", "a{}b{c}" },  /* the first span is empty: all */
+		{ "a{}b{c}", "a{}b{c}" }, /* the first span is empty: all */
 		{ "a{b", "a{b" },          { "a}b{c}", "c" },
 		{ "{{x}}", "{x" },         { "x{y}{z}", "y" },
 		{ "no tag", "no tag" },
@@ -226,8 +226,7 @@ static void check_rings(void)
 		static const __u32 owner[5] = { 0, 0, 0, 1, 2 };
 		const char *key = "123456789";
 
-		CHECK_EQ(ks_ring_lookup(&a, key, 9),
-			 owner[0xcbf43926U % 5]);
+		CHECK_EQ(ks_ring_lookup(&a, key, 9), owner[0xcbf43926U % 5]);
 	}
 	ks_ring_free(&a);
 	kt_end();
