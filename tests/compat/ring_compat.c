@@ -354,8 +354,9 @@ static void nut_server_line(const char *line, char *text, size_t *off)
 
 /* The keys of one pool, its first key line in line, up to "end"; the
  * disagreements. */
-static __u32 nut_keys(const struct ks_ring *r, const struct nut_pool *p,
-		      FILE *in, char *line, size_t cap, __u32 *nkeys)
+static __u32 nut_keys(const struct ks_ring *r, const struct ks_ring *other,
+		      const struct nut_pool *p, FILE *in, char *line,
+		      size_t cap, __u32 *nkeys, __u32 *other_bad)
 {
 	char key[KS_KEY_BUF], hex[2 * KS_KEY_BUF + 2];
 	__u32 bad = 0, got;
@@ -377,6 +378,9 @@ static __u32 nut_keys(const struct ks_ring *r, const struct nut_pool *p,
 			      p->what, hex, got, want);
 			bad++;
 		}
+		if (other->half)
+			*other_bad += ks_ring_lookup(other, key, (size_t)len) !=
+				      want;
 	}
 	return bad;
 }
@@ -397,7 +401,8 @@ static void nutcracker_reference(void)
 	int is_full = full && *full == '1';
 	char line[1200], *text = malloc(1 << 16), cmd[256], err[512];
 	__u32 npools = 0, nkeys = 0, bad = 0, nlists = 0;
-	__u32 hashes_seen = 0, min_keys = is_full ? 100000 : 5000;
+	__u32 hashes_seen = 0, min_keys = is_full ? 100000 : 5000,
+	      other_bad = 0;
 	struct nut_pool pool = {};
 	size_t off = 0;
 	FILE *in;
@@ -419,7 +424,7 @@ static void nutcracker_reference(void)
 	CHECK(in != NULL, "cannot run %s", NUTCRACKER_REF);
 	while (in && text && fgets(line, sizeof(line), in)) {
 		struct ks_shards s;
-		struct ks_ring r = {};
+		struct ks_ring r = {}, other = {};
 		int rc;
 
 		if (!strncmp(line, "ring ", 5)) {
@@ -435,22 +440,31 @@ static void nutcracker_reference(void)
 			rc = ks_shards_parse_text("nutcracker", text, &s, err,
 						  sizeof(err));
 			if (!rc) {
+				/* and the next hash, to show a wrong one fails */
+				struct ks_ring_key next = pool.key;
+
+				next.hash = (next.hash + 1) % KS_KH_MAX;
 				rc = ks_ring_build_keyed(&r, &s, pool.dist,
 							 &pool.key, 0, 1, err,
 							 sizeof(err));
+				if (!rc && ks_ring_build_keyed(
+						   &other, &s, pool.dist, &next,
+						   0, 1, err, sizeof(err)))
+					memset(&other, 0, sizeof(other));
 				ks_shards_free(&s);
 			}
 			CHECK(rc == 0, "%s: %s", pool.what, err);
 			if (rc)
 				break;
-			bad += nut_keys(&r, &pool, in, line, sizeof(line),
-					&nkeys);
+			bad += nut_keys(&r, &other, &pool, in, line,
+					sizeof(line), &nkeys, &other_bad);
 			if (r.half && r.half->meta.nshards > 1)
 				hashes_seen |= 1U << pool.key.hash;
 			nlists += pool.dist == KS_DIST_TWEMPROXY &&
 				  pool.key.hash == KS_KH_ONE_AT_A_TIME &&
 				  !pool.key.tag[0];
 			ks_ring_free(&r);
+			ks_ring_free(&other);
 			npools++;
 		}
 	}
@@ -463,6 +477,11 @@ static void nutcracker_reference(void)
 	CHECK_EQ(bad, 0);
 	printf("# compat: nutcracker: %u keys over %u server lists x %u pools (ketama, modula x 12 key hashes x hash_tag none, {}), %u disagreements\n",
 	       nkeys, nlists, npools, bad);
+	/* one-server pools place every key on server 0 whatever the hash */
+	CHECK(other_bad > nkeys / 4,
+	      "the next key hash only %u of %u elsewhere", other_bad, nkeys);
+	printf("# compat: nutcracker with each pool's next key hash in its place (a wrong setting): %u of %u keys elsewhere\n",
+	       other_bad, nkeys);
 	free(text);
 	kt_end();
 }
