@@ -257,6 +257,13 @@ for SPEC in "twemproxy-modula murmur {}" "modula crc32a -"; do
 		continue
 	fi
 	send_and_check "ring_shards_counts_${DIST//-/_}_$KH" 4
+	want="$DIST key hash $KH"
+	[ "$TAG" != - ] && want+=" hash tag $TAG"
+	if grep -qF -- "$want" "$E2E_TMP/agent.out"; then
+		pass "ring_shards_log_${DIST//-/_}_$KH"
+	else
+		fail "ring_shards_log_${DIST//-/_}_$KH" "the push's log line does not say '$want'"
+	fi
 	e2e_agent_stop INT
 	e2e_expect_clean "ring_shards_detached_${DIST//-/_}_$KH"
 done
