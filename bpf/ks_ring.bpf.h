@@ -133,6 +133,13 @@ __noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
 	if (len > KS_MAX_KEY_LEN)
 		len = KS_MAX_KEY_LEN;
 	l.key = (const __u8 *)s->key;
+	if (kind == KS_KH_FNV1A_64) { /* the default: no switch to go through */
+		l.st.len = len;
+		l.st.h = (__u32)KS_FNV64_OFFSET;
+		bpf_loop((len + 7) / 8, ks_kh_cb_fnv1a_64, &l, 0);
+		KS_ARM(KS_KH_FNV1A_64);
+		return l.st.h;
+	}
 	ks_kh_begin(&l.st, kind, len);
 	n = ks_kh_units(kind, len);
 	if (kind != KS_KH_FNV1A_64 && kind != KS_KH_HSIEH &&
@@ -164,10 +171,6 @@ __noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
 		bpf_loop(n, ks_kh_cb_fnv1_64, &l, 0);
 		KS_ARM(KS_KH_FNV1_64);
 		return ks_kh_end(&l.st, KS_KH_FNV1_64, l.key);
-	case KS_KH_FNV1A_64:
-		bpf_loop(n, ks_kh_cb_fnv1a_64, &l, 0);
-		KS_ARM(KS_KH_FNV1A_64);
-		return ks_kh_end(&l.st, KS_KH_FNV1A_64, l.key);
 	case KS_KH_FNV1_32:
 		bpf_loop(n, ks_kh_cb_fnv1_32, &l, 0);
 		KS_ARM(KS_KH_FNV1_32);
