@@ -180,6 +180,9 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# the view's split counters (user/client/counter.c, docs/client.md)
+$(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
+
 $(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ),$(call tier_objs,bench)) \
 	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)

@@ -79,6 +79,7 @@ static const struct kt_group groups[] = {
 	{ "steer_fsm", test_steer_fsm },
 	{ "fleet_view", test_fleet_view },
 	{ "client", test_client },
+	{ "client_counter", test_client_counter },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

@@ -35,6 +35,7 @@ void test_steer_fsm(void);
 void test_fleet_docs(void);
 void test_fleet_view(void);
 void test_client(void);
+void test_client_counter(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

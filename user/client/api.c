@@ -92,7 +92,7 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			return ksc_err(ks, -EINVAL,
 				       "invalidate=%s: want all or hot", val);
 		ks->inval_all = !strcmp(val, "all");
-	} else {
+	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}
 	return ret;
@@ -275,8 +275,8 @@ fail:
  * the connection runs no memcached, so serves no copy (and one that
  * starts again starts empty): that counts as done.
  */
-static int invalidate(struct keysteer *ks, unsigned owner, const void *key,
-		      size_t klen, __u64 hash)
+int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
+		   size_t klen, __u64 hash)
 {
 	__u16 ids[KSC_INVAL_MAX];
 	char name[KSC_ADDR_MAX];
@@ -328,6 +328,8 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		goto fail;
 	}
 	hash = ksc_key_hash(key, klen);
+	if (!del && (ret = ksc_counter_refuse_set(ks, key, klen, hash)))
+		goto fail;
 	pthread_mutex_lock(&ks->lock);
 	owner = ksc_view_owner(&ks->view, key, klen);
 	pthread_mutex_unlock(&ks->lock);
@@ -353,7 +355,7 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		goto fail;
 	}
 	/* a write that may have happened is invalidated as one that did */
-	inv = invalidate(ks, owner, key, klen, hash);
+	inv = ksc_invalidate(ks, owner, key, klen, hash);
 	if (ret) {
 		ksc_server_name(ks, owner, name, sizeof(name));
 		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",

@@ -48,6 +48,11 @@ struct keysteer {
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
+	/* split counters (counter_io.c) */
+	unsigned split_grace_ms;   /* 0: 3 x stale_view_ms */
+	int fold_unsafe;           /* a test control: folds lose counts */
+	__u64 split_rng;           /* xorshift state, not 0 */
+	__u64 stuck_cas, stuck_ms; /* a fold sequence seen odd, since */
 };
 
 __u64 ksc_now_ms(void);
@@ -66,5 +71,16 @@ struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id);
 void ksc_conns_close(struct keysteer *ks);
 /* The server's name (for messages), copied under the lock. */
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
+
+/* api.c: every replica that may hold a copy of key, invalidated: 0, or
+ * -EIO naming the first that could not be. */
+int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
+		   size_t klen, __u64 hash);
+/* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),
+ * and whether a plain set of key must be refused (a split counter: -EBUSY
+ * with the message). */
+int ksc_counter_option(struct keysteer *ks, const char *name, const char *val);
+int ksc_counter_refuse_set(struct keysteer *ks, const void *key, size_t klen,
+			   __u64 hash);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "client/counter.h"
 #include "client/view.h"
 #include "core/fleet_doc.h"
 #include "core/hot_doc.h"
@@ -354,6 +355,7 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 	e->owner = (__u16)owner;
 	e->owner_turns = d->owner_turns;
 	e->mod_rev = rev;
+	ksc_split_set(e, d->write_hot ? d->subkeys : 1, 0);
 	e->nrep = (__u8)d->nreplicas;
 	nseen = e->nseen;
 	for (i = 0; i < d->nreplicas; i++) {
@@ -379,6 +381,7 @@ static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
 		return;
 	e->live = 0;
 	e->gone_ms = now_ms;
+	ksc_split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 	v->hlive--;
 }
 

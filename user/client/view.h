@@ -53,6 +53,13 @@ struct ksc_hot {
 	__u8 sched[KS_STEER_SCHED];
 	__s64 mod_rev;
 	__u64 gone_ms; /* when it was deleted */
+	/* split counters (counter.h): the entry's sub-key count, the one
+	 * before it while its grace lasts and when it changed (0: not
+	 * stamped yet); this handle's own width raise and last fold */
+	__u16 subkeys, subkeys_prev;
+	__u64 subkeys_since_ms;
+	__u16 width_raised;
+	__u64 width_raised_ms, fold_ms;
 };
 
 struct ksc_view {

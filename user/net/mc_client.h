@@ -134,4 +134,26 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   unsigned n, const __u8 *key, size_t klen, long ttl_cap,
 		   struct ks_fill_result *res);
 
+/*
+ * Meta arithmetic, for libkeysteer's counters (docs/client.md, "Split
+ * counters"): "ma <key> v c M<I|D> D<delta>", with "N<ttl> J<initial>"
+ * when create (memcached 1.6 then stores initial as the value of a
+ * missing key and does NOT apply delta: the caller folds the delta into
+ * initial), "C<cas>" when cas_in is not 0. *value and *cas (may be NULL)
+ * get the new value and CAS. -ENOENT: missing and not created; -EAGAIN:
+ * cas_in no longer the item's; -EDOM: the value is not a number. Never
+ * sent twice: a reply lost after the request went out is -ECONNABORTED,
+ * and the caller cannot know whether it was applied.
+ */
+struct ks_mc_arith {
+	__u64 delta;
+	int decr;
+	int create;
+	__u64 initial; /* with create */
+	long ttl;      /* with create: 0 never expires */
+	__u64 cas_in;  /* 0: unconditional */
+};
+int ks_mc_arith(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_arith *a, __u64 *value, __u64 *cas);
+
 #endif
