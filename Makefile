@@ -157,6 +157,13 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
 
+# Counters through the library (tests/e2e/test_client_split.sh, bench-votes).
+$(OUT)/tests/ks_counter: tests/client/ks_counter.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+tests: $(OUT)/tests/ks_counter
+
 client: $(LIBKEYSTEER) $(OUT)/keysteer.pc $(OUT)/ks_client_example
 
 # Test programs: tests/<tier>/*.c plus tests/lib/*.c plus the agent's code.

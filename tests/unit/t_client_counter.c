@@ -134,7 +134,8 @@ static void test_counter_pick(void)
 		bad += p < 1 || p > 3;
 	}
 	CHECK(!bad, "%u decrements on the base or past K", bad);
-	CHECK(ksc_split_pick(1, 0, &rng) == 0 && ksc_split_pick(1, 1, &rng) == 0,
+	CHECK(ksc_split_pick(1, 0, &rng) == 0 &&
+		      ksc_split_pick(1, 1, &rng) == 0,
 	      "K 1: not the base");
 	CHECK(ksc_split_pick(0, 0, &rng) == 0, "K 0: not the base");
 	kt_end();
@@ -162,9 +163,11 @@ static void test_counter_sum(void)
 	sum = 0;
 	CHECK(ksc_counter_add(&sum, 0, (__u64)INT64_MAX + 1) == -ERANGE,
 	      "a base past int64 summed");
-	CHECK(ksc_counter_width(1, 0, 0) == 1 && ksc_counter_width(4, 0, 0) == 4,
+	CHECK(ksc_counter_width(1, 0, 0) == 1 &&
+		      ksc_counter_width(4, 0, 0) == 4,
 	      "no width key: the view's");
-	CHECK(ksc_counter_width(4, 1, 9) == 9 && ksc_counter_width(9, 1, 4) == 9,
+	CHECK(ksc_counter_width(4, 1, 9) == 9 &&
+		      ksc_counter_width(9, 1, 4) == 9,
 	      "the wider of view and width");
 	CHECK(ksc_counter_width(1, 1, 1000) == KSC_SPLIT_MAX,
 	      "a width past KSC_SPLIT_MAX");

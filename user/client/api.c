@@ -171,7 +171,7 @@ KSC_API void keysteer_free(void *value)
 	free(value);
 }
 
-static int check_key(struct keysteer *ks, const void *key, size_t klen)
+int ksc_check_key(struct keysteer *ks, const void *key, size_t klen)
 {
 	if (!key || ks_mc_key_check(key, klen))
 		return ksc_err(ks, -EINVAL,
@@ -213,7 +213,7 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	*value = NULL;
 	if (len)
 		*len = 0;
-	if ((ret = check_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	ks->st.gets++;
 	hash = ksc_key_hash(key, klen);
@@ -320,7 +320,7 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	__u64 hash;
 	int ret, inv;
 
-	if ((ret = check_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	if (!del && exptime > KS_MC_TTL_MAX) {
 		ret = ksc_err(ks, -EINVAL, "exptime %u: at most %ld s", exptime,

@@ -76,6 +76,18 @@ void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
  * -EIO naming the first that could not be. */
 int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
 		   size_t klen, __u64 hash);
+/* A public call's end: a failure counted, a success clears the message. */
+static inline int ksc_done(struct keysteer *ks, int ret)
+{
+	if (ret < 0)
+		ks->st.errors++;
+	else
+		ks->err[0] = '\0';
+	return ret;
+}
+
+/* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
+int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
 /* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),
  * and whether a plain set of key must be refused (a split counter: -EBUSY
  * with the message). */

@@ -21,9 +21,9 @@
 #include <linux/types.h>
 #include "client/view.h"
 
-#define KSC_SPLIT_MAX     64              /* parts of one counter */
-#define KSC_SUBKEY_OFFSET (1ULL << 63)    /* a sub-key's zero */
-#define KSC_SPLIT_SUFFIX  5               /* "~ks63", "~ksw", "~ksf" */
+#define KSC_SPLIT_MAX     64                       /* parts of one counter */
+#define KSC_SUBKEY_OFFSET (1ULL << 63)             /* a sub-key's zero */
+#define KSC_SPLIT_SUFFIX  5                        /* "~ks63", "~ksw", "~ksf" */
 #define KSC_SPLIT_KEY_MAX (250 - KSC_SPLIT_SUFFIX) /* longer: never split */
 #define KSC_PART_WIDTH    (-1)
 #define KSC_PART_FOLD     (-2)
@@ -79,6 +79,7 @@ struct ksc_fold_plan {
 	int lower;
 };
 int ksc_fold_decide(unsigned k, unsigned width, __u64 age_ms, __u64 lag_ms,
-		    __u64 grace_ms, int fresh, int all, struct ksc_fold_plan *p);
+		    __u64 grace_ms, int fresh, int all,
+		    struct ksc_fold_plan *p);
 
 #endif

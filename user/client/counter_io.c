@@ -30,8 +30,8 @@ struct part {
 	struct ksc_conn *c;
 };
 
-static int part_open(struct keysteer *ks, const void *key, size_t klen,
-		     int idx, struct part *p)
+static int part_open(struct keysteer *ks, const void *key, size_t klen, int idx,
+		     struct part *p)
 {
 	int n = ksc_counter_key(key, klen, idx, p->name, sizeof(p->name));
 
@@ -48,8 +48,8 @@ static int part_open(struct keysteer *ks, const void *key, size_t klen,
 	return p->c ? 0 : -EHOSTUNREACH;
 }
 
-static int part_err(struct keysteer *ks, const struct part *p,
-		    const char *what, int err)
+static int part_err(struct keysteer *ks, const struct part *p, const char *what,
+		    int err)
 {
 	char name[KSC_ADDR_MAX];
 
@@ -210,12 +210,13 @@ static int width_raise(struct keysteer *ks, const void *key, size_t klen,
 		else if (!ret)
 			return 0;
 	}
-	return ret ? ret : ksc_err(ks, -EAGAIN, "width of a counter kept "
-						"changing");
+	return ret ? ret
+		   : ksc_err(ks, -EAGAIN,
+			     "width of a counter kept "
+			     "changing");
 }
 
-static void width_raised(struct keysteer *ks, __u64 hash, unsigned k,
-			 __u64 now)
+static void width_raised(struct keysteer *ks, __u64 hash, unsigned k, __u64 now)
 {
 	struct ksc_hot *e;
 
@@ -238,17 +239,13 @@ static int count_op(struct keysteer *ks, const void *key, size_t klen,
 	unsigned idx;
 	int ret;
 
-	if (!key || ks_mc_key_check(key, klen)) {
-		ret = ksc_err(ks, -EINVAL,
-			      "a key is 1..%d bytes without spaces or "
-			      "control bytes",
-			      KS_MC_KEY_MAX);
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
-	}
 	hash = ksc_key_hash(key, klen);
 	split_view(ks, key, klen, hash, now, &s);
 	if (!ks->split_rng)
-		ks->split_rng = (now << 20) ^ (__u64)getpid() ^ (__u64)(size_t)ks;
+		ks->split_rng = (now << 20) ^ (__u64)getpid() ^
+				(__u64)(size_t)ks;
 	idx = ksc_split_pick(s.k, decr, &ks->split_rng);
 	if (idx && s.raise) {
 		if ((ret = width_raise(ks, key, klen, s.k)))
@@ -271,15 +268,11 @@ static int count_op(struct keysteer *ks, const void *key, size_t klen,
 	ret = idx ? 0 : ksc_invalidate(ks, p.owner, key, klen, hash);
 	if (ret)
 		goto fail;
-	if (s.k > 1)
-		return 1;
-	if (value)
+	if (s.k == 1 && value)
 		*value = v;
-	ks->err[0] = '\0';
-	return 0;
+	return ksc_done(ks, s.k > 1);
 fail:
-	ks->st.errors++;
-	return ret;
+	return ksc_done(ks, ret);
 }
 
 KSC_API int keysteer_incr(struct keysteer *ks, const void *key, size_t klen,
@@ -346,7 +339,8 @@ static int fold_negative(struct keysteer *ks, struct part *b, __u64 take)
 			return 2;
 		if (ret)
 			return ret;
-		a = (struct ks_mc_arith){ .delta = take, .decr = 1,
+		a = (struct ks_mc_arith){ .delta = take,
+					  .decr = 1,
 					  .cas_in = cas };
 		ret = part_arith(ks, b, &a, NULL, NULL);
 		if (ret != -EAGAIN)
@@ -386,11 +380,12 @@ static int fold_one(struct keysteer *ks, struct part *b, struct part *s)
 		char zero[24];
 		struct ks_mc_item it = { .value = zero };
 
-		it.len = (size_t)snprintf(zero, sizeof(zero), "%llu",
-					  (unsigned long long)KSC_SUBKEY_OFFSET);
+		it.len = (size_t)snprintf(
+			zero, sizeof(zero), "%llu",
+			(unsigned long long)KSC_SUBKEY_OFFSET);
 		usleep(1000); /* the window in which increments are lost */
-		ret = ks_mc_store(&s->c->mc, (const __u8 *)s->name, s->len,
-				  &it, 0);
+		ret = ks_mc_store(&s->c->mc, (const __u8 *)s->name, s->len, &it,
+				  0);
 		if (ret)
 			return part_err(ks, s, "store", ret);
 	} else {
@@ -402,7 +397,8 @@ static int fold_one(struct keysteer *ks, struct part *b, struct part *s)
 			ks_mc_delete_if(&s->c->mc, (const __u8 *)s->name,
 					s->len, cas);
 	}
-	a = (struct ks_mc_arith){ .delta = (__u64)net, .create = 1,
+	a = (struct ks_mc_arith){ .delta = (__u64)net,
+				  .create = 1,
 				  .initial = (__u64)net };
 	return part_arith(ks, b, &a, NULL, NULL) ?: 1;
 }
@@ -434,7 +430,8 @@ static int fold(struct keysteer *ks, const void *key, size_t klen,
 	}
 	if (!ret && !left && plan->lower && width > k_view) {
 		/* nobody raised it meanwhile: the parts past K are done */
-		a = (struct ks_mc_arith){ .delta = width - k_view, .decr = 1,
+		a = (struct ks_mc_arith){ .delta = width - k_view,
+					  .decr = 1,
 					  .cas_in = wcas };
 		ret = part_arith(ks, &w, &a, NULL, NULL);
 		ret = ret == -EAGAIN ? 0 : ret;
@@ -498,17 +495,6 @@ static int sum_once(struct keysteer *ks, const void *key, size_t klen,
 	return ksc_fold_seq_ok(seq0, seq1);
 }
 
-static int check_counter_key(struct keysteer *ks, const void *key,
-			     size_t klen)
-{
-	if (!key || ks_mc_key_check(key, klen))
-		return ksc_err(ks, -EINVAL,
-			       "a key is 1..%d bytes without spaces or "
-			       "control bytes",
-			       KS_MC_KEY_MAX);
-	return 0;
-}
-
 KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 				 size_t klen, int64_t *value)
 {
@@ -522,14 +508,14 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	int ret, any = 0;
 
 	*value = 0;
-	if ((ret = check_counter_key(ks, key, klen)) ||
+	if ((ret = ksc_check_key(ks, key, klen)) ||
 	    (ret = part_open(ks, key, klen, KSC_PART_FOLD, &f)))
 		goto fail;
 	hash = ksc_key_hash(key, klen);
 	split_view(ks, key, klen, hash, now, &s);
 	until = now + 4 * (__u64)ks->timeout_ms;
-	while ((ret = sum_once(ks, key, klen, s.vu, &f, &sum, &any,
-			       &width)) == 0) {
+	while ((ret = sum_once(ks, key, klen, s.vu, &f, &sum, &any, &width)) ==
+	       0) {
 		ks->st.counter_retries++;
 		if (ksc_now_ms() > until) {
 			ret = ksc_err(ks, -EBUSY,
@@ -550,13 +536,12 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	    ksc_fold_decide(s.k, width, s.age_ms, ks->stale_view_ms + 1000,
 			    grace_ms(ks), s.fresh, 0, &plan)) {
 		fold_stamp(ks, hash, ksc_now_ms());
-		fold(ks, key, klen, &plan, s.k); /* best effort: the sum holds */
+		fold(ks, key, klen, &plan,
+		     s.k); /* best effort: the sum holds */
 	}
-	ks->err[0] = '\0';
-	return any;
+	return ksc_done(ks, any);
 fail:
-	ks->st.errors++;
-	return ret;
+	return ksc_done(ks, ret);
 }
 
 KSC_API int keysteer_counter_fold(struct keysteer *ks, const void *key,
@@ -567,7 +552,7 @@ KSC_API int keysteer_counter_fold(struct keysteer *ks, const void *key,
 	struct split_view s;
 	int ret;
 
-	if ((ret = check_counter_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	if (flags & ~KEYSTEER_FOLD_ALL) {
 		ret = ksc_err(ks, -EINVAL, "fold flags 0x%x: unknown", flags);
@@ -583,9 +568,7 @@ KSC_API int keysteer_counter_fold(struct keysteer *ks, const void *key,
 	plan.to = 1; /* the width read under the fold lock says how far */
 	if ((ret = fold(ks, key, klen, &plan, s.k)))
 		goto fail;
-	ks->err[0] = '\0';
-	return 0;
+	return ksc_done(ks, 0);
 fail:
-	ks->st.errors++;
-	return ret;
+	return ksc_done(ks, ret);
 }

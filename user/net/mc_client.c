@@ -767,8 +767,11 @@ static int arith_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 		return -EDOM;
 	if (strncmp(line, "VA ", 3) || !(sp = strchr(line + 3, ' ')))
 		return -EPROTO;
+	/* "VA <len> c<cas>": the CAS after the length */
+	if (cas_token(line + 2, &x->cas))
+		return -EPROTO;
 	*sp = '\0';
-	if (parse_num(line + 3, 20, &len) || cas_token(sp, &x->cas))
+	if (parse_num(line + 3, 20, &len))
 		return -EPROTO;
 	err = read_exact(c, digits, (size_t)len + 2, deadline);
 	if (err)
