@@ -133,7 +133,8 @@ static void *reader(void *arg)
 	(void)arg;
 	while (!stop) {
 		lo = __atomic_load_n(&k->acked, __ATOMIC_SEQ_CST);
-		if (keysteer_counter_get(ks, k->name, strlen(k->name), &v) < 0) {
+		if (keysteer_counter_get(ks, k->name, strlen(k->name), &v) <
+		    0) {
 			note_err(ks, &read_errs);
 			continue;
 		}
@@ -152,7 +153,8 @@ static void *reader(void *arg)
 static void *folder(void *arg)
 {
 	struct keysteer *ks = open_handle();
-	struct timespec ts = { fold_ms / 1000, (long)(fold_ms % 1000) * 1000000 };
+	struct timespec ts = { fold_ms / 1000,
+			       (long)(fold_ms % 1000) * 1000000 };
 	unsigned i;
 	int ret;
 
@@ -261,21 +263,23 @@ int main(int argc, char **argv)
 
 	if (argc < 4 || (strcmp(argv[2], "get") && strcmp(argv[2], "run") &&
 			 strcmp(argv[2], "watch"))) {
-		fprintf(stderr, "usage: ks_counter SPEC get KEY... | SPEC watch KEY S | SPEC run "
-				"KEY:WEIGHT,... [--writers N] [--readers N] "
-				"[--seconds S] [--max N] [--fold-all-ms M] "
-				"[--bound-key KEY]\n");
+		fprintf(stderr,
+			"usage: ks_counter SPEC get KEY... | SPEC watch KEY S | SPEC run "
+			"KEY:WEIGHT,... [--writers N] [--readers N] "
+			"[--seconds S] [--max N] [--fold-all-ms M] "
+			"[--bound-key KEY]\n");
 		return 2;
 	}
 	spec = argv[1];
 	if (!strcmp(argv[2], "get"))
 		return get_all(argc - 3, argv + 3);
 	if (!strcmp(argv[2], "watch"))
-		return watch(argv[3], argc > 4 ? num_arg("SECONDS", argv[4], 600)
-					       : 5);
+		return watch(argv[3],
+			     argc > 4 ? num_arg("SECONDS", argv[4], 600) : 5);
 	if (parse_keys(argv[3])) {
-		fprintf(stderr, "ks_counter: '%s': want KEY:WEIGHT,... (at "
-				"most 16, weights > 0)\n",
+		fprintf(stderr,
+			"ks_counter: '%s': want KEY:WEIGHT,... (at "
+			"most 16, weights > 0)\n",
 			argv[3]);
 		return 2;
 	}
@@ -305,8 +309,7 @@ int main(int argc, char **argv)
 			bound = i;
 	ks = open_handle();
 	for (i = 0; i < nkeys; i++)
-		if (keysteer_counter_get(ks, keys[i].name,
-					 strlen(keys[i].name),
+		if (keysteer_counter_get(ks, keys[i].name, strlen(keys[i].name),
 					 &keys[i].start) < 0) {
 			fprintf(stderr, "ks_counter: start of %s: %s\n",
 				keys[i].name, keysteer_errmsg(ks));
@@ -343,9 +346,8 @@ int main(int argc, char **argv)
 	       writers, (unsigned long long)errors, (unsigned long long)reads,
 	       (unsigned long long)read_errs, (unsigned long long)shorts,
 	       (unsigned long long)doubles, (unsigned long long)folds,
-	       (unsigned long long)fold_errs,
-	       (unsigned long long)subkey_writes, (unsigned long long)folded,
-	       (unsigned long long)retries);
+	       (unsigned long long)fold_errs, (unsigned long long)subkey_writes,
+	       (unsigned long long)folded, (unsigned long long)retries);
 	if (first_err[0])
 		printf("first_error=%s\n", first_err);
 	return 0;

@@ -513,6 +513,25 @@ static void settle(__u32 *cur, unsigned target, double rate, double *at,
 	}
 }
 
+/*
+ * The key's whole write rate, of which its owner sees raw this interval.
+ * libkeysteer spreads a split counter's increments evenly over its K
+ * parts, the base one of them (docs/client.md, "Split counters"), so once
+ * clients follow a split the base sees about 1/K of the writes: a raw rate
+ * below rate-at-split / sqrt(K) (half way, in ratio, between "nobody
+ * splits" and "everybody does") is read as a split in effect and scaled by
+ * K. Plain clients, which write the base only, keep it above and are
+ * taken as they are.
+ */
+static double split_total(const struct ks_hot_entry *e, double raw_w,
+			  double smoothed_w)
+{
+	if (!e->write_hot || e->subkeys < 2 || !(e->subkeys_rate > 0) ||
+	    raw_w >= e->subkeys_rate / sqrt((double)e->subkeys))
+		return fmax(raw_w, smoothed_w);
+	return raw_w * e->subkeys;
+}
+
 /* Smoothed rates already updated; raw are this interval's. */
 static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   struct ks_hot_entry *e, double raw_r, double raw_w)
@@ -521,7 +540,7 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 							   e->len);
 	double rt = ks_hot_read_threshold(p), wt = ks_hot_write_threshold(p);
 	double rate_r = fmax(raw_r, e->reads_ps);
-	double rate_w = fmax(raw_w, e->writes_ps);
+	double rate_w = split_total(e, raw_w, e->writes_ps);
 	int was_r = e->read_hot, was_w = e->write_hot;
 	unsigned cap = cap_copies(p);
 
@@ -530,7 +549,8 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 	else
 		e->read_hot = rate_r >= rt;
 	if (was_w)
-		e->write_hot = e->writes_ps >= p->leave_ratio * wt;
+		e->write_hot = fmax(e->writes_ps, rate_w) >=
+			       p->leave_ratio * wt;
 	else
 		e->write_hot = rate_w >= wt;
 
