@@ -59,7 +59,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-votes soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -291,6 +291,14 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# The talent show's final vote (issue 13): 16 shards, 4 counters at 60/25/10/5%
+# of the increments from 2 client hosts through libkeysteer, busiest/mean
+# shard from memcached's counters without and with the agents' split,
+# every counter read back exact (docs/benchmarks.md). About 2 minutes.
+bench-votes: check-deps
+	$(MAKE) all $(OUT)/tests/ks_counter
+	OUT=$(OUT) tests/bench/votes_bench.sh --json $(OUT)/votes_bench.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):

@@ -141,6 +141,67 @@ static void test_counter_pick(void)
 	kt_end();
 }
 
+/* Each shard holding parts takes an equal share, whatever its count. */
+static void test_counter_pick_spread(void)
+{
+	static struct ksc_hot e;
+	unsigned i, on9 = 0, base = 0, bad = 0;
+	__u64 rng = 99;
+
+	kt_begin("client_counter_pick_even_per_shard");
+	e.part_k = 4;
+	e.part_owner[0] = e.part_owner[1] = e.part_owner[2] = 7;
+	e.part_owner[3] = 9;
+	for (i = 0; i < 8000; i++) {
+		unsigned p = ksc_split_pick_spread(&e, 4, 0, &rng);
+
+		on9 += p == 3;
+		base += p == 0;
+		bad += p > 3;
+	}
+	/* the base 1/4 (2000), then half the rest (3000) on shard 9's one
+	 * sub-key, the other half over shard 7's two */
+	CHECK(on9 > 2700 && on9 < 3300 && base > 1750 && base < 2250 && !bad,
+	      "8000 picks: %u on the lone part's shard, %u on the base, %u "
+	      "past K",
+	      on9, base, bad);
+	for (i = 0, on9 = 0, base = 0; i < 6000; i++) {
+		unsigned p = ksc_split_pick_spread(&e, 4, 1, &rng);
+
+		on9 += p == 3;
+		base += p == 0;
+	}
+	CHECK(on9 > 2700 && on9 < 3300 && !base,
+	      "6000 decrements: %u on the lone part, %u on the base", on9,
+	      base);
+	/* 63 sub-keys, 3 on each of 21 shards: every one picked alike (a
+	 * draw reused for the keep test would starve two in three) */
+	{
+		static unsigned hits[KSC_SPLIT_MAX];
+		unsigned lo = ~0u;
+
+		e.part_k = KSC_SPLIT_MAX;
+		for (i = 1; i < KSC_SPLIT_MAX; i++)
+			e.part_owner[i] = (__u16)(i % 21);
+		for (i = 0; i < 63000; i++)
+			hits[ksc_split_pick_spread(&e, KSC_SPLIT_MAX, 1,
+						   &rng)]++;
+		for (i = 1; i < KSC_SPLIT_MAX; i++)
+			lo = hits[i] < lo ? hits[i] : lo;
+		CHECK(lo > 800 && !hits[0],
+		      "63000 decrements: the least picked sub-key %u times "
+		      "(1000 expected), the base %u",
+		      lo, hits[0]);
+		e.part_k = 4;
+	}
+	/* a layout of another K: the plain pick */
+	for (i = 0, bad = 0; i < 1000; i++)
+		bad += ksc_split_pick_spread(&e, 8, 0, &rng) > 7;
+	CHECK(!bad && ksc_split_pick_spread(NULL, 1, 0, &rng) == 0,
+	      "no layout for K 8: %u picks past K", bad);
+	kt_end();
+}
+
 static void test_counter_sum(void)
 {
 	__s64 sum = 0;
@@ -208,6 +269,7 @@ void test_client_counter(void)
 	test_counter_names();
 	test_counter_view_k();
 	test_counter_pick();
+	test_counter_pick_spread();
 	test_counter_sum();
 	test_counter_fold_decide();
 }

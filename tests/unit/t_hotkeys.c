@@ -242,6 +242,12 @@ static void write_hot_split_share(void)
 	CHECK(e && e->write_hot && e->subkeys == 6,
 	      "split in effect: hot %d K %u, want 6", e ? e->write_hot : -1,
 	      e ? e->subkeys : 0);
+	s = sample("votes", 0, 0); /* an interval without a sample of it */
+	ks_hot_update(&t, &p, &s, 1, 1);
+	e = find(&t, "votes");
+	CHECK(e && e->write_hot && e->subkeys == 6,
+	      "an interval unsampled: hot %d K %u, want 6",
+	      e ? e->write_hot : -1, e ? e->subkeys : 0);
 	for (i = 0; i < 6; i++) { /* twice the votes, clients follow K */
 		e = find(&t, "votes");
 		s = sample("votes", 0, 12 * T / (e ? e->subkeys : 1));

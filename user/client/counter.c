@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "client/counter.h"
+#include "core/mc_key.h"
 
 int ksc_counter_key(const void *key, size_t klen, int part, char *buf,
 		    size_t len)
@@ -31,20 +32,6 @@ int ksc_counter_key(const void *key, size_t klen, int part, char *buf,
 static unsigned clamp_k(unsigned k)
 {
 	return k < 1 ? 1 : k > KSC_SPLIT_MAX ? KSC_SPLIT_MAX : k;
-}
-
-void ksc_split_set(struct ksc_hot *e, unsigned k, __u64 now_ms)
-{
-	unsigned old = clamp_k(e->subkeys);
-
-	k = clamp_k(k);
-	if (k == old && e->subkeys)
-		return;
-	/* a second change inside the grace keeps the widest of all */
-	if (e->subkeys && old > e->subkeys_prev)
-		e->subkeys_prev = (__u16)old;
-	e->subkeys = (__u16)k;
-	e->subkeys_since_ms = now_ms;
 }
 
 unsigned ksc_split_k(const struct ksc_hot *e)
@@ -79,6 +66,51 @@ unsigned ksc_split_pick(unsigned k, int decr, __u64 *rng)
 	if (k == 1)
 		return 0;
 	return decr ? 1 + (unsigned)(x % (k - 1)) : (unsigned)(x % k);
+}
+
+void ksc_split_layout(const struct ksc_view *v, struct ksc_hot *e,
+		      const void *key, size_t klen, unsigned k)
+{
+	char name[KS_MC_KEY_MAX + 1];
+	unsigned i;
+	int n;
+
+	k = clamp_k(k);
+	if (e->part_k == k && e->part_ring == v->ring_rev)
+		return;
+	for (i = 0; i < k; i++) {
+		n = ksc_counter_key(key, klen, (int)i, name, sizeof(name));
+		e->part_owner[i] = (__u16)(n < 0 ? KSC_NONE
+						 : ksc_view_owner(v, name,
+								  (size_t)n));
+	}
+	e->part_k = (__u16)k;
+	e->part_ring = v->ring_rev;
+}
+
+unsigned ksc_split_pick_spread(const struct ksc_hot *e, unsigned k, int decr,
+			       __u64 *rng)
+{
+	unsigned i = 0, j, same, try;
+
+	k = clamp_k(k);
+	if (!e || e->part_k != k)
+		return ksc_split_pick(k, decr, rng);
+	/* the base keeps 1/K of the increments: its owner's agent sizes K
+	 * on K times what it sees (hotkeys.c, split_total) */
+	if (!decr && ksc_split_pick(k, 0, rng) == 0)
+		return 0;
+	/* a sub-key at random, kept with 1 / (sub-keys on its shard): each
+	 * shard equally likely, then each of its sub-keys */
+	for (try = 0; try < 4 * KSC_SPLIT_MAX; try++) {
+		i = ksc_split_pick(k, 1, rng);
+		for (j = 1, same = 0; j < k; j++)
+			same += e->part_owner[j] == e->part_owner[i];
+		/* a fresh draw: the one that chose i says much of i % same */
+		if (same <= 1 || ksc_split_pick(same + 1, 1, rng) == 1)
+			return i;
+	}
+	return i;
 }
 
 __u64 ksc_subkey_initial(__u64 delta, int decr)

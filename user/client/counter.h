@@ -34,10 +34,6 @@
 int ksc_counter_key(const void *key, size_t klen, int part, char *buf,
 		    size_t len);
 
-/* The entry's sub-key count is now k (1: not split), as the fleet said it
- * at now_ms (0: not known yet, stamped by ksc_split_union). The previous
- * count is kept for the union of old and new. */
-void ksc_split_set(struct ksc_hot *e, unsigned k, __u64 now_ms);
 /* K for increments: the entry's (1 without one). */
 unsigned ksc_split_k(const struct ksc_hot *e);
 /* The parts a read sums by the view alone: max(K, the previous K while
@@ -49,6 +45,21 @@ unsigned ksc_split_union(struct ksc_hot *e, __u64 now_ms, __u64 grace_ms);
  * 0..k-1 for an increment, a sub-key 1..k-1 for a decrement (the base
  * clamps at zero). *rng: the caller's xorshift state, not 0. */
 unsigned ksc_split_pick(unsigned k, int decr, __u64 *rng);
+/*
+ * The part an increment or decrement takes when the parts' owners are
+ * known (ksc_split_layout): the base 1/K of the increments (what its
+ * owner's agent expects), and of the rest every shard holding sub-keys an
+ * equal share, however many of them its ring arcs happen to hold, so a
+ * shard with three sub-keys of a counter is not three times as busy as
+ * one with one.
+ */
+unsigned ksc_split_pick_spread(const struct ksc_hot *e, unsigned k, int decr,
+			       __u64 *rng);
+/* The owners of the entry's k parts of key under the view's ring, kept
+ * until k or the ring changes. */
+void ksc_split_layout(const struct ksc_view *v, struct ksc_hot *e,
+		      const void *key, size_t klen, unsigned k);
+
 /* The value a missing sub-key is created with so that its first delta is
  * counted (memcached's auto-create stores the initial value only). */
 __u64 ksc_subkey_initial(__u64 delta, int decr);

@@ -86,6 +86,10 @@ static int part_read(struct keysteer *ks, struct part *p, int *found,
 	if (it.found) {
 		errno = 0;
 		v = strtoull(it.value, &end, 10);
+		/* memcached rewrites a number that got shorter in place,
+		 * padded with spaces */
+		while (*end == ' ')
+			end++;
 		if (errno || end == it.value || *end || it.value[0] == '-')
 			ret = part_err(ks, p, "read", -EDOM);
 		*found = !ret;
@@ -134,10 +138,11 @@ struct split_view {
 	int raise;      /* the width must be raised before a sub-key write */
 	int fold_ok;    /* no fold of it by this handle for a while */
 	unsigned owner; /* the base's owner */
+	unsigned part;  /* the part a delta takes (0: the base) */
 };
 
 static void split_view(struct keysteer *ks, const void *key, size_t klen,
-		       __u64 hash, __u64 now, struct split_view *s)
+		       __u64 hash, __u64 now, int decr, struct split_view *s)
 {
 	struct ksc_hot *e;
 
@@ -155,6 +160,14 @@ static void split_view(struct keysteer *ks, const void *key, size_t klen,
 		   (e->width_raised < s->k ||
 		    now - e->width_raised_ms >= KSC_WIDTH_RAISE_MS);
 	s->fold_ok = !e || now - e->fold_ms >= KSC_FOLD_EVERY_MS;
+	s->part = 0;
+	if (e && s->k > 1) {
+		ksc_split_layout(&ks->view, e, key, klen, s->k);
+		if (!ks->split_rng)
+			ks->split_rng = (now << 20) ^ (__u64)getpid() ^
+					(__u64)(size_t)ks;
+		s->part = ksc_split_pick_spread(e, s->k, decr, &ks->split_rng);
+	}
 	pthread_mutex_unlock(&ks->lock);
 }
 
@@ -175,7 +188,7 @@ int ksc_counter_refuse_set(struct keysteer *ks, const void *key, size_t klen,
 {
 	struct split_view s;
 
-	split_view(ks, key, klen, hash, ksc_now_ms(), &s);
+	split_view(ks, key, klen, hash, ksc_now_ms(), 0, &s);
 	if (s.k <= 1 && s.vu <= 1)
 		return 0;
 	ks->st.split_refused++;
@@ -242,11 +255,8 @@ static int count_op(struct keysteer *ks, const void *key, size_t klen,
 	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	hash = ksc_key_hash(key, klen);
-	split_view(ks, key, klen, hash, now, &s);
-	if (!ks->split_rng)
-		ks->split_rng = (now << 20) ^ (__u64)getpid() ^
-				(__u64)(size_t)ks;
-	idx = ksc_split_pick(s.k, decr, &ks->split_rng);
+	split_view(ks, key, klen, hash, now, decr, &s);
+	idx = s.part;
 	if (idx && s.raise) {
 		if ((ret = width_raise(ks, key, klen, s.k)))
 			goto fail;
@@ -512,7 +522,7 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	    (ret = part_open(ks, key, klen, KSC_PART_FOLD, &f)))
 		goto fail;
 	hash = ksc_key_hash(key, klen);
-	split_view(ks, key, klen, hash, now, &s);
+	split_view(ks, key, klen, hash, now, 0, &s);
 	until = now + 4 * (__u64)ks->timeout_ms;
 	while ((ret = sum_once(ks, key, klen, s.vu, &f, &sum, &any, &width)) ==
 	       0) {
@@ -559,7 +569,7 @@ KSC_API int keysteer_counter_fold(struct keysteer *ks, const void *key,
 		goto fail;
 	}
 	hash = ksc_key_hash(key, klen);
-	split_view(ks, key, klen, hash, now, &s);
+	split_view(ks, key, klen, hash, now, 0, &s);
 	/* the width is read under the fold lock: ask for every part */
 	if (!ksc_fold_decide(s.k, KSC_SPLIT_MAX, s.age_ms,
 			     ks->stale_view_ms + 1000, grace_ms(ks), s.fresh,

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "client/counter.h"
 #include "client/view.h"
 #include "core/fleet_doc.h"
 #include "core/hot_doc.h"
@@ -310,6 +309,23 @@ static struct ksc_hot *hot_get(struct ksc_view *v, __u64 hash)
 	return e;
 }
 
+/* The entry's sub-key count is now k (1: not split), as the fleet said it
+ * at now_ms (0: not known yet, stamped by the counter code on first
+ * sight). The previous count is kept for the union of old and new. */
+static void split_set(struct ksc_hot *e, unsigned k, __u64 now_ms)
+{
+	unsigned old = e->subkeys ? e->subkeys : 1;
+
+	k = k < 1 ? 1 : k > KSC_SPLIT_MAX ? KSC_SPLIT_MAX : k;
+	if (k == old && e->subkeys)
+		return;
+	/* a second change inside the grace keeps the widest of all */
+	if (e->subkeys && old > e->subkeys_prev)
+		e->subkeys_prev = (__u16)old;
+	e->subkeys = (__u16)k;
+	e->subkeys_since_ms = now_ms;
+}
+
 static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 		   size_t vlen, __s64 rev)
 {
@@ -355,7 +371,7 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 	e->owner = (__u16)owner;
 	e->owner_turns = d->owner_turns;
 	e->mod_rev = rev;
-	ksc_split_set(e, d->write_hot ? d->subkeys : 1, 0);
+	split_set(e, d->write_hot ? d->subkeys : 1, 0);
 	e->nrep = (__u8)d->nreplicas;
 	nseen = e->nseen;
 	for (i = 0; i < d->nreplicas; i++) {
@@ -381,7 +397,7 @@ static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
 		return;
 	e->live = 0;
 	e->gone_ms = now_ms;
-	ksc_split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
+	split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 	v->hlive--;
 }
 

@@ -31,6 +31,7 @@
 #define KSC_WHY_MAX     256
 #define KSC_NONE        0xffffu /* no server */
 #define KSC_PREFIX_MAX  80      /* "/keysteer/" NAME "/" and the NUL */
+#define KSC_SPLIT_MAX   64      /* parts of one split counter (counter.h) */
 
 struct ksc_server {
 	char name[KSC_ADDR_MAX];
@@ -60,6 +61,10 @@ struct ksc_hot {
 	__u64 subkeys_since_ms;
 	__u16 width_raised;
 	__u64 width_raised_ms, fold_ms;
+	/* the owner of each part, for part_k parts under ring part_ring */
+	__u16 part_k;
+	__s64 part_ring;
+	__u16 part_owner[KSC_SPLIT_MAX];
 };
 
 struct ksc_view {

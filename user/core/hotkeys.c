@@ -514,22 +514,19 @@ static void settle(__u32 *cur, unsigned target, double rate, double *at,
 }
 
 /*
- * The key's whole write rate, of which its owner sees raw this interval.
- * libkeysteer spreads a split counter's increments evenly over its K
- * parts, the base one of them (docs/client.md, "Split counters"), so once
- * clients follow a split the base sees about 1/K of the writes: a raw rate
- * below rate-at-split / sqrt(K) (half way, in ratio, between "nobody
- * splits" and "everybody does") is read as a split in effect and scaled by
- * K. Plain clients, which write the base only, keep it above and are
- * taken as they are.
+ * Whether the key's writes are split now. libkeysteer spreads a split
+ * counter's increments over its K parts with the base taking 1/K of them
+ * (docs/client.md, "Split counters"), so once clients follow a split the
+ * base's owner sees about 1/K of the key's writes: a raw rate below
+ * rate-at-split / sqrt(K) (half way, in ratio, between "nobody splits"
+ * and "everybody does") is read as a split in effect, and the whole rate
+ * is K times the base's. Plain clients, which write the base only, keep
+ * it above and are taken as they are.
  */
-static double split_total(const struct ks_hot_entry *e, double raw_w,
-			  double smoothed_w)
+static int split_in_effect(const struct ks_hot_entry *e, double raw_w)
 {
-	if (!e->write_hot || e->subkeys < 2 || !(e->subkeys_rate > 0) ||
-	    raw_w >= e->subkeys_rate / sqrt((double)e->subkeys))
-		return fmax(raw_w, smoothed_w);
-	return raw_w * e->subkeys;
+	return e->write_hot && e->subkeys >= 2 && e->subkeys_rate > 0 &&
+	       raw_w < e->subkeys_rate / sqrt((double)e->subkeys);
 }
 
 /* Smoothed rates already updated; raw are this interval's. */
@@ -540,7 +537,14 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 							   e->len);
 	double rt = ks_hot_read_threshold(p), wt = ks_hot_write_threshold(p);
 	double rate_r = fmax(raw_r, e->reads_ps);
-	double rate_w = split_total(e, raw_w, e->writes_ps);
+	int split = split_in_effect(e, raw_w);
+	/* split: an interval without a sample of the base (raw 0) says
+	 * nothing of the whole rate, so K stays; the smoothed share decides
+	 * when the key cools */
+	double rate_w = !split      ? fmax(raw_w, e->writes_ps)
+			: raw_w > 0 ? raw_w * e->subkeys
+				    : e->subkeys_rate;
+	double keep_w = split ? e->writes_ps * e->subkeys : e->writes_ps;
 	int was_r = e->read_hot, was_w = e->write_hot;
 	unsigned cap = cap_copies(p);
 
@@ -549,8 +553,7 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 	else
 		e->read_hot = rate_r >= rt;
 	if (was_w)
-		e->write_hot = fmax(e->writes_ps, rate_w) >=
-			       p->leave_ratio * wt;
+		e->write_hot = keep_w >= p->leave_ratio * wt;
 	else
 		e->write_hot = rate_w >= wt;
 
