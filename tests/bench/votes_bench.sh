@@ -117,12 +117,11 @@ load() {
 	ks_in_ns "$CNS2" "$COUNTER" "$SPEC" run "$KEYS" --writers "$WRITERS" \
 		--seconds "$t" >"$TMP/$name.2.out" 2>&1 &
 	p2=$!
-	if [ -n "${VOTES_K_LOG:-}" ]; then # K every second, for a look
-		for ((j = 0; j < t; j++)); do
-			echo "$j $(hot_k)"
-			sleep 1
-		done >>"$VOTES_K_LOG" &
-	fi
+	# K of every counter every second, as the fleet says it
+	for ((j = 0; j < t; j++)); do
+		echo "$(hot_k)"
+		sleep 1
+	done >"$TMP/$name.klog" &
 	sleep "$WARMUP"
 	snap "$name.before"
 	sleep "$DURATION"
@@ -159,7 +158,7 @@ for line in sys.stdin:
 print(" ".join("%s=%s" % (n, k.get(n, 1)) for n in "abcd"))'
 }
 
-PLAIN=() SPLIT=() EXACT=0 RUNS=0 KS=() RATE=0
+PLAIN=() SPLIT=() EXACT=0 RUNS=0 KS=() KCHANGES=() RATE=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	sums >"$TMP/p$r.start"
 	load "p$r"
@@ -182,6 +181,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	sums >"$TMP/s$r.start"
 	load "s$r"
 	KS+=("$(cat "$TMP/s$r.k")")
+	# changes of K seen over the run, every counter's (from 1 on)
+	KCH=$(tr ' ' '\n' <"$TMP/s$r.klog" | sort -s -t= -k1,1 | awk -F= '$1 == p && $2 != v {n++} {p = $1; v = $2} END {print n + 0}')
+	KCHANGES+=("$KCH")
 	read -r sr stot smax stop < <(ratio "s$r.before" "s$r.after")
 	SPLIT+=("$sr")
 	# the vote is over: the counters cool, reads past the grace fold back
@@ -190,8 +192,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	RUNS=$((RUNS + 1))
 	check "s$r" "$TMP/s$r.start" "$TMP/s$r.end" && EXACT=$((EXACT + 1))
 	steer_agents_stop
-	printf 'round %d: plain %.2fx (%d incr/s, busiest %d), split %.2fx (%d incr/s, busiest %d, top 3 shards %s x mean), K %s, hot/ after cooling: %s\n' \
-		"$r" "$pr" "$((ptot / DURATION))" "$pmax" "$sr" "$((stot / DURATION))" "$smax" "$stop" "${KS[-1]}" "$(hot_k)"
+	printf 'round %d: plain %.2fx (%d incr/s, busiest %d), split %.2fx (%d incr/s, busiest %d, top 3 shards %s x mean), K %s (%s changes of K seen), hot/ after cooling: %s\n' \
+		"$r" "$pr" "$((ptot / DURATION))" "$pmax" "$sr" "$((stot / DURATION))" "$smax" "$stop" "${KS[-1]}" "$KCH" "$(hot_k)"
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 PM=$(med "${PLAIN[@]}") SM=$(med "${SPLIT[@]}")
