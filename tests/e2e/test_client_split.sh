@@ -19,6 +19,9 @@
 #    increment, exactly; no sum was short or double; sub-keys were written
 #    and folded; once the load stops and the key cools, a handle's reads
 #    after the grace fold what is left and lower the width to 1.
+# 1b. The Python adapter (ctypes over libkeysteer.so) on client 2: 20
+#    increments of the split counter (each None: it went to a part) read
+#    back as +100, a plain counter's values, a set of the split key refused.
 # 3. Control: the same with fold=unsafe (the fold reads a sub-key, waits,
 #    then stores its zero, without the fold sequence): counts must be lost
 #    (the sum below start plus acknowledged) or sums seen short or double.
@@ -143,6 +146,38 @@ if [ "$K" = 8 ]; then
 else
 	fail client_split_fleet_publishes_subkeys "hot/ entry subkeys '$K', want 8: $(tail -n 2 "$E2E_TMP/pins.out")"
 	exit 1
+fi
+
+# --- 1b. the Python adapter: the same C code through ctypes ------------------
+ks_in_ns "$CNS2" env KEYSTEER_LIB="$E2E_ROOT/${OUT:-build}/libkeysteer.so" \
+	PYTHONPATH="$E2E_ROOT/user/client/python" "$PY" - "$SPEC" "$KEY" \
+	>"$E2E_TMP/py.out" 2>&1 <<'PYEOF'
+import errno, sys
+from keysteer_client import Client, KeysteerError
+spec, key = sys.argv[1], sys.argv[2]
+with Client(spec) as c:
+    before = c.counter(key)
+    split = [c.incr(key, 5) for _ in range(20)]
+    after = c.counter(key)
+    plain = [c.incr("plain:py", 3), c.incr("plain:py", 2), c.decr("plain:py", 10)]
+    try:
+        c.set(key, b"0")
+        refused = "set taken"
+    except KeysteerError as e:
+        refused = "refused" if e.errno == errno.EBUSY else "errno %d" % e.errno
+    st = c.stats()
+    print("split_none=%d sum_ok=%d plain=%s set=%s subkey_writes=%d" % (
+        split.count(None), after - before == 100, ",".join(map(str, plain)),
+        refused, st["subkey_writes"]))
+PYEOF
+PYOUT=$(cat "$E2E_TMP/py.out")
+note "python: $PYOUT"
+# plain:py is created at 3, then 5, then clamps at 0 (a fresh key each run:
+# the test's own memcacheds)
+if grep -q 'split_none=20 sum_ok=1 plain=3,5,0 set=refused subkey_writes=[1-9]' <<<"$PYOUT"; then
+	pass client_split_python_adapter
+else
+	fail client_split_python_adapter "$PYOUT"
 fi
 
 # run NAME: both client hosts at once for SECONDS_RUN s, K 8 -> 3 -> cooled
