@@ -202,6 +202,41 @@ static void test_counter_pick_spread(void)
 	kt_end();
 }
 
+/* The parts' owners are the ring's, by their own names, kept until K or
+ * the ring changes. */
+static void test_counter_layout(void)
+{
+	static struct ksc_hot e;
+	struct ksc_view v;
+	char name[64];
+	unsigned i, bad = 0, owners = 0, seen[8] = { 0 };
+	int n;
+
+	kt_begin("client_counter_layout_by_the_ring");
+	ksc_view_init(&v, "t");
+	CHECK(!ksc_view_static(&v,
+			       "198.18.0.1:11211,198.18.0.2:11211,"
+			       "198.18.0.3:11211,198.18.0.4:11211",
+			       NULL, NULL),
+	      "static ring: %s", v.why);
+	ksc_split_layout(&v, &e, "votes", 5, 16);
+	for (i = 0; i < 16; i++) {
+		n = ksc_counter_key("votes", 5, (int)i, name, sizeof(name));
+		bad += e.part_owner[i] != ksc_view_owner(&v, name, (size_t)n);
+		if (e.part_owner[i] < 8 && !seen[e.part_owner[i]]++)
+			owners++;
+	}
+	CHECK(!bad && e.part_k == 16, "%u of 16 parts on another owner", bad);
+	CHECK(owners >= 3, "16 parts on only %u of 4 shards", owners);
+	e.part_owner[5] = 4000; /* kept: the same K and ring */
+	ksc_split_layout(&v, &e, "votes", 5, 16);
+	CHECK(e.part_owner[5] == 4000, "laid out again for the same K");
+	ksc_split_layout(&v, &e, "votes", 5, 8);
+	CHECK(e.part_k == 8 && e.part_owner[5] != 4000, "not laid out anew");
+	kt_end();
+	ksc_view_free(&v);
+}
+
 static void test_counter_sum(void)
 {
 	__s64 sum = 0;
@@ -270,6 +305,7 @@ void test_client_counter(void)
 	test_counter_view_k();
 	test_counter_pick();
 	test_counter_pick_spread();
+	test_counter_layout();
 	test_counter_sum();
 	test_counter_fold_decide();
 }

@@ -482,16 +482,26 @@ static int sum_once(struct keysteer *ks, const void *key, size_t klen,
 	unsigned i;
 	int found, ret;
 
-	if ((ret = fold_seq(ks, f, &seq0)))
-		return ret;
-	if (seq0 & 1)
-		return 0;
 	*sum = 0;
 	*any = 0;
+	/* the width first: a fold lowers it only after its moves are done,
+	 * so one read before the sequence covers every part that counts */
 	if ((ret = part_open(ks, key, klen, KSC_PART_WIDTH, &p)) ||
 	    (ret = part_read(ks, &p, &found, &raw)))
 		return ret;
 	*width = ksc_counter_width(vu, found, raw);
+	if (*width == 1) { /* no sub-keys: nothing can move, the base is all */
+		if ((ret = part_open(ks, key, klen, 0, &p)) ||
+		    (ret = part_read(ks, &p, any, &raw)))
+			return ret;
+		return *any && ksc_counter_add(sum, 0, raw)
+			       ? part_err(ks, &p, "sum", -ERANGE)
+			       : 1;
+	}
+	if ((ret = fold_seq(ks, f, &seq0)))
+		return ret;
+	if (seq0 & 1)
+		return 0;
 	for (i = 0; i < *width; i++) {
 		if ((ret = part_open(ks, key, klen, (int)i, &p)) ||
 		    (ret = part_read(ks, &p, &found, &raw)))
@@ -517,6 +527,10 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	__s64 sum = 0;
 	int ret, any = 0;
 
+	if (!value) {
+		ret = ksc_err(ks, -EINVAL, "no place for the value (NULL)");
+		goto fail;
+	}
 	*value = 0;
 	if ((ret = ksc_check_key(ks, key, klen)) ||
 	    (ret = part_open(ks, key, klen, KSC_PART_FOLD, &f)))
