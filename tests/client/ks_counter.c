@@ -12,6 +12,8 @@
  *       --writers N (4)  --seconds S (5)  --max N (per writer, 0: none)
  *       --readers N (0)  --fold-all-ms M (0: no folder thread)
  *       --bound-key KEY  (readers check this key's sums, default the first)
+ *       --decr-every N   (every Nth operation of a writer a decrement by 1,
+ *                         of any key but the one readers check; 0: none)
  *
  * Each writer has a handle of its own and increments keys drawn by weight
  * by 1; each acknowledged increment is counted per key. Readers check
@@ -37,7 +39,7 @@
 struct key {
 	char name[251];
 	unsigned weight;
-	uint64_t acked, sent, uncertain; /* atomics */
+	uint64_t acked, sent, uncertain, decr_acked; /* atomics */
 	int64_t start;
 };
 
@@ -45,7 +47,7 @@ static struct key keys[KEYS_MAX];
 static unsigned nkeys, wsum;
 static const char *spec;
 static unsigned writers = 4, readers, fold_ms, seconds = 5, bound;
-static uint64_t max_per;
+static uint64_t max_per, decr_every;
 static volatile int stop;
 static uint64_t errors, shorts, doubles, reads, read_errs, folds, fold_errs;
 static uint64_t subkey_writes, retries, folded;
@@ -108,9 +110,23 @@ static void *writer(void *arg)
 		for (i = 0; r >= keys[i].weight; i++)
 			r -= keys[i].weight;
 		k = &keys[i];
+		n++;
+		if (decr_every && n % decr_every == 0 &&
+		    (!readers || i != bound)) {
+			ret = keysteer_decr(ks, k->name, strlen(k->name), 1,
+					    NULL);
+			if (ret >= 0)
+				__atomic_add_fetch(&k->decr_acked, 1,
+						   __ATOMIC_RELAXED);
+			else if (ret == -ECONNABORTED)
+				__atomic_add_fetch(&k->uncertain, 1,
+						   __ATOMIC_RELAXED);
+			else
+				note_err(ks, &errors);
+			continue;
+		}
 		__atomic_add_fetch(&k->sent, 1, __ATOMIC_SEQ_CST);
 		ret = keysteer_incr(ks, k->name, strlen(k->name), 1, NULL);
-		n++;
 		if (ret >= 0)
 			__atomic_add_fetch(&k->acked, 1, __ATOMIC_SEQ_CST);
 		else if (ret == -ECONNABORTED)
@@ -267,6 +283,7 @@ int main(int argc, char **argv)
 			"usage: ks_counter SPEC get KEY... | SPEC watch KEY S | SPEC run "
 			"KEY:WEIGHT,... [--writers N] [--readers N] "
 			"[--seconds S] [--max N] [--fold-all-ms M] "
+			"[--decr-every N] "
 			"[--bound-key KEY]\n");
 		return 2;
 	}
@@ -294,6 +311,8 @@ int main(int argc, char **argv)
 			seconds = num_arg(argv[a], v, 600);
 		else if (!strcmp(argv[a], "--max"))
 			max_per = num_arg(argv[a], v, 100000000);
+		else if (!strcmp(argv[a], "--decr-every"))
+			decr_every = num_arg(argv[a], v, 1000000);
 		else if (!strcmp(argv[a], "--fold-all-ms"))
 			fold_ms = num_arg(argv[a], v, 60000);
 		else if (!strcmp(argv[a], "--bound-key") && v)
@@ -336,10 +355,12 @@ int main(int argc, char **argv)
 			pthread_join(th[i], NULL);
 	}
 	for (i = 0; i < nkeys; i++)
-		printf("key=%s start=%lld acked=%llu uncertain=%llu\n",
+		printf("key=%s start=%lld acked=%llu uncertain=%llu "
+		       "decr_acked=%llu\n",
 		       keys[i].name, (long long)keys[i].start,
 		       (unsigned long long)keys[i].acked,
-		       (unsigned long long)keys[i].uncertain);
+		       (unsigned long long)keys[i].uncertain,
+		       (unsigned long long)keys[i].decr_acked);
 	printf("writers=%u errors=%llu reads=%llu read_errors=%llu short=%llu "
 	       "double=%llu folds=%llu fold_errors=%llu subkey_writes=%llu "
 	       "folded=%llu retries=%llu\n",
