@@ -84,8 +84,13 @@ steer_host_add "$CNS2" "ksv2_$$" 198.18.2.2 >>"$TMP/topo.out" 2>&1 || { tail -n 
 URL=http://$STEER_CLIENT_ADDR:2379
 ks_start_etcd "$CNS" votes "$URL" 2380 "$TMP" >"$TMP/etcd.out" 2>&1 || { cat "$TMP/etcd.out"; exit 1; }
 ETCD_PID=$KS_ETCD_PID
-ks_in_ns "$CNS" "$STEER_AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
-	--shards-file "$STEER_SHARDS_FILE" >"$TMP/ringset.out" 2>&1 || { cat "$TMP/ringset.out"; exit 1; }
+# a fresh etcd on a loaded machine may take a while to answer its first put
+for ((i = 0; i < 5; i++)); do
+	ks_in_ns "$CNS" "$STEER_AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
+		--shards-file "$STEER_SHARDS_FILE" >"$TMP/ringset.out" 2>&1 && break
+	sleep 1
+done
+[ "$i" -lt 5 ] || { cat "$TMP/ringset.out"; exit 1; }
 SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=1000 stale_view_ms=2000 split_grace_ms=4000"
 SERVERS=$(paste -sd' ' "$STEER_SHARDS_FILE")
 KEY_NAMES=$(tr ',' '\n' <<<"$KEYS" | sed 's/:[0-9]*$//' | paste -sd' ')

@@ -7,7 +7,9 @@
  *       prints "KEY VALUE" per key (keysteer_counter_get)
  *   ks_counter SPEC watch KEY SECONDS
  *       one handle reads KEY every 200 ms for SECONDS (its reads fold
- *       what the fleet no longer splits), then prints "KEY VALUE folded=N"
+ *       what the fleet no longer splits; a read refused while a fold holds
+ *       the counter is counted, not an error), then prints "KEY VALUE
+ *       folded=N busy=B ok=1|0" (ok: the last read succeeded)
  *   ks_counter SPEC run KEY:WEIGHT[,KEY:WEIGHT...] [options]
  *       --writers N (4)  --seconds S (5)  --max N (per writer, 0: none)
  *       --readers N (0)  --fold-all-ms M (0: no folder thread)
@@ -237,10 +239,15 @@ static int watch(const char *key, unsigned secs)
 	struct keysteer_stats st;
 	uint64_t until = now_ms() + secs * 1000ULL;
 	int64_t v = 0;
+	unsigned busy = 0;
 	int ret;
 
 	do {
 		ret = keysteer_counter_get(ks, key, strlen(key), &v);
+		if (ret == -EBUSY) { /* a fold held it: counted, read again */
+			busy++;
+			continue;
+		}
 		if (ret < 0) {
 			fprintf(stderr, "ks_counter: %s: %s\n", key,
 				keysteer_errmsg(ks));
@@ -250,8 +257,8 @@ static int watch(const char *key, unsigned secs)
 		nanosleep(&ts, NULL);
 	} while (now_ms() < until);
 	keysteer_stats(ks, &st, sizeof(st));
-	printf("%s %lld folded=%llu\n", key, (long long)v,
-	       (unsigned long long)st.folded);
+	printf("%s %lld folded=%llu busy=%u ok=%d\n", key, (long long)v,
+	       (unsigned long long)st.folded, busy, ret >= 0);
 	keysteer_close(ks);
 	return 0;
 }

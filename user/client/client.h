@@ -52,7 +52,7 @@ struct keysteer {
 	unsigned split_grace_ms;   /* 0: 3 x stale_view_ms */
 	int fold_unsafe;           /* a test control: folds lose counts */
 	__u64 split_rng;           /* xorshift state, not 0 */
-	__u64 stuck_cas, stuck_ms; /* a fold sequence seen odd, since */
+	__u64 stuck_seq, stuck_ms; /* a fold sequence seen odd, since */
 };
 
 __u64 ksc_now_ms(void);

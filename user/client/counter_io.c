@@ -224,9 +224,7 @@ static int width_raise(struct keysteer *ks, const void *key, size_t klen,
 			return 0;
 	}
 	return ret ? ret
-		   : ksc_err(ks, -EAGAIN,
-			     "width of a counter kept "
-			     "changing");
+		   : ksc_err(ks, -EAGAIN, "a counter's width kept moving");
 }
 
 static void width_raised(struct keysteer *ks, __u64 hash, unsigned k, __u64 now)
@@ -301,8 +299,9 @@ KSC_API int keysteer_decr(struct keysteer *ks, const void *key, size_t klen,
 
 /*
  * Takes the counter's fold sequence from even to odd: 0, or -EBUSY when
- * another handle holds it (one that held it odd for KSC_FOLD_STUCK_MS
- * has died mid-fold: taken over, bumped by two so readers see a change).
+ * another handle holds it. One that left it at the same odd value for
+ * KSC_FOLD_STUCK_MS has died mid-fold: taken over, bumped by two so
+ * readers see a change.
  */
 static int fold_lock(struct keysteer *ks, struct part *f)
 {
@@ -314,8 +313,9 @@ static int fold_lock(struct keysteer *ks, struct part *f)
 		return ret;
 	a = (struct ks_mc_arith){ .delta = 1, .cas_in = cas };
 	if (seq & 1) {
-		if (ks->stuck_cas != cas) {
-			ks->stuck_cas = cas;
+		/* the value, not the CAS: this very read bumped the CAS */
+		if (ks->stuck_seq != seq) {
+			ks->stuck_seq = seq;
 			ks->stuck_ms = now;
 			return -EBUSY;
 		}
@@ -542,6 +542,12 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	       0) {
 		ks->st.counter_retries++;
 		if (ksc_now_ms() > until) {
+			/* a folder that died holding the sequence: this
+			 * read's fold takes it over once it has stayed so
+			 * for KSC_FOLD_STUCK_MS (a move of every sub-key,
+			 * safe at any time), and later reads go through */
+			plan = (struct ksc_fold_plan){ .from = 1, .to = 1 };
+			fold(ks, key, klen, &plan, s.k);
 			ret = ksc_err(ks, -EBUSY,
 				      "a fold of %.*s went on longer than "
 				      "%d ms",
