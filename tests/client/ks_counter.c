@@ -23,11 +23,13 @@
  * the read began (short: a sum below them) and those sent before it ended
  * (double: a sum above them), from a start value read first. The folder
  * folds every sub-key of every key (KEYSTEER_FOLD_ALL) every M ms, under
- * load. Prints one line per key "key=K acked=N uncertain=U" and a summary
+ * load. SIGINT or SIGTERM ends a run early (its figures printed). Prints
+ * one line per key "key=K acked=N uncertain=U" and a summary
  * "writers ... short=S double=D ..." on stdout; exit 0 unless setup fails.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,11 +52,17 @@ static unsigned nkeys, wsum;
 static const char *spec;
 static unsigned writers = 4, readers, fold_ms, seconds = 5, bound;
 static uint64_t max_per, decr_every;
-static volatile int stop;
+static volatile sig_atomic_t stop;
 static uint64_t errors, shorts, doubles, reads, read_errs, folds, fold_errs;
 static uint64_t subkey_writes, retries, folded;
 static char first_err[512];
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1; /* the threads finish their call; main prints */
+}
 
 static uint64_t now_ms(void)
 {
@@ -356,7 +364,11 @@ int main(int argc, char **argv)
 		for (i = writers; i < nth; i++)
 			pthread_join(th[i], NULL);
 	} else {
-		sleep(seconds);
+		/* SIGINT/SIGTERM end the run early, figures printed */
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		for (i = 0; i < seconds * 10 && !stop; i++)
+			usleep(100000);
 		stop = 1;
 		for (i = 0; i < nth; i++)
 			pthread_join(th[i], NULL);

@@ -146,8 +146,8 @@ int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
  * landed on a part of a split counter (*value is not set: read the total
  * with keysteer_counter_get); or a negative errno: -EDOM when the key
  * holds something that is not a number, -ECONNABORTED when the request
- * went out and no reply came (it may or may not have been counted; it is
- * never sent twice).
+ * went out and no whole reply came back in time (it may or may not have
+ * been counted; it is never sent twice).
  */
 int keysteer_incr(struct keysteer *ks, const void *key, size_t klen,
 		  uint64_t delta, uint64_t *value);

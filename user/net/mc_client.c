@@ -799,7 +799,7 @@ int ks_mc_arith(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 			break; /* a whole reply: the stream is in step */
 		ks_mc_close(c);
 		if (x.sent) /* it may have been applied: not again */
-			return is_broken(err) ? -ECONNABORTED : err;
+			return err == -ENOMEM ? err : -ECONNABORTED;
 		if (fresh || !is_broken(err))
 			break;
 		err = 0;

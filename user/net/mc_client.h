@@ -142,8 +142,9 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
  * initial), "C<cas>" when cas_in is not 0. *value and *cas (may be NULL)
  * get the new value and CAS. -ENOENT: missing and not created; -EAGAIN:
  * cas_in no longer the item's; -EDOM: the value is not a number. Never
- * sent twice: a reply lost after the request went out is -ECONNABORTED,
- * and the caller cannot know whether it was applied.
+ * sent twice: no whole reply after the request went out (a timeout, a
+ * reset, a garbled reply) is -ECONNABORTED, and the caller cannot know
+ * whether it was applied.
  */
 struct ks_mc_arith {
 	__u64 delta;
