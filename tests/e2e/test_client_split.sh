@@ -31,7 +31,7 @@
 #    then stores its zero, without the fold sequence): counts must be lost
 #    (the sum below start plus acknowledged) or sums seen short or double.
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
-# PID, and removed on every exit path. About 60 s.
+# PID, and removed on every exit path. About 50 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -279,7 +279,7 @@ fi
 mc_cmd votes:3~ksf 'ms votes:3~ksf 1 T0\r\n1\r\n' >/dev/null
 mc_cmd votes:3~ksw 'ms votes:3~ksw 1 T0\r\n2\r\n' >/dev/null
 mc_cmd votes:3~ks1 'ms votes:3~ks1 19 T0\r\n9223372036854775815\r\n' >/dev/null
-ks_in_ns "$CNS" "$COUNTER" "$SPEC" watch votes:3 16 >"$E2E_TMP/stuck.out" 2>&1
+ks_in_ns "$CNS" "$COUNTER" "$SPEC timeout_ms=300" watch votes:3 9 >"$E2E_TMP/stuck.out" 2>&1
 STUCK=$(cat "$E2E_TMP/stuck.out")
 note "a dead folder's sequence: $STUCK; sequence now $(mc_cmd votes:3~ksf 'mg votes:3~ksf v\r\n')"
 expect client_split_dead_folder_taken_over "$STUCK" \
