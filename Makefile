@@ -3,6 +3,8 @@
 # built-in demo; `make bench` runs the benchmarks; `make deps` installs
 # what is missing from Debian's packages. V=1 prints full commands.
 
+.DEFAULT_GOAL := all
+
 OUT      ?= build
 ARCH     ?= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CLANG    ?= clang
@@ -59,10 +61,12 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-votes soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
+tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
+tests: $(OUT)/tests/ks_client_probe
 
 $(OUT):
 	$(Q)mkdir -p $@
@@ -157,6 +161,28 @@ $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
 
+# The L1's window and the failure timelines (tests/e2e/test_client_faults.sh).
+$(OUT)/tests/ks_client_probe: tests/client/ks_client_probe.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The flash-sale load through the library over TCP (make bench-steer-tcp):
+# ks_load's Zipf sampler and latency histogram beside libkeysteer.a.
+$(OUT)/tests/ks_client_load: tests/client/ks_client_load.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
+# keysteer_set_many against real memcached (tests/e2e/test_client_batch.sh):
+# the checks read memcached with the agent's mc_client, as client_bench does.
+$(OUT)/tests/ks_client_batch: tests/client/ks_client_batch.c $(OUT)/libkeysteer.a \
+	$(OUT)/user/net/mc_client.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
+
 # Counters through the library (tests/e2e/test_client_split.sh, bench-votes).
 $(OUT)/tests/ks_counter: tests/client/ks_counter.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
@@ -183,7 +209,9 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
-	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS)
+	$(OUT)/user/client/view.o $(OUT)/user/client/route.o $(LIBKS) \
+	$(OUT)/user/client/batch_proto.o $(OUT)/user/client/l1.o \
+	$(OUT)/user/client/routing_doc.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -279,6 +307,27 @@ bench-accuracy: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/accuracy_bench.sh --docs docs/accuracy.md
 
+# The agent's own cost: CPU per interval and memory of `agent run` on live
+# traffic at 1, 64 and 1,024 shards and --sample 8 and 1, then the work of
+# an interval at 1M keys/s in a replay (docs/benchmarks.md, "The agent's
+# own cost"). About two minutes. Not in `make test`.
+bench-agent: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/agent_cost.sh --json $(OUT)/agent_cost.json
+
+# keysteer on live traffic beside a libpcap observer (tcpdump): memcached in
+# a namespace, ks_load flat out over UDP and TCP, 8 configurations
+# interleaved in HOST_ROUNDS rounds (default 3) of HOST_SECONDS (default 5)
+# per run; about 12 minutes (docs/benchmarks.md, "Live traffic"). Not in
+# `make test`.
+HOST_ROUNDS  ?= 3
+HOST_SECONDS ?= 5
+bench-host: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/host_bench.sh --rounds $(HOST_ROUNDS) \
+		--duration $(HOST_SECONDS) --json $(OUT)/host_bench.jsonl \
+		--markdown $(OUT)/host_bench.md
+
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).
 SOAK_SECONDS ?= 600
@@ -291,6 +340,15 @@ soak: check-deps
 bench-steer: check-deps
 	$(MAKE) all
 	tests/bench/steer_bench.sh --json $(OUT)/steer_bench.json
+
+# The same flash sale over TCP through libkeysteer: etcd in the client's
+# namespace, agents with --etcd, build/tests/ks_client_load (docs/steering.md,
+# "Over TCP through the library"). About 45 s. Not in `make test`.
+.PHONY: bench-steer-tcp
+bench-steer-tcp: check-deps
+	$(MAKE) all tests
+	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625' \
+		--json $(OUT)/steer_bench_tcp.json
 
 # The talent show's final vote (issue 13): 16 shards, 4 counters at 60/25/10/5%
 # of the increments from 2 client hosts through libkeysteer, busiest/mean

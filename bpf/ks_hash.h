@@ -318,4 +318,91 @@ static inline __u32 ks_fnv1a64_tw_key(const __u64 *key, __u32 len)
 	return (__u32)h;
 }
 
+/* ---- libmemcached's one_at_a_time (its default hash) ---- */
+
+/*
+ * libhashkit's hashkit_one_at_a_time, what libmemcached hashes keys and
+ * unweighted ketama point names with unless a hash is chosen (pylibmc's
+ * and php-memcached's default). Like twemproxy's fnv1a_64 it widens each
+ * byte through a plain char, signed on x86-64: a byte >= 0x80 is added as
+ * 0xffffffXX.
+ */
+static inline __u32 ks_oaat_step(__u32 h, __u8 b)
+{
+	h += (__u32)(__s32)(__s8)b;
+	h += h << 10;
+	return h ^ (h >> 6);
+}
+
+static inline __u32 ks_oaat_final(__u32 h)
+{
+	h += h << 3;
+	h ^= h >> 11;
+	return h + (h << 15);
+}
+
+/* ---- zlib's crc32, what dalli hashes keys with ---- */
+
+/*
+ * CRC-32 (IEEE 802.3, reflected polynomial 0xedb88320, initial and final
+ * value ~0), as zlib's crc32() and Ruby's Zlib.crc32. Four bits a step
+ * from a 16-entry table (64 bytes of .rodata in BPF): two lookups a byte,
+ * where a bit at a time is 8 dependent steps. The table is the CRC of
+ * each nibble; tests/unit/t_ring.c checks it against the bit-at-a-time
+ * definition.
+ */
+static const __u32 ks_crc32_nibble[16] = {
+	0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4,
+	0x4db26158, 0x5005713c, 0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
+	0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
+};
+
+static inline __u32 ks_crc32_step(__u32 c, __u8 b)
+{
+	c ^= b;
+	c = ks_crc32_nibble[c & 15] ^ (c >> 4);
+	return ks_crc32_nibble[c & 15] ^ (c >> 4);
+}
+
+/* One byte into one_at_a_time's (crc 0) or crc32's (crc 1) register:
+ * the datapath steps both hashes from one bpf_loop callback. */
+static inline __u32 ks_bytes_step(__u32 h, __u8 b, __u32 crc)
+{
+	return crc ? ks_crc32_step(h, b) : ks_oaat_step(h, b);
+}
+
+/*
+ * The register of either hash after the key. The datapath steps the
+ * bytes from a bpf_loop callback instead (bpf/ks_ring.bpf.h): this loop,
+ * walked by the verifier byte by byte, costs it about 20,000
+ * instructions.
+ */
+static inline __u32 ks_bytes_key(const __u64 *key, __u32 len, __u32 crc,
+				 __u32 h)
+{
+	__u32 i, k, left;
+
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i * 8 >= len)
+			break;
+		left = len - i * 8;
+		for (k = 0; k < 8 && k < left; k++)
+			h = ks_bytes_step(h, (__u8)(key[i] >> (8 * k)), crc);
+	}
+	return h;
+}
+
+static inline __u32 ks_oaat_key(const __u64 *key, __u32 len)
+{
+	return ks_oaat_final(ks_bytes_key(key, len, 0, 0));
+}
+
+/* zlib's crc32 is ~ of the register */
+static inline __u32 ks_crc32_key(const __u64 *key, __u32 len)
+{
+	return ~ks_bytes_key(key, len, 1, 0xffffffffU);
+}
+
 #endif /* KS_HASH_H */

@@ -49,6 +49,21 @@ _Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
  *   TWEMPROXY_MD5    the same with "hash: md5".
  *   VNODE            textbook ring of virtual nodes "name#i", key hash MD5.
  *   MODULA           ketama key hash % nshards (comparison only; no points).
+ *   KETAMA_PLAIN     libmemcached MEMCACHED_BEHAVIOR_KETAMA, or
+ *                    DISTRIBUTION_CONSISTENT, with its default hash (what
+ *                    pylibmc's "ketama" and php-memcached's
+ *                    DISTRIBUTION_CONSISTENT select): 100 points a server,
+ *                    points and keys hashed with one_at_a_time.
+ *   DALLI            Ruby's dalli: SHA-1 points, crc32 keys, and the point
+ *                    at or *below* the key's hash owns it. Stored with
+ *                    every value complemented (~v), which turns "last
+ *                    point <= h" into "first point >= ~h", the one search.
+ *   SPY              spymemcached's KetamaNodeLocator, format SPYMEMCACHED
+ *                    ("ip:port-i"); key hash MD5; a tie goes to the later
+ *                    server (TreeMap.put replaces).
+ *   SPY_LIBMC        the same with format LIBMEMCACHED ("host-i").
+ *   MODULA_OAAT      libmemcached's default, hash % nshards with
+ *                    one_at_a_time (pylibmc's and php-memcached's default).
  */
 enum ks_dist {
 	KS_DIST_KETAMA = 0,
@@ -56,6 +71,11 @@ enum ks_dist {
 	KS_DIST_TWEMPROXY_MD5 = 2,
 	KS_DIST_VNODE = 3,
 	KS_DIST_MODULA = 4,
+	KS_DIST_KETAMA_PLAIN = 5,
+	KS_DIST_DALLI = 6,
+	KS_DIST_SPY = 7,
+	KS_DIST_SPY_LIBMC = 8,
+	KS_DIST_MODULA_OAAT = 9,
 	KS_DIST_MAX,
 };
 
@@ -66,7 +86,7 @@ struct ks_ring_point {
 _Static_assert(sizeof(struct ks_ring_point) == 8, "ks_ring_point layout");
 
 struct ks_ring_meta {
-	__u32 npoints; /* points in use, <= KS_RING_MAX_POINTS; 0 for MODULA */
+	__u32 npoints; /* points in use, <= KS_RING_MAX_POINTS; 0 for MODULA* */
 	__u32 nshards; /* 1..KS_MAX_SHARDS; 0 = no ring loaded */
 	__u32 dist;    /* enum ks_dist */
 	__u32 self;    /* shard this host serves, or KS_NO_SHARD */
@@ -148,6 +168,10 @@ static inline __u32 ks_ring_key_hash(__u32 dist, const __u64 *key, __u32 len)
 		return len ? ks_fnv1a64_tw_key(key, len) : 0;
 	if (dist == KS_DIST_TWEMPROXY_MD5 && !len)
 		return 0;
+	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
+		return ks_oaat_key(key, len);
+	if (dist == KS_DIST_DALLI)
+		return ~ks_crc32_key(key, len);
 	return ks_ketama_key_hash(key, len);
 }
 
@@ -164,7 +188,8 @@ static inline __u32 ks_ring_owner(const struct ks_ring_half *h, __u32 hash)
 		return KS_NO_SHARD;
 	if (n == 1)
 		return 0;
-	if (h->meta.dist == KS_DIST_MODULA)
+	if (h->meta.dist == KS_DIST_MODULA ||
+	    h->meta.dist == KS_DIST_MODULA_OAAT)
 		return hash % n;
 	if (h->meta.npoints == 0)
 		return KS_NO_SHARD;

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "bench.h"
+#include "core/ring.h"
 
 void bench_read_machine(struct bench_machine *m)
 {
@@ -113,6 +114,12 @@ static const char *dist_label(__u32 dist)
 		return "ketama (MD5)";
 	case KS_DIST_TWEMPROXY:
 		return "twemproxy (FNV-1a)";
+	case KS_DIST_KETAMA_PLAIN:
+		return "ketama-plain (one_at_a_time)";
+	case KS_DIST_DALLI:
+		return "dalli (crc32)";
+	case KS_DIST_SPY:
+		return "spymemcached (MD5)";
 	default:
 		return "?";
 	}
@@ -404,9 +411,7 @@ void bench_print_json(const struct bench_report *rep)
 			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"
 			       "\"misdirected\":%s,\"base\":\"%s\","
 			       "\"over_base_median\":%.1f",
-			       sc[i].ring_dist == KS_DIST_KETAMA ? "ketama"
-								 : "twemproxy",
-			       sc[i].ring_shards,
+			       ks_dist_name(sc[i].ring_dist), sc[i].ring_shards,
 			       sc[i].misdirected ? "true" : "false",
 			       sc[sc[i].base].id, rv);
 			if (sc[i].ring_target_ns > 0)

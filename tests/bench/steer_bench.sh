@@ -15,6 +15,14 @@
 #   sudo tests/bench/steer_bench.sh [--json FILE] [--rate R] [--duration SEC]
 #        [--warmup SEC] [--conns N] [--shard-capacity OPS] [--interval SEC]
 #        [--hot-fraction F] [--pins FILE] [--agent-args 'ARGS'] [--only none|steering] [--keep]
+#        [--via udp|library]
+#
+# --via library (make bench-steer-tcp): the same workload over TCP through
+# libkeysteer (build/tests/ks_client_load, --conns threads each with a
+# handle of its own), etcd in the client's namespace holding the ring
+# (`agent ring set`), the agents publishing to it (--etcd), so the library
+# reads armed keys from their copies. 'none' is the library with no agents
+# (no hot keys: every read to its owner).
 #
 # Prints a table; --json FILE gets the figures. If the agent refuses the
 # command line (e.g. --replicas as an address list), the steering run is
@@ -35,6 +43,7 @@ RATE=15000 CONNS=8 DURATION=10 WARMUP=3 INTERVAL=1 CAPACITY='' PINS=''
 # docs/steering.md has the sweep over this knob.
 HOT_FRACTION=0.03
 AGENT_EXTRA='' JSON_OUT='' ONLY='' KEEP=
+VIA=udp CLIENT_LOAD=$ROOT/${OUT:-build}/tests/ks_client_load BENCH_ETCD_PID=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -58,6 +67,7 @@ while [ $# -gt 0 ]; do
 	--pins) PINS=$2; shift ;;
 	--agent-args) AGENT_EXTRA=$2; shift ;;
 	--only) ONLY=$2; shift ;;
+	--via) VIA=$2; shift ;;
 	--keep) KEEP=1 ;;
 	-h | --help) usage 0 ;;
 	*) echo "steer_bench.sh: unknown option '$1'; see --help" >&2; exit 2 ;;
@@ -75,6 +85,7 @@ if [ "$DURATION" -gt 120 ] || [ "$WARMUP" -gt 60 ]; then
 	exit 2
 fi
 case $ONLY in "" | none | steering) ;; *) echo "steer_bench.sh: --only none or steering" >&2; exit 2 ;; esac
+case $VIA in udp | library) ;; *) echo "steer_bench.sh: --via udp or library, not '$VIA'" >&2; exit 2 ;; esac
 # One shard's capacity: by default the mean load a shard gets at this rate,
 # so the flash key (24% of all requests, about 2x a shard's mean) is hot.
 CAPACITY=${CAPACITY:-$((RATE / SHARDS))}
@@ -82,7 +93,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "steer_bench.sh: needs root (namespaces, XDP)" >&2
 	exit 2
 fi
-for f in "$LOAD" "$STEER_AGENT"; do
+for f in "$LOAD" "$STEER_AGENT" $([ "$VIA" = library ] && echo "$CLIENT_LOAD"); do
 	[ -x "$f" ] || { echo "steer_bench.sh: $f is missing; run 'make' first" >&2; exit 2; }
 done
 
@@ -95,6 +106,7 @@ bench_cleanup() {
 	# The agents' logs outlive the topology's temp folder.
 	[ -n "$STEER_TMP" ] && cp "$STEER_TMP"/agent.*.out "$BENCH_TMP"/ 2>/dev/null
 	steer_topo_down
+	[ -n "$BENCH_ETCD_PID" ] && ks_stop_pid "$BENCH_ETCD_PID" TERM 5
 	if [ -n "$KEEP" ]; then
 		echo "kept $BENCH_TMP"
 	else
@@ -110,8 +122,9 @@ trap 'exit 129' HUP
 # THE agent command line, one shard's; adjust it here (or with --agent-args).
 # shellcheck disable=SC2086 # AGENT_EXTRA is meant to split into words
 bench_agent_start() {
-	local i=$1
-	steer_agent_start "$i" --shards-file "$STEER_SHARDS_FILE" \
+	local i=$1 ring=(--shards-file "$STEER_SHARDS_FILE")
+	[ "$VIA" = library ] && ring=(--etcd "$BENCH_ETCD_URL" --cluster steerbench)
+	steer_agent_start "$i" "${ring[@]}" \
 		--self "${STEER_SHARD_ADDR[i]}:$STEER_PORT" --replicas "$STEER_REPLICAS" \
 		--shard-capacity "$CAPACITY" --interval "$INTERVAL" \
 		--hot-fraction "$HOT_FRACTION" \
@@ -147,13 +160,25 @@ bench_run() {
 	in_client "$LOAD" "${LOAD_ARGS[@]}" --preload --count 1 >"$t.preload.json" 2>"$t.err" ||
 		{ echo "steer_bench.sh: preload failed: $(head -c 300 "$t.err")" >&2; return 1; }
 	snap "$t.s0.json" || return 1
-	ks_in_ns_bg "$STEER_CLIENT_NS" "$LOAD" "${LOAD_ARGS[@]}" --rate "$RATE" \
-		--duration $((WARMUP + DURATION)) >"$t.load.json" 2>"$t.err"
+	if [ "$VIA" = library ]; then
+		ks_in_ns_bg "$STEER_CLIENT_NS" "$CLIENT_LOAD" --spec "$BENCH_SPEC" \
+			--threads "$CONNS" --keys "$KEYS" --zipf "$ZIPF" \
+			--flash "flash:1:$FLASH_SHARE" --rate "$RATE" \
+			--duration $((WARMUP + DURATION)) >"$t.load.json" 2>"$t.err"
+	else
+		ks_in_ns_bg "$STEER_CLIENT_NS" "$LOAD" "${LOAD_ARGS[@]}" --rate "$RATE" \
+			--duration $((WARMUP + DURATION)) >"$t.load.json" 2>"$t.err"
+	fi
 	BENCH_LOAD_PID=$KS_BG_PID
 	sleep "$WARMUP"
 	snap "$t.s1.json" || return 1
-	wait "$BENCH_LOAD_PID" ||
-		{ echo "steer_bench.sh: ks_load failed: $(head -c 300 "$t.err")" >&2; return 1; }
+	wait "$BENCH_LOAD_PID"
+	# ks_client_load exits 1 when some gets failed: counted in the
+	# figures (the timeouts column), not the end of the run
+	case $?:$VIA in
+	0:* | 1:library) ;;
+	*) echo "steer_bench.sh: the load failed: $(head -c 300 "$t.err")" >&2; return 1 ;;
+	esac
 	BENCH_LOAD_PID=
 	snap "$t.s2.json" || return 1
 	"$PY" "$MC_STATS" diff "$t.s1.json" "$t.s2.json" --fields cmd_get,get_hits,cmd_set \
@@ -167,6 +192,22 @@ if ! steer_topo_up "$SHARDS" "$REPLICAS"; then
 	echo "steer_bench.sh: the topology did not come up" >&2
 	exit 1
 fi
+if [ "$VIA" = library ]; then
+	BENCH_ETCD_URL=http://$STEER_CLIENT_ADDR:2379
+	BENCH_SPEC="etcd=$BENCH_ETCD_URL cluster=steerbench"
+	if ! ks_start_etcd "$STEER_CLIENT_NS" steerbench "$BENCH_ETCD_URL" 2380 "$BENCH_TMP" \
+		>"$BENCH_TMP/etcd.out"; then
+		BENCH_ETCD_PID=$KS_ETCD_PID
+		echo "steer_bench.sh: etcd did not start: $(cat "$BENCH_TMP/etcd.out")" >&2
+		exit 1
+	fi
+	BENCH_ETCD_PID=$KS_ETCD_PID
+	if ! ks_in_ns "$STEER_CLIENT_NS" "$STEER_AGENT" ring set --etcd "$BENCH_ETCD_URL" \
+		--cluster steerbench --shards-file "$STEER_SHARDS_FILE" >"$BENCH_TMP/ringset.out" 2>&1; then
+		echo "steer_bench.sh: agent ring set: $(cat "$BENCH_TMP/ringset.out")" >&2
+		exit 1
+	fi
+fi
 LOAD_ARGS=(--shards-file "$STEER_SHARDS_FILE" --distribution ketama --proto udp
 	--mix get=100 --keys "$KEYS" --zipf "$ZIPF" --flash "flash:1:$FLASH_SHARE"
 	--conns "$CONNS" --json)
@@ -179,7 +220,9 @@ STATS_GROUPS=(--group "shards=$(IFS=,; echo "${ALL_MC[*]:0:SHARDS}")"
 	--group "replicas=$(IFS=,; echo "${ALL_MC[*]:SHARDS}")"
 	--group "all=$(IFS=,; echo "${ALL_MC[*]}")")
 
-echo "steer_bench: $SHARDS shards, $REPLICAS replicas; ks_load UDP ketama, $KEYS keys zipf $ZIPF +" \
+CLIENT_LINE="ks_load UDP ketama"
+[ "$VIA" = library ] && CLIENT_LINE="ks_client_load TCP through libkeysteer (etcd)"
+echo "steer_bench: $SHARDS shards, $REPLICAS replicas; $CLIENT_LINE, $KEYS keys zipf $ZIPF +" \
 	"flash key $FLASH_SHARE; $RATE gets/s on $CONNS conns, $WARMUP s warm-up + $DURATION s measured;" \
 	"agent --shard-capacity $CAPACITY --hot-fraction $HOT_FRACTION --interval $INTERVAL"
 RUNS=()
@@ -199,11 +242,13 @@ if [ "$ONLY" != none ]; then
 	fi
 	RUNS+=(steering)
 fi
+cp "$STEER_SHARDS_FILE" "$BENCH_TMP/shards.txt"
 
 # ---- the figures
 AGENT_LINE="agent run --iface IF --shards-file F --self ADDR:$STEER_PORT --replicas $STEER_REPLICAS"
 AGENT_LINE+=" --shard-capacity $CAPACITY --interval $INTERVAL${PINS:+ --pins $PINS}${AGENT_EXTRA:+ $AGENT_EXTRA}"
-export SHARDS REPLICAS KEYS ZIPF FLASH_SHARE RATE CONNS WARMUP DURATION CAPACITY INTERVAL AGENT_LINE
+[ "$VIA" = library ] && AGENT_LINE+=" --etcd URL --cluster steerbench"
+export SHARDS REPLICAS KEYS ZIPF FLASH_SHARE RATE CONNS WARMUP DURATION CAPACITY INTERVAL AGENT_LINE VIA
 "$PY" - "$BENCH_TMP" "${JSON_OUT:-}" "${RUNS[@]}" <<'PYEOF'
 import json, os, sys
 tmp, out_path, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -212,7 +257,8 @@ cfg = {"shards": int(env["SHARDS"]), "replicas": int(env["REPLICAS"]), "keys": i
        "zipf": float(env["ZIPF"]), "flash_share": float(env["FLASH_SHARE"]),
        "rate": int(env["RATE"]), "conns": int(env["CONNS"]), "warmup_s": int(env["WARMUP"]),
        "duration_s": int(env["DURATION"]), "shard_capacity": int(env["CAPACITY"]),
-       "interval_s": float(env["INTERVAL"]), "proto": "udp", "distribution": "ketama",
+       "interval_s": float(env["INTERVAL"]), "distribution": "ketama",
+       "proto": "udp" if env["VIA"] == "udp" else "tcp through libkeysteer",
        "agent": env["AGENT_LINE"]}
 
 def load(name, part):
@@ -232,18 +278,29 @@ def spread(diff):
 
 result = {"config": cfg, "runs": {}}
 shard_addrs = set()
+pre_shards = [l.strip() for l in open(os.path.join(tmp, "shards.txt")) if l.strip()]
 for name in runs:
     if os.path.exists(os.path.join(tmp, name + ".notrun")):
         result["runs"][name] = {"ran": False, "reason": open(os.path.join(tmp, name + ".notrun")).read().strip()}
         continue
     ld, pre = load(name, "load"), load(name, "preload")
-    shard_addrs = {s["addr"] for s in ld["shards"]}
-    o = ld["ops"][0]
-    r = {"ran": True, "preload_s": pre["preload_s"], "ops": o["ops"],
-         "ops_per_s": round(o["ops"] / ld["duration_s"], 1), "hits": o["hits"],
-         "errors": o["errors"], "timeouts": o["timeouts"], "latency_us": o["latency_us"],
-         "steered": ld["steered"], "first_steered_ms": ld["first_steered_ms"],
-         "replies_by_source": ld["replies_by_source"]}
+    if "ops" in ld:
+        shard_addrs = {s["addr"] for s in ld["shards"]}
+        o = ld["ops"][0]
+        r = {"ran": True, "preload_s": pre["preload_s"], "ops": o["ops"],
+             "ops_per_s": round(o["ops"] / ld["duration_s"], 1), "hits": o["hits"],
+             "errors": o["errors"], "timeouts": o["timeouts"], "latency_us": o["latency_us"],
+             "steered": ld["steered"], "first_steered_ms": ld["first_steered_ms"],
+             "replies_by_source": ld["replies_by_source"]}
+    else:
+        # ks_client_load: the library's own counters of where reads went
+        shard_addrs = set(pre_shards)
+        r = {"ran": True, "preload_s": pre["preload_s"], "ops": ld["gets"],
+             "ops_per_s": ld["gets_per_s"], "hits": ld["hits"], "errors": ld["errors"],
+             "timeouts": ld["errors"], "latency_us": ld["latency_us"],
+             "steered": ld["copy_reads"], "first_steered_ms": None,
+             "fallbacks": ld["fallbacks"], "owner_reads": ld["owner_reads"],
+             "per_second": ld["per_second"]}
     r.update(spread(load(name, "window")))
     r["whole_run"] = spread(load(name, "whole"))
     result["runs"][name] = r

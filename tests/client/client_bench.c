@@ -13,7 +13,8 @@
  * lookup, the hot table's probe, the view's lock), alternated in 5 rounds
  * so all see the same machine; then N sets through keysteer_set
  * with invalidate=all and with invalidate=hot when REPLICAS (H:P,...) is
- * given (every write invalidates them, or only hot keys'). Prints ns per
+ * given (every write invalidates them, or only hot keys'), and 16-key
+ * writes as one keysteer_set_many against 16 keysteer_set. Prints ns per
  * call and the ratios.
  */
 #include <arpa/inet.h>
@@ -63,6 +64,49 @@ static int plain_get(int fd, const char *key)
 		return -1;
 	n = read(fd, buf, sizeof(buf));
 	return n > 2 && buf[0] == 'V' ? 1 : 0;
+}
+
+/*
+ * Writes of 16 keys, invalidate=all: one keysteer_set_many against 16
+ * keysteer_set, alternated in 5 rounds of n / 16 writes of each; ns per
+ * key and the ratio. 0, or -1 when a write failed.
+ */
+#define BATCH 16
+static int bench_batches(struct keysteer *k, long n)
+{
+	struct keysteer_item it[BATCH];
+	char names[BATCH][32];
+	double t, one = 0, many = 0;
+	long i, j, rounds = n / BATCH > 0 ? n / BATCH : 1;
+	int r;
+
+	for (j = 0; j < BATCH; j++) {
+		snprintf(names[j], sizeof(names[j]), "bench:b%ld", j);
+		it[j] = (struct keysteer_item){ .key = names[j],
+						.klen = strlen(names[j]),
+						.value = "v3",
+						.len = 2 };
+	}
+	for (r = 0; r < 5; r++) {
+		t = now_ns();
+		for (i = 0; i < rounds; i++)
+			for (j = 0; j < BATCH; j++)
+				if (keysteer_set(k, names[j], it[j].klen, "v3",
+						 2, 0, 0) < 0)
+					return -1;
+		one += now_ns() - t;
+		t = now_ns();
+		for (i = 0; i < rounds; i++)
+			if (keysteer_set_many(k, it, BATCH) < 0)
+				return -1;
+		many += now_ns() - t;
+	}
+	printf("set of %d keys, invalidate=all: %d x keysteer_set %.0f ns "
+	       "a key, keysteer_set_many %.0f ns a key, ratio %.2f (%ld "
+	       "batches each)\n",
+	       BATCH, BATCH, one / (5.0 * rounds * BATCH),
+	       many / (5.0 * rounds * BATCH), one / many, 5 * rounds);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -155,6 +199,11 @@ int main(int argc, char **argv)
 		       "replica calls) %.0f ns, ratio %.2f (%ld sets each)\n",
 		       w[0] / (5.0 * (n / 4)), w[1] / (5.0 * (n / 4)),
 		       w[0] / w[1], 5 * (n / 4));
+		if (bench_batches(kw[0], n) < 0) {
+			fprintf(stderr, "client_bench: %s\n",
+				keysteer_errmsg(kw[0]));
+			return 1;
+		}
 		keysteer_close(kw[0]);
 		keysteer_close(kw[1]);
 	}

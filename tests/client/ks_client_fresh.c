@@ -8,6 +8,7 @@
  *   ks_client_fresh --spec SPEC --key KEY [--writer-ns NS] [--reader-ns NS]
  *                   [--duration SEC] [--readers R] [--rate READS_PER_S]
  *                   [--write-interval-ms MS] [--examples N]
+ *                   [--batch N]
  *
  * One writer thread (in network namespace --writer-ns, a client host) sets
  * KEY to "v<N>" for N = 1, 2, ... through a handle of its own, every
@@ -19,6 +20,10 @@
  * so that the writer's acknowledgements and the readers' sends are on one
  * clock; the threads enter their namespaces with setns(2), and each
  * handle's own view thread starts in its opener's namespace.
+ *
+ * With --batch N the writer writes through keysteer_set_many: KEY and
+ * N - 1 other keys (KEY.b1, ...) in one call, all set to "v<N>", KEY in
+ * the middle of the batch; N counts as acknowledged when the call returns.
  *
  * Prints one JSON object; exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it
@@ -36,9 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <libkeysteer.h>
+#include "ks_client_util.h"
 
 #define MAX_READERS  16
 #define MAX_EXAMPLES 10
+#define MAX_ACKS     (1 << 17) /* writes whose acknowledgement is timed */
+#define MAX_STALE    4096      /* stale reads timed per reader */
 
 struct example {
 	long got, acked;
@@ -50,6 +58,12 @@ struct reader {
 	pthread_t t;
 	int idx;
 	uint64_t reads, stale, stale_copy, copy, misses, errors;
+	uint64_t stale_l1; /* L1: stale reads the handle's L1 answered */
+	int nst;           /* ... and how long after the newer write's ack */
+	double st_ms[MAX_STALE];
+	/* the stalest read: how long the view had then gone unchanged */
+	double worst_ms, worst_view_still_ms, rev_since;
+	int64_t rev_seen;
 	struct keysteer_stats st;
 	int nex;
 	struct example ex[MAX_EXAMPLES];
@@ -58,36 +72,38 @@ struct reader {
 
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000;
-static int nreaders = 2, wint_ms = 10, nexamples = 5;
-static long acked;  /* highest N acknowledged (atomic) */
-static int running; /* atomic */
+static int nreaders = 2, wint_ms = 10, nexamples = 5, batch;
+static long acked;              /* highest N acknowledged (atomic) */
+static double ack_at[MAX_ACKS]; /* when N was, published by acked */
+static int running;             /* atomic */
 static double t0;
 static uint64_t writes, write_errors;
 static char write_err[256];
 static struct keysteer_stats wst;
 
-static double now_ms(void)
+#define MAX_BATCH 64
+
+/* One write of "v<n>": KEY alone, or KEY amid batch - 1 other keys. */
+static int write_once(struct keysteer *ks, const char *val, int len)
 {
-	struct timespec t;
+	static char names[MAX_BATCH][300];
+	struct keysteer_item it[MAX_BATCH];
+	int i, k;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int enter_ns(const char *ns)
-{
-	char path[256];
-	int fd, ret;
-
-	if (!ns)
-		return 0;
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = setns(fd, CLONE_NEWNET) ? -errno : 0;
-	close(fd);
-	return ret;
+	if (!batch)
+		return keysteer_set(ks, key, strlen(key), val, len, 0, 0);
+	for (i = 0; i < batch; i++) {
+		k = i == batch / 2 ? 0 : i < batch / 2 ? i + 1 : i;
+		if (k)
+			snprintf(names[i], sizeof(names[i]), "%s.b%d", key, k);
+		else
+			snprintf(names[i], sizeof(names[i]), "%s", key);
+		it[i] = (struct keysteer_item){ .key = names[i],
+						.klen = strlen(names[i]),
+						.value = val,
+						.len = (size_t)len };
+	}
+	return keysteer_set_many(ks, it, (size_t)batch);
 }
 
 static void *writer(void *arg)
@@ -107,13 +123,15 @@ static void *writer(void *arg)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		len = snprintf(val, sizeof(val), "v%ld", ++n);
-		ret = keysteer_set(ks, key, strlen(key), val, len, 0, 0);
+		ret = write_once(ks, val, len);
 		if (ret < 0) {
 			write_errors++;
 			snprintf(write_err, sizeof(write_err), "%s",
 				 keysteer_errmsg(ks));
 		} else {
 			writes++;
+			if (n < MAX_ACKS)
+				ack_at[n] = now_ms();
 			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
 		}
 		usleep(wint_ms * 1000);
@@ -127,7 +145,7 @@ static void *reader(void *arg)
 {
 	struct reader *r = arg;
 	struct keysteer_stats a, b;
-	double gap = nreaders * 1e3 / rate, next = now_ms();
+	double gap = nreaders * 1e3 / rate, next = now_ms(), t;
 	struct keysteer *ks;
 	size_t len;
 	void *val;
@@ -143,9 +161,14 @@ static void *reader(void *arg)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		keysteer_stats(ks, &a, sizeof(a));
+		t = now_ms();
 		hi = __atomic_load_n(&acked, __ATOMIC_ACQUIRE);
 		ret = keysteer_get(ks, key, strlen(key), &val, &len, NULL);
 		keysteer_stats(ks, &b, sizeof(b));
+		if (b.view_revision != r->rev_seen) {
+			r->rev_seen = b.view_revision;
+			r->rev_since = t;
+		}
 		r->reads++;
 		if (ret < 0) {
 			r->errors++;
@@ -163,6 +186,17 @@ static void *reader(void *arg)
 			if (got < hi) {
 				r->stale++;
 				r->stale_copy += copy;
+				r->stale_l1 += b.l1_hits > a.l1_hits;
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    r->nst < MAX_STALE)
+					r->st_ms[r->nst++] = t -
+							     ack_at[got + 1];
+				if (got >= 0 && got + 1 < MAX_ACKS &&
+				    t - ack_at[got + 1] > r->worst_ms) {
+					r->worst_ms = t - ack_at[got + 1];
+					r->worst_view_still_ms = t -
+								 r->rev_since;
+				}
 				if (r->nex < nexamples)
 					r->ex[r->nex++] = (struct example){
 						got, hi, copy, now_ms() - t0
@@ -179,18 +213,51 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ,"stale_ms":{p50,p99,max}: how long after the acknowledgement of the
+ * write they missed the stale reads began (nearest rank). */
+static void print_stale_ms(const struct reader *rd, int n)
+{
+	static double all[MAX_READERS * MAX_STALE];
+	int i, j, k = 0;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < rd[i].nst; j++)
+			all[k++] = rd[i].st_ms[j];
+	qsort(all, k, sizeof(all[0]), cmp_ms);
+	printf(", \"stale_ms\": {\"n\": %d, \"p50\": %.2f, \"p99\": %.2f, "
+	       "\"max\": %.2f}",
+	       k, k ? all[(k - 1) / 2] : 0, k ? all[(int)(0.99 * (k - 1))] : 0,
+	       k ? all[k - 1] : 0);
+	for (i = 0, j = 0; i < n; i++)
+		if (rd[i].worst_ms > rd[j].worst_ms)
+			j = i;
+	printf(", \"stalest_view_unchanged_ms\": %.2f",
+	       rd[j].worst_view_still_ms);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "spec", 1, 0, 's' },      { "key", 1, 0, 'k' },
-		{ "writer-ns", 1, 0, 'W' }, { "reader-ns", 1, 0, 'R' },
-		{ "duration", 1, 0, 'd' },  { "readers", 1, 0, 'r' },
-		{ "rate", 1, 0, 'q' },      { "write-interval-ms", 1, 0, 'i' },
-		{ "examples", 1, 0, 'e' },  { 0, 0, 0, 0 }
-	};
+	static const struct option lo[] = { { "spec", 1, 0, 's' },
+					    { "key", 1, 0, 'k' },
+					    { "writer-ns", 1, 0, 'W' },
+					    { "reader-ns", 1, 0, 'R' },
+					    { "duration", 1, 0, 'd' },
+					    { "readers", 1, 0, 'r' },
+					    { "rate", 1, 0, 'q' },
+					    { "write-interval-ms", 1, 0, 'i' },
+					    { "examples", 1, 0, 'e' },
+					    { "batch", 1, 0, 'b' },
+					    { 0, 0, 0, 0 } };
 	struct reader rd[MAX_READERS] = { 0 };
 	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
-		 errors = 0, fallbacks = 0;
+		 errors = 0, fallbacks = 0, l1_hits, stale_l1;
 	pthread_t wt;
 	int c, i, j, first;
 
@@ -222,6 +289,14 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			nexamples = atoi(optarg);
+			break;
+		case 'b':
+			batch = atoi(optarg);
+			if (batch < 1 || batch > MAX_BATCH) {
+				fprintf(stderr, "ks_client_fresh: --batch "
+						"1..64\n");
+				return 2;
+			}
 			break;
 		default:
 			return 2;
@@ -263,10 +338,18 @@ int main(int argc, char **argv)
 	       ", \"read_errors\": %" PRIu64 ", \"writes\": %" PRIu64
 	       ", \"write_errors\": %" PRIu64 ", \"invalidations\": %" PRIu64
 	       ", \"hot_keys_seen_by_reader\": %" PRIu64
-	       ", \"armed_keys_seen_by_reader\": %" PRIu64,
+	       ", \"armed_keys_seen_by_reader\": %" PRIu64
+	       ", \"batch\": %d, \"batches\": %" PRIu64,
 	       reads, stale, stale_copy, copy, fallbacks, misses, errors,
 	       writes, write_errors, wst.invalidations, rd[0].st.hot_keys,
-	       rd[0].st.armed_keys);
+	       rd[0].st.armed_keys, batch, wst.batches);
+	for (i = 0, l1_hits = 0, stale_l1 = 0; i < nreaders; i++) {
+		l1_hits += rd[i].st.l1_hits;
+		stale_l1 += rd[i].stale_l1;
+	}
+	printf(", \"l1_hits\": %" PRIu64 ", \"stale_from_l1\": %" PRIu64,
+	       l1_hits, stale_l1);
+	print_stale_ms(rd, nreaders);
 	printf(", \"read_error\": \"");
 	for (i = 0; i < nreaders; i++)
 		if (rd[i].err[0]) {

@@ -13,7 +13,9 @@ Prints, for ring_compat.c (the same line format as the other references):
                     pylibmc stored it on
   end               the end of a list's keys
 behaviour: ketama_weighted (pylibmc's {"ketama_weighted": True}: what
-keysteer's `ketama` models) or ketama (plain {"ketama": True}).
+keysteer's `ketama` models), ketama (plain {"ketama": True}: keysteer's
+`ketama-plain`) or default (no behaviours: modula, keysteer's
+`modula-oaat`).
 The memcached processes are this script's own, on 127.0.0.1, stopped by
 their pids on every exit path.
 """
@@ -85,12 +87,16 @@ def main():
     ap.add_argument("--lists", type=int, default=20)
     ap.add_argument("--keys", type=int, default=500)
     ap.add_argument("--behaviour", default="ketama_weighted",
-                    choices=("ketama_weighted", "ketama"))
+                    choices=("ketama_weighted", "ketama", "default"))
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     atexit.register(stop_all)
     signal.signal(signal.SIGTERM, lambda *x: sys.exit(1))
-    ports = [free_port() for _ in range(NSERVERS)]
+    ports = []
+    while len(ports) < NSERVERS:  # distinct: a closed port may come back
+        p = free_port()
+        if p not in ports:
+            ports.append(p)
     for p in ports:
         start(p)
     rnd = random.Random(a.seed)
@@ -101,7 +107,8 @@ def main():
         flush = pylibmc.Client(servers)
         flush.flush_all()
         flush.disconnect_all()
-        c = pylibmc.Client(servers, behaviors={a.behaviour: True})
+        behaviors = {} if a.behaviour == "default" else {a.behaviour: True}
+        c = pylibmc.Client(servers, behaviors=behaviors)
         keys = []
         for i in range(a.keys):
             ln = rnd.choice((1, 8, 16, 40, 100, 250))

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <libmemcached/memcached.h>
 #include "ktest.h"
+#include "clients_compat.h"
 #include "core/ring.h"
 #include "core/shards.h"
 
@@ -518,18 +519,17 @@ static void pymemcache_reference(void)
 
 #define PYLIBMC_REF "tests/compat/pylibmc_ref.py"
 
-/* One reference run of pylibmc_ref.py with a behaviour: the keys it
+/* One run of a reference that stores keys in real memcached and prints
+ * where they went (pylibmc_ref.py, php_memcached_ref.php): the keys it
  * placed, and how many ks_ring_lookup (dist) placed elsewhere. */
-static int pylibmc_run(const char *behaviour, enum ks_dist dist,
-		       unsigned *nkeys, unsigned *nrings, unsigned *bad)
+static int stored_run(const char *cmd, enum ks_dist dist, unsigned *nkeys,
+		      unsigned *nrings, unsigned *bad)
 {
-	char cmd[256], line[1024], *text = malloc(1 << 16), err[512];
+	char line[1024], *text = malloc(1 << 16), err[512];
 	size_t off = 0;
 	FILE *in;
 
 	*nkeys = *nrings = *bad = 0;
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s --behaviour %s",
-		 PYLIBMC_REF, behaviour);
 	in = text ? popen(cmd, "r") : NULL;
 	while (in && fgets(line, sizeof(line), in)) {
 		struct ks_shards sh;
@@ -567,42 +567,97 @@ static int pylibmc_run(const char *behaviour, enum ks_dist dist,
 	return in && pclose(in) == 0 ? 0 : -1;
 }
 
-/*
- * pylibmc (Debian's python3-pylibmc) as the oracle: keys set through it on
- * real memcached processes, each memcached asked which it holds. Its
- * ketama_weighted behaviour must agree with keysteer's ketama key for key;
- * plain "ketama" (unweighted, 100 points a server, libketama's point
- * order) is a ring keysteer does not build: its disagreements are printed
- * as a figure (docs/ring.md).
- */
-static void pylibmc_reference(void)
+#define PHP_REF "tests/compat/php_memcached_ref.php"
+
+/* One setting of a client under test with stored_run: the test's name,
+ * the reference's mode word, the ring keysteer must agree with. */
+struct stored_ref {
+	const char *test, *mode;
+	enum ks_dist dist;
+};
+
+/* Each setting of one client, or each skipped with need when the client
+ * is missing. cmd_fmt has two %s, the mode and more arguments: full_args
+ * in make compat-full (KS_COMPAT_FULL=1), which must place 100,000 keys. */
+static void stored_refs(const char *client, const char *cmd_fmt,
+			const char *full_args, int have, const char *need,
+			const struct stored_ref *runs, size_t n)
 {
-	unsigned nkeys, nrings, bad;
+	const char *full = getenv("KS_COMPAT_FULL");
+	int is_full = full && *full == '1';
+	unsigned nkeys, nrings, bad, min_keys = is_full ? 100000 : 8000;
+	char cmd[256];
+	size_t i;
 	int rc;
 
-	kt_begin("compat_pylibmc_ketama_weighted");
-	if (access("/usr/bin/python3", X_OK) || access(PYLIBMC_REF, R_OK) ||
-	    system("/usr/bin/python3 -c 'import pylibmc' 2>/dev/null") ||
-	    system("command -v memcached >/dev/null")) {
-		kt_skipf(
-			"needs /usr/bin/python3 with python3-pylibmc, memcached and %s (make deps; run from the repository root)",
-			PYLIBMC_REF);
+	for (i = 0; i < n; i++) {
+		kt_begin(runs[i].test);
+		if (!have) {
+			kt_skipf(
+				"needs %s (make deps; run from the repository root)",
+				need);
+			kt_end();
+			continue;
+		}
+		snprintf(cmd, sizeof(cmd), cmd_fmt, runs[i].mode,
+			 is_full ? full_args : "");
+		rc = stored_run(cmd, runs[i].dist, &nkeys, &nrings, &bad);
+		CHECK(rc == 0, "%s failed", cmd);
+		CHECK(nrings >= 20 && nkeys >= min_keys,
+		      "only %u lists, %u keys", nrings, nkeys);
+		CHECK_EQ(bad, 0);
+		printf("# compat: %s %s (keysteer %s): %u keys over %u server lists, %u disagreements\n",
+		       client, runs[i].mode, ks_dist_name(runs[i].dist), nkeys,
+		       nrings, bad);
 		kt_end();
-		return;
 	}
-	rc = pylibmc_run("ketama_weighted", KS_DIST_KETAMA, &nkeys, &nrings,
-			 &bad);
-	CHECK(rc == 0, "%s failed", PYLIBMC_REF);
-	CHECK(nrings >= 20 && nkeys >= 8000, "only %u lists, %u keys", nrings,
-	      nkeys);
-	CHECK_EQ(bad, 0);
-	printf("# compat: pylibmc ketama_weighted: %u keys over %u server lists, %u disagreements\n",
-	       nkeys, nrings, bad);
-	rc = pylibmc_run("ketama", KS_DIST_KETAMA, &nkeys, &nrings, &bad);
-	if (!rc)
-		printf("# compat: pylibmc plain ketama (not modelled): %u of %u keys elsewhere than keysteer's ketama puts them\n",
-		       bad, nkeys);
-	kt_end();
+}
+
+/*
+ * pylibmc (Debian's python3-pylibmc) and php-memcached (Debian's
+ * php-memcached) as oracles: keys set through them on real memcached
+ * processes, each memcached asked which it holds. pylibmc's
+ * ketama_weighted and PHP's OPT_LIBKETAMA_COMPATIBLE are keysteer's
+ * ketama; pylibmc's plain "ketama" and PHP's DISTRIBUTION_CONSISTENT
+ * (unweighted, 100 points a server, one_at_a_time) ketama-plain; both
+ * with no options (modula, one_at_a_time) modula-oaat. PHP refuses keys
+ * with bytes >= 0x80, so its keys are ASCII. About 9,000 keys a setting
+ * in the tier, 100,000 in make compat-full.
+ */
+static void stored_references(void)
+{
+	static const struct stored_ref pylibmc[] = {
+		{ "compat_pylibmc_ketama_weighted", "ketama_weighted",
+		  KS_DIST_KETAMA },
+		{ "compat_pylibmc_ketama_plain", "ketama",
+		  KS_DIST_KETAMA_PLAIN },
+		{ "compat_pylibmc_default_modula", "default",
+		  KS_DIST_MODULA_OAAT },
+	};
+	static const struct stored_ref php[] = {
+		{ "compat_php_memcached_default", "default",
+		  KS_DIST_MODULA_OAAT },
+		{ "compat_php_memcached_consistent", "consistent",
+		  KS_DIST_KETAMA_PLAIN },
+		{ "compat_php_memcached_libketama", "libketama",
+		  KS_DIST_KETAMA },
+	};
+	int memcached = !system("command -v memcached >/dev/null");
+
+	stored_refs(
+		"pylibmc", "/usr/bin/python3 " PYLIBMC_REF " --behaviour %s%s",
+		" --keys 6500",
+		memcached && !access("/usr/bin/python3", X_OK) &&
+			!access(PYLIBMC_REF, R_OK) &&
+			!system("/usr/bin/python3 -c 'import pylibmc' 2>/dev/null"),
+		"/usr/bin/python3 with python3-pylibmc, memcached and " PYLIBMC_REF,
+		pylibmc, sizeof(pylibmc) / sizeof(pylibmc[0]));
+	stored_refs(
+		"php-memcached", "php " PHP_REF " %s%s", " 20 6500",
+		memcached && !access(PHP_REF, R_OK) &&
+			!system("php -r 'exit(class_exists(\"Memcached\") ? 0 : 1);' 2>/dev/null"),
+		"php-cli with php-memcached, memcached and " PHP_REF, php,
+		sizeof(php) / sizeof(php[0]));
 }
 
 /*
@@ -706,7 +761,8 @@ int main(void)
 	tie_test();
 	twemproxy_reference();
 	pymemcache_reference();
-	pylibmc_reference();
+	stored_references();
+	ks_clients_compat();
 	pymemcache_cost();
 	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",
 	       (unsigned long long)total_keys,

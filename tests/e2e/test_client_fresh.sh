@@ -15,106 +15,45 @@
 #    with --etcd-hot-events off too (the readers' view lags by up to an
 #    interval): the same check must find stale reads. Then --copy-protocol on
 #    --fill-delay-ms 20, with and without hot/ events: 0 stale again.
+# 2c. Batches: the writer writes the key amid 7 others with
+#    keysteer_set_many (one pipeline to each owner, the invalidations
+#    pipelined per replica): 0 stale reads. Control: the same with the spec's
+#    batch_invalidate=off (the batch skips its invalidations; only the
+#    agents' own, on their datapath's dirty event, remain): stale reads.
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
 #    reads, a write read back, a miss, a bad spec refused.
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
-# PID, and removed on every exit path. About 100 s.
+# PID, and removed on every exit path. About 130 s (2c adds two 8 s runs).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=../../user/scripts/steer_topo.sh
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
-e2e_init client_fresh
+# shellcheck source=client_lib.sh
+. "$(dirname "$0")/client_lib.sh"
+client_init client_fresh || exit 0
 
-ETCD_PID=
-LOAD_PID=
-trap e2e_topo_etcd_cleanup EXIT
-
-e2e_need_etcd client_fresh || exit 0
-
-LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 FRESH=$E2E_ROOT/${OUT:-build}/tests/ks_client_fresh
-EXAMPLE=$E2E_ROOT/${OUT:-build}/ks_client_example
-for b in "$LOAD" "$FRESH" "$EXAMPLE"; do
-	if [ ! -x "$b" ]; then
-		fail client_fresh_setup "$b is missing; run 'make all tests'"
-		exit 1
-	fi
-done
+client_need_bins client_fresh "$LOAD" "$FRESH" "$EXAMPLE" || exit 1
 KEY=flash:1
 CLUSTER=cfresh
 DURATION=${CLIENT_FRESH_DURATION:-8}
 
-if ! steer_topo_up 2 2 >"$E2E_TMP/topo.out" 2>&1; then
-	fail client_fresh_topology "$(tail -n 3 "$E2E_TMP/topo.out")"
-	exit 1
-fi
-CNS=$STEER_CLIENT_NS
-CNS2=ks_stc2_$$
-if ! steer_host_add "$CNS2" "ksc2_$$" 198.18.2.2 >>"$E2E_TMP/topo.out" 2>&1; then
-	fail client_fresh_topology "second client: $(tail -n 3 "$E2E_TMP/topo.out")"
-	exit 1
-fi
-URL=http://$STEER_CLIENT_ADDR:2379
-if ! e2e_etcd_start "$CNS" cfresh "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
-	fail client_fresh_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-ETCD_PID=$E2E_ETCD_PID
-SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=300"
+client_fleet_up client_fresh 2 2 || exit 1
 
 OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
 	awk '{print $2}')
 note "$KEY is owned by shard $OWNER (${STEER_SHARD_ADDR[OWNER]})"
-if ! ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
-	--shards-file "$STEER_SHARDS_FILE" >"$E2E_TMP/ringset.out" 2>&1; then
-	fail client_fresh_setup "ring set: $(cat "$E2E_TMP/ringset.out")"
-	exit 1
-fi
+# agents_start ARGS..., wait_armed: client_lib.sh's, for this test
+agents_start() { client_agents_start client_fresh "$@"; }
+wait_armed() { client_wait_armed "$EXAMPLE"; }
 
-# agents_start ARGS...: both agents, with the test's common options.
-agents_start() {
-	local i
-	for i in 0 1; do
-		if ! steer_agent_start "$i" --interval 0.5 --sample 1 \
-			--shard-capacity 1000 --hot-fraction 0.1 \
-			--etcd "$URL" --cluster "$CLUSTER" \
-			--self "${STEER_SHARD_ADDR[$i]}:$STEER_PORT" \
-			--replicas "$STEER_REPLICAS" "$@"; then
-			fail client_fresh_agents "agent $i ($*) did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
-			return 1
-		fi
-	done
-}
-
-# wait_armed: 0 once a new handle on the fleet sees the key's entry armed
-# (the library's own view, from etcd), within 20 s.
-wait_armed() {
-	local i out
-	for ((i = 0; i < 80; i++)); do
-		out=$(ks_in_ns "$CNS2" "$EXAMPLE" "$SPEC" stats 2>&1)
-		if grep -q 'armed_keys [1-9]' <<<"$out"; then
-			ARMED_AFTER=$((i * 250))
-			return 0
-		fi
-		sleep 0.25
-	done
-	ARMED_WHY="$out; hot/: $(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1 | head -c 600)"
-	return 1
-}
-
-# fresh NAME [WRITE_INTERVAL_MS]: ks_client_fresh, writer on client 1,
+# fresh NAME [WRITE_INTERVAL_MS] [ARGS...]: ks_client_fresh, writer on client 1,
 # readers on client 2; the document in $E2E_TMP/NAME.json, its exit
-# status in .rc.
-fresh() {
-	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "$SPEC" \
-		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
-		--duration "$DURATION" --readers 2 --rate 1500 \
-		--write-interval-ms "${2:-10}" >"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
-	echo $? >"$E2E_TMP/$1.rc"
-}
+# status in .rc. FRESH_SPEC, when set, is the spec instead of SPEC.
+fresh() { client_fresh "$1" "${2:-10}" "${@:3}"; }
 
 # summary NAME: one line of figures.
 summary() {
@@ -135,35 +74,37 @@ PYEOF
 field() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
 
 agents_start || exit 1
-# the owner must hold the key for its copies to be made
-if ! ks_in_ns "$CNS" "$EXAMPLE" "$SPEC" set "$KEY" v0 >"$E2E_TMP/set0.out" 2>&1; then
-	fail client_fresh_setup "the first set through the library: $(cat "$E2E_TMP/set0.out")"
-	exit 1
-fi
-ks_in_ns_bg "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
-	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
-	--duration 110 --rate 1000 --json \
-	</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
-LOAD_PID=$KS_BG_PID
+client_hot_load client_fresh "$EXAMPLE" "$LOAD" "$KEY" v0 110 || exit 1
 
 # --- 1. the key turns hot and its entry armed -------------------------------
-ARMED_AFTER= ARMED_WHY=
-if wait_armed; then
-	pass client_fresh_key_armed_in_view
-	note "the library's view had $KEY armed ${ARMED_AFTER} ms after the load started"
-else
-	fail client_fresh_key_armed_in_view "never armed in a handle's view: $ARMED_WHY"
-	exit 1
-fi
+client_expect_armed client_fresh || exit 1
 
 # --- 2. writers and readers through the library -----------------------------
+# fresh_clean NAME TEST: TEST passes when run NAME exited 0 (no stale
+# read, no failed request), with reads from copies and over 100 writes.
+fresh_clean() {
+	if [ "$(cat "$E2E_TMP/$1.rc")" = 0 ] && [ "$(field "$1" copy_reads)" -gt 0 ] &&
+		[ "$(field "$1" writes)" -gt 100 ]; then
+		pass "$2"
+	else
+		fail "$2" "exit $(cat "$E2E_TMP/$1.rc"): $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
+	fi
+}
 fresh run
 note "copy protocol on: $(summary run)"
-if [ "$(cat "$E2E_TMP/run.rc")" = 0 ] && [ "$(field run copy_reads)" -gt 0 ] &&
-	[ "$(field run writes)" -gt 100 ]; then
-	pass client_fresh_no_stale_reads_copies_used
+fresh_clean run client_fresh_no_stale_reads_copies_used
+
+# --- 2c. batches: keysteer_set_many, and the control without invalidations --
+fresh batch 10 --batch 8
+note "batches of 8 (keysteer_set_many): $(summary batch); $(field batch batches) batches"
+fresh_clean batch client_fresh_batches_no_stale_reads
+FRESH_SPEC="$SPEC batch_invalidate=off" fresh batch_control 10 --batch 8
+note "control, batch_invalidate=off: $(summary batch_control)"
+if [ "$(field batch_control stale_reads)" -gt 0 ] 2>/dev/null &&
+	[ "$(field batch_control batches)" -gt 100 ]; then
+	pass client_fresh_batch_control_finds_stale_reads
 else
-	fail client_fresh_no_stale_reads_copies_used "exit $(cat "$E2E_TMP/run.rc"): $(summary run) $(head -c 300 "$E2E_TMP/run.err")"
+	fail client_fresh_batch_control_finds_stale_reads "no stale read with the batches' invalidations off: $(summary batch_control)"
 fi
 
 # --- 2b. the Python adapter: the same C code through ctypes -----------------

@@ -211,6 +211,29 @@ else
 	fail metrics_shard_counters "shards counted $d_shard_r reads, $d_shard_w writes for $sent_gets gets, $sent_sets sets; 198.18.0.3: $d_other keys, $d_mis misdirected"
 fi
 
+# The agent's own cost: its CPU moves with the intervals, and the loop
+# thread's work of the last interval is part of it (that interval is in the
+# window), under the largest so far.
+cost=$("$PY" - "$E2E_TMP/before.prom" "$E2E_TMP/after.prom" <<'PYEOF'
+import sys
+def scrape(p):
+    return {l.split()[0]: float(l.split()[1]) for l in open(p)
+            if l.startswith(("keysteer_agent_cpu", "keysteer_interval_work", "keysteer_intervals_total"))}
+a, b = scrape(sys.argv[1]), scrape(sys.argv[2])
+cpu = b["keysteer_agent_cpu_seconds_total"] - a["keysteer_agent_cpu_seconds_total"]
+ivl = b["keysteer_intervals_total"] - a["keysteer_intervals_total"]
+work, top = b["keysteer_interval_work_cpu_seconds"], b["keysteer_interval_work_cpu_max_seconds"]
+ok = ivl > 0 and cpu > 0 and 0 < work <= top and work <= cpu
+print("%s %.3f ms CPU per interval over %d intervals, last work %.3f ms, max %.3f ms" % (
+    "ok" if ok else "bad", 1e3 * cpu / max(ivl, 1), ivl, 1e3 * work, 1e3 * top))
+PYEOF
+)
+note "agent cost: ${cost#* }"
+case $cost in
+ok*) pass metrics_agent_cost ;;
+*) fail metrics_agent_cost "${cost:-no figures}" ;;
+esac
+
 # Keys: hashes, never key labels, without --export-keys.
 # flash:1's hash as the agent computes it, from its routing document.
 flash_hash=$("$PY" -c 'import json, sys

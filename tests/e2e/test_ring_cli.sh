@@ -120,3 +120,71 @@ refuse ring_refuse_self_unknown "--self 10.9.9.9:11211 is not in" \
 	ring lookup --shards "$S4" --self 10.9.9.9:11211 k
 refuse ring_refuse_diff_keys "--keys" ring diff --from "$S4" --to "$S5" --keys 0
 refuse ring_refuse_unknown_sub "unknown ring command 'frob'" ring frob
+
+# --client NAME is the distribution its client really uses: the presets of
+# one ring agree key for key, and with the --distribution they name
+k200=$(seq -f 'k%g' 1 200)
+# shellcheck disable=SC2086 # one argument per key
+a=$("$AGENT" ring lookup --shards "$S4" --client dalli $k200 | md5sum)
+# shellcheck disable=SC2086
+b=$("$AGENT" ring lookup --shards "$S4" --distribution dalli $k200 | md5sum)
+# shellcheck disable=SC2086
+c=$("$AGENT" ring lookup --shards "$S4" --distribution ketama $k200 | md5sum)
+if [ "$a" = "$b" ] && [ "$a" != "$c" ]; then
+	pass ring_lookup_client_preset
+else
+	fail ring_lookup_client_preset "--client dalli: $a, dalli: $b, ketama: $c"
+fi
+
+# diff across distributions on one list: pylibmc's ketama and PHP's
+# DISTRIBUTION_CONSISTENT are one ring (nothing moves); modula -> ketama
+# on 4 shards reassigns about 3/4 of the keys, and every shard's out and
+# in add up to the moved total
+diff_field() { # ARGS...: the N of "moved N of" that ring diff prints
+	"$AGENT" ring diff "$@" | sed -n 's/^moved \([0-9]*\) of [0-9]* keys.*/\1/p'
+}
+m=$(diff_field --shards "$S4" --from-client pylibmc-ketama --to-client php-memcached-consistent --keys 20000)
+if [ "$m" = 0 ]; then
+	pass ring_diff_same_ring_other_client
+else
+	fail ring_diff_same_ring_other_client "moved '$m' keys, want 0"
+fi
+out=$("$AGENT" ring diff --shards "$S4" --from-distribution modula --to-distribution ketama --keys 20000)
+m=$(printf '%s\n' "$out" | sed -n 's/^moved \([0-9]*\) of 20000 keys.*/\1/p')
+sums=$(printf '%s\n' "$out" | awk '/^per shard:/ { on = 1; next } /^$/ { on = 0 }
+	on && $1 ~ /:/ { b += $2; a += $3; o += $4; i += $5 } END { print b, a, o, i }')
+if [ -n "$m" ] && [ "$m" -gt 13000 ] && [ "$m" -lt 17000 ] &&
+	[ "$sums" = "20000 20000 $m $m" ] &&
+	printf '%s\n' "$out" | grep -q '^distribution modula -> ketama, 20000 keys'; then
+	pass ring_diff_modula_to_ketama_per_shard
+else
+	fail ring_diff_modula_to_ketama_per_shard "moved '$m', per-shard sums '$sums': $(printf '%s\n' "$out" | head -3)"
+fi
+
+# --keys-file places the operator's keys: the file's keys and lookup's
+# owners say the same moves
+printf 'user:1\r\ncart:2\n\nключ:3\nk9\n' >"$E2E_TMP/dkeys"
+want=0
+for key in user:1 cart:2 ключ:3 k9; do
+	x=$("$AGENT" ring lookup --shards "$S4" --distribution modula "$key" | cut -f3)
+	y=$("$AGENT" ring lookup --shards "$S4" --distribution dalli "$key" | cut -f3)
+	[ "$x" != "$y" ] && want=$((want + 1))
+done
+out=$("$AGENT" ring diff --shards "$S4" --from-distribution modula --to-client dalli --keys-file "$E2E_TMP/dkeys")
+if printf '%s\n' "$out" | grep -q "^moved $want of 4 keys" &&
+	printf '%s\n' "$out" | grep -q "4 keys from $E2E_TMP/dkeys"; then
+	pass ring_diff_keys_file
+else
+	fail ring_diff_keys_file "want moved $want of 4: $(printf '%s\n' "$out" | head -3)"
+fi
+
+refuse ring_refuse_client_and_distribution "not both" \
+	ring lookup --shards "$S4" --client dalli --distribution ketama k
+refuse ring_refuse_unknown_client "unknown client 'memcache'" \
+	ring lookup --shards "$S4" --client memcache k
+refuse ring_refuse_diff_shards_and_from "not both" \
+	ring diff --shards "$S4" --from "$S4" --to "$S5"
+refuse ring_refuse_diff_keys_file_missing "cannot read --keys-file" \
+	ring diff --shards "$S4" --to-client dalli --keys-file "$E2E_TMP/none"
+refuse ring_refuse_ketama_plain_weights "has weight 3" \
+	ring lookup --shards "10.0.0.1:11211:3,10.0.0.2:11211" --client pylibmc-ketama k

@@ -971,6 +971,8 @@ int main(int argc, char **argv)
 	t_lease_expiry();
 	t_lease_keepalive();
 	t_pub(A.plain);
+	t_pub_keeper(A.plain);
+	t_pub_ordered(A.plain);
 	t_watch("etcd_watch_in_order_from_revision", A.plain ? A.plain : "");
 	snprintf(eps, sizeof(eps), "%s,%s", A.down ? A.down : "",
 		 A.plain ? A.plain : "");

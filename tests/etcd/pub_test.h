@@ -4,5 +4,7 @@
 #define KS_PUB_TEST_H
 
 void t_pub(const char *plain);
+void t_pub_keeper(const char *plain);
+void t_pub_ordered(const char *plain);
 
 #endif

@@ -111,6 +111,13 @@ static void tr_traffic(int npkts, __u32 seed)
 
 static const __u32 tr_counts[] = { 1, 2, 4, 7, 64, 1024 };
 
+/* libmemcached's unweighted ketama refuses weights (it would be the
+ * weighted ring): its lists have none. */
+static bool tr_dist_weighted(enum ks_dist dist)
+{
+	return dist != KS_DIST_KETAMA_PLAIN;
+}
+
 static void tr_dist_case(enum ks_dist dist, int ci)
 {
 	static char name[80];
@@ -120,7 +127,7 @@ static void tr_dist_case(enum ks_dist dist, int ci)
 	__u64 keys0 = tr_keys_checked;
 	char *c;
 
-	s.weights = v % 2;
+	s.weights = v % 2 && tr_dist_weighted(dist);
 	s.ports = v % 3 == 1;
 	s.names = v % 4 >= 2;
 	/* a cache host (misdirected keys counted), a client host for some */
@@ -168,9 +175,10 @@ static void tr_every_length(enum ks_dist dist)
 {
 	static struct tr_seg g;
 	static char name[64];
-	struct tr_shape s = {
-		.dist = dist, .n = 1024, .weights = true, .self = 5
-	};
+	struct tr_shape s = { .dist = dist,
+			      .n = 1024,
+			      .weights = tr_dist_weighted(dist),
+			      .self = 5 };
 	struct tr_ring t;
 	__u64 keys0 = tr_keys_checked;
 	size_t len;

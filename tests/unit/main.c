@@ -58,6 +58,7 @@ static const struct kt_group groups[] = {
 	{ "opts", test_opts },
 	{ "names", test_names },
 	{ "ring", test_ring },
+	{ "ring_clients", test_ring_clients },
 	{ "shards", test_shards },
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },
@@ -79,6 +80,7 @@ static const struct kt_group groups[] = {
 	{ "steer_fsm", test_steer_fsm },
 	{ "fleet_view", test_fleet_view },
 	{ "client", test_client },
+	{ "client_batch", test_client_batch },
 	{ "client_counter", test_client_counter },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))

@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "client/route.h"
+#include "client/routing_doc.h"
 #include "client/view.h"
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/ring_doc.h"
+#include "core/replicas.h"
 #include "core/steer_sched.h"
+#include "render/routing_json.h"
 #include "ktest.h"
 #include "unit.h"
 
@@ -59,8 +62,10 @@ static char *host_doc(const char *self, const char *r0, const char *r1)
 	return ks_host_doc_encode(&d, NULL);
 }
 
-static char *hot_doc(const char *key, const char *owner, unsigned state,
-		     const char *r0, const char *r1, unsigned owner_turns)
+/* An entry as its owner publishes it, at write_seq, with reads_ps. */
+static char *hot_doc_at(const char *key, const char *owner, unsigned state,
+			const char *r0, const char *r1, unsigned owner_turns,
+			__u64 write_seq, double reads_ps)
 {
 	struct ks_hot_doc d;
 
@@ -79,7 +84,15 @@ static char *hot_doc(const char *key, const char *owner, unsigned state,
 	if (r1)
 		snprintf(d.replica[d.nreplicas++], KS_HOT_DOC_OWNER, "%s", r1);
 	d.owner_turns = owner_turns;
+	d.write_seq = write_seq;
+	d.reads_ps = reads_ps;
 	return ks_hot_doc_encode(&d);
+}
+
+static char *hot_doc(const char *key, const char *owner, unsigned state,
+		     const char *r0, const char *r1, unsigned owner_turns)
+{
+	return hot_doc_at(key, owner, state, r0, r1, owner_turns, 0, 0);
 }
 
 static void hot_key(const char *key, char *buf, size_t len)
@@ -367,9 +380,181 @@ static void test_route(void)
 	ksc_view_free(&v);
 }
 
+/* The L1's stamp (ksc_read_plan.stamp): one armed version from the put
+ * that armed the key until the entry turns dirty, is armed again at a new
+ * write_seq, or goes; a put that only moved rates keeps it. */
+static void test_l1_stamp(void)
+{
+	const char *r1 = "198.18.2.101:11211", *k = "flash:1";
+	struct ksc_read_plan p;
+	char hk[80], *doc;
+	struct ksc_view v;
+	__u64 h = ksc_key_hash(k, strlen(k));
+	char owner[KSC_ADDR_MAX];
+	__s64 armed;
+	struct {
+		unsigned state;
+		__u64 seq;
+		double rate;
+		int same; /* 1: the armed version before it stays */
+	} steps[] = {
+		{ KS_HDS_ARMED, 7, 500, 1 }, /* rates moved only */
+		{ KS_HDS_DIRTY, 8, 500, 0 }, /* a write seen */
+		{ KS_HDS_ARMED, 8, 500, 0 }, /* armed again after it */
+		{ KS_HDS_ARMED, 8, 900, 1 }, /* rates moved only */
+		{ KS_HDS_ARMED, 9, 900, 0 }, /* refilled between reads */
+	};
+	unsigned i;
+
+	kt_begin("client_l1_stamp_follows_armed_version");
+	view_with_ring(&v);
+	snprintf(owner, sizeof(owner), "%s", owner_name(&v, k));
+	hot_key(k, hk, sizeof(hk));
+	doc = hot_doc_at(k, owner, KS_HDS_ARMED, r1, NULL, 0, 7, 100);
+	CHECK(put(&v, hk, doc, 3) == 0, "hot/ refused: %s", v.why);
+	free(doc);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	armed = p.stamp;
+	CHECK(armed == 3, "armed at revision 3, stamp %lld", (long long)armed);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		doc = hot_doc_at(k, owner, steps[i].state, r1, NULL, 0,
+				 steps[i].seq, steps[i].rate);
+		put(&v, hk, doc, 4 + i);
+		free(doc);
+		ksc_route_read(&v, k, strlen(k), h, 0, &p);
+		if (steps[i].state != KS_HDS_ARMED) {
+			CHECK(p.stamp == 0, "step %u: not armed, stamp %lld", i,
+			      (long long)p.stamp);
+			continue;
+		}
+		CHECK((p.stamp == armed) == steps[i].same && p.stamp > 0,
+		      "step %u: stamp %lld after %lld, want %s", i,
+		      (long long)p.stamp, (long long)armed,
+		      steps[i].same ? "the same" : "a new one");
+		armed = p.stamp;
+	}
+	ksc_view_del(&v, hk, strlen(hk), 20, 0);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	CHECK(p.stamp == 0, "a deleted entry keeps stamp %lld",
+	      (long long)p.stamp);
+	doc = hot_doc_at(k, owner, KS_HDS_ARMED, r1, NULL, 0, 9, 900);
+	put(&v, hk, doc, 21); /* back, at the same write_seq */
+	free(doc);
+	ksc_route_read(&v, k, strlen(k), h, 0, &p);
+	CHECK(p.stamp == 21, "recreated entry: stamp %lld, want 21",
+	      (long long)p.stamp);
+	ksc_route_read(&v, k, strlen(k), h, 1, &p);
+	CHECK(p.stamp == 0, "an old view gave stamp %lld", (long long)p.stamp);
+	ksc_view_free(&v);
+	kt_end();
+}
+
+/* An agent's routing document for key, hot with 3 copies over the two
+ * replicas r1,r2, owner_turns 16 (ks_hot_json_steer, as it serves it). */
+static char *routing_doc(const char *key, const char *reps)
+{
+	static struct ks_hot_table t;
+	struct ks_replica_set rs;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s = { .key = (const __u8 *)key,
+				   .len = (__u16)strlen(key),
+				   .hash = ksc_key_hash(key, strlen(key)),
+				   .reads_ps = 1e6 };
+	char err[128], *buf = malloc(16384);
+
+	ks_hot_policy_default(&p);
+	p.max_copies = 3;
+	ks_hot_init(&t);
+	if (!buf || ks_replicas_parse(reps, &rs, err, sizeof(err)) ||
+	    ks_hot_update(&t, &p, &s, 1, 1) != 1) {
+		free(buf);
+		return NULL;
+	}
+	ks_hot_json_steer(&t, &p, &rs, 16, 1, buf, 16384);
+	return buf;
+}
+
+static void test_routing(void)
+{
+	const char *reps = "198.18.2.101:11211,198.18.2.102:11211";
+	const char *k = "flash:1";
+	struct ksc_view rv, ev;
+	struct ksc_read_plan a, b;
+	struct ksc_hot *e;
+	__u16 ia[KSC_INVAL_MAX], ib[KSC_INVAL_MAX];
+	char *doc = routing_doc(k, reps), *hd, hk[80];
+	char owner[KSC_ADDR_MAX], r0[KSC_ADDR_MAX], r1[KSC_ADDR_MAX];
+	__u64 h = ksc_key_hash(k, strlen(k));
+	unsigned i, na, nb, diff = 0;
+
+	kt_begin("client_routing_doc_same_decisions_as_etcd");
+	ksc_view_init(&rv, "t");
+	CHECK(doc && ksc_view_static(&rv, SHARDS, NULL, NULL) == 0,
+	      "no document or ring");
+	CHECK(doc && ksc_view_routing(&rv, doc, strlen(doc), 1) == 0,
+	      "the agent's document refused: %s", rv.why);
+	e = ksc_view_hot(&rv, h);
+	CHECK(e && e->live && e->state == KS_HDS_ARMED && e->nrep == 2 &&
+		      e->owner_turns == 16 && rv.nstatic == 2,
+	      "entry not armed on 2 replicas with 16 owner turns (%u static)",
+	      rv.nstatic);
+	/* the etcd view of the same state: the entry armed on the same
+	 * replicas, and the owner's hosts/ listing the same replica set */
+	view_with_ring(&ev);
+	snprintf(owner, sizeof(owner), "%s", owner_name(&ev, k));
+	snprintf(r0, sizeof(r0), "%s", e ? rv.srv[e->rep[0]].name : "");
+	snprintf(r1, sizeof(r1), "%s", e ? rv.srv[e->rep[1]].name : "");
+	hot_key(k, hk, sizeof(hk));
+	hd = hot_doc(k, owner, KS_HDS_ARMED, r0, r1, 16);
+	put(&ev, hk, hd, 3);
+	free(hd);
+	hd = host_doc(owner, r0, r1);
+	put(&ev, PFX "hosts/o", hd, 4);
+	free(hd);
+	for (i = 0; i < 2 * KS_STEER_SCHED; i++) {
+		ksc_route_read(&rv, k, strlen(k), h, 0, &a);
+		ksc_route_read(&ev, k, strlen(k), h, 0, &b);
+		diff += strcmp(rv.srv[a.owner].name, ev.srv[b.owner].name) ||
+			(a.copy == KSC_NONE) != (b.copy == KSC_NONE) ||
+			(a.copy != KSC_NONE &&
+			 strcmp(rv.srv[a.copy].name, ev.srv[b.copy].name));
+	}
+	CHECK(diff == 0, "%u of %d reads routed otherwise than from etcd", diff,
+	      2 * KS_STEER_SCHED);
+	na = ksc_route_inval(&rv, ksc_view_owner(&rv, "cold:1", 6),
+			     ksc_key_hash("cold:1", 6), 1, ia, KSC_INVAL_MAX);
+	nb = ksc_route_inval(&ev, ksc_view_owner(&ev, "cold:1", 6),
+			     ksc_key_hash("cold:1", 6), 1, ib, KSC_INVAL_MAX);
+	CHECK(na == 2 && nb == 2, "a write invalidates %u replicas (etcd %u)",
+	      na, nb);
+	ksc_view_free(&ev);
+	kt_end();
+
+	kt_begin("client_routing_doc_rounds_and_refusals");
+	/* a round without the key: gone, reads to the owner */
+	ksc_view_hot_mark(&rv);
+	CHECK(ksc_view_routing(&rv, "{\"keys\":[]}", 11, 2) == 0,
+	      "an empty document refused: %s", rv.why);
+	ksc_view_hot_sweep(&rv, 0);
+	ksc_route_read(&rv, k, strlen(k), h, 0, &a);
+	CHECK(!e->live && a.copy == KSC_NONE && rv.nstatic == 2,
+	      "a key gone from the document still read a copy");
+	hd = "{\"keys\":[{\"key\":\"a\",\"hash\":\"0000000000000001\"}]}";
+	CHECK(ksc_view_routing(&rv, "[1]", 3, 3) == -EBADMSG &&
+		      ksc_view_routing(&rv, hd, strlen(hd), 3) == -EBADMSG &&
+		      strstr(rv.why, "hash"),
+	      "a non-document or a wrong hash taken (%s)", rv.why);
+	ksc_view_free(&rv);
+	free(doc);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();
+	test_l1_stamp();
+	test_client_l1();
+	test_routing();
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "ktest.h"
 #include "core/hotkeys.h"
+#include "core/steer_sched.h"
 #include "render/routing_json.h"
 #include "unit.h"
 
@@ -507,6 +508,67 @@ static void json_shape(void)
 	kt_end();
 }
 
+/* An armed key read from its copies over TCP: the owner sees only its
+ * turns, so its samples fall to a trickle and, without the unseen reads,
+ * it would cool, be disarmed, turn hot again and flap. With them it stays
+ * hot at its true rate; a key no longer read at all still cools. */
+static void unseen_reads_keep_armed_keys(void)
+{
+	static struct ks_hot_table t, ctl;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[4];
+	struct ks_hot_unseen u[2];
+	const struct ks_hot_entry *e;
+	size_t n, i;
+
+	kt_begin("hotkeys_unseen_reads_keep_armed_keys");
+	/* the scale: 1 turn of 64 seen stands for 63 unseen */
+	CHECK(ks_steer_unseen_reads(100, 1) == 6300, "1/64: %f",
+	      ks_steer_unseen_reads(100, 1));
+	CHECK(ks_steer_unseen_reads(100, 16) == 300, "16/64: %f",
+	      ks_steer_unseen_reads(100, 16));
+	CHECK(ks_steer_unseen_reads(100, 0) == 0 &&
+		      ks_steer_unseen_reads(100, KS_STEER_SCHED) == 0,
+	      "owner share 0 or all: nothing to scale");
+	policy(&p, 4);
+	ks_hot_init(&t);
+	ks_hot_init(&ctl);
+	s[0] = sample("flash", 4 * T, 0);
+	ks_hot_update(&t, &p, s, 1, 1);
+	ks_hot_update(&ctl, &p, s, 1, 1);
+	CHECK(find(&t, "flash") && find(&ctl, "flash"), "flash not hot");
+	for (i = 2; i < 40; i++) {
+		/* armed: the owner sees 1/64 of 4T over TCP; the key is no
+		 * longer among the top keys, so no sample at all */
+		u[0] = (struct ks_hot_unseen){
+			ut_hash("flash"), ks_steer_unseen_reads(4 * T / 64, 1)
+		};
+		u[1] = (struct ks_hot_unseen){ ut_hash("not-in-table"), 5 * T };
+		n = ks_hot_add_unseen(&t, s, 0, 4, u, 2);
+		CHECK_EQ(n, 1);
+		ks_hot_update(&t, &p, s, n, (__u32)i);
+		ks_hot_update(&ctl, &p, s, 0, (__u32)i);
+	}
+	e = find(&t, "flash");
+	CHECK(e && e->read_hot && e->reads_ps > 3.5 * T && e->reads_ps < 4 * T,
+	      "with unseen reads: %s at %.0f/s", e ? "hot" : "gone",
+	      e ? e->reads_ps : 0);
+	CHECK(find(&t, "not-in-table") == NULL, "a key nothing armed entered");
+	CHECK(find(&ctl, "flash") == NULL,
+	      "control: without the unseen reads the armed key should cool");
+	/* added to a sample that exists */
+	s[0] = sample("flash", 100, 5);
+	n = ks_hot_add_unseen(&t, s, 1, 4, u, 1);
+	CHECK(n == 1 && s[0].reads_ps == 100 + u[0].reads_ps &&
+		      s[0].writes_ps == 5,
+	      "sample merged: n %zu, reads %.0f", n, s[0].reads_ps);
+	/* no longer read: it cools as any key */
+	for (i = 40; i < 80; i++)
+		ks_hot_update(&t, &p, s, 0, (__u32)i);
+	CHECK(find(&t, "flash") == NULL, "an unread key stayed hot");
+	kt_end();
+}
+
 void test_hotkeys(void)
 {
 	entry_within_one_interval();
@@ -518,4 +580,5 @@ void test_hotkeys(void)
 	pin_file_errors();
 	capacity();
 	json_shape();
+	unseen_reads_keep_armed_keys();
 }

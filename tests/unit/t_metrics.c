@@ -135,6 +135,9 @@ static struct fixture *fixture_new(void)
 		.candidates = 17,
 		.candidate_slots = 2048,
 		.rss_bytes = 4096,
+		.work_ns = 2500000,
+		.work_max_ns = 7000000,
+		.cpu_ns = 3250000000ULL,
 	};
 	return x;
 }
@@ -213,6 +216,9 @@ static void t_exact_lines(void)
 		"keysteer_start_time_seconds 1700000000.123",
 		"keysteer_last_interval_timestamp_seconds 1700000004.123",
 		"keysteer_resident_memory_bytes 4096",
+		"keysteer_agent_cpu_seconds_total 3.25",
+		"keysteer_interval_work_cpu_seconds 0.0025",
+		"keysteer_interval_work_cpu_max_seconds 0.007",
 		"keysteer_sample_ratio 0.125",
 		"keysteer_interval_target_seconds 1",
 		"keysteer_interval_duration_seconds 1.5",

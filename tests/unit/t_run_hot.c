@@ -126,7 +126,7 @@ static void t_routing(void)
 	 * cold one does not. */
 	top_entry(&top[0], "flash:1", 30000);
 	top_entry(&top[1], "cold:9", 50);
-	ks_run_hot_interval(&h, top, 2, 1, 7);
+	ks_run_hot_interval(&h, top, 2, NULL, 0, 1, 7);
 	CHECK(h.table->version != v1, "version did not move");
 	CHECK(strstr(slurp(route), "\"key\":\"flash:1\"") != NULL,
 	      "flash:1 missing: %.300s", slurp(route));
@@ -141,7 +141,7 @@ static void t_routing(void)
 	/* A good one replaces them. */
 	put(pins, "pin other 2\n");
 	ks_run_hot_poll(&h, 1);
-	ks_run_hot_interval(&h, top, 2, 2, 7);
+	ks_run_hot_interval(&h, top, 2, NULL, 0, 2, 7);
 	CHECK(strstr(slurp(route), "\"key\":\"other\"") != NULL,
 	      "new pin missing: %.300s", slurp(route));
 	ks_run_hot_free(&h);

@@ -14,6 +14,7 @@ void test_report(void);
 void test_opts(void);
 void test_names(void);
 void test_ring(void);
+void test_ring_clients(void);
 void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
@@ -35,6 +36,8 @@ void test_steer_fsm(void);
 void test_fleet_docs(void);
 void test_fleet_view(void);
 void test_client(void);
+void test_client_batch(void);
+void test_client_l1(void); /* part of group client */
 void test_client_counter(void);
 
 /*

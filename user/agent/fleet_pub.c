@@ -139,7 +139,10 @@ static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash)
 	return NULL;
 }
 
-/* Hands d over as hot/<hash>; 0, or -ENOMEM. */
+/* Hands d over as hot/<hash>; 0, or -ENOMEM. A dirty entry is written
+ * before whatever follows it (the re-armed entry a few ms later): readers
+ * that keep a copy (the library's L1) drop it on the dirty state, so it
+ * must reach etcd even when the publisher was busy meanwhile. */
 static int put_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *d)
 {
 	char key[sizeof(f->host_key)], *doc = ks_hot_doc_encode(d);
@@ -148,7 +151,9 @@ static int put_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *d)
 	if (!doc)
 		return -ENOMEM;
 	ks_hot_doc_key(f->cluster, d->hash, key, sizeof(key));
-	rc = ks_etcd_pub_set(f->pub, key, doc, strlen(doc));
+	rc = d->state == KS_HDS_DIRTY
+		     ? ks_etcd_pub_set_ordered(f->pub, key, doc, strlen(doc))
+		     : ks_etcd_pub_set(f->pub, key, doc, strlen(doc));
 	free(doc);
 	return rc < 0 ? rc : 0;
 }

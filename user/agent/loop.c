@@ -148,7 +148,7 @@ static void status_line(const struct ks_agent *st, long ncands)
 		snprintf(key, sizeof(key), "hash %016llx",
 			 (unsigned long long)r->top[0].hash);
 	fprintf(stderr,
-		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s\n",
+		"keysteer: #%u %.1f req/s (read %.1f, write %.1f, other %.1f), %llu sampled, %ld candidates, top %s %.1f/s, work %.2f ms\n",
 		r->seq,
 		(r->class_req_mps[KS_CLASS_READ] +
 		 r->class_req_mps[KS_CLASS_WRITE] +
@@ -159,7 +159,8 @@ static void status_line(const struct ks_agent *st, long ncands)
 		r->class_req_mps[KS_CLASS_OTHER] / 1000.0,
 		(unsigned long long)r->sampled_total, ncands, key,
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0
-			 : 0.0);
+			 : 0.0,
+		st->work_ns / 1e6);
 	ring_status_line(st->ring);
 	ks_run_etcd_status(st->etcd, stderr, r->seq);
 	ks_run_steer_status(st->steer, stderr, r->seq);
@@ -181,6 +182,9 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.table = st->hot->table,
 		.candidates = ncands > 0 ? (__u64)ncands : 0,
 		.candidate_slots = (__u64)KS_CAND_SLOTS * (__u64)st->col.ncpus,
+		.work_ns = st->work_ns,
+		.work_max_ns = st->work_max_ns,
+		.cpu_ns = ks_process_cpu_ns(),
 	};
 
 	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
@@ -189,7 +193,8 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 static int one_interval(struct ks_agent *st)
 {
 	__u32 old_seq = st->seq, epoch = old_seq & 1;
-	__u64 now, elapsed_ns;
+	__u64 now, elapsed_ns, cpu0 = ks_thread_cpu_ns();
+	size_t nunseen;
 	long ncands;
 	int err;
 
@@ -217,8 +222,10 @@ static int one_interval(struct ks_agent *st)
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
-	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, old_seq,
-			    st->ring->version);
+	nunseen = ks_run_steer_unseen(st->steer, elapsed_ns / 1e9, st->unseen,
+				      KS_HOT_SLOTS);
+	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, st->unseen,
+			    nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
 	ks_run_etcd_publish_interval(st->etcd, st->rep,
@@ -230,6 +237,9 @@ static int one_interval(struct ks_agent *st)
 	if (err)
 		return err;
 	st->prev = st->cur;
+	st->work_ns = ks_thread_cpu_ns() - cpu0;
+	if (st->work_ns > st->work_max_ns)
+		st->work_max_ns = st->work_ns;
 	publish_metrics(st, &st->cur, ncands, 1);
 	if (st->o.verbose)
 		status_line(st, ncands);

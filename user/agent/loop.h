@@ -61,6 +61,12 @@ struct ks_agent {
 	int adopt;       /* take over a dead agent's attachment */
 	__u64 flip_ns;   /* monotonic time of the last flip */
 	__u64 totals_ns; /* monotonic time of the last totals read */
+	/* The agent's own cost: the interval loop thread's CPU for the last
+	 * interval's work (flip to zeroed sketch, the metrics' rendering
+	 * not included), and its largest since the start. */
+	__u64 work_ns, work_max_ns;
+	/* the reads armed keys' copies took unseen, for the hot-key table */
+	struct ks_hot_unseen unseen[KS_HOT_SLOTS];
 };
 
 /* Attaches (or takes over) and starts every subsystem; a KS_EXIT_* code. */

@@ -24,6 +24,7 @@ void ks_run_hot_defaults(struct ks_run_hot *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->o.gid = (gid_t)-1;
+	h->o.owner_turns = -1;
 	ks_hot_policy_default(&h->o.pol);
 }
 
@@ -154,8 +155,10 @@ static int write_routing(struct ks_run_hot *h, __u64 ring_version)
 	if (!h->o.routing_path && !h->o.serve_doc)
 		return 0;
 	for (;;) {
-		need = h->doc ? ks_hot_json(h->table, &h->o.pol, h->o.rs,
-					    ring_version, h->doc, h->doc_size)
+		need = h->doc ? ks_hot_json_steer(h->table, &h->o.pol, h->o.rs,
+						  h->o.owner_turns,
+						  ring_version, h->doc,
+						  h->doc_size)
 			      : SIZE_MAX;
 		if (need < h->doc_size)
 			break;
@@ -241,9 +244,10 @@ void ks_run_hot_fleet_rules(struct ks_run_hot *h, const struct ks_hot_rules *r,
 }
 
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
-			 size_t n, __u32 seq, __u64 ring_version)
+			 size_t n, const struct ks_hot_unseen *u, size_t nu,
+			 __u32 seq, __u64 ring_version)
 {
-	struct ks_hot_sample s[KS_REPORT_TOP];
+	struct ks_hot_sample s[KS_REPORT_TOP + KS_HOT_CAP];
 	size_t i, changes, hot = 0, pos = 0;
 	int ret;
 
@@ -251,6 +255,8 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 		n = KS_REPORT_TOP;
 	for (i = 0; i < n; i++)
 		ks_hot_sample_from_top(&top[i], &s[i]);
+	n = ks_hot_add_unseen(h->table, s, n, KS_REPORT_TOP + KS_HOT_CAP, u,
+			      nu);
 	changes = ks_hot_update(h->table, &h->o.pol, s, n, seq);
 	while (ks_hot_next(h->table, &pos))
 		hot++;

@@ -26,6 +26,7 @@ struct ks_run_hot_opts {
 	int serve_doc;            /* render the document for --listen too */
 	gid_t gid;                /* --group: the routing file's group, or -1 */
 	const struct ks_replica_set *rs; /* replicas named in the document */
+	int owner_turns; /* the schedule's, in the document; -1: not there */
 };
 
 struct ks_run_hot {
@@ -66,9 +67,11 @@ int ks_run_hot_start(struct ks_run_hot *h, __u64 ring_version);
  * while the fleet's pins rule (ks_run_hot_fleet_rules). */
 void ks_run_hot_poll(struct ks_run_hot *h, int hup);
 
-/* The interval that ended at seq, from its published top keys. */
+/* The interval that ended at seq, from its published top keys and the
+ * reads its armed keys' copies took unseen (ks_run_steer_unseen). */
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
-			 size_t n, __u32 seq, __u64 ring_version);
+			 size_t n, const struct ks_hot_unseen *u, size_t nu,
+			 __u32 seq, __u64 ring_version);
 
 /* Writes len bytes to path atomically (path.tmp, fsync, rename), mode
  * 0640, group gid unless gid is (gid_t)-1. 0 or -errno. */

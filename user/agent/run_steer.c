@@ -19,6 +19,7 @@
 #include "dp/ring_push.h"
 #include "agent/run_steer.h"
 #include "core/hot_doc.h"
+#include "core/steer_sched.h"
 #include "util/clock.h"
 
 static int forwarding_on(const char *ifname, int v6)
@@ -262,6 +263,7 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
 					   a->len);
 			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
+			s->unseen_tcp[a->slot] = 0;
 			break;
 		case KS_ACT_SET_COPIES:
 			ks_hot_map_set_copies(&s->map, a->slot, a->ncopies,
@@ -376,6 +378,34 @@ void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
 	if (kept)
 		ks_info("kept %u hot keys the previous agent left in the datapath",
 			kept);
+}
+
+size_t ks_run_steer_unseen(struct ks_run_steer *s, double interval_s,
+			   struct ks_hot_unseen *out, size_t max)
+{
+	unsigned turns = owner_turns(s);
+	struct ks_hot_stats st;
+	size_t n = 0;
+	int i;
+
+	if (!s->map_open || interval_s <= 0)
+		return 0;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		__u64 tcp;
+
+		if (!s->map.slot[i].hash || ks_hot_map_stats(&s->map, i, &st))
+			continue;
+		tcp = st.tcp_reads - s->unseen_tcp[i];
+		s->unseen_tcp[i] = st.tcp_reads;
+		/* dirty or disarmed: the library reads the owner, seen */
+		if (!tcp || !ks_hot_map_armed(&s->map, i) || n == max)
+			continue;
+		out[n].hash = s->map.slot[i].hash;
+		out[n].reads_ps = ks_steer_unseen_reads(tcp / interval_s,
+							turns);
+		n += out[n].reads_ps > 0;
+	}
+	return n;
 }
 
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
@@ -529,4 +559,9 @@ void ks_run_steer_free(struct ks_run_steer *s)
 	s->epfd = -1;
 	ring_buffer__free(s->rb);
 	s->rb = NULL;
+}
+
+unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s)
+{
+	return owner_turns(s);
 }

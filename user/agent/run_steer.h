@@ -62,6 +62,8 @@ struct ks_run_steer {
 	struct ks_steer_filler filler;
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	__u64 unseen_tcp[KS_HOT_SLOTS]; /* tcp_reads at the last
+					 * ks_run_steer_unseen call */
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
 	/* told at once when a key's steering changes between intervals: a
 	 * write made it dirty (the datapath's event), its copies were
@@ -84,6 +86,15 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m);
 /* One interval: the table into the slots, refills, report fields.
  * Returns the number of slots in use (ks_config.hot). */
+/*
+ * Before the hot-key table's update: for each armed key, the reads per
+ * second of the last interval_s that its copies took over TCP, unseen by
+ * this datapath (needs an owner share of at least 1/KS_STEER_SCHED, see
+ * --owner-share). Up to max into out; how many.
+ */
+size_t ks_run_steer_unseen(struct ks_run_steer *s, double interval_s,
+			   struct ks_hot_unseen *out, size_t max);
+
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
 			       const struct ks_hot_table *t, double interval_s);
 /*
@@ -112,5 +123,9 @@ int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
 /* One status line for 'agent run -v'. */
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
 void ks_run_steer_free(struct ks_run_steer *s);
+
+/* The owner's turns of KS_STEER_SCHED in a hot key's read schedule
+ * (--owner-share), as the datapath and the fleet's documents have it. */
+unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s);
 
 #endif

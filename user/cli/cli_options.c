@@ -189,8 +189,47 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "  twemproxy      nutcracker ketama, hash fnv1a_64\n"
 	  "  twemproxy-md5  nutcracker ketama, hash md5\n"
 	  "  vnode          %d virtual nodes 'name#i' per shard\n"
-	  "  modula         MD5 hash %% number of shards",
+	  "  modula         MD5 hash %% number of shards\n"
+	  "  ketama-plain   libmemcached KETAMA unweighted (pylibmc\n"
+	  "                 ketama, PHP DISTRIBUTION_CONSISTENT)\n"
+	  "  modula-oaat    libmemcached's default modula\n"
+	  "  dalli          Ruby dalli's ring (SHA-1, crc32)\n"
+	  "  spymemcached   spymemcached KetamaNodeLocator\n"
+	  "  spymemcached-libmemcached  its LIBMEMCACHED format\n"
+	  "  pymemcache, pymemcache-bytes  pymemcache HashClient\n"
+	  "or name the client with --client",
 	  { KS_VNODES_DEFAULT } },
+	{ "client", KS_OPTV_CLIENT, REQ, "NAME",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "the distribution of a client library as it is set up\n"
+	  "(instead of --distribution; docs/ring.md has the table):\n"
+	  "  libmemcached, pylibmc, php-memcached  no options\n"
+	  "  libmemcached-ketama, pylibmc-ketama,\n"
+	  "  php-memcached-consistent              unweighted ketama\n"
+	  "  libmemcached-weighted, pylibmc-ketama-weighted,\n"
+	  "  php-memcached-libketama               weighted ketama\n"
+	  "  dalli, spymemcached, spymemcached-libmemcached,\n"
+	  "  twemproxy, twemproxy-md5, pymemcache, pymemcache-bytes" },
+	{ "from-distribution", KS_OPTV_FROM_DIST, REQ, "D", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS,
+	  "the distribution before the change (diff; default:\n"
+	  "--distribution)" },
+	{ "to-distribution", KS_OPTV_TO_DIST, REQ, "D", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the distribution after the change (diff)" },
+	{ "from-client", KS_OPTV_FROM_CLIENT, REQ, "NAME", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the client preset before the change (diff)" },
+	{ "to-client", KS_OPTV_TO_CLIENT, REQ, "NAME", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the client preset after the change (diff)" },
+	{ "shards", 'S', REQ, "LIST", KS_CMD_RING_DIFF, 0, KS_GRP_OPTIONS,
+	  "one shard list for both sides (diff, with a change of\n"
+	  "distribution or client)" },
+	{ "shards-file", KS_OPTV_SHARDS_FILE2, REQ, "FILE", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the same from a FILE (diff)" },
+	{ "keys-file", KS_OPTV_KEYS_FILE, REQ, "FILE", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS,
+	  "the keys to place, one a line ('-': stdin), instead of\n"
+	  "key:0 .. key:N-1 (diff)" },
 	{ "vnodes",
 	  'N',
 	  REQ,
@@ -253,7 +292,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "ring gives to another shard count as misdirected" },
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
-	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, ketama-plain, modula-oaat, dalli, spymemcached, spymemcached-libmemcached, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
+	{ "client", KS_OPTV_CLIENT, REQ, "NAME", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "the distribution of a client library by name, instead of\n"
+	  "--distribution (see 'agent ring --help', docs/ring.md)" },
 	{ "vnodes",
 	  'N',
 	  REQ,
@@ -295,7 +338,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "owner-share", 'W', REQ, "F", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,
 	  "the owner's part of an armed key's reads, 0..1 (default\n"
 	  "0: all to the replicas, which carry nothing else; the\n"
-	  "owner still serves them while the key is dirty)" },
+	  "owner still serves them while the key is dirty). With\n"
+	  "libkeysteer clients give 0.015625 or more: the agent\n"
+	  "counts the owner's TCP share of an armed key's reads for\n"
+	  "all of them (docs/steering.md)" },
 	{ "copy-protocol", KS_OPTV_COPY_PROTOCOL, REQ, "S", KS_CMD_RUN,
 	  RUN_CONF, KS_GRP_HOT,
 	  "on (default) or off. A test control: off stores copies\n"

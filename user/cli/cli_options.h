@@ -19,6 +19,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include "core/ring.h"
 
 /* The commands, as bits of ks_cli_opt.cmds. */
 #define KS_CMD_RUN         (1u << 0)
@@ -76,6 +77,14 @@ enum ks_opt_group {
 /* 'agent replay --interval' */
 #define KS_OPTV_RANKED       0x1034
 #define KS_OPTV_HOT_FRACTION 0x1035 /* replay's 'H' is --hash-only */
+/* the ring's client presets (core/ring.h) and ring diff's sides */
+#define KS_OPTV_CLIENT       KS_RING_OPT_CLIENT
+#define KS_OPTV_FROM_DIST    0x1041
+#define KS_OPTV_TO_DIST      0x1042
+#define KS_OPTV_FROM_CLIENT  0x1043
+#define KS_OPTV_TO_CLIENT    0x1044
+#define KS_OPTV_SHARDS_FILE2 0x1045 /* diff: 'F' is --from there */
+#define KS_OPTV_KEYS_FILE    0x1046
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

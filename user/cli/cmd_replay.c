@@ -97,8 +97,12 @@ struct replay {
 	__u8 *probe; /* PROBE_MAX bytes */
 	/* --interval: the one being filled, on the capture's clock */
 	__u32 seq;
-	int iv_open;            /* a frame with a timestamp started one */
-	__u64 iv_start_ns;      /* its start */
+	int iv_open;       /* a frame with a timestamp started one */
+	__u64 iv_start_ns; /* its start */
+	/* the agent's work of the last interval closed (estimate, ranking,
+	 * hot-key table; not the printing), thread CPU: what 'agent run'
+	 * would spend on it, whatever the capture's clock says */
+	__u64 work_ns;
 	struct ks_totals first; /* the counters before the first frame */
 	struct ks_hot_table *hot;
 	struct ks_top_entry *ranked; /* KS_CAND_SLOTS */
@@ -484,7 +488,7 @@ static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 
 	ks_class_keys(&r->prev, &r->cur, keys);
 	fprintf(f,
-		"{\"seq\":%u,\"start_ns\":%llu,\"end_ns\":%llu,\"elapsed_ns\":%llu,\"partial\":%s,\"sample_n\":%u,\"requests\":%llu,\"keys\":{\"read\":%llu,\"write\":%llu,\"other\":%llu},\"sampled\":%llu,\"candidates\":%ld",
+		"{\"seq\":%u,\"start_ns\":%llu,\"end_ns\":%llu,\"elapsed_ns\":%llu,\"partial\":%s,\"sample_n\":%u,\"requests\":%llu,\"keys\":{\"read\":%llu,\"write\":%llu,\"other\":%llu},\"sampled\":%llu,\"candidates\":%ld,\"work_ms\":%.3f",
 		rep->seq, (unsigned long long)r->iv_start_ns,
 		(unsigned long long)end_ns, (unsigned long long)elapsed,
 		elapsed < r->o.interval_ns ? "true" : "false", r->o.sample_n,
@@ -492,7 +496,8 @@ static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 		(unsigned long long)keys[KS_CLASS_READ],
 		(unsigned long long)keys[KS_CLASS_WRITE],
 		(unsigned long long)keys[KS_CLASS_OTHER],
-		(unsigned long long)rep->sampled_total, ncands);
+		(unsigned long long)rep->sampled_total, ncands,
+		r->work_ns / 1e6);
 	json_keys(f, r, "top", rep->top,
 		  rep->n_top < (__u32)r->o.view.top ? rep->n_top
 						    : (__u32)r->o.view.top,
@@ -516,11 +521,12 @@ static void text_interval(FILE *f, const struct replay *r, __u64 elapsed,
 	if (!r->o.ranked && n > (size_t)r->o.view.top)
 		n = (size_t)r->o.view.top;
 	fprintf(f,
-		"interval #%u  %.3f s%s  %llu requests  %llu sampled  %ld candidates  %zu hot\n",
+		"interval #%u  %.3f s%s  %llu requests  %llu sampled  %ld candidates  %zu hot  work %.2f ms\n",
 		rep->seq, elapsed / 1e9,
 		elapsed < r->o.interval_ns ? " (the capture ends)" : "",
 		(unsigned long long)ks_total_requests(&r->prev, &r->cur),
-		(unsigned long long)rep->sampled_total, ncands, r->hot->used);
+		(unsigned long long)rep->sampled_total, ncands, r->hot->used,
+		r->work_ns / 1e6);
 	for (i = 0; i < n; i++) {
 		key_counts(r, t[i].hash, &reads, &writes);
 		fprintf(f, "  %4zu  %12llu reads %10llu writes +/- %-8.0f ",
@@ -553,6 +559,7 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	struct ks_hot_sample samples[KS_REPORT_TOP];
 	struct ks_interval iv;
 	size_t nranked = 0, i;
+	__u64 cpu0 = ks_thread_cpu_ns();
 	long ncands;
 	int err;
 
@@ -576,6 +583,7 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	for (i = 0; i < r->rep->n_top; i++)
 		ks_hot_sample_from_top(&r->rep->top[i], &samples[i]);
 	ks_hot_update(r->hot, &r->o.pol, samples, r->rep->n_top, old);
+	r->work_ns = ks_thread_cpu_ns() - cpu0;
 	if (r->o.view.json)
 		json_interval(stdout, r, end_ns, elapsed, ncands, nranked);
 	else

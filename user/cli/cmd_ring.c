@@ -25,6 +25,17 @@
 #include "util/log.h"
 #include "util/opts.h"
 #include "core/ring.h"
+#include "core/ring_diff.h"
+
+/* A key line's length without its newline and a trailing CR. */
+static ssize_t key_line_len(const char *line, ssize_t len)
+{
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (len && line[len - 1] == '\r')
+		len--;
+	return len;
+}
 
 /* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
@@ -90,10 +101,7 @@ static int ring_lookup(int argc, char **argv)
 
 		while ((len = getline(&line, &cap, stdin)) >= 0) {
 			n++;
-			if (len && line[len - 1] == '\n')
-				len--;
-			if (len && line[len - 1] == '\r')
-				len--;
+			len = key_line_len(line, len);
 			if (!len)
 				continue; /* blank lines are skipped */
 			snprintf(where, sizeof(where), "stdin:%lu: ", n);
@@ -137,110 +145,187 @@ static void print_balance(const char *label, const struct ks_shards *s,
 	       keys[busiest], mean, keys[busiest] / mean);
 }
 
+/* Where diff's keys come from: a file of keys, or key:0 .. key:N-1. */
+struct diff_keys {
+	FILE *f;         /* NULL: the sample keys */
+	const char *src; /* the file's name in messages */
+	__u32 n;         /* sample keys */
+};
+
+/* Places every key; 0, or an exit status after a message. */
+static int diff_place(struct ks_ring_diff *d, const struct diff_keys *k)
+{
+	char key[32], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned long ln = 0;
+	int bad = 0;
+	__u32 i;
+
+	for (i = 0; !k->f && i < k->n; i++) {
+		len = snprintf(key, sizeof(key), "key:%u", i);
+		if (ks_ring_diff_key(d, key, (size_t)len) < 0) {
+			ks_err("no shard for key '%s'; report this as a bug",
+			       key);
+			return KS_EXIT_FAIL;
+		}
+	}
+	while (k->f && (len = getline(&line, &cap, k->f)) >= 0) {
+		ln++;
+		len = key_line_len(line, len);
+		if (!len)
+			continue;
+		if (len > KS_MAX_KEY_LEN) {
+			ks_err("%s:%lu: key of %zd bytes; memcached keys are 1 to %d bytes",
+			       k->src, ln, len, KS_MAX_KEY_LEN);
+			bad = 1;
+			continue;
+		}
+		if (ks_ring_diff_key(d, line, (size_t)len) < 0) {
+			ks_err("%s:%lu: no shard for the key; report this as a bug",
+			       k->src, ln);
+			bad = 1;
+		}
+	}
+	free(line);
+	if (!d->keys) {
+		ks_err("%s holds no keys; give one key a line", k->src);
+		return KS_EXIT_USAGE;
+	}
+	return bad ? KS_EXIT_FAIL : 0;
+}
+
+static void print_moves(const struct ks_ring_diff *d)
+{
+	const struct ks_shards *sf = d->sf, *st = d->st;
+	struct pair *list;
+	__u32 i, j, npairs = 0;
+	char a[KS_SHARD_HOST_MAX + 8], b[KS_SHARD_HOST_MAX + 8];
+
+	list = calloc((size_t)sf->n * st->n, sizeof(*list)); /* n >= 1 */
+	for (i = 0; list && i < sf->n; i++)
+		for (j = 0; j < st->n; j++)
+			if (d->pairs[(size_t)i * st->n + j])
+				list[npairs++] = (struct pair){
+					i, j, d->pairs[(size_t)i * st->n + j]
+				};
+	if (!list || !npairs) {
+		free(list);
+		return;
+	}
+	qsort(list, npairs, sizeof(*list), pair_cmp);
+	printf("\nmoved keys, from -> to:\n");
+	for (i = 0; i < npairs; i++) {
+		ks_shard_addr(&sf->v[list[i].from], a, sizeof(a));
+		ks_shard_addr(&st->v[list[i].to], b, sizeof(b));
+		printf("  %s -> %s\t%u\n", a, b, list[i].keys);
+	}
+	free(list);
+}
+
+/* Every shard of either side, from-side order first: keys before and
+ * after, and how many left and came. */
+static void print_per_shard(const struct ks_ring_diff *d)
+{
+	const struct ks_shards *sf = d->sf, *st = d->st;
+	char addr[KS_SHARD_HOST_MAX + 8];
+	__u32 i, j;
+
+	printf("\nper shard:\n  %-24s %9s %9s %9s %9s\n", "shard", "before",
+	       "after", "out", "in");
+	for (i = 0; i < sf->n; i++) {
+		int t = ks_shards_find(st, sf->v[i].host, sf->v[i].port);
+
+		ks_shard_addr(&sf->v[i], addr, sizeof(addr));
+		printf("  %-24s %9u %9u %9u %9u\n", addr, d->before[i],
+		       t >= 0 ? d->after[t] : 0, d->out[i],
+		       t >= 0 ? d->in[t] : 0);
+	}
+	for (j = 0; j < st->n; j++) {
+		if (d->same[j] >= 0)
+			continue;
+		ks_shard_addr(&st->v[j], addr, sizeof(addr));
+		printf("  %-24s %9u %9u %9u %9u\n", addr, 0, d->after[j], 0,
+		       d->in[j]);
+	}
+}
+
 /* Counts, moves and prints; the rings are built. */
 static int diff_rings(const struct ks_ring *rf, const struct ks_shards *sf,
 		      const struct ks_ring *rt, const struct ks_shards *st,
-		      __u32 nkeys)
+		      const struct diff_keys *k)
 {
-	__u32 *pairs, *kf, *kt, i, j, moved = 0, npairs = 0;
-	int *same; /* to-shard -> from-shard with the same host:port, or -1 */
-	struct pair *list = NULL;
-	int rc = KS_EXIT_FAIL;
+	__u32 df = rf->half->meta.dist, dt = rt->half->meta.dist;
+	struct ks_ring_diff d;
+	int rc;
 
-	pairs = calloc((size_t)sf->n * st->n, sizeof(*pairs));
-	kf = calloc(sf->n, sizeof(*kf));
-	kt = calloc(st->n, sizeof(*kt));
-	same = calloc(st->n, sizeof(*same));
-	if (!pairs || !kf || !kt || !same) {
-		ks_err("out of memory counting %u keys; use fewer shards",
-		       nkeys);
+	if (ks_ring_diff_init(&d, rf, sf, rt, st)) {
+		ks_err("out of memory counting keys; use fewer shards");
+		return KS_EXIT_FAIL;
+	}
+	rc = diff_place(&d, k);
+	if (rc == KS_EXIT_USAGE || !d.keys)
 		goto out;
-	}
-	for (j = 0; j < st->n; j++)
-		same[j] = ks_shards_find(sf, st->v[j].host, st->v[j].port);
-	for (i = 0; i < nkeys; i++) {
-		char key[32];
-		int len = snprintf(key, sizeof(key), "key:%u", i);
-		__u32 a = ks_ring_lookup(rf, key, (size_t)len);
-		__u32 b = ks_ring_lookup(rt, key, (size_t)len);
-
-		if (a >= sf->n || b >= st->n) {
-			ks_err("no shard for key '%s'; report this as a bug",
-			       key);
-			goto out;
-		}
-		kf[a]++;
-		kt[b]++;
-		if (same[b] != (int)a) {
-			moved++;
-			if (!pairs[(size_t)a * st->n + b]++)
-				npairs++;
-		}
-	}
-	list = calloc(npairs ? npairs : 1, sizeof(*list));
-	if (!list) {
-		ks_err("out of memory listing moves; use fewer shards");
-		goto out;
-	}
-	npairs = 0;
-	for (i = 0; i < sf->n; i++)
-		for (j = 0; j < st->n; j++)
-			if (pairs[(size_t)i * st->n + j])
-				list[npairs++] = (struct pair){
-					i, j, pairs[(size_t)i * st->n + j]
-				};
-	qsort(list, npairs, sizeof(*list), pair_cmp);
-
-	printf("distribution %s, %u keys (key:0 .. key:%u)\n",
-	       ks_dist_name(rf->half->meta.dist), nkeys, nkeys - 1);
+	if (df == dt)
+		printf("distribution %s", ks_dist_name(df));
+	else
+		printf("distribution %s -> %s", ks_dist_name(df),
+		       ks_dist_name(dt));
+	if (k->f)
+		printf(", %llu keys from %s\n", (unsigned long long)d.keys,
+		       k->src);
+	else
+		printf(", %u keys (key:0 .. key:%u)\n", k->n, k->n - 1);
 	printf("from %u shards (digest %016llx), to %u shards (digest %016llx)\n",
 	       sf->n, (unsigned long long)rf->half->meta.digest, st->n,
 	       (unsigned long long)rt->half->meta.digest);
-	printf("moved %u of %u keys (%.2f%%)\n", moved, nkeys,
-	       100.0 * moved / nkeys);
-	if (npairs) {
-		printf("\nmoved keys, from -> to:\n");
-		for (i = 0; i < npairs; i++) {
-			char a[KS_SHARD_HOST_MAX + 8], b[KS_SHARD_HOST_MAX + 8];
-
-			ks_shard_addr(&sf->v[list[i].from], a, sizeof(a));
-			ks_shard_addr(&st->v[list[i].to], b, sizeof(b));
-			printf("  %s -> %s\t%u\n", a, b, list[i].keys);
-		}
-	}
+	printf("moved %llu of %llu keys (%.2f%%)\n",
+	       (unsigned long long)d.moved, (unsigned long long)d.keys,
+	       100.0 * (double)d.moved / (double)d.keys);
+	print_moves(&d);
+	print_per_shard(&d);
 	printf("\nbalance (keys per shard):\n");
 	printf("  %-5s %6s  %-24s %9s %11s %12s\n", "ring", "shards", "busiest",
 	       "keys", "mean", "busiest/mean");
-	print_balance("from", sf, kf, nkeys);
-	print_balance("to", st, kt, nkeys);
-	rc = KS_EXIT_OK;
+	print_balance("from", sf, d.before, (__u32)d.keys);
+	print_balance("to", st, d.after, (__u32)d.keys);
 out:
-	free(list);
-	free(pairs);
-	free(kf);
-	free(kt);
-	free(same);
+	ks_ring_diff_free(&d);
 	return rc;
+}
+
+/* A side's distribution or client option; 0, or an exit status. */
+static int diff_side_opt(struct ks_ring_spec *side, int c, const char *arg)
+{
+	char err[KS_ERRLEN * 2];
+
+	if (ks_ring_spec_opt(side, c, arg, err, sizeof(err)) < 0) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	return 0;
 }
 
 static int ring_diff(int argc, char **argv)
 {
 	struct ks_cli_getopt g;
-	struct ks_ring_spec from;
-	struct ks_ring_spec to;
+	struct ks_ring_spec from, to;
 	struct ks_shards sf, st;
 	struct ks_ring rf, rt;
-	char err[KS_ERRLEN * 2], what[128];
+	struct diff_keys k = { .n = KS_DIFF_KEYS_DEFAULT };
+	char err[KS_ERRLEN * 2], what[160];
 	unsigned long long v;
-	__u32 nkeys = KS_DIFF_KEYS_DEFAULT;
-	const char *to_list = NULL, *to_file = NULL;
-	int c, rc;
+	const char *to_list = NULL, *to_file = NULL, *both_list = NULL,
+		   *both_file = NULL, *keys_file = NULL;
+	int c, rc, n_given = 0;
 
 	ks_ring_spec_init(&from, "--from", "--from-file");
+	ks_ring_spec_init(&to, "--to", "--to-file");
 	ks_cli_getopt_init(&g, KS_CMD_RING_DIFF);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
+		rc = 0;
 		switch (c) {
 		case 'F':
 			from.list = optarg;
@@ -254,21 +339,42 @@ static int ring_diff(int argc, char **argv)
 		case 'U':
 			to_file = optarg;
 			break;
+		case 'S':
+			both_list = optarg;
+			break;
+		case KS_OPTV_SHARDS_FILE2:
+			both_file = optarg;
+			break;
+		case KS_OPTV_KEYS_FILE:
+			keys_file = optarg;
+			break;
 		case 'k':
 			if (ks_parse_uint("--keys", optarg, 1, KS_DIFF_KEYS_MAX,
 					  &v, err, sizeof(err))) {
 				ks_err("%s", err);
 				return KS_EXIT_USAGE;
 			}
-			nkeys = (__u32)v;
+			k.n = (__u32)v;
+			n_given = 1;
 			break;
 		case 'D':
 		case 'N':
-			if (ks_ring_spec_opt(&from, c, optarg, err,
-					     sizeof(err)) < 0) {
-				ks_err("%s", err);
-				return KS_EXIT_USAGE;
-			}
+		case KS_OPTV_CLIENT:
+			rc = diff_side_opt(&from, c, optarg);
+			if (!rc)
+				rc = diff_side_opt(&to, c, optarg);
+			break;
+		case KS_OPTV_FROM_DIST:
+			rc = diff_side_opt(&from, 'D', optarg);
+			break;
+		case KS_OPTV_TO_DIST:
+			rc = diff_side_opt(&to, 'D', optarg);
+			break;
+		case KS_OPTV_FROM_CLIENT:
+			rc = diff_side_opt(&from, KS_OPTV_CLIENT, optarg);
+			break;
+		case KS_OPTV_TO_CLIENT:
+			rc = diff_side_opt(&to, KS_OPTV_CLIENT, optarg);
 			break;
 		case 'h':
 			ks_help_ring(stdout);
@@ -276,32 +382,65 @@ static int ring_diff(int argc, char **argv)
 		default:
 			return ks_bad_option("ring diff", c, argv);
 		}
+		if (rc)
+			return rc;
 	}
 	if (optind < argc) {
 		snprintf(what, sizeof(what), "unexpected argument '%s'",
 			 argv[optind]);
 		return ks_usage_error("ring diff", what);
 	}
-	to = from;
+	if ((both_list || both_file) &&
+	    (from.list || from.file || to_list || to_file))
+		return ks_usage_error(
+			"ring diff",
+			"--shards/--shards-file is both sides' list; give it, or --from and --to, not both");
+	if (both_list && both_file)
+		return ks_usage_error(
+			"ring diff",
+			"both --shards and --shards-file given; give one of them");
+	if (keys_file && n_given)
+		return ks_usage_error(
+			"ring diff",
+			"--keys N samples key:0 .. key:N-1 and --keys-file reads keys; give one of them");
+	if (both_list || both_file) {
+		from.list = to_list = both_list;
+		from.file = to_file = both_file;
+		from.flag = to.flag = "--shards";
+		from.file_flag = to.file_flag = "--shards-file";
+	}
 	to.list = to_list;
 	to.file = to_file;
-	to.flag = "--to";
-	to.file_flag = "--to-file";
+	if (keys_file) {
+		k.src = keys_file;
+		k.f = strcmp(keys_file, "-") ? fopen(keys_file, "r") : stdin;
+		if (!k.f) {
+			ks_err("cannot read --keys-file %s: %s; give a file of keys, one a line",
+			       keys_file, strerror(errno));
+			return KS_EXIT_USAGE;
+		}
+		if (k.f == stdin)
+			k.src = "stdin";
+	}
+	rc = KS_EXIT_USAGE;
 	if (ks_ring_load(&from, &sf, &rf, 0, err, sizeof(err))) {
 		ks_err("%s", err);
-		return KS_EXIT_USAGE;
+		goto close;
 	}
 	if (ks_ring_load(&to, &st, &rt, 0, err, sizeof(err))) {
 		ks_err("%s", err);
 		ks_ring_free(&rf);
 		ks_shards_free(&sf);
-		return KS_EXIT_USAGE;
+		goto close;
 	}
-	rc = diff_rings(&rf, &sf, &rt, &st, nkeys);
+	rc = diff_rings(&rf, &sf, &rt, &st, &k);
 	ks_ring_free(&rf);
 	ks_ring_free(&rt);
 	ks_shards_free(&sf);
 	ks_shards_free(&st);
+close:
+	if (k.f && k.f != stdin)
+		fclose(k.f);
 	return rc;
 }
 

@@ -322,6 +322,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				    ? o->steer.rs.n
 				    : KS_MAX_COPIES - 1;
 	o->hot.o.rs = o->steer.o.replicas_arg ? &o->steer.rs : NULL;
+	/* the read schedule's owner turns, for clients of the document */
+	o->hot.o.owner_turns = o->hot.o.rs ? (int)ks_run_steer_owner_turns(
+						     &o->steer)
+					   : -1;
 	o->hot.o.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;

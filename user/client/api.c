@@ -36,7 +36,9 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 /* ---- options ---- */
 
 struct spec {
-	char *etcd, *cluster, *servers, *dist, *replicas;
+	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
+	long l1_keys, l1_ttl_ms, l1_bytes; /* 0: not given */
+	const char *l1_drop;
 };
 
 static int num_opt(struct keysteer *ks, const char *name, const char *val,
@@ -87,15 +89,59 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
+	} else if (!strcmp(w, "routing")) {
+		sp->routing = eq + 1;
+	} else if (!strcmp(w, "routing_poll_ms")) {
+		if (!(ret = num_opt(ks, w, val, 10, 60000, &n)))
+			ks->rt_poll_ms = (unsigned)n;
+	} else if (!strcmp(w, "l1_keys")) {
+		ret = num_opt(ks, w, val, 1, KSC_L1_KEYS, &sp->l1_keys);
+	} else if (!strcmp(w, "l1_ttl_ms")) {
+		ret = num_opt(ks, w, val, 1, 3600000, &sp->l1_ttl_ms);
+	} else if (!strcmp(w, "l1_bytes")) {
+		ret = num_opt(ks, w, val, 1024, 1L << 40, &sp->l1_bytes);
+	} else if (!strcmp(w, "l1_drop")) {
+		if (strcmp(val, "events") && strcmp(val, "ttl"))
+			return ksc_err(ks, -EINVAL,
+				       "l1_drop=%s: want events or ttl", val);
+		sp->l1_drop = val;
 	} else if (!strcmp(w, "invalidate")) {
 		if (strcmp(val, "all") && strcmp(val, "hot"))
 			return ksc_err(ks, -EINVAL,
 				       "invalidate=%s: want all or hot", val);
 		ks->inval_all = !strcmp(val, "all");
+	} else if (!strcmp(w, "batch_invalidate")) {
+		ret = ksc_batch_option(ks, val);
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}
 	return ret;
+}
+
+/* The L1 of l1_keys= (opt-in: docs/client.md says why). */
+static int l1_spec(struct keysteer *ks, const struct spec *sp)
+{
+	if (!sp->l1_keys) {
+		if (sp->l1_ttl_ms || sp->l1_bytes || sp->l1_drop)
+			return ksc_err(ks, -EINVAL,
+				       "l1_ttl_ms=, l1_bytes= and l1_drop= go "
+				       "with l1_keys=N (the L1 is off)");
+		return 0;
+	}
+	if (!sp->etcd)
+		return ksc_err(ks, -EINVAL,
+			       "l1_keys= needs etcd=URL: its entries are "
+			       "dropped on etcd's dirty events (routing "
+			       "documents carry none)");
+	ks->l1_follow = !sp->l1_drop || !strcmp(sp->l1_drop, "events");
+	if (ksc_l1_init(&ks->l1, (unsigned)sp->l1_keys,
+			sp->l1_bytes ? (size_t)sp->l1_bytes : KSC_L1_BYTES,
+			sp->l1_ttl_ms ? (unsigned)sp->l1_ttl_ms
+				      : KSC_L1_TTL_MS))
+		return ksc_err(ks, -ENOMEM, "l1_keys=%ld: out of memory",
+			       sp->l1_keys);
+	ks->l1_on = 1;
+	return 0;
 }
 
 static int open_spec(struct keysteer *ks, char *buf)
@@ -115,6 +161,16 @@ static int open_spec(struct keysteer *ks, char *buf)
 		return ksc_err(ks, -EINVAL,
 			       "distribution= and replicas= go with servers=; "
 			       "with etcd= the fleet says them");
+	if (sp.routing && !sp.servers)
+		return ksc_err(ks, -EINVAL,
+			       "routing= gives the hot keys, not the ring: "
+			       "give the shards as servers=H:P,... too");
+	if (ks->rt_poll_ms && !sp.routing)
+		return ksc_err(ks, -EINVAL,
+			       "routing_poll_ms= goes with "
+			       "routing=URL");
+	if ((ret = l1_spec(ks, &sp)))
+		return ret;
 	ret = ksc_view_init(&ks->view,
 			    sp.cluster ? sp.cluster : KS_CLUSTER_DEFAULT);
 	if (!ret && sp.servers)
@@ -122,6 +178,11 @@ static int open_spec(struct keysteer *ks, char *buf)
 				      sp.replicas);
 	if (ret)
 		return ksc_err(ks, ret, "%s", ks->view.why);
+	if (sp.routing) {
+		if (!ks->rt_poll_ms)
+			ks->rt_poll_ms = KSC_ROUTING_POLL_MS;
+		return ksc_routing_open(ks, sp.routing);
+	}
 	return sp.etcd ? ksc_fleet_open(ks, sp.etcd) : 0;
 }
 
@@ -155,8 +216,10 @@ KSC_API void keysteer_close(struct keysteer *ks)
 	if (!ks)
 		return;
 	ksc_fleet_close(ks);
+	ksc_routing_close(ks);
 	ksc_conns_close(ks);
 	ksc_view_free(&ks->view);
+	ksc_l1_free(&ks->l1);
 	pthread_mutex_destroy(&ks->lock);
 	free(ks);
 }
@@ -183,6 +246,44 @@ int ksc_check_key(struct keysteer *ks, const void *key, size_t klen)
 
 /* ---- reads ---- */
 
+/*
+ * Whether the L1 may be used now: the watch is up and has not dropped
+ * since the L1 was last checked (else it is flushed: events may have been
+ * missed). l1_drop=ttl (the control) skips the view's version.
+ */
+static int l1_usable(struct keysteer *ks)
+{
+	unsigned epoch;
+
+	if (!ks->l1_on)
+		return 0;
+	epoch = __atomic_load_n(&ks->l1_epoch, __ATOMIC_ACQUIRE);
+	if (epoch != ks->l1_seen_epoch) {
+		ksc_l1_flush(&ks->l1);
+		ks->l1_seen_epoch = epoch;
+	}
+	return __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE);
+}
+
+/* 1 and the value when the L1 has key at the view's version now. */
+static int l1_read(struct keysteer *ks, const void *key, size_t klen,
+		   __u64 hash, __s64 stamp, __u64 now, void **value,
+		   size_t *len, uint32_t *flags)
+{
+	const struct ksc_l1_entry *e;
+
+	e = ksc_l1_get(&ks->l1, key, klen, hash,
+		       ks->l1_follow ? stamp : KSC_L1_ANY, now);
+	if (!e || !(*value = malloc(e->len + 1)))
+		return 0;
+	memcpy(*value, e->value, e->len + 1);
+	if (len)
+		*len = e->len;
+	if (flags)
+		*flags = e->flags;
+	return 1;
+}
+
 static int fetch(struct keysteer *ks, unsigned id, const void *key, size_t klen,
 		 struct ks_mc_item *it)
 {
@@ -208,7 +309,7 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	struct ks_mc_item it;
 	struct ksc_conn *c;
 	__u64 hash, now;
-	int ret;
+	int ret, l1 = 0;
 
 	*value = NULL;
 	if (len)
@@ -225,6 +326,15 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	if (p.owner == KSC_NONE) {
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
+	}
+	/* only armed keys, and only while the view follows the fleet; the
+	 * control (l1_drop=ttl) looks whatever the view says */
+	l1 = (p.stamp || !ks->l1_follow) && l1_usable(ks);
+	if (l1 &&
+	    l1_read(ks, key, klen, hash, p.stamp, now, value, len, flags)) {
+		ks->st.hits++;
+		ks->err[0] = '\0';
+		return 1;
 	}
 	if (p.copy != KSC_NONE) {
 		c = p.copy < ks->nconn ? &ks->conn[p.copy] : NULL;
@@ -254,6 +364,12 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 		return 0;
 	}
 found:
+	/* stamped with the version routed under, before the fetch: an event
+	 * applied meanwhile makes the next lookup drop it */
+	if (l1 && p.stamp &&
+	    ksc_l1_put(&ks->l1, key, klen, hash, p.stamp, it.value, it.len,
+		       it.flags, it.ttl, now) < 0)
+		ks->st.errors++;
 	ks->st.hits++;
 	*value = it.value; /* the item's malloc'd, NUL-terminated bytes */
 	if (len)
@@ -330,6 +446,9 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	hash = ksc_key_hash(key, klen);
 	if (!del && (ret = ksc_counter_refuse_set(ks, key, klen, hash)))
 		goto fail;
+	/* before the write: this handle never reads its old value again */
+	if (ks->l1_on)
+		ksc_l1_drop(&ks->l1, key, klen, hash);
 	pthread_mutex_lock(&ks->lock);
 	owner = ksc_view_owner(&ks->view, key, klen);
 	pthread_mutex_unlock(&ks->lock);
@@ -416,6 +535,15 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 			    ? __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE)
 			    : 1;
 	s.owners_only = ksc_fleet_owners_only(ks, now);
+	s.l1_hits = ks->l1.c.hits;
+	s.l1_misses = ks->l1.c.misses;
+	s.l1_drops = ks->l1.c.drops;
+	s.l1_write_drops = ks->l1.c.write_drops;
+	s.l1_flushes = ks->l1.c.flushes;
+	s.l1_evictions = ks->l1.c.evictions;
+	s.l1_expired = ks->l1.c.expired;
+	s.l1_keys = ks->l1.n;
+	s.l1_bytes = ks->l1.bytes;
 	s.view_age_ms = ks->follows && !s.view_up
 				? now - __atomic_load_n(&ks->last_up_ms,
 							__ATOMIC_ACQUIRE)

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include "client/libkeysteer.h"
+#include "client/l1.h"
 #include "client/view.h"
 #include "net/mc_client.h"
 
@@ -16,8 +17,11 @@
 #define KSC_TIMEOUT_MS         500
 #define KSC_STALE_VIEW_MS      10000
 #define KSC_INVAL_TTL_S        10
-#define KSC_GONE_KEEP_MS       60000 /* a deleted hot/ entry's replicas */
-#define KSC_REPLICA_BACKOFF_MS 1000  /* a copy that failed: not tried */
+#define KSC_GONE_KEEP_MS       60000     /* a deleted hot/ entry's replicas */
+#define KSC_REPLICA_BACKOFF_MS 1000      /* a copy that failed: not tried */
+#define KSC_L1_TTL_MS          1000      /* l1_ttl_ms= by default */
+#define KSC_ROUTING_POLL_MS    500       /* routing_poll_ms= by default */
+#define KSC_ROUTING_DOC_MAX    (4 << 20) /* bytes of one document */
 
 struct ks_etcd;
 
@@ -48,6 +52,18 @@ struct keysteer {
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
+	/* batches */
+	int batch_skip_inval; /* batch_invalidate=off: a test control */
+	/* L1: the caller's thread's alone; l1_epoch is the fleet thread's,
+	 * raised (atomic) each time the watch drops */
+	struct ksc_l1 l1;
+	int l1_on, l1_follow; /* l1_follow 0: l1_drop=ttl, the control */
+	unsigned l1_epoch, l1_seen_epoch;
+	/* routing documents (routing=): the poll thread's alone after open */
+	char **rt_url;
+	unsigned rt_n, rt_poll_ms;
+	__s64 rt_round;
+	void *rt_curl;
 	/* split counters (counter_io.c) */
 	unsigned split_grace_ms;   /* 0: 3 x stale_view_ms */
 	int fold_unsafe;           /* a test control: folds lose counts */
@@ -62,6 +78,18 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 /* fleet.c: the first read, then the thread that watches. */
 int ksc_fleet_open(struct keysteer *ks, const char *endpoints);
 void ksc_fleet_close(struct keysteer *ks);
+/* The view follows the fleet now (up), or not: a watch or a poll failed. */
+void ksc_fleet_mark_up(struct keysteer *ks, int up, __u64 now);
+/* The view's thread (main(ks)) started, the view up since its first
+ * read. 0, or an error with ks->err. */
+int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *));
+/* Waits up to wait_ms for the handle's close: 1 when it came. */
+int ksc_fleet_stopping(struct keysteer *ks, int wait_ms);
+/* routing.c: the first poll of every routing document, then the thread
+ * that polls them every routing_poll_ms (ksc_fleet_close stops it). */
+int ksc_routing_open(struct keysteer *ks, const char *urls);
+/* After ksc_fleet_close: the URLs and the curl handle freed. */
+void ksc_routing_close(struct keysteer *ks);
 /* Whether reads go to owners only: etcd away longer than stale_view_ms. */
 int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);
 
@@ -72,6 +100,8 @@ void ksc_conns_close(struct keysteer *ks);
 /* The server's name (for messages), copied under the lock. */
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
 
+/* batch.c: the spec word batch_invalidate=on|off. */
+int ksc_batch_option(struct keysteer *ks, const char *val);
 /* api.c: every replica that may hold a copy of key, invalidated: 0, or
  * -EIO naming the first that could not be. */
 int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,

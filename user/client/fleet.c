@@ -22,8 +22,11 @@
 #define LOAD(p)     __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 
-static void mark_up(struct keysteer *ks, int up, __u64 now)
+void ksc_fleet_mark_up(struct keysteer *ks, int up, __u64 now)
 {
+	/* events may be missed until the watch is back: the L1 is flushed */
+	if (!up && LOAD(ks->view_up))
+		__atomic_add_fetch(&ks->l1_epoch, 1, __ATOMIC_ACQ_REL);
 	if (up)
 		STORE(ks->last_up_ms, now);
 	STORE(ks->view_up, up);
@@ -55,7 +58,7 @@ static int read_all(struct keysteer *ks, int64_t *rev)
 	return err;
 }
 
-static int stopping(struct keysteer *ks, int wait_ms)
+int ksc_fleet_stopping(struct keysteer *ks, int wait_ms)
 {
 	struct pollfd p = { .fd = ks->stop_fd, .events = POLLIN };
 
@@ -77,7 +80,7 @@ static void *watch_main(void *arg)
 					      ks->view.plen, KS_ETCD_PREFIX,
 					      next, &w)) {
 			w = NULL;
-			if (stopping(ks, 500))
+			if (ksc_fleet_stopping(ks, 500))
 				break;
 			continue;
 		}
@@ -99,17 +102,17 @@ static void *watch_main(void *arg)
 			}
 			pthread_mutex_unlock(&ks->lock);
 		}
-		mark_up(ks, ks_etcd_watch_created(w), now);
+		ksc_fleet_mark_up(ks, ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
 			/* the watch ended: read everything again */
 			ks_etcd_watch_stop(w);
 			w = NULL;
-			mark_up(ks, 0, now);
-			if (rc != -ERANGE && stopping(ks, 1000))
+			ksc_fleet_mark_up(ks, 0, now);
+			if (rc != -ERANGE && ksc_fleet_stopping(ks, 1000))
 				break;
 			if (!read_all(ks, &rev))
 				next = rev + 1;
-			else if (stopping(ks, 500))
+			else if (ksc_fleet_stopping(ks, 500))
 				break;
 		} else {
 			next = ks_etcd_watch_next_revision(w);
@@ -139,13 +142,20 @@ int ksc_fleet_open(struct keysteer *ks, const char *endpoints)
 	ret = read_all(ks, &rev);
 	if (ret)
 		return ret;
+	/* the client moves to the thread: one client, one thread */
+	return ksc_fleet_thread_start(ks, watch_main);
+}
+
+int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *))
+{
+	int ret;
+
 	ks->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ks->stop_fd < 0)
 		return ksc_err(ks, -errno, "eventfd: %s", strerror(errno));
 	ks->follows = 1;
-	mark_up(ks, 1, ksc_now_ms());
-	/* the client moves to the thread: one client, one thread */
-	ret = pthread_create(&ks->thread, NULL, watch_main, ks);
+	ksc_fleet_mark_up(ks, 1, ksc_now_ms());
+	ret = pthread_create(&ks->thread, NULL, main, ks);
 	if (ret)
 		return ksc_err(ks, -ret, "cannot start the view's thread: %s",
 			       strerror(ret));

@@ -59,6 +59,20 @@ struct keysteer;
  *   invalidate=all|hot  all (default): every write invalidates its owner's
  *                       replicas; hot: only keys the view knows as hot
  *                       (NOT safe while the view lags; for measurements)
+ *   routing=URL[,URL...] with servers=: the hot keys from every agent's
+ *                       routing document (http://H:P/routing.json, the
+ *                       agents' --listen) instead of etcd, polled every
+ *   routing_poll_ms=N   (default 500); each poll bounded by
+ *                       etcd_timeout_ms; down stale_view_ms: owners only
+ *   l1_keys=N           an in-process L1 of up to N armed hot keys (off by
+ *                       default; etcd= only). A write through another
+ *                       handle or client reaches it only as the etcd
+ *                       event of the key turning dirty: until then (a few
+ *                       ms, docs/client.md) it may serve the old value
+ *   l1_ttl_ms=N         the L1's TTL cap (default 1000)
+ *   l1_bytes=N          the L1's bound in bytes (default 16 MiB)
+ *   l1_drop=events|ttl  events (default); ttl: not dropped on etcd events
+ *                       (NOT safe: the control of a measurement)
  *
  * The first read of the fleet happens before this returns (bounded by the
  * etcd timeout): a fleet that cannot be read is an error. On
@@ -118,6 +132,19 @@ struct keysteer_stats {
 	int32_t view_up;        /* 1: the view follows the fleet now */
 	int32_t owners_only;    /* 1: the view is too old, reads go to owners */
 	uint64_t view_age_ms;   /* since the view last followed the fleet */
+	/* batches */
+	uint64_t batches;    /* keysteer_set_many calls that wrote */
+	uint64_t batch_keys; /* ... their items (each also in sets) */
+	/* L1 */
+	uint64_t l1_hits;        /* gets answered from the in-process L1 */
+	uint64_t l1_misses;      /* gets of armed keys it did not answer */
+	uint64_t l1_drops;       /* entries whose hot/ entry changed */
+	uint64_t l1_write_drops; /* entries dropped by this handle's writes */
+	uint64_t l1_flushes;     /* whole flushes: the watch dropped */
+	uint64_t l1_evictions;   /* entries pushed out by l1_keys/l1_bytes */
+	uint64_t l1_expired;     /* entries past their TTL */
+	uint64_t l1_keys;        /* entries now */
+	uint64_t l1_bytes;       /* their keys' and values' bytes now */
 	/* split counters */
 	uint64_t incrs, decrs;    /* keysteer_incr/decr acknowledged */
 	uint64_t subkey_writes;   /* ... that went to a sub-key */
@@ -132,6 +159,39 @@ struct keysteer_stats {
  * counters into st. 0, or -EINVAL. */
 int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
 
+/* ---- batches (docs/client.md, "Batches") ---- */
+
+/*
+ * Writes n items (at most KEYSTEER_BATCH_MAX) as keysteer_set writes each,
+ * in far fewer round trips: every owner gets its items as one pipeline of
+ * meta sets, all owners at once, then every replica that may hold a copy
+ * of any of them gets the invalidations of all of them as pipelines, all
+ * replicas at once; returns when every invalidation is done. Items with
+ * the same key are written in their order. Each item's result: 0, -EIO
+ * when the owner took it but a replica could not be invalidated (or the
+ * owner's answer does not say whether it took it: memcached names no item
+ * in its errors), or the owner's error. Returns 0 when every item
+ * succeeded, else the first failure (keysteer_errmsg names the item). A
+ * bad item (key, value, exptime as keysteer_set takes them) writes
+ * nothing: -EINVAL, that item's result -EINVAL, the others -ECANCELED.
+ *
+ * The spec word batch_invalidate=off makes batches skip their
+ * invalidations: a TEST CONTROL that breaks freshness, never for use.
+ */
+#define KEYSTEER_BATCH_MAX 1024
+
+struct keysteer_item {
+	const void *key;
+	size_t klen;
+	const void *value;
+	size_t len;
+	uint32_t flags;
+	uint32_t exptime;
+	int result; /* out */
+};
+
+int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
+		      size_t n);
 /* ---- split counters (docs/client.md, "Split counters") ---- */
 
 /*

@@ -11,13 +11,13 @@ void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
 
 	p->owner = ksc_view_owner(v, key, len);
 	p->copy = KSC_NONE;
+	p->stamp = 0;
 	if (owners_only || p->owner == KSC_NONE)
 		return;
-	e = ksc_view_hot(v, hash);
-	/* one probe for a key that is not hot */
-	if (!e || !e->live || e->state != KS_HDS_ARMED || !e->nrep ||
-	    e->owner != p->owner)
+	e = ksc_view_armed(v, hash, p->owner);
+	if (!e)
 		return;
+	p->stamp = e->arm_rev;
 	turn = e->sched[e->rr++ & (KS_STEER_SCHED - 1)];
 	if (turn && turn <= e->nrep)
 		p->copy = e->rep[turn - 1];

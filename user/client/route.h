@@ -21,6 +21,7 @@
 struct ksc_read_plan {
 	unsigned owner; /* server id; KSC_NONE: no ring */
 	unsigned copy;  /* a replica's server id to try first; KSC_NONE */
+	__s64 stamp;    /* an armed key's version (ksc_hot.arm_rev); 0: none */
 };
 
 /* Takes a turn of the key's schedule when it has one. */

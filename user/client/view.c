@@ -178,6 +178,15 @@ static int put_ring(struct ksc_view *v, const char *val, size_t vlen, __s64 rev)
 	return ring_take(v, &r, &s, rev);
 }
 
+int ksc_view_every_owner_replica(struct ksc_view *v, const char *name)
+{
+	int id = ksc_view_server(v, name);
+
+	if (id >= 0 && set_add(v->static_reps, &v->nstatic, (unsigned)id))
+		return -ENOSPC;
+	return id;
+}
+
 int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
 		    const char *replicas)
 {
@@ -201,12 +210,11 @@ int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
 		e = strchr(p, ',');
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)(e ? (size_t)(e - p) : strlen(p)), p);
-		id = ksc_view_server(v, name);
-		if (id < 0 ||
-		    set_add(v->static_reps, &v->nstatic, (unsigned)id))
+		id = ksc_view_every_owner_replica(v, name);
+		if (id < 0)
 			return why(v, -EINVAL, "replicas=: '%s': %s", name,
-				   id < 0 ? "not a host:port"
-					  : "too many replicas");
+				   id != -ENOSPC ? "not a host:port"
+						 : "too many replicas");
 		p = e ? e + 1 : NULL;
 	}
 	return ret;
@@ -273,6 +281,18 @@ struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash)
 	return e->hash ? e : NULL;
 }
 
+struct ksc_hot *ksc_view_armed(const struct ksc_view *v, __u64 hash,
+			       unsigned owner)
+{
+	struct ksc_hot *e = ksc_view_hot(v, hash);
+
+	/* one probe for a key that is not hot */
+	if (!e || !e->live || e->state != KS_HDS_ARMED || !e->nrep ||
+	    e->owner != owner)
+		return NULL;
+	return e;
+}
+
 /* The table at cap slots (a power of two), keeping every entry. */
 static int rehash(struct ksc_view *v, size_t cap)
 {
@@ -326,15 +346,57 @@ static void split_set(struct ksc_hot *e, unsigned k, __u64 now_ms)
 	e->subkeys_since_ms = now_ms;
 }
 
+int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
+{
+	struct ksc_hot *e = hot_get(v, in->hash);
+	unsigned i, nseen;
+	int ret = 0;
+
+	if (!e)
+		return why(v, -ENOMEM, "hot/%016llx: out of memory",
+			   (unsigned long long)in->hash);
+	/* a new armed version unless this put only moved rates: an L1 entry
+	 * read under the old one must not be served (docs/client.md) */
+	if (!e->live || e->state != KS_HDS_ARMED || in->state != KS_HDS_ARMED ||
+	    e->write_seq != in->write_seq || e->owner != in->owner)
+		e->arm_rev = rev;
+	e->write_seq = in->write_seq;
+	if (!e->live)
+		v->hlive++;
+	e->live = 1;
+	e->mark = 0;
+	e->state = (__u8)in->state;
+	e->owner = in->owner;
+	e->owner_turns = in->owner_turns;
+	e->mod_rev = rev;
+	split_set(e, in->subkeys, 0);
+	e->nrep = (__u8)in->nrep;
+	nseen = e->nseen;
+	for (i = 0; i < in->nrep; i++) {
+		e->rep[i] = in->rep[i];
+		if (set_add(e->seen, &nseen, in->rep[i]))
+			ret = why(
+				v, -EBADMSG,
+				"hot/%016llx: more than %d replicas over time",
+				(unsigned long long)in->hash, KSC_SEEN_MAX);
+	}
+	e->nseen = (__u8)nseen;
+	/* the datapath's schedule over the owner and the listed copies: the
+	 * turn count restarts with each new set of copies */
+	ks_steer_schedule(e->sched, 1 + e->nrep, e->owner_turns);
+	e->rr = 0;
+	return ret;
+}
+
 static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 		   size_t vlen, __s64 rev)
 {
 	char err[KSC_WHY_MAX];
 	struct ks_hot_doc *d = malloc(sizeof(*d));
-	int owner, rid[KS_MAX_COPIES - 1], ret = 0;
-	struct ksc_hot *e;
-	unsigned i, nseen;
+	struct ksc_hot_in in = { 0 };
+	int id, ret = 0;
 	uint64_t hash;
+	unsigned i;
 
 	if (!d)
 		return why(v, -ENOMEM, "hot/%s: out of memory", hex);
@@ -343,49 +405,28 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 			  hex);
 		goto out;
 	}
+	in.hash = hash;
 	if (ks_hot_doc_decode(val, vlen, hash, d, err, sizeof(err))) {
 		ret = why(v, -EBADMSG, "hot/%s refused: %s", hex, err);
 		goto out;
 	}
-	owner = ksc_view_server(v, d->owner);
-	for (i = 0; owner >= 0 && i < d->nreplicas; i++) {
-		rid[i] = ksc_view_server(v, d->replica[i]);
-		if (rid[i] < 0)
-			owner = rid[i];
+	id = ksc_view_server(v, d->owner);
+	in.owner = (__u16)id;
+	for (i = 0; id >= 0 && i < d->nreplicas; i++) {
+		id = ksc_view_server(v, d->replica[i]);
+		in.rep[i] = (__u16)id;
 	}
-	if (owner < 0) {
-		ret = why(v, owner == -ENOMEM ? -ENOMEM : -EBADMSG,
+	if (id < 0) {
+		ret = why(v, id == -ENOMEM ? -ENOMEM : -EBADMSG,
 			  "hot/%s refused: a server name not kept", hex);
 		goto out;
 	}
-	e = hot_get(v, hash);
-	if (!e) {
-		ret = why(v, -ENOMEM, "hot/%s: out of memory", hex);
-		goto out;
-	}
-	if (!e->live)
-		v->hlive++;
-	e->live = 1;
-	e->mark = 0;
-	e->state = d->state;
-	e->owner = (__u16)owner;
-	e->owner_turns = d->owner_turns;
-	e->mod_rev = rev;
-	split_set(e, d->write_hot ? d->subkeys : 1, 0);
-	e->nrep = (__u8)d->nreplicas;
-	nseen = e->nseen;
-	for (i = 0; i < d->nreplicas; i++) {
-		e->rep[i] = (__u16)rid[i];
-		if (set_add(e->seen, &nseen, (unsigned)rid[i]))
-			ret = why(v, -EBADMSG,
-				  "hot/%s: more than %d replicas over time",
-				  hex, KSC_SEEN_MAX);
-	}
-	e->nseen = (__u8)nseen;
-	/* the datapath's schedule over the owner and the listed copies: the
-	 * turn count restarts with each new set of copies */
-	ks_steer_schedule(e->sched, 1 + e->nrep, e->owner_turns);
-	e->rr = 0;
+	in.state = d->state;
+	in.nrep = d->nreplicas;
+	in.owner_turns = d->owner_turns;
+	in.write_seq = d->write_seq;
+	in.subkeys = d->write_hot ? d->subkeys : 1;
+	ret = ksc_view_hot_set(v, &in, rev);
 out:
 	free(d);
 	return ret;
@@ -397,8 +438,8 @@ static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
 		return;
 	e->live = 0;
 	e->gone_ms = now_ms;
-	split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 	v->hlive--;
+	split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 }
 
 void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms)
@@ -507,6 +548,23 @@ int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
 			    ev->kv.value_len, ev->kv.mod_revision);
 }
 
+void ksc_view_hot_mark(struct ksc_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->hcap; i++)
+		v->hot[i].mark = v->hot[i].hash && v->hot[i].live;
+}
+
+void ksc_view_hot_sweep(struct ksc_view *v, __u64 now_ms)
+{
+	size_t i;
+
+	for (i = 0; i < v->hcap; i++)
+		if (v->hot[i].hash && v->hot[i].live && v->hot[i].mark)
+			hot_gone(v, &v->hot[i], now_ms);
+}
+
 int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 		  __s64 rev, __u64 now_ms)
 {
@@ -514,17 +572,14 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 	int ret = 0, r;
 
 	/* every entry this read does not put again is gone */
-	for (i = 0; i < v->hcap; i++)
-		v->hot[i].mark = v->hot[i].hash && v->hot[i].live;
+	ksc_view_hot_mark(v);
 	for (i = 0; i < n; i++) {
 		r = ksc_view_put(v, kvs[i].key, kvs[i].key_len, kvs[i].value,
 				 kvs[i].value_len, kvs[i].mod_revision);
 		if (r == -ENOMEM)
 			ret = r;
 	}
-	for (i = 0; i < v->hcap; i++)
-		if (v->hot[i].hash && v->hot[i].live && v->hot[i].mark)
-			hot_gone(v, &v->hot[i], now_ms);
+	ksc_view_hot_sweep(v, now_ms);
 	if (rev > v->revision)
 		v->revision = rev;
 	return ret;

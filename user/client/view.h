@@ -54,6 +54,9 @@ struct ksc_hot {
 	__u8 sched[KS_STEER_SCHED];
 	__s64 mod_rev;
 	__u64 gone_ms; /* when it was deleted */
+	/* L1 */
+	__u64 write_seq; /* the entry's: armed at, or the write that dirtied it */
+	__s64 arm_rev;   /* the put its armed version began at (an L1 stamp) */
 	/* split counters (counter.h): the entry's sub-key count, the one
 	 * before it while its grace lasts and when it changed (0: not
 	 * stamped yet); this handle's own width raise and last fold */
@@ -102,6 +105,10 @@ void ksc_view_free(struct ksc_view *v);
 int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
 		    const char *replicas);
 
+/* A replica any owner's copies may be on ("host:port", interned): every
+ * write invalidates it. Its id, or -EINVAL, -ENOSPC (KSC_SEEN_MAX). */
+int ksc_view_every_owner_replica(struct ksc_view *v, const char *name);
+
 /*
  * A put of key (under the prefix) with value val at mod_rev: the ring,
  * a hosts/ or a hot/ entry. 0 when applied, 1 when the key is none of
@@ -123,6 +130,24 @@ int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
 int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 		  __s64 rev, __u64 now_ms);
 
+/* A hot entry as a source gives it, names made server ids. */
+struct ksc_hot_in {
+	__u64 hash, write_seq;
+	unsigned state, nrep; /* enum ks_hot_doc_state; replicas in rep */
+	__u16 owner, rep[KS_MAX_COPIES - 1];
+	__u32 owner_turns;
+	unsigned subkeys; /* a write-hot counter's K (0 or 1: not split) */
+};
+/* Sets the entry of in->hash as in says, at version rev (the hot/ entry's
+ * mod_revision, or a poll's round). 0, -ENOMEM, -EBADMSG (more than
+ * KSC_SEEN_MAX replicas over time: the newest not remembered). */
+int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in,
+		     __s64 rev);
+/* A whole reading of a source: mark every live entry, set those it has
+ * (ksc_view_hot_set clears the mark), then sweep: the marked are gone. */
+void ksc_view_hot_mark(struct ksc_view *v);
+void ksc_view_hot_sweep(struct ksc_view *v, __u64 now_ms);
+
 /* Entries deleted more than keep_ms before now_ms are dropped. */
 void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms);
 
@@ -134,5 +159,9 @@ __u64 ksc_key_hash(const void *key, size_t len);
 unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len);
 /* The hot entry of hash (live or not), or NULL. */
 struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash);
+/* The entry of hash when reads may go to its copies: live, armed, with
+ * copies, and owned by owner (the ring's); else NULL. */
+struct ksc_hot *ksc_view_armed(const struct ksc_view *v, __u64 hash,
+			       unsigned owner);
 
 #endif

@@ -712,3 +712,31 @@ size_t ks_hot_update(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		t->version++;
 	return changes;
 }
+
+size_t ks_hot_add_unseen(const struct ks_hot_table *t, struct ks_hot_sample *s,
+			 size_t n, size_t cap, const struct ks_hot_unseen *u,
+			 size_t nu)
+{
+	size_t i, j;
+
+	for (i = 0; i < nu; i++) {
+		const struct ks_hot_entry *e = NULL;
+		size_t pos = 0;
+
+		for (j = 0; j < n && s[j].hash != u[i].hash; j++)
+			;
+		if (j < n) {
+			s[j].reads_ps += u[i].reads_ps;
+			continue;
+		}
+		while ((e = ks_hot_next(t, &pos)) && e->hash != u[i].hash)
+			;
+		if (!e || n == cap)
+			continue;
+		s[n++] = (struct ks_hot_sample){ .key = e->key,
+						 .len = e->len,
+						 .hash = e->hash,
+						 .reads_ps = u[i].reads_ps };
+	}
+	return n;
+}

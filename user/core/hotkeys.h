@@ -175,4 +175,21 @@ const struct ks_hot_entry *ks_hot_next(const struct ks_hot_table *t,
 const struct ks_hot_entry *ks_hot_find(const struct ks_hot_table *t,
 				       const __u8 *key, size_t len);
 
+/* Reads of a key this host's datapath did not see (an armed key read
+ * from its copies over TCP, agent/run_steer.h), per second. */
+struct ks_hot_unseen {
+	__u64 hash;
+	double reads_ps;
+};
+
+/*
+ * Adds each unseen reads_ps to the sample of its key; a key with none (it
+ * fell out of the top keys: the owner saw too few) gets one, with the key
+ * bytes of its table entry, while cap allows. Keys not in the table are
+ * left out (nothing armed them here). Returns the new sample count.
+ */
+size_t ks_hot_add_unseen(const struct ks_hot_table *t, struct ks_hot_sample *s,
+			 size_t n, size_t cap, const struct ks_hot_unseen *u,
+			 size_t nu);
+
 #endif

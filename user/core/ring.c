@@ -26,6 +26,8 @@
 #include <string.h>
 #include <stdio.h>
 #include "core/ring.h"
+#include "core/ring_build.h"
+#include "core/ring_clients.h"
 #include "util/opts.h"
 
 static const char *const dist_names[KS_DIST_ALL] = {
@@ -34,12 +36,17 @@ static const char *const dist_names[KS_DIST_ALL] = {
 	[KS_DIST_TWEMPROXY_MD5] = "twemproxy-md5",
 	[KS_DIST_VNODE] = "vnode",
 	[KS_DIST_MODULA] = "modula",
+	[KS_DIST_KETAMA_PLAIN] = "ketama-plain",
+	[KS_DIST_DALLI] = "dalli",
+	[KS_DIST_SPY] = "spymemcached",
+	[KS_DIST_SPY_LIBMC] = "spymemcached-libmemcached",
+	[KS_DIST_MODULA_OAAT] = "modula-oaat",
 	[KS_DIST_PYMEMCACHE] = "pymemcache",
 	[KS_DIST_PYMEMCACHE_BYTES] = "pymemcache-bytes",
 };
 
 #define DIST_LIST                                                              \
-	"ketama, twemproxy, twemproxy-md5, vnode, modula, pymemcache or pymemcache-bytes"
+	"ketama, twemproxy, twemproxy-md5, vnode, modula, ketama-plain, dalli, spymemcached, spymemcached-libmemcached, modula-oaat, pymemcache or pymemcache-bytes"
 
 int ks_dist_in_kernel(__u32 dist)
 {
@@ -66,8 +73,7 @@ const char *ks_dist_name(__u32 dist)
 	return dist < KS_DIST_ALL ? dist_names[dist] : "?";
 }
 
-/* Decimal digits of v appended at p; returns the new end. */
-static char *put_u32(char *p, __u32 v)
+char *ks_put_u32(char *p, __u32 v)
 {
 	char tmp[10];
 	int n = 0;
@@ -81,31 +87,35 @@ static char *put_u32(char *p, __u32 v)
 	return p;
 }
 
-/* "host" for the default port, else "host:port": how libmemcached names
- * a server's points, and twemproxy a server without a name. */
-static size_t client_base(const struct ks_shard *sh, char *buf, size_t len)
+size_t ks_client_base(const struct ks_shard *sh, char *buf, size_t len)
 {
 	if (sh->port == KS_MEMCACHED_PORT)
 		return (size_t)snprintf(buf, len, "%s", sh->host);
 	return (size_t)snprintf(buf, len, "%s:%u", sh->host, sh->port);
 }
 
-struct builder {
-	struct ks_ring_point *pts; /* unsorted, in shard order */
-	__u32 n;
-	__u32 cap;
-};
+int ks_ring_room(const struct ks_ring_builder *b, __u32 nshards, __u64 count,
+		 char *err, size_t errlen)
+{
+	if (b->n + count <= b->cap)
+		return 0;
+	snprintf(
+		err, errlen,
+		"ring of %u shards needs more than %u points; report this as a bug",
+		nshards, b->cap);
+	return -E2BIG;
+}
 
-static void add_point(struct builder *b, __u32 value, __u32 shard)
+void ks_ring_add_point(struct ks_ring_builder *b, __u32 value, __u32 shard)
 {
 	b->pts[b->n].value = value;
 	b->pts[b->n].shard = shard;
 	b->n++;
 }
 
-/* Points named base + sep + 0..count/4-1, four per digest. */
-static void add_ketama_points(struct builder *b, __u32 shard, const char *base,
-			      size_t blen, char sep, __u32 count)
+void ks_ring_add_ketama_points(struct ks_ring_builder *b, __u32 shard,
+			       const char *base, size_t blen, char sep,
+			       __u32 count)
 {
 	char name[KS_SHARD_NAME_MAX + 32];
 	__u32 i, st[4], a;
@@ -113,11 +123,11 @@ static void add_ketama_points(struct builder *b, __u32 shard, const char *base,
 	memcpy(name, base, blen);
 	name[blen] = sep;
 	for (i = 0; i < count / 4; i++) {
-		char *end = put_u32(name + blen + 1, i);
+		char *end = ks_put_u32(name + blen + 1, i);
 
 		ks_md5_bytes(name, (__u64)(end - name), st);
 		for (a = 0; a < 4; a++)
-			add_point(b, st[a], shard);
+			ks_ring_add_point(b, st[a], shard);
 	}
 }
 
@@ -140,7 +150,7 @@ static __u32 twemproxy_points(__u32 weight, __u32 total, __u32 n)
 	return (__u32)(floorf(t) * 4);
 }
 
-static int build_ketama(struct builder *b, const struct ks_shards *s,
+static int build_ketama(struct ks_ring_builder *b, const struct ks_shards *s,
 			enum ks_dist dist, char *err, size_t errlen)
 {
 	__u64 total = 0;
@@ -156,7 +166,7 @@ static int build_ketama(struct builder *b, const struct ks_shards *s,
 
 		if (dist == KS_DIST_KETAMA) {
 			count = libmemcached_points(sh->weight, total, s->n);
-			blen = client_base(sh, base, sizeof(base));
+			blen = ks_client_base(sh, base, sizeof(base));
 		} else {
 			count = twemproxy_points(sh->weight, (__u32)total,
 						 s->n);
@@ -164,7 +174,7 @@ static int build_ketama(struct builder *b, const struct ks_shards *s,
 				blen = (size_t)snprintf(base, sizeof(base),
 							"%s", sh->name);
 			else
-				blen = client_base(sh, base, sizeof(base));
+				blen = ks_client_base(sh, base, sizeof(base));
 			/* the longest name is base-<count/4 - 1> */
 			if (count &&
 			    blen + 1 +
@@ -179,14 +189,9 @@ static int build_ketama(struct builder *b, const struct ks_shards *s,
 				return -ENAMETOOLONG;
 			}
 		}
-		if (b->n + count > b->cap) { /* cannot happen: sum <= 160 n */
-			snprintf(
-				err, errlen,
-				"ring of %u shards needs more than %d points; report this as a bug",
-				s->n, KS_RING_MAX_POINTS);
+		if (ks_ring_room(b, s->n, count, err, errlen))
 			return -E2BIG;
-		}
-		add_ketama_points(b, i, base, blen, '-', count);
+		ks_ring_add_ketama_points(b, i, base, blen, '-', count);
 	}
 	return 0;
 }
@@ -197,7 +202,7 @@ static int build_ketama(struct builder *b, const struct ks_shards *s,
  * name is the shard's name or "host:port"; a point's value is the ketama
  * hash (MD5 bytes 0..3 little-endian) of its name.
  */
-static int build_vnode(struct builder *b, const struct ks_shards *s,
+static int build_vnode(struct ks_ring_builder *b, const struct ks_shards *s,
 		       __u32 vnodes, char *err, size_t errlen)
 {
 	__u64 total = 0, need = 0;
@@ -234,10 +239,10 @@ static int build_vnode(struct builder *b, const struct ks_shards *s,
 			blen = (size_t)snprintf(name, sizeof(name), "%s:%u#",
 						sh->host, sh->port);
 		for (j = 0; j < c; j++) {
-			char *end = put_u32(name + blen, j);
+			char *end = ks_put_u32(name + blen, j);
 
 			ks_md5_bytes(name, (__u64)(end - name), st);
-			add_point(b, st[0], i);
+			ks_ring_add_point(b, st[0], i);
 		}
 	}
 	return 0;
@@ -491,17 +496,11 @@ static int build_rendezvous(struct ks_ring *r, const struct ks_shards *s,
 	size_t cap = 0, off = 0;
 	__u32 i;
 
-	for (i = 0; i < s->n; i++) {
-		if (s->v[i].weight != 1) {
-			snprintf(
-				err, errlen,
-				"shard %s:%u (%s line %u) has weight %u; pymemcache's HashClient has no weights, drop it",
-				s->v[i].host, s->v[i].port, s->source,
-				s->v[i].line, s->v[i].weight);
-			return -EINVAL;
-		}
+	if (ks_ring_unweighted(s, "pymemcache's HashClient", "drop it", err,
+			       errlen))
+		return -EINVAL;
+	for (i = 0; i < s->n; i++)
 		cap += strlen(s->v[i].host) + strlen(s->v[i].name) + 8;
-	}
 	r->rdv = calloc(s->n, sizeof(*r->rdv));
 	r->rdv_names = malloc(cap);
 	if (!r->rdv || !r->rdv_names) {
@@ -601,7 +600,7 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
 		  size_t errlen)
 {
-	struct builder b = { .cap = KS_RING_MAX_POINTS };
+	struct ks_ring_builder b = { .cap = KS_RING_MAX_POINTS };
 	int rc = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -639,6 +638,16 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		break;
 	case KS_DIST_VNODE:
 		rc = build_vnode(&b, shards, vnodes, err, errlen);
+		break;
+	case KS_DIST_KETAMA_PLAIN:
+		rc = ks_ring_build_ketama_plain(&b, shards, err, errlen);
+		break;
+	case KS_DIST_DALLI:
+		rc = ks_ring_build_dalli(&b, shards, err, errlen);
+		break;
+	case KS_DIST_SPY:
+	case KS_DIST_SPY_LIBMC:
+		rc = ks_ring_build_spy(&b, shards, dist, err, errlen);
 		break;
 	case KS_DIST_PYMEMCACHE:
 	case KS_DIST_PYMEMCACHE_BYTES:
@@ -766,6 +775,7 @@ void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
 int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
 		     char *err, size_t errlen)
 {
+	const struct ks_client_preset *preset;
 	unsigned long long v;
 	enum ks_dist d;
 
@@ -780,9 +790,31 @@ int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
 		spec->self = arg;
 		return 1;
 	case 'D':
+		if (spec->client) {
+			snprintf(
+				err, errlen,
+				"--client %s sets the distribution (%s); give --client or --distribution, not both",
+				spec->client, ks_dist_name(spec->dist));
+			return -1;
+		}
 		if (ks_dist_parse(arg, &d, err, errlen))
 			return -1;
 		spec->dist = d;
+		spec->dist_given = 1;
+		return 1;
+	case KS_RING_OPT_CLIENT:
+		if (spec->dist_given) {
+			snprintf(
+				err, errlen,
+				"--distribution %s given, and --client sets the distribution; give --client or --distribution, not both",
+				ks_dist_name(spec->dist));
+			return -1;
+		}
+		preset = ks_client_find(arg, err, errlen);
+		if (!preset)
+			return -1;
+		spec->dist = (enum ks_dist)preset->dist;
+		spec->client = preset->name;
 		return 1;
 	case 'N':
 		if (ks_parse_uint("--vnodes", arg, 1, KS_RING_MAX_POINTS, &v,

@@ -13,6 +13,11 @@
  *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
  *                  "host:port-key"), str keys; user space only
  *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
+ *   ketama-plain   libmemcached KETAMA without weights (one_at_a_time)
+ *   modula-oaat    libmemcached's default, one_at_a_time % N
+ *   dalli          Ruby dalli (SHA-1 points, crc32 keys, ring_dalli.c)
+ *   spymemcached, spymemcached-libmemcached  its KetamaNodeLocator in
+ *                  both key formats (ring_spy.c)
  */
 #ifndef KS_RING_USER_H
 #define KS_RING_USER_H
@@ -20,21 +25,12 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "ks_ring.h"
+#include "core/ring_dist.h"
 #include "core/shards.h"
 
 /* twemproxy formats point names into 86 bytes (KETAMA_MAX_HOSTLEN) and
  * hashes past the end of longer ones; such names are refused. */
 #define KS_TWEMPROXY_NAME_MAX 85
-
-/*
- * Distributions user space builds and the datapath cannot: rendezvous
- * hashing is one hash per shard per key, not a sorted ring. Their values
- * follow the kernel's enum ks_dist; a ring half holding one is never
- * pushed (ks_dist_in_kernel).
- */
-#define KS_DIST_PYMEMCACHE       ((enum ks_dist)KS_DIST_MAX)
-#define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)(KS_DIST_MAX + 1))
-#define KS_DIST_ALL              (KS_DIST_MAX + 2)
 
 /* One pymemcache node: murmur3's state after "node-" (its whole 4-byte
  * blocks mixed, the rest held back), and the name for ties. */
@@ -70,7 +66,7 @@ size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
 			   __u8 *out, size_t cap);
 
 /* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula", "pymemcache",
- * "pymemcache-bytes". */
+ * "pymemcache-bytes", and the names above. */
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
 const char *ks_dist_name(__u32 dist);
 
@@ -113,12 +109,19 @@ struct ks_ring_spec {
 	__u32 vnodes;          /* 0: KS_VNODES_DEFAULT */
 	const char *flag;      /* names the list option in messages */
 	const char *file_flag; /* names the file option in messages */
+	const char *client;    /* the --client preset given, or NULL */
+	int dist_given;        /* --distribution was given */
 };
+
+/* getopt's value for --client NAME (cli_options.c KS_OPTV_CLIENT): a
+ * preset of user/core/ring_clients.c that sets the distribution. */
+#define KS_RING_OPT_CLIENT 0x1040
 
 /*
  * The ring's command-line options, one handler for 'agent run',
  * 'agent replay' and 'agent ring lookup' (their entries are in
- * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N').
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N' and
+ * KS_RING_OPT_CLIENT).
  * ks_ring_spec_init sets the defaults and the flag names messages use;
  * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
  * was not, -1 with err filled when its value is bad.

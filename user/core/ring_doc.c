@@ -53,6 +53,10 @@ const char *ks_dist_key_hash(__u32 dist)
 {
 	if (dist == KS_DIST_PYMEMCACHE || dist == KS_DIST_PYMEMCACHE_BYTES)
 		return "murmur3_32";
+	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
+		return "one_at_a_time";
+	if (dist == KS_DIST_DALLI)
+		return "crc32";
 	return dist == KS_DIST_TWEMPROXY ? "fnv1a_64" : "md5";
 }
 

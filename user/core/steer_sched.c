@@ -33,3 +33,11 @@ void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns)
 		sched[t] = (__u8)best;
 	}
 }
+
+double ks_steer_unseen_reads(double owner_tcp_reads, unsigned owner_turns)
+{
+	if (!owner_turns || owner_turns >= KS_STEER_SCHED)
+		return 0;
+	return owner_tcp_reads * (double)(KS_STEER_SCHED - owner_turns) /
+	       owner_turns;
+}

@@ -21,4 +21,17 @@
  */
 void ks_steer_schedule(__u8 *sched, __u32 ncopies, unsigned owner_turns);
 
+/*
+ * The reads of an armed key that went to its copies unseen by the owner,
+ * from the TCP reads the owner did see: a client of the library reads an
+ * armed key on this schedule (a TCP connection cannot be moved, so the
+ * datapath sees only the owner's turns), so the owner's owner_turns of
+ * KS_STEER_SCHED stand for all of them. 0 when owner_turns is 0 (nothing
+ * to scale: the owner sees none of them) or KS_STEER_SCHED (it sees all).
+ * Plain TCP clients, which read the owner whatever the schedule, are
+ * counted KS_STEER_SCHED / owner_turns times over: they make the key look
+ * hotter, never colder.
+ */
+double ks_steer_unseen_reads(double owner_tcp_reads, unsigned owner_turns);
+
 #endif

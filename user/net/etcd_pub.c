@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "net/etcd.h"
 #include "net/etcd_pub.h"
 #include "util/clock.h"
@@ -15,21 +16,37 @@ struct entry {
 	char *key;
 	char *val; /* NULL: the key should be gone */
 	size_t vlen;
+	/* val must reach etcd before a later value replaces it
+	 * (ks_etcd_pub_set_ordered); that later value waits in next */
+	int must;
+	int has_next, next_must;
+	char *next; /* NULL with has_next: then gone */
+	size_t next_len;
 	uint64_t gen;      /* bumped on every change */
 	uint64_t done_gen; /* the generation etcd holds */
 	uint64_t since_ns; /* when the oldest unwritten change came */
 };
 
 struct ks_etcd_pub {
-	struct ks_etcd *c; /* the thread's own */
-	pthread_t th;
+	/* Two threads, each with a client of its own: the writer (grants,
+	 * writes) and the keeper (keepalives), so that a write stuck in a
+	 * slow etcd for up to the client's timeout cannot let the lease
+	 * expire, and a lease lost is not found only after the writes. */
+	struct ks_etcd *c, *kc;
+	pthread_t th, kth;
+	int kth_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;  /* wakes the writer */
+	pthread_cond_t kcv; /* wakes the keeper */
 	int stop;
-	int held; /* ks_etcd_pub_hold: no write until released */
+	unsigned stall_ms; /* test hook: the writer sleeps before each write */
+	unsigned seed;     /* jitter of retries and re-puts */
+	int held;          /* ks_etcd_pub_hold: no write until released */
 	int64_t ttl_s;
 	uint64_t keepalive_ns;
-	uint64_t next_keepalive_ns, retry_ns;
+	uint64_t next_keepalive_ns;
+	uint64_t retry_ns;  /* the writer's next try after a failure */
+	uint64_t kretry_ns; /* the keeper's */
 	char name[200];
 	struct entry *e;
 	size_t n, cap;
@@ -56,6 +73,7 @@ static void drop(struct ks_etcd_pub *p, struct entry *x)
 {
 	free(x->key);
 	free(x->val);
+	free(x->next);
 	*x = p->e[--p->n];
 }
 
@@ -68,56 +86,115 @@ static void changed(struct ks_etcd_pub *p, struct entry *x)
 	pthread_cond_signal(&p->cv);
 }
 
-int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
-		    size_t vlen)
+/* Under the lock: the entry of key, made (wanted gone) when absent; NULL
+ * when out of memory. */
+static struct entry *entry_of(struct ks_etcd_pub *p, const char *key)
 {
-	struct entry *x;
-	char *v;
-	int rc = 1;
+	struct entry *x = find(p, key);
 
-	pthread_mutex_lock(&p->mu);
-	x = find(p, key);
-	if (x && x->val && x->vlen == vlen && !memcmp(x->val, val, vlen)) {
-		rc = 0;
-		goto out;
-	}
-	v = malloc(vlen + 1);
-	if (!v) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memcpy(v, val, vlen);
-	v[vlen] = '\0';
-	if (!x) {
-		if (p->n == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 16;
-			struct entry *e = realloc(p->e, cap * sizeof(*e));
+	if (x)
+		return x;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		struct entry *e = realloc(p->e, cap * sizeof(*e));
 
-			if (!e) {
-				free(v);
-				rc = -ENOMEM;
-				goto out;
-			}
-			p->e = e;
-			p->cap = cap;
-		}
-		x = &p->e[p->n];
-		memset(x, 0, sizeof(*x));
-		x->key = strdup(key);
-		if (!x->key) {
-			free(v);
-			rc = -ENOMEM;
-			goto out;
-		}
-		p->n++;
+		if (!e)
+			return NULL;
+		p->e = e;
+		p->cap = cap;
+	}
+	x = &p->e[p->n];
+	memset(x, 0, sizeof(*x));
+	x->key = strdup(key);
+	if (!x->key)
+		return NULL;
+	p->n++;
+	return x;
+}
+
+static int same(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (!a || !b)
+		return a == b;
+	return alen == blen && !memcmp(a, b, alen);
+}
+
+/* Under the lock: x should come to hold v (taken over; NULL: gone). 1 when
+ * that is a change, 0 when it is what was wanted already. */
+static int want(struct ks_etcd_pub *p, struct entry *x, char *v, size_t vlen,
+		int must)
+{
+	if (x->has_next ? same(x->next, x->next_len, v, vlen)
+			: same(x->val, x->vlen, v, vlen)) {
+		free(v);
+		return 0;
+	}
+	if (pending(x) && x->must) {
+		/* the value not yet written must be: this one comes after */
+		free(x->next);
+		x->next = v;
+		x->next_len = vlen;
+		x->next_must = must;
+		x->has_next = 1;
+		return 1;
 	}
 	free(x->val);
 	x->val = v;
 	x->vlen = vlen;
+	x->must = must;
 	changed(p, x);
-out:
+	return 1;
+}
+
+/* Under the lock, once x's pending value is in etcd: the one waiting
+ * behind it, if any, is next to write. 0 when x is to be dropped. */
+static int written(struct ks_etcd_pub *p, struct entry *x)
+{
+	x->done_gen = x->gen;
+	if (x->has_next) {
+		free(x->val);
+		x->val = x->next;
+		x->vlen = x->next_len;
+		x->must = x->next_must;
+		x->next = NULL;
+		x->has_next = 0;
+		changed(p, x);
+		return 1;
+	}
+	return x->val != NULL;
+}
+
+static int set(struct ks_etcd_pub *p, const char *key, const void *val,
+	       size_t vlen, int must)
+{
+	struct entry *x;
+	char *v = malloc(vlen + 1);
+	int rc = -ENOMEM;
+
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, val, vlen);
+	v[vlen] = '\0';
+	pthread_mutex_lock(&p->mu);
+	x = entry_of(p, key);
+	if (x)
+		rc = want(p, x, v, vlen, must);
+	else
+		free(v);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
+}
+
+int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
+		    size_t vlen)
+{
+	return set(p, key, val, vlen, 0);
+}
+
+int ks_etcd_pub_set_ordered(struct ks_etcd_pub *p, const char *key,
+			    const void *val, size_t vlen)
+{
+	return set(p, key, val, vlen, 1);
 }
 
 int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
@@ -127,13 +204,8 @@ int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key)
 
 	pthread_mutex_lock(&p->mu);
 	x = find(p, key);
-	if (x && x->val) {
-		free(x->val);
-		x->val = NULL;
-		x->vlen = 0;
-		changed(p, x);
-		rc = 1;
-	}
+	if (x)
+		rc = want(p, x, NULL, 0, 0);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
@@ -167,9 +239,10 @@ void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out)
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* Under the lock, after a call: its outcome into the stats, logged once
- * per outage. */
-static void outcome(struct ks_etcd_pub *p, int rc, const char *doing)
+/* Under the lock, after a call on client c: its outcome into the stats,
+ * logged once per outage. */
+static void outcome(struct ks_etcd_pub *p, const struct ks_etcd *c, int rc,
+		    const char *doing)
 {
 	if (!rc) {
 		if (!p->st.up && p->st.errors)
@@ -180,13 +253,24 @@ static void outcome(struct ks_etcd_pub *p, int rc, const char *doing)
 	}
 	p->st.errors++;
 	snprintf(p->st.err, sizeof(p->st.err), "%s: %s", doing,
-		 ks_etcd_errmsg(p->c));
+		 ks_etcd_errmsg(c));
 	if (p->st.up || p->st.errors == 1)
-		ks_warn("etcd: %s: %s failed (%s); retrying every %llu ms",
-			p->name, doing, ks_etcd_errmsg(p->c),
+		ks_warn("etcd: %s: %s failed (%s); retrying about every %llu ms",
+			p->name, doing, ks_etcd_errmsg(c),
 			KS_ETCD_PUB_RETRY_NS / 1000000ULL);
 	p->st.up = 0;
-	p->retry_ns = ks_mono_ns() + KS_ETCD_PUB_RETRY_NS;
+}
+
+/* Under the lock: base_ns, give or take half, so that agents that lost
+ * etcd together do not all come back in the same millisecond. */
+static uint64_t jitter(struct ks_etcd_pub *p, uint64_t base_ns)
+{
+	return base_ns / 2 + (uint64_t)rand_r(&p->seed) % (base_ns + 1);
+}
+
+static void retry_later(struct ks_etcd_pub *p, uint64_t *when)
+{
+	*when = ks_mono_ns() + jitter(p, KS_ETCD_PUB_RETRY_NS);
 }
 
 /* Under the lock; unlocks for the call. A lease, and every key again
@@ -200,19 +284,32 @@ static void grant(struct ks_etcd_pub *p)
 	pthread_mutex_unlock(&p->mu);
 	rc = ks_etcd_lease_grant(p->c, p->ttl_s, &id, &ttl);
 	pthread_mutex_lock(&p->mu);
-	outcome(p, rc, "granting a lease");
-	if (rc)
+	outcome(p, p->c, rc, "granting a lease");
+	if (rc) {
+		retry_later(p, &p->retry_ns);
 		return;
+	}
 	p->st.lease = id;
 	p->st.lease_ttl = ttl;
 	p->st.grants++;
 	p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
+	pthread_cond_signal(&p->kcv);
+	/* After a loss every agent of the fleet may be putting everything
+	 * again at once (etcd was away for all of them): spread the puts
+	 * over up to KS_ETCD_PUB_REPUT_SPREAD_NS; the keys are gone
+	 * meanwhile anyway. */
+	if (lost)
+		p->retry_ns = ks_mono_ns() +
+			      (uint64_t)rand_r(&p->seed) %
+				      KS_ETCD_PUB_REPUT_SPREAD_NS;
 	/* the keys went with the old lease: what should be there is put
 	 * again, what should be gone is */
 	for (i = 0; i < p->n;) {
 		struct entry *x = &p->e[i];
 
-		if (!x->val) {
+		/* a delete is moot (the key went with the lease); what
+		 * waits behind it is not */
+		if (!x->val && !written(p, x)) {
 			drop(p, x);
 			continue;
 		}
@@ -227,25 +324,37 @@ static void grant(struct ks_etcd_pub *p)
 			p->name, (long long)p->ttl_s, p->n);
 }
 
+/* Under the lock: the lease is gone; the writer grants a new one. */
+static void lease_lost(struct ks_etcd_pub *p, int64_t id)
+{
+	if (p->st.lease != id)
+		return; /* the writer has replaced it already */
+	p->st.lease = 0;
+	p->retry_ns = 0;
+	pthread_cond_signal(&p->cv);
+}
+
+/* The keeper, under the lock; unlocks for the call. */
 static void keepalive(struct ks_etcd_pub *p)
 {
 	int64_t id = p->st.lease;
 	int rc;
 
 	pthread_mutex_unlock(&p->mu);
-	rc = ks_etcd_lease_keepalive(p->c, id, NULL);
+	rc = ks_etcd_lease_keepalive(p->kc, id, NULL);
 	pthread_mutex_lock(&p->mu);
 	if (rc == -ENOENT) {
 		/* not an outage: etcd is there and says the lease is gone */
-		p->st.lease = 0;
-		p->retry_ns = 0;
+		lease_lost(p, id);
 		return;
 	}
-	outcome(p, rc, "keeping the lease alive");
-	if (!rc) {
-		p->st.keepalives++;
-		p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
+	outcome(p, p->kc, rc, "keeping the lease alive");
+	if (rc) {
+		retry_later(p, &p->kretry_ns);
+		return;
 	}
+	p->st.keepalives++;
+	p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
 }
 
 /* The oldest changes first, at most one transaction's worth. */
@@ -292,15 +401,18 @@ static void write_changes(struct ks_etcd_pub *p)
 	if (!n)
 		return;
 	pthread_mutex_unlock(&p->mu);
+	if (p->stall_ms)
+		usleep(p->stall_ms * 1000U);
 	rc = ks_etcd_write_many(p->c, w, n, lease, NULL);
 	pthread_mutex_lock(&p->mu);
 	if (rc == -ENOENT) {
 		/* "requested lease not found": it expired while etcd was
 		 * away; a new one, and everything again */
-		p->st.lease = 0;
-		p->retry_ns = 0;
+		lease_lost(p, lease);
 	} else {
-		outcome(p, rc, "writing");
+		outcome(p, p->c, rc, "writing");
+		if (rc)
+			retry_later(p, &p->retry_ns);
 	}
 	now = ks_mono_ns();
 	for (i = 0; i < n; i++) {
@@ -315,8 +427,7 @@ static void write_changes(struct ks_etcd_pub *p)
 		if (!rc && x && x->gen == gens[i]) {
 			if (now - x->since_ns > p->st.max_wait_ns)
 				p->st.max_wait_ns = now - x->since_ns;
-			x->done_gen = x->gen;
-			if (!x->val)
+			if (!written(p, x))
 				drop(p, x);
 		}
 		free((void *)w[i].key);
@@ -337,7 +448,8 @@ static int any_pending(const struct ks_etcd_pub *p)
 }
 
 /* The condition variable runs on CLOCK_MONOTONIC, as ks_mono_ns. */
-static void wait_until(struct ks_etcd_pub *p, uint64_t mono_ns)
+static void wait_until(struct ks_etcd_pub *p, pthread_cond_t *cv,
+		       uint64_t mono_ns)
 {
 	struct timespec ts = {
 		.tv_sec = (time_t)(mono_ns / 1000000000ULL),
@@ -345,7 +457,7 @@ static void wait_until(struct ks_etcd_pub *p, uint64_t mono_ns)
 	};
 
 	if (mono_ns > ks_mono_ns())
-		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		pthread_cond_timedwait(cv, &p->mu, &ts);
 }
 
 static void *pub_main(void *arg)
@@ -354,29 +466,82 @@ static void *pub_main(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		uint64_t now = ks_mono_ns(), next;
+		uint64_t now = ks_mono_ns();
 
 		if (now < p->retry_ns) {
-			wait_until(p, p->retry_ns);
+			wait_until(p, &p->cv, p->retry_ns);
 			continue;
 		}
 		if (!p->st.lease) {
 			grant(p);
 			continue;
 		}
-		if (now >= p->next_keepalive_ns) {
-			keepalive(p);
-			continue;
-		}
 		if (!p->held && any_pending(p)) {
 			write_changes(p);
 			continue;
 		}
-		next = p->next_keepalive_ns;
-		wait_until(p, next);
+		/* a change, a release, a lost lease or the stop signal it */
+		wait_until(p, &p->cv, now + 1000000000ULL);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+static void *keeper_main(void *arg)
+{
+	struct ks_etcd_pub *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		uint64_t now = ks_mono_ns();
+
+		if (now < p->kretry_ns) {
+			wait_until(p, &p->kcv, p->kretry_ns);
+			continue;
+		}
+		if (p->st.lease && now >= p->next_keepalive_ns) {
+			keepalive(p);
+			continue;
+		}
+		/* no lease: the writer's grant signals */
+		wait_until(p, &p->kcv,
+			   p->st.lease ? p->next_keepalive_ns
+				       : now + 1000000000ULL);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Everything but the threads, which are stopped or were never started. */
+static void pub_free(struct ks_etcd_pub *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		free(p->e[i].key);
+		free(p->e[i].val);
+		free(p->e[i].next);
+	}
+	free(p->e);
+	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->kcv);
+	pthread_mutex_destroy(&p->mu);
+	ks_etcd_close(p->c);
+	ks_etcd_close(p->kc);
+	free(p);
+}
+
+static void stop_threads(struct ks_etcd_pub *p, int writer)
+{
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_cond_signal(&p->kcv);
+	pthread_mutex_unlock(&p->mu);
+	if (writer)
+		pthread_join(p->th, NULL);
+	if (p->kth_started)
+		pthread_join(p->kth, NULL);
 }
 
 int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
@@ -394,7 +559,10 @@ int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
 		return -ENOMEM;
 	}
 	rc = ks_etcd_clone(c, &p->c, err, errlen);
+	if (!rc)
+		rc = ks_etcd_clone(c, &p->kc, err, errlen);
 	if (rc) {
+		ks_etcd_close(p->c);
 		free(p);
 		return rc;
 	}
@@ -403,46 +571,43 @@ int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
 	if (!ka || ka > (uint64_t)p->ttl_s * 1000000000ULL / 3)
 		ka = (uint64_t)p->ttl_s * 1000000000ULL / 3;
 	p->keepalive_ns = ka;
+	p->seed = (unsigned)getpid() ^ (unsigned)ks_mono_ns();
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cv, &ca);
+	pthread_cond_init(&p->kcv, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&p->th, NULL, pub_main, p);
+	rc = pthread_create(&p->kth, NULL, keeper_main, p);
+	if (!rc) {
+		p->kth_started = 1;
+		rc = pthread_create(&p->th, NULL, pub_main, p);
+	}
 	if (rc) {
 		snprintf(err, errlen, "cannot start the etcd publisher (%s)",
 			 strerror(rc));
-		pthread_cond_destroy(&p->cv);
-		pthread_mutex_destroy(&p->mu);
-		ks_etcd_close(p->c);
-		free(p);
+		stop_threads(p, 0);
+		pub_free(p);
 		return -rc;
 	}
 	*out = p;
 	return 0;
 }
 
+void ks_etcd_pub_test_stall(struct ks_etcd_pub *p, unsigned ms)
+{
+	pthread_mutex_lock(&p->mu);
+	p->stall_ms = ms;
+	pthread_mutex_unlock(&p->mu);
+}
+
 void ks_etcd_pub_stop(struct ks_etcd_pub *p, int revoke)
 {
-	size_t i;
-
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
-	p->stop = 1;
-	pthread_cond_signal(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->th, NULL);
+	stop_threads(p, 1);
 	if (revoke && p->st.lease)
 		ks_etcd_lease_revoke(p->c, p->st.lease);
-	for (i = 0; i < p->n; i++) {
-		free(p->e[i].key);
-		free(p->e[i].val);
-	}
-	free(p->e);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	ks_etcd_close(p->c);
-	free(p);
+	pub_free(p);
 }

@@ -15,9 +15,15 @@
  * A value the same as the one already wanted is no change and costs
  * nothing.
  *
- * The thread has a client of its own (ks_etcd_clone): a client belongs to
- * one thread. Failures are logged once per outage, counted, and retried
- * every KS_ETCD_PUB_RETRY_NS; nothing here ever stops the agent.
+ * Two threads, each with a client of its own (ks_etcd_clone: a client
+ * belongs to one thread): the writer grants the lease and writes; the
+ * keeper only keeps the lease alive, so a write waiting on an overloaded
+ * etcd for up to the client's timeout cannot let the lease expire under
+ * it. Failures are logged once per outage, counted, and retried after
+ * KS_ETCD_PUB_RETRY_NS give or take half; after a lost lease the puts of
+ * every key again start up to KS_ETCD_PUB_REPUT_SPREAD_NS late, at random, so
+ * that a fleet coming back from an outage together does not write all
+ * at once. Nothing here ever stops the agent.
  */
 #ifndef KS_ETCD_PUB_H
 #define KS_ETCD_PUB_H
@@ -29,6 +35,8 @@ struct ks_etcd;
 struct ks_etcd_pub;
 
 #define KS_ETCD_PUB_RETRY_NS 250000000ULL /* after a failed call */
+/* the puts after a lost lease start this late at most, at random */
+#define KS_ETCD_PUB_REPUT_SPREAD_NS 500000000ULL
 
 struct ks_etcd_pub_stats {
 	uint64_t txns;       /* write transactions that went through */
@@ -60,6 +68,12 @@ int ks_etcd_pub_start(struct ks_etcd_pub **p, const struct ks_etcd *c,
  * wakes to write it), 0 when it is what was wanted already, -ENOMEM. */
 int ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key, const void *val,
 		    size_t vlen);
+/* The same, but this value reaches etcd before any later set or delete
+ * of key replaces it (a later one waits behind it): a state every watcher
+ * must see, such as a hot key turning dirty, even when the next state
+ * follows within a millisecond and the thread was busy meanwhile. */
+int ks_etcd_pub_set_ordered(struct ks_etcd_pub *p, const char *key,
+			    const void *val, size_t vlen);
 /* key should be gone: 1 when that is a change, 0 when it was not wanted. */
 int ks_etcd_pub_delete(struct ks_etcd_pub *p, const char *key);
 
@@ -72,7 +86,11 @@ void ks_etcd_pub_release(struct ks_etcd_pub *p);
 
 void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out);
 
-/* Stops the thread; revoke: then ends the lease, so every key goes at
+/* Test hook: the writer sleeps ms before each write (a slow etcd for the
+ * writes only); 0 turns it off. */
+void ks_etcd_pub_test_stall(struct ks_etcd_pub *p, unsigned ms);
+
+/* Stops the threads; revoke: then ends the lease, so every key goes at
  * once (one call, bounded by the client's timeout). NULL is fine. */
 void ks_etcd_pub_stop(struct ks_etcd_pub *p, int revoke);
 

@@ -724,6 +724,42 @@ int ks_fill_copies_opts(struct ks_mc_conn *owner,
 	return first ? first : res->raced ? -EAGAIN : 0;
 }
 
+/* ---- pipelines (client/batch.c): many quiet commands, then "mn" ---- */
+
+#define PIPE_IOV_MAX 1024
+
+int ks_mc_pipe_send(struct ks_mc_conn *c, struct iovec *iov, int cnt,
+		    __u64 deadline, int *fresh)
+{
+	int err = 0, n;
+
+	*fresh = c->fd < 0;
+	if (*fresh && (err = mc_connect(c, deadline)))
+		return err;
+	/* sendmsg takes at most IOV_MAX (1024 on Linux) pieces at a time */
+	for (; !err && cnt > 0; iov += n, cnt -= n) {
+		n = cnt < PIPE_IOV_MAX ? cnt : PIPE_IOV_MAX;
+		err = send_all(c, iov, n, deadline);
+	}
+	if (err)
+		ks_mc_close(c);
+	return err;
+}
+
+int ks_mc_pipe_line(struct ks_mc_conn *c, char **line, __u64 deadline)
+{
+	int err = read_line(c, line, deadline);
+
+	if (err)
+		ks_mc_close(c);
+	return err;
+}
+
+int ks_mc_pipe_broken(int err)
+{
+	return is_broken(err);
+}
+
 /* ---- meta arithmetic (libkeysteer's counters) ---- */
 
 struct arith_arg {

@@ -135,6 +135,20 @@ int ks_fill_copies(struct ks_mc_conn *owner, struct ks_mc_conn *const *replicas,
 		   struct ks_fill_result *res);
 
 /*
+ * Pipelines (client/batch.c: many meta commands with "q", then "mn"):
+ * ks_mc_pipe_send connects when the connection is closed (*fresh = 1) and
+ * sends all of iov; ks_mc_pipe_line reads the next reply line (valid
+ * until the next read). Both close the connection on an error, as the
+ * calls above do. ks_mc_pipe_broken: whether err means a kept connection
+ * had been closed by the server (worth one more try on a new one).
+ */
+struct iovec;
+int ks_mc_pipe_send(struct ks_mc_conn *c, struct iovec *iov, int cnt,
+		    __u64 deadline, int *fresh);
+int ks_mc_pipe_line(struct ks_mc_conn *c, char **line, __u64 deadline);
+int ks_mc_pipe_broken(int err);
+
+/*
  * Meta arithmetic, for libkeysteer's counters (docs/client.md, "Split
  * counters"): "ma <key> v c M<I|D> D<delta>", with "N<ttl> J<initial>"
  * when create (memcached 1.6 then stores initial as the value of a

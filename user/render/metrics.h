@@ -56,6 +56,11 @@ struct ks_metrics_in {
 				* the last interval */
 	__u64 candidate_slots; /* KS_CAND_SLOTS x CPUs */
 	__u64 rss_bytes;       /* the agent's resident memory */
+	__u64 work_ns;         /* the loop thread's CPU for the last
+				* interval's work */
+	__u64 work_max_ns;     /* ... the largest since the start */
+	__u64 cpu_ns;          /* the agent's CPU since the start, all
+				* threads, user and system */
 	int export_keys;       /* key labels besides the hashes */
 };
 

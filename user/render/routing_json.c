@@ -46,6 +46,33 @@ size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   const struct ks_replica_set *rs, __u64 ring_version,
 		   char *buf, size_t size)
 {
+	return ks_hot_json_steer(t, p, rs, -1, ring_version, buf, size);
+}
+
+/* ,"replica_set":[...],"owner_turns":N: what a client following this
+ * document needs besides the keys (docs/client.md, "The view from
+ * routing documents"). */
+static void json_steer(struct ks_json_buf *w, const struct ks_replica_set *rs,
+		       int owner_turns)
+{
+	unsigned i;
+
+	if (rs && rs->n) {
+		ks_json_buf_printf(w, ",\"replica_set\":[");
+		for (i = 0; i < rs->n; i++)
+			ks_json_buf_printf(w, "%s\"%s\"", i ? "," : "",
+					   rs->r[i].text);
+		ks_json_buf_printf(w, "]");
+	}
+	if (owner_turns >= 0)
+		ks_json_buf_printf(w, ",\"owner_turns\":%d", owner_turns);
+}
+
+size_t ks_hot_json_steer(const struct ks_hot_table *t,
+			 const struct ks_hot_policy *p,
+			 const struct ks_replica_set *rs, int owner_turns,
+			 __u64 ring_version, char *buf, size_t size)
+{
 	const struct ks_hot_entry *sorted[KS_HOT_CAP];
 	const struct ks_hot_entry *e;
 	struct ks_json_buf w = { buf, size, 0 };
@@ -98,6 +125,8 @@ size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
 								   : "copies",
 				   r->count);
 	}
-	ks_json_buf_printf(&w, "]}");
+	ks_json_buf_printf(&w, "]");
+	json_steer(&w, rs, owner_turns);
+	ks_json_buf_printf(&w, "}");
 	return ks_json_buf_end(&w);
 }

@@ -25,4 +25,15 @@ size_t ks_hot_json(const struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   const struct ks_replica_set *rs, __u64 ring_version,
 		   char *buf, size_t size);
 
+/*
+ * The same, with what a client library that follows this document instead
+ * of etcd needs (docs/client.md): with rs, "replica_set", every replica
+ * this agent may fill (what a write must invalidate); with owner_turns >=
+ * 0, the owner's turns of the read schedule (--owner-share), at the end.
+ */
+size_t ks_hot_json_steer(const struct ks_hot_table *t,
+			 const struct ks_hot_policy *p,
+			 const struct ks_replica_set *rs, int owner_turns,
+			 __u64 ring_version, char *buf, size_t size);
+
 #endif

@@ -59,6 +59,15 @@ PACKAGES=(
 	"etcd-server:/usr/bin/etcd"
 	"etcd-client:/usr/bin/etcdctl"
 	"openssl:/usr/bin/openssl"
+	# the compat tier's client oracles (tests/compat/clients_compat.c,
+	# ring_compat.c): PHP's memcached extension, Ruby's dalli, Java's
+	# spymemcached and a JDK to compile the test's program against it
+	"php-cli:/usr/bin/php"
+	"php-memcached:/etc/php/8.2/mods-available/memcached.ini"
+	"ruby:/usr/bin/ruby"
+	"ruby-dalli:/usr/share/rubygems-integration/all/gems/dalli-3.0.6/lib/dalli/ring.rb"
+	"libspymemcached-java:/usr/share/java/spymemcached.jar"
+	"openjdk-17-jdk-headless:/usr/bin/javac"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
@@ -82,6 +91,15 @@ missing_packages() {
 		echo python3-pylibmc
 	fi
 	[ -x /usr/bin/python3 ] || echo python3
+	# dalli's version is in its path above; any version that loads will do
+	if [ -x /usr/bin/ruby ] &&
+		! /usr/bin/ruby -e 'require "dalli"' >/dev/null 2>&1; then
+		echo ruby-dalli
+	fi
+	if [ -x /usr/bin/php ] &&
+		! /usr/bin/php -r 'exit(class_exists("Memcached") ? 0 : 1);' >/dev/null 2>&1; then
+		echo php-memcached
+	fi
 }
 
 main() {

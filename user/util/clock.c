@@ -22,3 +22,13 @@ __u64 ks_real_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);
 }
+
+__u64 ks_thread_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+__u64 ks_process_cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}

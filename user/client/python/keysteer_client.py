@@ -39,6 +39,11 @@ class _Stats(ctypes.Structure):
         ("view_updates", ctypes.c_uint64), ("view_refused", ctypes.c_uint64),
         ("view_up", ctypes.c_int32), ("owners_only", ctypes.c_int32),
         ("view_age_ms", ctypes.c_uint64)] + [
+        # batches, the L1
+        (n, ctypes.c_uint64) for n in (
+            "batches", "batch_keys", "l1_hits", "l1_misses", "l1_drops",
+            "l1_write_drops", "l1_flushes", "l1_evictions", "l1_expired",
+            "l1_keys", "l1_bytes")] + [
         # split counters
         (n, ctypes.c_uint64) for n in (
             "incrs", "decrs", "subkey_writes", "counter_reads",

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# host_bench.sh - keysteer on live traffic, side by side with a libpcap
+# observer (issue 14): memcached in a namespace, ks_load flat out, every
+# observer configuration interleaved in rounds in one run.
+#
+#   sudo tests/bench/host_bench.sh [--rounds N] [--duration SEC]
+#        [--conns N] [--configs 'C ...'] [--workloads 'W ...']
+#        [--json FILE] [--markdown FILE]
+#
+# The steering topology (user/scripts/steer_topo.sh) with one shard and one
+# L1 replica: the client namespace sends, through the bridge, to the
+# shard's memcached; every observer watches the shard's veth, ingress.
+# Configurations (default all, in this order, the order rotated by one
+# each round):
+#   none      nothing attached
+#   empty     the empty XDP program (build/ks_empty.bpf.o), native
+#   ks8       agent run --sample 8
+#   ks1       agent run --sample 1
+#   ks8ring   --sample 8 with a 64-shard ketama ring (the shard is --self;
+#             63 more addresses nobody serves)
+#   ks8hot    --sample 8 with the hot-key table on: the replica as
+#             --replicas and a threshold the flash key passes, so it is
+#             armed and its UDP gets are steered (every packet pays the
+#             hot lookup)
+#   pcap      tcpdump -s 0 (full frames) writing to a file
+#   pcap96    tcpdump -s 96
+# Workloads (default all): udp (gets over UDP), tcp (gets over TCP), mix
+# (TCP: get=80, mget=10 of 8 keys, set=10). 100,000 keys, Zipf 0.99, plus
+# a flash key at 10%, preloaded; --conns (default 8) connections as fast
+# as they go for --duration (default 5) s per run, --rounds (default 3).
+#
+# Per run: ops/s and p99 from ks_load; memcached's cmd_get over the run
+# (the shard's and the replica's: ks8hot moves the flash key's gets);
+# what the observer saw (keysteer: the keys of read requests it counted,
+# from its metrics; pcap: the same counted by `agent replay` of the
+# capture, and tcpdump's own captured/dropped counts); CPU: keysteer's
+# program run time per packet from bpf_stats (kernel.bpf_stats_enabled is
+# turned on for the run and put back), the agent's CPU, tcpdump's user +
+# system time, and the machine's softirq time. The summary
+# (tests/bench/host_report.py) is the median of the rounds, as ratios to
+# `none` and to `empty` of the same run. Everything is removed on every
+# exit path; eth0 and the host's interfaces are never touched.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$ROOT/user/scripts/steer_topo.sh"
+LOAD=$ROOT/${OUT:-build}/ks_load
+AGENT=$ROOT/${OUT:-build}/agent
+MC_STATS=$ROOT/user/scripts/mc_stats.py
+REPORT=$ROOT/tests/bench/host_report.py
+PY=/usr/bin/python3
+ROUNDS=3 DURATION=5 CONNS=8 JSON_OUT='' MD_OUT=''
+CONFIGS='none empty ks8 ks1 ks8ring ks8hot pcap pcap96'
+WORKLOADS='udp tcp mix'
+MPORT=9189
+
+# shellcheck source=bench_opts.sh
+. "$ROOT/tests/bench/bench_opts.sh"
+bench_opts '--rounds:ROUNDS --duration:DURATION --conns:CONNS --configs:CONFIGS
+	--workloads:WORKLOADS --json:JSON_OUT --markdown:MD_OUT' "$@"
+for c in $CONFIGS; do
+	case $c in
+	none | empty | ks8 | ks1 | ks8ring | ks8hot | pcap | pcap96) ;;
+	*) echo "host_bench.sh: unknown configuration '$c'; see --help" >&2; exit 2 ;;
+	esac
+done
+for w in $WORKLOADS; do
+	case $w in
+	udp | tcp | mix) ;;
+	*) echo "host_bench.sh: unknown workload '$w'; see --help" >&2; exit 2 ;;
+	esac
+done
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ && "$DURATION" =~ ^[1-9][0-9]*$ && "$CONNS" =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "host_bench.sh: --rounds, --duration and --conns take positive integers" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "host_bench.sh: needs root (namespaces, XDP)" >&2; exit 1; }
+for b in "$LOAD" "$AGENT" "$STEER_EMPTY_OBJ"; do
+	[ -e "$b" ] || { echo "host_bench.sh: $b missing; run make first" >&2; exit 1; }
+done
+command -v tcpdump >/dev/null || { echo "host_bench.sh: tcpdump missing (make deps)" >&2; exit 1; }
+command -v bpftool >/dev/null || { echo "host_bench.sh: bpftool missing (make deps)" >&2; exit 1; }
+
+STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+DUMP_PID=''
+cleanup() {
+	[ -n "$DUMP_PID" ] && ks_stop_pid "$DUMP_PID" INT
+	steer_agents_stop
+	steer_topo_down
+	sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+steer_topo_up 1 1 || exit 1
+NS=${STEER_SHARD_NS[0]} IF=${STEER_SHARD_IF[0]} SRV=${STEER_SHARD_ADDR[0]}:$STEER_PORT
+RUNS=$STEER_TMP/runs.jsonl
+: >"$RUNS"
+ip netns exec "$NS" sysctl -qw "net.ipv4.conf.$IF.forwarding=1"
+{
+	echo "$SRV"
+	for ((i = 1; i < 64; i++)); do echo "198.19.0.$i:$STEER_PORT"; done
+} >"$STEER_TMP/ring64.txt"
+sysctl -qw kernel.bpf_stats_enabled=1
+
+load_args() { # WORKLOAD
+	local a=(--server "$SRV" --keys 100000 --zipf 0.99 --flash flash:1:0.10
+		--conns "$CONNS" --rate 0 --json)
+	case $1 in
+	udp) a+=(--proto udp --mix get=100) ;;
+	tcp) a+=(--proto tcp --mix get=100) ;;
+	mix) a+=(--proto tcp --mix get=80,mget=10,set=10 --mget-size 8) ;;
+	esac
+	printf '%s\n' "${a[@]}"
+}
+
+mapfile -t pre < <(load_args tcp)
+ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${pre[@]}" --preload --count 1 >/dev/null ||
+	{ echo "host_bench.sh: preloading memcached failed" >&2; exit 1; }
+
+# xdp_prog_id: the id of the XDP program on the shard's veth, or nothing.
+xdp_prog_id() {
+	ip -n "$NS" -d -j link show dev "$IF" | "$PY" -c '
+import json, sys
+l = json.load(sys.stdin)[0]
+x = l.get("xdp") or {}
+p = x.get("prog") or next((a.get("prog") for a in x.get("attached", []) if a.get("prog")), None)
+print(p["id"] if p else "")'
+}
+
+prog_stats() { # ID -> "run_time_ns run_cnt"
+	[ -n "$1" ] || { echo "0 0"; return; }
+	bpftool -j prog show id "$1" | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+}
+
+scrape() {
+	ks_in_ns "$NS" curl -sf --max-time 2 "http://127.0.0.1:$MPORT/metrics"
+}
+
+softirq_ticks() {
+	awk '$1 == "cpu" { print $8 }' /proc/stat
+}
+
+proc_ticks() { # PID -> utime+stime in clock ticks
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# observer_up CONFIG: attach or start it; 1 on failure.
+observer_up() {
+	case $1 in
+	none) return 0 ;;
+	empty)
+		ip -n "$NS" link set dev "$IF" xdpdrv obj "$STEER_EMPTY_OBJ" sec xdp ;;
+	ks8 | ks1 | ks8ring | ks8hot)
+		local a=(--sample 8 --metrics "127.0.0.1:$MPORT")
+		case $1 in
+		ks1) a=(--sample 1 --metrics "127.0.0.1:$MPORT") ;;
+		ks8ring) a+=(--shards-file "$STEER_TMP/ring64.txt" --self "$SRV") ;;
+		ks8hot) a+=(--shards "$SRV" --self "$SRV" --replicas "$STEER_REPLICAS"
+			--shard-capacity 100000 --hot-fraction 0.01) ;;
+		esac
+		steer_agent_start 0 "${a[@]}" || {
+			echo "host_bench.sh: agent ($1) did not attach:" >&2
+			tail -3 "$STEER_TMP/agent.0.out" >&2
+			return 1
+		} ;;
+	pcap | pcap96)
+		local snap=0
+		[ "$1" = pcap96 ] && snap=96
+		rm -f "$STEER_TMP/cap.pcap"
+		ks_in_ns_bg "$NS" tcpdump -i "$IF" -Q in -s "$snap" -B 8192 -w "$STEER_TMP/cap.pcap" \
+			"port $STEER_PORT" 2>"$STEER_TMP/tcpdump.err"
+		DUMP_PID=$KS_BG_PID
+		local i
+		for ((i = 0; i < 50; i++)); do
+			grep -q "listening on" "$STEER_TMP/tcpdump.err" && return 0
+			sleep 0.1
+		done
+		echo "host_bench.sh: tcpdump did not start: $(head -c 200 "$STEER_TMP/tcpdump.err")" >&2
+		return 1 ;;
+	esac
+}
+
+observer_down() {
+	case $1 in
+	empty) ip -n "$NS" link set dev "$IF" xdpdrv off ;;
+	ks*) steer_agents_stop ;;
+	pcap*) ks_stop_pid "$DUMP_PID" INT; DUMP_PID='' ;;
+	esac
+}
+
+# one_run ROUND CONFIG WORKLOAD: appends one JSON line to $RUNS.
+one_run() {
+	local round=$1 cfg=$2 wl=$3 id s0 s1 sq0 sq1 m0=$STEER_TMP/m0 m1=$STEER_TMP/m1
+	local apid='' a0=0 a1=0 d0=0 d1=0 t0 t1
+	observer_up "$cfg" || return 1
+	case $cfg in
+	ks8hot) sleep 3 ;; # the flash key found, armed and filled
+	ks*) sleep 1.2 ;;
+	esac
+	id=$(xdp_prog_id)
+	case $cfg in ks*)
+		apid=${STEER_AGENT_PIDS[0]}
+		scrape >"$m0" || return 1 ;;
+	esac
+	mapfile -t la < <(load_args "$wl")
+	ks_in_ns "$STEER_CLIENT_NS" "$PY" "$MC_STATS" snap "$SRV" "$STEER_REPLICAS" >"$STEER_TMP/mc0"
+	s0=$(prog_stats "$id") sq0=$(softirq_ticks)
+	[ -n "$apid" ] && a0=$(proc_ticks "$apid")
+	[ -n "$DUMP_PID" ] && d0=$(proc_ticks "$DUMP_PID")
+	t0=$(date +%s.%N)
+	ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${la[@]}" --duration "$DURATION" >"$STEER_TMP/load.json" ||
+		{ echo "host_bench.sh: ks_load failed ($cfg $wl)" >&2; return 1; }
+	t1=$(date +%s.%N)
+	s1=$(prog_stats "$id") sq1=$(softirq_ticks)
+	[ -n "$apid" ] && a1=$(proc_ticks "$apid")
+	[ -n "$DUMP_PID" ] && d1=$(proc_ticks "$DUMP_PID")
+	ks_in_ns "$STEER_CLIENT_NS" "$PY" "$MC_STATS" snap "$SRV" "$STEER_REPLICAS" >"$STEER_TMP/mc1"
+	case $cfg in ks*)
+		# the datapath counts as the packets pass; the interval that
+		# publishes them ends within a second
+		sleep 1.1
+		scrape >"$m1" || return 1 ;;
+	esac
+	observer_down "$cfg"
+	local seen='null' cap='null' drop='null'
+	case $cfg in
+	ks*) seen=$("$PY" "$REPORT" metrics-read-keys "$m0" "$m1") ;;
+	pcap*)
+		cap=$(awk '/packets captured/ { print $1 }' "$STEER_TMP/tcpdump.err")
+		drop=$(awk '/packets dropped by kernel/ { print $1 }' "$STEER_TMP/tcpdump.err")
+		if [ "$cfg" = pcap ]; then
+			"$AGENT" replay --json "$STEER_TMP/cap.pcap" >"$STEER_TMP/rep.json" 2>/dev/null &&
+				seen=$("$PY" "$REPORT" replay-read-keys "$STEER_TMP/rep.json")
+		fi ;;
+	esac
+	"$PY" "$REPORT" run --round "$round" --config "$cfg" --workload "$wl" \
+		--load "$STEER_TMP/load.json" --mc0 "$STEER_TMP/mc0" --mc1 "$STEER_TMP/mc1" \
+		--prog "$s0" "$s1" --softirq "$sq0" "$sq1" --agent "$a0" "$a1" \
+		--dump "$d0" "$d1" --seen "${seen:-null}" --captured "${cap:-null}" \
+		--dropped "${drop:-null}" --wall "$t0" "$t1" >>"$RUNS" ||
+		{ echo "host_bench.sh: summing up $cfg $wl failed" >&2; return 1; }
+	tail -1 "$RUNS" | "$PY" "$REPORT" line
+}
+
+read -ra cfgs <<<"$CONFIGS"
+for ((r = 0; r < ROUNDS; r++)); do
+	for ((k = 0; k < ${#cfgs[@]}; k++)); do
+		cfg=${cfgs[(k + r) % ${#cfgs[@]}]}
+		for wl in $WORKLOADS; do
+			one_run "$r" "$cfg" "$wl" || exit 1
+		done
+	done
+done
+[ -n "$JSON_OUT" ] && cp "$RUNS" "$JSON_OUT"
+args=(summary "$RUNS" --rounds "$ROUNDS" --duration "$DURATION" --conns "$CONNS")
+[ -n "$MD_OUT" ] && args+=(--markdown "$MD_OUT")
+"$PY" "$REPORT" "${args[@]}"

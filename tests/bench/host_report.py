@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""host_report.py - the arithmetic of tests/bench/host_bench.sh.
+
+  host_report.py metrics-read-keys BEFORE AFTER   read keys keysteer counted
+  host_report.py replay-read-keys REPLAY_JSON     read keys in a capture
+  host_report.py run --round R --config C ...     one run as a JSON line
+  host_report.py line < RUN_JSON                  that line for people
+  host_report.py summary RUNS.jsonl [--markdown FILE] ...
+                                                  medians, ratios, the table
+
+Standard library only.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+CONFIG_NAMES = {
+    "none": "nothing attached",
+    "empty": "empty XDP program",
+    "ks8": "keysteer --sample 8",
+    "ks1": "keysteer --sample 1",
+    "ks8ring": "keysteer --sample 8, 64-shard ketama ring",
+    "ks8hot": "keysteer --sample 8, hot table on (flash key armed)",
+    "pcap": "tcpdump -s 0 to a file",
+    "pcap96": "tcpdump -s 96 to a file",
+}
+WORKLOAD_NAMES = {"udp": "UDP gets", "tcp": "TCP gets", "mix": "TCP get/mget/set"}
+
+
+def scrape(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        head, val = line.rstrip("\n").rsplit(" ", 1)
+        out[head] = float(val)
+    return out
+
+
+def cmd_metrics_read_keys(a):
+    m0, m1 = scrape(a.before), scrape(a.after)
+    pick = [k for k in m1 if k.startswith("keysteer_keys_total{") and 'class="read"' in k]
+    print(int(sum(m1[k] - m0.get(k, 0) for k in pick)))
+
+
+def cmd_replay_read_keys(a):
+    d = json.load(open(a.file))
+    print(sum(v["keys"] for op, v in d["totals"]["ops"].items()
+              if op in ("get", "gets", "gat", "gats", "mg")))
+
+
+def num(x):
+    return None if x in (None, "null", "") else float(x)
+
+
+def cmd_run(a):
+    load = json.load(open(a.load))
+    mc0, mc1 = json.load(open(a.mc0)), json.load(open(a.mc1))
+    cmd_get = sum(mc1["servers"][s]["cmd_get"] - mc0["servers"][s]["cmd_get"]
+                  for s in mc1["servers"])
+    ops = sum(o["ops"] for o in load["ops"])
+    errors = sum(o["errors"] + o["timeouts"] for o in load["ops"])
+    # the p99 of the run's commonest op: its gets
+    gets = max(load["ops"], key=lambda o: o["ops"])
+    rt0, rc0 = (int(x) for x in a.prog[0].split())
+    rt1, rc1 = (int(x) for x in a.prog[1].split())
+    wall = float(a.wall[1]) - float(a.wall[0])
+    run = {
+        "round": a.round, "config": a.config, "workload": a.workload,
+        "duration_s": load["duration_s"], "ops": ops, "errors": errors,
+        "ops_per_s": ops / load["duration_s"],
+        "p99_us": gets["latency_us"]["p99"],
+        "cmd_get": cmd_get,
+        "prog_run_ns": rt1 - rt0, "prog_runs": rc1 - rc0,
+        "prog_ns_per_packet": (rt1 - rt0) / (rc1 - rc0) if rc1 > rc0 else None,
+        "softirq_ns": (float(a.softirq[1]) - float(a.softirq[0])) * TICK_NS,
+        "agent_cpu_ns": (float(a.agent[1]) - float(a.agent[0])) * TICK_NS,
+        "dump_cpu_ns": (float(a.dump[1]) - float(a.dump[0])) * TICK_NS,
+        "seen_keys": num(a.seen), "captured": num(a.captured),
+        "dropped": num(a.dropped), "wall_s": wall,
+    }
+    print(json.dumps(run))
+
+
+def fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def cmd_line(_a):
+    r = json.loads(sys.stdin.readline())
+    seen = ""
+    if r["seen_keys"] is not None and r["cmd_get"]:
+        seen = "  saw %.4f of cmd_get" % (r["seen_keys"] / r["cmd_get"])
+    if r["captured"] is not None:
+        seen += "  tcpdump %d captured, %d dropped" % (r["captured"], r["dropped"] or 0)
+    print("round %d %-8s %-4s %9.0f ops/s  p99 %6.0f us  prog %s ns/pkt  softirq %.2f s%s" % (
+        r["round"], r["config"], r["workload"], r["ops_per_s"], r["p99_us"],
+        fmt(r["prog_ns_per_packet"], ".0f"), r["softirq_ns"] / 1e9, seen))
+
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def spread(vals):
+    vals = [v for v in vals if v is not None]
+    if len(vals) < 2:
+        return None
+    m = statistics.median(vals)
+    return (max(vals) - min(vals)) / m if m else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def cmd_summary(a):
+    runs = [json.loads(line) for line in open(a.runs) if line.strip()]
+    by = {}
+    for r in runs:
+        by.setdefault((r["workload"], r["config"]), []).append(r)
+    workloads = [w for w in WORKLOAD_NAMES if any(k[0] == w for k in by)]
+    configs = [c for c in CONFIG_NAMES if any(k[1] == c for k in by)]
+    out = []
+    out.append("| workload | observer | ops/s | vs none | vs empty | p99 us | vs none "
+               "| saw / cmd_get | CPU ns per request (observer) | softirq ns per request "
+               "| XDP run ns per packet | vs empty | ops/s spread |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w in workloads:
+        base = {c: by.get((w, c), []) for c in configs}
+        m = {}
+        for c, rs in base.items():
+            if not rs:
+                continue
+            reqs = [r["ops"] for r in rs]
+            m[c] = {
+                "ops": med([r["ops_per_s"] for r in rs]),
+                "p99": med([r["p99_us"] for r in rs]),
+                "saw": med([r["seen_keys"] / r["cmd_get"] if r["seen_keys"] is not None and r["cmd_get"]
+                            else (r["captured"] / (r["captured"] + (r["dropped"] or 0))
+                                  if r["captured"] else None) for r in rs]),
+                "cpu": med([(r["agent_cpu_ns"] + r["dump_cpu_ns"] + r["prog_run_ns"]
+                             if c != "empty" else r["prog_run_ns"]) / n if n else None
+                            for r, n in zip(rs, reqs)]),
+                "sirq": med([r["softirq_ns"] / n if n else None for r, n in zip(rs, reqs)]),
+                "pkt": med([r["prog_ns_per_packet"] for r in rs]),
+                "spread": spread([r["ops_per_s"] for r in rs]),
+            }
+        none, empty = m.get("none"), m.get("empty")
+        for c in configs:
+            if c not in m:
+                continue
+            x = m[c]
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                WORKLOAD_NAMES[w], CONFIG_NAMES[c], fmt(x["ops"], ",.0f"),
+                fmt(ratio(x["ops"], none and none["ops"]), ".3f"),
+                fmt(ratio(x["ops"], empty and empty["ops"]), ".3f"),
+                fmt(x["p99"], ".0f"), fmt(ratio(x["p99"], none and none["p99"]), ".2f"),
+                fmt(x["saw"], ".4f") if c not in ("none", "empty") else "",
+                fmt(x["cpu"], ".0f") if c not in ("none",) else "",
+                fmt(x["sirq"], ".0f"),
+                fmt(x["pkt"], ".0f"),
+                fmt(ratio(x["pkt"], empty and empty["pkt"]), ".2f") if c.startswith("ks") else "",
+                fmt(x["spread"], ".0%")))
+    table = "\n".join(out)
+    head = ("`tests/bench/host_bench.sh --rounds %d --duration %d --conns %d`: median of %d "
+            "rounds per cell, configurations interleaved in rotating order.\n\n" % (
+                a.rounds, a.duration, a.conns, a.rounds))
+    print(head + table)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(head + table + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(prog="host_report.py")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("metrics-read-keys")
+    s.add_argument("before")
+    s.add_argument("after")
+    s.set_defaults(fn=cmd_metrics_read_keys)
+    s = sub.add_parser("replay-read-keys")
+    s.add_argument("file")
+    s.set_defaults(fn=cmd_replay_read_keys)
+    s = sub.add_parser("run")
+    s.add_argument("--round", type=int, required=True)
+    for name in ("config", "workload", "load", "mc0", "mc1", "seen", "captured", "dropped"):
+        s.add_argument("--" + name, required=True)
+    for name in ("prog", "softirq", "agent", "dump", "wall"):
+        s.add_argument("--" + name, nargs=2, required=True)
+    s.set_defaults(fn=cmd_run)
+    s = sub.add_parser("line")
+    s.set_defaults(fn=cmd_line)
+    s = sub.add_parser("summary")
+    s.add_argument("runs")
+    s.add_argument("--markdown")
+    s.add_argument("--rounds", type=int, default=0)
+    s.add_argument("--duration", type=int, default=0)
+    s.add_argument("--conns", type=int, default=0)
+    s.set_defaults(fn=cmd_summary)
+    a = p.parse_args()
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main() or 0)

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ring_diff.c - the counting of 'agent ring diff' (core/ring_diff.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/ring_diff.h"
+
+int ks_ring_diff_init(struct ks_ring_diff *d, const struct ks_ring *rf,
+		      const struct ks_shards *sf, const struct ks_ring *rt,
+		      const struct ks_shards *st)
+{
+	__u32 j;
+
+	memset(d, 0, sizeof(*d));
+	d->rf = rf;
+	d->rt = rt;
+	d->sf = sf;
+	d->st = st;
+	d->before = calloc(sf->n, sizeof(*d->before));
+	d->out = calloc(sf->n, sizeof(*d->out));
+	d->after = calloc(st->n, sizeof(*d->after));
+	d->in = calloc(st->n, sizeof(*d->in));
+	d->same = calloc(st->n, sizeof(*d->same));
+	d->pairs = calloc((size_t)sf->n * st->n, sizeof(*d->pairs));
+	if (!d->before || !d->out || !d->after || !d->in || !d->same ||
+	    !d->pairs) {
+		ks_ring_diff_free(d);
+		return -ENOMEM;
+	}
+	for (j = 0; j < st->n; j++)
+		d->same[j] = ks_shards_find(sf, st->v[j].host, st->v[j].port);
+	return 0;
+}
+
+int ks_ring_diff_key(struct ks_ring_diff *d, const void *key, size_t len)
+{
+	__u32 a = ks_ring_lookup(d->rf, key, len);
+	__u32 b = ks_ring_lookup(d->rt, key, len);
+
+	if (a >= d->sf->n || b >= d->st->n)
+		return -1;
+	d->keys++;
+	d->before[a]++;
+	d->after[b]++;
+	if (d->same[b] == (int)a)
+		return 0;
+	d->moved++;
+	d->out[a]++;
+	d->in[b]++;
+	d->pairs[(size_t)a * d->st->n + b]++;
+	return 1;
+}
+
+void ks_ring_diff_free(struct ks_ring_diff *d)
+{
+	free(d->before);
+	free(d->out);
+	free(d->after);
+	free(d->in);
+	free(d->same);
+	free(d->pairs);
+	memset(d, 0, sizeof(*d));
+}
