@@ -529,6 +529,29 @@ static int split_in_effect(const struct ks_hot_entry *e, double raw_w)
 	       raw_w < e->subkeys_rate / sqrt((double)e->subkeys);
 }
 
+/*
+ * The write rate K is sized on. Split: an interval without a sample of
+ * the base (raw 0) says nothing of the whole rate, so K stays; a short
+ * sample is held up by the smoothed whole rate (the base's share x K), as
+ * an unsplit key's is by its smoothed rate.
+ */
+static double write_rate(struct ks_hot_entry *e, const struct ks_hot_policy *p,
+			 double raw_w, int split)
+{
+	double whole = raw_w * e->subkeys;
+
+	if (!split) {
+		e->split_ps = 0;
+		return fmax(raw_w, e->writes_ps);
+	}
+	if (!(raw_w > 0))
+		return e->subkeys_rate;
+	e->split_ps = e->split_ps > 0
+			      ? p->alpha * whole + (1 - p->alpha) * e->split_ps
+			      : whole;
+	return fmax(whole, e->split_ps);
+}
+
 /* Smoothed rates already updated; raw are this interval's. */
 static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   struct ks_hot_entry *e, double raw_r, double raw_w)
@@ -538,12 +561,7 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 	double rt = ks_hot_read_threshold(p), wt = ks_hot_write_threshold(p);
 	double rate_r = fmax(raw_r, e->reads_ps);
 	int split = split_in_effect(e, raw_w);
-	/* split: an interval without a sample of the base (raw 0) says
-	 * nothing of the whole rate, so K stays; the smoothed share decides
-	 * when the key cools */
-	double rate_w = !split      ? fmax(raw_w, e->writes_ps)
-			: raw_w > 0 ? raw_w * e->subkeys
-				    : e->subkeys_rate;
+	double rate_w = write_rate(e, p, raw_w, split);
 	double keep_w = split ? e->writes_ps * e->subkeys : e->writes_ps;
 	int was_r = e->read_hot, was_w = e->write_hot;
 	unsigned cap = cap_copies(p);
