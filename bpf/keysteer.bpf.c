@@ -77,7 +77,7 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 	if (len > KS_FAST_KEY || !len)
 		return;
 	s->pkt_keys = 1;
-	ks_key_clear(s, 0);
+	ks_key_clear(s);
 	s->key_words = ks_key_words(len);
 	/* the bound above, in a form the verifier keeps (see ks_window) */
 	if (ks_ctx_load(ctx, l4->payload_off + 4, s->key,
@@ -106,6 +106,7 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	struct ks_scratch *s;
 	enum ks_fast fast = KS_FAST_NO;
 	__u32 zero = 0;
+	__u64 hot;
 	bool stream;
 	long err;
 
@@ -158,15 +159,27 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 
 	if (!l4.frag && s->seg_fast)
 		fast = ks_fast_get(s, c.pos, data_end, l4.payload_len);
-	if (fast != KS_FAST_DONE || s->hot) {
+	hot = s->hot;
+	if (hot && fast == KS_FAST_DONE)
+		hot = is_xdp ? ks_fast_hot_xdp(ctx, l4.payload_off,
+					       l4.payload_len - 6)
+			     : ks_fast_hot_tc(ctx, l4.payload_off,
+					      l4.payload_len - 6);
+	if (fast != KS_FAST_DONE || hot) {
 		/* only a sample, the hot table or the general parser
 		 * reads these */
 		__builtin_memcpy(s->saddr, l4.saddr, sizeof(s->saddr));
 		s->sport = l4.sport;
 		s->proto = l4.proto;
 	}
-	if (fast == KS_FAST_SAMPLE || (fast == KS_FAST_DONE && s->hot))
+	if (fast == KS_FAST_SAMPLE ||
+	    (fast == KS_FAST_DONE && hot == KS_FAST_HOT_DOUBT))
 		ks_fast_key(ctx, s, &l4, fast == KS_FAST_SAMPLE, is_xdp);
+	else if (fast == KS_FAST_DONE && hot) {
+		/* its hash in hand, and only the hot table wants it */
+		s->pkt_keys = 1;
+		ks_hot_key(s, hot, KS_OP_GET);
+	}
 	if (fast == KS_FAST_NO) {
 		if (is_xdp)
 			ks_stream_xdp(ctx, s, &l4);

@@ -327,10 +327,31 @@ static inline __u64 ks_hash_fmix(__u64 h)
 	return h;
 }
 
+/* ks_key_hash() in three steps, for a key read from elsewhere than a
+ * buffer (the datapath's fast path reads it from the packet). */
+static inline __u64 ks_key_hash_init(__u32 len)
+{
+	return KS_HASH_SEED ^ ((__u64)len * KS_HASH_MUL2);
+}
+
+/* w: the next 8 key bytes, those past the key's end zero. */
+static inline __u64 ks_key_hash_word(__u64 h, __u64 w)
+{
+	h ^= w;
+	h *= KS_HASH_MUL;
+	return (h << 31) | (h >> 33);
+}
+
+static inline __u64 ks_key_hash_final(__u64 h)
+{
+	h = ks_hash_fmix(h);
+	return h ? h : 1; /* 0 marks an empty candidate slot */
+}
+
 /* key must point to KS_KEY_BUF readable, 8-byte aligned bytes. */
 static inline __u64 ks_key_hash(const __u64 *key, __u32 len)
 {
-	__u64 h = KS_HASH_SEED ^ ((__u64)len * KS_HASH_MUL2);
+	__u64 h = ks_key_hash_init(len);
 	__u32 i;
 
 	for (i = 0; i < KS_KEY_WORDS; i++) {
@@ -342,12 +363,9 @@ static inline __u64 ks_key_hash(const __u64 *key, __u32 len)
 		rem = len - i * 8;
 		if (rem < 8)
 			w &= (1ULL << (rem * 8)) - 1;
-		h ^= w;
-		h *= KS_HASH_MUL;
-		h = (h << 31) | (h >> 33);
+		h = ks_key_hash_word(h, w);
 	}
-	h = ks_hash_fmix(h);
-	return h ? h : 1; /* 0 marks an empty candidate slot */
+	return ks_key_hash_final(h);
 }
 
 /*
@@ -398,6 +416,24 @@ static inline __u32 ks_cand_bucket(__u64 hash)
 static inline __u32 ks_hot_bucket(__u64 hash)
 {
 	return (__u32)(hash >> 20) % KS_HOT_BUCKETS;
+}
+
+/*
+ * ks_hot_filter (array, one entry, BPF_F_MMAPABLE): a bit per bucket of
+ * ks_hot that may hold a key. With the table on, a key whose bucket's bit
+ * is clear is not looked up. The agent sets a bucket's bit before it
+ * publishes a hash there and clears it only once the bucket is empty
+ * after a grace period, so a write to a hot key always sees its bit.
+ */
+struct ks_hot_filter {
+	__u64 bits[KS_HOT_BUCKETS / 64];
+};
+_Static_assert(sizeof(struct ks_hot_filter) == KS_HOT_BUCKETS / 8,
+	       "ks_hot_filter layout");
+
+static inline int ks_hot_filter_has(const struct ks_hot_filter *f, __u32 b)
+{
+	return (f->bits[(b / 64) % (KS_HOT_BUCKETS / 64)] >> (b % 64)) & 1;
 }
 
 enum ks_hot_flag {

@@ -90,20 +90,69 @@ static __always_inline enum ks_fast ks_fast_get(struct ks_scratch *s, void *p,
 	return ks_sample_due(s) ? KS_FAST_SAMPLE : KS_FAST_DONE;
 }
 
-/* Words from..KS_KEY_WORDS-1 of s->key that an earlier key dirtied. */
-__noinline int ks_key_clear(struct ks_scratch *s, __u32 from)
-{
-	__u32 i;
+/*
+ * With the hot table on, may the lone get at payload offset off, key of
+ * len bytes (4..KS_FAST_KEY, checked by ks_fast_get_line), be hot? Its
+ * key hash taken straight from the packet, its bucket's bit in
+ * ks_hot_filter: a key of an empty bucket costs no copy, no call chain
+ * and no lookup. Returns 0 for such a key, its hash when its bucket may
+ * hold it, KS_FAST_HOT_DOUBT when the packet cannot be read this way (the
+ * slow way decides, as it does for a hash that happens to equal it).
+ */
+#define KS_FAST_HOT_DOUBT (~0ULL)
 
-	if (!s)
-		return 0;
-	for (i = 0; i < KS_KEY_WORDS; i++) {
-		if (i >= s->key_words)
+static __always_inline __u64 ks_fast_hot_maybe(void *data, void *end, __u32 off,
+					       __u32 len)
+{
+	__u64 h, w;
+	__u32 i, rem, rem_off;
+	void *q;
+
+	/* headers of more than 16 KiB are not worth a fast answer; the
+	 * bound lets the verifier keep the range checks below */
+	if (len < 4 || len > KS_FAST_KEY || off > 0x3fff)
+		return KS_FAST_HOT_DOUBT;
+	/* a mask clang must keep: the compare above was on a copy */
+	KS_OPAQUE(off);
+	off &= 0x3fff;
+	h = ks_key_hash_init(len);
+#pragma unroll
+	for (i = 0; i < KS_FAST_KEY / 8; i++) {
+		if (i * 8 >= len)
 			break;
-		if (i >= from)
-			s->key[i] = 0;
+		rem = len - i * 8;
+		if (rem >= 8) {
+			q = data + off + 4 + i * 8;
+			if (q + 8 > end)
+				return KS_FAST_HOT_DOUBT;
+			w = *(__u64 *)q;
+		} else {
+			/* the word that ends with the key: its top rem
+			 * bytes (the key is at least 4 bytes after "get ") */
+			rem_off = off + len - 4;
+			KS_OPAQUE(rem_off);
+			q = data + (rem_off & 0x7fff);
+			if (q + 8 > end)
+				return KS_FAST_HOT_DOUBT;
+			w = *(__u64 *)q >> ((8 - rem) * 8);
+		}
+		h = ks_key_hash_word(h, w);
 	}
-	return 0;
+	h = ks_key_hash_final(h);
+	return ks_hot_maybe(h) ? h : 0;
+}
+
+/* One global function per context, each verified once. */
+__noinline __u64 ks_fast_hot_xdp(struct xdp_md *ctx, __u32 off, __u32 len)
+{
+	return ks_fast_hot_maybe((void *)(long)ctx->data,
+				 (void *)(long)ctx->data_end, off, len);
+}
+
+__noinline __u64 ks_fast_hot_tc(struct __sk_buff *ctx, __u32 off, __u32 len)
+{
+	return ks_fast_hot_maybe((void *)(long)ctx->data,
+				 (void *)(long)ctx->data_end, off, len);
 }
 
 #endif

@@ -21,6 +21,15 @@ struct {
 } ks_hot SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ks_hot_filter);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_hot_filter SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, KS_HOT_SLOTS);
 	__type(key, __u32);
@@ -87,6 +96,15 @@ static __always_inline void ks_hot_dirty(struct ks_hot_slot *slot, __u32 idx,
 	ev->slot = idx;
 	ev->pad = 0;
 	bpf_ringbuf_submit(ev, 0);
+}
+
+/* May the key of this hash be in ks_hot? Yes when the filter is gone. */
+static __always_inline bool ks_hot_maybe(__u64 hash)
+{
+	__u32 zero = 0;
+	struct ks_hot_filter *f = bpf_map_lookup_elem(&ks_hot_filter, &zero);
+
+	return !f || ks_hot_filter_has(f, ks_hot_bucket(hash));
 }
 
 /*

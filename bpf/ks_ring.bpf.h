@@ -15,6 +15,7 @@
 #include "ks_shard_report.h"
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
+#include "ks_ring_cache.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -121,9 +122,11 @@ static long ks_ring_hash_byte(__u32 i, void *ctx)
 }
 
 /* dalli's crc32 (crc 1) or one_at_a_time (crc 0) of the key in s->key:
- * one global function and one callback for both, so the verifier walks
- * them once. */
-__noinline __u32 ks_ring_bytes_hash(struct ks_scratch *s, __u32 len, __u32 crc)
+ * one callback for both, so the verifier walks it once. Inline: with the
+ * ring cache's ks_ring_hash_cached the chain down to the callback would
+ * be one frame over the kernel's 8. */
+static __always_inline __u32 ks_ring_bytes_hash(struct ks_scratch *s,
+						__u32 len, __u32 crc)
 {
 	struct ks_ring_bytes x = { .s = s, .len = len, .crc = crc };
 
@@ -170,6 +173,26 @@ __noinline __u32 ks_ring_hash(struct ks_scratch *s, __u32 len, __u32 dist)
 }
 
 /*
+ * ks_ring_hash() of the sampled key, from the cache when the key was
+ * seen before (ks_ring_cache.h). Global: the owner search that follows
+ * is walked once, not once per cache outcome.
+ */
+__noinline __u32 ks_ring_hash_cached(struct ks_scratch *s, __u32 dist,
+				     __u64 version)
+{
+	__u64 hit = ks_ring_cache_find(s, dist, version);
+	__u32 hash;
+
+	if (!s)
+		return 0;
+	if (hit)
+		return (__u32)hit;
+	hash = ks_ring_hash(s, s->ring_len, dist);
+	ks_ring_cache_keep(s, dist, version, hash);
+	return hash;
+}
+
+/*
  * Places the key sampled last (still in s->key) on the active ring and
  * counts it for its owner. Called from the top of the parse loop and the
  * fast path, not from where the key is sampled: the MD5 needs stack, and
@@ -192,8 +215,9 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	/* one shard owns every key: no hash needed (an MD5 is ~180 ns) */
 	owner = h->meta.nshards == 1
 			? 0
-			: ks_ring_owner(h, ks_ring_hash(s, s->ring_len,
-							h->meta.dist));
+			: ks_ring_owner(h,
+					ks_ring_hash_cached(s, h->meta.dist,
+							    h->meta.version));
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;

@@ -132,31 +132,51 @@ static __always_inline __u32 ks_key_words(__u32 len)
 }
 
 /*
- * Copies [pos, pos+len) of the window into s->key, zero-padded, so no byte
- * of an earlier key lingers in a candidate slot or trace event; only the
- * words an earlier, longer key used need zeroing. Global, like the hash
- * below, so that the verifier walks each length-dependent loop once rather
- * than once per exit of the other.
+ * Zeroes the words of s->key an earlier key used, so no byte of it
+ * lingers in a candidate slot or trace event.
  */
-__noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
+__noinline int ks_key_clear(struct ks_scratch *s)
 {
-	__u32 i, words = ks_key_words(len), rem;
-	__u64 w;
+	__u32 i, used;
+	__u64 zero = 0;
 
 	if (!s)
 		return 0;
+	/* a zero clang cannot see, or the loop becomes a memset call */
+	KS_OPAQUE(zero);
+	used = s->key_words;
 	for (i = 0; i < KS_KEY_WORDS; i++) {
-		if (i >= words && i >= s->key_words)
+		if (i >= used)
 			break;
-		w = 0;
-		if (i < words) {
-			w = ks_win_word(s, pos + i * 8);
-			rem = len - i * 8;
-			if (rem < 8)
-				w &= (1ULL << (rem * 8)) - 1;
-		}
-		s->key[i] = w;
+		s->key[i] = zero;
 	}
+	return 0;
+}
+
+/*
+ * Copies [pos, pos+len) of the window into s->key, zero-padded. Global,
+ * like the hash below, so that the verifier walks each length-dependent
+ * loop once rather than once per exit of the other; and the clearing goes
+ * first, in a call of its own, for the same reason: after the copy loop
+ * the verifier knows words exactly on each of its 32 exits, and a loop
+ * there would be walked once per exit.
+ */
+__noinline int ks_key_copy(struct ks_scratch *s, __u32 pos, __u32 len)
+{
+	__u32 i, words = ks_key_words(len), tail = len % 8;
+
+	if (!s)
+		return 0;
+	ks_key_clear(s);
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i >= words)
+			break;
+		s->key[i] = ks_win_word(s, pos + i * 8);
+	}
+	if (words && tail)
+		s->key[(words - 1) & (KS_KEY_WORDS - 1)] &= (1ULL
+							     << (tail * 8)) -
+							    1;
 	s->key_words = words;
 	return 0;
 }
@@ -203,7 +223,7 @@ __noinline int ks_key_take(struct ks_scratch *s, __u32 len, __u32 op, __u32 due)
 	hash = ks_key_hash_scratch(s, len);
 	if (due)
 		ks_key_record(s, hash, len, op);
-	if (s->hot)
+	if (s->hot && ks_hot_maybe(hash))
 		ks_hot_key(s, hash, op);
 	return 1;
 }

@@ -182,6 +182,7 @@ int bench_open(struct bench_env *e, int cpu, const char *before)
 	e->tc_fd = bpf_program__fd(e->ks->progs.ks_tc_ingress);
 	e->empty_fd = bpf_program__fd(e->empty->progs.ks_empty);
 	err = ks_hot_map_open(&e->hot, bpf_map__fd(e->ks->maps.ks_hot),
+			      bpf_map__fd(e->ks->maps.ks_hot_filter),
 			      bpf_map__fd(e->ks->maps.ks_hot_stats),
 			      bpf_map__fd(e->ks->maps.ks_replicas),
 			      bpf_map__fd(e->ks->maps.ks_replica_stats));

@@ -31,6 +31,8 @@ static const struct kt_group groups[] = {
 	{ "trace", t_trace_group },
 	{ "ring", t_ring_group },
 	{ "ring_swap", t_ring_swap_group },
+	{ "ring_cache", t_ring_cache_group },
+	{ "key_run", t_key_run_group },
 	{ "fuzz_found", t_fuzz_found_group },
 	{ "hot", t_hot_group },
 	/* moves this process into a network namespace of its own: last */

@@ -72,8 +72,9 @@ static void hot_begin(const char *name)
 	c.hot = 1;
 	kp_config(&c);
 	err = ks_hot_map_open(
-		&hm, kp_map_fd("ks_hot"), kp_map_fd("ks_hot_stats"),
-		kp_map_fd("ks_replicas"), kp_map_fd("ks_replica_stats"));
+		&hm, kp_map_fd("ks_hot"), kp_map_fd("ks_hot_filter"),
+		kp_map_fd("ks_hot_stats"), kp_map_fd("ks_replicas"),
+		kp_map_fd("ks_replica_stats"));
 	if (err)
 		kt_failf(__FILE__, __LINE__, "mmap ks_hot: %s", strerror(-err));
 	drain_hot_events();
@@ -303,6 +304,122 @@ static void test_slot_life(void)
 	hot_end();
 }
 
+/* The filter bit of key's bucket, as the datapath reads it. */
+static int filter_bit(const char *key)
+{
+	return ks_hot_filter_has(hm.filter,
+				 ks_hot_bucket(kp_hash(key, strlen(key))));
+}
+
+/* A key of another bucket than HOT_KEY's, with an empty bucket. */
+static const char *other_bucket_key(char *buf, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0;; i++) {
+		kp_make_key(buf, len, 8000 + i);
+		if (ks_hot_bucket(kp_hash(buf, len)) !=
+		    ks_hot_bucket(kp_hash(HOT_KEY, 8)))
+			return buf;
+	}
+}
+
+/*
+ * The presence filter (ks_hot_filter): a bucket's bit is on from before
+ * its key is published until the bucket is empty after a grace period,
+ * and every write and read of a hot key, by the fast path or the general
+ * parser, is seen while it is on.
+ */
+static void test_filter_tracks_table(void)
+{
+	char other[16];
+	int idx;
+
+	hot_begin("hot_filter_bit_follows_the_table");
+	CHECK_EQ(filter_bit(HOT_KEY), 0);
+	idx = hot_add(HOT_KEY, 1, NULL, 1);
+	CHECK_EQ(filter_bit(HOT_KEY), 1);
+	CHECK_EQ(filter_bit(other_bucket_key(other, 12)), 0);
+	/* a lone get (fast path), a multi-get and a write (general path) */
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	kp_send_tcp4("get aaaa " HOT_KEY " bbbb\r\n");
+	kp_x_req(KS_OP_GET, 24, "aaaa", HOT_KEY, "bbbb", NULL);
+	kp_send_tcp4("set " HOT_KEY " 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, HOT_KEY, NULL);
+	x_hot(KS_PKT_HOT_READ, 2);
+	x_hot(KS_PKT_HOT_WRITE, 1);
+	CHECK_EQ(hot_stats(idx).reads, 2);
+	CHECK_EQ(hot_stats(idx).writes, 1);
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 1);
+	drain_hot_events();
+	/* released: the bit stays until the slot is reclaimed */
+	ks_hot_map_release(&hm, idx);
+	CHECK_EQ(filter_bit(HOT_KEY), 1);
+	CHECK_EQ(ks_hot_map_reclaim(&hm), 1);
+	CHECK_EQ(filter_bit(HOT_KEY), 0);
+	hot_end();
+}
+
+/*
+ * The fast path hashes a lone get's key from the packet when it is not
+ * due for sampling: every key length it takes (4..32 bytes: whole words,
+ * the last one shifted), over XDP and tc, must find its slot. (A TCP
+ * segment of a flow never opened goes to the general parser: the check
+ * that both paths agree.)
+ */
+static void test_fast_hash_every_length(void)
+{
+	char key[40], pay[64];
+	struct pkt p;
+	size_t len;
+	int idx, n;
+
+	hot_begin("hot_fast_path_hash_every_key_length");
+	kp_set_sample(1000000);
+	for (len = 4; len <= 32; len++) {
+		kp_make_key(key, len, 9000 + (unsigned int)len);
+		idx = hot_add(key, 1, NULL, 0);
+		n = snprintf(pay, sizeof(pay), "get %s\r\n", key);
+		kp_tcp4(&p, pay, (size_t)n);
+		kp_send_mc(&p);
+		kp_udp4(&p, pay, (size_t)n);
+		kp_send_tc(&p);
+		send_udp_get(key);
+		kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
+		kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
+		x_hot(KS_PKT_HOT_READ, 3);
+		CHECK_EQ(hot_stats(idx).reads, 3);
+		ks_hot_map_release(&hm, idx);
+		ks_hot_map_reclaim(&hm);
+	}
+	hot_end();
+}
+
+/*
+ * The control: with the key's bit cleared behind the agent's back, its
+ * write goes unseen (the slot is not dirtied). Without it, the test above
+ * could pass with a filter the datapath never reads.
+ */
+static void test_filter_control(void)
+{
+	int idx;
+
+	hot_begin("hot_filter_control_cleared_bit_hides_writes");
+	idx = hot_add(HOT_KEY, 1, NULL, 1);
+	memset(hm.filter, 0, sizeof(*hm.filter));
+	CHECK_EQ(filter_bit(HOT_KEY), 0);
+	kp_send_tcp4("set " HOT_KEY " 0 0 1\r\nx\r\n");
+	kp_x_req(KS_OP_SET, 23, HOT_KEY, NULL);
+	kp_send_tcp4("get " HOT_KEY "\r\n");
+	kp_x_req(KS_OP_GET, 14, HOT_KEY, NULL);
+	CHECK_EQ(ks_hot_map_write_seq(&hm, idx), 0);
+	CHECK_EQ(hot_stats(idx).writes, 0);
+	CHECK_EQ(hot_stats(idx).reads, 0);
+	CHECK(ks_hot_map_armed(&hm, idx), "still armed: the write was hidden");
+	hot_end();
+}
+
 void t_hot_group(void)
 {
 	test_table_off();
@@ -312,6 +429,9 @@ void t_hot_group(void)
 	test_unarmed_write_no_event();
 	test_other_keys();
 	test_slot_life();
+	test_filter_tracks_table();
+	test_filter_control();
+	test_fast_hash_every_length();
 }
 
 /* ---------------- steering, in a namespace of our own ---------------- */

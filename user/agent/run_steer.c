@@ -172,8 +172,8 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	unsigned i;
 	int err;
 
-	err = ks_hot_map_open(&s->map, m->hot, m->hot_stats, m->replicas,
-			      m->replica_stats);
+	err = ks_hot_map_open(&s->map, m->hot, m->hot_filter, m->hot_stats,
+			      m->replicas, m->replica_stats);
 	if (err) {
 		ks_err("cannot map the hot-key slots (%s); rerun with -v",
 		       strerror(-err));

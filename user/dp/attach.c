@@ -962,6 +962,7 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->replica_stats = bpf_map__fd(a->skel->maps.ks_replica_stats);
 	m->hot_events = bpf_map__fd(a->skel->maps.ks_hot_events);
 	m->vlans = bpf_map__fd(a->skel->maps.ks_vlans);
+	m->hot_filter = bpf_map__fd(a->skel->maps.ks_hot_filter);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

@@ -21,6 +21,7 @@ void ks_maps_init(struct ks_maps *m)
 	m->ring = m->shards = m->misdirect = m->shard_report = -1;
 	m->hot = m->hot_stats = m->replicas = m->replica_stats = -1;
 	m->hot_events = m->vlans = -1;
+	m->hot_filter = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -46,6 +47,7 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 		{ "ks_replicas", &m->replicas },
 		{ "ks_replica_stats", &m->replica_stats },
 		{ "ks_hot_events", &m->hot_events },
+		{ "ks_hot_filter", &m->hot_filter },
 	};
 	char path[PATH_MAX];
 	size_t i;
@@ -72,7 +74,8 @@ void ks_maps_close(struct ks_maps *m)
 		       &m->events,        &m->report,     &m->ring,
 		       &m->shards,        &m->misdirect,  &m->shard_report,
 		       &m->hot,           &m->hot_stats,  &m->replicas,
-		       &m->replica_stats, &m->hot_events, &m->vlans };
+		       &m->replica_stats, &m->hot_events, &m->vlans,
+		       &m->hot_filter };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {

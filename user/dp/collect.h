@@ -18,6 +18,7 @@ struct ks_maps {
 	int ring, shards, misdirect, shard_report; /* the ring's maps */
 	int hot, hot_stats, replicas, replica_stats, hot_events; /* hot keys */
 	int vlans; /* ks_vlans: the agent's own load only (not pinned-opened) */
+	int hot_filter; /* ks_hot_filter: buckets of ks_hot that may hold keys */
 };
 
 /* Every fd -1, so ks_maps_close() on a half-opened set is safe. */

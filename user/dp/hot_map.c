@@ -16,11 +16,42 @@
 #define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 #define LOAD(p)     __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 
-int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int stats_fd,
-		    int replicas_fd, int rstats_fd)
+/* Page-rounded shared mapping of an mmapable map's values, or NULL. */
+static void *map_values(int fd, size_t len, size_t *rounded)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	void *p;
+
+	*rounded = (len + page - 1) / page * page;
+	p = mmap(NULL, *rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A bucket's filter bit, on: before any of its ways gets a hash. */
+static void filter_mark(struct ks_hot_map *m, __u32 b)
+{
+	__atomic_fetch_or(&m->filter->bits[b / 64], 1ULL << (b % 64),
+			  __ATOMIC_SEQ_CST);
+}
+
+/* Off once no way of the bucket holds a key or waits for its grace
+ * period: a packet that still saw the bit set only looks up in vain. */
+static void filter_update(struct ks_hot_map *m, __u32 b)
+{
+	int w, idx;
+
+	for (w = 0; w < KS_HOT_WAYS; w++) {
+		idx = (int)b * KS_HOT_WAYS + w;
+		if (LOAD(m->slot[idx].hash) || m->releasing[idx])
+			return;
+	}
+	__atomic_fetch_and(&m->filter->bits[b / 64], ~(1ULL << (b % 64)),
+			   __ATOMIC_SEQ_CST);
+}
+
+int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int filter_fd,
+		    int stats_fd, int replicas_fd, int rstats_fd)
+{
 	int i;
 
 	memset(m, 0, sizeof(*m));
@@ -31,18 +62,25 @@ int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int stats_fd,
 	m->ncpu = libbpf_num_possible_cpus();
 	if (m->ncpu <= 0)
 		return m->ncpu ? m->ncpu : -EINVAL;
-	m->map_len = sizeof(struct ks_hot_slot) * KS_HOT_SLOTS;
-	m->map_len = (m->map_len + page - 1) / page * page;
-	p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, hot_fd,
-		 0);
-	if (p == MAP_FAILED) {
-		m->slot = NULL;
+	m->slot = map_values(hot_fd, sizeof(struct ks_hot_slot) * KS_HOT_SLOTS,
+			     &m->map_len);
+	if (!m->slot)
 		return -errno;
+	m->filter = map_values(filter_fd, sizeof(struct ks_hot_filter),
+			       &m->filter_len);
+	if (!m->filter) {
+		i = -errno;
+		ks_hot_map_close(m);
+		return i;
 	}
-	m->slot = p;
-	for (i = 0; i < KS_HOT_SLOTS; i++)
-		if (m->slot[i].hash)
-			m->used++;
+	/* keys an earlier agent left: their bits on (stale bits off later,
+	 * as their buckets empty) */
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (!m->slot[i].hash)
+			continue;
+		filter_mark(m, (__u32)i / KS_HOT_WAYS);
+		m->used++;
+	}
 	return 0;
 }
 
@@ -50,7 +88,10 @@ void ks_hot_map_close(struct ks_hot_map *m)
 {
 	if (m->slot)
 		munmap(m->slot, m->map_len);
+	if (m->filter)
+		munmap(m->filter, m->filter_len);
 	m->slot = NULL;
+	m->filter = NULL;
 }
 
 int ks_hot_map_find(const struct ks_hot_map *m, __u64 hash)
@@ -90,6 +131,7 @@ void ks_hot_map_install(struct ks_hot_map *m, int idx, __u64 hash,
 	s->len = len > KS_KEY_BUF ? KS_KEY_BUF : len;
 	memcpy(s->key, key, s->len);
 	ks_hot_map_stats_clear(m, idx);
+	filter_mark(m, (__u32)idx / KS_HOT_WAYS);
 	STORE(s->hash, hash);
 	m->used++;
 }
@@ -161,6 +203,7 @@ void ks_hot_map_clear(struct ks_hot_map *m, int idx)
 {
 	memset(&m->slot[idx], 0, sizeof(m->slot[idx]));
 	m->releasing[idx] = 0;
+	filter_update(m, (__u32)idx / KS_HOT_WAYS);
 }
 
 int ks_hot_map_releasing(const struct ks_hot_map *m)

@@ -6,12 +6,14 @@
  * datapath bumps write_seq in the same memory with atomics; a whole-value
  * map update would overwrite a concurrent write_seq increment.
  *
- * Life of a slot: ks_hot_map_alloc (disarmed, hash published last), then
+ * Life of a slot: ks_hot_map_alloc (its bucket's filter bit set, then the
+ * slot disarmed, hash published last), then
  * ks_hot_map_set_copies while disarmed, ks_hot_map_arm once the replicas
  * hold the value; ks_hot_map_disarm on a change; ks_hot_map_release to
  * remove it, after which the slot is reused only once ks_hot_map_reclaim
  * has been called after an RCU grace period (ks_grace_period()), so no
- * packet still holding the old key's slot can read a new key's copies.
+ * packet still holding the old key's slot can read a new key's copies;
+ * the bucket's filter bit is cleared then, when no way of it is in use.
  */
 #ifndef KS_HOT_MAP_H
 #define KS_HOT_MAP_H
@@ -23,15 +25,18 @@
 struct ks_hot_map {
 	struct ks_hot_slot *slot; /* KS_HOT_SLOTS, mmapped */
 	size_t map_len;
+	struct ks_hot_filter *filter; /* ks_hot_filter, mmapped */
+	size_t filter_len;
 	int hot_fd, stats_fd, replicas_fd, rstats_fd;
 	int ncpu;
 	__u8 releasing[KS_HOT_SLOTS]; /* released, waiting for a grace period */
 	unsigned used;                /* slots with a hash */
 };
 
-/* Maps ks_hot (must be BPF_F_MMAPABLE). 0 or -errno. */
-int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int stats_fd,
-		    int replicas_fd, int rstats_fd);
+/* Maps ks_hot and ks_hot_filter (both BPF_F_MMAPABLE), and sets the
+ * filter's bit of every bucket that holds a key. 0 or -errno. */
+int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int filter_fd,
+		    int stats_fd, int replicas_fd, int rstats_fd);
 void ks_hot_map_close(struct ks_hot_map *m);
 
 /* The slot holding hash, or -1. */
