@@ -86,77 +86,171 @@ __noinline int ks_ring_md5_block(struct ks_scratch *s, __u32 len, __u32 b,
 	return 0;
 }
 
-/* twemproxy's FNV-1a of the key in s->key, in a function of its own. */
-__noinline __u32 ks_ring_fnv(struct ks_scratch *s, __u32 len)
-{
-	return s ? ks_fnv1a64_tw_key(s->key, len) : 0;
-}
-
 /*
- * libmemcached's one_at_a_time and dalli's crc32 of the key in s->key, a
- * byte per bpf_loop callback: the verifier checks a callback a couple of
- * times, not once per byte. Measured (build/tests/ks_vcount, ks_ingress):
- * a loop of 32 words with an exit per byte added 43,000 instructions for
- * the two hashes, a word per callback 1,745, a byte per callback 444.
+ * twemproxy's key hashes (all but MD5) walk their units with bpf_loop():
+ * one small callback per hash, each verified once whatever the key's
+ * length, where a plain loop would be walked unit by unit for every
+ * hash (the verifier budget has no room for that). The callbacks and the
+ * tail are ks_hash.h's, as user space runs them.
  */
-struct ks_ring_bytes {
-	struct ks_scratch *s;
-	__u32 len;
-	__u32 h;
-	__u32 crc; /* 1: crc32, 0: one_at_a_time */
+struct ks_kh_loop {
+	struct ks_kh st;
+	const __u8 *key;
 };
 
-static long ks_ring_hash_byte(__u32 i, void *ctx)
-{
-	struct ks_ring_bytes *x = ctx;
-	__u8 b;
+#define KS_KH_CALLBACK(name, kind, unit)                                       \
+	static long ks_kh_cb_##name(__u32 i, void *ctx)                        \
+	{                                                                      \
+		struct ks_kh_loop *l = ctx;                                    \
+                                                                               \
+		unit(&l->st, kind, l->key, i);                                 \
+		return 0;                                                      \
+	}
 
-	if (i >= KS_KEY_BUF || !x->s)
-		return 1;
-	/* clang indexes with a copy of i the compare did not bound */
-	KS_OPAQUE(i);
-	i &= KS_KEY_BUF - 1;
-	b = ((const __u8 *)x->s->key)[i];
-	x->h = ks_bytes_step(x->h, b, x->crc);
-	return 0;
-}
+/* fnv1a_64, twemproxy's default, a word a step: fastest on long keys */
+KS_KH_CALLBACK(fnv1a_64, KS_KH_FNV1A_64, ks_kh_unit)
+KS_KH_CALLBACK(hsieh, KS_KH_HSIEH, ks_kh_unit)
+KS_KH_CALLBACK(murmur, KS_KH_MURMUR, ks_kh_unit)
+KS_KH_CALLBACK(jenkins, KS_KH_JENKINS, ks_kh_unit)
+/* the other byte-wise hashes a byte a step: fewer instructions verified */
+KS_KH_CALLBACK(oaat, KS_KH_ONE_AT_A_TIME, ks_kh_byte)
+KS_KH_CALLBACK(crc16, KS_KH_CRC16, ks_kh_byte)
+KS_KH_CALLBACK(crc32, KS_KH_CRC32, ks_kh_byte)
+KS_KH_CALLBACK(fnv1_64, KS_KH_FNV1_64, ks_kh_byte)
+KS_KH_CALLBACK(fnv1_32, KS_KH_FNV1_32, ks_kh_byte)
+KS_KH_CALLBACK(fnv1a_32, KS_KH_FNV1A_32, ks_kh_byte)
 
-/* dalli's crc32 (crc 1) or one_at_a_time (crc 0) of the key in s->key:
- * one callback for both, so the verifier walks it once. Inline: with the
- * ring cache's ks_ring_hash_cached the chain down to the callback would
- * be one frame over the kernel's 8. */
-static __always_inline __u32 ks_ring_bytes_hash(struct ks_scratch *s,
-						__u32 len, __u32 crc)
+/* An empty asm that differs per arm of a switch (n a constant). */
+#define KS_ARM(n) __asm__ volatile("" ::"i"(n))
+
+/* A twemproxy key hash other than MD5 of the key in s->key. */
+__noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
 {
-	struct ks_ring_bytes x = { .s = s, .len = len, .crc = crc };
+	struct ks_kh_loop l;
+	__u32 n;
 
 	if (!s)
 		return 0;
-	if (x.len > KS_MAX_KEY_LEN)
-		x.len = KS_MAX_KEY_LEN;
-	x.h = crc ? 0xffffffffU : 0;
-	bpf_loop(x.len, ks_ring_hash_byte, &x, 0);
-	return crc ? ~x.h : ks_oaat_final(x.h);
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	l.key = (const __u8 *)s->key;
+	if (kind == KS_KH_FNV1A_64) { /* the default: no switch to go through */
+		l.st.len = len;
+		l.st.h = (__u32)KS_FNV64_OFFSET;
+		bpf_loop((len + 7) / 8, ks_kh_cb_fnv1a_64, &l, 0);
+		KS_ARM(KS_KH_FNV1A_64);
+		return l.st.h;
+	}
+	ks_kh_begin(&l.st, kind, len);
+	n = ks_kh_units(kind, len);
+	if (kind != KS_KH_FNV1A_64 && kind != KS_KH_HSIEH &&
+	    kind != KS_KH_MURMUR && kind != KS_KH_JENKINS)
+		n = len; /* a byte a step */
+	/*
+	 * Each arm ends in a tail of its own (KS_ARM), so clang cannot merge
+	 * the bpf_loop() calls into one whose callback is a variable: the
+	 * verifier inlines a loop only when its call always has the same
+	 * callback, and an indirect call per step is several times slower.
+	 */
+	switch (kind) {
+	case KS_KH_ONE_AT_A_TIME:
+		bpf_loop(n, ks_kh_cb_oaat, &l, 0);
+		KS_ARM(KS_KH_ONE_AT_A_TIME);
+		return ks_kh_end(&l.st, KS_KH_ONE_AT_A_TIME, l.key);
+	case KS_KH_CRC16:
+		bpf_loop(n, ks_kh_cb_crc16, &l, 0);
+		KS_ARM(KS_KH_CRC16);
+		return ks_kh_end(&l.st, KS_KH_CRC16, l.key);
+	case KS_KH_CRC32:
+	case KS_KH_CRC32A: /* one loop verified for both: only the end differs */
+		bpf_loop(n, ks_kh_cb_crc32, &l, 0);
+		KS_ARM(KS_KH_CRC32);
+		if (kind == KS_KH_CRC32)
+			return ks_kh_end(&l.st, KS_KH_CRC32, l.key);
+		return ks_kh_end(&l.st, KS_KH_CRC32A, l.key);
+	case KS_KH_FNV1_64:
+		bpf_loop(n, ks_kh_cb_fnv1_64, &l, 0);
+		KS_ARM(KS_KH_FNV1_64);
+		return ks_kh_end(&l.st, KS_KH_FNV1_64, l.key);
+	case KS_KH_FNV1_32:
+		bpf_loop(n, ks_kh_cb_fnv1_32, &l, 0);
+		KS_ARM(KS_KH_FNV1_32);
+		return ks_kh_end(&l.st, KS_KH_FNV1_32, l.key);
+	case KS_KH_FNV1A_32:
+		bpf_loop(n, ks_kh_cb_fnv1a_32, &l, 0);
+		KS_ARM(KS_KH_FNV1A_32);
+		return ks_kh_end(&l.st, KS_KH_FNV1A_32, l.key);
+	case KS_KH_HSIEH:
+		bpf_loop(n, ks_kh_cb_hsieh, &l, 0);
+		KS_ARM(KS_KH_HSIEH);
+		return ks_kh_end(&l.st, KS_KH_HSIEH, l.key);
+	case KS_KH_MURMUR:
+		bpf_loop(n, ks_kh_cb_murmur, &l, 0);
+		KS_ARM(KS_KH_MURMUR);
+		return ks_kh_end(&l.st, KS_KH_MURMUR, l.key);
+	case KS_KH_JENKINS:
+		bpf_loop(n, ks_kh_cb_jenkins, &l, 0);
+		KS_ARM(KS_KH_JENKINS);
+		return ks_kh_end(&l.st, KS_KH_JENKINS, l.key);
+	default:
+		return 0;
+	}
+}
+
+struct ks_tag_loop {
+	struct ks_tag t;
+	const __u8 *key;
+};
+
+static long ks_tag_cb(__u32 i, void *ctx)
+{
+	struct ks_tag_loop *l = ctx;
+
+	return ks_tag_step(&l->t, i, ks_kb(l->key, i));
 }
 
 /*
- * The key hash of the ring's distribution for the key in s->key (len >=
- * 1: the datapath never samples an empty key), as ks_ring_key_hash() in
- * ks_ring.h computes it. MD5's working memory lives in the scratch, as the
- * 512-byte BPF stack is shared by the whole call chain.
+ * twemproxy's hash_tag (tag: its two bytes, open | close << 8): moves
+ * the part of the key in s->key to hash to its front, in place (nothing
+ * reads s->key after ks_ring_place(), and the next key overwrites it),
+ * and returns its length.
  */
-__noinline __u32 ks_ring_hash(struct ks_scratch *s, __u32 len, __u32 dist)
+__noinline __u32 ks_ring_tag(struct ks_scratch *s, __u32 len, __u32 tag)
+{
+	struct ks_tag_loop l = { .t = { .open = tag & 0xff,
+					.close = (tag >> 8) & 0xff } };
+	__u32 start, n;
+
+	if (!s)
+		return 0;
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	l.key = (const __u8 *)s->key;
+	bpf_loop(len, ks_tag_cb, &l, 0);
+	n = ks_tag_span(&l.t, len, &start);
+	if (start)
+		ks_key_shift(s->key, start);
+	return n;
+}
+
+/*
+ * The ring's key hash (enum ks_key_hash) of the key in s->key (len >= 1:
+ * the datapath never samples an empty key), as ks_ring_hash() in
+ * user/core/ring.c computes it; tag: 1 << 16 | the hash_tag's bytes, or
+ * 0. MD5's working memory lives in the scratch, as the 512-byte BPF
+ * stack is shared by the whole call chain.
+ */
+__noinline __u32 ks_ring_hash(struct ks_scratch *s, __u32 len, __u32 kind,
+			      __u32 tag)
 {
 	__u32 b, nblocks;
 
 	if (!s)
 		return 0;
-	if (dist == KS_DIST_TWEMPROXY)
-		return ks_ring_fnv(s, len);
-	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
-		return ks_ring_bytes_hash(s, len, 0);
-	if (dist == KS_DIST_DALLI) /* dalli's ring is stored complemented */
-		return ~ks_ring_bytes_hash(s, len, 1);
+	if (tag)
+		len = ks_ring_tag(s, len, tag);
+	if (kind != KS_KH_MD5)
+		return ks_ring_twem(s, len, kind);
 	if (len > KS_MAX_KEY_LEN)
 		len = KS_MAX_KEY_LEN;
 	nblocks = ks_md5_key_nblocks(len);
@@ -172,23 +266,31 @@ __noinline __u32 ks_ring_hash(struct ks_scratch *s, __u32 len, __u32 dist)
 	return s->md5_st[0];
 }
 
+/* A ring's hash tag as ks_ring_hash() takes it. */
+static __always_inline __u32 ks_ring_tag_word(const struct ks_ring_meta *m)
+{
+	if (!m->tagged)
+		return 0;
+	return 1U << 16 | m->hash_tag[0] | (__u32)m->hash_tag[1] << 8;
+}
+
 /*
  * ks_ring_hash() of the sampled key, from the cache when the key was
- * seen before (ks_ring_cache.h). Global: the owner search that follows
- * is walked once, not once per cache outcome.
+ * seen before (ks_ring_cache.h). The cache is keyed by the ring's
+ * version, which every push raises, so a key hash or hash tag of another
+ * ring is never taken for this one's. Inline: a frame of its own would
+ * put the key hashes' bpf_loop() callbacks one frame past the kernel's 8.
  */
-__noinline __u32 ks_ring_hash_cached(struct ks_scratch *s, __u32 dist,
-				     __u64 version)
+static __always_inline __u32 ks_ring_hash_cached(struct ks_scratch *s,
+						 const struct ks_ring_meta *m)
 {
-	__u64 hit = ks_ring_cache_find(s, dist, version);
+	__u64 hit = ks_ring_cache_find(s, m->dist, m->version);
 	__u32 hash;
 
-	if (!s)
-		return 0;
 	if (hit)
 		return (__u32)hit;
-	hash = ks_ring_hash(s, s->ring_len, dist);
-	ks_ring_cache_keep(s, dist, version, hash);
+	hash = ks_ring_hash(s, s->ring_len, m->key_hash, ks_ring_tag_word(m));
+	ks_ring_cache_keep(s, m->dist, m->version, hash);
 	return hash;
 }
 
@@ -215,9 +317,7 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	/* one shard owns every key: no hash needed (an MD5 is ~180 ns) */
 	owner = h->meta.nshards == 1
 			? 0
-			: ks_ring_owner(h,
-					ks_ring_hash_cached(s, h->meta.dist,
-							    h->meta.version));
+			: ks_ring_owner(h, ks_ring_hash_cached(s, &h->meta));
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;

@@ -48,15 +48,16 @@ _Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
  *   TWEMPROXY        nutcracker "distribution: ketama", "hash: fnv1a_64".
  *   TWEMPROXY_MD5    the same with "hash: md5".
  *   VNODE            textbook ring of virtual nodes "name#i", key hash MD5.
- *   MODULA           ketama key hash % nshards (comparison only; no points).
+ *   MODULA           key hash % nshards (no points; gomemcache with crc32a).
  *   KETAMA_PLAIN     libmemcached MEMCACHED_BEHAVIOR_KETAMA, or
  *                    DISTRIBUTION_CONSISTENT, with its default hash (what
  *                    pylibmc's "ketama" and php-memcached's
  *                    DISTRIBUTION_CONSISTENT select): 100 points a server,
  *                    points and keys hashed with one_at_a_time.
- *   DALLI            Ruby's dalli: SHA-1 points, crc32 keys, and the point
- *                    at or *below* the key's hash owns it. Stored with
- *                    every value complemented (~v), which turns "last
+ *   DALLI            Ruby's dalli: SHA-1 points, crc32a (zlib's crc32)
+ *                    keys, and the point at or *below* the key's hash owns
+ *                    it. Stored with every value complemented (~v), and
+ *                    ks_ring_owner() looks up ~hash, which turns "last
  *                    point <= h" into "first point >= ~h", the one search.
  *   SPY              spymemcached's KetamaNodeLocator, format SPYMEMCACHED
  *                    ("ip:port-i"); key hash MD5; a tie goes to the later
@@ -64,6 +65,13 @@ _Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
  *   SPY_LIBMC        the same with format LIBMEMCACHED ("host-i").
  *   MODULA_OAAT      libmemcached's default, hash % nshards with
  *                    one_at_a_time (pylibmc's and php-memcached's default).
+ *   TWEMPROXY_MODULA nutcracker "distribution: modula": a slot per unit
+ *                    of weight in server order, a key in slot hash % the
+ *                    sum of weights (nc_modula.c). One point per shard,
+ *                    valued its last slot; the last point's value + 1 is
+ *                    the sum.
+ * The key hash is a field of its own (meta.key_hash, enum ks_key_hash);
+ * each distribution has a default (ks_dist_default_key_hash).
  */
 enum ks_dist {
 	KS_DIST_KETAMA = 0,
@@ -76,6 +84,7 @@ enum ks_dist {
 	KS_DIST_SPY = 7,
 	KS_DIST_SPY_LIBMC = 8,
 	KS_DIST_MODULA_OAAT = 9,
+	KS_DIST_TWEMPROXY_MODULA = 10,
 	KS_DIST_MAX,
 };
 
@@ -92,8 +101,12 @@ struct ks_ring_meta {
 	__u32 self;    /* shard this host serves, or KS_NO_SHARD */
 	__u64 version; /* ring generation, raised by the agent per push */
 	__u64 digest;  /* identity of the contents (user/ring.c) */
+	__u32 key_hash;   /* enum ks_key_hash */
+	__u8 hash_tag[2]; /* twemproxy's hash_tag, when tagged */
+	__u8 tagged;      /* 1: hash only the part between the tag's bytes */
+	__u8 pad0;
 };
-_Static_assert(sizeof(struct ks_ring_meta) == 32, "ks_ring_meta layout");
+_Static_assert(sizeof(struct ks_ring_meta) == 40, "ks_ring_meta layout");
 
 /*
  * One ring, as one array-map value. bucket[] indexes the sorted points by
@@ -110,7 +123,7 @@ struct ks_ring_half {
 	struct ks_ring_point points[KS_RING_MAX_POINTS];
 };
 _Static_assert(sizeof(struct ks_ring_half) ==
-		       32 + 4 * (KS_RING_BUCKETS + 2) + 8 * KS_RING_MAX_POINTS,
+		       40 + 4 * (KS_RING_BUCKETS + 2) + 8 * KS_RING_MAX_POINTS,
 	       "ks_ring_half layout");
 
 /*
@@ -157,22 +170,42 @@ static inline __u32 ks_ring_search(const struct ks_ring_half *h, __u32 hash)
 	return lo >= n ? 0 : (__u32)lo;
 }
 
+/* The key hash a distribution takes when none is given. */
+static inline __u32 ks_dist_default_key_hash(__u32 dist)
+{
+	if (dist == KS_DIST_TWEMPROXY || dist == KS_DIST_TWEMPROXY_MODULA)
+		return KS_KH_FNV1A_64;
+	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
+		return KS_KH_ONE_AT_A_TIME;
+	if (dist == KS_DIST_DALLI) /* zlib's crc32, the whole 32 bits */
+		return KS_KH_CRC32A;
+	return KS_KH_MD5; /* ketama, vnode, modula, spymemcached's two */
+}
+
 /*
- * The key hash a distribution places keys by. Key held as in ks_hash.h.
- * twemproxy hashes an empty key to 0 (server_pool_hash); memcached keys
- * are never empty, but the rule is kept so both sides agree on it.
+ * The ring hash of a key held as in ks_hash.h, for a ring half's key
+ * hash, without a hash tag (ks_ring_hash() in user/core/ring.c applies
+ * it). twemproxy hashes an empty key to 0 (server_pool_hash); memcached
+ * keys are never empty, but the rule is kept so both sides agree on it;
+ * ketama's MD5 of "" is libmemcached's answer.
  */
+static inline __u32 ks_ring_meta_hash(const struct ks_ring_meta *m,
+				      const __u64 *key, __u32 len)
+{
+	if (!len &&
+	    (m->dist == KS_DIST_TWEMPROXY || m->dist == KS_DIST_TWEMPROXY_MD5 ||
+	     m->dist == KS_DIST_TWEMPROXY_MODULA))
+		return 0;
+	return ks_key_hash_of(m->key_hash, key, len);
+}
+
+/* The same for a distribution with its default key hash. */
 static inline __u32 ks_ring_key_hash(__u32 dist, const __u64 *key, __u32 len)
 {
-	if (dist == KS_DIST_TWEMPROXY)
-		return len ? ks_fnv1a64_tw_key(key, len) : 0;
-	if (dist == KS_DIST_TWEMPROXY_MD5 && !len)
-		return 0;
-	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
-		return ks_oaat_key(key, len);
-	if (dist == KS_DIST_DALLI)
-		return ~ks_crc32_key(key, len);
-	return ks_ketama_key_hash(key, len);
+	struct ks_ring_meta m = { .dist = dist,
+				  .key_hash = ks_dist_default_key_hash(dist) };
+
+	return ks_ring_meta_hash(&m, key, len);
 }
 
 /*
@@ -188,11 +221,19 @@ static inline __u32 ks_ring_owner(const struct ks_ring_half *h, __u32 hash)
 		return KS_NO_SHARD;
 	if (n == 1)
 		return 0;
+	if (h->meta.dist == KS_DIST_DALLI) /* its points are stored ~v */
+		hash = ~hash;
 	if (h->meta.dist == KS_DIST_MODULA ||
 	    h->meta.dist == KS_DIST_MODULA_OAAT)
 		return hash % n;
 	if (h->meta.npoints == 0)
 		return KS_NO_SHARD;
+	if (h->meta.dist == KS_DIST_TWEMPROXY_MODULA) {
+		i = h->meta.npoints - 1;
+		if (i >= KS_RING_MAX_POINTS) /* for the verifier */
+			return KS_NO_SHARD;
+		hash %= h->points[i].value + 1;
+	}
 	i = ks_ring_search(h, hash);
 	if (i >= KS_RING_MAX_POINTS) /* for the verifier */
 		return KS_NO_SHARD;

@@ -175,6 +175,8 @@ struct bench_scen {
 	struct ks_ring_half *ring;
 	__u32 ring_dist; /* enum ks_dist, when ring */
 	__u32 ring_shards;
+	__u32 ring_key_hash;   /* enum ks_key_hash of that ring */
+	bool ring_tagged;      /* ... with a hash tag */
 	bool misdirected;      /* self is not the key's owner */
 	int base;              /* same packet without a ring (index), or -1 */
 	double ring_target_ns; /* limit over base; 0: none */
@@ -219,6 +221,8 @@ void bench_scenarios_free(struct bench_scen *sc, int n);
 
 /* ---- rings (bench_ring.c) ---- */
 
+struct ks_ring_key;
+
 /*
  * The ring of dist over nshards hosts 10.0.x.y:11211 as the agent would
  * push it, with self the owner of key (a cache host the key was sent to
@@ -226,6 +230,11 @@ void bench_scenarios_free(struct bench_scen *sc, int n);
  */
 struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 				const void *key, size_t klen, bool misdirected);
+/* The same with a key hash and hash tag (ks_ring_build_keyed). */
+struct ks_ring_half *bench_ring_keyed(enum ks_dist dist,
+				      const struct ks_ring_key *rk,
+				      __u32 nshards, const void *key,
+				      size_t klen, bool misdirected);
 
 /* ---- figures and reports (bench_report.c) ---- */
 

@@ -117,12 +117,28 @@ static const char *dist_label(__u32 dist)
 	case KS_DIST_KETAMA_PLAIN:
 		return "ketama-plain (one_at_a_time)";
 	case KS_DIST_DALLI:
-		return "dalli (crc32)";
+		return "dalli (crc32a)";
 	case KS_DIST_SPY:
 		return "spymemcached (MD5)";
 	default:
 		return "?";
 	}
+}
+
+/* "ketama (MD5)", or the distribution and its key hash when it is not
+ * one of the rings dist_label() names with its default hash. */
+static const char *ring_label(const struct bench_scen *sc)
+{
+	static char buf[64];
+
+	if (!sc->ring_tagged &&
+	    sc->ring_key_hash == ks_dist_default_key_hash(sc->ring_dist) &&
+	    strcmp(dist_label(sc->ring_dist), "?"))
+		return dist_label(sc->ring_dist);
+	snprintf(buf, sizeof(buf), "%s %s%s", ks_dist_name(sc->ring_dist),
+		 ks_key_hash_name(sc->ring_key_hash),
+		 sc->ring_tagged ? " {}" : "");
+	return buf;
 }
 
 /* The ring's own cost: each ring scenario over its packet without one. */
@@ -139,7 +155,7 @@ static void print_ring_table(const struct bench_report *rep)
 			       "  %-50s %-18s %6s %6s\n",
 			       "scenario", "ring", "shards", "ns");
 		printf("  %-50s %-18s %6u %6.1f%s\n", sc[i].label,
-		       dist_label(sc[i].ring_dist), sc[i].ring_shards,
+		       ring_label(&sc[i]), sc[i].ring_shards,
 		       bench_over_base(rep, i),
 		       rep->res[i].valid && rep->res[sc[i].base].valid
 			       ? ""
@@ -408,7 +424,10 @@ void bench_print_json(const struct bench_report *rep)
 		} else if (sc[i].base >= 0) {
 			double rv = bench_over_base(rep, i);
 
-			printf("\"ring\":{\"distribution\":\"%s\",\"shards\":%u,"
+			printf("\"ring\":{\"key_hash\":\"%s\",\"hash_tag\":%s,",
+			       ks_key_hash_name(sc[i].ring_key_hash),
+			       sc[i].ring_tagged ? "true" : "false");
+			printf("\"distribution\":\"%s\",\"shards\":%u,"
 			       "\"misdirected\":%s,\"base\":\"%s\","
 			       "\"over_base_median\":%.1f",
 			       ks_dist_name(sc[i].ring_dist), sc[i].ring_shards,

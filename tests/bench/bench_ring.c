@@ -14,6 +14,14 @@
 struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 				const void *key, size_t klen, bool misdirected)
 {
+	return bench_ring_keyed(dist, NULL, nshards, key, klen, misdirected);
+}
+
+struct ks_ring_half *bench_ring_keyed(enum ks_dist dist,
+				      const struct ks_ring_key *rk,
+				      __u32 nshards, const void *key,
+				      size_t klen, bool misdirected)
+{
 	size_t cap = (size_t)nshards * 24 + 1, len = 0;
 	char *list = malloc(cap), err[512];
 	struct ks_shards shards;
@@ -30,7 +38,8 @@ struct ks_ring_half *bench_ring(enum ks_dist dist, __u32 nshards,
 					"%s10.0.%u.%u:11211", i ? "," : "",
 					i / 250, i % 250 + 1);
 	if (ks_shards_parse_list("--shards", list, &shards, err, sizeof(err)) ||
-	    ks_ring_build(&ring, &shards, dist, 0, 1, err, sizeof(err))) {
+	    ks_ring_build_keyed(&ring, &shards, dist, rk, 0, 1, err,
+				sizeof(err))) {
 		fprintf(stderr, "bench: building a %s ring of %u shards: %s\n",
 			ks_dist_name(dist), nshards, err);
 		goto out;

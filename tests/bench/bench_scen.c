@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench.h"
+#include "core/ring.h"
 
 #define TARGET_UNSAMPLED_NS 15.0 /* issue 2: unsampled GET over empty */
 #define TARGET_SAMPLED_NS   60.0 /* issue 2: sampled 16-byte GET over empty */
@@ -56,11 +57,27 @@ struct scen_def {
 	double ring_target_ns;
 	int hot; /* enum bench_hot */
 	bool udp;
-	double ratio_target; /* over empty / the build before; 0: none */
-	size_t ip_bytes;     /* SC_PIPE: the IP packet's size */
-	bool v6;             /* UDP: over IPv6 */
-	int ntags;           /* UDP: VLAN tags, 0..2 */
+	double ratio_target;  /* over empty / the build before; 0: none */
+	size_t ip_bytes;      /* SC_PIPE: the IP packet's size */
+	bool v6;              /* UDP: over IPv6 */
+	int ntags;            /* UDP: VLAN tags, 0..2 */
+	__u32 key_hash;       /* ring: 1 + enum ks_key_hash; 0 the default */
+	const char *hash_tag; /* ring: a hash tag, or NULL */
 };
+
+/* The ring lookup with each of twemproxy's key hashes (issue 15): a
+ * sampled get of a 16- and a 250-byte key on twemproxy's ketama of 1024
+ * shards, against the same get with no ring. */
+#define KH_SCEN(kh, name, len)                                                 \
+	{                                                                      \
+		.id = "get" #len "_sampled_twemproxy1024_" name,               \
+		.label = "get, " #len                                          \
+			 "-byte key, sampled, twemproxy 1024 " name,           \
+		.kind = SC_GET, .nkeys = 1, .keylen = len, .sampled = true,    \
+		.dist = KS_DIST_TWEMPROXY, .shards = 1024,                     \
+		.base_id = "get" #len "_sampled", .key_hash = 1 + (kh)         \
+	}
+#define KH_SCENS(kh, name) KH_SCEN(kh, name, 16), KH_SCEN(kh, name, 250)
 
 static const struct scen_def defs[] = {
 	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP, 0, 0, 0,
@@ -139,8 +156,9 @@ static const struct scen_def defs[] = {
 	{ "get250_sampled_twemproxy1024",
 	  "get, 250-byte key, sampled, twemproxy 1024", SC_GET, 1, 250, 0, true,
 	  0, KS_DIST_TWEMPROXY, 1024, false, "get250_sampled", 0 },
-	/* the client rings of issue 15: one_at_a_time and crc32 step a
-	 * byte per bpf_loop callback; spymemcached's key hash is ketama's */
+	/* the client rings of issue 15 with their default key hashes
+	 * (one_at_a_time, crc32a, md5): the key-hash scenarios below time
+	 * each hash on its own */
 	{ "get16_sampled_ketama-plain1024",
 	  "get, 16-byte key, sampled, ketama-plain 1024", SC_GET, 1, 16, 0,
 	  true, 0, KS_DIST_KETAMA_PLAIN, 1024, false, "get16_sampled", 0 },
@@ -159,6 +177,48 @@ static const struct scen_def defs[] = {
 	{ "get250_sampled_spymemcached1024",
 	  "get, 250-byte key, sampled, spymemcached 1024", SC_GET, 1, 250, 0,
 	  true, 0, KS_DIST_SPY, 1024, false, "get250_sampled", 0 },
+	KH_SCENS(KS_KH_MD5, "md5"),
+	KH_SCENS(KS_KH_ONE_AT_A_TIME, "one_at_a_time"),
+	KH_SCENS(KS_KH_CRC16, "crc16"),
+	KH_SCENS(KS_KH_CRC32, "crc32"),
+	KH_SCENS(KS_KH_CRC32A, "crc32a"),
+	KH_SCENS(KS_KH_FNV1_64, "fnv1_64"),
+	KH_SCENS(KS_KH_FNV1A_64, "fnv1a_64"),
+	KH_SCENS(KS_KH_FNV1_32, "fnv1_32"),
+	KH_SCENS(KS_KH_FNV1A_32, "fnv1a_32"),
+	KH_SCENS(KS_KH_HSIEH, "hsieh"),
+	KH_SCENS(KS_KH_MURMUR, "murmur"),
+	KH_SCENS(KS_KH_JENKINS, "jenkins"),
+	{ .id = "get250_sampled_twemproxy1024_fnv1a_64_tag",
+	  .label = "get, 250-byte key, sampled, twemproxy 1024 fnv1a_64 {}",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 250,
+	  .sampled = true,
+	  .dist = KS_DIST_TWEMPROXY,
+	  .shards = 1024,
+	  .base_id = "get250_sampled",
+	  .key_hash = 1 + KS_KH_FNV1A_64,
+	  .hash_tag = "{}" },
+	{ .id = "get16_sampled_twemproxy_modula1024",
+	  .label = "get, 16-byte key, sampled, twemproxy-modula 1024",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .sampled = true,
+	  .dist = KS_DIST_TWEMPROXY_MODULA,
+	  .shards = 1024,
+	  .base_id = "get16_sampled" },
+	{ .id = "get16_sampled_gomemcache64",
+	  .label = "get, 16-byte key, sampled, modula crc32a 64 (gomemcache)",
+	  .kind = SC_GET,
+	  .nkeys = 1,
+	  .keylen = 16,
+	  .sampled = true,
+	  .dist = KS_DIST_MODULA,
+	  .shards = 64,
+	  .base_id = "get16_sampled",
+	  .key_hash = 1 + KS_KH_CRC32A },
 	/* hot keys: each against the same packet with the table empty */
 	{ "get16_unsampled_hot_other",
 	  "get, 16-byte key, unsampled, hot table on", SC_GET, 1, 16, 0, false,
@@ -380,9 +440,17 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	/* the packet's (first) key decides the owner, and so the self that
 	 * makes it rightly directed or misdirected */
 	bench_key(pay, d->keylen, 0);
-	s->ring = bench_ring(d->dist, d->shards, pay, d->keylen,
-			     d->misdirected);
+	{
+		struct ks_ring_key rk = { .hash = (int)d->key_hash - 1 };
+
+		if (d->hash_tag)
+			memcpy(rk.tag, d->hash_tag, 3);
+		s->ring = bench_ring_keyed(d->dist, &rk, d->shards, pay,
+					   d->keylen, d->misdirected);
+	}
 	s->ring_dist = d->dist;
+	s->ring_key_hash = s->ring ? s->ring->meta.key_hash : 0;
+	s->ring_tagged = s->ring && s->ring->meta.tagged;
 	s->ring_shards = d->shards;
 	s->misdirected = d->misdirected;
 	s->ring_target_ns = d->ring_target_ns;

@@ -9,9 +9,9 @@
  * 'twemproxy-md5' ring of servers without names is libmemcached's ring
  * (nutcracker names points as libmemcached does and computes the same
  * point counts), so nutcracker's md5 variant is held to a real client too.
- * twemproxy has no library in Debian: its fnv1a_64 and named rings are held
- * to a second implementation written from its source, in Python
- * (tests/compat/twemproxy_ref.py), over many random rings.
+ * twemproxy itself is the oracle of its rings: keys routed through a real
+ * nutcracker to real memcached processes (tests/compat/nutcracker_ref.py)
+ * for every distribution, key hash and hash_tag it has.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -297,8 +297,6 @@ static int server_list_line(const char *line, char *text, size_t *off)
 	return 0;
 }
 
-#define TWEMPROXY_REF "tests/compat/twemproxy_ref.py"
-
 static int unhex(const char *hex, char *out, size_t cap)
 {
 	size_t n = 0;
@@ -313,95 +311,178 @@ static int unhex(const char *hex, char *out, size_t cap)
 	return (int)n;
 }
 
-/* Compares one key line "key HEX FNV MD5"; 1 when it differs. */
-static int check_tw_key(const struct ks_ring *fnv, const struct ks_ring *md5,
-			const char *line, __u32 ring, __u32 *nkeys)
+#define NUTCRACKER_REF "tests/compat/nutcracker_ref.py"
+
+/* One pool of nutcracker_ref.py: its ring, and the keys it placed. */
+struct nut_pool {
+	enum ks_dist dist;
+	struct ks_ring_key key;
+	char what[96]; /* "ketama/crc32/{}" */
+};
+
+/* "pool DIST HASH TAG" into p; 0, or -1 when the line is not one. */
+static int nut_pool_line(const char *line, struct nut_pool *p, char *err,
+			 size_t errlen)
 {
-	unsigned int want_fnv, want_md5;
-	char hex[600], key[256];
-	__u32 got_fnv, got_md5;
+	char dist[32], hash[32], tag[8];
+	__u32 kh;
+
+	if (sscanf(line, "pool %31s %31s %7s", dist, hash, tag) != 3)
+		return -1;
+	memset(p, 0, sizeof(*p));
+	p->dist = !strcmp(dist, "modula") ? KS_DIST_TWEMPROXY_MODULA
+					  : KS_DIST_TWEMPROXY;
+	if (ks_key_hash_parse(hash, &kh, err, errlen))
+		return -1;
+	p->key.hash = (int)kh;
+	if (strcmp(tag, "-") && ks_ring_key_tag(&p->key, tag, err, errlen))
+		return -1;
+	snprintf(p->what, sizeof(p->what), "%s/%s/%s", dist, hash, tag);
+	return 0;
+}
+
+/* A "server HOST:PORT:W NAME" line as a shard file line (NAME - is none). */
+static void nut_server_line(const char *line, char *text, size_t *off)
+{
+	char addr[80], name[80];
+
+	if (sscanf(line, "server %79s %79s", addr, name) != 2)
+		return;
+	*off += (size_t)snprintf(text + *off, (1 << 16) - *off, "%s%s%s\n",
+				 addr, strcmp(name, "-") ? " " : "",
+				 strcmp(name, "-") ? name : "");
+}
+
+/* The keys of one pool, its first key line in line, up to "end"; the
+ * disagreements. */
+static __u32 nut_keys(const struct ks_ring *r, const struct ks_ring *other,
+		      const struct nut_pool *p, FILE *in, char *line,
+		      size_t cap, __u32 *nkeys, __u32 *other_bad)
+{
+	char key[KS_KEY_BUF], hex[2 * KS_KEY_BUF + 2];
+	__u32 bad = 0, got;
+	unsigned int want;
 	int len;
 
-	if (sscanf(line, "key %599s %u %u", hex, &want_fnv, &want_md5) != 3)
-		return 0;
-	len = unhex(hex, key, sizeof(key));
-	if (len <= 0)
-		return 0;
-	(*nkeys)++;
-	got_fnv = ks_ring_lookup(fnv, key, (size_t)len);
-	got_md5 = ks_ring_lookup(md5, key, (size_t)len);
-	if (got_fnv == want_fnv && got_md5 == want_md5)
-		return 0;
-	CHECK(0, "ring %u key %.20s: keysteer %u/%u, reference %u/%u", ring,
-	      hex, got_fnv, got_md5, want_fnv, want_md5);
-	return 1;
-}
-
-/* One ring of the reference's output: the server lines gathered in text,
- * the first key line in line, the rest of its keys up to "end" from in. */
-static void check_tw_ring(const char *text, char *line, size_t cap, FILE *in,
-			  __u32 ring, __u32 *nkeys, __u32 *bad)
-{
-	struct ks_shards s;
-	struct ks_ring fnv = {}, md5 = {};
-	char err[512];
-	int rc;
-
-	rc = ks_shards_parse_text("reference", text, &s, err, sizeof(err));
-	if (!rc) {
-		rc = ks_ring_build(&fnv, &s, KS_DIST_TWEMPROXY, 0, 1, err,
-				   sizeof(err));
-		if (!rc)
-			rc = ks_ring_build(&md5, &s, KS_DIST_TWEMPROXY_MD5, 0,
-					   1, err, sizeof(err));
-		ks_shards_free(&s);
-	}
-	CHECK(rc == 0, "ring %u: %s", ring, err);
-	do {
-		if (!strncmp(line, "end", 3))
+	for (; strncmp(line, "end", 3); line = fgets(line, (int)cap, in)) {
+		if (!line)
 			break;
-		if (!rc) /* ktest keeps the first few reasons */
-			*bad += (__u32)check_tw_key(&fnv, &md5, line, ring,
-						    nkeys);
-	} while (fgets(line, (int)cap, in));
-	ks_ring_free(&fnv);
-	ks_ring_free(&md5);
+		if (sscanf(line, "key %513s %u", hex, &want) != 2)
+			continue;
+		len = unhex(hex, key, sizeof(key));
+		if (len <= 0)
+			continue;
+		(*nkeys)++;
+		got = ks_ring_lookup(r, key, (size_t)len);
+		if (got != want) {
+			CHECK(0, "%s key %.40s: keysteer %u, nutcracker %u",
+			      p->what, hex, got, want);
+			bad++;
+		}
+		if (other->half)
+			*other_bad += ks_ring_lookup(other, key, (size_t)len) !=
+				      want;
+	}
+	return bad;
 }
 
-static void twemproxy_reference(void)
+/*
+ * twemproxy itself as the oracle: Debian's nutcracker in front of real
+ * memcached processes on 127.0.0.1 (tests/compat/nutcracker_ref.py), a
+ * pool per distribution (ketama, modula) x key hash (all 12) x hash_tag
+ * (none, "{}"), each server list with weights and names on some lists;
+ * keys set through the pool, each memcached asked which it holds.
+ * keysteer's twemproxy / twemproxy-modula ring with that --key-hash and
+ * --hash-tag must name the same server for every key. KS_COMPAT_FULL=1
+ * (make compat-full) runs 24 lists and 115,200 keys.
+ */
+static void nutcracker_reference(void)
 {
-	char line[1200], *text = malloc(1 << 16);
-	__u32 nrings = 0, nkeys = 0, bad = 0;
+	const char *full = getenv("KS_COMPAT_FULL");
+	int is_full = full && *full == '1';
+	char line[1200], *text = malloc(1 << 16), cmd[256], err[512];
+	__u32 npools = 0, nkeys = 0, bad = 0, nlists = 0;
+	__u32 hashes_seen = 0, min_keys = is_full ? 100000 : 5000,
+	      other_bad = 0;
+	struct nut_pool pool = {};
 	size_t off = 0;
 	FILE *in;
 
-	kt_begin("compat_twemproxy_against_reference");
-	if (access("/usr/bin/python3", X_OK) || access(TWEMPROXY_REF, R_OK)) {
+	kt_begin("compat_nutcracker_every_hash");
+	if (access("/usr/bin/python3", X_OK) || access(NUTCRACKER_REF, R_OK) ||
+	    system("command -v nutcracker >/dev/null") ||
+	    system("command -v memcached >/dev/null")) {
 		kt_skipf(
-			"needs /usr/bin/python3 and %s (run from the repository root)",
-			TWEMPROXY_REF);
+			"needs /usr/bin/python3, nutcracker, memcached and %s (make deps; run from the repository root)",
+			NUTCRACKER_REF);
 		free(text);
 		kt_end();
 		return;
 	}
-	in = popen("/usr/bin/python3 " TWEMPROXY_REF " --vectors", "r");
-	CHECK(in != NULL, "cannot run %s", TWEMPROXY_REF);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s%s", NUTCRACKER_REF,
+		 is_full ? " --full" : "");
+	in = popen(cmd, "r");
+	CHECK(in != NULL, "cannot run %s", NUTCRACKER_REF);
 	while (in && text && fgets(line, sizeof(line), in)) {
-		if (server_list_line(line, text, &off)) {
-			continue;
+		struct ks_shards s;
+		struct ks_ring r = {}, other = {};
+		int rc;
+
+		if (!strncmp(line, "ring ", 5)) {
+			off = 0;
+			text[0] = '\0';
+		} else if (!strncmp(line, "pool ", 5)) {
+			CHECK(nut_pool_line(line, &pool, err, sizeof(err)) == 0,
+			      "pool line %s: %s", line, err);
+		} else if (!strncmp(line, "server ", 7)) {
+			nut_server_line(line, text, &off);
 		} else if (!strncmp(line, "key ", 4)) {
-			/* the first key line ends the ring's server list */
-			check_tw_ring(text, line, sizeof(line), in, nrings++,
-				      &nkeys, &bad);
+			/* the first key: the pool is complete; go back to it */
+			rc = ks_shards_parse_text("nutcracker", text, &s, err,
+						  sizeof(err));
+			if (!rc) {
+				/* and the next hash, to show a wrong one fails */
+				struct ks_ring_key next = pool.key;
+
+				next.hash = (next.hash + 1) % KS_KH_MAX;
+				rc = ks_ring_build_keyed(&r, &s, pool.dist,
+							 &pool.key, 0, 1, err,
+							 sizeof(err));
+				if (!rc && ks_ring_build_keyed(
+						   &other, &s, pool.dist, &next,
+						   0, 1, err, sizeof(err)))
+					memset(&other, 0, sizeof(other));
+				ks_shards_free(&s);
+			}
+			CHECK(rc == 0, "%s: %s", pool.what, err);
+			if (rc)
+				break;
+			bad += nut_keys(&r, &other, &pool, in, line,
+					sizeof(line), &nkeys, &other_bad);
+			if (r.half && r.half->meta.nshards > 1)
+				hashes_seen |= 1U << pool.key.hash;
+			nlists += pool.dist == KS_DIST_TWEMPROXY &&
+				  pool.key.hash == KS_KH_ONE_AT_A_TIME &&
+				  !pool.key.tag[0];
+			ks_ring_free(&r);
+			ks_ring_free(&other);
+			npools++;
 		}
 	}
 	if (in)
-		CHECK(pclose(in) == 0, "%s failed", TWEMPROXY_REF);
-	CHECK(nrings >= 50 && nkeys >= 20000, "only %u rings, %u keys", nrings,
-	      nkeys);
+		CHECK(pclose(in) == 0, "%s failed", NUTCRACKER_REF);
+	CHECK(hashes_seen == (1U << KS_KH_MAX) - 1,
+	      "key hashes seen on rings of 2+ servers: %#x", hashes_seen);
+	CHECK(nkeys >= min_keys && nlists >= (is_full ? 20U : 6U),
+	      "only %u keys, %u server lists", nkeys, nlists);
 	CHECK_EQ(bad, 0);
-	printf("# compat: twemproxy: %u keys x 2 hashes over %u rings, %u mismatches\n",
-	       nkeys, nrings, bad);
+	printf("# compat: nutcracker: %u keys over %u server lists x %u pools (ketama, modula x 12 key hashes x hash_tag none, {}), %u disagreements\n",
+	       nkeys, nlists, npools, bad);
+	/* one-server pools place every key on server 0 whatever the hash */
+	CHECK(other_bad > nkeys / 4,
+	      "the next key hash only %u of %u elsewhere", other_bad, nkeys);
+	printf("# compat: nutcracker with each pool's next key hash in its place (a wrong setting): %u of %u keys elsewhere\n",
+	       other_bad, nkeys);
 	free(text);
 	kt_end();
 }
@@ -519,11 +600,13 @@ static void pymemcache_reference(void)
 
 #define PYLIBMC_REF "tests/compat/pylibmc_ref.py"
 
-/* One run of a reference that stores keys in real memcached and prints
- * where they went (pylibmc_ref.py, php_memcached_ref.php): the keys it
- * placed, and how many ks_ring_lookup (dist) placed elsewhere. */
-static int stored_run(const char *cmd, enum ks_dist dist, unsigned *nkeys,
-		      unsigned *nrings, unsigned *bad)
+/* One run of a reference that prints "ring", "server LINE", "key HEX
+ * INDEX" and "end" lines (cmd, through popen; pylibmc_ref.py and
+ * php_memcached_ref.php store the keys in real memcached first): the keys
+ * it placed, and how many ks_ring_lookup (dist, key) placed elsewhere. */
+static int ref_run(const char *cmd, const char *what, enum ks_dist dist,
+		   const struct ks_ring_key *kkey, unsigned *nkeys,
+		   unsigned *nrings, unsigned *bad)
 {
 	char line[1024], *text = malloc(1 << 16), err[512];
 	size_t off = 0;
@@ -542,9 +625,9 @@ static int stored_run(const char *cmd, enum ks_dist dist, unsigned *nkeys,
 		if (server_list_line(line, text, &off) ||
 		    strncmp(line, "key ", 4))
 			continue;
-		if (ks_shards_parse_text("pylibmc", text, &sh, err,
-					 sizeof(err)) ||
-		    ks_ring_build(&r, &sh, dist, 0, 1, err, sizeof(err))) {
+		if (ks_shards_parse_text(what, text, &sh, err, sizeof(err)) ||
+		    ks_ring_build_keyed(&r, &sh, dist, kkey, 0, 1, err,
+					sizeof(err))) {
 			CHECK(0, "ring %u: %s", *nrings, err);
 			break;
 		}
@@ -567,9 +650,70 @@ static int stored_run(const char *cmd, enum ks_dist dist, unsigned *nkeys,
 	return in && pclose(in) == 0 ? 0 : -1;
 }
 
+#define GOMEMCACHE_REF "tests/compat/gomemcache_ref.go"
+
+/*
+ * gomemcache (Debian's golang-github-bradfitz-gomemcache-dev) as the
+ * oracle: a Go program built here, offline in GOPATH mode against the
+ * Debian source, asks its ServerList.PickServer (crc32.ChecksumIEEE of
+ * the key % the number of servers) for every key; keysteer's modula with
+ * --key-hash crc32a must name the same server. The same keys with
+ * keysteer's crc32 (libmemcached's 15-bit one) in its place disagree, a
+ * figure printed to show the check can fail. KS_COMPAT_FULL=1: 100,000
+ * keys.
+ */
+static void gomemcache_reference(void)
+{
+	const char *full = getenv("KS_COMPAT_FULL");
+	int is_full = full && *full == '1';
+	struct ks_ring_key crc32a = { .hash = KS_KH_CRC32A };
+	struct ks_ring_key crc32 = { .hash = KS_KH_CRC32 };
+	char dir[] = "/tmp/ks-gomemcache-XXXXXX", cmd[700];
+	unsigned nkeys, nrings, bad, nk2, nr2, bad2;
+	int rc;
+
+	kt_begin("compat_gomemcache_serverlist");
+	if (system("command -v go >/dev/null") ||
+	    access("/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache",
+		   R_OK) ||
+	    access(GOMEMCACHE_REF, R_OK) || !mkdtemp(dir)) {
+		kt_skipf(
+			"needs golang-go, golang-github-bradfitz-gomemcache-dev and %s (make deps; run from the repository root)",
+			GOMEMCACHE_REF);
+		kt_end();
+		return;
+	}
+	snprintf(
+		cmd, sizeof(cmd),
+		"env GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/cache GOFLAGS= go build -o %s/ref %s",
+		dir, dir, GOMEMCACHE_REF);
+	rc = system(cmd);
+	CHECK(rc == 0, "%s failed", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/ref -lists %d -keys %d", dir,
+		 is_full ? 40 : 20, is_full ? 2500 : 300);
+	if (!rc) {
+		rc = ref_run(cmd, "gomemcache", KS_DIST_MODULA, &crc32a, &nkeys,
+			     &nrings, &bad);
+		CHECK(rc == 0, "%s failed", cmd);
+		CHECK(nrings >= 20 && nkeys >= (is_full ? 100000U : 6000U),
+		      "only %u lists, %u keys", nrings, nkeys);
+		CHECK_EQ(bad, 0);
+		printf("# compat: gomemcache: %u keys over %u server lists, %u disagreements (modula, crc32a)\n",
+		       nkeys, nrings, bad);
+		if (!ref_run(cmd, "gomemcache", KS_DIST_MODULA, &crc32, &nk2,
+			     &nr2, &bad2))
+			printf("# compat: gomemcache against modula with crc32 (a wrong setting): %u of %u keys elsewhere\n",
+			       bad2, nk2);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		CHECK(0, "%s failed", cmd);
+	kt_end();
+}
+
 #define PHP_REF "tests/compat/php_memcached_ref.php"
 
-/* One setting of a client under test with stored_run: the test's name,
+/* One setting of a client under test with ref_run: the test's name,
  * the reference's mode word, the ring keysteer must agree with. */
 struct stored_ref {
 	const char *test, *mode;
@@ -601,7 +745,8 @@ static void stored_refs(const char *client, const char *cmd_fmt,
 		}
 		snprintf(cmd, sizeof(cmd), cmd_fmt, runs[i].mode,
 			 is_full ? full_args : "");
-		rc = stored_run(cmd, runs[i].dist, &nkeys, &nrings, &bad);
+		rc = ref_run(cmd, client, runs[i].dist, NULL, &nkeys, &nrings,
+			     &bad);
 		CHECK(rc == 0, "%s failed", cmd);
 		CHECK(nrings >= 20 && nkeys >= min_keys,
 		      "only %u lists, %u keys", nrings, nkeys);
@@ -759,9 +904,10 @@ int main(void)
 		}
 	}
 	tie_test();
-	twemproxy_reference();
+	nutcracker_reference();
 	pymemcache_reference();
 	stored_references();
+	gomemcache_reference();
 	ks_clients_compat();
 	pymemcache_cost();
 	printf("# compat: %llu keys over %llu server lists, %llu mismatches\n",

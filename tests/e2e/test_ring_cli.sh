@@ -188,3 +188,25 @@ refuse ring_refuse_diff_keys_file_missing "cannot read --keys-file" \
 	ring diff --shards "$S4" --to-client dalli --keys-file "$E2E_TMP/none"
 refuse ring_refuse_ketama_plain_weights "has weight 3" \
 	ring lookup --shards "10.0.0.1:11211:3,10.0.0.2:11211" --client pylibmc-ketama k
+
+# key hashes and hash tags (issue 15): refusals, and a tag that sends the
+# keys of one tag to one shard whatever surrounds it
+refuse ring_refuse_unknown_key_hash "unknown key hash 'sha1'" \
+	ring lookup --shards "$S4" --key-hash sha1 k
+refuse ring_refuse_hash_tag_length "--hash-tag '{' is not two characters" \
+	ring lookup --shards "$S4" --distribution twemproxy --hash-tag '{' k
+refuse ring_refuse_twemproxy_random "random distribution" \
+	ring lookup --shards "$S4" --distribution twemproxy-random k
+refuse ring_refuse_pymemcache_key_hash "drop --key-hash" \
+	ring lookup --shards "$S4" --distribution pymemcache --key-hash crc32 k
+refuse run_refuse_twemproxy_random "random distribution" \
+	run --iface ks-none0 --shards "$S4" --distribution twemproxy-random
+tagged=$("$AGENT" ring lookup --shards "$S4" --distribution twemproxy --key-hash murmur \
+	--hash-tag '{}' 'a{user42}' 'user42' '{user42}:b' 'x{user42}y{z}' | cut -f2 | sort -u | wc -l)
+untagged=$("$AGENT" ring lookup --shards "$S4" --distribution twemproxy --key-hash murmur \
+	'a{user42}' 'user42' '{user42}:b' 'x{user42}y{z}' | cut -f2 | sort -u | wc -l)
+if [ "$tagged" -eq 1 ] && [ "$untagged" -gt 1 ]; then
+	pass ring_hash_tag_one_shard_per_tag
+else
+	fail ring_hash_tag_one_shard_per_tag "tagged keys on $tagged shards (want 1), untagged on $untagged (want > 1)"
+fi

@@ -88,6 +88,7 @@ wait_version() {
 	return 1
 }
 
+RING_OPTS=() # more ring options for the lookup, as the agent was given
 # send_and_check NAME NSHARDS: sends the keys, then checks every shard's
 # totals against `agent ring lookup` on the current shard file.
 send_and_check() {
@@ -95,7 +96,7 @@ send_and_check() {
 	# self's index: its line among the shard lines (no comments here)
 	self=$(($(grep -v '^#' "$SHARDS" | grep -nx "$SELF" | cut -d: -f1) - 1))
 	"$AGENT" ring lookup --shards-file "$SHARDS" --distribution "$DIST" \
-		<"$KEYS" >"$E2E_TMP/lookup.txt"
+		"${RING_OPTS[@]}" <"$KEYS" >"$E2E_TMP/lookup.txt"
 	RK expect --lookup "$E2E_TMP/lookup.txt" --sets "$SETS" --self "$self" \
 		--nshards "$n" >"$E2E_TMP/expect.json"
 	if ! e2e_client "$E2E_DIR/ks_ring_keys.py" send --server "$SADDR" \
@@ -243,3 +244,27 @@ for DIST in twemproxy vnode; do
 	e2e_agent_stop INT
 	e2e_expect_clean "ring_shards_detached_$DIST"
 done
+
+# ---- key hashes and a hash tag of their own (issue 15): twemproxy's
+# modula with murmur and hash_tag {}, gomemcache's modula with crc32a
+for SPEC in "twemproxy-modula murmur {}" "modula crc32a -"; do
+	read -r DIST KH TAG <<<"$SPEC"
+	RING_OPTS=(--key-hash "$KH")
+	[ "$TAG" != - ] && RING_OPTS+=(--hash-tag "$TAG")
+	if ! e2e_agent_start --sample 1 --interval 0.5 --distribution "$DIST" \
+		"${RING_OPTS[@]}" --shards "$(paste -sd, "$SHARDS")" --self "$SELF"; then
+		fail "ring_shards_counts_${DIST}_$KH" "the agent did not attach"
+		continue
+	fi
+	send_and_check "ring_shards_counts_${DIST//-/_}_$KH" 4
+	want="$DIST key hash $KH"
+	[ "$TAG" != - ] && want+=" hash tag $TAG"
+	if grep -qF -- "$want" "$E2E_TMP/agent.out"; then
+		pass "ring_shards_log_${DIST//-/_}_$KH"
+	else
+		fail "ring_shards_log_${DIST//-/_}_$KH" "the push's log line does not say '$want'"
+	fi
+	e2e_agent_stop INT
+	e2e_expect_clean "ring_shards_detached_${DIST//-/_}_$KH"
+done
+RING_OPTS=()

@@ -171,21 +171,28 @@ static void tr_dist_case(enum ks_dist dist, int ci)
  * ring of 1024 shards: a key hashed differently from user space lands on
  * another shard with odds 1023 in 1024, and each packet pins one key.
  */
-static void tr_every_length(enum ks_dist dist)
+static void tr_every_length_keyed(enum ks_dist dist, __u32 kh, const char *tag)
 {
 	static struct tr_seg g;
-	static char name[64];
+	static char name[96];
 	struct tr_shape s = { .dist = dist,
 			      .n = 1024,
 			      .weights = tr_dist_weighted(dist),
-			      .self = 5 };
+			      .self = 5,
+			      .kh = kh,
+			      .tag = tag };
 	struct tr_ring t;
 	__u64 keys0 = tr_keys_checked;
 	size_t len;
+	char *c;
 
-	snprintf(name, sizeof(name), "ring_%s_every_key_length_1024_shards",
-		 dist == KS_DIST_TWEMPROXY_MD5 ? "twemproxy_md5"
-					       : ks_dist_name(dist));
+	snprintf(name, sizeof(name),
+		 "ring_%s%s%s%s_every_key_length_1024_shards",
+		 ks_dist_name(dist), kh ? "_key_" : "",
+		 kh ? ks_key_hash_name(kh - 1) : "", tag ? "_hash_tag" : "");
+	for (c = name; *c; c++)
+		if (*c == '-')
+			*c = '_';
 	kp_begin(name);
 	if (tr_ring_build(&t, &s)) {
 		kp_end();
@@ -205,6 +212,36 @@ static void tr_every_length(enum ks_dist dist)
 	kp_end();
 	tr_follow(NULL);
 	tr_ring_free(&t);
+}
+
+static void tr_every_length(enum ks_dist dist)
+{
+	tr_every_length_keyed(dist, 0, NULL);
+}
+
+/*
+ * Every key hash (twemproxy's twelve) on twemproxy's ketama and modula
+ * rings and on plain modula (gomemcache is modula with crc32a), with and
+ * without a hash tag, and a non-default hash on three clients' rings: the key bytes are 0x21..0x7e and binary, so '{'
+ * and '}' fall inside many of the longer keys, and some tags are empty
+ * ("{}") or open only.
+ */
+static void tr_key_hashes(void)
+{
+	static const enum ks_dist dists[] = { KS_DIST_TWEMPROXY,
+					      KS_DIST_TWEMPROXY_MODULA,
+					      KS_DIST_MODULA };
+	__u32 kh, d;
+
+	for (kh = 0; kh < KS_KH_MAX; kh++)
+		for (d = 0; d < 3; d++)
+			tr_every_length_keyed(dists[d], kh + 1,
+					      (kh + d) % 2 ? "{}" : NULL);
+	/* the other clients' rings take another hash the same way; dalli's
+	 * lookup complements whatever hash it is given */
+	tr_every_length_keyed(KS_DIST_DALLI, 1 + KS_KH_MURMUR, "{}");
+	tr_every_length_keyed(KS_DIST_KETAMA_PLAIN, 1 + KS_KH_CRC32A, NULL);
+	tr_every_length_keyed(KS_DIST_MODULA_OAAT, 1 + KS_KH_FNV1A_64, "{}");
 }
 
 /* ---- the ring's edges ---- */
@@ -432,6 +469,7 @@ void t_ring_group(void)
 			tr_dist_case((enum ks_dist)d, c);
 	for (d = 0; d < KS_DIST_MAX; d++)
 		tr_every_length((enum ks_dist)d);
+	tr_key_hashes();
 	tr_no_ring();
 	tr_no_self();
 	tr_misdirect_slots();

@@ -43,8 +43,13 @@ int tr_ring_build(struct tr_ring *t, const struct tr_shape *s)
 	free(text);
 	if (!rc) {
 		t->shards.self = s->self;
-		rc = ks_ring_build(&t->ring, &t->shards, s->dist, 0, 1, err,
-				   sizeof(err));
+		struct ks_ring_key key = { .hash = (int)s->kh - 1 };
+
+		if (s->tag)
+			rc = ks_ring_key_tag(&key, s->tag, err, sizeof(err));
+		if (!rc)
+			rc = ks_ring_build_keyed(&t->ring, &t->shards, s->dist,
+						 &key, 0, 1, err, sizeof(err));
 	}
 	if (rc) {
 		kt_failf(__FILE__, __LINE__,

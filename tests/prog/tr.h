@@ -28,10 +28,12 @@ struct tr_ring {
 struct tr_shape {
 	enum ks_dist dist;
 	__u32 n;
-	bool weights; /* unequal weights 1..10 */
-	bool ports;   /* ports other than 11211 */
-	bool names;   /* a name per shard (used by twemproxy and vnode) */
-	__u32 self;   /* KS_NO_SHARD: a client host, not a cache host */
+	bool weights;    /* unequal weights 1..10 */
+	bool ports;      /* ports other than 11211 */
+	bool names;      /* a name per shard (used by twemproxy and vnode) */
+	__u32 self;      /* KS_NO_SHARD: a client host, not a cache host */
+	__u32 kh;        /* 1 + enum ks_key_hash; 0: the distribution's */
+	const char *tag; /* a hash tag, or NULL */
 };
 
 /* Builds the ring of shape s as a shard file would give it: 10.a.b.c

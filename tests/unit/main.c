@@ -59,6 +59,7 @@ static const struct kt_group groups[] = {
 	{ "names", test_names },
 	{ "ring", test_ring },
 	{ "ring_clients", test_ring_clients },
+	{ "key_hash", test_key_hash },
 	{ "shards", test_shards },
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },

@@ -3,7 +3,8 @@
  * The ring's hashes and builder (bpf/ks_hash.h, bpf/ks_ring.h,
  * user/core/ring.c). MD5 against RFC 1321's test suite; twemproxy's fnv1a_64 and
  * ketama against vectors derived from nutcracker's source with a separate
- * reference implementation (tests/compat/twemproxy_ref.py); the search
+ * reference implementation (the compat tier now checks against the real
+ * nutcracker, tests/compat/nutcracker_ref.py); the search
  * against a linear scan; the layouts against what the datapath expects.
  * libmemcached itself is the compat tier's job (tests/compat).
  */

@@ -97,27 +97,21 @@ static void key_hash_vectors(void)
 	__u8 raw[KS_KEY_BUF];
 	__u32 n, i, bad_crc = 0, bad_oaat = 0, c;
 
-	kt_begin("crc32_check_value_and_nibble_table");
+	/* dalli's zlib crc32 is the key-hash dimension's crc32a */
+	kt_begin("crc32_check_value");
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, "123456789", 9);
 	/* the CRC catalogue's check value of CRC-32/ISO-HDLC (zlib's) */
-	CHECK_EQ(ks_crc32_key(buf, 9), 0xcbf43926U);
-	for (n = 0; n < 16; n++) {
-		c = n;
-		for (i = 0; i < 4; i++)
-			c = (c >> 1) ^ (0xedb88320U & (0U - (c & 1)));
-		CHECK(ks_crc32_nibble[n] == c, "table[%u] %08x, want %08x", n,
-		      ks_crc32_nibble[n], c);
-	}
+	CHECK_EQ(ks_key_hash_of(KS_KH_CRC32A, buf, 9), 0xcbf43926U);
 	kt_end();
 
 	kt_begin("oaat_vectors");
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		memset(buf, 0, sizeof(buf));
 		memcpy(buf, v[i].in, strlen(v[i].in));
-		CHECK(ks_oaat_key(buf, (__u32)strlen(v[i].in)) == v[i].oaat,
-		      "oaat(%s) = %08x", v[i].in,
-		      ks_oaat_key(buf, (__u32)strlen(v[i].in)));
+		c = ks_key_hash_of(KS_KH_ONE_AT_A_TIME, buf,
+				   (__u32)strlen(v[i].in));
+		CHECK(c == v[i].oaat, "oaat(%s) = %08x", v[i].in, c);
 	}
 	kt_end();
 
@@ -128,8 +122,13 @@ static void key_hash_vectors(void)
 			raw[i] = (__u8)(i * 37 + n);
 		memset(buf, 0xff, sizeof(buf));
 		memcpy(buf, raw, n);
-		bad_crc += ks_crc32_key(buf, n) != crc32_bits(raw, n);
-		bad_oaat += ks_oaat_key(buf, n) != oaat_bytes(raw, n);
+		bad_crc += ks_key_hash_of(KS_KH_CRC32A, buf, n) !=
+			   crc32_bits(raw, n);
+		bad_oaat += ks_key_hash_of(KS_KH_ONE_AT_A_TIME, buf, n) !=
+			    oaat_bytes(raw, n);
+		/* the byte-string form ketama-plain hashes point names with */
+		bad_oaat += ks_kh_bytes(KS_KH_ONE_AT_A_TIME, raw, n) !=
+			    oaat_bytes(raw, n);
 	}
 	CHECK_EQ(bad_crc, 0);
 	CHECK_EQ(bad_oaat, 0);

@@ -15,6 +15,7 @@ void test_opts(void);
 void test_names(void);
 void test_ring(void);
 void test_ring_clients(void);
+void test_key_hash(void);
 void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);

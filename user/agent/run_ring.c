@@ -130,14 +130,27 @@ static void publish_header(struct ks_run_ring *r)
 
 static void log_push(const struct ks_run_ring *r, double ms)
 {
-	char self[KS_SHARD_NAME_LEN + 16] = "";
+	char self[KS_SHARD_NAME_LEN + 16] = "", key[48] = "";
+	const struct ks_ring_meta *m = r->live.half ? &r->live.half->meta
+						    : NULL;
 
 	if (r->rep->self != KS_NO_SHARD)
 		snprintf(self, sizeof(self), ", self %s",
 			 r->rep->shards[r->rep->self].name);
-	printf("keysteer: ring v%llu digest %016llx %u shards %s%s (pushed in %.1f ms)\n",
+	/* the key hash and tag only when they are not the distribution's */
+	if (m &&
+	    (m->tagged || m->key_hash != ks_dist_default_key_hash(m->dist))) {
+		char tag[16] = "";
+
+		if (m->tagged)
+			snprintf(tag, sizeof(tag), " hash tag %c%c",
+				 m->hash_tag[0], m->hash_tag[1]);
+		snprintf(key, sizeof(key), " key hash %s%s",
+			 ks_key_hash_name(m->key_hash), tag);
+	}
+	printf("keysteer: ring v%llu digest %016llx %u shards %s%s%s (pushed in %.1f ms)\n",
 	       (unsigned long long)r->version, (unsigned long long)r->digest,
-	       r->shards.n, ks_dist_name(r->rep->dist), self, ms);
+	       r->shards.n, ks_dist_name(r->rep->dist), key, self, ms);
 	fflush(stdout);
 }
 

@@ -191,11 +191,14 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "  vnode          %d virtual nodes 'name#i' per shard\n"
 	  "  modula         MD5 hash %% number of shards\n"
 	  "  ketama-plain   libmemcached KETAMA unweighted (pylibmc\n"
-	  "                 ketama, PHP DISTRIBUTION_CONSISTENT)\n"
-	  "  modula-oaat    libmemcached's default modula\n"
-	  "  dalli          Ruby dalli's ring (SHA-1, crc32)\n"
-	  "  spymemcached   spymemcached KetamaNodeLocator\n"
+	  "                 ketama, PHP DISTRIBUTION_CONSISTENT),\n"
+	  "                 hash one_at_a_time\n"
+	  "  modula-oaat    libmemcached's default modula,\n"
+	  "                 one_at_a_time %% number of shards\n"
+	  "  dalli          Ruby dalli's ring (SHA-1, crc32a)\n"
+	  "  spymemcached   spymemcached KetamaNodeLocator, MD5\n"
 	  "  spymemcached-libmemcached  its LIBMEMCACHED format\n"
+	  "  twemproxy-modula  nutcracker modula, hash fnv1a_64\n"
 	  "  pymemcache, pymemcache-bytes  pymemcache HashClient\n"
 	  "or name the client with --client",
 	  { KS_VNODES_DEFAULT } },
@@ -239,6 +242,18 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS,
 	  "virtual nodes per shard for vnode (at most %d in all)",
 	  { KS_RING_MAX_POINTS } },
+	{ "key-hash", KS_OPTV_KEY_HASH, REQ, "H",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "the key hash instead of the distribution's (twemproxy's\n"
+	  "hash:): md5, one_at_a_time, crc16, crc32, crc32a,\n"
+	  "fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur,\n"
+	  "jenkins (docs/ring.md)" },
+	{ "hash-tag", KS_OPTV_HASH_TAG, REQ, "XY",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "twemproxy's hash_tag: hash only what is between X and\n"
+	  "Y (e.g. {})" },
 	{ "if-revision", KS_OPTV_IF_REVISION, REQ, "R",
 	  KS_CMD_RING_SET | KS_CMD_PINS_SET, 0, KS_GRP_OPTIONS,
 	  "write only if the document's etcd revision is still R\n"
@@ -292,7 +307,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "ring gives to another shard count as misdirected" },
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
-	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, ketama-plain, modula-oaat, dalli, spymemcached, spymemcached-libmemcached, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, ketama-plain, modula-oaat, dalli, spymemcached, spymemcached-libmemcached, twemproxy-modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
 	{ "client", KS_OPTV_CLIENT, REQ, "NAME", KS_CMD_RUN | KS_CMD_REPLAY,
 	  RUN_CONF, KS_GRP_RING,
 	  "the distribution of a client library by name, instead of\n"
@@ -306,6 +321,14 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_RING,
 	  "virtual nodes per shard for vnode (default %d)",
 	  { KS_VNODES_DEFAULT } },
+	{ "key-hash", KS_OPTV_KEY_HASH, REQ, "H", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "the key hash instead of the distribution's: md5,\n"
+	  "one_at_a_time, crc16, crc32, crc32a, fnv1_64, fnv1a_64,\n"
+	  "fnv1_32, fnv1a_32, hsieh, murmur, jenkins" },
+	{ "hash-tag", KS_OPTV_HASH_TAG, REQ, "XY", KS_CMD_RUN | KS_CMD_REPLAY,
+	  RUN_CONF, KS_GRP_RING,
+	  "twemproxy's hash_tag: hash only what is between X and Y" },
 
 	/* ---- HOT KEYS (run) ---- */
 	{ "shard-capacity", 'C', REQ, "OPS", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,

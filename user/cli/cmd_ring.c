@@ -360,6 +360,8 @@ static int ring_diff(int argc, char **argv)
 		case 'D':
 		case 'N':
 		case KS_OPTV_CLIENT:
+		case KS_OPTV_KEY_HASH:
+		case KS_OPTV_HASH_TAG:
 			rc = diff_side_opt(&from, c, optarg);
 			if (!rc)
 				rc = diff_side_opt(&to, c, optarg);

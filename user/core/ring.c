@@ -19,6 +19,9 @@
  *    "%s-%s" % (node, key), node "host:port" (client/hash.py
  *    _make_client_key); the highest score wins, a tie the greater node
  *    name. Its murmur3 reads ord(c) & 0xff per character of the str.
+ *  - twemproxy nc_modula.c modula_update(): one slot per unit of weight,
+ *    servers in order; modula_dispatch() takes slot hash % slots. Its
+ *    random distribution places keys at random: it cannot be modelled.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,12 +44,59 @@ static const char *const dist_names[KS_DIST_ALL] = {
 	[KS_DIST_SPY] = "spymemcached",
 	[KS_DIST_SPY_LIBMC] = "spymemcached-libmemcached",
 	[KS_DIST_MODULA_OAAT] = "modula-oaat",
+	[KS_DIST_TWEMPROXY_MODULA] = "twemproxy-modula",
 	[KS_DIST_PYMEMCACHE] = "pymemcache",
 	[KS_DIST_PYMEMCACHE_BYTES] = "pymemcache-bytes",
 };
 
 #define DIST_LIST                                                              \
-	"ketama, twemproxy, twemproxy-md5, vnode, modula, ketama-plain, dalli, spymemcached, spymemcached-libmemcached, modula-oaat, pymemcache or pymemcache-bytes"
+	"ketama, twemproxy, twemproxy-md5, vnode, modula, ketama-plain, dalli, spymemcached, spymemcached-libmemcached, modula-oaat, twemproxy-modula, pymemcache or pymemcache-bytes"
+
+static const char *const key_hash_names[KS_KH_MAX] = {
+	[KS_KH_MD5] = "md5",           [KS_KH_ONE_AT_A_TIME] = "one_at_a_time",
+	[KS_KH_CRC16] = "crc16",       [KS_KH_CRC32] = "crc32",
+	[KS_KH_CRC32A] = "crc32a",     [KS_KH_FNV1_64] = "fnv1_64",
+	[KS_KH_FNV1A_64] = "fnv1a_64", [KS_KH_FNV1_32] = "fnv1_32",
+	[KS_KH_FNV1A_32] = "fnv1a_32", [KS_KH_HSIEH] = "hsieh",
+	[KS_KH_MURMUR] = "murmur",     [KS_KH_JENKINS] = "jenkins",
+};
+
+#define KEY_HASH_LIST                                                          \
+	"md5, one_at_a_time, crc16, crc32, crc32a, fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur or jenkins"
+
+int ks_key_hash_parse(const char *s, __u32 *out, char *err, size_t errlen)
+{
+	__u32 i;
+
+	for (i = 0; i < KS_KH_MAX; i++) {
+		if (s && !strcmp(s, key_hash_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "unknown key hash '%s'; use " KEY_HASH_LIST,
+		 s ? s : "");
+	return -EINVAL;
+}
+
+const char *ks_key_hash_name(__u32 kh)
+{
+	return kh < KS_KH_MAX ? key_hash_names[kh] : "?";
+}
+
+int ks_ring_key_tag(struct ks_ring_key *k, const char *arg, char *err,
+		    size_t errlen)
+{
+	if (!arg || strlen(arg) != 2) {
+		snprintf(
+			err, errlen,
+			"--hash-tag '%s' is not two characters; give the tag's opening and closing character, as nutcracker's hash_tag (e.g. {})",
+			arg ? arg : "");
+		return -EINVAL;
+	}
+	memcpy(k->tag, arg, 3);
+	return 0;
+}
 
 int ks_dist_in_kernel(__u32 dist)
 {
@@ -62,6 +112,12 @@ int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen)
 			*out = (enum ks_dist)i;
 			return 0;
 		}
+	}
+	if (s && !strcmp(s, "twemproxy-random")) {
+		snprintf(
+			err, errlen,
+			"twemproxy's random distribution sends each request to a server at random, so no ring can say where a key is; keysteer models ketama (twemproxy) and modula (twemproxy-modula)");
+		return -EINVAL;
 	}
 	snprintf(err, errlen, "unknown distribution '%s'; use " DIST_LIST,
 		 s ? s : "");
@@ -150,16 +206,60 @@ static __u32 twemproxy_points(__u32 weight, __u32 total, __u32 n)
 	return (__u32)(floorf(t) * 4);
 }
 
-static int build_ketama(struct ks_ring_builder *b, const struct ks_shards *s,
-			enum ks_dist dist, char *err, size_t errlen)
+/* twemproxy's name of a server: its own, else as ks_client_base(). */
+static size_t twemproxy_name(const struct ks_shard *sh, char *buf, size_t len)
 {
-	__u64 total = 0;
+	if (sh->name[0])
+		return (size_t)snprintf(buf, len, "%s", sh->name);
+	return ks_client_base(sh, buf, len);
+}
+
+static int twemproxy_name_cmp(const void *x, const void *y, void *arg)
+{
+	const struct ks_shards *s = arg;
+	__u32 i = *(const __u32 *)x, j = *(const __u32 *)y;
+	char a[KS_SHARD_NAME_MAX + 16], b[KS_SHARD_NAME_MAX + 16];
+	size_t la = twemproxy_name(&s->v[i], a, sizeof(a));
+	size_t lb = twemproxy_name(&s->v[j], b, sizeof(b));
+	int c;
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	c = memcmp(a, b, la);
+	return c ? c : (i < j ? -1 : i > j);
+}
+
+/*
+ * The order nutcracker keeps a pool's servers in: conf_validate_server()
+ * sorts them by name (shorter first, then bytewise) to find duplicates,
+ * and the pool's servers are that array. Modula's slots and ketama's ties
+ * follow it, not the order of the config file.
+ */
+static void twemproxy_order(const struct ks_shards *s, __u32 *order)
+{
 	__u32 i;
 
 	for (i = 0; i < s->n; i++)
+		order[i] = i;
+	qsort_r(order, s->n, sizeof(*order), twemproxy_name_cmp, (void *)s);
+}
+
+static int build_ketama(struct ks_ring_builder *b, const struct ks_shards *s,
+			enum ks_dist dist, char *err, size_t errlen)
+{
+	__u32 order[KS_MAX_SHARDS];
+	__u64 total = 0;
+	__u32 k, i;
+
+	for (i = 0; i < s->n; i++)
 		total += s->v[i].weight;
-	for (i = 0; i < s->n; i++) {
-		const struct ks_shard *sh = &s->v[i];
+	twemproxy_order(s, order);
+	for (k = 0; k < s->n; k++) {
+		/* libmemcached keeps the given order */
+		const struct ks_shard *sh;
+
+		i = dist == KS_DIST_KETAMA ? k : order[k];
+		sh = &s->v[i];
 		char base[KS_SHARD_NAME_MAX + 16];
 		size_t blen;
 		__u32 count;
@@ -170,11 +270,7 @@ static int build_ketama(struct ks_ring_builder *b, const struct ks_shards *s,
 		} else {
 			count = twemproxy_points(sh->weight, (__u32)total,
 						 s->n);
-			if (sh->name[0])
-				blen = (size_t)snprintf(base, sizeof(base),
-							"%s", sh->name);
-			else
-				blen = ks_client_base(sh, base, sizeof(base));
+			blen = twemproxy_name(sh, base, sizeof(base));
 			/* the longest name is base-<count/4 - 1> */
 			if (count &&
 			    blen + 1 +
@@ -244,6 +340,26 @@ static int build_vnode(struct ks_ring_builder *b, const struct ks_shards *s,
 			ks_md5_bytes(name, (__u64)(end - name), st);
 			ks_ring_add_point(b, st[0], i);
 		}
+	}
+	return 0;
+}
+
+/*
+ * twemproxy's modula: a slot per unit of weight, in server order, and a
+ * key in slot hash % (sum of weights). As one point per shard, whose
+ * value is the shard's last slot, so the ring search finds the owner of
+ * a slot and weights up to KS_SHARD_WEIGHT_MAX need no slot array. The
+ * slots are in nutcracker's order of its servers (twemproxy_order).
+ */
+static int build_modula_weights(struct ks_ring_builder *b,
+				const struct ks_shards *s)
+{
+	__u32 order[KS_MAX_SHARDS], k, cum = 0;
+
+	twemproxy_order(s, order);
+	for (k = 0; k < s->n; k++) {
+		cum += s->v[order[k]].weight;
+		ks_ring_add_point(b, cum - 1, order[k]);
 	}
 	return 0;
 }
@@ -321,6 +437,16 @@ __u64 ks_ring_digest(const struct ks_ring_half *h, const struct ks_shards *s)
 	for (i = 0; i < h->meta.npoints && i < KS_RING_MAX_POINTS; i++) {
 		d = fnv_u32(d, h->points[i].value);
 		d = fnv_u32(d, h->points[i].shard);
+	}
+	if (h->meta.key_hash != ks_dist_default_key_hash(h->meta.dist) ||
+	    h->meta.tagged) {
+		__u8 tag[2] = { 0, 0 };
+
+		if (h->meta.tagged)
+			memcpy(tag, h->meta.hash_tag, 2);
+		d = fnv_bytes(d, "key", 3);
+		d = fnv_u32(d, h->meta.key_hash);
+		d = fnv_bytes(d, tag, 2);
 	}
 	return d;
 }
@@ -596,11 +722,55 @@ static __u32 rendezvous_owner(const struct ks_ring *r, const void *key,
 	return best;
 }
 
+/* The key hash and tag of a ring, checked; twemproxy's ketama named by
+ * its hash (see ks_ring_build_keyed). */
+static int ring_key(enum ks_dist *dist, const struct ks_ring_key *key,
+		    struct ks_ring_meta *m, char *err, size_t errlen)
+{
+	int pm = *dist == KS_DIST_PYMEMCACHE ||
+		 *dist == KS_DIST_PYMEMCACHE_BYTES;
+
+	m->key_hash = ks_dist_default_key_hash(*dist);
+	if (!key)
+		return 0;
+	if (pm && (key->hash >= 0 || key->tag[0])) {
+		snprintf(
+			err, errlen,
+			"%s hashes \"host:port-key\" with murmur3 and has no hash tag; drop --key-hash and --hash-tag",
+			ks_dist_name(*dist));
+		return -EINVAL;
+	}
+	if (key->hash >= KS_KH_MAX) {
+		snprintf(err, errlen, "unknown key hash %d; use " KEY_HASH_LIST,
+			 key->hash);
+		return -EINVAL;
+	}
+	if (key->hash >= 0)
+		m->key_hash = (__u32)key->hash;
+	if (*dist == KS_DIST_TWEMPROXY || *dist == KS_DIST_TWEMPROXY_MD5)
+		*dist = m->key_hash == KS_KH_MD5 ? KS_DIST_TWEMPROXY_MD5
+						 : KS_DIST_TWEMPROXY;
+	if (key->tag[0]) {
+		memcpy(m->hash_tag, key->tag, 2);
+		m->tagged = 1;
+	}
+	return 0;
+}
+
 int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
 		  size_t errlen)
 {
+	return ks_ring_build_keyed(r, shards, dist, NULL, vnodes, version, err,
+				   errlen);
+}
+
+int ks_ring_build_keyed(struct ks_ring *r, const struct ks_shards *shards,
+			enum ks_dist dist, const struct ks_ring_key *key,
+			__u32 vnodes, __u64 version, char *err, size_t errlen)
+{
 	struct ks_ring_builder b = { .cap = KS_RING_MAX_POINTS };
+	struct ks_ring_meta km = {};
 	int rc = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -616,6 +786,8 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 			 (unsigned)dist);
 		return -EINVAL;
 	}
+	if (ring_key(&dist, key, &km, err, errlen))
+		return -EINVAL;
 	if (!vnodes)
 		vnodes = KS_VNODES_DEFAULT;
 	r->half = calloc(1, sizeof(*r->half));
@@ -649,6 +821,9 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 	case KS_DIST_SPY_LIBMC:
 		rc = ks_ring_build_spy(&b, shards, dist, err, errlen);
 		break;
+	case KS_DIST_TWEMPROXY_MODULA:
+		rc = build_modula_weights(&b, shards);
+		break;
 	case KS_DIST_PYMEMCACHE:
 	case KS_DIST_PYMEMCACHE_BYTES:
 		rc = build_rendezvous(r, shards, err, errlen);
@@ -668,6 +843,9 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 	ks_ring_index(r->half);
 	r->half->meta.nshards = shards->n;
 	r->half->meta.dist = dist;
+	r->half->meta.key_hash = km.key_hash;
+	memcpy(r->half->meta.hash_tag, km.hash_tag, 2);
+	r->half->meta.tagged = km.tagged;
 	r->half->meta.self = shards->self;
 	r->half->meta.version = version;
 	r->half->meta.digest = ks_ring_digest(r->half, shards);
@@ -696,12 +874,25 @@ void ks_ring_free(struct ks_ring *r)
 
 __u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len)
 {
+	const struct ks_ring_meta *m = &r->half->meta;
 	__u64 buf[KS_KEY_WORDS] = {};
+	__u32 n, i, start;
 
 	if (len > KS_MAX_KEY_LEN)
 		len = KS_MAX_KEY_LEN;
 	memcpy(buf, key, len);
-	return ks_ring_key_hash(r->half->meta.dist, buf, (__u32)len);
+	n = (__u32)len;
+	if (m->tagged) {
+		struct ks_tag t = { .open = m->hash_tag[0],
+				    .close = m->hash_tag[1] };
+
+		for (i = 0; i < n; i++)
+			if (ks_tag_step(&t, i, ((const __u8 *)buf)[i]))
+				break;
+		n = ks_tag_span(&t, n, &start);
+		ks_key_shift(buf, start);
+	}
+	return ks_ring_meta_hash(m, buf, n);
 }
 
 __u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len)
@@ -753,8 +944,8 @@ int ks_ring_load(const struct ks_ring_spec *spec, struct ks_shards *shards,
 		if (rc)
 			goto fail;
 	}
-	rc = ks_ring_build(ring, shards, spec->dist, spec->vnodes, version, err,
-			   errlen);
+	rc = ks_ring_build_keyed(ring, shards, spec->dist, &spec->key,
+				 spec->vnodes, version, err, errlen);
 	if (rc)
 		goto fail;
 	return 0;
@@ -768,6 +959,7 @@ void ks_ring_spec_init(struct ks_ring_spec *spec, const char *flag,
 {
 	memset(spec, 0, sizeof(*spec));
 	spec->dist = KS_DIST_KETAMA;
+	spec->key.hash = -1;
 	spec->flag = flag;
 	spec->file_flag = file_flag;
 }
@@ -778,8 +970,16 @@ int ks_ring_spec_opt(struct ks_ring_spec *spec, int c, const char *arg,
 	const struct ks_client_preset *preset;
 	unsigned long long v;
 	enum ks_dist d;
+	__u32 kh;
 
 	switch (c) {
+	case KS_OPTV_KEY_HASH:
+		if (ks_key_hash_parse(arg, &kh, err, errlen))
+			return -1;
+		spec->key.hash = (int)kh;
+		return 1;
+	case KS_OPTV_HASH_TAG:
+		return ks_ring_key_tag(&spec->key, arg, err, errlen) ? -1 : 1;
 	case 'S':
 		spec->list = arg;
 		return 1;

@@ -9,15 +9,18 @@
  *   twemproxy      nutcracker "distribution: ketama", "hash: fnv1a_64"
  *   twemproxy-md5  the same with "hash: md5"
  *   vnode          a plain ring of virtual nodes "name#i"
- *   modula         hash % N, for comparison
+ *   modula         hash % N, for comparison (gomemcache with crc32a)
+ *   ketama-plain   libmemcached KETAMA without weights (one_at_a_time)
+ *   dalli          Ruby dalli (SHA-1 points, crc32a keys, ring_dalli.c)
+ *   spymemcached, spymemcached-libmemcached  its KetamaNodeLocator in
+ *                  both key formats (ring_spy.c)
+ *   modula-oaat    libmemcached's default, one_at_a_time % N
+ *   twemproxy-modula  nutcracker "distribution: modula", hash fnv1a_64
  *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
  *                  "host:port-key"), str keys; user space only
  *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
- *   ketama-plain   libmemcached KETAMA without weights (one_at_a_time)
- *   modula-oaat    libmemcached's default, one_at_a_time % N
- *   dalli          Ruby dalli (SHA-1 points, crc32 keys, ring_dalli.c)
- *   spymemcached, spymemcached-libmemcached  its KetamaNodeLocator in
- *                  both key formats (ring_spy.c)
+ * The key hash is a dimension of its own (--key-hash, enum ks_key_hash):
+ * each distribution above names its default.
  */
 #ifndef KS_RING_USER_H
 #define KS_RING_USER_H
@@ -31,6 +34,11 @@
 /* twemproxy formats point names into 86 bytes (KETAMA_MAX_HOSTLEN) and
  * hashes past the end of longer ones; such names are refused. */
 #define KS_TWEMPROXY_NAME_MAX 85
+
+/* getopt values of --key-hash and --hash-tag (long options only; after
+ * cli_options.h's KS_OPTV_* and KS_RING_OPT_CLIENT below) */
+#define KS_OPTV_KEY_HASH 0x1047
+#define KS_OPTV_HASH_TAG 0x1048
 
 /* One pymemcache node: murmur3's state after "node-" (its whole 4-byte
  * blocks mixed, the rest held back), and the name for ties. */
@@ -65,10 +73,32 @@ __u32 ks_murmur3_units(const __u8 *units, size_t n);
 size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
 			   __u8 *out, size_t cap);
 
-/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula", "pymemcache",
- * "pymemcache-bytes", and the names above. */
+/* "ketama", "twemproxy", "twemproxy-md5", "vnode", "modula",
+ * "ketama-plain", "dalli", "spymemcached", "spymemcached-libmemcached",
+ * "modula-oaat", "twemproxy-modula", "pymemcache", "pymemcache-bytes". */
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen);
 const char *ks_dist_name(__u32 dist);
+
+/* twemproxy's names of enum ks_key_hash: "md5", "one_at_a_time", "crc16",
+ * "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32", "fnv1a_32",
+ * "hsieh", "murmur", "jenkins". */
+int ks_key_hash_parse(const char *s, __u32 *out, char *err, size_t errlen);
+const char *ks_key_hash_name(__u32 kh);
+
+/*
+ * How keys are hashed, beside the distribution: hash is an enum
+ * ks_key_hash or -1 for the distribution's default; tag is twemproxy's
+ * hash_tag, two bytes, or "" for none.
+ */
+struct ks_ring_key {
+	int hash;
+	char tag[3];
+};
+
+/* Checks a --hash-tag value (exactly two bytes, as nutcracker's config
+ * takes it) into k->tag; -EINVAL with err. */
+int ks_ring_key_tag(struct ks_ring_key *k, const char *arg, char *err,
+		    size_t errlen);
 
 /*
  * Builds the ring of shards for dist (vnodes: virtual nodes per shard for
@@ -80,9 +110,20 @@ int ks_ring_build(struct ks_ring *r, const struct ks_shards *shards,
 		  enum ks_dist dist, __u32 vnodes, __u64 version, char *err,
 		  size_t errlen);
 
+/*
+ * The same with a key hash and hash tag (key NULL: the defaults).
+ * twemproxy's ketama with md5 is stored as twemproxy-md5 and with any
+ * other hash as twemproxy, so one ring has one name and one digest.
+ * pymemcache's rings take neither.
+ */
+int ks_ring_build_keyed(struct ks_ring *r, const struct ks_shards *shards,
+			enum ks_dist dist, const struct ks_ring_key *key,
+			__u32 vnodes, __u64 version, char *err, size_t errlen);
+
 void ks_ring_free(struct ks_ring *r);
 
-/* The distribution's hash of a key of len <= KS_MAX_KEY_LEN bytes. */
+/* The ring's hash of a key of len <= KS_MAX_KEY_LEN bytes (its key hash
+ * over the part inside the hash tag, when the ring has one). */
 __u32 ks_ring_hash(const struct ks_ring *r, const void *key, size_t len);
 
 /* Owner (shard index) of a key; KS_NO_SHARD for an empty ring. */
@@ -91,7 +132,10 @@ __u32 ks_ring_lookup(const struct ks_ring *r, const void *key, size_t len);
 /*
  * FNV-1a 64 over, in order: dist, nshards and npoints as 4 little-endian
  * bytes each; every shard's "host:port" followed by '\n'; every point's
- * value and shard as 4 little-endian bytes each. Two rings with the same
+ * value and shard as 4 little-endian bytes each; then, only when the key
+ * hash is not the distribution's default or there is a hash tag, "key",
+ * the key hash (4 bytes) and the tag's two bytes (zeros for none), so the
+ * rings of the distributions' defaults keep the digests they had. Two rings with the same
  * digest send every key to the same host:port. The self shard is not part
  * of it: every host of one fleet gets the same digest.
  */
@@ -106,11 +150,12 @@ struct ks_ring_spec {
 	const char *file;
 	const char *self;
 	enum ks_dist dist;
-	__u32 vnodes;          /* 0: KS_VNODES_DEFAULT */
-	const char *flag;      /* names the list option in messages */
-	const char *file_flag; /* names the file option in messages */
-	const char *client;    /* the --client preset given, or NULL */
-	int dist_given;        /* --distribution was given */
+	struct ks_ring_key key; /* --key-hash, --hash-tag */
+	__u32 vnodes;           /* 0: KS_VNODES_DEFAULT */
+	const char *flag;       /* names the list option in messages */
+	const char *file_flag;  /* names the file option in messages */
+	const char *client;     /* the --client preset given, or NULL */
+	int dist_given;         /* --distribution was given */
 };
 
 /* getopt's value for --client NAME (cli_options.c KS_OPTV_CLIENT): a
@@ -120,8 +165,8 @@ struct ks_ring_spec {
 /*
  * The ring's command-line options, one handler for 'agent run',
  * 'agent replay' and 'agent ring lookup' (their entries are in
- * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N' and
- * KS_RING_OPT_CLIENT).
+ * cli_options.c, getopt values 'S', 'F', 'M', 'D', 'N', KS_RING_OPT_CLIENT,
+ * KS_OPTV_KEY_HASH and KS_OPTV_HASH_TAG).
  * ks_ring_spec_init sets the defaults and the flag names messages use;
  * ks_ring_spec_opt returns 1 when c was a ring option (handled), 0 when it
  * was not, -1 with err filled when its value is bad.

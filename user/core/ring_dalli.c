@@ -10,8 +10,8 @@
  *    greatest value <= the hash, or to the last point when the hash is
  *    below them all.
  * keysteer's search finds the first point >= the hash, so every value is
- * stored complemented (~v) and the key hash complemented too (bpf/
- * ks_ring.h): ~ reverses the order, turning one rule into the other, and
+ * stored complemented (~v) and ks_ring_owner() looks up the key hash
+ * complemented too (bpf/ks_ring.h): ~ reverses the order, turning one rule into the other, and
  * the wrap to point 0 is then dalli's wrap to its greatest point.
  * dalli sorts with Ruby's sort_by, which is not stable: on two servers'
  * points with one value its winner is arbitrary; keysteer's is the lower

@@ -53,11 +53,16 @@ const char *ks_dist_key_hash(__u32 dist)
 {
 	if (dist == KS_DIST_PYMEMCACHE || dist == KS_DIST_PYMEMCACHE_BYTES)
 		return "murmur3_32";
-	if (dist == KS_DIST_KETAMA_PLAIN || dist == KS_DIST_MODULA_OAAT)
-		return "one_at_a_time";
-	if (dist == KS_DIST_DALLI)
-		return "crc32";
-	return dist == KS_DIST_TWEMPROXY ? "fnv1a_64" : "md5";
+	return ks_key_hash_name(ks_dist_default_key_hash(dist));
+}
+
+/* The key hash a built ring places keys by. */
+static const char *meta_key_hash(const struct ks_ring_meta *m)
+{
+	if (m->dist == KS_DIST_PYMEMCACHE ||
+	    m->dist == KS_DIST_PYMEMCACHE_BYTES)
+		return ks_dist_key_hash(m->dist);
+	return ks_key_hash_name(m->key_hash);
 }
 
 int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
@@ -77,7 +82,14 @@ int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 	bad |= json_object_set_new(root, "distribution",
 				   json_string(ks_dist_name(m->dist)));
 	bad |= json_object_set_new(root, "key_hash",
-				   json_string(ks_dist_key_hash(m->dist)));
+				   json_string(meta_key_hash(m)));
+	/* added to schema 1: a reader that does not know it would place keys
+	 * elsewhere, but it refuses the digest first */
+	if (m->tagged) {
+		char tag[3] = { (char)m->hash_tag[0], (char)m->hash_tag[1], 0 };
+
+		bad |= json_object_set_new(root, "hash_tag", json_string(tag));
+	}
 	if (m->dist == KS_DIST_VNODE)
 		bad |= json_object_set_new(root, "vnodes",
 					   json_integer(r->vnodes));
@@ -340,15 +352,41 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 		}
 		d->dist = dd;
 	}
-	if (get_str(root, "key_hash", 1, kh, sizeof(kh), "md5 or fnv1a_64", err,
-		    errlen))
+	if (get_str(root, "key_hash", 1, kh, sizeof(kh),
+		    "md5, fnv1a_64 or another of twemproxy's", err, errlen))
 		goto out;
-	if (strcmp(kh, ks_dist_key_hash(d->dist))) {
-		snprintf(
-			err, errlen,
-			"the ring document's key_hash '%s' is not the key hash of %s (%s)",
-			kh, dist, ks_dist_key_hash(d->dist));
-		goto out;
+	d->key.hash = -1;
+	if (d->dist == KS_DIST_PYMEMCACHE ||
+	    d->dist == KS_DIST_PYMEMCACHE_BYTES) {
+		if (strcmp(kh, ks_dist_key_hash(d->dist))) {
+			snprintf(
+				err, errlen,
+				"the ring document's key_hash '%s' is not the key hash of %s (%s)",
+				kh, dist, ks_dist_key_hash(d->dist));
+			goto out;
+		}
+	} else {
+		__u32 k;
+		char sub[200];
+
+		if (ks_key_hash_parse(kh, &k, sub, sizeof(sub))) {
+			snprintf(err, errlen,
+				 "the ring document's key_hash: %s", sub);
+			goto out;
+		}
+		d->key.hash = (int)k;
+	}
+	{
+		char tag[8], sub[300];
+
+		if (get_str(root, "hash_tag", 0, tag, sizeof(tag),
+			    "two characters", err, errlen))
+			goto out;
+		if (tag[0] && ks_ring_key_tag(&d->key, tag, sub, sizeof(sub))) {
+			snprintf(err, errlen,
+				 "the ring document's hash_tag: %s", sub);
+			goto out;
+		}
 	}
 	if (d->dist == KS_DIST_VNODE) {
 		if (get_int(root, "vnodes", 1, KS_RING_MAX_POINTS, &v, "", err,
@@ -432,8 +470,8 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 			return rc == -ENOMEM ? rc : -EINVAL;
 		}
 	}
-	rc = ks_ring_build(r, &d->shards, d->dist, d->vnodes, version, err,
-			   errlen);
+	rc = ks_ring_build_keyed(r, &d->shards, d->dist, &d->key, d->vnodes,
+				 version, err, errlen);
 	if (rc)
 		return rc;
 	if (r->half->meta.npoints != d->npoints ||

@@ -33,13 +33,15 @@ int ks_cluster_check(const char *name, char *err, size_t errlen);
 /* "/keysteer/NAME/ring" into buf; the length, or -ENAMETOOLONG. */
 int ks_ring_doc_key(const char *cluster, char *buf, size_t len);
 
-/* The key hash each distribution uses: "md5" or "fnv1a_64". */
+/* The key hash each distribution uses by default: "md5", "fnv1a_64", or
+ * pymemcache's "murmur3_32". */
 const char *ks_dist_key_hash(__u32 dist);
 
 /* What a document says. */
 struct ks_ring_doc {
 	int schema;
 	enum ks_dist dist;
+	struct ks_ring_key key;  /* key_hash and hash_tag */
 	__u32 vnodes;            /* vnode ring: points per unit; else 0 */
 	struct ks_shards shards; /* self unset (KS_NO_SHARD) */
 	__u32 npoints;
@@ -60,8 +62,8 @@ int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 /*
  * Reads a document: d is overwritten (free with ks_ring_doc_free). Refused
  * with one line in err (-EBADMSG): not JSON or not an object, no or a
- * newer schema, another kind, an unknown distribution, a key hash that is
- * not the distribution's, vnodes where they do not belong or out of
+ * newer schema, another kind, an unknown distribution, an unknown key
+ * hash (or not murmur3_32 for pymemcache), a hash_tag not two bytes, vnodes where they do not belong or out of
  * range, no shards or more than KS_MAX_SHARDS, a shard that is not
  * host/port/weight/name as a shard file would take it (the shard file's
  * rules, each named by its index), a missing points or digest. Fields it

@@ -37,16 +37,6 @@ int ks_ring_unweighted(const struct ks_shards *s, const char *what,
 	return 0;
 }
 
-static __u32 oaat_bytes(const char *p, size_t n)
-{
-	__u32 h = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = ks_oaat_step(h, (__u8)p[i]);
-	return ks_oaat_final(h);
-}
-
 int ks_ring_build_ketama_plain(struct ks_ring_builder *b,
 			       const struct ks_shards *s, char *err,
 			       size_t errlen)
@@ -71,8 +61,10 @@ int ks_ring_build_ketama_plain(struct ks_ring_builder *b,
 		for (j = 0; j < LIBMC_POINTS_PLAIN; j++) {
 			char *end = ks_put_u32(name + blen, j);
 
-			ks_ring_add_point(
-				b, oaat_bytes(name, (size_t)(end - name)), i);
+			ks_ring_add_point(b,
+					  ks_kh_bytes(KS_KH_ONE_AT_A_TIME, name,
+						      (__u64)(end - name)),
+					  i);
 		}
 	}
 	return 0;

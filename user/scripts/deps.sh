@@ -68,6 +68,12 @@ PACKAGES=(
 	"ruby-dalli:/usr/share/rubygems-integration/all/gems/dalli-3.0.6/lib/dalli/ring.rb"
 	"libspymemcached-java:/usr/share/java/spymemcached.jar"
 	"openjdk-17-jdk-headless:/usr/bin/javac"
+	# the ring's oracles (tests/compat): twemproxy itself (its daemon is
+	# kept from starting, below), and gomemcache's source with Go to build
+	# a program against it, offline
+	"nutcracker:/usr/sbin/nutcracker"
+	"golang-go:/usr/bin/go"
+	"golang-github-bradfitz-gomemcache-dev:/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache/selector.go"
 )
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
@@ -130,7 +136,8 @@ main() {
 	# own etcd processes: keep their servers (daemons on :9090 and :2379)
 	# from being started by the install (Debian's policy-rc.d).
 	local policy=/usr/sbin/policy-rc.d made_policy=
-	if [[ " $missing " == *" prometheus "* || " $missing " == *" etcd-server "* ]] &&
+	if [[ " $missing " == *" prometheus "* || " $missing " == *" etcd-server "* ||
+		" $missing " == *" nutcracker "* ]] &&
 		[ ! -e "$policy" ]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" &&
 			made_policy=1
@@ -144,6 +151,9 @@ main() {
 	# ... nor at the next boot: the package enables etcd.service
 	if [[ " $missing " == *" etcd-server "* ]] && command -v systemctl >/dev/null; then
 		systemctl disable --now etcd.service >/dev/null 2>&1 || true
+	fi
+	if [[ " $missing " == *" nutcracker "* ]] && command -v systemctl >/dev/null; then
+		systemctl disable --now nutcracker.service >/dev/null 2>&1 || true
 	fi
 
 	missing=$(missing_packages | sort -u | tr '\n' ' ')
