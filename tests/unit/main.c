@@ -82,6 +82,7 @@ static const struct kt_group groups[] = {
 	{ "fleet_view", test_fleet_view },
 	{ "client", test_client },
 	{ "client_batch", test_client_batch },
+	{ "client_counter", test_client_counter },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

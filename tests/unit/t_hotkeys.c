@@ -217,6 +217,64 @@ static void write_hot_subkeys(void)
 	kt_end();
 }
 
+/* A split counter's owner sees only the base's share of its writes once
+ * clients follow the split (1/K of them): K is kept, and follows the
+ * whole rate; plain clients, writing the base only, keep K as it was. */
+static void write_hot_split_share(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s;
+	const struct ks_hot_entry *e;
+	int i;
+
+	kt_begin("hotkeys_split_counter_sized_on_whole_rate");
+	policy(&p, 4);
+	ks_hot_init(&t);
+	s = sample("votes", 0, 6 * T);
+	ks_hot_update(&t, &p, &s, 1, 1);
+	e = find(&t, "votes");
+	CHECK(e && e->subkeys == 6, "K %u at 6T, want 6", e ? e->subkeys : 0);
+	for (i = 0; i < 6; i++) { /* the base's share: 1/6 */
+		s = sample("votes", 0, T);
+		ks_hot_update(&t, &p, &s, 1, 1);
+	}
+	e = find(&t, "votes");
+	CHECK(e && e->write_hot && e->subkeys == 6,
+	      "split in effect: hot %d K %u, want 6", e ? e->write_hot : -1,
+	      e ? e->subkeys : 0);
+	s = sample("votes", 0, 0); /* an interval without a sample of it */
+	ks_hot_update(&t, &p, &s, 1, 1);
+	e = find(&t, "votes");
+	CHECK(e && e->write_hot && e->subkeys == 6,
+	      "an interval unsampled: hot %d K %u, want 6",
+	      e ? e->write_hot : -1, e ? e->subkeys : 0);
+	for (i = 0; i < 6; i++) { /* twice the votes, clients follow K */
+		e = find(&t, "votes");
+		s = sample("votes", 0, 12 * T / (e ? e->subkeys : 1));
+		ks_hot_update(&t, &p, &s, 1, 1);
+	}
+	e = find(&t, "votes");
+	CHECK(e && e->subkeys == 12, "whole rate 12T: K %u, want 12",
+	      e ? e->subkeys : 0);
+	ks_hot_init(&t);
+	for (i = 0; i < 6; i++) { /* plain clients: the base takes all */
+		s = sample("votes", 0, 6 * T);
+		ks_hot_update(&t, &p, &s, 1, 1);
+	}
+	e = find(&t, "votes");
+	CHECK(e && e->subkeys == 6, "plain clients: K %u, want 6",
+	      e ? e->subkeys : 0);
+	for (i = 0; i < 12; i++) { /* the vote is over */
+		s = sample("votes", 0, 0);
+		ks_hot_update(&t, &p, &s, 1, 1);
+	}
+	e = find(&t, "votes");
+	CHECK(!e || (!e->write_hot && !e->subkeys), "cooled: hot %d K %u",
+	      e ? e->write_hot : -1, e ? e->subkeys : 0);
+	kt_end();
+}
+
 static const char pin_file[] =
 	"# known events\n"
 	"pin event:launch 3\r\n"
@@ -517,6 +575,7 @@ void test_hotkeys(void)
 	no_flapping();
 	copies_and_caps();
 	write_hot_subkeys();
+	write_hot_split_share();
 	pins_and_splits();
 	pin_file_errors();
 	capacity();

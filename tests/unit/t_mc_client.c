@@ -582,6 +582,54 @@ static void t_copy_protocol(struct mc_env *e)
 	ks_mc_item_free(&old);
 }
 
+/* Meta arithmetic as libkeysteer's counters use it, against memcached
+ * 1.6: auto-create stores J and does not add D; C<cas> refuses a changed
+ * item; a missing key without create, a non-number, a decrement below 0. */
+static void t_arith(struct mc_env *e)
+{
+	struct ks_mc_arith a = { .delta = 5, .create = 1, .initial = 100 };
+	__u64 v = 0, cas = 0, cas2 = 0;
+	int err;
+
+	ks_mc_delete(&e->owner, KEY("ctr"));
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, &cas);
+	CHECK(!err && v == 100 && cas,
+	      "created: err %d value %llu (want J, "
+	      "100, not 105)",
+	      err, (unsigned long long)v);
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, &cas2);
+	CHECK(!err && v == 105 && cas2 != cas, "then +5: err %d value %llu",
+	      err, (unsigned long long)v);
+	a = (struct ks_mc_arith){ .delta = 1, .cas_in = cas };
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, NULL);
+	CHECK(err == -EAGAIN, "an old CAS: %d, want -EAGAIN", err);
+	a.cas_in = cas2;
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, NULL);
+	CHECK(!err && v == 106, "the CAS it has: err %d value %llu", err,
+	      (unsigned long long)v);
+	a = (struct ks_mc_arith){ .delta = 1000, .decr = 1 };
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, NULL);
+	CHECK(!err && v == 0, "decrement below 0: err %d value %llu (clamps)",
+	      err, (unsigned long long)v);
+	a = (struct ks_mc_arith){ .delta = 1 };
+	err = ks_mc_arith(&e->owner, KEY("ctr:absent"), &a, &v, NULL);
+	CHECK(err == -ENOENT, "missing, no create: %d", err);
+	put(&e->owner, "ctr:text", "abc", 3, 0, 0);
+	err = ks_mc_arith(&e->owner, KEY("ctr:text"), &a, &v, NULL);
+	CHECK(err == -EDOM, "not a number: %d, want -EDOM", err);
+	/* the stream stays in step after those replies */
+	err = ks_mc_arith(&e->owner, KEY("ctr"), &a, &v, NULL);
+	CHECK(!err && v == 1, "after errors: err %d value %llu", err,
+	      (unsigned long long)v);
+	a = (struct ks_mc_arith){ .delta = 1,
+				  .create = 1,
+				  .initial = (1ULL << 63) + 1 };
+	ks_mc_delete(&e->owner, KEY("ctr~ks1"));
+	err = ks_mc_arith(&e->owner, KEY("ctr~ks1"), &a, &v, NULL);
+	CHECK(!err && v == (1ULL << 63) + 1, "an offset sub-key: %llu",
+	      (unsigned long long)v);
+}
+
 static const struct mc_case {
 	const char *name;
 	void (*run)(struct mc_env *e);
@@ -599,6 +647,7 @@ static const struct mc_case {
 	{ "mc_refused_fast", t_refused },
 	{ "mc_timeout_silent_server", t_timeout },
 	{ "mc_bad_keys_not_sent", t_bad_keys },
+	{ "mc_meta_arithmetic", t_arith },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -112,7 +112,7 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 		ks->inval_all = !strcmp(val, "all");
 	} else if (!strcmp(w, "batch_invalidate")) {
 		ret = ksc_batch_option(ks, val);
-	} else {
+	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}
 	return ret;
@@ -234,7 +234,7 @@ KSC_API void keysteer_free(void *value)
 	free(value);
 }
 
-static int check_key(struct keysteer *ks, const void *key, size_t klen)
+int ksc_check_key(struct keysteer *ks, const void *key, size_t klen)
 {
 	if (!key || ks_mc_key_check(key, klen))
 		return ksc_err(ks, -EINVAL,
@@ -314,7 +314,7 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	*value = NULL;
 	if (len)
 		*len = 0;
-	if ((ret = check_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	ks->st.gets++;
 	hash = ksc_key_hash(key, klen);
@@ -391,8 +391,8 @@ fail:
  * the connection runs no memcached, so serves no copy (and one that
  * starts again starts empty): that counts as done.
  */
-static int invalidate(struct keysteer *ks, unsigned owner, const void *key,
-		      size_t klen, __u64 hash)
+int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
+		   size_t klen, __u64 hash)
 {
 	__u16 ids[KSC_INVAL_MAX];
 	char name[KSC_ADDR_MAX];
@@ -436,7 +436,7 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	__u64 hash;
 	int ret, inv;
 
-	if ((ret = check_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
 	if (!del && exptime > KS_MC_TTL_MAX) {
 		ret = ksc_err(ks, -EINVAL, "exptime %u: at most %ld s", exptime,
@@ -444,6 +444,8 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		goto fail;
 	}
 	hash = ksc_key_hash(key, klen);
+	if (!del && (ret = ksc_counter_refuse_set(ks, key, klen, hash)))
+		goto fail;
 	/* before the write: this handle never reads its old value again */
 	if (ks->l1_on)
 		ksc_l1_drop(&ks->l1, key, klen, hash);
@@ -472,7 +474,7 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		goto fail;
 	}
 	/* a write that may have happened is invalidated as one that did */
-	inv = invalidate(ks, owner, key, klen, hash);
+	inv = ksc_invalidate(ks, owner, key, klen, hash);
 	if (ret) {
 		ksc_server_name(ks, owner, name, sizeof(name));
 		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",

@@ -64,6 +64,11 @@ struct keysteer {
 	unsigned rt_n, rt_poll_ms;
 	__s64 rt_round;
 	void *rt_curl;
+	/* split counters (counter_io.c) */
+	unsigned split_grace_ms;   /* 0: 3 x stale_view_ms */
+	int fold_unsafe;           /* a test control: folds lose counts */
+	__u64 split_rng;           /* xorshift state, not 0 */
+	__u64 stuck_seq, stuck_ms; /* a fold sequence seen odd, since */
 };
 
 __u64 ksc_now_ms(void);
@@ -97,5 +102,27 @@ void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
 
 /* batch.c: the spec word batch_invalidate=on|off. */
 int ksc_batch_option(struct keysteer *ks, const char *val);
+/* api.c: every replica that may hold a copy of key, invalidated: 0, or
+ * -EIO naming the first that could not be. */
+int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
+		   size_t klen, __u64 hash);
+/* A public call's end: a failure counted, a success clears the message. */
+static inline int ksc_done(struct keysteer *ks, int ret)
+{
+	if (ret < 0)
+		ks->st.errors++;
+	else
+		ks->err[0] = '\0';
+	return ret;
+}
+
+/* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
+int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
+/* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),
+ * and whether a plain set of key must be refused (a split counter: -EBUSY
+ * with the message). */
+int ksc_counter_option(struct keysteer *ks, const char *name, const char *val);
+int ksc_counter_refuse_set(struct keysteer *ks, const void *key, size_t klen,
+			   __u64 hash);
 
 #endif

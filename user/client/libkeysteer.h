@@ -145,6 +145,14 @@ struct keysteer_stats {
 	uint64_t l1_expired;     /* entries past their TTL */
 	uint64_t l1_keys;        /* entries now */
 	uint64_t l1_bytes;       /* their keys' and values' bytes now */
+	/* split counters */
+	uint64_t incrs, decrs;    /* keysteer_incr/decr acknowledged */
+	uint64_t subkey_writes;   /* ... that went to a sub-key */
+	uint64_t counter_reads;   /* keysteer_counter_get calls answered */
+	uint64_t counter_retries; /* sums read again: a fold moved counts */
+	uint64_t folds;           /* folds this handle made */
+	uint64_t folded;          /* sub-keys they moved into a base */
+	uint64_t split_refused;   /* keysteer_set of a split counter */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
@@ -184,6 +192,54 @@ struct keysteer_item {
 
 int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		      size_t n);
+/* ---- split counters (docs/client.md, "Split counters") ---- */
+
+/*
+ * Adds delta to the counter key (keysteer_decr: subtracts it). A missing
+ * counter is created: at delta by keysteer_incr, at 0 by keysteer_decr
+ * (memcached clamps a plain counter at zero). For a key the fleet marks
+ * write-hot with K sub-keys, the delta goes to one of K parts: the base
+ * key or a sub-key KEY~ks<i> on the shard its own name gives.
+ *
+ * Returns 0 with *value (may be NULL) the counter's new value when the
+ * delta landed on the base key of a counter that is not split; 1 when it
+ * landed on a part of a split counter (*value is not set: read the total
+ * with keysteer_counter_get); or a negative errno: -EDOM when the key
+ * holds something that is not a number, -ECONNABORTED when the request
+ * went out and no whole reply came back in time (it may or may not have
+ * been counted; it is never sent twice).
+ */
+int keysteer_incr(struct keysteer *ks, const void *key, size_t klen,
+		  uint64_t delta, uint64_t *value);
+int keysteer_decr(struct keysteer *ks, const void *key, size_t klen,
+		  uint64_t delta, uint64_t *value);
+
+/*
+ * The counter's value: the base key plus the net of every sub-key any
+ * handle may have written, read from the owners (never from copies) and
+ * checked against the counter's fold sequence, so a fold moving counts
+ * meanwhile is never seen twice or not at all. 1 and *value when any part
+ * exists, 0 (and *value 0) when none does, or a negative errno (-EBUSY: a
+ * fold held the counter for longer than the call's time). A split
+ * counter's sum may be below zero (decrements are not clamped).
+ *
+ * A counter whose sub-keys are no longer used (K fell, or the key cooled
+ * down) is folded by the reads that find them: their counts moved into
+ * the base, the width lowered once the change is older than the grace.
+ */
+int keysteer_counter_get(struct keysteer *ks, const void *key, size_t klen,
+			 int64_t *value);
+
+/*
+ * Folds the counter's unused sub-keys into its base now (flags 0), or
+ * with KEYSTEER_FOLD_ALL every sub-key, also those in use (each move is
+ * an atomic decrement of the sub-key and increment of the base under the
+ * fold sequence, so it is safe at any time). 0 (nothing to do counts),
+ * -EBUSY when another handle is folding it, or an error.
+ */
+#define KEYSTEER_FOLD_ALL 1u
+int keysteer_counter_fold(struct keysteer *ks, const void *key, size_t klen,
+			  unsigned flags);
 
 #ifdef __cplusplus
 }

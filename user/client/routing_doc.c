@@ -53,6 +53,11 @@ static int take_key(struct ksc_view *v, json_t *k, __u32 owner_turns, __s64 rev)
 	}
 	if (in.nrep)
 		in.state = KS_HDS_ARMED;
+	/* a write-hot counter's sub-keys (docs/client.md, "Split counters") */
+	if (json_is_true(json_object_get(k, "write_hot")) &&
+	    json_integer_value(json_object_get(k, "subkeys")) > 1)
+		in.subkeys = (unsigned)json_integer_value(
+			json_object_get(k, "subkeys"));
 	return ksc_view_hot_set(v, &in, rev);
 }
 

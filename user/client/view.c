@@ -329,6 +329,23 @@ static struct ksc_hot *hot_get(struct ksc_view *v, __u64 hash)
 	return e;
 }
 
+/* The entry's sub-key count is now k (1: not split), as the fleet said it
+ * at now_ms (0: not known yet, stamped by the counter code on first
+ * sight). The previous count is kept for the union of old and new. */
+static void split_set(struct ksc_hot *e, unsigned k, __u64 now_ms)
+{
+	unsigned old = e->subkeys ? e->subkeys : 1;
+
+	k = k < 1 ? 1 : k > KSC_SPLIT_MAX ? KSC_SPLIT_MAX : k;
+	if (k == old && e->subkeys)
+		return;
+	/* a second change inside the grace keeps the widest of all */
+	if (e->subkeys && old > e->subkeys_prev)
+		e->subkeys_prev = (__u16)old;
+	e->subkeys = (__u16)k;
+	e->subkeys_since_ms = now_ms;
+}
+
 int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
 {
 	struct ksc_hot *e = hot_get(v, in->hash);
@@ -352,6 +369,7 @@ int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
 	e->owner = in->owner;
 	e->owner_turns = in->owner_turns;
 	e->mod_rev = rev;
+	split_set(e, in->subkeys, 0);
 	e->nrep = (__u8)in->nrep;
 	nseen = e->nseen;
 	for (i = 0; i < in->nrep; i++) {
@@ -407,6 +425,7 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 	in.nrep = d->nreplicas;
 	in.owner_turns = d->owner_turns;
 	in.write_seq = d->write_seq;
+	in.subkeys = d->write_hot ? d->subkeys : 1;
 	ret = ksc_view_hot_set(v, &in, rev);
 out:
 	free(d);
@@ -420,6 +439,7 @@ static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
 	e->live = 0;
 	e->gone_ms = now_ms;
 	v->hlive--;
+	split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 }
 
 void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms)

@@ -31,6 +31,7 @@
 #define KSC_WHY_MAX     256
 #define KSC_NONE        0xffffu /* no server */
 #define KSC_PREFIX_MAX  80      /* "/keysteer/" NAME "/" and the NUL */
+#define KSC_SPLIT_MAX   64      /* parts of one split counter (counter.h) */
 
 struct ksc_server {
 	char name[KSC_ADDR_MAX];
@@ -56,6 +57,17 @@ struct ksc_hot {
 	/* L1 */
 	__u64 write_seq; /* the entry's: armed at, or the write that dirtied it */
 	__s64 arm_rev;   /* the put its armed version began at (an L1 stamp) */
+	/* split counters (counter.h): the entry's sub-key count, the one
+	 * before it while its grace lasts and when it changed (0: not
+	 * stamped yet); this handle's own width raise and last fold */
+	__u16 subkeys, subkeys_prev;
+	__u64 subkeys_since_ms;
+	__u16 width_raised;
+	__u64 width_raised_ms, fold_ms;
+	/* the owner of each part, for part_k parts under ring part_ring */
+	__u16 part_k;
+	__s64 part_ring;
+	__u16 part_owner[KSC_SPLIT_MAX];
 };
 
 struct ksc_view {
@@ -124,6 +136,7 @@ struct ksc_hot_in {
 	unsigned state, nrep; /* enum ks_hot_doc_state; replicas in rep */
 	__u16 owner, rep[KS_MAX_COPIES - 1];
 	__u32 owner_turns;
+	unsigned subkeys; /* a write-hot counter's K (0 or 1: not split) */
 };
 /* Sets the entry of in->hash as in says, at version rev (the hot/ entry's
  * mod_revision, or a poll's round). 0, -ENOMEM, -EBADMSG (more than

@@ -513,6 +513,45 @@ static void settle(__u32 *cur, unsigned target, double rate, double *at,
 	}
 }
 
+/*
+ * Whether the key's writes are split now. libkeysteer spreads a split
+ * counter's increments over its K parts with the base taking 1/K of them
+ * (docs/client.md, "Split counters"), so once clients follow a split the
+ * base's owner sees about 1/K of the key's writes: a raw rate below
+ * rate-at-split / sqrt(K) (half way, in ratio, between "nobody splits"
+ * and "everybody does") is read as a split in effect, and the whole rate
+ * is K times the base's. Plain clients, which write the base only, keep
+ * it above and are taken as they are.
+ */
+static int split_in_effect(const struct ks_hot_entry *e, double raw_w)
+{
+	return e->write_hot && e->subkeys >= 2 && e->subkeys_rate > 0 &&
+	       raw_w < e->subkeys_rate / sqrt((double)e->subkeys);
+}
+
+/*
+ * The write rate K is sized on. Split: an interval without a sample of
+ * the base (raw 0) says nothing of the whole rate, so K stays; a short
+ * sample is held up by the smoothed whole rate (the base's share x K), as
+ * an unsplit key's is by its smoothed rate.
+ */
+static double write_rate(struct ks_hot_entry *e, const struct ks_hot_policy *p,
+			 double raw_w, int split)
+{
+	double whole = raw_w * e->subkeys;
+
+	if (!split) {
+		e->split_ps = 0;
+		return fmax(raw_w, e->writes_ps);
+	}
+	if (!(raw_w > 0))
+		return e->subkeys_rate;
+	e->split_ps = e->split_ps > 0
+			      ? p->alpha * whole + (1 - p->alpha) * e->split_ps
+			      : whole;
+	return fmax(whole, e->split_ps);
+}
+
 /* Smoothed rates already updated; raw are this interval's. */
 static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 		   struct ks_hot_entry *e, double raw_r, double raw_w)
@@ -521,7 +560,9 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 							   e->len);
 	double rt = ks_hot_read_threshold(p), wt = ks_hot_write_threshold(p);
 	double rate_r = fmax(raw_r, e->reads_ps);
-	double rate_w = fmax(raw_w, e->writes_ps);
+	int split = split_in_effect(e, raw_w);
+	double rate_w = write_rate(e, p, raw_w, split);
+	double keep_w = split ? e->writes_ps * e->subkeys : e->writes_ps;
 	int was_r = e->read_hot, was_w = e->write_hot;
 	unsigned cap = cap_copies(p);
 
@@ -530,7 +571,7 @@ static void decide(struct ks_hot_table *t, const struct ks_hot_policy *p,
 	else
 		e->read_hot = rate_r >= rt;
 	if (was_w)
-		e->write_hot = e->writes_ps >= p->leave_ratio * wt;
+		e->write_hot = keep_w >= p->leave_ratio * wt;
 	else
 		e->write_hot = rate_w >= wt;
 

@@ -128,6 +128,8 @@ struct ks_hot_entry {
 	double writes_ps; /* smoothed */
 	double copies_rate;  /* read rate when copies last changed */
 	double subkeys_rate; /* write rate when subkeys last changed */
+	double split_ps;     /* a split counter's whole write rate (its base's
+			      * share x K), smoothed; 0 when not split */
 	__u32 intervals_hot; /* updates the key has spent in the table */
 	__u32 entered_seq;   /* seq of the update that let it in */
 };

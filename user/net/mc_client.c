@@ -759,3 +759,92 @@ int ks_mc_pipe_broken(int err)
 {
 	return is_broken(err);
 }
+
+/* ---- meta arithmetic (libkeysteer's counters) ---- */
+
+struct arith_arg {
+	const __u8 *key;
+	size_t klen;
+	const struct ks_mc_arith *a;
+	__u64 value, cas;
+	int sent; /* the request went out: never repeated */
+};
+
+static int arith_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
+{
+	struct arith_arg *x = arg;
+	struct key_arg k = { x->key, x->klen, NULL };
+	const struct ks_mc_arith *a = x->a;
+	char tail[128], digits[24], *line, *sp;
+	unsigned long long len;
+	size_t n;
+	int err;
+
+	n = (size_t)snprintf(tail, sizeof(tail), " v c M%c D%llu",
+			     a->decr ? 'D' : 'I', (unsigned long long)a->delta);
+	if (a->create)
+		n += (size_t)snprintf(tail + n, sizeof(tail) - n, " N%ld J%llu",
+				      a->ttl, (unsigned long long)a->initial);
+	if (a->cas_in)
+		snprintf(tail + n, sizeof(tail) - n, " C%llu",
+			 (unsigned long long)a->cas_in);
+	err = send_key_cmd(c, "ma", &k, tail, deadline);
+	if (err)
+		return err;
+	x->sent = 1;
+	err = read_line(c, &line, deadline);
+	if (err)
+		return err;
+	if (!strcmp(line, "NF"))
+		return -ENOENT;
+	if (!strcmp(line, "EX") || !strcmp(line, "NS"))
+		return -EAGAIN;
+	if (!strncmp(line, "CLIENT_ERROR cannot increment", 29))
+		return -EDOM;
+	if (strncmp(line, "VA ", 3) || !(sp = strchr(line + 3, ' ')))
+		return -EPROTO;
+	/* "VA <len> c<cas>": the CAS after the length */
+	if (cas_token(line + 2, &x->cas))
+		return -EPROTO;
+	*sp = '\0';
+	if (parse_num(line + 3, 20, &len))
+		return -EPROTO;
+	err = read_exact(c, digits, (size_t)len + 2, deadline);
+	if (err)
+		return err;
+	if (memcmp(digits + len, "\r\n", 2))
+		return -EPROTO;
+	digits[len] = '\0';
+	return parse_num(digits, ~0ULL, &len) ? -EPROTO : (x->value = len, 0);
+}
+
+int ks_mc_arith(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_arith *a, __u64 *value, __u64 *cas)
+{
+	struct arith_arg x = { key, klen, a, 0, 0, 0 };
+	__u64 deadline = now_ms() + (__u64)c->timeout_ms;
+	int attempt, err = ks_mc_key_check(key, klen);
+
+	for (attempt = 0; !err && attempt < 2; attempt++) {
+		int fresh = c->fd < 0;
+
+		if (fresh && (err = mc_connect(c, deadline)))
+			break;
+		err = arith_op(c, &x, deadline);
+		if (!err || err == -ENOENT || err == -EAGAIN || err == -EDOM)
+			break; /* a whole reply: the stream is in step */
+		ks_mc_close(c);
+		if (x.sent) /* it may have been applied: not again */
+			return err == -ENOMEM ? err : -ECONNABORTED;
+		if (fresh || !is_broken(err))
+			break;
+		err = 0;
+	}
+	if (err && err != -ENOENT && err != -EAGAIN && err != -EDOM)
+		ks_mc_close(c);
+	if (!err && value)
+		*value = x.value;
+	if (!err && cas)
+		*cas = x.cas;
+	return err;
+}

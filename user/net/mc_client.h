@@ -148,4 +148,27 @@ int ks_mc_pipe_send(struct ks_mc_conn *c, struct iovec *iov, int cnt,
 int ks_mc_pipe_line(struct ks_mc_conn *c, char **line, __u64 deadline);
 int ks_mc_pipe_broken(int err);
 
+/*
+ * Meta arithmetic, for libkeysteer's counters (docs/client.md, "Split
+ * counters"): "ma <key> v c M<I|D> D<delta>", with "N<ttl> J<initial>"
+ * when create (memcached 1.6 then stores initial as the value of a
+ * missing key and does NOT apply delta: the caller folds the delta into
+ * initial), "C<cas>" when cas_in is not 0. *value and *cas (may be NULL)
+ * get the new value and CAS. -ENOENT: missing and not created; -EAGAIN:
+ * cas_in no longer the item's; -EDOM: the value is not a number. Never
+ * sent twice: no whole reply after the request went out (a timeout, a
+ * reset, a garbled reply) is -ECONNABORTED, and the caller cannot know
+ * whether it was applied.
+ */
+struct ks_mc_arith {
+	__u64 delta;
+	int decr;
+	int create;
+	__u64 initial; /* with create */
+	long ttl;      /* with create: 0 never expires */
+	__u64 cas_in;  /* 0: unconditional */
+};
+int ks_mc_arith(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		const struct ks_mc_arith *a, __u64 *value, __u64 *cas);
+
 #endif

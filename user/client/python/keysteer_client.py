@@ -9,6 +9,8 @@ once, in C.
     c.get(b"user:42")        # b"hello", from a copy if the key is armed
     c.delete(b"user:42")
     c.stats()["copy_reads"]
+    c.incr("votes:1", 1)     # the new value; None for a split counter
+    c.counter("votes:1")     # a counter's total, split or not
 
 Like pymemcache's Client: keys are bytes or str (UTF-8), values bytes;
 get returns None on a miss; errors raise KeysteerError (an OSError with
@@ -36,7 +38,16 @@ class _Stats(ctypes.Structure):
         ("hot_keys", ctypes.c_uint64), ("armed_keys", ctypes.c_uint64),
         ("view_updates", ctypes.c_uint64), ("view_refused", ctypes.c_uint64),
         ("view_up", ctypes.c_int32), ("owners_only", ctypes.c_int32),
-        ("view_age_ms", ctypes.c_uint64)]
+        ("view_age_ms", ctypes.c_uint64)] + [
+        # batches, the L1
+        (n, ctypes.c_uint64) for n in (
+            "batches", "batch_keys", "l1_hits", "l1_misses", "l1_drops",
+            "l1_write_drops", "l1_flushes", "l1_evictions", "l1_expired",
+            "l1_keys", "l1_bytes")] + [
+        # split counters
+        (n, ctypes.c_uint64) for n in (
+            "incrs", "decrs", "subkey_writes", "counter_reads",
+            "counter_retries", "folds", "folded", "split_refused")]
 
 
 def _load():
@@ -73,6 +84,12 @@ def _api():
         l.keysteer_delete.argtypes = [vp, ctypes.c_char_p, sz]
         l.keysteer_free.argtypes = [vp]
         l.keysteer_stats.argtypes = [vp, ctypes.POINTER(_Stats), sz]
+        u64 = ctypes.c_uint64
+        for f in (l.keysteer_incr, l.keysteer_decr):
+            f.argtypes = [vp, ctypes.c_char_p, sz, u64, ctypes.POINTER(u64)]
+        l.keysteer_counter_get.argtypes = [vp, ctypes.c_char_p, sz,
+                                           ctypes.POINTER(ctypes.c_int64)]
+        l.keysteer_counter_fold.argtypes = [vp, ctypes.c_char_p, sz, u32]
         _lib = l
     return _lib
 
@@ -127,6 +144,38 @@ class Client:
     def delete(self, key):
         k = _key(key)
         self._check(self._l.keysteer_delete(self._h, k, len(k)))
+        return True
+
+    def _count(self, fn, key, value):
+        k, v = _key(key), ctypes.c_uint64()
+        if not 0 <= int(value) < 1 << 64:
+            raise KeysteerError(_errno.EINVAL, "a delta is 0..2^64-1, got %r" % value)
+        rc = self._check(fn(self._h, k, len(k), int(value), ctypes.byref(v)))
+        return v.value if rc == 0 else None
+
+    def incr(self, key, value=1):
+        """Adds value to a counter (created at value when missing): its
+        new value, or None when the key is a split counter (the delta
+        went to one of its parts: read the total with counter())."""
+        return self._count(self._l.keysteer_incr, key, value)
+
+    def decr(self, key, value=1):
+        """Subtracts value (a plain counter clamps at 0, memcached's way;
+        a split counter does not): as incr."""
+        return self._count(self._l.keysteer_decr, key, value)
+
+    def counter(self, key, default=0):
+        """A counter's value, split or not (the base plus every sub-key);
+        default when no part of it exists."""
+        k, v = _key(key), ctypes.c_int64()
+        rc = self._check(self._l.keysteer_counter_get(self._h, k, len(k), ctypes.byref(v)))
+        return v.value if rc else default
+
+    def fold(self, key, all=False):
+        """Folds a split counter's unused sub-keys (all=True: every one)
+        into its base now."""
+        k = _key(key)
+        self._check(self._l.keysteer_counter_fold(self._h, k, len(k), 1 if all else 0))
         return True
 
     def stats(self):
