@@ -231,7 +231,8 @@ static int64_t two_states(struct ks_etcd_pub *p, struct ks_etcd *c,
 		usleep(20000);
 	v0 = key_version(c, key, val, vlen);
 	ks_etcd_pub_test_stall(p, 300);
-	ks_etcd_pub_set(p, "pubo/busy", "x", 1); /* the writer is busy */
+	/* the writer is busy: a value new each time, or no write at all */
+	ks_etcd_pub_set(p, "pubo/busy", key, strlen(key));
 	usleep(50000);
 	if (ordered)
 		ks_etcd_pub_set_ordered(p, key, "dirty", 5);
