@@ -163,17 +163,20 @@ enum ks_pkt_counter {
 				* from a guessed boundary, counted once */
 	KS_PKT_RESYNC_GAP,   /* resync: bytes missing before the segment */
 	KS_PKT_RESYNC_UNKNOWN, /* resync: flow not seen from its SYN, or evicted */
-	KS_PKT_RESYNC_CARRY, /* resync: a cut request too long to carry */
-	KS_PKT_RESYNC_LOST,  /* resync: parse state lost (item limit, bad
+	KS_PKT_RESYNC_CARRY,  /* resync: a cut request too long to carry */
+	KS_PKT_RESYNC_LOST,   /* resync: parse state lost (item limit, bad
 				* length) */
-	KS_PKT_HOT_DISARM,   /* bytes went by unparsed (a gap, a segment passed
+	KS_PKT_HOT_DISARM,    /* bytes went by unparsed (a gap, a segment passed
 				* over): every armed hot key made dirty */
-	KS_PKT_UDP_FRAG,     /* first IP fragments of a UDP request, parsed */
-	KS_PKT_STEER_FAMILY, /* gets of armed keys kept at the owner: the
+	KS_PKT_UDP_FRAG,      /* first IP fragments of a UDP request, parsed */
+	KS_PKT_STEER_FAMILY,  /* gets of armed keys kept at the owner: the
 			      * frame's IP family is not the replicas' */
-	KS_PKT_STEER_SHAPE,  /* ... kept at the owner: a header the rewrite
+	KS_PKT_STEER_SHAPE,   /* ... kept at the owner: a header the rewrite
 			      * leaves alone (IPv4 options, IPv6 extension
 			      * headers, hop limit <= 1, IPv6 UDP checksum 0) */
+	KS_PKT_RING_UNPLACED, /* sampled keys the ring cannot place in the
+			       * datapath (pymemcache: a byte >= 0x80, whose
+			       * str characters need UTF-8 decoding) */
 	KS_PKT_MAX,
 };
 

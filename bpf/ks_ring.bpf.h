@@ -295,6 +295,191 @@ static __always_inline __u32 ks_ring_hash_cached(struct ks_scratch *s,
 }
 
 /*
+ * pymemcache's rendezvous hashing: one murmur3_32 of "host:port-key" per
+ * node, resumed from the node's state after "host:port-" (struct
+ * ks_rdv_slot), the highest score and then rank winning. A bpf_loop()
+ * over the nodes, and in each a bpf_loop() over the key's whole 4-byte
+ * blocks: both callbacks verified once, whatever the key's length and
+ * the number of nodes. Deepest chain: ks_ingress, ks_stream_xdp,
+ * ks_mc_parse, ks_ring_place, ks_ring_rdv, the node and the block
+ * callbacks, 7 frames of the kernel's 8.
+ */
+struct ks_rdv_loop {
+	const struct ks_ring_half *h;
+	const __u8 *key;
+	__u64 best;  /* ks_rdv_rank() of the winner so far */
+	__u32 len;   /* key bytes, each a unit: the key is ASCII */
+	__u32 off;   /* where the node's whole blocks start in the key */
+	__u32 mh;    /* the node's murmur3 state */
+	__u32 owner; /* the winner so far */
+};
+
+/* One whole block: a 4-byte load at any offset, where four byte loads
+ * (ks_kle32) were 20% slower on a 250-byte key. The verifier allows it
+ * in a map value on arches with efficient unaligned access
+ * (CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS: x86, the one vmlinux/ has,
+ * and arm64). */
+static long ks_rdv_block_cb(__u32 j, void *ctx)
+{
+	struct ks_rdv_loop *l = ctx;
+	__u32 o = (l->off + 4 * j) & (KS_KEY_BUF - 1);
+
+	if (o > KS_KEY_BUF - 4) /* for the verifier: never, len <= 250 */
+		return 1;
+	l->mh = ks_mm3_mix(l->mh, *(const __u32 *)(l->key + o));
+	return 0;
+}
+
+/* Four whole blocks a step: a quarter of the callback's calls (7% off a
+ * 250-byte key; the mix's dependent multiplies are the rest). */
+static long ks_rdv_block4_cb(__u32 j, void *ctx)
+{
+	struct ks_rdv_loop *l = ctx;
+	__u32 o = (l->off + 16 * j) & (KS_KEY_BUF - 1), h;
+	const __u8 *p;
+
+	if (o > KS_KEY_BUF - 16) /* for the verifier: never, len <= 250 */
+		return 1;
+	p = l->key + o;
+	h = ks_mm3_mix(l->mh, *(const __u32 *)p);
+	h = ks_mm3_mix(h, *(const __u32 *)(p + 4));
+	h = ks_mm3_mix(h, *(const __u32 *)(p + 8));
+	l->mh = ks_mm3_mix(h, *(const __u32 *)(p + 12));
+	return 0;
+}
+
+/*
+ * One node's score, ks_rdv_rank()ed, kept when it beats the best so far.
+ * (Written branch-free with masks it verified 1,100 instructions more in
+ * ks_ingress, not fewer: clang makes selects of these branches anyway.)
+ */
+static long ks_rdv_node_cb(__u32 i, void *ctx)
+{
+	struct ks_rdv_loop *l = ctx;
+	const struct ks_rdv_slot *nd;
+	__u32 t, lead, m, j, k, rest, total;
+	__u64 v;
+
+	if (i >= KS_RDV_MAX_NODES) /* for the verifier */
+		return 1;
+	nd = &l->h->rdv[i];
+	/* the node's held-back units, then the key's first lead bytes */
+	t = nd->len & 3;
+	lead = (4 - t) & 3;
+	m = l->len < lead ? l->len : lead;
+	k = nd->tail;
+	for (j = 0; j < 3; j++)
+		if (j < m)
+			k |= ks_kb(l->key, j) << (8 * ((t + j) & 3));
+	l->mh = nd->h;
+	if (t && m == lead) { /* a whole first block: mixed, k restarts */
+		l->mh = ks_mm3_mix(l->mh, k);
+		k = 0;
+	}
+	rest = l->len - m;
+	l->off = m;
+	bpf_loop(rest / 16, ks_rdv_block4_cb, l, 0);
+	l->off = m + (rest & ~15U);
+	bpf_loop((rest / 4) & 3, ks_rdv_block_cb, l, 0);
+	/* the key's last rest % 4 bytes (the buffer past the key is masked
+	 * off, whatever it holds); k is 0 here unless the key ended inside
+	 * the first block, and then rest is 0 */
+	k |= ks_kle32(l->key, m + (rest & ~3U)) &
+	     ((1U << (8 * (rest & 3))) - 1);
+	total = nd->len + l->len;
+	v = ks_rdv_rank(ks_mm3_final(l->mh, k, total & 3, total), nd->rank);
+	if (!i || v > l->best) {
+		l->best = v;
+		l->owner = i;
+	}
+	return 0;
+}
+
+/* 1 when the sampled key has a byte >= 0x80: a global function, so the
+ * walk over its words forks the verifier once, not once per exit. */
+__noinline int ks_ring_key_high(struct ks_scratch *s)
+{
+	__u64 any = 0;
+	__u32 i, len, last;
+
+	if (!s)
+		return 0;
+	len = s->ring_len;
+	if (len > KS_MAX_KEY_LEN)
+		len = KS_MAX_KEY_LEN;
+	if (!len)
+		return 0;
+	last = (len - 1) / 8;
+	/* the whole words, then the last one masked to its len - 8 * last
+	 * bytes (1..8): one fork a word, not one per mask too */
+	for (i = 0; i < KS_KEY_WORDS; i++) {
+		if (i >= last)
+			break;
+		any |= s->key[i];
+	}
+	any |= s->key[last & (KS_KEY_WORDS - 1)] &
+	       (~0ULL >> (8 * (7 - ((len - 1) & 7))));
+	return (any & 0x8080808080808080ULL) != 0;
+}
+
+/*
+ * The owner of the key in s->key on half's pymemcache ring, or
+ * KS_RING_UNPLACED when the key has a byte >= 0x80: pymemcache hashes a
+ * str key's characters, and decoding UTF-8 here is not worth it (user
+ * space does, ks_pymemcache_units). KS_NO_SHARD for a half that holds no
+ * such ring.
+ */
+__noinline __u32 ks_ring_rdv(struct ks_scratch *s, __u32 half)
+{
+	struct ks_rdv_loop l = {};
+	struct ks_ring_half *h;
+	__u32 n;
+
+	if (!s)
+		return KS_NO_SHARD;
+	h = bpf_map_lookup_elem(&ks_ring, &half);
+	if (!h)
+		return KS_NO_SHARD;
+	n = h->meta.nshards;
+	if (n == 0 || n > KS_RDV_MAX_NODES)
+		return KS_NO_SHARD;
+	if (ks_ring_key_high(s))
+		return KS_RING_UNPLACED;
+	l.len = s->ring_len;
+	if (l.len > KS_MAX_KEY_LEN)
+		l.len = KS_MAX_KEY_LEN;
+	l.h = h;
+	l.key = (const __u8 *)s->key;
+	bpf_loop(n, ks_rdv_node_cb, &l, 0);
+	return l.owner;
+}
+
+/*
+ * ks_ring_rdv() through the ring cache: a slot keeps the winner's index
+ * in place of a key hash. Unlike a key hash, the winner depends on the
+ * nodes, so the slot's version is the ring's version xor its digest (the
+ * identity of its shards and names): a ring of other nodes is a miss
+ * even when it was written with the same version, as tests and a
+ * hand-written half may. Inline for the same reason as
+ * ks_ring_hash_cached().
+ */
+static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
+						const struct ks_ring_meta *m,
+						__u32 half)
+{
+	__u64 id = m->version ^ m->digest;
+	__u64 hit = ks_ring_cache_find(s, m->dist, id);
+	__u32 owner;
+
+	if (hit)
+		return (__u32)hit;
+	owner = ks_ring_rdv(s, half);
+	if (owner < KS_MAX_SHARDS)
+		ks_ring_cache_keep(s, m->dist, id, owner);
+	return owner;
+}
+
+/*
  * Places the key sampled last (still in s->key) on the active ring and
  * counts it for its owner. Called from the top of the parse loop and the
  * fast path, not from where the key is sampled: the MD5 needs stack, and
@@ -315,9 +500,16 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	if (!h || h->meta.nshards == 0)
 		return 0;
 	/* one shard owns every key: no hash needed (an MD5 is ~180 ns) */
-	owner = h->meta.nshards == 1
-			? 0
-			: ks_ring_owner(h, ks_ring_hash_cached(s, &h->meta));
+	if (h->meta.nshards == 1)
+		owner = 0;
+	else if (h->meta.dist == KS_DIST_PYMEMCACHE)
+		owner = ks_ring_rdv_cached(s, &h->meta, half);
+	else
+		owner = ks_ring_owner(h, ks_ring_hash_cached(s, &h->meta));
+	if (owner == KS_RING_UNPLACED) {
+		ks_count_pkt(KS_PKT_RING_UNPLACED);
+		return 0;
+	}
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;

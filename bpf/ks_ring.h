@@ -31,6 +31,8 @@
 #define KS_RING_HALVES           2
 #define KS_VNODES_DEFAULT        160
 #define KS_NO_SHARD              0xffffffffU
+/* A key the datapath does not place (pymemcache: a byte >= 0x80). */
+#define KS_RING_UNPLACED 0xfffffffeU
 /* ceil(log2(KS_RING_MAX_POINTS + 1)): halving a range of up to 163840
  * points this many times leaves it empty. */
 #define KS_RING_SEARCH_STEPS 18
@@ -70,6 +72,11 @@ _Static_assert(KS_RING_MAX_POINTS < (1U << KS_RING_SEARCH_STEPS),
  *                    sum of weights (nc_modula.c). One point per shard,
  *                    valued its last slot; the last point's value + 1 is
  *                    the sum.
+ *   PYMEMCACHE       pymemcache's HashClient, str keys: rendezvous hashing,
+ *                    murmur3_32 of "host:port-key" per node, the highest
+ *                    score wins, a tie the greater name. No points: the
+ *                    half holds a struct ks_rdv_slot per node (at most
+ *                    KS_RDV_MAX_NODES), npoints 0, no key hash or tag.
  * The key hash is a field of its own (meta.key_hash, enum ks_key_hash);
  * each distribution has a default (ks_dist_default_key_hash).
  */
@@ -85,6 +92,7 @@ enum ks_dist {
 	KS_DIST_SPY_LIBMC = 8,
 	KS_DIST_MODULA_OAAT = 9,
 	KS_DIST_TWEMPROXY_MODULA = 10,
+	KS_DIST_PYMEMCACHE = 11,
 	KS_DIST_MAX,
 };
 
@@ -93,6 +101,27 @@ struct ks_ring_point {
 	__u32 shard; /* index into the shard list, in the order given */
 };
 _Static_assert(sizeof(struct ks_ring_point) == 8, "ks_ring_point layout");
+
+/*
+ * pymemcache's nodes, in the points' place (a union in struct
+ * ks_ring_half): murmur3_32's state after the node's "host:port-" (h: its
+ * whole 4-byte blocks mixed; tail: the last len % 4 units held back,
+ * little-endian; len: the units of "host:port-"), and rank, the node's
+ * place among the names in strcmp order (equal names, equal ranks), which
+ * breaks a tie of scores as pymemcache's greater name does.
+ *
+ * KS_RDV_MAX_NODES bounds the datapath's walk: a key costs one murmur3 per
+ * node (docs/ring.md "Where it runs" has the figures it was chosen from).
+ */
+#define KS_RDV_MAX_NODES 32
+
+struct ks_rdv_slot {
+	__u32 h;
+	__u32 tail;
+	__u32 len;
+	__u32 rank;
+};
+_Static_assert(sizeof(struct ks_rdv_slot) == 16, "ks_rdv_slot layout");
 
 struct ks_ring_meta {
 	__u32 npoints; /* points in use, <= KS_RING_MAX_POINTS; 0 for MODULA* */
@@ -120,8 +149,14 @@ struct ks_ring_half {
 	struct ks_ring_meta meta;
 	__u32 bucket[KS_RING_BUCKETS + 1];
 	__u32 pad;
-	struct ks_ring_point points[KS_RING_MAX_POINTS];
+	union {
+		struct ks_ring_point points[KS_RING_MAX_POINTS];
+		struct ks_rdv_slot rdv[KS_RDV_MAX_NODES]; /* PYMEMCACHE */
+	};
 };
+_Static_assert(KS_RDV_MAX_NODES * sizeof(struct ks_rdv_slot) <=
+		       KS_RING_MAX_POINTS * sizeof(struct ks_ring_point),
+	       "pymemcache's nodes fit the points' place");
 _Static_assert(sizeof(struct ks_ring_half) ==
 		       40 + 4 * (KS_RING_BUCKETS + 2) + 8 * KS_RING_MAX_POINTS,
 	       "ks_ring_half layout");
@@ -168,6 +203,53 @@ static inline __u32 ks_ring_search(const struct ks_ring_half *h, __u32 hash)
 		hi -= (hi - mid) * (1 - lt);
 	}
 	return lo >= n ? 0 : (__u32)lo;
+}
+
+/*
+ * pymemcache's murmur3_32 (client/murmur3.py, seed 0), one 4-byte block
+ * at a time, for user space (user/core/ring.c) and the datapath alike.
+ */
+#define KS_MM3_C1 0xcc9e2d51U
+#define KS_MM3_C2 0x1b873593U
+
+static inline __u32 ks_mm3_rotl(__u32 x, int r)
+{
+	return (x << r) | (x >> (32 - r));
+}
+
+static inline __u32 ks_mm3_mix(__u32 h, __u32 k)
+{
+	k *= KS_MM3_C1;
+	k = ks_mm3_rotl(k, 15);
+	k *= KS_MM3_C2;
+	h ^= k;
+	h = ks_mm3_rotl(h, 13);
+	return h * 5 + 0xe6546b64U;
+}
+
+/* The tail (n % 4 units in k, rem = n % 4, n the whole length) and the
+ * finalizer. */
+static inline __u32 ks_mm3_final(__u32 h, __u32 k, __u32 rem, __u32 n)
+{
+	if (rem) {
+		k *= KS_MM3_C1;
+		k = ks_mm3_rotl(k, 15);
+		k *= KS_MM3_C2;
+		h ^= k;
+	}
+	h ^= n;
+	h ^= h >> 16;
+	h *= 0x85ebca6bU;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35U;
+	h ^= h >> 16;
+	return h;
+}
+
+/* A rendezvous score and node rank as one number: the greater wins. */
+static inline __u64 ks_rdv_rank(__u32 score, __u32 rank)
+{
+	return (__u64)score << 32 | rank;
 }
 
 /* The key hash a distribution takes when none is given. */

@@ -17,6 +17,11 @@
  * in the ring's meta) is covered by the agent's version bump on a push.
  * A hit needs the same 64-bit key hash, version, distribution, length and
  * key bytes, so a key hash collision is a miss, never a wrong position.
+ *
+ * pymemcache's rendezvous hashing has no key position: its slots hold the
+ * winning shard's index as ring_hash, under version = meta.version ^
+ * meta.digest, since the winner depends on the ring's nodes too
+ * (ks_ring_rdv_cached in ks_ring.bpf.h).
  */
 #ifndef KS_RING_CACHE_H
 #define KS_RING_CACHE_H
@@ -27,10 +32,12 @@
 
 struct ks_ring_cache_slot {
 	__u64 key_hash;  /* ks_key_hash() of the key */
-	__u64 version;   /* meta.version of the ring it was placed on */
+	__u64 version;   /* meta.version of the ring it was placed on
+			  * (pymemcache: xor meta.digest) */
 	__u32 dist;      /* enum ks_dist of that ring */
 	__u32 len;       /* key length; 0 = an empty slot */
-	__u32 ring_hash; /* ks_ring_key_hash(dist, key, len) */
+	__u32 ring_hash; /* ks_ring_key_hash(dist, key, len); pymemcache:
+			  * the owner */
 	__u32 pad;
 	__u64 key[KS_KEY_WORDS]; /* the first (len + 7) / 8 words matter */
 };

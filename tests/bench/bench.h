@@ -137,6 +137,8 @@ int bench_steer_netns(struct bench_env *e);
 
 /* Writes h into ks_ring half 0, the active one (NULL: an empty half). */
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h);
+/* Empties slot idx of ks_ring_cache on every CPU. */
+int bench_cache_clear(struct bench_env *e, __u32 idx);
 
 /*
  * One BPF_PROG_TEST_RUN of repeat runs; *ns is the kernel's average time
@@ -180,9 +182,13 @@ struct bench_scen {
 	bool misdirected;      /* self is not the key's owner */
 	int base;              /* same packet without a ring (index), or -1 */
 	double ring_target_ns; /* limit over base; 0: none */
-	int hot;               /* enum bench_hot */
-	size_t keylen;         /* of the packet's (first) key */
-	__u32 reqs;            /* requests each packet completes */
+	/* the key's ring cache slot emptied before every timed packet
+	 * (untimed): the lookup's cost on a key not seen before */
+	bool cold;
+	__u32 cache_idx; /* that slot, ks_ring_cache_index() of the key */
+	int hot;         /* enum bench_hot */
+	size_t keylen;   /* of the packet's (first) key */
+	__u32 reqs;      /* requests each packet completes */
 	/* TCP to port 11211: each timed packet is the next segment of one
 	 * flow, opened by a SYN (and the prologue segment, if any) */
 	bool stream;

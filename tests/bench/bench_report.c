@@ -120,6 +120,8 @@ static const char *dist_label(__u32 dist)
 		return "dalli (crc32a)";
 	case KS_DIST_SPY:
 		return "spymemcached (MD5)";
+	case KS_DIST_PYMEMCACHE:
+		return "pymemcache (murmur3)";
 	default:
 		return "?";
 	}

@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "ks_ring_cache.h"
 #include "dp/load_private.h"
 #include "ks_empty.skel.h"
 #include "bench.h"
@@ -339,6 +340,23 @@ int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
 	}
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_ring), &half, h,
 				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int bench_cache_clear(struct bench_env *e, __u32 idx)
+{
+	static struct ks_ring_cache_slot *zero;
+	int n = libbpf_num_possible_cpus();
+
+	if (n <= 0)
+		return n ? n : -EINVAL;
+	if (!zero)
+		zero = calloc((size_t)n, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_ring_cache), &idx,
+				zero, BPF_ANY))
 		return -errno;
 	return 0;
 }

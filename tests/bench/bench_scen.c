@@ -9,6 +9,7 @@
 #include <string.h>
 #include "bench.h"
 #include "core/ring.h"
+#include "ks_ring_cache.h"
 
 #define TARGET_UNSAMPLED_NS 15.0 /* issue 2: unsampled GET over empty */
 #define TARGET_SAMPLED_NS   60.0 /* issue 2: sampled 16-byte GET over empty */
@@ -63,6 +64,7 @@ struct scen_def {
 	int ntags;            /* UDP: VLAN tags, 0..2 */
 	__u32 key_hash;       /* ring: 1 + enum ks_key_hash; 0 the default */
 	const char *hash_tag; /* ring: a hash tag, or NULL */
+	bool cold;            /* ring: the key's cache slot emptied first */
 };
 
 /* The ring lookup with each of twemproxy's key hashes (issue 15): a
@@ -78,6 +80,28 @@ struct scen_def {
 		.base_id = "get" #len "_sampled", .key_hash = 1 + (kh)         \
 	}
 #define KH_SCENS(kh, name) KH_SCEN(kh, name, 16), KH_SCEN(kh, name, 250)
+
+/* A sampled get of a len-byte (ASCII) key on ring d of n shards, against
+ * the same get with no ring; cold (c): the key's ring-cache slot emptied
+ * before every timed packet, the cost of a key not seen before. */
+#define RING_SCEN(d, dn, n, len, c, cid, cl)                                   \
+	{                                                                      \
+		.id = "get" #len "_sampled_" dn #n cid,                        \
+		.label = "get, " #len "-byte key, sampled, " dn " " #n cl,     \
+		.kind = SC_GET, .nkeys = 1, .keylen = len, .sampled = true,    \
+		.dist = d, .shards = n, .base_id = "get" #len "_sampled",      \
+		.cold = c                                                      \
+	}
+#define RING_COLD(d, dn, n, len)                                               \
+	RING_SCEN(d, dn, n, len, true, "_cold", " cold")
+/* each ring seen again (the ring cache's hit) and new (its miss) */
+#define RDV_SCENS(n)                                                           \
+	RING_SCEN(KS_DIST_PYMEMCACHE, "pymemcache", n, 16, false, "", ""),     \
+		RING_SCEN(KS_DIST_PYMEMCACHE, "pymemcache", n, 250, false, "", \
+			  ""),                                                 \
+		RING_COLD(KS_DIST_PYMEMCACHE, "pymemcache", n, 16),            \
+		RING_COLD(KS_DIST_PYMEMCACHE, "pymemcache", n, 250)
+_Static_assert(KS_RDV_MAX_NODES == 32, "the RDV_SCENS(32) row is the max");
 
 static const struct scen_def defs[] = {
 	{ "not_memcached", "not memcached (TCP to port 80)", SC_HTTP, 0, 0, 0,
@@ -177,6 +201,13 @@ static const struct scen_def defs[] = {
 	{ "get250_sampled_spymemcached1024",
 	  "get, 250-byte key, sampled, spymemcached 1024", SC_GET, 1, 250, 0,
 	  true, 0, KS_DIST_SPY, 1024, false, "get250_sampled", 0 },
+	/* pymemcache's rendezvous hashing (one murmur3 per shard per key) at
+	 * 4, 16 and KS_RDV_MAX_NODES shards, beside ketama in the same run */
+	RDV_SCENS(4),
+	RDV_SCENS(16),
+	RDV_SCENS(32),
+	RING_COLD(KS_DIST_KETAMA, "ketama", 1024, 16),
+	RING_COLD(KS_DIST_KETAMA, "ketama", 1024, 250),
 	KH_SCENS(KS_KH_MD5, "md5"),
 	KH_SCENS(KS_KH_ONE_AT_A_TIME, "one_at_a_time"),
 	KH_SCENS(KS_KH_CRC16, "crc16"),
@@ -447,6 +478,14 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 			memcpy(rk.tag, d->hash_tag, 3);
 		s->ring = bench_ring_keyed(d->dist, &rk, d->shards, pay,
 					   d->keylen, d->misdirected);
+	}
+	s->cold = d->cold;
+	if (d->cold) {
+		__u64 w[KS_KEY_WORDS] = { 0 };
+
+		memcpy(w, pay, d->keylen);
+		s->cache_idx = ks_ring_cache_index(
+			ks_key_hash(w, (__u32)d->keylen));
 	}
 	s->ring_dist = d->dist;
 	s->ring_key_hash = s->ring ? s->ring->meta.key_hash : 0;

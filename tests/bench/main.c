@@ -349,7 +349,10 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 			bench_tcp_set_seq(s->frame, seq);
 			seq += s->plen;
 		}
-		err = bench_run(e->empty_fd, s->frame, s->len, 1, &ns);
+		if (s->cold)
+			err = bench_cache_clear(e, s->cache_idx);
+		if (!err)
+			err = bench_run(e->empty_fd, s->frame, s->len, 1, &ns);
 		if (!err)
 			err = bench_run_on(e->xdp_fd, s->frame, s->len, 1,
 					   ifindex, tx, &ns);

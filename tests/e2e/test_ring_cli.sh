@@ -201,6 +201,23 @@ refuse ring_refuse_pymemcache_key_hash "drop --key-hash" \
 	ring lookup --shards "$S4" --distribution pymemcache --key-hash crc32 k
 refuse run_refuse_twemproxy_random "random distribution" \
 	run --iface ks-none0 --shards "$S4" --distribution twemproxy-random
+# pymemcache runs in the datapath up to 32 shards (bpf/ks_ring.h
+# KS_RDV_MAX_NODES), its bytes variant not at all: replay refuses them
+# before loading anything (agent run's refusals are test_ring_shards.sh's,
+# which has an interface to refuse on); ring lookup takes both
+S33=$(seq -f '10.0.1.%g:11211' 1 33 | paste -sd,)
+refuse replay_refuse_pymemcache_33_shards \
+	"pymemcache runs in the datapath for at most 32 shards" \
+	replay --shards "$S33" --distribution pymemcache /dev/null
+refuse replay_refuse_pymemcache_bytes \
+	"pymemcache-bytes is user space only" \
+	replay --shards "$S4" --distribution pymemcache-bytes /dev/null
+if [ "$("$AGENT" ring lookup --shards "$S33" --distribution pymemcache \
+	$(seq -f 'k%g' 1 100) | wc -l)" -eq 100 ]; then
+	pass ring_lookup_pymemcache_33_shards
+else
+	fail ring_lookup_pymemcache_33_shards "ring lookup of 33 pymemcache shards did not answer 100 keys"
+fi
 tagged=$("$AGENT" ring lookup --shards "$S4" --distribution twemproxy --key-hash murmur \
 	--hash-tag '{}' 'a{user42}' 'user42' '{user42}:b' 'x{user42}y{z}' | cut -f2 | sort -u | wc -l)
 untagged=$("$AGENT" ring lookup --shards "$S4" --distribution twemproxy --key-hash murmur \

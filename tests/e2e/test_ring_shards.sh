@@ -13,7 +13,8 @@
 # - a bad line: the error is logged with file:line, the report carries it,
 #   and ring v3 stays.
 # Also refused before anything is attached (exit 2, nothing left behind):
-# --self not in the list, a bad shard-file line, --self with no list.
+# --self not in the list, a bad shard-file line, --self with no list,
+# pymemcache with more shards than the datapath takes, pymemcache-bytes.
 #
 # Set-up as lib.sh: namespaces ks_cli_PID / ks_srv_PID joined by a veth pair
 # (198.18.0.1 / 198.18.0.2), memcached in ks_srv, the agent on the
@@ -46,6 +47,15 @@ e2e_expect_refused ring_refuses_self_without_list \
 	"--self needs a shard list" --self "$SELF"
 e2e_expect_refused ring_refuses_bad_distribution \
 	".*ketama" --shards "$S4" --distribution ring-of-fire
+# pymemcache in the datapath: at most 32 shards (KS_RDV_MAX_NODES), str keys
+# only (its bytes keys hash their repr)
+e2e_expect_refused ring_refuses_pymemcache_33_shards \
+	"--distribution pymemcache runs in the datapath for at most 32 shards .* has 33; " \
+	--shards "$(seq -f '198.18.1.%g:11211' 1 33 | paste -sd,)" \
+	--distribution pymemcache
+e2e_expect_refused ring_refuses_pymemcache_bytes \
+	"--distribution pymemcache-bytes is user space only .*; " \
+	--shards "$S4" --distribution pymemcache-bytes
 
 # ---- 4 shards, self is #1
 printf '# the clients ring\n198.18.0.3:11211\n%s\n198.18.0.4:11211\n198.18.0.5:11211\n' \
@@ -232,9 +242,11 @@ fi
 e2e_expect_clean ring_shards_detached
 
 # ---- the other key hashes in the kernel (FNV-1a for twemproxy, MD5 of
-# vnode points), with the shards given by --shards: the same exact counts
+# vnode points, pymemcache's rendezvous murmur3 of "host:port-key" per
+# shard), with the shards given by --shards: the same exact counts (the
+# keys are ASCII, which the datapath places for pymemcache)
 printf '198.18.0.3:11211\n198.18.0.4:11211\n%s\n198.18.0.5:11211\n' "$SELF" >"$SHARDS"
-for DIST in twemproxy vnode; do
+for DIST in twemproxy vnode pymemcache; do
 	if ! e2e_agent_start --sample 1 --interval 0.5 --distribution "$DIST" \
 		--shards "$(paste -sd, "$SHARDS")" --self "$SELF"; then
 		fail "ring_shards_counts_$DIST" "the agent did not attach"

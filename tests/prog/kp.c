@@ -472,6 +472,7 @@ static void model_ring_certainty(void)
 	kp.x.ring_inexact = true;
 	kp.x.pkts[KS_PKT_RING_HIT] = KP_DONTCARE;
 	kp.x.pkts[KS_PKT_MISDIRECTED] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_RING_UNPLACED] = KP_DONTCARE;
 }
 
 static void write_config(void)
@@ -1236,6 +1237,10 @@ static void model_ring_place(__u32 cls, const void *key, size_t len, __u64 hash)
 
 	if (!r || !r->half)
 		return;
+	if (!ks_ring_kernel_places(r, key, len)) {
+		x_pkt_inc(KS_PKT_RING_UNPLACED);
+		return;
+	}
 	owner = ks_ring_lookup(r, key, len);
 	if (owner >= KS_MAX_SHARDS) /* no ring in the half */
 		return;

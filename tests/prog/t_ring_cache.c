@@ -106,11 +106,24 @@ static int rc_slot_io(__u32 idx, struct ks_ring_cache_slot *per_cpu, bool write)
 	return bpf_map_lookup_elem(fd, &idx, per_cpu) ? -errno : 0;
 }
 
+/* What a slot of key i must hold under ring t: its ring hash, or for
+ * pymemcache its owner (ks_ring_rdv_cached). */
+static __u32 rc_want(const struct tr_ring *t, int i, const __u64 *buf)
+{
+	__u32 dist = t->ring.half->meta.dist;
+
+	if (dist == KS_DIST_PYMEMCACHE)
+		return ks_ring_lookup(&t->ring, rc_keys[i], rc_lens[i]);
+	return ks_ring_key_hash(dist, buf, (__u32)rc_lens[i]);
+}
+
 /* Slots on any CPU holding a key of rc_keys: how many, and how many of
- * them with another ring hash than user space computes for dist. */
-static void rc_scan(enum ks_dist dist, int *found, int *wrong)
+ * them with another ring hash (or owner) than user space gives on t; a
+ * pymemcache slot must carry t's version ^ digest too. */
+static void rc_scan(const struct tr_ring *t, int *found, int *wrong)
 {
 	struct ks_ring_cache_slot *pc = calloc((size_t)kp.ncpu, sizeof(*pc));
+	const struct ks_ring_meta *m = &t->ring.half->meta;
 	__u64 buf[KS_KEY_WORDS];
 	__u32 idx;
 	int i, c;
@@ -126,11 +139,13 @@ static void rc_scan(enum ks_dist dist, int *found, int *wrong)
 		memcpy(buf, rc_keys[i], rc_lens[i]);
 		for (c = 0; c < kp.ncpu; c++) {
 			if (pc[c].len != rc_lens[i] ||
-			    memcmp(pc[c].key, buf, rc_lens[i]))
+			    memcmp(pc[c].key, buf, rc_lens[i]) ||
+			    pc[c].dist != m->dist)
 				continue;
 			(*found)++;
-			if (pc[c].ring_hash !=
-			    ks_ring_key_hash(dist, buf, (__u32)rc_lens[i]))
+			if (pc[c].ring_hash != rc_want(t, i, buf) ||
+			    (m->dist == KS_DIST_PYMEMCACHE &&
+			     pc[c].version != (m->version ^ m->digest)))
 				(*wrong)++;
 		}
 	}
@@ -152,7 +167,7 @@ static void tr_cache_known_keys(void)
 	tr_load(&t);
 	rc_send_all(); /* first sight: the MD5 */
 	rc_send_all(); /* again: from the cache */
-	rc_scan(KS_DIST_KETAMA, &found, &wrong);
+	rc_scan(&t, &found, &wrong);
 	/* direct mapped, RC_KEYS in KS_RING_CACHE_SLOTS: most stay */
 	CHECK(found > RC_KEYS / 2, "only %d of %d keys in the cache", found,
 	      RC_KEYS);
@@ -163,12 +178,43 @@ static void tr_cache_known_keys(void)
 	tr_ring_free(&t);
 }
 
-/* Keys warmed on ring a, then the idle half gets b and is flipped to. */
+/*
+ * Keys warmed on ring a, then the idle half gets b and is flipped to:
+ * more than min_found of them in the cache, and every slot b's. Frees
+ * both rings.
+ */
+static void rc_flip(struct tr_ring *a, struct tr_ring *b, int min_found)
+{
+	__u32 idle;
+	int i, moved = 0, found, wrong;
+
+	for (i = 0; i < RC_KEYS; i++)
+		moved += ks_ring_lookup(&a->ring, rc_keys[i], rc_lens[i]) !=
+			 ks_ring_lookup(&b->ring, rc_keys[i], rc_lens[i]);
+	/* without keys that move, a stale owner could not show */
+	CHECK(moved > RC_KEYS / 10, "only %d of %d keys change owner", moved,
+	      RC_KEYS);
+	tr_load(a);
+	rc_send_all();
+	idle = (kp.cfg.ring & 1) ^ 1;
+	CHECK_EQ(kp_ring_write(idle, b->ring.half), 0);
+	CHECK_EQ(kp_ring_flip(idle), 0);
+	tr_load(b); /* the model and the check follow b */
+	rc_send_all();
+	rc_send_all();
+	rc_scan(b, &found, &wrong);
+	CHECK(found > min_found, "only %d of %d keys in the cache", found,
+	      RC_KEYS);
+	CHECK_EQ(wrong, 0);
+	kp_end();
+	tr_follow(NULL);
+	tr_ring_free(a);
+	tr_ring_free(b);
+}
+
 static void rc_flip_case(const char *name, enum ks_dist db, bool wb)
 {
 	struct tr_ring a, b;
-	__u32 idle;
-	int i, moved = 0, found, wrong;
 
 	kp_begin(name);
 	if (rc_build(&a, KS_DIST_KETAMA, true)) {
@@ -181,28 +227,7 @@ static void rc_flip_case(const char *name, enum ks_dist db, bool wb)
 		return;
 	}
 	rc_make_keys(db * 100 + wb);
-	for (i = 0; i < RC_KEYS; i++)
-		moved += ks_ring_lookup(&a.ring, rc_keys[i], rc_lens[i]) !=
-			 ks_ring_lookup(&b.ring, rc_keys[i], rc_lens[i]);
-	/* without keys that move, a stale owner could not show */
-	CHECK(moved > RC_KEYS / 10, "only %d of %d keys change owner", moved,
-	      RC_KEYS);
-	tr_load(&a);
-	rc_send_all();
-	idle = (kp.cfg.ring & 1) ^ 1;
-	CHECK_EQ(kp_ring_write(idle, b.ring.half), 0);
-	CHECK_EQ(kp_ring_flip(idle), 0);
-	tr_load(&b); /* the model and the check follow b */
-	rc_send_all();
-	rc_send_all();
-	rc_scan(db, &found, &wrong);
-	CHECK(found > RC_KEYS / 2, "only %d of %d keys in the cache", found,
-	      RC_KEYS);
-	CHECK_EQ(wrong, 0);
-	kp_end();
-	tr_follow(NULL);
-	tr_ring_free(&a);
-	tr_ring_free(&b);
+	rc_flip(&a, &b, RC_KEYS / 2);
 }
 
 /* A ring hash whose owner on t is not owner. */
@@ -299,8 +324,40 @@ out:
 	tr_ring_free(&t);
 }
 
+/*
+ * pymemcache's slots hold the winner: warmed on ring a, then a ring b of
+ * other nodes written with the same version (tr_ring_build gives every
+ * ring version 1) and flipped to. Keyed by the version alone, b's keys
+ * would take a's winners; the per-packet check and the scan show it.
+ */
+static void rc_rdv_flip(void)
+{
+	struct tr_shape sa = { .dist = KS_DIST_PYMEMCACHE,
+			       .n = KS_RDV_MAX_NODES,
+			       .self = 3 };
+	struct tr_shape sb = sa;
+	struct tr_ring a, b;
+
+	kp_begin("ring_cache_pymemcache_winner_follows_the_nodes");
+	sb.ports = true;
+	if (tr_ring_build(&a, &sa)) {
+		kp_end();
+		return;
+	}
+	if (tr_ring_build(&b, &sb)) {
+		tr_ring_free(&a);
+		kp_end();
+		return;
+	}
+	CHECK_EQ(a.ring.half->meta.version, b.ring.half->meta.version);
+	rc_make_keys(4711);
+	/* the ASCII keys, 2 in 3, less the slots two keys share */
+	rc_flip(&a, &b, RC_KEYS / 3);
+}
+
 void t_ring_cache_group(void)
 {
+	rc_rdv_flip();
 	tr_cache_known_keys();
 	rc_flip_case("ring_cache_flip_to_another_layout", KS_DIST_KETAMA,
 		     false);

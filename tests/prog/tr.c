@@ -294,7 +294,9 @@ void tr_expect(const struct tr_ring *t, const struct tr_seg *g,
 	for (i = 0; i < g->nkeys; i++) {
 		__u32 cls = ks_op_class((__u32)g->keys[i].op);
 
-		if (cls == KS_CLASS_OTHER)
+		if (cls == KS_CLASS_OTHER ||
+		    !ks_ring_kernel_places(&t->ring, g->keys[i].b,
+					   g->keys[i].len))
 			continue;
 		owner = ks_ring_lookup(&t->ring, g->keys[i].b, g->keys[i].len);
 		if (owner >= n)

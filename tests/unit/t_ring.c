@@ -563,6 +563,80 @@ static void builder(void)
 	kt_end();
 }
 
+/*
+ * pymemcache's nodes as the datapath reads them (struct ks_rdv_slot): the
+ * murmur3 state of each node's "name-", and ranks in strcmp order of the
+ * names (equal names, equal ranks; the shard list's order is not the
+ * names'); a ring of more than KS_RDV_MAX_NODES shards has none and is
+ * refused for the datapath.
+ */
+static void pymemcache_slots(void)
+{
+	static const char *const list =
+		"10.0.0.3:11211\n10.0.0.1:11211\n10.0.0.2:9 b\n"
+		"10.0.0.1:11212\n10.0.0.9:1 a\n10.0.0.10:11211\n";
+	static const __u32 rank[] = { 3, 1, 5, 2, 4, 0 };
+	struct ks_shards s;
+	struct ks_ring r;
+	char err[512], *big;
+	size_t n, off = 0;
+	__u8 u[80];
+	__u32 i, j, h;
+
+	kt_begin("pymemcache_slots_layout");
+	CHECK(!ks_shards_parse_text("t", list, &s, err, sizeof(err)), "%s",
+	      err);
+	if (ks_ring_build(&r, &s, KS_DIST_PYMEMCACHE, 0, 1, err, sizeof(err))) {
+		kt_failf(__FILE__, __LINE__, "build: %s", err);
+		ks_shards_free(&s);
+		kt_end();
+		return;
+	}
+	CHECK_EQ(r.half->meta.npoints, 0);
+	for (i = 0; i < s.n; i++) {
+		const struct ks_rdv_slot *sl = &r.half->rdv[i];
+
+		/* "10.0.0.10:11211" sorts before "10.0.0.1:11211" ('0' <
+		 * ':'); ranks follow strcmp, not the list's order */
+		CHECK(sl->rank == rank[i], "slot %u rank %u", i, sl->rank);
+		n = (size_t)snprintf((char *)u, sizeof(u), "%s-",
+				     r.rdv[i].name);
+		CHECK_EQ(sl->len, (__u32)n);
+		for (h = 0, j = 0; j + 4 <= n; j += 4)
+			h = ks_mm3_mix(h, (__u32)u[j] | (__u32)u[j + 1] << 8 |
+						  (__u32)u[j + 2] << 16 |
+						  (__u32)u[j + 3] << 24);
+		CHECK(sl->h == h, "slot %u state", i);
+		for (h = 0; n > j; n--)
+			h = h << 8 | u[n - 1];
+		CHECK(sl->tail == h, "slot %u tail", i);
+	}
+	CHECK(!strcmp(r.rdv[1].name, "10.0.0.1:11211") &&
+		      !strcmp(r.rdv[2].name, "b"),
+	      "names");
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	/* one shard past the datapath's limit */
+	big = malloc(32 * (KS_RDV_MAX_NODES + 1));
+	CHECK(big != NULL, "malloc");
+	for (i = 0; big && i <= KS_RDV_MAX_NODES; i++)
+		off += (size_t)sprintf(big + off, "%s10.1.0.%u:11211",
+				       i ? "," : "", i);
+	CHECK(!ks_shards_parse_list("--shards", big, &s, err, sizeof(err)),
+	      "%s", err);
+	CHECK(!ks_ring_build(&r, &s, KS_DIST_PYMEMCACHE, 0, 1, err,
+			     sizeof(err)),
+	      "%s", err);
+	CHECK(ks_ring_in_kernel(&r, err, sizeof(err)) == -E2BIG &&
+		      strstr(err, "at most 32 shards"),
+	      "%s", err);
+	CHECK_EQ(r.half->rdv[0].len, 0);
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	free(big);
+	kt_end();
+}
+
 /* pymemcache: murmur3_32 against published vectors, the units a str and a
  * bytes key hash as, and owners the real HashClient gave (pymemcache
  * 3.5.2; tests/compat checks 100,000s more). */
@@ -622,9 +696,19 @@ static void pymemcache_vectors(void)
 	/* b'foo' and b"it's" as HashClient placed them */
 	CHECK_EQ(ks_ring_lookup(&rb, "foo", 3), 0);
 	CHECK_EQ(ks_ring_lookup(&rb, "it's", 4), 2);
-	CHECK(!ks_dist_in_kernel(KS_DIST_PYMEMCACHE) &&
+	CHECK(ks_dist_in_kernel(KS_DIST_PYMEMCACHE) &&
+		      !ks_dist_in_kernel(KS_DIST_PYMEMCACHE_BYTES) &&
 		      ks_dist_in_kernel(KS_DIST_MODULA),
 	      "in kernel");
+	CHECK_EQ(ks_ring_in_kernel(&r, err, sizeof(err)), 0);
+	CHECK(ks_ring_in_kernel(&rb, err, sizeof(err)) == -EOPNOTSUPP &&
+		      strstr(err, "user space only"),
+	      "bytes: %s", err);
+	/* the datapath leaves a non-ASCII str key of >= 2 shards unplaced */
+	CHECK(ks_ring_kernel_places(&r, "foo", 3) &&
+		      !ks_ring_kernel_places(&r, "\xc3\xa9", 2) &&
+		      ks_ring_kernel_places(&rb, "\xc3\xa9", 2),
+	      "places");
 	ks_ring_free(&r);
 	ks_ring_free(&rb);
 	ks_shards_free(&s);
@@ -646,5 +730,6 @@ void test_ring(void)
 	search_semantics();
 	twemproxy_vectors();
 	pymemcache_vectors();
+	pymemcache_slots();
 	builder();
 }

@@ -96,8 +96,11 @@ static void t_roundtrip(void)
 	kt_begin("ring_doc_roundtrip_every_distribution");
 	for (i = 0; i < 3; i++)
 		for (d = 0; d < KS_DIST_MAX; d++) {
-			/* libmemcached's unweighted ring refuses weights */
-			if (d == KS_DIST_KETAMA_PLAIN && i)
+			/* libmemcached's unweighted ring and pymemcache refuse
+			 * weights */
+			if ((d == KS_DIST_KETAMA_PLAIN ||
+			     d == KS_DIST_PYMEMCACHE) &&
+			    i)
 				continue;
 			CHECK(!roundtrip(lists[i], (enum ks_dist)d,
 					 d == KS_DIST_VNODE ? 37 : 0, 0),

@@ -87,13 +87,6 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 		}
 		return 0;
 	}
-	if (!ks_dist_in_kernel(r->spec.dist)) {
-		snprintf(
-			err, errlen,
-			"--distribution %s is user space only for now (rendezvous hashing is not a ring the datapath can search): agent run and replay would count every shard wrong; use it with 'agent ring lookup'",
-			ks_dist_name(r->spec.dist));
-		return -EOPNOTSUPP;
-	}
 	/* The signature before the read: a write after it shows as a
 	 * change and is loaded then. */
 	if (r->spec.file)
@@ -101,6 +94,14 @@ int ks_run_ring_prepare(struct ks_run_ring *r, __u32 sample_n, char *err,
 	rc = ks_ring_load(&r->spec, &r->next_shards, &r->next, 0, err, errlen);
 	if (rc)
 		return rc;
+	/* pymemcache-bytes, or pymemcache past KS_RDV_MAX_NODES: refused
+	 * before anything is attached */
+	rc = ks_ring_in_kernel(&r->next, err, errlen);
+	if (rc) {
+		ks_ring_free(&r->next);
+		ks_shards_free(&r->next_shards);
+		return rc;
+	}
 buffers:
 	r->base = calloc(KS_MAX_SHARDS, sizeof(*r->base));
 	r->prev = calloc(KS_MAX_SHARDS, sizeof(*r->prev));
@@ -166,13 +167,15 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	struct ks_config cfg;
 	__u64 t0 = ks_mono_ns();
 	__u32 n = r->next_shards.n;
+	char why[KS_ERRLEN * 2];
 	int err;
 
-	/* a ring from etcd may name one the datapath cannot search */
-	if (!ks_dist_in_kernel(r->next.half->meta.dist)) {
-		ks_err("ring %s is user space only for now; not pushed, the datapath keeps its ring",
-		       ks_dist_name(r->next.half->meta.dist));
-		return -EOPNOTSUPP;
+	/* a ring from etcd or a reloaded file may name one the datapath
+	 * cannot search */
+	err = ks_ring_in_kernel(&r->next, why, sizeof(why));
+	if (err) {
+		ks_err("%s; not pushed, the datapath keeps its ring", why);
+		return err;
 	}
 	err = ks_ring_push(m->ring, m->config, r->next.half);
 	if (!err)

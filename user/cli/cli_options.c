@@ -307,7 +307,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "ring gives to another shard count as misdirected" },
 	{ "distribution", 'D', REQ, "D", KS_CMD_RUN | KS_CMD_REPLAY, RUN_CONF,
 	  KS_GRP_RING,
-	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, ketama-plain, modula-oaat, dalli, spymemcached, spymemcached-libmemcached, twemproxy-modula, pymemcache, pymemcache-bytes (the last two: ring lookup and diff only)" },
+	  "ketama (default), twemproxy, twemproxy-md5, vnode, modula, ketama-plain, modula-oaat, dalli, spymemcached, spymemcached-libmemcached, twemproxy-modula, pymemcache (at most 32 shards here; keys with a byte >= 0x80 count as ring_unplaced), pymemcache-bytes (ring lookup and diff only)" },
 	{ "client", KS_OPTV_CLIENT, REQ, "NAME", KS_CMD_RUN | KS_CMD_REPLAY,
 	  RUN_CONF, KS_GRP_RING,
 	  "the distribution of a client library by name, instead of\n"

@@ -90,6 +90,7 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_UDP_FRAG] = "udp_frag",
 	[KS_PKT_STEER_FAMILY] = "steer_family",
 	[KS_PKT_STEER_SHAPE] = "steer_shape",
+	[KS_PKT_RING_UNPLACED] = "ring_unplaced",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,

@@ -103,6 +103,41 @@ int ks_dist_in_kernel(__u32 dist)
 	return dist < KS_DIST_MAX;
 }
 
+int ks_ring_in_kernel(const struct ks_ring *r, char *err, size_t errlen)
+{
+	const struct ks_ring_meta *m = &r->half->meta;
+
+	if (!ks_dist_in_kernel(m->dist)) {
+		snprintf(
+			err, errlen,
+			"--distribution %s is user space only (the datapath cannot write out a bytes key's repr): agent run and replay would count every shard wrong; use it with 'agent ring lookup', or pymemcache for str keys",
+			ks_dist_name(m->dist));
+		return -EOPNOTSUPP;
+	}
+	if (m->dist == KS_DIST_PYMEMCACHE && m->nshards > KS_RDV_MAX_NODES) {
+		snprintf(
+			err, errlen,
+			"--distribution pymemcache runs in the datapath for at most %u shards (one murmur3 per shard per key) and this list has %u; use it with 'agent ring lookup', or fewer shards",
+			KS_RDV_MAX_NODES, m->nshards);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+int ks_ring_kernel_places(const struct ks_ring *r, const void *key, size_t len)
+{
+	const __u8 *p = key;
+	size_t i;
+
+	if (!r->half || r->half->meta.dist != KS_DIST_PYMEMCACHE ||
+	    r->half->meta.nshards <= 1)
+		return 1;
+	for (i = 0; i < len && i < KS_MAX_KEY_LEN; i++)
+		if (p[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
 int ks_dist_parse(const char *s, enum ks_dist *out, char *err, size_t errlen)
 {
 	int i;
@@ -467,43 +502,6 @@ void ks_ring_index(struct ks_ring_half *h)
 	h->bucket[KS_RING_BUCKETS] = n;
 }
 
-/* pymemcache's murmur3_32, seed 0, over units: one byte per character. */
-#define MM_C1 0xcc9e2d51U
-#define MM_C2 0x1b873593U
-
-static inline __u32 rotl32(__u32 x, int r)
-{
-	return (x << r) | (x >> (32 - r));
-}
-
-static inline __u32 mm_mix(__u32 h, __u32 k)
-{
-	k *= MM_C1;
-	k = rotl32(k, 15);
-	k *= MM_C2;
-	h ^= k;
-	h = rotl32(h, 13);
-	return h * 5 + 0xe6546b64U;
-}
-
-/* The tail (n % 4 units in k, n the whole length) and the finalizer. */
-static inline __u32 mm_final(__u32 h, __u32 k, __u32 rem, __u32 n)
-{
-	if (rem) {
-		k *= MM_C1;
-		k = rotl32(k, 15);
-		k *= MM_C2;
-		h ^= k;
-	}
-	h ^= n;
-	h ^= h >> 16;
-	h *= 0x85ebca6bU;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35U;
-	h ^= h >> 16;
-	return h;
-}
-
 static inline __u32 le32(const __u8 *p)
 {
 	return (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 |
@@ -516,10 +514,10 @@ __u32 ks_murmur3_units(const __u8 *units, size_t n)
 	size_t i, whole = n & ~(size_t)3;
 
 	for (i = 0; i < whole; i += 4)
-		h = mm_mix(h, le32(units + i));
+		h = ks_mm3_mix(h, le32(units + i));
 	for (i = n; i > whole; i--)
 		k = k << 8 | units[i - 1];
-	return mm_final(h, k, (__u32)(n & 3), (__u32)n);
+	return ks_mm3_final(h, k, (__u32)(n & 3), (__u32)n);
 }
 
 /* Length of the valid UTF-8 sequence at p (as Python decodes: no
@@ -614,6 +612,25 @@ size_t ks_pymemcache_units(const void *key, size_t len, int bytes_key,
 	return o;
 }
 
+/*
+ * The nodes as the datapath reads them (bpf/ks_ring.h struct
+ * ks_rdv_slot): the murmur3 state and the rank of each name among them.
+ */
+static void rdv_slots(struct ks_ring_half *h, const struct ks_rdv_node *nd,
+		      __u32 n)
+{
+	__u32 i, j, rank;
+
+	for (i = 0; i < n; i++) {
+		for (rank = 0, j = 0; j < n; j++)
+			rank += strcmp(nd[j].name, nd[i].name) < 0;
+		h->rdv[i] = (struct ks_rdv_slot){ .h = nd[i].h,
+						  .tail = nd[i].tail,
+						  .len = nd[i].len,
+						  .rank = rank };
+	}
+}
+
 /* "host:port" as pymemcache names a (host, port) server (brackets of an
  * IPv6 literal stripped, as normalize_server_spec does), or the name. */
 static int build_rendezvous(struct ks_ring *r, const struct ks_shards *s,
@@ -656,11 +673,13 @@ static int build_rendezvous(struct ks_ring *r, const struct ks_shards *s,
 		units[n++] = '-';
 		whole = n & ~(size_t)3;
 		for (j = 0; j < whole; j += 4)
-			nd->h = mm_mix(nd->h, le32(units + j));
+			nd->h = ks_mm3_mix(nd->h, le32(units + j));
 		for (j = n; j > whole; j--)
 			nd->tail = nd->tail << 8 | units[j - 1];
 		nd->len = (__u32)n;
 	}
+	if (s->n <= KS_RDV_MAX_NODES)
+		rdv_slots(r->half, r->rdv, s->n);
 	return 0;
 }
 
@@ -695,11 +714,11 @@ static __u32 rendezvous_owner(const struct ks_ring *r, const void *key,
 			k = nd->tail;
 			for (j = 0; j < lead; j++)
 				k |= (__u32)u[j] << (8 * (t + j));
-			h = mm_mix(h, k);
+			h = ks_mm3_mix(h, k);
 			rest = n - lead;
 			whole = rest / 4;
 			for (j = 0; j < whole; j++)
-				h = mm_mix(h, w[lead][j]);
+				h = ks_mm3_mix(h, w[lead][j]);
 			k = rest & 3 ? w[lead][whole] : 0;
 		} else if (t) { /* the key ends inside the first block */
 			k = nd->tail;
@@ -708,10 +727,10 @@ static __u32 rendezvous_owner(const struct ks_ring *r, const void *key,
 		} else {
 			whole = n / 4;
 			for (j = 0; j < whole; j++)
-				h = mm_mix(h, w[0][j]);
+				h = ks_mm3_mix(h, w[0][j]);
 			k = n & 3 ? w[0][whole] : 0;
 		}
-		score = mm_final(h, k, (__u32)(total & 3), (__u32)total);
+		score = ks_mm3_final(h, k, (__u32)(total & 3), (__u32)total);
 		if (!i || score > best_score ||
 		    (score == best_score &&
 		     strcmp(nd->name, r->rdv[best].name) > 0)) {

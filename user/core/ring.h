@@ -17,7 +17,8 @@
  *   modula-oaat    libmemcached's default, one_at_a_time % N
  *   twemproxy-modula  nutcracker "distribution: modula", hash fnv1a_64
  *   pymemcache     pymemcache's HashClient (rendezvous, murmur3 of
- *                  "host:port-key"), str keys; user space only
+ *                  "host:port-key"), str keys; in the datapath
+ *                  up to KS_RDV_MAX_NODES shards
  *   pymemcache-bytes  the same for bytes keys (it hashes their repr)
  * The key hash is a dimension of its own (--key-hash, enum ks_key_hash):
  * each distribution above names its default.
@@ -56,8 +57,19 @@ struct ks_ring {
 	char *rdv_names;           /* the nodes' names, one block */
 };
 
-/* 1 when the datapath can place keys on dist's ring. */
+/* 1 when the datapath can place keys on dist's ring (of some sizes). */
 int ks_dist_in_kernel(__u32 dist);
+
+/* 0 when the datapath can place keys on ring r: its distribution runs in
+ * the kernel and, for pymemcache, it has at most KS_RDV_MAX_NODES shards;
+ * else a negative errno and err says why and what to do. */
+int ks_ring_in_kernel(const struct ks_ring *r, char *err, size_t errlen);
+
+/* 1 when the datapath places the key (len bytes) on ring r, 0 when it
+ * counts it unplaced (KS_PKT_RING_UNPLACED): a pymemcache key of more
+ * than one shard with a byte >= 0x80, whose str characters the datapath
+ * does not decode. */
+int ks_ring_kernel_places(const struct ks_ring *r, const void *key, size_t len);
 
 /* pymemcache's murmur3_32 (seed 0) over a str of n characters, each
  * given as its code point's low byte (what its ord(c) & 0xff reads). */

@@ -10,13 +10,12 @@
 #include "ks_ring.h"
 
 /*
- * Distributions user space builds and the datapath cannot: rendezvous
- * hashing is one hash per shard per key, not a sorted ring. Their values
- * follow the kernel's enum ks_dist; a ring half holding one is never
- * pushed (ks_dist_in_kernel).
+ * Distributions user space builds and the datapath cannot: pymemcache's
+ * bytes keys hash their repr, which the datapath does not write out. The
+ * values follow the kernel's enum ks_dist; a ring half holding one is
+ * never pushed (ks_dist_in_kernel, ks_ring_in_kernel).
  */
-#define KS_DIST_PYMEMCACHE       ((enum ks_dist)KS_DIST_MAX)
-#define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)(KS_DIST_MAX + 1))
-#define KS_DIST_ALL              (KS_DIST_MAX + 2)
+#define KS_DIST_PYMEMCACHE_BYTES ((enum ks_dist)KS_DIST_MAX)
+#define KS_DIST_ALL              (KS_DIST_MAX + 1)
 
 #endif

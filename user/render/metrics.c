@@ -52,6 +52,8 @@ static const struct {
 	  "UDP gets of armed keys kept at the owner: the frame's IP family is not the replicas'." },
 	{ KS_PKT_STEER_SHAPE, "keysteer_steer_unsupported_header_total",
 	  "UDP gets of armed keys kept at the owner: IPv4 options, IPv6 extension headers, hop limit <= 1 or IPv6 UDP checksum 0." },
+	{ KS_PKT_RING_UNPLACED, "keysteer_ring_unplaced_keys_total",
+	  "Sampled keys the datapath cannot place on the ring: pymemcache keys with a byte >= 0x80 (not scaled by N)." },
 };
 
 static void family(FILE *f, const char *name, const char *type,
