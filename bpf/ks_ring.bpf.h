@@ -276,21 +276,22 @@ static __always_inline __u32 ks_ring_tag_word(const struct ks_ring_meta *m)
 
 /*
  * ks_ring_hash() of the sampled key, from the cache when the key was
- * seen before (ks_ring_cache.h). The cache is keyed by the ring's
- * version, which every push raises, so a key hash or hash tag of another
- * ring is never taken for this one's. Inline: a frame of its own would
- * put the key hashes' bpf_loop() callbacks one frame past the kernel's 8.
+ * seen before (ks_ring_cache.h), under the ring's identity, so a key hash
+ * or hash tag of another ring is never taken for this one's. Inline: a
+ * frame of its own would put the key hashes' bpf_loop() callbacks one
+ * frame past the kernel's 8.
  */
 static __always_inline __u32 ks_ring_hash_cached(struct ks_scratch *s,
 						 const struct ks_ring_meta *m)
 {
-	__u64 hit = ks_ring_cache_find(s, m->dist, m->version);
+	__u64 id = ks_ring_cache_id(m->version, m->digest);
+	__u64 hit = ks_ring_cache_find(s, m->dist, id);
 	__u32 hash;
 
 	if (hit)
 		return (__u32)hit;
 	hash = ks_ring_hash(s, s->ring_len, m->key_hash, ks_ring_tag_word(m));
-	ks_ring_cache_keep(s, m->dist, m->version, hash);
+	ks_ring_cache_keep(s, m->dist, id, hash);
 	return hash;
 }
 
@@ -456,18 +457,15 @@ __noinline __u32 ks_ring_rdv(struct ks_scratch *s, __u32 half)
 
 /*
  * ks_ring_rdv() through the ring cache: a slot keeps the winner's index
- * in place of a key hash. Unlike a key hash, the winner depends on the
- * nodes, so the slot's version is the ring's version xor its digest (the
- * identity of its shards and names): a ring of other nodes is a miss
- * even when it was written with the same version, as tests and a
- * hand-written half may. Inline for the same reason as
- * ks_ring_hash_cached().
+ * in place of a key hash, under the ring's identity as for a key hash
+ * (the winner depends on the nodes, which the digest covers). Inline for
+ * the same reason as ks_ring_hash_cached().
  */
 static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
 						const struct ks_ring_meta *m,
 						__u32 half)
 {
-	__u64 id = m->version ^ m->digest;
+	__u64 id = ks_ring_cache_id(m->version, m->digest);
 	__u64 hit = ks_ring_cache_find(s, m->dist, id);
 	__u32 owner;
 

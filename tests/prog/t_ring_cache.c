@@ -281,7 +281,8 @@ static void rc_plant_case(const char *name, enum rc_plant how)
 	wrong = rc_wrong_hash(&t, owner);
 	for (c = 0; c < kp.ncpu; c++) {
 		pc[c].key_hash = hash;
-		pc[c].version = t.ring.half->meta.version;
+		pc[c].version = ks_ring_cache_id(t.ring.half->meta.version,
+						 t.ring.half->meta.digest);
 		pc[c].dist = KS_DIST_KETAMA;
 		pc[c].len = 16;
 		pc[c].ring_hash = wrong;

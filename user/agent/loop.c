@@ -222,7 +222,7 @@ static int one_interval(struct ks_agent *st)
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
-	nunseen = ks_run_steer_unseen(st->steer, elapsed_ns / 1e9, st->unseen,
+	nunseen = ks_run_steer_sample(st->steer, elapsed_ns / 1e9, st->unseen,
 				      KS_HOT_SLOTS);
 	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, st->unseen,
 			    nunseen, old_seq, st->ring->version);

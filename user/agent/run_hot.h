@@ -68,7 +68,7 @@ int ks_run_hot_start(struct ks_run_hot *h, __u64 ring_version);
 void ks_run_hot_poll(struct ks_run_hot *h, int hup);
 
 /* The interval that ended at seq, from its published top keys and the
- * reads its armed keys' copies took unseen (ks_run_steer_unseen). */
+ * reads its armed keys' copies took unseen (ks_run_steer_sample). */
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 			 size_t n, const struct ks_hot_unseen *u, size_t nu,
 			 __u32 seq, __u64 ring_version);

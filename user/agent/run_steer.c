@@ -263,7 +263,6 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
 					   a->len);
 			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
-			s->unseen_tcp[a->slot] = 0;
 			break;
 		case KS_ACT_SET_COPIES:
 			ks_hot_map_set_copies(&s->map, a->slot, a->ncopies,
@@ -309,21 +308,13 @@ static void perform(struct ks_run_steer *s, __u64 now)
 	f->nact = 0;
 }
 
+/* The table's decision for the slot; its rates are ks_run_steer_sample's. */
 static void publish_entry(struct ks_run_steer *s, int i,
-			  const struct ks_hot_entry *e, double interval_s)
+			  const struct ks_hot_entry *e)
 {
 	struct ks_hot_slot *hs = &s->map.slot[i];
-	struct ks_hot_stats st;
 	__u8 flags = 0;
 
-	if (!ks_hot_map_stats(&s->map, i, &st) && interval_s > 0) {
-		hs->steered_mps = (__u64)((st.steered - s->prev_steered[i]) *
-					  1000.0 / interval_s);
-		hs->tcp_mps = (__u64)((st.tcp_reads - s->prev_tcp[i]) * 1000.0 /
-				      interval_s);
-		s->prev_steered[i] = st.steered;
-		s->prev_tcp[i] = st.tcp_reads;
-	}
 	hs->reads_mps = (__u64)(e->reads_ps * 1000.0);
 	hs->writes_mps = (__u64)(e->writes_ps * 1000.0);
 	hs->copies = e->copies;
@@ -380,7 +371,7 @@ void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
 			kept);
 }
 
-size_t ks_run_steer_unseen(struct ks_run_steer *s, double interval_s,
+size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 			   struct ks_hot_unseen *out, size_t max)
 {
 	unsigned turns = owner_turns(s);
@@ -391,12 +382,17 @@ size_t ks_run_steer_unseen(struct ks_run_steer *s, double interval_s,
 	if (!s->map_open || interval_s <= 0)
 		return 0;
 	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		struct ks_hot_slot *hs = &s->map.slot[i];
 		__u64 tcp;
 
-		if (!s->map.slot[i].hash || ks_hot_map_stats(&s->map, i, &st))
+		if (!hs->hash || ks_hot_map_stats(&s->map, i, &st))
 			continue;
-		tcp = st.tcp_reads - s->unseen_tcp[i];
-		s->unseen_tcp[i] = st.tcp_reads;
+		tcp = st.tcp_reads - s->prev_tcp[i];
+		hs->steered_mps = (__u64)((st.steered - s->prev_steered[i]) *
+					  1000.0 / interval_s);
+		hs->tcp_mps = (__u64)(tcp * 1000.0 / interval_s);
+		s->prev_steered[i] = st.steered;
+		s->prev_tcp[i] = st.tcp_reads;
 		/* dirty or disarmed: the library reads the owner, seen */
 		if (!tcp || !ks_hot_map_armed(&s->map, i) || n == max)
 			continue;
@@ -425,7 +421,7 @@ unsigned ks_run_steer_interval(struct ks_run_steer *s,
 	while ((e = ks_hot_next(t, &pos))) {
 		i = ks_steer_fsm_find(&s->fsm, e->hash);
 		if (i >= 0)
-			publish_entry(s, i, e, interval_s);
+			publish_entry(s, i, e);
 	}
 	publish_replicas(s, interval_s);
 	ks_run_steer_poll(s);

@@ -61,9 +61,8 @@ struct ks_run_steer {
 	int epfd; /* the dirty events and the fill results */
 	struct ks_steer_filler filler;
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
+	/* each slot's counters at the last ks_run_steer_sample */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
-	__u64 unseen_tcp[KS_HOT_SLOTS]; /* tcp_reads at the last
-					 * ks_run_steer_unseen call */
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
 	/* told at once when a key's steering changes between intervals: a
 	 * write made it dirty (the datapath's event), its copies were
@@ -87,12 +86,13 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m);
 /* One interval: the table into the slots, refills, report fields.
  * Returns the number of slots in use (ks_config.hot). */
 /*
- * Before the hot-key table's update: for each armed key, the reads per
- * second of the last interval_s that its copies took over TCP, unseen by
- * this datapath (needs an owner share of at least 1/KS_STEER_SCHED, see
+ * Before the hot-key table's update, once an interval: reads each slot's
+ * counters once, for its published rates (steered/s, TCP reads/s) and,
+ * for each armed key, the reads per second of the last interval_s that
+ * its copies took over TCP, unseen by this datapath (needs an owner share of at least 1/KS_STEER_SCHED, see
  * --owner-share). Up to max into out; how many.
  */
-size_t ks_run_steer_unseen(struct ks_run_steer *s, double interval_s,
+size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 			   struct ks_hot_unseen *out, size_t max);
 
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
