@@ -163,7 +163,7 @@ bench_run() {
 	if [ "$VIA" = library ]; then
 		ks_in_ns_bg "$STEER_CLIENT_NS" "$CLIENT_LOAD" --spec "$BENCH_SPEC" \
 			--threads "$CONNS" --keys "$KEYS" --zipf "$ZIPF" \
-			--flash "flash:1:$FLASH_SHARE" --rate "$RATE" \
+			--flash "flash:1:$FLASH_SHARE" --rate "$RATE" --per-key 64 \
 			--duration $((WARMUP + DURATION)) >"$t.load.json" 2>"$t.err"
 	else
 		ks_in_ns_bg "$STEER_CLIENT_NS" "$LOAD" "${LOAD_ARGS[@]}" --rate "$RATE" \

@@ -5,7 +5,7 @@
  *
  *   ks_client_load --spec SPEC [--threads T] [--keys K] [--zipf S]
  *                  [--flash KEY:SHARE] [--prefix P] [--rate R]
- *                  [--duration SEC] [--count N] [--seed N]
+ *                  [--duration SEC] [--count N] [--seed N] [--per-key N]
  *
  * T threads, each with a handle of its own (a handle is one thread's),
  * send gets of key P1..PK drawn with Zipf S (user/load/zipf.c, the sampler
@@ -17,6 +17,11 @@
  * Exit 0, 1 when a get failed, 2 on a bad command line (before any get),
  * 3 when a thread could not open its handle (the fleet unreadable: its
  * gets were never sent, so the figures are not the workload's).
+ *
+ * --per-key N adds "per_key": the gets and the copy reads of the flash key
+ * (rank 0) and of ranks 1..N, each second, so a shard's load can be taken
+ * apart into the keys the library moved and those it did not
+ * (docs/steering.md, "Where the rest of the busiest shard comes from").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,11 +39,12 @@
 #define MAX_THREADS 64
 #define MAX_SECONDS 600
 #define MAX_KEY     250
+#define MAX_PER_KEY 256
 
 struct cfg {
 	const char *spec, *flash, *prefix;
 	double flash_share, zipf_s, rate, duration;
-	unsigned threads, keys;
+	unsigned threads, keys, per_key;
 	uint64_t count, seed;
 };
 
@@ -56,6 +62,8 @@ struct worker {
 
 static uint64_t per_sec[MAX_SECONDS + 1]; /* gets answered in second i */
 static uint64_t issued;                   /* gets taken from --count */
+/* --per-key: [rank][second] gets and copy reads (rank 0: the flash key) */
+static uint64_t (*key_gets)[MAX_SECONDS + 1], (*key_copies)[MAX_SECONDS + 1];
 static double t0;
 
 static double now_s(void)
@@ -82,15 +90,28 @@ static int num(const char *s, double lo, double hi, double *out)
 	return errno || !*s || *end || *out < lo || *out > hi ? -1 : 0;
 }
 
-/* The key of one draw: the flash key with its share, else a Zipf rank. */
-static size_t draw(const struct worker *w, struct ks_rng *r, char *buf)
+/* The key of one draw: the flash key with its share (*rank 0), else a
+ * Zipf rank. */
+static size_t draw(const struct worker *w, struct ks_rng *r, char *buf,
+		   unsigned *rank)
 {
 	const struct cfg *c = w->cfg;
 
+	*rank = 0;
 	if (c->flash && ks_rng_unit(r) < c->flash_share)
 		return (size_t)snprintf(buf, MAX_KEY + 1, "%s", c->flash);
-	return (size_t)snprintf(buf, MAX_KEY + 1, "%s%u", c->prefix,
-				ks_zipf_rank(w->zipf, ks_rng_unit(r)));
+	*rank = ks_zipf_rank(w->zipf, ks_rng_unit(r));
+	return (size_t)snprintf(buf, MAX_KEY + 1, "%s%u", c->prefix, *rank);
+}
+
+/* The per-key counts of one get; copy: the library answered from a copy. */
+static void count_key(unsigned rank, double t, int copy)
+{
+	unsigned sec = t < MAX_SECONDS ? (unsigned)t : MAX_SECONDS;
+
+	__atomic_fetch_add(&key_gets[rank][sec], 1, __ATOMIC_RELAXED);
+	if (copy)
+		__atomic_fetch_add(&key_copies[rank][sec], 1, __ATOMIC_RELAXED);
 }
 
 static void *run(void *arg)
@@ -102,6 +123,9 @@ static void *run(void *arg)
 	struct keysteer *ks;
 	struct ks_rng rng;
 	size_t klen, len;
+	unsigned rank;
+	uint64_t copies;
+	int counted;
 	void *val;
 	int ret;
 
@@ -116,9 +140,19 @@ static void *run(void *arg)
 	}
 	while ((t = now_s()) - t0 < c->duration &&
 	       __atomic_fetch_add(&issued, 1, __ATOMIC_RELAXED) < c->count) {
-		klen = draw(w, &rng, key);
+		klen = draw(w, &rng, key, &rank);
+		/* Only the counted ranks pay for the stats calls around. */
+		counted = c->per_key && rank <= c->per_key;
+		if (counted)
+			keysteer_stats(ks, &w->st, sizeof(w->st));
+		copies = w->st.copy_reads;
 		ret = keysteer_get(ks, key, klen, &val, &len, NULL);
 		w->gets++;
+		if (counted) {
+			keysteer_stats(ks, &w->st, sizeof(w->st));
+			count_key(rank, now_s() - t0,
+				  w->st.copy_reads != copies);
+		}
 		if (ret < 0) {
 			w->errors++;
 			snprintf(w->err, sizeof(w->err), "%s",
@@ -148,12 +182,12 @@ static void *run(void *arg)
 static int parse(int argc, char **argv, struct cfg *c)
 {
 	static const struct option lo[] = {
-		{ "spec", 1, 0, 's' },  { "threads", 1, 0, 't' },
-		{ "keys", 1, 0, 'k' },  { "zipf", 1, 0, 'z' },
-		{ "flash", 1, 0, 'f' }, { "prefix", 1, 0, 'p' },
-		{ "rate", 1, 0, 'r' },  { "duration", 1, 0, 'd' },
-		{ "count", 1, 0, 'n' }, { "seed", 1, 0, 'S' },
-		{ 0, 0, 0, 0 }
+		{ "spec", 1, 0, 's' },    { "threads", 1, 0, 't' },
+		{ "keys", 1, 0, 'k' },    { "zipf", 1, 0, 'z' },
+		{ "flash", 1, 0, 'f' },   { "prefix", 1, 0, 'p' },
+		{ "rate", 1, 0, 'r' },    { "duration", 1, 0, 'd' },
+		{ "count", 1, 0, 'n' },   { "seed", 1, 0, 'S' },
+		{ "per-key", 1, 0, 'K' }, { 0, 0, 0, 0 }
 	};
 	char *colon;
 	double v;
@@ -221,6 +255,12 @@ static int parse(int argc, char **argv, struct cfg *c)
 					      optarg);
 			c->seed = (uint64_t)v;
 			break;
+		case 'K':
+			if (num(optarg, 0, MAX_PER_KEY, &v))
+				return refuse("--per-key wants 0..256, not",
+					      optarg);
+			c->per_key = (unsigned)v;
+			break;
 		default:
 			return 2;
 		}
@@ -231,6 +271,25 @@ static int parse(int argc, char **argv, struct cfg *c)
 		return refuse("--spec is required, e.g.",
 			      "etcd=http://198.18.2.1:2379 cluster=web");
 	return 0;
+}
+
+/* "per_key": {"RANK": {"gets": [...], "copies": [...]}, ...}, one cell a
+ * second; rank 0 is the flash key. */
+static void report_keys(const struct cfg *c, unsigned secs)
+{
+	unsigned r, i;
+
+	printf("\"per_key\": {");
+	for (r = 0; r <= c->per_key; r++) {
+		printf("%s\"%u\": {\"gets\": [", r ? ", " : "", r);
+		for (i = 0; i < secs && i < MAX_SECONDS; i++)
+			printf("%s%" PRIu64, i ? ", " : "", key_gets[r][i]);
+		printf("], \"copies\": [");
+		for (i = 0; i < secs && i < MAX_SECONDS; i++)
+			printf("%s%" PRIu64, i ? ", " : "", key_copies[r][i]);
+		printf("]}");
+	}
+	printf("}, ");
 }
 
 static void report(const struct cfg *c, struct worker *w, double took)
@@ -266,7 +325,10 @@ static void report(const struct cfg *c, struct worker *w, double took)
 	       ks_hist_quantile(&all, 1.0) / 1e3);
 	for (i = 0; i < secs && i < MAX_SECONDS; i++)
 		printf("%s%" PRIu64, i ? ", " : "", per_sec[i]);
-	printf("], \"error\": \"");
+	printf("], ");
+	if (c->per_key)
+		report_keys(c, secs);
+	printf("\"error\": \"");
 	for (; *err; err++)
 		if (*err != '"' && *err != '\\')
 			putchar(*err);
@@ -296,6 +358,13 @@ int main(int argc, char **argv)
 			c.keys);
 		return 2;
 	}
+	key_gets = calloc(c.per_key + 1, sizeof(*key_gets));
+	key_copies = calloc(c.per_key + 1, sizeof(*key_copies));
+	if (!key_gets || !key_copies) {
+		fprintf(stderr,
+			"ks_client_load: out of memory for --per-key\n");
+		return 2;
+	}
 	t0 = now_s();
 	for (i = 0; i < c.threads; i++) {
 		w[i].idx = i;
@@ -310,5 +379,7 @@ int main(int argc, char **argv)
 	}
 	report(&c, w, now_s() - t0);
 	ks_zipf_free(&zipf);
+	free(key_gets);
+	free(key_copies);
 	return open_failed ? 3 : errors ? 1 : 0;
 }

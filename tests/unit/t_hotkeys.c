@@ -10,6 +10,7 @@
 #include "ktest.h"
 #include "core/hotkeys.h"
 #include "core/steer_sched.h"
+#include "core/unseen.h"
 #include "render/routing_json.h"
 #include "unit.h"
 
@@ -569,6 +570,110 @@ static void unseen_reads_keep_armed_keys(void)
 	kt_end();
 }
 
+/*
+ * A key at twice the threshold whose owner sees one read in 64, in lumps
+ * (each client's schedule gives the owner a turn every 64 of its reads):
+ * about 3 a second, often none. Scaled one interval at a time (the
+ * control, what the agent did before core/unseen.h) an interval with
+ * none drops the estimate to 0 and the key leaves the table; pooled it
+ * stays hot near its rate, holds while too few reads have come in, and a
+ * key no longer read still leaves once the window has passed.
+ */
+static void unseen_window_keeps_lumpy_keys(void)
+{
+	static const unsigned lumps[10] = { 0, 7, 0, 0, 8, 3, 0, 7, 6, 0 };
+	static struct ks_hot_table t, ctl;
+	struct ks_unseen_window w, cw;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s[2], cs[2];
+	struct ks_hot_unseen u, cu;
+	const struct ks_hot_entry *e;
+	unsigned i, left = 0, ctl_left = 0, gone_at = 0;
+	double r, lo = 1e18, hi = 0;
+	size_t n;
+
+	kt_begin("hotkeys_unseen_window_keeps_lumpy_keys");
+	/* the verdicts */
+	ks_unseen_reset(&w);
+	CHECK(ks_unseen_add(&w, 5, 1, 0, &r) == KS_UNSEEN_NONE && r == 0,
+	      "owner share 0: nothing to scale");
+	CHECK(ks_unseen_add(&w, 5, 1, KS_STEER_SCHED, &r) == KS_UNSEEN_NONE,
+	      "owner share all: nothing unseen");
+	CHECK_EQ(w.n, 0);
+	CHECK(ks_unseen_add(&w, 5, 1, 1, &r) == KS_UNSEEN_HOLD,
+	      "5 reads: too few to tell");
+	CHECK(ks_unseen_add(&w, 5, 1, 1, &r) == KS_UNSEEN_HOLD, "10 reads");
+	CHECK(ks_unseen_add(&w, 6, 1, 1, &r) == KS_UNSEEN_RATE &&
+		      r == 63 * 16 / 3.0,
+	      "16 reads in 3 s: %f", r);
+	/* the newest intervals that hold enough, not the whole window */
+	CHECK(ks_unseen_add(&w, 40, 1, 1, &r) == KS_UNSEEN_RATE && r == 63 * 40,
+	      "40 reads in the newest 1 s: %f", r);
+	ks_unseen_reset(&w);
+	for (i = 0; i < KS_UNSEEN_WINDOW - 1; i++)
+		CHECK(ks_unseen_add(&w, 0, 1, 1, &r) == KS_UNSEEN_HOLD,
+		      "interval %u of a quiet window", i);
+	CHECK(ks_unseen_add(&w, 1, 1, 1, &r) == KS_UNSEEN_RATE &&
+		      r == 63.0 / KS_UNSEEN_WINDOW,
+	      "a full window tells however few: %f", r);
+
+	/* the table: threshold 100 reads/s, the key at 200 */
+	policy(&p, 4);
+	p.shard_capacity_ops = 1000;
+	ks_hot_init(&t);
+	ks_hot_init(&ctl);
+	ks_unseen_reset(&w);
+	ks_unseen_reset(&cw);
+	s[0] = sample("lumpy", 200, 0);
+	ks_hot_update(&t, &p, s, 1, 1);
+	ks_hot_update(&ctl, &p, s, 1, 1);
+	for (i = 2; i < 62; i++) {
+		unsigned seen = lumps[i % 10];
+
+		u = (struct ks_hot_unseen){ .hash = ut_hash("lumpy") };
+		u.hold = ks_unseen_add(&w, seen, 1, 1, &u.reads_ps) ==
+			 KS_UNSEEN_HOLD;
+		n = ks_hot_add_unseen(&t, s, 0, 2, &u, 1);
+		ks_hot_update(&t, &p, s, n, i);
+		e = find(&t, "lumpy");
+		left += !e;
+		if (e && i > 20) {
+			lo = e->reads_ps < lo ? e->reads_ps : lo;
+			hi = e->reads_ps > hi ? e->reads_ps : hi;
+		}
+		/* the control: each interval alone */
+		cu = (struct ks_hot_unseen){ ut_hash("lumpy"),
+					     ks_steer_unseen_reads(seen, 1) };
+		if (find(&ctl, "lumpy")) {
+			n = ks_hot_add_unseen(&ctl, cs, 0, 2, &cu, 1);
+			ks_hot_update(&ctl, &p, cs, n, i);
+			ctl_left += !find(&ctl, "lumpy");
+		} else {
+			cs[0] = sample("lumpy", 200, 0); /* back: seen again */
+			ks_hot_update(&ctl, &p, cs, 1, i);
+		}
+	}
+	CHECK(left == 0, "pooled: the key left the table in %u intervals",
+	      left);
+	CHECK(lo > 150 && hi < 260, "pooled: its rate %.0f..%.0f (true 200)",
+	      lo, hi);
+	CHECK(ctl_left > 0,
+	      "control: scaled interval by interval the key should flap");
+	/* no longer read: it leaves once the window has passed */
+	for (i = 62; i < 62 + 3 * KS_UNSEEN_WINDOW && !gone_at; i++) {
+		u = (struct ks_hot_unseen){ .hash = ut_hash("lumpy") };
+		u.hold = ks_unseen_add(&w, 0, 1, 1, &u.reads_ps) ==
+			 KS_UNSEEN_HOLD;
+		n = ks_hot_add_unseen(&t, s, 0, 2, &u, 1);
+		ks_hot_update(&t, &p, s, n, i);
+		if (!find(&t, "lumpy"))
+			gone_at = i - 61;
+	}
+	CHECK(gone_at && gone_at <= KS_UNSEEN_WINDOW + 4,
+	      "an unread key left after %u intervals", gone_at);
+	kt_end();
+}
+
 void test_hotkeys(void)
 {
 	entry_within_one_interval();
@@ -581,4 +686,5 @@ void test_hotkeys(void)
 	capacity();
 	json_shape();
 	unseen_reads_keep_armed_keys();
+	unseen_window_keeps_lumpy_keys();
 }

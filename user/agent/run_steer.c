@@ -20,6 +20,7 @@
 #include "agent/run_steer.h"
 #include "core/hot_doc.h"
 #include "core/steer_sched.h"
+#include "core/unseen.h"
 #include "util/clock.h"
 
 static int forwarding_on(const char *ifname, int v6)
@@ -263,6 +264,8 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
 					   a->len);
 			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
+			ks_unseen_reset(&s->unseen[a->slot]);
+			s->was_armed[a->slot] = s->tcp_seen[a->slot] = 0;
 			break;
 		case KS_ACT_SET_COPIES:
 			ks_hot_map_set_copies(&s->map, a->slot, a->ncopies,
@@ -279,6 +282,8 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			break;
 		case KS_ACT_DISARM:
 			ks_hot_map_disarm(&s->map, a->slot);
+			ks_unseen_reset(&s->unseen[a->slot]);
+			s->was_armed[a->slot] = 0;
 			break;
 		case KS_ACT_RELEASE:
 			ks_hot_map_release(&s->map, a->slot);
@@ -375,8 +380,10 @@ size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 			   struct ks_hot_unseen *out, size_t max)
 {
 	unsigned turns = owner_turns(s);
+	enum ks_unseen_verdict v;
 	struct ks_hot_stats st;
 	size_t n = 0;
+	__u8 was;
 	int i;
 
 	if (!s->map_open || interval_s <= 0)
@@ -393,13 +400,28 @@ size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 		hs->tcp_mps = (__u64)(tcp * 1000.0 / interval_s);
 		s->prev_steered[i] = st.steered;
 		s->prev_tcp[i] = st.tcp_reads;
-		/* dirty or disarmed: the library reads the owner, seen */
-		if (!tcp || !ks_hot_map_armed(&s->map, i) || n == max)
+		was = s->was_armed[i];
+		s->was_armed[i] = (__u8)ks_hot_map_armed(&s->map, i);
+		s->tcp_seen[i] |= tcp > 0;
+		/* never read over TCP since it came in (UDP gets: the
+		 * datapath sees them all), or neither armed then nor now (the
+		 * library read the owner, seen): nothing unseen; armed (or
+		 * dirty) within the interval: partly seen, no evidence either
+		 * way, so a hold */
+		if (!s->tcp_seen[i] || (!was && !s->was_armed[i]) || n == max)
+			continue;
+		if (was && s->was_armed[i])
+			v = ks_unseen_add(&s->unseen[i], tcp, interval_s, turns,
+					  &out[n].reads_ps);
+		else
+			v = turns && turns < KS_STEER_SCHED ? KS_UNSEEN_HOLD
+							    : KS_UNSEEN_NONE,
+			out[n].reads_ps = 0;
+		if (v == KS_UNSEEN_NONE)
 			continue;
 		out[n].hash = s->map.slot[i].hash;
-		out[n].reads_ps = ks_steer_unseen_reads(tcp / interval_s,
-							turns);
-		n += out[n].reads_ps > 0;
+		out[n].hold = v == KS_UNSEEN_HOLD;
+		n++;
 	}
 	return n;
 }

@@ -28,6 +28,7 @@
 #include "core/replicas.h"
 #include "agent/steer_fill.h"
 #include "core/steer_fsm.h"
+#include "core/unseen.h"
 #include "net/vlan_devs.h"
 
 /* The steering options, as 'agent run' parsed them. */
@@ -63,6 +64,12 @@ struct ks_run_steer {
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	/* each slot's counters at the last ks_run_steer_sample */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	/* each armed slot's owner reads, pooled (core/unseen.h); was_armed:
+	 * armed at the last sample too, so the interval since was all
+	 * armed (the one it was armed in had the key's reads on the owner) */
+	struct ks_unseen_window unseen[KS_HOT_SLOTS];
+	__u8 was_armed[KS_HOT_SLOTS];
+	__u8 tcp_seen[KS_HOT_SLOTS]; /* read over TCP since installed */
 	__u64 prev_rep_steered[KS_MAX_REPLICAS];
 	/* told at once when a key's steering changes between intervals: a
 	 * write made it dirty (the datapath's event), its copies were
@@ -88,9 +95,11 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m);
 /*
  * Before the hot-key table's update, once an interval: reads each slot's
  * counters once, for its published rates (steered/s, TCP reads/s) and,
- * for each armed key, the reads per second of the last interval_s that
- * its copies took over TCP, unseen by this datapath (needs an owner share of at least 1/KS_STEER_SCHED, see
- * --owner-share). Up to max into out; how many.
+ * for each armed key, the reads per second that its copies took over
+ * TCP, unseen by this datapath, pooled over intervals (core/unseen.h), or
+ * a hold while too few of the owner's reads have come in to tell (needs
+ * an owner share of at least 1/KS_STEER_SCHED, see --owner-share). Up to
+ * max into out; how many.
  */
 size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 			   struct ks_hot_unseen *out, size_t max);

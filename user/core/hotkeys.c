@@ -741,20 +741,23 @@ size_t ks_hot_add_unseen(const struct ks_hot_table *t, struct ks_hot_sample *s,
 		const struct ks_hot_entry *e = NULL;
 		size_t pos = 0;
 
-		for (j = 0; j < n && s[j].hash != u[i].hash; j++)
-			;
-		if (j < n) {
-			s[j].reads_ps += u[i].reads_ps;
-			continue;
-		}
 		while ((e = ks_hot_next(t, &pos)) && e->hash != u[i].hash)
 			;
-		if (!e || n == cap)
-			continue;
-		s[n++] = (struct ks_hot_sample){ .key = e->key,
-						 .len = e->len,
-						 .hash = e->hash,
-						 .reads_ps = u[i].reads_ps };
+		if (!e)
+			continue; /* nothing armed it here */
+		for (j = 0; j < n && s[j].hash != u[i].hash; j++)
+			;
+		if (j == n) {
+			if (n == cap)
+				continue;
+			s[n++] = (struct ks_hot_sample){ .key = e->key,
+							 .len = e->len,
+							 .hash = e->hash };
+		}
+		if (!u[i].hold)
+			s[j].reads_ps += u[i].reads_ps;
+		else if (s[j].reads_ps < e->reads_ps)
+			s[j].reads_ps = e->reads_ps;
 	}
 	return n;
 }

@@ -182,13 +182,17 @@ const struct ks_hot_entry *ks_hot_find(const struct ks_hot_table *t,
 struct ks_hot_unseen {
 	__u64 hash;
 	double reads_ps;
+	int hold; /* too few of the owner's reads yet (core/unseen.h): the
+		   * key keeps its smoothed read rate; reads_ps unused */
 };
 
 /*
- * Adds each unseen reads_ps to the sample of its key; a key with none (it
- * fell out of the top keys: the owner saw too few) gets one, with the key
- * bytes of its table entry, while cap allows. Keys not in the table are
- * left out (nothing armed them here). Returns the new sample count.
+ * Adds each unseen reads_ps to the sample of its key, or for a hold gives
+ * the sample at least the key's smoothed read rate in the table; a key
+ * with no sample (it fell out of the top keys: the owner saw too few)
+ * gets one, with the key bytes of its table entry, while cap allows. Keys
+ * not in the table are left out (nothing armed them here). Returns the
+ * new sample count.
  */
 size_t ks_hot_add_unseen(const struct ks_hot_table *t, struct ks_hot_sample *s,
 			 size_t n, size_t cap, const struct ks_hot_unseen *u,
