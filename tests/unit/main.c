@@ -64,6 +64,7 @@ static const struct kt_group groups[] = {
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },
 	{ "hotkeys", test_hotkeys },
+	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },
 	{ "replicas", test_replicas },
 	{ "mc_client", test_mc_client },

@@ -20,6 +20,7 @@ void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
 void test_hotkeys(void);
+void test_balance(void);
 void test_run_hot(void);
 void test_replicas(void);
 void test_mc_client(void);

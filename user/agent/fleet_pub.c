@@ -54,6 +54,19 @@ void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 		f->host_key, ttl < 1 ? (int64_t)1 : ttl);
 }
 
+double ks_fleet_pub_served_ps(const struct ks_report *rep,
+			      const struct ks_run_ring *ring,
+			      const struct ks_run_steer *steer)
+{
+	const struct ks_shard_report *g = ring ? ring->rep : NULL;
+	double reads = rep->class_req_mps[KS_CLASS_READ] / 1000.0, served;
+
+	if (g && g->nshards && g->self < g->nshards)
+		reads = g->shards[g->self].reads_mps / 1000.0;
+	served = reads - ks_run_steer_steered_ps(steer);
+	return served > 0 ? served : 0;
+}
+
 /* hosts/<self> as it stands. */
 static void host_doc_of(const struct ks_fleet_pub *f,
 			const struct ks_report *rep,
@@ -84,6 +97,7 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 		d->shard_reads_ps = s->reads_mps / 1000.0;
 		d->shard_writes_ps = s->writes_mps / 1000.0;
 		d->shard_misdirected_ps = s->misdirected_mps / 1000.0;
+		d->shard_served_ps = ks_fleet_pub_served_ps(rep, ring, steer);
 	}
 	for (i = 0; i < rep->n_top && i < KS_HOSTS_TOP; i++) {
 		const struct ks_top_entry *t = &rep->top[i];

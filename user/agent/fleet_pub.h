@@ -74,6 +74,12 @@ void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
 void ks_fleet_pub_steered(void *f, const struct ks_run_steer *s, __u64 hash);
 
 /* "host puts N, hot puts M, ..." for the -v etcd line. */
+/* The reads this host's memcached answered in the last interval: its
+ * shard's reads (with a ring and --self in it; else the host's reads)
+ * less the lone UDP gets steered to copies. */
+double ks_fleet_pub_served_ps(const struct ks_report *rep,
+			      const struct ks_run_ring *ring,
+			      const struct ks_run_steer *steer);
 void ks_fleet_pub_status(const struct ks_fleet_pub *f, FILE *out);
 
 /* Stops the publisher and ends the lease: every entry goes at once. */

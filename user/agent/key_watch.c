@@ -15,10 +15,19 @@ int ks_key_watch_start(struct ks_key_watch *kw, struct ks_etcd *c, void *ctx,
 	int rc;
 
 	*apply_err = 0;
-	rc = ks_etcd_range(c, kw->key, strlen(kw->key), 0, &rr);
+	rc = ks_etcd_range(c, kw->key, strlen(kw->key),
+			   kw->prefix ? KS_ETCD_PREFIX : 0, &rr);
 	if (rc)
 		return rc;
-	if (rr.n && rr.kvs[0].mod_revision != kw->seen) {
+	if (kw->prefix) {
+		size_t i;
+
+		if (kw->reset)
+			kw->reset(kw->ud, ctx);
+		for (i = 0; i < rr.n && !*apply_err; i++)
+			*apply_err = kw->apply(kw->ud, ctx, &rr.kvs[i]);
+		kw->seen = rr.revision;
+	} else if (rr.n && rr.kvs[0].mod_revision != kw->seen) {
 		kw->seen = rr.kvs[0].mod_revision;
 		*apply_err = kw->apply(kw->ud, ctx, &rr.kvs[0]);
 	} else if (!rr.n && at_start) {
@@ -26,7 +35,8 @@ int ks_key_watch_start(struct ks_key_watch *kw, struct ks_etcd *c, void *ctx,
 			"); watching it",
 			kw->what, kw->key, rr.revision);
 	}
-	rc = ks_etcd_watch_start(c, kw->key, strlen(kw->key), 0,
+	rc = ks_etcd_watch_start(c, kw->key, strlen(kw->key),
+				 kw->prefix ? KS_ETCD_PREFIX : 0,
 				 rr.revision + 1, &kw->w);
 	ks_etcd_range_free(&rr);
 	kw->up = 0;
@@ -93,12 +103,15 @@ int ks_key_watch_poll(struct ks_key_watch *kw, struct ks_etcd *c, void *ctx)
 			ks_etcd_endpoint(c));
 	kw->up = up;
 	while (ks_etcd_watch_next(kw->w, &ev) == 1) {
-		if (!err && ev.kv.mod_revision > kw->seen) {
-			kw->seen = ev.kv.mod_revision;
+		/* a prefix: keys written in one transaction share a
+		 * revision, and the watch repeats none */
+		if (!err && (kw->prefix || ev.kv.mod_revision > kw->seen)) {
+			if (ev.kv.mod_revision > kw->seen)
+				kw->seen = ev.kv.mod_revision;
 			if (ev.type == KS_ETCD_EV_PUT)
 				err = kw->apply(kw->ud, ctx, &ev.kv);
 			else
-				kw->deleted(kw->ud, ctx, ev.kv.mod_revision);
+				kw->deleted(kw->ud, ctx, &ev.kv);
 		}
 		ks_etcd_event_free(&ev);
 	}

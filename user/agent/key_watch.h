@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * key_watch.h - one etcd key that 'agent run --etcd' follows (the ring,
- * the fleet's pins; agent/run_etcd.c): read once, then watched from the
- * revision after the read inside the interval loop's poll, every new
- * document handed to the owner's apply(), a deleted key to deleted().
+ * the fleet's pins; agent/run_etcd.c), or every key under a prefix (the
+ * agents' hosts/ entries, for --balance): read once, then watched from
+ * the revision after the read inside the interval loop's poll, every new
+ * document handed to the owner's apply(), a deleted key to deleted(). A
+ * prefix's read starts with reset(): the read is the whole state, so an
+ * entry deleted while the watch was away is gone after it.
  *
  * While etcd is away the last document stays; the watch reconnects by
  * itself (net/etcd.h) and delivers what changed meanwhile. A watch etcd
@@ -26,11 +29,14 @@ struct ks_etcd_watch;
 struct ks_key_watch {
 	const char *key;  /* the etcd key (the owner's buffer) */
 	const char *what; /* "ring", "pins": for log lines */
+	int prefix;       /* key is a prefix: every key under it */
 	/* A new document (kv), with ctx as the poll was given it (NULL
 	 * before the start); 0, or a negative errno that stops the agent. */
 	int (*apply)(void *ud, void *ctx, const struct ks_etcd_kv *kv);
-	/* The key deleted at revision rev. */
-	void (*deleted)(void *ud, void *ctx, int64_t rev);
+	/* A key deleted (kv->key; kv->mod_revision: the deletion's). */
+	void (*deleted)(void *ud, void *ctx, const struct ks_etcd_kv *kv);
+	/* A prefix is read again: forget what the watch gave. NULL: none. */
+	void (*reset)(void *ud, void *ctx);
 	/* What stays while etcd is away, for log lines ("the ring v9"). */
 	void (*stays)(void *ud, char *buf, size_t len);
 	void *ud;

@@ -190,6 +190,25 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
 }
 
+/* --balance: this shard's served reads against the fleet's mean. */
+static void fleet_load(struct ks_agent *st)
+{
+	const struct ks_run_ring *ring = ks_run_ring_enabled(st->ring)
+						 ? st->ring
+						 : NULL;
+	double own, mean;
+	size_t shards;
+
+	if (st->hot->o.balance <= 0)
+		return;
+	own = ks_fleet_pub_served_ps(st->rep, ring, st->steer);
+	mean = ks_run_etcd_fleet_mean(st->etcd, st->ring->spec.self, own,
+				      &shards);
+	ks_run_hot_fleet_load(st->hot, own, mean, shards,
+			      ks_run_steer_owner_turns(st->steer) /
+				      (double)KS_STEER_SCHED);
+}
+
 static int one_interval(struct ks_agent *st)
 {
 	__u32 old_seq = st->seq, epoch = old_seq & 1;
@@ -224,6 +243,7 @@ static int one_interval(struct ks_agent *st)
 		return err;
 	nunseen = ks_run_steer_sample(st->steer, elapsed_ns / 1e9, st->unseen,
 				      KS_HOT_SLOTS);
+	fleet_load(st);
 	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, st->unseen,
 			    nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,

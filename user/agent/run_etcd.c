@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include "agent/run_etcd.h"
 #include "render/text.h"
+#include "core/fleet_doc.h"
 #include "core/pins_doc.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
@@ -60,14 +61,15 @@ static int ring_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
 	return rc;
 }
 
-static void ring_deleted(void *ud, void *cp, int64_t rev)
+static void ring_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
 {
 	struct ks_run_etcd *e = ud;
 	struct ctx *x = cp;
 
 	ks_warn("etcd: %s was deleted at revision %" PRId64
 		"; the ring v%llu stays",
-		e->conf.ring_key, rev, (unsigned long long)x->ring->version);
+		e->conf.ring_key, kv->mod_revision,
+		(unsigned long long)x->ring->version);
 }
 
 static void ring_stays(void *ud, char *buf, size_t len)
@@ -103,14 +105,14 @@ static int pins_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
 	return 0;
 }
 
-static void pins_deleted(void *ud, void *cp, int64_t rev)
+static void pins_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
 {
 	struct ks_run_etcd *e = ud;
 	struct ctx *x = cp;
 
 	ks_info("etcd: %s was deleted at revision %" PRId64
 		"; the fleet has no pins now",
-		e->pins_key, rev);
+		e->pins_key, kv->mod_revision);
 	e->pins_rev = 0;
 	ks_run_hot_fleet_rules(x->hot, NULL, NULL);
 }
@@ -120,6 +122,79 @@ static void pins_stays(void *ud, char *buf, size_t len)
 	struct ks_run_etcd *e = ud;
 
 	snprintf(buf, len, "the pins of revision %" PRId64, e->pins_rev);
+}
+
+/* ---- the fleet's loads (--balance) ---- */
+
+/* The entry's name: the key's last part. */
+static const char *host_self(const struct ks_run_etcd *e,
+			     const struct ks_etcd_kv *kv, char *buf, size_t len)
+{
+	size_t plen = strlen(e->hosts_prefix);
+
+	if (kv->key_len <= plen || kv->key_len - plen >= len)
+		return NULL;
+	memcpy(buf, kv->key + plen, kv->key_len - plen);
+	buf[kv->key_len - plen] = '\0';
+	return buf;
+}
+
+static int hosts_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+	struct ks_fleet_host *h = malloc(sizeof(*h));
+	char self[KS_BALANCE_SELF];
+
+	(void)cp;
+	if (!h || !host_self(e, kv, self, sizeof(self))) {
+		free(h);
+		return 0;
+	}
+	ks_fleet_host_decode(self, kv->value, kv->value_len, h);
+	if (h->valid && h->have_shard) {
+		if (ks_fleet_loads_put(e->loads, self, h->served))
+			e->hosts_refused++; /* more hosts than the table */
+	} else {
+		/* refused, or no shard of the ring: no part of the mean */
+		e->hosts_refused += !h->valid;
+		ks_fleet_loads_del(e->loads, self);
+	}
+	free(h);
+	return 0;
+}
+
+static void hosts_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+	char self[KS_BALANCE_SELF];
+
+	(void)cp;
+	if (host_self(e, kv, self, sizeof(self)))
+		ks_fleet_loads_del(e->loads, self);
+}
+
+static void hosts_reset(void *ud, void *cp)
+{
+	struct ks_run_etcd *e = ud;
+
+	(void)cp;
+	ks_fleet_loads_clear(e->loads);
+}
+
+static void hosts_stays(void *ud, char *buf, size_t len)
+{
+	struct ks_run_etcd *e = ud;
+
+	snprintf(buf, len, "the loads of %zu shards", e->loads->n);
+}
+
+double ks_run_etcd_fleet_mean(const struct ks_run_etcd *e, const char *self,
+			      double own_ps, size_t *shards)
+{
+	*shards = 0;
+	if (!e || !e->c || !e->loads || !self)
+		return 0;
+	return ks_fleet_loads_mean(e->loads, self, own_ps, shards);
 }
 
 void ks_run_etcd_init(struct ks_run_etcd *e)
@@ -138,12 +213,21 @@ void ks_run_etcd_init(struct ks_run_etcd *e)
 					   .deleted = pins_deleted,
 					   .stays = pins_stays,
 					   .ud = e };
+	e->hosts_w = (struct ks_key_watch){ .key = e->hosts_prefix,
+					    .what = "hosts",
+					    .prefix = 1,
+					    .apply = hosts_apply,
+					    .deleted = hosts_deleted,
+					    .reset = hosts_reset,
+					    .stays = hosts_stays,
+					    .ud = e };
 }
 
 static void stop_watches(struct ks_run_etcd *e)
 {
 	ks_key_watch_stop(&e->ring_w);
 	ks_key_watch_stop(&e->pins_w);
+	ks_key_watch_stop(&e->hosts_w);
 }
 
 int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
@@ -158,6 +242,13 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	if (rc || !e->conf.endpoints)
 		return rc;
 	ks_pins_doc_key(e->conf.cluster, e->pins_key, sizeof(e->pins_key));
+	snprintf(e->hosts_prefix, sizeof(e->hosts_prefix),
+		 KS_ETCD_ROOT "%s/hosts/", e->conf.cluster);
+	if (e->want_loads && !e->loads &&
+	    !(e->loads = calloc(1, sizeof(*e->loads)))) {
+		snprintf(err, errlen, "out of memory for the fleet's loads");
+		return -ENOMEM;
+	}
 	rc = ks_etcd_conf_connect(&e->conf, &e->c, sub, sizeof(sub));
 	if (rc == -EINVAL || rc == -ENOMEM) {
 		/* bad URLs and files: refused, --etcd-optional or not */
@@ -171,6 +262,11 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		if (!rc) {
 			key = e->pins_key;
 			rc = ks_key_watch_start(&e->pins_w, e->c, &x, 1,
+						&map_err);
+		}
+		if (!rc && e->loads) {
+			key = e->hosts_prefix;
+			rc = ks_key_watch_start(&e->hosts_w, e->c, &x, 0,
 						&map_err);
 		}
 		if (rc)
@@ -208,6 +304,8 @@ int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds)
 		fds[n++] = ks_key_watch_fd(&e->ring_w);
 	if (ks_key_watch_fd(&e->pins_w) >= 0)
 		fds[n++] = ks_key_watch_fd(&e->pins_w);
+	if (e->loads && ks_key_watch_fd(&e->hosts_w) >= 0)
+		fds[n++] = ks_key_watch_fd(&e->hosts_w);
 	return n;
 }
 
@@ -219,6 +317,8 @@ int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e)
 		return -1;
 	a = ks_key_watch_timeout_ms(&e->ring_w);
 	b = ks_key_watch_timeout_ms(&e->pins_w);
+	a = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+	b = e->loads ? ks_key_watch_timeout_ms(&e->hosts_w) : -1;
 	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
@@ -234,6 +334,8 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	err = ks_key_watch_poll(&e->ring_w, e->c, &x);
 	if (!err)
 		err = ks_key_watch_poll(&e->pins_w, e->c, &x);
+	if (!err && e->loads)
+		err = ks_key_watch_poll(&e->hosts_w, e->c, &x);
 	return err;
 }
 
@@ -283,4 +385,6 @@ void ks_run_etcd_free(struct ks_run_etcd *e)
 	stop_watches(e);
 	ks_etcd_close(e->c);
 	e->c = NULL;
+	free(e->loads);
+	e->loads = NULL;
 }

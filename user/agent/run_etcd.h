@@ -15,7 +15,9 @@
  * A document that does not read (or builds no valid ring) is refused,
  * logged once, counted, and the old one stays; while etcd is away the
  * last ones stay. And it publishes hosts/<self> and the hot keys this
- * host owns (agent/fleet_pub.h).
+ * host owns (agent/fleet_pub.h). With --balance it also follows every
+ * agent's hosts/ entry (the prefix), for the reads each shard served
+ * (core/balance.h).
  */
 #ifndef KS_RUN_ETCD_H
 #define KS_RUN_ETCD_H
@@ -27,6 +29,7 @@
 #include "agent/fleet_pub.h"
 #include "agent/key_watch.h"
 #include "agent/run_hot.h"
+#include "core/balance.h"
 
 struct ks_etcd;
 
@@ -43,6 +46,12 @@ struct ks_run_etcd {
 	struct ks_key_watch pins_w;
 	int64_t pins_rev;   /* etcd revision of the pins in use; 0 none */
 	__u64 pins_refused; /* pins documents refused since the start */
+	/* the fleet's loads: /keysteer/CLUSTER/hosts/ (--balance) */
+	int want_loads; /* set before prepare */
+	char hosts_prefix[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
+	struct ks_key_watch hosts_w;
+	struct ks_fleet_loads *loads; /* NULL: not followed */
+	__u64 hosts_refused;          /* entries that did not read */
 
 	/* hosts/<self> and hot/<hash>, under one lease */
 	struct ks_fleet_pub fleet;
@@ -75,7 +84,7 @@ static inline int ks_run_etcd_wants_ring(const struct ks_run_etcd *e)
 /* For the loop's poll: the watches' fds into fds (room for
  * KS_RUN_ETCD_FDS), how many, and how long the loop may sleep (-1: no
  * limit). */
-#define KS_RUN_ETCD_FDS 2
+#define KS_RUN_ETCD_FDS 3
 int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds);
 int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e);
 
@@ -102,6 +111,13 @@ void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 				  const struct ks_run_ring *ring,
 				  const struct ks_hot_table *t,
 				  const struct ks_run_steer *steer);
+
+/* The mean reads a shard of the fleet served over *shards shards, each
+ * as published (self: this host's hosts/ key's last part; own_ps for it
+ * until it has an entry; ks_fleet_loads_mean); 0 and *shards 0 when the
+ * loads are not followed. */
+double ks_run_etcd_fleet_mean(const struct ks_run_etcd *e, const char *self,
+			      double own_ps, size_t *shards);
 
 /* The -v status line. */
 void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq);

@@ -243,11 +243,43 @@ void ks_run_hot_fleet_rules(struct ks_run_hot *h, const struct ks_hot_rules *r,
 	ks_info("no pins now");
 }
 
+void ks_run_hot_fleet_load(struct ks_run_hot *h, double own_ps, double mean_ps,
+			   size_t shards, double share)
+{
+	h->load_own_ps = own_ps;
+	h->load_mean_ps = mean_ps;
+	h->load_shards = shards;
+	h->load_share = share;
+}
+
+/* The policy of this interval's update: --balance's threshold, if any. */
+static void balanced_policy(struct ks_run_hot *h, const struct ks_hot_sample *s,
+			    size_t n, struct ks_hot_policy *pol)
+{
+	double base = ks_hot_read_threshold(&h->o.pol), before, thr;
+
+	*pol = h->o.pol;
+	if (h->o.balance <= 0)
+		return;
+	h->bal.over = h->o.balance;
+	before = h->bal.thr > 0 ? h->bal.thr : base;
+	thr = ks_balance_step(&h->bal, &h->o.pol, h->load_own_ps,
+			      h->load_mean_ps, h->load_shards, h->table, s, n,
+			      h->load_share);
+	ks_balance_policy(&h->o.pol, thr, pol);
+	if (thr != before)
+		ks_info("balance: this shard served %.0f reads/s, the mean of %zu shards %.0f (%.2fx): read threshold %.1f/s (the policy's %.1f)",
+			h->bal.own_ps, h->bal.shards, h->bal.mean_ps,
+			h->bal.mean_ps > 0 ? h->bal.own_ps / h->bal.mean_ps : 0,
+			thr, base);
+}
+
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 			 size_t n, const struct ks_hot_unseen *u, size_t nu,
 			 __u32 seq, __u64 ring_version)
 {
 	struct ks_hot_sample s[KS_REPORT_TOP + KS_HOT_CAP];
+	struct ks_hot_policy pol;
 	size_t i, changes, hot = 0, pos = 0;
 	int ret;
 
@@ -257,7 +289,8 @@ void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 		ks_hot_sample_from_top(&top[i], &s[i]);
 	n = ks_hot_add_unseen(h->table, s, n, KS_REPORT_TOP + KS_HOT_CAP, u,
 			      nu);
-	changes = ks_hot_update(h->table, &h->o.pol, s, n, seq);
+	balanced_policy(h, s, n, &pol);
+	changes = ks_hot_update(h->table, &pol, s, n, seq);
 	while (ks_hot_next(h->table, &pos))
 		hot++;
 	ks_debug("#%u hot keys %zu, %zu changes, table v%llu", seq, hot,

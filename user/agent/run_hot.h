@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include "core/balance.h"
 #include "core/hotkeys.h"
 #include "agent/run_ring.h"
 
@@ -27,6 +28,7 @@ struct ks_run_hot_opts {
 	gid_t gid;                /* --group: the routing file's group, or -1 */
 	const struct ks_replica_set *rs; /* replicas named in the document */
 	int owner_turns; /* the schedule's, in the document; -1: not there */
+	double balance;  /* --balance F (core/balance.h); 0: off */
 };
 
 struct ks_run_hot {
@@ -43,6 +45,11 @@ struct ks_run_hot {
 	char *doc;   /* JSON buffer */
 	size_t doc_size;
 	size_t doc_len; /* of the current document */
+	/* --balance: its state, and the interval's inputs
+	 * (ks_run_hot_fleet_load) */
+	struct ks_balance bal;
+	double load_own_ps, load_mean_ps, load_share;
+	size_t load_shards;
 };
 
 /* Policy defaults, no pins, no routing file. */
@@ -67,8 +74,15 @@ int ks_run_hot_start(struct ks_run_hot *h, __u64 ring_version);
  * while the fleet's pins rule (ks_run_hot_fleet_rules). */
 void ks_run_hot_poll(struct ks_run_hot *h, int hup);
 
+/* Before ks_run_hot_interval, with --balance: the reads this shard
+ * served in the interval, the fleet's mean over shards (agent/run_etcd.h)
+ * and the owner's share of an armed key's reads. */
+void ks_run_hot_fleet_load(struct ks_run_hot *h, double own_ps, double mean_ps,
+			   size_t shards, double share);
+
 /* The interval that ended at seq, from its published top keys and the
- * reads its armed keys' copies took unseen (ks_run_steer_sample). */
+ * reads its armed keys' copies took unseen (ks_run_steer_sample); with
+ * --balance at the read threshold ks_balance_step gives. */
 void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
 			 size_t n, const struct ks_hot_unseen *u, size_t nu,
 			 __u32 seq, __u64 ring_version);

@@ -583,3 +583,16 @@ unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s)
 {
 	return owner_turns(s);
 }
+
+double ks_run_steer_steered_ps(const struct ks_run_steer *s)
+{
+	double sum = 0;
+	int i;
+
+	if (!s || !s->map_open)
+		return 0;
+	for (i = 0; i < KS_HOT_SLOTS; i++)
+		if (s->map.slot[i].hash)
+			sum += s->map.slot[i].steered_mps / 1000.0;
+	return sum;
+}

@@ -137,4 +137,9 @@ void ks_run_steer_free(struct ks_run_steer *s);
  * (--owner-share), as the datapath and the fleet's documents have it. */
 unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s);
 
+/* Lone UDP gets the datapath sent to copies per second, summed over the
+ * slots, as the last ks_run_steer_sample measured them; 0 without
+ * steering. */
+double ks_run_steer_steered_ps(const struct ks_run_steer *s);
+
 #endif

@@ -365,6 +365,16 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "libkeysteer clients give 0.015625 or more: the agent\n"
 	  "counts the owner's TCP share of an armed key's reads for\n"
 	  "all of them (docs/steering.md)" },
+	{ "balance", KS_OPTV_BALANCE, REQ, "F", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_HOT,
+	  "keep this shard within (1 + F) times the fleet's mean\n"
+	  "shard (0.01..10; default 0: off). Needs --etcd: every\n"
+	  "agent's hosts/ entry gives the reads its shard served.\n"
+	  "Over it, the agent lowers its read threshold (to 1/8 of\n"
+	  "the policy's at most) until the keys above it cover the\n"
+	  "excess; below (1 + F/2) times the mean it raises it back\n"
+	  "step by step. For the keys under the hot threshold that\n"
+	  "still pile up on one shard (docs/steering.md, \"Balance\")" },
 	{ "copy-protocol", KS_OPTV_COPY_PROTOCOL, REQ, "S", KS_CMD_RUN,
 	  RUN_CONF, KS_GRP_HOT,
 	  "on (default) or off. A test control: off stores copies\n"

@@ -140,6 +140,18 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case 'P':
 		o->hot.o.pins_path = arg;
 		return 1;
+	case KS_OPTV_BALANCE:
+		if (ks_parse_double("--balance", arg, 0, KS_BALANCE_MAX,
+				    &o->hot.o.balance, err, errlen))
+			return -1;
+		if (o->hot.o.balance > 0 && o->hot.o.balance < 0.01) {
+			snprintf(
+				err, errlen,
+				"--balance %s is below 0.01; give 0 (off) or 0.01..%g",
+				arg, KS_BALANCE_MAX);
+			return -1;
+		}
+		return 1;
 	case KS_OPTV_COPY_PROTOCOL:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
@@ -329,6 +341,19 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->hot.o.serve_doc = o->listen != NULL;
 	if (ks_run_hot_prepare(&o->hot, err, sizeof(err)))
 		goto bad;
+	if (o->hot.o.balance > 0 && !ks_run_etcd_wants_ring(&o->etcd)) {
+		snprintf(
+			err, sizeof(err),
+			"--balance needs --etcd: the fleet's mean shard comes from every agent's hosts/ entry");
+		goto bad;
+	}
+	if (o->hot.o.balance > 0 && !spec->self) {
+		snprintf(
+			err, sizeof(err),
+			"--balance needs --self: this shard's load is its row of the ring");
+		goto bad;
+	}
+	o->etcd.want_loads = o->hot.o.balance > 0;
 	/* Last, etcd: reachable, the credentials taken, the ring read (it
 	 * replaces the list's or file's) and watched; else exit 2 here. */
 	if (ks_run_etcd_prepare(&o->etcd, &o->ring, &o->hot, err, sizeof(err)))

@@ -132,10 +132,13 @@ static int host_rates(json_t *doc, struct ks_fleet_host *h)
 		get_text(sh, "name", h->shard_name, sizeof(h->shard_name));
 		if (get_rate(sh, "reads_per_s", &h->reads) ||
 		    get_rate(sh, "writes_per_s", &h->writes) ||
-		    get_rate(sh, "misdirected_per_s", &h->mis))
+		    get_rate(sh, "misdirected_per_s", &h->mis) ||
+		    get_rate(sh, "served_per_s", &h->served))
 			return refuse(
 				h->why, sizeof(h->why),
 				"shard has a rate that is not a number >= 0");
+		if (!json_object_get(sh, "served_per_s"))
+			h->served = h->reads;
 		return 0;
 	}
 	if (sh && !json_is_null(sh))

@@ -41,6 +41,8 @@ struct ks_fleet_host {
 	int have_shard;               /* "shard" is an object, not null */
 	char shard_name[KS_FLEET_ADDR_MAX];
 	double reads, writes, mis; /* the shard's, else the host's classes */
+	double served; /* the shard's reads served ("served_per_s"; reads
+			* when absent, as agents before it wrote) */
 	int64_t ring_rev, mod_rev;
 	size_t n_top;
 	struct ks_fleet_key top[KS_FLEET_HOST_TOP];

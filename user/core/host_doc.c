@@ -41,6 +41,8 @@ char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
 				    rate(d->shard_writes_ps));
 		json_object_set_new(sh, "misdirected_per_s",
 				    rate(d->shard_misdirected_ps));
+		json_object_set_new(sh, "served_per_s",
+				    rate(d->shard_served_ps));
 		json_object_set_new(o, "shard", sh);
 	} else {
 		json_object_set_new(o, "shard", json_null());
@@ -153,7 +155,8 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
 			return 0;
 	if (ks_rate_moved(a->shard_reads_ps, b->shard_reads_ps) ||
 	    ks_rate_moved(a->shard_writes_ps, b->shard_writes_ps) ||
-	    ks_rate_moved(a->shard_misdirected_ps, b->shard_misdirected_ps))
+	    ks_rate_moved(a->shard_misdirected_ps, b->shard_misdirected_ps) ||
+	    ks_rate_moved(a->shard_served_ps, b->shard_served_ps))
 		return 0;
 	return top_covered(a, b) && top_covered(b, a);
 }

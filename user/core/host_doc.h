@@ -2,8 +2,8 @@
 /*
  * host_doc.h - an agent's entry in the fleet, /keysteer/CLUSTER/hosts/SELF
  * (schema 1, docs/fleet.md): who it is, the ring revision it runs, its
- * class rates, its shard's reads, writes and misdirected requests per
- * second, and its top keys. Pure code: no I/O.
+ * class rates, its shard's reads, writes, misdirected requests and reads
+ * served per second, and its top keys. Pure code: no I/O.
  *
  * Writes proportional to change (ks_host_doc_same): a document is new when
  * anything but a rate differs, when a rate moved by more than
@@ -39,6 +39,9 @@ struct ks_host_doc {
 	int has_shard;
 	char shard[160];
 	double shard_reads_ps, shard_writes_ps, shard_misdirected_ps;
+	/* the reads its memcached answered: the shard's reads less the lone
+	 * UDP gets steered to copies (what --balance compares) */
+	double shard_served_ps;
 	unsigned ntop;
 	struct ks_host_doc_top top[KS_HOST_DOC_TOP];
 	/* every L1 replica this agent may fill ("host:port", --replicas):
