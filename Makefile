@@ -349,7 +349,7 @@ bench-steer: check-deps
 .PHONY: bench-steer-tcp
 bench-steer-tcp: check-deps
 	$(MAKE) all tests
-	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625' \
+	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625 --balance 0.10' \
 		--json $(OUT)/steer_bench_tcp.json
 
 # The talent show's final vote (issue 13): 16 shards, 4 counters at 60/25/10/5%

@@ -7,6 +7,9 @@
 # with the ring revision they run; each entry is under a lease; an agent
 # SIGKILLed loses its entry within its lease (3 intervals) while the
 # survivor's stays; a clean stop (SIGINT) revokes the lease at once.
+# Agent A runs with --balance: it follows every hosts/ entry (a prefix
+# watch), so its metrics count 2 shards while both are up and 1 after B's
+# entry expired (the watch's delete).
 # etcd and the second agent are stopped by their pids on every exit path.
 set -u
 # shellcheck source=lib.sh
@@ -50,9 +53,33 @@ fi
 FLEET() { e2e_agent fleet --etcd "$URL" "$@"; }
 jq_py() { "$PY" -c "$1" "$E2E_TMP/fleet.json"; }
 
+# A's metrics, in its namespace: VALUE of one unlabelled family, or "".
+MPORT=19191
+metric() {
+	ks_in_ns "$SNS" "$PY" - "$MPORT" "$1" <<'PYEOF'
+import sys, urllib.request
+port, name = sys.argv[1:3]
+try:
+    body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=3).read().decode()
+except OSError:
+    sys.exit(0)
+for line in body.splitlines():
+    if line.split(" ")[0] == name:
+        print(line.split(" ")[1])
+PYEOF
+}
+wait_metric() { # NAME WANT -> 0 once it reads WANT (8 s)
+	local i
+	for ((i = 0; i < 80; i++)); do
+		[ "$(metric "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 printf 'pin local:1 1\n' >"$E2E_TMP/local.pins"
 if ! e2e_agent_start --interval "$INTERVAL" --etcd "$URL" --self "$A" -v \
-	--pins "$E2E_TMP/local.pins"; then
+	--pins "$E2E_TMP/local.pins" --balance 0.1 --metrics "127.0.0.1:$MPORT"; then
 	fail fleet_hosts_agent_a "did not start"
 	exit 1
 fi
@@ -74,6 +101,7 @@ s=sorted(h["self"] for h in d["hosts"]); assert s==sorted(["'"$A"'","'"$B"'"]), 
 for h in d["hosts"]:
     st=h["status"]; assert st["schema"]==1 and st["self"]==h["self"]
     assert st["shard"]["name"]==h["self"] and "updated_at" in st and st["interval_ms"]==1000
+    assert st["shard"]["served_per_s"] >= 0, st["shard"]
     assert all(len(k["hash"])==16 and "key" not in k for k in st["top"])
 '; then
 	pass fleet_hosts_both_listed
@@ -87,6 +115,13 @@ if grep -q "^fleet default: ring revision $REV, 2 hosts" <<<"$text" &&
 	pass fleet_hosts_text
 else
 	fail fleet_hosts_text "$text"
+fi
+if wait_metric keysteer_balance_shards 2 &&
+	grep -q "etcd: watching /keysteer/default/hosts/ from revision" "$E2E_TMP/agent.out" &&
+	[ -n "$(metric keysteer_balance_read_threshold)" ]; then
+	pass fleet_balance_follows_hosts
+else
+	fail fleet_balance_follows_hosts "keysteer_balance_shards '$(metric keysteer_balance_shards)': $(grep -h 'hosts/' "$E2E_TMP/agent.out" | tail -3)"
 fi
 lease=$(ks_in_ns "$SNS" etcdctl --endpoints "$URL" get "/keysteer/default/hosts/$B" -w json |
 	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0].get("lease",0))')
@@ -201,6 +236,12 @@ if [ -n "$gone" ] && [ "$gone" -le 4500 ] && grep -q "^[* ] $A .* up\$" <<<"$tex
 	note "the killed agent's entry went ${gone} ms after SIGKILL (lease 3 s)"
 else
 	fail fleet_hosts_killed_entry_expires "after ${gone:-6000+} ms: $text"
+fi
+# ... and A's --balance no longer counts its shard (the watch's delete)
+if wait_metric keysteer_balance_shards 1; then
+	pass fleet_balance_drops_expired_host
+else
+	fail fleet_balance_drops_expired_host "keysteer_balance_shards '$(metric keysteer_balance_shards)'"
 fi
 # ... and fleet names its shard as one without an agent, text and JSON
 if grep -q "^shards without an agent: $B\$" <<<"$text" &&

@@ -154,8 +154,7 @@ static void simulated_fleet(void)
 		}
 	}
 	fleet_step(on, &p, 61, &thr);
-	CHECK(r_off > 1.5, "control: busiest/mean %.3f without balance",
-	      r_off);
+	CHECK(r_off > 1.5, "control: busiest/mean %.3f without balance", r_off);
 	CHECK(r_on <= 1.10, "balance: busiest/mean %.3f", r_on);
 	CHECK(thr >= 100.0 / KS_BALANCE_FLOOR && thr < 100,
 	      "shard 0's threshold %.1f", thr);
@@ -208,7 +207,8 @@ static void steps_and_guards(void)
 	 * coldest key over the floor; none colder lets any more in */
 	for (i = 0; i < 40; i++) {
 		thr = ks_balance_step(&b, &p, 5000, 100, 8, &t, s, 40, 0);
-		CHECK(thr >= prev * KS_BALANCE_STEP && thr >= 100.0 / KS_BALANCE_FLOOR,
+		CHECK(thr >= prev * KS_BALANCE_STEP &&
+			      thr >= 100.0 / KS_BALANCE_FLOOR,
 		      "step %u: %.2f after %.2f", i, thr, prev);
 		steps += thr != prev;
 		prev = thr;

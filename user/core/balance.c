@@ -81,8 +81,8 @@ static double cover(double cur, double floor, double excess, double share,
 	if (!r)
 		return cur;
 	for (i = 0; i < n; i++) {
-		const struct ks_hot_entry *e =
-			ks_hot_find(t, s[i].key, s[i].len);
+		const struct ks_hot_entry *e = ks_hot_find(t, s[i].key,
+							   s[i].len);
 
 		if ((e && e->read_hot) || s[i].reads_ps >= cur ||
 		    s[i].reads_ps < floor)

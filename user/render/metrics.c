@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "render/metrics.h"
+#include "core/balance.h"
 #include "core/names.h"
 #include "render/report_hot.h"
 #include "render/text.h"
@@ -410,6 +411,27 @@ static __u64 count_slots(const struct ks_metrics_in *in, __u64 *by_state)
 	return used;
 }
 
+/* --balance: what the agent compares and the threshold it holds. */
+static void balance_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	const struct ks_balance *b = in->balance;
+	const struct scalar sc[] = {
+		{ "keysteer_balance_read_threshold", "gauge",
+		  "The read threshold in force, reads/s: the policy's, or lower while --balance sheds this shard's load.",
+		  .x = b->thr > 0 ? b->thr : in->read_threshold, .real = 1 },
+		{ "keysteer_balance_shard_served_reads", "gauge",
+		  "Reads/s this shard served, smoothed, as --balance compares them.",
+		  .x = b->own_ps, .real = 1 },
+		{ "keysteer_balance_fleet_mean_reads", "gauge",
+		  "The mean reads/s a shard of the fleet served, from the agents' hosts/ entries.",
+		  .x = b->mean_ps, .real = 1 },
+		{ "keysteer_balance_shards", "gauge",
+		  "Shards the fleet's mean is over.", .n = b->shards },
+	};
+
+	scalars(f, sc, ARRAY_LEN(sc));
+}
+
 /* The agent's table and the datapath's slots. */
 static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
 {
@@ -432,6 +454,8 @@ static void hot_metrics(FILE *f, const struct ks_metrics_in *in)
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));
+	if (in->balance)
+		balance_metrics(f, in);
 	label_set(
 		f, "keysteer_hot_table_changes_total", "counter",
 		"Hot-key table decisions: keys that entered, left, were evicted or were dropped (table full).",

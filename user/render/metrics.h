@@ -43,6 +43,8 @@ struct ks_metrics_steer {
 	double rearm_ms_sum, rearm_ms_max; /* write seen -> re-armed */
 };
 
+struct ks_balance;
+
 struct ks_metrics_in {
 	const struct ks_report *rep;        /* header and the top keys */
 	const struct ks_totals *totals;     /* cumulative datapath counters */
@@ -62,6 +64,9 @@ struct ks_metrics_in {
 	__u64 cpu_ns;          /* the agent's CPU since the start, all
 				* threads, user and system */
 	int export_keys;       /* key labels besides the hashes */
+	/* --balance (core/balance.h); NULL: off */
+	const struct ks_balance *balance;
+	double read_threshold; /* the policy's, reads/s */
 };
 
 /* The whole exposition, every family with its HELP and TYPE lines. */
