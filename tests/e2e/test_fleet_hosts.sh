@@ -68,14 +68,17 @@ for line in body.splitlines():
         print(line.split(" ")[1])
 PYEOF
 }
-wait_metric() { # NAME WANT -> 0 once it reads WANT (8 s)
-	local i
-	for ((i = 0; i < 80; i++)); do
-		[ "$(metric "$1")" = "$2" ] && return 0
+# wait_for TENTHS WANT CMD...: 0 once CMD prints exactly WANT.
+wait_for() {
+	local tenths=$1 want=$2 i
+	shift 2
+	for ((i = 0; i < tenths; i++)); do
+		[ "$("$@")" = "$want" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
+wait_metric() { wait_for 80 "$2" metric "$1"; } # NAME WANT (8 s)
 
 printf 'pin local:1 1\n' >"$E2E_TMP/local.pins"
 if ! e2e_agent_start --interval "$INTERVAL" --etcd "$URL" --self "$A" -v \
@@ -145,14 +148,7 @@ pinned_keys() {
 d = json.load(sys.stdin)
 print(",".join(sorted(h["key"] for h in d["hot_keys"] if h.get("pinned"))))' <<<"$out" 2>/dev/null
 }
-wait_pinned() { # WHO WANT -> 0 once the report shows exactly WANT (5 s)
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[ "$(pinned_keys "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_pinned() { wait_for 50 "$2" pinned_keys "$1"; } # WHO WANT (5 s)
 if wait_pinned A local:1; then
 	pass fleet_pins_file_rules_before_fleet
 else
