@@ -7,7 +7,8 @@
  *
  * Writes proportional to change (ks_host_doc_same): a document is new when
  * anything but a rate differs, when a rate moved by more than
- * KS_HOT_DOC_MOVE of itself (and 1/s), or when a key enters or leaves
+ * KS_HOT_DOC_MOVE of itself (and 1/s; the served reads, by more than
+ * KS_HOT_DOC_MOVE of the shard's reads), or when a key enters or leaves
  * the top list with more than KS_HOST_DOC_TAIL of the busiest key's rate;
  * a top list's quiet tail shuffling is no change.
  */
