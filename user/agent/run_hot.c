@@ -243,20 +243,21 @@ void ks_run_hot_fleet_rules(struct ks_run_hot *h, const struct ks_hot_rules *r,
 	ks_info("no pins now");
 }
 
-void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
-			 size_t n, const struct ks_hot_unseen *u, size_t nu,
-			 __u32 seq, __u64 ring_version)
+void ks_run_hot_interval(struct ks_run_hot *h,
+			 const struct ks_top_entry *ranked, size_t n,
+			 const struct ks_hot_unseen *u, size_t nu, __u32 seq,
+			 __u64 ring_version)
 {
-	struct ks_hot_sample s[KS_REPORT_TOP + KS_HOT_CAP];
+	/* the ranked keys, then the table's keys none of them is */
+	struct ks_hot_sample s[KS_HOT_SAMPLES_MAX];
 	size_t i, changes, hot = 0, pos = 0;
 	int ret;
 
-	if (n > KS_REPORT_TOP)
-		n = KS_REPORT_TOP;
+	if (n > KS_HOT_CAP)
+		n = KS_HOT_CAP;
 	for (i = 0; i < n; i++)
-		ks_hot_sample_from_top(&top[i], &s[i]);
-	n = ks_hot_add_unseen(h->table, s, n, KS_REPORT_TOP + KS_HOT_CAP, u,
-			      nu);
+		ks_hot_sample_from_top(&ranked[i], &s[i]);
+	n = ks_hot_add_unseen(h->table, s, n, KS_HOT_SAMPLES_MAX, u, nu);
 	changes = ks_hot_update(h->table, &h->o.pol, s, n, seq);
 	while (ks_hot_next(h->table, &pos))
 		hot++;
