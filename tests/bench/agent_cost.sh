@@ -7,7 +7,7 @@
 # bytes).
 #
 #   sudo tests/bench/agent_cost.sh [--rate R] [--duration SEC] [--keys K]
-#        [--configs 'S:N ...'] [--json FILE]
+#        [--configs 'S:N[:H] ...'] [--hot-rate R] [--json FILE]
 #
 # One client and one server namespace joined by a veth pair (198.18.2.1,
 # 198.18.2.2), memcached in the server's, the agent on its veth (native
@@ -18,7 +18,15 @@
 # local memcached the first and --self, the rest addresses nobody serves,
 # so every interval places every sampled key among N shards). The hot-key
 # table's threshold is low (--hot-fraction 0.0001) so that it holds as many
-# keys as the agent lets in; no replicas (nothing is copied). Each run
+# keys as the agent lets in; no replicas (nothing is copied). A
+# configuration S:N:H has exactly H hot keys instead: the K keys uniform
+# (--zipf 0: none near the threshold) at R ops/s, and a second ks_load
+# sending multi-gets of HOT_MGET (50) keys drawn uniformly from H keys
+# hot:1..hot:H at HOT_RATE (--hot-rate, default 2048) ops/s, so the hot
+# keys take the same 102,400 reads/s whatever H (1,600/s each at H = 64,
+# 400/s at 256), with the threshold at 100 reads/s (--hot-fraction 0.001:
+# 4x under the hot keys, far over what sketch noise gives a cold key at
+# --sample 8). The table holds 256 keys at most (KS_HOT_CAP). Each run
 # waits WARMUP (3) intervals, then reads the metrics at the start and end
 # of DURATION (default 10) seconds: CPU per interval = the process's CPU
 # over the window / intervals in it; the work figure is the median and the
@@ -38,17 +46,20 @@ LOAD=$ROOT/${OUT:-build}/ks_load
 GEN=$ROOT/${OUT:-build}/tests/acc_gen
 REPLAY_INTERVALS=8
 RATE=20000 DURATION=10 KEYS=1000000 WARMUP=3 JSON_OUT=''
-CONFIGS='8:1 8:64 8:1024 1:1 1:1024'
+HOT_RATE=2048 HOT_MGET=50
+CONFIGS='8:1 8:64 8:1024 1:1 1:1024 8:1:64 8:1:256 8:64:64 8:64:256 8:1024:64 8:1024:256'
 
 # shellcheck source=bench_opts.sh
 . "$ROOT/tests/bench/bench_opts.sh"
 bench_opts '--rate:RATE --duration:DURATION --keys:KEYS --configs:CONFIGS
-	--json:JSON_OUT' "$@"
+	--hot-rate:HOT_RATE --json:JSON_OUT' "$@"
 for c in $CONFIGS; do
 	case $c in
-	[0-9]*:[0-9]*) ;;
-	*) echo "agent_cost.sh: --configs wants SAMPLE:SHARDS words, not '$c'" >&2; exit 2 ;;
+	*[!0-9:]* | *:*:*:* | :* | *: | *::*) bad=1 ;;
+	*:*) bad= ;;
+	*) bad=1 ;;
 	esac
+	[ -z "$bad" ] || { echo "agent_cost.sh: --configs wants SAMPLE:SHARDS[:HOT] words, not '$c'" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "agent_cost.sh: needs root (namespaces, XDP)" >&2; exit 1; }
 for b in "$AGENT" "$LOAD" "$GEN"; do
@@ -58,8 +69,9 @@ done
 CNS=ks_acc_$$ SNS=ks_acs_$$ CIF=ksac0 SIF=ksac1
 CADDR=198.18.2.1 SADDR=198.18.2.2 PORT=11211 MPORT=9188
 DIR=$(mktemp -d /tmp/ks_agent_cost.XXXXXX)
-MC_PID='' AGENT_PID='' LOAD_PID=''
+MC_PID='' AGENT_PID='' LOAD_PID='' HOT_PID=''
 cleanup() {
+	ks_stop_pid "$HOT_PID" 2>/dev/null
 	ks_stop_pid "$LOAD_PID" 2>/dev/null
 	ks_stop_pid "$AGENT_PID" 2>/dev/null
 	ks_stop_pid "$MC_PID" 2>/dev/null
@@ -105,12 +117,15 @@ wait_intervals() {
 }
 
 results=()
-printf '%-8s %7s %9s %12s %12s %12s %9s %9s\n' sample shards intervals \
-	'cpu/ivl ms' 'work p50 ms' 'work max ms' 'hot keys' 'RSS MiB'
+printf '%-8s %7s %6s %9s %12s %12s %12s %9s %9s\n' sample shards hotset \
+	intervals 'cpu/ivl ms' 'work p50 ms' 'work max ms' 'hot keys' 'RSS MiB'
 for c in $CONFIGS; do
-	s=${c%%:*} n=${c##*:}
+	IFS=: read -r s n h <<<"$c"
+	# S:N: Zipf 0.99 at a low threshold; S:N:H: H hot keys (above)
+	zipf=0.99 frac=0.0001
+	[ -z "$h" ] || zipf=0 frac=0.001
 	args=(run --iface "$SIF" --sample "$s" --metrics "127.0.0.1:$MPORT"
-		--hot-fraction 0.0001)
+		--hot-fraction "$frac")
 	if [ "$n" -gt 1 ]; then
 		shards_file "$n" >"$DIR/shards.txt"
 		args+=(--shards-file "$DIR/shards.txt" --self "$SADDR:$PORT")
@@ -123,10 +138,18 @@ for c in $CONFIGS; do
 		exit 1
 	fi
 	ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets \
-		--keys "$KEYS" --zipf 0.99 --mix get=80,mget=10,set=10 \
+		--keys "$KEYS" --zipf "$zipf" --mix get=80,mget=10,set=10 \
 		--conns 4 --rate "$RATE" --duration $((WARMUP + DURATION + 3)) \
 		>"$DIR/load.out" 2>&1
 	LOAD_PID=$KS_BG_PID
+	if [ -n "$h" ]; then
+		ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" \
+			--proto udp-gets --keys "$h" --zipf 0 --key-prefix hot: \
+			--mix mget=100 --mget-size "$HOT_MGET" --conns 2 \
+			--rate "$HOT_RATE" --seed 7 \
+			--duration $((WARMUP + DURATION + 3)) >"$DIR/hot.out" 2>&1
+		HOT_PID=$KS_BG_PID
+	fi
 	sleep "$WARMUP"
 	metrics >"$DIR/m0" || { echo "agent_cost.sh: no metrics ($c)" >&2; exit 1; }
 	works=()
@@ -136,9 +159,10 @@ for c in $CONFIGS; do
 		metrics >"$DIR/m.w" && works+=("$(metric keysteer_interval_work_cpu_seconds "$DIR/m.w")")
 	done
 	metrics >"$DIR/m1" || { echo "agent_cost.sh: no metrics ($c)" >&2; exit 1; }
+	ks_stop_pid "$HOT_PID"; HOT_PID=''
 	ks_stop_pid "$LOAD_PID"; LOAD_PID=''
 	ks_stop_pid "$AGENT_PID"; AGENT_PID=''
-	row=$(/usr/bin/python3 - "$DIR/m0" "$DIR/m1" "$s" "$n" "${works[@]}" <<'EOF'
+	row=$(/usr/bin/python3 - "$DIR/m0" "$DIR/m1" "$s" "$n" "${h:-0}" "${works[@]}" <<'EOF'
 import json, statistics, sys
 
 def scrape(path):
@@ -151,13 +175,14 @@ def scrape(path):
     return out
 
 m0, m1 = scrape(sys.argv[1]), scrape(sys.argv[2])
-works = [float(w) for w in sys.argv[5:] if w]
+works = [float(w) for w in sys.argv[6:] if w]
 ivl = m1['keysteer_intervals_total'] - m0['keysteer_intervals_total']
 cpu = m1['keysteer_agent_cpu_seconds_total'] - m0['keysteer_agent_cpu_seconds_total']
 reqs = sum(v for k, v in m1.items() if k.startswith('keysteer_requests_total')) - \
        sum(v for k, v in m0.items() if k.startswith('keysteer_requests_total'))
 print(json.dumps({
     'sample': int(sys.argv[3]), 'shards': int(sys.argv[4]),
+    'hot_set': int(sys.argv[5]) or None,
     'intervals': int(ivl), 'requests_per_s': reqs / ivl if ivl else 0,
     'cpu_per_interval_ms': 1e3 * cpu / ivl if ivl else None,
     'work_p50_ms': 1e3 * statistics.median(works) if works else None,
@@ -171,10 +196,37 @@ EOF
 	/usr/bin/python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
-print("%-8d %7d %9d %12.2f %12.2f %12.2f %9d %9.1f   %.0f req/s" % (r["sample"], r["shards"],
-      r["intervals"], r["cpu_per_interval_ms"], r["work_p50_ms"], r["work_max_ms"],
+print("%-8d %7d %6s %9d %12.2f %12.2f %12.2f %9d %9.1f   %.0f req/s" % (r["sample"], r["shards"],
+      r["hot_set"] or "zipf", r["intervals"], r["cpu_per_interval_ms"], r["work_p50_ms"], r["work_max_ms"],
       r["hot_keys"], r["rss_mib"], r["requests_per_s"]))' "$row"
 done
+
+# The H-hot-key points against the same run's others: H = 256 over H = 64
+# at one ring, and each over the run's S:N Zipf point of the same ring.
+ratios=$(printf '%s\n' "${results[@]}" | /usr/bin/python3 -c '
+import json, sys
+runs = [json.loads(l) for l in sys.stdin]
+def find(s, n, h):
+    return next((r for r in runs if (r["sample"], r["shards"], r["hot_set"]) == (s, n, h)), None)
+out = []
+for r in runs:
+    if not r["hot_set"]:
+        continue
+    for base, what in ((find(r["sample"], r["shards"], 64), "hot64"),
+                       (find(r["sample"], r["shards"], None), "zipf")):
+        if base is None or base is r:
+            continue
+        out.append({"point": "%d:%d:%d" % (r["sample"], r["shards"], r["hot_set"]),
+                    "over": what,
+                    "cpu": r["cpu_per_interval_ms"] / base["cpu_per_interval_ms"],
+                    "work_p50": r["work_p50_ms"] / base["work_p50_ms"],
+                    "rss": r["rss_mib"] / base["rss_mib"]})
+print(json.dumps(out))') || { echo "agent_cost.sh: the ratios failed" >&2; exit 1; }
+/usr/bin/python3 -c '
+import json, sys
+for q in json.loads(sys.argv[1]):
+    print("%-12s over %-5s: cpu/ivl x%.2f, work p50 x%.2f, RSS x%.3f" % (
+          q["point"], q["over"], q["cpu"], q["work_p50"], q["rss"]))' "$ratios"
 
 "$GEN" --out "$DIR/replay" --keys "$KEYS" --intervals "$REPLAY_INTERVALS" >/dev/null ||
 	{ echo "agent_cost.sh: acc_gen failed" >&2; exit 1; }
@@ -203,5 +255,6 @@ if [ -n "$JSON_OUT" ]; then
 	printf '%s\n' "${results[@]}" | /usr/bin/python3 -c '
 import json, sys
 print(json.dumps({"runs": [json.loads(l) for l in sys.stdin],
-                  "replay": json.loads(sys.argv[1])}, indent=1))' "$rrow" >"$JSON_OUT"
+                  "ratios": json.loads(sys.argv[2]),
+                  "replay": json.loads(sys.argv[1])}, indent=1))' "$rrow" "$ratios" >"$JSON_OUT"
 fi

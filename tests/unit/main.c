@@ -66,6 +66,7 @@ static const struct kt_group groups[] = {
 	{ "hotkeys", test_hotkeys },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },
+	{ "hot_ranked", test_hot_ranked },
 	{ "replicas", test_replicas },
 	{ "mc_client", test_mc_client },
 	{ "http_serve", test_http_serve },

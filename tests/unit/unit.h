@@ -22,6 +22,7 @@ void test_zipf(void);
 void test_hotkeys(void);
 void test_balance(void);
 void test_run_hot(void);
+void test_hot_ranked(void);
 void test_replicas(void);
 void test_mc_client(void);
 void test_http_serve(void);

@@ -246,8 +246,8 @@ static int one_interval(struct ks_agent *st)
 	nunseen = ks_run_steer_sample(st->steer, elapsed_ns / 1e9, st->unseen,
 				      KS_HOT_SLOTS);
 	fleet_load(st);
-	ks_run_hot_interval(st->hot, st->rep->top, st->rep->n_top, st->unseen,
-			    nunseen, old_seq, st->ring->version);
+	ks_run_hot_interval(st->hot, st->col.ranked, st->col.nranked,
+			    st->unseen, nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
 	ks_run_etcd_publish_interval(st->etcd, st->rep,

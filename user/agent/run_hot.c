@@ -274,21 +274,22 @@ static void balanced_policy(struct ks_run_hot *h, const struct ks_hot_sample *s,
 			thr, base);
 }
 
-void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
-			 size_t n, const struct ks_hot_unseen *u, size_t nu,
-			 __u32 seq, __u64 ring_version)
+void ks_run_hot_interval(struct ks_run_hot *h,
+			 const struct ks_top_entry *ranked, size_t n,
+			 const struct ks_hot_unseen *u, size_t nu, __u32 seq,
+			 __u64 ring_version)
 {
-	struct ks_hot_sample s[KS_REPORT_TOP + KS_HOT_CAP];
+	/* the ranked keys, then the table's keys none of them is */
+	struct ks_hot_sample s[KS_HOT_SAMPLES_MAX];
 	struct ks_hot_policy pol;
 	size_t i, changes, hot = 0, pos = 0;
 	int ret;
 
-	if (n > KS_REPORT_TOP)
-		n = KS_REPORT_TOP;
+	if (n > KS_HOT_CAP)
+		n = KS_HOT_CAP;
 	for (i = 0; i < n; i++)
-		ks_hot_sample_from_top(&top[i], &s[i]);
-	n = ks_hot_add_unseen(h->table, s, n, KS_REPORT_TOP + KS_HOT_CAP, u,
-			      nu);
+		ks_hot_sample_from_top(&ranked[i], &s[i]);
+	n = ks_hot_add_unseen(h->table, s, n, KS_HOT_SAMPLES_MAX, u, nu);
 	balanced_policy(h, s, n, &pol);
 	changes = ks_hot_update(h->table, &pol, s, n, seq);
 	while (ks_hot_next(h->table, &pos))

@@ -3,7 +3,8 @@
  * run_hot.h - the hot-key side of 'agent run': the policy options, the pin
  * file (checked before anything is attached, then watched: a bad new file
  * is logged with FILE:LINE and the old rules stay), one table update per
- * interval from the interval's top keys, and the JSON routing document,
+ * interval from the interval's heaviest candidates (up to KS_HOT_CAP, of
+ * which the report publishes the first 64), and the JSON routing document,
  * rewritten atomically whenever the table's version changes.
  */
 #ifndef KS_RUN_HOT_H
@@ -80,12 +81,22 @@ void ks_run_hot_poll(struct ks_run_hot *h, int hup);
 void ks_run_hot_fleet_load(struct ks_run_hot *h, double own_ps, double mean_ps,
 			   size_t shards, double share);
 
-/* The interval that ended at seq, from its published top keys and the
- * reads its armed keys' copies took unseen (ks_run_steer_sample); with
- * --balance at the read threshold ks_balance_step gives. */
-void ks_run_hot_interval(struct ks_run_hot *h, const struct ks_top_entry *top,
-			 size_t n, const struct ks_hot_unseen *u, size_t nu,
-			 __u32 seq, __u64 ring_version);
+/* Samples of one update: KS_HOT_CAP ranked keys, then as many table keys
+ * with unseen reads. */
+#define KS_HOT_SAMPLES_MAX (2 * KS_HOT_CAP)
+
+/*
+ * The interval that ended at seq, from its ranked candidates (n of them,
+ * heaviest first; the first KS_HOT_CAP are used: ks_collector.ranked, of
+ * which the report's top keys are the head), so that a table of
+ * KS_HOT_CAP keys can fill when as many keys are hot, and the reads its
+ * armed keys' copies took unseen (ks_run_steer_sample); with --balance at
+ * the read threshold ks_balance_step gives.
+ */
+void ks_run_hot_interval(struct ks_run_hot *h,
+			 const struct ks_top_entry *ranked, size_t n,
+			 const struct ks_hot_unseen *u, size_t nu, __u32 seq,
+			 __u64 ring_version);
 
 /* Writes len bytes to path atomically (path.tmp, fsync, rename), mode
  * 0640, group gid unless gid is (gid_t)-1. 0 or -errno. */

@@ -547,7 +547,7 @@ static void text_interval(FILE *f, const struct replay *r, __u64 elapsed,
 /*
  * Closes the interval being filled at end_ns as 'agent run' does: flips
  * the epoch, estimates from the epoch just left, updates the hot-key
- * table from the published top keys, prints, and zeroes that epoch for
+ * table from the ranked candidates, prints, and zeroes that epoch for
  * its next turn. The last interval ends with the capture, short.
  */
 static int close_interval(struct replay *r, __u64 end_ns)
@@ -556,7 +556,7 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	__u64 elapsed = end_ns > r->iv_start_ns ? end_ns - r->iv_start_ns
 						: r->o.interval_ns;
 	struct ks_config cfg = { .sample_n = r->o.sample_n };
-	struct ks_hot_sample samples[KS_REPORT_TOP];
+	struct ks_hot_sample samples[KS_HOT_CAP];
 	struct ks_interval iv;
 	size_t nranked = 0, i;
 	__u64 cpu0 = ks_thread_cpu_ns();
@@ -580,9 +580,9 @@ static int close_interval(struct replay *r, __u64 end_ns)
 		nranked = ks_top_select(r->sketch, &iv, r->col.cands,
 					(size_t)ncands, r->ranked, r->o.ranked);
 	}
-	for (i = 0; i < r->rep->n_top; i++)
-		ks_hot_sample_from_top(&r->rep->top[i], &samples[i]);
-	ks_hot_update(r->hot, &r->o.pol, samples, r->rep->n_top, old);
+	for (i = 0; i < r->col.nranked && i < KS_HOT_CAP; i++)
+		ks_hot_sample_from_top(&r->col.ranked[i], &samples[i]);
+	ks_hot_update(r->hot, &r->o.pol, samples, i, old);
 	r->work_ns = ks_thread_cpu_ns() - cpu0;
 	if (r->o.view.json)
 		json_interval(stdout, r, end_ns, elapsed, ncands, nranked);

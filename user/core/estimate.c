@@ -249,6 +249,23 @@ size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 	return m;
 }
 
+size_t ks_top_rank(const struct ks_sketch *s, const struct ks_interval *iv,
+		   const struct ks_cand *c, size_t n,
+		   struct ks_top_entry *ranked, size_t cap, __u32 top,
+		   struct ks_report *rep)
+{
+	size_t m = ks_top_select(s, iv, c, n, ranked, cap), head = top;
+
+	if (head > KS_REPORT_TOP)
+		head = KS_REPORT_TOP;
+	if (head > m)
+		head = m;
+	memset(rep->top, 0, sizeof(rep->top));
+	memcpy(rep->top, ranked, head * sizeof(*ranked));
+	rep->n_top = (__u32)head;
+	return m;
+}
+
 __u64 ks_to_mps(double per_s)
 {
 	if (!(per_s > 0)) /* also NaN */

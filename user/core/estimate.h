@@ -125,6 +125,19 @@ size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 		     const struct ks_cand *c, size_t n,
 		     struct ks_top_entry *out, size_t k);
 
+/*
+ * The interval's ranking: the heaviest cap candidates (ks_top_select) into
+ * ranked, for the hot-key table, and the first top of them (at most
+ * KS_REPORT_TOP) into rep->top and rep->n_top, which is what
+ * ks_top_select(..., top) would have written there: the order is total,
+ * so the report does not depend on cap (given cap >= top). Returns the
+ * number ranked.
+ */
+size_t ks_top_rank(const struct ks_sketch *s, const struct ks_interval *iv,
+		   const struct ks_cand *c, size_t n,
+		   struct ks_top_entry *ranked, size_t cap, __u32 top,
+		   struct ks_report *rep);
+
 /* Per-second rate in milli-per-second, rounded, never negative. */
 __u64 ks_to_mps(double per_s);
 

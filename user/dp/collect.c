@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "dp/collect.h"
+#include "core/hotkeys.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -98,7 +99,8 @@ int ks_collector_init(struct ks_collector *c, const struct ks_maps *m)
 			     ks_percpu_stride(sizeof(struct ks_cand)));
 	c->cands_cap = (size_t)c->ncpus * KS_CAND_SLOTS;
 	c->cands = calloc(c->cands_cap, sizeof(struct ks_cand));
-	if (!c->row_buf || !c->cand_buf || !c->cands) {
+	c->ranked = calloc(KS_HOT_CAP, sizeof(struct ks_top_entry));
+	if (!c->row_buf || !c->cand_buf || !c->cands || !c->ranked) {
 		ks_collector_free(c);
 		return -ENOMEM;
 	}
@@ -110,9 +112,12 @@ void ks_collector_free(struct ks_collector *c)
 	free(c->row_buf);
 	free(c->cand_buf);
 	free(c->cands);
+	free(c->ranked);
 	c->row_buf = NULL;
 	c->cand_buf = NULL;
 	c->cands = NULL;
+	c->ranked = NULL;
+	c->nranked = 0;
 }
 
 /* Sums ncpus u64 counters laid out stride 8 (a percpu u64 lookup). */
@@ -371,8 +376,7 @@ long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
 	ks_fill_rates(prev, cur, rates_ns, rep);
 	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] -
 			     prev->pkts[KS_PKT_SAMPLED];
-	memset(rep->top, 0, sizeof(rep->top));
-	rep->n_top = (__u32)ks_top_select(sk, &iv, c->cands, (size_t)ncands,
-					  rep->top, top);
+	c->nranked = ks_top_rank(sk, &iv, c->cands, (size_t)ncands, c->ranked,
+				 KS_HOT_CAP, top, rep);
 	return ncands;
 }

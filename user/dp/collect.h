@@ -35,6 +35,11 @@ struct ks_collector {
 	struct ks_cand *cand_buf; /* one candidate slot, every CPU */
 	struct ks_cand *cands;    /* gathered candidates */
 	size_t cands_cap;
+	/* The last ks_estimate_interval's heaviest candidates, heaviest
+	 * first, up to KS_HOT_CAP: the hot-key table's samples. The
+	 * report's top keys are the first of them. */
+	struct ks_top_entry *ranked;
+	size_t nranked;
 };
 
 int ks_collector_init(struct ks_collector *c, const struct ks_maps *m);
@@ -56,7 +61,8 @@ long ks_read_cands(struct ks_collector *c, __u32 seq);
  * One interval's estimates, as 'agent run' publishes them and 'agent
  * replay' prints them: reads the totals into cur, epoch's sketch into sk
  * and the candidates of the interval that began at seq; fills rep's class
- * and error rates, sampled_total and its top keys (at most top). The
+ * and error rates, sampled_total and its top keys (at most top), and
+ * c->ranked with the heaviest KS_HOT_CAP candidates (ks_top_rank). The
  * sketch's estimates use elapsed_ns; the rates use the time since
  * *totals_ns (moved to now) or, when totals_ns is NULL, elapsed_ns.
  * Returns the number of candidates or a negative errno.
