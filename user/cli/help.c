@@ -327,7 +327,7 @@ void ks_help_replay(FILE *f)
 	ks_cli_help(f, KS_CMD_REPLAY, KS_GRP_RING);
 	fputs("\n"
 	      "HOT KEYS (with --interval: the table 'agent run' would keep, updated\n"
-	      "from each interval's top keys)\n",
+	      "from each interval's 256 heaviest keys)\n",
 	      f);
 	ks_cli_help(f, KS_CMD_REPLAY, KS_GRP_HOT);
 	fputs("\n"
