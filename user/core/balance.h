@@ -36,7 +36,7 @@
 #define KS_BALANCE_RAISE  1.25 /* a step up, per settled interval */
 #define KS_BALANCE_STEP   0.5  /* a step down at most */
 #define KS_BALANCE_ALPHA  0.5  /* EWMA weight of the newest served figure */
-#define KS_BALANCE_STABLE 0.05 /* the mean's move that stops a step */
+#define KS_BALANCE_STABLE 0.10 /* the mean's move that stops a step */
 #define KS_BALANCE_SETTLE 3    /* intervals after a change */
 #define KS_BALANCE_MAX    10.0 /* --balance F: 0 (off) or 0.01..10 */
 
