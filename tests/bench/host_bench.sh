@@ -101,38 +101,12 @@ ip netns exec "$NS" sysctl -qw "net.ipv4.conf.$IF.forwarding=1"
 } >"$STEER_TMP/ring64.txt"
 sysctl -qw kernel.bpf_stats_enabled=1
 
-load_args() { # WORKLOAD
-	local a=(--server "$SRV" --keys 100000 --zipf 0.99 --flash flash:1:0.10
-		--conns "$CONNS" --rate 0 --json)
-	case $1 in
-	udp) a+=(--proto udp --mix get=100) ;;
-	tcp) a+=(--proto tcp --mix get=100) ;;
-	mix) a+=(--proto tcp --mix get=80,mget=10,set=10 --mget-size 8) ;;
-	esac
-	printf '%s\n' "${a[@]}"
-}
+# shellcheck source=live_lib.sh
+. "$ROOT/tests/bench/live_lib.sh"
 
-mapfile -t pre < <(load_args tcp)
+mapfile -t pre < <(live_load_args tcp)
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${pre[@]}" --preload --count 1 >/dev/null ||
 	{ echo "host_bench.sh: preloading memcached failed" >&2; exit 1; }
-
-# xdp_prog_id: the id of the XDP program on the shard's veth, or nothing.
-xdp_prog_id() {
-	ip -n "$NS" -d -j link show dev "$IF" | "$PY" -c '
-import json, sys
-l = json.load(sys.stdin)[0]
-x = l.get("xdp") or {}
-p = x.get("prog") or next((a.get("prog") for a in x.get("attached", []) if a.get("prog")), None)
-print(p["id"] if p else "")'
-}
-
-prog_stats() { # ID -> "run_time_ns run_cnt"
-	[ -n "$1" ] || { echo "0 0"; return; }
-	bpftool -j prog show id "$1" | "$PY" -c '
-import json, sys
-p = json.load(sys.stdin)
-print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
-}
 
 scrape() {
 	ks_in_ns "$NS" curl -sf --max-time 2 "http://127.0.0.1:$MPORT/metrics"
@@ -199,21 +173,21 @@ one_run() {
 	ks8hot) sleep 3 ;; # the flash key found, armed and filled
 	ks*) sleep 1.2 ;;
 	esac
-	id=$(xdp_prog_id)
+	id=$(live_xdp_prog_id)
 	case $cfg in ks*)
 		apid=${STEER_AGENT_PIDS[0]}
 		scrape >"$m0" || return 1 ;;
 	esac
-	mapfile -t la < <(load_args "$wl")
+	mapfile -t la < <(live_load_args "$wl")
 	ks_in_ns "$STEER_CLIENT_NS" "$PY" "$MC_STATS" snap "$SRV" "$STEER_REPLICAS" >"$STEER_TMP/mc0"
-	s0=$(prog_stats "$id") sq0=$(softirq_ticks)
+	s0=$(live_prog_stats "$id") sq0=$(softirq_ticks)
 	[ -n "$apid" ] && a0=$(proc_ticks "$apid")
 	[ -n "$DUMP_PID" ] && d0=$(proc_ticks "$DUMP_PID")
 	t0=$(date +%s.%N)
 	ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${la[@]}" --duration "$DURATION" >"$STEER_TMP/load.json" ||
 		{ echo "host_bench.sh: ks_load failed ($cfg $wl)" >&2; return 1; }
 	t1=$(date +%s.%N)
-	s1=$(prog_stats "$id") sq1=$(softirq_ticks)
+	s1=$(live_prog_stats "$id") sq1=$(softirq_ticks)
 	[ -n "$apid" ] && a1=$(proc_ticks "$apid")
 	[ -n "$DUMP_PID" ] && d1=$(proc_ticks "$DUMP_PID")
 	ks_in_ns "$STEER_CLIENT_NS" "$PY" "$MC_STATS" snap "$SRV" "$STEER_REPLICAS" >"$STEER_TMP/mc1"

@@ -212,6 +212,46 @@ static void fp_sampling(void)
 		      "bytes past the short key are not zero");
 	}
 	kp_end();
+
+	/* the same over UDP, where a sampled lone get takes the fast path
+	 * (its key loaded from the packet, ks_fast_key), through XDP and
+	 * through tc: a 32-byte key, then 4 bytes, then 12 */
+	for (i = 0; i < 2; i++) {
+		static const char *const name[2] = {
+			"fastpath_udp_sample_zero_pads_after_longer_key",
+			"fastpath_udp_tc_sample_zero_pads_after_longer_key",
+		};
+		static const char *const keys[3] = { NULL, "wxyz",
+						     "abcdefghijkl" };
+		__u8 zeros[KS_KEY_BUF] = { 0 };
+		int k;
+
+		kp_begin(name[i]);
+		kp_set_sample(1);
+		kp_make_key(key, 32, 79 + (unsigned int)i);
+		for (k = 0; k < 3; k++) {
+			const char *kk = keys[k] ? keys[k] : key;
+			size_t kl = strlen(kk);
+			struct pkt p;
+
+			n = fp_get(buf, kk, kl, "\r\n");
+			kp_udp4(&p, buf, n);
+			if (i)
+				kp_send_tc(&p);
+			else
+				kp_send_mc(&p);
+			kp_x_req(KS_OP_GET, n, NULL);
+			kp_x_keyn(KS_OP_GET, kk, kl);
+			CHECK(kp_cand_find(kk, kl, &c),
+			      "key %d not a candidate", k);
+			CHECK_EQ(c.len, kl);
+			CHECK(!memcmp(c.key, kk, kl), "key %d bytes differ", k);
+			CHECK(!memcmp(c.key + kl, zeros, KS_KEY_BUF - kl),
+			      "bytes past key %d are not zero", k);
+		}
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 3);
+		kp_end();
+	}
 }
 
 void t_fastpath_group(void)
