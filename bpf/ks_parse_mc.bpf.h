@@ -748,8 +748,11 @@ __noinline int ks_mc_key_run(struct ks_scratch *s)
 		cd = s->sample_n;
 	p = s->off;
 	/* a window never holds more; below it the word at p + 8i needs no
-	 * mask to be the one at (p + 8i) & KS_WIN_MASK */
-	end = s->end < KS_WIN ? s->end : KS_WIN;
+	 * mask to be the one at (p + 8i) & KS_WIN_MASK (and a min() here
+	 * would make the verifier walk the loop twice) */
+	end = s->end;
+	if (end > KS_WIN)
+		return 0;
 	/* a continued key list's window begins inside a key */
 	if (cd <= 1 || p >= end || KS_BYTE(s, p) != ' ')
 		return 0;
