@@ -630,10 +630,16 @@ static __always_inline int ks_mc_no_key(struct ks_scratch *s, __u32 pos,
  * due for sampling, the line's end and anything unusual are left to
  * ks_mc_key_list(), so the two can never count differently.
  */
-#define KS_RUN_WORDS 32
-/* The longest key a run counts; memcached refuses keys over 250 bytes,
- * and the key list step reports them. */
-#define KS_RUN_LONGEST 240
+/* Groups of four words a run may count, 576 bytes; up to three words
+ * after them too. */
+#define KS_RUN_GROUPS 18
+/* Groups without a key's space a run may pass before it stops: a key
+ * that ends in the next group would be at most 32 * 5 + 62 = 222 bytes.
+ * memcached refuses keys over 250 bytes, and the key list step reports
+ * them; it also takes the longer ones a run leaves. */
+#define KS_RUN_GAP 5
+
+#define KS_LOW7 0x7f7f7f7f7f7f7f7fULL
 
 /* Bytes flagged (bit 7) in m. */
 static __always_inline __u64 ks_flag_count(__u64 m)
@@ -642,21 +648,14 @@ static __always_inline __u64 ks_flag_count(__u64 m)
 }
 
 /*
- * 1 when v (below 2^63) is 0, else 0, by arithmetic the compiler cannot
- * see through: a compare would be a branch (BPF has no setcc), and every
+ * The helpers below make 0/1 values by arithmetic the compiler cannot see
+ * through: a compare would be a branch (BPF has no setcc), and every
  * branch in the run's loop splits the verifier's walk of the words after
- * it; a known 0/1 would become a shift-and-mask the verifier forks on.
+ * it; a known 0/1 would become a shift-and-mask, and a [-1, 0] mask ANDed
+ * with a known value makes the 6.18 verifier fork both ways.
  */
-static __always_inline __u64 ks_is_zero(__u64 v)
-{
-	v -= 1;
-	KS_OPAQUE(v);
-	v >>= 63;
-	KS_OPAQUE(v);
-	return v;
-}
 
-/* 1 when a - b is negative (a, b below 2^63), else 0, the same way. */
+/* 1 when a - b is negative (a, b below 2^63), else 0. */
 static __always_inline __u64 ks_below(__u64 a, __u64 b)
 {
 	a -= b;
@@ -666,66 +665,190 @@ static __always_inline __u64 ks_below(__u64 a, __u64 b)
 	return a;
 }
 
+/* 1 when v (below 2^63) is 0, else 0. */
+static __always_inline __u64 ks_is_zero(__u64 v)
+{
+	v -= 1;
+	KS_OPAQUE(v);
+	v >>= 63;
+	KS_OPAQUE(v);
+	return v;
+}
+
+/* 1 when gap (below 123) is over KS_RUN_GAP, else 0. */
+static __always_inline __u64 ks_gap_over(__u64 gap)
+{
+	gap += 128 - (KS_RUN_GAP + 1);
+	KS_OPAQUE(gap);
+	gap >>= 7;
+	KS_OPAQUE(gap);
+	return gap;
+}
+
+/* A flag for every byte of w above 0x20 (exact): not a space, and in a
+ * word with no byte below 0x20 the others are spaces. */
+static __always_inline __u64 ks_mask_above_sp(__u64 w)
+{
+	return (((w & KS_LOW7) + 0x5f * KS_ONES) | w) & KS_HIGHS;
+}
+
+/* A flag for each key's space in a word of key bytes and spaces: a
+ * space whose byte before is not one (prev: that byte's flag, at bit 7
+ * alone). */
+static __always_inline __u64 ks_key_spaces(__u64 ks, __u64 prev)
+{
+	return (ks ^ KS_HIGHS) & ((ks << 8) | prev);
+}
+
+/* The keys' spaces in the word at pos of the window, the byte before it
+ * taken as it is. */
+static __always_inline __u64 ks_key_spaces_at(struct ks_scratch *s, __u32 pos)
+{
+	return ks_key_spaces(ks_mask_above_sp(ks_win_word(s, pos)),
+			     ks_mask_above_sp(ks_win_word(s, pos - 1)) & 0x80);
+}
+
+/*
+ * One word of a run: its keys' spaces (>> 7, a count per byte) added to
+ * *f; *ok keeps bit 7 of a byte clear where a byte is below 0x20; *c is
+ * the flag of the byte before and becomes the word's last byte's.
+ */
+static __always_inline void ks_run_word(__u64 w, __u64 *f, __u64 *ok, __u64 *c)
+{
+	__u64 t = w & KS_LOW7, ks;
+
+	*ok &= (t + 0x60 * KS_ONES) | w;
+	ks = ((t + 0x5f * KS_ONES) | w) & KS_HIGHS;
+	*f += ks_key_spaces(ks, *c) >> 7;
+	*c = ks >> 56;
+}
+
 /*
  * Counts the complete keys from s->off (a space after a key) as
  * ks_mc_key_list() would, at most s->countdown - 1 of them so the key due
  * for sampling is its. Returns the keys counted.
+ *
+ * A key is counted at its space: a space whose byte before is not one.
+ * Four words at a time: their flags, one count, three stop conditions
+ * (a byte below 0x20, as '\n' or a key's '\r' or tab; the sampling
+ * budget; a key that could pass 222 bytes) and the groups since the last
+ * flagged one; then the words of the group that stopped one at a time.
+ * Where the last key counted ends is found once, after.
  */
 __noinline int ks_mc_key_run(struct ks_scratch *s)
 {
-	__u64 w, x, ns, ends, n, nz, count = 0, prev = 0, last_e = 0;
-	__u64 p, last_p, end, budget;
-	__u32 i, cd;
+	__u64 f, ok, c, n, left, budget, i, prev = 0, gap = 0;
+	__u32 cd0, cd, p, end, last, at, x;
+	__u8 *q;
 
 	if (!s || s->hot)
 		return 0;
-	cd = s->countdown;
+	cd = cd0 = s->countdown;
 	if (cd == 0 || cd > s->sample_n)
 		cd = s->sample_n;
 	p = s->off;
+	/* a window never holds more; below it the word at p + 8i needs no
+	 * mask to be the one at (p + 8i) & KS_WIN_MASK (and a min() here
+	 * would make the verifier walk the loop twice) */
 	end = s->end;
+	if (end > KS_WIN)
+		return 0;
 	/* a continued key list's window begins inside a key */
 	if (cd <= 1 || p >= end || KS_BYTE(s, p) != ' ')
 		return 0;
-	budget = cd - 1;
-	last_p = p;
-	for (i = 0; i < KS_RUN_WORDS; i++) {
-		w = ks_win_word(s, p);
-		x = w ^ (' ' * KS_ONES);
-		/* exact: a flag for every byte that is not a space */
-		ns = (((x & ~KS_HIGHS) + ~KS_HIGHS) | x) & KS_HIGHS;
-		/* a key's last byte: not a space, the next one a space;
-		 * prev: the word before ended inside a key */
-		ends = ns & ((ns ^ KS_HIGHS) >> 8);
-		n = ks_flag_count(ends) + (prev & ~(ns >> 7) & 1);
-		/* one exit: the window's end, a '\n', the sampling budget,
-		 * or a key that could be longer than KS_RUN_LONGEST (it
-		 * began after the word of the last key end) */
-		if (ks_below(end, p + 8) | ks_mask_lf(w) |
-		    ks_below(budget, count + n) |
-		    ks_below(KS_RUN_LONGEST, p + 8 - last_p))
+	budget = left = cd - 1;
+	/*
+	 * The window's end stops a run as a '\n' does: nothing reads past
+	 * s->end but a run, and a bound of its own would be another test
+	 * per group (and its min() with the groups, two walks of the loop).
+	 */
+	s->win[end] = '\n';
+	q = &s->win[p & KS_WIN_MASK];
+	for (i = 0; i < KS_RUN_GROUPS; i++) {
+		f = 0;
+		ok = ~0ULL;
+		c = prev;
+		ks_run_word(*(__u64 *)__builtin_assume_aligned(q, 8), &f, &ok,
+			    &c);
+		ks_run_word(*(__u64 *)__builtin_assume_aligned(q + 8, 8), &f,
+			    &ok, &c);
+		ks_run_word(*(__u64 *)__builtin_assume_aligned(q + 16, 8), &f,
+			    &ok, &c);
+		ks_run_word(*(__u64 *)__builtin_assume_aligned(q + 24, 8), &f,
+			    &ok, &c);
+		n = (f * KS_ONES) >> 56;
+		if (((ok & KS_HIGHS) ^ KS_HIGHS) | ks_below(left, n) |
+		    ks_gap_over(gap))
 			break;
-		count += n;
-		/* the word of the last key end, and its end flags (none
-		 * when the key ended with the word before, at p) */
-		nz = 1 - ks_is_zero(n);
-		last_p += (p - last_p) * nz;
-		last_e += (ends - last_e) * nz;
-		prev = ns >> 63;
-		p += 8;
+		left -= n;
+		gap = (gap + 1) * ks_is_zero(n);
+		prev = c;
+		q += 32;
 	}
-	if (!count)
+	/*
+	 * Through memory (s->off and s->countdown, set for good below), so
+	 * that the verifier walks the rest once, not once for every exit of
+	 * the loop: the end of the last group with a key's space, where the
+	 * group that stopped begins, whether a key there could be too long,
+	 * the flag of the byte before it; and the budget left.
+	 */
+	s->off = (p + (__u32)(i - gap) * 32) | (p + (__u32)i * 32) << 12 |
+		 (__u32)ks_gap_over(gap) << 24 | (__u32)prev << 18;
+	s->countdown = left + 1;
+	__asm__ volatile("" ::: "memory");
+	x = *(volatile __u32 *)&s->off;
+	left = *(volatile __u32 *)&s->countdown - 1;
+	last = x & 0xfff;
+	at = (x >> 12) & 0xfff;
+	prev = (x >> 18) & 0x80;
+	/* the words at `at` one at a time: their group stopped, or they
+	 * follow the last group a run counts */
+	if (!((x >> 24) & 1) && at <= KS_WIN) {
+		q = &s->win[at];
+		for (i = 0; i < 3; i++) {
+			f = 0;
+			ok = ~0ULL;
+			c = prev;
+			ks_run_word(*(__u64 *)__builtin_assume_aligned(q, 8),
+				    &f, &ok, &c);
+			n = (f * KS_ONES) >> 56;
+			if (((ok & KS_HIGHS) ^ KS_HIGHS) || n > left)
+				break;
+			left -= n;
+			prev = c;
+			q += 8;
+			at += 8;
+			if (n)
+				last = at;
+		}
+	}
+	n = budget - left;
+	if (!n || last < 8 || last > KS_WIN) {
+		s->off = p;
+		s->countdown = cd0;
 		return 0;
-	/* the space after that end: smear the flags down and count them
-	 * (the highest index, plus one) */
-	last_e |= last_e >> 8;
-	last_e |= last_e >> 16;
-	last_e |= last_e >> 32;
-	s->countdown = cd - count;
-	s->nkeys += count;
-	s->pkt_keys += count;
-	s->off = last_p + ks_flag_count(last_e);
-	return count;
+	}
+	s->countdown = cd - (__u32)n;
+	s->nkeys += n;
+	s->pkt_keys += n;
+	/* the space after the last key counted: the highest flag of the
+	 * last of its words that has one (the byte before p is a key's:
+	 * the flag it gives p is never the highest); the masks of the
+	 * window's reads stay, for the verifier */
+	KS_OPAQUE(last);
+	for (i = 0; i < 3; i++) {
+		f = ks_key_spaces_at(s, last - 8);
+		if (f)
+			break;
+		last -= 8;
+	}
+	if (!f)
+		f = ks_key_spaces_at(s, last - 8);
+	f |= f >> 8;
+	f |= f >> 16;
+	f |= f >> 32;
+	s->off = last - 9 + ks_flag_count(f);
+	return n;
 }
 
 /* One step inside a get/gets/gat/gats key list: a key or the line end. */

@@ -119,6 +119,12 @@ static const struct scen_def defs[] = {
 	  false, 0 },
 	{ "get250_sampled", "get, 250-byte key, sampled", SC_GET, 1, 250, 0,
 	  true, 0 },
+	/* a 2- and an 8-key get: the fixed cost of a multi-get apart from
+	 * its cost per key (issue 14) */
+	{ "mget2_unsampled", "get, 2 keys of 16 bytes, unsampled", SC_GET, 2,
+	  16, 0, false, 0 },
+	{ "mget8_unsampled", "get, 8 keys of 16 bytes, unsampled", SC_GET, 8,
+	  16, 0, false, 0 },
 	{ "mget32_unsampled", "get, 32 keys of 16 bytes, unsampled", SC_GET, 32,
 	  16, 0, false, 0 },
 	{ "mget32_sampled", "get, 32 keys of 16 bytes, all sampled", SC_GET, 32,

@@ -144,6 +144,95 @@ static void kr_too_long(__u32 rate, int nkeys)
 	kp_end();
 }
 
+/*
+ * "get" and keys of 1..40 bytes (seeds from seed on), one to three spaces
+ * apart, until the line is about cap bytes, then "\r\n"; x picks lengths
+ * and spaces. Returns its length, the keys in *nk.
+ */
+static size_t kr_line(char *buf, size_t cap, __u32 *x, unsigned int seed,
+		      int *nk)
+{
+	char key[64];
+	size_t n = (size_t)sprintf(buf, "get"), len;
+
+	for (*nk = 0; n < cap - 64; (*nk)++) {
+		len = 1 + tr_rand(x) % 40;
+		kp_make_key(key, len, seed + (unsigned int)*nk);
+		n += (size_t)sprintf(buf + n, "%s%s",
+				     "   " + 2 - tr_rand(x) % 3, key);
+	}
+	return n + (size_t)sprintf(buf + n, "\r\n");
+}
+
+/* The model gains that line: one get of n bytes and its nk keys, x as it
+ * was when the line was made. */
+static void kr_x_line(size_t n, __u32 x, unsigned int seed, int nk)
+{
+	char key[64];
+	size_t len;
+	int j;
+
+	kp_x_req(KS_OP_GET, n, NULL);
+	for (j = 0; j < nk; j++) {
+		len = 1 + tr_rand(&x) % 40;
+		tr_rand(&x);
+		kp_make_key(key, len, seed + (unsigned int)j);
+		kp_x_keyn(KS_OP_GET, key, len);
+	}
+}
+
+/* kp_begin() of "key_run_<what>_sample_<rate>", sampling 1 in rate. */
+static void kr_begin(const char *what, __u32 rate)
+{
+	static char name[80];
+
+	snprintf(name, sizeof(name), "key_run_%s_sample_%u", what, rate);
+	kp_begin(name);
+	kp_set_sample(rate);
+}
+
+/*
+ * Where a window ends mid-list. Not cut: gets longer than the 2048-byte
+ * window in one segment; the window's end stops a run as a '\n' would
+ * (it falls after a key's space, on a key's last byte, inside a key or
+ * on a space, as the lengths move it) and the list goes on in the next
+ * window. Cut: a get sent whole, then cut between two segments of a
+ * flow, so that the first segment's window ends mid-list where the
+ * window before held keys and spaces: a run that read past the window's
+ * end would count those stale keys.
+ */
+static void kr_window_end(__u32 rate, bool cut)
+{
+	static char buf[KP_SEG_MAX];
+	size_t n, cap = cut ? 2048 : sizeof(buf);
+	__u32 x = 31 + rate, x0, at;
+	unsigned int seed;
+	struct kp_flow fl;
+	struct pkt p;
+	int i, nk;
+
+	kr_begin(cut ? "get_cut_mid_list" : "get_past_the_window", rate);
+	for (i = 0; i < 32; i++) {
+		x0 = x;
+		seed = 9000 + (unsigned int)i * 400;
+		n = kr_line(buf, cap, &x, seed, &nk);
+		kp_tcp4(&p, buf, n);
+		kp_send_mc(&p);
+		kr_x_line(n, x0, seed, nk);
+		if (!cut)
+			continue;
+		at = 8 + (__u32)(i * 97 + tr_rand(&x) % 97) % (__u32)(n - 16);
+		kp_flow_new(&fl, 0);
+		kp_flow_syn(&fl);
+		kp_flow_send(&fl, 0, buf, at, PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_flow_send(&fl, at, buf + at, n - at,
+			     PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_flow_fin(&fl, (__u32)n);
+		kr_x_line(n, x0, seed, nk);
+	}
+	kp_end();
+}
+
 void t_key_run_group(void)
 {
 	size_t r;
@@ -155,5 +244,7 @@ void t_key_run_group(void)
 		kr_odd_lines(kr_rates[r]);
 		kr_too_long(kr_rates[r], 1);
 		kr_too_long(kr_rates[r], 40);
+		kr_window_end(kr_rates[r], false);
+		kr_window_end(kr_rates[r], true);
 	}
 }
