@@ -390,6 +390,21 @@ static void host_doc(void)
 	CHECK_EQ(h.n_top, 1);
 	CHECK_EQ(h.top[0].hash, 0xaa);
 	CHECK(!strcmp(h.top[0].key, "k"), "key");
+	/* an agent from before served_per_s: its reads stand for it */
+	CHECK(NEAR(h.served, 812.5), "served without the field: %g", h.served);
+	{
+		static const char served[] =
+			"{\"schema\":1,\"shard\":{\"name\":\"a:1\",\"reads_per_s\":900,"
+			"\"served_per_s\":120.5}}";
+		static const char bad_served[] =
+			"{\"schema\":1,\"shard\":{\"name\":\"a:1\",\"served_per_s\":-3}}";
+
+		ks_fleet_host_decode("a:1", served, strlen(served), &h);
+		CHECK(h.valid && NEAR(h.reads, 900) && NEAR(h.served, 120.5),
+		      "served %g of %g", h.served, h.reads);
+		ks_fleet_host_decode("a:1", bad_served, strlen(bad_served), &h);
+		CHECK(!h.valid, "a negative served_per_s taken");
+	}
 	/* no shard: the host's own class rates */
 	ks_fleet_host_decode("x", no_shard, strlen(no_shard), &h);
 	CHECK(h.valid && !h.have_shard && NEAR(h.reads, 7), "class rates");
@@ -592,6 +607,7 @@ static void render(void)
 		      "head: %.120s", t);
 		CHECK(strstr(t, "\"busiest\":\"198.18.2.11:11211\"") != NULL,
 		      "busiest");
+		CHECK(strstr(t, "\"served_per_s\":") != NULL, "served_per_s");
 		CHECK(strstr(t,
 			     "\"shards_without_agent\":[\"198.18.2.14:11211\"]") !=
 			      NULL,

@@ -84,6 +84,7 @@ static void join(const struct ks_fleet_snapshot *s, struct ks_fleet_view *v)
 			continue;
 		h = &s->hosts[sh->host];
 		sh->reads = h->reads;
+		sh->served = h->served;
 		sh->writes = h->writes;
 		sh->mis = h->mis;
 		sh->ring_rev = h->ring_rev;

@@ -94,8 +94,10 @@ struct ks_fleet_shard {
 	const char *name; /* the snapshot's "host:port" */
 	long host;        /* index into hosts[], -1: no valid entry (gone) */
 	double reads, writes, mis;
-	double share; /* of the reads of every shard with an agent, 0..1 */
-	double ratio; /* reads / the mean of those shards */
+	double served; /* the reads its memcached answered (less the UDP
+			* gets steered to copies): what --balance compares */
+	double share;  /* of the reads of every shard with an agent, 0..1 */
+	double ratio;  /* reads / the mean of those shards */
 	int64_t ring_rev;
 	int stale;   /* its agent runs an older ring than the ring's */
 	int busiest; /* the most reads (ties: the lower index); none at 0 */

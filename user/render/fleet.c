@@ -61,24 +61,25 @@ static void text_shards(FILE *f, const struct ks_fleet_out *o)
 	char b[KS_FLEET_ADDR_MAX * 4];
 	size_t i;
 
-	fprintf(f, "  %-21s %10s %10s %6s %6s %9s %6s  %s\n", "SHARD",
-		"READS/S", "WRITES/S", "SHARE", "xMEAN", "MISDIR/S", "RING",
-		"AGENT");
+	fprintf(f, "  %-21s %10s %10s %10s %6s %6s %9s %6s  %s\n", "SHARD",
+		"READS/S", "SERVED/S", "WRITES/S", "SHARE", "xMEAN", "MISDIR/S",
+		"RING", "AGENT");
 	for (i = 0; i < v->n_shards; i++) {
 		const struct ks_fleet_shard *sh = &v->shards[i];
 
 		safe(sh->name, b, sizeof(b));
 		if (sh->host < 0) {
-			fprintf(f, "  %-21s %10s %10s %6s %6s %9s %6s  gone\n",
-				b, "-", "-", "-", "-", "-", "-");
+			fprintf(f,
+				"  %-21s %10s %10s %10s %6s %6s %9s %6s  gone\n",
+				b, "-", "-", "-", "-", "-", "-", "-");
 			continue;
 		}
 		fprintf(f,
-			"%c %-21s %10.1f %10.1f %5.1f%% %6.2f %9.1f %6" PRId64
+			"%c %-21s %10.1f %10.1f %10.1f %5.1f%% %6.2f %9.1f %6" PRId64
 			"  up%s\n",
-			sh->busiest ? '*' : ' ', b, sh->reads, sh->writes,
-			100 * sh->share, sh->ratio, sh->mis, sh->ring_rev,
-			sh->stale ? "  OLD RING" : "");
+			sh->busiest ? '*' : ' ', b, sh->reads, sh->served,
+			sh->writes, 100 * sh->share, sh->ratio, sh->mis,
+			sh->ring_rev, sh->stale ? "  OLD RING" : "");
 	}
 	if (v->busiest >= 0)
 		fprintf(f,
@@ -292,6 +293,8 @@ static json_t *shard_json(const struct ks_fleet_out *o, size_t i)
 			    up ? str(o->s->hosts[sh->host].self) : json_null());
 	json_object_set_new(r, "reads_per_s",
 			    up ? json_real(sh->reads) : json_null());
+	json_object_set_new(r, "served_per_s",
+			    up ? json_real(sh->served) : json_null());
 	json_object_set_new(r, "writes_per_s",
 			    up ? json_real(sh->writes) : json_null());
 	json_object_set_new(r, "share",
