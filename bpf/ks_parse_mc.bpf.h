@@ -715,10 +715,9 @@ static __always_inline __u64 ks_key_spaces_at(struct ks_scratch *s, __u32 pos)
  */
 static __always_inline void ks_run_word(__u64 w, __u64 *f, __u64 *ok, __u64 *c)
 {
-	__u64 t = w & KS_LOW7, ks;
+	__u64 ks = ks_mask_above_sp(w);
 
-	*ok &= (t + 0x60 * KS_ONES) | w;
-	ks = ((t + 0x5f * KS_ONES) | w) & KS_HIGHS;
+	*ok &= ((w & KS_LOW7) + 0x60 * KS_ONES) | w;
 	*f += ks_key_spaces(ks, *c) >> 7;
 	*c = ks >> 56;
 }

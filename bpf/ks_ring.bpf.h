@@ -122,6 +122,13 @@ KS_KH_CALLBACK(fnv1a_32, KS_KH_FNV1A_32, ks_kh_byte)
 
 /* An empty asm that differs per arm of a switch (n a constant). */
 #define KS_ARM(n) __asm__ volatile("" ::"i"(n))
+/* One arm of ks_ring_twem's switch: kind K's loop, with callback cb, and
+ * its end. */
+#define KS_KH_ARM(K, cb)                                                       \
+	case K:                                                                \
+		bpf_loop(n, cb, &l, 0);                                        \
+		KS_ARM(K);                                                     \
+		return ks_kh_end(&l.st, K, l.key)
 
 /* A twemproxy key hash other than MD5 of the key in s->key. */
 __noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
@@ -153,14 +160,8 @@ __noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
 	 * callback, and an indirect call per step is several times slower.
 	 */
 	switch (kind) {
-	case KS_KH_ONE_AT_A_TIME:
-		bpf_loop(n, ks_kh_cb_oaat, &l, 0);
-		KS_ARM(KS_KH_ONE_AT_A_TIME);
-		return ks_kh_end(&l.st, KS_KH_ONE_AT_A_TIME, l.key);
-	case KS_KH_CRC16:
-		bpf_loop(n, ks_kh_cb_crc16, &l, 0);
-		KS_ARM(KS_KH_CRC16);
-		return ks_kh_end(&l.st, KS_KH_CRC16, l.key);
+		KS_KH_ARM(KS_KH_ONE_AT_A_TIME, ks_kh_cb_oaat);
+		KS_KH_ARM(KS_KH_CRC16, ks_kh_cb_crc16);
 	case KS_KH_CRC32:
 	case KS_KH_CRC32A: /* one loop verified for both: only the end differs */
 		bpf_loop(n, ks_kh_cb_crc32, &l, 0);
@@ -168,30 +169,12 @@ __noinline __u32 ks_ring_twem(struct ks_scratch *s, __u32 len, __u32 kind)
 		if (kind == KS_KH_CRC32)
 			return ks_kh_end(&l.st, KS_KH_CRC32, l.key);
 		return ks_kh_end(&l.st, KS_KH_CRC32A, l.key);
-	case KS_KH_FNV1_64:
-		bpf_loop(n, ks_kh_cb_fnv1_64, &l, 0);
-		KS_ARM(KS_KH_FNV1_64);
-		return ks_kh_end(&l.st, KS_KH_FNV1_64, l.key);
-	case KS_KH_FNV1_32:
-		bpf_loop(n, ks_kh_cb_fnv1_32, &l, 0);
-		KS_ARM(KS_KH_FNV1_32);
-		return ks_kh_end(&l.st, KS_KH_FNV1_32, l.key);
-	case KS_KH_FNV1A_32:
-		bpf_loop(n, ks_kh_cb_fnv1a_32, &l, 0);
-		KS_ARM(KS_KH_FNV1A_32);
-		return ks_kh_end(&l.st, KS_KH_FNV1A_32, l.key);
-	case KS_KH_HSIEH:
-		bpf_loop(n, ks_kh_cb_hsieh, &l, 0);
-		KS_ARM(KS_KH_HSIEH);
-		return ks_kh_end(&l.st, KS_KH_HSIEH, l.key);
-	case KS_KH_MURMUR:
-		bpf_loop(n, ks_kh_cb_murmur, &l, 0);
-		KS_ARM(KS_KH_MURMUR);
-		return ks_kh_end(&l.st, KS_KH_MURMUR, l.key);
-	case KS_KH_JENKINS:
-		bpf_loop(n, ks_kh_cb_jenkins, &l, 0);
-		KS_ARM(KS_KH_JENKINS);
-		return ks_kh_end(&l.st, KS_KH_JENKINS, l.key);
+		KS_KH_ARM(KS_KH_FNV1_64, ks_kh_cb_fnv1_64);
+		KS_KH_ARM(KS_KH_FNV1_32, ks_kh_cb_fnv1_32);
+		KS_KH_ARM(KS_KH_FNV1A_32, ks_kh_cb_fnv1a_32);
+		KS_KH_ARM(KS_KH_HSIEH, ks_kh_cb_hsieh);
+		KS_KH_ARM(KS_KH_MURMUR, ks_kh_cb_murmur);
+		KS_KH_ARM(KS_KH_JENKINS, ks_kh_cb_jenkins);
 	default:
 		return 0;
 	}

@@ -79,30 +79,17 @@ done
 command -v tcpdump >/dev/null || { echo "host_bench.sh: tcpdump missing (make deps)" >&2; exit 1; }
 command -v bpftool >/dev/null || { echo "host_bench.sh: bpftool missing (make deps)" >&2; exit 1; }
 
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
-DUMP_PID=''
-cleanup() {
-	[ -n "$DUMP_PID" ] && ks_stop_pid "$DUMP_PID" INT
-	steer_agents_stop
-	steer_topo_down
-	sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+# shellcheck source=live_lib.sh
+. "$ROOT/tests/bench/live_lib.sh"
 
-steer_topo_up 1 1 || exit 1
-NS=${STEER_SHARD_NS[0]} IF=${STEER_SHARD_IF[0]} SRV=${STEER_SHARD_ADDR[0]}:$STEER_PORT
-RUNS=$STEER_TMP/runs.jsonl
-: >"$RUNS"
+DUMP_PID=''
+live_on_exit() { [ -n "$DUMP_PID" ] && ks_stop_pid "$DUMP_PID" INT; }
+live_up 1
 ip netns exec "$NS" sysctl -qw "net.ipv4.conf.$IF.forwarding=1"
 {
 	echo "$SRV"
 	for ((i = 1; i < 64; i++)); do echo "198.19.0.$i:$STEER_PORT"; done
 } >"$STEER_TMP/ring64.txt"
-sysctl -qw kernel.bpf_stats_enabled=1
-
-# shellcheck source=live_lib.sh
-. "$ROOT/tests/bench/live_lib.sh"
 
 mapfile -t pre < <(live_load_args tcp)
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${pre[@]}" --preload --count 1 >/dev/null ||

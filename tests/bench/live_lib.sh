@@ -1,8 +1,29 @@
 # shellcheck shell=bash
-# live_lib.sh - what host_bench.sh and stage_bench.sh share: ks_load's
-# command line for a workload and the XDP program's bpf_stats on the
-# shard's veth. Source it after steer_topo_up; it defines functions only
-# and reads SRV (the shard's address:port), CONNS, NS, IF and PY.
+# live_lib.sh - what host_bench.sh and stage_bench.sh share: the one-shard
+# topology with bpf_stats on (live_up), ks_load's command line for a
+# workload and the XDP program's bpf_stats on the shard's veth. Source it
+# after steer_topo.sh; it defines functions only and reads CONNS and PY.
+
+# live_up NREPLICAS: steer_topo with one shard and NREPLICAS replicas,
+# kernel.bpf_stats_enabled on, both undone on exit (first the caller's
+# live_on_exit, when it defines one). Sets NS, IF, SRV (the shard's
+# address:port) and RUNS (an empty file for the runs' lines).
+live_up() {
+	LIVE_STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+	trap live_down EXIT
+	trap 'exit 130' INT TERM HUP
+	steer_topo_up 1 "$1" || exit 1
+	NS=${STEER_SHARD_NS[0]} IF=${STEER_SHARD_IF[0]} SRV=${STEER_SHARD_ADDR[0]}:$STEER_PORT
+	RUNS=$STEER_TMP/runs.jsonl
+	: >"$RUNS"
+	sysctl -qw kernel.bpf_stats_enabled=1
+}
+live_down() {
+	declare -F live_on_exit >/dev/null && live_on_exit
+	steer_agents_stop
+	steer_topo_down
+	sysctl -qw kernel.bpf_stats_enabled="$LIVE_STATS_WAS"
+}
 
 # live_load_args WORKLOAD: ks_load's arguments, one a line: udp (gets over
 # UDP), tcp (gets over TCP), mix (TCP: get=80, mget=10 of 8 keys, set=10);

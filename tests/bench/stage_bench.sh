@@ -68,24 +68,9 @@ if [ -n "$LOAD_CPUS" ]; then
 fi
 command -v bpftool >/dev/null || { echo "stage_bench.sh: bpftool missing (make deps)" >&2; exit 1; }
 
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	steer_agents_stop
-	steer_topo_down
-	sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-steer_topo_up 1 0 || exit 1
-# shellcheck disable=SC2034 # SRV: read by live_lib.sh
-NS=${STEER_SHARD_NS[0]} IF=${STEER_SHARD_IF[0]} SRV=${STEER_SHARD_ADDR[0]}:$STEER_PORT
-RUNS=$STEER_TMP/runs.jsonl
-: >"$RUNS"
-sysctl -qw kernel.bpf_stats_enabled=1
-
 # shellcheck source=live_lib.sh
 . "$ROOT/tests/bench/live_lib.sh"
+live_up 0
 
 mapfile -t pre < <(live_load_args tcp)
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${pre[@]}" --preload --count 1 >/dev/null ||
