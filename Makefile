@@ -324,11 +324,14 @@ bench-agent: check-deps
 # `make test`.
 HOST_ROUNDS  ?= 3
 HOST_SECONDS ?= 5
+# HOST_PERF_HZ=999: perf samples every run too, for the observers' kernel
+# time (tcpdump's copy into its ring runs outside its process)
+HOST_PERF_HZ ?= 0
 bench-host: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/host_bench.sh --rounds $(HOST_ROUNDS) \
-		--duration $(HOST_SECONDS) --json $(OUT)/host_bench.jsonl \
-		--markdown $(OUT)/host_bench.md
+		--duration $(HOST_SECONDS) --perf-hz $(HOST_PERF_HZ) \
+		--json $(OUT)/host_bench.jsonl --markdown $(OUT)/host_bench.md
 
 # The soak test for SOAK_SECONDS (default 600): sustained load while the
 # agent swaps rings and hot tables every interval (docs/reliability.md).

@@ -5,7 +5,7 @@
 #
 #   sudo tests/bench/host_bench.sh [--rounds N] [--duration SEC]
 #        [--conns N] [--configs 'C ...'] [--workloads 'W ...']
-#        [--json FILE] [--markdown FILE]
+#        [--json FILE] [--markdown FILE] [--perf-hz HZ]
 #
 # The steering topology (user/scripts/steer_topo.sh) with one shard and one
 # L1 replica: the client namespace sends, through the bridge, to the
@@ -38,8 +38,18 @@
 # turned on for the run and put back), the agent's CPU, tcpdump's user +
 # system time, and the machine's softirq time. The summary
 # (tests/bench/host_report.py) is the median of the rounds, as ratios to
-# `none` and to `empty` of the same run. Everything is removed on every
-# exit path; eth0 and the host's interfaces are never touched.
+# `none` and to `empty` of the same run.
+#
+# --perf-hz HZ (default 0, off): perf record (cpu-clock, every CPU, call
+# graphs) at HZ samples a second during every run, for the kernel time
+# the observers spend outside their process: AF_PACKET's tpacket_rcv for
+# tcpdump (it copies each frame in the softirq that received it, or in
+# memcached's send for a reply) and the XDP program for keysteer, both
+# counted the same way. perf's own cost slows every configuration alike;
+# the throughput figures of record come from runs without it.
+#
+# Everything is removed on every exit path; eth0 and the host's interfaces
+# are never touched.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../user/scripts/steer_topo.sh
@@ -49,7 +59,7 @@ AGENT=$ROOT/${OUT:-build}/agent
 MC_STATS=$ROOT/user/scripts/mc_stats.py
 REPORT=$ROOT/tests/bench/host_report.py
 PY=/usr/bin/python3
-ROUNDS=3 DURATION=5 CONNS=8 JSON_OUT='' MD_OUT=''
+ROUNDS=3 DURATION=5 CONNS=8 JSON_OUT='' MD_OUT='' PERF_HZ=0
 CONFIGS='none empty ks8 ks1 ks8ring ks8hot pcap pcap96'
 WORKLOADS='udp tcp mix'
 MPORT=9189
@@ -57,7 +67,7 @@ MPORT=9189
 # shellcheck source=bench_opts.sh
 . "$ROOT/tests/bench/bench_opts.sh"
 bench_opts '--rounds:ROUNDS --duration:DURATION --conns:CONNS --configs:CONFIGS
-	--workloads:WORKLOADS --json:JSON_OUT --markdown:MD_OUT' "$@"
+	--workloads:WORKLOADS --json:JSON_OUT --markdown:MD_OUT --perf-hz:PERF_HZ' "$@"
 for c in $CONFIGS; do
 	case $c in
 	none | empty | ks8 | ks1 | ks8ring | ks8hot | pcap | pcap96) ;;
@@ -72,18 +82,25 @@ for w in $WORKLOADS; do
 done
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ && "$DURATION" =~ ^[1-9][0-9]*$ && "$CONNS" =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "host_bench.sh: --rounds, --duration and --conns take positive integers" >&2; exit 2; }
+[[ "$PERF_HZ" =~ ^[0-9]+$ && "$PERF_HZ" -le 20000 ]] ||
+	{ echo "host_bench.sh: --perf-hz takes 0 (off) to 20000 samples a second" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "host_bench.sh: needs root (namespaces, XDP)" >&2; exit 1; }
 for b in "$LOAD" "$AGENT" "$STEER_EMPTY_OBJ"; do
 	[ -e "$b" ] || { echo "host_bench.sh: $b missing; run make first" >&2; exit 1; }
 done
 command -v tcpdump >/dev/null || { echo "host_bench.sh: tcpdump missing (make deps)" >&2; exit 1; }
 command -v bpftool >/dev/null || { echo "host_bench.sh: bpftool missing (make deps)" >&2; exit 1; }
+[ "$PERF_HZ" = 0 ] || command -v perf >/dev/null ||
+	{ echo "host_bench.sh: --perf-hz needs perf (apt-get install linux-perf)" >&2; exit 1; }
 
 # shellcheck source=live_lib.sh
 . "$ROOT/tests/bench/live_lib.sh"
 
-DUMP_PID=''
-live_on_exit() { [ -n "$DUMP_PID" ] && ks_stop_pid "$DUMP_PID" INT; }
+DUMP_PID='' PERF_PID=''
+live_on_exit() {
+	[ -n "$DUMP_PID" ] && ks_stop_pid "$DUMP_PID" INT
+	[ -n "$PERF_PID" ] && ks_stop_pid "$PERF_PID" INT
+}
 live_up 1
 ip netns exec "$NS" sysctl -qw "net.ipv4.conf.$IF.forwarding=1"
 {
@@ -170,10 +187,24 @@ one_run() {
 	s0=$(live_prog_stats "$id") sq0=$(softirq_ticks)
 	[ -n "$apid" ] && a0=$(proc_ticks "$apid")
 	[ -n "$DUMP_PID" ] && d0=$(proc_ticks "$DUMP_PID")
+	if [ "$PERF_HZ" != 0 ]; then
+		rm -f "$STEER_TMP/perf.data"
+		perf record -q -e cpu-clock -a -g -F "$PERF_HZ" -o "$STEER_TMP/perf.data" \
+			-- sleep "$DURATION" 2>"$STEER_TMP/perf.err" &
+		PERF_PID=$!
+	fi
 	t0=$(date +%s.%N)
 	ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${la[@]}" --duration "$DURATION" >"$STEER_TMP/load.json" ||
 		{ echo "host_bench.sh: ks_load failed ($cfg $wl)" >&2; return 1; }
 	t1=$(date +%s.%N)
+	local perf_json=null
+	if [ -n "$PERF_PID" ]; then
+		wait "$PERF_PID"
+		PERF_PID=''
+		perf_json=$STEER_TMP/perf.json
+		"$PY" "$REPORT" perf-cost "$STEER_TMP/perf.data" --hz "$PERF_HZ" >"$perf_json" ||
+			{ echo "host_bench.sh: perf report failed: $(head -c 200 "$STEER_TMP/perf.err")" >&2; return 1; }
+	fi
 	s1=$(live_prog_stats "$id") sq1=$(softirq_ticks)
 	[ -n "$apid" ] && a1=$(proc_ticks "$apid")
 	[ -n "$DUMP_PID" ] && d1=$(proc_ticks "$DUMP_PID")
@@ -200,7 +231,7 @@ one_run() {
 		--load "$STEER_TMP/load.json" --mc0 "$STEER_TMP/mc0" --mc1 "$STEER_TMP/mc1" \
 		--prog "$s0" "$s1" --softirq "$sq0" "$sq1" --agent "$a0" "$a1" \
 		--dump "$d0" "$d1" --seen "${seen:-null}" --captured "${cap:-null}" \
-		--dropped "${drop:-null}" --wall "$t0" "$t1" >>"$RUNS" ||
+		--dropped "${drop:-null}" --wall "$t0" "$t1" --perf "$perf_json" >>"$RUNS" ||
 		{ echo "host_bench.sh: summing up $cfg $wl failed" >&2; return 1; }
 	tail -1 "$RUNS" | "$PY" "$REPORT" line
 }

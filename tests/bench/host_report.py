@@ -3,6 +3,7 @@
 
   host_report.py metrics-read-keys BEFORE AFTER   read keys keysteer counted
   host_report.py replay-read-keys REPLAY_JSON     read keys in a capture
+  host_report.py perf-cost PERF_DATA --hz HZ      the observers' kernel time
   host_report.py run --round R --config C ...     one run as a JSON line
   host_report.py line < RUN_JSON                  that line for people
   host_report.py summary RUNS.jsonl [--markdown FILE] ...
@@ -13,7 +14,9 @@ Standard library only.
 import argparse
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
@@ -52,6 +55,44 @@ def cmd_replay_read_keys(a):
               if op in ("get", "gets", "gat", "gats", "mg")))
 
 
+# AF_PACKET's receive functions: tcpdump's copy of each frame (TPACKET_V3
+# maps to tpacket_rcv; packet_rcv is the copy-per-read socket's)
+PCAP_SYMS = re.compile(r"^(tpacket_rcv|packet_rcv)$")
+# the XDP entry programs: the whole program, its global functions under it
+XDP_SYMS = re.compile(r"^bpf_prog_[0-9a-f]+_(ks_ingress|ks_empty)$")
+PERF_LINE = re.compile(r"^\s*([0-9.]+)%\s+([0-9.]+)%\s+(\d+)\s+\[[k.]\]\s+(\S+)")
+
+
+def perf_cost(lines, hz):
+    """Kernel ns in tcpdump's copy and in the XDP program, from the lines
+    of `perf report --children --sort sym -n -g none`: a symbol's
+    inclusive share of all samples, each sample 1/hz s of one CPU."""
+    total, pcap_pct, xdp_pct = 0, 0.0, 0.0
+    for line in lines:
+        m = PERF_LINE.match(line)
+        if not m:
+            continue
+        children, sym = float(m.group(1)), m.group(4)
+        total += int(m.group(3))  # self samples: they add up to all
+        if PCAP_SYMS.match(sym):
+            pcap_pct += children
+        elif XDP_SYMS.match(sym):
+            xdp_pct += children
+    ns = total * 1e9 / hz
+    return {"perf_hz": hz, "perf_samples": total,
+            "perf_pcap_ns": ns * pcap_pct / 100, "perf_xdp_ns": ns * xdp_pct / 100}
+
+
+def cmd_perf_cost(a):
+    out = subprocess.run(["perf", "report", "-i", a.file, "--children", "--sort", "sym",
+                          "--stdio", "-n", "-q", "-g", "none"],
+                         capture_output=True, text=True, check=True).stdout
+    cost = perf_cost(out.splitlines(), a.hz)
+    if not cost["perf_samples"]:
+        sys.exit("host_report.py: no samples in %s" % a.file)
+    print(json.dumps(cost))
+
+
 def num(x):
     return None if x in (None, "null", "") else float(x)
 
@@ -82,6 +123,8 @@ def cmd_run(a):
         "seen_keys": num(a.seen), "captured": num(a.captured),
         "dropped": num(a.dropped), "wall_s": wall,
     }
+    if a.perf not in (None, "null", ""):
+        run.update(json.load(open(a.perf)))
     print(json.dumps(run))
 
 
@@ -96,6 +139,9 @@ def cmd_line(_a):
         seen = "  saw %.4f of cmd_get" % (r["seen_keys"] / r["cmd_get"])
     if r["captured"] is not None:
         seen += "  tcpdump %d captured, %d dropped" % (r["captured"], r["dropped"] or 0)
+    if "perf_samples" in r and r["ops"]:
+        kern = r["perf_pcap_ns"] if r["config"].startswith("pcap") else r["perf_xdp_ns"]
+        seen += "  kernel %.0f ns/request (perf)" % (kern / r["ops"])
     print("round %d %-8s %-4s %9.0f ops/s  p99 %6.0f us  prog %s ns/pkt  softirq %.2f s%s" % (
         r["round"], r["config"], r["workload"], r["ops_per_s"], r["p99_us"],
         fmt(r["prog_ns_per_packet"], ".0f"), r["softirq_ns"] / 1e9, seen))
@@ -118,6 +164,14 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
+def kernel_ns(config, r):
+    """The observer's kernel time in a run, by perf: None without perf, or
+    for nothing attached."""
+    if "perf_samples" not in r or config == "none":
+        return None
+    return r["perf_pcap_ns"] if config.startswith("pcap") else r["perf_xdp_ns"]
+
+
 def cmd_summary(a):
     runs = [json.loads(line) for line in open(a.runs) if line.strip()]
     by = {}
@@ -125,11 +179,15 @@ def cmd_summary(a):
         by.setdefault((r["workload"], r["config"]), []).append(r)
     workloads = [w for w in WORKLOAD_NAMES if any(k[0] == w for k in by)]
     configs = [c for c in CONFIG_NAMES if any(k[1] == c for k in by)]
+    with_perf = any("perf_samples" in r for r in runs)
     out = []
     out.append("| workload | observer | ops/s | vs none | vs empty | p99 us | vs none "
                "| saw / cmd_get | CPU ns per request (observer) | softirq ns per request "
-               "| XDP run ns per packet | vs empty | ops/s spread |")
-    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "| XDP run ns per packet | vs empty | ops/s spread |"
+               + (" kernel ns per request (perf) | process + kernel ns per request |"
+                  if with_perf else ""))
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+               + ("---:|---:|" if with_perf else ""))
     for w in workloads:
         base = {c: by.get((w, c), []) for c in configs}
         m = {}
@@ -149,6 +207,13 @@ def cmd_summary(a):
                 "sirq": med([r["softirq_ns"] / n if n else None for r, n in zip(rs, reqs)]),
                 "pkt": med([r["prog_ns_per_packet"] for r in rs]),
                 "spread": spread([r["ops_per_s"] for r in rs]),
+                # the same sampling for both kinds of observer: tcpdump's
+                # tpacket_rcv, keysteer's XDP program (empty: its own)
+                "kern": med([kernel_ns(c, r) / n if n and kernel_ns(c, r) is not None
+                             else None for r, n in zip(rs, reqs)]),
+                "all": med([(kernel_ns(c, r) + r["agent_cpu_ns"] + r["dump_cpu_ns"]) / n
+                            if n and kernel_ns(c, r) is not None else None
+                            for r, n in zip(rs, reqs)]),
             }
         none, empty = m.get("none"), m.get("empty")
         for c in configs:
@@ -165,7 +230,9 @@ def cmd_summary(a):
                 fmt(x["sirq"], ".0f"),
                 fmt(x["pkt"], ".0f"),
                 fmt(ratio(x["pkt"], empty and empty["pkt"]), ".2f") if c.startswith("ks") else "",
-                fmt(x["spread"], ".0%")))
+                fmt(x["spread"], ".0%"))
+                + (" %s | %s |" % (fmt(x["kern"], ".0f", ""), fmt(x["all"], ".0f", ""))
+                   if with_perf else ""))
     table = "\n".join(out)
     head = ("`tests/bench/host_bench.sh --rounds %d --duration %d --conns %d`: median of %d "
             "rounds per cell, configurations interleaved in rotating order.\n\n" % (
@@ -192,7 +259,12 @@ def main():
         s.add_argument("--" + name, required=True)
     for name in ("prog", "softirq", "agent", "dump", "wall"):
         s.add_argument("--" + name, nargs=2, required=True)
+    s.add_argument("--perf", help="perf-cost's JSON, or null")
     s.set_defaults(fn=cmd_run)
+    s = sub.add_parser("perf-cost")
+    s.add_argument("file")
+    s.add_argument("--hz", type=int, required=True)
+    s.set_defaults(fn=cmd_perf_cost)
     s = sub.add_parser("line")
     s.set_defaults(fn=cmd_line)
     s = sub.add_parser("summary")

@@ -50,6 +50,9 @@ PACKAGES=(
 	"ethtool:/usr/sbin/ethtool"
 	# make bench-line --trafficgen: Debian's XDP traffic generator
 	"xdp-tools:/usr/sbin/xdp-trafficgen"
+	# make bench-host HOST_PERF_HZ=...: the observers' kernel time by
+	# sampling (tcpdump's copy of each frame runs outside its process)
+	"linux-perf:/usr/bin/perf"
 	# the fleet in etcd (docs/fleet.md): the client's HTTP and JSON
 	# libraries; etcd 3.4 itself for the tests and the demo's fleet part
 	# (its daemon is kept from starting, below), openssl for the tests'
