@@ -114,9 +114,17 @@ static __always_inline void ks_flow_release(struct ks_flow *f)
  */
 static long ks_disarm_one(__u32 i, void *ctx)
 {
-	struct ks_hot_slot *slot = bpf_map_lookup_elem(&ks_hot, &i);
+	const struct ks_hot_filter *f;
+	struct ks_hot_slot *slot;
+	__u32 zero = 0;
 	__u64 hash;
 
+	/* a bucket whose bit is clear holds no key (the agent sets the bit
+	 * before it publishes a hash): its slots are not read */
+	f = bpf_map_lookup_elem(&ks_hot_filter, &zero);
+	if (f && !ks_hot_filter_has(f, i / KS_HOT_WAYS))
+		return 0;
+	slot = bpf_map_lookup_elem(&ks_hot, &i);
 	if (!slot)
 		return 1;
 	hash = KS_READ_ONCE(slot->hash);

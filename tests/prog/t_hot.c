@@ -420,8 +420,61 @@ static void test_filter_control(void)
 	hot_end();
 }
 
+/*
+ * Bytes of a stream that went by unparsed may have held a write to any hot
+ * key (ks_disarm_all): every armed key turns dirty and wakes the agent
+ * once, a key not armed does not, wherever in the table the keys are. The
+ * keys sit in different buckets, and one in the last, so a walk that
+ * reads the wrong filter bit or stops early leaves one armed.
+ */
+static void test_gap_dirties_every_armed_key(void)
+{
+	static const char s[] = "get g1\r\nget g2\r\nget g3\r\n";
+	char keys[3][16];
+	int idx[3], i, n = 0, last = 0;
+	struct kp_flow f;
+	unsigned int k;
+
+	hot_begin("hot_gap_dirties_every_armed_key");
+	/* two armed keys of distinct buckets, one of them in the last
+	 * bucket; a third key installed but not armed */
+	for (k = 0; n < 3 && k < 1000000; k++) {
+		__u32 b;
+
+		kp_make_key(keys[n], 12, 20000 + k);
+		b = ks_hot_bucket(kp_hash(keys[n], strlen(keys[n])));
+		if (n == 0 && b != KS_HOT_BUCKETS - 1)
+			continue;
+		if (n > 0 && b == ks_hot_bucket(kp_hash(keys[0], 12)))
+			continue;
+		n++;
+	}
+	CHECK_EQ(n, 3);
+	for (i = 0; i < 3; i++)
+		idx[i] = hot_add(keys[i], 1, NULL, i < 2);
+	CHECK(idx[0] >= (KS_HOT_BUCKETS - 1) * KS_HOT_WAYS,
+	      "the first key is in the last bucket");
+	kp_flow_new(&f, 0);
+	kp_flow_syn(&f);
+	kp_flow_send(&f, 0, s, 8, PKT_TCP_PSH | PKT_TCP_ACK);
+	kp_flow_send(&f, 16, s + 16, 8, PKT_TCP_PSH | PKT_TCP_ACK);
+	kp_flow_fin(&f, 24);
+	kp_x_req(KS_OP_GET, 8, "g1", NULL);
+	kp_x_req(KS_OP_GET, 8, "g3", NULL);
+	kp_x_pkt(KS_PKT_RESYNC_GAP, 1);
+	kp_x_pkt_dontcare(KS_PKT_HOT_DISARM);
+	for (i = 0; i < 3; i++)
+		last += ks_hot_map_write_seq(&hm, idx[i]) == (i < 2);
+	CHECK_EQ(last, 3);
+	CHECK(!ks_hot_map_armed(&hm, idx[0]) && !ks_hot_map_armed(&hm, idx[1]),
+	      "both armed keys dirty after the gap");
+	CHECK_EQ(drain_hot_events(), 2);
+	hot_end();
+}
+
 void t_hot_group(void)
 {
+	test_gap_dirties_every_armed_key();
 	test_table_off();
 	test_reads_counted();
 	test_unsampled_looked_up();
