@@ -409,11 +409,11 @@ static inline __u32 ks_cand_bucket(__u64 hash)
 #define KS_MAX_REPLICAS 16 /* L1 replicas one agent fills */
 #define KS_MAX_COPIES   8  /* copies of one key, owner included */
 #define KS_HOT_WAYS     4
-/* four buckets a key at the agent's 256 hot keys: a fifth key in one
- * bucket (not steered) is then 0.007 likely a table, where 256 buckets
- * made it 0.6; and 78% of other keys find their bucket's filter bit
- * clear (below), where 37% did */
-#define KS_HOT_BUCKETS 1024
+/* At the agent's 256 hot keys a fifth key meets a full bucket (and is not
+ * steered) in 6 tables of 10. 1024 buckets made that 0.007, but the agent
+ * walks every slot several times an interval: +1.6 ms of CPU an interval
+ * and +2.9 MiB resident (docs/steering.md), for one key in 256. */
+#define KS_HOT_BUCKETS 256
 #define KS_HOT_SLOTS   (KS_HOT_WAYS * KS_HOT_BUCKETS)
 /* Reads of an armed key follow a schedule of copies, round robin: the
  * agent sets each copy's share in 1/KS_STEER_SCHED steps (the owner's may

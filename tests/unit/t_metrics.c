@@ -254,7 +254,7 @@ static void t_exact_lines(void)
 		"keysteer_hot_slots{state=\"expired\"} 1",
 		"keysteer_hot_slots{state=\"filling\"} 0",
 		"keysteer_hot_slots{state=\"counted\"} 1",
-		"keysteer_hot_slots_capacity 4096",
+		"keysteer_hot_slots_capacity 1024",
 		"keysteer_steer_copies_total 11",
 		"keysteer_steer_copy_failures_total 2",
 		"# TYPE keysteer_steer_rearm_seconds summary",
