@@ -4,16 +4,20 @@
  *
  * Every input payload is framed (TCP or UDP, IPv4 or IPv6, various header
  * sizes), run through the real ks_ingress (or ks_tc_ingress) with
- * BPF_PROG_TEST_RUN at sample_n 1 with tracing on, and what the datapath
- * counted (ks_ops, ks_errors, ks_pkts deltas) and traced (ks_events: op,
- * class, key bytes, in order) is compared with the reference parser
- * (ref_mc.c). Inputs: the fixtures' payloads and truncations of each at
+ * BPF_PROG_TEST_RUN with tracing on, and what the datapath counted (ks_ops,
+ * ks_errors, ks_pkts deltas) and traced (ks_events: op, class, key bytes,
+ * in order) is compared with the reference parser (ref_mc.c). At --sample
+ * 1 (the default) every key is traced; at --sample N the keys the
+ * per-CPU countdown picks, 1 in N in the reference's order from where the
+ * countdown stood, and the countdown must end where those keys leave it:
+ * so the paths that count keys without sampling each (the multi-get key
+ * runs) are checked too. Inputs: the fixtures' payloads and truncations of each at
  * every byte, then a mix of grammar-generated payloads and mutations.
  * A mismatch is shrunk while it still mismatches the same way and written
  * with both results to the findings folder.
  *
  *   dfuzz [--seed N] [--iterations N] [--seconds S] [--seeds FILE]
- *         [--findings DIR] [--name NAME] [--repro FILE] [-v]
+ *         [--findings DIR] [--name NAME] [--repro FILE] [--sample N] [-v]
  *
  * Prints one line PASS NAME or FAIL NAME: why (tests/run.sh counts it),
  * after '#' comment lines with the figures. Needs root.
@@ -48,7 +52,10 @@ struct opts {
 	int verbose;
 	int strict;  /* known disagreements fail the run too */
 	int streams; /* 1 in N inputs is a stream (0: none) */
+	__u32 sample_n;
 };
+
+static __u32 sample_n = 1; /* the datapath's, as --sample set it */
 
 /* The outcome of one comparison. */
 struct verdict {
@@ -136,13 +143,50 @@ static int dp_reason(const struct fz_dp *d)
  * payload, or the whole stream): ks_errors, ks_ops, every key in order
  * (op, class, bytes, padding, hash, source), the sampled count.
  */
+/* ks_sample_due's reading of a stored countdown. */
+static __u32 cd_norm(__u32 cd)
+{
+	return cd == 0 || cd > sample_n ? sample_n : cd;
+}
+
+/*
+ * The keys of r the countdown picks when it stands at cd: with c =
+ * cd_norm(cd), keys c - 1, c - 1 + N, ... of the reference's order.
+ */
+static const struct ref_out *sampled_keys(const struct ref_out *r, __u32 cd)
+{
+	static struct ref_out s;
+	unsigned i;
+
+	if (sample_n == 1)
+		return r;
+	memcpy(&s, r, offsetof(struct ref_out, keys));
+	s.nkeys = 0;
+	for (i = cd_norm(cd) - 1; i < r->nkeys; i += sample_n)
+		s.keys[s.nkeys++] = r->keys[i];
+	return &s;
+}
+
 static void compare_out(const __u8 *b, bool tcp, __u16 sport,
-			const struct ref_out *r, const struct fz_dp *d,
+			const struct ref_out *all, const struct fz_dp *d,
 			struct verdict *v)
 {
+	const struct ref_out *r = sampled_keys(all, d->cd_before);
 	__u8 zero[KS_KEY_BUF] = { 0 };
 	char sig[80];
 	unsigned i;
+
+	/* every key the reference counts moves the countdown once */
+	if (sample_n > 1 && !all->keys_full && all->nkeys &&
+	    cd_norm(d->cd_after) != cd_norm((cd_norm(d->cd_before) + sample_n -
+					     all->nkeys % sample_n) %
+					    sample_n))
+		mismatch(v, "countdown",
+			 "countdown %u after %u keys from %u, want %u",
+			 d->cd_after, all->nkeys, d->cd_before,
+			 cd_norm((cd_norm(d->cd_before) + sample_n -
+				  all->nkeys % sample_n) %
+				 sample_n));
 
 	if (d->changed)
 		mismatch(v, "verdict", "verdict %u or the packet changed",
@@ -1189,13 +1233,18 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"USAGE: dfuzz [--seed N] [--iterations N] [--seconds S] [--seeds FILE]\n"
-		"             [--findings DIR] [--name NAME] [-v]\n"
-		"       dfuzz --repro FILE\n"
+		"             [--findings DIR] [--name NAME] [--sample N] [-v]\n"
+		"       dfuzz --repro FILE [--sample N]\n"
 		"Differential fuzzing of the keysteer datapath's memcached parser against\n"
 		"the reference parser (tests/fuzz/ref_mc.c). Needs root (BPF_PROG_TEST_RUN).\n"
-		"Defaults: --seed 1, --seconds 60, --seeds tests/fuzz/seeds.txt, --name dfuzz.\n"
+		"--sample N: the datapath samples 1 key in N (1..1024), so the paths that\n"
+		"count keys without sampling each run too; the keys traced must be the\n"
+		"ones the countdown picks, and it must end where they leave it.\n"
+		"Defaults: --seed 1, --seconds 60, --seeds tests/fuzz/seeds.txt, --name dfuzz,\n"
+		"--sample 1.\n"
 		"EXAMPLES:\n"
 		"  build/fuzz/dfuzz --seed 7 --seconds 600 --findings build/fuzz/findings\n"
+		"  build/fuzz/dfuzz --sample 3 --seconds 60 --name dfuzz_sample3\n"
 		"  build/fuzz/dfuzz --repro build/fuzz/findings/00-reason-none-bad_length.repro\n");
 }
 
@@ -1212,6 +1261,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "strict", no_argument, NULL, 'X' },
 		{ "streams", required_argument, NULL, 'T' },
+		{ "sample", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1219,7 +1269,9 @@ int main(int argc, char **argv)
 			  .seconds = 60,
 			  .seeds = "tests/fuzz/seeds.txt",
 			  .name = "dfuzz",
-			  .streams = 20 };
+			  .streams = 20,
+			  .sample_n = 1 };
+	char *end;
 	int c, err, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1257,6 +1309,15 @@ int main(int argc, char **argv)
 		case 'T':
 			o.streams = atoi(optarg);
 			break;
+		case 'N':
+			o.sample_n = (__u32)strtoul(optarg, &end, 10);
+			if (*end || !o.sample_n || o.sample_n > 1024) {
+				fprintf(stderr,
+					"dfuzz: --sample takes 1..1024, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1274,7 +1335,8 @@ int main(int argc, char **argv)
 		       strerror(errno));
 		return 1;
 	}
-	err = fz_dp_open();
+	sample_n = o.sample_n;
+	err = fz_dp_open(o.sample_n);
 	if (err) {
 		printf("FAIL %s: cannot load the keysteer BPF object: %s\n",
 		       o.name, strerror(-err));

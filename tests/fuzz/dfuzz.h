@@ -80,14 +80,19 @@ struct fz_dp {
 	__u64 pkts[KS_PKT_MAX];
 	unsigned nkeys;
 	bool event_size_bad;
+	/* the CPU's sampling countdown (ks_scratch) before the first run
+	 * since fz_dp_clear and after the last, as stored */
+	bool cd_read;
+	__u32 cd_before, cd_after;
 	__u8 saddr[16]; /* the source the input was sent from (mapped) */
 	struct fz_key keys[FZ_MAX_EVENTS];
 };
 
 /* ---- the datapath (dfuzz_dp.c) ---- */
-/* Loads build/keysteer.bpf.o through its skeleton, maps unpinned; sample_n
- * 1, trace on, default port. 0 or -errno, with the reason on stderr. */
-int fz_dp_open(void);
+/* Loads build/keysteer.bpf.o through its skeleton, maps unpinned; sample 1
+ * key in sample_n, trace on, default port. 0 or -errno, with the reason
+ * on stderr. */
+int fz_dp_open(__u32 sample_n);
 void fz_dp_close(void);
 /* Frames in and runs it; out gets what the run counted and reported. */
 void fz_dp_run(const struct fz_input *in, struct fz_dp *out);

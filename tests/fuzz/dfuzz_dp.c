@@ -18,6 +18,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/load_private.h"
@@ -39,6 +40,11 @@ static __u64 last_pkts[KS_PKT_MAX];
 static void *rowbuf; /* one batch of per-CPU values */
 static __u32
 	keys_0_n[64]; /* 0..63: keys of a batch lookup (KS_OP_MAX, KS_ERR_MAX) */
+/* The sampling countdown in the pinned CPU's ks_scratch: its offset from
+ * the object's BTF (the struct is the datapath's alone), the CPU. */
+static __u32 cd_off;
+static int cd_cpu;
+static void *scratch_buf;
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -91,6 +97,44 @@ static int read_percpu(struct bpf_map *m, __u32 n, size_t vsz, __u64 *sum)
 	return 0;
 }
 
+/* The pinned CPU's countdown as the datapath stores it. */
+static int read_countdown(__u32 *cd)
+{
+	size_t vsz = (bpf_map__value_size(skel->maps.ks_scratch) + 7) & ~7ul;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_scratch), &zero,
+				scratch_buf))
+		return -errno;
+	memcpy(cd, (__u8 *)scratch_buf + (size_t)cd_cpu * vsz + cd_off,
+	       sizeof(*cd));
+	return 0;
+}
+
+/* Where ks_scratch.countdown lies, from the object's BTF. */
+static int find_countdown(void)
+{
+	const struct btf *btf = bpf_object__btf(skel->obj);
+	const struct btf_member *m;
+	const struct btf_type *t;
+	__s32 id;
+	int i;
+
+	id = btf ? btf__find_by_name_kind(btf, "ks_scratch", BTF_KIND_STRUCT)
+		 : -ENOENT;
+	if (id < 0)
+		return -ENOENT;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off),
+			    "countdown")) {
+			cd_off = btf_member_bit_offset(t, i) / 8;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 static int read_totals(struct ks_op_stats *ops, __u64 *err, __u64 *pkts)
 {
 	int e;
@@ -110,14 +154,15 @@ static int pin_cpu(void)
 	int cpu = sched_getcpu();
 	cpu_set_t set;
 
+	cd_cpu = cpu < 0 ? 0 : cpu;
 	CPU_ZERO(&set);
 	CPU_SET(cpu < 0 ? 0 : cpu, &set);
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
-int fz_dp_open(void)
+int fz_dp_open(__u32 sample_n)
 {
-	struct ks_config cfg = { .sample_n = 1, .trace = 1 };
+	struct ks_config cfg = { .sample_n = sample_n, .trace = 1 };
 	__u32 zero = 0, i;
 	int err;
 
@@ -139,6 +184,15 @@ int fz_dp_open(void)
 		fprintf(stderr, "dfuzz: load: %s\n", strerror(-err));
 		return err;
 	}
+	scratch_buf = calloc(
+		ncpu, (bpf_map__value_size(skel->maps.ks_scratch) + 7) & ~7ul);
+	if (!scratch_buf)
+		return -ENOMEM;
+	err = find_countdown();
+	if (err) {
+		fprintf(stderr, "dfuzz: no ks_scratch.countdown in the BTF\n");
+		return err;
+	}
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_config), &zero, &cfg,
 				BPF_ANY))
 		return -errno;
@@ -157,6 +211,8 @@ void fz_dp_close(void)
 	skel = NULL;
 	free(rowbuf);
 	rowbuf = NULL;
+	free(scratch_buf);
+	scratch_buf = NULL;
 }
 
 /* A source address no earlier input used: 10.x.y.z or 2001:db8::a:x:y:z
@@ -231,6 +287,14 @@ static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
 	LIBBPF_OPTS(bpf_test_run_opts, o, .repeat = 1);
 	int i, e;
 
+	if (!out->cd_read) {
+		e = read_countdown(&out->cd_before);
+		if (e) {
+			out->run_err = e;
+			return;
+		}
+		out->cd_read = true;
+	}
 	o.data_in = p->b;
 	o.data_size_in = p->len;
 	o.data_out = back;
@@ -247,6 +311,8 @@ static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
 	ring_buffer__consume(rb);
 	cur = NULL;
 	e = read_totals(ops, err, pkts);
+	if (!e)
+		e = read_countdown(&out->cd_after);
 	if (e) {
 		out->run_err = e;
 		return;

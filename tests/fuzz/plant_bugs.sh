@@ -8,8 +8,10 @@
 #   tests/fuzz/plant_bugs.sh [SECONDS [NAME]]  (default 15 per mutant; root;
 #                                               NAME: that mutant alone)
 #
-# The first seven bugs are in the parser, the last five in the stream layer
-# (found by dfuzz's stream mode). A "found" counts only mismatches that are
+# The first seven bugs are in the parser, the next five in the stream layer
+# (found by dfuzz's stream mode), the last in the multi-get key runs, which
+# only run when a key is not due for sampling (found at dfuzz --sample 3; a
+# fourth field gives dfuzz's extra arguments). A "found" counts only mismatches that are
 # not known disagreements (known:*), which the datapath has without a bug.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -20,7 +22,7 @@ ARCH=$(uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 tmp=$(mktemp -d /tmp/ks_plant.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# name|file|sed expression (one edit each)
+# name|file|sed expression (one edit each)[|dfuzz arguments]
 mutants=(
 	"digits-off-by-one|ks_parse_mc.bpf.h|s/i <= KS_MAX_DIGITS; i++/i < KS_MAX_DIGITS; i++/"
 	"data-cr-not-checked|ks_parse_mc.bpf.h|s/if ((tail < s->end/if (0 \&\& (tail < s->end/"
@@ -34,10 +36,11 @@ mutants=(
 	"gap-not-counted|ks_flow.bpf.h|s/ks_count_pkt(KS_PKT_RESYNC_GAP);/;/"
 	"carry-dropped|ks_stream.bpf.h|s/w.carry = r;/w.carry = 0;/"
 	"data-left-forgotten|ks_stream.bpf.h|s/w.left = f->left;/w.left = 0;/"
+	"key-run-countdown-off|ks_parse_mc.bpf.h|s/\ts->countdown = cd - (__u32)n;/\ts->countdown = cd - (__u32)n + 1;/|--sample 3"
 )
 
 for m in "${mutants[@]}"; do
-	IFS='|' read -r name file expr <<<"$m"
+	IFS='|' read -r name file expr args <<<"$m"
 	[ -n "$ONLY" ] && [ "$name" != "$ONLY" ] && continue
 	d=$tmp/$name
 	mkdir -p "$d/build"
@@ -58,7 +61,8 @@ for m in "${mutants[@]}"; do
 		tests/fuzz/dfuzz.c tests/fuzz/dfuzz_dp.c tests/fuzz/dfuzz_gen.c \
 		tests/fuzz/ref_mc.c tests/lib/pkt.c user/core/names.c user/dp/load_private.c \
 		-o "$d/dfuzz" -lbpf -lelf -lz || continue
-	res=$("$d/dfuzz" --seconds "$SECS" --findings "$d/findings" --name "$name" 2>&1)
+	# shellcheck disable=SC2086 # args: words for dfuzz
+	res=$("$d/dfuzz" --seconds "$SECS" --findings "$d/findings" --name "$name" ${args:-} 2>&1)
 	echo "$res" | grep -v 'known:' | grep 'first at execution' >"$d/found"
 	if grep -q "^FAIL $name: cannot load" <<<"$res"; then
 		echo "# $name: rejected by the verifier"

@@ -8,7 +8,8 @@
 #                                             each fuzzer S seconds (make fuzz)
 #
 # dfuzz (differential, the datapath against tests/fuzz/ref_mc.c) runs with a
-# fixed seed; each libFuzzer harness build/fuzz/fz_* starts from its seed
+# fixed seed, twice: at --sample 1 (every key traced) and at --sample 3,
+# where the multi-get key runs count keys without sampling each; each libFuzzer harness build/fuzz/fz_* starts from its seed
 # corpus tests/fuzz/corpus/NAME. In the bounded run the corpus is a fresh
 # copy and libFuzzer's seed is fixed; the long run keeps growing
 # build/fuzz/corpus/NAME. Reproducers (dfuzz findings, libFuzzer crash
@@ -32,9 +33,11 @@ while [ $# -gt 0 ]; do
 done
 if [ "$tier" -eq 1 ]; then
 	dfuzz_seconds=${FUZZ_DFUZZ_SECONDS:-36}
+	sampled_seconds=${FUZZ_DFUZZ_SAMPLED_SECONDS:-12}
 	harness_seconds=${FUZZ_HARNESS_SECONDS:-4}
 else
 	dfuzz_seconds=$seconds
+	sampled_seconds=$seconds
 	harness_seconds=$seconds
 fi
 mkdir -p "$FZ/findings"
@@ -44,8 +47,12 @@ if [ -x "$FZ/dfuzz" ]; then
 	mkdir -p "$FZ/findings/dfuzz"
 	"$FZ/dfuzz" --seed "$seed" --seconds "$dfuzz_seconds" \
 		--findings "$FZ/findings/dfuzz" --name dfuzz
+	mkdir -p "$FZ/findings/dfuzz_sample3"
+	"$FZ/dfuzz" --seed "$seed" --seconds "$sampled_seconds" --sample 3 \
+		--findings "$FZ/findings/dfuzz_sample3" --name dfuzz_sample3
 else
 	echo "FAIL dfuzz: $FZ/dfuzz is missing; run 'make'"
+	echo "FAIL dfuzz_sample3: $FZ/dfuzz is missing; run 'make'"
 fi
 
 # ---- the libFuzzer harnesses ----
