@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+from ks_live_ops import live_ops
+
 OPS = ["get", "gets", "gat", "gats", "mg", "set", "add", "replace", "append",
        "prepend", "cas", "delete", "incr", "decr", "touch", "ms", "md", "ma",
        "me", "mn", "other"]
@@ -118,16 +120,9 @@ def agent_totals(agent, iface):
     # Temporary: report --json has no "totals" yet (issue 10); read the
     # same counters from the pinned maps. The test FAILs on this anyway.
     pins = "/sys/fs/bpf/keysteer/%s" % iface
-    ops = {}
-    for e in percpu_dump(pins + "/ks_ops"):
-        f = e.get("formatted", e)
-        k = f["key"]
-        tot = {"requests": 0, "keys": 0, "bytes": 0}
-        for v in f["values"]:
-            for x in tot:
-                tot[x] += v["value"][x]
-        if k < len(OPS):
-            ops[OPS[k]] = tot
+    # ks_ops with the fast path's gets (ks_pkts) added, as the agent does
+    ops = {k: dict(zip(("requests", "keys", "bytes"), v))
+           for k, v in live_ops(pins).items() if k in OPS}
     reasons = [n[len("KS_ERR_"):].lower() for n in enum_names("ks_reason")]
     errors = {}
     for e in percpu_dump(pins + "/ks_errors"):
