@@ -144,10 +144,10 @@ enum ks_pkt_counter {
 	KS_PKT_UDP,
 	/* Lone gets the fast path counted (bpf/ks_fastpath.bpf.h): requests,
 	 * each of one key, and their bytes. Here, not in ks_ops, so a lone
-	 * get touches no line the packet's own counters above do not; the
-	 * agent adds them to KS_OP_GET (ks_ops_fold_fast). Next to SEEN..UDP:
-	 * a per-CPU value is only 8-byte aligned, so the hot six are kept
-	 * together at the start. */
+	 * get needs no second map lookup and no line of its own; the agent
+	 * adds them to KS_OP_GET (ks_ops_fold_fast). Right after SEEN..UDP:
+	 * a per-CPU value is only 8-byte aligned, so the six every lone get
+	 * bumps are kept together at the start (one line, or two at worst). */
 	KS_PKT_FAST_GET,
 	KS_PKT_FAST_GET_BYTES,
 	KS_PKT_SAMPLED,        /* keys sampled into the sketch */
