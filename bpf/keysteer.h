@@ -142,6 +142,14 @@ enum ks_pkt_counter {
 	KS_PKT_MEMCACHED, /* to a watched port with a payload */
 	KS_PKT_TCP,
 	KS_PKT_UDP,
+	/* Lone gets the fast path counted (bpf/ks_fastpath.bpf.h): requests,
+	 * each of one key, and their bytes. Here, not in ks_ops, so a lone
+	 * get needs no second map lookup and no line of its own; the agent
+	 * adds them to KS_OP_GET (ks_ops_fold_fast). Right after SEEN..UDP:
+	 * a per-CPU value is only 8-byte aligned, so the six every lone get
+	 * bumps are kept together at the start (one line, or two at worst). */
+	KS_PKT_FAST_GET,
+	KS_PKT_FAST_GET_BYTES,
 	KS_PKT_SAMPLED,        /* keys sampled into the sketch */
 	KS_PKT_CAND_INSERT,    /* new key taken into the candidate table */
 	KS_PKT_CAND_EVICT,     /* ... by evicting a lighter one */
@@ -185,6 +193,8 @@ enum ks_pkt_counter {
 struct ks_pkt_counters {
 	__u64 n[KS_PKT_MAX];
 };
+/* the counters every lone get bumps, within the value's first 64 bytes */
+_Static_assert(KS_PKT_FAST_GET_BYTES < 8, "ks_pkts hot counters");
 
 /* Per-op counters (map ks_ops, per CPU). */
 struct ks_op_stats {

@@ -78,15 +78,22 @@ enum ks_fast {
 	KS_FAST_SAMPLE, /* counted, and the key is due for sampling */
 };
 
-/* A lone short get counted from the packet, or KS_FAST_NO. */
-static __always_inline enum ks_fast ks_fast_get(struct ks_scratch *s, void *p,
+/*
+ * A lone short get counted from the packet, or KS_FAST_NO. Counted in pc
+ * (ks_pkts, which the caller already holds and has just written), not in
+ * ks_ops: no second lookup, no other line. The agent adds the two to
+ * KS_OP_GET when it reads the maps (ks_ops_fold_fast).
+ */
+static __always_inline enum ks_fast ks_fast_get(struct ks_pkt_counters *pc,
+						struct ks_scratch *s, void *p,
 						void *end, __u32 plen)
 {
 	if (plen < KS_FAST_MIN || plen > KS_FAST_MAX)
 		return KS_FAST_NO;
 	if (!ks_fast_get_line(p, end, plen))
 		return KS_FAST_NO;
-	ks_count_op(KS_OP_GET, 1, 1, plen);
+	pc->n[KS_PKT_FAST_GET]++;
+	pc->n[KS_PKT_FAST_GET_BYTES] += plen;
 	return ks_sample_due(s) ? KS_FAST_SAMPLE : KS_FAST_DONE;
 }
 

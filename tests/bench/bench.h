@@ -98,8 +98,8 @@ struct bench_counts {
 	__u64 errors;      /* every other ks_errors reason */
 	__u64 steered;     /* ks_pkts n[KS_PKT_STEERED] */
 	__u64 hot_reads, hot_writes;
-	__u64 keys;     /* sum of ks_ops[*].keys */
-	__u64 requests; /* sum of ks_ops[*].requests */
+	__u64 keys;     /* sum of ks_ops[*].keys, and ks_pkts' fast gets */
+	__u64 requests; /* sum of ks_ops[*].requests, and the fast gets */
 	/* TCP streams (0 for the build before them) */
 	__u64 flow_new, flow_end, flow_cont;
 	__u64 flow_dup; /* wholly or partly retransmitted segments */

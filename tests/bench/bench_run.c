@@ -409,22 +409,31 @@ int bench_counts(struct bench_env *e, const struct bench_obj *o,
 	__u64 pc[64] = {};
 	struct ks_op_stats st = {};
 	__u64 v = 0;
-	__u32 k;
+	__u32 k, n = o->npkt;
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	if (o->npkt > 64)
+	if (n > 62)
 		return -E2BIG;
 	/* ks_pkts is one per-CPU entry holding every packet counter; the
 	 * build before streams has only the first KS_PKT_STEER_NO_ROUTE + 1 */
-	err = percpu_sum(e, o->pkts_fd, 0, pc, (int)o->npkt);
+	err = percpu_sum(e, o->pkts_fd, 0, pc, (int)n);
+	/* an object from before KS_PKT_FAST_GET and _BYTES (a --before
+	 * build) has what follows them 2 places earlier, and counts its
+	 * fast gets in ks_ops */
+	if (n < KS_PKT_MAX && n > KS_PKT_FAST_GET) {
+		memmove(pc + KS_PKT_SAMPLED, pc + KS_PKT_FAST_GET,
+			(n - KS_PKT_FAST_GET) * sizeof(pc[0]));
+		pc[KS_PKT_FAST_GET] = pc[KS_PKT_FAST_GET_BYTES] = 0;
+		n += KS_PKT_SAMPLED - KS_PKT_FAST_GET;
+	}
 	c->sampled = pc[KS_PKT_SAMPLED];
 	c->ring_hit = pc[KS_PKT_RING_HIT];
 	c->misdirected = pc[KS_PKT_MISDIRECTED];
 	c->steered = pc[KS_PKT_STEERED];
 	c->hot_reads = pc[KS_PKT_HOT_READ];
 	c->hot_writes = pc[KS_PKT_HOT_WRITE];
-	if (o->npkt >= KS_PKT_MAX) {
+	if (n >= KS_PKT_MAX) {
 		c->flow_new = pc[KS_PKT_FLOW_NEW];
 		c->flow_end = pc[KS_PKT_FLOW_END];
 		c->flow_cont = pc[KS_PKT_FLOW_CONT];
@@ -445,6 +454,9 @@ int bench_counts(struct bench_env *e, const struct bench_obj *o,
 		c->keys += st.keys;
 		c->requests += st.requests;
 	}
+	/* the lone gets ks_ops lacks, as the agent adds them */
+	c->keys += pc[KS_PKT_FAST_GET];
+	c->requests += pc[KS_PKT_FAST_GET];
 	return err;
 }
 

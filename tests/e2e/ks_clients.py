@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+from ks_live_ops import dump as percpu_dump, enum_names, live_ops
+
 OPS = ["get", "gets", "gat", "gats", "mg", "set", "add", "replace", "append",
        "prepend", "cas", "delete", "incr", "decr", "touch", "ms", "md", "ma",
        "me", "mn", "other"]
@@ -55,7 +57,6 @@ for _codes, _op in (((0x00, 0x09, 0x0c, 0x0d), "get"), ((0x01, 0x11), "set"),
 BIN_REFUSED = (b"Unknown command", b"Invalid arguments", b"Too large.",
                b"Out of memory")
 TEXT_REFUSED = (b"ERROR", b"CLIENT_ERROR", b"SERVER_ERROR")
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 # ---------------------------------------------------------------- stats
@@ -87,21 +88,6 @@ def mc_stats(addr, port):
 
 
 # ---------------------------------------------------------------- totals
-def enum_names(enum):
-    """Names of an enum in bpf/keysteer.h, in order (bpftool fallback)."""
-    src = open(os.path.join(REPO, "bpf", "keysteer.h")).read()
-    body = re.search(r"enum %s \{(.*?)\};" % enum, src, re.S).group(1)
-    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    names = [n.split("=")[0].strip() for n in body.split(",")]
-    return [n for n in names if n and not n.endswith("_MAX")]
-
-
-def percpu_dump(path):
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", path],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
 def agent_totals(agent, iface):
     r = subprocess.run([agent, "report", "--json", "--iface", iface],
                        capture_output=True, text=True)
@@ -118,16 +104,9 @@ def agent_totals(agent, iface):
     # Temporary: report --json has no "totals" yet (issue 10); read the
     # same counters from the pinned maps. The test FAILs on this anyway.
     pins = "/sys/fs/bpf/keysteer/%s" % iface
-    ops = {}
-    for e in percpu_dump(pins + "/ks_ops"):
-        f = e.get("formatted", e)
-        k = f["key"]
-        tot = {"requests": 0, "keys": 0, "bytes": 0}
-        for v in f["values"]:
-            for x in tot:
-                tot[x] += v["value"][x]
-        if k < len(OPS):
-            ops[OPS[k]] = tot
+    # ks_ops with the fast path's gets (ks_pkts) added, as the agent does
+    ops = {k: dict(zip(("requests", "keys", "bytes"), v))
+           for k, v in live_ops(pins).items() if k in OPS}
     reasons = [n[len("KS_ERR_"):].lower() for n in enum_names("ks_reason")]
     errors = {}
     for e in percpu_dump(pins + "/ks_errors"):

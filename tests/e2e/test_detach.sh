@@ -2,9 +2,9 @@
 # test_detach.sh - an agent killed with SIGKILL cannot clean up: its pinned
 # link keeps the XDP program attached. `agent report` must say the agent is
 # dead, `agent run` takes the leftover over (tests/e2e/test_restart.sh has
-# the details), and after that one is SIGKILLed too, `agent detach` must
-# remove it all; a second detach finds nothing (exit 1),
-# and a new agent attaches again.
+# the details), and after that one is SIGKILLed too, a take-over of pins
+# of another layout is refused, `agent detach` must remove it all; a
+# second detach finds nothing (exit 1), and a new agent attaches again.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +51,31 @@ fi
 sleep 0.6 # let it publish a report
 kill -KILL "$second" 2>/dev/null
 wait "$second" 2>/dev/null
+
+# Pins of another layout (ks_pkts as an agent from before the fast path's
+# two counters made it, 16 bytes shorter): the take-over is refused, naming
+# the map and 'agent detach', and the leftover program goes on running.
+pkts=$PIN_ROOT/$SIF/ks_pkts
+vsz=$(bpftool -j map show pinned "$pkts" 2>/dev/null |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["bytes_value"])')
+if [ -n "$vsz" ] && rm -f "$pkts" &&
+	bpftool map create "$pkts" type percpu_array key 4 value $((vsz - 16)) \
+		entries 1 name ks_pkts; then
+	timeout 15 nsenter --net="/run/netns/$SNS" -- "$AGENT" run --iface "$SIF" \
+		</dev/null >"$E2E_TMP/stale.out" 2>&1
+	rc=$?
+	note "run over pins of another layout: exit $rc: $(grep -v '^libbpf' "$E2E_TMP/stale.out" | head -c 400 | tr '\n' ' ')"
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+		grep -q "pinned map $pkts holds 4-byte keys and $((vsz - 16))-byte values" "$E2E_TMP/stale.out" &&
+		grep -q "agent detach --iface $SIF" "$E2E_TMP/stale.out" &&
+		e2e_xdp_attached && [ -e "$PIN_ROOT/$SIF/link" ]; then
+		pass detach_run_refuses_pins_of_another_layout
+	else
+		fail detach_run_refuses_pins_of_another_layout "exit $rc; want a refusal naming $pkts and 'agent detach', the leftover still attached"
+	fi
+else
+	fail detach_run_refuses_pins_of_another_layout "cannot put a shorter ks_pkts in place of $pkts (bpftool)"
+fi
 
 e2e_agent detach --iface "$SIF" >"$E2E_TMP/detach.out" 2>&1
 rc=$?

@@ -141,24 +141,10 @@ print(len(recs))
 PYEOF
 }
 
-# The live datapath's ks_ops summed over CPUs: {"get": [req, keys, bytes]}.
+# The live datapath's op totals summed over CPUs: {"get": [req, keys, bytes]},
+# ks_ops with the fast path's gets from ks_pkts added (ks_live_ops.py).
 live_ops() {
-	bpftool -j map dump pinned "$PIN_ROOT/$SIF/ks_ops" |
-		"$PY" -c '
-import json, sys
-names = sys.argv[1].split()
-ops = {}
-for e in json.load(sys.stdin):
-    f = e.get("formatted", e)
-    k = f["key"]
-    tot = [0, 0, 0]
-    for v in f["values"]:
-        val = v["value"]
-        tot = [tot[0] + val["requests"], tot[1] + val["keys"], tot[2] + val["bytes"]]
-    if any(tot):
-        ops[names[k]] = tot
-print(json.dumps(ops))
-' "get gets gat gats mg set add replace append prepend cas delete incr decr touch ms md ma me mn other"
+	"$PY" "$E2E_ROOT/tests/e2e/ks_live_ops.py" "$PIN_ROOT/$SIF"
 }
 
 # ---- refusals that need no traffic ----

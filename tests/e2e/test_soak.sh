@@ -32,15 +32,11 @@ if ! e2e_agent_start --interval 0.5 --shards-file "$SHARDS" --self "$SADDR:$PORT
 	exit 1
 fi
 rss() { awk '$1 == "VmRSS:" {print $2}' "/proc/$E2E_AGENT_PID/status"; }
-total_req() { # datapath requests of get+set, summed over CPUs
-	bpftool -j map dump pinned "$PIN_ROOT/$SIF/ks_ops" 2>/dev/null |
+total_req() { # datapath requests of get+set, summed over CPUs (fast gets too)
+	"$PY" "$E2E_ROOT/tests/e2e/ks_live_ops.py" "$PIN_ROOT/$SIF" 2>/dev/null |
 		"$PY" -c 'import json,sys
-tot = 0
-for e in json.load(sys.stdin):
-    f = e["formatted"]
-    if f["key"] in (0, 5):  # KS_OP_GET, KS_OP_SET
-        tot += sum(v["value"]["requests"] for v in f["values"])
-print(tot)'
+d = json.load(sys.stdin)
+print(sum(d.get(k, [0])[0] for k in ("get", "set")))'
 }
 errors_total() {
 	e2e_agent report --iface "$SIF" --json 2>/dev/null | "$PY" -c 'import json,sys

@@ -21,6 +21,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
+#include "core/estimate.h"
 #include "dp/load_private.h"
 #include "pkt.h"
 #include "dfuzz.h"
@@ -146,6 +147,9 @@ static int read_totals(struct ks_op_stats *ops, __u64 *err, __u64 *pkts)
 	if (!e)
 		e = read_percpu(skel->maps.ks_pkts, 1,
 				sizeof(struct ks_pkt_counters), pkts);
+	/* the reference counts every get in ops: the agent's totals */
+	if (!e)
+		ks_ops_fold_fast(ops, pkts);
 	return e;
 }
 

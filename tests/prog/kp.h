@@ -205,10 +205,13 @@ void kp_x_inexact(void);
 __u32 kp_cms_query(__u32 epoch, __u32 cls, const void *key, size_t len);
 /* Candidate slot holding key on this CPU, copied to out; false if none. */
 bool kp_cand_find(const void *key, size_t len, struct ks_cand *out);
-/* Counters, summed over CPUs. */
+/* Counters, summed over CPUs. kp_op: the op's totals as the agent reads
+ * them, ks_ops with the fast path's gets from ks_pkts folded in
+ * (ks_ops_fold_fast); kp_op_raw: ks_ops alone. */
 __u64 kp_pkt(int counter);
 __u64 kp_errc(int reason);
 struct ks_op_stats kp_op(int op);
+struct ks_op_stats kp_op_raw(int op);
 /* Drain the ring buffer into kp.got; returns the number read. */
 int kp_read_events(void);
 
@@ -218,7 +221,8 @@ struct kp_counts {
 	__u64 err[KS_ERR_MAX];
 	__u64 pkts[KS_PKT_MAX];
 };
-/* Every op, error and packet counter, summed over CPUs: 3 syscalls. */
+/* Every op, error and packet counter, summed over CPUs: 3 syscalls; ops
+ * folded as kp_op() folds them. */
 int kp_counts_read(struct kp_counts *c);
 /* d = a - b, field by field. */
 void kp_counts_sub(struct kp_counts *d, const struct kp_counts *a,

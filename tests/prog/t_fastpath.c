@@ -254,8 +254,75 @@ static void fp_sampling(void)
 	}
 }
 
+static void fp_x_op(const char *what, struct ks_op_stats got, __u64 req,
+		    __u64 keys, __u64 bytes)
+{
+	CHECK(got.requests == req && got.keys == keys && got.bytes == bytes,
+	      "%s: %llu/%llu/%llu, want %llu/%llu/%llu", what,
+	      (unsigned long long)got.requests, (unsigned long long)got.keys,
+	      (unsigned long long)got.bytes, (unsigned long long)req,
+	      (unsigned long long)keys, (unsigned long long)bytes);
+}
+
+/*
+ * Where the fast path counts: a lone get it takes goes to ks_pkts
+ * (FAST_GET, FAST_GET_BYTES) and not to ks_ops, and the folded totals
+ * (kp_op, what the agent reports) have it once. UDP through XDP and tc,
+ * TCP on a flow opened by its SYN (a lone segment resynchronises and goes
+ * to the general parser). The control: a 40-byte key, past KS_FAST_KEY,
+ * counted by the general parser in ks_ops.
+ */
+static void fp_where_counted(void)
+{
+	char buf[128], key[64];
+	struct kp_flow f;
+	struct pkt p;
+	size_t n, n40;
+	int i;
+
+	kp_begin("fastpath_counts_in_ks_pkts_once_not_in_ks_ops");
+	kp_set_sample(1U << 30);
+	n = fp_get(buf, "abcdefghijklmnop", 16, "\r\n");
+	for (i = 0; i < 2; i++) {
+		kp_udp4(&p, buf, n);
+		if (i)
+			kp_send_tc(&p);
+		else
+			kp_send_mc(&p);
+		kp_x_req(KS_OP_GET, n, "abcdefghijklmnop", NULL);
+	}
+	kp_flow_new(&f, 0);
+	kp_flow_syn(&f);
+	kp_flow_send(&f, 0, buf, n, PKT_TCP_PSH | PKT_TCP_ACK);
+	kp_x_req(KS_OP_GET, n, "abcdefghijklmnop", NULL);
+	kp_flow_new(&f, 0);
+	f.tc = 1;
+	kp_flow_syn(&f);
+	kp_flow_send(&f, 0, buf, n, PKT_TCP_PSH | PKT_TCP_ACK);
+	kp_x_req(KS_OP_GET, n, "abcdefghijklmnop", NULL);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 4);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET_BYTES), 4 * n);
+	fp_x_op("ks_ops get after 4 fast gets", kp_op_raw(KS_OP_GET), 0, 0, 0);
+	fp_x_op("folded get after 4 fast gets", kp_op(KS_OP_GET), 4, 4, 4 * n);
+
+	/* not the fast path's: counted in ks_ops, ks_pkts' two unmoved */
+	kp_make_key(key, 40, 40);
+	n40 = fp_get(buf, key, 40, "\r\n");
+	kp_udp4(&p, buf, n40);
+	kp_send_mc(&p);
+	kp_x_req(KS_OP_GET, n40, key, NULL);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 4);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET_BYTES), 4 * n);
+	fp_x_op("ks_ops get after a 40-byte key", kp_op_raw(KS_OP_GET), 1, 1,
+		n40);
+	fp_x_op("folded get after a 40-byte key", kp_op(KS_OP_GET), 5, 5,
+		4 * n + n40);
+	kp_end();
+}
+
 void t_fastpath_group(void)
 {
+	fp_where_counted();
 	fp_shapes(1U << 30, "fastpath_unsampled_matches_general_parser");
 	fp_shapes(1, "fastpath_sampled_matches_general_parser");
 	fp_sampling();

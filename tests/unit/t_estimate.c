@@ -226,10 +226,51 @@ static void bound_formula(void)
 	free(s);
 }
 
+/* The fast path's gets, counted in ks_pkts, join ops[GET] and nothing
+ * else: requests and keys one each, their bytes; pkts left as they were. */
+static void fold_fast(void)
+{
+	struct ks_totals prev = {}, cur = {}, was;
+	__u64 keys[KS_CLASS_MAX];
+	__u32 op;
+
+	kt_begin("ops_fold_fast_adds_the_fast_gets_to_get");
+	cur.ops[KS_OP_GET] = (struct ks_op_stats){ 10, 25, 300 };
+	cur.ops[KS_OP_GETS] = (struct ks_op_stats){ 2, 2, 40 };
+	cur.ops[KS_OP_SET] = (struct ks_op_stats){ 3, 3, 900 };
+	cur.pkts[KS_PKT_SEEN] = 20;
+	cur.pkts[KS_PKT_FAST_GET] = 7;
+	cur.pkts[KS_PKT_FAST_GET_BYTES] = 7 * 16;
+	was = cur;
+	ks_ops_fold_fast(cur.ops, cur.pkts);
+	CHECK_EQ(cur.ops[KS_OP_GET].requests, 17);
+	CHECK_EQ(cur.ops[KS_OP_GET].keys, 32);
+	CHECK_EQ(cur.ops[KS_OP_GET].bytes, 300 + 7 * 16);
+	for (op = 0; op < KS_OP_MAX; op++)
+		if (op != KS_OP_GET)
+			CHECK(!memcmp(&cur.ops[op], &was.ops[op],
+				      sizeof(cur.ops[op])),
+			      "op %u changed", op);
+	CHECK(!memcmp(cur.pkts, was.pkts, sizeof(cur.pkts)), "pkts changed");
+	/* what the interval's arithmetic makes of it: each get once */
+	CHECK_EQ(ks_total_requests(&prev, &cur), 17 + 2 + 3);
+	ks_class_keys(&prev, &cur, keys);
+	CHECK_EQ(keys[KS_CLASS_READ], 32 + 2);
+	CHECK_EQ(keys[KS_CLASS_WRITE], 3);
+	/* nothing taken by the fast path: nothing added */
+	memset(&cur, 0, sizeof(cur));
+	cur.ops[KS_OP_GET] = (struct ks_op_stats){ 1, 1, 9 };
+	ks_ops_fold_fast(cur.ops, cur.pkts);
+	CHECK_EQ(cur.ops[KS_OP_GET].requests, 1);
+	CHECK_EQ(cur.ops[KS_OP_GET].bytes, 9);
+	kt_end();
+}
+
 void test_estimate(void)
 {
 	struct stream *st = make_stream();
 
+	fold_fast();
 	bound_formula();
 	check_within_bound(st, 1);
 	check_within_bound(st, 16);

@@ -69,4 +69,14 @@ void test_names(void)
 		    "read write other");
 	check_table("counter", ks_pkt_names, ks_pkt_names_n, KS_PKT_MAX, NULL);
 	kt_end();
+
+	/* what every lone get bumps, the first 48 bytes of ks_pkts: the
+	 * fast path's gets beside the packet's own counters */
+	kt_begin("pkt_names_fast_get_beside_the_packet_counters");
+	check_table("hot counter", ks_pkt_names, 6, 6,
+		    "seen memcached tcp udp fast_get fast_get_bytes");
+	CHECK(!strcmp(ks_pkt_name(KS_PKT_FAST_GET), "fast_get"), "fast_get");
+	CHECK(!strcmp(ks_pkt_name(KS_PKT_FAST_GET_BYTES), "fast_get_bytes"),
+	      "fast_get_bytes");
+	kt_end();
 }

@@ -755,6 +755,41 @@ static void json_totals(void)
 	free(doc);
 	kt_end();
 
+	/* Totals as ks_read_totals makes them: ks_ops plus the fast path's
+	 * gets from ks_pkts, folded once there; the renderers add nothing. */
+	kt_begin("totals_fast_gets_once_in_json_and_text");
+	memset(&t, 0, sizeof(t));
+	t.ops[KS_OP_GET] = (struct ks_op_stats){ 5, 9, 50 };
+	t.ops[KS_OP_SET] = (struct ks_op_stats){ 1, 1, 20 };
+	t.pkts[KS_PKT_FAST_GET] = 3;
+	t.pkts[KS_PKT_FAST_GET_BYTES] = 3 * 14;
+	ks_ops_fold_fast(t.ops, t.pkts);
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON: %.300s", doc);
+	CHECK(json_object(doc, "totals", tot, 65536), "no totals object");
+	CHECK(strstr(tot,
+		     "\"get\":{\"requests\":8,\"keys\":12,\"bytes\":92}") !=
+		      NULL,
+	      "get: %.400s", tot);
+	CHECK(strstr(tot,
+		     "\"read\":{\"requests\":8,\"keys\":12,\"bytes\":92}") !=
+		      NULL,
+	      "read class: %.400s", tot);
+	CHECK(strstr(tot, "\"fast_get\":3,\"fast_get_bytes\":42,") != NULL,
+	      "fast path counters: %.400s", tot);
+	free(doc);
+	doc = render_totals(&t);
+	CHECK(strstr(doc,
+		     "\n  get                     8             12               92\n") !=
+		      NULL,
+	      "get row: %s", doc);
+	CHECK(strstr(doc,
+		     "\nall                     9             13              112\n") !=
+		      NULL,
+	      "all row: %s", doc);
+	free(doc);
+	kt_end();
+
 	kt_begin("text_totals_tables");
 	memset(&t, 0, sizeof(t));
 	t.ops[KS_OP_GET] = (struct ks_op_stats){ 7393, 16136, 144072 };

@@ -280,6 +280,14 @@ static __u64 delta(__u64 prev, __u64 cur)
 	return cur >= prev ? cur - prev : 0;
 }
 
+void ks_ops_fold_fast(struct ks_op_stats ops[KS_OP_MAX],
+		      const __u64 pkts[KS_PKT_MAX])
+{
+	ops[KS_OP_GET].requests += pkts[KS_PKT_FAST_GET];
+	ops[KS_OP_GET].keys += pkts[KS_PKT_FAST_GET];
+	ops[KS_OP_GET].bytes += pkts[KS_PKT_FAST_GET_BYTES];
+}
+
 void ks_interval_init(struct ks_interval *iv, const struct ks_sketch *s,
 		      const struct ks_totals *prev, const struct ks_totals *cur,
 		      __u32 sample_n, __u64 elapsed_ns)

@@ -23,6 +23,17 @@ struct ks_totals {
 	__u64 pkts[KS_PKT_MAX];
 };
 
+/*
+ * Adds the lone gets the datapath's fast path counted in ks_pkts
+ * (KS_PKT_FAST_GET: requests, one key each; KS_PKT_FAST_GET_BYTES) to
+ * ops[KS_OP_GET], which ks_ops alone lacks. Call it once, where ops and
+ * pkts are summed from the maps (ks_read_totals); every total made from
+ * those then has each get once. pkts keeps the two as they are: how many
+ * of the gets the fast path took.
+ */
+void ks_ops_fold_fast(struct ks_op_stats ops[KS_OP_MAX],
+		      const __u64 pkts[KS_PKT_MAX]);
+
 /* What one interval contributes besides the sketch. */
 struct ks_interval {
 	__u32 sample_n;   /* 1 in N keys was sketched */

@@ -567,6 +567,44 @@ static int merge_config(struct ks_attachment *a, const struct ks_maps *m,
 	return ks_write_config(m, &c);
 }
 
+/*
+ * Before a take-over: does every pinned map hold what this agent's program
+ * stores in it? libbpf refuses one that does not ("parameter mismatch")
+ * and the load fails with EINVAL, which reads like a verifier error; here
+ * the map and its sizes are named. A layout that changed between versions
+ * (ks_pkts grew by the fast path's two counters) needs 'agent detach'
+ * first. Returns 0, or -ESTALE once it has said why.
+ */
+static int pins_fit(const struct ks_attachment *a)
+{
+	const struct bpf_map *m;
+
+	bpf_object__for_each_map (m, a->skel->obj) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		const char *path = bpf_map__pin_path(m);
+		int fd = path ? bpf_obj_get(path) : -1;
+
+		/* not pinned: libbpf makes it afresh */
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+			close(fd);
+			continue; /* the load says what is wrong */
+		}
+		close(fd);
+		if (info.type == bpf_map__type(m) &&
+		    info.key_size == bpf_map__key_size(m) &&
+		    info.value_size == bpf_map__value_size(m))
+			continue;
+		ks_err("the pinned map %s holds %u-byte keys and %u-byte values, this agent's %s %u and %u (another keysteer version); run 'agent detach --iface %s' and start again (its counters start from zero)",
+		       path, info.key_size, info.value_size, bpf_map__name(m),
+		       bpf_map__key_size(m), bpf_map__value_size(m), a->ifname);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 static int load(struct ks_attachment *a, const struct ks_config *cfg)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = a->pin_dir);
@@ -587,6 +625,11 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 		a->skel->obj, a->hook_tc ? KS_PROG_NAME : KS_TC_PROG_NAME);
 	if (other)
 		bpf_program__set_autoload(other, false);
+	if (a->adopted) {
+		err = pins_fit(a);
+		if (err)
+			return err;
+	}
 	err = keysteer_bpf__load(a->skel);
 	if (err) {
 		explain_load_error(err < 0 ? err : -errno);

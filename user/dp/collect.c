@@ -188,6 +188,10 @@ int ks_read_totals(struct ks_collector *c, struct ks_totals *t)
 				     &t->errors[k]);
 	if (!err)
 		err = sum_pkt_counters(m->pkts, c->ncpus, t->pkts);
+	/* ks_ops lacks the fast path's gets: every reader of these totals
+	 * (report, metrics, replay, the interval's rates) sees them once */
+	if (!err)
+		ks_ops_fold_fast(t->ops, t->pkts);
 out:
 	free(ops);
 	free(u64s);
