@@ -58,8 +58,11 @@ def cmd_replay_read_keys(a):
 # AF_PACKET's receive functions: tcpdump's copy of each frame (TPACKET_V3
 # maps to tpacket_rcv; packet_rcv is the copy-per-read socket's)
 PCAP_SYMS = re.compile(r"^(tpacket_rcv|packet_rcv)$")
-# the XDP entry programs: the whole program, its global functions under it
-XDP_SYMS = re.compile(r"^bpf_prog_[0-9a-f]+_(ks_ingress|ks_empty)$")
+# keysteer's entry programs (the whole program, its global functions under
+# them) and the empty program; the topology's own XDP programs (the veth
+# peers' ks_empty) run in every configuration and are in the second
+KS_SYMS = re.compile(r"^bpf_prog_[0-9a-f]+_(ks_ingress|ks_tc_ingress)$")
+EMPTY_SYMS = re.compile(r"^bpf_prog_[0-9a-f]+_ks_empty$")
 PERF_LINE = re.compile(r"^\s*([0-9.]+)%\s+([0-9.]+)%\s+(\d+)\s+\[[k.]\]\s+(\S+)")
 
 
@@ -67,7 +70,7 @@ def perf_cost(lines, hz):
     """Kernel ns in tcpdump's copy and in the XDP program, from the lines
     of `perf report --children --sort sym -n -g none`: a symbol's
     inclusive share of all samples, each sample 1/hz s of one CPU."""
-    total, pcap_pct, xdp_pct = 0, 0.0, 0.0
+    total, pcap_pct, ks_pct, empty_pct = 0, 0.0, 0.0, 0.0
     for line in lines:
         m = PERF_LINE.match(line)
         if not m:
@@ -76,11 +79,13 @@ def perf_cost(lines, hz):
         total += int(m.group(3))  # self samples: they add up to all
         if PCAP_SYMS.match(sym):
             pcap_pct += children
-        elif XDP_SYMS.match(sym):
-            xdp_pct += children
+        elif KS_SYMS.match(sym):
+            ks_pct += children
+        elif EMPTY_SYMS.match(sym):
+            empty_pct += children
     ns = total * 1e9 / hz
-    return {"perf_hz": hz, "perf_samples": total,
-            "perf_pcap_ns": ns * pcap_pct / 100, "perf_xdp_ns": ns * xdp_pct / 100}
+    return {"perf_hz": hz, "perf_samples": total, "perf_pcap_ns": ns * pcap_pct / 100,
+            "perf_ks_ns": ns * ks_pct / 100, "perf_empty_ns": ns * empty_pct / 100}
 
 
 def cmd_perf_cost(a):
@@ -140,8 +145,7 @@ def cmd_line(_a):
     if r["captured"] is not None:
         seen += "  tcpdump %d captured, %d dropped" % (r["captured"], r["dropped"] or 0)
     if "perf_samples" in r and r["ops"]:
-        kern = r["perf_pcap_ns"] if r["config"].startswith("pcap") else r["perf_xdp_ns"]
-        seen += "  kernel %.0f ns/request (perf)" % (kern / r["ops"])
+        seen += "  kernel %.0f ns/request (perf)" % (kernel_ns(r["config"], r) / r["ops"])
     print("round %d %-8s %-4s %9.0f ops/s  p99 %6.0f us  prog %s ns/pkt  softirq %.2f s%s" % (
         r["round"], r["config"], r["workload"], r["ops_per_s"], r["p99_us"],
         fmt(r["prog_ns_per_packet"], ".0f"), r["softirq_ns"] / 1e9, seen))
@@ -169,7 +173,9 @@ def kernel_ns(config, r):
     for nothing attached."""
     if "perf_samples" not in r or config == "none":
         return None
-    return r["perf_pcap_ns"] if config.startswith("pcap") else r["perf_xdp_ns"]
+    if config.startswith("pcap"):
+        return r["perf_pcap_ns"]
+    return r["perf_empty_ns"] if config == "empty" else r["perf_ks_ns"]
 
 
 def cmd_summary(a):
