@@ -173,20 +173,19 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 {
 	const struct ref_out *r = sampled_keys(all, d->cd_before);
 	__u8 zero[KS_KEY_BUF] = { 0 };
+	__u32 cd_want;
 	char sig[80];
 	unsigned i;
 
 	/* every key the reference counts moves the countdown once */
+	cd_want = cd_norm(
+		(cd_norm(d->cd_before) + sample_n - all->nkeys % sample_n) %
+		sample_n);
 	if (sample_n > 1 && !all->keys_full && all->nkeys &&
-	    cd_norm(d->cd_after) != cd_norm((cd_norm(d->cd_before) + sample_n -
-					     all->nkeys % sample_n) %
-					    sample_n))
+	    cd_norm(d->cd_after) != cd_want)
 		mismatch(v, "countdown",
 			 "countdown %u after %u keys from %u, want %u",
-			 d->cd_after, all->nkeys, d->cd_before,
-			 cd_norm((cd_norm(d->cd_before) + sample_n -
-				  all->nkeys % sample_n) %
-				 sample_n));
+			 d->cd_after, all->nkeys, d->cd_before, cd_want);
 
 	if (d->changed)
 		mismatch(v, "verdict", "verdict %u or the packet changed",

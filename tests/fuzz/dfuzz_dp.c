@@ -101,7 +101,8 @@ static int read_percpu(struct bpf_map *m, __u32 n, size_t vsz, __u64 *sum)
 /* The pinned CPU's countdown as the datapath stores it. */
 static int read_countdown(__u32 *cd)
 {
-	size_t vsz = (bpf_map__value_size(skel->maps.ks_scratch) + 7) & ~7ul;
+	size_t vsz = ks_percpu_stride(
+		bpf_map__value_size(skel->maps.ks_scratch));
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_scratch), &zero,
@@ -188,8 +189,8 @@ int fz_dp_open(__u32 sample_n)
 		fprintf(stderr, "dfuzz: load: %s\n", strerror(-err));
 		return err;
 	}
-	scratch_buf = calloc(
-		ncpu, (bpf_map__value_size(skel->maps.ks_scratch) + 7) & ~7ul);
+	scratch_buf = calloc(ncpu, ks_percpu_stride(bpf_map__value_size(
+					   skel->maps.ks_scratch)));
 	if (!scratch_buf)
 		return -ENOMEM;
 	err = find_countdown();
