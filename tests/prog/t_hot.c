@@ -425,17 +425,19 @@ static void test_filter_control(void)
  * key (ks_disarm_all): every armed key turns dirty and wakes the agent
  * once, a key not armed does not, wherever in the table the keys are. The
  * keys sit in different buckets, and one in the last, so a walk that
- * reads the wrong filter bit or stops early leaves one armed.
+ * reads the wrong filter bit or stops early leaves one armed. With
+ * walk_on 0 the table flag is cleared after arming, which skips the walk:
+ * the control, whose keys must then not look as the walk leaves them.
  */
-static void test_gap_dirties_every_armed_key(void)
+static void gap_with_armed_keys(const char *name, int walk_on)
 {
 	static const char s[] = "get g1\r\nget g2\r\nget g3\r\n";
 	char keys[3][16];
-	int idx[3], i, n = 0, last = 0;
+	int idx[3], i, n = 0, as_expected = 0;
 	struct kp_flow f;
 	unsigned int k;
 
-	hot_begin("hot_gap_dirties_every_armed_key");
+	hot_begin(name);
 	/* two armed keys of distinct buckets, one of them in the last
 	 * bucket; a third key installed but not armed */
 	for (k = 0; n < 3 && k < 1000000; k++) {
@@ -454,6 +456,12 @@ static void test_gap_dirties_every_armed_key(void)
 		idx[i] = hot_add(keys[i], 1, NULL, i < 2);
 	CHECK(idx[0] >= (KS_HOT_BUCKETS - 1) * KS_HOT_WAYS,
 	      "the first key is in the last bucket");
+	if (!walk_on) {
+		struct ks_config c = kp.cfg;
+
+		c.hot = 0;
+		kp_config(&c);
+	}
 	kp_flow_new(&f, 0);
 	kp_flow_syn(&f);
 	kp_flow_send(&f, 0, s, 8, PKT_TCP_PSH | PKT_TCP_ACK);
@@ -464,12 +472,26 @@ static void test_gap_dirties_every_armed_key(void)
 	kp_x_pkt(KS_PKT_RESYNC_GAP, 1);
 	kp_x_pkt_dontcare(KS_PKT_HOT_DISARM);
 	for (i = 0; i < 3; i++)
-		last += ks_hot_map_write_seq(&hm, idx[i]) == (i < 2);
-	CHECK_EQ(last, 3);
-	CHECK(!ks_hot_map_armed(&hm, idx[0]) && !ks_hot_map_armed(&hm, idx[1]),
-	      "both armed keys dirty after the gap");
-	CHECK_EQ(drain_hot_events(), 2);
+		as_expected += ks_hot_map_write_seq(&hm, idx[i]) == (i < 2);
+	if (walk_on) {
+		CHECK_EQ(as_expected, 3);
+		CHECK(!ks_hot_map_armed(&hm, idx[0]) &&
+			      !ks_hot_map_armed(&hm, idx[1]),
+		      "both armed keys dirty after the gap");
+		CHECK_EQ(drain_hot_events(), 2);
+	} else {
+		/* without the walk the same checks must fail */
+		CHECK(as_expected < 3,
+		      "with the walk skipped the keys still looked dirtied");
+		CHECK_EQ(drain_hot_events(), 0);
+	}
 	hot_end();
+}
+
+static void test_gap_dirties_every_armed_key(void)
+{
+	gap_with_armed_keys("hot_gap_dirties_every_armed_key", 1);
+	gap_with_armed_keys("hot_gap_control_without_walk_fails", 0);
 }
 
 void t_hot_group(void)
