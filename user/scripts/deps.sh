@@ -61,6 +61,12 @@ TEST_PACKAGES=(
 	"libmemcached-tools:/usr/bin/memcstat"
 	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
 	"util-linux:/usr/bin/setpriv"
+	# the tests: pgrep (test_install.sh), curl for etcd's gateway
+	# (test_etcd_client.sh), modprobe for the 8021q module
+	# (test_steer_v6.sh's VLAN case, where the kernel has it as a module)
+	"procps:/usr/bin/pgrep"
+	"curl:/usr/bin/curl"
+	"kmod:/usr/sbin/modprobe"
 	# tests of the dashboards: promtool checks the metrics, tmux drives the
 	# live dashboard, tcpdump captures traffic for 'agent replay'
 	"prometheus:/usr/bin/promtool"
@@ -103,6 +109,25 @@ TEST_PACKAGES=(
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
 
+# The fuzz tier's libFuzzer runtime is packaged apart from clang and named
+# by clang's major version; before clang is installed, by the version
+# Debian's clang would bring.
+fuzz_runtime_pkg() {
+	local major
+	if [ -x /usr/bin/clang ]; then
+		major=$(/usr/bin/clang -dumpversion | cut -d. -f1)
+	else
+		major=$(apt-cache depends clang 2>/dev/null |
+			sed -n 's/^ *Depends: clang-\([0-9]*\)$/\1/p' | head -n 1)
+	fi
+	echo "libclang-rt-${major:-14}-dev"
+}
+
+fuzz_runtime_present() {
+	[ -x /usr/bin/clang ] &&
+		[ -f "$(/usr/bin/clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ]
+}
+
 # set_entries SET: the package:file entries of SET (build, demo, test).
 set_entries() {
 	case $1 in
@@ -111,6 +136,13 @@ set_entries() {
 	test) printf '%s\n' "${BUILD_PACKAGES[@]}" "${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
 	*) return 1 ;;
 	esac
+}
+
+# list_packages SET: SET's packages, one a line.
+list_packages() {
+	set_entries "$1" | sed 's/:.*//' | awk '!seen[$0]++'
+	[ "$1" = test ] && fuzz_runtime_pkg
+	return 0
 }
 
 # missing_packages SET: the packages of SET whose proof is missing, one per
@@ -129,6 +161,7 @@ missing_packages() {
 		echo python3-pymemcache
 	fi
 	[ "$set" = test ] || return 0
+	fuzz_runtime_present || fuzz_runtime_pkg
 	if [ -x /usr/bin/python3 ] &&
 		! /usr/bin/python3 -c 'import pylibmc' >/dev/null 2>&1; then
 		echo python3-pylibmc
@@ -165,7 +198,7 @@ main() {
 			return 2
 		fi
 		if [ "$1" = --list ]; then
-			set_entries "$2" | sed 's/:.*//' | awk '!seen[$0]++'
+			list_packages "$2"
 		else
 			missing_packages "$2" | sort -u
 		fi
