@@ -1,7 +1,8 @@
 # keysteer build. `make` builds the BPF objects, their skeletons and the
 # agent into $(OUT); `make test` runs every test tier; `make demo` runs the
 # built-in demo; `make bench` runs the benchmarks; `make deps` installs
-# what is missing from Debian's packages. V=1 prints full commands.
+# what is missing from Debian's packages (`make demo` only what it needs).
+# V=1 prints full commands.
 
 .DEFAULT_GOAL := all
 
@@ -61,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -258,12 +259,17 @@ $(OUT)/tests/etcd_test: $(call tier_objs,etcd) $(OUT)/tests/obj/lib/ktest.o \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# Tools the build needs; `make deps` installs the rest (test clients, ...).
+# Debian's packages (user/scripts/deps.sh has the sets): the demo needs the
+# build's and its own; the tests and benchmarks those and their clients,
+# oracles and tools. `make deps` installs everything.
 check-deps:
-	@user/scripts/deps.sh --check-build || user/scripts/deps.sh
+	@user/scripts/deps.sh --check-test || user/scripts/deps.sh --test
+
+check-demo-deps:
+	@user/scripts/deps.sh --check-demo || user/scripts/deps.sh --demo
 
 deps:
-	user/scripts/deps.sh
+	user/scripts/deps.sh --test
 
 test: check-deps
 	$(MAKE) all tests fuzz
@@ -281,7 +287,7 @@ compat-full: check-deps
 	$(MAKE) all tests
 	KS_COMPAT_FULL=1 $(OUT)/tests/ring_compat
 
-demo: check-deps
+demo: check-demo-deps
 	$(MAKE) all
 	user/scripts/demo.sh
 	user/scripts/demo_steer.sh

@@ -50,7 +50,7 @@ demo_seconds DEMO_FLEET_SECONDS "$DEMO_FLEET_SECONDS" 2 600
 for f in "$LOAD" "$STEER_AGENT"; do
 	[ -x "$f" ] || die "$f is missing; run 'make' first"
 done
-for t in etcd etcdctl memcached; do
+for t in etcd memcached; do
 	command -v "$t" >/dev/null || die "$t is missing; run 'make deps'"
 done
 trap cleanup EXIT

@@ -2,37 +2,71 @@
 # deps.sh - install what keysteer's build, demo and tests need from Debian's
 # packages, and nothing that is already there.
 #
-#   user/scripts/deps.sh                 install whatever is missing
-#   user/scripts/deps.sh --check-build   exit 0 if everything is present,
-#                                        non-zero otherwise; installs nothing
+#   user/scripts/deps.sh [--demo|--test]   install what the set lacks
+#                                          (default --test: everything)
+#   user/scripts/deps.sh --check-SET       exit 0 if SET is all there, non-zero
+#                                          otherwise; installs nothing
+#   user/scripts/deps.sh --list SET        SET's packages, one a line
+#   user/scripts/deps.sh --missing SET     the packages of SET missing here
 #
-# The Makefile runs `deps.sh --check-build || deps.sh`, so a machine that has
-# everything pays one quick check and prints nothing.
+# The sets nest: build (what `make` needs) < demo (build + what `make demo`
+# runs) < test (demo + the tests' clients, oracles and tools, and the
+# benchmarks'). `make demo` runs `deps.sh --check-demo || deps.sh --demo`,
+# `make test` and the benchmarks `--check-test || --test`, so a machine that
+# has everything pays one quick check and prints nothing.
 set -euo pipefail
 
 # Debian package -> a file that proves it is installed. Checking files rather
 # than asking dpkg keeps the check fast and also accepts tools installed some
 # other way (a developer's own clang, say).
-PACKAGES=(
+
+# make all: the BPF objects and skeletons, the agent, ks_load, libkeysteer
+BUILD_PACKAGES=(
 	"clang:/usr/bin/clang"
-	# the format check of make test (.clang-format)
-	"clang-format:/usr/bin/clang-format"
-	"llvm:/usr/bin/llvm-strip"
 	"bpftool:/usr/sbin/bpftool"
 	"libbpf-dev:/usr/include/bpf/libbpf.h"
 	"libelf-dev:/usr/include/gelf.h"
 	"zlib1g-dev:/usr/include/zlib.h"
 	"make:/usr/bin/make"
 	"gcc:/usr/bin/gcc"
-	"iproute2:/usr/sbin/ip"
-	"memcached:/usr/bin/memcached"
-	"python3-pymemcache:/usr/lib/python3/dist-packages/pymemcache/__init__.py"
-	"libmemcached-tools:/usr/bin/memcstat"
-	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
 	# the agent's HTTP server (--listen, --metrics): user/net/http_serve.c
 	"libmicrohttpd-dev:/usr/include/microhttpd.h"
-	"util-linux:/usr/bin/setpriv"
+	# the fleet in etcd (docs/fleet.md): the agent's and the client
+	# library's HTTP and JSON libraries
+	"libcurl4-openssl-dev:/usr/bin/curl-config"
+	"libjansson-dev:/usr/include/jansson.h"
+)
+
+# make demo (user/scripts/demo*.sh, demo*.py, steer_topo.sh, netns.sh):
+# namespaces and veths (ip, nsenter, sysctl), memcached and the Python
+# client of the first part, timeout around its live report, and etcd 3.4
+# for the fleet part (its daemon is kept from starting, below)
+DEMO_PACKAGES=(
+	"iproute2:/usr/sbin/ip"
+	"util-linux:/usr/bin/nsenter"
+	"procps:/usr/sbin/sysctl"
 	"coreutils:/usr/bin/timeout"
+	"memcached:/usr/bin/memcached"
+	"python3:/usr/bin/python3"
+	"python3-pymemcache:/usr/lib/python3/dist-packages/pymemcache/__init__.py"
+	"etcd-server:/usr/bin/etcd"
+)
+
+# make test and the benchmarks, on top of the demo's
+TEST_PACKAGES=(
+	# the format check (.clang-format); llvm-symbolizer for the fuzzers'
+	# sanitizer reports
+	"clang-format:/usr/bin/clang-format"
+	"llvm:/usr/bin/llvm-symbolizer"
+	"libmemcached-tools:/usr/bin/memcstat"
+	"libmemcached-dev:/usr/include/libmemcached/memcached.h"
+	"util-linux:/usr/bin/setpriv"
+	# the tests: pgrep (test_install.sh), curl for etcd's gateway
+	# (test_etcd_client.sh), modprobe for the 8021q module
+	# (test_steer_v6.sh's VLAN case, where the kernel has it as a module)
+	"procps:/usr/bin/pgrep"
+	"curl:/usr/bin/curl"
+	"kmod:/usr/sbin/modprobe"
 	# tests of the dashboards: promtool checks the metrics, tmux drives the
 	# live dashboard, tcpdump captures traffic for 'agent replay'
 	"prometheus:/usr/bin/promtool"
@@ -53,13 +87,7 @@ PACKAGES=(
 	# make bench-host HOST_PERF_HZ=...: the observers' kernel time by
 	# sampling (tcpdump's copy of each frame runs outside its process)
 	"linux-perf:/usr/bin/perf"
-	# the fleet in etcd (docs/fleet.md): the client's HTTP and JSON
-	# libraries; etcd 3.4 itself for the tests and the demo's fleet part
-	# (its daemon is kept from starting, below), openssl for the tests'
-	# TLS certificates
-	"libcurl4-openssl-dev:/usr/bin/curl-config"
-	"libjansson-dev:/usr/include/jansson.h"
-	"etcd-server:/usr/bin/etcd"
+	# the fleet's tests: etcdctl, openssl for their TLS certificates
 	"etcd-client:/usr/bin/etcdctl"
 	"openssl:/usr/bin/openssl"
 	# the compat tier's client oracles (tests/compat/clients_compat.c,
@@ -81,25 +109,63 @@ PACKAGES=(
 
 have() { [ -e "$1" ] || command -v "$(basename "$1")" >/dev/null 2>&1; }
 
-# Prints the packages whose proof file is missing, one per line.
+# The fuzz tier's libFuzzer runtime is packaged apart from clang and named
+# by clang's major version; before clang is installed, by the version
+# Debian's clang would bring.
+fuzz_runtime_pkg() {
+	local major
+	if [ -x /usr/bin/clang ]; then
+		major=$(/usr/bin/clang -dumpversion | cut -d. -f1)
+	else
+		major=$(apt-cache depends clang 2>/dev/null |
+			sed -n 's/^ *Depends: clang-\([0-9]*\)$/\1/p' | head -n 1)
+	fi
+	echo "libclang-rt-${major:-14}-dev"
+}
+
+fuzz_runtime_present() {
+	[ -x /usr/bin/clang ] &&
+		[ -f "$(/usr/bin/clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ]
+}
+
+# set_entries SET: the package:file entries of SET (build, demo, test).
+set_entries() {
+	case $1 in
+	build) printf '%s\n' "${BUILD_PACKAGES[@]}" ;;
+	demo) printf '%s\n' "${BUILD_PACKAGES[@]}" "${DEMO_PACKAGES[@]}" ;;
+	test) printf '%s\n' "${BUILD_PACKAGES[@]}" "${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
+	*) return 1 ;;
+	esac
+}
+
+# list_packages SET: SET's packages, one a line.
+list_packages() {
+	set_entries "$1" | sed 's/:.*//' | awk '!seen[$0]++'
+	[ "$1" = test ] && fuzz_runtime_pkg
+	return 0
+}
+
+# missing_packages SET: the packages of SET whose proof is missing, one per
+# line.
 missing_packages() {
-	local entry pkg file
-	for entry in "${PACKAGES[@]}"; do
-		pkg=${entry%%:*}
-		file=${entry#*:}
-		have "$file" || echo "$pkg"
-	done
-	# The file being there is not enough for pymemcache: the tests run it
-	# with Debian's interpreter, so it must import there.
+	local set=$1 entry
+	while IFS= read -r entry; do
+		have "${entry#*:}" || echo "${entry%%:*}"
+	done < <(set_entries "$set")
+	# The demo and the tests run Python with Debian's interpreter: the
+	# modules must import there, not merely have their files.
+	[ "$set" = build ] && return 0
+	[ -x /usr/bin/python3 ] || echo python3
 	if [ -x /usr/bin/python3 ] &&
 		! /usr/bin/python3 -c 'import pymemcache' >/dev/null 2>&1; then
 		echo python3-pymemcache
 	fi
+	[ "$set" = test ] || return 0
+	fuzz_runtime_present || fuzz_runtime_pkg
 	if [ -x /usr/bin/python3 ] &&
 		! /usr/bin/python3 -c 'import pylibmc' >/dev/null 2>&1; then
 		echo python3-pylibmc
 	fi
-	[ -x /usr/bin/python3 ] || echo python3
 	# dalli's version is in its path above; any version that loads will do
 	if [ -x /usr/bin/ruby ] &&
 		! /usr/bin/ruby -e 'require "dalli"' >/dev/null 2>&1; then
@@ -111,20 +177,46 @@ missing_packages() {
 	fi
 }
 
-main() {
-	local missing
-	# One line, space-separated: apt-get takes them as separate words.
-	missing=$(missing_packages | sort -u | tr '\n' ' ')
-	missing=${missing% }
+usage() {
+	echo "usage: deps.sh [--demo|--test] | --check-build|--check-demo|--check-test" \
+		"| --list SET | --missing SET   (SET: build, demo, test)" >&2
+}
 
-	if [ "${1:-}" = "--check-build" ]; then
-		[ -z "$missing" ]
+main() {
+	local set=test missing
+	case ${1:-} in
+	'' | --test) ;;
+	--demo) set=demo ;;
+	--check-build | --check-demo | --check-test)
+		set=${1#--check-}
+		[ -z "$(missing_packages "$set")" ]
 		return
-	fi
-	if [ $# -gt 0 ]; then
-		echo "deps.sh: unknown argument '$1'; use no argument or --check-build" >&2
+		;;
+	--list | --missing)
+		if [ $# -ne 2 ] || ! set_entries "$2" >/dev/null; then
+			usage
+			return 2
+		fi
+		if [ "$1" = --list ]; then
+			list_packages "$2"
+		else
+			missing_packages "$2" | sort -u
+		fi
+		return 0
+		;;
+	*)
+		echo "deps.sh: unknown argument '$1'" >&2
+		usage
+		return 2
+		;;
+	esac
+	if [ $# -gt 1 ]; then
+		usage
 		return 2
 	fi
+	# One line, space-separated: apt-get takes them as separate words.
+	missing=$(missing_packages "$set" | sort -u | tr '\n' ' ')
+	missing=${missing% }
 	[ -z "$missing" ] && return 0
 
 	if [ "$(id -u)" -ne 0 ]; then
@@ -135,8 +227,8 @@ main() {
 	echo "deps.sh: installing: $missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
-	# prometheus is wanted for promtool only, etcd-server for the tests'
-	# own etcd processes: keep their servers (daemons on :9090 and :2379)
+	# prometheus is wanted for promtool only, etcd-server for the demo's
+	# and the tests' own etcd processes: keep their servers (daemons on :9090 and :2379)
 	# from being started by the install (Debian's policy-rc.d).
 	local policy=/usr/sbin/policy-rc.d made_policy=
 	if [[ " $missing " == *" prometheus "* || " $missing " == *" etcd-server "* ||
@@ -159,7 +251,7 @@ main() {
 		systemctl disable --now nutcracker.service >/dev/null 2>&1 || true
 	fi
 
-	missing=$(missing_packages | sort -u | tr '\n' ' ')
+	missing=$(missing_packages "$set" | sort -u | tr '\n' ' ')
 	missing=${missing% }
 	if [ -n "$missing" ]; then
 		echo "deps.sh: still missing after install: $missing" >&2
