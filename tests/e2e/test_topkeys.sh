@@ -87,7 +87,7 @@ run_case() {
 	esac
 	case " ${*:5} " in *" --check-writes "*) planned+=(writes) ;; esac
 	run_case_body "$@" >"$out"
-	why=${RUN_CASE_WHY:-the checker printed nothing for it}
+	why=${RUN_CASE_WHY:-no result line was printed for it}
 	cat "$out"
 	for c in "${planned[@]}"; do
 		grep -qE "^(PASS|FAIL) ${name}_$c(:|$)" "$out" ||
