@@ -137,13 +137,39 @@ client_hot_load() {
 # client_fresh NAME WRITE_INTERVAL_MS [ARGS...]: $FRESH (ks_client_fresh)
 # on SPEC (FRESH_SPEC when set) and KEY for DURATION s, the writer on
 # client 1, 2 readers on client 2; the document in $E2E_TMP/NAME.json, its
-# exit status in NAME.rc.
+# exit status in NAME.rc. The run stops itself DURATION s after it starts,
+# once its last calls return (each bounded by timeout_ms); what is waited
+# for is that exit. The guard against a hang has room for a loaded 2-core
+# machine (DURATION + 20 s killed a run there, leaving "no document"): past
+# it, the threads' stacks go to NAME.err, so a hang says where it was, and
+# the status is 124 (as timeout(1)'s).
 client_fresh() {
-	local name=$1 wi=$2
+	local name=$1 wi=$2 pid rc guard
 	shift 2
-	ks_in_ns "$CNS" timeout $((DURATION + 20)) "$FRESH" --spec "${FRESH_SPEC:-$SPEC}" \
+	guard=$((SECONDS + 3 * DURATION + 60))
+	ks_in_ns_bg "$CNS" "$FRESH" --spec "${FRESH_SPEC:-$SPEC}" \
 		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
 		--duration "$DURATION" --readers 2 --rate 1500 \
 		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
-	echo $? >"$E2E_TMP/$name.rc"
+	pid=$KS_BG_PID
+	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$guard" ]; do
+		sleep 0.2
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		{
+			echo "ks_client_fresh: still running $((3 * DURATION + 60)) s after its start; its threads:"
+			if command -v gdb >/dev/null; then
+				gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)'
+			else
+				grep -H . /proc/"$pid"/task/*/wchan
+			fi
+		} >>"$E2E_TMP/$name.err"
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+		rc=124
+	else
+		wait "$pid"
+		rc=$?
+	fi
+	echo "$rc" >"$E2E_TMP/$name.rc"
 }

@@ -2,16 +2,15 @@
 """ks_load.py - the e2e tests' memcached client: a known, skewed, paced load.
 
     ks_load.py preload --server ADDR [--port P] [--keys K]
-    ks_load.py run --server ADDR [--port P] [--seconds F] [--out FILE] ...
+    ks_load.py run --server ADDR [--port P] [--seconds F] [--out FILE]
+                   [--seq-map PIN] ...
     ks_load.py plan [...]             print the frame's statistics, send nothing
 
 The load is one "frame" of requests, built once from a fixed seed and sent F
-times, each time paced evenly over exactly one period (1 s). Every key's
-count per period is therefore an exact, known integer, and any window of one
-period contains the same counts whatever its phase (up to pacing jitter and
-the order within one small block, see period_orders): that is what lets the
-test compare the agent's per-interval rates with exact truth without
-knowing where the agent's interval boundaries fall.
+times, each time paced evenly over one period (1 s), so every key's count
+per period is an exact, known integer and the load is spread evenly over
+the agent's intervals. The pacing is not what the tests' truth rests on (a
+busy machine can hold the client up): that is --seq-map, below.
 
 A frame mixes single gets, multi-gets of distinct keys and sets, keys drawn
 from a Zipf distribution over K keys; several connections (threads) share
@@ -19,13 +18,26 @@ it, each sending its share of the requests at their due times.
 
 Writes a JSON summary with the exact per-period counts per key, the wall-clock
 start and end of the paced phase, and how well the pacing held.
+
+With --seq-map PIN (a datapath's pinned ks_config), it also writes what it
+sent in each of the datapath's intervals, exactly, whatever its pacing:
+the datapath files a request under the interval number (ks_config.seq) it
+reads when the request goes by, which is after the client sent it and
+before the reply came. Each connection reads that number just before a
+send and just after the reply: equal, the request is in that interval
+for certain; different (a flip while it was in flight), it is in one of
+the intervals between, and is listed as such ("straddled").
 Runs with Debian's /usr/bin/python3 and python3-pymemcache.
 """
 import argparse
 import bisect
+import ctypes
 import itertools
 import json
+import os
 import random
+import re
+import struct
 import sys
 import threading
 import time
@@ -35,6 +47,101 @@ from pymemcache.client.base import Client
 VALUE = b"v" * 32
 BLOCKS = 100  # per frame; see period_orders
 LATE_S = 0.002  # lateness worth recording: 0.2% of a 1 s window
+
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SYS_BPF = 321  # x86_64
+BPF_MAP_LOOKUP_ELEM, BPF_OBJ_GET = 1, 7
+C_TYPES = {"__u8": 1, "__u16": 2, "__u32": 4, "__u64": 8}
+
+
+def config_layout():
+    """(offset of seq, size) of struct ks_config, from bpf/keysteer.h, so a
+    change there cannot leave this reading the wrong bytes."""
+    src = open(os.path.join(REPO, "bpf", "keysteer.h")).read()
+    consts = {m.group(1): int(m.group(2)) for m in
+              re.finditer(r"#define (\w+)\s+(\d+)", src)}
+    body = re.search(r"struct ks_config \{(.*?)\};", src, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    off = align = 0
+    seq = None
+    for m in re.finditer(r"(__u\d+)\s+(\w+)(?:\[(\w+)\])?;", body):
+        size = C_TYPES[m.group(1)]
+        n = m.group(3)
+        n = 1 if n is None else int(consts.get(n, n))
+        off = -(-off // size) * size
+        if m.group(2) == "seq":
+            seq = off
+        off += size * n
+        align = max(align, size)
+    if seq is None:
+        raise SystemExit("ks_load: no seq in struct ks_config")
+    return seq, -(-off // align) * align
+
+
+class EpochReader:
+    """The interval number the datapath files requests under: ks_config.seq,
+    read from the pinned map with one bpf(2) call."""
+
+    def __init__(self, pin):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.off, size = config_layout()
+        path = ctypes.create_string_buffer(pin.encode())
+        attr = ctypes.create_string_buffer(
+            struct.pack("=QII", ctypes.addressof(path), 0, 0), 128)
+        fd = self.libc.syscall(SYS_BPF, BPF_OBJ_GET, attr, 128)
+        if fd < 0:
+            raise SystemExit("ks_load: %s: %s"
+                             % (pin, os.strerror(ctypes.get_errno())))
+        self.key = ctypes.c_uint32(0)
+        self.val = ctypes.create_string_buffer(size)
+        self.attr = ctypes.create_string_buffer(struct.pack(
+            "=IIQQQ", fd, 0, ctypes.addressof(self.key),
+            ctypes.addressof(self.val), 0), 128)
+
+    def seq(self):
+        if self.libc.syscall(SYS_BPF, BPF_MAP_LOOKUP_ELEM, self.attr, 128):
+            raise OSError(ctypes.get_errno(), "reading ks_config")
+        return struct.unpack_from("=I", self.val.raw, self.off)[0]
+
+
+class EpochTally:
+    """What one connection sent, by the datapath interval it fell in."""
+
+    def __init__(self):
+        self.epochs = {}     # seq -> counts, for requests certainly in it
+        self.straddled = []  # [seq before, seq after, op, keys]
+
+    def add(self, before, after, op, keys):
+        if before != after:
+            self.straddled.append([before, after, op, keys])
+            return
+        e = self.epochs.setdefault(before, {
+            "reads": {}, "writes": {}, "read_requests": 0, "read_keys": 0,
+            "write_requests": 0, "write_keys": 0})
+        cls = "write" if op == "set" else "read"
+        e[cls + "_requests"] += 1
+        e[cls + "_keys"] += len(keys)
+        table = e[cls + "s"]
+        for k in keys:
+            table[k] = table.get(k, 0) + 1
+
+    @staticmethod
+    def merge(tallies):
+        epochs, straddled = {}, []
+        for t in tallies:
+            straddled += t.straddled
+            for seq, e in t.epochs.items():
+                m = epochs.setdefault(str(seq), {
+                    "reads": {}, "writes": {}, "read_requests": 0,
+                    "read_keys": 0, "write_requests": 0, "write_keys": 0})
+                for f in ("reads", "writes"):
+                    for k, n in e[f].items():
+                        m[f][k] = m[f].get(k, 0) + n
+                for f in ("read_requests", "read_keys", "write_requests",
+                          "write_keys"):
+                    m[f] += e[f]
+        return epochs, straddled
 
 
 def key_name(rank):
@@ -159,6 +266,8 @@ class Connection(threading.Thread):
         self.t0, self.wall0 = t0, wall0
         self.client = connect(args)
         self.client.version()  # connected before the clock starts
+        self.epoch = EpochReader(args.seq_map) if args.seq_map else None
+        self.tally = EpochTally()
         # Spells in which this connection ran late, [first due, caught up,
         # worst lag] in wall-clock time, and the worst lag per frame.
         self.late, self.worst = [], []
@@ -195,7 +304,12 @@ class Connection(threading.Thread):
                     spell[2] = max(spell[2], now - due)
                 else:
                     spell = None
-                send(self.client, *ops[i])
+                if self.epoch:
+                    before = self.epoch.seq()
+                    send(self.client, *ops[i])
+                    self.tally.add(before, self.epoch.seq(), *ops[i])
+                else:
+                    send(self.client, *ops[i])
             self.worst.append(worst)
 
 
@@ -218,6 +332,13 @@ def cmd_run(args):
         if c.error:
             sys.exit("ks_load: %s: %s" % (type(c.error).__name__, c.error))
     lags = [max(w) for w in zip(*(c.worst for c in conns))]
+    if args.seq_map:
+        out["epochs"], out["straddled"] = EpochTally.merge(
+            c.tally for c in conns)
+    # Every request of every period was sent (a failed one ends the run).
+    out["sent"] = {f: args.seconds * out[f + "_per_period"] for f in
+                   ("read_requests", "read_keys", "write_requests",
+                    "write_keys")}
     out.update({
         "periods": args.seconds,
         "connections": args.conns,
@@ -273,6 +394,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=10,
                     help="periods to send")
     ap.add_argument("--out", default="/dev/null")
+    ap.add_argument("--seq-map", metavar="PIN",
+                    help="a datapath's pinned ks_config: write what was "
+                    "sent in each of its intervals")
     args = ap.parse_args()
     if args.seconds < 1 or args.seconds > 120:
         ap.error("--seconds must be 1..120 (the load is bounded)")

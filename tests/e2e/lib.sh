@@ -93,6 +93,17 @@ e2e_wait_line() {
 	return 1
 }
 
+# e2e_wait_intervals N [FILE] [PID]: 0 once an agent run with -v has logged
+# N more intervals than it had when called (its "keysteer: #SEQ ..." lines
+# in FILE, $E2E_TMP/agent.out by default), 1 if PID ($E2E_AGENT_PID) exits
+# first or 30 s pass. For a check that something did not happen: what
+# passes is the agent's intervals, not a guessed time.
+e2e_wait_intervals() {
+	local n=$1 file=${2:-$E2E_TMP/agent.out} pid=${3:-$E2E_AGENT_PID} seq
+	seq=$(sed -n 's/^keysteer: #\([0-9]*\) .*/\1/p' "$file" | tail -n 1)
+	e2e_wait_line "$file" "^keysteer: #$((${seq:--1} + n)) " "$pid" 300
+}
+
 e2e_bpffs_mounted() {
 	[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" = bpf_fs ]
 }

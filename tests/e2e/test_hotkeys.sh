@@ -180,7 +180,7 @@ for ((i = 0; i < 30; i++)); do
 	grep -q "$PINS:2:" "$E2E_TMP/agent.out" && break
 	sleep 0.1
 done
-sleep 1.2 # one more interval, so the document would show a lost pin
+e2e_wait_intervals 2 # whole intervals, so the document would show a lost pin
 if grep -q "$PINS:2:.*keeping the previous pins" "$E2E_TMP/agent.out" &&
 	grep -q '"pinned:key"' "$ROUTE"; then
 	pass hotkeys_bad_pins_reload

@@ -215,8 +215,18 @@ send_and_check ring_shards_counts_after_file_reload 3
 printf '%s\n198.18.0.4:11211\n198.18.0.8:port\n' "$SELF" >"$SHARDS.new"
 mv "$SHARDS.new" "$SHARDS"
 kill -HUP "$E2E_AGENT_PID"
-sleep 2
-report_json "$r"
+# Waited for: the refusal logged, then in the report; then four more
+# intervals (2 s), by the report's seq, in which a retry would show.
+e2e_wait_line "$E2E_TMP/agent.out" "ring not reloaded" "$E2E_AGENT_PID" 200
+for ((i = 0; i < 100; i++)); do
+	report_json "$r" && RK field --report "$r" ring.last_reload_error 2>/dev/null | grep -qv '^null$' && break
+	sleep 0.1
+done
+seq0=$(RK field --report "$r" seq 2>/dev/null)
+for ((i = 0; i < 200; i++)); do
+	report_json "$r" && [ "$(RK field --report "$r" seq 2>/dev/null)" -ge $((${seq0:-0} + 4)) ] 2>/dev/null && break
+	sleep 0.1
+done
 if [ "$(RK field --report "$r" ring.version)" = 3 ] &&
 	grep -q "ring not reloaded, v3 stays: $SHARDS:3: " "$E2E_TMP/agent.out" &&
 	RK field --report "$r" ring.last_reload_error | grep -q "^$SHARDS:3: "; then

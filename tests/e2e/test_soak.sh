@@ -5,10 +5,10 @@
 # (default 40; `make soak` runs 600). Every 0.5 s (the interval) the shard
 # file flips between two lists (a ring push each time) and the pin file
 # names another key (the hot table changes each time). Checks: no request
-# failed, the datapath counted every TCP request ks_load sent, no parse
-# errors, every reload succeeded, and the agent's memory stayed flat
-# (within 256 KiB from the tenth flip, when the allocator has warmed up, to
-# the end).
+# failed, the datapath counted exactly every request ks_load sent (UDP less
+# what was lost in front of it; see the equations below), no parse errors,
+# every reload succeeded, and the agent's memory stayed flat (within 256
+# KiB from the tenth flip, when the allocator has warmed up, to the end).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -32,19 +32,35 @@ if ! e2e_agent_start --interval 0.5 --shards-file "$SHARDS" --self "$SADDR:$PORT
 	exit 1
 fi
 rss() { awk '$1 == "VmRSS:" {print $2}' "/proc/$E2E_AGENT_PID/status"; }
-total_req() { # datapath requests of get+set, summed over CPUs (fast gets too)
-	"$PY" "$E2E_ROOT/tests/e2e/ks_live_ops.py" "$PIN_ROOT/$SIF" 2>/dev/null |
-		"$PY" -c 'import json,sys
-d = json.load(sys.stdin)
-print(sum(d.get(k, [0])[0] for k in ("get", "set")))'
+# dp_counts: the datapath's totals, summed over CPUs (fast gets too): get
+# and set requests, UDP datagrams with a payload, UDP gets steered away.
+dp_counts() {
+	e2e_agent report --iface "$SIF" --json 2>/dev/null | "$PY" -c 'import json,sys
+t = json.load(sys.stdin)["totals"]
+print(t["ops"]["get"]["requests"] + t["ops"]["set"]["requests"],
+      t["packets"]["udp"], t["packets"]["steered"])'
+}
+# udp_mib NS: the namespace's UDP counters "InDatagrams InErrors" (read by
+# a socket; dropped at one, a full receive buffer among them).
+udp_mib() {
+	ks_in_ns "$1" cat /proc/net/snmp | awk '$1 == "Udp:" {
+		if (!n++) { for (i = 2; i <= NF; i++) col[$i] = i; next }
+		print $col["InDatagrams"], $col["InErrors"] }'
+}
+# veth_drops: packets our client-side veth could not hand to its peer (a
+# full queue in front of the XDP hook: what the datapath cannot see).
+veth_drops() {
+	ip -n "$CNS" -s -j link show dev "$CIF" |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["dropped"])'
 }
 errors_total() {
 	e2e_agent report --iface "$SIF" --json 2>/dev/null | "$PY" -c 'import json,sys
 d = json.load(sys.stdin)
 print(sum(v["total"] for k, v in d["errors"].items() if k != "not_memcached"))'
 }
-sleep 1
-req0=$(total_req)
+read -r req0 udp0 steer0 <<<"$(dp_counts)"
+read -r mib_in0 mib_err0 <<<"$(udp_mib "$SNS")"
+vdrop0=$(veth_drops)
 
 ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto tcp --conns 4 \
 	--keys 50000 --zipf 0.99 --flash soak:1:0.2 --mix get=80,mget=0,set=20 \
@@ -73,18 +89,23 @@ while [ "$SECONDS" -lt "$end" ]; do
 done
 rss_end=$(rss)
 wait "$TCP_PID" "$UDP_PID" 2>/dev/null
-sleep 1
-req1=$(total_req)
+# Both clients have had every reply (or given up on it): every request
+# they sent has been through the hook, so the counts are final.
+read -r req1 udp1 steer1 <<<"$(dp_counts)"
+read -r mib_in1 mib_err1 <<<"$(udp_mib "$SNS")"
+vdrop1=$(veth_drops)
 ring_v=$(e2e_agent report --iface "$SIF" --json 2>/dev/null |
 	"$PY" -c 'import json,sys; d=json.load(sys.stdin); r=d["ring"]; print(r["version"], r.get("reload_errors", 0))')
 errs=$(errors_total)
 
+# sent: requests that left the client (msgs), not ops, which count a
+# send that failed too.
 read -r tcp_ops tcp_bad <<<"$("$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-print(sum(o["ops"] for o in d["ops"]), sum(o["errors"] + o["timeouts"] for o in d["ops"]))' "$E2E_TMP/tcp.json" 2>/dev/null)"
+print(sum(o["msgs"] for o in d["ops"]), sum(o["errors"] + o["timeouts"] for o in d["ops"]))' "$E2E_TMP/tcp.json" 2>/dev/null)"
 read -r udp_ops udp_bad <<<"$("$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-print(sum(o["ops"] for o in d["ops"]), sum(o["errors"] + o["timeouts"] for o in d["ops"]))' "$E2E_TMP/udp.json" 2>/dev/null)"
+print(sum(o["msgs"] for o in d["ops"]), sum(o["errors"] + o["timeouts"] for o in d["ops"]))' "$E2E_TMP/udp.json" 2>/dev/null)"
 note "$SECS s: TCP $tcp_ops requests ($((tcp_ops / SECS))/s flat out), UDP $udp_ops; $flips ring and pin flips"
 
 if [ -n "$tcp_ops" ] && [ "$tcp_bad" = 0 ] && [ "$udp_bad" = 0 ] && [ "$tcp_ops" -gt 1000 ]; then
@@ -92,12 +113,33 @@ if [ -n "$tcp_ops" ] && [ "$tcp_bad" = 0 ] && [ "$udp_bad" = 0 ] && [ "$tcp_ops"
 else
 	fail soak_no_failed_requests "TCP ${tcp_ops:-?} sent, ${tcp_bad:-?} failed; UDP ${udp_ops:-?} sent, ${udp_bad:-?} failed: $(tail -n 1 "$E2E_TMP/tcp.err")"
 fi
-seen=$((req1 - req0))
-if [ -n "$tcp_ops" ] && [ "$seen" -ge "$tcp_ops" ] && [ "$seen" -le $((tcp_ops + udp_ops)) ]; then
-	pass soak_every_request_counted
-	note "datapath get+set requests: $seen (TCP $tcp_ops + UDP $udp_ops sent)"
+# Exact, both ways. Every UDP datagram carries one get, so of the get+set
+# requests the datapath counted, Δudp are UDP and the rest TCP.
+#   TCP: counted == sent. A stream loses nothing: a dropped segment is
+#        sent again and counted once (the stream state skips repeats).
+#   UDP: counted == sent - dropped before the hook (veth_drops). The hook
+#        sees a datagram before memcached's socket can drop it, so the
+#        socket's drops are in the count; where every counted datagram
+#        went is the second equation, from the server namespace's own
+#        counters: counted == steered away + read by memcached
+#        (InDatagrams) + dropped at a socket (InErrors).
+if [ -n "${udp1:-}" ] && [ -n "${mib_in1:-}" ] && [ -n "${vdrop1:-}" ] && [ -n "$udp_ops" ]; then
+	udp_seen=$((udp1 - udp0))
+	tcp_seen=$((req1 - req0 - udp_seen))
+	vdrops=$((vdrop1 - vdrop0))
+	steered=$((steer1 - steer0))
+	mib_in=$((mib_in1 - mib_in0))
+	mib_err=$((mib_err1 - mib_err0))
+	if [ -n "$tcp_ops" ] && [ "$tcp_seen" -eq "$tcp_ops" ] &&
+		[ "$udp_seen" -eq $((udp_ops - vdrops)) ] &&
+		[ "$udp_seen" -eq $((steered + mib_in + mib_err)) ]; then
+		pass soak_every_request_counted
+		note "TCP: $tcp_seen counted of $tcp_ops sent; UDP: $udp_seen counted of $udp_ops sent ($vdrops lost before the hook), then $mib_in read by memcached, $mib_err dropped at the socket, $steered steered"
+	else
+		fail soak_every_request_counted "TCP counted $tcp_seen, sent ${tcp_ops:-?}; UDP counted $udp_seen, sent $udp_ops less $vdrops lost before the hook; of those counted: $mib_in read, $mib_err dropped at the socket, $steered steered"
+	fi
 else
-	fail soak_every_request_counted "datapath counted $seen, ks_load sent TCP ${tcp_ops:-?} + UDP ${udp_ops:-?}"
+	fail soak_every_request_counted "a counter could not be read: datapath '${req1:-} ${udp1:-}', server UDP '${mib_in1:-}', veth drops '${vdrop1:-}', ks_load '$udp_ops'"
 fi
 read -r ver rerr <<<"$ring_v"
 if [ "${errs:-x}" = 0 ] && [ "${rerr:-x}" = 0 ] && [ "${ver:-0}" -ge $((flips / 2)) ] &&
