@@ -147,3 +147,39 @@ client_fresh() {
 		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 	echo $? >"$E2E_TMP/$name.rc"
 }
+
+# client_fresh_check NAME WANT [MIN_COPY_PERMILLE]: what client_fresh's run
+# NAME shows: "OK", or why not (one line). WANT clean: exit 0, no stale
+# read, no failed request, over 100 writes, and reads from copies at
+# least MIN_COPY_PERMILLE per mille of the reads (default 1 read): a run
+# that hardly read a copy proves nothing about copies. WANT stale (a
+# control): the run whole (a document, exit 1, no failed request, over
+# 100 writes) and the violation itself, stale reads served by copies; a
+# crash, a timeout or failed requests are not a violation.
+client_fresh_check() {
+	"$PY" - "$E2E_TMP/$1.json" "$(cat "$E2E_TMP/$1.rc" 2>/dev/null)" "$2" "${3:-0}" <<'PYEOF'
+import json, sys
+path, rc, want, permille = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+try:
+    d = json.load(open(path))
+except (OSError, ValueError):
+    print("no document (exit %s)" % rc); sys.exit()
+why = []
+if d["read_errors"] or d["write_errors"]:
+    why.append("%d reads and %d writes failed" % (d["read_errors"], d["write_errors"]))
+if d["writes"] <= 100:
+    why.append("only %d writes" % d["writes"])
+if want == "clean":
+    if rc != "0" or d["stale_reads"]:
+        why.append("exit %s, %d stale reads" % (rc, d["stale_reads"]))
+    least = max(1, d["reads"] * permille // 1000)
+    if d["copy_reads"] < least:
+        why.append("%d of %d reads from copies, want at least %d" % (d["copy_reads"], d["reads"], least))
+else:
+    if rc != "1":
+        why.append("exit %s, want 1 (stale reads)" % rc)
+    if not d["stale_from_copies"]:
+        why.append("no stale read from a copy (%d stale in all): the control shows nothing" % d["stale_reads"])
+print("; ".join(why) or "OK")
+PYEOF
+}
