@@ -239,8 +239,9 @@ sleep $(((3 * INTERVAL_MS + 300) / 1000)).$(((3 * INTERVAL_MS + 300) % 1000 / 10
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OHP" --proto udp \
 	--keys 1 --flash "$KEY:0.99" --mix get=100 --count 300 --rate 1000 --json \
 	>"$E2E_TMP/dead.json" 2>"$E2E_TMP/dead.err"
-# every get answered, and by the owner: no reply at all would say nothing
-# about where replies come from
+# the gets answered, and by the owner: no reply at all would say nothing
+# about where replies come from (up to 1% may go unanswered: a UDP
+# datagram lost on a loaded machine is not a steered one)
 why=$("$PY" - "$E2E_TMP/dead.json" "$OHP" 300 <<'PYEOF'
 import json, sys
 try:
@@ -250,13 +251,13 @@ except (OSError, ValueError):
 owner, n = sys.argv[2], int(sys.argv[3])
 by = d["replies_by_source"]
 sent = sum(o["ops"] for o in d["ops"])
-failed = sum(o["errors"] + o["timeouts"] for o in d["ops"])
+errors = sum(o["errors"] for o in d["ops"])
 why = []
 if d["steered"]:
     why.append("%d steered replies" % d["steered"])
-if sent != n or failed or by.get(owner, 0) != n or set(by) - {owner}:
-    why.append("%d gets sent, %d failed or timed out, replies by source %r (want all %d from the owner %s)" % (
-        sent, failed, by, n, owner))
+if sent != n or errors or by.get(owner, 0) < n - n // 100 or set(by) - {owner}:
+    why.append("%d gets sent, %d errors, replies by source %r (want %d or more, all from the owner %s)" % (
+        sent, errors, by, n - n // 100, owner))
 print("; ".join(why) or "OK")
 PYEOF
 )
