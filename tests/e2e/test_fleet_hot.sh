@@ -20,8 +20,10 @@
 # 5. Control: the owner restarted with --etcd-hot-events off (entries
 #    follow the steering only at intervals): the watch must run whole (the
 #    key armed, writes stored on the owner) and show the violation
-#    itself, a stored write not seen dirty within 100 ms; a crash, a
-#    missing document or a key never armed is a FAIL.
+#    itself: at least half of the stored writes never seen dirty (within
+#    1.5 s, three intervals; a late event is not enough, a loaded machine
+#    makes those with the event path too); a crash, a missing document or
+#    a key never armed is a FAIL.
 # etcd and the agents are stopped by their pids on every exit path.
 set -u
 # shellcheck source=lib.sh
@@ -227,9 +229,9 @@ if ! steer_agent_start "$OWNER" -v --interval 0.5 --sample 1 \
 else
 	hot_watch 4 1.5 "$E2E_TMP/control.json"
 	why=$(watch_check "$E2E_TMP/control.json" 4 2>"$E2E_TMP/control.sum")
-	# the violation, counted: of the writes the owner stored, how many
-	# the watch saw dirty within 100 ms; anything else is no control
-	late=$("$PY" - "$E2E_TMP/control.json" "$(cat "$E2E_TMP/control.json.rc")" 4 <<'PYEOF'
+	# the violation, counted: of the writes the owner stored, how many the
+	# watch never saw dirty; anything else is no control
+	verdict=$("$PY" - "$E2E_TMP/control.json" "$(cat "$E2E_TMP/control.json.rc")" 4 <<'PYEOF'
 import json, sys
 rc, n = sys.argv[2], int(sys.argv[3])
 try:
@@ -239,17 +241,16 @@ except (OSError, ValueError):
 if rc != "0" or not d["armed_at_start"] or not d["sent"] or d["unparsed"]:
     print("BROKEN exit %s, armed at start %s, %d of %d writes stored, unparsed %r" % (
         rc, d["armed_at_start"], d["sent"], n, d["unparsed"][:2])); sys.exit()
-dm = d["dirty_ms"]
-late = d["missed"] + sum(1 for x in dm["samples"] if x > 100)
-print("%s %d of %d stored writes (of %d) not seen dirty within 100 ms (%d never; seen: %s ms)" % (
-    "VIOLATION" if late else "NONE", late, d["sent"], n, d["missed"], dm["samples"]))
+print("%s %d of %d stored writes (of %d) never seen dirty (the others after %s ms)" % (
+    "VIOLATION" if 2 * d["missed"] >= d["sent"] else "NONE", d["missed"], d["sent"], n,
+    d["dirty_ms"]["samples"]))
 PYEOF
 )
-	if [ "${late%% *}" = VIOLATION ] && [ "$why" != OK ]; then
+	if [ "${verdict%% *}" = VIOLATION ] && [ "$why" != OK ]; then
 		pass fleet_hot_control_without_events_fails
-		note "control (--etcd-hot-events off): ${late#* }"
+		note "control (--etcd-hot-events off): ${verdict#* }"
 	else
-		fail fleet_hot_control_without_events_fails "${late:-the check crashed}; $why; $(cat "$E2E_TMP/control.sum") $(tail -2 "$E2E_TMP/control.json.err")"
+		fail fleet_hot_control_without_events_fails "${verdict:-the check crashed}; $why; $(cat "$E2E_TMP/control.sum") $(tail -2 "$E2E_TMP/control.json.err")"
 	fi
 fi
 
