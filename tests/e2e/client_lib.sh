@@ -183,3 +183,16 @@ else:
 print("; ".join(why) or "OK")
 PYEOF
 }
+
+# client_fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE]: TEST passes when
+# client_fresh_check says OK, else fails with why and the caller's
+# summary NAME.
+client_fresh_expect() {
+	local why
+	why=$(client_fresh_check "$1" "$2" "${4:-}")
+	if [ "$why" = OK ]; then
+		pass "$3"
+	else
+		fail "$3" "${why:-the check crashed}: $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
+	fi
+}

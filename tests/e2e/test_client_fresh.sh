@@ -81,19 +81,11 @@ client_hot_load client_fresh "$EXAMPLE" "$LOAD" "$KEY" v0 110 || exit 1
 client_expect_armed client_fresh || exit 1
 
 # --- 2. writers and readers through the library -----------------------------
-# fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE]: TEST passes when
-# client_fresh_check NAME WANT says OK (clean: no stale read, no failed
-# request, over 100 writes, that share of reads from copies; stale: the
-# control's violation, stale reads from copies, in a whole run).
-fresh_expect() {
-	local why
-	why=$(client_fresh_check "$1" "$2" "${4:-}")
-	if [ "$why" = OK ]; then
-		pass "$3"
-	else
-		fail "$3" "${why:-the check crashed}: $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
-	fi
-}
+# fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE]: client_lib.sh's
+# verdict on run NAME (clean: no stale read, no failed request, over 100
+# writes, that share of reads from copies; stale: the control's violation,
+# stale reads from copies, in a whole run).
+fresh_expect() { client_fresh_expect "$@"; }
 fresh run
 note "copy protocol on: $(summary run)"
 fresh_expect run clean client_fresh_no_stale_reads_copies_used 50

@@ -60,16 +60,8 @@ agents() {
 	done
 }
 fresh() { client_fresh "$1" "$2"; }
-# expect NAME WANT TEST [MIN_COPY_PERMILLE]: client_fresh_check's verdict
-expect() {
-	local why
-	why=$(client_fresh_check "$1" "$2" "${4:-}")
-	if [ "$why" = OK ]; then
-		pass "$3"
-	else
-		fail "$3" "${why:-the check crashed}: $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
-	fi
-}
+# expect NAME WANT TEST [MIN_COPY_PERMILLE]: client_lib.sh's verdict
+expect() { client_fresh_expect "$@"; }
 jexpr() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
 summary() {
 	jexpr "$1" '"reads %d: %d from copies (%.1f%%), %d fallbacks, %d stale (%d from copies), %d failed; writes %d (%d failed), %d invalidations" % (d["reads"], d["copy_reads"], 100.0 * d["copy_reads"] / max(d["reads"], 1), d["fallbacks"], d["stale_reads"], d["stale_from_copies"], d["read_errors"], d["writes"], d["write_errors"], d["invalidations"])' ||
