@@ -185,9 +185,12 @@ static void *reader(void *arg)
 		} else {
 			int copy = b.copy_reads > a.copy_reads;
 
+			/* a value not written by this run (an earlier
+			 * test's) is older than its first write, and no
+			 * older than what is there before it: v0 */
 			got = len > 1 && ((char *)val)[0] == 'v'
 				      ? strtol((char *)val + 1, NULL, 10)
-				      : -1;
+				      : 0;
 			r->copy += copy;
 			if (got < hi) {
 				r->stale++;
