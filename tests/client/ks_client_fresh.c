@@ -7,7 +7,7 @@
  *
  *   ks_client_fresh --spec SPEC --key KEY [--writer-ns NS] [--reader-ns NS]
  *                   [--duration SEC] [--readers R] [--rate READS_PER_S]
- *                   [--write-interval-ms MS] [--examples N]
+ *                   [--write-interval-ms MS[,MS...]] [--examples N]
  *                   [--batch N]
  *
  * One writer thread (in network namespace --writer-ns, a client host) sets
@@ -15,7 +15,10 @@
  * --write-interval-ms, and publishes the highest N acknowledged. R reader
  * threads (in --reader-ns, another client host), each with its own handle,
  * note that highest N before each keysteer_get and compare it with the N
- * read: a read is stale if its N is below. Whether a read was answered by a
+ * read: a read is stale if its N is below. A list of intervals is used in
+ * turn, so that some writes come close behind others and some far apart:
+ * a fill that overlaps the next write, and one that does not, in every
+ * cycle. Whether a read was answered by a
  * copy is the handle's copy_reads counter moving over the call. One process
  * so that the writer's acknowledgements and the readers' sends are on one
  * clock; the threads enter their namespaces with setns(2), and each
@@ -72,7 +75,9 @@ struct reader {
 
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000;
-static int nreaders = 2, wint_ms = 10, nexamples = 5, batch;
+#define MAX_GAPS 8
+static int nreaders = 2, nexamples = 5, batch;
+static int wint_ms[MAX_GAPS] = { 10 }, ngaps = 1;
 static long acked;              /* highest N acknowledged (atomic) */
 static double ack_at[MAX_ACKS]; /* when N was, published by acked */
 static int running;             /* atomic */
@@ -111,7 +116,7 @@ static void *writer(void *arg)
 	struct keysteer *ks;
 	char val[32];
 	long n = 0;
-	int len, ret;
+	int len, ret, g = 0;
 
 	(void)arg;
 	if (enter_ns(wns) || keysteer_open(&ks, spec) < 0) {
@@ -134,7 +139,8 @@ static void *writer(void *arg)
 				ack_at[n] = now_ms();
 			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
 		}
-		usleep(wint_ms * 1000);
+		usleep((useconds_t)wint_ms[g] * 1000);
+		g = (g + 1) % ngaps;
 	}
 	keysteer_stats(ks, &wst, sizeof(wst));
 	keysteer_close(ks);
@@ -179,9 +185,12 @@ static void *reader(void *arg)
 		} else {
 			int copy = b.copy_reads > a.copy_reads;
 
+			/* a value not written by this run (an earlier
+			 * test's) is older than its first write, and no
+			 * older than what is there before it: v0 */
 			got = len > 1 && ((char *)val)[0] == 'v'
 				      ? strtol((char *)val + 1, NULL, 10)
-				      : -1;
+				      : 0;
 			r->copy += copy;
 			if (got < hi) {
 				r->stale++;
@@ -242,6 +251,28 @@ static void print_stale_ms(const struct reader *rd, int n)
 	       rd[j].worst_view_still_ms);
 }
 
+/* "MS[,MS...]" into wint_ms: 0..10000 each, at most MAX_GAPS. */
+static int parse_gaps(const char *arg)
+{
+	const char *p = arg;
+	char *end;
+	long v;
+
+	for (ngaps = 0; ngaps < MAX_GAPS; p = end + 1) {
+		v = strtol(p, &end, 10);
+		if (end == p || v < 0 || v > 10000 || (*end && *end != ','))
+			break;
+		wint_ms[ngaps++] = (int)v;
+		if (!*end)
+			return 0;
+	}
+	fprintf(stderr,
+		"ks_client_fresh: --write-interval-ms '%s': up to %d "
+		"intervals of 0..10000 ms, comma-separated\n",
+		arg, MAX_GAPS);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = { { "spec", 1, 0, 's' },
@@ -285,7 +316,8 @@ int main(int argc, char **argv)
 			rate = atof(optarg);
 			break;
 		case 'i':
-			wint_ms = atoi(optarg);
+			if (parse_gaps(optarg))
+				return 2;
 			break;
 		case 'e':
 			nexamples = atoi(optarg);

@@ -173,3 +173,54 @@ client_fresh() {
 	fi
 	echo "$rc" >"$E2E_TMP/$name.rc"
 }
+
+# client_fresh_check NAME WANT [MIN_COPY_PERMILLE [MIN_WRITES]]: what
+# client_fresh's run NAME shows: "OK", or why not (one line). WANT clean:
+# exit 0, no stale read, no failed request, at least MIN_WRITES writes
+# (100), and reads from copies at least MIN_COPY_PERMILLE per mille of
+# the reads (default 1 read): a run that hardly read a copy proves
+# nothing about copies. WANT stale (a control): the run whole (a
+# document, exit 1, no failed request, MIN_WRITES writes) and the
+# violation itself, stale reads served by copies; a crash, a timeout or
+# failed requests are not a violation.
+client_fresh_check() {
+	"$PY" - "$E2E_TMP/$1.json" "$(cat "$E2E_TMP/$1.rc" 2>/dev/null)" "$2" "${3:-0}" "${4:-100}" <<'PYEOF'
+import json, sys
+path, rc, want = sys.argv[1], sys.argv[2], sys.argv[3]
+permille, min_writes = int(sys.argv[4]), int(sys.argv[5])
+try:
+    d = json.load(open(path))
+except (OSError, ValueError):
+    print("no document (exit %s)" % rc); sys.exit()
+why = []
+if d["read_errors"] or d["write_errors"]:
+    why.append("%d reads and %d writes failed" % (d["read_errors"], d["write_errors"]))
+if d["writes"] < min_writes:
+    why.append("only %d writes, want %d" % (d["writes"], min_writes))
+if want == "clean":
+    if rc != "0" or d["stale_reads"]:
+        why.append("exit %s, %d stale reads" % (rc, d["stale_reads"]))
+    least = max(1, d["reads"] * permille // 1000)
+    if d["copy_reads"] < least:
+        why.append("%d of %d reads from copies, want at least %d" % (d["copy_reads"], d["reads"], least))
+else:
+    if rc != "1":
+        why.append("exit %s, want 1 (stale reads)" % rc)
+    if not d["stale_from_copies"]:
+        why.append("no stale read from a copy (%d stale in all): the control shows nothing" % d["stale_reads"])
+print("; ".join(why) or "OK")
+PYEOF
+}
+
+# client_fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE [MIN_WRITES]]:
+# TEST passes when client_fresh_check says OK, else fails with why and
+# the caller's summary NAME.
+client_fresh_expect() {
+	local why
+	why=$(client_fresh_check "$1" "$2" "${4:-0}" "${5:-100}")
+	if [ "$why" = OK ]; then
+		pass "$3"
+	else
+		fail "$3" "${why:-the check crashed}: $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
+	fi
+}

@@ -16,7 +16,9 @@ the owner's interface within microseconds), wait for the watch to deliver
 the entry with state "dirty" and a write_seq above the one armed, then for
 "armed" again; --pause between writes. Prints one JSON object: the dirty
 and re-armed latencies in ms (p50, p99, max, each sample), the writes that
-timed out, and every entry seen that did not parse as JSON.
+timed out (of them "missed": stored on the owner, never seen dirty), the
+writes the owner stored ("sent"), and every entry seen that did not parse
+as JSON.
 """
 import argparse
 import base64
@@ -133,7 +135,7 @@ def main():
                 state = d
 
     res = {"armed_at_start": False, "dirty_ms": [], "rearmed_ms": [],
-           "timeouts": 0, "unparsed": bad}
+           "timeouts": 0, "sent": 0, "missed": 0, "unparsed": bad}
     if not wait_for(lambda s: s.get("state") == "armed",
                     time.monotonic() + 3 * a.timeout):
         res["last_state"] = state
@@ -156,9 +158,11 @@ def main():
         if not ack.startswith(b"STORED"):
             res["timeouts"] += 1
             continue
+        res["sent"] += 1
         if not wait_for(lambda s: s.get("state") == "dirty" and
                         s.get("write_seq", 0) > seq, t0 + a.timeout):
             res["timeouts"] += 1
+            res["missed"] += 1
             continue
         res["dirty_ms"].append((state["_t"] - t0) * 1000)
         if wait_for(lambda s: s.get("state") == "armed" and

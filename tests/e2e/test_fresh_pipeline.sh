@@ -90,7 +90,8 @@ run_case() {
 	return 0
 }
 
-# summary NAME: one line of figures, and what is wrong for that run.
+# summary NAME: the figures on stderr; on stdout "OK", or what is wrong
+# for that run (nothing at all, a crash, is wrong too).
 summary() { # NAME WANT(none|some)
 	"$PY" - "$E2E_TMP/$1.json" "$2" "$(cat "$E2E_TMP/$1.json.rc")" \
 		"$(cat "$E2E_TMP/$1.json.flags")" <<'PYEOF'
@@ -143,7 +144,7 @@ else:
         why.append("the control run saw no stale read: the test proves nothing")
     if flags != "1":
         why.append("ks_config.flags %s, want 1 (KS_CFG_NO_STREAM)" % flags)
-print("; ".join(why))
+print("; ".join(why) or "OK")
 PYEOF
 }
 
@@ -153,10 +154,10 @@ check_case() { # NAME STATE WANT TEST
 	why=$(summary "$1" "$3" 2>"$E2E_TMP/$1.sum")
 	note "stream state $2:"
 	cat "$E2E_TMP/$1.sum"
-	if [ -z "$why" ]; then
+	if [ "$why" = OK ]; then
 		pass "$4"
 	else
-		fail "$4" "$why${why:+; }$(tail -n 2 "$E2E_TMP/$1.json.err" | tr '\n' ' ')"
+		fail "$4" "${why:-the summary crashed: $(tail -n 1 "$E2E_TMP/$1.sum")}; $(tail -n 2 "$E2E_TMP/$1.json.err" | tr '\n' ' ')"
 	fi
 }
 

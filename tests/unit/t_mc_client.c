@@ -547,12 +547,20 @@ static void t_copy_protocol(struct mc_env *e)
 	err = ks_mc_fetch(&e->r1, KEY("k:race"), &it);
 	CHECK(!err && !ks_mc_copy_usable(&it), "no usable old copy");
 	ks_mc_item_free(&it);
-	/* control: the store fills used to make lands and would be read */
-	err = ks_mc_store(&e->r2, KEY("k:race"), &old, 30);
-	err = err ? err : ks_mc_fetch(&e->r2, KEY("k:race"), &it);
-	CHECK(!err && ks_mc_copy_usable(&it) && !memcmp(it.value, "v1", 2),
-	      "control: the unconditional late store serves v1");
+	/* control: the same late fill as the store fills used to make, on
+	 * the same invalidated copy, lands over the invalidation and a
+	 * reader would take v1 while the owner has v2; so what refused the
+	 * fill above was the CAS, not the mark alone */
+	err = ks_mc_store(&e->r1, KEY("k:race"), &old, 30);
+	CHECK(!err, "control: the unconditional late store: %d", err);
+	err = ks_mc_fetch(&e->r1, KEY("k:race"), &it);
+	CHECK(!err && ks_mc_copy_usable(&it) && it.len == 2 &&
+		      !memcmp(it.value, "v1", 2),
+	      "control: the copy over the invalidation serves v1: found %d "
+	      "stale %d",
+	      it.found, it.stale);
 	ks_mc_item_free(&it);
+	ks_mc_invalidate(&e->r1, KEY("k:race"), 30); /* as the write left it */
 	/* no copy: the invalidation leaves a tombstone an add cannot pass */
 	err = ks_mc_cas(&e->r2, KEY("k:none"), &cas);
 	CHECK(!err && !cas, "no copy: cas %llu", (unsigned long long)cas);
@@ -565,6 +573,13 @@ static void t_copy_protocol(struct mc_env *e)
 	ks_mc_item_free(&it);
 	err = ks_mc_store_if(&e->r2, KEY("k:none"), &old, 30, 0);
 	CHECK(err == -EAGAIN, "the late add refused: %d", err);
+	/* control: an unconditional store passes the tombstone */
+	err = ks_mc_store(&e->r2, KEY("k:none"), &old, 30);
+	err = err ? err : ks_mc_fetch(&e->r2, KEY("k:none"), &it);
+	CHECK(!err && ks_mc_copy_usable(&it) && it.len == 2 &&
+		      !memcmp(it.value, "v1", 2),
+	      "control: the store over the tombstone serves v1: %d", err);
+	ks_mc_item_free(&it);
 	/* a fill after the invalidation replaces it with the new value */
 	err = ks_fill_copies(&e->owner, reps, 2, KEY("k:race"), 30, &res);
 	CHECK(!err && res.stored == 2 && !res.raced, "fill: %d stored %u", err,
