@@ -21,9 +21,12 @@
 #    batch_invalidate=off (the batch skips its invalidations; only the
 #    agents' own, on their datapath's dirty event, remain): stale reads.
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
-#    reads, a write read back, a miss, a bad spec refused.
+#    reads, a write read back, a miss, a bad spec and a test-only word
+#    refused.
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
+# The controls' switches are test-only: those runs alone get
+# KEYSTEER_TEST_SWITCHES=1 (docs/operations.md).
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
 # PID, and removed on every exit path. About 130 s (2c adds two 8 s runs).
 set -u
@@ -98,7 +101,8 @@ fresh_clean run client_fresh_no_stale_reads_copies_used
 fresh batch 10 --batch 8
 note "batches of 8 (keysteer_set_many): $(summary batch); $(field batch batches) batches"
 fresh_clean batch client_fresh_batches_no_stale_reads
-FRESH_SPEC="$SPEC batch_invalidate=off" fresh batch_control 10 --batch 8
+KEYSTEER_TEST_SWITCHES=1 FRESH_SPEC="$SPEC batch_invalidate=off" \
+	fresh batch_control 10 --batch 8
 note "control, batch_invalidate=off: $(summary batch_control)"
 if [ "$(field batch_control stale_reads)" -gt 0 ] 2>/dev/null &&
 	[ "$(field batch_control batches)" -gt 100 ]; then
@@ -134,6 +138,11 @@ try:
     raise SystemExit("a bad spec was taken")
 except KeysteerError as e:
     print("bad spec refused: errno %d: %s" % (e.errno, e.strerror))
+try:  # a test-only word, without KEYSTEER_TEST_SWITCHES=1
+    Client(spec, fold="unsafe")
+    raise SystemExit("fold=unsafe was taken")
+except KeysteerError as e:
+    assert "KEYSTEER_TEST_SWITCHES=1" in e.strerror, e.strerror
 PYEOF
 then
 	pass client_python_adapter
@@ -155,11 +164,12 @@ restart_agents() {
 # keeps saying armed between intervals and every fill that overlaps a write
 # can. The check must find stale reads without the protocol (the second
 # control at least), and none with it in either case.
-if restart_agents --copy-protocol off --fill-delay-ms 20; then
+if KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol off --fill-delay-ms 20; then
 	fresh control 50
 	note "control (--copy-protocol off --fill-delay-ms 20): $(summary control)"
 fi
-if restart_agents --copy-protocol off --fill-delay-ms 20 --etcd-hot-events off; then
+if KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol off --fill-delay-ms 20 \
+	--etcd-hot-events off; then
 	fresh control_late 20
 	note "control (--copy-protocol off --fill-delay-ms 20 --etcd-hot-events off): $(summary control_late)"
 	if [ "$(field control_late stale_reads)" -gt 0 ] 2>/dev/null &&
@@ -171,7 +181,8 @@ if restart_agents --copy-protocol off --fill-delay-ms 20 --etcd-hot-events off; 
 fi
 for c in delayed:50: delayed_late:20:--etcd-hot-events; do
 	IFS=: read -r name wi ev <<<"$c"
-	restart_agents --copy-protocol on --fill-delay-ms 20 ${ev:+$ev off} || continue
+	KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol on --fill-delay-ms 20 \
+		${ev:+$ev off} || continue
 	fresh "$name" "$wi"
 	note "copy protocol on, --fill-delay-ms 20${ev:+ $ev off}: $(summary "$name")"
 	# with hot/ events off nearly every copy is found invalidated: only

@@ -85,7 +85,8 @@ else
 fi
 
 # --- 3. the control, then the protocol under the same race ------------------
-if restart --copy-protocol off --fill-delay-ms 20; then
+# (test-only switches: these agents alone get KEYSTEER_TEST_SWITCHES=1)
+if KEYSTEER_TEST_SWITCHES=1 restart --copy-protocol off --fill-delay-ms 20; then
 	fresh control 20
 	note "control (--copy-protocol off --fill-delay-ms 20): $(summary control)"
 	if [ "$(jexpr control 'd["stale_reads"]')" -gt 0 ] 2>/dev/null; then
@@ -94,7 +95,7 @@ if restart --copy-protocol off --fill-delay-ms 20; then
 		fail client_routing_control_finds_stale_reads "the check found nothing without the protocol: $(summary control)"
 	fi
 fi
-if restart --copy-protocol on --fill-delay-ms 20; then
+if KEYSTEER_TEST_SWITCHES=1 restart --copy-protocol on --fill-delay-ms 20; then
 	fresh delayed 20
 	note "copy protocol on, --fill-delay-ms 20: $(summary delayed)"
 	if [ "$(cat "$E2E_TMP/delayed.rc")" = 0 ]; then
