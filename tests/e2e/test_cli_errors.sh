@@ -58,6 +58,15 @@ expect_refusal cli_replicas_ipv6_unbracketed 2 "goes in brackets" \
 	"$AGENT" run --iface "$SIF" "${RING[@]}" --replicas 2001:2::9:11211
 expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
 	--replicas 198.18.0.9:11211
+# Test-only switches (docs/operations.md) are refused unless the
+# environment says KEYSTEER_TEST_SWITCHES=1 ("0" is no yes).
+for sw in "copy-protocol off" "fill-delay-ms 20" "stream-state off" \
+	"etcd-hot-events on"; do
+	n=${sw%% *}
+	expect_refusal "cli_test_switch_${n//-/_}" 2 \
+		"^agent: --$sw is a test-only switch.*KEYSTEER_TEST_SWITCHES=1" \
+		env KEYSTEER_TEST_SWITCHES=0 "$AGENT" run --iface "$SIF" --$sw
+done
 expect_refusal cli_listen_bad 2 "listen" "$AGENT" run --iface "$SIF" --listen 127.0.0.1:99999
 # a port already taken in the server namespace: refused before attaching
 ks_in_ns_bg "$SNS" "$PY" -c 'import socket,time

@@ -47,4 +47,6 @@ for a in 127.0.0.1 127.0.0.2; do
 		exit 1
 	fi
 done
-ks_in_ns "$NS" timeout 60 "$BATCH" 127.0.0.1:11211 127.0.0.2:11211 127.0.0.3:11211
+# its control handle takes batch_invalidate=off, a test-only word
+KEYSTEER_TEST_SWITCHES=1 ks_in_ns "$NS" timeout 60 "$BATCH" 127.0.0.1:11211 \
+	127.0.0.2:11211 127.0.0.3:11211

@@ -73,7 +73,7 @@ for w in plain library self; do
 	window "l1_$w" "$w"
 	note "L1, $w writer: $(wsummary "l1_$w")"
 done
-window l1_control plain l1_drop=ttl
+KEYSTEER_TEST_SWITCHES=1 window l1_control plain l1_drop=ttl # a test-only word
 note "control, l1_drop=ttl, plain writer: $(wsummary l1_control)"
 
 # every sample measured (the key in the L1 before the write, the write's

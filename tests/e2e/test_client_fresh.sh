@@ -22,9 +22,12 @@
 #    batch_invalidate=off (the batch skips its invalidations; only the
 #    agents' own, on their datapath's dirty event, remain): stale reads.
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
-#    reads, a write read back, a miss, a bad spec refused.
+#    reads, a write read back, a miss, a bad spec and a test-only word
+#    refused.
 # 4. A replica's memcached killed: reads fall back to the owner, 0 failed
 #    requests, 0 stale.
+# The controls' switches are test-only: those runs alone get
+# KEYSTEER_TEST_SWITCHES=1 (docs/operations.md).
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
 # PID, and removed on every exit path. About 130 s (2c adds two 8 s runs).
 set -u
@@ -94,7 +97,8 @@ fresh_expect run clean client_fresh_no_stale_reads_copies_used 50
 fresh batch 10 --batch 8
 note "batches of 8 (keysteer_set_many): $(summary batch); $(field batch batches) batches"
 fresh_expect batch clean client_fresh_batches_no_stale_reads 50
-FRESH_SPEC="$SPEC batch_invalidate=off" fresh batch_control 10 --batch 8
+KEYSTEER_TEST_SWITCHES=1 FRESH_SPEC="$SPEC batch_invalidate=off" \
+	fresh batch_control 10 --batch 8
 note "control, batch_invalidate=off: $(summary batch_control)"
 fresh_expect batch_control stale client_fresh_batch_control_finds_stale_reads
 
@@ -125,6 +129,11 @@ try:
     raise SystemExit("a bad spec was taken")
 except KeysteerError as e:
     print("bad spec refused: errno %d: %s" % (e.errno, e.strerror))
+try:  # a test-only word, without KEYSTEER_TEST_SWITCHES=1
+    Client(spec, fold="unsafe")
+    raise SystemExit("fold=unsafe was taken")
+except KeysteerError as e:
+    assert "KEYSTEER_TEST_SWITCHES=1" in e.strerror, e.strerror
 PYEOF
 then
 	pass client_python_adapter
@@ -149,18 +158,19 @@ restart_agents() {
 # saying armed between intervals, the weakest view the argument allows)
 # and on (the view turns dirty 2 to 5 ms after a write). Each pair: the
 # control must show stale reads from copies, the run with the protocol
-# none, with at least 5% of its reads from copies.
+# none, with at least 5% of its reads from copies. (Test-only switches:
+# these agents alone get KEYSTEER_TEST_SWITCHES=1.)
 GAPS=10,90
 MIN_PAIRED=50 # writes: 160 in 8 s at that pace, fewer when the machine is loaded
 # NAME:CONTROL_TEST:EVENTS_OPTION
 for c in delayed_late:control:--etcd-hot-events delayed:control_events_on:; do
 	IFS=: read -r name ctl ev <<<"$c"
-	if restart_agents --copy-protocol off --fill-delay-ms 20 ${ev:+$ev off}; then
+	if KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol off --fill-delay-ms 20 ${ev:+$ev off}; then
 		fresh "$ctl" "$GAPS"
 		note "control (--copy-protocol off --fill-delay-ms 20${ev:+ $ev off}): $(summary "$ctl")"
 		fresh_expect "$ctl" stale "client_fresh_${ctl}_finds_stale_reads" 0 "$MIN_PAIRED"
 	fi
-	if restart_agents --copy-protocol on --fill-delay-ms 20 ${ev:+$ev off}; then
+	if KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol on --fill-delay-ms 20 ${ev:+$ev off}; then
 		fresh "$name" "$GAPS"
 		note "copy protocol on, --fill-delay-ms 20${ev:+ $ev off}: $(summary "$name")"
 		fresh_expect "$name" clean "client_fresh_${name}_fills_no_stale_reads" 50 "$MIN_PAIRED"

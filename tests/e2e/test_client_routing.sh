@@ -92,13 +92,14 @@ fi
 # writes 10 ms then 90 ms apart: the first one's fill (20 ms late)
 # overlaps the second in every cycle, the second's has time to be read
 # (test_client_fresh.sh); 160 writes in 8 s, at least 50 on a loaded
-# machine
-if restart --copy-protocol off --fill-delay-ms 20; then
+# machine (test-only switches: these agents alone get
+# KEYSTEER_TEST_SWITCHES=1)
+if KEYSTEER_TEST_SWITCHES=1 restart --copy-protocol off --fill-delay-ms 20; then
 	fresh control 10,90
 	note "control (--copy-protocol off --fill-delay-ms 20): $(summary control)"
 	expect control stale client_routing_control_finds_stale_reads 0 50
 fi
-if restart --copy-protocol on --fill-delay-ms 20; then
+if KEYSTEER_TEST_SWITCHES=1 restart --copy-protocol on --fill-delay-ms 20; then
 	fresh delayed 10,90
 	note "copy protocol on, --fill-delay-ms 20: $(summary delayed)"
 	expect delayed clean client_routing_delayed_fills_no_stale_reads 50 50

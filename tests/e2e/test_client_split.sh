@@ -286,13 +286,14 @@ expect client_split_dead_folder_taken_over "$STUCK" \
 	'^votes:3 7 folded=1 busy=[1-9][0-9]* ok=1'
 
 # --- 3. control: a fold that reads, then resets --------------------------------
+# fold=unsafe is a test-only word: these handles alone get the variable
 EXTRA=" fold=unsafe"
 FOLD_MS=5
-START=$(read_sum)
-run unsafe
+START=$(KEYSTEER_TEST_SWITCHES=1 read_sum)
+KEYSTEER_TEST_SWITCHES=1 run unsafe
 cat "$E2E_TMP/unsafe.1.out" "$E2E_TMP/unsafe.2.out" >"$E2E_TMP/unsafe.out"
 ACKED=$(($(field unsafe acked "$KEY") - $(field unsafe decr_acked "$KEY")))
-FINAL=$(read_sum)
+FINAL=$(KEYSTEER_TEST_SWITCHES=1 read_sum)
 BAD=$(($(field unsafe short) + $(field unsafe double)))
 note "control: start $START, acked $ACKED, read back $FINAL, $BAD sums short or double"
 if [ -n "$FINAL" ] && [ "$ACKED" -gt 1000 ] &&

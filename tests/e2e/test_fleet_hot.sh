@@ -221,7 +221,8 @@ fi
 # --- 5. control: without the event path the check must fail -------------
 kill -INT "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
 wait "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
-if ! steer_agent_start "$OWNER" -v --interval 0.5 --sample 1 \
+# --etcd-hot-events is a test-only switch: this agent alone gets the variable
+if ! KEYSTEER_TEST_SWITCHES=1 steer_agent_start "$OWNER" -v --interval 0.5 --sample 1 \
 	--shard-capacity 1000 --hot-fraction 0.1 --etcd-hot-events off \
 	--etcd "$URL" --cluster "$CLUSTER" --self "$OSELF" \
 	--replicas "$STEER_REPLICAS"; then

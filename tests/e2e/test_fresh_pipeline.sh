@@ -21,6 +21,9 @@
 #    a set whose line does not start a segment is never seen and the
 #    replicas keep serving the old value): stale reads > 0, or the test
 #    proves nothing and fails.
+# --stream-state is a test-only switch: the control runs with
+# KEYSTEER_TEST_SWITCHES=1, and its agent must say so; the run takes the
+# default, without the variable.
 # Also: a bad --stream-state value is refused before attaching; the flag
 # reaches ks_config.flags (bpftool) in the control and not in the run; an
 # agent taking over a SIGKILLed control agent's program clears it.
@@ -45,8 +48,8 @@ SIFN=${STEER_SHARD_IF[0]}
 printf 'pin %s 3\n' "$KEY" >"$E2E_TMP/pins.txt"
 
 # --- a bad value is refused before anything is attached ----------------------
-out=$(ks_in_ns "${STEER_SHARD_NS[0]}" "$AGENT" run --iface "$SIFN" \
-	--stream-state maybe 2>&1)
+out=$(KEYSTEER_TEST_SWITCHES=1 ks_in_ns "${STEER_SHARD_NS[0]}" "$AGENT" run \
+	--iface "$SIFN" --stream-state maybe 2>&1)
 rc=$?
 if [ "$rc" = 2 ] && grep -q -- "--stream-state 'maybe' is not a state" <<<"$out" &&
 	[ ! -e "$PIN_ROOT/$SIFN" ]; then
@@ -64,15 +67,17 @@ v = d[0].get("formatted", {}).get("value", {})
 print(v.get("flags", "?"))' 2>/dev/null
 }
 
-# run_case NAME STATE: an agent with --stream-state STATE, ks_fresh.py, the
-# agent stopped; the document in $E2E_TMP/NAME.json, exit status in .rc,
+# run_case NAME STATE: an agent with --stream-state off (STATE off, the
+# test-only switch allowed) or without it (on), ks_fresh.py, the agent
+# stopped; the document in $E2E_TMP/NAME.json, exit status in .rc,
 # ks_config.flags seen while it ran in .flags.
 run_case() {
-	local name=$1 state=$2 out=$E2E_TMP/$1.json
-	if ! steer_agent_start 0 --interval 0.5 --sample 1 --shard-capacity 100000 \
-		--shards-file "$STEER_SHARDS_FILE" --self "$OADDR:$STEER_PORT" \
-		--replicas "$STEER_REPLICAS" --pins "$E2E_TMP/pins.txt" \
-		--stream-state "$state"; then
+	local name=$1 state=$2 out=$E2E_TMP/$1.json sw=
+	[ "$state" = off ] && sw=1
+	if ! KEYSTEER_TEST_SWITCHES=$sw steer_agent_start 0 --interval 0.5 --sample 1 \
+		--shard-capacity 100000 --shards-file "$STEER_SHARDS_FILE" \
+		--self "$OADDR:$STEER_PORT" --replicas "$STEER_REPLICAS" \
+		--pins "$E2E_TMP/pins.txt" ${sw:+--stream-state off}; then
 		fail "fresh_${name}_agent" "did not attach: $(head -n 3 "$STEER_TMP/agent.0.out")"
 		return 1
 	fi
@@ -152,6 +157,12 @@ check_case() { # NAME STATE WANT TEST
 	local why
 	run_case "$1" "$2" || return
 	why=$(summary "$1" "$3" 2>"$E2E_TMP/$1.sum")
+	# the control's agent warns that it runs with a test-only switch
+	if [ "$2" = off ] && ! grep -q "warning: test-only switches in force (KEYSTEER_TEST_SWITCHES=1): --stream-state off;" "$E2E_TMP/$1.agent.out"; then
+		why="$why${why:+; }no test-only switch warning from the control's agent"
+	elif [ "$2" = on ] && grep -q "test-only" "$E2E_TMP/$1.agent.out"; then
+		why="$why${why:+; }the run's agent warns of a test-only switch"
+	fi
 	note "stream state $2:"
 	cat "$E2E_TMP/$1.sum"
 	if [ "$why" = OK ]; then
@@ -170,7 +181,8 @@ check_case stream_off off some fresh_pipeline_control_shows_stale_reads
 TAKEOVER_FLAGS=
 takeover() {
 	local f1 f2 pid
-	steer_agent_start 0 --interval 0.5 --stream-state off || return 1
+	KEYSTEER_TEST_SWITCHES=1 steer_agent_start 0 --interval 0.5 --stream-state off ||
+		return 1
 	f1=$(cfg_flags)
 	pid=${STEER_AGENT_PIDS[0]}
 	kill -KILL "$pid" 2>/dev/null

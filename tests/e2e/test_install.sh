@@ -317,6 +317,9 @@ bad_config duplicate "FILE:4: 'sample' is set twice (first on line 2)" \
 bad_config abbreviated_key "agent: FILE:2: unknown key 'samp' (did you mean 'sample'?)" \
 	"iface = $SIF\nsamp = 8\n"
 bad_config missing_file "FILE: cannot open it (No such file or directory)" -
+# a test-only switch without KEYSTEER_TEST_SWITCHES=1 (docs/operations.md)
+KEYSTEER_TEST_SWITCHES= bad_config test_switch "agent: --copy-protocol off is a test-only switch, for a test's control run; leave it out, or in a test set KEYSTEER_TEST_SWITCHES=1" \
+	"iface = $SIF\ncopy-protocol = off\n"
 
 # --- the unit's privileges, emulated: its capability bounding set, no new
 # privileges, / and /sys read-only (ProtectSystem=strict,

@@ -223,7 +223,7 @@ static void help_lists(void)
 
 static void example_keys(void)
 {
-	char line[512], key[64], bad[300] = "";
+	char line[512], key[64], bad[300] = "", test[300] = "";
 	FILE *f = open_src("user/dist/keysteer.conf.example");
 	int n = 0;
 
@@ -245,9 +245,13 @@ static void example_keys(void)
 		o = ks_cli_find(KS_CMD_RUN, key);
 		if (!o || !(o->flags & KS_OPT_CONF))
 			add(bad, sizeof(bad), " %s%s", key, "");
+		else if (o->flags & KS_OPT_TEST)
+			add(test, sizeof(test), " %s%s", key, "");
 	}
 	fclose(f);
 	CHECK(!bad[0], "not config keys of run:%s", bad);
+	/* an example is what operators copy: no test-only switch in it */
+	CHECK(!test[0], "test-only switches in the example:%s", test);
 	CHECK(n >= 20, "only %d keys found", n);
 	kt_end();
 }

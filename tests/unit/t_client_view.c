@@ -8,8 +8,11 @@
  * and new replica sets).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "client/client.h"
 #include "client/route.h"
 #include "client/routing_doc.h"
 #include "client/view.h"
@@ -19,6 +22,7 @@
 #include "core/replicas.h"
 #include "core/steer_sched.h"
 #include "render/routing_json.h"
+#include "util/test_switches.h"
 #include "ktest.h"
 #include "unit.h"
 
@@ -549,8 +553,112 @@ static void test_routing(void)
 	kt_end();
 }
 
+/* keysteer_open(spec) with what it wrote to stderr in err (tmpfile). */
+static int open_capture(struct keysteer **ks, const char *spec, char *err,
+			size_t len)
+{
+	FILE *tmp = tmpfile();
+	int fd = dup(2), rc;
+	size_t n = 0;
+
+	err[0] = '\0';
+	if (!tmp || fd < 0) {
+		if (tmp)
+			fclose(tmp);
+		if (fd >= 0)
+			close(fd);
+		*ks = NULL;
+		return -ENOMEM;
+	}
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	rc = keysteer_open(ks, spec);
+	fflush(stderr);
+	dup2(fd, 2);
+	close(fd);
+	rewind(tmp);
+	n = fread(err, 1, len - 1, tmp);
+	err[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+/*
+ * The spec words that only a test's control run may give (api.c, through
+ * util/test_switches.h): refused by keysteer_open without
+ * KEYSTEER_TEST_SWITCHES=1, with a message naming the word and the
+ * variable; taken with it, the open warning on stderr. servers= opens no
+ * connection, so no server is needed.
+ */
+static void test_spec_test_words(void)
+{
+	static const char *const words[] = { "fold=unsafe",
+					     "batch_invalidate=off",
+					     "l1_drop=ttl", "invalidate=hot",
+					     "invalidate=all" };
+	char spec[128], want[256], out[1024];
+	struct keysteer *ks;
+	unsigned int i;
+	int rc;
+
+	kt_begin("client_spec_test_word_refused");
+	unsetenv(KS_TEST_SWITCHES_ENV);
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		snprintf(spec, sizeof(spec), "servers=127.0.0.1:1 %s",
+			 words[i]);
+		rc = open_capture(&ks, spec, out, sizeof(out));
+		snprintf(
+			want, sizeof(want),
+			"%s is a test-only switch, for a test's control run; leave it out, or in a test set KEYSTEER_TEST_SWITCHES=1 in the environment",
+			words[i]);
+		CHECK(rc == -EINVAL && !strcmp(keysteer_errmsg(ks), want),
+		      "%s: %d '%s'", words[i], rc, keysteer_errmsg(ks));
+		CHECK(!out[0], "%s: stderr '%s'", words[i], out);
+		keysteer_close(ks);
+	}
+	setenv(KS_TEST_SWITCHES_ENV, "yes", 1); /* only "1" opens the gate */
+	rc = open_capture(&ks, "servers=127.0.0.1:1 fold=unsafe", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "fold=unsafe is"),
+	      "'yes': %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	kt_end();
+
+	kt_begin("client_spec_test_word_allowed_warns");
+	setenv(KS_TEST_SWITCHES_ENV, "1", 1);
+	rc = open_capture(
+		&ks,
+		"servers=127.0.0.1:1 fold=unsafe batch_invalidate=off "
+		"invalidate=hot",
+		out, sizeof(out));
+	CHECK(rc == 0, "open: %d '%s'", rc, keysteer_errmsg(ks));
+	/* taken by their own parsers */
+	CHECK(!rc && ks->fold_unsafe && ks->batch_skip_inval && !ks->inval_all,
+	      "fold_unsafe, batch_skip_inval, inval_all: %d %d %d",
+	      ks->fold_unsafe, ks->batch_skip_inval, ks->inval_all);
+	CHECK(!strcmp(out,
+		      "libkeysteer: warning: test-only switches in force (KEYSTEER_TEST_SWITCHES=1): fold=unsafe, batch_invalidate=off, invalidate=hot; they break guarantees on purpose, never run so in production\n"),
+	      "stderr '%s'", out);
+	keysteer_close(ks);
+	/* past the gate, the word's own check: l1_drop= wants l1_keys= */
+	rc = open_capture(&ks, "servers=127.0.0.1:1 l1_drop=ttl", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "with l1_keys=N"),
+	      "l1_drop=ttl alone: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	/* no test word, no warning */
+	rc = open_capture(&ks, "servers=127.0.0.1:1", out, sizeof(out));
+	CHECK(rc == 0 && !out[0], "plain open: %d, stderr '%s'", rc, out);
+	keysteer_close(ks);
+	kt_end();
+
+	/* left as production has it, whatever the caller's was */
+	unsetenv(KS_TEST_SWITCHES_ENV);
+}
+
 void test_client(void)
 {
+	test_spec_test_words();
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();

@@ -301,10 +301,11 @@ static int record(void *ctx, int val, const char *arg, char *err, size_t errlen)
 
 static char e_line[1024];
 
-/* Applies text as cmd's config; returns ks_conf_apply's result, with
- * e->line pointing to a copy of the message. */
-static int apply(const char *text, unsigned int cmd, struct recorder *r,
-		 struct ks_conf_error *e)
+/* Applies text as cmd's config through set(ctx) (r's record when set is
+ * NULL); returns ks_conf_apply's result, with e->line pointing to a copy
+ * of the message. */
+static int apply_to(const char *text, unsigned int cmd, ks_opt_set_fn set,
+		    void *ctx, struct recorder *r, struct ks_conf_error *e)
 {
 	char err[KS_ERRLEN * 2];
 	struct ks_conf c;
@@ -315,13 +316,118 @@ static int apply(const char *text, unsigned int cmd, struct recorder *r,
 	if (parse(text, &c, err, sizeof(err)))
 		return 99; /* the text is a test's mistake */
 	rc = ks_conf_apply(&c, cmd, cmd == KS_CMD_RUN ? "run" : "report",
-			   record, r, e);
+			   set ? set : record, set ? ctx : r, e);
 	ks_conf_free(&c);
 	/* a copy the checks can read: "" when there is no message */
 	snprintf(e_line, sizeof(e_line), "%s", e->line ? e->line : "");
 	free(e->line);
 	e->line = e_line;
 	return rc;
+}
+
+static int apply(const char *text, unsigned int cmd, struct recorder *r,
+		 struct ks_conf_error *e)
+{
+	return apply_to(text, cmd, NULL, NULL, r, e);
+}
+
+/* text through run's gate of the test-only switches over r's record */
+static int apply_gated(const char *text, struct ks_opt_gate *g,
+		       struct recorder *r, struct ks_conf_error *e)
+{
+	*g = (struct ks_opt_gate){ .cmd = KS_CMD_RUN, .set = record, .ctx = r };
+	return apply_to(text, KS_CMD_RUN, ks_opt_gated_set, g, r, e);
+}
+
+/*
+ * The test-only switches (util/test_switches.h): a config file naming one
+ * is refused without KEYSTEER_TEST_SWITCHES=1 before run's handler sees
+ * it, and so is the command line through the same gate; with it they
+ * pass, and the warning at start names each as written.
+ */
+static void test_only_switches(void)
+{
+	static const char *const sw[][2] = { { "copy-protocol", "off" },
+					     { "fill-delay-ms", "20" },
+					     { "stream-state", "off" },
+					     { "etcd-hot-events", "on" } };
+	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
+	struct ks_conf_error e;
+	struct ks_opt_gate g;
+	struct recorder r;
+	unsigned int i, k, n = 0;
+
+	kt_begin("conf_test_switch_refused");
+	unsetenv(KS_TEST_SWITCHES_ENV);
+	for (i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
+		snprintf(text, sizeof(text), "iface = x\n%s = %s\n", sw[i][0],
+			 sw[i][1]);
+		CHECK_EQ(apply_gated(text, &g, &r, &e), -EINVAL);
+		snprintf(
+			want, sizeof(want),
+			"--%s %s is a test-only switch, for a test's control run; leave it out, or in a test set KEYSTEER_TEST_SWITCHES=1 in the environment",
+			sw[i][0], sw[i][1]);
+		CHECK(!strcmp(e.value, want), "%s: '%s'", sw[i][0], e.value);
+		snprintf(
+			want, sizeof(want),
+			"k.conf:2: '%s = %s' is refused (see above); fix that line",
+			sw[i][0], sw[i][1]);
+		CHECK(!strcmp(e.line, want), "%s: '%s'", sw[i][0], e.line);
+		CHECK(!strcmp(r.calls, "i:x"), "the handler saw it: %s",
+		      r.calls);
+		CHECK(!ks_test_switches_warning(&g.ts, warn, sizeof(warn)),
+		      "a refused switch noted: %s", g.ts.taken);
+	}
+	/* the command line's way, and a variable that is not "1" */
+	setenv(KS_TEST_SWITCHES_ENV, "0", 1);
+	g = (struct ks_opt_gate){ .cmd = KS_CMD_RUN, .set = record, .ctx = &r };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(ks_opt_gated_set(&g, KS_OPTV_COPY_PROTOCOL, "off", err,
+				  sizeof(err)),
+		 -1);
+	CHECK(strstr(err, "--copy-protocol off is a test-only switch") &&
+		      !r.calls[0],
+	      "'%s', handler '%s'", err, r.calls);
+	CHECK_EQ(ks_opt_gated_set(&g, 's', "4", err, sizeof(err)), 1);
+	/* exactly these are flagged, and none is in --help or the page */
+	for (k = 0; k < ks_cli_nopts; k++) {
+		const struct ks_cli_opt *o = &ks_cli_opts[k];
+
+		if (!(o->flags & KS_OPT_TEST))
+			continue;
+		n++;
+		CHECK(o->flags & KS_OPT_HIDE, "--%s is shown", o->name);
+		for (i = 0; i < sizeof(sw) / sizeof(sw[0]); i++)
+			if (!strcmp(o->name, sw[i][0]))
+				break;
+		CHECK(i < sizeof(sw) / sizeof(sw[0]), "--%s flagged", o->name);
+	}
+	CHECK_EQ(n, sizeof(sw) / sizeof(sw[0]));
+	kt_end();
+
+	kt_begin("conf_test_switch_allowed_warns");
+	setenv(KS_TEST_SWITCHES_ENV, "1", 1);
+	CHECK_EQ(apply_gated("iface = x\ncopy-protocol = off\nsample = 4\n"
+			     "fill-delay-ms = 20\n",
+			     &g, &r, &e),
+		 0);
+	CHECK(!strcmp(r.calls, "i:x #:off s:4 #:20"), "calls: %s", r.calls);
+	/* the command line after the file, through the same gate */
+	CHECK_EQ(ks_opt_gated_set(&g, KS_OPTV_STREAM_STATE, "off", err,
+				  sizeof(err)),
+		 1);
+	CHECK(ks_test_switches_warning(&g.ts, warn, sizeof(warn)) &&
+		      !strcmp(warn,
+			      "test-only switches in force (KEYSTEER_TEST_SWITCHES=1): --copy-protocol off, --fill-delay-ms 20, --stream-state off; they break guarantees on purpose, never run so in production"),
+	      "warning '%s'", warn);
+	/* no switch named, no warning */
+	CHECK_EQ(apply_gated("iface = x\nsample = 4\n", &g, &r, &e), 0);
+	CHECK(!ks_test_switches_warning(&g.ts, warn, sizeof(warn)),
+	      "warning '%s'", warn);
+	kt_end();
+
+	/* left as production has it, whatever the caller's was */
+	unsetenv(KS_TEST_SWITCHES_ENV);
 }
 
 static void through_the_table(void)
@@ -450,4 +556,5 @@ void test_config_file(void)
 	reader();
 	find_config();
 	through_the_table();
+	test_only_switches();
 }

@@ -22,6 +22,9 @@
 /* Commands whose -v means libbpf's debug output only. */
 #define V_OTHERS (KS_CMD_REPORT | KS_CMD_TRACE | KS_CMD_DETACH | KS_CMD_REPLAY)
 #define RUN_CONF KS_OPT_CONF
+/* A key of run that only a test may set (docs/operations.md): in no
+ * --help list and not in the man page. */
+#define RUN_TEST (KS_OPT_CONF | KS_OPT_TEST | KS_OPT_HIDE)
 
 const struct ks_cli_opt ks_cli_opts[] = {
 	/* ---- OPTIONS ---- */
@@ -147,14 +150,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS,
 	  "keep every capability after attaching (default: only\n"
 	  "CAP_BPF and CAP_NET_ADMIN stay, with no_new_privs)" },
-	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN, RUN_CONF,
-	  KS_GRP_OPTIONS,
-	  "on (default) or off. A test control, never in\n"
-	  "production: off parses every TCP segment on its own,\n"
-	  "as if it began a request, so requests continued from\n"
-	  "an earlier segment are missed: counts go wrong and a\n"
-	  "write to a hot key may leave its replicas serving the\n"
-	  "old value (the control run of the freshness tests)" },
+	/* test-only: off parses every TCP segment on its own, as if it
+	 * began a request, so requests continued from an earlier segment
+	 * are missed: counts go wrong and a write to a hot key may leave
+	 * its replicas serving the old value (test_fresh_pipeline.sh) */
+	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "on (default) or off" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"
@@ -375,17 +376,16 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "excess; below (1 + F/2) times the mean it raises it back\n"
 	  "step by step. For the keys under the hot threshold that\n"
 	  "still pile up on one shard (docs/steering.md, \"Balance\")" },
+	/* test-only: off stores copies unconditionally, so a fill that
+	 * read the owner before a write may land after the write's
+	 * invalidation; a fill delay widens that race (the control runs
+	 * of the client freshness tests) */
 	{ "copy-protocol", KS_OPTV_COPY_PROTOCOL, REQ, "S", KS_CMD_RUN,
-	  RUN_CONF, KS_GRP_HOT,
-	  "on (default) or off. A test control: off stores copies\n"
-	  "unconditionally, so a fill that read the owner before a\n"
-	  "write may land after the write's invalidation (the\n"
-	  "control run of the client freshness tests)" },
-	{ "fill-delay-ms", KS_OPTV_FILL_DELAY, REQ, "MS", KS_CMD_RUN, RUN_CONF,
+	  RUN_TEST, KS_GRP_HOT, "on (default) or off" },
+	{ "fill-delay-ms", KS_OPTV_FILL_DELAY, REQ, "MS", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_HOT,
-	  "a test control: wait MS (0..1000) between a fill's read\n"
-	  "of the owner and its stores, widening the race the copy\n"
-	  "protocol closes (default 0)" },
+	  "wait MS (0..1000) between a fill's read of the owner\n"
+	  "and its stores (default 0)" },
 	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN | KS_CMD_PINS_SET, RUN_CONF,
 	  KS_GRP_HOT,
 	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
@@ -456,11 +456,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "(default: hot/ entries carry the key, which clients\n"
 	  "need to act on it; hosts/ top keys are hashes unless\n"
 	  "--export-keys)" },
-	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_CONF,
-	  KS_GRP_ETCD,
-	  "on (default) or off. A test control: off leaves a hot\n"
-	  "key's hot/ entry as it was between intervals, so a\n"
-	  "write shows as dirty only at the next interval" },
+	/* test-only: off leaves a hot key's hot/ entry as it was between
+	 * intervals, so a write shows as dirty only at the next one */
+	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_ETCD, "on (default) or off" },
 
 	/* every command; the man page has it under 'help, --version' */
 	{ "help", 'h', NO, NULL,
@@ -499,6 +498,17 @@ const struct ks_cli_opt *ks_cli_find(unsigned int cmd, const char *name)
 	for (i = 0; i < ks_cli_nopts; i++) {
 		if ((ks_cli_opts[i].cmds & cmd) &&
 		    !strcmp(ks_cli_opts[i].name, name))
+			return &ks_cli_opts[i];
+	}
+	return NULL;
+}
+
+const struct ks_cli_opt *ks_cli_by_val(unsigned int cmd, int val)
+{
+	unsigned int i;
+
+	for (i = 0; i < ks_cli_nopts; i++) {
+		if ((ks_cli_opts[i].cmds & cmd) && ks_cli_opts[i].val == val)
 			return &ks_cli_opts[i];
 	}
 	return NULL;

@@ -47,6 +47,9 @@
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */
 #define KS_OPT_SHORT (1u << 1) /* val is a short option too (-v, -h) */
 #define KS_OPT_HIDE  (1u << 2) /* in no option list: --help itself */
+/* a test-only switch (util/test_switches.h): refused unless the
+ * environment allows it (ks_opt_gated_set), and hidden like KS_OPT_HIDE */
+#define KS_OPT_TEST (1u << 3)
 
 /* The option list of --help an entry is printed in. */
 enum ks_opt_group {
@@ -123,6 +126,9 @@ void ks_cli_getopt_init(struct ks_cli_getopt *g, unsigned int cmd);
 
 /* The entry of cmd named exactly name, or NULL. */
 const struct ks_cli_opt *ks_cli_find(unsigned int cmd, const char *name);
+
+/* The entry of cmd whose getopt value is val, or NULL. */
+const struct ks_cli_opt *ks_cli_by_val(unsigned int cmd, int val);
 
 /*
  * The entry of cmd whose name starts with prefix, when exactly one does

@@ -46,6 +46,7 @@ struct run_opts {
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
 	struct ks_run_etcd etcd;       /* --etcd...: the ring from etcd */
 	struct ks_conf conf; /* --config FILE: the values options point to */
+	struct ks_opt_gate gate; /* run_opt behind the test-only switches' */
 };
 
 struct run_state {
@@ -57,7 +58,8 @@ struct run_state {
 
 /*
  * One option of 'agent run' from the command line or a config file
- * (ks_opt_set_fn): c is its value in the option table, arg its value.
+ * (ks_opt_set_fn, behind o->gate): c is its value in the option table,
+ * arg its value.
  */
 static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 {
@@ -156,7 +158,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
 				err, errlen,
-				"--copy-protocol '%s' is not a state; give on (the default) or off (a test control)",
+				"--copy-protocol '%s' is not a state; give on (the default) or off",
 				arg);
 			return -1;
 		}
@@ -212,7 +214,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		} else {
 			snprintf(
 				err, errlen,
-				"--stream-state '%s' is not a state; give on (the default) or off (a test control: counts go wrong and steering is unsafe)",
+				"--stream-state '%s' is not a state; give on (the default) or off",
 				arg);
 			return -1;
 		}
@@ -224,7 +226,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
 				err, errlen,
-				"--etcd-hot-events '%s' is not a state; give on (the default) or off (a test control)",
+				"--etcd-hot-events '%s' is not a state; give on (the default) or off",
 				arg);
 			return -1;
 		}
@@ -254,7 +256,8 @@ static int run_config(struct run_opts *o, char **argv, const char *conf_word)
 		snprintf(what, sizeof(what), "unknown option '%s'", word);
 		return ks_usage_error("run", what);
 	}
-	if (!ks_conf_apply(&o->conf, KS_CMD_RUN, "run", run_opt, o, &e))
+	if (!ks_conf_apply(&o->conf, KS_CMD_RUN, "run", ks_opt_gated_set,
+			   &o->gate, &e))
 		return 0;
 	if (e.value[0])
 		ks_err("%s", e.value);
@@ -283,6 +286,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->a.interval_ms = 1000;
 	o->a.top = KS_REPORT_TOP;
 	o->a.ports[0] = 11211;
+	o->gate = (struct ks_opt_gate){ .cmd = KS_CMD_RUN,
+					.set = run_opt,
+					.ctx = o };
 	/* A bad config file stops here, before any option is set. */
 	if (ks_conf_find(argc, argv, &at, &span, &path, err, sizeof(err)) ||
 	    (at >= 0 && ks_conf_load(path, &o->conf, err, sizeof(err))))
@@ -301,7 +307,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				return n;
 			continue;
 		}
-		n = run_opt(o, c, optarg, err, sizeof(err));
+		n = ks_opt_gated_set(&o->gate, c, optarg, err, sizeof(err));
 		if (n < 0)
 			goto bad;
 		if (!n)
@@ -426,8 +432,8 @@ int cmd_run(int argc, char **argv)
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
 	ks_log_init(st->o.a.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
-	if (st->o.a.cfg_flags & KS_CFG_NO_STREAM)
-		ks_warn("--stream-state off: every TCP segment is parsed on its own; a test control only, counts will be wrong and steering unsafe");
+	if (ks_test_switches_warning(&st->o.gate.ts, err, sizeof(err)))
+		ks_warn("%s", err);
 	rc = ks_require_root("attaching keysteer");
 	if (rc)
 		goto out_free;

@@ -367,6 +367,23 @@ static int unknown_key(struct ks_conf_error *e, const struct ks_conf *c,
 		cmdname);
 }
 
+int ks_opt_gated_set(void *gate, int val, const char *arg, char *err,
+		     size_t errlen)
+{
+	struct ks_opt_gate *g = gate;
+	const struct ks_cli_opt *o = ks_cli_by_val(g->cmd, val);
+	char word[KS_ERRLEN];
+
+	if (o && (o->flags & KS_OPT_TEST)) {
+		/* as the command line writes it, whatever named it */
+		snprintf(word, sizeof(word), "--%s%s%s", o->name,
+			 arg ? " " : "", arg ? arg : "");
+		if (ks_test_switch(&g->ts, word, err, errlen))
+			return -1;
+	}
+	return g->set(g->ctx, val, arg, err, errlen);
+}
+
 /* The settings of c one by one, through cmd's entries of the table. */
 int ks_conf_apply(const struct ks_conf *c, unsigned int cmd,
 		  const char *cmdname, ks_opt_set_fn set, void *ctx,

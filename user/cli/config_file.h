@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include "util/opts.h"
+#include "util/test_switches.h"
 
 #define KS_CONF_FILE_MAX (1u << 20) /* bytes of a config file */
 /* A line holds a whole --shards list of KS_MAX_SHARDS IPv4 shards. */
@@ -63,6 +64,24 @@ int ks_conf_find(int argc, char **argv, int *at, int *span, const char **path,
  */
 typedef int (*ks_opt_set_fn)(void *ctx, int val, const char *arg, char *err,
 			     size_t errlen);
+
+/*
+ * A command's setter behind the gate of the test-only switches (entries
+ * flagged KS_OPT_TEST): ks_opt_gated_set is a ks_opt_set_fn over a
+ * struct ks_opt_gate, given to ks_conf_apply and called for the command
+ * line's options alike, so each switch is gated in this one place. A
+ * switch passes on to set only with KEYSTEER_TEST_SWITCHES=1, and is then
+ * noted in ts for the warning at start; else -1 with the message.
+ */
+struct ks_opt_gate {
+	unsigned int cmd; /* a KS_CMD_* bit */
+	ks_opt_set_fn set;
+	void *ctx;
+	struct ks_test_switches ts; /* the switches taken */
+};
+
+int ks_opt_gated_set(void *gate, int val, const char *arg, char *err,
+		     size_t errlen);
 
 /* Why ks_conf_apply refused a file. */
 struct ks_conf_error {

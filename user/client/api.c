@@ -15,6 +15,7 @@
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
 #include "util/clock.h"
+#include "util/test_switches.h"
 
 #define KSC_API __attribute__((visibility("default")))
 
@@ -39,7 +40,31 @@ struct spec {
 	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
 	long l1_keys, l1_ttl_ms, l1_bytes; /* 0: not given */
 	const char *l1_drop;
+	struct ks_test_switches ts; /* the test-only words taken */
 };
+
+/* The words that exist only so a test's control run can break a
+ * guarantee (docs/operations.md): gated here, parsed where they belong. */
+static const char *const test_words[] = { "fold", "batch_invalidate", "l1_drop",
+					  "invalidate" };
+
+/* 0 for any word a spec may give, else the gate's answer. */
+static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
+		     const char *val)
+{
+	char word[KSC_ERR_MAX / 2], err[KSC_ERR_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(test_words) / sizeof(test_words[0]); i++) {
+		if (strcmp(w, test_words[i]))
+			continue;
+		snprintf(word, sizeof(word), "%s=%s", w, val);
+		if (ks_test_switch(&sp->ts, word, err, sizeof(err)))
+			return ksc_err(ks, -EINVAL, "%s", err);
+		break;
+	}
+	return 0;
+}
 
 static int num_opt(struct keysteer *ks, const char *name, const char *val,
 		   long lo, long hi, long *out)
@@ -67,6 +92,8 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 		return ksc_err(ks, -EINVAL, "'%s' is not NAME=VALUE", w);
 	*eq = '\0';
 	val = eq + 1;
+	if ((ret = test_word(ks, sp, w, val)))
+		return ret;
 	if (!strcmp(w, "etcd"))
 		sp->etcd = eq + 1;
 	else if (!strcmp(w, "cluster"))
@@ -147,13 +174,16 @@ static int l1_spec(struct keysteer *ks, const struct spec *sp)
 static int open_spec(struct keysteer *ks, char *buf)
 {
 	struct spec sp = { 0 };
-	char *save = NULL, *w;
+	char *save = NULL, *w, warn[KSC_ERR_MAX];
 	int ret;
 
 	for (w = strtok_r(buf, " \t\n", &save); w;
 	     w = strtok_r(NULL, " \t\n", &save))
 		if ((ret = parse_word(ks, &sp, w)))
 			return ret;
+	/* a library has no log of its own: stderr, as the agent's */
+	if (ks_test_switches_warning(&sp.ts, warn, sizeof(warn)))
+		fprintf(stderr, "libkeysteer: warning: %s\n", warn);
 	if (!!sp.etcd + !!sp.servers != 1)
 		return ksc_err(ks, -EINVAL,
 			       "give one of etcd=URL,... and servers=H:P,...");

@@ -56,9 +56,6 @@ struct keysteer;
  *                       the owners only (default 10000)
  *   inval_ttl_s=N       seconds the stale mark or tombstone of an
  *                       invalidation lives (default 10)
- *   invalidate=all|hot  all (default): every write invalidates its owner's
- *                       replicas; hot: only keys the view knows as hot
- *                       (NOT safe while the view lags; for measurements)
  *   routing=URL[,URL...] with servers=: the hot keys from every agent's
  *                       routing document (http://H:P/routing.json, the
  *                       agents' --listen) instead of etcd, polled every
@@ -71,8 +68,13 @@ struct keysteer;
  *                       ms, docs/client.md) it may serve the old value
  *   l1_ttl_ms=N         the L1's TTL cap (default 1000)
  *   l1_bytes=N          the L1's bound in bytes (default 16 MiB)
- *   l1_drop=events|ttl  events (default); ttl: not dropped on etcd events
- *                       (NOT safe: the control of a measurement)
+ *
+ * The words fold=, batch_invalidate=, l1_drop= and invalidate= exist
+ * only so a test's control run can break a guarantee (a write's
+ * invalidations, the L1's drops on etcd's events, a fold's counts): a
+ * spec naming one is refused unless the environment has
+ * KEYSTEER_TEST_SWITCHES=1, and then the open warns on stderr
+ * (docs/operations.md, "Test-only switches").
  *
  * The first read of the fleet happens before this returns (bounded by the
  * etcd timeout): a fleet that cannot be read is an error. On
@@ -174,9 +176,6 @@ int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
  * succeeded, else the first failure (keysteer_errmsg names the item). A
  * bad item (key, value, exptime as keysteer_set takes them) writes
  * nothing: -EINVAL, that item's result -EINVAL, the others -ECANCELED.
- *
- * The spec word batch_invalidate=off makes batches skip their
- * invalidations: a TEST CONTROL that breaks freshness, never for use.
  */
 #define KEYSTEER_BATCH_MAX 1024
 
