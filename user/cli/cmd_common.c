@@ -45,7 +45,9 @@ int ks_stdout_close(int rc)
 	if (failed)
 		err = errno;
 	failed |= ferror(stdout) != 0;
-	if (fclose(stdout) == EOF) {
+	/* EBADF with nothing lost: stdout was closed (>&-) and the command
+	 * wrote nothing to it, which is no failure (as gnulib's close_stdout) */
+	if (fclose(stdout) == EOF && (failed || errno != EBADF)) {
 		if (!failed)
 			err = errno;
 		failed = 1;
