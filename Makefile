@@ -220,6 +220,9 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# the fill worker's death, forced in this build only (tests/unit/t_steer_fill.c)
+$(OUT)/tests/unit_test: LDLIBS += -Wl,--wrap=ks_drop_thread_privileges
+
 # the view's split counters (user/client/counter.c, docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
 

@@ -3,6 +3,7 @@
  * agent.c - main(): picks the subcommand. "--report" anywhere on the
  * command line is an alias for the report command, so
  * 'agent --report --iface eth1' and 'agent report --iface eth1' agree.
+ * Whatever the command, its exit code says whether stdout got all of it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +43,11 @@ static int take_report_alias(int *argc, char **argv)
 	return found;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	const char *cmd;
 	size_t i;
 
-	/* Trace and report lines reach a pipe promptly. */
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ks_log_init(KS_LOG_INFO);
 	if (take_report_alias(&argc, argv)) {
 		/* argv[0] stands in for the command name getopt skips;
 		 * a leading "report" left over is dropped too. */
@@ -98,4 +96,12 @@ int main(int argc, char **argv)
 		"agent: unknown command '%s'; the commands are run, report, trace, detach, ring, replay, fleet (see 'agent --help')\n",
 		cmd);
 	return KS_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	/* Trace and report lines reach a pipe promptly. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ks_log_init(KS_LOG_INFO);
+	return ks_stdout_close(dispatch(argc, argv));
 }

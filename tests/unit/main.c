@@ -81,6 +81,7 @@ static const struct kt_group groups[] = {
 	{ "ring_doc", test_ring_doc },
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
+	{ "steer_fill", test_steer_fill },
 	{ "fleet_view", test_fleet_view },
 	{ "client", test_client },
 	{ "client_batch", test_client_batch },

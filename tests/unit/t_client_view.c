@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <unistd.h>
 #include "client/client.h"
 #include "client/route.h"
@@ -656,6 +657,65 @@ static void test_spec_test_words(void)
 	unsetenv(KS_TEST_SWITCHES_ENV);
 }
 
+/* doc with one more element at the end of its "keys" (a string of JSON) */
+static char *doc_with_last_key(const char *doc, const char *last)
+{
+	json_t *o = json_loads(doc, 0, NULL);
+	char *out = NULL;
+
+	if (o && !json_array_append_new(json_object_get(o, "keys"),
+					json_loads(last, 0, NULL)))
+		out = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return out;
+}
+
+/* A document refused for its last key leaves nothing of itself in the
+ * view: not the good key before it, not its replica_set. The control is
+ * the same document without that key, applied in full, so "nothing
+ * applied" is not a check that could not see the keys. */
+static void test_routing_whole(void)
+{
+	const char *reps = "198.18.2.101:11211,198.18.2.102:11211";
+	const char *k = "flash:1";
+	const char *bad = "{\"key\":\"a\",\"hash\":\"0000000000000001\"}";
+	__u64 h = ksc_key_hash(k, strlen(k));
+	char *doc = routing_doc(k, reps), *baddoc;
+	struct ksc_hot *e;
+	struct ksc_view v;
+	int ret;
+
+	kt_begin("client_routing_doc_refused_applies_nothing");
+	baddoc = doc ? doc_with_last_key(doc, bad) : NULL;
+	CHECK(baddoc, "cannot build the documents");
+	ksc_view_init(&v, "t");
+	CHECK(ksc_view_static(&v, SHARDS, NULL, NULL) == 0, "no ring");
+	ret = baddoc ? ksc_view_routing(&v, baddoc, strlen(baddoc), 1) : 0;
+	e = ksc_view_hot(&v, h);
+	CHECK(ret == -EBADMSG && strstr(v.why, "hash"),
+	      "a document with a bad last key: %d (%s)", ret, v.why);
+	CHECK(!(e && e->live) && v.hlive == 0 && v.nstatic == 0 &&
+		      v.updates == 0,
+	      "the refused document was applied in part: key %s, %u live, %u replicas in replica_set",
+	      e && e->live ? "live" : "not live", (unsigned)v.hlive, v.nstatic);
+	ksc_view_free(&v);
+	kt_end();
+
+	kt_begin("client_routing_doc_refused_control_good_part_applies");
+	ksc_view_init(&v, "t");
+	CHECK(ksc_view_static(&v, SHARDS, NULL, NULL) == 0, "no ring");
+	ret = doc ? ksc_view_routing(&v, doc, strlen(doc), 1) : -1;
+	e = ksc_view_hot(&v, h);
+	CHECK(ret == 0 && e && e->live && e->state == KS_HDS_ARMED &&
+		      v.nstatic == 2,
+	      "the document without its bad key was not applied: %d (%s)", ret,
+	      v.why);
+	ksc_view_free(&v);
+	free(baddoc);
+	free(doc);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_spec_test_words();
@@ -665,4 +725,5 @@ void test_client(void)
 	test_l1_stamp();
 	test_client_l1();
 	test_routing();
+	test_routing_whole();
 }

@@ -275,6 +275,8 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			submit_fill(s, a, now);
 			break;
 		case KS_ACT_ARM:
+			if (s->fill_dead)
+				break; /* nothing would mark its copies stale */
 			ks_hot_map_arm(&s->map, a->slot, a->seq, a->expires_ns);
 			if (s->on_state)
 				s->on_state(s->on_state_ud, s,
@@ -452,6 +454,30 @@ unsigned ks_run_steer_interval(struct ks_run_steer *s,
 	return s->map.used;
 }
 
+/*
+ * The fill worker stopped (steer_fill.h): the invalidations queued and
+ * every later one will never reach the replicas, so no copy can be
+ * trusted. Every slot is disarmed at once (the datapath reads from the
+ * owner; the fleet hears it through on_state) and none is armed again;
+ * the agent goes on counting and publishing.
+ */
+static void fill_worker_died(struct ks_run_steer *s, int err)
+{
+	unsigned i, n = 0;
+
+	s->fill_dead = 1;
+	for (i = 0; i < KS_HOT_SLOTS; i++) {
+		if (!s->map.slot[i].expires_ns)
+			continue;
+		ks_hot_map_disarm(&s->map, i);
+		n++;
+		if (s->on_state)
+			s->on_state(s->on_state_ud, s, s->map.slot[i].hash);
+	}
+	ks_err("the thread that copies hot keys to the replicas stopped (%s): steering is off, %u armed keys disarmed, every copy taken as stale and reads left to the owner; restart the agent to steer again",
+	       strerror(-err), n);
+}
+
 void ks_run_steer_poll(struct ks_run_steer *s)
 {
 	struct ks_steer_fill_result r[64];
@@ -468,6 +494,8 @@ void ks_run_steer_poll(struct ks_run_steer *s)
 			perform(s, ks_mono_ns());
 		}
 	}
+	if (!s->fill_dead && ks_filler_dead(&s->filler))
+		fill_worker_died(s, ks_filler_dead(&s->filler));
 	/* after the arms above: a write between the check and the arm
 	 * shows here; then the fills that are due go out */
 	ks_steer_fsm_poll(&s->fsm, ks_mono_ns());

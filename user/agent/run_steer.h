@@ -81,6 +81,8 @@ struct ks_run_steer {
 	 * and in one grace-period wait (part of it), ns */
 	__u64 step_max_ns, grace_max_ns;
 	__u64 inval_dropped; /* invalidations not queued (queue full) */
+	/* the fill worker died: every slot disarmed, none armed again */
+	int fill_dead;
 };
 
 /* Before anything is attached: the replica list, the owner (--self,

@@ -78,34 +78,49 @@ static void run_invalidate(struct ks_steer_filler *w,
 			w->inval_errors++;
 }
 
+/* The worker stopping unasked: nothing it was given will run, and the
+ * main thread hears it on the eventfd. Called with mu held. */
+static void die(struct ks_steer_filler *w, int err)
+{
+	__u64 one = 1;
+
+	w->dead = err;
+	if (write(w->efd, &one, sizeof(one)) < 0) {
+		/* the counter is far from full; nothing to do */
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct ks_steer_filler *w = arg;
-	struct ks_fill_job *j = malloc(sizeof(*j));
+	struct ks_fill_job j; /* no allocation: nothing to fail mid-run */
 	struct ks_steer_fill_result r;
 	__u64 one = 1, t0, dt;
-
 	/* it only talks TCP to memcached: no capability at all, whatever
-	 * the main thread still holds */
-	ks_drop_thread_privileges();
+	 * the main thread still holds; a worker that could not drop them
+	 * does not run */
+	int err = ks_drop_thread_privileges();
+
 	pthread_mutex_lock(&w->mu);
-	while (j) {
+	if (err)
+		die(w, err);
+	while (!err) {
 		while (!w->stop && !w->jn)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->stop)
 			break;
-		*j = w->jobs[w->jhead]; /* stays counted in jn while it runs */
+		j = w->jobs[w->jhead]; /* stays counted in jn while it runs */
 		pthread_mutex_unlock(&w->mu);
 		t0 = ks_mono_ns();
-		if (j->invalidate)
-			run_invalidate(w, j);
+		if (j.invalidate)
+			run_invalidate(w, &j);
 		else
-			run_job(w, j, &r);
+			run_job(w, &j, &r);
 		dt = ks_mono_ns() - t0;
 		pthread_mutex_lock(&w->mu);
 		w->jhead = (w->jhead + 1) % KS_FILL_QUEUE;
 		w->jn--;
-		if (j->invalidate) {
+		if (j.invalidate) {
 			w->invalidations++;
 			continue;
 		}
@@ -121,7 +136,6 @@ static void *worker(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
-	free(j);
 	return NULL;
 }
 
@@ -185,7 +199,9 @@ int ks_filler_submit(struct ks_steer_filler *w, const struct ks_fill_job *j)
 	pthread_mutex_lock(&w->mu);
 	/* a finished job's result takes its place: together they never
 	 * exceed the ring, so no result is ever dropped */
-	if (w->jn + w->rn >= KS_FILL_QUEUE) {
+	if (w->dead) {
+		err = -EPIPE;
+	} else if (w->jn + w->rn >= KS_FILL_QUEUE) {
 		err = -ENOSPC;
 	} else {
 		w->jobs[(w->jhead + w->jn) % KS_FILL_QUEUE] = *j;
@@ -226,6 +242,18 @@ unsigned ks_filler_take(struct ks_steer_filler *w,
 int ks_filler_fd(const struct ks_steer_filler *w)
 {
 	return w->started ? w->efd : -1;
+}
+
+int ks_filler_dead(struct ks_steer_filler *w)
+{
+	int dead;
+
+	if (!w->started)
+		return 0;
+	pthread_mutex_lock(&w->mu);
+	dead = w->dead;
+	pthread_mutex_unlock(&w->mu);
+	return dead;
 }
 
 unsigned ks_filler_pending(struct ks_steer_filler *w)

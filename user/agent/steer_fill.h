@@ -15,6 +15,11 @@
  * (owner or replica) whose call failed is not called again for
  * KS_STEER_DOWN_NS (the machine's shortest back-off); jobs meanwhile fail
  * on it at once.
+ *
+ * The worker allocates nothing. Should it ever stop unasked (today: it
+ * could not drop its capabilities), it says so on the eventfd and
+ * ks_filler_dead() holds why: queued invalidations will never run, so
+ * the caller must take every copy as stale (run_steer.c stops steering).
  */
 #ifndef KS_STEER_FILL_H
 #define KS_STEER_FILL_H
@@ -44,6 +49,7 @@ struct ks_steer_filler {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int dead;                 /* -errno once the worker stopped unasked */
 	struct ks_fill_job *jobs; /* ring of KS_FILL_QUEUE */
 	unsigned jhead, jn;
 	struct ks_steer_fill_result *res; /* ring of KS_FILL_QUEUE */
@@ -64,13 +70,17 @@ struct ks_steer_filler {
 /* Starts the thread (it drops every capability of its own first). */
 int ks_filler_start(struct ks_steer_filler *w, const struct ks_replica_set *rs,
 		    const struct ks_replica_addr *owner, long copy_ttl_s);
-/* Queues a job; -ENOSPC when full, -ENOTCONN when not started. */
+/* Queues a job; -ENOSPC when full, -ENOTCONN when not started, -EPIPE
+ * when the worker is dead. */
 int ks_filler_submit(struct ks_steer_filler *w, const struct ks_fill_job *j);
 /* Takes up to max results, oldest first. */
 unsigned ks_filler_take(struct ks_steer_filler *w,
 			struct ks_steer_fill_result *out, unsigned max);
 /* Readable while results wait; -1 when not started. */
 int ks_filler_fd(const struct ks_steer_filler *w);
+/* 0 while the worker runs (or was never started), else why it died
+ * (-errno). */
+int ks_filler_dead(struct ks_steer_filler *w);
 /* Jobs queued or running. */
 unsigned ks_filler_pending(struct ks_steer_filler *w);
 /* Stops the thread (after the call it is in) and frees everything. */

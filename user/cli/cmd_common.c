@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * cmd_common.c - what the commands share (see cmds.h): the root check and
- * finding the pin folder of a running agent.
+ * cmd_common.c - what the commands share (see cmds.h): the root check,
+ * finding the pin folder of a running agent, and checking that stdout got
+ * the whole result.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,42 @@ int ks_require_root(const char *doing)
 	ks_err("%s needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN); run it with sudo",
 	       doing);
 	return KS_EXIT_FAIL;
+}
+
+int ks_stdout_flush(void)
+{
+	return fflush(stdout) == EOF || ferror(stdout) ? -EIO : 0;
+}
+
+/*
+ * A write that fails inside printf() sets only the stream's error flag
+ * (glibc drops the buffer, so a later fflush() succeeds and errno is long
+ * gone): the flag is what says the output is incomplete, and errno is
+ * named only when the last flush or the close saw it. A closed pipe
+ * kills the command by SIGPIPE (exit 141 in a shell) unless SIGPIPE is
+ * ignored, as a watching command or an inherited SIG_IGN has it; then it
+ * is this EPIPE.
+ */
+int ks_stdout_close(int rc)
+{
+	int err = 0, failed;
+
+	failed = fflush(stdout) == EOF;
+	if (failed)
+		err = errno;
+	failed |= ferror(stdout) != 0;
+	/* EBADF with nothing lost: stdout was closed (>&-) and the command
+	 * wrote nothing to it, which is no failure (as gnulib's close_stdout) */
+	if (fclose(stdout) == EOF && (failed || errno != EBADF)) {
+		if (!failed)
+			err = errno;
+		failed = 1;
+	}
+	if (!failed)
+		return rc;
+	ks_err("the output on stdout is incomplete: writing it failed%s%s%s; check the disk space or the pipe it goes to",
+	       err ? " (" : "", err ? strerror(err) : "", err ? ")" : "");
+	return rc ? rc : KS_EXIT_FAIL;
 }
 
 static int no_bpffs(void)

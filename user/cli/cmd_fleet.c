@@ -147,10 +147,10 @@ static int draw(struct fleet_ctx *x)
 		ks_render_fleet_json(stdout, &out, x->o.watch);
 	else
 		ks_render_fleet_text(stdout, &out);
-	fflush(stdout);
 	ks_fleet_view_free(&v);
 	ks_fleet_snapshot_free(&s);
-	return 0;
+	/* a watch stops at a lost frame; main() says why */
+	return ks_stdout_flush();
 }
 
 static int watch_from_copy(struct fleet_ctx *x)
@@ -286,10 +286,12 @@ int cmd_fleet(int argc, char **argv)
 		ks_install_stop_handlers();
 		rc = watch_loop(&x);
 	} else {
-		rc = draw(&x) ? KS_EXIT_FAIL : KS_EXIT_OK;
+		int err = draw(&x);
+
+		if (err == -ENOMEM)
+			ks_err("out of memory");
+		rc = err ? KS_EXIT_FAIL : KS_EXIT_OK;
 	}
-	if (rc == KS_EXIT_FAIL && !x.o.watch)
-		ks_err("out of memory");
 out:
 	ks_etcd_watch_stop(x.w);
 	ks_etcd_mirror_free(&x.m);

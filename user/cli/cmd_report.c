@@ -193,8 +193,8 @@ static int render_once(struct report_ctx *c)
 		ks_render_json(stdout, &v);
 	else
 		ks_render_text(stdout, &v);
-	fflush(stdout);
-	return 0;
+	/* a watch stops at a lost frame; main() says why */
+	return ks_stdout_flush() ? KS_EXIT_FAIL : 0;
 }
 
 static int still_attached(const struct report_ctx *c)

@@ -443,6 +443,9 @@ int cmd_run(int argc, char **argv)
 		rc = KS_EXIT_FAIL;
 		goto out_free;
 	}
+	/* a SIGKILLed agent's pins outlive a deleted interface (a veth, a
+	 * pod): about 50 MiB each, until someone detaches by hand */
+	ks_remove_stale_pins();
 	rc = ks_check_free(st->o.a.ifname, st->o.a.ifindex,
 			   st->o.a.attach_tc ? KS_HOOK_TC : st->o.a.xdp, err,
 			   sizeof(err));

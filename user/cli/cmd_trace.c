@@ -141,7 +141,8 @@ static int consume(struct trace_ctx *t, struct ring_buffer *rb,
 	__u64 start = ks_mono_ns(), last_assert = start;
 	int n;
 
-	while (!ks_stop) {
+	/* a lost line ends the trace; main() says why */
+	while (!ks_stop && !ferror(stdout)) {
 		__u64 now;
 
 		n = ring_buffer__poll(rb, 100);

@@ -44,6 +44,16 @@ int ks_bad_option(const char *cmd, int c, char **argv);
 /* The usage error of a leftover argument, or 0 when there is none. */
 int ks_no_args(const char *cmd, int argc, char **argv);
 
+/*
+ * A command's result on stdout, checked: a full disk or a closed pipe
+ * must not pass for a complete report. ks_stdout_flush() is for loops that
+ * print until stopped (nonzero once a write failed: stop printing);
+ * ks_stdout_close() is main()'s last word, turning a clean exit code into
+ * KS_EXIT_FAIL, with a message, when any of the output was lost.
+ */
+int ks_stdout_flush(void);
+int ks_stdout_close(int rc);
+
 /* Prints why and returns KS_EXIT_FAIL when not root; 0 when root. */
 int ks_require_root(const char *doing);
 

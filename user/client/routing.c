@@ -78,10 +78,13 @@ static int fetch(struct keysteer *ks, const char *url, struct body *b,
 static int poll_all(struct keysteer *ks, char *why)
 {
 	struct body *b = calloc(ks->rt_n, sizeof(*b));
-	unsigned i;
+	struct ksc_routing_plan *plan = calloc(ks->rt_n, sizeof(*plan));
+	unsigned i, bad = 0;
 	int ret = 0;
 
-	if (!b) {
+	if (!b || !plan) {
+		free(b);
+		free(plan);
 		snprintf(why, KSC_ERR_MAX, "routing: out of memory");
 		return -ENOMEM;
 	}
@@ -89,23 +92,40 @@ static int poll_all(struct keysteer *ks, char *why)
 		ret = fetch(ks, ks->rt_url[i], &b[i], why);
 	if (!ret) {
 		pthread_mutex_lock(&ks->lock);
-		ks->rt_round++;
-		ksc_view_hot_mark(&ks->view);
-		for (i = 0; i < ks->rt_n && !ret; i++)
-			ret = ksc_view_routing(&ks->view, b[i].p, b[i].len,
-					       ks->rt_round);
-		/* a refused document leaves its keys as they were */
-		if (!ret)
-			ksc_view_hot_sweep(&ks->view, ksc_now_ms());
+		/* every document read before any is applied: one refused
+		 * leaves the whole round's keys as they were */
+		for (i = 0; i < ks->rt_n && !ret; i++) {
+			bad = i;
+			ret = ksc_routing_parse(&ks->view, b[i].p, b[i].len,
+						&plan[i]);
+		}
+		if (!ret) {
+			ks->rt_round++;
+			ksc_view_hot_mark(&ks->view);
+			for (i = 0; i < ks->rt_n; i++) {
+				int err = ksc_routing_apply(&ks->view, &plan[i],
+							    ks->rt_round);
+
+				if (err && !ret) {
+					ret = err;
+					bad = i;
+				}
+			}
+			if (!ret)
+				ksc_view_hot_sweep(&ks->view, ksc_now_ms());
+		}
 		ksc_view_purge(&ks->view, ksc_now_ms(), KSC_GONE_KEEP_MS);
 		if (ret)
 			snprintf(why, KSC_ERR_MAX, "routing=%s: %s",
-				 ks->rt_url[i - 1], ks->view.why);
+				 ks->rt_url[bad], ks->view.why);
 		pthread_mutex_unlock(&ks->lock);
 	}
-	for (i = 0; i < ks->rt_n; i++)
+	for (i = 0; i < ks->rt_n; i++) {
 		free(b[i].p);
+		ksc_routing_plan_free(&plan[i]);
+	}
 	free(b);
+	free(plan);
 	return ret;
 }
 

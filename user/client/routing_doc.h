@@ -20,7 +20,31 @@
 #include "client/view.h"
 
 /*
- * Applies one document at version rev (the poll's round; the caller marks
+ * A document is applied whole or not at all: it is read into a plan
+ * first, and a refusal (of any entry) leaves the view's keys and
+ * replicas as they were; only the server names it interned stay, which
+ * route nothing. A poll reads every document of a round before applying
+ * any, so a round is whole too.
+ */
+struct ksc_routing_plan {
+	struct ksc_hot_in *in; /* the keys, in document order */
+	size_t n;
+	__u16 set[KSC_SEEN_MAX]; /* replica_set, as server ids */
+	unsigned nset;
+};
+
+/* 0 with p filled (free it), or ksc_view_routing's errors with nothing
+ * of the document applied. */
+int ksc_routing_parse(struct ksc_view *v, const char *doc, size_t len,
+		      struct ksc_routing_plan *p);
+/* p into the view at version rev: 0, or the first of ksc_view_hot_set's
+ * errors (every key still set that could be). */
+int ksc_routing_apply(struct ksc_view *v, const struct ksc_routing_plan *p,
+		      __s64 rev);
+void ksc_routing_plan_free(struct ksc_routing_plan *p);
+
+/*
+ * Parses and applies one document at version rev (the poll's round; the caller marks
  * and sweeps around a round of every document, ksc_view_hot_mark). 0, or
  * -EBADMSG with v->why (not a routing document, a key whose hash is not
  * its ks_key_hash, a name not host:port, too many replicas), -ENOMEM,

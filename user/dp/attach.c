@@ -1181,6 +1181,50 @@ int ks_detach_iface(const char *ifname)
 	return done ? 0 : -ENOENT;
 }
 
+/* A pin folder whose link outlived its device and its agent: 1, and the
+ * agent's pid in *pid; 0 when it may be anyone's still (or cannot tell). */
+static int pins_stale(const char *pin_dir, __u32 *pid)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX + 8];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/link", pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	err = bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	if (err || (info.type != BPF_LINK_TYPE_XDP &&
+		    info.type != KS_BPF_LINK_TYPE_TCX))
+		return 0;
+	/* a tcx link's info starts with its ifindex too; 0 once detached */
+	if (info.xdp.ifindex)
+		return 0;
+	*pid = ks_pinned_agent_pid(pin_dir);
+	return !ks_pid_alive(*pid);
+}
+
+int ks_remove_stale_pins(void)
+{
+	char names[64][IF_NAMESIZE], pin_dir[PATH_MAX];
+	int n = ks_list_attached(names, 64), i, removed = 0;
+	__u32 pid = 0;
+
+	/* past 64 folders the rest wait for a later start */
+	for (i = 0; i < n && i < 64; i++) {
+		ks_pin_dir(names[i], pin_dir, sizeof(pin_dir));
+		if (!pins_stale(pin_dir, &pid))
+			continue;
+		remove_pin_dir(pin_dir, 0);
+		removed++;
+		ks_info("removed the stale pins of %s (%s): its link is attached to no interface in any namespace, the interface is gone, and its agent (pid %u) is not running",
+			names[i], pin_dir, pid);
+	}
+	return removed;
+}
+
 int ks_list_attached(char names[][IF_NAMESIZE], int max)
 {
 	struct dirent *d;

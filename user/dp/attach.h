@@ -136,6 +136,19 @@ int ks_detach_iface(const char *ifname);
  */
 int ks_list_attached(char names[][IF_NAMESIZE], int max);
 
+/*
+ * At an agent's start: removes every pin folder whose interface is gone,
+ * and logs each. Pin folders are named by interface alone, and an agent
+ * in another network namespace (sharing this bpffs) may own one, so the
+ * name is never the test: a folder goes only when its pinned link (XDP or
+ * tcx) is attached to no device at all (the kernel detaches a link when
+ * its device is deleted, whatever its namespace) and the agent recorded
+ * in it is not running (a running one cleans up after itself). A folder
+ * without a link (a classic tc filter's, or one whose agent is still
+ * pinning) is left alone. Returns how many folders it removed.
+ */
+int ks_remove_stale_pins(void);
+
 /* Whether pid is a running process (not gone, not a zombie). */
 int ks_pid_alive(__u32 pid);
 
