@@ -33,6 +33,12 @@ PACKAGES=(
 	"libmicrohttpd-dev:/usr/include/microhttpd.h"
 	"util-linux:/usr/bin/setpriv"
 	"coreutils:/usr/bin/timeout"
+	# the tests: pgrep (test_install.sh), curl for etcd's gateway
+	# (test_etcd_client.sh), modprobe for the 8021q module
+	# (test_steer_v6.sh's VLAN case, where the kernel has it as a module)
+	"procps:/usr/bin/pgrep"
+	"curl:/usr/bin/curl"
+	"kmod:/usr/sbin/modprobe"
 	# tests of the dashboards: promtool checks the metrics, tmux drives the
 	# live dashboard, tcpdump captures traffic for 'agent replay'
 	"prometheus:/usr/bin/promtool"
@@ -100,6 +106,11 @@ missing_packages() {
 		echo python3-pylibmc
 	fi
 	[ -x /usr/bin/python3 ] || echo python3
+	# the fuzz tier's libFuzzer runtime, packaged apart from clang and
+	# named by clang's major version
+	if [ -x /usr/bin/clang ] && [ ! -f "$(/usr/bin/clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ]; then
+		echo "libclang-rt-$(/usr/bin/clang -dumpversion | cut -d. -f1)-dev"
+	fi
 	# dalli's version is in its path above; any version that loads will do
 	if [ -x /usr/bin/ruby ] &&
 		! /usr/bin/ruby -e 'require "dalli"' >/dev/null 2>&1; then
