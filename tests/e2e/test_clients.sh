@@ -58,9 +58,10 @@ KSC_TC_ARGS=${KSC_TC_ARGS---attach tc}
 CLIENTS=${KSC_CLIENTS:-memcslap memcaslap memccapable memctools pymemcache pylibmc}
 SRV=$SADDR:$PORT
 
+e2e_require clients_setup "make deps: memcached" memcached
 for tool in memcslap memccapable memccp memccat memctouch memcrm; do
 	if ! command -v "$tool" >/dev/null; then
-		fail clients_setup "$tool is missing (apt-get install libmemcached-tools)"
+		fail clients_setup "$tool is missing (make deps: libmemcached-tools)"
 		exit 1
 	fi
 done
