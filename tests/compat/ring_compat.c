@@ -276,7 +276,9 @@ static void tie_test(void)
 		ks_shards_free(&s);
 	}
 	if (!found)
-		kt_skipf("no tie in %u random 100-server rings", tries);
+		kt_failf(__FILE__, __LINE__,
+			 "no tie in %u random 100-server rings: nothing tested",
+			 tries);
 	kt_end();
 }
 
@@ -412,7 +414,8 @@ static void nutcracker_reference(void)
 	if (access("/usr/bin/python3", X_OK) || access(NUTCRACKER_REF, R_OK) ||
 	    system("command -v nutcracker >/dev/null") ||
 	    system("command -v memcached >/dev/null")) {
-		kt_skipf(
+		kt_failf(
+			__FILE__, __LINE__,
 			"needs /usr/bin/python3, nutcracker, memcached and %s (make deps; run from the repository root)",
 			NUTCRACKER_REF);
 		free(text);
@@ -539,7 +542,8 @@ static void pymemcache_reference(void)
 	kt_begin("compat_pymemcache_hashclient");
 	if (access("/usr/bin/python3", X_OK) || access(PYMEMCACHE_REF, R_OK) ||
 	    system("/usr/bin/python3 -c 'import pymemcache' 2>/dev/null")) {
-		kt_skipf(
+		kt_failf(
+			__FILE__, __LINE__,
 			"needs /usr/bin/python3 with python3-pymemcache and %s (run from the repository root; make deps)",
 			PYMEMCACHE_REF);
 		free(text);
@@ -677,7 +681,8 @@ static void gomemcache_reference(void)
 	    access("/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache",
 		   R_OK) ||
 	    access(GOMEMCACHE_REF, R_OK) || !mkdtemp(dir)) {
-		kt_skipf(
+		kt_failf(
+			__FILE__, __LINE__,
 			"needs golang-go, golang-github-bradfitz-gomemcache-dev and %s (make deps; run from the repository root)",
 			GOMEMCACHE_REF);
 		kt_end();
@@ -720,8 +725,8 @@ struct stored_ref {
 	enum ks_dist dist;
 };
 
-/* Each setting of one client, or each skipped with need when the client
- * is missing. cmd_fmt has two %s, the mode and more arguments: full_args
+/* Each setting of one client, or each failed with need when the client
+ * is missing (the suite installs it: make deps). cmd_fmt has two %s, the mode and more arguments: full_args
  * in make compat-full (KS_COMPAT_FULL=1), which must place 100,000 keys. */
 static void stored_refs(const char *client, const char *cmd_fmt,
 			const char *full_args, int have, const char *need,
@@ -737,7 +742,8 @@ static void stored_refs(const char *client, const char *cmd_fmt,
 	for (i = 0; i < n; i++) {
 		kt_begin(runs[i].test);
 		if (!have) {
-			kt_skipf(
+			kt_failf(
+				__FILE__, __LINE__,
 				"needs %s (make deps; run from the repository root)",
 				need);
 			kt_end();

@@ -11,7 +11,7 @@ LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 EXAMPLE=$E2E_ROOT/${OUT:-build}/ks_client_example
 
 # client_init NAME: e2e_init, and the cleanup of the fleet on every exit
-# path; 1 (after a SKIP line) when etcd is not installed.
+# path; a FAIL and exit 1 when etcd is not installed (e2e_need_etcd).
 client_init() {
 	e2e_init "$1"
 	ETCD_PID=

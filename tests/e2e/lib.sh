@@ -13,13 +13,20 @@
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
 # e2e_require NAME WHY TOOL...
-#                        SKIP NAME and exit 0 unless every TOOL is on PATH
-#                        (WHY: where they come from, e.g. "make deps")
+#                        FAIL NAME and exit 1 unless every TOOL is on PATH
+#                        (WHY: where they come from, e.g. "make deps:
+#                        memcached"); a missing package is never a SKIP
 # pass/fail/skip NAME    the result lines tests/run.sh counts
 #
 # E2E_KEEP=1 keeps the temp folder (agent output, polls, load summaries).
 # Everything is named with the script's PID, so two scripts never share
 # anything, and everything is removed on every exit path by the EXIT trap.
+
+# A pipeline fails when any command in it fails, not only the last: `if !
+# load | sed` must test the load. So a check never pipes into `grep -q` or
+# `head` (their early exit kills the writer with SIGPIPE and fails the
+# pipeline): it greps the output whole, `grep -q P <<<"$(cmd)"`.
+set -o pipefail
 
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=../../user/scripts/netns.sh
@@ -42,8 +49,8 @@ e2e_require() {
 	shift 2
 	for tool in "$@"; do
 		if ! command -v "$tool" >/dev/null; then
-			skip "$name" "$tool is not installed ($why)"
-			exit 0
+			fail "$name" "$tool is not installed ($why)"
+			exit 1
 		fi
 	done
 }
@@ -115,7 +122,7 @@ e2e_pins_exist() {
 
 # True while an XDP program is attached to our server-side veth.
 e2e_xdp_attached() {
-	ip -n "$SNS" -d link show dev "$SIF" 2>/dev/null | grep -q 'prog/xdp'
+	grep -q 'prog/xdp' <<<"$(ip -n "$SNS" -d link show dev "$SIF" 2>/dev/null)"
 }
 
 # e2e_tc_left: what of keysteer's tc attachment is on our veth (a tcx
@@ -125,10 +132,10 @@ e2e_tc_left() {
 	local left=""
 	[ -n "$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF" 2>/dev/null)" ] &&
 		left="a tcx program"
-	ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null |
-		grep -q . && left="${left:+$left, }a tc ingress filter"
-	ks_in_ns "$SNS" tc qdisc show dev "$SIF" 2>/dev/null |
-		grep -q clsact && left="${left:+$left, }a clsact qdisc"
+	grep -q . <<<"$(ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null)" &&
+		left="${left:+$left, }a tc ingress filter"
+	grep -q clsact <<<"$(ks_in_ns "$SNS" tc qdisc show dev "$SIF" 2>/dev/null)" &&
+		left="${left:+$left, }a clsact qdisc"
 	echo "$left"
 }
 e2e_tc_attached() {
@@ -136,6 +143,7 @@ e2e_tc_attached() {
 }
 
 e2e_net_up() {
+	e2e_require "${E2E_NAME}_setup" "make deps: memcached" memcached
 	if ! ks_pair_create "$CNS" "$SNS" "$CIF" "$SIF" "$CADDR/24" "$SADDR/24"; then
 		fail "${E2E_NAME}_setup" "could not create namespaces and veth pair"
 		exit 1
@@ -253,16 +261,11 @@ e2e_expect_clean() {
 	fi
 }
 
-# e2e_need_etcd TEST: 0 when etcd and etcdctl are installed, else a skip
-# line for TEST and 1 (the caller exits 0).
+# e2e_need_etcd TEST: returns when etcd and etcdctl are installed, else
+# FAIL TEST and exit 1 (the test suite installs them: a missing one is a
+# failure, not a skip).
 e2e_need_etcd() {
-	local tool
-	for tool in etcd etcdctl; do
-		if ! command -v "$tool" >/dev/null; then
-			skip "$1" "$tool is not installed (make deps: etcd-server, etcd-client)"
-			return 1
-		fi
-	done
+	e2e_require "$1" "make deps: etcd-server, etcd-client" etcd etcdctl
 }
 
 # e2e_etcd_start NS NAME URL PEER_PORT [ARGS...]: ks_start_etcd (netns.sh)

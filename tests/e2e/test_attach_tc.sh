@@ -79,10 +79,10 @@ attach_id() {
 # attached_as_tc: our veth has keysteer's tc program the expected way
 attached_as_tc() {
 	if [ "$kind" = tcx ]; then
-		ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF" | grep -qx ks_tc_ingress
+		grep -qx ks_tc_ingress <<<"$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF")"
 	else
-		ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null |
-			grep -q "ks_tc_ingress.*direct-action"
+		grep -q "ks_tc_ingress.*direct-action" \
+			<<<"$(ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null)"
 	fi
 }
 
@@ -100,7 +100,12 @@ buf = ctypes.create_string_buffer(struct.pack("=IIIIQII", 1, 46, 0, 0, 0, 0, 0),
 print("yes" if ctypes.CDLL(None, use_errno=True).syscall(321, 16, buf, 128) == 0 else "")
 EOF
 )" ]; then
-			skip "$t" "this kernel has no tcx (before 6.6); the filter pass covers it"
+			# every name the pass reports, so the plan holds on any kernel
+			for n in attach counts report_says_tc second_refused_tc \
+				second_refused fail_open takeover_xdp_refused takeover \
+				detach_clean stop_clean; do
+				skip "${t}_$n" "this kernel has no tcx (before 6.6); the filter pass covers it"
+			done
 			continue
 		fi
 	fi

@@ -81,16 +81,16 @@ wait "$taker" 2>/dev/null
 # build folder (CI clones into root's home), so it runs a copy from a folder
 # it can read; the copy is the same binary.
 if ! command -v setpriv >/dev/null; then
-	skip cli_not_root "setpriv (util-linux) is not installed"
+	fail cli_not_root "setpriv is not installed (make deps: util-linux)"
 elif ! setpriv --reuid=nobody --regid=nogroup --clear-groups true 2>/dev/null; then
-	skip cli_not_root "setpriv cannot switch to user nobody here"
+	fail cli_not_root "setpriv cannot switch to user nobody here"
 else
 	mkdir -p "$E2E_TMP/bin"
 	cp "$AGENT" "$E2E_TMP/bin/agent"
 	chmod 755 "$E2E_TMP" "$E2E_TMP/bin" "$E2E_TMP/bin/agent"
 	if ! setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$E2E_TMP/bin/agent" --version >/dev/null 2>&1; then
-		skip cli_not_root "user nobody cannot run a copy of the agent from $E2E_TMP"
+		fail cli_not_root "user nobody cannot run a copy of the agent from $E2E_TMP (a noexec /tmp?)"
 	else
 		expect_refusal cli_not_root nonzero "root" setpriv --reuid=nobody \
 			--regid=nogroup --clear-groups "$E2E_TMP/bin/agent" run --iface "$SIF"

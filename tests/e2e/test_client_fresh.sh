@@ -37,7 +37,7 @@ set -u
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
 # shellcheck source=client_lib.sh
 . "$(dirname "$0")/client_lib.sh"
-client_init client_fresh || exit 0
+client_init client_fresh
 
 FRESH=$E2E_ROOT/${OUT:-build}/tests/ks_client_fresh
 client_need_bins client_fresh "$LOAD" "$FRESH" "$EXAMPLE" || exit 1

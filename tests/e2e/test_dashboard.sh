@@ -33,10 +33,7 @@ set -u
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
 e2e_init dashboard
 
-if ! command -v tmux >/dev/null 2>&1; then
-	skip dashboard "tmux is not installed (apt-get install tmux)"
-	exit 0
-fi
+e2e_require dashboard "make deps: tmux" tmux
 LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 if [ ! -x "$LOAD" ]; then
 	fail dashboard "$LOAD is missing; run 'make' first"
@@ -215,7 +212,7 @@ capture "$E2E_TMP/cap80"
 sed 's/^/  | /' "$E2E_TMP/cap80"
 why=$(check_screen "$E2E_TMP/cap80" 80 24)
 [ "$(wc -l <"$E2E_TMP/cap80")" = 24 ] || why="$why; $(wc -l <"$E2E_TMP/cap80") lines, want 24"
-head -n 1 "$E2E_TMP/cap80" | grep -q "^$SIF_DASH  agent running" ||
+grep -q "^$SIF_DASH  agent running" <<<"$(head -n 1 "$E2E_TMP/cap80")" ||
 	why="$why; header: $(head -n 1 "$E2E_TMP/cap80")"
 [ "$(fmt '#{alternate_on}')" = 1 ] || why="$why; not on the alternate screen"
 [ "$(fmt '#{cursor_flag}')" = 0 ] || why="$why; cursor shown"
@@ -231,7 +228,7 @@ shards=$(grep -cE '^[ *](198\.18\.2\.11|198\.18\.3\.1[234]):11211 ' "$E2E_TMP/ca
 grep -qE "^\*[0-9.:]+ +[0-9.]+k?  ..*x$" "$E2E_TMP/cap80" || why="$why; no busiest shard row"
 [ "$got" -ge 4 ] || why="$why; $KEY sparkline has $got intervals, want >= 4"
 grep -qE "^$KEY +[0-9.]+k? +[0-9.]+k?  " "$E2E_TMP/cap80" || why="$why; no top-keys row for $KEY"
-sed -n '/^HOT KEYS/,$p' "$E2E_TMP/cap80" | grep -qE "^$KEY +[0-9.]+k? +[0-9]/[0-9] (armed|dirty|filling) " ||
+grep -qE "^$KEY +[0-9.]+k? +[0-9]/[0-9] (armed|dirty|filling) " <<<"$(sed -n '/^HOT KEYS/,$p' "$E2E_TMP/cap80")" ||
 	why="$why; $KEY not in the hot-key table"
 if [ -z "$why" ]; then
 	pass dashboard_80x24_content

@@ -36,7 +36,7 @@ etcd_cleanup() {
 	if [ -s "$E2E_TMP/restart.pid" ]; then
 		pid=$(cat "$E2E_TMP/restart.pid")
 		if [ -r "/proc/$pid/cmdline" ] &&
-			tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$E2E_TMP"; then
+			grep -qF "$E2E_TMP" <<<"$(tr '\0' ' ' <"/proc/$pid/cmdline")"; then
 			kill -KILL "$pid" 2>/dev/null
 		fi
 	fi
@@ -46,12 +46,8 @@ etcd_cleanup() {
 }
 trap etcd_cleanup EXIT
 
-for tool in etcd etcdctl openssl; do
-	if ! command -v "$tool" >/dev/null; then
-		skip etcd_client "$tool is not installed (make deps: etcd-server, etcd-client, openssl)"
-		exit 0
-	fi
-done
+e2e_require etcd_client "make deps: etcd-server, etcd-client, openssl" \
+	etcd etcdctl openssl
 if [ ! -x "$ETCD_TEST" ]; then
 	fail etcd_client "$ETCD_TEST is missing; run 'make' first"
 	exit 1

@@ -27,7 +27,7 @@
 #    still works and lists no such host;
 # 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease,
 #    `agent fleet` (text, --json) lists its shard without an agent, its hot/
-#    entries gone (skip when the agent never published one).
+#    entries gone (a FAIL when it never published one: nothing to check).
 # Every process is stopped by its pid and every namespace deleted on every
 # exit path (the EXIT trap). E2E_KEEP=1 keeps the logs.
 set -u
@@ -516,9 +516,10 @@ load_end bad_data
 # ---- 3. an agent SIGKILLed -------------------------------------------------
 load_start agent_kill 20
 # the victim: an agent that publishes hot/ entries (the flash key's owner)
-# if one does within 3 s, else the last
+# once one does (15 s at most, within the 20 s load: a loaded machine is
+# slow to call the key hot), else the last, and the hot/ check FAILs
 VICTIM=3
-for ((k = 0; k < 30; k++)); do
+for ((k = 0; k < 150; k++)); do
 	hot_check
 	for i in "${AGENTS[@]}"; do
 		grep -qxF "${SELF[i]}" <<<"$HOT_NOW" && VICTIM=$i && break 2
@@ -539,7 +540,7 @@ for i in "${!SELF[@]}"; do
 done
 gone=
 for ((k = 0; k < 100; k++)); do
-	if ! hosts_now | grep -q "^${SELF[VICTIM]} "; then
+	if ! grep -q "^${SELF[VICTIM]} " <<<"$(hosts_now)"; then
 		gone=$(($(ms_now) - t0))
 		break
 	fi
@@ -570,6 +571,6 @@ if [ $HOT_SEEN = 1 ]; then
 		fail fleet_faults_killed_agent_hot_gone "$hot_n hot/ entries of ${SELF[VICTIM]} left"
 	fi
 else
-	skip fleet_faults_killed_agent_hot_gone "no hot/ entry of ${SELF[VICTIM]} was seen before the kill (this build publishes no hot/ entries)"
+	fail fleet_faults_killed_agent_hot_gone "no hot/ entry of ${SELF[VICTIM]} was seen before the kill: nothing to see go"
 fi
 load_end agent_kill

@@ -36,7 +36,7 @@ ETCD_PID=
 LOAD_PID=
 trap e2e_topo_etcd_cleanup EXIT
 
-e2e_need_etcd fleet_hot || exit 0
+e2e_need_etcd fleet_hot
 
 LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 KEY=flash:1
@@ -261,7 +261,7 @@ LOAD_PID=
 gone=
 for _ in $(seq 1 60); do
 	if [ -z "$(entries | grep -F "\"key\\\": \\\"$KEY\\\"")" ] &&
-		! entries | grep -qF "$KEY"; then
+		! grep -qF "$KEY" <<<"$(entries)"; then
 		gone=1
 		break
 	fi

@@ -258,7 +258,7 @@ expect_refused ks_load_refuses_bad_mix "--mix op 'del'" --server "$S" --count 1 
 expect_refused ks_load_refuses_bad_dist "unknown distribution" --shards "$S" --count 1 --distribution x
 expect_refused ks_load_refuses_bad_shard "--shards" --shards "$SADDR:70000" --count 1
 expect_refused ks_load_refuses_unknown_flag "unknown option '--bogus'" --server "$S" --count 1 --bogus
-if "$LOAD" --help | grep -q '^USAGE' && "$LOAD" --help | grep -q '^EXAMPLES'; then
+if grep -q '^USAGE' <<<"$("$LOAD" --help)" && grep -q '^EXAMPLES' <<<"$("$LOAD" --help)"; then
 	pass ks_load_help
 else
 	fail ks_load_help "--help lacks USAGE or EXAMPLES"

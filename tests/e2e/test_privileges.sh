@@ -43,7 +43,7 @@ ks_in_ns "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 100 \
 	--flash "$SECRET:0.5" --mix get=90,set=10 --duration 2 --rate 1000 \
 	>/dev/null 2>&1
 if grep -q "$SECRET" "$E2E_TMP/route/r.json" 2>/dev/null &&
-	e2e_agent report --iface "$SIF" --json 2>/dev/null | grep -q "$SECRET"; then
+	grep -q "$SECRET" <<<"$(e2e_agent report --iface "$SIF" --json 2>/dev/null)"; then
 	pass privileges_agent_still_works
 else
 	fail privileges_agent_still_works "the hot key is not in the routing file or the report"

@@ -42,8 +42,8 @@ for t in /usr/sbin/tcpdump /usr/bin/tcpdump; do
 	[ -z "$TCPDUMP" ] && [ -x "$t" ] && TCPDUMP=$t
 done
 if [ -z "$TCPDUMP" ]; then
-	skip replay "tcpdump is not installed (apt-get install tcpdump)"
-	exit 0
+	fail replay "tcpdump is not installed (make deps: tcpdump)"
+	exit 1
 fi
 LOAD=$E2E_ROOT/${OUT:-build}/ks_load
 if [ ! -x "$LOAD" ]; then

@@ -49,7 +49,7 @@ check_up() {
 		seen+="$ifn "
 		ip -n "${STEER_SHARD_NS[i]}" link show dev "$ifn" >/dev/null 2>&1 ||
 			why="${why:+$why, }$ifn missing in ${STEER_SHARD_NS[i]}"
-		ip -n "$STEER_BR_NS" -d link show dev "kbs$((i + 1))_$$" | grep -q 'prog/xdp' ||
+		grep -q 'prog/xdp' <<<"$(ip -n "$STEER_BR_NS" -d link show dev "kbs$((i + 1))_$$")" ||
 			why="${why:+$why, }no XDP program on the bridge port of $ifn"
 	done
 	[ "$(wc -l <"$STEER_SHARDS_FILE")" -eq 4 ] || why="${why:+$why, }shards file has not 4 lines"

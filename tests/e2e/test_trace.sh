@@ -85,7 +85,7 @@ expect_lines trace_udp_gets 3 "^read get trace:udp:[0-2] $ip udp$"
 
 flag=$(trace_flag)
 if [ -z "$flag" ]; then
-	skip trace_switched_off "cannot read ks_config with bpftool here"
+	fail trace_switched_off "cannot read ks_config with bpftool (make deps: bpftool)"
 elif [ "$flag" = 0 ]; then
 	pass trace_switched_off
 else

@@ -42,17 +42,34 @@ else
 fi
 mkdir -p "$FZ/findings"
 
+# set when anything FAILs: the exit status says so too (make fuzz-long)
+failed=0
+
 # ---- the differential fuzzer ----
+# dfuzz_one NAME SECONDS ARGS...: one dfuzz run reported as NAME. Its exit
+# status counts: a dfuzz that crashes (or exits non-zero without its own
+# FAIL line) is a FAIL, whatever it printed before.
+dfuzz_one() {
+	local name=$1 secs=$2 log rc
+	shift 2
+	log=$(mktemp)
+	mkdir -p "$FZ/findings/$name"
+	"$FZ/dfuzz" --seed "$seed" --seconds "$secs" "$@" \
+		--findings "$FZ/findings/$name" --name "$name" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" -ne 0 ] && ! grep -q "^FAIL $name:" "$log"; then
+		echo "FAIL $name: dfuzz exited with status $rc$([ "$rc" -gt 128 ] && echo " (signal $((rc - 128)))") without reporting a failure"
+	fi
+	[ "$rc" -eq 0 ] || failed=1
+	rm -f "$log"
+}
 if [ -x "$FZ/dfuzz" ]; then
-	mkdir -p "$FZ/findings/dfuzz"
-	"$FZ/dfuzz" --seed "$seed" --seconds "$dfuzz_seconds" \
-		--findings "$FZ/findings/dfuzz" --name dfuzz
-	mkdir -p "$FZ/findings/dfuzz_sample3"
-	"$FZ/dfuzz" --seed "$seed" --seconds "$sampled_seconds" --sample 3 \
-		--findings "$FZ/findings/dfuzz_sample3" --name dfuzz_sample3
+	dfuzz_one dfuzz "$dfuzz_seconds"
+	dfuzz_one dfuzz_sample3 "$sampled_seconds" --sample 3
 else
 	echo "FAIL dfuzz: $FZ/dfuzz is missing; run 'make'"
 	echo "FAIL dfuzz_sample3: $FZ/dfuzz is missing; run 'make'"
+	failed=1
 fi
 
 # ---- the libFuzzer harnesses ----
@@ -89,6 +106,7 @@ fuzz_one() {
 		# the sanitizer's or the harness's own words, then where the input is
 		grep -m3 -E '^(==[0-9]+==ERROR|SUMMARY|fz: |.*runtime error:)' "$log" | sed 's/^/# /'
 		echo "FAIL fz_$name: exit $rc, ${runs:-no} executions; reproducer ${art:-(none written)}; replay: $bin ${art:-INPUT}"
+		failed=1
 	fi
 	[ "$tier" -eq 1 ] && rm -rf "$corpus"
 	rm -f "$log"
@@ -102,9 +120,13 @@ for src in tests/fuzz/fz_*.c; do
 	elif [ -x "$FZ/fz_$name" ]; then
 		fuzz_one "$name"
 	elif [ ! -f "$runtime" ]; then
-		echo "SKIP fz_$name: clang's libFuzzer runtime ($runtime) is missing; install clang with compiler-rt"
+		# make fuzz builds no harness without it; that is a missing
+		# package, not something the machine cannot have
+		echo "FAIL fz_$name: clang's libFuzzer runtime ($runtime) is missing; run 'make deps' (Debian: libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev)"
+		failed=1
 	else
-		echo "FAIL fz_$name: $FZ/fz_$name is missing; run 'make'"
+		echo "FAIL fz_$name: $FZ/fz_$name is missing; run 'make fuzz'"
+		failed=1
 	fi
 done
-exit 0
+exit "$failed"

@@ -682,7 +682,7 @@ static int child_setup(struct mc_env *e)
 		e->mc[i] = kt_memcached_start(ports[i]);
 		if (e->mc[i] == -ENOENT) {
 			dprintf(e->report,
-				"S memcached is not installed (apt-get install memcached)\n");
+				"X memcached is not installed (make deps: memcached)\n");
 			return -ENOENT;
 		}
 		if (e->mc[i] < 0) {

@@ -495,7 +495,8 @@ static void t_promtool(void)
 
 	kt_begin("metrics_promtool_check");
 	if (access(PROMTOOL, X_OK)) {
-		kt_skipf("%s is not installed (Debian package prometheus)",
+		kt_failf(__FILE__, __LINE__,
+			 "%s is not installed (make deps: prometheus)",
 			 PROMTOOL);
 		kt_end();
 		return;

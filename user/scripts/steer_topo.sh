@@ -169,7 +169,7 @@ _steer_xdp_pass() {
 	local bif=$1
 	ip -n "$STEER_BR_NS" link set dev "$bif" xdpdrv obj "$STEER_EMPTY_OBJ" sec xdp ||
 		return 1
-	ip -n "$STEER_BR_NS" -d link show dev "$bif" | grep -q 'prog/xdp'
+	grep -q 'prog/xdp' <<<"$(ip -n "$STEER_BR_NS" -d link show dev "$bif")"
 }
 
 # _steer_memcached NS ADDR: one memcached, PID recorded for steer_topo_down.
@@ -236,6 +236,10 @@ steer_topo_up() {
 	if ! [[ "$nsh" =~ ^[0-9]+$ && "$nrep" =~ ^[0-9]+$ ]] ||
 		[ "$nsh" -lt 1 ] || [ "$nsh" -gt 89 ] || [ "$nrep" -gt 99 ]; then
 		steer_msg "want 1..89 shards and 0..99 replicas, got '$nsh' '$nrep'"
+		return 1
+	fi
+	if ! command -v memcached >/dev/null; then
+		steer_msg "memcached is not installed (make deps: memcached)"
 		return 1
 	fi
 	if [ ! -r "$STEER_EMPTY_OBJ" ]; then
