@@ -112,18 +112,27 @@ promtool_check() {
 }
 
 # load_during SECONDS OUT PROM: paced gets and sets with a flash key from
-# the client for SECONDS; PROM is scraped a second before the end, while the
-# top and hot keys are the load's, and the routing document (--listen) into
-# PROM.routing. Fails if ks_load does.
+# the client for SECONDS; PROM is scraped while the top and hot keys are the
+# load's, and the routing document (--listen) into PROM.routing. Fails if
+# ks_load does. The load's intervals are waited for by what they show (a
+# top key at the flash key's ~600 reads/s, flash:1 in the routing
+# document), as a loaded machine starts ks_load and renders late.
 load_during() {
 	local loader rc
 	ks_in_ns_bg "$CNS" nice -n "$KS_NICE" "$LOAD" --server "$SADDR:$PORT" \
 		--duration "$1" --rate 2000 --keys 1000 --zipf 0.5 \
 		--flash flash:1:0.3 --mix get=90,set=10 --json >"$2" 2>&1
 	loader=$KS_BG_PID
-	sleep "$(($1 - 1))"
-	scrape "$MPORT" /metrics "$3" >/dev/null
-	scrape "$LPORT" /routing "$3.routing" >/dev/null
+	while kill -0 "$loader" 2>/dev/null; do
+		scrape "$MPORT" /metrics "$3" >/dev/null
+		scrape "$LPORT" /routing "$3.routing" >/dev/null
+		"$PY" - "$3" <<'PYEOF' && grep -q '"flash:1"' "$3.routing" && break
+import sys
+top = [float(l.rsplit(" ", 1)[1]) for l in open(sys.argv[1])
+       if l.startswith("keysteer_top_key_reads_per_second{")]
+sys.exit(not top or max(top) < 300)
+PYEOF
+	done
 	wait "$loader"
 	rc=$?
 	[ "$rc" = 0 ] || note "ks_load exited with $rc: $(head -c 300 "$2")"
