@@ -21,9 +21,10 @@
 #   each key's count (top[].count) within 1% of the live one and of the
 #   exact count ks_load logged; keys within 2% of the 10th are ties.
 # The live interval (--interval 12) is long enough to hold the whole load,
-# and its class rates x 12 s must equal ks_ops, or the comparison is void
-# (FAIL, never PASS). tcpdump must report 0 drops, or the capture is not
-# the traffic (FAIL with the reason).
+# and its class rates x its measured length must equal ks_ops, or the
+# comparison is void (FAIL, never PASS). tcpdump must report 0 drops (the
+# pcapng: those of the pcap it is made from) and cut no frame short, or
+# the capture is not the traffic (FAIL with the reason).
 # Also: replay pins nothing and leaves the running agent alone; a cut
 # capture gives "FILE: record N at byte B: ..." and exit 1; non-root is
 # refused; the text report gives the frames and exact counts, then the
@@ -50,7 +51,7 @@ if [ ! -x "$LOAD" ]; then
 	fail replay "$LOAD is missing; run 'make' first"
 	exit 1
 fi
-IV=12 # seconds: the live agent's first interval holds the whole load
+IV=12 # seconds: the first interval holds the whole load (~3 s at its pace)
 CAPS=(eth nano sll2 sll)
 declare -A CAP_PID=()
 
@@ -69,10 +70,17 @@ trap replay_cleanup EXIT
 # drop to the tcpdump user, which cannot write in our 0700 folder.
 # --immediate-mode: otherwise libpcap hands packets over in blocks that fill
 # or time out (1 s), and the block still filling when tcpdump stops is lost.
+# Immediate mode makes libpcap use a ring of fixed-size slots, each as large
+# as the snaplen on '-i any' and on a veth with offloads (-s 0: 256 KiB, so
+# a 16 MiB ring had 64 slots, and a tcpdump kept off the CPU for a few ms
+# dropped). -s 4096 holds every frame of this load (one request in flight
+# per connection; a frame cut short fails the check below) and -B 131072
+# gives each capture ~31,000 slots: the whole load's frames, both
+# directions, even if tcpdump gets no CPU until it ends.
 start_capture() {
 	local name=$1 i
 	shift
-	ks_in_ns_bg "$SNS" "$TCPDUMP" -n -Z root -B 16384 -s 0 --immediate-mode \
+	ks_in_ns_bg "$SNS" "$TCPDUMP" -n -Z root -B 131072 -s 4096 --immediate-mode \
 		-w "$E2E_TMP/$name.pcap" "$@" </dev/null >/dev/null \
 		2>"$E2E_TMP/$name.err"
 	CAP_PID[$name]=$KS_BG_PID
@@ -165,12 +173,8 @@ else
 fi
 
 e2e_net_up
-if ! e2e_agent_start --sample 1 --interval "$IV"; then
-	fail replay_setup "agent run --sample 1 did not attach"
-	exit 1
-fi
-t_attach=$(date +%s.%N)
-
+# The captures start first: their start-up on a loaded machine is then not
+# part of the live agent's first interval, which must hold the whole load.
 ok=1
 start_capture eth -i "$SIF" -Q in || ok=0
 start_capture nano -i "$SIF" -Q in --time-stamp-precision nano || ok=0
@@ -180,6 +184,11 @@ if [ "$ok" = 0 ]; then
 	fail replay_capture "a tcpdump did not start: $(cat "$E2E_TMP"/*.err | head -c 400)"
 	exit 1
 fi
+if ! e2e_agent_start --sample 1 --interval "$IV"; then
+	fail replay_setup "agent run --sample 1 did not attach"
+	exit 1
+fi
+t_attach=$(date +%s.%N)
 
 # Known load: TCP gets, 8-key multi-gets and sets over 2 connections, then
 # UDP gets; paced, bounded by count.
@@ -195,11 +204,11 @@ if ! ks_in_ns "$CNS" nice -n "$KS_NICE" "$LOAD" "${COMMON[@]}" --proto tcp \
 	fail replay_load "ks_load failed: $(cat "$E2E_TMP"/load.*.err | head -c 400)"
 	exit 1
 fi
+t_load_end=$(date +%s.%N)
 sleep 1 # the last replies and ACKs reach every capture
 for c in "${CAPS[@]}"; do
 	stop_capture "$c"
 done
-t_load_end=$(date +%s.%N)
 live_ops >"$E2E_TMP/live_ops.json"
 
 # The live agent's first interval: its report appears once it ends.
@@ -215,12 +224,10 @@ if [ ! -s "$live" ]; then
 	fail replay_live "the live agent published no report of its first interval"
 	exit 1
 fi
-if awk -v a="$t_attach" -v b="$t_load_end" -v iv="$IV" 'BEGIN { exit !(b - a < iv - 1) }'; then
-	note "load and captures ended $(awk -v a="$t_attach" -v b="$t_load_end" 'BEGIN{printf "%.1f", b - a}') s after the attach, inside the first ${IV} s interval"
-else
-	fail replay_live "the load ended too late for the first interval (machine busy?)"
-	exit 1
-fi
+# Whether the first interval held the whole load is checked exactly below
+# (its requests against ks_ops); a loaded machine stretches both the load
+# and the interval, so the clock only explains a failure.
+note "the load ended $(awk -v a="$t_attach" -v b="$t_load_end" 'BEGIN{printf "%.1f", b - a}') s after the attach; the first interval lasted $("$PY" -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["interval_measured_ms"] / 1000))' "$live") s"
 
 # ---- the captures ----
 n=$(make_pcapng "$E2E_TMP/nano.pcap" "$E2E_TMP/ng.pcapng")
@@ -229,13 +236,13 @@ ls -A "$BPFFS" >"$E2E_TMP/bpffs.before"
 ls -A "$PIN_ROOT/$SIF" >"$E2E_TMP/pins.before"
 for c in eth nano sll2 sll ng; do
 	f=$E2E_TMP/$c.pcap
-	[ "$c" = ng ] && f=$E2E_TMP/ng.pcapng
-	if [ -f "$E2E_TMP/$c.stats" ]; then
-		read -r captured dropped <"$E2E_TMP/$c.stats"
-		if [ "$dropped" != 0 ]; then
-			fail "replay_$c" "tcpdump dropped '$dropped' of $captured packets: the capture is not the traffic"
-			continue
-		fi
+	src=$c
+	# the pcapng is nano.pcap's frames: it lacks whatever that one dropped
+	[ "$c" = ng ] && f=$E2E_TMP/ng.pcapng && src=nano
+	read -r captured dropped <"$E2E_TMP/$src.stats"
+	if [ "$dropped" != 0 ]; then
+		fail "replay_$c" "tcpdump dropped '$dropped' of $captured packets of $src.pcap: the capture is not the traffic"
+		continue
 	fi
 	if ! "$AGENT" replay --json --top 20 "$f" >"$E2E_TMP/rep.$c.json" \
 		2>"$E2E_TMP/rep.$c.err"; then
@@ -249,16 +256,15 @@ for c in eth nano sll2 sll ng; do
 		continue
 	fi
 	"$PY" - "$c" "$live" "$E2E_TMP/live_ops.json" "$E2E_TMP/rep.$c.json" \
-		"$E2E_TMP/rep.$c.err" "$IV" "$E2E_TMP/exact.tcp" \
+		"$E2E_TMP/rep.$c.err" "$E2E_TMP/exact.tcp" \
 		"$E2E_TMP/exact.udp" <<'PYEOF'
 import json, sys
 
-name, live_f, ops_f, rep_f, err_f, iv = sys.argv[1:7]
-exact_files = sys.argv[7:]
+name, live_f, ops_f, rep_f, err_f = sys.argv[1:6]
+exact_files = sys.argv[6:]
 live = json.load(open(live_f))
 live_ops = json.load(open(ops_f))
 rep = json.load(open(rep_f))
-iv = float(iv)
 fails = []
 
 # requests by op, as the replay prints them under its report
@@ -271,6 +277,9 @@ for line in open(err_f):
         rep_ops[w[0]] = [int(x) for x in w[1:]]
     elif in_table and not line.startswith("  "):
         in_table = False
+cut = [l.split()[0] for l in open(err_f) if "cut by the capture's snaplen" in l]
+if cut:
+    fails.append("%s frames cut by tcpdump's -s: raise it in start_capture" % cut[0])
 if rep_ops != live_ops:
     fails.append("requests/keys/bytes by op: replay %s, live %s" % (rep_ops, live_ops))
 
@@ -295,13 +304,16 @@ for reason, n in rep["totals"]["errors"].items():
         fails.append("totals.errors.%s %d, errors.%s.total %d"
                      % (reason, n, reason, rep["errors"][reason]["total"]))
 
-# the live interval must hold all of it, or the key comparison is void
-def class_reqs(doc, secs):
+# the live interval must hold all of it, or the key comparison is void;
+# its rates are over its measured length, which a loaded machine stretches
+# past --interval
+def class_reqs(doc):
+    secs = doc["interval_measured_ms"] / 1000
     return sum(float(c["requests_per_s"]) for c in doc["classes"].values()) * secs
 live_total = sum(v[0] for v in live_ops.values())
-if abs(class_reqs(live, iv) - live_total) > max(2, 0.005 * live_total):
-    fails.append("the live interval holds %.0f requests, ks_ops %d: not the whole load"
-                 % (class_reqs(live, iv), live_total))
+if abs(class_reqs(live) - live_total) > max(2, 0.005 * live_total):
+    fails.append("the live interval (%.3f s) holds %.0f requests, ks_ops %d: not the whole load"
+                 % (live["interval_measured_ms"] / 1000, class_reqs(live), live_total))
 
 for reason, e in rep["errors"].items():
     if reason != "not_memcached" and e["total"] != live["errors"][reason]["total"]:
