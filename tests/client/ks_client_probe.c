@@ -300,11 +300,14 @@ static int timeline_mode(void)
 			if (b.l1_hits > a.l1_hits)
 				last_l1 = now - t_kill;
 			/* while the view is down: its last view, then the
-			 * owners only; never the L1 */
+			 * owners only; never the L1. A read is judged by the
+			 * state it began in (a): the watch thread may turn
+			 * owners-only on while a read chosen on the last view
+			 * is on the wire, a loaded machine for long. */
 			if (!b.view_up && up_wall < 0) {
-				copy_down += !b.owners_only &&
+				copy_down += !a.owners_only &&
 					     b.copy_reads > a.copy_reads;
-				copy_oonly += b.owners_only &&
+				copy_oonly += a.owners_only &&
 					      b.copy_reads > a.copy_reads;
 				l1_down += b.l1_hits > a.l1_hits;
 			}

@@ -5,7 +5,7 @@ would) and times how long a write to an armed hot key takes to show up as
 its entry turning dirty, and then armed again.
 
   ks_hot_watch.py --etcd URL --cluster NAME --owner HOST:PORT --key KEY
-                  [--writes N] [--timeout SEC] [--pause SEC]
+                  [--writes N] [--timeout SEC] [--pause SEC] [--arm-timeout SEC]
 
 It reads the prefix, watches it from the read's revision + 1 (one POST to
 /v3/watch whose answer is a stream of JSON objects), and waits for KEY's
@@ -91,6 +91,10 @@ def main():
     ap.add_argument("--writes", type=int, default=20)
     ap.add_argument("--timeout", type=float, default=3.0)
     ap.add_argument("--pause", type=float, default=0.05)
+    # how long the key may take to be armed (at the start, and again before
+    # each write): the agent's refill, which a loaded machine slows; apart
+    # from --timeout, the bound on the dirty event that a control measures
+    ap.add_argument("--arm-timeout", type=float)
     a = ap.parse_args()
     prefix = "/keysteer/%s/hot/" % a.cluster
     r = json.load(post(a.etcd + "/v3/kv/range",
@@ -136,8 +140,9 @@ def main():
 
     res = {"armed_at_start": False, "dirty_ms": [], "rearmed_ms": [],
            "timeouts": 0, "sent": 0, "missed": 0, "unparsed": bad}
+    arm = a.arm_timeout if a.arm_timeout is not None else 3 * a.timeout
     if not wait_for(lambda s: s.get("state") == "armed",
-                    time.monotonic() + 3 * a.timeout):
+                    time.monotonic() + arm):
         res["last_state"] = state
         print(json.dumps(res))
         return 1
@@ -147,7 +152,7 @@ def main():
     mc.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for i in range(a.writes):
         if not wait_for(lambda s: s.get("state") == "armed",
-                        time.monotonic() + a.timeout):
+                        time.monotonic() + arm):
             res["timeouts"] += 1
             continue
         seq = state.get("write_seq", 0)

@@ -143,6 +143,7 @@ tsummary() {
 TL_SECONDS=14 timeline etcd_gone "$ETCD_PID" "stale_view_ms=$STALE_MS" &
 TL_PID=$!
 sleep 7 # the kill at 2 s, owners only from 4 s: etcd back at 7 s
+kill -KILL "$ETCD_PID" 2>/dev/null # the probe's kill, if it never came
 wait "$ETCD_PID" 2>/dev/null
 RESTART_MS=$(date +%s%3N)
 if ! e2e_etcd_start "$CNS" client_faults "$URL" 2380 >"$E2E_TMP/etcd_restart.out"; then
@@ -177,6 +178,10 @@ if ! client_wait_armed "$EXAMPLE"; then
 	exit 1
 fi
 timeline agent_dead "${STEER_AGENT_PIDS[OWNER]}"
+# The probe kills the agent 2 s in; a probe that died before (or hung
+# until its timeout 60, as once at load 30) did not, and a bare wait
+# would hang the script: kill it again (harmless once dead), then reap.
+kill -KILL "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
 wait "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
 note "the owner's agent SIGKILLed 2 s into the run (lease 2 s: 3 intervals of 0.5 s, rounded up): $(tsummary agent_dead)"
 if [ "$(jexpr agent_dead "int(d['errors'] == 0 and d['copy_reads_before'] > 0 and d['unarmed_after_ms'] > 0 and d['last_copy_read_ms'] <= d['unarmed_after_ms'] and d['owner_reads_after'] > 0 and d['view_up_end'] == 1)")" = 1 ]; then

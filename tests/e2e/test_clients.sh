@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # test_clients.sh - every request of a real client counted once (issue 10).
+# e2e-timeout: 900
+# (run.sh's limit for this script: its 57 results took 152 s at load 15
+# and 354 s at load 30 on 2 cores (stress-ng --cpu 2 beside other runs);
+# E2E_TIMEOUT's 300 s timed it out at load 25.)
 #
 # Real clients from Debian's packages drive real memcached through the
 # agent (--sample 1), and the agent's exact cumulative totals must equal

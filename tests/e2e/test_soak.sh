@@ -8,7 +8,12 @@
 # failed, the datapath counted exactly every request ks_load sent (UDP less
 # what was lost in front of it; see the equations below), no parse errors,
 # every reload succeeded, and the agent's memory stayed flat (within 256
-# KiB from the tenth flip, when the allocator has warmed up, to the end).
+# KiB from the floor of flips 10 to 20 to the end, after the last reload). Each flip builds a 1.5 MB ring and
+# frees the old one (valgrind's massif: the heap goes 3.7 -> 5.3 -> 3.7 MB
+# at every flip, its floor within 1.1 KiB over 31 flips); the agent
+# keeps such blocks mmapped (cmd_run.c), so a freed ring leaves no RSS
+# behind. Before that, glibc moved them onto the heap after some flip, a
+# step of one ring whenever it came (after the tenth on a loaded machine).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -83,12 +88,20 @@ while [ "$SECONDS" -lt "$end" ]; do
 	mv "$PINS.new" "$PINS"
 	kill -HUP "$E2E_AGENT_PID" # reload both now, not at the next check
 	sleep 0.6
-	# the first flips warm the allocator up; from then on it must not grow
-	[ "$flips" = 10 ] && rss_start=$(rss)
-	[ $((flips % 10)) = 0 ] && echo "$SECONDS $(rss)" >>"$E2E_TMP/rss.log"
+	# the first flips fill the agent's caches; from then on it must not
+	# grow. A sample may land while a reload builds its new ring (RSS up
+	# to ~650 KiB higher until the old one is freed, the longer on a
+	# loaded machine): the baseline is the floor of flips 10 to 20.
+	r=$(rss)
+	if [ "$flips" -ge 10 ] && [ "$flips" -le 20 ] &&
+		{ [ -z "$rss_start" ] || [ "$r" -lt "$rss_start" ]; }; then
+		rss_start=$r
+	fi
+	echo "$SECONDS $flips $r" >>"$E2E_TMP/rss.log"
 done
-rss_end=$(rss)
 wait "$TCP_PID" "$UDP_PID" 2>/dev/null
+# the end: 3 s after the last flip, no reload under way
+rss_end=$(rss)
 # Both clients have had every reply (or given up on it): every request
 # they sent has been through the hook, so the counts are final.
 read -r req1 udp1 steer1 <<<"$(dp_counts)"
@@ -151,7 +164,7 @@ else
 fi
 if [ -n "$rss_start" ] && [ -n "$rss_end" ] && [ $((rss_end - rss_start)) -le 256 ]; then
 	pass soak_memory_flat
-	note "agent RSS $rss_start KiB after 10 flips -> $rss_end KiB at the end"
+	note "agent RSS $rss_start KiB (floor of flips 10 to 20) -> $rss_end KiB at the end"
 else
 	fail soak_memory_flat "agent RSS ${rss_start:-?} KiB -> ${rss_end:-?} KiB"
 fi

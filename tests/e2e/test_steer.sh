@@ -8,17 +8,22 @@
 #    1000 x 0.1) turns hot by rate: its gets are spread over the owner and
 #    both replicas (replies come from the replicas' addresses, each replica's
 #    own memcached cmd_get moves), with no errors, and the first steered
-#    reply comes within one interval + 75 ms of the load's start (a load
+#    reply comes within one interval + 300 ms of the load's start (a load
 #    starting just before an interval ends is not yet enough to be hot
 #    there: the next boundary, one interval on, then the fill's round
-#    trips: the CAS reads, the owner's read, the conditional stores).
+#    trips: the CAS reads, the owner's read, the conditional stores). The
+#    bound is the property "hot at the next boundary": quiet, 375 to 470
+#    ms; 602 ms at load 25 on 2 cores; a key that needed two intervals
+#    would take 1000 ms and more.
 # 2. The report shows the key armed with its replicas and their load.
 # 3. Freshness (ks_fresh.py): readers hammer the key while a writer sets new
 #    values on the owner; no read sent after a write's ack may see an older
 #    value. Re-arm times are printed.
 # 4. A replica dies (its memcached killed): within a few intervals the
 #    agent has moved the key's copies to the other replica; gets after that
-#    never time out and none is answered by the dead one.
+#    never time out and none is answered by the dead one. A get sent to the
+#    dead replica never has a reply, so a 2 s timeout tells it apart from a
+#    reply a loaded machine made late (0.2 s timed out 2 to 4 of 1000).
 # 5. SIGKILL the agent: steering stops within its 3-interval TTL.
 #
 # STEER_TEST_FAMILY=6 (what test_steer_v6.sh sets) runs all of it over
@@ -109,8 +114,8 @@ for r in reps:
 if d["steered"] < 1000:
     why.append("only %d steered replies" % d["steered"])
 fs = d["first_steered_ms"]
-if fs is None or fs > iv + 75:
-    why.append("first steered reply at %s ms (limit %d)" % (fs, iv + 75))
+if fs is None or fs > iv + 300:
+    why.append("first steered reply at %s ms (limit %d)" % (fs, iv + 300))
 print("; ".join(why) or "OK")
 print("steered %d of %d gets, by source %s, first steered after %s ms" % (
     d["steered"], sum(o["ops"] for o in d["ops"]), by, fs), file=sys.stderr)
@@ -205,7 +210,7 @@ d = json.load(open(sys.argv[1]))
 print("%d of %d gets timed out" % (sum(o["timeouts"] for o in d["ops"]), sum(o["ops"] for o in d["ops"])))' "$E2E_TMP/failing.json" 2>&1)"
 ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --server "$OHP" --proto udp \
 	--keys 1 --flash "$KEY:0.99" --mix get=100 --duration 2 --rate 500 \
-	--timeout 0.2 --json >"$E2E_TMP/failover.json" 2>"$E2E_TMP/failover.err"
+	--timeout 2 --json >"$E2E_TMP/failover.json" 2>"$E2E_TMP/failover.err"
 why=$("$PY" - "$E2E_TMP/failover.json" "$R0HP" "$R1HP" \
 	2>"$E2E_TMP/failover.sum" <<'PYEOF'
 import json, sys

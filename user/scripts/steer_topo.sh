@@ -290,8 +290,10 @@ steer_topo_up() {
 
 # steer_agent_start IDX ARGS...: output in $STEER_TMP/agent.IDX.out. 0 once
 # the agent says it attached and has pinned its link; 1 if it exited (its
-# status in STEER_AGENT_RC) or did not attach within 10 s (it is left
-# running; steer_agents_stop ends it).
+# status in STEER_AGENT_RC) or did not attach within 60 s (it is left
+# running; steer_agents_stop ends it). Quiet, an agent attaches in under a
+# second; at load 30 on 2 cores, the BPF verifier and an etcd starved of
+# CPU took more than 10 s.
 # shellcheck disable=SC2034 # STEER_AGENT_RC is for the caller
 steer_agent_start() {
 	local idx=$1 ifn out pid i
@@ -302,7 +304,7 @@ steer_agent_start() {
 		</dev/null >"$out" 2>&1
 	pid=$KS_BG_PID
 	STEER_AGENT_PIDS+=("$pid")
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			wait "$pid"
 			STEER_AGENT_RC=$?
