@@ -34,6 +34,13 @@ struct env {
 	unsigned graces, downs, arms, disarms;
 	unsigned down_rep;
 	__u64 down_for;
+	/* the owner: each applied write gives the item a new CAS, which a
+	 * fill reports; with apply_late set a write reaches the datapath
+	 * but memcached applies it only at owner_apply() */
+	__u64 owner_cas[KS_HOT_SLOTS];
+	__u64 job_cas[KS_HOT_SLOTS]; /* what a job read, when it went out */
+	__u64 next_cas;
+	int apply_late;
 };
 
 static struct env *env_new(unsigned nrep)
@@ -99,6 +106,7 @@ static void apply(struct env *e)
 			break;
 		case KS_ACT_FILL:
 			e->job[e->njobs++] = *a;
+			e->job_cas[a->slot] = e->owner_cas[a->slot];
 			break;
 		case KS_ACT_ARM:
 			s->armed_seq = a->seq;
@@ -162,10 +170,18 @@ static int dp_write(struct env *e, int i, int deliver)
 
 	s->write_seq++;
 	s->last_write_ns = e->now;
+	if (!e->apply_late)
+		e->owner_cas[i] = ++e->next_cas;
 	ev = s->write_seq - 1 == s->armed_seq && s->expires_ns;
 	if (ev && deliver)
 		ks_steer_fsm_dirty(&e->f, i, e->now);
 	return ev;
+}
+
+/* memcached applies the write of slot i it held back (apply_late). */
+static void owner_apply(struct env *e, int i)
+{
+	e->owner_cas[i] = ++e->next_cas;
 }
 
 /* Index of the job for slot i, or -1. */
@@ -195,6 +211,7 @@ static int answer_raw(struct env *e, int i, enum ks_fill_status st,
 	r.status = st;
 	r.failed_reps = failed_reps;
 	r.owner_failed = owner_failed;
+	r.owner_cas = e->job_cas[i];
 	e->job[k] = e->job[--e->njobs];
 	ks_steer_fsm_fill_done(&e->f, &r, e->now);
 	return 0;
@@ -779,6 +796,127 @@ static void t_raced(void)
 	free(e);
 }
 
+/*
+ * A write the datapath saw that memcached applies only much later than the
+ * settle (a loaded host): the refill copies the old value, and arming it
+ * would serve it after the write's acknowledgement. The owner's CAS,
+ * changed fewer times since the last arming than writes were seen,
+ * holds it back until they are in; the retries back off; and a write
+ * that never changes the item (here: never applied) is armed after
+ * KS_STEER_APPLY_WAIT_NS.
+ */
+/* Time moves on to the slot's next fill; whether one went out. */
+static int fill_when_due(struct env *e, int i)
+{
+	int n;
+
+	for (n = 0; n < 4 && job_of(e, i) < 0; n++) {
+		advance(e, (__u64)ks_steer_fsm_next_due(&e->f, e->now));
+		poll_(e);
+	}
+	return job_of(e, i) >= 0;
+}
+
+static void t_write_applied_late(void)
+{
+	struct env *e = env_new(3);
+	__u64 t_seen, due;
+	int i, k, tries;
+
+	kt_begin("steer_fsm_write_applied_after_the_settle");
+	i = armed_key(e, "k:hot", 3);
+	advance(e, 10 * MS);
+	e->apply_late = 1;
+	dp_write(e, i, 1);
+	t_seen = e->now;
+	for (tries = 0; tries < 3; tries++) {
+		CHECK(fill_when_due(e, i), "no refill");
+		k = job_of(e, i);
+		CHECK(k >= 0 && e->job[k].seq == 1, "no refill at seq 1");
+		answer(e, i, KS_FILL_OK,
+		       0); /* memcached: still the old value */
+		CHECK(!steers(e, i),
+		      "armed over a write not yet applied (try %d)", tries);
+	}
+	CHECK_EQ(e->f.unapplied, 3);
+	due = (__u64)ks_steer_fsm_next_due(&e->f, e->now);
+	CHECK_EQ(due, 4 * KS_STEER_SETTLE_NS); /* doubling */
+	/* the write lands; the next copy has it and is armed */
+	owner_apply(e, i);
+	CHECK(fill_when_due(e, i), "no refill");
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i) && e->dp[i].armed_seq == 1,
+	      "not armed once applied");
+
+	/* the next write seen while a copy waits for the one before (a
+	 * writer that sends it as soon as the first is acknowledged): the
+	 * CAS changed once, two writes were seen */
+	advance(e, 10 * MS);
+	dp_write(e, i, 1);
+	CHECK(fill_when_due(e, i), "no refill");
+	answer(e, i, KS_FILL_OK, 0);
+	owner_apply(e, i);
+	dp_write(e, i, 1);
+	CHECK(fill_when_due(e, i), "no refill");
+	k = job_of(e, i);
+	CHECK(k >= 0 && e->job[k].seq == 3, "no refill at seq 3");
+	answer(e, i, KS_FILL_OK, 0); /* the first write's value */
+	CHECK(!steers(e, i), "armed without the second write applied");
+	owner_apply(e, i);
+	CHECK(fill_when_due(e, i), "no refill");
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i) && e->dp[i].armed_seq == 3,
+	      "not armed once both were applied");
+	CHECK_EQ(e->f.unapplied, 5);
+
+	/* two writes applied between two copies: one change seen for two
+	 * writes; armed once a copy is read well after the last write */
+	advance(e, 10 * MS);
+	e->apply_late = 0;
+	dp_write(e, i, 1);
+	dp_write(e, i, 1);
+	t_seen = e->now;
+	CHECK(fill_when_due(e, i), "no refill");
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(!steers(e, i), "armed on one change for two writes at once");
+	while (!steers(e, i) && fill_when_due(e, i))
+		answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i) && e->dp[i].armed_seq == 5, "never armed at seq 5");
+	CHECK(e->now - t_seen >= KS_STEER_APPLY_QUIET_NS &&
+		      e->now - t_seen <= KS_STEER_APPLY_QUIET_NS +
+						 KS_STEER_APPLY_RETRY_MAX_NS,
+	      "armed %llu ms after the writes",
+	      (unsigned long long)((e->now - t_seen) / MS));
+	e->apply_late = 1;
+
+	/* a write that changes nothing: armed after the wait, not before */
+	advance(e, 10 * MS);
+	dp_write(e, i, 1);
+	t_seen = e->now;
+	for (tries = 0; tries < 100 && !steers(e, i); tries++) {
+		CHECK(fill_when_due(e, i), "no refill");
+		answer(e, i, KS_FILL_OK, 0);
+		if (steers(e, i))
+			CHECK(e->now - t_seen >= KS_STEER_APPLY_WAIT_NS,
+			      "armed %llu ms after a write never applied",
+			      (unsigned long long)((e->now - t_seen) / MS));
+	}
+	CHECK(steers(e, i) && e->dp[i].armed_seq == 6,
+	      "never armed after a write that changed nothing");
+	CHECK(e->now - t_seen <= KS_STEER_APPLY_WAIT_NS +
+					 KS_STEER_APPLY_RETRY_MAX_NS +
+					 KS_STEER_SETTLE_NS,
+	      "armed %llu ms after the write",
+	      (unsigned long long)((e->now - t_seen) / MS));
+	/* a refresh at the same sequence is armed as it is */
+	advance(e, IV);
+	tick(e);
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i), "a refresh with no new write held back");
+	kt_end();
+	free(e);
+}
+
 /* A key leaving stops steering at once; its slot clears after the grace
  * period. A key whose copies change is disarmed before they change. */
 static void t_leave_and_regrace(void)
@@ -894,6 +1032,7 @@ void test_steer_fsm(void)
 	t_disarm_all();
 	t_miss();
 	t_raced();
+	t_write_applied_late();
 	t_leave_and_regrace();
 	t_settle_first_sight();
 	t_adopt();

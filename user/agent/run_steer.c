@@ -574,11 +574,11 @@ void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 		steered += s->map.slot[i].steered_mps / 1000.0;
 	}
 	fprintf(f,
-		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %llu raced, %u out), %llu invalidations (%llu failed, %llu dropped), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
+		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %llu raced, %llu before the owner applied a write, %u out), %llu invalidations (%llu failed, %llu dropped), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
 		seq, s->map.used, armed, steered, (unsigned long long)m->fills,
 		(unsigned long long)m->fill_errors,
-		(unsigned long long)m->raced, m->filling,
-		(unsigned long long)s->filler.invalidations,
+		(unsigned long long)m->raced, (unsigned long long)m->unapplied,
+		m->filling, (unsigned long long)s->filler.invalidations,
 		(unsigned long long)s->filler.inval_errors,
 		(unsigned long long)s->inval_dropped,
 		(unsigned long long)m->rearms,

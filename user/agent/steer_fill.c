@@ -55,6 +55,7 @@ static void run_job(struct ks_steer_filler *w, const struct ks_fill_job *j,
 		if (conns[i])
 			w->bad_until[j->reps[i]] = now + KS_STEER_DOWN_NS;
 	}
+	out->owner_cas = res.owner_cas;
 	if (!ret)
 		out->status = res.found ? KS_FILL_OK : KS_FILL_MISS;
 	else if (ret == -EAGAIN && !res.failed)

@@ -347,11 +347,53 @@ static void back_off(struct ks_steer_fsm *f, __u32 failed, __u64 now)
 	}
 }
 
+/* A copy's CAS: one more change if it differs from the copy before. */
+static void note_cas(struct ks_steer_slot *sl, __u64 cas)
+{
+	if (sl->cas_known && cas != sl->last_cas) {
+		sl->cas_changes++;
+		sl->last_cas = cas;
+	}
+}
+
+/*
+ * Whether the owner has applied every write the datapath saw up to the
+ * copy's sequence, as far as its CAS tells: as many changes of it since
+ * the last arming as writes seen since (any applied write was seen, so a
+ * change is one of them or one the sequence check refuses anyway); or,
+ * when two of them were applied between two copies, a change and a copy
+ * read well after the last write seen.
+ * *retry: when to copy again if not.
+ */
+static int owner_applied(struct ks_steer_slot *sl,
+			 const struct ks_steer_fill_result *r, __u64 now,
+			 __u64 *retry)
+{
+	unsigned shift;
+
+	if (!sl->cas_known || sl->cas_changes >= r->seq - sl->cas_seq ||
+	    (sl->cas_changes &&
+	     sl->job_ns >= sl->job_last_ns + KS_STEER_APPLY_QUIET_NS))
+		return 1;
+	if (!sl->unapplied_since) {
+		sl->unapplied_since = now;
+		sl->unapplied_tries = 0;
+	} else if (now - sl->unapplied_since >= KS_STEER_APPLY_WAIT_NS) {
+		return 1;
+	}
+	shift = sl->unapplied_tries < 16 ? sl->unapplied_tries++ : 16;
+	*retry = KS_STEER_SETTLE_NS << shift;
+	if (*retry > KS_STEER_APPLY_RETRY_MAX_NS)
+		*retry = KS_STEER_APPLY_RETRY_MAX_NS;
+	return 0;
+}
+
 void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 			    const struct ks_steer_fill_result *r, __u64 now)
 {
 	struct ks_steer_slot *sl;
 	struct ks_steer_action *a;
+	__u64 retry = 0;
 	unsigned j;
 
 	if (r->slot < 0 || r->slot >= KS_HOT_SLOTS)
@@ -373,6 +415,8 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 		refill(sl, now);
 		return;
 	}
+	if (r->status == KS_FILL_MISS)
+		note_cas(sl, 0); /* a delete applied */
 	if (r->status != KS_FILL_OK) {
 		/* some replica may not hold the value: no reads to any */
 		act_slot(f, KS_ACT_DISARM, r->slot);
@@ -386,10 +430,19 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 							  : f->interval_ns));
 		return;
 	}
+	note_cas(sl, r->owner_cas);
 	if (observe(f, r->slot, now) != r->seq) {
 		/* a write during the copy: stays dirty, copy again */
 		sl->dirty = 1;
 		refill(sl, now);
+		return;
+	}
+	if (!owner_applied(sl, r, now, &retry)) {
+		/* the copies hold the value from before those writes */
+		act_slot(f, KS_ACT_DISARM, r->slot);
+		f->unapplied++;
+		sl->dirty = 1;
+		refill(sl, now + retry);
 		return;
 	}
 	a = push(f, KS_ACT_ARM, r->slot);
@@ -397,6 +450,11 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 		refill(sl, now);
 		return;
 	}
+	sl->cas_known = 1;
+	sl->cas_seq = r->seq;
+	sl->last_cas = r->owner_cas;
+	sl->cas_changes = 0;
+	sl->unapplied_since = 0;
 	a->gen = sl->gen;
 	a->seq = r->seq;
 	a->expires_ns = now + f->ttl_ns;
@@ -449,6 +507,7 @@ static void dispatch(struct ks_steer_fsm *f, int i, __u64 now)
 	sl->state = KS_SL_FILLING;
 	sl->job_seq = seq;
 	sl->job_last_ns = last;
+	sl->job_ns = now;
 	f->filling++;
 }
 

@@ -18,6 +18,10 @@
  *   FILL --poll, due, settled, replicas up--> FILL action (the write_seq s
  *        read now travels with the job), FILLING
  *   FILLING --fill ok, write_seq still s--> ARM at s, ARMED
+ *           --fill ok, the owner's CAS changed fewer times since the last
+ *             arming than the datapath saw writes (memcached has not
+ *             applied them all)--> DISARM, FILL again (armed anyway
+ *             after KS_STEER_APPLY_WAIT_NS)
  *           --fill ok, write_seq moved (a write during the copy)--> FILL
  *           --fill raced (a copy invalidated under it)--> DISARM, FILL
  *           --fill failed--> DISARM, replicas that failed backed off, FILL
@@ -47,9 +51,23 @@
 
 /* A write reaches XDP before memcached applies it; copying sooner could
  * copy the old value. */
-#define KS_STEER_SETTLE_NS     2000000ULL
-#define KS_STEER_RETRY_NS      200000000ULL /* after a failed copy */
-#define KS_STEER_TTL_INTERVALS 3            /* armed slots live this long */
+#define KS_STEER_SETTLE_NS 2000000ULL
+/* On a loaded host memcached may apply a write far later than the settle
+ * (a worker thread not scheduled, a datagram's later fragments or a
+ * value's later segments still to come). Every store gives the item a new
+ * CAS, so a copy is armed only once the owner's CAS has changed, over the
+ * fills since the last arming, at least as often as the datapath saw
+ * writes; until then it is copied again, the retries doubling up to the
+ * cap. Two writes applied between two copies never catch up: once the
+ * CAS has changed at all and the copy was read KS_STEER_APPLY_QUIET_NS
+ * after the last write seen, it is armed. Writes that change nothing (a
+ * refused add or cas, a touch) and the datapath's disarm-all: after
+ * KS_STEER_APPLY_WAIT_NS since the first copy held back. */
+#define KS_STEER_APPLY_QUIET_NS     20000000ULL
+#define KS_STEER_APPLY_WAIT_NS      500000000ULL
+#define KS_STEER_APPLY_RETRY_MAX_NS 8000000ULL
+#define KS_STEER_RETRY_NS           200000000ULL /* after a failed copy */
+#define KS_STEER_TTL_INTERVALS      3 /* armed slots live this long */
 /* A replica that failed a copy is left out of new choices this long (its
  * keys move to the others), doubling up to the maximum while it fails. */
 #define KS_STEER_DOWN_NS     1000000000ULL
@@ -76,6 +94,7 @@ struct ks_steer_slot {
 	__u64 due_ns;      /* KS_SL_FILL: not before */
 	__u64 job_seq;     /* KS_SL_FILLING: write_seq read before the copy */
 	__u64 job_last_ns; /* last_write_ns read with it */
+	__u64 job_ns;      /* when it went out */
 	__u64 armed_seq;   /* KS_SL_ARMED: the sequence armed at */
 	__u64 expires_ns;  /* KS_SL_ARMED: the expiry armed with */
 	/* Settle from the first sight of a sequence too: a write whose
@@ -83,6 +102,13 @@ struct ks_steer_slot {
 	 * not yet, or one the datapath saw before the slot existed, must
 	 * still get KS_STEER_SETTLE_NS before a copy is read. */
 	__u64 obs_seq, obs_ns;
+	/* The owner's CAS: the sequence of the last arming (cas_known), the
+	 * CAS of the latest copy since, and how often it changed between
+	 * copies: a lower bound on the writes memcached applied since. */
+	__u64 cas_seq, last_cas, cas_changes;
+	__u64 unapplied_since; /* first copy held back since the arming */
+	__u8 cas_known;
+	__u8 unapplied_tries;
 };
 
 enum ks_steer_act {
@@ -128,6 +154,7 @@ struct ks_steer_fill_result {
 	__u8 status;       /* enum ks_fill_status */
 	__u8 owner_failed; /* the owner did not answer */
 	__u32 failed_reps; /* bit r: replica r (rs index) was not updated */
+	__u64 owner_cas;   /* the owner's CAS at the copy (0: no item) */
 };
 
 #define KS_STEER_ACT_MAX (4 * KS_HOT_SLOTS + 16)
@@ -148,6 +175,7 @@ struct ks_steer_fsm {
 	/* counters for the status line, the report and the metrics */
 	__u64 fills, fill_errors, events, no_slot, stale_results, raced;
 	__u64 expired, overflow;
+	__u64 unapplied; /* copies held back: writes not applied yet */
 	__u64 rearms;
 	double rearm_ms_sum, rearm_ms_max; /* write seen -> re-armed */
 

@@ -297,6 +297,8 @@ static int parse_va_flags(char *rest, struct ks_mc_item *it)
 		if (tok[0] == 'f' && !parse_num(tok + 1, 0xffffffffULL, &v)) {
 			it->flags = (__u32)v;
 			have_f = 1;
+		} else if (tok[0] == 'c' && !parse_num(tok + 1, ~0ULL, &v)) {
+			it->cas = v;
 		} else if (!strcmp(tok, "X")) {
 			it->stale = 1; /* marked by an invalidation */
 		} else if (tok[0] == 't' && !strcmp(tok + 1, "-1")) {
@@ -364,7 +366,7 @@ static int fetch_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	char *line, *sp;
 	int err;
 
-	err = send_key_cmd(c, "mg", a, " v f t", deadline);
+	err = send_key_cmd(c, "mg", a, " v f t c", deadline);
 	if (!err)
 		err = read_line(c, &line, deadline);
 	if (err)
@@ -691,6 +693,7 @@ int ks_fill_copies_opts(struct ks_mc_conn *owner,
 		return err;
 	}
 	res->found = it.found;
+	res->owner_cas = it.found ? it.cas : 0;
 	if (it.found)
 		res->ttl = copy_ttl(it.ttl, ttl_cap);
 	if (o->delay_ms)

@@ -45,6 +45,7 @@ struct ks_mc_item {
 	long ttl;    /* remaining seconds, -1 = never expires */
 	int found;
 	int stale; /* marked stale (meta "X"): an invalidation's mark */
+	__u64 cas; /* the item's CAS (ks_mc_fetch) */
 };
 
 /* No I/O: the connection opens on the first call. */
@@ -53,7 +54,7 @@ void ks_mc_init(struct ks_mc_conn *c, __u8 family, const union ks_inaddr *addr,
 /* Closes the socket and frees the buffer; safe to call twice. */
 void ks_mc_close(struct ks_mc_conn *c);
 
-/* "mg <key> v f t". *it is overwritten (free it with ks_mc_item_free);
+/* "mg <key> v f t c". *it is overwritten (free it with ks_mc_item_free);
  * a miss is 0 with it->found = 0. */
 int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 		struct ks_mc_item *it);
@@ -103,6 +104,7 @@ struct ks_fill_result {
 	__u32 failed_mask; /* bit i: replicas[i] not updated (failed) */
 	__u32 raced_mask;  /* bit i: replicas[i] not updated (raced) */
 	int owner_err;     /* the fetch's error; 0: the owner answered */
+	__u64 owner_cas;   /* the CAS of the value copied; 0: no item */
 };
 
 /*
