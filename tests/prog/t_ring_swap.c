@@ -30,6 +30,9 @@
  */
 #define SW_SHARDS 9
 #define SW_PKTS   48
+/* the grace-period run's time guard: a loaded 2-core machine may not push
+ * all its swaps in it (a tenth then suffices) */
+#define SW_GRACE_MAX_S 120
 
 struct sw_pkt {
 	struct pkt p;
@@ -51,6 +54,7 @@ struct sw_env {
 	double max_s; /* and at most this long */
 	int writer_cpu;
 	volatile int stop; /* reader -> writer: give up */
+	__u64 seen;        /* reader -> writer: packets classified so far */
 	/* writer -> reader */
 	volatile int done;
 	__u32 pushed;
@@ -71,17 +75,40 @@ static long sw_membarrier(void)
 	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
+/*
+ * SW_GRACE: waits until the reader has classified a packet that began
+ * after the push (its second from now: the one in flight may have begun
+ * before), so that it sees every ring as it goes however the load
+ * schedules the two threads. False when the reader stopped or time ran
+ * out.
+ */
+static bool sw_wait_seen(struct sw_env *e, double t0)
+{
+	__u64 want = __atomic_load_n(&e->seen, __ATOMIC_ACQUIRE) + 2;
+
+	while (__atomic_load_n(&e->seen, __ATOMIC_ACQUIRE) < want) {
+		if (e->stop || sw_now() - t0 >= e->max_s)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
 static void *sw_writer(void *arg)
 {
 	struct sw_env *e = arg;
 	double t0 = sw_now();
 	__u32 active = 0, i;
 	cpu_set_t set;
+	bool go;
 
 	CPU_ZERO(&set);
 	CPU_SET(e->writer_cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	for (i = 0; i < e->swaps && !e->stop && sw_now() - t0 < e->max_s; i++) {
+	/* ring A, seen before the first push */
+	go = e->mode != SW_GRACE || sw_wait_seen(e, t0);
+	for (i = 0; go && i < e->swaps && !e->stop && sw_now() - t0 < e->max_s;
+	     i++) {
 		const struct ks_ring_half *next;
 		__u32 idle = active ^ 1;
 
@@ -110,6 +137,8 @@ static void *sw_writer(void *arg)
 		if (e->werr)
 			break;
 		e->pushed = i + 1;
+		if (e->mode == SW_GRACE && !sw_wait_seen(e, t0))
+			break;
 	}
 	e->push_s = sw_now() - t0;
 	__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
@@ -225,6 +254,11 @@ static void sw_read(struct sw_env *e, struct sw_result *res)
 		__u32 rc = 0, olen = sizeof(out);
 		int from;
 
+		__atomic_store_n(&e->seen, res->pkts, __ATOMIC_RELEASE);
+		/* the control has shown what it must: no need to go on */
+		if (e->mode == SW_NO_GRACE && res->mixed)
+			e->stop = 1;
+
 		if (kp_run(kp.xdp_fd, sp->p.b, sp->p.len, &rc, out, &olen) ||
 		    rc != TR_XDP_PASS || olen != sp->p.len ||
 		    memcmp(out, sp->p.b, olen) ||
@@ -300,7 +334,9 @@ static __u32 sw_swaps(void)
 	const char *v = getenv("KP_RING_SWAPS");
 	long n = v ? strtol(v, NULL, 10) : 0;
 
-	return n > 0 && n <= 1000000 ? (__u32)n : 2000;
+	/* 1000: each push waits for the reader to see it (~55 ms a push on
+	 * a quiet machine), so 1000 keep the run near a minute */
+	return n > 0 && n <= 1000000 ? (__u32)n : 1000;
 }
 
 static void sw_done(struct sw_env *e)
@@ -364,7 +400,7 @@ void t_ring_swap_group(void)
 	if (sw_membarrier()) {
 		kt_skipf("membarrier(MEMBARRIER_CMD_GLOBAL) failed: %s",
 			 strerror(errno));
-	} else if (sw_run(SW_GRACE, swaps, 300, &res, e)) {
+	} else if (sw_run(SW_GRACE, swaps, SW_GRACE_MAX_S, &res, e)) {
 		printf("# ring swap with grace period: %u pushes in %.1f s, %llu packets (%llu ring A, %llu ring B, %llu switches seen), %llu mixed\n",
 		       e->pushed, e->push_s, (unsigned long long)res.pkts,
 		       (unsigned long long)res.from_a,
@@ -373,8 +409,12 @@ void t_ring_swap_group(void)
 		       (unsigned long long)res.mixed);
 		CHECK_EQ(e->werr, 0);
 		CHECK_EQ(res.bad_runs, 0);
-		CHECK(e->pushed == swaps, "only %u of %u pushes in time",
-		      e->pushed, swaps);
+		/* all of them, or a tenth when the load stretched the grace
+		 * periods past the time the tier can give */
+		CHECK(e->pushed == swaps || (e->push_s >= SW_GRACE_MAX_S &&
+					     e->pushed >= swaps / 10),
+		      "only %u of %u pushes in %.0f s", e->pushed, swaps,
+		      e->push_s);
 		CHECK(res.mixed == 0,
 		      "%llu of %llu packets counted neither A's nor B's answer (first, reads+writes of shards 0..8: %s)",
 		      (unsigned long long)res.mixed,
@@ -384,10 +424,15 @@ void t_ring_swap_group(void)
 		      "ring A %llu, ring B %llu packets",
 		      (unsigned long long)res.from_a,
 		      (unsigned long long)res.from_b);
-		/* the active ring changes every second push */
-		CHECK(res.changes >= swaps / 4,
-		      "only %llu ring switches seen over %u pushes",
-		      (unsigned long long)res.changes, swaps);
+		/* the active ring changes with pushes 0, 2, 4, ...; the
+		 * writer waited for the reader after each, so the reader saw
+		 * every switch (maybe not the last when time ran out) */
+		CHECK(res.changes == (e->pushed + 1) / 2 ||
+			      (e->pushed < swaps &&
+			       res.changes + 1 == (e->pushed + 1) / 2),
+		      "%llu ring switches seen over %u pushes, want %u",
+		      (unsigned long long)res.changes, e->pushed,
+		      (e->pushed + 1) / 2);
 		sw_done(e);
 	}
 	kp_end();
@@ -413,13 +458,17 @@ void t_ring_swap_group(void)
 	/*
 	 * The protocol without its wait: the writer rewrites a half right
 	 * after flipping away from it, while a packet that read the old
-	 * index may still be reading that half. Found or not, it is
-	 * reported: the race needs a packet (here the longest, ~50 us) to
-	 * outlast the syscall's copy of the 1.5 MiB value from user memory
-	 * (~0.2 ms), which only an interrupt in the packet's middle makes.
+	 * index may still be reading that half. The race needs a packet
+	 * (here the longest, ~50 us) to outlast the syscall's copy of the
+	 * 1.5 MiB value from user memory (~0.2 ms), which only an interrupt
+	 * or the hypervisor taking the vCPU in the packet's middle makes (a
+	 * PREEMPT_NONE kernel never preempts the program itself, so the
+	 * test cannot place the pause). So it runs until the first mix, with
+	 * a guard of 120 s, and a run that shows none fails: a control that
+	 * showed nothing would leave the test above proving nothing.
 	 */
 	kp_begin("ring_swap_without_grace_period_mixes");
-	if (sw_run(SW_NO_GRACE, 20000, 5, &res, e)) {
+	if (sw_run(SW_NO_GRACE, 1000000, 120, &res, e)) {
 		printf("# ring swap without grace period: %u pushes in %.1f s, %llu packets, %llu mixed%s%s\n",
 		       e->pushed, e->push_s, (unsigned long long)res.pkts,
 		       (unsigned long long)res.mixed,
@@ -428,10 +477,9 @@ void t_ring_swap_group(void)
 		       res.first_mix);
 		CHECK_EQ(e->werr, 0);
 		CHECK_EQ(res.bad_runs, 0);
-		if (!kt_cur.failed && !res.mixed)
-			kt_skipf(
-				"no mixed packet provoked in %llu packets over %u unguarded pushes (a packet must outlast the push's 0.2 ms copy-in)",
-				(unsigned long long)res.pkts, e->pushed);
+		CHECK(res.mixed > 0,
+		      "no mixed packet in %llu packets over %u unguarded pushes in %.0f s (a packet must outlast the push's 0.2 ms copy-in)",
+		      (unsigned long long)res.pkts, e->pushed, e->push_s);
 		sw_done(e);
 	}
 	kp_end();

@@ -28,11 +28,20 @@
 #include "ktest.h"
 #include "util/clock.h"
 
-#define HS_PORT         18080
-#define HS_CHILD_LIMIT  20   /* seconds for one test child */
-#define HS_SERVER_LIMIT 25   /* seconds a server child may live */
-#define HS_READ_LIMIT   5000 /* ms a client waits for a whole answer */
-#define BIG_DOC         (2u << 20)
+#define HS_PORT 18080
+/*
+ * Guards, not expectations: an answer or a close ends each wait, so they
+ * are long enough for a loaded 2-core machine and cost nothing otherwise.
+ */
+#define HS_CHILD_LIMIT  240   /* seconds for one test child */
+#define HS_SERVER_LIMIT 250   /* seconds a server child may live */
+#define HS_READ_LIMIT   60000 /* ms a client waits for a whole answer */
+/* The header and send timeouts of a server whose test is not about them:
+ * the product's 2 s header timeout would cut off a client the load kept
+ * from sending for 2 s (at load 35 a process was seen to wait 6 s for the
+ * CPU), and that is not what those tests look at. */
+#define HS_TIMEOUT_ROOM_NS 120000000000ULL
+#define BIG_DOC            (2u << 20)
 
 static __u64 ms_since(__u64 t0)
 {
@@ -200,7 +209,6 @@ static int hs_get(const char *req, struct reply *r)
 
 struct server_figures {
 	struct ks_http_stats stats;
-	__u64 max_service_ns; /* the longest single ks_http_service call */
 	int clients_left;
 };
 
@@ -233,7 +241,6 @@ static void serve(struct ks_http_server *srv, int ctl, int result,
 	while (ks_mono_ns() < stop) {
 		struct pollfd pfd[1 + KS_HTTP_POLLFDS];
 		int n, t = ks_http_timeout_ms(srv, ks_mono_ns());
-		__u64 t0;
 		char b;
 
 		pfd[0] = (struct pollfd){ .fd = ctl, .events = POLLIN };
@@ -249,10 +256,7 @@ static void serve(struct ks_http_server *srv, int ctl, int result,
 			if (write(result, "k", 1) != 1)
 				break;
 		}
-		t0 = ks_mono_ns();
-		ks_http_service(srv, pfd + 1, n, doc, len, t0);
-		if (ks_mono_ns() - t0 > fig.max_service_ns)
-			fig.max_service_ns = ks_mono_ns() - t0;
+		ks_http_service(srv, pfd + 1, n, doc, len, ks_mono_ns());
 	}
 	fig.stats = srv->stats;
 	fig.clients_left = ks_http_clients(srv);
@@ -272,8 +276,12 @@ static int server_start(struct fixture *fx, const char *doc_a,
 			const char *doc_b, size_t len, __u64 header_timeout_ns,
 			int sndbuf)
 {
-	struct ks_http_server srv = { .header_timeout_ns = header_timeout_ns,
-				      .serves = fx_serves };
+	struct ks_http_server srv = {
+		.header_timeout_ns = header_timeout_ns ? header_timeout_ns
+						       : HS_TIMEOUT_ROOM_NS,
+		.send_timeout_ns = HS_TIMEOUT_ROOM_NS,
+		.serves = fx_serves
+	};
 	struct sockaddr_in addr;
 	char err[256];
 	int ctl[2], res[2];
@@ -531,10 +539,13 @@ static void t_garbage(void)
 
 	if (server_start(&fx, small_doc, NULL, strlen(small_doc), 0, 0))
 		return;
-	/* A client that never sends a blank line still hears at once. */
+	/* A client that never sends a blank line still hears at once: a
+	 * 400 (a 408 would be the header timeout), and well before that
+	 * timeout's 120 s here. */
 	t0 = ks_mono_ns();
 	check_error(tls_hello, sizeof(tls_hello) - 1, 400, 0);
-	CHECK(ms_since(t0) < 1000, "TLS hello answered after %llu ms",
+	CHECK(ms_since(t0) < HS_TIMEOUT_ROOM_NS / 2000000,
+	      "TLS hello answered after %llu ms",
 	      (unsigned long long)ms_since(t0));
 	ERR("hello\r\n\r\n", 400);
 	ERR("GET * HTTP/1.1\r\n\r\n", 400);
@@ -743,25 +754,30 @@ static void t_slow_reader(void)
 	CHECK(fd >= 0 && !hs_send(fd, req, strlen(req)),
 	      "slow client: connect/send");
 	/* The first bytes prove its request is complete: it is owed doc A. */
-	hs_read(fd, &slow, 4096, 0, 200, 1);
-	CHECK(slow.len > 0, "slow client: nothing within 200 ms");
+	hs_read(fd, &slow, 4096, 0, HS_READ_LIMIT, 1);
+	CHECK(slow.len > 0, "slow client: nothing within %d ms", HS_READ_LIMIT);
 	server_switch_doc(&fx);
 
-	/* Another client is served whole while the slow one is mid-way. */
+	/*
+	 * Another client is served whole while the slow one is mid-way. The
+	 * slow one reads nothing meanwhile (this is one thread), so a server
+	 * that blocked on its full socket would never answer this one: the
+	 * answer is the proof, however long the load made it take.
+	 */
 	{
 		__u64 t1 = ks_mono_ns();
 
-		CHECK(!hs_get(req, &fast), "fast client: no whole answer");
+		CHECK(!hs_get(req, &fast),
+		      "fast client: no whole answer in %llu ms",
+		      (unsigned long long)ms_since(t1));
 		fast_ms = ms_since(t1);
 		check_doc_reply(&fast, doc_b, BIG_DOC, 0,
 				"fast client (document after the switch)");
-		CHECK(fast_ms < 1000, "fast client waited %llu ms",
-		      (unsigned long long)fast_ms);
 	}
 	CHECK(slow.len < BIG_DOC / 2, "slow client had %zu bytes already",
 	      slow.len);
 
-	hs_read(fd, &slow, 8192, 1, 15000, 0);
+	hs_read(fd, &slow, 8192, 1, 2 * HS_READ_LIMIT, 0);
 	slow_ms = ms_since(t0);
 	close(fd);
 	hs_parse(&slow);
@@ -771,13 +787,11 @@ static void t_slow_reader(void)
 			"slow client (document when its request completed)");
 	CHECK(slow_ms > fast_ms, "slow client was not slower (%llu vs %llu ms)",
 	      (unsigned long long)slow_ms, (unsigned long long)fast_ms);
-	if (!server_stop(&fx, &fig)) {
+	/* How long one service call took is no check: load stretches any
+	 * call, and the fast client's answer above already shows the server
+	 * did not wait on the slow one. */
+	if (!server_stop(&fx, &fig))
 		CHECK_EQ(fig.stats.served, 2);
-		/* Blocking on the slow client would take its ~300 ms. */
-		CHECK(fig.max_service_ns < 150000000ULL,
-		      "one ks_http_service call took %llu us",
-		      (unsigned long long)fig.max_service_ns / 1000);
-	}
 out:
 	hs_free(&slow);
 	hs_free(&fast);
@@ -787,7 +801,11 @@ out:
 
 static void t_idle_timeout(void)
 {
-	const __u64 limit_ns = 300000000ULL;
+	/* The bound is the property: the 408 comes at the limit, not before
+	 * (the deadline runs from the accept, after t0), and not at
+	 * libmicrohttpd's own timeout (120 s here, and silent); the upper side
+	 * has 29 s of room for a loaded machine. */
+	const __u64 limit_ns = 1000000000ULL;
 	struct server_figures fig;
 	struct fixture fx;
 	struct reply idle = {}, partial = {}, r;
@@ -808,13 +826,13 @@ static void t_idle_timeout(void)
 	      "a third client was not served while two idled");
 	hs_free(&r);
 
-	hs_read(a, &idle, 4096, 0, 3000, 0);
+	hs_read(a, &idle, 4096, 0, HS_READ_LIMIT, 0);
 	idle_ms = ms_since(t0);
-	hs_read(b, &partial, 4096, 0, 3000, 0);
+	hs_read(b, &partial, 4096, 0, HS_READ_LIMIT, 0);
 	hs_parse(&idle);
 	hs_parse(&partial);
-	CHECK(idle.eof && idle_ms >= 250 && idle_ms < 1500,
-	      "idle client closed after %llu ms (eof %d), want ~300",
+	CHECK(idle.eof && idle_ms >= 1000 && idle_ms < 30000,
+	      "idle client closed after %llu ms (eof %d), want 1000 or a little more",
 	      (unsigned long long)idle_ms, idle.eof);
 	CHECK(idle.status == 408, "idle client: status %d, want 408",
 	      idle.status);
