@@ -149,8 +149,18 @@ tsummary() {
 # 14 s: the watch may take seconds to be back on a loaded machine
 TL_SECONDS=14 timeline etcd_gone "$ETCD_PID" "stale_view_ms=$STALE_MS" &
 TL_PID=$!
-sleep 7 # the kill at 2 s, owners only from 4 s: etcd back at 7 s
+# The probe kills etcd 2 s after its open returns, and an open may take
+# seconds at load 36: a fixed sleep here killed etcd during the open
+# ("broke mid-call"). So wait for the probe's kill (or the probe's end,
+# a guard of 60 s), then keep etcd down 5 s: owners only from 2 s on.
+# (etcd is this shell's child: killed, it is a zombie until reaped)
+running() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" != Z ]; }
+guard=$((SECONDS + 60))
+while running "$ETCD_PID" && running "$TL_PID" && [ "$SECONDS" -lt "$guard" ]; do
+	sleep 0.1
+done
 kill -KILL "$ETCD_PID" 2>/dev/null # the probe's kill, if it never came
+sleep 5
 wait "$ETCD_PID" 2>/dev/null
 RESTART_MS=$(date +%s%3N)
 if ! e2e_etcd_start "$CNS" client_faults "$URL" 2380 >"$E2E_TMP/etcd_restart.out"; then
