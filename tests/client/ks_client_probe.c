@@ -15,7 +15,10 @@
  * --writer-ns), or by the reader's own handle (self), and the reader goes
  * on reading: the window is from the write's acknowledgement to the start
  * of the first read that returns it; every read between is stale. A sample
- * whose window has not closed after --give-up-ms is "never fresh".
+ * whose window has not closed after --give-up-ms is "never fresh". A try
+ * whose key is not in the L1 within --wait-ms (the key not armed again
+ * yet: the machine's pace, at load 30) writes nothing and is no sample:
+ * counted as "not_in_l1", it is tried again, up to --samples more tries.
  *
  *   ks_client_probe timeline --spec SPEC --key KEY [--reader-ns NS]
  *       [--duration SEC] [--rate READS_PER_S] [--kill-pid PID]
@@ -159,7 +162,7 @@ static int window_mode(void)
 	double win[MAX_SAMPLES], t0, t_ack, t_read;
 	long n, seq = (long)(wall_ms()) % 1000000 * 1000;
 	uint64_t reads = 0, l1reads = 0, stale = 0, stale_l1 = 0, errors = 0;
-	int fd = -1, s, nwin = 0, not_in_l1 = 0, never = 0, l1, self, i;
+	int fd = -1, s, nwin = 0, not_in_l1 = 0, never = 0, l1, self, i, tries;
 	char val[32];
 
 	self = !strcmp(writer, "self");
@@ -179,7 +182,7 @@ static int window_mode(void)
 		return die("reader's open", keysteer_errmsg(rd));
 	if (self)
 		wr = rd;
-	for (s = 0; s < samples; s++) {
+	for (s = tries = 0; s < samples && tries < 2 * samples; tries++) {
 		/* the L1 must hold the key: else this is a copy's window */
 		for (t0 = now_ms(), l1 = 0; !l1 && now_ms() - t0 < wait_ms;) {
 			n = read_n(rd, &l1);
@@ -191,6 +194,7 @@ static int window_mode(void)
 			not_in_l1++;
 			continue;
 		}
+		s++;
 		snprintf(val, sizeof(val), "w%ld", ++seq);
 		if (fd >= 0 ? plain_set(fd, val)
 			    : keysteer_set(wr, key, strlen(key), val,

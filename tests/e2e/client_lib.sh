@@ -48,8 +48,12 @@ client_fleet_up() {
 	fi
 	ETCD_PID=$E2E_ETCD_PID
 	# 1 s per call: on a loaded 2-core machine a 300 ms timeout failed a
-	# write now and then; freshness does not depend on it
-	SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=1000"
+	# write now and then; freshness does not depend on it. etcd 10 s per
+	# call: at load 36 etcd did not answer an open's one read within the
+	# default 2 s ("did not answer within 2000 ms": every open of a run
+	# failed), nor start a watch within it; no check here is about etcd's
+	# speed (a dead etcd breaks the connection, seen at once)
+	SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=1000 etcd_timeout_ms=10000"
 	if ! ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
 		--shards-file "$STEER_SHARDS_FILE" >"$E2E_TMP/ringset.out" 2>&1; then
 		fail "${name}_setup" "ring set: $(cat "$E2E_TMP/ringset.out")"
@@ -202,7 +206,7 @@ why = []
 # not acknowledged, so it hides no stale read; more than 1% of either
 # kind failing is a run too broken to judge.
 if d["read_errors"] * 100 > d["reads"] or d["write_errors"] * 100 > d["writes"]:
-    why.append("%d of %d reads and %d of %d writes failed" % (d["read_errors"], d["reads"], d["write_errors"], d["writes"]))
+    why.append("%d of %d reads and %d of %d writes failed (%s)" % (d["read_errors"], d["reads"], d["write_errors"], d["writes"], "; ".join("%s: %s" % (k, d.get(k)) for k in ("read_error", "write_error") if d.get(k))))
 if d["writes"] < min_writes:
     why.append("only %d writes, want %d" % (d["writes"], min_writes))
 if want == "clean":

@@ -53,6 +53,10 @@ client_expect_armed client_faults || exit 1
 field() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
 # jexpr NAME PYTHON-EXPRESSION over the document d: prints its value
 jexpr() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
+# nodoc NAME: why NAME has no whole document. The probe's own error
+# (a failed open, say) is in its .json, not its .err: an empty .err read
+# as "printed nothing", taken at load 30 for a hang.
+nodoc() { echo "no document: $(head -c 300 "$E2E_TMP/$1.json") $(head -c 300 "$E2E_TMP/$1.err")"; }
 
 # --- 1. the L1's window ----------------------------------------------------
 # window NAME WRITER [SPEC WORDS...]
@@ -66,8 +70,8 @@ window() {
 		--give-up-ms $((TTL * 3)) >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 }
 wsummary() {
-	jexpr "$1" '"%d of %d samples measured (%d never in the L1, %d never fresh): window p50 %.2f p99 %.2f max %.2f ms; %d stale reads (%d from the L1); L1 hits %d of %d gets (%.1f%%), drops %d, own-write drops %d, expired %d; errors %d" % (d["measured"], d["samples"], d["not_in_l1"], d["never_fresh"], d["window_ms"]["p50"], d["window_ms"]["p99"], d["window_ms"]["max"], d["stale_reads"], d["stale_from_l1"], d["l1_hits"], d["gets"], 100.0 * d["l1_hits"] / max(d["gets"], 1), d["l1_drops"], d["l1_write_drops"], d["l1_expired"], d["errors"])' ||
-		echo "no document: $(head -c 300 "$E2E_TMP/$1.err")"
+	jexpr "$1" '"%d of %d samples measured (%d tries not in the L1 in time, %d never fresh): window p50 %.2f p99 %.2f max %.2f ms; %d stale reads (%d from the L1); L1 hits %d of %d gets (%.1f%%), drops %d, own-write drops %d, expired %d; errors %d" % (d["measured"], d["samples"], d["not_in_l1"], d["never_fresh"], d["window_ms"]["p50"], d["window_ms"]["p99"], d["window_ms"]["max"], d["stale_reads"], d["stale_from_l1"], d["l1_hits"], d["gets"], 100.0 * d["l1_hits"] / max(d["gets"], 1), d["l1_drops"], d["l1_write_drops"], d["l1_expired"], d["errors"])' ||
+		nodoc "$1"
 }
 for w in plain library self; do
 	window "l1_$w" "$w"
@@ -77,8 +81,11 @@ KEYSTEER_TEST_SWITCHES=1 window l1_control plain l1_drop=ttl # a test-only word
 note "control, l1_drop=ttl, plain writer: $(wsummary l1_control)"
 
 # every sample measured (the key in the L1 before the write, the write's
-# value read back within the give-up time), no failed request
-ok_run() { [ "$(jexpr "$1" 'int(d["samples"] > 0 and d["measured"] == d["samples"] and d["not_in_l1"] == 0 and d["never_fresh"] == 0 and d["errors"] == 0)')" = 1 ]; }
+# value read back within the give-up time), no failed request. A try
+# whose key did not reach the L1 in time (not_in_l1: at load 30, 1 of 10)
+# wrote nothing, so shows no staleness either way: the probe tries again
+# instead, and the samples must still all be measured.
+ok_run() { [ "$(jexpr "$1" 'int(d["samples"] > 0 and d["measured"] == d["samples"] and d["never_fresh"] == 0 and d["errors"] == 0)')" = 1 ]; }
 for w in plain library; do
 	if ok_run "l1_$w" && [ "$(jexpr "l1_$w" 'int(d["l1_drops"] > 0)')" = 1 ]; then
 		pass "client_l1_${w}_writes_dropped_on_dirty_event"
@@ -118,7 +125,7 @@ note "L1 in the readers, writes through the library every 100 ms: $(jexpr l1_ste
 if [ "$(jexpr l1_steady 'int(d["l1_hits"] > 0 and d["stale_from_copies"] == 0 and d["stale_reads"] == d["stale_from_l1"] and d["read_errors"] == 0 and d["writes"] > 0)')" = 1 ]; then
 	pass client_l1_steady_hits_stale_only_in_window
 else
-	fail client_l1_steady_hits_stale_only_in_window "exit $(cat "$E2E_TMP/l1_steady.rc"): $(head -c 400 "$E2E_TMP/l1_steady.json") $(head -c 300 "$E2E_TMP/l1_steady.err")"
+	fail client_l1_steady_hits_stale_only_in_window "exit $(cat "$E2E_TMP/l1_steady.rc"): $(jexpr l1_steady '"%d reads (%d failed: %s), %d writes (%d failed: %s), %d L1 hits, %d stale (%d from the L1, %d from copies)" % (d["reads"], d["read_errors"], d["read_error"], d["writes"], d["write_errors"], d["write_error"], d["l1_hits"], d["stale_reads"], d["stale_from_l1"], d["stale_from_copies"])' || nodoc l1_steady)"
 fi
 
 # --- 2. etcd gone ------------------------------------------------------------
@@ -134,7 +141,7 @@ timeline() {
 }
 tsummary() {
 	jexpr "$1" '"%d reads, %d failed, %d misses; before: %d from copies, %d from the L1; after the kill: view down at %.0f ms, owners only at %.0f ms, no armed key at %.0f ms, last copy read %.0f ms, last L1 hit %.0f ms, %d of %d reads by the owner; while down: %d copy reads on the last view, %d while owners only, %d L1 hits; L1 flushes %d%s" % (d["reads"], d["errors"], d["misses"], d["copy_reads_before"], d["l1_hits_before"], d["down_after_ms"], d["owners_only_after_ms"], d["unarmed_after_ms"], d["last_copy_read_ms"], d["last_l1_hit_ms"], d["owner_reads_after"], d["reads_after"], d["copy_reads_down"], d["copy_reads_owners_only"], d["l1_hits_down"], d["l1_flushes"], (" (" + d["error"] + ")") if d["error"] else "")' ||
-		echo "no document: $(head -c 300 "$E2E_TMP/$1.err")"
+		nodoc "$1"
 }
 # stale_view_ms counts from the view's last sign of life, which the watch
 # thread notes each time it wakes (at most 250 ms apart): owners only
@@ -142,8 +149,18 @@ tsummary() {
 # 14 s: the watch may take seconds to be back on a loaded machine
 TL_SECONDS=14 timeline etcd_gone "$ETCD_PID" "stale_view_ms=$STALE_MS" &
 TL_PID=$!
-sleep 7 # the kill at 2 s, owners only from 4 s: etcd back at 7 s
+# The probe kills etcd 2 s after its open returns, and an open may take
+# seconds at load 36: a fixed sleep here killed etcd during the open
+# ("broke mid-call"). So wait for the probe's kill (or the probe's end,
+# a guard of 60 s), then keep etcd down 5 s: owners only from 2 s on.
+# (etcd is this shell's child: killed, it is a zombie until reaped)
+running() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" != Z ]; }
+guard=$((SECONDS + 60))
+while running "$ETCD_PID" && running "$TL_PID" && [ "$SECONDS" -lt "$guard" ]; do
+	sleep 0.1
+done
 kill -KILL "$ETCD_PID" 2>/dev/null # the probe's kill, if it never came
+sleep 5
 wait "$ETCD_PID" 2>/dev/null
 RESTART_MS=$(date +%s%3N)
 if ! e2e_etcd_start "$CNS" client_faults "$URL" 2380 >"$E2E_TMP/etcd_restart.out"; then

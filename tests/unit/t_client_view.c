@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "client/client.h"
 #include "client/route.h"
 #include "client/routing_doc.h"
@@ -22,6 +26,7 @@
 #include "core/ring_doc.h"
 #include "core/replicas.h"
 #include "core/steer_sched.h"
+#include "net/etcd.h"
 #include "render/routing_json.h"
 #include "util/test_switches.h"
 #include "ktest.h"
@@ -716,9 +721,140 @@ static void test_routing_whole(void)
 	kt_end();
 }
 
+/*
+ * keysteer_open's etcd read against an etcd that takes the connection and
+ * never answers (the kernel completes the handshake; nobody reads): the
+ * open fails within etcd_timeout_ms, saying so, rather than hang. At
+ * load 30 an open that failed this way looked like a hang in the e2e
+ * tests; this pins that the bound holds. 5 s is room for a loaded
+ * machine, not the property (300 ms is).
+ */
+static void test_open_silent_etcd(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct keysteer *ks = NULL;
+	char spec[128];
+	__u64 t0, took;
+	int fd, rc;
+
+	kt_begin("client_open_silent_etcd_bounded");
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 4) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		CHECK(0, "a silent listener: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		kt_end();
+		return;
+	}
+	snprintf(spec, sizeof(spec),
+		 "etcd=http://127.0.0.1:%u cluster=silent etcd_timeout_ms=300",
+		 ntohs(sa.sin_port));
+	t0 = ksc_now_ms();
+	rc = keysteer_open(&ks, spec);
+	took = ksc_now_ms() - t0;
+	CHECK(rc == -ETIMEDOUT && strstr(keysteer_errmsg(ks),
+					 "did not answer within 300 ms"),
+	      "open: %d '%s'", rc, keysteer_errmsg(ks));
+	CHECK(took >= 250 && took < 5000, "open took %llu ms",
+	      (unsigned long long)took);
+	keysteer_close(ks);
+	close(fd);
+	kt_end();
+}
+
+/* A one-endpoint etcd that answers its first call "unavailable" (as
+ * etcd's own request timeout does, seen at load 36) and its second with
+ * an empty range at revision 5; each on its own connection. */
+static void *unavailable_etcd(void *arg)
+{
+	static const char *const bodies[] = {
+		"{\"error\":\"etcdserver: request timed out\",\"code\":14,"
+		"\"message\":\"etcdserver: request timed out\"}",
+		"{\"header\":{\"revision\":\"5\"},\"count\":\"0\"}"
+	};
+	static const char *const status[] = { "503 Service Unavailable",
+					      "200 OK" };
+	int lfd = *(int *)arg, i, fd;
+	char req[4096], ans[512];
+
+	for (i = 0; i < 2; i++) {
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		/* the request's bytes, whatever they are: one answer */
+		if (read(fd, req, sizeof(req)) > 0) {
+			int n = snprintf(ans, sizeof(ans),
+					 "HTTP/1.1 %s\r\nContent-Type: "
+					 "application/json\r\nContent-Length: "
+					 "%zu\r\nConnection: close\r\n\r\n%s",
+					 status[i], strlen(bodies[i]),
+					 bodies[i]);
+			ssize_t w = write(fd, ans, (size_t)n);
+
+			(void)w;
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/*
+ * A call safe to repeat (a range read, as keysteer_open's) whose only
+ * endpoint says it is unavailable asks it again within its deadline
+ * rather than fail with time left: at load 36 an open failed so ("etcd
+ * is unavailable: etcdserver: request timed out") with seconds left.
+ */
+static void test_etcd_unavailable_asked_again(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct ks_etcd_opts o = { .timeout_ms = 3000 };
+	struct ks_etcd_range r = { 0 };
+	struct ks_etcd *c = NULL;
+	char url[64], err[256];
+	pthread_t th;
+	int fd, rc;
+
+	kt_begin("client_etcd_unavailable_asked_again");
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 4) || getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+	    pthread_create(&th, NULL, unavailable_etcd, &fd)) {
+		CHECK(0, "a fake etcd: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		kt_end();
+		return;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", ntohs(sa.sin_port));
+	o.endpoints = url;
+	rc = ks_etcd_open(&c, &o, err, sizeof(err));
+	CHECK(!rc, "open: %s", err);
+	if (!rc) {
+		rc = ks_etcd_range(c, "/k/", 3, KS_ETCD_PREFIX, &r);
+		CHECK(!rc && r.revision == 5 && r.n == 0,
+		      "range: %d '%s', revision %lld", rc, ks_etcd_errmsg(c),
+		      (long long)r.revision);
+		if (!rc)
+			ks_etcd_range_free(&r);
+		ks_etcd_close(c);
+	}
+	/* a refused call leaves the thread in accept: wake it */
+	shutdown(fd, SHUT_RDWR);
+	pthread_join(th, NULL);
+	close(fd);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_spec_test_words();
+	test_open_silent_etcd();
+	test_etcd_unavailable_asked_again();
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();

@@ -30,6 +30,8 @@
 #define KEEPIDLE_S     5
 #define KEEPINTVL_S    2
 #define KEEPCNT        3
+/* between asks of the last endpoint left that said it is unavailable */
+#define UNAVAILABLE_PAUSE_MS 100
 
 struct buf {
 	char *p;
@@ -481,6 +483,15 @@ static int call(struct ks_etcd *c, const char *path, const char *body,
 				add_reason(reasons, c->eps.url[ep], msg);
 				ep = (ep + 1) % c->eps.n;
 				left--;
+				continue;
+			}
+			/* the last endpoint is unavailable for now (its own
+			 * request timed out at load 36, an election): a call
+			 * safe to repeat asks it again while the deadline
+			 * allows, rather than fail with time left */
+			if (rc == -EAGAIN && (flags & CALL_RETRY) &&
+			    now_ms() + UNAVAILABLE_PAUSE_MS < deadline) {
+				usleep(UNAVAILABLE_PAUSE_MS * 1000);
 				continue;
 			}
 			c->cur = ep;
