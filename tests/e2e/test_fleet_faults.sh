@@ -123,10 +123,18 @@ ring_list() {
 	done
 	echo "$list"
 }
-# ring_now: "REVISION DIGEST" of the ring in etcd
+# ring_now: "REVISION DIGEST" of the ring in etcd. Asked again until etcd
+# answers (20 s at most): a loaded 3-member cluster can miss the CLI's 2 s
+# deadline, and an empty answer would read as a wrong ring.
 ring_now() {
-	CLI ring get --etcd "$ETCD_URLS" --json 2>/dev/null | "$PY" -c 'import json,sys
-d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))'
+	local t0 out
+	t0=$(ms_now)
+	until out=$(CLI ring get --etcd "$ETCD_URLS" --json 2>/dev/null | "$PY" -c 'import json,sys
+d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))' 2>/dev/null); do
+		[ $(($(ms_now) - t0)) -lt 20000 ] || return 1
+		sleep 0.3
+	done
+	echo "$out"
 }
 report() { "$AGENT" report --iface "${STEER_SHARD_IF[$1]}" --json >"$2" 2>"$2.err"; }
 agent_out() { echo "$STEER_TMP/agent.$1.out"; }
@@ -512,8 +520,15 @@ if [ $ok = 1 ]; then
 else
 	fail fleet_faults_bad_ring_refused "want v$rev $dig kept, 2 more reload errors, each logged once:$figures"
 fi
-out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
-read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
+# A loaded 3-member cluster can miss the CLI's 2 s deadline: set again
+# (20 s at most); a set that did land is only overwritten by the same ring.
+t0=$(ms_now)
+while :; do
+	out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
+	read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
+	[ -z "$grev" ] && [ $(($(ms_now) - t0)) -lt 20000 ] || break
+	sleep 0.5
+done
 if [ -n "$grev" ] && wait_all_on "$grev" "$gdig" 50; then
 	pass fleet_faults_good_ring_after_bad
 	note "ring v$grev ($gdig) on every agent $WAITED_MS ms after ring set"
@@ -522,9 +537,17 @@ else
 fi
 HOTBAD=$PFX/hot/ffffffffffffffff
 etcd_ctl put "$HOTBAD" 'not a hot entry {' >/dev/null
-fleet_json "$E2E_TMP/fleet.json"
-rc=$?
-read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+# A loaded cluster that stalls past the agents' 3 s leases drops their
+# hosts/ entries until each puts its own again: wait (15 s) for all 4.
+t0=$(ms_now)
+while :; do
+	fleet_json "$E2E_TMP/fleet.json"
+	rc=$?
+	read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+	[ "$rc" = 0 ] && [ "$nh" = 4 ] && break
+	[ $(($(ms_now) - t0)) -lt 15000 ] || break
+	sleep 0.5
+done
 text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
 trc=$?
 if [ $rc = 0 ] && [ $trc = 0 ] && [ "$nh" = 4 ] && [ "${hot_refused:-0}" -ge 1 ] &&
