@@ -50,14 +50,18 @@ IV_MS=1000
 # the middle of a call gets its answer when etcd resumes), the publisher's
 # deliberate spread of its re-puts after a lost lease (up to 0.5 s,
 # KS_ETCD_PUB_REPUT_SPREAD_NS), plus 1.5 s for etcd's own recovery and a
-# loaded machine (one CI run saw 2,063 ms).
-REPUBLISH_MAX_MS=$((IV_MS + 2000))
-# The longest interval allowed during the outage: etcd's calls run in the
-# publisher's thread of its own (net/etcd_pub.c), so the interval loop
-# never waits for them: one interval and 0.5 s for a loaded machine.
+# loaded machine (one CI run saw 2,063 ms, another 2,079 at load 30).
+REPUBLISH_MAX_MS=$((IV_MS + 3000))
+# The interval loop during the outage: etcd's calls run in the publisher's
+# thread of its own (net/etcd_pub.c), so the loop never waits for them.
 # (Before that thread every call blocked the loop for up to its 2 s
-# deadline: intervals of 3 s during the outage.)
-STRETCH_MAX_MS=$((IV_MS + 500))
+# deadline: every interval took 3 s during the outage.) The property is
+# the mean interval over the outage, at most one interval and 1 s for a
+# loaded machine, below the 3 s of a loop that waits; a single interval
+# may be stretched by the scheduler (one took 4.4 s at load 30 on 2
+# cores), so the longest is bounded only at several intervals.
+STRETCH_MEAN_MAX_MS=$((IV_MS + 1000))
+STRETCH_MAX_MS=$((6 * IV_MS))
 # The lease is 3 intervals; etcd checks expiry every 500 ms; 1 s more for
 # the machine.
 LEASE_GONE_MAX_MS=$((3 * IV_MS + 1500))
@@ -119,10 +123,18 @@ ring_list() {
 	done
 	echo "$list"
 }
-# ring_now: "REVISION DIGEST" of the ring in etcd
+# ring_now: "REVISION DIGEST" of the ring in etcd. Asked again until etcd
+# answers (20 s at most): a loaded 3-member cluster can miss the CLI's 2 s
+# deadline, and an empty answer would read as a wrong ring.
 ring_now() {
-	CLI ring get --etcd "$ETCD_URLS" --json 2>/dev/null | "$PY" -c 'import json,sys
-d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))'
+	local t0 out
+	t0=$(ms_now)
+	until out=$(CLI ring get --etcd "$ETCD_URLS" --json 2>/dev/null | "$PY" -c 'import json,sys
+d = json.load(sys.stdin); print(d["revision"], (d["ring"] or {}).get("digest"))' 2>/dev/null); do
+		[ $(($(ms_now) - t0)) -lt 20000 ] || return 1
+		sleep 0.3
+	done
+	echo "$out"
 }
 report() { "$AGENT" report --iface "${STEER_SHARD_IF[$1]}" --json >"$2" 2>"$2.err"; }
 agent_out() { echo "$STEER_TMP/agent.$1.out"; }
@@ -133,6 +145,17 @@ rep() {
 }
 hosts_now() { etcd_ctl get --prefix "$PFX/hosts/" -w json 2>/dev/null | FF hosts; }
 fleet_json() { CLI fleet --etcd "$ETCD_URLS" --json >"$1" 2>"$1.err"; }
+# fleet_json_wait FILE: fleet_json until it answers, within 20 s: a cluster
+# just resumed (SIGCONT) on a loaded machine may need longer than the CLI's
+# 2 s deadline to answer; the check is what it answers, not how soon.
+fleet_json_wait() {
+	local t0
+	t0=$(ms_now)
+	until fleet_json "$1"; do
+		[ $(($(ms_now) - t0)) -lt 20000 ] || return 1
+		sleep 0.5
+	done
+}
 
 # wait_all_on REV DIGEST TENTHS: every running agent's report at that ring
 # version and digest; 0 and the time in WAITED_MS, else 1 and the laggards
@@ -157,10 +180,13 @@ wait_all_on() {
 
 # load_start NAME SECONDS: ks_load in the client namespace, in the
 # background: TCP, 1500 ops/s over 2 connections, a flash key of 20% (hot
-# for --shard-capacity 1000), bounded by SECONDS and the count.
+# for --shard-capacity 1000), bounded by SECONDS and the count. A failed
+# request is an error or a reply that never came; a reply late by what a
+# loaded 2-core machine adds is not, hence --timeout 10 (not the default 1).
 load_start() {
 	ks_in_ns_bg "$STEER_CLIENT_NS" nice -n "$KS_NICE" "$LOAD" \
 		--shards-file "$STEER_SHARDS_FILE" --proto tcp --conns 2 \
+		--timeout 10 \
 		--keys 2000 --flash flash:1:0.2 --rate 1500 \
 		--duration "$2" --count $(($2 * 1500)) --json \
 		</dev/null >"$E2E_TMP/load.$1.json" 2>"$E2E_TMP/load.$1.err"
@@ -339,6 +365,7 @@ for i in "${AGENTS[@]}"; do
 	read -r "SEQ0[i]" _ "OPS0[i]" "VER0[i]" _ _ <<<"$(rep "$i")"
 	STRETCH[i]=0
 done
+t_seq0=$(ms_now)
 hot_check
 declare -A LOG0=() # each agent's log lines before the outage
 for i in "${AGENTS[@]}"; do
@@ -356,6 +383,7 @@ while [ $(($(ms_now) - t_stop)) -lt 10000 ]; do
 		[ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] && [ "$iv" -gt "${STRETCH[i]}" ] &&
 			STRETCH[i]=$iv
 	done
+	t_seq1=$(ms_now)
 	sleep 0.3
 done
 for m in 0 1 2; do
@@ -384,16 +412,20 @@ if [ $alive = 1 ] && [ $counted = 1 ]; then
 else
 	fail fleet_faults_outage_agents_count "alive $alive, want ops and intervals up and the ring kept:$figures"
 fi
-worst=0 figures=
+worst=0 worst_mean=0 figures=
 for i in "${AGENTS[@]}"; do
 	[ "${STRETCH[i]}" -gt "$worst" ] && worst=${STRETCH[i]}
-	figures+=" ${STRETCH[i]}"
+	n=$((SEQ1[i] - SEQ0[i]))
+	mean=$(((t_seq1 - t_seq0) / (n > 0 ? n : 1)))
+	[ "$n" -gt 0 ] || mean=$((t_seq1 - t_seq0))
+	[ "$mean" -gt "$worst_mean" ] && worst_mean=$mean
+	figures+=" ${STRETCH[i]} (mean $mean)"
 done
 note "longest interval during the outage (report interval_measured_ms, --interval $IV_MS ms):$figures ms"
-if [ "$worst" -le "$STRETCH_MAX_MS" ]; then
+if [ "$worst_mean" -le "$STRETCH_MEAN_MAX_MS" ] && [ "$worst" -le "$STRETCH_MAX_MS" ]; then
 	pass fleet_faults_outage_interval_stretch
 else
-	fail fleet_faults_outage_interval_stretch "an interval took $worst ms, want at most $STRETCH_MAX_MS"
+	fail fleet_faults_outage_interval_stretch "intervals:$figures ms; want a mean of at most $STRETCH_MEAN_MAX_MS, each at most $STRETCH_MAX_MS"
 fi
 ok=1 figures=
 for i in "${AGENTS[@]}"; do
@@ -401,13 +433,13 @@ for i in "${AGENTS[@]}"; do
 	figures+=" ${SELF[i]} ${t:-never} ms;"
 	[ -n "$t" ] && [ "$t" -le "$REPUBLISH_MAX_MS" ] || ok=0
 done
-fleet_json "$E2E_TMP/fleet.json"
+fleet_json_wait "$E2E_TMP/fleet.json"
 read -r nh revs without _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
 if [ $ok = 1 ] && [ "$nh" = 4 ] && [ "$without" = - ]; then
 	pass fleet_faults_outage_republished
 	note "hosts/ republished after SIGCONT:$figures agent fleet: 4 hosts"
 else
-	fail fleet_faults_outage_republished "want each within $REPUBLISH_MAX_MS ms:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?}"
+	fail fleet_faults_outage_republished "want each within $REPUBLISH_MAX_MS ms:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?} $(head -c 200 "$E2E_TMP/fleet.json.err")"
 fi
 # What the agents logged during the outage: a stopped member accepts
 # connections (its kernel does) and never answers, so the failure is a
@@ -488,8 +520,15 @@ if [ $ok = 1 ]; then
 else
 	fail fleet_faults_bad_ring_refused "want v$rev $dig kept, 2 more reload errors, each logged once:$figures"
 fi
-out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
-read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
+# A loaded 3-member cluster can miss the CLI's 2 s deadline: set again
+# (20 s at most); a set that did land is only overwritten by the same ring.
+t0=$(ms_now)
+while :; do
+	out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
+	read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
+	[ -z "$grev" ] && [ $(($(ms_now) - t0)) -lt 20000 ] || break
+	sleep 0.5
+done
 if [ -n "$grev" ] && wait_all_on "$grev" "$gdig" 50; then
 	pass fleet_faults_good_ring_after_bad
 	note "ring v$grev ($gdig) on every agent $WAITED_MS ms after ring set"
@@ -498,9 +537,17 @@ else
 fi
 HOTBAD=$PFX/hot/ffffffffffffffff
 etcd_ctl put "$HOTBAD" 'not a hot entry {' >/dev/null
-fleet_json "$E2E_TMP/fleet.json"
-rc=$?
-read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+# A loaded cluster that stalls past the agents' 3 s leases drops their
+# hosts/ entries until each puts its own again: wait (15 s) for all 4.
+t0=$(ms_now)
+while :; do
+	fleet_json "$E2E_TMP/fleet.json"
+	rc=$?
+	read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
+	[ "$rc" = 0 ] && [ "$nh" = 4 ] && break
+	[ $(($(ms_now) - t0)) -lt 15000 ] || break
+	sleep 0.5
+done
 text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
 trc=$?
 if [ $rc = 0 ] && [ $trc = 0 ] && [ "$nh" = 4 ] && [ "${hot_refused:-0}" -ge 1 ] &&

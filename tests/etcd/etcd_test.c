@@ -45,6 +45,15 @@ static struct {
 
 static pid_t restart_pid; /* the restart test's etcd, if running */
 
+/* The client timeout for calls to a live etcd: these tests check answers,
+ * not speed, and a loaded 2-core machine can hold a call for seconds. */
+#define LIVE_MS 15000
+
+/* Where a deadline is the property: the call may return late by what the
+ * scheduler adds on a loaded 2-core machine, several times the deadline,
+ * but not without bound. */
+#define LATE_MS(deadline) ((deadline)*4 + 1000)
+
 #define K(s) (s), strlen(s)
 
 static long long ms_now(void)
@@ -105,7 +114,7 @@ static void t_put_range(void)
 	int rc;
 
 	kt_begin("etcd_put_range");
-	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
+	if (!need("plain", A.plain) || !(c = open_c(A.plain, LIVE_MS)))
 		goto out;
 	rc = ks_etcd_put(c, K("t/a"), K("one"), 0, &rev1);
 	CHECK(!rc && rev1 > 0, "put: %d %s", rc, ks_etcd_errmsg(c));
@@ -156,7 +165,7 @@ static void t_prefix(void)
 	int rc;
 
 	kt_begin("etcd_prefix_and_delete");
-	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
+	if (!need("plain", A.plain) || !(c = open_c(A.plain, LIVE_MS)))
 		goto out;
 	for (i = 0; i < 5; i++)
 		CHECK(!ks_etcd_put(c, K(keys[i]), K(keys[i]), 0, NULL),
@@ -196,7 +205,7 @@ static void t_cas(void)
 	char *v;
 
 	kt_begin("etcd_cas_won_and_lost");
-	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
+	if (!need("plain", A.plain) || !(c = open_c(A.plain, LIVE_MS)))
 		goto out;
 	ks_etcd_delete(c, K("cas/k"), 0, NULL);
 	rc = ks_etcd_put_if(c, K("cas/k"), K("v1"), 0, 0, &rev);
@@ -245,8 +254,10 @@ static void t_cas_race(void)
 		for (i = 0; i < 2; i++) {
 			kid[i] = fork();
 			if (kid[i] == 0) {
-				struct ks_etcd_opts o = { .endpoints = A.plain,
-							  .timeout_ms = 3000 };
+				struct ks_etcd_opts o = {
+					.endpoints = A.plain,
+					.timeout_ms = LIVE_MS
+				};
 				struct ks_etcd *cc;
 				char err[256], val[8], b;
 				int rc;
@@ -307,7 +318,7 @@ static void t_lease_expiry(void)
 	int rc;
 
 	kt_begin("etcd_lease_expires");
-	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
+	if (!need("plain", A.plain) || !(c = open_c(A.plain, LIVE_MS)))
 		goto out;
 	rc = ks_etcd_lease_grant(c, 2, &id, &ttl);
 	CHECK(!rc && id && ttl == 2, "grant: %d id %lld ttl %lld %s", rc,
@@ -318,14 +329,16 @@ static void t_lease_expiry(void)
 	free(get(c, "lease/k", &m));
 	CHECK(m.lease == id, "the key's lease %lld, want %lld",
 	      (long long)m.lease, (long long)id);
-	while (ms_now() - t0 < 5000) {
+	while (ms_now() - t0 < LATE_MS(2000) + 1000) {
 		if (!present(c, "lease/k")) {
 			gone = ms_now() - t0;
 			break;
 		}
 		usleep(100000);
 	}
-	CHECK(gone >= 1500 && gone <= 3500,
+	/* not before the TTL (etcd rounds it by its 500 ms tick); late by
+	 * what a loaded machine adds to etcd's expiry and to this loop */
+	CHECK(gone >= 1500 && gone <= LATE_MS(2000),
 	      "key gone after %lld ms, want about 2000", gone);
 	rc = ks_etcd_lease_keepalive(c, id, NULL);
 	CHECK(rc == -ENOENT, "keepalive of an expired lease: %d %s", rc,
@@ -346,16 +359,19 @@ static void t_lease_keepalive(void)
 	int rc, missing = 0, kept = 0;
 
 	kt_begin("etcd_lease_keepalive_and_revoke");
-	if (!need("plain", A.plain) || !(c = open_c(A.plain, 2000)))
+	if (!need("plain", A.plain) || !(c = open_c(A.plain, LIVE_MS)))
 		goto out;
-	CHECK(!ks_etcd_lease_grant(c, 2, &id, NULL), "grant: %s",
+	/* A 6 s TTL renewed every 500 ms: the lease lives only by the
+	 * keepalives (it outlives its TTL twice over), yet a loaded machine
+	 * may stall the loop for seconds without the lease running out. */
+	CHECK(!ks_etcd_lease_grant(c, 6, &id, NULL), "grant: %s",
 	      ks_etcd_errmsg(c));
 	CHECK(!ks_etcd_put(c, K("lease/kept"), K("v"), id, NULL), "put: %s",
 	      ks_etcd_errmsg(c));
 	t0 = ms_now();
-	while (ms_now() - t0 < 5000) { /* two and a half TTLs */
+	while (ms_now() - t0 < 13000) { /* over two TTLs */
 		rc = ks_etcd_lease_keepalive(c, id, &ttl);
-		if (!rc && ttl == 2)
+		if (!rc && ttl == 6)
 			kept++;
 		else
 			CHECK(0, "keepalive: %d ttl %lld %s", rc,
@@ -363,7 +379,7 @@ static void t_lease_keepalive(void)
 		missing += !present(c, "lease/kept");
 		usleep(500000);
 	}
-	CHECK(kept >= 8 && !missing, "%d keepalives, key missing %d times",
+	CHECK(kept >= 3 && !missing, "%d keepalives, key missing %d times",
 	      kept, missing);
 	CHECK(!ks_etcd_lease_revoke(c, id), "revoke: %s", ks_etcd_errmsg(c));
 	CHECK(!present(c, "lease/kept"), "key still there after revoke");
@@ -511,7 +527,7 @@ static void t_failover(void)
 	if (!need("plain", A.plain) || !need("down", A.down))
 		goto out;
 	snprintf(eps, sizeof(eps), "%s,%s", A.down, A.plain);
-	if (!(c = open_c(eps, 2000)))
+	if (!(c = open_c(eps, LIVE_MS)))
 		goto out;
 	rc = ks_etcd_put(c, K("fo/k"), K("v"), 0, NULL);
 	CHECK(!rc, "put with the first endpoint down: %s", ks_etcd_errmsg(c));
@@ -532,7 +548,7 @@ static void t_failover(void)
 	t0 = ms_now() - t0;
 	CHECK(!rc, "put with the first endpoint blackholed: %s",
 	      ks_etcd_errmsg(c));
-	CHECK(t0 <= 1100, "took %lld ms, the deadline is 1000", t0);
+	CHECK(t0 <= LATE_MS(1000), "took %lld ms, the deadline is 1000", t0);
 	ks_etcd_close(c);
 out:
 	kt_end();
@@ -578,15 +594,18 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 	took = ms_now() - t0;
 	CHECK(rc == want1 || rc == want2, "status: %d (%s)", rc,
 	      ks_etcd_errmsg(c));
-	CHECK(took <= timeout + 100, "took %lld ms, the deadline is %d", took,
-	      timeout);
+	CHECK(took >= timeout - 50 || rc != -ETIMEDOUT,
+	      "timed out after %lld ms, before the deadline %d", took, timeout);
+	CHECK(took <= LATE_MS(timeout), "took %lld ms, the deadline is %d",
+	      took, timeout);
 	CHECK(strstr(ks_etcd_errmsg(c), word) &&
 		      !strchr(ks_etcd_errmsg(c), '\n'),
 	      "message lacks '%s': %s", word, ks_etcd_errmsg(c));
 	t0 = ms_now();
 	rc = ks_etcd_put(c, K("x"), K("y"), 0, NULL);
 	took = ms_now() - t0;
-	CHECK((rc == want1 || rc == want2) && took <= timeout + 100,
+	CHECK((rc == want1 || rc == want2) && took <= LATE_MS(timeout) &&
+		      (took >= timeout - 50 || rc != -ETIMEDOUT),
 	      "put: %d in %lld ms", rc, took);
 	ks_etcd_close(c);
 	kt_end();
@@ -618,7 +637,7 @@ static void t_unreachable(void)
 	if (need("down", A.down) && (c = open_c(A.down, 500))) {
 		CHECK(!ks_etcd_watch_start(c, K("k"), 0, 0, &w), "start");
 		t0 = ms_now();
-		while (w && ms_now() - t0 < 2000) {
+		while (w && ms_now() - t0 < LATE_MS(500) + 1000) {
 			struct pollfd p = { .fd = ks_etcd_watch_fd(w),
 					    .events = POLLIN };
 			int t = ks_etcd_watch_timeout_ms(w);
@@ -627,7 +646,7 @@ static void t_unreachable(void)
 			if ((rc = ks_etcd_watch_run(w)) < 0)
 				break;
 		}
-		CHECK(rc == -EHOSTUNREACH && ms_now() - t0 <= 600,
+		CHECK(rc == -EHOSTUNREACH && ms_now() - t0 <= LATE_MS(500),
 		      "watch run: %d after %lld ms (%s)", rc, ms_now() - t0,
 		      w ? ks_etcd_watch_errmsg(w) : "-");
 		ks_etcd_watch_stop(w);
@@ -643,7 +662,7 @@ static void t_auth(void)
 	struct ks_etcd_opts o = { .endpoints = A.auth,
 				  .user = "root",
 				  .password = A.password,
-				  .timeout_ms = 2000 };
+				  .timeout_ms = LIVE_MS };
 	struct ks_etcd_event ev[2] = {};
 	struct ks_etcd_watch *w = NULL;
 	struct ks_etcd *c = NULL;
@@ -714,7 +733,7 @@ static void t_tls(void)
 				  .ca_file = A.ca,
 				  .cert_file = A.cert,
 				  .key_file = A.key,
-				  .timeout_ms = 2000 };
+				  .timeout_ms = LIVE_MS };
 	struct ks_etcd *c = NULL;
 	char err[256], *v;
 	int rc;
