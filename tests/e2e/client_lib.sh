@@ -234,6 +234,8 @@ client_fresh_expect() {
 	if [ "$why" = OK ]; then
 		pass "$3"
 	else
-		fail "$3" "${why:-the check crashed}: $(summary "$1") $(head -c 300 "$E2E_TMP/$1.err")"
+		# the end of stderr: a hang's thread stacks are appended there,
+		# after the start's warnings
+		fail "$3" "${why:-the check crashed}: $(summary "$1") $(tail -c 1500 "$E2E_TMP/$1.err" | tr '\n' '|')"
 	fi
 }
