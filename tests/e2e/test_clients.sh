@@ -63,6 +63,8 @@ CLIENTS=${KSC_CLIENTS:-memcslap memcaslap memccapable memctools pymemcache pylib
 SRV=$SADDR:$PORT
 
 e2e_require clients_setup "make deps: memcached" memcached
+# The reader of memcached's log, on logs of known content, before it judges
+"$PY" "$HELPER" selftest
 for tool in memcslap memccapable memccp memccat memctouch memcrm; do
 	if ! command -v "$tool" >/dev/null; then
 		fail clients_setup "$tool is missing (make deps: libmemcached-tools)"
