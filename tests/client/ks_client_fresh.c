@@ -214,8 +214,7 @@ static void *reader(void *arg)
 		}
 		keysteer_free(val);
 		next += gap;
-		if (next > now_ms())
-			usleep((useconds_t)((next - now_ms()) * 1000));
+		sleep_until_ms(next);
 	}
 	keysteer_stats(ks, &r->st, sizeof(r->st));
 	keysteer_close(ks);

@@ -323,8 +323,7 @@ static int timeline_mode(void)
 		if (was_down && b.view_up && up_wall < 0)
 			up_wall = wall_ms();
 		next += gap;
-		if (next > now_ms())
-			usleep((useconds_t)((next - now_ms()) * 1000));
+		sleep_until_ms(next);
 	}
 	keysteer_stats(ks, &b, sizeof(b));
 	for (ret = 0; err[ret]; ret++)

@@ -2,7 +2,7 @@
 /*
  * ks_client_util.h - what the library's end-to-end drivers
  * (ks_client_fresh.c, ks_client_probe.c) share: one monotonic clock in ms,
- * and a thread's entry into a client host's network namespace (each
+ * pacing by it, and a thread's entry into a client host's network namespace (each
  * handle's view thread starts in its opener's).
  */
 #ifndef KS_CLIENT_UTIL_H
@@ -21,6 +21,19 @@ static inline double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Sleeps until now_ms() reaches at_ms; returns at once when it has. The
+ * time left is read once: read twice (a check, then the sleep's length),
+ * a preemption between the two made it negative, and the cast to
+ * useconds_t turned that into a sleep of 71 minutes (a reader hung past
+ * its run's end on a loaded machine). */
+static inline void sleep_until_ms(double at_ms)
+{
+	double left = at_ms - now_ms();
+
+	if (left > 0)
+		usleep((useconds_t)(left * 1000));
 }
 
 /* The calling thread into /var/run/netns/NS (NULL: stays). 0 or -errno. */
