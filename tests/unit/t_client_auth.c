@@ -107,11 +107,12 @@ static void test_password_file_errors(void)
 			 "etcd_password_file=%s",
 			 path);
 		rc = open_msg(spec, msg, sizeof(msg));
-		snprintf(want, sizeof(want),
-			 "etcd_password_file=%s is empty; put the password on its first line",
-			 path);
-		CHECK(rc == -EINVAL && !strcmp(msg, want), "empty: %d '%s'",
-		      rc, msg);
+		snprintf(
+			want, sizeof(want),
+			"etcd_password_file=%s is empty; put the password on its first line",
+			path);
+		CHECK(rc == -EINVAL && !strcmp(msg, want), "empty: %d '%s'", rc,
+		      msg);
 		unlink(path);
 	}
 	/* a first line the reader cannot hold whole: refused, not cut
@@ -126,9 +127,10 @@ static void test_password_file_errors(void)
 			 "etcd_password_file=%s",
 			 path);
 		rc = open_msg(spec, msg, sizeof(msg));
-		snprintf(want, sizeof(want),
-			 "etcd_password_file=%s: the first line is longer than 511 bytes",
-			 path);
+		snprintf(
+			want, sizeof(want),
+			"etcd_password_file=%s: the first line is longer than 511 bytes",
+			path);
 		CHECK(rc == -EINVAL && !strcmp(msg, want), "too long: %d '%s'",
 		      rc, msg);
 		unlink(path);
@@ -264,7 +266,9 @@ static void test_user_reaches_etcd(void)
 		      strstr(msg, "etcd refused the user and password") &&
 		      !strstr(msg, SECRET),
 	      "open: %d '%s'", rc, msg);
-	CHECK(f.n >= 1 && !strcmp(f.line[0], "POST /v3/auth/authenticate HTTP/1.1") &&
+	CHECK(f.n >= 1 &&
+		      !strcmp(f.line[0],
+			      "POST /v3/auth/authenticate HTTP/1.1") &&
 		      auth_body(f.body[0], "app", SECRET),
 	      "the first request: '%s' '%s'", f.n ? f.line[0] : "(none)",
 	      f.n ? f.body[0] : "");
