@@ -86,6 +86,7 @@ static const struct kt_group groups[] = {
 	{ "client", test_client },
 	{ "client_batch", test_client_batch },
 	{ "client_counter", test_client_counter },
+	{ "client_auth", test_client_auth },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

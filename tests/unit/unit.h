@@ -43,6 +43,7 @@ void test_client(void);
 void test_client_batch(void);
 void test_client_l1(void); /* part of group client */
 void test_client_counter(void);
+void test_client_auth(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -14,6 +14,7 @@
 #include "core/hot_doc.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
+#include "net/etcd.h"
 #include "util/clock.h"
 #include "util/test_switches.h"
 
@@ -38,6 +39,9 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 
 struct spec {
 	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
+	/* etcd's user and TLS files (net/etcd.h); the password only ever
+	 * from a file, read by keysteer_open */
+	char *etcd_user, *etcd_pw_file, *etcd_ca, *etcd_cert, *etcd_key;
 	long l1_keys, l1_ttl_ms, l1_bytes; /* 0: not given */
 	const char *l1_drop;
 	struct ks_test_switches ts; /* the test-only words taken */
@@ -98,6 +102,23 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 		sp->etcd = eq + 1;
 	else if (!strcmp(w, "cluster"))
 		sp->cluster = eq + 1;
+	else if (!strcmp(w, "etcd_user"))
+		sp->etcd_user = eq + 1;
+	else if (!strcmp(w, "etcd_password_file"))
+		sp->etcd_pw_file = eq + 1;
+	else if (!strcmp(w, "etcd_password"))
+		/* the value is not echoed: it is the secret */
+		return ksc_err(ks, -EINVAL,
+			       "etcd_password= is not taken: a spec string "
+			       "ends up in logs; put the password on the "
+			       "first line of a file and give "
+			       "etcd_password_file=PATH");
+	else if (!strcmp(w, "etcd_ca"))
+		sp->etcd_ca = eq + 1;
+	else if (!strcmp(w, "etcd_cert"))
+		sp->etcd_cert = eq + 1;
+	else if (!strcmp(w, "etcd_key"))
+		sp->etcd_key = eq + 1;
 	else if (!strcmp(w, "servers"))
 		sp->servers = eq + 1;
 	else if (!strcmp(w, "distribution"))
@@ -171,6 +192,56 @@ static int l1_spec(struct keysteer *ks, const struct spec *sp)
 	return 0;
 }
 
+/* The etcd words beside etcd=: each needs it, a user needs a password
+ * file and a file a user (refused here, before any I/O). */
+static int etcd_auth_spec(struct keysteer *ks, const struct spec *sp)
+{
+	const char *lone = sp->etcd_user      ? "etcd_user="
+			   : sp->etcd_pw_file ? "etcd_password_file="
+			   : sp->etcd_ca      ? "etcd_ca="
+			   : sp->etcd_cert    ? "etcd_cert="
+			   : sp->etcd_key     ? "etcd_key="
+					      : NULL;
+
+	if (lone && !sp->etcd)
+		return ksc_err(ks, -EINVAL, "%s goes with etcd=URL,...", lone);
+	if (sp->etcd_user && !sp->etcd_pw_file)
+		return ksc_err(ks, -EINVAL,
+			       "etcd_user=%s needs etcd_password_file=PATH "
+			       "(a password is never given in a spec)",
+			       sp->etcd_user);
+	if (sp->etcd_pw_file && !sp->etcd_user)
+		return ksc_err(ks, -EINVAL,
+			       "etcd_password_file= needs etcd_user=NAME");
+	return 0;
+}
+
+/* The fleet's client with the spec's user and TLS files; the password is
+ * read here, at open, and wiped once the client holds its copy. */
+static int fleet_spec_open(struct keysteer *ks, const struct spec *sp)
+{
+	struct ks_etcd_opts o = { .endpoints = sp->etcd,
+				  .ca_file = sp->etcd_ca,
+				  .cert_file = sp->etcd_cert,
+				  .key_file = sp->etcd_key,
+				  .user = sp->etcd_user };
+	char pw[512], err[KSC_ERR_MAX];
+	int ret;
+
+	if (sp->etcd_user) {
+		ret = ks_etcd_read_password(
+			"etcd_password_file=", sp->etcd_pw_file, pw, sizeof(pw),
+			err, sizeof(err));
+		if (ret)
+			return ksc_err(ks, ret, "%s", err);
+		o.password = pw;
+	}
+	ret = ksc_fleet_open(ks, &o);
+	if (sp->etcd_user)
+		explicit_bzero(pw, sizeof(pw));
+	return ret;
+}
+
 static int open_spec(struct keysteer *ks, char *buf)
 {
 	struct spec sp = { 0 };
@@ -199,7 +270,7 @@ static int open_spec(struct keysteer *ks, char *buf)
 		return ksc_err(ks, -EINVAL,
 			       "routing_poll_ms= goes with "
 			       "routing=URL");
-	if ((ret = l1_spec(ks, &sp)))
+	if ((ret = etcd_auth_spec(ks, &sp)) || (ret = l1_spec(ks, &sp)))
 		return ret;
 	ret = ksc_view_init(&ks->view,
 			    sp.cluster ? sp.cluster : KS_CLUSTER_DEFAULT);
@@ -213,7 +284,7 @@ static int open_spec(struct keysteer *ks, char *buf)
 			ks->rt_poll_ms = KSC_ROUTING_POLL_MS;
 		return ksc_routing_open(ks, sp.routing);
 	}
-	return sp.etcd ? ksc_fleet_open(ks, sp.etcd) : 0;
+	return sp.etcd ? fleet_spec_open(ks, &sp) : 0;
 }
 
 KSC_API int keysteer_open(struct keysteer **out, const char *spec)

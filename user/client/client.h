@@ -75,8 +75,10 @@ __u64 ksc_now_ms(void);
 int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* fleet.c: the first read, then the thread that watches. */
-int ksc_fleet_open(struct keysteer *ks, const char *endpoints);
+/* fleet.c: the first read, then the thread that watches; o's endpoints,
+ * TLS files and credentials (its timeout is the handle's). */
+struct ks_etcd_opts;
+int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *o);
 void ksc_fleet_close(struct keysteer *ks);
 /* The view follows the fleet now (up), or not: a watch or a poll failed. */
 void ksc_fleet_mark_up(struct keysteer *ks, int up, __u64 now);

@@ -128,17 +128,17 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int ksc_fleet_open(struct keysteer *ks, const char *endpoints)
+int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *opts)
 {
-	struct ks_etcd_opts o = { .endpoints = endpoints,
-				  .timeout_ms = ks->etcd_timeout_ms };
+	struct ks_etcd_opts o = *opts;
 	char err[KSC_ERR_MAX];
 	int64_t rev;
 	int ret;
 
+	o.timeout_ms = ks->etcd_timeout_ms;
 	ret = ks_etcd_open(&ks->etcd, &o, err, sizeof(err));
 	if (ret)
-		return ksc_err(ks, ret, "etcd=%s: %s", endpoints, err);
+		return ksc_err(ks, ret, "etcd=%s: %s", o.endpoints, err);
 	ret = read_all(ks, &rev);
 	if (ret)
 		return ret;

@@ -45,6 +45,11 @@ struct keysteer;
  *                       --etcd; the ring, hosts/ and hot/ under
  *                       /keysteer/CLUSTER/ are read, then watched
  *   cluster=NAME        the fleet's --cluster (default "default")
+ *   etcd_user=NAME      etcd auth, with etcd_password_file=PATH: the
+ *                       password on its first line, read at open (never a
+ *                       spec word: etcd_password= is refused)
+ *   etcd_ca=F etcd_cert=F etcd_key=F  TLS with https:// endpoints, as the
+ *                       agents' --etcd-ca/--etcd-cert/--etcd-key
  *   servers=H:P[,H:P...] a static ring (tests, no fleet): these shards in
  *                       index order, distribution=ketama|twemproxy|...
  *                       (default ketama), no hot keys

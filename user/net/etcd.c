@@ -143,6 +143,44 @@ static int readable(const char *what, const char *path, char *err,
 	return -EINVAL;
 }
 
+int ks_etcd_read_password(const char *what, const char *path, char *pw,
+			  size_t len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int whole;
+
+	pw[0] = '\0';
+	if (!f) {
+		snprintf(err, errlen,
+			 "cannot read %s%s (%s); check the path and its mode",
+			 what, path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!fgets(pw, (int)len, f))
+		pw[0] = '\0';
+	n = strcspn(pw, "\r\n");
+	/* a line cut by the buffer would authenticate with a prefix of the
+	 * password: refused rather than a puzzling "wrong password" */
+	whole = pw[n] != '\0' || feof(f) || fgetc(f) == EOF;
+	fclose(f);
+	pw[n] = '\0';
+	if (!whole) {
+		explicit_bzero(pw, len);
+		snprintf(err, errlen,
+			 "%s%s: the first line is longer than %zu bytes", what,
+			 path, len - 1);
+		return -EINVAL;
+	}
+	if (!n) {
+		snprintf(err, errlen,
+			 "%s%s is empty; put the password on its first line",
+			 what, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static char *dup_opt(const char *s, int *fail)
 {
 	char *d;

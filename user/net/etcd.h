@@ -72,6 +72,16 @@ struct ks_etcd_watch;
  */
 int ks_etcd_open(struct ks_etcd **c, const struct ks_etcd_opts *o, char *err,
 		 size_t errlen);
+
+/*
+ * The password on the first line of path (its newline dropped) into pw,
+ * for ks_etcd_opts.password: 0, or -EINVAL with err naming what, path
+ * and what is wrong (cannot be read, empty, a line longer than len - 1),
+ * never the file's contents. what is how the caller's user names the
+ * file, e.g. "--etcd-password-file " or "etcd_password_file=".
+ */
+int ks_etcd_read_password(const char *what, const char *path, char *pw,
+			  size_t len, char *err, size_t errlen);
 void ks_etcd_close(struct ks_etcd *c); /* NULL is fine */
 
 /* A second client with the same endpoints, TLS files and credentials,

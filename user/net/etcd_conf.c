@@ -45,35 +45,6 @@ int ks_etcd_conf_check(struct ks_etcd_conf *e, char *err, size_t errlen)
 	return 0;
 }
 
-/* The first line of the password file, without its newline. */
-static int read_password(const char *path, char *pw, size_t len, char *err,
-			 size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (!f) {
-		snprintf(
-			err, errlen,
-			"cannot read --etcd-password-file %s (%s); check the path and its mode",
-			path, strerror(errno));
-		return -EINVAL;
-	}
-	if (!fgets(pw, (int)len, f))
-		pw[0] = '\0';
-	fclose(f);
-	n = strcspn(pw, "\r\n");
-	pw[n] = '\0';
-	if (!n) {
-		snprintf(
-			err, errlen,
-			"--etcd-password-file %s is empty; put the password on its first line",
-			path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
 			 size_t errlen)
 {
@@ -91,8 +62,9 @@ int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
 	*c = NULL;
 	if (e->user) {
 		if (e->password_file) {
-			rc = read_password(e->password_file, pw, sizeof(pw),
-					   err, errlen);
+			rc = ks_etcd_read_password("--etcd-password-file ",
+						   e->password_file, pw,
+						   sizeof(pw), err, errlen);
 			if (rc)
 				return rc;
 		} else if (env && *env) {
