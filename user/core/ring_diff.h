@@ -35,4 +35,29 @@ int ks_ring_diff_key(struct ks_ring_diff *d, const void *key, size_t len);
 
 void ks_ring_diff_free(struct ks_ring_diff *d);
 
+/*
+ * The least fraction of the key space any ring must move to go from sf's
+ * weights to st's (shards matched by host:port, a shard absent on a side
+ * weighing 0): the total variation distance of the two weight shares,
+ * sum over shards of max(0, share_to - share_from). Adding one shard to
+ * N of equal weight gives 1/(N+1), removing one of N gives 1/N, the same
+ * shards with the same weights 0 (a change of distribution, key hash or
+ * names should move nothing by this measure).
+ */
+double ks_ring_ideal_moved(const struct ks_shards *sf,
+			   const struct ks_shards *st);
+
+/* 'ring set' refuses, without --force, a change that moves more than
+ * KS_RING_MOVE_FACTOR times the ideal fraction plus KS_RING_MOVE_SLACK
+ * (docs/operations.md has why these two numbers). */
+#define KS_RING_MOVE_FACTOR 2.0
+#define KS_RING_MOVE_SLACK  0.01
+
+/* The largest fraction of keys a change whose ideal is ideal may move. */
+double ks_ring_move_limit(double ideal);
+
+/* 1 when moved (a fraction of the keys placed, 0..1) exceeds the limit
+ * for ideal; 0 when not. */
+int ks_ring_move_excessive(double moved, double ideal);
+
 #endif
