@@ -651,7 +651,12 @@ static int ring_set(int argc, char **argv)
 		expect = cur.n ? cur.kvs[0].mod_revision : 0;
 		pinned = 1;
 	}
-	fflush(stdout);
+	/* the change is written only when what it moves could be shown */
+	if (fflush(stdout) || ferror(stdout)) {
+		ks_err("cannot print what the change moves (%s); the ring is not written",
+		       strerror(errno));
+		goto out;
+	}
 	ks_writer_id(by, sizeof(by), at, sizeof(at));
 	if (ks_ring_doc_encode_force(&ring, &shards, by, at, force, &doc,
 				     &doclen)) {
