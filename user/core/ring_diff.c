@@ -81,10 +81,23 @@ static double weight_sum(const struct ks_shards *s)
 	return t;
 }
 
+/* The weight shares on s of the shards of other that s does not have. */
+static double shares_missing(const struct ks_shards *s, double total,
+			     const struct ks_shards *other)
+{
+	double sum = 0;
+	__u32 i;
+
+	for (i = 0; i < s->n; i++)
+		if (ks_shards_find(other, s->v[i].host, s->v[i].port) < 0)
+			sum += share_of(s, total, &s->v[i]);
+	return sum;
+}
+
 double ks_ring_ideal_moved(const struct ks_shards *sf,
 			   const struct ks_shards *st)
 {
-	double wf = weight_sum(sf), wt = weight_sum(st), gain = 0;
+	double wf = weight_sum(sf), wt = weight_sum(st), gain = 0, churn;
 	__u32 j;
 
 	/* what every gaining shard must receive; a shard only on the from
@@ -96,6 +109,12 @@ double ks_ring_ideal_moved(const struct ks_shards *sf,
 		if (d > 0)
 			gain += d;
 	}
+	/* a consistent ring gives a new shard keys from every old one
+	 * while a removed shard's keys go to the others: a replacement
+	 * moves both, which the shares alone count once */
+	churn = shares_missing(sf, wf, st) + shares_missing(st, wt, sf);
+	if (churn > gain)
+		gain = churn;
 	return gain > 1.0 ? 1.0 : gain;
 }
 

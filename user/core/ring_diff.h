@@ -36,13 +36,17 @@ int ks_ring_diff_key(struct ks_ring_diff *d, const void *key, size_t len);
 void ks_ring_diff_free(struct ks_ring_diff *d);
 
 /*
- * The least fraction of the key space any ring must move to go from sf's
- * weights to st's (shards matched by host:port, a shard absent on a side
- * weighing 0): the total variation distance of the two weight shares,
- * sum over shards of max(0, share_to - share_from). Adding one shard to
- * N of equal weight gives 1/(N+1), removing one of N gives 1/N, the same
- * shards with the same weights 0 (a change of distribution, key hash or
- * names should move nothing by this measure).
+ * The share of the key space a change of sf's shards and weights into
+ * st's ideally moves (shards matched by host:port): the larger of
+ * - the least any placement must move to turn the old weight shares into
+ *   the new (their total variation distance: the sum, over shards whose
+ *   share grows, of the growth; a shard absent on a side weighs 0), and
+ * - what a consistent ring moves when shards come and go: the shares of
+ *   the shards removed (their keys leave) plus those of the shards added
+ *   (their keys arrive); a replaced shard counts both,
+ * at most 1. Adding one shard to N of equal weight: 1/(N+1); removing one
+ * of N: 1/N; replacing one of N: 2/N; the same shards and weights under
+ * another distribution, key hash or names: 0.
  */
 double ks_ring_ideal_moved(const struct ks_shards *sf,
 			   const struct ks_shards *st);
