@@ -34,8 +34,9 @@ fleet_ring_race() {
 		RACE_WHY="exits $ra and $rb from revision $cur, want 0 and 1: $(cat "$dir"/race_[ab].out "$dir"/race_[ab].err)"
 		return 1
 	fi
-	wrev=$(awk '{print $2}' "$dir/race_$win.out")
-	wdig=$(awk '{print $4}' "$dir/race_$win.out")
+	# the last line; the ones before say what the change moves
+	wrev=$(awk '/^revision / {print $2}' "$dir/race_$win.out")
+	wdig=$(awk '/^revision / {print $4}' "$dir/race_$win.out")
 	if ! grep -qE "^agent: ring not written: $key (is no longer at|changed since) revision $cur: revision $wrev by [^ ]+ pid [0-9]+ at [0-9T:Z-]+ won \([0-9]+ shards [a-z0-9-]+, digest $wdig\)" \
 		"$dir/race_$lose.err"; then
 		RACE_WHY="the refusal does not say who won ($wrev, $wdig): $(cat "$dir/race_$lose.err")"

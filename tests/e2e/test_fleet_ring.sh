@@ -218,7 +218,7 @@ wait_ring() {
 }
 
 out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" 2>&1)
-R2=$(awk '{print $2}' <<<"$out")
+R2=$(awk '/^revision / {print $2}' <<<"$out")
 if ! e2e_agent_start --sample 1 --interval "$INTERVAL" --etcd "$URL" --self "$SELF" -v; then
 	fail fleet_agent_setup "the agent did not attach with --etcd"
 	exit 1
@@ -233,7 +233,7 @@ fi
 
 # a ring set after the start: in the report within 2 intervals
 out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS5" 2>&1)
-R3=$(awk '{print $2}' <<<"$out")
+R3=$(awk '/^revision / {print $2}' <<<"$out")
 if wait_ring "$E2E_TMP/rep.json" "$R3" "$D5" 40 && [ "$WAITED_MS" -le $((2 * INTERVAL * 1000)) ]; then
 	pass fleet_agent_picks_up_ring_set
 	note "ring v$R3 ($D5, 5 shards) in the report $WAITED_MS ms after 'ring set' returned"
@@ -318,7 +318,7 @@ fi
 etcd_start plain "$URL" 2380
 PLAIN_PID=$ETCD_PID
 out=$(e2e_agent ring set --etcd "$URL" --shards-file "$SHARDS4" 2>&1)
-R4=$(awk '{print $2}' <<<"$out")
+R4=$(awk '/^revision / {print $2}' <<<"$out")
 if [ -n "$R4" ] && wait_ring "$E2E_TMP/rep.json" "$R4" "$D4" 100; then
 	pass fleet_agent_follows_after_etcd_returns
 	note "ring v$R4 in the report $WAITED_MS ms after 'ring set' (etcd restarted)"

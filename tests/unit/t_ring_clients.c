@@ -366,9 +366,118 @@ static void diff_counts(void)
 	kt_end();
 }
 
+/* The ideal share of a change of lists, from weights alone. */
+static double ideal_of(const char *from, const char *to)
+{
+	struct ks_shards a, b;
+	char err[512];
+	double v = -1;
+
+	if (ks_shards_parse_list("--from", from, &a, err, sizeof(err))) {
+		CHECK(0, "%s", err);
+		return v;
+	}
+	if (!ks_shards_parse_list("--to", to, &b, err, sizeof(err))) {
+		v = ks_ring_ideal_moved(&a, &b);
+		ks_shards_free(&b);
+	} else {
+		CHECK(0, "%s", err);
+	}
+	ks_shards_free(&a);
+	return v;
+}
+
+/* The fraction of 20000 sample keys that moves from (fl, fd) to (tl, td). */
+static double moved_of(const char *fl, enum ks_dist fd, const char *tl,
+		       enum ks_dist td)
+{
+	struct ks_shards sf, st;
+	struct ks_ring rf, rt;
+	struct ks_ring_diff d;
+	double v = -1;
+
+	if (build(&rf, fl, fd, &sf))
+		return v;
+	if (!build(&rt, tl, td, &st)) {
+		if (!ks_ring_diff_init(&d, &rf, &sf, &rt, &st)) {
+			place_keys(&d, 20000);
+			v = (double)d.moved / (double)d.keys;
+			ks_ring_diff_free(&d);
+		}
+		ks_ring_free(&rt);
+		ks_shards_free(&st);
+	}
+	ks_ring_free(&rf);
+	ks_shards_free(&sf);
+	return v;
+}
+
+#define NEAR(x, y) ((x) > (y)-1e-9 && (x) < (y) + 1e-9)
+
+/* 'ring set's refusal (core/ring_diff.h): the ideal share from weights,
+ * the limit 2 x ideal + 1%, and real changes on both sides of it. */
+static void move_limit(void)
+{
+	const char *k4 = "a:1,b:1,c:1,d:1", *k5 = "a:1,b:1,c:1,d:1,e:1";
+	double v;
+
+	kt_begin("ring_move_ideal_share");
+	CHECK(NEAR(v = ideal_of(k4, k5), 0.2), "add 1 to 4: %f", v);
+	CHECK(NEAR(v = ideal_of(k5, k4), 0.2), "remove 1 of 5: %f", v);
+	CHECK(NEAR(v = ideal_of(k4, k4), 0.0), "same: %f", v);
+	CHECK(NEAR(v = ideal_of(k4, "d:1,c:1,b:1,a:1"), 0.0), "order: %f", v);
+	/* the removed shard's keys leave, the new one's arrive */
+	CHECK(NEAR(v = ideal_of(k4, "a:1,b:1,c:1,x:1"), 0.5), "replace: %f", v);
+	CHECK(NEAR(v = ideal_of("a:1:3,b:1", "a:1:3,c:1"), 0.5),
+	      "replace the lighter: %f", v);
+	/* the shares' distance is the larger: 1/6 to e, 1/12 more to d */
+	CHECK(NEAR(v = ideal_of(k4, "a:1,b:1,c:1,d:1:2,e:1"), 0.25),
+	      "add 1 and reweight: %f", v);
+	CHECK(NEAR(v = ideal_of("a:1,b:1", "a:1:3,b:1"), 0.25),
+	      "reweight 1:1 -> 3:1: %f", v);
+	CHECK(NEAR(v = ideal_of(k4, "w:1,x:1,y:1,z:1"), 1.0), "all new: %f", v);
+	CHECK(NEAR(v = ideal_of("a:1", "a:1,b:1:3"), 0.75), "1 -> 2: %f", v);
+	kt_end();
+
+	kt_begin("ring_move_limit_decision");
+	CHECK(NEAR(ks_ring_move_limit(0.2), 0.41), "limit(0.2) %f",
+	      ks_ring_move_limit(0.2));
+	CHECK(NEAR(ks_ring_move_limit(0.0), 0.01), "limit(0)");
+	CHECK(NEAR(ks_ring_move_limit(0.6), 1.0), "limit(0.6) capped");
+	CHECK(!ks_ring_move_excessive(0.41, 0.2), "0.41 at 0.2 is the limit");
+	CHECK(ks_ring_move_excessive(0.4101, 0.2), "0.4101 at 0.2");
+	CHECK(!ks_ring_move_excessive(0.0, 0.0), "nothing at 0");
+	CHECK(!ks_ring_move_excessive(0.009, 0.0), "0.9%% at 0");
+	CHECK(ks_ring_move_excessive(0.011, 0.0), "1.1%% at 0");
+	CHECK(!ks_ring_move_excessive(1.0, 1.0), "all at all");
+	CHECK(!ks_ring_move_excessive(1.0, 0.5), "all at half");
+	kt_end();
+
+	/* what the limit is for: the ordinary changes pass with room, a
+	 * change of placement that the weights do not explain does not */
+	kt_begin("ring_move_limit_real_changes");
+	v = moved_of(k4, KS_DIST_KETAMA, k5, KS_DIST_KETAMA);
+	CHECK(v > 0.1 && !ks_ring_move_excessive(v, 0.2),
+	      "ketama add 1 to 4 moved %f", v);
+	v = moved_of(k5, KS_DIST_KETAMA, k4, KS_DIST_KETAMA);
+	CHECK(v > 0.1 && !ks_ring_move_excessive(v, 0.2),
+	      "ketama remove 1 of 5 moved %f", v);
+	v = moved_of(k4, KS_DIST_KETAMA, "a:1,b:1,c:1,x:1", KS_DIST_KETAMA);
+	CHECK(v > 0.25 && !ks_ring_move_excessive(v, 0.5),
+	      "ketama replace 1 moved %f", v);
+	v = moved_of(k4, KS_DIST_MODULA, k5, KS_DIST_MODULA);
+	CHECK(ks_ring_move_excessive(v, 0.2), "modula add 1 to 4 moved %f", v);
+	v = moved_of(k4, KS_DIST_KETAMA, k4, KS_DIST_MODULA);
+	CHECK(ks_ring_move_excessive(v, 0.0), "ketama -> modula moved %f", v);
+	v = moved_of(k4, KS_DIST_MODULA, "d:1,c:1,b:1,a:1", KS_DIST_MODULA);
+	CHECK(ks_ring_move_excessive(v, 0.0), "modula reordered moved %f", v);
+	kt_end();
+}
+
 void test_ring_clients(void)
 {
 	diff_counts();
+	move_limit();
 	sha1_vectors();
 	key_hash_vectors();
 	ketama_plain();

@@ -3,7 +3,8 @@
  * The ring document of etcd (user/core/ring_doc.h): every distribution
  * encoded, decoded and rebuilt bit for bit (points and bucket index equal,
  * every key to the same shard), a fixed document from schema 1 as text,
- * every refusal, --self, and the cluster names and key.
+ * every refusal, --self (in the ring and not), "force", and the cluster
+ * names and key.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -146,11 +147,104 @@ static void t_fixed(void)
 
 	CHECK(!ks_ring_doc_decode(fixed, strlen(fixed), &d, err, sizeof(err)),
 	      "%s", err);
-	CHECK(ks_ring_doc_build(&d, "10.0.0.3:11211", 1, &s, &r, err,
-				sizeof(err)) == -EINVAL &&
-		      strstr(err, "--self 10.0.0.3:11211 is not one of"),
+	/* a shard not (or no longer) in the ring: built, owning nothing,
+	 * with a self the datapath never matches (issue 23) */
+	CHECK(!ks_ring_doc_build(&d, "10.0.0.3:11211", 1, &s, &r, err,
+				 sizeof(err)),
 	      "self not listed: %s", err);
+	CHECK(r.half && r.half->meta.self == KS_SELF_OUTSIDE &&
+		      s.self == KS_SELF_OUTSIDE && s.n == 2 &&
+		      r.half->meta.digest == 0xf3c5b38f0a0a465bULL,
+	      "self outside: meta.self %#x", r.half ? r.half->meta.self : 0);
+	if (r.half)
+		ks_ring_free(&r);
+	ks_shards_free(&s);
 	ks_ring_doc_free(&d);
+	/* what is not a host:port stays refused */
+	CHECK(!ks_ring_doc_decode(fixed, strlen(fixed), &d, err, sizeof(err)),
+	      "%s", err);
+	CHECK(ks_ring_doc_build(&d, "10.0.0.3", 1, &s, &r, err, sizeof(err)) ==
+			      -EINVAL &&
+		      strstr(err, "--self"),
+	      "self without a port: %s", err);
+	ks_ring_doc_free(&d);
+	kt_end();
+}
+
+static char *edit(const char *from, const char *to);
+
+/* "force" (ring set --force): written only when set, read back, ignored
+ * when absent, refused when not a boolean. */
+static void t_force(void)
+{
+	struct ks_shards s;
+	struct ks_ring r;
+	struct ks_ring_doc d;
+	char err[1024], *doc = NULL, *t;
+	size_t len;
+	int f;
+
+	kt_begin("ring_doc_force_field");
+	if (ks_shards_parse_list("--shards", "10.0.0.1:11211,10.0.0.2:11211",
+				 &s, err, sizeof(err)) ||
+	    ks_ring_build(&r, &s, KS_DIST_KETAMA, 0, 1, err, sizeof(err))) {
+		CHECK(0, "%s", err);
+		kt_end();
+		return;
+	}
+	for (f = 0; f < 2; f++) {
+		CHECK(!ks_ring_doc_encode_force(&r, &s, "t", "now", f, &doc,
+						&len),
+		      "encode");
+		if (!doc)
+			continue;
+		CHECK(!strstr(doc, "\"force\"") == !f, "force %d in:\n%s", f,
+		      doc);
+		CHECK(!f || strstr(doc, "\"force\": true"), "true:\n%s", doc);
+		CHECK(!ks_ring_doc_decode(doc, len, &d, err, sizeof(err)) &&
+			      d.force == f,
+		      "decode force %d: %s", f, err);
+		ks_ring_doc_free(&d);
+		free(doc);
+		doc = NULL;
+	}
+	/* the plain encoder writes what it wrote before */
+	CHECK(!ks_ring_doc_encode(&r, &s, "t", "now", &doc, &len) &&
+		      !strstr(doc, "force"),
+	      "plain encode");
+	free(doc);
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+
+	t = edit("\"schema\":1", "\"schema\":1,\"force\":false");
+	CHECK(!ks_ring_doc_decode(t, strlen(t), &d, err, sizeof(err)) &&
+		      d.force == 0,
+	      "false: %s", err);
+	ks_ring_doc_free(&d);
+	free(t);
+	t = edit("\"schema\":1", "\"schema\":1,\"force\":true");
+	CHECK(!ks_ring_doc_decode(t, strlen(t), &d, err, sizeof(err)) &&
+		      d.force == 1,
+	      "true: %s", err);
+	ks_ring_doc_free(&d);
+	free(t);
+	CHECK(!ks_ring_doc_decode(fixed, strlen(fixed), &d, err, sizeof(err)) &&
+		      d.force == 0,
+	      "absent");
+	ks_ring_doc_free(&d);
+	/* a string or a number could be read as set by a careless reader:
+	 * refused, so no reader takes it either way */
+	t = edit("\"schema\":1", "\"schema\":1,\"force\":\"true\"");
+	CHECK(ks_ring_doc_decode(t, strlen(t), &d, err, sizeof(err)) ==
+			      -EBADMSG &&
+		      strstr(err, "\"force\" is not true or false"),
+	      "string: %s", err);
+	free(t);
+	t = edit("\"schema\":1", "\"schema\":1,\"force\":1");
+	CHECK(ks_ring_doc_decode(t, strlen(t), &d, err, sizeof(err)) ==
+		      -EBADMSG,
+	      "number");
+	free(t);
 	kt_end();
 }
 
@@ -307,5 +401,6 @@ void test_ring_doc(void)
 	t_roundtrip();
 	t_fixed();
 	t_refused();
+	t_force();
 	t_cluster();
 }

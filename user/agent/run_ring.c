@@ -131,13 +131,18 @@ static void publish_header(struct ks_run_ring *r)
 
 static void log_push(const struct ks_run_ring *r, double ms)
 {
-	char self[KS_SHARD_NAME_LEN + 16] = "", key[48] = "";
+	char self[KS_SHARD_NAME_LEN + 160] = "", key[48] = "";
 	const struct ks_ring_meta *m = r->live.half ? &r->live.half->meta
 						    : NULL;
 
-	if (r->rep->self != KS_NO_SHARD)
+	if (r->rep->self < r->shards.n)
 		snprintf(self, sizeof(self), ", self %s",
 			 r->rep->shards[r->rep->self].name);
+	else if (r->rep->self == KS_SELF_OUTSIDE)
+		snprintf(
+			self, sizeof(self),
+			", self %.*s not in the ring: it owns no keys, every request to it is misdirected",
+			KS_SHARD_NAME_LEN, r->spec.self ? r->spec.self : "?");
 	/* the key hash and tag only when they are not the distribution's */
 	if (m &&
 	    (m->tagged || m->key_hash != ks_dist_default_key_hash(m->dist))) {

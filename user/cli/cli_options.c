@@ -260,6 +260,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "write only if the document's etcd revision is still R\n"
 	  "(the one 'get' printed; 0: only if there is none);\n"
 	  "default: the revision set reads first" },
+	{ "force", KS_OPTV_FORCE, NO, NULL, KS_CMD_RING_SET, 0, KS_GRP_OPTIONS,
+	  "write a change that moves more than twice the ideal\n"
+	  "share of keys plus 1%% (a switch of distribution, a\n"
+	  "wrong shard list), and mark the document \"force\": true\n"
+	  "(docs/operations.md)" },
 	{ "json", 'j', NO, NULL, KS_CMD_RING_GET | KS_CMD_PINS_GET, 0,
 	  KS_GRP_OPTIONS,
 	  "the key, revisions and document as one JSON object\n"

@@ -477,6 +477,95 @@ static void describe_current(const struct ks_etcd_range *cur, char *buf,
 	ks_ring_doc_free(&d);
 }
 
+/* The ring at kv built as an agent without --self builds it; 0, or
+ * nonzero with why in err. */
+static int build_current(const struct ks_etcd_kv *kv, struct ks_shards *s,
+			 struct ks_ring *r, char *err, size_t errlen)
+{
+	struct ks_ring_doc d;
+	int rc;
+
+	rc = ks_ring_doc_decode(kv->value, kv->value_len, &d, err, errlen);
+	if (rc)
+		return rc;
+	rc = ks_ring_doc_build(&d, NULL, 0, s, r, err, errlen);
+	ks_ring_doc_free(&d);
+	return rc;
+}
+
+/*
+ * What writing (st, rt) over the ring at cur moves, printed; 1 when it
+ * moves more than the limit (core/ring_diff.h) and force is not given,
+ * 0 to write, or an exit status (> 1) when the keys could not be placed.
+ * A ring that is absent or does not read is not compared: there is
+ * nothing (the first ring) or nothing known (agents that refused it run
+ * their previous ring) to compare with, and the write replaces it.
+ */
+static int set_diff(const struct ks_etcd_range *cur, const char *key,
+		    const struct ks_ring *rt, const struct ks_shards *st,
+		    int force)
+{
+	struct diff_keys k = { .n = KS_DIFF_KEYS_DEFAULT };
+	struct ks_ring_diff d;
+	struct ks_shards sf;
+	struct ks_ring rf;
+	char err[KS_ERRLEN_DOC * 2];
+	double moved, ideal, limit;
+	int rc;
+
+	if (!cur->n) {
+		printf("no ring at %s yet: this is the first, nothing moves\n",
+		       key);
+		return 0;
+	}
+	if (build_current(&cur->kvs[0], &sf, &rf, err, sizeof(err))) {
+		printf("the ring at %s revision %" PRId64
+		       " does not read (%s): what this change moves is not known (agents that refused it run their previous ring)\n",
+		       key, cur->kvs[0].mod_revision, err);
+		return 0;
+	}
+	if (ks_ring_diff_init(&d, &rf, &sf, rt, st)) {
+		ks_err("out of memory counting keys; use fewer shards");
+		rc = KS_EXIT_FAIL;
+		goto out;
+	}
+	rc = diff_place(&d, &k);
+	if (rc)
+		goto free_diff;
+	moved = (double)d.moved / (double)d.keys;
+	ideal = ks_ring_ideal_moved(&sf, st);
+	limit = ks_ring_move_limit(ideal);
+	printf("change at %s revision %" PRId64
+	       ": %u shards %s (digest %016llx) -> %u shards %s (digest %016llx)\n",
+	       key, cur->kvs[0].mod_revision, sf.n,
+	       ks_dist_name(rf.half->meta.dist),
+	       (unsigned long long)rf.half->meta.digest, st->n,
+	       ks_dist_name(rt->half->meta.dist),
+	       (unsigned long long)rt->half->meta.digest);
+	printf("moves %llu of %llu sample keys (%.2f%%); ideal %.2f%%, limit %.2f%%\n",
+	       (unsigned long long)d.moved, (unsigned long long)d.keys,
+	       100.0 * moved, 100.0 * ideal, 100.0 * limit);
+	print_per_shard(&d);
+	rc = 0;
+	if (ks_ring_move_excessive(moved, ideal)) {
+		if (force) {
+			printf("--force: written past the limit, marked \"force\": true\n");
+		} else {
+			ks_err("ring not written: it moves %.2f%% of the keys, more than %.0f x the ideal %.2f%% + %.0f%% (%.2f%%); a change of distribution or key hash, or a wrong shard list? Check it with 'agent ring diff', or give --force to write it",
+			       100.0 * moved, KS_RING_MOVE_FACTOR,
+			       100.0 * ideal, 100.0 * KS_RING_MOVE_SLACK,
+			       100.0 * limit);
+			rc = 1;
+		}
+	}
+free_diff:
+	ks_ring_diff_free(&d);
+out:
+	ks_ring_free(&rf);
+	ks_shards_free(&sf);
+	return rc;
+}
+
 static int ring_set(int argc, char **argv)
 {
 	struct ks_cli_getopt g;
@@ -491,7 +580,7 @@ static int ring_set(int argc, char **argv)
 	size_t doclen = 0;
 	unsigned long long v;
 	int64_t expect, rev = 0;
-	int ch, n, rc, pinned = 0;
+	int ch, n, rc, pinned = 0, force = 0;
 
 	ks_ring_spec_init(&spec, "--shards", "--shards-file");
 	ks_etcd_conf_init(&ec);
@@ -503,6 +592,10 @@ static int ring_set(int argc, char **argv)
 		if (ch == 'h') {
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
+		}
+		if (ch == KS_OPTV_FORCE) {
+			force = 1;
+			continue;
 		}
 		if (ch == KS_OPTV_IF_REVISION) {
 			if (ks_parse_uint("--if-revision", optarg, 0, INT64_MAX,
@@ -541,8 +634,32 @@ static int ring_set(int argc, char **argv)
 		goto out;
 	}
 	rc = KS_EXIT_FAIL;
+	if (ks_etcd_range(c, ec.ring_key, strlen(ec.ring_key), 0, &cur)) {
+		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
+		goto out;
+	}
+	/* The diff is against the revision read: the write is pinned to it,
+	 * so what was printed is what the write replaces (a change in
+	 * between is refused naming its writer). An --if-revision that
+	 * differs already is refused by the write, with no diff. */
+	if (!pinned || expect == (cur.n ? cur.kvs[0].mod_revision : 0)) {
+		n = set_diff(&cur, ec.ring_key, &ring, &shards, force);
+		if (n) {
+			rc = n > 1 ? n : KS_EXIT_FAIL;
+			goto out;
+		}
+		expect = cur.n ? cur.kvs[0].mod_revision : 0;
+		pinned = 1;
+	}
+	/* the change is written only when what it moves could be shown */
+	if (fflush(stdout) || ferror(stdout)) {
+		ks_err("cannot print what the change moves (%s); the ring is not written",
+		       strerror(errno));
+		goto out;
+	}
 	ks_writer_id(by, sizeof(by), at, sizeof(at));
-	if (ks_ring_doc_encode(&ring, &shards, by, at, &doc, &doclen)) {
+	if (ks_ring_doc_encode_force(&ring, &shards, by, at, force, &doc,
+				     &doclen)) {
 		ks_err("out of memory encoding the ring; free some memory");
 		goto out;
 	}

@@ -193,7 +193,7 @@ void ks_help_ring(FILE *f)
 		"                  [--keys N] [options]\n"
 		"  agent ring set --etcd URL,... [--cluster NAME] (--shards LIST |\n"
 		"                 --shards-file FILE) [--distribution D] [--vnodes N]\n"
-		"                 [--if-revision R] [etcd options]\n"
+		"                 [--if-revision R] [--force] [etcd options]\n"
 		"  agent ring get --etcd URL,... [--cluster NAME] [--json] [etcd options]\n"
 		"\n"
 		"Builds the ring the memcached clients use, in user space, and answers from\n"
@@ -206,7 +206,11 @@ void ks_help_ring(FILE *f)
 		"writes it to etcd as a versioned JSON document, /keysteer/NAME/ring, with a\n"
 		"compare-and-swap on the revision it read (or --if-revision): if someone else\n"
 		"changed it in between, nothing is written and it says who won at which\n"
-		"revision (exit 1). It prints 'revision R digest D ...'. 'get' prints the\n"
+		"revision (exit 1). Before writing it prints what the change moves, as\n"
+		"'diff' counts it on %d sample keys against the ring in etcd, and refuses\n"
+		"(exit 1, nothing written) a change that moves more than twice the\n"
+		"ideal share plus 1%% of the keys unless given --force. Then it prints\n"
+		"'revision R digest D ...'. 'get' prints the\n"
 		"document and its revision. 'agent run --etcd' follows the same key\n"
 		"(docs/fleet.md).\n"
 		"\n"
@@ -218,7 +222,7 @@ void ks_help_ring(FILE *f)
 		"  Names are used by twemproxy and vnode; libmemcached has none.\n"
 		"\n"
 		"OPTIONS\n",
-		KS_SHARD_WEIGHT_MAX);
+		KS_DIFF_KEYS_DEFAULT, KS_SHARD_WEIGHT_MAX);
 	ks_cli_help(f, KS_CMD_RING, KS_GRP_OPTIONS);
 	fputs("\n"
 	      "ETCD (set, get)\n",

@@ -61,3 +61,71 @@ void ks_ring_diff_free(struct ks_ring_diff *d)
 	free(d->pairs);
 	memset(d, 0, sizeof(*d));
 }
+
+/* w's share of its list, or 0 when it is not on it. */
+static double share_of(const struct ks_shards *s, double total,
+		       const struct ks_shard *w)
+{
+	int i = ks_shards_find(s, w->host, w->port);
+
+	return i < 0 || total <= 0 ? 0.0 : s->v[i].weight / total;
+}
+
+static double weight_sum(const struct ks_shards *s)
+{
+	double t = 0;
+	__u32 i;
+
+	for (i = 0; i < s->n; i++)
+		t += s->v[i].weight;
+	return t;
+}
+
+/* The weight shares on s of the shards of other that s does not have. */
+static double shares_missing(const struct ks_shards *s, double total,
+			     const struct ks_shards *other)
+{
+	double sum = 0;
+	__u32 i;
+
+	for (i = 0; i < s->n; i++)
+		if (ks_shards_find(other, s->v[i].host, s->v[i].port) < 0)
+			sum += share_of(s, total, &s->v[i]);
+	return sum;
+}
+
+double ks_ring_ideal_moved(const struct ks_shards *sf,
+			   const struct ks_shards *st)
+{
+	double wf = weight_sum(sf), wt = weight_sum(st), gain = 0, churn;
+	__u32 j;
+
+	/* what every gaining shard must receive; a shard only on the from
+	 * side gains nothing, one only on the to side gains its share */
+	for (j = 0; j < st->n; j++) {
+		double d = share_of(st, wt, &st->v[j]) -
+			   share_of(sf, wf, &st->v[j]);
+
+		if (d > 0)
+			gain += d;
+	}
+	/* a consistent ring gives a new shard keys from every old one
+	 * while a removed shard's keys go to the others: a replacement
+	 * moves both, which the shares alone count once */
+	churn = shares_missing(sf, wf, st) + shares_missing(st, wt, sf);
+	if (churn > gain)
+		gain = churn;
+	return gain > 1.0 ? 1.0 : gain;
+}
+
+double ks_ring_move_limit(double ideal)
+{
+	double l = KS_RING_MOVE_FACTOR * ideal + KS_RING_MOVE_SLACK;
+
+	return l > 1.0 ? 1.0 : l;
+}
+
+int ks_ring_move_excessive(double moved, double ideal)
+{
+	return moved > ks_ring_move_limit(ideal);
+}

@@ -35,4 +35,33 @@ int ks_ring_diff_key(struct ks_ring_diff *d, const void *key, size_t len);
 
 void ks_ring_diff_free(struct ks_ring_diff *d);
 
+/*
+ * The share of the key space a change of sf's shards and weights into
+ * st's ideally moves (shards matched by host:port): the larger of
+ * - the least any placement must move to turn the old weight shares into
+ *   the new (their total variation distance: the sum, over shards whose
+ *   share grows, of the growth; a shard absent on a side weighs 0), and
+ * - what a consistent ring moves when shards come and go: the shares of
+ *   the shards removed (their keys leave) plus those of the shards added
+ *   (their keys arrive); a replaced shard counts both,
+ * at most 1. Adding one shard to N of equal weight: 1/(N+1); removing one
+ * of N: 1/N; replacing one of N: 2/N; the same shards and weights under
+ * another distribution, key hash or names: 0.
+ */
+double ks_ring_ideal_moved(const struct ks_shards *sf,
+			   const struct ks_shards *st);
+
+/* 'ring set' refuses, without --force, a change that moves more than
+ * KS_RING_MOVE_FACTOR times the ideal fraction plus KS_RING_MOVE_SLACK
+ * (docs/operations.md has why these two numbers). */
+#define KS_RING_MOVE_FACTOR 2.0
+#define KS_RING_MOVE_SLACK  0.01
+
+/* The largest fraction of keys a change whose ideal is ideal may move. */
+double ks_ring_move_limit(double ideal);
+
+/* 1 when moved (a fraction of the keys placed, 0..1) exceeds the limit
+ * for ideal; 0 when not. */
+int ks_ring_move_excessive(double moved, double ideal);
+
 #endif

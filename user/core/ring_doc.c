@@ -68,6 +68,13 @@ static const char *meta_key_hash(const struct ks_ring_meta *m)
 int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 		       const char *by, const char *at, char **out, size_t *len)
 {
+	return ks_ring_doc_encode_force(r, s, by, at, 0, out, len);
+}
+
+int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
+			     const char *by, const char *at, int force,
+			     char **out, size_t *len)
+{
 	const struct ks_ring_meta *m = &r->half->meta;
 	json_t *root = json_object(), *arr = json_array();
 	char digest[20];
@@ -114,6 +121,10 @@ int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 		bad |= json_object_set_new(root, "written_by", json_string(by));
 	if (at)
 		bad |= json_object_set_new(root, "written_at", json_string(at));
+	/* only when set: a document without it is the ordinary case, and
+	 * the text of every document written before stays the same */
+	if (force)
+		bad |= json_object_set_new(root, "force", json_true());
 	*out = bad ? NULL
 		   : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
@@ -443,6 +454,18 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 	    get_str(root, "written_at", 0, d->written_at, sizeof(d->written_at),
 		    "when", err, errlen))
 		goto out;
+	{
+		json_t *f = json_object_get(root, "force");
+
+		/* a string "false" read as set would purge what it must not */
+		if (f && !json_is_boolean(f)) {
+			snprintf(
+				err, errlen,
+				"the ring document's \"force\" is not true or false");
+			goto out;
+		}
+		d->force = f && json_is_true(f);
+	}
 	rc = 0;
 out:
 	json_decref(root);
@@ -462,11 +485,12 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 		char sub[KS_ERRLEN_DOC];
 
 		rc = ks_shards_set_self(&d->shards, self, sub, sizeof(sub));
-		if (rc) {
-			snprintf(
-				err, errlen,
-				"--self %s is not one of the ring document's shards; this host would serve no shard of it",
-				self);
+		/* a shard not yet added or already removed: the ring is
+		 * taken and this host owns nothing under it (issue 23) */
+		if (rc == -ENOENT)
+			d->shards.self = KS_SELF_OUTSIDE;
+		else if (rc) {
+			snprintf(err, errlen, "%s", sub);
 			return rc == -ENOMEM ? rc : -EINVAL;
 		}
 	}

@@ -48,6 +48,10 @@ struct ks_ring_doc {
 	__u64 digest;
 	char written_by[128]; /* "" when absent */
 	char written_at[40];
+	/* 1: 'ring set --force' wrote it past the move limit
+	 * (core/ring_diff.h), so agents may purge for it beyond the ideal
+	 * share; absent (0) in every other document */
+	int force;
 };
 
 /*
@@ -59,6 +63,12 @@ struct ks_ring_doc {
 int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
 		       const char *by, const char *at, char **out, size_t *len);
 
+/* The same, with "force": true after written_at when force is set (an
+ * addition to schema 1: older readers ignore it). */
+int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
+			     const char *by, const char *at, int force,
+			     char **out, size_t *len);
+
 /*
  * Reads a document: d is overwritten (free with ks_ring_doc_free). Refused
  * with one line in err (-EBADMSG): not JSON or not an object, no or a
@@ -66,15 +76,17 @@ int ks_ring_doc_encode(const struct ks_ring *r, const struct ks_shards *s,
  * hash (or not murmur3_32 for pymemcache), a hash_tag not two bytes, vnodes where they do not belong or out of
  * range, no shards or more than KS_MAX_SHARDS, a shard that is not
  * host/port/weight/name as a shard file would take it (the shard file's
- * rules, each named by its index), a missing points or digest. Fields it
+ * rules, each named by its index), a missing points or digest, a "force"
+ * that is not true or false. Fields it
  * does not know are ignored (later additions to schema 1 stay readable).
  */
 int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 		       char *err, size_t errlen);
 
 /*
- * Builds the ring of d (self: "host:port" of this host or NULL; it must
- * be one of the shards) with meta.version = version, and checks the
+ * Builds the ring of d (self: "host:port" of this host or NULL; when it
+ * is none of the shards, shards->self is KS_SELF_OUTSIDE: the host owns
+ * nothing) with meta.version = version, and checks the
  * points and the digest against the document. On success r and shards
  * are the caller's (the shards moved out of d). -EINVAL, -ENOMEM with err.
  */

@@ -31,10 +31,18 @@ struct ks_shard {
 	__u32 line;   /* source line; item number for flags */
 };
 
+/*
+ * --self names a shard the ring does not have (a shard not yet added, or
+ * removed): this host owns no key. Not an index and not KS_NO_SHARD, so
+ * the datapath, which counts a key as misdirected when its owner is not
+ * meta.self unless self is KS_NO_SHARD, counts every key placed here.
+ */
+#define KS_SELF_OUTSIDE 0xfffffffeU
+
 struct ks_shards {
 	struct ks_shard *v;
 	__u32 n;
-	__u32 self;       /* index of --self, or KS_NO_SHARD */
+	__u32 self;       /* index of --self, KS_NO_SHARD, KS_SELF_OUTSIDE */
 	char source[256]; /* "--shards" or the file's path, for messages */
 };
 

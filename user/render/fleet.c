@@ -118,9 +118,9 @@ static void text_host(FILE *f, const struct ks_fleet_out *o, size_t i,
 	fprintf(f, "%c %-21s %10.1f %10.1f %9.1f %6" PRId64 "%s%s%s\n",
 		o->v->max_host == (long)i ? '*' : ' ', b, h->reads, h->writes,
 		h->mis, h->ring_rev, o->v->host_stale[i] ? "  OLD RING" : "",
-		h->have_shard ? "" : "  (no ring: host totals)",
+		h->have_shard || o->s->n_ring ? "" : "  (no ring: host totals)",
 		names_shard >= 0 ? "  (its shard's row is another entry's)"
-		: o->s->n_ring   ? "  (not in the ring)"
+		: o->s->n_ring   ? "  (not in the ring: owns no keys)"
 				 : "");
 }
 

@@ -338,6 +338,9 @@ static void text_ring_line(FILE *f, const struct ks_view *v)
 	if (r->self < r->nshards) {
 		shard_name(r, r->self, name, sizeof(name));
 		fprintf(f, "self %s (#%u)", name, r->self);
+	} else if (r->self == KS_SELF_OUTSIDE) {
+		fprintf(f, "self not in the ring (owns no keys: every request "
+			   "here is misdirected)");
 	} else {
 		fprintf(f, "self none");
 	}
@@ -389,7 +392,8 @@ static void text_misdirected(FILE *f, const struct ks_view *v)
 {
 	size_t i;
 
-	if (v->ring->self >= v->ring->nshards)
+	if (v->ring->self >= v->ring->nshards &&
+	    v->ring->self != KS_SELF_OUTSIDE)
 		return;
 	if (!v->n_mis) {
 		fprintf(f,
@@ -540,6 +544,11 @@ static void json_ring_head(FILE *f, const struct ks_view *v)
 	} else {
 		fprintf(f, "null,\"self_index\":null");
 	}
+	/* null: no --self; false: a shard the ring does not have */
+	fprintf(f, ",\"self_in_ring\":%s",
+		r->self < r->nshards         ? "true"
+		: r->self == KS_SELF_OUTSIDE ? "false"
+					     : "null");
 	fprintf(f, ",\"source\":");
 	ks_json_string(f, (const __u8 *)r->source,
 		       strnlen(r->source, sizeof(r->source)));
