@@ -180,7 +180,8 @@ fi
 
 out=$(e2e_agent ring set "${AGS[@]}" --shards "$SELF,$OTHER" 2>&1)
 rc=$?
-if [ $rc -ne 0 ] && [ "$out" = "agent: cannot write ${PFX}ring: etcd: etcdserver: permission denied ($URL)" ] &&
+# ring set prints what the change moves first; its last line is the refusal
+if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "agent: cannot write ${PFX}ring: etcd: etcdserver: permission denied ($URL)" ] &&
 	[ "$(ring_rev)" = "$REV" ]; then
 	pass fleet_roles_agent_ring_set_refused
 	note "exit $rc: $out"

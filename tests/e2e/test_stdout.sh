@@ -123,14 +123,15 @@ if ! e2e_etcd_start "$SNS" stdout "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
 	exit 1
 fi
 ETCD_PID=$E2E_ETCD_PID
-if ! out=$("${NS[@]}" "$AGENT" ring set --etcd "$URL" --shards "$SHARDS" 2>&1); then
+# 10 s a call: on a loaded machine etcd's fsync alone took over the 2 s default
+if ! out=$("${NS[@]}" "$AGENT" ring set --etcd "$URL" --etcd-timeout 10000 --shards "$SHARDS" 2>&1); then
 	fail stdout_etcd_setup "ring set: $out"
 	exit 1
 fi
-RING_GET=("${NS[@]}" "$AGENT" ring get --etcd "$URL" --json)
+RING_GET=("${NS[@]}" "$AGENT" ring get --etcd "$URL" --etcd-timeout 10000 --json)
 expect_full stdout_ring_get_json_full "${RING_GET[@]}"
 expect_whole stdout_ring_get_json_control json_ok "${RING_GET[@]}"
-FLEET=("${NS[@]}" "$AGENT" fleet --etcd "$URL" --json)
+FLEET=("${NS[@]}" "$AGENT" fleet --etcd "$URL" --etcd-timeout 10000 --json)
 expect_full stdout_fleet_json_full "${FLEET[@]}"
 expect_whole stdout_fleet_json_control json_ok "${FLEET[@]}"
 exit "$E2E_FAILED"

@@ -105,8 +105,11 @@ d = json.load(open(sys.argv[1]))
 iv = float(sys.argv[2]); reps = sys.argv[3:]
 why = []
 errs = sum(o["errors"] + o["timeouts"] for o in d["ops"])
-if errs:
-    why.append("%d errors/timeouts" % errs)
+total = sum(o["ops"] for o in d["ops"])
+# A loaded machine loses a few UDP datagrams in memcached's sockets (8 of
+# 6,233 at load 7); a steering fault loses whole paths: far over 1%.
+if errs * 100 > total:
+    why.append("%d of %d gets failed or timed out (over 1%%)" % (errs, total))
 by = d["replies_by_source"]
 for r in reps:
     if by.get(r, 0) < 100:
@@ -117,8 +120,8 @@ fs = d["first_steered_ms"]
 if fs is None or fs > iv + 300:
     why.append("first steered reply at %s ms (limit %d)" % (fs, iv + 300))
 print("; ".join(why) or "OK")
-print("steered %d of %d gets, by source %s, first steered after %s ms" % (
-    d["steered"], sum(o["ops"] for o in d["ops"]), by, fs), file=sys.stderr)
+print("steered %d of %d gets (%d failed or timed out), by source %s, first steered after %s ms" % (
+    d["steered"], total, errs, by, fs), file=sys.stderr)
 PYEOF
 )
 note "$(cat "$E2E_TMP/load.sum" 2>/dev/null)"

@@ -14,6 +14,7 @@
 #include "core/etcd_codec.h"
 #include "core/fleet_view.h"
 #include "core/ring_doc.h"
+#include "net/etcd.h"
 #include "net/etcd_conf.h"
 
 #define REQ required_argument
@@ -450,6 +451,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "etcd-password-file", KS_OPTV_ETCD_PWFILE, REQ, "FILE", KS_CMD_ETCD,
 	  RUN_CONF, KS_GRP_ETCD,
 	  "the password of --etcd-user: the file's first line" },
+	{ "etcd-timeout", KS_OPTV_ETCD_TIMEOUT, REQ, "MS", KS_CMD_ETCD,
+	  RUN_CONF, KS_GRP_ETCD,
+	  "how long one call to etcd may take, in ms (1..60000;\n"
+	  "default %d): more for a distant or busy etcd",
+	  { KS_ETCD_TIMEOUT_MS } },
 	{ "etcd-optional", KS_OPTV_ETCD_OPTIONAL, NO, NULL, KS_CMD_RUN,
 	  RUN_CONF, KS_GRP_ETCD,
 	  "if etcd cannot be reached or refuses the credentials at\n"

@@ -74,6 +74,7 @@ enum ks_opt_group {
 #define KS_OPTV_ETCD_OPTIONAL 0x1017
 #define KS_OPTV_IF_REVISION   0x1018
 #define KS_OPTV_FORCE         0x1019
+#define KS_OPTV_ETCD_TIMEOUT  0x101a
 #define KS_OPTV_HOT_EVENTS    0x1030
 #define KS_OPTV_HASH_ONLY     0x1031
 #define KS_OPTV_COPY_PROTOCOL 0x1032

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* etcd_cli.c - the etcd options (etcd_cli.h). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "cli/cli_options.h"
 #include "cli/etcd_cli.h"
 
@@ -31,6 +33,20 @@ int ks_etcd_cli_opt(struct ks_etcd_conf *e, int c, const char *arg, char *err,
 	case KS_OPTV_ETCD_PWFILE:
 		e->password_file = arg;
 		return 1;
+	case KS_OPTV_ETCD_TIMEOUT: {
+		char *end;
+		long ms;
+
+		errno = 0;
+		ms = strtol(arg, &end, 10);
+		if (errno || !*arg || *end || ms < 1 || ms > 60000) {
+			snprintf(err, errlen,
+				 "--etcd-timeout '%s': want 1..60000 ms", arg);
+			return -1;
+		}
+		e->timeout_ms = (int)ms;
+		return 1;
+	}
 	case KS_OPTV_ETCD_OPTIONAL:
 		e->optional = 1;
 		return 1;

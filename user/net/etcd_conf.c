@@ -21,6 +21,7 @@ int ks_etcd_conf_check(struct ks_etcd_conf *e, char *err, size_t errlen)
 			   : e->user          ? "--etcd-user"
 			   : e->password_file ? "--etcd-password-file"
 			   : e->optional      ? "--etcd-optional"
+			   : e->timeout_ms    ? "--etcd-timeout"
 					      : NULL;
 
 	if (!e->endpoints) {
@@ -54,6 +55,7 @@ int ks_etcd_conf_connect(struct ks_etcd_conf *e, struct ks_etcd **c, char *err,
 		.cert_file = e->cert,
 		.key_file = e->key,
 		.user = e->user,
+		.timeout_ms = e->timeout_ms,
 	};
 	char pw[512] = "", sub[KS_ERRLEN_DOC];
 	const char *env = getenv(KS_ETCD_PASSWORD_ENV);

@@ -22,7 +22,8 @@ struct ks_etcd_conf {
 	const char *endpoints; /* --etcd; NULL: no etcd */
 	const char *cluster;   /* --cluster, KS_CLUSTER_DEFAULT */
 	const char *ca, *cert, *key, *user, *password_file;
-	int optional; /* --etcd-optional */
+	int optional;   /* --etcd-optional */
+	int timeout_ms; /* --etcd-timeout; 0: KS_ETCD_TIMEOUT_MS */
 	char ring_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
 	char version[64]; /* etcd's, after ks_etcd_conf_connect */
 };
