@@ -57,6 +57,9 @@ struct ks_run_ring {
 	int etcd;
 	char ext_source[KS_RING_SOURCE_LEN];
 	__u64 ext_version;
+
+	/* Told of every ring pushed (agent/run_purge.h); NULL: nobody. */
+	struct ks_run_purge *purge;
 };
 
 /* How often the shard file is checked for a change. */
