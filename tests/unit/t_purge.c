@@ -103,8 +103,7 @@ static void t_owned(void)
 	CHECK_EQ(self, 1);
 	CHECK(ks_purge_self_index(&s, "198.18.1.9:11211") == KS_NO_SHARD,
 	      "not in the ring");
-	CHECK(ks_purge_self_index(&s, "198.18.1.2") == KS_NO_SHARD,
-	      "no port");
+	CHECK(ks_purge_self_index(&s, "198.18.1.2") == KS_NO_SHARD, "no port");
 	CHECK(ks_purge_self_index(&s, NULL) == KS_NO_SHARD, "no --self");
 	for (i = 0; i < 4000; i++) {
 		int n = snprintf(key, sizeof(key), "k%u", i);
@@ -151,8 +150,8 @@ static void t_gate(void)
 	/* a shard added: about a quarter moves, a quarter of A's away */
 	gate(ABC, KS_DIST_KETAMA, ABCE, KS_DIST_KETAMA, "198.18.1.1:11211", 0,
 	     &g);
-	CHECK(g.allowed && g.changed == 1 && g.moved > 0.15 &&
-		      g.moved < 0.35 && g.away > 0.03 && g.away < 0.15,
+	CHECK(g.allowed && g.changed == 1 && g.moved > 0.15 && g.moved < 0.35 &&
+		      g.away > 0.03 && g.away < 0.15,
 	      "added: %s", g.why);
 	/* removed again: this shard loses nothing */
 	gate(ABCE, KS_DIST_KETAMA, ABC, KS_DIST_KETAMA, "198.18.1.1:11211", 0,
@@ -172,12 +171,12 @@ static void t_gate(void)
 
 	kt_begin("purge_gate_refuses_a_storm");
 	/* ketama to modula over the same shards: most keys move */
-	gate(ABCE, KS_DIST_KETAMA, ABCE, KS_DIST_MODULA, "198.18.1.1:11211",
-	     0, &g);
+	gate(ABCE, KS_DIST_KETAMA, ABCE, KS_DIST_MODULA, "198.18.1.1:11211", 0,
+	     &g);
 	CHECK(!g.allowed && g.moved > 0.5 && strstr(g.why, "not forced"),
 	      "switch: %s", g.why);
-	gate(ABCE, KS_DIST_KETAMA, ABCE, KS_DIST_MODULA, "198.18.1.1:11211",
-	     1, &g);
+	gate(ABCE, KS_DIST_KETAMA, ABCE, KS_DIST_MODULA, "198.18.1.1:11211", 1,
+	     &g);
 	CHECK(g.allowed && g.forced, "forced: %s", g.why);
 	/* a typo: three of four shards renamed */
 	gate(ABCE, KS_DIST_KETAMA,
@@ -208,14 +207,14 @@ static void t_pace(void)
 	CHECK_EQ(ks_pace_due(0, 1, 0), ~0ULL);
 	/* on time or early: the start stays */
 	CHECK_EQ(ks_pace_rebase(0, 5000, 5000, 1000000000ULL), 0);
-	CHECK_EQ(ks_pace_rebase(0, 5000, 5000,
-				1000000000ULL + KS_PACE_SLACK_NS),
-		 0);
+	CHECK_EQ(
+		ks_pace_rebase(0, 5000, 5000, 1000000000ULL + KS_PACE_SLACK_NS),
+		0);
 	/* 3 s late: moved so the next item is due 100 ms ago, no burst */
 	CHECK_EQ(ks_pace_rebase(0, 5000, 5000, 4000000000ULL),
 		 3000000000ULL - KS_PACE_SLACK_NS);
-	CHECK_EQ(ks_pace_due(ks_pace_rebase(0, 5000, 5000, 4000000000ULL),
-			     5000, 5000),
+	CHECK_EQ(ks_pace_due(ks_pace_rebase(0, 5000, 5000, 4000000000ULL), 5000,
+			     5000),
 		 4000000000ULL - KS_PACE_SLACK_NS);
 	CHECK_EQ(ks_pace_batch(5000), 100);
 	CHECK_EQ(ks_pace_batch(1000), 50);

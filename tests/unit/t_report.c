@@ -452,7 +452,7 @@ static void ring_sections(void)
 	      "source not escaped");
 	CHECK(strstr(doc, "\"pushed_s_ago\":5.000") != NULL, "push age");
 	CHECK(strstr(doc,
-		     "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null}") !=
+		     "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null,\"purge\":{\"state\":\"off\",\"in_progress\":false,\"purged_total\":0,\"swept_total\":0,\"listed_total\":0,\"refused_total\":0,\"errors_total\":0,\"ring_version\":0,\"passes\":0,\"first_pass_s\":null,\"first_pass_items\":0,\"items_per_s\":0.000,\"rate_limit\":0,\"sweep_rate_limit\":0,\"last_error\":null}}") !=
 		      NULL,
 	      "ring tail: %.3000s", doc);
 	CHECK(strstr(doc,

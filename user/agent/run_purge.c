@@ -35,8 +35,8 @@ void ks_run_purge_init(struct ks_run_purge *p)
 	pthread_cond_init(&p->cv, NULL);
 }
 
-int ks_run_purge_opt(struct ks_run_purge *p, int c, const char *arg,
-		     char *err, size_t errlen)
+int ks_run_purge_opt(struct ks_run_purge *p, int c, const char *arg, char *err,
+		     size_t errlen)
 {
 	unsigned long long v;
 
@@ -176,11 +176,12 @@ static int flush(struct pass *x)
 	iov.iov_base = x->buf;
 	iov.iov_len = x->blen + 4;
 	start = ks_mono_ns();
-	err = ks_mc_pipe_send(&x->del, &iov, 1,
-			      ms_of(start) + DEL_TIMEOUT_MS, &fresh);
+	err = ks_mc_pipe_send(&x->del, &iov, 1, ms_of(start) + DEL_TIMEOUT_MS,
+			      &fresh);
 	/* quiet mode: only a failure answers before the "MN" */
-	while (!err && !(err = ks_mc_pipe_line(&x->del, &line,
-					       ms_of(start) + DEL_TIMEOUT_MS)) &&
+	while (!err &&
+	       !(err = ks_mc_pipe_line(&x->del, &line,
+				       ms_of(start) + DEL_TIMEOUT_MS)) &&
 	       strcmp(line, "MN"))
 		x->errors++;
 	if (err)
@@ -237,10 +238,11 @@ static int open_dump(struct pass *x, char **line, enum ks_md_line *kind,
 		if (*kind != KS_MD_BUSY)
 			return 0;
 		if (ks_mono_ns() >= give_up) {
-			snprintf(x->why, sizeof(x->why),
-				 "memcached at %s: the LRU crawler stayed busy for %llu s",
-				 x->p->mc.text,
-				 (unsigned long long)(BUSY_GIVE_UP_NS / SEC));
+			snprintf(
+				x->why, sizeof(x->why),
+				"memcached at %s: the LRU crawler stayed busy for %llu s",
+				x->p->mc.text,
+				(unsigned long long)(BUSY_GIVE_UP_NS / SEC));
 			return -EBUSY;
 		}
 		ks_mc_close(&x->dump);
@@ -266,9 +268,10 @@ static int run_pass(struct pass *x)
 		if (kind == KS_MD_END || kind == KS_MD_EMPTY)
 			return flush(x);
 		if (kind != KS_MD_ITEM) {
-			snprintf(x->why, sizeof(x->why),
-				 "memcached at %.60s: lru_crawler metadump answered '%.60s'",
-				 x->p->mc.text, line);
+			snprintf(
+				x->why, sizeof(x->why),
+				"memcached at %.60s: lru_crawler metadump answered '%.60s'",
+				x->p->mc.text, line);
 			return -EPROTO;
 		}
 		x->listed++;
@@ -408,7 +411,7 @@ static int take_change(struct ks_run_purge *p, struct ring_state *cur)
 		cur->usable = 1;
 		due = g.away > 0 && p->rate;
 		ks_info("ring v%llu: %s%s", (unsigned long long)version, g.why,
-			due	 ? "; purging what this shard no longer owns"
+			due       ? "; purging what this shard no longer owns"
 			: p->rate ? "; nothing to purge"
 				  : "; --purge-rate 0: no purge");
 	}
@@ -472,13 +475,14 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&p->mu);
 			now = ks_mono_ns();
 			if (!sweep)
-				next_pass = now + period <= grace_end + period / 2
+				next_pass = now + period <= grace_end +
+								    period / 2
 						    ? now + period
 						    : 0;
 			next_sweep = now + KS_PURGE_SWEEP_GAP_S * SEC;
 			continue;
 		}
-		p->st.state = next_pass	 ? KS_PURGE_GRACE
+		p->st.state = next_pass    ? KS_PURGE_GRACE
 			      : cur.usable ? KS_PURGE_IDLE
 					   : KS_PURGE_OFF;
 		if (next_pass)

@@ -72,8 +72,8 @@ struct ks_run_purge {
 void ks_run_purge_init(struct ks_run_purge *p);
 /* --purge-rate, --purge-grace, --purge-sweep-rate, --ring-purge: 1
  * taken, 0 not one of them, -1 with err. */
-int ks_run_purge_opt(struct ks_run_purge *p, int c, const char *arg,
-		     char *err, size_t errlen);
+int ks_run_purge_opt(struct ks_run_purge *p, int c, const char *arg, char *err,
+		     size_t errlen);
 /* After the ring options: self is --self (NULL: this host is no ring
  * shard, a replica say, and purges nothing). -EINVAL with err for a
  * --self the purge cannot connect to while a purge is asked for. */

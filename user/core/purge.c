@@ -155,10 +155,11 @@ int ks_purge_gate(const struct ks_ring *rf, const struct ks_shards *sf,
 		g->limit = 1;
 	g->allowed = forced || g->moved <= g->limit;
 	if (g->allowed)
-		snprintf(g->why, sizeof(g->why),
-			 "the change moves %.1f%% of keys (%s%.1f%%), %.1f%% away from this shard",
-			 g->moved * 100, forced ? "forced; ideal " : "ideal ",
-			 g->ideal * 100, g->away * 100);
+		snprintf(
+			g->why, sizeof(g->why),
+			"the change moves %.1f%% of keys (%s%.1f%%), %.1f%% away from this shard",
+			g->moved * 100, forced ? "forced; ideal " : "ideal ",
+			g->ideal * 100, g->away * 100);
 	else
 		snprintf(
 			g->why, sizeof(g->why),
@@ -252,8 +253,8 @@ int ks_shards_dup(struct ks_shards *dst, const struct ks_shards *s)
 
 const char *ks_purge_state_name(__u32 state)
 {
-	static const char *const names[] = { "off", "idle", "purging",
-					      "grace", "sweeping" };
+	static const char *const names[] = { "off", "idle", "purging", "grace",
+					     "sweeping" };
 
 	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }

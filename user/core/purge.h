@@ -49,14 +49,14 @@ int ks_purge_owned(const struct ks_ring *r, __u32 self, const void *key,
 
 /* The gate's answer for one ring change. */
 struct ks_purge_gate {
-	int allowed;      /* 1: purge */
-	int forced;       /* the document said force */
-	double moved;     /* share of sampled keys whose host:port changed */
-	double ideal;     /* the share a change of these shards should move */
-	double limit;     /* the most the gate takes unforced */
-	double away;      /* share of sampled keys self loses */
-	__u32 changed;    /* shards (host:port) added plus removed */
-	char why[200];    /* one line: why it was refused, or what it moves */
+	int allowed;   /* 1: purge */
+	int forced;    /* the document said force */
+	double moved;  /* share of sampled keys whose host:port changed */
+	double ideal;  /* the share a change of these shards should move */
+	double limit;  /* the most the gate takes unforced */
+	double away;   /* share of sampled keys self loses */
+	__u32 changed; /* shards (host:port) added plus removed */
+	char why[200]; /* one line: why it was refused, or what it moves */
 };
 
 /* Keys sampled to measure a change: ~0.7% standard error on a quarter. */
