@@ -125,12 +125,12 @@ wait_agents() {
 
 flush_all() {
 	local hp
-	for hp in $(cat "$ABCE"); do
+	while read -r hp; do
 		ks_in_ns "$CNS" "$PY" -c 'import sys
 from pymemcache.client.base import Client
 h, p = sys.argv[1].rsplit(":", 1)
-Client((h, int(p)), connect_timeout=5).flush_all()' "$hp"
-	done
+Client((h, int(p)), connect_timeout=5).flush_all()' "$hp" </dev/null
+	done <"$ABCE"
 }
 
 # scenario MODE: A -> E -> A; sets FINAL ("moved N stale S lost L other O").
@@ -235,7 +235,12 @@ R4=$(sed -n 's/^"Revision" : \([0-9]*\)$/\1/p' <<<"$out")
 if [ -n "$R4" ] && wait_agents "$R4" ring &&
 	e2e_wait_line "$STEER_TMP/agent.0.out" "ring v$R4: no purge: the change moves .* not forced" \
 		"${STEER_AGENT_PIDS[0]}" 100; then
-	REPORT 0 >"$E2E_TMP/rep.0.json"
+	# the report takes the thread's counters at the next interval
+	for ((t = 0; t < 300; t++)); do
+		REPORT 0 >"$E2E_TMP/rep.0.json" &&
+			[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" -ge 1 ] && break
+		sleep 0.2
+	done
 	if [ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" -ge 1 ] &&
 		[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.purged_total)" = "$before" ]; then
 		pass ring_purge_gate_refuses_unforced
