@@ -431,6 +431,16 @@ static int take_change(struct ks_run_purge *p, struct ring_state *cur)
 	return due;
 }
 
+/* When the next pass for a change is due after one ended at now: every
+ * period until the grace ends (grace_end 0: no pass has ended yet); 0
+ * when none is. */
+static __u64 next_change_pass(__u64 now, __u64 period, __u64 grace_end)
+{
+	if (grace_end && now + period > grace_end + period / 2)
+		return 0;
+	return now + period;
+}
+
 static void *worker(void *arg)
 {
 	struct ks_run_purge *p = arg;
@@ -454,7 +464,7 @@ static void *worker(void *arg)
 			if (take_change(p, &cur)) {
 				now = ks_mono_ns();
 				next_pass = now;
-				grace_end = now + (__u64)p->grace_s * SEC;
+				grace_end = 0; /* from the first pass's end */
 			} else {
 				next_pass = 0;
 			}
@@ -466,19 +476,26 @@ static void *worker(void *arg)
 		sweep = !(next_pass && now >= next_pass) && p->sweep_rate &&
 			cur.usable && next_sweep && now >= next_sweep;
 		if ((next_pass && now >= next_pass) || sweep) {
+			int rc;
+
 			gen = p->gen;
 			p->st.state = sweep ? KS_PURGE_SWEEPING
 					    : KS_PURGE_RUNNING;
 			pthread_mutex_unlock(&p->mu);
-			pass_once(p, &cur.r, cur.self,
-				  sweep ? p->sweep_rate : p->rate, gen, sweep);
+			rc = pass_once(p, &cur.r, cur.self,
+				       sweep ? p->sweep_rate : p->rate, gen,
+				       sweep);
 			pthread_mutex_lock(&p->mu);
 			now = ks_mono_ns();
-			if (!sweep)
-				next_pass = now + period <= grace_end +
-								    period / 2
-						    ? now + period
-						    : 0;
+			/* clients on the old ring write here during the
+			 * whole first pass (a long one at 1M items): the
+			 * grace counts from its end; a failed pass is tried
+			 * again until one ends */
+			if (!sweep && !rc && !grace_end)
+				grace_end = now + (__u64)p->grace_s * SEC;
+			if (!sweep && rc <= 0)
+				next_pass = next_change_pass(now, period,
+							     grace_end);
 			next_sweep = now + KS_PURGE_SWEEP_GAP_S * SEC;
 			continue;
 		}
