@@ -224,6 +224,14 @@ else
 	fail ring_purge_metrics "keysteer_purge_items_total '$mp', report $(jget "$E2E_TMP/rep.0.json" ring.purge)"
 fi
 
+# the report with a purge in it keeps to the published schema
+if out=$("$PY" "$E2E_DIR/ks_json_schema.py" "$E2E_ROOT/docs/report.schema.json" \
+	"$E2E_TMP/rep.0.json" 2>&1); then
+	pass ring_purge_report_schema
+else
+	fail ring_purge_report_schema "$out"
+fi
+
 # A document that moves most keys, put into etcd by hand (no 'ring set',
 # so not forced): followed for routing, no purge, the reason logged.
 before=$(jget "$E2E_TMP/rep.0.json" ring.purge.purged_total)
