@@ -235,6 +235,7 @@ fi
 # A document that moves most keys, put into etcd by hand (no 'ring set',
 # so not forced): followed for routing, no purge, the reason logged.
 before=$(jget "$E2E_TMP/rep.0.json" ring.purge.purged_total)
+good=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get "/keysteer/$CLUSTER/ring" --print-value-only)
 ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster scratch \
 	--shards-file "$ABC" --distribution modula >"$E2E_TMP/scratch.out" 2>&1
 doc=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get /keysteer/scratch/ring --print-value-only)
@@ -258,6 +259,29 @@ if [ -n "$R4" ] && wait_agents "$R4" ring &&
 	fi
 else
 	fail ring_purge_gate_refuses_unforced "revision '$R4' ($out $(cat "$E2E_TMP/scratch.out")): $(grep -h "purge" "$STEER_TMP/agent.0.out" | tail -n 3)"
+fi
+
+# Its revert (the document before it, put back by hand, not forced) is
+# measured against the ring the purge still acts for: it moves nothing,
+# so the purge follows it again (no refusal, state no longer off).
+out=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" -w fields put "/keysteer/$CLUSTER/ring" "$good")
+R5=$(sed -n 's/^"Revision" : \([0-9]*\)$/\1/p' <<<"$out")
+if [ -n "$R5" ] && wait_agents "$R5" ring &&
+	e2e_wait_line "$STEER_TMP/agent.0.out" "ring v$R5: the change moves 0.0% of keys" \
+		"${STEER_AGENT_PIDS[0]}" 100; then
+	for ((t = 0; t < 300; t++)); do
+		REPORT 0 >"$E2E_TMP/rep.0.json" &&
+			[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.state)" != off ] && break
+		sleep 0.2
+	done
+	if [ "$(jget "$E2E_TMP/rep.0.json" ring.purge.state)" != off ] &&
+		[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" = 1 ]; then
+		pass ring_purge_gate_revert_moves_nothing
+	else
+		fail ring_purge_gate_revert_moves_nothing "report $(jget "$E2E_TMP/rep.0.json" ring.purge)"
+	fi
+else
+	fail ring_purge_gate_revert_moves_nothing "revision '$R5': $(grep -h "ring v" "$STEER_TMP/agent.0.out" | tail -n 3)"
 fi
 
 # ---- control: the purge off ---------------------------------------------

@@ -357,11 +357,15 @@ static int pass_once(struct ks_run_purge *p, const struct ks_ring *r,
 
 /* ---- the thread ---- */
 
+/* The ring the purge acts for: the last one the gate let through (or the
+ * one the agent started with); a ring the gate refused is measured
+ * against it, and so is the ring after (a refused ring and its revert
+ * are one change that moved nothing). */
 struct ring_state {
 	struct ks_ring r;
 	struct ks_shards s;
-	__u32 self; /* KS_NO_SHARD: owns nothing */
-	int usable; /* 0: refused by the gate, nothing is purged for it */
+	__u32 self;  /* KS_NO_SHARD: owns nothing */
+	int refused; /* the ring in force is refused: no pass, no sweep */
 };
 
 static void ring_state_free(struct ring_state *rs)
@@ -372,35 +376,29 @@ static void ring_state_free(struct ring_state *rs)
 	rs->self = KS_NO_SHARD;
 }
 
-/* The change handed over (p->mu held, dropped while the gate runs):
- * 1 when passes are due. */
+/* The ring handed over (p->mu held, dropped while the gate runs): 1 when
+ * passes are due. */
 static int take_change(struct ks_run_purge *p, struct ring_state *cur)
 {
-	struct ks_ring old_r = p->old_r;
-	struct ks_shards old_s = p->old_s;
+	struct ks_ring new_r = p->new_r;
+	struct ks_shards new_s = p->new_s;
 	struct ks_purge_gate g;
 	__u64 version = p->version;
 	int forced = p->forced, due = 0, rc;
 
-	ring_state_free(cur);
-	cur->r = p->new_r;
-	cur->s = p->new_s;
-	memset(&p->old_r, 0, sizeof(p->old_r));
 	memset(&p->new_r, 0, sizeof(p->new_r));
-	memset(&p->old_s, 0, sizeof(p->old_s));
 	memset(&p->new_s, 0, sizeof(p->new_s));
 	p->have_change = 0;
 	pthread_mutex_unlock(&p->mu);
-	cur->self = ks_purge_self_index(&cur->s, p->self);
-	if (!old_r.half) { /* the ring at the start: swept, no pass */
-		cur->usable = 1;
+	if (!cur->r.half) { /* the ring at the start: swept, no pass */
+		cur->r = new_r;
+		cur->s = new_s;
+		cur->self = ks_purge_self_index(&cur->s, p->self);
 		pthread_mutex_lock(&p->mu);
 		return 0;
 	}
-	rc = ks_purge_gate(&old_r, &old_s, &cur->r, &cur->s, p->self, forced,
+	rc = ks_purge_gate(&cur->r, &cur->s, &new_r, &new_s, p->self, forced,
 			   &g);
-	ks_ring_free(&old_r);
-	ks_shards_free(&old_s);
 	if (rc) {
 		ks_warn("ring v%llu: no purge: out of memory to measure the change",
 			(unsigned long long)version);
@@ -408,12 +406,21 @@ static int take_change(struct ks_run_purge *p, struct ring_state *cur)
 		ks_warn("ring v%llu: no purge: %s", (unsigned long long)version,
 			g.why);
 	} else {
-		cur->usable = 1;
 		due = g.away > 0 && p->rate;
 		ks_info("ring v%llu: %s%s", (unsigned long long)version, g.why,
 			due       ? "; purging what this shard no longer owns"
 			: p->rate ? "; nothing to purge"
 				  : "; --purge-rate 0: no purge");
+	}
+	if (rc || !g.allowed) {
+		cur->refused = 1;
+		ks_ring_free(&new_r);
+		ks_shards_free(&new_s);
+	} else {
+		ring_state_free(cur);
+		cur->r = new_r;
+		cur->s = new_s;
+		cur->self = ks_purge_self_index(&cur->s, p->self);
 	}
 	pthread_mutex_lock(&p->mu);
 	if (rc || !g.allowed) {
@@ -474,7 +481,7 @@ static void *worker(void *arg)
 			continue;
 		}
 		sweep = !(next_pass && now >= next_pass) && p->sweep_rate &&
-			cur.usable && next_sweep && now >= next_sweep;
+			!cur.refused && next_sweep && now >= next_sweep;
 		if ((next_pass && now >= next_pass) || sweep) {
 			int rc;
 
@@ -499,12 +506,12 @@ static void *worker(void *arg)
 			next_sweep = now + KS_PURGE_SWEEP_GAP_S * SEC;
 			continue;
 		}
-		p->st.state = next_pass    ? KS_PURGE_GRACE
-			      : cur.usable ? KS_PURGE_IDLE
-					   : KS_PURGE_OFF;
+		p->st.state = next_pass                    ? KS_PURGE_GRACE
+			      : !cur.refused && cur.r.half ? KS_PURGE_IDLE
+							   : KS_PURGE_OFF;
 		if (next_pass)
 			wake = next_pass;
-		if (p->sweep_rate && cur.usable && next_sweep &&
+		if (p->sweep_rate && !cur.refused && next_sweep &&
 		    next_sweep < wake)
 			wake = next_sweep;
 		if (wake == ~0ULL) {
@@ -545,43 +552,27 @@ int ks_run_purge_start(struct ks_run_purge *p)
 	return 0;
 }
 
-void ks_run_purge_ring(struct ks_run_purge *p, const struct ks_ring *old,
-		       const struct ks_shards *olds, const struct ks_ring *new,
+void ks_run_purge_ring(struct ks_run_purge *p, const struct ks_ring *new,
 		       const struct ks_shards *news, __u64 version, int forced)
 {
-	struct ks_ring o = {}, n = {};
-	struct ks_shards os = {}, ns = {};
+	struct ks_ring n = {};
+	struct ks_shards ns = {};
 
 	if (!p || !p->started)
 		return;
-	/* copied here, ~1.5 MB each: the loop frees its old ring next */
-	if ((old->half && (ks_ring_dup(&o, old) || ks_shards_dup(&os, olds))) ||
-	    ks_ring_dup(&n, new) || ks_shards_dup(&ns, news)) {
-		ks_warn("ring v%llu: no purge: out of memory to copy the rings",
+	/* copied here, ~1.5 MB: the loop frees or replaces its ring later */
+	if (ks_ring_dup(&n, new) || ks_shards_dup(&ns, news)) {
+		ks_warn("ring v%llu: no purge: out of memory to copy the ring",
 			(unsigned long long)version);
-		ks_ring_free(&o);
 		ks_ring_free(&n);
-		ks_shards_free(&os);
 		ks_shards_free(&ns);
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
-	/* a change not taken yet is replaced whole: the gate then measures
-	 * from the ring before it, which the shard may still hold keys of */
-	if (p->have_change && p->old_r.half) {
-		ks_ring_free(&o);
-		ks_shards_free(&os);
-		o = p->old_r;
-		os = p->old_s;
-		memset(&p->old_r, 0, sizeof(p->old_r));
-		memset(&p->old_s, 0, sizeof(p->old_s));
-	}
-	ks_ring_free(&p->old_r);
+	/* a ring not taken yet is replaced: the thread measures the newest
+	 * against the ring it acts for, whatever came between */
 	ks_ring_free(&p->new_r);
-	ks_shards_free(&p->old_s);
 	ks_shards_free(&p->new_s);
-	p->old_r = o;
-	p->old_s = os;
 	p->new_r = n;
 	p->new_s = ns;
 	p->version = version;
@@ -611,8 +602,6 @@ void ks_run_purge_free(struct ks_run_purge *p)
 		pthread_join(p->th, NULL);
 		p->started = 0;
 	}
-	ks_ring_free(&p->old_r);
 	ks_ring_free(&p->new_r);
-	ks_shards_free(&p->old_s);
 	ks_shards_free(&p->new_s);
 }

@@ -62,8 +62,8 @@ struct ks_run_purge {
 	int stop;
 	__u64 gen; /* rises with every ring handed over */
 	int have_change;
-	struct ks_ring old_r, new_r;
-	struct ks_shards old_s, new_s;
+	struct ks_ring new_r; /* handed over, not taken yet */
+	struct ks_shards new_s;
 	__u64 version;
 	int forced;
 	struct ks_purge_report st;
@@ -83,13 +83,13 @@ int ks_run_purge_prepare(struct ks_run_purge *p, const char *self, char *err,
 int ks_run_purge_start(struct ks_run_purge *p);
 
 /*
- * The ring went from old (shards olds; old->half NULL at the start) to
- * new, its version as the report shows it; forced: the ring document was
- * marked forced. Copies both and wakes the thread, which decides. Called
- * on the loop's thread (agent/run_ring.c's push), never blocks on I/O.
+ * A ring pushed (new, its shards news; its version as the report shows
+ * it); forced: the ring document was marked forced. Copies it and wakes
+ * the thread, which measures it against the ring the purge acts for (the
+ * last one its gate let through) and decides. Called on the loop's thread
+ * (agent/run_ring.c's push), never blocks on I/O.
  */
-void ks_run_purge_ring(struct ks_run_purge *p, const struct ks_ring *old,
-		       const struct ks_shards *olds, const struct ks_ring *new,
+void ks_run_purge_ring(struct ks_run_purge *p, const struct ks_ring *new,
 		       const struct ks_shards *news, __u64 version, int forced);
 
 /* The counters into out, for the shard report. */

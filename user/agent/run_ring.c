@@ -187,13 +187,12 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 		return err;
 	}
 	r->active = cfg.ring & 1;
-	/* r->live is still the ring before: the purge measures the change.
-	 * forced 0 until struct ks_ring_doc carries 'ring set --force''s
+	/* forced 0 until struct ks_ring_doc carries 'ring set --force''s
 	 * flag (issue 23; the integrator wires it) */
-	ks_run_purge_ring(
-		r->purge, &r->live, &r->shards, &r->next, &r->next_shards,
-		r->ext_source[0] ? r->ext_version : r->next.half->meta.version,
-		0);
+	ks_run_purge_ring(r->purge, &r->next, &r->next_shards,
+			  r->ext_source[0] ? r->ext_version
+					   : r->next.half->meta.version,
+			  0);
 	/* After the push's grace period no packet counts for the old ring:
 	 * from here on every count is the new ring's. */
 	err = ks_read_shard_counts(c, n, r->base);
