@@ -178,12 +178,14 @@ static int flush(struct pass *x)
 	start = ks_mono_ns();
 	err = ks_mc_pipe_send(&x->del, &iov, 1, ms_of(start) + DEL_TIMEOUT_MS,
 			      &fresh);
-	/* quiet mode: only a failure answers before the "MN" */
+	/* quiet mode suppresses HD only: an NF (the item expired or was
+	 * deleted since it was listed) is gone all the same; anything else
+	 * is memcached refusing */
 	while (!err &&
 	       !(err = ks_mc_pipe_line(&x->del, &line,
 				       ms_of(start) + DEL_TIMEOUT_MS)) &&
 	       strcmp(line, "MN"))
-		x->errors++;
+		x->errors += strcmp(line, "NF") != 0;
 	if (err)
 		return err;
 	x->deleted += x->bn;
