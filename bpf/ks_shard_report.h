@@ -34,6 +34,40 @@ struct ks_shard_rate {
 };
 _Static_assert(sizeof(struct ks_shard_rate) == 120, "ks_shard_rate layout");
 
+/*
+ * The ownership-loss purge (agent/run_purge.c, docs/fleet.md): what this
+ * shard deleted from its own memcached because a ring places it
+ * elsewhere. Counts since the agent started.
+ */
+enum ks_purge_state {
+	KS_PURGE_OFF,      /* no --self, --purge-rate 0, or no ring yet */
+	KS_PURGE_IDLE,     /* nothing to do until the next sweep */
+	KS_PURGE_RUNNING,  /* a pass for a ring change runs */
+	KS_PURGE_GRACE,    /* between the passes of the grace period */
+	KS_PURGE_SWEEPING, /* a slow sweep pass runs */
+};
+#define KS_PURGE_WHY_LEN 160
+
+struct ks_purge_report {
+	__u64 purged;       /* items deleted by passes for ring changes */
+	__u64 swept;        /* items deleted by the slow sweep */
+	__u64 listed;       /* items the crawler listed, every pass */
+	__u64 refused;      /* ring changes the moved-share gate refused */
+	__u64 errors;       /* passes that failed (memcached away, crawler) */
+	__u64 ring_version; /* the ring the last change pass was for */
+	__u64 last_ns;      /* how long its first pass took (0: none yet) */
+	__u64 last_items;   /* items that pass deleted */
+	__u64 rate_mps;     /* items/s of the running pass, else the last */
+	__u64 last_end_real_ns;     /* CLOCK_REALTIME the last pass ended */
+	__u32 state;                /* enum ks_purge_state */
+	__u32 passes;               /* passes done for ring_version */
+	__u32 rate_limit;           /* --purge-rate, items/s */
+	__u32 sweep_limit;          /* --purge-sweep-rate, items/s; 0 off */
+	char why[KS_PURGE_WHY_LEN]; /* the last refusal or error; "" none */
+};
+_Static_assert(sizeof(struct ks_purge_report) == 10 * 8 + 16 + KS_PURGE_WHY_LEN,
+	       "ks_purge_report layout");
+
 struct ks_shard_report {
 	struct bpf_spin_lock lock;
 	__u32 version; /* KS_SHARD_REPORT_VERSION; 0: nothing published */
@@ -55,10 +89,12 @@ struct ks_shard_report {
 	char source[KS_RING_SOURCE_LEN];
 	char reload_err[KS_RELOAD_ERR_LEN]; /* why it failed; "" if none */
 	struct ks_shard_rate shards[KS_MAX_SHARDS];
+	struct ks_purge_report purge;
 };
 _Static_assert(sizeof(struct ks_shard_report) ==
 		       40 + 7 * 8 + KS_RING_SOURCE_LEN + KS_RELOAD_ERR_LEN +
-			       KS_MAX_SHARDS * sizeof(struct ks_shard_rate),
+			       KS_MAX_SHARDS * sizeof(struct ks_shard_rate) +
+			       sizeof(struct ks_purge_report),
 	       "ks_shard_report layout");
 
 #endif /* KS_SHARD_REPORT_H */

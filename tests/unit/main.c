@@ -79,6 +79,7 @@ static const struct kt_group groups[] = {
 	{ "pcap", test_pcap },
 	{ "etcd_codec", test_etcd_codec },
 	{ "ring_doc", test_ring_doc },
+	{ "purge", test_purge },
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
 	{ "steer_fill", test_steer_fill },

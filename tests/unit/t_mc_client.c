@@ -19,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "kt_netns.h"
 #include "ktest.h"
+#include "core/purge.h"
 #include "net/mc_client.h"
 #include "unit.h"
 
@@ -666,6 +668,84 @@ static void t_arith(struct mc_env *e)
 	      (unsigned long long)v);
 }
 
+/* The purge's listing and deletes (agent/run_purge.c) against memcached
+ * itself: metadump's "\n"-ended lines read, its URL-encoded keys decoded
+ * back to the bytes stored (core/purge.c), then a pipelined "md KEY q"
+ * batch closed by "mn" deletes them with one "MN" for an answer. */
+static void t_metadump(struct mc_env *e)
+{
+	static const char *const keys[] = { "k:plain", "k,comma%pct",
+					    "k:\xc3\xa9t\xc3\xa9", "k~._-" };
+	const size_t nk = sizeof(keys) / sizeof(keys[0]);
+	char cmd[] = "lru_crawler metadump all\r\n", batch[512], *line;
+	char answers[64];
+	struct ks_mc_conn d;
+	__u8 key[KS_MC_KEY_MAX];
+	int seen[4] = { 0 }, err = 0, fresh, busy = 0, items = 0;
+	size_t i, klen, blen = 0;
+	enum ks_md_line kind = KS_MD_BAD;
+	struct iovec iov;
+
+	for (i = 0; i < nk; i++)
+		put(&e->r2, keys[i], "v", 1, 0, 0);
+	/* memcached's own crawler may hold the LRU crawler: BUSY, retried */
+	ks_mc_init(&d, KS_AF_INET, lo(), PORT_R2, TIMEOUT_MS);
+	for (busy = 0; busy < 100; busy++) {
+		iov = (struct iovec){ cmd, sizeof(cmd) - 1 };
+		err = ks_mc_pipe_send(&d, &iov, 1, ms_now() + TIMEOUT_MS,
+				      &fresh);
+		if (!err)
+			err = ks_mc_pipe_line_lf(&d, &line,
+						 ms_now() + TIMEOUT_MS);
+		if (err)
+			break;
+		kind = ks_metadump_line(line, strlen(line), key, &klen);
+		if (kind != KS_MD_BUSY)
+			break;
+		ks_mc_close(&d);
+		usleep(50000);
+	}
+	while (!err && kind == KS_MD_ITEM) {
+		items++;
+		for (i = 0; i < nk; i++)
+			if (klen == strlen(keys[i]) &&
+			    !memcmp(key, keys[i], klen))
+				seen[i]++;
+		err = ks_mc_pipe_line_lf(&d, &line, ms_now() + TIMEOUT_MS);
+		if (!err)
+			kind = ks_metadump_line(line, strlen(line), key, &klen);
+	}
+	CHECK(!err && kind == KS_MD_END, "dump ended with err %d kind %d", err,
+	      (int)kind);
+	for (i = 0; i < nk; i++)
+		CHECK(seen[i] == 1, "key %zu listed %d times of %d items", i,
+		      seen[i], items);
+	ks_mc_close(&d);
+	for (i = 0; i < nk; i++)
+		blen += (size_t)snprintf(batch + blen, sizeof(batch) - blen,
+					 "md %s q\r\n", keys[i]);
+	blen += (size_t)snprintf(batch + blen, sizeof(batch) - blen,
+				 "md k:absent q\r\nmn\r\n");
+	iov = (struct iovec){ batch, blen };
+	err = ks_mc_pipe_send(&e->r2, &iov, 1, ms_now() + TIMEOUT_MS, &fresh);
+	/* quiet suppresses HD only: memcached 1.6.18 still answers NF for
+	 * the key that is not there */
+	answers[0] = '\0';
+	while (!err &&
+	       !(err = ks_mc_pipe_line(&e->r2, &line, ms_now() + TIMEOUT_MS)) &&
+	       strcmp(line, "MN") && strlen(answers) < sizeof(answers) - 8)
+		strcat(strcat(answers, line), " ");
+	CHECK(!err && !strcmp(answers, "NF "),
+	      "the batch's answers before MN: err %d '%s'", err, answers);
+	for (i = 0; i < nk; i++) {
+		struct ks_mc_item it;
+
+		err = ks_mc_fetch(&e->r2, KEY(keys[i]), &it);
+		CHECK(!err && !it.found, "%s still there", keys[i]);
+		ks_mc_item_free(&it);
+	}
+}
+
 static const struct mc_case {
 	const char *name;
 	void (*run)(struct mc_env *e);
@@ -684,6 +764,7 @@ static const struct mc_case {
 	{ "mc_timeout_silent_server", t_timeout },
 	{ "mc_bad_keys_not_sent", t_bad_keys },
 	{ "mc_meta_arithmetic", t_arith },
+	{ "mc_metadump_keys_and_quiet_deletes", t_metadump },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

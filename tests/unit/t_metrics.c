@@ -89,6 +89,9 @@ static struct fixture *fixture_new(void)
 	x->ring.nshards = 2;
 	x->ring.ring_version = 3;
 	x->ring.reload_errors = 1;
+	x->ring.purge.purged = 726;
+	x->ring.purge.state = KS_PURGE_RUNNING;
+	x->ring.purge.rate_mps = 2500500;
 	snprintf(x->ring.shards[0].name, KS_SHARD_NAME_LEN, "198.18.0.2:11211");
 	snprintf(x->ring.shards[1].name, KS_SHARD_NAME_LEN, "198.18.0.3:11211");
 	x->ring.shards[0].reads = 1000;
@@ -240,6 +243,10 @@ static void t_exact_lines(void)
 		"keysteer_ring_shards 2",
 		"keysteer_ring_version 3",
 		"keysteer_ring_reload_errors_total 1",
+		"keysteer_purge_items_total 726",
+		"keysteer_purge_in_progress 1",
+		"keysteer_purge_items_per_second 2500.5",
+		"keysteer_purge_refused_total 0",
 		"keysteer_shard_reads_total{shard=\"0\",name=\"198.18.0.2:11211\"} 1000",
 		"keysteer_shard_reads_total{shard=\"1\",name=\"198.18.0.3:11211\"} 800",
 		"keysteer_shard_misdirected_total{shard=\"1\",name=\"198.18.0.3:11211\"} 5",

@@ -452,7 +452,7 @@ static void ring_sections(void)
 	      "source not escaped");
 	CHECK(strstr(doc, "\"pushed_s_ago\":5.000") != NULL, "push age");
 	CHECK(strstr(doc,
-		     "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null}") !=
+		     "\"interval_s\":0.500,\"keys_per_s\":123.456,\"busiest\":3,\"reload_errors\":0,\"last_reload_error\":null,\"purge\":{\"state\":\"off\",\"in_progress\":false,\"purged_total\":0,\"swept_total\":0,\"listed_total\":0,\"refused_total\":0,\"errors_total\":0,\"ring_version\":0,\"passes\":0,\"first_pass_s\":null,\"first_pass_items\":0,\"items_per_s\":0.000,\"rate_limit\":0,\"sweep_rate_limit\":0,\"last_error\":null}}") !=
 		      NULL,
 	      "ring tail: %.3000s", doc);
 	CHECK(strstr(doc,
@@ -547,6 +547,44 @@ static void ring_sections(void)
 	      "misdirected client line: %.3000s", doc);
 	CHECK(strstr(doc, "more shards") == NULL, "cut with 4 shards");
 	free(doc);
+	kt_end();
+
+	kt_begin("report_purge_text_and_json");
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "purge ") == NULL, "a purge line with none: %.3000s",
+	      doc);
+	free(doc);
+	g->purge = (struct ks_purge_report){ .purged = 726,
+					     .swept = 3,
+					     .listed = 3000,
+					     .refused = 1,
+					     .ring_version = 21,
+					     .last_ns = 1500000000ULL,
+					     .last_items = 726,
+					     .rate_mps = 4999500,
+					     .state = KS_PURGE_GRACE,
+					     .passes = 2,
+					     .rate_limit = 5000,
+					     .sweep_limit = 200 };
+	snprintf(g->purge.why, sizeof(g->purge.why),
+		 "ring v19: the change moves 66.8%% of keys");
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc,
+		     "purge grace: 726 purged (ring v21: 2 passes, first pass 1.5 s, 5000 items/s, bound 5000/s), 3 swept (bound 200/s), 1 refused, 0 errors\n") !=
+			      NULL &&
+		      strstr(doc,
+			     "purge: last refused or failed: ring v19: the change moves 66.8% of keys\n") !=
+			      NULL,
+	      "purge lines: %.3000s", doc);
+	free(doc);
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc,
+		     "\"purge\":{\"state\":\"grace\",\"in_progress\":true,\"purged_total\":726,\"swept_total\":3,\"listed_total\":3000,\"refused_total\":1,\"errors_total\":0,\"ring_version\":21,\"passes\":2,\"first_pass_s\":1.500,\"first_pass_items\":726,\"items_per_s\":4999.500,\"rate_limit\":5000,\"sweep_rate_limit\":200,\"last_error\":\"ring v19: the change moves 66.8% of keys\"}") !=
+		      NULL,
+	      "purge JSON: %.3000s", doc);
+	free(doc);
+	memset(&g->purge, 0, sizeof(g->purge));
 	kt_end();
 
 	kt_begin("text_shards_top_n_of_many");

@@ -8,6 +8,7 @@
 #include "core/estimate.h"
 
 void test_merge(void);
+void test_purge(void);
 void test_estimate(void);
 void test_topk(void);
 void test_report(void);

@@ -240,6 +240,8 @@ static int one_interval(struct ks_agent *st)
 	err = ks_write_report(&st->maps, st->rep);
 	if (err)
 		return err;
+	if (st->ring->rep)
+		ks_run_purge_report(st->purge, &st->ring->rep->purge);
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
@@ -336,6 +338,11 @@ int ks_agent_start(struct ks_agent *st)
 		       ? "; took over the running program, its counters, ring and hot keys"
 		       : "");
 	fflush(stdout);
+	/* before the first push, which hands it the ring to sweep for */
+	if (st->purge && ks_run_purge_start(st->purge)) {
+		ks_err("cannot start the purge thread; free some memory or rerun with --purge-rate 0 --purge-sweep-rate 0");
+		return KS_EXIT_FAIL;
+	}
 	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
 	ks_run_etcd_publish_start(st->etcd, st->ring->spec.self, st->o.ifname,

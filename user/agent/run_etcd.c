@@ -38,12 +38,13 @@ static int ring_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
 	struct ks_ring_doc d;
 	struct ks_shards shards;
 	struct ks_ring r;
-	int rc;
+	int rc, forced = 0;
 
 	rc = ks_ring_doc_decode(kv->value, kv->value_len, &d, err, sizeof(err));
 	if (!rc) {
 		rc = ks_ring_doc_build(&d, x->ring->spec.self, 0, &shards, &r,
 				       err, sizeof(err));
+		forced = d.force;
 		ks_ring_doc_free(&d);
 	}
 	if (rc) {
@@ -54,6 +55,7 @@ static int ring_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
 		return ks_run_ring_refuse(x->ring, x->m, why);
 	}
 	snprintf(src, sizeof(src), "etcd %s", e->conf.ring_key);
+	x->ring->ext_forced = forced;
 	rc = ks_run_ring_take(x->ring, x->m, x->c, &shards, &r,
 			      (__u64)kv->mod_revision, src);
 	if (!rc)

@@ -12,6 +12,7 @@
 #include "util/opts.h"
 #include "dp/ring_push.h"
 #include "agent/run_ring.h"
+#include "agent/run_purge.h"
 #include "util/clock.h"
 
 void ks_file_sig_get(const char *path, struct ks_file_sig *sig)
@@ -191,6 +192,12 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 		return err;
 	}
 	r->active = cfg.ring & 1;
+	/* only a document from etcd can say forced; a shard file's change
+	 * is held to the limit */
+	ks_run_purge_ring(r->purge, &r->next, &r->next_shards,
+			  r->ext_source[0] ? r->ext_version
+					   : r->next.half->meta.version,
+			  r->ext_source[0] && r->ext_forced);
 	/* After the push's grace period no packet counts for the old ring:
 	 * from here on every count is the new ring's. */
 	err = ks_read_shard_counts(c, n, r->base);

@@ -57,6 +57,10 @@ struct ks_run_ring {
 	int etcd;
 	char ext_source[KS_RING_SOURCE_LEN];
 	__u64 ext_version;
+	int ext_forced; /* the document says 'ring set --force' wrote it */
+
+	/* Told of every ring pushed (agent/run_purge.h); NULL: nobody. */
+	struct ks_run_purge *purge;
 };
 
 /* How often the shard file is checked for a change. */

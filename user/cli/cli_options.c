@@ -16,6 +16,7 @@
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
+#include "agent/run_purge.h"
 
 #define REQ required_argument
 #define NO  no_argument
@@ -336,6 +337,41 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "hash-tag", KS_OPTV_HASH_TAG, REQ, "XY", KS_CMD_RUN | KS_CMD_REPLAY,
 	  RUN_CONF, KS_GRP_RING,
 	  "twemproxy's hash_tag: hash only what is between X and Y" },
+	{ "purge-rate",
+	  KS_OPTV_PURGE_RATE,
+	  REQ,
+	  "N",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_RING,
+	  "with --self: when a new ring places keys of this shard\n"
+	  "elsewhere, delete them from its memcached at N items/s\n"
+	  "at most (default %d; 0: never; docs/fleet.md)",
+	  { KS_PURGE_RATE_DEFAULT } },
+	{ "purge-grace",
+	  KS_OPTV_PURGE_GRACE,
+	  REQ,
+	  "S",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_RING,
+	  "repeat that purge for S seconds after the change, for\n"
+	  "clients still on the old ring (default %d)",
+	  { KS_PURGE_GRACE_DEFAULT } },
+	{ "purge-sweep-rate",
+	  KS_OPTV_PURGE_SWEEP,
+	  REQ,
+	  "N",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_RING,
+	  "at all times, sweep for items the ring places elsewhere\n"
+	  "and delete them at N items/s at most (default %d; 0: off)",
+	  { KS_PURGE_SWEEP_RATE_DEFAULT } },
+	/* test-only: off keeps what a new ring places elsewhere (the
+	 * purge's e2e control) */
+	{ "ring-purge", KS_OPTV_RING_PURGE, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_RING, "on (default) or off" },
 
 	/* ---- HOT KEYS (run) ---- */
 	{ "shard-capacity", 'C', REQ, "OPS", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,

@@ -114,7 +114,7 @@ extern const struct ks_cli_opt ks_cli_opts[];
 extern const unsigned int ks_cli_nopts;
 
 /* Most options one command takes (a unit test checks it). */
-#define KS_CLI_MAX_OPTS 48
+#define KS_CLI_MAX_OPTS 56
 
 /* A command's getopt_long arguments, built from the table. */
 struct ks_cli_getopt {

@@ -495,7 +495,8 @@ static int build_current(const struct ks_etcd_kv *kv, struct ks_shards *s,
 
 /*
  * What writing (st, rt) over the ring at cur moves, printed; 1 when it
- * moves more than the limit (core/ring_diff.h) and force is not given,
+ * breaks the rule of an unforced change (ks_ring_change_needs_force)
+ * and force is not given,
  * 0 to write, or an exit status (> 1) when the keys could not be placed.
  * A ring that is absent or does not read is not compared: there is
  * nothing (the first ring) or nothing known (agents that refused it run
@@ -509,7 +510,7 @@ static int set_diff(const struct ks_etcd_range *cur, const char *key,
 	struct ks_ring_diff d;
 	struct ks_shards sf;
 	struct ks_ring rf;
-	char err[KS_ERRLEN_DOC * 2];
+	char err[KS_ERRLEN_DOC * 2], why[200];
 	double moved, ideal, limit;
 	int rc;
 
@@ -547,14 +548,13 @@ static int set_diff(const struct ks_etcd_range *cur, const char *key,
 	       100.0 * moved, 100.0 * ideal, 100.0 * limit);
 	print_per_shard(&d);
 	rc = 0;
-	if (ks_ring_move_excessive(moved, ideal)) {
+	if (ks_ring_change_needs_force(&sf, st, moved, why, sizeof(why))) {
 		if (force) {
-			printf("--force: written past the limit, marked \"force\": true\n");
+			printf("--force: written past the limit (%s), marked \"force\": true\n",
+			       why);
 		} else {
-			ks_err("ring not written: it moves %.2f%% of the keys, more than %.0f x the ideal %.2f%% + %.0f%% (%.2f%%); a change of distribution or key hash, or a wrong shard list? Check it with 'agent ring diff', or give --force to write it",
-			       100.0 * moved, KS_RING_MOVE_FACTOR,
-			       100.0 * ideal, 100.0 * KS_RING_MOVE_SLACK,
-			       100.0 * limit);
+			ks_err("ring not written: %s Check it with 'agent ring diff', or give --force to write it",
+			       why);
 			rc = 1;
 		}
 	}

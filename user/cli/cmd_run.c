@@ -30,6 +30,7 @@
 #include "agent/run_ring.h"
 #include "agent/run_steer.h"
 #include "agent/run_etcd.h"
+#include "agent/run_purge.h"
 #include "cli/etcd_cli.h"
 #include "net/http_serve.h"
 #include "util/sig.h"
@@ -46,6 +47,7 @@ struct run_opts {
 	const char *listen;        /* --listen: serve the routing document */
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
 	struct ks_run_etcd etcd;       /* --etcd...: the ring from etcd */
+	struct ks_run_purge purge;     /* --purge-*: what a new ring moves */
 	struct ks_conf conf; /* --config FILE: the values options point to */
 	struct ks_opt_gate gate; /* run_opt behind the test-only switches' */
 };
@@ -237,6 +239,9 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		n = ks_etcd_cli_opt(&o->etcd.conf, c, arg, err, errlen);
 		if (n)
 			return n;
+		n = ks_run_purge_opt(&o->purge, c, arg, err, errlen);
+		if (n)
+			return n;
 		return ks_run_ring_opt(&o->ring, c, arg, err, errlen);
 	}
 }
@@ -283,6 +288,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	ks_run_hot_defaults(&o->hot);
 	ks_run_ring_init(&o->ring);
 	ks_run_etcd_init(&o->etcd);
+	ks_run_purge_init(&o->purge);
 	o->a.sample_n = 8;
 	o->a.interval_ms = 1000;
 	o->a.top = KS_REPORT_TOP;
@@ -333,6 +339,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->ring.etcd = ks_run_etcd_wants_ring(&o->etcd);
 	if (ks_run_ring_prepare(&o->ring, o->a.sample_n, err, sizeof(err)))
 		goto bad;
+	if (ks_run_purge_prepare(&o->purge, spec->self, err, sizeof(err)))
+		goto bad;
+	o->ring.purge = &o->purge;
 	/* So are the replicas, the pin file and the listening socket. */
 	if (ks_run_steer_prepare(&o->steer, spec->self, o->a.ifname,
 				 o->a.interval_ms, err, sizeof(err)))
@@ -429,6 +438,7 @@ int cmd_run(int argc, char **argv)
 		ks_run_hot_free(&st->o.hot);
 		ks_run_metrics_free(&st->o.metrics);
 		ks_run_etcd_free(&st->o.etcd);
+		ks_run_purge_free(&st->o.purge);
 		free(st);
 		return rc < 0 ? KS_EXIT_OK : rc;
 	}
@@ -467,6 +477,7 @@ int cmd_run(int argc, char **argv)
 	a->metrics = &st->o.metrics;
 	a->http = st->http_open ? &st->http : NULL;
 	a->etcd = ks_run_etcd_enabled(&st->o.etcd) ? &st->o.etcd : NULL;
+	a->purge = &st->o.purge;
 	a->att.link_fd = -1;
 	/* Each ring reload builds a new ring (1.5 MB) beside the old one, then
 	 * frees the old. glibc's dynamic threshold would move such blocks to
@@ -484,6 +495,7 @@ int cmd_run(int argc, char **argv)
 	if (!rc)
 		printf("keysteer: detached from %s\n", st->o.a.ifname);
 out_free:
+	ks_run_purge_free(&st->o.purge);
 	ks_run_steer_free(&st->o.steer);
 	if (st->http_open)
 		ks_http_close(&st->http);

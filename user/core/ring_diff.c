@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* ring_diff.c - the counting of 'agent ring diff' (core/ring_diff.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/ring_diff.h"
@@ -128,4 +129,43 @@ double ks_ring_move_limit(double ideal)
 int ks_ring_move_excessive(double moved, double ideal)
 {
 	return moved > ks_ring_move_limit(ideal);
+}
+
+__u32 ks_ring_shards_missing(const struct ks_shards *a,
+			     const struct ks_shards *b)
+{
+	__u32 i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += ks_shards_find(b, a->v[i].host, a->v[i].port) < 0;
+	return n;
+}
+
+int ks_ring_change_needs_force(const struct ks_shards *sf,
+			       const struct ks_shards *st, double moved,
+			       char *why, size_t len)
+{
+	__u32 out = ks_ring_shards_missing(sf, st);
+	__u32 in = ks_ring_shards_missing(st, sf);
+	double ideal = ks_ring_ideal_moved(sf, st);
+
+	if (in > 1 || out > 1) {
+		snprintf(
+			why, len,
+			"it adds %u shards and removes %u: at most one of each at a time (a wrong shard list?)",
+			in, out);
+		return 1;
+	}
+	if (ks_ring_move_excessive(moved, ideal)) {
+		snprintf(
+			why, len,
+			"it moves %.2f%% of the keys, more than %.0f x the ideal %.2f%% + %.0f%% (%.2f%%): a change of distribution or key hash, or a wrong shard list?",
+			100.0 * moved, KS_RING_MOVE_FACTOR, 100.0 * ideal,
+			100.0 * KS_RING_MOVE_SLACK,
+			100.0 * ks_ring_move_limit(ideal));
+		return 1;
+	}
+	if (len)
+		why[0] = '\0';
+	return 0;
 }

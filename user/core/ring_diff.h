@@ -64,4 +64,21 @@ double ks_ring_move_limit(double ideal);
  * for ideal; 0 when not. */
 int ks_ring_move_excessive(double moved, double ideal);
 
+/* The shards of a (host:port) that b does not have. */
+__u32 ks_ring_shards_missing(const struct ks_shards *a,
+			     const struct ks_shards *b);
+
+/*
+ * The one rule for a change written without --force, which 'ring set'
+ * holds an operator to and under which every agent purges (core/purge.h):
+ * at most one shard added and at most one removed (a replacement is one
+ * of each; more at once is more often a wrong list than a plan), and
+ * moved (the share of sample keys whose owner changes) within the limit
+ * of the change's ideal share (ks_ring_move_limit). 0 when the change
+ * keeps to it; 1 when not, with the reason as one line in why.
+ */
+int ks_ring_change_needs_force(const struct ks_shards *sf,
+			       const struct ks_shards *st, double moved,
+			       char *why, size_t len);
+
 #endif

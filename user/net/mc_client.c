@@ -183,7 +183,9 @@ static ssize_t recv_some(struct ks_mc_conn *c, void *buf, size_t len,
 
 /* The next reply line, NUL-terminated in place of its "\r\n"; valid
  * until the next read from the connection. */
-static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
+/* lf: a line may end in "\n" alone (lru_crawler metadump's item lines) */
+static int read_line_end(struct ks_mc_conn *c, char **line, int lf,
+			 __u64 deadline)
 {
 	for (;;) {
 		char *start = c->rbuf + c->rpos;
@@ -191,9 +193,11 @@ static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
 		ssize_t n;
 
 		if (nl) {
-			if (nl == start || nl[-1] != '\r')
+			int cr = nl > start && nl[-1] == '\r';
+
+			if (!cr && !lf)
 				return -EPROTO;
-			nl[-1] = '\0';
+			nl[-cr] = '\0';
 			*line = start;
 			c->rpos = (size_t)(nl + 1 - c->rbuf);
 			return 0;
@@ -210,6 +214,11 @@ static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
 			return (int)n;
 		c->rlen += (size_t)n;
 	}
+}
+
+static int read_line(struct ks_mc_conn *c, char **line, __u64 deadline)
+{
+	return read_line_end(c, line, 0, deadline);
 }
 
 /* Exactly len bytes: first what is buffered, the rest straight from the
@@ -752,6 +761,15 @@ int ks_mc_pipe_send(struct ks_mc_conn *c, struct iovec *iov, int cnt,
 int ks_mc_pipe_line(struct ks_mc_conn *c, char **line, __u64 deadline)
 {
 	int err = read_line(c, line, deadline);
+
+	if (err)
+		ks_mc_close(c);
+	return err;
+}
+
+int ks_mc_pipe_line_lf(struct ks_mc_conn *c, char **line, __u64 deadline)
+{
+	int err = read_line_end(c, line, 1, deadline);
 
 	if (err)
 		ks_mc_close(c);

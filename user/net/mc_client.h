@@ -148,6 +148,9 @@ struct iovec;
 int ks_mc_pipe_send(struct ks_mc_conn *c, struct iovec *iov, int cnt,
 		    __u64 deadline, int *fresh);
 int ks_mc_pipe_line(struct ks_mc_conn *c, char **line, __u64 deadline);
+/* The same for a stream whose lines may end in "\n" alone (memcached's
+ * lru_crawler metadump); "\r\n" is taken too. */
+int ks_mc_pipe_line_lf(struct ks_mc_conn *c, char **line, __u64 deadline);
 int ks_mc_pipe_broken(int err);
 
 /*

@@ -10,6 +10,7 @@
 #include "util/opts.h"
 #include "render/report.h"
 #include "core/ring.h"
+#include "core/purge.h"
 #include "core/shard_rates.h"
 #include "render/json.h"
 #include "render/text.h"
@@ -325,6 +326,31 @@ static __u64 age_ns(__u64 now, __u64 then)
 	return now > then ? now - then : 0;
 }
 
+/* The ownership-loss purge's line (docs/fleet.md): only where it runs or
+ * has done something. */
+static void text_purge(FILE *f, const struct ks_view *v)
+{
+	const struct ks_purge_report *p = &v->ring->purge;
+	char took[32] = "";
+
+	if (p->state == KS_PURGE_OFF && !p->purged && !p->swept &&
+	    !p->refused && !p->errors)
+		return;
+	if (p->last_ns)
+		snprintf(took, sizeof(took), ", first pass %.1f s",
+			 p->last_ns / 1e9);
+	fprintf(f,
+		"purge %s: %llu purged (ring v%llu: %u passes%s, %.0f items/s, bound %u/s), %llu swept (bound %u/s), %llu refused, %llu errors\n",
+		ks_purge_state_name(p->state), (unsigned long long)p->purged,
+		(unsigned long long)p->ring_version, p->passes, took,
+		p->rate_mps / 1000.0, p->rate_limit,
+		(unsigned long long)p->swept, p->sweep_limit,
+		(unsigned long long)p->refused, (unsigned long long)p->errors);
+	if (p->why[0])
+		fprintf(f, "purge: last refused or failed: %.*s\n",
+			KS_PURGE_WHY_LEN - 1, p->why);
+}
+
 static void text_ring_line(FILE *f, const struct ks_view *v)
 {
 	const struct ks_shard_report *r = v->ring;
@@ -352,6 +378,7 @@ static void text_ring_line(FILE *f, const struct ks_view *v)
 		fprintf(f, "last reload failed %s ago (ring kept): %.*s\n", age,
 			KS_RELOAD_ERR_LEN - 1, r->reload_err);
 	}
+	text_purge(f, v);
 }
 
 static void text_shards(FILE *f, const struct ks_view *v)
@@ -530,6 +557,35 @@ static void json_ns_as_s(FILE *f, __u64 ns)
 	fprintf(f, "%llu.%03llu", ns / 1000000000ULL, (ns / 1000000ULL) % 1000);
 }
 
+static void json_purge(FILE *f, const struct ks_purge_report *p)
+{
+	fprintf(f,
+		",\"purge\":{\"state\":\"%s\",\"in_progress\":%s,\"purged_total\":%llu,\"swept_total\":%llu,\"listed_total\":%llu,\"refused_total\":%llu,\"errors_total\":%llu,\"ring_version\":%llu,\"passes\":%u,\"first_pass_s\":",
+		ks_purge_state_name(p->state),
+		p->state == KS_PURGE_RUNNING || p->state == KS_PURGE_GRACE
+			? "true"
+			: "false",
+		(unsigned long long)p->purged, (unsigned long long)p->swept,
+		(unsigned long long)p->listed, (unsigned long long)p->refused,
+		(unsigned long long)p->errors,
+		(unsigned long long)p->ring_version, p->passes);
+	if (p->last_ns)
+		json_ns_as_s(f, p->last_ns);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"first_pass_items\":%llu,\"items_per_s\":",
+		(unsigned long long)p->last_items);
+	json_milli(f, p->rate_mps);
+	fprintf(f, ",\"rate_limit\":%u,\"sweep_rate_limit\":%u,\"last_error\":",
+		p->rate_limit, p->sweep_limit);
+	if (p->why[0])
+		ks_json_string(f, (const __u8 *)p->why,
+			       strnlen(p->why, sizeof(p->why)));
+	else
+		fprintf(f, "null");
+	fputc('}', f);
+}
+
 static void json_ring_head(FILE *f, const struct ks_view *v)
 {
 	const struct ks_shard_report *r = v->ring;
@@ -570,6 +626,7 @@ static void json_ring_head(FILE *f, const struct ks_view *v)
 			       strnlen(r->reload_err, sizeof(r->reload_err)));
 	else
 		fprintf(f, "null");
+	json_purge(f, &r->purge);
 	fputc('}', f);
 }
 
