@@ -176,6 +176,24 @@ scenario() {
 			else
 				fail ring_purge_moved_keys_gone "$out, purged $sum"
 			fi
+			# every shard that lost keys to E is in its grace period
+			# (120 s, given at the start): the fleet view says so
+			for ((t = 0; t < 150; t++)); do
+				ks_in_ns "$CNS" "$AGENT" fleet --etcd "$URL" --etcd-timeout 10000 \
+					--cluster "$CLUSTER" --json >"$E2E_TMP/fleet.json" 2>"$E2E_TMP/fleet.err" &&
+					out=$("$PY" -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(" ".join("%s=%s" % (s["name"], s["purging"]) for s in d["shards"]))' "$E2E_TMP/fleet.json") &&
+					[ "$(grep -o '=True' <<<"$out" | wc -l)" = 3 ] && break
+				sleep 0.2
+			done
+			if [ "$(grep -o '=True' <<<"$out" | wc -l)" = 3 ] &&
+				[ "$(grep -o '=False' <<<"$out" | wc -l)" = 1 ]; then
+				pass ring_purge_fleet_shows_purging
+				note "agent fleet: $out"
+			else
+				fail ring_purge_fleet_shows_purging "want A, B, C purging and E not: $out $(cat "$E2E_TMP/fleet.err")"
+			fi
 		else
 			fail ring_purge_moved_keys_gone "no finished purge for ring $R2 in 60 s: $(cat "$E2E_TMP"/rep.*.err) $(grep -h purge "$STEER_TMP"/agent.*.out | tail -n 6)"
 		fi
@@ -199,7 +217,7 @@ scenario() {
 }
 
 # ---- with the purge ------------------------------------------------------
-agents_start ring_purge_agents_start
+agents_start ring_purge_agents_start --purge-grace 120
 scenario purge
 read -r _ moved _ stale _ lost _ other <<<"$FINAL"
 if [ "$stale" = 0 ] && [ "$other" = 0 ] && [ "$moved" -gt 500 ]; then

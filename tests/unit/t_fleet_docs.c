@@ -237,6 +237,16 @@ static void t_host(void)
 	b.shard_reads_ps = 1700;
 	CHECK(!ks_host_doc_same(&a, &b), "shard reads moved");
 	b = a;
+	snprintf(b.purge, sizeof(b.purge), "purging");
+	CHECK(!ks_host_doc_same(&a, &b), "the purge started");
+	s = ks_host_doc_encode(&b, NULL);
+	CHECK(s && strstr(s, "\"purge\":\"purging\""), "purge: %s", s ? s : "");
+	free(s);
+	s = ks_host_doc_encode(&a, NULL);
+	CHECK(s && !strstr(s, "\"purge\""), "purge written when off: %s",
+	      s ? s : "");
+	free(s);
+	b = a;
 	/* the quiet tail: a key swapped, rates halved */
 	b.top[4].hash = 999;
 	b.top[2].reads_ps = 12;

@@ -375,6 +375,9 @@ static void host_doc(void)
 		  "top is not an array" },
 		{ "{\"schema\":1,\"shard\":null,\"top\":[{\"hash\":\"xyz\"}]}",
 		  "top[0]" },
+		{ "{\"schema\":1,\"shard\":null,\"purge\":1}", "purge" },
+		{ "{\"schema\":1,\"shard\":null,\"purge\":\"a long long name\"}",
+		  "purge" },
 	};
 	struct ks_fleet_host h;
 	size_t i;
@@ -404,6 +407,15 @@ static void host_doc(void)
 		      "served %g of %g", h.served, h.reads);
 		ks_fleet_host_decode("a:1", bad_served, strlen(bad_served), &h);
 		CHECK(!h.valid, "a negative served_per_s taken");
+	}
+	CHECK(!h.purge[0], "purge '%s' without the field", h.purge);
+	{
+		static const char purging[] =
+			"{\"schema\":1,\"shard\":null,\"purge\":\"grace\"}";
+
+		ks_fleet_host_decode("a:1", purging, strlen(purging), &h);
+		CHECK(h.valid && !strcmp(h.purge, "grace"), "purge '%s'",
+		      h.purge);
 	}
 	/* no shard: the host's own class rates */
 	ks_fleet_host_decode("x", no_shard, strlen(no_shard), &h);
@@ -559,6 +571,7 @@ static void render(void)
 	top(&h[0], 0x2def698b8bbf4a5fULL, "flash\x1b[2J", 500, 0);
 	snprintf(e.key, sizeof(e.key), "flash");
 	snprintf(e.owner, sizeof(e.owner), "%s", ring4[0]);
+	snprintf(h[2].purge, sizeof(h[2].purge), "purging");
 	kt_begin("fleet_render_text_rows");
 	t = rendered(&s, 0, 0, "watch up at http://x:2379, revision 30");
 	CHECK(t != NULL, "no text");
@@ -570,6 +583,8 @@ static void render(void)
 			      NULL,
 		      "summary: %s", t);
 		CHECK(strstr(t, "5  up  OLD RING\n") != NULL, "no OLD RING");
+		CHECK(strstr(t, "  up  PURGING\n") != NULL, "no PURGING: %s",
+		      t);
 		CHECK(strstr(t, "\n  198.18.2.14:11211 ") != NULL &&
 			      strstr(t, "-  gone\n") != NULL,
 		      "no gone row");
@@ -608,6 +623,11 @@ static void render(void)
 		CHECK(strstr(t, "\"busiest\":\"198.18.2.11:11211\"") != NULL,
 		      "busiest");
 		CHECK(strstr(t, "\"served_per_s\":") != NULL, "served_per_s");
+		CHECK(strstr(t, "\"purging\":true") &&
+			      strstr(t, "\"purging\":false") &&
+			      strstr(t, "\"purge\":\"purging\"") &&
+			      strstr(t, "\"purge\":null"),
+		      "purge fields");
 		CHECK(strstr(t,
 			     "\"shards_without_agent\":[\"198.18.2.14:11211\"]") !=
 			      NULL,

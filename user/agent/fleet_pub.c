@@ -12,6 +12,7 @@
 #include "agent/run_steer.h"
 #include "core/host_doc.h"
 #include "core/hotkeys.h"
+#include "core/purge.h"
 #include "net/etcd_pub.h"
 #include "render/text.h"
 #include "util/log.h"
@@ -75,7 +76,7 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 			struct ks_host_doc *d)
 {
 	const struct ks_shard_report *g = ring ? ring->rep : NULL;
-	__u32 i;
+	__u32 i, j;
 
 	memset(d, 0, sizeof(*d));
 	snprintf(d->self, sizeof(d->self), "%s", f->self);
@@ -96,9 +97,17 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 		snprintf(d->shard, sizeof(d->shard), "%s", s->name);
 		d->shard_reads_ps = s->reads_mps / 1000.0;
 		d->shard_writes_ps = s->writes_mps / 1000.0;
-		d->shard_misdirected_ps = s->misdirected_mps / 1000.0;
+		/* a shard's row counts what this host got that the ring
+		 * gives to that shard: this host's misdirected requests are
+		 * every row's */
+		for (j = 0; j < g->nshards; j++)
+			d->shard_misdirected_ps +=
+				g->shards[j].misdirected_mps / 1000.0;
 		d->shard_served_ps = ks_fleet_pub_served_ps(rep, ring, steer);
 	}
+	if (g && g->purge.state != KS_PURGE_OFF)
+		snprintf(d->purge, sizeof(d->purge), "%s",
+			 ks_purge_state_name(g->purge.state));
 	for (i = 0; i < rep->n_top && i < KS_HOSTS_TOP; i++) {
 		const struct ks_top_entry *t = &rep->top[i];
 		struct ks_host_doc_top *o = &d->top[d->ntop++];

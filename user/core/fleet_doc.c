@@ -181,6 +181,16 @@ void ks_fleet_host_decode(const char *self, const char *raw, size_t len,
 		goto out;
 	}
 	h->ring_rev = json_integer_value(rr);
+	rr = json_object_get(doc, "purge");
+	if (rr && (!json_is_string(rr) ||
+		   json_string_length(rr) >= sizeof(h->purge))) {
+		refuse(h->why, sizeof(h->why),
+		       "purge is not a state name (idle, purging, ...)");
+		goto out;
+	}
+	if (rr)
+		snprintf(h->purge, sizeof(h->purge), "%s",
+			 json_string_value(rr));
 	if (host_rates(doc, h) || host_top(json_object_get(doc, "top"), h) ||
 	    host_replicas(json_object_get(doc, "replicas"), h))
 		goto out;

@@ -89,6 +89,8 @@ static void join(const struct ks_fleet_snapshot *s, struct ks_fleet_view *v)
 		sh->mis = h->mis;
 		sh->ring_rev = h->ring_rev;
 		sh->stale = v->host_stale[sh->host];
+		sh->purging = !strcmp(h->purge, "purging") ||
+			      !strcmp(h->purge, "grace");
 	}
 }
 

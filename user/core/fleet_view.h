@@ -52,6 +52,9 @@ struct ks_fleet_host {
 	char replicas[KS_MAX_REPLICAS][KS_FLEET_ADDR_MAX];
 	const char *raw; /* the value as etcd holds it (borrowed) */
 	size_t raw_len;
+	/* "purge": the agent's purge state ("idle", "purging", "grace",
+	 * "sweeping"), "" when absent (no purge, or an agent before it) */
+	char purge[12];
 };
 
 /* One hot/HASH entry, schema 1, as decoded. */
@@ -101,6 +104,8 @@ struct ks_fleet_shard {
 	int64_t ring_rev;
 	int stale;   /* its agent runs an older ring than the ring's */
 	int busiest; /* the most reads (ties: the lower index); none at 0 */
+	int purging; /* its agent purges for a ring change ("purging",
+		      * "grace"): keys it lost are still being deleted */
 };
 
 struct ks_fleet_view {

@@ -48,6 +48,8 @@ char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
 	} else {
 		json_object_set_new(o, "shard", json_null());
 	}
+	if (d->purge[0])
+		json_object_set_new(o, "purge", json_string(d->purge));
 	for (i = 0; i < d->ntop && i < KS_HOST_DOC_TOP; i++) {
 		const struct ks_host_doc_top *t = &d->top[i];
 		json_t *k = json_object();
@@ -160,7 +162,7 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
 	    a->ring_revision != b->ring_revision ||
 	    a->interval_ms != b->interval_ms || a->sample_n != b->sample_n ||
 	    a->has_shard != b->has_shard || strcmp(a->shard, b->shard) ||
-	    a->nreplicas != b->nreplicas)
+	    a->nreplicas != b->nreplicas || strcmp(a->purge, b->purge))
 		return 0;
 	for (i = 0; i < a->nreplicas; i++)
 		if (strcmp(a->replicas[i], b->replicas[i]))

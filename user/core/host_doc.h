@@ -49,6 +49,9 @@ struct ks_host_doc {
 	 * a writer invalidates them all (docs/client.md) */
 	unsigned nreplicas;
 	char replicas[KS_MAX_REPLICAS][48];
+	/* the ownership-loss purge's state ("idle", "purging", "grace",
+	 * "sweeping"; core/purge.h), "" when this agent does not purge */
+	char purge[12];
 };
 
 /* The document as compact JSON (malloc'd), with "updated_at" when at is

@@ -76,10 +76,11 @@ static void text_shards(FILE *f, const struct ks_fleet_out *o)
 		}
 		fprintf(f,
 			"%c %-21s %10.1f %10.1f %10.1f %5.1f%% %6.2f %9.1f %6" PRId64
-			"  up%s\n",
+			"  up%s%s\n",
 			sh->busiest ? '*' : ' ', b, sh->reads, sh->served,
 			sh->writes, 100 * sh->share, sh->ratio, sh->mis,
-			sh->ring_rev, sh->stale ? "  OLD RING" : "");
+			sh->ring_rev, sh->stale ? "  OLD RING" : "",
+			sh->purging ? "  PURGING" : "");
 	}
 	if (v->busiest >= 0)
 		fprintf(f,
@@ -267,6 +268,8 @@ static json_t *host_json(const struct ks_fleet_out *o, size_t i)
 		json_object_set_new(r, "error", str(h->why));
 	json_object_set_new(r, "ring_revision", json_integer(h->ring_rev));
 	json_object_set_new(r, "ring_stale", json_boolean(o->v->host_stale[i]));
+	json_object_set_new(r, "purge",
+			    h->purge[0] ? str(h->purge) : json_null());
 	json_object_set_new(r, "reads_per_s", json_real(h->reads));
 	json_object_set_new(r, "writes_per_s", json_real(h->writes));
 	json_object_set_new(r, "misdirected_per_s", json_real(h->mis));
@@ -306,6 +309,7 @@ static json_t *shard_json(const struct ks_fleet_out *o, size_t i)
 	json_object_set_new(r, "ring_revision",
 			    up ? json_integer(sh->ring_rev) : json_null());
 	json_object_set_new(r, "ring_stale", json_boolean(sh->stale));
+	json_object_set_new(r, "purging", json_boolean(sh->purging));
 	json_object_set_new(r, "busiest", json_boolean(sh->busiest));
 	return r;
 }
