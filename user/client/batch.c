@@ -370,8 +370,9 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	struct inv_task *tasks = NULL;
 	unsigned *owner = NULL, i, nt = 0;
 	struct bcmd *sets = NULL;
+	struct ksc_move mv;
 	__u64 *hash = NULL;
-	int *wrote = NULL, ret;
+	int *wrote = NULL, ret, old_err = 0;
 
 	if ((ret = check_items(ks, items, n)))
 		goto out;
@@ -387,19 +388,22 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		ret = ksc_err(ks, -ENOMEM, "out of memory");
 		goto out;
 	}
-	pthread_mutex_lock(&ks->lock);
 	for (i = 0; i < n; i++) {
 		hash[i] = ksc_key_hash(items[i].key, items[i].klen);
-		owner[i] = ksc_view_owner(&ks->view, items[i].key,
-					  items[i].klen);
-	}
-	pthread_mutex_unlock(&ks->lock);
-	for (i = 0; i < n; i++) {
+		ksc_move_now(ks, items[i].key, items[i].klen, &mv);
+		owner[i] = mv.owner;
 		if (owner[i] == KSC_NONE) {
 			ret = ksc_err(ks, -ENOENT,
 				      "no ring yet: the fleet has none");
 			goto out;
 		}
+		/* a moved key's old owner, before any set (docs/client.md,
+		 * "Ring changes"): one call each, only inside a grace */
+		if (mv.inval_old &&
+		    ksc_inval_old(ks, &mv, items[i].key, items[i].klen,
+				  hash[i]) &&
+		    !old_err)
+			old_err = -EIO;
 		sets[i] = (struct bcmd){ .srv = owner[i],
 					 .item = i,
 					 .kind = KSC_BC_SET };
@@ -433,6 +437,11 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	ks->st.batches++;
 	ks->st.batch_keys += n;
 	ret = results(&bt, items, n, sets, tasks, nt);
+	if (!ret && old_err)
+		ret = ksc_err(ks, old_err,
+			      "written, but an old owner not invalidated: "
+			      "readers still on the old ring may read old "
+			      "values there");
 out:
 	free(owner);
 	free(hash);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include "client/libkeysteer.h"
 #include "client/l1.h"
+#include "client/route.h"
 #include "client/view.h"
 #include "net/mc_client.h"
 
@@ -69,6 +70,16 @@ struct keysteer {
 	int fold_unsafe;           /* a test control: folds lose counts */
 	__u64 split_rng;           /* xorshift state, not 0 */
 	__u64 stuck_seq, stuck_ms; /* a fold sequence seen odd, since */
+	/* ring changes (docs/client.md "Ring changes") */
+	unsigned ring_grace_ms; /* 0: 3 x (stale_view_ms + 1000) */
+	int ring_union;         /* KSC_UNION_*: not ON only in a control */
+	unsigned view_delay_ms; /* a test's lagging view: events held back */
+};
+
+enum {
+	KSC_UNION_ON,      /* writes delete at the old owner, reads try it */
+	KSC_UNION_NOINVAL, /* control: writes leave the old owner alone */
+	KSC_UNION_OFF,     /* control/bench: the previous ring ignored */
 };
 
 __u64 ksc_now_ms(void);
@@ -116,6 +127,15 @@ static inline int ksc_done(struct keysteer *ks, int ret)
 	return ret;
 }
 
+/* api.c: a key's move now (route.h), under the handle's lock and with
+ * its options: all KSC_NONE/0 with ring_union=off. */
+void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
+		  struct ksc_move *m);
+/* api.c: the key deleted at its old owner m->old and old's replicas
+ * invalidated, before a write of it to the new owner: 0, or -EIO with
+ * the message (the write goes on). */
+int ksc_inval_old(struct keysteer *ks, const struct ksc_move *m,
+		  const void *key, size_t klen, __u64 hash);
 /* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
 int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
 /* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),

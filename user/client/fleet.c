@@ -65,8 +65,68 @@ int ksc_fleet_stopping(struct keysteer *ks, int wait_ms)
 	return poll(&p, 1, wait_ms) > 0;
 }
 
+/*
+ * The test-only view_delay_ms: events held back that long before they are
+ * applied, so a test can have a handle whose view lags while others move
+ * (docs/operations.md, "Test-only switches"). A FIFO: events arrive in
+ * order and wait the same time each.
+ */
+struct held {
+	struct ks_etcd_event ev;
+	__u64 at_ms;
+};
+
+struct delayq {
+	struct held *q;
+	size_t head, n, cap;
+};
+
+static void delay_push(struct delayq *d, const struct ks_etcd_event *ev,
+		       __u64 now)
+{
+	if (d->head + d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 64;
+		struct held *q;
+
+		if (d->head) { /* room at the front first */
+			memmove(d->q, d->q + d->head, d->n * sizeof(*d->q));
+			d->head = 0;
+		}
+		q = d->n == d->cap ? realloc(d->q, cap * sizeof(*q)) : d->q;
+		if (!q)
+			return; /* a lost event: a test's handle only */
+		if (d->n == d->cap)
+			d->cap = cap;
+		d->q = q;
+	}
+	d->q[d->head + d->n++] = (struct held){ *ev, now };
+}
+
+/* Applies (under the lock, held by the caller) the events held delay_ms. */
+static void delay_apply(struct keysteer *ks, struct delayq *d, __u64 now)
+{
+	while (d->n && d->q[d->head].at_ms + ks->view_delay_ms <= now) {
+		ksc_view_event(&ks->view, &d->q[d->head].ev, now);
+		ks_etcd_event_free(&d->q[d->head].ev);
+		d->head++;
+		d->n--;
+	}
+	if (!d->n)
+		d->head = 0;
+}
+
+static void delay_free(struct delayq *d)
+{
+	while (d->n) {
+		ks_etcd_event_free(&d->q[d->head++].ev);
+		d->n--;
+	}
+	free(d->q);
+}
+
 static void *watch_main(void *arg)
 {
+	struct delayq dq = { 0 };
 	struct keysteer *ks = arg;
 	struct ks_etcd_watch *w = NULL;
 	int64_t next = ks->view.revision + 1, rev;
@@ -94,12 +154,17 @@ static void *watch_main(void *arg)
 			break;
 		rc = ks_etcd_watch_run(w);
 		now = ksc_now_ms();
-		if (rc > 0) {
+		if (rc > 0 || dq.n) {
 			pthread_mutex_lock(&ks->lock);
-			while (ks_etcd_watch_next(w, &ev) == 1) {
+			while (rc > 0 && ks_etcd_watch_next(w, &ev) == 1) {
+				if (ks->view_delay_ms) {
+					delay_push(&dq, &ev, now);
+					continue;
+				}
 				ksc_view_event(&ks->view, &ev, now);
 				ks_etcd_event_free(&ev);
 			}
+			delay_apply(ks, &dq, now);
 			pthread_mutex_unlock(&ks->lock);
 		}
 		ksc_fleet_mark_up(ks, ks_etcd_watch_created(w), now);
@@ -125,6 +190,7 @@ static void *watch_main(void *arg)
 		}
 	}
 	ks_etcd_watch_stop(w);
+	delay_free(&dq);
 	return NULL;
 }
 

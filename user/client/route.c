@@ -58,3 +58,25 @@ unsigned ksc_route_inval(const struct ksc_view *v, unsigned owner, __u64 hash,
 	}
 	return n;
 }
+
+void ksc_route_move(const struct ksc_view *v, const void *key, size_t len,
+		    __u64 now_ms, unsigned grace_ms, struct ksc_move *m)
+{
+	__u64 age = now_ms - v->ring_since_ms;
+
+	m->owner = ksc_view_owner(v, key, len);
+	m->old = KSC_NONE;
+	m->read_old = m->inval_old = 0;
+	/* a clock behind the stamp (a test's) counts as the change's start */
+	if (now_ms < v->ring_since_ms)
+		age = 0;
+	if (!v->have_prev || m->owner == KSC_NONE || age >= 2ULL * grace_ms)
+		return;
+	m->old = ksc_view_prev_owner(v, key, len);
+	if (m->old == m->owner || m->old == KSC_NONE) {
+		m->old = KSC_NONE;
+		return;
+	}
+	m->inval_old = 1;
+	m->read_old = age < grace_ms;
+}

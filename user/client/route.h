@@ -34,6 +34,28 @@ void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
  * for the key (invalidate=hot, not safe while a view lags).
  */
 #define KSC_INVAL_MAX (3 * KSC_SEEN_MAX)
+
+/*
+ * A key across a ring change (docs/client.md, "Ring changes"), from the
+ * moment the view replaced its ring (ring_since_ms) and grace_ms:
+ *
+ * - old: the previous ring's owner when it differs from the new one and
+ *   the change is younger than 2 x grace_ms, else KSC_NONE;
+ * - inval_old: a write deletes the key at old (and invalidates old's
+ *   replicas) before it writes the new owner: for 2 x grace_ms, so that
+ *   it outlasts every other handle's read_old, whose change may have
+ *   begun up to one lag (< grace_ms) later;
+ * - read_old: a read tries old first (a value there was written by a
+ *   handle still on the old ring, or is from before the change and no
+ *   write through a handle on the new ring came since), then the new
+ *   owner; for grace_ms.
+ */
+struct ksc_move {
+	unsigned owner, old; /* server ids */
+	int read_old, inval_old;
+};
+void ksc_route_move(const struct ksc_view *v, const void *key, size_t len,
+		    __u64 now_ms, unsigned grace_ms, struct ksc_move *m);
 unsigned ksc_route_inval(const struct ksc_view *v, unsigned owner, __u64 hash,
 			 int all, __u16 *out, unsigned max);
 
