@@ -67,6 +67,7 @@ FORCE:
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
 tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
+tests: $(OUT)/tests/ks_client_ring
 tests: $(OUT)/tests/ks_client_probe
 
 $(OUT):
@@ -158,6 +159,13 @@ $(OUT)/tests/client_bench: tests/client/client_bench.c $(OUT)/libkeysteer.a \
 
 # Freshness through the library, end to end (tests/e2e/test_client_fresh.sh).
 $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The library across a ring change (tests/e2e/test_client_ring_change.sh,
+# bench-scale-out).
+$(OUT)/tests/ks_client_ring: tests/client/ks_client_ring.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
