@@ -606,10 +606,6 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
 	}
-	/* the old owner first: a warm-up that read it before this delete
-	 * then sees it changed when it checks (docs/client.md) */
-	if (mv.inval_old)
-		inv_old = ksc_inval_old(ks, &mv, key, klen, hash);
 	c = ksc_conn_get(ks, owner);
 	if (!c) {
 		ret = -EHOSTUNREACH;
@@ -629,6 +625,18 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	}
 	/* a write that may have happened is invalidated as one that did */
 	inv = ksc_invalidate(ks, owner, key, klen, hash);
+	/* then the key's old owner, after the new one took the write (in
+	 * this order a reader that finds the old copy gone finds this write
+	 * at the new owner); a delete is made at the new owner once more
+	 * after that, over any warm-up that read the old copy before and
+	 * added it since (docs/client.md, "Ring changes") */
+	if (mv.inval_old) {
+		inv_old = ksc_inval_old(ks, &mv, key, klen, hash);
+		if (del && ks_mc_delete(&c->mc, key, klen) && !inv_old)
+			inv_old = ksc_err(ks, -EIO,
+					  "deleted, but not again at the new "
+					  "owner after the old one");
+	}
 	if (ret) {
 		ksc_server_name(ks, owner, name, sizeof(name));
 		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",

@@ -368,7 +368,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 {
 	struct batch bt = { ks, items, 0 };
 	struct inv_task *tasks = NULL;
-	unsigned *owner = NULL, i, nt = 0;
+	unsigned *owner = NULL, *old = NULL, i, nt = 0;
 	struct bcmd *sets = NULL;
 	struct ksc_move mv;
 	__u64 *hash = NULL;
@@ -381,10 +381,11 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		return 0;
 	}
 	owner = calloc(n, sizeof(*owner));
+	old = calloc(n, sizeof(*old));
 	hash = calloc(n, sizeof(*hash));
 	wrote = calloc(n, sizeof(*wrote));
 	sets = calloc(n, sizeof(*sets));
-	if (!owner || !hash || !wrote || !sets) {
+	if (!owner || !old || !hash || !wrote || !sets) {
 		ret = ksc_err(ks, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -392,18 +393,12 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		hash[i] = ksc_key_hash(items[i].key, items[i].klen);
 		ksc_move_now(ks, items[i].key, items[i].klen, &mv);
 		owner[i] = mv.owner;
+		old[i] = mv.inval_old ? mv.old : KSC_NONE;
 		if (owner[i] == KSC_NONE) {
 			ret = ksc_err(ks, -ENOENT,
 				      "no ring yet: the fleet has none");
 			goto out;
 		}
-		/* a moved key's old owner, before any set (docs/client.md,
-		 * "Ring changes"): one call each, only inside a grace */
-		if (mv.inval_old &&
-		    ksc_inval_old(ks, &mv, items[i].key, items[i].klen,
-				  hash[i]) &&
-		    !old_err)
-			old_err = -EIO;
 		sets[i] = (struct bcmd){ .srv = owner[i],
 					 .item = i,
 					 .kind = KSC_BC_SET };
@@ -431,6 +426,15 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		wrote[i] = sets[i].err != -ECONNREFUSED &&
 			   sets[i].err != -EHOSTUNREACH;
 	}
+	/* a moved key's old owner, after its new one took the set
+	 * (docs/client.md, "Ring changes"): one call each, only in a grace */
+	for (i = 0; i < n; i++) {
+		struct ksc_move m = { owner[i], old[i], 0, 1 };
+
+		if (old[i] != KSC_NONE && wrote[i] &&
+		    ksc_inval_old(ks, &m, items[i].key, items[i].klen, hash[i]))
+			old_err = -EIO;
+	}
 	if (!ks->batch_skip_inval &&
 	    (ret = invalidate_all(&bt, owner, hash, wrote, n, &tasks, &nt)))
 		goto out;
@@ -444,6 +448,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 			      "values there");
 out:
 	free(owner);
+	free(old);
 	free(hash);
 	free(wrote);
 	free(sets);

@@ -132,8 +132,8 @@ static inline int ksc_done(struct keysteer *ks, int ret)
 void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
 		  struct ksc_move *m);
 /* api.c: the key deleted at its old owner m->old and old's replicas
- * invalidated, before a write of it to the new owner: 0, or -EIO with
- * the message (the write goes on). */
+ * invalidated, after a write of it to the new owner: 0, or -EIO with
+ * the message. */
 int ksc_inval_old(struct keysteer *ks, const struct ksc_move *m,
 		  const void *key, size_t klen, __u64 hash);
 /* api.c: 0, or -EINVAL with the message for a key memcached refuses. */

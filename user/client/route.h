@@ -42,7 +42,7 @@ void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
  * - old: the previous ring's owner when it differs from the new one and
  *   the change is younger than 2 x grace_ms, else KSC_NONE;
  * - inval_old: a write deletes the key at old (and invalidates old's
- *   replicas) before it writes the new owner: for 2 x grace_ms, so that
+ *   replicas) after it wrote the new owner: for 2 x grace_ms, so that
  *   it outlasts every other handle's read_old, whose change may have
  *   begun up to one lag (< grace_ms) later;
  * - read_old: a read tries old first (a value there was written by a
