@@ -19,7 +19,10 @@
  * the time the two handles' rings differ (the lagging one's ring revision
  * below the other's). Exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it could
- * not run.
+ * not run. With --stop-writes-at-catchup the writers stop at the first
+ * write after the lagging handle's view has the new ring, and the readers
+ * go on: with a short ring_grace_ms, past every handle's grace (counted
+ * apart: reads past the reading handle's grace).
  *
  * warm: N keys written "v1" through a handle on SPEC; CMD; once the
  * handle's view has the new ring (its ring_changes, waited for), every key
@@ -51,7 +54,9 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static int running = 1; /* atomic */
 /* atomics: the ring revisions the writers' handles have */
 static int64_t new_rev, lag_rev;
-static int failed_open; /* atomic */
+static int failed_open;     /* atomic */
+static int stop_at_catchup; /* writes stop once the lagging view caught up */
+static int writes_stopped;  /* atomic */
 
 struct side {
 	const char *name, *spec;
@@ -59,6 +64,7 @@ struct side {
 	pthread_t t;
 	unsigned seed;
 	uint64_t ops, ops_differ, stale, stale_differ, misses, errors;
+	uint64_t ops_past, stale_past; /* reads past the handle's grace */
 	struct keysteer_stats st;
 	char err[256];
 	long ex_got, ex_acked; /* the first stale read */
@@ -95,12 +101,20 @@ static void *writer(void *arg)
 
 	if (open_handle(s, &ks))
 		return NULL;
-	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&writes_stopped, __ATOMIC_ACQUIRE)) {
 		k = (int)(rand_r(&s->seed) % (unsigned)nkeys);
 		pthread_mutex_lock(&wlock);
 		keysteer_stats(ks, &st, sizeof(st));
 		__atomic_store_n(s->lag ? &lag_rev : &new_rev, st.ring_revision,
 				 __ATOMIC_RELEASE);
+		/* the last write of every key made before the lagging view
+		 * caught up: what the new owners hold then is the catch-up's */
+		if (stop_at_catchup && s->lag && st.ring_changes) {
+			__atomic_store_n(&writes_stopped, 1, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&wlock);
+			break;
+		}
 		d = differ();
 		n = ++next_n[k];
 		len = snprintf(val, sizeof(val), "v%ld", n);
@@ -125,22 +139,26 @@ static void *writer(void *arg)
 static void *reader(void *arg)
 {
 	struct side *s = arg;
+	struct keysteer_stats st;
 	struct keysteer *ks;
 	long hi, got;
 	size_t len;
 	void *val;
-	int k, ret, d;
+	int k, ret, d, past;
 
 	if (open_handle(s, &ks))
 		return NULL;
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
 		k = (int)(rand_r(&s->seed) % (unsigned)nkeys);
 		d = differ();
+		keysteer_stats(ks, &st, sizeof(st));
+		past = st.ring_changes && !st.ring_grace_ms;
 		hi = __atomic_load_n(&acked[k], __ATOMIC_ACQUIRE);
 		ret = keysteer_get(ks, names[k], strlen(names[k]), &val, &len,
 				   NULL);
 		s->ops++;
 		s->ops_differ += d;
+		s->ops_past += past;
 		if (ret < 0) {
 			s->errors++;
 			snprintf(s->err, sizeof(s->err), "%s",
@@ -158,6 +176,7 @@ static void *reader(void *arg)
 					s->ex_key = k;
 				}
 				s->stale_differ += d;
+				s->stale_past += past;
 			}
 		}
 		keysteer_free(val);
@@ -258,12 +277,18 @@ static int fresh(void)
 		       ", \"ring_warmups\": %" PRIu64
 		       ", \"ring_warm_undone\": %" PRIu64
 		       ", \"ring_invals\": %" PRIu64
-		       ", \"ring_inval_errors\": %" PRIu64,
+		       ", \"ring_inval_errors\": %" PRIu64
+		       ", \"ops_past_grace\": %" PRIu64
+		       ", \"stale_past_grace\": %" PRIu64
+		       ", \"ring_catchups\": %" PRIu64
+		       ", \"ring_catchup_missed\": %" PRIu64,
 		       sd[i].name, sd[i].ops, sd[i].ops_differ, sd[i].stale,
 		       sd[i].stale_differ, sd[i].misses, sd[i].errors,
 		       sd[i].st.ring_changes, sd[i].st.ring_old_reads,
 		       sd[i].st.ring_warmups, sd[i].st.ring_warm_undone,
-		       sd[i].st.ring_invals, sd[i].st.ring_inval_errors);
+		       sd[i].st.ring_invals, sd[i].st.ring_inval_errors,
+		       sd[i].ops_past, sd[i].stale_past, sd[i].st.ring_catchups,
+		       sd[i].st.ring_catchup_missed);
 		if (sd[i].stale)
 			printf(", \"first_stale\": {\"key\": \"%s\", \"got\": "
 			       "%ld, \"acked\": %ld}",
@@ -360,6 +385,8 @@ int main(int argc, char **argv)
 					    { "prefix", 1, 0, 'p' },
 					    { "duration", 1, 0, 'd' },
 					    { "ring-at-ms", 1, 0, 'a' },
+					    { "stop-writes-at-catchup", 0, 0,
+					      'S' },
 					    { 0, 0, 0, 0 } };
 	const char *mode = argc > 1 ? argv[1] : "";
 	int c, k;
@@ -390,6 +417,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			ring_at_ms = atoi(optarg);
+			break;
+		case 'S':
+			stop_at_catchup = 1;
 			break;
 		default:
 			return 2;

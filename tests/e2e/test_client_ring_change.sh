@@ -131,18 +131,22 @@ if warm_run "$name" w2 "$SPEC ring_union=off"; then
 fi
 
 # ---- freshness with a lagging view ----
-fresh_run() { # NAME PREFIX EXTRA: the driver's fresh mode; its exit in FRESH_RC
-	ring3 "$1" || return 1
-	KEYSTEER_TEST_SWITCHES=1 ks_in_ns "$NS" timeout 120 "$RING" fresh --spec "$SPEC $3" \
-		--lag-spec "$SPEC $3 view_delay_ms=3000" --keys 200 --prefix "$2" \
-		--duration 7 --ring-at-ms 1000 --ring-cmd "$(ring_cmd 4)" \
-		>"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
+# NAME PREFIX EXTRA DURATION [ARGS...]: the driver's fresh mode, EXTRA
+# spec words; its exit in FRESH_RC
+fresh_run() {
+	local name=$1 prefix=$2 extra=$3 dur=$4
+	shift 4
+	ring3 "$name" || return 1
+	KEYSTEER_TEST_SWITCHES=1 ks_in_ns "$NS" timeout 120 "$RING" fresh --spec "$SPEC $extra" \
+		--lag-spec "$SPEC $extra view_delay_ms=3000" --keys 200 --prefix "$prefix" \
+		--duration "$dur" --ring-at-ms 1000 --ring-cmd "$(ring_cmd 4)" "$@" \
+		>"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 	FRESH_RC=$?
-	if [ ! -s "$E2E_TMP/$1.json" ]; then
-		fail "$1" "ks_client_ring fresh exited $FRESH_RC without a result: $(tail -c 400 "$E2E_TMP/$1.err")"
+	if [ ! -s "$E2E_TMP/$name.json" ]; then
+		fail "$name" "ks_client_ring fresh exited $FRESH_RC without a result: $(tail -c 400 "$E2E_TMP/$name.err")"
 		return 1
 	fi
-	note "$1 (exit $FRESH_RC): $(cat "$E2E_TMP/$1.json")"
+	note "$name (exit $FRESH_RC): $(cat "$E2E_TMP/$name.json")"
 }
 
 # what every run must have done for its result to mean anything
@@ -154,7 +158,7 @@ fresh_enough='(d["writer_lag"]["ops_views_differ"] >= 20, "%d lagging writes whi
 	(d["errors"] == 0, "%d failed requests" % d["errors"])'
 
 name=client_ring_lagging_view_no_stale_reads
-if fresh_run "$name" f1 ""; then
+if fresh_run "$name" f1 "" 7; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"',
 		(d["stale_reads"] == 0, "%d stale reads" % d["stale_reads"]),
@@ -170,11 +174,44 @@ fi
 # the control breaks the union: a write on the new ring leaves the old
 # owner's value, which the lagging readers (and old-first reads) serve
 name=client_ring_control_noinval_stale_reads
-if fresh_run "$name" f2 "ring_union=noinval"; then
+if fresh_run "$name" f2 "ring_union=noinval" 7; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"',
 		(d["writer_new"]["ring_invals"] == 0, "the control deleted at old owners"),
 		(d["stale_reads"] > 0, "no stale read without the union: the test proves nothing")] if not c)')
+	if [ -z "$why" ] && [ "$FRESH_RC" = 1 ]; then
+		pass "$name"
+	else
+		fail "$name" "exit $FRESH_RC; $why"
+	fi
+fi
+
+# past the grace: writes stop when the lagging view catches up, so the last
+# write of about half the keys went to their old owner only, over an older
+# value at the new one; reads go on past every handle's grace (4 s, longer
+# than the 3 s lag), where only the new owner is read. The catch-up (the
+# lagging handle deletes what it wrote on the old ring at the new owners)
+# is what keeps those reads fresh; its control must show it.
+past_enough='(d["reader_new1"]["ops_past_grace"] + d["reader_new2"]["ops_past_grace"] >= 100 and d["reader_lag1"]["ops_past_grace"] + d["reader_lag2"]["ops_past_grace"] >= 100, "too few reads past the grace")'
+name=client_ring_lagging_writes_caught_up
+if fresh_run "$name" f3 "ring_grace_ms=4000" 11 --stop-writes-at-catchup; then
+	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
+		'"$fresh_enough"', '"$past_enough"',
+		(d["stale_reads"] == 0, "%d stale reads (%d past the grace)" % (d["stale_reads"], sum(d[r]["stale_past_grace"] for r in ("reader_new1", "reader_new2", "reader_lag1", "reader_lag2")))),
+		(d["writer_lag"]["ring_catchups"] > 0 and d["writer_lag"]["ring_catchup_missed"] == 0, "catch-ups %d, missed %d" % (d["writer_lag"]["ring_catchups"], d["writer_lag"]["ring_catchup_missed"]))] if not c)')
+	if [ -z "$why" ] && [ "$FRESH_RC" = 0 ]; then
+		pass "$name"
+	else
+		fail "$name" "exit $FRESH_RC; $why"
+	fi
+fi
+
+name=client_ring_control_nocatchup_stale_past_grace
+if fresh_run "$name" f4 "ring_grace_ms=4000 ring_union=nocatchup" 11 --stop-writes-at-catchup; then
+	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
+		'"$fresh_enough"', '"$past_enough"',
+		(d["writer_lag"]["ring_catchups"] == 0, "the control caught up"),
+		(sum(d[r]["stale_past_grace"] for r in ("reader_new1", "reader_new2", "reader_lag1", "reader_lag2")) > 0, "no stale read past the grace without the catch-up: the test proves nothing")] if not c)')
 	if [ -z "$why" ] && [ "$FRESH_RC" = 1 ]; then
 		pass "$name"
 	else

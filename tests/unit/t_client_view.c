@@ -874,7 +874,7 @@ static void test_ring_change(void)
 	struct ksc_view v, o, n;
 	struct ksc_move m;
 	char key[32];
-	unsigned i, moved = 0, bad = 0, e;
+	unsigned i, moved = 0, bad = 0, e, nc;
 	const unsigned g = 1000; /* grace_ms */
 
 	ksc_view_init(&o, "t");
@@ -966,6 +966,48 @@ static void test_ring_change(void)
 		}
 		CHECK(bad == 0, "no moved key of A whose write reaches A's "
 				"replica");
+	}
+	kt_end();
+
+	kt_begin("client_ring_catchup_keys_written_on_old_ring");
+	{
+		/* the change at 1000 (grace g = 1000): keys this handle wrote
+		 * on the old ring (revision 2) in the 1000 ms before it */
+		struct ksc_catchup *cu = calloc(KSC_WLOG_KEYS, sizeof(*cu));
+		struct ksc_wlog l = { 0 };
+		char mk[32] = "", sk[32] = "";
+		int lost = 1;
+
+		for (i = 0; i < 1000 && (!mk[0] || !sk[0]); i++) {
+			snprintf(key, sizeof(key), "key:%u", i);
+			if (ksc_view_prev_owner(&v, key, strlen(key)) !=
+			    ksc_view_owner(&v, key, strlen(key)))
+				snprintf(mk, sizeof(mk), "%s", key);
+			else
+				snprintf(sk, sizeof(sk), "%s", key);
+		}
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 0); /* before the window */
+		ksc_wlog_add(&l, "key:x1", 6, 2, 0);
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 500);  /* in it: moved */
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 900);  /* again: once */
+		ksc_wlog_add(&l, sk, strlen(sk), 2, 900);  /* did not move */
+		ksc_wlog_add(&l, mk, strlen(mk), 5, 1100); /* the new ring's */
+		nc = cu ? ksc_wlog_catchup(&l, &v, g, cu, KSC_WLOG_KEYS, &lost)
+			: 9;
+		CHECK(nc == 1 && !lost && cu[0].len == strlen(mk) &&
+			      !memcmp(cu[0].key, mk, cu[0].len) &&
+			      cu[0].srv == ksc_view_owner(&v, mk, strlen(mk)),
+		      "%u keys (want %s at its new owner), lost %d", nc, mk,
+		      lost);
+		/* a log that wrapped inside the window says so */
+		for (i = 0; i < KSC_WLOG_KEYS; i++)
+			ksc_wlog_add(&l, sk, strlen(sk), 2, 800);
+		nc = cu ? ksc_wlog_catchup(&l, &v, g, cu, KSC_WLOG_KEYS, &lost)
+			: 9;
+		CHECK(nc == 0 && lost == 1, "wrapped: %u keys, lost %d", nc,
+		      lost);
+		ksc_wlog_free(&l);
+		free(cu);
 	}
 	kt_end();
 

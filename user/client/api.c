@@ -148,9 +148,12 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			ks->ring_union = KSC_UNION_NOINVAL;
 		else if (!strcmp(val, "off"))
 			ks->ring_union = KSC_UNION_OFF;
+		else if (!strcmp(val, "nocatchup"))
+			ks->ring_union = KSC_UNION_NOCATCHUP;
 		else
 			return ksc_err(ks, -EINVAL,
-				       "ring_union=%s: want on, noinval or off",
+				       "ring_union=%s: want on, noinval, "
+				       "nocatchup or off",
 				       val);
 	} else if (!strcmp(w, "view_delay_ms")) {
 		if (!(ret = num_opt(ks, w, val, 1, 600000, &n)))
@@ -267,6 +270,7 @@ KSC_API void keysteer_close(struct keysteer *ks)
 	ksc_routing_close(ks);
 	ksc_conns_close(ks);
 	ksc_view_free(&ks->view);
+	ksc_wlog_free(&ks->wlog);
 	ksc_l1_free(&ks->l1);
 	pthread_mutex_destroy(&ks->lock);
 	free(ks);
@@ -378,6 +382,32 @@ void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
 	pthread_mutex_lock(&ks->lock);
 	move_locked(ks, key, klen, now, m);
 	pthread_mutex_unlock(&ks->lock);
+}
+
+void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
+		  const struct ksc_move *m)
+{
+	unsigned now_owner = KSC_NONE;
+	struct ksc_conn *c;
+
+	if (!ks->follows || ks->rt_n || ks->ring_union != KSC_UNION_ON)
+		return;
+	pthread_mutex_lock(&ks->lock);
+	/* the view thread collects the log under this lock when it applies
+	 * a ring: logged before that, the write is its to catch up; after,
+	 * this call's */
+	if (ks->view.ring_rev == m->rev)
+		ksc_wlog_add(&ks->wlog, key, klen, m->rev, ksc_now_ms());
+	else
+		now_owner = ksc_view_owner(&ks->view, key, klen);
+	pthread_mutex_unlock(&ks->lock);
+	if (now_owner == KSC_NONE || now_owner == m->owner)
+		return;
+	c = ksc_conn_get(ks, now_owner);
+	if (c && !ks_mc_delete(&c->mc, key, klen))
+		__atomic_add_fetch(&ks->catchups, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&ks->catchup_missed, 1, __ATOMIC_RELAXED);
 }
 
 int ksc_inval_old(struct keysteer *ks, const struct ksc_move *m,
@@ -647,6 +677,7 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		ks->st.deletes++;
 	else
 		ks->st.sets++;
+	ksc_ring_log(ks, key, klen, &mv);
 	if ((ret = inv ? inv : inv_old))
 		goto fail;
 	ks->err[0] = '\0';
@@ -693,6 +724,9 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	s.view_updates = ks->view.updates;
 	s.view_refused = ks->view.refused;
 	s.ring_changes = ks->view.ring_changes;
+	s.ring_catchups = __atomic_load_n(&ks->catchups, __ATOMIC_RELAXED);
+	s.ring_catchup_missed = __atomic_load_n(&ks->catchup_missed,
+						__ATOMIC_RELAXED);
 	s.ring_grace_ms = 0;
 	if (ks->view.have_prev && ks->ring_union != KSC_UNION_OFF &&
 	    now - ks->view.ring_since_ms < ring_grace(ks))

@@ -372,6 +372,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	struct bcmd *sets = NULL;
 	struct ksc_move mv;
 	__u64 *hash = NULL;
+	__s64 *rev = NULL;
 	int *wrote = NULL, ret, old_err = 0;
 
 	if ((ret = check_items(ks, items, n)))
@@ -382,10 +383,11 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	}
 	owner = calloc(n, sizeof(*owner));
 	old = calloc(n, sizeof(*old));
+	rev = calloc(n, sizeof(*rev));
 	hash = calloc(n, sizeof(*hash));
 	wrote = calloc(n, sizeof(*wrote));
 	sets = calloc(n, sizeof(*sets));
-	if (!owner || !old || !hash || !wrote || !sets) {
+	if (!owner || !old || !rev || !hash || !wrote || !sets) {
 		ret = ksc_err(ks, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -394,6 +396,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		ksc_move_now(ks, items[i].key, items[i].klen, &mv);
 		owner[i] = mv.owner;
 		old[i] = mv.inval_old ? mv.old : KSC_NONE;
+		rev[i] = mv.rev;
 		if (owner[i] == KSC_NONE) {
 			ret = ksc_err(ks, -ENOENT,
 				      "no ring yet: the fleet has none");
@@ -429,7 +432,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	/* a moved key's old owner, after its new one took the set
 	 * (docs/client.md, "Ring changes"): one call each, only in a grace */
 	for (i = 0; i < n; i++) {
-		struct ksc_move m = { owner[i], old[i], 0, 1 };
+		struct ksc_move m = { owner[i], old[i], 0, 1, rev[i] };
 
 		if (old[i] != KSC_NONE && wrote[i] &&
 		    ksc_inval_old(ks, &m, items[i].key, items[i].klen, hash[i]))
@@ -440,6 +443,12 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		goto out;
 	ks->st.batches++;
 	ks->st.batch_keys += n;
+	for (i = 0; i < n; i++) {
+		struct ksc_move m = { owner[i], old[i], 0, 0, rev[i] };
+
+		if (wrote[i])
+			ksc_ring_log(ks, items[i].key, items[i].klen, &m);
+	}
 	ret = results(&bt, items, n, sets, tasks, nt);
 	if (!ret && old_err)
 		ret = ksc_err(ks, old_err,
@@ -449,6 +458,7 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 out:
 	free(owner);
 	free(old);
+	free(rev);
 	free(hash);
 	free(wrote);
 	free(sets);

@@ -124,13 +124,60 @@ static void delay_free(struct delayq *d)
 	free(d->q);
 }
 
+void ksc_ring_catchup(struct keysteer *ks)
+{
+	struct ksc_catchup *cu = malloc(KSC_WLOG_KEYS * sizeof(*cu));
+	unsigned grace, i, j, n = 0, ndone = 0, *done_srv;
+	struct ks_mc_conn *mc;
+	int lost = 0;
+
+	done_srv = calloc(KSC_WLOG_KEYS, sizeof(*done_srv));
+	mc = calloc(KSC_WLOG_KEYS, sizeof(*mc));
+	if (cu && done_srv && mc) {
+		grace = ks->ring_grace_ms ? ks->ring_grace_ms
+					  : 3 * (ks->stale_view_ms + 1000);
+		pthread_mutex_lock(&ks->lock);
+		/* the writes of one grace before: a lag longer is not covered
+		 * by the grace either (docs/client.md) */
+		n = ksc_wlog_catchup(&ks->wlog, &ks->view, grace, cu,
+				     KSC_WLOG_KEYS, &lost);
+		pthread_mutex_unlock(&ks->lock);
+	} else {
+		lost = 1;
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < ndone && done_srv[j] != cu[i].srv; j++)
+			;
+		if (j == ndone) {
+			if (ksc_conn_init(ks, cu[i].srv, &mc[j])) {
+				__atomic_add_fetch(&ks->catchup_missed, 1,
+						   __ATOMIC_RELAXED);
+				continue;
+			}
+			done_srv[ndone++] = cu[i].srv;
+		}
+		if (ks_mc_delete(&mc[j], (const __u8 *)cu[i].key, cu[i].len))
+			__atomic_add_fetch(&ks->catchup_missed, 1,
+					   __ATOMIC_RELAXED);
+		else
+			__atomic_add_fetch(&ks->catchups, 1, __ATOMIC_RELAXED);
+	}
+	if (lost)
+		__atomic_add_fetch(&ks->catchup_missed, 1, __ATOMIC_RELAXED);
+	for (j = 0; j < ndone; j++)
+		ks_mc_close(&mc[j]);
+	free(mc);
+	free(done_srv);
+	free(cu);
+}
+
 static void *watch_main(void *arg)
 {
 	struct delayq dq = { 0 };
 	struct keysteer *ks = arg;
 	struct ks_etcd_watch *w = NULL;
 	int64_t next = ks->view.revision + 1, rev;
-	__u64 now, purged = 0;
+	__u64 now, purged = 0, changes = ks->view.ring_changes;
 	struct ks_etcd_event ev;
 	struct pollfd p[2];
 	int rc, t;
@@ -166,6 +213,12 @@ static void *watch_main(void *arg)
 			}
 			delay_apply(ks, &dq, now);
 			pthread_mutex_unlock(&ks->lock);
+		}
+		if (__atomic_load_n(&ks->view.ring_changes, __ATOMIC_RELAXED) !=
+			    changes &&
+		    ks->ring_union == KSC_UNION_ON) {
+			changes = ks->view.ring_changes;
+			ksc_ring_catchup(ks);
 		}
 		ksc_fleet_mark_up(ks, ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {

@@ -169,6 +169,10 @@ struct keysteer_stats {
 	uint64_t ring_invals;       /* writes that deleted at the old owner */
 	uint64_t ring_inval_errors; /* ... that could not */
 	uint64_t ring_grace_ms;     /* left of the read grace now (0: none) */
+	uint64_t ring_catchups;     /* keys this handle wrote on the old ring
+				     * deleted at their new owners after */
+	uint64_t ring_catchup_missed; /* ... that could not be, or a log that
+				       * no longer had them all */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's

@@ -52,7 +52,7 @@ class _Stats(ctypes.Structure):
         (n, ctypes.c_uint64) for n in (
             "ring_changes", "ring_old_reads", "ring_warmups",
             "ring_warm_undone", "ring_invals", "ring_inval_errors",
-            "ring_grace_ms")]
+            "ring_grace_ms", "ring_catchups", "ring_catchup_missed")]
 
 
 def _load():
