@@ -101,8 +101,13 @@ static void *writer(void *arg)
 
 	if (open_handle(s, &ks))
 		return NULL;
-	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&writes_stopped, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
+		/* the handle stays open to the end: its view thread's
+		 * catch-up is counted in its stats */
+		if (__atomic_load_n(&writes_stopped, __ATOMIC_ACQUIRE)) {
+			usleep(10000);
+			continue;
+		}
 		k = (int)(rand_r(&s->seed) % (unsigned)nkeys);
 		pthread_mutex_lock(&wlock);
 		keysteer_stats(ks, &st, sizeof(st));
@@ -113,7 +118,7 @@ static void *writer(void *arg)
 		if (stop_at_catchup && s->lag && st.ring_changes) {
 			__atomic_store_n(&writes_stopped, 1, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&wlock);
-			break;
+			continue;
 		}
 		d = differ();
 		n = ++next_n[k];
