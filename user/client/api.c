@@ -449,8 +449,20 @@ static int read_old(struct keysteer *ks, const struct ksc_move *m,
 	__u64 cas = 0;
 	long ttl;
 
+	__u64 now = ksc_now_ms();
+	int ret;
+
+	/* an old owner that failed is skipped for a second, as a replica
+	 * is: a removed shard that died would otherwise cost every moved
+	 * key's read a timeout for the whole grace (docs/client.md says what
+	 * that second costs) */
+	if (m->old < ks->nconn && ks->conn[m->old].skip_until_ms > now)
+		return 0;
+	ret = fetch(ks, m->old, key, klen, it);
+	if (ret && ret != -ECONNREFUSED && m->old < ks->nconn)
+		ks->conn[m->old].skip_until_ms = now + KSC_REPLICA_BACKOFF_MS;
 	/* an old owner that fails or is gone holds nothing to read */
-	if (fetch(ks, m->old, key, klen, it) || !it->found || it->stale) {
+	if (ret || !it->found || it->stale) {
 		ks_mc_item_free(it);
 		return 0;
 	}
