@@ -15,7 +15,10 @@
  * readers (two handles of each spec) read random keys and compare the n
  * they get with the highest n acknowledged for that key before the read
  * began: below it is a stale read. CMD (a shell command: the ring's
- * change) runs --ring-at-ms after the start. Counts are kept apart for
+ * change) runs --ring-at-ms after the start; the run goes on until both
+ * writers' views have the new ring, then --duration s more (or, with
+ * --until-past N, until every reader made N reads past its grace), each
+ * wait bounded by 120 s. Counts are kept apart for
  * the time the two handles' rings differ (the lagging one's ring revision
  * below the other's). Exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it could
@@ -54,6 +57,9 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static int running = 1; /* atomic */
 /* atomics: the ring revisions the writers' handles have */
 static int64_t new_rev, lag_rev;
+/* atomics: the writers' handles' ring_changes */
+static uint64_t new_changes, lag_changes;
+static int until_past;      /* reads past the grace every reader must make */
 static int failed_open;     /* atomic */
 static int stop_at_catchup; /* writes stop once the lagging view caught up */
 static int writes_stopped;  /* atomic */
@@ -113,6 +119,8 @@ static void *writer(void *arg)
 		keysteer_stats(ks, &st, sizeof(st));
 		__atomic_store_n(s->lag ? &lag_rev : &new_rev, st.ring_revision,
 				 __ATOMIC_RELEASE);
+		__atomic_store_n(s->lag ? &lag_changes : &new_changes,
+				 st.ring_changes, __ATOMIC_RELEASE);
 		/* the last write of every key made before the lagging view
 		 * caught up: what the new owners hold then is the catch-up's */
 		if (stop_at_catchup && s->lag && st.ring_changes) {
@@ -163,7 +171,8 @@ static void *reader(void *arg)
 				   NULL);
 		s->ops++;
 		s->ops_differ += d;
-		s->ops_past += past;
+		__atomic_store_n(&s->ops_past, s->ops_past + past,
+				 __ATOMIC_RELEASE);
 		if (ret < 0) {
 			s->errors++;
 			snprintf(s->err, sizeof(s->err), "%s",
@@ -240,7 +249,7 @@ static int fresh(void)
 	uint64_t stale = 0, errors = 0;
 	struct keysteer *ks;
 	int i, ran = 0, rc;
-	double t0;
+	double t0, t_cmd = 0, t_new = 0, t_lag = 0;
 
 	if (keysteer_open(&ks, spec) < 0) {
 		fprintf(stderr, "ks_client_ring: open: %s\n",
@@ -256,11 +265,40 @@ static int fresh(void)
 		sd[i].seed = (unsigned)(i * 7919 + 1);
 		pthread_create(&sd[i].t, NULL, i < 2 ? writer : reader, &sd[i]);
 	}
-	while (now_ms() - t0 < duration * 1e3 &&
-	       !__atomic_load_n(&failed_open, __ATOMIC_ACQUIRE)) {
-		if (!ran && now_ms() - t0 >= ring_at_ms) {
+	/* events, not times: the change seen by the new-ring writer, then by
+	 * the lagging one (its held-back view), then DURATION s more or,
+	 * with --until-past N, every reader N reads past its grace; each
+	 * wait bounded by 120 s for a loaded machine */
+	while (!__atomic_load_n(&failed_open, __ATOMIC_ACQUIRE)) {
+		double now = now_ms();
+
+		if (!ran && now - t0 >= ring_at_ms) {
 			ran = 1;
 			if (run_cmd())
+				break;
+			t_cmd = now_ms();
+		}
+		if (ran && !t_new &&
+		    __atomic_load_n(&new_changes, __ATOMIC_ACQUIRE))
+			t_new = now;
+		if (t_new && !t_lag &&
+		    __atomic_load_n(&lag_changes, __ATOMIC_ACQUIRE))
+			t_lag = now;
+		if (ran && now - t_cmd > 120e3 && !t_lag) {
+			fprintf(stderr, "ks_client_ring: the change not seen "
+					"by both writers in 120 s\n");
+			break;
+		}
+		if (t_lag && !until_past && now - t_lag >= duration * 1e3)
+			break;
+		if (t_lag && until_past) {
+			for (i = 2;
+			     i < 6 && __atomic_load_n(&sd[i].ops_past,
+						      __ATOMIC_ACQUIRE) >=
+					      (uint64_t)until_past;
+			     i++)
+				;
+			if (i == 6 || now - t_lag > 120e3)
 				break;
 		}
 		usleep(20000);
@@ -268,7 +306,9 @@ static int fresh(void)
 	__atomic_store_n(&running, 0, __ATOMIC_RELEASE);
 	for (i = 0; i < 6; i++)
 		pthread_join(sd[i].t, NULL);
-	printf("{\"ring_changed\": %d", ran);
+	printf("{\"ring_changed\": %d, \"new_saw_ms\": %.0f, "
+	       "\"lag_saw_ms\": %.0f",
+	       ran, t_new ? t_new - t_cmd : -1, t_lag ? t_lag - t_cmd : -1);
 	for (i = 0; i < 6; i++) {
 		stale += sd[i].stale;
 		errors += sd[i].errors;
@@ -305,7 +345,7 @@ static int fresh(void)
 	}
 	printf(", \"stale_reads\": %" PRIu64 ", \"errors\": %" PRIu64 "}\n",
 	       stale, errors);
-	if (!ran)
+	if (!ran || !t_lag)
 		return 2;
 	if (stale)
 		return 1;
@@ -348,14 +388,14 @@ static int warm(void)
 	if (write_all(ks) || read_all(e, &hits_e0) || run_cmd())
 		return 2;
 	/* the event, with room for a loaded machine */
-	for (t0 = now_ms(); now_ms() - t0 < 30000; usleep(10000)) {
+	for (t0 = now_ms(); now_ms() - t0 < 120000; usleep(10000)) {
 		keysteer_stats(ks, &a, sizeof(a));
 		if (a.ring_changes)
 			break;
 	}
 	if (!a.ring_changes) {
 		fprintf(stderr,
-			"ks_client_ring: no ring change seen in 30 s\n");
+			"ks_client_ring: no ring change seen in 120 s\n");
 		return 2;
 	}
 	if (read_all(ks, &hits1))
@@ -392,6 +432,7 @@ int main(int argc, char **argv)
 					    { "ring-at-ms", 1, 0, 'a' },
 					    { "stop-writes-at-catchup", 0, 0,
 					      'S' },
+					    { "until-past", 1, 0, 'u' },
 					    { 0, 0, 0, 0 } };
 	const char *mode = argc > 1 ? argv[1] : "";
 	int c, k;
@@ -425,6 +466,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			stop_at_catchup = 1;
+			break;
+		case 'u':
+			until_past = atoi(optarg);
 			break;
 		default:
 			return 2;

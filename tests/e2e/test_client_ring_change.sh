@@ -16,9 +16,12 @@
 #     before it began: 0 stale reads, with writes and reads on both sides
 #     while the rings differ. Control (ring_union=noinval: writes leave the
 #     old owner alone): stale reads.
+#   past the grace: the same with a 4 s grace, writes stopping when the
+#     lagging view catches up and reads going on past every grace: 0 stale
+#     reads with the catch-up, stale ones without (ring_union=nocatchup).
 #
 # The namespace, etcd and the memcacheds (by PID) are removed on every exit
-# path. About 40 s.
+# path. About 45 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -140,12 +143,13 @@ fi
 
 # ---- freshness with a lagging view ----
 # NAME PREFIX EXTRA DURATION [ARGS...]: the driver's fresh mode, EXTRA
-# spec words; its exit in FRESH_RC
+# spec words, DURATION s after both writers' views have the new ring (the
+# driver waits for each view's change, 120 s at most); its exit in FRESH_RC
 fresh_run() {
 	local name=$1 prefix=$2 extra=$3 dur=$4
 	shift 4
 	ring3 "$name" || return 1
-	KEYSTEER_TEST_SWITCHES=1 ks_in_ns "$NS" timeout 120 "$RING" fresh --spec "$SPEC $extra" \
+	KEYSTEER_TEST_SWITCHES=1 ks_in_ns "$NS" timeout 300 "$RING" fresh --spec "$SPEC $extra" \
 		--lag-spec "$SPEC $extra view_delay_ms=3000" --keys 200 --prefix "$prefix" \
 		--duration "$dur" --ring-at-ms 1000 --ring-cmd "$(ring_cmd 4)" "$@" \
 		>"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
@@ -166,7 +170,7 @@ fresh_enough='(d["writer_lag"]["ops_views_differ"] >= 20, "%d lagging writes whi
 	(d["errors"] == 0, "%d failed requests" % d["errors"])'
 
 name=client_ring_lagging_view_no_stale_reads
-if fresh_run "$name" f1 "" 7; then
+if fresh_run "$name" f1 "" 3; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"',
 		(d["stale_reads"] == 0, "%d stale reads" % d["stale_reads"]),
@@ -182,7 +186,7 @@ fi
 # the control breaks the union: a write on the new ring leaves the old
 # owner's value, which the lagging readers (and old-first reads) serve
 name=client_ring_control_noinval_stale_reads
-if fresh_run "$name" f2 "ring_union=noinval" 7; then
+if fresh_run "$name" f2 "ring_union=noinval" 3; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"',
 		(d["writer_new"]["ring_invals"] == 0, "the control deleted at old owners"),
@@ -199,10 +203,11 @@ fi
 # value at the new one; reads go on past every handle's grace (4 s, longer
 # than the 3 s lag), where only the new owner is read. The catch-up (the
 # lagging handle deletes what it wrote on the old ring at the new owners)
-# is what keeps those reads fresh; its control must show it.
+# is what keeps those reads fresh; its control must show it. The run ends
+# when every reader has made 300 reads past its grace.
 past_enough='(d["reader_new1"]["ops_past_grace"] + d["reader_new2"]["ops_past_grace"] >= 100 and d["reader_lag1"]["ops_past_grace"] + d["reader_lag2"]["ops_past_grace"] >= 100, "too few reads past the grace")'
 name=client_ring_lagging_writes_caught_up
-if fresh_run "$name" f3 "ring_grace_ms=4000" 11 --stop-writes-at-catchup; then
+if fresh_run "$name" f3 "ring_grace_ms=4000" 1 --stop-writes-at-catchup --until-past 300; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"', '"$past_enough"',
 		(d["stale_reads"] == 0, "%d stale reads (%d past the grace)" % (d["stale_reads"], sum(d[r]["stale_past_grace"] for r in ("reader_new1", "reader_new2", "reader_lag1", "reader_lag2")))),
@@ -215,7 +220,7 @@ if fresh_run "$name" f3 "ring_grace_ms=4000" 11 --stop-writes-at-catchup; then
 fi
 
 name=client_ring_control_nocatchup_stale_past_grace
-if fresh_run "$name" f4 "ring_grace_ms=4000 ring_union=nocatchup" 11 --stop-writes-at-catchup; then
+if fresh_run "$name" f4 "ring_grace_ms=4000 ring_union=nocatchup" 1 --stop-writes-at-catchup --until-past 300; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"', '"$past_enough"',
 		(d["writer_lag"]["ring_catchups"] == 0, "the control caught up"),
