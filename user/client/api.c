@@ -446,10 +446,8 @@ static int read_old(struct keysteer *ks, const struct ksc_move *m,
 		    const void *key, size_t klen, struct ks_mc_item *it)
 {
 	struct ksc_conn *c, *o;
-	__u64 cas = 0;
+	__u64 cas = 0, now = ksc_now_ms();
 	long ttl;
-
-	__u64 now = ksc_now_ms();
 	int ret;
 
 	/* an old owner that failed is skipped for a second, as a replica
