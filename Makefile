@@ -67,6 +67,7 @@ FORCE:
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
 tests: $(OUT)/tests/ks_client_load $(OUT)/tests/ks_client_batch
+tests: $(OUT)/tests/ks_client_ring
 tests: $(OUT)/tests/ks_client_probe
 
 $(OUT):
@@ -158,6 +159,13 @@ $(OUT)/tests/client_bench: tests/client/client_bench.c $(OUT)/libkeysteer.a \
 
 # Freshness through the library, end to end (tests/e2e/test_client_fresh.sh).
 $(OUT)/tests/ks_client_fresh: tests/client/ks_client_fresh.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+
+# The library across a ring change (tests/e2e/test_client_ring_change.sh,
+# bench-scale-out).
+$(OUT)/tests/ks_client_ring: tests/client/ks_client_ring.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
@@ -370,7 +378,7 @@ bench-steer: check-deps
 # The same flash sale over TCP through libkeysteer: etcd in the client's
 # namespace, agents with --etcd, build/tests/ks_client_load (docs/steering.md,
 # "Over TCP through the library"). About 45 s. Not in `make test`.
-.PHONY: bench-steer-tcp
+.PHONY: bench-steer-tcp bench-scale-out
 bench-steer-tcp: check-deps
 	$(MAKE) all tests
 	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625 --balance 0.10' \
@@ -383,6 +391,15 @@ bench-steer-tcp: check-deps
 bench-votes: check-deps
 	$(MAKE) all $(OUT)/tests/ks_counter
 	OUT=$(OUT) tests/bench/votes_bench.sh --json $(OUT)/votes_bench.json
+
+# A fifth shard joins four under a Zipf read load with a counted read-through
+# database: database reads in the 30 s after the change through libkeysteer
+# with its warm-up, without it, and through a plain ketama client
+# (tests/bench/scale_out.sh; docs/benchmarks.md, "Scale-out"). About 3
+# minutes. Not in `make test`.
+bench-scale-out: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/scale_out.sh --json $(OUT)/scale_out.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):

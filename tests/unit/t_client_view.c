@@ -598,10 +598,11 @@ static int open_capture(struct keysteer **ks, const char *spec, char *err,
  */
 static void test_spec_test_words(void)
 {
-	static const char *const words[] = { "fold=unsafe",
-					     "batch_invalidate=off",
-					     "l1_drop=ttl", "invalidate=hot",
-					     "invalidate=all" };
+	static const char *const words[] = {
+		"fold=unsafe",    "batch_invalidate=off", "l1_drop=ttl",
+		"invalidate=hot", "invalidate=all",       "ring_union=noinval",
+		"ring_union=off", "view_delay_ms=100"
+	};
 	char spec[128], want[256], out[1024];
 	struct keysteer *ks;
 	unsigned int i;
@@ -850,6 +851,227 @@ static void test_etcd_unavailable_asked_again(void)
 	kt_end();
 }
 
+/* ---- ring changes (docs/client.md, "Ring changes") ---- */
+
+#define RING3 "198.18.2.11:11211,198.18.2.12:11211,198.18.2.13:11211"
+#define RING4 RING3 ",198.18.2.14:11211"
+#define SRV_E "198.18.2.14:11211"
+
+/* A view whose ring doc (list) was applied at revision rev, time at_ms. */
+static int ring_at(struct ksc_view *v, const char *list, __s64 rev, __u64 at_ms)
+{
+	char *doc = ring_doc(list);
+	int ret;
+
+	v->clock_ms = at_ms;
+	ret = doc ? put(v, PFX "ring", doc, rev) : -1;
+	free(doc);
+	return ret;
+}
+
+static void test_ring_change(void)
+{
+	struct ksc_view v, o, n;
+	struct ksc_move m;
+	char key[32];
+	unsigned i, moved = 0, bad = 0, e, nc;
+	const unsigned g = 1000; /* grace_ms */
+
+	ksc_view_init(&o, "t");
+	ksc_view_init(&n, "t");
+	ksc_view_init(&v, "t");
+	ring_at(&o, RING3, 2, 0);
+	ring_at(&n, RING4, 5, 0);
+
+	kt_begin("client_ring_change_keeps_previous");
+	CHECK(ring_at(&v, RING3, 2, 100) == 0 && !v.have_prev,
+	      "the first ring counted as a change");
+	CHECK(ring_at(&v, RING4, 5, 1000) == 0 && v.have_prev &&
+		      v.ring_since_ms == 1000 && v.ring_changes == 1,
+	      "prev %d since %llu changes %llu", v.have_prev,
+	      (unsigned long long)v.ring_since_ms,
+	      (unsigned long long)v.ring_changes);
+	e = (unsigned)ksc_view_server(&v, SRV_E);
+	for (i = 0; i < 1000; i++) {
+		unsigned po, no;
+
+		snprintf(key, sizeof(key), "key:%u", i);
+		po = ksc_view_prev_owner(&v, key, strlen(key));
+		no = ksc_view_owner(&v, key, strlen(key));
+		/* the same names as views that only ever had one ring */
+		bad += strcmp(v.srv[po].name, owner_name(&o, key)) ||
+		       strcmp(v.srv[no].name, owner_name(&n, key));
+		moved += po != no;
+		bad += po != no && no != e; /* only to the new shard */
+	}
+	CHECK(bad == 0, "%u keys with other owners", bad);
+	/* consistent hashing: the new shard takes about a quarter */
+	CHECK(moved > 150 && moved < 350, "%u of 1000 keys moved", moved);
+	/* the same document read again (a whole read) is no change */
+	CHECK(ring_at(&v, RING4, 5, 1500) == 0 && v.have_prev &&
+		      v.ring_since_ms == 1000 && v.ring_changes == 1,
+	      "a re-read ring restarted the change");
+	kt_end();
+
+	kt_begin("client_ring_write_union_read_old_first_grace");
+	for (i = 0; i < 1000; i++) {
+		static const __u64 at[] = { 1000, 1999, 2000, 2999, 3000, 500 };
+		/* read_old, inval_old at each age: the grace, twice it, and a
+		 * clock behind the stamp (the change's start) */
+		static const int ro[] = { 1, 1, 0, 0, 0, 1 };
+		static const int io[] = { 1, 1, 1, 1, 0, 1 };
+		unsigned po, no, t;
+
+		snprintf(key, sizeof(key), "key:%u", i);
+		po = ksc_view_prev_owner(&v, key, strlen(key));
+		no = ksc_view_owner(&v, key, strlen(key));
+		for (t = 0; t < sizeof(at) / sizeof(at[0]); t++) {
+			ksc_route_move(&v, key, strlen(key), at[t], g, &m);
+			if (m.owner != no)
+				bad++;
+			else if (po == no) /* not moved: the owner alone */
+				bad += m.old != KSC_NONE || m.read_old ||
+				       m.inval_old;
+			else
+				bad += m.read_old != ro[t] ||
+				       m.inval_old != io[t] ||
+				       m.old != (io[t] ? po : KSC_NONE);
+		}
+	}
+	CHECK(bad == 0, "%u decisions off", bad);
+	kt_end();
+
+	kt_begin("client_ring_old_owner_replicas_invalidated");
+	{
+		char *hd = host_doc("198.18.2.11:11211", "198.18.2.101:11211",
+				    NULL);
+		__u16 out[KSC_INVAL_MAX];
+		unsigned a = (unsigned)ksc_view_server(&v, "198.18.2.11:11211");
+		unsigned r = (unsigned)ksc_view_server(&v,
+						       "198.18.2.101:11211");
+
+		CHECK(hd && put(&v, PFX "hosts/198.18.2.11:11211", hd, 6) == 0,
+		      "hosts/ refused: %s", v.why);
+		free(hd);
+		/* a key A lost: the write's old-owner step invalidates A's
+		 * replica too (ksc_inval_old uses A as the owner) */
+		for (i = 0, bad = 1; i < 1000 && bad; i++) {
+			snprintf(key, sizeof(key), "key:%u", i);
+			ksc_route_move(&v, key, strlen(key), 1000, g, &m);
+			if (m.old == a && m.inval_old &&
+			    ksc_route_inval(&v, m.old, 1, 1, out,
+					    KSC_INVAL_MAX) == 1 &&
+			    out[0] == r)
+				bad = 0;
+		}
+		CHECK(bad == 0, "no moved key of A whose write reaches A's "
+				"replica");
+	}
+	kt_end();
+
+	kt_begin("client_ring_catchup_keys_written_on_old_ring");
+	{
+		/* the change at 1000 (grace g = 1000): keys this handle wrote
+		 * on the old ring (revision 2) in the 1000 ms before it */
+		struct ksc_catchup *cu = calloc(KSC_WLOG_KEYS, sizeof(*cu));
+		struct ksc_wlog l = { 0 };
+		char mk[32] = "", sk[32] = "";
+		int lost = 1;
+
+		for (i = 0; i < 1000 && (!mk[0] || !sk[0]); i++) {
+			snprintf(key, sizeof(key), "key:%u", i);
+			if (ksc_view_prev_owner(&v, key, strlen(key)) !=
+			    ksc_view_owner(&v, key, strlen(key)))
+				snprintf(mk, sizeof(mk), "%s", key);
+			else
+				snprintf(sk, sizeof(sk), "%s", key);
+		}
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 0); /* before the window */
+		ksc_wlog_add(&l, "key:x1", 6, 2, 0);
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 500);  /* in it: moved */
+		ksc_wlog_add(&l, mk, strlen(mk), 2, 900);  /* again: once */
+		ksc_wlog_add(&l, sk, strlen(sk), 2, 900);  /* did not move */
+		ksc_wlog_add(&l, mk, strlen(mk), 5, 1100); /* the new ring's */
+		nc = cu ? ksc_wlog_catchup(&l, &v, g, cu, KSC_WLOG_KEYS, &lost)
+			: 9;
+		CHECK(nc == 1 && !lost && cu[0].len == strlen(mk) &&
+			      !memcmp(cu[0].key, mk, cu[0].len) &&
+			      cu[0].srv == ksc_view_owner(&v, mk, strlen(mk)),
+		      "%u keys (want %s at its new owner), lost %d", nc, mk,
+		      lost);
+		/* a log that wrapped inside the window says so */
+		for (i = 0; i < KSC_WLOG_KEYS; i++)
+			ksc_wlog_add(&l, sk, strlen(sk), 2, 800);
+		nc = cu ? ksc_wlog_catchup(&l, &v, g, cu, KSC_WLOG_KEYS, &lost)
+			: 9;
+		CHECK(nc == 0 && lost == 1, "wrapped: %u keys, lost %d", nc,
+		      lost);
+		ksc_wlog_free(&l);
+		free(cu);
+	}
+	kt_end();
+
+	kt_begin("client_ring_second_change_keeps_the_last");
+	/* back to three shards: the previous ring is now the four */
+	CHECK(ring_at(&v, RING3, 9, 4000) == 0 && v.ring_since_ms == 4000 &&
+		      v.ring_changes == 2 && v.prev_rev == 5,
+	      "since %llu changes %llu prev %lld",
+	      (unsigned long long)v.ring_since_ms,
+	      (unsigned long long)v.ring_changes, (long long)v.prev_rev);
+	for (i = 0, moved = 0, bad = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "key:%u", i);
+		ksc_route_move(&v, key, strlen(key), 4000, g, &m);
+		moved += m.old != KSC_NONE;
+		/* every key E held goes back to its first owner */
+		bad += m.old != KSC_NONE &&
+		       (m.old != e ||
+			strcmp(v.srv[m.owner].name, owner_name(&o, key)));
+	}
+	CHECK(bad == 0 && moved > 150 && moved < 350,
+	      "%u moved back, %u not from E to their first owner", moved, bad);
+	kt_end();
+
+	kt_begin("client_ring_static_no_change");
+	{
+		struct ksc_view s;
+
+		ksc_view_init(&s, "t");
+		CHECK(ksc_view_static(&s, RING3, NULL, NULL) == 0 &&
+			      !s.have_prev,
+		      "a static ring has a previous one");
+		ksc_route_move(&s, "key:1", 5, 0, g, &m);
+		CHECK(m.old == KSC_NONE && !m.read_old && !m.inval_old,
+		      "a static ring's key moved");
+		ksc_view_free(&s);
+	}
+	kt_end();
+	ksc_view_free(&v);
+	ksc_view_free(&o);
+	ksc_view_free(&n);
+}
+
+static void test_ring_spec(void)
+{
+	struct keysteer *ks = NULL;
+	struct keysteer_stats st;
+	int rc;
+
+	kt_begin("client_ring_grace_spec");
+	rc = keysteer_open(&ks, "servers=127.0.0.1:1 ring_grace_ms=0");
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "ring_grace_ms=0"),
+	      "grace 0: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	rc = keysteer_open(&ks, "servers=127.0.0.1:1 ring_grace_ms=5000");
+	CHECK(rc == 0 && ks->ring_grace_ms == 5000 &&
+		      ks->ring_union == KSC_UNION_ON,
+	      "grace 5000: %d '%s'", rc, keysteer_errmsg(ks));
+	CHECK(!rc && !keysteer_stats(ks, &st, sizeof(st)) &&
+		      st.ring_grace_ms == 0 && st.ring_changes == 0,
+	      "a static handle in a grace");
+	keysteer_close(ks);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_spec_test_words();
@@ -862,4 +1084,6 @@ void test_client(void)
 	test_client_l1();
 	test_routing();
 	test_routing_whole();
+	test_ring_change();
+	test_ring_spec();
 }

@@ -49,8 +49,9 @@ struct spec {
 
 /* The words that exist only so a test's control run can break a
  * guarantee (docs/operations.md): gated here, parsed where they belong. */
-static const char *const test_words[] = { "fold", "batch_invalidate", "l1_drop",
-					  "invalidate" };
+static const char *const test_words[] = { "fold",       "batch_invalidate",
+					  "l1_drop",    "invalidate",
+					  "ring_union", "view_delay_ms" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -158,6 +159,26 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			return ksc_err(ks, -EINVAL,
 				       "invalidate=%s: want all or hot", val);
 		ks->inval_all = !strcmp(val, "all");
+	} else if (!strcmp(w, "ring_grace_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 3600000, &n)))
+			ks->ring_grace_ms = (unsigned)n;
+	} else if (!strcmp(w, "ring_union")) {
+		if (!strcmp(val, "on"))
+			ks->ring_union = KSC_UNION_ON;
+		else if (!strcmp(val, "noinval"))
+			ks->ring_union = KSC_UNION_NOINVAL;
+		else if (!strcmp(val, "off"))
+			ks->ring_union = KSC_UNION_OFF;
+		else if (!strcmp(val, "nocatchup"))
+			ks->ring_union = KSC_UNION_NOCATCHUP;
+		else
+			return ksc_err(ks, -EINVAL,
+				       "ring_union=%s: want on, noinval, "
+				       "nocatchup or off",
+				       val);
+	} else if (!strcmp(w, "view_delay_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 600000, &n)))
+			ks->view_delay_ms = (unsigned)n;
 	} else if (!strcmp(w, "batch_invalidate")) {
 		ret = ksc_batch_option(ks, val);
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
@@ -320,6 +341,7 @@ KSC_API void keysteer_close(struct keysteer *ks)
 	ksc_routing_close(ks);
 	ksc_conns_close(ks);
 	ksc_view_free(&ks->view);
+	ksc_wlog_free(&ks->wlog);
 	ksc_l1_free(&ks->l1);
 	pthread_mutex_destroy(&ks->lock);
 	free(ks);
@@ -403,11 +425,140 @@ static int fetch(struct keysteer *ks, unsigned id, const void *key, size_t klen,
 	return ret;
 }
 
+/* ---- ring changes (docs/client.md, "Ring changes") ---- */
+
+static unsigned ring_grace(const struct keysteer *ks)
+{
+	return ks->ring_grace_ms ? ks->ring_grace_ms
+				 : 3 * (ks->stale_view_ms + 1000);
+}
+
+static void move_locked(struct keysteer *ks, const void *key, size_t klen,
+			__u64 now, struct ksc_move *m)
+{
+	ksc_route_move(&ks->view, key, klen, now, ring_grace(ks), m);
+	if (ks->ring_union == KSC_UNION_OFF) {
+		m->old = KSC_NONE;
+		m->read_old = m->inval_old = 0;
+	} else if (ks->ring_union == KSC_UNION_NOINVAL) {
+		m->inval_old = 0;
+	}
+}
+
+void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
+		  struct ksc_move *m)
+{
+	__u64 now = ksc_now_ms();
+
+	pthread_mutex_lock(&ks->lock);
+	move_locked(ks, key, klen, now, m);
+	pthread_mutex_unlock(&ks->lock);
+}
+
+void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
+		  const struct ksc_move *m)
+{
+	unsigned now_owner = KSC_NONE;
+	struct ksc_conn *c;
+
+	if (!ks->follows || ks->rt_n || ks->ring_union != KSC_UNION_ON)
+		return;
+	pthread_mutex_lock(&ks->lock);
+	/* the view thread collects the log under this lock when it applies
+	 * a ring: logged before that, the write is its to catch up; after,
+	 * this call's */
+	if (ks->view.ring_rev == m->rev)
+		ksc_wlog_add(&ks->wlog, key, klen, m->rev, ksc_now_ms());
+	else
+		now_owner = ksc_view_owner(&ks->view, key, klen);
+	pthread_mutex_unlock(&ks->lock);
+	if (now_owner == KSC_NONE || now_owner == m->owner)
+		return;
+	c = ksc_conn_get(ks, now_owner);
+	if (c && !ks_mc_delete(&c->mc, key, klen))
+		__atomic_add_fetch(&ks->catchups, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&ks->catchup_missed, 1, __ATOMIC_RELAXED);
+}
+
+int ksc_inval_old(struct keysteer *ks, const struct ksc_move *m,
+		  const void *key, size_t klen, __u64 hash)
+{
+	struct ksc_conn *c = ksc_conn_get(ks, m->old);
+	char name[KSC_ADDR_MAX];
+	int ret = c ? ks_mc_delete(&c->mc, key, klen) : -EHOSTUNREACH;
+
+	/* a refused connection: no memcached there serves it, and one that
+	 * starts again starts empty */
+	if (!ret || ret == -ECONNREFUSED) {
+		ks->st.ring_invals++;
+		ret = 0;
+	} else {
+		ks->st.ring_inval_errors++;
+		ksc_server_name(ks, m->old, name, sizeof(name));
+		ret = ksc_err(ks, -EIO,
+			      "the key's old owner %s not invalidated (%s): "
+			      "readers still on the old ring may read the old "
+			      "value there",
+			      name, strerror(-ret));
+	}
+	/* copies its agent made from it are old values too */
+	if (ksc_invalidate(ks, m->old, key, klen, hash))
+		ret = -EIO;
+	return ret;
+}
+
+/*
+ * A moved key's read inside its grace: its old owner first. 1 with *it
+ * when the old owner has it (then added to the new owner, if absent
+ * there: the warm-up), 0 to read the new owner.
+ */
+static int read_old(struct keysteer *ks, const struct ksc_move *m,
+		    const void *key, size_t klen, struct ks_mc_item *it)
+{
+	struct ksc_conn *c, *o;
+	__u64 cas = 0, now = ksc_now_ms();
+	long ttl;
+	int ret;
+
+	/* an old owner that failed is skipped for a second, as a replica
+	 * is: a removed shard that died would otherwise cost every moved
+	 * key's read a timeout for the whole grace (docs/client.md says what
+	 * that second costs) */
+	if (m->old < ks->nconn && ks->conn[m->old].skip_until_ms > now)
+		return 0;
+	ret = fetch(ks, m->old, key, klen, it);
+	if (ret && ret != -ECONNREFUSED && m->old < ks->nconn)
+		ks->conn[m->old].skip_until_ms = now + KSC_REPLICA_BACKOFF_MS;
+	/* an old owner that fails or is gone holds nothing to read */
+	if (ret || !it->found || it->stale) {
+		ks_mc_item_free(it);
+		return 0;
+	}
+	ks->st.ring_old_reads++;
+	ttl = it->ttl < 0 ? 0 : it->ttl ? it->ttl : 1;
+	c = ksc_conn_get(ks, m->owner);
+	/* add, never set: a value written meanwhile is newer (-EAGAIN) */
+	if (!c || ks_mc_store_if(&c->mc, key, klen, it, ttl, 0))
+		return 1;
+	ks->st.ring_warmups++;
+	/* a write that deleted the old copy after it was read may have
+	 * reached the new owner before this add: the add is taken back
+	 * (docs/client.md, the warm-up's race) */
+	o = ksc_conn_get(ks, m->old);
+	if (!o || ks_mc_cas(&o->mc, key, klen, &cas) || cas != it->cas) {
+		ks_mc_delete(&c->mc, key, klen);
+		ks->st.ring_warm_undone++;
+	}
+	return 1;
+}
+
 KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 			 void **value, size_t *len, uint32_t *flags)
 {
 	struct ksc_read_plan p;
 	struct ks_mc_item it;
+	struct ksc_move mv;
 	struct ksc_conn *c;
 	__u64 hash, now;
 	int ret, l1 = 0;
@@ -423,14 +574,23 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	pthread_mutex_lock(&ks->lock);
 	ksc_route_read(&ks->view, key, klen, hash,
 		       ksc_fleet_owners_only(ks, now), &p);
+	move_locked(ks, key, klen, now, &mv);
 	pthread_mutex_unlock(&ks->lock);
 	if (p.owner == KSC_NONE) {
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
 	}
+	if (mv.read_old) {
+		/* neither copies nor the L1: both hold the new owner's value,
+		 * which a writer still on the old ring did not reach */
+		p.copy = KSC_NONE;
+		p.stamp = 0;
+		if (read_old(ks, &mv, key, klen, &it) == 1)
+			goto found;
+	}
 	/* only armed keys, and only while the view follows the fleet; the
 	 * control (l1_drop=ttl) looks whatever the view says */
-	l1 = (p.stamp || !ks->l1_follow) && l1_usable(ks);
+	l1 = !mv.read_old && (p.stamp || !ks->l1_follow) && l1_usable(ks);
 	if (l1 &&
 	    l1_read(ks, key, klen, hash, p.stamp, now, value, len, flags)) {
 		ks->st.hits++;
@@ -532,10 +692,11 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 {
 	struct ks_mc_item it = { 0 };
 	char name[KSC_ADDR_MAX];
+	struct ksc_move mv;
 	struct ksc_conn *c;
 	unsigned owner;
 	__u64 hash;
-	int ret, inv;
+	int ret, inv, inv_old = 0;
 
 	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
@@ -550,9 +711,8 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	/* before the write: this handle never reads its old value again */
 	if (ks->l1_on)
 		ksc_l1_drop(&ks->l1, key, klen, hash);
-	pthread_mutex_lock(&ks->lock);
-	owner = ksc_view_owner(&ks->view, key, klen);
-	pthread_mutex_unlock(&ks->lock);
+	ksc_move_now(ks, key, klen, &mv);
+	owner = mv.owner;
 	if (owner == KSC_NONE) {
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
@@ -576,6 +736,18 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	}
 	/* a write that may have happened is invalidated as one that did */
 	inv = ksc_invalidate(ks, owner, key, klen, hash);
+	/* then the key's old owner, after the new one took the write (in
+	 * this order a reader that finds the old copy gone finds this write
+	 * at the new owner); a delete is made at the new owner once more
+	 * after that, over any warm-up that read the old copy before and
+	 * added it since (docs/client.md, "Ring changes") */
+	if (mv.inval_old) {
+		inv_old = ksc_inval_old(ks, &mv, key, klen, hash);
+		if (del && ks_mc_delete(&c->mc, key, klen) && !inv_old)
+			inv_old = ksc_err(ks, -EIO,
+					  "deleted, but not again at the new "
+					  "owner after the old one");
+	}
 	if (ret) {
 		ksc_server_name(ks, owner, name, sizeof(name));
 		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",
@@ -586,7 +758,8 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		ks->st.deletes++;
 	else
 		ks->st.sets++;
-	if ((ret = inv))
+	ksc_ring_log(ks, key, klen, &mv);
+	if ((ret = inv ? inv : inv_old))
 		goto fail;
 	ks->err[0] = '\0';
 	return 0;
@@ -631,6 +804,15 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 				ks->view.hot[i].state == KS_HDS_ARMED;
 	s.view_updates = ks->view.updates;
 	s.view_refused = ks->view.refused;
+	s.ring_changes = ks->view.ring_changes;
+	s.ring_catchups = __atomic_load_n(&ks->catchups, __ATOMIC_RELAXED);
+	s.ring_catchup_missed = __atomic_load_n(&ks->catchup_missed,
+						__ATOMIC_RELAXED);
+	s.ring_grace_ms = 0;
+	if (ks->view.have_prev && ks->ring_union != KSC_UNION_OFF &&
+	    now - ks->view.ring_since_ms < ring_grace(ks))
+		s.ring_grace_ms = ring_grace(ks) -
+				  (now - ks->view.ring_since_ms);
 	pthread_mutex_unlock(&ks->lock);
 	s.view_up = ks->follows
 			    ? __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE)

@@ -368,10 +368,12 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 {
 	struct batch bt = { ks, items, 0 };
 	struct inv_task *tasks = NULL;
-	unsigned *owner = NULL, i, nt = 0;
+	unsigned *owner = NULL, *old = NULL, i, nt = 0;
 	struct bcmd *sets = NULL;
+	struct ksc_move mv;
 	__u64 *hash = NULL;
-	int *wrote = NULL, ret;
+	__s64 *rev = NULL;
+	int *wrote = NULL, ret, old_err = 0;
 
 	if ((ret = check_items(ks, items, n)))
 		goto out;
@@ -380,21 +382,21 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		return 0;
 	}
 	owner = calloc(n, sizeof(*owner));
+	old = calloc(n, sizeof(*old));
+	rev = calloc(n, sizeof(*rev));
 	hash = calloc(n, sizeof(*hash));
 	wrote = calloc(n, sizeof(*wrote));
 	sets = calloc(n, sizeof(*sets));
-	if (!owner || !hash || !wrote || !sets) {
+	if (!owner || !old || !rev || !hash || !wrote || !sets) {
 		ret = ksc_err(ks, -ENOMEM, "out of memory");
 		goto out;
 	}
-	pthread_mutex_lock(&ks->lock);
 	for (i = 0; i < n; i++) {
 		hash[i] = ksc_key_hash(items[i].key, items[i].klen);
-		owner[i] = ksc_view_owner(&ks->view, items[i].key,
-					  items[i].klen);
-	}
-	pthread_mutex_unlock(&ks->lock);
-	for (i = 0; i < n; i++) {
+		ksc_move_now(ks, items[i].key, items[i].klen, &mv);
+		owner[i] = mv.owner;
+		old[i] = mv.inval_old ? mv.old : KSC_NONE;
+		rev[i] = mv.rev;
 		if (owner[i] == KSC_NONE) {
 			ret = ksc_err(ks, -ENOENT,
 				      "no ring yet: the fleet has none");
@@ -427,14 +429,36 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 		wrote[i] = sets[i].err != -ECONNREFUSED &&
 			   sets[i].err != -EHOSTUNREACH;
 	}
+	/* a moved key's old owner, after its new one took the set
+	 * (docs/client.md, "Ring changes"): one call each, only in a grace */
+	for (i = 0; i < n; i++) {
+		struct ksc_move m = { owner[i], old[i], 0, 1, rev[i] };
+
+		if (old[i] != KSC_NONE && wrote[i] &&
+		    ksc_inval_old(ks, &m, items[i].key, items[i].klen, hash[i]))
+			old_err = -EIO;
+	}
 	if (!ks->batch_skip_inval &&
 	    (ret = invalidate_all(&bt, owner, hash, wrote, n, &tasks, &nt)))
 		goto out;
 	ks->st.batches++;
 	ks->st.batch_keys += n;
+	for (i = 0; i < n; i++) {
+		struct ksc_move m = { owner[i], old[i], 0, 0, rev[i] };
+
+		if (wrote[i])
+			ksc_ring_log(ks, items[i].key, items[i].klen, &m);
+	}
 	ret = results(&bt, items, n, sets, tasks, nt);
+	if (!ret && old_err)
+		ret = ksc_err(ks, old_err,
+			      "written, but an old owner not invalidated: "
+			      "readers still on the old ring may read old "
+			      "values there");
 out:
 	free(owner);
+	free(old);
+	free(rev);
 	free(hash);
 	free(wrote);
 	free(sets);

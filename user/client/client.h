@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include "client/libkeysteer.h"
 #include "client/l1.h"
+#include "client/route.h"
 #include "client/view.h"
 #include "net/mc_client.h"
 
@@ -69,6 +70,19 @@ struct keysteer {
 	int fold_unsafe;           /* a test control: folds lose counts */
 	__u64 split_rng;           /* xorshift state, not 0 */
 	__u64 stuck_seq, stuck_ms; /* a fold sequence seen odd, since */
+	/* ring changes (docs/client.md "Ring changes") */
+	unsigned ring_grace_ms; /* 0: 3 x (stale_view_ms + 1000) */
+	int ring_union;         /* KSC_UNION_*: not ON only in a control */
+	unsigned view_delay_ms; /* a test's lagging view: events held back */
+	struct ksc_wlog wlog;   /* the keys written (under lock) */
+	__u64 catchups, catchup_missed; /* atomics: both threads count */
+};
+
+enum {
+	KSC_UNION_ON,        /* writes delete at the old owner, reads try it */
+	KSC_UNION_NOINVAL,   /* control: writes leave the old owner alone */
+	KSC_UNION_OFF,       /* control/bench: the previous ring ignored */
+	KSC_UNION_NOCATCHUP, /* control: no catch-up after a lagging view */
 };
 
 __u64 ksc_now_ms(void);
@@ -99,6 +113,9 @@ int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);
  * ks->err when its name does not resolve. */
 struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id);
 void ksc_conns_close(struct keysteer *ks);
+/* A connection of the view thread's own to server id (not the caller's
+ * table): 0 after ks_mc_init, or -EHOSTUNREACH. */
+int ksc_conn_init(struct keysteer *ks, unsigned id, struct ks_mc_conn *mc);
 /* The server's name (for messages), copied under the lock. */
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len);
 
@@ -118,6 +135,23 @@ static inline int ksc_done(struct keysteer *ks, int ret)
 	return ret;
 }
 
+/* api.c: a key's move now (route.h), under the handle's lock and with
+ * its options: all KSC_NONE/0 with ring_union=off. */
+void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
+		  struct ksc_move *m);
+/* api.c: the key deleted at its old owner m->old and old's replicas
+ * invalidated, after a write of it to the new owner: 0, or -EIO with
+ * the message. */
+int ksc_inval_old(struct keysteer *ks, const struct ksc_move *m,
+		  const void *key, size_t klen, __u64 hash);
+/* api.c: a write of key acknowledged, routed as m said: logged for the
+ * catch-up, or caught up at once when the view changed meanwhile. */
+void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
+		  const struct ksc_move *m);
+/* fleet.c: after the view applied a new ring, the keys this handle
+ * wrote under the old one deleted at their new owners (the view
+ * thread's, with connections of its own). */
+void ksc_ring_catchup(struct keysteer *ks);
 /* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
 int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
 /* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),

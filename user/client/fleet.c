@@ -65,12 +65,119 @@ int ksc_fleet_stopping(struct keysteer *ks, int wait_ms)
 	return poll(&p, 1, wait_ms) > 0;
 }
 
+/*
+ * The test-only view_delay_ms: events held back that long before they are
+ * applied, so a test can have a handle whose view lags while others move
+ * (docs/operations.md, "Test-only switches"). A FIFO: events arrive in
+ * order and wait the same time each.
+ */
+struct held {
+	struct ks_etcd_event ev;
+	__u64 at_ms;
+};
+
+struct delayq {
+	struct held *q;
+	size_t head, n, cap;
+};
+
+static void delay_push(struct delayq *d, const struct ks_etcd_event *ev,
+		       __u64 now)
+{
+	if (d->head + d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 64;
+		struct held *q;
+
+		if (d->head) { /* room at the front first */
+			memmove(d->q, d->q + d->head, d->n * sizeof(*d->q));
+			d->head = 0;
+		}
+		q = d->n == d->cap ? realloc(d->q, cap * sizeof(*q)) : d->q;
+		if (!q)
+			return; /* a lost event: a test's handle only */
+		if (d->n == d->cap)
+			d->cap = cap;
+		d->q = q;
+	}
+	d->q[d->head + d->n++] = (struct held){ *ev, now };
+}
+
+/* Applies (under the lock, held by the caller) the events held delay_ms. */
+static void delay_apply(struct keysteer *ks, struct delayq *d, __u64 now)
+{
+	while (d->n && d->q[d->head].at_ms + ks->view_delay_ms <= now) {
+		ksc_view_event(&ks->view, &d->q[d->head].ev, now);
+		ks_etcd_event_free(&d->q[d->head].ev);
+		d->head++;
+		d->n--;
+	}
+	if (!d->n)
+		d->head = 0;
+}
+
+static void delay_free(struct delayq *d)
+{
+	while (d->n) {
+		ks_etcd_event_free(&d->q[d->head++].ev);
+		d->n--;
+	}
+	free(d->q);
+}
+
+void ksc_ring_catchup(struct keysteer *ks)
+{
+	struct ksc_catchup *cu = malloc(KSC_WLOG_KEYS * sizeof(*cu));
+	unsigned grace, i, j, n = 0, ndone = 0, *done_srv;
+	struct ks_mc_conn *mc;
+	int lost = 0;
+
+	done_srv = calloc(KSC_WLOG_KEYS, sizeof(*done_srv));
+	mc = calloc(KSC_WLOG_KEYS, sizeof(*mc));
+	if (cu && done_srv && mc) {
+		grace = ks->ring_grace_ms ? ks->ring_grace_ms
+					  : 3 * (ks->stale_view_ms + 1000);
+		pthread_mutex_lock(&ks->lock);
+		/* the writes of one grace before: a lag longer is not covered
+		 * by the grace either (docs/client.md) */
+		n = ksc_wlog_catchup(&ks->wlog, &ks->view, grace, cu,
+				     KSC_WLOG_KEYS, &lost);
+		pthread_mutex_unlock(&ks->lock);
+	} else {
+		lost = 1;
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < ndone && done_srv[j] != cu[i].srv; j++)
+			;
+		if (j == ndone) {
+			if (ksc_conn_init(ks, cu[i].srv, &mc[j])) {
+				__atomic_add_fetch(&ks->catchup_missed, 1,
+						   __ATOMIC_RELAXED);
+				continue;
+			}
+			done_srv[ndone++] = cu[i].srv;
+		}
+		if (ks_mc_delete(&mc[j], (const __u8 *)cu[i].key, cu[i].len))
+			__atomic_add_fetch(&ks->catchup_missed, 1,
+					   __ATOMIC_RELAXED);
+		else
+			__atomic_add_fetch(&ks->catchups, 1, __ATOMIC_RELAXED);
+	}
+	if (lost)
+		__atomic_add_fetch(&ks->catchup_missed, 1, __ATOMIC_RELAXED);
+	for (j = 0; j < ndone; j++)
+		ks_mc_close(&mc[j]);
+	free(mc);
+	free(done_srv);
+	free(cu);
+}
+
 static void *watch_main(void *arg)
 {
+	struct delayq dq = { 0 };
 	struct keysteer *ks = arg;
 	struct ks_etcd_watch *w = NULL;
 	int64_t next = ks->view.revision + 1, rev;
-	__u64 now, purged = 0;
+	__u64 now, purged = 0, changes = ks->view.ring_changes;
 	struct ks_etcd_event ev;
 	struct pollfd p[2];
 	int rc, t;
@@ -94,13 +201,24 @@ static void *watch_main(void *arg)
 			break;
 		rc = ks_etcd_watch_run(w);
 		now = ksc_now_ms();
-		if (rc > 0) {
+		if (rc > 0 || dq.n) {
 			pthread_mutex_lock(&ks->lock);
-			while (ks_etcd_watch_next(w, &ev) == 1) {
+			while (rc > 0 && ks_etcd_watch_next(w, &ev) == 1) {
+				if (ks->view_delay_ms) {
+					delay_push(&dq, &ev, now);
+					continue;
+				}
 				ksc_view_event(&ks->view, &ev, now);
 				ks_etcd_event_free(&ev);
 			}
+			delay_apply(ks, &dq, now);
 			pthread_mutex_unlock(&ks->lock);
+		}
+		if (__atomic_load_n(&ks->view.ring_changes, __ATOMIC_RELAXED) !=
+			    changes &&
+		    ks->ring_union == KSC_UNION_ON) {
+			changes = ks->view.ring_changes;
+			ksc_ring_catchup(ks);
 		}
 		ksc_fleet_mark_up(ks, ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
@@ -125,6 +243,7 @@ static void *watch_main(void *arg)
 		}
 	}
 	ks_etcd_watch_stop(w);
+	delay_free(&dq);
 	return NULL;
 }
 

@@ -73,8 +73,14 @@ struct keysteer;
  *                       ms, docs/client.md) it may serve the old value
  *   l1_ttl_ms=N         the L1's TTL cap (default 1000)
  *   l1_bytes=N          the L1's bound in bytes (default 16 MiB)
+ *   ring_grace_ms=N     after the ring changes, how long a read of a key
+ *                       that moved tries its old owner first (and adds
+ *                       what it finds to the new one); writes delete it at
+ *                       the old owner for twice as long (default 3 x
+ *                       (stale_view_ms + 1000))
  *
- * The words fold=, batch_invalidate=, l1_drop= and invalidate= exist
+ * The words fold=, batch_invalidate=, l1_drop=, invalidate=, ring_union=
+ * and view_delay_ms= exist
  * only so a test's control run can break a guarantee (a write's
  * invalidations, the L1's drops on etcd's events, a fold's counts): a
  * spec naming one is refused unless the environment has
@@ -160,6 +166,18 @@ struct keysteer_stats {
 	uint64_t folds;           /* folds this handle made */
 	uint64_t folded;          /* sub-keys they moved into a base */
 	uint64_t split_refused;   /* keysteer_set of a split counter */
+	/* ring changes (docs/client.md, "Ring changes") */
+	uint64_t ring_changes;      /* rings the view replaced */
+	uint64_t ring_old_reads;    /* gets answered by a key's old owner */
+	uint64_t ring_warmups;      /* ... whose value was added to the new */
+	uint64_t ring_warm_undone;  /* ... and deleted again (a write raced) */
+	uint64_t ring_invals;       /* writes that deleted at the old owner */
+	uint64_t ring_inval_errors; /* ... that could not */
+	uint64_t ring_grace_ms;     /* left of the read grace now (0: none) */
+	uint64_t ring_catchups;     /* keys this handle wrote on the old ring
+				     * deleted at their new owners after */
+	uint64_t ring_catchup_missed; /* ... that could not be, or a log that
+				       * no longer had them all */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's

@@ -94,6 +94,20 @@ struct ksc_conn *ksc_conn_get(struct keysteer *ks, unsigned id)
 	return c;
 }
 
+int ksc_conn_init(struct keysteer *ks, unsigned id, struct ks_mc_conn *mc)
+{
+	char name[KSC_ADDR_MAX];
+	union ks_inaddr addr;
+	__u8 family;
+	__u16 port;
+
+	ksc_server_name(ks, id, name, sizeof(name));
+	if (resolve(name, &family, &addr, &port))
+		return -EHOSTUNREACH;
+	ks_mc_init(mc, family, &addr, port, ks->timeout_ms);
+	return 0;
+}
+
 void ksc_conns_close(struct keysteer *ks)
 {
 	unsigned i;

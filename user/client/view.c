@@ -39,20 +39,50 @@ int ksc_view_init(struct ksc_view *v, const char *cluster)
 	return 0;
 }
 
-static void ring_drop(struct ksc_view *v)
+void ksc_view_prev_drop(struct ksc_view *v)
+{
+	if (!v->have_prev)
+		return;
+	ks_ring_free(&v->prev_ring);
+	ks_shards_free(&v->prev_shards);
+	free(v->prev_srv);
+	v->prev_srv = NULL;
+	v->have_prev = 0;
+}
+
+/* The ring now becomes the previous one: a fleet ring replaced by a
+ * fleet ring (not the first read, not a static ring) starts a change.
+ * Only one previous ring is kept: a change inside another's grace
+ * forgets the ring before (docs/client.md says what that costs). */
+static void ring_retire(struct ksc_view *v, __s64 new_rev)
 {
 	if (!v->have_ring)
 		return;
-	ks_ring_free(&v->ring);
-	ks_shards_free(&v->shards);
-	free(v->shard_srv);
+	/* the same document read again (a whole read after a compaction)
+	 * is no change: the previous ring stays */
+	if (new_rev != v->ring_rev)
+		ksc_view_prev_drop(v);
+	if (!v->ring_rev || !new_rev || new_rev == v->ring_rev) {
+		ks_ring_free(&v->ring);
+		ks_shards_free(&v->shards);
+		free(v->shard_srv);
+	} else {
+		v->prev_ring = v->ring;
+		v->prev_shards = v->shards;
+		v->prev_srv = v->shard_srv;
+		v->prev_rev = v->ring_rev;
+		v->have_prev = 1;
+		v->ring_since_ms = v->clock_ms;
+		v->ring_changes++;
+	}
 	v->shard_srv = NULL;
 	v->have_ring = 0;
 }
 
 void ksc_view_free(struct ksc_view *v)
 {
-	ring_drop(v);
+	ring_retire(v, 0);
+	ksc_view_prev_drop(v);
 	free(v->srv);
 	free(v->hot);
 	memset(v, 0, sizeof(*v));
@@ -118,6 +148,17 @@ unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len)
 	return i < v->shards.n ? v->shard_srv[i] : KSC_NONE;
 }
 
+unsigned ksc_view_prev_owner(const struct ksc_view *v, const void *key,
+			     size_t len)
+{
+	__u32 i;
+
+	if (!v->have_prev)
+		return KSC_NONE;
+	i = ks_ring_lookup(&v->prev_ring, key, len);
+	return i < v->prev_shards.n ? v->prev_srv[i] : KSC_NONE;
+}
+
 /* ---- the ring ---- */
 
 /* The shards' server ids, then the ring in place of the old one. */
@@ -145,7 +186,7 @@ static int ring_take(struct ksc_view *v, struct ks_ring *r, struct ks_shards *s,
 		}
 		ids[i] = (__u16)id;
 	}
-	ring_drop(v);
+	ring_retire(v, rev);
 	v->ring = *r;
 	v->shards = *s;
 	v->shard_srv = ids;
@@ -541,6 +582,7 @@ int ksc_view_del(struct ksc_view *v, const char *key, size_t klen, __s64 rev,
 int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
 		   __u64 now_ms)
 {
+	v->clock_ms = now_ms;
 	if (ev->type == KS_ETCD_EV_DELETE)
 		return ksc_view_del(v, ev->kv.key, ev->kv.key_len,
 				    ev->kv.mod_revision, now_ms);
@@ -572,6 +614,7 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 	int ret = 0, r;
 
 	/* every entry this read does not put again is gone */
+	v->clock_ms = now_ms;
 	ksc_view_hot_mark(v);
 	for (i = 0; i < n; i++) {
 		r = ksc_view_put(v, kvs[i].key, kvs[i].key_len, kvs[i].value,

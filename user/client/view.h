@@ -79,6 +79,16 @@ struct ksc_view {
 	struct ks_ring ring;
 	struct ks_shards shards;
 	__u16 *shard_srv; /* server id of each shard */
+	/* the ring the newest replaced (docs/client.md "Ring changes"),
+	 * kept until a newer one replaces it; ring_since_ms: when the newest
+	 * replaced it, on the view's clock */
+	int have_prev;
+	__s64 prev_rev;
+	struct ks_ring prev_ring;
+	struct ks_shards prev_shards;
+	__u16 *prev_srv;
+	__u64 ring_since_ms, ring_changes;
+	__u64 clock_ms; /* the time of the event being applied */
 	/* every server named, by id */
 	unsigned nsrv;
 	struct ksc_server *srv;
@@ -157,6 +167,11 @@ int ksc_view_server(struct ksc_view *v, const char *name);
 __u64 ksc_key_hash(const void *key, size_t len);
 /* The ring owner's server id, KSC_NONE without a ring. */
 unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len);
+/* The previous ring's owner of key, KSC_NONE without one. */
+unsigned ksc_view_prev_owner(const struct ksc_view *v, const void *key,
+			     size_t len);
+/* The previous ring dropped (its grace over, or a test). */
+void ksc_view_prev_drop(struct ksc_view *v);
 /* The hot entry of hash (live or not), or NULL. */
 struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash);
 /* The entry of hash when reads may go to its copies: live, armed, with

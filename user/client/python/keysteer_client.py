@@ -47,7 +47,12 @@ class _Stats(ctypes.Structure):
         # split counters
         (n, ctypes.c_uint64) for n in (
             "incrs", "decrs", "subkey_writes", "counter_reads",
-            "counter_retries", "folds", "folded", "split_refused")]
+            "counter_retries", "folds", "folded", "split_refused")] + [
+        # ring changes
+        (n, ctypes.c_uint64) for n in (
+            "ring_changes", "ring_old_reads", "ring_warmups",
+            "ring_warm_undone", "ring_invals", "ring_inval_errors",
+            "ring_grace_ms", "ring_catchups", "ring_catchup_missed")]
 
 
 def _load():
