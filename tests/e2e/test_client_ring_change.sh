@@ -203,14 +203,17 @@ fi
 
 # past the grace: writes stop when the lagging view catches up, so the last
 # write of about half the keys went to their old owner only, over an older
-# value at the new one; reads go on past every handle's grace (4 s, longer
-# than the 3 s lag), where only the new owner is read. The catch-up (the
+# value at the new one; reads go on past every handle's grace (10 s, longer
+# than the 3 s lag with room for a loaded machine: at 4 s, 25 reads came
+# past a reader's grace before the lagging handle's catch-up at load 8,
+# the window docs/client.md states for a lag longer than the grace), where
+# only the new owner is read. The catch-up (the
 # lagging handle deletes what it wrote on the old ring at the new owners)
 # is what keeps those reads fresh; its control must show it. The run ends
 # when every reader has made 300 reads past its grace.
 past_enough='(d["reader_new1"]["ops_past_grace"] + d["reader_new2"]["ops_past_grace"] >= 100 and d["reader_lag1"]["ops_past_grace"] + d["reader_lag2"]["ops_past_grace"] >= 100, "too few reads past the grace")'
 name=client_ring_lagging_writes_caught_up
-if fresh_run "$name" f3 "ring_grace_ms=4000" 1 --stop-writes-at-catchup --until-past 300; then
+if fresh_run "$name" f3 "ring_grace_ms=10000" 1 --stop-writes-at-catchup --until-past 300; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"', '"$past_enough"',
 		(d["stale_reads"] == 0, "%d stale reads (%d past the grace)" % (d["stale_reads"], sum(d[r]["stale_past_grace"] for r in ("reader_new1", "reader_new2", "reader_lag1", "reader_lag2")))),
@@ -223,7 +226,7 @@ if fresh_run "$name" f3 "ring_grace_ms=4000" 1 --stop-writes-at-catchup --until-
 fi
 
 name=client_ring_control_nocatchup_stale_past_grace
-if fresh_run "$name" f4 "ring_grace_ms=4000 ring_union=nocatchup" 1 --stop-writes-at-catchup --until-past 300; then
+if fresh_run "$name" f4 "ring_grace_ms=10000 ring_union=nocatchup" 1 --stop-writes-at-catchup --until-past 300; then
 	why=$(jget "$E2E_TMP/$name.json" '"; ".join(w for c, w in [
 		'"$fresh_enough"', '"$past_enough"',
 		(d["writer_lag"]["ring_catchups"] == 0, "the control caught up"),
