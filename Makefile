@@ -226,6 +226,9 @@ $(OUT)/tests/unit_test: LDLIBS += -Wl,--wrap=ks_drop_thread_privileges
 # the view's split counters (user/client/counter.c, docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
 
+# keysteer_fetch's decisions and single-flight table (docs/client.md)
+$(OUT)/tests/unit_test: $(OUT)/user/client/lease.o
+
 $(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ),$(call tier_objs,bench)) \
 	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
