@@ -71,7 +71,9 @@ def main():
             nfill[0] += 1
             n = nfill[0]
         if a.die_in_fill_after >= 0 and start - t0[0] >= a.die_in_fill_after:
-            sys.stdout.flush()
+            # the winner dies holding the lease; its time for the check
+            sys.stderr.write(json.dumps({"died_in_fill_at": start}) + "\n")
+            sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(a.fill_ms / 1000.0)
         end = time.monotonic()
@@ -138,6 +140,7 @@ def main():
                 st[k] = st.get(k, 0) + v
         c.close()
     json.dump({"pid": os.getpid(), "mode": a.mode, "t0": t0[0],
+               "wait_ms": a.wait_ms,
                "t1": t0[0] + a.seconds, "handles": sum(c is not None for c in clients),
                "fills": fills, "fill_raised_to_caller": raised_seen[0],
                "calls": sum(len(x) for x in lat),
