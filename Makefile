@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes bench-herd soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -378,6 +378,12 @@ bench-steer-tcp: check-deps
 bench-votes: check-deps
 	$(MAKE) all $(OUT)/tests/ks_counter
 	OUT=$(OUT) tests/bench/votes_bench.sh --json $(OUT)/votes_bench.json
+
+# One hot key expiring under 64 callers on 2 hosts: database fills per
+# expiry, plain pattern against get_or_fill (docs/benchmarks.md, issue 24).
+bench-herd: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/herd_bench.sh --json $(OUT)/herd_bench.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):
