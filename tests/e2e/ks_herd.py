@@ -10,6 +10,7 @@ can merge hosts), every call's latency, errors and the library's stats.
     ks_herd.py --spec SPEC --key K --threads N --seconds S --ttl T
                --fill-ms MS --mode fetch|plain [--lease S] [--wait-ms MS]
                [--fill-fails-every N] [--die-in-fill-after S]
+               [--refresh S] [--prefill]
                [--ready FILE] [--go FILE]
 
 --mode plain is the pattern without protection (get, fill on a miss,
@@ -50,6 +51,8 @@ def main():
     ap.add_argument("--wait-ms", type=int, default=0)
     ap.add_argument("--fill-fails-every", type=int, default=0)
     ap.add_argument("--die-in-fill-after", type=float, default=-1)
+    ap.add_argument("--refresh", type=int, default=0)
+    ap.add_argument("--prefill", action="store_true")
     ap.add_argument("--ready")
     ap.add_argument("--go")
     a = ap.parse_args()
@@ -99,7 +102,7 @@ def main():
             try:
                 if a.mode == "fetch":
                     c.get_or_fill(a.key, fill, expire=a.ttl, lease=a.lease,
-                                  wait_ms=a.wait_ms)
+                                  wait_ms=a.wait_ms, refresh=a.refresh)
                 else:
                     v = c.get(a.key)
                     if v is None:
@@ -119,6 +122,10 @@ def main():
     for t in ths:
         t.start()
     opened.wait()
+    if a.prefill and clients[0] is not None:
+        # the key there before the run: every miss in it is an expiry
+        # (the stats read later are the run's alone)
+        clients[0].set(a.key, b"prefill", expire=a.ttl)
     if a.ready:
         with open(a.ready, "w") as f:
             f.write("%d\n" % sum(c is not None for c in clients))
@@ -136,7 +143,8 @@ def main():
         for k, v in c.stats().items():
             if k in ("fetches", "fills", "fill_errors", "lease_wins",
                      "lease_waits", "shared_fills", "stale_serves",
-                     "fetch_timeouts", "gets", "hits", "errors"):
+                     "fetch_timeouts", "refreshes", "gets", "hits",
+                     "errors"):
                 st[k] = st.get(k, 0) + v
         c.close()
     json.dump({"pid": os.getpid(), "mode": a.mode, "t0": t0[0],

@@ -8,6 +8,7 @@ at the same time on one key (docs/client.md "Read-through").
     ks_herd_check.py control --ttl T FILE...
     ks_herd_check.py killed  --lease S --died FILE --short FILE FILE
     ks_herd_check.py raised  --lease S FILE
+    ks_herd_check.py refresh --ttl T --off FILE FILE
 
 How expiries are bounded, not guessed: memcached's clock ticks once a
 second and an item stored with TTL T expires at the tick T after its
@@ -188,10 +189,39 @@ def check_raised(doc, lease):
            % ([None if x is None else round(x, 3) for x in nxt], lease))
 
 
+def check_refresh(s, ctl, ttl):
+    """Early refresh on (s) and off (ctl), the key set before each run:
+    with it no reader ever meets the key missing (no call waits for a
+    fill) and every fill is a refresh; without it readers do."""
+    st, cst = s["stats"], ctl["stats"]
+    least = int(s["span_s"] / ttl) - 1
+    print("  refresh: %d fills, %d refreshes, %d waits over %.1f s; "
+          "off: %d fills, %d waits" % (
+              s["fills"], st.get("refreshes", 0), st.get("lease_waits", 0),
+              s["span_s"], ctl["fills"], cst.get("lease_waits", 0)))
+    result("herd_refresh_no_expiry_seen",
+           st.get("lease_waits", 0) == 0 and st.get("fetch_timeouts", 0) == 0
+           and not s["errors"] and s["calls"] > 0,
+           "with refresh on, calls waited for a fill %d times (timeouts %d, "
+           "errors %s)" % (st.get("lease_waits", 0),
+                           st.get("fetch_timeouts", 0), s["errors"]))
+    result("herd_refresh_fills_are_refreshes",
+           s["fills"] == st.get("refreshes", -1) and s["fills"] >= max(least, 1)
+           and s["overlapping_fills"] == 0,
+           "%d fills, %d refreshes, %d overlapping, at least %d wanted over "
+           "%.1f s" % (s["fills"], st.get("refreshes", 0),
+                       s["overlapping_fills"], least, s["span_s"]))
+    result("herd_refresh_control_expiries_seen",
+           cst.get("lease_waits", 0) > 0 and cst.get("refreshes", 0) == 0,
+           "without refresh no reader ever waited for a fill (%s): the "
+           "refresh check proves nothing" % cst)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=("summary", "lease", "control", "killed",
-                                     "raised"))
+                                     "raised", "refresh"))
+    ap.add_argument("--off", help="refresh: the run without it")
     ap.add_argument("--ttl", type=int, default=2)
     ap.add_argument("--wait-ms", type=int, default=4000)
     ap.add_argument("--threads", type=int, default=0)
@@ -211,6 +241,9 @@ def main():
         check_lease(summary(docs, a.ttl), a.ttl, a.wait_ms, a.threads)
     elif a.what == "control":
         check_control(summary(docs, a.ttl), a.ttl)
+    elif a.what == "refresh":
+        check_refresh(summary(docs, a.ttl), summary(load([a.off]), a.ttl),
+                      a.ttl)
     elif a.what == "killed":
         check_killed(a.died, load([a.short])[0], docs[0], a.lease)
     else:

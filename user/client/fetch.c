@@ -56,6 +56,9 @@ static int check_opts(struct keysteer *ks, const struct keysteer_fetch_opts *in,
 	if (o->exptime > KS_MC_TTL_MAX)
 		return ksc_err(ks, -EINVAL, "exptime %u: at most %ld s",
 			       o->exptime, KS_MC_TTL_MAX);
+	if (o->refresh_s > KS_MC_TTL_MAX)
+		return ksc_err(ks, -EINVAL, "refresh_s %u: at most %ld s",
+			       o->refresh_s, KS_MC_TTL_MAX);
 	if (o->lease_s > LEASE_S_MAX)
 		return ksc_err(ks, -EINVAL, "lease_s %u: at most %d s",
 			       o->lease_s, LEASE_S_MAX);
@@ -133,8 +136,9 @@ static int run_fill(struct fetch_call *fc, struct ksc_conn *c,
 }
 
 /* The leader's reads of the owner with the lease, until a value, the
- * lease, or the deadline. */
-static int lease_loop(struct fetch_call *fc)
+ * lease, or the deadline; with first, one read, and 0 where another fills
+ * (the caller then joins the flight). */
+static int lease_loop(struct fetch_call *fc, int first)
 {
 	struct keysteer *ks = fc->ks;
 	struct ksc_lease_reply r;
@@ -149,7 +153,8 @@ static int lease_loop(struct fetch_call *fc)
 		if (!c)
 			return -EHOSTUNREACH;
 		ret = ks_mc_lease_get(&c->mc, fc->key, fc->klen,
-				      (long)fc->o.lease_s, &it);
+				      (long)fc->o.lease_s,
+				      (long)fc->o.refresh_s, &it);
 		if (ret) {
 			ksc_server_name(ks, fc->owner, name, sizeof(name));
 			return ksc_err(ks, ret, "lease get from %s: %s", name,
@@ -162,6 +167,10 @@ static int lease_loop(struct fetch_call *fc)
 					      .stale = it.stale };
 		if (it.win)
 			ks->st.lease_wins++;
+		/* W on a fresh value: R's early refresh, before expiry */
+		if (it.win && it.found && !it.stale &&
+		    !ks_mc_lease_placeholder(&it))
+			ks->st.refreshes++;
 		switch (ksc_lease_decide(&r, fc->o.allow_stale)) {
 		case KSC_LEASE_HIT:
 			ret = take_value(fc, it.value, it.len, it.flags);
@@ -180,6 +189,8 @@ static int lease_loop(struct fetch_call *fc)
 			break;
 		}
 		ks_mc_item_free(&it);
+		if (first)
+			return 0;
 		if (!waited++)
 			ks->st.lease_waits++;
 		pause = ksc_lease_pause_ms(attempt++, ksc_now_ms(),
@@ -243,7 +254,7 @@ static int fly(struct fetch_call *fc)
 		if (ret < 0)
 			return ksc_err(ks, ret, "out of memory");
 		if (ret == 1) {
-			ret = lease_loop(fc);
+			ret = lease_loop(fc, 0);
 			f->fill_failed = fc->fill_failed;
 			ksc_flight_finish(&flights, f, ret, fc->value, fc->len,
 					  fc->flags, ks->err);
@@ -282,17 +293,22 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 	ks->st.fetches++;
 	fc.deadline = ksc_now_ms() + fc.o.wait_ms;
 	/* a hit is keysteer_get's: copies and the L1 for armed keys; a
-	 * lease's placeholder reads as a miss there */
-	ret = keysteer_get(ks, key, klen, value, len, flags);
-	if (ret)
-		return ret;
+	 * lease's placeholder reads as a miss there. Early refresh needs
+	 * the owner's remaining TTL, so it reads the owner */
+	if (!fc.o.refresh_s) {
+		ret = keysteer_get(ks, key, klen, value, len, flags);
+		if (ret)
+			return ret;
+	}
 	pthread_mutex_lock(&ks->lock);
 	fc.owner = ksc_view_owner(&ks->view, key, klen);
 	pthread_mutex_unlock(&ks->lock);
 	if (fc.owner == KSC_NONE)
 		return ksc_done(ks, ksc_err(ks, -ENOENT,
 					    "no ring yet: the fleet has none"));
-	ret = fly(&fc);
+	ret = fc.o.refresh_s ? lease_loop(&fc, 1) : 0;
+	if (!ret)
+		ret = fly(&fc);
 	if (ret > 0) {
 		*value = fc.value;
 		if (len)

@@ -169,6 +169,7 @@ struct keysteer_stats {
 	uint64_t shared_fills;   /* ... answered by a fill of this process */
 	uint64_t stale_serves;   /* stale values served, flagged */
 	uint64_t fetch_timeouts; /* calls whose wait bound passed */
+	uint64_t refreshes;      /* early refreshes won (meta R) */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
@@ -276,6 +277,9 @@ int keysteer_counter_fold(struct keysteer *ks, const void *key, size_t klen,
  * released at once, and the next caller fills. A fill that hangs holds
  * its own caller only; others fill after lease_s.
  *
+ * With o->refresh_s, a key read all the time never expires: one caller
+ * refreshes it (fill, then store) while the others keep its value.
+ *
  * Returns 1 with *value (keysteer_free it), *len and *flags (may be NULL)
  * as keysteer_get; KEYSTEER_STALE (2) when o->allow_stale and the owner's
  * item is marked stale while another caller refreshes it (served at once,
@@ -289,6 +293,11 @@ struct keysteer_fetch_opts {
 	uint32_t wait_ms; /* the most this call waits for another's fill
 			    * (0: lease_s * 1000 + 1000) */
 	int allow_stale;  /* 1: a stale value may be served, flagged */
+	/* early refresh (0: off): reads go to the owner (never to copies
+	 * or the L1), and the first reader of a value with less than
+	 * refresh_s left refills it before it expires (meta R), while the
+	 * rest keep reading the value */
+	uint32_t refresh_s;
 };
 
 #define KEYSTEER_STALE 2

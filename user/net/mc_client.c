@@ -422,9 +422,9 @@ int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 }
 
 int ks_mc_lease_get(struct ks_mc_conn *c, const __u8 *key, size_t klen,
-		    long lease_ttl, struct ks_mc_item *it)
+		    long lease_ttl, long recache_s, struct ks_mc_item *it)
 {
-	char tail[40];
+	char tail[64];
 	struct key_arg a = { key, klen, it, tail, 1 };
 	int err;
 
@@ -432,9 +432,14 @@ int ks_mc_lease_get(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 	err = ks_mc_key_check(key, klen);
 	if (err)
 		return err;
-	if (lease_ttl < 1 || lease_ttl > KS_MC_TTL_MAX)
+	if (lease_ttl < 1 || lease_ttl > KS_MC_TTL_MAX || recache_s < 0 ||
+	    recache_s > KS_MC_TTL_MAX)
 		return -EINVAL;
-	snprintf(tail, sizeof(tail), " v f t c N%ld", lease_ttl);
+	if (recache_s)
+		snprintf(tail, sizeof(tail), " v f t c N%ld R%ld", lease_ttl,
+			 recache_s);
+	else
+		snprintf(tail, sizeof(tail), " v f t c N%ld", lease_ttl);
 	err = run_op(c, fetch_op, &a);
 	if (err)
 		ks_mc_item_free(it);

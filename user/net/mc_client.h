@@ -67,9 +67,11 @@ int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
  * readers get it with Z until a store replaces it (store_if with its CAS:
  * a write meanwhile wins) or it lapses. it->found is 1 for the
  * placeholder here; ks_mc_fetch answers it as a miss (found 0, taken 1).
+ * recache_s (0: none) adds "R<recache_s>": the first reader of a value
+ * with less than that left gets W with it (an early refresh), the rest Z.
  */
 int ks_mc_lease_get(struct ks_mc_conn *c, const __u8 *key, size_t klen,
-		    long lease_ttl, struct ks_mc_item *it);
+		    long lease_ttl, long recache_s, struct ks_mc_item *it);
 static inline int ks_mc_lease_placeholder(const struct ks_mc_item *it)
 {
 	return it->found && !it->len && (it->win || it->taken) && !it->stale;

@@ -57,13 +57,13 @@ class _Stats(ctypes.Structure):
         # read-through (keysteer_fetch, get_or_fill)
         (n, ctypes.c_uint64) for n in (
             "fetches", "fills", "fill_errors", "lease_wins", "lease_waits",
-            "shared_fills", "stale_serves", "fetch_timeouts")]
+            "shared_fills", "stale_serves", "fetch_timeouts", "refreshes")]
 
 
 class _FetchOpts(ctypes.Structure):
     _fields_ = [("exptime", ctypes.c_uint32), ("flags", ctypes.c_uint32),
                 ("lease_s", ctypes.c_uint32), ("wait_ms", ctypes.c_uint32),
-                ("allow_stale", ctypes.c_int)]
+                ("allow_stale", ctypes.c_int), ("refresh_s", ctypes.c_uint32)]
 
 
 # int fill(void *arg, const void *key, size_t klen, void **value, size_t *len)
@@ -173,7 +173,7 @@ class Client:
         return True
 
     def get_or_fill(self, key, fill, expire=0, flags=0, lease=0,
-                    wait_ms=0, allow_stale=False):
+                    wait_ms=0, allow_stale=False, refresh=0):
         """The value of key, read through (libkeysteer.h keysteer_fetch):
         on a miss exactly one caller across the fleet runs fill() (a
         callable returning bytes) and stores its value for expire
@@ -182,7 +182,9 @@ class Client:
         releases the lease, so the next caller fills. lease: seconds a
         hung or dead filler holds the key (default 3). allow_stale: a
         value marked stale may come back at once; then the result is a
-        StaleValue (bytes with .stale = True), never plain bytes."""
+        StaleValue (bytes with .stale = True), never plain bytes.
+        refresh: seconds; a value with less left is refilled by one
+        caller before it expires (reads then go to the key's owner)."""
         k = _key(key)
         raised = []
 
@@ -201,7 +203,8 @@ class Client:
                 raised.append(e)
                 return -_errno.ECANCELED
 
-        o = _FetchOpts(expire, flags, lease, wait_ms, 1 if allow_stale else 0)
+        o = _FetchOpts(expire, flags, lease, wait_ms, 1 if allow_stale else 0,
+                       refresh)
         v, n, f = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_uint32()
         rc = self._l.keysteer_fetch(self._h, k, len(k), _FILL(cb), None,
                                     ctypes.byref(o), ctypes.byref(v),
