@@ -31,6 +31,7 @@ struct fetch_call {
 	unsigned owner;
 	__u64 deadline;
 	int fill_failed; /* the error is the fill's: another caller retries */
+	int waited;      /* counted in lease_waits */
 	/* the outcome */
 	void *value;
 	size_t len;
@@ -146,7 +147,7 @@ static int lease_loop(struct fetch_call *fc, int first)
 	char name[KSC_ADDR_MAX];
 	struct ksc_conn *c;
 	unsigned attempt = 0, pause;
-	int ret, waited = 0;
+	int ret;
 
 	for (;;) {
 		c = ksc_conn_get(ks, fc->owner);
@@ -191,7 +192,7 @@ static int lease_loop(struct fetch_call *fc, int first)
 		ks_mc_item_free(&it);
 		if (first)
 			return 0;
-		if (!waited++)
+		if (!fc->waited++)
 			ks->st.lease_waits++;
 		pause = ksc_lease_pause_ms(attempt++, ksc_now_ms(),
 					   fc->deadline);
@@ -213,7 +214,8 @@ static int follow(struct fetch_call *fc, struct ksc_flight *f)
 	struct keysteer *ks = fc->ks;
 	int ret;
 
-	ks->st.lease_waits++;
+	if (!fc->waited++)
+		ks->st.lease_waits++;
 	if (ksc_flight_wait(&flights, f, fc->deadline)) {
 		ks->st.fetch_timeouts++;
 		return ksc_err(ks, -ETIMEDOUT,
