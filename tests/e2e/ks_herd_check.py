@@ -9,6 +9,7 @@ at the same time on one key (docs/client.md "Read-through").
     ks_herd_check.py killed  --lease S --died FILE --short FILE FILE
     ks_herd_check.py raised  --lease S FILE
     ks_herd_check.py refresh --ttl T --off FILE FILE
+    ks_herd_check.py restart --before FILE FILE
 
 How expiries are bounded, not guessed: memcached's clock ticks once a
 second and an item stored with TTL T expires at the tick T after its
@@ -217,10 +218,33 @@ def check_refresh(s, ctl, ttl):
            "refresh check proves nothing" % cst)
 
 
+def check_restart(before, after):
+    """A winner died holding a 30 s lease: before memcached's restart a
+    caller with a 500 ms bound times out (the lease holds); after it the
+    next callers fill at once (no lease left behind)."""
+    b, a = summary([before], 1), summary([after], 1)
+    print("  before the restart: %d fills, %d timeouts; after: %d fills, "
+          "%d timeouts, errors %s" % (
+              b["fills"], b["stats"].get("fetch_timeouts", 0), a["fills"],
+              a["stats"].get("fetch_timeouts", 0), a["errors"]))
+    result("herd_restart_control_lease_holds",
+           b["fills"] == 0 and b["stats"].get("fetch_timeouts", 0) > 0,
+           "the dead winner's lease did not hold before the restart "
+           "(%d fills, %d timeouts): the check after it proves nothing" % (
+               b["fills"], b["stats"].get("fetch_timeouts", 0)))
+    result("herd_restart_no_lease_left",
+           a["fills"] >= 1 and not a["errors"] and a["calls"] > 0
+           and a["stats"].get("fetch_timeouts", 0) == 0,
+           "after the restart: %d fills, %d calls, timeouts %d, errors %s" % (
+               a["fills"], a["calls"], a["stats"].get("fetch_timeouts", 0),
+               a["errors"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=("summary", "lease", "control", "killed",
-                                     "raised", "refresh"))
+                                     "raised", "refresh", "restart"))
+    ap.add_argument("--before", help="restart: the run before it")
     ap.add_argument("--off", help="refresh: the run without it")
     ap.add_argument("--ttl", type=int, default=2)
     ap.add_argument("--wait-ms", type=int, default=4000)
@@ -241,6 +265,8 @@ def main():
         check_lease(summary(docs, a.ttl), a.ttl, a.wait_ms, a.threads)
     elif a.what == "control":
         check_control(summary(docs, a.ttl), a.ttl)
+    elif a.what == "restart":
+        check_restart(load([a.before])[0], docs[0])
     elif a.what == "refresh":
         check_refresh(summary(docs, a.ttl), summary(load([a.off]), a.ttl),
                       a.ttl)

@@ -21,12 +21,16 @@
 #   herd_fill_raises_* every 2nd fill raises: the exception reaches that
 #                    caller alone, and the next caller fills at once (the
 #                    lease handed back, not left to lapse)
+#   herd_restart_*   memcached restarted under a dead winner's 30 s
+#                    lease: the next callers fill at once (before the
+#                    restart, callers with a 500 ms bound time out: the
+#                    control)
 #   herd_refresh_*   early refresh (meta R): 8 threads on a key with TTL
 #                    3 s for 8 s never wait for a fill, and every fill is
 #                    a refresh; the control without it does wait
 #
 # memcached and every caller are stopped by PID and the namespace removed
-# on every exit path. About 60 s quiet.
+# on every exit path. About 70 s quiet.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -173,7 +177,32 @@ else
 	fail herd_fill_raises_to_its_caller "the caller process failed: $(tail -n 5 "$E2E_TMP/raised.0.err")"
 fi
 
-# 5. early refresh: 8 threads, TTL 3 s, refresh when under 2 s are left
+# 5. memcached restarted under a dead winner's 30 s lease: before, a
+# caller with a 500 ms bound times out (the control: the lease holds);
+# after, the next callers fill at once
+ks_in_ns "$NS" timeout 120 "$PY" "$HERD" --spec "$SPEC" --key herd:restart \
+	--threads 1 --seconds 5 --ttl 2 --lease 30 --mode fetch \
+	--die-in-fill-after 0 </dev/null >/dev/null 2>"$E2E_TMP/restart.winner.err"
+winner_rc=$?
+herd_run restart_before 1 --key herd:restart --threads 2 --seconds 1 --ttl 2 \
+	--lease 30 --wait-ms 500 --mode fetch
+ks_stop_pid "$MC_PID" TERM 5
+ks_in_ns_bg "$NS" memcached -u nobody -l 127.0.0.1 -p 11211 -U 0 -m 64 -t 2 \
+	</dev/null >/dev/null 2>&1
+MC_PID=$KS_BG_PID
+if [ "$winner_rc" -ne 137 ]; then
+	fail herd_restart_no_lease_left "the winner was not SIGKILLed in its fill (exit $winner_rc): $(tail -n 3 "$E2E_TMP/restart.winner.err")"
+elif ! ks_wait_tcp "$NS" 127.0.0.1 11211 10; then
+	fail herd_restart_no_lease_left "memcached did not start again"
+elif herd_run restart_after 1 --key herd:restart --threads 2 --seconds 1 \
+	--ttl 2 --lease 30 --wait-ms 500 --mode fetch; then
+	"$PY" "$CHECK" restart --before "$E2E_TMP/restart_before.0.json" \
+		"$E2E_TMP/restart_after.0.json" || E2E_FAILED=1
+else
+	fail herd_restart_no_lease_left "the caller process failed: $(tail -n 5 "$E2E_TMP/restart_after.0.err")"
+fi
+
+# 6. early refresh: 8 threads, TTL 3 s, refresh when under 2 s are left
 # (memcached's R), the key set before; the same without refresh is the
 # control (its readers meet the expiries)
 if herd_run refresh 1 --key herd:refresh --threads 8 --seconds 8 --ttl 3 \
