@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -234,6 +234,9 @@ $(OUT)/tests/unit_test: LDLIBS += -Wl,--wrap=ks_drop_thread_privileges
 # the view's split counters (user/client/counter.c, docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
 
+# keysteer_fetch's decisions and single-flight table (docs/client.md)
+$(OUT)/tests/unit_test: $(OUT)/user/client/lease.o
+
 $(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ),$(call tier_objs,bench)) \
 	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
@@ -307,6 +310,8 @@ demo: check-demo-deps
 	user/scripts/demo.sh
 	user/scripts/demo_steer.sh
 	user/scripts/demo_fleet.sh
+	@echo "== one hot key expiring every second under 32 callers on 2 hosts, 50 ms database reads: fills per expiry without and with get_or_fill (docs/client.md, Read-through)"
+	OUT=$(OUT) tests/bench/herd_bench.sh --seconds 5 --threads 16
 
 # BENCH_BEFORE=path/keysteer.bpf.o times the build before TCP streams
 # (commit 94672e7, built in a worktree of its own) on the same packets in
@@ -400,6 +405,11 @@ bench-votes: check-deps
 bench-scale-out: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/scale_out.sh --json $(OUT)/scale_out.json
+# One hot key expiring under 64 callers on 2 hosts: database fills per
+# expiry, plain pattern against get_or_fill (docs/benchmarks.md, issue 24).
+bench-herd: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/herd_bench.sh --json $(OUT)/herd_bench.json
 
 # One etcd for many hosts: 16, 64 and 256 simulated agents against one
 # local etcd, steady and churn, each point FLEET_REPEATS times (default 2):

@@ -383,7 +383,9 @@ static int warm(void)
 	if (keysteer_open(&ks, spec) < 0 || keysteer_open(&e, new_spec) < 0 ||
 	    keysteer_open(&w, spec) < 0) {
 		fprintf(stderr, "ks_client_ring: open: %s\n",
-			keysteer_errmsg(w ? w : e ? e : ks));
+			keysteer_errmsg(w   ? w
+					: e ? e
+					    : ks));
 		return 2;
 	}
 	/* written by a handle closed before the change: a live writer's

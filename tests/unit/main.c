@@ -88,6 +88,7 @@ static const struct kt_group groups[] = {
 	{ "client_batch", test_client_batch },
 	{ "client_counter", test_client_counter },
 	{ "client_auth", test_client_auth },
+	{ "client_lease", test_client_lease },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

@@ -668,6 +668,65 @@ static void t_arith(struct mc_env *e)
 	      (unsigned long long)v);
 }
 
+/* keysteer_fetch's lease (docs/client.md "Read-through"): N vivifies a
+ * placeholder and hands W to one reader, Z to the rest; a plain fetch and
+ * the copy protocol take the placeholder as a miss; a store with its CAS
+ * replaces it, a write meanwhile wins over that store. */
+static void t_lease(struct mc_env *e)
+{
+	struct ks_mc_item it, first, v = { .value = "db", .len = 2 };
+	int err;
+
+	ks_mc_delete(&e->owner, KEY("lease"));
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &first);
+	CHECK(!err && first.found && !first.len && first.win && !first.taken &&
+		      first.cas && ks_mc_lease_placeholder(&first),
+	      "the first reader: err %d found %d len %zu W %d Z %d", err,
+	      first.found, first.len, first.win, first.taken);
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &it);
+	CHECK(!err && it.found && !it.win && it.taken &&
+		      ks_mc_lease_placeholder(&it),
+	      "the second reader: err %d W %d Z %d", err, it.win, it.taken);
+	ks_mc_item_free(&it);
+	err = ks_mc_fetch(&e->owner, KEY("lease"), &it);
+	CHECK(!err && !it.found && !it.value && it.taken,
+	      "a plain fetch took the placeholder as a value: found %d",
+	      it.found);
+	err = ks_mc_store_if(&e->owner, KEY("lease"), &v, 30, first.cas);
+	CHECK(!err, "the winner's store: %d", err);
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &it);
+	CHECK(!err && it.found && it.len == 2 && !it.win && !it.taken &&
+		      !ks_mc_lease_placeholder(&it),
+	      "after the fill: err %d len %zu W %d Z %d", err, it.len, it.win,
+	      it.taken);
+	ks_mc_item_free(&it);
+	/* a write between the lease and the fill's store wins */
+	ks_mc_delete(&e->owner, KEY("lease"));
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &first);
+	CHECK(!err && first.win, "the lease again: %d", err);
+	v.value = "new";
+	v.len = 3;
+	ks_mc_store(&e->owner, KEY("lease"), &v, 30);
+	v.value = "old";
+	err = ks_mc_store_if(&e->owner, KEY("lease"), &v, 30, first.cas);
+	CHECK(err == -EAGAIN, "the fill stored over a write: %d", err);
+	err = ks_mc_fetch(&e->owner, KEY("lease"), &it);
+	CHECK(!err && it.found && !memcmp(it.value, "new", 4),
+	      "the write lost: %s", it.value ? it.value : "(none)");
+	ks_mc_item_free(&it);
+	/* a failed fill hands the lease back: the next reader wins */
+	ks_mc_delete(&e->owner, KEY("lease"));
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &first);
+	err = err ? err : ks_mc_delete_if(&e->owner, KEY("lease"), first.cas);
+	CHECK(!err, "the lease handed back: %d", err);
+	err = ks_mc_lease_get(&e->owner, KEY("lease"), 3, 0, &it);
+	CHECK(!err && it.win, "the next reader did not win: W %d Z %d", it.win,
+	      it.taken);
+	ks_mc_item_free(&it);
+	CHECK(ks_mc_lease_get(&e->owner, KEY("lease"), 0, 0, &it) == -EINVAL,
+	      "a lease of 0 s taken");
+}
+
 /* The purge's listing and deletes (agent/run_purge.c) against memcached
  * itself: metadump's "\n"-ended lines read, its URL-encoded keys decoded
  * back to the bytes stored (core/purge.c), then a pipelined "md KEY q"
@@ -765,6 +824,7 @@ static const struct mc_case {
 	{ "mc_bad_keys_not_sent", t_bad_keys },
 	{ "mc_meta_arithmetic", t_arith },
 	{ "mc_metadump_keys_and_quiet_deletes", t_metadump },
+	{ "mc_lease_vivify_win_wait", t_lease },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

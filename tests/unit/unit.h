@@ -45,6 +45,7 @@ void test_client_batch(void);
 void test_client_l1(void); /* part of group client */
 void test_client_counter(void);
 void test_client_auth(void);
+void test_client_lease(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -178,6 +178,16 @@ struct keysteer_stats {
 				     * deleted at their new owners after */
 	uint64_t ring_catchup_missed; /* ... that could not be, or a log that
 				       * no longer had them all */
+	/* read-through (keysteer_fetch) */
+	uint64_t fetches;        /* keysteer_fetch calls */
+	uint64_t fills;          /* fill callbacks this handle ran */
+	uint64_t fill_errors;    /* ... that returned an error */
+	uint64_t lease_wins;     /* leases won at the owner (meta W) */
+	uint64_t lease_waits;    /* calls that waited for another's fill */
+	uint64_t shared_fills;   /* ... answered by a fill of this process */
+	uint64_t stale_serves;   /* stale values served, flagged */
+	uint64_t fetch_timeouts; /* calls whose wait bound passed */
+	uint64_t refreshes;      /* early refreshes won (meta R) */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
@@ -262,6 +272,61 @@ int keysteer_counter_get(struct keysteer *ks, const void *key, size_t klen,
 #define KEYSTEER_FOLD_ALL 1u
 int keysteer_counter_fold(struct keysteer *ks, const void *key, size_t klen,
 			  unsigned flags);
+
+/* ---- read-through (docs/client.md, "Read-through") ---- */
+
+/*
+ * The value of key, read through from the caller's database on a miss, so
+ * that one miss costs the database one read however many callers miss at
+ * once. A hit is keysteer_get's (copies and L1 included). On a miss at
+ * the key's owner, callers take memcached's lease (meta get with N): the
+ * one that wins calls fill, stores its value (only if no write through
+ * the library came meanwhile: the placeholder's CAS), and returns it; the
+ * others re-read the owner with short pauses until the value is there,
+ * the lease is theirs (the winner failed, or died and its lease lapsed
+ * after lease_s), or their own wait_ms has passed (-ETIMEDOUT; no call
+ * waits longer). Callers of one key in one process share one flight,
+ * whatever handle they use: one of them reads the owner, the rest wait
+ * for its answer.
+ *
+ * fill(arg, key, klen, &value, &len): 0 with *value a malloc'd buffer of
+ * len bytes (the library frees it), or a negative errno, which the call
+ * that ran it returns (the message says fill failed); its lease is then
+ * released at once, and the next caller fills. A fill that hangs holds
+ * its own caller only; others fill after lease_s.
+ *
+ * With o->refresh_s, a key read all the time never expires: one caller
+ * refreshes it (fill, then store) while the others keep its value.
+ *
+ * Returns 1 with *value (keysteer_free it), *len and *flags (may be NULL)
+ * as keysteer_get; KEYSTEER_STALE (2) when o->allow_stale and the owner's
+ * item is marked stale while another caller refreshes it (served at once,
+ * never as fresh); or a negative errno.
+ */
+struct keysteer_fetch_opts {
+	uint32_t exptime; /* the filled value's TTL in s (0: never) */
+	uint32_t flags;   /* its client flags */
+	uint32_t lease_s; /* the lease's life, s: a hung or dead filler's
+			    * lease lapses after it (0: 3; 1..3600) */
+	uint32_t wait_ms; /* the most this call waits for another's fill
+			    * (0: lease_s * 1000 + 1000) */
+	int allow_stale;  /* 1: a stale value may be served, flagged */
+	/* early refresh (0: off): reads go to the owner (never to copies
+	 * or the L1), and the first reader of a value with less than
+	 * refresh_s left refills it before it expires (meta R), while the
+	 * rest keep reading the value */
+	uint32_t refresh_s;
+};
+
+#define KEYSTEER_STALE 2
+
+typedef int (*keysteer_fill_fn)(void *arg, const void *key, size_t klen,
+				void **value, size_t *len);
+
+int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
+		   keysteer_fill_fn fill, void *arg,
+		   const struct keysteer_fetch_opts *o, void **value,
+		   size_t *len, uint32_t *flags);
 
 #ifdef __cplusplus
 }

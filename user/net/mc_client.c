@@ -310,6 +310,10 @@ static int parse_va_flags(char *rest, struct ks_mc_item *it)
 			it->cas = v;
 		} else if (!strcmp(tok, "X")) {
 			it->stale = 1; /* marked by an invalidation */
+		} else if (!strcmp(tok, "W")) {
+			it->win = 1;
+		} else if (!strcmp(tok, "Z")) {
+			it->taken = 1;
 		} else if (tok[0] == 't' && !strcmp(tok + 1, "-1")) {
 			it->ttl = -1;
 			have_t = 1;
@@ -353,6 +357,8 @@ struct key_arg {
 	const __u8 *key;
 	size_t klen;
 	struct ks_mc_item *it;
+	const char *tail; /* fetch: the mg flags, when not " v f t c" */
+	int raw;          /* fetch: a lease's placeholder is an item */
 };
 
 /* "<verb> <key><tail>\r\n" (a checked key, so it fits REQ_MAX). */
@@ -375,7 +381,8 @@ static int fetch_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	char *line, *sp;
 	int err;
 
-	err = send_key_cmd(c, "mg", a, " v f t c", deadline);
+	err = send_key_cmd(c, "mg", a, a->tail ? a->tail : " v f t c",
+			   deadline);
 	if (!err)
 		err = read_line(c, &line, deadline);
 	if (err)
@@ -395,9 +402,16 @@ static int fetch_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	err = parse_va_flags(sp + 1, a->it);
 	if (!err)
 		err = read_value(c, a->it, deadline);
-	if (!err)
-		a->it->found = 1;
-	return err;
+	if (err)
+		return err;
+	a->it->found = 1;
+	/* the 0 bytes of another's lease (mg N, keysteer_fetch) are no
+	 * value: a reader or a copy takes them as a miss */
+	if (!a->raw && ks_mc_lease_placeholder(a->it)) {
+		ks_mc_item_free(a->it);
+		a->it->taken = 1;
+	}
+	return 0;
 }
 
 int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
@@ -412,6 +426,31 @@ int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 		return err;
 	err = run_op(c, fetch_op, &a);
 	if (err) /* a failed try must not leave half an item behind */
+		ks_mc_item_free(it);
+	return err;
+}
+
+int ks_mc_lease_get(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    long lease_ttl, long recache_s, struct ks_mc_item *it)
+{
+	char tail[64];
+	struct key_arg a = { key, klen, it, tail, 1 };
+	int err;
+
+	memset(it, 0, sizeof(*it));
+	err = ks_mc_key_check(key, klen);
+	if (err)
+		return err;
+	if (lease_ttl < 1 || lease_ttl > KS_MC_TTL_MAX || recache_s < 0 ||
+	    recache_s > KS_MC_TTL_MAX)
+		return -EINVAL;
+	if (recache_s)
+		snprintf(tail, sizeof(tail), " v f t c N%ld R%ld", lease_ttl,
+			 recache_s);
+	else
+		snprintf(tail, sizeof(tail), " v f t c N%ld", lease_ttl);
+	err = run_op(c, fetch_op, &a);
+	if (err)
 		ks_mc_item_free(it);
 	return err;
 }

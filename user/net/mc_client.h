@@ -46,6 +46,8 @@ struct ks_mc_item {
 	int found;
 	int stale; /* marked stale (meta "X"): an invalidation's mark */
 	__u64 cas; /* the item's CAS (ks_mc_fetch) */
+	int win;   /* meta "W": this reader holds the item's lease */
+	int taken; /* meta "Z": another reader holds it */
 };
 
 /* No I/O: the connection opens on the first call. */
@@ -58,6 +60,22 @@ void ks_mc_close(struct ks_mc_conn *c);
  * a miss is 0 with it->found = 0. */
 int ks_mc_fetch(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 		struct ks_mc_item *it);
+/*
+ * Leases (libkeysteer's keysteer_fetch, docs/client.md "Read-through"):
+ * "mg <key> v f t c N<lease_ttl>". On a miss memcached links a 0-byte
+ * placeholder living lease_ttl s and answers it with W (win); later
+ * readers get it with Z until a store replaces it (store_if with its CAS:
+ * a write meanwhile wins) or it lapses. it->found is 1 for the
+ * placeholder here; ks_mc_fetch answers it as a miss (found 0, taken 1).
+ * recache_s (0: none) adds "R<recache_s>": the first reader of a value
+ * with less than that left gets W with it (an early refresh), the rest Z.
+ */
+int ks_mc_lease_get(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    long lease_ttl, long recache_s, struct ks_mc_item *it);
+static inline int ks_mc_lease_placeholder(const struct ks_mc_item *it)
+{
+	return it->found && !it->len && (it->win || it->taken) && !it->stale;
+}
 /* "ms <key> <len> T<ttl> F<flags>" of it->value/len/flags (it->ttl is not
  * used); ttl 0 = never expires, 1..KS_MC_TTL_MAX seconds. */
 int ks_mc_store(struct ks_mc_conn *c, const __u8 *key, size_t klen,

@@ -7,6 +7,7 @@ once, in C.
     c = Client(etcd="http://10.0.0.9:2379", cluster="web")
     c.set(b"user:42", b"hello", expire=60)
     c.get(b"user:42")        # b"hello", from a copy if the key is armed
+    c.get_or_fill(b"user:7", lambda: db_read(7), expire=60)  # one fill per miss, fleet-wide
     c.delete(b"user:42")
     c.stats()["copy_reads"]
     c.incr("votes:1", 1)     # the new value; None for a split counter
@@ -28,6 +29,11 @@ import os
 
 class KeysteerError(OSError):
     pass
+
+
+class StaleValue(bytes):
+    """A value get_or_fill served while marked stale (allow_stale=True)."""
+    stale = True
 
 
 class _Stats(ctypes.Structure):
@@ -52,7 +58,23 @@ class _Stats(ctypes.Structure):
         (n, ctypes.c_uint64) for n in (
             "ring_changes", "ring_old_reads", "ring_warmups",
             "ring_warm_undone", "ring_invals", "ring_inval_errors",
-            "ring_grace_ms", "ring_catchups", "ring_catchup_missed")]
+            "ring_grace_ms", "ring_catchups", "ring_catchup_missed")] + [
+        # read-through (keysteer_fetch, get_or_fill)
+        (n, ctypes.c_uint64) for n in (
+            "fetches", "fills", "fill_errors", "lease_wins", "lease_waits",
+            "shared_fills", "stale_serves", "fetch_timeouts", "refreshes")]
+
+
+class _FetchOpts(ctypes.Structure):
+    _fields_ = [("exptime", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("lease_s", ctypes.c_uint32), ("wait_ms", ctypes.c_uint32),
+                ("allow_stale", ctypes.c_int), ("refresh_s", ctypes.c_uint32)]
+
+
+# int fill(void *arg, const void *key, size_t klen, void **value, size_t *len)
+_FILL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                         ctypes.POINTER(ctypes.c_size_t))
 
 
 def _load():
@@ -95,6 +117,15 @@ def _api():
         l.keysteer_counter_get.argtypes = [vp, ctypes.c_char_p, sz,
                                            ctypes.POINTER(ctypes.c_int64)]
         l.keysteer_counter_fold.argtypes = [vp, ctypes.c_char_p, sz, u32]
+        l.keysteer_fetch.argtypes = [vp, ctypes.c_char_p, sz, _FILL, vp,
+                                     ctypes.POINTER(_FetchOpts),
+                                     ctypes.POINTER(vp), ctypes.POINTER(sz),
+                                     ctypes.POINTER(u32)]
+        # the fill's buffer is freed by the library with free()
+        libc = ctypes.CDLL(None)
+        libc.malloc.argtypes = [sz]
+        libc.malloc.restype = vp
+        l.ks_malloc = libc.malloc
         _lib = l
     return _lib
 
@@ -145,6 +176,52 @@ class Client:
         v = value.encode() if isinstance(value, str) else bytes(value)
         self._check(self._l.keysteer_set(self._h, k, len(k), v, len(v), flags, expire))
         return True
+
+    def get_or_fill(self, key, fill, expire=0, flags=0, lease=0,
+                    wait_ms=0, allow_stale=False, refresh=0):
+        """The value of key, read through (libkeysteer.h keysteer_fetch):
+        on a miss exactly one caller across the fleet runs fill() (a
+        callable returning bytes) and stores its value for expire
+        seconds; the others wait at most wait_ms (default lease + 1 s)
+        for it. An exception raised by fill reaches this caller and
+        releases the lease, so the next caller fills. lease: seconds a
+        hung or dead filler holds the key (default 3). allow_stale: a
+        value marked stale may come back at once; then the result is a
+        StaleValue (bytes with .stale = True), never plain bytes.
+        refresh: seconds; a value with less left is refilled by one
+        caller before it expires (reads then go to the key's owner)."""
+        k = _key(key)
+        raised = []
+
+        def cb(_arg, _key, _klen, value, length):
+            try:
+                v = fill()
+                v = v.encode() if isinstance(v, str) else bytes(v)
+                buf = self._l.ks_malloc(max(len(v), 1))
+                if not buf:
+                    return -_errno.ENOMEM
+                ctypes.memmove(buf, v, len(v))
+                value[0] = buf
+                length[0] = len(v)
+                return 0
+            except BaseException as e:  # handed to this caller below
+                raised.append(e)
+                return -_errno.ECANCELED
+
+        o = _FetchOpts(expire, flags, lease, wait_ms, 1 if allow_stale else 0,
+                       refresh)
+        v, n, f = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_uint32()
+        rc = self._l.keysteer_fetch(self._h, k, len(k), _FILL(cb), None,
+                                    ctypes.byref(o), ctypes.byref(v),
+                                    ctypes.byref(n), ctypes.byref(f))
+        if raised:
+            raise raised[0]
+        self._check(rc)
+        try:
+            out = ctypes.string_at(v, n.value)
+        finally:
+            self._l.keysteer_free(v)
+        return StaleValue(out) if rc == 2 else out
 
     def delete(self, key):
         k = _key(key)
