@@ -60,12 +60,29 @@ demo_seconds() {
 	fi
 }
 
+DEMO_STDOUT='' DEMO_STDERR=''
 demo_traps() {
+	exec {DEMO_STDOUT}>&1 {DEMO_STDERR}>&2
 	# shellcheck disable=SC2064 # the function's name, fixed now
-	trap "$1" EXIT
+	trap "_demo_exit $1" EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	trap 'exit 129' HUP
+}
+
+_demo_rc() { return "$1"; }
+
+# _demo_exit CLEANUP: CLEANUP with $? still the script's exit status. A
+# signal can end the script inside a shell function whose output is
+# redirected (ks_in_ns ... >"$STEER_TMP/report.json"): the trap runs with
+# that redirection in force, and the cleanup's lines would go to a file it
+# deletes. So they go back to where the demo's output goes first.
+_demo_exit() {
+	local rc=$?
+	exec 1>&"$DEMO_STDOUT" 2>&"$DEMO_STDERR"
+	_demo_rc "$rc"
+	"$1"
+	exit "$rc"
 }
 
 demo_etcd_topo_down() {
