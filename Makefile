@@ -299,6 +299,7 @@ demo: check-demo-deps
 	user/scripts/demo.sh
 	user/scripts/demo_steer.sh
 	user/scripts/demo_fleet.sh
+	user/scripts/demo_ring.sh
 
 # BENCH_BEFORE=path/keysteer.bpf.o times the build before TCP streams
 # (commit 94672e7, built in a worktree of its own) on the same packets in
