@@ -310,6 +310,7 @@ demo: check-demo-deps
 	user/scripts/demo.sh
 	user/scripts/demo_steer.sh
 	user/scripts/demo_fleet.sh
+	user/scripts/demo_ring.sh
 	@echo "== one hot key expiring every second under 32 callers on 2 hosts, 50 ms database reads: fills per expiry without and with get_or_fill (docs/client.md, Read-through)"
 	OUT=$(OUT) tests/bench/herd_bench.sh --seconds 5 --threads 16
 

@@ -57,10 +57,7 @@ command -v memcached >/dev/null || die "memcached is missing; run 'make deps'"
 "$PY" -c 'import pymemcache' 2>/dev/null ||
 	die "python3-pymemcache is missing; run 'make deps'"
 
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+demo_traps cleanup
 LOG=$(mktemp -d /tmp/ks_demo.XXXXXX)
 
 say "network: application host $APP_NS ($APP_ADDR) <-veth-> cache host $CACHE_NS ($CACHE_ADDR)"

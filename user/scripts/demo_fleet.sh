@@ -30,18 +30,12 @@ CAPACITY=1000 HOT_FRACTION=0.5
 ETCD_PID='' LOAD_PID=''
 
 cleanup() {
-	local rc=$? names
+	local rc=$?
 	trap - EXIT INT TERM HUP
 	echo
 	say "cleaning up"
-	[ -n "$NAP_PID" ] && ks_stop_pid "$NAP_PID" TERM 1
 	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" TERM 3
-	# The agents first, while etcd is up: each revokes its lease on the way.
-	steer_agents_stop
-	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
-	names=${STEER_ALL_NS[*]}
-	steer_topo_down
-	[ -n "$names" ] && echo "removed etcd, the agents, memcached and namespaces $names"
+	demo_etcd_topo_down
 	exit "$rc"
 }
 
@@ -53,10 +47,7 @@ done
 for t in etcd memcached; do
 	command -v "$t" >/dev/null || die "$t is missing; run 'make deps'"
 done
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+demo_traps cleanup
 
 say "network: a client with etcd (198.18.2.1), 4 shards (198.18.2.11-14) and 2 L1 replicas (198.18.2.101-102) on one bridge, memcached on each"
 steer_topo_up 4 2 || die "could not build the network"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # demo_lib.sh - what the parts of `make demo` (demo.sh, demo_steer.sh,
-# demo_fleet.sh) share. Source it; it defines functions only.
+# demo_fleet.sh, demo_ring.sh) share. Source it; it defines functions only.
 #
 #   say TEXT...                 a "== TEXT" heading, after a blank line
 #   die TEXT...                 "demo: TEXT" on stderr, exit 1 (the caller's
@@ -11,6 +11,12 @@
 #   demo_need_root              die unless root
 #   demo_seconds NAME VALUE MIN MAX   die unless VALUE is a whole number of
 #                               seconds in MIN..MAX (NAME: the knob's name)
+#   demo_traps CLEANUP          CLEANUP on every exit: the EXIT trap, and
+#                               Ctrl-C, TERM and HUP exit with 128 + signal
+#   demo_etcd_topo_down         for the parts on steer_topo.sh with an etcd
+#                               (its PID in ETCD_PID): the agents, etcd,
+#                               memcached and the namespaces stopped and
+#                               removed, said in one line
 #
 # and the paths they use: PY (Debian's python3, which has pymemcache), LOAD
 # (build/ks_load), MC_STATS (mc_stats.py: memcached's own counters).
@@ -52,4 +58,40 @@ demo_seconds() {
 	if [ "$value" -lt "$min" ] || [ "$value" -gt "$max" ]; then
 		die "$name must be $min..$max"
 	fi
+}
+
+DEMO_STDOUT='' DEMO_STDERR=''
+demo_traps() {
+	exec {DEMO_STDOUT}>&1 {DEMO_STDERR}>&2
+	# shellcheck disable=SC2064 # the function's name, fixed now
+	trap "_demo_exit $1" EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+}
+
+_demo_rc() { return "$1"; }
+
+# _demo_exit CLEANUP: CLEANUP with $? still the script's exit status. A
+# signal can end the script inside a shell function whose output is
+# redirected (ks_in_ns ... >"$STEER_TMP/report.json"): the trap runs with
+# that redirection in force, and the cleanup's lines would go to a file it
+# deletes. So they go back to where the demo's output goes first.
+_demo_exit() {
+	local rc=$?
+	exec 1>&"$DEMO_STDOUT" 2>&"$DEMO_STDERR"
+	_demo_rc "$rc"
+	"$1"
+	exit "$rc"
+}
+
+demo_etcd_topo_down() {
+	local names
+	[ -n "$NAP_PID" ] && ks_stop_pid "$NAP_PID" TERM 1
+	# The agents first, while etcd is up: each revokes its lease on the way.
+	steer_agents_stop
+	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	names=${STEER_ALL_NS[*]}
+	steer_topo_down
+	[ -n "$names" ] && echo "removed etcd, the agents, memcached and namespaces $names"
 }

@@ -23,10 +23,7 @@ demo_need_root
 for f in "$LOAD" "$STEER_AGENT"; do
 	[ -x "$f" ] || die "$f is missing; run 'make' first"
 done
-trap steer_topo_down EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+demo_traps steer_topo_down
 
 say "network: a client, 4 shards (198.18.2.11-14) and 2 L1 replicas (198.18.2.101-102) on one bridge"
 steer_topo_up 4 2 || die "could not build the network"
