@@ -32,6 +32,7 @@ struct fetch_call {
 	__u64 deadline;
 	int fill_failed; /* the error is the fill's: another caller retries */
 	int waited;      /* counted in lease_waits */
+	int raced;       /* its store refused: a write came after the lease */
 	/* the outcome */
 	void *value;
 	size_t len;
@@ -87,6 +88,18 @@ static int take_value(struct fetch_call *fc, const void *v, size_t len,
 	return 0;
 }
 
+/* A lease not used: a placeholder removed, a stale item's refill token
+ * cleared (its mark's expiry kept), each only if still the one won. */
+static void hand_back(struct fetch_call *fc, struct ksc_conn *c,
+		      const struct ks_mc_item *lease)
+{
+	if (ks_mc_lease_placeholder(lease))
+		ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+	else if (lease->win && lease->stale)
+		ksc_owner_hand_back(fc->ks, fc->owner, fc->key, fc->klen,
+				    lease->cas);
+}
+
 /*
  * This caller holds the lease (or nobody can: found 0): the fill, then
  * the store only if the placeholder or stale item is still the one the
@@ -111,10 +124,9 @@ static int run_fill(struct fetch_call *fc, struct ksc_conn *c,
 		ret = ret < 0 ? ret : len > KS_MC_VALUE_MAX ? -E2BIG : -EIO;
 		ks->st.fill_errors++;
 		fc->fill_failed = 1;
-		/* the placeholder removed (only if still ours): the next
+		/* the lease handed back (only if still ours): the next
 		 * caller wins at once instead of after lease_s */
-		if (ks_mc_lease_placeholder(lease))
-			ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+		hand_back(fc, c, lease);
 		return ksc_err(ks, ret, "fill of %.*s: %s", (int)fc->klen,
 			       (const char *)fc->key, strerror(-ret));
 	}
@@ -126,11 +138,14 @@ static int run_fill(struct fetch_call *fc, struct ksc_conn *c,
 	ret = ks_mc_store_if(&c->mc, fc->key, fc->klen, &it,
 			     (long)fc->o.exptime,
 			     lease->found ? lease->cas : 0);
-	if (ret && ret != -EAGAIN && ks_mc_lease_placeholder(lease))
+	if (ret && ret != -EAGAIN)
 		/* not stored: hand the lease back, as a failed fill does */
-		ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+		hand_back(fc, c, lease);
 	/* -EAGAIN: a write came between; this call still answers with what
-	 * the database said during it, a read concurrent with that write */
+	 * the database said during it, a read concurrent with that write
+	 * (its followers in this process may have begun after that write,
+	 * so they read again: fly) */
+	fc->raced = ret == -EAGAIN;
 	ret = take_value(fc, v, len, fc->o.flags);
 	free(v);
 	return ret ? ret : 1;
@@ -224,10 +239,11 @@ static int follow(struct fetch_call *fc, struct ksc_flight *f)
 			       (int)fc->klen, (const char *)fc->key,
 			       fc->o.wait_ms);
 	}
-	if (f->ret < 0) {
-		fc->fill_failed = f->fill_failed;
+	fc->fill_failed = f->fill_failed;
+	if (f->ret < 0)
 		return ksc_err(ks, f->ret, "%s", f->err);
-	}
+	if (f->fill_failed)
+		return 0; /* raced by a write: read again */
 	ret = take_value(fc, f->value, f->len, f->flags);
 	if (ret)
 		return ret;
@@ -257,7 +273,9 @@ static int fly(struct fetch_call *fc)
 			return ksc_err(ks, ret, "out of memory");
 		if (ret == 1) {
 			ret = lease_loop(fc, 0);
-			f->fill_failed = fc->fill_failed;
+			/* a raced fill's value is not for followers: they
+			 * may have begun after the write that raced it */
+			f->fill_failed = fc->fill_failed || fc->raced;
 			ksc_flight_finish(&flights, f, ret, fc->value, fc->len,
 					  fc->flags, ks->err);
 			ksc_flight_leave(&flights, f);
@@ -267,9 +285,17 @@ static int fly(struct fetch_call *fc)
 		ksc_flight_leave(&flights, f);
 		/* the leader's fill failed: its error is its own caller's;
 		 * the lease is free again, and one of the rest fills */
-		if (ret >= 0 || !fc->fill_failed ||
-		    ksc_now_ms() >= fc->deadline)
+		if (ret > 0 || !fc->fill_failed)
 			return ret;
+		if (ret < 0 && ksc_now_ms() >= fc->deadline)
+			return ret;
+		if (ksc_now_ms() >= fc->deadline) {
+			ks->st.fetch_timeouts++;
+			return ksc_err(ks, -ETIMEDOUT,
+				       "%.*s: no fill landed within %u ms",
+				       (int)fc->klen, (const char *)fc->key,
+				       fc->o.wait_ms);
+		}
 		fc->fill_failed = 0;
 	}
 }
