@@ -30,7 +30,8 @@ struct fetch_call {
 	struct keysteer_fetch_opts o; /* defaults filled in */
 	unsigned owner;
 	__u64 deadline;
-	int fill_failed; /* the error is the fill's: another caller retries */
+	int fill_failed; /* the error is the fill's, or the flight's answer
+			  * is not this caller's: it goes round again */
 	int waited;      /* counted in lease_waits */
 	int raced;       /* its store refused: a write came after the lease */
 	/* the outcome */
@@ -242,8 +243,12 @@ static int follow(struct fetch_call *fc, struct ksc_flight *f)
 	fc->fill_failed = f->fill_failed;
 	if (f->ret < 0)
 		return ksc_err(ks, f->ret, "%s", f->err);
-	if (f->fill_failed)
-		return 0; /* raced by a write: read again */
+	/* raced by a write, or a stale value this caller did not allow:
+	 * read again (fly) */
+	if (f->ret == KEYSTEER_STALE && !fc->o.allow_stale)
+		fc->fill_failed = 1;
+	if (fc->fill_failed)
+		return 0;
 	ret = take_value(fc, f->value, f->len, f->flags);
 	if (ret)
 		return ret;
@@ -334,7 +339,10 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 	if (fc.owner == KSC_NONE)
 		return ksc_done(ks, ksc_err(ks, -ENOENT,
 					    "no ring yet: the fleet has none"));
-	ret = fc.o.refresh_s ? lease_loop(&fc, 1) : 0;
+	/* a caller that takes a stale value reads the owner itself first:
+	 * in a flight it would wait for its leader's fill instead (the
+	 * point of stale-while-revalidate is not to) */
+	ret = fc.o.refresh_s || fc.o.allow_stale ? lease_loop(&fc, 1) : 0;
 	if (!ret)
 		ret = fly(&fc);
 	if (ret > 0) {
