@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 #include "client/lease.h"
+#include "net/mc_client.h"
 #include "ktest.h"
 #include "unit.h"
 #include "util/clock.h"
@@ -47,6 +48,58 @@ static void test_decide(void)
 	/* EN: no placeholder (memcached out of memory): no lease to wait
 	 * for */
 	CHECK(decide(0, 0, 0, 0, 0, 0) == KSC_LEASE_FILL, "EN");
+	kt_end();
+}
+
+static enum ks_mc_mark plan(int found, size_t len, int w, int z, int x,
+			    long ttl, long max, long *out)
+{
+	struct ks_mc_item it = { .found = found,
+				 .len = len,
+				 .win = w,
+				 .taken = z,
+				 .stale = x,
+				 .ttl = ttl };
+
+	*out = 0;
+	return ks_mc_mark_plan(&it, max, out);
+}
+
+/* What a write's stale mark does with what the owner holds, and which
+ * owner items a reader may take as fresh (net/mc_client.h). */
+static void test_swr_decide(void)
+{
+	struct ks_mc_item fresh = { .found = 1, .len = 3 },
+			  stale = { .found = 1, .len = 3, .stale = 1 },
+			  none = { 0 };
+	long t;
+
+	kt_begin("client_swr_decisions");
+	CHECK(ks_mc_owner_value(&fresh), "a fresh owner item refused");
+	CHECK(!ks_mc_owner_value(&stale), "a stale owner item taken as fresh");
+	CHECK(!ks_mc_owner_value(&none), "no item taken");
+	CHECK(plan(0, 0, 0, 0, 0, 0, 5, &t) == KS_MC_MARK_NONE, "no item");
+	CHECK(plan(1, 3, 0, 0, 0, 100, 5, &t) == KS_MC_MARK_FIRST && t == 5,
+	      "fresh, 100 s left: %ld", t);
+	CHECK(plan(1, 3, 0, 0, 0, -1, 5, &t) == KS_MC_MARK_FIRST && t == 5,
+	      "fresh, never expires: %ld", t);
+	CHECK(plan(1, 3, 0, 0, 0, 2, 5, &t) == KS_MC_MARK_FIRST && t == 2,
+	      "fresh, 2 s left: the mark outlives the value (%ld)", t);
+	CHECK(plan(1, 3, 0, 0, 0, 0, 5, &t) == KS_MC_MARK_DELETE,
+	      "fresh, under 1 s left: not deleted");
+	CHECK(plan(1, 3, 0, 0, 1, 100, 5, &t) == KS_MC_MARK_RESTALE,
+	      "already stale: its first mark's end moved");
+	CHECK(plan(1, 3, 1, 0, 1, 100, 5, &t) == KS_MC_MARK_RESTALE,
+	      "stale with W: not re-marked");
+	CHECK(plan(1, 0, 0, 1, 0, 3, 5, &t) == KS_MC_MARK_DELETE,
+	      "a placeholder marked (a 0-byte stale value)");
+	CHECK(plan(1, 0, 0, 0, 0, 100, 5, &t) == KS_MC_MARK_FIRST,
+	      "a real empty value not marked");
+	/* readers after a mark: X without W is never a fresh hit */
+	CHECK(decide(1, 3, 0, 1, 1, 0) == KSC_LEASE_WAIT &&
+		      decide(1, 3, 0, 1, 1, 1) == KSC_LEASE_STALE &&
+		      decide(1, 3, 1, 0, 1, 0) == KSC_LEASE_FILL,
+	      "a stale reply's decision");
 	kt_end();
 }
 
@@ -206,6 +259,7 @@ static void test_flight_threads(void)
 void test_client_lease(void)
 {
 	test_decide();
+	test_swr_decide();
 	test_pause();
 	test_flight_basic();
 	test_flight_bounds();

@@ -601,7 +601,8 @@ static void test_spec_test_words(void)
 	static const char *const words[] = {
 		"fold=unsafe",    "batch_invalidate=off", "l1_drop=ttl",
 		"invalidate=hot", "invalidate=all",       "ring_union=noinval",
-		"ring_union=off", "view_delay_ms=100"
+		"ring_union=off", "view_delay_ms=100",    "stale_read=fresh",
+		"stale_read=miss"
 	};
 	char spec[128], want[256], out[1024];
 	struct keysteer *ks;

@@ -727,6 +727,84 @@ static void t_lease(struct mc_env *e)
 	      "a lease of 0 s taken");
 }
 
+/* Stale-while-revalidate against memcached 1.6.18: a write's mark bounded
+ * by max_stale and by the item's own TTL, a second mark keeping the
+ * first's end, a placeholder deleted rather than marked; a plain read's W
+ * on a stale item handed back so a lease reader wins; the agent's fill
+ * taking a stale owner item as a miss (its control copies it fresh). */
+static void t_swr(struct mc_env *e)
+{
+	struct ks_mc_conn *reps[1] = { &e->r1 };
+	struct ks_fill_opts unsafe = { .stale_as_fresh = 1 };
+	struct ks_fill_result res;
+	struct ks_mc_item it;
+	int err;
+
+	put(&e->owner, "swr", "old", 3, 7, 100);
+	err = ks_mc_mark_stale(&e->owner, KEY("swr"), 5);
+	CHECK(!err, "mark: %d", err);
+	err = ks_mc_lease_get(&e->owner, KEY("swr"), 3, 0, &it);
+	CHECK(!err && it.found && it.stale && it.win && it.ttl <= 5 &&
+		      it.ttl >= 3 && !memcmp(it.value, "old", 4),
+	      "after the mark: found %d X %d W %d ttl %ld", it.found, it.stale,
+	      it.win, it.ttl);
+	ks_mc_item_free(&it);
+	/* a second write while stale: the first mark's end holds */
+	err = ks_mc_mark_stale(&e->owner, KEY("swr"), 60);
+	err = err ? err : ks_mc_fetch(&e->owner, KEY("swr"), &it);
+	CHECK(!err && it.stale && it.ttl <= 5,
+	      "a second mark moved the end: X %d ttl %ld", it.stale, it.ttl);
+	CHECK(!ks_mc_owner_value(&it), "a stale owner item taken as a value");
+	/* the plain read above got W (the second mark cleared the lease
+	 * reader's): handed back, a lease reader wins */
+	CHECK(it.win, "a plain read of a stale item got no W: memcached "
+		      "changed, the hand-back is moot");
+	err = ks_mc_hand_back(&e->owner, KEY("swr"), it.cas);
+	ks_mc_item_free(&it);
+	err = err ? err : ks_mc_lease_get(&e->owner, KEY("swr"), 3, 0, &it);
+	CHECK(!err && it.win && it.stale && it.ttl <= 5,
+	      "after the hand-back: W %d X %d ttl %ld", it.win, it.stale,
+	      it.ttl);
+	ks_mc_item_free(&it);
+	/* the agent's fill: a stale owner item is a miss, the copy goes */
+	put(&e->r1, "swr", "old", 3, 7, 100);
+	err = ks_fill_copies(&e->owner, reps, 1, KEY("swr"), 30, &res);
+	CHECK(!err && !res.found, "fill of a stale owner item: %d found %d",
+	      err, res.found);
+	err = ks_mc_fetch(&e->r1, KEY("swr"), &it);
+	CHECK(!err && !it.found, "a copy of the stale value left: found %d",
+	      it.found);
+	ks_mc_item_free(&it);
+	/* the control copies it as a fresh value a reader takes */
+	err = ks_fill_copies_opts(&e->owner, reps, 1, KEY("swr"), 30, &unsafe,
+				  &res);
+	err = err ? err : ks_mc_fetch(&e->r1, KEY("swr"), &it);
+	CHECK(!err && ks_mc_copy_usable(&it) && !memcmp(it.value, "old", 4),
+	      "control: the stale value was not copied fresh (%d)", err);
+	ks_mc_item_free(&it);
+	/* the mark never outlives the value: 2 s left, max 60 */
+	put(&e->owner, "swr:short", "v", 1, 0, 2);
+	err = ks_mc_mark_stale(&e->owner, KEY("swr:short"), 60);
+	err = err ? err : ks_mc_fetch(&e->owner, KEY("swr:short"), &it);
+	CHECK(!err && it.stale && it.ttl <= 2, "short: X %d ttl %ld", it.stale,
+	      it.ttl);
+	ks_mc_item_free(&it);
+	/* a lease's placeholder is deleted, never marked */
+	ks_mc_delete(&e->owner, KEY("swr:ph"));
+	err = ks_mc_lease_get(&e->owner, KEY("swr:ph"), 3, 0, &it);
+	ks_mc_item_free(&it);
+	err = err ? err : ks_mc_mark_stale(&e->owner, KEY("swr:ph"), 60);
+	err = err ? err : ks_mc_lease_get(&e->owner, KEY("swr:ph"), 3, 0, &it);
+	CHECK(!err && it.win && !it.stale && ks_mc_lease_placeholder(&it),
+	      "a placeholder marked: W %d X %d len %zu", it.win, it.stale,
+	      it.len);
+	ks_mc_item_free(&it);
+	CHECK(ks_mc_mark_stale(&e->owner, KEY("swr:none"), 5) == 0,
+	      "a mark of nothing failed");
+	CHECK(ks_mc_mark_stale(&e->owner, KEY("swr"), 0) == -EINVAL,
+	      "max_stale 0 taken");
+}
+
 /* The purge's listing and deletes (agent/run_purge.c) against memcached
  * itself: metadump's "\n"-ended lines read, its URL-encoded keys decoded
  * back to the bytes stored (core/purge.c), then a pipelined "md KEY q"
@@ -825,6 +903,7 @@ static const struct mc_case {
 	{ "mc_meta_arithmetic", t_arith },
 	{ "mc_metadump_keys_and_quiet_deletes", t_metadump },
 	{ "mc_lease_vivify_win_wait", t_lease },
+	{ "mc_stale_mark_bounded_hand_back_fill_miss", t_swr },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -51,7 +51,8 @@ struct spec {
  * guarantee (docs/operations.md): gated here, parsed where they belong. */
 static const char *const test_words[] = { "fold",       "batch_invalidate",
 					  "l1_drop",    "invalidate",
-					  "ring_union", "view_delay_ms" };
+					  "ring_union", "view_delay_ms",
+					  "stale_read" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -179,6 +180,12 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "view_delay_ms")) {
 		if (!(ret = num_opt(ks, w, val, 1, 600000, &n)))
 			ks->view_delay_ms = (unsigned)n;
+	} else if (!strcmp(w, "stale_read")) {
+		if (strcmp(val, "miss") && strcmp(val, "fresh"))
+			return ksc_err(ks, -EINVAL,
+				       "stale_read=%s: want miss or fresh",
+				       val);
+		ks->stale_as_fresh = !strcmp(val, "fresh");
 	} else if (!strcmp(w, "batch_invalidate")) {
 		ret = ksc_batch_option(ks, val);
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
@@ -619,6 +626,15 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	if (ret)
 		goto fail;
 	ks->st.owner_reads++;
+	if (it.found && !ks_mc_owner_value(&it) && !ks->stale_as_fresh) {
+		/* a write's stale mark: never a fresh hit; the refill's W
+		 * that memcached gave this plain read goes back, else
+		 * keysteer_fetch's callers would wait out the mark */
+		ks->st.stale_misses++;
+		if (it.win)
+			ksc_owner_hand_back(ks, p.owner, key, klen, it.cas);
+		ks_mc_item_free(&it);
+	}
 	if (!it.found) {
 		ks_mc_item_free(&it);
 		ks->err[0] = '\0';
@@ -686,10 +702,43 @@ int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
 	return bad ? -EIO : 0;
 }
 
+void ksc_owner_hand_back(struct keysteer *ks, unsigned owner, const void *key,
+			 size_t klen, __u64 cas)
+{
+	struct ksc_conn *c = ksc_conn_get(ks, owner);
+
+	/* a failure leaves the token out until the mark expires: the
+	 * refill then waits for max_stale_s, never serves older */
+	if (c && !ks_mc_hand_back(&c->mc, key, klen, cas))
+		ks->st.hand_backs++;
+}
+
+/* What a write does at the owner: WR_SET, WR_DELETE, or WR_STALE (mark
+ * the value stale for at most max_stale s instead of removing it). */
+enum {
+	WR_SET,
+	WR_DELETE,
+	WR_STALE
+};
+
+static int owner_write(struct ksc_conn *c, const void *key, size_t klen,
+		       const struct ks_mc_item *it, uint32_t exptime, int how,
+		       long max_stale)
+{
+	if (how == WR_SET)
+		return ks_mc_store(&c->mc, key, klen, it, (long)exptime);
+	if (how == WR_STALE)
+		return ks_mc_mark_stale(&c->mc, key, klen, max_stale);
+	return ks_mc_delete(&c->mc, key, klen);
+}
+
 static int write_op(struct keysteer *ks, const void *key, size_t klen,
 		    const void *value, size_t len, uint32_t flags,
-		    uint32_t exptime, int del)
+		    uint32_t exptime, int how, long max_stale)
 {
+	int del = how != WR_SET;
+	static const char *const verb[] = { "set", "delete", "stale mark" };
+
 	struct ks_mc_item it = { 0 };
 	char name[KSC_ADDR_MAX];
 	struct ksc_move mv;
@@ -725,13 +774,12 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	it.value = (char *)value;
 	it.len = len;
 	it.flags = flags;
-	ret = del ? ks_mc_delete(&c->mc, key, klen)
-		  : ks_mc_store(&c->mc, key, klen, &it, (long)exptime);
+	ret = owner_write(c, key, klen, &it, exptime, how, max_stale);
 	if (ret && ret != -ETIMEDOUT && ret != -ECONNRESET) {
 		/* refused, never happened: nothing to invalidate */
 		ksc_server_name(ks, owner, name, sizeof(name));
-		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",
-			      name, strerror(-ret));
+		ret = ksc_err(ks, ret, "%s on %s: %s", verb[how], name,
+			      strerror(-ret));
 		goto fail;
 	}
 	/* a write that may have happened is invalidated as one that did */
@@ -743,18 +791,21 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	 * added it since (docs/client.md, "Ring changes") */
 	if (mv.inval_old) {
 		inv_old = ksc_inval_old(ks, &mv, key, klen, hash);
-		if (del && ks_mc_delete(&c->mc, key, klen) && !inv_old)
+		if (del && owner_write(c, key, klen, &it, 0, how, max_stale) &&
+		    !inv_old)
 			inv_old = ksc_err(ks, -EIO,
 					  "deleted, but not again at the new "
 					  "owner after the old one");
 	}
 	if (ret) {
 		ksc_server_name(ks, owner, name, sizeof(name));
-		ret = ksc_err(ks, ret, "%s on %s: %s", del ? "delete" : "set",
-			      name, strerror(-ret));
+		ret = ksc_err(ks, ret, "%s on %s: %s", verb[how], name,
+			      strerror(-ret));
 		goto fail;
 	}
-	if (del)
+	if (how == WR_STALE)
+		ks->st.stale_marks++;
+	else if (del)
 		ks->st.deletes++;
 	else
 		ks->st.sets++;
@@ -776,12 +827,24 @@ KSC_API int keysteer_set(struct keysteer *ks, const void *key, size_t klen,
 		return ksc_err(ks, -EINVAL, "a value of %zu bytes at NULL",
 			       len);
 	return write_op(ks, key, klen, value ? value : "", len, flags, exptime,
-			0);
+			WR_SET, 0);
 }
 
 KSC_API int keysteer_delete(struct keysteer *ks, const void *key, size_t klen)
 {
-	return write_op(ks, key, klen, NULL, 0, 0, 0, 1);
+	return write_op(ks, key, klen, NULL, 0, 0, 0, WR_DELETE, 0);
+}
+
+KSC_API int keysteer_delete_stale(struct keysteer *ks, const void *key,
+				  size_t klen, uint32_t max_stale_s)
+{
+	if (max_stale_s < 1 || max_stale_s > KS_MC_TTL_MAX) {
+		ks->st.errors++;
+		return ksc_err(ks, -EINVAL, "max_stale_s %u: want 1..%ld",
+			       max_stale_s, KS_MC_TTL_MAX);
+	}
+	return write_op(ks, key, klen, NULL, 0, 0, 0, WR_STALE,
+			(long)max_stale_s);
 }
 
 KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,

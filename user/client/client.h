@@ -73,6 +73,8 @@ struct keysteer {
 	/* ring changes (docs/client.md "Ring changes") */
 	unsigned ring_grace_ms; /* 0: 3 x (stale_view_ms + 1000) */
 	int ring_union;         /* KSC_UNION_*: not ON only in a control */
+	int stale_as_fresh;     /* stale_read=fresh: the control's readers
+				 * take a stale owner item as a hit */
 	unsigned view_delay_ms; /* a test's lagging view: events held back */
 	struct ksc_wlog wlog;   /* the keys written (under lock) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
@@ -126,6 +128,11 @@ int ksc_batch_option(struct keysteer *ks, const char *val);
 int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
 		   size_t klen, __u64 hash);
 /* A public call's end: a failure counted, a success clears the message. */
+/* "md KEY I C<cas>" on the owner after a read got the W of a stale item
+ * it does not refill (net/mc_client.h ks_mc_hand_back). */
+void ksc_owner_hand_back(struct keysteer *ks, unsigned owner, const void *key,
+			 size_t klen, __u64 cas);
+
 static inline int ksc_done(struct keysteer *ks, int ret)
 {
 	if (ret < 0)

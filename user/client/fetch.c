@@ -30,8 +30,10 @@ struct fetch_call {
 	struct keysteer_fetch_opts o; /* defaults filled in */
 	unsigned owner;
 	__u64 deadline;
-	int fill_failed; /* the error is the fill's: another caller retries */
+	int fill_failed; /* the error is the fill's, or the flight's answer
+			  * is not this caller's: it goes round again */
 	int waited;      /* counted in lease_waits */
+	int raced;       /* its store refused: a write came after the lease */
 	/* the outcome */
 	void *value;
 	size_t len;
@@ -87,6 +89,18 @@ static int take_value(struct fetch_call *fc, const void *v, size_t len,
 	return 0;
 }
 
+/* A lease not used: a placeholder removed, a stale item's refill token
+ * cleared (its mark's expiry kept), each only if still the one won. */
+static void hand_back(struct fetch_call *fc, struct ksc_conn *c,
+		      const struct ks_mc_item *lease)
+{
+	if (ks_mc_lease_placeholder(lease))
+		ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+	else if (lease->win && lease->stale)
+		ksc_owner_hand_back(fc->ks, fc->owner, fc->key, fc->klen,
+				    lease->cas);
+}
+
 /*
  * This caller holds the lease (or nobody can: found 0): the fill, then
  * the store only if the placeholder or stale item is still the one the
@@ -111,10 +125,9 @@ static int run_fill(struct fetch_call *fc, struct ksc_conn *c,
 		ret = ret < 0 ? ret : len > KS_MC_VALUE_MAX ? -E2BIG : -EIO;
 		ks->st.fill_errors++;
 		fc->fill_failed = 1;
-		/* the placeholder removed (only if still ours): the next
+		/* the lease handed back (only if still ours): the next
 		 * caller wins at once instead of after lease_s */
-		if (ks_mc_lease_placeholder(lease))
-			ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+		hand_back(fc, c, lease);
 		return ksc_err(ks, ret, "fill of %.*s: %s", (int)fc->klen,
 			       (const char *)fc->key, strerror(-ret));
 	}
@@ -126,11 +139,14 @@ static int run_fill(struct fetch_call *fc, struct ksc_conn *c,
 	ret = ks_mc_store_if(&c->mc, fc->key, fc->klen, &it,
 			     (long)fc->o.exptime,
 			     lease->found ? lease->cas : 0);
-	if (ret && ret != -EAGAIN && ks_mc_lease_placeholder(lease))
+	if (ret && ret != -EAGAIN)
 		/* not stored: hand the lease back, as a failed fill does */
-		ks_mc_delete_if(&c->mc, fc->key, fc->klen, lease->cas);
+		hand_back(fc, c, lease);
 	/* -EAGAIN: a write came between; this call still answers with what
-	 * the database said during it, a read concurrent with that write */
+	 * the database said during it, a read concurrent with that write
+	 * (its followers in this process may have begun after that write,
+	 * so they read again: fly) */
+	fc->raced = ret == -EAGAIN;
 	ret = take_value(fc, v, len, fc->o.flags);
 	free(v);
 	return ret ? ret : 1;
@@ -224,10 +240,15 @@ static int follow(struct fetch_call *fc, struct ksc_flight *f)
 			       (int)fc->klen, (const char *)fc->key,
 			       fc->o.wait_ms);
 	}
-	if (f->ret < 0) {
-		fc->fill_failed = f->fill_failed;
+	fc->fill_failed = f->fill_failed;
+	if (f->ret < 0)
 		return ksc_err(ks, f->ret, "%s", f->err);
-	}
+	/* raced by a write, or a stale value this caller did not allow:
+	 * read again (fly) */
+	if (f->ret == KEYSTEER_STALE && !fc->o.allow_stale)
+		fc->fill_failed = 1;
+	if (fc->fill_failed)
+		return 0;
 	ret = take_value(fc, f->value, f->len, f->flags);
 	if (ret)
 		return ret;
@@ -257,7 +278,9 @@ static int fly(struct fetch_call *fc)
 			return ksc_err(ks, ret, "out of memory");
 		if (ret == 1) {
 			ret = lease_loop(fc, 0);
-			f->fill_failed = fc->fill_failed;
+			/* a raced fill's value is not for followers: they
+			 * may have begun after the write that raced it */
+			f->fill_failed = fc->fill_failed || fc->raced;
 			ksc_flight_finish(&flights, f, ret, fc->value, fc->len,
 					  fc->flags, ks->err);
 			ksc_flight_leave(&flights, f);
@@ -267,9 +290,17 @@ static int fly(struct fetch_call *fc)
 		ksc_flight_leave(&flights, f);
 		/* the leader's fill failed: its error is its own caller's;
 		 * the lease is free again, and one of the rest fills */
-		if (ret >= 0 || !fc->fill_failed ||
-		    ksc_now_ms() >= fc->deadline)
+		if (ret > 0 || !fc->fill_failed)
 			return ret;
+		if (ret < 0 && ksc_now_ms() >= fc->deadline)
+			return ret;
+		if (ksc_now_ms() >= fc->deadline) {
+			ks->st.fetch_timeouts++;
+			return ksc_err(ks, -ETIMEDOUT,
+				       "%.*s: no fill landed within %u ms",
+				       (int)fc->klen, (const char *)fc->key,
+				       fc->o.wait_ms);
+		}
 		fc->fill_failed = 0;
 	}
 }
@@ -308,7 +339,10 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 	if (fc.owner == KSC_NONE)
 		return ksc_done(ks, ksc_err(ks, -ENOENT,
 					    "no ring yet: the fleet has none"));
-	ret = fc.o.refresh_s ? lease_loop(&fc, 1) : 0;
+	/* a caller that takes a stale value reads the owner itself first:
+	 * in a flight it would wait for its leader's fill instead (the
+	 * point of stale-while-revalidate is not to) */
+	ret = fc.o.refresh_s || fc.o.allow_stale ? lease_loop(&fc, 1) : 0;
 	if (!ret)
 		ret = fly(&fc);
 	if (ret > 0) {

@@ -79,8 +79,8 @@ struct keysteer;
  *                       the old owner for twice as long (default 3 x
  *                       (stale_view_ms + 1000))
  *
- * The words fold=, batch_invalidate=, l1_drop=, invalidate=, ring_union=
- * and view_delay_ms= exist
+ * The words fold=, batch_invalidate=, l1_drop=, invalidate=, ring_union=,
+ * view_delay_ms= and stale_read= exist
  * only so a test's control run can break a guarantee (a write's
  * invalidations, the L1's drops on etcd's events, a fold's counts): a
  * spec naming one is refused unless the environment has
@@ -123,6 +123,21 @@ int keysteer_set(struct keysteer *ks, const void *key, size_t klen,
 /* Deletes key on its owner (absent is success too), then invalidates as
  * keysteer_set does. */
 int keysteer_delete(struct keysteer *ks, const void *key, size_t klen);
+/*
+ * Stale-while-revalidate (docs/client.md): for a write to the database
+ * behind the cache, instead of keysteer_delete. The owner's item is marked
+ * stale rather than removed, for at most max_stale_s seconds (1..30 days;
+ * never past the item's own expiry; an item already stale keeps its first
+ * mark's end), and the replicas are invalidated as keysteer_delete does.
+ * Until one keysteer_fetch caller's fill replaces it, keysteer_fetch
+ * callers that set allow_stale get the old value at once as
+ * KEYSTEER_STALE; no read through the library returns it as fresh
+ * (keysteer_get takes it as a miss). Plain memcached clients' text gets
+ * still read the old value until then: memcached's stale mark is a meta
+ * notion. 0, or as keysteer_delete.
+ */
+int keysteer_delete_stale(struct keysteer *ks, const void *key, size_t klen,
+			  uint32_t max_stale_s);
 
 void keysteer_free(void *value);
 
@@ -188,6 +203,10 @@ struct keysteer_stats {
 	uint64_t stale_serves;   /* stale values served, flagged */
 	uint64_t fetch_timeouts; /* calls whose wait bound passed */
 	uint64_t refreshes;      /* early refreshes won (meta R) */
+	/* stale-while-revalidate (keysteer_delete_stale) */
+	uint64_t stale_marks;  /* keysteer_delete_stale calls acknowledged */
+	uint64_t stale_misses; /* gets that found the owner's item stale */
+	uint64_t hand_backs;   /* refill tokens of stale items handed back */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's

@@ -561,13 +561,15 @@ struct cas_arg {
 	size_t klen;
 	__u64 cas;
 	long ttl;
-	int how; /* CAS_READ, CAS_DELETE_IF, CAS_INVALIDATE */
+	int how; /* CAS_READ, CAS_DELETE_IF, CAS_INVALIDATE, ... */
 };
 
 enum {
 	CAS_READ,
 	CAS_DELETE_IF,
-	CAS_INVALIDATE
+	CAS_INVALIDATE,
+	CAS_RESTALE, /* md I C<cas>: token cleared, CAS bumped, expiry kept */
+	CAS_MARK     /* md I T<ttl> C<cas>: a fresh item's first mark */
 };
 
 /* "HD c<N> ..." or "VA ... c<N> ...": N. */
@@ -607,6 +609,16 @@ static int cas_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
 	case CAS_DELETE_IF:
 		snprintf(tail, sizeof(tail), " C%llu",
 			 (unsigned long long)a->cas);
+		err = send_key_cmd(c, "md", &k, tail, deadline);
+		return err ? err : cond_reply(c, deadline);
+	case CAS_RESTALE:
+	case CAS_MARK:
+		if (a->how == CAS_MARK)
+			snprintf(tail, sizeof(tail), " I T%ld C%llu", a->ttl,
+				 (unsigned long long)a->cas);
+		else
+			snprintf(tail, sizeof(tail), " I C%llu",
+				 (unsigned long long)a->cas);
 		err = send_key_cmd(c, "md", &k, tail, deadline);
 		return err ? err : cond_reply(c, deadline);
 	default:
@@ -667,6 +679,79 @@ int ks_mc_invalidate(struct ks_mc_conn *c, const __u8 *key, size_t klen,
 			return err;
 	}
 	return -EAGAIN;
+}
+
+int ks_mc_hand_back(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    __u64 cas)
+{
+	struct cas_arg a = { key, klen, cas, 0, CAS_RESTALE };
+	int err = ks_mc_key_check(key, klen);
+
+	if (!err)
+		err = run_op(c, cas_op, &a);
+	return err == -EAGAIN ? 0 : err;
+}
+
+enum ks_mc_mark ks_mc_mark_plan(const struct ks_mc_item *it, long max_stale,
+				long *ttl)
+{
+	long t = max_stale;
+
+	if (!it->found)
+		return KS_MC_MARK_NONE;
+	if (ks_mc_lease_placeholder(it))
+		return KS_MC_MARK_DELETE;
+	if (it->stale)
+		return KS_MC_MARK_RESTALE;
+	/* never longer than the value would have lived unwritten */
+	if (it->ttl >= 0 && it->ttl < t)
+		t = it->ttl;
+	if (t < 1)
+		return KS_MC_MARK_DELETE;
+	*ttl = t;
+	return KS_MC_MARK_FIRST;
+}
+
+int ks_mc_mark_stale(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		     long max_stale)
+{
+	struct ks_mc_item it;
+	/* raw: a placeholder must be seen as one, to be deleted */
+	struct key_arg k = { key, klen, &it, NULL, 1 };
+	struct cas_arg a = { key, klen, 0, 0, CAS_MARK };
+	int err = ks_mc_key_check(key, klen), i;
+
+	if (err)
+		return err;
+	if (max_stale < 1 || max_stale > KS_MC_TTL_MAX)
+		return -EINVAL;
+	for (i = 0; i < 3; i++) {
+		memset(&it, 0, sizeof(it));
+		err = run_op(c, fetch_op, &k);
+		a.cas = it.cas;
+		switch (err ? KS_MC_MARK_NONE
+			    : ks_mc_mark_plan(&it, max_stale, &a.ttl)) {
+		case KS_MC_MARK_NONE:
+			ks_mc_item_free(&it);
+			return err;
+		case KS_MC_MARK_DELETE:
+			err = ks_mc_delete_if(c, key, klen, a.cas);
+			break;
+		case KS_MC_MARK_RESTALE:
+			a.how = CAS_RESTALE;
+			err = run_op(c, cas_op, &a);
+			break;
+		case KS_MC_MARK_FIRST:
+			a.how = CAS_MARK;
+			err = run_op(c, cas_op, &a);
+			break;
+		}
+		ks_mc_item_free(&it);
+		if (err != -EAGAIN)
+			return err;
+	}
+	/* changed under each try: a delete is stricter than any mark */
+	return ks_mc_delete(c, key, klen);
 }
 
 static int delete_op(struct ks_mc_conn *c, void *arg, __u64 deadline)
@@ -739,6 +824,14 @@ int ks_fill_copies_opts(struct ks_mc_conn *owner,
 		res->failed_mask = n >= 32 ? ~0U : (1U << n) - 1;
 		res->owner_err = err;
 		return err;
+	}
+	/* a stale-marked owner item (a library write's mark, docs/client.md
+	 * "Stale-while-revalidate") is no value to copy: a miss, and the W
+	 * memcached handed this read goes back to a reader who refills */
+	if (it.found && it.stale && !o->stale_as_fresh) {
+		if (it.win)
+			ks_mc_hand_back(owner, key, klen, it.cas);
+		ks_mc_item_free(&it);
 	}
 	res->found = it.found;
 	res->owner_cas = it.found ? it.cas : 0;

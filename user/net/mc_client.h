@@ -113,6 +113,46 @@ static inline int ks_mc_copy_usable(const struct ks_mc_item *it)
 }
 void ks_mc_item_free(struct ks_mc_item *it);
 
+/*
+ * Stale-while-revalidate (docs/client.md, "Stale-while-revalidate"):
+ *
+ * ks_mc_owner_value: whether an item read from an owner is a value a
+ *   reader may take as fresh: found and not stale-marked. A stale owner
+ *   item is a miss to keysteer_get and to the agent's copy fill.
+ * ks_mc_hand_back: "md <key> I C<cas>" after a plain read got memcached's
+ *   W on a stale item it does not refill (1.6.18 hands W to the first
+ *   reader of a stale item whatever it asked): the token cleared, so a
+ *   keysteer_fetch caller wins the refill instead of waiting out the
+ *   mark; its CAS bumped, its expiry kept. Changed meanwhile (EX, NF) is
+ *   0: someone stored or removed it, nothing is held. Owners only: a CAS
+ *   bumped on a replica would refuse the agent's fills for nothing.
+ * ks_mc_mark_stale: a write's mark on the owner, bounded: a fresh item
+ *   marked stale for min(max_stale, its remaining TTL) s ("md <key> I
+ *   T<s> C<cas>"); an item already stale keeps the expiry of its first
+ *   mark (a later write only bumps its CAS, so the old value is never
+ *   served past max_stale after the write that first superseded it); a
+ *   lease's placeholder, or an item with under 1 s left, is deleted (a
+ *   stale placeholder would be served as a 0-byte value). Each step is
+ *   CAS-checked and tried again on a change; after 3 changes a delete.
+ *   ks_mc_mark_plan is its pure decision on the item read.
+ */
+static inline int ks_mc_owner_value(const struct ks_mc_item *it)
+{
+	return it->found && !it->stale;
+}
+int ks_mc_hand_back(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		    __u64 cas);
+enum ks_mc_mark {
+	KS_MC_MARK_NONE,    /* no item: nothing to mark */
+	KS_MC_MARK_DELETE,  /* a placeholder or about to expire: delete it */
+	KS_MC_MARK_RESTALE, /* already stale: CAS bumped, expiry kept */
+	KS_MC_MARK_FIRST,   /* fresh: stale for *ttl s */
+};
+enum ks_mc_mark ks_mc_mark_plan(const struct ks_mc_item *it, long max_stale,
+				long *ttl);
+int ks_mc_mark_stale(struct ks_mc_conn *c, const __u8 *key, size_t klen,
+		     long max_stale);
+
 struct ks_fill_result {
 	int found;       /* the owner had the key */
 	unsigned stored; /* replicas updated (stored, or deleted on a miss) */
@@ -144,6 +184,7 @@ struct ks_fill_result {
 struct ks_fill_opts {
 	int unconditional;
 	unsigned delay_ms;
+	int stale_as_fresh; /* a stale owner item copied as a value */
 };
 int ks_fill_copies_opts(struct ks_mc_conn *owner,
 			struct ks_mc_conn *const *replicas, unsigned n,

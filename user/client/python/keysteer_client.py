@@ -62,7 +62,10 @@ class _Stats(ctypes.Structure):
         # read-through (keysteer_fetch, get_or_fill)
         (n, ctypes.c_uint64) for n in (
             "fetches", "fills", "fill_errors", "lease_wins", "lease_waits",
-            "shared_fills", "stale_serves", "fetch_timeouts", "refreshes")]
+            "shared_fills", "stale_serves", "fetch_timeouts", "refreshes")] + [
+        # stale-while-revalidate (keysteer_delete_stale)
+        (n, ctypes.c_uint64) for n in (
+            "stale_marks", "stale_misses", "hand_backs")]
 
 
 class _FetchOpts(ctypes.Structure):
@@ -109,6 +112,7 @@ def _api():
         l.keysteer_set.argtypes = [vp, ctypes.c_char_p, sz, ctypes.c_char_p, sz,
                                    u32, u32]
         l.keysteer_delete.argtypes = [vp, ctypes.c_char_p, sz]
+        l.keysteer_delete_stale.argtypes = [vp, ctypes.c_char_p, sz, u32]
         l.keysteer_free.argtypes = [vp]
         l.keysteer_stats.argtypes = [vp, ctypes.POINTER(_Stats), sz]
         u64 = ctypes.c_uint64
@@ -223,9 +227,18 @@ class Client:
             self._l.keysteer_free(v)
         return StaleValue(out) if rc == 2 else out
 
-    def delete(self, key):
+    def delete(self, key, max_stale=0):
+        """Deletes key. With max_stale (seconds), for a write to the
+        database behind the cache: the old value stays, marked stale, for
+        at most max_stale s, served only by get_or_fill(allow_stale=True)
+        as a StaleValue while one caller refills it; get() misses it
+        (libkeysteer.h keysteer_delete_stale)."""
         k = _key(key)
-        self._check(self._l.keysteer_delete(self._h, k, len(k)))
+        if max_stale:
+            self._check(self._l.keysteer_delete_stale(self._h, k, len(k),
+                                                      int(max_stale)))
+        else:
+            self._check(self._l.keysteer_delete(self._h, k, len(k)))
         return True
 
     def _count(self, fn, key, value):
