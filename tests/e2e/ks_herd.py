@@ -29,9 +29,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "user", "client", "python"))
-from keysteer_client import Client, KeysteerError  # noqa: E402
+from herd_lib import Callers, KeysteerError
 
 
 class FillError(Exception):
@@ -63,17 +61,14 @@ def main():
     errors = {}       # message -> count
     raised_seen = [0]  # fill exceptions that reached their own caller
     nfill = [0]
-    opened = threading.Barrier(a.threads + 1)
-    started = threading.Event()
-    clients = [None] * a.threads
-    t0 = [0.0]
+    callers = Callers(a.spec, a.threads)
 
     def fill():
         start = time.monotonic()
         with lock:
             nfill[0] += 1
             n = nfill[0]
-        if a.die_in_fill_after >= 0 and start - t0[0] >= a.die_in_fill_after:
+        if a.die_in_fill_after >= 0 and start - callers.t0 >= a.die_in_fill_after:
             # the winner dies holding the lease; its time for the check
             sys.stderr.write(json.dumps({"died_in_fill_at": start}) + "\n")
             sys.stderr.flush()
@@ -88,16 +83,11 @@ def main():
         return b"v%d:%d" % (os.getpid(), n)
 
     def worker(i):
-        try:
-            clients[i] = Client(a.spec)
-        finally:
-            opened.wait()
-        started.wait()
-        c = clients[i]
+        c = callers.open(i)
         if c is None:
             return
         mine = []
-        while time.monotonic() < t0[0] + a.seconds:
+        while time.monotonic() < callers.t0 + a.seconds:
             s = time.monotonic()
             try:
                 if a.mode == "fetch":
@@ -118,38 +108,20 @@ def main():
         with lock:
             lat.append(mine)
 
-    ths = [threading.Thread(target=worker, args=(i,)) for i in range(a.threads)]
-    for t in ths:
-        t.start()
-    opened.wait()
-    if a.prefill and clients[0] is not None:
+    def prefill(cs):
         # the key there before the run: every miss in it is an expiry
         # (the stats read later are the run's alone)
-        clients[0].set(a.key, b"prefill", expire=a.ttl)
-    if a.ready:
-        with open(a.ready, "w") as f:
-            f.write("%d\n" % sum(c is not None for c in clients))
-    if a.go:
-        while not os.path.exists(a.go):
-            time.sleep(0.01)
-    t0[0] = time.monotonic()
-    started.set()
-    for t in ths:
-        t.join()
-    st = {}
-    for c in clients:
-        if c is None:
-            continue
-        for k, v in c.stats().items():
-            if k in ("fetches", "fills", "fill_errors", "lease_wins",
-                     "lease_waits", "shared_fills", "stale_serves",
-                     "fetch_timeouts", "refreshes", "gets", "hits",
-                     "errors"):
-                st[k] = st.get(k, 0) + v
-        c.close()
-    json.dump({"pid": os.getpid(), "mode": a.mode, "t0": t0[0],
+        if a.prefill and cs.clients[0] is not None:
+            cs.clients[0].set(a.key, b"prefill", expire=a.ttl)
+
+    callers.run([worker] * a.threads, a.ready, a.go, prefill)
+    st = callers.close(("fetches", "fills", "fill_errors", "lease_wins",
+                        "lease_waits", "shared_fills", "stale_serves",
+                        "fetch_timeouts", "refreshes", "gets", "hits",
+                        "errors"))
+    json.dump({"pid": os.getpid(), "mode": a.mode, "t0": callers.t0,
                "wait_ms": a.wait_ms,
-               "t1": t0[0] + a.seconds, "handles": sum(c is not None for c in clients),
+               "t1": callers.t0 + a.seconds, "handles": callers.handles(),
                "fills": fills, "fill_raised_to_caller": raised_seen[0],
                "calls": sum(len(x) for x in lat),
                "latencies": [x for m in lat for x in m],
