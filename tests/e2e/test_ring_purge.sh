@@ -26,8 +26,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=../../user/scripts/steer_topo.sh
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
 e2e_init ring_purge
 
+# shellcheck disable=SC2034 # e2e_topo_etcd_cleanup stops it
 ETCD_PID=
 CLUSTER=rp
 NKEYS=3000
@@ -45,12 +48,7 @@ if ! steer_topo_up 4 0 >"$E2E_TMP/topo.out" 2>&1; then
 fi
 CNS=$STEER_CLIENT_NS
 URL=http://$STEER_CLIENT_ADDR:2379
-if ! e2e_etcd_start "$CNS" ring_purge "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
-	fail ring_purge_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-# shellcheck disable=SC2034 # e2e_topo_etcd_cleanup stops it
-ETCD_PID=$E2E_ETCD_PID
+fleet_etcd_up "$CNS" ring_purge "$URL" ring_purge_setup
 
 ABC=$E2E_TMP/abc.txt
 ABCE=$E2E_TMP/abce.txt
