@@ -312,7 +312,7 @@ demo: check-demo-deps
 	user/scripts/demo_fleet.sh
 	user/scripts/demo_ring.sh
 	@echo "== one hot key expiring every second under 32 callers on 2 hosts, 50 ms database reads: fills per expiry without and with get_or_fill (docs/client.md, Read-through)"
-	OUT=$(OUT) tests/bench/herd_bench.sh --seconds 5 --threads 16
+	OUT=$(OUT) tests/bench/herd_bench.sh --seconds 5 --threads 16 --alone
 
 # BENCH_BEFORE=path/keysteer.bpf.o times the build before TCP streams
 # (commit 94672e7, built in a worktree of its own) on the same packets in

@@ -5,11 +5,23 @@
 # adapter), each miss's "database" read taking 50 ms, for 10 s: database
 # fills per expiry with the plain pattern (get, fill on a miss, set) and
 # with get_or_fill (keysteer_fetch), and the p99 latency of the calls
-# that began while an expiry's fill ran. memcached 1.6 runs in a third
+# that began while an expiry's fill ran. Then the same amid normal
+# traffic: each call reads the hot key with probability SHARE (1%), else
+# one of ZIPF other keys (10,000, Zipf 0.99, stored first so they hit),
+# through the same pattern. Then, amid that traffic, the hot key
+# invalidated by a writer every second instead of expiring (TTL 60 s): a
+# plain delete with the plain pattern and with get_or_fill, and the stale
+# mark (delete(max_stale=MAX_STALE), keysteer_delete_stale) with
+# get_or_fill(allow_stale=True): fills per invalidation, the values served
+# flagged stale and the staleness of each. memcached 1.6 runs in a third
 # namespace joined to each client host by a veth pair (198.18.30.0/30,
 # 198.18.31.0/30). Everything is removed on every exit path.
 #
-#   tests/bench/herd_bench.sh [--seconds S] [--threads N] [--json FILE]
+#   tests/bench/herd_bench.sh [--seconds S] [--threads N] [--zipf N]
+#                             [--share P] [--max-stale S] [--alone]
+#                             [--json FILE]
+#
+# --alone: the hot key alone, expiring, only (make demo's short part).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../user/scripts/netns.sh
@@ -17,13 +29,21 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3
 SECONDS_RUN=10
 THREADS=32
+ZIPF=10000
+SHARE=0.01
+MAX_STALE=2
+ALONE=0
 JSON=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seconds) SECONDS_RUN=$2; shift 2 ;;
 	--threads) THREADS=$2; shift 2 ;;
+	--zipf) ZIPF=$2; shift 2 ;;
+	--share) SHARE=$2; shift 2 ;;
+	--max-stale) MAX_STALE=$2; shift 2 ;;
+	--alone) ALONE=1; shift ;;
 	--json) JSON=$2; shift 2 ;;
-	*) echo "usage: $0 [--seconds S] [--threads N] [--json FILE]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--seconds S] [--threads N] [--zipf N] [--share P] [--max-stale S] [--alone] [--json FILE]" >&2; exit 2 ;;
 	esac
 done
 for t in memcached "$PY" ip nsenter; do
@@ -59,48 +79,56 @@ MC_PID=$KS_BG_PID
 ks_wait_tcp "$C1" 198.18.30.2 11211 10 && ks_wait_tcp "$C2" 198.18.31.2 11211 10 ||
 	{ echo "herd_bench: memcached did not start" >&2; exit 1; }
 
-# run MODE: both hosts' callers, started together once all have handles
+# run TAG MODE TTL [ARGS...]: both hosts' callers (ks_herd.py --mode
+# MODE, ARGS each), started together once all have handles; host 1 also
+# stores the other keys and the hot key first and runs the writer (the
+# words after "--" in ARGS are host 1's alone). The summary in TAG.sum.
 run() {
-	local mode=$1 i ns addr pids=()
-	rm -f "$TMP/$mode.go"
+	local tag=$1 mode=$2 ttl=$3 i ns addr pids=() both=() one=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do both+=("$1"); shift; done
+	[ $# -gt 0 ] && shift && one=("$@")
+	rm -f "$TMP/$tag.go"
+	echo "0 50" >"$TMP/herd.db"
 	for i in 1 2; do
 		ns=$C1 addr=198.18.30.2
-		[ "$i" = 2 ] && ns=$C2 addr=198.18.31.2
+		[ "$i" = 2 ] && ns=$C2 addr=198.18.31.2 && one=()
 		ks_in_ns_bg "$ns" "$PY" "$ROOT/tests/e2e/ks_herd.py" \
-			--spec "servers=$addr:11211 timeout_ms=2000" --key "bench:$mode" \
-			--threads "$THREADS" --seconds "$SECONDS_RUN" --ttl 1 --fill-ms 50 \
-			--mode "$mode" --ready "$TMP/$mode.$i.ready" --go "$TMP/$mode.go" \
-			</dev/null >"$TMP/$mode.$i.json" 2>"$TMP/$mode.$i.err"
+			--spec "servers=$addr:11211 timeout_ms=2000" --key "bench:$tag" \
+			--threads "$THREADS" --seconds "$SECONDS_RUN" --ttl "$ttl" --fill-ms 50 \
+			--mode "$mode" --ready "$TMP/$tag.$i.ready" \
+			--go "$TMP/$tag.go" "${both[@]}" "${one[@]}" \
+			</dev/null >"$TMP/$tag.$i.json" 2>"$TMP/$tag.$i.err"
 		pids+=("$KS_BG_PID")
 		PIDS+=("$KS_BG_PID")
 	done
-	for ((i = 0; i < 1200; i++)); do
-		[ -f "$TMP/$mode.1.ready" ] && [ -f "$TMP/$mode.2.ready" ] && break
+	# the other keys' stores come first: 10,000 sets, longer loaded
+	for ((i = 0; i < 2400; i++)); do
+		[ -f "$TMP/$tag.1.ready" ] && [ -f "$TMP/$tag.2.ready" ] && break
 		sleep 0.05
 	done
-	touch "$TMP/$mode.go"
+	touch "$TMP/$tag.go"
 	for i in "${pids[@]}"; do
-		wait "$i" || { echo "herd_bench: a $mode caller failed: $(tail -n 3 "$TMP/$mode".*.err)" >&2; exit 1; }
+		wait "$i" || { echo "herd_bench: a $tag caller failed: $(tail -n 3 "$TMP/$tag".*.err)" >&2; exit 1; }
 	done
-	"$PY" "$ROOT/tests/e2e/ks_herd_check.py" summary --ttl 1 "$TMP/$mode".[12].json >"$TMP/$mode.sum"
+	"$PY" "$ROOT/tests/e2e/ks_herd_check.py" summary --ttl "$ttl" "$TMP/$tag".[12].json >"$TMP/$tag.sum"
 }
 
-run plain
-run fetch
-"$PY" - "$TMP/plain.sum" "$TMP/fetch.sum" "$THREADS" "$SECONDS_RUN" "${JSON:-}" <<'EOF'
-import json, sys
-plain, fetch = (json.load(open(p)) for p in sys.argv[1:3])
-print("| pattern | callers | fills | expiries seen | fills per expiry | "
-      "calls | errors | p99 call | p99 call during an expiry | max call |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for name, s in (("plain get/fill/set", plain), ("get_or_fill", fetch)):
-    print("| %s | %d | %d | %d | %.2f | %d | %d | %.1f ms | %.1f ms | %.1f ms |" % (
-        name, s["handles"], s["fills"], s["expiries_seen"],
-        s["fills_per_expiry"], s["calls"], sum(s["errors"].values()),
-        s["p99_call_s"] * 1e3, s["p99_call_during_expiry_s"] * 1e3,
-        s["max_call_s"] * 1e3))
-print("get_or_fill stats: %s" % json.dumps(fetch["stats"]))
-if sys.argv[5]:
-    json.dump({"threads_per_host": int(sys.argv[3]), "seconds": float(sys.argv[4]),
-               "plain": plain, "fetch": fetch}, open(sys.argv[5], "w"))
-EOF
+AMID=(--zipf-keys "$ZIPF" --hot-share "$SHARE")
+# the invalidated runs: the versions the database (a file) holds, the
+# writer's version 0 stored before the first write
+DB=(--db "$TMP/herd.db")
+INVAL=(--invalidate-every 1 --prefill --zipf-prefill)
+run plain plain 1
+run fetch fetch 1
+if [ "$ALONE" = 1 ]; then
+	"$PY" "$ROOT/tests/bench/herd_report.py" "$TMP" "$THREADS" "$SECONDS_RUN" "${JSON:-}"
+	exit
+fi
+run plain_amid plain 1 "${AMID[@]}" -- --zipf-prefill
+run fetch_amid fetch 1 "${AMID[@]}" -- --zipf-prefill
+run plain_del plain 60 "${AMID[@]}" "${DB[@]}" -- "${INVAL[@]}"
+run fetch_del fetch 60 "${AMID[@]}" "${DB[@]}" -- "${INVAL[@]}"
+run fetch_swr fetch 60 "${AMID[@]}" "${DB[@]}" --allow-stale -- \
+	"${INVAL[@]}" --max-stale "$MAX_STALE"
+"$PY" "$ROOT/tests/bench/herd_report.py" "$TMP" "$THREADS" "$SECONDS_RUN" "${JSON:-}"

@@ -33,15 +33,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "user", "client", "python"))
-
-
-def owners(path):
-    m = {}
-    with open(path) as f:
-        for line in f:
-            k, _, hp = line.rstrip("\n").split("\t")
-            m[k] = hp
-    return m
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+from ring_lookup import owners  # noqa: E402
 
 
 def zipf_cdf(n, s):

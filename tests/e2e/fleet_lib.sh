@@ -1,7 +1,17 @@
 # shellcheck shell=bash
-# fleet_lib.sh - checks the fleet's e2e tests share (test_fleet_ring.sh,
-# test_fleet_faults.sh). Source it after lib.sh; functions only.
+# fleet_lib.sh - set-up and checks the fleet's e2e tests share
+# (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh,
+# test_ring_change_ops.sh, test_ring_purge.sh). Source it after lib.sh;
+# functions only.
 #
+#   fleet_etcd_up NS NAME URL SETUP
+#       etcd in NS serving URL (peer port 2380, data and log under
+#       $E2E_TMP/NAME.*), its pid in ETCD_PID; when it does not start, FAIL
+#       SETUP with its log's tail and exit 1.
+#   fleet_etcd_cleanup
+#       the EXIT trap of a test with one agent (e2e_agent_start) and one
+#       etcd (ETCD_PID): the agent, then etcd, each by its pid, then
+#       e2e_cleanup.
 #   fleet_ring_race DIR KEY GET SET_A SET_B
 #       one round of two concurrent `agent ring set --if-revision R`. GET
 #       is a command printing "REVISION DIGEST" of the ring in etcd now;
@@ -11,6 +21,23 @@
 #       D ..."), the other 1 with one line naming the winner's revision and
 #       digest, and etcd must then hold the winner's. 0 and the loser's line
 #       in RACE_NOTE, or 1 and why in RACE_WHY. Output in DIR/race_[ab].*.
+
+fleet_etcd_up() {
+	local ns=$1 name=$2 url=$3 setup=$4
+	if ! e2e_etcd_start "$ns" "$name" "$url" 2380 >"$E2E_TMP/etcd_start.out"; then
+		fail "$setup" "$(cat "$E2E_TMP/etcd_start.out")"
+		exit 1
+	fi
+	ETCD_PID=$E2E_ETCD_PID
+}
+
+fleet_etcd_cleanup() {
+	local rc=$?
+	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
+	[ -n "${ETCD_PID:-}" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	(exit "$rc")
+	e2e_cleanup
+}
 
 # shellcheck disable=SC2034 # RACE_NOTE and RACE_WHY are for the caller
 fleet_ring_race() {

@@ -11,6 +11,9 @@ can merge hosts), every call's latency, errors and the library's stats.
                --fill-ms MS --mode fetch|plain [--lease S] [--wait-ms MS]
                [--fill-fails-every N] [--die-in-fill-after S]
                [--refresh S] [--prefill]
+               [--zipf-keys N [--hot-share P] [--zipf-s S] [--zipf-prefill]]
+               [--db FILE [--invalidate-every S [--max-stale S]]
+                [--allow-stale]]
                [--ready FILE] [--go FILE]
 
 --mode plain is the pattern without protection (get, fill on a miss,
@@ -20,18 +23,30 @@ lease winner dies). --fill-fails-every N: every Nth fill of this process
 raises. --ready FILE is written once every thread has its handle;
 with --go FILE the threads start only once FILE exists (so two processes
 start together).
+
+Amid normal traffic (make bench-herd): with --zipf-keys N each call reads
+KEY with probability P (the hot key's share, default 1%), else one of N
+other keys drawn from a Zipf(S) law, through the same pattern (their fills
+take no time and are counted apart; --zipf-prefill stores them all with a
+long TTL first, so they hit). --db FILE: the fill returns the version the
+file "database" holds (herd_lib.db_read) and every call of KEY records the
+version it returned and whether it was flagged stale. --invalidate-every
+S: a writer thread of this process writes a new version every S seconds
+and then deletes KEY (plain), or marks it stale for at most --max-stale s
+(delete(max_stale=...), keysteer_delete_stale); --allow-stale: the
+callers of KEY take stale values (get_or_fill(allow_stale=True)).
 """
 import argparse
+import bisect
 import json
 import os
+import random
 import signal
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "user", "client", "python"))
-from keysteer_client import Client, KeysteerError  # noqa: E402
+from herd_lib import Callers, KeysteerError, db_read, db_write
 
 
 class FillError(Exception):
@@ -53,6 +68,14 @@ def main():
     ap.add_argument("--die-in-fill-after", type=float, default=-1)
     ap.add_argument("--refresh", type=int, default=0)
     ap.add_argument("--prefill", action="store_true")
+    ap.add_argument("--zipf-keys", type=int, default=0)
+    ap.add_argument("--hot-share", type=float, default=0.01)
+    ap.add_argument("--zipf-s", type=float, default=0.99)
+    ap.add_argument("--zipf-prefill", action="store_true")
+    ap.add_argument("--db")
+    ap.add_argument("--invalidate-every", type=float, default=0)
+    ap.add_argument("--max-stale", type=int, default=0)
+    ap.add_argument("--allow-stale", action="store_true")
     ap.add_argument("--ready")
     ap.add_argument("--go")
     a = ap.parse_args()
@@ -63,17 +86,24 @@ def main():
     errors = {}       # message -> count
     raised_seen = [0]  # fill exceptions that reached their own caller
     nfill = [0]
-    opened = threading.Barrier(a.threads + 1)
-    started = threading.Event()
-    clients = [None] * a.threads
-    t0 = [0.0]
+    bg_lat = []       # the other keys' calls: [start, seconds]
+    bg_fills = [0]
+    values = []       # with --db, KEY's calls: [start, version, stale]
+    writes = []       # [version, mark or delete start, acknowledged]
+    writer = a.db is not None and a.invalidate_every > 0
+    callers = Callers(a.spec, a.threads + (1 if writer else 0))
+    # the Zipf law's cumulative weights over the other keys, rank 1 first
+    cdf, acc = [], 0.0
+    for r in range(1, a.zipf_keys + 1):
+        acc += 1.0 / r ** a.zipf_s
+        cdf.append(acc)
 
     def fill():
         start = time.monotonic()
         with lock:
             nfill[0] += 1
             n = nfill[0]
-        if a.die_in_fill_after >= 0 and start - t0[0] >= a.die_in_fill_after:
+        if a.die_in_fill_after >= 0 and start - callers.t0 >= a.die_in_fill_after:
             # the winner dies holding the lease; its time for the check
             sys.stderr.write(json.dumps({"died_in_fill_at": start}) + "\n")
             sys.stderr.flush()
@@ -87,26 +117,64 @@ def main():
             raise FillError("fill %d fails on purpose" % n)
         return b"v%d:%d" % (os.getpid(), n)
 
+    def db_fill():
+        # the database read at the fill's start: a write after it makes
+        # this value old, as a real read would be
+        start = time.monotonic()
+        v = db_read(a.db)[0]
+        time.sleep(a.fill_ms / 1000.0)
+        with lock:
+            fills.append([start, time.monotonic(), True])
+        return b"%d" % v
+
+    def bg_fill():
+        with lock:
+            bg_fills[0] += 1
+        return b"normal"
+
+    def bg_call(c, key):
+        if a.mode == "fetch":
+            c.get_or_fill(key, bg_fill, expire=3600)
+        elif c.get(key) is None:
+            c.set(key, bg_fill(), expire=3600)
+
+    def hot_call(c):
+        """KEY's call by the run's pattern: the value it returned."""
+        f = db_fill if a.db else fill
+        if a.mode == "fetch":
+            return c.get_or_fill(a.key, f, expire=a.ttl, lease=a.lease,
+                                 wait_ms=a.wait_ms, refresh=a.refresh,
+                                 allow_stale=a.allow_stale)
+        v = c.get(a.key)
+        if v is None:
+            v = f()
+            c.set(a.key, v, expire=a.ttl)
+        return v
+
     def worker(i):
-        try:
-            clients[i] = Client(a.spec)
-        finally:
-            opened.wait()
-        started.wait()
-        c = clients[i]
+        c = callers.open(i)
         if c is None:
             return
-        mine = []
-        while time.monotonic() < t0[0] + a.seconds:
+        mine, bg, vals = [], [], []
+        rnd = random.Random(os.getpid() * 1000 + i)
+        while time.monotonic() < callers.t0 + a.seconds:
+            if a.zipf_keys and rnd.random() >= a.hot_share:
+                key = "zipf:%d" % bisect.bisect_left(cdf, rnd.random() * acc)
+                s = time.monotonic()
+                try:
+                    bg_call(c, key)
+                except KeysteerError as e:
+                    with lock:
+                        m = "other keys: " + str(e).split(":")[0][:80]
+                        errors[m] = errors.get(m, 0) + 1
+                bg.append((round(s, 4), round(time.monotonic() - s, 4)))
+                continue
             s = time.monotonic()
             try:
-                if a.mode == "fetch":
-                    c.get_or_fill(a.key, fill, expire=a.ttl, lease=a.lease,
-                                  wait_ms=a.wait_ms, refresh=a.refresh)
-                else:
-                    v = c.get(a.key)
-                    if v is None:
-                        c.set(a.key, fill(), expire=a.ttl)
+                v = hot_call(c)
+                if a.db and v is not None:
+                    vals.append((round(s, 5), int(bytes(v)),
+                                 bool(getattr(v, "stale", False))))
             except FillError:
                 with lock:
                     raised_seen[0] += 1
@@ -117,42 +185,56 @@ def main():
             mine.append((round(s, 4), round(time.monotonic() - s, 4)))
         with lock:
             lat.append(mine)
+            bg_lat.extend(bg)
+            values.extend(vals)
 
-    ths = [threading.Thread(target=worker, args=(i,)) for i in range(a.threads)]
-    for t in ths:
-        t.start()
-    opened.wait()
-    if a.prefill and clients[0] is not None:
+    def invalidator(i):
+        c = callers.open(i)
+        version = db_read(a.db)[0]
+        while True:
+            time.sleep(a.invalidate_every)
+            # a write the callers have no time left to read is no
+            # invalidation they could fill (late wake-ups when loaded)
+            if time.monotonic() > callers.t0 + a.seconds - 0.5:
+                break
+            version += 1
+            db_write(a.db, version, int(a.fill_ms))
+            s = time.monotonic()
+            try:
+                c.delete(a.key, max_stale=a.max_stale)
+            except KeysteerError as e:
+                with lock:
+                    m = "delete: " + str(e).split(":")[0][:80]
+                    errors[m] = errors.get(m, 0) + 1
+                continue
+            writes.append([version, round(s, 5), round(time.monotonic(), 5)])
+
+    def prefill(cs):
         # the key there before the run: every miss in it is an expiry
         # (the stats read later are the run's alone)
-        clients[0].set(a.key, b"prefill", expire=a.ttl)
-    if a.ready:
-        with open(a.ready, "w") as f:
-            f.write("%d\n" % sum(c is not None for c in clients))
-    if a.go:
-        while not os.path.exists(a.go):
-            time.sleep(0.01)
-    t0[0] = time.monotonic()
-    started.set()
-    for t in ths:
-        t.join()
-    st = {}
-    for c in clients:
-        if c is None:
-            continue
-        for k, v in c.stats().items():
-            if k in ("fetches", "fills", "fill_errors", "lease_wins",
-                     "lease_waits", "shared_fills", "stale_serves",
-                     "fetch_timeouts", "refreshes", "gets", "hits",
-                     "errors"):
-                st[k] = st.get(k, 0) + v
-        c.close()
-    json.dump({"pid": os.getpid(), "mode": a.mode, "t0": t0[0],
+        c = cs.clients[0]
+        if a.prefill and c is not None:
+            c.set(a.key, b"%d" % db_read(a.db)[0] if a.db else b"prefill",
+                  expire=a.ttl)
+        if a.zipf_prefill and c is not None:
+            for r in range(a.zipf_keys):
+                c.set("zipf:%d" % r, b"normal", expire=3600)
+
+    callers.run([worker] * a.threads + ([invalidator] if writer else []),
+                a.ready, a.go, prefill)
+    st = callers.close(("fetches", "fills", "fill_errors", "lease_wins",
+                        "lease_waits", "shared_fills", "stale_serves",
+                        "fetch_timeouts", "refreshes", "gets", "hits",
+                        "errors"))
+    json.dump({"pid": os.getpid(), "mode": a.mode, "t0": callers.t0,
                "wait_ms": a.wait_ms,
-               "t1": t0[0] + a.seconds, "handles": sum(c is not None for c in clients),
+               "t1": callers.t0 + a.seconds,
+               "handles": sum(c is not None for c in callers.clients[:a.threads]),
                "fills": fills, "fill_raised_to_caller": raised_seen[0],
                "calls": sum(len(x) for x in lat),
                "latencies": [x for m in lat for x in m],
+               "bg_latencies": bg_lat, "bg_fills": bg_fills[0],
+               "values": values, "writes": writes, "max_stale": a.max_stale,
                "errors": errors, "stats": st}, sys.stdout)
     sys.stdout.write("\n")
 

@@ -22,6 +22,7 @@ fills start within one fill time; a value lives over 1 s). The control
 without protection must exceed 2 fills per possible expiry.
 """
 import argparse
+import bisect
 import json
 import sys
 
@@ -65,12 +66,7 @@ def summary(docs, ttl):
     # the calls that began while a fill of an expiry ran: those an expiry
     # costs, whose p99 the issue bounds by the fill time + 50 ms
     windows = [(g[0][0], max(f[1] for f in g)) for g in groups]
-    during, wi = [], 0
-    for s, l in sorted(calls):
-        while wi < len(windows) and windows[wi][1] < s:
-            wi += 1
-        if wi < len(windows) and windows[wi][0] <= s:
-            during.append(l)
+    during = calls_during(calls, windows)
     errors = {}
     for d in docs:
         for k, v in d["errors"].items():
@@ -79,7 +75,17 @@ def summary(docs, ttl):
     for d in docs:
         for k, v in d["stats"].items():
             stats[k] = stats.get(k, 0) + v
-    return {
+    extra = {}
+    bg = [c for d in docs for c in d.get("bg_latencies", [])]
+    if bg:
+        extra.update(amid_traffic(bg, windows, len(calls)))
+        extra["bg_fills"] = sum(d["bg_fills"] for d in docs)
+    writes = sorted(w for d in docs for w in d.get("writes", []))
+    if writes:
+        extra.update(invalidations(
+            [v for d in docs for v in d["values"]], writes,
+            max(d["max_stale"] for d in docs), len(fills)))
+    extra.update({
         "processes": len(docs), "handles": sum(d["handles"] for d in docs),
         "span_s": round(span, 2), "max_expiries": max_exp,
         "fills": len(fills), "fills_ok": sum(1 for f in fills if f[2]),
@@ -92,7 +98,66 @@ def summary(docs, ttl):
         "calls_during_expiry": len(during),
         "fill_raised_to_caller": sum(d["fill_raised_to_caller"] for d in docs),
         "stats": stats, "fill_times": [f[:2] for f in fills],
-    }
+    })
+    return extra
+
+
+def calls_during(calls, windows):
+    """The latencies of the calls ([start, seconds]) that began inside one
+    of the (start, end) windows, sorted by start."""
+    during, wi = [], 0
+    for s, l in sorted(calls):
+        while wi < len(windows) and windows[wi][1] < s:
+            wi += 1
+        if wi < len(windows) and windows[wi][0] <= s:
+            during.append(l)
+    return during
+
+
+def amid_traffic(bg, windows, hot_calls):
+    """The other keys' calls beside the hot key's: the hot key's share of
+    all calls, and what an expiry costs the calls of other keys."""
+    during = calls_during(bg, windows)
+    lat = [l for _, l in bg]
+    return {"bg_calls": len(bg),
+            "hot_share": round(hot_calls / float(hot_calls + len(bg)), 4),
+            "bg_p99_call_s": round(p99(lat), 4),
+            "bg_p99_call_during_expiry_s": round(p99(during), 4),
+            "bg_max_call_s": round(max(lat), 4)}
+
+
+def invalidations(values, writes, max_stale, nfills):
+    """The hot key's calls against the writes that invalidated it
+    ([version, mark start, acknowledged]): fills per write, the values
+    served flagged and how old each was (its read's start after the start
+    of the write that superseded it), and values older than a write
+    acknowledged before the read began that came unflagged."""
+    mark = {w[0]: w[1] for w in writes}
+    acks = sorted((w[2], w[0]) for w in writes)
+    ack_t = [t for t, _ in acks]
+    newest, top = [], 0
+    for _, v in acks:
+        top = max(top, v)
+        newest.append(top)
+    ages, old = [], 0
+    for s, v, stale in values:
+        i = bisect.bisect_left(ack_t, s) - 1
+        if stale and v + 1 in mark:
+            ages.append((s - mark[v + 1]) * 1000.0)
+        elif not stale and i >= 0 and v < newest[i]:
+            old += 1
+    ages.sort()
+    took = sorted((w[2] - w[1]) * 1000.0 for w in writes)
+    fresh = set(v for _, v, stale in values if not stale)
+    return {"writes_never_read_fresh": [w[0] for w in writes
+                                        if w[0] not in fresh],"invalidations": len(writes), "max_stale_s": max_stale,
+            "invalidation_call_ms": [round(x, 1) for x in took],
+            "fills_per_invalidation": round(nfills / float(len(writes)), 2),
+            "values": len(values), "flagged": len(ages),
+            "staleness_ms": [round(x, 1) for x in ages],
+            "staleness_p50_ms": round(ages[len(ages) // 2], 1) if ages else 0,
+            "staleness_max_ms": round(ages[-1], 1) if ages else 0,
+            "unflagged_older_than_a_write": old}
 
 
 def check_lease(s, ttl, wait_ms, threads):

@@ -26,15 +26,7 @@ import sys
 
 import pylibmc
 from pymemcache.client.base import Client
-
-
-def lookup(path):
-    owner = {}
-    with open(path) as f:
-        for line in f:
-            key, _idx, hp = line.rstrip("\n").split("\t")
-            owner[key] = hp
-    return owner
+from ring_lookup import owners as lookup
 
 
 def conn(hp):

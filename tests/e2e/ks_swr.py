@@ -25,39 +25,20 @@ check: prints PASS/FAIL lines (names in tests/plans/test_client_swr.plan).
 import argparse
 import bisect
 import json
-import os
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "user", "client", "python"))
-from keysteer_client import Client, KeysteerError  # noqa: E402
+from herd_lib import Callers, KeysteerError, db_read, db_write
 
 KINDS = ("stale_ok", "fresh", "get")
 AGE_SLACK_MS = 500  # memcached's 1 s clock timer, late on a loaded host
 
 
-def db_write(path, version, fill_ms):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("%d %d\n" % (version, fill_ms))
-    os.replace(tmp, path)
-
-
-def db_read(path):
-    with open(path) as f:
-        v, ms = f.read().split()
-    return int(v), int(ms)
-
-
 def run(a):
     lock = threading.Lock()
     reads, errors, writes = [], {}, []
-    clients = [None] * (a.threads + (1 if a.writer else 0))
-    opened = threading.Barrier(len(clients) + 1)
-    started = threading.Event()
-    t0 = [0.0]
+    callers = Callers(a.spec, a.threads + (1 if a.writer else 0))
 
     def fill():
         v, ms = db_read(a.db)
@@ -65,15 +46,10 @@ def run(a):
         return b"%d" % v
 
     def reader(i):
-        try:
-            clients[i] = Client(a.spec)
-        finally:
-            opened.wait()
-        started.wait()
-        c, mine = clients[i], []
+        c, mine = callers.open(i), []
         if c is None:
             return
-        while time.monotonic() < t0[0] + a.seconds:
+        while time.monotonic() < callers.t0 + a.seconds:
             # a kind per thread: a thread waiting for a fill must not
             # hold up the stale serves of another kind
             kind = KINDS[i % len(KINDS)]
@@ -98,14 +74,8 @@ def run(a):
         with lock:
             reads.extend(mine)
 
-    def writer():
-        i = len(clients) - 1
-        try:
-            clients[i] = Client(a.spec)
-        finally:
-            opened.wait()
-        started.wait()
-        c = clients[i]
+    def writer(i):
+        c = callers.open(i)
         version = [db_read(a.db)[0]]
 
         def write(fill_ms):
@@ -128,33 +98,11 @@ def run(a):
         time.sleep(a.max_stale + 0.5)
         write(40)
 
-    ths = [threading.Thread(target=reader, args=(i,))
-           for i in range(a.threads)]
-    if a.writer:
-        ths.append(threading.Thread(target=writer))
-    for t in ths:
-        t.start()
-    opened.wait()
-    if a.ready:
-        with open(a.ready, "w") as f:
-            f.write("%d\n" % sum(c is not None for c in clients))
-    if a.go:
-        while not os.path.exists(a.go):
-            time.sleep(0.01)
-    t0[0] = time.monotonic()
-    started.set()
-    for t in ths:
-        t.join()
-    st = {}
-    for c in clients:
-        if c is None:
-            continue
-        for k, v in c.stats().items():
-            if isinstance(v, int):
-                st[k] = st.get(k, 0) + v
-        c.close()
+    callers.run([reader] * a.threads + ([writer] if a.writer else []),
+                a.ready, a.go)
+    st = callers.close()
     json.dump({"reads": reads, "writes": writes, "errors": errors,
-               "opened": sum(c is not None for c in clients),
+               "opened": callers.handles(),
                "stats": st}, sys.stdout)
 
 

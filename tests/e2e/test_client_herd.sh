@@ -38,69 +38,22 @@ e2e_init client_herd
 e2e_require client_herd_setup "make deps: memcached" memcached
 e2e_require client_herd_setup "apt-get install python3" "$PY"
 
+# shellcheck source=herd_lib.sh
+. "$E2E_DIR/herd_lib.sh"
+herd_setup client_herd
 HERD=$E2E_ROOT/tests/e2e/ks_herd.py
 CHECK=$E2E_ROOT/tests/e2e/ks_herd_check.py
-LIB=$E2E_ROOT/${OUT:-build}/libkeysteer.so
-NS=ks_herd_$$
-MC_PID=
-HERD_PIDS=()
-herd_cleanup() {
-	local rc=$? pid
-	for pid in "${HERD_PIDS[@]}"; do
-		ks_stop_pid "$pid" KILL 5
-	done
-	ks_stop_pid "$MC_PID" TERM 5
-	ks_ns_delete "$NS"
-	(exit "$rc")
-	e2e_cleanup
-}
-trap herd_cleanup EXIT
-
-if [ ! -f "$LIB" ]; then
-	fail client_herd_setup "$LIB is missing; run 'make all'"
-	exit 1
-fi
-export KEYSTEER_LIB=$LIB
-if ! ip netns add "$NS" || ! ip -n "$NS" link set lo up; then
-	fail client_herd_setup "cannot make namespace $NS"
-	exit 1
-fi
-ks_in_ns_bg "$NS" memcached -u nobody -l 127.0.0.1 -p 11211 -U 0 -m 64 -t 2 \
-	</dev/null >/dev/null 2>&1
-MC_PID=$KS_BG_PID
-if ! ks_wait_tcp "$NS" 127.0.0.1 11211 10; then
-	fail client_herd_setup "memcached did not start"
-	exit 1
-fi
-# 5 s per memcached call: at load 9 (four helpers' builds and tests) a
-# 2 s bound failed 5 of 147488 gets; no check here is about memcached's
-# speed
-SPEC="servers=127.0.0.1:11211 timeout_ms=5000"
 
 # herd_run TAG N ARGS...: N ks_herd.py processes (ARGS each), started
-# together once every one has its handles (ready files, within 60 s: a
-# guard against a start that never comes), each one's JSON in
-# $E2E_TMP/TAG.I.json and stderr in TAG.I.err; 0 when all exited 0.
+# together once every one has its handles (herd_go); 0 when all exited 0.
 herd_run() {
-	local tag=$1 n=$2 i pids=() rc=0
+	local tag=$1 n=$2 i
 	shift 2
-	rm -f "$E2E_TMP/$tag.go"
 	for ((i = 0; i < n; i++)); do
-		ks_in_ns_bg "$NS" timeout 120 "$PY" "$HERD" --spec "$SPEC" \
-			--ready "$E2E_TMP/$tag.$i.ready" --go "$E2E_TMP/$tag.go" "$@" \
-			</dev/null >"$E2E_TMP/$tag.$i.json" 2>"$E2E_TMP/$tag.$i.err"
-		pids+=("$KS_BG_PID")
-		HERD_PIDS+=("$KS_BG_PID")
+		herd_spawn "$tag" "$i" timeout 120 "$PY" "$HERD" --spec "$SPEC" \
+			--ready "$E2E_TMP/$tag.$i.ready" --go "$E2E_TMP/$tag.go" "$@"
 	done
-	for ((i = 0; i < 1200; i++)); do
-		[ "$(ls "$E2E_TMP/$tag".*.ready 2>/dev/null | wc -l)" -eq "$n" ] && break
-		sleep 0.05
-	done
-	touch "$E2E_TMP/$tag.go"
-	for i in "${pids[@]}"; do
-		wait "$i" || rc=1
-	done
-	return $rc
+	herd_go "$tag" "$n"
 }
 
 herd_files() {
@@ -187,9 +140,7 @@ winner_rc=$?
 herd_run restart_before 1 --key herd:restart --threads 2 --seconds 1 --ttl 2 \
 	--lease 30 --wait-ms 500 --mode fetch
 ks_stop_pid "$MC_PID" TERM 5
-ks_in_ns_bg "$NS" memcached -u nobody -l 127.0.0.1 -p 11211 -U 0 -m 64 -t 2 \
-	</dev/null >/dev/null 2>&1
-MC_PID=$KS_BG_PID
+herd_mc_start
 if [ "$winner_rc" -ne 137 ]; then
 	fail herd_restart_no_lease_left "the winner was not SIGKILLed in its fill (exit $winner_rc): $(tail -n 3 "$E2E_TMP/restart.winner.err")"
 elif ! ks_wait_tcp "$NS" 127.0.0.1 11211 10; then

@@ -36,68 +36,25 @@ e2e_init client_swr
 e2e_require client_swr_setup "make deps: memcached" memcached
 e2e_require client_swr_setup "apt-get install python3" "$PY"
 
+# shellcheck source=herd_lib.sh
+. "$E2E_DIR/herd_lib.sh"
+herd_setup client_swr
 SWR=$E2E_ROOT/tests/e2e/ks_swr.py
-LIB=$E2E_ROOT/${OUT:-build}/libkeysteer.so
-NS=ks_swr_$$
-MC_PID=
-SWR_PIDS=()
-swr_cleanup() {
-	local rc=$? pid
-	for pid in "${SWR_PIDS[@]}"; do
-		ks_stop_pid "$pid" KILL 5
-	done
-	ks_stop_pid "$MC_PID" TERM 5
-	ks_ns_delete "$NS"
-	(exit "$rc")
-	e2e_cleanup
-}
-trap swr_cleanup EXIT
-
-if [ ! -f "$LIB" ]; then
-	fail client_swr_setup "$LIB is missing; run 'make all'"
-	exit 1
-fi
-export KEYSTEER_LIB=$LIB
-if ! ip netns add "$NS" || ! ip -n "$NS" link set lo up; then
-	fail client_swr_setup "cannot make namespace $NS"
-	exit 1
-fi
-ks_in_ns_bg "$NS" memcached -u nobody -l 127.0.0.1 -p 11211 -U 0 -m 64 -t 2 \
-	</dev/null >/dev/null 2>&1
-MC_PID=$KS_BG_PID
-if ! ks_wait_tcp "$NS" 127.0.0.1 11211 10; then
-	fail client_swr_setup "memcached did not start"
-	exit 1
-fi
-# 5 s per memcached call: no check here is about memcached's speed
-SPEC="servers=127.0.0.1:11211 timeout_ms=5000"
 
 # swr_run TAG READER_SPEC: a writer process (with 6 readers) and a reader
 # process (6 readers), started together once both have their handles
-# (ready files, within 60 s: a guard against a start that never comes);
-# 0 when both exited 0. The key and database are the run's own.
+# (herd_go); 0 when both exited 0. The key and database are the run's own.
 swr_run() {
-	local tag=$1 rspec=$2 pids=() rc=0 i pid
+	local tag=$1 rspec=$2 i
 	echo "0 40" >"$E2E_TMP/$tag.db"
 	for i in 0 1; do
-		ks_in_ns_bg "$NS" env KEYSTEER_TEST_SWITCHES="${SWITCHES:-}" \
+		herd_spawn "$tag" "$i" env KEYSTEER_TEST_SWITCHES="${SWITCHES:-}" \
 			timeout 120 "$PY" "$SWR" run --spec "$rspec" \
 			--key "swr:$tag" --db "$E2E_TMP/$tag.db" --threads 6 \
 			--seconds 12 --max-stale 3 $([ "$i" = 0 ] && echo --writer) \
-			--ready "$E2E_TMP/$tag.$i.ready" --go "$E2E_TMP/$tag.go" \
-			</dev/null >"$E2E_TMP/$tag.$i.json" 2>"$E2E_TMP/$tag.$i.err"
-		pids+=("$KS_BG_PID")
-		SWR_PIDS+=("$KS_BG_PID")
+			--ready "$E2E_TMP/$tag.$i.ready" --go "$E2E_TMP/$tag.go"
 	done
-	for ((i = 0; i < 1200; i++)); do
-		[ -f "$E2E_TMP/$tag.0.ready" ] && [ -f "$E2E_TMP/$tag.1.ready" ] && break
-		sleep 0.05
-	done
-	touch "$E2E_TMP/$tag.go"
-	for pid in "${pids[@]}"; do
-		wait "$pid" || rc=1
-	done
-	return $rc
+	herd_go "$tag" 2
 }
 
 # 1. the mechanism: readers as they are

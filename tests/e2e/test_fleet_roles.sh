@@ -30,8 +30,11 @@
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
 e2e_init fleet_roles
 
+# shellcheck disable=SC2034 # fleet_etcd_cleanup stops it
 ETCD_PID=
 INTERVAL=0.5
 CLUSTER=roles
@@ -39,14 +42,7 @@ PFX=/keysteer/$CLUSTER/
 EXAMPLE=$E2E_ROOT/${OUT:-build}/ks_client_example
 PINKEY=role:1
 
-roles_cleanup() {
-	local rc=$?
-	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
-	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
-	(exit "$rc")
-	e2e_cleanup
-}
-trap roles_cleanup EXIT
+trap fleet_etcd_cleanup EXIT
 
 e2e_need_etcd fleet_roles
 if [ ! -x "$EXAMPLE" ]; then
@@ -58,11 +54,7 @@ e2e_net_up
 URL=http://$SADDR:2379
 SELF=$SADDR:$PORT
 OTHER=198.18.0.9:$PORT
-if ! e2e_etcd_start "$SNS" roles "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
-	fail fleet_roles_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-ETCD_PID=$E2E_ETCD_PID
+fleet_etcd_up "$SNS" roles "$URL" fleet_roles_setup
 
 # EC USER:PW ARGS: etcdctl as that user; ROOT: as root
 EC() {

@@ -21,8 +21,11 @@
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
 e2e_init ring_change_ops
 
+# shellcheck disable=SC2034 # fleet_etcd_cleanup stops it
 ETCD_PID=
 URL=http://127.0.0.1:2379
 KEY=/keysteer/default/ring
@@ -34,22 +37,11 @@ KEYS=$E2E_TMP/keys.txt
 NKEYS=400
 INTERVAL=1
 
-ops_cleanup() {
-	local rc=$?
-	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
-	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
-	(exit "$rc")
-	e2e_cleanup
-}
-trap ops_cleanup EXIT
+trap fleet_etcd_cleanup EXIT
 
 e2e_need_etcd ring_change_ops_setup
 e2e_net_up
-if ! e2e_etcd_start "$SNS" ops "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
-	fail ring_change_ops_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-ETCD_PID=$E2E_ETCD_PID
+fleet_etcd_up "$SNS" ops "$URL" ring_change_ops_setup
 
 EC() { ks_in_ns "$SNS" etcdctl --endpoints "$URL" "$@"; }
 RK() { "$PY" "$E2E_DIR/ks_ring_keys.py" "$@"; }

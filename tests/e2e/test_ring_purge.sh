@@ -26,8 +26,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=../../user/scripts/steer_topo.sh
 . "$E2E_ROOT/user/scripts/steer_topo.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
 e2e_init ring_purge
 
+# shellcheck disable=SC2034 # e2e_topo_etcd_cleanup stops it
 ETCD_PID=
 CLUSTER=rp
 NKEYS=3000
@@ -45,12 +48,7 @@ if ! steer_topo_up 4 0 >"$E2E_TMP/topo.out" 2>&1; then
 fi
 CNS=$STEER_CLIENT_NS
 URL=http://$STEER_CLIENT_ADDR:2379
-if ! e2e_etcd_start "$CNS" ring_purge "$URL" 2380 >"$E2E_TMP/etcd_start.out"; then
-	fail ring_purge_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-# shellcheck disable=SC2034 # e2e_topo_etcd_cleanup stops it
-ETCD_PID=$E2E_ETCD_PID
+fleet_etcd_up "$CNS" ring_purge "$URL" ring_purge_setup
 
 ABC=$E2E_TMP/abc.txt
 ABCE=$E2E_TMP/abce.txt
@@ -118,6 +116,31 @@ wait_agents() {
 			n=$((n + 1))
 		done
 		[ "$n" = 3 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# put_by_hand DOC LINE: DOC put into the ring key with etcdctl, not with
+# 'ring set' (so never forced); PUT_REV its revision ("" when the put
+# failed), PUT_OUT etcdctl's words. 0 once every agent took PUT_REV and
+# A's log says "ring vPUT_REV: LINE".
+put_by_hand() {
+	PUT_OUT=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" -w fields put "/keysteer/$CLUSTER/ring" "$1")
+	PUT_REV=$(sed -n 's/^"Revision" : \([0-9]*\)$/\1/p' <<<"$PUT_OUT")
+	[ -n "$PUT_REV" ] && wait_agents "$PUT_REV" ring &&
+		e2e_wait_line "$STEER_TMP/agent.0.out" "ring v$PUT_REV: $2" \
+			"${STEER_AGENT_PIDS[0]}" 100
+}
+
+# report_until FIELD OP VALUE: A's report polled into rep.0.json (60 s)
+# until FIELD's value OP VALUE holds (test(1)'s operators); the report
+# takes the purge thread's counters at the next interval.
+report_until() {
+	local t
+	for ((t = 0; t < 300; t++)); do
+		REPORT 0 >"$E2E_TMP/rep.0.json" &&
+			test "$(jget "$E2E_TMP/rep.0.json" "$1")" "$2" "$3" && return 0
 		sleep 0.2
 	done
 	return 1
@@ -257,17 +280,9 @@ good=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get "/keysteer/$CLUSTER/ring" 
 ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --etcd-timeout 10000 --cluster scratch \
 	--shards-file "$ABC" --distribution modula >"$E2E_TMP/scratch.out" 2>&1
 doc=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" get /keysteer/scratch/ring --print-value-only)
-out=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" -w fields put "/keysteer/$CLUSTER/ring" "$doc")
-R4=$(sed -n 's/^"Revision" : \([0-9]*\)$/\1/p' <<<"$out")
-if [ -n "$R4" ] && wait_agents "$R4" ring &&
-	e2e_wait_line "$STEER_TMP/agent.0.out" "ring v$R4: no purge: the change was not forced" \
-		"${STEER_AGENT_PIDS[0]}" 100; then
-	# the report takes the thread's counters at the next interval
-	for ((t = 0; t < 300; t++)); do
-		REPORT 0 >"$E2E_TMP/rep.0.json" &&
-			[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" -ge 1 ] && break
-		sleep 0.2
-	done
+if put_by_hand "$doc" "no purge: the change was not forced"; then
+	R4=$PUT_REV
+	report_until ring.purge.refused_total -ge 1
 	if [ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" -ge 1 ] &&
 		[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.purged_total)" = "$before" ]; then
 		pass ring_purge_gate_refuses_unforced
@@ -276,22 +291,14 @@ if [ -n "$R4" ] && wait_agents "$R4" ring &&
 		fail ring_purge_gate_refuses_unforced "report $(jget "$E2E_TMP/rep.0.json" ring.purge)"
 	fi
 else
-	fail ring_purge_gate_refuses_unforced "revision '$R4' ($out $(cat "$E2E_TMP/scratch.out")): $(grep -h "purge" "$STEER_TMP/agent.0.out" | tail -n 3)"
+	fail ring_purge_gate_refuses_unforced "revision '$PUT_REV' ($PUT_OUT $(cat "$E2E_TMP/scratch.out")): $(grep -h "purge" "$STEER_TMP/agent.0.out" | tail -n 3)"
 fi
 
 # Its revert (the document before it, put back by hand, not forced) is
 # measured against the ring the purge still acts for: it moves nothing,
 # so the purge follows it again (no refusal, state no longer off).
-out=$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" -w fields put "/keysteer/$CLUSTER/ring" "$good")
-R5=$(sed -n 's/^"Revision" : \([0-9]*\)$/\1/p' <<<"$out")
-if [ -n "$R5" ] && wait_agents "$R5" ring &&
-	e2e_wait_line "$STEER_TMP/agent.0.out" "ring v$R5: the change moves 0.0% of keys" \
-		"${STEER_AGENT_PIDS[0]}" 100; then
-	for ((t = 0; t < 300; t++)); do
-		REPORT 0 >"$E2E_TMP/rep.0.json" &&
-			[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.state)" != off ] && break
-		sleep 0.2
-	done
+if put_by_hand "$good" "the change moves 0.0% of keys"; then
+	report_until ring.purge.state != off
 	if [ "$(jget "$E2E_TMP/rep.0.json" ring.purge.state)" != off ] &&
 		[ "$(jget "$E2E_TMP/rep.0.json" ring.purge.refused_total)" = 1 ]; then
 		pass ring_purge_gate_revert_moves_nothing
@@ -299,7 +306,7 @@ if [ -n "$R5" ] && wait_agents "$R5" ring &&
 		fail ring_purge_gate_revert_moves_nothing "report $(jget "$E2E_TMP/rep.0.json" ring.purge)"
 	fi
 else
-	fail ring_purge_gate_revert_moves_nothing "revision '$R5': $(grep -h "ring v" "$STEER_TMP/agent.0.out" | tail -n 3)"
+	fail ring_purge_gate_revert_moves_nothing "revision '$PUT_REV': $(grep -h "ring v" "$STEER_TMP/agent.0.out" | tail -n 3)"
 fi
 
 # ---- control: the purge off ---------------------------------------------

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/purge.h"
 #include "dfuzz.h"
 
 /* splitmix64: small, fast, and the same on every machine */
@@ -97,17 +98,6 @@ char *fz_escape(const __u8 *b, size_t n, char *out, size_t size)
 	return out;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 size_t fz_unescape(const char *s, __u8 *b, size_t size)
 {
 	size_t n = 0;
@@ -134,9 +124,10 @@ size_t fz_unescape(const char *s, __u8 *b, size_t size)
 			b[n++] = 0;
 			break;
 		case 'x':
-			if (hexval(s[0]) >= 0 && hexval(s[1]) >= 0) {
-				b[n++] = (__u8)(hexval(s[0]) * 16 +
-						hexval(s[1]));
+			if (ks_hex_digit(s[0]) >= 0 &&
+			    ks_hex_digit(s[1]) >= 0) {
+				b[n++] = (__u8)(ks_hex_digit(s[0]) * 16 +
+						ks_hex_digit(s[1]));
 				s += 2;
 			} else {
 				b[n++] = 'x';

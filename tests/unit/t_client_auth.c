@@ -82,9 +82,31 @@ static void test_words_refused(void)
 	kt_end();
 }
 
-static void test_password_file_errors(void)
+/* A password file holding text, named by a spec: refused with
+ * "etcd_password_file=PATH" and then why. */
+static void password_file_refused(const char *what, const char *text,
+				  const char *why)
 {
 	char path[256], spec[512], msg[KSC_ERR_MAX], want[KSC_ERR_MAX];
+	int rc;
+
+	if (temp_file(path, sizeof(path), text)) {
+		CHECK(0, "no temp file: %s", strerror(errno));
+		return;
+	}
+	snprintf(spec, sizeof(spec),
+		 "etcd=http://127.0.0.1:1 etcd_user=app etcd_password_file=%s",
+		 path);
+	rc = open_msg(spec, msg, sizeof(msg));
+	snprintf(want, sizeof(want), "etcd_password_file=%s%s", path, why);
+	CHECK(rc == -EINVAL && !strcmp(msg, want), "%s: %d '%s'", what, rc,
+	      msg);
+	unlink(path);
+}
+
+static void test_password_file_errors(void)
+{
+	char spec[512], msg[KSC_ERR_MAX];
 	char big[600];
 	int rc;
 
@@ -99,42 +121,14 @@ static void test_password_file_errors(void)
 			      "cannot read etcd_password_file=/nonexistent/ks_pw (No such file or directory); check the path and its mode"),
 	      "absent: %d '%s'", rc, msg);
 	/* empty, and a newline alone, are no password */
-	if (temp_file(path, sizeof(path), "\n")) {
-		CHECK(0, "no temp file: %s", strerror(errno));
-	} else {
-		snprintf(spec, sizeof(spec),
-			 "etcd=http://127.0.0.1:1 etcd_user=app "
-			 "etcd_password_file=%s",
-			 path);
-		rc = open_msg(spec, msg, sizeof(msg));
-		snprintf(
-			want, sizeof(want),
-			"etcd_password_file=%s is empty; put the password on its first line",
-			path);
-		CHECK(rc == -EINVAL && !strcmp(msg, want), "empty: %d '%s'", rc,
-		      msg);
-		unlink(path);
-	}
+	password_file_refused("empty", "\n",
+			      " is empty; put the password on its first line");
 	/* a first line the reader cannot hold whole: refused, not cut
 	 * (a cut one would be a wrong password), and not echoed */
 	memset(big, 'q', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	if (temp_file(path, sizeof(path), big)) {
-		CHECK(0, "no temp file: %s", strerror(errno));
-	} else {
-		snprintf(spec, sizeof(spec),
-			 "etcd=http://127.0.0.1:1 etcd_user=app "
-			 "etcd_password_file=%s",
-			 path);
-		rc = open_msg(spec, msg, sizeof(msg));
-		snprintf(
-			want, sizeof(want),
-			"etcd_password_file=%s: the first line is longer than 511 bytes",
-			path);
-		CHECK(rc == -EINVAL && !strcmp(msg, want), "too long: %d '%s'",
-		      rc, msg);
-		unlink(path);
-	}
+	password_file_refused("too long", big,
+			      ": the first line is longer than 511 bytes");
 	kt_end();
 }
 

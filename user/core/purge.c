@@ -7,7 +7,7 @@
 #include "core/purge.h"
 #include "core/ring_diff.h"
 
-static int hexval(char c)
+int ks_hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -36,8 +36,8 @@ static int uri_decode(const char *s, size_t n, __u8 *out, size_t *olen)
 		}
 		if (i + 2 >= n)
 			return -1;
-		hi = hexval(s[i + 1]);
-		lo = hexval(s[i + 2]);
+		hi = ks_hex_digit(s[i + 1]);
+		lo = ks_hex_digit(s[i + 2]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[o++] = (__u8)(hi << 4 | lo);

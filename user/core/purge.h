@@ -37,6 +37,10 @@ enum ks_md_line {
 enum ks_md_line ks_metadump_line(const char *line, size_t len, __u8 *key,
 				 size_t *klen);
 
+/* A hex digit's value (either case), or -1: the URL decoding's, shared
+ * with the fuzzer's escapes (tests/fuzz/dfuzz_gen.c). */
+int ks_hex_digit(char c);
+
 /*
  * Whether the shard self of ring r owns the key: its owner under r is
  * self. self KS_NO_SHARD (a shard the ring does not name) owns nothing.
