@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -445,6 +445,17 @@ bench-clients: check-deps
 	$(MAKE) all $(OUT)/tests/ks_client_swarm $(OUT)/tests/fleet_scale
 	OUT=$(OUT) python3 tests/bench/clients_bench.py --points $(CLIENTS_POINTS) \
 		--churn-agents $(CLIENTS_CHURN) --words '$(CLIENTS_WORDS)' $(CLIENTS_ARGS)
+
+# Detection to every client (tests/bench/detect_bench.sh; docs/fleet.md,
+# "Clients at scale"): from a key's first request to each of N handles on
+# another host reading it from a copy, N = DETECT_FOLLOWERS, DETECT_REPEATS
+# keys each. About 3 minutes. Not in `make test`.
+DETECT_FOLLOWERS ?= 1,100,1000
+DETECT_REPEATS   ?= 5
+bench-detect: check-deps
+	$(MAKE) all $(OUT)/tests/ks_client_swarm
+	OUT=$(OUT) tests/bench/detect_bench.sh --followers $(DETECT_FOLLOWERS) \
+		--repeats $(DETECT_REPEATS) --json $(OUT)/detect_bench.json
 
 # Every C file of the tree as .clang-format says; `make test` checks it.
 format:

@@ -38,7 +38,8 @@ reported failed. Processes are stopped by their pids, the folder removed.
 
   clients_bench.py [--points 10x10,5x40] [--churn-agents N] [--writes N]
       [--rate R] [--words W] [--host-follower CMD --follower-wait PATH]
-      [--open-threads T] [--poll-us U] [--wait-ms W] [--point-timeout S]
+      [--open-threads T] [--etcd-timeout-ms T] [--poll-us U] [--wait-ms W]
+      [--point-timeout S]
       [--raw FILE] [--markdown FILE] [--etcd-url URL --etcd-pid PID]
 """
 import argparse
@@ -311,8 +312,8 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         for i in range(hosts_n):
             d = os.path.join(tmp, '%s.host%d' % (name, i))
             sub = {'etcd': url, 'cluster': CLUSTER, 'host': str(i), 'dir': d}
-            spec = 'etcd=%s cluster=%s etcd_timeout_ms=10000 %s' % (
-                url, CLUSTER, args.words.format(**sub))
+            spec = 'etcd=%s cluster=%s etcd_timeout_ms=%d %s' % (
+                url, CLUSTER, args.etcd_timeout_ms, args.words.format(**sub))
             h = Host(i, spec.strip(), args, tmp)
             hosts.append(h)
             procs.append(h.p)
@@ -458,7 +459,11 @@ def main():
                     help='command per host ({etcd} {cluster} {host} {dir})')
     ap.add_argument('--follower-wait', default='',
                     help='path ({dir}) that exists once the follower serves')
-    ap.add_argument('--open-threads', type=int, default=4)
+    ap.add_argument('--open-threads', type=int, default=4,
+                    help='opens at once per host (default 4)')
+    ap.add_argument('--etcd-timeout-ms', type=int, default=30000,
+                    help="the handles' etcd_timeout_ms (default 30000: "
+                    'under churn, opens at once wait long for their read)')
     ap.add_argument('--poll-us', type=int, default=1000)
     ap.add_argument('--wait-ms', type=int, default=20000)
     ap.add_argument('--point-timeout', type=float, default=300)

@@ -24,6 +24,19 @@
  *                refused=.. sweep_max_us=.." (view_up: handles whose
  *                view follows etcd now; refused: documents their views
  *                refused, summed)
+ *   D KEY        detection (tests/bench/detect_bench.sh): from now on
+ *                the poller also reads each handle's stats, and on the
+ *                first sweep that finds a key armed in its view reads KEY
+ *                through it (again each sweep until a read comes from a
+ *                copy: copy_reads grew)
+ *   T T0_NS      when the load that makes KEY hot began; once every
+ *                handle read KEY from a copy, or W ms passed, answered
+ *                with "DETECT armed copied A_us... R_us..." (per handle,
+ *                from T0_NS: A its view first had a key armed, R its
+ *                first read of KEY from a copy returned; -1: not within
+ *                W ms). Detection then stops
+ *   C            "COLD n" once no handle's view has a key armed (n 0), or
+ *                after W ms (n: the handles still armed)
  *   Q (or EOF)   closes the handles, prints "BYE close_ms=..", exits 0
  *
  * The poller reads keysteer_view_revision of every handle every U us
@@ -33,6 +46,11 @@
  * arrives after its revision was applied still finds when; "overrun"
  * counts handles whose history no longer reached back to REV (their
  * delay is then an upper bound).
+ *
+ * In detection the reads run in the poller, one handle after another: when
+ * a thousand views arm at once, the last handle's read waits for those
+ * before it (A is the figure a reader that reads all the time would see;
+ * R includes that queue).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -58,7 +76,8 @@ struct change {
 struct follow {
 	struct keysteer *ks;
 	int64_t last;
-	unsigned head, n; /* hist[head] is the oldest of n */
+	uint64_t armed_ns, read_ns; /* detection: 0 not yet */
+	unsigned head, n;           /* hist[head] is the oldest of n */
 	struct change hist[HIST];
 };
 
@@ -72,6 +91,11 @@ static struct {
 	pthread_mutex_t mu; /* hist, next_open, open_failed */
 	int stop;
 	uint64_t sweep_max_ns;
+	/* detection: written by the main thread under mu, read by the poller */
+	int detect, cold;
+	char key[251];
+	unsigned armed_now; /* the poller's last count, with cold */
+	uint64_t sweeps;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t mono_ns(void)
@@ -80,6 +104,42 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* One handle in detection: armed in its view yet, and a read from a copy. */
+static void detect_one(struct follow *f)
+{
+	struct keysteer_stats st;
+	uint64_t before, now;
+	void *v = NULL;
+	size_t len;
+
+	if (f->read_ns || keysteer_stats(f->ks, &st, sizeof(st)) ||
+	    !st.armed_keys)
+		return;
+	now = mono_ns();
+	before = st.copy_reads;
+	if (keysteer_get(f->ks, g.key, strlen(g.key), &v, &len, NULL) == 1)
+		keysteer_free(v);
+	if (keysteer_stats(f->ks, &st, sizeof(st)))
+		return;
+	pthread_mutex_lock(&g.mu);
+	if (!f->armed_ns)
+		f->armed_ns = now;
+	if (st.copy_reads > before)
+		f->read_ns = mono_ns();
+	pthread_mutex_unlock(&g.mu);
+}
+
+static unsigned count_armed(void)
+{
+	struct keysteer_stats st;
+	unsigned i, n = 0;
+
+	for (i = 0; i < g.handles; i++)
+		n += !keysteer_stats(g.f[i].ks, &st, sizeof(st)) &&
+		     st.armed_keys;
+	return n;
 }
 
 /* A "Name:   N kB" line of /proc/self/status (0: not found). */
@@ -119,7 +179,7 @@ static void *opener(void *arg)
 
 		pthread_mutex_lock(&g.mu);
 		i = g.next_open < g.handles && !g.open_failed ? g.next_open++
-							       : g.handles;
+							      : g.handles;
 		pthread_mutex_unlock(&g.mu);
 		if (i == g.handles)
 			return NULL;
@@ -145,7 +205,21 @@ static void *poller(void *arg)
 	while (!__atomic_load_n(&g.stop, __ATOMIC_RELAXED)) {
 		uint64_t t0 = mono_ns(), now;
 		unsigned i;
+		int detect, cold;
 
+		pthread_mutex_lock(&g.mu);
+		detect = g.detect;
+		cold = g.cold;
+		pthread_mutex_unlock(&g.mu);
+		for (i = 0; detect && i < g.handles; i++)
+			detect_one(&g.f[i]);
+		if (cold) {
+			unsigned n = count_armed();
+
+			pthread_mutex_lock(&g.mu);
+			g.armed_now = n;
+			pthread_mutex_unlock(&g.mu);
+		}
 		for (i = 0; i < g.handles; i++) {
 			struct follow *f = &g.f[i];
 			int64_t rev = keysteer_view_revision(f->ks);
@@ -158,8 +232,9 @@ static void *poller(void *arg)
 				f->head = (f->head + 1) % HIST;
 				f->n--;
 			}
-			f->hist[(f->head + f->n) % HIST] =
-				(struct change){ rev, now };
+			f->hist[(f->head + f->n) % HIST] = (struct change){
+				rev, now
+			};
 			f->n++;
 			f->last = rev;
 			pthread_mutex_unlock(&g.mu);
@@ -167,6 +242,7 @@ static void *poller(void *arg)
 		now = mono_ns();
 		if (now - t0 > g.sweep_max_ns)
 			g.sweep_max_ns = now - t0;
+		__atomic_add_fetch(&g.sweeps, 1, __ATOMIC_RELEASE);
 		usleep(g.poll_us);
 	}
 	return NULL;
@@ -230,6 +306,69 @@ static int answer(const struct pending *p, int64_t *delay_us)
 	return 1;
 }
 
+/* The DETECT line once every handle read from a copy or the time is up;
+ * 1 if printed (detection then stops). */
+static int answer_detect(uint64_t t0, uint64_t deadline)
+{
+	unsigned i, armed = 0, copied = 0;
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&g.mu);
+	for (i = 0; i < g.handles; i++) {
+		armed += !!g.f[i].armed_ns;
+		copied += !!g.f[i].read_ns;
+	}
+	if (copied < g.handles && now < deadline) {
+		pthread_mutex_unlock(&g.mu);
+		return 0;
+	}
+	g.detect = 0;
+	printf("DETECT %u %u", armed, copied);
+	for (i = 0; i < g.handles; i++)
+		printf(" %lld",
+		       g.f[i].armed_ns
+			       ? (long long)(g.f[i].armed_ns - t0) / 1000
+			       : -1LL);
+	for (i = 0; i < g.handles; i++)
+		printf(" %lld",
+		       g.f[i].read_ns ? (long long)(g.f[i].read_ns - t0) / 1000
+				      : -1LL);
+	pthread_mutex_unlock(&g.mu);
+	printf("\n");
+	fflush(stdout);
+	return 1;
+}
+
+/* COLD: waits (up to W ms) for two sweeps in a row to count no view with
+ * a key armed. */
+static void cold_wait(void)
+{
+	uint64_t deadline = mono_ns() + g.wait_ms * 1000000ULL, seen;
+	unsigned n = g.handles, zero = 0;
+
+	pthread_mutex_lock(&g.mu);
+	g.cold = 1;
+	pthread_mutex_unlock(&g.mu);
+	while (mono_ns() < deadline && zero < 2) {
+		seen = __atomic_load_n(&g.sweeps, __ATOMIC_ACQUIRE);
+		while (__atomic_load_n(&g.sweeps, __ATOMIC_ACQUIRE) <
+			       seen + 2 &&
+		       mono_ns() < deadline)
+			usleep(1000);
+		pthread_mutex_lock(&g.mu);
+		n = g.armed_now;
+		pthread_mutex_unlock(&g.mu);
+		zero = n ? 0 : zero + 1;
+		if (n)
+			usleep(50000);
+	}
+	pthread_mutex_lock(&g.mu);
+	g.cold = 0;
+	pthread_mutex_unlock(&g.mu);
+	printf("COLD %u\n", n);
+	fflush(stdout);
+}
+
 static void stats(void)
 {
 	struct rusage ru;
@@ -259,9 +398,10 @@ static int serve(void)
 	static struct pending q[PENDING_MAX];
 	unsigned qh = 0, qn = 0;
 	int64_t *delay = calloc(g.handles, sizeof(*delay));
-	char line[256];
+	char line[512];
 	size_t used = 0;
-	int eof = 0;
+	uint64_t det_t0 = 0, det_deadline = 0;
+	int eof = 0, det_wait = 0;
 
 	if (!delay)
 		return -ENOMEM;
@@ -274,9 +414,11 @@ static int serve(void)
 			qh = (qh + 1) % PENDING_MAX;
 			qn--;
 		}
+		if (det_wait && answer_detect(det_t0, det_deadline))
+			det_wait = 0;
 		if (eof)
 			goto wait;
-		if (poll(&p, 1, qn ? 1 : 100) <= 0)
+		if (poll(&p, 1, qn || det_wait ? 1 : 100) <= 0)
 			continue;
 		n = read(0, line + used, sizeof(line) - 1 - used);
 		if (n <= 0) {
@@ -297,6 +439,23 @@ static int serve(void)
 					mono_ns() + g.wait_ms * 1000000ULL
 				};
 				qn++;
+			} else if (!strncmp(line, "D ", 2) &&
+				   strlen(line + 2) < sizeof(g.key)) {
+				unsigned i;
+
+				pthread_mutex_lock(&g.mu);
+				strcpy(g.key, line + 2);
+				for (i = 0; i < g.handles; i++)
+					g.f[i].armed_ns = g.f[i].read_ns = 0;
+				g.detect = 1;
+				pthread_mutex_unlock(&g.mu);
+			} else if (sscanf(line, "T %llu", &t0) == 1) {
+				det_t0 = t0;
+				det_deadline = mono_ns() +
+					       g.wait_ms * 1000000ULL;
+				det_wait = 1;
+			} else if (!strcmp(line, "C")) {
+				cold_wait();
 			} else if (!strcmp(line, "S")) {
 				stats();
 			} else if (!strcmp(line, "Q")) {
