@@ -18,6 +18,7 @@ RESULT line and a table row:
                 p99 over the writes (ms, from just before the put)
   all p50/p99   over every (write, handle) pair
   unseen        pairs not seen within --wait-ms
+  view lag      revisions the slowest view was behind etcd at the end
   MiB/handle    (RSS at the end - RSS before any open) / handles, summed
                 over the hosts
   open p50/p99  one keysteer_open (ms); hosts open at once
@@ -46,6 +47,7 @@ import argparse
 import base64
 import http.client
 import json
+import math
 import os
 import queue
 import shlex
@@ -250,8 +252,8 @@ def hot_doc(h, seq):
 def pct(vals, q):
     if not vals:
         return float('nan')
-    vals = sorted(vals)
-    return vals[min(len(vals) - 1, int(q * len(vals)))]
+    vals = sorted(vals)  # nearest rank: of 100, p99 is the 99th
+    return vals[max(0, math.ceil(q * len(vals)) - 1)]
 
 
 def run_point(args, tmp, hosts_n, handles_n, name):
@@ -352,17 +354,24 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         m1 = metrics(url)
         f1 = [cpu_s(p.pid) for p in followers]
         st1 = [h.stats(deadline) for h in hosts]
+        head_rev = etcd.put('/keysteer-bench/now', 'x')
         etcd_rss = rss_kib(etcd_pid) / 1024
         frss = [rss_kib(p.pid) / 1024 for p in followers]
     finally:
+        # the churn first, then a host still opening is not waited for:
+        # 10 s for all to close their handles, then every process by pid
+        for p in procs:
+            if p is not etcd_p and p not in [h.p for h in hosts]:
+                stop(p)
         for h in hosts:
             try:
                 h.send('Q')
             except (BrokenPipeError, ValueError):
                 pass
+        end = time.monotonic() + 10
         for h in hosts:
             try:
-                h.p.wait(10)
+                h.p.wait(max(0.1, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
         for p in reversed(procs):
@@ -404,6 +413,8 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         'all_p50_ms': '%.1f' % (pct(allp, 0.5) / 1e3),
         'all_p99_ms': '%.1f' % (pct(allp, 0.99) / 1e3),
         'unseen': unseen, 'overrun': overrun,
+        # how far the slowest view was behind etcd at the window's end
+        'view_lag_revs': head_rev - min(int(s['min_rev']) for s in st1),
         'put_p50_ms': '%.1f' % pct([w[1] for w in writes], 0.5),
         'mib_per_handle': '%.2f' % (rss_delta / 1024 / total),
         'host_base_mib': '%.1f' % (sum(int(o['rss0_kib']) for o in opened) /
@@ -428,6 +439,7 @@ COLS = [('hosts x handles', lambda r: '%d x %d' % (r['hosts'], r['handles'])),
         ('etcd CPU %', 'etcd_cpu_pct'), ('watchers', 'watchers'),
         ('every p50 ms', 'every_p50_ms'), ('every p99 ms', 'every_p99_ms'),
         ('all p99 ms', 'all_p99_ms'), ('unseen', 'unseen'),
+        ('view lag', 'view_lag_revs'),
         ('MiB/handle', 'mib_per_handle'), ('open p50 ms', 'open_p50_ms'),
         ('open p99 ms', 'open_p99_ms'), ('host CPU %', 'host_cpu_pct'),
         ('follower MiB', 'follower_mib'), ('etcd sent KiB/s',
@@ -491,7 +503,12 @@ def main():
                      % b)
     if not args.etcd_url and not shutil.which('etcd'):
         sys.exit('clients_bench: etcd is missing; run make deps (etcd-server)')
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def on_term(*_):
+        # once: the cleanup that follows must not be cut short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, on_term)
     tmp = tempfile.mkdtemp(prefix='keysteer-clients.')
     rows, failed = [], 0
     log('clients_bench: points %s, churn agents %d, %d writes at %g/s, '

@@ -188,11 +188,11 @@ os.execv(sys.argv[2], sys.argv[2:])' "$TMP/t0" "$LOAD" \
 done
 
 "$PY" - "$TMP" "$JSON_OUT" "${NS_LIST[@]}" <<'PYEOF'
-import json, os, sys
+import json, math, os, sys
 tmp, json_out, ns = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
 def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(q * len(v)))] / 1e3 if v else float('nan')
+    v = sorted(v)  # nearest rank: of 100, p99 is the 99th
+    return v[max(0, math.ceil(q * len(v)) - 1)] / 1e3 if v else float('nan')
 rows = []
 for n in ns:
     path = os.path.join(tmp, 'swarm.%d' % n)

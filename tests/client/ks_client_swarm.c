@@ -21,9 +21,10 @@
  *                handle from T0_NS to the first poll that found its view
  *                at REV or later; -1: not within W ms)
  *   S            "STATS rss_kib=.. cpu_ms=.. threads=.. view_up=..
- *                refused=.. sweep_max_us=.." (view_up: handles whose
- *                view follows etcd now; refused: documents their views
- *                refused, summed)
+ *                refused=.. min_rev=.. sweep_max_us=.." (view_up: handles
+ *                whose view follows etcd now; refused: documents their
+ *                views refused, summed; min_rev: the least revision a
+ *                view has applied)
  *   D KEY        detection (tests/bench/detect_bench.sh): from now on
  *                the poller also reads each handle's stats, and on the
  *                first sweep that finds a key armed in its view reads KEY
@@ -374,6 +375,7 @@ static void stats(void)
 	struct rusage ru;
 	unsigned i, up = 0;
 	uint64_t refused = 0;
+	int64_t min_rev = INT64_MAX, rev;
 
 	for (i = 0; i < g.handles; i++) {
 		struct keysteer_stats st;
@@ -382,14 +384,17 @@ static void stats(void)
 			up += st.view_up == 1;
 			refused += st.view_refused;
 		}
+		rev = keysteer_view_revision(g.f[i].ks);
+		if (rev < min_rev)
+			min_rev = rev;
 	}
 	getrusage(RUSAGE_SELF, &ru);
-	printf("STATS rss_kib=%lu cpu_ms=%.0f threads=%lu view_up=%u refused=%llu sweep_max_us=%.0f\n",
+	printf("STATS rss_kib=%lu cpu_ms=%.0f threads=%lu view_up=%u refused=%llu min_rev=%lld sweep_max_us=%.0f\n",
 	       status_field("VmRSS"),
 	       ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 +
 		       ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3,
 	       status_field("Threads"), up, (unsigned long long)refused,
-	       g.sweep_max_ns / 1e3);
+	       (long long)min_rev, g.sweep_max_ns / 1e3);
 	fflush(stdout);
 }
 
