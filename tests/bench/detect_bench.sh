@@ -19,10 +19,14 @@
 # reads copies), and R, when its first read of the key from a copy
 # returned (reads run one handle after another in one thread: with 1,000
 # handles R includes that queue). Then the load stops and the key cools
-# (every view unarmed) before the next repeat.
+# (no entry armed in etcd, then no view armed for 2 s in a row) before the
+# next repeat.
 #
 #   tests/bench/detect_bench.sh [--followers 1,100,1000] [--repeats N]
-#       [--json FILE] [--agent-args 'ARGS']
+#       [--json FILE] [--agent-args 'ARGS'] [--words 'SPEC WORDS']
+#
+# --words go to every keysteer_open of the followers (a mode of following:
+# a shared view's opt-out, a host follower's view_file=...).
 #
 # Prints p50/p99/max of A and R over every (repeat, handle) per N. Every
 # wait is bounded; namespaces, memcached, the agent, etcd, the load and the
@@ -40,6 +44,7 @@ FOLLOWERS=1,100,1000
 REPEATS=5
 JSON_OUT=
 AGENT_ARGS=
+WORDS=
 CLUSTER=detect
 WAIT_MS=60000
 
@@ -57,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--repeats) REPEATS=$2 ;;
 	--json) JSON_OUT=$2 ;;
 	--agent-args) AGENT_ARGS=$2 ;;
+	--words) WORDS=$2 ;;
 	*) echo "detect_bench.sh: unknown option '$1'; see --help" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -72,7 +78,7 @@ done
 for b in "$SWARM" "$EXAMPLE" "$LOAD" "$STEER_AGENT" "$STEER_EMPTY_OBJ"; do
 	[ -e "$b" ] || { echo "detect_bench.sh: $b is missing; run 'make all tests'" >&2; exit 1; }
 done
-for t in etcd memcached "$PY"; do
+for t in etcd etcdctl memcached "$PY"; do
 	command -v "$t" >/dev/null || { echo "detect_bench.sh: $t is missing; run 'make deps'" >&2; exit 1; }
 done
 
@@ -104,7 +110,7 @@ wait_line() {
 	return 1
 }
 
-echo "detect_bench: followers ${NS_LIST[*]}, $REPEATS repeat(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "detect_bench: followers ${NS_LIST[*]}, $REPEATS repeat(s), words '$WORDS'; load $(cut -d' ' -f1-3 /proc/loadavg)"
 steer_topo_up 1 2 >"$TMP/topo.out" 2>&1 || { tail -n 3 "$TMP/topo.out"; exit 1; }
 CNS=$STEER_CLIENT_NS CNS2=ks_dc2_$$
 steer_host_add "$CNS2" "ksd2_$$" 198.18.2.2 >>"$TMP/topo.out" 2>&1 || { tail -n 3 "$TMP/topo.out"; exit 1; }
@@ -118,6 +124,9 @@ for ((i = 0; i < 5; i++)); do
 done
 [ "$i" -lt 5 ] || { cat "$TMP/ringset.out"; exit 1; }
 SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=1000 etcd_timeout_ms=30000"
+# the followers' own: the key's writer above keeps the plain spec
+FSPEC=${WORDS:+$SPEC $WORDS}
+FSPEC=${FSPEC:-$SPEC}
 # shellcheck disable=SC2086 # AGENT_ARGS: words
 if ! steer_agent_start 0 --interval 0.5 --sample 1 --shard-capacity 1000 \
 	--hot-fraction 0.1 --etcd "$URL" --cluster "$CLUSTER" \
@@ -135,7 +144,7 @@ for n in "${NS_LIST[@]}"; do
 	exec 3<>"$TMP/in.$n"
 	# not ks_in_ns_bg: a background command in a function gets /dev/null
 	# as stdin, whatever the call redirects
-	nsenter --net="$KS_NETNS_RUN/$CNS2" -- "$SWARM" --spec "$SPEC" \
+	nsenter --net="$KS_NETNS_RUN/$CNS2" -- "$SWARM" --spec "$FSPEC" \
 		--handles "$n" --wait-ms "$WAIT_MS" --open-threads 4 \
 		<"$TMP/in.$n" >"$out" 2>"$out.err" &
 	SWARM_PID=$!
@@ -176,6 +185,12 @@ os.execv(sys.argv[2], sys.argv[2:])' "$TMP/t0" "$LOAD" \
 		note=$(grep '^DETECT ' "$out" | tail -n 1 | cut -d' ' -f2,3)
 		ks_stop_pid "$LOAD_PID" TERM 5
 		LOAD_PID=
+		# cooled: no entry armed in etcd, then no view armed for 2 s
+		for ((i = 0; i < 1200; i++)); do
+			! grep -q '"state":"armed"' <<<"$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" \
+				get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1)" && break
+			sleep 0.1
+		done
 		echo "C" >&3
 		wait_line "$out" '^COLD ' "$r" $((WAIT_MS / 1000 + 30))
 		echo "   repeat $r: armed/copied $note; cooled: $(grep '^COLD ' "$out" | tail -n 1)"
@@ -198,7 +213,7 @@ for n in ns:
     path = os.path.join(tmp, 'swarm.%d' % n)
     if not os.path.exists(path):
         continue
-    a, r, miss_a, miss_r, reps = [], [], 0, 0, 0
+    a, r, miss_a, miss_r, early, reps = [], [], 0, 0, 0, 0
     for line in open(path):
         if not line.startswith('DETECT '):
             continue
@@ -209,25 +224,28 @@ for n in ns:
         reps += 1
         a += [x for x in d[:n] if x >= 0]
         r += [x for x in d[n:] if x >= 0]
-        miss_a += sum(1 for x in d[:n] if x < 0)
-        miss_r += sum(1 for x in d[n:] if x < 0)
+        miss_a += sum(1 for x in d[:n] if x == -1)
+        miss_r += sum(1 for x in d[n:] if x == -1)
+        early += sum(1 for x in d[:n] + d[n:] if x == -2)
     rows.append({'followers': n, 'repeats': reps,
                  'armed_p50_ms': pct(a, .5), 'armed_p99_ms': pct(a, .99),
                  'armed_max_ms': max(a) / 1e3 if a else None,
                  'copy_read_p50_ms': pct(r, .5),
                  'copy_read_p99_ms': pct(r, .99),
                  'copy_read_max_ms': max(r) / 1e3 if r else None,
-                 'not_armed': miss_a, 'no_copy_read': miss_r})
+                 'not_armed': miss_a, 'no_copy_read': miss_r,
+                 'before_t0': early})
 print()
-print('| followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | not armed | no copy read |')
-print('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+print('| followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | not armed | no copy read | before T0 |')
+print('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
 fmt = lambda x: '-' if x is None else '%.0f' % x
 for w in rows:
-    print('| %d | %d | %s | %s | %s | %s | %s | %s | %d | %d |' % (
+    print('| %d | %d | %s | %s | %s | %s | %s | %s | %d | %d | %d |' % (
         w['followers'], w['repeats'], fmt(w['armed_p50_ms']),
         fmt(w['armed_p99_ms']), fmt(w['armed_max_ms']),
         fmt(w['copy_read_p50_ms']), fmt(w['copy_read_p99_ms']),
-        fmt(w['copy_read_max_ms']), w['not_armed'], w['no_copy_read']))
+        fmt(w['copy_read_max_ms']), w['not_armed'], w['no_copy_read'],
+        w['before_t0']))
 if json_out:
     json.dump(rows, open(json_out, 'w'), indent=1)
 PYEOF

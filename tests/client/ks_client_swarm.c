@@ -7,7 +7,7 @@
  * view reaches each etcd revision.
  *
  *   ks_client_swarm --spec SPEC --handles N [--poll-us U] [--wait-ms W]
- *                   [--open-threads T]
+ *                   [--open-threads T] [--detect-threads D]
  *
  * Opens the N handles with keysteer_open(SPEC) (T threads at once, each
  * open timed), then prints
@@ -26,8 +26,9 @@
  *                views refused, summed; min_rev: the least revision a
  *                view has applied)
  *   D KEY        detection (tests/bench/detect_bench.sh): from now on
- *                the poller also reads each handle's stats, and on the
- *                first sweep that finds a key armed in its view reads KEY
+ *                D detector threads (default 8; each owns every D-th
+ *                handle) read their handles' stats every U us, note when
+ *                a key is first armed in each view, and then read KEY
  *                through it (again each sweep until a read comes from a
  *                copy: copy_reads grew)
  *   T T0_NS      when the load that makes KEY hot began; once every
@@ -35,9 +36,12 @@
  *                with "DETECT armed copied A_us... R_us..." (per handle,
  *                from T0_NS: A its view first had a key armed, R its
  *                first read of KEY from a copy returned; -1: not within
- *                W ms). Detection then stops
- *   C            "COLD n" once no handle's view has a key armed (n 0), or
- *                after W ms (n: the handles still armed)
+ *                W ms; -2: before T0_NS). Detection then stops
+ *   C            "COLD n" once no handle's view has had a key armed for
+ *                COLD_MS in a row (n 0), or after W ms (n: the handles
+ *                armed last): an entry between a refill and its arming
+ *                is briefly not armed, and a repeat must not start while
+ *                the last key may arm again
  *   Q (or EOF)   closes the handles, prints "BYE close_ms=..", exits 0
  *
  * The poller reads keysteer_view_revision of every handle every U us
@@ -48,10 +52,11 @@
  * counts handles whose history no longer reached back to REV (their
  * delay is then an upper bound).
  *
- * In detection the reads run in the poller, one handle after another: when
- * a thousand views arm at once, the last handle's read waits for those
- * before it (A is the figure a reader that reads all the time would see;
- * R includes that queue).
+ * In detection a detector first checks all its handles' views, then reads
+ * through the armed ones one after another: when a thousand views arm at
+ * once, a handle's read waits for those before it in its detector (A is
+ * the figure a reader that reads all the time would see; R includes that
+ * queue, N/D reads at most).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -68,6 +73,7 @@
 
 #define HIST        1024
 #define PENDING_MAX 4096
+#define COLD_MS     2000
 
 struct change {
 	int64_t rev;
@@ -92,12 +98,23 @@ static struct {
 	pthread_mutex_t mu; /* hist, next_open, open_failed */
 	int stop;
 	uint64_t sweep_max_ns;
-	/* detection: written by the main thread under mu, read by the poller */
+	/* detection: written by the main thread under mu, read by the
+	 * detectors */
 	int detect, cold;
 	char key[251];
-	unsigned armed_now; /* the poller's last count, with cold */
-	uint64_t sweeps;
+	unsigned dthreads;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+#define DTHREADS_MAX 64
+
+/* A detector: the handles i with i % dthreads == t are its own, so each
+ * handle is used by one thread (its reads and stats) */
+static struct detector {
+	pthread_t th;
+	unsigned t;
+	unsigned armed;  /* with cold: its handles armed at its last sweep */
+	uint64_t sweeps; /* atomic */
+} dt[DTHREADS_MAX];
 
 static uint64_t mono_ns(void)
 {
@@ -105,42 +122,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
-/* One handle in detection: armed in its view yet, and a read from a copy. */
-static void detect_one(struct follow *f)
-{
-	struct keysteer_stats st;
-	uint64_t before, now;
-	void *v = NULL;
-	size_t len;
-
-	if (f->read_ns || keysteer_stats(f->ks, &st, sizeof(st)) ||
-	    !st.armed_keys)
-		return;
-	now = mono_ns();
-	before = st.copy_reads;
-	if (keysteer_get(f->ks, g.key, strlen(g.key), &v, &len, NULL) == 1)
-		keysteer_free(v);
-	if (keysteer_stats(f->ks, &st, sizeof(st)))
-		return;
-	pthread_mutex_lock(&g.mu);
-	if (!f->armed_ns)
-		f->armed_ns = now;
-	if (st.copy_reads > before)
-		f->read_ns = mono_ns();
-	pthread_mutex_unlock(&g.mu);
-}
-
-static unsigned count_armed(void)
-{
-	struct keysteer_stats st;
-	unsigned i, n = 0;
-
-	for (i = 0; i < g.handles; i++)
-		n += !keysteer_stats(g.f[i].ks, &st, sizeof(st)) &&
-		     st.armed_keys;
-	return n;
 }
 
 /* A "Name:   N kB" line of /proc/self/status (0: not found). */
@@ -200,27 +181,81 @@ static void *opener(void *arg)
 	}
 }
 
-static void *poller(void *arg)
+/* Detection, one handle: the first time its view has a key armed. */
+static void mark_armed(struct follow *f)
 {
-	(void)arg;
+	struct keysteer_stats st;
+	uint64_t now;
+
+	if (f->armed_ns || keysteer_stats(f->ks, &st, sizeof(st)) ||
+	    !st.armed_keys)
+		return;
+	now = mono_ns();
+	pthread_mutex_lock(&g.mu);
+	f->armed_ns = now;
+	pthread_mutex_unlock(&g.mu);
+}
+
+/* ... and once armed, a read of the key until one comes from a copy */
+static void read_copy(struct follow *f)
+{
+	struct keysteer_stats st;
+	uint64_t before;
+	void *v = NULL;
+	size_t len;
+
+	if (!f->armed_ns || f->read_ns ||
+	    keysteer_stats(f->ks, &st, sizeof(st)))
+		return;
+	before = st.copy_reads;
+	if (keysteer_get(f->ks, g.key, strlen(g.key), &v, &len, NULL) == 1)
+		keysteer_free(v);
+	if (keysteer_stats(f->ks, &st, sizeof(st)) || st.copy_reads == before)
+		return;
+	pthread_mutex_lock(&g.mu);
+	f->read_ns = mono_ns();
+	pthread_mutex_unlock(&g.mu);
+}
+
+static void *detector(void *arg)
+{
+	struct detector *d = arg;
+	struct keysteer_stats st;
+
 	while (!__atomic_load_n(&g.stop, __ATOMIC_RELAXED)) {
-		uint64_t t0 = mono_ns(), now;
-		unsigned i;
+		unsigned i, n = 0;
 		int detect, cold;
 
 		pthread_mutex_lock(&g.mu);
 		detect = g.detect;
 		cold = g.cold;
 		pthread_mutex_unlock(&g.mu);
-		for (i = 0; detect && i < g.handles; i++)
-			detect_one(&g.f[i]);
-		if (cold) {
-			unsigned n = count_armed();
+		/* every own view's arming first, then the reads: a read's
+		 * round trip is not charged to the arming of the views after
+		 * it */
+		for (i = d->t; detect && i < g.handles; i += g.dthreads)
+			mark_armed(&g.f[i]);
+		for (i = d->t; detect && i < g.handles; i += g.dthreads)
+			read_copy(&g.f[i]);
+		for (i = d->t; cold && i < g.handles; i += g.dthreads)
+			n += !keysteer_stats(g.f[i].ks, &st, sizeof(st)) &&
+			     st.armed_keys;
+		pthread_mutex_lock(&g.mu);
+		d->armed = n;
+		pthread_mutex_unlock(&g.mu);
+		__atomic_add_fetch(&d->sweeps, 1, __ATOMIC_RELEASE);
+		usleep(g.poll_us);
+	}
+	return NULL;
+}
 
-			pthread_mutex_lock(&g.mu);
-			g.armed_now = n;
-			pthread_mutex_unlock(&g.mu);
-		}
+static void *poller(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&g.stop, __ATOMIC_RELAXED)) {
+		uint64_t t0 = mono_ns(), now;
+		unsigned i;
+
 		for (i = 0; i < g.handles; i++) {
 			struct follow *f = &g.f[i];
 			int64_t rev = keysteer_view_revision(f->ks);
@@ -243,7 +278,6 @@ static void *poller(void *arg)
 		now = mono_ns();
 		if (now - t0 > g.sweep_max_ns)
 			g.sweep_max_ns = now - t0;
-		__atomic_add_fetch(&g.sweeps, 1, __ATOMIC_RELEASE);
 		usleep(g.poll_us);
 	}
 	return NULL;
@@ -307,6 +341,15 @@ static int answer(const struct pending *p, int64_t *delay_us)
 	return 1;
 }
 
+/* us from t0 to t; -1: t is 0 (never), -2: t is before t0 (a key armed
+ * before the load began: the last repeat's, not cooled) */
+static long long us_since(uint64_t t, uint64_t t0)
+{
+	if (!t)
+		return -1;
+	return t < t0 ? -2 : (long long)((t - t0) / 1000);
+}
+
 /* The DETECT line once every handle read from a copy or the time is up;
  * 1 if printed (detection then stops). */
 static int answer_detect(uint64_t t0, uint64_t deadline)
@@ -326,42 +369,49 @@ static int answer_detect(uint64_t t0, uint64_t deadline)
 	g.detect = 0;
 	printf("DETECT %u %u", armed, copied);
 	for (i = 0; i < g.handles; i++)
-		printf(" %lld",
-		       g.f[i].armed_ns
-			       ? (long long)(g.f[i].armed_ns - t0) / 1000
-			       : -1LL);
+		printf(" %lld", us_since(g.f[i].armed_ns, t0));
 	for (i = 0; i < g.handles; i++)
-		printf(" %lld",
-		       g.f[i].read_ns ? (long long)(g.f[i].read_ns - t0) / 1000
-				      : -1LL);
+		printf(" %lld", us_since(g.f[i].read_ns, t0));
 	pthread_mutex_unlock(&g.mu);
 	printf("\n");
 	fflush(stdout);
 	return 1;
 }
 
-/* COLD: waits (up to W ms) for two sweeps in a row to count no view with
- * a key armed. */
+/* COLD: waits (up to W ms) until the detectors have counted no view with
+ * a key armed for COLD_MS in a row. */
 static void cold_wait(void)
 {
-	uint64_t deadline = mono_ns() + g.wait_ms * 1000000ULL, seen;
-	unsigned n = g.handles, zero = 0;
+	uint64_t deadline = mono_ns() + g.wait_ms * 1000000ULL;
+	uint64_t since = 0, now, seen[DTHREADS_MAX];
+	unsigned n = g.handles, t;
 
 	pthread_mutex_lock(&g.mu);
 	g.cold = 1;
 	pthread_mutex_unlock(&g.mu);
-	while (mono_ns() < deadline && zero < 2) {
-		seen = __atomic_load_n(&g.sweeps, __ATOMIC_ACQUIRE);
-		while (__atomic_load_n(&g.sweeps, __ATOMIC_ACQUIRE) <
-			       seen + 2 &&
-		       mono_ns() < deadline)
-			usleep(1000);
+	while ((now = mono_ns()) < deadline) {
+		/* two sweeps of each: the second began after g.cold was set */
+		for (t = 0; t < g.dthreads; t++)
+			seen[t] = __atomic_load_n(&dt[t].sweeps,
+						  __ATOMIC_ACQUIRE);
+		for (t = 0; t < g.dthreads && mono_ns() < deadline;)
+			if (__atomic_load_n(&dt[t].sweeps, __ATOMIC_ACQUIRE) <
+			    seen[t] + 2)
+				usleep(1000);
+			else
+				t++;
+		n = 0;
 		pthread_mutex_lock(&g.mu);
-		n = g.armed_now;
+		for (t = 0; t < g.dthreads; t++)
+			n += dt[t].armed;
 		pthread_mutex_unlock(&g.mu);
-		zero = n ? 0 : zero + 1;
 		if (n)
-			usleep(50000);
+			since = 0;
+		else if (!since)
+			since = now;
+		else if (now - since >= COLD_MS * 1000000ULL)
+			break;
+		usleep(20000);
 	}
 	pthread_mutex_lock(&g.mu);
 	g.cold = 0;
@@ -486,7 +536,7 @@ wait:
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ks_client_swarm --spec SPEC --handles N [--poll-us U] [--wait-ms W] [--open-threads T]\n");
+		"usage: ks_client_swarm --spec SPEC --handles N [--poll-us U] [--wait-ms W] [--open-threads T] [--detect-threads D]\n");
 }
 
 int main(int argc, char **argv)
@@ -497,6 +547,7 @@ int main(int argc, char **argv)
 		{ "poll-us", required_argument, NULL, 'p' },
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "open-threads", required_argument, NULL, 't' },
+		{ "detect-threads", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -509,6 +560,7 @@ int main(int argc, char **argv)
 	g.poll_us = 1000;
 	g.wait_ms = 20000;
 	g.open_threads = 1;
+	g.dthreads = 8;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -526,6 +578,9 @@ int main(int argc, char **argv)
 		case 't':
 			g.open_threads = (unsigned)strtoul(optarg, NULL, 10);
 			break;
+		case 'd':
+			g.dthreads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -535,7 +590,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!g.spec || !g.handles || g.handles > 100000 || !g.open_threads ||
-	    g.open_threads > 256 || !g.wait_ms) {
+	    g.open_threads > 256 || !g.wait_ms || !g.dthreads ||
+	    g.dthreads > DTHREADS_MAX) {
 		usage(stderr);
 		return 2;
 	}
@@ -576,9 +632,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ks_client_swarm: no poller thread\n");
 		goto out;
 	}
-	rc = serve() ? 1 : 0;
+	for (i = 0; i < g.dthreads; i++) {
+		dt[i].t = i;
+		if (pthread_create(&dt[i].th, NULL, detector, &dt[i]))
+			break;
+	}
+	if (i == g.dthreads)
+		rc = serve() ? 1 : 0;
+	else
+		fprintf(stderr, "ks_client_swarm: no detector thread\n");
 	__atomic_store_n(&g.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(pt, NULL);
+	while (i > 0)
+		pthread_join(dt[--i].th, NULL);
 	t = mono_ns();
 	for (i = 0; i < g.handles; i++) {
 		keysteer_close(g.f[i].ks);
