@@ -15,8 +15,10 @@
 # through the proxy fail at once, naming the 404, and the same through
 # etcd succeed. Should a later etcd's proxy serve the gateway,
 # etcd_proxy_no_json_gateway fails: the doc is then wrong, and clients
-# could follow through the proxy. Both processes are stopped by their
-# pids on every exit path, and the namespace deleted.
+# could follow through the proxy. The control in full: two handles on etcd
+# itself see a put made after they opened (their views reach its
+# revision), and not a revision never written. Every process is stopped
+# by its pid on every exit path, and the namespace deleted.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -197,4 +199,34 @@ elif [ "$rp" != 0 ] && [ "$rp" != 124 ] && grep -q 'HTTP 404' <<<"$ap"; then
 else
 	fail etcd_proxy_agent_refused "ring get through the proxy: exit $rp, want an error naming HTTP 404: $ap"
 fi
+# 6. the control in full: handles on etcd itself follow it. A put made
+# after they opened reaches their views (keysteer_view_revision, as make
+# bench-clients polls it, reaches the put's revision); a revision never
+# written is reported unseen, so the check can fail.
+mkfifo "$E2E_TMP/swarm.in"
+exec 4<>"$E2E_TMP/swarm.in"
+# nsenter directly: a function's background command gets /dev/null as stdin
+nsenter --net="$KS_NETNS_RUN/$PNS" -- "$SWARM" --spec "etcd=$ETCD cluster=px" \
+	--handles 2 --wait-ms 10000 <"$E2E_TMP/swarm.in" >"$E2E_TMP/swarm.out" \
+	2>"$E2E_TMP/swarm.err" &
+WATCH_PIDS+=("$!")
+rev=
+if e2e_wait_line "$E2E_TMP/swarm.out" '^OPENED handles=2 ' "$!" 300; then
+	rev=$(inp etcdctl --endpoints "$ETCD" put /keysteer/px/hot/00000000000000aa \
+		'{"schema":1,"hash":"00000000000000aa","owner":"198.18.8.1:11211","copies":1,"state":"counting"}' \
+		-w json 2>&1 | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+fi
+if [ -n "$rev" ]; then
+	printf 'W %s 0\nW %s 0\nQ\n' "$rev" "$((rev + 1000))" >&4
+	e2e_wait_line "$E2E_TMP/swarm.out" '^BYE ' "${WATCH_PIDS[-1]}" 600
+fi
+if [ -z "$rev" ]; then
+	fail etcd_proxy_control_view_follows "no handles opened, or no revision from the put: $(tail -c 300 "$E2E_TMP/swarm.err")"
+elif grep -qE "^SEEN $rev 2 0 " "$E2E_TMP/swarm.out" &&
+	grep -qE "^SEEN $((rev + 1000)) 0 0 -1 -1$" "$E2E_TMP/swarm.out"; then
+	pass etcd_proxy_control_view_follows
+else
+	fail etcd_proxy_control_view_follows "want revision $rev seen by both views and $((rev + 1000)) by none: $(grep '^SEEN' "$E2E_TMP/swarm.out" | cut -c1-120)"
+fi
+exec 4>&-
 exit "$E2E_FAILED"
