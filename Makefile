@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -198,6 +198,14 @@ $(OUT)/tests/ks_counter: tests/client/ks_counter.c $(OUT)/libkeysteer.a
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
 tests: $(OUT)/tests/ks_counter
+
+# One simulated application host of make bench-clients: N handles and a
+# poller of their views' revisions (tests/bench/clients_bench.py).
+$(OUT)/tests/ks_client_swarm: tests/client/ks_client_swarm.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+tests: $(OUT)/tests/ks_client_swarm
 
 client: $(LIBKEYSTEER) $(OUT)/keysteer.pc $(OUT)/ks_client_example
 
@@ -421,6 +429,33 @@ FLEET_AGENTS  ?= 16,64,256
 bench-fleet: check-deps
 	$(MAKE) $(OUT)/tests/fleet_scale
 	OUT=$(OUT) tests/bench/fleet_scale.sh --repeats $(FLEET_REPEATS) --agents $(FLEET_AGENTS)
+
+# Application hosts x handles following one etcd (tests/bench/clients_bench.py;
+# docs/fleet.md, "Clients at scale"): etcd's CPU, the p99 time for every
+# handle to see a hot/ change, memory per handle, open time; with
+# CLIENTS_CHURN=N, N of bench-fleet's churning agents write meanwhile.
+# CLIENTS_POINTS is HOSTSxHANDLES,...; CLIENTS_WORDS go to every
+# keysteer_open; CLIENTS_ARGS to the script (--help). Default: 10 hosts x
+# 10 handles, one point, about a minute. Not in `make test`.
+CLIENTS_POINTS ?= 10x10
+CLIENTS_CHURN  ?= 0
+CLIENTS_WORDS  ?=
+CLIENTS_ARGS   ?=
+bench-clients: check-deps
+	$(MAKE) all $(OUT)/tests/ks_client_swarm $(OUT)/tests/fleet_scale
+	OUT=$(OUT) python3 tests/bench/clients_bench.py --points $(CLIENTS_POINTS) \
+		--churn-agents $(CLIENTS_CHURN) --words '$(CLIENTS_WORDS)' $(CLIENTS_ARGS)
+
+# Detection to every client (tests/bench/detect_bench.sh; docs/fleet.md,
+# "Clients at scale"): from a key's first request to each of N handles on
+# another host reading it from a copy, N = DETECT_FOLLOWERS, DETECT_REPEATS
+# keys each. About 3 minutes. Not in `make test`.
+DETECT_FOLLOWERS ?= 1,100,1000
+DETECT_REPEATS   ?= 5
+bench-detect: check-deps
+	$(MAKE) all $(OUT)/tests/ks_client_swarm
+	OUT=$(OUT) tests/bench/detect_bench.sh --followers $(DETECT_FOLLOWERS) \
+		--repeats $(DETECT_REPEATS) --json $(OUT)/detect_bench.json
 
 # Every C file of the tree as .clang-format says; `make test` checks it.
 format:

@@ -347,6 +347,14 @@ int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 		   const struct keysteer_fetch_opts *o, void **value,
 		   size_t *len, uint32_t *flags);
 
+/*
+ * The etcd revision the handle's view has applied (0: none, or no etcd=):
+ * every event up to it is in the view. Cheap (one lock, no scan): for a
+ * caller that wrote to the fleet's prefix and waits until a handle sees
+ * it, comparing with the revision etcd gave the write.
+ */
+int64_t keysteer_view_revision(struct keysteer *ks);
+
 #ifdef __cplusplus
 }
 #endif
