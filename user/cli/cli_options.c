@@ -508,6 +508,18 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "(default: hot/ entries carry the key, which clients\n"
 	  "need to act on it; hosts/ top keys are hashes unless\n"
 	  "--export-keys)" },
+	{ "fleet-compat", KS_OPTV_FLEET_COMPAT, REQ, "MODE", KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_ETCD,
+	  "what to write at hosts/SELF for readers before schema 2\n"
+	  "(a rolling upgrade): members (default) rewrites it when\n"
+	  "anything but a rate changes, full also when a rate moves\n"
+	  "(for --balance agents before schema 2), off writes none\n"
+	  "(every reader upgraded)" },
+	{ "load-every", KS_OPTV_LOAD_EVERY, REQ, "N", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "write the load document (rates, top keys) at most every N\n"
+	  "intervals (1..60; default 1); a ring revision or purge\n"
+	  "state change goes at once" },
 	/* test-only: off leaves a hot key's hot/ entry as it was between
 	 * intervals, so a write shows as dirty only at the next one */
 	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,

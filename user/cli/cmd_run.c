@@ -225,6 +225,24 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case KS_OPTV_HASH_ONLY:
 		o->etcd.hash_only = 1;
 		return 1;
+	case KS_OPTV_FLEET_COMPAT:
+		if (ks_fleet_compat_parse(arg, &o->etcd.fleet_compat)) {
+			snprintf(
+				err, errlen,
+				"--fleet-compat '%s' is not a mode; give members (the default), full or off",
+				arg);
+			return -1;
+		}
+		return 1;
+	case KS_OPTV_LOAD_EVERY: {
+		unsigned long long n;
+
+		if (ks_parse_uint("--load-every", arg, 1, KS_LOAD_EVERY_MAX, &n,
+				  err, errlen))
+			return -1;
+		o->etcd.load_every = (__u32)n;
+		return 1;
+	}
 	case KS_OPTV_HOT_EVENTS:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
