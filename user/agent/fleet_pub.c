@@ -183,6 +183,14 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	now = time(NULL);
 	gmtime_r(&now, &tm);
 	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (f->schema1) {
+		if ((!f->last_host || !ks_host_doc_same(f->last_host, &d) ||
+		     f->since_host >= KS_HOSTS_HEARTBEAT) &&
+		    put_doc(f, f->host_key, &d, KS_HDK_HOSTS, at,
+			    &f->last_host))
+			f->since_host = 0;
+		return;
+	}
 	if (!f->last_member || !ks_host_doc_same_member(f->last_member, &d))
 		put_doc(f, f->member_key, &d, KS_HDK_MEMBER, NULL,
 			&f->last_member);

@@ -66,6 +66,7 @@ struct ks_fleet_pub {
 	char load_key[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 200];
 	enum ks_fleet_compat compat; /* set after ks_fleet_pub_start */
 	__u32 load_every;            /* 0 or 1: every interval may write */
+	int schema1; /* test-only: hosts/ alone, as before schema 2 */
 	char cluster[KS_CLUSTER_MAX + 1];
 	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
 	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */

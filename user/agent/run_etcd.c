@@ -432,6 +432,7 @@ void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
 	ks_fleet_pub_start(&e->fleet, e->c, e->conf.cluster, self, ifname,
 			   interval_ms, export_keys, e->hash_only);
 	e->fleet.compat = e->fleet_compat;
+	e->fleet.schema1 = e->fleet_schema1;
 	e->fleet.load_every = e->load_every ? e->load_every
 					    : KS_LOAD_EVERY_DEFAULT;
 }

@@ -61,6 +61,8 @@ struct ks_run_etcd {
 	int hash_only; /* --etcd-hash-only: no key bytes in hot/ */
 	enum ks_fleet_compat fleet_compat; /* --fleet-compat */
 	__u32 load_every;                  /* --load-every; 0: the default */
+	int fleet_schema1; /* --fleet-schema 1: hosts/ only (a test's old
+			    * agent) */
 	int no_hot_events; /* --etcd-hot-events off: hot/ at intervals only
 			    * (a test control) */
 };

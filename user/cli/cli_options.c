@@ -520,6 +520,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "write the load document (rates, top keys) at most every N\n"
 	  "intervals (1..60; default 1); a ring revision or purge\n"
 	  "state change goes at once" },
+	/* test-only: 1 publishes as an agent before schema 2 did (hosts/
+	 * only, rates and all), for a mixed fleet in a test */
+	{ "fleet-schema", KS_OPTV_FLEET_SCHEMA, REQ, "N", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_ETCD, "2 (default) or 1" },
 	/* test-only: off leaves a hot key's hot/ entry as it was between
 	 * intervals, so a write shows as dirty only at the next one */
 	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,

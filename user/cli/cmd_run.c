@@ -234,6 +234,16 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		}
 		return 1;
+	case KS_OPTV_FLEET_SCHEMA:
+		if (strcmp(arg, "1") && strcmp(arg, "2")) {
+			snprintf(
+				err, errlen,
+				"--fleet-schema '%s': give 2 (the default) or 1",
+				arg);
+			return -1;
+		}
+		o->etcd.fleet_schema1 = !strcmp(arg, "1");
+		return 1;
 	case KS_OPTV_LOAD_EVERY: {
 		unsigned long long n;
 

@@ -350,6 +350,8 @@ static void join_load(struct ks_fleet_host *m, const struct ks_fleet_host *l)
 	if (!l->valid || l->kind != KS_FHK_LOAD)
 		return;
 	m->no_load = 0;
+	m->raw = l->raw;
+	m->raw_len = l->raw_len;
 	m->reads = l->reads;
 	m->writes = l->writes;
 	m->mis = l->mis;
@@ -442,6 +444,10 @@ int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 				snprintf(h->why, sizeof(h->why),
 					 "not a member document (schema 2)");
 			}
+			h->member_raw = h->raw;
+			h->member_raw_len = h->raw_len;
+			h->raw = NULL;
+			h->raw_len = 0;
 			if (h->valid && find_load(loads, nl, load_prefix, lplen,
 						  &at, rest, l))
 				join_load(h, l);

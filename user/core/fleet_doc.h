@@ -48,7 +48,8 @@ int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
  * ks_fleet_snapshot_free. Its hosts are every members/ entry, with the
  * load document of its SELF when there is one, and every hosts/ entry
  * that is not "compat" (an agent before schema 2), in key order. The
- * hosts keep pointers into kvs' values: kvs must outlive s. 0 or -ENOMEM.
+ * hosts keep pointers into kvs' and loads' values: both must outlive s.
+ * 0 or -ENOMEM.
  */
 int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 			     const char *prefix, const struct ks_etcd_kv *loads,

@@ -63,8 +63,11 @@ struct ks_fleet_host {
 	 * (a client's write invalidates them all, docs/client.md) */
 	size_t n_reps;
 	char replicas[KS_MAX_REPLICAS][KS_FLEET_ADDR_MAX];
-	const char *raw; /* the value as etcd holds it (borrowed) */
+	const char *raw; /* the value as etcd holds it (borrowed): hosts/,
+			  * or a member's load document (NULL: none yet) */
 	size_t raw_len;
+	const char *member_raw; /* a member's members/ value, else NULL */
+	size_t member_raw_len;
 	/* "purge": the agent's purge state ("idle", "purging", "grace",
 	 * "sweeping"), "" when absent (no purge, or an agent before it) */
 	char purge[12];
