@@ -113,6 +113,7 @@ static struct {
 	/* [PH_N]: after the last phase, while the last events drain */
 	enum phase phase;          /* the main thread's, for hand-overs */
 	__u64 sets[PH_N + 1];      /* changes handed over */
+	__u64 load_sets[PH_N + 1]; /* ... of them, load documents */
 	__u64 events[PH_N + 1];    /* watch events (by arrival) */
 	__u64 cevents[PH_N + 1];   /* ... of them, on a client's prefix */
 	__u64 unmatched[PH_N + 1]; /* events no hand-over explains */
@@ -191,6 +192,8 @@ int __wrap_ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key,
 	rc = __real_ks_etcd_pub_set(p, key, val, vlen);
 	if (rc == 1)
 		handed_over(key, vh, t);
+	if (rc == 1 && !strncmp(key, KS_LOAD_ROOT, strlen(KS_LOAD_ROOT)))
+		g.load_sets[g.phase]++;
 	pthread_mutex_unlock(&g.mu);
 	if (rc == 1 && getenv("FLEET_SCALE_TRACE"))
 		fprintf(stderr, "set %s %.*s\n", key, (int)vlen,
@@ -693,7 +696,8 @@ static void report(const struct args *o, enum phase ph, const struct snap *a,
 	for (i = 0; i < M_N; i++)
 		printf(" %s_ps=%.1f", metric[i].field,
 		       a->m_ok && b->m_ok ? (b->m[i] - a->m[i]) / s : -1.0);
-	printf(" client_events_ps=%.1f", (double)g.cevents[ph] / s);
+	printf(" client_events_ps=%.1f load_sets_ps=%.1f",
+	       (double)g.cevents[ph] / s, (double)g.load_sets[ph] / s);
 	printf(" watch_events_ps=%.1f watch_n=%zu watch_unmatched=%llu"
 	       " watch_p50_ms=%.2f watch_p99_ms=%.2f watch_max_ms=%.2f",
 	       (double)g.events[ph] / s, l->n,

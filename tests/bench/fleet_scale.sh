@@ -173,6 +173,7 @@ for line in open(sys.argv[1]):
 cols = [('puts/s', 'mvcc_puts_ps', 1), ('dels/s', 'mvcc_deletes_ps', 1),
         ('txns/s', 'grpc_txn_ps', 1), ('keepalives/s', 'grpc_keepalive_ps', 0),
         ('client events/s', 'client_events_ps', 1),
+        ('load docs/s', 'load_sets_ps', 1),
         ('puts/s/agent', 'per_agent_puts_ps', 2),
         ('txns/interval/agent', 'per_agent_txns_pi', 2),
         ('watch p50 ms', 'watch_p50_ms', 1), ('p99 ms', 'watch_p99_ms', 1),
