@@ -412,7 +412,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_HOT,
 	  "keep this shard within (1 + F) times the fleet's mean\n"
 	  "shard (0.01..10; default 0: off). Needs --etcd: every\n"
-	  "agent's hosts/ entry gives the reads its shard served.\n"
+	  "agent's load document gives the reads its shard served.\n"
 	  "Over it, the agent lowers its read threshold (to 1/8 of\n"
 	  "the policy's at most) until the keys above it cover the\n"
 	  "excess; below (1 + F/2) times the mean it raises it back\n"
@@ -465,7 +465,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "etcd endpoints, http[s]://HOST[:PORT],... (up to %d,\n"
 	  "port 2379 by default), tried in turn. run: the ring\n"
 	  "comes from /keysteer/CLUSTER/ring and follows it, and\n"
-	  "the agent publishes /keysteer/CLUSTER/hosts/SELF",
+	  "the agent publishes /keysteer/CLUSTER/members/SELF",
 	  { KS_ETCD_MAX_ENDPOINTS } },
 	{ "cluster", KS_OPTV_CLUSTER, REQ, "NAME", KS_CMD_ETCD, RUN_CONF,
 	  KS_GRP_ETCD,

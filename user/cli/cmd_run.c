@@ -388,7 +388,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->hot.o.balance > 0 && !ks_run_etcd_wants_ring(&o->etcd)) {
 		snprintf(
 			err, sizeof(err),
-			"--balance needs --etcd: the fleet's mean shard comes from every agent's hosts/ entry");
+			"--balance needs --etcd: the fleet's mean shard comes from every agent's load document");
 		goto bad;
 	}
 	if (o->hot.o.balance > 0 && !spec->self) {
