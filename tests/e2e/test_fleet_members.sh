@@ -3,15 +3,16 @@
 # upgrade to schema 2"): members/SELF for clients, each agent's load
 # document under /keysteer-load/CLUSTER/, outside the prefix a library
 # handle watches. The steering topology with 2 shards and 2 L1 replicas,
-# etcd, and a fleet in the middle of an upgrade: agent 0 of schema 2
-# (--fleet-compat off: members/ and its load document only), agent 1 as an
-# agent before schema 2 wrote (the test-only --fleet-schema 1: hosts/ only,
-# rewritten when a rate moves).
+# etcd, and a fleet in the middle of an upgrade: agent 0 of schema 2 with
+# the default --fleet-compat members (members/, its load document, and a
+# hosts/ entry marked compat for old readers, rewritten only when anything
+# but a rate changes), agent 1 as an agent before schema 2 wrote (the
+# test-only --fleet-schema 1: hosts/ only, rewritten when a rate moves).
 #
 # 1. 'agent fleet --json' lists both, each joined with its shard at the
-#    ring's revision: agent 0 from members/ and its load document, agent 1
-#    from hosts/; in etcd, agent 0 has no hosts/ entry and agent 1 nothing
-#    but hosts/.
+#    ring's revision: agent 0 from members/ and its load document (its
+#    compat hosts/ entry not listed again), agent 1 from hosts/; in etcd,
+#    agent 1 has nothing but hosts/.
 # 2. A library handle has both owners' replica sets: a write of a key of
 #    each owner invalidates both replicas (agent 0's set comes from
 #    members/ alone).
@@ -53,7 +54,7 @@ ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
 # agent 0 as schema 2 writes it after the upgrade, agent 1 as before it
 export KEYSTEER_TEST_SWITCHES=1
 for i in 0 1; do
-	if [ "$i" = 0 ]; then args=(--fleet-compat off); else args=(--fleet-schema 1); fi
+	if [ "$i" = 0 ]; then args=(); else args=(--fleet-schema 1); fi
 	if ! steer_agent_start "$i" --interval 0.5 --sample 1 \
 		--shard-capacity 1000 --hot-fraction 0.1 \
 		--etcd "$URL" --cluster "$CLUSTER" \
@@ -96,13 +97,15 @@ for ((i = 0; i < 100; i++)); do
 done
 keys=$(ETCDCTL get --prefix "/keysteer/$CLUSTER/" --keys-only | grep -v '^$' | grep -v '/hot/')
 loads=$(ETCDCTL get --prefix "/keysteer-load/$CLUSTER/" --keys-only | grep -v '^$')
-want_keys=$(printf '%s\n' "/keysteer/$CLUSTER/hosts/$B" "/keysteer/$CLUSTER/members/$A" \
-	"/keysteer/$CLUSTER/ring" | sort)
-if [ -n "$ok" ] && [ "$(sort <<<"$keys")" = "$want_keys" ] &&
+want_keys=$(printf '%s\n' "/keysteer/$CLUSTER/hosts/$A" "/keysteer/$CLUSTER/hosts/$B" \
+	"/keysteer/$CLUSTER/members/$A" "/keysteer/$CLUSTER/ring" | sort)
+compat=$(ETCDCTL get --print-value-only "/keysteer/$CLUSTER/hosts/$A" |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin).get("compat"))' 2>&1)
+if [ -n "$ok" ] && [ "$(sort <<<"$keys")" = "$want_keys" ] && [ "$compat" = True ] &&
 	[ "$loads" = "/keysteer-load/$CLUSTER/$A" ]; then
 	pass fleet_members_mixed_fleet_listed
 else
-	fail fleet_members_mixed_fleet_listed "$(tail -n 3 "$E2E_TMP/fleet.why") keys: $keys; loads: $loads; $(head -c 1500 "$E2E_TMP/fleet.json")"
+	fail fleet_members_mixed_fleet_listed "$(tail -n 3 "$E2E_TMP/fleet.why") keys: $keys; loads: $loads; compat '$compat'; $(head -c 1500 "$E2E_TMP/fleet.json")"
 fi
 
 # ---- 2. a handle's replica sets: both owners -------------------------------

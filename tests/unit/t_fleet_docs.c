@@ -327,6 +327,13 @@ static void t_member_load(void)
 	b.ring_revision = a.ring_revision;
 	b.purge[0] = '\0';
 	CHECK(ks_host_doc_same_status(&a, &b), "rates alone: same status");
+	snprintf(a.purge, sizeof(a.purge), "idle");
+	snprintf(b.purge, sizeof(b.purge), "sweeping");
+	CHECK(!ks_host_doc_same_status(&a, &b), "a sweep: a status");
+	CHECK(ks_host_doc_same_compat(&a, &b), "a sweep: not for old readers");
+	snprintf(b.purge, sizeof(b.purge), "grace");
+	CHECK(!ks_host_doc_same_compat(&a, &b), "a purge's grace: for them");
+	snprintf(b.purge, sizeof(b.purge), "idle");
 	CHECK(!ks_host_doc_same(&a, &b), "rates alone: a load change");
 	b.replicas[0][0] = 'x';
 	CHECK(!ks_host_doc_same_member(&a, &b), "replicas");

@@ -204,7 +204,7 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	case KS_FLEET_COMPAT_OFF:
 		return;
 	case KS_FLEET_COMPAT_MEMBERS:
-		if (f->last_host && ks_host_doc_same_status(f->last_host, &d))
+		if (f->last_host && ks_host_doc_same_compat(f->last_host, &d))
 			return;
 		break;
 	case KS_FLEET_COMPAT_FULL:

@@ -41,8 +41,9 @@
  * (--fleet-compat, docs/fleet.md "Rolling upgrade to schema 2"). */
 enum ks_fleet_compat {
 	KS_FLEET_COMPAT_MEMBERS, /* default: rewritten when anything but a
-				  * rate changes (old clients' replica sets,
-				  * old readers' ring revision and purge) */
+				  * rate or a slow sweep changes (old
+				  * clients' replica sets, old readers' ring
+				  * revision and purge) */
 	KS_FLEET_COMPAT_FULL,    /* as agents before schema 2 wrote it,
 				  * rates too (old --balance agents) */
 	KS_FLEET_COMPAT_OFF,     /* none: every reader knows schema 2 */

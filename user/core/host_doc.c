@@ -230,6 +230,20 @@ int ks_host_doc_same_status(const struct ks_host_doc *a,
 	       !strcmp(a->purge, b->purge);
 }
 
+static const char *purge_for_old_readers(const char *state)
+{
+	return strcmp(state, "sweeping") ? state : "idle";
+}
+
+int ks_host_doc_same_compat(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b)
+{
+	return ks_host_doc_same_member(a, b) &&
+	       a->ring_revision == b->ring_revision &&
+	       !strcmp(purge_for_old_readers(a->purge),
+		       purge_for_old_readers(b->purge));
+}
+
 int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
 {
 	unsigned i;

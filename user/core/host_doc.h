@@ -85,8 +85,13 @@ char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
 int ks_host_doc_same_member(const struct ks_host_doc *a,
 			    const struct ks_host_doc *b);
 /* ... and the same ring revision and purge state: all of hosts/ but the
- * rates (what --fleet-compat members rewrites hosts/ for). */
+ * rates. */
 int ks_host_doc_same_status(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b);
+/* The same for a reader before schema 2 (what --fleet-compat members
+ * rewrites hosts/ for): a slow sweep starting or ending (every minute) is
+ * no change, since those readers mark only a purge for a ring change. */
+int ks_host_doc_same_compat(const struct ks_host_doc *a,
 			    const struct ks_host_doc *b);
 
 /* Whether b says nothing a reader needs that a (the last one written)
