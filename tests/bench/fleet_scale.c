@@ -20,8 +20,10 @@
  * Watch latency: the benchmark links with --wrap=ks_etcd_pub_set and
  * --wrap=ks_etcd_pub_delete, so every change fleet_pub hands to its
  * publisher is timestamped at the hand-over, by key and value; one watch
- * on /keysteer/CLUSTER/ (a thread and a client of its own) matches each
- * event to it. The time runs from the hand-over to the event's arrival at
+ * on /keysteer/CLUSTER/, the prefix a library handle watches, and one on
+ * /keysteer-load/CLUSTER/ (the agents' load documents; each a thread and a
+ * client of its own) match each event to it; client_events_ps counts
+ * what the first delivered, what every handle would receive. The time runs from the hand-over to the event's arrival at
  * the watcher: the publisher's wait, the transaction, raft and the watch.
  *
  * Per phase (warm-up not reported) it prints one "RESULT" line of
@@ -78,8 +80,10 @@ struct args {
 	unsigned churn_replace, churn_move;
 	unsigned churn_agents; /* of them, the ones that churn; 0: all */
 	double jitter;
-	int flat;          /* --flat: rates spread evenly, not Zipf */
-	unsigned etcd_pid; /* 0: not measured */
+	int flat;                    /* --flat: rates spread evenly, not Zipf */
+	enum ks_fleet_compat compat; /* --fleet-compat, as the agent's */
+	unsigned load_every;         /* --load-every, as the agent's */
+	unsigned etcd_pid;           /* 0: not measured */
 	unsigned seed;
 	int verbose;
 };
@@ -109,7 +113,9 @@ static struct {
 	/* [PH_N]: after the last phase, while the last events drain */
 	enum phase phase;          /* the main thread's, for hand-overs */
 	__u64 sets[PH_N + 1];      /* changes handed over */
+	__u64 load_sets[PH_N + 1]; /* ... of them, load documents */
 	__u64 events[PH_N + 1];    /* watch events (by arrival) */
+	__u64 cevents[PH_N + 1];   /* ... of them, on a client's prefix */
 	__u64 unmatched[PH_N + 1]; /* events no hand-over explains */
 	__u64 untracked;           /* hand-overs with no slot left */
 	struct lat lat[PH_N + 1];  /* by the hand-over's phase */
@@ -186,6 +192,8 @@ int __wrap_ks_etcd_pub_set(struct ks_etcd_pub *p, const char *key,
 	rc = __real_ks_etcd_pub_set(p, key, val, vlen);
 	if (rc == 1)
 		handed_over(key, vh, t);
+	if (rc == 1 && !strncmp(key, KS_LOAD_ROOT, strlen(KS_LOAD_ROOT)))
+		g.load_sets[g.phase]++;
 	pthread_mutex_unlock(&g.mu);
 	if (rc == 1 && getenv("FLEET_SCALE_TRACE"))
 		fprintf(stderr, "set %s %.*s\n", key, (int)vlen,
@@ -221,8 +229,9 @@ static void lat_add(struct lat *l, __u64 ns)
 	l->ns[l->n++] = ns;
 }
 
-/* Under g.mu: one event, arrived at now. */
-static void event_arrived(const struct ks_etcd_event *ev, __u64 now)
+/* Under g.mu: one event, arrived at now (client: on the prefix a
+ * library handle watches). */
+static void event_arrived(const struct ks_etcd_event *ev, __u64 now, int client)
 {
 	__u64 vh = ev->type == KS_ETCD_EV_DELETE
 			   ? 1
@@ -232,6 +241,7 @@ static void event_arrived(const struct ks_etcd_event *ev, __u64 now)
 	unsigned i;
 
 	g.events[g.watch_phase]++;
+	g.cevents[g.watch_phase] += client;
 	for (i = 0; s && i < HIST; i++) {
 		struct handover *h = &s->h[i];
 
@@ -252,6 +262,7 @@ struct watcher {
 	struct ks_etcd_watch *w;
 	pthread_t th;
 	int errors;
+	int client; /* /keysteer/CLUSTER/, else /keysteer-load/CLUSTER/ */
 };
 
 static void *watch_main(void *arg)
@@ -280,7 +291,7 @@ static void *watch_main(void *arg)
 		now = ks_mono_ns();
 		pthread_mutex_lock(&g.mu);
 		while (ks_etcd_watch_next(wt->w, &ev) == 1) {
-			event_arrived(&ev, now);
+			event_arrived(&ev, now, wt->client);
 			ks_etcd_event_free(&ev);
 		}
 		pthread_mutex_unlock(&g.mu);
@@ -685,6 +696,8 @@ static void report(const struct args *o, enum phase ph, const struct snap *a,
 	for (i = 0; i < M_N; i++)
 		printf(" %s_ps=%.1f", metric[i].field,
 		       a->m_ok && b->m_ok ? (b->m[i] - a->m[i]) / s : -1.0);
+	printf(" client_events_ps=%.1f load_sets_ps=%.1f",
+	       (double)g.cevents[ph] / s, (double)g.load_sets[ph] / s);
 	printf(" watch_events_ps=%.1f watch_n=%zu watch_unmatched=%llu"
 	       " watch_p50_ms=%.2f watch_p99_ms=%.2f watch_max_ms=%.2f",
 	       (double)g.events[ph] / s, l->n,
@@ -706,6 +719,7 @@ static void usage(FILE *f)
 		"                   [--interval S] [--warmup S] [--steady S] [--churn S]\n"
 		"                   [--churn-replace K] [--churn-move K] [--churn-agents K]\n"
 		"                   [--jitter F] [--flat] [--cluster NAME] [--seed N] [-v]\n"
+		"                   [--fleet-compat MODE] [--load-every N]\n"
 		"\n"
 		"Runs N simulated agents (the agent's publishing code, fake datapath\n"
 		"numbers) against one etcd: a warm-up, a steady state and a churn phase,\n"
@@ -731,6 +745,10 @@ static void usage(FILE *f)
 		"                     (default: Zipf, the busiest at 64k reads/s, the\n"
 		"                     k-th at 64k/k)\n"
 		"  --cluster NAME     key prefix /keysteer/NAME/ (default bench)\n"
+		"  --fleet-compat M   the agents' hosts/ entries: members (default),\n"
+		"                     full or off, as agent run's option\n"
+		"  --load-every N     load documents at most every N intervals\n"
+		"                     (default 1), as agent run's option\n"
 		"  --seed N           of the fake rates (default 0)\n"
 		"  -v                 the agents' own log lines\n"
 		"\n"
@@ -757,6 +775,8 @@ static int parse_args(int argc, char **argv, struct args *o)
 		{ "cluster", required_argument, NULL, 'c' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "flat", no_argument, NULL, 'f' },
+		{ "fleet-compat", required_argument, NULL, 'F' },
+		{ "load-every", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -776,6 +796,7 @@ static int parse_args(int argc, char **argv, struct args *o)
 		{ 'm', "--churn-move", 0, HOT_MAX, &o->churn_move },
 		{ 'a', "--churn-agents", 0, AGENTS_MAX, &o->churn_agents },
 		{ 's', "--seed", 0, 0x7fffffff, &o->seed },
+		{ 'L', "--load-every", 1, KS_LOAD_EVERY_MAX, &o->load_every },
 		{ 0, NULL, 0, 0, NULL },
 	};
 	char err[KS_ERRLEN];
@@ -791,6 +812,7 @@ static int parse_args(int argc, char **argv, struct args *o)
 			    .churn_s = 20,
 			    .churn_replace = 16,
 			    .churn_move = 16,
+			    .load_every = KS_LOAD_EVERY_DEFAULT,
 			    .jitter = 0.03 };
 	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		rc = 0;
@@ -806,6 +828,15 @@ static int parse_args(int argc, char **argv, struct args *o)
 			break;
 		case 'f':
 			o->flat = 1;
+			break;
+		case 'F':
+			if (ks_fleet_compat_parse(optarg, &o->compat)) {
+				snprintf(
+					err, sizeof(err),
+					"--fleet-compat %s: members, full or off",
+					optarg);
+				rc = -EINVAL;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -863,17 +894,20 @@ static void sleep_until(__u64 mono_ns)
 		;
 }
 
-static int start_watch(struct watcher *wt, const struct args *o)
+static int start_watch(struct watcher *wt, const struct args *o, int client)
 {
 	struct ks_etcd_opts eo = { .endpoints = o->etcd };
-	char err[256], prefix[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 2];
+	char err[256], prefix[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 2];
 	__u64 end;
+
+	wt->client = client;
 
 	if (ks_etcd_open(&wt->c, &eo, err, sizeof(err))) {
 		fprintf(stderr, "fleet_scale: %s\n", err);
 		return -1;
 	}
-	snprintf(prefix, sizeof(prefix), KS_ETCD_ROOT "%s/", o->cluster);
+	snprintf(prefix, sizeof(prefix), "%s%s/",
+		 client ? KS_ETCD_ROOT : KS_LOAD_ROOT, o->cluster);
 	if (ks_etcd_watch_start(wt->c, prefix, strlen(prefix), KS_ETCD_PREFIX,
 				0, &wt->w)) {
 		fprintf(stderr, "fleet_scale: watch: %s\n",
@@ -904,7 +938,7 @@ static int start_watch(struct watcher *wt, const struct args *o)
 int main(int argc, char **argv)
 {
 	struct ks_etcd_opts eo = { 0 };
-	struct watcher wt = { 0 };
+	struct watcher wt[2] = { { 0 } };
 	struct ks_etcd *c = NULL;
 	struct agent *ag = NULL;
 	struct snap snaps[PH_N + 1];
@@ -944,9 +978,12 @@ int main(int argc, char **argv)
 	       o.interval_ms, o.warmup_s, o.steady_s, o.churn_s,
 	       o.churn_replace, o.churn_move, o.jitter);
 	fflush(stdout);
-	if (start_watch(&wt, &o))
+	if (start_watch(&wt[0], &o, 1))
 		goto out;
 	watching = 1;
+	if (start_watch(&wt[1], &o, 0))
+		goto out;
+	watching = 2;
 	for (i = 0; i < o.agents; i++) {
 		agent_init(&ag[i], i, &o);
 		/* 198.18.9.1 on: the benchmarking range, never a real host */
@@ -954,6 +991,8 @@ int main(int argc, char **argv)
 			 1 + i % 250);
 		ks_fleet_pub_start(&ag[i].fp, c, o.cluster, self, "bench0",
 				   o.interval_ms, 0, 0);
+		ag[i].fp.compat = o.compat;
+		ag[i].fp.load_every = o.load_every;
 		if (!ag[i].fp.pub) {
 			fprintf(stderr, "fleet_scale: agent %s did not start\n",
 				self);
@@ -1008,10 +1047,13 @@ out:
 		pthread_mutex_lock(&g.mu);
 		g.stop = 1;
 		pthread_mutex_unlock(&g.mu);
-		pthread_join(wt.th, NULL);
+		for (i = 0; i < (unsigned)watching; i++)
+			pthread_join(wt[i].th, NULL);
 	}
-	ks_etcd_watch_stop(wt.w);
-	ks_etcd_close(wt.c);
+	for (i = 0; i < 2; i++) {
+		ks_etcd_watch_stop(wt[i].w);
+		ks_etcd_close(wt[i].c);
+	}
 	for (i = 0; i < started; i++)
 		ks_fleet_pub_stop(&ag[i].fp);
 	ks_etcd_close(c);

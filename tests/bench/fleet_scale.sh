@@ -150,8 +150,8 @@ for r in $(seq "$REPEATS"); do
 		grep -m3 -i 'warn\|error' "$TMP/$name.err" | sed 's/^/   /'
 		grep '^RESULT' "$TMP/$name.out" | sed "s/^RESULT/RESULT repeat=$r/" | tee -a "$results" |
 			awk '{for (i = 2; i <= NF; i++) {split($i, kv, "="); v[kv[1]] = kv[2]}
-			printf "   %-6s puts/s %s txns/s %s keepalives/s %s watch p50 %s p99 %s ms etcd CPU %s%%\n",
-				v["phase"], v["mvcc_puts_ps"], v["grpc_txn_ps"], v["grpc_keepalive_ps"],
+			printf "   %-6s puts/s %s txns/s %s keepalives/s %s client events/s %s watch p50 %s p99 %s ms etcd CPU %s%%\n",
+				v["phase"], v["mvcc_puts_ps"], v["grpc_txn_ps"], v["grpc_keepalive_ps"], v["client_events_ps"],
 				v["watch_p50_ms"], v["watch_p99_ms"], v["etcd_cpu_pct"]}'
 		rm -rf "$TMP/$name.data"
 	done
@@ -172,6 +172,8 @@ for line in open(sys.argv[1]):
 
 cols = [('puts/s', 'mvcc_puts_ps', 1), ('dels/s', 'mvcc_deletes_ps', 1),
         ('txns/s', 'grpc_txn_ps', 1), ('keepalives/s', 'grpc_keepalive_ps', 0),
+        ('client events/s', 'client_events_ps', 1),
+        ('load docs/s', 'load_sets_ps', 1),
         ('puts/s/agent', 'per_agent_puts_ps', 2),
         ('txns/interval/agent', 'per_agent_txns_pi', 2),
         ('watch p50 ms', 'watch_p50_ms', 1), ('p99 ms', 'watch_p99_ms', 1),
@@ -180,6 +182,8 @@ cols = [('puts/s', 'mvcc_puts_ps', 1), ('dels/s', 'mvcc_deletes_ps', 1),
 
 
 def cell(runs, key, prec):
+    if any(key not in r for r in runs):
+        return '-'  # a binary before the field
     vals = sorted(float(r[key]) for r in runs)
     if key.startswith('watch_') and all(int(r['watch_n']) == 0 for r in runs):
         return '-'

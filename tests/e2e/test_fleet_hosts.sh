@@ -7,9 +7,10 @@
 # with the ring revision they run; each entry is under a lease; an agent
 # SIGKILLed loses its entry within its lease (3 intervals) while the
 # survivor's stays; a clean stop (SIGINT) revokes the lease at once.
-# Agent A runs with --balance: it follows every hosts/ entry (a prefix
-# watch), so its metrics count 2 shards while both are up and 1 after B's
-# entry expired (the watch's delete).
+# Agent A runs with --balance: it follows every agent's load document (a
+# prefix watch of /keysteer-load/default/, and hosts/ for agents before
+# schema 2), so its metrics count 2 shards while both are up and 1 after
+# B's entry expired (the watch's delete).
 # etcd and the second agent are stopped by their pids on every exit path.
 set -u
 # shellcheck source=lib.sh
@@ -102,8 +103,11 @@ if [ -n "$ok" ] && jq_py 'import json,sys; d=json.load(open(sys.argv[1]))
 assert d["schema"]==1 and d["ring_revision"]=='"$REV"'
 s=sorted(h["self"] for h in d["hosts"]); assert s==sorted(["'"$A"'","'"$B"'"]), s
 for h in d["hosts"]:
-    st=h["status"]; assert st["schema"]==1 and st["self"]==h["self"]
-    assert st["shard"]["name"]==h["self"] and "updated_at" in st and st["interval_ms"]==1000
+    # schema 2: status is the load document, member the member document
+    st=h["status"]; m=h["member"]; assert h["schema"]==2 and st["schema"]==2 and st["self"]==h["self"]
+    assert st["kind"]=="keysteer-load" and m["kind"]=="keysteer-member" and m["self"]==h["self"]
+    assert st["shard"]["name"]==h["self"] and "updated_at" in st and m["interval_ms"]==1000
+    assert m["shard"]==h["self"] and "updated_at" not in m and "top" not in m
     assert st["shard"]["served_per_s"] >= 0, st["shard"]
     assert all(len(k["hash"])==16 and "key" not in k for k in st["top"])
 '; then
@@ -121,6 +125,7 @@ else
 fi
 if wait_metric keysteer_balance_shards 2 &&
 	grep -q "etcd: watching /keysteer/default/hosts/ from revision" "$E2E_TMP/agent.out" &&
+	grep -q "etcd: watching /keysteer-load/default/ from revision" "$E2E_TMP/agent.out" &&
 	[ -n "$(metric keysteer_balance_read_threshold)" ]; then
 	pass fleet_balance_follows_hosts
 else
@@ -129,16 +134,22 @@ fi
 # B's entry under a lease. On a loaded machine a keepalive can come after
 # the 3 s lease ran out and B puts its entry again under a new one, so the
 # entry may be missing for a moment: wait for it (10 s).
+# The same for its member and load documents (schema 2), one lease for all.
+lease_of() {
+	ks_in_ns "$SNS" etcdctl --endpoints "$URL" get "$1" -w json 2>/dev/null |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0].get("lease",0))' 2>/dev/null
+}
 for ((i = 0; i < 50; i++)); do
-	lease=$(ks_in_ns "$SNS" etcdctl --endpoints "$URL" get "/keysteer/default/hosts/$B" -w json 2>/dev/null |
-		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0].get("lease",0))' 2>/dev/null)
-	[ -n "$lease" ] && break
+	lease=$(lease_of "/keysteer/default/hosts/$B")
+	lm=$(lease_of "/keysteer/default/members/$B")
+	ll=$(lease_of "/keysteer-load/default/$B")
+	[ -n "$lease" ] && [ "$lease" = "$lm" ] && [ "$lease" = "$ll" ] && break
 	sleep 0.2
 done
-if [ -n "$lease" ] && [ "$lease" != 0 ]; then
+if [ -n "$lease" ] && [ "$lease" != 0 ] && [ "$lease" = "$lm" ] && [ "$lease" = "$ll" ]; then
 	pass fleet_hosts_under_lease
 else
-	fail fleet_hosts_under_lease "lease '$lease'"
+	fail fleet_hosts_under_lease "leases: hosts/ '$lease', members/ '$lm', load '$ll'"
 fi
 
 # ---- the fleet's pins (agent pins set/get, /keysteer/default/pins) -------

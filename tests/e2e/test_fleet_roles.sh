@@ -5,7 +5,8 @@
 # address; users and roles made with etcdctl as root:
 #   operator  ks-operator: read the prefix, readwrite the ring and the pins
 #   agent     ks-agent: read the prefix, readwrite hot/ and its own
-#             hosts/SELF only (a single key)
+#             hosts/SELF, members/SELF and /keysteer-load/CLUSTER/SELF
+#             only (single keys)
 #   client    ks-client: read the prefix
 #   nobody    no role
 # Checks, each allowed action by its effect and each refusal by etcd's
@@ -79,6 +80,8 @@ setup=(
 	"role grant-permission ks-agent read --prefix=true $PFX"
 	"role grant-permission ks-agent readwrite --prefix=true ${PFX}hot/"
 	"role grant-permission ks-agent readwrite ${PFX}hosts/$SELF"
+	"role grant-permission ks-agent readwrite ${PFX}members/$SELF"
+	"role grant-permission ks-agent readwrite /keysteer-load/$CLUSTER/$SELF"
 	"role add ks-client"
 	"role grant-permission ks-client read --prefix=true $PFX"
 	"user add operator:operator-pw"
@@ -136,20 +139,31 @@ fi
 # ---- the agent ------------------------------------------------------------
 AGS=(--etcd "$URL" --cluster "$CLUSTER" --etcd-user agent
 	--etcd-password-file "$E2E_TMP/agent.pw")
-# published: hosts/SELF, and hot/ with the pinned key owned by SELF
+# published: hosts/SELF, members/SELF, its load document, and hot/ with
+# the pinned key owned by SELF
 published() {
-	ROOT get --prefix "$PFX" -w json 2>/dev/null | "$PY" -c 'import base64, json, sys
-pfx, self, key = sys.argv[1:4]
+	{
+		ROOT get --prefix "$PFX" -w json 2>/dev/null
+		echo
+		ROOT get --prefix "/keysteer-load/$CLUSTER/" -w json 2>/dev/null
+	} | "$PY" -c 'import base64, json, sys
+pfx, self, key, cluster = sys.argv[1:5]
 host = hot = False
-for kv in json.load(sys.stdin).get("kvs", []):
+docs = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]
+kvs = [kv for d in docs for kv in d.get("kvs", [])]
+want = {pfx + "hosts/" + self, pfx + "members/" + self,
+        "/keysteer-load/" + cluster + "/" + self}
+have = set()
+for kv in kvs:
     k = base64.b64decode(kv["key"]).decode()
     v = base64.b64decode(kv["value"]).decode("latin-1")
-    if k == pfx + "hosts/" + self and int(kv.get("lease", 0)):
-        host = True
+    if k in want and int(kv.get("lease", 0)):
+        have.add(k)
+    host = have == want
     if k.startswith(pfx + "hot/") and int(kv.get("lease", 0)):
         d = json.loads(v)
         hot = hot or (d.get("key") == key and d.get("owner") == self)
-sys.exit(0 if host and hot else 1)' "$PFX" "$SELF" "$PINKEY"
+sys.exit(0 if host and hot else 1)' "$PFX" "$SELF" "$PINKEY" "$CLUSTER"
 }
 if e2e_agent_start -v --interval "$INTERVAL" --self "$SELF" "${AGS[@]}"; then
 	ok=0

@@ -46,6 +46,32 @@ static void loads_table(void)
 	CHECK_EQ(i, KS_BALANCE_HOSTS);
 	CHECK_EQ(ks_fleet_loads_put(&l, "one-more:1", 1), -ENOSPC);
 	kt_end();
+
+	/* a schema-2 agent's load document wins over the hosts/ entry it
+	 * writes for old readers, and each watch's reset forgets only its
+	 * own figures */
+	kt_begin("balance_fleet_loads_prefer_load_documents");
+	ks_fleet_loads_clear(&l);
+	CHECK_EQ(ks_fleet_loads_put_from(&l, "old:1", 100, KS_LOAD_FROM_HOSTS),
+		 0);
+	CHECK_EQ(ks_fleet_loads_put_from(&l, "new:1", 300, KS_LOAD_FROM_LOAD),
+		 0);
+	CHECK_EQ(ks_fleet_loads_put_from(&l, "new:1", 5, KS_LOAD_FROM_HOSTS),
+		 0);
+	m = ks_fleet_loads_mean(&l, "old:1", 0, &n);
+	CHECK(n == 2 && m == 200, "hosts/ replaced a load figure: %zu, %f", n,
+	      m);
+	ks_fleet_loads_del_from(&l, "new:1", KS_LOAD_FROM_HOSTS);
+	CHECK_EQ(l.n, 2);
+	/* an agent upgraded in place: its load document takes over */
+	CHECK_EQ(ks_fleet_loads_put_from(&l, "old:1", 500, KS_LOAD_FROM_LOAD),
+		 0);
+	ks_fleet_loads_clear_from(&l, KS_LOAD_FROM_HOSTS);
+	m = ks_fleet_loads_mean(&l, "x:1", 0, &n);
+	CHECK(n == 3 && m == 800.0 / 3, "after a hosts/ reset: %zu, %f", n, m);
+	ks_fleet_loads_clear_from(&l, KS_LOAD_FROM_LOAD);
+	CHECK_EQ(l.n, 0);
+	kt_end();
 }
 
 /*

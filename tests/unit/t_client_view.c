@@ -57,7 +57,8 @@ static char *ring_doc(const char *list)
 	return out;
 }
 
-static char *host_doc(const char *self, const char *r0, const char *r1)
+static char *host_doc_kind(const char *self, const char *r0, const char *r1,
+			   enum ks_host_doc_kind k)
 {
 	struct ks_host_doc d;
 
@@ -69,7 +70,13 @@ static char *host_doc(const char *self, const char *r0, const char *r1)
 		snprintf(d.replicas[d.nreplicas++], 48, "%s", r0);
 	if (r1)
 		snprintf(d.replicas[d.nreplicas++], 48, "%s", r1);
-	return ks_host_doc_encode(&d, NULL);
+	d.shard_reads_ps = 1000;
+	return ks_host_doc_encode_kind(&d, k, NULL);
+}
+
+static char *host_doc(const char *self, const char *r0, const char *r1)
+{
+	return host_doc_kind(self, r0, r1, KS_HDK_HOSTS);
 }
 
 /* An entry as its owner publishes it, at write_seq, with reads_ps. */
@@ -220,6 +227,41 @@ static void test_view_hosts_hot(void)
 	CHECK(put(&v, PFX "hosts/x", "{\"schema\":1,\"replicas\":\"a\"}", 6) ==
 		      -EBADMSG,
 	      "replicas that are not an array taken");
+	kt_end();
+
+	/* schema 2: the replica set from members/, nothing from a load
+	 * document (never under the prefix a handle watches: a key that
+	 * looks like one is refused) */
+	kt_begin("client_view_members_replicas");
+	{
+		const char *o2 = "198.18.2.12:11211";
+		int id2;
+
+		doc = host_doc_kind(o2, r1, NULL, KS_HDK_MEMBER);
+		CHECK(put(&v, PFX "members/198.18.2.12:11211", doc, 6) == 0,
+		      "members/ refused: %s", v.why);
+		free(doc);
+		id2 = ksc_view_server(&v, o2);
+		CHECK(id2 >= 0 && v.srv[id2].nreps == 1,
+		      "member's replicas %u, want 1",
+		      id2 >= 0 ? v.srv[id2].nreps : 0);
+		doc = host_doc_kind(o2, r2, NULL, KS_HDK_LOAD);
+		CHECK(put(&v, PFX "members/198.18.2.12:11211", doc, 6) ==
+			      -EBADMSG,
+		      "a load document taken as a member");
+		free(doc);
+		doc = host_doc_kind(o2, r2, NULL, KS_HDK_MEMBER);
+		CHECK(put(&v, PFX "hosts/198.18.2.12:11211", doc, 6) ==
+			      -EBADMSG,
+		      "a member document taken under hosts/");
+		free(doc);
+		doc = host_doc_kind(o2, r3, NULL, KS_HDK_COMPAT);
+		CHECK(put(&v, PFX "hosts/198.18.2.12:11211", doc, 6) == 0,
+		      "a compat hosts/ entry refused: %s", v.why);
+		free(doc);
+		CHECK(v.srv[id2].nreps == 2, "replicas %u, want 2 (r1, r3)",
+		      v.srv[id2].nreps);
+	}
 	kt_end();
 
 	kt_begin("client_view_hot_arrives_changes_goes");

@@ -305,6 +305,66 @@ static void t_host(void)
 	kt_end();
 }
 
+/* What moves with load goes to the load document only: the member
+ * document, under the prefix every client watches, never changes for it. */
+static void t_member_load(void)
+{
+	struct ks_host_doc a, b;
+	char *m, *l, *c;
+
+	kt_begin("fleet_docs_member_and_load_split");
+	sample_host(&a);
+	snprintf(a.replicas[a.nreplicas++], sizeof(a.replicas[0]),
+		 "198.18.2.101:11211");
+	b = a;
+	b.shard_reads_ps = 99999;
+	b.class_ps[1] = 5000;
+	b.top[0].hash = 77;
+	b.ring_revision = 8;
+	snprintf(b.purge, sizeof(b.purge), "purging");
+	CHECK(ks_host_doc_same_member(&a, &b), "rates, ring, purge: no change");
+	CHECK(!ks_host_doc_same_status(&a, &b), "ring and purge: a status");
+	b.ring_revision = a.ring_revision;
+	b.purge[0] = '\0';
+	CHECK(ks_host_doc_same_status(&a, &b), "rates alone: same status");
+	snprintf(a.purge, sizeof(a.purge), "idle");
+	snprintf(b.purge, sizeof(b.purge), "sweeping");
+	CHECK(!ks_host_doc_same_status(&a, &b), "a sweep: a status");
+	CHECK(ks_host_doc_same_compat(&a, &b), "a sweep: not for old readers");
+	snprintf(b.purge, sizeof(b.purge), "grace");
+	CHECK(!ks_host_doc_same_compat(&a, &b), "a purge's grace: for them");
+	snprintf(b.purge, sizeof(b.purge), "idle");
+	CHECK(!ks_host_doc_same(&a, &b), "rates alone: a load change");
+	b.replicas[0][0] = 'x';
+	CHECK(!ks_host_doc_same_member(&a, &b), "replicas");
+	b = a;
+	b.pid = 43;
+	CHECK(!ks_host_doc_same_member(&a, &b), "a restart");
+	m = ks_host_doc_encode_kind(&b, KS_HDK_MEMBER, "2026-12-01T00:00:00Z");
+	l = ks_host_doc_encode_kind(&b, KS_HDK_LOAD, "2026-12-01T00:00:00Z");
+	c = ks_host_doc_encode_kind(&b, KS_HDK_COMPAT, NULL);
+	CHECK(m && strstr(m, "\"schema\":2,\"kind\":\"keysteer-member\"") &&
+		      strstr(m, "\"shard\":\"198.18.2.11:11211\"") &&
+		      strstr(m, "\"replicas\":[\"198.18.2.101:11211\"]") &&
+		      !strstr(m, "per_s") && !strstr(m, "top") &&
+		      !strstr(m, "ring_revision") && !strstr(m, "updated_at"),
+	      "member %s", m ? m : "(null)");
+	CHECK(l && strstr(l, "\"schema\":2,\"kind\":\"keysteer-load\"") &&
+		      strstr(l, "\"reads_per_s\":1470") &&
+		      strstr(l, "\"ring_revision\":7") &&
+		      strstr(l, "\"updated_at\"") && !strstr(l, "replicas") &&
+		      !strstr(l, "pid"),
+	      "load %s", l ? l : "(null)");
+	CHECK(c && strstr(c, "\"schema\":1,") && strstr(c, "\"compat\":true") &&
+		      strstr(c, "\"reads_per_s\":1470") &&
+		      strstr(c, "\"replicas\""),
+	      "compat %s", c ? c : "(null)");
+	free(m);
+	free(l);
+	free(c);
+	kt_end();
+}
+
 static void t_pins(void)
 {
 	static const char text[] =
@@ -361,4 +421,5 @@ void test_fleet_docs(void)
 	t_hot_refused();
 	t_hot_same();
 	t_host();
+	t_member_load();
 }

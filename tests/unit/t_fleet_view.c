@@ -364,7 +364,17 @@ static void host_doc(void)
 		"{\"schema\":1,\"shard\":null,\"class_rates\":{\"read\":7,\"write\":1}}";
 	static const char *const bad[][2] = {
 		{ "nope", "not a JSON object" },
-		{ "{\"schema\":2}", "schema" },
+		{ "{\"schema\":3}", "schema" },
+		{ "{\"schema\":2}", "kind is neither" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-ring\"}", "kind" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-member\",\"shard\":{}}",
+		  "shard is neither a host:port" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-member\",\"replicas\":1}",
+		  "replicas" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-load\",\"shard\":\"a:1\"}",
+		  "neither an object" },
+		{ "{\"schema\":2,\"kind\":\"keysteer-load\",\"ring_revision\":\"4\"}",
+		  "ring_revision" },
 		{ "{\"schema\":1,\"ring_revision\":\"4\"}", "ring_revision" },
 		{ "{\"schema\":1,\"shard\":{\"reads_per_s\":-1}}",
 		  "shard has a rate" },
@@ -455,7 +465,9 @@ static void snapshot(void)
 	kvs[4] = kv("/keysteer/web/ring", "not a ring", 9);
 	kvs[5] = kv("/keysteer/webx/hosts/b:1", "{\"schema\":1}", 10);
 	kt_begin("fleet_doc_snapshot_sorts_keys_and_refusals");
-	CHECK_EQ(ks_fleet_snapshot_decode(kvs, 6, "/keysteer/web/", 11, &s), 0);
+	CHECK_EQ(ks_fleet_snapshot_decode(kvs, 6, "/keysteer/web/", NULL, 0,
+					  NULL, 11, &s),
+		 0);
 	CHECK_EQ(s.store_rev, 11);
 	CHECK_EQ(s.n_hosts, 1);
 	CHECK(!strcmp(s.hosts[0].self, "a:1") && s.hosts[0].mod_rev == 5,
@@ -474,6 +486,82 @@ static void snapshot(void)
 	kt_end();
 	for (i = 0; i < 6; i++)
 		ks_etcd_kv_free(&kvs[i]);
+}
+
+/* A fleet in a rolling upgrade: an agent before schema 2 (hosts/ only),
+ * one of schema 2 that writes hosts/ for old readers too, one whose load
+ * document has not come yet, and a load document of another cluster. */
+static void snapshot_mixed(void)
+{
+	struct ks_etcd_kv kvs[5], loads[3];
+	struct ks_fleet_snapshot s;
+	const struct ks_fleet_host *b;
+	struct ks_fleet_view v;
+	size_t i;
+
+	kvs[0] = kv("/keysteer/web/hosts/a:1",
+		    "{\"schema\":1,\"ring_revision\":9,\"shard\":{\"name\":"
+		    "\"a:1\",\"reads_per_s\":100},\"replicas\":[\"r:1\"]}",
+		    5);
+	kvs[1] = kv("/keysteer/web/hosts/b:1",
+		    "{\"schema\":1,\"compat\":true,\"ring_revision\":3,"
+		    "\"shard\":{\"name\":\"b:1\",\"reads_per_s\":1}}",
+		    6);
+	kvs[2] = kv("/keysteer/web/members/b:1",
+		    "{\"schema\":2,\"kind\":\"keysteer-member\",\"self\":"
+		    "\"b:1\",\"shard\":\"b:1\",\"replicas\":[\"r:2\"]}",
+		    7);
+	kvs[3] = kv("/keysteer/web/members/c:1",
+		    "{\"schema\":2,\"kind\":\"keysteer-member\",\"shard\":"
+		    "\"c:1\"}",
+		    8);
+	kvs[4] = kv("/keysteer/web/ring", "not a ring", 9);
+	loads[0] = kv("/keysteer-load/web/a:0",
+		      "{\"schema\":2,\"kind\":\"keysteer-load\"}", 10);
+	loads[1] = kv(
+		"/keysteer-load/web/b:1",
+		"{\"schema\":2,\"kind\":\"keysteer-load\",\"ring_revision\":"
+		"9,\"purge\":\"grace\",\"shard\":{\"name\":\"b:1\","
+		"\"reads_per_s\":300,\"served_per_s\":250},\"top\":[{"
+		"\"hash\":\"0000000000000001\",\"reads_per_s\":200}]}",
+		11);
+	loads[2] = kv("/keysteer-load/web/b:10",
+		      "{\"schema\":2,\"kind\":\"keysteer-load\"}", 12);
+	kt_begin("fleet_doc_snapshot_mixed_schemas");
+	CHECK_EQ(ks_fleet_snapshot_decode(kvs, 5, "/keysteer/web/", loads, 3,
+					  "/keysteer-load/web/", 12, &s),
+		 0);
+	/* the compat entry is not a host of its own */
+	CHECK_EQ(s.n_hosts, 3);
+	CHECK(!strcmp(s.hosts[0].self, "a:1") && s.hosts[0].valid &&
+		      s.hosts[0].kind == KS_FHK_HOSTS && !s.hosts[0].no_load &&
+		      s.hosts[0].reads == 100 && s.hosts[0].n_reps == 1,
+	      "old agent: '%s' valid %d kind %d reads %f", s.hosts[0].self,
+	      s.hosts[0].valid, s.hosts[0].kind, s.hosts[0].reads);
+	b = &s.hosts[1];
+	CHECK(!strcmp(b->self, "b:1") && b->valid && b->kind == KS_FHK_MEMBER &&
+		      !b->no_load && b->reads == 300 && b->served == 250 &&
+		      b->ring_rev == 9 && !strcmp(b->purge, "grace") &&
+		      b->n_top == 1 && b->mod_rev == 11 && b->n_reps == 1 &&
+		      !strcmp(b->replicas[0], "r:2") &&
+		      !strcmp(b->shard_name, "b:1"),
+	      "member joined with its load: '%s' kind %d reads %f rev %lld "
+	      "mod %lld reps %zu",
+	      b->self, b->kind, b->reads, (long long)b->ring_rev,
+	      (long long)b->mod_rev, b->n_reps);
+	CHECK(!strcmp(s.hosts[2].self, "c:1") && s.hosts[2].valid &&
+		      s.hosts[2].no_load && s.hosts[2].reads == 0,
+	      "member without a load document: no_load %d", s.hosts[2].no_load);
+	CHECK_EQ(ks_fleet_view_build(&s, 10, 0, &v), 0);
+	CHECK(v.host_stale[0] == 0 && v.host_stale[2] == 0, "stale: %d %d",
+	      v.host_stale[0], v.host_stale[2]);
+	ks_fleet_view_free(&v);
+	ks_fleet_snapshot_free(&s);
+	kt_end();
+	for (i = 0; i < 5; i++)
+		ks_etcd_kv_free(&kvs[i]);
+	for (i = 0; i < 3; i++)
+		ks_etcd_kv_free(&loads[i]);
 }
 
 static void mirror(void)
@@ -657,6 +745,7 @@ void test_fleet_view(void)
 	hot_doc();
 	host_doc();
 	snapshot();
+	snapshot_mixed();
 	mirror();
 	render();
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* fleet_pub.c - hosts/<self> and hot/<hash> in etcd (see fleet_pub.h). */
+/* fleet_pub.c - an agent's documents and hot/<hash> in etcd (see
+ * fleet_pub.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,21 +39,38 @@ void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 	snprintf(f->cluster, sizeof(f->cluster), "%s", cluster);
 	snprintf(f->host_key, sizeof(f->host_key), KS_ETCD_ROOT "%s/hosts/%s",
 		 cluster, f->self);
+	snprintf(f->member_key, sizeof(f->member_key),
+		 KS_ETCD_ROOT "%s/members/%s", cluster, f->self);
+	snprintf(f->load_key, sizeof(f->load_key), KS_LOAD_ROOT "%s/%s",
+		 cluster, f->self);
 	f->export_keys = export_keys;
 	f->hash_only = hash_only;
 	f->hot = calloc(KS_HOT_CAP, sizeof(*f->hot));
 	ttl = ((int64_t)interval_ms * KS_HOSTS_LEASE_INTERVALS + 999) / 1000;
 	if (!f->hot || ks_etcd_pub_start(&f->pub, c, ttl, interval_ms,
-					 f->host_key, err, sizeof(err))) {
+					 f->member_key, err, sizeof(err))) {
 		ks_warn("etcd: cannot publish %s (%s); running without it",
-			f->host_key, f->hot ? err : "out of memory");
+			f->member_key, f->hot ? err : "out of memory");
 		free(f->hot);
 		f->hot = NULL;
 		return;
 	}
-	ks_info("etcd: publishing %s and the hot keys it owns under a lease of %" PRId64
+	ks_info("etcd: publishing %s, %s and the hot keys it owns under a lease of %" PRId64
 		" s",
-		f->host_key, ttl < 1 ? (int64_t)1 : ttl);
+		f->member_key, f->load_key, ttl < 1 ? (int64_t)1 : ttl);
+}
+
+int ks_fleet_compat_parse(const char *s, enum ks_fleet_compat *m)
+{
+	if (!strcmp(s, "members"))
+		*m = KS_FLEET_COMPAT_MEMBERS;
+	else if (!strcmp(s, "full"))
+		*m = KS_FLEET_COMPAT_FULL;
+	else if (!strcmp(s, "off"))
+		*m = KS_FLEET_COMPAT_OFF;
+	else
+		return -1;
+	return 0;
 }
 
 double ks_fleet_pub_served_ps(const struct ks_report *rep,
@@ -123,33 +141,80 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 			 "%s", steer->rs.r[i].text);
 }
 
+/* d as a document of kind k at key, remembered in *last once handed
+ * over; 1 when it was. */
+static int put_doc(struct ks_fleet_pub *f, const char *key,
+		   const struct ks_host_doc *d, enum ks_host_doc_kind k,
+		   const char *at, struct ks_host_doc **last)
+{
+	char *doc = ks_host_doc_encode_kind(d, k, at);
+	int ok = doc && ks_etcd_pub_set(f->pub, key, doc, strlen(doc)) >= 0;
+
+	free(doc);
+	if (!ok)
+		return 0;
+	if (!*last)
+		*last = malloc(sizeof(**last));
+	if (*last)
+		**last = *d;
+	return 1;
+}
+
+/*
+ * The member document only when a member field changed: it is under the
+ * prefix every client watches, so a rate must never rewrite it. The load
+ * document, outside it, as hosts/ was before: on a real change, at most
+ * every load_every intervals (a change of status, such as a new ring
+ * revision or purge state, at once), and as a heartbeat.
+ */
 static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 			 const struct ks_run_ring *ring,
 			 const struct ks_run_steer *steer, int64_t ring_rev)
 {
 	struct ks_host_doc d;
-	char at[40], *doc;
+	char at[40];
 	struct tm tm;
 	time_t now;
+	int load;
 
 	f->since_host++;
+	f->since_load++;
 	host_doc_of(f, rep, ring, steer, ring_rev, &d);
-	if (f->last_host && ks_host_doc_same(f->last_host, &d) &&
-	    f->since_host < KS_HOSTS_HEARTBEAT)
-		return;
 	now = time(NULL);
 	gmtime_r(&now, &tm);
 	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	doc = ks_host_doc_encode(&d, at);
-	if (doc &&
-	    ks_etcd_pub_set(f->pub, f->host_key, doc, strlen(doc)) >= 0) {
-		if (!f->last_host)
-			f->last_host = malloc(sizeof(*f->last_host));
-		if (f->last_host)
-			*f->last_host = d;
-		f->since_host = 0;
+	if (f->schema1) {
+		if ((!f->last_host || !ks_host_doc_same(f->last_host, &d) ||
+		     f->since_host >= KS_HOSTS_HEARTBEAT) &&
+		    put_doc(f, f->host_key, &d, KS_HDK_HOSTS, at,
+			    &f->last_host))
+			f->since_host = 0;
+		return;
 	}
-	free(doc);
+	if (!f->last_member || !ks_host_doc_same_member(f->last_member, &d))
+		put_doc(f, f->member_key, &d, KS_HDK_MEMBER, NULL,
+			&f->last_member);
+	load = !f->last_load || !ks_host_doc_same_status(f->last_load, &d) ||
+	       f->since_load >= KS_HOSTS_HEARTBEAT ||
+	       (f->since_load >= f->load_every &&
+		!ks_host_doc_same(f->last_load, &d));
+	if (load && put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load))
+		f->since_load = 0;
+	switch (f->compat) {
+	case KS_FLEET_COMPAT_OFF:
+		return;
+	case KS_FLEET_COMPAT_MEMBERS:
+		if (f->last_host && ks_host_doc_same_compat(f->last_host, &d))
+			return;
+		break;
+	case KS_FLEET_COMPAT_FULL:
+		if (f->last_host && ks_host_doc_same(f->last_host, &d) &&
+		    f->since_host < KS_HOSTS_HEARTBEAT)
+			return;
+		break;
+	}
+	if (put_doc(f, f->host_key, &d, KS_HDK_COMPAT, at, &f->last_host))
+		f->since_host = 0;
 }
 
 static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash)
@@ -339,7 +404,9 @@ void ks_fleet_pub_stop(struct ks_fleet_pub *f)
 	ks_etcd_pub_stop(f->pub, 1);
 	f->pub = NULL;
 	free(f->last_host);
-	f->last_host = NULL;
+	free(f->last_member);
+	free(f->last_load);
+	f->last_host = f->last_member = f->last_load = NULL;
 	free(f->hot);
 	f->hot = NULL;
 	f->nhot = 0;

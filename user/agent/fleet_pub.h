@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * fleet_pub.h - what one agent tells the fleet through etcd (issue 12,
- * docs/fleet.md): hosts/<self>, its status and its shard's load, and
+ * docs/fleet.md): members/<self>, who it is and its replicas (what
+ * clients read); its load document /keysteer-load/CLUSTER/<self>, its
+ * status and its shard's load, outside the prefix clients watch (issue
+ * 25); hosts/<self> for readers before those (--fleet-compat); and
  * hot/<hash>, each hot key this host owns (the one agent that sees all of
  * its traffic), all under one lease of KS_HOSTS_LEASE_INTERVALS intervals
  * so a dead agent's entries go by themselves.
  *
  * The documents are decided here, on the agent's thread, and handed to
  * the publisher (net/etcd_pub.h), whose thread writes them: nothing here
- * waits for etcd. Writes are proportional to change: hosts/<self> when a
- * field changes or a rate moves by more than a tenth (core/host_doc.h), or
- * every KS_HOSTS_HEARTBEAT intervals; hot/<hash> when its decision or
+ * waits for etcd. Writes are proportional to change: members/<self> only
+ * when a member field changes (never for a rate: the lease keeps it); the
+ * load document when a field changes or a rate moves by more than a tenth
+ * (core/host_doc.h), at most every load_every intervals, and every
+ * KS_HOSTS_HEARTBEAT intervals; hosts/<self> as --fleet-compat says;
+ * hot/<hash> when its decision or
  * state changes or a rate moves by more than a tenth (core/hot_doc.h), and
  * at once when its steering changes between intervals: a write the
  * datapath reports made the armed key dirty, or its copies were refreshed.
@@ -28,6 +34,23 @@
 #define KS_HOSTS_LEASE_INTERVALS 3
 #define KS_HOSTS_HEARTBEAT       30 /* intervals: a put even if unchanged */
 #define KS_HOSTS_TOP             KS_HOST_DOC_TOP
+#define KS_LOAD_EVERY_DEFAULT    1 /* intervals between load documents */
+#define KS_LOAD_EVERY_MAX        60
+
+/* What an agent writes at hosts/<self> for readers before schema 2
+ * (--fleet-compat, docs/fleet.md "Rolling upgrade to schema 2"). */
+enum ks_fleet_compat {
+	KS_FLEET_COMPAT_MEMBERS, /* default: rewritten when anything but a
+				  * rate or a slow sweep changes (old
+				  * clients' replica sets, old readers' ring
+				  * revision and purge) */
+	KS_FLEET_COMPAT_FULL,    /* as agents before schema 2 wrote it,
+				  * rates too (old --balance agents) */
+	KS_FLEET_COMPAT_OFF,     /* none: every reader knows schema 2 */
+};
+
+/* "members", "full" or "off" into *m: 0, or -1. */
+int ks_fleet_compat_parse(const char *s, enum ks_fleet_compat *m);
 
 struct ks_etcd;
 struct ks_etcd_pub;
@@ -40,11 +63,17 @@ struct ks_fleet_pub {
 	struct ks_etcd_pub *pub; /* NULL: not publishing */
 	char self[160];
 	char host_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 200];
+	char member_key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 200];
+	char load_key[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 200];
+	enum ks_fleet_compat compat; /* set after ks_fleet_pub_start */
+	__u32 load_every;            /* 0 or 1: every interval may write */
+	int schema1; /* test-only: hosts/ alone, as before schema 2 */
 	char cluster[KS_CLUSTER_MAX + 1];
 	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
 	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */
-	struct ks_host_doc *last_host; /* hosts/<self> as last handed over */
-	__u32 since_host;
+	/* each document as last handed over (hosts/<self>: NULL when off) */
+	struct ks_host_doc *last_host, *last_member, *last_load;
+	__u32 since_host, since_load;
 	/* hot/<hash> as last handed over, one per key this host owns */
 	struct ks_hot_doc *hot;
 	size_t nhot;

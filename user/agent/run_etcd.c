@@ -128,11 +128,11 @@ static void pins_stays(void *ud, char *buf, size_t len)
 
 /* ---- the fleet's loads (--balance) ---- */
 
-/* The entry's name: the key's last part. */
-static const char *host_self(const struct ks_run_etcd *e,
-			     const struct ks_etcd_kv *kv, char *buf, size_t len)
+/* The entry's name: the key's last part under prefix. */
+static const char *host_self(const char *prefix, const struct ks_etcd_kv *kv,
+			     char *buf, size_t len)
 {
-	size_t plen = strlen(e->hosts_prefix);
+	size_t plen = strlen(prefix);
 
 	if (kv->key_len <= plen || kv->key_len - plen >= len)
 		return NULL;
@@ -141,28 +141,50 @@ static const char *host_self(const struct ks_run_etcd *e,
 	return buf;
 }
 
-static int hosts_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
+/* A hosts/ entry (schema 1) or a load document (schema 2), by from. */
+static int loads_apply(struct ks_run_etcd *e, const char *prefix, int from,
+		       const struct ks_etcd_kv *kv)
 {
-	struct ks_run_etcd *e = ud;
 	struct ks_fleet_host *h = malloc(sizeof(*h));
 	char self[KS_BALANCE_SELF];
+	int want;
 
-	(void)cp;
-	if (!h || !host_self(e, kv, self, sizeof(self))) {
+	if (!h || !host_self(prefix, kv, self, sizeof(self))) {
 		free(h);
 		return 0;
 	}
 	ks_fleet_host_decode(self, kv->value, kv->value_len, h);
-	if (h->valid && h->have_shard) {
-		if (ks_fleet_loads_put(e->loads, self, h->served))
+	want = from == KS_LOAD_FROM_LOAD ? KS_FHK_LOAD : KS_FHK_HOSTS;
+	if (h->valid && h->kind == KS_FHK_COMPAT &&
+	    from == KS_LOAD_FROM_HOSTS) {
+		/* a schema-2 agent's entry for old readers: its load
+		 * document says the same, fresher */
+	} else if (h->valid && h->kind == want && h->have_shard) {
+		if (ks_fleet_loads_put_from(e->loads, self, h->served, from))
 			e->hosts_refused++; /* more hosts than the table */
 	} else {
 		/* refused, or no shard of the ring: no part of the mean */
-		e->hosts_refused += !h->valid;
-		ks_fleet_loads_del(e->loads, self);
+		e->hosts_refused += !h->valid || h->kind != want;
+		ks_fleet_loads_del_from(e->loads, self, from);
 	}
 	free(h);
 	return 0;
+}
+
+static int hosts_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+
+	(void)cp;
+	return loads_apply(e, e->hosts_prefix, KS_LOAD_FROM_HOSTS, kv);
+}
+
+static int load_apply(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+
+	(void)cp;
+	return loads_apply(e, e->load_prefix, KS_LOAD_FROM_LOAD, kv);
 }
 
 static void hosts_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
@@ -171,8 +193,18 @@ static void hosts_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
 	char self[KS_BALANCE_SELF];
 
 	(void)cp;
-	if (host_self(e, kv, self, sizeof(self)))
-		ks_fleet_loads_del(e->loads, self);
+	if (host_self(e->hosts_prefix, kv, self, sizeof(self)))
+		ks_fleet_loads_del_from(e->loads, self, KS_LOAD_FROM_HOSTS);
+}
+
+static void load_deleted(void *ud, void *cp, const struct ks_etcd_kv *kv)
+{
+	struct ks_run_etcd *e = ud;
+	char self[KS_BALANCE_SELF];
+
+	(void)cp;
+	if (host_self(e->load_prefix, kv, self, sizeof(self)))
+		ks_fleet_loads_del_from(e->loads, self, KS_LOAD_FROM_LOAD);
 }
 
 static void hosts_reset(void *ud, void *cp)
@@ -180,7 +212,15 @@ static void hosts_reset(void *ud, void *cp)
 	struct ks_run_etcd *e = ud;
 
 	(void)cp;
-	ks_fleet_loads_clear(e->loads);
+	ks_fleet_loads_clear_from(e->loads, KS_LOAD_FROM_HOSTS);
+}
+
+static void load_reset(void *ud, void *cp)
+{
+	struct ks_run_etcd *e = ud;
+
+	(void)cp;
+	ks_fleet_loads_clear_from(e->loads, KS_LOAD_FROM_LOAD);
 }
 
 static void hosts_stays(void *ud, char *buf, size_t len)
@@ -223,6 +263,14 @@ void ks_run_etcd_init(struct ks_run_etcd *e)
 					    .reset = hosts_reset,
 					    .stays = hosts_stays,
 					    .ud = e };
+	e->load_w = (struct ks_key_watch){ .key = e->load_prefix,
+					   .what = "loads",
+					   .prefix = 1,
+					   .apply = load_apply,
+					   .deleted = load_deleted,
+					   .reset = load_reset,
+					   .stays = hosts_stays,
+					   .ud = e };
 }
 
 static void stop_watches(struct ks_run_etcd *e)
@@ -230,6 +278,7 @@ static void stop_watches(struct ks_run_etcd *e)
 	ks_key_watch_stop(&e->ring_w);
 	ks_key_watch_stop(&e->pins_w);
 	ks_key_watch_stop(&e->hosts_w);
+	ks_key_watch_stop(&e->load_w);
 }
 
 int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
@@ -246,6 +295,8 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 	ks_pins_doc_key(e->conf.cluster, e->pins_key, sizeof(e->pins_key));
 	snprintf(e->hosts_prefix, sizeof(e->hosts_prefix),
 		 KS_ETCD_ROOT "%s/hosts/", e->conf.cluster);
+	snprintf(e->load_prefix, sizeof(e->load_prefix), KS_LOAD_ROOT "%s/",
+		 e->conf.cluster);
 	if (e->want_loads && !e->loads &&
 	    !(e->loads = calloc(1, sizeof(*e->loads)))) {
 		snprintf(err, errlen, "out of memory for the fleet's loads");
@@ -269,6 +320,11 @@ int ks_run_etcd_prepare(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		if (!rc && e->loads) {
 			key = e->hosts_prefix;
 			rc = ks_key_watch_start(&e->hosts_w, e->c, &x, 0,
+						&map_err);
+		}
+		if (!rc && e->loads) {
+			key = e->load_prefix;
+			rc = ks_key_watch_start(&e->load_w, e->c, &x, 0,
 						&map_err);
 		}
 		if (rc)
@@ -308,6 +364,8 @@ int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds)
 		fds[n++] = ks_key_watch_fd(&e->pins_w);
 	if (e->loads && ks_key_watch_fd(&e->hosts_w) >= 0)
 		fds[n++] = ks_key_watch_fd(&e->hosts_w);
+	if (e->loads && ks_key_watch_fd(&e->load_w) >= 0)
+		fds[n++] = ks_key_watch_fd(&e->load_w);
 	return n;
 }
 
@@ -321,6 +379,8 @@ int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e)
 	b = ks_key_watch_timeout_ms(&e->pins_w);
 	a = a < 0 ? b : b < 0 ? a : a < b ? a : b;
 	b = e->loads ? ks_key_watch_timeout_ms(&e->hosts_w) : -1;
+	a = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+	b = e->loads ? ks_key_watch_timeout_ms(&e->load_w) : -1;
 	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
@@ -338,6 +398,8 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 		err = ks_key_watch_poll(&e->pins_w, e->c, &x);
 	if (!err && e->loads)
 		err = ks_key_watch_poll(&e->hosts_w, e->c, &x);
+	if (!err && e->loads)
+		err = ks_key_watch_poll(&e->load_w, e->c, &x);
 	return err;
 }
 
@@ -365,10 +427,14 @@ void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
 			       const char *ifname, __u32 interval_ms,
 			       int export_keys)
 {
-	if (e && e->c)
-		ks_fleet_pub_start(&e->fleet, e->c, e->conf.cluster, self,
-				   ifname, interval_ms, export_keys,
-				   e->hash_only);
+	if (!e || !e->c)
+		return;
+	ks_fleet_pub_start(&e->fleet, e->c, e->conf.cluster, self, ifname,
+			   interval_ms, export_keys, e->hash_only);
+	e->fleet.compat = e->fleet_compat;
+	e->fleet.schema1 = e->fleet_schema1;
+	e->fleet.load_every = e->load_every ? e->load_every
+					    : KS_LOAD_EVERY_DEFAULT;
 }
 
 void ks_run_etcd_publish_interval(struct ks_run_etcd *e,

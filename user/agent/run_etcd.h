@@ -16,8 +16,8 @@
  * logged once, counted, and the old one stays; while etcd is away the
  * last ones stay. And it publishes hosts/<self> and the hot keys this
  * host owns (agent/fleet_pub.h). With --balance it also follows every
- * agent's hosts/ entry (the prefix), for the reads each shard served
- * (core/balance.h).
+ * agent's load document (/keysteer-load/CLUSTER/) and the hosts/ entries
+ * of agents before it, for the reads each shard served (core/balance.h).
  */
 #ifndef KS_RUN_ETCD_H
 #define KS_RUN_ETCD_H
@@ -46,16 +46,23 @@ struct ks_run_etcd {
 	struct ks_key_watch pins_w;
 	int64_t pins_rev;   /* etcd revision of the pins in use; 0 none */
 	__u64 pins_refused; /* pins documents refused since the start */
-	/* the fleet's loads: /keysteer/CLUSTER/hosts/ (--balance) */
+	/* the fleet's loads (--balance): agents of schema 2 in their load
+	 * documents, /keysteer-load/CLUSTER/, older ones in hosts/ */
 	int want_loads; /* set before prepare */
 	char hosts_prefix[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
 	struct ks_key_watch hosts_w;
+	char load_prefix[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 2];
+	struct ks_key_watch load_w;
 	struct ks_fleet_loads *loads; /* NULL: not followed */
 	__u64 hosts_refused;          /* entries that did not read */
 
 	/* hosts/<self> and hot/<hash>, under one lease */
 	struct ks_fleet_pub fleet;
-	int hash_only;     /* --etcd-hash-only: no key bytes in hot/ */
+	int hash_only; /* --etcd-hash-only: no key bytes in hot/ */
+	enum ks_fleet_compat fleet_compat; /* --fleet-compat */
+	__u32 load_every;                  /* --load-every; 0: the default */
+	int fleet_schema1; /* --fleet-schema 1: hosts/ only (a test's old
+			    * agent) */
 	int no_hot_events; /* --etcd-hot-events off: hot/ at intervals only
 			    * (a test control) */
 };
@@ -84,7 +91,7 @@ static inline int ks_run_etcd_wants_ring(const struct ks_run_etcd *e)
 /* For the loop's poll: the watches' fds into fds (room for
  * KS_RUN_ETCD_FDS), how many, and how long the loop may sleep (-1: no
  * limit). */
-#define KS_RUN_ETCD_FDS 3
+#define KS_RUN_ETCD_FDS 4
 int ks_run_etcd_fds(const struct ks_run_etcd *e, int *fds);
 int ks_run_etcd_timeout_ms(const struct ks_run_etcd *e);
 

@@ -412,7 +412,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_HOT,
 	  "keep this shard within (1 + F) times the fleet's mean\n"
 	  "shard (0.01..10; default 0: off). Needs --etcd: every\n"
-	  "agent's hosts/ entry gives the reads its shard served.\n"
+	  "agent's load document gives the reads its shard served.\n"
 	  "Over it, the agent lowers its read threshold (to 1/8 of\n"
 	  "the policy's at most) until the keys above it cover the\n"
 	  "excess; below (1 + F/2) times the mean it raises it back\n"
@@ -465,7 +465,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "etcd endpoints, http[s]://HOST[:PORT],... (up to %d,\n"
 	  "port 2379 by default), tried in turn. run: the ring\n"
 	  "comes from /keysteer/CLUSTER/ring and follows it, and\n"
-	  "the agent publishes /keysteer/CLUSTER/hosts/SELF",
+	  "the agent publishes /keysteer/CLUSTER/members/SELF",
 	  { KS_ETCD_MAX_ENDPOINTS } },
 	{ "cluster", KS_OPTV_CLUSTER, REQ, "NAME", KS_CMD_ETCD, RUN_CONF,
 	  KS_GRP_ETCD,
@@ -508,6 +508,22 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "(default: hot/ entries carry the key, which clients\n"
 	  "need to act on it; hosts/ top keys are hashes unless\n"
 	  "--export-keys)" },
+	{ "fleet-compat", KS_OPTV_FLEET_COMPAT, REQ, "MODE", KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_ETCD,
+	  "what to write at hosts/SELF for readers before schema 2\n"
+	  "(a rolling upgrade): members (default) rewrites it when\n"
+	  "anything but a rate changes, full also when a rate moves\n"
+	  "(for --balance agents before schema 2), off writes none\n"
+	  "(every reader upgraded)" },
+	{ "load-every", KS_OPTV_LOAD_EVERY, REQ, "N", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_ETCD,
+	  "write the load document (rates, top keys) at most every N\n"
+	  "intervals (1..60; default 1); a ring revision or purge\n"
+	  "state change goes at once" },
+	/* test-only: 1 publishes as an agent before schema 2 did (hosts/
+	 * only, rates and all), for a mixed fleet in a test */
+	{ "fleet-schema", KS_OPTV_FLEET_SCHEMA, REQ, "N", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_ETCD, "2 (default) or 1" },
 	/* test-only: off leaves a hot key's hot/ entry as it was between
 	 * intervals, so a write shows as dirty only at the next one */
 	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,

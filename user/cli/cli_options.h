@@ -80,6 +80,9 @@ enum ks_opt_group {
 #define KS_OPTV_COPY_PROTOCOL 0x1032
 #define KS_OPTV_FILL_DELAY    0x1033
 #define KS_OPTV_BALANCE       0x1036
+#define KS_OPTV_FLEET_COMPAT  0x1037
+#define KS_OPTV_LOAD_EVERY    0x1038
+#define KS_OPTV_FLEET_SCHEMA  0x1039
 /* 'agent replay --interval' */
 #define KS_OPTV_RANKED       0x1034
 #define KS_OPTV_HOT_FRACTION 0x1035 /* replay's 'H' is --hash-only */

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cmd_fleet.c - 'agent fleet': the options and the I/O. One range read of
- * /keysteer/CLUSTER/ (the ring, every hosts/SELF and hot/HASH entry,
- * docs/fleet.md) is one consistent snapshot; with --watch the prefix is
- * watched from the read's revision + 1 and the events applied to a local
- * copy (core/etcd_mirror.h), so every redraw is the store as of one
- * revision. What is shown is decided in core/fleet_view.h and printed by
+ * /keysteer/CLUSTER/ (the ring, every hosts/SELF, members/SELF and
+ * hot/HASH entry, docs/fleet.md) and one of the load documents under
+ * /keysteer-load/CLUSTER/; with --watch each prefix is watched from its
+ * read's revision + 1 and the events applied to a local copy
+ * (core/etcd_mirror.h), so every redraw shows each prefix as of one
+ * revision (the two at most a watch's delay apart). What is shown is decided in core/fleet_view.h and printed by
  * render/fleet.h.
  */
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include "cli/etcd_cli.h"
 #include "core/etcd_mirror.h"
 #include "core/fleet_doc.h"
+#include "core/host_doc.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
@@ -41,13 +43,20 @@ struct fleet_opts {
 	size_t top_k;
 };
 
+/* A prefix read into a local copy, and watched (--watch). */
+struct fleet_range {
+	struct ks_etcd_watch *w;
+	struct ks_etcd_mirror m;
+	char prefix[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 16];
+	size_t plen;
+};
+
 struct fleet_ctx {
 	struct fleet_opts o;
 	struct ks_etcd *c;
-	struct ks_etcd_watch *w;
-	struct ks_etcd_mirror m;
-	char prefix[KS_CLUSTER_MAX + 16];
-	size_t plen;
+	/* /keysteer/NAME/, and the load documents /keysteer-load/NAME/
+	 * (schema 2, outside what clients watch) */
+	struct fleet_range r[2];
 	char state[KS_ERRLEN_DOC + 64]; /* --watch: etcd's state line */
 };
 
@@ -104,16 +113,16 @@ bad:
 	return KS_EXIT_USAGE;
 }
 
-/* The whole prefix read into the local copy. */
-static int read_all(struct fleet_ctx *x)
+/* The whole prefix read into its local copy. */
+static int read_all(struct fleet_ctx *x, struct fleet_range *r)
 {
 	struct ks_etcd_range rr = { 0 };
-	int rc = ks_etcd_range(x->c, x->prefix, x->plen, KS_ETCD_PREFIX, &rr);
+	int rc = ks_etcd_range(x->c, r->prefix, r->plen, KS_ETCD_PREFIX, &rr);
 
 	if (rc)
 		return rc;
-	ks_etcd_mirror_free(&x->m);
-	ks_etcd_mirror_load(&x->m, &rr);
+	ks_etcd_mirror_free(&r->m);
+	ks_etcd_mirror_load(&r->m, &rr);
 	return 0;
 }
 
@@ -124,7 +133,11 @@ static int draw(struct fleet_ctx *x)
 	struct ks_fleet_view v;
 	struct ks_fleet_out out;
 
-	if (ks_fleet_snapshot_decode(x->m.kvs, x->m.n, x->prefix, x->m.revision,
+	if (ks_fleet_snapshot_decode(x->r[0].m.kvs, x->r[0].m.n, x->r[0].prefix,
+				     x->r[1].m.kvs, x->r[1].m.n, x->r[1].prefix,
+				     x->r[0].m.revision > x->r[1].m.revision
+					     ? x->r[0].m.revision
+					     : x->r[1].m.revision,
 				     &s))
 		return -ENOMEM;
 	if (ks_fleet_view_build(&s, x->o.top_k, x->o.hash_only, &v)) {
@@ -138,7 +151,8 @@ static int draw(struct fleet_ctx *x)
 		.top_k = x->o.top_k,
 		.hash_only = x->o.hash_only,
 		.watch_state = x->o.watch ? x->state : NULL,
-		.watch_up = x->w && ks_etcd_watch_created(x->w)
+		.watch_up = x->r[0].w && ks_etcd_watch_created(x->r[0].w) &&
+			    x->r[1].w && ks_etcd_watch_created(x->r[1].w)
 	};
 	if (x->o.watch && !x->o.json)
 		fputs("\033[H\033[2J",
@@ -153,10 +167,10 @@ static int draw(struct fleet_ctx *x)
 	return ks_stdout_flush();
 }
 
-static int watch_from_copy(struct fleet_ctx *x)
+static int watch_from_copy(struct fleet_ctx *x, struct fleet_range *r)
 {
-	return ks_etcd_watch_start(x->c, x->prefix, x->plen, KS_ETCD_PREFIX,
-				   x->m.revision + 1, &x->w);
+	return ks_etcd_watch_start(x->c, r->prefix, r->plen, KS_ETCD_PREFIX,
+				   r->m.revision + 1, &r->w);
 }
 
 /*
@@ -164,19 +178,19 @@ static int watch_from_copy(struct fleet_ctx *x)
  * into the copy. 1 when the copy or the state changed, 0 when not, -1
  * when the watch cannot go on (credentials refused, out of memory).
  */
-static int watch_turn(struct fleet_ctx *x)
+static int watch_turn(struct fleet_ctx *x, struct fleet_range *r)
 {
 	char was[sizeof(x->state)];
 	struct ks_etcd_event ev;
 	int n, changed = 0;
 
 	memcpy(was, x->state, sizeof(was));
-	n = ks_etcd_watch_run(x->w);
+	n = ks_etcd_watch_run(r->w);
 	if (n == -ERANGE) {
 		/* compacted past our revision: read again, watch from there */
-		ks_etcd_watch_stop(x->w);
-		x->w = NULL;
-		if (read_all(x) || watch_from_copy(x)) {
+		ks_etcd_watch_stop(r->w);
+		r->w = NULL;
+		if (read_all(x, r) || watch_from_copy(x, r)) {
 			snprintf(x->state, sizeof(x->state),
 				 "reading again after a compaction: %s",
 				 ks_etcd_errmsg(x->c));
@@ -186,24 +200,28 @@ static int watch_turn(struct fleet_ctx *x)
 	}
 	if (n == -EACCES || n == -EPERM) {
 		snprintf(x->state, sizeof(x->state), "watch ended: %s",
-			 ks_etcd_watch_errmsg(x->w));
+			 ks_etcd_watch_errmsg(r->w));
 		return -1;
 	}
 	if (n < 0)
 		snprintf(x->state, sizeof(x->state), "reconnecting: %s",
-			 ks_etcd_watch_errmsg(x->w));
-	while (ks_etcd_watch_next(x->w, &ev) == 1) {
-		if (ks_etcd_mirror_apply(&x->m, &ev)) {
+			 ks_etcd_watch_errmsg(r->w));
+	while (ks_etcd_watch_next(r->w, &ev) == 1) {
+		if (ks_etcd_mirror_apply(&r->m, &ev)) {
 			ks_etcd_event_free(&ev);
 			return -1;
 		}
 		ks_etcd_event_free(&ev);
 		changed = 1;
 	}
-	if (ks_etcd_watch_created(x->w))
+	if (ks_etcd_watch_created(x->r[0].w) &&
+	    ks_etcd_watch_created(x->r[1].w))
 		snprintf(x->state, sizeof(x->state),
 			 "watch up at %s, revision %" PRId64,
-			 ks_etcd_endpoint(x->c), x->m.revision);
+			 ks_etcd_endpoint(x->c),
+			 x->r[0].m.revision > x->r[1].m.revision
+				 ? x->r[0].m.revision
+				 : x->r[1].m.revision);
 	return changed || strcmp(was, x->state);
 }
 
@@ -215,20 +233,27 @@ static int watch_loop(struct fleet_ctx *x)
 
 	snprintf(x->state, sizeof(x->state), "watch starting at %s",
 		 ks_etcd_endpoint(x->c));
-	if (watch_from_copy(x)) {
-		ks_err("cannot watch %s: %s", x->prefix, ks_etcd_errmsg(x->c));
-		return KS_EXIT_FAIL;
-	}
+	for (r = 0; r < 2; r++)
+		if (watch_from_copy(x, &x->r[r])) {
+			ks_err("cannot watch %s: %s", x->r[r].prefix,
+			       ks_etcd_errmsg(x->c));
+			return KS_EXIT_FAIL;
+		}
 	if (draw(x))
 		return KS_EXIT_FAIL;
 	while (!ks_stop) {
-		struct pollfd p = { .fd = ks_etcd_watch_fd(x->w),
-				    .events = POLLIN };
-		int wait_ms = ks_etcd_watch_timeout_ms(x->w);
+		struct pollfd p[2] = {
+			{ .fd = ks_etcd_watch_fd(x->r[0].w), .events = POLLIN },
+			{ .fd = ks_etcd_watch_fd(x->r[1].w), .events = POLLIN },
+		};
+		int wait_ms = ks_etcd_watch_timeout_ms(x->r[0].w);
+		int w1 = ks_etcd_watch_timeout_ms(x->r[1].w);
 		__u64 due = last +
 			    (dirty ? FLEET_REDRAW_MIN_NS : FLEET_REDRAW_MAX_NS);
 		int until = 0;
 
+		if (w1 >= 0 && (wait_ms < 0 || w1 < wait_ms))
+			wait_ms = w1;
 		now = ks_mono_ns();
 		if (due > now)
 			until = (int)((due - now) / 1000000ULL) + 1;
@@ -237,8 +262,13 @@ static int watch_loop(struct fleet_ctx *x)
 		/* short steps: a signal just before poll() waits at most this */
 		if (wait_ms > 100)
 			wait_ms = 100;
-		poll(&p, 1, wait_ms);
-		r = watch_turn(x);
+		poll(p, 2, wait_ms);
+		r = watch_turn(x, &x->r[0]);
+		if (r >= 0) {
+			int r1 = watch_turn(x, &x->r[1]);
+
+			r = r1 < 0 ? r1 : r | r1;
+		}
 		if (r < 0) {
 			draw(x);
 			ks_err("%s", x->state);
@@ -261,7 +291,7 @@ int cmd_fleet(int argc, char **argv)
 {
 	struct fleet_ctx x;
 	char err[KS_ERRLEN_DOC * 2];
-	int rc;
+	int rc, i;
 
 	memset(&x, 0, sizeof(x));
 	rc = parse_fleet(argc, argv, &x.o);
@@ -274,14 +304,19 @@ int cmd_fleet(int argc, char **argv)
 		goto out;
 	}
 	/* the ring key less "ring": /keysteer/NAME/ */
-	x.plen = strlen(x.o.ec.ring_key) - strlen("ring");
-	snprintf(x.prefix, sizeof(x.prefix), "%.*s", (int)x.plen,
+	x.r[0].plen = strlen(x.o.ec.ring_key) - strlen("ring");
+	snprintf(x.r[0].prefix, sizeof(x.r[0].prefix), "%.*s", (int)x.r[0].plen,
 		 x.o.ec.ring_key);
+	snprintf(x.r[1].prefix, sizeof(x.r[1].prefix), KS_LOAD_ROOT "%s/",
+		 x.o.ec.cluster);
+	x.r[1].plen = strlen(x.r[1].prefix);
 	rc = KS_EXIT_FAIL;
-	if (read_all(&x)) {
-		ks_err("cannot read %s: %s", x.prefix, ks_etcd_errmsg(x.c));
-		goto out;
-	}
+	for (i = 0; i < 2; i++)
+		if (read_all(&x, &x.r[i])) {
+			ks_err("cannot read %s: %s", x.r[i].prefix,
+			       ks_etcd_errmsg(x.c));
+			goto out;
+		}
 	if (x.o.watch) {
 		ks_install_stop_handlers();
 		rc = watch_loop(&x);
@@ -293,8 +328,10 @@ int cmd_fleet(int argc, char **argv)
 		rc = err ? KS_EXIT_FAIL : KS_EXIT_OK;
 	}
 out:
-	ks_etcd_watch_stop(x.w);
-	ks_etcd_mirror_free(&x.m);
+	for (i = 0; i < 2; i++) {
+		ks_etcd_watch_stop(x.r[i].w);
+		ks_etcd_mirror_free(&x.r[i].m);
+	}
 	ks_etcd_close(x.c);
 	return rc;
 }

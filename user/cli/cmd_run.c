@@ -225,6 +225,34 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case KS_OPTV_HASH_ONLY:
 		o->etcd.hash_only = 1;
 		return 1;
+	case KS_OPTV_FLEET_COMPAT:
+		if (ks_fleet_compat_parse(arg, &o->etcd.fleet_compat)) {
+			snprintf(
+				err, errlen,
+				"--fleet-compat '%s' is not a mode; give members (the default), full or off",
+				arg);
+			return -1;
+		}
+		return 1;
+	case KS_OPTV_FLEET_SCHEMA:
+		if (strcmp(arg, "1") && strcmp(arg, "2")) {
+			snprintf(
+				err, errlen,
+				"--fleet-schema '%s': give 2 (the default) or 1",
+				arg);
+			return -1;
+		}
+		o->etcd.fleet_schema1 = !strcmp(arg, "1");
+		return 1;
+	case KS_OPTV_LOAD_EVERY: {
+		unsigned long long n;
+
+		if (ks_parse_uint("--load-every", arg, 1, KS_LOAD_EVERY_MAX, &n,
+				  err, errlen))
+			return -1;
+		o->etcd.load_every = (__u32)n;
+		return 1;
+	}
 	case KS_OPTV_HOT_EVENTS:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
@@ -360,7 +388,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->hot.o.balance > 0 && !ks_run_etcd_wants_ring(&o->etcd)) {
 		snprintf(
 			err, sizeof(err),
-			"--balance needs --etcd: the fleet's mean shard comes from every agent's hosts/ entry");
+			"--balance needs --etcd: the fleet's mean shard comes from every agent's load document");
 		goto bad;
 	}
 	if (o->hot.o.balance > 0 && !spec->self) {

@@ -261,10 +261,10 @@ int ksc_view_static(struct ksc_view *v, const char *shards, const char *dist,
 	return ret;
 }
 
-/* ---- hosts/SELF ---- */
+/* ---- hosts/SELF (schema 1) and members/SELF (schema 2) ---- */
 
 static int put_host(struct ksc_view *v, const char *self, const char *val,
-		    size_t vlen)
+		    size_t vlen, int member)
 {
 	struct ks_fleet_host *h = malloc(sizeof(*h));
 	const char *names;
@@ -274,8 +274,17 @@ static int put_host(struct ksc_view *v, const char *self, const char *val,
 	if (!h)
 		return why(v, -ENOMEM, "hosts/%s: out of memory", self);
 	ks_fleet_host_decode(self, val, vlen, h);
+	if (h->valid &&
+	    (member ? h->kind != KS_FHK_MEMBER
+		    : h->kind != KS_FHK_HOSTS && h->kind != KS_FHK_COMPAT)) {
+		h->valid = 0;
+		snprintf(h->why, sizeof(h->why), "%s",
+			 member ? "not a member document (schema 2)"
+				: "a schema-2 document");
+	}
 	if (!h->valid) {
-		ret = why(v, -EBADMSG, "hosts/%s refused: %s", self, h->why);
+		ret = why(v, -EBADMSG, "%s/%s refused: %s",
+			  member ? "members" : "hosts", self, h->why);
 		goto out;
 	}
 	/* the owner it is: the shard it names, else its SELF */
@@ -504,10 +513,13 @@ enum {
 	K_OTHER,
 	K_RING,
 	K_HOST,
-	K_HOT
+	K_HOT,
+	K_MEMBER
 };
 
-/* What key is, with its last part (a hosts/ SELF or a hot/ hash). */
+/* What key is, with its last part (a hosts/ or members/ SELF or a hot/
+ * hash). An agent's load document is outside the prefix (docs/fleet.md):
+ * a handle never hears of a rate. */
 static int classify(const struct ksc_view *v, const char *key, size_t klen,
 		    char *rest, size_t rlen)
 {
@@ -519,16 +531,19 @@ static int classify(const struct ksc_view *v, const char *key, size_t klen,
 	klen -= v->plen;
 	if (klen == 4 && !memcmp(key, "ring", 4))
 		return K_RING;
-	for (n = 0; n < 2; n++) {
-		const char *fam = n ? "hot/" : "hosts/";
-		size_t fl = strlen(fam);
+	for (n = 0; n < 3; n++) {
+		static const char *const fams[] = { "hosts/", "hot/",
+						    "members/" };
+		static const int kinds[] = { K_HOST, K_HOT, K_MEMBER };
+		size_t fl = strlen(fams[n]);
 
-		if (klen > fl && klen - fl < rlen && !memcmp(key, fam, fl)) {
+		if (klen > fl && klen - fl < rlen &&
+		    !memcmp(key, fams[n], fl)) {
 			memcpy(rest, key + fl, klen - fl);
 			rest[klen - fl] = '\0';
 			if (memchr(rest, '\0', klen - fl))
 				return K_OTHER;
-			return n ? K_HOT : K_HOST;
+			return kinds[n];
 		}
 	}
 	return K_OTHER;
@@ -538,14 +553,15 @@ int ksc_view_put(struct ksc_view *v, const char *key, size_t klen,
 		 const char *val, size_t vlen, __s64 mod_rev)
 {
 	char rest[KSC_ADDR_MAX + 8];
-	int ret;
+	int ret, k = classify(v, key, klen, rest, sizeof(rest));
 
-	switch (classify(v, key, klen, rest, sizeof(rest))) {
+	switch (k) {
 	case K_RING:
 		ret = put_ring(v, val, vlen, mod_rev);
 		break;
 	case K_HOST:
-		ret = put_host(v, rest, val, vlen);
+	case K_MEMBER:
+		ret = put_host(v, rest, val, vlen, k == K_MEMBER);
 		break;
 	case K_HOT:
 		ret = put_hot(v, rest, val, vlen, mod_rev);

@@ -20,13 +20,15 @@ static struct ks_fleet_load *find(struct ks_fleet_loads *l, const char *self)
 	return NULL;
 }
 
-int ks_fleet_loads_put(struct ks_fleet_loads *l, const char *self,
-		       double served_ps)
+int ks_fleet_loads_put_from(struct ks_fleet_loads *l, const char *self,
+			    double served_ps, int from)
 {
 	struct ks_fleet_load *e = find(l, self);
 
 	if (strlen(self) >= KS_BALANCE_SELF)
 		return -EINVAL;
+	if (e && e->from > from)
+		return 0;
 	if (!e) {
 		if (l->n == KS_BALANCE_HOSTS)
 			return -ENOSPC;
@@ -34,15 +36,37 @@ int ks_fleet_loads_put(struct ks_fleet_loads *l, const char *self,
 		strcpy(e->self, self);
 	}
 	e->served_ps = served_ps;
+	e->from = from;
 	return 0;
+}
+
+int ks_fleet_loads_put(struct ks_fleet_loads *l, const char *self,
+		       double served_ps)
+{
+	return ks_fleet_loads_put_from(l, self, served_ps, KS_LOAD_FROM_HOSTS);
+}
+
+void ks_fleet_loads_del_from(struct ks_fleet_loads *l, const char *self,
+			     int from)
+{
+	struct ks_fleet_load *e = find(l, self);
+
+	if (e && e->from == from)
+		*e = l->e[--l->n];
 }
 
 void ks_fleet_loads_del(struct ks_fleet_loads *l, const char *self)
 {
-	struct ks_fleet_load *e = find(l, self);
+	ks_fleet_loads_del_from(l, self, KS_LOAD_FROM_HOSTS);
+}
 
-	if (e)
-		*e = l->e[--l->n];
+void ks_fleet_loads_clear_from(struct ks_fleet_loads *l, int from)
+{
+	size_t i;
+
+	for (i = l->n; i-- > 0;)
+		if (l->e[i].from == from)
+			l->e[i] = l->e[--l->n];
 }
 
 double ks_fleet_loads_mean(const struct ks_fleet_loads *l, const char *self,

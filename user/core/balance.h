@@ -44,6 +44,15 @@
 struct ks_fleet_load {
 	char self[KS_BALANCE_SELF];
 	double served_ps;
+	int from; /* KS_LOAD_FROM_*: which document said it */
+};
+
+/* Where a figure came from: an agent before schema 2 has only hosts/; an
+ * agent of schema 2 has its load document, which wins over the hosts/
+ * entry it may also write for old readers (--fleet-compat). */
+enum {
+	KS_LOAD_FROM_HOSTS,
+	KS_LOAD_FROM_LOAD
 };
 
 struct ks_fleet_loads {
@@ -57,6 +66,14 @@ void ks_fleet_loads_clear(struct ks_fleet_loads *l);
 int ks_fleet_loads_put(struct ks_fleet_loads *l, const char *self,
 		       double served_ps);
 void ks_fleet_loads_del(struct ks_fleet_loads *l, const char *self);
+/* The same for figures from one kind of document (the above: hosts/): a
+ * hosts/ figure never replaces or deletes a load document's; clear
+ * forgets only that kind's. */
+int ks_fleet_loads_put_from(struct ks_fleet_loads *l, const char *self,
+			    double served_ps, int from);
+void ks_fleet_loads_del_from(struct ks_fleet_loads *l, const char *self,
+			     int from);
+void ks_fleet_loads_clear_from(struct ks_fleet_loads *l, int from);
 /* The mean served reads of a shard over the entries, each as its agent
  * last wrote it (self's too, so every agent's mean is the same; own_ps
  * stands for self while it has no entry); *shards: how many. */

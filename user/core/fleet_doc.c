@@ -155,11 +155,68 @@ static int host_rates(json_t *doc, struct ks_fleet_host *h)
 	return 0;
 }
 
+/* ring_revision and purge; -EBADMSG with why. */
+static int host_status(json_t *doc, struct ks_fleet_host *h)
+{
+	json_t *rr = json_object_get(doc, "ring_revision");
+
+	if (rr && !json_is_integer(rr))
+		return refuse(h->why, sizeof(h->why),
+			      "ring_revision is not an integer");
+	h->ring_rev = json_integer_value(rr);
+	rr = json_object_get(doc, "purge");
+	if (rr &&
+	    (!json_is_string(rr) || json_string_length(rr) >= sizeof(h->purge)))
+		return refuse(h->why, sizeof(h->why),
+			      "purge is not a state name (idle, purging, ...)");
+	if (rr)
+		snprintf(h->purge, sizeof(h->purge), "%s",
+			 json_string_value(rr));
+	return 0;
+}
+
+/* A member document's shard: its name, or null when the ring does not
+ * name this agent. */
+static int member_shard(json_t *sh, struct ks_fleet_host *h)
+{
+	if (!sh || json_is_null(sh))
+		return 0;
+	if (!json_is_string(sh) || !json_string_length(sh) ||
+	    json_string_length(sh) >= sizeof(h->shard_name))
+		return refuse(h->why, sizeof(h->why),
+			      "shard is neither a host:port nor null");
+	h->have_shard = 1;
+	snprintf(h->shard_name, sizeof(h->shard_name), "%s",
+		 json_string_value(sh));
+	return 0;
+}
+
+/* Schema 2: a member or a load document, by its kind. */
+static int decode_v2(json_t *doc, struct ks_fleet_host *h)
+{
+	char kind[32];
+
+	get_text(doc, "kind", kind, sizeof(kind));
+	if (!strcmp(kind, "keysteer-member")) {
+		h->kind = KS_FHK_MEMBER;
+		h->no_load = 1;
+		return member_shard(json_object_get(doc, "shard"), h) ||
+		       host_replicas(json_object_get(doc, "replicas"), h);
+	}
+	if (!strcmp(kind, "keysteer-load")) {
+		h->kind = KS_FHK_LOAD;
+		return host_status(doc, h) || host_rates(doc, h) ||
+		       host_top(json_object_get(doc, "top"), h);
+	}
+	return refuse(h->why, sizeof(h->why),
+		      "kind is neither keysteer-member nor keysteer-load");
+}
+
 void ks_fleet_host_decode(const char *self, const char *raw, size_t len,
 			  struct ks_fleet_host *h)
 {
 	json_error_t je;
-	json_t *doc, *rr;
+	json_t *doc, *v;
 
 	memset(h, 0, sizeof(*h));
 	snprintf(h->self, sizeof(h->self), "%s", self);
@@ -170,28 +227,22 @@ void ks_fleet_host_decode(const char *self, const char *raw, size_t len,
 		refuse(h->why, sizeof(h->why), "not a JSON object");
 		goto out;
 	}
+	v = json_object_get(doc, "schema");
+	if (json_is_integer(v) &&
+	    json_integer_value(v) == KS_FLEET_DOC_SCHEMA_2) {
+		if (decode_v2(doc, h))
+			goto out;
+		h->valid = 1;
+		goto out;
+	}
 	if (!schema_one(doc)) {
-		refuse(h->why, sizeof(h->why), "schema is not 1");
+		refuse(h->why, sizeof(h->why), "schema is not 1 or 2");
 		goto out;
 	}
-	rr = json_object_get(doc, "ring_revision");
-	if (rr && !json_is_integer(rr)) {
-		refuse(h->why, sizeof(h->why),
-		       "ring_revision is not an integer");
-		goto out;
-	}
-	h->ring_rev = json_integer_value(rr);
-	rr = json_object_get(doc, "purge");
-	if (rr && (!json_is_string(rr) ||
-		   json_string_length(rr) >= sizeof(h->purge))) {
-		refuse(h->why, sizeof(h->why),
-		       "purge is not a state name (idle, purging, ...)");
-		goto out;
-	}
-	if (rr)
-		snprintf(h->purge, sizeof(h->purge), "%s",
-			 json_string_value(rr));
-	if (host_rates(doc, h) || host_top(json_object_get(doc, "top"), h) ||
+	h->kind = json_is_true(json_object_get(doc, "compat")) ? KS_FHK_COMPAT
+							       : KS_FHK_HOSTS;
+	if (host_status(doc, h) || host_rates(doc, h) ||
+	    host_top(json_object_get(doc, "top"), h) ||
 	    host_replicas(json_object_get(doc, "replicas"), h))
 		goto out;
 	h->valid = 1;
@@ -291,11 +342,68 @@ static void snapshot_hot(const struct ks_etcd_kv *kv, const char *hash,
 	s->n_refused++;
 }
 
+/* A member's load document (l, decoded) into m: what moves with load. */
+static void join_load(struct ks_fleet_host *m, const struct ks_fleet_host *l)
+{
+	size_t i;
+
+	if (!l->valid || l->kind != KS_FHK_LOAD)
+		return;
+	m->no_load = 0;
+	m->raw = l->raw;
+	m->raw_len = l->raw_len;
+	m->reads = l->reads;
+	m->writes = l->writes;
+	m->mis = l->mis;
+	m->served = l->served;
+	m->ring_rev = l->ring_rev;
+	memcpy(m->purge, l->purge, sizeof(m->purge));
+	m->n_top = l->n_top;
+	for (i = 0; i < l->n_top; i++)
+		m->top[i] = l->top[i];
+	if (l->mod_rev > m->mod_rev)
+		m->mod_rev = l->mod_rev;
+}
+
+/* The load document of self among loads (in key order, from *at on, as
+ * members come in key order too), decoded into *l; 0 when none. */
+static int find_load(const struct ks_etcd_kv *loads, size_t nl,
+		     const char *load_prefix, size_t lplen, size_t *at,
+		     const char *self, struct ks_fleet_host *l)
+{
+	size_t slen = strlen(self);
+	int c;
+
+	for (; *at < nl; ++*at) {
+		const struct ks_etcd_kv *kv = &loads[*at];
+		const char *rest = kv->key + lplen;
+		size_t rlen;
+
+		if (kv->key_len <= lplen || memcmp(kv->key, load_prefix, lplen))
+			continue;
+		rlen = kv->key_len - lplen;
+		c = memcmp(rest, self, rlen < slen ? rlen : slen);
+		if (!c)
+			c = rlen < slen ? -1 : rlen > slen;
+		if (c > 0)
+			return 0;
+		if (!c) {
+			ks_fleet_host_decode(self, kv->value, kv->value_len, l);
+			l->mod_rev = kv->mod_revision;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
-			     const char *prefix, int64_t rev,
+			     const char *prefix, const struct ks_etcd_kv *loads,
+			     size_t nl, const char *load_prefix, int64_t rev,
 			     struct ks_fleet_snapshot *s)
 {
-	size_t i, plen = strlen(prefix), nh = 1, nt = 1;
+	size_t i, plen = strlen(prefix), nh = 1, nt = 1, at = 0;
+	size_t lplen = load_prefix ? strlen(load_prefix) : 0;
+	struct ks_fleet_host *l = malloc(sizeof(*l));
 	const char *rest;
 
 	memset(s, 0, sizeof(*s));
@@ -303,21 +411,47 @@ int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 	/* Counted first: an entry is kilobytes, a fleet thousands of keys. */
 	for (i = 0; i < n; i++) {
 		nh += under(&kvs[i], prefix, plen, "hosts/") != NULL;
+		nh += under(&kvs[i], prefix, plen, "members/") != NULL;
 		nt += under(&kvs[i], prefix, plen, "hot/") != NULL;
 	}
 	s->hosts = calloc(nh, sizeof(*s->hosts));
 	s->hot = calloc(nt, sizeof(*s->hot));
 	s->refused = calloc(nt, sizeof(*s->refused));
-	if (!s->hosts || !s->hot || !s->refused)
+	if (!s->hosts || !s->hot || !s->refused || !l)
 		goto nomem;
 	for (i = 0; i < n; i++) {
 		const struct ks_etcd_kv *kv = &kvs[i];
+		struct ks_fleet_host *h = &s->hosts[s->n_hosts];
 
 		if ((rest = under(kv, prefix, plen, "hosts/"))) {
-			struct ks_fleet_host *h = &s->hosts[s->n_hosts++];
-
 			ks_fleet_host_decode(rest, kv->value, kv->value_len, h);
 			h->mod_rev = kv->mod_revision;
+			/* a schema-2 agent's entry for old readers: its
+			 * members/ entry and load document say it */
+			if (h->valid && h->kind == KS_FHK_COMPAT)
+				continue;
+			if (h->valid && h->kind != KS_FHK_HOSTS) {
+				h->valid = 0;
+				snprintf(h->why, sizeof(h->why),
+					 "a schema-2 document under hosts/");
+			}
+			s->n_hosts++;
+		} else if ((rest = under(kv, prefix, plen, "members/"))) {
+			ks_fleet_host_decode(rest, kv->value, kv->value_len, h);
+			h->mod_rev = kv->mod_revision;
+			if (h->valid && h->kind != KS_FHK_MEMBER) {
+				h->valid = 0;
+				snprintf(h->why, sizeof(h->why),
+					 "not a member document (schema 2)");
+			}
+			h->member_raw = h->raw;
+			h->member_raw_len = h->raw_len;
+			h->raw = NULL;
+			h->raw_len = 0;
+			if (h->valid && find_load(loads, nl, load_prefix, lplen,
+						  &at, rest, l))
+				join_load(h, l);
+			s->n_hosts++;
 		} else if ((rest = under(kv, prefix, plen, "hot/"))) {
 			snapshot_hot(kv, rest, s);
 		} else if (kv->key_len == plen + 4 &&
@@ -327,8 +461,10 @@ int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 				goto nomem;
 		}
 	}
+	free(l);
 	return 0;
 nomem:
+	free(l);
 	ks_fleet_snapshot_free(s);
 	return -ENOMEM;
 }

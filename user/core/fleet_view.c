@@ -64,7 +64,9 @@ static void join(const struct ks_fleet_snapshot *s, struct ks_fleet_view *v)
 		struct ks_fleet_shard *sh;
 
 		v->host_shard[i] = -1;
-		v->host_stale[i] = h->valid && s->ring_rev > 0 &&
+		/* a member without its load document yet has said no
+		 * ring revision: not known to be behind */
+		v->host_stale[i] = h->valid && !h->no_load && s->ring_rev > 0 &&
 				   h->ring_rev < s->ring_rev;
 		if (k < 0)
 			continue;

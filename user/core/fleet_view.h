@@ -33,12 +33,25 @@ struct ks_fleet_key {
 	unsigned hosts;              /* merged: how many hosts listed it */
 };
 
-/* One hosts/ entry as decoded (fleet_doc.h). */
+/* What a decoded document was (docs/fleet.md, the key table). */
+enum ks_fleet_host_kind {
+	KS_FHK_HOSTS,  /* hosts/SELF, schema 1, of an agent before schema 2 */
+	KS_FHK_COMPAT, /* hosts/SELF, schema 1, "compat": a schema-2 agent's
+			* entry for old readers */
+	KS_FHK_MEMBER, /* members/SELF, schema 2 */
+	KS_FHK_LOAD,   /* /keysteer-load/CLUSTER/SELF, schema 2 */
+};
+
+/* One agent as decoded (fleet_doc.h): its hosts/ entry, or its member
+ * document joined with its load document. */
 struct ks_fleet_host {
 	char self[KS_FLEET_ADDR_MAX]; /* the key's last part */
 	int valid;                    /* 0: the document was refused */
 	char why[KS_FLEET_WHY_MAX];   /* ... and why */
-	int have_shard;               /* "shard" is an object, not null */
+	int kind;                     /* enum ks_fleet_host_kind */
+	int no_load;    /* a member whose load document has not come (yet):
+		      * no rates, ring revision or purge known */
+	int have_shard; /* "shard" is an object, not null */
 	char shard_name[KS_FLEET_ADDR_MAX];
 	double reads, writes, mis; /* the shard's, else the host's classes */
 	double served; /* the shard's reads served ("served_per_s"; reads
@@ -50,8 +63,11 @@ struct ks_fleet_host {
 	 * (a client's write invalidates them all, docs/client.md) */
 	size_t n_reps;
 	char replicas[KS_MAX_REPLICAS][KS_FLEET_ADDR_MAX];
-	const char *raw; /* the value as etcd holds it (borrowed) */
+	const char *raw; /* the value as etcd holds it (borrowed): hosts/,
+			  * or a member's load document (NULL: none yet) */
 	size_t raw_len;
+	const char *member_raw; /* a member's members/ value, else NULL */
+	size_t member_raw_len;
 	/* "purge": the agent's purge state ("idle", "purging", "grace",
 	 * "sweeping"), "" when absent (no purge, or an agent before it) */
 	char purge[12];

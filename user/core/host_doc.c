@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* host_doc.c - hosts/<self> entries, schema 1 (see host_doc.h). */
+/* host_doc.c - an agent's fleet documents: hosts/<self> (schema 1), the
+ * member and the load document (schema 2); see host_doc.h. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,21 +15,23 @@ static json_t *rate(double x)
 	return json_real(ks_rate3(x));
 }
 
-char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
+static json_t *replicas_of(const struct ks_host_doc *d)
 {
-	json_t *o = json_object(), *cl = json_object(), *top = json_array();
-	json_t *reps;
-	char hash[24], *s;
+	json_t *reps = json_array();
 	unsigned i;
 
-	json_object_set_new(o, "schema", json_integer(KS_HOST_DOC_SCHEMA));
-	json_object_set_new(o, "self", json_string(d->self));
-	json_object_set_new(o, "agent_version", json_string(d->agent_version));
-	json_object_set_new(o, "pid", json_integer(d->pid));
-	json_object_set_new(o, "ifname", json_string(d->ifname));
-	json_object_set_new(o, "ring_revision", json_integer(d->ring_revision));
-	json_object_set_new(o, "interval_ms", json_integer(d->interval_ms));
-	json_object_set_new(o, "sample_n", json_integer(d->sample_n));
+	for (i = 0; i < d->nreplicas && i < KS_MAX_REPLICAS; i++)
+		json_array_append_new(reps, json_string(d->replicas[i]));
+	return reps;
+}
+
+/* class_rates, shard (with its rates) and top: what moves with load. */
+static void add_rates(json_t *o, const struct ks_host_doc *d)
+{
+	json_t *cl = json_object(), *top = json_array();
+	char hash[24];
+	unsigned i;
+
 	json_object_set_new(cl, "read", rate(d->class_ps[0]));
 	json_object_set_new(cl, "write", rate(d->class_ps[1]));
 	json_object_set_new(cl, "other", rate(d->class_ps[2]));
@@ -63,15 +66,65 @@ char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
 		json_array_append_new(top, k);
 	}
 	json_object_set_new(o, "top", top);
-	reps = json_array();
-	for (i = 0; i < d->nreplicas && i < KS_MAX_REPLICAS; i++)
-		json_array_append_new(reps, json_string(d->replicas[i]));
-	json_object_set_new(o, "replicas", reps);
+}
+
+static void add_agent(json_t *o, const struct ks_host_doc *d)
+{
+	json_object_set_new(o, "self", json_string(d->self));
+	json_object_set_new(o, "agent_version", json_string(d->agent_version));
+	json_object_set_new(o, "pid", json_integer(d->pid));
+	json_object_set_new(o, "ifname", json_string(d->ifname));
+}
+
+char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
+			      enum ks_host_doc_kind k, const char *at)
+{
+	json_t *o = json_object();
+	char *s;
+
+	json_object_set_new(o, "schema",
+			    json_integer(k == KS_HDK_MEMBER || k == KS_HDK_LOAD
+						 ? KS_MEMBER_DOC_SCHEMA
+						 : KS_HOST_DOC_SCHEMA));
+	if (k == KS_HDK_MEMBER) {
+		json_object_set_new(o, "kind", json_string("keysteer-member"));
+		add_agent(o, d);
+		json_object_set_new(o, "interval_ms",
+				    json_integer(d->interval_ms));
+		json_object_set_new(o, "sample_n", json_integer(d->sample_n));
+		json_object_set_new(o, "shard",
+				    d->has_shard ? json_string(d->shard)
+						 : json_null());
+		json_object_set_new(o, "replicas", replicas_of(d));
+		at = NULL;
+	} else if (k == KS_HDK_LOAD) {
+		json_object_set_new(o, "kind", json_string("keysteer-load"));
+		json_object_set_new(o, "self", json_string(d->self));
+		json_object_set_new(o, "ring_revision",
+				    json_integer(d->ring_revision));
+		add_rates(o, d);
+	} else {
+		add_agent(o, d);
+		json_object_set_new(o, "ring_revision",
+				    json_integer(d->ring_revision));
+		json_object_set_new(o, "interval_ms",
+				    json_integer(d->interval_ms));
+		json_object_set_new(o, "sample_n", json_integer(d->sample_n));
+		add_rates(o, d);
+		json_object_set_new(o, "replicas", replicas_of(d));
+		if (k == KS_HDK_COMPAT)
+			json_object_set_new(o, "compat", json_true());
+	}
 	if (at)
 		json_object_set_new(o, "updated_at", json_string(at));
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;
+}
+
+char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at)
+{
+	return ks_host_doc_encode_kind(d, KS_HDK_HOSTS, at);
 }
 
 static const struct ks_host_doc_top *top_find(const struct ks_host_doc *d,
@@ -152,21 +205,51 @@ static int served_moved(const struct ks_host_doc *a,
 							 : a->shard_served_ps);
 }
 
-int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
+int ks_host_doc_same_member(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b)
 {
 	unsigned i;
 
 	if (strcmp(a->self, b->self) ||
 	    strcmp(a->agent_version, b->agent_version) || a->pid != b->pid ||
-	    strcmp(a->ifname, b->ifname) ||
-	    a->ring_revision != b->ring_revision ||
-	    a->interval_ms != b->interval_ms || a->sample_n != b->sample_n ||
-	    a->has_shard != b->has_shard || strcmp(a->shard, b->shard) ||
-	    a->nreplicas != b->nreplicas || strcmp(a->purge, b->purge))
+	    strcmp(a->ifname, b->ifname) || a->interval_ms != b->interval_ms ||
+	    a->sample_n != b->sample_n || a->has_shard != b->has_shard ||
+	    strcmp(a->shard, b->shard) || a->nreplicas != b->nreplicas)
 		return 0;
 	for (i = 0; i < a->nreplicas; i++)
 		if (strcmp(a->replicas[i], b->replicas[i]))
 			return 0;
+	return 1;
+}
+
+int ks_host_doc_same_status(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b)
+{
+	return ks_host_doc_same_member(a, b) &&
+	       a->ring_revision == b->ring_revision &&
+	       !strcmp(a->purge, b->purge);
+}
+
+static const char *purge_for_old_readers(const char *state)
+{
+	return strcmp(state, "sweeping") ? state : "idle";
+}
+
+int ks_host_doc_same_compat(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b)
+{
+	return ks_host_doc_same_member(a, b) &&
+	       a->ring_revision == b->ring_revision &&
+	       !strcmp(purge_for_old_readers(a->purge),
+		       purge_for_old_readers(b->purge));
+}
+
+int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
+{
+	unsigned i;
+
+	if (!ks_host_doc_same_status(a, b))
+		return 0;
 	for (i = 0; i < 3; i++)
 		if (ks_rate_moved(a->class_ps[i], b->class_ps[i]))
 			return 0;

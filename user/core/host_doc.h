@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * host_doc.h - an agent's entry in the fleet, /keysteer/CLUSTER/hosts/SELF
- * (schema 1, docs/fleet.md): who it is, the ring revision it runs, its
- * class rates, its shard's reads, writes, misdirected requests and reads
- * served per second, and its top keys. Pure code: no I/O.
+ * host_doc.h - an agent's entries in the fleet (docs/fleet.md): who it is,
+ * the ring revision it runs, its class rates, its shard's reads, writes,
+ * misdirected requests and reads served per second, and its top keys.
+ * Pure code: no I/O. One struct, written as up to three documents:
+ *  - the member document, /keysteer/CLUSTER/members/SELF (schema 2): what
+ *    clients read (its shard, its replicas) and what names the agent;
+ *    nothing in it moves with load, so clients, who watch the whole
+ *    /keysteer/CLUSTER/ prefix, get an event only when a member changes;
+ *  - the load document, /keysteer-load/CLUSTER/SELF (schema 2): the rates,
+ *    top keys, ring revision and purge state, outside every client's
+ *    prefix (a cluster name has no '/', so no /keysteer/NAME/ holds it);
+ *  - hosts/SELF (schema 1), everything in one, for readers before schema
+ *    2 during a rolling upgrade (--fleet-compat, agent/fleet_pub.h).
  *
  * Writes proportional to change (ks_host_doc_same): a document is new when
  * anything but a rate differs, when a rate moved by more than
@@ -19,9 +28,19 @@
 #include <linux/types.h>
 #include "keysteer.h"
 
-#define KS_HOST_DOC_SCHEMA 1
-#define KS_HOST_DOC_TOP    10
-#define KS_HOST_DOC_TAIL   0.10
+#define KS_HOST_DOC_SCHEMA   1 /* hosts/SELF */
+#define KS_MEMBER_DOC_SCHEMA 2 /* members/SELF and the load document */
+#define KS_LOAD_ROOT         "/keysteer-load/"
+
+enum ks_host_doc_kind {
+	KS_HDK_HOSTS,  /* hosts/SELF, schema 1, as agents before schema 2 */
+	KS_HDK_COMPAT, /* the same, marked "compat": a schema-2 reader
+			 * takes members/ and the load document instead */
+	KS_HDK_MEMBER, /* members/SELF */
+	KS_HDK_LOAD,   /* /keysteer-load/CLUSTER/SELF */
+};
+#define KS_HOST_DOC_TOP  10
+#define KS_HOST_DOC_TAIL 0.10
 
 struct ks_host_doc_top {
 	__u64 hash;
@@ -57,6 +76,23 @@ struct ks_host_doc {
 /* The document as compact JSON (malloc'd), with "updated_at" when at is
  * not NULL; NULL without memory. Rates with three significant digits. */
 char *ks_host_doc_encode(const struct ks_host_doc *d, const char *at);
+/* The document of kind k (ks_host_doc_encode is KS_HDK_HOSTS); "at" goes
+ * into every kind but the member document, which says nothing of time. */
+char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
+			      enum ks_host_doc_kind k, const char *at);
+
+/* Whether a and b have the same member document. */
+int ks_host_doc_same_member(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b);
+/* ... and the same ring revision and purge state: all of hosts/ but the
+ * rates. */
+int ks_host_doc_same_status(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b);
+/* The same for a reader before schema 2 (what --fleet-compat members
+ * rewrites hosts/ for): a slow sweep starting or ending (every minute) is
+ * no change, since those readers mark only a purge for a ring change. */
+int ks_host_doc_same_compat(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b);
 
 /* Whether b says nothing a reader needs that a (the last one written)
  * does not (see above). */

@@ -278,8 +278,14 @@ static json_t *host_json(const struct ks_fleet_out *o, size_t i)
 	json_object_set_new(r, "shard",
 			    k >= 0 ? str(o->v->shards[k].name) : json_null());
 	json_object_set_new(r, "mod_revision", json_integer(h->mod_rev));
+	json_object_set_new(r, "schema",
+			    json_integer(h->kind == KS_FHK_MEMBER ? 2 : 1));
 	doc = json_loadb(h->raw ? h->raw : "", h->raw_len, 0, &je);
 	json_object_set_new(r, "status", doc ? doc : json_null());
+	if (h->member_raw) {
+		doc = json_loadb(h->member_raw, h->member_raw_len, 0, &je);
+		json_object_set_new(r, "member", doc ? doc : json_null());
+	}
 	return r;
 }
 

@@ -454,7 +454,7 @@ static void balance_metrics(FILE *f, const struct ks_metrics_in *in)
 		  "Reads/s this shard served, smoothed, as --balance compares them.",
 		  .x = b->own_ps, .real = 1 },
 		{ "keysteer_balance_fleet_mean_reads", "gauge",
-		  "The mean reads/s a shard of the fleet served, from the agents' hosts/ entries.",
+		  "The mean reads/s a shard of the fleet served, from the agents' load documents.",
 		  .x = b->mean_ps, .real = 1 },
 		{ "keysteer_balance_shards", "gauge",
 		  "Shards the fleet's mean is over.", .n = b->shards },

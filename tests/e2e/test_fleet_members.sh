@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# test_fleet_members.sh - fleet schema 2 (issue 25, docs/fleet.md "Rolling
+# upgrade to schema 2"): members/SELF for clients, each agent's load
+# document under /keysteer-load/CLUSTER/, outside the prefix a library
+# handle watches. The steering topology with 2 shards and 2 L1 replicas,
+# etcd, and a fleet in the middle of an upgrade: agent 0 of schema 2 with
+# the default --fleet-compat members (members/, its load document, and a
+# hosts/ entry marked compat for old readers, rewritten only when anything
+# but a rate changes), agent 1 as an agent before schema 2 wrote (the
+# test-only --fleet-schema 1: hosts/ only, rewritten when a rate moves).
+#
+# 1. 'agent fleet --json' lists both, each joined with its shard at the
+#    ring's revision: agent 0 from members/ and its load document (its
+#    compat hosts/ entry not listed again), agent 1 from hosts/; in etcd,
+#    agent 1 has nothing but hosts/.
+# 2. A library handle has both owners' replica sets: a write of a key of
+#    each owner invalidates both replicas (agent 0's set comes from
+#    members/ alone).
+# 3. A load-only update delivers nothing to clients: a watch on exactly the
+#    range a handle watches (/keysteer/CLUSTER/, prefix) and one on the
+#    load documents, while uniform load (no key turns hot) changes rates
+#    phase after phase: agent 0's load document is written at least 3
+#    times and the client range sees no event of agent 0 at all. Control,
+#    the same watch: agent 1 (the old format) puts its hosts/ entry at
+#    least 3 times, every one delivered to every client.
+# Everything is this script's own, by PID, and removed on every exit path.
+# About 60 s.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=../../user/scripts/steer_topo.sh
+. "$E2E_ROOT/user/scripts/steer_topo.sh"
+# shellcheck source=client_lib.sh
+. "$(dirname "$0")/client_lib.sh"
+client_init fleet_members
+WATCH_PIDS=()
+members_cleanup() {
+	local rc=$? p
+	for p in "${WATCH_PIDS[@]}"; do
+		ks_stop_pid "$p" TERM 5
+	done
+	(exit "$rc")
+	e2e_topo_etcd_cleanup
+}
+trap members_cleanup EXIT
+
+client_need_bins fleet_members "$LOAD" "$EXAMPLE" || exit 1
+CLUSTER=members
+client_fleet_up fleet_members 2 2 || exit 1
+A=${STEER_SHARD_ADDR[0]}:$STEER_PORT
+B=${STEER_SHARD_ADDR[1]}:$STEER_PORT
+ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
+
+# agent 0 as schema 2 writes it after the upgrade, agent 1 as before it
+export KEYSTEER_TEST_SWITCHES=1
+for i in 0 1; do
+	if [ "$i" = 0 ]; then args=(); else args=(--fleet-schema 1); fi
+	if ! steer_agent_start "$i" --interval 0.5 --sample 1 \
+		--shard-capacity 1000 --hot-fraction 0.1 \
+		--etcd "$URL" --cluster "$CLUSTER" \
+		--self "${STEER_SHARD_ADDR[$i]}:$STEER_PORT" \
+		--replicas "$STEER_REPLICAS" "${args[@]}"; then
+		fail fleet_members_agents "agent $i did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+		exit 1
+	fi
+done
+unset KEYSTEER_TEST_SWITCHES
+REV=$(ETCDCTL get "/keysteer/$CLUSTER/ring" -w json |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0]["mod_revision"])')
+
+# ---- 1. agent fleet sees both schemas --------------------------------------
+fleet_ok() {
+	ks_in_ns "$CNS" "$AGENT" fleet --etcd "$URL" --cluster "$CLUSTER" --json \
+		>"$E2E_TMP/fleet.json" 2>"$E2E_TMP/fleet.err" || return 1
+	"$PY" - "$E2E_TMP/fleet.json" "$A" "$B" "$REV" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b, rev = sys.argv[2], sys.argv[3], int(sys.argv[4])
+hosts = {h["self"]: h for h in d["hosts"]}
+assert sorted(hosts) == sorted([a, b]), sorted(hosts)
+ha, hb = hosts[a], hosts[b]
+assert ha["valid"] and hb["valid"], (ha, hb)
+assert ha["schema"] == 2 and ha["member"]["kind"] == "keysteer-member", ha
+assert ha["status"]["kind"] == "keysteer-load" and ha["shard"] == a, ha
+assert hb["schema"] == 1 and "member" not in hb and hb["status"]["schema"] == 1, hb
+assert hb["shard"] == b, hb
+for h in (ha, hb):
+    assert h["ring_revision"] == rev and not h["ring_stale"], h
+shards = {s["name"]: s for s in d["shards"]}
+assert shards[a]["agent"] == "up" and shards[b]["agent"] == "up", d["shards"]
+PYEOF
+}
+ok=
+for ((i = 0; i < 100; i++)); do
+	fleet_ok 2>"$E2E_TMP/fleet.why" && ok=1 && break
+	sleep 0.2
+done
+keys=$(ETCDCTL get --prefix "/keysteer/$CLUSTER/" --keys-only | grep -v '^$' | grep -v '/hot/')
+loads=$(ETCDCTL get --prefix "/keysteer-load/$CLUSTER/" --keys-only | grep -v '^$')
+want_keys=$(printf '%s\n' "/keysteer/$CLUSTER/hosts/$A" "/keysteer/$CLUSTER/hosts/$B" \
+	"/keysteer/$CLUSTER/members/$A" "/keysteer/$CLUSTER/ring" | sort)
+compat=$(ETCDCTL get --print-value-only "/keysteer/$CLUSTER/hosts/$A" |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin).get("compat"))' 2>&1)
+if [ -n "$ok" ] && [ "$(sort <<<"$keys")" = "$want_keys" ] && [ "$compat" = True ] &&
+	[ "$loads" = "/keysteer-load/$CLUSTER/$A" ]; then
+	pass fleet_members_mixed_fleet_listed
+else
+	fail fleet_members_mixed_fleet_listed "$(tail -n 3 "$E2E_TMP/fleet.why") keys: $keys; loads: $loads; compat '$compat'; $(head -c 1500 "$E2E_TMP/fleet.json")"
+fi
+
+# ---- 2. a handle's replica sets: both owners -------------------------------
+# key_of SHARD: a key the ring gives to that shard
+key_of() {
+	local k
+	for ((k = 0; k < 200; k++)); do
+		if [ "$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "m:$k" |
+			awk '{print $2}')" = "$1" ]; then
+			echo "m:$k"
+			return 0
+		fi
+	done
+	return 1
+}
+KA=$(key_of 0) KB=$(key_of 1)
+NREP=$(wc -w <<<"${STEER_REPLICAS//,/ }")
+sets_ok=
+if [ -n "$KA" ] && [ -n "$KB" ]; then
+	out=$(ks_in_ns "$CNS" "$PY" - "$E2E_ROOT" "$SPEC" "$KA" "$KB" <<'PYEOF' 2>&1
+import os, sys
+root, spec, ka, kb = sys.argv[1:5]
+sys.path.insert(0, os.path.join(root, "user", "client", "python"))
+from keysteer_client import Client
+c = Client(spec)
+def inval():
+    s = c.stats()
+    return s["invalidations"] + s["inval_errors"]
+n0 = inval(); c.set(ka, b"v"); n1 = inval(); c.set(kb, b"v"); n2 = inval()
+print("owner0 %d owner1 %d view_refused %d" % (n1 - n0, n2 - n1, c.stats()["view_refused"]))
+PYEOF
+	)
+	[ "$out" = "owner0 $NREP owner1 $NREP view_refused 0" ] && sets_ok=1
+fi
+if [ -n "$sets_ok" ]; then
+	pass fleet_members_library_replica_sets
+else
+	fail fleet_members_library_replica_sets "keys '$KA' '$KB', want $NREP replicas each: $out"
+fi
+
+# ---- 3. a load-only update delivers nothing to clients ---------------------
+# etcdctl watch -w json: one JSON object a line per watch response
+watch_bg() { # NAME PREFIX
+	ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "$2" -w json \
+		</dev/null >"$E2E_TMP/$1.watch" 2>"$E2E_TMP/$1.watch.err"
+	WATCH_PIDS+=("$KS_BG_PID")
+}
+# count NAME KEY: puts and deletes of KEY the watch NAME delivered
+count() {
+	"$PY" - "$E2E_TMP/$1.watch" "$2" <<'PYEOF'
+import base64, json, sys
+n = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    for ev in json.loads(line).get("Events") or []:
+        if base64.b64decode(ev["kv"]["key"]).decode() == sys.argv[2]:
+            n += 1
+print(n)
+PYEOF
+}
+all_events() { # NAME: every event the watch delivered, by key
+	"$PY" - "$E2E_TMP/$1.watch" <<'PYEOF'
+import base64, collections, json, sys
+c = collections.Counter()
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        for ev in json.loads(line).get("Events") or []:
+            c[base64.b64decode(ev["kv"]["key"]).decode()] += 1
+print(" ".join("%s=%d" % kv for kv in sorted(c.items())) or "none")
+PYEOF
+}
+watch_bg client "/keysteer/$CLUSTER/"
+watch_bg loads "/keysteer-load/$CLUSTER/"
+# both watches established: a put of a key nobody reads in each range
+for ((i = 0; i < 100; i++)); do
+	ETCDCTL put "/keysteer/$CLUSTER/probe" 1 >/dev/null
+	ETCDCTL put "/keysteer-load/$CLUSTER/probe" 1 >/dev/null
+	[ "$(count client "/keysteer/$CLUSTER/probe")" -ge 1 ] &&
+		[ "$(count loads "/keysteer-load/$CLUSTER/probe")" -ge 1 ] && break
+	sleep 0.2
+done
+# uniform load over 20000 keys, phases of 2 s alternating 200 and 2000
+# gets/s: every shard's rates move by far more than the tenth that makes a
+# load document, and no key comes near the hot threshold (100 reads/s)
+want=3
+for ((p = 0; p < 12; p++)); do
+	rate=$((p % 2 ? 2000 : 200))
+	ks_in_ns "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" --proto udp \
+		--keys 20000 --zipf 0 --mix get=100 --duration 2 --rate "$rate" \
+		>/dev/null 2>"$E2E_TMP/load.err"
+	[ "$p" -ge 5 ] && [ "$(count loads "/keysteer-load/$CLUSTER/$A")" -ge "$want" ] &&
+		[ "$(count client "/keysteer/$CLUSTER/hosts/$B")" -ge "$want" ] && break
+done
+sleep 1 # a last write's event on its way to the client watch
+la=$(count loads "/keysteer-load/$CLUSTER/$A")
+ca=$(($(count client "/keysteer/$CLUSTER/members/$A") + $(count client "/keysteer/$CLUSTER/hosts/$A")))
+cb=$(count client "/keysteer/$CLUSTER/hosts/$B")
+hot=$(ETCDCTL get --prefix "/keysteer/$CLUSTER/hot/" --keys-only | grep -c .)
+note "during the load: agent 0's load document written $la times, its keys in the client range $ca times; agent 1's hosts/ (the old format) $cb times; client range: $(all_events client)"
+if [ "$la" -ge "$want" ] && [ "$ca" = 0 ]; then
+	pass fleet_members_load_updates_reach_no_client
+else
+	fail fleet_members_load_updates_reach_no_client "load documents $la (want >= $want), client events for agent 0: $ca (want 0); $(cat "$E2E_TMP/client.watch.err" "$E2E_TMP/load.err" | tail -n 3)"
+fi
+# the control: the old format's load updates, in the same watch
+if [ "$cb" -ge "$want" ] && [ "$hot" = 0 ]; then
+	pass fleet_members_control_old_format_reaches_clients
+else
+	fail fleet_members_control_old_format_reaches_clients "hosts/ of agent 1 delivered $cb times (want >= $want); hot/ entries $hot (want 0)"
+fi
