@@ -207,6 +207,9 @@ struct keysteer_stats {
 	uint64_t stale_marks;  /* keysteer_delete_stale calls acknowledged */
 	uint64_t stale_misses; /* gets that found the owner's item stale */
 	uint64_t hand_backs;   /* refill tokens of stale items handed back */
+	/* one view per process (docs/client.md, "One view per process") */
+	uint64_t view_handles; /* handles sharing this one's view, itself in */
+	uint64_t view_skipped; /* events its follower dropped (a test's) */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
