@@ -192,6 +192,13 @@ $(OUT)/tests/ks_client_batch: tests/client/ks_client_batch.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
 
+# Many handles in one process (tests/e2e/test_client_shared.sh).
+$(OUT)/tests/ks_client_many: tests/client/ks_client_many.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+tests: $(OUT)/tests/ks_client_many
+
 # Counters through the library (tests/e2e/test_client_split.sh, bench-votes).
 $(OUT)/tests/ks_counter: tests/client/ks_counter.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
