@@ -76,8 +76,7 @@ static long watchers(const char *url)
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-	if (curl_easy_perform(c) == CURLE_OK && b.p &&
-	    (at = strstr(b.p, name)))
+	if (curl_easy_perform(c) == CURLE_OK && b.p && (at = strstr(b.p, name)))
 		v = strtol(at + sizeof(name) - 1, NULL, 10);
 	curl_easy_cleanup(c);
 	free(b.p);
@@ -184,8 +183,8 @@ static int fresh(const char *spec, const char *cmd)
 	printf("{\"a_open_revision\": %" PRIu64
 	       ", \"a_before_b_revision\": %" PRIu64
 	       ", \"b_open_revision\": %" PRIu64
-	       ", \"a_after_b_revision\": %" PRIu64 ", \"view_handles\": %" PRIu64
-	       ", \"skipped\": %" PRIu64 "}\n",
+	       ", \"a_after_b_revision\": %" PRIu64
+	       ", \"view_handles\": %" PRIu64 ", \"skipped\": %" PRIu64 "}\n",
 	       sa0.view_revision, sa1.view_revision, sb.view_revision,
 	       sa2.view_revision, sb.view_handles, sb.view_skipped);
 	keysteer_close(b);
@@ -202,7 +201,8 @@ int main(int argc, char **argv)
 			    argc > 5 ? strtol(argv[5], NULL, 10) : 1);
 	if (argc == 4 && !strcmp(argv[1], "fresh"))
 		return fresh(argv[2], argv[3]);
-	fprintf(stderr, "usage: ks_client_many many SPEC N [METRICS_URL [WANT]]\n"
-			"       ks_client_many fresh SPEC CMD\n");
+	fprintf(stderr,
+		"usage: ks_client_many many SPEC N [METRICS_URL [WANT]]\n"
+		"       ks_client_many fresh SPEC CMD\n");
 	return 2;
 }

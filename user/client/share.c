@@ -120,7 +120,8 @@ again:
 	f = follower_new(ks, key, cluster);
 	if (!f) {
 		pthread_mutex_unlock(&list_lock);
-		return ks->err[0] ? -EINVAL : ksc_err(ks, -ENOMEM, "out of memory");
+		return ks->err[0] ? -EINVAL
+				  : ksc_err(ks, -ENOMEM, "out of memory");
 	}
 	if (attach(f, ks)) {
 		pthread_mutex_unlock(&list_lock);
