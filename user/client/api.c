@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "client/client.h"
 #include "client/route.h"
 #include "core/hot_doc.h"
@@ -258,23 +259,29 @@ static int etcd_auth_spec(struct keysteer *ks, const struct spec *sp)
 /*
  * What makes two handles' followers read the same: the fleet (endpoints,
  * cluster), who reads it (user, a hash of the password, TLS files), the
- * etcd client's timeout, and the test-only words that change what the
- * follower applies. Options a handle applies itself to what it reads
+ * opening thread's network namespace (the follower's thread starts in
+ * its opener's, where the endpoints resolve and route), the etcd client's
+ * timeout, and the test-only words that change what the follower applies. Options a handle applies itself to what it reads
  * (stale_view_ms, ring_grace_ms, ring_union, the L1's) are not in it:
  * handles differing in them share one view.
  */
 static char *share_key(const struct keysteer *ks, const struct spec *sp)
 {
+	struct stat ns = { 0 };
 	char *key = NULL;
 
+	/* no /proc: every handle in one namespace, as a process mostly is */
+	stat("/proc/thread-self/ns/net", &ns);
 	if (asprintf(&key,
 		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
-		     "key=%s\ntimeout=%d\ndelay=%u\nskip=%d",
+		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d",
 		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
 		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
 		     sp->etcd_ca ? sp->etcd_ca : "",
 		     sp->etcd_cert ? sp->etcd_cert : "",
-		     sp->etcd_key ? sp->etcd_key : "", ks->etcd_timeout_ms,
+		     sp->etcd_key ? sp->etcd_key : "",
+		     (unsigned long long)ns.st_dev,
+		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
 		     ks->view_delay_ms, ks->view_skip_hot) < 0)
 		return NULL;
 	return key;
@@ -938,7 +945,7 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	__u64 now = ksc_now_ms();
 	size_t i;
 
-	if (!ks || !st)
+	if (!ks || !st || !ks->fo) /* a failed open's handle */
 		return -EINVAL;
 	s = ks->st;
 	v = ksc_rdlock(ks);
