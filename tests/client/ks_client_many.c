@@ -13,9 +13,13 @@
  *   fresh SPEC CMD: a handle A opened, CMD run (it writes under the
  *     prefix), then A's view revision read and a handle B opened with the
  *     same spec: B's view revision at its open.
+ *   down SPEC ETCD_PID: two handles on one follower, with stale_view_ms
+ *     1000 and 2500; etcd SIGKILLed: when each saw the view down and
+ *     turned owners-only, in ms from the kill.
  */
 #include <curl/curl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +196,67 @@ static int fresh(const char *spec, const char *cmd)
 	return 0;
 }
 
+/* Handle i with stale_view_ms=STALE[i]; etcd (pid) SIGKILLed; when
+ * each saw its view down and turned owners-only, from the kill. */
+static int down(const char *spec, int pid)
+{
+	static const unsigned stale[] = { 1000, 2500 };
+	enum {
+		N = sizeof(stale) / sizeof(stale[0])
+	};
+	double t0, down_ms[N], owners_ms[N];
+	struct keysteer *ks[N];
+	struct keysteer_stats st;
+	char buf[1024];
+	int i, left = 2 * N, up = 1;
+
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "%s stale_view_ms=%u", spec,
+			 stale[i]);
+		if (keysteer_open(&ks[i], buf)) {
+			printf("{\"error\": \"open: %s\"}\n",
+			       keysteer_errmsg(ks[i]));
+			return 1;
+		}
+		down_ms[i] = owners_ms[i] = -1;
+	}
+	/* the watch established first (up at its created answer) */
+	for (t0 = now_ms(); now_ms() - t0 < 20000; usleep(10000)) {
+		for (i = 0, up = 1; i < N; i++) {
+			keysteer_stats(ks[i], &st, sizeof(st));
+			up &= (int)st.view_up;
+		}
+		if (up)
+			break;
+	}
+	keysteer_stats(ks[0], &st, sizeof(st));
+	t0 = now_ms();
+	if (kill(pid, SIGKILL)) {
+		printf("{\"error\": \"kill %d failed\"}\n", pid);
+		return 1;
+	}
+	while (left && now_ms() - t0 < 20000) {
+		for (i = 0; i < N; i++) {
+			struct keysteer_stats s;
+
+			keysteer_stats(ks[i], &s, sizeof(s));
+			if (down_ms[i] < 0 && !s.view_up && left--)
+				down_ms[i] = now_ms() - t0;
+			if (owners_ms[i] < 0 && s.owners_only && left--)
+				owners_ms[i] = now_ms() - t0;
+		}
+		usleep(5000);
+	}
+	printf("{\"view_handles\": %" PRIu64 ", \"up_before\": %d, "
+	       "\"stale_ms\": [%u, %u], \"down_ms\": [%.0f, %.0f], "
+	       "\"owners_ms\": [%.0f, %.0f]}\n",
+	       st.view_handles, up, stale[0], stale[1], down_ms[0], down_ms[1],
+	       owners_ms[0], owners_ms[1]);
+	for (i = 0; i < N; i++)
+		keysteer_close(ks[i]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -201,8 +266,11 @@ int main(int argc, char **argv)
 			    argc > 5 ? strtol(argv[5], NULL, 10) : 1);
 	if (argc == 4 && !strcmp(argv[1], "fresh"))
 		return fresh(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "down"))
+		return down(argv[2], (int)strtol(argv[3], NULL, 10));
 	fprintf(stderr,
 		"usage: ks_client_many many SPEC N [METRICS_URL [WANT]]\n"
-		"       ks_client_many fresh SPEC CMD\n");
+		"       ks_client_many fresh SPEC CMD\n"
+		"       ks_client_many down SPEC ETCD_PID\n");
 	return 2;
 }

@@ -19,10 +19,17 @@
 #    revision (the open's read), while the view it joined was older just
 #    before (the control: what the open would have returned without it).
 #
+# 4. etcd SIGKILLed under two handles sharing one follower, with
+#    stale_view_ms=1000 and 2500: both see the view down, and each turns
+#    owners-only after its own stale_view_ms (from the drop, within 1 s
+#    more on a loaded machine), not before (less the 250 ms poll turn:
+#    the view was last seen up up to one turn before the kill). Last:
+#    etcd stays dead.
+#
 # The control for a follower that skips events (view_skip=hot) is in
 # test_client_faults.sh, where the L1 and copies show its stale reads.
 # Everything is this script's own, by PID, removed on every exit path.
-# About 60 s.
+# About 30 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -97,4 +104,15 @@ if [ -n "$PUT_REV" ] && [ "$(jexpr fresh "int(d['a_before_b_revision'] < $PUT_RE
 	pass client_shared_open_control_joined_view_lagged
 else
 	fail client_shared_open_control_joined_view_lagged "the joined view was not behind the put (${PUT_REV:-none}): $(head -c 300 "$E2E_TMP/fresh.json")"
+fi
+
+# --- 4. etcd gone under a shared follower --------------------------------------
+ks_in_ns "$CNS" timeout 60 "$MANY" down "$SPEC" "$ETCD_PID" \
+	>"$E2E_TMP/down.json" 2>"$E2E_TMP/down.err"
+ETCD_PID= # SIGKILLed by the driver
+note "etcd killed: $(jexpr down '"%d handles on the follower; down at %s ms, owners only at %s ms (stale_view_ms %s)" % (d["view_handles"], d["down_ms"], d["owners_ms"], d["stale_ms"])' || nodoc down)"
+if [ "$(jexpr down "int(d['view_handles'] == 2 and d['up_before'] == 1 and all(0 <= x <= 5000 for x in d['down_ms']) and all(o >= s - 300 and o - dn <= s + 1000 for o, dn, s in zip(d['owners_ms'], d['down_ms'], d['stale_ms'])))")" = 1 ]; then
+	pass client_shared_etcd_gone_each_handle_owners_only_after_its_stale_view
+else
+	fail client_shared_etcd_gone_each_handle_owners_only_after_its_stale_view "$(head -c 300 "$E2E_TMP/down.json")"
 fi
