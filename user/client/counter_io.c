@@ -18,7 +18,7 @@
 #define KSC_API __attribute__((visibility("default")))
 
 #define KSC_WIDTH_RAISE_MS 1000 /* a writer re-raises the width this often */
-#define KSC_FOLD_EVERY_MS  1000 /* a handle folds one counter this often */
+#define KSC_FOLD_EVERY_MS  1000 /* the process folds one counter this often */
 #define KSC_FOLD_STUCK_MS  5000 /* a fold sequence odd this long: taken over */
 #define KSC_NAME_MAX       256
 
