@@ -192,6 +192,13 @@ $(OUT)/tests/ks_client_batch: tests/client/ks_client_batch.c $(OUT)/libkeysteer.
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Iuser/client $^ -o $@ $(CLIENT_LIBS)
 
+# Many handles in one process (tests/e2e/test_client_shared.sh).
+$(OUT)/tests/ks_client_many: tests/client/ks_client_many.c $(OUT)/libkeysteer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Iuser/client $< -o $@ $(OUT)/libkeysteer.a $(CLIENT_LIBS)
+tests: $(OUT)/tests/ks_client_many
+
 # Counters through the library (tests/e2e/test_client_split.sh, bench-votes).
 $(OUT)/tests/ks_counter: tests/client/ks_counter.c $(OUT)/libkeysteer.a
 	$(call msg,LINK,$@)
@@ -226,7 +233,7 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 # keysteer_open's spec words (api.c and what it calls) for t_client_view.c
 UNIT_CLIENT_OBJS := $(patsubst %,$(OUT)/user/client/%.o,api batch counter_io \
-	fleet servers routing)
+	fleet servers routing share)
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
 	$(OUT)/user/client/view.o $(OUT)/user/client/route.o \

@@ -12,6 +12,8 @@
 #    must end (the dirty event drops the entry), the own write with 0 stale
 #    reads. Control: l1_drop=ttl (no drop on events): the old value is
 #    served for up to the TTL, and must be, longer than any window above.
+#    Control of the shared follower: view_skip=hot (it drops hot/ events):
+#    the same, stale reads up to the TTL.
 # 1b. ks_client_fresh with an L1 in the readers and writes through the
 #    library every 100 ms: the L1's hit rate; every stale read from the L1
 #    (none from a copy), no failed request.
@@ -79,6 +81,11 @@ for w in plain library self; do
 done
 KEYSTEER_TEST_SWITCHES=1 window l1_control plain l1_drop=ttl # a test-only word
 note "control, l1_drop=ttl, plain writer: $(wsummary l1_control)"
+# the shared follower's control: it drops every hot/ event (view_skip=hot,
+# test-only), so the dirty event never reaches the view the L1 is checked
+# against: the old value is served until the TTL, as without drops
+KEYSTEER_TEST_SWITCHES=1 window l1_skip plain view_skip=hot
+note "control, view_skip=hot, plain writer: $(wsummary l1_skip)"
 
 # every sample measured (the key in the L1 before the write, the write's
 # value read back within the give-up time), no failed request. A try
@@ -107,6 +114,14 @@ if ok_run l1_control && "$PY" -c 'import sys; c, e, t = map(float, sys.argv[1:])
 	pass client_l1_control_stale_up_to_ttl
 else
 	fail client_l1_control_stale_up_to_ttl "control max ${CTRL_MAX:-none} ms vs events max ${EV_MAX:-none} ms, TTL $TTL ms: $(wsummary l1_control)"
+fi
+
+SKIP_MAX=$(jexpr l1_skip 'd["window_ms"]["max"]')
+if ok_run l1_skip && "$PY" -c 'import sys; c, e, t = map(float, sys.argv[1:]); sys.exit(not (c > e and c >= t / 2))' \
+	"${SKIP_MAX:-0}" "${EV_MAX:-0}" "$TTL"; then
+	pass client_view_skip_control_stale_reads
+else
+	fail client_view_skip_control_stale_reads "a follower that skips hot/ events: max ${SKIP_MAX:-none} ms vs events max ${EV_MAX:-none} ms, TTL $TTL ms: $(wsummary l1_skip)"
 fi
 
 # --- 1b. the L1 under steady writes ------------------------------------------

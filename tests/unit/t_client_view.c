@@ -641,10 +641,10 @@ static int open_capture(struct keysteer **ks, const char *spec, char *err,
 static void test_spec_test_words(void)
 {
 	static const char *const words[] = {
-		"fold=unsafe",    "batch_invalidate=off", "l1_drop=ttl",
-		"invalidate=hot", "invalidate=all",       "ring_union=noinval",
-		"ring_union=off", "view_delay_ms=100",    "stale_read=fresh",
-		"stale_read=miss"
+		"fold=unsafe",     "batch_invalidate=off", "l1_drop=ttl",
+		"invalidate=hot",  "invalidate=all",       "ring_union=noinval",
+		"ring_union=off",  "view_delay_ms=100",    "stale_read=fresh",
+		"stale_read=miss", "view_skip=hot"
 	};
 	char spec[128], want[256], out[1024];
 	struct keysteer *ks;
@@ -704,6 +704,49 @@ static void test_spec_test_words(void)
 
 	/* left as production has it, whatever the caller's was */
 	unsetenv(KS_TEST_SWITCHES_ENV);
+}
+
+/*
+ * view= and view_skip= (docs/client.md, "One view per process"): the
+ * words' own checks. A servers= handle's view is its own, so view=own
+ * and view_skip= there are mistakes, said so; view= takes two words.
+ */
+static void test_spec_view_words(void)
+{
+	struct keysteer *ks;
+	char out[1024];
+	int rc;
+
+	kt_begin("client_spec_view_words");
+	rc = open_capture(&ks, "servers=127.0.0.1:1 view=mine", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL &&
+		      strstr(keysteer_errmsg(ks), "want shared or own"),
+	      "view=mine: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	rc = open_capture(&ks, "servers=127.0.0.1:1 view=own", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "goes with etcd="),
+	      "view=own with servers=: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	rc = open_capture(&ks, "servers=127.0.0.1:1 view=shared", out,
+			  sizeof(out));
+	CHECK(rc == 0, "view=shared with servers=: %d '%s'", rc,
+	      keysteer_errmsg(ks));
+	keysteer_close(ks);
+	setenv(KS_TEST_SWITCHES_ENV, "1", 1);
+	rc = open_capture(&ks, "servers=127.0.0.1:1 view_skip=hot", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "goes with etcd="),
+	      "view_skip=hot with servers=: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	rc = open_capture(&ks, "servers=127.0.0.1:1 view_skip=all", out,
+			  sizeof(out));
+	CHECK(rc == -EINVAL && strstr(keysteer_errmsg(ks), "want hot"),
+	      "view_skip=all: %d '%s'", rc, keysteer_errmsg(ks));
+	keysteer_close(ks);
+	unsetenv(KS_TEST_SWITCHES_ENV);
+	kt_end();
 }
 
 /* doc with one more element at the end of its "keys" (a string of JSON) */
@@ -1118,6 +1161,7 @@ static void test_ring_spec(void)
 void test_client(void)
 {
 	test_spec_test_words();
+	test_spec_view_words();
 	test_open_silent_etcd();
 	test_etcd_unavailable_asked_again();
 	test_view_ring();

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "client/client.h"
 #include "client/route.h"
 #include "core/hot_doc.h"
@@ -42,6 +43,7 @@ struct spec {
 	/* etcd's user and TLS files (net/etcd.h); the password only ever
 	 * from a file, read by keysteer_open */
 	char *etcd_user, *etcd_pw_file, *etcd_ca, *etcd_cert, *etcd_key;
+	char pw_sum[20]; /* the password's hash, in the follower's key */
 	long l1_keys, l1_ttl_ms, l1_bytes; /* 0: not given */
 	const char *l1_drop;
 	struct ks_test_switches ts; /* the test-only words taken */
@@ -52,7 +54,7 @@ struct spec {
 static const char *const test_words[] = { "fold",       "batch_invalidate",
 					  "l1_drop",    "invalidate",
 					  "ring_union", "view_delay_ms",
-					  "stale_read" };
+					  "stale_read", "view_skip" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -180,6 +182,16 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "view_delay_ms")) {
 		if (!(ret = num_opt(ks, w, val, 1, 600000, &n)))
 			ks->view_delay_ms = (unsigned)n;
+	} else if (!strcmp(w, "view_skip")) {
+		if (strcmp(val, "hot"))
+			return ksc_err(ks, -EINVAL, "view_skip=%s: want hot",
+				       val);
+		ks->view_skip_hot = 1;
+	} else if (!strcmp(w, "view")) {
+		if (strcmp(val, "shared") && strcmp(val, "own"))
+			return ksc_err(ks, -EINVAL,
+				       "view=%s: want shared or own", val);
+		ks->own_view = !strcmp(val, "own");
 	} else if (!strcmp(w, "stale_read")) {
 		if (strcmp(val, "miss") && strcmp(val, "fresh"))
 			return ksc_err(ks, -EINVAL,
@@ -244,9 +256,72 @@ static int etcd_auth_spec(struct keysteer *ks, const struct spec *sp)
 	return 0;
 }
 
+/*
+ * What makes two handles' followers read the same: the fleet (endpoints,
+ * cluster), who reads it (user, a hash of the password, TLS files), the
+ * opening thread's network namespace (the follower's thread starts in
+ * its opener's, where the endpoints resolve and route), the etcd client's
+ * timeout, and the test-only words that change what the follower applies. Options a handle applies itself to what it reads
+ * (stale_view_ms, ring_grace_ms, ring_union, the L1's) are not in it:
+ * handles differing in them share one view.
+ */
+static char *share_key(const struct keysteer *ks, const struct spec *sp)
+{
+	struct stat ns = { 0 };
+	char *key = NULL;
+
+	/* no /proc: every handle in one namespace, as a process mostly is */
+	stat("/proc/thread-self/ns/net", &ns);
+	if (asprintf(&key,
+		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
+		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d",
+		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
+		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
+		     sp->etcd_ca ? sp->etcd_ca : "",
+		     sp->etcd_cert ? sp->etcd_cert : "",
+		     sp->etcd_key ? sp->etcd_key : "",
+		     (unsigned long long)ns.st_dev,
+		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
+		     ks->view_delay_ms, ks->view_skip_hot) < 0)
+		return NULL;
+	return key;
+}
+
+/* FNV-1a of the password: two handles with different passwords for one
+ * user do not share, and the key keeps no copy of the secret. */
+static void pw_sum(const char *pw, char out[20])
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	for (; *pw; pw++)
+		h = (h ^ (unsigned char)*pw) * 0x100000001b3ULL;
+	snprintf(out, 20, "%016llx", (unsigned long long)h);
+}
+
 /* The fleet's client with the spec's user and TLS files; the password is
- * read here, at open, and wiped once the client holds its copy. */
-static int fleet_spec_open(struct keysteer *ks, const struct spec *sp)
+ * read here, at open, and wiped once the client holds its copy. The
+ * handle joins the process's follower of the same key, or makes it. */
+static int fleet_share_open(struct keysteer *ks, struct spec *sp,
+			    const struct ks_etcd_opts *o)
+{
+	char *key = ks->own_view ? NULL : share_key(ks, sp);
+	int fresh, ret;
+
+	if (!ks->own_view && !key)
+		return ksc_err(ks, -ENOMEM, "out of memory");
+	ret = ksc_share_get(ks, key,
+			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
+			    &fresh);
+	free(key);
+	if (ret)
+		return ret;
+	ret = ksc_fleet_open(ks, o, fresh);
+	if (fresh)
+		ksc_share_ready(ks, !ret);
+	return ret;
+}
+
+static int fleet_spec_open(struct keysteer *ks, struct spec *sp)
 {
 	struct ks_etcd_opts o = { .endpoints = sp->etcd,
 				  .ca_file = sp->etcd_ca,
@@ -263,8 +338,9 @@ static int fleet_spec_open(struct keysteer *ks, const struct spec *sp)
 		if (ret)
 			return ksc_err(ks, ret, "%s", err);
 		o.password = pw;
+		pw_sum(pw, sp->pw_sum);
 	}
-	ret = ksc_fleet_open(ks, &o);
+	ret = fleet_share_open(ks, sp, &o);
 	if (sp->etcd_user)
 		explicit_bzero(pw, sizeof(pw));
 	return ret;
@@ -274,7 +350,7 @@ static int open_spec(struct keysteer *ks, char *buf)
 {
 	struct spec sp = { 0 };
 	char *save = NULL, *w, warn[KSC_ERR_MAX];
-	int ret;
+	int ret, fresh;
 
 	for (w = strtok_r(buf, " \t\n", &save); w;
 	     w = strtok_r(NULL, " \t\n", &save))
@@ -300,19 +376,29 @@ static int open_spec(struct keysteer *ks, char *buf)
 			       "routing=URL");
 	if ((ret = etcd_auth_spec(ks, &sp)) || (ret = l1_spec(ks, &sp)))
 		return ret;
-	ret = ksc_view_init(&ks->view,
-			    sp.cluster ? sp.cluster : KS_CLUSTER_DEFAULT);
-	if (!ret && sp.servers)
-		ret = ksc_view_static(&ks->view, sp.servers, sp.dist,
-				      sp.replicas);
+	if (ks->own_view && !sp.etcd)
+		return ksc_err(ks, -EINVAL,
+			       "view=own goes with etcd=URL (a servers= "
+			       "handle's view is its own)");
+	if (ks->view_skip_hot && !sp.etcd)
+		return ksc_err(ks, -EINVAL, "view_skip= goes with etcd=URL");
+	if (sp.etcd)
+		return fleet_spec_open(ks, &sp);
+	/* a static ring and routing documents: a view of the handle's own
+	 * (docs/client.md says why they are not shared) */
+	if ((ret = ksc_share_get(ks, NULL,
+				 sp.cluster ? sp.cluster : KS_CLUSTER_DEFAULT,
+				 &fresh)))
+		return ret;
+	ret = ksc_view_static(&ks->fo->view, sp.servers, sp.dist, sp.replicas);
 	if (ret)
-		return ksc_err(ks, ret, "%s", ks->view.why);
+		return ksc_err(ks, ret, "%s", ks->fo->view.why);
 	if (sp.routing) {
 		if (!ks->rt_poll_ms)
 			ks->rt_poll_ms = KSC_ROUTING_POLL_MS;
 		return ksc_routing_open(ks, sp.routing);
 	}
-	return sp.etcd ? fleet_spec_open(ks, &sp) : 0;
+	return 0;
 }
 
 KSC_API int keysteer_open(struct keysteer **out, const char *spec)
@@ -329,9 +415,8 @@ KSC_API int keysteer_open(struct keysteer **out, const char *spec)
 	ks->stale_view_ms = KSC_STALE_VIEW_MS;
 	ks->inval_ttl_s = KSC_INVAL_TTL_S;
 	ks->inval_all = 1;
-	ks->stop_fd = -1;
 	ks->since_ms = ksc_now_ms();
-	pthread_mutex_init(&ks->lock, NULL);
+	pthread_mutex_init(&ks->wlog_lock, NULL);
 	buf = strdup(spec ? spec : "");
 	if (!buf)
 		return ksc_err(ks, -ENOMEM, "out of memory");
@@ -344,13 +429,14 @@ KSC_API void keysteer_close(struct keysteer *ks)
 {
 	if (!ks)
 		return;
-	ksc_fleet_close(ks);
+	/* the last handle out stops the follower's thread (a routing
+	 * handle's poll, too, before its URLs go) */
+	ksc_share_put(ks);
 	ksc_routing_close(ks);
 	ksc_conns_close(ks);
-	ksc_view_free(&ks->view);
 	ksc_wlog_free(&ks->wlog);
 	ksc_l1_free(&ks->l1);
-	pthread_mutex_destroy(&ks->lock);
+	pthread_mutex_destroy(&ks->wlog_lock);
 	free(ks);
 }
 
@@ -387,12 +473,12 @@ static int l1_usable(struct keysteer *ks)
 
 	if (!ks->l1_on)
 		return 0;
-	epoch = __atomic_load_n(&ks->l1_epoch, __ATOMIC_ACQUIRE);
+	epoch = __atomic_load_n(&ks->fo->l1_epoch, __ATOMIC_ACQUIRE);
 	if (epoch != ks->l1_seen_epoch) {
 		ksc_l1_flush(&ks->l1);
 		ks->l1_seen_epoch = epoch;
 	}
-	return __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&ks->fo->view_up, __ATOMIC_ACQUIRE);
 }
 
 /* 1 and the value when the L1 has key at the view's version now. */
@@ -440,10 +526,11 @@ static unsigned ring_grace(const struct keysteer *ks)
 				 : 3 * (ks->stale_view_ms + 1000);
 }
 
-static void move_locked(struct keysteer *ks, const void *key, size_t klen,
-			__u64 now, struct ksc_move *m)
+static void move_locked(struct keysteer *ks, const struct ksc_view *v,
+			const void *key, size_t klen, __u64 now,
+			struct ksc_move *m)
 {
-	ksc_route_move(&ks->view, key, klen, now, ring_grace(ks), m);
+	ksc_route_move(v, key, klen, now, ring_grace(ks), m);
 	if (ks->ring_union == KSC_UNION_OFF) {
 		m->old = KSC_NONE;
 		m->read_old = m->inval_old = 0;
@@ -457,28 +544,32 @@ void ksc_move_now(struct keysteer *ks, const void *key, size_t klen,
 {
 	__u64 now = ksc_now_ms();
 
-	pthread_mutex_lock(&ks->lock);
-	move_locked(ks, key, klen, now, m);
-	pthread_mutex_unlock(&ks->lock);
+	const struct ksc_view *v = ksc_rdlock(ks);
+
+	move_locked(ks, v, key, klen, now, m);
+	ksc_unlock(ks);
 }
 
 void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
 		  const struct ksc_move *m)
 {
 	unsigned now_owner = KSC_NONE;
+	const struct ksc_view *v;
 	struct ksc_conn *c;
 
 	if (!ks->follows || ks->rt_n || ks->ring_union != KSC_UNION_ON)
 		return;
-	pthread_mutex_lock(&ks->lock);
-	/* the view thread collects the log under this lock when it applies
-	 * a ring: logged before that, the write is its to catch up; after,
-	 * this call's */
-	if (ks->view.ring_rev == m->rev)
+	v = ksc_rdlock(ks);
+	/* the follower collects the log under these locks after it applied
+	 * a ring (the view's lock keeps the ring as it is meanwhile): logged
+	 * before that, the write is its to catch up; after, this call's */
+	pthread_mutex_lock(&ks->wlog_lock);
+	if (v->ring_rev == m->rev)
 		ksc_wlog_add(&ks->wlog, key, klen, m->rev, ksc_now_ms());
 	else
-		now_owner = ksc_view_owner(&ks->view, key, klen);
-	pthread_mutex_unlock(&ks->lock);
+		now_owner = ksc_view_owner(v, key, klen);
+	pthread_mutex_unlock(&ks->wlog_lock);
+	ksc_unlock(ks);
 	if (now_owner == KSC_NONE || now_owner == m->owner)
 		return;
 	c = ksc_conn_get(ks, now_owner);
@@ -565,6 +656,7 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 {
 	struct ksc_read_plan p;
 	struct ks_mc_item it;
+	struct ksc_view *v;
 	struct ksc_move mv;
 	struct ksc_conn *c;
 	__u64 hash, now;
@@ -578,11 +670,10 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 	ks->st.gets++;
 	hash = ksc_key_hash(key, klen);
 	now = ksc_now_ms();
-	pthread_mutex_lock(&ks->lock);
-	ksc_route_read(&ks->view, key, klen, hash,
-		       ksc_fleet_owners_only(ks, now), &p);
-	move_locked(ks, key, klen, now, &mv);
-	pthread_mutex_unlock(&ks->lock);
+	v = ksc_rdlock(ks);
+	ksc_route_read(v, key, klen, hash, ksc_fleet_owners_only(ks, now), &p);
+	move_locked(ks, v, key, klen, now, &mv);
+	ksc_unlock(ks);
 	if (p.owner == KSC_NONE) {
 		ret = ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 		goto fail;
@@ -677,10 +768,9 @@ int ksc_invalidate(struct keysteer *ks, unsigned owner, const void *key,
 	struct ksc_conn *c;
 	int ret;
 
-	pthread_mutex_lock(&ks->lock);
-	n = ksc_route_inval(&ks->view, owner, hash, ks->inval_all, ids,
+	n = ksc_route_inval(ksc_rdlock(ks), owner, hash, ks->inval_all, ids,
 			    KSC_INVAL_MAX);
-	pthread_mutex_unlock(&ks->lock);
+	ksc_unlock(ks);
 	for (i = 0; i < n; i++) {
 		c = ksc_conn_get(ks, ids[i]);
 		ret = c ? ks_mc_invalidate(&c->mc, key, klen, ks->inval_ttl_s)
@@ -850,36 +940,38 @@ KSC_API int keysteer_delete_stale(struct keysteer *ks, const void *key,
 KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 			   size_t size)
 {
+	const struct ksc_view *v;
 	struct keysteer_stats s;
 	__u64 now = ksc_now_ms();
 	size_t i;
 
-	if (!ks || !st)
+	if (!ks || !st || !ks->fo) /* a failed open's handle */
 		return -EINVAL;
 	s = ks->st;
-	pthread_mutex_lock(&ks->lock);
-	s.view_revision = ks->view.revision;
-	s.ring_revision = ks->view.ring_rev;
-	s.hot_keys = ks->view.hlive;
+	v = ksc_rdlock(ks);
+	s.view_revision = v->revision;
+	s.ring_revision = v->ring_rev;
+	s.hot_keys = v->hlive;
 	s.armed_keys = 0;
-	for (i = 0; i < ks->view.hcap; i++)
-		s.armed_keys += ks->view.hot[i].hash && ks->view.hot[i].live &&
-				ks->view.hot[i].state == KS_HDS_ARMED;
-	s.view_updates = ks->view.updates;
-	s.view_refused = ks->view.refused;
-	s.ring_changes = ks->view.ring_changes;
+	for (i = 0; i < v->hcap; i++)
+		s.armed_keys += v->hot[i].hash && v->hot[i].live &&
+				v->hot[i].state == KS_HDS_ARMED;
+	s.view_updates = v->updates;
+	s.view_refused = v->refused;
+	s.ring_changes = v->ring_changes;
 	s.ring_catchups = __atomic_load_n(&ks->catchups, __ATOMIC_RELAXED);
 	s.ring_catchup_missed = __atomic_load_n(&ks->catchup_missed,
 						__ATOMIC_RELAXED);
 	s.ring_grace_ms = 0;
-	if (ks->view.have_prev && ks->ring_union != KSC_UNION_OFF &&
-	    now - ks->view.ring_since_ms < ring_grace(ks))
-		s.ring_grace_ms = ring_grace(ks) -
-				  (now - ks->view.ring_since_ms);
-	pthread_mutex_unlock(&ks->lock);
-	s.view_up = ks->follows
-			    ? __atomic_load_n(&ks->view_up, __ATOMIC_ACQUIRE)
-			    : 1;
+	if (v->have_prev && ks->ring_union != KSC_UNION_OFF &&
+	    now - v->ring_since_ms < ring_grace(ks))
+		s.ring_grace_ms = ring_grace(ks) - (now - v->ring_since_ms);
+	ksc_unlock(ks);
+	s.view_handles = ksc_share_handles(ks->fo);
+	s.view_skipped = __atomic_load_n(&ks->fo->skipped, __ATOMIC_RELAXED);
+	s.view_up = ks->follows ? __atomic_load_n(&ks->fo->view_up,
+						  __ATOMIC_ACQUIRE)
+				: 1;
 	s.owners_only = ksc_fleet_owners_only(ks, now);
 	s.l1_hits = ks->l1.c.hits;
 	s.l1_misses = ks->l1.c.misses;
@@ -891,7 +983,7 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	s.l1_keys = ks->l1.n;
 	s.l1_bytes = ks->l1.bytes;
 	s.view_age_ms = ks->follows && !s.view_up
-				? now - __atomic_load_n(&ks->last_up_ms,
+				? now - __atomic_load_n(&ks->fo->last_up_ms,
 							__ATOMIC_ACQUIRE)
 				: 0;
 	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));

@@ -258,6 +258,7 @@ static int invalidate_all(struct batch *bt, const unsigned *owner,
 	struct keysteer *ks = bt->ks;
 	struct inv_task *t = malloc((n * KSC_INVAL_MAX + 1) * sizeof(*t));
 	struct bcmd *cmds = malloc((n * KSC_INVAL_MAX + 1) * sizeof(*cmds));
+	const struct ksc_view *v;
 	__u16 ids[KSC_INVAL_MAX];
 	unsigned nt = 0, i, k, nc, round;
 	int ret = 0;
@@ -267,17 +268,17 @@ static int invalidate_all(struct batch *bt, const unsigned *owner,
 		free(cmds);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&ks->lock);
+	v = ksc_rdlock(ks);
 	for (i = 0; i < n; i++) {
 		if (!wrote[i])
 			continue;
-		k = ksc_route_inval(&ks->view, owner[i], hash[i], ks->inval_all,
-				    ids, KSC_INVAL_MAX);
+		k = ksc_route_inval(v, owner[i], hash[i], ks->inval_all, ids,
+				    KSC_INVAL_MAX);
 		while (k--)
 			t[nt++] = (struct inv_task){ i, ids[k], KSC_INV_MARK,
 						     0 };
 	}
-	pthread_mutex_unlock(&ks->lock);
+	ksc_unlock(ks);
 	for (round = 0; round < 2 * KSC_INV_ROUNDS && !ret; round++) {
 		for (i = nc = 0; i < nt; i++)
 			if (t[i].state == KSC_INV_MARK ||

@@ -33,34 +33,76 @@ struct ksc_conn {
 	__u64 skip_until_ms; /* a replica that failed: reads skip it */
 };
 
-struct keysteer {
-	char err[KSC_ERR_MAX];
-	int timeout_ms, etcd_timeout_ms, inval_ttl_s, inval_all;
-	unsigned stale_view_ms;
-	/* the view: written by the fleet thread, read by the caller's */
-	pthread_mutex_t lock;
+/*
+ * The view and what follows the fleet for it (docs/client.md, "One view
+ * per process"): shared by every handle of the process whose spec reads
+ * the same fleet the same way (ksc_share_key), refcounted, the first open
+ * reads and starts it, the last close stops it. A servers= or routing=
+ * handle, or one with view=own, has one of its own that no other joins.
+ */
+struct ksc_follower {
+	/* the view: written by the follower's thread (or an opener's read)
+	 * under the write lock, read by every handle under the read lock,
+	 * so a reader never sees half an event applied */
+	pthread_rwlock_t lock;
 	struct ksc_view view;
-	/* the fleet thread (etcd= only) */
+	/* the thread that follows (etcd's watch, or a routing poll) */
 	int follows; /* 1: etcd mode */
 	struct ks_etcd *etcd;
 	pthread_t thread;
 	int thread_on;
-	int stop_fd;      /* eventfd: the thread's stop */
-	int view_up;      /* atomics: the watch is established */
-	__u64 last_up_ms; /* ... last seen so */
-	__u64 since_ms;   /* when the handle opened */
+	int stop_fd;       /* eventfd: the thread's stop */
+	int view_up;       /* atomics: the watch is established */
+	__u64 last_up_ms;  /* ... last seen so */
+	unsigned l1_epoch; /* atomic: raised each time the watch drops */
+	/* an open while the thread runs: a read of the prefix done by the
+	 * thread for it, so the opener's view is no older than etcd at its
+	 * open (olock guards the rest of this block) */
+	pthread_mutex_t olock;
+	pthread_cond_t ocond;
+	int wake_fd;                /* eventfd: a read is wanted */
+	__u64 read_want, read_done; /* tickets */
+	int read_err;
+	char read_why[KSC_ERR_MAX];
+	__s64 load_rev; /* events at or below it are in the view already */
+	/* test-only: events held back (view_delay_ms=), hot/ events
+	 * dropped (view_skip=hot) */
+	unsigned view_delay_ms;
+	int skip_hot;
+	__u64 skipped; /* atomic */
+	/* the handles that use it (the catch-up runs for each) */
+	pthread_mutex_t hlock;
+	struct keysteer **h;
+	unsigned nh, hcap;
+	/* the process's list (share.c) */
+	char *key;    /* NULL: a handle's own */
+	int pid;      /* a child after fork() has no thread: never joined */
+	int starting; /* listed, its first read under way */
+	struct ksc_follower *next;
+};
+
+struct keysteer {
+	char err[KSC_ERR_MAX];
+	int timeout_ms, etcd_timeout_ms, inval_ttl_s, inval_all;
+	unsigned stale_view_ms;
+	/* the view, perhaps shared with other handles (fo->lock) */
+	struct ksc_follower *fo;
+	int follows;    /* 1: etcd mode */
+	int own_view;   /* view=own: a follower no other handle joins */
+	__u64 since_ms; /* when the handle opened */
 	/* connections */
 	unsigned nconn;
 	struct ksc_conn *conn;
 	struct keysteer_stats st;
 	/* batches */
 	int batch_skip_inval; /* batch_invalidate=off: a test control */
-	/* L1: the caller's thread's alone; l1_epoch is the fleet thread's,
-	 * raised (atomic) each time the watch drops */
+	/* L1: the caller's thread's alone; fo->l1_epoch is the follower's,
+	 * raised each time the watch drops, seen by every handle */
 	struct ksc_l1 l1;
 	int l1_on, l1_follow; /* l1_follow 0: l1_drop=ttl, the control */
-	unsigned l1_epoch, l1_seen_epoch;
-	/* routing documents (routing=): the poll thread's alone after open */
+	unsigned l1_seen_epoch;
+	/* routing documents (routing=): the poll thread's alone after open
+	 * (a routing handle's follower is its own) */
 	char **rt_url;
 	unsigned rt_n, rt_poll_ms;
 	__s64 rt_round;
@@ -76,7 +118,9 @@ struct keysteer {
 	int stale_as_fresh;     /* stale_read=fresh: the control's readers
 				 * take a stale owner item as a hit */
 	unsigned view_delay_ms; /* a test's lagging view: events held back */
-	struct ksc_wlog wlog;   /* the keys written (under lock) */
+	int view_skip_hot;      /* a test's follower that drops hot/ events */
+	pthread_mutex_t wlog_lock;
+	struct ksc_wlog wlog; /* the keys written (wlog_lock, fo->lock read) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
 };
 
@@ -91,22 +135,64 @@ __u64 ksc_now_ms(void);
 int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The view under its lock: read (every lookup) or write (a change). */
+/* A reader changes nothing in the view but a hot entry's rr (atomic). */
+static inline struct ksc_view *ksc_rdlock(struct keysteer *ks)
+{
+	pthread_rwlock_rdlock(&ks->fo->lock);
+	return &ks->fo->view;
+}
+
+static inline struct ksc_view *ksc_wrlock(struct keysteer *ks)
+{
+	pthread_rwlock_wrlock(&ks->fo->lock);
+	return &ks->fo->view;
+}
+
+static inline void ksc_unlock(struct keysteer *ks)
+{
+	pthread_rwlock_unlock(&ks->fo->lock);
+}
+
 /* fleet.c: the first read, then the thread that watches; o's endpoints,
- * TLS files and credentials (its timeout is the handle's). */
+ * TLS files and credentials (its timeout is the handle's). With a shared
+ * follower already up, a read of its own (by the follower's thread) in
+ * the view instead, before this returns. */
 struct ks_etcd_opts;
-int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *o);
-void ksc_fleet_close(struct keysteer *ks);
+int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *o,
+		   int fresh);
+/* fleet.c: the follower's thread stopped and its etcd client closed (the
+ * last handle's close). */
+void ksc_follower_stop(struct ksc_follower *f);
 /* The view follows the fleet now (up), or not: a watch or a poll failed. */
-void ksc_fleet_mark_up(struct keysteer *ks, int up, __u64 now);
-/* The view's thread (main(ks)) started, the view up since its first
+void ksc_fleet_mark_up(struct ksc_follower *f, int up, __u64 now);
+/* The follower's thread (main(arg)) started, the view up since its first
  * read. 0, or an error with ks->err. */
-int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *));
-/* Waits up to wait_ms for the handle's close: 1 when it came. */
-int ksc_fleet_stopping(struct keysteer *ks, int wait_ms);
+int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *),
+			   void *arg);
+/* Waits up to wait_ms for the follower's stop: 1 when it came. */
+int ksc_fleet_stopping(struct ksc_follower *f, int wait_ms);
+
+/* share.c: the handle's follower: an existing one of the same key (the
+ * process's list), or a new one with key (NULL: the handle's own, never
+ * listed). *fresh 1 when new: the caller reads and starts it. 0, or
+ * -ENOMEM / -EINVAL with ks->err. */
+int ksc_share_get(struct keysteer *ks, const char *key, const char *cluster,
+		  int *fresh);
+/* The first open's read and start done (ok) or failed: the handles
+ * waiting for it join it, or make another. */
+void ksc_share_ready(struct keysteer *ks, int ok);
+/* The handle off its follower; the last one out stops and frees it. */
+void ksc_share_put(struct keysteer *ks);
+/* The follower's handles, for each fn(ks) under its handle lock (a
+ * closing handle waits for it). */
+void ksc_share_each(struct ksc_follower *f, void (*fn)(struct keysteer *));
+/* Handles on f now. */
+unsigned ksc_share_handles(struct ksc_follower *f);
 /* routing.c: the first poll of every routing document, then the thread
- * that polls them every routing_poll_ms (ksc_fleet_close stops it). */
+ * that polls them every routing_poll_ms (the handle's close stops it). */
 int ksc_routing_open(struct keysteer *ks, const char *urls);
-/* After ksc_fleet_close: the URLs and the curl handle freed. */
+/* After the poll thread stopped: the URLs and the curl handle freed. */
 void ksc_routing_close(struct keysteer *ks);
 /* Whether reads go to owners only: etcd away longer than stale_view_ms. */
 int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);

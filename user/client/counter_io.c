@@ -18,7 +18,7 @@
 #define KSC_API __attribute__((visibility("default")))
 
 #define KSC_WIDTH_RAISE_MS 1000 /* a writer re-raises the width this often */
-#define KSC_FOLD_EVERY_MS  1000 /* a handle folds one counter this often */
+#define KSC_FOLD_EVERY_MS  1000 /* the process folds one counter this often */
 #define KSC_FOLD_STUCK_MS  5000 /* a fold sequence odd this long: taken over */
 #define KSC_NAME_MAX       256
 
@@ -39,9 +39,8 @@ static int part_open(struct keysteer *ks, const void *key, size_t klen, int idx,
 		return ksc_err(ks, n, "counter part %d of a %zu-byte key: %s",
 			       idx, klen, strerror(-n));
 	p->len = (size_t)n;
-	pthread_mutex_lock(&ks->lock);
-	p->owner = ksc_view_owner(&ks->view, p->name, p->len);
-	pthread_mutex_unlock(&ks->lock);
+	p->owner = ksc_view_owner(ksc_rdlock(ks), p->name, p->len);
+	ksc_unlock(ks);
 	if (p->owner == KSC_NONE)
 		return ksc_err(ks, -ENOENT, "no ring yet: the fleet has none");
 	p->c = ksc_conn_get(ks, p->owner);
@@ -144,12 +143,20 @@ struct split_view {
 static void split_view(struct keysteer *ks, const void *key, size_t klen,
 		       __u64 hash, __u64 now, int decr, struct split_view *s)
 {
+	struct ksc_view *v;
 	struct ksc_hot *e;
 
 	s->fresh = !ksc_fleet_owners_only(ks, now);
-	pthread_mutex_lock(&ks->lock);
-	e = ksc_view_hot(&ks->view, hash);
-	s->owner = ksc_view_owner(&ks->view, key, klen);
+	v = ksc_rdlock(ks);
+	e = ksc_view_hot(v, hash);
+	if (e && (e->subkeys > 1 || e->subkeys_prev)) {
+		/* a split counter: its layout and grace are kept in the
+		 * shared entry, so written under the write lock */
+		ksc_unlock(ks);
+		v = ksc_wrlock(ks);
+		e = ksc_view_hot(v, hash);
+	}
+	s->owner = ksc_view_owner(v, key, klen);
 	s->k = ksc_split_k(e);
 	s->vu = ksc_split_union(e, now, grace_ms(ks));
 	if (klen > KSC_SPLIT_KEY_MAX || !s->fresh)
@@ -162,25 +169,24 @@ static void split_view(struct keysteer *ks, const void *key, size_t klen,
 	s->fold_ok = !e || now - e->fold_ms >= KSC_FOLD_EVERY_MS;
 	s->part = 0;
 	if (e && s->k > 1) {
-		ksc_split_layout(&ks->view, e, key, klen, s->k);
+		ksc_split_layout(v, e, key, klen, s->k);
 		if (!ks->split_rng)
 			ks->split_rng = (now << 20) ^ (__u64)getpid() ^
 					(__u64)(size_t)ks;
 		s->part = ksc_split_pick_spread(e, s->k, decr, &ks->split_rng);
 	}
-	pthread_mutex_unlock(&ks->lock);
+	ksc_unlock(ks);
 }
 
-/* This handle folds key now: not again for KSC_FOLD_EVERY_MS. */
+/* A handle of the process folds key now: no handle of it again for
+ * KSC_FOLD_EVERY_MS (the stamp is the view's, docs/client.md says why). */
 static void fold_stamp(struct keysteer *ks, __u64 hash, __u64 now)
 {
-	struct ksc_hot *e;
+	struct ksc_hot *e = ksc_view_hot(ksc_wrlock(ks), hash);
 
-	pthread_mutex_lock(&ks->lock);
-	e = ksc_view_hot(&ks->view, hash);
 	if (e)
 		e->fold_ms = now;
-	pthread_mutex_unlock(&ks->lock);
+	ksc_unlock(ks);
 }
 
 int ksc_counter_refuse_set(struct keysteer *ks, const void *key, size_t klen,
@@ -231,13 +237,12 @@ static void width_raised(struct keysteer *ks, __u64 hash, unsigned k, __u64 now)
 {
 	struct ksc_hot *e;
 
-	pthread_mutex_lock(&ks->lock);
-	e = ksc_view_hot(&ks->view, hash);
+	e = ksc_view_hot(ksc_wrlock(ks), hash);
 	if (e) {
 		e->width_raised = (__u16)k;
 		e->width_raised_ms = now;
 	}
-	pthread_mutex_unlock(&ks->lock);
+	ksc_unlock(ks);
 }
 
 static int count_op(struct keysteer *ks, const void *key, size_t klen,

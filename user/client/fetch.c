@@ -333,9 +333,8 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 		if (ret)
 			return ret;
 	}
-	pthread_mutex_lock(&ks->lock);
-	fc.owner = ksc_view_owner(&ks->view, key, klen);
-	pthread_mutex_unlock(&ks->lock);
+	fc.owner = ksc_view_owner(ksc_rdlock(ks), key, klen);
+	ksc_unlock(ks);
 	if (fc.owner == KSC_NONE)
 		return ksc_done(ks, ksc_err(ks, -ENOENT,
 					    "no ring yet: the fleet has none"));

@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * fleet.c - a handle's view follows /keysteer/CLUSTER/ (docs/client.md,
- * "The view"): one range read of the prefix before keysteer_open returns,
- * then a thread of the handle's own watches the prefix from the read's
- * revision + 1 (net/etcd.h: it reconnects by itself, from the revision
- * after the last event, so nothing is missed) and applies every event to
- * the view under the handle's lock. A compacted start revision reads the
- * prefix again. While the watch is not established the view stays as it
- * was; once that has lasted stale_view_ms, reads go to the owners only
- * (ksc_fleet_owners_only), until the watch is back.
+ * fleet.c - a follower's view follows /keysteer/CLUSTER/ (docs/client.md,
+ * "The view" and "One view per process"): one range read of the prefix
+ * before the first handle's keysteer_open returns, then the follower's
+ * thread watches the prefix from the read's revision + 1 (net/etcd.h: it
+ * reconnects by itself, from the revision after the last event, so
+ * nothing is missed) and applies every event to the view under the
+ * view's write lock. A compacted start revision reads the prefix again;
+ * so does every later open of a handle on the same follower (the thread
+ * reads for it, so one etcd client serves all). While the watch is not
+ * established the view stays as it was; once that has lasted
+ * stale_view_ms, reads go to the owners only (ksc_fleet_owners_only),
+ * until the watch is back.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "client/client.h"
@@ -22,47 +27,87 @@
 #define LOAD(p)     __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 
-void ksc_fleet_mark_up(struct keysteer *ks, int up, __u64 now)
+void ksc_fleet_mark_up(struct ksc_follower *f, int up, __u64 now)
 {
-	/* events may be missed until the watch is back: the L1 is flushed */
-	if (!up && LOAD(ks->view_up))
-		__atomic_add_fetch(&ks->l1_epoch, 1, __ATOMIC_ACQ_REL);
+	/* events may be missed until the watch is back: every handle's L1
+	 * is flushed at its next look */
+	if (!up && LOAD(f->view_up))
+		__atomic_add_fetch(&f->l1_epoch, 1, __ATOMIC_ACQ_REL);
 	if (up)
-		STORE(ks->last_up_ms, now);
-	STORE(ks->view_up, up);
+		STORE(f->last_up_ms, now);
+	STORE(f->view_up, up);
 }
 
 int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms)
 {
-	if (!ks->follows || LOAD(ks->view_up))
+	if (!ks->follows || LOAD(ks->fo->view_up))
 		return 0;
-	return now_ms - LOAD(ks->last_up_ms) > ks->stale_view_ms;
+	return now_ms - LOAD(ks->fo->last_up_ms) > ks->stale_view_ms;
 }
 
-/* The whole prefix, into the view; its revision into *rev. */
-static int read_all(struct keysteer *ks, int64_t *rev)
+/*
+ * The whole prefix, into the view; its revision into *rev, the failure's
+ * line into why. A read older than what the watch has applied already
+ * changes nothing (the view is newer); else the view is the read's, and
+ * the watch's events up to its revision, which the read holds, are
+ * passed over when they come (load_rev).
+ */
+static int read_all(struct ksc_follower *f, int64_t *rev, char *why)
 {
 	struct ks_etcd_range r;
-	int err;
+	int err = 0;
 
-	err = ks_etcd_range(ks->etcd, ks->view.prefix, ks->view.plen,
+	err = ks_etcd_range(f->etcd, f->view.prefix, f->view.plen,
 			    KS_ETCD_PREFIX, &r);
-	if (err)
-		return ksc_err(ks, err, "etcd: reading %s: %s", ks->view.prefix,
-			       ks_etcd_errmsg(ks->etcd));
-	pthread_mutex_lock(&ks->lock);
-	err = ksc_view_load(&ks->view, r.kvs, r.n, r.revision, ksc_now_ms());
-	pthread_mutex_unlock(&ks->lock);
+	if (err) {
+		snprintf(why, KSC_ERR_MAX, "etcd: reading %s: %s",
+			 f->view.prefix, ks_etcd_errmsg(f->etcd));
+		return err;
+	}
+	pthread_rwlock_wrlock(&f->lock);
+	if (r.revision > f->view.revision) {
+		err = ksc_view_load(&f->view, r.kvs, r.n, r.revision,
+				    ksc_now_ms());
+		if (!err)
+			f->load_rev = r.revision;
+	}
+	pthread_rwlock_unlock(&f->lock);
 	*rev = r.revision;
 	ks_etcd_range_free(&r);
+	if (err)
+		snprintf(why, KSC_ERR_MAX, "etcd: %s: %s", f->view.prefix,
+			 f->view.why);
 	return err;
 }
 
-int ksc_fleet_stopping(struct keysteer *ks, int wait_ms)
+int ksc_fleet_stopping(struct ksc_follower *f, int wait_ms)
 {
-	struct pollfd p = { .fd = ks->stop_fd, .events = POLLIN };
+	struct pollfd p = { .fd = f->stop_fd, .events = POLLIN };
 
 	return poll(&p, 1, wait_ms) > 0;
+}
+
+/* An event the view takes: not one the last whole read holds already,
+ * nor, in a test's control (view_skip=hot), a hot/ entry's. */
+static int event_wanted(struct ksc_follower *f, const struct ks_etcd_event *ev)
+{
+	static const char hot[] = "hot/";
+
+	if (ev->kv.mod_revision <= f->load_rev)
+		return 0;
+	if (f->skip_hot && ev->kv.key_len > f->view.plen + 4 &&
+	    !memcmp(ev->kv.key + f->view.plen, hot, 4)) {
+		__atomic_add_fetch(&f->skipped, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return 1;
+}
+
+static void apply(struct ksc_follower *f, struct ks_etcd_event *ev, __u64 now)
+{
+	if (event_wanted(f, ev))
+		ksc_view_event(&f->view, ev, now);
+	ks_etcd_event_free(ev);
 }
 
 /*
@@ -103,11 +148,10 @@ static void delay_push(struct delayq *d, const struct ks_etcd_event *ev,
 }
 
 /* Applies (under the lock, held by the caller) the events held delay_ms. */
-static void delay_apply(struct keysteer *ks, struct delayq *d, __u64 now)
+static void delay_apply(struct ksc_follower *f, struct delayq *d, __u64 now)
 {
-	while (d->n && d->q[d->head].at_ms + ks->view_delay_ms <= now) {
-		ksc_view_event(&ks->view, &d->q[d->head].ev, now);
-		ks_etcd_event_free(&d->q[d->head].ev);
+	while (d->n && d->q[d->head].at_ms + f->view_delay_ms <= now) {
+		apply(f, &d->q[d->head].ev, now);
 		d->head++;
 		d->n--;
 	}
@@ -136,12 +180,14 @@ void ksc_ring_catchup(struct keysteer *ks)
 	if (cu && done_srv && mc) {
 		grace = ks->ring_grace_ms ? ks->ring_grace_ms
 					  : 3 * (ks->stale_view_ms + 1000);
-		pthread_mutex_lock(&ks->lock);
+		pthread_rwlock_rdlock(&ks->fo->lock);
+		pthread_mutex_lock(&ks->wlog_lock);
 		/* the writes of one grace before: a lag longer is not covered
 		 * by the grace either (docs/client.md) */
-		n = ksc_wlog_catchup(&ks->wlog, &ks->view, grace, cu,
+		n = ksc_wlog_catchup(&ks->wlog, &ks->fo->view, grace, cu,
 				     KSC_WLOG_KEYS, &lost);
-		pthread_mutex_unlock(&ks->lock);
+		pthread_mutex_unlock(&ks->wlog_lock);
+		pthread_rwlock_unlock(&ks->fo->lock);
 	} else {
 		lost = 1;
 	}
@@ -171,132 +217,226 @@ void ksc_ring_catchup(struct keysteer *ks)
 	free(cu);
 }
 
+/* A handle's own writes under the old ring, after a new one (its
+ * ring_union= says whether). */
+static void catchup_one(struct keysteer *ks)
+{
+	if (ks->ring_union == KSC_UNION_ON)
+		ksc_ring_catchup(ks);
+}
+
+/* The opens waiting for a read: one read for all that asked before it. */
+static void serve_reads(struct ksc_follower *f, int64_t *next, int watching)
+{
+	char why[KSC_ERR_MAX] = "";
+	__u64 ticket, drain;
+	int64_t rev;
+	int err;
+	ssize_t r = read(f->wake_fd, &drain, sizeof(drain));
+
+	(void)r; /* nonblocking: empty when a read served it already */
+	pthread_mutex_lock(&f->olock);
+	ticket = f->read_want;
+	pthread_mutex_unlock(&f->olock);
+	if (ticket == f->read_done)
+		return;
+	err = read_all(f, &rev, why);
+	/* without a watch, the next starts after the read */
+	if (!err && !watching)
+		*next = rev + 1;
+	pthread_mutex_lock(&f->olock);
+	f->read_done = ticket;
+	f->read_err = err;
+	memcpy(f->read_why, why, sizeof(why));
+	pthread_cond_broadcast(&f->ocond);
+	pthread_mutex_unlock(&f->olock);
+}
+
 static void *watch_main(void *arg)
 {
 	struct delayq dq = { 0 };
-	struct keysteer *ks = arg;
+	struct ksc_follower *f = arg;
 	struct ks_etcd_watch *w = NULL;
-	int64_t next = ks->view.revision + 1, rev;
-	__u64 now, purged = 0, changes = ks->view.ring_changes;
+	int64_t next = f->view.revision + 1, rev;
+	__u64 now, purged = 0, changes = f->view.ring_changes;
 	struct ks_etcd_event ev;
-	struct pollfd p[2];
+	struct pollfd p[3];
+	char why[KSC_ERR_MAX];
 	int rc, t;
 
 	for (;;) {
-		if (!w && ks_etcd_watch_start(ks->etcd, ks->view.prefix,
-					      ks->view.plen, KS_ETCD_PREFIX,
-					      next, &w)) {
+		serve_reads(f, &next, w != NULL);
+		if (!w &&
+		    ks_etcd_watch_start(f->etcd, f->view.prefix, f->view.plen,
+					KS_ETCD_PREFIX, next, &w)) {
 			w = NULL;
-			if (ksc_fleet_stopping(ks, 500))
+			if (ksc_fleet_stopping(f, 500))
 				break;
 			continue;
 		}
 		p[0] = (struct pollfd){ .fd = ks_etcd_watch_fd(w),
 					.events = POLLIN };
-		p[1] = (struct pollfd){ .fd = ks->stop_fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = f->stop_fd, .events = POLLIN };
+		p[2] = (struct pollfd){ .fd = f->wake_fd, .events = POLLIN };
 		t = ks_etcd_watch_timeout_ms(w);
 		if (t < 0 || t > 250)
 			t = 250;
-		if (poll(p, 2, t) > 0 && p[1].revents)
+		if (poll(p, 3, t) > 0 && p[1].revents)
 			break;
 		rc = ks_etcd_watch_run(w);
 		now = ksc_now_ms();
 		if (rc > 0 || dq.n) {
-			pthread_mutex_lock(&ks->lock);
+			pthread_rwlock_wrlock(&f->lock);
 			while (rc > 0 && ks_etcd_watch_next(w, &ev) == 1) {
-				if (ks->view_delay_ms) {
+				if (f->view_delay_ms) {
 					delay_push(&dq, &ev, now);
 					continue;
 				}
-				ksc_view_event(&ks->view, &ev, now);
-				ks_etcd_event_free(&ev);
+				apply(f, &ev, now);
 			}
-			delay_apply(ks, &dq, now);
-			pthread_mutex_unlock(&ks->lock);
+			delay_apply(f, &dq, now);
+			pthread_rwlock_unlock(&f->lock);
 		}
-		if (__atomic_load_n(&ks->view.ring_changes, __ATOMIC_RELAXED) !=
-			    changes &&
-		    ks->ring_union == KSC_UNION_ON) {
-			changes = ks->view.ring_changes;
-			ksc_ring_catchup(ks);
+		if (p[2].revents)
+			serve_reads(f, &next, 1);
+		if (__atomic_load_n(&f->view.ring_changes, __ATOMIC_RELAXED) !=
+		    changes) {
+			changes = f->view.ring_changes;
+			ksc_share_each(f, catchup_one);
 		}
-		ksc_fleet_mark_up(ks, ks_etcd_watch_created(w), now);
+		ksc_fleet_mark_up(f, ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
 			/* the watch ended: read everything again */
 			ks_etcd_watch_stop(w);
 			w = NULL;
-			ksc_fleet_mark_up(ks, 0, now);
-			if (rc != -ERANGE && ksc_fleet_stopping(ks, 1000))
+			ksc_fleet_mark_up(f, 0, now);
+			if (rc != -ERANGE && ksc_fleet_stopping(f, 1000))
 				break;
-			if (!read_all(ks, &rev))
+			if (!read_all(f, &rev, why))
 				next = rev + 1;
-			else if (ksc_fleet_stopping(ks, 500))
+			else if (ksc_fleet_stopping(f, 500))
 				break;
 		} else {
 			next = ks_etcd_watch_next_revision(w);
 		}
 		if (now - purged > 1000) {
-			pthread_mutex_lock(&ks->lock);
-			ksc_view_purge(&ks->view, now, KSC_GONE_KEEP_MS);
-			pthread_mutex_unlock(&ks->lock);
+			pthread_rwlock_wrlock(&f->lock);
+			ksc_view_purge(&f->view, now, KSC_GONE_KEEP_MS);
+			pthread_rwlock_unlock(&f->lock);
 			purged = now;
 		}
 	}
 	ks_etcd_watch_stop(w);
 	delay_free(&dq);
+	/* an open still waiting gets its answer: the follower is going */
+	pthread_mutex_lock(&f->olock);
+	f->read_done = f->read_want;
+	f->read_err = -ESHUTDOWN;
+	snprintf(f->read_why, sizeof(f->read_why),
+		 "the view's follower stopped");
+	pthread_cond_broadcast(&f->ocond);
+	pthread_mutex_unlock(&f->olock);
 	return NULL;
 }
 
-int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *opts)
+/* An open on a follower that runs: the thread reads for it. */
+static int join_read(struct keysteer *ks)
 {
+	struct ksc_follower *f = ks->fo;
+	/* the thread's read is bounded by its client's timeout per
+	 * endpoint and a poll turn of 250 ms; this by a few of those */
+	int wait_ms = 4 * ks->etcd_timeout_ms + 1000;
+	struct timespec dl;
+	__u64 ticket, one = 1;
+	int ret = 0;
+	ssize_t wr;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += wait_ms / 1000;
+	dl.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&f->olock);
+	ticket = ++f->read_want;
+	wr = write(f->wake_fd, &one, sizeof(one));
+	(void)wr; /* fails only at overflow: a wake is pending then */
+	while (f->read_done < ticket && !ret)
+		ret = pthread_cond_clockwait(&f->ocond, &f->olock,
+					     CLOCK_MONOTONIC, &dl);
+	if (f->read_done >= ticket)
+		ret = f->read_err ? ksc_err(ks, f->read_err, "%s", f->read_why)
+				  : 0;
+	else
+		ret = ksc_err(ks, -ETIMEDOUT,
+			      "etcd: the view's follower did not read %s "
+			      "within %d ms",
+			      f->view.prefix, wait_ms);
+	pthread_mutex_unlock(&f->olock);
+	return ret;
+}
+
+int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *opts,
+		   int fresh)
+{
+	struct ksc_follower *f = ks->fo;
 	struct ks_etcd_opts o = *opts;
 	char err[KSC_ERR_MAX];
 	int64_t rev;
 	int ret;
 
+	ks->follows = 1;
+	if (!fresh)
+		return join_read(ks);
 	o.timeout_ms = ks->etcd_timeout_ms;
-	ret = ks_etcd_open(&ks->etcd, &o, err, sizeof(err));
+	ret = ks_etcd_open(&f->etcd, &o, err, sizeof(err));
 	if (ret)
 		return ksc_err(ks, ret, "etcd=%s: %s", o.endpoints, err);
-	ret = read_all(ks, &rev);
+	ret = read_all(f, &rev, err);
 	if (ret)
-		return ret;
+		return ksc_err(ks, ret, "%s", err);
 	/* the client moves to the thread: one client, one thread */
-	return ksc_fleet_thread_start(ks, watch_main);
+	return ksc_fleet_thread_start(ks, watch_main, f);
 }
 
-int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *))
+int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *),
+			   void *arg)
 {
+	struct ksc_follower *f = ks->fo;
 	int ret;
 
-	ks->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ks->stop_fd < 0)
+	f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (f->stop_fd < 0 || f->wake_fd < 0)
 		return ksc_err(ks, -errno, "eventfd: %s", strerror(errno));
-	ks->follows = 1;
-	ksc_fleet_mark_up(ks, 1, ksc_now_ms());
-	ret = pthread_create(&ks->thread, NULL, main, ks);
+	ks->follows = f->follows = 1;
+	ksc_fleet_mark_up(f, 1, ksc_now_ms());
+	ret = pthread_create(&f->thread, NULL, main, arg);
 	if (ret)
 		return ksc_err(ks, -ret, "cannot start the view's thread: %s",
 			       strerror(ret));
-	ks->thread_on = 1;
+	f->thread_on = 1;
 	return 0;
 }
 
-void ksc_fleet_close(struct keysteer *ks)
+void ksc_follower_stop(struct ksc_follower *f)
 {
 	__u64 one = 1;
 
-	if (ks->thread_on) {
+	if (f->thread_on) {
 		/* an eventfd write fails only at overflow: never here */
-		ssize_t w = write(ks->stop_fd, &one, sizeof(one));
+		ssize_t w = write(f->stop_fd, &one, sizeof(one));
 
 		(void)w;
-		pthread_join(ks->thread, NULL);
-		ks->thread_on = 0;
+		pthread_join(f->thread, NULL);
+		f->thread_on = 0;
 	}
-	if (ks->stop_fd > 0)
-		close(ks->stop_fd);
-	ks->stop_fd = -1;
-	ks_etcd_close(ks->etcd);
-	ks->etcd = NULL;
+	if (f->stop_fd >= 0)
+		close(f->stop_fd);
+	if (f->wake_fd >= 0)
+		close(f->wake_fd);
+	f->stop_fd = f->wake_fd = -1;
+	ks_etcd_close(f->etcd);
+	f->etcd = NULL;
 }

@@ -18,8 +18,10 @@
  * Every call returns 0 (or 1 for a hit) or a negative errno, and then
  * keysteer_errmsg(ks) says in one line what went wrong. A handle is used by
  * one thread at a time (its connections and counters are not locked); the
- * view of the fleet it follows is updated by a thread of its own. Give each
- * thread of an application a handle of its own.
+ * view of the fleet it follows is updated by a thread that every handle of
+ * the process following the same fleet shares (one etcd watch per process,
+ * docs/client.md "One view per process"). Give each thread of an
+ * application a handle of its own.
  *
  * The API and struct keysteer_stats only grow: fields are added at the
  * end, and keysteer_stats() takes the size the caller knows.
@@ -78,9 +80,12 @@ struct keysteer;
  *                       what it finds to the new one); writes delete it at
  *                       the old owner for twice as long (default 3 x
  *                       (stale_view_ms + 1000))
+ *   view=shared|own     with etcd=: share the process's follower of the
+ *                       same fleet (default), or follow etcd with a
+ *                       connection, watch and thread of the handle's own
  *
  * The words fold=, batch_invalidate=, l1_drop=, invalidate=, ring_union=,
- * view_delay_ms= and stale_read= exist
+ * view_delay_ms=, view_skip= and stale_read= exist
  * only so a test's control run can break a guarantee (a write's
  * invalidations, the L1's drops on etcd's events, a fold's counts): a
  * spec naming one is refused unless the environment has
@@ -207,6 +212,9 @@ struct keysteer_stats {
 	uint64_t stale_marks;  /* keysteer_delete_stale calls acknowledged */
 	uint64_t stale_misses; /* gets that found the owner's item stale */
 	uint64_t hand_backs;   /* refill tokens of stale items handed back */
+	/* one view per process (docs/client.md, "One view per process") */
+	uint64_t view_handles; /* handles sharing this one's view, itself in */
+	uint64_t view_skipped; /* events its follower dropped (a test's) */
 };
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's

@@ -21,7 +21,10 @@ void ksc_route_read(struct ksc_view *v, const void *key, size_t len, __u64 hash,
 	if (!e)
 		return;
 	p->stamp = e->arm_rev;
-	turn = e->sched[e->rr++ & (KS_STEER_SCHED - 1)];
+	/* every handle of the process turns the one cursor, under the
+	 * view's read lock: the process's reads follow the schedule */
+	turn = e->sched[__atomic_fetch_add(&e->rr, 1, __ATOMIC_RELAXED) &
+			(KS_STEER_SCHED - 1)];
 	if (turn && turn <= e->nrep)
 		p->copy = e->rep[turn - 1];
 }

@@ -91,20 +91,20 @@ static int poll_all(struct keysteer *ks, char *why)
 	for (i = 0; i < ks->rt_n && !ret; i++)
 		ret = fetch(ks, ks->rt_url[i], &b[i], why);
 	if (!ret) {
-		pthread_mutex_lock(&ks->lock);
+		ksc_wrlock(ks);
 		/* every document read before any is applied: one refused
 		 * leaves the whole round's keys as they were */
 		for (i = 0; i < ks->rt_n && !ret; i++) {
 			bad = i;
-			ret = ksc_routing_parse(&ks->view, b[i].p, b[i].len,
+			ret = ksc_routing_parse(&ks->fo->view, b[i].p, b[i].len,
 						&plan[i]);
 		}
 		if (!ret) {
 			ks->rt_round++;
-			ksc_view_hot_mark(&ks->view);
+			ksc_view_hot_mark(&ks->fo->view);
 			for (i = 0; i < ks->rt_n; i++) {
-				int err = ksc_routing_apply(&ks->view, &plan[i],
-							    ks->rt_round);
+				int err = ksc_routing_apply(
+					&ks->fo->view, &plan[i], ks->rt_round);
 
 				if (err && !ret) {
 					ret = err;
@@ -112,13 +112,13 @@ static int poll_all(struct keysteer *ks, char *why)
 				}
 			}
 			if (!ret)
-				ksc_view_hot_sweep(&ks->view, ksc_now_ms());
+				ksc_view_hot_sweep(&ks->fo->view, ksc_now_ms());
 		}
-		ksc_view_purge(&ks->view, ksc_now_ms(), KSC_GONE_KEEP_MS);
+		ksc_view_purge(&ks->fo->view, ksc_now_ms(), KSC_GONE_KEEP_MS);
 		if (ret)
 			snprintf(why, KSC_ERR_MAX, "routing=%s: %s",
-				 ks->rt_url[bad], ks->view.why);
-		pthread_mutex_unlock(&ks->lock);
+				 ks->rt_url[bad], ks->fo->view.why);
+		ksc_unlock(ks);
 	}
 	for (i = 0; i < ks->rt_n; i++) {
 		free(b[i].p);
@@ -134,8 +134,8 @@ static void *poll_main(void *arg)
 	struct keysteer *ks = arg;
 	char why[KSC_ERR_MAX];
 
-	while (!ksc_fleet_stopping(ks, (int)ks->rt_poll_ms))
-		ksc_fleet_mark_up(ks, !poll_all(ks, why), ksc_now_ms());
+	while (!ksc_fleet_stopping(ks->fo, (int)ks->rt_poll_ms))
+		ksc_fleet_mark_up(ks->fo, !poll_all(ks, why), ksc_now_ms());
 	return NULL;
 }
 
@@ -166,7 +166,7 @@ int ksc_routing_open(struct keysteer *ks, const char *urls)
 	}
 	if ((ret = poll_all(ks, why)))
 		return ksc_err(ks, ret, "%s", why);
-	return ksc_fleet_thread_start(ks, poll_main);
+	return ksc_fleet_thread_start(ks, poll_main, ks);
 }
 
 void ksc_routing_close(struct keysteer *ks)

@@ -16,10 +16,10 @@
 
 void ksc_server_name(struct keysteer *ks, unsigned id, char *buf, size_t len)
 {
-	pthread_mutex_lock(&ks->lock);
-	snprintf(buf, len, "%s",
-		 id < ks->view.nsrv ? ks->view.srv[id].name : "?");
-	pthread_mutex_unlock(&ks->lock);
+	const struct ksc_view *v = ksc_rdlock(ks);
+
+	snprintf(buf, len, "%s", id < v->nsrv ? v->srv[id].name : "?");
+	ksc_unlock(ks);
 }
 
 /* "host:port" or "[v6]:port" to an address: a literal, else the

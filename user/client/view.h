@@ -6,7 +6,9 @@
  * owner the union of the replica sets its hosts/ entries have listed, and
  * for every hot/ entry (hot_doc.h, the one reader of that schema) its
  * state, copies, read schedule and the union of the replicas every version
- * of it has listed. Pure code, no I/O and no locks: the caller serialises.
+ * of it has listed. Pure code, no I/O and no locks: the caller serialises
+ * (client.h: a follower's rwlock; lookups under its read lock change
+ * nothing but a hot entry's rr, atomically).
  *
  * Every "host:port" the documents name is interned once as a server id, a
  * small integer the handle also indexes its connections by. Unions only
@@ -50,7 +52,7 @@ struct ksc_hot {
 	__u16 rep[KS_MAX_COPIES - 1];
 	__u16 seen[KSC_SEEN_MAX]; /* every replica any version listed */
 	__u32 owner_turns;
-	__u32 rr; /* the next turn of sched */
+	__u32 rr; /* the next turn of sched (atomic: readers share it) */
 	__u8 sched[KS_STEER_SCHED];
 	__s64 mod_rev;
 	__u64 gone_ms; /* when it was deleted */
@@ -59,7 +61,8 @@ struct ksc_hot {
 	__s64 arm_rev;   /* the put its armed version began at (an L1 stamp) */
 	/* split counters (counter.h): the entry's sub-key count, the one
 	 * before it while its grace lasts and when it changed (0: not
-	 * stamped yet); this handle's own width raise and last fold */
+	 * stamped yet); the process's last width raise and fold (its
+	 * handles share the view: docs/client.md "One view per process") */
 	__u16 subkeys, subkeys_prev;
 	__u64 subkeys_since_ms;
 	__u16 width_raised;

@@ -5,9 +5,8 @@
  * (make bench-clients polls it for thousands of handles a millisecond).
  * keysteer_stats gives the same number, but it also counts the armed
  * entries of the whole hot-key table under the view's lock, which is
- * too slow to poll and holds up the view's thread while it runs.
+ * too slow to poll and holds up the view's follower while it runs.
  */
-#include <pthread.h>
 #include "client/client.h"
 
 #define KSC_API __attribute__((visibility("default")))
@@ -16,10 +15,9 @@ KSC_API int64_t keysteer_view_revision(struct keysteer *ks)
 {
 	int64_t rev;
 
-	if (!ks)
+	if (!ks || !ks->fo)
 		return 0;
-	pthread_mutex_lock(&ks->lock);
-	rev = ks->view.revision;
-	pthread_mutex_unlock(&ks->lock);
+	rev = ksc_rdlock(ks)->revision;
+	ksc_unlock(ks);
 	return rev;
 }

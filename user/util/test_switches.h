@@ -3,8 +3,10 @@
  * test_switches.h - switches that exist only so a test's control run can
  * break a guarantee (a freshness protocol off, a race widened): the
  * agent's --copy-protocol, --fill-delay-ms, --stream-state,
- * --etcd-hot-events, --fleet-schema and --ring-purge, libkeysteer's fold=, batch_invalidate=, l1_drop=,
- * invalidate=, ring_union=, view_delay_ms= and stale_read=. A command line, config file or spec that names one is
+ * --etcd-hot-events, --fleet-schema and --ring-purge, libkeysteer's fold=,
+ * batch_invalidate=, l1_drop=, invalidate=, ring_union=, view_delay_ms=,
+ * view_skip= and stale_read=. A command line, config file or spec that
+ * names one is
  * refused unless the environment says KEYSTEER_TEST_SWITCHES=1, and a
  * process that takes one warns at start (docs/operations.md). The agent
  * and the library share this one gate, so the variable and the messages
