@@ -5,6 +5,7 @@
  * then the invalidation of every replica that may hold a copy.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/hot_doc.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
+#include "core/view_file.h"
 #include "net/etcd.h"
 #include "util/clock.h"
 #include "util/test_switches.h"
@@ -39,6 +41,8 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 
 struct spec {
 	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
+	char *view_file; /* the host follower's file, or "none" */
+	int view_none;   /* view_file=none: etcd, even with a default file */
 	/* etcd's user and TLS files (net/etcd.h); the password only ever
 	 * from a file, read by keysteer_open */
 	char *etcd_user, *etcd_pw_file, *etcd_ca, *etcd_cert, *etcd_key;
@@ -139,6 +143,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
+	} else if (!strcmp(w, "view_file")) {
+		sp->view_file = eq + 1;
+	} else if (!strcmp(w, "view_file_lag_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 3600000, &n)))
+			ks->vfile_lag_ms = (unsigned)n;
 	} else if (!strcmp(w, "routing")) {
 		sp->routing = eq + 1;
 	} else if (!strcmp(w, "routing_poll_ms")) {
@@ -204,7 +213,7 @@ static int l1_spec(struct keysteer *ks, const struct spec *sp)
 				       "with l1_keys=N (the L1 is off)");
 		return 0;
 	}
-	if (!sp->etcd)
+	if (!sp->etcd && !sp->view_file)
 		return ksc_err(ks, -EINVAL,
 			       "l1_keys= needs etcd=URL: its entries are "
 			       "dropped on etcd's dirty events (routing "
@@ -270,6 +279,54 @@ static int fleet_spec_open(struct keysteer *ks, const struct spec *sp)
 	return ret;
 }
 
+/* view_file= with what it goes with; "none" taken as not given. */
+static int view_file_spec(struct keysteer *ks, struct spec *sp)
+{
+	if (sp->view_file && !strcmp(sp->view_file, "none")) {
+		if (!sp->etcd)
+			return ksc_err(ks, -EINVAL,
+				       "view_file=none goes with etcd=URL");
+		sp->view_file = NULL;
+		sp->view_none = 1;
+		return 0;
+	}
+	if (sp->view_file && (sp->servers || sp->routing))
+		return ksc_err(ks, -EINVAL,
+			       "view_file= is the fleet's view: it goes with "
+			       "cluster=, not with servers= or routing=");
+	if (sp->view_file && ks->view_delay_ms)
+		return ksc_err(ks, -EINVAL,
+			       "view_delay_ms= goes with a view followed from "
+			       "etcd, not view_file=");
+	if (ks->vfile_lag_ms && !sp->view_file && !sp->etcd)
+		return ksc_err(ks, -EINVAL,
+			       "view_file_lag_ms= goes with view_file=PATH");
+	return 0;
+}
+
+/*
+ * The view from the host follower's file (docs/client.md, "One view per
+ * host"): view_file=PATH, or the default path when the spec says etcd=
+ * and a follower keeps that file fresh; else from etcd, as a handle of
+ * its own.
+ */
+static int fleet_or_file_open(struct keysteer *ks, const struct spec *sp)
+{
+	char path[PATH_MAX];
+
+	if (!ks->vfile_lag_ms)
+		ks->vfile_lag_ms = KSC_VFILE_LAG_MS;
+	if (sp->view_file)
+		return ksc_file_open(ks, sp->view_file, 1);
+	if (!sp->view_none &&
+	    !ks_view_file_default(sp->cluster ? sp->cluster
+					      : KS_CLUSTER_DEFAULT,
+				  path, sizeof(path)) &&
+	    !ksc_file_open(ks, path, 0))
+		return 0;
+	return fleet_spec_open(ks, sp);
+}
+
 static int open_spec(struct keysteer *ks, char *buf)
 {
 	struct spec sp = { 0 };
@@ -283,9 +340,12 @@ static int open_spec(struct keysteer *ks, char *buf)
 	/* a library has no log of its own: stderr, as the agent's */
 	if (ks_test_switches_warning(&sp.ts, warn, sizeof(warn)))
 		fprintf(stderr, "libkeysteer: warning: %s\n", warn);
-	if (!!sp.etcd + !!sp.servers != 1)
+	if ((ret = view_file_spec(ks, &sp)))
+		return ret;
+	if (!!(sp.etcd || sp.view_file) + !!sp.servers != 1)
 		return ksc_err(ks, -EINVAL,
-			       "give one of etcd=URL,... and servers=H:P,...");
+			       "give one of etcd=URL,... (or view_file=PATH) "
+			       "and servers=H:P,...");
 	if (sp.etcd && (sp.dist || sp.replicas))
 		return ksc_err(ks, -EINVAL,
 			       "distribution= and replicas= go with servers=; "
@@ -312,7 +372,7 @@ static int open_spec(struct keysteer *ks, char *buf)
 			ks->rt_poll_ms = KSC_ROUTING_POLL_MS;
 		return ksc_routing_open(ks, sp.routing);
 	}
-	return sp.etcd ? fleet_spec_open(ks, &sp) : 0;
+	return sp.etcd || sp.view_file ? fleet_or_file_open(ks, &sp) : 0;
 }
 
 KSC_API int keysteer_open(struct keysteer **out, const char *spec)
@@ -346,6 +406,7 @@ KSC_API void keysteer_close(struct keysteer *ks)
 		return;
 	ksc_fleet_close(ks);
 	ksc_routing_close(ks);
+	ksc_file_close(ks);
 	ksc_conns_close(ks);
 	ksc_view_free(&ks->view);
 	ksc_wlog_free(&ks->wlog);

@@ -76,7 +76,10 @@ struct keysteer {
 	int stale_as_fresh;     /* stale_read=fresh: the control's readers
 				 * take a stale owner item as a hit */
 	unsigned view_delay_ms; /* a test's lagging view: events held back */
-	struct ksc_wlog wlog;   /* the keys written (under lock) */
+	/* the host follower's view file (fleet_file.c) instead of a watch */
+	struct ksc_vfile *vfile;
+	unsigned vfile_lag_ms; /* its heartbeat older: the view is down */
+	struct ksc_wlog wlog;  /* the keys written (under lock) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
 };
 
@@ -108,6 +111,25 @@ int ksc_fleet_stopping(struct keysteer *ks, int wait_ms);
 int ksc_routing_open(struct keysteer *ks, const char *urls);
 /* After ksc_fleet_close: the URLs and the curl handle freed. */
 void ksc_routing_close(struct keysteer *ks);
+/* fleet_file.c: the view from a host follower's file at path (must: a
+ * file the spec named; else the default path, taken only when fresh,
+ * -ENOENT or -ESTALE when not), and its thread. */
+int ksc_file_open(struct keysteer *ks, const char *path, int must);
+void ksc_file_close(struct keysteer *ks);
+#define KSC_VFILE_LAG_MS 2000 /* view_file_lag_ms= by default */
+/* The source alone (narrow: a process's shared follower can take it):
+ * open, the newest snapshot, the poll (1: a new one, 0: none, < 0: the
+ * path's new file refused, ksc_vfile_why), and the follower's liveness. */
+struct ksc_vfile;
+struct ks_view_snap;
+int ksc_vfile_open(struct ksc_vfile **f, const char *path, const char *prefix,
+		   char *err, size_t errlen);
+int ksc_vfile_fd(const struct ksc_vfile *f);
+const struct ks_view_snap *ksc_vfile_snap(const struct ksc_vfile *f);
+int ksc_vfile_poll(struct ksc_vfile *f);
+int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms);
+const char *ksc_vfile_why(const struct ksc_vfile *f);
+void ksc_vfile_close(struct ksc_vfile *f);
 /* Whether reads go to owners only: etcd away longer than stale_view_ms. */
 int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);
 
