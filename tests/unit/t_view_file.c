@@ -27,13 +27,12 @@ static struct ks_etcd_kv mk(const char *key, const char *val, int64_t rev)
 }
 
 /* kvs encoded as generation gen at rev into a new buffer of *len. */
-static void *enc(const struct ks_etcd_kv *kvs, size_t n, __u64 gen,
-		 int64_t rev, size_t *len)
+static void *enc(const struct ks_etcd_kv *kvs, size_t n, __u64 gen, int64_t rev,
+		 size_t *len)
 {
-	struct ks_view_file_meta m = { .prefix = PFX,
-				       .generation = gen,
-				       .revision = rev,
-				       .pid = 1 };
+	struct ks_view_file_meta m = {
+		.prefix = PFX, .generation = gen, .revision = rev, .pid = 1
+	};
 	void *buf;
 
 	*len = ks_view_file_size(kvs, n);
@@ -60,12 +59,10 @@ static void round_trip(void)
 	CHECK_EQ(ks_view_range("vf", buf, sizeof(buf), err, sizeof(err)),
 		 (int)strlen(PFX));
 	CHECK(!strcmp(buf, PFX), "range %s", buf);
-	CHECK_EQ(ks_view_range("bad/name", buf, sizeof(buf), err,
-			       sizeof(err)),
+	CHECK_EQ(ks_view_range("bad/name", buf, sizeof(buf), err, sizeof(err)),
 		 -EINVAL);
 	if (b) {
-		CHECK_EQ(ks_view_file_decode(b, len, PFX, &s, err,
-					     sizeof(err)),
+		CHECK_EQ(ks_view_file_decode(b, len, PFX, &s, err, sizeof(err)),
 			 0);
 		CHECK_EQ(s.n, 3);
 		CHECK_EQ(s.generation, 7);
@@ -84,8 +81,9 @@ static void round_trip(void)
 		/* an empty range is a view too (a fleet not started yet) */
 		free(b);
 		b = enc(NULL, 0, 1, 2, &len);
-		CHECK(b && !ks_view_file_decode(b, len, PFX, &s, err,
-						sizeof(err)) &&
+		CHECK(b &&
+			      !ks_view_file_decode(b, len, PFX, &s, err,
+						   sizeof(err)) &&
 			      s.n == 0,
 		      "empty view: %s", err);
 		ks_view_snap_free(&s);
@@ -108,7 +106,8 @@ static void refused(void)
 {
 	struct ks_etcd_kv a[2] = { mk(PFX "hot/01", "{\"state\":\"armed\"}", 5),
 				   mk(PFX "ring", "ring-one", 3) };
-	struct ks_etcd_kv b2[2] = { mk(PFX "hot/01", "{\"state\":\"dirty\"}", 8),
+	struct ks_etcd_kv b2[2] = { mk(PFX "hot/01", "{\"state\":\"dirty\"}",
+				       8),
 				    mk(PFX "ring", "ring-two", 7) };
 	struct ks_view_snap s;
 	char err[256];
@@ -123,13 +122,14 @@ static void refused(void)
 	/* what a reader copying a file rewritten in place would see: the
 	 * new header and the first half of the new body, then the old */
 	torn = malloc(la);
-	half = sizeof(struct ks_view_file_hdr) + (la - sizeof(struct ks_view_file_hdr)) / 2;
+	half = sizeof(struct ks_view_file_hdr) +
+	       (la - sizeof(struct ks_view_file_hdr)) / 2;
 	memcpy(torn, fb, half);
 	memcpy(torn + half, (unsigned char *)fa + half, la - half);
 	CHECK_EQ(ks_view_file_decode(torn, la, PFX, &s, err, sizeof(err)),
 		 -EBADMSG);
-	CHECK(strstr(err, "body checksum wrong") && strstr(err, "torn"),
-	      "'%s'", err);
+	CHECK(strstr(err, "body checksum wrong") && strstr(err, "torn"), "'%s'",
+	      err);
 	/* the other way round: an old header over a new body */
 	memcpy(torn, fa, sizeof(struct ks_view_file_hdr));
 	memcpy(torn + sizeof(struct ks_view_file_hdr),
@@ -158,8 +158,8 @@ static void refused(void)
 	CHECK_EQ(ks_view_file_decode(fa, 100, PFX, &s, err, sizeof(err)),
 		 -EBADMSG);
 	CHECK(strstr(err, "not a keysteer view file"), "'%s'", err);
-	CHECK_EQ(ks_view_file_decode("garbage, not a view file at all....",
-				     36, PFX, &s, err, sizeof(err)),
+	CHECK_EQ(ks_view_file_decode("garbage, not a view file at all....", 36,
+				     PFX, &s, err, sizeof(err)),
 		 -EBADMSG);
 	CHECK(strstr(err, "not a keysteer view file"), "'%s'", err);
 	CHECK_EQ(ks_view_file_decode(fa, la, "/keysteer/other/", &s, err,
@@ -181,20 +181,21 @@ static void publish_rename(void)
 	char dir[] = "/tmp/ks_ut_vf.XXXXXX", err[512];
 	struct ks_etcd_kv one = mk(PFX "ring", "one", 3);
 	struct ks_etcd_kv two = mk(PFX "ring", "two", 4);
-	struct ks_view_file_meta m = { .prefix = PFX, .generation = 1,
+	struct ks_view_file_meta m = { .prefix = PFX,
+				       .generation = 1,
 				       .revision = 3 };
 	struct ks_view_writer w = { 0 };
 	struct ks_view_map r1, r2;
 	struct ks_view_snap s1, s2;
-	struct ks_view_file_live l = { .heartbeat_ms = 77, .up = 1,
+	struct ks_view_file_live l = { .heartbeat_ms = 77,
+				       .up = 1,
 				       .since_ms = 70 };
 
 	kt_begin("view_file_rename_new_inode_old_map_whole");
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(w.path, sizeof(w.path), "%s/sub/vf.view", dir);
 	CHECK_EQ(ks_view_file_publish(&w, &m, &one, 1, err, sizeof(err)), 0);
-	CHECK_EQ(ks_view_file_map(w.path, PFX, &r1, &s1, err, sizeof(err)),
-		 0);
+	CHECK_EQ(ks_view_file_map(w.path, PFX, &r1, &s1, err, sizeof(err)), 0);
 	CHECK_EQ(ks_view_file_changed(w.path, &r1), 0);
 	ks_view_file_beat(&w, &l);
 	{
@@ -203,7 +204,8 @@ static void publish_rename(void)
 		ks_view_file_live_load(&r1, &got);
 		CHECK(got.heartbeat_ms == 77 && got.up == 1 &&
 			      got.since_ms == 70,
-		      "beat not seen: %llu", (unsigned long long)got.heartbeat_ms);
+		      "beat not seen: %llu",
+		      (unsigned long long)got.heartbeat_ms);
 	}
 	m.generation = 2;
 	m.revision = 4;
@@ -212,8 +214,7 @@ static void publish_rename(void)
 	/* the reader's old mapping still reads whole: the old snapshot */
 	CHECK(s1.n == 1 && !memcmp(s1.kvs[0].value, "one", 3),
 	      "old mapping changed");
-	CHECK_EQ(ks_view_file_map(w.path, PFX, &r2, &s2, err, sizeof(err)),
-		 0);
+	CHECK_EQ(ks_view_file_map(w.path, PFX, &r2, &s2, err, sizeof(err)), 0);
 	CHECK(s2.n == 1 && !memcmp(s2.kvs[0].value, "two", 3) &&
 		      s2.generation == 2,
 	      "new file not read");

@@ -29,7 +29,7 @@
 #include "util/sig.h"
 #include "util/test_switches.h"
 
-#define FOLLOW_BEAT_MS 100
+#define FOLLOW_BEAT_MS  100
 #define FOLLOW_DROP_MAX 4
 
 struct follow {
@@ -103,9 +103,9 @@ static int parse(int argc, char **argv, struct follow *f)
 		if (!n)
 			return ks_bad_option("follow", ch, argv);
 	}
-	n = ks_etcd_args_done(&f->ec, "follow",
-			      "follows the fleet's view for this host's clients",
-			      argc, argv);
+	n = ks_etcd_args_done(
+		&f->ec, "follow",
+		"follows the fleet's view for this host's clients", argc, argv);
 	if (n)
 		return n;
 	n = ks_view_range(f->ec.cluster, f->prefix, sizeof(f->prefix), err,
@@ -215,9 +215,9 @@ static int follow_loop(struct follow *f, struct ks_etcd *c)
 	__u64 now;
 
 	while (!ks_stop) {
-		if (!w && ks_etcd_watch_start(c, f->prefix, f->plen,
-					      KS_ETCD_PREFIX,
-					      f->m.revision + 1, &w)) {
+		if (!w &&
+		    ks_etcd_watch_start(c, f->prefix, f->plen, KS_ETCD_PREFIX,
+					f->m.revision + 1, &w)) {
 			w = NULL;
 			set_up(f, 0, now_ms());
 			poll(NULL, 0, 500);

@@ -127,7 +127,8 @@ int ksc_vfile_open(struct ksc_vfile **f, const char *path, const char *prefix,
 int ksc_vfile_fd(const struct ksc_vfile *f);
 const struct ks_view_snap *ksc_vfile_snap(const struct ksc_vfile *f);
 int ksc_vfile_poll(struct ksc_vfile *f);
-int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms);
+int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms,
+		    __u64 *at_ms);
 const char *ksc_vfile_why(const struct ksc_vfile *f);
 void ksc_vfile_close(struct ksc_vfile *f);
 /* Whether reads go to owners only: etcd away longer than stale_view_ms. */

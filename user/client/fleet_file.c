@@ -26,14 +26,14 @@ struct ksc_vfile {
 	char prefix[KSC_PREFIX_MAX];
 	struct ks_view_map map; /* the newest file taken */
 	struct ks_view_snap snap;
-	int ifd;               /* inotify on the file's folder, or -1 */
-	int refused;           /* the path's file now is one refused */
+	int ifd;     /* inotify on the file's folder, or -1 */
+	int refused; /* the path's file now is one refused */
 	__u64 bad_dev, bad_ino;
 	char why[KSC_ERR_MAX]; /* ... and why */
 };
 
-int ksc_vfile_open(struct ksc_vfile **out, const char *path,
-		   const char *prefix, char *err, size_t errlen)
+int ksc_vfile_open(struct ksc_vfile **out, const char *path, const char *prefix,
+		   char *err, size_t errlen)
 {
 	struct ksc_vfile *f = calloc(1, sizeof(*f));
 	char dir[PATH_MAX], *slash;
@@ -115,14 +115,18 @@ int ksc_vfile_poll(struct ksc_vfile *f)
 	return 1;
 }
 
-/* The follower's watch up and its heartbeat at most lag_ms old. */
-int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms)
+/* The follower's watch up and its heartbeat at most lag_ms old; *at_ms
+ * (may be NULL) the heartbeat, when the follower last said so. */
+int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms,
+		    __u64 *at_ms)
 {
 	struct ks_view_file_live l;
 
 	if (f->refused)
 		return 0;
 	ks_view_file_live_load(&f->map, &l);
+	if (at_ms)
+		*at_ms = l.heartbeat_ms < now_ms ? l.heartbeat_ms : now_ms;
 	return l.up && now_ms <= l.heartbeat_ms + lag_ms;
 }
 
@@ -149,7 +153,8 @@ static void *file_main(void *arg)
 	struct keysteer *ks = arg;
 	struct ksc_vfile *f = ks->vfile;
 	__s64 since = f->snap.revision;
-	__u64 now, purged = 0, changes = ks->view.ring_changes;
+	__u64 pid = f->snap.pid, now, at, purged = 0;
+	__u64 changes = ks->view.ring_changes;
 	char said[KSC_ERR_MAX] = "";
 	struct pollfd p[2];
 	int rc;
@@ -167,18 +172,22 @@ static void *file_main(void *arg)
 		if (rc == 1) {
 			const struct ks_view_snap *s = ksc_vfile_snap(f);
 
+			/* another follower's, or an older revision (etcd
+			 * restored): read whole; else only what is newer */
+			if (s->pid != pid || s->revision < since)
+				since = 0;
 			pthread_mutex_lock(&ks->lock);
-			/* an older revision (etcd restored): read it whole */
-			ksc_view_replay(&ks->view, s->kvs, s->n,
-					s->revision >= since ? since : 0,
+			ksc_view_replay(&ks->view, s->kvs, s->n, since,
 					s->revision, now);
 			pthread_mutex_unlock(&ks->lock);
 			since = s->revision;
+			pid = s->pid;
 		} else if (rc < 0 && strcmp(said, ksc_vfile_why(f))) {
 			/* a library has no log: stderr once per reason */
 			snprintf(said, sizeof(said), "%s", ksc_vfile_why(f));
-			fprintf(stderr, "libkeysteer: %s; the view stays as it "
-					"was, and goes stale\n",
+			fprintf(stderr,
+				"libkeysteer: %s; the view stays as it "
+				"was, and goes stale\n",
 				said);
 			pthread_mutex_lock(&ks->lock);
 			ks->view.refused++;
@@ -186,14 +195,16 @@ static void *file_main(void *arg)
 		}
 		if (rc >= 0)
 			said[0] = '\0';
-		if (__atomic_load_n(&ks->view.ring_changes,
-				    __ATOMIC_RELAXED) != changes &&
+		if (__atomic_load_n(&ks->view.ring_changes, __ATOMIC_RELAXED) !=
+			    changes &&
 		    ks->ring_union == KSC_UNION_ON) {
 			changes = ks->view.ring_changes;
 			ksc_ring_catchup(ks);
 		}
-		ksc_fleet_mark_up(ks, ksc_vfile_fresh(f, now, ks->vfile_lag_ms),
-				  now);
+		/* up as of the follower's last beat: owners only
+		 * stale_view_ms after it, as after etcd's last answer */
+		rc = ksc_vfile_fresh(f, now, ks->vfile_lag_ms, &at);
+		ksc_fleet_mark_up(ks, rc, rc ? at : now);
 		if (now - purged > 1000) {
 			pthread_mutex_lock(&ks->lock);
 			ksc_view_purge(&ks->view, now, KSC_GONE_KEEP_MS);
@@ -215,26 +226,24 @@ int ksc_file_open(struct keysteer *ks, const char *path, int must)
 	if (ret)
 		return must ? ksc_err(ks, ret, "%s", err) : ret;
 	/* a default file left by a follower gone: etcd is followed instead */
-	if (!must && !ksc_vfile_fresh(ks->vfile, ksc_now_ms(),
-				      ks->vfile_lag_ms)) {
+	if (!must &&
+	    !ksc_vfile_fresh(ks->vfile, ksc_now_ms(), ks->vfile_lag_ms, NULL)) {
 		ksc_file_close(ks);
 		return -ESTALE;
 	}
 	s = ksc_vfile_snap(ks->vfile);
 	pthread_mutex_lock(&ks->lock);
-	ret = ksc_view_load(&ks->view, s->kvs, s->n, s->revision,
-			    ksc_now_ms());
+	ret = ksc_view_load(&ks->view, s->kvs, s->n, s->revision, ksc_now_ms());
 	pthread_mutex_unlock(&ks->lock);
 	if (ret)
-		return ksc_err(ks, ret, "view_file=%s: %s", path,
-			       ks->view.why);
+		return ksc_err(ks, ret, "view_file=%s: %s", path, ks->view.why);
 	ret = ksc_fleet_thread_start(ks, file_main);
 	/* a follower already down at open: owners only after stale_view_ms
 	 * from now, as a handle whose etcd went away at open */
 	if (!ret)
 		ksc_fleet_mark_up(ks,
 				  ksc_vfile_fresh(ks->vfile, ksc_now_ms(),
-						  ks->vfile_lag_ms),
+						  ks->vfile_lag_ms, NULL),
 				  ksc_now_ms());
 	return ret;
 }

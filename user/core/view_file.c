@@ -136,8 +136,7 @@ int ks_view_file_decode(const void *buf, size_t len, const char *prefix,
 			   "library reads version %u: follower and library "
 			   "differ",
 			   h->version, h->hdr_len, KS_VIEW_FILE_VERSION);
-	if (h->hdr_sum !=
-	    sum64(h, offsetof(struct ks_view_file_hdr, hdr_sum)))
+	if (h->hdr_sum != sum64(h, offsetof(struct ks_view_file_hdr, hdr_sum)))
 		return bad(err, errlen, -EBADMSG,
 			   "view file header checksum wrong: torn or damaged");
 	if (h->body_len != len - sizeof(*h))
@@ -152,9 +151,8 @@ int ks_view_file_decode(const void *buf, size_t len, const char *prefix,
 			   (unsigned long long)h->generation);
 	if (strnlen(h->prefix, sizeof(h->prefix)) != plen ||
 	    memcmp(h->prefix, prefix, plen))
-		return bad(err, errlen, -ESTALE,
-			   "view file of %.*s, not of %s", (int)sizeof(h->prefix),
-			   h->prefix, prefix);
+		return bad(err, errlen, -ESTALE, "view file of %.*s, not of %s",
+			   (int)sizeof(h->prefix), h->prefix, prefix);
 	if (h->nkv > h->body_len / REC_HDR)
 		return bad(err, errlen, -EBADMSG,
 			   "view file says %llu documents in %llu bytes",
@@ -193,6 +191,7 @@ int ks_view_file_decode(const void *buf, size_t len, const char *prefix,
 		goto cut;
 	s->n = h->nkv;
 	s->generation = h->generation;
+	s->pid = h->writer_pid;
 	s->revision = h->revision;
 	return 0;
 cut:

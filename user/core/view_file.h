@@ -85,7 +85,7 @@ int ks_view_file_encode(void *buf, size_t len,
 
 /* A decoded file: kvs point into the buffer decoded (not NUL-ended). */
 struct ks_view_snap {
-	__u64 generation;
+	__u64 generation, pid; /* pid: the writer's (a new follower: another) */
 	__s64 revision;
 	size_t n;
 	struct ks_etcd_kv *kvs;
