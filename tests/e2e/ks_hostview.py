@@ -18,6 +18,14 @@ invalidations are the library's own:
                                                 copies made as a fill makes them,
                                                 writes through WRITER, reads
                                                 through READER: stale reads
+    ks_hostview.py populate URL CLUSTER HOSTS HOT  HOSTS hosts/ documents
+                                                (about 1 KB each) and HOT
+                                                hot/ entries
+    ks_hostview.py churn URL CLUSTER HOSTS RATE SECONDS  hosts/ rewritten
+                                                at RATE puts/s (load updates)
+    ks_hostview.py mem N SPEC [SECONDS]         N handles in this process:
+                                                RSS per handle, open time;
+                                                held SECONDS (default 1)
 Times are time.time() (one clock with the script's `date`)."""
 import base64
 import json
@@ -144,6 +152,73 @@ def latency(url, cluster, n, specs):
     return 0
 
 
+def host_doc(i, n):
+    top = [{"hash": "%016x" % key_hash(b"k%d:%d" % (i, j)),
+            "reads_per_s": 100.0 + j + n, "writes_per_s": 1.0}
+           for j in range(10)]
+    return json.dumps({"schema": 1, "self": "10.1.%d.%d:11211" % (i // 250, i % 250),
+                       "agent_version": "0.1", "pid": 1000 + i,
+                       "ifname": "eth1", "ring_revision": 0,
+                       "interval_ms": 1000, "sample_n": 16,
+                       "class_rates": {"read": 1000.0 + n, "write": 10.0,
+                                       "other": 0.0},
+                       "shard": None, "top": top,
+                       "replicas": ["10.2.%d.%d:11211" % (i // 250, i % 250)],
+                       "updated_at": "2026-12-02T00:00:00Z"},
+                      separators=(",", ":"))
+
+
+def populate(url, cluster, hosts, hot):
+    for i in range(hosts):
+        etcd_put(url, "/keysteer/%s/hosts/10.1.%d.%d:11211"
+                 % (cluster, i // 250, i % 250), host_doc(i, 0))
+    for i in range(hot):
+        k = b"hot:%d" % i
+        etcd_put(url, "/keysteer/%s/hot/%016x" % (cluster, key_hash(k)),
+                 hot_doc(k, "10.1.0.%d:11211" % (i % 4), ["10.2.0.1:11211"],
+                         "armed", 1))
+    return 0
+
+
+def churn(url, cluster, hosts, rate, secs):
+    end, n, t = time.monotonic() + secs, 0, time.monotonic()
+    while time.monotonic() < end:
+        i = n % hosts
+        etcd_put(url, "/keysteer/%s/hosts/10.1.%d.%d:11211"
+                 % (cluster, i // 250, i % 250), host_doc(i, n))
+        n += 1
+        t += 1.0 / rate
+        d = t - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+    print(json.dumps({"puts": n, "seconds": secs}))
+    return 0
+
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1])
+    return 0
+
+
+def mem(n, spec, hold=1.0):
+    Client(spec=spec).close()  # the library loaded, its first costs paid
+    r0, t0 = rss_kb(), time.monotonic()
+    hs = [Client(spec=spec) for _ in range(n)]
+    t1 = time.monotonic()
+    time.sleep(hold)
+    r1 = rss_kb()
+    print(json.dumps({"handles": n, "rss_before_kb": r0, "rss_after_kb": r1,
+                      "kb_per_handle": round((r1 - r0) / float(n), 1),
+                      "open_ms_per_handle":
+                      round((t1 - t0) * 1000.0 / n, 2)}))
+    for h in hs:
+        h.close()
+    return 0
+
+
 def mc(addr, line):
     host, port = addr.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as s:
@@ -210,6 +285,12 @@ def main(a):
         return wait(a[1], float(a[2]), a[3], float(a[4]))
     if a[0] == "fresh":
         return fresh(a[1], a[2], a[3], a[4], a[5], int(a[6]))
+    if a[0] == "populate":
+        return populate(a[1], a[2], int(a[3]), int(a[4]))
+    if a[0] == "churn":
+        return churn(a[1], a[2], int(a[3]), float(a[4]), float(a[5]))
+    if a[0] == "mem":
+        return mem(int(a[1]), a[2], float(a[3]) if len(a) > 3 else 1.0)
     if a[0] == "hotdoc":
         print(hot_doc(a[1].encode(), a[2], [x for x in a[3].split(",") if x],
                       a[4], int(a[5])))

@@ -88,7 +88,7 @@ pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup" 2>/dev/null; }
 follow_start() {
 	local i before
 	before=$(stat -c %i "$VF" 2>/dev/null)
-	ks_in_ns_bg "$CNS" "$AGENT" follow --etcd "$URL" --cluster "$CLUSTER" \
+	ks_in_ns_bg "$CNS" "$AGENT" follow --etcd "$URL" --cluster "$CLUSTER" --etcd-timeout 10000 \
 		--view-file "$VF" "$@" </dev/null >>"$E2E_TMP/follow.log" 2>&1
 	FOLLOW_PID=$KS_BG_PID
 	for ((i = 0; i < 200; i++)); do
@@ -123,7 +123,7 @@ ks_start_memcached "$CNS" 127.0.0.1 11212 || {
 }
 MC2=$KS_MEMCACHED_PID
 ring_set() {
-	ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
+	ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" --etcd-timeout 10000 \
 		--shards "$1" 2>&1 | awk '/^revision / {print $2}'
 }
 RING_REV=$(ring_set "$OWNER")
@@ -336,7 +336,7 @@ fi
 
 # ---- 5. the default path ----
 ks_stop_pid "$FOLLOW_PID" TERM 5
-ks_in_ns_bg "$CNS" "$AGENT" follow --etcd "$URL" --cluster "$CLUSTER" \
+ks_in_ns_bg "$CNS" "$AGENT" follow --etcd "$URL" --cluster "$CLUSTER" --etcd-timeout 10000 \
 	</dev/null >>"$E2E_TMP/follow.log" 2>&1
 FOLLOW_PID=$KS_BG_PID
 for ((i = 0; i < 200; i++)); do

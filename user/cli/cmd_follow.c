@@ -29,7 +29,10 @@
 #include "util/sig.h"
 #include "util/test_switches.h"
 
-#define FOLLOW_BEAT_MS  100
+#define FOLLOW_BEAT_MS 100
+/* at most one file per this many ms: a burst of events (the fleet's churn)
+ * is one file, not one per watch message, each a whole rewrite */
+#define FOLLOW_GAP_MS   5
 #define FOLLOW_DROP_MAX 4
 
 struct follow {
@@ -211,8 +214,8 @@ static int follow_loop(struct follow *f, struct ks_etcd *c)
 	struct ks_etcd_watch *w = NULL;
 	struct ks_etcd_event ev;
 	struct pollfd p;
-	int rc, t, fresh = 1, changed;
-	__u64 now;
+	int rc, t, fresh = 1, changed = 0;
+	__u64 now, last_pub = 0;
 
 	while (!ks_stop) {
 		if (!w &&
@@ -228,9 +231,10 @@ static int follow_loop(struct follow *f, struct ks_etcd *c)
 		t = ks_etcd_watch_timeout_ms(w);
 		if (t < 0 || t > FOLLOW_BEAT_MS)
 			t = FOLLOW_BEAT_MS;
+		if (changed && t > FOLLOW_GAP_MS)
+			t = FOLLOW_GAP_MS;
 		poll(&p, 1, t);
 		rc = ks_etcd_watch_run(w);
-		changed = 0;
 		while (rc > 0 && ks_etcd_watch_next(w, &ev) == 1) {
 			if (ks_etcd_mirror_apply(&f->m, &ev))
 				ks_err("out of memory: an event of %s lost",
@@ -243,8 +247,11 @@ static int follow_loop(struct follow *f, struct ks_etcd *c)
 			fresh = 0;
 		else if (rc < 0)
 			fresh = 0; /* the read's view stands only until then */
-		if (changed)
+		if (changed && now - last_pub >= FOLLOW_GAP_MS) {
 			publish(f);
+			last_pub = now;
+			changed = 0;
+		}
 		set_up(f, fresh || ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
 			ks_warn("watch of %s ended (%s): reading it again",
@@ -252,6 +259,7 @@ static int follow_loop(struct follow *f, struct ks_etcd *c)
 			ks_etcd_watch_stop(w);
 			w = NULL;
 			set_up(f, 0, now);
+			changed = 0;
 			if (read_all(f, c))
 				poll(NULL, 0, 1000);
 			else

@@ -79,6 +79,8 @@ struct keysteer {
 	/* the host follower's view file (fleet_file.c) instead of a watch */
 	struct ksc_vfile *vfile;
 	unsigned vfile_lag_ms; /* its heartbeat older: the view is down */
+	__s64 vfile_rev;       /* the snapshot the view has (thread's) */
+	__u64 vfile_pid;       /* ... and its writer */
 	struct ksc_wlog wlog;  /* the keys written (under lock) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
 };
@@ -127,6 +129,8 @@ int ksc_vfile_open(struct ksc_vfile **f, const char *path, const char *prefix,
 int ksc_vfile_fd(const struct ksc_vfile *f);
 const struct ks_view_snap *ksc_vfile_snap(const struct ksc_vfile *f);
 int ksc_vfile_poll(struct ksc_vfile *f);
+/* The snapshot read: its array freed and the mapping's pages given back. */
+void ksc_vfile_release(struct ksc_vfile *f);
 int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms,
 		    __u64 *at_ms);
 const char *ksc_vfile_why(const struct ksc_vfile *f);

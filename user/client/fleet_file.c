@@ -130,6 +130,12 @@ int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms,
 	return l.up && now_ms <= l.heartbeat_ms + lag_ms;
 }
 
+void ksc_vfile_release(struct ksc_vfile *f)
+{
+	ks_view_snap_free(&f->snap);
+	ks_view_map_drop_body(&f->map);
+}
+
 const char *ksc_vfile_why(const struct ksc_vfile *f)
 {
 	return f->why;
@@ -152,8 +158,8 @@ static void *file_main(void *arg)
 {
 	struct keysteer *ks = arg;
 	struct ksc_vfile *f = ks->vfile;
-	__s64 since = f->snap.revision;
-	__u64 pid = f->snap.pid, now, at, purged = 0;
+	__s64 since = ks->vfile_rev;
+	__u64 pid = ks->vfile_pid, now, at, purged = 0;
 	__u64 changes = ks->view.ring_changes;
 	char said[KSC_ERR_MAX] = "";
 	struct pollfd p[2];
@@ -182,6 +188,7 @@ static void *file_main(void *arg)
 			pthread_mutex_unlock(&ks->lock);
 			since = s->revision;
 			pid = s->pid;
+			ksc_vfile_release(f);
 		} else if (rc < 0 && strcmp(said, ksc_vfile_why(f))) {
 			/* a library has no log: stderr once per reason */
 			snprintf(said, sizeof(said), "%s", ksc_vfile_why(f));
@@ -235,6 +242,9 @@ int ksc_file_open(struct keysteer *ks, const char *path, int must)
 	pthread_mutex_lock(&ks->lock);
 	ret = ksc_view_load(&ks->view, s->kvs, s->n, s->revision, ksc_now_ms());
 	pthread_mutex_unlock(&ks->lock);
+	ks->vfile_rev = s->revision;
+	ks->vfile_pid = s->pid;
+	ksc_vfile_release(ks->vfile);
 	if (ret)
 		return ksc_err(ks, ret, "view_file=%s: %s", path, ks->view.why);
 	ret = ksc_fleet_thread_start(ks, file_main);

@@ -147,6 +147,9 @@ struct ks_view_map {
 int ks_view_file_map(const char *path, const char *prefix,
 		     struct ks_view_map *m, struct ks_view_snap *s, char *err,
 		     size_t errlen);
+/* The mapping's pages past the header given back (the snapshot has been
+ * read; the liveness words stay): kvs into it must not be used after. */
+void ks_view_map_drop_body(struct ks_view_map *m);
 /* 1 when path now names another file than m (or none), else 0. */
 int ks_view_file_changed(const char *path, const struct ks_view_map *m);
 void ks_view_map_close(struct ks_view_map *m);
