@@ -38,25 +38,44 @@ int ks_view_file_default(const char *cluster, char *buf, size_t len)
 }
 
 /*
- * A 64-bit sum, a word at a time (every handle of the host checks every
- * snapshot: a byte at a time cost 100 handles 40% of a core under the
- * fleet's churn). It must catch a torn, cut or damaged file, not an
- * adversary: a writer of the file can write any view it likes anyway.
+ * A 64-bit sum, four words at a time in four independent lanes (every
+ * handle of the host checks every snapshot: a byte at a time cost 100
+ * handles 40% of a core under the fleet's churn, and one serial lane was
+ * still the handles' top function in perf). It must catch a torn, cut or
+ * damaged file, not an adversary: a writer of the file can write any view
+ * it likes anyway.
  */
+#define SUM_MUL 0xff51afd7ed558ccdull
+
+static __u64 sum_mix(__u64 h, __u64 w)
+{
+	h = (h ^ w) * SUM_MUL;
+	return h ^ (h >> 29);
+}
+
 static __u64 sum64(const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	__u64 h = 0xcbf29ce484222325ull ^ n, w;
+	__u64 h[4] = { 0xcbf29ce484222325ull ^ n, 0x9e3779b97f4a7c15ull,
+		       0xc4ceb9fe1a85ec53ull, 0x27d4eb2f165667c5ull };
+	__u64 w[4];
+	unsigned i;
 
-	for (; n >= 8; b += 8, n -= 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 29;
+	for (; n >= 32; b += 32, n -= 32) {
+		memcpy(w, b, 32);
+		for (i = 0; i < 4; i++)
+			h[i] = sum_mix(h[i], w[i]);
 	}
-	w = 0;
-	memcpy(&w, b, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 32);
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(w, b, 8);
+		h[0] = sum_mix(h[0], w[0]);
+	}
+	w[0] = 0;
+	memcpy(w, b, n);
+	h[0] = sum_mix(h[0], w[0]);
+	for (i = 1; i < 4; i++)
+		h[0] = sum_mix(h[0], h[i]);
+	return h[0];
 }
 
 static size_t pad8(size_t n)
