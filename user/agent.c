@@ -20,6 +20,7 @@ static const struct {
 	{ "report", cmd_report }, { "trace", cmd_trace },
 	{ "ring", cmd_ring },     { "replay", cmd_replay },
 	{ "fleet", cmd_fleet },   { "pins", cmd_pins },
+	{ "follow", cmd_follow },
 };
 
 /* Drops every "--report" and returns whether there was one. */

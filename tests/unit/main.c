@@ -89,6 +89,7 @@ static const struct kt_group groups[] = {
 	{ "client_counter", test_client_counter },
 	{ "client_auth", test_client_auth },
 	{ "client_lease", test_client_lease },
+	{ "view_file", test_view_file },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

@@ -21,10 +21,11 @@ static const struct {
 	const char *name; /* as in 'agent help NAME' and the man page's .SS */
 	unsigned int mask;
 } cmds[] = {
-	{ "run", KS_CMD_RUN },     { "report", KS_CMD_REPORT },
-	{ "trace", KS_CMD_TRACE }, { "detach", KS_CMD_DETACH },
-	{ "ring", KS_CMD_RING },   { "replay", KS_CMD_REPLAY },
-	{ "fleet", KS_CMD_FLEET }, { "pins", KS_CMD_PINS },
+	{ "run", KS_CMD_RUN },       { "report", KS_CMD_REPORT },
+	{ "trace", KS_CMD_TRACE },   { "detach", KS_CMD_DETACH },
+	{ "ring", KS_CMD_RING },     { "replay", KS_CMD_REPLAY },
+	{ "fleet", KS_CMD_FLEET },   { "pins", KS_CMD_PINS },
+	{ "follow", KS_CMD_FOLLOW },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -33,6 +34,7 @@ static const unsigned int bits[] = {
 	KS_CMD_RUN,         KS_CMD_REPORT,    KS_CMD_TRACE,    KS_CMD_DETACH,
 	KS_CMD_RING_LOOKUP, KS_CMD_RING_DIFF, KS_CMD_REPLAY,   KS_CMD_RING_GET,
 	KS_CMD_RING_SET,    KS_CMD_FLEET,     KS_CMD_PINS_GET, KS_CMD_PINS_SET,
+	KS_CMD_FOLLOW,
 };
 
 /* Appends to a message buffer, for one CHECK naming every difference. */

@@ -1158,6 +1158,110 @@ static void test_ring_spec(void)
 	kt_end();
 }
 
+/* A document of a snapshot (ksc_view_load, ksc_view_replay). */
+static struct ks_etcd_kv doc_kv(const char *key, const char *val, __s64 rev)
+{
+	return (struct ks_etcd_kv){ .key = (char *)key,
+				    .value = (char *)val,
+				    .key_len = strlen(key),
+				    .value_len = strlen(val),
+				    .mod_revision = rev };
+}
+
+/* A host follower's snapshots into a view (docs/client.md, "One view per
+ * host"): only what is newer than the last one is put, hot entries it
+ * lacks are gone, the rest is left alone. */
+static void test_view_replay(void)
+{
+	const char *o = "198.18.2.11:11211", *r1 = "198.18.2.101:11211";
+	char ka[80], kb[80], *ring = ring_doc(SHARDS),
+			     *host = host_doc(o, r1, NULL);
+	char *a1 = hot_doc("a:1", o, KS_HDS_ARMED, r1, NULL, 16);
+	char *a2 = hot_doc_at("a:1", o, KS_HDS_DIRTY, NULL, NULL, 16, 2, 0);
+	char *b1 = hot_doc("b:1", o, KS_HDS_COUNTING, NULL, NULL, 16);
+	struct ks_etcd_kv s1[4], s2[3];
+	struct ksc_hot *e;
+	struct ksc_view v;
+	__u64 refused, changes;
+
+	kt_begin("client_view_replay_newer_only_gone_swept");
+	hot_key("a:1", ka, sizeof(ka));
+	hot_key("b:1", kb, sizeof(kb));
+	ksc_view_init(&v, "t");
+	s1[0] = doc_kv(PFX "ring", ring ? ring : "", 2);
+	s1[1] = doc_kv(PFX "hosts/198.18.2.11:11211", host ? host : "", 3);
+	s1[2] = doc_kv(ka, a1 ? a1 : "", 7);
+	s1[3] = doc_kv(kb, b1 ? b1 : "", 8);
+	CHECK_EQ(ksc_view_load(&v, s1, 4, 8, 1000), 0);
+	CHECK(v.have_ring && v.hlive == 2, "first snapshot: ring %d, %zu live",
+	      v.have_ring, v.hlive);
+	refused = v.refused;
+	changes = v.ring_changes;
+	/* the next: the ring and hosts/ as they were (a value that would be
+	 * refused if it were read again proves it is not), a:1 newer, b:1
+	 * gone */
+	s2[0] = doc_kv(PFX "ring", "not a ring", 2);
+	s2[1] = doc_kv(PFX "hosts/198.18.2.11:11211", "not a host", 3);
+	s2[2] = doc_kv(ka, a2 ? a2 : "", 9);
+	CHECK_EQ(ksc_view_replay(&v, s2, 3, 8, 10, 2000), 0);
+	CHECK(v.refused == refused && v.ring_changes == changes,
+	      "older documents read again: refused %llu -> %llu",
+	      (unsigned long long)refused, (unsigned long long)v.refused);
+	e = ksc_view_hot(&v, ksc_key_hash("a:1", 3));
+	CHECK(e && e->live && e->state == KS_HDS_DIRTY && e->mod_rev == 9,
+	      "a:1 not the newer version");
+	e = ksc_view_hot(&v, ksc_key_hash("b:1", 3));
+	CHECK(e && !e->live && e->gone_ms == 2000, "b:1 not gone");
+	CHECK(v.hlive == 1 && v.revision == 10, "live %zu, revision %lld",
+	      v.hlive, (long long)v.revision);
+	/* the same snapshot replayed whole (another follower's): the bad
+	 * ring is read, refused, and the ring kept */
+	CHECK_EQ(ksc_view_replay(&v, s2, 3, 0, 10, 3000), 0);
+	CHECK(v.refused > refused && v.have_ring, "a whole replay not whole");
+	ksc_view_free(&v);
+	free(ring);
+	free(host);
+	free(a1);
+	free(a2);
+	free(b1);
+	kt_end();
+}
+
+/* view_file= and what it goes with (api.c), before any I/O. */
+static void test_view_file_spec(void)
+{
+	static const struct {
+		const char *spec, *want;
+		int rc;
+	} cases[] = {
+		{ "view_file=none cluster=t", "view_file=none goes with etcd",
+		  -EINVAL },
+		{ "view_file=/x servers=127.0.0.1:1",
+		  "not with servers=", -EINVAL },
+		{ "view_file_lag_ms=5 servers=127.0.0.1:1",
+		  "goes with view_file=", -EINVAL },
+		{ "view_file=/x view_delay_ms=5 cluster=t",
+		  "not view_file=", -EINVAL },
+		{ "view_file=/nonexistent/ks.view cluster=t",
+		  "/nonexistent/ks.view", -ENOENT },
+	};
+	struct keysteer *ks = NULL;
+	size_t i;
+	int rc;
+
+	kt_begin("client_spec_view_file_words");
+	setenv(KS_TEST_SWITCHES_ENV, "1", 1); /* view_delay_ms= gated */
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rc = keysteer_open(&ks, cases[i].spec);
+		CHECK(rc == cases[i].rc &&
+			      strstr(keysteer_errmsg(ks), cases[i].want),
+		      "%s: %d '%s'", cases[i].spec, rc, keysteer_errmsg(ks));
+		keysteer_close(ks);
+	}
+	unsetenv(KS_TEST_SWITCHES_ENV);
+	kt_end();
+}
+
 void test_client(void)
 {
 	test_spec_test_words();
@@ -1173,4 +1277,6 @@ void test_client(void)
 	test_routing_whole();
 	test_ring_change();
 	test_ring_spec();
+	test_view_replay();
+	test_view_file_spec();
 }

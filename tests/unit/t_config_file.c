@@ -394,7 +394,8 @@ static void test_only_switches(void)
 	for (k = 0; k < ks_cli_nopts; k++) {
 		const struct ks_cli_opt *o = &ks_cli_opts[k];
 
-		if (!(o->flags & KS_OPT_TEST))
+		/* run's; follow's --view-drop is gated by its own parser */
+		if (!(o->flags & KS_OPT_TEST) || !(o->cmds & KS_CMD_RUN))
 			continue;
 		n++;
 		CHECK(o->flags & KS_OPT_HIDE, "--%s is shown", o->name);

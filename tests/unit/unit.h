@@ -46,6 +46,7 @@ void test_client_l1(void); /* part of group client */
 void test_client_counter(void);
 void test_client_auth(void);
 void test_client_lease(void);
+void test_view_file(void);
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -14,6 +14,7 @@
 #include "core/etcd_codec.h"
 #include "core/fleet_view.h"
 #include "core/ring_doc.h"
+#include "core/view_file.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
 #include "agent/run_purge.h"
@@ -140,8 +141,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "verbose", 'v', NO, NULL, KS_CMD_RUN, RUN_CONF | KS_OPT_SHORT,
 	  KS_GRP_OPTIONS,
 	  "a status line per interval and libbpf's debug output" },
-	{ "verbose", 'v', NO, NULL, V_OTHERS, KS_OPT_SHORT, KS_GRP_OPTIONS,
-	  "libbpf's debug output" },
+	{ "verbose", 'v', NO, NULL, V_OTHERS | KS_CMD_FOLLOW, KS_OPT_SHORT,
+	  KS_GRP_OPTIONS, "libbpf's debug output" },
 	{ "log-keys", 'Y', NO, NULL, KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
 	  "show key bytes in those lines (default: hashes; keys\n"
 	  "may be user data)" },
@@ -529,9 +530,21 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_ETCD, "on (default) or off" },
 
+	/* ---- follow: the host follower (docs/client.md) ---- */
+	{ "view-file", KS_OPTV_VIEW_FILE, REQ, "PATH", KS_CMD_FOLLOW, 0,
+	  KS_GRP_OPTIONS,
+	  "the view file the host's libkeysteer handles map\n"
+	  "(default " KS_VIEW_FILE_DIR "/CLUSTER.view, which handles\n"
+	  "with etcd= look for)" },
+	/* test-only: documents under these (hot/,hosts/) left out of the
+	 * file, a follower that skips events (the freshness control) */
+	{ "view-drop", KS_OPTV_VIEW_DROP, REQ, "P,...", KS_CMD_FOLLOW,
+	  KS_OPT_TEST | KS_OPT_HIDE, KS_GRP_OPTIONS, "test-only" },
+
 	/* every command; the man page has it under 'help, --version' */
 	{ "help", 'h', NO, NULL,
-	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING | KS_CMD_FLEET | KS_CMD_PINS,
+	  KS_CMD_RUN | V_OTHERS | KS_CMD_RING | KS_CMD_FLEET | KS_CMD_PINS |
+		  KS_CMD_FOLLOW,
 	  KS_OPT_SHORT | KS_OPT_HIDE, KS_GRP_OPTIONS, "this text" },
 };
 

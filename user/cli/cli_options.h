@@ -35,13 +35,14 @@
 #define KS_CMD_PINS_GET    (1u << 10)
 #define KS_CMD_PINS_SET    (1u << 11)
 #define KS_CMD_PINS        (KS_CMD_PINS_GET | KS_CMD_PINS_SET)
+#define KS_CMD_FOLLOW      (1u << 12)
 #define KS_CMD_RING                                                            \
 	(KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_GET |             \
 	 KS_CMD_RING_SET)
 /* the commands that talk to etcd */
 #define KS_CMD_ETCD                                                            \
 	(KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET | KS_CMD_FLEET |       \
-	 KS_CMD_PINS)
+	 KS_CMD_PINS | KS_CMD_FOLLOW)
 
 /* ks_cli_opt.flags */
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */
@@ -75,6 +76,8 @@ enum ks_opt_group {
 #define KS_OPTV_IF_REVISION   0x1018
 #define KS_OPTV_FORCE         0x1019
 #define KS_OPTV_ETCD_TIMEOUT  0x101a
+#define KS_OPTV_VIEW_FILE     0x101b
+#define KS_OPTV_VIEW_DROP     0x101c
 #define KS_OPTV_HOT_EVENTS    0x1030
 #define KS_OPTV_HASH_ONLY     0x1031
 #define KS_OPTV_COPY_PROTOCOL 0x1032

@@ -23,6 +23,7 @@ int cmd_ring(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 int cmd_pins(int argc, char **argv);
+int cmd_follow(int argc, char **argv);
 
 /* Help texts (USAGE and EXAMPLES) of the whole tool and each command. */
 void ks_help_main(FILE *f);
@@ -34,6 +35,7 @@ void ks_help_ring(FILE *f);
 void ks_help_replay(FILE *f);
 void ks_help_fleet(FILE *f);
 void ks_help_pins(FILE *f);
+void ks_help_follow(FILE *f);
 /* Help by command name; 0 if the name is a command. */
 int ks_help_for(const char *cmd, FILE *f);
 

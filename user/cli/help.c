@@ -34,6 +34,8 @@ void ks_help_main(FILE *f)
 		"  agent replay [--sample N] [--json] [ring options] FILE.pcap|.pcapng\n"
 		"  agent fleet  --etcd URL,... [--cluster NAME] [--json]  (every agent in etcd)\n"
 		"  agent pins   get|set --etcd URL,... ...  (the fleet's pin rules in etcd)\n"
+		"  agent follow --etcd URL,... [--cluster NAME] [--view-file PATH]\n"
+		"               (one view of the fleet for every client of this host)\n"
 		"  agent help [COMMAND] | agent COMMAND --help | agent --version\n"
 		"\n"
 		"EXAMPLES\n"
@@ -303,6 +305,36 @@ void ks_help_pins(FILE *f)
 	ks_cli_help(f, KS_CMD_PINS, KS_GRP_ETCD);
 }
 
+void ks_help_follow(FILE *f)
+{
+	fputs("USAGE\n"
+	      "  agent follow --etcd URL,... [--cluster NAME] [--view-file PATH] [-v]\n"
+	      "               [etcd options]\n"
+	      "\n"
+	      "The host follower: one watch of the documents libkeysteer handles\n"
+	      "follow (/keysteer/NAME/), published after every change as a view file\n"
+	      "that every handle on this host maps read-only (view_file=PATH, or the\n"
+	      "default path, which handles with etcd= take when it is fresh) instead\n"
+	      "of watching etcd itself. A new view is a new file renamed over the\n"
+	      "path; the follower beats a heartbeat in it every 100 ms. Dead, stopped\n"
+	      "or cut off from etcd, its view goes stale and handles read owners only\n"
+	      "after their stale_view_ms. Runs until SIGINT or SIGTERM; needs no root\n"
+	      "but write access to the file's folder. docs/client.md, \"One view per\n"
+	      "host\"; docs/operations.md has a systemd unit.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  agent follow --etcd http://10.0.0.9:2379 --cluster web\n"
+	      "  agent follow --etcd http://10.0.0.9:2379 --cluster web --view-file /run/ks/web.view\n"
+	      "\n"
+	      "OPTIONS\n",
+	      f);
+	ks_cli_help(f, KS_CMD_FOLLOW, KS_GRP_OPTIONS);
+	fputs("\n"
+	      "ETCD\n",
+	      f);
+	ks_cli_help(f, KS_CMD_FOLLOW, KS_GRP_ETCD);
+}
+
 void ks_help_replay(FILE *f)
 {
 	fputs("USAGE\n"
@@ -359,7 +391,7 @@ int ks_help_for(const char *cmd, FILE *f)
 		{ "report", ks_help_report }, { "trace", ks_help_trace },
 		{ "ring", ks_help_ring },     { "help", ks_help_main },
 		{ "replay", ks_help_replay }, { "fleet", ks_help_fleet },
-		{ "pins", ks_help_pins },
+		{ "pins", ks_help_pins },     { "follow", ks_help_follow },
 	};
 	size_t i;
 

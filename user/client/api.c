@@ -5,6 +5,7 @@
  * then the invalidation of every replica that may hold a copy.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "core/hot_doc.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
+#include "core/view_file.h"
 #include "net/etcd.h"
 #include "util/clock.h"
 #include "util/test_switches.h"
@@ -40,6 +42,8 @@ int ksc_err(struct keysteer *ks, int err, const char *fmt, ...)
 
 struct spec {
 	char *etcd, *cluster, *servers, *dist, *replicas, *routing;
+	char *view_file; /* the host follower's file, or "none" */
+	int view_none;   /* view_file=none: etcd, even with a default file */
 	/* etcd's user and TLS files (net/etcd.h); the password only ever
 	 * from a file, read by keysteer_open */
 	char *etcd_user, *etcd_pw_file, *etcd_ca, *etcd_cert, *etcd_key;
@@ -141,6 +145,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
+	} else if (!strcmp(w, "view_file")) {
+		sp->view_file = eq + 1;
+	} else if (!strcmp(w, "view_file_lag_ms")) {
+		if (!(ret = num_opt(ks, w, val, 1, 3600000, &n)))
+			ks->vfile_lag_ms = (unsigned)n;
 	} else if (!strcmp(w, "routing")) {
 		sp->routing = eq + 1;
 	} else if (!strcmp(w, "routing_poll_ms")) {
@@ -216,7 +225,7 @@ static int l1_spec(struct keysteer *ks, const struct spec *sp)
 				       "with l1_keys=N (the L1 is off)");
 		return 0;
 	}
-	if (!sp->etcd)
+	if (!sp->etcd && !sp->view_file)
 		return ksc_err(ks, -EINVAL,
 			       "l1_keys= needs etcd=URL: its entries are "
 			       "dropped on etcd's dirty events (routing "
@@ -346,6 +355,82 @@ static int fleet_spec_open(struct keysteer *ks, struct spec *sp)
 	return ret;
 }
 
+/* view_file= with what it goes with; "none" taken as not given. */
+static int view_file_spec(struct keysteer *ks, struct spec *sp)
+{
+	if (sp->view_file && !strcmp(sp->view_file, "none")) {
+		if (!sp->etcd)
+			return ksc_err(ks, -EINVAL,
+				       "view_file=none goes with etcd=URL");
+		sp->view_file = NULL;
+		sp->view_none = 1;
+		return 0;
+	}
+	if (sp->view_file && (sp->servers || sp->routing))
+		return ksc_err(ks, -EINVAL,
+			       "view_file= is the fleet's view: it goes with "
+			       "cluster=, not with servers= or routing=");
+	if (sp->view_file && ks->view_delay_ms)
+		return ksc_err(ks, -EINVAL,
+			       "view_delay_ms= goes with a view followed from "
+			       "etcd, not view_file=");
+	if (ks->vfile_lag_ms && !sp->view_file && !sp->etcd)
+		return ksc_err(ks, -EINVAL,
+			       "view_file_lag_ms= goes with view_file=PATH");
+	return 0;
+}
+
+/*
+ * The view from the host follower's file (docs/client.md, "One view per
+ * host"): view_file=PATH, or the default path when the spec says etcd=
+ * and a follower keeps that file fresh; else from etcd, as a handle of
+ * its own.
+ */
+static int file_share_open(struct keysteer *ks, const struct spec *sp,
+			   const char *path, int must)
+{
+	char *key = NULL;
+	int fresh, ret;
+
+	/* handles on one file with one lag bound share its follower (the
+	 * bound says when the view is down, so it is the follower's) */
+	if (!ks->own_view &&
+	    asprintf(&key, "view_file=%s\nlag=%u", path, ks->vfile_lag_ms) < 0)
+		return ksc_err(ks, -ENOMEM, "out of memory");
+	ret = ksc_share_get(ks, key,
+			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
+			    &fresh);
+	free(key);
+	if (ret)
+		return ret;
+	ret = ksc_file_open(ks, path, must, fresh);
+	if (fresh)
+		ksc_share_ready(ks, !ret);
+	/* the default file passed over: off its follower, for etcd's */
+	if (ret && !must) {
+		ksc_share_put(ks);
+		ks->err[0] = '\0';
+	}
+	return ret;
+}
+
+static int fleet_or_file_open(struct keysteer *ks, struct spec *sp)
+{
+	char path[PATH_MAX];
+
+	if (!ks->vfile_lag_ms)
+		ks->vfile_lag_ms = KSC_VFILE_LAG_MS;
+	if (sp->view_file)
+		return file_share_open(ks, sp, sp->view_file, 1);
+	if (!sp->view_none && !ks->view_skip_hot && !ks->view_delay_ms &&
+	    !ks_view_file_default(sp->cluster ? sp->cluster
+					      : KS_CLUSTER_DEFAULT,
+				  path, sizeof(path)) &&
+	    !file_share_open(ks, sp, path, 0))
+		return 0;
+	return fleet_spec_open(ks, sp);
+}
+
 static int open_spec(struct keysteer *ks, char *buf)
 {
 	struct spec sp = { 0 };
@@ -359,9 +444,12 @@ static int open_spec(struct keysteer *ks, char *buf)
 	/* a library has no log of its own: stderr, as the agent's */
 	if (ks_test_switches_warning(&sp.ts, warn, sizeof(warn)))
 		fprintf(stderr, "libkeysteer: warning: %s\n", warn);
-	if (!!sp.etcd + !!sp.servers != 1)
+	if ((ret = view_file_spec(ks, &sp)))
+		return ret;
+	if (!!(sp.etcd || sp.view_file) + !!sp.servers != 1)
 		return ksc_err(ks, -EINVAL,
-			       "give one of etcd=URL,... and servers=H:P,...");
+			       "give one of etcd=URL,... (or view_file=PATH) "
+			       "and servers=H:P,...");
 	if (sp.etcd && (sp.dist || sp.replicas))
 		return ksc_err(ks, -EINVAL,
 			       "distribution= and replicas= go with servers=; "
@@ -376,14 +464,16 @@ static int open_spec(struct keysteer *ks, char *buf)
 			       "routing=URL");
 	if ((ret = etcd_auth_spec(ks, &sp)) || (ret = l1_spec(ks, &sp)))
 		return ret;
-	if (ks->own_view && !sp.etcd)
+	if (ks->own_view && !sp.etcd && !sp.view_file)
 		return ksc_err(ks, -EINVAL,
-			       "view=own goes with etcd=URL (a servers= "
-			       "handle's view is its own)");
-	if (ks->view_skip_hot && !sp.etcd)
-		return ksc_err(ks, -EINVAL, "view_skip= goes with etcd=URL");
-	if (sp.etcd)
-		return fleet_spec_open(ks, &sp);
+			       "view=own goes with etcd=URL or view_file= (a "
+			       "servers= handle's view is its own)");
+	if (ks->view_skip_hot && (!sp.etcd || sp.view_file))
+		return ksc_err(ks, -EINVAL,
+			       "view_skip= goes with etcd=URL (a view "
+			       "followed from etcd, not view_file=)");
+	if (sp.etcd || sp.view_file)
+		return fleet_or_file_open(ks, &sp);
 	/* a static ring and routing documents: a view of the handle's own
 	 * (docs/client.md says why they are not shared) */
 	if ((ret = ksc_share_get(ks, NULL,

@@ -70,6 +70,12 @@ struct ksc_follower {
 	unsigned view_delay_ms;
 	int skip_hot;
 	__u64 skipped; /* atomic */
+	/* or the host follower's view file instead of a watch
+	 * (fleet_file.c): the snapshot in the view, and its writer */
+	struct ksc_vfile *vfile;
+	unsigned vfile_lag_ms; /* its heartbeat older: the view is down */
+	__s64 vfile_rev;
+	__u64 vfile_pid;
 	/* the handles that use it (the catch-up runs for each) */
 	pthread_mutex_t hlock;
 	struct keysteer **h;
@@ -119,6 +125,7 @@ struct keysteer {
 				 * take a stale owner item as a hit */
 	unsigned view_delay_ms; /* a test's lagging view: events held back */
 	int view_skip_hot;      /* a test's follower that drops hot/ events */
+	unsigned vfile_lag_ms;  /* view_file_lag_ms= (its follower's key) */
 	pthread_mutex_t wlog_lock;
 	struct ksc_wlog wlog; /* the keys written (wlog_lock, fo->lock read) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
@@ -172,6 +179,18 @@ int ksc_fleet_thread_start(struct keysteer *ks, void *(*main)(void *),
 			   void *arg);
 /* Waits up to wait_ms for the follower's stop: 1 when it came. */
 int ksc_fleet_stopping(struct ksc_follower *f, int wait_ms);
+/* An open on a follower that runs: its thread reads for it (the whole
+ * prefix, or the newest view file) before this returns. 0, or an error
+ * with ks->err. */
+int ksc_fleet_join(struct keysteer *ks);
+/* The follower's side of that: the newest open's ticket (the wake
+ * drained), and the answer to every open up to a ticket (err 0: the read
+ * is in the view; else why). */
+__u64 ksc_fleet_read_wanted(struct ksc_follower *f);
+void ksc_fleet_read_answer(struct ksc_follower *f, __u64 ticket, int err,
+			   const char *why);
+/* After a ring change in the view: each handle's own catch-up. */
+void ksc_fleet_catchup_all(struct ksc_follower *f);
 
 /* share.c: the handle's follower: an existing one of the same key (the
  * process's list), or a new one with key (NULL: the handle's own, never
@@ -194,6 +213,28 @@ unsigned ksc_share_handles(struct ksc_follower *f);
 int ksc_routing_open(struct keysteer *ks, const char *urls);
 /* After the poll thread stopped: the URLs and the curl handle freed. */
 void ksc_routing_close(struct keysteer *ks);
+/* fleet_file.c: the follower's view from a host follower's file at path
+ * (must: a file the spec named; else the default path, taken only when
+ * fresh, -ENOENT or -ESTALE when not), and its thread; fresh as
+ * ksc_share_get says (0: the follower runs, a join). */
+int ksc_file_open(struct keysteer *ks, const char *path, int must, int fresh);
+#define KSC_VFILE_LAG_MS 2000 /* view_file_lag_ms= by default */
+/* The source alone (narrow: a process's shared follower can take it):
+ * open, the newest snapshot, the poll (1: a new one, 0: none, < 0: the
+ * path's new file refused, ksc_vfile_why), and the follower's liveness. */
+struct ksc_vfile;
+struct ks_view_snap;
+int ksc_vfile_open(struct ksc_vfile **f, const char *path, const char *prefix,
+		   char *err, size_t errlen);
+int ksc_vfile_fd(const struct ksc_vfile *f);
+const struct ks_view_snap *ksc_vfile_snap(const struct ksc_vfile *f);
+int ksc_vfile_poll(struct ksc_vfile *f);
+/* The snapshot read: its array freed and the mapping's pages given back. */
+void ksc_vfile_release(struct ksc_vfile *f);
+int ksc_vfile_fresh(const struct ksc_vfile *f, __u64 now_ms, unsigned lag_ms,
+		    __u64 *at_ms);
+const char *ksc_vfile_why(const struct ksc_vfile *f);
+void ksc_vfile_close(struct ksc_vfile *f);
 /* Whether reads go to owners only: etcd away longer than stale_view_ms. */
 int ksc_fleet_owners_only(struct keysteer *ks, __u64 now_ms);
 

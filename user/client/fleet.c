@@ -225,31 +225,49 @@ static void catchup_one(struct keysteer *ks)
 		ksc_ring_catchup(ks);
 }
 
-/* The opens waiting for a read: one read for all that asked before it. */
-static void serve_reads(struct ksc_follower *f, int64_t *next, int watching)
+void ksc_fleet_catchup_all(struct ksc_follower *f)
 {
-	char why[KSC_ERR_MAX] = "";
+	ksc_share_each(f, catchup_one);
+}
+
+__u64 ksc_fleet_read_wanted(struct ksc_follower *f)
+{
 	__u64 ticket, drain;
-	int64_t rev;
-	int err;
 	ssize_t r = read(f->wake_fd, &drain, sizeof(drain));
 
 	(void)r; /* nonblocking: empty when a read served it already */
 	pthread_mutex_lock(&f->olock);
 	ticket = f->read_want;
 	pthread_mutex_unlock(&f->olock);
+	return ticket;
+}
+
+void ksc_fleet_read_answer(struct ksc_follower *f, __u64 ticket, int err,
+			   const char *why)
+{
+	pthread_mutex_lock(&f->olock);
+	f->read_done = ticket;
+	f->read_err = err;
+	snprintf(f->read_why, sizeof(f->read_why), "%s", why);
+	pthread_cond_broadcast(&f->ocond);
+	pthread_mutex_unlock(&f->olock);
+}
+
+/* The opens waiting for a read: one read for all that asked before it. */
+static void serve_reads(struct ksc_follower *f, int64_t *next, int watching)
+{
+	char why[KSC_ERR_MAX] = "";
+	__u64 ticket = ksc_fleet_read_wanted(f);
+	int64_t rev;
+	int err;
+
 	if (ticket == f->read_done)
 		return;
 	err = read_all(f, &rev, why);
 	/* without a watch, the next starts after the read */
 	if (!err && !watching)
 		*next = rev + 1;
-	pthread_mutex_lock(&f->olock);
-	f->read_done = ticket;
-	f->read_err = err;
-	memcpy(f->read_why, why, sizeof(why));
-	pthread_cond_broadcast(&f->ocond);
-	pthread_mutex_unlock(&f->olock);
+	ksc_fleet_read_answer(f, ticket, err, why);
 }
 
 static void *watch_main(void *arg)
@@ -302,7 +320,7 @@ static void *watch_main(void *arg)
 		if (__atomic_load_n(&f->view.ring_changes, __ATOMIC_RELAXED) !=
 		    changes) {
 			changes = f->view.ring_changes;
-			ksc_share_each(f, catchup_one);
+			ksc_fleet_catchup_all(f);
 		}
 		ksc_fleet_mark_up(f, ks_etcd_watch_created(w), now);
 		if (rc == -ERANGE || rc == -EACCES || rc == -EPERM) {
@@ -329,18 +347,12 @@ static void *watch_main(void *arg)
 	ks_etcd_watch_stop(w);
 	delay_free(&dq);
 	/* an open still waiting gets its answer: the follower is going */
-	pthread_mutex_lock(&f->olock);
-	f->read_done = f->read_want;
-	f->read_err = -ESHUTDOWN;
-	snprintf(f->read_why, sizeof(f->read_why),
-		 "the view's follower stopped");
-	pthread_cond_broadcast(&f->ocond);
-	pthread_mutex_unlock(&f->olock);
+	ksc_fleet_read_answer(f, ksc_fleet_read_wanted(f), -ESHUTDOWN,
+			      "the view's follower stopped");
 	return NULL;
 }
 
-/* An open on a follower that runs: the thread reads for it. */
-static int join_read(struct keysteer *ks)
+int ksc_fleet_join(struct keysteer *ks)
 {
 	struct ksc_follower *f = ks->fo;
 	/* the thread's read is bounded by its client's timeout per
@@ -370,7 +382,7 @@ static int join_read(struct keysteer *ks)
 				  : 0;
 	else
 		ret = ksc_err(ks, -ETIMEDOUT,
-			      "etcd: the view's follower did not read %s "
+			      "the view's follower did not read %s "
 			      "within %d ms",
 			      f->view.prefix, wait_ms);
 	pthread_mutex_unlock(&f->olock);
@@ -388,7 +400,7 @@ int ksc_fleet_open(struct keysteer *ks, const struct ks_etcd_opts *opts,
 
 	ks->follows = 1;
 	if (!fresh)
-		return join_read(ks);
+		return ksc_fleet_join(ks);
 	o.timeout_ms = ks->etcd_timeout_ms;
 	ret = ks_etcd_open(&f->etcd, &o, err, sizeof(err));
 	if (ret)
@@ -439,4 +451,6 @@ void ksc_follower_stop(struct ksc_follower *f)
 	f->stop_fd = f->wake_fd = -1;
 	ks_etcd_close(f->etcd);
 	f->etcd = NULL;
+	ksc_vfile_close(f->vfile);
+	f->vfile = NULL;
 }

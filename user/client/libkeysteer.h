@@ -47,6 +47,12 @@ struct keysteer;
  *                       --etcd; the ring, hosts/ and hot/ under
  *                       /keysteer/CLUSTER/ are read, then watched
  *   cluster=NAME        the fleet's --cluster (default "default")
+ *   view_file=PATH      the view from the host follower's file ('agent
+ *                       follow') instead of etcd (etcd= not needed);
+ *                       without it, etcd= takes /run/keysteer/CLUSTER.view
+ *                       while a follower keeps it fresh; none: never
+ *   view_file_lag_ms=N  the follower's heartbeat older: the view is down
+ *                       (default 2000; owners only stale_view_ms after)
  *   etcd_user=NAME      etcd auth, with etcd_password_file=PATH: the
  *                       password on its first line, read at open (never a
  *                       spec word: etcd_password= is refused)

@@ -10,6 +10,7 @@
 #include "core/hot_doc.h"
 #include "core/ring_doc.h"
 #include "core/steer_sched.h"
+#include "core/view_file.h"
 
 static int why(struct ksc_view *v, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -32,9 +33,11 @@ int ksc_view_init(struct ksc_view *v, const char *cluster)
 	int n;
 
 	memset(v, 0, sizeof(*v));
-	if (ks_cluster_check(cluster, err, sizeof(err)))
+	/* the range the host follower publishes too (core/view_file.h) */
+	n = ks_view_range(cluster, v->prefix, sizeof(v->prefix), err,
+			  sizeof(err));
+	if (n < 0)
 		return why(v, -EINVAL, "cluster=%s: %s", cluster, err);
-	n = snprintf(v->prefix, sizeof(v->prefix), KS_ETCD_ROOT "%s/", cluster);
 	v->plen = (size_t)n;
 	return 0;
 }
@@ -637,6 +640,39 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 				 kvs[i].value_len, kvs[i].mod_revision);
 		if (r == -ENOMEM)
 			ret = r;
+	}
+	ksc_view_hot_sweep(v, now_ms);
+	if (rev > v->revision)
+		v->revision = rev;
+	return ret;
+}
+
+int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
+		    __s64 since, __s64 rev, __u64 now_ms)
+{
+	char rest[KSC_ADDR_MAX + 8];
+	struct ksc_hot *e;
+	uint64_t hash;
+	size_t i;
+	int ret = 0, r;
+
+	v->clock_ms = now_ms;
+	ksc_view_hot_mark(v);
+	for (i = 0; i < n; i++) {
+		if (kvs[i].mod_revision > since) {
+			r = ksc_view_put(v, kvs[i].key, kvs[i].key_len,
+					 kvs[i].value, kvs[i].value_len,
+					 kvs[i].mod_revision);
+			if (r == -ENOMEM)
+				ret = r;
+			continue;
+		}
+		/* applied before: still there, so not gone */
+		if (classify(v, kvs[i].key, kvs[i].key_len, rest,
+			     sizeof(rest)) == K_HOT &&
+		    !ks_fleet_hash_parse(rest, &hash) &&
+		    (e = ksc_view_hot(v, hash)))
+			e->mark = 0;
 	}
 	ksc_view_hot_sweep(v, now_ms);
 	if (rev > v->revision)

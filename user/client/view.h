@@ -143,6 +143,15 @@ int ksc_view_event(struct ksc_view *v, const struct ks_etcd_event *ev,
 int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 		  __s64 rev, __u64 now_ms);
 
+/*
+ * A whole read at rev of which the view already applied everything up to
+ * since (a host follower's snapshot after the one before, core/
+ * view_file.h): the documents newer than since put, the live hot entries
+ * it lacks deleted, the others left as they are (a ring not built again).
+ */
+int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
+		    __s64 since, __s64 rev, __u64 now_ms);
+
 /* A hot entry as a source gives it, names made server ids. */
 struct ksc_hot_in {
 	__u64 hash, write_seq;
