@@ -73,6 +73,7 @@ if [ ! -x "$AGENT" ] || [ ! -e "$LIB" ]; then
 	exit 1
 fi
 
+MANY=$E2E_ROOT/${OUT:-build}/tests/ks_client_many
 hv() { ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" PYTHONPATH="$E2E_ROOT/user/client/python" "$PY" "$HV" "$@"; }
 hv_bg() { ks_in_ns_bg "$CNS" env KEYSTEER_LIB="$LIB" PYTHONPATH="$E2E_ROOT/user/client/python" "$PY" "$HV" "$@"; }
 now() { date +%s.%N; }
@@ -188,6 +189,24 @@ if [ $ok = 1 ]; then
 	pass client_hostview_hot_changes_seen
 else
 	fail client_hostview_hot_changes_seen "$WAIT_WHY"
+fi
+
+# handles of one process on the file share one follower (one thread, no
+# watch at etcd); the control, view=own, has a follower a handle
+many() {
+	ks_in_ns "$CNS" timeout 120 "$MANY" many "$FILE_SPEC $2" "$3" "$URL/metrics" 0 \
+		>"$E2E_TMP/$1.json" 2>"$E2E_TMP/$1.err"
+}
+many_is() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(eval(sys.argv[2])))' "$E2E_TMP/$1.json" "$2" 2>/dev/null; }
+many_says() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%d handles, view shared by %d, threads %d -> %d, etcd watchers %d -> %d, %.1f kB a handle" % (d["handles"], d["view_handles"], d["threads_before"], d["threads_after"], d["watchers_before"], d["watchers_after"], d["rss_per_handle_kb"]))' "$E2E_TMP/$1.json" 2>/dev/null || head -c 300 "$E2E_TMP/$1.err"; }
+many file_shared "" 20
+many file_own view=own 20
+note "on the file: $(many_says file_shared); control view=own: $(many_says file_own)"
+if [ "$(many_is file_shared "d['view_handles'] == 20 and d['gets'] == 20 and d['threads_after'] - d['threads_before'] == 1 and d['watchers_after'] == d['watchers_before']")" = 1 ] &&
+	[ "$(many_is file_own "d['view_handles'] == 1 and d['threads_after'] - d['threads_before'] == 20")" = 1 ]; then
+	pass client_hostview_one_follower_per_process
+else
+	fail client_hostview_one_follower_per_process "$(many_says file_shared); control: $(many_says file_own)"
 fi
 
 if hv latency "$URL" "$CLUSTER" 40 "$FILE_SPEC" "$ETCD_SPEC" >"$E2E_TMP/latency.json" 2>&1 &&
