@@ -88,6 +88,13 @@ def events(url, prefix, r0, r1, timeout):
     out = []
     if r1 <= r0:
         return out
+    # r1 is the store's revision, and the last write up to it may be
+    # outside the prefix (a load document): a put of an end mark under it,
+    # after r1, is the event that says the watch has delivered all of
+    # (r0, r1] (no agent or client reads the key)
+    json.load(post(url + "/v3/kv/put",
+                   {"key": b64(prefix + "ks-pub-news-end"),
+                    "value": b64("1")}, 10))
     body = {"create_request": {"key": b64(prefix),
                                "range_end": prefix_end(prefix),
                                "start_revision": str(r0 + 1)}}

@@ -23,8 +23,20 @@
 #    times and the client range sees no event of agent 0 at all. Control,
 #    the same watch: agent 1 (the old format) puts its hosts/ entry at
 #    least 3 times, every one delivered to every client.
+# 4. A hot key's rate alone delivers nothing to clients either: a flash key
+#    of each owner, armed, then read in phases that move its rate between
+#    400 and 1200 reads/s (3 copies throughout): from the revision both
+#    were armed, a watch on the client range sees no put of agent 0's hot/
+#    entry that changed only reads_per_s/writes_per_s (nor a delete),
+#    while agent 0's load document carries the key's moving reads (at
+#    least 3 moves). Control, the same watch: agent 1 (the test-only
+#    --fleet-schema 1, the rule before the load document's hot list)
+#    rewrites its entry for rates alone at least 3 times. 'agent fleet
+#    --json' shows agent 0's key with the rates of agent 0's load
+#    document in the same snapshot ("rates_of": "load"), agent 1's from
+#    its hot/ entry ("entry").
 # Everything is this script's own, by PID, and removed on every exit path.
-# About 60 s.
+# About 30 to 60 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -218,4 +230,154 @@ if [ "$cb" -ge "$want" ] && [ "$hot" = 0 ]; then
 	pass fleet_members_control_old_format_reaches_clients
 else
 	fail fleet_members_control_old_format_reaches_clients "hosts/ of agent 1 delivered $cb times (want >= $want); hot/ entries $hot (want 0)"
+fi
+
+# ---- 4. a hot key's rates reach no client either ----------------------------
+# KA (agent 0's) and KB (agent 1's, the old format) turned hot by a flash
+# share each, then read in phases of 2 s alternating 1000 and 3000 gets/s:
+# each key 400 and 1200 reads/s, always far above the hot threshold (100)
+# and above the 3 copies it can have (2 replicas), so nothing a client reads
+# changes while its rates move by far more than a tenth.
+flash_phase() { # RATE [ks_load options]
+	local rate=$1
+	shift
+	ks_in_ns "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" --proto udp \
+		--keys 20 --zipf 0 --flash "$KA:0.4" --flash "$KB:0.4" \
+		--mix get=100 --duration 2 --rate "$rate" "$@" \
+		>/dev/null 2>"$E2E_TMP/flash.err"
+}
+# armed KA KB -> "REV" and the hot/ entries as etcd holds them at REV
+armed() {
+	ETCDCTL get --prefix "/keysteer/$CLUSTER/hot/" -w json >"$E2E_TMP/hot0.json" 2>&1 &&
+		"$PY" - "$E2E_TMP/hot0.json" "$KA" "$A" "$KB" "$B" <<'PYEOF'
+import base64, json, sys
+d = json.load(open(sys.argv[1]))
+want = {sys.argv[2]: sys.argv[3], sys.argv[4]: sys.argv[5]}
+got = {}
+for kv in d.get("kvs", []):
+    v = json.loads(base64.b64decode(kv["value"]))
+    if v.get("key") in want and v["owner"] == want[v["key"]] and v["state"] == "armed":
+        got[v["key"]] = v
+assert len(got) == 2, got
+print(d["header"]["revision"])
+PYEOF
+}
+R0=
+for ((p = 0; p < 10; p++)); do
+	pre=()
+	[ "$p" = 0 ] && pre=(--preload)
+	flash_phase 3000 "${pre[@]}"
+	R0=$(armed 2>/dev/null) && break
+	R0=
+done
+ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer/$CLUSTER/" \
+	--rev $((${R0:-0} + 1)) -w json </dev/null >"$E2E_TMP/client2.watch" 2>"$E2E_TMP/client2.watch.err"
+WATCH_PIDS+=("$KS_BG_PID")
+ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer-load/$CLUSTER/" \
+	--rev $((${R0:-0} + 1)) -w json </dev/null >"$E2E_TMP/loads2.watch" 2>"$E2E_TMP/loads2.watch.err"
+WATCH_PIDS+=("$KS_BG_PID")
+# hot_events: what the two watches saw since R0 (see the output line)
+hot_events() {
+	"$PY" - "$E2E_TMP/hot0.json" "$E2E_TMP/client2.watch" "$E2E_TMP/loads2.watch" \
+		"$KA" "$KB" "/keysteer-load/$CLUSTER/$A" <<'PYEOF'
+import base64, json, sys
+base, cw, lw, ka, kb, load_key = sys.argv[1:7]
+RATES = ("reads_per_s", "writes_per_s")
+prev, hashes = {}, {}
+for kv in json.load(open(base)).get("kvs", []):
+    v = json.loads(base64.b64decode(kv["value"]))
+    if v.get("key") in (ka, kb):
+        prev[base64.b64decode(kv["key"]).decode()] = v
+        hashes[v["key"]] = v["hash"]
+def events(path):
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("{"):
+            for ev in json.loads(line).get("Events") or []:
+                yield ev
+# per hot/ entry: puts that changed only a rate, puts that changed more,
+# deletes
+n = {k: [0, 0, 0] for k in prev}
+for ev in events(cw):
+    key = base64.b64decode(ev["kv"]["key"]).decode()
+    if key not in n:
+        continue
+    if ev.get("type") in (1, "DELETE"):
+        n[key][2] += 1
+        continue
+    v = json.loads(base64.b64decode(ev["kv"]["value"]))
+    strip = lambda d: {f: x for f, x in d.items() if f not in RATES}
+    n[key][0 if strip(v) == strip(prev[key]) else 1] += 1
+    prev[key] = v
+# agent 0's load document: puts whose hot list moved KA's reads
+moves, last, puts = 0, None, 0
+for ev in events(lw):
+    if base64.b64decode(ev["kv"]["key"]).decode() != load_key:
+        continue
+    puts += 1
+    doc = json.loads(base64.b64decode(ev["kv"]["value"]))
+    r = [h["reads_per_s"] for h in doc.get("hot", []) if h["hash"] == hashes.get(ka)]
+    if r and last is not None and r[0] != last:
+        moves += 1
+    if r:
+        last = r[0]
+a = n.get("/keysteer/%s/hot/%s" % (load_key.split("/")[2], hashes.get(ka)), [-1] * 3)
+b = n.get("/keysteer/%s/hot/%s" % (load_key.split("/")[2], hashes.get(kb)), [-1] * 3)
+print(a[0], a[1], a[2], b[0], b[1], b[2], moves, puts)
+PYEOF
+}
+ev=(-1 -1 -1 -1 -1 -1 -1 -1)
+for ((p = 0; R0 && p < 12; p++)); do
+	flash_phase $((p % 2 ? 3000 : 1000))
+	read -r -a ev <<<"$(hot_events 2>"$E2E_TMP/hot_events.err")"
+	[ "$p" -ge 3 ] && [ "${ev[3]:--1}" -ge 3 ] && [ "${ev[6]:--1}" -ge 3 ] && break
+done
+# the keys kept hot (a cooled key's entry is deleted, which is news) for
+# the last events and agent fleet below
+ks_in_ns_bg "$CNS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" --proto udp \
+	--keys 20 --zipf 0 --flash "$KA:0.4" --flash "$KB:0.4" \
+	--mix get=100 --duration 60 --rate 2000 </dev/null >/dev/null 2>&1
+WATCH_PIDS+=("$KS_BG_PID")
+sleep 1 # a last write's event on its way to the watches
+[ -n "$R0" ] && read -r -a ev <<<"$(hot_events 2>"$E2E_TMP/hot_events.err")"
+note "hot keys from revision ${R0:-none}: agent 0's hot/ entry: ${ev[0]} rate-only puts, ${ev[1]} other puts, ${ev[2]} deletes; its load document ${ev[7]} puts, KA's reads moved in ${ev[6]}; agent 1's (old format) hot/ entry: ${ev[3]} rate-only puts, ${ev[4]} other, ${ev[5]} deletes"
+if [ -n "$R0" ] && [ "${ev[0]}" = 0 ] && [ "${ev[2]}" = 0 ] && [ "${ev[6]:--1}" -ge 3 ]; then
+	pass fleet_members_hot_rates_reach_no_client
+else
+	fail fleet_members_hot_rates_reach_no_client "armed at revision '${R0}'; agent 0's hot/ entry rewritten for a rate alone ${ev[0]} times (want 0), deleted ${ev[2]} (want 0); KA's reads moved in ${ev[6]} load documents (want >= 3); $(tail -n 3 "$E2E_TMP/hot_events.err" "$E2E_TMP/flash.err" "$E2E_TMP/client2.watch.err" 2>/dev/null)"
+fi
+# the control: the old rule, in the same watch, rewrites for rates alone
+if [ -n "$R0" ] && [ "${ev[3]:--1}" -ge 3 ]; then
+	pass fleet_members_hot_control_old_rule_rewrites
+else
+	fail fleet_members_hot_control_old_rule_rewrites "agent 1's hot/ entry rewritten for a rate alone ${ev[3]} times (want >= 3)"
+fi
+# agent fleet: KA's rates from agent 0's load document (the one in the
+# same snapshot), KB's from its hot/ entry
+fleet_hot_ok() {
+	ks_in_ns "$CNS" "$AGENT" fleet --etcd "$URL" --cluster "$CLUSTER" --json \
+		>"$E2E_TMP/fleet2.json" 2>"$E2E_TMP/fleet2.err" || return 1
+	"$PY" - "$E2E_TMP/fleet2.json" "$A" "$KA" "$KB" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, ka, kb = sys.argv[2:5]
+hot = {h.get("key"): h for h in d["hot"]}
+ha, hb = hot[ka], hot[kb]
+listed = [h for h in {x["self"]: x for x in d["hosts"]}[a]["status"]["hot"]
+          if h["hash"] == ha["hash"]]
+assert ha["rates_of"] == "load" and len(listed) == 1, (ha, listed)
+assert ha["reads_per_s"] == listed[0]["reads_per_s"], (ha, listed)
+assert ha["writes_per_s"] == listed[0]["writes_per_s"], (ha, listed)
+assert hb["rates_of"] == "entry", hb
+PYEOF
+}
+ok=
+for ((i = 0; R0 && i < 20; i++)); do
+	fleet_hot_ok 2>"$E2E_TMP/fleet2.why" && ok=1 && break
+	sleep 0.2
+done
+if [ -n "$ok" ]; then
+	pass fleet_members_fleet_hot_rates_from_load
+else
+	fail fleet_members_fleet_hot_rates_from_load "$(tail -n 3 "$E2E_TMP/fleet2.why" "$E2E_TMP/fleet2.err" 2>/dev/null) $(head -c 1500 "$E2E_TMP/fleet2.json" 2>/dev/null)"
 fi

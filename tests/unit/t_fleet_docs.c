@@ -6,6 +6,8 @@
  * writes proportional to change, for both entries.
  */
 #include <errno.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,9 +177,32 @@ static void t_hot_same(void)
 	b = a;
 	b.reads_ps = a.reads_ps * 1.09;
 	b.writes_ps = 1.2;
-	CHECK(ks_hot_doc_same(&a, &b), "rates within a tenth and 1/s");
+	CHECK(ks_hot_doc_same(&a, &b) && !ks_hot_doc_rates_moved(&a, &b),
+	      "rates within a tenth and 1/s");
+	/* no client reads the rates: they are the load document's news */
 	b.reads_ps = a.reads_ps * 1.2;
-	CHECK(!ks_hot_doc_same(&a, &b), "reads moved a fifth");
+	CHECK(ks_hot_doc_same(&a, &b), "reads moved a fifth: no rewrite");
+	CHECK(ks_hot_doc_rates_moved(&a, &b), "... a move by the old rule");
+	b.reads_ps = 0;
+	b.writes_ps = 9000;
+	CHECK(ks_hot_doc_same(&a, &b) && ks_hot_doc_rates_moved(&a, &b),
+	      "any rates: no rewrite");
+	b = a;
+	b.owner_turns = 32;
+	CHECK(!ks_hot_doc_same(&a, &b), "owner_turns");
+	b = a;
+	b.key[0] ^= 1;
+	CHECK(!ks_hot_doc_same(&a, &b), "key");
+	b = a;
+	snprintf(b.owner, sizeof(b.owner), "198.18.2.12:11211");
+	CHECK(!ks_hot_doc_same(&a, &b), "owner");
+	b = a;
+	b.read_hot = 0;
+	b.write_hot = 1;
+	CHECK(!ks_hot_doc_same(&a, &b), "read-hot to write-hot");
+	b = a;
+	b.pinned = 1;
+	CHECK(!ks_hot_doc_same(&a, &b), "pinned");
 	b = a;
 	b.state = KS_HDS_DIRTY;
 	CHECK(!ks_hot_doc_same(&a, &b), "state");
@@ -414,6 +439,134 @@ static void t_pins(void)
 	kt_end();
 }
 
+static void sample_load_hot(struct ks_host_doc *d)
+{
+	d->nhot = 2;
+	d->hot[0].hash = 0x957d4a0eb5d027e3ULL;
+	d->hot[0].v[KS_LHF_READS] = 5120;
+	d->hot[0].v[KS_LHF_WRITES] = 0.5;
+	d->hot[1].hash = 0x10;
+	d->hot[1].v[KS_LHF_READS] = 300;
+	d->hot[1].v[KS_LHF_WRITES] = 40;
+}
+
+/* The load document's "hot" list: every hot key's live figures, out of
+ * the clients' prefix, with the load document's rule for news. */
+static void t_load_hot(void)
+{
+	struct ks_host_doc a, b;
+	struct ks_load_hot out[4];
+	json_t *j;
+	char why[200], *l, *m, *c;
+	unsigned f;
+
+	kt_begin("fleet_docs_load_hot_list");
+	sample_host(&a);
+	sample_load_hot(&a);
+	l = ks_host_doc_encode_kind(&a, KS_HDK_LOAD, NULL);
+	m = ks_host_doc_encode_kind(&a, KS_HDK_MEMBER, NULL);
+	c = ks_host_doc_encode_kind(&a, KS_HDK_COMPAT, NULL);
+	CHECK(l && strstr(l, "\"hot\":[{\"hash\":\"957d4a0eb5d027e3\","
+			     "\"reads_per_s\":5120.0,\"writes_per_s\":0.5},"
+			     "{\"hash\":\"0000000000000010\","),
+	      "load %s", l ? l : "(null)");
+	CHECK(m && c && !strstr(m, "\"hot\"") && !strstr(c, "\"hot\""),
+	      "a hot list outside the load document: %s / %s", m ? m : "",
+	      c ? c : "");
+	/* back through the reader, every figure */
+	j = l ? json_loads(l, 0, NULL) : NULL;
+	CHECK(j &&
+		      ks_load_hot_decode(json_object_get(j, "hot"), out, 4, why,
+					 sizeof(why)) == 2 &&
+		      out[0].hash == a.hot[0].hash && out[1].hash == 0x10,
+	      "decode: %s", why);
+	for (f = 0; j && f < KS_LHF_N; f++)
+		CHECK(out[1].v[f] == a.hot[1].v[f], "%s: %g",
+		      ks_load_hot_name[f], out[1].v[f]);
+	json_decref(j);
+	/* a longer list than the reader's bound is refused */
+	j = l ? json_loads(l, 0, NULL) : NULL;
+	CHECK(j &&
+		      ks_load_hot_decode(json_object_get(j, "hot"), out, 1, why,
+					 sizeof(why)) == -1 &&
+		      strstr(why, "more than 1"),
+	      "bound: %s", why);
+	json_decref(j);
+	free(l);
+	free(m);
+	free(c);
+
+	b = a;
+	CHECK(ks_host_doc_same_hot(&a, &b), "itself");
+	b.hot[0].v[KS_LHF_READS] = 5500;
+	b.hot[1].v[KS_LHF_WRITES] = 41;
+	CHECK(ks_host_doc_same_hot(&a, &b), "within a tenth and 1/s");
+	CHECK(ks_host_doc_same(&a, &b), "hosts/ does not carry the list");
+	b.hot[0].v[KS_LHF_READS] = 7000;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "reads moved");
+	b = a;
+	b.hot[1].v[KS_LHF_WRITES] = 80;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "writes moved");
+	b = a;
+	b.hot[0] = a.hot[1];
+	b.hot[1] = a.hot[0];
+	CHECK(ks_host_doc_same_hot(&a, &b), "the order is no news");
+	b.nhot = 1;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "a key left");
+	b = a;
+	b.hot[1].hash = 0x11;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "another key");
+	b = a;
+	b.hot[b.nhot].hash = 0x12;
+	b.nhot++;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "a key came");
+	kt_end();
+
+	kt_begin("fleet_docs_load_hot_refused");
+	{
+		static const struct {
+			const char *doc, *why;
+		} bad[] = {
+			{ "{}", "not an array" },
+			{ "[1]", "hot[0] has no hash" },
+			{ "[{\"hash\":\"957D4A0EB5D027E3\"}]",
+			  "hot[0] has no hash" },
+			{ "[{\"hash\":\"957d4a0e\"}]", "hot[0] has no hash" },
+			{ "[{\"hash\":\"0000000000000001\"},{\"reads_per_s\":1}]",
+			  "hot[1] has no hash" },
+			{ "[{\"hash\":\"0000000000000001\",\"reads_per_s\":-1}]",
+			  "reads_per_s that is not a number >= 0" },
+			{ "[{\"hash\":\"0000000000000001\",\"writes_per_s\":\"1\"}]",
+			  "writes_per_s that is not a number >= 0" },
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			j = json_loads(bad[i].doc, JSON_DECODE_ANY, NULL);
+			why[0] = '\0';
+			CHECK(j &&
+				      ks_load_hot_decode(j, out, 4, why,
+							 sizeof(why)) == -1 &&
+				      strstr(why, bad[i].why),
+			      "%zu: %s -> '%s'", i, bad[i].doc, why);
+			json_decref(j);
+		}
+		/* a figure it lacks (an agent before it) is not known, and
+		 * one it does not know is ignored */
+		j = json_loads("[{\"hash\":\"0000000000000001\","
+			       "\"reads_per_s\":3,\"misses_per_s\":2}]",
+			       0, NULL);
+		CHECK(j &&
+			      ks_load_hot_decode(j, out, 4, why, sizeof(why)) ==
+				      1 &&
+			      out[0].v[KS_LHF_READS] == 3 &&
+			      isnan(out[0].v[KS_LHF_WRITES]),
+		      "absent and unknown figures: %s", why);
+		json_decref(j);
+	}
+	kt_end();
+}
+
 void test_fleet_docs(void)
 {
 	t_pins();
@@ -422,4 +575,5 @@ void test_fleet_docs(void)
 	t_hot_same();
 	t_host();
 	t_member_load();
+	t_load_hot();
 }

@@ -228,10 +228,12 @@ static void hot_order(void)
 	kt_begin("fleet_view_hot_busiest_first_then_hash");
 	CHECK_EQ(ks_fleet_view_build(&s, 10, 0, &v), 0);
 	CHECK_EQ(v.n_hot, 3);
-	CHECK(v.hot[0] == &e[2] && v.hot[1] == &e[1] && v.hot[2] == &e[0],
-	      "order %llu %llu %llu", (unsigned long long)v.hot[0]->hash,
-	      (unsigned long long)v.hot[1]->hash,
-	      (unsigned long long)v.hot[2]->hash);
+	CHECK(v.hot[0].e == &e[2] && v.hot[1].e == &e[1] && v.hot[2].e == &e[0],
+	      "order %llu %llu %llu", (unsigned long long)v.hot[0].e->hash,
+	      (unsigned long long)v.hot[1].e->hash,
+	      (unsigned long long)v.hot[2].e->hash);
+	CHECK(!v.hot[0].from_load && v.hot[0].v[KS_LHF_READS] == 900,
+	      "no load document: the entry's rates");
 	CHECK_EQ(e[0].hash, 3); /* the snapshot is left as read */
 	ks_fleet_view_free(&v);
 	kt_end();
@@ -736,6 +738,100 @@ static void render(void)
 	kt_end();
 }
 
+#define HOT_OF(hash, owner, reads)                                             \
+	"{\"schema\":1,\"hash\":\"" hash "\",\"owner\":\"" owner               \
+	"\",\"state\":\"armed\",\"copies\":3,\"reads_per_s\":" reads "}"
+
+/* A hot key's rates: its owner's load document's when it lists the key,
+ * else the hot/ entry's (an owner before the list, or a key the list has
+ * not caught up with); a load document with a bad list is refused. */
+static void hot_rates(void)
+{
+	struct ks_etcd_kv kvs[6], loads[2];
+	struct ks_fleet_snapshot s;
+	struct ks_fleet_view v;
+	char *t;
+	size_t i;
+
+	kvs[0] = kv("/keysteer/web/hosts/a:1",
+		    "{\"schema\":1,\"shard\":{\"name\":\"a:1\"}}", 5);
+	kvs[1] = kv("/keysteer/web/hot/0000000000000001",
+		    HOT_OF("0000000000000001", "b:1", "100.0"), 6);
+	kvs[2] = kv("/keysteer/web/hot/0000000000000002",
+		    HOT_OF("0000000000000002", "a:1", "50.0"), 7);
+	kvs[3] = kv("/keysteer/web/hot/0000000000000003",
+		    HOT_OF("0000000000000003", "b:1", "30.0"), 8);
+	kvs[4] = kv("/keysteer/web/members/b:1",
+		    "{\"schema\":2,\"kind\":\"keysteer-member\"}", 9);
+	kvs[5] = kv("/keysteer/web/members/c:1",
+		    "{\"schema\":2,\"kind\":\"keysteer-member\"}", 10);
+	loads[0] = kv("/keysteer-load/web/b:1",
+		      "{\"schema\":2,\"kind\":\"keysteer-load\",\"hot\":["
+		      "{\"hash\":\"0000000000000001\",\"reads_per_s\":700,"
+		      "\"writes_per_s\":2},{\"hash\":\"0000000000000009\","
+		      "\"reads_per_s\":1}]}",
+		      11);
+	loads[1] = kv("/keysteer-load/web/c:1",
+		      "{\"schema\":2,\"kind\":\"keysteer-load\",\"hot\":["
+		      "{\"hash\":\"1\"}]}",
+		      12);
+	kt_begin("fleet_view_hot_rates_from_the_owners_load");
+	CHECK_EQ(ks_fleet_snapshot_decode(kvs, 6, "/keysteer/web/", loads, 2,
+					  "/keysteer-load/web/", 12, &s),
+		 0);
+	/* c's load document is refused (its member stays, without load) */
+	CHECK(s.n_hosts == 3 && s.hosts[1].n_hot == 2 && s.hosts[2].no_load &&
+		      !s.hosts[2].n_hot,
+	      "hosts %zu, b's list %zu, c's %zu", s.n_hosts,
+	      s.n_hosts > 1 ? s.hosts[1].n_hot : 0,
+	      s.n_hosts > 2 ? s.hosts[2].n_hot : 0);
+	{
+		struct ks_fleet_host *h = malloc(sizeof(*h));
+
+		if (h)
+			ks_fleet_host_decode("c:1", loads[1].value,
+					     loads[1].value_len, h);
+		CHECK(h && !h->valid && strstr(h->why, "hot[0] has no hash"),
+		      "c's load: '%s'", h ? h->why : "");
+		free(h);
+	}
+	CHECK_EQ(ks_fleet_view_build(&s, 10, 0, &v), 0);
+	CHECK_EQ(v.n_hot, 3);
+	if (v.n_hot == 3) {
+		CHECK(v.hot[0].e->hash == 1 && v.hot[0].from_load &&
+			      v.hot[0].v[KS_LHF_READS] == 700 &&
+			      v.hot[0].v[KS_LHF_WRITES] == 2,
+		      "b's key from b's load document: %llu %d %g",
+		      (unsigned long long)v.hot[0].e->hash, v.hot[0].from_load,
+		      v.hot[0].v[KS_LHF_READS]);
+		CHECK(v.hot[1].e->hash == 2 && !v.hot[1].from_load &&
+			      v.hot[1].v[KS_LHF_READS] == 50,
+		      "an old agent's key from its entry");
+		CHECK(v.hot[2].e->hash == 3 && !v.hot[2].from_load &&
+			      v.hot[2].v[KS_LHF_READS] == 30,
+		      "a key the list lacks from its entry");
+	}
+	ks_fleet_view_free(&v);
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t &&
+		      strstr(t, "\"reads_per_s\":700.0,\"writes_per_s\":2.0,"
+				"\"rates_of\":\"load\"") &&
+		      strstr(t, "\"reads_per_s\":50.0,\"writes_per_s\":0.0,"
+				"\"rates_of\":\"entry\""),
+	      "json: %s", t ? t : "(null)");
+	free(t);
+	t = rendered(&s, 0, 0, NULL);
+	CHECK(t && strstr(t, "     700.0        2.0  "), "text: %s",
+	      t ? t : "(null)");
+	free(t);
+	ks_fleet_snapshot_free(&s);
+	kt_end();
+	for (i = 0; i < 6; i++)
+		ks_etcd_kv_free(&kvs[i]);
+	for (i = 0; i < 2; i++)
+		ks_etcd_kv_free(&loads[i]);
+}
+
 void test_fleet_view(void)
 {
 	joined();
@@ -748,4 +844,5 @@ void test_fleet_view(void)
 	snapshot_mixed();
 	mirror();
 	render();
+	hot_rates();
 }

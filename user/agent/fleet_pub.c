@@ -18,6 +18,9 @@
 #include "render/text.h"
 #include "util/log.h"
 
+_Static_assert(KS_HOT_CAP <= KS_LOAD_HOT_MAX,
+	       "the load document lists every key of the hot-key table");
+
 void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 			const char *cluster, const char *self,
 			const char *ifname, __u32 interval_ms, int export_keys,
@@ -86,10 +89,44 @@ double ks_fleet_pub_served_ps(const struct ks_report *rep,
 	return served > 0 ? served : 0;
 }
 
+/* Whether this host owns the key: what the ring its clients use says, or
+ * every key when there is no ring (or no --self in it) to say. */
+static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
+{
+	__u32 self = ring && ring->rep ? ring->rep->self : KS_NO_SHARD;
+	__u32 owner;
+
+	if (self == KS_NO_SHARD)
+		return 1;
+	owner = ks_run_ring_owner(ring, e->key, e->len);
+	return owner == KS_NO_SHARD || owner == self;
+}
+
+/* The load document's "hot" list: each key of the table this host owns,
+ * as publish_hot gives them hot/ entries, with its rates now. */
+static void load_hot_of(const struct ks_run_ring *ring,
+			const struct ks_hot_table *t, struct ks_host_doc *d)
+{
+	const struct ks_hot_entry *e;
+	size_t pos = 0;
+
+	while (t && d->nhot < KS_LOAD_HOT_MAX && (e = ks_hot_next(t, &pos))) {
+		struct ks_load_hot *h = &d->hot[d->nhot];
+
+		if (!owns(ring, e))
+			continue;
+		h->hash = e->hash;
+		h->v[KS_LHF_READS] = e->reads_ps;
+		h->v[KS_LHF_WRITES] = e->writes_ps;
+		d->nhot++;
+	}
+}
+
 /* hosts/<self> as it stands. */
 static void host_doc_of(const struct ks_fleet_pub *f,
 			const struct ks_report *rep,
 			const struct ks_run_ring *ring,
+			const struct ks_hot_table *t,
 			const struct ks_run_steer *steer, int64_t ring_rev,
 			struct ks_host_doc *d)
 {
@@ -139,6 +176,7 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 	for (i = 0; steer && i < steer->rs.n && i < KS_MAX_REPLICAS; i++)
 		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
 			 "%s", steer->rs.r[i].text);
+	load_hot_of(ring, t, d);
 }
 
 /* d as a document of kind k at key, remembered in *last once handed
@@ -169,6 +207,7 @@ static int put_doc(struct ks_fleet_pub *f, const char *key,
  */
 static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 			 const struct ks_run_ring *ring,
+			 const struct ks_hot_table *t,
 			 const struct ks_run_steer *steer, int64_t ring_rev)
 {
 	struct ks_host_doc d;
@@ -179,7 +218,7 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 
 	f->since_host++;
 	f->since_load++;
-	host_doc_of(f, rep, ring, steer, ring_rev, &d);
+	host_doc_of(f, rep, ring, t, steer, ring_rev, &d);
 	now = time(NULL);
 	gmtime_r(&now, &tm);
 	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -197,7 +236,8 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	load = !f->last_load || !ks_host_doc_same_status(f->last_load, &d) ||
 	       f->since_load >= KS_HOSTS_HEARTBEAT ||
 	       (f->since_load >= f->load_every &&
-		!ks_host_doc_same(f->last_load, &d));
+		(!ks_host_doc_same(f->last_load, &d) ||
+		 !ks_host_doc_same_hot(f->last_load, &d)));
 	if (load && put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load))
 		f->since_load = 0;
 	switch (f->compat) {
@@ -288,19 +328,6 @@ static void hot_doc_of(const struct ks_fleet_pub *f,
 	d->nreplicas = n;
 }
 
-/* Whether this host owns the key: what the ring its clients use says, or
- * every key when there is no ring (or no --self in it) to say. */
-static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
-{
-	__u32 self = ring && ring->rep ? ring->rep->self : KS_NO_SHARD;
-	__u32 owner;
-
-	if (self == KS_NO_SHARD)
-		return 1;
-	owner = ks_run_ring_owner(ring, e->key, e->len);
-	return owner == KS_NO_SHARD || owner == self;
-}
-
 static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 			const struct ks_hot_table *t,
 			const struct ks_run_steer *steer)
@@ -319,7 +346,11 @@ static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 		if (old && old->state == KS_HDS_DIRTY &&
 		    d.state == KS_HDS_DIRTY)
 			d.write_seq = old->write_seq;
-		if (old && ks_hot_doc_same(old, &d)) {
+		/* a rate alone is the load document's news, not a client's;
+		 * the test-only schema-1 agent writes it here as agents
+		 * before the load document did */
+		if (old && ks_hot_doc_same(old, &d) &&
+		    !(f->schema1 && ks_hot_doc_rates_moved(old, &d))) {
 			keep[old - f->hot] = 1;
 			continue;
 		}
@@ -345,7 +376,7 @@ void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
 	if (!f || !f->pub)
 		return;
 	ks_etcd_pub_hold(f->pub); /* one transaction for the interval */
-	publish_host(f, rep, ring, steer, ring_rev);
+	publish_host(f, rep, ring, t, steer, ring_rev);
 	publish_hot(f, ring, t, steer);
 	ks_etcd_pub_release(f->pub);
 }

@@ -15,11 +15,12 @@
  * when a member field changes (never for a rate: the lease keeps it); the
  * load document when a field changes or a rate moves by more than a tenth
  * (core/host_doc.h), at most every load_every intervals, and every
- * KS_HOSTS_HEARTBEAT intervals; hosts/<self> as --fleet-compat says;
- * hot/<hash> when its decision or
- * state changes or a rate moves by more than a tenth (core/hot_doc.h), and
- * at once when its steering changes between intervals: a write the
- * datapath reports made the armed key dirty, or its copies were refreshed.
+ * KS_HOSTS_HEARTBEAT intervals (its "hot" list, each owned hot key's
+ * rates, included); hosts/<self> as --fleet-compat says; hot/<hash> when
+ * something a client reads changes (its decision or state, never a rate
+ * alone: core/hot_doc.h), and at once when its steering changes between
+ * intervals: a write the datapath reports made the armed key dirty, or
+ * its copies were refreshed.
  */
 #ifndef KS_FLEET_PUB_H
 #define KS_FLEET_PUB_H
@@ -67,7 +68,8 @@ struct ks_fleet_pub {
 	char load_key[sizeof(KS_LOAD_ROOT) + KS_CLUSTER_MAX + 200];
 	enum ks_fleet_compat compat; /* set after ks_fleet_pub_start */
 	__u32 load_every;            /* 0 or 1: every interval may write */
-	int schema1; /* test-only: hosts/ alone, as before schema 2 */
+	int schema1; /* test-only: hosts/ alone, and hot/ rewritten when a
+		      * rate moves, as before schema 2 */
 	char cluster[KS_CLUSTER_MAX + 1];
 	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
 	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */

@@ -191,6 +191,21 @@ static int member_shard(json_t *sh, struct ks_fleet_host *h)
 	return 0;
 }
 
+/* A load document's hot list (absent: an agent before it, none). */
+static int load_hot(json_t *hot, struct ks_fleet_host *h)
+{
+	int n;
+
+	if (!hot)
+		return 0;
+	n = ks_load_hot_decode(hot, h->hot, KS_LOAD_HOT_MAX, h->why,
+			       sizeof(h->why));
+	if (n < 0)
+		return -EBADMSG;
+	h->n_hot = (size_t)n;
+	return 0;
+}
+
 /* Schema 2: a member or a load document, by its kind. */
 static int decode_v2(json_t *doc, struct ks_fleet_host *h)
 {
@@ -206,7 +221,8 @@ static int decode_v2(json_t *doc, struct ks_fleet_host *h)
 	if (!strcmp(kind, "keysteer-load")) {
 		h->kind = KS_FHK_LOAD;
 		return host_status(doc, h) || host_rates(doc, h) ||
-		       host_top(json_object_get(doc, "top"), h);
+		       host_top(json_object_get(doc, "top"), h) ||
+		       load_hot(json_object_get(doc, "hot"), h);
 	}
 	return refuse(h->why, sizeof(h->why),
 		      "kind is neither keysteer-member nor keysteer-load");
@@ -361,6 +377,8 @@ static void join_load(struct ks_fleet_host *m, const struct ks_fleet_host *l)
 	m->n_top = l->n_top;
 	for (i = 0; i < l->n_top; i++)
 		m->top[i] = l->top[i];
+	m->n_hot = l->n_hot;
+	memcpy(m->hot, l->hot, l->n_hot * sizeof(m->hot[0]));
 	if (l->mod_rev > m->mod_rev)
 		m->mod_rev = l->mod_rev;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* fleet_view.c - what 'agent fleet' shows, decided (see fleet_view.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/fleet_view.h"
@@ -238,21 +239,51 @@ static int merge_top(const struct ks_fleet_snapshot *s, size_t top_k,
 
 static int cmp_hot(const void *a, const void *b)
 {
-	const struct ks_fleet_hot *x = *(const struct ks_fleet_hot *const *)a;
-	const struct ks_fleet_hot *y = *(const struct ks_fleet_hot *const *)b;
+	const struct ks_fleet_hot_row *x = a, *y = b;
 
-	return by_load(x->reads, x->writes, x->hash, y->reads, y->writes,
-		       y->hash);
+	return by_load(x->v[KS_LHF_READS], x->v[KS_LHF_WRITES], x->e->hash,
+		       y->v[KS_LHF_READS], y->v[KS_LHF_WRITES], y->e->hash);
 }
 
-/* Pointers sorted, not the entries: the snapshot stays as read. */
+/* The owner's load document's figures for e, when it lists the key: its
+ * member (schema 2) joined with a load document. */
+static const struct ks_load_hot *load_figures(const struct ks_fleet_snapshot *s,
+					      const struct ks_fleet_hot *e)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->n_hosts; i++) {
+		const struct ks_fleet_host *h = &s->hosts[i];
+
+		if (!h->valid || h->kind != KS_FHK_MEMBER || h->no_load ||
+		    strcmp(h->self, e->owner))
+			continue;
+		for (j = 0; j < h->n_hot; j++)
+			if (h->hot[j].hash == e->hash)
+				return &h->hot[j];
+	}
+	return NULL;
+}
+
+/* Rows point at the entries: the snapshot stays as read. */
 static void order_hot(const struct ks_fleet_snapshot *s,
 		      struct ks_fleet_view *v)
 {
-	size_t i;
+	size_t i, f;
 
-	for (i = 0; i < s->n_hot; i++)
-		v->hot[i] = &s->hot[i];
+	for (i = 0; i < s->n_hot; i++) {
+		struct ks_fleet_hot_row *r = &v->hot[i];
+		const struct ks_load_hot *l = load_figures(s, &s->hot[i]);
+
+		r->e = &s->hot[i];
+		r->from_load = l != NULL;
+		for (f = 0; f < KS_LHF_N; f++)
+			r->v[f] = l ? l->v[f] : NAN;
+		if (!l) {
+			r->v[KS_LHF_READS] = r->e->reads;
+			r->v[KS_LHF_WRITES] = r->e->writes;
+		}
+	}
 	qsort(v->hot, s->n_hot, sizeof(v->hot[0]), cmp_hot);
 	v->n_hot = s->n_hot;
 }

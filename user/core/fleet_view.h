@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "keysteer.h"
+#include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/shards.h"
 
@@ -71,6 +72,10 @@ struct ks_fleet_host {
 	/* "purge": the agent's purge state ("idle", "purging", "grace",
 	 * "sweeping"), "" when absent (no purge, or an agent before it) */
 	char purge[12];
+	/* a load document's "hot": the live figures of each hot key the
+	 * agent owns (none from an agent before the list) */
+	size_t n_hot;
+	struct ks_load_hot hot[KS_LOAD_HOT_MAX];
 };
 
 /* One hot/HASH entry, schema 1, as decoded. */
@@ -83,7 +88,16 @@ struct ks_fleet_hot {
 	int state;     /* enum ks_hot_doc_state (core/hot_doc.h) */
 	size_t n_reps; /* replicas listed; the first KS_FLEET_REPLICAS kept */
 	char replicas[KS_FLEET_REPLICAS][KS_FLEET_ADDR_MAX];
-	double reads, writes;
+	double reads, writes; /* as of the entry's last write */
+};
+
+/* A hot key as shown: its entry, and its figures from its owner's load
+ * document when that lists the key, else the entry's rates (an owner
+ * before the load document's list, or one whose list lags). */
+struct ks_fleet_hot_row {
+	const struct ks_fleet_hot *e; /* the snapshot's */
+	int from_load;                /* the figures are the load document's */
+	double v[KS_LHF_N];           /* NAN: not known */
 };
 
 /* A hot/ entry that was refused. */
@@ -145,7 +159,7 @@ struct ks_fleet_view {
 	size_t n_top;
 	struct ks_fleet_key *top; /* the merged top, busiest first */
 	size_t n_hot;
-	const struct ks_fleet_hot **hot; /* the snapshot's, busiest first */
+	struct ks_fleet_hot_row *hot; /* busiest first */
 };
 
 /*
@@ -154,7 +168,8 @@ struct ks_fleet_view {
  * when several are), share and ratio of reads, the busiest, the hosts
  * left over, the top_k busiest keys merged over every valid host (reads
  * and writes summed by hash; key text dropped with hash_only), the hot
- * entries by reads + writes. 0 or -ENOMEM; free v with ks_fleet_view_free.
+ * entries with the figures of their owner's load document (else their
+ * own rates), by reads + writes. 0 or -ENOMEM; free v with ks_fleet_view_free.
  */
 int ks_fleet_view_build(const struct ks_fleet_snapshot *s, size_t top_k,
 			int hash_only, struct ks_fleet_view *v);

@@ -10,9 +10,89 @@
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
 
+const char *const ks_load_hot_name[KS_LHF_N] = {
+#define KS_LHF_NAME(id, name) [id] = name,
+	KS_LOAD_HOT_FIELDS(KS_LHF_NAME)
+#undef KS_LHF_NAME
+};
+
 static json_t *rate(double x)
 {
 	return json_real(ks_rate3(x));
+}
+
+static json_t *hash_text(__u64 hash)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%016" PRIx64, (uint64_t)hash);
+	return json_string(buf);
+}
+
+/* "hot": each hot key this agent owns, with every figure. */
+static json_t *load_hot_of(const struct ks_host_doc *d)
+{
+	json_t *a = json_array();
+	unsigned i, f;
+
+	for (i = 0; i < d->nhot && i < KS_LOAD_HOT_MAX; i++) {
+		json_t *k = json_object();
+
+		json_object_set_new(k, "hash", hash_text(d->hot[i].hash));
+		for (f = 0; f < KS_LHF_N; f++)
+			json_object_set_new(k, ks_load_hot_name[f],
+					    rate(d->hot[i].v[f]));
+		json_array_append_new(a, k);
+	}
+	return a;
+}
+
+int ks_load_hot_decode(json_t *json, struct ks_load_hot *out, unsigned max,
+		       char *why, size_t whylen)
+{
+	json_t *k, *v;
+	const char *h;
+	size_t i;
+	unsigned f;
+
+	if (!json_is_array(json)) {
+		snprintf(why, whylen, "hot is not an array");
+		return -1;
+	}
+	if (json_array_size(json) > max) {
+		snprintf(why, whylen, "hot has %zu entries, more than %u",
+			 json_array_size(json), max);
+		return -1;
+	}
+	json_array_foreach(json, i, k)
+	{
+		h = json_string_value(json_object_get(k, "hash"));
+		if (!json_is_object(k) || !h || strlen(h) != 16 ||
+		    strspn(h, "0123456789abcdef") != 16) {
+			snprintf(
+				why, whylen,
+				"hot[%zu] has no hash of 16 lowercase hex digits",
+				i);
+			return -1;
+		}
+		out[i].hash = strtoull(h, NULL, 16);
+		for (f = 0; f < KS_LHF_N; f++) {
+			v = json_object_get(k, ks_load_hot_name[f]);
+			out[i].v[f] = NAN;
+			if (!v)
+				continue;
+			if (!json_is_number(v) || json_number_value(v) < 0 ||
+			    !isfinite(json_number_value(v))) {
+				snprintf(
+					why, whylen,
+					"hot[%zu] has a %s that is not a number >= 0",
+					i, ks_load_hot_name[f]);
+				return -1;
+			}
+			out[i].v[f] = json_number_value(v);
+		}
+	}
+	return (int)json_array_size(json);
 }
 
 static json_t *replicas_of(const struct ks_host_doc *d)
@@ -29,7 +109,6 @@ static json_t *replicas_of(const struct ks_host_doc *d)
 static void add_rates(json_t *o, const struct ks_host_doc *d)
 {
 	json_t *cl = json_object(), *top = json_array();
-	char hash[24];
 	unsigned i;
 
 	json_object_set_new(cl, "read", rate(d->class_ps[0]));
@@ -57,8 +136,7 @@ static void add_rates(json_t *o, const struct ks_host_doc *d)
 		const struct ks_host_doc_top *t = &d->top[i];
 		json_t *k = json_object();
 
-		snprintf(hash, sizeof(hash), "%016" PRIx64, (uint64_t)t->hash);
-		json_object_set_new(k, "hash", json_string(hash));
+		json_object_set_new(k, "hash", hash_text(t->hash));
 		if (t->key[0])
 			json_object_set_new(k, "key", json_string(t->key));
 		json_object_set_new(k, "reads_per_s", rate(t->reads_ps));
@@ -103,6 +181,7 @@ char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
 		json_object_set_new(o, "ring_revision",
 				    json_integer(d->ring_revision));
 		add_rates(o, d);
+		json_object_set_new(o, "hot", load_hot_of(d));
 	} else {
 		add_agent(o, d);
 		json_object_set_new(o, "ring_revision",
@@ -259,4 +338,35 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b)
 	    served_moved(a, b))
 		return 0;
 	return top_covered(a, b) && top_covered(b, a);
+}
+
+static const struct ks_load_hot *hot_find(const struct ks_host_doc *d,
+					  __u64 hash)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nhot; i++)
+		if (d->hot[i].hash == hash)
+			return &d->hot[i];
+	return NULL;
+}
+
+int ks_host_doc_same_hot(const struct ks_host_doc *a,
+			 const struct ks_host_doc *b)
+{
+	const struct ks_load_hot *u;
+	unsigned i, f;
+
+	if (a->nhot != b->nhot)
+		return 0;
+	/* the same count and every key of a in b: the same keys */
+	for (i = 0; i < a->nhot; i++) {
+		u = hot_find(b, a->hot[i].hash);
+		if (!u)
+			return 0;
+		for (f = 0; f < KS_LHF_N; f++)
+			if (ks_rate_moved(a->hot[i].v[f], u->v[f]))
+				return 0;
+	}
+	return 1;
 }

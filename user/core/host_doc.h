@@ -9,7 +9,8 @@
  *    nothing in it moves with load, so clients, who watch the whole
  *    /keysteer/CLUSTER/ prefix, get an event only when a member changes;
  *  - the load document, /keysteer-load/CLUSTER/SELF (schema 2): the rates,
- *    top keys, ring revision and purge state, outside every client's
+ *    top keys, ring revision, purge state and the live figures of each
+ *    hot key it owns ("hot"), outside every client's
  *    prefix (a cluster name has no '/', so no /keysteer/NAME/ holds it);
  *  - hosts/SELF (schema 1), everything in one, for readers before schema
  *    2 during a rolling upgrade (--fleet-compat, agent/fleet_pub.h).
@@ -41,6 +42,36 @@ enum ks_host_doc_kind {
 };
 #define KS_HOST_DOC_TOP  10
 #define KS_HOST_DOC_TAIL 0.10
+#define KS_LOAD_HOT_MAX                                                        \
+	256 /* the load document's "hot" list: the hot-key
+			      * table's size (KS_HOT_CAP) */
+
+/*
+ * The figures of each hot key this agent owns, in the load document's
+ * "hot" list: one line each (its index, its JSON name). Every figure is a
+ * per-second rate >= 0, written with three significant digits, news when
+ * it moves by more than KS_HOT_DOC_MOVE (and 1/s), and read back as NAN
+ * when a document lacks it (an agent before the figure). Adding a figure
+ * is a line here and its value in agent/fleet_pub.c.
+ */
+#define KS_LOAD_HOT_FIELDS(X)                                                  \
+	X(KS_LHF_READS, "reads_per_s")                                         \
+	X(KS_LHF_WRITES, "writes_per_s")
+
+enum ks_load_hot_field {
+#define KS_LHF_ENUM(id, name) id,
+	KS_LOAD_HOT_FIELDS(KS_LHF_ENUM)
+#undef KS_LHF_ENUM
+	KS_LHF_N
+};
+
+/* The JSON name of each figure, by enum ks_load_hot_field. */
+extern const char *const ks_load_hot_name[KS_LHF_N];
+
+struct ks_load_hot {
+	__u64 hash; /* ks_key_hash: the key's hot/HASH entry */
+	double v[KS_LHF_N];
+};
 
 struct ks_host_doc_top {
 	__u64 hash;
@@ -71,6 +102,10 @@ struct ks_host_doc {
 	/* the ownership-loss purge's state ("idle", "purging", "grace",
 	 * "sweeping"; core/purge.h), "" when this agent does not purge */
 	char purge[12];
+	/* the load document only: each hot key it owns (its hot/ entries),
+	 * with the live figures the hot/ entries no longer follow */
+	unsigned nhot;
+	struct ks_load_hot hot[KS_LOAD_HOT_MAX];
 };
 
 /* The document as compact JSON (malloc'd), with "updated_at" when at is
@@ -95,7 +130,19 @@ int ks_host_doc_same_compat(const struct ks_host_doc *a,
 			    const struct ks_host_doc *b);
 
 /* Whether b says nothing a reader needs that a (the last one written)
- * does not (see above). */
+ * does not (see above); the hot list is not compared (hosts/ has none). */
 int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b);
+/* Whether a and b list the same hot keys with no figure moved
+ * (ks_rate_moved): the load document's rule for its "hot" list. */
+int ks_host_doc_same_hot(const struct ks_host_doc *a,
+			 const struct ks_host_doc *b);
+
+/* A load document's "hot" list (json: a jansson array) into out (at most
+ * max entries): the count, or -1 with why (not an array, longer than max,
+ * an entry that is not an object, a hash that is not 16 lowercase hex
+ * digits, a figure that is not a number >= 0). */
+struct json_t;
+int ks_load_hot_decode(struct json_t *json, struct ks_load_hot *out,
+		       unsigned max, char *why, size_t whylen);
 
 #endif

@@ -314,6 +314,12 @@ int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b)
 	for (i = 0; i < a->nreplicas; i++)
 		if (strcmp(a->replica[i], b->replica[i]))
 			return 0;
-	return !ks_rate_moved(a->reads_ps, b->reads_ps) &&
-	       !ks_rate_moved(a->writes_ps, b->writes_ps);
+	return 1;
+}
+
+int ks_hot_doc_rates_moved(const struct ks_hot_doc *a,
+			   const struct ks_hot_doc *b)
+{
+	return ks_rate_moved(a->reads_ps, b->reads_ps) ||
+	       ks_rate_moved(a->writes_ps, b->writes_ps);
 }

@@ -7,10 +7,12 @@
  * write-hot key should be split into, the steering state and the write
  * sequence. Pure code: no I/O.
  *
- * Writes proportional to change: a rate is republished only when it moved
- * by more than KS_HOT_DOC_MOVE of itself (and more than 1/s), so a steady
- * key's entry is written when its decision or state changes, not every
- * interval (ks_hot_doc_same).
+ * Written only when something a client reads changes (ks_hot_doc_same):
+ * the decision, state, replicas, write sequence, owner or key, never for
+ * a rate alone. Every client handle watches hot/ and none reads the rates:
+ * the live rates go into the owner's load document (host_doc.h, "hot"),
+ * outside the clients' prefix. The entry keeps reads_per_s and
+ * writes_per_s, as of its last write, for readers before that.
  */
 #ifndef KS_HOT_DOC_H
 #define KS_HOT_DOC_H
@@ -72,9 +74,17 @@ char *ks_hot_doc_encode(const struct ks_hot_doc *d);
 int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 		      struct ks_hot_doc *d, char *err, size_t errlen);
 
-/* Whether b says nothing a reader needs that a does not: the same
- * decision and state, rates within KS_HOT_DOC_MOVE (ks_rate_moved). */
+/* Whether b says nothing a client reads that a does not: the same key,
+ * owner, decision, state, replicas, write sequence and owner's turns. The
+ * rates are not compared: a rate alone is no reason to write hot/. */
 int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b);
+/* Whether a rate moved from a's to b's (ks_rate_moved): the rule hot/
+ * followed before the rates went to the load document, kept for the
+ * test-only --fleet-schema 1 agent. */
+int ks_hot_doc_rates_moved(const struct ks_hot_doc *a,
+			   const struct ks_hot_doc *b);
+/* Whether a rate moved by more than KS_HOT_DOC_MOVE of the published one
+ * and more than 1/s. */
 int ks_rate_moved(double published, double now);
 /* A rate as the fleet's documents carry it: three significant digits. */
 double ks_rate3(double x);

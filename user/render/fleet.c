@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* fleet.c - 'agent fleet' as text and JSON (see fleet.h). */
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <jansson.h>
 #include "render/fleet.h"
@@ -181,6 +183,15 @@ static const char *hot_kind(const struct ks_fleet_hot *e)
 	return e->write_hot ? "write" : e->read_hot ? "read" : "-";
 }
 
+/* A figure with one decimal, "-" when not known. */
+static const char *figure(double x, char *buf, size_t len)
+{
+	if (isnan(x))
+		return "-";
+	snprintf(buf, len, "%.1f", x);
+	return buf;
+}
+
 static void text_hot(FILE *f, const struct ks_fleet_out *o)
 {
 	const struct ks_fleet_view *v = o->v;
@@ -198,17 +209,22 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 			"SUBKEYS", "STATE", "WRITE_SEQ", "READS/S", "WRITES/S",
 			"REPLICAS");
 	for (i = 0; i < v->n_hot; i++) {
-		const struct ks_fleet_hot *e = v->hot[i];
+		const struct ks_fleet_hot *e = v->hot[i].e;
+		char rates[2][24];
 
 		fprintf(f, "  %-24s ",
 			key_or_hash(e->hash, e->key, o->hash_only, b,
 				    sizeof(b)));
 		fprintf(f,
 			"%-21s %-10s %6" PRId64 " %7" PRId64 " %-8s %9" PRId64
-			" %10.1f %10.1f  ",
+			" %10s %10s  ",
 			safe(e->owner, b, sizeof(b)), hot_kind(e), e->copies,
 			e->subkeys, ks_hot_doc_state_name((unsigned)e->state),
-			e->write_seq, e->reads, e->writes);
+			e->write_seq,
+			figure(v->hot[i].v[KS_LHF_READS], rates[0],
+			       sizeof(rates[0])),
+			figure(v->hot[i].v[KS_LHF_WRITES], rates[1],
+			       sizeof(rates[1])));
 		for (j = 0; j < e->n_reps && j < KS_FLEET_REPLICAS; j++)
 			fprintf(f, "%s%s", j ? "," : "",
 				safe(e->replicas[j], b, sizeof(b)));
@@ -341,8 +357,9 @@ static json_t *top_json(const struct ks_fleet_out *o)
 }
 
 static json_t *hot_json(const struct ks_fleet_out *o,
-			const struct ks_fleet_hot *e)
+			const struct ks_fleet_hot_row *row)
 {
+	const struct ks_fleet_hot *e = row->e;
 	json_t *r = json_object(), *reps = json_array();
 	size_t j;
 
@@ -362,8 +379,13 @@ static json_t *hot_json(const struct ks_fleet_out *o,
 		r, "state",
 		json_string(ks_hot_doc_state_name((unsigned)e->state)));
 	json_object_set_new(r, "write_seq", json_integer(e->write_seq));
-	json_object_set_new(r, "reads_per_s", json_real(e->reads));
-	json_object_set_new(r, "writes_per_s", json_real(e->writes));
+	/* every figure of the load document's list, by its name there */
+	for (j = 0; j < KS_LHF_N; j++)
+		json_object_set_new(r, ks_load_hot_name[j],
+				    isnan(row->v[j]) ? json_null()
+						     : json_real(row->v[j]));
+	json_object_set_new(r, "rates_of",
+			    json_string(row->from_load ? "load" : "entry"));
 	json_object_set_new(r, "mod_revision", json_integer(e->mod_rev));
 	return r;
 }
@@ -438,7 +460,7 @@ void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 	json_object_set_new(d, "top_keys", top_json(o));
 	a = json_array();
 	for (i = 0; i < v->n_hot; i++)
-		json_array_append_new(a, hot_json(o, v->hot[i]));
+		json_array_append_new(a, hot_json(o, &v->hot[i]));
 	json_object_set_new(d, "hot", a);
 	json_object_set_new(d, "hot_refused", refused_json(s));
 	if (o->watch_state) {
