@@ -215,8 +215,8 @@ static __always_inline void ks_reply_udp_seen(struct __sk_buff *skb,
 		return;
 	}
 	n = ks_reply_head5(skb, l4->payload_off, l4->avail, b);
-	ks_reply_count(p.slot, p.hash, n ? ks_reply_kind(b, n)
-					 : KS_REPLY_MALFORMED);
+	ks_reply_count(p.slot, p.hash,
+		       n ? ks_reply_kind(b, n) : KS_REPLY_MALFORMED);
 }
 
 static __always_inline void ks_reply_tcp_seen(struct __sk_buff *skb,
@@ -245,8 +245,8 @@ static __always_inline void ks_reply_tcp_seen(struct __sk_buff *skb,
 		return;
 	}
 	n = ks_reply_head5(skb, l4->payload_off, l4->payload_len, b);
-	ks_reply_count(p.slot, p.hash, n ? ks_reply_kind(b, n)
-					 : KS_REPLY_MALFORMED);
+	ks_reply_count(p.slot, p.hash,
+		       n ? ks_reply_kind(b, n) : KS_REPLY_MALFORMED);
 }
 
 #endif
