@@ -64,6 +64,8 @@ struct ks_run_steer {
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	/* each slot's counters at the last ks_run_steer_sample */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	/* the owner's replies at the last interval (--owner-replies) */
+	struct ks_hot_replies prev_replies[KS_HOT_SLOTS];
 	/* each armed slot's owner reads, pooled (core/unseen.h); was_armed:
 	 * armed at the last sample too, so the interval since was all
 	 * armed (the one it was armed in had the key's reads on the owner) */
