@@ -92,6 +92,28 @@ static void t_hot_roundtrip(void)
 	free(s);
 	if (!roundtrip(&d, &o))
 		CHECK(!o.has_key, "no key back");
+	/* the owner's hits and misses: only when counted, with the source */
+	sample_hot(&d, "flash:1");
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && !strstr(s, "owner_misses"), "none uncounted %s",
+	      s ? s : "(null)");
+	free(s);
+	d.has_owner_rates = 1;
+	d.owner_hits_ps = 4000;
+	d.owner_misses_ps = 1.5;
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && strstr(s, "\"owner_misses_per_s\":1.5") &&
+		      strstr(s, "\"owner_source\":\"" KS_HOT_DOC_OWNER_SOURCE
+				"\""),
+	      "owner rates %s", s ? s : "(null)");
+	free(s);
+	if (!roundtrip(&d, &o))
+		CHECK(o.has_owner_rates && o.owner_misses_ps == 1.5 &&
+			      o.owner_hits_ps == 4000 &&
+			      ks_hot_doc_same(&d, &o),
+		      "owner rates back");
+	o.owner_misses_ps = 30; /* a herd: the entry is written again */
+	CHECK(!ks_hot_doc_same(&d, &o), "a miss rate that moved");
 	CHECK(!strcmp(ks_hot_doc_state_name(KS_HDS_DIRTY), "dirty") &&
 		      !strcmp(ks_hot_doc_state_name(99), "?"),
 	      "state names");

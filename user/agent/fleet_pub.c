@@ -221,6 +221,10 @@ static void hot_doc_of(const struct ks_fleet_pub *f,
 	for (i = 0; i < n; i++)
 		snprintf(d->replica[i], KS_HOT_DOC_OWNER, "%s", reps[i]);
 	d->nreplicas = n;
+	if (steer &&
+	    !ks_run_steer_owner_rates(steer, e->hash, &d->owner_hits_ps,
+				      &d->owner_misses_ps))
+		d->has_owner_rates = 1;
 }
 
 /* Whether this host owns the key: what the ring its clients use says, or

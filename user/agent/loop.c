@@ -359,6 +359,7 @@ int ks_agent_start(struct ks_agent *st)
 	}
 	if (ks_run_hot_start(st->hot, st->ring->version))
 		return KS_EXIT_FAIL;
+	st->steer->replies = st->att.egress;
 	if (ks_run_steer_start(st->steer, &st->maps))
 		return KS_EXIT_FAIL;
 	if (st->att.adopted)

@@ -550,6 +550,19 @@ int ks_run_steer_timeout_ms(const struct ks_run_steer *s)
 	return ns < 0 ? -1 : (int)((ns + 999999) / 1000000);
 }
 
+int ks_run_steer_owner_rates(const struct ks_run_steer *s, __u64 hash,
+			     double *hits_ps, double *misses_ps)
+{
+	int i = s->map_open && s->replies ? ks_hot_map_find(&s->map, hash) : -1;
+
+	*hits_ps = *misses_ps = 0;
+	if (i < 0)
+		return -ENOENT;
+	*hits_ps = s->map.slot[i].hits_mps / 1000.0;
+	*misses_ps = s->map.slot[i].misses_mps / 1000.0;
+	return 0;
+}
+
 int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
 		      __u64 *write_seq, const char **reps, unsigned *nreps)
 {

@@ -227,6 +227,9 @@ int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
 	e->state = d.state;
 	e->reads = d.reads_ps;
 	e->writes = d.writes_ps;
+	e->has_owner = d.has_owner_rates;
+	e->owner_hits = d.owner_hits_ps;
+	e->owner_misses = d.owner_misses_ps;
 	e->n_reps = d.nreplicas;
 	for (i = 0; i < d.nreplicas && i < KS_FLEET_REPLICAS; i++)
 		snprintf(e->replicas[i], sizeof(e->replicas[i]), "%s",

@@ -68,6 +68,10 @@ struct ks_fleet_hot {
 	size_t n_reps; /* replicas listed; the first KS_FLEET_REPLICAS kept */
 	char replicas[KS_FLEET_REPLICAS][KS_FLEET_ADDR_MAX];
 	double reads, writes;
+	/* the owner's hits and misses per second, from its replies at tc
+	 * egress, when the entry has them (has_owner) */
+	int has_owner;
+	double owner_hits, owner_misses;
 };
 
 /* A hot/ entry that was refused. */

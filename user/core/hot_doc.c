@@ -101,6 +101,14 @@ char *ks_hot_doc_encode(const struct ks_hot_doc *d)
 	json_object_set_new(o, "owner_turns", json_integer(d->owner_turns));
 	json_object_set_new(o, "reads_per_s", rate(d->reads_ps));
 	json_object_set_new(o, "writes_per_s", rate(d->writes_ps));
+	if (d->has_owner_rates) {
+		json_object_set_new(o, "owner_hits_per_s",
+				    rate(d->owner_hits_ps));
+		json_object_set_new(o, "owner_misses_per_s",
+				    rate(d->owner_misses_ps));
+		json_object_set_new(o, "owner_source",
+				    json_string(KS_HOT_DOC_OWNER_SOURCE));
+	}
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return s;
@@ -284,6 +292,18 @@ int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 		goto out;
 	}
 	d->write_seq = v ? (__u64)json_integer_value(v) : 0;
+	/* optional: an owner that does not count its replies leaves them
+	 * out, and a reader shows "-" rather than a zero */
+	v = json_object_get(o, "owner_misses_per_s");
+	if (v) {
+		d->has_owner_rates = 1;
+		if (get_rate(o, "owner_misses_per_s", &d->owner_misses_ps) ||
+		    get_rate(o, "owner_hits_per_s", &d->owner_hits_ps)) {
+			bad(err, errlen, "%s is not a rate",
+			    "\"owner_misses_per_s\" or \"owner_hits_per_s\"");
+			goto out;
+		}
+	}
 	if (decode_key(o, d, err, errlen) || decode_replicas(o, d, err, errlen))
 		goto out;
 	rc = 0;
@@ -315,5 +335,8 @@ int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b)
 		if (strcmp(a->replica[i], b->replica[i]))
 			return 0;
 	return !ks_rate_moved(a->reads_ps, b->reads_ps) &&
-	       !ks_rate_moved(a->writes_ps, b->writes_ps);
+	       !ks_rate_moved(a->writes_ps, b->writes_ps) &&
+	       a->has_owner_rates == b->has_owner_rates &&
+	       !ks_rate_moved(a->owner_hits_ps, b->owner_hits_ps) &&
+	       !ks_rate_moved(a->owner_misses_ps, b->owner_misses_ps);
 }

@@ -48,7 +48,14 @@ struct ks_hot_doc {
 	__u32 owner_turns; /* of KS_STEER_SCHED turns, the owner's (its
 			    * --owner-share): the schedule reads follow */
 	double reads_ps, writes_ps;
+	/* the owner's hits and misses of the key, from its replies at tc
+	 * egress (KS_HOT_DOC_OWNER_SOURCE), when has_owner_rates */
+	__u8 has_owner_rates;
+	double owner_hits_ps, owner_misses_ps;
 };
+
+/* What "owner_misses_per_s" is measured by, in every entry that has it. */
+#define KS_HOT_DOC_OWNER_SOURCE "tc egress, exact for UDP and unpipelined TCP"
 
 /* "counting", "filling", "armed", "dirty"; "?" otherwise. */
 const char *ks_hot_doc_state_name(unsigned state);

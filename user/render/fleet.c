@@ -4,6 +4,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "render/fleet.h"
+#include "core/hot_doc.h"
 
 /* Text from etcd for a terminal: anyone who can write to etcd could put
  * escape sequences in a name or a key, so only printable ASCII goes out
@@ -193,10 +194,11 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 	fputc('\n', f);
 	if (v->n_hot)
 		fprintf(f,
-			"  %-24s %-21s %-10s %6s %7s %-8s %9s %10s %10s  %s\n",
+			"  %-24s %-21s %-10s %6s %7s %-8s %9s %10s %10s %10s  %s\n"
+			"  (MISSES/S: at the owner, %s; - where the owner does not count them)\n",
 			o->hash_only ? "HASH" : "KEY", "OWNER", "HOT", "COPIES",
 			"SUBKEYS", "STATE", "WRITE_SEQ", "READS/S", "WRITES/S",
-			"REPLICAS");
+			"MISSES/S", "REPLICAS", KS_HOT_DOC_OWNER_SOURCE);
 	for (i = 0; i < v->n_hot; i++) {
 		const struct ks_fleet_hot *e = v->hot[i];
 
@@ -209,6 +211,10 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 			safe(e->owner, b, sizeof(b)), hot_kind(e), e->copies,
 			e->subkeys, ks_hot_doc_state_name((unsigned)e->state),
 			e->write_seq, e->reads, e->writes);
+		if (e->has_owner)
+			fprintf(f, "%10.1f  ", e->owner_misses);
+		else
+			fprintf(f, "%10s  ", "-");
 		for (j = 0; j < e->n_reps && j < KS_FLEET_REPLICAS; j++)
 			fprintf(f, "%s%s", j ? "," : "",
 				safe(e->replicas[j], b, sizeof(b)));
@@ -358,6 +364,16 @@ static json_t *hot_json(const struct ks_fleet_out *o,
 	json_object_set_new(r, "write_seq", json_integer(e->write_seq));
 	json_object_set_new(r, "reads_per_s", json_real(e->reads));
 	json_object_set_new(r, "writes_per_s", json_real(e->writes));
+	/* null, not 0, where the owner does not count its replies */
+	json_object_set_new(r, "owner_misses_per_s",
+			    e->has_owner ? json_real(e->owner_misses)
+					 : json_null());
+	json_object_set_new(r, "owner_hits_per_s",
+			    e->has_owner ? json_real(e->owner_hits)
+					 : json_null());
+	json_object_set_new(r, "owner_source",
+			    e->has_owner ? json_string(KS_HOT_DOC_OWNER_SOURCE)
+					 : json_null());
 	json_object_set_new(r, "mod_revision", json_integer(e->mod_rev));
 	return r;
 }
