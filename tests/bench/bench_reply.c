@@ -28,9 +28,9 @@
 #include "bench.h"
 #include "keysteer.skel.h"
 
-#define REPLY_RUNS    5
-#define REPLY_REPEAT  200000
-#define REPLY_PAIRS   20000
+#define REPLY_RUNS   5
+#define REPLY_REPEAT 200000
+#define REPLY_PAIRS  20000
 
 /* Reverses a bench frame (Ethernet + IPv4 + TCP/UDP): the server's reply
  * to the client that sent it. Swapping the two addresses and the two
@@ -97,10 +97,10 @@ int bench_reply_main(int argc, char **argv)
 	int egress, ingress, i, k, idx, rc = 1;
 	size_t ll, klen = 16;
 	__u64 kw[KS_KEY_WORDS] = {};
-	static const char *const name[7] = {
-		"off",	       "tcp_other", "udp_other", "udp_paired",
-		"udp_other_1", "get_on",    "get_off"
-	};
+	static const char *const name[7] = { "off",         "tcp_other",
+					     "udp_other",   "udp_paired",
+					     "udp_other_1", "get_on",
+					     "get_off" };
 
 	(void)argc;
 	(void)argv;
@@ -123,8 +123,8 @@ int bench_reply_main(int argc, char **argv)
 					      sizeof(val) - 1);
 	turn_round(tcp);
 	memcpy(kw, key, klen);
-	idx = ks_hot_map_alloc(&e.hot, ks_key_hash(kw, klen),
-			       (const __u8 *)key, klen);
+	idx = ks_hot_map_alloc(&e.hot, ks_key_hash(kw, klen), (const __u8 *)key,
+			       klen);
 	if (!get_len || !udp_len || !tcp_len || idx < 0) {
 		fprintf(stderr, "bench replies: building the frames failed\n");
 		goto out;
