@@ -6,7 +6,8 @@
 #
 # 1. A flash key read over UDP turns hot: its owner (by the ring) publishes
 #    hot/<hash> with the key, itself as owner, 3 copies, both replicas,
-#    state armed, under its lease; the other agent publishes no entry.
+#    state armed, under its lease, with the owner's misses per second and
+#    their source; the other agent publishes no entry.
 # 2. A client watching hot/ (ks_hot_watch.py, etcd's gateway): each write to
 #    the armed key turns its entry dirty (write_seq above the armed one) and
 #    then armed again; the time from the write leaving the client to the
@@ -131,6 +132,11 @@ else:
     if v["copies"] != 3 or sorted(v["replicas"]) != sorted(reps): why.append("copies %s replicas %s" % (v["copies"], v["replicas"]))
     if v["state"] != "armed" or not v["read_hot"]: why.append("state %s read_hot %s" % (v["state"], v["read_hot"]))
     if not r["lease"]: why.append("not under a lease")
+    # the owner counts its replies (--owner-replies, on by default): the
+    # entry says its misses and where they come from
+    if v.get("owner_source") != "tc egress, exact for UDP and unpipelined TCP" or \
+            not isinstance(v.get("owner_misses_per_s"), (int, float)):
+        why.append("owner_source %r owner_misses_per_s %r" % (v.get("owner_source"), v.get("owner_misses_per_s")))
 print("; ".join(why) or "OK")' "$KEY" "$OSELF" "$STEER_REPLICAS"
 }
 why=

@@ -17,6 +17,7 @@
 #include "core/fleet_doc.h"
 #include "core/fleet_view.h"
 #include "render/fleet.h"
+#include "core/hot_doc.h"
 #include "unit.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
@@ -644,6 +645,35 @@ static void render(void)
 			      strstr(t, "\"watch\":{\"up\":true"),
 		      "hot state or watch");
 	}
+	free(t);
+	kt_end();
+
+	/* the owner's misses: "-" and null where its entry has none, the
+	 * rate and its source where it has */
+	kt_begin("fleet_render_owner_misses");
+	t = rendered(&s, 0, 0, NULL);
+	CHECK(t && strstr(t, "MISSES/S") &&
+		      strstr(t, KS_HOT_DOC_OWNER_SOURCE) &&
+		      strstr(t, "40.0        0.0           -  "),
+	      "text without: %s", t ? t : "");
+	free(t);
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t && strstr(t,
+			  "\"owner_misses_per_s\":null,\"owner_hits_per_s\":null,\"owner_source\":null"),
+	      "json without: %s", t ? t : "");
+	free(t);
+	e.has_owner = 1;
+	e.owner_misses = 12.5;
+	e.owner_hits = 300;
+	t = rendered(&s, 0, 0, NULL);
+	CHECK(t && strstr(t, "40.0        0.0        12.5  "), "text with: %s",
+	      t ? t : "");
+	free(t);
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t && strstr(t,
+			  "\"owner_misses_per_s\":12.5,\"owner_hits_per_s\":300.0,\"owner_source\":\"" KS_HOT_DOC_OWNER_SOURCE
+			  "\""),
+	      "json with: %s", t ? t : "");
 	free(t);
 	kt_end();
 }
