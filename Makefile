@@ -336,6 +336,7 @@ BENCH_BEFORE ?=
 bench: check-deps
 	$(MAKE) all tests
 	$(OUT)/tests/bench $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(OUT)/tests/bench replies
 
 # Packets/s per core through a veth pair in namespaces of its own, keysteer
 # against the empty program (docs/benchmarks.md). About 15 s. Not in `make test`.

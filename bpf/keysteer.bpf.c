@@ -3,7 +3,8 @@
  * keysteer.bpf.c - the datapath entry points: ks_ingress (XDP) and
  * ks_tc_ingress (tc), one library underneath. Both count and sample and
  * let the packet through untouched, except that XDP steers a lone UDP get
- * of an armed hot key to an L1 replica (ks_steer.bpf.h).
+ * of an armed hot key to an L1 replica (ks_steer.bpf.h). ks_tc_egress
+ * reads the owner's replies to hot-key reads (ks_reply.bpf.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,6 +16,7 @@
 #include "ks_fastpath.bpf.h"
 #include "ks_stream.bpf.h"
 #include "ks_steer.bpf.h"
+#include "ks_reply.bpf.h"
 
 static __always_inline int ks_port_watched(const struct ks_config *cfg,
 					   __u16 port)
@@ -32,11 +34,12 @@ static __always_inline int ks_port_watched(const struct ks_config *cfg,
 
 /*
  * Ethernet to the first payload byte. Returns 0 with l4 filled for a
- * packet to a watched port, or a negative reason.
+ * packet to a watched port (from one, for a reply), or a negative reason.
  */
 static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
 					       struct ks_l4 *l4,
-					       const struct ks_config *cfg)
+					       const struct ks_config *cfg,
+					       const bool reply)
 {
 	__u32 l3_left = 0;
 	int proto, err;
@@ -54,9 +57,9 @@ static __always_inline int ks_parse_to_payload(struct ks_cursor *c,
 		return proto;
 
 	if (proto == IPPROTO_TCP)
-		err = ks_parse_tcp(c, l4, l3_left, cfg);
+		err = ks_parse_tcp(c, l4, l3_left, cfg, reply);
 	else if (proto == IPPROTO_UDP)
-		err = ks_parse_udp(c, l4, l3_left, cfg);
+		err = ks_parse_udp(c, l4, l3_left, cfg, reply);
 	else
 		return KS_NEG(KS_ERR_NOT_MEMCACHED);
 	if (err < 0)
@@ -115,7 +118,7 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	if (!pc || !cfg)
 		return 0;
 	pc->n[KS_PKT_SEEN]++;
-	err = ks_parse_to_payload(&c, &l4, cfg);
+	err = ks_parse_to_payload(&c, &l4, cfg, false);
 	if (err < 0) {
 		ks_count_err(KS_REASON(err));
 		return 0;
@@ -136,6 +139,8 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	s->seg_save = 0;
 	s->seg_flow = 0;
 	s->seg_fast = 1;
+	s->reply_slot = 0;
+	s->reply_ok = 0;
 
 	stream = l4.proto == IPPROTO_TCP && !(cfg->flags & KS_CFG_NO_STREAM);
 	/* SYN, FIN and RST matter even without a payload; what comes of it
@@ -188,13 +193,29 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	} else if (s->seg_flow && (l4.tcp_flags & KS_TCP_FIN)) {
 		ks_flow_fin(s);
 	}
-	if (!s->steer_slot)
+	if (s->reply_slot && (cfg->flags & KS_CFG_REPLIES) &&
+	    s->pkt_keys == 1 && s->nreq <= 1)
+		ks_reply_mark(s, &l4);
+	if (!s->steer_slot) {
+		ks_reply_expect(s);
 		return 0;
+	}
 	/* one get of one key, nothing else in the datagram */
 	if (s->pkt_keys == 1 && s->nreq <= 1)
 		return s->steer_slot;
 	ks_hot_owner(s->steer_slot - 1);
+	ks_reply_expect(s);
 	return 0;
+}
+
+/* A lone get the steering left with the owner: its reply is the owner's. */
+static __always_inline void ks_reply_after_steer(void)
+{
+	__u32 zero = 0;
+	struct ks_scratch *s = bpf_map_lookup_elem(&ks_scratch, &zero);
+
+	if (s)
+		ks_reply_expect(s);
 }
 
 /*
@@ -210,8 +231,14 @@ int ks_ingress(struct xdp_md *ctx)
 
 	__u32 hot = ks_handle(ctx, data, data_end, bpf_xdp_get_buff_len(ctx),
 			      true);
+	int act;
 
-	return hot ? ks_steer(ctx, hot - 1) : XDP_PASS;
+	if (!hot)
+		return XDP_PASS;
+	act = ks_steer(ctx, hot - 1);
+	if (act == XDP_PASS)
+		ks_reply_after_steer();
+	return act;
 }
 
 SEC("tc")
@@ -224,10 +251,45 @@ int ks_tc_ingress(struct __sk_buff *skb)
 	hot = ks_handle(skb, (void *)(long)skb->data,
 			(void *)(long)skb->data_end, skb->len, false);
 
-	if (hot) /* tc only counts: steering is XDP's */
+	if (hot) { /* tc only counts: steering is XDP's */
 		ks_hot_owner(hot - 1);
+		ks_reply_after_steer();
+	}
 	/* TC_ACT_UNSPEC, which tcx calls TCX_NEXT: the programs and filters
 	 * after ours still run, as if we were not there */
+	return TC_ACT_UNSPEC;
+}
+
+/*
+ * The owner's replies, on the interface they leave by: hits and misses of
+ * the reads ks_handle() remembered. Nothing is changed or dropped.
+ */
+SEC("tc")
+int ks_tc_egress(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ks_cursor c = { .pos = data,
+			       .end = data_end,
+			       .start = data,
+			       .frame_len = skb->len & 0xfffff };
+	struct ks_l4 l4 = {};
+	struct ks_config *cfg;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&ks_config, &zero);
+	/* no hot key, no read waiting: the common reply costs this much */
+	if (!cfg || !cfg->hot || !(cfg->flags & KS_CFG_REPLIES))
+		return TC_ACT_UNSPEC;
+	/* headers of what this host sends are in the linear part; the
+	 * payload's first bytes are read with bpf_skb_load_bytes */
+	if (ks_parse_to_payload(&c, &l4, cfg, true) < 0)
+		return TC_ACT_UNSPEC;
+	if (l4.proto == IPPROTO_UDP)
+		ks_reply_udp_seen(skb, &l4);
+	else
+		ks_reply_tcp_seen(skb, &l4);
+	/* as ks_tc_ingress: the programs and filters after ours still run */
 	return TC_ACT_UNSPEC;
 }
 

@@ -224,6 +224,10 @@ enum ks_config_flag {
 	 * did before it followed streams: the control run of the freshness
 	 * tests, which must then see stale reads. Never for production. */
 	KS_CFG_NO_STREAM = 1,
+	/* Remember single-key reads of hot keys so that ks_tc_egress can
+	 * pair the owner's replies with them (ks_reply.bpf.h): set while the
+	 * egress program is attached (--owner-replies on). */
+	KS_CFG_REPLIES = 2,
 };
 _Static_assert(sizeof(struct ks_config) == 40, "ks_config layout");
 
@@ -306,8 +310,9 @@ struct ks_report {
 	__u32 interval_ms;
 	__u32 seq;
 	__u32 n_top;
-	__u32 xdp_mode; /* 1 native XDP, 2 generic XDP, 3 tc ingress */
-	__u32 pad;
+	__u32 xdp_mode;   /* 1 native XDP, 2 generic XDP, 3 tc ingress */
+	__u32 replies;    /* 1: ks_tc_egress counts the owner's replies to
+			 * hot-key reads (ks_hot_slot.hits_mps...) */
 	__u64 start_ns;   /* CLOCK_REALTIME ns when the agent started */
 	__u64 updated_ns; /* CLOCK_REALTIME ns of the last interval */
 	__u64 elapsed_ns; /* length of the last interval */
@@ -453,6 +458,19 @@ static inline int ks_hot_filter_has(const struct ks_hot_filter *f, __u32 b)
 	return (f->bits[(b / 64) % (KS_HOT_BUCKETS / 64)] >> (b % 64)) & 1;
 }
 
+/* Per-CPU counters of the owner's replies to a hot slot's reads (map
+ * ks_hot_replies, KS_HOT_SLOTS; bpf/ks_reply.bpf.h). */
+struct ks_hot_replies {
+	__u64 hits;      /* VALUE / VA / HD, or binary status 0 */
+	__u64 misses;    /* END / EN, or binary status 1 (not found) */
+	__u64 unpaired;  /* a remembered read whose reply cannot be told
+			  * apart: the connection pipelined, or the reply was
+			  * out of step or came after KS_REPLY_MAX_AGE_NS */
+	__u64 malformed; /* paired, but neither a hit nor a miss (an error
+			  * line, garbage, too short): passed untouched */
+};
+_Static_assert(sizeof(struct ks_hot_replies) == 32, "ks_hot_replies layout");
+
 enum ks_hot_flag {
 	KS_HOTF_READ_HOT = 1,  /* reads spread over copies */
 	KS_HOTF_WRITE_HOT = 2, /* the operator should salt it into sub-keys */
@@ -477,13 +495,21 @@ struct ks_hot_slot {
 	__u64 writes_mps;
 	__u64 steered_mps; /* reads steered to replicas in the last interval */
 	__u64 tcp_mps;     /* TCP reads of the key in the last interval */
-	__u32 copies;      /* the table's decision (may exceed ncopies) */
-	__u32 subkeys;     /* salted-counter sub-keys for a write-hot key */
+	/* the owner's replies to the key's reads, paired at tc egress
+	 * (struct ks_hot_replies): per second over the last interval, and
+	 * in all since the key took its slot */
+	__u64 hits_mps;
+	__u64 misses_mps;
+	__u64 unpaired_mps;
+	__u64 malformed_mps;
+	struct ks_hot_replies replies;
+	__u32 copies;  /* the table's decision (may exceed ncopies) */
+	__u32 subkeys; /* salted-counter sub-keys for a write-hot key */
 	__u16 len;
 	__u8 pad[6];
 	__u8 key[KS_KEY_BUF];
 };
-_Static_assert(sizeof(struct ks_hot_slot) == 424, "ks_hot_slot layout");
+_Static_assert(sizeof(struct ks_hot_slot) == 488, "ks_hot_slot layout");
 
 /* Per-CPU counters of a hot slot (map ks_hot_stats, KS_HOT_SLOTS). */
 struct ks_hot_stats {
@@ -496,6 +522,44 @@ struct ks_hot_stats {
 	__u64 rr;        /* round robin over the copies */
 };
 _Static_assert(sizeof(struct ks_hot_stats) == 48, "ks_hot_stats layout");
+
+/*
+ * ---- the owner's replies to hot-key reads (bpf/ks_reply.bpf.h) ----
+ *
+ * A miss is visible only in the owner's reply, so ks_tc_egress, on the
+ * interface the replies leave by, pairs replies with the single-key reads
+ * of hot keys that ks_ingress/ks_tc_ingress remembered: UDP by the client's
+ * address, port and the frame's request id (exact); TCP by connection,
+ * when the reply can only be that read's (docs/steering.md "Misses at the
+ * owner"). Per-CPU counters per hot slot (map ks_hot_replies).
+ */
+
+/* Reads waiting for their reply: an LRU each, so a reply that never comes
+ * (a quiet-mode miss, a lost datagram) costs nothing but its entry. */
+#define KS_REPLY_UDP_PEND 8192
+#define KS_REPLY_TCP_PEND 16384
+/* A UDP reply later than this is not taken as the answer: a client reuses
+ * request ids (16 bits), and memcached answers in microseconds. */
+#define KS_REPLY_MAX_AGE_NS 1000000000ULL
+
+struct ks_reply_udp_key {
+	__u8 addr[16]; /* the client: IPv4 as ::ffff:a.b.c.d */
+	__u16 port;    /* the client's, host order */
+	__u16 req_id;  /* the frame header's request id, as sent */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ks_reply_udp_key) == 24, "ks_reply_udp_key");
+
+struct ks_reply_pend {
+	__u64 hash;      /* the key's ks_key_hash */
+	__u64 ts_ns;     /* bpf_ktime_get_ns() of the read */
+	__u32 slot;      /* its ks_hot slot */
+	__u32 req_end;   /* TCP: the client's sequence after the read */
+	__u32 srv_seq;   /* TCP: the client's ack then: where the reply to
+			* the read begins if nothing else is unanswered */
+	__u32 pipelined; /* TCP: another read came before this one's reply */
+};
+_Static_assert(sizeof(struct ks_reply_pend) == 32, "ks_reply_pend layout");
 
 /*
  * An L1 replica (map ks_replicas, KS_MAX_REPLICAS entries): IPv4 or IPv6.

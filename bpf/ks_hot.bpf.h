@@ -144,6 +144,9 @@ __noinline int ks_hot_key(struct ks_scratch *s, __u64 hash, __u32 op)
 	}
 	if (cls != KS_CLASS_READ)
 		return 1;
+	/* the packet's reply may be paired with it (ks_reply.bpf.h) */
+	s->reply_slot = idx + 1;
+	s->reply_hash = hash;
 	st->reads++;
 	ks_count_pkt(KS_PKT_HOT_READ);
 	if (s->proto == IPPROTO_TCP)

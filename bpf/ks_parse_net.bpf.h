@@ -37,6 +37,9 @@ struct ks_l4 {
 	__u8 tcp_flags; /* TCP: FIN, SYN, RST, ... as in the header */
 	__u8 frag;      /* first fragment of a fragmented datagram */
 	__u8 pad;
+	__u32 ack;      /* TCP: acknowledgment number, host order */
+	__u16 udp_id;   /* UDP: the memcached frame's request id, as sent */
+	__u16 udp_seq;  /* ... and its sequence number, host order */
 	__u64 saddr[2]; /* IPv4 mapped as ::ffff:a.b.c.d */
 	__u64 daddr[2];
 };
@@ -177,10 +180,12 @@ static __always_inline int ks_port_watched(const struct ks_config *cfg,
 					   __u16 port);
 
 /* Ports are checked before the rest, so only memcached traffic can count
- * as malformed. */
+ * as malformed. reply: a segment from memcached (tc egress), whose source
+ * port is the watched one. */
 static __always_inline int ks_parse_tcp(struct ks_cursor *c, struct ks_l4 *l4,
 					__u32 l3_left,
-					const struct ks_config *cfg)
+					const struct ks_config *cfg,
+					const bool reply)
 {
 	struct tcphdr *th = c->pos;
 	__u32 doff;
@@ -189,7 +194,7 @@ static __always_inline int ks_parse_tcp(struct ks_cursor *c, struct ks_l4 *l4,
 		return KS_NEG(KS_ERR_TRUNC_L4);
 	l4->sport = bpf_ntohs(th->source);
 	l4->dport = bpf_ntohs(th->dest);
-	if (!ks_port_watched(cfg, l4->dport))
+	if (!ks_port_watched(cfg, reply ? l4->sport : l4->dport))
 		return KS_NEG(KS_ERR_NOT_MEMCACHED);
 	doff = th->doff * 4;
 	if (doff < sizeof(*th) || doff > l3_left)
@@ -201,6 +206,7 @@ static __always_inline int ks_parse_tcp(struct ks_cursor *c, struct ks_l4 *l4,
 	l4->payload_len = l3_left - doff;
 	l4->avail = l4->payload_len;
 	l4->seq = bpf_ntohl(th->seq);
+	l4->ack = bpf_ntohl(th->ack_seq);
 	l4->tcp_flags = ((__u8 *)th)[13];
 	c->pos += doff;
 	return 0;
@@ -212,13 +218,17 @@ static __always_inline int ks_parse_tcp(struct ks_cursor *c, struct ks_l4 *l4,
  * ("multi-packet request not supported"), whatever their sequence number.
  */
 static __always_inline int ks_parse_mc_udp_frame(struct ks_cursor *c,
-						 struct ks_l4 *l4)
+						 struct ks_l4 *l4,
+						 const bool reply)
 {
 	__be16 *frame = c->pos;
 
 	if (l4->avail < KS_MC_UDP_HDR || c->pos + KS_MC_UDP_HDR > c->end)
 		return KS_NEG(KS_ERR_UDP_FRAME);
-	if (frame[2] != bpf_htons(1))
+	l4->udp_id = frame[0];
+	l4->udp_seq = bpf_ntohs(frame[1]);
+	/* a reply may take several datagrams; its first holds its start */
+	if (!reply && frame[2] != bpf_htons(1))
 		return KS_NEG(KS_ERR_UDP_MULTI);
 	l4->payload_len -= KS_MC_UDP_HDR;
 	l4->avail -= KS_MC_UDP_HDR;
@@ -229,7 +239,8 @@ static __always_inline int ks_parse_mc_udp_frame(struct ks_cursor *c,
 /* UDP plus memcached's frame header: request id, sequence, total, reserved. */
 static __always_inline int ks_parse_udp(struct ks_cursor *c, struct ks_l4 *l4,
 					__u32 l3_left,
-					const struct ks_config *cfg)
+					const struct ks_config *cfg,
+					const bool reply)
 {
 	struct udphdr *uh = c->pos;
 	__u32 ulen;
@@ -238,7 +249,7 @@ static __always_inline int ks_parse_udp(struct ks_cursor *c, struct ks_l4 *l4,
 		return KS_NEG(KS_ERR_TRUNC_L4);
 	l4->sport = bpf_ntohs(uh->source);
 	l4->dport = bpf_ntohs(uh->dest);
-	if (!ks_port_watched(cfg, l4->dport))
+	if (!ks_port_watched(cfg, reply ? l4->sport : l4->dport))
 		return KS_NEG(KS_ERR_NOT_MEMCACHED);
 	ulen = bpf_ntohs(uh->len);
 	/* a first fragment has only part of the datagram its length counts */
@@ -247,7 +258,7 @@ static __always_inline int ks_parse_udp(struct ks_cursor *c, struct ks_l4 *l4,
 	l4->payload_len = ulen - sizeof(*uh);
 	l4->avail = (ulen < l3_left ? ulen : l3_left) - sizeof(*uh);
 	c->pos = uh + 1;
-	return ks_parse_mc_udp_frame(c, l4);
+	return ks_parse_mc_udp_frame(c, l4, reply);
 }
 
 #endif

@@ -99,6 +99,13 @@ struct ks_scratch {
 	__u32 hot;        /* ks_hot has entries: look every key up */
 	__u32 pkt_keys;   /* keys in this packet so far */
 	__u32 steer_slot; /* 1 + ks_hot slot of a lone UDP get, or 0 */
+	__u32 reply_slot; /* 1 + ks_hot slot of the packet's last hot read */
+	__u64 reply_hash; /* ... its key's hash */
+	__u32 reply_ok;   /* a single-key read whose reply can be paired */
+	__u32 reply_end;  /* TCP: its sequence end; the client's ack */
+	__u32 reply_ack;
+	__u16 reply_id; /* UDP: the frame's request id */
+	__u16 reply_pad;
 	/* survive across packets */
 	__u32 countdown;      /* keys left until the next sample */
 	__u32 key_words;      /* words of key[] the last sampled key used */

@@ -288,5 +288,7 @@ void bench_print_json(const struct bench_report *rep);
 
 /* `bench line ...`: packets/s through a veth pair (bench_line.c). */
 int bench_line_main(int argc, char **argv);
+/* `bench replies`: ks_tc_egress's cost per reply (bench_reply.c). */
+int bench_reply_main(int argc, char **argv);
 
 #endif

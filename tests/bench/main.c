@@ -502,6 +502,14 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "line"))
 		return bench_line_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "replies")) {
+		if (geteuid() != 0) {
+			fprintf(stderr,
+				"bench: BPF_PROG_TEST_RUN needs root\n");
+			return 1;
+		}
+		return bench_reply_main(argc - 1, argv + 1);
+	}
 	memset(&a, 0, sizeof(a));
 	if (parse_args(argc, argv, &a))
 		return 2;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""ks_tcx.py IFNAME - the names of the programs at IFNAME's tcx ingress,
-one per line (BPF_PROG_QUERY on BPF_TCX_INGRESS; Debian 12's bpftool 7.1
+"""ks_tcx.py IFNAME [egress] - the names of the programs at IFNAME's tcx
+ingress (or egress), one per line (BPF_PROG_QUERY on BPF_TCX_INGRESS; Debian 12's bpftool 7.1
 and iproute2 do not show tcx). Run it in the interface's namespace, as
 root. Prints nothing when there are none or the kernel has no tcx.
 """
@@ -12,7 +12,7 @@ import sys
 
 SYS_BPF = 321  # x86_64
 BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD, BPF_PROG_QUERY = 13, 15, 16
-BPF_TCX_INGRESS = 46
+BPF_TCX_INGRESS, BPF_TCX_EGRESS = 46, 47
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -37,7 +37,8 @@ def prog_name(prog_id):
 def main():
     ifindex = socket.if_nametoindex(sys.argv[1])
     ids = (ctypes.c_uint32 * 64)()
-    attr = struct.pack("=IIIIQII", ifindex, BPF_TCX_INGRESS, 0, 0,
+    where = BPF_TCX_EGRESS if sys.argv[2:] == ["egress"] else BPF_TCX_INGRESS
+    attr = struct.pack("=IIIIQII", ifindex, where, 0, 0,
                        ctypes.addressof(ids), 64, 0)
     rc, buf = bpf(BPF_PROG_QUERY, attr)
     if rc < 0:

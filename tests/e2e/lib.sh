@@ -126,12 +126,16 @@ e2e_xdp_attached() {
 }
 
 # e2e_tc_left: what of keysteer's tc attachment is on our veth (a tcx
-# program, a tc ingress filter, the clsact qdisc), empty if nothing; the
+# program at ingress or egress, a tc ingress filter, the clsact qdisc),
+# empty if nothing; the
 # tests never add tc filters or clsact themselves unless they say so.
 e2e_tc_left() {
 	local left=""
 	[ -n "$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF" 2>/dev/null)" ] &&
 		left="a tcx program"
+	# the owner's replies (--owner-replies): any hook, tcx egress
+	[ -n "$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_tcx.py" "$SIF" egress 2>/dev/null)" ] &&
+		left="${left:+$left, }a tcx egress program"
 	grep -q . <<<"$(ks_in_ns "$SNS" tc filter show dev "$SIF" ingress 2>/dev/null)" &&
 		left="${left:+$left, }a tc ingress filter"
 	grep -q clsact <<<"$(ks_in_ns "$SNS" tc qdisc show dev "$SIF" 2>/dev/null)" &&

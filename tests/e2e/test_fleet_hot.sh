@@ -6,7 +6,9 @@
 #
 # 1. A flash key read over UDP turns hot: its owner (by the ring) publishes
 #    hot/<hash> with the key, itself as owner, 3 copies, both replicas,
-#    state armed, under its lease; the other agent publishes no entry.
+#    state armed, under its lease, and no owner figures; its load
+#    document lists the key with the owner's hits and misses per second;
+#    the other agent publishes no entry.
 # 2. A client watching hot/ (ks_hot_watch.py, etcd's gateway): each write to
 #    the armed key turns its entry dirty (write_seq above the armed one) and
 #    then armed again; the time from the write leaving the client to the
@@ -131,7 +133,23 @@ else:
     if v["copies"] != 3 or sorted(v["replicas"]) != sorted(reps): why.append("copies %s replicas %s" % (v["copies"], v["replicas"]))
     if v["state"] != "armed" or not v["read_hot"]: why.append("state %s read_hot %s" % (v["state"], v["read_hot"]))
     if not r["lease"]: why.append("not under a lease")
-print("; ".join(why) or "OK")' "$KEY" "$OSELF" "$STEER_REPLICAS"
+    # the owner counts its replies (--owner-replies, on by default): its
+    # load document (outside what clients watch) lists the key with its
+    # misses; the entry clients watch has none of them
+    if "owner_misses_per_s" in v or "owner_source" in v:
+        why.append("owner figures in the hot/ entry: %r" % v)
+    try:
+        load = json.loads(sys.argv[4])
+        lh = [h for h in load.get("hot", []) if h.get("hash") == v["hash"]]
+    except (ValueError, AttributeError):
+        lh = []
+    if len(lh) != 1 or not isinstance(lh[0].get("owner_misses_per_s"), (int, float)) or \
+            not isinstance(lh[0].get("owner_hits_per_s"), (int, float)):
+        why.append("the owner'"'"'s load document lists %r for the key: %.300s" % (lh, sys.argv[4]))
+print("; ".join(why) or "OK")' "$KEY" "$OSELF" "$STEER_REPLICAS" "$(load_doc)"
+}
+load_doc() { # the owner's load document, or ""
+	ectl get "/keysteer-load/$CLUSTER/$OSELF" --print-value-only 2>/dev/null
 }
 why=
 for _ in $(seq 1 40); do

@@ -67,6 +67,7 @@ void pkt_opts_default(struct pkt_opts *o, int ipv6, __u8 proto)
 	o->proto = proto;
 	o->tcp_flags = PKT_TCP_PSH | PKT_TCP_ACK; /* a segment with data */
 	o->tcp_seq = 1000;
+	o->tcp_ack = 5000;
 	o->sport = 40000;
 	if (proto == IPPROTO_TCP)
 		o->sport = (__u16)(PKT_LONE_PORT_BASE +
@@ -232,7 +233,7 @@ int pkt_build(struct pkt *p, const struct pkt_opts *o, const void *payload,
 		put16(t, o->sport);
 		put16(t + 2, o->dport);
 		put32(t + 4, o->tcp_seq);
-		put32(t + 8, 5000);
+		put32(t + 8, o->tcp_ack);
 		t[12] = (__u8)((5 + o->tcp_opt_words) << 4);
 		t[13] = o->tcp_flags;
 		put16(t + 14, 65535);

@@ -75,6 +75,7 @@ struct pkt_opts {
 	int tcp_opt_words; /* doff - 5, 0..10 */
 	__u8 tcp_flags;    /* default PSH|ACK */
 	__u32 tcp_seq;
+	__u32 tcp_ack; /* default 5000 */
 	__u16 sport, dport;
 	int udp_frame; /* prepend the memcached frame header */
 	struct pkt_mc_frame mc;

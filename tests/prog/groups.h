@@ -20,6 +20,7 @@ void t_ring_cache_group(void); /* t_ring_cache.c: ring hash cache */
 void t_key_run_group(void);    /* t_key_run.c: multi-get key runs */
 void t_fuzz_found_group(void); /* t_fuzz_found.c: fuzzer findings */
 void t_hot_group(void);        /* t_hot.c: hot-key slots, dirty on write */
+void t_reply_group(void);      /* t_reply.c: the owner's replies, egress */
 void t_steer_group(void);      /* t_hot.c: steering (own netns; last) */
 
 #endif

@@ -413,6 +413,7 @@ int kp_setup(void)
 	}
 	kp.xdp_fd = bpf_program__fd(skel->progs.ks_ingress);
 	kp.tc_fd = bpf_program__fd(skel->progs.ks_tc_ingress);
+	kp.tc_egress_fd = bpf_program__fd(skel->progs.ks_tc_egress);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.ks_events), on_event, NULL,
 			      NULL);
 	if (!rb)

@@ -93,6 +93,7 @@ struct kp_env {
 	int ncpu;
 	int cpu; /* the CPU this process is pinned to */
 	int xdp_fd, tc_fd;
+	int tc_egress_fd; /* ks_tc_egress: the owner's replies */
 	/* events read from the ring buffer in the last kp_read_events() */
 	int ngot;
 	struct ks_event got[KP_MAX_EVENTS];

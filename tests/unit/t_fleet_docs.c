@@ -94,6 +94,13 @@ static void t_hot_roundtrip(void)
 	free(s);
 	if (!roundtrip(&d, &o))
 		CHECK(!o.has_key, "no key back");
+	/* the owner's hits and misses are the load document's, never the
+	 * entry's: a herd at the owner rewrites nothing clients watch */
+	sample_hot(&d, "flash:1");
+	s = ks_hot_doc_encode(&d);
+	CHECK(s && !strstr(s, "owner_misses") && !strstr(s, "owner_source"),
+	      "no owner figures in hot/ %s", s ? s : "(null)");
+	free(s);
 	CHECK(!strcmp(ks_hot_doc_state_name(KS_HDS_DIRTY), "dirty") &&
 		      !strcmp(ks_hot_doc_state_name(99), "?"),
 	      "state names");
@@ -448,6 +455,11 @@ static void sample_load_hot(struct ks_host_doc *d)
 	d->hot[1].hash = 0x10;
 	d->hot[1].v[KS_LHF_READS] = 300;
 	d->hot[1].v[KS_LHF_WRITES] = 40;
+	/* the first owner does not count its replies; the second does */
+	d->hot[0].v[KS_LHF_OWNER_HITS] = NAN;
+	d->hot[0].v[KS_LHF_OWNER_MISSES] = NAN;
+	d->hot[1].v[KS_LHF_OWNER_HITS] = 4000;
+	d->hot[1].v[KS_LHF_OWNER_MISSES] = 1.5;
 }
 
 /* The load document's "hot" list: every hot key's live figures, out of
@@ -483,6 +495,11 @@ static void t_load_hot(void)
 	for (f = 0; j && f < KS_LHF_N; f++)
 		CHECK(out[1].v[f] == a.hot[1].v[f], "%s: %g",
 		      ks_load_hot_name[f], out[1].v[f]);
+	/* a figure not counted is left out and read back as unknown */
+	CHECK(j && isnan(out[0].v[KS_LHF_OWNER_MISSES]) &&
+		      isnan(out[0].v[KS_LHF_OWNER_HITS]) &&
+		      strstr(l, "\"owner_misses_per_s\":1.5"),
+	      "owner figures: %s", l ? l : "(null)");
 	json_decref(j);
 	/* a longer list than the reader's bound is refused */
 	j = l ? json_loads(l, 0, NULL) : NULL;
@@ -507,6 +524,12 @@ static void t_load_hot(void)
 	b = a;
 	b.hot[1].v[KS_LHF_WRITES] = 80;
 	CHECK(!ks_host_doc_same_hot(&a, &b), "writes moved");
+	b = a;
+	b.hot[1].v[KS_LHF_OWNER_MISSES] = 30; /* a herd at the owner */
+	CHECK(!ks_host_doc_same_hot(&a, &b), "misses moved");
+	b = a;
+	b.hot[0].v[KS_LHF_OWNER_MISSES] = 0;
+	CHECK(!ks_host_doc_same_hot(&a, &b), "misses counted from now");
 	b = a;
 	b.hot[0] = a.hot[1];
 	b.hot[1] = a.hot[0];

@@ -17,6 +17,7 @@
 #include "core/fleet_doc.h"
 #include "core/fleet_view.h"
 #include "render/fleet.h"
+#include "core/hot_doc.h"
 #include "unit.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
@@ -736,6 +737,42 @@ static void render(void)
 	}
 	free(t);
 	kt_end();
+
+	/* the owner's misses: "-" and null where its load document has
+	 * none, the rate and its source where it has */
+	kt_begin("fleet_render_owner_misses");
+	t = rendered(&s, 0, 0, NULL);
+	CHECK(t && strstr(t, "MISSES/S") &&
+		      strstr(t, KS_HOT_DOC_OWNER_SOURCE) &&
+		      strstr(t, "40.0        0.0           -  "),
+	      "text without: %s", t ? t : "");
+	free(t);
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t && strstr(t,
+			  "\"owner_hits_per_s\":null,\"owner_misses_per_s\":null,\"owner_source\":null"),
+	      "json without: %s", t ? t : "");
+	free(t);
+	/* the owner (a schema-2 member) lists the key in its load
+	 * document, with its replies counted */
+	snprintf(e.owner, sizeof(e.owner), "%s", h[0].self);
+	h[0].kind = KS_FHK_MEMBER;
+	h[0].n_hot = 1;
+	h[0].hot[0] = (struct ks_load_hot){ .hash = 0xab,
+					    .v = { 40, 0, 300, 12.5 } };
+	t = rendered(&s, 0, 0, NULL);
+	CHECK(t && strstr(t, "40.0        0.0        12.5  "), "text with: %s",
+	      t ? t : "");
+	free(t);
+	t = rendered(&s, 1, 0, "up");
+	CHECK(t && strstr(t,
+			  "\"owner_hits_per_s\":300.0,\"owner_misses_per_s\":12.5,\"owner_source\":\"" KS_HOT_DOC_OWNER_SOURCE
+			  "\""),
+	      "json with: %s", t ? t : "");
+	free(t);
+	h[0].kind = KS_FHK_HOSTS;
+	h[0].n_hot = 0;
+	e.owner[0] = '\0';
+	kt_end();
 }
 
 #define HOT_OF(hash, owner, reads)                                             \
@@ -814,10 +851,12 @@ static void hot_rates(void)
 	ks_fleet_view_free(&v);
 	t = rendered(&s, 1, 0, "up");
 	CHECK(t &&
-		      strstr(t, "\"reads_per_s\":700.0,\"writes_per_s\":2.0,"
-				"\"rates_of\":\"load\"") &&
-		      strstr(t, "\"reads_per_s\":50.0,\"writes_per_s\":0.0,"
-				"\"rates_of\":\"entry\""),
+		      strstr(t,
+			     "\"reads_per_s\":700.0,\"writes_per_s\":2.0,"
+			     "\"owner_hits_per_s\":null,\"owner_misses_per_s\":null,\"owner_source\":null,\"rates_of\":\"load\"") &&
+		      strstr(t,
+			     "\"reads_per_s\":50.0,\"writes_per_s\":0.0,"
+			     "\"owner_hits_per_s\":null,\"owner_misses_per_s\":null,\"owner_source\":null,\"rates_of\":\"entry\""),
 	      "json: %s", t ? t : "(null)");
 	free(t);
 	t = rendered(&s, 0, 0, NULL);

@@ -130,8 +130,57 @@ static void test_render(void)
 	kt_end();
 }
 
+/* The owner's hits and misses: shown with their source while counted,
+ * "-" and null (never a zero that reads as no misses) while not. */
+static void test_owner_replies(void)
+{
+	struct ks_replica rep[KS_MAX_REPLICAS] = {};
+	struct ks_hot_slot s;
+	struct ks_hot_view h = {
+		.slot = &s, .n = 1, .rep = rep, .now_mono_ns = NOW
+	};
+	char *t;
+
+	kt_begin("report_hot_owner_misses_with_source");
+	slot(&s, "flash:1", 1, 0, 0, 0);
+	s.hits_mps = 1500000;
+	s.misses_mps = 2250;
+	s.unpaired_mps = 500;
+	s.replies.hits = 1501;
+	s.replies.misses = 3;
+	s.replies.unpaired = 1;
+	h.replies = 1;
+	t = render(&h, 0);
+	CHECK(t && strstr(t, "hits/s") && strstr(t, "misses/s") &&
+		      strstr(t, KS_REPLIES_SOURCE) && strstr(t, " 1500.0 ") &&
+		      strstr(t, " 2.2") && strstr(t, "unpaired 0.5/s"),
+	      "text: %s", t ? t : "");
+	free(t);
+	t = render(&h, 1);
+	CHECK(t &&
+		      strstr(t,
+			     "\"owner_replies\":{\"counted\":true,\"source\":\"" KS_REPLIES_SOURCE
+			     "\"}") &&
+		      strstr(t,
+			     "\"owner\":{\"hits_per_s\":1500.000,\"misses_per_s\":2.250,\"unpaired_per_s\":0.500,\"malformed_per_s\":0.000,\"hits\":1501,\"misses\":3,\"unpaired\":1,\"malformed\":0}"),
+	      "json: %s", t ? t : "");
+	free(t);
+	h.replies = 0;
+	t = render(&h, 0);
+	CHECK(t && strstr(t, "not counted") && !strstr(t, "1500.0"),
+	      "text off: %s", t ? t : "");
+	free(t);
+	t = render(&h, 1);
+	CHECK(t && strstr(t, "\"owner_replies\":{\"counted\":false,\"source\":null}") &&
+		      strstr(t, "\"owner\":null"),
+	      "json off: %s", t ? t : "");
+	free(t);
+	kt_end();
+}
+
 void test_report_hot(void)
 {
 	test_states();
+	test_owner_replies();
 	test_render();
 }

@@ -2,6 +2,7 @@
 /* fleet_pub.c - an agent's documents and hot/<hash> in etcd (see
  * fleet_pub.h). */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,8 @@ static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
 /* The load document's "hot" list: each key of the table this host owns,
  * as publish_hot gives them hot/ entries, with its rates now. */
 static void load_hot_of(const struct ks_run_ring *ring,
-			const struct ks_hot_table *t, struct ks_host_doc *d)
+			const struct ks_hot_table *t,
+			const struct ks_run_steer *steer, struct ks_host_doc *d)
 {
 	const struct ks_hot_entry *e;
 	size_t pos = 0;
@@ -118,6 +120,12 @@ static void load_hot_of(const struct ks_run_ring *ring,
 		h->hash = e->hash;
 		h->v[KS_LHF_READS] = e->reads_ps;
 		h->v[KS_LHF_WRITES] = e->writes_ps;
+		/* unknown where the owner does not count its replies */
+		if (!steer || ks_run_steer_owner_rates(
+				      steer, e->hash, &h->v[KS_LHF_OWNER_HITS],
+				      &h->v[KS_LHF_OWNER_MISSES]))
+			h->v[KS_LHF_OWNER_HITS] = h->v[KS_LHF_OWNER_MISSES] =
+				NAN;
 		d->nhot++;
 	}
 }
@@ -176,7 +184,7 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 	for (i = 0; steer && i < steer->rs.n && i < KS_MAX_REPLICAS; i++)
 		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
 			 "%s", steer->rs.r[i].text);
-	load_hot_of(ring, t, d);
+	load_hot_of(ring, t, steer, d);
 }
 
 /* d as a document of kind k at key, remembered in *last once handed

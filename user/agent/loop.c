@@ -36,15 +36,21 @@ static void publish_header(struct ks_agent *st)
 	r->sample_n = st->o.sample_n;
 	r->interval_ms = st->o.interval_ms;
 	r->xdp_mode = st->att.xdp_mode;
+	r->replies = (__u32)st->att.egress;
 	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
 }
 
-/* This run's flags (KS_CFG_NO_STREAM from --stream-state) in cfg; any
- * other bit is left as it was. */
+/* This run's flags (KS_CFG_NO_STREAM from --stream-state, KS_CFG_REPLIES
+ * from --owner-replies while ks_tc_egress is attached, or before the
+ * attach asks for it) in cfg; any other bit is left as it was. */
 static void put_flags(const struct ks_agent *st, struct ks_config *cfg)
 {
-	cfg->flags = (cfg->flags & ~(__u32)KS_CFG_NO_STREAM) |
-		     (st->o.cfg_flags & KS_CFG_NO_STREAM);
+	int replies = st->att.skel ? st->att.egress : st->o.owner_replies;
+
+	cfg->flags = (cfg->flags &
+		      ~(__u32)(KS_CFG_NO_STREAM | KS_CFG_REPLIES)) |
+		     (st->o.cfg_flags & KS_CFG_NO_STREAM) |
+		     (replies ? KS_CFG_REPLIES : 0);
 }
 
 /*
@@ -353,6 +359,7 @@ int ks_agent_start(struct ks_agent *st)
 	}
 	if (ks_run_hot_start(st->hot, st->ring->version))
 		return KS_EXIT_FAIL;
+	st->steer->replies = st->att.egress;
 	if (ks_run_steer_start(st->steer, &st->maps))
 		return KS_EXIT_FAIL;
 	if (st->att.adopted)

@@ -37,8 +37,10 @@ struct ks_agent_opts {
 	int log_keys;        /* --log-keys: key bytes in -v lines */
 	gid_t group;         /* --group: may read pins and routing file */
 	int group_set;
-	__u32 cfg_flags; /* ks_config.flags: --stream-state off sets
+	__u32 cfg_flags;   /* ks_config.flags: --stream-state off sets
 			      * KS_CFG_NO_STREAM (test control only) */
+	int owner_replies; /* --owner-replies: ks_tc_egress counts the
+			    * owner's hits and misses of hot keys */
 };
 
 struct ks_agent {

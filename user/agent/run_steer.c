@@ -181,6 +181,7 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 		return err;
 	}
 	s->map_open = 1;
+	ks_hot_map_use_replies(&s->map, m->hot_replies);
 	ks_steer_fsm_init(&s->fsm, &s->rs, s->map.slot, s->interval_ns,
 			  owner_turns(s));
 	for (i = 0; i < s->rs.n; i++)
@@ -264,6 +265,8 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
 					   a->len);
 			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
+			memset(&s->prev_replies[a->slot], 0,
+			       sizeof(s->prev_replies[a->slot]));
 			ks_unseen_reset(&s->unseen[a->slot]);
 			s->was_armed[a->slot] = s->tcp_seen[a->slot] = 0;
 			break;
@@ -378,6 +381,33 @@ void ks_run_steer_adopt(struct ks_run_steer *s, struct ks_hot_table *t,
 			kept);
 }
 
+/* Per second over the interval, milli-per-second as the slots keep it. */
+static __u64 mps(__u64 now, __u64 prev, double interval_s)
+{
+	return now < prev ? 0 : (__u64)((now - prev) * 1000.0 / interval_s);
+}
+
+/* The owner's replies to slot i's key: totals since it took the slot (its
+ * counters are zeroed then) and rates over the interval. */
+static void sample_replies(struct ks_run_steer *s, int i, double interval_s)
+{
+	struct ks_hot_replies *p = &s->prev_replies[i], now;
+	struct ks_hot_slot *hs = &s->map.slot[i];
+
+	if (ks_hot_map_replies(&s->map, i, &now))
+		return;
+	/* a new key in the slot: its counters started again from zero */
+	if (now.hits < p->hits || now.misses < p->misses ||
+	    now.unpaired < p->unpaired || now.malformed < p->malformed)
+		memset(p, 0, sizeof(*p));
+	hs->hits_mps = mps(now.hits, p->hits, interval_s);
+	hs->misses_mps = mps(now.misses, p->misses, interval_s);
+	hs->unpaired_mps = mps(now.unpaired, p->unpaired, interval_s);
+	hs->malformed_mps = mps(now.malformed, p->malformed, interval_s);
+	hs->replies = now;
+	*p = now;
+}
+
 size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 			   struct ks_hot_unseen *out, size_t max)
 {
@@ -402,6 +432,7 @@ size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 		hs->tcp_mps = (__u64)(tcp * 1000.0 / interval_s);
 		s->prev_steered[i] = st.steered;
 		s->prev_tcp[i] = st.tcp_reads;
+		sample_replies(s, i, interval_s);
 		was = s->was_armed[i];
 		s->was_armed[i] = (__u8)ks_hot_map_armed(&s->map, i);
 		s->tcp_seen[i] |= tcp > 0;
@@ -517,6 +548,19 @@ int ks_run_steer_timeout_ms(const struct ks_run_steer *s)
 		return -1;
 	ns = ks_steer_fsm_next_due(&s->fsm, ks_mono_ns());
 	return ns < 0 ? -1 : (int)((ns + 999999) / 1000000);
+}
+
+int ks_run_steer_owner_rates(const struct ks_run_steer *s, __u64 hash,
+			     double *hits_ps, double *misses_ps)
+{
+	int i = s->map_open && s->replies ? ks_hot_map_find(&s->map, hash) : -1;
+
+	*hits_ps = *misses_ps = 0;
+	if (i < 0)
+		return -ENOENT;
+	*hits_ps = s->map.slot[i].hits_mps / 1000.0;
+	*misses_ps = s->map.slot[i].misses_mps / 1000.0;
+	return 0;
 }
 
 int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,

@@ -64,6 +64,9 @@ struct ks_run_steer {
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	/* each slot's counters at the last ks_run_steer_sample */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	/* the owner's replies at the last interval (--owner-replies) */
+	struct ks_hot_replies prev_replies[KS_HOT_SLOTS];
+	int replies; /* ks_tc_egress counts them (the attachment's egress) */
 	/* each armed slot's owner reads, pooled (core/unseen.h); was_armed:
 	 * armed at the last sample too, so the interval since was all
 	 * armed (the one it was armed in had the key's reads on the owner) */
@@ -131,6 +134,11 @@ int ks_run_steer_timeout_ms(const struct ks_run_steer *s);
  */
 int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
 		      __u64 *write_seq, const char **reps, unsigned *nreps);
+/* The owner's hits and misses of a hot key per second (the slot's, from
+ * ks_tc_egress): 0, or -ENOENT when no slot holds it or replies are not
+ * counted (s->replies 0). */
+int ks_run_steer_owner_rates(const struct ks_run_steer *s, __u64 hash,
+			     double *hits_ps, double *misses_ps);
 /* One status line for 'agent run -v'. */
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq);
 void ks_run_steer_free(struct ks_run_steer *s);

@@ -409,6 +409,13 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "libkeysteer clients give 0.015625 or more: the agent\n"
 	  "counts the owner's TCP share of an armed key's reads for\n"
 	  "all of them (docs/steering.md)" },
+	{ "owner-replies", KS_OPTV_OWNER_REPLIES, REQ, "S", KS_CMD_RUN,
+	  RUN_CONF, KS_GRP_HOT,
+	  "on (default) or off: count the owner's hits and misses\n"
+	  "of each hot key in its replies, with a tc program at\n"
+	  "tcx egress of IF (kernel 6.6+; without tcx: off, said\n"
+	  "at start). Exact for UDP gets and for TCP reads not\n"
+	  "pipelined (docs/steering.md, \"Misses at the owner\")" },
 	{ "balance", KS_OPTV_BALANCE, REQ, "F", KS_CMD_RUN, RUN_CONF,
 	  KS_GRP_HOT,
 	  "keep this shard within (1 + F) times the fleet's mean\n"

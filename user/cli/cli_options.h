@@ -90,13 +90,14 @@ enum ks_opt_group {
 #define KS_OPTV_RANKED       0x1034
 #define KS_OPTV_HOT_FRACTION 0x1035 /* replay's 'H' is --hash-only */
 /* the ring's client presets (core/ring.h) and ring diff's sides */
-#define KS_OPTV_CLIENT       KS_RING_OPT_CLIENT
-#define KS_OPTV_FROM_DIST    0x1041
-#define KS_OPTV_TO_DIST      0x1042
-#define KS_OPTV_FROM_CLIENT  0x1043
-#define KS_OPTV_TO_CLIENT    0x1044
-#define KS_OPTV_SHARDS_FILE2 0x1045 /* diff: 'F' is --from there */
-#define KS_OPTV_KEYS_FILE    0x1046
+#define KS_OPTV_CLIENT        KS_RING_OPT_CLIENT
+#define KS_OPTV_FROM_DIST     0x1041
+#define KS_OPTV_TO_DIST       0x1042
+#define KS_OPTV_FROM_CLIENT   0x1043
+#define KS_OPTV_TO_CLIENT     0x1044
+#define KS_OPTV_SHARDS_FILE2  0x1045 /* diff: 'F' is --from there */
+#define KS_OPTV_KEYS_FILE     0x1046
+#define KS_OPTV_OWNER_REPLIES 0x1070
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

@@ -165,6 +165,7 @@ static int read_view(struct report_ctx *c, struct ks_view *v,
 		err = read_ring(c, &v->n_mis);
 	if (!err)
 		err = read_hot(c, hot);
+	hot->replies = (int)c->rep->replies;
 	v->agent_alive = ks_pid_alive(c->rep->agent_pid);
 	v->now_ns = ks_real_ns();
 	v->now_mono_ns = ks_mono_ns();

@@ -222,6 +222,16 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		}
 		return 1;
+	case KS_OPTV_OWNER_REPLIES:
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			snprintf(
+				err, errlen,
+				"--owner-replies '%s' is not a state; give on (the default) or off",
+				arg);
+			return -1;
+		}
+		o->a.owner_replies = arg[1] == 'n';
+		return 1;
 	case KS_OPTV_HASH_ONLY:
 		o->etcd.hash_only = 1;
 		return 1;
@@ -320,6 +330,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->a.sample_n = 8;
 	o->a.interval_ms = 1000;
 	o->a.top = KS_REPORT_TOP;
+	o->a.owner_replies = 1;
 	o->a.ports[0] = 11211;
 	o->gate = (struct ks_opt_gate){ .cmd = KS_CMD_RUN,
 					.set = run_opt,
@@ -507,6 +518,7 @@ int cmd_run(int argc, char **argv)
 	a->etcd = ks_run_etcd_enabled(&st->o.etcd) ? &st->o.etcd : NULL;
 	a->purge = &st->o.purge;
 	a->att.link_fd = -1;
+	a->att.egress_fd = -1;
 	/* Each ring reload builds a new ring (1.5 MB) beside the old one, then
 	 * frees the old. glibc's dynamic threshold would move such blocks to
 	 * the heap after the first free, where a free one stays resident

@@ -39,9 +39,12 @@ static json_t *load_hot_of(const struct ks_host_doc *d)
 		json_t *k = json_object();
 
 		json_object_set_new(k, "hash", hash_text(d->hot[i].hash));
+		/* a figure this agent does not count (NAN) is left out:
+		 * read back as unknown, never as 0 */
 		for (f = 0; f < KS_LHF_N; f++)
-			json_object_set_new(k, ks_load_hot_name[f],
-					    rate(d->hot[i].v[f]));
+			if (!isnan(d->hot[i].v[f]))
+				json_object_set_new(k, ks_load_hot_name[f],
+						    rate(d->hot[i].v[f]));
 		json_array_append_new(a, k);
 	}
 	return a;
@@ -365,7 +368,8 @@ int ks_host_doc_same_hot(const struct ks_host_doc *a,
 		if (!u)
 			return 0;
 		for (f = 0; f < KS_LHF_N; f++)
-			if (ks_rate_moved(a->hot[i].v[f], u->v[f]))
+			if (isnan(a->hot[i].v[f]) != isnan(u->v[f]) ||
+			    ks_rate_moved(a->hot[i].v[f], u->v[f]))
 				return 0;
 	}
 	return 1;

@@ -56,7 +56,9 @@ enum ks_host_doc_kind {
  */
 #define KS_LOAD_HOT_FIELDS(X)                                                  \
 	X(KS_LHF_READS, "reads_per_s")                                         \
-	X(KS_LHF_WRITES, "writes_per_s")
+	X(KS_LHF_WRITES, "writes_per_s")                                       \
+	X(KS_LHF_OWNER_HITS, "owner_hits_per_s")                               \
+	X(KS_LHF_OWNER_MISSES, "owner_misses_per_s")
 
 enum ks_load_hot_field {
 #define KS_LHF_ENUM(id, name) id,

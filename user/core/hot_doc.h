@@ -52,6 +52,10 @@ struct ks_hot_doc {
 	double reads_ps, writes_ps;
 };
 
+/* What the owner's hits and misses of a hot key ("owner_misses_per_s" in
+ * its load document's "hot" list, host_doc.h) are measured by. */
+#define KS_HOT_DOC_OWNER_SOURCE "tc egress, exact for UDP and unpipelined TCP"
+
 /* "counting", "filling", "armed", "dirty"; "?" otherwise. */
 const char *ks_hot_doc_state_name(unsigned state);
 

@@ -23,6 +23,7 @@
 
 /* Not in Debian 12's uapi headers (kernel 6.1): tcx came with 6.6. */
 #define KS_BPF_TCX_INGRESS   ((enum bpf_attach_type)46)
+#define KS_BPF_TCX_EGRESS    ((enum bpf_attach_type)47)
 #define KS_BPF_LINK_TYPE_TCX 11
 
 /* Test control: KS_TC_FORCE_FILTER=1 takes the classic clsact filter even
@@ -625,6 +626,8 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 		a->skel->obj, a->hook_tc ? KS_PROG_NAME : KS_TC_PROG_NAME);
 	if (other)
 		bpf_program__set_autoload(other, false);
+	bpf_program__set_autoload(a->skel->progs.ks_tc_egress,
+				  (cfg->flags & KS_CFG_REPLIES) != 0);
 	if (a->adopted) {
 		err = pins_fit(a);
 		if (err)
@@ -891,6 +894,84 @@ static int attach_tc(struct ks_attachment *a)
 	return attach_tc_filter(a, prog_fd);
 }
 
+/* Without tcx, or when it fails: the agent runs without reply counts. */
+static void egress_off(struct ks_attachment *a, const struct ks_config *cfg,
+		       const char *why)
+{
+	struct ks_config c = *cfg;
+	struct ks_maps m;
+
+	ks_warn("not counting the owner's replies (hits and misses of hot keys) on %s: %s; the rest runs as usual",
+		a->ifname, why);
+	a->egress = 0;
+	c.flags &= ~(__u32)KS_CFG_REPLIES;
+	ks_attachment_maps(a, &m);
+	ks_write_config(&m, &c);
+}
+
+/*
+ * ks_tc_egress at tcx egress, pinned as "egress_link"; a take-over switches
+ * a pinned one to the new program. Only tcx: a clsact filter would leave a
+ * second filter to find and remove on kernels that are leaving anyway.
+ */
+static void attach_egress(struct ks_attachment *a, const struct ks_config *cfg)
+{
+	int prog_fd = bpf_program__fd(a->skel->progs.ks_tc_egress);
+	char path[PATH_MAX + 16], why[PATH_MAX + 128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/egress_link", a->pin_dir);
+	fd = a->adopted ? bpf_obj_get(path) : -1;
+	if (fd >= 0) {
+		if (!bpf_link_update(fd, prog_fd, NULL)) {
+			a->egress_fd = fd;
+			a->egress = 1;
+			return;
+		}
+		snprintf(why, sizeof(why), "cannot switch the pinned %s (%s)",
+			 path, strerror(errno));
+		close(fd);
+		egress_off(a, cfg, why);
+		return;
+	}
+	if (!tcx_supported(a->ifindex)) {
+		egress_off(a, cfg, "the kernel has no tcx (6.6+)");
+		return;
+	}
+	fd = bpf_link_create(prog_fd, (int)a->ifindex, KS_BPF_TCX_EGRESS, NULL);
+	if (fd < 0) {
+		snprintf(why, sizeof(why), "tcx egress: %s", strerror(errno));
+		egress_off(a, cfg, why);
+		return;
+	}
+	if (bpf_obj_pin(fd, path)) {
+		snprintf(why, sizeof(why), "cannot pin %s (%s)", path,
+			 strerror(errno));
+		bpf_link_detach(fd);
+		close(fd);
+		egress_off(a, cfg, why);
+		return;
+	}
+	a->egress_fd = fd;
+	a->egress = 1;
+}
+
+/* A take-over by an agent that does not count replies: the dead agent's
+ * egress link goes. */
+static void drop_pinned_egress(struct ks_attachment *a)
+{
+	char path[PATH_MAX + 16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/egress_link", a->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return;
+	bpf_link_detach(fd);
+	close(fd);
+	unlink(path);
+}
+
 const char *ks_hook_desc(const struct ks_attachment *a)
 {
 	if (a->tc_kind == KS_TC_TCX)
@@ -910,6 +991,7 @@ int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
 
 	memset(a, 0, sizeof(*a));
 	a->link_fd = -1;
+	a->egress_fd = -1;
 	a->ifindex = ifindex;
 	a->adopted = adopt;
 	a->hook_tc = req == KS_HOOK_TC;
@@ -925,7 +1007,13 @@ int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
 						      KS_PIN_FILTER
 				      ? take_over_filter(a)
 				      : take_over_link(a);
-		return err ? adopt_failed(a, err) : 0;
+		if (err)
+			return adopt_failed(a, err);
+		if (cfg->flags & KS_CFG_REPLIES)
+			attach_egress(a, cfg);
+		else
+			drop_pinned_egress(a);
+		return 0;
 	}
 
 	err = mount_bpffs(a);
@@ -946,6 +1034,8 @@ int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
 			       strerror(errno), KS_BPFFS);
 		}
 	}
+	if (!err && (cfg->flags & KS_CFG_REPLIES))
+		attach_egress(a, cfg);
 	if (err)
 		ks_teardown(a);
 	return err;
@@ -1006,6 +1096,7 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->hot_events = bpf_map__fd(a->skel->maps.ks_hot_events);
 	m->vlans = bpf_map__fd(a->skel->maps.ks_vlans);
 	m->hot_filter = bpf_map__fd(a->skel->maps.ks_hot_filter);
+	m->hot_replies = bpf_map__fd(a->skel->maps.ks_hot_replies);
 }
 
 int ks_link_attached(const struct ks_attachment *a)
@@ -1025,6 +1116,12 @@ int ks_link_attached(const struct ks_attachment *a)
 
 void ks_teardown(struct ks_attachment *a)
 {
+	if (a->egress_fd >= 0) {
+		bpf_link_detach(a->egress_fd);
+		close(a->egress_fd);
+		a->egress_fd = -1;
+	}
+	a->egress = 0;
 	if (a->link_fd >= 0) {
 		/* Detach now even if some other process holds the link. */
 		bpf_link_detach(a->link_fd);
@@ -1144,7 +1241,7 @@ static int detach_leftover_tc(const char *ifname)
 
 int ks_detach_iface(const char *ifname)
 {
-	char pin_dir[PATH_MAX], path[PATH_MAX + 8];
+	char pin_dir[PATH_MAX], path[PATH_MAX + 16];
 	int done = 0, fd, kind;
 	struct ks_tc_pin tp;
 	__u32 pid = 0;
@@ -1161,6 +1258,16 @@ int ks_detach_iface(const char *ifname)
 			if (!bpf_link_detach(fd)) {
 				printf("keysteer: detached the %s link pinned at %s\n",
 				       kind == KS_PIN_TCX ? "tcx" : "XDP",
+				       path);
+				done++;
+			}
+			close(fd);
+		}
+		snprintf(path, sizeof(path), "%s/egress_link", pin_dir);
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			if (!bpf_link_detach(fd)) {
+				printf("keysteer: detached the tcx egress link pinned at %s\n",
 				       path);
 				done++;
 			}

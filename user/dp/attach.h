@@ -15,9 +15,10 @@
 #include "keysteer.h"
 #include "dp/collect.h"
 
-#define KS_BPFFS        "/sys/fs/bpf"
-#define KS_PROG_NAME    "ks_ingress"
-#define KS_TC_PROG_NAME "ks_tc_ingress"
+#define KS_BPFFS            "/sys/fs/bpf"
+#define KS_PROG_NAME        "ks_ingress"
+#define KS_TC_PROG_NAME     "ks_tc_ingress"
+#define KS_EGRESS_PROG_NAME "ks_tc_egress"
 
 /* What 'agent run' attaches: XDP in a mode, or the tc ingress program. */
 enum ks_xdp_req {
@@ -59,6 +60,10 @@ struct ks_attachment {
 	int tc_made_qdisc;      /* clsact was created by keysteer: removed
 				  * with the filter (classic filter only) */
 	__u32 prog_id;          /* the classic filter's program */
+	int egress_fd;          /* ks_tc_egress's tcx link (pinned as
+				  * "egress_link"), or -1 */
+	int egress;             /* ks_tc_egress attached: the config's
+				  * KS_CFG_REPLIES stays on */
 	struct ks_config found; /* the pinned config it had (adopted) */
 	char ifname[IF_NAMESIZE];
 	char pin_dir[PATH_MAX];
@@ -100,6 +105,14 @@ int ks_check_free(const char *ifname, unsigned int ifindex, enum ks_xdp_req req,
  */
 int ks_attach(struct ks_attachment *a, const char *ifname, unsigned int ifindex,
 	      enum ks_xdp_req req, const struct ks_config *cfg, int adopt);
+
+/*
+ * With KS_CFG_REPLIES in cfg, ks_attach also attaches ks_tc_egress at tcx
+ * egress of the interface (the owner's replies leave by it; a take-over
+ * switches the pinned "egress_link"). Where it cannot (no tcx: kernels
+ * before 6.6), it says so, leaves the flag off in the config and goes on
+ * without: a->egress is 0.
+ */
 
 /*
  * Lets group gid read the pins (agent report, an exporter with CAP_BPF):

@@ -23,6 +23,7 @@ void ks_maps_init(struct ks_maps *m)
 	m->hot = m->hot_stats = m->replicas = m->replica_stats = -1;
 	m->hot_events = m->vlans = -1;
 	m->hot_filter = -1;
+	m->hot_replies = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -76,7 +77,7 @@ void ks_maps_close(struct ks_maps *m)
 		       &m->shards,        &m->misdirect,  &m->shard_report,
 		       &m->hot,           &m->hot_stats,  &m->replicas,
 		       &m->replica_stats, &m->hot_events, &m->vlans,
-		       &m->hot_filter };
+		       &m->hot_filter,    &m->hot_replies };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {

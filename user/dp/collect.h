@@ -19,6 +19,8 @@ struct ks_maps {
 	int hot, hot_stats, replicas, replica_stats, hot_events; /* hot keys */
 	int vlans; /* ks_vlans: the agent's own load only (not pinned-opened) */
 	int hot_filter; /* ks_hot_filter: buckets of ks_hot that may hold keys */
+	int hot_replies; /* ks_hot_replies: the owner's replies (the agent's
+			  * own load only, like vlans) */
 };
 
 /* Every fd -1, so ks_maps_close() on a half-opened set is safe. */

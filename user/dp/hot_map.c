@@ -59,6 +59,7 @@ int ks_hot_map_open(struct ks_hot_map *m, int hot_fd, int filter_fd,
 	m->stats_fd = stats_fd;
 	m->replicas_fd = replicas_fd;
 	m->rstats_fd = rstats_fd;
+	m->replies_fd = -1;
 	m->ncpu = libbpf_num_possible_cpus();
 	if (m->ncpu <= 0)
 		return m->ncpu ? m->ncpu : -EINVAL;
@@ -259,15 +260,52 @@ out:
 	return ret;
 }
 
+void ks_hot_map_use_replies(struct ks_hot_map *m, int replies_fd)
+{
+	m->replies_fd = replies_fd;
+}
+
+int ks_hot_map_replies(const struct ks_hot_map *m, int idx,
+		       struct ks_hot_replies *sum)
+{
+	struct ks_hot_replies *v;
+	__u32 key = idx;
+	int c, ret = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (m->replies_fd < 0)
+		return -ENOENT;
+	v = calloc(m->ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->replies_fd, &key, v))
+		ret = -errno;
+	for (c = 0; !ret && c < m->ncpu; c++) {
+		sum->hits += v[c].hits;
+		sum->misses += v[c].misses;
+		sum->unpaired += v[c].unpaired;
+		sum->malformed += v[c].malformed;
+	}
+	free(v);
+	return ret;
+}
+
 int ks_hot_map_stats_clear(const struct ks_hot_map *m, int idx)
 {
-	struct ks_hot_stats *v = calloc(m->ncpu, sizeof(*v));
+	/* the larger of the two per-CPU values, zero for either */
+	size_t one = sizeof(struct ks_hot_stats) > sizeof(struct ks_hot_replies)
+			     ? sizeof(struct ks_hot_stats)
+			     : sizeof(struct ks_hot_replies);
+	void *v = calloc(m->ncpu, one);
 	__u32 key = idx;
 	int ret = 0;
 
 	if (!v)
 		return -ENOMEM;
 	if (bpf_map_update_elem(m->stats_fd, &key, v, BPF_ANY))
+		ret = -errno;
+	if (!ret && m->replies_fd >= 0 &&
+	    bpf_map_update_elem(m->replies_fd, &key, v, BPF_ANY))
 		ret = -errno;
 	free(v);
 	return ret;

@@ -28,6 +28,7 @@ struct ks_hot_map {
 	struct ks_hot_filter *filter; /* ks_hot_filter, mmapped */
 	size_t filter_len;
 	int hot_fd, stats_fd, replicas_fd, rstats_fd;
+	int replies_fd; /* ks_hot_replies, or -1 (ks_hot_map_use_replies) */
 	int ncpu;
 	__u8 releasing[KS_HOT_SLOTS]; /* released, waiting for a grace period */
 	unsigned used;                /* slots with a hash */
@@ -77,6 +78,13 @@ int ks_hot_map_armed(const struct ks_hot_map *m, int idx);
 /* Per-CPU counters of a slot, summed. 0 or -errno. */
 int ks_hot_map_stats(const struct ks_hot_map *m, int idx,
 		     struct ks_hot_stats *sum);
+/* The owner's replies counted at tc egress (map ks_hot_replies): read by
+ * ks_hot_map_replies and zeroed with the slot's other counters. */
+void ks_hot_map_use_replies(struct ks_hot_map *m, int replies_fd);
+/* A slot's reply counters, summed over CPUs; 0, -ENOENT without the map,
+ * or -errno. */
+int ks_hot_map_replies(const struct ks_hot_map *m, int idx,
+		       struct ks_hot_replies *sum);
 /* Zeroes a slot's per-CPU counters (a new key in it). */
 int ks_hot_map_stats_clear(const struct ks_hot_map *m, int idx);
 /* Writes the replica table (n entries, the rest cleared). 0 or -errno. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "render/fleet.h"
+#include "core/hot_doc.h"
 
 /* Text from etcd for a terminal: anyone who can write to etcd could put
  * escape sequences in a name or a key, so only printable ASCII goes out
@@ -204,10 +205,11 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 	fputc('\n', f);
 	if (v->n_hot)
 		fprintf(f,
-			"  %-24s %-21s %-10s %6s %7s %-8s %9s %10s %10s  %s\n",
+			"  %-24s %-21s %-10s %6s %7s %-8s %9s %10s %10s %10s  %s\n"
+			"  (MISSES/S: at the owner, %s; - where the owner does not count them)\n",
 			o->hash_only ? "HASH" : "KEY", "OWNER", "HOT", "COPIES",
 			"SUBKEYS", "STATE", "WRITE_SEQ", "READS/S", "WRITES/S",
-			"REPLICAS");
+			"MISSES/S", "REPLICAS", KS_HOT_DOC_OWNER_SOURCE);
 	for (i = 0; i < v->n_hot; i++) {
 		const struct ks_fleet_hot *e = v->hot[i].e;
 		char rates[2][24];
@@ -225,6 +227,9 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 			       sizeof(rates[0])),
 			figure(v->hot[i].v[KS_LHF_WRITES], rates[1],
 			       sizeof(rates[1])));
+		fprintf(f, "%10s  ",
+			figure(v->hot[i].v[KS_LHF_OWNER_MISSES], rates[0],
+			       sizeof(rates[0])));
 		for (j = 0; j < e->n_reps && j < KS_FLEET_REPLICAS; j++)
 			fprintf(f, "%s%s", j ? "," : "",
 				safe(e->replicas[j], b, sizeof(b)));
@@ -384,6 +389,11 @@ static json_t *hot_json(const struct ks_fleet_out *o,
 		json_object_set_new(r, ks_load_hot_name[j],
 				    isnan(row->v[j]) ? json_null()
 						     : json_real(row->v[j]));
+	/* null, not 0, where the owner does not count its replies */
+	json_object_set_new(r, "owner_source",
+			    isnan(row->v[KS_LHF_OWNER_MISSES])
+				    ? json_null()
+				    : json_string(KS_HOT_DOC_OWNER_SOURCE));
 	json_object_set_new(r, "rates_of",
 			    json_string(row->from_load ? "load" : "entry"));
 	json_object_set_new(r, "mod_revision", json_integer(e->mod_rev));

@@ -587,8 +587,30 @@ enum hot_field {
 	HK_WRITES,
 	HK_STEERED,
 	HK_COPIES,
-	HK_STATE
+	HK_STATE,
+	/* the owner's replies (ks_tc_egress), only while they are counted */
+	HK_HITS,
+	HK_MISSES,
+	HK_UNPAIRED
 };
+
+static double hot_rate(const struct ks_hot_slot *s, enum hot_field which)
+{
+	switch (which) {
+	case HK_READS:
+		return s->reads_mps / 1000.0;
+	case HK_WRITES:
+		return s->writes_mps / 1000.0;
+	case HK_HITS:
+		return s->hits_mps / 1000.0;
+	case HK_MISSES:
+		return s->misses_mps / 1000.0;
+	case HK_UNPAIRED:
+		return s->unpaired_mps / 1000.0;
+	default:
+		return s->steered_mps / 1000.0;
+	}
+}
 
 /* One per-key family over the used hot slots. */
 static void hot_key_family(FILE *f, const struct ks_metrics_in *in,
@@ -621,10 +643,7 @@ static void hot_key_family(FILE *f, const struct ks_metrics_in *in,
 		if (which == HK_COPIES)
 			count(f, s->ncopies);
 		else
-			value(f, (which == HK_READS    ? s->reads_mps
-				  : which == HK_WRITES ? s->writes_mps
-						       : s->steered_mps) /
-					 1000.0);
+			value(f, hot_rate(s, which));
 	}
 }
 
@@ -659,10 +678,26 @@ static void key_metrics(FILE *f, const struct ks_metrics_in *in)
 		{ "keysteer_hot_key_state",
 		  "Each hot key's slot state: 1 for the current one.", 1,
 		  HK_STATE },
+		{ "keysteer_hot_key_owner_hits_per_second",
+		  "Hits of each hot key at its owner in the last interval, per second, from the owner's replies (" KS_REPLIES_SOURCE
+		  ").",
+		  1, HK_HITS },
+		{ "keysteer_hot_key_owner_misses_per_second",
+		  "Misses of each hot key at its owner in the last interval, per second, from the owner's replies (" KS_REPLIES_SOURCE
+		  ").",
+		  1, HK_MISSES },
+		{ "keysteer_hot_key_owner_unpaired_per_second",
+		  "Single-key reads of each hot key whose reply could not be paired exactly (a pipelining connection), per second.",
+		  1, HK_UNPAIRED },
 	};
 	size_t i;
 
 	for (i = 0; i < ARRAY_LEN(fams); i++) {
+		/* no family at all where nothing counts the replies, rather
+		 * than zeros that would read as no misses */
+		if (fams[i].which >= HK_HITS && fams[i].hot &&
+		    !(in->rep && in->rep->replies))
+			continue;
 		if (fams[i].hot)
 			hot_key_family(f, in, fams[i].name, fams[i].help,
 				       (enum hot_field)fams[i].which);

@@ -64,9 +64,15 @@ void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 	fprintf(f, "\nhot keys: %zu\n", h->n);
 	if (!h->n)
 		return;
-	fprintf(f, "  %-32s %11s %10s %6s %-7s %-10s %11s %9s  %s\n", "key",
-		"reads/s", "writes/s", "copies", "state", "hot", "steered/s",
-		"tcp/s", "replicas");
+	if (h->replies)
+		fprintf(f, "  owner hits/s, misses/s: from its replies (%s)\n",
+			KS_REPLIES_SOURCE);
+	else
+		fprintf(f,
+			"  owner hits/s, misses/s: not counted (--owner-replies off, or no tcx)\n");
+	fprintf(f, "  %-32s %11s %10s %6s %-7s %-10s %11s %9s %10s %10s  %s\n",
+		"key", "reads/s", "writes/s", "copies", "state", "hot",
+		"steered/s", "tcp/s", "hits/s", "misses/s", "replicas");
 	for (i = 0; i < h->n; i++) {
 		const struct ks_hot_slot *s = &h->slot[i];
 
@@ -77,11 +83,21 @@ void ks_render_hot_text(FILE *f, const struct ks_hot_view *h)
 			ks_key_text(s->key, s->len, key, sizeof(key));
 		slot_replicas(h, s, reps, sizeof(reps));
 		fprintf(f,
-			"  %-32s %11.1f %10.1f %3u/%-2u %-7s %-10s %11.1f %9.1f  %s",
+			"  %-32s %11.1f %10.1f %3u/%-2u %-7s %-10s %11.1f %9.1f",
 			key, s->reads_mps / 1000.0, s->writes_mps / 1000.0,
 			s->ncopies, s->copies,
 			ks_hot_state_name(s, h->now_mono_ns), flag_text(s),
-			s->steered_mps / 1000.0, s->tcp_mps / 1000.0, reps);
+			s->steered_mps / 1000.0, s->tcp_mps / 1000.0);
+		if (h->replies)
+			fprintf(f, " %10.1f %10.1f", s->hits_mps / 1000.0,
+				s->misses_mps / 1000.0);
+		else
+			fprintf(f, " %10s %10s", "-", "-");
+		fprintf(f, "  %s", reps);
+		if (h->replies && (s->unpaired_mps || s->malformed_mps))
+			fprintf(f, "  (unpaired %.1f/s, malformed %.1f/s)",
+				s->unpaired_mps / 1000.0,
+				s->malformed_mps / 1000.0);
 		if (s->subkeys)
 			fprintf(f, "  (split into %u sub-keys)", s->subkeys);
 		fputc('\n', f);
@@ -127,7 +143,22 @@ static void json_slot(FILE *f, const struct ks_hot_view *h,
 			     sizeof(one));
 		fprintf(f, "%s\"%s\"", i > 1 ? "," : "", one);
 	}
-	fprintf(f, "]}");
+	fputc(']', f);
+	if (h->replies)
+		fprintf(f,
+			",\"owner\":{\"hits_per_s\":%.3f,\"misses_per_s\":%.3f,"
+			"\"unpaired_per_s\":%.3f,\"malformed_per_s\":%.3f,"
+			"\"hits\":%llu,\"misses\":%llu,\"unpaired\":%llu,"
+			"\"malformed\":%llu}",
+			s->hits_mps / 1000.0, s->misses_mps / 1000.0,
+			s->unpaired_mps / 1000.0, s->malformed_mps / 1000.0,
+			(unsigned long long)s->replies.hits,
+			(unsigned long long)s->replies.misses,
+			(unsigned long long)s->replies.unpaired,
+			(unsigned long long)s->replies.malformed);
+	else
+		fprintf(f, ",\"owner\":null");
+	fputc('}', f);
 }
 
 void ks_render_hot_json(FILE *f, const struct ks_hot_view *h)
@@ -136,6 +167,13 @@ void ks_render_hot_json(FILE *f, const struct ks_hot_view *h)
 	size_t i;
 	int first = 1;
 
+	/* the source once, beside the keys: what "owner" in each means */
+	fprintf(f, ",\"owner_replies\":");
+	if (h->replies)
+		fprintf(f, "{\"counted\":true,\"source\":\"%s\"}",
+			KS_REPLIES_SOURCE);
+	else
+		fprintf(f, "{\"counted\":false,\"source\":null}");
 	fprintf(f, ",\"hot_keys\":[");
 	for (i = 0; i < h->n; i++) {
 		if (i)

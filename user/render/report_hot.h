@@ -17,7 +17,12 @@ struct ks_hot_view {
 	const struct ks_replica *rep; /* KS_MAX_REPLICAS entries */
 	__u64 now_mono_ns;            /* to tell armed from expired */
 	int hash_only;
+	int replies; /* ks_report.replies: the owner's replies counted */
 };
+
+/* Where the owner's hits and misses come from, as the report, the
+ * metrics and the fleet name it. */
+#define KS_REPLIES_SOURCE "tc egress, exact for UDP and unpipelined TCP"
 
 /* "armed", "dirty", "expired", "filling" or "counted" (one copy). */
 const char *ks_hot_state_name(const struct ks_hot_slot *s, __u64 now_mono_ns);
