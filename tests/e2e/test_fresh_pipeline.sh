@@ -59,13 +59,16 @@ else
 	fail fresh_stream_state_bad_value_refused "exit $rc, '$out'"
 fi
 
-# cfg_flags: ks_config.flags of the running agent, from its pinned map.
+# cfg_flags: ks_config.flags of the running agent, from its pinned map,
+# its KS_CFG_NO_STREAM bit (1) alone: the other bits are other options'
+# (KS_CFG_REPLIES, 2: --owner-replies, on by default).
 cfg_flags() {
 	bpftool -j map dump pinned "$PIN_ROOT/$SIFN/ks_config" 2>/dev/null |
 		"$PY" -c 'import json, sys
 d = json.load(sys.stdin)
 v = d[0].get("formatted", {}).get("value", {})
-print(v.get("flags", "?"))' 2>/dev/null
+f = v.get("flags")
+print(f & 1 if isinstance(f, int) else "?")' 2>/dev/null
 }
 
 # run_case NAME STATE: an agent with --stream-state off (STATE off, the
