@@ -13,7 +13,10 @@
 # plain delete with the plain pattern and with get_or_fill, and the stale
 # mark (delete(max_stale=MAX_STALE), keysteer_delete_stale) with
 # get_or_fill(allow_stale=True): fills per invalidation, the values served
-# flagged stale and the staleness of each. memcached 1.6 runs in a third
+# flagged stale and the staleness of each. Last, amid that traffic, the
+# hot key with early refresh on (get_or_fill(refresh=2), TTL 3 s, stored
+# first): the expiries its readers saw (calls that waited for a fill or
+# won a lease on a miss), its fills and the refreshes won. memcached 1.6 runs in a third
 # namespace joined to each client host by a veth pair (198.18.30.0/30,
 # 198.18.31.0/30). Everything is removed on every exit path.
 #
@@ -131,4 +134,9 @@ run plain_del plain 60 "${AMID[@]}" "${DB[@]}" -- "${INVAL[@]}"
 run fetch_del fetch 60 "${AMID[@]}" "${DB[@]}" -- "${INVAL[@]}"
 run fetch_swr fetch 60 "${AMID[@]}" "${DB[@]}" --allow-stale -- \
 	"${INVAL[@]}" --max-stale "$MAX_STALE"
+# memcached's R wins once fewer than R whole ticks are left, and an item
+# is gone at its last tick: R1 never wins before expiry, R2 wins with
+# about 1 s left (a fill is 50 ms); TTL 3 s keeps it above R
+run fetch_refresh fetch 3 "${AMID[@]}" --refresh 2 --lease 3 -- \
+	--zipf-prefill --prefill
 "$PY" "$ROOT/tests/bench/herd_report.py" "$TMP" "$THREADS" "$SECONDS_RUN" "${JSON:-}"
