@@ -108,12 +108,12 @@ static __always_inline void ks_reply_mark(struct ks_scratch *s,
  * hot key (s->reply_slot), alone in its packet, that stays with the owner.
  * Called once the datapath has decided not to steer it.
  */
-__noinline int ks_reply_expect(struct ks_scratch *s)
+__noinline int ks_reply_remember(struct ks_scratch *s)
 {
 	struct ks_reply_pend p = {}, *old;
 
 	/* global: its stack is its own, not added to the deep parse chain's */
-	if (!s || !s->reply_ok || !s->reply_slot)
+	if (!s)
 		return 0;
 	s->reply_ok = 0;
 	p.hash = s->reply_hash;
@@ -139,6 +139,15 @@ __noinline int ks_reply_expect(struct ks_scratch *s)
 	}
 	bpf_map_update_elem(&ks_reply_tcp, &s->flow_id, &p, BPF_ANY);
 	return 0;
+}
+
+/* The test inline: nearly every packet has no read to remember, and a
+ * call and return per packet cost more than the test where returns are
+ * mitigated (retpolines, SRSO). */
+static __always_inline void ks_reply_expect(struct ks_scratch *s)
+{
+	if (s->reply_ok && s->reply_slot)
+		ks_reply_remember(s);
 }
 
 /* Hit, miss or malformed, from the reply's first bytes (n of them, the
