@@ -38,8 +38,13 @@
 #           and the handles open with view_file=THAT: a host follower's view
 # --words are added to every keysteer_open of the followers.
 #
+# Per repeat a watcher on the etcd host (the gateway's /v3/watch of
+# hot/, started and created before the load) also notes E, when the
+# key's entry was first put armed: A - E is the client side alone (etcd
+# to the views), apart from the agent's detection (T0 to E).
+#
 # Prints p50/p99/max of A and R over every (repeat, handle) per mode and
-# N. Every wait is bounded; namespaces, memcached, the agent, etcd, the
+# N, and p50/p99 of A - E. Every wait is bounded; namespaces, memcached, the agent, etcd, the
 # follower, the load and the swarm are this script's own (by PID) and
 # removed on every exit path.
 set -u
@@ -104,10 +109,11 @@ done
 
 TMP=$(mktemp -d /tmp/ks_detect.XXXXXX)
 VDIR=
-ETCD_PID= LOAD_PID= SWARM_PID= FOLLOW_PID=
+ETCD_PID= LOAD_PID= SWARM_PID= FOLLOW_PID= EW_PID=
 cleanup() {
 	trap - EXIT INT TERM HUP
 	exec 3>&- 2>/dev/null
+	[ -n "$EW_PID" ] && ks_stop_pid "$EW_PID" TERM 5
 	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" TERM 5
 	[ -n "$SWARM_PID" ] && ks_stop_pid "$SWARM_PID" TERM 10
 	[ -n "$FOLLOW_PID" ] && ks_stop_pid "$FOLLOW_PID" TERM 5
@@ -159,6 +165,40 @@ if ! steer_agent_start 0 --interval 0.5 --sample 1 --shard-capacity 1000 \
 	echo "detect_bench: the agent did not attach: $(head -n 3 "$STEER_TMP/agent.0.out")" >&2
 	exit 1
 fi
+
+# The E watcher: URL PREFIX READY OUT. Its watch created, READY is made;
+# the first put under PREFIX whose value says armed writes its
+# CLOCK_MONOTONIC ns (every namespace of the machine shares the clock)
+# into OUT and it exits.
+EWATCH='import base64, http.client, json, sys, time, urllib.parse
+url, pfx, ready, out = sys.argv[1:5]
+u = urllib.parse.urlparse(url)
+b = lambda x: base64.b64encode(x).decode()
+end = pfx[:-1].encode() + bytes([pfx.encode()[-1] + 1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+c.request("POST", "/v3/watch", json.dumps({"create_request": {
+    "key": b(pfx.encode()), "range_end": b(end)}}))
+r = c.getresponse()
+buf = b""
+while True:
+    chunk = r.read1(65536)
+    if not chunk:
+        sys.exit(1)
+    buf += chunk
+    while b"\n" in buf:
+        line, buf = buf.split(b"\n", 1)
+        if not line.strip():
+            continue
+        res = json.loads(line).get("result", {})
+        if res.get("created"):
+            open(ready, "w").close()
+        for ev in res.get("events", []):
+            v = base64.b64decode(ev["kv"].get("value", ""))
+            if ev.get("type", "PUT") == "PUT" and b"\"state\":\"armed\"" in v:
+                t = time.monotonic_ns()
+                with open(out, "w") as f:
+                    f.write("%d\n" % t)
+                sys.exit(0)'
 
 # start_follower: 'agent follow' on the second client host, its file at
 # $VIEW; 0 once the file is there, 1 (said why) when it is not in 30 s
@@ -215,7 +255,17 @@ for mode in "${MODE_LIST[@]}"; do
 				break 2
 			fi
 			echo "D $key" >&3
-			rm -f "$TMP/t0"
+			rm -f "$TMP/t0" "$TMP/e_ready" "$TMP/e_armed"
+			# E: the first armed put under hot/ (the last key cooled:
+			# none is armed now), stamped on the etcd host
+			ks_in_ns_bg "$CNS" "$PY" -c "$EWATCH" "$URL" "/keysteer/$CLUSTER/hot/" \
+				"$TMP/e_ready" "$TMP/e_armed" </dev/null >"$TMP/ewatch.out" 2>&1
+			EW_PID=$KS_BG_PID
+			for ((i = 0; i < 200; i++)); do
+				[ -e "$TMP/e_ready" ] && break
+				kill -0 "$EW_PID" 2>/dev/null || break
+				sleep 0.05
+			done
 			# T0 just before the exec: the load's first request follows it
 			ks_in_ns_bg "$CNS" "$PY" -c 'import os, sys, time
 with open(sys.argv[1], "w") as f:
@@ -236,6 +286,10 @@ os.execv(sys.argv[2], sys.argv[2:])' "$TMP/t0" "$LOAD" \
 				break 2
 			fi
 			note=$(grep '^DETECT ' "$out" | tail -n 1 | cut -d' ' -f2,3)
+			# T0 and E of this repeat, in order beside its DETECT line
+			echo "$(cat "$TMP/t0") $(cat "$TMP/e_armed" 2>/dev/null || echo -1)" >>"$out.e"
+			ks_stop_pid "$EW_PID" TERM 5
+			EW_PID=
 			ks_stop_pid "$LOAD_PID" TERM 5
 			LOAD_PID=
 			# cooled: no entry armed in etcd, then no view armed for 2 s
@@ -278,13 +332,22 @@ for mode, n in [(m, n) for m in modes for n in ns]:
     if not os.path.exists(path):
         continue
     a, r, miss_a, miss_r, early, reps = [], [], 0, 0, 0, 0
+    ae, det = [], []
+    te = [tuple(int(x) for x in l.split()) for l in open(path + '.e')] \
+        if os.path.exists(path + '.e') else []
+    k = -1
     for line in open(path):
         if not line.startswith('DETECT '):
             continue
+        k += 1
         f = [int(x) for x in line.split()[1:]]
         d = f[2:]
         if len(d) != 2 * n:
             continue
+        if k < len(te) and te[k][1] > 0:
+            e_us = (te[k][1] - te[k][0]) / 1e3  # T0 to E
+            det.append(e_us)
+            ae += [x - e_us for x in d[:n] if x >= 0]
         reps += 1
         a += [x for x in d[:n] if x >= 0]
         r += [x for x in d[n:] if x >= 0]
@@ -297,19 +360,27 @@ for mode, n in [(m, n) for m in modes for n in ns]:
                  'copy_read_p50_ms': pct(r, .5),
                  'copy_read_p99_ms': pct(r, .99),
                  'copy_read_max_ms': max(r) / 1e3 if r else None,
+                 'agent_p50_ms': pct(det, .5), 'agent_max_ms':
+                 max(det) / 1e3 if det else None,
+                 'etcd_to_view_p50_ms': pct(ae, .5),
+                 'etcd_to_view_p99_ms': pct(ae, .99),
+                 'etcd_to_view_max_ms': max(ae) / 1e3 if ae else None,
                  'not_armed': miss_a, 'no_copy_read': miss_r,
                  'before_t0': early})
 print()
-print('| mode | followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | not armed | no copy read | before T0 |')
-print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
-fmt = lambda x: '-' if x is None else '%.0f' % x
+print('| mode | followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | agent: T0 to armed in etcd p50 / max ms | armed in etcd to in view p50 / p99 / max ms | not armed | no copy read | before T0 |')
+print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+fmt = lambda x: '-' if x is None or x != x else '%.0f' % x
+fmt1 = lambda x: '-' if x is None or x != x else '%.1f' % x
 for w in rows:
-    print('| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %d | %d |' % (
+    print('| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s / %s | %d | %d | %d |' % (
         w['mode'], w['followers'], w['repeats'], fmt(w['armed_p50_ms']),
         fmt(w['armed_p99_ms']), fmt(w['armed_max_ms']),
         fmt(w['copy_read_p50_ms']), fmt(w['copy_read_p99_ms']),
-        fmt(w['copy_read_max_ms']), w['not_armed'], w['no_copy_read'],
-        w['before_t0']))
+        fmt(w['copy_read_max_ms']), fmt(w['agent_p50_ms']),
+        fmt(w['agent_max_ms']), fmt1(w['etcd_to_view_p50_ms']),
+        fmt1(w['etcd_to_view_p99_ms']), fmt1(w['etcd_to_view_max_ms']),
+        w['not_armed'], w['no_copy_read'], w['before_t0']))
 if json_out:
     json.dump(rows, open(json_out, 'w'), indent=1)
 PYEOF
