@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -226,6 +226,7 @@ TEST_LIB := $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/lib/*.c))
 tier_objs = $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/$(1)/*.c))
 # a program of its own, not a part of $(OUT)/tests/bench (below)
 FLEET_SCALE_OBJ := $(OUT)/tests/obj/bench/fleet_scale.o
+VIEW_REFRESH_OBJ := $(OUT)/tests/obj/bench/view_refresh.o
 
 $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
@@ -252,10 +253,21 @@ $(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
 # keysteer_fetch's decisions and single-flight table (docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/lease.o
 
-$(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ),$(call tier_objs,bench)) \
+$(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ) $(VIEW_REFRESH_OBJ),$(call tier_objs,bench)) \
 	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# A view refresh from a host follower's file (make bench-view-file): the
+# client's view and file reader beside the core, as unit_test links them.
+$(OUT)/tests/view_refresh: $(VIEW_REFRESH_OBJ) $(AGENT_PART) $(OUT)/user/client/view.o \
+	$(OUT)/user/client/route.o $(UNIT_CLIENT_OBJS) $(LIBKS) \
+	$(OUT)/user/client/batch_proto.o $(OUT)/user/client/l1.o \
+	$(OUT)/user/client/routing_doc.o $(OUT)/user/client/counter.o \
+	$(OUT)/user/client/lease.o $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(ETCD_LIBS) $(HTTP_LIBS)
+tests: $(OUT)/tests/view_refresh
 
 # The verifier's instructions processed per program of a BPF object,
 # loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
@@ -457,13 +469,27 @@ bench-clients: check-deps
 # Detection to every client (tests/bench/detect_bench.sh; docs/fleet.md,
 # "Clients at scale"): from a key's first request to each of N handles on
 # another host reading it from a copy, N = DETECT_FOLLOWERS, DETECT_REPEATS
-# keys each. About 3 minutes. Not in `make test`.
+# keys each, in each mode of following (DETECT_MODES: a watch per handle,
+# a shared view per process, a host follower's file). About 10 minutes.
+# Not in `make test`.
+DETECT_MODES     ?= own,shared,file
 DETECT_FOLLOWERS ?= 1,100,1000
 DETECT_REPEATS   ?= 5
 bench-detect: check-deps
 	$(MAKE) all $(OUT)/tests/ks_client_swarm
-	OUT=$(OUT) tests/bench/detect_bench.sh --followers $(DETECT_FOLLOWERS) \
+	OUT=$(OUT) tests/bench/detect_bench.sh --modes $(DETECT_MODES) \
+		--followers $(DETECT_FOLLOWERS) \
 		--repeats $(DETECT_REPEATS) --json $(OUT)/detect_bench.json
+
+# A view refresh from a host follower's file against the same change as a
+# watch event (tests/bench/view_refresh.c; docs/client.md, "One view per
+# host"): 64 hosts and VIEW_HOT hot/ entries, the file on tmpfs as
+# /run/keysteer is. Seconds. Not in `make test`.
+VIEW_HOT   ?= 256,1024,4096,16384
+VIEW_SNAPS ?= 2000
+bench-view-file: $(OUT)/tests/view_refresh
+	$(OUT)/tests/view_refresh --hot $(VIEW_HOT) --hosts 64 \
+		--snaps $(VIEW_SNAPS)
 
 # Every C file of the tree as .clang-format says; `make test` checks it.
 format:

@@ -33,12 +33,25 @@ Modes (how handles follow; the bench passes them through):
   --host-follower CMD   started once per host before its handles, with
                         {etcd} {cluster} {host} {dir} replaced; with
   --follower-wait PATH  ({dir} replaced) the handles open once PATH exists
+  --hosts-per-process K the handles of K simulated hosts in one process
+                        (each host's handles open with its own words, so
+                        with --file-mode on its own host's view file): a
+                        machine of 2 cores cannot run 100 hosts' processes
+                        and followers at once without the hosts' own
+                        scheduling dominating every figure
+  --file-mode           the host follower's mode in one word: 'agent
+                        follow' per host, its file {dir}/view, the handles
+                        on it (view_file=), the hosts' folders under
+                        --host-dir (default /dev/shm: tmpfs, as /run is
+                        on a real host; an ext4 folder makes every
+                        snapshot a disk file's write and map)
 
 Every wait is bounded; a point that passes --point-timeout is stopped and
 reported failed. Processes are stopped by their pids, the folder removed.
 
   clients_bench.py [--points 10x10,5x40] [--churn-agents N] [--writes N]
       [--rate R] [--words W] [--host-follower CMD --follower-wait PATH]
+      [--file-mode] [--host-dir DIR] [--hosts-per-process K]
       [--open-threads T] [--etcd-timeout-ms T] [--poll-us U] [--wait-ms W]
       [--point-timeout S]
       [--raw FILE] [--markdown FILE] [--etcd-url URL --etcd-pid PID]
@@ -193,13 +206,15 @@ def start_etcd(tmp, name):
 class Host:
     """One ks_client_swarm process and its reader thread."""
 
-    def __init__(self, idx, spec, args, tmp):
+    def __init__(self, idx, specs, args, tmp):
         self.idx = idx
+        self.n = args.handles_now * len(specs)  # its handles
         self.lines = queue.Queue()
         self.seen = []
         self.err = open(os.path.join(tmp, 'host%d.err' % idx), 'w')
         self.p = subprocess.Popen(
-            [SWARM, '--spec', spec, '--handles', str(args.handles_now),
+            [SWARM] + [a for sp in specs for a in ('--spec', sp)] +
+            ['--handles', str(self.n),
              '--poll-us', str(args.poll_us), '--wait-ms', str(args.wait_ms),
              '--open-threads', str(args.open_threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
@@ -290,7 +305,7 @@ def run_point(args, tmp, hosts_n, handles_n, name):
             time.sleep(min(4.0, deadline_left(deadline)))
         etcd = Etcd(url)
         for i in range(hosts_n):
-            d = os.path.join(tmp, '%s.host%d' % (name, i))
+            d = os.path.join(args.host_dir, '%s.host%d' % (name, i))
             os.makedirs(d, exist_ok=True)
             sub = {'etcd': url, 'cluster': CLUSTER, 'host': str(i), 'dir': d}
             if args.host_follower:
@@ -311,12 +326,17 @@ def run_point(args, tmp, hosts_n, handles_n, name):
                         time.sleep(0.05)
         args.handles_now = handles_n
         t_open = time.monotonic()
+        specs = []
         for i in range(hosts_n):
-            d = os.path.join(tmp, '%s.host%d' % (name, i))
+            d = os.path.join(args.host_dir, '%s.host%d' % (name, i))
             sub = {'etcd': url, 'cluster': CLUSTER, 'host': str(i), 'dir': d}
-            spec = 'etcd=%s cluster=%s etcd_timeout_ms=%d %s' % (
-                url, CLUSTER, args.etcd_timeout_ms, args.words.format(**sub))
-            h = Host(i, spec.strip(), args, tmp)
+            specs.append(('etcd=%s cluster=%s etcd_timeout_ms=%d %s' % (
+                url, CLUSTER, args.etcd_timeout_ms,
+                args.words.format(**sub))).strip())
+        # a process per simulated host, or one per K of them
+        k = args.hosts_per_process
+        for j in range(0, hosts_n, k):
+            h = Host(j // k, specs[j:j + k], args, tmp)
             hosts.append(h)
             procs.append(h.p)
         opened = [h.expect('OPENED', deadline) for h in hosts]
@@ -324,7 +344,7 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         # every view follows etcd (its watch started) before the writes
         while True:
             st = [h.stats(deadline) for h in hosts]
-            if all(int(s['view_up']) == handles_n for s in st):
+            if all(int(s['view_up']) == h.n for s, h in zip(st, hosts)):
                 break
             time.sleep(0.2)
         m0 = metrics(url)
@@ -383,7 +403,7 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         worst = 0
         for h in hosts:
             rev, seen, ov, ds = h.seen[w]
-            unseen += handles_n - seen
+            unseen += h.n - seen
             overrun += ov
             ok = [d for d in ds if d >= 0]
             allp.extend(ok)
@@ -418,7 +438,8 @@ def run_point(args, tmp, hosts_n, handles_n, name):
         'put_p50_ms': '%.1f' % pct([w[1] for w in writes], 0.5),
         'mib_per_handle': '%.2f' % (rss_delta / 1024 / total),
         'host_base_mib': '%.1f' % (sum(int(o['rss0_kib']) for o in opened) /
-                                   1024 / hosts_n),
+                                   1024 / len(hosts)),
+        'processes': len(hosts),
         'open_p50_ms': '%.1f' % pct(opens, 0.5),
         'open_p99_ms': '%.1f' % max(float(o['open_p99_ms']) for o in opened),
         'open_all_s': '%.1f' % open_s,
@@ -435,7 +456,8 @@ def run_point(args, tmp, hosts_n, handles_n, name):
 
 
 COLS = [('hosts x handles', lambda r: '%d x %d' % (r['hosts'], r['handles'])),
-        ('handles', 'total'), ('churn agents', 'churn_agents'),
+        ('handles', 'total'), ('processes', 'processes'),
+        ('churn agents', 'churn_agents'),
         ('etcd CPU %', 'etcd_cpu_pct'), ('watchers', 'watchers'),
         ('every p50 ms', 'every_p50_ms'), ('every p99 ms', 'every_p99_ms'),
         ('all p99 ms', 'all_p99_ms'), ('unseen', 'unseen'),
@@ -471,6 +493,15 @@ def main():
                     help='command per host ({etcd} {cluster} {host} {dir})')
     ap.add_argument('--follower-wait', default='',
                     help='path ({dir}) that exists once the follower serves')
+    ap.add_argument('--file-mode', action='store_true',
+                    help="'agent follow' per host, handles on its file")
+    ap.add_argument('--host-dir', default='',
+                    help="the hosts' folders under this (default: the "
+                    "run's folder; /dev/shm with --file-mode)")
+    ap.add_argument('--hosts-per-process', type=int, default=1,
+                    help='simulated hosts per ks_client_swarm process '
+                    '(default 1; each host its own spec: its own view file '
+                    'with --file-mode)')
     ap.add_argument('--open-threads', type=int, default=4,
                     help='opens at once per host (default 4)')
     ap.add_argument('--etcd-timeout-ms', type=int, default=30000,
@@ -485,6 +516,17 @@ def main():
                     help='an etcd already running (its data is left)')
     ap.add_argument('--etcd-pid', type=int, default=0)
     args = ap.parse_args()
+    if not 1 <= args.hosts_per_process <= 64:
+        ap.error('--hosts-per-process: 1 to 64')
+    if args.file_mode:
+        if args.host_follower or args.follower_wait:
+            ap.error('--file-mode is --host-follower and --follower-wait')
+        args.host_follower = (shlex.quote(AGENT) + ' follow --etcd {etcd} '
+                              '--cluster {cluster} --view-file {dir}/view')
+        args.follower_wait = '{dir}/view'
+        args.words = ('view_file={dir}/view ' + args.words).strip()
+        if not args.host_dir:
+            args.host_dir = '/dev/shm'
     if args.etcd_url and not args.etcd_pid:
         ap.error('--etcd-url needs --etcd-pid (its CPU is the figure)')
     points = []
@@ -510,6 +552,10 @@ def main():
 
     signal.signal(signal.SIGTERM, on_term)
     tmp = tempfile.mkdtemp(prefix='keysteer-clients.')
+    host_root = args.host_dir
+    # the hosts' folders: a folder of this run's own under --host-dir
+    args.host_dir = (tempfile.mkdtemp(prefix='keysteer-clients.',
+                                      dir=host_root) if host_root else tmp)
     rows, failed = [], 0
     log('clients_bench: points %s, churn agents %d, %d writes at %g/s, '
         'words %r, host follower %r' % (args.points, args.churn_agents,
@@ -537,6 +583,7 @@ def main():
             rows.append(r)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(args.host_dir, ignore_errors=True)
     md = table(rows)
     log()
     log(md)

@@ -22,15 +22,31 @@
 # (no entry armed in etcd, then no view armed for 2 s in a row) before the
 # next repeat.
 #
-#   tests/bench/detect_bench.sh [--followers 1,100,1000] [--repeats N]
-#       [--json FILE] [--agent-args 'ARGS'] [--words 'SPEC WORDS']
+#   tests/bench/detect_bench.sh [--modes own,shared,file]
+#       [--followers 1,100,1000] [--repeats N] [--json FILE]
+#       [--agent-args 'ARGS'] [--words 'SPEC WORDS']
 #
-# --words go to every keysteer_open of the followers (a mode of following:
-# a shared view's opt-out, a host follower's view_file=...).
+# Modes, how the N handles follow (each mode runs every N):
+#   own     view=own: a watch, a connection and a thread per handle (the
+#           library before issue 25)
+#   shared  the default: the process's handles share one view and one
+#           watch (view_file=none, so a follower's default file on this
+#           machine is not taken)
+#   file    'agent follow' runs in the second client host's namespace
+#           (one watch of etcd, its view file in a folder of this script's
+#           own under /dev/shm: tmpfs, as /run/keysteer is on a real host)
+#           and the handles open with view_file=THAT: a host follower's view
+# --words are added to every keysteer_open of the followers.
 #
-# Prints p50/p99/max of A and R over every (repeat, handle) per N. Every
-# wait is bounded; namespaces, memcached, the agent, etcd, the load and the
-# swarm are this script's own (by PID) and removed on every exit path.
+# Per repeat a watcher on the etcd host (the gateway's /v3/watch of
+# hot/, started and created before the load) also notes E, when the
+# key's entry was first put armed: A - E is the client side alone (etcd
+# to the views), apart from the agent's detection (T0 to E).
+#
+# Prints p50/p99/max of A and R over every (repeat, handle) per mode and
+# N, and p50/p99 of A - E. Every wait is bounded; namespaces, memcached, the agent, etcd, the
+# follower, the load and the swarm are this script's own (by PID) and
+# removed on every exit path.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../user/scripts/steer_topo.sh
@@ -40,6 +56,7 @@ EXAMPLE=$ROOT/${OUT:-build}/ks_client_example
 LOAD=$ROOT/${OUT:-build}/ks_load
 PY=/usr/bin/python3
 
+MODES=own,shared,file
 FOLLOWERS=1,100,1000
 REPEATS=5
 JSON_OUT=
@@ -58,6 +75,7 @@ while [ $# -gt 0 ]; do
 	*) [ $# -ge 2 ] || { echo "detect_bench.sh: $1 needs a value; see --help" >&2; exit 2; } ;;
 	esac
 	case $1 in
+	--modes) MODES=$2 ;;
 	--followers) FOLLOWERS=$2 ;;
 	--repeats) REPEATS=$2 ;;
 	--json) JSON_OUT=$2 ;;
@@ -68,6 +86,13 @@ while [ $# -gt 0 ]; do
 	shift 2
 done
 IFS=, read -r -a NS_LIST <<<"$FOLLOWERS"
+IFS=, read -r -a MODE_LIST <<<"$MODES"
+for m in "${MODE_LIST[@]}"; do
+	case $m in
+	own | shared | file) ;;
+	*) echo "detect_bench.sh: mode '$m' is none of own, shared, file" >&2; exit 2 ;;
+	esac
+done
 for n in "${NS_LIST[@]}" "$REPEATS"; do
 	if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 5000 ]; then
 		echo "detect_bench.sh: '$n' is not a number 1..5000" >&2
@@ -83,14 +108,18 @@ for t in etcd etcdctl memcached "$PY"; do
 done
 
 TMP=$(mktemp -d /tmp/ks_detect.XXXXXX)
-ETCD_PID= LOAD_PID= SWARM_PID=
+VDIR=
+ETCD_PID= LOAD_PID= SWARM_PID= FOLLOW_PID= EW_PID=
 cleanup() {
 	trap - EXIT INT TERM HUP
 	exec 3>&- 2>/dev/null
+	[ -n "$EW_PID" ] && ks_stop_pid "$EW_PID" TERM 5
 	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" TERM 5
 	[ -n "$SWARM_PID" ] && ks_stop_pid "$SWARM_PID" TERM 10
+	[ -n "$FOLLOW_PID" ] && ks_stop_pid "$FOLLOW_PID" TERM 5
 	steer_topo_down
 	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
+	[ -n "$VDIR" ] && rm -rf "$VDIR"
 	if [ -n "${DETECT_KEEP:-}" ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
@@ -110,7 +139,7 @@ wait_line() {
 	return 1
 }
 
-echo "detect_bench: followers ${NS_LIST[*]}, $REPEATS repeat(s), words '$WORDS'; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "detect_bench: modes ${MODE_LIST[*]}, followers ${NS_LIST[*]}, $REPEATS repeat(s), words '$WORDS'; load $(cut -d' ' -f1-3 /proc/loadavg)"
 steer_topo_up 1 2 >"$TMP/topo.out" 2>&1 || { tail -n 3 "$TMP/topo.out"; exit 1; }
 CNS=$STEER_CLIENT_NS CNS2=ks_dc2_$$
 steer_host_add "$CNS2" "ksd2_$$" 198.18.2.2 >>"$TMP/topo.out" 2>&1 || { tail -n 3 "$TMP/topo.out"; exit 1; }
@@ -124,9 +153,10 @@ for ((i = 0; i < 5; i++)); do
 done
 [ "$i" -lt 5 ] || { cat "$TMP/ringset.out"; exit 1; }
 SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=1000 etcd_timeout_ms=30000"
-# the followers' own: the key's writer above keeps the plain spec
-FSPEC=${WORDS:+$SPEC $WORDS}
-FSPEC=${FSPEC:-$SPEC}
+if [[ ",$MODES," == *,file,* ]]; then
+	VDIR=$(mktemp -d /dev/shm/ks_detect.XXXXXX) || exit 1
+fi
+VIEW=$VDIR/follow/$CLUSTER.view
 # shellcheck disable=SC2086 # AGENT_ARGS: words
 if ! steer_agent_start 0 --interval 0.5 --sample 1 --shard-capacity 1000 \
 	--hot-fraction 0.1 --etcd "$URL" --cluster "$CLUSTER" \
@@ -136,116 +166,221 @@ if ! steer_agent_start 0 --interval 0.5 --sample 1 --shard-capacity 1000 \
 	exit 1
 fi
 
+# The E watcher: URL PREFIX READY OUT. Its watch created, READY is made;
+# the first put under PREFIX whose value says armed writes its
+# CLOCK_MONOTONIC ns (every namespace of the machine shares the clock)
+# into OUT and it exits.
+EWATCH='import base64, http.client, json, sys, time, urllib.parse
+url, pfx, ready, out = sys.argv[1:5]
+u = urllib.parse.urlparse(url)
+b = lambda x: base64.b64encode(x).decode()
+end = pfx[:-1].encode() + bytes([pfx.encode()[-1] + 1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+c.request("POST", "/v3/watch", json.dumps({"create_request": {
+    "key": b(pfx.encode()), "range_end": b(end)}}))
+r = c.getresponse()
+buf = b""
+while True:
+    chunk = r.read1(65536)
+    if not chunk:
+        sys.exit(1)
+    buf += chunk
+    while b"\n" in buf:
+        line, buf = buf.split(b"\n", 1)
+        if not line.strip():
+            continue
+        res = json.loads(line).get("result", {})
+        if res.get("created"):
+            open(ready, "w").close()
+        for ev in res.get("events", []):
+            v = base64.b64decode(ev["kv"].get("value", ""))
+            if ev.get("type", "PUT") == "PUT" and b"\"state\":\"armed\"" in v:
+                t = time.monotonic_ns()
+                with open(out, "w") as f:
+                    f.write("%d\n" % t)
+                sys.exit(0)'
+
+# start_follower: 'agent follow' on the second client host, its file at
+# $VIEW; 0 once the file is there, 1 (said why) when it is not in 30 s
+start_follower() {
+	local i
+	rm -rf "$VDIR/follow"
+	ks_in_ns_bg "$CNS2" "$STEER_AGENT" follow --etcd "$URL" --cluster "$CLUSTER" \
+		--view-file "$VIEW" </dev/null >"$TMP/follow.out" 2>&1
+	FOLLOW_PID=$KS_BG_PID
+	for ((i = 0; i < 300; i++)); do
+		[ -s "$VIEW" ] && return 0
+		kill -0 "$FOLLOW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "detect_bench: agent follow wrote no $VIEW: $(tail -n 3 "$TMP/follow.out")" >&2
+	return 1
+}
+
 failed=0
-for n in "${NS_LIST[@]}"; do
-	out=$TMP/swarm.$n
-	mkfifo "$TMP/in.$n"
-	# read-write: opening a fifo for writing alone waits for its reader
-	exec 3<>"$TMP/in.$n"
-	# not ks_in_ns_bg: a background command in a function gets /dev/null
-	# as stdin, whatever the call redirects
-	nsenter --net="$KS_NETNS_RUN/$CNS2" -- "$SWARM" --spec "$FSPEC" \
-		--handles "$n" --wait-ms "$WAIT_MS" --open-threads 4 \
-		<"$TMP/in.$n" >"$out" 2>"$out.err" &
-	SWARM_PID=$!
-	if ! wait_line "$out" '^OPENED ' 1 300; then
-		echo "detect_bench: $n followers did not open: $(tail -c 300 "$out.err")" >&2
+for mode in "${MODE_LIST[@]}"; do
+	# the followers' spec: the key's writer keeps the plain one
+	case $mode in
+	own) FSPEC="$SPEC view=own view_file=none" ;;
+	shared) FSPEC="$SPEC view_file=none" ;;
+	file) FSPEC="$SPEC view_file=$VIEW" ;;
+	esac
+	FSPEC="$FSPEC${WORDS:+ $WORDS}"
+	if [ "$mode" = file ] && ! start_follower; then
 		failed=1
 		break
 	fi
-	echo "== $n followers: $(sed 's/^OPENED //' <(grep '^OPENED' "$out"))"
-	for ((r = 1; r <= REPEATS; r++)); do
-		key=detect:$n:$r:$$
-		if ! ks_in_ns "$CNS" "$EXAMPLE" "$SPEC" set "$key" "v$r" >"$TMP/set.out" 2>&1; then
-			echo "detect_bench: set $key: $(cat "$TMP/set.out")" >&2
+	for n in "${NS_LIST[@]}"; do
+		out=$TMP/swarm.$mode.$n
+		mkfifo "$TMP/in.$mode.$n"
+		# read-write: opening a fifo for writing alone waits for its reader
+		exec 3<>"$TMP/in.$mode.$n"
+		# not ks_in_ns_bg: a background command in a function gets /dev/null
+		# as stdin, whatever the call redirects
+		nsenter --net="$KS_NETNS_RUN/$CNS2" -- "$SWARM" --spec "$FSPEC" \
+			--handles "$n" --wait-ms "$WAIT_MS" --open-threads 4 \
+			<"$TMP/in.$mode.$n" >"$out" 2>"$out.err" &
+		SWARM_PID=$!
+		if ! wait_line "$out" '^OPENED ' 1 300; then
+			echo "detect_bench: $mode, $n followers did not open: $(tail -c 300 "$out.err")" >&2
 			failed=1
-			break 2
+			break
 		fi
-		echo "D $key" >&3
-		rm -f "$TMP/t0"
-		# T0 just before the exec: the load's first request follows it
-		ks_in_ns_bg "$CNS" "$PY" -c 'import os, sys, time
+		echo "== $mode, $n followers: $(sed 's/^OPENED //' <(grep '^OPENED' "$out"))"
+		for ((r = 1; r <= REPEATS; r++)); do
+			key=detect:$mode:$n:$r:$$
+			if ! ks_in_ns "$CNS" "$EXAMPLE" "$SPEC" set "$key" "v$r" >"$TMP/set.out" 2>&1; then
+				echo "detect_bench: set $key: $(cat "$TMP/set.out")" >&2
+				failed=1
+				break 2
+			fi
+			echo "D $key" >&3
+			rm -f "$TMP/t0" "$TMP/e_ready" "$TMP/e_armed"
+			# E: the first armed put under hot/ (the last key cooled:
+			# none is armed now), stamped on the etcd host
+			ks_in_ns_bg "$CNS" "$PY" -c "$EWATCH" "$URL" "/keysteer/$CLUSTER/hot/" \
+				"$TMP/e_ready" "$TMP/e_armed" </dev/null >"$TMP/ewatch.out" 2>&1
+			EW_PID=$KS_BG_PID
+			for ((i = 0; i < 200; i++)); do
+				[ -e "$TMP/e_ready" ] && break
+				kill -0 "$EW_PID" 2>/dev/null || break
+				sleep 0.05
+			done
+			# T0 just before the exec: the load's first request follows it
+			ks_in_ns_bg "$CNS" "$PY" -c 'import os, sys, time
 with open(sys.argv[1], "w") as f:
     f.write("%d\n" % time.monotonic_ns())
 os.execv(sys.argv[2], sys.argv[2:])' "$TMP/t0" "$LOAD" \
-			--shards-file "$STEER_SHARDS_FILE" --proto udp --keys 200 \
-			--zipf 0.5 --flash "$key:0.5" --mix get=100 --duration 300 \
-			--rate 1000 </dev/null >"$TMP/load.out" 2>&1
-		LOAD_PID=$KS_BG_PID
-		for ((i = 0; i < 100; i++)); do
-			[ -s "$TMP/t0" ] && break
-			sleep 0.05
+				--shards-file "$STEER_SHARDS_FILE" --proto udp --keys 200 \
+				--zipf 0.5 --flash "$key:0.5" --mix get=100 --duration 300 \
+				--rate 1000 </dev/null >"$TMP/load.out" 2>&1
+			LOAD_PID=$KS_BG_PID
+			for ((i = 0; i < 100; i++)); do
+				[ -s "$TMP/t0" ] && break
+				sleep 0.05
+			done
+			echo "T $(cat "$TMP/t0")" >&3
+			if ! wait_line "$out" '^DETECT ' "$r" $((WAIT_MS / 1000 + 30)); then
+				echo "detect_bench: no answer for $key: $(tail -c 300 "$out.err")" >&2
+				failed=1
+				break 2
+			fi
+			note=$(grep '^DETECT ' "$out" | tail -n 1 | cut -d' ' -f2,3)
+			# T0 and E of this repeat, in order beside its DETECT line
+			echo "$(cat "$TMP/t0") $(cat "$TMP/e_armed" 2>/dev/null || echo -1)" >>"$out.e"
+			ks_stop_pid "$EW_PID" TERM 5
+			EW_PID=
+			ks_stop_pid "$LOAD_PID" TERM 5
+			LOAD_PID=
+			# cooled: no entry armed in etcd, then no view armed for 2 s
+			for ((i = 0; i < 1200; i++)); do
+				! grep -q '"state":"armed"' <<<"$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" \
+					get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1)" && break
+				sleep 0.1
+			done
+			echo "C" >&3
+			wait_line "$out" '^COLD ' "$r" $((WAIT_MS / 1000 + 30))
+			echo "   repeat $r: armed/copied $note; cooled: $(grep '^COLD ' "$out" | tail -n 1)"
 		done
-		echo "T $(cat "$TMP/t0")" >&3
-		if ! wait_line "$out" '^DETECT ' "$r" $((WAIT_MS / 1000 + 30)); then
-			echo "detect_bench: no answer for $key: $(tail -c 300 "$out.err")" >&2
-			failed=1
-			break 2
-		fi
-		note=$(grep '^DETECT ' "$out" | tail -n 1 | cut -d' ' -f2,3)
-		ks_stop_pid "$LOAD_PID" TERM 5
-		LOAD_PID=
-		# cooled: no entry armed in etcd, then no view armed for 2 s
-		for ((i = 0; i < 1200; i++)); do
-			! grep -q '"state":"armed"' <<<"$(ks_in_ns "$CNS" etcdctl --endpoints "$URL" \
-				get --prefix "/keysteer/$CLUSTER/hot/" --print-value-only 2>&1)" && break
-			sleep 0.1
-		done
-		echo "C" >&3
-		wait_line "$out" '^COLD ' "$r" $((WAIT_MS / 1000 + 30))
-		echo "   repeat $r: armed/copied $note; cooled: $(grep '^COLD ' "$out" | tail -n 1)"
+		echo "Q" >&3
+		exec 3>&-
+		wait_line "$out" '^BYE ' 1 60
+		ks_stop_pid "$SWARM_PID" TERM 10
+		SWARM_PID=
 	done
-	echo "Q" >&3
-	exec 3>&-
-	wait_line "$out" '^BYE ' 1 60
-	ks_stop_pid "$SWARM_PID" TERM 10
-	SWARM_PID=
+	[ "$failed" = 0 ] || break
+	if [ -n "$FOLLOW_PID" ]; then
+		if ! kill -0 "$FOLLOW_PID" 2>/dev/null; then
+			echo "detect_bench: agent follow exited during the run: $(tail -n 3 "$TMP/follow.out")" >&2
+			failed=1
+		fi
+		ks_stop_pid "$FOLLOW_PID" TERM 5
+		FOLLOW_PID=
+	fi
 done
 
-"$PY" - "$TMP" "$JSON_OUT" "${NS_LIST[@]}" <<'PYEOF'
+"$PY" - "$TMP" "$JSON_OUT" "$MODES" "${NS_LIST[@]}" <<'PYEOF'
 import json, math, os, sys
-tmp, json_out, ns = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
+tmp, json_out = sys.argv[1], sys.argv[2]
+modes, ns = sys.argv[3].split(','), [int(x) for x in sys.argv[4:]]
 def pct(v, q):
     v = sorted(v)  # nearest rank: of 100, p99 is the 99th
     return v[max(0, math.ceil(q * len(v)) - 1)] / 1e3 if v else float('nan')
 rows = []
-for n in ns:
-    path = os.path.join(tmp, 'swarm.%d' % n)
+for mode, n in [(m, n) for m in modes for n in ns]:
+    path = os.path.join(tmp, 'swarm.%s.%d' % (mode, n))
     if not os.path.exists(path):
         continue
     a, r, miss_a, miss_r, early, reps = [], [], 0, 0, 0, 0
+    ae, det = [], []
+    te = [tuple(int(x) for x in l.split()) for l in open(path + '.e')] \
+        if os.path.exists(path + '.e') else []
+    k = -1
     for line in open(path):
         if not line.startswith('DETECT '):
             continue
+        k += 1
         f = [int(x) for x in line.split()[1:]]
         d = f[2:]
         if len(d) != 2 * n:
             continue
+        if k < len(te) and te[k][1] > 0:
+            e_us = (te[k][1] - te[k][0]) / 1e3  # T0 to E
+            det.append(e_us)
+            ae += [x - e_us for x in d[:n] if x >= 0]
         reps += 1
         a += [x for x in d[:n] if x >= 0]
         r += [x for x in d[n:] if x >= 0]
         miss_a += sum(1 for x in d[:n] if x == -1)
         miss_r += sum(1 for x in d[n:] if x == -1)
         early += sum(1 for x in d[:n] + d[n:] if x == -2)
-    rows.append({'followers': n, 'repeats': reps,
+    rows.append({'mode': mode, 'followers': n, 'repeats': reps,
                  'armed_p50_ms': pct(a, .5), 'armed_p99_ms': pct(a, .99),
                  'armed_max_ms': max(a) / 1e3 if a else None,
                  'copy_read_p50_ms': pct(r, .5),
                  'copy_read_p99_ms': pct(r, .99),
                  'copy_read_max_ms': max(r) / 1e3 if r else None,
+                 'agent_p50_ms': pct(det, .5), 'agent_max_ms':
+                 max(det) / 1e3 if det else None,
+                 'etcd_to_view_p50_ms': pct(ae, .5),
+                 'etcd_to_view_p99_ms': pct(ae, .99),
+                 'etcd_to_view_max_ms': max(ae) / 1e3 if ae else None,
                  'not_armed': miss_a, 'no_copy_read': miss_r,
                  'before_t0': early})
 print()
-print('| followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | not armed | no copy read | before T0 |')
-print('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
-fmt = lambda x: '-' if x is None else '%.0f' % x
+print('| mode | followers | repeats | armed in view p50 ms | p99 | max | read from a copy p50 ms | p99 | max | agent: T0 to armed in etcd p50 / max ms | armed in etcd to in view p50 / p99 / max ms | not armed | no copy read | before T0 |')
+print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+fmt = lambda x: '-' if x is None or x != x else '%.0f' % x
+fmt1 = lambda x: '-' if x is None or x != x else '%.1f' % x
 for w in rows:
-    print('| %d | %d | %s | %s | %s | %s | %s | %s | %d | %d | %d |' % (
-        w['followers'], w['repeats'], fmt(w['armed_p50_ms']),
+    print('| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s / %s | %d | %d | %d |' % (
+        w['mode'], w['followers'], w['repeats'], fmt(w['armed_p50_ms']),
         fmt(w['armed_p99_ms']), fmt(w['armed_max_ms']),
         fmt(w['copy_read_p50_ms']), fmt(w['copy_read_p99_ms']),
-        fmt(w['copy_read_max_ms']), w['not_armed'], w['no_copy_read'],
-        w['before_t0']))
+        fmt(w['copy_read_max_ms']), fmt(w['agent_p50_ms']),
+        fmt(w['agent_max_ms']), fmt1(w['etcd_to_view_p50_ms']),
+        fmt1(w['etcd_to_view_p99_ms']), fmt1(w['etcd_to_view_max_ms']),
+        w['not_armed'], w['no_copy_read'], w['before_t0']))
 if json_out:
     json.dump(rows, open(json_out, 'w'), indent=1)
 PYEOF

@@ -10,7 +10,9 @@
  *                   [--open-threads T] [--detect-threads D]
  *
  * Opens the N handles with keysteer_open(SPEC) (T threads at once, each
- * open timed), then prints
+ * open timed; --spec given K times: handle i opens with the (i mod K)-th,
+ * so one process can hold the handles of K simulated hosts, each host's
+ * on its own view file), then prints
  *   OPENED handles=N rss0_kib=R rss1_kib=R open_p50_ms=.. open_p99_ms=..
  *          open_max_ms=.. open_total_ms=.. threads=..
  * and answers lines on stdin:
@@ -88,8 +90,11 @@ struct follow {
 	struct change hist[HIST];
 };
 
+#define SPECS_MAX 64
+
 static struct {
-	const char *spec;
+	const char *spec[SPECS_MAX];
+	unsigned nspec;
 	unsigned handles, poll_us, wait_ms, open_threads;
 	struct follow *f;
 	double *open_ms;
@@ -166,7 +171,7 @@ static void *opener(void *arg)
 		if (i == g.handles)
 			return NULL;
 		t = mono_ns();
-		rc = keysteer_open(&ks, g.spec);
+		rc = keysteer_open(&ks, g.spec[i % g.nspec]);
 		g.open_ms[i] = (double)(mono_ns() - t) / 1e6;
 		if (rc < 0) {
 			fprintf(stderr, "ks_client_swarm: open %u: %s\n", i,
@@ -564,7 +569,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			g.spec = optarg;
+			if (g.nspec == SPECS_MAX) {
+				fprintf(stderr,
+					"ks_client_swarm: at most %d --spec\n",
+					SPECS_MAX);
+				return 2;
+			}
+			g.spec[g.nspec++] = optarg;
 			break;
 		case 'n':
 			g.handles = (unsigned)strtoul(optarg, NULL, 10);
@@ -589,7 +600,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!g.spec || !g.handles || g.handles > 100000 || !g.open_threads ||
+	if (!g.nspec || !g.handles || g.handles > 100000 || !g.open_threads ||
 	    g.open_threads > 256 || !g.wait_ms || !g.dthreads ||
 	    g.dthreads > DTHREADS_MAX) {
 		usage(stderr);
