@@ -339,7 +339,8 @@ bench: check-deps
 	$(OUT)/tests/bench replies
 
 # Packets/s per core through a veth pair in namespaces of its own, keysteer
-# against the empty program (docs/benchmarks.md). About 15 s. Not in `make test`.
+# against the empty program in pairs of trials until the ratio's spread is
+# known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh
