@@ -35,13 +35,14 @@ struct args {
 	const char *only;
 	bool json;
 	bool verbose;
+	const char *calls; /* --calls NAMES */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
-		"             [--json] [-v]\n"
+		"             [--json] [--calls NAMES] [-v]\n"
 		"\n"
 		"Times keysteer's XDP program against an empty XDP program, one packet per\n"
 		"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
@@ -62,9 +63,14 @@ static void usage(FILE *f)
 		"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
 		"               94672e7), timed on the same packets in the same run\n"
 		"  --cpu N      CPU to pin to (default: the last online CPU)\n"
-		"  --only TEXT  only the scenarios whose name contains TEXT (and the\n"
-		"               scenarios without a ring they are compared with)\n"
+		"  --only TEXT  only the scenarios whose name contains TEXT, or one\n"
+		"               of TEXT's comma-separated words (a word ending in $\n"
+		"               ends the name), and the scenarios without a ring\n"
+		"               they are compared with\n"
 		"  --json       one JSON document on stdout instead of the table\n"
+		"  --calls NAMES no times: BPF-to-BPF calls and bpf_loop callbacks\n"
+		"               per packet, by function, in a build of\n"
+		"               tests/bench/calls_build.sh (NAMES: its list)\n"
 		"  -v           libbpf's debug output (verifier log on a load failure)\n"
 		"  -h, --help   this text\n"
 		"\n"
@@ -86,6 +92,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "calls", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -125,6 +132,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'j':
 			a->json = true;
+			break;
+		case 'C':
+			a->calls = optarg;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -325,6 +335,7 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 {
 	struct bench_counts before, after, obefore, oafter;
 	struct bench_stats st[3][2];
+	__u64 c0[BENCH_CALLS_MAX], c1[BENCH_CALLS_MAX];
 	bool old = e->have_before && s->before;
 	bool tx = bench_hot_steers(s->hot);
 	int ifindex = scen_ifindex(e, s);
@@ -344,6 +355,8 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		err = bench_prog_stats(e->xdp_fd, &st[1][0]);
 	if (!err && old)
 		err = bench_prog_stats(e->before.prog_fd, &st[2][0]);
+	if (!err && out->calls)
+		err = bench_calls_read(c0);
 	for (i = 0; !err && i < a->packets; i++) {
 		if (s->stream) {
 			bench_tcp_set_seq(s->frame, seq);
@@ -359,6 +372,11 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		if (!err && old)
 			err = bench_run(e->before.prog_fd, s->frame, s->len, 1,
 					&ns);
+	}
+	if (!err && out->calls) {
+		err = bench_calls_read(c1);
+		for (i = 0; !err && i < (__u32)bench_calls_n(); i++)
+			out->calls[i] += c1[i] - c0[i];
 	}
 	if (!err)
 		err = bench_prog_stats(e->empty_fd, &st[0][1]);
@@ -420,7 +438,10 @@ static int measure_all(struct bench_env *e, struct bench_scen *sc, int n,
 			res[i].old_over = calloc(a->runs, sizeof(double));
 		}
 		res[i].valid = true;
-		if (!res[i].empty || !res[i].scen || !res[i].over ||
+		if (a->calls)
+			res[i].calls = calloc(BENCH_CALLS_MAX, sizeof(__u64));
+		if ((a->calls && !res[i].calls) || !res[i].empty ||
+		    !res[i].scen || !res[i].over ||
 		    (old && (!res[i].old || !res[i].old_over))) {
 			fprintf(stderr, "bench: out of memory\n");
 			return -ENOMEM;
@@ -449,8 +470,32 @@ static int measure_all(struct bench_env *e, struct bench_scen *sc, int n,
 	return 0;
 }
 
+/* Does id contain one of the comma-separated words of only? A word
+ * ending in '$' must also end id. */
+static bool id_matches(const char *id, const char *only)
+{
+	size_t il = strlen(id);
+	const char *p = only;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		bool end = n && p[n - 1] == '$';
+		size_t wl = end ? n - 1 : n;
+		const char *hit;
+
+		if (wl) {
+			for (hit = id;
+			     (hit = memmem(hit, il - (hit - id), p, wl)); hit++)
+				if (!end || hit + wl == id + il)
+					return true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
 /*
- * Keeps the scenarios whose id contains only, and the base each kept one
+ * Keeps the scenarios whose id contains only (one of its words), and the base each kept one
  * is compared with, in their order; returns how many are left.
  */
 static int select_scenarios(struct bench_scen *sc, int n, const char *only)
@@ -465,7 +510,7 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 	}
 	for (i = n - 1; i >= 0; i--) {
 		/* bases come before the scenarios that name them */
-		if (strstr(sc[i].id, only) || keep[i]) {
+		if (id_matches(sc[i].id, only) || keep[i]) {
 			keep[i] = 1;
 			if (sc[i].base >= 0)
 				keep[sc[i].base] = 1;
@@ -487,6 +532,32 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 	free(keep);
 	free(to);
 	return m;
+}
+
+/* --calls: per scenario, calls per packet in all and by function. */
+static void print_calls(const struct bench_scen *sc,
+			const struct bench_samples *res, int n,
+			const struct args *a)
+{
+	double per = (double)a->packets * a->runs;
+	int i, f;
+
+	printf("BPF-to-BPF calls and bpf_loop callbacks per packet of "
+	       "ks_ingress (%u packets x %u runs)\n",
+	       a->packets, a->runs);
+	for (i = 0; i < n; i++) {
+		__u64 all = 0;
+
+		for (f = 0; f < bench_calls_n(); f++)
+			all += res[i].calls[f];
+		printf("%-52s %8.2f%s", sc[i].id, all / per,
+		       res[i].valid ? "" : " INVALID");
+		for (f = 0; f < bench_calls_n(); f++)
+			if (res[i].calls[f])
+				printf(" %s %.2f", bench_calls_name(f),
+				       res[i].calls[f] / per);
+		printf("\n");
+	}
 }
 
 int main(int argc, char **argv)
@@ -584,8 +655,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: out of memory\n");
 		goto out;
 	}
+	if (a.calls && a.before) {
+		fprintf(stderr, "bench --calls: not with --before\n");
+		goto out;
+	}
+	if (a.calls && bench_calls_attach(&env, a.calls))
+		goto out;
 	if (measure_all(&env, sc, n, &a, res))
 		goto out;
+	if (a.calls) {
+		print_calls(sc, res, n, &a);
+		rc = 0;
+		for (i = 0; i < n; i++)
+			if (!res[i].valid)
+				rc = 1;
+		goto out;
+	}
 
 	rep = (struct bench_report){ .machine = &m,
 				     .cpu = env.cpu,
@@ -611,6 +696,7 @@ out:
 		close(stats_fd);
 	bench_close(&env);
 	for (i = 0; res && i < n; i++) {
+		free(res[i].calls);
 		free(res[i].empty);
 		free(res[i].scen);
 		free(res[i].over);
