@@ -36,13 +36,14 @@ struct args {
 	bool json;
 	bool verbose;
 	const char *calls; /* --calls NAMES */
+	bool against;      /* --against: the other build is of this tree */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
-		"             [--json] [--calls NAMES] [-v]\n"
+		"Usage: bench [--packets N] [--runs N] [--before OBJ | --against OBJ] [--cpu N]\n"
+		"             [--only TEXT] [--json] [--calls NAMES] [-v]\n"
 		"\n"
 		"Times keysteer's XDP program against an empty XDP program, one packet per\n"
 		"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
@@ -62,6 +63,9 @@ static void usage(FILE *f)
 		"               (default %u, at most %u)\n"
 		"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
 		"               94672e7), timed on the same packets in the same run\n"
+		"  --against OBJ keysteer.bpf.o of another build of this tree (a\n"
+		"               change's build before): as --before, on every\n"
+		"               scenario with no ring and no hot table\n"
 		"  --cpu N      CPU to pin to (default: the last online CPU)\n"
 		"  --only TEXT  only the scenarios whose name contains TEXT, or one\n"
 		"               of TEXT's comma-separated words (a word ending in $\n"
@@ -88,6 +92,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	static const struct option longopts[] = {
 		{ "packets", required_argument, NULL, 'r' },
 		{ "before", required_argument, NULL, 'b' },
+		{ "against", required_argument, NULL, 'a' },
 		{ "runs", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "only", required_argument, NULL, 'o' },
@@ -113,7 +118,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->packets = (__u32)v;
 			break;
 		case 'b':
+		case 'a':
+			if (a->before) {
+				snprintf(err, sizeof(err),
+					 "one of --before and --against");
+				goto bad;
+			}
 			a->before = optarg;
+			a->against = c == 'a';
 			break;
 		case 'n':
 			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX,
@@ -199,6 +211,9 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
 }
 
+/* --against: the other build counts as this one does */
+static bool against;
+
 /* Did the timed packets do what the scenario says? Prints why not. */
 static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 			 const struct bench_counts *b,
@@ -219,7 +234,7 @@ static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 	/* a stream in order: no resync, no retransmission, and a
 	 * continuation counted for every segment that continues */
 	__u64 d_cont = a->flow_cont - b->flow_cont;
-	__u64 want_cont = s->cont && !old ? npkt : 0;
+	__u64 want_cont = s->cont && (!old || against) ? npkt : 0;
 	__u64 d_resync = a->resync - b->resync + a->flow_dup - b->flow_dup;
 
 	/* a hot key's reads are seen; 7 of 8 of them steered */
@@ -614,6 +629,9 @@ int main(int argc, char **argv)
 						   sizeof(prep_frame),
 						   BENCH_MC_PORT, line, ll);
 	}
+	against = a.against;
+	for (i = 0; against && i < n; i++)
+		sc[i].before = !sc[i].ring && !sc[i].hot;
 	if (bench_open(&env, a.cpu, a.before))
 		goto out;
 	stats_fd = bench_stats_on();
