@@ -50,6 +50,15 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# bad numbers refused before any namespace is made (bench line checks
+# the ranges again)
+for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" ${CPU:+"$CPU"}; do
+	[[ "$v" =~ ^[0-9]+$ ]] || { echo "line_bench.sh: '$v' is not a count; see --help" >&2; exit 2; }
+done
+{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 99 ] &&
+	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 99 ]; } ||
+	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..99; see --help" >&2; exit 2; }
+[[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
