@@ -344,14 +344,20 @@ demo: check-demo-deps
 # BENCH_BEFORE=path/keysteer.bpf.o times the build before TCP streams
 # (commit 94672e7, built in a worktree of its own) on the same packets in
 # the same run (docs/benchmarks.md).
+# BENCH_AGAINST=path/keysteer.bpf.o times another build of this tree (a
+# change's build before, e.g. from a worktree of the commit before) on
+# every scenario with no ring and no hot table, in the same run.
 BENCH_BEFORE ?=
+BENCH_AGAINST ?=
 bench: check-deps
 	$(MAKE) all tests
-	$(OUT)/tests/bench $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(OUT)/tests/bench $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE)) \
+		$(if $(BENCH_AGAINST),--against $(BENCH_AGAINST))
 	$(OUT)/tests/bench replies
 
 # Packets/s per core through a veth pair in namespaces of its own, keysteer
-# against the empty program (docs/benchmarks.md). About 15 s. Not in `make test`.
+# against the empty program in pairs of trials until the ratio's spread is
+# known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh

@@ -240,6 +240,11 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 		if (is_xdp ? ks_window_xdp(ctx, s, &w)
 			   : ks_window_tc(ctx, s, &w))
 			break;
+		/* through: the next window would find only that (a window
+		 * that returns 0 leaves no carry), and a call and its return
+		 * cost 8 ns where returns are mitigated (issue 27) */
+		if (w.pos >= w.limit)
+			break;
 	}
 	if (n >= KS_MAX_WINDOWS && !w.lost && w.pos < w.limit) {
 		ks_count_err(KS_ERR_ITEM_LIMIT);
@@ -296,10 +301,17 @@ static __always_inline void ks_stream(void *ctx, struct ks_scratch *s,
 	}
 }
 
-/* One global function per program type, so the verifier checks the
- * stream layer once per program rather than once per path into it. */
-__noinline int ks_stream_xdp(struct xdp_md *ctx, struct ks_scratch *s,
-			     const struct ks_l4 *l4)
+/*
+ * One function per program type. XDP's is inline (issue 27: a call and
+ * its return cost 8 ns where returns are mitigated, and this one is on
+ * every parsed packet): the verifier walks it once more per path into
+ * it, about 3,100 instructions. tc's stays a global function, checked
+ * once: `make bench` does not time tc, so a cut there could not be
+ * shown to pay.
+ */
+static __always_inline int ks_stream_xdp(struct xdp_md *ctx,
+					 struct ks_scratch *s,
+					 const struct ks_l4 *l4)
 {
 	struct ks_flow *f;
 

@@ -255,6 +255,7 @@ struct bench_samples {
 	double *empty, *scen, *over; /* over = scen - empty, per run */
 	double *old, *old_over;      /* the build before; NULL: not timed */
 	bool valid;                  /* every run counted what it should */
+	__u64 *calls; /* --calls: entries of each function over the runs */
 };
 
 struct bench_machine {
@@ -285,6 +286,15 @@ int bench_pin_cpu(int cpu);
 double bench_over_base(const struct bench_report *rep, int i);
 void bench_print_table(const struct bench_report *rep);
 void bench_print_json(const struct bench_report *rep);
+
+/* `bench --calls NAMES` (bench_calls.c), in a build of
+ * tests/bench/calls_build.sh: the entries of every function of ks_ingress;
+ * bench_calls_read fills counts[bench_calls_n()]. */
+#define BENCH_CALLS_MAX 128
+int bench_calls_attach(struct bench_env *e, const char *names);
+int bench_calls_n(void);
+const char *bench_calls_name(int i);
+int bench_calls_read(__u64 *counts);
 
 /* `bench line ...`: packets/s through a veth pair (bench_line.c). */
 int bench_line_main(int argc, char **argv);

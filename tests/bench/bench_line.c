@@ -26,6 +26,7 @@
  * tests/bench/line_bench.sh.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
@@ -43,14 +44,36 @@
 #include "dp/load_private.h"
 #include "bench.h"
 #include "util/opts.h"
+#include "util/spread.h"
 
-#define MSS            1448
-#define LINE_ISN       0xfff00000U
-#define CONT_VALUE_LEN (1U << 30)
+#define MSS             1448
+#define LINE_ISN        0xfff00000U
+#define CONT_VALUE_LEN  (1U << 30)
+#define LINE_TRIALS_MAX 99
+#define LINE_LEVEL      0.95 /* of the ratio's interval */
+
+/* The packet kinds, each timed on the frames of a `make bench` scenario. */
+enum {
+	LINE_UDP_GET,
+	LINE_TCP_GET,
+	LINE_TCP_CONT,
+	LINE_KINDS
+};
+static const struct line_kind {
+	const char *id, *name, *scen;
+} line_kinds[LINE_KINDS] = {
+	{ "udp_get16_unsampled", "UDP get, 16-byte key, unsampled (72 B)",
+	  "udp_get16_unsampled" },
+	{ "tcp_get16_unsampled", "TCP get in order, 16-byte key (76 B)",
+	  "get16_unsampled" },
+	{ "tcp_cont_value", "TCP segment continuing a value (1502 B)",
+	  "cont_value" },
+};
 
 struct line_args {
 	const char *gen_ns, *gen_if, *rx_ns, *rx_if, *rx_mac;
-	__u32 packets, trials;
+	__u32 packets, trials, max_trials;
+	double width; /* the ratio's 95% interval at most this wide */
 	int cpu;
 	bool json;
 };
@@ -192,6 +215,7 @@ static void readdress(__u8 *f, __u32 len, const __u8 mac[6])
 }
 
 struct line_env {
+	int softirqd; /* /proc/<ksoftirqd of the CPU>/schedstat, or -1 */
 	struct keysteer_bpf *ks;
 	struct ks_empty_bpf *empty;
 	struct bench_env be; /* for bench_counts() */
@@ -199,29 +223,99 @@ struct line_env {
 	__u8 mac[6];
 };
 
-/* Sends frame count times from the sender's veth; the seq map says what
- * the program writes into a TCP frame (step 0: nothing). */
+/* ns the CPU's ksoftirqd has run (the first field of its schedstat). */
+static long long softirqd_ns(int fd)
+{
+	char buf[128];
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return atoll(buf);
+}
+
+/* The schedstat of ksoftirqd/cpu, found by its name; -1 if none. */
+static int softirqd_open(int cpu)
+{
+	char want[32], path[320], comm[32];
+	struct dirent *d;
+	DIR *dir = opendir("/proc");
+	int fd = -1;
+
+	snprintf(want, sizeof(want), "ksoftirqd/%d\n", cpu);
+	while (dir && fd < 0 && (d = readdir(dir))) {
+		int c;
+		ssize_t n;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		c = open(path, O_RDONLY | O_CLOEXEC);
+		if (c < 0)
+			continue;
+		n = read(c, comm, sizeof(comm) - 1);
+		close(c);
+		if (n <= 0)
+			continue;
+		comm[n] = '\0';
+		if (strcmp(comm, want))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/schedstat", d->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (dir)
+		closedir(dir);
+	return fd;
+}
+
+static double ts_secs(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) + (b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/*
+ * Sends frame count times from the sender's veth; the seq map says what
+ * the program writes into a TCP frame (step 0: nothing). *secs is the
+ * wall time; *cpu_secs the CPU time the packets took on this CPU: this
+ * thread's (the sender, and the receiver's NAPI poll, which runs in the
+ * thread as bottom halves come back on) plus what the CPU's ksoftirqd ran
+ * meanwhile (the poll, when the kernel deferred it there). Time other
+ * tasks held the CPU, and time the hypervisor stole (paravirt steal
+ * accounting), is in neither: on a shared machine it is the figure that
+ * stays put.
+ */
 static int send_frames(struct line_env *le, __u8 *frame, __u32 len, __u32 count,
-		       __u64 seq, __u64 step, double *secs)
+		       __u64 seq, __u64 step, double *secs, double *cpu_secs)
 {
 	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = le->gen_if };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = len,
 		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = count,
 		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
 	__u64 v[2] = { seq, step };
-	struct timespec a, b;
+	struct timespec a, b, ca, cb;
+	long long sa, sb;
 	__u32 zero = 0;
 	int err;
 
 	if (bpf_map_update_elem(le->map_fd, &zero, v, BPF_ANY))
 		return -errno;
 	err = ns_enter(le->gen_ns);
+	sa = softirqd_ns(le->softirqd);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (!err && bpf_prog_test_run_opts(le->gen_fd, &o))
 		err = -errno;
 	clock_gettime(CLOCK_MONOTONIC, &b);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
+	sb = softirqd_ns(le->softirqd);
 	if (secs)
-		*secs = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+		*secs = ts_secs(&a, &b);
+	if (cpu_secs)
+		*cpu_secs = ts_secs(&ca, &cb) + (sb - sa) / 1e9;
 	return err;
 }
 
@@ -237,20 +331,21 @@ static int attach(struct line_env *le, int prog_fd)
 
 /* One trial: the program attached, packets frames sent; pps delivered. */
 struct trial {
-	double pps, secs;
+	double pps, secs; /* packets per CPU second; wall seconds */
+	double cpu_secs, wall_pps;
 	long long delivered;
 	__u64 parsed; /* keysteer's count of what it parsed (keys or
 		       * continuations); 0 for the empty program */
 	bool ok;
 };
 
-static int run_trial(struct line_env *le, bool ks, bool tcp,
-		     struct bench_scen *s, struct bench_scen *syn_fin,
-		     __u32 packets, struct trial *t)
+static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
+		     struct bench_scen *syn_fin, __u32 packets, struct trial *t)
 {
 	struct bench_counts b, a;
 	long long r0, r1;
 	__u32 seq = LINE_ISN;
+	bool tcp = s->stream;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -259,33 +354,35 @@ static int run_trial(struct line_env *le, bool ks, bool tcp,
 	if (err)
 		return err;
 	if (tcp) {
-		/* SYN, then the set's line: the stream is inside its value */
+		/* SYN, then (continuations) the set's line: the stream is
+		 * inside its value */
 		err = send_frames(le, syn_fin[0].frame, syn_fin[0].len, 1, seq,
-				  1, NULL);
+				  1, NULL, NULL);
 		seq += 1;
-		if (!err)
+		if (!err && s->pro)
 			err = send_frames(le, s->pro, s->pro_len, 1, seq,
-					  s->pro_plen, NULL);
-		seq += s->pro_plen;
+					  s->pro_plen, NULL, NULL);
+		seq += s->pro ? s->pro_plen : 0;
 	}
 	if (!err)
 		err = bench_counts(&le->be, &le->be.cur, &b);
 	r0 = in_receives(le->snmp_fd);
 	if (!err)
 		err = send_frames(le, s->frame, s->len, packets, seq,
-				  tcp ? s->plen : 0, &t->secs);
+				  tcp ? s->plen : 0, &t->secs, &t->cpu_secs);
 	seq += tcp ? packets * s->plen : 0;
 	r1 = in_receives(le->snmp_fd);
 	if (!err)
 		err = bench_counts(&le->be, &le->be.cur, &a);
 	if (!err && tcp)
 		err = send_frames(le, syn_fin[1].frame, syn_fin[1].len, 1, seq,
-				  1, NULL);
+				  1, NULL, NULL);
 	if (err)
 		return err;
 	t->delivered = r1 - r0;
-	t->pps = t->secs > 0 ? t->delivered / t->secs : 0;
-	t->parsed = tcp ? a.flow_cont - b.flow_cont : a.keys - b.keys;
+	t->pps = t->cpu_secs > 0 ? t->delivered / t->cpu_secs : 0;
+	t->wall_pps = t->secs > 0 ? t->delivered / t->secs : 0;
+	t->parsed = s->cont ? a.flow_cont - b.flow_cont : a.keys - b.keys;
 	/* keysteer parsed every packet the stack got, on the path claimed */
 	t->ok = t->delivered > 0 && r0 >= 0 &&
 		(!ks || (t->parsed == (__u64)t->delivered &&
@@ -303,6 +400,8 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "rx-mac", required_argument, NULL, 'm' },
 		{ "packets", required_argument, NULL, 'p' },
 		{ "trials", required_argument, NULL, 't' },
+		{ "max-trials", required_argument, NULL, 'T' },
+		{ "width", required_argument, NULL, 'w' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
@@ -311,8 +410,10 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 	unsigned long long v;
 	int c;
 
-	a->packets = 600000;
-	a->trials = 5;
+	a->packets = 100000;
+	a->trials = 8;
+	a->max_trials = 60;
+	a->width = 0.02;
 	a->cpu = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -342,11 +443,27 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 			a->packets = (__u32)v;
 			break;
 		case 't':
-			if (ks_parse_uint("--trials", optarg, 1, 99, &v, err,
+		case 'T':
+			if (ks_parse_uint(c == 't' ? "--trials"
+						   : "--max-trials",
+					  optarg, 1, LINE_TRIALS_MAX, &v, err,
 					  sizeof(err)))
 				goto bad;
-			a->trials = (__u32)v;
+			*(c == 't' ? &a->trials : &a->max_trials) = (__u32)v;
 			break;
+		case 'w': {
+			char *e;
+
+			a->width = strtod(optarg, &e);
+			if (e == optarg || *e ||
+			    !(a->width > 0 && a->width < 1)) {
+				snprintf(err, sizeof(err),
+					 "--width: %s is no number in (0, 1)",
+					 optarg);
+				goto bad;
+			}
+			break;
+		}
 		case 'c':
 			if (ks_parse_uint("--cpu", optarg, 0, CPU_SETSIZE - 1,
 					  &v, err, sizeof(err)))
@@ -357,6 +474,8 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 			return -EINVAL;
 		}
 	}
+	if (a->max_trials < a->trials)
+		a->max_trials = a->trials;
 	if (!a->gen_ns || !a->gen_if || !a->rx_ns || !a->rx_if || !a->rx_mac) {
 		fprintf(stderr,
 			"bench line: --gen-ns, --gen-if, --rx-ns, "
@@ -370,19 +489,85 @@ bad:
 	return -EINVAL;
 }
 
+/* One kind's pairs so far: the ratio keysteer/empty of each pair, the
+ * ns keysteer added per packet in each, and each program's rate. */
+struct line_fig {
+	double ratio[LINE_TRIALS_MAX], more_ns[LINE_TRIALS_MAX];
+	double pps[2][LINE_TRIALS_MAX];
+	double wall_ratio[LINE_TRIALS_MAX]; /* the same pairs by wall time */
+	struct ks_spread sp, wall;
+};
+
+static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
+		       __u32 pairs, bool ok, bool known)
+{
+	int k;
+
+	if (a->json) {
+		printf("{\"version\":2,\"cpu\":%d,\"packets\":%u,\"pairs\":%u,"
+		       "\"min_pairs\":%u,\"max_pairs\":%u,\"width\":%.4f,"
+		       "\"spread_known\":%s,\"valid\":%s,\"results\":[",
+		       cpu, a->packets, pairs, a->trials, a->max_trials,
+		       a->width, known ? "true" : "false",
+		       ok ? "true" : "false");
+		for (k = 0; k < LINE_KINDS; k++)
+			printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
+			       "\"keysteer_pps\":%.0f,\"ratio\":%.4f,"
+			       "\"ratio_lo\":%.4f,\"ratio_hi\":%.4f,"
+			       "\"ratio_level\":%.4f,\"ratio_min\":%.4f,"
+			       "\"ratio_max\":%.4f,\"wall_ratio\":%.4f,"
+			       "\"wall_ratio_lo\":%.4f,\"wall_ratio_hi\":%.4f,"
+			       "\"ns_per_pkt_over_empty\":%.1f}",
+			       k ? "," : "", line_kinds[k].id,
+			       bench_median(fig[k].pps[0], pairs),
+			       bench_median(fig[k].pps[1], pairs),
+			       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
+			       fig[k].sp.level, fig[k].sp.min, fig[k].sp.max,
+			       fig[k].wall.median, fig[k].wall.lo,
+			       fig[k].wall.hi,
+			       bench_median(fig[k].more_ns, pairs));
+		printf("]}\n");
+		return;
+	}
+	printf("%-40s %9s %9s %7s %15s %15s %8s\n", "packets", "empty",
+	       "keysteer", "ratio", "95% interval", "min..max", "ns/pkt");
+	printf("%-40s %9s %9s %7s %15s %15s %8s\n", "", "Mpps", "Mpps",
+	       "median", "of the median", "of the pairs", "more");
+	for (k = 0; k < LINE_KINDS; k++)
+		printf("%-40s %9.3f %9.3f %7.3f %7.3f..%-6.3f %7.3f..%-6.3f "
+		       "%8.1f%s\n",
+		       line_kinds[k].name,
+		       bench_median(fig[k].pps[0], pairs) / 1e6,
+		       bench_median(fig[k].pps[1], pairs) / 1e6,
+		       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
+		       fig[k].sp.min, fig[k].sp.max,
+		       bench_median(fig[k].more_ns, pairs),
+		       ok ? "" : "  INVALID");
+	for (k = 0; k < LINE_KINDS; k++)
+		printf("%-40s by wall time (not CPU time): ratio %.3f, "
+		       "interval %.3f..%.3f\n",
+		       line_kinds[k].name, fig[k].wall.median, fig[k].wall.lo,
+		       fig[k].wall.hi);
+	printf("%u pairs; %s\n", pairs,
+	       known ? "every ratio's 95% interval is within the width asked"
+		     : "the spread asked was not reached: the intervals above "
+		       "are what the pairs give");
+}
+
 int bench_line_main(int argc, char **argv)
 {
-	struct bench_scen *sc = NULL, udp = {}, tcp = {}, sf[2] = {};
-	struct line_env le = { .gen_fd = -1,
+	struct bench_scen *sc = NULL, kind_sc[LINE_KINDS] = {}, sf[2] = {};
+	struct line_env le = { .softirqd = -1,
+			       .gen_fd = -1,
 			       .map_fd = -1,
 			       .gen_ns = -1,
 			       .rx_ns = -1,
 			       .snmp_fd = -1 };
 	struct line_args a = {};
+	struct line_fig *fig = NULL;
 	struct trial t;
-	double pps[2][2][99];
-	bool ok = true;
-	__u32 i;
+	bool ok = true, known = false;
+	__u32 i, pairs = 0;
 	int n = 0, k, err, rc = 1, cpu;
 
 	if (line_parse(argc, argv, &a))
@@ -391,23 +576,45 @@ int bench_line_main(int argc, char **argv)
 		fprintf(stderr, "bench line: --rx-mac: not a MAC address\n");
 		return 2;
 	}
+	if (a.packets > CONT_VALUE_LEN / MSS - 2) {
+		fprintf(stderr,
+			"bench line: at most %u packets a trial (one set's "
+			"value)\n",
+			CONT_VALUE_LEN / MSS - 2);
+		return 2;
+	}
 	cpu = bench_pin_cpu(a.cpu);
 	if (cpu < 0) {
 		fprintf(stderr, "bench line: cannot pin to CPU %d\n", a.cpu);
 		return 1;
 	}
-	/* the benchmark's own frames: the unsampled UDP get and the value
-	 * continuation segment (with its set line) */
-	n = bench_scenarios(&sc);
-	for (k = 0; k < n; k++) {
-		if (!strcmp(sc[k].id, "udp_get16_unsampled"))
-			udp = sc[k];
-		if (!strcmp(sc[k].id, "cont_value"))
-			tcp = sc[k];
+	le.softirqd = softirqd_open(cpu);
+	if (le.softirqd < 0) {
+		fprintf(stderr, "bench line: no ksoftirqd/%d in /proc\n", cpu);
+		return 1;
 	}
-	if (!udp.frame || !tcp.frame || !tcp.pro) {
-		fprintf(stderr, "bench line: building the frames failed\n");
+	fig = calloc(LINE_KINDS, sizeof(*fig));
+	if (!fig)
 		goto out;
+	/* the benchmark's own frames: the unsampled UDP get, the TCP get
+	 * (in order, one flow), the value continuation segment (with its
+	 * set line) */
+	n = bench_scenarios(&sc);
+	for (i = 0; i < (__u32)(n > 0 ? n : 0); i++)
+		for (k = 0; k < LINE_KINDS; k++)
+			if (!strcmp(sc[i].id, line_kinds[k].scen))
+				kind_sc[k] = sc[i];
+	for (k = 0; k < LINE_KINDS; k++) {
+		if (!kind_sc[k].frame ||
+		    (k == LINE_TCP_CONT && !kind_sc[k].pro) ||
+		    kind_sc[k].stream != (k != LINE_UDP_GET)) {
+			fprintf(stderr,
+				"bench line: building the frames failed\n");
+			goto out;
+		}
+		readdress(kind_sc[k].frame, kind_sc[k].len, le.mac);
+		if (kind_sc[k].pro)
+			readdress(kind_sc[k].pro, kind_sc[k].pro_len, le.mac);
 	}
 	for (k = 0; k < 2; k++) {
 		sf[k].frame = calloc(1, 128);
@@ -418,9 +625,6 @@ int bench_line_main(int argc, char **argv)
 			k ? BENCH_TCP_FIN | 0x10 : BENCH_TCP_SYN, NULL, 0);
 		readdress(sf[k].frame, sf[k].len, le.mac);
 	}
-	readdress(udp.frame, udp.len, le.mac);
-	readdress(tcp.frame, tcp.len, le.mac);
-	readdress(tcp.pro, tcp.pro_len, le.mac);
 
 	le.gen_ns = ns_fd(a.gen_ns);
 	le.rx_ns = ns_fd(a.rx_ns);
@@ -467,32 +671,34 @@ int bench_line_main(int argc, char **argv)
 		__u32 ns;
 
 		err = bench_run(bpf_program__fd(le.ks->progs.ks_ingress),
-				udp.frame, udp.len, 1, &ns);
+				kind_sc[LINE_UDP_GET].frame,
+				kind_sc[LINE_UDP_GET].len, 1, &ns);
 		if (err || bench_set_sample(&le.be, BENCH_UNSAMPLED))
 			goto out;
 	}
 
-	if (a.packets > CONT_VALUE_LEN / MSS - 2) {
-		fprintf(stderr,
-			"bench line: at most %u packets a trial (one set's "
-			"value)\n",
-			CONT_VALUE_LEN / MSS - 2);
-		goto out;
-	}
 	if (!a.json)
-		printf("line rate through a veth pair, one core (CPU %d), %u packets "
-		       "a trial, %u trials, median\n",
-		       cpu, a.packets, a.trials);
-	for (i = 0; i < a.trials; i++) {
-		int kind, prog;
+		printf("line rate through a veth pair, one core (CPU %d), %u "
+		       "packets a trial; pairs of trials (empty, keysteer; "
+		       "the order alternating) until every ratio's %.0f%% "
+		       "interval is at most %.3f wide (%u to %u pairs)\n",
+		       cpu, a.packets, LINE_LEVEL * 100, a.width, a.trials,
+		       a.max_trials);
+	/*
+	 * A pair is the empty program's trial and keysteer's, back to back
+	 * on the same packets, so the ratio of the pair shares whatever
+	 * else the machine was doing in that second; the kinds take turns
+	 * in every round, and which program goes first alternates.
+	 */
+	for (i = 0; i < a.max_trials && !known; i++) {
+		for (k = 0; k < LINE_KINDS; k++) {
+			double wall[2];
+			int prog;
 
-		for (kind = 0; kind < 2; kind++) {
 			for (prog = 0; prog < 2; prog++) {
-				/* alternate which program goes first */
 				bool ks = (prog ^ (i & 1)) != 0;
 
-				err = run_trial(&le, ks, kind == 1,
-						kind ? &tcp : &udp, sf,
+				err = run_trial(&le, ks, &kind_sc[k], sf,
 						a.packets, &t);
 				if (err) {
 					fprintf(stderr,
@@ -506,7 +712,7 @@ int bench_line_main(int argc, char **argv)
 						"bench line: %s %s: %lld "
 						"delivered of %u, keysteer parsed "
 						"%llu\n",
-						kind ? "tcp" : "udp",
+						line_kinds[k].id,
 						ks ? "keysteer" : "empty",
 						t.delivered, a.packets,
 						(unsigned long long)t.parsed);
@@ -517,50 +723,45 @@ int bench_line_main(int argc, char **argv)
 					fprintf(stderr,
 						"bench line: %s %s: only "
 						"%lld of %u delivered\n",
-						kind ? "tcp" : "udp",
+						line_kinds[k].id,
 						ks ? "keysteer" : "empty",
 						t.delivered, a.packets);
-				pps[kind][ks][i] = t.pps;
+				fig[k].pps[ks][i] = t.pps;
+				wall[ks] = t.wall_pps;
 			}
+			fig[k].ratio[i] = fig[k].pps[0][i] > 0
+						  ? fig[k].pps[1][i] /
+							    fig[k].pps[0][i]
+						  : 0;
+			fig[k].wall_ratio[i] = wall[0] > 0 ? wall[1] / wall[0]
+							   : 0;
+			fig[k].more_ns[i] =
+				fig[k].pps[0][i] > 0 && fig[k].pps[1][i] > 0
+					? 1e9 / fig[k].pps[1][i] -
+						  1e9 / fig[k].pps[0][i]
+					: 0;
 		}
+		pairs = i + 1;
+		known = true;
+		for (k = 0; k < LINE_KINDS; k++) {
+			if (ks_spread_of(fig[k].ratio, pairs, LINE_LEVEL,
+					 &fig[k].sp) ||
+			    ks_spread_of(fig[k].wall_ratio, pairs, LINE_LEVEL,
+					 &fig[k].wall))
+				goto out;
+			known = known && ks_spread_known(&fig[k].sp, a.trials,
+							 LINE_LEVEL, a.width);
+		}
+		if (!a.json)
+			fprintf(stderr,
+				"bench line: %u pairs, ratios %.3f [%.3f..%.3f] "
+				"%.3f [%.3f..%.3f] %.3f [%.3f..%.3f]\n",
+				pairs, fig[0].sp.median, fig[0].sp.lo,
+				fig[0].sp.hi, fig[1].sp.median, fig[1].sp.lo,
+				fig[1].sp.hi, fig[2].sp.median, fig[2].sp.lo,
+				fig[2].sp.hi);
 	}
-	{
-		static const char *const names[2] = {
-			"UDP get, 16-byte key, unsampled (72 B)",
-			"TCP segment continuing a value (1502 B)"
-		};
-		double m[2][2];
-		int kind;
-
-		for (kind = 0; kind < 2; kind++) {
-			m[kind][0] = bench_median(pps[kind][0], a.trials);
-			m[kind][1] = bench_median(pps[kind][1], a.trials);
-		}
-		if (a.json) {
-			printf("{\"version\":1,\"cpu\":%d,\"packets\":%u,\"trials\":%u,"
-			       "\"valid\":%s,\"results\":[",
-			       cpu, a.packets, a.trials, ok ? "true" : "false");
-			for (kind = 0; kind < 2; kind++)
-				printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
-				       "\"keysteer_pps\":%.0f,\"ns_per_pkt_over_empty\":%.1f}",
-				       kind ? "," : "",
-				       kind ? "tcp_cont_value"
-					    : "udp_get16_unsampled",
-				       m[kind][0], m[kind][1],
-				       1e9 / m[kind][1] - 1e9 / m[kind][0]);
-			printf("]}\n");
-		} else {
-			printf("%-42s %12s %12s %8s %12s\n", "packets",
-			       "empty pps", "keysteer pps", "ratio",
-			       "ns/pkt more");
-			for (kind = 0; kind < 2; kind++)
-				printf("%-42s %12.0f %12.0f %8.3f %12.1f%s\n",
-				       names[kind], m[kind][0], m[kind][1],
-				       m[kind][1] / m[kind][0],
-				       1e9 / m[kind][1] - 1e9 / m[kind][0],
-				       ok ? "" : "  INVALID");
-		}
-	}
+	line_print(&a, cpu, fig, pairs, ok, known);
 	rc = ok ? 0 : 1;
 out:
 	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)
@@ -571,10 +772,13 @@ out:
 		close(le.map_fd);
 	if (le.snmp_fd >= 0)
 		close(le.snmp_fd);
+	if (le.softirqd >= 0)
+		close(le.softirqd);
 	ks_empty_bpf__destroy(le.empty);
 	keysteer_bpf__destroy(le.ks);
 	free(sf[0].frame);
 	free(sf[1].frame);
+	free(fig);
 	bench_scenarios_free(sc, n > 0 ? n : 0);
 	return rc;
 }

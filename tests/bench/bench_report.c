@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "bench.h"
 #include "core/ring.h"
+#include "util/spread.h"
 
 void bench_read_machine(struct bench_machine *m)
 {
@@ -255,6 +256,38 @@ static void print_steer_table(const struct bench_report *rep)
 	}
 }
 
+/*
+ * This build against the other (--before, --against), run by run: each
+ * run times both on the same packets, packet by packet, so the
+ * difference of a run is free of what moves between runs. The median
+ * difference with its 95% interval (order statistics): a change is
+ * measured when the interval leaves out 0.
+ */
+static void print_paired(const struct bench_report *rep)
+{
+	const struct bench_samples *res = rep->res;
+	double d[BENCH_RUNS_MAX];
+	struct ks_spread sp;
+	int i, any = 0;
+	__u32 r;
+
+	for (i = 0; i < rep->n; i++) {
+		if (!res[i].old)
+			continue;
+		for (r = 0; r < rep->runs; r++)
+			d[r] = res[i].scen[r] - res[i].old[r];
+		if (ks_spread_of(d, rep->runs, 0.95, &sp))
+			continue;
+		if (!any++)
+			printf("\nthis build - the other, ns per packet, run by run "
+			       "(median, its %.0f%% interval):\n",
+			       sp.level * 100);
+		printf("  %-50s %8.1f  [%.1f..%.1f]%s\n", rep->sc[i].label,
+		       sp.median, sp.lo, sp.hi,
+		       sp.lo > 0 || sp.hi < 0 ? "" : "  (0 inside)");
+	}
+}
+
 void bench_print_table(const struct bench_report *rep)
 {
 	const struct bench_machine *m = rep->machine;
@@ -304,6 +337,7 @@ void bench_print_table(const struct bench_report *rep)
 	print_ring_table(rep);
 	print_hot_table(rep);
 	print_steer_table(rep);
+	print_paired(rep);
 
 	printf("\ntargets (ns over empty; ring: over the packet with no ring):\n");
 	for (i = 0; i < n; i++) {

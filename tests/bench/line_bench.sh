@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# line_bench.sh - packets/s per core through a veth pair (issue 10): an
-# unsampled 16-byte UDP get and TCP segments continuing a set's value, with
-# keysteer attached (native XDP) on the receiving veth against the empty
-# program attached there, alternating trial by trial in the same run.
+# line_bench.sh - packets/s per core through a veth pair (issues 10, 27):
+# an unsampled 16-byte UDP get, in-order TCP gets and TCP segments
+# continuing a set's value, with keysteer attached (native XDP) on the
+# receiving veth against the empty program attached there, in pairs of
+# trials back to back, until the ratio's spread is known.
 #
-#   sudo tests/bench/line_bench.sh [--packets N] [--trials N] [--cpu N]
-#        [--json FILE] [--trafficgen]
+#   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
+#        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
+#
+# --trials: pairs at least (8); --max-trials: at most (60); --width: stop
+# once every kind's ratio keysteer/empty has a 95% interval of its median
+# at most this wide (0.02). KS_NETNS_PREFIX names the namespaces (default
+# ksl: ksl-gen-PID, ksl-rx-PID).
 #
 # Makes two network namespaces of its own joined by a veth pair
 # (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
@@ -18,7 +24,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=600000 TRIALS=5 CPU='' JSON_OUT='' TGEN=
+PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -29,11 +35,13 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
-	--packets | --trials | --cpu | --json)
+	--packets | --trials | --max-trials | --width | --cpu | --json)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
 		--trials) TRIALS=$2 ;;
+		--max-trials) MAX_TRIALS=$2 ;;
+		--width) WIDTH=$2 ;;
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
 		esac
@@ -42,10 +50,23 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# bad numbers refused before any namespace is made (bench line checks
+# the ranges again)
+for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" ${CPU:+"$CPU"}; do
+	[[ "$v" =~ ^[0-9]+$ ]] || { echo "line_bench.sh: '$v' is not a count; see --help" >&2; exit 2; }
+done
+{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 99 ] &&
+	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 99 ]; } ||
+	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..99; see --help" >&2; exit 2; }
+[[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
-GEN=ksl-gen-$$ RX=ksl-rx-$$
+PFX=${KS_NETNS_PREFIX:-ksl}
+case $PFX in
+*[!A-Za-z0-9_-]* | '') echo "line_bench.sh: KS_NETNS_PREFIX: letters, digits, - and _ only" >&2; exit 2 ;;
+esac
+GEN=$PFX-gen-$$ RX=$PFX-rx-$$
 GEN_MAC=02:00:00:00:10:01 RX_MAC=02:00:00:00:10:02
 cleanup() {
 	ip netns del "$GEN" 2>/dev/null
@@ -69,7 +90,7 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 	{ echo "line_bench.sh: making the namespaces and the veth pair failed" >&2; exit 1; }
 
 args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
-	--packets "$PACKETS" --trials "$TRIALS")
+	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 "$BENCH" "${args[@]}"
 rc=$?

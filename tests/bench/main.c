@@ -35,13 +35,15 @@ struct args {
 	const char *only;
 	bool json;
 	bool verbose;
+	const char *calls; /* --calls NAMES */
+	bool against;      /* --against: the other build is of this tree */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bench [--packets N] [--runs N] [--before OBJ] [--cpu N] [--only TEXT]\n"
-		"             [--json] [-v]\n"
+		"Usage: bench [--packets N] [--runs N] [--before OBJ | --against OBJ] [--cpu N]\n"
+		"             [--only TEXT] [--json] [--calls NAMES] [-v]\n"
 		"\n"
 		"Times keysteer's XDP program against an empty XDP program, one packet per\n"
 		"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
@@ -61,10 +63,18 @@ static void usage(FILE *f)
 		"               (default %u, at most %u)\n"
 		"  --before OBJ keysteer.bpf.o of the build before TCP streams (commit\n"
 		"               94672e7), timed on the same packets in the same run\n"
+		"  --against OBJ keysteer.bpf.o of another build of this tree (a\n"
+		"               change's build before): as --before, on every\n"
+		"               scenario with no ring and no hot table\n"
 		"  --cpu N      CPU to pin to (default: the last online CPU)\n"
-		"  --only TEXT  only the scenarios whose name contains TEXT (and the\n"
-		"               scenarios without a ring they are compared with)\n"
+		"  --only TEXT  only the scenarios whose name contains TEXT, or one\n"
+		"               of TEXT's comma-separated words (a word ending in $\n"
+		"               ends the name), and the scenarios without a ring\n"
+		"               they are compared with\n"
 		"  --json       one JSON document on stdout instead of the table\n"
+		"  --calls NAMES no times: BPF-to-BPF calls and bpf_loop callbacks\n"
+		"               per packet, by function, in a build of\n"
+		"               tests/bench/calls_build.sh (NAMES: its list)\n"
 		"  -v           libbpf's debug output (verifier log on a load failure)\n"
 		"  -h, --help   this text\n"
 		"\n"
@@ -82,10 +92,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 	static const struct option longopts[] = {
 		{ "packets", required_argument, NULL, 'r' },
 		{ "before", required_argument, NULL, 'b' },
+		{ "against", required_argument, NULL, 'a' },
 		{ "runs", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "calls", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -106,7 +118,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->packets = (__u32)v;
 			break;
 		case 'b':
+		case 'a':
+			if (a->before) {
+				snprintf(err, sizeof(err),
+					 "one of --before and --against");
+				goto bad;
+			}
 			a->before = optarg;
+			a->against = c == 'a';
 			break;
 		case 'n':
 			if (ks_parse_uint("--runs", optarg, 1, BENCH_RUNS_MAX,
@@ -125,6 +144,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'j':
 			a->json = true;
+			break;
+		case 'C':
+			a->calls = optarg;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -189,6 +211,9 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 	return err ? err : bench_set_sample(e, BENCH_UNSAMPLED);
 }
 
+/* --against: the other build counts as this one does */
+static bool against;
+
 /* Did the timed packets do what the scenario says? Prints why not. */
 static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 			 const struct bench_counts *b,
@@ -209,7 +234,7 @@ static bool check_counts(const struct bench_scen *s, __u32 npkt, bool old,
 	/* a stream in order: no resync, no retransmission, and a
 	 * continuation counted for every segment that continues */
 	__u64 d_cont = a->flow_cont - b->flow_cont;
-	__u64 want_cont = s->cont && !old ? npkt : 0;
+	__u64 want_cont = s->cont && (!old || against) ? npkt : 0;
 	__u64 d_resync = a->resync - b->resync + a->flow_dup - b->flow_dup;
 
 	/* a hot key's reads are seen; 7 of 8 of them steered */
@@ -325,6 +350,7 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 {
 	struct bench_counts before, after, obefore, oafter;
 	struct bench_stats st[3][2];
+	__u64 c0[BENCH_CALLS_MAX], c1[BENCH_CALLS_MAX];
 	bool old = e->have_before && s->before;
 	bool tx = bench_hot_steers(s->hot);
 	int ifindex = scen_ifindex(e, s);
@@ -344,6 +370,8 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		err = bench_prog_stats(e->xdp_fd, &st[1][0]);
 	if (!err && old)
 		err = bench_prog_stats(e->before.prog_fd, &st[2][0]);
+	if (!err && out->calls)
+		err = bench_calls_read(c0);
 	for (i = 0; !err && i < a->packets; i++) {
 		if (s->stream) {
 			bench_tcp_set_seq(s->frame, seq);
@@ -353,12 +381,22 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 			err = bench_cache_clear(e, s->cache_idx);
 		if (!err)
 			err = bench_run(e->empty_fd, s->frame, s->len, 1, &ns);
+		/* the other build first in odd runs: neither gains by its
+		 * place after the other (caches, branch history) */
+		if (!err && old && (run & 1))
+			err = bench_run(e->before.prog_fd, s->frame, s->len, 1,
+					&ns);
 		if (!err)
 			err = bench_run_on(e->xdp_fd, s->frame, s->len, 1,
 					   ifindex, tx, &ns);
-		if (!err && old)
+		if (!err && old && !(run & 1))
 			err = bench_run(e->before.prog_fd, s->frame, s->len, 1,
 					&ns);
+	}
+	if (!err && out->calls) {
+		err = bench_calls_read(c1);
+		for (i = 0; !err && i < (__u32)bench_calls_n(); i++)
+			out->calls[i] += c1[i] - c0[i];
 	}
 	if (!err)
 		err = bench_prog_stats(e->empty_fd, &st[0][1]);
@@ -420,7 +458,10 @@ static int measure_all(struct bench_env *e, struct bench_scen *sc, int n,
 			res[i].old_over = calloc(a->runs, sizeof(double));
 		}
 		res[i].valid = true;
-		if (!res[i].empty || !res[i].scen || !res[i].over ||
+		if (a->calls)
+			res[i].calls = calloc(BENCH_CALLS_MAX, sizeof(__u64));
+		if ((a->calls && !res[i].calls) || !res[i].empty ||
+		    !res[i].scen || !res[i].over ||
 		    (old && (!res[i].old || !res[i].old_over))) {
 			fprintf(stderr, "bench: out of memory\n");
 			return -ENOMEM;
@@ -449,8 +490,32 @@ static int measure_all(struct bench_env *e, struct bench_scen *sc, int n,
 	return 0;
 }
 
+/* Does id contain one of the comma-separated words of only? A word
+ * ending in '$' must also end id. */
+static bool id_matches(const char *id, const char *only)
+{
+	size_t il = strlen(id);
+	const char *p = only;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		bool end = n && p[n - 1] == '$';
+		size_t wl = end ? n - 1 : n;
+		const char *hit;
+
+		if (wl) {
+			for (hit = id;
+			     (hit = memmem(hit, il - (hit - id), p, wl)); hit++)
+				if (!end || hit + wl == id + il)
+					return true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
 /*
- * Keeps the scenarios whose id contains only, and the base each kept one
+ * Keeps the scenarios whose id contains only (one of its words), and the base each kept one
  * is compared with, in their order; returns how many are left.
  */
 static int select_scenarios(struct bench_scen *sc, int n, const char *only)
@@ -465,7 +530,7 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 	}
 	for (i = n - 1; i >= 0; i--) {
 		/* bases come before the scenarios that name them */
-		if (strstr(sc[i].id, only) || keep[i]) {
+		if (id_matches(sc[i].id, only) || keep[i]) {
 			keep[i] = 1;
 			if (sc[i].base >= 0)
 				keep[sc[i].base] = 1;
@@ -487,6 +552,32 @@ static int select_scenarios(struct bench_scen *sc, int n, const char *only)
 	free(keep);
 	free(to);
 	return m;
+}
+
+/* --calls: per scenario, calls per packet in all and by function. */
+static void print_calls(const struct bench_scen *sc,
+			const struct bench_samples *res, int n,
+			const struct args *a)
+{
+	double per = (double)a->packets * a->runs;
+	int i, f;
+
+	printf("BPF-to-BPF calls and bpf_loop callbacks per packet of "
+	       "ks_ingress (%u packets x %u runs)\n",
+	       a->packets, a->runs);
+	for (i = 0; i < n; i++) {
+		__u64 all = 0;
+
+		for (f = 0; f < bench_calls_n(); f++)
+			all += res[i].calls[f];
+		printf("%-52s %8.2f%s", sc[i].id, all / per,
+		       res[i].valid ? "" : " INVALID");
+		for (f = 0; f < bench_calls_n(); f++)
+			if (res[i].calls[f])
+				printf(" %s %.2f", bench_calls_name(f),
+				       res[i].calls[f] / per);
+		printf("\n");
+	}
 }
 
 int main(int argc, char **argv)
@@ -543,6 +634,9 @@ int main(int argc, char **argv)
 						   sizeof(prep_frame),
 						   BENCH_MC_PORT, line, ll);
 	}
+	against = a.against;
+	for (i = 0; against && i < n; i++)
+		sc[i].before = !sc[i].ring && !sc[i].hot;
 	if (bench_open(&env, a.cpu, a.before))
 		goto out;
 	stats_fd = bench_stats_on();
@@ -584,8 +678,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: out of memory\n");
 		goto out;
 	}
+	if (a.calls && a.before) {
+		fprintf(stderr, "bench --calls: not with --before\n");
+		goto out;
+	}
+	if (a.calls && bench_calls_attach(&env, a.calls))
+		goto out;
 	if (measure_all(&env, sc, n, &a, res))
 		goto out;
+	if (a.calls) {
+		print_calls(sc, res, n, &a);
+		rc = 0;
+		for (i = 0; i < n; i++)
+			if (!res[i].valid)
+				rc = 1;
+		goto out;
+	}
 
 	rep = (struct bench_report){ .machine = &m,
 				     .cpu = env.cpu,
@@ -611,6 +719,7 @@ out:
 		close(stats_fd);
 	bench_close(&env);
 	for (i = 0; res && i < n; i++) {
+		free(res[i].calls);
 		free(res[i].empty);
 		free(res[i].scen);
 		free(res[i].over);

@@ -63,6 +63,7 @@ static const struct kt_group groups[] = {
 	{ "shards", test_shards },
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },
+	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },

@@ -20,6 +20,7 @@ void test_key_hash(void);
 void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
+void test_spread(void);
 void test_hotkeys(void);
 void test_balance(void);
 void test_run_hot(void);
