@@ -36,13 +36,22 @@
 
 /* ---- count-min sketch: per CPU, per epoch, per class, per row ---- */
 #define KS_CMS_DEPTH 4
-#define KS_CMS_WIDTH 4096 /* one row is 16 KiB: under the per-CPU value cap */
+#define KS_CMS_WIDTH 16384
 #define KS_CMS_MASK  (KS_CMS_WIDTH - 1)
+/* A row is stored as KS_CMS_SEGS map entries of KS_CMS_SEG columns: one
+ * entry of 16 KiB stays under the per-CPU value cap (32 KiB) whatever the
+ * width, and a packet still looks up one entry a row. */
+#define KS_CMS_SEG  4096
+#define KS_CMS_SEGS (KS_CMS_WIDTH / KS_CMS_SEG)
+_Static_assert(KS_CMS_WIDTH % KS_CMS_SEG == 0 &&
+		       (KS_CMS_WIDTH & (KS_CMS_WIDTH - 1)) == 0,
+	       "a row is whole segments, and a power of two wide");
 _Static_assert(KS_CMS_DEPTH * 16 <= 64 && KS_CMS_WIDTH <= 65536,
 	       "ks_cms_col takes 16 bits of the hash a row");
 #define KS_EPOCHS      2
 #define KS_CMS_CLASSES 2 /* read and write; "other" keys are not sketched */
 #define KS_CMS_ROWS    (KS_EPOCHS * KS_CMS_CLASSES * KS_CMS_DEPTH)
+#define KS_CMS_ENTRIES (KS_CMS_ROWS * KS_CMS_SEGS)
 
 /* ---- candidate table: per CPU, KS_CAND_WAYS-way set associative ---- */
 #define KS_CAND_WAYS    4
@@ -387,9 +396,9 @@ static inline __u64 ks_key_hash(const __u64 *key, __u32 len)
 }
 
 /*
- * Count-min column of row r: 12 bits of the hash of its own per row (bits
- * 16r..16r+11), so two keys share a column in every row only when they
- * share 48 bits of hash. (Double hashing, (h1 + r*h2) & 4095, depended on
+ * Count-min column of row r: 14 bits of the hash of its own per row (bits
+ * 16r..16r+13), so two keys share a column in every row only when they
+ * share 56 bits of hash. (Double hashing, (h1 + r*h2) & 4095, depended on
  * 23 bits only: at millions of keys an interval, many heavy keys had a
  * twin in every row and each showed both counts; docs/accuracy.md.)
  */
@@ -398,10 +407,16 @@ static inline __u32 ks_cms_col(__u64 hash, __u32 row)
 	return (__u32)(hash >> (row * 16)) & KS_CMS_MASK;
 }
 
-/* Index into ks_cms of (epoch, class, row). */
+/* Row number of (epoch, class, row), 0..KS_CMS_ROWS-1. */
 static inline __u32 ks_cms_index(__u32 epoch, __u32 cls, __u32 row)
 {
 	return (epoch * KS_CMS_CLASSES + cls) * KS_CMS_DEPTH + row;
+}
+
+/* Entry of ks_cms holding segment seg of row number rowno. */
+static inline __u32 ks_cms_entry(__u32 rowno, __u32 seg)
+{
+	return rowno * KS_CMS_SEGS + seg;
 }
 
 /* Bucket of a key in the candidate table. */

@@ -41,14 +41,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ks_pkts SEC(".maps");
 
-/* One row of one (epoch, class) count-min sketch per entry: ks_cms_index(). */
+/* One segment of a row of one (epoch, class) count-min sketch per entry:
+ * ks_cms_entry(). */
 struct ks_cms_row {
-	__u32 c[KS_CMS_WIDTH];
+	__u32 c[KS_CMS_SEG];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KS_CMS_ROWS);
+	__uint(max_entries, KS_CMS_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct ks_cms_row);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -37,11 +37,13 @@ static __always_inline __u32 ks_cms_add(__u64 hash, __u32 epoch, __u32 cls)
 
 #pragma unroll
 	for (r = 0; r < KS_CMS_DEPTH; r++) {
-		idx = ks_cms_index(epoch, cls, r);
+		col[r] = ks_cms_col(hash, r);
+		idx = ks_cms_entry(ks_cms_index(epoch, cls, r),
+				   col[r] / KS_CMS_SEG);
 		row[r] = bpf_map_lookup_elem(&ks_cms, &idx);
 		if (!row[r])
 			return 0;
-		col[r] = ks_cms_col(hash, r);
+		col[r] %= KS_CMS_SEG;
 		if (row[r]->c[col[r]] < est)
 			est = row[r]->c[col[r]];
 	}

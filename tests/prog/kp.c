@@ -170,19 +170,25 @@ struct ks_op_stats kp_op_raw(int op)
 	return s;
 }
 
-/* One sketch row summed over CPUs into out. */
-static int read_row(__u32 idx, __u32 *out)
+/* One sketch row (all its segments) summed over CPUs into out. */
+static int read_row(__u32 rowno, __u32 *out)
 {
-	size_t vsz = sizeof(__u32) * KS_CMS_WIDTH;
+	size_t vsz = sizeof(__u32) * KS_CMS_SEG;
 	__u32 *v = percpu_buf(vsz);
+	__u32 seg, idx;
 	int c, j;
 
-	if (!v || bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_cms), &idx, v))
-		return -1;
-	memset(out, 0, vsz);
-	for (c = 0; c < kp.ncpu; c++)
-		for (j = 0; j < KS_CMS_WIDTH; j++)
-			out[j] += v[c * KS_CMS_WIDTH + j];
+	memset(out, 0, sizeof(__u32) * KS_CMS_WIDTH);
+	for (seg = 0; seg < KS_CMS_SEGS; seg++) {
+		idx = ks_cms_entry(rowno, seg);
+		if (!v || bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_cms),
+					      &idx, v))
+			return -1;
+		for (c = 0; c < kp.ncpu; c++)
+			for (j = 0; j < KS_CMS_SEG; j++)
+				out[seg * KS_CMS_SEG + j] +=
+					v[c * KS_CMS_SEG + j];
+	}
 	return 0;
 }
 

@@ -198,9 +198,9 @@ static void bound_formula(void)
 	double want;
 
 	kt_begin("error_bound_formula");
-	/* (e / 4096) * N: e counts for N = 4096 */
-	CHECK(fabs(ks_cms_bound(4096) - M_E) < 1e-9, "cms bound %f",
-	      ks_cms_bound(4096));
+	/* (e / width) * N: e counts for N = width */
+	CHECK(fabs(ks_cms_bound(KS_CMS_WIDTH) - M_E) < 1e-9, "cms bound %f",
+	      ks_cms_bound(KS_CMS_WIDTH));
 	CHECK(ks_cms_bound(0) == 0, "cms bound of nothing");
 	/* 2 sqrt(c n (n - 1)): c = 16, n = 4 -> 2 sqrt(192) */
 	CHECK(fabs(ks_sampling_bound(16, 4) - 2 * sqrt(192.0)) < 1e-9,
@@ -217,7 +217,9 @@ static void bound_formula(void)
 	CHECK(fabs(e.writes_ps - 12.0) < 1e-9, "writes/s %f", e.writes_ps);
 	/* both classes' cm bounds, scaled by n, plus the sampling term,
 	 * all over 2 s */
-	want = (M_E / 4096 * (4096 + 8192) * 4 + 2 * sqrt(16 * 4 * 3.0)) / 2;
+	want = (M_E / KS_CMS_WIDTH * (4096 + 8192) * 4 +
+		2 * sqrt(16 * 4 * 3.0)) /
+	       2;
 	CHECK(fabs(e.err_ps - want) < 1e-9, "bound %f, want %f", e.err_ps,
 	      want);
 	/* 16 sampled of 640 keys, scaled by 4: a tenth */

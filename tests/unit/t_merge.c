@@ -8,29 +8,29 @@
 static void merge_rows(void)
 {
 	const int ncpus = 3;
-	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH);
+	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG);
 	unsigned char *buf = calloc((size_t)ncpus, stride);
-	__u32 dst[KS_CMS_WIDTH];
+	__u32 dst[KS_CMS_SEG];
 	int cpu, bad = 0;
 	__u32 i;
 
 	kt_begin("merge_percpu_sketch_rows");
-	CHECK_EQ(stride, sizeof(__u32) * KS_CMS_WIDTH);
+	CHECK_EQ(stride, sizeof(__u32) * KS_CMS_SEG);
 	for (cpu = 0; cpu < ncpus; cpu++) {
 		__u32 *row = (__u32 *)(buf + (size_t)cpu * stride);
 
-		for (i = 0; i < KS_CMS_WIDTH; i++)
+		for (i = 0; i < KS_CMS_SEG; i++)
 			row[i] = (__u32)cpu * 1000 + i;
 	}
 	/* merging adds onto what dst holds: 5 everywhere first */
-	for (i = 0; i < KS_CMS_WIDTH; i++)
+	for (i = 0; i < KS_CMS_SEG; i++)
 		dst[i] = 5;
 	ks_cms_merge_row(dst, buf, ncpus, stride);
-	for (i = 0; i < KS_CMS_WIDTH; i++)
+	for (i = 0; i < KS_CMS_SEG; i++)
 		bad += dst[i] != 5 + 3000 + 3 * i;
 	CHECK(bad == 0, "%d cells not the sum of 3 CPUs", bad);
 	CHECK_EQ(dst[0], 3005);
-	CHECK_EQ(dst[KS_CMS_WIDTH - 1], 3005 + 3 * (KS_CMS_WIDTH - 1));
+	CHECK_EQ(dst[KS_CMS_SEG - 1], 3005 + 3 * (KS_CMS_SEG - 1));
 	kt_end();
 
 	kt_begin("merge_saturates");

@@ -71,6 +71,7 @@ struct replay_counts {
 	__u64 refused;           /* skipped: the kernel refused the run */
 	int refused_err;         /* the first refusal's errno */
 	__u64 cut;               /* run as captured, shorter than on the wire */
+	__u64 run_ns;            /* the test runs' own clock, summed */
 	__u64 first_ns, last_ns; /* of the frames run, 0 if none */
 	__u32 linktypes;         /* bit 0 Ethernet, 1 SLL, 2 SLL2 */
 	__u32 max_ifs;           /* pcapng: most interfaces in one section */
@@ -333,7 +334,8 @@ static int start_ring(struct replay *r)
 
 /* One run of ks_ingress on len bytes; the length of the linear part the
  * program saw in *seen when asked. 0 or -errno. */
-static int test_run(int prog_fd, const void *data, __u32 len, __u32 *seen)
+static int test_run(int prog_fd, const void *data, __u32 len, __u32 *seen,
+		    __u64 *run_ns)
 {
 	struct xdp_md md = { .data_end = len };
 	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = data, .data_size_in = len,
@@ -349,6 +351,8 @@ static int test_run(int prog_fd, const void *data, __u32 len, __u32 *seen)
 		return -errno;
 	if (seen)
 		*seen = md.data_end - md.data;
+	if (run_ns)
+		*run_ns += t.duration;
 	return 0;
 }
 
@@ -368,11 +372,11 @@ static int probe_limit(struct replay *r)
 	memset(r->probe, 0, PROBE_MAX);
 	r->probe[12] = PROBE_ETHERTYPE >> 8;
 	r->probe[13] = PROBE_ETHERTYPE & 0xff;
-	if (!test_run(r->prog_fd, r->probe, PROBE_MAX, &seen)) {
+	if (!test_run(r->prog_fd, r->probe, PROBE_MAX, &seen, NULL)) {
 		r->n.limit = PROBE_MAX;
 		return 0;
 	}
-	err = test_run(r->prog_fd, r->probe, lo, &seen);
+	err = test_run(r->prog_fd, r->probe, lo, &seen, NULL);
 	if (err) {
 		ks_err("BPF_PROG_TEST_RUN of ks_ingress failed (%s); this kernel cannot replay captures (it needs 5.13 or later)",
 		       strerror(-err));
@@ -381,7 +385,8 @@ static int probe_limit(struct replay *r)
 	while (lo < hi) {
 		__u32 mid = lo + (hi - lo + 1) / 2;
 
-		if (!test_run(r->prog_fd, r->probe, mid, &seen) && seen == mid)
+		if (!test_run(r->prog_fd, r->probe, mid, &seen, NULL) &&
+		    seen == mid)
 			lo = mid;
 		else
 			hi = mid - 1;
@@ -635,7 +640,7 @@ static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
 			return;
 		}
 	}
-	err = test_run(r->prog_fd, pkt->data, pkt->len, NULL);
+	err = test_run(r->prog_fd, pkt->data, pkt->len, NULL, &r->n.run_ns);
 	if (err) {
 		if (!r->n.refused++)
 			r->n.refused_err = -err;
@@ -839,6 +844,13 @@ static void print_frames(FILE *f, const struct replay_counts *n)
 		fprintf(f,
 			"         %llu frames cut by the capture's snaplen were run as captured\n",
 			(unsigned long long)n->cut);
+	/* The kernel's clock around each run: for comparing two builds on
+	 * one capture (a wider sketch's cache misses show here), not a
+	 * live per-packet cost (no NIC, no softirq). */
+	if (n->run)
+		fprintf(f,
+			"         %.1f ns a frame in the program (test-run clock)\n",
+			(double)n->run_ns / (double)n->run);
 }
 
 /* The exact counts: a capture is finite, so they come first. */

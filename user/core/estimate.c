@@ -9,7 +9,7 @@
 #include <string.h>
 #include "core/estimate.h"
 
-void ks_cms_merge_row(__u32 dst[KS_CMS_WIDTH], const void *percpu, int ncpus,
+void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
 		      size_t stride)
 {
 	const unsigned char *base = percpu;
@@ -19,7 +19,7 @@ void ks_cms_merge_row(__u32 dst[KS_CMS_WIDTH], const void *percpu, int ncpus,
 	for (cpu = 0; cpu < ncpus; cpu++) {
 		const __u32 *row = (const __u32 *)(base + (size_t)cpu * stride);
 
-		for (i = 0; i < KS_CMS_WIDTH; i++) {
+		for (i = 0; i < KS_CMS_SEG; i++) {
 			__u32 sum = dst[i] + row[i];
 
 			dst[i] = sum < dst[i] ? ~0U : sum;

@@ -61,10 +61,10 @@ static inline size_t ks_percpu_stride(size_t value_size)
 }
 
 /*
- * Adds the ncpus per-CPU copies of one sketch row (a percpu lookup buffer,
+ * Adds the ncpus per-CPU copies of one segment of a sketch row (a percpu lookup buffer,
  * copies stride bytes apart) into dst, saturating at UINT32_MAX.
  */
-void ks_cms_merge_row(__u32 dst[KS_CMS_WIDTH], const void *percpu, int ncpus,
+void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
 		      size_t stride);
 
 /* Count-min point query: the minimum over rows at ks_cms_col(hash, r). */

@@ -95,7 +95,7 @@ int ks_collector_init(struct ks_collector *c, const struct ks_maps *m)
 	if (c->ncpus <= 0)
 		return c->ncpus < 0 ? c->ncpus : -EINVAL;
 	c->row_buf = calloc((size_t)c->ncpus,
-			    ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH));
+			    ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG));
 	c->cand_buf = calloc((size_t)c->ncpus,
 			     ks_percpu_stride(sizeof(struct ks_cand)));
 	c->cands_cap = (size_t)c->ncpus * KS_CAND_SLOTS;
@@ -201,18 +201,23 @@ out:
 
 int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out)
 {
-	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH);
-	__u32 cls, r;
+	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG);
+	__u32 cls, r, seg;
 
 	memset(out, 0, sizeof(*out));
 	for (cls = 0; cls < KS_CMS_CLASSES; cls++) {
 		for (r = 0; r < KS_CMS_DEPTH; r++) {
-			__u32 key = ks_cms_index(epoch, cls, r);
+			for (seg = 0; seg < KS_CMS_SEGS; seg++) {
+				__u32 key = ks_cms_entry(
+					ks_cms_index(epoch, cls, r), seg);
 
-			if (bpf_map_lookup_elem(c->maps->cms, &key, c->row_buf))
-				return -errno;
-			ks_cms_merge_row(out->c[cls][r], c->row_buf, c->ncpus,
-					 stride);
+				if (bpf_map_lookup_elem(c->maps->cms, &key,
+							c->row_buf))
+					return -errno;
+				ks_cms_merge_row(
+					&out->c[cls][r][seg * KS_CMS_SEG],
+					c->row_buf, c->ncpus, stride);
+			}
 		}
 	}
 	return 0;
@@ -220,17 +225,20 @@ int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out)
 
 int ks_zero_sketch(struct ks_collector *c, __u32 epoch)
 {
-	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_WIDTH);
-	__u32 cls, r;
+	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG);
+	__u32 cls, r, seg;
 
 	memset(c->row_buf, 0, stride * (size_t)c->ncpus);
 	for (cls = 0; cls < KS_CMS_CLASSES; cls++) {
 		for (r = 0; r < KS_CMS_DEPTH; r++) {
-			__u32 key = ks_cms_index(epoch, cls, r);
+			for (seg = 0; seg < KS_CMS_SEGS; seg++) {
+				__u32 key = ks_cms_entry(
+					ks_cms_index(epoch, cls, r), seg);
 
-			if (bpf_map_update_elem(c->maps->cms, &key, c->row_buf,
-						BPF_ANY))
-				return -errno;
+				if (bpf_map_update_elem(c->maps->cms, &key,
+							c->row_buf, BPF_ANY))
+					return -errno;
+			}
 		}
 	}
 	return 0;
