@@ -16,7 +16,7 @@
 #      length + the burst (20) + one interval's rounding;
 #    - the other keys are never refused.
 # 3. agent report --json shows the key, its limit, allowed and refused
-#    (totals equal to the datapath's, rates > 0).
+#    (totals equal to the datapath's); so do the metrics (--metrics).
 # 4. Lone TCP gets of the key are counted, never refused.
 # 5. On SIGINT the agent exits 0 and leaves nothing behind.
 #
@@ -69,7 +69,9 @@ else
 	fail limit_bad_rule_at_start "exit $rc: $(head -c 300 "$E2E_TMP/bad.out")"
 fi
 
-if ! e2e_agent_start --sample 1 --interval 1 --pins "$PINS" -v; then
+MPORT=24080 # the metrics server, on the server namespace's loopback
+if ! e2e_agent_start --sample 1 --interval 1 --pins "$PINS" -v \
+	--metrics "$MPORT" --export-keys; then
 	fail limit "agent run did not attach"
 	exit 1
 fi
@@ -193,6 +195,26 @@ EOF
 	pass limit_report_json
 else
 	fail limit_report_json "$(head -c 600 "$E2E_TMP/report.json" "$E2E_TMP/report.err")"
+fi
+# the metrics: the key's refusals since its limit was set, and by way
+if ks_in_ns "$SNS" "$PY" - "$MPORT" "$KEY" "$a_refused" "$LIMIT" <<'EOF'; then
+import re, sys, urllib.request
+port, key, refused, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=5).read().decode()
+def one(name, **labels):
+    for line in text.splitlines():
+        m = re.match(r'^%s\{([^}]*)\} (\S+)$' % name, line)
+        if m and all('%s="%s"' % kv in m.group(1) for kv in labels.items()):
+            return float(m.group(2))
+    sys.exit("no %s %s in the scrape" % (name, labels))
+assert one("keysteer_limit_key_refused_total", key=key) == refused
+assert one("keysteer_limit_key_rate", key=key) == limit
+assert one("keysteer_limit_refused_total", way="replied") >= refused
+assert "keysteer_limit_keys 1" in text.splitlines()
+EOF
+	pass limit_metrics
+else
+	fail limit_metrics "the scrape does not show the key's refusals"
 fi
 if grep -q "limits: 1 keys" "$E2E_TMP/agent.out"; then
 	pass limit_status_line

@@ -210,6 +210,8 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.work_ns = st->work_ns,
 		.work_max_ns = st->work_max_ns,
 		.cpu_ns = ks_process_cpu_ns(),
+		.limits = st->limit && st->limit->open ? &st->limit->set : NULL,
+		.limit_pkts = st->limit ? &st->limit->pkts : NULL,
 	};
 
 	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
