@@ -45,9 +45,13 @@ int ks_run_limit_interval(struct ks_run_limit *l,
 			ks_limits_account(&l->set, id, &sum, elapsed);
 	}
 	ks_limit_map_pkts(&l->map, &l->pkts);
+	/* rows with a key, and rows whose key just went: not all 256 */
 	for (id = 0; id < KS_LIMIT_SLOTS; id++) {
 		ks_limits_info(&l->set, id, &info);
-		bpf_map_update_elem(l->map.info, &id, &info, 0);
+		if (!info.rate && !l->shown[id])
+			continue;
+		if (!bpf_map_update_elem(l->map.info, &id, &info, 0))
+			l->shown[id] = info.rate != 0;
 	}
 	return l->set.live > 0;
 }

@@ -17,8 +17,10 @@
 struct ks_run_limit {
 	struct ks_limit_set set;
 	struct ks_limit_map map;
-	struct ks_limit_pkts pkts; /* the datapath's check counters */
-	__u64 read_ns;             /* monotonic time of the last read */
+	struct ks_limit_pkts pkts;  /* the datapath's check counters */
+	__u64 read_ns;              /* monotonic time of the last read */
+	__u8 shown[KS_LIMIT_SLOTS]; /* rows of ks_limit_info last written
+				     * with a key: cleared when it goes */
 	int open;
 };
 
