@@ -16,7 +16,8 @@
 #      length + the burst (20) + one interval's rounding;
 #    - the other keys are never refused.
 # 3. agent report --json shows the key, its limit, allowed and refused
-#    (totals equal to the datapath's); so do the metrics (--metrics).
+#    (totals equal to the datapath's), valid against
+#    docs/report.schema.json; so do the metrics (--metrics).
 # 4. Lone TCP gets of the key are counted, never refused.
 # 5. On SIGINT the agent exits 0 and leaves nothing behind.
 #
@@ -180,7 +181,7 @@ fi
 # --- 3. the report ----------------------------------------------------------
 e2e_wait_intervals 2
 if e2e_agent report --iface "$SIF" --json >"$E2E_TMP/report.json" 2>"$E2E_TMP/report.err" &&
-	"$PY" - "$E2E_TMP/report.json" "$KEY" "$LIMIT" "$a_allowed" "$a_refused" <<'EOF'; then
+	"$PY" - "$E2E_TMP/report.json" "$KEY" "$LIMIT" "$a_allowed" "$a_refused" <<'EOF' &&
 import json, sys
 d = json.load(open(sys.argv[1]))
 lim = d["limits"]
@@ -192,9 +193,11 @@ assert k["allowed"] == int(sys.argv[4]) and k["refused"] == int(sys.argv[5]), k
 assert lim["replied"] >= k["refused"], lim
 assert k["burst"] == int(sys.argv[3]) // 10, k
 EOF
+	"$PY" "$E2E_DIR/ks_json_schema.py" "$E2E_ROOT/docs/report.schema.json" \
+		"$E2E_TMP/report.json" >"$E2E_TMP/schema.out" 2>&1; then
 	pass limit_report_json
 else
-	fail limit_report_json "$(head -c 600 "$E2E_TMP/report.json" "$E2E_TMP/report.err")"
+	fail limit_report_json "$(head -c 600 "$E2E_TMP/report.json" "$E2E_TMP/report.err" "$E2E_TMP/schema.out" 2>/dev/null)"
 fi
 # the metrics: the key's refusals since its limit was set, and by way
 if ks_in_ns "$SNS" "$PY" - "$MPORT" "$KEY" "$a_refused" "$LIMIT" <<'EOF'; then
