@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-limit bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -408,6 +408,14 @@ soak: check-deps
 bench-purge: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/purge_bench.sh --json $(OUT)/purge_bench.json
+
+# A runaway key at 10x its limit beside a Zipf load on one shard: the
+# other keys' p99 alone, with the runaway, with the runaway limited, and
+# the refusals the load generator saw against the datapath's count
+# (docs/limits.md). About 90 s. Not in `make test`.
+bench-limit: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/limit_bench.sh --json $(OUT)/limit_bench.json
 
 # The flash-sale benchmark: 8 shards, 4 L1 replicas, with and without
 # steering (docs/steering.md). About 40 s.

@@ -17,6 +17,11 @@
 #include "ks_stream.bpf.h"
 #include "ks_steer.bpf.h"
 #include "ks_reply.bpf.h"
+#include "ks_limit.bpf.h"
+
+/* ks_handle's return for a packet the rate limit refused: this bit and
+ * the XDP action (ks_limit.bpf.h). Slots of ks_hot never reach it. */
+#define KS_HANDLE_ACT 0x80000000u
 
 static __always_inline int ks_port_watched(const struct ks_config *cfg,
 					   __u16 port)
@@ -193,6 +198,14 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	} else if (s->seg_flow && (l4.tcp_flags & KS_TCP_FIN)) {
 		ks_flow_fin(s);
 	}
+	/* after the counting: a refused get still shows in the key's load */
+	if (is_xdp && (cfg->flags & KS_CFG_LIMITS) && !l4.frag) {
+		int act = ks_limit_xdp(ctx, l4.payload_off, l4.payload_len,
+				       cfg->flags, l4.proto == IPPROTO_TCP);
+
+		if (act != XDP_PASS)
+			return KS_HANDLE_ACT | (__u32)act;
+	}
 	if (s->reply_slot && (cfg->flags & KS_CFG_REPLIES) &&
 	    s->pkt_keys == 1 && s->nreq <= 1)
 		ks_reply_mark(s, &l4);
@@ -235,6 +248,8 @@ int ks_ingress(struct xdp_md *ctx)
 
 	if (!hot)
 		return XDP_PASS;
+	if (hot & KS_HANDLE_ACT)
+		return (int)(hot & 0xff);
 	act = ks_steer(ctx, hot - 1);
 	if (act == XDP_PASS)
 		ks_reply_after_steer();

@@ -211,7 +211,17 @@ enum bench_hot {
 	BH_STEER,    /* the packet's key armed with 8 copies: 7 of 8 steered */
 	BH_STEER6,   /* ... to IPv6 replicas (the packet is IPv6) */
 	BH_STEER_VLAN, /* ... a tagged packet, out of its own VLAN's device */
+	/* rate limits (bpf/ks_limit.bpf.h), the hot table empty */
+	BH_LIMIT_OTHER, /* another key limited: every UDP get looked up */
+	BH_LIMIT_UNDER, /* the packet's key limited, under its limit */
+	BH_LIMIT_REPLY, /* ... over it: answered SERVER_ERROR (XDP_TX) */
+	BH_LIMIT_DROP,  /* ... over it: dropped (KS_CFG_LIMIT_DROP) */
 };
+
+static inline bool bench_hot_limits(int hot)
+{
+	return hot >= BH_LIMIT_OTHER && hot <= BH_LIMIT_DROP;
+}
 
 #define BENCH_STEER4_ID "udp_get16_unsampled_steered"
 

@@ -179,6 +179,14 @@ static const char *hot_label(int hot)
 		return "steer6";
 	case BH_STEER_VLAN:
 		return "steer-vlan";
+	case BH_LIMIT_OTHER:
+		return "lim-other";
+	case BH_LIMIT_UNDER:
+		return "lim-under";
+	case BH_LIMIT_REPLY:
+		return "lim-reply";
+	case BH_LIMIT_DROP:
+		return "lim-drop";
 	default:
 		return "none";
 	}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,6 +23,7 @@
 #include "ks_ring_cache.h"
 #include "dp/load_private.h"
 #include "ks_empty.skel.h"
+#include "ks_limit.h"
 #include "bench.h"
 
 /* After load: a pinned map would mean we share state with an agent. */
@@ -214,10 +216,11 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 {
 	__u32 zero = 0;
 
-	__u32 hot = e->cfg.hot;
+	__u32 hot = e->cfg.hot, flags = e->cfg.flags;
 
 	memset(&e->cfg, 0, sizeof(e->cfg));
 	e->cfg.hot = hot;
+	e->cfg.flags = flags;
 	e->cfg.ports[0] = BENCH_MC_PORT;
 	e->cfg.sample_n = sample_n;
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
@@ -228,10 +231,45 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 		struct ks_config old = e->cfg;
 
 		old.hot = 0;
+		old.flags = 0;
 		if (bpf_map_update_elem(e->before.cfg_fd, &zero, &old, BPF_ANY))
 			return -errno;
 	}
 	return 0;
+}
+
+/* One limited key: the packet's, or another for BH_LIMIT_OTHER; a rate
+ * no run reaches, or a bucket empty for the next 1000 s. */
+static int bench_set_limit(struct bench_env *e, int hot, const char *key,
+			   size_t len)
+{
+	int fd = bpf_map__fd(e->ks->maps.ks_limits);
+	struct ks_limit_slot v = {};
+	__u64 kw[KS_KEY_WORDS] = {}, hash, k;
+	__u32 rate = hot == BH_LIMIT_REPLY || hot == BH_LIMIT_DROP
+			     ? 1
+			     : KS_LIMIT_RATE_MAX;
+	struct timespec ts;
+
+	while (!bpf_map_get_next_key(fd, NULL, &k))
+		if (bpf_map_delete_elem(fd, &k))
+			return -errno;
+	if (hot == BH_LIMIT_OTHER) {
+		key = "some-other-key";
+		len = strlen(key);
+	}
+	memcpy(kw, key, len);
+	hash = ks_key_hash(kw, len);
+	v.len = (__u16)len;
+	memcpy(v.key, key, len);
+	v.interval_ns = ks_limit_interval_ns(rate);
+	v.tau_ns = ks_limit_tau_ns(rate);
+	if (rate == 1) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v.tat_ns = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec +
+			   1000ULL * 1000000000ULL;
+	}
+	return bpf_map_update_elem(fd, &hash, &v, 0) ? -errno : 0;
 }
 
 int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
@@ -247,12 +285,18 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 		if (e->hot.slot[i].hash)
 			ks_hot_map_release(&e->hot, i);
 	ks_hot_map_reclaim(&e->hot);
-	e->cfg.hot = hot != BH_NONE;
+	e->cfg.hot = hot != BH_NONE && !bench_hot_limits(hot);
+	e->cfg.flags &= ~(__u32)(KS_CFG_LIMITS | KS_CFG_LIMIT_DROP);
+	if (bench_hot_limits(hot))
+		e->cfg.flags |= KS_CFG_LIMITS |
+				(hot == BH_LIMIT_DROP ? KS_CFG_LIMIT_DROP : 0);
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
 				&e->cfg, BPF_ANY))
 		return -errno;
 	if (hot == BH_NONE)
 		return 0;
+	if (bench_hot_limits(hot))
+		return bench_set_limit(e, hot, key, len);
 	if (hot == BH_OTHER) {
 		key = "some-other-key";
 		len = strlen(key);
@@ -374,7 +418,10 @@ int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,
 	}
 	if (bpf_prog_test_run_opts(prog_fd, &opts))
 		return -errno;
-	if (opts.retval != XDP_PASS && !(tx_ok && opts.retval == XDP_TX))
+	/* tx_ok: a steered or refused get leaves by XDP_TX, or is dropped
+	 * when the limit drops */
+	if (opts.retval != XDP_PASS &&
+	    !(tx_ok && (opts.retval == XDP_TX || opts.retval == XDP_DROP)))
 		return -EPROTO;
 	*ns = opts.duration;
 	return 0;

@@ -271,6 +271,24 @@ static const struct scen_def defs[] = {
 	{ "udp_get16_unsampled_steered",
 	  "UDP get, 16-byte key, unsampled, 7/8 steered", SC_GET, 1, 16, 0,
 	  false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_STEER, true },
+	/* rate limits (docs/limits.md), each against the same packet with
+	 * no limit set */
+	{ "udp_get16_unsampled_limit_other",
+	  "UDP get, 16-byte key, unsampled, another key limited", SC_GET, 1, 16,
+	  0, false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_LIMIT_OTHER,
+	  true },
+	{ "udp_get16_unsampled_limit_under",
+	  "UDP get, 16-byte key, unsampled, key limited, under", SC_GET, 1, 16,
+	  0, false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_LIMIT_UNDER,
+	  true },
+	{ "udp_get16_unsampled_limit_reply",
+	  "UDP get, 16-byte key, unsampled, over limit, replied", SC_GET, 1, 16,
+	  0, false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_LIMIT_REPLY,
+	  true },
+	{ "udp_get16_unsampled_limit_drop",
+	  "UDP get, 16-byte key, unsampled, over limit, dropped", SC_GET, 1, 16,
+	  0, false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_LIMIT_DROP,
+	  true },
 	/* steering over IPv6 and VLANs, each against its packet with the
 	 * table empty, and against the IPv4 steered get (bench_report.c) */
 	{ .id = "udp6_get16_unsampled",

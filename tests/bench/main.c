@@ -352,7 +352,7 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 	struct bench_stats st[3][2];
 	__u64 c0[BENCH_CALLS_MAX], c1[BENCH_CALLS_MAX];
 	bool old = e->have_before && s->before;
-	bool tx = bench_hot_steers(s->hot);
+	bool tx = bench_hot_steers(s->hot) || bench_hot_limits(s->hot);
 	int ifindex = scen_ifindex(e, s);
 	__u32 i, ns, seq = 0;
 	int err;

@@ -9,6 +9,8 @@
 #                        namespace, in the background; waits until attached
 # e2e_agent_stop [SIG]   stops it (SIGINT by default) and sets E2E_AGENT_RC
 # e2e_agent ARGS         any other agent command, in the server namespace
+# e2e_mc_stats ADDR PORT NAME...
+#                        memcached's stats values, from the client side
 # e2e_expect_refused NAME PATTERN ARGS
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
@@ -263,6 +265,25 @@ e2e_expect_clean() {
 	else
 		fail "$1" "left behind: $left"
 	fi
+}
+
+# e2e_mc_stats ADDR PORT NAME...: the named `stats` values of the
+# memcached at ADDR:PORT, asked from the client namespace, one line,
+# space-separated.
+e2e_mc_stats() {
+	ks_in_ns "$CNS" "$PY" -c '
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+st = dict(l.split()[1:3] for l in buf.decode().splitlines() if l.startswith("STAT "))
+print(" ".join(st[n] for n in sys.argv[3:]))
+' "$@"
 }
 
 # e2e_need_etcd TEST: returns when etcd and etcdctl are installed, else

@@ -47,21 +47,7 @@ MC2_PID=$KS_MEMCACHED_PID
 KS_MEMCACHED_PID=$MC1_PID
 
 # stats PORT: "cmd_get get_hits cmd_set" of the memcached on PORT.
-stats() {
-	ks_in_ns "$CNS" "$PY" -c '
-import socket, sys
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    d = s.recv(65536)
-    if not d:
-        break
-    buf += d
-st = dict(l.split()[1:3] for l in buf.decode().splitlines() if l.startswith("STAT "))
-print(st["cmd_get"], st["get_hits"], st["cmd_set"])
-' "$SADDR" "$1"
-}
+stats() { e2e_mc_stats "$SADDR" "$1" cmd_get get_hits cmd_set; }
 
 # load OUT ARGS...: ks_load in the client namespace, JSON to OUT.
 load() {

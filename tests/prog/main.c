@@ -36,6 +36,7 @@ static const struct kt_group groups[] = {
 	{ "fuzz_found", t_fuzz_found_group },
 	{ "hot", t_hot_group },
 	{ "reply", t_reply_group },
+	{ "limit", t_limit_group },
 	/* moves this process into a network namespace of its own: last */
 	{ "steer", t_steer_group },
 };

@@ -65,6 +65,7 @@ static const struct kt_group groups[] = {
 	{ "zipf", test_zipf },
 	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },
+	{ "limits", test_limits },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },
 	{ "hot_ranked", test_hot_ranked },

@@ -120,6 +120,22 @@ static void set_hot_flag(struct ks_agent *st, __u32 on)
 	write_config(st, &cfg);
 }
 
+/* KS_CFG_LIMITS while any key is limited: without it UDP gets skip the
+ * limit check. */
+static void set_limit_flag(struct ks_agent *st, int on)
+{
+	struct ks_config cfg;
+	__u32 want;
+
+	if (ks_read_config(&st->maps, &cfg))
+		return;
+	want = on ? cfg.flags | KS_CFG_LIMITS : cfg.flags & ~KS_CFG_LIMITS;
+	if (want == cfg.flags)
+		return;
+	cfg.flags = want;
+	write_config(st, &cfg);
+}
+
 static void ring_status_line(const struct ks_run_ring *ring)
 {
 	const struct ks_shard_report *g = ring->rep;
@@ -170,6 +186,7 @@ static void status_line(const struct ks_agent *st, long ncands)
 	ring_status_line(st->ring);
 	ks_run_etcd_status(st->etcd, stderr, r->seq);
 	ks_run_steer_status(st->steer, stderr, r->seq);
+	ks_run_limit_status(st->limit, stderr, r->seq, st->o.log_keys);
 	if (st->http)
 		fprintf(stderr,
 			"keysteer: #%u http: %llu documents served, %llu errors\n",
@@ -193,6 +210,8 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.work_ns = st->work_ns,
 		.work_max_ns = st->work_max_ns,
 		.cpu_ns = ks_process_cpu_ns(),
+		.limits = st->limit && st->limit->open ? &st->limit->set : NULL,
+		.limit_pkts = st->limit ? &st->limit->pkts : NULL,
 	};
 
 	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
@@ -258,6 +277,10 @@ static int one_interval(struct ks_agent *st)
 			    st->unseen, nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
+	set_limit_flag(st,
+		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
+					     st->col.ranked, st->col.nranked,
+					     old_seq, ks_mono_ns()));
 	ks_run_etcd_publish_interval(st->etcd, st->rep,
 				     ks_run_ring_enabled(st->ring) ? st->ring
 								   : NULL,
@@ -364,6 +387,15 @@ int ks_agent_start(struct ks_agent *st)
 		return KS_EXIT_FAIL;
 	if (st->att.adopted)
 		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->o.pol);
+	st->limit = calloc(1, sizeof(*st->limit));
+	if (!st->limit || ks_run_limit_start(st->limit, st->att.pin_dir)) {
+		ks_err("cannot open the rate-limit maps; rerun with -v");
+		return KS_EXIT_FAIL;
+	}
+	/* exact limits hold from the start, as pins do */
+	set_limit_flag(st,
+		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
+					     NULL, 0, st->seq, ks_mono_ns()));
 	/* pins are hot from the start */
 	set_hot_flag(st,
 		     ks_run_steer_interval(st->steer, st->hot->table, 0) > 0);

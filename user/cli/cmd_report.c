@@ -27,6 +27,8 @@
 #include "dp/bpf_log.h"
 #include "util/opts.h"
 #include "render/report.h"
+#include "render/report_limit.h"
+#include "dp/limit_map.h"
 #include "util/clock.h"
 #include "util/sig.h"
 
@@ -95,7 +97,10 @@ struct report_ctx {
 	struct ks_shard_report *ring;
 	struct ks_misdirect *mis_all, mis[KS_MISDIRECT_SHOW];
 	struct ks_totals totals;
-	struct ks_hot_slot *hot; /* used slots, KS_HOT_SLOTS room */
+	struct ks_hot_slot *hot;  /* used slots, KS_HOT_SLOTS room */
+	struct ks_limit_map lmap; /* the rate limits' pins; limits -1: none */
+	struct ks_limit_info lrow[KS_LIMIT_SLOTS];
+	struct ks_limit_view lview;
 	struct ks_replica reps[KS_MAX_REPLICAS];
 	struct ks_dash_history *hist; /* the dashboard's sparklines */
 	char ifname[IF_NAMESIZE];
@@ -144,6 +149,25 @@ static int read_hot(struct report_ctx *c, struct ks_hot_view *h)
 	return 0;
 }
 
+/* The limited keys (ks_limit_info's used rows) and the check counters;
+ * nothing from an agent whose datapath has no limits. */
+static int read_limits(struct report_ctx *c)
+{
+	__u32 i;
+
+	c->lview = (struct ks_limit_view){ .row = c->lrow,
+					   .hash_only = c->o.view.hash_only };
+	if (c->lmap.limits < 0)
+		return 0;
+	for (i = 0; i < KS_LIMIT_SLOTS; i++) {
+		if (bpf_map_lookup_elem(c->lmap.info, &i, &c->lrow[c->lview.n]))
+			return -errno;
+		if (c->lrow[c->lview.n].rate)
+			c->lview.n++;
+	}
+	return ks_limit_map_pkts(&c->lmap, &c->lview.pkts);
+}
+
 /* Reads every map the report shows into c, and v (with hot) over it. */
 static int read_view(struct report_ctx *c, struct ks_view *v,
 		     struct ks_hot_view *hot)
@@ -165,6 +189,10 @@ static int read_view(struct report_ctx *c, struct ks_view *v,
 		err = read_ring(c, &v->n_mis);
 	if (!err)
 		err = read_hot(c, hot);
+	if (!err)
+		err = read_limits(c);
+	if (c->lmap.limits >= 0)
+		v->limits = &c->lview;
 	hot->replies = (int)c->rep->replies;
 	v->agent_alive = ks_pid_alive(c->rep->agent_pid);
 	v->now_ns = ks_real_ns();
@@ -494,6 +522,7 @@ int cmd_report(int argc, char **argv)
 	if (!c)
 		return KS_EXIT_FAIL;
 	ks_maps_init(&c->maps);
+	c->lmap.limits = -1;
 	rc = parse_report(argc, argv, &c->o);
 	if (rc)
 		goto out;
@@ -512,6 +541,9 @@ int cmd_report(int argc, char **argv)
 		rc = KS_EXIT_FAIL;
 		goto out;
 	}
+	/* an agent of a build before limits has no such pins: no section */
+	if (ks_limit_map_open(&c->lmap, NULL, c->pin_dir))
+		c->lmap.limits = -1;
 	c->rep = calloc(1, sizeof(*c->rep));
 	c->ring = calloc(1, sizeof(*c->ring));
 	c->hot = calloc(KS_HOT_SLOTS, sizeof(*c->hot));
@@ -529,6 +561,7 @@ int cmd_report(int argc, char **argv)
 out:
 	ks_collector_free(&c->col);
 	ks_maps_close(&c->maps);
+	ks_limit_map_close(&c->lmap);
 	free(c->rep);
 	free(c->ring);
 	free(c->mis_all);

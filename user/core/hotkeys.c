@@ -14,6 +14,7 @@
 #include <string.h>
 #include "core/hotkeys.h"
 #include "util/file.h"
+#include "ks_limit.h"
 
 /* A copy/sub-key count changes by one only after the rate moved this much
  * since the last change; a bigger step changes at once. */
@@ -126,6 +127,8 @@ static const char *const rule_names[] = {
 
 const char *ks_hot_rule_name(unsigned type)
 {
+	if (ks_hot_rule_is_limit(type))
+		return "limit";
 	if (type >= sizeof(rule_names) / sizeof(rule_names[0]) ||
 	    !rule_names[type])
 		return "?";
@@ -206,13 +209,118 @@ static int rule_type_of(const char *t, size_t len)
 	return 0;
 }
 
+/* A rule's key or prefix: 0, or -EINVAL with the reason in err. */
+static int check_key(const char *key, size_t len, const char *fname,
+		     unsigned line, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (len > KS_HOT_KEY_MAX)
+		return rule_error(err, errlen, fname, line,
+				  "key longer than %d bytes", KS_HOT_KEY_MAX);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return rule_error(err, errlen, fname, line,
+					  "key has a control byte 0x%02x", c);
+	}
+	return 0;
+}
+
+/* Appends a rule unless it is there already or the rules are full. */
+static int add_rule(struct ks_hot_rules *rules, int type, const char *key,
+		    size_t len, long count, const char *fname, unsigned line,
+		    char *err, size_t errlen)
+{
+	struct ks_hot_rule *r;
+	size_t i;
+
+	for (i = 0; i < rules->n; i++) {
+		r = &rules->r[i];
+		if (r->type == type && r->len == len &&
+		    !memcmp(r->key, key, len))
+			return rule_error(
+				err, errlen, fname, line,
+				"duplicate %s rule for '%.*s%s'",
+				ks_hot_rule_name((unsigned)type), (int)len, key,
+				type == KS_RULE_LIMIT_PREFIX ? "*" : "");
+	}
+	if (rules->n == KS_HOT_RULES_MAX)
+		return rule_error(err, errlen, fname, line,
+				  "too many rules (at most %d)",
+				  KS_HOT_RULES_MAX);
+	r = &rules->r[rules->n++];
+	memset(r, 0, sizeof(*r));
+	r->type = (__u8)type;
+	r->len = (__u16)len;
+	r->count = (__u32)count;
+	memcpy(r->key, key, len);
+	return 0;
+}
+
+/* Whole decimal rate followed by "/s" in [1, KS_LIMIT_RATE_MAX]: the
+ * rate, else -1. */
+static long parse_rate(const char *t, size_t len)
+{
+	long v = 0;
+	size_t i;
+
+	if (len < 3 || len > 10 || t[len - 2] != '/' || t[len - 1] != 's')
+		return -1;
+	for (i = 0; i < len - 2; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return -1;
+		v = v * 10 + (t[i] - '0');
+	}
+	return v >= 1 && v <= KS_LIMIT_RATE_MAX ? v : -1;
+}
+
+/*
+ * limit KEY RATE/s, limit PREFIX* RATE/s (n tokens, the first "limit"). A
+ * trailing '*' always makes a prefix; '*' alone (every key) is refused.
+ */
+static int parse_limit(struct ks_hot_rules *rules, const char **tok,
+		       const size_t *tlen, int n, const char *fname,
+		       unsigned line, char *err, size_t errlen)
+{
+	size_t klen;
+	int type;
+	long rate;
+
+	if (n != 3)
+		return rule_error(err, errlen, fname, line,
+				  "limit needs KEY or PREFIX* and RATE/s "
+				  "(limit user:42 500/s)");
+	klen = tlen[1];
+	type = KS_RULE_LIMIT;
+	if (tok[1][klen - 1] == '*') {
+		type = KS_RULE_LIMIT_PREFIX;
+		klen--;
+	}
+	if (!klen)
+		return rule_error(err, errlen, fname, line,
+				  "limit prefix is empty ('*' would limit "
+				  "every key)");
+	if (check_key(tok[1], klen, fname, line, err, errlen))
+		return -EINVAL;
+	rate = parse_rate(tok[2], tlen[2]);
+	if (rate < 0)
+		return rule_error(err, errlen, fname, line,
+				  "bad rate '%.*s' (a whole number 1..%d "
+				  "then /s, as in 500/s)",
+				  (int)(tlen[2] > 32 ? 32 : tlen[2]), tok[2],
+				  KS_LIMIT_RATE_MAX);
+	return add_rule(rules, type, tok[1], klen, rate, fname, line, err,
+			errlen);
+}
+
 static int parse_line(struct ks_hot_rules *rules, const char *s,
 		      const char *end, const char *fname, unsigned line,
 		      char *err, size_t errlen)
 {
 	const char *tok[3];
-	size_t tlen[3], i;
-	struct ks_hot_rule *r;
+	size_t tlen[3];
 	int n, type;
 	long count;
 
@@ -220,10 +328,13 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 	if (n == 0 || tok[0][0] == '#')
 		return 0;
 	type = rule_type_of(tok[0], tlen[0]);
+	if (!type && tlen[0] == 5 && !memcmp(tok[0], "limit", 5))
+		return parse_limit(rules, tok, tlen, n, fname, line, err,
+				   errlen);
 	if (!type)
 		return rule_error(
 			err, errlen, fname, line,
-			"unknown directive '%.*s' (pin, pin-prefix, split-prefix)",
+			"unknown directive '%.*s' (pin, pin-prefix, split-prefix, limit)",
 			(int)(tlen[0] > 32 ? 32 : tlen[0]), tok[0]);
 	if (n != 3)
 		return rule_error(err, errlen, fname, line, "%s needs %s %s",
@@ -231,16 +342,8 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 				  type == KS_RULE_PIN ? "KEY" : "PREFIX",
 				  type == KS_RULE_SPLIT_PREFIX ? "K"
 							       : "COPIES");
-	if (tlen[1] > KS_HOT_KEY_MAX)
-		return rule_error(err, errlen, fname, line,
-				  "key longer than %d bytes", KS_HOT_KEY_MAX);
-	for (i = 0; i < tlen[1]; i++) {
-		unsigned char c = (unsigned char)tok[1][i];
-
-		if (c < 0x20 || c == 0x7f)
-			return rule_error(err, errlen, fname, line,
-					  "key has a control byte 0x%02x", c);
-	}
+	if (check_key(tok[1], tlen[1], fname, line, err, errlen))
+		return -EINVAL;
 	/* Splitting one way, or pinning zero copies, means nothing. */
 	count = parse_count(tok[2], tlen[2],
 			    type == KS_RULE_SPLIT_PREFIX ? 2 : 1,
@@ -251,26 +354,8 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 				  (int)(tlen[2] > 32 ? 32 : tlen[2]), tok[2],
 				  type == KS_RULE_SPLIT_PREFIX ? 2 : 1,
 				  KS_HOT_COPIES_MAX);
-	for (i = 0; i < rules->n; i++) {
-		r = &rules->r[i];
-		if (r->type == type && r->len == tlen[1] &&
-		    !memcmp(r->key, tok[1], tlen[1]))
-			return rule_error(err, errlen, fname, line,
-					  "duplicate %s rule for '%.*s'",
-					  rule_names[type], (int)tlen[1],
-					  tok[1]);
-	}
-	if (rules->n == KS_HOT_RULES_MAX)
-		return rule_error(err, errlen, fname, line,
-				  "too many rules (at most %d)",
-				  KS_HOT_RULES_MAX);
-	r = &rules->r[rules->n++];
-	memset(r, 0, sizeof(*r));
-	r->type = (__u8)type;
-	r->len = (__u16)tlen[1];
-	r->count = (__u32)count;
-	memcpy(r->key, tok[1], tlen[1]);
-	return 0;
+	return add_rule(rules, type, tok[1], tlen[1], count, fname, line, err,
+			errlen);
 }
 
 int ks_hot_rules_parse(struct ks_hot_rules *rules, const char *buf, size_t len,
@@ -327,6 +412,8 @@ const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 	for (i = 0; i < rules->n; i++) {
 		const struct ks_hot_rule *r = &rules->r[i];
 
+		if (ks_hot_rule_is_limit(r->type))
+			continue;
 		if (r->type == KS_RULE_PIN) {
 			if (r->len == len && !memcmp(r->key, key, len))
 				return r;

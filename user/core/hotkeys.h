@@ -58,7 +58,17 @@ enum ks_hot_rule_type {
 	KS_RULE_PIN = 1,      /* pin KEY COPIES: exact key, always hot */
 	KS_RULE_PIN_PREFIX,   /* pin-prefix PREFIX COPIES */
 	KS_RULE_SPLIT_PREFIX, /* split-prefix PREFIX K: K copies, K sub-keys */
+	/* limit KEY RATE/s, limit PREFIX* RATE/s: a rate limit
+	 * (core/limits.h; count is the rate per second), never a pin */
+	KS_RULE_LIMIT = 16,
+	KS_RULE_LIMIT_PREFIX,
 };
+
+/* A limit rule: ks_hot_rule_match passes them over. */
+static inline int ks_hot_rule_is_limit(unsigned type)
+{
+	return type == KS_RULE_LIMIT || type == KS_RULE_LIMIT_PREFIX;
+}
 
 struct ks_hot_rule {
 	__u8 type; /* enum ks_hot_rule_type */
@@ -67,8 +77,8 @@ struct ks_hot_rule {
 	__u8 key[KS_HOT_KEY_MAX];
 };
 
-/* "pin", "pin-prefix", "split-prefix" (the pin file's words); "?" for
- * any other type. */
+/* "pin", "pin-prefix", "split-prefix", "limit" (the pin file's words);
+ * "?" for any other type. */
 const char *ks_hot_rule_name(unsigned type);
 
 struct ks_hot_rules {
@@ -88,8 +98,9 @@ int ks_hot_rules_parse(struct ks_hot_rules *rules, const char *buf, size_t len,
 /* Reads path (at most 1 MiB) and parses it; -errno on read failure. */
 int ks_hot_rules_load(struct ks_hot_rules *rules, const char *path, char *err,
 		      size_t errlen);
-/* The rule for a key: an exact pin first, else the longest matching
- * prefix rule; NULL if none. */
+/* The pin or split rule for a key: an exact pin first, else the longest
+ * matching prefix rule; NULL if none. Limit rules are not matched here
+ * (core/limits.h has their own match). */
 const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 					    const __u8 *key, size_t len);
 

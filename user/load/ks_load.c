@@ -200,7 +200,10 @@ static int run_op(struct ld_worker *w, int op, int proto)
 	}
 	st->ops++;
 	st->hits += hits;
-	if (rc) {
+	if (rc == -EBUSY) {
+		st->refused++;
+		rc = 0;
+	} else if (rc) {
 		st->errors++;
 		if (rc == -ETIMEDOUT)
 			st->timeouts++;

@@ -87,6 +87,8 @@ struct ld_opstat {
 	__u64 hits;     /* VALUE lines seen (UDP: first datagram only) */
 	__u64 errors;   /* send/receive failures and unexpected replies */
 	__u64 timeouts; /* of which: no reply within --timeout */
+	__u64 refused;  /* answered SERVER_ERROR (a rate limit): not errors,
+			 * no latency counted */
 	struct ks_hist lat; /* ns per operation, errors excluded */
 };
 

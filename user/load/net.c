@@ -317,6 +317,9 @@ int ld_udp_reply(struct ld_worker *w, __u32 sh, __u16 id, int is_get,
 		 * parts: nothing to read in them. */
 		if (p == end)
 			continue;
+		/* memcached's error line, or keysteer's rate limit's */
+		if (first && end - p >= 12 && !memcmp(p, "SERVER_ERROR", 12))
+			return -EBUSY;
 		if (!is_get)
 			return end - p >= 8 && !memcmp(p, "STORED\r\n", 8)
 				       ? 0

@@ -28,6 +28,7 @@ void ld_sum_workers(const struct ld_run *run, struct ld_worker *ws, __u32 n,
 				d->hits += x->hits;
 				d->errors += x->errors;
 				d->timeouts += x->timeouts;
+				d->refused += x->refused;
 				ks_hist_merge(&d->lat, &x->lat);
 			}
 		for (s = 0; s < run->nshards; s++) {
@@ -146,6 +147,13 @@ void ld_print_table(const struct ld_run *run, const struct ld_totals *t)
 					       1e3);
 			printf("\n");
 		}
+	for (op = 0; op < LD_NOPS; op++)
+		for (pr = 0; pr < LD_NPROTO; pr++)
+			if (t->st[op][pr].refused)
+				printf("refused: %s %s %llu (SERVER_ERROR replies)\n",
+				       ld_op_name(op), ld_proto_name(pr),
+				       (unsigned long long)t->st[op][pr]
+					       .refused);
 	printf("total: ops %llu get_keys %llu set_keys %llu hits %llu errors %llu\n",
 	       (unsigned long long)ops, (unsigned long long)gets,
 	       (unsigned long long)sets, (unsigned long long)hits,
@@ -180,14 +188,15 @@ void ld_print_json(const struct ld_run *run, const struct ld_totals *t)
 				continue;
 			printf("%s{\"op\":\"%s\",\"proto\":\"%s\",\"ops\":%llu,\"msgs\":%llu,"
 			       "\"keys\":%llu,\"hits\":%llu,\"errors\":%llu,\"timeouts\":%llu,"
-			       "\"latency_us\":{",
+			       "\"refused\":%llu,\"latency_us\":{",
 			       sep, ld_op_name(op), ld_proto_name(pr),
 			       (unsigned long long)x->ops,
 			       (unsigned long long)x->msgs,
 			       (unsigned long long)x->keys,
 			       (unsigned long long)x->hits,
 			       (unsigned long long)x->errors,
-			       (unsigned long long)x->timeouts);
+			       (unsigned long long)x->timeouts,
+			       (unsigned long long)x->refused);
 			for (q = 0; q < NQ; q++)
 				printf("%s\"%s\":%.1f", q ? "," : "", qnames[q],
 				       ks_hist_quantile(&x->lat, quantiles[q]) /

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "render/metrics.h"
+#include "core/limits.h"
 #include "core/balance.h"
 #include "core/names.h"
 #include "render/report_hot.h"
@@ -707,6 +708,72 @@ static void key_metrics(FILE *f, const struct ks_metrics_in *in)
 	}
 }
 
+/* One per-key family over the limited keys: rate 0 the limit, 1
+ * allowed/s, 2 refused/s, 3 TCP gets/s, 4 refused since set. */
+static void limit_family(FILE *f, const struct ks_metrics_in *in,
+			 const char *name, const char *type, const char *help,
+			 int which)
+{
+	const struct ks_limit_entry *e;
+	size_t pos = 0;
+
+	family(f, name, type, help);
+	while ((e = ks_limits_next(in->limits, &pos))) {
+		fputs(name, f);
+		key_labels(f, in, e->hash, e->key, e->len);
+		fputc('}', f);
+		if (which == 0)
+			count(f, e->rate);
+		else if (which == 4)
+			count(f, e->refused);
+		else
+			value(f, which == 1   ? e->allowed_ps
+				 : which == 2 ? e->refused_ps
+					      : e->tcp_ps);
+	}
+}
+
+static void limit_metrics(FILE *f, const struct ks_metrics_in *in)
+{
+	static const char *const ways[] = { "replied", "dropped", "no_reply" };
+	const struct ks_limit_pkts *pk = in->limit_pkts;
+	const struct scalar sc[] = {
+		{ "keysteer_limit_keys", "gauge",
+		  "Keys rate-limited in the datapath (docs/limits.md).",
+		  in->limits->live },
+		{ "keysteer_limit_checked_total", "counter",
+		  "Lone UDP gets looked up in the rate limits while any key was limited.",
+		  pk ? pk->n[KS_LIM_CHECKED] : 0 },
+	};
+	__u64 refused[3] = { pk ? pk->n[KS_LIM_REPLIED] : 0,
+			     pk ? pk->n[KS_LIM_DROPPED] : 0,
+			     pk ? pk->n[KS_LIM_NO_REPLY] : 0 };
+
+	scalars(f, sc, ARRAY_LEN(sc));
+	label_set(
+		f, "keysteer_limit_refused_total", "counter",
+		"UDP gets refused over their key's limit, by how: answered SERVER_ERROR, dropped, or dropped for want of a reply the datapath can build.",
+		"way", ways, refused, ARRAY_LEN(ways));
+	limit_family(f, in, "keysteer_limit_key_rate", "gauge",
+		     "Each limited key's limit, gets per second.", 0);
+	limit_family(
+		f, in, "keysteer_limit_key_allowed_per_second", "gauge",
+		"UDP gets of each limited key let through in the last interval, per second.",
+		1);
+	limit_family(
+		f, in, "keysteer_limit_key_refused_per_second", "gauge",
+		"UDP gets of each limited key refused in the last interval, per second.",
+		2);
+	limit_family(
+		f, in, "keysteer_limit_key_tcp_per_second", "gauge",
+		"Lone TCP gets of each limited key in the last interval, per second: counted, never refused.",
+		3);
+	limit_family(
+		f, in, "keysteer_limit_key_refused_total", "counter",
+		"UDP gets of each limited key refused since its limit was set.",
+		4);
+}
+
 void ks_metrics_render(FILE *f, const struct ks_metrics_in *in)
 {
 	agent_metrics(f, in);
@@ -716,4 +783,6 @@ void ks_metrics_render(FILE *f, const struct ks_metrics_in *in)
 	hot_metrics(f, in);
 	steer_metrics(f, in);
 	key_metrics(f, in);
+	if (in->limits)
+		limit_metrics(f, in);
 }

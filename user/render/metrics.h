@@ -45,6 +45,9 @@ struct ks_metrics_steer {
 
 struct ks_balance;
 
+struct ks_limit_set;
+struct ks_limit_pkts;
+
 struct ks_metrics_in {
 	const struct ks_report *rep;        /* header and the top keys */
 	const struct ks_totals *totals;     /* cumulative datapath counters */
@@ -67,6 +70,10 @@ struct ks_metrics_in {
 	/* --balance (core/balance.h); NULL: off */
 	const struct ks_balance *balance;
 	double read_threshold; /* the policy's, reads/s */
+	/* the rate limits (core/limits.h) and the datapath's check counters;
+	 * NULL: no rate-limit families */
+	const struct ks_limit_set *limits;
+	const struct ks_limit_pkts *limit_pkts;
 };
 
 /* The whole exposition, every family with its HELP and TYPE lines. */

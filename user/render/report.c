@@ -13,6 +13,7 @@
 #include "core/purge.h"
 #include "core/shard_rates.h"
 #include "render/json.h"
+#include "render/report_limit.h"
 #include "render/text.h"
 
 #define KEY_COL 40 /* text dashboard: key column width */
@@ -464,6 +465,8 @@ void ks_render_text(FILE *f, const struct ks_view *v)
 	text_ring(f, v);
 	if (v->hot)
 		ks_render_hot_text(f, v->hot);
+	if (v->limits)
+		ks_render_limit_text(f, v->limits);
 }
 
 static void json_class(FILE *f, const struct ks_report *r, __u32 c)
@@ -749,6 +752,8 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 	json_ring(f, v);
 	if (v->hot)
 		ks_render_hot_json(f, v->hot);
+	if (v->limits)
+		ks_render_limit_json(f, v->limits);
 	fprintf(f, "}\n");
 }
 

@@ -30,6 +30,8 @@ struct ks_top_count {
 	__u64 writes;
 };
 
+struct ks_limit_view;
+
 struct ks_view {
 	const struct ks_report *rep;
 	const struct ks_totals *totals;
@@ -43,7 +45,8 @@ struct ks_view {
 	size_t n_mis;
 	int shards_top;    /* shard rows in the text; 0: the default */
 	__u64 now_mono_ns; /* CLOCK_MONOTONIC, for the clients' ages */
-	const struct ks_hot_view *hot; /* NULL: no hot-key section */
+	const struct ks_hot_view *hot;      /* NULL: no hot-key section */
+	const struct ks_limit_view *limits; /* NULL: no rate-limit section */
 	/* rep->top's counts as the sketch gave them (replay); NULL: from
 	 * the published rates x rep->elapsed_ns (ks_top_count_of). */
 	const struct ks_top_count *top_counts;

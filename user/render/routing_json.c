@@ -115,14 +115,17 @@ size_t ks_hot_json_steer(const struct ks_hot_table *t,
 	for (i = 0; i < t->rules.n; i++) {
 		const struct ks_hot_rule *r = &t->rules.r[i];
 
-		ks_json_buf_printf(&w,
-				   "%s{\"type\":\"%s\",\"%s\":", i ? "," : "",
-				   ks_hot_rule_name(r->type),
-				   r->type == KS_RULE_PIN ? "key" : "prefix");
+		ks_json_buf_printf(
+			&w, "%s{\"type\":\"%s\",\"%s\":", i ? "," : "",
+			ks_hot_rule_name(r->type),
+			r->type == KS_RULE_PIN || r->type == KS_RULE_LIMIT
+				? "key"
+				: "prefix");
 		ks_json_buf_string(&w, r->key, r->len);
 		ks_json_buf_printf(&w, ",\"%s\":%u}",
-				   r->type == KS_RULE_SPLIT_PREFIX ? "ways"
-								   : "copies",
+				   ks_hot_rule_is_limit(r->type) ? "rate_per_s"
+				   : r->type == KS_RULE_SPLIT_PREFIX ? "ways"
+								     : "copies",
 				   r->count);
 	}
 	ks_json_buf_printf(&w, "]");

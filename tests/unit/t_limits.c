@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Rate limits: the `limit` rule of the pin file (user/core/hotkeys.c),
+ * the token bucket the datapath runs (bpf/ks_limit.h) and the limited
+ * keys from rules and ranked keys (user/core/limits.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ktest.h"
+#include "core/hotkeys.h"
+#include "core/limits.h"
+#include "core/pins_doc.h"
+#include "unit.h"
+
+static int parse(struct ks_hot_rules *r, const char *text, char *err,
+		 size_t errlen)
+{
+	return ks_hot_rules_parse(r, text, strlen(text), "pins", err, errlen);
+}
+
+static void lim_error(const char *text, const char *want)
+{
+	static struct ks_hot_rules r;
+	char err[256] = "";
+
+	CHECK(parse(&r, text, err, sizeof(err)) == -EINVAL, "accepted: %s",
+	      text);
+	CHECK(strstr(err, want) != NULL, "error '%s', want '%s'", err, want);
+	CHECK_EQ(r.n, 0);
+}
+
+static void rule_parse(void)
+{
+	static struct ks_hot_rules r;
+	char err[256] = "";
+
+	kt_begin("limits_rule_parse");
+	CHECK(!parse(&r,
+		     "# limits\nlimit user:42 500/s\nlimit sess:* 10000000/s\n"
+		     "pin hot 2\nlimit user:42* 7/s\n",
+		     err, sizeof(err)),
+	      "%s", err);
+	CHECK_EQ(r.n, 4);
+	CHECK_EQ(r.r[0].type, KS_RULE_LIMIT);
+	CHECK_EQ(r.r[0].count, 500);
+	CHECK(r.r[0].len == 7 && !memcmp(r.r[0].key, "user:42", 7), "key");
+	CHECK_EQ(r.r[1].type, KS_RULE_LIMIT_PREFIX);
+	CHECK(r.r[1].len == 5 && !memcmp(r.r[1].key, "sess:", 5), "prefix");
+	CHECK_EQ(r.r[1].count, KS_LIMIT_RATE_MAX);
+	/* an exact and a prefix rule of the same bytes are two rules */
+	CHECK_EQ(r.r[3].type, KS_RULE_LIMIT_PREFIX);
+	CHECK(!strcmp(ks_hot_rule_name(KS_RULE_LIMIT_PREFIX), "limit"), "name");
+	/* a limit is never a pin: the hot table's match passes it over */
+	CHECK(ks_hot_rule_match(&r, (const __u8 *)"user:42", 7) == NULL,
+	      "limit matched as a pin");
+	CHECK(ks_hot_rule_match(&r, (const __u8 *)"hot", 3) == &r.r[2],
+	      "pin still matched");
+	kt_end();
+}
+
+static void rule_errors(void)
+{
+	char big[400];
+	size_t n;
+
+	kt_begin("limits_rule_errors");
+	lim_error("limit a\n", "pins:1: limit needs KEY or PREFIX* and RATE/s");
+	lim_error("limit a 5/s x\n", "limit needs KEY");
+	lim_error("limit a 500\n", "pins:1: bad rate '500'");
+	lim_error("limit a 0/s\n", "bad rate '0/s'");
+	lim_error("limit a 10000001/s\n", "bad rate '10000001/s'");
+	lim_error("limit a -5/s\n", "bad rate");
+	lim_error("limit a 5/m\n", "bad rate '5/m'");
+	lim_error("limit a /s\n", "bad rate");
+	lim_error("limit * 5/s\n", "limit prefix is empty");
+	lim_error("limit a\x01 5/s\n", "key has a control byte");
+	lim_error("pin b 2\nlimit a 5/s\nlimit a 6/s\n",
+		  "pins:3: duplicate limit rule for 'a'");
+	lim_error("limit p* 5/s\nlimit p* 6/s\n",
+		  "duplicate limit rule for 'p*'");
+	lim_error("limits a 5/s\n", "unknown directive 'limits'");
+	n = (size_t)snprintf(big, sizeof(big), "limit ");
+	memset(big + n, 'k', 251);
+	snprintf(big + n + 251, sizeof(big) - n - 251, " 5/s\n");
+	lim_error(big, "key longer than 250 bytes");
+	kt_end();
+}
+
+/* The fleet's pins document carries limit rules like the pin file. */
+static void rule_pins_doc(void)
+{
+	static struct ks_pins_doc d;
+	const char *text = "limit user:42 500/s\nlimit sess:* 20/s\n";
+	char *doc = ks_pins_doc_encode(text, strlen(text), 2, "t", "now");
+	char err[256] = "";
+
+	kt_begin("limits_rule_pins_doc");
+	CHECK(doc != NULL, "encode");
+	CHECK(doc && !ks_pins_doc_decode(doc, strlen(doc), "etcd", &d, err,
+					 sizeof(err)),
+	      "%s", err);
+	CHECK_EQ(d.rules.n, 2);
+	CHECK_EQ(d.rules.r[1].type, KS_RULE_LIMIT_PREFIX);
+	free(doc);
+	doc = ks_pins_doc_encode("limit a 0/s\n", 12, 1, "t", "now");
+	CHECK(doc && ks_pins_doc_decode(doc, strlen(doc), "etcd", &d, err,
+					sizeof(err)) == -EINVAL,
+	      "bad rule accepted from etcd");
+	CHECK(strstr(err, "etcd:1: bad rate") != NULL, "%s", err);
+	free(doc);
+	kt_end();
+}
+
+/* GCRA: burst at once, then one per interval; the long-run count. */
+static void bucket(void)
+{
+	__u64 tat = 0, t, iv = ks_limit_interval_ns(100),
+	      tau = ks_limit_tau_ns(100);
+	unsigned i, ok = 0;
+
+	kt_begin("limits_bucket");
+	CHECK_EQ(ks_limit_burst(100), 10);
+	CHECK_EQ(ks_limit_burst(5), 1);
+	CHECK_EQ(iv, 10000000);
+	CHECK_EQ(ks_limit_tau_ns(5), 0);
+	/* 50 at once at t = 1 s: the burst of 10 passes */
+	for (i = 0; i < 50; i++)
+		ok += ks_limit_take(&tat, 1000000000ULL, iv, tau);
+	CHECK_EQ(ok, 10);
+	/* a refused request leaves the bucket as it was */
+	t = tat;
+	CHECK(!ks_limit_take(&tat, 1000000000ULL, iv, tau), "refused");
+	CHECK_EQ(tat, t);
+	/* 1000/s offered for 10 s (10x the limit): 100/s pass, exactly
+	 * rate x time + burst over the whole run */
+	ok = 0;
+	tat = 0;
+	for (i = 0; i < 10000; i++)
+		ok += ks_limit_take(&tat, 1000000000ULL + i * 1000000ULL, iv,
+				    tau);
+	CHECK(ok >= 1000 && ok <= 1000 + 10, "allowed %u of 10000", ok);
+	/* under the limit (50/s against 100/s): nothing refused */
+	ok = 0;
+	tat = 0;
+	for (i = 0; i < 500; i++)
+		ok += ks_limit_take(&tat, 5000000000ULL + i * 20000000ULL, iv,
+				    tau);
+	CHECK_EQ(ok, 500);
+	/* a clock in coarse steps of 4 ms: the long-run rate holds */
+	ok = 0;
+	tat = 0;
+	for (i = 0; i < 10000; i++)
+		ok += ks_limit_take(&tat, 1000000000ULL + (i / 4) * 4000000ULL,
+				    iv, tau);
+	CHECK(ok >= 1000 && ok <= 1000 + 10 + 1, "coarse: allowed %u", ok);
+	/* burst 1 (rate 1/s): one per second exactly */
+	tat = 0;
+	CHECK(ks_limit_take(&tat, 7, ks_limit_interval_ns(1),
+			    ks_limit_tau_ns(1)),
+	      "first");
+	CHECK(!ks_limit_take(&tat, 7 + 999999999ULL, ks_limit_interval_ns(1),
+			     ks_limit_tau_ns(1)),
+	      "second within the second");
+	CHECK(ks_limit_take(&tat, 7 + 1000000000ULL, ks_limit_interval_ns(1),
+			    ks_limit_tau_ns(1)),
+	      "after a second");
+	kt_end();
+}
+
+static struct ks_top_entry top(const char *key)
+{
+	struct ks_top_entry t = {};
+
+	t.len = (__u16)strlen(key);
+	memcpy(t.key, key, t.len);
+	t.hash = ut_hash(key);
+	return t;
+}
+
+static const struct ks_limit_entry *lfind(const struct ks_limit_set *s,
+					  const char *key)
+{
+	const struct ks_limit_entry *e;
+	size_t pos = 0;
+
+	while ((e = ks_limits_next(s, &pos)))
+		if (e->len == strlen(key) && !memcmp(e->key, key, e->len))
+			return e;
+	return NULL;
+}
+
+/* Exact rules at once; prefix keys once ranked, gone after KEEP. */
+static void plan(void)
+{
+	static struct ks_limit_set s;
+	static struct ks_hot_rules r;
+	struct ks_top_entry t[3] = { top("sess:1"), top("other"),
+				     top("user:42") };
+	const struct ks_limit_entry *e;
+	char err[128];
+	__u32 id;
+
+	kt_begin("limits_plan");
+	ks_limits_init(&s);
+	parse(&r, "limit user:42 500/s\nlimit sess:* 20/s\npin x 2\n", err,
+	      sizeof(err));
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 1), 1);
+	e = lfind(&s, "user:42");
+	CHECK(e && e->rate == 500 && e->state == KS_LIMIT_DIRTY && e->fresh,
+	      "exact rule installed");
+	CHECK(e && e->hash == ut_hash("user:42"), "hash");
+	ks_limits_synced(&s);
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 2), 0);
+	/* a ranked key under the prefix: limited on its own */
+	CHECK_EQ(ks_limits_plan(&s, &r, t, 3, 3), 1);
+	e = lfind(&s, "sess:1");
+	CHECK(e && e->rate == 20 && e->rule_len == 5, "prefix key");
+	CHECK(!lfind(&s, "other"), "unmatched key limited");
+	CHECK_EQ(s.live, 2);
+	ks_limits_synced(&s);
+	id = (__u32)(e - s.e);
+	/* counters: totals and rates */
+	{
+		struct ks_limit_stats st = { .allowed = 40, .refused = 360 };
+		struct ks_limit_info info;
+
+		ks_limits_account(&s, id, &st, 2.0);
+		st.allowed = 80;
+		st.refused = 720;
+		ks_limits_account(&s, id, &st, 2.0);
+		CHECK(e->allowed_ps == 20 && e->refused_ps == 180,
+		      "rates %f %f", e->allowed_ps, e->refused_ps);
+		ks_limits_info(&s, id, &info);
+		CHECK(info.rate == 20 && info.refused == 720 &&
+			      info.refused_mps == 180000 && info.len == 6,
+		      "info");
+	}
+	/* still limited KEEP intervals after it left the ranked keys */
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 3 + KS_LIMIT_KEEP), 0);
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 4 + KS_LIMIT_KEEP), 1);
+	CHECK(!lfind(&s, "sess:1"), "prefix key kept too long");
+	CHECK_EQ(s.e[id].state, KS_LIMIT_GONE);
+	CHECK_EQ(s.e[id].old_hash, ut_hash("sess:1"));
+	ks_limits_synced(&s);
+	CHECK_EQ(s.e[id].state, KS_LIMIT_FREE);
+	/* a changed rate rewrites the entry; a removed rule retires it */
+	parse(&r, "limit user:42 50/s\n", err, sizeof(err));
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 40), 1);
+	e = lfind(&s, "user:42");
+	CHECK(e && e->rate == 50 && e->state == KS_LIMIT_DIRTY && !e->fresh,
+	      "rate changed");
+	ks_limits_synced(&s);
+	parse(&r, "pin x 2\n", err, sizeof(err));
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 41), 1);
+	CHECK_EQ(s.live, 0);
+	kt_end();
+}
+
+/* No more keys than rows: the rest counted, never an overflow. */
+static void plan_full(void)
+{
+	static struct ks_limit_set s;
+	static struct ks_hot_rules r;
+	static struct ks_top_entry t[KS_LIMIT_SLOTS + 10];
+	char err[128], key[32];
+	size_t i;
+
+	kt_begin("limits_plan_full");
+	ks_limits_init(&s);
+	parse(&r, "limit k* 5/s\n", err, sizeof(err));
+	for (i = 0; i < KS_LIMIT_SLOTS + 10; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		t[i] = top(key);
+	}
+	CHECK_EQ(ks_limits_plan(&s, &r, t, KS_LIMIT_SLOTS + 10, 1),
+		 KS_LIMIT_SLOTS);
+	CHECK_EQ(s.live, KS_LIMIT_SLOTS);
+	CHECK_EQ(s.no_room, 10);
+	kt_end();
+}
+
+void test_limits(void)
+{
+	rule_parse();
+	rule_errors();
+	rule_pins_doc();
+	bucket();
+	plan();
+	plan_full();
+}

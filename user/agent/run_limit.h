@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * run_limit.h - the rate limits of 'agent run' (docs/limits.md): each
+ * interval the pin file's (or the fleet's) `limit` rules and the
+ * interval's ranked keys decide the limited keys (core/limits.h), which
+ * are written into the datapath (dp/limit_map.h); their counters are read
+ * back into rates and published in ks_limit_info for the report, the
+ * metrics and the status line.
+ */
+#ifndef KS_RUN_LIMIT_H
+#define KS_RUN_LIMIT_H
+
+#include <stdio.h>
+#include "core/limits.h"
+#include "dp/limit_map.h"
+
+struct ks_run_limit {
+	struct ks_limit_set set;
+	struct ks_limit_map map;
+	struct ks_limit_pkts pkts;  /* the datapath's check counters */
+	__u64 read_ns;              /* monotonic time of the last read */
+	__u8 shown[KS_LIMIT_SLOTS]; /* rows of ks_limit_info last written
+				     * with a key: cleared when it goes */
+	int open;
+};
+
+/* After the attach: the maps pinned under pin_dir, emptied. 0 or
+ * -errno. */
+int ks_run_limit_start(struct ks_run_limit *l, const char *pin_dir);
+
+/* One interval: returns whether any key is limited (KS_CFG_LIMITS). */
+int ks_run_limit_interval(struct ks_run_limit *l,
+			  const struct ks_hot_rules *rules,
+			  const struct ks_top_entry *ranked, size_t n,
+			  __u32 seq, __u64 now_ns);
+
+/* "keysteer: #SEQ limits: ..." when any key is limited. */
+void ks_run_limit_status(const struct ks_run_limit *l, FILE *f, __u32 seq,
+			 int log_keys);
+
+void ks_run_limit_stop(struct ks_run_limit *l);
+
+#endif
