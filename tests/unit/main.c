@@ -64,6 +64,7 @@ static const struct kt_group groups[] = {
 	{ "shard_rates", test_shard_rates },
 	{ "zipf", test_zipf },
 	{ "hotkeys", test_hotkeys },
+	{ "dedicated", test_dedicated },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },
 	{ "hot_ranked", test_hot_ranked },

@@ -21,6 +21,7 @@ void test_shards(void);
 void test_shard_rates(void);
 void test_zipf(void);
 void test_hotkeys(void);
+void test_dedicated(void); /* t_dedicated.c: shard rules */
 void test_balance(void);
 void test_run_hot(void);
 void test_hot_ranked(void);

@@ -20,6 +20,7 @@
 #include "agent/run_etcd.h"
 #include "agent/run_metrics.h"
 #include "agent/run_purge.h"
+#include "agent/run_dedicated.h"
 #include "net/http_serve.h"
 
 /* What the loop itself reads of the options. */
@@ -54,6 +55,7 @@ struct ks_agent {
 	struct ks_http_server *http;
 	struct ks_run_etcd *etcd; /* --etcd: the ring from etcd; NULL without */
 	struct ks_run_purge *purge; /* what a new ring moves elsewhere */
+	struct ks_run_ded *ded;     /* the shard rules in the datapath */
 	/* the datapath and what one interval hands the next */
 	struct ks_attachment att;
 	struct ks_maps maps;
