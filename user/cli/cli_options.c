@@ -436,10 +436,13 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_HOT,
 	  "wait MS (0..1000) between a fill's read of the owner\n"
 	  "and its stores (default 0)" },
-	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN | KS_CMD_PINS_SET, RUN_CONF,
+	{ "pins", 'P', REQ, "FILE",
+	  KS_CMD_RUN | KS_CMD_PINS_SET | KS_CMD_RING_LOOKUP, RUN_CONF,
 	  KS_GRP_HOT,
 	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
-	  "'split-prefix PREFIX K', '#' comments. Checked before\n"
+	  "'split-prefix PREFIX K', 'shard KEY|PREFIX* SHARD'\n"
+	  "(a dedicated shard: host:port or a shard's name, which\n"
+	  "the ring in force must have), '#' comments. Checked before\n"
 	  "attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
 	  "on SIGHUP or a change, a bad new file keeps the old pins" },
 	{ "routing-file", 'O', REQ, "PATH", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,

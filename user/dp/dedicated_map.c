@@ -167,3 +167,37 @@ int ks_ded_read_stats(const struct ks_ded_fds *f, struct ks_dedicated_stats *s)
 	free(per);
 	return 0;
 }
+
+long ks_ded_read(const struct ks_ded_fds *f, struct ks_ded_entry *out,
+		 size_t max)
+{
+	struct ks_dedicated_lpm_key k, *pk = NULL;
+	struct ks_dedicated_exact ev;
+	struct ks_dedicated_prefix pv;
+	__u64 h, *ph = NULL;
+	size_t n = 0;
+
+	while (n < max && !bpf_map_get_next_key(f->exact, ph, &h)) {
+		ph = &h;
+		if (bpf_map_lookup_elem(f->exact, &h, &ev))
+			continue; /* deleted meanwhile */
+		out[n].prefix = 0;
+		out[n].len = ev.len < KS_KEY_BUF ? ev.len : KS_KEY_BUF;
+		memcpy(out[n].key, ev.key, out[n].len);
+		memcpy(out[n].shard, ev.shard, sizeof(ev.shard));
+		n++;
+	}
+	while (n < max && !bpf_map_get_next_key(f->prefix, pk, &k)) {
+		pk = &k;
+		if (bpf_map_lookup_elem(f->prefix, &k, &pv))
+			continue;
+		out[n].prefix = 1;
+		out[n].len = k.prefixlen / 8 < KS_DEDICATED_PREFIX_MAX
+				     ? k.prefixlen / 8
+				     : KS_DEDICATED_PREFIX_MAX;
+		memcpy(out[n].key, k.data, out[n].len);
+		memcpy(out[n].shard, pv.shard, sizeof(pv.shard));
+		n++;
+	}
+	return (long)n;
+}

@@ -31,6 +31,18 @@ void ks_ded_close(struct ks_ded_fds *f);
 int ks_ded_write(const struct ks_ded_fds *f, const struct ks_hot_rules *r,
 		 const int *const idx[KS_DEDICATED_HALVES]);
 
+/* One rule as the maps hold it, for 'agent report'. */
+struct ks_ded_entry {
+	int prefix; /* 1: a prefix rule, else an exact key */
+	__u32 len;  /* bytes of key */
+	__u8 key[KS_KEY_BUF];
+	__u32 shard[KS_DEDICATED_HALVES];
+};
+
+/* The rules in the maps into out[0..max): the count, or -errno. */
+long ks_ded_read(const struct ks_ded_fds *f, struct ks_ded_entry *out,
+		 size_t max);
+
 /* The counters summed over CPUs. 0 or -errno. */
 int ks_ded_read_stats(const struct ks_ded_fds *f, struct ks_dedicated_stats *s);
 
