@@ -18,7 +18,11 @@
 #    agent counts the tenant keys for itself), and shard 2's report shows
 #    the rule with the sampled keys it placed.
 # 5. 'agent fleet' (text and JSON) shows the rules and shard 2's load.
-# 6. A ring without shard 2: a new handle places new tenant keys by the
+# 6. A ring change that takes ranges from shard 2 (weights 2 2 1, forced):
+#    shard 2's agent purges what the new ring places elsewhere, and not a
+#    tenant key (every one read back from shard 2 through the library);
+#    the ring alone would have taken some of them (the control).
+# 7. A ring without shard 2: a new handle places new tenant keys by the
 #    ring again (memcached's stats), and shard 2's agent logs the rule
 #    whose shard the ring lacks.
 # Everything is this script's own, by PID, and removed on every exit path.
@@ -207,7 +211,43 @@ else
 	fail dedicated_fleet_view_shows_rules_and_load "$(grep -A4 '^dedicated' "$E2E_TMP/fleet.txt" | head -n 5); json: $fj"
 fi
 
-# --- 6. the ring loses shard 2 ---------------------------------------------------
+# --- 6. a ring change takes ranges from shard 2: its purge keeps the tenant --------
+# weights 2 2 1: shard 2 loses keys, and its agent purges what the new
+# ring places elsewhere (forced: the change moves more than the ideal
+# share); the tenant's keys are shard 2's by their rule and stay
+awk 'NR <= 2 {print $1 ":2"} NR == 3 {print $1 ":1"}' "$STEER_SHARDS_FILE" >"$E2E_TMP/w.txt"
+lost=$(RING_FILE=$E2E_TMP/w.txt owners tenant7: "$NKEYS" | awk '{print $1 + $2}')
+npurge=$(grep -c 'items deleted' "$STEER_TMP/agent.2.out")
+if ! out=$(ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
+	--shards-file "$E2E_TMP/w.txt" --force 2>&1); then
+	fail dedicated_purge_keeps_the_tenant "ring set: $out"
+	exit 1
+fi
+for ((t = 0; t < 600; t++)); do
+	[ "$(grep -c 'items deleted' "$STEER_TMP/agent.2.out")" -gt "$npurge" ] && break
+	kill -0 "${STEER_AGENT_PIDS[2]}" 2>/dev/null || break
+	sleep 0.1
+done
+purged=$(grep 'items deleted' "$STEER_TMP/agent.2.out" | tail -n 1)
+py - "$SPEC" "$NKEYS" >"$E2E_TMP/py3.out" 2>&1 <<'PYEOF'
+import sys, time
+from keysteer_client import Client
+spec, n = sys.argv[1], int(sys.argv[2])
+with Client(spec) as c:
+    # the handle reads the new ring at open: the tenant's keys still
+    # go to shard 2 by their rule
+    print("tenant_hits", sum(c.get("tenant7:%d" % i) == b"t%d" % i for i in range(n)))
+PYEOF
+note "weights 2 2 1: the ring alone would take $lost of the $NKEYS tenant keys from shard 2; shard 2's purge: ${purged#*keysteer: }; $(cat "$E2E_TMP/py3.out")"
+if [ -n "$purged" ] && [ "$lost" -gt 0 ] &&
+	grep -q "^tenant_hits $NKEYS$" "$E2E_TMP/py3.out" &&
+	grep -qE 'purge [^:]*: [1-9][0-9]* of' <<<"$purged"; then
+	pass dedicated_purge_keeps_the_tenant
+else
+	fail dedicated_purge_keeps_the_tenant "purge: ${purged:-none}; lost by the ring $lost; $(head -c 300 "$E2E_TMP/py3.out")"
+fi
+
+# --- 7. the ring loses shard 2 ---------------------------------------------------
 head -n 2 "$STEER_SHARDS_FILE" >"$E2E_TMP/two.txt"
 if ! out=$(ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
 	--shards-file "$E2E_TMP/two.txt" --force 2>&1); then

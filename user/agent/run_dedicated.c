@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "agent/run_dedicated.h"
+#include "agent/run_purge.h"
 #include "core/dedicated.h"
 #include "util/log.h"
 
@@ -76,6 +77,8 @@ void ks_run_ded_sync(struct ks_run_ded *d, const struct ks_hot_rules *rules,
 	if (d->written && ring_version == d->ring_version &&
 	    !memcmp(&d->next, &d->rules, sizeof(d->rules)))
 		return;
+	if (!d->written || memcmp(&d->next, &d->rules, sizeof(d->rules)))
+		ks_run_purge_rules(d->purge, &d->next);
 	d->rules = d->next;
 	/* the old half has no reader once a push returned: both halves are
 	 * the live ring's */
@@ -88,6 +91,13 @@ void ks_run_ded_sync(struct ks_run_ded *d, const struct ks_hot_rules *rules,
 	if (d->rules.n)
 		ks_info("dedicated shards: %zu shard rules in the datapath",
 			d->rules.n);
+}
+
+int ks_run_ded_owner(const struct ks_run_ded *d, const void *key, size_t len)
+{
+	if (!d || !d->written || !d->rules.n)
+		return -1;
+	return ks_dedicated_place(&d->rules, d->idx[0], key, len, NULL);
 }
 
 void ks_run_ded_free(struct ks_run_ded *d)

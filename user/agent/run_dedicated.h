@@ -15,6 +15,8 @@
 #include "core/shards.h"
 #include "dp/dedicated_map.h"
 
+struct ks_run_purge;
+
 struct ks_run_ded {
 	struct ks_ded_fds fds;
 	int open;                  /* the maps are open */
@@ -24,6 +26,9 @@ struct ks_run_ded {
 	__u64 ring_version; /* the live ring's the maps were written for */
 	int written;        /* the maps hold rules and ring_version's ring */
 	size_t lost;        /* shard rules the live ring has no shard for */
+	/* told of every new rule set: a purge must not delete a tenant's
+	 * keys from its dedicated shard (NULL: no purge) */
+	struct ks_run_purge *purge;
 };
 
 /* After attach: opens the maps in pin_dir (a datapath without them is
@@ -39,6 +44,10 @@ void ks_run_ded_ring(struct ks_run_ded *d, const struct ks_shards *next,
  * are rewritten when either changed. NULL live: no ring. */
 void ks_run_ded_sync(struct ks_run_ded *d, const struct ks_hot_rules *rules,
 		     const struct ks_shards *live, __u64 ring_version);
+
+/* The shard index the rules in force give key on the live ring, or -1
+ * (no rule, or its shard not in the ring). */
+int ks_run_ded_owner(const struct ks_run_ded *d, const void *key, size_t len);
 
 void ks_run_ded_free(struct ks_run_ded *d);
 

@@ -436,8 +436,15 @@ int ks_run_ring_fix_config(const struct ks_run_ring *r, struct ks_config *cfg)
 __u32 ks_run_ring_owner(const struct ks_run_ring *r, const void *key,
 			size_t len)
 {
+	int d;
+
 	if (!r || !r->live.half || !r->shards.n)
 		return KS_NO_SHARD;
+	/* a key a shard rule gives this ring's shard d is d's (its agent
+	 * publishes its hot/ entry, its clients read it there) */
+	d = ks_run_ded_owner(r->ded, key, len);
+	if (d >= 0 && (__u32)d < r->shards.n)
+		return (__u32)d;
 	return ks_ring_lookup(&r->live, key, len);
 }
 

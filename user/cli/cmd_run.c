@@ -417,6 +417,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	if (ks_run_etcd_prepare(&o->etcd, &o->ring, &o->hot, err, sizeof(err)))
 		goto bad;
 	o->ring.ded = &o->ded;
+	o->ded.purge = &o->purge;
 	/* a shard rule must name a shard of the ring in force now (a later
 	 * ring without it is logged, its keys back with their ring owner) */
 	if (o->ring.next_shards.n &&

@@ -190,7 +190,7 @@ void ks_help_ring(FILE *f)
 {
 	fprintf(f,
 		"USAGE\n"
-		"  agent ring lookup (--shards LIST | --shards-file FILE) [options] [KEY...]\n"
+		"  agent ring lookup (--shards LIST | --shards-file FILE) [--pins FILE] [options] [KEY...]\n"
 		"  agent ring diff (--from LIST | --from-file FILE) (--to LIST | --to-file FILE)\n"
 		"                  [--keys N] [options]\n"
 		"  agent ring set --etcd URL,... [--cluster NAME] (--shards LIST |\n"
