@@ -143,6 +143,9 @@ static __always_inline __u32 ks_dedicated_place(struct ks_scratch *s,
 
 	if (!m || (!m->exact && !m->prefix))
 		return KS_NO_SHARD;
+	/* the key's first byte: the low byte of its first word */
+	if (!s || !ks_dedicated_first(m, (__u8)s->key[0]))
+		return KS_NO_SHARD;
 	return ks_dedicated_owner(s, half, nshards);
 }
 

@@ -181,7 +181,7 @@ static void td_collision(void)
 	struct ks_dedicated_exact v, vb;
 	struct ks_shard_stats st[TD_SHARDS];
 	struct ks_hot_rule rule = { .type = KS_RULE_SHARD };
-	struct ks_dedicated_meta meta = { 1, 0 };
+	struct ks_dedicated_meta meta = { .exact = 1 };
 	struct tr_shape s = { .dist = KS_DIST_KETAMA,
 			      .n = TD_SHARDS,
 			      .self = KS_NO_SHARD };
@@ -208,6 +208,7 @@ static void td_collision(void)
 	rule.len = (__u16)strlen(b);
 	memcpy(rule.key, b, rule.len);
 	ks_ded_exact_of(&rule, shard, &hb, &vb);
+	meta.first['c' >> 6] |= 1ULL << ('c' & 63);
 	/* B's bytes under A's hash */
 	CHECK_EQ(bpf_map_update_elem(f.exact, &ha, &vb, BPF_ANY), 0);
 	CHECK_EQ(bpf_map_update_elem(f.meta, &zero, &meta, BPF_ANY), 0);

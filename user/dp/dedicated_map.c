@@ -108,7 +108,7 @@ int ks_ded_write(const struct ks_ded_fds *f, const struct ks_hot_rules *r,
 {
 	__u64 hashes[KS_HOT_RULES_MAX];
 	struct ks_dedicated_lpm_key keys[KS_HOT_RULES_MAX];
-	struct ks_dedicated_meta meta = { 0, 0 };
+	struct ks_dedicated_meta meta = { 0 };
 	struct ks_dedicated_exact ev;
 	struct ks_dedicated_prefix pv;
 	__u32 zero = 0, shard[2];
@@ -120,6 +120,8 @@ int ks_ded_write(const struct ks_ded_fds *f, const struct ks_hot_rules *r,
 
 		shard[0] = shard_of(idx, 0, i);
 		shard[1] = shard_of(idx, 1, i);
+		if (ks_hot_rule_is_shard(x->type))
+			meta.first[x->key[0] >> 6] |= 1ULL << (x->key[0] & 63);
 		if (x->type == KS_RULE_SHARD) {
 			ks_ded_exact_of(x, shard, &hashes[meta.exact], &ev);
 			if (bpf_map_update_elem(f->exact, &hashes[meta.exact],
