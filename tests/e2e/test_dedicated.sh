@@ -6,7 +6,8 @@
 # adapter (the C library's routing, over ctypes).
 #
 # 1. 'agent pins set' refuses a shard rule naming a shard the fleet's ring
-#    lacks, nothing written.
+#    lacks, nothing written; 'agent run --pins' with a ring refuses it
+#    before attaching.
 # 2. pins with 'shard tenant7:* SHARD2' and one exact key: every agent
 #    puts the rules in its datapath (its log says so).
 # 3. 200 tenant keys and 200 other keys set and read through the library:
@@ -88,11 +89,17 @@ out=$(ks_in_ns "$CNS" "$AGENT" pins set --etcd "$URL" --cluster "$CLUSTER" \
 	--pins "$E2E_TMP/bad.pins" 2>&1)
 rc=$?
 got=$(ks_in_ns "$CNS" "$AGENT" pins get --etcd "$URL" --cluster "$CLUSTER" --json 2>&1)
+# and 'agent run --pins' with a ring: exit 2 before anything is attached
+out2=$(ks_in_ns "${STEER_SHARD_NS[0]}" "$AGENT" run --iface "${STEER_SHARD_IF[0]}" \
+	--shards-file "$STEER_SHARDS_FILE" --pins "$E2E_TMP/bad.pins" 2>&1)
+rc2=$?
 if [ "$rc" = 2 ] && grep -q 'no shard 198.18.2.99:11211 in the ring' <<<"$out" &&
-	grep -q 'nothing written' <<<"$out" && grep -q '"pins": null' <<<"$got"; then
+	grep -q 'nothing written' <<<"$out" && grep -q '"pins": null' <<<"$got" &&
+	[ "$rc2" = 2 ] && grep -q "^agent: --pins .*bad.pins: shard tenant7:\* 198.18.2.99:11211: no shard" <<<"$out2" &&
+	[ ! -e "$STEER_PIN_ROOT/${STEER_SHARD_IF[0]}" ]; then
 	pass dedicated_unknown_shard_refused
 else
-	fail dedicated_unknown_shard_refused "exit $rc: $out; pins get: $(head -c 300 <<<"$got")"
+	fail dedicated_unknown_shard_refused "exit $rc: $out; pins get: $(head -c 300 <<<"$got"); run: exit $rc2: $out2"
 fi
 
 # --- 2. the pins, the agents ------------------------------------------------
