@@ -16,6 +16,7 @@
 #include "ks_count.bpf.h"
 #include "ks_scratch.bpf.h"
 #include "ks_ring_cache.bpf.h"
+#include "ks_dedicated.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -483,6 +484,9 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	/* one shard owns every key: no hash needed (an MD5 is ~180 ns) */
 	if (h->meta.nshards == 1)
 		owner = 0;
+	else if ((owner = ks_dedicated_place(s, half, h->meta.nshards)) !=
+		 KS_NO_SHARD)
+		; /* a shard rule's key: its named shard (ks_dedicated.h) */
 	else if (h->meta.dist == KS_DIST_PYMEMCACHE)
 		owner = ks_ring_rdv_cached(s, &h->meta, half);
 	else

@@ -130,6 +130,20 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n);
 
 /* The hot table for a scenario whose first key is key[0..len). */
 int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len);
+/* Shard rules in the datapath's maps (bpf/ks_dedicated.h) for a scenario:
+ * BD_NONE empties them. */
+enum bench_ded {
+	BD_NONE = 0,
+	BD_OTHER,  /* an exact and a prefix rule, neither the key's, with
+		    * its first byte: both lookups miss */
+	BD_FIRST,  /* the same with another first byte: skipped at once */
+	BD_PREFIX, /* a prefix rule of the key (its first 4 bytes) */
+	BD_EXACT,  /* an exact rule of the key */
+};
+/* The rules' shard is shard: the ring's self, so a dedicated key stays
+ * rightly directed as the scenario claims. */
+int bench_set_ded(struct bench_env *e, int ded, const char *key, size_t len,
+		  __u32 shard);
 /* A network namespace of the benchmark's own with a veth and neighbours
  * for the steered replicas (so no packet can leave the machine's real
  * interfaces). 0 or -errno. */
@@ -187,6 +201,7 @@ struct bench_scen {
 	bool cold;
 	__u32 cache_idx; /* that slot, ks_ring_cache_index() of the key */
 	int hot;         /* enum bench_hot */
+	int ded;         /* enum bench_ded */
 	size_t keylen;   /* of the packet's (first) key */
 	__u32 reqs;      /* requests each packet completes */
 	/* TCP to port 11211: each timed packet is the next segment of one

@@ -24,6 +24,7 @@
 #include "dp/load_private.h"
 #include "ks_empty.skel.h"
 #include "ks_limit.h"
+#include "dp/dedicated_map.h"
 #include "bench.h"
 
 /* After load: a pinned map would mean we share state with an agent. */
@@ -542,4 +543,42 @@ int bench_prog_info(int prog_fd, const char *name, struct bench_prog_info *pi)
 	pi->xlated_len = info.xlated_prog_len;
 	pi->jited_len = info.jited_prog_len;
 	return 0;
+}
+
+int bench_set_ded(struct bench_env *e, int ded, const char *key, size_t len,
+		  __u32 shard)
+{
+	static struct ks_hot_rules r;
+	static int idx[KS_HOT_RULES_MAX];
+	const int *halves[2] = { idx, idx };
+	struct ks_ded_fds f = {
+		.meta = bpf_map__fd(e->ks->maps.ks_ded_meta),
+		.exact = bpf_map__fd(e->ks->maps.ks_ded_exact),
+		.prefix = bpf_map__fd(e->ks->maps.ks_ded_prefix),
+		.stats = bpf_map__fd(e->ks->maps.ks_ded_stats),
+	};
+	char text[600], err[200];
+	size_t i;
+
+	/* rules of other keys always (a hit is looked up among others),
+	 * with the key's first byte but for BD_FIRST */
+	snprintf(text, sizeof(text), "shard %c~exact a\nshard %c~* b\n",
+		 ded == BD_FIRST ? '~' : key[0],
+		 ded == BD_FIRST ? '~' : key[0]);
+	if (ded == BD_PREFIX)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "shard %.4s* c\n", key);
+	else if (ded == BD_EXACT)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "shard %.*s c\n", (int)len, key);
+	if (ded == BD_NONE)
+		text[0] = '\0';
+	if (ks_hot_rules_parse(&r, text, strlen(text), "bench", err,
+			       sizeof(err))) {
+		fprintf(stderr, "bench: shard rules: %s\n", err);
+		return -EINVAL;
+	}
+	for (i = 0; i < r.n; i++)
+		idx[i] = (int)shard;
+	return ks_ded_write(&f, &r, halves);
 }

@@ -65,7 +65,19 @@ struct scen_def {
 	__u32 key_hash;       /* ring: 1 + enum ks_key_hash; 0 the default */
 	const char *hash_tag; /* ring: a hash tag, or NULL */
 	bool cold;            /* ring: the key's cache slot emptied first */
+	int ded;              /* ring: shard rules (enum bench_ded) */
 };
+
+/* Dedicated shards (docs/placement.md): the same get on ketama 64 with
+ * shard rules in the maps, against it with none. */
+#define DED_SCEN(idsuf, labelsuf, d, samp)                                     \
+	{                                                                      \
+		.id = "get16_" samp "_ketama64_ded_" idsuf,                    \
+		.label = "get, 16-byte key, " samp ", ketama 64, " labelsuf,   \
+		.kind = SC_GET, .nkeys = 1, .keylen = 16,                      \
+		.sampled = samp[0] == 's', .dist = KS_DIST_KETAMA,             \
+		.shards = 64, .base_id = "get16_" samp "_ketama64", .ded = d   \
+	}
 
 /* The ring lookup with each of twemproxy's key hashes (issue 15): a
  * sampled get of a 16- and a 250-byte key on twemproxy's ketama of 1024
@@ -180,6 +192,15 @@ static const struct scen_def defs[] = {
 	{ "get16_unsampled_ketama1024",
 	  "get, 16-byte key, unsampled, ketama 1024", SC_GET, 1, 16, 0, false,
 	  0, KS_DIST_KETAMA, 1024, false, "get16_unsampled", 0 },
+	{ "get16_unsampled_ketama64", "get, 16-byte key, unsampled, ketama 64",
+	  SC_GET, 1, 16, 0, false, 0, KS_DIST_KETAMA, 64, false,
+	  "get16_unsampled", 0 },
+	DED_SCEN("other", "shard rules, not its key", BD_OTHER, "unsampled"),
+	DED_SCEN("other", "shard rules, not its key", BD_OTHER, "sampled"),
+	DED_SCEN("first", "shard rules, not its first byte", BD_FIRST,
+		 "sampled"),
+	DED_SCEN("prefix", "its prefix dedicated", BD_PREFIX, "sampled"),
+	DED_SCEN("exact", "the key dedicated", BD_EXACT, "sampled"),
 	{ "get250_sampled_ketama1024",
 	  "get, 250-byte key, sampled, ketama 1024", SC_GET, 1, 250, 0, true, 0,
 	  KS_DIST_KETAMA, 1024, false, "get250_sampled", 0 },
@@ -465,6 +486,7 @@ static int build_one(const struct scen_def *d, struct bench_scen *s)
 	s->ratio_target = d->ratio_target;
 	s->base = -1;
 	s->hot = d->hot;
+	s->ded = d->ded;
 	s->keylen = d->keylen;
 	s->plen = (__u32)plen;
 	s->stream = !d->udp && dport == BENCH_MC_PORT;

@@ -200,6 +200,9 @@ static int prepare(struct bench_env *e, const struct bench_scen *s)
 		err = bench_set_hot(e, s->hot, key, s->keylen);
 	}
 	if (!err)
+		err = bench_set_ded(e, s->ded, key, s->keylen,
+				    s->ring ? s->ring->meta.self : 0);
+	if (!err)
 		err = bench_set_sample(e, 1);
 	if (err || s->sampled)
 		return err;

@@ -20,8 +20,34 @@ static void check_rules(const struct ks_hot_rules *r)
 		const struct ks_hot_rule *m;
 
 		FZ_CHECK(x->type >= KS_RULE_PIN &&
-				 x->type <= KS_RULE_SPLIT_PREFIX,
+				 x->type <= KS_RULE_SHARD_PREFIX,
 			 "type %u", x->type);
+		if (ks_hot_rule_is_shard(x->type)) {
+			/* a shard rule: its key or prefix, a shard name */
+			FZ_CHECK(
+				x->len >= 1 &&
+					x->len <=
+						(x->type == KS_RULE_SHARD
+							 ? KS_HOT_KEY_MAX
+							 : KS_HOT_SHARD_PREFIX_MAX),
+				"shard rule len %u", x->len);
+			FZ_CHECK(x->shard[0] && memchr(x->shard, '\0',
+						       sizeof(x->shard)),
+				 "shard rule %zu: no name", i);
+			m = ks_hot_shard_match(r, x->key, x->len);
+			FZ_CHECK(m && (x->type != KS_RULE_SHARD || m == x) &&
+					 (m->type == KS_RULE_SHARD ||
+					  m->len >= x->len),
+				 "shard rule %zu does not match its own key",
+				 i);
+			FZ_CHECK(!ks_hot_rule_match(r, x->key, x->len) ||
+					 !ks_hot_rule_is_shard(
+						 ks_hot_rule_match(r, x->key,
+								   x->len)
+							 ->type),
+				 "a shard rule matched as a hot-key rule");
+			continue;
+		}
 		FZ_CHECK(x->len >= 1 && x->len <= KS_HOT_KEY_MAX, "len %u",
 			 x->len);
 		FZ_CHECK(x->count >= (x->type == KS_RULE_SPLIT_PREFIX ? 2u

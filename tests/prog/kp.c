@@ -16,6 +16,7 @@
 #include "core/estimate.h"
 #include "core/names.h"
 #include "core/ring.h"
+#include "core/dedicated.h"
 #include "kp.h"
 
 #define XDP_PASS_RC 2           /* enum xdp_action XDP_PASS */
@@ -1273,6 +1274,12 @@ static void model_ring_place(__u32 cls, const void *key, size_t len, __u64 hash)
 	owner = ks_ring_lookup(r, key, len);
 	if (owner >= KS_MAX_SHARDS) /* no ring in the half */
 		return;
+	if (kp.x.ded && r->half->meta.nshards > 1) {
+		int d = ks_dedicated_place(kp.x.ded, kp.x.ded_idx, key, len,
+					   NULL);
+
+		owner = d >= 0 ? (__u32)d : owner;
+	}
 	if (cls == KS_CLASS_READ)
 		kp.x.shards[owner].reads++;
 	else

@@ -62,6 +62,8 @@ struct kp_mevent {
 	__u8 key[KS_KEY_BUF];
 };
 
+struct ks_hot_rules;
+
 /* What the maps must hold at kp_end(). */
 struct kp_model {
 	struct ks_op_stats ops[KS_OP_MAX];
@@ -81,6 +83,10 @@ struct kp_model {
 	__u8 proto;
 	/* the ring sampled reads and writes are placed on (kp_ring_load) */
 	const struct ks_ring *ring;
+	/* shard rules placing keys before the ring (t_dedicated.c), with
+	 * each rule's shard index in the ring (core/dedicated.h); NULL: none */
+	const struct ks_hot_rules *ded;
+	const int *ded_idx;
 	bool ring_inexact; /* a ring met sample_n > 1: shards not compared */
 	struct ks_shard_stats shards[KS_MAX_SHARDS];
 	__u32 nmis; /* misdirected keys so far (this CPU) */

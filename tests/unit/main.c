@@ -66,6 +66,7 @@ static const struct kt_group groups[] = {
 	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },
 	{ "limits", test_limits },
+	{ "dedicated", test_dedicated },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },
 	{ "hot_ranked", test_hot_ranked },

@@ -22,6 +22,7 @@
 #include "client/routing_doc.h"
 #include "client/view.h"
 #include "core/host_doc.h"
+#include "core/pins_doc.h"
 #include "core/hot_doc.h"
 #include "core/ring_doc.h"
 #include "core/replicas.h"
@@ -34,6 +35,9 @@
 
 #define SHARDS "198.18.2.11:11211,198.18.2.12:11211"
 #define PFX    "/keysteer/t/"
+#define DA     "198.18.2.11:11211"
+#define DB     "198.18.2.12:11211"
+#define DC     "198.18.2.13:11211"
 
 static int put(struct ksc_view *v, const char *key, const char *val, __s64 rev)
 {
@@ -180,8 +184,9 @@ static void test_view_ring(void)
 		      !strcmp(owner_name(&v, "key:1"), "198.18.2.13:11211"),
 	      "a new ring not taken");
 	free(doc);
+	/* (pins are read for their shard rules: tests/unit/t_dedicated.c) */
 	CHECK(put(&v, "/keysteer/other/ring", "x", 7) == 1 &&
-		      put(&v, PFX "pins", "{}", 7) == 1,
+		      put(&v, PFX "other", "{}", 7) == 1,
 	      "keys of no family not ignored");
 	ksc_view_free(&v);
 	kt_end();
@@ -430,6 +435,126 @@ static void test_route(void)
 	CHECK(n == 2, "a key not hot of the owner: %u replicas, want its 2", n);
 	kt_end();
 	ksc_view_free(&v);
+}
+
+static char *td_pins_doc(const char *text)
+{
+	static struct ks_hot_rules r;
+	char err[200];
+
+	if (ks_hot_rules_parse(&r, text, strlen(text), "pins", err,
+			       sizeof(err)))
+		return NULL;
+	return ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
+}
+
+/* How many of 200 "KIND:i" keys the view gives to server name. */
+static int td_count(struct ksc_view *v, const char *kind, const char *name)
+{
+	char key[40];
+	int i, n = 0;
+
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "%s:%d", kind, i);
+		n += !strcmp(owner_name(v, key), name);
+	}
+	return n;
+}
+
+/* Dedicated shards (core/dedicated.h): the pins document's shard rules
+ * route a tenant's keys to its shard, every other key where the ring puts
+ * it; the ring's owner again when the ring lacks the shard or the pins
+ * go. */
+static void test_view_dedicated(void)
+{
+	static const char pins[] = "pin hot:1 2\nshard tenant7:* " DC "\n"
+				   "shard vip " DA "\n";
+	struct ksc_view v, plain;
+	struct ksc_read_plan p;
+	char *ring3 = ring_doc(DA "," DB "," DC), *ring2 = ring_doc(DA "," DB),
+	     *doc = td_pins_doc(pins);
+	char key[40];
+	int i, moved = 0;
+
+	kt_begin("client_view_dedicated_routes_to_named_shard");
+	CHECK(ring3 && ring2 && doc, "documents");
+	ksc_view_init(&v, "t");
+	ksc_view_init(&plain, "t");
+	CHECK(put(&v, PFX "ring", ring3, 2) == 0, "%s", v.why);
+	CHECK(put(&plain, PFX "ring", ring3, 2) == 0, "%s", plain.why);
+	CHECK(put(&v, PFX "pins", doc, 3) == 0, "%s", v.why);
+	CHECK(v.ded && v.ded_lost == 0, "rules not taken");
+	CHECK_EQ(td_count(&v, "tenant7", DC), 200);
+	CHECK(!strcmp(owner_name(&v, "vip"), DA), "vip on %s",
+	      owner_name(&v, "vip"));
+	/* every other key where the ring puts it */
+	for (i = 0; i < 500; i++) {
+		snprintf(key, sizeof(key), "other:%d", i);
+		moved += strcmp(owner_name(&v, key), owner_name(&plain, key)) !=
+			 0;
+	}
+	CHECK_EQ(moved, 0);
+	CHECK(td_count(&plain, "tenant7", DC) < 150,
+	      "the ring alone puts tenant7 on C: the test shows nothing");
+	/* the read plan's owner is the named shard */
+	ksc_route_read(&v, "tenant7:1", 9, ksc_key_hash("tenant7:1", 9), 0, &p);
+	CHECK(p.owner < v.nsrv && !strcmp(v.srv[p.owner].name, DC),
+	      "read plan to %u", p.owner);
+	kt_end();
+
+	kt_begin("client_view_dedicated_shard_gone_or_pins_gone");
+	/* a ring without C: the tenant's keys where that ring puts them */
+	CHECK(put(&v, PFX "ring", ring2, 4) == 0, "%s", v.why);
+	CHECK(put(&plain, PFX "ring", ring2, 4) == 0, "%s", plain.why);
+	CHECK_EQ(v.ded_lost, 1);
+	CHECK_EQ(td_count(&v, "tenant7", DC), 0);
+	for (i = 0, moved = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "tenant7:%d", i);
+		moved += strcmp(owner_name(&v, key), owner_name(&plain, key)) !=
+			 0;
+	}
+	CHECK_EQ(moved, 0);
+	/* during the change's grace, the previous ring's owner is C */
+	CHECK(v.have_prev, "no previous ring");
+	CHECK(!strcmp(v.srv[ksc_view_prev_owner(&v, "tenant7:1", 9)].name, DC),
+	      "previous owner not the dedicated shard");
+	/* C back: the tenant again on C */
+	CHECK(put(&v, PFX "ring", ring3, 5) == 0, "%s", v.why);
+	CHECK_EQ(td_count(&v, "tenant7", DC), 200);
+	/* a pins document that does not read keeps the rules */
+	CHECK(put(&v, PFX "pins", "{\"schema\":1}", 6) == -EBADMSG,
+	      "a bad pins document taken");
+	CHECK_EQ(td_count(&v, "tenant7", DC), 200);
+	/* pins deleted: the ring's owners */
+	CHECK_EQ(ksc_view_del(&v, PFX "pins", strlen(PFX "pins"), 7, 0), 0);
+	CHECK(v.ded == NULL, "rules kept after the delete");
+	CHECK(td_count(&v, "tenant7", DC) < 150, "tenant7 still on C");
+	/* a whole read with the pins, then one without */
+	{
+		struct ks_etcd_kv kv[2] = {
+			{ .key = PFX "ring",
+			  .key_len = strlen(PFX "ring"),
+			  .value = ring3,
+			  .value_len = strlen(ring3),
+			  .mod_revision = 5 },
+			{ .key = PFX "pins",
+			  .key_len = strlen(PFX "pins"),
+			  .value = doc,
+			  .value_len = strlen(doc),
+			  .mod_revision = 8 },
+		};
+
+		CHECK_EQ(ksc_view_load(&v, kv, 2, 9, 0), 0);
+		CHECK_EQ(td_count(&v, "tenant7", DC), 200);
+		CHECK_EQ(ksc_view_load(&v, kv, 1, 10, 0), 0);
+		CHECK(v.ded == NULL, "a whole read without pins kept them");
+	}
+	kt_end();
+	ksc_view_free(&v);
+	ksc_view_free(&plain);
+	free(ring3);
+	free(ring2);
+	free(doc);
 }
 
 /* The L1's stamp (ksc_read_plan.stamp): one armed version from the put
@@ -1271,6 +1396,7 @@ void test_client(void)
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();
+	test_view_dedicated();
 	test_l1_stamp();
 	test_client_l1();
 	test_routing();

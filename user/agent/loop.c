@@ -372,6 +372,9 @@ int ks_agent_start(struct ks_agent *st)
 		ks_err("cannot start the purge thread; free some memory or rerun with --purge-rate 0 --purge-sweep-rate 0");
 		return KS_EXIT_FAIL;
 	}
+	/* the shard rules before the first push, which adds its indexes */
+	ks_run_ded_start(st->ded, st->att.pin_dir);
+	ks_run_ded_sync(st->ded, &st->hot->table->rules, NULL, 0);
 	if (ks_run_ring_start(st->ring, &st->maps, &st->col))
 		return KS_EXIT_FAIL;
 	ks_run_etcd_publish_start(st->etcd, st->ring->spec.self, st->o.ifname,
@@ -490,6 +493,12 @@ static int wait_interval(struct ks_agent *st, __u64 deadline)
 			       strerror(-err));
 			return err;
 		}
+		/* a new pin set or a new ring: the shard rules follow */
+		ks_run_ded_sync(st->ded, &st->hot->table->rules,
+				ks_run_ring_enabled(st->ring)
+					? &st->ring->shards
+					: NULL,
+				st->ring->version);
 		if (now >= deadline)
 			return 0;
 		wait_events(st, now + 100000000ULL < deadline

@@ -21,6 +21,7 @@
 #include "agent/run_metrics.h"
 #include "agent/run_purge.h"
 #include "agent/run_limit.h"
+#include "agent/run_dedicated.h"
 #include "net/http_serve.h"
 
 /* What the loop itself reads of the options. */
@@ -56,6 +57,7 @@ struct ks_agent {
 	struct ks_run_etcd *etcd; /* --etcd: the ring from etcd; NULL without */
 	struct ks_run_purge *purge; /* what a new ring moves elsewhere */
 	struct ks_run_limit *limit; /* the rate limits (docs/limits.md) */
+	struct ks_run_ded *ded;     /* the shard rules in the datapath */
 	/* the datapath and what one interval hands the next */
 	struct ks_attachment att;
 	struct ks_maps maps;

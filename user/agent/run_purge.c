@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/uio.h>
+#include "core/dedicated.h"
 #include "agent/run_purge.h"
 #include "core/purge.h"
 #include "net/mc_client.h"
@@ -102,6 +103,9 @@ struct pass {
 	struct ks_run_purge *p;
 	const struct ks_ring *r;
 	__u32 self;
+	/* the shard rules at the pass's start, resolved on r's shards */
+	struct ks_hot_rules ded;
+	int ded_idx[KS_HOT_RULES_MAX];
 	__u32 rate;
 	__u64 gen;
 	int sweep;
@@ -113,6 +117,20 @@ struct pass {
 	__u32 bn;
 	char why[KS_PURGE_WHY_LEN];
 };
+
+/* Whether this shard owns the key: the shard a shard rule places it on
+ * (a tenant's keys on their dedicated shard are never purged there),
+ * else its owner on the ring. */
+static int owned(const struct pass *x, const void *key, size_t len)
+{
+	int d = x->ded.n ? ks_dedicated_place(&x->ded, x->ded_idx, key, len,
+					      NULL)
+			 : -1;
+
+	if (d >= 0)
+		return (__u32)d == x->self;
+	return ks_purge_owned(x->r, x->self, key, len);
+}
 
 static __u64 ms_of(__u64 ns)
 {
@@ -277,7 +295,7 @@ static int run_pass(struct pass *x)
 			return -EPROTO;
 		}
 		x->listed++;
-		if (!ks_purge_owned(x->r, x->self, key, klen))
+		if (!owned(x, key, klen))
 			err = add_key(x, key, klen);
 		if (!err && !(x->listed & 255)) {
 			list_t0 = ks_pace_rebase(list_t0, x->listed, list_rate,
@@ -304,9 +322,11 @@ static int run_pass(struct pass *x)
 	return err;
 }
 
-/* One pass at rate over ring r, its outcome logged and counted. */
+/* One pass at rate over ring r (its shards s), its outcome logged and
+ * counted. */
 static int pass_once(struct ks_run_purge *p, const struct ks_ring *r,
-		     __u32 self, __u32 rate, __u64 gen, int sweep)
+		     const struct ks_shards *s, __u32 self, __u32 rate,
+		     __u64 gen, int sweep)
 {
 	struct pass *x = calloc(1, sizeof(*x));
 	__u64 dt;
@@ -314,6 +334,11 @@ static int pass_once(struct ks_run_purge *p, const struct ks_ring *r,
 
 	if (!x)
 		return -ENOMEM;
+	pthread_mutex_lock(&p->mu);
+	if (p->ded)
+		x->ded = *p->ded;
+	pthread_mutex_unlock(&p->mu);
+	ks_dedicated_resolve(&x->ded, s, x->ded_idx);
 	x->p = p;
 	x->r = r;
 	x->self = self;
@@ -491,7 +516,7 @@ static void *worker(void *arg)
 			p->st.state = sweep ? KS_PURGE_SWEEPING
 					    : KS_PURGE_RUNNING;
 			pthread_mutex_unlock(&p->mu);
-			rc = pass_once(p, &cur.r, cur.self,
+			rc = pass_once(p, &cur.r, &cur.s, cur.self,
 				       sweep ? p->sweep_rate : p->rate, gen,
 				       sweep);
 			pthread_mutex_lock(&p->mu);
@@ -594,6 +619,23 @@ void ks_run_purge_report(struct ks_run_purge *p, struct ks_purge_report *out)
 	pthread_mutex_unlock(&p->mu);
 }
 
+void ks_run_purge_rules(struct ks_run_purge *p, const struct ks_hot_rules *r)
+{
+	struct ks_hot_rules *n = NULL;
+	size_t i;
+
+	if (!p || !p->enabled)
+		return;
+	if (r && ks_dedicated_count(r) && (n = calloc(1, sizeof(*n))))
+		for (i = 0; i < r->n; i++)
+			if (ks_hot_rule_is_shard(r->r[i].type))
+				n->r[n->n++] = r->r[i];
+	pthread_mutex_lock(&p->mu);
+	free(p->ded);
+	p->ded = n;
+	pthread_mutex_unlock(&p->mu);
+}
+
 void ks_run_purge_free(struct ks_run_purge *p)
 {
 	if (p->started) {
@@ -606,4 +648,6 @@ void ks_run_purge_free(struct ks_run_purge *p)
 	}
 	ks_ring_free(&p->new_r);
 	ks_shards_free(&p->new_s);
+	free(p->ded);
+	p->ded = NULL;
 }

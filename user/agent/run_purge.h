@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <linux/types.h>
+#include "core/hotkeys.h"
 #include "core/ring.h"
 #include "core/shards.h"
 #include "core/replicas.h"
@@ -67,6 +68,10 @@ struct ks_run_purge {
 	__u64 version;
 	int forced;
 	struct ks_purge_report st;
+	/* the shard rules in force (dedicated shards, core/dedicated.h): a
+	 * key a rule places on this shard is this shard's, whatever the
+	 * ring says; NULL: none */
+	struct ks_hot_rules *ded;
 };
 
 void ks_run_purge_init(struct ks_run_purge *p);
@@ -91,6 +96,11 @@ int ks_run_purge_start(struct ks_run_purge *p);
  */
 void ks_run_purge_ring(struct ks_run_purge *p, const struct ks_ring *new,
 		       const struct ks_shards *news, __u64 version, int forced);
+
+/* The shard rules now (only those are kept; none: NULL or no shard
+ * rule): the next pass owns what they place here. Called on the loop's
+ * thread (agent/run_dedicated.c) when the rules change. */
+void ks_run_purge_rules(struct ks_run_purge *p, const struct ks_hot_rules *r);
 
 /* The counters into out, for the shard report. */
 void ks_run_purge_report(struct ks_run_purge *p, struct ks_purge_report *out);

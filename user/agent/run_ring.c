@@ -13,6 +13,7 @@
 #include "dp/ring_push.h"
 #include "agent/run_ring.h"
 #include "agent/run_purge.h"
+#include "agent/run_dedicated.h"
 #include "util/clock.h"
 
 void ks_file_sig_get(const char *path, struct ks_file_sig *sig)
@@ -183,6 +184,9 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 		ks_err("%s; not pushed, the datapath keeps its ring", why);
 		return err;
 	}
+	/* the shard rules' indexes in this ring, before the flip */
+	if (r->ded && !ks_read_config(m, &cfg))
+		ks_run_ded_ring(r->ded, &r->next_shards, (cfg.ring & 1) ^ 1);
 	err = ks_ring_push(m->ring, m->config, r->next.half);
 	if (!err)
 		err = ks_read_config(m, &cfg);
@@ -432,8 +436,15 @@ int ks_run_ring_fix_config(const struct ks_run_ring *r, struct ks_config *cfg)
 __u32 ks_run_ring_owner(const struct ks_run_ring *r, const void *key,
 			size_t len)
 {
+	int d;
+
 	if (!r || !r->live.half || !r->shards.n)
 		return KS_NO_SHARD;
+	/* a key a shard rule gives this ring's shard d is d's (its agent
+	 * publishes its hot/ entry, its clients read it there) */
+	d = ks_run_ded_owner(r->ded, key, len);
+	if (d >= 0 && (__u32)d < r->shards.n)
+		return (__u32)d;
 	return ks_ring_lookup(&r->live, key, len);
 }
 

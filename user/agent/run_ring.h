@@ -15,6 +15,8 @@
 #include "core/ring.h"
 #include "core/shard_rates.h"
 
+struct ks_run_ded;
+
 /* What identifies one version of the shard file (stat(2) fields). */
 struct ks_file_sig {
 	int exists;
@@ -61,6 +63,9 @@ struct ks_run_ring {
 
 	/* Told of every ring pushed (agent/run_purge.h); NULL: nobody. */
 	struct ks_run_purge *purge;
+	/* Told of every ring before its flip (agent/run_dedicated.h); NULL:
+	 * nobody. */
+	struct ks_run_ded *ded;
 };
 
 /* How often the shard file is checked for a change. */

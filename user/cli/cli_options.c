@@ -294,6 +294,10 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "key hashes instead of the key text agents publish" },
 	{ "self", 'M', REQ, "HOST:PORT", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
 	  "the shard this host serves (lookup; checked only)" },
+	{ "pins", 'P', REQ, "FILE", KS_CMD_RING_LOOKUP, 0, KS_GRP_OPTIONS,
+	  "a pin file: its shard rules place keys on their dedicated\n"
+	  "shards, named in a fourth column with the ring's own owner\n"
+	  "(lookup; a rule naming a shard not in the ring exits 2)" },
 	{ "keys",
 	  'k',
 	  REQ,
@@ -439,7 +443,9 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "pins", 'P', REQ, "FILE", KS_CMD_RUN | KS_CMD_PINS_SET, RUN_CONF,
 	  KS_GRP_HOT,
 	  "pin file: 'pin KEY COPIES', 'pin-prefix PREFIX COPIES',\n"
-	  "'split-prefix PREFIX K', '#' comments. Checked before\n"
+	  "'split-prefix PREFIX K', 'shard KEY|PREFIX* SHARD'\n"
+	  "(a dedicated shard: host:port or a shard's name, which\n"
+	  "the ring in force must have), '#' comments. Checked before\n"
 	  "attaching (a bad line exits 2 with FILE:LINE); reloaded\n"
 	  "on SIGHUP or a change, a bad new file keeps the old pins" },
 	{ "routing-file", 'O', REQ, "PATH", KS_CMD_RUN, RUN_CONF, KS_GRP_HOT,

@@ -14,7 +14,9 @@
 #include "cli/cmds.h"
 #include "cli/etcd_cli.h"
 #include "cli/etcd_doc_cli.h"
+#include "core/dedicated.h"
 #include "core/pins_doc.h"
+#include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -114,6 +116,59 @@ static void describe_current(const struct ks_etcd_range *cur, char *buf,
 	free(d);
 }
 
+/*
+ * Shard rules name shards of the fleet's ring as it is now: 0, or an exit
+ * code after saying which rule names which missing shard. No ring in etcd
+ * yet: nothing to check against (each agent checks its own ring and logs
+ * a rule whose shard it lacks; the rule then places nothing).
+ */
+static int check_shards(struct ks_etcd *c, const char *cluster,
+			const struct ks_hot_rules *rules, const char *file)
+{
+	char key[sizeof(KS_ETCD_ROOT) + KS_CLUSTER_MAX + 8];
+	char err[KS_ERRLEN_DOC * 2], src[64];
+	struct ks_etcd_range cur;
+	struct ks_ring_doc d;
+	struct ks_shards s;
+	struct ks_ring r;
+	int rc = 0;
+
+	if (!ks_dedicated_count(rules))
+		return 0;
+	ks_ring_doc_key(cluster, key, sizeof(key));
+	if (ks_etcd_range(c, key, strlen(key), 0, &cur)) {
+		ks_err("cannot read %s to check the shard rules: %s; nothing written",
+		       key, ks_etcd_errmsg(c));
+		return KS_EXIT_FAIL;
+	}
+	if (!cur.n) {
+		ks_info("no ring at %s yet: the shard rules' shards are checked by each agent against its ring",
+			key);
+		ks_etcd_range_free(&cur);
+		return 0;
+	}
+	if (ks_ring_doc_decode(cur.kvs[0].value, cur.kvs[0].value_len, &d, err,
+			       sizeof(err)) ||
+	    ks_ring_doc_build(&d, NULL, 0, &s, &r, err, sizeof(err))) {
+		ks_err("the ring at %s does not read (%s): shard rules cannot be checked; nothing written",
+		       key, err);
+		ks_etcd_range_free(&cur);
+		return KS_EXIT_FAIL;
+	}
+	ks_ring_doc_free(&d);
+	snprintf(src, sizeof(src), "the fleet's ring, revision %" PRId64,
+		 cur.kvs[0].mod_revision);
+	snprintf(s.source, sizeof(s.source), "%s", src);
+	if (ks_dedicated_check(rules, &s, err, sizeof(err))) {
+		ks_err("--pins %s: %s; nothing written", file, err);
+		rc = KS_EXIT_USAGE;
+	}
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	ks_etcd_range_free(&cur);
+	return rc;
+}
+
 static int pins_set(int argc, char **argv)
 {
 	struct ks_pins_doc *d = malloc(sizeof(*d));
@@ -154,6 +209,9 @@ static int pins_set(int argc, char **argv)
 		ks_err("%s", err);
 		goto out;
 	}
+	rc = check_shards(c, a.ec.cluster, &d->rules, a.file);
+	if (rc)
+		goto out;
 	rc = ks_etcd_doc_write(c, a.key, "pins", doc, strlen(doc), a.expect,
 			       a.pinned, describe_current, &rev);
 	if (!rc)

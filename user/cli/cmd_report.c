@@ -23,6 +23,8 @@
 #include "cli/cli_options.h"
 #include "cli/cmds.h"
 #include "dp/collect.h"
+#include "core/mc_key.h"
+#include "dp/dedicated_map.h"
 #include "render/dashboard.h"
 #include "dp/bpf_log.h"
 #include "util/opts.h"
@@ -207,6 +209,60 @@ static int read_failed(const struct report_ctx *c, int err)
 	return KS_EXIT_FAIL;
 }
 
+/*
+ * Dedicated shards (docs/placement.md): the shard rules in the datapath,
+ * each with its shard on the active ring and that shard's load, and how
+ * many sampled keys they placed. Nothing from a datapath without rules,
+ * or from one loaded before them.
+ */
+static void text_dedicated(const struct report_ctx *c)
+{
+	static struct ks_ded_entry e[2 * KS_DEDICATED_MAX];
+	const struct ks_shard_report *r = c->ring;
+	struct ks_dedicated_stats st;
+	struct ks_config cfg;
+	struct ks_ded_fds f;
+	char key[4 * KS_KEY_BUF + 8];
+	long n, i;
+	__u32 half = 0, sh;
+
+	if (ks_ded_open(&f, c->pin_dir))
+		return;
+	n = ks_ded_read(&f, e, sizeof(e) / sizeof(e[0]));
+	if (n > 0 && !ks_ded_read_stats(&f, &st)) {
+		if (!ks_read_config(&c->maps, &cfg))
+			half = cfg.ring & 1;
+		printf("\ndedicated shards: %ld rules; sampled keys placed by them %llu (exact %llu, prefix %llu), with their ring owner as the ring lacks the shard %llu, exact-hash collisions %llu\n",
+		       n,
+		       (unsigned long long)(st.n[KS_DED_EXACT] +
+					    st.n[KS_DED_PREFIX]),
+		       (unsigned long long)st.n[KS_DED_EXACT],
+		       (unsigned long long)st.n[KS_DED_PREFIX],
+		       (unsigned long long)st.n[KS_DED_ORPHAN],
+		       (unsigned long long)st.n[KS_DED_COLLISION]);
+		printf("  %-30s %-21s %10s %6s\n", "RULE", "SHARD", "READS/S",
+		       "xMEAN");
+		for (i = 0; i < n; i++) {
+			ks_key_text(e[i].key, e[i].len, key, sizeof(key));
+			if (e[i].prefix)
+				strncat(key, "*",
+					sizeof(key) - strlen(key) - 1);
+			sh = e[i].shard[half];
+			if (sh >= KS_MAX_SHARDS || !r->nshards ||
+			    sh >= r->nshards) {
+				printf("  %-30s %-21s %s\n", key, "-",
+				       "not in the ring: keys with their ring owner");
+				continue;
+			}
+			printf("  %-30s %-21.21s %10.1f %6.2f\n", key,
+			       r->shards[sh].name,
+			       r->shards[sh].reads_mps / 1e3,
+			       r->shards[sh].ratio_milli / 1e3);
+		}
+	}
+	ks_ded_close(&f);
+}
+
 static int render_once(struct report_ctx *c)
 {
 	struct ks_hot_view hot;
@@ -222,6 +278,8 @@ static int render_once(struct report_ctx *c)
 		ks_render_json(stdout, &v);
 	else
 		ks_render_text(stdout, &v);
+	if (!c->o.view.json)
+		text_dedicated(c);
 	/* a watch stops at a lost frame; main() says why */
 	return ks_stdout_flush() ? KS_EXIT_FAIL : 0;
 }

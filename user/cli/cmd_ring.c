@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "cli/etcd_cli.h"
 #include "cli/etcd_doc_cli.h"
+#include "core/dedicated.h"
 #include "core/ring_doc.h"
 #include "net/etcd.h"
 #include "cli/cli_options.h"
@@ -37,30 +38,53 @@ static ssize_t key_line_len(const char *line, ssize_t len)
 	return len;
 }
 
-/* Prints one lookup line; 0, or -1 when the key is not a memcached key. */
+/* The shard rules of --pins, resolved against the ring; n 0: none. */
+struct lookup_pins {
+	struct ks_hot_rules rules;
+	int idx[KS_HOT_RULES_MAX];
+};
+
+/* Prints one lookup line; 0, or -1 when the key is not a memcached key.
+ * A key a shard rule places gets a fourth column: the rule and the ring's
+ * own owner. */
 static int lookup_one(const struct ks_ring *r, const struct ks_shards *s,
-		      const char *key, size_t len, const char *where)
+		      const struct lookup_pins *p, const char *key, size_t len,
+		      const char *where)
 {
-	__u32 idx;
+	const struct ks_hot_rule *rule = NULL;
+	__u32 idx, ring_idx;
+	int d = -1;
 
 	if (len == 0 || len > KS_MAX_KEY_LEN) {
 		ks_err("%skey '%.40s%s' is %zu bytes; memcached keys are 1 to %d bytes",
 		       where, key, len > 40 ? "..." : "", len, KS_MAX_KEY_LEN);
 		return -1;
 	}
-	idx = ks_ring_lookup(r, key, len);
-	if (idx >= s->n) { /* cannot happen with a built ring */
+	idx = ring_idx = ks_ring_lookup(r, key, len);
+	if (p->rules.n)
+		d = ks_dedicated_place(&p->rules, p->idx, key, len, &rule);
+	if (d >= 0)
+		idx = (__u32)d;
+	if (idx >= s->n || ring_idx >= s->n) { /* not with a built ring */
 		ks_err("%sno shard for key '%s'; report this as a bug", where,
 		       key);
 		return -1;
 	}
-	printf("%.*s\t%u\t%s:%u\n", (int)len, key, idx, s->v[idx].host,
+	printf("%.*s\t%u\t%s:%u", (int)len, key, idx, s->v[idx].host,
 	       s->v[idx].port);
+	if (d >= 0)
+		printf("\tdedicated: shard %.*s%s (ring: %u %s:%u)",
+		       (int)rule->len, (const char *)rule->key,
+		       rule->type == KS_RULE_SHARD_PREFIX ? "*" : "", ring_idx,
+		       s->v[ring_idx].host, s->v[ring_idx].port);
+	putchar('\n');
 	return 0;
 }
 
 static int ring_lookup(int argc, char **argv)
 {
+	static struct lookup_pins pins;
+	const char *pins_path = NULL;
 	struct ks_cli_getopt g;
 	struct ks_ring_spec spec;
 	struct ks_shards shards;
@@ -77,6 +101,10 @@ static int ring_lookup(int argc, char **argv)
 			ks_help_ring(stdout);
 			return KS_EXIT_OK;
 		}
+		if (c == 'P') {
+			pins_path = optarg;
+			continue;
+		}
 		n = ks_ring_spec_opt(&spec, c, optarg, err, sizeof(err));
 		if (n < 0) {
 			ks_err("%s", err);
@@ -85,13 +113,26 @@ static int ring_lookup(int argc, char **argv)
 		if (!n)
 			return ks_bad_option("ring lookup", c, argv);
 	}
+	if (pins_path &&
+	    ks_hot_rules_load(&pins.rules, pins_path, err, sizeof(err))) {
+		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
 	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}
+	/* the agent's check: a shard rule names a shard of this ring */
+	if (ks_dedicated_check(&pins.rules, &shards, err, sizeof(err))) {
+		ks_err("--pins %s: %s", pins_path, err);
+		ks_ring_free(&ring);
+		ks_shards_free(&shards);
+		return KS_EXIT_USAGE;
+	}
+	ks_dedicated_resolve(&pins.rules, &shards, pins.idx);
 	if (optind < argc) {
 		for (i = optind; i < argc; i++)
-			bad |= lookup_one(&ring, &shards, argv[i],
+			bad |= lookup_one(&ring, &shards, &pins, argv[i],
 					  strlen(argv[i]), "");
 	} else {
 		char *line = NULL, where[48];
@@ -105,8 +146,8 @@ static int ring_lookup(int argc, char **argv)
 			if (!len)
 				continue; /* blank lines are skipped */
 			snprintf(where, sizeof(where), "stdin:%lu: ", n);
-			bad |= lookup_one(&ring, &shards, line, (size_t)len,
-					  where);
+			bad |= lookup_one(&ring, &shards, &pins, line,
+					  (size_t)len, where);
 		}
 		free(line);
 	}

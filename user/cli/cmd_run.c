@@ -31,6 +31,8 @@
 #include "agent/run_steer.h"
 #include "agent/run_etcd.h"
 #include "agent/run_purge.h"
+#include "agent/run_dedicated.h"
+#include "core/dedicated.h"
 #include "cli/etcd_cli.h"
 #include "net/http_serve.h"
 #include "util/sig.h"
@@ -48,6 +50,7 @@ struct run_opts {
 	struct ks_run_metrics metrics; /* --metrics, --export-keys */
 	struct ks_run_etcd etcd;       /* --etcd...: the ring from etcd */
 	struct ks_run_purge purge;     /* --purge-*: what a new ring moves */
+	struct ks_run_ded ded;         /* the shard rules in the datapath */
 	struct ks_conf conf; /* --config FILE: the values options point to */
 	struct ks_opt_gate gate; /* run_opt behind the test-only switches' */
 };
@@ -316,7 +319,7 @@ static int run_config(struct run_opts *o, char **argv, const char *conf_word)
 
 static int parse_run(int argc, char **argv, struct run_opts *o)
 {
-	char err[KS_ERRLEN * 2];
+	char err[KS_ERRLEN * 2], why[KS_ERRLEN];
 	struct ks_ring_spec *spec = &o->ring.spec;
 	struct ks_cli_getopt g;
 	const char *path;
@@ -413,6 +416,17 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	 * replaces the list's or file's) and watched; else exit 2 here. */
 	if (ks_run_etcd_prepare(&o->etcd, &o->ring, &o->hot, err, sizeof(err)))
 		goto bad;
+	o->ring.ded = &o->ded;
+	o->ded.purge = &o->purge;
+	/* a shard rule must name a shard of the ring in force now (a later
+	 * ring without it is logged, its keys back with their ring owner) */
+	if (o->ring.next_shards.n &&
+	    ks_dedicated_check(&o->hot.table->rules, &o->ring.next_shards, why,
+			       sizeof(why))) {
+		snprintf(err, sizeof(err), "--pins %s: %s", o->hot.o.pins_path,
+			 why);
+		goto bad;
+	}
 	return 0;
 bad:
 	ks_err("%s", err);
@@ -517,6 +531,7 @@ int cmd_run(int argc, char **argv)
 	a->http = st->http_open ? &st->http : NULL;
 	a->etcd = ks_run_etcd_enabled(&st->o.etcd) ? &st->o.etcd : NULL;
 	a->purge = &st->o.purge;
+	a->ded = &st->o.ded;
 	a->att.link_fd = -1;
 	a->att.egress_fd = -1;
 	/* Each ring reload builds a new ring (1.5 MB) beside the old one, then
@@ -535,6 +550,7 @@ int cmd_run(int argc, char **argv)
 	if (!rc)
 		printf("keysteer: detached from %s\n", st->o.a.ifname);
 out_free:
+	ks_run_ded_free(&st->o.ded);
 	ks_run_purge_free(&st->o.purge);
 	ks_run_steer_free(&st->o.steer);
 	if (st->http_open)

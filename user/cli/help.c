@@ -190,7 +190,7 @@ void ks_help_ring(FILE *f)
 {
 	fprintf(f,
 		"USAGE\n"
-		"  agent ring lookup (--shards LIST | --shards-file FILE) [options] [KEY...]\n"
+		"  agent ring lookup (--shards LIST | --shards-file FILE) [--pins FILE] [options] [KEY...]\n"
 		"  agent ring diff (--from LIST | --from-file FILE) (--to LIST | --to-file FILE)\n"
 		"                  [--keys N] [options]\n"
 		"  agent ring set --etcd URL,... [--cluster NAME] (--shards LIST |\n"
@@ -285,7 +285,8 @@ void ks_help_pins(FILE *f)
 	      "file (the syntax of 'agent run --pins') in a versioned JSON document that\n"
 	      "every 'agent run --etcd' of the cluster watches; while it is there it\n"
 	      "replaces the agent's own --pins file. 'set' checks the file as the agent\n"
-	      "would (a bad line exits 2 with FILE:LINE, nothing written) and writes it\n"
+	      "would (a bad line exits 2 with FILE:LINE, nothing written; so does a\n"
+	      "shard rule naming a shard the fleet's ring lacks) and writes it\n"
 	      "with a compare-and-swap on the revision it read (or --if-revision): a\n"
 	      "concurrent change is refused naming the winner (exit 1). An empty file\n"
 	      "is a fleet with no pins. 'get' prints the rules and their revision.\n"

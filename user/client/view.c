@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "client/view.h"
+#include "core/dedicated.h"
 #include "core/fleet_doc.h"
 #include "core/hot_doc.h"
+#include "core/pins_doc.h"
 #include "core/ring_doc.h"
 #include "core/steer_sched.h"
 #include "core/view_file.h"
@@ -86,6 +88,7 @@ void ksc_view_free(struct ksc_view *v)
 {
 	ring_retire(v, 0);
 	ksc_view_prev_drop(v);
+	free(v->ded);
 	free(v->srv);
 	free(v->hot);
 	memset(v, 0, sizeof(*v));
@@ -144,10 +147,16 @@ __u64 ksc_key_hash(const void *key, size_t len)
 unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len)
 {
 	__u32 i;
+	int d;
 
 	if (!v->have_ring)
 		return KSC_NONE;
-	i = ks_ring_lookup(&v->ring, key, len);
+	/* a view without shard rules pays this one test */
+	if (v->ded &&
+	    (d = ks_dedicated_place(v->ded, v->ded_idx, key, len, NULL)) >= 0)
+		i = (__u32)d;
+	else
+		i = ks_ring_lookup(&v->ring, key, len);
 	return i < v->shards.n ? v->shard_srv[i] : KSC_NONE;
 }
 
@@ -155,11 +164,65 @@ unsigned ksc_view_prev_owner(const struct ksc_view *v, const void *key,
 			     size_t len)
 {
 	__u32 i;
+	int d;
 
 	if (!v->have_prev)
 		return KSC_NONE;
-	i = ks_ring_lookup(&v->prev_ring, key, len);
+	if (v->ded && (d = ks_dedicated_place(v->ded, v->ded_prev_idx, key, len,
+					      NULL)) >= 0)
+		i = (__u32)d;
+	else
+		i = ks_ring_lookup(&v->prev_ring, key, len);
 	return i < v->prev_shards.n ? v->prev_srv[i] : KSC_NONE;
+}
+
+/* ---- the pins' shard rules ---- */
+
+/* The rules' shards as indexes of the ring and of the previous one. */
+static void ded_resolve(struct ksc_view *v)
+{
+	if (!v->ded)
+		return;
+	v->ded_lost = v->have_ring ? ks_dedicated_resolve(v->ded, &v->shards,
+							  v->ded_idx)
+				   : ks_dedicated_count(v->ded);
+	if (v->have_prev)
+		ks_dedicated_resolve(v->ded, &v->prev_shards, v->ded_prev_idx);
+}
+
+static void ded_drop(struct ksc_view *v)
+{
+	free(v->ded);
+	v->ded = NULL;
+	v->ded_lost = 0;
+}
+
+/* A pins document: its shard rules replace the view's. One that does not
+ * read leaves the view's rules as they were (as an agent keeps its
+ * previous pins), refused and counted. */
+static int put_pins(struct ksc_view *v, const char *val, size_t vlen, __s64 rev)
+{
+	struct ks_pins_doc *d = malloc(sizeof(*d));
+	char err[KSC_WHY_MAX], src[48];
+
+	if (!d)
+		return why(v, -ENOMEM, "pins: out of memory");
+	v->pins_seen = 1;
+	snprintf(src, sizeof(src), "pins@%lld", (long long)rev);
+	if (ks_pins_doc_decode(val, vlen, src, d, err, sizeof(err))) {
+		free(d);
+		return why(v, -EBADMSG, "pins revision %lld refused: %s",
+			   (long long)rev, err);
+	}
+	ded_drop(v);
+	if (ks_dedicated_count(&d->rules)) {
+		/* the document's first member: the struct is its rules */
+		v->ded = &d->rules;
+		ded_resolve(v);
+	} else {
+		free(d);
+	}
+	return 0;
 }
 
 /* ---- the ring ---- */
@@ -195,6 +258,7 @@ static int ring_take(struct ksc_view *v, struct ks_ring *r, struct ks_shards *s,
 	v->shard_srv = ids;
 	v->have_ring = 1;
 	v->ring_rev = rev;
+	ded_resolve(v);
 	return 0;
 nomem:
 	ks_ring_free(r);
@@ -517,7 +581,8 @@ enum {
 	K_RING,
 	K_HOST,
 	K_HOT,
-	K_MEMBER
+	K_MEMBER,
+	K_PINS
 };
 
 /* What key is, with its last part (a hosts/ or members/ SELF or a hot/
@@ -534,6 +599,8 @@ static int classify(const struct ksc_view *v, const char *key, size_t klen,
 	klen -= v->plen;
 	if (klen == 4 && !memcmp(key, "ring", 4))
 		return K_RING;
+	if (klen == 4 && !memcmp(key, "pins", 4))
+		return K_PINS;
 	for (n = 0; n < 3; n++) {
 		static const char *const fams[] = { "hosts/", "hot/",
 						    "members/" };
@@ -569,6 +636,9 @@ int ksc_view_put(struct ksc_view *v, const char *key, size_t klen,
 	case K_HOT:
 		ret = put_hot(v, rest, val, vlen, mod_rev);
 		break;
+	case K_PINS:
+		ret = put_pins(v, val, vlen, mod_rev);
+		break;
 	default:
 		return 1;
 	}
@@ -592,6 +662,8 @@ int ksc_view_del(struct ksc_view *v, const char *key, size_t klen, __s64 rev,
 	if (k == K_OTHER)
 		return 1;
 	v->updates++;
+	if (k == K_PINS) /* no pins: every key with its ring owner */
+		ded_drop(v);
 	if (k == K_HOT && !ks_fleet_hash_parse(rest, &hash) &&
 	    (e = ksc_view_hot(v, hash)))
 		hot_gone(v, e, now_ms);
@@ -635,6 +707,7 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 	/* every entry this read does not put again is gone */
 	v->clock_ms = now_ms;
 	ksc_view_hot_mark(v);
+	v->pins_seen = 0;
 	for (i = 0; i < n; i++) {
 		r = ksc_view_put(v, kvs[i].key, kvs[i].key_len, kvs[i].value,
 				 kvs[i].value_len, kvs[i].mod_revision);
@@ -642,6 +715,8 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 			ret = r;
 	}
 	ksc_view_hot_sweep(v, now_ms);
+	if (!v->pins_seen) /* deleted while nobody watched */
+		ded_drop(v);
 	if (rev > v->revision)
 		v->revision = rev;
 	return ret;
@@ -654,10 +729,11 @@ int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 	struct ksc_hot *e;
 	uint64_t hash;
 	size_t i;
-	int ret = 0, r;
+	int ret = 0, r, k;
 
 	v->clock_ms = now_ms;
 	ksc_view_hot_mark(v);
+	v->pins_seen = 0;
 	for (i = 0; i < n; i++) {
 		if (kvs[i].mod_revision > since) {
 			r = ksc_view_put(v, kvs[i].key, kvs[i].key_len,
@@ -668,13 +744,16 @@ int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 			continue;
 		}
 		/* applied before: still there, so not gone */
-		if (classify(v, kvs[i].key, kvs[i].key_len, rest,
-			     sizeof(rest)) == K_HOT &&
-		    !ks_fleet_hash_parse(rest, &hash) &&
+		k = classify(v, kvs[i].key, kvs[i].key_len, rest, sizeof(rest));
+		if (k == K_PINS)
+			v->pins_seen = 1;
+		if (k == K_HOT && !ks_fleet_hash_parse(rest, &hash) &&
 		    (e = ksc_view_hot(v, hash)))
 			e->mark = 0;
 	}
 	ksc_view_hot_sweep(v, now_ms);
+	if (!v->pins_seen)
+		ded_drop(v);
 	if (rev > v->revision)
 		v->revision = rev;
 	return ret;

@@ -24,6 +24,7 @@
 #include <linux/types.h>
 #include "keysteer.h"
 #include "core/etcd_codec.h"
+#include "core/hotkeys.h"
 #include "core/ring.h"
 #include "core/shards.h"
 
@@ -101,6 +102,14 @@ struct ksc_view {
 	/* hot entries: open addressing by hash, a power of two */
 	size_t hcap, hused, hlive;
 	struct ksc_hot *hot;
+	/* dedicated shards (core/dedicated.h): the pins document's rules
+	 * when it has shard rules (NULL: none), resolved against the ring
+	 * (ded_idx) and the previous ring (ded_prev_idx); ded_lost: shard
+	 * rules whose shard the ring lacks (their keys stay with the ring) */
+	struct ks_hot_rules *ded;
+	int ded_idx[KS_HOT_RULES_MAX], ded_prev_idx[KS_HOT_RULES_MAX];
+	size_t ded_lost;
+	int pins_seen;  /* a whole read had the pins document */
 	__s64 revision; /* etcd's, of the newest document applied */
 	__u64 updates, refused;
 	char why[KSC_WHY_MAX]; /* the last refusal */
@@ -124,7 +133,7 @@ int ksc_view_every_owner_replica(struct ksc_view *v, const char *name);
 
 /*
  * A put of key (under the prefix) with value val at mod_rev: the ring,
- * a hosts/ or a hot/ entry. 0 when applied, 1 when the key is none of
+ * the pins (only their shard rules matter here), a hosts/ or a hot/ entry. 0 when applied, 1 when the key is none of
  * those (ignored), -EBADMSG when refused (v->why, counted; the view keeps
  * what it had), -ENOMEM, -ENOSPC (too many servers).
  */
@@ -177,9 +186,12 @@ void ksc_view_purge(struct ksc_view *v, __u64 now_ms, __u64 keep_ms);
 int ksc_view_server(struct ksc_view *v, const char *name);
 /* ks_key_hash of a key (len <= KS_MAX_KEY_LEN). */
 __u64 ksc_key_hash(const void *key, size_t len);
-/* The ring owner's server id, KSC_NONE without a ring. */
+/* The owner's server id, KSC_NONE without a ring: the shard a pins
+ * document's shard rule names when it matches key and the ring has that
+ * shard (core/dedicated.h), else the ring's owner. */
 unsigned ksc_view_owner(const struct ksc_view *v, const void *key, size_t len);
-/* The previous ring's owner of key, KSC_NONE without one. */
+/* The previous ring's owner of key (shard rules applied as above),
+ * KSC_NONE without one. */
 unsigned ksc_view_prev_owner(const struct ksc_view *v, const void *key,
 			     size_t len);
 /* The previous ring dropped (its grace over, or a test). */

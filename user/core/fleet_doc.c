@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "core/dedicated.h"
+#include "core/pins_doc.h"
 #include "core/fleet_doc.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
@@ -325,7 +327,40 @@ static int snapshot_ring(const struct ks_etcd_kv *kv,
 		ks_shard_addr(&d.shards.v[i], s->ring[i], sizeof(s->ring[0]));
 	s->n_ring = d.shards.n;
 	s->ring_valid = 1;
+	/* kept whole: a shard rule may name a shard by its name */
+	s->ring_shards = malloc(sizeof(*s->ring_shards));
+	if (s->ring_shards) {
+		*s->ring_shards = d.shards;
+		memset(&d.shards, 0, sizeof(d.shards));
+	}
 	ks_ring_doc_free(&d);
+	return 0;
+}
+
+/* The pins document's shard rules (dedicated shards), kept when it has
+ * any; a document that does not read is named in pins_why. */
+static int snapshot_pins(const struct ks_etcd_kv *kv,
+			 struct ks_fleet_snapshot *s)
+{
+	struct ks_pins_doc *d = malloc(sizeof(*d));
+	char err[KS_ERRLEN_DOC];
+
+	if (!d)
+		return -ENOMEM;
+	s->pins_rev = kv->mod_revision;
+	if (ks_pins_doc_decode(kv->value, kv->value_len, "pins", d, err,
+			       sizeof(err))) {
+		snprintf(s->pins_why, sizeof(s->pins_why), "%.*s",
+			 (int)sizeof(s->pins_why) - 1, err);
+		free(d);
+		return 0;
+	}
+	if (!ks_dedicated_count(&d->rules)) {
+		free(d);
+		return 0;
+	}
+	/* the document's first member: the struct is its rules */
+	s->pins = &d->rules;
 	return 0;
 }
 
@@ -477,6 +512,11 @@ int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 			   !memcmp(kv->key + plen, "ring", 4)) {
 			if (snapshot_ring(kv, s))
 				goto nomem;
+		} else if (kv->key_len == plen + 4 &&
+			   !memcmp(kv->key, prefix, plen) &&
+			   !memcmp(kv->key + plen, "pins", 4)) {
+			if (snapshot_pins(kv, s))
+				goto nomem;
 		}
 	}
 	free(l);
@@ -489,6 +529,10 @@ nomem:
 
 void ks_fleet_snapshot_free(struct ks_fleet_snapshot *s)
 {
+	if (s->ring_shards)
+		ks_shards_free(s->ring_shards);
+	free(s->ring_shards);
+	free(s->pins);
 	free(s->ring);
 	free(s->hosts);
 	free(s->hot);

@@ -16,6 +16,7 @@
 #include "keysteer.h"
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
+#include "core/hotkeys.h"
 #include "core/shards.h"
 
 #define KS_FLEET_ADDR_MAX    (KS_SHARD_HOST_MAX + 8) /* "host:port" and NUL */
@@ -120,6 +121,13 @@ struct ks_fleet_snapshot {
 	struct ks_fleet_hot *hot;
 	size_t n_refused;
 	struct ks_fleet_refused *refused;
+	/* dedicated shards: the pins document's shard rules (pins NULL:
+	 * none, or a document that does not read: pins_why), and the ring's
+	 * shard list they name shards of (NULL without a valid ring) */
+	int64_t pins_rev; /* the pins key's mod_revision; 0: no pins key */
+	char pins_why[KS_FLEET_WHY_MAX];
+	struct ks_hot_rules *pins;
+	struct ks_shards *ring_shards;
 };
 
 /* One shard of the ring, joined with its agent. */

@@ -123,6 +123,8 @@ static const char *const rule_names[] = {
 	[KS_RULE_PIN] = "pin",
 	[KS_RULE_PIN_PREFIX] = "pin-prefix",
 	[KS_RULE_SPLIT_PREFIX] = "split-prefix",
+	[KS_RULE_SHARD] = "shard",
+	[KS_RULE_SHARD_PREFIX] = "shard-prefix",
 };
 
 const char *ks_hot_rule_name(unsigned type)
@@ -228,34 +230,94 @@ static int check_key(const char *key, size_t len, const char *fname,
 	return 0;
 }
 
-/* Appends a rule unless it is there already or the rules are full. */
-static int add_rule(struct ks_hot_rules *rules, int type, const char *key,
-		    size_t len, long count, const char *fname, unsigned line,
-		    char *err, size_t errlen)
+/* A new rule of type for key (klen bytes), zeroed: NULL, with err set,
+ * when the file has one for that key already or is full. */
+static struct ks_hot_rule *new_rule(struct ks_hot_rules *rules, int type,
+				    const char *key, size_t klen,
+				    const char *fname, unsigned line, char *err,
+				    size_t errlen)
 {
 	struct ks_hot_rule *r;
 	size_t i;
 
 	for (i = 0; i < rules->n; i++) {
 		r = &rules->r[i];
-		if (r->type == type && r->len == len &&
-		    !memcmp(r->key, key, len))
-			return rule_error(
-				err, errlen, fname, line,
-				"duplicate %s rule for '%.*s%s'",
-				ks_hot_rule_name((unsigned)type), (int)len, key,
-				type == KS_RULE_LIMIT_PREFIX ? "*" : "");
+		if (r->type == type && r->len == klen &&
+		    !memcmp(r->key, key, klen)) {
+			rule_error(err, errlen, fname, line,
+				   "duplicate %s rule for '%.*s%s'",
+				   ks_hot_rule_name((unsigned)type), (int)klen,
+				   key,
+				   type == KS_RULE_LIMIT_PREFIX ? "*" : "");
+			return NULL;
+		}
 	}
-	if (rules->n == KS_HOT_RULES_MAX)
-		return rule_error(err, errlen, fname, line,
-				  "too many rules (at most %d)",
-				  KS_HOT_RULES_MAX);
+	if (rules->n == KS_HOT_RULES_MAX) {
+		rule_error(err, errlen, fname, line,
+			   "too many rules (at most %d)", KS_HOT_RULES_MAX);
+		return NULL;
+	}
 	r = &rules->r[rules->n++];
 	memset(r, 0, sizeof(*r));
 	r->type = (__u8)type;
-	r->len = (__u16)len;
-	r->count = (__u32)count;
-	memcpy(r->key, key, len);
+	r->len = (__u16)klen;
+	memcpy(r->key, key, klen);
+	return r;
+}
+
+/* The first control byte of [t, t + len), or -1. */
+static int control_byte(const char *t, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f)
+			return (unsigned char)t[i];
+	return -1;
+}
+
+/*
+ * "shard KEY SHARDNAME" or "shard PREFIX* SHARDNAME" (tok[1], tok[2]):
+ * a trailing '*' makes a prefix, so an exact key ending in '*' cannot
+ * be given a shard. The name is checked against a ring later (core/
+ * dedicated.h), where one is known: a pin file does not carry one.
+ */
+static int parse_shard(struct ks_hot_rules *rules, const char **tok,
+		       const size_t *tlen, int n, const char *fname,
+		       unsigned line, char *err, size_t errlen)
+{
+	size_t klen = tlen[1];
+	int type = KS_RULE_SHARD, c;
+	struct ks_hot_rule *r;
+
+	if (n != 3)
+		return rule_error(err, errlen, fname, line,
+				  "shard needs KEY|PREFIX* SHARDNAME");
+	if (klen && tok[1][klen - 1] == '*') {
+		type = KS_RULE_SHARD_PREFIX;
+		klen--;
+	}
+	if (!klen)
+		return rule_error(
+			err, errlen, fname, line,
+			"shard '*' names no prefix (every key: that is the ring's job)");
+	if (type == KS_RULE_SHARD_PREFIX && klen > KS_HOT_SHARD_PREFIX_MAX)
+		return rule_error(err, errlen, fname, line,
+				  "shard prefix longer than %d bytes",
+				  KS_HOT_SHARD_PREFIX_MAX);
+	if (check_key(tok[1], klen, fname, line, err, errlen))
+		return -EINVAL;
+	if (tlen[2] >= KS_HOT_SHARD_NAME_MAX)
+		return rule_error(err, errlen, fname, line,
+				  "shard name longer than %d bytes",
+				  KS_HOT_SHARD_NAME_MAX - 1);
+	if ((c = control_byte(tok[2], tlen[2])) >= 0)
+		return rule_error(err, errlen, fname, line,
+				  "shard name has a control byte 0x%02x", c);
+	r = new_rule(rules, type, tok[1], klen, fname, line, err, errlen);
+	if (!r)
+		return -EINVAL;
+	memcpy(r->shard, tok[2], tlen[2]);
 	return 0;
 }
 
@@ -284,6 +346,7 @@ static int parse_limit(struct ks_hot_rules *rules, const char **tok,
 		       const size_t *tlen, int n, const char *fname,
 		       unsigned line, char *err, size_t errlen)
 {
+	struct ks_hot_rule *r;
 	size_t klen;
 	int type;
 	long rate;
@@ -311,14 +374,18 @@ static int parse_limit(struct ks_hot_rules *rules, const char **tok,
 				  "then /s, as in 500/s)",
 				  (int)(tlen[2] > 32 ? 32 : tlen[2]), tok[2],
 				  KS_LIMIT_RATE_MAX);
-	return add_rule(rules, type, tok[1], klen, rate, fname, line, err,
-			errlen);
+	r = new_rule(rules, type, tok[1], klen, fname, line, err, errlen);
+	if (!r)
+		return -EINVAL;
+	r->count = (__u32)rate;
+	return 0;
 }
 
 static int parse_line(struct ks_hot_rules *rules, const char *s,
 		      const char *end, const char *fname, unsigned line,
 		      char *err, size_t errlen)
 {
+	struct ks_hot_rule *r;
 	const char *tok[3];
 	size_t tlen[3];
 	int n, type;
@@ -327,6 +394,9 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 	n = tokenize(s, end, tok, tlen, 3);
 	if (n == 0 || tok[0][0] == '#')
 		return 0;
+	if (tlen[0] == 5 && !memcmp(tok[0], "shard", 5))
+		return parse_shard(rules, tok, tlen, n, fname, line, err,
+				   errlen);
 	type = rule_type_of(tok[0], tlen[0]);
 	if (!type && tlen[0] == 5 && !memcmp(tok[0], "limit", 5))
 		return parse_limit(rules, tok, tlen, n, fname, line, err,
@@ -334,7 +404,7 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 	if (!type)
 		return rule_error(
 			err, errlen, fname, line,
-			"unknown directive '%.*s' (pin, pin-prefix, split-prefix, limit)",
+			"unknown directive '%.*s' (pin, pin-prefix, split-prefix, shard, limit)",
 			(int)(tlen[0] > 32 ? 32 : tlen[0]), tok[0]);
 	if (n != 3)
 		return rule_error(err, errlen, fname, line, "%s needs %s %s",
@@ -354,8 +424,11 @@ static int parse_line(struct ks_hot_rules *rules, const char *s,
 				  (int)(tlen[2] > 32 ? 32 : tlen[2]), tok[2],
 				  type == KS_RULE_SPLIT_PREFIX ? 2 : 1,
 				  KS_HOT_COPIES_MAX);
-	return add_rule(rules, type, tok[1], tlen[1], count, fname, line, err,
-			errlen);
+	r = new_rule(rules, type, tok[1], tlen[1], fname, line, err, errlen);
+	if (!r)
+		return -EINVAL;
+	r->count = (__u32)count;
+	return 0;
 }
 
 int ks_hot_rules_parse(struct ks_hot_rules *rules, const char *buf, size_t len,
@@ -403,8 +476,10 @@ int ks_hot_rules_load(struct ks_hot_rules *rules, const char *path, char *err,
 	return ret;
 }
 
-const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
-					    const __u8 *key, size_t len)
+/* The exact rule for key first, else the longest matching prefix rule:
+ * among the hot-key rules, or among the shard rules (shard set). */
+static const struct ks_hot_rule *match(const struct ks_hot_rules *rules,
+				       const __u8 *key, size_t len, int shard)
 {
 	const struct ks_hot_rule *best = NULL;
 	size_t i;
@@ -414,7 +489,9 @@ const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 
 		if (ks_hot_rule_is_limit(r->type))
 			continue;
-		if (r->type == KS_RULE_PIN) {
+		if (!ks_hot_rule_is_shard(r->type) != !shard)
+			continue;
+		if (r->type == KS_RULE_PIN || r->type == KS_RULE_SHARD) {
 			if (r->len == len && !memcmp(r->key, key, len))
 				return r;
 			continue;
@@ -424,6 +501,18 @@ const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 			best = r;
 	}
 	return best;
+}
+
+const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
+					    const __u8 *key, size_t len)
+{
+	return match(rules, key, len, 0);
+}
+
+const struct ks_hot_rule *ks_hot_shard_match(const struct ks_hot_rules *rules,
+					     const __u8 *key, size_t len)
+{
+	return match(rules, key, len, 1);
 }
 
 /* ---- table ---- */

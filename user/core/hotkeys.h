@@ -58,11 +58,24 @@ enum ks_hot_rule_type {
 	KS_RULE_PIN = 1,      /* pin KEY COPIES: exact key, always hot */
 	KS_RULE_PIN_PREFIX,   /* pin-prefix PREFIX COPIES */
 	KS_RULE_SPLIT_PREFIX, /* split-prefix PREFIX K: K copies, K sub-keys */
+	/* Dedicated shards (docs/placement.md, "Dedicated shards"): the
+	 * key, or every key under the prefix, is placed on the named shard
+	 * instead of its ring owner. Not a hot-key rule: the hot-key table
+	 * ignores them (ks_hot_rule_match), ks_hot_shard_match finds them. */
+	KS_RULE_SHARD,        /* shard KEY SHARDNAME */
+	KS_RULE_SHARD_PREFIX, /* shard PREFIX* SHARDNAME */
 	/* limit KEY RATE/s, limit PREFIX* RATE/s: a rate limit
 	 * (core/limits.h; count is the rate per second), never a pin */
 	KS_RULE_LIMIT = 16,
 	KS_RULE_LIMIT_PREFIX,
 };
+
+/* A shard's name in a shard rule: "host:port" as the ring lists it, or the
+ * shard's optional name (core/shards.h), and the NUL. */
+#define KS_HOT_SHARD_NAME_MAX 264
+/* The longest prefix of a shard rule: the datapath matches prefixes in an
+ * LPM trie whose key holds this many bytes (bpf/ks_dedicated.h). */
+#define KS_HOT_SHARD_PREFIX_MAX 64
 
 /* A limit rule: ks_hot_rule_match passes them over. */
 static inline int ks_hot_rule_is_limit(unsigned type)
@@ -73,11 +86,14 @@ static inline int ks_hot_rule_is_limit(unsigned type)
 struct ks_hot_rule {
 	__u8 type; /* enum ks_hot_rule_type */
 	__u16 len;
-	__u32 count; /* copies (pins) or ways (split) */
+	__u32 count; /* copies (pins) or ways (split); 0 for shard rules */
 	__u8 key[KS_HOT_KEY_MAX];
+	char shard[KS_HOT_SHARD_NAME_MAX]; /* shard rules: the shard's name */
 };
 
-/* "pin", "pin-prefix", "split-prefix", "limit" (the pin file's words);
+/* "pin", "pin-prefix", "split-prefix", "shard", "shard-prefix", "limit",
+ * "limit-prefix" (the pin file's words; a shard-prefix rule is written
+ * "shard PREFIX* NAME", a limit-prefix one "limit PREFIX* RATE/s");
  * "?" for any other type. */
 const char *ks_hot_rule_name(unsigned type);
 
@@ -98,11 +114,21 @@ int ks_hot_rules_parse(struct ks_hot_rules *rules, const char *buf, size_t len,
 /* Reads path (at most 1 MiB) and parses it; -errno on read failure. */
 int ks_hot_rules_load(struct ks_hot_rules *rules, const char *path, char *err,
 		      size_t errlen);
-/* The pin or split rule for a key: an exact pin first, else the longest
- * matching prefix rule; NULL if none. Limit rules are not matched here
- * (core/limits.h has their own match). */
+/* The hot-key rule for a key: an exact pin first, else the longest
+ * matching pin-prefix or split-prefix rule; NULL if none. Shard and limit
+ * rules are not hot-key rules and never match here (core/limits.h has
+ * the limits' own match). */
 const struct ks_hot_rule *ks_hot_rule_match(const struct ks_hot_rules *rules,
 					    const __u8 *key, size_t len);
+/* The shard rule for a key: an exact one first, else the longest matching
+ * prefix; NULL if none (the key stays with its ring owner). */
+const struct ks_hot_rule *ks_hot_shard_match(const struct ks_hot_rules *rules,
+					     const __u8 *key, size_t len);
+/* Whether a rule is a shard rule (exact or prefix). */
+static inline int ks_hot_rule_is_shard(unsigned type)
+{
+	return type == KS_RULE_SHARD || type == KS_RULE_SHARD_PREFIX;
+}
 
 /* ---- the table ---- */
 

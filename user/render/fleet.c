@@ -6,6 +6,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "render/fleet.h"
+#include "core/dedicated.h"
 #include "core/hot_doc.h"
 
 /* Text from etcd for a terminal: anyone who can write to etcd could put
@@ -243,6 +244,62 @@ static void text_hot(FILE *f, const struct ks_fleet_out *o)
 			safe(o->s->refused[i].why, w, sizeof(w)));
 }
 
+/* The shard of dedicated rule i: its index in the ring (-1: none) and,
+ * when an agent serves it, its row of the view (else NULL). */
+static const struct ks_fleet_shard *ded_shard(const struct ks_fleet_out *o,
+					      const struct ks_hot_rule *r,
+					      int *idx)
+{
+	*idx = o->s->ring_shards
+		       ? ks_dedicated_shard_index(o->s->ring_shards, r->shard)
+		       : -1;
+	if (*idx < 0 || (size_t)*idx >= o->v->n_shards ||
+	    o->v->shards[*idx].host < 0)
+		return NULL;
+	return &o->v->shards[*idx];
+}
+
+/* Dedicated shards (docs/placement.md): each shard rule, its shard and
+ * that shard's load, or why it places nothing. */
+static void text_dedicated(FILE *f, const struct ks_fleet_out *o)
+{
+	const struct ks_fleet_snapshot *s = o->s;
+	char k[KS_FLEET_KEY_TEXT], raw[KS_HOT_KEY_MAX + 2],
+		b[KS_FLEET_ADDR_MAX * 4];
+	size_t i;
+
+	if (s->pins_rev && !s->pins && s->pins_why[0])
+		fprintf(f, "\npins revision %" PRId64 " refused: %s\n",
+			s->pins_rev, s->pins_why);
+	if (!s->pins)
+		return;
+	fprintf(f, "\ndedicated shards (pins revision %" PRId64 ")\n",
+		s->pins_rev);
+	fprintf(f, "  %-30s %-21s %10s %6s\n", "RULE", "SHARD", "READS/S",
+		"xMEAN");
+	for (i = 0; i < s->pins->n; i++) {
+		const struct ks_hot_rule *r = &s->pins->r[i];
+		const struct ks_fleet_shard *sh;
+		int idx;
+
+		if (!ks_hot_rule_is_shard(r->type))
+			continue;
+		snprintf(raw, sizeof(raw), "%.*s%s", (int)r->len,
+			 (const char *)r->key,
+			 r->type == KS_RULE_SHARD_PREFIX ? "*" : "");
+		safe(raw, k, sizeof(k));
+		safe(r->shard, b, sizeof(b));
+		sh = ded_shard(o, r, &idx);
+		if (sh)
+			fprintf(f, "  %-30s %-21s %10.1f %6.2f\n", k, b,
+				sh->reads, sh->ratio);
+		else
+			fprintf(f, "  %-30s %-21s %s\n", k, b,
+				idx < 0 ? "not in the ring: its keys stay with their ring owners"
+					: "no agent");
+	}
+}
+
 void ks_render_fleet_text(FILE *f, const struct ks_fleet_out *o)
 {
 	text_head(f, o);
@@ -253,6 +310,7 @@ void ks_render_fleet_text(FILE *f, const struct ks_fleet_out *o)
 	text_hosts(f, o);
 	text_top(f, o);
 	text_hot(f, o);
+	text_dedicated(f, o);
 	if (o->watch_state)
 		fprintf(f, "\netcd: %s\n", o->watch_state);
 }
@@ -436,6 +494,39 @@ static json_t *reads_json(const struct ks_fleet_out *o)
 	return r;
 }
 
+/* "dedicated": a row per shard rule, its shard's load when served. */
+static json_t *dedicated_json(const struct ks_fleet_out *o)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; o->s->pins && i < o->s->pins->n; i++) {
+		const struct ks_hot_rule *r = &o->s->pins->r[i];
+		const struct ks_fleet_shard *sh;
+		json_t *x;
+		int idx;
+
+		if (!ks_hot_rule_is_shard(r->type))
+			continue;
+		sh = ded_shard(o, r, &idx);
+		x = json_object();
+		json_object_set_new(x, "type",
+				    json_string(ks_hot_rule_name(r->type)));
+		json_object_set_new(x,
+				    r->type == KS_RULE_SHARD ? "key" : "prefix",
+				    json_stringn((const char *)r->key, r->len));
+		json_object_set_new(x, "shard", str(r->shard));
+		json_object_set_new(x, "index",
+				    idx >= 0 ? json_integer(idx) : json_null());
+		json_object_set_new(x, "reads_per_s",
+				    sh ? json_real(sh->reads) : json_null());
+		json_object_set_new(x, "ratio_to_mean",
+				    sh ? json_real(sh->ratio) : json_null());
+		json_array_append_new(a, x);
+	}
+	return a;
+}
+
 void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 {
 	const struct ks_fleet_snapshot *s = o->s;
@@ -473,6 +564,8 @@ void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 		json_array_append_new(a, hot_json(o, &v->hot[i]));
 	json_object_set_new(d, "hot", a);
 	json_object_set_new(d, "hot_refused", refused_json(s));
+	json_object_set_new(d, "pins_revision", json_integer(s->pins_rev));
+	json_object_set_new(d, "dedicated", dedicated_json(o));
 	if (o->watch_state) {
 		json_t *w = json_object();
 

@@ -3,6 +3,7 @@
  * routing_json.c - the hot-key table as the routing document (see
  * routing_json.h), written with the agent's JSON buffer writer.
  */
+#include <string.h>
 #include <math.h>
 #include <stdlib.h>
 #include "core/mc_key.h"
@@ -118,10 +119,19 @@ size_t ks_hot_json_steer(const struct ks_hot_table *t,
 		ks_json_buf_printf(
 			&w, "%s{\"type\":\"%s\",\"%s\":", i ? "," : "",
 			ks_hot_rule_name(r->type),
-			r->type == KS_RULE_PIN || r->type == KS_RULE_LIMIT
+			r->type == KS_RULE_PIN || r->type == KS_RULE_LIMIT ||
+					r->type == KS_RULE_SHARD
 				? "key"
 				: "prefix");
 		ks_json_buf_string(&w, r->key, r->len);
+		if (ks_hot_rule_is_shard(r->type)) {
+			/* a dedicated shard: the shard, no count */
+			ks_json_buf_printf(&w, ",\"shard\":");
+			ks_json_buf_string(&w, (const __u8 *)r->shard,
+					   strlen(r->shard));
+			ks_json_buf_printf(&w, "}");
+			continue;
+		}
 		ks_json_buf_printf(&w, ",\"%s\":%u}",
 				   ks_hot_rule_is_limit(r->type) ? "rate_per_s"
 				   : r->type == KS_RULE_SPLIT_PREFIX ? "ways"
