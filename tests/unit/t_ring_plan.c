@@ -123,11 +123,10 @@ static void t_points(void)
 	free(p);
 	ks_shards_free(&s);
 	{
-		static const enum ks_dist no[] = { KS_DIST_DALLI,
-						   KS_DIST_MODULA,
-						   KS_DIST_MODULA_OAAT,
-						   KS_DIST_TWEMPROXY_MODULA,
-						   KS_DIST_PYMEMCACHE };
+		static const enum ks_dist no[] = {
+			KS_DIST_DALLI, KS_DIST_MODULA, KS_DIST_MODULA_OAAT,
+			KS_DIST_TWEMPROXY_MODULA, KS_DIST_PYMEMCACHE
+		};
 
 		for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
 			struct ks_ring_point q = { 5, 0 };
@@ -176,11 +175,12 @@ static void t_doc(void)
 	ks_ring_points_effective(&r, &p, &n);
 	for (i = 0; i < n; i += 7)
 		p[i].shard = (p[i].shard + 2) % 5;
-	CHECK(!ks_ring_build_points(&e, &r, &s, p, n, err, sizeof(err)),
-	      "%s", err);
+	CHECK(!ks_ring_build_points(&e, &r, &s, p, n, err, sizeof(err)), "%s",
+	      err);
 	CHECK(!ks_ring_doc_encode_ext(&e, &s, "t", "now", 0, 1, &doc, &len),
 	      "encode");
-	CHECK(strstr(doc, "\"schema\": 2") && strstr(doc, "\"explicit_points\"") &&
+	CHECK(strstr(doc, "\"schema\": 2") &&
+		      strstr(doc, "\"explicit_points\"") &&
 		      strstr(doc, "\"clients\": \"keysteer\""),
 	      "schema 2 text");
 	CHECK(!ks_ring_doc_decode(doc, len, &d, err, sizeof(err)), "decode: %s",
@@ -301,8 +301,9 @@ static void t_doc(void)
 		}
 	}
 	u = subst(doc, "\"clients\": \"keysteer\"", "\"clients\": \"some\"");
-	CHECK(u && ks_ring_doc_decode(u, strlen(u), &d, err, sizeof(err)) ==
-				   -EBADMSG &&
+	CHECK(u &&
+		      ks_ring_doc_decode(u, strlen(u), &d, err, sizeof(err)) ==
+			      -EBADMSG &&
 		      strstr(err, "clients"),
 	      "clients some: %s", err);
 	free(u);
@@ -365,9 +366,9 @@ static double ratio_on(const struct ks_ring *r, const struct wl *x, __u32 ns,
 	memset(per, 0, ns * sizeof(*per));
 	for (i = 0; i < x->nk; i++)
 		per[ks_ring_lookup(r, x->name[i], strlen(x->name[i]))] +=
-			x->w[i] >= HOT_SHARE * 100000.0 / ns ?
-				x->w[i] * OWNER_SHARE :
-				x->w[i];
+			x->w[i] >= HOT_SHARE * 100000.0 / ns
+				? x->w[i] * OWNER_SHARE
+				: x->w[i];
 	for (i = 0; i < ns; i++) {
 		sum += per[i];
 		if (per[i] > mx)
@@ -422,8 +423,8 @@ static void plan_case(const char *name, double s, __u32 ntop, double target,
 	CHECK(!ks_ring_plan(&in, &out, err, sizeof(err)), "plan: %s", err);
 	CHECK(fabs(out.ratio_before - before) < 1e-9, "before %f model %f",
 	      before, out.ratio_before);
-	CHECK(out.reached && out.ratio_after <= target + 1e-9,
-	      "model after %f", out.ratio_after);
+	CHECK(out.reached && out.ratio_after <= target + 1e-9, "model after %f",
+	      out.ratio_after);
 	CHECK(!ks_ring_build_points(&e, &r, &sh, out.pts, out.npts, err,
 				    sizeof(err)),
 	      "build: %s", err);
@@ -437,8 +438,8 @@ static void plan_case(const char *name, double s, __u32 ntop, double target,
 	CHECK(got <= want_ratio, "on the keys %.3f > %.3f", got, want_ratio);
 	CHECK((double)moved / x.nk <= want_moved, "moved %u", moved);
 	/* keys moved: the carved keys plus the slices' share of the keys */
-	CHECK(fabs((double)moved - out.keys_carved -
-		   out.moved_space * x.nk) <= 0.002 * x.nk + 20,
+	CHECK(fabs((double)moved - out.keys_carved - out.moved_space * x.nk) <=
+		      0.002 * x.nk + 20,
 	      "moved %u, model %.0f", moved,
 	      out.keys_carved + out.moved_space * x.nk);
 	ks_ring_free(&e);

@@ -225,7 +225,8 @@ static int take_etcd(struct acc *a, struct ks_etcd *c, const char *cluster,
 			char self[160];
 
 			snprintf(self, sizeof(self), "%.*s",
-				 (int)(r.kvs[i].key_len - pl), r.kvs[i].key + pl);
+				 (int)(r.kvs[i].key_len - pl),
+				 r.kvs[i].key + pl);
 			take(a, self, r.kvs[i].value, r.kvs[i].value_len, h);
 		}
 		ks_etcd_range_free(&r);
@@ -315,9 +316,10 @@ int ks_ring_plan_cmd(int argc, char **argv)
 			target = strtod(optarg, &end);
 			if (*end || end == optarg || !(target >= 1.001) ||
 			    !(target <= 2)) {
-				snprintf(err, sizeof(err),
-					 "--target '%s' is not a number 1.001..2 (the busiest shard / mean to reach)",
-					 optarg);
+				snprintf(
+					err, sizeof(err),
+					"--target '%s' is not a number 1.001..2 (the busiest shard / mean to reach)",
+					optarg);
 				goto usage;
 			}
 			continue;
@@ -423,8 +425,8 @@ int ks_ring_plan_cmd(int argc, char **argv)
 		ks_err("out of memory planning the ring");
 		goto out;
 	}
-	if (load_file ? take_file(&a, load_file, h) :
-			take_etcd(&a, c, ec.cluster, window, h))
+	if (load_file ? take_file(&a, load_file, h)
+		      : take_etcd(&a, c, ec.cluster, window, h))
 		goto out;
 	for (i = 0; i < shards.n; i++)
 		if (!a.seen[i]) {
@@ -433,8 +435,9 @@ int ks_ring_plan_cmd(int argc, char **argv)
 			ks_shard_addr(&shards.v[i], addr, sizeof(addr));
 			ks_err("ring plan: shard %u (%s) has no load document%s: a plan needs every shard's load (is its agent running with --etcd and --self %s?)",
 			       i, addr,
-			       a.other_ring ? " on this ring (some agents run another ring revision: plan when they all run this one)" :
-					      "",
+			       a.other_ring
+				       ? " on this ring (some agents run another ring revision: plan when they all run this one)"
+				       : "",
 			       addr);
 			goto out;
 		}

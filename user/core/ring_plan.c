@@ -110,8 +110,7 @@ static void extremes(const struct plan *p, __u32 *hi, __u32 *lo, double *sum)
 
 /* The movable sampled key of donor whose load is nearest want and
  * below gap (moving it must lower the pair's maximum); -1 for none. */
-static long pick_key(const struct plan *p, __u32 donor, double want,
-		     double gap)
+static long pick_key(const struct plan *p, __u32 donor, double want, double gap)
 {
 	long best = -1;
 	double bd = 0;
@@ -239,7 +238,8 @@ int ks_ring_plan(const struct ks_plan_in *in, struct ks_plan_out *out,
 	p.nkeys = in->nkeys;
 	/* each shard's space, its keys' load, and the rest spread evenly */
 	for (i = 0; i < p.n; i++)
-		space[p.a[i].shard] += (double)(p.a[i].end - arc_start(&p, i)) + 1;
+		space[p.a[i].shard] += (double)(p.a[i].end - arc_start(&p, i)) +
+				       1;
 	for (i = 0; i < p.nkeys; i++)
 		p.load[p.a[arc_of(&p, keys[i].hash)].shard] += keys[i].load;
 	for (s = 0; s < p.nshards; s++) {

@@ -42,9 +42,9 @@ struct ks_plan_in {
 	const double *load;         /* per shard: requests/s served */
 	const struct ks_plan_key *keys;
 	__u32 nkeys;
-	double target;     /* busiest / mean to reach, > 1 */
-	__u32 max_points;  /* 0: KS_RING_MAX_POINTS */
-	__u32 max_steps;   /* 0: 4096 */
+	double target;    /* busiest / mean to reach, > 1 */
+	__u32 max_points; /* 0: KS_RING_MAX_POINTS */
+	__u32 max_steps;  /* 0: 4096 */
 };
 
 struct ks_plan_out {
@@ -58,7 +58,7 @@ struct ks_plan_out {
 	__u32 keys_carved;  /* sampled keys given arcs of their own */
 	__u32 slices;       /* slices moved */
 	__u32 steps;
-	int reached;        /* ratio_after <= target */
+	int reached; /* ratio_after <= target */
 };
 
 /*

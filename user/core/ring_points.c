@@ -38,9 +38,10 @@ int ks_ring_build_points(struct ks_ring *r, const struct ks_ring *base,
 	if (ks_ring_points_dist_ok(bm->dist, err, errlen))
 		return -EINVAL;
 	if (!n || n > KS_RING_MAX_POINTS) {
-		snprintf(err, errlen,
-			 "a ring of explicit points needs 1 to %d points, not %u",
-			 KS_RING_MAX_POINTS, n);
+		snprintf(
+			err, errlen,
+			"a ring of explicit points needs 1 to %d points, not %u",
+			KS_RING_MAX_POINTS, n);
 		return -EINVAL;
 	}
 	for (i = 0; i < n; i++) {
