@@ -140,10 +140,12 @@ static void take(struct acc *a, const char *self, const char *raw, size_t len,
 		return;
 	}
 	a->docs++;
-	a->served[idx] += h->served;
+	/* what its memcached answered: reads less the steered UDP gets,
+	 * and every write */
+	a->served[idx] += h->served + h->writes;
 	a->seen[idx]++;
 	a->mis += h->mis;
-	a->total += h->served;
+	a->total += h->served + h->writes;
 	for (i = 0; i < h->n_top; i++) {
 		const struct ks_fleet_key *t = &h->top[i];
 		__u8 kb[KS_MAX_KEY_LEN + 1];
