@@ -20,6 +20,8 @@
 #    the planned points give it, and the known keys the plan carved are
 #    not on their ketama owner (what a client on the names' ring would
 #    use: the control, the same keys on the names' ring, must disagree).
+# 5. `ring set` of the names' ring again, without --clients: schema 1,
+#    and the "clients" declaration of the ring it replaced stays.
 # Everything is this script's own, by PID, removed on every exit path.
 # About 15 s.
 set -u
@@ -228,4 +230,14 @@ if [ "${nctrl:-0}" -ge "${ncarved:-1}" ] && [ "${nctrl:-0}" -ge 1 ]; then
 	pass ring_plan_control_names_ring_disagrees
 else
 	fail ring_plan_control_names_ring_disagrees "the names' ring places every key as the plan: $ok"
+fi
+
+# --- 5. back to the names' ring: the declaration stays -------------------------
+e2e_agent ring set "${E[@]}" --shards-file "$SH" >"$E2E_TMP/set3.out" 2>&1
+rc=$?
+got=$(e2e_agent ring get "${E[@]}" --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin)["ring"]; print(d["schema"], d.get("clients"))')
+if [ "$rc" = 0 ] && [ "$got" = "1 keysteer" ]; then
+	pass ring_set_keeps_the_clients_declaration
+else
+	fail ring_set_keeps_the_clients_declaration "exit $rc: $(tail -n 2 "$E2E_TMP/set3.out"); get: $got"
 fi

@@ -657,7 +657,7 @@ static int ring_set(int argc, char **argv)
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}
-	if (clients < 0)
+	if (clients < 0 && spec.plan)
 		clients = plan_ks;
 	/* a ring of explicit points for clients that build their ring from
 	 * a server list would send the planned keys to their old owners */
@@ -677,6 +677,20 @@ static int ring_set(int argc, char **argv)
 	if (ks_etcd_range(c, ec.ring_key, strlen(ec.ring_key), 0, &cur)) {
 		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
 		goto out;
+	}
+	/* without --clients (or a plan), the declaration of the ring it
+	 * replaces stays: adding a shard does not undo it */
+	if (clients < 0) {
+		struct ks_ring_doc d;
+		char derr[KS_ERRLEN_DOC];
+
+		clients = 0;
+		if (cur.n &&
+		    !ks_ring_doc_decode(cur.kvs[0].value, cur.kvs[0].value_len,
+					&d, derr, sizeof(derr))) {
+			clients = d.clients_ks;
+			ks_ring_doc_free(&d);
+		}
 	}
 	/* The diff is against the revision read: the write is pinned to it,
 	 * so what was printed is what the write replaces (a change in
