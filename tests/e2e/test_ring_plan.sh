@@ -135,7 +135,7 @@ note "$(grep -E 'busiest|moves|sample keys|planned ring' "$E2E_TMP/plan.out")"
 after=$(sed -n 's/^busiest\/mean: now \([0-9.]*\), planned \([0-9.]*\).*/\1 \2/p' "$E2E_TMP/plan.out")
 if [ "$rc" = 0 ] && [ -s "$E2E_TMP/plan.json" ] &&
 	awk -v a="$after" 'BEGIN { split(a, x, " "); exit !(x[1] > 1.5 && x[2] <= 1.05) }' &&
-	grep -q '"schema": 2' "$E2E_TMP/plan.json" && grep -q '"clients": "keysteer"' "$E2E_TMP/plan.json"; then
+	grep -q '"schema":2' "$E2E_TMP/plan.json" && grep -q '"clients":"keysteer"' "$E2E_TMP/plan.json"; then
 	pass ring_plan_proposes_points
 else
 	fail ring_plan_proposes_points "exit $rc: $(cat "$E2E_TMP/plan.out")"

@@ -80,8 +80,10 @@ int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
 	return ks_ring_doc_encode_ext(r, s, by, at, force, 0, out, len);
 }
 
-/* [[value, shard], ...]: compact enough for etcd's 1.5 MiB request limit
- * up to about 80,000 points (each pair is at most 20 bytes). */
+/* [[value, shard], ...], the document written compact: a pair takes at
+ * most 17 bytes, so etcd's default 1.5 MiB request takes about 90,000
+ * points (1024 shards' 163,840 need --max-request-bytes raised); with
+ * the two-space indent of schema 1 a pair would take 40. */
 static json_t *points_json(const struct ks_ring_half *h)
 {
 	json_t *arr = json_array();
@@ -169,7 +171,9 @@ int ks_ring_doc_encode_ext(const struct ks_ring *r, const struct ks_shards *s,
 	if (force)
 		bad |= json_object_set_new(root, "force", json_true());
 	*out = bad ? NULL
-		   : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		   : json_dumps(root,
+				(m->planned ? JSON_COMPACT : JSON_INDENT(2)) |
+					JSON_PRESERVE_ORDER);
 	json_decref(root);
 	if (!*out)
 		return -ENOMEM;
