@@ -191,7 +191,8 @@ def main():
     n = a.shards
     shards = [("198.18.2.%d" % (11 + i), 11211) for i in range(n)]
     pts = ketama(shards)
-    tmp = tempfile.mkdtemp(prefix="ks_bounded.")
+    tmpd = tempfile.TemporaryDirectory(prefix="ks_bounded.")  # removed at exit
+    tmp = tmpd.name
     sf = os.path.join(tmp, "shards.txt")
     open(sf, "w").write("".join("%s:%d\n" % s for s in shards))
     ringf = os.path.join(tmp, "ring.json")
