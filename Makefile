@@ -426,7 +426,17 @@ bench-steer: check-deps
 # The same flash sale over TCP through libkeysteer: etcd in the client's
 # namespace, agents with --etcd, build/tests/ks_client_load (docs/steering.md,
 # "Over TCP through the library"). About 45 s. Not in `make test`.
-.PHONY: bench-steer-tcp bench-scale-out
+.PHONY: bench-steer-tcp bench-scale-out bench-plan
+# A ring planned from measured load (issue 26): 16 shards, the flash sale and
+# a Zipf 1.0 body through libkeysteer, busiest/mean from memcached's counters
+# with ketama, --balance and the planned ring; then bounded loads against the
+# planner on the same workloads, simulated (docs/placement.md). About 8
+# minutes. Not in `make test`.
+bench-plan: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/plan_bench.sh --json $(OUT)/plan_bench.json
+	/usr/bin/python3 tests/bench/bounded_loads.py --agent $(OUT)/agent --json $(OUT)/bounded_loads.json
+
 bench-steer-tcp: check-deps
 	$(MAKE) all tests
 	tests/bench/steer_bench.sh --via library --agent-args '--owner-share 0.015625 --balance 0.10' \

@@ -133,7 +133,11 @@ struct ks_ring_meta {
 	__u32 key_hash;   /* enum ks_key_hash */
 	__u8 hash_tag[2]; /* twemproxy's hash_tag, when tagged */
 	__u8 tagged;      /* 1: hash only the part between the tag's bytes */
-	__u8 pad0;
+	/* 1: the points are explicit (a planned ring, schema 2 of the ring
+	 * document, user/core/ring_points.h), not built from the shard
+	 * names. The lookup is the same: the datapath needs no flag, user
+	 * space shows it. */
+	__u8 planned;
 };
 _Static_assert(sizeof(struct ks_ring_meta) == 40, "ks_ring_meta layout");
 

@@ -20,6 +20,8 @@
 #include <netinet/in.h>
 #include "groups.h"
 #include "tr.h"
+#include "core/ring_plan.h"
+#include "core/ring_points.h"
 
 static void tr_traffic(int npkts, __u32 seed)
 {
@@ -492,6 +494,96 @@ static void tr_tc(void)
 	tr_ring_free(&t);
 }
 
+/*
+ * A ring of explicit points (issue 26): a plan from core/ring_plan.h on
+ * 16 ketama shards, shard 5 loaded twice the others with 8 of its keys
+ * known, so the plan gives those keys arcs of their own and slices of
+ * shard 5's arcs to the light shards. The datapath must place every key
+ * as user space does on the planned points (tr_send, packet by packet),
+ * and the known keys must be on shards other than their ketama owner's:
+ * a datapath on the names' ring would count them for shard 5.
+ */
+static void tr_explicit_points(void)
+{
+	struct tr_shape s = { .dist = KS_DIST_KETAMA, .n = 16, .self = 5 };
+	struct ks_plan_key keys[8];
+	struct ks_plan_in in = { 0 };
+	struct ks_plan_out out;
+	struct tr_ring t;
+	struct ks_ring e;
+	static struct tr_seg g;
+	double load[16];
+	char err[512];
+	__u8 kb[8][24];
+	size_t kl[8];
+	__u32 i, nk = 0, seed = 0, off5 = 0, carved;
+
+	kp_begin("ring_explicit_points_planned_16_shards");
+	if (tr_ring_build(&t, &s)) {
+		kp_end();
+		return;
+	}
+	for (i = 0; i < 16; i++)
+		load[i] = 100;
+	load[5] = 200;
+	/* 8 keys of shard 5, 10 requests/s each */
+	while (nk < 8 && seed < 100000) {
+		int n = snprintf((char *)kb[nk], sizeof(kb[nk]), "plan:%u",
+				 seed++);
+
+		if (ks_ring_lookup(&t.ring, kb[nk], (size_t)n) != 5)
+			continue;
+		kl[nk] = (size_t)n;
+		keys[nk].hash = ks_ring_hash(&t.ring, kb[nk], (size_t)n);
+		keys[nk].load = 10;
+		keys[nk++].fixed = 0;
+	}
+	in.base = &t.ring;
+	in.load = load;
+	in.keys = keys;
+	in.nkeys = nk;
+	in.target = 1.02;
+	CHECK(nk == 8 && !ks_ring_plan(&in, &out, err, sizeof(err)), "plan: %s",
+	      err);
+	CHECK(out.keys_carved > 0 && out.slices > 0,
+	      "%u keys carved, %u slices", out.keys_carved, out.slices);
+	if (ks_ring_build_points(&e, &t.ring, &t.shards, out.pts, out.npts, err,
+				 sizeof(err))) {
+		CHECK(0, "build: %s", err);
+		ks_ring_plan_free(&out);
+		tr_ring_free(&t);
+		kp_end();
+		return;
+	}
+	carved = out.keys_carved;
+	ks_ring_plan_free(&out);
+	/* slices stop short of known keys: exactly the carved keys left */
+	for (i = 0; i < nk; i++)
+		off5 += ks_ring_lookup(&e, kb[i], kl[i]) != 5;
+	CHECK(off5 == carved && off5 >= 1,
+	      "%u of %u keys off shard 5, %u carved", off5, nk, carved);
+	ks_ring_free(&t.ring);
+	t.ring = e;
+	tr_load(&t);
+	/* the known keys, one a packet, then every shape of traffic */
+	for (i = 0; i < nk; i++) {
+		tr_seg_clear(&g);
+		tr_seg_req(&g, KS_OP_GET);
+		tr_seg_puts(&g, "get ");
+		tr_seg_key(&g, kb[i], kl[i], true);
+		tr_seg_puts(&g, "\r\n");
+		tr_seg_end(&g);
+		tr_send(&g, 0, IPPROTO_TCP, (__u16)(41000 + i));
+	}
+	tr_traffic(160, 2600);
+	CHECK(t.ring.half->meta.planned == 1, "planned");
+	CHECK(kp_pkt(KS_PKT_RING_HIT) > 500, "only %llu keys placed",
+	      (unsigned long long)kp_pkt(KS_PKT_RING_HIT));
+	kp_end();
+	tr_follow(NULL);
+	tr_ring_free(&t);
+}
+
 void t_ring_group(void)
 {
 	int d, c;
@@ -508,6 +600,7 @@ void t_ring_group(void)
 	tr_misdirect_slots();
 	tr_sampled_only();
 	tr_tc();
+	tr_explicit_points();
 	printf("# ring: %llu packets and %llu keys checked against user space one packet at a time\n",
 	       (unsigned long long)tr_pkts_checked,
 	       (unsigned long long)tr_keys_checked);

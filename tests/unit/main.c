@@ -82,6 +82,7 @@ static const struct kt_group groups[] = {
 	{ "pcap", test_pcap },
 	{ "etcd_codec", test_etcd_codec },
 	{ "ring_doc", test_ring_doc },
+	{ "ring_plan", test_ring_plan },
 	{ "purge", test_purge },
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },

@@ -270,8 +270,11 @@ static void t_refused(void)
 		const char *from, *to, *why;
 	} bad[] = {
 		{ "{", "[", "not JSON" },
+		{ "\"schema\":1", "\"schema\":3",
+		  "schema 3; this agent reads schemas 1 and 2" },
+		/* schema 2 is a ring of explicit points (t_ring_plan.c) */
 		{ "\"schema\":1", "\"schema\":2",
-		  "schema 2; this agent reads schema 1" },
+		  "schema 2 has no \"explicit_points\"" },
 		{ "\"schema\":1,", "", "\"schema\" is missing" },
 		{ "\"schema\":1", "\"schema\":\"1\"", "not a whole number" },
 		{ "keysteer-ring", "keysteer-hot", "kind is 'keysteer-hot'" },

@@ -39,6 +39,7 @@ void test_cli_options(void);
 void test_pcap(void);
 void test_etcd_codec(void);
 void test_ring_doc(void);
+void test_ring_plan(void);
 void test_steer_fsm(void);
 void test_steer_fill(void);
 void test_fleet_docs(void);

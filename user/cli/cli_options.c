@@ -268,6 +268,43 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "share of keys plus 1%% (a switch of distribution, a\n"
 	  "wrong shard list), and mark the document \"force\": true\n"
 	  "(docs/operations.md)" },
+	/* a ring of explicit points (issue 26, docs/placement.md) */
+	{ "plan", KS_OPTV_PLAN, REQ, "FILE",
+	  KS_CMD_RING_LOOKUP | KS_CMD_RING_SET, 0, KS_GRP_OPTIONS,
+	  "the ring of a ring document FILE ('ring plan --out',\n"
+	  "or 'ring get'), explicit points and all, instead of a\n"
+	  "shard list (lookup, set)" },
+	{ "from-plan", KS_OPTV_FROM_PLAN, REQ, "FILE", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the old ring from a ring document FILE (diff)" },
+	{ "to-plan", KS_OPTV_TO_PLAN, REQ, "FILE", KS_CMD_RING_DIFF, 0,
+	  KS_GRP_OPTIONS, "the new ring from a ring document FILE (diff)" },
+	{ "clients", KS_OPTV_CLIENTS, REQ, "WHO", KS_CMD_RING_SET, 0,
+	  KS_GRP_OPTIONS,
+	  "keysteer: every client of the fleet reads the ring\n"
+	  "from etcd (libkeysteer), the condition of 'ring plan';\n"
+	  "any (default): some build it from a server list" },
+	{ "window", KS_OPTV_WINDOW, REQ, "SEC", KS_CMD_RING_PLAN, 0,
+	  KS_GRP_OPTIONS,
+	  "plan: average the load documents over SEC seconds,\n"
+	  "one read a second (1..3600; default 10)" },
+	{ "target", KS_OPTV_TARGET, REQ, "F", KS_CMD_RING_PLAN, 0,
+	  KS_GRP_OPTIONS,
+	  "plan: the busiest shard / mean to reach (1.001..2;\n"
+	  "default 1.03)" },
+	{ "out", KS_OPTV_OUT, REQ, "FILE", KS_CMD_RING_PLAN, 0, KS_GRP_OPTIONS,
+	  "plan: write the planned ring document to FILE, for\n"
+	  "'ring set --plan FILE'" },
+	{ "ring-file", KS_OPTV_RING_FILE, REQ, "FILE", KS_CMD_RING_PLAN, 0,
+	  KS_GRP_OPTIONS,
+	  "plan: the ring now from a ring document FILE, not etcd" },
+	{ "load-file", KS_OPTV_LOAD_FILE, REQ, "FILE", KS_CMD_RING_PLAN, 0,
+	  KS_GRP_OPTIONS,
+	  "plan: the load documents from FILE (a JSON array), not\n"
+	  "etcd" },
+	{ "max-points", KS_OPTV_MAX_POINTS, REQ, "N", KS_CMD_RING_PLAN, 0,
+	  KS_GRP_OPTIONS,
+	  "plan: at most N points in the planned ring (default\n"
+	  "the ring's points + 512)" },
 	{ "json", 'j', NO, NULL, KS_CMD_RING_GET | KS_CMD_PINS_GET, 0,
 	  KS_GRP_OPTIONS,
 	  "the key, revisions and document as one JSON object\n"

@@ -36,13 +36,14 @@
 #define KS_CMD_PINS_SET    (1u << 11)
 #define KS_CMD_PINS        (KS_CMD_PINS_GET | KS_CMD_PINS_SET)
 #define KS_CMD_FOLLOW      (1u << 12)
+#define KS_CMD_RING_PLAN   (1u << 20) /* issue 26; far from the others' */
 #define KS_CMD_RING                                                            \
 	(KS_CMD_RING_LOOKUP | KS_CMD_RING_DIFF | KS_CMD_RING_GET |             \
-	 KS_CMD_RING_SET)
+	 KS_CMD_RING_SET | KS_CMD_RING_PLAN)
 /* the commands that talk to etcd */
 #define KS_CMD_ETCD                                                            \
 	(KS_CMD_RUN | KS_CMD_RING_GET | KS_CMD_RING_SET | KS_CMD_FLEET |       \
-	 KS_CMD_PINS | KS_CMD_FOLLOW)
+	 KS_CMD_PINS | KS_CMD_FOLLOW | KS_CMD_RING_PLAN)
 
 /* ks_cli_opt.flags */
 #define KS_OPT_CONF  (1u << 0) /* a key of 'agent run --config FILE' */
@@ -98,6 +99,17 @@ enum ks_opt_group {
 #define KS_OPTV_SHARDS_FILE2  0x1045 /* diff: 'F' is --from there */
 #define KS_OPTV_KEYS_FILE     0x1046
 #define KS_OPTV_OWNER_REPLIES 0x1070
+/* a ring of explicit points (issue 26, docs/placement.md) */
+#define KS_OPTV_PLAN       0x10c0
+#define KS_OPTV_FROM_PLAN  0x10c1
+#define KS_OPTV_TO_PLAN    0x10c2
+#define KS_OPTV_CLIENTS    0x10c3
+#define KS_OPTV_WINDOW     0x10c4
+#define KS_OPTV_TARGET     0x10c5
+#define KS_OPTV_OUT        0x10c6
+#define KS_OPTV_RING_FILE  0x10c7
+#define KS_OPTV_LOAD_FILE  0x10c8
+#define KS_OPTV_MAX_POINTS 0x10c9
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

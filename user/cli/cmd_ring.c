@@ -105,6 +105,10 @@ static int ring_lookup(int argc, char **argv)
 			pins_path = optarg;
 			continue;
 		}
+		if (c == KS_OPTV_PLAN) {
+			spec.plan = optarg;
+			continue;
+		}
 		n = ks_ring_spec_opt(&spec, c, optarg, err, sizeof(err));
 		if (n < 0) {
 			ks_err("%s", err);
@@ -118,7 +122,8 @@ static int ring_lookup(int argc, char **argv)
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}
-	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
+	if (ks_ring_doc_load_spec(&spec, &shards, &ring, 0, NULL, err,
+				  sizeof(err))) {
 		ks_err("%s", err);
 		return KS_EXIT_USAGE;
 	}
@@ -389,6 +394,14 @@ static int ring_diff(int argc, char **argv)
 		case KS_OPTV_KEYS_FILE:
 			keys_file = optarg;
 			break;
+		case KS_OPTV_FROM_PLAN:
+			from.plan = optarg;
+			from.plan_flag = "--from-plan";
+			break;
+		case KS_OPTV_TO_PLAN:
+			to.plan = optarg;
+			to.plan_flag = "--to-plan";
+			break;
 		case 'k':
 			if (ks_parse_uint("--keys", optarg, 1, KS_DIFF_KEYS_MAX,
 					  &v, err, sizeof(err))) {
@@ -466,11 +479,11 @@ static int ring_diff(int argc, char **argv)
 			k.src = "stdin";
 	}
 	rc = KS_EXIT_USAGE;
-	if (ks_ring_load(&from, &sf, &rf, 0, err, sizeof(err))) {
+	if (ks_ring_doc_load_spec(&from, &sf, &rf, 0, NULL, err, sizeof(err))) {
 		ks_err("%s", err);
 		goto close;
 	}
-	if (ks_ring_load(&to, &st, &rt, 0, err, sizeof(err))) {
+	if (ks_ring_doc_load_spec(&to, &st, &rt, 0, NULL, err, sizeof(err))) {
 		ks_err("%s", err);
 		ks_ring_free(&rf);
 		ks_shards_free(&sf);
@@ -621,7 +634,7 @@ static int ring_set(int argc, char **argv)
 	size_t doclen = 0;
 	unsigned long long v;
 	int64_t expect, rev = 0;
-	int ch, n, rc, pinned = 0, force = 0;
+	int ch, n, rc, pinned = 0, force = 0, clients = -1, plan_ks = 0;
 
 	ks_ring_spec_init(&spec, "--shards", "--shards-file");
 	ks_etcd_conf_init(&ec);
@@ -636,6 +649,21 @@ static int ring_set(int argc, char **argv)
 		}
 		if (ch == KS_OPTV_FORCE) {
 			force = 1;
+			continue;
+		}
+		if (ch == KS_OPTV_PLAN) {
+			spec.plan = optarg;
+			continue;
+		}
+		if (ch == KS_OPTV_CLIENTS) {
+			if (strcmp(optarg, KS_RING_DOC_CLIENTS_KS) &&
+			    strcmp(optarg, "any")) {
+				ks_err("--clients '%s': give keysteer (every client reads the ring from etcd) or any",
+				       optarg);
+				return KS_EXIT_USAGE;
+			}
+			clients = !strcmp(optarg, KS_RING_DOC_CLIENTS_KS) ? 1
+									  : 0;
 			continue;
 		}
 		if (ch == KS_OPTV_IF_REVISION) {
@@ -665,8 +693,20 @@ static int ring_set(int argc, char **argv)
 		return rc;
 	/* The ring exactly as 'ring lookup' builds it: a bad list is
 	 * refused before anything is written. */
-	if (ks_ring_load(&spec, &shards, &ring, 0, err, sizeof(err))) {
+	if (ks_ring_doc_load_spec(&spec, &shards, &ring, 0, &plan_ks, err,
+				  sizeof(err))) {
 		ks_err("%s", err);
+		return KS_EXIT_USAGE;
+	}
+	if (clients < 0 && spec.plan)
+		clients = plan_ks;
+	/* a ring of explicit points for clients that build their ring from
+	 * a server list would send the planned keys to their old owners */
+	if (ring.half->meta.planned && !clients) {
+		ks_err("%s holds explicit points, which only clients that read the ring from etcd (libkeysteer) follow; write it with --clients keysteer if every client does (docs/placement.md)",
+		       spec.plan);
+		ks_ring_free(&ring);
+		ks_shards_free(&shards);
 		return KS_EXIT_USAGE;
 	}
 	rc = KS_EXIT_USAGE;
@@ -678,6 +718,20 @@ static int ring_set(int argc, char **argv)
 	if (ks_etcd_range(c, ec.ring_key, strlen(ec.ring_key), 0, &cur)) {
 		ks_err("cannot read %s: %s", ec.ring_key, ks_etcd_errmsg(c));
 		goto out;
+	}
+	/* without --clients (or a plan), the declaration of the ring it
+	 * replaces stays: adding a shard does not undo it */
+	if (clients < 0) {
+		struct ks_ring_doc d;
+		char derr[KS_ERRLEN_DOC];
+
+		clients = 0;
+		if (cur.n &&
+		    !ks_ring_doc_decode(cur.kvs[0].value, cur.kvs[0].value_len,
+					&d, derr, sizeof(derr))) {
+			clients = d.clients_ks;
+			ks_ring_doc_free(&d);
+		}
 	}
 	/* The diff is against the revision read: the write is pinned to it,
 	 * so what was printed is what the write replaces (a change in
@@ -699,8 +753,8 @@ static int ring_set(int argc, char **argv)
 		goto out;
 	}
 	ks_writer_id(by, sizeof(by), at, sizeof(at));
-	if (ks_ring_doc_encode_force(&ring, &shards, by, at, force, &doc,
-				     &doclen)) {
+	if (ks_ring_doc_encode_ext(&ring, &shards, by, at, force, clients, &doc,
+				   &doclen)) {
 		ks_err("out of memory encoding the ring; free some memory");
 		goto out;
 	}
@@ -709,10 +763,10 @@ static int ring_set(int argc, char **argv)
 	if (rc)
 		goto out;
 	printf("revision %" PRId64
-	       " digest %016llx %u shards %s %u points %s\n",
+	       " digest %016llx %u shards %s %u%s points %s\n",
 	       rev, (unsigned long long)ring.half->meta.digest, shards.n,
 	       ks_dist_name(ring.half->meta.dist), ring.half->meta.npoints,
-	       ec.ring_key);
+	       ring.half->meta.planned ? " explicit" : "", ec.ring_key);
 	rc = KS_EXIT_OK;
 out:
 	free(doc);
@@ -862,8 +916,10 @@ int cmd_ring(int argc, char **argv)
 		return ring_set(argc - 1, argv + 1);
 	if (!strcmp(sub, "get"))
 		return ring_get(argc - 1, argv + 1);
+	if (!strcmp(sub, "plan"))
+		return ks_ring_plan_cmd(argc - 1, argv + 1);
 	fprintf(stderr,
-		"agent: unknown ring command '%s'; the ring commands are lookup, diff, get and set (see 'agent ring --help')\n",
+		"agent: unknown ring command '%s'; the ring commands are lookup, diff, get, set and plan (see 'agent ring --help')\n",
 		sub);
 	return KS_EXIT_USAGE;
 }

@@ -20,6 +20,8 @@ int cmd_detach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_ring(int argc, char **argv);
+/* 'agent ring plan' (cmd_ring_plan.c) */
+int ks_ring_plan_cmd(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 int cmd_pins(int argc, char **argv);

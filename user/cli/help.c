@@ -197,6 +197,9 @@ void ks_help_ring(FILE *f)
 		"                 --shards-file FILE) [--distribution D] [--vnodes N]\n"
 		"                 [--if-revision R] [--force] [etcd options]\n"
 		"  agent ring get --etcd URL,... [--cluster NAME] [--json] [etcd options]\n"
+		"  agent ring plan --etcd URL,... [--cluster NAME] --out FILE [--window SEC]\n"
+		"                  [--target F] [etcd options]\n"
+		"  agent ring set --etcd URL,... --plan FILE [--if-revision R] [--force]\n"
 		"\n"
 		"Builds the ring the memcached clients use, in user space, and answers from\n"
 		"it. 'lookup' prints one line per key, key<TAB>index<TAB>host:port, the index\n"
@@ -214,7 +217,10 @@ void ks_help_ring(FILE *f)
 		"ideal share plus 1%% of the keys unless given --force. Then it prints\n"
 		"'revision R digest D ...'. 'get' prints the\n"
 		"document and its revision. 'agent run --etcd' follows the same key\n"
-		"(docs/fleet.md).\n"
+		"(docs/fleet.md). 'plan' reads the ring and every agent's load over a\n"
+		"window and writes a ring of explicit points that brings the busiest shard\n"
+		"near the mean moving the fewest keys, for 'set --plan' (only for fleets\n"
+		"whose clients read the ring from etcd: docs/placement.md).\n"
 		"\n"
 		"SHARDS\n"
 		"  LIST    host:port[:weight],...  (weight 1..%d, default 1)\n"
@@ -227,7 +233,7 @@ void ks_help_ring(FILE *f)
 		KS_DIFF_KEYS_DEFAULT, KS_SHARD_WEIGHT_MAX);
 	ks_cli_help(f, KS_CMD_RING, KS_GRP_OPTIONS);
 	fputs("\n"
-	      "ETCD (set, get)\n",
+	      "ETCD (set, get, plan)\n",
 	      f);
 	ks_cli_help(f, KS_CMD_RING, KS_GRP_ETCD);
 	fputs("\n"

@@ -168,6 +168,12 @@ struct ks_ring_spec {
 	const char *file_flag;  /* names the file option in messages */
 	const char *client;     /* the --client preset given, or NULL */
 	int dist_given;         /* --distribution was given */
+	/* a ring document file (--plan FILE: what 'agent ring plan' wrote,
+	 * or 'agent ring get' printed): its shards, distribution and
+	 * points, instead of list or file; read by the commands
+	 * (ks_ring_doc_load_spec, core/ring_doc.h), not ks_ring_load */
+	const char *plan;
+	const char *plan_flag;
 };
 
 /* getopt's value for --client NAME (cli_options.c KS_OPTV_CLIENT): a

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/ring_doc.h"
+#include "core/ring_points.h"
+#include "util/file.h"
 
 int ks_cluster_check(const char *name, char *err, size_t errlen)
 {
@@ -75,6 +77,38 @@ int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
 			     const char *by, const char *at, int force,
 			     char **out, size_t *len)
 {
+	return ks_ring_doc_encode_ext(r, s, by, at, force, 0, out, len);
+}
+
+/* [[value, shard], ...], the document written compact: a pair takes at
+ * most 17 bytes, so etcd's default 1.5 MiB request takes about 90,000
+ * points (1024 shards' 163,840 need --max-request-bytes raised); with
+ * the two-space indent of schema 1 a pair would take 40. */
+static json_t *points_json(const struct ks_ring_half *h)
+{
+	json_t *arr = json_array();
+	__u32 i;
+
+	for (i = 0; arr && i < h->meta.npoints; i++) {
+		json_t *p = json_array();
+
+		if (!p ||
+		    json_array_append_new(p,
+					  json_integer(h->points[i].value)) ||
+		    json_array_append_new(p,
+					  json_integer(h->points[i].shard)) ||
+		    json_array_append_new(arr, p)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+int ks_ring_doc_encode_ext(const struct ks_ring *r, const struct ks_shards *s,
+			   const char *by, const char *at, int force,
+			   int clients_ks, char **out, size_t *len)
+{
 	const struct ks_ring_meta *m = &r->half->meta;
 	json_t *root = json_object(), *arr = json_array();
 	char digest[20];
@@ -83,8 +117,10 @@ int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
 
 	snprintf(digest, sizeof(digest), "%016llx",
 		 (unsigned long long)m->digest);
-	bad |= json_object_set_new(root, "schema",
-				   json_integer(KS_RING_DOC_SCHEMA));
+	bad |= json_object_set_new(
+		root, "schema",
+		json_integer(m->planned ? KS_RING_DOC_SCHEMA_POINTS
+					: KS_RING_DOC_SCHEMA));
 	bad |= json_object_set_new(root, "kind", json_string(KS_RING_DOC_KIND));
 	bad |= json_object_set_new(root, "distribution",
 				   json_string(ks_dist_name(m->dist)));
@@ -117,6 +153,15 @@ int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
 	bad |= json_object_set_new(root, "shards", arr);
 	bad |= json_object_set_new(root, "points", json_integer(m->npoints));
 	bad |= json_object_set_new(root, "digest", json_string(digest));
+	if (m->planned) {
+		json_t *pts = points_json(r->half);
+
+		bad |= !pts;
+		bad |= json_object_set_new(root, "explicit_points", pts);
+	}
+	if (clients_ks)
+		bad |= json_object_set_new(root, "clients",
+					   json_string(KS_RING_DOC_CLIENTS_KS));
 	if (by)
 		bad |= json_object_set_new(root, "written_by", json_string(by));
 	if (at)
@@ -126,7 +171,9 @@ int ks_ring_doc_encode_force(const struct ks_ring *r, const struct ks_shards *s,
 	if (force)
 		bad |= json_object_set_new(root, "force", json_true());
 	*out = bad ? NULL
-		   : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		   : json_dumps(root,
+				(m->planned ? JSON_COMPACT : JSON_INDENT(2)) |
+					JSON_PRESERVE_ORDER);
 	json_decref(root);
 	if (!*out)
 		return -ENOMEM;
@@ -301,6 +348,68 @@ fail:
 	return -EBADMSG;
 }
 
+/* "explicit_points" of schema 2 into d->pts; schema 1 must not have them
+ * (a reader of schema 1 would ignore them and place keys elsewhere, and
+ * only its digest check would say so). */
+static int get_points(json_t *root, struct ks_ring_doc *d, char *err,
+		      size_t errlen)
+{
+	json_t *arr = json_object_get(root, "explicit_points");
+	size_t i, n;
+
+	if (d->schema == KS_RING_DOC_SCHEMA) {
+		if (arr) {
+			snprintf(
+				err, errlen,
+				"the ring document has explicit_points with schema %d; a ring of explicit points is schema %d",
+				KS_RING_DOC_SCHEMA, KS_RING_DOC_SCHEMA_POINTS);
+			return -EBADMSG;
+		}
+		return 0;
+	}
+	n = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (!n || n > KS_RING_MAX_POINTS) {
+		snprintf(
+			err, errlen,
+			"the ring document of schema %d has %s \"explicit_points\"; give an array of 1 to %d [value, shard] pairs",
+			KS_RING_DOC_SCHEMA_POINTS,
+			!arr                  ? "no"
+			: !json_is_array(arr) ? "a non-array"
+			: n                   ? "too many"
+					      : "empty",
+			KS_RING_MAX_POINTS);
+		return -EBADMSG;
+	}
+	d->pts = calloc(n, sizeof(*d->pts));
+	if (!d->pts) {
+		snprintf(err, errlen,
+			 "out of memory reading the ring document");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		json_t *p = json_array_get(arr, i), *v, *sh;
+
+		v = json_array_get(p, 0);
+		sh = json_array_get(p, 1);
+		if (!json_is_array(p) || json_array_size(p) != 2 ||
+		    !json_is_integer(v) || !json_is_integer(sh) ||
+		    json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 0xffffffffLL ||
+		    json_integer_value(sh) < 0 ||
+		    json_integer_value(sh) >= KS_MAX_SHARDS) {
+			snprintf(
+				err, errlen,
+				"the ring document's explicit_points[%zu] is not [value 0..4294967295, shard 0..%d]",
+				i, KS_MAX_SHARDS - 1);
+			return -EBADMSG;
+		}
+		d->pts[i].value = (__u32)json_integer_value(v);
+		d->pts[i].shard = (__u32)json_integer_value(sh);
+	}
+	d->npts = (__u32)n;
+	return 0;
+}
+
 int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 		       char *err, size_t errlen)
 {
@@ -331,11 +440,11 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 	}
 	if (get_int(root, "schema", 1, 1000000, &v, "", err, errlen))
 		goto out;
-	if (v != KS_RING_DOC_SCHEMA) {
+	if (v != KS_RING_DOC_SCHEMA && v != KS_RING_DOC_SCHEMA_POINTS) {
 		snprintf(
 			err, errlen,
-			"the ring document has schema %lld; this agent reads schema %d (upgrade it, or write the ring with this agent's 'ring set')",
-			v, KS_RING_DOC_SCHEMA);
+			"the ring document has schema %lld; this agent reads schemas %d and %d (upgrade it, or write the ring with this agent's 'ring set')",
+			v, KS_RING_DOC_SCHEMA, KS_RING_DOC_SCHEMA_POINTS);
 		goto out;
 	}
 	d->schema = (int)v;
@@ -466,6 +575,24 @@ int ks_ring_doc_decode(const char *buf, size_t len, struct ks_ring_doc *d,
 		}
 		d->force = f && json_is_true(f);
 	}
+	if (get_points(root, d, err, errlen))
+		goto out;
+	{
+		char cl[16];
+
+		if (get_str(root, "clients", 0, cl, sizeof(cl),
+			    "keysteer or any", err, errlen))
+			goto out;
+		if (cl[0] && strcmp(cl, KS_RING_DOC_CLIENTS_KS) &&
+		    strcmp(cl, "any")) {
+			snprintf(
+				err, errlen,
+				"the ring document's \"clients\" is '%s', not keysteer or any",
+				cl);
+			goto out;
+		}
+		d->clients_ks = !strcmp(cl, KS_RING_DOC_CLIENTS_KS);
+	}
 	rc = 0;
 out:
 	json_decref(root);
@@ -498,6 +625,18 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 				 version, err, errlen);
 	if (rc)
 		return rc;
+	if (d->pts) {
+		struct ks_ring base = *r;
+		char sub[KS_ERRLEN_DOC];
+
+		rc = ks_ring_build_points(r, &base, &d->shards, d->pts, d->npts,
+					  sub, sizeof(sub));
+		ks_ring_free(&base);
+		if (rc) {
+			snprintf(err, errlen, "the ring document's %s", sub);
+			return rc;
+		}
+	}
 	if (r->half->meta.npoints != d->npoints ||
 	    r->half->meta.digest != d->digest) {
 		snprintf(
@@ -516,5 +655,66 @@ int ks_ring_doc_build(struct ks_ring_doc *d, const char *self, __u64 version,
 
 void ks_ring_doc_free(struct ks_ring_doc *d)
 {
+	free(d->pts);
+	d->pts = NULL;
+	d->npts = 0;
 	ks_shards_free(&d->shards);
+}
+
+int ks_ring_doc_load_file(const char *path, const char *self, __u64 version,
+			  struct ks_shards *shards, struct ks_ring *r,
+			  int *clients_ks, char *err, size_t errlen)
+{
+	struct ks_ring_doc d;
+	char sub[KS_ERRLEN_DOC], *buf = NULL;
+	size_t len;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	memset(shards, 0, sizeof(*shards));
+	rc = ks_read_file(path, KS_RING_DOC_MAX, &buf, &len);
+	if (rc) {
+		snprintf(
+			err, errlen,
+			"cannot read the ring document %s: %s; give a file 'agent ring plan' or 'agent ring get' wrote",
+			path, strerror(-rc));
+		return rc;
+	}
+	rc = ks_ring_doc_decode(buf, len, &d, sub, sizeof(sub));
+	free(buf);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", path, sub);
+		return rc;
+	}
+	if (clients_ks)
+		*clients_ks = d.clients_ks;
+	rc = ks_ring_doc_build(&d, self, version, shards, r, sub, sizeof(sub));
+	ks_ring_doc_free(&d);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, sub);
+	return rc;
+}
+
+int ks_ring_doc_load_spec(const struct ks_ring_spec *spec,
+			  struct ks_shards *shards, struct ks_ring *r,
+			  __u64 version, int *clients_ks, char *err,
+			  size_t errlen)
+{
+	if (clients_ks)
+		*clients_ks = 0;
+	if (!spec->plan)
+		return ks_ring_load(spec, shards, r, version, err, errlen);
+	memset(r, 0, sizeof(*r));
+	memset(shards, 0, sizeof(*shards));
+	if (spec->list || spec->file || spec->dist_given || spec->client ||
+	    spec->key.hash >= 0 || spec->key.tag[0] || spec->vnodes) {
+		snprintf(
+			err, errlen,
+			"%s %s holds the shards, distribution and points; give it without %s, %s, --distribution, --client, --key-hash, --hash-tag or --vnodes",
+			spec->plan_flag ? spec->plan_flag : "--plan",
+			spec->plan, spec->flag, spec->file_flag);
+		return -EINVAL;
+	}
+	return ks_ring_doc_load_file(spec->plan, spec->self, version, shards, r,
+				     clients_ks, err, errlen);
 }
