@@ -53,14 +53,14 @@ static void controller(void)
 
 	kt_begin("rate_quiet_cpu_samples_every_key");
 	CHECK_EQ(ks_rate_next(8, 10000, SEC, t), 1);
-	CHECK_EQ(ks_rate_next(1024, 0, SEC, t), 1);  /* idle */
-	CHECK_EQ(ks_rate_next(1, 80000, SEC, t), 1); /* under the target */
+	CHECK_EQ(ks_rate_next(1024, 0, SEC, t), 1);   /* idle */
+	CHECK_EQ(ks_rate_next(1, 80000, SEC, t), 1);  /* under the target */
 	CHECK_EQ(ks_rate_next(1, 100000, SEC, t), 1); /* at it */
 	kt_end();
 
 	kt_begin("rate_busy_cpu_lowest_power_of_two_under_target");
 	CHECK_EQ(ks_rate_next(1, 100001, SEC, t), 2);
-	CHECK_EQ(ks_rate_next(1, 1000000, SEC, t), 16);  /* 62,500/s */
+	CHECK_EQ(ks_rate_next(1, 1000000, SEC, t), 16);   /* 62,500/s */
 	CHECK_EQ(ks_rate_next(1, 10000000, SEC, t), 128); /* 78,125/s */
 	/* the interval's length counts: 1M keys in 0.5 s is 2M/s */
 	CHECK_EQ(ks_rate_next(1, 1000000, SEC / 2, t), 32);
@@ -130,7 +130,8 @@ static void weighted_merge(void)
 	kt_begin("sampling_bound_uses_the_largest_rate");
 	{
 		struct ks_sketch *s = calloc(1, sizeof(*s));
-		struct ks_interval iv = { .sample_n = 1, .rate_max = 16,
+		struct ks_interval iv = { .sample_n = 1,
+					  .rate_max = 16,
 					  .elapsed_ns = SEC };
 		struct ks_key_estimate e;
 		__u64 h = ut_hash("k");

@@ -36,9 +36,10 @@ int ks_sample_parse(const char *s, __u32 max_n, struct ks_sample_opt *o,
 		if (!parse_u32(s + 5, KS_RATE_TARGET_MIN, KS_RATE_TARGET_MAX,
 			       &o->target))
 			return 0;
-		snprintf(err, errlen,
-			 "--sample %s: the target after auto: is sampled keys per second per CPU, %u..%u",
-			 s, KS_RATE_TARGET_MIN, KS_RATE_TARGET_MAX);
+		snprintf(
+			err, errlen,
+			"--sample %s: the target after auto: is sampled keys per second per CPU, %u..%u",
+			s, KS_RATE_TARGET_MIN, KS_RATE_TARGET_MAX);
 		return -EINVAL;
 	}
 	if (!parse_u32(s, 1, max_n, &o->n))

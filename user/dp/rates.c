@@ -31,7 +31,7 @@ int ks_rates_init(struct ks_rates *r, int ncpus,
 	}
 	for (i = 0; i < r->ncpus; i++)
 		r->cur[i] = r->ended[i] = opt->target ? start_n
-					 : opt->n     ? opt->n
+					  : opt->n    ? opt->n
 						      : 1;
 	return 0;
 }
@@ -72,8 +72,8 @@ static int read_keys(struct ks_rates *r, const struct ks_maps *m)
 }
 
 /* ks_rate's entry for one epoch: every CPU's value in r->cur. */
-static int write_entry(struct ks_rates *r, const struct ks_maps *m,
-		       __u32 epoch, int zero)
+static int write_entry(struct ks_rates *r, const struct ks_maps *m, __u32 epoch,
+		       int zero)
 {
 	__u64 *v = r->buf;
 	int cpu;

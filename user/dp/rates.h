@@ -18,12 +18,12 @@
 struct ks_rates {
 	int ncpus;
 	struct ks_sample_opt opt;
-	__u32 *cur;   /* the running epoch's 1 in N, per CPU */
-	__u32 *ended; /* the epoch just ended's, per CPU */
-	__u64 *keys;  /* every CPU's keys (ks_ops + fast gets), cumulative,
+	__u32 *cur;     /* the running epoch's 1 in N, per CPU */
+	__u32 *ended;   /* the epoch just ended's, per CPU */
+	__u64 *keys;    /* every CPU's keys (ks_ops + fast gets), cumulative,
 		       * at the last decision */
-	__u64 *buf;   /* a per-CPU lookup's worth of u64 */
-	__u64 *sum;   /* scratch: keys per CPU now */
+	__u64 *buf;     /* a per-CPU lookup's worth of u64 */
+	__u64 *sum;     /* scratch: keys per CPU now */
 	__u64 *iv_keys; /* every CPU's keys in the epoch just ended */
 };
 
