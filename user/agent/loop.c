@@ -238,10 +238,13 @@ static int one_interval(struct ks_agent *st)
 	keep_seq(st);
 
 	publish_header(st);
-	ncands = ks_estimate_interval(&st->col, epoch, old_seq, st->rates.ended,
-				      st->o.top, elapsed_ns, &st->prev,
-				      &st->cur, st->sketch, &st->totals_ns,
-				      st->rep);
+	/* --rate-scaling off (a test's control): every CPU's count as if
+	 * it sampled every key */
+	ncands = ks_estimate_interval(
+		&st->col, epoch, old_seq,
+		st->o.rate_unscaled ? NULL : st->rates.ended, st->o.top,
+		elapsed_ns, &st->prev, &st->cur, st->sketch, &st->totals_ns,
+		st->rep);
 	if (ncands < 0)
 		return (int)ncands;
 	st->rep->seq = old_seq;

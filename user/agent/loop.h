@@ -41,6 +41,8 @@ struct ks_agent_opts {
 	int group_set;
 	__u32 cfg_flags;   /* ks_config.flags: --stream-state off sets
 			      * KS_CFG_NO_STREAM (test control only) */
+	int rate_unscaled; /* --rate-scaling off: the sketch merged without
+			    * the CPUs' rates (test control only) */
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 };

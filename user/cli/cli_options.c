@@ -160,6 +160,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * its replicas serving the old value (test_fresh_pipeline.sh) */
 	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: off merges the CPUs' sketches without their sample
+	 * rates, as if every CPU sampled every key: the control run of
+	 * test_sample_auto.sh, whose estimates must then miss */
+	{ "rate-scaling", KS_OPTV_RATE_SCALING, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "on (default) or off" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"

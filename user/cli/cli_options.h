@@ -98,6 +98,7 @@ enum ks_opt_group {
 #define KS_OPTV_SHARDS_FILE2  0x1045 /* diff: 'F' is --from there */
 #define KS_OPTV_KEYS_FILE     0x1046
 #define KS_OPTV_OWNER_REPLIES 0x1070
+#define KS_OPTV_RATE_SCALING  0x1071
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

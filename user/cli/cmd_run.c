@@ -228,6 +228,16 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		}
 		return 1;
+	case KS_OPTV_RATE_SCALING:
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			snprintf(
+				err, errlen,
+				"--rate-scaling '%s' is not a state; give on (the default) or off",
+				arg);
+			return -1;
+		}
+		o->a.rate_unscaled = !strcmp(arg, "off");
+		return 1;
 	case KS_OPTV_OWNER_REPLIES:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(
