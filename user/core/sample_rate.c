@@ -38,15 +38,16 @@ int ks_sample_parse(const char *s, __u32 max_n, struct ks_sample_opt *o,
 			return 0;
 		snprintf(
 			err, errlen,
-			"--sample %s: the target after auto: is sampled keys per second per CPU, %u..%u",
+			"--sample '%s' has no target in range; give auto:T with T sampled keys per second per CPU from %u to %u",
 			s, KS_RATE_TARGET_MIN, KS_RATE_TARGET_MAX);
 		return -EINVAL;
 	}
 	if (!parse_u32(s, 1, max_n, &o->n))
 		return 0;
-	snprintf(err, errlen,
-		 "--sample %s: want 1..%u (1 in N keys) or auto[:TARGET]", s,
-		 max_n);
+	snprintf(
+		err, errlen,
+		"--sample '%s' is out of range; give a number from 1 to %u (1 in N keys), or auto[:TARGET]",
+		s, max_n);
 	return -EINVAL;
 }
 
