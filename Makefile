@@ -364,7 +364,8 @@ bench-line: check-deps
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
-# 64 (docs/accuracy.md, which the run rewrites). About a minute, 2 GB in
+# 64, then load levels of 10k..10M keys/s at --sample 8 and auto
+# (docs/accuracy.md, which the run rewrites). About five minutes, 2 GB in
 # /tmp. Not in `make test`.
 bench-accuracy: check-deps
 	$(MAKE) all tests

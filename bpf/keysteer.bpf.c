@@ -131,7 +131,7 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s)
 		return 0;
-	s->sample_n = cfg->sample_n ? cfg->sample_n : 1;
+	ks_sample_rate(s, cfg);
 	s->seq = cfg->seq;
 	s->trace = cfg->trace;
 	s->ring = cfg->ring;

@@ -61,6 +61,7 @@ _Static_assert(KS_CMS_DEPTH * 16 <= 64 && KS_CMS_WIDTH <= 65536,
 /* ---- agent-published report ---- */
 #define KS_REPORT_TOP     64
 #define KS_REPORT_VERSION 1
+#define KS_REPORT_CPUS    256 /* CPUs whose sample rate the report lists */
 
 /* Request classes. */
 enum ks_class {
@@ -332,6 +333,13 @@ struct ks_report {
 	__u64 sampled_total; /* sampled keys in the last interval */
 	char ifname[16];
 	struct ks_top_entry top[KS_REPORT_TOP];
+	/* The 1 in N each CPU sampled the last interval at (sample_n is
+	 * the largest): --sample N gives every CPU N, --sample auto each
+	 * its own (user/core/sample_rate.h). CPUs past KS_REPORT_CPUS are
+	 * left out of cpu_n, not of sample_n. */
+	__u32 sample_target; /* auto: sampled keys/s per CPU; 0: fixed */
+	__u32 ncpu_n;        /* CPUs in cpu_n */
+	__u32 cpu_n[KS_REPORT_CPUS];
 };
 
 /*

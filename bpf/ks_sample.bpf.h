@@ -188,6 +188,39 @@ __noinline __u64 ks_key_hash_scratch(struct ks_scratch *s, __u32 len)
 	return s ? ks_key_hash(s->key, len) : 0;
 }
 
+/*
+ * The rate in force on this CPU: its ks_rate entry for the epoch of seq,
+ * else cfg_n (ks_config.sample_n), else 1. A global function: the
+ * verifier walks it once, not once more for every path of the parser
+ * after the branch that calls it.
+ */
+__noinline int ks_sample_rate_load(struct ks_scratch *s, __u32 seq, __u32 cfg_n)
+{
+	__u32 idx = seq & (KS_EPOCHS - 1), *n;
+
+	if (!s)
+		return 0;
+	n = bpf_map_lookup_elem(&ks_rate, &idx);
+	s->sample_n = n && *n ? *n : cfg_n ? cfg_n : 1;
+	s->rate_seq = seq;
+	s->rate_cfg = cfg_n;
+	return 0;
+}
+
+/*
+ * Looked up only when seq or the configured rate moves, once per CPU per
+ * interval: an unsampled packet pays three compares of words already in
+ * cache, and a write to the entry of the running epoch cannot change the
+ * rate halfway through it.
+ */
+static __always_inline void ks_sample_rate(struct ks_scratch *s,
+					   const struct ks_config *cfg)
+{
+	if (s->rate_seq != cfg->seq || s->rate_cfg != cfg->sample_n ||
+	    !s->sample_n)
+		ks_sample_rate_load(s, cfg->seq, cfg->sample_n);
+}
+
 /* The per-CPU countdown: true for 1 in sample_n keys. */
 static __always_inline bool ks_sample_due(struct ks_scratch *s)
 {

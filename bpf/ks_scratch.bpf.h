@@ -92,7 +92,6 @@ struct ks_scratch {
 	__u32 key_pos; /* last key found by ks_mc_key_span() */
 	__u32 key_len;
 	/* copied from ks_config once per packet */
-	__u32 sample_n;
 	__u32 seq;
 	__u32 trace;
 	__u32 ring;       /* active half of ks_ring */
@@ -107,8 +106,11 @@ struct ks_scratch {
 	__u16 reply_id; /* UDP: the frame's request id */
 	__u16 reply_pad;
 	/* survive across packets */
-	__u32 countdown;      /* keys left until the next sample */
-	__u32 key_words;      /* words of key[] the last sampled key used */
+	__u32 sample_n;  /* 1 in N keys: the rate in force (ks_sample_rate) */
+	__u32 rate_seq;  /* ... read for this ks_config.seq */
+	__u32 rate_cfg;  /* ... and this ks_config.sample_n */
+	__u32 countdown; /* keys left until the next sample */
+	__u32 key_words; /* words of key[] the last sampled key used */
 	__u32 misdirect_next; /* next ks_misdirect slot */
 };
 

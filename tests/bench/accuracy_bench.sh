@@ -11,12 +11,22 @@
 #
 # HOT (requests per 1 s interval, default 1000000) and INTERVALS (6)
 # scale it; about a minute and 2 GB of temporary files at the defaults.
+#
+# Then the load levels (LEVELS, keys/s: default 10k, 100k, 1M, 10M; no
+# churn): the same traffic at each rate, replayed at --sample 8 and at
+# --sample auto (AUTO, default "auto": its default target), so that the
+# rate auto picks and the accuracy it keeps are side by side with the
+# fixed rate's (docs/accuracy.md, "Adaptive sampling"). SECTIONS=load (or
+# churn) runs one section only.
 set -euo pipefail
 
 OUT=${OUT:-build}
 HOT=${HOT:-1000000}
 INTERVALS=${INTERVALS:-6}
 SEED=${SEED:-1}
+LEVELS=${LEVELS:-10000 100000 1000000 10000000}
+AUTO=${AUTO:-auto}
+SECTIONS=${SECTIONS:-churn load}
 DOCS=
 [ "${1:-}" = --docs ] && DOCS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +45,23 @@ TMP=$(mktemp -d /tmp/ks_accuracy.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 START=$(date +%s)
 scores=()
+load_scores=()
+# one replay of a capture, scored: replay CAP PREFIX SAMPLE TAG LOAD_OR_CHURN
+replay() {
+	local cap=$1 pre=$2 s=$3 tag=$4 churn=$5 t0 t1
+	t0=$(date +%s.%N)
+	# the hot-key table's threshold: 0.5% of all requests per second
+	"$AGENT" replay --interval 1 --json --ranked 100 --top 64 \
+		--shard-capacity "$cap" --hot-fraction 0.005 --sample "$s" \
+		"$pre.pcap" >"$pre.$tag.jsonl" 2>"$pre.$tag.err" ||
+		{ cat "$pre.$tag.err" >&2; exit 1; }
+	t1=$(date +%s.%N)
+	python3 "$SCORE" "$pre.truth" "$pre.$tag.jsonl" \
+		--churn "$churn" --sample "$s" --json "$pre.score.$tag.json" >/dev/null
+	printf '  --sample %-6s replay %.1f s\n' "$s" "$(echo "$t1 - $t0" | bc)"
+}
 for churn in 0 1 10; do
+	case " $SECTIONS " in *" churn "*) ;; *) continue ;; esac
 	cap=$(awk -v h="$HOT" -v c="$churn" 'BEGIN { printf "%d", h * (1 + c) }')
 	t0=$(date +%s.%N)
 	"$GEN" --out "$TMP/c$churn" --hot "$HOT" --churn "$churn" \
@@ -45,23 +71,36 @@ for churn in 0 1 10; do
 		"$churn" "$cap" $(($(stat -c %s "$TMP/c$churn.pcap") / 1000000)) \
 		"$(echo "$t1 - $t0" | bc)"
 	for s in 1 8 64; do
-		t0=$(date +%s.%N)
-		# the hot-key table's threshold: 0.5% of all requests per second
-		"$AGENT" replay --interval 1 --json --ranked 100 --top 64 \
-			--shard-capacity "$cap" --hot-fraction 0.005 --sample "$s" \
-			"$TMP/c$churn.pcap" >"$TMP/c$churn.s$s.jsonl" 2>"$TMP/c$churn.s$s.err" ||
-			{ cat "$TMP/c$churn.s$s.err" >&2; exit 1; }
-		t1=$(date +%s.%N)
-		python3 "$SCORE" "$TMP/c$churn.truth" "$TMP/c$churn.s$s.jsonl" \
-			--churn "$churn" --sample "$s" --json "$TMP/score.c$churn.s$s.json" >/dev/null
-		printf '  --sample %-2s replay %.1f s\n' "$s" "$(echo "$t1 - $t0" | bc)"
-		scores+=("$TMP/score.c$churn.s$s.json")
-		cp "$TMP/score.c$churn.s$s.json" "$OUT/accuracy.c$churn.s$s.json"
+		replay "$cap" "$TMP/c$churn" "$s" "s$s" "$churn"
+		scores+=("$TMP/c$churn.score.s$s.json")
+		cp "$TMP/c$churn.score.s$s.json" "$OUT/accuracy.c$churn.s$s.json"
 	done
 	rm -f "$TMP/c$churn.pcap"
 done
+for load in $LEVELS; do
+	case " $SECTIONS " in *" load "*) ;; *) continue ;; esac
+	t0=$(date +%s.%N)
+	"$GEN" --out "$TMP/l$load" --hot "$load" --churn 0 \
+		--intervals "$INTERVALS" --onset1 2 --onset5 4 --seed "$SEED"
+	t1=$(date +%s.%N)
+	printf 'load %s keys/s: capture %s MB in %.1f s\n' "$load" \
+		$(($(stat -c %s "$TMP/l$load.pcap") / 1000000)) "$(echo "$t1 - $t0" | bc)"
+	for s in 8 "$AUTO"; do
+		tag=s${s//:/_}
+		replay "$load" "$TMP/l$load" "$s" "$tag" 0
+		load_scores+=("$TMP/l$load.score.$tag.json")
+		cp "$TMP/l$load.score.$tag.json" "$OUT/accuracy.l$load.$tag.json"
+	done
+	rm -f "$TMP/l$load.pcap"
+done
 SECS=$(($(date +%s) - START))
+NOTE="Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED LEVELS='$LEVELS' AUTO=$AUTO) at commit $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores."
 echo
-python3 "$SCORE" --table ${DOCS:+--docs "$DOCS"} \
-	--note "Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED) at commit $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores." \
-	"${scores[@]}"
+if [ ${#scores[@]} -gt 0 ]; then
+	python3 "$SCORE" --table ${DOCS:+--docs "$DOCS"} --note "$NOTE" "${scores[@]}"
+fi
+if [ ${#load_scores[@]} -gt 0 ]; then
+	echo
+	python3 "$SCORE" --table --load ${DOCS:+--docs "$DOCS"} --note "$NOTE" \
+		"${load_scores[@]}"
+fi

@@ -17,10 +17,12 @@ Per interval, against the exact counts:
                      hot-key table; 1 = at the end of its first interval
 Prints one JSON object on stdout (and into --json OUT).
 
-  accuracy_score.py --table [--docs FILE] SCORE.json...
+  accuracy_score.py --table [--docs FILE] [--load] SCORE.json...
 
 prints the scores as one Markdown table; with --docs, also puts it (and
 the lines of --note) between the markers of FILE (docs/accuracy.md).
+--load: the load-level table (--sample 8 against auto at 10k..10M keys/s,
+with the rates auto chose), between the bench-accuracy-load markers.
 """
 import argparse
 import json
@@ -85,9 +87,14 @@ def score(truth_ivs, truth_top, reps, k=100, k_err=10):
             if name in hot_keys and name not in seen_hot:
                 seen_hot[name] = i - o + 1
         per_iv.append({'seq': i, 'precision': p, 'recall': r,
-                       'candidates': rep['candidates']})
+                       'candidates': rep['candidates'],
+                       'sample_n': rep.get('sample_n')})
     abs_errs = [abs(e) for e in errs]
+    # after the first interval: --sample auto starts a replay at 1 in 1
+    steady = [iv['precision'] for iv in per_iv[1:]]
     return {
+        'precision_steady_mean': sum(steady) / len(steady) if steady else None,
+        'precision_steady_min': min(steady) if steady else None,
         'intervals': len(prec),
         'precision_mean': sum(prec) / len(prec) if prec else None,
         'precision_min': min(prec) if prec else None,
@@ -105,6 +112,8 @@ def score(truth_ivs, truth_top, reps, k=100, k_err=10):
 
 BEGIN = '<!-- bench-accuracy:begin -->'
 END = '<!-- bench-accuracy:end -->'
+LOAD_BEGIN = '<!-- bench-accuracy-load:begin -->'
+LOAD_END = '<!-- bench-accuracy-load:end -->'
 
 
 def fmt(v, pct=False):
@@ -132,17 +141,43 @@ def table(scores):
     return '\n'.join(rows) + '\n'
 
 
-def write_docs(path, text):
+def rates(d):
+    """The 1 in N of each scored interval, folded: '1', '8-16'."""
+    ns = [iv['sample_n'] for iv in d['per_interval'] if iv.get('sample_n')]
+    if not ns:
+        return '?'
+    lo, hi = min(ns), max(ns)
+    return '%d' % lo if lo == hi else '%d-%d' % (lo, hi)
+
+
+def load_table(scores):
+    rows = ['| keys/s | --sample | 1 in N per interval | top-100 precision mean (min) '
+            '| ... after the first interval | recall mean (min) '
+            '| top-10 rate error mean / max |',
+            '|---:|---:|---:|---:|---:|---:|---:|']
+    for d in sorted(scores, key=lambda d: (d['requests_per_interval'],
+                                           str(d['sample']))):
+        rows.append('| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s / %s |' % (
+            '{:,}'.format(d['requests_per_interval']), d['sample'], rates(d),
+            fmt(d['precision_mean']), fmt(d['precision_min']),
+            fmt(d.get('precision_steady_mean')),
+            fmt(d.get('precision_steady_min')),
+            fmt(d['recall_mean']), fmt(d['recall_min']),
+            fmt(d['top10_err_mean'], True), fmt(d['top10_err_max'], True)))
+    return '\n'.join(rows) + '\n'
+
+
+def write_docs(path, text, begin=BEGIN, end=END):
     with open(path) as f:
         doc = f.read()
-    if BEGIN not in doc or END not in doc:
-        print('accuracy_score: %s has no %s ... %s markers' % (path, BEGIN, END),
+    if begin not in doc or end not in doc:
+        print('accuracy_score: %s has no %s ... %s markers' % (path, begin, end),
               file=sys.stderr)
         return 1
-    head, rest = doc.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
+    head, rest = doc.split(begin, 1)
+    tail = rest.split(end, 1)[1]
     with open(path, 'w') as f:
-        f.write(head + BEGIN + '\n' + text + END + tail)
+        f.write(head + begin + '\n' + text + end + tail)
     return 0
 
 
@@ -152,22 +187,28 @@ def main():
         ap.add_argument('--table', action='store_true')
         ap.add_argument('--docs')
         ap.add_argument('--note', action='append', default=[])
+        ap.add_argument('--load', action='store_true')
         ap.add_argument('scores', nargs='+')
         a = ap.parse_args()
         scores = []
         for p in a.scores:
             with open(p) as f:
                 scores.append(json.loads(f.read()))
-        text = table(scores)
+        text = load_table(scores) if a.load else table(scores)
         if a.note:
             text += '\n' + '\n'.join(a.note) + '\n'
         sys.stdout.write(text)
-        return write_docs(a.docs, text) if a.docs else 0
+        if not a.docs:
+            return 0
+        if a.load:
+            return write_docs(a.docs, text, LOAD_BEGIN, LOAD_END)
+        return write_docs(a.docs, text)
     ap = argparse.ArgumentParser()
     ap.add_argument('truth')
     ap.add_argument('replay')
     ap.add_argument('--churn', type=float, required=True)
-    ap.add_argument('--sample', type=int, required=True)
+    ap.add_argument('--sample', required=True,
+                    help='N, or auto[:T]')
     ap.add_argument('--json')
     a = ap.parse_args()
     ivs, top = read_truth(a.truth)
@@ -178,7 +219,7 @@ def main():
         return 1
     out = score(ivs, top, reps)
     out['churn'] = a.churn
-    out['sample'] = a.sample
+    out['sample'] = int(a.sample) if a.sample.isdigit() else a.sample
     out['requests_per_interval'] = ivs[min(ivs)]['requests']
     text = json.dumps(out, sort_keys=True)
     print(text)

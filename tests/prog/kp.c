@@ -581,6 +581,29 @@ void kp_set_seq(__u32 seq)
 	kp_config(&c);
 }
 
+void kp_set_rate(__u32 epoch, __u32 n_here, __u32 n_other)
+{
+	__u64 *v = percpu_buf(8);
+	int c;
+
+	if (!v) {
+		kt_failf(__FILE__, __LINE__, "write ks_rate: out of memory");
+		return;
+	}
+	for (c = 0; c < kp.ncpu; c++)
+		v[c] = c == kp.cpu ? n_here : n_other;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_rate), &epoch, v,
+				BPF_ANY))
+		kt_failf(__FILE__, __LINE__, "write ks_rate: %s",
+			 strerror(errno));
+	kp.x.exact = false;
+	kp.x.check_sketch = kp.x.check_cands = kp.x.check_events = false;
+	kp.x.pkts[KS_PKT_SAMPLED] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_CAND_INSERT] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;
+	model_ring_certainty();
+}
+
 void kp_set_trace(__u32 on)
 {
 	struct ks_config c = kp.cfg;

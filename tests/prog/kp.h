@@ -123,6 +123,12 @@ void kp_set_ports(int n, ...);               /* ports for this test */
 void kp_set_sample(__u32 n);
 void kp_set_seq(__u32 seq);
 void kp_set_trace(__u32 on);
+/*
+ * --sample auto's per-CPU rate for one epoch (ks_rate): n_here on the CPU
+ * the tests run on, n_other on every other CPU (0: ks_config.sample_n).
+ * Sampling is then no longer certain to the model.
+ */
+void kp_set_rate(__u32 epoch, __u32 n_here, __u32 n_other);
 /* Zero every map and the model, keep the current config (used by loops). */
 void kp_reset(void);
 /* Compare maps with the model; ctx prefixes any failure (may be NULL). */

@@ -239,9 +239,77 @@ static void t_cands(void)
 	kp_end();
 }
 
+/* 40 copies of "hot" in one get: how many of them the rate samples. */
+static void send_hot40(void)
+{
+	struct pkt p;
+	size_t n = get_line(buf, 40, "hot", 0);
+	int i;
+
+	kp_tcp4(&p, buf, n);
+	kp_send_mc(&p);
+	kp_x_req(KS_OP_GET, n, NULL);
+	for (i = 0; i < 40; i++)
+		kp_x_keyn(KS_OP_GET, "hot", 3);
+}
+
+/*
+ * --sample auto: each CPU's rate comes from ks_rate's entry for the
+ * epoch, read once per CPU per seq, so a write to the running epoch's
+ * entry waits for the epoch's next turn and an epoch never mixes rates.
+ */
+static void t_rates(void)
+{
+	kp_begin("rate_per_cpu_entry_honoured");
+	/* this CPU 1 in 4, every other CPU 1 in 1: this CPU's counts */
+	kp_set_rate(0, 4, 1);
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, "hot", 3), 10);
+	kp_end();
+
+	kp_begin("rate_other_cpus_entry_not_used_here");
+	kp_set_rate(0, 1, 8);
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 40);
+	kp_end();
+
+	kp_begin("rate_zero_entry_falls_back_to_config");
+	kp_set_rate(0, 0, 8);
+	kp_set_sample(4);
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+	kp_end();
+
+	kp_begin("rate_epoch_carries_its_rate");
+	kp_set_rate(0, 4, 1);
+	kp_set_rate(1, 2, 1);
+	send_hot40(); /* seq 0: 1 in 4 */
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+	/* the running epoch's entry rewritten: not before its next turn */
+	kp_set_rate(0, 1, 1);
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 20);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, "hot", 3), 20);
+	kp_set_seq(1);        /* epoch 1: 1 in 2 */
+	kp_set_rate(1, 2, 1); /* the same again: the model forgets kp_config */
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 40);
+	CHECK_EQ(kp_cms_query(1, KS_CLASS_READ, "hot", 3), 20);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, "hot", 3), 20);
+	kp_set_seq(2); /* epoch 0's next turn: the rate written for it */
+	kp_set_rate(0, 1, 1);
+	send_hot40();
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 80);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, "hot", 3), 60);
+	CHECK_EQ(kp_cms_query(1, KS_CLASS_READ, "hot", 3), 20);
+	kp_end();
+}
+
 void t_sampling_group(void)
 {
 	t_sample_n();
+	t_rates();
 	t_epochs();
 	t_cands();
 }

@@ -62,6 +62,7 @@ static const struct kt_group groups[] = {
 	{ "key_hash", test_key_hash },
 	{ "shards", test_shards },
 	{ "shard_rates", test_shard_rates },
+	{ "sample_rate", test_sample_rate },
 	{ "zipf", test_zipf },
 	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },

@@ -329,6 +329,32 @@ static void json_document(void)
 	CHECK(strstr(doc, "plain") == NULL, "key shown with hash-only");
 	free(doc);
 	kt_end();
+
+	/* --sample auto: each CPU's rate, runs of one rate folded */
+	kt_begin("report_sample_auto_per_cpu");
+	v.hash_only = 0;
+	r->sample_n = 32;
+	r->sample_target = 500;
+	r->ncpu_n = 4;
+	r->cpu_n[0] = r->cpu_n[1] = r->cpu_n[2] = 1;
+	r->cpu_n[3] = 32;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "sample 1/32") != NULL, "largest rate: %.300s", doc);
+	CHECK(strstr(doc,
+		     "sample auto, 500 sampled keys/s per CPU aimed at:  cpu 0-2 1/1  cpu 3 1/32\n") !=
+		      NULL,
+	      "per-CPU line: %.600s", doc);
+	free(doc);
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc, "\"sample_n\":32,\"interval_s\":0.500,") != NULL,
+	      "sample_n: %.300s", doc);
+	CHECK(strstr(doc,
+		     "\"sample_target\":500,\"sample_cpu_n\":[1,1,1,32],") !=
+		      NULL,
+	      "per-CPU rates: %.600s", doc);
+	free(doc);
+	kt_end();
 	free(r);
 }
 

@@ -19,6 +19,7 @@ void test_ring_clients(void);
 void test_key_hash(void);
 void test_shards(void);
 void test_shard_rates(void);
+void test_sample_rate(void);
 void test_zipf(void);
 void test_spread(void);
 void test_hotkeys(void);

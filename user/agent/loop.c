@@ -33,7 +33,7 @@ static void publish_header(struct ks_agent *st)
 
 	r->version = KS_REPORT_VERSION;
 	r->agent_pid = (__u32)getpid();
-	r->sample_n = st->o.sample_n;
+	ks_rates_report(&st->rates, r);
 	r->interval_ms = st->o.interval_ms;
 	r->xdp_mode = st->att.xdp_mode;
 	r->replies = (__u32)st->att.egress;
@@ -72,13 +72,16 @@ static int write_config(struct ks_agent *st, struct ks_config *cfg)
 }
 
 /* Moves seq on, keeping whatever else is in ks_config (the trace flag
- * belongs to 'agent trace'). */
-static int flip_epoch(struct ks_agent *st)
+ * belongs to 'agent trace'); --sample auto's rates for the epoch ahead go
+ * into ks_rate first, so that no CPU starts it at another rate. */
+static int flip_epoch(struct ks_agent *st, __u64 elapsed_ns)
 {
 	struct ks_config cfg;
 	int err;
 
-	err = ks_read_config(&st->maps, &cfg);
+	err = ks_rates_flip(&st->rates, &st->maps, st->seq + 1, elapsed_ns);
+	if (!err)
+		err = ks_read_config(&st->maps, &cfg);
 	if (err)
 		return err;
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
@@ -244,7 +247,7 @@ static int one_interval(struct ks_agent *st)
 	long ncands;
 	int err;
 
-	err = flip_epoch(st);
+	err = flip_epoch(st, ks_mono_ns() - st->flip_ns);
 	if (err)
 		return err;
 	now = ks_mono_ns();
@@ -254,9 +257,13 @@ static int one_interval(struct ks_agent *st)
 	keep_seq(st);
 
 	publish_header(st);
+	/* --rate-scaling off (a test's control): every CPU's count as if
+	 * it sampled every key */
 	ncands = ks_estimate_interval(
-		&st->col, epoch, old_seq, st->o.sample_n, st->o.top, elapsed_ns,
-		&st->prev, &st->cur, st->sketch, &st->totals_ns, st->rep);
+		&st->col, epoch, old_seq,
+		st->o.rate_unscaled ? NULL : st->rates.ended, st->o.top,
+		elapsed_ns, &st->prev, &st->cur, st->sketch, &st->totals_ns,
+		st->rep);
 	if (ncands < 0)
 		return (int)ncands;
 	st->rep->seq = old_seq;
@@ -267,6 +274,8 @@ static int one_interval(struct ks_agent *st)
 		return err;
 	if (st->ring->rep)
 		ks_run_purge_report(st->purge, &st->ring->rep->purge);
+	st->ring->scale = ks_rates_effective(&st->rates);
+	st->ring->sample_n = st->rep->sample_n;
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;
@@ -302,7 +311,7 @@ static int one_interval(struct ks_agent *st)
 int ks_agent_start(struct ks_agent *st)
 {
 	struct ks_config cfg = { .sample_n = st->o.sample_n, .seq = 0 };
-	char ports[64], iv[32];
+	char ports[64], iv[32], samp[96];
 	int err;
 
 	memcpy(cfg.ports, st->o.ports, sizeof(cfg.ports));
@@ -341,11 +350,25 @@ int ks_agent_start(struct ks_agent *st)
 		}
 	}
 	err = ks_collector_init(&st->col, &st->maps);
+	if (!err)
+		err = ks_rates_init(
+			&st->rates, st->col.ncpus,
+			&(struct ks_sample_opt){
+				.n = st->o.sample_target ? 0 : st->o.sample_n,
+				.target = st->o.sample_target },
+			st->o.sample_n);
 	st->sketch = malloc(sizeof(*st->sketch));
 	st->rep = calloc(1, sizeof(*st->rep));
 	if (err || !st->sketch || !st->rep) {
 		ks_err("out of memory for the interval buffers (%s); free some memory",
 		       strerror(err ? -err : ENOMEM));
+		return KS_EXIT_FAIL;
+	}
+	/* before the first packet of the first epoch counts */
+	err = ks_rates_start(&st->rates, &st->maps);
+	if (err) {
+		ks_err("cannot write the per-CPU sample rates (%s); rerun with -v",
+		       strerror(-err));
 		return KS_EXIT_FAIL;
 	}
 	publish_header(st);
@@ -361,8 +384,14 @@ int ks_agent_start(struct ks_agent *st)
 	st->flip_ns = st->totals_ns = ks_mono_ns();
 	ks_format_ports(st->o.ports, ports, sizeof(ports));
 	ks_format_seconds(st->o.interval_ms, iv, sizeof(iv));
-	printf("keysteer: attached to %s (%s), sample 1/%u, interval %s s, ports %s%s\n",
-	       st->o.ifname, ks_hook_desc(&st->att), st->o.sample_n, iv, ports,
+	if (st->o.sample_target)
+		snprintf(samp, sizeof(samp),
+			 "sample auto (%u sampled keys/s per CPU, from 1/%u)",
+			 st->o.sample_target, st->o.sample_n);
+	else
+		snprintf(samp, sizeof(samp), "sample 1/%u", st->o.sample_n);
+	printf("keysteer: attached to %s (%s), %s, interval %s s, ports %s%s\n",
+	       st->o.ifname, ks_hook_desc(&st->att), samp, iv, ports,
 	       st->att.adopted
 		       ? "; took over the running program, its counters, ring and hot keys"
 		       : "");

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include "dp/attach.h"
 #include "dp/collect.h"
+#include "dp/rates.h"
 #include "core/estimate.h"
 #include "agent/run_hot.h"
 #include "agent/run_ring.h"
@@ -28,7 +29,8 @@
 struct ks_agent_opts {
 	const char *ifname;
 	unsigned int ifindex;
-	__u32 sample_n;
+	__u32 sample_n;      /* --sample N; auto: the first interval's */
+	__u32 sample_target; /* --sample auto[:T]: T; 0 for a fixed N */
 	__u32 interval_ms;
 	__u16 ports[KS_MAX_PORTS];
 	enum ks_xdp_req xdp;
@@ -41,6 +43,8 @@ struct ks_agent_opts {
 	int group_set;
 	__u32 cfg_flags;   /* ks_config.flags: --stream-state off sets
 			      * KS_CFG_NO_STREAM (test control only) */
+	int rate_unscaled; /* --rate-scaling off: the sketch merged without
+			    * the CPUs' rates (test control only) */
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 };
@@ -62,6 +66,7 @@ struct ks_agent {
 	struct ks_attachment att;
 	struct ks_maps maps;
 	struct ks_collector col;
+	struct ks_rates rates; /* every CPU's 1 in N, epoch by epoch */
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_totals prev, cur;

@@ -353,8 +353,8 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
 	if (err)
 		return err;
 	now = ks_mono_ns();
-	ks_shard_fill(r->rep, r->base, r->prev, r->cur, n, r->sample_n,
-		      now - r->prev_ns);
+	ks_shard_fill(r->rep, r->base, r->prev, r->cur, n,
+		      r->scale > 0 ? r->scale : r->sample_n, now - r->prev_ns);
 	r->rep->seq = seq;
 	r->rep->elapsed_ns = now - r->prev_ns;
 	publish_header(r);

@@ -51,6 +51,9 @@ struct ks_run_ring {
 	__u64 prev_ns;
 	struct ks_shard_report *rep;
 	__u32 sample_n;
+	/* keys a sampled key stood for in the last interval, when the CPUs'
+	 * rates differ (--sample auto; ks_rates_effective); 0: sample_n */
+	double scale;
 
 	/* --etcd (agent/run_etcd.c): the ring may come from etcd, with no
 	 * list or file; ext_source names it once it does ("" while the ring

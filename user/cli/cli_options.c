@@ -37,10 +37,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS, "interface the agent runs on" },
 	{ "iface", 'i', REQ, "IF", KS_CMD_DETACH, 0, KS_GRP_OPTIONS,
 	  "the interface keysteer was attached to, required" },
-	{ "sample", 's', REQ, "N", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
-	  "sample 1 in N keys, 1..1000000 (default 8)" },
-	{ "sample", 's', REQ, "N", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
-	  "sample 1 in N keys, 1..1000000 (default 1: every key)" },
+	{ "sample", 's', REQ, "N|auto[:T]", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_OPTIONS,
+	  "sample 1 in N keys, 1..1000000 (default 8); auto: each CPU's N, a power of two 1..1024, set every interval to sample about T keys/s (default 262144)" },
+	{ "sample", 's', REQ, "N|auto[:T]", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
+	  "sample 1 in N keys, 1..1000000 (default 1: every key); auto[:T] as 'agent run' does, from 1 in 1" },
 	{ "interval", 'I', REQ, "SEC", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
 	  "seconds per interval, 0.1..3600, decimals allowed (default 1)" },
 	{ "ports",
@@ -158,6 +159,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * are missed: counts go wrong and a write to a hot key may leave
 	 * its replicas serving the old value (test_fresh_pipeline.sh) */
 	{ "stream-state", KS_OPTV_STREAM_STATE, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: off merges the CPUs' sketches without their sample
+	 * rates, as if every CPU sampled every key: the control run of
+	 * test_sample_auto.sh, whose estimates must then miss */
+	{ "rate-scaling", KS_OPTV_RATE_SCALING, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default) or off" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,

@@ -100,16 +100,17 @@ enum ks_opt_group {
 #define KS_OPTV_KEYS_FILE     0x1046
 #define KS_OPTV_OWNER_REPLIES 0x1070
 /* a ring of explicit points (issue 26, docs/placement.md) */
-#define KS_OPTV_PLAN       0x10c0
-#define KS_OPTV_FROM_PLAN  0x10c1
-#define KS_OPTV_TO_PLAN    0x10c2
-#define KS_OPTV_CLIENTS    0x10c3
-#define KS_OPTV_WINDOW     0x10c4
-#define KS_OPTV_TARGET     0x10c5
-#define KS_OPTV_OUT        0x10c6
-#define KS_OPTV_RING_FILE  0x10c7
-#define KS_OPTV_LOAD_FILE  0x10c8
-#define KS_OPTV_MAX_POINTS 0x10c9
+#define KS_OPTV_PLAN         0x10c0
+#define KS_OPTV_FROM_PLAN    0x10c1
+#define KS_OPTV_TO_PLAN      0x10c2
+#define KS_OPTV_CLIENTS      0x10c3
+#define KS_OPTV_WINDOW       0x10c4
+#define KS_OPTV_TARGET       0x10c5
+#define KS_OPTV_OUT          0x10c6
+#define KS_OPTV_RING_FILE    0x10c7
+#define KS_OPTV_LOAD_FILE    0x10c8
+#define KS_OPTV_MAX_POINTS   0x10c9
+#define KS_OPTV_RATE_SCALING 0x1071
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

@@ -28,6 +28,7 @@
 #include "cli/cli_options.h"
 #include "cli/cmds.h"
 #include "dp/collect.h"
+#include "dp/rates.h"
 #include "core/estimate.h"
 #include "dp/bpf_log.h"
 #include "core/names.h"
@@ -51,7 +52,8 @@
 
 struct replay_opts {
 	const char *file;
-	__u32 sample_n;
+	__u32 sample_n;      /* --sample N; auto: the first interval's */
+	__u32 sample_target; /* --sample auto[:T]: T; 0 for a fixed N */
 	__u16 ports[KS_MAX_PORTS];
 	struct ks_view_opts view;
 	int verbose;
@@ -88,6 +90,7 @@ struct replay {
 	int prog_fd;
 	struct ks_maps maps;
 	struct ks_collector col;
+	struct ks_rates rates; /* every CPU's 1 in N, epoch by epoch */
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_top_count counts[KS_REPORT_TOP]; /* rep->top's, exact */
@@ -127,12 +130,18 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, g.shorts, g.lo, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			if (ks_parse_uint("--sample", optarg, 1, 1000000, &v,
-					  err, sizeof(err)))
+		case 's': {
+			struct ks_sample_opt so;
+
+			if (ks_sample_parse(optarg, 1000000, &so, err,
+					    sizeof(err)))
 				goto bad;
-			o->sample_n = (__u32)v;
+			/* auto starts offline at every key, as the
+			 * default does */
+			o->sample_n = so.n ? so.n : 1;
+			o->sample_target = so.target;
 			break;
+		}
 		case 'p':
 			if (ks_parse_ports(optarg, o->ports, &n, err,
 					   sizeof(err)))
@@ -427,14 +436,13 @@ static void print_key(FILE *f, const struct replay *r, const __u8 *key,
 	fputs(text, f);
 }
 
-/* One key's counts in the interval, from its sketch, scaled by N. */
+/* One key's counts in the interval, from its sketch (merged in keys:
+ * each CPU's counters times its N). */
 static void key_counts(const struct replay *r, __u64 hash, __u64 *reads,
 		       __u64 *writes)
 {
-	*reads = (__u64)ks_cms_point(r->sketch, KS_CLASS_READ, hash) *
-		 r->o.sample_n;
-	*writes = (__u64)ks_cms_point(r->sketch, KS_CLASS_WRITE, hash) *
-		  r->o.sample_n;
+	*reads = ks_cms_point(r->sketch, KS_CLASS_READ, hash);
+	*writes = ks_cms_point(r->sketch, KS_CLASS_WRITE, hash);
 }
 
 static void json_keys(FILE *f, const struct replay *r, const char *name,
@@ -483,6 +491,18 @@ static void json_hot(FILE *f, const struct replay *r)
 	fputc(']', f);
 }
 
+/* The rate each CPU sampled the interval at, and auto's target. */
+static void json_cpu_n(FILE *f, const struct ks_report *rep)
+{
+	__u32 i;
+
+	fprintf(f, ",\"sample_target\":%u,\"sample_cpu_n\":[",
+		rep->sample_target);
+	for (i = 0; i < rep->ncpu_n && i < KS_REPORT_CPUS; i++)
+		fprintf(f, "%s%u", i ? "," : "", rep->cpu_n[i]);
+	fputc(']', f);
+}
+
 /* One line of JSON per interval. */
 static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 			  __u64 elapsed, long ncands, size_t nranked)
@@ -496,13 +516,14 @@ static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 		"{\"seq\":%u,\"start_ns\":%llu,\"end_ns\":%llu,\"elapsed_ns\":%llu,\"partial\":%s,\"sample_n\":%u,\"requests\":%llu,\"keys\":{\"read\":%llu,\"write\":%llu,\"other\":%llu},\"sampled\":%llu,\"candidates\":%ld,\"work_ms\":%.3f",
 		rep->seq, (unsigned long long)r->iv_start_ns,
 		(unsigned long long)end_ns, (unsigned long long)elapsed,
-		elapsed < r->o.interval_ns ? "true" : "false", r->o.sample_n,
+		elapsed < r->o.interval_ns ? "true" : "false", rep->sample_n,
 		(unsigned long long)ks_total_requests(&r->prev, &r->cur),
 		(unsigned long long)keys[KS_CLASS_READ],
 		(unsigned long long)keys[KS_CLASS_WRITE],
 		(unsigned long long)keys[KS_CLASS_OTHER],
 		(unsigned long long)rep->sampled_total, ncands,
 		r->work_ns / 1e6);
+	json_cpu_n(f, rep);
 	json_keys(f, r, "top", rep->top,
 		  rep->n_top < (__u32)r->o.view.top ? rep->n_top
 						    : (__u32)r->o.view.top,
@@ -569,19 +590,25 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	int err;
 
 	memcpy(cfg.ports, r->o.ports, sizeof(cfg.ports));
+	/* as 'agent run' does: the next epoch's rates first */
+	err = ks_rates_flip(&r->rates, &r->maps, r->seq + 1, elapsed);
+	if (err)
+		return err;
 	cfg.seq = ++r->seq;
 	err = ks_write_config(&r->maps, &cfg);
 	if (err)
 		return err;
-	ncands = ks_estimate_interval(&r->col, epoch, old, r->o.sample_n,
+	ncands = ks_estimate_interval(&r->col, epoch, old, r->rates.ended,
 				      KS_REPORT_TOP, elapsed, &r->prev, &r->cur,
 				      r->sketch, NULL, r->rep);
 	if (ncands < 0)
 		return (int)ncands;
 	r->rep->seq = old;
+	ks_rates_report(&r->rates, r->rep);
 	if (r->o.ranked) {
-		ks_interval_init(&iv, r->sketch, &r->prev, &r->cur,
-				 r->o.sample_n, elapsed);
+		/* the sketch is in keys already */
+		ks_interval_init(&iv, r->sketch, &r->prev, &r->cur, 1, elapsed);
+		iv.rate_max = r->rep->sample_n;
 		nranked = ks_top_select(r->sketch, &iv, r->col.cands,
 					(size_t)ncands, r->ranked, r->o.ranked);
 	}
@@ -721,12 +748,7 @@ static void top_counts(struct replay *r)
 	for (i = 0; i < r->rep->n_top && i < KS_REPORT_TOP; i++) {
 		__u64 h = r->rep->top[i].hash;
 
-		r->counts[i].reads = (__u64)ks_cms_point(r->sketch,
-							 KS_CLASS_READ, h) *
-				     r->o.sample_n;
-		r->counts[i].writes = (__u64)ks_cms_point(r->sketch,
-							  KS_CLASS_WRITE, h) *
-				      r->o.sample_n;
+		key_counts(r, h, &r->counts[i].reads, &r->counts[i].writes);
 	}
 }
 
@@ -738,7 +760,7 @@ static int build_report(struct replay *r)
 	struct ks_report *rep = r->rep;
 	long ncands;
 
-	ncands = ks_estimate_interval(&r->col, 0, 0, r->o.sample_n,
+	ncands = ks_estimate_interval(&r->col, 0, 0, r->rates.cur,
 				      KS_REPORT_TOP, span, &r->prev, &r->cur,
 				      r->sketch, NULL, rep);
 	if (ncands < 0)
@@ -746,7 +768,9 @@ static int build_report(struct replay *r)
 	totals_delta(&r->prev, &r->cur, &r->delta);
 	top_counts(r);
 	rep->version = KS_REPORT_VERSION;
-	rep->sample_n = r->o.sample_n;
+	ks_rates_report(&r->rates, rep);
+	rep->sample_n = ks_rates_max(r->rates.cur, r->rates.ncpus);
+	memcpy(rep->cpu_n, r->rates.cur, rep->ncpu_n * sizeof(__u32));
 	rep->interval_ms = span / 1000000 > 0xffffffffULL
 				   ? 0xffffffffU
 				   : (__u32)(span / 1000000);
@@ -934,6 +958,15 @@ static int prepare(struct replay *r)
 	if (load_private(r) || write_config(r))
 		return -1;
 	err = ks_collector_init(&r->col, &r->maps);
+	if (!err)
+		err = ks_rates_init(
+			&r->rates, r->col.ncpus,
+			&(struct ks_sample_opt){
+				.n = r->o.sample_target ? 0 : r->o.sample_n,
+				.target = r->o.sample_target },
+			r->o.sample_n);
+	if (!err)
+		err = ks_rates_start(&r->rates, &r->maps);
 	r->sketch = malloc(sizeof(*r->sketch));
 	r->rep = calloc(1, sizeof(*r->rep));
 	r->probe = malloc(PROBE_MAX);
@@ -1017,6 +1050,7 @@ int cmd_replay(int argc, char **argv)
 		rc = replay(r);
 	}
 	ks_collector_free(&r->col);
+	ks_rates_free(&r->rates);
 	keysteer_bpf__destroy(r->skel);
 	ks_run_ring_free(&r->o.ring);
 	if (r->buf)

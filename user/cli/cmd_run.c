@@ -77,11 +77,17 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case 'i':
 		o->a.ifname = arg;
 		return 1;
-	case 's':
-		if (ks_parse_uint("--sample", arg, 1, 1000000, &v, err, errlen))
+	case 's': {
+		struct ks_sample_opt so;
+
+		if (ks_sample_parse(arg, 1000000, &so, err, errlen))
 			return -1;
-		o->a.sample_n = (__u32)v;
+		/* auto starts at KS_RATE_START: a bounded cost until the
+		 * first interval's counts are in */
+		o->a.sample_n = so.n ? so.n : KS_RATE_START;
+		o->a.sample_target = so.target;
 		return 1;
+	}
 	case 'I':
 		if (ks_parse_seconds("--interval", arg, 100, 3600000,
 				     &o->a.interval_ms, err, errlen))
@@ -224,6 +230,16 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 				arg);
 			return -1;
 		}
+		return 1;
+	case KS_OPTV_RATE_SCALING:
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			snprintf(
+				err, errlen,
+				"--rate-scaling '%s' is not a state; give on (the default) or off",
+				arg);
+			return -1;
+		}
+		o->a.rate_unscaled = !strcmp(arg, "off");
 		return 1;
 	case KS_OPTV_OWNER_REPLIES:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {

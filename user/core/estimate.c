@@ -9,8 +9,8 @@
 #include <string.h>
 #include "core/estimate.h"
 
-void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
-		      size_t stride)
+void ks_cms_merge_row_weighted(__u32 dst[KS_CMS_SEG], const void *percpu,
+			       int ncpus, size_t stride, const __u32 *n)
 {
 	const unsigned char *base = percpu;
 	int cpu;
@@ -18,13 +18,20 @@ void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
 
 	for (cpu = 0; cpu < ncpus; cpu++) {
 		const __u32 *row = (const __u32 *)(base + (size_t)cpu * stride);
+		__u64 w = n && n[cpu] ? n[cpu] : 1;
 
 		for (i = 0; i < KS_CMS_SEG; i++) {
-			__u32 sum = dst[i] + row[i];
+			__u64 sum = dst[i] + (__u64)row[i] * w;
 
-			dst[i] = sum < dst[i] ? ~0U : sum;
+			dst[i] = sum > ~0U ? ~0U : (__u32)sum;
 		}
 	}
+}
+
+void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
+		      size_t stride)
+{
+	ks_cms_merge_row_weighted(dst, percpu, ncpus, stride, NULL);
 }
 
 __u32 ks_cms_point(const struct ks_sketch *s, __u32 cls, __u64 hash)
@@ -76,6 +83,7 @@ void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
 	double n = iv->sample_n ? iv->sample_n : 1;
 	double secs = iv->elapsed_ns ? iv->elapsed_ns / 1e9 : 1.0;
 	double cm, samp;
+	__u32 bn;
 
 	out->reads = ks_cms_point(s, KS_CLASS_READ, hash);
 	out->writes = ks_cms_point(s, KS_CLASS_WRITE, hash);
@@ -84,8 +92,13 @@ void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
 	/* Both sketches can overcount the key, each by its own bound. */
 	cm = ks_cms_bound(iv->class_sampled[KS_CLASS_READ]) +
 	     ks_cms_bound(iv->class_sampled[KS_CLASS_WRITE]);
-	samp = ks_sampling_bound((double)out->reads + out->writes,
-				 iv->sample_n);
+	/* CPUs at different rates: the variance of the scaled-up count,
+	 * sum of c_cpu * n_cpu * (n_cpu - 1), is at most its keys times
+	 * (largest n - 1), which is the bound's form with that n */
+	bn = iv->rate_max ? iv->rate_max : iv->sample_n;
+	samp = bn > 1 ? 2.0 * sqrt(((double)out->reads + out->writes) * n *
+				   (bn - 1.0))
+		      : 0;
 	out->err_ps = (cm * n + samp) / secs;
 	out->share = 0;
 	/* Operators think in requests: a flash-sale key named by a quarter

@@ -36,7 +36,13 @@ void ks_ops_fold_fast(struct ks_op_stats ops[KS_OP_MAX],
 
 /* What one interval contributes besides the sketch. */
 struct ks_interval {
-	__u32 sample_n;   /* 1 in N keys was sketched */
+	/* What the sketch's counts still need multiplying by: 1 in N keys
+	 * was sketched, or 1 when the merge already weighted each CPU by
+	 * its own rate (ks_cms_merge_row_weighted). */
+	__u32 sample_n;
+	/* The largest 1 in N in force on any CPU in the interval, for the
+	 * sampling bound; 0: sample_n. */
+	__u32 rate_max;
 	__u64 elapsed_ns; /* length of the interval */
 	/* Sampled keys fed to each class's sketch: the stream length N of
 	 * the count-min bound. */
@@ -61,11 +67,19 @@ static inline size_t ks_percpu_stride(size_t value_size)
 }
 
 /*
- * Adds the ncpus per-CPU copies of one segment of a sketch row (a percpu lookup buffer,
- * copies stride bytes apart) into dst, saturating at UINT32_MAX.
+ * Adds the ncpus per-CPU copies of one segment of a sketch row (a percpu
+ * lookup buffer, copies stride bytes apart) into dst, saturating at
+ * UINT32_MAX.
  */
 void ks_cms_merge_row(__u32 dst[KS_CMS_SEG], const void *percpu, int ncpus,
 		      size_t stride);
+/*
+ * The same with each CPU's counters multiplied by its 1 in N (n[cpu];
+ * NULL: 1), so that CPUs sampling at different rates add up to keys: the
+ * estimate stays exact in expectation whatever rate each CPU had.
+ */
+void ks_cms_merge_row_weighted(__u32 dst[KS_CMS_SEG], const void *percpu,
+			       int ncpus, size_t stride, const __u32 *n);
 
 /* Count-min point query: the minimum over rows at ks_cms_col(hash, r). */
 __u32 ks_cms_point(const struct ks_sketch *s, __u32 cls, __u64 hash);

@@ -33,12 +33,12 @@ static __u64 delta(__u64 prev, __u64 cur)
 void ks_shard_fill(struct ks_shard_report *rep,
 		   const struct ks_shard_counts *base,
 		   const struct ks_shard_counts *prev,
-		   const struct ks_shard_counts *cur, __u32 n, __u32 sample_n,
+		   const struct ks_shard_counts *cur, __u32 n, double sample_n,
 		   __u64 elapsed_ns)
 {
-	double scale = (sample_n ? sample_n : 1) /
-		       (elapsed_ns ? elapsed_ns / 1e9 : 1.0);
-	__u64 total = 0, best = 0, mult = sample_n ? sample_n : 1;
+	double mult = sample_n >= 1 ? sample_n : 1;
+	double scale = mult / (elapsed_ns ? elapsed_ns / 1e9 : 1.0);
+	__u64 total = 0, best = 0;
 	__u32 i;
 
 	if (n > KS_MAX_SHARDS)
@@ -65,11 +65,13 @@ void ks_shard_fill(struct ks_shard_report *rep,
 		r->reads_mps = ks_to_mps(dr * scale);
 		r->writes_mps = ks_to_mps(dw * scale);
 		r->misdirected_mps = ks_to_mps(dm * scale);
-		r->reads = delta(base[i].reads, cur[i].reads) * mult;
-		r->writes = delta(base[i].writes, cur[i].writes) * mult;
-		r->misdirected = delta(base[i].misdirected,
-				       cur[i].misdirected) *
-				 mult;
+		r->reads = (__u64)llround(
+			(double)delta(base[i].reads, cur[i].reads) * mult);
+		r->writes = (__u64)llround(
+			(double)delta(base[i].writes, cur[i].writes) * mult);
+		r->misdirected = (__u64)llround(
+			(double)delta(base[i].misdirected, cur[i].misdirected) *
+			mult);
 		r->share_ppm = 0;
 		r->ratio_milli = 0;
 		if (total) {

@@ -30,14 +30,15 @@ void ks_shard_sum(const void *percpu, int ncpus, size_t stride,
  * Fills the per-shard rows of rep for n shards and rep->busiest and
  * rep->hits_mps from three readings of the counters: base (taken when the
  * ring was pushed), prev (start of the interval) and cur (end of it),
- * over elapsed_ns, each sampled key standing for sample_n keys. Leaves
+ * over elapsed_ns, each sampled key standing for sample_n keys (not a
+ * whole number under --sample auto: ks_rates_effective). Leaves
  * the names and the header alone. A counter that went backwards counts
  * as 0. share and ratio are of reads + writes.
  */
 void ks_shard_fill(struct ks_shard_report *rep,
 		   const struct ks_shard_counts *base,
 		   const struct ks_shard_counts *prev,
-		   const struct ks_shard_counts *cur, __u32 n, __u32 sample_n,
+		   const struct ks_shard_counts *cur, __u32 n, double sample_n,
 		   __u64 elapsed_ns);
 
 /* Writes each shard's "host:port" into rep's rows, cut to fit ("..." at

@@ -1097,6 +1097,7 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->vlans = bpf_map__fd(a->skel->maps.ks_vlans);
 	m->hot_filter = bpf_map__fd(a->skel->maps.ks_hot_filter);
 	m->hot_replies = bpf_map__fd(a->skel->maps.ks_hot_replies);
+	m->rate = bpf_map__fd(a->skel->maps.ks_rate);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 #include "dp/collect.h"
 #include "core/hotkeys.h"
+#include "core/sample_rate.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -24,6 +25,7 @@ void ks_maps_init(struct ks_maps *m)
 	m->hot_events = m->vlans = -1;
 	m->hot_filter = -1;
 	m->hot_replies = -1;
+	m->rate = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -71,13 +73,13 @@ int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
 
 void ks_maps_close(struct ks_maps *m)
 {
-	int *fds[] = { &m->config,        &m->ops,        &m->errors,
-		       &m->pkts,          &m->cms,        &m->cands,
-		       &m->events,        &m->report,     &m->ring,
-		       &m->shards,        &m->misdirect,  &m->shard_report,
-		       &m->hot,           &m->hot_stats,  &m->replicas,
-		       &m->replica_stats, &m->hot_events, &m->vlans,
-		       &m->hot_filter,    &m->hot_replies };
+	int *fds[] = { &m->config,        &m->ops,         &m->errors,
+		       &m->pkts,          &m->cms,         &m->cands,
+		       &m->events,        &m->report,      &m->ring,
+		       &m->shards,        &m->misdirect,   &m->shard_report,
+		       &m->hot,           &m->hot_stats,   &m->replicas,
+		       &m->replica_stats, &m->hot_events,  &m->vlans,
+		       &m->hot_filter,    &m->hot_replies, &m->rate };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -199,7 +201,8 @@ out:
 	return err;
 }
 
-int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out)
+int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out,
+		   const __u32 *cpu_n)
 {
 	size_t stride = ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG);
 	__u32 cls, r, seg;
@@ -214,9 +217,9 @@ int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out)
 				if (bpf_map_lookup_elem(c->maps->cms, &key,
 							c->row_buf))
 					return -errno;
-				ks_cms_merge_row(
+				ks_cms_merge_row_weighted(
 					&out->c[cls][r][seg * KS_CMS_SEG],
-					c->row_buf, c->ncpus, stride);
+					c->row_buf, c->ncpus, stride, cpu_n);
 			}
 		}
 	}
@@ -361,7 +364,7 @@ int ks_write_shard_report(const struct ks_maps *m,
 }
 
 long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
-			  __u32 sample_n, __u32 top, __u64 elapsed_ns,
+			  const __u32 *cpu_n, __u32 top, __u64 elapsed_ns,
 			  const struct ks_totals *prev, struct ks_totals *cur,
 			  struct ks_sketch *sk, __u64 *totals_ns,
 			  struct ks_report *rep)
@@ -379,13 +382,15 @@ long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
 		rates_ns = now - *totals_ns;
 		*totals_ns = now;
 	}
-	err = ks_read_sketch(c, epoch, sk);
+	err = ks_read_sketch(c, epoch, sk, cpu_n);
 	if (err)
 		return err;
 	ncands = ks_read_cands(c, seq);
 	if (ncands < 0)
 		return ncands;
-	ks_interval_init(&iv, sk, prev, cur, sample_n, elapsed_ns);
+	/* the sketch is in keys already: scaled by 1 */
+	ks_interval_init(&iv, sk, prev, cur, 1, elapsed_ns);
+	iv.rate_max = ks_rates_max(cpu_n, c->ncpus);
 	ks_fill_rates(prev, cur, rates_ns, rep);
 	rep->sampled_total = cur->pkts[KS_PKT_SAMPLED] -
 			     prev->pkts[KS_PKT_SAMPLED];

@@ -21,6 +21,8 @@ struct ks_maps {
 	int hot_filter; /* ks_hot_filter: buckets of ks_hot that may hold keys */
 	int hot_replies; /* ks_hot_replies: the owner's replies (the agent's
 			  * own load only, like vlans) */
+	int rate; /* ks_rate: --sample auto's per-CPU rates (the agent's own
+		   * load only, like vlans) */
 };
 
 /* Every fd -1, so ks_maps_close() on a half-opened set is safe. */
@@ -48,8 +50,10 @@ int ks_collector_init(struct ks_collector *c, const struct ks_maps *m);
 void ks_collector_free(struct ks_collector *c);
 
 int ks_read_totals(struct ks_collector *c, struct ks_totals *t);
-/* Merges epoch's rows of both classes over CPUs into out. */
-int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out);
+/* Merges epoch's rows of both classes over CPUs into out, each CPU's
+ * counters times its 1 in N in cpu_n (NULL: as they are). */
+int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out,
+		   const __u32 *cpu_n);
 /* Zeroes epoch's rows on every CPU. */
 int ks_zero_sketch(struct ks_collector *c, __u32 epoch);
 /*
@@ -62,6 +66,8 @@ long ks_read_cands(struct ks_collector *c, __u32 seq);
 /*
  * One interval's estimates, as 'agent run' publishes them and 'agent
  * replay' prints them: reads the totals into cur, epoch's sketch into sk
+ * (each CPU scaled by its 1 in N in the epoch, cpu_n[c->ncpus], so sk
+ * holds keys)
  * and the candidates of the interval that began at seq; fills rep's class
  * and error rates, sampled_total and its top keys (at most top), and
  * c->ranked with the heaviest KS_HOT_CAP candidates (ks_top_rank). The
@@ -70,7 +76,7 @@ long ks_read_cands(struct ks_collector *c, __u32 seq);
  * Returns the number of candidates or a negative errno.
  */
 long ks_estimate_interval(struct ks_collector *c, __u32 epoch, __u32 seq,
-			  __u32 sample_n, __u32 top, __u64 elapsed_ns,
+			  const __u32 *cpu_n, __u32 top, __u64 elapsed_ns,
 			  const struct ks_totals *prev, struct ks_totals *cur,
 			  struct ks_sketch *sk, __u64 *totals_ns,
 			  struct ks_report *rep);

@@ -153,6 +153,23 @@ static void label_set(FILE *f, const char *name, const char *type,
 	}
 }
 
+/* The rate in force on each CPU in the last interval (--sample auto sets
+ * each its own; --sample N gives every CPU N). */
+static void sample_cpu_metrics(FILE *f, const struct ks_report *r)
+{
+	__u32 i;
+
+	family(f, "keysteer_sample_cpu_ratio", "gauge",
+	       "Fraction of keys sampled on each CPU in the last interval (1/N).");
+	for (i = 0; i < r->ncpu_n && i < KS_REPORT_CPUS; i++)
+		fprintf(f, "keysteer_sample_cpu_ratio{cpu=\"%u\"} %.9g\n", i,
+			r->cpu_n[i] ? 1.0 / r->cpu_n[i] : 1.0);
+	family(f, "keysteer_sample_target_keys_per_second", "gauge",
+	       "--sample auto: sampled keys per second per CPU aimed at (0: a fixed --sample N).");
+	fprintf(f, "keysteer_sample_target_keys_per_second %u\n",
+		r->sample_target);
+}
+
 static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 {
 	const struct ks_report *r = in->rep;
@@ -172,7 +189,7 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 		  "The largest interval work CPU since the agent started.",
 		  .x = in->work_max_ns / 1e9, .real = 1 },
 		{ "keysteer_sample_ratio", "gauge",
-		  "Fraction of keys sampled into the sketch (1/N for --sample N).",
+		  "Fraction of keys sampled into the sketch (1/N for --sample N; --sample auto: of the CPU sampling least).",
 		  .x = r->sample_n ? 1.0 / r->sample_n : 1.0, .real = 1 },
 		{ "keysteer_interval_target_seconds", "gauge",
 		  "The configured interval (--interval).",
@@ -198,6 +215,7 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 		: r->xdp_mode == 3 ? "tc"
 				   : "none");
 	scalars(f, sc, ARRAY_LEN(sc));
+	sample_cpu_metrics(f, r);
 }
 
 enum op_field {

@@ -81,6 +81,27 @@ static int n_top(const struct ks_view *v)
 	return n < v->top ? n : v->top;
 }
 
+/* --sample auto: each CPU's 1 in N of the interval, runs of CPUs at one
+ * rate folded ("cpu 0-3 1/1"). */
+static void text_cpu_n(FILE *f, const struct ks_report *r)
+{
+	__u32 i, j, n = r->ncpu_n < KS_REPORT_CPUS ? r->ncpu_n : KS_REPORT_CPUS;
+
+	if (!r->sample_target)
+		return;
+	fprintf(f, "sample auto, %u sampled keys/s per CPU aimed at:",
+		r->sample_target);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && r->cpu_n[j] == r->cpu_n[i]; j++)
+			;
+		if (j - i > 1)
+			fprintf(f, "  cpu %u-%u 1/%u", i, j - 1, r->cpu_n[i]);
+		else
+			fprintf(f, "  cpu %u 1/%u", i, r->cpu_n[i]);
+	}
+	fputc('\n', f);
+}
+
 static void text_header(FILE *f, const struct ks_view *v)
 {
 	const struct ks_report *r = v->rep;
@@ -103,9 +124,11 @@ static void text_header(FILE *f, const struct ks_view *v)
 		strcat(age, " ago");
 	}
 	fprintf(f,
-		"sample 1/%u   interval %s s   interval #%u (measured %.3f s)   updated %s\n\n",
+		"sample 1/%u   interval %s s   interval #%u (measured %.3f s)   updated %s\n",
 		r->sample_n ? r->sample_n : 1, iv, r->seq, r->elapsed_ns / 1e9,
 		age);
+	text_cpu_n(f, r);
+	fputc('\n', f);
 }
 
 static void text_classes(FILE *f, const struct ks_view *v)
@@ -725,6 +748,11 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 	fprintf(f, "\"interval_measured_ms\":%llu.%06llu,",
 		(unsigned long long)(r->elapsed_ns / 1000000ULL),
 		(unsigned long long)(r->elapsed_ns % 1000000ULL));
+	/* the rate each CPU sampled the interval at; auto's target or 0 */
+	fprintf(f, "\"sample_target\":%u,\"sample_cpu_n\":[", r->sample_target);
+	for (c = 0; c < r->ncpu_n && c < KS_REPORT_CPUS; c++)
+		fprintf(f, "%s%u", c ? "," : "", r->cpu_n[c]);
+	fputs("],", f);
 	fprintf(f, "\"seq\":%u,\"sampled_keys\":%llu,\"classes\":{", r->seq,
 		(unsigned long long)r->sampled_total);
 	for (c = 0; c < KS_CLASS_MAX; c++) {

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * --sample auto: the per-CPU rate controller (core/sample_rate.c) and the
+ * option's parsing; the weighted merge that scales each CPU's sketch by
+ * its own rate (core/estimate.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ktest.h"
+#include "core/estimate.h"
+#include "core/sample_rate.h"
+#include "unit.h"
+
+#define SEC 1000000000ULL
+
+static void parse(void)
+{
+	struct ks_sample_opt o;
+	char err[160];
+
+	kt_begin("sample_parse_fixed_and_auto");
+	CHECK_EQ(ks_sample_parse("8", 1000000, &o, err, sizeof(err)), 0);
+	CHECK_EQ(o.n, 8);
+	CHECK_EQ(o.target, 0);
+	CHECK_EQ(ks_sample_parse("auto", 1000000, &o, err, sizeof(err)), 0);
+	CHECK_EQ(o.n, 0);
+	CHECK_EQ(o.target, KS_RATE_TARGET_DEFAULT);
+	CHECK_EQ(ks_sample_parse("auto:5000", 1000000, &o, err, sizeof(err)),
+		 0);
+	CHECK_EQ(o.target, 5000);
+	kt_end();
+
+	kt_begin("sample_parse_rejects_bad_input");
+	CHECK(ks_sample_parse("0", 1000000, &o, err, sizeof(err)) < 0, "0");
+	CHECK(strstr(err, "auto[:TARGET]") != NULL, "err: %s", err);
+	CHECK(ks_sample_parse("auto:", 1000000, &o, err, sizeof(err)) < 0,
+	      "auto:");
+	CHECK(ks_sample_parse("auto:10", 1000000, &o, err, sizeof(err)) < 0,
+	      "target under the minimum");
+	CHECK(ks_sample_parse("auto:-5", 1000000, &o, err, sizeof(err)) < 0,
+	      "negative target");
+	CHECK(ks_sample_parse("automatic", 1000000, &o, err, sizeof(err)) < 0,
+	      "automatic");
+	CHECK(ks_sample_parse("2000000", 1000000, &o, err, sizeof(err)) < 0,
+	      "over max");
+	CHECK(ks_sample_parse("8x", 1000000, &o, err, sizeof(err)) < 0, "8x");
+	kt_end();
+}
+
+static void controller(void)
+{
+	__u32 t = 100000;
+
+	kt_begin("rate_quiet_cpu_samples_every_key");
+	CHECK_EQ(ks_rate_next(8, 10000, SEC, t), 1);
+	CHECK_EQ(ks_rate_next(1024, 0, SEC, t), 1);   /* idle */
+	CHECK_EQ(ks_rate_next(1, 80000, SEC, t), 1);  /* under the target */
+	CHECK_EQ(ks_rate_next(1, 100000, SEC, t), 1); /* at it */
+	kt_end();
+
+	kt_begin("rate_busy_cpu_lowest_power_of_two_under_target");
+	CHECK_EQ(ks_rate_next(1, 100001, SEC, t), 2);
+	CHECK_EQ(ks_rate_next(1, 1000000, SEC, t), 16);   /* 62,500/s */
+	CHECK_EQ(ks_rate_next(1, 10000000, SEC, t), 128); /* 78,125/s */
+	/* the interval's length counts: 1M keys in 0.5 s is 2M/s */
+	CHECK_EQ(ks_rate_next(1, 1000000, SEC / 2, t), 32);
+	/* 1 in 1,024 is the floor, whatever the load */
+	CHECK_EQ(ks_rate_next(1, 10000000000ULL, SEC, t), KS_RATE_MAX_N);
+	kt_end();
+
+	kt_begin("rate_goes_up_at_once_down_with_headroom");
+	/* a burst from 10k to 10M keys/s: straight to 128 */
+	CHECK_EQ(ks_rate_next(1, 10000000, SEC, t), 128);
+	/* 90,000/s at 1 in 1 would be over 80% of the target: stays at 2 */
+	CHECK_EQ(ks_rate_next(2, 90000, SEC, t), 2);
+	/* 79,000/s fits under 80%: down to 1 */
+	CHECK_EQ(ks_rate_next(2, 79000, SEC, t), 1);
+	/* 1.9M/s at 16 is 118,750/s, over: up to 32 */
+	CHECK_EQ(ks_rate_next(16, 1900000, SEC, t), 32);
+	/* 1.5M/s: 16 gives 93,750 (over 80%), 32 gives 46,875: stays 32 */
+	CHECK_EQ(ks_rate_next(32, 1500000, SEC, t), 32);
+	/* load fell tenfold: 150k/s at 64 -> 2 (75,000/s, under 80%) */
+	CHECK_EQ(ks_rate_next(64, 150000, SEC, t), 2);
+	kt_end();
+
+	kt_begin("rate_stable_at_a_boundary");
+	{
+		__u32 n = 1, i, changes = 0, prev;
+
+		/* a load wobbling 5% around 200k/s, the 1-in-2 boundary */
+		for (i = 0; i < 40; i++) {
+			prev = n;
+			n = ks_rate_next(n, i % 2 ? 195000 : 205000, SEC, t);
+			changes += n != prev;
+		}
+		CHECK(changes <= 1, "%u rate changes", changes);
+		CHECK_EQ(n, 4);
+	}
+	kt_end();
+
+	kt_begin("rate_without_a_target_or_time_keeps_its_rate");
+	CHECK_EQ(ks_rate_next(8, 1000000, SEC, 0), 8);
+	CHECK_EQ(ks_rate_next(8, 1000000, 0, t), 8);
+	CHECK_EQ(ks_rate_next(0, 1000000, 0, t), 1);
+	kt_end();
+}
+
+/* Two CPUs at different rates in one epoch: each CPU's row weighted by its
+ * own N, so a key's estimate is the sum of what each CPU stands for. */
+static void weighted_merge(void)
+{
+	__u32 rows[2][KS_CMS_SEG], dst[KS_CMS_SEG];
+	__u32 n[2] = { 1, 16 };
+
+	kt_begin("merge_weights_each_cpu_by_its_rate");
+	memset(rows, 0, sizeof(rows));
+	memset(dst, 0, sizeof(dst));
+	rows[0][7] = 300; /* CPU 0 at 1 in 1: 300 keys */
+	rows[1][7] = 20;  /* CPU 1 at 1 in 16: 20 samples, 320 keys */
+	rows[1][9] = 0xffffffffU / 8;
+	ks_cms_merge_row_weighted(dst, rows, 2, sizeof(rows[0]), n);
+	CHECK_EQ(dst[7], 620);
+	CHECK_EQ(dst[9], 0xffffffffU); /* saturates, never wraps */
+	/* no weights: the plain sum */
+	memset(dst, 0, sizeof(dst));
+	ks_cms_merge_row_weighted(dst, rows, 2, sizeof(rows[0]), NULL);
+	CHECK_EQ(dst[7], 320);
+	kt_end();
+
+	kt_begin("sampling_bound_uses_the_largest_rate");
+	{
+		struct ks_sketch *s = calloc(1, sizeof(*s));
+		struct ks_interval iv = { .sample_n = 1,
+					  .rate_max = 16,
+					  .elapsed_ns = SEC };
+		struct ks_key_estimate e;
+		__u64 h = ut_hash("k");
+
+		ut_cms_add(s, KS_CLASS_READ, h, 620);
+		ks_estimate_key(s, &iv, h, &e);
+		CHECK_EQ(e.reads, 620);
+		CHECK(e.reads_ps > 619.9 && e.reads_ps < 620.1, "%f",
+		      e.reads_ps);
+		/* 2 sqrt(620 * 15) for the sampling, no count-min term (the
+		 * stream length is 0 here) */
+		CHECK(e.err_ps > 192.8 && e.err_ps < 192.9, "%f", e.err_ps);
+		free(s);
+	}
+	kt_end();
+}
+
+void test_sample_rate(void)
+{
+	parse();
+	controller();
+	weighted_merge();
+}

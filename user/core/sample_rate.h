@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * sample_rate.h - --sample auto[:TARGET]: the per-CPU rate controller.
+ * Each interval it picks, for every CPU, the next 1-in-N (a power of two,
+ * 1..KS_RATE_MAX_N) from the keys that CPU saw, so that the keys it
+ * samples per second stay near the target: a quiet CPU samples every key,
+ * a busy one pays almost only the counting path. Pure arithmetic, no BPF,
+ * no I/O; the agent writes its answer into ks_rate (bpf/ks_maps.bpf.h)
+ * for the epoch ahead, before the flip, so an epoch never mixes two rates.
+ */
+#ifndef KS_SAMPLE_RATE_H
+#define KS_SAMPLE_RATE_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#define KS_RATE_MAX_N 1024 /* the lowest rate: 1 key in 1,024 */
+/*
+ * Sampled keys per second per CPU that auto aims at (docs/accuracy.md):
+ * enough for top-100 precision at least that of --sample 8 on 1M keys/s
+ * (125,000 sampled a second) at every load, since a power of two lands
+ * between half the target and the target. At about 0.5 us a sampled key,
+ * at most 13% of a CPU at any load; a quiet CPU (under the target) samples
+ * every key.
+ */
+#define KS_RATE_TARGET_DEFAULT 262144
+#define KS_RATE_TARGET_MIN     100
+#define KS_RATE_TARGET_MAX     100000000
+/* The first interval's rate: the old fixed default, a bounded cost until
+ * the first counts are in. */
+#define KS_RATE_START 8
+/*
+ * Hysteresis: a CPU samples more (a lower N) only when the new rate would
+ * keep it at or under this share of the target, so that a load sitting at
+ * a power-of-two boundary does not flip the rate every interval.
+ */
+#define KS_RATE_DOWN_PCT 80
+
+/* --sample: a fixed 1 in N, or auto with its target. */
+struct ks_sample_opt {
+	__u32 n;      /* fixed: 1 in n; auto: 0 */
+	__u32 target; /* auto: sampled keys per second per CPU; fixed: 0 */
+};
+
+/*
+ * Parses "N" (1..max_n) or "auto" / "auto:TARGET" into o. 0, or -EINVAL
+ * with a sentence for the user in err.
+ */
+int ks_sample_parse(const char *s, __u32 max_n, struct ks_sample_opt *o,
+		    char *err, size_t errlen);
+
+/*
+ * The next 1 in N for one CPU that saw keys in elapsed_ns at 1 in cur_n:
+ * the smallest power of two that keeps keys/s / N at or under target; up
+ * at once (a burst is paid for one interval at most), down only with
+ * KS_RATE_DOWN_PCT headroom. An idle CPU goes to 1. Within 1..KS_RATE_MAX_N.
+ */
+__u32 ks_rate_next(__u32 cur_n, __u64 keys, __u64 elapsed_ns, __u32 target);
+
+/* The largest of ncpus rates (NULL or all 0: 1): the sampling bound's N. */
+__u32 ks_rates_max(const __u32 *n, int ncpus);
+
+#endif

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rates.c - per-CPU sample rates, epoch by epoch (see rates.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "dp/rates.h"
+
+int ks_rates_init(struct ks_rates *r, int ncpus,
+		  const struct ks_sample_opt *opt, __u32 start_n)
+{
+	size_t n = ncpus > 0 ? (size_t)ncpus : 1;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->ncpus = (int)n;
+	r->opt = *opt;
+	r->cur = calloc(n, sizeof(*r->cur));
+	r->ended = calloc(n, sizeof(*r->ended));
+	r->keys = calloc(n, sizeof(*r->keys));
+	r->sum = calloc(n, sizeof(*r->sum));
+	r->iv_keys = calloc(n, sizeof(*r->iv_keys));
+	/* a per-CPU lookup: one value per possible CPU, 8-byte strides */
+	r->buf = calloc(n, sizeof(struct ks_pkt_counters));
+	if (!r->cur || !r->ended || !r->keys || !r->sum || !r->buf ||
+	    !r->iv_keys) {
+		ks_rates_free(r);
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->ncpus; i++)
+		r->cur[i] = r->ended[i] = opt->target ? start_n
+					  : opt->n    ? opt->n
+						      : 1;
+	return 0;
+}
+
+void ks_rates_free(struct ks_rates *r)
+{
+	free(r->cur);
+	free(r->ended);
+	free(r->keys);
+	free(r->sum);
+	free(r->buf);
+	free(r->iv_keys);
+	r->cur = r->ended = NULL;
+	r->keys = r->sum = r->buf = r->iv_keys = NULL;
+}
+
+/* Every key each CPU counted, cumulative: the ops' keys and the fast
+ * path's lone gets (one key each), which the sampling countdown meets. */
+static int read_keys(struct ks_rates *r, const struct ks_maps *m)
+{
+	struct ks_op_stats *ops = (struct ks_op_stats *)r->buf;
+	struct ks_pkt_counters *pc = (struct ks_pkt_counters *)r->buf;
+	__u32 k, zero = 0;
+	int cpu;
+
+	memset(r->sum, 0, sizeof(*r->sum) * (size_t)r->ncpus);
+	for (k = 0; k < KS_OP_MAX; k++) {
+		if (bpf_map_lookup_elem(m->ops, &k, ops))
+			return -errno;
+		for (cpu = 0; cpu < r->ncpus; cpu++)
+			r->sum[cpu] += ops[cpu].keys;
+	}
+	if (bpf_map_lookup_elem(m->pkts, &zero, pc))
+		return -errno;
+	for (cpu = 0; cpu < r->ncpus; cpu++)
+		r->sum[cpu] += pc[cpu].n[KS_PKT_FAST_GET];
+	return 0;
+}
+
+/* ks_rate's entry for one epoch: every CPU's value in r->cur. */
+static int write_entry(struct ks_rates *r, const struct ks_maps *m, __u32 epoch,
+		       int zero)
+{
+	__u64 *v = r->buf;
+	int cpu;
+
+	/* __u32 values, each in an 8-byte slot of the per-CPU buffer */
+	memset(v, 0, sizeof(*v) * (size_t)r->ncpus);
+	for (cpu = 0; cpu < r->ncpus; cpu++)
+		*(__u32 *)&v[cpu] = zero ? 0 : r->cur[cpu];
+	return bpf_map_update_elem(m->rate, &epoch, v, BPF_ANY) ? -errno : 0;
+}
+
+int ks_rates_start(struct ks_rates *r, const struct ks_maps *m)
+{
+	__u32 e;
+	int err;
+
+	for (e = 0; e < KS_EPOCHS; e++) {
+		err = write_entry(r, m, e, !r->opt.target);
+		if (err)
+			return err;
+	}
+	err = read_keys(r, m);
+	if (!err)
+		memcpy(r->keys, r->sum, sizeof(*r->keys) * (size_t)r->ncpus);
+	return err;
+}
+
+int ks_rates_flip(struct ks_rates *r, const struct ks_maps *m, __u32 next_seq,
+		  __u64 elapsed_ns)
+{
+	__u32 *t = r->ended;
+	int cpu, err;
+
+	r->ended = r->cur;
+	r->cur = t;
+	memcpy(r->cur, r->ended, sizeof(*r->cur) * (size_t)r->ncpus);
+	err = read_keys(r, m);
+	if (err)
+		return err;
+	for (cpu = 0; cpu < r->ncpus; cpu++) {
+		r->iv_keys[cpu] = r->sum[cpu] >= r->keys[cpu]
+					  ? r->sum[cpu] - r->keys[cpu]
+					  : 0;
+		r->keys[cpu] = r->sum[cpu];
+		if (r->opt.target)
+			r->cur[cpu] = ks_rate_next(r->ended[cpu],
+						   r->iv_keys[cpu], elapsed_ns,
+						   r->opt.target);
+	}
+	if (!r->opt.target)
+		return 0;
+	return write_entry(r, m, next_seq & (KS_EPOCHS - 1), 0);
+}
+
+void ks_rates_report(const struct ks_rates *r, struct ks_report *rep)
+{
+	int cpu;
+
+	rep->sample_n = ks_rates_max(r->ended, r->ncpus);
+	rep->sample_target = r->opt.target;
+	rep->ncpu_n = r->ncpus < KS_REPORT_CPUS ? (__u32)r->ncpus
+						: KS_REPORT_CPUS;
+	memset(rep->cpu_n, 0, sizeof(rep->cpu_n));
+	for (cpu = 0; cpu < (int)rep->ncpu_n; cpu++)
+		rep->cpu_n[cpu] = r->ended[cpu];
+}
+
+double ks_rates_effective(const struct ks_rates *r)
+{
+	double keys = 0, expect = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < r->ncpus; cpu++) {
+		__u32 n = r->ended[cpu] ? r->ended[cpu] : 1;
+
+		keys += (double)r->iv_keys[cpu];
+		expect += (double)r->iv_keys[cpu] / n;
+	}
+	return expect > 0 ? keys / expect : ks_rates_max(r->ended, r->ncpus);
+}
