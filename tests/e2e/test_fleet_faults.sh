@@ -26,8 +26,9 @@
 #    entry that does not parse: `agent fleet` counts it refused, or at least
 #    still works and lists no such host;
 # 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease,
-#    `agent fleet` (text, --json) lists its shard without an agent, its hot/
-#    entries gone (a FAIL when it never published one: nothing to check).
+#    `agent fleet` (text, --json) lists its shard without an agent, its hot
+#    keys gone (hot/ entries, and the keys only counted its load document
+#    lists; a FAIL when it never published one: nothing to check).
 # Every process is stopped by its pid and every namespace deleted on every
 # exit path (the EXIT trap). E2E_KEEP=1 keeps the logs.
 set -u
@@ -207,12 +208,17 @@ load_end() {
 	fi
 }
 
-# hot_check: the owners of the hot/ entries now in HOT_NOW (one a line),
-# every owner ever seen in HOT_OWNERS
+# hot_check: the owners of the hot keys now in HOT_NOW (one a line), every
+# owner ever seen in HOT_OWNERS: hot/ entries, and the keys only counted
+# that each load document lists instead (these agents have no replicas:
+# their keys are all counted), under the same lease
 declare -A HOT_OWNERS=()
 hot_check() {
 	local o
-	HOT_NOW=$(etcd_ctl get --prefix "$PFX/hot/" -w json 2>/dev/null | FF hot)
+	HOT_NOW=$({
+		etcd_ctl get --prefix "$PFX/hot/" -w json | FF hot
+		etcd_ctl get --prefix "/keysteer-load/default/" -w json | FF counted
+	} 2>/dev/null)
 	for o in $HOT_NOW; do
 		HOT_OWNERS[$o]=1
 	done
