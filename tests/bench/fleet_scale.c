@@ -473,6 +473,8 @@ enum {
 	M_G_GRANT,
 	M_FSYNC,
 	M_COMMIT,
+	M_RECV,
+	M_SENT,
 	M_N
 };
 
@@ -500,6 +502,12 @@ static const struct {
 		      "wal_fsyncs" },
 	[M_COMMIT] = { "etcd_disk_backend_commit_duration_seconds_count", NULL,
 		       "backend_commits" },
+	/* bytes through etcd's gRPC server, the gateway's included: what
+	 * the publishers send, and what the watches carry out */
+	[M_RECV] = { "etcd_network_client_grpc_received_bytes_total", NULL,
+		     "grpc_recv_bytes" },
+	[M_SENT] = { "etcd_network_client_grpc_sent_bytes_total", NULL,
+		     "grpc_sent_bytes" },
 };
 
 struct buf {
