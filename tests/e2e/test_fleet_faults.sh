@@ -580,7 +580,7 @@ for ((k = 0; k < 150; k++)); do
 	sleep 0.1
 done
 HOT_SEEN=${HOT_OWNERS[${SELF[VICTIM]}]:-0}
-note "the victim: ${SELF[VICTIM]} (hot/ entries seen: $HOT_SEEN)"
+note "the victim: ${SELF[VICTIM]} (hot keys seen, hot/ or listed as counted: $HOT_SEEN)"
 {
 	kill -KILL "${STEER_AGENT_PIDS[VICTIM]}"
 	wait "${STEER_AGENT_PIDS[VICTIM]}"
@@ -621,9 +621,9 @@ if [ $HOT_SEEN = 1 ]; then
 	if [ "$hot_n" = 0 ]; then
 		pass fleet_faults_killed_agent_hot_gone
 	else
-		fail fleet_faults_killed_agent_hot_gone "$hot_n hot/ entries of ${SELF[VICTIM]} left"
+		fail fleet_faults_killed_agent_hot_gone "$hot_n hot keys (hot/ or listed as counted) of ${SELF[VICTIM]} left"
 	fi
 else
-	fail fleet_faults_killed_agent_hot_gone "no hot/ entry of ${SELF[VICTIM]} was seen before the kill: nothing to see go"
+	fail fleet_faults_killed_agent_hot_gone "no hot key (hot/ or listed as counted) of ${SELF[VICTIM]} was seen before the kill: nothing to see go"
 fi
 load_end agent_kill
