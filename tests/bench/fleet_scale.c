@@ -83,7 +83,9 @@ struct args {
 	int flat;                    /* --flat: rates spread evenly, not Zipf */
 	enum ks_fleet_compat compat; /* --fleet-compat, as the agent's */
 	unsigned load_every;         /* --load-every, as the agent's */
-	unsigned etcd_pid;           /* 0: not measured */
+	int counting_in_hot; /* --counting-in-hot: the layout before issue 25
+			      * moved counted keys to the load document */
+	unsigned etcd_pid;   /* 0: not measured */
 	unsigned seed;
 	int verbose;
 };
@@ -471,6 +473,8 @@ enum {
 	M_G_GRANT,
 	M_FSYNC,
 	M_COMMIT,
+	M_RECV,
+	M_SENT,
 	M_N
 };
 
@@ -498,6 +502,12 @@ static const struct {
 		      "wal_fsyncs" },
 	[M_COMMIT] = { "etcd_disk_backend_commit_duration_seconds_count", NULL,
 		       "backend_commits" },
+	/* bytes through etcd's gRPC server, the gateway's included: what
+	 * the publishers send, and what the watches carry out */
+	[M_RECV] = { "etcd_network_client_grpc_received_bytes_total", NULL,
+		     "grpc_recv_bytes" },
+	[M_SENT] = { "etcd_network_client_grpc_sent_bytes_total", NULL,
+		     "grpc_sent_bytes" },
 };
 
 struct buf {
@@ -720,6 +730,7 @@ static void usage(FILE *f)
 		"                   [--churn-replace K] [--churn-move K] [--churn-agents K]\n"
 		"                   [--jitter F] [--flat] [--cluster NAME] [--seed N] [-v]\n"
 		"                   [--fleet-compat MODE] [--load-every N]\n"
+		"                   [--counting-in-hot]\n"
 		"\n"
 		"Runs N simulated agents (the agent's publishing code, fake datapath\n"
 		"numbers) against one etcd: a warm-up, a steady state and a churn phase,\n"
@@ -749,6 +760,9 @@ static void usage(FILE *f)
 		"                     full or off, as agent run's option\n"
 		"  --load-every N     load documents at most every N intervals\n"
 		"                     (default 1), as agent run's option\n"
+		"  --counting-in-hot  every hot key a hot/ entry, as before keys only\n"
+		"                     counted went to the load document (these agents\n"
+		"                     have no steering: every key is only counted)\n"
 		"  --seed N           of the fake rates (default 0)\n"
 		"  -v                 the agents' own log lines\n"
 		"\n"
@@ -777,6 +791,7 @@ static int parse_args(int argc, char **argv, struct args *o)
 		{ "flat", no_argument, NULL, 'f' },
 		{ "fleet-compat", required_argument, NULL, 'F' },
 		{ "load-every", required_argument, NULL, 'L' },
+		{ "counting-in-hot", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -828,6 +843,9 @@ static int parse_args(int argc, char **argv, struct args *o)
 			break;
 		case 'f':
 			o->flat = 1;
+			break;
+		case 'H':
+			o->counting_in_hot = 1;
 			break;
 		case 'F':
 			if (ks_fleet_compat_parse(optarg, &o->compat)) {
@@ -993,6 +1011,7 @@ int main(int argc, char **argv)
 				   o.interval_ms, 0, 0);
 		ag[i].fp.compat = o.compat;
 		ag[i].fp.load_every = o.load_every;
+		ag[i].fp.counting_in_hot = o.counting_in_hot;
 		if (!ag[i].fp.pub) {
 			fprintf(stderr, "fleet_scale: agent %s did not start\n",
 				self);

@@ -5,6 +5,9 @@
                                       one "SELF MOD_REVISION LEASE" a line
     ks_fleet_faults.py hot            etcdctl get -w json (stdin) of hot/:
                                       the owner of each entry that parses
+    ks_fleet_faults.py counted        etcdctl get -w json (stdin) of the
+                                      load documents: the owner of each key
+                                      listed as only counted
     ks_fleet_faults.py at REV DIGEST  etcdctl get --rev -w json (stdin) of
                                       the ring: exit 0 if the key is at
                                       mod_revision REV with that digest
@@ -53,6 +56,21 @@ def cmd_hot(_):
             print(doc["owner"])
 
 
+def cmd_counted(_):
+    """The owner of each key a load document lists as only counted (an
+    item with its entry: no hot/ entry, docs/fleet.md "hot/HASH")."""
+    for kv in kvs():
+        try:
+            doc = json.loads(text(kv.get("value")))
+        except ValueError:
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("hot"), list):
+            continue
+        for item in doc["hot"]:
+            if isinstance(item, dict) and "entry" in item:
+                print(doc.get("self"))
+
+
 def cmd_at(args):
     rows = kvs()
     if not rows or str(rows[0]["mod_revision"]) != args[0]:
@@ -96,7 +114,8 @@ def cmd_fleet(args):
 
 
 def main():
-    cmds = {"hosts": cmd_hosts, "hot": cmd_hot, "at": cmd_at,
+    cmds = {"hosts": cmd_hosts, "hot": cmd_hot, "counted": cmd_counted,
+            "at": cmd_at,
             "bad-digest": cmd_bad_digest, "report": cmd_report,
             "load": cmd_load,
             "fleet": cmd_fleet}

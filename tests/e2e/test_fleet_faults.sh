@@ -26,8 +26,9 @@
 #    entry that does not parse: `agent fleet` counts it refused, or at least
 #    still works and lists no such host;
 # 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease,
-#    `agent fleet` (text, --json) lists its shard without an agent, its hot/
-#    entries gone (a FAIL when it never published one: nothing to check).
+#    `agent fleet` (text, --json) lists its shard without an agent, its hot
+#    keys gone (hot/ entries, and the keys only counted its load document
+#    lists; a FAIL when it never published one: nothing to check).
 # Every process is stopped by its pid and every namespace deleted on every
 # exit path (the EXIT trap). E2E_KEEP=1 keeps the logs.
 set -u
@@ -207,12 +208,17 @@ load_end() {
 	fi
 }
 
-# hot_check: the owners of the hot/ entries now in HOT_NOW (one a line),
-# every owner ever seen in HOT_OWNERS
+# hot_check: the owners of the hot keys now in HOT_NOW (one a line), every
+# owner ever seen in HOT_OWNERS: hot/ entries, and the keys only counted
+# that each load document lists instead (these agents have no replicas:
+# their keys are all counted), under the same lease
 declare -A HOT_OWNERS=()
 hot_check() {
 	local o
-	HOT_NOW=$(etcd_ctl get --prefix "$PFX/hot/" -w json 2>/dev/null | FF hot)
+	HOT_NOW=$({
+		etcd_ctl get --prefix "$PFX/hot/" -w json | FF hot
+		etcd_ctl get --prefix "/keysteer-load/default/" -w json | FF counted
+	} 2>/dev/null)
 	for o in $HOT_NOW; do
 		HOT_OWNERS[$o]=1
 	done
@@ -574,7 +580,7 @@ for ((k = 0; k < 150; k++)); do
 	sleep 0.1
 done
 HOT_SEEN=${HOT_OWNERS[${SELF[VICTIM]}]:-0}
-note "the victim: ${SELF[VICTIM]} (hot/ entries seen: $HOT_SEEN)"
+note "the victim: ${SELF[VICTIM]} (hot keys seen, hot/ or listed as counted: $HOT_SEEN)"
 {
 	kill -KILL "${STEER_AGENT_PIDS[VICTIM]}"
 	wait "${STEER_AGENT_PIDS[VICTIM]}"
@@ -615,9 +621,9 @@ if [ $HOT_SEEN = 1 ]; then
 	if [ "$hot_n" = 0 ]; then
 		pass fleet_faults_killed_agent_hot_gone
 	else
-		fail fleet_faults_killed_agent_hot_gone "$hot_n hot/ entries of ${SELF[VICTIM]} left"
+		fail fleet_faults_killed_agent_hot_gone "$hot_n hot keys (hot/ or listed as counted) of ${SELF[VICTIM]} left"
 	fi
 else
-	fail fleet_faults_killed_agent_hot_gone "no hot/ entry of ${SELF[VICTIM]} was seen before the kill: nothing to see go"
+	fail fleet_faults_killed_agent_hot_gone "no hot key (hot/ or listed as counted) of ${SELF[VICTIM]} was seen before the kill: nothing to see go"
 fi
 load_end agent_kill

@@ -35,6 +35,17 @@
 #    --json' shows agent 0's key with the rates of agent 0's load
 #    document in the same snapshot ("rates_of": "load"), agent 1's from
 #    its hot/ entry ("entry").
+# 5. A key only counted reaches no client in its whole life (issue 25): a
+#    pin of one copy for a key of each owner (the fleet's pins: in the
+#    hot-key table, counted, never copied, state "counting"), then the pins
+#    removed. From the revision before the pins to the one after both keys
+#    left, a watch on the client range sees no event of agent 0's key,
+#    while agent 0's load document lists it with its entry ("counting")
+#    and then no more, and 'agent fleet --json' shows it owned by agent 0
+#    in state counting. Control, the same watch: agent 1 (the test-only
+#    --fleet-schema 1, the layout before: every key of its table in hot/)
+#    puts and deletes its key's hot/ entry, each delivered to every
+#    client.
 # Everything is this script's own, by PID, and removed on every exit path.
 # About 30 to 60 s.
 set -u
@@ -121,13 +132,13 @@ else
 fi
 
 # ---- 2. a handle's replica sets: both owners -------------------------------
-# key_of SHARD: a key the ring gives to that shard
+# key_of SHARD [PREFIX]: a key the ring gives to that shard
 key_of() {
-	local k
+	local k p=${2:-m}
 	for ((k = 0; k < 200; k++)); do
-		if [ "$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "m:$k" |
+		if [ "$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$p:$k" |
 			awk '{print $2}')" = "$1" ]; then
-			echo "m:$k"
+			echo "$p:$k"
 			return 0
 		fi
 	done
@@ -270,18 +281,25 @@ for ((p = 0; p < 10; p++)); do
 	R0=$(armed 2>/dev/null) && break
 	R0=
 done
-ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer/$CLUSTER/" \
-	--rev $((${R0:-0} + 1)) -w json </dev/null >"$E2E_TMP/client2.watch" 2>"$E2E_TMP/client2.watch.err"
-WATCH_PIDS+=("$KS_BG_PID")
-ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer-load/$CLUSTER/" \
-	--rev $((${R0:-0} + 1)) -w json </dev/null >"$E2E_TMP/loads2.watch" 2>"$E2E_TMP/loads2.watch.err"
-WATCH_PIDS+=("$KS_BG_PID")
+# watch_both N REV: client$N.watch and loads$N.watch, the client range and
+# the load documents, each from revision REV + 1
+watch_both() {
+	ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer/$CLUSTER/" \
+		--rev $(($2 + 1)) -w json </dev/null >"$E2E_TMP/client$1.watch" 2>"$E2E_TMP/client$1.watch.err"
+	WATCH_PIDS+=("$KS_BG_PID")
+	ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer-load/$CLUSTER/" \
+		--rev $(($2 + 1)) -w json </dev/null >"$E2E_TMP/loads$1.watch" 2>"$E2E_TMP/loads$1.watch.err"
+	WATCH_PIDS+=("$KS_BG_PID")
+}
+watch_both 2 "${R0:-0}"
 # hot_events: what the two watches saw since R0 (see the output line)
 hot_events() {
 	"$PY" - "$E2E_TMP/hot0.json" "$E2E_TMP/client2.watch" "$E2E_TMP/loads2.watch" \
-		"$KA" "$KB" "/keysteer-load/$CLUSTER/$A" <<'PYEOF'
+		"$KA" "$KB" "/keysteer-load/$CLUSTER/$A" "$E2E_ROOT/tests/e2e" <<'PYEOF'
 import base64, json, sys
 base, cw, lw, ka, kb, load_key = sys.argv[1:7]
+sys.path.insert(0, sys.argv[7])
+from ks_watch_log import events
 RATES = ("reads_per_s", "writes_per_s")
 prev, hashes = {}, {}
 for kv in json.load(open(base)).get("kvs", []):
@@ -289,12 +307,6 @@ for kv in json.load(open(base)).get("kvs", []):
     if v.get("key") in (ka, kb):
         prev[base64.b64decode(kv["key"]).decode()] = v
         hashes[v["key"]] = v["hash"]
-def events(path):
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("{"):
-            for ev in json.loads(line).get("Events") or []:
-                yield ev
 # per hot/ entry: puts that changed only a rate, puts that changed more,
 # deletes
 n = {k: [0, 0, 0] for k in prev}
@@ -380,4 +392,109 @@ if [ -n "$ok" ]; then
 	pass fleet_members_fleet_hot_rates_from_load
 else
 	fail fleet_members_fleet_hot_rates_from_load "$(tail -n 3 "$E2E_TMP/fleet2.why" "$E2E_TMP/fleet2.err" 2>/dev/null) $(head -c 1500 "$E2E_TMP/fleet2.json" 2>/dev/null)"
+fi
+
+# ---- 5. a key only counted reaches no client ---------------------------------
+PA=$(key_of 0 cnt) PB=$(key_of 1 cnt)
+R1=$(ETCDCTL get "/keysteer/$CLUSTER/ring" -w json |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])')
+watch_both 3 "${R1:-0}"
+# counted_events -> "A_EVENTS A_LISTED A_UNLISTED B_PUTS B_DELETES": events
+# of PA's hot/ entry in the client range (by its key or its hash), agent
+# 0's load documents that listed PA with its counting entry, those after
+# one that listed it which no longer did, and PB's hot/ puts and deletes
+counted_events() {
+	"$PY" - "$E2E_TMP/client3.watch" "$E2E_TMP/loads3.watch" "$PA" "$PB" \
+		"/keysteer-load/$CLUSTER/$A" "$E2E_ROOT/tests/e2e" <<'PYEOF'
+import base64, json, sys
+cw, lw, pa, pb, load_key = sys.argv[1:6]
+sys.path.insert(0, sys.argv[6])
+from ks_watch_log import events
+ha, listed, unlisted = None, 0, 0
+for ev in events(lw):
+    if base64.b64decode(ev["kv"]["key"]).decode() != load_key:
+        continue
+    doc = json.loads(base64.b64decode(ev["kv"]["value"]))
+    here = [h for h in doc.get("hot", []) if h.get("entry", {}).get("key") == pa]
+    # the entry leaves out each field at its default (state: counting)
+    if here and here[0]["entry"].get("state", "counting") == "counting":
+        ha, listed = here[0]["hash"], listed + 1
+    elif listed and not [h for h in doc.get("hot", []) if h["hash"] == ha]:
+        unlisted += 1
+a = pb_puts = pb_dels = 0
+hb = None
+for ev in events(cw):
+    key = base64.b64decode(ev["kv"]["key"]).decode()
+    if "/hot/" not in key:
+        continue
+    deleted = ev.get("type") in (1, "DELETE")
+    v = {} if deleted else json.loads(base64.b64decode(ev["kv"]["value"]))
+    if v.get("key") == pa or (ha and key.endswith("/hot/" + ha)):
+        a += 1
+    if v.get("key") == pb:
+        hb = key
+        pb_puts += 1
+    elif deleted and key == hb:
+        pb_dels += 1
+print(a, listed, unlisted, pb_puts, pb_dels)
+PYEOF
+}
+cev_now() { # cev=(counted_events), kept as it was when that fails
+	local got
+	read -r -a got <<<"$(counted_events 2>"$E2E_TMP/counted.err")"
+	[ "${#got[@]}" = 5 ] && cev=("${got[@]}")
+}
+pins() { # FILE
+	ks_in_ns "$CNS" "$AGENT" pins set --etcd "$URL" --cluster "$CLUSTER" \
+		--pins "$1" >>"$E2E_TMP/pins.out" 2>&1
+}
+cev=(-1 -1 -1 -1 -1)
+fleet_counted=
+printf 'pin %s 1\npin %s 1\n' "$PA" "$PB" >"$E2E_TMP/counted.pins"
+: >"$E2E_TMP/none.pins"
+if [ -n "$PA" ] && [ -n "$PB" ] && [ -n "$R1" ] && pins "$E2E_TMP/counted.pins"; then
+	# both pins in their owners' tables: 20 s is room for a loaded machine
+	for ((i = 0; i < 100; i++)); do
+		cev_now
+		[ "${cev[1]:-0}" -ge 1 ] && [ "${cev[3]:-0}" -ge 1 ] && break
+		sleep 0.2
+	done
+	for ((i = 0; i < 20; i++)); do
+		ks_in_ns "$CNS" "$AGENT" fleet --etcd "$URL" --cluster "$CLUSTER" --json \
+			>"$E2E_TMP/fleet3.json" 2>"$E2E_TMP/fleet3.err" &&
+			"$PY" - "$E2E_TMP/fleet3.json" "$A" "$PA" <<'PYEOF' 2>"$E2E_TMP/fleet3.why" && fleet_counted=1 && break
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, pa = sys.argv[2:4]
+h = [x for x in d["hot"] if x.get("key") == pa]
+assert len(h) == 1 and h[0]["owner"] == a and h[0]["state"] == "counting", h
+PYEOF
+		sleep 0.2
+	done
+	pins "$E2E_TMP/none.pins"
+	for ((i = 0; i < 100; i++)); do
+		cev_now
+		[ "${cev[2]:-0}" -ge 1 ] && [ "${cev[4]:-0}" -ge 1 ] && break
+		sleep 0.2
+	done
+	sleep 1 # a late event of PA's on its way to the client watch
+	cev_now
+fi
+note "a key only counted ($PA of agent 0, $PB of agent 1) from revision ${R1:-none}: client range events of $PA's entry ${cev[0]}, agent 0's load documents listing it ${cev[1]}, then not ${cev[2]}; $PB's hot/ entry (old layout) ${cev[3]} puts, ${cev[4]} deletes"
+if [ "${cev[0]}" = 0 ] && [ "${cev[1]:-0}" -ge 1 ] && [ "${cev[2]:-0}" -ge 1 ]; then
+	pass fleet_members_counted_key_reaches_no_client
+else
+	fail fleet_members_counted_key_reaches_no_client "events of $PA's entry in the client range ${cev[0]} (want 0); load documents listing it ${cev[1]}, then not ${cev[2]} (want >= 1 each); $(tail -n 3 "$E2E_TMP/pins.out" "$E2E_TMP/counted.err" "$E2E_TMP/client3.watch.err" 2>/dev/null)"
+fi
+# the control: the layout before, in the same watch, delivers the key's
+# birth and death to every client
+if [ "${cev[3]:-0}" -ge 1 ] && [ "${cev[4]:-0}" -ge 1 ]; then
+	pass fleet_members_counted_control_old_layout_reaches_clients
+else
+	fail fleet_members_counted_control_old_layout_reaches_clients "$PB's hot/ entry: ${cev[3]} puts, ${cev[4]} deletes in the client range (want >= 1 each)"
+fi
+if [ -n "$fleet_counted" ]; then
+	pass fleet_members_fleet_lists_counted_key
+else
+	fail fleet_members_fleet_lists_counted_key "$(tail -n 3 "$E2E_TMP/fleet3.why" "$E2E_TMP/fleet3.err" 2>/dev/null) $(head -c 1500 "$E2E_TMP/fleet3.json" 2>/dev/null)"
 fi

@@ -12,8 +12,10 @@
 # Checks, each allowed action by its effect and each refusal by etcd's
 # exact words ("etcdserver: permission denied"):
 # - the operator's `agent ring set` and `agent pins set` land in etcd;
-# - an agent run with --etcd-user agent starts on that ring and publishes
-#   hosts/SELF and the pinned key's hot/ entry (read back as root);
+# - an agent run with --etcd-user agent (and --fleet-compat full, so that
+#   the pinned key, only counted, has a hot/ entry) starts on that ring
+#   and publishes hosts/SELF and the pinned key's hot/ entry (read back as
+#   root);
 # - the agent's credentials are refused writing the ring (`agent ring set`
 #   and a raw etcdctl put) and another host's hosts/ entry; the ring is
 #   unchanged in etcd;
@@ -165,7 +167,11 @@ for kv in kvs:
         hot = hot or (d.get("key") == key and d.get("owner") == self)
 sys.exit(0 if host and hot else 1)' "$PFX" "$SELF" "$PINKEY" "$CLUSTER"
 }
-if e2e_agent_start -v --interval "$INTERVAL" --self "$SELF" "${AGS[@]}"; then
+# --fleet-compat full: a key only counted (the pin of one copy, no
+# replicas) has its hot/ entry as before schema 2's readers want it, so
+# the agent's hot/ grant and a client's read of hot/ are exercised (by
+# default it would be in the load document only, docs/fleet.md)
+if e2e_agent_start -v --interval "$INTERVAL" --self "$SELF" --fleet-compat full "${AGS[@]}"; then
 	ok=0
 	# a pin enters the hot table at the next interval, its entry is
 	# handed to the publisher then: 20 s is room for a loaded machine

@@ -871,6 +871,151 @@ static void hot_rates(void)
 		ks_etcd_kv_free(&loads[i]);
 }
 
+/* An entry a client acts on is a hot/ key; a key only counted is listed
+ * in its owner's load document with its entry, read back into the hot
+ * table as the owner's; hot/ wins when both say a key; an entry in the
+ * list that a client would act on is refused (its place is hot/). */
+static struct ks_hot_doc *counted(__u64 hash, const char *key, unsigned state)
+{
+	struct ks_hot_doc *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->hash = hash;
+	d->len = (__u16)strlen(key);
+	memcpy(d->key, key, d->len);
+	d->has_key = 1;
+	snprintf(d->owner, sizeof(d->owner), "b:1");
+	d->read_hot = 1;
+	d->copies = 1;
+	d->subkeys = 1;
+	d->state = (__u8)state;
+	d->reads_ps = 900;
+	return d;
+}
+
+static void counted_keys(void)
+{
+	struct ks_hot_doc *e1 = counted(1, "c:1", KS_HDS_COUNTING),
+			  *e3 = counted(3, "c:3", KS_HDS_COUNTING),
+			  *e4 = counted(4, "c:4", KS_HDS_COUNTING);
+	struct ks_host_doc *d = calloc(1, sizeof(*d));
+	struct ks_etcd_kv kvs[3], loads[1];
+	struct ks_fleet_snapshot s;
+	struct ks_fleet_view v;
+	char *doc = NULL, *bad;
+	size_t i, j;
+
+	kt_begin("fleet_docs_hot_for_clients");
+	if (e1) {
+		unsigned st;
+
+		for (st = 0; st < KS_HDS_NSTATES; st++) {
+			e1->state = (__u8)st;
+			CHECK_EQ(ks_hot_doc_for_clients(e1),
+				 st != KS_HDS_COUNTING);
+		}
+		e1->state = KS_HDS_COUNTING;
+		e1->write_hot = 1;
+		e1->subkeys = 4; /* split: the counters' readers sum them */
+		CHECK_EQ(ks_hot_doc_for_clients(e1), 1);
+		e1->subkeys = 1;
+		CHECK_EQ(ks_hot_doc_for_clients(e1), 0);
+		e1->write_hot = 0;
+	}
+	kt_end();
+	kt_begin("fleet_docs_load_lists_counted_entries");
+	CHECK(e1 && e3 && e4 && d, "out of memory");
+	if (!e1 || !e3 || !e4 || !d)
+		goto out;
+	snprintf(d->self, sizeof(d->self), "b:1");
+	d->nhot = 4;
+	for (i = 0; i < 4; i++) {
+		d->hot[i].hash = i + 1;
+		for (j = 0; j < KS_LHF_N; j++)
+			d->hot[i].v[j] = NAN;
+		d->hot[i].v[KS_LHF_READS] = 100.0 * (double)(i + 1);
+	}
+	d->hot[0].entry = e1; /* only counted */
+	d->hot[2].entry = e3; /* only counted, but hot/ has it (a race) */
+	d->hot[3].entry = e4;
+	doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, NULL);
+	CHECK(doc &&
+		      strstr(doc,
+			     "{\"hash\":\"0000000000000001\",\"reads_per_s\":100.0,"
+			     "\"entry\":{\"key\":\"c:1\",\"read_hot\":true}}") &&
+		      strstr(doc,
+			     "{\"hash\":\"0000000000000002\",\"reads_per_s\":"
+			     "200.0}"),
+	      "load document: %s", doc ? doc : "(null)");
+	if (!doc)
+		goto out;
+	/* the fourth entry as a writer that put an armed key there: its
+	 * two flags (defaults are left out) made a state, padded */
+	e4->write_hot = e4->pinned = 1;
+	free(doc);
+	doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, NULL);
+	bad = doc ? strstr(doc, "\"write_hot\":true,\"pinned\":true") : NULL;
+	if (bad) {
+		memset(bad, ' ', strlen("\"write_hot\":true,\"pinned\":true"));
+		memcpy(bad, "\"state\":\"armed\"",
+		       strlen("\"state\":\"armed\""));
+	}
+	CHECK(bad != NULL, "no pinned entry to turn armed: %s",
+	      doc ? doc : "(null)");
+	if (!doc)
+		goto out;
+	kvs[0] = kv("/keysteer/web/hot/0000000000000002",
+		    HOT_OF("0000000000000002", "b:1", "50.0"), 5);
+	kvs[1] = kv("/keysteer/web/hot/0000000000000003",
+		    HOT_OF("0000000000000003", "b:1", "30.0"), 6);
+	kvs[2] = kv("/keysteer/web/members/b:1",
+		    "{\"schema\":2,\"kind\":\"keysteer-member\"}", 7);
+	loads[0] = kv("/keysteer-load/web/b:1", doc, 8);
+	CHECK_EQ(ks_fleet_snapshot_decode(kvs, 3, "/keysteer/web/", loads, 1,
+					  "/keysteer-load/web/", 8, &s),
+		 0);
+	CHECK(s.n_hot == 3 && s.hot[2].hash == 1 && s.hot[2].in_load &&
+		      !strcmp(s.hot[2].owner, "b:1") &&
+		      !strcmp(s.hot[2].key, "c:1") &&
+		      s.hot[2].state == KS_HDS_COUNTING &&
+		      s.hot[2].copies == 1 && s.hot[2].read_hot &&
+		      s.hot[2].mod_rev == 8 && !s.hot[0].in_load &&
+		      !s.hot[1].in_load,
+	      "hot %zu: the counted key %llx in_load %d owner '%s' key '%s' "
+	      "state %d",
+	      s.n_hot, s.n_hot > 2 ? (unsigned long long)s.hot[2].hash : 0ULL,
+	      s.n_hot > 2 ? s.hot[2].in_load : -1,
+	      s.n_hot > 2 ? s.hot[2].owner : "",
+	      s.n_hot > 2 ? s.hot[2].key : "",
+	      s.n_hot > 2 ? s.hot[2].state : -1);
+	CHECK(s.n_refused == 1 &&
+		      !strcmp(s.refused[0].key, "0000000000000004") &&
+		      strstr(s.refused[0].why, "b:1's load document") &&
+		      strstr(s.refused[0].why, "its place is hot/"),
+	      "refused %zu: %s", s.n_refused,
+	      s.n_refused ? s.refused[0].why : "");
+	CHECK_EQ(ks_fleet_view_build(&s, 10, 0, &v), 0);
+	/* its figures are the load document's, as for any key it lists */
+	CHECK(v.n_hot == 3 && v.hot[0].e->hash == 1 && v.hot[0].from_load &&
+		      v.hot[0].v[KS_LHF_READS] == 100,
+	      "rows %zu, first %llx from_load %d", v.n_hot,
+	      v.n_hot ? (unsigned long long)v.hot[0].e->hash : 0ULL,
+	      v.n_hot ? v.hot[0].from_load : -1);
+	ks_fleet_view_free(&v);
+	ks_fleet_snapshot_free(&s);
+	for (i = 0; i < 3; i++)
+		ks_etcd_kv_free(&kvs[i]);
+	ks_etcd_kv_free(&loads[0]);
+out:
+	kt_end();
+	free(doc);
+	free(d);
+	free(e1);
+	free(e3);
+	free(e4);
+}
+
 void test_fleet_view(void)
 {
 	joined();
@@ -884,4 +1029,5 @@ void test_fleet_view(void)
 	mirror();
 	render();
 	hot_rates();
+	counted_keys();
 }

@@ -103,12 +103,18 @@ static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
 	return owner == KS_NO_SHARD || owner == self;
 }
 
+static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash);
+static int in_hot(const struct ks_fleet_pub *f, const struct ks_hot_doc *d);
+
 /* The load document's "hot" list: each key of the table this host owns,
- * as publish_hot gives them hot/ entries, with its rates now. */
-static void load_hot_of(const struct ks_run_ring *ring,
+ * as publish_hot took them, with its rates now, and the entry of each
+ * one only counted (no hot/ entry: publish_hot ran first, so f->hot is
+ * this interval's). */
+static void load_hot_of(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 			const struct ks_hot_table *t,
 			const struct ks_run_steer *steer, struct ks_host_doc *d)
 {
+	const struct ks_hot_doc *pub;
 	const struct ks_hot_entry *e;
 	size_t pos = 0;
 
@@ -118,6 +124,8 @@ static void load_hot_of(const struct ks_run_ring *ring,
 		if (!owns(ring, e))
 			continue;
 		h->hash = e->hash;
+		pub = find_hot(f, e->hash);
+		h->entry = pub && !in_hot(f, pub) ? pub : NULL;
 		h->v[KS_LHF_READS] = e->reads_ps;
 		h->v[KS_LHF_WRITES] = e->writes_ps;
 		/* unknown where the owner does not count its replies */
@@ -131,8 +139,7 @@ static void load_hot_of(const struct ks_run_ring *ring,
 }
 
 /* hosts/<self> as it stands. */
-static void host_doc_of(const struct ks_fleet_pub *f,
-			const struct ks_report *rep,
+static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 			const struct ks_run_ring *ring,
 			const struct ks_hot_table *t,
 			const struct ks_run_steer *steer, int64_t ring_rev,
@@ -184,7 +191,7 @@ static void host_doc_of(const struct ks_fleet_pub *f,
 	for (i = 0; steer && i < steer->rs.n && i < KS_MAX_REPLICAS; i++)
 		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
 			 "%s", steer->rs.r[i].text);
-	load_hot_of(ring, t, steer, d);
+	load_hot_of(f, ring, t, steer, d);
 }
 
 /* d as a document of kind k at key, remembered in *last once handed
@@ -245,9 +252,12 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	       f->since_load >= KS_HOSTS_HEARTBEAT ||
 	       (f->since_load >= f->load_every &&
 		(!ks_host_doc_same(f->last_load, &d) ||
-		 !ks_host_doc_same_hot(f->last_load, &d)));
-	if (load && put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load))
+		 !ks_host_doc_same_hot(f->last_load, &d) || f->entries_news));
+	if (load &&
+	    put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load)) {
 		f->since_load = 0;
+		f->entries_news = 0;
+	}
 	switch (f->compat) {
 	case KS_FLEET_COMPAT_OFF:
 		return;
@@ -263,6 +273,19 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	}
 	if (put_doc(f, f->host_key, &d, KS_HDK_COMPAT, at, &f->last_host))
 		f->since_host = 0;
+}
+
+/*
+ * Whether d's place is hot/<hash>: a client acts on it, or this agent
+ * writes hot/ as agents before did (every entry, counted keys too: the
+ * test-only schema-1 agent, --fleet-compat full for old `agent fleet`s,
+ * the bench's --counting-in-hot). Else it is listed, entry and all, in
+ * the load document only, outside every client's range.
+ */
+static int in_hot(const struct ks_fleet_pub *f, const struct ks_hot_doc *d)
+{
+	return f->schema1 || f->compat == KS_FLEET_COMPAT_FULL ||
+	       f->counting_in_hot || ks_hot_doc_for_clients(d);
 }
 
 static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash)
@@ -294,12 +317,41 @@ static int put_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *d)
 	return rc < 0 ? rc : 0;
 }
 
-static void delete_hot(struct ks_fleet_pub *f, size_t i)
+/* hot/<hash> of an entry that was there (old: as handed over) goes,
+ * or the load document's list of counted keys changes. */
+static void unplace_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *old)
 {
 	char key[sizeof(f->host_key)];
 
-	ks_hot_doc_key(f->cluster, f->hot[i].hash, key, sizeof(key));
+	if (!in_hot(f, old)) {
+		f->entries_news = 1;
+		return;
+	}
+	ks_hot_doc_key(f->cluster, old->hash, key, sizeof(key));
 	ks_etcd_pub_delete(f->pub, key);
+}
+
+/* d, new or changed (old: its last, or NULL), where it belongs: hot/ or
+ * the load document's list, leaving the other. 0, or -ENOMEM. */
+static int place_hot(struct ks_fleet_pub *f, const struct ks_hot_doc *old,
+		     const struct ks_hot_doc *d)
+{
+	if (!in_hot(f, d)) {
+		if (old)
+			unplace_hot(f, old); /* a no-op when it was listed */
+		f->entries_news = 1;
+		return 0;
+	}
+	if (put_hot(f, d))
+		return -ENOMEM;
+	if (old && !in_hot(f, old))
+		f->entries_news = 1; /* out of the list: hot/ has it now */
+	return 0;
+}
+
+static void delete_hot(struct ks_fleet_pub *f, size_t i)
+{
+	unplace_hot(f, &f->hot[i]);
 	f->hot[i] = f->hot[--f->nhot];
 }
 
@@ -364,7 +416,7 @@ static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 		}
 		if (!old && f->nhot == KS_HOT_CAP)
 			continue;
-		if (put_hot(f, &d))
+		if (place_hot(f, old, &d))
 			continue;
 		if (!old)
 			old = &f->hot[f->nhot++];
@@ -384,8 +436,9 @@ void ks_fleet_pub_interval(struct ks_fleet_pub *f, const struct ks_report *rep,
 	if (!f || !f->pub)
 		return;
 	ks_etcd_pub_hold(f->pub); /* one transaction for the interval */
-	publish_host(f, rep, ring, t, steer, ring_rev);
+	/* hot/ first: the load document lists what it left out */
 	publish_hot(f, ring, t, steer);
+	publish_host(f, rep, ring, t, steer, ring_rev);
 	ks_etcd_pub_release(f->pub);
 }
 
@@ -407,7 +460,7 @@ void ks_fleet_pub_steered(void *ud, const struct ks_run_steer *s, __u64 hash)
 	d.nreplicas = n;
 	if (old->state == KS_HDS_DIRTY && d.state == KS_HDS_DIRTY)
 		return; /* already said, with the write that made it so */
-	if (ks_hot_doc_same(old, &d) || put_hot(f, &d))
+	if (ks_hot_doc_same(old, &d) || place_hot(f, old, &d))
 		return;
 	if (d.state == KS_HDS_DIRTY)
 		f->dirty_puts++;

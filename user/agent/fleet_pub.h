@@ -20,7 +20,10 @@
  * something a client reads changes (its decision or state, never a rate
  * alone: core/hot_doc.h), and at once when its steering changes between
  * intervals: a write the datapath reports made the armed key dirty, or
- * its copies were refreshed.
+ * its copies were refreshed. hot/<hash> holds only what a client acts on
+ * (filling, armed, dirty, split): a key only counted is listed in the
+ * load document with its entry instead, so its birth and death reach no
+ * client (issue 25).
  */
 #ifndef KS_FLEET_PUB_H
 #define KS_FLEET_PUB_H
@@ -70,6 +73,12 @@ struct ks_fleet_pub {
 	__u32 load_every;            /* 0 or 1: every interval may write */
 	int schema1; /* test-only: hosts/ alone, and hot/ rewritten when a
 		      * rate moves, as before schema 2 */
+	int counting_in_hot; /* the bench's: hot/ entries of keys only
+			      * counted too, as before they went to the
+			      * load document (also with schema1, compat
+			      * full) */
+	int entries_news;    /* a counted key's entry came, changed or went:
+			   * the load document is news */
 	char cluster[KS_CLUSTER_MAX + 1];
 	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
 	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */

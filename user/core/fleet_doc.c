@@ -268,12 +268,36 @@ out:
 	json_decref(doc);
 }
 
+/* A decoded hot/ document as the snapshot keeps it. */
+static void hot_of(const struct ks_hot_doc *d, struct ks_fleet_hot *e)
+{
+	unsigned i;
+
+	memset(e, 0, sizeof(*e));
+	e->hash = d->hash;
+	if (d->has_key)
+		ks_key_text(d->key, d->len, e->key, sizeof(e->key));
+	snprintf(e->owner, sizeof(e->owner), "%s", d->owner);
+	e->read_hot = d->read_hot;
+	e->write_hot = d->write_hot;
+	e->pinned = d->pinned;
+	e->copies = d->copies;
+	e->subkeys = d->subkeys ? d->subkeys : 1;
+	e->write_seq = (int64_t)d->write_seq;
+	e->state = d->state;
+	e->reads = d->reads_ps;
+	e->writes = d->writes_ps;
+	e->n_reps = d->nreplicas;
+	for (i = 0; i < d->nreplicas && i < KS_FLEET_REPLICAS; i++)
+		snprintf(e->replicas[i], sizeof(e->replicas[i]), "%s",
+			 d->replica[i]);
+}
+
 int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
 			struct ks_fleet_hot *e, char *why, size_t whylen)
 {
 	struct ks_hot_doc d;
 	uint64_t want;
-	unsigned i;
 
 	memset(e, 0, sizeof(*e));
 	if (ks_fleet_hash_parse(hash, &want))
@@ -283,23 +307,7 @@ int ks_fleet_hot_decode(const char *hash, const char *raw, size_t len,
 	/* the one reader of the schema (core/hot_doc.h), as clients use it */
 	if (ks_hot_doc_decode(raw, len, want, &d, why, whylen))
 		return -EBADMSG;
-	e->hash = d.hash;
-	if (d.has_key)
-		ks_key_text(d.key, d.len, e->key, sizeof(e->key));
-	snprintf(e->owner, sizeof(e->owner), "%s", d.owner);
-	e->read_hot = d.read_hot;
-	e->write_hot = d.write_hot;
-	e->pinned = d.pinned;
-	e->copies = d.copies;
-	e->subkeys = d.subkeys ? d.subkeys : 1;
-	e->write_seq = (int64_t)d.write_seq;
-	e->state = d.state;
-	e->reads = d.reads_ps;
-	e->writes = d.writes_ps;
-	e->n_reps = d.nreplicas;
-	for (i = 0; i < d.nreplicas && i < KS_FLEET_REPLICAS; i++)
-		snprintf(e->replicas[i], sizeof(e->replicas[i]), "%s",
-			 d.replica[i]);
+	hot_of(&d, e);
 	return 0;
 }
 
@@ -449,6 +457,92 @@ static int find_load(const struct ks_etcd_kv *loads, size_t nl,
 	return 0;
 }
 
+/* Whether the snapshot has a hot/ entry for hash already. */
+static int have_hot(const struct ks_fleet_snapshot *s, uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_hot; i++)
+		if (s->hot[i].hash == hash)
+			return 1;
+	return 0;
+}
+
+/* Room for more hot entries and refusals: 0, or -ENOMEM. */
+static int hot_room(struct ks_fleet_snapshot *s, size_t *cap, size_t more)
+{
+	struct ks_fleet_hot *h;
+	struct ks_fleet_refused *r;
+
+	if (s->n_hot + more <= *cap && s->n_refused + more <= *cap)
+		return 0;
+	*cap = s->n_hot + s->n_refused + more + 16;
+	h = realloc(s->hot, *cap * sizeof(*s->hot));
+	if (!h)
+		return -ENOMEM;
+	s->hot = h;
+	r = realloc(s->refused, *cap * sizeof(*s->refused));
+	if (!r)
+		return -ENOMEM;
+	s->refused = r;
+	return 0;
+}
+
+/*
+ * The keys h's load document lists as only counted (an item with an
+ * "entry": no hot/ entry, docs/fleet.md) into the snapshot's hot
+ * entries, owned by h, unless a hot/ entry of the key is there (a
+ * change between the two writes; hot/ is what clients read). An entry
+ * that does not read is refused as a hot/ entry is. 0, or -ENOMEM.
+ */
+static int snapshot_counted(const struct ks_fleet_host *h,
+			    struct ks_fleet_snapshot *s, size_t *cap)
+{
+	char why[KS_FLEET_WHY_MAX];
+	json_t *doc, *item, *entry;
+	struct ks_hot_doc *d;
+	size_t i, n = 0;
+	uint64_t hash;
+
+	for (i = 0; i < h->n_hot; i++)
+		n += h->hot[i].has_entry;
+	if (!n || !h->raw)
+		return 0;
+	if (hot_room(s, cap, n))
+		return -ENOMEM;
+	doc = json_loadb(h->raw, h->raw_len, 0, NULL);
+	d = malloc(sizeof(*d));
+	if (!d) {
+		json_decref(doc);
+		return -ENOMEM;
+	}
+	json_array_foreach(json_object_get(doc, "hot"), i, item)
+	{
+		entry = json_object_get(item, "entry");
+		if (!entry || i >= h->n_hot)
+			continue;
+		hash = h->hot[i].hash;
+		if (have_hot(s, hash))
+			continue;
+		if (ks_hot_doc_decode_entry(entry, hash, h->self, d, why,
+					    sizeof(why))) {
+			struct ks_fleet_refused *r = &s->refused[s->n_refused++];
+
+			snprintf(r->key, sizeof(r->key), "%016llx",
+				 (unsigned long long)hash);
+			snprintf(r->why, sizeof(r->why),
+				 "%.60s's load document: %.120s", h->self, why);
+			continue;
+		}
+		hot_of(d, &s->hot[s->n_hot]);
+		s->hot[s->n_hot].in_load = 1;
+		s->hot[s->n_hot++].mod_rev = h->mod_rev;
+	}
+	free(d);
+	json_decref(doc);
+	return 0;
+}
+
 int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 			     const char *prefix, const struct ks_etcd_kv *loads,
 			     size_t nl, const char *load_prefix, int64_t rev,
@@ -519,6 +613,12 @@ int ks_fleet_snapshot_decode(const struct ks_etcd_kv *kvs, size_t n,
 				goto nomem;
 		}
 	}
+	/* hot/ is read: the counted keys of each member's load document */
+	for (i = 0; i < s->n_hosts; i++)
+		if (s->hosts[i].valid && s->hosts[i].kind == KS_FHK_MEMBER &&
+		    !s->hosts[i].no_load &&
+		    snapshot_counted(&s->hosts[i], s, &nt))
+			goto nomem;
 	free(l);
 	return 0;
 nomem:

@@ -90,6 +90,8 @@ struct ks_fleet_hot {
 	size_t n_reps; /* replicas listed; the first KS_FLEET_REPLICAS kept */
 	char replicas[KS_FLEET_REPLICAS][KS_FLEET_ADDR_MAX];
 	double reads, writes; /* as of the entry's last write */
+	int in_load; /* a key only counted, from its owner's load document
+		      * (no hot/ entry: docs/fleet.md, "hot/HASH") */
 };
 
 /* A hot key as shown: its entry, and its figures from its owner's load

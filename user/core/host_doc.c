@@ -45,6 +45,11 @@ static json_t *load_hot_of(const struct ks_host_doc *d)
 			if (!isnan(d->hot[i].v[f]))
 				json_object_set_new(k, ks_load_hot_name[f],
 						    rate(d->hot[i].v[f]));
+		/* a key only counted: its hot/ fields here, not in hot/ */
+		if (d->hot[i].entry)
+			json_object_set_new(
+				k, "entry",
+				ks_hot_doc_entry_json(d->hot[i].entry));
 		json_array_append_new(a, k);
 	}
 	return a;
@@ -79,6 +84,8 @@ int ks_load_hot_decode(json_t *json, struct ks_load_hot *out, unsigned max,
 			return -1;
 		}
 		out[i].hash = strtoull(h, NULL, 16);
+		out[i].entry = NULL;
+		out[i].has_entry = json_object_get(k, "entry") != NULL;
 		for (f = 0; f < KS_LHF_N; f++) {
 			v = json_object_get(k, ks_load_hot_name[f]);
 			out[i].v[f] = NAN;

@@ -70,9 +70,16 @@ enum ks_load_hot_field {
 /* The JSON name of each figure, by enum ks_load_hot_field. */
 extern const char *const ks_load_hot_name[KS_LHF_N];
 
+struct ks_hot_doc;
 struct ks_load_hot {
 	__u64 hash; /* ks_key_hash: the key's hot/HASH entry */
 	double v[KS_LHF_N];
+	/* a key only counted, which has no hot/ entry (hot_doc.h): the
+	 * writer's entry to list as its "entry" (borrowed, read only while
+	 * the document is encoded; NULL: its hot/ entry says it); a reader
+	 * sets has_entry when the item has one */
+	const struct ks_hot_doc *entry;
+	int has_entry;
 };
 
 struct ks_host_doc_top {

@@ -61,10 +61,10 @@ static json_t *rate(double x)
 	return json_real(ks_rate3(x));
 }
 
-char *ks_hot_doc_encode(const struct ks_hot_doc *d)
+json_t *ks_hot_doc_json(const struct ks_hot_doc *d)
 {
 	json_t *o = json_object(), *reps = json_array();
-	char hash[24], *s;
+	char hash[24];
 	__u32 i;
 
 	if (!o || !reps) {
@@ -101,9 +101,59 @@ char *ks_hot_doc_encode(const struct ks_hot_doc *d)
 	json_object_set_new(o, "owner_turns", json_integer(d->owner_turns));
 	json_object_set_new(o, "reads_per_s", rate(d->reads_ps));
 	json_object_set_new(o, "writes_per_s", rate(d->writes_ps));
-	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	return o;
+}
+
+char *ks_hot_doc_encode(const struct ks_hot_doc *d)
+{
+	json_t *o = ks_hot_doc_json(d);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
 	json_decref(o);
 	return s;
+}
+
+/* What the hot/ entry says and a load document's "entry" leaves out: the
+ * item, the document and the state counting say it (hot_doc.h). */
+static const char *const entry_implied[] = {
+	"schema",    "hash",        "owner",       "replicas",
+	"write_seq", "owner_turns", "reads_per_s", "writes_per_s",
+};
+
+/* An entry's fields at their defaults are left out too: a load document
+ * lists up to 256 of them, and under churn it is written every interval. */
+static const struct {
+	const char *name;
+	json_int_t value; /* -1: false */
+} entry_defaults[] = {
+	{ "read_hot", -1 }, { "write_hot", -1 }, { "pinned", -1 },
+	{ "copies", 1 },    { "subkeys", 1 },
+};
+
+json_t *ks_hot_doc_entry_json(const struct ks_hot_doc *d)
+{
+	json_t *o = ks_hot_doc_json(d), *v;
+	size_t i;
+
+	for (i = 0; o && i < sizeof(entry_implied) / sizeof(entry_implied[0]);
+	     i++)
+		json_object_del(o, entry_implied[i]);
+	for (i = 0; o && i < sizeof(entry_defaults) / sizeof(entry_defaults[0]);
+	     i++) {
+		v = json_object_get(o, entry_defaults[i].name);
+		if (entry_defaults[i].value < 0
+			    ? json_is_false(v)
+			    : json_integer_value(v) == entry_defaults[i].value)
+			json_object_del(o, entry_defaults[i].name);
+	}
+	if (o && d->state == KS_HDS_COUNTING)
+		json_object_del(o, "state");
+	return o;
+}
+
+int ks_hot_doc_for_clients(const struct ks_hot_doc *d)
+{
+	return d->state != KS_HDS_COUNTING || (d->write_hot && d->subkeys > 1);
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *a)
@@ -213,19 +263,62 @@ int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 		      struct ks_hot_doc *d, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *v;
-	const char *h, *st;
-	char *end;
-	unsigned i;
-	int rc = -EINVAL;
+	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	int rc;
 
-	memset(d, 0, sizeof(*d));
 	if (!o || !json_is_object(o)) {
+		memset(d, 0, sizeof(*d));
 		snprintf(err, errlen, "not a JSON object%s%s", o ? "" : ": ",
 			 o ? "" : je.text);
 		json_decref(o);
 		return -EINVAL;
 	}
+	rc = ks_hot_doc_decode_json(o, want_hash, d, err, errlen);
+	json_decref(o);
+	return rc;
+}
+
+int ks_hot_doc_decode_entry(json_t *entry, __u64 hash, const char *owner,
+			    struct ks_hot_doc *d, char *err, size_t errlen)
+{
+	json_t *o = json_is_object(entry) ? json_copy(entry) : NULL;
+	char hex[24];
+	int rc;
+
+	if (!o) {
+		memset(d, 0, sizeof(*d));
+		snprintf(err, errlen, "\"entry\" is not a JSON object");
+		return -EINVAL;
+	}
+	snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)hash);
+	json_object_set_new(o, "schema", json_integer(KS_HOT_DOC_SCHEMA));
+	json_object_set_new(o, "hash", json_string(hex));
+	json_object_set_new(o, "owner", json_string(owner));
+	/* what ks_hot_doc_entry_json leaves out at its default */
+	if (!json_object_get(o, "copies"))
+		json_object_set_new(o, "copies", json_integer(1));
+	if (!json_object_get(o, "state"))
+		json_object_set_new(o, "state", json_string("counting"));
+	rc = ks_hot_doc_decode_json(o, hash, d, err, errlen);
+	json_decref(o);
+	if (!rc && ks_hot_doc_for_clients(d)) {
+		snprintf(
+			err, errlen,
+			"\"entry\" is one a client acts on (its place is hot/)");
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
+int ks_hot_doc_decode_json(json_t *o, __u64 want_hash, struct ks_hot_doc *d,
+			   char *err, size_t errlen)
+{
+	json_t *v;
+	const char *h, *st;
+	char *end;
+	unsigned i;
+
+	memset(d, 0, sizeof(*d));
 	v = json_object_get(o, "schema");
 	if (!json_is_integer(v) || json_integer_value(v) != KS_HOT_DOC_SCHEMA) {
 		bad(err, errlen, "%s is not 1 (a schema this reader knows)",
@@ -286,10 +379,9 @@ int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 	d->write_seq = v ? (__u64)json_integer_value(v) : 0;
 	if (decode_key(o, d, err, errlen) || decode_replicas(o, d, err, errlen))
 		goto out;
-	rc = 0;
+	return 0;
 out:
-	json_decref(o);
-	return rc;
+	return -EINVAL;
 }
 
 int ks_rate_moved(double published, double now)

@@ -13,6 +13,12 @@
  * the live rates go into the owner's load document (host_doc.h, "hot"),
  * outside the clients' prefix. The entry keeps reads_per_s and
  * writes_per_s, as of its last write, for readers before that.
+ *
+ * Only an entry a client acts on is a hot/ key (ks_hot_doc_for_clients:
+ * filling, armed, dirty, or split into sub-keys). A key that is only
+ * counted is listed in its owner's load document instead, its hot/
+ * fields as the "entry" of its item there (ks_hot_doc_entry_json), so no
+ * client hears of it being born or dying (docs/fleet.md, "hot/HASH").
  */
 #ifndef KS_HOT_DOC_H
 #define KS_HOT_DOC_H
@@ -68,6 +74,29 @@ int ks_hot_doc_prefix(const char *cluster, char *buf, size_t len);
  * without memory. A key of printable ASCII is "key", any other bytes
  * "key_b64". */
 char *ks_hot_doc_encode(const struct ks_hot_doc *d);
+struct json_t;
+/* The same as a jansson object (the caller's reference), or NULL. */
+struct json_t *ks_hot_doc_json(const struct ks_hot_doc *d);
+
+/* Whether a client acts on the entry, so that it belongs in hot/: its
+ * state is not counting (copies being made, armed, dirty), or it is a
+ * write-hot key split into sub-keys (the counters' readers sum them). */
+int ks_hot_doc_for_clients(const struct ks_hot_doc *d);
+
+/*
+ * The entry of a key only counted, as its owner's load document lists it
+ * (its "hot" item's "entry"): the hot/ document without what the item or
+ * the document says (schema, hash, owner) and what a counted key has
+ * none of (replicas, write_seq, owner_turns, rates: the item has the
+ * rates now), and each field at its default (read_hot, write_hot, pinned
+ * false; copies, subkeys 1; state counting). NULL without memory.
+ */
+struct json_t *ks_hot_doc_entry_json(const struct ks_hot_doc *d);
+/* Reads such an entry back as the hot/ document of hash owned by owner,
+ * checked as ks_hot_doc_decode checks one, and refused as well when it
+ * is one a client acts on (that belongs in hot/). 0, or -EINVAL. */
+int ks_hot_doc_decode_entry(struct json_t *entry, __u64 hash, const char *owner,
+			    struct ks_hot_doc *d, char *err, size_t errlen);
 
 /*
  * Reads a document, checking it as a reader must: schema 1, every required
@@ -77,6 +106,9 @@ char *ks_hot_doc_encode(const struct ks_hot_doc *d);
  */
 int ks_hot_doc_decode(const char *json, size_t len, __u64 want_hash,
 		      struct ks_hot_doc *d, char *err, size_t errlen);
+/* The same of a parsed JSON object (borrowed). */
+int ks_hot_doc_decode_json(struct json_t *o, __u64 want_hash,
+			   struct ks_hot_doc *d, char *err, size_t errlen);
 
 /* Whether b says nothing a client reads that a does not: the same key,
  * owner, decision, state, replicas, write sequence and owner's turns. The
