@@ -81,30 +81,18 @@ fi
 # The client: one process, its results as "NAME VALUE" lines; it waits
 # for the second pins document itself (a file the script writes when it
 # has put it), each wait bounded.
-ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" PYTHONPATH="$E2E_ROOT/user/client/python" \
+ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
 	timeout 120 "$PY" - "etcd=$URL cluster=$CLUSTER timeout_ms=2000 etcd_timeout_ms=10000" \
 	"$MC_PORT" "$E2E_TMP" >"$E2E_TMP/py.out" 2>"$E2E_TMP/py.err" <<'PYEOF' &
-import errno, os, socket, sys, time
+import errno, os, sys, time
+import ks_clients  # its memcached stats reader
 from keysteer_client import Client, RateLimited
 spec, port, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 OTHERS = ["hot:10", "hot:", "hot", "sess", "ses:a", "sessa", "other:1"]
 
 def mc_stats():
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(b"stats\r\n")
-    buf = b""
-    while not buf.endswith(b"END\r\n"):
-        d = s.recv(65536)
-        if not d:
-            break
-        buf += d
-    s.close()
-    st = {}
-    for line in buf.decode().splitlines():
-        p = line.split()
-        if len(p) == 3 and p[0] == "STAT":
-            st[p[1]] = p[2]
-    return int(st["cmd_get"]), int(st["cmd_set"])
+    st = ks_clients.mc_stats("127.0.0.1", port)
+    return st["cmd_get"], st["cmd_set"]
 
 def out(name, *v):
     print(name, *v, flush=True)

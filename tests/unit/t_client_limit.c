@@ -94,9 +94,9 @@ static void frozen(void)
  * hash given to another key under the same prefix (the bytes decide). */
 static void unnamed(void)
 {
-	static const char *const keys[] = { "hot:10", "hot:", "hot",
-					    "hot:1x", "sess", "sess-a",
-					    "ses:a", "Sess:a", "xsess:a" };
+	static const char *const keys[] = { "hot:10", "hot:",   "hot",
+					    "hot:1x", "sess",   "sess-a",
+					    "ses:a",  "Sess:a", "xsess:a" };
 	static struct ks_hot_rules r;
 	struct ksc_limits l;
 	unsigned i, none = 0;
@@ -232,12 +232,10 @@ static void view_rules(void)
 	CHECK_EQ(put_doc(&v, "pin hot:1 2\n", 4), 0);
 	CHECK(v.lim == NULL, "rules kept");
 	CHECK(v.lim_version > ver, "version");
-	CHECK_EQ(put_doc(&v, "limit a 5/s\nshard t:* 10.0.0.1:11211\n", 5),
-		 0);
+	CHECK_EQ(put_doc(&v, "limit a 5/s\nshard t:* 10.0.0.1:11211\n", 5), 0);
 	CHECK(v.lim && v.lim->n == 2, "limit beside a shard rule");
 	/* a document that does not read keeps the rules */
-	CHECK_EQ(ksc_view_put(&v, "/keysteer/t/pins", 16, "{", 1, 6),
-		 -EBADMSG);
+	CHECK_EQ(ksc_view_put(&v, "/keysteer/t/pins", 16, "{", 1, 6), -EBADMSG);
 	CHECK(v.lim != NULL, "rules lost to a bad document");
 	ver = v.lim_version;
 	CHECK_EQ(ksc_view_del(&v, "/keysteer/t/pins", 16, 7, 0), 0);

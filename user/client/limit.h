@@ -28,10 +28,10 @@
 #define KSC_LIMIT_KEYS 4096 /* buckets one view keeps at once */
 
 struct ksc_limit_bucket {
-	__u64 hash;     /* ks_key_hash; 0: a free slot */
-	__u64 tat_ns;   /* the bucket (ks_limit.h's GCRA) */
+	__u64 hash;   /* ks_key_hash; 0: a free slot */
+	__u64 tat_ns; /* the bucket (ks_limit.h's GCRA) */
 	__u64 interval_ns, tau_ns;
-	__u32 rate;     /* the rule's when the bucket was made */
+	__u32 rate; /* the rule's when the bucket was made */
 	__u16 len;
 	__u16 rule_len; /* the prefix rule's; 0: an exact rule */
 	__u64 allowed, refused;
