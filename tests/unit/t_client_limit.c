@@ -122,6 +122,15 @@ static void unnamed(void)
 		 KSC_LIM_ALLOWED);
 	CHECK_EQ(l.used, 2);
 	ksc_limits_free(&l);
+	/* the control: a table matching on the hash alone refuses sess:b,
+	 * sess:a's bucket being empty (the violation the bytes prevent) */
+	ksc_limits_init(&l, 1);
+	l.hash_only = 1;
+	for (i = 0; i < 100; i++)
+		ksc_limit_take(&l, &r, "sess:a", 6, h, SEC, NULL);
+	CHECK_EQ(ksc_limit_take(&l, &r, "sess:b", 6, h, SEC, NULL),
+		 KSC_LIM_REFUSED);
+	ksc_limits_free(&l);
 	kt_end();
 }
 

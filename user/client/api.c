@@ -14,6 +14,7 @@
 #include "client/client.h"
 #include "client/route.h"
 #include "core/hot_doc.h"
+#include "core/limits.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
 #include "core/view_file.h"
@@ -577,9 +578,16 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		}
 		return 0;
 	}
-	hash = ksc_key_hash(key, klen);
 	rules = v->lim;
 	ver = v->lim_version;
+	/* the rule first, under the read lock alone: a key no rule names
+	 * never waits for the table's lock */
+	r = ks_limit_rule_match(rules, key, klen);
+	if (!r) {
+		ksc_unlock(ks);
+		return 0;
+	}
+	hash = ksc_key_hash(key, klen);
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
 	pthread_mutex_lock(&f->llock);
@@ -587,13 +595,8 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		ksc_limits_prune(&f->limits, rules);
 		f->lim_version = ver;
 	}
-	d = ksc_limit_take(&f->limits, rules, key, klen, hash, ks_mono_ns(),
-			   &r);
+	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns());
 	pthread_mutex_unlock(&f->llock);
-	if (d == KSC_LIM_NONE) {
-		ksc_unlock(ks);
-		return 0;
-	}
 	rate = r->count;
 	snprintf(rule, sizeof(rule), "%.*s%s", (int)r->len,
 		 (const char *)r->key,

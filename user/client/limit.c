@@ -55,8 +55,9 @@ static struct ksc_limit_bucket *find(const struct ksc_limits *l,
 			return NULL;
 		/* the bytes, not the hash: a key whose hash equals a limited
 		 * key's is not that key (docs/limits.md) */
-		if (b->hash == hash && b->len == len &&
-		    !memcmp(b->key, key, len))
+		if (b->hash == hash &&
+		    (l->hash_only ||
+		     (b->len == len && !memcmp(b->key, key, len))))
 			return b;
 	}
 	return NULL;
@@ -131,16 +132,25 @@ enum ksc_limit_verdict ksc_limit_take(struct ksc_limits *l,
 				      const struct ks_hot_rule **rule)
 {
 	const struct ks_hot_rule *r = NULL;
-	struct ksc_limit_bucket *b;
-	size_t i;
 
-	hash = hash ? hash : 1; /* 0 marks a free slot */
 	if (rules)
 		r = ks_limit_rule_match(rules, key, len);
 	if (rule)
 		*rule = r;
 	if (!r)
 		return KSC_LIM_NONE;
+	return ksc_limit_take_rule(l, r, key, len, hash, now_ns);
+}
+
+enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
+					   const struct ks_hot_rule *r,
+					   const void *key, size_t len,
+					   __u64 hash, __u64 now_ns)
+{
+	struct ksc_limit_bucket *b;
+	size_t i;
+
+	hash = hash ? hash : 1; /* 0 marks a free slot */
 	if (!l->b && !(l->b = calloc(KSC_LIMIT_KEYS, sizeof(*l->b)))) {
 		l->no_room++;
 		return KSC_LIM_NO_ROOM;

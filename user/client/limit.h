@@ -44,6 +44,9 @@ struct ksc_limits {
 	__u64 no_room; /* calls of keys that found no bucket: let through */
 	__u64 allowed, refused;
 	struct ksc_limit_bucket *b; /* KSC_LIMIT_KEYS, by hash; NULL: none */
+	/* a unit test's control only (no spec word sets it): buckets matched
+	 * on the hash alone, as a table that trusted its hash would */
+	int hash_only;
 };
 
 enum ksc_limit_verdict {
@@ -72,6 +75,13 @@ enum ksc_limit_verdict ksc_limit_take(struct ksc_limits *l,
 				      const void *key, size_t len, __u64 hash,
 				      __u64 now_ns,
 				      const struct ks_hot_rule **rule);
+
+/* The same with the rule that names key already matched (r, not NULL):
+ * a caller that matched it without the table's lock. */
+enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
+					   const struct ks_hot_rule *r,
+					   const void *key, size_t len,
+					   __u64 hash, __u64 now_ns);
 
 /* The bucket of key, or NULL (for counters and tests). */
 const struct ksc_limit_bucket *ksc_limit_find(const struct ksc_limits *l,
