@@ -13,7 +13,8 @@
 #    handle's limit_refused and the key's bucket counter, and memcached's
 #    cmd_get moved by exactly the gets let through (a refused call sends
 #    nothing). A set of hot:1 over the limit is refused too and never
-#    reaches memcached (cmd_set).
+#    reaches memcached (cmd_set), and so are a delete, a stale delete, an
+#    incr, a decr, a counter read and a get_or_fill of it.
 # 2. 'limit sess:* 20/s' over 2 s of gets of sess:a: allowed within
 #    20/s x the run's time + the burst of 2, counts equal on every side.
 # 3. Keys no rule names, asked as often in the same loops, never refused:
@@ -143,6 +144,20 @@ out("burst_lib", st["limit_allowed"] - st0["limit_allowed"],
     st["limit_refused"] - st0["limit_refused"], ls["allowed"] - ls0["allowed"],
     ls["refused"] - ls0["refused"], ls["rate"], ls["burst"], ls["prefix_rule"])
 out("burst_mc", g1 - g0, s1 - s0, set_refused)
+# every other call of the key, in the same second: refused too
+ops = [lambda: c.delete("hot:1"), lambda: c.delete("hot:1", max_stale=5),
+       lambda: c.incr("hot:1", 1), lambda: c.decr("hot:1", 1),
+       lambda: c.counter("hot:1"), lambda: c.get_or_fill("hot:1", lambda: b"x")]
+op_refused = 0
+for op in ops:
+    try:
+        op()
+    except RateLimited:
+        op_refused += 1
+g2, s2 = mc_stats()
+out("ops", op_refused, len(ops), "%.3f" % (time.monotonic() - t0), g2 - g1,
+    s2 - s1)
+st = c.stats()
 base_a, base_r = st["limit_allowed"], st["limit_refused"]
 others()
 
@@ -262,6 +277,15 @@ if [ "$mc_get" = "$ok" ] && [ "$mc_set" = "$((1 - set_ref))" ] &&
 	note "memcached's cmd_get moved by $mc_get (the gets let through), cmd_set by 0 (the set refused)"
 else
 	fail client_limit_refused_never_sent "cmd_get +$mc_get for $ok allowed; cmd_set +$mc_set; set refused: $set_ref"
+fi
+
+read -r op_ref op_n t_ops mc_g mc_s <<<"$(get ops)"
+if [ "$op_ref" = "$op_n" ] && [ "$mc_g" = 0 ] && [ "$mc_s" = 0 ] ||
+	{ [ "${t_ops%.*}" -ge 1 ] && [ "$op_ref" -ge "$((op_n - 1 - ${t_ops%.*}))" ]; }; then
+	pass client_limit_every_call_refused
+	note "delete, stale delete, incr, decr, counter, get_or_fill of hot:1 in its second: $op_ref of $op_n refused, memcached untouched"
+else
+	fail client_limit_every_call_refused "$op_ref of $op_n refused by $t_ops s; memcached cmd_get +$mc_g cmd_set +$mc_s"
 fi
 
 # 2.
