@@ -22,7 +22,9 @@
 #    first bytes, not the key or the prefix); every one a hit.
 # 4. A second handle in the same process shares the view's bucket: hot:1,
 #    drained by the first handle, is refused at once on it; the control, a
-#    handle with view=own (a bucket of its own), is let through.
+#    handle with view=own (a bucket of its own), is let through. A
+#    handle with limit_share=10 takes a tenth of the rate (a bucket of 1
+#    at 2/s instead of 2 at 20/s).
 # 5. The rules taken away ('agent pins set' without them): once the
 #    handle's view has the new document, hot:1 is no longer refused.
 # Everything is this script's own (namespace ht_lim_PID, memcached and
@@ -196,15 +198,24 @@ for i in range(5):
         pass
 c2 = Client(spec)
 c3 = Client(spec + " view=own")
-def verdict(h):
+def verdict_of(h, key):
     try:
-        h.get("hot:1")
+        h.get(key)
         return "allowed"
     except RateLimited:
         return "refused"
+def verdict(h):
+    return verdict_of(h, "hot:1")
 out("shared", verdict(c2), c2.stats()["view_handles"])
 out("own", verdict(c3))
 c3.close()
+# limit_share=10: sess:* 20/s is 2/s here, a bucket of 1 (the default
+# handle's is 2): a burst of 100 gets of a fresh key lets 1 through
+c4 = Client(spec + " limit_share=10")
+t0 = time.monotonic()
+n4 = sum(verdict_of(c4, "sess:share") == "allowed" for _ in range(100))
+out("share", n4, "%.3f" % (time.monotonic() - t0), c4.limit_stat("sess:share")["burst"])
+c4.close()
 
 # 5. the rules taken away: the script puts the new pins, then writes
 # the revision it got; the handle's view reaches it
@@ -317,6 +328,17 @@ if [ "$sh" = refused ] && [ "$handles" = 2 ] && [ "$(get own)" = allowed ]; then
 	pass client_limit_bucket_per_view
 else
 	fail client_limit_bucket_per_view "second handle: $sh ($handles handles on the view); view=own: $(get own)"
+fi
+
+read -r n4 t4 b4 <<<"$(get share)"
+# 2/s with a bucket of 1: 1 + one for each whole half second the burst
+# took (the rule's own share would let 2 through at once)
+if [ -n "$n4" ] && [ "$b4" = 1 ] && [ "$n4" -ge 1 ] &&
+	[ "$n4" -le "$(("$("$PY" -c "import math; print(math.floor(2 * $t4))")" + 1))" ]; then
+	pass client_limit_share_splits_rate
+	note "limit_share=10 of sess:* 20/s: a bucket of $b4, $n4 of 100 gets in $t4 s allowed"
+else
+	fail client_limit_share_splits_rate "allowed '$n4' of 100 in $t4 s, bucket $b4"
 fi
 
 # 5.

@@ -143,6 +143,9 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "stale_view_ms")) {
 		if (!(ret = num_opt(ks, w, val, 0, 3600000, &n)))
 			ks->stale_view_ms = (unsigned)n;
+	} else if (!strcmp(w, "limit_share")) {
+		if (!(ret = num_opt(ks, w, val, 1, 1000000, &n)))
+			ks->limit_share = (unsigned)n;
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
@@ -284,7 +287,8 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 	stat("/proc/thread-self/ns/net", &ns);
 	if (asprintf(&key,
 		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
-		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d",
+		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d\n"
+		     "lshare=%u",
 		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
 		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
 		     sp->etcd_ca ? sp->etcd_ca : "",
@@ -292,7 +296,7 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 		     sp->etcd_key ? sp->etcd_key : "",
 		     (unsigned long long)ns.st_dev,
 		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
-		     ks->view_delay_ms, ks->view_skip_hot) < 0)
+		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share) < 0)
 		return NULL;
 	return key;
 }
@@ -396,7 +400,8 @@ static int file_share_open(struct keysteer *ks, const struct spec *sp,
 	/* handles on one file with one lag bound share its follower (the
 	 * bound says when the view is down, so it is the follower's) */
 	if (!ks->own_view &&
-	    asprintf(&key, "view_file=%s\nlag=%u", path, ks->vfile_lag_ms) < 0)
+	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u", path,
+		     ks->vfile_lag_ms, ks->limit_share) < 0)
 		return ksc_err(ks, -ENOMEM, "out of memory");
 	ret = ksc_share_get(ks, key,
 			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
@@ -502,6 +507,7 @@ KSC_API int keysteer_open(struct keysteer **out, const char *spec)
 	if (!ks)
 		return -ENOMEM;
 	ks->timeout_ms = KSC_TIMEOUT_MS;
+	ks->limit_share = 1;
 	ks->etcd_timeout_ms = 2000;
 	ks->stale_view_ms = KSC_STALE_VIEW_MS;
 	ks->inval_ttl_s = KSC_INVAL_TTL_S;

@@ -138,8 +138,11 @@ struct keysteer {
 	struct ksc_wlog wlog; /* the keys written (wlog_lock, fo->lock read) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
 	/* rate limits: keysteer_fetch took the key's token already, so the
-	 * keysteer_get it makes does not take a second one */
+	 * keysteer_get it makes does not take a second one; limit_share=
+	 * (the view's buckets take rate / it; handles with another value do
+	 * not share the view) */
 	int lim_taken;
+	unsigned limit_share;
 };
 
 enum {

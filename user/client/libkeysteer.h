@@ -87,6 +87,10 @@ struct keysteer;
  *                       what it finds to the new one); writes delete it at
  *                       the old owner for twice as long (default 3 x
  *                       (stale_view_ms + 1000))
+ *   limit_share=N       the fleet's limit rules split over N client
+ *                       processes: this process's buckets take rate / N
+ *                       (default 1: each process the rule's rate;
+ *                       docs/limits.md, "How the limit is shared")
  *   view=shared|own     with etcd=: share the process's follower of the
  *                       same fleet (default), or follow etcd with a
  *                       connection, watch and thread of the handle's own
@@ -118,9 +122,10 @@ const char *keysteer_errmsg(const struct keysteer *ks);
  * keysteer_counter_get and keysteer_fetch (keysteer_set_many's items and
  * keysteer_counter_fold are not limited: docs/limits.md). The bucket is the process's: every
  * handle sharing a view (docs/client.md, "One view per process") takes
- * from one bucket per key, at the rule's rate, so a process never calls a
- * limited key more than rate/s plus a burst of rate/10. Fleet-wide the
- * cap is that times the client processes, which the library cannot know
+ * from one bucket per key, at the rule's rate (rate / N with
+ * limit_share=N), so a process never calls a limited key more than that
+ * per second plus a burst of a tenth of it. Fleet-wide the cap is that
+ * times the client processes, which the library cannot know
  * (docs/limits.md). EDQUOT, an errno no memcached call returns.
  */
 #define KEYSTEER_ELIMIT EDQUOT

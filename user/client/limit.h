@@ -9,9 +9,9 @@
  * client.h, the follower's limit lock).
  *
  * One table per view: the handles of a process that share a view share
- * its buckets, so a process lets a key through at its rule's rate (over
- * share= processes: rate / share) whatever number of handles or threads
- * it runs. A prefix rule limits each key under it on its own bucket,
+ * its buckets, so a process lets a key through at its rule's rate (with
+ * the spec's limit_share=N: rate / N, for N client processes an operator
+ * counts) whatever number of handles or threads it runs. A prefix rule limits each key under it on its own bucket,
  * made on the key's first call. A bucket whose time stamp is not ahead of
  * now is full, so dropping it changes no decision: a full table makes
  * room by dropping those, and only when every bucket is busy is a new key

@@ -67,7 +67,7 @@ static struct ksc_follower *follower_new(struct keysteer *ks, const char *key,
 	pthread_cond_init(&f->ocond, NULL);
 	pthread_mutex_init(&f->hlock, NULL);
 	pthread_mutex_init(&f->llock, NULL);
-	ksc_limits_init(&f->limits, 1);
+	ksc_limits_init(&f->limits, ks->limit_share);
 	f->stop_fd = f->wake_fd = -1;
 	f->pid = (int)getpid();
 	f->view_delay_ms = ks->view_delay_ms;
