@@ -120,8 +120,8 @@ const char *keysteer_errmsg(const struct keysteer *ks);
  * -KEYSTEER_ELIMIT and sends nothing: keysteer_get, keysteer_set,
  * keysteer_delete, keysteer_delete_stale, keysteer_incr/decr,
  * keysteer_counter_get and keysteer_fetch (keysteer_set_many's items and
- * keysteer_counter_fold are not limited: docs/limits.md). The bucket is the process's: every
- * handle sharing a view (docs/client.md, "One view per process") takes
+ * keysteer_counter_fold are not limited: docs/limits.md). The bucket is
+ * the process's: every handle sharing a view (docs/client.md, "One view per process") takes
  * from one bucket per key, at the rule's rate (rate / N with
  * limit_share=N), so a process never calls a limited key more than that
  * per second plus a burst of a tenth of it. Fleet-wide the cap is that
