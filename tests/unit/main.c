@@ -67,6 +67,7 @@ static const struct kt_group groups[] = {
 	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },
 	{ "limits", test_limits },
+	{ "client_limit", test_client_limit },
 	{ "dedicated", test_dedicated },
 	{ "balance", test_balance },
 	{ "run_hot", test_run_hot },

@@ -9,7 +9,10 @@
 #include "ktest.h"
 #include "core/hotkeys.h"
 #include "core/limits.h"
+#include "core/fleet_doc.h"
+#include "core/fleet_view.h"
 #include "core/pins_doc.h"
+#include "render/fleet.h"
 #include "unit.h"
 
 static int parse(struct ks_hot_rules *r, const char *text, char *err,
@@ -279,6 +282,72 @@ static void plan_full(void)
 	kt_end();
 }
 
+/* 'agent fleet' (text, JSON) of a snapshot whose pins document has
+ * limit rules and no shard rule: the rules listed, the dedicated shards'
+ * section absent. */
+static char *fleet_of(const struct ks_fleet_snapshot *s, int json)
+{
+	struct ks_fleet_view v;
+	struct ks_fleet_out o;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f || ks_fleet_view_build(s, 10, 0, &v))
+		return NULL;
+	o = (struct ks_fleet_out){ .cluster = "web", .s = s, .v = &v };
+	if (json)
+		ks_render_fleet_json(f, &o, 1);
+	else
+		ks_render_fleet_text(f, &o);
+	fclose(f);
+	ks_fleet_view_free(&v);
+	return buf;
+}
+
+static void fleet_rules(void)
+{
+	static const char text[] = "limit runaway:1 200/s\nlimit sess:* "
+				   "2000/s\npin hot 2\n";
+	static struct ks_hot_rules r;
+	struct ks_fleet_snapshot s;
+	struct ks_etcd_kv kv = { 0 };
+	char err[200], *t = NULL, *j = NULL;
+
+	kt_begin("limits_fleet_lists_rules");
+	CHECK(!parse(&r, text, err, sizeof(err)), "%s", err);
+	kv.key = strdup("/keysteer/web/pins");
+	kv.value = ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
+	CHECK(kv.key && kv.value, "documents");
+	kv.key_len = strlen(kv.key);
+	kv.value_len = strlen(kv.value);
+	kv.mod_revision = 7;
+	CHECK_EQ(ks_fleet_snapshot_decode(&kv, 1, "/keysteer/web/", NULL, 0,
+					  NULL, 8, &s),
+		 0);
+	CHECK(s.pins != NULL && s.pins_rev == 7, "pins not kept");
+	t = fleet_of(&s, 0);
+	j = fleet_of(&s, 1);
+	CHECK(t && strstr(t, "rate limits (pins revision 7)") &&
+		      strstr(t, "runaway:1") && strstr(t, " 200  the key\n") &&
+		      strstr(t, "sess:*") &&
+		      strstr(t, " 2000  each key under it\n") &&
+		      !strstr(t, "dedicated shards"),
+	      "text: %s", t ? t : "(none)");
+	CHECK(j &&
+		      strstr(j, "\"limits\":[{\"key\":\"runaway:1\","
+				"\"rate_per_s\":200,\"burst\":20},"
+				"{\"prefix\":\"sess:\",\"rate_per_s\":2000,"
+				"\"burst\":200}]") &&
+		      strstr(j, "\"dedicated\":[]"),
+	      "JSON: %s", j ? j : "(none)");
+	free(t);
+	free(j);
+	ks_fleet_snapshot_free(&s);
+	ks_etcd_kv_free(&kv);
+	kt_end();
+}
+
 void test_limits(void)
 {
 	rule_parse();
@@ -287,4 +356,5 @@ void test_limits(void)
 	bucket();
 	plan();
 	plan_full();
+	fleet_rules();
 }

@@ -24,7 +24,8 @@ void test_zipf(void);
 void test_spread(void);
 void test_hotkeys(void);
 void test_limits(void);
-void test_dedicated(void); /* t_dedicated.c: shard rules */
+void test_client_limit(void); /* t_client_limit.c: libkeysteer's */
+void test_dedicated(void);    /* t_dedicated.c: shard rules */
 void test_balance(void);
 void test_run_hot(void);
 void test_hot_ranked(void);

@@ -14,6 +14,7 @@
 #include "client/client.h"
 #include "client/route.h"
 #include "core/hot_doc.h"
+#include "core/limits.h"
 #include "core/mc_key.h"
 #include "core/ring_doc.h"
 #include "core/view_file.h"
@@ -142,6 +143,9 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 	} else if (!strcmp(w, "stale_view_ms")) {
 		if (!(ret = num_opt(ks, w, val, 0, 3600000, &n)))
 			ks->stale_view_ms = (unsigned)n;
+	} else if (!strcmp(w, "limit_share")) {
+		if (!(ret = num_opt(ks, w, val, 1, 1000000, &n)))
+			ks->limit_share = (unsigned)n;
 	} else if (!strcmp(w, "inval_ttl_s")) {
 		if (!(ret = num_opt(ks, w, val, 1, 3600, &n)))
 			ks->inval_ttl_s = (int)n;
@@ -283,7 +287,8 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 	stat("/proc/thread-self/ns/net", &ns);
 	if (asprintf(&key,
 		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
-		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d",
+		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d\n"
+		     "lshare=%u",
 		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
 		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
 		     sp->etcd_ca ? sp->etcd_ca : "",
@@ -291,7 +296,7 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 		     sp->etcd_key ? sp->etcd_key : "",
 		     (unsigned long long)ns.st_dev,
 		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
-		     ks->view_delay_ms, ks->view_skip_hot) < 0)
+		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share) < 0)
 		return NULL;
 	return key;
 }
@@ -395,7 +400,8 @@ static int file_share_open(struct keysteer *ks, const struct spec *sp,
 	/* handles on one file with one lag bound share its follower (the
 	 * bound says when the view is down, so it is the follower's) */
 	if (!ks->own_view &&
-	    asprintf(&key, "view_file=%s\nlag=%u", path, ks->vfile_lag_ms) < 0)
+	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u", path,
+		     ks->vfile_lag_ms, ks->limit_share) < 0)
 		return ksc_err(ks, -ENOMEM, "out of memory");
 	ret = ksc_share_get(ks, key,
 			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
@@ -501,6 +507,7 @@ KSC_API int keysteer_open(struct keysteer **out, const char *spec)
 	if (!ks)
 		return -ENOMEM;
 	ks->timeout_ms = KSC_TIMEOUT_MS;
+	ks->limit_share = 1;
 	ks->etcd_timeout_ms = 2000;
 	ks->stale_view_ms = KSC_STALE_VIEW_MS;
 	ks->inval_ttl_s = KSC_INVAL_TTL_S;
@@ -548,6 +555,98 @@ int ksc_check_key(struct keysteer *ks, const void *key, size_t klen)
 			       "control bytes",
 			       KS_MC_KEY_MAX);
 	return 0;
+}
+
+/* ---- rate limits (limit.h) ---- */
+
+int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
+{
+	static struct ks_hot_rules rules_none;
+	struct ksc_follower *f = ks->fo;
+	const struct ks_hot_rule *r;
+	enum ksc_limit_verdict d;
+	struct ks_hot_rules *rules;
+	struct ksc_view *v;
+	__u64 hash, ver;
+	char rule[KS_MAX_KEY_LEN + 2];
+	__u32 rate;
+
+	v = ksc_rdlock(ks);
+	/* a view without limit rules pays this one test */
+	if (!v->lim) {
+		ver = v->lim_version;
+		ksc_unlock(ks);
+		if (__atomic_load_n(&f->lim_version, __ATOMIC_RELAXED) != ver) {
+			pthread_mutex_lock(&f->llock);
+			ksc_limits_prune(&f->limits, &rules_none);
+			f->lim_version = ver;
+			pthread_mutex_unlock(&f->llock);
+		}
+		return 0;
+	}
+	rules = v->lim;
+	ver = v->lim_version;
+	/* the rule first, under the read lock alone: a key no rule names
+	 * never waits for the table's lock */
+	r = ks_limit_rule_match(rules, key, klen);
+	if (!r) {
+		ksc_unlock(ks);
+		return 0;
+	}
+	hash = ksc_key_hash(key, klen);
+	/* the table's lock inside the view's read lock: the rules stay put
+	 * while the bucket is taken; no path takes them the other way */
+	pthread_mutex_lock(&f->llock);
+	if (f->lim_version != ver) { /* new rules: unnamed keys' buckets go */
+		ksc_limits_prune(&f->limits, rules);
+		f->lim_version = ver;
+	}
+	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns());
+	pthread_mutex_unlock(&f->llock);
+	rate = r->count;
+	snprintf(rule, sizeof(rule), "%.*s%s", (int)r->len,
+		 (const char *)r->key,
+		 r->type == KS_RULE_LIMIT_PREFIX ? "*" : "");
+	ksc_unlock(ks);
+	if (d != KSC_LIM_REFUSED) {
+		ks->st.limit_allowed++;
+		return 0;
+	}
+	ks->st.limit_refused++;
+	return ksc_err(ks, -KEYSTEER_ELIMIT,
+		       "'%.*s' is over its rate limit (limit %s %u/s in the "
+		       "fleet's pins): not sent",
+		       (int)klen, (const char *)key, rule, rate);
+}
+
+KSC_API const char *keysteer_strerror(int err)
+{
+	if (err == -KEYSTEER_ELIMIT || err == KEYSTEER_ELIMIT)
+		return "over the key's rate limit";
+	return strerror(err < 0 ? -err : err);
+}
+
+KSC_API int keysteer_limit_stat(struct keysteer *ks, const void *key,
+				size_t klen, struct keysteer_limit_stat *st,
+				size_t size)
+{
+	const struct ksc_limit_bucket *b;
+	struct keysteer_limit_stat s = { 0 };
+
+	if (!ks || !ks->fo || !st || !key || ks_mc_key_check(key, klen))
+		return -EINVAL;
+	pthread_mutex_lock(&ks->fo->llock);
+	b = ksc_limit_find(&ks->fo->limits, key, klen, ksc_key_hash(key, klen));
+	if (b) {
+		s.rate = b->rate;
+		s.burst = (uint32_t)(b->tau_ns / b->interval_ns + 1);
+		s.allowed = b->allowed;
+		s.refused = b->refused;
+		s.prefix_rule = b->rule_len != 0;
+	}
+	pthread_mutex_unlock(&ks->fo->llock);
+	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
+	return b != NULL;
 }
 
 /* ---- reads ---- */
@@ -757,6 +856,10 @@ KSC_API int keysteer_get(struct keysteer *ks, const void *key, size_t klen,
 		*len = 0;
 	if ((ret = ksc_check_key(ks, key, klen)))
 		goto fail;
+	if (ks->lim_taken)
+		ks->lim_taken = 0;
+	else if ((ret = ksc_limit_check(ks, key, klen)))
+		goto fail;
 	ks->st.gets++;
 	hash = ksc_key_hash(key, klen);
 	now = ksc_now_ms();
@@ -937,6 +1040,8 @@ static int write_op(struct keysteer *ks, const void *key, size_t klen,
 	hash = ksc_key_hash(key, klen);
 	if (!del && (ret = ksc_counter_refuse_set(ks, key, klen, hash)))
 		goto fail;
+	if ((ret = ksc_limit_check(ks, key, klen)))
+		goto fail;
 	/* before the write: this handle never reads its old value again */
 	if (ks->l1_on)
 		ksc_l1_drop(&ks->l1, key, klen, hash);
@@ -1056,7 +1161,14 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	if (v->have_prev && ks->ring_union != KSC_UNION_OFF &&
 	    now - v->ring_since_ms < ring_grace(ks))
 		s.ring_grace_ms = ring_grace(ks) - (now - v->ring_since_ms);
+	s.limit_rules = 0;
+	for (i = 0; v->lim && i < v->lim->n; i++)
+		s.limit_rules += ks_hot_rule_is_limit(v->lim->r[i].type) != 0;
 	ksc_unlock(ks);
+	pthread_mutex_lock(&ks->fo->llock);
+	s.limit_keys = ks->fo->limits.used;
+	s.limit_no_room = ks->fo->limits.no_room;
+	pthread_mutex_unlock(&ks->fo->llock);
 	s.view_handles = ksc_share_handles(ks->fo);
 	s.view_skipped = __atomic_load_n(&ks->fo->skipped, __ATOMIC_RELAXED);
 	s.view_up = ks->follows ? __atomic_load_n(&ks->fo->view_up,

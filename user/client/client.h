@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include "client/libkeysteer.h"
 #include "client/l1.h"
+#include "client/limit.h"
 #include "client/route.h"
 #include "client/view.h"
 #include "net/mc_client.h"
@@ -76,6 +77,13 @@ struct ksc_follower {
 	unsigned vfile_lag_ms; /* its heartbeat older: the view is down */
 	__s64 vfile_rev;
 	__u64 vfile_pid;
+	/* rate limits (limit.h): the buckets of the limited keys, shared by
+	 * the view's handles under llock (taken inside the view's read lock,
+	 * which keeps the rules in place, or alone; never the other way);
+	 * lim_version: the view's rules they follow */
+	pthread_mutex_t llock;
+	struct ksc_limits limits;
+	__u64 lim_version;
 	/* the handles that use it (the catch-up runs for each) */
 	pthread_mutex_t hlock;
 	struct keysteer **h;
@@ -129,6 +137,12 @@ struct keysteer {
 	pthread_mutex_t wlog_lock;
 	struct ksc_wlog wlog; /* the keys written (wlog_lock, fo->lock read) */
 	__u64 catchups, catchup_missed; /* atomics: both threads count */
+	/* rate limits: keysteer_fetch took the key's token already, so the
+	 * keysteer_get it makes does not take a second one; limit_share=
+	 * (the view's buckets take rate / it; handles with another value do
+	 * not share the view) */
+	int lim_taken;
+	unsigned limit_share;
 };
 
 enum {
@@ -288,6 +302,9 @@ void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
 void ksc_ring_catchup(struct keysteer *ks);
 /* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
 int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
+/* api.c: a call of key through its rate limit (limit.h): 0 (no rule, or
+ * under it), or -KEYSTEER_ELIMIT with the message (counted). */
+int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen);
 /* counter_io.c: a spec word of its own (1: not one; else 0 or -EINVAL),
  * and whether a plain set of key must be refused (a split counter: -EBUSY
  * with the message). */

@@ -255,7 +255,8 @@ static int count_op(struct keysteer *ks, const void *key, size_t klen,
 	unsigned idx;
 	int ret;
 
-	if ((ret = ksc_check_key(ks, key, klen)))
+	if ((ret = ksc_check_key(ks, key, klen)) ||
+	    (ret = ksc_limit_check(ks, key, klen)))
 		goto fail;
 	hash = ksc_key_hash(key, klen);
 	split_view(ks, key, klen, hash, now, decr, &s);
@@ -538,6 +539,7 @@ KSC_API int keysteer_counter_get(struct keysteer *ks, const void *key,
 	}
 	*value = 0;
 	if ((ret = ksc_check_key(ks, key, klen)) ||
+	    (ret = ksc_limit_check(ks, key, klen)) ||
 	    (ret = part_open(ks, key, klen, KSC_PART_FOLD, &f)))
 		goto fail;
 	hash = ksc_key_hash(key, klen);

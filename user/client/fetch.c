@@ -321,7 +321,8 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 	if (!fill)
 		return ksc_done(ks, ksc_err(ks, -EINVAL, "no fill function"));
 	if ((ret = ksc_check_key(ks, key, klen)) ||
-	    (ret = check_opts(ks, o, &fc.o)))
+	    (ret = check_opts(ks, o, &fc.o)) ||
+	    (ret = ksc_limit_check(ks, key, klen)))
 		return ksc_done(ks, ret);
 	ks->st.fetches++;
 	fc.deadline = ksc_now_ms() + fc.o.wait_ms;
@@ -329,7 +330,9 @@ KSC_API int keysteer_fetch(struct keysteer *ks, const void *key, size_t klen,
 	 * lease's placeholder reads as a miss there. Early refresh needs
 	 * the owner's remaining TTL, so it reads the owner */
 	if (!fc.o.refresh_s) {
+		ks->lim_taken = 1; /* one call, one token: taken above */
 		ret = keysteer_get(ks, key, klen, value, len, flags);
+		ks->lim_taken = 0;
 		if (ret)
 			return ret;
 	}

@@ -29,6 +29,7 @@
 #ifndef LIBKEYSTEER_H
 #define LIBKEYSTEER_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,6 +87,10 @@ struct keysteer;
  *                       what it finds to the new one); writes delete it at
  *                       the old owner for twice as long (default 3 x
  *                       (stale_view_ms + 1000))
+ *   limit_share=N       the fleet's limit rules split over N client
+ *                       processes: this process's buckets take rate / N
+ *                       (default 1: each process the rule's rate;
+ *                       docs/limits.md, "How the limit is shared")
  *   view=shared|own     with etcd=: share the process's follower of the
  *                       same fleet (default), or follow etcd with a
  *                       connection, watch and thread of the handle's own
@@ -108,6 +113,26 @@ void keysteer_close(struct keysteer *ks); /* NULL is fine */
 
 /* The last error's one line ("" after a success; never NULL). */
 const char *keysteer_errmsg(const struct keysteer *ks);
+
+/*
+ * A call of a key the fleet's pins document limits (`limit KEY RATE/s`,
+ * `limit PREFIX* RATE/s`, docs/limits.md) over its token bucket returns
+ * -KEYSTEER_ELIMIT and sends nothing: keysteer_get, keysteer_set,
+ * keysteer_delete, keysteer_delete_stale, keysteer_incr/decr,
+ * keysteer_counter_get and keysteer_fetch (keysteer_set_many's items and
+ * keysteer_counter_fold are not limited: docs/limits.md). The bucket is
+ * the process's: every handle sharing a view (docs/client.md, "One view per process") takes
+ * from one bucket per key, at the rule's rate (rate / N with
+ * limit_share=N), so a process never calls a limited key more than that
+ * per second plus a burst of a tenth of it. Fleet-wide the cap is that
+ * times the client processes, which the library cannot know
+ * (docs/limits.md). EDQUOT, an errno no memcached call returns.
+ */
+#define KEYSTEER_ELIMIT EDQUOT
+
+/* A call's result as one line: the library's own codes (-KEYSTEER_ELIMIT:
+ * "over the key's rate limit") and strerror's text for other errnos. */
+const char *keysteer_strerror(int err);
 
 /*
  * Reads key (1..250 bytes, no spaces or control bytes). 1 and *value (a
@@ -221,7 +246,30 @@ struct keysteer_stats {
 	/* one view per process (docs/client.md, "One view per process") */
 	uint64_t view_handles; /* handles sharing this one's view, itself in */
 	uint64_t view_skipped; /* events its follower dropped (a test's) */
+	/* rate limits (docs/limits.md, "TCP through libkeysteer") */
+	uint64_t limit_allowed; /* calls of limited keys let through */
+	uint64_t limit_refused; /* ... refused with -KEYSTEER_ELIMIT */
+	uint64_t limit_rules;   /* limit rules in the view now */
+	uint64_t limit_keys;    /* keys with a bucket in the view's table */
+	uint64_t limit_no_room; /* calls of limited keys let through with no
+				 * bucket free (the view's, all handles) */
 };
+
+/*
+ * One limited key's bucket in the handle's view (shared by the process's
+ * handles on it, so the counts are theirs together): keysteer_limit_stat
+ * fills st for key and returns 1, or 0 when no bucket holds the key (no
+ * rule names it, or it was never called), or -EINVAL.
+ */
+struct keysteer_limit_stat {
+	uint32_t rate;    /* the rule's, calls/s */
+	uint32_t burst;   /* calls the bucket holds */
+	uint64_t allowed; /* calls let through since the bucket was made */
+	uint64_t refused; /* ... refused */
+	int prefix_rule;  /* 1: a prefix rule made it */
+};
+int keysteer_limit_stat(struct keysteer *ks, const void *key, size_t klen,
+			struct keysteer_limit_stat *st, size_t size);
 
 /* Copies min(size, sizeof(struct keysteer_stats)) bytes of the handle's
  * counters into st. 0, or -EINVAL. */

@@ -66,6 +66,8 @@ static struct ksc_follower *follower_new(struct keysteer *ks, const char *key,
 	pthread_mutex_init(&f->olock, NULL);
 	pthread_cond_init(&f->ocond, NULL);
 	pthread_mutex_init(&f->hlock, NULL);
+	pthread_mutex_init(&f->llock, NULL);
+	ksc_limits_init(&f->limits, ks->limit_share);
 	f->stop_fd = f->wake_fd = -1;
 	f->pid = (int)getpid();
 	f->view_delay_ms = ks->view_delay_ms;
@@ -196,6 +198,8 @@ void ksc_share_put(struct keysteer *ks)
 	pthread_mutex_destroy(&f->olock);
 	pthread_cond_destroy(&f->ocond);
 	pthread_mutex_destroy(&f->hlock);
+	ksc_limits_free(&f->limits);
+	pthread_mutex_destroy(&f->llock);
 	free(f->h);
 	free(f->key);
 	free(f);

@@ -89,6 +89,7 @@ void ksc_view_free(struct ksc_view *v)
 	ring_retire(v, 0);
 	ksc_view_prev_drop(v);
 	free(v->ded);
+	free(v->lim);
 	free(v->srv);
 	free(v->hot);
 	memset(v, 0, sizeof(*v));
@@ -195,6 +196,21 @@ static void ded_drop(struct ksc_view *v)
 	free(v->ded);
 	v->ded = NULL;
 	v->ded_lost = 0;
+	/* the limit rules come and go with the same document */
+	if (v->lim) {
+		free(v->lim);
+		v->lim = NULL;
+		v->lim_version++;
+	}
+}
+
+static size_t lim_count(const struct ks_hot_rules *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->n; i++)
+		n += ks_hot_rule_is_limit(r->r[i].type) != 0;
+	return n;
 }
 
 /* A pins document: its shard rules replace the view's. One that does not
@@ -203,6 +219,7 @@ static void ded_drop(struct ksc_view *v)
 static int put_pins(struct ksc_view *v, const char *val, size_t vlen, __s64 rev)
 {
 	struct ks_pins_doc *d = malloc(sizeof(*d));
+	struct ks_hot_rules *lim = NULL;
 	char err[KSC_WHY_MAX], src[48];
 
 	if (!d)
@@ -214,7 +231,16 @@ static int put_pins(struct ksc_view *v, const char *val, size_t vlen, __s64 rev)
 		return why(v, -EBADMSG, "pins revision %lld refused: %s",
 			   (long long)rev, err);
 	}
+	if (lim_count(&d->rules) && !(lim = malloc(sizeof(*lim)))) {
+		free(d);
+		return why(v, -ENOMEM, "pins: out of memory");
+	}
 	ded_drop(v);
+	if (lim) {
+		*lim = d->rules;
+		v->lim = lim;
+	}
+	v->lim_version++;
 	if (ks_dedicated_count(&d->rules)) {
 		/* the document's first member: the struct is its rules */
 		v->ded = &d->rules;

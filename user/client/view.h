@@ -109,6 +109,11 @@ struct ksc_view {
 	struct ks_hot_rules *ded;
 	int ded_idx[KS_HOT_RULES_MAX], ded_prev_idx[KS_HOT_RULES_MAX];
 	size_t ded_lost;
+	/* rate limits (client/limit.h): the pins document's rules when it
+	 * has limit rules (NULL: none); lim_version: bumped when they change
+	 * (the follower's buckets of keys no rule names are then dropped) */
+	struct ks_hot_rules *lim;
+	__u64 lim_version;
 	int pins_seen;  /* a whole read had the pins document */
 	__s64 revision; /* etcd's, of the newest document applied */
 	__u64 updates, refused;

@@ -345,13 +345,15 @@ static int snapshot_ring(const struct ks_etcd_kv *kv,
 	return 0;
 }
 
-/* The pins document's shard rules (dedicated shards), kept when it has
- * any; a document that does not read is named in pins_why. */
+/* The pins document's shard rules (dedicated shards) and limit rules
+ * (docs/limits.md), kept when it has any; a document that does not read
+ * is named in pins_why. */
 static int snapshot_pins(const struct ks_etcd_kv *kv,
 			 struct ks_fleet_snapshot *s)
 {
 	struct ks_pins_doc *d = malloc(sizeof(*d));
 	char err[KS_ERRLEN_DOC];
+	size_t i;
 
 	if (!d)
 		return -ENOMEM;
@@ -363,7 +365,11 @@ static int snapshot_pins(const struct ks_etcd_kv *kv,
 		free(d);
 		return 0;
 	}
-	if (!ks_dedicated_count(&d->rules)) {
+	for (i = 0; i < d->rules.n; i++)
+		if (ks_hot_rule_is_shard(d->rules.r[i].type) ||
+		    ks_hot_rule_is_limit(d->rules.r[i].type))
+			break;
+	if (i == d->rules.n) {
 		free(d);
 		return 0;
 	}

@@ -123,7 +123,8 @@ struct ks_fleet_snapshot {
 	struct ks_fleet_hot *hot;
 	size_t n_refused;
 	struct ks_fleet_refused *refused;
-	/* dedicated shards: the pins document's shard rules (pins NULL:
+	/* dedicated shards and limits: the pins document's rules when it
+	 * has shard or limit rules (pins NULL:
 	 * none, or a document that does not read: pins_why), and the ring's
 	 * shard list they name shards of (NULL without a valid ring) */
 	int64_t pins_rev; /* the pins key's mod_revision; 0: no pins key */

@@ -8,6 +8,7 @@
 #include "render/fleet.h"
 #include "core/dedicated.h"
 #include "core/hot_doc.h"
+#include "ks_limit.h"
 
 /* Text from etcd for a terminal: anyone who can write to etcd could put
  * escape sequences in a name or a key, so only printable ASCII goes out
@@ -271,7 +272,7 @@ static void text_dedicated(FILE *f, const struct ks_fleet_out *o)
 	if (s->pins_rev && !s->pins && s->pins_why[0])
 		fprintf(f, "\npins revision %" PRId64 " refused: %s\n",
 			s->pins_rev, s->pins_why);
-	if (!s->pins)
+	if (!s->pins || !ks_dedicated_count(s->pins))
 		return;
 	fprintf(f, "\ndedicated shards (pins revision %" PRId64 ")\n",
 		s->pins_rev);
@@ -300,6 +301,38 @@ static void text_dedicated(FILE *f, const struct ks_fleet_out *o)
 	}
 }
 
+/* The pins document's limit rules (docs/limits.md): what each key may
+ * be asked per second. The hosts' documents carry no limit figures: each
+ * agent's own report has its keys' allowed/s and refused/s. */
+static void text_limits(FILE *f, const struct ks_fleet_out *o)
+{
+	const struct ks_hot_rules *p = o->s->pins;
+	char k[KS_FLEET_KEY_TEXT], raw[KS_HOT_KEY_MAX + 2];
+	size_t i, n = 0;
+
+	for (i = 0; p && i < p->n; i++)
+		n += ks_hot_rule_is_limit(p->r[i].type) != 0;
+	if (!n)
+		return;
+	fprintf(f, "\nrate limits (pins revision %" PRId64 ")\n",
+		o->s->pins_rev);
+	fprintf(f, "  %-30s %10s  %s\n", "RULE", "RATE/S", "APPLIES TO");
+	for (i = 0; i < p->n; i++) {
+		const struct ks_hot_rule *r = &p->r[i];
+
+		if (!ks_hot_rule_is_limit(r->type))
+			continue;
+		snprintf(raw, sizeof(raw), "%.*s%s", (int)r->len,
+			 (const char *)r->key,
+			 r->type == KS_RULE_LIMIT_PREFIX ? "*" : "");
+		safe(raw, k, sizeof(k));
+		fprintf(f, "  %-30s %10u  %s\n", o->hash_only ? "-" : k,
+			r->count,
+			r->type == KS_RULE_LIMIT_PREFIX ? "each key under it"
+							: "the key");
+	}
+}
+
 void ks_render_fleet_text(FILE *f, const struct ks_fleet_out *o)
 {
 	text_head(f, o);
@@ -311,6 +344,7 @@ void ks_render_fleet_text(FILE *f, const struct ks_fleet_out *o)
 	text_top(f, o);
 	text_hot(f, o);
 	text_dedicated(f, o);
+	text_limits(f, o);
 	if (o->watch_state)
 		fprintf(f, "\netcd: %s\n", o->watch_state);
 }
@@ -527,6 +561,32 @@ static json_t *dedicated_json(const struct ks_fleet_out *o)
 	return a;
 }
 
+/* "limits": a row per limit rule of the pins document. */
+static json_t *limits_json(const struct ks_fleet_out *o)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; o->s->pins && i < o->s->pins->n; i++) {
+		const struct ks_hot_rule *r = &o->s->pins->r[i];
+		json_t *x;
+
+		if (!ks_hot_rule_is_limit(r->type))
+			continue;
+		x = json_object();
+		json_object_set_new(
+			x, r->type == KS_RULE_LIMIT ? "key" : "prefix",
+			o->hash_only
+				? json_null()
+				: json_stringn((const char *)r->key, r->len));
+		json_object_set_new(x, "rate_per_s", json_integer(r->count));
+		json_object_set_new(x, "burst",
+				    json_integer(ks_limit_burst(r->count)));
+		json_array_append_new(a, x);
+	}
+	return a;
+}
+
 void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 {
 	const struct ks_fleet_snapshot *s = o->s;
@@ -566,6 +626,7 @@ void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 	json_object_set_new(d, "hot_refused", refused_json(s));
 	json_object_set_new(d, "pins_revision", json_integer(s->pins_rev));
 	json_object_set_new(d, "dedicated", dedicated_json(o));
+	json_object_set_new(d, "limits", limits_json(o));
 	if (o->watch_state) {
 		json_t *w = json_object();
 

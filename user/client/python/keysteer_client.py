@@ -15,7 +15,9 @@ once, in C.
 
 Like pymemcache's Client: keys are bytes or str (UTF-8), values bytes;
 get returns None on a miss; errors raise KeysteerError (an OSError with
-errno and the library's one-line message). A Client is for one thread
+errno and the library's one-line message), and a call of a key over its
+rate limit (the fleet's `limit` rules, docs/limits.md) raises
+RateLimited, a KeysteerError with errno EDQUOT (KEYSTEER_ELIMIT). A Client is for one thread
 (as the C handle is).
 
 The library is found as KEYSTEER_LIB (a path) if set, else libkeysteer.so
@@ -29,6 +31,14 @@ import os
 
 class KeysteerError(OSError):
     pass
+
+
+# KEYSTEER_ELIMIT (libkeysteer.h): a key over its rate limit, not sent
+ELIMIT = _errno.EDQUOT
+
+
+class RateLimited(KeysteerError):
+    """A call of a key over its rate limit: nothing was sent."""
 
 
 class StaleValue(bytes):
@@ -65,7 +75,17 @@ class _Stats(ctypes.Structure):
             "shared_fills", "stale_serves", "fetch_timeouts", "refreshes")] + [
         # stale-while-revalidate (keysteer_delete_stale)
         (n, ctypes.c_uint64) for n in (
-            "stale_marks", "stale_misses", "hand_backs")]
+            "stale_marks", "stale_misses", "hand_backs")] + [
+        # one view per process; rate limits
+        (n, ctypes.c_uint64) for n in (
+            "view_handles", "view_skipped", "limit_allowed", "limit_refused",
+            "limit_rules", "limit_keys", "limit_no_room")]
+
+
+class _LimitStat(ctypes.Structure):
+    _fields_ = [("rate", ctypes.c_uint32), ("burst", ctypes.c_uint32),
+                ("allowed", ctypes.c_uint64), ("refused", ctypes.c_uint64),
+                ("prefix_rule", ctypes.c_int)]
 
 
 class _FetchOpts(ctypes.Structure):
@@ -115,6 +135,10 @@ def _api():
         l.keysteer_delete_stale.argtypes = [vp, ctypes.c_char_p, sz, u32]
         l.keysteer_free.argtypes = [vp]
         l.keysteer_stats.argtypes = [vp, ctypes.POINTER(_Stats), sz]
+        l.keysteer_limit_stat.argtypes = [vp, ctypes.c_char_p, sz,
+                                          ctypes.POINTER(_LimitStat), sz]
+        l.keysteer_strerror.argtypes = [ctypes.c_int]
+        l.keysteer_strerror.restype = ctypes.c_char_p
         u64 = ctypes.c_uint64
         for f in (l.keysteer_incr, l.keysteer_decr):
             f.argtypes = [vp, ctypes.c_char_p, sz, u64, ctypes.POINTER(u64)]
@@ -160,7 +184,8 @@ class Client:
 
     def _check(self, rc):
         if rc < 0:
-            raise KeysteerError(-rc, self._msg())
+            raise (RateLimited if -rc == ELIMIT else KeysteerError)(
+                -rc, self._msg())
         return rc
 
     def get(self, key, default=None):
@@ -277,6 +302,16 @@ class Client:
         st = _Stats()
         self._check(self._l.keysteer_stats(self._h, ctypes.byref(st), ctypes.sizeof(st)))
         return {n: getattr(st, n) for n, _ in _Stats._fields_}
+
+    def limit_stat(self, key):
+        """The key's rate-limit bucket in this handle's view (shared by
+        the process's handles on it): a dict of rate, burst, allowed,
+        refused, prefix_rule; None when no bucket holds the key."""
+        st, k = _LimitStat(), _key(key)
+        if not self._check(self._l.keysteer_limit_stat(
+                self._h, k, len(k), ctypes.byref(st), ctypes.sizeof(st))):
+            return None
+        return {n: getattr(st, n) for n, _ in _LimitStat._fields_}
 
     def close(self):
         if getattr(self, "_h", None):
