@@ -395,12 +395,18 @@ bench-agent: check-deps
 
 # The agent's interval at 2, 16, 64 and 128 simulated CPUs: its own
 # collect.c and estimate.c on synthetic per-CPU data, the kernel's copy
-# measured here and scaled by bytes, the per-CPU maps' memory
-# (docs/benchmarks.md, "The agent on big hosts"). Needs root; a minute.
-AGENT_BIG_CPUS ?= 2,16,64,128
+# measured here and scaled by bytes, the per-CPU maps' memory, in
+# AGENT_BIG_ROUNDS rounds (docs/benchmarks.md, "The agent on big hosts");
+# AGENT_BIG_BEFORE=REV also runs REV's estimate.c and collect.c in every
+# round and prints this / before. Needs root; about a minute.
+AGENT_BIG_CPUS   ?= 2,16,64,128
+AGENT_BIG_ROUNDS ?= 3
+AGENT_BIG_BEFORE ?=
 bench-agent-big: check-deps
 	$(MAKE) all tests
-	$(OUT)/tests/agent_big --cpus $(AGENT_BIG_CPUS) --obj $(OUT)/keysteer.bpf.o
+	OUT=$(OUT) tests/bench/agent_big.sh --cpus $(AGENT_BIG_CPUS) \
+		--rounds $(AGENT_BIG_ROUNDS) --json $(OUT)/agent_big.json \
+		$(if $(AGENT_BIG_BEFORE),--before $(AGENT_BIG_BEFORE))
 
 # keysteer on live traffic beside a libpcap observer (tcpdump): memcached in
 # a namespace, ks_load flat out over UDP and TCP, 8 configurations

@@ -53,11 +53,11 @@
 #include "core/hotkeys.h"
 #include "util/clock.h"
 
-#define FAKE_FD0   100000
-#define NSHARDS    64 /* the ring's shards read each interval */
-#define POOL_SEGS  16 /* distinct synthetic sketch segments */
-#define HOT_CANDS  64 /* slots holding the same key on every CPU */
-#define MAX_SIZES  8
+#define FAKE_FD0  100000
+#define NSHARDS   64 /* the ring's shards read each interval */
+#define POOL_SEGS 16 /* distinct synthetic sketch segments */
+#define HOT_CANDS 64 /* slots holding the same key on every CPU */
+#define MAX_SIZES 8
 
 int __real_libbpf_num_possible_cpus(void);
 int __real_bpf_map_lookup_elem(int fd, const void *key, void *value);
@@ -65,15 +65,25 @@ int __real_bpf_map_update_elem(int fd, const void *key, const void *value,
 			       __u64 flags);
 
 /* The fake datapath: which fd is which map, and what it holds. */
-enum fake_map { F_OPS, F_ERR, F_PKTS, F_CMS, F_CANDS, F_SHARDS, F_MIS, F_N };
+enum fake_map {
+	F_OPS,
+	F_ERR,
+	F_PKTS,
+	F_CMS,
+	F_CANDS,
+	F_SHARDS,
+	F_MIS,
+	F_N
+};
 static const size_t fake_vsize[F_N] = {
-	sizeof(struct ks_op_stats), sizeof(__u64),
+	sizeof(struct ks_op_stats),     sizeof(__u64),
 	sizeof(struct ks_pkt_counters), sizeof(__u32) * KS_CMS_SEG,
-	sizeof(struct ks_cand), sizeof(struct ks_shard_stats),
+	sizeof(struct ks_cand),         sizeof(struct ks_shard_stats),
 	sizeof(struct ks_misdirect),
 };
-static const char *const fake_name[F_N] = { "ops", "errors", "pkts", "cms",
-					    "cands", "shards", "misdirect" };
+static const char *const fake_name[F_N] = { "ops",      "errors", "pkts",
+					    "cms",      "cands",  "shards",
+					    "misdirect" };
 
 static struct {
 	int on, ncpus;
@@ -99,8 +109,8 @@ int __wrap_libbpf_num_possible_cpus(void)
 static void count(int m, int upd)
 {
 	fk.calls[m][upd].calls++;
-	fk.calls[m][upd].bytes +=
-		ks_percpu_stride(fake_vsize[m]) * (__u64)fk.ncpus;
+	fk.calls[m][upd].bytes += ks_percpu_stride(fake_vsize[m]) *
+				  (__u64)fk.ncpus;
 }
 
 int __wrap_bpf_map_lookup_elem(int fd, const void *key, void *value)
@@ -121,8 +131,9 @@ int __wrap_bpf_map_lookup_elem(int fd, const void *key, void *value)
 
 		switch (m) {
 		case F_CMS:
-			memcpy(dst, fk.pool + (size_t)((k + cpu) % POOL_SEGS) *
-						      KS_CMS_SEG,
+			memcpy(dst,
+			       fk.pool + (size_t)((k + cpu) % POOL_SEGS) *
+						 KS_CMS_SEG,
 			       st);
 			break;
 		case F_CANDS:
@@ -199,8 +210,9 @@ static int fake_fill(int ncpus, __u32 seq)
 			c->len = (__u16)len;
 			c->hash = ks_key_hash(words, (__u32)len);
 			c->seq = seq;
-			c->count = slot < HOT_CANDS ? 1000 + (__u32)lcg(&s) % 100
-						    : 1 + (__u32)lcg(&s) % 8;
+			c->count = slot < HOT_CANDS
+					   ? 1000 + (__u32)lcg(&s) % 100
+					   : 1 + (__u32)lcg(&s) % 8;
 		}
 	}
 	return 0;
@@ -296,8 +308,8 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	if (ks_collector_init(&col, &maps))
 		return -ENOMEM;
 	/* warm-up, which also holds the first interval's page faults */
-	if (one_interval(&col, &maps, seq, cpu_n, prev, cur, sk, rep, sc,
-			 mis) < 0)
+	if (one_interval(&col, &maps, seq, cpu_n, prev, cur, sk, rep, sc, mis) <
+	    0)
 		return -EIO;
 	for (i = 0; i < intervals; i++) {
 		__u64 t0;
@@ -335,8 +347,8 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		t0 = ks_thread_cpu_ns();
 		ks_interval_init(&iv, sk, prev, cur, 1, 1000000000ULL);
 		col.nranked = ks_top_rank(sk, &iv, col.cands, (size_t)n,
-					  col.ranked, KS_HOT_CAP,
-					  KS_REPORT_TOP, rep);
+					  col.ranked, KS_HOT_CAP, KS_REPORT_TOP,
+					  rep);
 		stage[2] += ks_thread_cpu_ns() - t0;
 		t0 = ks_thread_cpu_ns();
 		if (ks_zero_sketch(&col, seq & 1))
@@ -352,10 +364,11 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 			int kind = m == F_CMS ? 0 : m == F_CANDS ? 1 : -1;
 
 			kern_ns += l;
-			kern_flat_ns += kind >= 0 && flat
-						? flat->v[kind][i] *
-							  (double)calls[m][i].calls
-						: l;
+			kern_flat_ns +=
+				kind >= 0 && flat
+					? flat->v[kind][i] *
+						  (double)calls[m][i].calls
+					: l;
 		}
 	}
 	printf("RESULT cpus=%d intervals=%d candidates=%ld user_ms_p50=%.3f user_ms_max=%.3f fake_copy_ms_p50=%.3f",
@@ -370,11 +383,10 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	       flat ? kern_flat_ns / 1e6 : 0.0);
 	for (m = 0; m < F_N; m++)
 		printf(" %s_lookups=%llu %s_lookup_bytes=%llu %s_updates=%llu %s_update_bytes=%llu",
-		       fake_name[m],
-		       (unsigned long long)calls[m][0].calls, fake_name[m],
-		       (unsigned long long)calls[m][0].bytes, fake_name[m],
-		       (unsigned long long)calls[m][1].calls, fake_name[m],
-		       (unsigned long long)calls[m][1].bytes);
+		       fake_name[m], (unsigned long long)calls[m][0].calls,
+		       fake_name[m], (unsigned long long)calls[m][0].bytes,
+		       fake_name[m], (unsigned long long)calls[m][1].calls,
+		       fake_name[m], (unsigned long long)calls[m][1].bytes);
 	printf(" rss0_kib=%ld hwm_kib=%ld rss_kib=%ld peak_added_kib=%ld kept_kib=%ld\n",
 	       rss0, hwm, rss1, hwm - rss0, rss1 - rss0);
 	fflush(stdout);
@@ -425,11 +437,12 @@ static int kernel_part(const int *cpus, int ncpu_list, int reps,
 	for (i = 0; i < n; i++) {
 		size_t bytes = ks_percpu_stride(vs[i]) * here;
 		void *buf = calloc(1, bytes);
-		int fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "hb_pcpu",
-					4, vs[i], 1, NULL);
+		int fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "hb_pcpu", 4,
+					vs[i], 1, NULL);
 
 		if (fd < 0 || !buf) {
-			fprintf(stderr, "agent_big: percpu map of %u bytes: %s\n",
+			fprintf(stderr,
+				"agent_big: percpu map of %u bytes: %s\n",
 				vs[i], strerror(errno));
 			return -1;
 		}
@@ -455,13 +468,14 @@ static int kernel_part(const int *cpus, int ncpu_list, int reps,
 		for (i = 0; i < 2; i++) {
 			size_t bytes = ks_percpu_stride(vals[i]) * cpus[k];
 			void *buf = calloc(1, bytes);
-			int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "hb_flat", 4,
-						(__u32)bytes, 1, NULL);
+			int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "hb_flat",
+						4, (__u32)bytes, 1, NULL);
 			double l, u;
 			struct ab_calls one = { 1, bytes };
 
 			if (fd < 0 || !buf) {
-				fprintf(stderr, "agent_big: array of %zu bytes: %s\n",
+				fprintf(stderr,
+					"agent_big: array of %zu bytes: %s\n",
 					bytes, strerror(errno));
 				free(buf);
 				return -1;
@@ -494,7 +508,7 @@ static void map_memory(const char *obj, const int *cpus, int ncpu_list)
 			strerror(errno));
 		return;
 	}
-	bpf_object__for_each_map(m, o) {
+	bpf_object__for_each_map (m, o) {
 		if (n == sizeof(d) / sizeof(d[0]))
 			break;
 		d[n].type = bpf_map__type(m);
@@ -511,8 +525,7 @@ static void map_memory(const char *obj, const int *cpus, int ncpu_list)
 		ab_map_memory(d, n, cpus[k], &mm);
 		printf("MAPMEM cpus=%d percpu_bytes=%llu cms_bytes=%llu cands_bytes=%llu other_bytes=%llu\n",
 		       cpus[k], (unsigned long long)mm.percpu,
-		       (unsigned long long)mm.cms,
-		       (unsigned long long)mm.cands,
+		       (unsigned long long)mm.cms, (unsigned long long)mm.cands,
 		       (unsigned long long)mm.shared);
 	}
 	bpf_object__close(o);
@@ -536,23 +549,36 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'c': spec = optarg; break;
-		case 'i': intervals = atoi(optarg); break;
-		case 'o': obj = optarg; break;
-		case 'r': reps = atoi(optarg); break;
-		case 'n': kernel = 0; break;
+		case 'c':
+			spec = optarg;
+			break;
+		case 'i':
+			intervals = atoi(optarg);
+			break;
+		case 'o':
+			obj = optarg;
+			break;
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 'n':
+			kernel = 0;
+			break;
 		default:
-			fprintf(stderr, "usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel]\n");
+			fprintf(stderr,
+				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel]\n");
 			return 2;
 		}
 	}
 	ncpu_list = ab_parse_cpu_list(spec, cpus, 16);
 	if (ncpu_list <= 0 || intervals < 1 || intervals > 64 || reps < 1) {
-		fprintf(stderr, "agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1\n");
+		fprintf(stderr,
+			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1\n");
 		return 2;
 	}
 	if (kernel && kernel_part(cpus, ncpu_list, reps, fit, flat)) {
-		fprintf(stderr, "agent_big: the kernel part needs CAP_BPF (run as root)\n");
+		fprintf(stderr,
+			"agent_big: the kernel part needs CAP_BPF (run as root)\n");
 		return 1;
 	}
 	map_memory(obj, cpus, ncpu_list);
@@ -571,7 +597,8 @@ int main(int argc, char **argv)
 				      : 0);
 		if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 		    WEXITSTATUS(status)) {
-			fprintf(stderr, "agent_big: the run at %d CPUs failed\n",
+			fprintf(stderr,
+				"agent_big: the run at %d CPUs failed\n",
 				cpus[k]);
 			return 1;
 		}

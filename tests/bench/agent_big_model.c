@@ -8,8 +8,7 @@
 #include <linux/bpf.h>
 #include "agent_big_model.h"
 
-int ab_fit_line(const double *x, const double *y, size_t n,
-		struct ab_fit *out)
+int ab_fit_line(const double *x, const double *y, size_t n, struct ab_fit *out)
 {
 	double mx = 0, my = 0, sxx = 0, sxy = 0;
 	size_t i;

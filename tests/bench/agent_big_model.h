@@ -24,8 +24,7 @@ struct ab_fit {
 
 /* Least-squares line through (x[i] bytes, y[i] ns); -1 if fewer than two
  * distinct x, or a y is negative (a failed measurement). */
-int ab_fit_line(const double *x, const double *y, size_t n,
-		struct ab_fit *out);
+int ab_fit_line(const double *x, const double *y, size_t n, struct ab_fit *out);
 double ab_model_ns(const struct ab_fit *f, const struct ab_calls *c);
 
 /* What the memory model needs of a map of the BPF object. */
