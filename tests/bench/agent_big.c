@@ -11,7 +11,8 @@
  * counts and misdirect slots, ks_zero_sketch -- with libbpf's
  * libbpf_num_possible_cpus, bpf_map_lookup_elem and bpf_map_update_elem
  * wrapped (-Wl,--wrap): every map read returns N synthetic per-CPU copies
- * (memcpy from a pool; its time is measured and taken out) and every
+ * (memcpy from a pool; its CPU time a call, calibrated in blocks of
+ * calls, is taken out) and every
  * call is counted with its bytes. Each N runs in a child process of its
  * own, so its peak resident memory (VmHWM after clear_refs) is its own.
  *
@@ -90,7 +91,9 @@ static struct {
 	__u32 seq;
 	__u32 *pool;          /* POOL_SEGS segments of KS_CMS_SEG counters */
 	struct ks_cand *cand; /* [slot][cpu] */
-	__u64 copy_ns;        /* time in the fake's memcpy */
+	/* CPU ns of one fake lookup of each map (its copy), calibrated in
+	 * a block of calls: taken out of the interval's CPU time */
+	double copy_call_ns[F_N];
 	struct ab_calls calls[F_N][2]; /* [map][0 lookup, 1 update] */
 } fk;
 
@@ -119,13 +122,11 @@ int __wrap_bpf_map_lookup_elem(int fd, const void *key, void *value)
 	size_t st;
 	__u32 k = *(const __u32 *)key;
 	unsigned char *out = value;
-	__u64 t0;
 
 	if (!fk.on || m < 0 || m >= F_N)
 		return __real_bpf_map_lookup_elem(fd, key, value);
 	count(m, 0);
 	st = ks_percpu_stride(fake_vsize[m]);
-	t0 = ks_mono_ns();
 	for (cpu = 0; cpu < fk.ncpus; cpu++) {
 		unsigned char *dst = out + (size_t)cpu * st;
 
@@ -149,7 +150,6 @@ int __wrap_bpf_map_lookup_elem(int fd, const void *key, void *value)
 		}
 		}
 	}
-	fk.copy_ns += ks_mono_ns() - t0;
 	return 0;
 }
 
@@ -243,6 +243,52 @@ static void reset_hwm(void)
 	}
 }
 
+/* The fake's copies in the lookups counted so far, in CPU ns. */
+static double copy_ns(void)
+{
+	double ns = 0;
+	int m;
+
+	for (m = 0; m < F_N; m++)
+		ns += (double)fk.calls[m][0].calls * fk.copy_call_ns[m];
+	return ns;
+}
+
+/* CPU ns of one fake lookup of each map: the least of 5 blocks of 64
+ * (CPU time, so another process's turn on the core is not counted). */
+static int calibrate_copy(size_t buf_bytes)
+{
+	void *buf = malloc(buf_bytes);
+	int m, r, i;
+
+	if (!buf)
+		return -ENOMEM;
+	for (m = 0; m < F_N; m++) {
+		double best = 1e18;
+
+		for (r = 0; r < 5; r++) {
+			__u64 t0 = ks_thread_cpu_ns();
+
+			for (i = 0; i < 64; i++) {
+				/* a new slot each call and block: the
+				 * candidates' source is as cold as in an
+				 * interval, which reads each slot once */
+				__u32 key = (__u32)(i * 16 + r) % KS_CAND_SLOTS;
+
+				__wrap_bpf_map_lookup_elem(FAKE_FD0 + m, &key,
+							   buf);
+			}
+			t0 = ks_thread_cpu_ns() - t0;
+			if (t0 / 64.0 < best)
+				best = t0 / 64.0;
+		}
+		fk.copy_call_ns[m] = best;
+	}
+	free(buf);
+	memset(fk.calls, 0, sizeof(fk.calls));
+	return 0;
+}
+
 /* One interval, as loop.c's one_interval runs collect.c's part of it. */
 static long one_interval(struct ks_collector *col, struct ks_maps *maps,
 			 __u32 seq, const __u32 *cpu_n, struct ks_totals *prev,
@@ -276,7 +322,8 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	struct ks_shard_counts *sc = calloc(NSHARDS, sizeof(*sc));
 	struct ks_misdirect *mis;
 	__u32 *cpu_n;
-	__u64 user_ns[64], copy[64], stage[4] = { 0 };
+	__u64 user_ns[64], copy[64];
+	double stage[4] = { 0 }, c0;
 	long rss0, hwm, rss1, ncands = 0;
 	double kern_ns, kern_flat_ns;
 	int i, cpu, m;
@@ -301,6 +348,9 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		return -ENOMEM;
 	for (cpu = 0; cpu < ncpus; cpu++)
 		cpu_n[cpu] = 1u << (cpu % 4); /* --sample auto: mixed rates */
+	if (calibrate_copy(ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG) *
+			   (size_t)ncpus))
+		return -ENOMEM;
 	/* the synthetic datapath is touched; what follows is the agent's */
 	memset(sk, 0, sizeof(*sk));
 	reset_hwm();
@@ -315,14 +365,14 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		__u64 t0;
 
 		memset(fk.calls, 0, sizeof(fk.calls));
-		fk.copy_ns = 0;
 		t0 = ks_thread_cpu_ns();
 		ncands = one_interval(&col, &maps, seq, cpu_n, prev, cur, sk,
 				      rep, sc, mis);
 		if (ncands < 0)
 			return -EIO;
-		copy[i] = fk.copy_ns;
-		user_ns[i] = ks_thread_cpu_ns() - t0 - fk.copy_ns;
+		t0 = ks_thread_cpu_ns() - t0;
+		copy[i] = (__u64)copy_ns();
+		user_ns[i] = t0 > copy[i] ? t0 - copy[i] : 0;
 	}
 	memcpy(calls, fk.calls, sizeof(calls)); /* the last interval's */
 	hwm = proc_kib("VmHWM:");
@@ -330,20 +380,22 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	/* what dominates: the same steps apart (copy taken out) */
 	for (i = 0; i < intervals; i++) {
 		long n;
-		__u64 t0, c0;
+		__u64 t0;
 		struct ks_interval iv;
 
 		t0 = ks_thread_cpu_ns();
-		c0 = fk.copy_ns;
+		c0 = copy_ns();
 		if (ks_read_sketch(&col, seq & 1, sk, cpu_n))
 			return -EIO;
-		stage[0] += ks_thread_cpu_ns() - t0 - (fk.copy_ns - c0);
+		stage[0] += (double)(ks_thread_cpu_ns() - t0) -
+			    (copy_ns() - c0);
 		t0 = ks_thread_cpu_ns();
-		c0 = fk.copy_ns;
+		c0 = copy_ns();
 		n = ks_read_cands(&col, seq);
 		if (n < 0)
 			return -EIO;
-		stage[1] += ks_thread_cpu_ns() - t0 - (fk.copy_ns - c0);
+		stage[1] += (double)(ks_thread_cpu_ns() - t0) -
+			    (copy_ns() - c0);
 		t0 = ks_thread_cpu_ns();
 		ks_interval_init(&iv, sk, prev, cur, 1, 1000000000ULL);
 		col.nranked = ks_top_rank(sk, &iv, col.cands, (size_t)n,

@@ -125,52 +125,83 @@ int ks_cand_usable(const struct ks_cand *c, __u32 seq)
 }
 
 /* By hash, the heaviest slot of a hash first (the one dedup keeps). */
-static int cmp_hash_count(__u64 xh, __u32 xc, __u64 yh, __u32 yc)
-{
-	if (xh != yh)
-		return xh < yh ? -1 : 1;
-	if (xc != yc)
-		return xc > yc ? -1 : 1;
-	return 0;
-}
-
 static int cmp_cand_hash(const void *a, const void *b)
 {
 	const struct ks_cand *x = a, *y = b;
 
-	return cmp_hash_count(x->hash, x->count, y->hash, y->count);
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return 0;
 }
 
-/* A slot's place in the dedup order, without its 280 bytes: a host of N
- * CPUs hands over up to N * KS_CAND_SLOTS slots, and sorting the slots
- * themselves cost 30 ms an interval at 128 CPUs (docs/benchmarks.md, "The
- * agent on big hosts"). */
-struct cand_ord {
-	__u64 hash;
-	__u32 count;
-	__u32 i; /* the slot's index */
-};
-
-static int cmp_cand_ord(const void *a, const void *b)
+/*
+ * For n items with 64-bit keys key[i], sets best[i] for the one item of
+ * each key that better(c, i, j) prefers to every other j (of items it
+ * prefers none of, the first): an open-addressing table of indexes, one
+ * pass. A host of N CPUs hands over up to N * KS_CAND_SLOTS candidate
+ * slots, and sorting them (or records of them) for this cost 30 to 40 ms
+ * an interval at 128 CPUs (docs/benchmarks.md, "The agent on big hosts").
+ * -ENOMEM: nothing set.
+ */
+static int mark_best(const __u64 *key, size_t n, const struct ks_cand *c,
+		     int (*better)(const struct ks_cand *c, size_t i, size_t j),
+		     __u8 *best)
 {
-	const struct cand_ord *x = a, *y = b;
-	int o = cmp_hash_count(x->hash, x->count, y->hash, y->count);
+	size_t cap = 16, i, h;
+	__u32 *tab;
 
-	return o ? o : x->i < y->i ? -1 : x->i > y->i;
+	if (n >= ~0U / 2)
+		return -ENOMEM;
+	while (cap < 2 * n)
+		cap <<= 1;
+	tab = malloc(cap * sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	memset(tab, 0xff, cap * sizeof(*tab)); /* ~0U: empty */
+	for (i = 0; i < n; i++) {
+		for (h = ks_hash_fmix(key[i]) & (cap - 1);;
+		     h = (h + 1) & (cap - 1)) {
+			if (tab[h] == ~0U) {
+				tab[h] = (__u32)i;
+				break;
+			}
+			if (key[tab[h]] == key[i]) {
+				if (better(c, i, tab[h]))
+					tab[h] = (__u32)i;
+				break;
+			}
+		}
+	}
+	for (h = 0; h < cap; h++)
+		if (tab[h] != ~0U)
+			best[tab[h]] = 1;
+	free(tab);
+	return 0;
+}
+
+/* dedup keeps the slot of the highest count */
+static int heavier_slot(const struct ks_cand *c, size_t i, size_t j)
+{
+	return c[i].count > c[j].count;
 }
 
 size_t ks_cands_dedup(struct ks_cand *c, size_t n)
 {
-	struct cand_ord *o;
+	__u64 *key;
 	__u8 *keep;
 	size_t i, out = 0;
 
 	if (!n)
 		return 0;
-	o = n <= ~0U ? malloc(n * sizeof(*o)) : NULL;
+	key = malloc(n * sizeof(*key));
 	keep = calloc(n, 1);
-	if (!o || !keep) { /* the slots themselves, sorted by hash */
-		free(o);
+	for (i = 0; key && i < n; i++)
+		key[i] = c[i].hash;
+	if (!key || !keep || mark_best(key, n, c, heavier_slot, keep)) {
+		/* out of memory: the slots themselves, sorted by hash */
+		free(key);
 		free(keep);
 		qsort(c, n, sizeof(*c), cmp_cand_hash);
 		for (i = 1; i < n; i++) {
@@ -179,21 +210,14 @@ size_t ks_cands_dedup(struct ks_cand *c, size_t n)
 		}
 		return out + 1;
 	}
-	for (i = 0; i < n; i++)
-		o[i] = (struct cand_ord){ c[i].hash, c[i].count, (__u32)i };
-	qsort(o, n, sizeof(*o), cmp_cand_ord);
-	/* the heaviest of each hash (the lowest index of equals) */
-	for (i = 0; i < n; i++)
-		if (!i || o[i].hash != o[i - 1].hash)
-			keep[o[i].i] = 1;
-	/* in their own order: one pass over the slots, no slot moved twice */
+	/* in their own order: one pass over the slots, none moved twice */
 	for (i = 0; i < n; i++)
 		if (keep[i]) {
 			if (out != i)
 				c[out] = c[i];
 			out++;
 		}
-	free(o);
+	free(key);
 	free(keep);
 	return out;
 }
@@ -211,23 +235,12 @@ __u64 ks_cms_signature(__u64 hash)
 	return sig;
 }
 
-struct twin_ord {
-	__u64 sig, hash;
-	__u32 count;
-	size_t i;
-};
-
-static int cmp_twin(const void *a, const void *b)
+/* of twins the slot with the highest count, then the lowest hash */
+static int heavier_twin(const struct ks_cand *c, size_t i, size_t j)
 {
-	const struct twin_ord *x = a, *y = b;
-
-	if (x->sig != y->sig)
-		return x->sig < y->sig ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return 0;
+	if (c[i].count != c[j].count)
+		return c[i].count > c[j].count;
+	return c[i].hash < c[j].hash;
 }
 
 /*
@@ -236,19 +249,20 @@ static int cmp_twin(const void *a, const void *b)
  */
 static int mark_twins(const struct ks_cand *c, size_t n, __u8 *twin)
 {
-	struct twin_ord *o = calloc(n, sizeof(*o));
+	__u64 *sig = malloc(n * sizeof(*sig));
 	size_t i;
+	int err;
 
-	if (!o)
+	if (!sig)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		o[i] = (struct twin_ord){ ks_cms_signature(c[i].hash),
-					  c[i].hash, c[i].count, i };
-	qsort(o, n, sizeof(*o), cmp_twin);
-	for (i = 1; i < n; i++)
-		if (o[i].sig == o[i - 1].sig)
-			twin[o[i].i] = 1;
-	free(o);
+		sig[i] = ks_cms_signature(c[i].hash);
+	err = mark_best(sig, n, c, heavier_twin, twin);
+	free(sig);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++)
+		twin[i] = !twin[i];
 	return 0;
 }
 
