@@ -454,7 +454,7 @@ static double time_calls(int fd, void *buf, int upd, int reps)
 	int r, i;
 
 	for (r = 0; r < 5; r++) {
-		t0 = ks_mono_ns();
+		t0 = ks_thread_cpu_ns();
 		for (i = 0; i < reps; i++) {
 			int err = upd ? __real_bpf_map_update_elem(fd, &key,
 								   buf, BPF_ANY)
@@ -464,7 +464,7 @@ static double time_calls(int fd, void *buf, int upd, int reps)
 			if (err)
 				return -1;
 		}
-		t0 = ks_mono_ns() - t0;
+		t0 = ks_thread_cpu_ns() - t0;
 		if (t0 < best)
 			best = t0;
 	}
@@ -474,8 +474,9 @@ static double time_calls(int fd, void *buf, int upd, int reps)
 /*
  * The kernel's copy: percpu arrays of several value sizes at this
  * machine's CPUs, fitted per kind of call; then plain arrays of the byte
- * counts of N CPUs, against the line. Minimum of 5 runs of reps calls
- * (the machine is shared: the minimum is the least disturbed).
+ * counts of N CPUs, against the line. The thread's CPU time (the
+ * syscalls' system time is the thread's), the least of 5 blocks of reps
+ * calls: another process's turn on the core is not counted.
  */
 static int kernel_part(const int *cpus, int ncpu_list, int reps,
 		       struct ab_fit fit[2], struct flat_ns *flat)
