@@ -12,7 +12,7 @@ import sys
 
 
 def parse(path):
-    rows, kern, mem = {}, None, {}
+    rows, kern, mem, check = {}, None, {}, []
     for line in open(path):
         w = line.split()
         if not w:
@@ -24,7 +24,9 @@ def parse(path):
             kern = {k: float(v) for k, v in kv.items()}
         elif w[0] == 'MAPMEM':
             mem[int(kv['cpus'])] = {k: float(v) for k, v in kv.items()}
-    return rows, kern, mem
+        elif w[0] == 'CHECK':
+            check.append(kv)
+    return rows, kern, mem, check
 
 
 def main():
@@ -33,9 +35,18 @@ def main():
     json_out = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
     this = [parse('%s/this.%d' % (d, r)) for r in range(1, rounds + 1)]
     prev = [parse('%s/before.%d' % (d, r))[0] for r in range(1, rounds + 1)] if before else []
+    out_checks = []
+    for c in this[0][3]:
+        # one value as large as a percpu value at N CPUs, against the line
+        print('check, round 1: one %s of %s bytes (N = %s): plain array lookup %s ns (line %s), '
+              'update %s ns (line %s)' % (c['value'], c['bytes'], c['cpus'], c['array_lookup_ns'],
+                                          c['model_lookup_ns'], c['array_update_ns'],
+                                          c['model_update_ns']))
+        out_checks.append(c)
     cpus = sorted(this[0][0])
     med = statistics.median
-    out = {'rounds': rounds, 'before': before, 'kernel_fit': [t[1] for t in this], 'sizes': []}
+    out = {'rounds': rounds, 'before': before, 'kernel_fit': [t[1] for t in this],
+           'checks': out_checks, 'sizes': []}
     for k in ('lookup', 'update'):
         vals = [t[1]['%s_ns_per_byte' % k] for t in this]
         calls = [t[1]['%s_ns_per_call' % k] for t in this]
