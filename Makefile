@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-limit bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-limit bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-agent-big bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -227,6 +227,7 @@ tier_objs = $(patsubst tests/%.c,$(OUT)/tests/obj/%.o,$(wildcard tests/$(1)/*.c)
 # a program of its own, not a part of $(OUT)/tests/bench (below)
 FLEET_SCALE_OBJ := $(OUT)/tests/obj/bench/fleet_scale.o
 VIEW_REFRESH_OBJ := $(OUT)/tests/obj/bench/view_refresh.o
+AGENT_BIG_OBJS := $(OUT)/tests/obj/bench/agent_big.o $(OUT)/tests/obj/bench/agent_big_model.o
 
 $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
@@ -247,13 +248,16 @@ $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 # the fill worker's death, forced in this build only (tests/unit/t_steer_fill.c)
 $(OUT)/tests/unit_test: LDLIBS += -Wl,--wrap=ks_drop_thread_privileges
 
+# make bench-agent-big's model (tests/bench/agent_big_model.c)
+$(OUT)/tests/unit_test: $(OUT)/tests/obj/bench/agent_big_model.o
+
 # the view's split counters (user/client/counter.c, docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/counter.o
 
 # keysteer_fetch's decisions and single-flight table (docs/client.md)
 $(OUT)/tests/unit_test: $(OUT)/user/client/lease.o
 
-$(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ) $(VIEW_REFRESH_OBJ),$(call tier_objs,bench)) \
+$(OUT)/tests/bench: $(filter-out $(FLEET_SCALE_OBJ) $(VIEW_REFRESH_OBJ) $(AGENT_BIG_OBJS),$(call tier_objs,bench)) \
 	$(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -291,6 +295,16 @@ $(OUT)/tests/fleet_scale: $(FLEET_SCALE_OBJ) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) \
 		-Wl,--wrap=ks_etcd_pub_set,--wrap=ks_etcd_pub_delete
+
+# The agent's interval at N simulated CPUs (make bench-agent-big): the
+# agent's code but main(), its libbpf map calls and CPU count wrapped
+# (tests/bench/agent_big.c), so not in $(OUT)/tests/bench.
+$(OUT)/tests/agent_big: $(AGENT_BIG_OBJS) $(AGENT_PART) $(LIBKS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(ETCD_LIBS) $(HTTP_LIBS) \
+		-Wl,--wrap=bpf_map_lookup_elem,--wrap=bpf_map_update_elem \
+		-Wl,--wrap=libbpf_num_possible_cpus
+tests: $(OUT)/tests/agent_big
 
 # The ring builder against a real client (Debian's libmemcached-dev).
 $(OUT)/tests/ring_compat: $(call tier_objs,compat) $(TEST_LIB) $(LIBKS)
@@ -378,6 +392,21 @@ bench-accuracy: check-deps
 bench-agent: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/agent_cost.sh --json $(OUT)/agent_cost.json
+
+# The agent's interval at 2, 16, 64 and 128 simulated CPUs: its own
+# collect.c and estimate.c on synthetic per-CPU data, the kernel's copy
+# measured here and scaled by bytes, the per-CPU maps' memory, in
+# AGENT_BIG_ROUNDS rounds (docs/benchmarks.md, "The agent on big hosts");
+# AGENT_BIG_BEFORE=REV also runs REV's estimate.c and collect.c in every
+# round and prints this / before. Needs root; about a minute.
+AGENT_BIG_CPUS   ?= 2,16,64,128
+AGENT_BIG_ROUNDS ?= 3
+AGENT_BIG_BEFORE ?=
+bench-agent-big: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/agent_big.sh --cpus $(AGENT_BIG_CPUS) \
+		--rounds $(AGENT_BIG_ROUNDS) --json $(OUT)/agent_big.json \
+		$(if $(AGENT_BIG_BEFORE),--before $(AGENT_BIG_BEFORE))
 
 # keysteer on live traffic beside a libpcap observer (tcpdump): memcached in
 # a namespace, ks_load flat out over UDP and TCP, 8 configurations

@@ -54,6 +54,7 @@ static const struct kt_group groups[] = {
 	{ "merge", test_merge },
 	{ "estimate", test_estimate },
 	{ "topk", test_topk },
+	{ "agent_big", test_agent_big },
 	{ "report", test_report },
 	{ "opts", test_opts },
 	{ "names", test_names },

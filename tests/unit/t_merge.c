@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Merging per-CPU data: sketch rows, candidates, counter deltas. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
@@ -81,6 +82,65 @@ static void point_query(void)
 	free(s);
 }
 
+/*
+ * Many slots (a host of N CPUs hands over N * 1024): 20,000 slots of 3,000
+ * keys with random counts; kept: every key once, with its highest count
+ * (of equals the first slot), in the order of the slots kept.
+ */
+static void dedup_many(void)
+{
+	enum {
+		N = 20000,
+		KEYS = 3000
+	};
+	struct ks_cand *c = calloc(N, sizeof(*c));
+	__u32 *best = calloc(KEYS, sizeof(*best));
+	size_t *first = calloc(KEYS, sizeof(*first));
+	size_t i, n, prev = 0, bad = 0, drawn = 0;
+	__u64 r = 7;
+
+	kt_begin("cand_dedup_many_keeps_heaviest_in_order");
+	for (i = 0; i < KEYS; i++)
+		first[i] = N;
+	for (i = 0; i < N; i++) {
+		char key[16];
+		size_t k;
+
+		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+		k = (r >> 33) % KEYS;
+		snprintf(key, sizeof(key), "k:%zu", k);
+		ut_cand(&c[i], key, 1, (__u32)(r >> 58));
+		/* the pad bytes carry the key's number and the slot's */
+		c[i].pad[0] = (__u8)(k & 0xff);
+		c[i].pad[1] = (__u8)(k >> 8);
+		c[i].pad[2] = (__u8)(i & 0xff);
+		c[i].pad[3] = (__u8)(i >> 8);
+		c[i].pad[4] = (__u8)(i >> 16);
+		if (first[k] == N || c[i].count > best[k]) {
+			best[k] = c[i].count;
+			first[k] = i; /* the slot dedup must keep */
+		}
+	}
+	n = ks_cands_dedup(c, N);
+	for (i = 0; i < n; i++) {
+		size_t k = c[i].pad[0] | (size_t)c[i].pad[1] << 8;
+		size_t slot = c[i].pad[2] | (size_t)c[i].pad[3] << 8 |
+			      (size_t)c[i].pad[4] << 16;
+
+		if (k >= KEYS || first[k] != slot || (i && slot <= prev))
+			bad++;
+		prev = slot;
+	}
+	for (i = 0; i < KEYS; i++)
+		drawn += first[i] != N;
+	CHECK_EQ(n, drawn);
+	CHECK_EQ(bad, 0);
+	free(c);
+	free(best);
+	free(first);
+	kt_end();
+}
+
 static void candidates(void)
 {
 	struct ks_cand c[6];
@@ -111,10 +171,18 @@ static void candidates(void)
 	ut_cand(&c[5], "a", 1, 3);
 	n = ks_cands_dedup(c, 6);
 	CHECK_EQ(n, 3);
-	CHECK(c[0].hash < c[1].hash && c[1].hash < c[2].hash,
-	      "not sorted by hash");
+	/* the heaviest slot of each key, in the slots' own order: a's
+	 * (count 5, slot 2), c's (slot 3), b's (count 2, slot 4) */
+	CHECK(c[0].hash != c[1].hash && c[1].hash != c[2].hash &&
+		      c[0].hash != c[2].hash,
+	      "a key kept twice");
+	CHECK_EQ(c[0].count, 5);
+	CHECK(c[0].key[0] == 'a' && c[1].key[0] == 'c' && c[2].key[0] == 'b',
+	      "not in the slots' order");
+	CHECK_EQ(c[2].count, 2);
 	CHECK_EQ(ks_cands_dedup(c, 0), 0);
 	kt_end();
+	dedup_many();
 }
 
 static void rates(void)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Top-K selection: order, truncation, zero estimates dropped, key bytes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
@@ -47,6 +48,63 @@ static void topk_twins(void)
 	CHECK(m == 2 && out[0].hash == c[0].hash, "the heavier slot lost");
 	kt_end();
 	free(s);
+}
+
+/*
+ * Big hosts (docs/benchmarks.md, "The agent on big hosts"): the k best
+ * come from a heap over compact records, entries made for those k only.
+ * 5,000 candidates with many equal sums (ties broken by hash): the k
+ * kept are exactly the first k of the whole ranking (k = n, no heap), for
+ * k = 1, 7 and 256.
+ */
+static void topk_heap_matches_full_ranking(void)
+{
+	enum {
+		N = 5000
+	};
+	struct ks_sketch *s = calloc(1, sizeof(*s));
+	struct ks_cand *c = calloc(N, sizeof(*c));
+	struct ks_top_entry *all = calloc(N, sizeof(*all));
+	struct ks_top_entry *few = calloc(256, sizeof(*few));
+	struct ks_interval iv = { .sample_n = 1,
+				  .elapsed_ns = 1000000000ULL,
+				  .total_requests = 1000000 };
+	static const size_t ks[] = { 1, 7, 256 };
+	size_t i, m, mk, j;
+	__u64 r = 99;
+
+	kt_begin("topk_heap_matches_full_ranking");
+	for (i = 0; i < N; i++) {
+		char key[32];
+
+		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+		snprintf(key, sizeof(key), "k:%zu", i);
+		ut_cand(&c[i], key, 1, (__u32)(r >> 60));
+		/* 40 distinct weights: ties by the hundred */
+		ut_cms_add(s, (r >> 40) & 1 ? KS_CLASS_READ : KS_CLASS_WRITE,
+			   c[i].hash, 1 + (__u32)((r >> 33) % 40));
+	}
+	m = ks_top_select(s, &iv, c, N, all, N);
+	CHECK(m > 256, "only %zu ranked", m);
+	for (i = 1; i < m; i++) {
+		__u64 a = all[i - 1].reads_mps + all[i - 1].writes_mps;
+		__u64 b = all[i].reads_mps + all[i].writes_mps;
+
+		CHECK(a > b || (a == b && all[i - 1].hash < all[i].hash),
+		      "entries %zu and %zu out of order", i - 1, i);
+	}
+	for (j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+		memset(few, 0xa5, 256 * sizeof(*few));
+		mk = ks_top_select(s, &iv, c, N, few, ks[j]);
+		CHECK_EQ(mk, ks[j]);
+		CHECK(!memcmp(few, all, mk * sizeof(*few)),
+		      "the %zu kept differ from the ranking's first", ks[j]);
+	}
+	free(s);
+	free(c);
+	free(all);
+	free(few);
+	kt_end();
 }
 
 void test_topk(void)
@@ -111,4 +169,5 @@ void test_topk(void)
 	kt_end();
 	free(s);
 	topk_twins();
+	topk_heap_matches_full_ranking();
 }

@@ -11,6 +11,7 @@ void test_merge(void);
 void test_purge(void);
 void test_estimate(void);
 void test_topk(void);
+void test_agent_big(void);
 void test_report(void);
 void test_opts(void);
 void test_names(void);

@@ -136,31 +136,90 @@ static int cmp_cand_hash(const void *a, const void *b)
 	return 0;
 }
 
+/*
+ * For n items with 64-bit keys key[i], sets best[i] for the one item of
+ * each key that better(c, i, j) prefers to every other j (of items it
+ * prefers none of, the first): an open-addressing table of indexes, one
+ * pass. A host of N CPUs hands over up to N * KS_CAND_SLOTS candidate
+ * slots, and sorting them (or records of them) for this cost 30 to 40 ms
+ * an interval at 128 CPUs (docs/benchmarks.md, "The agent on big hosts").
+ * -ENOMEM: nothing set.
+ */
+static int mark_best(const __u64 *key, size_t n, const struct ks_cand *c,
+		     int (*better)(const struct ks_cand *c, size_t i, size_t j),
+		     __u8 *best)
+{
+	size_t cap = 16, i, h;
+	__u32 *tab;
+
+	if (n >= ~0U / 2)
+		return -ENOMEM;
+	while (cap < 2 * n)
+		cap <<= 1;
+	tab = malloc(cap * sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	memset(tab, 0xff, cap * sizeof(*tab)); /* ~0U: empty */
+	for (i = 0; i < n; i++) {
+		for (h = ks_hash_fmix(key[i]) & (cap - 1);;
+		     h = (h + 1) & (cap - 1)) {
+			if (tab[h] == ~0U) {
+				tab[h] = (__u32)i;
+				break;
+			}
+			if (key[tab[h]] == key[i]) {
+				if (better(c, i, tab[h]))
+					tab[h] = (__u32)i;
+				break;
+			}
+		}
+	}
+	for (h = 0; h < cap; h++)
+		if (tab[h] != ~0U)
+			best[tab[h]] = 1;
+	free(tab);
+	return 0;
+}
+
+/* dedup keeps the slot of the highest count */
+static int heavier_slot(const struct ks_cand *c, size_t i, size_t j)
+{
+	return c[i].count > c[j].count;
+}
+
 size_t ks_cands_dedup(struct ks_cand *c, size_t n)
 {
+	__u64 *key;
+	__u8 *keep;
 	size_t i, out = 0;
 
 	if (!n)
 		return 0;
-	qsort(c, n, sizeof(*c), cmp_cand_hash);
-	for (i = 1; i < n; i++) {
-		if (c[i].hash != c[out].hash)
-			c[++out] = c[i];
+	key = malloc(n * sizeof(*key));
+	keep = calloc(n, 1);
+	for (i = 0; key && i < n; i++)
+		key[i] = c[i].hash;
+	if (!key || !keep || mark_best(key, n, c, heavier_slot, keep)) {
+		/* out of memory: the slots themselves, sorted by hash */
+		free(key);
+		free(keep);
+		qsort(c, n, sizeof(*c), cmp_cand_hash);
+		for (i = 1; i < n; i++) {
+			if (c[i].hash != c[out].hash)
+				c[++out] = c[i];
+		}
+		return out + 1;
 	}
-	return out + 1;
-}
-
-static int cmp_top(const void *a, const void *b)
-{
-	const struct ks_top_entry *x = a, *y = b;
-	__u64 sx = x->reads_mps + x->writes_mps;
-	__u64 sy = y->reads_mps + y->writes_mps;
-
-	if (sx != sy)
-		return sx > sy ? -1 : 1;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return 0;
+	/* in their own order: one pass over the slots, none moved twice */
+	for (i = 0; i < n; i++)
+		if (keep[i]) {
+			if (out != i)
+				c[out] = c[i];
+			out++;
+		}
+	free(key);
+	free(keep);
+	return out;
 }
 
 _Static_assert(KS_CMS_DEPTH <= 4 && KS_CMS_WIDTH <= 65536,
@@ -176,23 +235,12 @@ __u64 ks_cms_signature(__u64 hash)
 	return sig;
 }
 
-struct twin_ord {
-	__u64 sig, hash;
-	__u32 count;
-	size_t i;
-};
-
-static int cmp_twin(const void *a, const void *b)
+/* of twins the slot with the highest count, then the lowest hash */
+static int heavier_twin(const struct ks_cand *c, size_t i, size_t j)
 {
-	const struct twin_ord *x = a, *y = b;
-
-	if (x->sig != y->sig)
-		return x->sig < y->sig ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return 0;
+	if (c[i].count != c[j].count)
+		return c[i].count > c[j].count;
+	return c[i].hash < c[j].hash;
 }
 
 /*
@@ -201,63 +249,135 @@ static int cmp_twin(const void *a, const void *b)
  */
 static int mark_twins(const struct ks_cand *c, size_t n, __u8 *twin)
 {
-	struct twin_ord *o = calloc(n, sizeof(*o));
+	__u64 *sig = malloc(n * sizeof(*sig));
 	size_t i;
+	int err;
 
-	if (!o)
+	if (!sig)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		o[i] = (struct twin_ord){ ks_cms_signature(c[i].hash),
-					  c[i].hash, c[i].count, i };
-	qsort(o, n, sizeof(*o), cmp_twin);
-	for (i = 1; i < n; i++)
-		if (o[i].sig == o[i - 1].sig)
-			twin[o[i].i] = 1;
-	free(o);
+		sig[i] = ks_cms_signature(c[i].hash);
+	err = mark_best(sig, n, c, heavier_twin, twin);
+	free(sig);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++)
+		twin[i] = !twin[i];
 	return 0;
 }
 
+/* A candidate's place in the ranking: its reads + writes (milli per
+ * second, as the entry will have them), its hash, its index. */
+struct top_ord {
+	__u64 sum, hash;
+	size_t i;
+};
+
+/* 1 if a ranks before b: heavier (reads + writes), then the lower hash. */
+static int top_ahead(const struct top_ord *a, const struct top_ord *b)
+{
+	if (a->sum != b->sum)
+		return a->sum > b->sum;
+	return a->hash < b->hash;
+}
+
+static int cmp_top_ord(const void *a, const void *b)
+{
+	const struct top_ord *x = a, *y = b;
+
+	if (top_ahead(x, y))
+		return -1;
+	return top_ahead(y, x);
+}
+
+/* Heap of the k best so far with the last-ranked at the root. */
+static void heap_down(struct top_ord *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, w = i;
+		struct top_ord t;
+
+		if (l < n && top_ahead(&h[w], &h[l]))
+			w = l;
+		if (r < n && top_ahead(&h[w], &h[r]))
+			w = r;
+		if (w == i)
+			return;
+		t = h[i];
+		h[i] = h[w];
+		h[w] = t;
+		i = w;
+	}
+}
+
+/* The entry of candidate c under iv. */
+static void top_entry(const struct ks_sketch *s, const struct ks_interval *iv,
+		      const struct ks_cand *c, struct ks_top_entry *t)
+{
+	struct ks_key_estimate e;
+
+	ks_estimate_key(s, iv, c->hash, &e);
+	memset(t, 0, sizeof(*t));
+	t->hash = c->hash;
+	t->reads_mps = ks_to_mps(e.reads_ps);
+	t->writes_mps = ks_to_mps(e.writes_ps);
+	t->err_mps = ks_to_mps(e.err_ps);
+	t->share_ppm = (__u32)llround(e.share * 1e6);
+	t->len = c->len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : c->len;
+	memcpy(t->key, c->key, t->len);
+}
+
+/*
+ * Ranks 24-byte records and keeps the k best in a heap (n log k), then
+ * makes entries of those k only: a host of N CPUs hands over up to
+ * N * KS_CAND_SLOTS candidates, and making and sorting an entry of 296
+ * bytes for each cost 115 ms an interval and 36 MiB at 128 CPUs
+ * (docs/benchmarks.md, "The agent on big hosts").
+ */
 size_t ks_top_select(const struct ks_sketch *s, const struct ks_interval *iv,
 		     const struct ks_cand *c, size_t n,
 		     struct ks_top_entry *out, size_t k)
 {
-	struct ks_top_entry *all;
+	struct top_ord *o;
 	__u8 *twin;
 	size_t i, m = 0;
 
 	if (!n || !k)
 		return 0;
-	all = calloc(n, sizeof(*all));
+	o = malloc(n * sizeof(*o));
 	twin = calloc(n, 1);
-	if (!all || !twin) {
-		free(all);
+	if (!o || !twin) {
+		free(o);
 		free(twin);
 		return 0;
 	}
 	mark_twins(c, n, twin); /* out of memory: no twin dropped */
 	for (i = 0; i < n; i++) {
 		struct ks_key_estimate e;
-		struct ks_top_entry *t = &all[m];
+		struct top_ord r;
 
 		if (twin[i])
 			continue;
 		ks_estimate_key(s, iv, c[i].hash, &e);
 		if (!e.reads && !e.writes)
 			continue;
-		t->hash = c[i].hash;
-		t->reads_mps = ks_to_mps(e.reads_ps);
-		t->writes_mps = ks_to_mps(e.writes_ps);
-		t->err_mps = ks_to_mps(e.err_ps);
-		t->share_ppm = (__u32)llround(e.share * 1e6);
-		t->len = c[i].len > KS_MAX_KEY_LEN ? KS_MAX_KEY_LEN : c[i].len;
-		memcpy(t->key, c[i].key, t->len);
-		m++;
+		r = (struct top_ord){ ks_to_mps(e.reads_ps) +
+					      ks_to_mps(e.writes_ps),
+				      c[i].hash, i };
+		if (m < k) {
+			o[m++] = r;
+			if (m == k) /* full: the heap from here on */
+				for (size_t j = k / 2; j-- > 0;)
+					heap_down(o, k, j);
+		} else if (top_ahead(&r, &o[0])) {
+			o[0] = r;
+			heap_down(o, k, 0);
+		}
 	}
-	qsort(all, m, sizeof(*all), cmp_top);
-	if (m > k)
-		m = k;
-	memcpy(out, all, m * sizeof(*all));
-	free(all);
+	qsort(o, m, sizeof(*o), cmp_top_ord);
+	for (i = 0; i < m; i++)
+		top_entry(s, iv, &c[o[i].i], &out[i]);
+	free(o);
 	free(twin);
 	return m;
 }

@@ -124,8 +124,9 @@ void ks_estimate_key(const struct ks_sketch *s, const struct ks_interval *iv,
  */
 int ks_cand_usable(const struct ks_cand *c, __u32 seq);
 
-/* Sorts by hash and keeps one slot per hash, the one with the highest
- * count; returns the new count. */
+/* Keeps one slot per hash, the one with the highest count (of equal
+ * counts the first), in the order the slots had; returns the new count.
+ * Out of memory it sorts the slots by hash instead (the same slots). */
 size_t ks_cands_dedup(struct ks_cand *c, size_t n);
 
 /*

@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * agent_big.c - the agent's interval on big hosts (issue 27, "The agent on
+ * big hosts"; docs/benchmarks.md): its CPU per interval and its memory at
+ * N possible CPUs, N simulated on this machine.
+ *
+ * User space, exactly: the agent's own collect.c and estimate.c (linked
+ * whole, as the agent has them) run one interval as loop.c does it --
+ * ks_estimate_interval (totals, the epoch's sketch merged over N CPUs,
+ * the candidates of N CPUs deduplicated and ranked), the ring's shard
+ * counts and misdirect slots, ks_zero_sketch -- with libbpf's
+ * libbpf_num_possible_cpus, bpf_map_lookup_elem and bpf_map_update_elem
+ * wrapped (-Wl,--wrap): every map read returns N synthetic per-CPU copies
+ * (memcpy from a pool; its CPU time a call, calibrated in blocks of
+ * calls, is taken out) and every
+ * call is counted with its bytes. Each N runs in a child process of its
+ * own, so its peak resident memory (VmHWM after clear_refs) is its own.
+ *
+ * The kernel's part: a percpu lookup copies every possible CPU's value
+ * into a buffer of N * round8(value_size) bytes and that to user space;
+ * an update the same the other way. Measured here on real maps: percpu
+ * arrays of several value sizes at this machine's CPUs give ns per call
+ * and ns per byte (a least-squares line), and plain arrays whose one
+ * value is as large as a percpu value at N CPUs (N * 16 KiB for a sketch
+ * segment, N * 280 for a candidate slot) check the line at the real byte
+ * counts, which a 2-CPU machine cannot make with a percpu map. The model:
+ * kernel ns = sum over calls of (a + b * bytes), with a, b of the kind of
+ * call (lookup, update).
+ *
+ * Kernel memory: the per-CPU maps of the BPF object (keysteer.bpf.o),
+ * read from the object file without loading it: round8(value_size) *
+ * max_entries * N for every percpu array or hash, plus the other maps as
+ * they are.
+ *
+ *   agent_big [--cpus 2,16,64,128] [--intervals 5] [--obj FILE]
+ *             [--kernel-reps 200] [--no-kernel]
+ *
+ * Prints one "RESULT" line of key=value pairs per N and one "KERNEL" line
+ * of the fitted line; needs CAP_BPF for the kernel part.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "agent_big_model.h"
+#include "dp/collect.h"
+#include "core/estimate.h"
+#include "core/hotkeys.h"
+#include "util/clock.h"
+
+#define FAKE_FD0  100000
+#define NSHARDS   64 /* the ring's shards read each interval */
+#define POOL_SEGS 16 /* distinct synthetic sketch segments */
+#define HOT_CANDS 64 /* slots holding the same key on every CPU */
+#define MAX_SIZES 8
+
+int __real_libbpf_num_possible_cpus(void);
+int __real_bpf_map_lookup_elem(int fd, const void *key, void *value);
+int __real_bpf_map_update_elem(int fd, const void *key, const void *value,
+			       __u64 flags);
+
+/* The fake datapath: which fd is which map, and what it holds. */
+enum fake_map {
+	F_OPS,
+	F_ERR,
+	F_PKTS,
+	F_CMS,
+	F_CANDS,
+	F_SHARDS,
+	F_MIS,
+	F_N
+};
+static const size_t fake_vsize[F_N] = {
+	sizeof(struct ks_op_stats),     sizeof(__u64),
+	sizeof(struct ks_pkt_counters), sizeof(__u32) * KS_CMS_SEG,
+	sizeof(struct ks_cand),         sizeof(struct ks_shard_stats),
+	sizeof(struct ks_misdirect),
+};
+static const char *const fake_name[F_N] = { "ops",      "errors", "pkts",
+					    "cms",      "cands",  "shards",
+					    "misdirect" };
+
+static struct {
+	int on, ncpus;
+	__u32 seq;
+	__u32 *pool;          /* POOL_SEGS segments of KS_CMS_SEG counters */
+	struct ks_cand *cand; /* [slot][cpu] */
+	/* CPU ns of one fake lookup of each map (its copy), calibrated in
+	 * a block of calls: taken out of the interval's CPU time */
+	double copy_call_ns[F_N];
+	struct ab_calls calls[F_N][2]; /* [map][0 lookup, 1 update] */
+} fk;
+
+/* Plain arrays of one value of a percpu value's bytes at N CPUs: ns per
+ * call, [0] a sketch segment, [1] a candidate slot; [kind][0 lookup, 1
+ * update]. */
+struct flat_ns {
+	double v[2][2];
+};
+
+int __wrap_libbpf_num_possible_cpus(void)
+{
+	return fk.on ? fk.ncpus : __real_libbpf_num_possible_cpus();
+}
+
+static void count(int m, int upd)
+{
+	fk.calls[m][upd].calls++;
+	fk.calls[m][upd].bytes += ks_percpu_stride(fake_vsize[m]) *
+				  (__u64)fk.ncpus;
+}
+
+int __wrap_bpf_map_lookup_elem(int fd, const void *key, void *value)
+{
+	int m = fd - FAKE_FD0, cpu;
+	size_t st;
+	__u32 k = *(const __u32 *)key;
+	unsigned char *out = value;
+
+	if (!fk.on || m < 0 || m >= F_N)
+		return __real_bpf_map_lookup_elem(fd, key, value);
+	count(m, 0);
+	st = ks_percpu_stride(fake_vsize[m]);
+	for (cpu = 0; cpu < fk.ncpus; cpu++) {
+		unsigned char *dst = out + (size_t)cpu * st;
+
+		switch (m) {
+		case F_CMS:
+			memcpy(dst,
+			       fk.pool + (size_t)((k + cpu) % POOL_SEGS) *
+						 KS_CMS_SEG,
+			       st);
+			break;
+		case F_CANDS:
+			memcpy(dst, &fk.cand[(size_t)k * fk.ncpus + cpu], st);
+			break;
+		default: {
+			/* counters: small numbers, growing with the seq */
+			__u64 *w = (__u64 *)dst;
+			size_t i;
+
+			for (i = 0; i < st / 8; i++)
+				w[i] = (__u64)fk.seq * 1000 + k + i + cpu;
+		}
+		}
+	}
+	return 0;
+}
+
+int __wrap_bpf_map_update_elem(int fd, const void *key, const void *value,
+			       __u64 flags)
+{
+	int m = fd - FAKE_FD0;
+
+	if (!fk.on || m < 0 || m >= F_N)
+		return __real_bpf_map_update_elem(fd, key, value, flags);
+	count(m, 1);
+	return 0; /* the zeroes go nowhere: the kernel's copy is modelled */
+}
+
+static __u64 lcg(__u64 *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *s >> 33;
+}
+
+/*
+ * The synthetic datapath at N CPUs: sketch segments of small counts, and
+ * candidate tables full of keys touched this interval: the first
+ * HOT_CANDS slots hold the same keys on every CPU (hot keys seen
+ * everywhere), the rest keys of their own CPU (the long tail), so the
+ * candidates number N * (KS_CAND_SLOTS - HOT_CANDS) + HOT_CANDS after
+ * deduplication: the most a host of N CPUs can hand the agent.
+ */
+static int fake_fill(int ncpus, __u32 seq)
+{
+	__u64 s = 12345;
+	size_t i;
+	__u32 slot;
+	int cpu;
+
+	fk.ncpus = ncpus;
+	fk.seq = seq;
+	fk.pool = malloc(sizeof(__u32) * KS_CMS_SEG * POOL_SEGS);
+	fk.cand = calloc((size_t)KS_CAND_SLOTS * ncpus, sizeof(*fk.cand));
+	if (!fk.pool || !fk.cand)
+		return -ENOMEM;
+	for (i = 0; i < (size_t)KS_CMS_SEG * POOL_SEGS; i++)
+		fk.pool[i] = lcg(&s) % 16;
+	for (slot = 0; slot < KS_CAND_SLOTS; slot++) {
+		for (cpu = 0; cpu < ncpus; cpu++) {
+			struct ks_cand *c = &fk.cand[(size_t)slot * ncpus + cpu];
+			__u64 words[KS_KEY_WORDS] = { 0 };
+			int len;
+
+			if (slot < HOT_CANDS)
+				len = snprintf((char *)words, sizeof(words),
+					       "hot:%u", slot);
+			else
+				len = snprintf((char *)words, sizeof(words),
+					       "key:%d:%u:%llu", cpu, slot,
+					       (unsigned long long)lcg(&s));
+			memcpy(c->key, words, sizeof(c->key));
+			c->len = (__u16)len;
+			c->hash = ks_key_hash(words, (__u32)len);
+			c->seq = seq;
+			c->count = slot < HOT_CANDS
+					   ? 1000 + (__u32)lcg(&s) % 100
+					   : 1 + (__u32)lcg(&s) % 8;
+		}
+	}
+	return 0;
+}
+
+static long proc_kib(const char *field)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			v = strtol(line + strlen(field) + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void reset_hwm(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+/* The fake's copies in the lookups counted so far, in CPU ns. */
+static double copy_ns(void)
+{
+	double ns = 0;
+	int m;
+
+	for (m = 0; m < F_N; m++)
+		ns += (double)fk.calls[m][0].calls * fk.copy_call_ns[m];
+	return ns;
+}
+
+/* CPU ns of one fake lookup of each map: the least of 5 blocks of 64
+ * (CPU time, so another process's turn on the core is not counted). */
+static int calibrate_copy(size_t buf_bytes)
+{
+	void *buf = malloc(buf_bytes);
+	int m, r, i;
+
+	if (!buf)
+		return -ENOMEM;
+	for (m = 0; m < F_N; m++) {
+		double best = 1e18;
+
+		for (r = 0; r < 5; r++) {
+			__u64 t0 = ks_thread_cpu_ns();
+
+			for (i = 0; i < 64; i++) {
+				/* a new slot each call and block: the
+				 * candidates' source is as cold as in an
+				 * interval, which reads each slot once */
+				__u32 key = (__u32)(i * 16 + r) % KS_CAND_SLOTS;
+
+				__wrap_bpf_map_lookup_elem(FAKE_FD0 + m, &key,
+							   buf);
+			}
+			t0 = ks_thread_cpu_ns() - t0;
+			if (t0 / 64.0 < best)
+				best = t0 / 64.0;
+		}
+		fk.copy_call_ns[m] = best;
+	}
+	free(buf);
+	memset(fk.calls, 0, sizeof(fk.calls));
+	return 0;
+}
+
+/* One interval, as loop.c's one_interval runs collect.c's part of it. */
+static long one_interval(struct ks_collector *col, struct ks_maps *maps,
+			 __u32 seq, const __u32 *cpu_n, struct ks_totals *prev,
+			 struct ks_totals *cur, struct ks_sketch *sk,
+			 struct ks_report *rep, struct ks_shard_counts *sc,
+			 struct ks_misdirect *mis)
+{
+	long n = ks_estimate_interval(col, seq & 1, seq, cpu_n, KS_REPORT_TOP,
+				      1000000000ULL, prev, cur, sk, NULL, rep);
+
+	if (n < 0)
+		return n;
+	if (ks_read_shard_counts(col, NSHARDS, sc) ||
+	    ks_read_misdirect(col, mis) < 0 || ks_zero_sketch(col, seq & 1))
+		return -EIO;
+	*prev = *cur;
+	return n;
+}
+
+/* The user-space part at ncpus, in this (child) process: one line. */
+static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
+		    const struct flat_ns *flat)
+{
+	struct ab_calls calls[F_N][2];
+	struct ks_maps maps;
+	struct ks_collector col;
+	struct ks_sketch *sk = malloc(sizeof(*sk));
+	struct ks_report *rep = calloc(1, sizeof(*rep));
+	struct ks_totals *prev = calloc(1, sizeof(*prev));
+	struct ks_totals *cur = calloc(1, sizeof(*cur));
+	struct ks_shard_counts *sc = calloc(NSHARDS, sizeof(*sc));
+	struct ks_misdirect *mis;
+	__u32 *cpu_n;
+	__u64 user_ns[64], copy[64];
+	double stage[4] = { 0 }, c0;
+	long rss0, hwm, rss1, ncands = 0;
+	double kern_ns, kern_flat_ns;
+	int i, cpu, m;
+	__u32 seq = 7;
+
+	if (intervals > 64)
+		intervals = 64;
+	ks_maps_init(&maps);
+	maps.ops = FAKE_FD0 + F_OPS;
+	maps.errors = FAKE_FD0 + F_ERR;
+	maps.pkts = FAKE_FD0 + F_PKTS;
+	maps.cms = FAKE_FD0 + F_CMS;
+	maps.cands = FAKE_FD0 + F_CANDS;
+	maps.shards = FAKE_FD0 + F_SHARDS;
+	maps.misdirect = FAKE_FD0 + F_MIS;
+	fk.on = 1;
+	if (!sk || !rep || !prev || !cur || !sc || fake_fill(ncpus, seq))
+		return -ENOMEM;
+	cpu_n = calloc(ncpus, sizeof(*cpu_n));
+	mis = calloc((size_t)KS_MISDIRECT_SLOTS * ncpus, sizeof(*mis));
+	if (!cpu_n || !mis)
+		return -ENOMEM;
+	for (cpu = 0; cpu < ncpus; cpu++)
+		cpu_n[cpu] = 1u << (cpu % 4); /* --sample auto: mixed rates */
+	if (calibrate_copy(ks_percpu_stride(sizeof(__u32) * KS_CMS_SEG) *
+			   (size_t)ncpus))
+		return -ENOMEM;
+	/* the synthetic datapath is touched; what follows is the agent's */
+	memset(sk, 0, sizeof(*sk));
+	reset_hwm();
+	rss0 = proc_kib("VmRSS:");
+	if (ks_collector_init(&col, &maps))
+		return -ENOMEM;
+	/* warm-up, which also holds the first interval's page faults */
+	if (one_interval(&col, &maps, seq, cpu_n, prev, cur, sk, rep, sc, mis) <
+	    0)
+		return -EIO;
+	for (i = 0; i < intervals; i++) {
+		__u64 t0;
+
+		memset(fk.calls, 0, sizeof(fk.calls));
+		t0 = ks_thread_cpu_ns();
+		ncands = one_interval(&col, &maps, seq, cpu_n, prev, cur, sk,
+				      rep, sc, mis);
+		if (ncands < 0)
+			return -EIO;
+		t0 = ks_thread_cpu_ns() - t0;
+		copy[i] = (__u64)copy_ns();
+		user_ns[i] = t0 > copy[i] ? t0 - copy[i] : 0;
+	}
+	memcpy(calls, fk.calls, sizeof(calls)); /* the last interval's */
+	hwm = proc_kib("VmHWM:");
+	rss1 = proc_kib("VmRSS:");
+	/* what dominates: the same steps apart (copy taken out) */
+	for (i = 0; i < intervals; i++) {
+		long n;
+		__u64 t0;
+		struct ks_interval iv;
+
+		t0 = ks_thread_cpu_ns();
+		c0 = copy_ns();
+		if (ks_read_sketch(&col, seq & 1, sk, cpu_n))
+			return -EIO;
+		stage[0] += (double)(ks_thread_cpu_ns() - t0) -
+			    (copy_ns() - c0);
+		t0 = ks_thread_cpu_ns();
+		c0 = copy_ns();
+		n = ks_read_cands(&col, seq);
+		if (n < 0)
+			return -EIO;
+		stage[1] += (double)(ks_thread_cpu_ns() - t0) -
+			    (copy_ns() - c0);
+		t0 = ks_thread_cpu_ns();
+		ks_interval_init(&iv, sk, prev, cur, 1, 1000000000ULL);
+		col.nranked = ks_top_rank(sk, &iv, col.cands, (size_t)n,
+					  col.ranked, KS_HOT_CAP, KS_REPORT_TOP,
+					  rep);
+		stage[2] += ks_thread_cpu_ns() - t0;
+		t0 = ks_thread_cpu_ns();
+		if (ks_zero_sketch(&col, seq & 1))
+			return -EIO;
+		stage[3] += ks_thread_cpu_ns() - t0;
+	}
+	/* the line for every call; then the sketch's and the candidates'
+	 * calls at what a plain array of their bytes took */
+	kern_ns = kern_flat_ns = 0;
+	for (m = 0; m < F_N; m++) {
+		for (i = 0; i < 2; i++) {
+			double l = ab_model_ns(&fit[i], &calls[m][i]);
+			int kind = m == F_CMS ? 0 : m == F_CANDS ? 1 : -1;
+
+			kern_ns += l;
+			kern_flat_ns +=
+				kind >= 0 && flat
+					? flat->v[kind][i] *
+						  (double)calls[m][i].calls
+					: l;
+		}
+	}
+	printf("RESULT cpus=%d intervals=%d candidates=%ld user_ms_p50=%.3f user_ms_max=%.3f fake_copy_ms_p50=%.3f",
+	       ncpus, intervals, ncands,
+	       ab_median_u64(user_ns, (size_t)intervals) / 1e6,
+	       ab_max_u64(user_ns, (size_t)intervals) / 1e6,
+	       ab_median_u64(copy, (size_t)intervals) / 1e6);
+	printf(" sketch_ms=%.3f cands_ms=%.3f rank_ms=%.3f zero_ms=%.3f",
+	       stage[0] / 1e6 / intervals, stage[1] / 1e6 / intervals,
+	       stage[2] / 1e6 / intervals, stage[3] / 1e6 / intervals);
+	printf(" kernel_ms_line=%.3f kernel_ms_flat=%.3f", kern_ns / 1e6,
+	       flat ? kern_flat_ns / 1e6 : 0.0);
+	for (m = 0; m < F_N; m++)
+		printf(" %s_lookups=%llu %s_lookup_bytes=%llu %s_updates=%llu %s_update_bytes=%llu",
+		       fake_name[m], (unsigned long long)calls[m][0].calls,
+		       fake_name[m], (unsigned long long)calls[m][0].bytes,
+		       fake_name[m], (unsigned long long)calls[m][1].calls,
+		       fake_name[m], (unsigned long long)calls[m][1].bytes);
+	printf(" rss0_kib=%ld hwm_kib=%ld rss_kib=%ld peak_added_kib=%ld kept_kib=%ld\n",
+	       rss0, hwm, rss1, hwm - rss0, rss1 - rss0);
+	fflush(stdout);
+	ks_collector_free(&col);
+	return 0;
+}
+
+/* ns per call of lookups (upd 0) or updates (upd 1) of one entry. */
+static double time_calls(int fd, void *buf, int upd, int reps)
+{
+	__u64 t0, best = ~0ULL;
+	__u32 key = 0;
+	int r, i;
+
+	for (r = 0; r < 5; r++) {
+		t0 = ks_thread_cpu_ns();
+		for (i = 0; i < reps; i++) {
+			int err = upd ? __real_bpf_map_update_elem(fd, &key,
+								   buf, BPF_ANY)
+				      : __real_bpf_map_lookup_elem(fd, &key,
+								   buf);
+
+			if (err)
+				return -1;
+		}
+		t0 = ks_thread_cpu_ns() - t0;
+		if (t0 < best)
+			best = t0;
+	}
+	return (double)best / reps;
+}
+
+/*
+ * The kernel's copy: percpu arrays of several value sizes at this
+ * machine's CPUs, fitted per kind of call; then plain arrays of the byte
+ * counts of N CPUs, against the line. The thread's CPU time (the
+ * syscalls' system time is the thread's), the least of 5 blocks of reps
+ * calls: another process's turn on the core is not counted.
+ */
+static int kernel_part(const int *cpus, int ncpu_list, int reps,
+		       struct ab_fit fit[2], struct flat_ns *flat)
+{
+	static const __u32 vs[] = { 8, 280, 4096, 16384, 32768 };
+	int here = __real_libbpf_num_possible_cpus();
+	double x[MAX_SIZES], y[2][MAX_SIZES];
+	size_t i, n = sizeof(vs) / sizeof(vs[0]);
+	int k, upd;
+
+	for (i = 0; i < n; i++) {
+		size_t bytes = ks_percpu_stride(vs[i]) * here;
+		void *buf = calloc(1, bytes);
+		int fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "hb_pcpu", 4,
+					vs[i], 1, NULL);
+
+		if (fd < 0 || !buf) {
+			fprintf(stderr,
+				"agent_big: percpu map of %u bytes: %s\n",
+				vs[i], strerror(errno));
+			return -1;
+		}
+		x[i] = (double)bytes;
+		for (upd = 0; upd < 2; upd++)
+			y[upd][i] = time_calls(fd, buf, upd, reps);
+		close(fd);
+		free(buf);
+		printf("PERCPU value=%u cpus=%d bytes=%zu lookup_ns=%.0f update_ns=%.0f\n",
+		       vs[i], here, bytes, y[0][i], y[1][i]);
+	}
+	for (upd = 0; upd < 2; upd++)
+		if (ab_fit_line(x, y[upd], n, &fit[upd]))
+			return -1;
+	printf("KERNEL possible_cpus=%d lookup_ns_per_call=%.0f lookup_ns_per_byte=%.4f update_ns_per_call=%.0f update_ns_per_byte=%.4f\n",
+	       here, fit[0].ns_call, fit[0].ns_byte, fit[1].ns_call,
+	       fit[1].ns_byte);
+	/* the same bytes in one plain array value, as N CPUs would copy */
+	for (k = 0; k < ncpu_list; k++) {
+		static const size_t vals[2] = { sizeof(__u32) * KS_CMS_SEG,
+						sizeof(struct ks_cand) };
+
+		for (i = 0; i < 2; i++) {
+			size_t bytes = ks_percpu_stride(vals[i]) * cpus[k];
+			void *buf = calloc(1, bytes);
+			int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "hb_flat",
+						4, (__u32)bytes, 1, NULL);
+			double l, u;
+			struct ab_calls one = { 1, bytes };
+
+			if (fd < 0 || !buf) {
+				fprintf(stderr,
+					"agent_big: array of %zu bytes: %s\n",
+					bytes, strerror(errno));
+				free(buf);
+				return -1;
+			}
+			l = time_calls(fd, buf, 0, reps / 4 + 1);
+			u = time_calls(fd, buf, 1, reps / 4 + 1);
+			close(fd);
+			free(buf);
+			flat[k].v[i][0] = l;
+			flat[k].v[i][1] = u;
+			printf("CHECK cpus=%d value=%s bytes=%zu array_lookup_ns=%.0f model_lookup_ns=%.0f array_update_ns=%.0f model_update_ns=%.0f\n",
+			       cpus[k], i ? "cand" : "cms_seg", bytes, l,
+			       ab_model_ns(&fit[0], &one), u,
+			       ab_model_ns(&fit[1], &one));
+		}
+	}
+	return 0;
+}
+
+static void map_memory(const char *obj, const int *cpus, int ncpu_list)
+{
+	struct ab_map_desc d[128];
+	struct bpf_object *o = bpf_object__open_file(obj, NULL);
+	struct bpf_map *m;
+	size_t n = 0;
+	int k;
+
+	if (!o) {
+		fprintf(stderr, "agent_big: cannot open %s: %s\n", obj,
+			strerror(errno));
+		return;
+	}
+	bpf_object__for_each_map (m, o) {
+		if (n == sizeof(d) / sizeof(d[0]))
+			break;
+		d[n].type = bpf_map__type(m);
+		d[n].key_size = bpf_map__key_size(m);
+		d[n].value_size = bpf_map__value_size(m);
+		d[n].max_entries = bpf_map__max_entries(m);
+		d[n].is_cms = !strcmp(bpf_map__name(m), "ks_cms");
+		d[n].is_cands = !strcmp(bpf_map__name(m), "ks_cands");
+		n++;
+	}
+	for (k = 0; k < ncpu_list; k++) {
+		struct ab_map_mem mm;
+
+		ab_map_memory(d, n, cpus[k], &mm);
+		printf("MAPMEM cpus=%d percpu_bytes=%llu cms_bytes=%llu cands_bytes=%llu other_bytes=%llu\n",
+		       cpus[k], (unsigned long long)mm.percpu,
+		       (unsigned long long)mm.cms, (unsigned long long)mm.cands,
+		       (unsigned long long)mm.shared);
+	}
+	bpf_object__close(o);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "intervals", required_argument, NULL, 'i' },
+		{ "obj", required_argument, NULL, 'o' },
+		{ "kernel-reps", required_argument, NULL, 'r' },
+		{ "no-kernel", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *spec = "2,16,64,128", *obj = "build/keysteer.bpf.o";
+	struct ab_fit fit[2] = { { 0, 0 }, { 0, 0 } };
+	struct flat_ns flat[16];
+	int cpus[16], ncpu_list, intervals = 5, reps = 200, kernel = 1;
+	int opt, k;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			spec = optarg;
+			break;
+		case 'i':
+			intervals = atoi(optarg);
+			break;
+		case 'o':
+			obj = optarg;
+			break;
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 'n':
+			kernel = 0;
+			break;
+		default:
+			fprintf(stderr,
+				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel]\n");
+			return 2;
+		}
+	}
+	ncpu_list = ab_parse_cpu_list(spec, cpus, 16);
+	if (ncpu_list <= 0 || intervals < 1 || intervals > 64 || reps < 1) {
+		fprintf(stderr,
+			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1\n");
+		return 2;
+	}
+	if (kernel && kernel_part(cpus, ncpu_list, reps, fit, flat)) {
+		fprintf(stderr,
+			"agent_big: the kernel part needs CAP_BPF (run as root)\n");
+		return 1;
+	}
+	map_memory(obj, cpus, ncpu_list);
+	for (k = 0; k < ncpu_list; k++) {
+		pid_t pid;
+		int status;
+
+		fflush(stdout); /* not twice, from the child too */
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (!pid)
+			_exit(run_size(cpus[k], intervals, fit,
+				       kernel ? &flat[k] : NULL)
+				      ? 1
+				      : 0);
+		if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			fprintf(stderr,
+				"agent_big: the run at %d CPUs failed\n",
+				cpus[k]);
+			return 1;
+		}
+	}
+	return 0;
+}
