@@ -168,7 +168,8 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 		ks_count_pkt(KS_PKT_UDP_FRAG);
 
 	if (!l4.frag && s->seg_fast)
-		fast = ks_fast_get(pc, s, c.pos, data_end, l4.payload_len);
+		fast = ks_fast_get(pc, s, data, data_end, l4.payload_off,
+				   l4.payload_len);
 	hot = s->hot;
 	if (hot && fast == KS_FAST_DONE)
 		hot = is_xdp ? ks_fast_hot_xdp(ctx, l4.payload_off,

@@ -326,6 +326,51 @@ static void t_tc(void)
 	kp_end();
 }
 
+/*
+ * A lone UDP get takes the fast path behind every header layout, through
+ * XDP and tc: ks_fast_get() finds the payload from the packet's start and
+ * the parsed offset (issue 27, for the verifier), and a wrong offset would
+ * send every such get to the general parser, counted the same, only
+ * slower; so KS_PKT_FAST_GET is pinned here, one per get.
+ */
+static void t_fast(void)
+{
+	static const char req[] = "get fastkey1\r\n";
+	const long long len = (long long)strlen(req);
+	struct pkt_opts o;
+	struct pkt p;
+	long long n = 0;
+	int i, tc;
+
+	kp_begin("encap_udp_lone_get_fast_path_behind_every_header");
+	for (i = 0; i < 8; i++) {
+		pkt_opts_default(&o, i >= 4, IPPROTO_UDP);
+		if (i == 1 || i == 5)
+			vlan(&o, 1, PKT_ETH_P_8021Q, 0, 0);
+		if (i == 2 || i == 7)
+			vlan(&o, 2, PKT_ETH_P_8021AD, PKT_ETH_P_8021Q, 0);
+		if (i == 3)
+			o.ip4_opt_words = 10;
+		if (i == 6 || i == 7) {
+			ext(&o, 0, PKT_IP6_HOP, 3);
+			ext(&o, 1, PKT_IP6_RT, 0);
+			ext(&o, 2, PKT_IP6_DST, 5);
+		}
+		for (tc = 0; tc < 2; tc++) {
+			kp_build(&p, &o, req, (size_t)len);
+			if (tc)
+				kp_send_tc(&p);
+			else
+				kp_send_mc(&p);
+			kp_x_req(KS_OP_GET, (size_t)len, "fastkey1", NULL);
+			n++;
+			kp.x.pkts[KS_PKT_FAST_GET] = n;
+			kp.x.pkts[KS_PKT_FAST_GET_BYTES] = n * len;
+		}
+	}
+	kp_end();
+}
+
 void t_encap_group(void)
 {
 	t_l2();
@@ -333,4 +378,5 @@ void t_encap_group(void)
 	t_ipv6();
 	t_l4();
 	t_tc();
+	t_fast();
 }
