@@ -285,7 +285,8 @@ static void plan_full(void)
 /* 'agent fleet' (text, JSON) of a snapshot whose pins document has
  * limit rules and no shard rule: the rules listed, the dedicated shards'
  * section absent. */
-static char *fleet_of(const struct ks_fleet_snapshot *s, int json)
+static char *fleet_of(const struct ks_fleet_snapshot *s, int json,
+		      int hash_only)
 {
 	struct ks_fleet_view v;
 	struct ks_fleet_out o;
@@ -293,9 +294,11 @@ static char *fleet_of(const struct ks_fleet_snapshot *s, int json)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	if (!f || ks_fleet_view_build(s, 10, 0, &v))
+	if (!f || ks_fleet_view_build(s, 10, hash_only, &v))
 		return NULL;
-	o = (struct ks_fleet_out){ .cluster = "web", .s = s, .v = &v };
+	o = (struct ks_fleet_out){
+		.cluster = "web", .s = s, .v = &v, .hash_only = hash_only
+	};
 	if (json)
 		ks_render_fleet_json(f, &o, 1);
 	else
@@ -326,8 +329,8 @@ static void fleet_rules(void)
 					  NULL, 8, &s),
 		 0);
 	CHECK(s.pins != NULL && s.pins_rev == 7, "pins not kept");
-	t = fleet_of(&s, 0);
-	j = fleet_of(&s, 1);
+	t = fleet_of(&s, 0, 0);
+	j = fleet_of(&s, 1, 0);
 	CHECK(t && strstr(t, "rate limits (pins revision 7)") &&
 		      strstr(t, "runaway:1") && strstr(t, " 200  the key\n") &&
 		      strstr(t, "sess:*") &&
@@ -348,6 +351,44 @@ static void fleet_rules(void)
 	kt_end();
 }
 
+/* --hash-only: no rule's key in the text or the JSON, limit and shard
+ * rules alike (a rule's key is user data like any key). */
+static void fleet_rules_hash_only(void)
+{
+	static const char text[] = "limit runaway:1 200/s\n"
+				   "shard tenant7:* 198.18.0.9:11211\n";
+	static struct ks_hot_rules r;
+	struct ks_fleet_snapshot s;
+	struct ks_etcd_kv kv = { 0 };
+	char err[200], *t = NULL, *j = NULL;
+
+	kt_begin("limits_fleet_hash_only_hides_rule_keys");
+	CHECK(!parse(&r, text, err, sizeof(err)), "%s", err);
+	kv.key = strdup("/keysteer/web/pins");
+	kv.value = ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
+	CHECK(kv.key && kv.value, "documents");
+	kv.key_len = strlen(kv.key);
+	kv.value_len = strlen(kv.value);
+	kv.mod_revision = 7;
+	CHECK_EQ(ks_fleet_snapshot_decode(&kv, 1, "/keysteer/web/", NULL, 0,
+					  NULL, 8, &s),
+		 0);
+	t = fleet_of(&s, 0, 1);
+	j = fleet_of(&s, 1, 1);
+	CHECK(t && strstr(t, "rate limits") && strstr(t, "dedicated shards") &&
+		      !strstr(t, "runaway") && !strstr(t, "tenant7"),
+	      "text: %s", t ? t : "(none)");
+	CHECK(j && strstr(j, "\"limits\":[{\"key\":null") &&
+		      strstr(j, "\"prefix\":null") && !strstr(j, "runaway") &&
+		      !strstr(j, "tenant7"),
+	      "JSON: %s", j ? j : "(none)");
+	free(t);
+	free(j);
+	ks_fleet_snapshot_free(&s);
+	ks_etcd_kv_free(&kv);
+	kt_end();
+}
+
 void test_limits(void)
 {
 	rule_parse();
@@ -357,4 +398,5 @@ void test_limits(void)
 	plan();
 	plan_full();
 	fleet_rules();
+	fleet_rules_hash_only();
 }

@@ -291,6 +291,8 @@ static void text_dedicated(FILE *f, const struct ks_fleet_out *o)
 		safe(raw, k, sizeof(k));
 		safe(r->shard, b, sizeof(b));
 		sh = ded_shard(o, r, &idx);
+		if (o->hash_only) /* a rule's key is user data too */
+			snprintf(k, sizeof(k), "-");
 		if (sh)
 			fprintf(f, "  %-30s %-21s %10.1f %6.2f\n", k, b,
 				sh->reads, sh->ratio);
@@ -546,9 +548,11 @@ static json_t *dedicated_json(const struct ks_fleet_out *o)
 		x = json_object();
 		json_object_set_new(x, "type",
 				    json_string(ks_hot_rule_name(r->type)));
-		json_object_set_new(x,
-				    r->type == KS_RULE_SHARD ? "key" : "prefix",
-				    json_stringn((const char *)r->key, r->len));
+		json_object_set_new(
+			x, r->type == KS_RULE_SHARD ? "key" : "prefix",
+			o->hash_only
+				? json_null()
+				: json_stringn((const char *)r->key, r->len));
 		json_object_set_new(x, "shard", str(r->shard));
 		json_object_set_new(x, "index",
 				    idx >= 0 ? json_integer(idx) : json_null());
