@@ -308,26 +308,36 @@ static char *fleet_of(const struct ks_fleet_snapshot *s, int json,
 	return buf;
 }
 
+/* A snapshot of cluster "web" holding only a pins document of text, at
+ * etcd revision 7; kv keeps the document (freed by the caller). */
+static void pins_snapshot(const char *text, struct ks_etcd_kv *kv,
+			  struct ks_fleet_snapshot *s)
+{
+	static struct ks_hot_rules r;
+	char err[200];
+
+	CHECK(!parse(&r, text, err, sizeof(err)), "%s", err);
+	kv->key = strdup("/keysteer/web/pins");
+	kv->value = ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
+	CHECK(kv->key && kv->value, "documents");
+	kv->key_len = kv->key ? strlen(kv->key) : 0;
+	kv->value_len = kv->value ? strlen(kv->value) : 0;
+	kv->mod_revision = 7;
+	CHECK_EQ(ks_fleet_snapshot_decode(kv, 1, "/keysteer/web/", NULL, 0,
+					  NULL, 8, s),
+		 0);
+}
+
 static void fleet_rules(void)
 {
 	static const char text[] = "limit runaway:1 200/s\nlimit sess:* "
 				   "2000/s\npin hot 2\n";
-	static struct ks_hot_rules r;
 	struct ks_fleet_snapshot s;
 	struct ks_etcd_kv kv = { 0 };
-	char err[200], *t = NULL, *j = NULL;
+	char *t = NULL, *j = NULL;
 
 	kt_begin("limits_fleet_lists_rules");
-	CHECK(!parse(&r, text, err, sizeof(err)), "%s", err);
-	kv.key = strdup("/keysteer/web/pins");
-	kv.value = ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
-	CHECK(kv.key && kv.value, "documents");
-	kv.key_len = strlen(kv.key);
-	kv.value_len = strlen(kv.value);
-	kv.mod_revision = 7;
-	CHECK_EQ(ks_fleet_snapshot_decode(&kv, 1, "/keysteer/web/", NULL, 0,
-					  NULL, 8, &s),
-		 0);
+	pins_snapshot(text, &kv, &s);
 	CHECK(s.pins != NULL && s.pins_rev == 7, "pins not kept");
 	t = fleet_of(&s, 0, 0);
 	j = fleet_of(&s, 1, 0);
@@ -357,22 +367,12 @@ static void fleet_rules_hash_only(void)
 {
 	static const char text[] = "limit runaway:1 200/s\n"
 				   "shard tenant7:* 198.18.0.9:11211\n";
-	static struct ks_hot_rules r;
 	struct ks_fleet_snapshot s;
 	struct ks_etcd_kv kv = { 0 };
-	char err[200], *t = NULL, *j = NULL;
+	char *t = NULL, *j = NULL;
 
 	kt_begin("limits_fleet_hash_only_hides_rule_keys");
-	CHECK(!parse(&r, text, err, sizeof(err)), "%s", err);
-	kv.key = strdup("/keysteer/web/pins");
-	kv.value = ks_pins_doc_encode(text, strlen(text), r.n, "t", "now");
-	CHECK(kv.key && kv.value, "documents");
-	kv.key_len = strlen(kv.key);
-	kv.value_len = strlen(kv.value);
-	kv.mod_revision = 7;
-	CHECK_EQ(ks_fleet_snapshot_decode(&kv, 1, "/keysteer/web/", NULL, 0,
-					  NULL, 8, &s),
-		 0);
+	pins_snapshot(text, &kv, &s);
 	t = fleet_of(&s, 0, 1);
 	j = fleet_of(&s, 1, 1);
 	CHECK(t && strstr(t, "rate limits") && strstr(t, "dedicated shards") &&
