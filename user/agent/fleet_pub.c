@@ -14,6 +14,7 @@
 #include "agent/run_steer.h"
 #include "core/host_doc.h"
 #include "core/hotkeys.h"
+#include "core/limits.h"
 #include "core/purge.h"
 #include "net/etcd_pub.h"
 #include "render/text.h"
@@ -138,6 +139,46 @@ static void load_hot_of(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 	}
 }
 
+/* The load document's "limits": the busiest KS_LOAD_LIMITS_MAX limited
+ * keys (allowed + refused + counted TCP), the rest counted as left out. */
+static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
+{
+	const struct ks_limit_entry *e;
+	size_t pos = 0;
+	unsigned i, at;
+
+	while (f->limits && (e = ks_limits_next(f->limits, &pos))) {
+		double busy = e->allowed_ps + e->refused_ps + e->tcp_ps;
+		struct ks_load_limit *l;
+
+		/* insertion into the list kept busiest first */
+		for (at = 0; at < d->nlimits; at++)
+			if (busy > d->limits[at].allowed_ps +
+					   d->limits[at].refused_ps +
+					   d->limits[at].tcp_ps)
+				break;
+		if (at == KS_LOAD_LIMITS_MAX) {
+			d->limits_omitted++;
+			continue;
+		}
+		if (d->nlimits == KS_LOAD_LIMITS_MAX)
+			d->limits_omitted++;
+		else
+			d->nlimits++;
+		for (i = d->nlimits - 1; i > at; i--)
+			d->limits[i] = d->limits[i - 1];
+		l = &d->limits[at];
+		memset(l, 0, sizeof(*l));
+		l->hash = e->hash;
+		if (!f->hash_only)
+			ks_key_text(e->key, e->len, l->key, sizeof(l->key));
+		l->rate = e->rate;
+		l->allowed_ps = e->allowed_ps;
+		l->refused_ps = e->refused_ps;
+		l->tcp_ps = e->tcp_ps;
+	}
+}
+
 /* hosts/<self> as it stands. */
 static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 			const struct ks_run_ring *ring,
@@ -192,6 +233,7 @@ static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
 			 "%s", steer->rs.r[i].text);
 	load_hot_of(f, ring, t, steer, d);
+	load_limits_of(f, d);
 }
 
 /* d as a document of kind k at key, remembered in *last once handed
@@ -252,7 +294,9 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	       f->since_load >= KS_HOSTS_HEARTBEAT ||
 	       (f->since_load >= f->load_every &&
 		(!ks_host_doc_same(f->last_load, &d) ||
-		 !ks_host_doc_same_hot(f->last_load, &d) || f->entries_news));
+		 !ks_host_doc_same_hot(f->last_load, &d) ||
+		 !ks_host_doc_same_limits(f->last_load, &d) ||
+		 f->entries_news));
 	if (load &&
 	    put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load)) {
 		f->since_load = 0;
