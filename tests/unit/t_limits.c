@@ -601,6 +601,43 @@ static void load_doc_limits_same(void)
 	kt_end();
 }
 
+/* More limited keys than the list holds: the busiest 16 kept, busiest
+ * first, the rest counted in limits_omitted and written as such. */
+static void load_doc_limits_cap(void)
+{
+	struct ks_host_doc *d = calloc(1, sizeof(*d));
+	struct ks_load_limit l;
+	char *doc = NULL;
+	unsigned i, n = KS_LOAD_LIMITS_MAX + 5, ok = 1;
+
+	kt_begin("limits_load_doc_cap_busiest_first");
+	CHECK(d != NULL, "memory");
+	for (i = 0; d && i < n; i++) {
+		/* busy 0..200 in an order that is not sorted: 5 is coprime
+		 * with 21 */
+		unsigned b = (i * 5) % n;
+
+		memset(&l, 0, sizeof(l));
+		l.hash = b + 1;
+		l.rate = 100;
+		l.refused_ps = b * 10.0;
+		ks_load_limits_add(d, &l);
+	}
+	if (d) {
+		CHECK_EQ(d->nlimits, KS_LOAD_LIMITS_MAX);
+		CHECK_EQ(d->limits_omitted, 5);
+		for (i = 0; i < d->nlimits; i++)
+			ok &= d->limits[i].refused_ps == (n - 1 - i) * 10.0;
+		CHECK(ok, "not the busiest 16, busiest first");
+		doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, NULL);
+		CHECK(doc && strstr(doc, "\"limits_omitted\":5"), "%s",
+		      doc ? doc : "(none)");
+	}
+	free(doc);
+	free(d);
+	kt_end();
+}
+
 /* The kv of key with value (owned). */
 static void kv_set(struct ks_etcd_kv *kv, const char *key, char *value,
 		   int64_t rev)
@@ -731,5 +768,6 @@ void test_limits(void)
 	load_doc_limits();
 	load_doc_limits_refused();
 	load_doc_limits_same();
+	load_doc_limits_cap();
 	fleet_sums();
 }

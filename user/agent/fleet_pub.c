@@ -140,42 +140,23 @@ static void load_hot_of(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 }
 
 /* The load document's "limits": the busiest KS_LOAD_LIMITS_MAX limited
- * keys (allowed + refused + counted TCP), the rest counted as left out. */
+ * keys, the rest counted as left out (ks_load_limits_add). */
 static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
 {
 	const struct ks_limit_entry *e;
+	struct ks_load_limit l;
 	size_t pos = 0;
-	unsigned i, at;
 
 	while (f->limits && (e = ks_limits_next(f->limits, &pos))) {
-		double busy = e->allowed_ps + e->refused_ps + e->tcp_ps;
-		struct ks_load_limit *l;
-
-		/* insertion into the list kept busiest first */
-		for (at = 0; at < d->nlimits; at++)
-			if (busy > d->limits[at].allowed_ps +
-					   d->limits[at].refused_ps +
-					   d->limits[at].tcp_ps)
-				break;
-		if (at == KS_LOAD_LIMITS_MAX) {
-			d->limits_omitted++;
-			continue;
-		}
-		if (d->nlimits == KS_LOAD_LIMITS_MAX)
-			d->limits_omitted++;
-		else
-			d->nlimits++;
-		for (i = d->nlimits - 1; i > at; i--)
-			d->limits[i] = d->limits[i - 1];
-		l = &d->limits[at];
-		memset(l, 0, sizeof(*l));
-		l->hash = e->hash;
+		memset(&l, 0, sizeof(l));
+		l.hash = e->hash;
 		if (!f->hash_only)
-			ks_key_text(e->key, e->len, l->key, sizeof(l->key));
-		l->rate = e->rate;
-		l->allowed_ps = e->allowed_ps;
-		l->refused_ps = e->refused_ps;
-		l->tcp_ps = e->tcp_ps;
+			ks_key_text(e->key, e->len, l.key, sizeof(l.key));
+		l.rate = e->rate;
+		l.allowed_ps = e->allowed_ps;
+		l.refused_ps = e->refused_ps;
+		l.tcp_ps = e->tcp_ps;
+		ks_load_limits_add(d, &l);
 	}
 }
 

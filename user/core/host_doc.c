@@ -526,3 +526,28 @@ int ks_host_doc_same_limits(const struct ks_host_doc *a,
 	}
 	return 1;
 }
+
+static double limit_busy(const struct ks_load_limit *l)
+{
+	return l->allowed_ps + l->refused_ps + l->tcp_ps;
+}
+
+void ks_load_limits_add(struct ks_host_doc *d, const struct ks_load_limit *l)
+{
+	unsigned i, at;
+
+	for (at = 0; at < d->nlimits; at++)
+		if (limit_busy(l) > limit_busy(&d->limits[at]))
+			break;
+	if (at == KS_LOAD_LIMITS_MAX) {
+		d->limits_omitted++;
+		return;
+	}
+	if (d->nlimits == KS_LOAD_LIMITS_MAX)
+		d->limits_omitted++; /* the last one falls off */
+	else
+		d->nlimits++;
+	for (i = d->nlimits - 1; i > at; i--)
+		d->limits[i] = d->limits[i - 1];
+	d->limits[at] = *l;
+}

@@ -167,6 +167,11 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b);
 int ks_host_doc_same_hot(const struct ks_host_doc *a,
 			 const struct ks_host_doc *b);
 
+/* l into d's "limits", kept busiest (allowed + refused + tcp) first: when
+ * the list is full, the least busy of the list and l is left out and
+ * counted in limits_omitted. */
+void ks_load_limits_add(struct ks_host_doc *d, const struct ks_load_limit *l);
+
 /* Whether a and b list the same limited keys with no figure moved
  * (ks_rate_moved) and the same rates and count left out. */
 int ks_host_doc_same_limits(const struct ks_host_doc *a,
