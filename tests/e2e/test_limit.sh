@@ -18,6 +18,12 @@
 # 3. agent report --json shows the key, its limit, allowed and refused
 #    (totals equal to the datapath's), valid against
 #    docs/report.schema.json; so do the metrics (--metrics).
+#    The agent runs with --etcd (etcd on the server namespace's
+#    loopback): 'agent fleet --watch --json', recording every document
+#    while the runaway runs, shows the key in limited_keys with
+#    refused/s > 0, and every refused/s it shows for the key is one the
+#    agent's own status line gave for an interval (three significant
+#    digits: the load document's rounding).
 # 4. Lone TCP gets of the key are counted, never refused.
 # 5. On SIGINT the agent exits 0 and leaves nothing behind.
 #
@@ -33,6 +39,7 @@ if [ ! -x "$LOAD" ]; then
 	exit 1
 fi
 e2e_require limit_setup "make deps: bpftool" bpftool
+e2e_need_etcd limit_setup
 KEY=runaway:1
 LIMIT=200
 RATE=2000
@@ -40,10 +47,18 @@ COUNT=4000
 PINS=$E2E_TMP/pins.txt
 printf '# the runaway\nlimit %s %s/s\n' "$KEY" "$LIMIT" >"$PINS"
 OTHER_PID=
+WATCH_PID=
+ETCD_PID=
+# etcd on the server namespace's loopback (ports of this test's own range)
+URL=http://127.0.0.1:28010
+CLUSTER=hqlim
 
 limit_cleanup() {
 	local rc=$?
 	[ -n "$OTHER_PID" ] && ks_stop_pid "$OTHER_PID" INT 5
+	[ -n "$WATCH_PID" ] && ks_stop_pid "$WATCH_PID" INT 5
+	[ -n "$E2E_AGENT_PID" ] && e2e_agent_stop INT
+	[ -n "$ETCD_PID" ] && ks_stop_pid "$ETCD_PID" TERM 5
 	(exit "$rc")
 	e2e_cleanup
 }
@@ -70,9 +85,14 @@ else
 	fail limit_bad_rule_at_start "exit $rc: $(head -c 300 "$E2E_TMP/bad.out")"
 fi
 
+if ! e2e_etcd_start "$SNS" hqetcd "$URL" 28011 >"$E2E_TMP/etcd_start.out"; then
+	fail limit_setup "$(cat "$E2E_TMP/etcd_start.out")"
+	exit 1
+fi
+ETCD_PID=$E2E_ETCD_PID
 MPORT=24080 # the metrics server, on the server namespace's loopback
 if ! e2e_agent_start --sample 1 --interval 1 --pins "$PINS" -v \
-	--metrics "$MPORT" --export-keys; then
+	--metrics "$MPORT" --export-keys --etcd "$URL" --cluster "$CLUSTER"; then
 	fail limit "agent run did not attach"
 	exit 1
 fi
@@ -110,6 +130,10 @@ EOF
 }
 
 # --- 2. the runaway at 10x its limit beside other keys ----------------------
+# every fleet document while the runaway runs, one a line
+ks_in_ns_bg "$SNS" "$AGENT" fleet --etcd "$URL" --cluster "$CLUSTER" \
+	--watch --json >"$E2E_TMP/fleet_watch.json" 2>"$E2E_TMP/fleet_watch.err"
+WATCH_PID=$KS_BG_PID
 before_get=$(cmd_get) || { fail limit "stats failed"; exit 1; }
 read -r b_allowed b_refused _ b_tcp < <(dp_counts) ||
 	{ fail limit "cannot read the datapath's counters"; exit 1; }
@@ -223,6 +247,47 @@ if grep -q "limits: 1 keys" "$E2E_TMP/agent.out"; then
 	pass limit_status_line
 else
 	fail limit_status_line "no 'limits: 1 keys' line in the agent's -v output"
+fi
+
+# the fleet view: the watch's documents until one shows the key refused
+# (the agent writes its load document when a figure moves; 30 s bound)
+for ((i = 0; i < 300; i++)); do
+	grep -q "\"key\":\"$KEY\",\"rate_per_s\":$LIMIT,\"allowed_per_s\":[0-9.]*,\"refused_per_s\":[1-9]" \
+		"$E2E_TMP/fleet_watch.json" && break
+	sleep 0.1
+done
+ks_stop_pid "$WATCH_PID" INT 5
+WATCH_PID=
+if "$PY" - "$E2E_TMP/fleet_watch.json" "$E2E_TMP/agent.out" "$KEY" <<'EOF' >"$E2E_TMP/fleet_check.out" 2>&1; then
+import json, re, sys
+docs, out, key = sys.argv[1], sys.argv[2], sys.argv[3]
+seen = []
+for line in open(docs):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    d = json.loads(line)
+    for k in d.get("limited_keys", []):
+        if k.get("key") == key:
+            assert k["hosts"] == 1 and k["rate_per_s"] == 200, k
+            seen.append(k["refused_per_s"])
+# the agent's own figures, one status line an interval (one key limited)
+own = [float(m.group(1)) for m in
+       re.finditer(r"limits: 1 keys, [0-9.]+/s allowed, ([0-9.]+)/s refused",
+                   open(out).read())]
+assert seen, "no fleet document listed %s" % key
+assert max(seen) > 0, "refused/s never above 0: %s" % seen
+def rate3(x):
+    return float("%.3g" % x) if x else 0.0
+bad = [v for v in set(seen)
+       if not any(abs(v - rate3(r)) <= max(0.002 * v, 0.11) for r in own)]
+assert not bad, "refused/s %s not in the agent's own %s" % (bad, own)
+print("fleet refused/s %s; agent's %s" % (sorted(set(seen)), own))
+EOF
+	note "$(cat "$E2E_TMP/fleet_check.out")"
+	pass limit_fleet_refused_per_s
+else
+	fail limit_fleet_refused_per_s "$(head -c 600 "$E2E_TMP/fleet_check.out" "$E2E_TMP/fleet_watch.err")"
 fi
 
 # --- 4. TCP: counted, never refused -----------------------------------------

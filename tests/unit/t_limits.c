@@ -11,6 +11,7 @@
 #include "core/limits.h"
 #include "core/fleet_doc.h"
 #include "core/fleet_view.h"
+#include "core/host_doc.h"
 #include "core/pins_doc.h"
 #include "render/fleet.h"
 #include "unit.h"
@@ -342,16 +343,26 @@ static void fleet_rules(void)
 	t = fleet_of(&s, 0, 0);
 	j = fleet_of(&s, 1, 0);
 	CHECK(t && strstr(t, "rate limits (pins revision 7)") &&
-		      strstr(t, "runaway:1") && strstr(t, " 200  the key\n") &&
+		      strstr(t, "runaway:1") &&
+		      strstr(t,
+			     " 200     0        0.0        0.0        0.0  the key\n") &&
 		      strstr(t, "sess:*") &&
-		      strstr(t, " 2000  each key under it\n") &&
+		      strstr(t,
+			     " 2000     0        0.0        0.0        0.0  each key under it\n") &&
+		      !strstr(t, "limited keys") &&
 		      !strstr(t, "dedicated shards"),
 	      "text: %s", t ? t : "(none)");
 	CHECK(j &&
-		      strstr(j, "\"limits\":[{\"key\":\"runaway:1\","
-				"\"rate_per_s\":200,\"burst\":20},"
-				"{\"prefix\":\"sess:\",\"rate_per_s\":2000,"
-				"\"burst\":200}]") &&
+		      strstr(j,
+			     "\"limits\":[{\"key\":\"runaway:1\","
+			     "\"rate_per_s\":200,\"burst\":20,\"keys\":0,"
+			     "\"allowed_per_s\":0.0,\"refused_per_s\":0.0,"
+			     "\"tcp_per_s\":0.0},"
+			     "{\"prefix\":\"sess:\",\"rate_per_s\":2000,"
+			     "\"burst\":200,\"keys\":0,"
+			     "\"allowed_per_s\":0.0,\"refused_per_s\":0.0,"
+			     "\"tcp_per_s\":0.0}],"
+			     "\"limited_keys\":[],\"limited_keys_omitted\":0") &&
 		      strstr(j, "\"dedicated\":[]"),
 	      "JSON: %s", j ? j : "(none)");
 	free(t);
@@ -389,6 +400,361 @@ static void fleet_rules_hash_only(void)
 	kt_end();
 }
 
+/* ks_key_hash of a key, as the agent's limits (core/limits.c) take it. */
+static __u64 key_hash(const char *key)
+{
+	__u64 words[KS_KEY_WORDS] = {};
+
+	memcpy(words, key, strlen(key));
+	return ks_key_hash(words, (__u32)strlen(key));
+}
+
+/* A load document of agent self limiting keys[i] at rates[i] with the
+ * figures al[i], re[i], tcp[i]; hash_only as --etcd-hash-only. */
+static struct ks_host_doc *limit_doc(const char *self, size_t n,
+				     const char *const *keys,
+				     const unsigned *rates, const double *al,
+				     const double *re, const double *tcp,
+				     int hash_only)
+{
+	struct ks_host_doc *d = calloc(1, sizeof(*d));
+	size_t i;
+
+	if (!d)
+		return NULL;
+	snprintf(d->self, sizeof(d->self), "%s", self);
+	snprintf(d->agent_version, sizeof(d->agent_version), "t");
+	snprintf(d->ifname, sizeof(d->ifname), "veth0");
+	d->pid = 1;
+	d->interval_ms = 1000;
+	d->ring_revision = 3;
+	for (i = 0; i < n; i++) {
+		struct ks_load_limit *l = &d->limits[d->nlimits++];
+
+		l->hash = key_hash(keys[i]);
+		if (!hash_only)
+			snprintf(l->key, sizeof(l->key), "%s", keys[i]);
+		l->rate = rates[i];
+		l->allowed_ps = al[i];
+		l->refused_ps = re[i];
+		l->tcp_ps = tcp[i];
+	}
+	return d;
+}
+
+/* The load document's "limits": written, read back the same; absent
+ * (nothing limited) the document has no such field and reads as before;
+ * an unknown field is ignored, as readers before "limits" ignore it. */
+static void load_doc_limits(void)
+{
+	static const char *const keys[] = { "runaway:1", "sess:a\x01" };
+	static const unsigned rates[] = { 200, 2000 };
+	static const double al[] = { 199.5, 1500 }, re[] = { 1800, 0 },
+			    tcp[] = { 12, 0.25 };
+	struct ks_host_doc *d = limit_doc("a:11211", 2, keys, rates, al, re,
+					  tcp, 0);
+	struct ks_fleet_host *h = calloc(1, sizeof(*h));
+	char *doc = NULL, *doc0 = NULL;
+	static const char future[] =
+		"{\"schema\":2,\"kind\":\"keysteer-load\",\"self\":\"a\","
+		"\"ring_revision\":1,\"class_rates\":{\"read\":1,\"write\":0,"
+		"\"other\":0},\"shard\":null,\"top\":[],\"hot\":[],"
+		"\"a_later_field\":{\"x\":[1,2]}}";
+
+	kt_begin("limits_load_doc_round_trip");
+	CHECK(d && h, "memory");
+	if (!d || !h)
+		goto out;
+	d->limits_omitted = 5;
+	doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, "2026-12-02T00:00:00Z");
+	CHECK(doc && strstr(doc, "\"limits\":[{\"hash\":\"") &&
+		      strstr(doc, "\"key\":\"runaway:1\",\"rate_per_s\":200,"
+				  "\"allowed_per_s\":200.0,"
+				  "\"refused_per_s\":1800.0,"
+				  "\"tcp_per_s\":12.0}") &&
+		      strstr(doc, "\"limits_omitted\":5"),
+	      "%s", doc ? doc : "(none)");
+	ks_fleet_host_decode("a:11211", doc, doc ? strlen(doc) : 0, h);
+	CHECK(h->valid && h->kind == KS_FHK_LOAD, "refused: %s", h->why);
+	CHECK_EQ(h->n_limits, 2);
+	CHECK_EQ(h->limits_omitted, 5);
+	CHECK(h->limits[0].hash == key_hash("runaway:1") &&
+		      !strcmp(h->limits[0].key, "runaway:1") &&
+		      h->limits[0].rate == 200 &&
+		      h->limits[0].allowed_ps == 200 &&
+		      h->limits[0].refused_ps == 1800 &&
+		      h->limits[0].tcp_ps == 12,
+	      "first row");
+	/* the key as the report escapes it, and rates to 3 digits */
+	CHECK(h->limits[1].hash == key_hash("sess:a\x01") &&
+		      !strcmp(h->limits[1].key, "sess:a\x01") &&
+		      h->limits[1].rate == 2000 &&
+		      h->limits[1].allowed_ps == 1500 &&
+		      h->limits[1].refused_ps == 0 &&
+		      h->limits[1].tcp_ps == 0.25,
+	      "second row: %s", h->limits[1].key);
+	kt_end();
+
+	kt_begin("limits_load_doc_absent_unchanged");
+	d->nlimits = 0;
+	d->limits_omitted = 0;
+	doc0 = ks_host_doc_encode_kind(d, KS_HDK_LOAD, "2026-12-02T00:00:00Z");
+	CHECK(doc0 && !strstr(doc0, "limits"), "%s", doc0 ? doc0 : "(none)");
+	ks_fleet_host_decode("a:11211", doc0, doc0 ? strlen(doc0) : 0, h);
+	CHECK(h->valid && h->n_limits == 0 && h->limits_omitted == 0,
+	      "refused: %s", h->why);
+	/* what lets readers before "limits" take a document with it */
+	ks_fleet_host_decode("a", future, strlen(future), h);
+	CHECK(h->valid && h->kind == KS_FHK_LOAD && h->reads == 1,
+	      "unknown field: %s", h->why);
+	kt_end();
+out:
+	free(doc);
+	free(doc0);
+	free(d);
+	free(h);
+}
+
+/* A "limits" list of the wrong shape refuses the load document, with
+ * why, as a "hot" list of the wrong shape does. */
+static void load_doc_limits_refused(void)
+{
+	static const char head[] =
+		"{\"schema\":2,\"kind\":\"keysteer-load\",\"self\":\"a\","
+		"\"ring_revision\":1,\"class_rates\":{\"read\":1,\"write\":0,"
+		"\"other\":0},\"shard\":null,\"top\":[],\"hot\":[],";
+	static const struct {
+		const char *tail, *why;
+	} bad[] = {
+		{ "\"limits\":{}}", "limits is not an array" },
+		{ "\"limits\":[1]}", "limits[0] has no hash" },
+		{ "\"limits\":[{\"hash\":\"ABCDEF0123456789\"}]}",
+		  "limits[0] has no hash" },
+		{ "\"limits\":[{\"hash\":\"0123456789abcdef\",\"key\":7}]}",
+		  "limits[0] has a key that is not a string" },
+		{ "\"limits\":[{\"hash\":\"0123456789abcdef\","
+		  "\"rate_per_s\":-1}]}",
+		  "rate_per_s that is not an integer" },
+		{ "\"limits\":[{\"hash\":\"0123456789abcdef\","
+		  "\"refused_per_s\":-2}]}",
+		  "limits[0] has a refused_per_s that is not a number >= 0" },
+		{ "\"limits\":[{\"hash\":\"0123456789abcdef\","
+		  "\"allowed_per_s\":\"9\"}]}",
+		  "allowed_per_s that is not a number" },
+		{ "\"limits\":[],\"limits_omitted\":-3}",
+		  "limits_omitted is not an integer >= 0" },
+	};
+	struct ks_fleet_host *h = calloc(1, sizeof(*h));
+	char doc[4096];
+	size_t i, o;
+
+	kt_begin("limits_load_doc_malformed_refused");
+	for (i = 0; h && i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "%s%s", head, bad[i].tail);
+		ks_fleet_host_decode("a", doc, strlen(doc), h);
+		CHECK(!h->valid && strstr(h->why, bad[i].why),
+		      "%s: valid %d, why '%s'", bad[i].tail, h->valid, h->why);
+	}
+	/* one more entry than the cap */
+	o = (size_t)snprintf(doc, sizeof(doc), "%s\"limits\":[", head);
+	for (i = 0; i <= KS_LOAD_LIMITS_MAX; i++)
+		o += (size_t)snprintf(doc + o, sizeof(doc) - o,
+				      "%s{\"hash\":\"0123456789abcd%02zx\"}",
+				      i ? "," : "", i);
+	snprintf(doc + o, sizeof(doc) - o, "]}");
+	if (h) {
+		ks_fleet_host_decode("a", doc, strlen(doc), h);
+		CHECK(!h->valid && strstr(h->why, "more than 16"), "why '%s'",
+		      h->why);
+	}
+	free(h);
+	kt_end();
+}
+
+/* A limited key is news for the load document when it comes or goes or
+ * a figure moves; a figure's noise is not. */
+static void load_doc_limits_same(void)
+{
+	static const char *const keys[] = { "runaway:1" };
+	static const unsigned rates[] = { 200 };
+	static const double al[] = { 200 }, re[] = { 1800 }, tcp[] = { 0 };
+	struct ks_host_doc *a = limit_doc("a", 1, keys, rates, al, re, tcp, 0);
+	struct ks_host_doc *b = limit_doc("a", 1, keys, rates, al, re, tcp, 0);
+
+	kt_begin("limits_load_doc_news");
+	CHECK(a && b, "memory");
+	if (a && b) {
+		CHECK(ks_host_doc_same_limits(a, b), "same");
+		b->limits[0].refused_ps = 1801;
+		CHECK(ks_host_doc_same_limits(a, b), "noise is news");
+		b->limits[0].refused_ps = 900;
+		CHECK(!ks_host_doc_same_limits(a, b), "a halved rate not news");
+		b->limits[0].refused_ps = 1800;
+		b->nlimits = 0;
+		CHECK(!ks_host_doc_same_limits(a, b), "a key gone not news");
+		b->nlimits = 1;
+		b->limits_omitted = 1;
+		CHECK(!ks_host_doc_same_limits(a, b), "omitted not news");
+	}
+	free(a);
+	free(b);
+	kt_end();
+}
+
+/* More limited keys than the list holds: the busiest 16 kept, busiest
+ * first, the rest counted in limits_omitted and written as such. */
+static void load_doc_limits_cap(void)
+{
+	struct ks_host_doc *d = calloc(1, sizeof(*d));
+	struct ks_load_limit l;
+	char *doc = NULL;
+	unsigned i, n = KS_LOAD_LIMITS_MAX + 5, ok = 1;
+
+	kt_begin("limits_load_doc_cap_busiest_first");
+	CHECK(d != NULL, "memory");
+	for (i = 0; d && i < n; i++) {
+		/* busy 0..200 in an order that is not sorted: 5 is coprime
+		 * with 21 */
+		unsigned b = (i * 5) % n;
+
+		memset(&l, 0, sizeof(l));
+		l.hash = b + 1;
+		l.rate = 100;
+		l.refused_ps = b * 10.0;
+		ks_load_limits_add(d, &l);
+	}
+	if (d) {
+		CHECK_EQ(d->nlimits, KS_LOAD_LIMITS_MAX);
+		CHECK_EQ(d->limits_omitted, 5);
+		for (i = 0; i < d->nlimits; i++)
+			ok &= d->limits[i].refused_ps == (n - 1 - i) * 10.0;
+		CHECK(ok, "not the busiest 16, busiest first");
+		doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, NULL);
+		CHECK(doc && strstr(doc, "\"limits_omitted\":5"), "%s",
+		      doc ? doc : "(none)");
+	}
+	free(doc);
+	free(d);
+	kt_end();
+}
+
+/* The kv of key with value (owned). */
+static void kv_set(struct ks_etcd_kv *kv, const char *key, char *value,
+		   int64_t rev)
+{
+	kv->key = strdup(key);
+	kv->value = value;
+	kv->key_len = kv->key ? strlen(kv->key) : 0;
+	kv->value_len = value ? strlen(value) : 0;
+	kv->mod_revision = rev;
+}
+
+/*
+ * 'agent fleet' over two agents' load documents and the fleet's pins:
+ * every limited key's figures summed across the agents, each rule's
+ * keys' figures summed (a prefix rule by its keys' text, an exact rule
+ * by the key's hash even from a hash-only agent), in text and JSON; with
+ * --hash-only no key anywhere, the sums the same.
+ */
+static void fleet_sums(void)
+{
+	static const char pins[] = "limit runaway:1 200/s\nlimit sess:* "
+				   "2000/s\n";
+	static const char *const ka[] = { "runaway:1", "sess:a" },
+				 *kb[] = { "runaway:1", "sess:b", "own:x" };
+	static const unsigned ra[] = { 200, 2000 }, rb[] = { 200, 2000, 50 };
+	static const double ala[] = { 150, 1000 }, rea[] = { 1350, 0 },
+			    tca[] = { 5, 0 }, alb[] = { 50, 2000, 0 },
+			    reb[] = { 450, 500, 0 }, tcb[] = { 0, 7, 0 };
+	struct ks_host_doc *a = limit_doc("a:1", 2, ka, ra, ala, rea, tca, 0);
+	struct ks_host_doc *b = limit_doc("b:1", 3, kb, rb, alb, reb, tcb, 1);
+	struct ks_etcd_kv kv[3] = { 0 }, loads[2] = { 0 };
+	struct ks_fleet_snapshot s;
+	struct ks_hot_rules r;
+	char err[200], *t = NULL, *j = NULL, *th = NULL, *jh = NULL;
+	const char *lk;
+	char want[400];
+	size_t i;
+
+	kt_begin("limits_fleet_sums_load_docs");
+	CHECK(a && b, "memory");
+	CHECK(!parse(&r, pins, err, sizeof(err)), "%s", err);
+	if (!a || !b)
+		goto out;
+	kv_set(&kv[0], "/keysteer/web/members/a:1",
+	       ks_host_doc_encode_kind(a, KS_HDK_MEMBER, NULL), 4);
+	kv_set(&kv[1], "/keysteer/web/members/b:1",
+	       ks_host_doc_encode_kind(b, KS_HDK_MEMBER, NULL), 4);
+	kv_set(&kv[2], "/keysteer/web/pins",
+	       ks_pins_doc_encode(pins, strlen(pins), r.n, "t", "now"), 7);
+	kv_set(&loads[0], "/keysteer-load/web/a:1",
+	       ks_host_doc_encode_kind(a, KS_HDK_LOAD, "now"), 9);
+	kv_set(&loads[1], "/keysteer-load/web/b:1",
+	       ks_host_doc_encode_kind(b, KS_HDK_LOAD, "now"), 9);
+	CHECK_EQ(ks_fleet_snapshot_decode(kv, 3, "/keysteer/web/", loads, 2,
+					  "/keysteer-load/web/", 10, &s),
+		 0);
+	CHECK_EQ(s.n_hosts, 2);
+	t = fleet_of(&s, 0, 0);
+	j = fleet_of(&s, 1, 0);
+	th = fleet_of(&s, 0, 1);
+	jh = fleet_of(&s, 1, 1);
+	/* runaway:1 is listed by both (b hash-only: joined by its hash):
+	 * 150 + 50 allowed, 1350 + 450 refused, 5 + 0 TCP */
+	CHECK(t && strstr(t, "runaway:1") &&
+		      strstr(t,
+			     "    200     1      200.0     1800.0        5.0  the key\n") &&
+		      /* sess:a only: sess:b came without its text */
+		      strstr(t,
+			     "   2000     1     1000.0        0.0        0.0  each key under it\n") &&
+		      strstr(t,
+			     "limited keys (summed over the agents' load documents)\n"),
+	      "text: %s", t ? t : "(none)");
+	snprintf(want, sizeof(want),
+		 "{\"hash\":\"%016llx\",\"key\":\"runaway:1\","
+		 "\"rate_per_s\":200,\"allowed_per_s\":200.0,"
+		 "\"refused_per_s\":1800.0,\"tcp_per_s\":5.0,\"hosts\":2}",
+		 (unsigned long long)key_hash("runaway:1"));
+	CHECK(j && strstr(j, want) &&
+		      strstr(j, "\"key\":null,\"rate_per_s\":50,"
+				"\"allowed_per_s\":0.0,\"refused_per_s\":0.0,"
+				"\"tcp_per_s\":0.0,\"hosts\":1}") &&
+		      strstr(j, "\"key\":\"runaway:1\",\"rate_per_s\":200,"
+				"\"burst\":20,\"keys\":1,"
+				"\"allowed_per_s\":200.0,"
+				"\"refused_per_s\":1800.0,\"tcp_per_s\":5.0}"),
+	      "JSON: %s\nwant %s", j ? j : "(none)", want);
+	/* busiest first: sess:b (2507) before runaway:1 (2005) */
+	lk = j ? strstr(j, "\"limited_keys\":[{") : NULL;
+	CHECK(lk && strstr(lk, "\"refused_per_s\":500.0") &&
+		      strstr(lk, "\"refused_per_s\":500.0") <
+			      strstr(lk, "\"key\":\"runaway:1\""),
+	      "order: %s", lk ? lk : "(none)");
+	CHECK(th && !strstr(th, "runaway") && !strstr(th, "sess:") &&
+		      strstr(th,
+			     "    200     1      200.0     1800.0        5.0  the key\n") &&
+		      strstr(th,
+			     "   2000     1     1000.0        0.0        0.0  each key under it\n"),
+	      "hash-only text: %s", th ? th : "(none)");
+	CHECK(jh && !strstr(jh, "runaway") && !strstr(jh, "sess:") &&
+		      strstr(jh,
+			     "\"refused_per_s\":1800.0,\"tcp_per_s\":5.0,\"hosts\":2}"),
+	      "hash-only JSON: %s", jh ? jh : "(none)");
+	ks_fleet_snapshot_free(&s);
+out:
+	for (i = 0; i < 3; i++)
+		ks_etcd_kv_free(&kv[i]);
+	for (i = 0; i < 2; i++)
+		ks_etcd_kv_free(&loads[i]);
+	free(t);
+	free(j);
+	free(th);
+	free(jh);
+	free(a);
+	free(b);
+	kt_end();
+}
+
 void test_limits(void)
 {
 	rule_parse();
@@ -399,4 +765,9 @@ void test_limits(void)
 	plan_full();
 	fleet_rules();
 	fleet_rules_hash_only();
+	load_doc_limits();
+	load_doc_limits_refused();
+	load_doc_limits_same();
+	load_doc_limits_cap();
+	fleet_sums();
 }

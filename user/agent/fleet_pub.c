@@ -14,6 +14,7 @@
 #include "agent/run_steer.h"
 #include "core/host_doc.h"
 #include "core/hotkeys.h"
+#include "core/limits.h"
 #include "core/purge.h"
 #include "net/etcd_pub.h"
 #include "render/text.h"
@@ -138,6 +139,27 @@ static void load_hot_of(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 	}
 }
 
+/* The load document's "limits": the busiest KS_LOAD_LIMITS_MAX limited
+ * keys, the rest counted as left out (ks_load_limits_add). */
+static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
+{
+	const struct ks_limit_entry *e;
+	struct ks_load_limit l;
+	size_t pos = 0;
+
+	while (f->limits && (e = ks_limits_next(f->limits, &pos))) {
+		memset(&l, 0, sizeof(l));
+		l.hash = e->hash;
+		if (!f->hash_only)
+			ks_key_text(e->key, e->len, l.key, sizeof(l.key));
+		l.rate = e->rate;
+		l.allowed_ps = e->allowed_ps;
+		l.refused_ps = e->refused_ps;
+		l.tcp_ps = e->tcp_ps;
+		ks_load_limits_add(d, &l);
+	}
+}
+
 /* hosts/<self> as it stands. */
 static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 			const struct ks_run_ring *ring,
@@ -192,6 +214,7 @@ static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 		snprintf(d->replicas[d->nreplicas++], sizeof(d->replicas[0]),
 			 "%s", steer->rs.r[i].text);
 	load_hot_of(f, ring, t, steer, d);
+	load_limits_of(f, d);
 }
 
 /* d as a document of kind k at key, remembered in *last once handed
@@ -252,7 +275,9 @@ static void publish_host(struct ks_fleet_pub *f, const struct ks_report *rep,
 	       f->since_load >= KS_HOSTS_HEARTBEAT ||
 	       (f->since_load >= f->load_every &&
 		(!ks_host_doc_same(f->last_load, &d) ||
-		 !ks_host_doc_same_hot(f->last_load, &d) || f->entries_news));
+		 !ks_host_doc_same_hot(f->last_load, &d) ||
+		 !ks_host_doc_same_limits(f->last_load, &d) ||
+		 f->entries_news));
 	if (load &&
 	    put_doc(f, f->load_key, &d, KS_HDK_LOAD, at, &f->last_load)) {
 		f->since_load = 0;

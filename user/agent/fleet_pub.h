@@ -82,6 +82,9 @@ struct ks_fleet_pub {
 	char cluster[KS_CLUSTER_MAX + 1];
 	int export_keys; /* key bytes in hosts/ top keys (--export-keys) */
 	int hash_only;   /* no key bytes in hot/ (--etcd-hash-only) */
+	/* the agent's rate limits (borrowed; NULL: none), for the load
+	 * document's "limits" list */
+	const struct ks_limit_set *limits;
 	/* each document as last handed over (hosts/<self>: NULL when off) */
 	struct ks_host_doc *last_host, *last_member, *last_load;
 	__u32 since_host, since_load;

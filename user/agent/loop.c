@@ -290,10 +290,11 @@ static int one_interval(struct ks_agent *st)
 		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
 					     st->col.ranked, st->col.nranked,
 					     old_seq, ks_mono_ns()));
-	ks_run_etcd_publish_interval(st->etcd, st->rep,
-				     ks_run_ring_enabled(st->ring) ? st->ring
-								   : NULL,
-				     st->hot->table, st->steer);
+	ks_run_etcd_publish_interval(
+		st->etcd, st->rep,
+		ks_run_ring_enabled(st->ring) ? st->ring : NULL, st->hot->table,
+		st->steer,
+		st->limit && st->limit->open ? &st->limit->set : NULL);
 	/* The next flip hands this epoch back to the datapath: empty. */
 	err = ks_zero_sketch(&st->col, epoch);
 	if (err)

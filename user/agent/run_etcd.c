@@ -441,10 +441,13 @@ void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 				  const struct ks_report *rep,
 				  const struct ks_run_ring *ring,
 				  const struct ks_hot_table *t,
-				  const struct ks_run_steer *steer)
+				  const struct ks_run_steer *steer,
+				  const struct ks_limit_set *limits)
 {
-	if (e && e->c)
-		ks_fleet_pub_interval(&e->fleet, rep, ring, t, steer, e->rev);
+	if (!e || !e->c)
+		return;
+	e->fleet.limits = limits;
+	ks_fleet_pub_interval(&e->fleet, rep, ring, t, steer, e->rev);
 }
 
 void ks_run_etcd_free(struct ks_run_etcd *e)

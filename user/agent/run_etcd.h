@@ -113,11 +113,13 @@ struct ks_hot_table;
 void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
 			       const char *ifname, __u32 interval_ms,
 			       int export_keys);
+struct ks_limit_set;
 void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 				  const struct ks_report *rep,
 				  const struct ks_run_ring *ring,
 				  const struct ks_hot_table *t,
-				  const struct ks_run_steer *steer);
+				  const struct ks_run_steer *steer,
+				  const struct ks_limit_set *limits);
 
 /* The mean reads a shard of the fleet served over *shards shards, each
  * as published (self: this host's hosts/ key's last part; own_ps for it

@@ -208,6 +208,25 @@ static int load_hot(json_t *hot, struct ks_fleet_host *h)
 	return 0;
 }
 
+/* A load document's limits list (absent: an agent before it, or nothing
+ * limited); one that does not read refuses the document, as "hot" does. */
+static int load_limits(json_t *doc, struct ks_fleet_host *h)
+{
+	json_t *om = json_object_get(doc, "limits_omitted");
+	int n;
+
+	n = ks_load_limits_decode(json_object_get(doc, "limits"), h->limits,
+				  KS_LOAD_LIMITS_MAX, h->why, sizeof(h->why));
+	if (n < 0)
+		return -EBADMSG;
+	h->n_limits = (size_t)n;
+	if (om && (!json_is_integer(om) || json_integer_value(om) < 0))
+		return refuse(h->why, sizeof(h->why),
+			      "limits_omitted is not an integer >= 0");
+	h->limits_omitted = om ? json_integer_value(om) : 0;
+	return 0;
+}
+
 /* Schema 2: a member or a load document, by its kind. */
 static int decode_v2(json_t *doc, struct ks_fleet_host *h)
 {
@@ -224,7 +243,8 @@ static int decode_v2(json_t *doc, struct ks_fleet_host *h)
 		h->kind = KS_FHK_LOAD;
 		return host_status(doc, h) || host_rates(doc, h) ||
 		       host_top(json_object_get(doc, "top"), h) ||
-		       load_hot(json_object_get(doc, "hot"), h);
+		       load_hot(json_object_get(doc, "hot"), h) ||
+		       load_limits(doc, h);
 	}
 	return refuse(h->why, sizeof(h->why),
 		      "kind is neither keysteer-member nor keysteer-load");
@@ -428,6 +448,9 @@ static void join_load(struct ks_fleet_host *m, const struct ks_fleet_host *l)
 		m->top[i] = l->top[i];
 	m->n_hot = l->n_hot;
 	memcpy(m->hot, l->hot, l->n_hot * sizeof(m->hot[0]));
+	m->n_limits = l->n_limits;
+	memcpy(m->limits, l->limits, l->n_limits * sizeof(m->limits[0]));
+	m->limits_omitted = l->limits_omitted;
 	if (l->mod_rev > m->mod_rev)
 		m->mod_rev = l->mod_rev;
 }

@@ -2,9 +2,11 @@
 /* fleet_view.c - what 'agent fleet' shows, decided (see fleet_view.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/fleet_view.h"
+#include "core/mc_key.h"
 
 int ks_fleet_hash_parse(const char *s, uint64_t *hash)
 {
@@ -288,6 +290,99 @@ static void order_hot(const struct ks_fleet_snapshot *s,
 	v->n_hot = s->n_hot;
 }
 
+/* The pins document's limit rule for a summed key: an exact rule by the
+ * key's hash (a hash-only document names it too), else the longest
+ * prefix rule its text starts with (the text escapes byte by byte, so
+ * the escaped prefix is a prefix of it); -1 when none. */
+static long limit_rule(const struct ks_hot_rules *p,
+		       const struct ks_fleet_limit *l)
+{
+	char pre[KS_FLEET_KEY_TEXT];
+	long best = -1;
+	size_t i, blen = 0;
+
+	for (i = 0; p && i < p->n; i++) {
+		const struct ks_hot_rule *r = &p->r[i];
+		__u64 words[KS_KEY_WORDS] = {};
+
+		if (r->type == KS_RULE_LIMIT && r->len <= KS_KEY_BUF) {
+			memcpy(words, r->key, r->len);
+			if (ks_key_hash(words, r->len) == l->hash)
+				return (long)i;
+		} else if (r->type == KS_RULE_LIMIT_PREFIX && l->key[0] &&
+			   r->len > blen) {
+			ks_key_text(r->key, r->len, pre, sizeof(pre));
+			if (!strncmp(l->key, pre, strlen(pre))) {
+				best = (long)i;
+				blen = r->len;
+			}
+		}
+	}
+	return best;
+}
+
+static int cmp_limit(const void *a, const void *b)
+{
+	const struct ks_fleet_limit *x = a, *y = b;
+	double bx = x->allowed + x->refused + x->tcp;
+	double by = y->allowed + y->refused + y->tcp;
+
+	if (bx != by)
+		return bx > by ? -1 : 1;
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+/* Every valid host's limited keys summed by hash. 0 or -ENOMEM. */
+static int sum_limits(const struct ks_fleet_snapshot *s, int hash_only,
+		      struct ks_fleet_view *v)
+{
+	size_t i, j, k, cap = 0;
+
+	for (i = 0; i < s->n_hosts; i++)
+		if (s->hosts[i].valid)
+			cap += s->hosts[i].n_limits;
+	v->limits = calloc(cap ? cap : 1, sizeof(*v->limits));
+	if (!v->limits)
+		return -ENOMEM;
+	for (i = 0; i < s->n_hosts; i++) {
+		const struct ks_fleet_host *h = &s->hosts[i];
+
+		if (!h->valid)
+			continue;
+		v->limits_omitted += h->limits_omitted;
+		for (j = 0; j < h->n_limits; j++) {
+			const struct ks_load_limit *x = &h->limits[j];
+			struct ks_fleet_limit *o;
+
+			for (k = 0;
+			     k < v->n_limits && v->limits[k].hash != x->hash;
+			     k++)
+				;
+			o = &v->limits[k];
+			if (k == v->n_limits) {
+				v->n_limits++;
+				o->hash = x->hash;
+				o->rate = x->rate;
+			}
+			if (!o->key[0] && x->key[0])
+				snprintf(o->key, sizeof(o->key), "%s", x->key);
+			o->allowed += x->allowed_ps;
+			o->refused += x->refused_ps;
+			o->tcp += x->tcp_ps;
+			o->hosts++;
+		}
+	}
+	/* the rule from the text before hash_only hides it: a prefix rule
+	 * is found by its key's text alone */
+	for (k = 0; k < v->n_limits; k++) {
+		v->limits[k].rule = limit_rule(s->pins, &v->limits[k]);
+		if (hash_only)
+			v->limits[k].key[0] = '\0';
+	}
+	qsort(v->limits, v->n_limits, sizeof(v->limits[0]), cmp_limit);
+	return 0;
+}
+
 int ks_fleet_view_build(const struct ks_fleet_snapshot *s, size_t top_k,
 			int hash_only, struct ks_fleet_view *v)
 {
@@ -316,6 +411,8 @@ int ks_fleet_view_build(const struct ks_fleet_snapshot *s, size_t top_k,
 	if (merge_top(s, top_k, hash_only, v))
 		goto nomem;
 	order_hot(s, v);
+	if (sum_limits(s, hash_only, v))
+		goto nomem;
 	return 0;
 nomem:
 	ks_fleet_view_free(v);
@@ -331,6 +428,7 @@ void ks_fleet_view_free(struct ks_fleet_view *v)
 	free(v->host_stale);
 	free(v->top);
 	free(v->hot);
+	free(v->limits);
 	memset(v, 0, sizeof(*v));
 	v->busiest = -1;
 	v->max_host = -1;

@@ -77,6 +77,24 @@ struct ks_fleet_host {
 	 * agent owns (none from an agent before the list) */
 	size_t n_hot;
 	struct ks_load_hot hot[KS_LOAD_HOT_MAX];
+	/* a load document's "limits": the keys the agent rate-limits with
+	 * their figures (none from an agent before the list, or with no
+	 * key limited), and how many more it limits than it listed */
+	size_t n_limits;
+	int64_t limits_omitted;
+	struct ks_load_limit limits[KS_LOAD_LIMITS_MAX];
+};
+
+/* A limited key summed over the fleet's load documents. */
+struct ks_fleet_limit {
+	uint64_t hash;
+	char key[KS_FLEET_KEY_TEXT];  /* "" when no document carried it, or
+				      * hash_only */
+	uint32_t rate;                /* the limit, as the first host said */
+	double allowed, refused, tcp; /* per second, summed */
+	unsigned hosts;               /* documents that listed it */
+	long rule; /* index into the pins document's rules, -1: none found
+		    * (no pins, or a prefix rule's key without its text) */
 };
 
 /* One hot/HASH entry, schema 1, as decoded. */
@@ -171,6 +189,12 @@ struct ks_fleet_view {
 	struct ks_fleet_key *top; /* the merged top, busiest first */
 	size_t n_hot;
 	struct ks_fleet_hot_row *hot; /* busiest first */
+	/* limited keys summed by hash over every valid host, busiest
+	 * (allowed + refused + tcp) first; limits_omitted: keys the hosts
+	 * limit beyond their lists, not in these sums */
+	size_t n_limits;
+	struct ks_fleet_limit *limits;
+	int64_t limits_omitted;
 };
 
 /*

@@ -55,35 +55,149 @@ static json_t *load_hot_of(const struct ks_host_doc *d)
 	return a;
 }
 
+/* "limits": each key this agent rate-limits, with its figures. */
+static json_t *load_limits_of(const struct ks_host_doc *d)
+{
+	json_t *a = json_array();
+	unsigned i;
+
+	for (i = 0; i < d->nlimits && i < KS_LOAD_LIMITS_MAX; i++) {
+		const struct ks_load_limit *l = &d->limits[i];
+		json_t *k = json_object();
+
+		json_object_set_new(k, "hash", hash_text(l->hash));
+		if (l->key[0])
+			json_object_set_new(k, "key", json_string(l->key));
+		json_object_set_new(k, "rate_per_s", json_integer(l->rate));
+		json_object_set_new(k, "allowed_per_s", rate(l->allowed_ps));
+		json_object_set_new(k, "refused_per_s", rate(l->refused_ps));
+		json_object_set_new(k, "tcp_per_s", rate(l->tcp_ps));
+		json_array_append_new(a, k);
+	}
+	return a;
+}
+
+/* 16 lowercase hex digits, as hash_text writes them. */
+static int hash_parse(json_t *v, __u64 *out)
+{
+	const char *h = json_string_value(v);
+
+	if (!h || strlen(h) != 16 || strspn(h, "0123456789abcdef") != 16)
+		return -1;
+	*out = strtoull(h, NULL, 16);
+	return 0;
+}
+
+/* A load document's list (name) is an array of at most max entries: 0,
+ * or -1 with why. */
+static int list_check(json_t *json, const char *name, unsigned max, char *why,
+		      size_t whylen)
+{
+	if (!json_is_array(json)) {
+		snprintf(why, whylen, "%s is not an array", name);
+		return -1;
+	}
+	if (json_array_size(json) > max) {
+		snprintf(why, whylen, "%s has %zu entries, more than %u", name,
+			 json_array_size(json), max);
+		return -1;
+	}
+	return 0;
+}
+
+/* A figure >= 0 of o into *out (absent: 0); -1 when it is not one. */
+static int figure(json_t *o, const char *name, double *out)
+{
+	json_t *v = json_object_get(o, name);
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+	    json_number_value(v) < 0)
+		return -1;
+	*out = json_number_value(v);
+	return 0;
+}
+
+int ks_load_limits_decode(json_t *json, struct ks_load_limit *out, unsigned max,
+			  char *why, size_t whylen)
+{
+	static const char *const fig[] = { "allowed_per_s", "refused_per_s",
+					   "tcp_per_s" };
+	json_t *k, *v;
+	size_t i;
+	unsigned f;
+
+	if (!json)
+		return 0;
+	if (list_check(json, "limits", max, why, whylen))
+		return -1;
+	json_array_foreach(json, i, k)
+	{
+		struct ks_load_limit *l = &out[i];
+		double *dst[] = { &l->allowed_ps, &l->refused_ps, &l->tcp_ps };
+
+		memset(l, 0, sizeof(*l));
+		if (!json_is_object(k) ||
+		    hash_parse(json_object_get(k, "hash"), &l->hash)) {
+			snprintf(
+				why, whylen,
+				"limits[%zu] has no hash of 16 lowercase hex digits",
+				i);
+			return -1;
+		}
+		v = json_object_get(k, "key");
+		if (v && !json_is_string(v)) {
+			snprintf(why, whylen,
+				 "limits[%zu] has a key that is not a string",
+				 i);
+			return -1;
+		}
+		if (v)
+			snprintf(l->key, sizeof(l->key), "%s",
+				 json_string_value(v));
+		v = json_object_get(k, "rate_per_s");
+		if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			  json_integer_value(v) > UINT32_MAX)) {
+			snprintf(
+				why, whylen,
+				"limits[%zu] has a rate_per_s that is not an integer >= 0",
+				i);
+			return -1;
+		}
+		l->rate = v ? (__u32)json_integer_value(v) : 0;
+		for (f = 0; f < 3; f++)
+			if (figure(k, fig[f], dst[f])) {
+				snprintf(
+					why, whylen,
+					"limits[%zu] has a %s that is not a number >= 0",
+					i, fig[f]);
+				return -1;
+			}
+	}
+	return (int)json_array_size(json);
+}
+
 int ks_load_hot_decode(json_t *json, struct ks_load_hot *out, unsigned max,
 		       char *why, size_t whylen)
 {
 	json_t *k, *v;
-	const char *h;
 	size_t i;
 	unsigned f;
 
-	if (!json_is_array(json)) {
-		snprintf(why, whylen, "hot is not an array");
+	if (list_check(json, "hot", max, why, whylen))
 		return -1;
-	}
-	if (json_array_size(json) > max) {
-		snprintf(why, whylen, "hot has %zu entries, more than %u",
-			 json_array_size(json), max);
-		return -1;
-	}
 	json_array_foreach(json, i, k)
 	{
-		h = json_string_value(json_object_get(k, "hash"));
-		if (!json_is_object(k) || !h || strlen(h) != 16 ||
-		    strspn(h, "0123456789abcdef") != 16) {
+		if (!json_is_object(k) ||
+		    hash_parse(json_object_get(k, "hash"), &out[i].hash)) {
 			snprintf(
 				why, whylen,
 				"hot[%zu] has no hash of 16 lowercase hex digits",
 				i);
 			return -1;
 		}
-		out[i].hash = strtoull(h, NULL, 16);
 		out[i].entry = NULL;
 		out[i].has_entry = json_object_get(k, "entry") != NULL;
 		for (f = 0; f < KS_LHF_N; f++) {
@@ -192,6 +306,13 @@ char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
 				    json_integer(d->ring_revision));
 		add_rates(o, d);
 		json_object_set_new(o, "hot", load_hot_of(d));
+		/* only when something is limited: documents without limits
+		 * stay as they were */
+		if (d->nlimits)
+			json_object_set_new(o, "limits", load_limits_of(d));
+		if (d->limits_omitted)
+			json_object_set_new(o, "limits_omitted",
+					    json_integer(d->limits_omitted));
 	} else {
 		add_agent(o, d);
 		json_object_set_new(o, "ring_revision",
@@ -380,4 +501,53 @@ int ks_host_doc_same_hot(const struct ks_host_doc *a,
 				return 0;
 	}
 	return 1;
+}
+
+int ks_host_doc_same_limits(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b)
+{
+	const struct ks_load_limit *x, *y;
+	unsigned i, j;
+
+	if (a->nlimits != b->nlimits || a->limits_omitted != b->limits_omitted)
+		return 0;
+	for (i = 0; i < a->nlimits; i++) {
+		x = &a->limits[i];
+		for (j = 0; j < b->nlimits && b->limits[j].hash != x->hash; j++)
+			;
+		if (j == b->nlimits)
+			return 0;
+		y = &b->limits[j];
+		if (x->rate != y->rate || strcmp(x->key, y->key) ||
+		    ks_rate_moved(x->allowed_ps, y->allowed_ps) ||
+		    ks_rate_moved(x->refused_ps, y->refused_ps) ||
+		    ks_rate_moved(x->tcp_ps, y->tcp_ps))
+			return 0;
+	}
+	return 1;
+}
+
+static double limit_busy(const struct ks_load_limit *l)
+{
+	return l->allowed_ps + l->refused_ps + l->tcp_ps;
+}
+
+void ks_load_limits_add(struct ks_host_doc *d, const struct ks_load_limit *l)
+{
+	unsigned i, at;
+
+	for (at = 0; at < d->nlimits; at++)
+		if (limit_busy(l) > limit_busy(&d->limits[at]))
+			break;
+	if (at == KS_LOAD_LIMITS_MAX) {
+		d->limits_omitted++;
+		return;
+	}
+	if (d->nlimits == KS_LOAD_LIMITS_MAX)
+		d->limits_omitted++; /* the last one falls off */
+	else
+		d->nlimits++;
+	for (i = d->nlimits - 1; i > at; i--)
+		d->limits[i] = d->limits[i - 1];
+	d->limits[at] = *l;
 }

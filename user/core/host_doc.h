@@ -82,6 +82,23 @@ struct ks_load_hot {
 	int has_entry;
 };
 
+/*
+ * The load document's optional "limits" list (docs/limits.md): each key
+ * this agent rate-limits with what it let through, refused over UDP and
+ * counted over TCP per second over its last interval. At most
+ * KS_LOAD_LIMITS_MAX keys, the busiest first ("limits_omitted" counts
+ * the rest); left out when no key is limited, so a document without
+ * limits reads as before.
+ */
+#define KS_LOAD_LIMITS_MAX 16
+struct ks_load_limit {
+	__u64 hash;                   /* ks_key_hash of the key */
+	char key[4 * KS_KEY_BUF + 8]; /* ks_key_text; "" with
+				       * --etcd-hash-only */
+	__u32 rate;                   /* the limit it enforces, per second */
+	double allowed_ps, refused_ps, tcp_ps;
+};
+
 struct ks_host_doc_top {
 	__u64 hash;
 	char key[4 * KS_KEY_BUF + 8]; /* "" unless keys are exported */
@@ -115,6 +132,10 @@ struct ks_host_doc {
 	 * with the live figures the hot/ entries no longer follow */
 	unsigned nhot;
 	struct ks_load_hot hot[KS_LOAD_HOT_MAX];
+	/* the load document only: its limited keys, and how many more it
+	 * limits than the list holds */
+	unsigned nlimits, limits_omitted;
+	struct ks_load_limit limits[KS_LOAD_LIMITS_MAX];
 };
 
 /* The document as compact JSON (malloc'd), with "updated_at" when at is
@@ -146,11 +167,30 @@ int ks_host_doc_same(const struct ks_host_doc *a, const struct ks_host_doc *b);
 int ks_host_doc_same_hot(const struct ks_host_doc *a,
 			 const struct ks_host_doc *b);
 
+/* l into d's "limits", kept busiest (allowed + refused + tcp) first: when
+ * the list is full, the least busy of the list and l is left out and
+ * counted in limits_omitted. */
+void ks_load_limits_add(struct ks_host_doc *d, const struct ks_load_limit *l);
+
+/* Whether a and b list the same limited keys with no figure moved
+ * (ks_rate_moved) and the same rates and count left out. */
+int ks_host_doc_same_limits(const struct ks_host_doc *a,
+			    const struct ks_host_doc *b);
+
+struct json_t;
+/* A load document's "limits" list (json: a jansson array; NULL: none, an
+ * agent before it or nothing limited) into out (at most max): the count,
+ * or -1 with why (not an array, longer than max, an entry that is not an
+ * object, a hash that is not 16 lowercase hex digits, a key that is not a
+ * string, a rate that is not an integer >= 0, a figure that is not a
+ * number >= 0; a figure absent reads as 0). */
+int ks_load_limits_decode(struct json_t *json, struct ks_load_limit *out,
+			  unsigned max, char *why, size_t whylen);
+
 /* A load document's "hot" list (json: a jansson array) into out (at most
  * max entries): the count, or -1 with why (not an array, longer than max,
  * an entry that is not an object, a hash that is not 16 lowercase hex
  * digits, a figure that is not a number >= 0). */
-struct json_t;
 int ks_load_hot_decode(struct json_t *json, struct ks_load_hot *out,
 		       unsigned max, char *why, size_t whylen);
 

@@ -303,23 +303,49 @@ static void text_dedicated(FILE *f, const struct ks_fleet_out *o)
 	}
 }
 
-/* The pins document's limit rules (docs/limits.md): what each key may
- * be asked per second. The hosts' documents carry no limit figures: each
- * agent's own report has its keys' allowed/s and refused/s. */
+/* The figures of the limited keys of rule i (-1: of no rule found),
+ * summed. */
+static void rule_sums(const struct ks_fleet_view *v, long i, double *allowed,
+		      double *refused, double *tcp, size_t *keys)
+{
+	size_t k;
+
+	*allowed = *refused = *tcp = 0;
+	*keys = 0;
+	for (k = 0; k < v->n_limits; k++) {
+		if (v->limits[k].rule != i)
+			continue;
+		*allowed += v->limits[k].allowed;
+		*refused += v->limits[k].refused;
+		*tcp += v->limits[k].tcp;
+		(*keys)++;
+	}
+}
+
+/* The pins document's limit rules (docs/limits.md), each with its keys'
+ * figures summed over the agents' load documents, then every limited key
+ * summed over the fleet (an agent's own pins file may limit keys the
+ * fleet's pins do not name). */
 static void text_limits(FILE *f, const struct ks_fleet_out *o)
 {
 	const struct ks_hot_rules *p = o->s->pins;
+	const struct ks_fleet_view *v = o->v;
 	char k[KS_FLEET_KEY_TEXT], raw[KS_HOT_KEY_MAX + 2];
-	size_t i, n = 0;
+	double al, re, tcp;
+	size_t i, n = 0, keys;
 
 	for (i = 0; p && i < p->n; i++)
 		n += ks_hot_rule_is_limit(p->r[i].type) != 0;
-	if (!n)
+	if (!n && !v->n_limits)
 		return;
-	fprintf(f, "\nrate limits (pins revision %" PRId64 ")\n",
-		o->s->pins_rev);
-	fprintf(f, "  %-30s %10s  %s\n", "RULE", "RATE/S", "APPLIES TO");
-	for (i = 0; i < p->n; i++) {
+	if (n) {
+		fprintf(f, "\nrate limits (pins revision %" PRId64 ")\n",
+			o->s->pins_rev);
+		fprintf(f, "  %-30s %10s %5s %10s %10s %10s  %s\n", "RULE",
+			"RATE/S", "KEYS", "ALLOWED/S", "REFUSED/S", "TCP/S",
+			"APPLIES TO");
+	}
+	for (i = 0; n && i < p->n; i++) {
 		const struct ks_hot_rule *r = &p->r[i];
 
 		if (!ks_hot_rule_is_limit(r->type))
@@ -328,11 +354,31 @@ static void text_limits(FILE *f, const struct ks_fleet_out *o)
 			 (const char *)r->key,
 			 r->type == KS_RULE_LIMIT_PREFIX ? "*" : "");
 		safe(raw, k, sizeof(k));
-		fprintf(f, "  %-30s %10u  %s\n", o->hash_only ? "-" : k,
-			r->count,
+		rule_sums(v, (long)i, &al, &re, &tcp, &keys);
+		fprintf(f, "  %-30s %10u %5zu %10.1f %10.1f %10.1f  %s\n",
+			o->hash_only ? "-" : k, r->count, keys, al, re, tcp,
 			r->type == KS_RULE_LIMIT_PREFIX ? "each key under it"
 							: "the key");
 	}
+	if (!v->n_limits)
+		return;
+	fprintf(f, "\nlimited keys (summed over the agents' load documents)\n");
+	fprintf(f, "  %-40s %10s %10s %10s %10s %5s\n",
+		o->hash_only ? "HASH" : "KEY", "RATE/S", "ALLOWED/S",
+		"REFUSED/S", "TCP/S", "HOSTS");
+	for (i = 0; i < v->n_limits; i++) {
+		const struct ks_fleet_limit *l = &v->limits[i];
+
+		fprintf(f, "  %-40s %10u %10.1f %10.1f %10.1f %5u\n",
+			key_or_hash(l->hash, l->key, o->hash_only, k,
+				    sizeof(k)),
+			l->rate, l->allowed, l->refused, l->tcp, l->hosts);
+	}
+	if (v->limits_omitted)
+		fprintf(f,
+			"  (%" PRId64
+			" more limited keys beyond the agents' lists of %d, not summed)\n",
+			v->limits_omitted, KS_LOAD_LIMITS_MAX);
 }
 
 void ks_render_fleet_text(FILE *f, const struct ks_fleet_out *o)
@@ -370,6 +416,25 @@ static json_t *str(const char *s)
 	return j ? j : json_string("?");
 }
 
+/* --hash-only: a document as published without key text ("key",
+ * "key_b64") in its lists: "top", "limits" and "hot"'s entries. */
+static void strip_keys(json_t *doc)
+{
+	static const char *const lists[] = { "top", "limits", "hot" };
+	json_t *x, *e;
+	size_t i, k;
+
+	for (i = 0; json_is_object(doc) && i < 3; i++)
+		json_array_foreach(json_object_get(doc, lists[i]), k, x)
+		{
+			e = json_object_get(x, "entry");
+			json_object_del(x, "key");
+			json_object_del(x, "key_b64");
+			json_object_del(e, "key");
+			json_object_del(e, "key_b64");
+		}
+}
+
 static json_t *host_json(const struct ks_fleet_out *o, size_t i)
 {
 	const struct ks_fleet_host *h = &o->s->hosts[i];
@@ -396,6 +461,8 @@ static json_t *host_json(const struct ks_fleet_out *o, size_t i)
 	json_object_set_new(r, "schema",
 			    json_integer(h->kind == KS_FHK_MEMBER ? 2 : 1));
 	doc = json_loadb(h->raw ? h->raw : "", h->raw_len, 0, &je);
+	if (o->hash_only)
+		strip_keys(doc);
 	json_object_set_new(r, "status", doc ? doc : json_null());
 	if (h->member_raw) {
 		doc = json_loadb(h->member_raw, h->member_raw_len, 0, &je);
@@ -565,11 +632,13 @@ static json_t *dedicated_json(const struct ks_fleet_out *o)
 	return a;
 }
 
-/* "limits": a row per limit rule of the pins document. */
+/* "limits": a row per limit rule of the pins document, with its keys'
+ * figures summed over the fleet. */
 static json_t *limits_json(const struct ks_fleet_out *o)
 {
 	json_t *a = json_array();
-	size_t i;
+	double al, re, tcp;
+	size_t i, keys;
 
 	for (i = 0; o->s->pins && i < o->s->pins->n; i++) {
 		const struct ks_hot_rule *r = &o->s->pins->r[i];
@@ -586,6 +655,38 @@ static json_t *limits_json(const struct ks_fleet_out *o)
 		json_object_set_new(x, "rate_per_s", json_integer(r->count));
 		json_object_set_new(x, "burst",
 				    json_integer(ks_limit_burst(r->count)));
+		rule_sums(o->v, (long)i, &al, &re, &tcp, &keys);
+		json_object_set_new(x, "keys", json_integer((json_int_t)keys));
+		json_object_set_new(x, "allowed_per_s", json_real(al));
+		json_object_set_new(x, "refused_per_s", json_real(re));
+		json_object_set_new(x, "tcp_per_s", json_real(tcp));
+		json_array_append_new(a, x);
+	}
+	return a;
+}
+
+/* "limited_keys": every key the agents limit, summed by hash. */
+static json_t *limited_keys_json(const struct ks_fleet_out *o)
+{
+	json_t *a = json_array();
+	char h[24];
+	size_t i;
+
+	for (i = 0; i < o->v->n_limits; i++) {
+		const struct ks_fleet_limit *l = &o->v->limits[i];
+		json_t *x = json_object();
+
+		snprintf(h, sizeof(h), "%016" PRIx64, l->hash);
+		json_object_set_new(x, "hash", json_string(h));
+		json_object_set_new(x, "key",
+				    o->hash_only || !l->key[0]
+					    ? json_null()
+					    : json_string(l->key));
+		json_object_set_new(x, "rate_per_s", json_integer(l->rate));
+		json_object_set_new(x, "allowed_per_s", json_real(l->allowed));
+		json_object_set_new(x, "refused_per_s", json_real(l->refused));
+		json_object_set_new(x, "tcp_per_s", json_real(l->tcp));
+		json_object_set_new(x, "hosts", json_integer(l->hosts));
 		json_array_append_new(a, x);
 	}
 	return a;
@@ -631,6 +732,9 @@ void ks_render_fleet_json(FILE *f, const struct ks_fleet_out *o, int one_line)
 	json_object_set_new(d, "pins_revision", json_integer(s->pins_rev));
 	json_object_set_new(d, "dedicated", dedicated_json(o));
 	json_object_set_new(d, "limits", limits_json(o));
+	json_object_set_new(d, "limited_keys", limited_keys_json(o));
+	json_object_set_new(d, "limited_keys_omitted",
+			    json_integer(v->limits_omitted));
 	if (o->watch_state) {
 		json_t *w = json_object();
 
