@@ -439,10 +439,11 @@ bench-purge: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/purge_bench.sh --json $(OUT)/purge_bench.json
 
-# A runaway key at 10x its limit beside a Zipf load on one shard: the
-# other keys' p99 alone, with the runaway, with the runaway limited, and
-# the refusals the load generator saw against the datapath's count
-# (docs/limits.md). About 90 s. Not in `make test`.
+# A runaway key at 10x its limit, saturating a one-thread shard, beside a
+# Zipf load: the other keys' latency and completed gets alone, with the
+# runaway, with it limited and with its sender at the limit, and the
+# refusals the load generator saw against the datapath's count
+# (docs/limits.md "Measured"). About 3 minutes. Not in `make test`.
 bench-limit: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/limit_bench.sh --json $(OUT)/limit_bench.json

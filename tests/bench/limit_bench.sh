@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # limit_bench.sh - a runaway key against its shard, with and without a
 # per-key rate limit (issue 26, `make bench-limit`; a benchmark, not a
-# test; docs/limits.md). One shard: memcached (one worker thread, so the
-# runaway competes for what the shard can serve) in a namespace, the agent
-# on its veth. A Zipf load of other keys (ZRATE gets/s over UDP, 10,000
-# keys, preloaded) runs SECS seconds in each of three configurations,
-# round after round (ROUNDS):
+# test; docs/limits.md "Measured"). One shard: memcached (one worker
+# thread) in a namespace, the agent on its veth. A Zipf load of other keys
+# (ZRATE gets/s over UDP, 10,000 keys of 100 bytes, preloaded) runs SECS
+# seconds in each configuration, round after round (ROUNDS), the
+# configurations interleaved:
 #   alone     the Zipf load only (the agent attached, no limit);
-#   runaway   plus one key at RRATE gets/s (10x its limit), no limit rule;
-#   limited   the same with `limit runaway:1 LIMIT/s` in the pin file.
-# Reported per configuration, median over rounds: the other keys' p99 and
-# p50 latency, ratios against `alone` of the same round, and for the
-# runaway its gets answered, refused and timed out; in `limited`, the
+#   runaway   plus one key at 10x LIMIT gets/s, no limit rule;
+#   limited   the same with `limit runaway:1 LIMIT/s` in the pin file;
+#   atlimit   the runaway's sender itself at LIMIT gets/s, no rule: what
+#             the shard would see if the key behaved, the floor a limit
+#             can reach (limited - atlimit is what the refusals cost).
+# The runaway key's value is large (RVALUE, 20,000 bytes: a big hot item,
+# many datagrams per reply) so that one memcached thread cannot serve the
+# runaway's 10x on this 2-core machine, where ks_load reaches about
+# 20,000 gets/s: the shard is saturated without the limit, which is the
+# damage a limit is for. Reported per configuration, median over rounds
+# with min-max: the other keys' p50 and p99 latency, p99 against `alone`
+# of the same round, the share of the offered Zipf gets completed
+# (ks_load has one get in flight per connection: a shard that stalls
+# shows as gets not sent, which latency alone hides), and for the runaway
+# its gets served per second, refused and timed out; in `limited`, the
 # refusals ks_load saw against the datapath's refused count (they must be
-# equal: a difference is printed as a FAIL line).
+# equal: a difference is printed as a FAIL line, exit 1).
 #
 #   tests/bench/limit_bench.sh [--rounds N] [--seconds S] [--limit R]
-#                              [--zipf-rate R] [--json FILE]
+#       [--zipf-rate R] [--json FILE] [--configs "alone runaway ..."]
+#       [--run-value BYTES] [--run-conns N] [--run-timeout SEC]
+#       [--mc-threads N] [--zipf-cpu C] [--run-cpu C] [--mc-cpu C] [--drop]
 #
-# Everything is named by PID and removed on every exit path.
+# --drop refuses by XDP_DROP (KS_CFG_LIMIT_DROP set in the pinned config
+# map; the agent itself always replies): the runaway's client then waits
+# its --run-timeout for each refusal, and its timeouts are compared with
+# the datapath's count. --*-cpu pin the Zipf sender, the runaway's sender
+# and memcached (taskset). Everything is named by PID and removed on every
+# exit path.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../user/scripts/netns.sh
@@ -27,19 +44,32 @@ AGENT=$ROOT/${OUT:-build}/agent
 LOAD=$ROOT/${OUT:-build}/ks_load
 EMPTY=$ROOT/${OUT:-build}/ks_empty.bpf.o
 PY=/usr/bin/python3
-ROUNDS=3
-SECS=8
-LIMIT=2000
+ROUNDS=5
+SECS=5
+LIMIT=1000
 ZRATE=3000
 JSON=
+DROP=0
+CONFS="alone runaway limited atlimit"
+ZCPU='' RCPU='' MCPU=''
+RCONNS=16 RTIMEOUT=2 RVALUE=20000 MCT=1
 while [ $# -gt 0 ]; do
 	case $1 in
+	--drop) DROP=1; shift ;;
+	--configs) CONFS=$2; shift 2 ;;
+	--zipf-cpu) ZCPU=$2; shift 2 ;;
+	--run-cpu) RCPU=$2; shift 2 ;;
+	--mc-cpu) MCPU=$2; shift 2 ;;
+	--run-conns) RCONNS=$2; shift 2 ;;
+	--run-timeout) RTIMEOUT=$2; shift 2 ;;
+	--run-value) RVALUE=$2; shift 2 ;;
+	--mc-threads) MCT=$2; shift 2 ;;
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
 	--limit) LIMIT=$2; shift 2 ;;
 	--zipf-rate) ZRATE=$2; shift 2 ;;
 	--json) JSON=$2; shift 2 ;;
-	*) echo "usage: $0 [--rounds N] [--seconds S] [--limit R] [--zipf-rate R] [--json FILE]" >&2; exit 2 ;;
+	*) sed -n '/^#   tests/,/^#  *\[--mc/p' "$0" >&2; exit 2 ;;
 	esac
 done
 RRATE=$((LIMIT * 10))
@@ -70,8 +100,10 @@ ks_pair_create "$CNS" "$SNS" "$CIF" "$SIF" 198.18.0.1/24 "$SADDR/24" ||
 # takes it only with an XDP program of its own (steer_topo.sh does the same)
 ip -n "$CNS" link set dev "$CIF" xdpdrv obj "$EMPTY" sec xdp ||
 	{ echo "limit_bench: cannot attach $EMPTY to $CIF" >&2; exit 1; }
-ks_in_ns_bg "$SNS" memcached -u nobody -l "$SADDR" -p "$PORT" -U "$PORT" \
-	-m 256 -t 1 -c 1024 </dev/null >/dev/null 2>&1
+pin() { [ -n "$1" ] && echo taskset -c "$1"; }
+# shellcheck disable=SC2046 # pin's words, or none
+ks_in_ns_bg "$SNS" $(pin "$MCPU") memcached -u nobody -l "$SADDR" -p "$PORT" -U "$PORT" \
+	-m 256 -t "$MCT" -c 1024 </dev/null >/dev/null 2>&1
 MC_PID=$KS_BG_PID
 ks_wait_tcp "$SNS" "$SADDR" "$PORT" 5 || { echo "limit_bench: memcached did not start" >&2; exit 1; }
 
@@ -90,6 +122,23 @@ agent_up() {
 	done
 	echo "limit_bench: the agent did not start: $(tail -n 3 "$TMP/agent.out")" >&2
 	exit 1
+}
+
+# set_drop: KS_CFG_LIMIT_DROP (0x200) in ks_config.flags (bytes 36-39),
+# so refused gets are dropped, not answered; the agent keeps bits it does
+# not own when it rewrites the config.
+set_drop() {
+	ks_in_ns "$SNS" "$PY" - "/sys/fs/bpf/keysteer/$SIF/ks_config" <<'EOF'
+import json, subprocess, sys
+p = sys.argv[1]
+v = json.loads(subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", p, "key", "0", "0", "0", "0"],
+                              check=True, capture_output=True, text=True).stdout)["value"]
+b = [int(x, 16) for x in v]
+f = int.from_bytes(bytes(b[36:40]), "little") | 0x200
+b[36:40] = list(f.to_bytes(4, "little"))
+subprocess.run(["bpftool", "map", "update", "pinned", p, "key", "0", "0", "0", "0", "value"] +
+               [str(x) for x in b], check=True)
+EOF
 }
 
 # refused: the datapath's refused count of the limited key (0 when none).
@@ -115,7 +164,7 @@ zipf=(--server "$SADDR:$PORT" --proto udp --mix get=100 --keys 10000
 echo "limit_bench: preloading 10,000 keys and the runaway key" >&2
 ks_in_ns "$CNS" "$LOAD" "${zipf[@]}" --preload --count 1 >/dev/null 2>&1 &&
 	ks_in_ns "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp --mix get=100 \
-		--keys 1 --key-prefix runaway: --value-size 100 --preload --count 1 \
+		--keys 1 --key-prefix runaway: --value-size "$RVALUE" --preload --count 1 \
 		>/dev/null 2>&1 || { echo "limit_bench: preload failed" >&2; exit 1; }
 
 printf '# nothing limited\n' >"$TMP/none.txt"
@@ -126,15 +175,19 @@ printf 'limit runaway:1 %s/s\n' "$LIMIT" >"$TMP/limit.txt"
 one() {
 	local conf=$1 r=$2 before after
 	if [ "$conf" = limited ]; then agent_up "$TMP/limit.txt"; else agent_up "$TMP/none.txt"; fi
+	[ "$conf" = limited ] && [ "$DROP" = 1 ] && set_drop
 	before=$(refused)
 	if [ "$conf" != alone ]; then
-		ks_in_ns_bg "$CNS" "$LOAD" --json --server "$SADDR:$PORT" --proto udp \
-			--mix get=100 --keys 1 --key-prefix runaway: --rate "$RRATE" \
-			--duration "$SECS" --conns 8 --timeout 2 \
+		# shellcheck disable=SC2046
+		ks_in_ns_bg "$CNS" $(pin "$RCPU") "$LOAD" --json --server "$SADDR:$PORT" --proto udp \
+			--mix get=100 --keys 1 --key-prefix runaway: \
+			--rate "$([ "$conf" = atlimit ] && echo "$LIMIT" || echo "$RRATE")" \
+			--duration "$SECS" --conns "$RCONNS" --timeout "$RTIMEOUT" \
 			>"$TMP/$conf.$r.run.json" 2>"$TMP/$conf.$r.run.err"
 		RUN_PID=$KS_BG_PID
 	fi
-	ks_in_ns "$CNS" "$LOAD" --json "${zipf[@]}" --rate "$ZRATE" --duration "$SECS" \
+	# shellcheck disable=SC2046
+	ks_in_ns "$CNS" $(pin "$ZCPU") "$LOAD" --json "${zipf[@]}" --rate "$ZRATE" --duration "$SECS" \
 		--seed "$r" >"$TMP/$conf.$r.zipf.json" 2>"$TMP/$conf.$r.zipf.err" ||
 		{ echo "limit_bench: the Zipf load failed: $(head -c 300 "$TMP/$conf.$r.zipf.err")" >&2; exit 1; }
 	if [ -n "$RUN_PID" ]; then
@@ -148,53 +201,65 @@ one() {
 }
 
 for r in $(seq "$ROUNDS"); do
-	for conf in alone runaway limited; do
+	for conf in $CONFS; do
 		one "$conf" "$r"
 	done
 done
 ks_stop_pid "$AGENT_PID" INT 10
 AGENT_PID=
 
-"$PY" - "$TMP" "$ROUNDS" "$LIMIT" "$RRATE" "$ZRATE" "$SECS" "${JSON:-}" <<'EOF'
+"$PY" - "$TMP" "$ROUNDS" "$LIMIT" "$RRATE" "$ZRATE" "$SECS" "${JSON:-}" "$CONFS" "$DROP" "$RVALUE" <<'EOF'
 import json, os, statistics, sys
-tmp, rounds, limit, rrate, zrate, secs, out = sys.argv[1:8]
-rounds = int(rounds)
+tmp, rounds, limit, rrate, zrate, secs, out, confs, drop, rvalue = sys.argv[1:11]
+rounds = int(rounds); drop = drop == "1"
 def get(conf, r, kind):
     p = os.path.join(tmp, "%s.%d.%s.json" % (conf, r, kind))
     if not os.path.exists(p):
         return None
     d = json.load(open(p))
     return [o for o in d["ops"] if o["op"] == "get"][0] | {"secs": d["duration_s"]}
-res = {"limit_per_s": int(limit), "runaway_per_s": int(rrate),
+def spread(v):
+    return {"median": statistics.median(v), "min": min(v), "max": max(v)}
+res = {"limit_per_s": int(limit), "runaway_per_s": int(rrate), "runaway_value_bytes": int(rvalue),
        "zipf_per_s": int(zrate), "seconds": int(secs), "rounds": rounds,
-       "confs": {}}
+       "refused_by": "drop" if drop else "reply", "confs": {}}
 ok = True
-print("one shard, memcached -t 1; Zipf %s gets/s over UDP (10,000 keys); runaway key at %s gets/s, limit %s/s; %s s x %d rounds"
-      % (zrate, rrate, limit, secs, rounds))
-print("%-8s %10s %10s %10s %9s %9s %12s %12s %12s" % ("config", "p50 us", "p99 us",
-      "p99/alone", "errors", "zipf ops", "run answered", "run refused", "run timeouts"))
-for conf in ("alone", "runaway", "limited"):
-    p50 = []; p99 = []; ratio = []; errs = 0; ops = 0; ans = 0; ref = 0; to = 0
+print("one shard, memcached -t 1; Zipf %s gets/s over UDP (10,000 keys, 100-byte values); "
+      "runaway key (%s-byte value) at %s gets/s, limit %s/s (refused by %s); %s s x %d rounds"
+      % (zrate, rvalue, rrate, limit, res["refused_by"], secs, rounds))
+print("median over rounds [min-max]; zipf done: the Zipf gets completed / offered")
+print("%-8s %22s %24s %10s %10s %12s %12s %9s" % ("config", "Zipf p50 us", "Zipf p99 us",
+      "p99/alone", "zipf done", "run served/s", "run refused", "run t/o"))
+for conf in confs.split():
+    p50 = []; p99 = []; ratio = []; done = []; served = []; errs = 0; ref = 0; to = 0
     for r in range(1, rounds + 1):
         z = get(conf, r, "zipf"); a = get("alone", r, "zipf")
         p50.append(z["latency_us"]["p50"]); p99.append(z["latency_us"]["p99"])
-        ratio.append(z["latency_us"]["p99"] / a["latency_us"]["p99"])
-        errs += z["errors"]; ops += z["ops"]
+        if a:
+            ratio.append(z["latency_us"]["p99"] / a["latency_us"]["p99"])
+        done.append((z["ops"] - z["errors"]) / (float(zrate) * float(secs)))
+        errs += z["errors"]
         run = get(conf, r, "run")
         if run:
-            ans += run["ops"] - run["errors"] - run["refused"]
+            served.append((run["ops"] - run["errors"] - run["refused"]) / run["secs"])
             ref += run["refused"]; to += run["timeouts"]
             dp = int(open(os.path.join(tmp, "%s.%d.dp" % (conf, r))).read())
-            if dp != run["refused"]:
+            # a drop leaves the client its timeout: there every refusal
+            # is a timeout, and only refusals time out
+            seen = run["timeouts"] if drop and conf == "limited" else run["refused"]
+            if dp != seen:
                 ok = False
-                print("FAIL %s round %d: datapath refused %d, ks_load saw %d" % (conf, r, dp, run["refused"]))
-    c = {"p50_us": statistics.median(p50), "p99_us": statistics.median(p99),
-         "p99_over_alone": statistics.median(ratio), "zipf_errors": errs,
-         "zipf_ops": ops, "runaway_answered": ans, "runaway_refused": ref,
-         "runaway_timeouts": to}
+                print("FAIL %s round %d: datapath refused %d, ks_load saw %d" % (conf, r, dp, seen))
+    c = {"p50_us": spread(p50), "p99_us": spread(p99),
+         "p99_over_alone": spread(ratio) if ratio else None,
+         "zipf_done": spread(done), "zipf_errors": errs,
+         "runaway_served_per_s": spread(served) if served else None,
+         "runaway_refused": ref, "runaway_timeouts": to}
     res["confs"][conf] = c
-    print("%-8s %10.1f %10.1f %10.2f %9d %9d %12d %12d %12d" % (conf, c["p50_us"], c["p99_us"],
-          c["p99_over_alone"], errs, ops, ans, ref, to))
+    f = lambda s, fmt: (fmt + " [" + fmt + "-" + fmt + "]") % (s["median"], s["min"], s["max"])
+    print("%-8s %22s %24s %10s %10s %12s %12d %9d" % (conf, f(c["p50_us"], "%.0f"), f(c["p99_us"], "%.0f"),
+          "%.2f" % c["p99_over_alone"]["median"] if ratio else "-", "%.3f" % c["zipf_done"]["median"],
+          "%.0f" % c["runaway_served_per_s"]["median"] if served else "-", ref, to))
 res["refusals_exact"] = ok
 print("refusals: datapath == ks_load in every limited round: %s" % ("yes" if ok else "NO"))
 if out:
