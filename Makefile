@@ -451,13 +451,13 @@ bench-limit: check-deps
 	$(MAKE) bench-limit-tcp
 
 # The UDP runaway with the load generators off the shard's CPU: memcached,
-# the agent and the server veth's NAPI thread (its XDP program) on CPU 1,
-# the load generators and the client veth's NAPI thread on CPU 0
-# (docs/limits.md). About 3 minutes.
+# the agent and the server veth's receive (RPS) on CPU 1, the load
+# generators and the client veth's receive on CPU 0 (docs/limits.md).
+# About 3 minutes.
 bench-limit-cpus: check-deps
 	$(MAKE) all
-	OUT=$(OUT) tests/bench/limit_bench.sh --mc-cpu 1 --agent-cpu 1 --napi-server 1 \
-		--zipf-cpu 0 --run-cpu 0 --napi-client 0 --json $(OUT)/limit_bench_cpus.json
+	OUT=$(OUT) tests/bench/limit_bench.sh --mc-cpu 1 --agent-cpu 1 --rps-server 2 \
+		--zipf-cpu 0 --run-cpu 0 --rps-client 1 --json $(OUT)/limit_bench_cpus.json
 
 # The runaway through libkeysteer over TCP, per client process and
 # fleet-wide (docs/limits.md). About 3 minutes.

@@ -33,7 +33,11 @@
 #    every unnamed item, and memcached's cmd_set moves by exactly the
 #    items sent; the control (batch_limit=off) sends all 50. A
 #    keysteer_counter_fold of hot:1 over its limit is refused and sends
-#    nothing.
+#    nothing. A split counter (a hot/ entry put here, as the agents
+#    publish one, giving sess:ctr 4 sub-keys): 50 increments at once
+#    send at most its bucket plus its rate, each to a part of the
+#    counter, and the counter's total in memcached (its parts, read on a
+#    handle of another view) moves by exactly those sent.
 # Everything is this script's own (namespace ht_lim_PID, memcached and
 # etcd by PID), removed on every exit path. About 10 s.
 set -u
@@ -94,7 +98,7 @@ fi
 ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" KEYSTEER_TEST_SWITCHES=1 PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
 	timeout 120 "$PY" - "etcd=$URL cluster=$CLUSTER timeout_ms=2000 etcd_timeout_ms=10000" \
 	"$MC_PORT" "$E2E_TMP" >"$E2E_TMP/py.out" 2>"$E2E_TMP/py.err" <<'PYEOF' &
-import errno, os, sys, time
+import errno, json, os, sys, time
 import ks_clients  # its memcached stats reader
 from keysteer_client import Client, RateLimited
 spec, port, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -267,6 +271,45 @@ except RateLimited:
     fold = "refused"
 out("fold", fold, mc_full() - m0, "%.3f" % (time.monotonic() - t0))
 
+# a split counter's increments take its key's token, whichever part
+# they land on: sess:ctr made write-hot with 4 sub-keys by a hot/ entry
+# put here (what the agents publish), then 50 increments at once
+import ks_hostview
+words = dict(w.split("=", 1) for w in spec.split())
+key = b"sess:ctr"
+doc = json.dumps({"schema": 1, "hash": "%016x" % ks_hostview.key_hash(key),
+                  "key": key.decode(), "owner": "127.0.0.1:%d" % port,
+                  "read_hot": False, "write_hot": True, "pinned": False,
+                  "copies": 1, "replicas": [], "subkeys": 4, "state": "counting",
+                  "write_seq": 1, "reads_per_s": 0.0, "writes_per_s": 5000.0},
+                 separators=(",", ":"))
+rev = ks_hostview.etcd_put(words["etcd"], "/keysteer/%s/hot/%016x" % (
+    words["cluster"], ks_hostview.key_hash(key)), doc)
+deadline = time.monotonic() + 30
+while c.stats()["view_revision"] < rev and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(0.15)  # the bucket of sess:ctr full (2 at 20/s)
+# the truth: the counter's total as memcached holds it (base plus
+# sub-keys), read on a handle of its own view (its own bucket); memcached
+# 1.6 counts no meta arithmetic (ma) in its incr stats
+def total():
+    with Client(spec + " view=own") as h:
+        return h.counter(key)
+st0, i0 = c.stats(), total()
+time.sleep(0.15)  # the bucket of sess:ctr full again
+t0 = time.monotonic()
+ok = refused = split = 0
+for _ in range(50):
+    try:
+        split += c.incr(key, 1) is None
+        ok += 1
+    except RateLimited:
+        refused += 1
+t = time.monotonic() - t0
+st = c.stats()
+out("split", ok, refused, split, st["subkey_writes"] - st0["subkey_writes"],
+    total() - i0, st["limit_refused"] - st0["limit_refused"], "%.3f" % t)
+
 # 5. the rules taken away: the script puts the new pins, then writes
 # the revision it got; the handle's view reaches it
 open(os.path.join(tmp, "ready"), "w").close()
@@ -420,6 +463,16 @@ if { [ "$fold" = refused ] && [ "$mc_fold" = 0 ]; } || [ "${t%.*}" -ge 1 ]; then
 	note "fold of hot:1 over its limit: $fold, memcached commands +$mc_fold"
 else
 	fail client_limit_fold_refused "fold of hot:1: $fold in $t s, memcached commands +$mc_fold"
+fi
+
+read -r ok refused split sub mc_inc l_ref t <<<"$(get split)"
+if [ -n "$t" ] && [ "$refused" -gt 0 ] && [ "$ok" -le "$(batch_bound "$t")" ] &&
+	[ "$split" = "$ok" ] && [ "$((ok + refused))" = 50 ] && [ "$mc_inc" = "$ok" ] &&
+	[ "$l_ref" = "$refused" ]; then
+	pass client_limit_split_counter
+	note "split counter sess:ctr (4 sub-keys): $ok of 50 increments sent (at most $(batch_bound "$t")), $sub of them to sub-keys; the counter's total in memcached +$mc_inc"
+else
+	fail client_limit_split_counter "split counter: $ok sent (bound $(batch_bound "$t") in $t s), $refused refused, $split split, $sub to sub-keys; total in memcached +$mc_inc; limit_refused +$l_ref"
 fi
 
 # 5.
