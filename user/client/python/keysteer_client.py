@@ -6,6 +6,7 @@ once, in C.
     from keysteer_client import Client
     c = Client(etcd="http://10.0.0.9:2379", cluster="web")
     c.set(b"user:42", b"hello", expire=60)
+    c.set_many({b"a": b"1", b"b": b"2"})  # [] or the keys over their rate limit
     c.get(b"user:42")        # b"hello", from a copy if the key is armed
     c.get_or_fill(b"user:7", lambda: db_read(7), expire=60)  # one fill per miss, fleet-wide
     c.delete(b"user:42")
