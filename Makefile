@@ -62,7 +62,7 @@ $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 FORCE:
-.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-limit bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-agent-big bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
+.PHONY: all client tests format FORCE clean test test-unit test-compat compat-full test-prog test-e2e demo bench bench-line bench-purge bench-limit bench-limit-tcp bench-limit-cpus bench-scale-out bench-herd bench-steer bench-accuracy bench-fleet bench-clients bench-detect bench-view-file bench-agent bench-agent-big bench-host bench-votes soak deps check-deps check-demo-deps vmlinux
 # what a user runs; `make tests` the test programs, `make fuzz` the fuzzers
 all: $(OUT)/agent $(OUT)/ks_load $(BPF_OBJS) client
 tests: $(TEST_BINS) $(OUT)/tests/client_bench $(OUT)/tests/ks_client_fresh $(OUT)/tests/acc_gen
@@ -443,10 +443,27 @@ bench-purge: check-deps
 # Zipf load: the other keys' latency and completed gets alone, with the
 # runaway, with it limited and with its sender at the limit, and the
 # refusals the load generator saw against the datapath's count
-# (docs/limits.md "Measured"). About 3 minutes. Not in `make test`.
+# (docs/limits.md "Measured"), then the same through libkeysteer over TCP
+# (bench-limit-tcp). About 6 minutes. Not in `make test`.
 bench-limit: check-deps
 	$(MAKE) all
 	OUT=$(OUT) tests/bench/limit_bench.sh --json $(OUT)/limit_bench.json
+	$(MAKE) bench-limit-tcp
+
+# The UDP runaway with the load generators off the shard's CPU: memcached,
+# the agent and the server veth's receive (RPS) on CPU 1, the load
+# generators and the client veth's receive on CPU 0 (docs/limits.md).
+# About 3 minutes.
+bench-limit-cpus: check-deps
+	$(MAKE) all
+	OUT=$(OUT) tests/bench/limit_bench.sh --mc-cpu 1 --agent-cpu 1 --rps-server 2 \
+		--zipf-cpu 0 --run-cpu 0 --rps-client 1 --json $(OUT)/limit_bench_cpus.json
+
+# The runaway through libkeysteer over TCP, per client process and
+# fleet-wide (docs/limits.md). About 3 minutes.
+bench-limit-tcp: check-deps
+	$(MAKE) all tests
+	OUT=$(OUT) tests/bench/limit_tcp_bench.sh --json $(OUT)/limit_tcp_bench.json
 
 # The flash-sale benchmark: 8 shards, 4 L1 replicas, with and without
 # steering (docs/steering.md). About 40 s.

@@ -29,13 +29,28 @@
 #       [--zipf-rate R] [--json FILE] [--configs "alone runaway ..."]
 #       [--run-value BYTES] [--run-conns N] [--run-timeout SEC]
 #       [--mc-threads N] [--zipf-cpu C] [--run-cpu C] [--mc-cpu C] [--drop]
+#       [--agent-cpu C] [--rps-server MASK] [--rps-client MASK]
+#       [--napi-server C] [--napi-client C]
 #
 # --drop refuses by XDP_DROP (KS_CFG_LIMIT_DROP set in the pinned config
 # map; the agent itself always replies): the runaway's client then waits
 # its --run-timeout for each refusal, and its timeouts are compared with
 # the datapath's count. --*-cpu pin the Zipf sender, the runaway's sender
-# and memcached (taskset). Everything is named by PID and removed on every
-# exit path.
+# and memcached (taskset), --agent-cpu the agent. --rps-server and
+# --rps-client set RPS (rps_cpus, a hex CPU mask) on the receive queues
+# of the server's and the client's veth: the stack's half of a received
+# packet (IP, UDP, the socket) then runs on those CPUs, though the XDP
+# program on a veth runs where the packet was sent (the peer's transmit
+# schedules the veth's NAPI on the sending CPU), so the datapath's check
+# and its refusal replies stay on the sender's CPU. --napi-server and
+# --napi-client move that too: the veth's NAPI threaded (its `threaded`
+# in sysfs) and its kernel thread, napi/IF-N, pinned to CPU C, so the
+# server veth's XDP program, its XDP_TX replies and the stack's receive
+# run on the shard's CPU, and the client's receive on the client's
+# (re-pinned after each agent start: attaching XDP makes a new thread).
+# Everything is named
+# by PID and removed on every exit path (names prefixed KS_NS_PREFIX,
+# default ks).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../user/scripts/netns.sh
@@ -51,7 +66,7 @@ ZRATE=3000
 JSON=
 DROP=0
 CONFS="alone runaway limited atlimit"
-ZCPU='' RCPU='' MCPU=''
+ZCPU='' RCPU='' MCPU='' ACPU='' RPS_S='' RPS_C='' NAPI_S='' NAPI_C=''
 RCONNS=16 RTIMEOUT=2 RVALUE=20000 MCT=1
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -60,6 +75,11 @@ while [ $# -gt 0 ]; do
 	--zipf-cpu) ZCPU=$2; shift 2 ;;
 	--run-cpu) RCPU=$2; shift 2 ;;
 	--mc-cpu) MCPU=$2; shift 2 ;;
+	--agent-cpu) ACPU=$2; shift 2 ;;
+	--rps-server) RPS_S=$2; shift 2 ;;
+	--rps-client) RPS_C=$2; shift 2 ;;
+	--napi-server) NAPI_S=$2; shift 2 ;;
+	--napi-client) NAPI_C=$2; shift 2 ;;
 	--run-conns) RCONNS=$2; shift 2 ;;
 	--run-timeout) RTIMEOUT=$2; shift 2 ;;
 	--run-value) RVALUE=$2; shift 2 ;;
@@ -78,7 +98,8 @@ for t in memcached bpftool "$AGENT" "$LOAD"; do
 	command -v "$t" >/dev/null || { echo "limit_bench: $t is missing (make deps; make)" >&2; exit 1; }
 done
 
-CNS=ks_lbc_$$ SNS=ks_lbs_$$ CIF=ks_lc$$ SIF=ks_ls$$
+P=${KS_NS_PREFIX:-ks}
+CNS=${P}_lbc_$$ SNS=${P}_lbs_$$ CIF=${P}_lc$$ SIF=${P}_ls$$
 SADDR=198.18.0.2 PORT=11211
 TMP=$(mktemp -d /tmp/ks_limit_bench.XXXXXX)
 MC_PID='' AGENT_PID='' RUN_PID=''
@@ -101,6 +122,29 @@ ks_pair_create "$CNS" "$SNS" "$CIF" "$SIF" 198.18.0.1/24 "$SADDR/24" ||
 ip -n "$CNS" link set dev "$CIF" xdpdrv obj "$EMPTY" sec xdp ||
 	{ echo "limit_bench: cannot attach $EMPTY to $CIF" >&2; exit 1; }
 pin() { [ -n "$1" ] && echo taskset -c "$1"; }
+# rps NS IF MASK: RPS on every receive queue of IF (ip netns exec, not
+# ks_in_ns: it mounts the namespace's own sysfs, where IF is)
+rps() {
+	[ -n "$3" ] || return 0
+	ip netns exec "$1" sh -c 'for q in /sys/class/net/$0/queues/rx-*/rps_cpus; do echo "$1" >"$q" || exit 1; done' "$2" "$3" ||
+		{ echo "limit_bench: cannot set rps_cpus $3 on $2" >&2; exit 1; }
+}
+rps "$SNS" "$SIF" "$RPS_S"
+rps "$CNS" "$CIF" "$RPS_C"
+# napi NS IF CPU: IF's NAPI threaded, its threads (napi/IF-N; the name
+# as ps shows it, cut at 15 bytes) pinned to CPU
+napi() {
+	local pid n=0 name
+	[ -n "$3" ] || return 0
+	ip netns exec "$1" sh -c 'echo 1 >/sys/class/net/$0/threaded' "$2" ||
+		{ echo "limit_bench: cannot make $2's NAPI threaded" >&2; exit 1; }
+	name=$(printf 'napi/%s-' "$2" | cut -c1-15)
+	for pid in $(ps -e -o pid= -o comm= | awk -v n="$name" 'index($2, n) == 1 {print $1}'); do
+		taskset -p -c "$3" "$pid" >/dev/null && n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || { echo "limit_bench: no NAPI thread of $2 to pin" >&2; exit 1; }
+}
+napi "$CNS" "$CIF" "$NAPI_C"
 # shellcheck disable=SC2046 # pin's words, or none
 ks_in_ns_bg "$SNS" $(pin "$MCPU") memcached -u nobody -l "$SADDR" -p "$PORT" -U "$PORT" \
 	-m 256 -t "$MCT" -c 1024 </dev/null >/dev/null 2>&1
@@ -112,11 +156,12 @@ ks_wait_tcp "$SNS" "$SADDR" "$PORT" 5 || { echo "limit_bench: memcached did not 
 agent_up() {
 	ks_stop_pid "$AGENT_PID" INT 10
 	AGENT_PID=
-	ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" --interval 1 --sample 8 \
+	# shellcheck disable=SC2046
+	ks_in_ns_bg "$SNS" $(pin "$ACPU") "$AGENT" run --iface "$SIF" --interval 1 --sample 8 \
 		--pins "$1" -v </dev/null >"$TMP/agent.out" 2>&1
 	AGENT_PID=$KS_BG_PID
 	for _ in $(seq 300); do
-		grep -q '^keysteer: #[0-9]* ' "$TMP/agent.out" && return 0
+		grep -q '^keysteer: #[0-9]* ' "$TMP/agent.out" && { napi "$SNS" "$SIF" "$NAPI_S"; return 0; }
 		kill -0 "$AGENT_PID" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -139,6 +184,11 @@ b[36:40] = list(f.to_bytes(4, "little"))
 subprocess.run(["bpftool", "map", "update", "pinned", p, "key", "0", "0", "0", "0", "value"] +
                [str(x) for x in b], check=True)
 EOF
+}
+
+# mc_ticks: memcached's CPU time so far (utime + stime, clock ticks).
+mc_ticks() {
+	awk '{print $14 + $15}' "/proc/$MC_PID/stat"
 }
 
 # refused: the datapath's refused count of the limited key (0 when none).
@@ -173,10 +223,11 @@ printf 'limit runaway:1 %s/s\n' "$LIMIT" >"$TMP/limit.txt"
 # one CONF ROUND: the Zipf load for SECS s, with the runaway beside it
 # unless CONF is alone; JSON of both loads in $TMP/CONF.ROUND.*.json.
 one() {
-	local conf=$1 r=$2 before after
+	local conf=$1 r=$2 before after t0
 	if [ "$conf" = limited ]; then agent_up "$TMP/limit.txt"; else agent_up "$TMP/none.txt"; fi
 	[ "$conf" = limited ] && [ "$DROP" = 1 ] && set_drop
 	before=$(refused)
+	t0=$(mc_ticks)
 	if [ "$conf" != alone ]; then
 		# shellcheck disable=SC2046
 		ks_in_ns_bg "$CNS" $(pin "$RCPU") "$LOAD" --json --server "$SADDR:$PORT" --proto udp \
@@ -197,6 +248,7 @@ one() {
 	fi
 	after=$(refused)
 	echo "$((after - before))" >"$TMP/$conf.$r.dp"
+	echo "$(($(mc_ticks) - t0))" >"$TMP/$conf.$r.mcticks"
 	echo "limit_bench: round $r $conf done" >&2
 }
 
@@ -208,9 +260,9 @@ done
 ks_stop_pid "$AGENT_PID" INT 10
 AGENT_PID=
 
-"$PY" - "$TMP" "$ROUNDS" "$LIMIT" "$RRATE" "$ZRATE" "$SECS" "${JSON:-}" "$CONFS" "$DROP" "$RVALUE" <<'EOF'
+"$PY" - "$TMP" "$ROUNDS" "$LIMIT" "$RRATE" "$ZRATE" "$SECS" "${JSON:-}" "$CONFS" "$DROP" "$RVALUE" "$(getconf CLK_TCK)" <<'EOF'
 import json, os, statistics, sys
-tmp, rounds, limit, rrate, zrate, secs, out, confs, drop, rvalue = sys.argv[1:11]
+tmp, rounds, limit, rrate, zrate, secs, out, confs, drop, rvalue, hz = sys.argv[1:12]
 rounds = int(rounds); drop = drop == "1"
 def get(conf, r, kind):
     p = os.path.join(tmp, "%s.%d.%s.json" % (conf, r, kind))
@@ -228,16 +280,19 @@ print("one shard, memcached -t 1; Zipf %s gets/s over UDP (10,000 keys, 100-byte
       "runaway key (%s-byte value) at %s gets/s, limit %s/s (refused by %s); %s s x %d rounds"
       % (zrate, rvalue, rrate, limit, res["refused_by"], secs, rounds))
 print("median over rounds [min-max]; zipf done: the Zipf gets completed / offered")
-print("%-8s %22s %24s %10s %10s %12s %12s %9s" % ("config", "Zipf p50 us", "Zipf p99 us",
-      "p99/alone", "zipf done", "run served/s", "run refused", "run t/o"))
+print("mc cpu: memcached's CPU time over the configuration's run, as a share of one CPU")
+print("%-8s %22s %24s %10s %10s %12s %12s %9s %7s" % ("config", "Zipf p50 us", "Zipf p99 us",
+      "p99/alone", "zipf done", "run served/s", "run refused", "run t/o", "mc cpu"))
 for conf in confs.split():
-    p50 = []; p99 = []; ratio = []; done = []; served = []; errs = 0; ref = 0; to = 0
+    p50 = []; p99 = []; ratio = []; done = []; served = []; errs = 0; ref = 0; to = 0; mcpu = []
     for r in range(1, rounds + 1):
         z = get(conf, r, "zipf"); a = get("alone", r, "zipf")
         p50.append(z["latency_us"]["p50"]); p99.append(z["latency_us"]["p99"])
         if a:
             ratio.append(z["latency_us"]["p99"] / a["latency_us"]["p99"])
         done.append((z["ops"] - z["errors"]) / (float(zrate) * float(secs)))
+        mcpu.append(int(open(os.path.join(tmp, "%s.%d.mcticks" % (conf, r))).read())
+                    / float(hz) / z["secs"])
         errs += z["errors"]
         run = get(conf, r, "run")
         if run:
@@ -254,12 +309,13 @@ for conf in confs.split():
          "p99_over_alone": spread(ratio) if ratio else None,
          "zipf_done": spread(done), "zipf_errors": errs,
          "runaway_served_per_s": spread(served) if served else None,
-         "runaway_refused": ref, "runaway_timeouts": to}
+         "runaway_refused": ref, "runaway_timeouts": to, "memcached_cpu": spread(mcpu)}
     res["confs"][conf] = c
     f = lambda s, fmt: (fmt + " [" + fmt + "-" + fmt + "]") % (s["median"], s["min"], s["max"])
-    print("%-8s %22s %24s %10s %10s %12s %12d %9d" % (conf, f(c["p50_us"], "%.0f"), f(c["p99_us"], "%.0f"),
+    print("%-8s %22s %24s %10s %10s %12s %12d %9d %7s" % (conf, f(c["p50_us"], "%.0f"), f(c["p99_us"], "%.0f"),
           "%.2f" % c["p99_over_alone"]["median"] if ratio else "-", "%.3f" % c["zipf_done"]["median"],
-          "%.0f" % c["runaway_served_per_s"]["median"] if served else "-", ref, to))
+          "%.0f" % c["runaway_served_per_s"]["median"] if served else "-", ref, to,
+          "%.2f" % c["memcached_cpu"]["median"]))
 res["refusals_exact"] = ok
 print("refusals: datapath == ks_load in every limited round: %s" % ("yes" if ok else "NO"))
 if out:

@@ -6,6 +6,7 @@
  *   ks_client_load --spec SPEC [--threads T] [--keys K] [--zipf S]
  *                  [--flash KEY:SHARE] [--prefix P] [--rate R]
  *                  [--duration SEC] [--count N] [--seed N] [--per-key N]
+ *                  [--runaway KEY --runaway-rate R --runaway-threads T]
  *
  * T threads, each with a handle of its own (a handle is one thread's),
  * send gets of key P1..PK drawn with Zipf S (user/load/zipf.c, the sampler
@@ -22,6 +23,15 @@
  * (rank 0) and of ranks 1..N, each second, so a shard's load can be taken
  * apart into the keys the library moved and those it did not
  * (docs/steering.md, "Where the rest of the busiest shard comes from").
+ *
+ * --runaway KEY adds T more threads (handles of the same process, so of
+ * the same view and rate-limit buckets) that get only KEY, paced to R
+ * gets/s in all (make bench-limit's TCP part, docs/limits.md): "runaway"
+ * reports their gets, those served, those refused by the key's rate limit
+ * (-KEYSTEER_ELIMIT: nothing sent) and their latency, "others" the
+ * --threads' gets apart, so the other keys' latency is not mixed with
+ * the runaway's. A refusal is not an error; "limit_refused" is the
+ * handles' own count (keysteer_stats), to compare with "refused".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,25 +46,26 @@
 #include "load/hist.h"
 #include "load/zipf.h"
 
-#define MAX_THREADS 64
+#define MAX_THREADS 64 /* --threads and --runaway-threads each */
 #define MAX_SECONDS 600
 #define MAX_KEY     250
 #define MAX_PER_KEY 256
 
 struct cfg {
-	const char *spec, *flash, *prefix;
-	double flash_share, zipf_s, rate, duration;
-	unsigned threads, keys, per_key;
+	const char *spec, *flash, *prefix, *runaway;
+	double flash_share, zipf_s, rate, duration, run_rate;
+	unsigned threads, keys, per_key, run_threads;
 	uint64_t count, seed;
 };
 
 struct worker {
 	pthread_t t;
 	unsigned idx;
+	int runaway; /* gets only --runaway's key */
 	const struct cfg *cfg;
 	const struct ks_zipf *zipf;
 	struct ks_hist lat_ns;
-	uint64_t gets, hits, misses, errors;
+	uint64_t gets, hits, misses, errors, refused;
 	int open_failed;
 	struct keysteer_stats st;
 	char err[256];
@@ -98,6 +109,8 @@ static size_t draw(const struct worker *w, struct ks_rng *r, char *buf,
 	const struct cfg *c = w->cfg;
 
 	*rank = 0;
+	if (w->runaway)
+		return (size_t)snprintf(buf, MAX_KEY + 1, "%s", c->runaway);
 	if (c->flash && ks_rng_unit(r) < c->flash_share)
 		return (size_t)snprintf(buf, MAX_KEY + 1, "%s", c->flash);
 	*rank = ks_zipf_rank(w->zipf, ks_rng_unit(r));
@@ -118,7 +131,9 @@ static void *run(void *arg)
 {
 	struct worker *w = arg;
 	const struct cfg *c = w->cfg;
-	double gap = c->threads / c->rate, next = now_s(), t;
+	double gap = w->runaway ? c->run_threads / c->run_rate
+				: c->threads / c->rate,
+	       next = now_s(), t;
 	char key[MAX_KEY + 1];
 	struct keysteer *ks;
 	struct ks_rng rng;
@@ -142,7 +157,7 @@ static void *run(void *arg)
 	       __atomic_fetch_add(&issued, 1, __ATOMIC_RELAXED) < c->count) {
 		klen = draw(w, &rng, key, &rank);
 		/* Only the counted ranks pay for the stats calls around. */
-		counted = c->per_key && rank <= c->per_key;
+		counted = c->per_key && rank <= c->per_key && !w->runaway;
 		if (counted)
 			keysteer_stats(ks, &w->st, sizeof(w->st));
 		copies = w->st.copy_reads;
@@ -153,7 +168,9 @@ static void *run(void *arg)
 			count_key(rank, now_s() - t0,
 				  w->st.copy_reads != copies);
 		}
-		if (ret < 0) {
+		if (ret == -KEYSTEER_ELIMIT) {
+			w->refused++; /* nothing sent: not an error */
+		} else if (ret < 0) {
 			w->errors++;
 			snprintf(w->err, sizeof(w->err), "%s",
 				 keysteer_errmsg(ks));
@@ -181,14 +198,21 @@ static void *run(void *arg)
 
 static int parse(int argc, char **argv, struct cfg *c)
 {
-	static const struct option lo[] = {
-		{ "spec", 1, 0, 's' },    { "threads", 1, 0, 't' },
-		{ "keys", 1, 0, 'k' },    { "zipf", 1, 0, 'z' },
-		{ "flash", 1, 0, 'f' },   { "prefix", 1, 0, 'p' },
-		{ "rate", 1, 0, 'r' },    { "duration", 1, 0, 'd' },
-		{ "count", 1, 0, 'n' },   { "seed", 1, 0, 'S' },
-		{ "per-key", 1, 0, 'K' }, { 0, 0, 0, 0 }
-	};
+	static const struct option lo[] = { { "spec", 1, 0, 's' },
+					    { "threads", 1, 0, 't' },
+					    { "keys", 1, 0, 'k' },
+					    { "zipf", 1, 0, 'z' },
+					    { "flash", 1, 0, 'f' },
+					    { "prefix", 1, 0, 'p' },
+					    { "rate", 1, 0, 'r' },
+					    { "duration", 1, 0, 'd' },
+					    { "count", 1, 0, 'n' },
+					    { "seed", 1, 0, 'S' },
+					    { "per-key", 1, 0, 'K' },
+					    { "runaway", 1, 0, 'R' },
+					    { "runaway-rate", 1, 0, 'X' },
+					    { "runaway-threads", 1, 0, 'T' },
+					    { 0, 0, 0, 0 } };
 	char *colon;
 	double v;
 	int o;
@@ -261,10 +285,31 @@ static int parse(int argc, char **argv, struct cfg *c)
 					      optarg);
 			c->per_key = (unsigned)v;
 			break;
+		case 'R':
+			if (strlen(optarg) > MAX_KEY)
+				return refuse("--runaway is too long:", optarg);
+			c->runaway = optarg;
+			break;
+		case 'X':
+			if (num(optarg, 1, 1e7, &c->run_rate))
+				return refuse("--runaway-rate wants 1..1e7 "
+					      "gets/s, not",
+					      optarg);
+			break;
+		case 'T':
+			if (num(optarg, 1, MAX_THREADS, &v))
+				return refuse("--runaway-threads wants 1..64, "
+					      "not",
+					      optarg);
+			c->run_threads = (unsigned)v;
+			break;
 		default:
 			return 2;
 		}
 	}
+	if (c->runaway && !c->run_rate)
+		return refuse("--runaway wants --runaway-rate too, for",
+			      c->runaway);
 	if (optind < argc)
 		return refuse("unexpected argument", argv[optind]);
 	if (!c->spec)
@@ -292,15 +337,45 @@ static void report_keys(const struct cfg *c, unsigned secs)
 	printf("}, ");
 }
 
+/* One group of threads (the runaway's or the others'): "NAME": {...}. */
+static void report_group(const char *name, struct worker *w, unsigned n,
+			 int runaway, double took)
+{
+	struct ks_hist h = { 0 };
+	uint64_t gets = 0, ok = 0, refused = 0, errors = 0, lim = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (w[i].runaway != runaway)
+			continue;
+		ks_hist_merge(&h, &w[i].lat_ns);
+		gets += w[i].gets;
+		ok += w[i].hits + w[i].misses;
+		refused += w[i].refused;
+		errors += w[i].errors;
+		lim += w[i].st.limit_refused;
+	}
+	printf("\"%s\": {\"gets\": %" PRIu64 ", \"served\": %" PRIu64
+	       ", \"refused\": %" PRIu64 ", \"limit_refused\": %" PRIu64
+	       ", \"errors\": %" PRIu64 ", \"served_per_s\": %.1f, "
+	       "\"latency_us\": {\"p50\": %.1f, \"p99\": %.1f}}, ",
+	       name, gets, ok, refused, lim, errors, ok / took,
+	       ks_hist_quantile(&h, 0.5) / 1e3,
+	       ks_hist_quantile(&h, 0.99) / 1e3);
+}
+
 static void report(const struct cfg *c, struct worker *w, double took)
 {
 	struct ks_hist all = { 0 };
 	uint64_t gets = 0, hits = 0, misses = 0, errors = 0, copy = 0,
 		 owner = 0, fb = 0;
 	const char *err = "";
-	unsigned i, secs = (unsigned)took;
+	unsigned i, secs = (unsigned)took, n = c->threads + c->run_threads;
+	uint64_t refused = 0, lim = 0;
 
-	for (i = 0; i < c->threads; i++) {
+	for (i = 0; i < n; i++) {
+		refused += w[i].refused;
+		lim += w[i].st.limit_refused;
 		ks_hist_merge(&all, &w[i].lat_ns);
 		gets += w[i].gets;
 		hits += w[i].hits;
@@ -325,7 +400,12 @@ static void report(const struct cfg *c, struct worker *w, double took)
 	       ks_hist_quantile(&all, 1.0) / 1e3);
 	for (i = 0; i < secs && i < MAX_SECONDS; i++)
 		printf("%s%" PRIu64, i ? ", " : "", per_sec[i]);
-	printf("], ");
+	printf("], \"refused\": %" PRIu64 ", \"limit_refused\": %" PRIu64 ", ",
+	       refused, lim);
+	if (c->runaway) {
+		report_group("runaway", w, n, 1, took);
+		report_group("others", w, n, 0, took);
+	}
 	if (c->per_key)
 		report_keys(c, secs);
 	printf("\"error\": \"");
@@ -345,7 +425,7 @@ int main(int argc, char **argv)
 			 .keys = 100000,
 			 .count = UINT64_MAX,
 			 .seed = 1 };
-	static struct worker w[MAX_THREADS];
+	static struct worker w[2 * MAX_THREADS];
 	struct ks_zipf zipf;
 	uint64_t errors = 0;
 	unsigned i;
@@ -365,14 +445,19 @@ int main(int argc, char **argv)
 			"ks_client_load: out of memory for --per-key\n");
 		return 2;
 	}
+	if (!c.runaway)
+		c.run_threads = 0;
+	else if (!c.run_threads)
+		c.run_threads = 1;
 	t0 = now_s();
-	for (i = 0; i < c.threads; i++) {
+	for (i = 0; i < c.threads + c.run_threads; i++) {
 		w[i].idx = i;
+		w[i].runaway = i >= c.threads;
 		w[i].cfg = &c;
 		w[i].zipf = &zipf;
 		pthread_create(&w[i].t, NULL, run, &w[i]);
 	}
-	for (i = 0; i < c.threads; i++) {
+	for (i = 0; i < c.threads + c.run_threads; i++) {
 		pthread_join(w[i].t, NULL);
 		errors += w[i].errors;
 		open_failed |= w[i].open_failed;

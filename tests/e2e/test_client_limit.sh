@@ -27,6 +27,17 @@
 #    at 2/s instead of 2 at 20/s).
 # 5. The rules taken away ('agent pins set' without them): once the
 #    handle's view has the new document, hot:1 is no longer refused.
+# 6. keysteer_set_many decides per item: a batch of 50 items of one
+#    limited key, hot:1 and the unnamed keys sends at most the key's
+#    bucket plus its rate over the batch's time, refuses hot:1, writes
+#    every unnamed item, and memcached's cmd_set moves by exactly the
+#    items sent; the control (batch_limit=off) sends all 50. A
+#    keysteer_counter_fold of hot:1 over its limit is refused and sends
+#    nothing. A split counter (a hot/ entry put here, as the agents
+#    publish one, giving sess:ctr 4 sub-keys): 50 increments at once
+#    send at most its bucket plus its rate, each to a part of the
+#    counter, and the counter's total in memcached (its parts, read on a
+#    handle of another view) moves by exactly those sent.
 # Everything is this script's own (namespace ht_lim_PID, memcached and
 # etcd by PID), removed on every exit path. About 10 s.
 set -u
@@ -84,10 +95,10 @@ fi
 # The client: one process, its results as "NAME VALUE" lines; it waits
 # for the second pins document itself (a file the script writes when it
 # has put it), each wait bounded.
-ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
+ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" KEYSTEER_TEST_SWITCHES=1 PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
 	timeout 120 "$PY" - "etcd=$URL cluster=$CLUSTER timeout_ms=2000 etcd_timeout_ms=10000" \
 	"$MC_PORT" "$E2E_TMP" >"$E2E_TMP/py.out" 2>"$E2E_TMP/py.err" <<'PYEOF' &
-import errno, os, sys, time
+import errno, json, os, sys, time
 import ks_clients  # its memcached stats reader
 from keysteer_client import Client, RateLimited
 spec, port, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -217,6 +228,88 @@ n4 = sum(verdict_of(c4, "sess:share") == "allowed" for _ in range(100))
 out("share", n4, "%.3f" % (time.monotonic() - t0), c4.limit_stat("sess:share")["burst"])
 c4.close()
 
+# 6. batches and folds: a batch of 50 items of a fresh sess: key (a
+# bucket of 2 at 20/s), hot:1 and the unnamed keys: the items over the
+# limit refused alone, the rest written; memcached's cmd_set is the truth.
+# The control, batch_limit=off (a test-only word) on a handle of the same
+# view, sends every item of another fresh key.
+def mc_full():
+    st = ks_clients.mc_stats("127.0.0.1", port)
+    return sum(st[k] for k in ("cmd_get", "cmd_set", "incr_hits",
+                               "incr_misses", "decr_hits", "decr_misses",
+                               "delete_hits", "delete_misses", "cmd_touch"))
+
+def batch(h, key, name):
+    items = [(key, b"b")] * 50 + [("hot:1", b"b")] + [(k, b"v-" + k.encode()) for k in OTHERS]
+    st0, ls0 = h.stats(), h.limit_stat(key)
+    _, s0 = mc_stats()
+    t0 = time.monotonic()
+    refused = h.set_many(items)
+    t = time.monotonic() - t0
+    _, s1 = mc_stats()
+    st = h.stats()
+    ls = h.limit_stat(key) or {"allowed": 0, "refused": 0}
+    out(name, len(items), refused.count(key), refused.count("hot:1"),
+        sum(refused.count(k) for k in OTHERS), s1 - s0,
+        st["limit_refused"] - st0["limit_refused"],
+        ls["refused"], "%.3f" % t)
+batch(c, "sess:batch", "batch")
+c5 = Client(spec + " batch_limit=off")
+batch(c5, "sess:ctl", "batch_control")
+c5.close()
+# a fold is a call of its key too: hot:1 drained, then folded
+for i in range(5):
+    try:
+        c.get("hot:1")
+    except RateLimited:
+        break
+m0, t0 = mc_full(), time.monotonic()
+try:
+    c.fold("hot:1", all=True)
+    fold = "allowed"
+except RateLimited:
+    fold = "refused"
+out("fold", fold, mc_full() - m0, "%.3f" % (time.monotonic() - t0))
+
+# a split counter's increments take its key's token, whichever part
+# they land on: sess:ctr made write-hot with 4 sub-keys by a hot/ entry
+# put here (what the agents publish), then 50 increments at once
+import ks_hostview
+words = dict(w.split("=", 1) for w in spec.split())
+key = b"sess:ctr"
+doc = json.dumps({"schema": 1, "hash": "%016x" % ks_hostview.key_hash(key),
+                  "key": key.decode(), "owner": "127.0.0.1:%d" % port,
+                  "read_hot": False, "write_hot": True, "pinned": False,
+                  "copies": 1, "replicas": [], "subkeys": 4, "state": "counting",
+                  "write_seq": 1, "reads_per_s": 0.0, "writes_per_s": 5000.0},
+                 separators=(",", ":"))
+rev = ks_hostview.etcd_put(words["etcd"], "/keysteer/%s/hot/%016x" % (
+    words["cluster"], ks_hostview.key_hash(key)), doc)
+deadline = time.monotonic() + 30
+while c.stats()["view_revision"] < rev and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(0.15)  # the bucket of sess:ctr full (2 at 20/s)
+# the truth: the counter's total as memcached holds it (base plus
+# sub-keys), read on a handle of its own view (its own bucket); memcached
+# 1.6 counts no meta arithmetic (ma) in its incr stats
+def total():
+    with Client(spec + " view=own") as h:
+        return h.counter(key)
+st0, i0 = c.stats(), total()
+time.sleep(0.15)  # the bucket of sess:ctr full again
+t0 = time.monotonic()
+ok = refused = split = 0
+for _ in range(50):
+    try:
+        split += c.incr(key, 1) is None
+        ok += 1
+    except RateLimited:
+        refused += 1
+t = time.monotonic() - t0
+st = c.stats()
+out("split", ok, refused, split, st["subkey_writes"] - st0["subkey_writes"],
+    total() - i0, st["limit_refused"] - st0["limit_refused"], "%.3f" % t)
+
 # 5. the rules taken away: the script puts the new pins, then writes
 # the revision it got; the handle's view reaches it
 open(os.path.join(tmp, "ready"), "w").close()
@@ -339,6 +432,47 @@ if [ -n "$n4" ] && [ "$b4" = 1 ] && [ "$n4" -ge 1 ] &&
 	note "limit_share=10 of sess:* 20/s: a bucket of $b4, $n4 of 100 gets in $t4 s allowed"
 else
 	fail client_limit_share_splits_rate "allowed '$n4' of 100 in $t4 s, bucket $b4"
+fi
+
+# 6. the batch: 50 items of sess:batch at once, at most the bucket of 2
+# + 20/s over the batch's time sent; hot:1 refused unless the machine
+# stalled a second; no unnamed key refused; memcached's cmd_set moved by
+# exactly the items sent. The control must break the bound.
+batch_bound() { "$PY" -c "import math; print(2 + math.ceil(20 * $1))"; }
+read -r n k_ref h_ref o_ref mc_set l_ref b_ref t <<<"$(get batch)"
+if [ -n "$t" ] && [ "$k_ref" -gt 0 ] && [ "$((50 - k_ref))" -le "$(batch_bound "$t")" ] &&
+	[ "$o_ref" = 0 ] && [ "$mc_set" = "$((n - k_ref - h_ref))" ] &&
+	[ "$l_ref" = "$((k_ref + h_ref))" ] && [ "$b_ref" = "$k_ref" ] &&
+	{ [ "$h_ref" = 1 ] || [ "${t%.*}" -ge 1 ]; }; then
+	pass client_limit_batch_per_item
+	note "set_many of $n items in $t s: sess:batch $((50 - k_ref)) of 50 sent (at most $(batch_bound "$t")), hot:1 refused $h_ref, unnamed 0; memcached cmd_set +$mc_set = the items sent"
+else
+	fail client_limit_batch_per_item "$n items in $t s: sess:batch refused $k_ref (bound $(batch_bound "$t") sent), hot:1 $h_ref, unnamed $o_ref; cmd_set +$mc_set; limit_refused +$l_ref bucket $b_ref"
+fi
+read -r n k_ref h_ref o_ref mc_set l_ref b_ref t <<<"$(get batch_control)"
+if [ -n "$t" ] && [ "$k_ref" = 0 ] && [ "$mc_set" = "$n" ] &&
+	[ "$((50 - k_ref))" -gt "$(batch_bound "$t")" ]; then
+	pass client_limit_batch_control_unlimited
+	note "control, batch_limit=off: all $mc_set items reached memcached, 50 of sess:ctl where the limit allows $(batch_bound "$t")"
+else
+	fail client_limit_batch_control_unlimited "batch_limit=off: refused $k_ref, cmd_set +$mc_set of $n in $t s (bound $(batch_bound "$t"))"
+fi
+read -r fold mc_fold t <<<"$(get fold)"
+if { [ "$fold" = refused ] && [ "$mc_fold" = 0 ]; } || [ "${t%.*}" -ge 1 ]; then
+	pass client_limit_fold_refused
+	note "fold of hot:1 over its limit: $fold, memcached commands +$mc_fold"
+else
+	fail client_limit_fold_refused "fold of hot:1: $fold in $t s, memcached commands +$mc_fold"
+fi
+
+read -r ok refused split sub mc_inc l_ref t <<<"$(get split)"
+if [ -n "$t" ] && [ "$refused" -gt 0 ] && [ "$ok" -le "$(batch_bound "$t")" ] &&
+	[ "$split" = "$ok" ] && [ "$((ok + refused))" = 50 ] && [ "$mc_inc" = "$ok" ] &&
+	[ "$l_ref" = "$refused" ]; then
+	pass client_limit_split_counter
+	note "split counter sess:ctr (4 sub-keys): $ok of 50 increments sent (at most $(batch_bound "$t")), $sub of them to sub-keys; the counter's total in memcached +$mc_inc"
+else
+	fail client_limit_split_counter "split counter: $ok sent (bound $(batch_bound "$t") in $t s), $refused refused, $split split, $sub to sub-keys; total in memcached +$mc_inc; limit_refused +$l_ref"
 fi
 
 # 5.

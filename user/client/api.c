@@ -59,7 +59,8 @@ struct spec {
 static const char *const test_words[] = { "fold",       "batch_invalidate",
 					  "l1_drop",    "invalidate",
 					  "ring_union", "view_delay_ms",
-					  "stale_read", "view_skip" };
+					  "stale_read", "view_skip",
+					  "batch_limit" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -213,6 +214,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 		ks->stale_as_fresh = !strcmp(val, "fresh");
 	} else if (!strcmp(w, "batch_invalidate")) {
 		ret = ksc_batch_option(ks, val);
+	} else if (!strcmp(w, "batch_limit")) {
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return ksc_err(ks, -EINVAL,
+				       "batch_limit=%s: want on or off", val);
+		ks->batch_skip_limit = !strcmp(val, "off");
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}

@@ -356,7 +356,7 @@ static int results(struct batch *bt, struct keysteer_item *items, size_t n,
 	}
 	for (i = 0; i < n; i++) {
 		ks->st.sets += !sets[i].err;
-		if (sets[i].err && !first)
+		if (sets[i].err && sets[i].err != -KEYSTEER_ELIMIT && !first)
 			first = ksc_err(ks, sets[i].err,
 					"item %u: set on its owner: %s", i,
 					strerror(-sets[i].err));
@@ -364,17 +364,54 @@ static int results(struct batch *bt, struct keysteer_item *items, size_t n,
 	return first;
 }
 
+/*
+ * Each item's key through its rate limit, in item order (limit.h; one
+ * token per item, as keysteer_set takes one per call): refused[i] 1 for
+ * an item over its key's limit, never sent. The number refused.
+ */
+static unsigned limit_items(struct keysteer *ks,
+			    const struct keysteer_item *items, size_t n,
+			    int *refused)
+{
+	unsigned i, nref = 0;
+
+	for (i = 0; i < n; i++) {
+		refused[i] = !ks->batch_skip_limit &&
+			     ksc_limit_check(ks, items[i].key, items[i].klen) ==
+				     -KEYSTEER_ELIMIT;
+		nref += refused[i];
+	}
+	return nref;
+}
+
+/* The call's error for its refused items when nothing else failed. */
+static int refused_err(struct keysteer *ks, const struct keysteer_item *items,
+		       size_t n, const int *refused, unsigned nref)
+{
+	unsigned i;
+
+	for (i = 0; i < n && !refused[i]; i++)
+		;
+	return ksc_err(ks, -KEYSTEER_ELIMIT,
+		       "%u of %zu items over their keys' rate limits, not "
+		       "sent (the first: item %u, '%.*s'); the others "
+		       "written",
+		       nref, n, i,
+		       (int)(items[i].klen > 64 ? 64 : items[i].klen),
+		       (const char *)items[i].key);
+}
+
 KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 			      size_t n)
 {
 	struct batch bt = { ks, items, 0 };
 	struct inv_task *tasks = NULL;
-	unsigned *owner = NULL, *old = NULL, i, nt = 0;
+	unsigned *owner = NULL, *old = NULL, i, nt = 0, nsend, nref;
 	struct bcmd *sets = NULL;
 	struct ksc_move mv;
 	__u64 *hash = NULL;
 	__s64 *rev = NULL;
-	int *wrote = NULL, ret, old_err = 0;
+	int *wrote = NULL, *refused = NULL, ret, old_err = 0;
 
 	if ((ret = check_items(ks, items, n)))
 		goto out;
@@ -388,11 +425,16 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 	hash = calloc(n, sizeof(*hash));
 	wrote = calloc(n, sizeof(*wrote));
 	sets = calloc(n, sizeof(*sets));
-	if (!owner || !old || !rev || !hash || !wrote || !sets) {
+	refused = calloc(n, sizeof(*refused));
+	if (!owner || !old || !rev || !hash || !wrote || !sets || !refused) {
 		ret = ksc_err(ks, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
+	/* items decided one by one: a limited key's item over its limit is
+	 * refused alone, its result -KEYSTEER_ELIMIT, and the rest written
+	 * (docs/limits.md, "TCP through libkeysteer") */
+	nref = limit_items(ks, items, n, refused);
+	for (i = nsend = 0; i < n; i++) {
 		hash[i] = ksc_key_hash(items[i].key, items[i].klen);
 		ksc_move_now(ks, items[i].key, items[i].klen, &mv);
 		owner[i] = mv.owner;
@@ -403,11 +445,12 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 				      "no ring yet: the fleet has none");
 			goto out;
 		}
-		sets[i] = (struct bcmd){ .srv = owner[i],
-					 .item = i,
-					 .kind = KSC_BC_SET };
+		if (!refused[i])
+			sets[nsend++] = (struct bcmd){ .srv = owner[i],
+						       .item = i,
+						       .kind = KSC_BC_SET };
 	}
-	if ((ret = run_round(&bt, sets, (unsigned)n)))
+	if (nsend && (ret = run_round(&bt, sets, nsend)))
 		goto out;
 	/* back in item order (the round sorted them by server) */
 	{
@@ -417,18 +460,25 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 			ret = ksc_err(ks, -ENOMEM, "out of memory");
 			goto out;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < nsend; i++)
 			by_item[sets[i].item] = sets[i];
+		for (i = 0; i < n; i++)
+			if (refused[i])
+				by_item[i] = (struct bcmd){
+					.item = i, .err = -KEYSTEER_ELIMIT
+				};
 		free(sets);
 		sets = by_item;
 	}
 	for (i = 0; i < n; i++) {
 		if (sets[i].answered && sets[i].code != KSC_BR_HD)
 			sets[i].err = -EPROTO; /* a plain set has no other */
-		/* refused at connect: never written. Anything else may have
-		 * been, and is invalidated as a write that was. */
+		/* refused at connect or by the limit: never written. Anything
+		 * else may have been, and is invalidated as a write that
+		 * was. */
 		wrote[i] = sets[i].err != -ECONNREFUSED &&
-			   sets[i].err != -EHOSTUNREACH;
+			   sets[i].err != -EHOSTUNREACH &&
+			   sets[i].err != -KEYSTEER_ELIMIT;
 	}
 	/* a moved key's old owner, after its new one took the set
 	 * (docs/client.md, "Ring changes"): one call each, only in a grace */
@@ -456,12 +506,17 @@ KSC_API int keysteer_set_many(struct keysteer *ks, struct keysteer_item *items,
 			      "written, but an old owner not invalidated: "
 			      "readers still on the old ring may read old "
 			      "values there");
+	/* a refusal is the caller's to pace, not a failure of what was
+	 * sent: named only when nothing else went wrong */
+	if (!ret && nref)
+		ret = refused_err(ks, items, n, refused, nref);
 out:
 	free(owner);
 	free(old);
 	free(rev);
 	free(hash);
 	free(wrote);
+	free(refused);
 	free(sets);
 	free(tasks);
 	if (ret)

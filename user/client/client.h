@@ -110,6 +110,8 @@ struct keysteer {
 	struct keysteer_stats st;
 	/* batches */
 	int batch_skip_inval; /* batch_invalidate=off: a test control */
+	int batch_skip_limit; /* batch_limit=off: a test control (items of
+			       * limited keys sent as if no rule named them) */
 	/* L1: the caller's thread's alone; fo->l1_epoch is the follower's,
 	 * raised each time the watch drops, seen by every handle */
 	struct ksc_l1 l1;

@@ -595,6 +595,10 @@ KSC_API int keysteer_counter_fold(struct keysteer *ks, const void *key,
 		ret = ksc_err(ks, -EINVAL, "fold flags 0x%x: unknown", flags);
 		goto fail;
 	}
+	/* a call of the key as any other: one token (a fold that a
+	 * counter read makes is that read's, which took its own) */
+	if ((ret = ksc_limit_check(ks, key, klen)))
+		goto fail;
 	hash = ksc_key_hash(key, klen);
 	split_view(ks, key, klen, hash, now, 0, &s);
 	/* the width is read under the fold lock: ask for every part */

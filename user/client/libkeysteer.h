@@ -95,8 +95,8 @@ struct keysteer;
  *                       same fleet (default), or follow etcd with a
  *                       connection, watch and thread of the handle's own
  *
- * The words fold=, batch_invalidate=, l1_drop=, invalidate=, ring_union=,
- * view_delay_ms=, view_skip= and stale_read= exist
+ * The words fold=, batch_invalidate=, batch_limit=, l1_drop=, invalidate=,
+ * ring_union=, view_delay_ms=, view_skip= and stale_read= exist
  * only so a test's control run can break a guarantee (a write's
  * invalidations, the L1's drops on etcd's events, a fold's counts): a
  * spec naming one is refused unless the environment has
@@ -118,9 +118,11 @@ const char *keysteer_errmsg(const struct keysteer *ks);
  * A call of a key the fleet's pins document limits (`limit KEY RATE/s`,
  * `limit PREFIX* RATE/s`, docs/limits.md) over its token bucket returns
  * -KEYSTEER_ELIMIT and sends nothing: keysteer_get, keysteer_set,
- * keysteer_delete, keysteer_delete_stale, keysteer_incr/decr,
- * keysteer_counter_get and keysteer_fetch (keysteer_set_many's items and
- * keysteer_counter_fold are not limited: docs/limits.md). The bucket is
+ * keysteer_delete, keysteer_delete_stale, keysteer_incr/decr (a split
+ * counter's delta takes its key's token, whichever sub-key it lands on),
+ * keysteer_counter_get, keysteer_counter_fold and keysteer_fetch, one
+ * token a call; keysteer_set_many one token an item, refusing only the
+ * items over their keys' limits (below). The bucket is
  * the process's: every handle sharing a view (docs/client.md, "One view per process") takes
  * from one bucket per key, at the rule's rate (rate / N with
  * limit_share=N), so a process never calls a limited key more than that
@@ -290,6 +292,11 @@ int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st, size_t size);
  * succeeded, else the first failure (keysteer_errmsg names the item). A
  * bad item (key, value, exptime as keysteer_set takes them) writes
  * nothing: -EINVAL, that item's result -EINVAL, the others -ECANCELED.
+ * Rate limits are decided per item, in item order, one token each: an
+ * item of a limited key over its limit is not sent (result
+ * -KEYSTEER_ELIMIT) and the others are written; the call then returns
+ * -KEYSTEER_ELIMIT if nothing else failed (any other failure is returned
+ * first), keysteer_errmsg naming how many and the first.
  */
 #define KEYSTEER_BATCH_MAX 1024
 

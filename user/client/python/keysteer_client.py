@@ -6,6 +6,7 @@ once, in C.
     from keysteer_client import Client
     c = Client(etcd="http://10.0.0.9:2379", cluster="web")
     c.set(b"user:42", b"hello", expire=60)
+    c.set_many({b"a": b"1", b"b": b"2"})  # [] or the keys over their rate limit
     c.get(b"user:42")        # b"hello", from a copy if the key is armed
     c.get_or_fill(b"user:7", lambda: db_read(7), expire=60)  # one fill per miss, fleet-wide
     c.delete(b"user:42")
@@ -88,6 +89,14 @@ class _LimitStat(ctypes.Structure):
                 ("prefix_rule", ctypes.c_int)]
 
 
+class _Item(ctypes.Structure):
+    # struct keysteer_item (libkeysteer.h)
+    _fields_ = [("key", ctypes.c_char_p), ("klen", ctypes.c_size_t),
+                ("value", ctypes.c_char_p), ("len", ctypes.c_size_t),
+                ("flags", ctypes.c_uint32), ("exptime", ctypes.c_uint32),
+                ("result", ctypes.c_int)]
+
+
 class _FetchOpts(ctypes.Structure):
     _fields_ = [("exptime", ctypes.c_uint32), ("flags", ctypes.c_uint32),
                 ("lease_s", ctypes.c_uint32), ("wait_ms", ctypes.c_uint32),
@@ -145,6 +154,7 @@ def _api():
         l.keysteer_counter_get.argtypes = [vp, ctypes.c_char_p, sz,
                                            ctypes.POINTER(ctypes.c_int64)]
         l.keysteer_counter_fold.argtypes = [vp, ctypes.c_char_p, sz, u32]
+        l.keysteer_set_many.argtypes = [vp, ctypes.POINTER(_Item), sz]
         l.keysteer_fetch.argtypes = [vp, ctypes.c_char_p, sz, _FILL, vp,
                                      ctypes.POINTER(_FetchOpts),
                                      ctypes.POINTER(vp), ctypes.POINTER(sz),
@@ -205,6 +215,25 @@ class Client:
         v = value.encode() if isinstance(value, str) else bytes(value)
         self._check(self._l.keysteer_set(self._h, k, len(k), v, len(v), flags, expire))
         return True
+
+    def set_many(self, values, expire=0, flags=0):
+        """Writes a dict (or (key, value) pairs) in one batch
+        (keysteer_set_many). Like pymemcache's, returns the keys not
+        written: those over their rate limit (each item decided alone,
+        the rest written); any other failure raises KeysteerError."""
+        pairs = list(values.items() if hasattr(values, "items") else values)
+        arr = (_Item * max(len(pairs), 1))()
+        keep = []
+        for i, (k, v) in enumerate(pairs):
+            kb = _key(k)
+            vb = v.encode() if isinstance(v, str) else bytes(v)
+            keep += [kb, vb]
+            arr[i] = _Item(kb, len(kb), vb, len(vb), flags, expire, 0)
+        rc = self._l.keysteer_set_many(self._h, arr, len(pairs))
+        if rc < 0 and -rc != ELIMIT:
+            self._check(rc)
+        return [k for i, (k, _) in enumerate(pairs)
+                if arr[i].result == -ELIMIT]
 
     def get_or_fill(self, key, fill, expire=0, flags=0, lease=0,
                     wait_ms=0, allow_stale=False, refresh=0):
