@@ -107,7 +107,8 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	struct ks_cursor c = { .pos = data,
 			       .end = data_end,
 			       .start = data,
-			       .frame_len = frame_len & 0xfffff };
+			       .frame_len = frame_len & 0xfffff,
+			       .xdp = is_xdp ? ctx : NULL };
 	struct ks_l4 l4 = {};
 	struct ks_pkt_counters *pc;
 	struct ks_config *cfg;
@@ -243,7 +244,9 @@ int ks_ingress(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	__u32 hot = ks_handle(ctx, data, data_end, bpf_xdp_get_buff_len(ctx),
+	/* the first buffer's length: the frame's whole length is asked for
+	 * only when the IP header says there is more (ks_frame_has) */
+	__u32 hot = ks_handle(ctx, data, data_end, (__u32)(data_end - data),
 			      true);
 	int act;
 

@@ -16,12 +16,30 @@ struct ks_cursor {
 	void *end; /* end of what direct access may read */
 	void *start;
 	__u32 frame_len; /* whole frame; more than end - start for a paged skb */
+	/* XDP: the context, for a frame longer than its first buffer (see
+	 * ks_frame_has); NULL on tc, whose frame_len is skb->len */
+	struct xdp_md *xdp;
 };
 
-/* Bytes of the frame from the cursor on, readable directly or not. */
-static __always_inline __u32 ks_frame_left(const struct ks_cursor *c)
+/*
+ * Does the frame hold n more bytes from the cursor on, readable directly
+ * or not? On XDP frame_len starts as the first buffer's length: only a
+ * frame that seems too short asks bpf_xdp_get_buff_len() for the rest
+ * (a multi-buffer frame, xdp.frags). Issue 27: the helper on every packet
+ * was a call and a mitigated return (Retpolines, Safe RET) that a
+ * single-buffer frame, nearly all of them, does not need.
+ */
+static __always_inline bool ks_frame_has(struct ks_cursor *c, __u32 n)
 {
-	return c->frame_len - (__u32)(c->pos - c->start);
+	__u32 used = (__u32)(c->pos - c->start);
+
+	if (n <= c->frame_len - used)
+		return true;
+	if (!c->xdp)
+		return false;
+	/* bounded as ks_handle bounds skb->len */
+	c->frame_len = bpf_xdp_get_buff_len(c->xdp) & 0xfffff;
+	return n <= c->frame_len - used;
 }
 
 /* What the network layers tell the memcached parser. */
@@ -88,7 +106,7 @@ static __always_inline int ks_parse_ipv4(struct ks_cursor *c, struct ks_l4 *l4,
 	ihl = ip->ihl * 4;
 	tot = bpf_ntohs(ip->tot_len);
 	if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl ||
-	    tot > ks_frame_left(c))
+	    !ks_frame_has(c, tot))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	/*
 	 * Later fragments carry no L4 header: counted, not parsed. The first
@@ -123,7 +141,7 @@ static __always_inline int ks_parse_ipv6(struct ks_cursor *c, struct ks_l4 *l4,
 	if ((void *)(ip6 + 1) > c->end)
 		return KS_NEG(KS_ERR_TRUNC_IP);
 	left = bpf_ntohs(ip6->payload_len);
-	if (ip6->version != 6 || sizeof(*ip6) + left > ks_frame_left(c))
+	if (ip6->version != 6 || !ks_frame_has(c, sizeof(*ip6) + left))
 		return KS_NEG(KS_ERR_BAD_IP_HDR);
 	__builtin_memcpy(l4->saddr, &ip6->saddr, 16);
 	__builtin_memcpy(l4->daddr, &ip6->daddr, 16);
