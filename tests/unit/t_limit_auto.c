@@ -5,8 +5,12 @@
  * table (user/core/limits.c) when the table is full. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ktest.h"
+#include "client/limit.h"
+#include "client/view.h"
+#include "core/hot_doc.h"
 #include "core/hotkeys.h"
 #include "core/limits.h"
 #include "core/limit_auto.h"
@@ -447,6 +451,108 @@ static void info_flag(void)
 	kt_end();
 }
 
+/* The cap in a hot/ entry: written, read back, and a client's view
+ * limits the key it names and no other. */
+static char *cap_doc(const char *key, __u32 rate, int has_key)
+{
+	struct ks_hot_doc d;
+
+	memset(&d, 0, sizeof(d));
+	d.len = (__u16)strlen(key);
+	memcpy(d.key, key, d.len);
+	d.has_key = (__u8)has_key;
+	d.hash = ut_hash(key);
+	d.copies = 1;
+	d.subkeys = 1;
+	d.state = KS_HDS_COUNTING;
+	d.limit_rate = rate;
+	snprintf(d.owner, sizeof(d.owner), "198.18.0.2:11211");
+	return ks_hot_doc_encode(&d);
+}
+
+static void hot_entry(void)
+{
+	static struct ksc_view v;
+	static struct ksc_limits l;
+	static struct ks_hot_rules none;
+	struct ks_hot_doc d;
+	struct ks_hot_rule capr;
+	char err[256], key[96], *doc;
+	__u64 h = ut_hash("run:1");
+	int i, allowed = 0;
+
+	kt_begin("limit_auto_hot_entry_for_clients");
+	doc = cap_doc("run:1", 400, 1);
+	CHECK(doc && strstr(doc, "\"limit_per_s\":400"), "%s",
+	      doc ? doc : "(no memory)");
+	CHECK(doc && !ks_hot_doc_decode(doc, strlen(doc), h, &d, err,
+					sizeof(err)),
+	      "%s", err);
+	CHECK(d.limit_rate == 400 && ks_hot_doc_for_clients(&d),
+	      "read back: %u", d.limit_rate);
+	free(doc);
+	/* no cap: no field (a reader before the cap reads what it did) */
+	doc = cap_doc("run:1", 0, 1);
+	CHECK(doc && !strstr(doc, "limit_per_s"), "%s",
+	      doc ? doc : "(no memory)");
+	free(doc);
+	doc = cap_doc("run:1", KS_LIMIT_RATE_MAX + 1, 1);
+	CHECK(doc && ks_hot_doc_decode(doc, strlen(doc), h, &d, err,
+				       sizeof(err)) == -EINVAL,
+	      "a cap over the most a rule may name read");
+	free(doc);
+
+	ksc_view_init(&v, "t");
+	ks_hot_doc_key("t", h, key, sizeof(key));
+	doc = cap_doc("run:1", 400, 1);
+	CHECK(ksc_view_put(&v, key, strlen(key), doc, strlen(doc), 5) == 0,
+	      "%s", v.why);
+	free(doc);
+	CHECK_EQ(ksc_view_auto_cap(&v, "run:1", 5, h), 400);
+	/* the same hash, other bytes: never limited */
+	CHECK_EQ(ksc_view_auto_cap(&v, "run:2", 5, h), 0);
+	CHECK_EQ(ksc_view_auto_cap(&v, "run:2", 5, ut_hash("run:2")), 0);
+	/* the bucket of the cap survives a new rule set */
+	ksc_limits_init(&l, 1);
+	memset(&capr, 0, sizeof(capr));
+	capr.type = KS_RULE_LIMIT_AUTO;
+	capr.len = 5;
+	capr.count = 400;
+	memcpy(capr.key, "run:1", 5);
+	for (i = 0; i < 100; i++)
+		allowed += ksc_limit_take_rule(&l, &capr, "run:1", 5, h,
+					       1000) == KSC_LIM_ALLOWED;
+	CHECK_EQ(allowed, 40); /* its burst, a tenth of a second's worth */
+	ksc_limits_prune(&l, &none);
+	CHECK(ksc_limit_find(&l, "run:1", 5, h) != NULL,
+	      "the cap's bucket pruned with the rules");
+	CHECK(ksc_limit_take_rule(&l, &capr, "run:1", 5, h, 1000) ==
+		      KSC_LIM_REFUSED,
+	      "the drained bucket restarted");
+	ksc_limits_free(&l);
+	/* the cap lifted: the entry without it */
+	doc = cap_doc("run:1", 0, 1);
+	ksc_view_put(&v, key, strlen(key), doc, strlen(doc), 6);
+	free(doc);
+	CHECK(ksc_view_auto_cap(&v, "run:1", 5, h) == 0 && v.ncaps == 0,
+	      "the lifted cap kept");
+	/* a hash-only entry names no key: it limits nothing */
+	doc = cap_doc("run:1", 400, 0);
+	ksc_view_put(&v, key, strlen(key), doc, strlen(doc), 7);
+	free(doc);
+	CHECK_EQ(ksc_view_auto_cap(&v, "run:1", 5, h), 0);
+	/* back, then the entry deleted: gone with it */
+	doc = cap_doc("run:1", 300, 1);
+	ksc_view_put(&v, key, strlen(key), doc, strlen(doc), 8);
+	free(doc);
+	CHECK_EQ(ksc_view_auto_cap(&v, "run:1", 5, h), 300);
+	ksc_view_del(&v, key, strlen(key), 9, 1000);
+	CHECK(ksc_view_auto_cap(&v, "run:1", 5, h) == 0 && v.ncaps == 0,
+	      "a deleted entry's cap kept");
+	ksc_view_free(&v);
+	kt_end();
+}
+
 void test_limit_auto(void)
 {
 	option_check();
@@ -456,4 +562,5 @@ void test_limit_auto(void)
 	explicit_wins();
 	table_full();
 	info_flag();
+	hot_entry();
 }
