@@ -10,6 +10,9 @@
 #include "ktest.h"
 #include "client/limit.h"
 #include "client/view.h"
+#include "core/fleet_doc.h"
+#include "core/fleet_view.h"
+#include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/hotkeys.h"
 #include "core/limits.h"
@@ -553,6 +556,46 @@ static void hot_entry(void)
 	kt_end();
 }
 
+/* The load document marks the cap's keys "auto"; 'agent fleet' reads
+ * it back; a rule's key carries no such field (documents as before). */
+static void load_doc(void)
+{
+	struct ks_host_doc *d = calloc(1, sizeof(*d));
+	struct ks_fleet_host *h = calloc(1, sizeof(*h));
+	char *doc = NULL;
+
+	kt_begin("limit_auto_load_doc_marks_auto");
+	CHECK(d && h, "memory");
+	if (!d || !h)
+		goto out;
+	snprintf(d->self, sizeof(d->self), "a:11211");
+	snprintf(d->agent_version, sizeof(d->agent_version), "t");
+	d->interval_ms = 1000;
+	d->nlimits = 2;
+	d->limits[0].hash = ut_hash("runaway:1");
+	snprintf(d->limits[0].key, sizeof(d->limits[0].key), "runaway:1");
+	d->limits[0].rate = 400;
+	d->limits[0].refused_ps = 900;
+	d->limits[0].automatic = 1;
+	d->limits[1].hash = ut_hash("rule:1");
+	snprintf(d->limits[1].key, sizeof(d->limits[1].key), "rule:1");
+	d->limits[1].rate = 50;
+	doc = ks_host_doc_encode_kind(d, KS_HDK_LOAD, "2026-12-02T00:00:00Z");
+	CHECK(doc && strstr(doc, "\"tcp_per_s\":0.0,\"auto\":true}") &&
+		      strstr(doc, "\"rate_per_s\":50,\"allowed_per_s\":0.0,"
+				  "\"refused_per_s\":0.0,\"tcp_per_s\":0.0}"),
+	      "%s", doc ? doc : "(none)");
+	ks_fleet_host_decode("a:11211", doc, doc ? strlen(doc) : 0, h);
+	CHECK(h->valid && h->n_limits == 2, "refused: %s", h->why);
+	CHECK(h->limits[0].automatic == 1 && h->limits[1].automatic == 0,
+	      "auto %u %u", h->limits[0].automatic, h->limits[1].automatic);
+out:
+	free(doc);
+	free(d);
+	free(h);
+	kt_end();
+}
+
 void test_limit_auto(void)
 {
 	option_check();
@@ -563,4 +606,5 @@ void test_limit_auto(void)
 	table_full();
 	info_flag();
 	hot_entry();
+	load_doc();
 }

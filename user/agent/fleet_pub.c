@@ -174,6 +174,7 @@ static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
 		if (!f->hash_only)
 			ks_key_text(e->key, e->len, l.key, sizeof(l.key));
 		l.rate = e->rate;
+		l.automatic = e->automatic;
 		l.allowed_ps = e->allowed_ps;
 		l.refused_ps = e->refused_ps;
 		l.tcp_ps = e->tcp_ps;
