@@ -94,7 +94,7 @@ struct ks_fleet_limit {
 	double allowed, refused, tcp; /* per second, summed */
 	unsigned hosts;               /* documents that listed it */
 	int automatic; /* a host limits it by its automatic cap */
-	long rule; /* index into the pins document's rules, -1: none found
+	long rule;     /* index into the pins document's rules, -1: none found
 		    * (no pins, or a prefix rule's key without its text) */
 };
 

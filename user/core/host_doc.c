@@ -171,9 +171,10 @@ int ks_load_limits_decode(json_t *json, struct ks_load_limit *out, unsigned max,
 		l->rate = v ? (__u32)json_integer_value(v) : 0;
 		v = json_object_get(k, "auto");
 		if (v && !json_is_boolean(v)) {
-			snprintf(why, whylen,
-				 "limits[%zu] has an auto that is not a boolean",
-				 i);
+			snprintf(
+				why, whylen,
+				"limits[%zu] has an auto that is not a boolean",
+				i);
 			return -1;
 		}
 		l->automatic = json_is_true(v);
