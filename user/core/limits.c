@@ -248,9 +248,16 @@ size_t ks_limits_plan(struct ks_limit_set *s, const struct ks_hot_rules *rules,
 		if (!in_use(e) || (!e->rule_len && !e->automatic))
 			continue;
 		r = ks_limit_rule_match(rules, e->key, e->len);
-		if (r && (r->count != e->rate || e->automatic)) {
+		if (r && e->automatic) {
 			w = of_rule(r);
 			changes += want(s, e->key, e->len, &w, seq);
+		} else if (r && r->count != e->rate) {
+			/* not seen now: its keep is not renewed */
+			e->rate = r->count;
+			e->rule_len = r->type == KS_RULE_LIMIT_PREFIX ? r->len
+								      : 0;
+			e->state = KS_LIMIT_DIRTY;
+			changes++;
 		}
 	}
 	/* the automatic caps, in what rows are left */
