@@ -111,7 +111,8 @@ struct ks_limit_info {
 	__u32 burst; /* requests the bucket holds */
 	__u16 len;
 	__u16 rule_len; /* of the prefix rule that took it; 0: exact */
-	__u8 pad[4];
+	__u8 automatic; /* 1: the automatic cap's (agent run --limit-auto) */
+	__u8 pad[3];
 	__u8 key[KS_KEY_BUF];
 };
 _Static_assert(sizeof(struct ks_limit_info) == 336, "ks_limit_info layout");

@@ -11,6 +11,9 @@
 # e2e_agent ARGS         any other agent command, in the server namespace
 # e2e_mc_stats ADDR PORT NAME...
 #                        memcached's stats values, from the client side
+# e2e_agent_stop_clean PREFIX
+#                        stops it; PASS PREFIX_agent_exit (exit 0) and
+#                        PREFIX_clean (nothing left on $SIF)
 # e2e_expect_refused NAME PATTERN ARGS
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
@@ -265,6 +268,18 @@ e2e_expect_clean() {
 	else
 		fail "$1" "left behind: $left"
 	fi
+}
+
+# e2e_agent_stop_clean PREFIX: SIGINT the agent, then PASS PREFIX_agent_exit
+# when it exited 0 and PREFIX_clean when it left nothing behind.
+e2e_agent_stop_clean() {
+	e2e_agent_stop INT
+	if [ "$E2E_AGENT_RC" = 0 ]; then
+		pass "$1_agent_exit"
+	else
+		fail "$1_agent_exit" "agent exited $E2E_AGENT_RC"
+	fi
+	e2e_expect_clean "$1_clean"
 }
 
 # e2e_mc_stats ADDR PORT NAME...: the named `stats` values of the

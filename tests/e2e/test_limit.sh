@@ -108,25 +108,14 @@ cmd_get() { e2e_mc_stats "$SADDR" "$PORT" cmd_get; }
 # "allowed refused collided tcp" from the pinned ks_limit_stats row of the
 # key's ks_limits entry.
 dp_counts() {
-	ks_in_ns "$SNS" "$PY" - "$PIN_ROOT/$SIF" <<'EOF'
-import json, subprocess, sys
-pins = sys.argv[1]
-def dump(name):
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned",
-                          pins + "/" + name], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
-ents = dump("ks_limits")
-if len(ents) != 1:
-    sys.exit("ks_limits has %d entries" % len(ents))
-sid = ents[0]["formatted"]["value"]["id"]
-row = [e for e in dump("ks_limit_stats") if e["formatted"]["key"] == sid][0]
-tot = {"allowed": 0, "refused": 0, "collided": 0, "tcp": 0}
-for c in row["formatted"]["values"]:
-    for k in tot:
-        tot[k] += c["value"][k]
-print(tot["allowed"], tot["refused"], tot["collided"], tot["tcp"])
-EOF
+	local out
+	out=$(ks_in_ns "$SNS" "$PY" "$E2E_DIR/ks_limits_dump.py" "$PIN_ROOT/$SIF") ||
+		return 1
+	if [ "$(grep -c . <<<"$out")" != 1 ]; then
+		echo "ks_limits has not one entry: $out" >&2
+		return 1
+	fi
+	cut -d' ' -f2- <<<"$out"
 }
 
 # --- 2. the runaway at 10x its limit beside other keys ----------------------
@@ -307,11 +296,5 @@ else
 fi
 
 # --- 5. stop -------------------------------------------------------------------
-e2e_agent_stop INT
-if [ "$E2E_AGENT_RC" = 0 ]; then
-	pass limit_agent_exit
-else
-	fail limit_agent_exit "agent exited $E2E_AGENT_RC"
-fi
-e2e_expect_clean limit_clean
+e2e_agent_stop_clean limit
 exit "$E2E_FAILED"

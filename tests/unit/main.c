@@ -68,6 +68,7 @@ static const struct kt_group groups[] = {
 	{ "spread", test_spread },
 	{ "hotkeys", test_hotkeys },
 	{ "limits", test_limits },
+	{ "limit_auto", test_limit_auto },
 	{ "client_limit", test_client_limit },
 	{ "dedicated", test_dedicated },
 	{ "balance", test_balance },

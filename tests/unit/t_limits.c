@@ -181,8 +181,8 @@ static struct ks_top_entry top(const char *key)
 	return t;
 }
 
-static const struct ks_limit_entry *lfind(const struct ks_limit_set *s,
-					  const char *key)
+const struct ks_limit_entry *ut_limit_find(const struct ks_limit_set *s,
+					   const char *key)
 {
 	const struct ks_limit_entry *e;
 	size_t pos = 0;
@@ -208,18 +208,18 @@ static void plan(void)
 	ks_limits_init(&s);
 	parse(&r, "limit user:42 500/s\nlimit sess:* 20/s\npin x 2\n", err,
 	      sizeof(err));
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 1), 1);
-	e = lfind(&s, "user:42");
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 1, NULL, 0), 1);
+	e = ut_limit_find(&s, "user:42");
 	CHECK(e && e->rate == 500 && e->state == KS_LIMIT_DIRTY && e->fresh,
 	      "exact rule installed");
 	CHECK(e && e->hash == ut_hash("user:42"), "hash");
 	ks_limits_synced(&s);
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 2), 0);
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 2, NULL, 0), 0);
 	/* a ranked key under the prefix: limited on its own */
-	CHECK_EQ(ks_limits_plan(&s, &r, t, 3, 3), 1);
-	e = lfind(&s, "sess:1");
+	CHECK_EQ(ks_limits_plan(&s, &r, t, 3, 3, NULL, 0), 1);
+	e = ut_limit_find(&s, "sess:1");
 	CHECK(e && e->rate == 20 && e->rule_len == 5, "prefix key");
-	CHECK(!lfind(&s, "other"), "unmatched key limited");
+	CHECK(!ut_limit_find(&s, "other"), "unmatched key limited");
 	CHECK_EQ(s.live, 2);
 	ks_limits_synced(&s);
 	id = (__u32)(e - s.e);
@@ -240,22 +240,24 @@ static void plan(void)
 		      "info");
 	}
 	/* still limited KEEP intervals after it left the ranked keys */
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 3 + KS_LIMIT_KEEP), 0);
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 4 + KS_LIMIT_KEEP), 1);
-	CHECK(!lfind(&s, "sess:1"), "prefix key kept too long");
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 3 + KS_LIMIT_KEEP, NULL, 0),
+		 0);
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 4 + KS_LIMIT_KEEP, NULL, 0),
+		 1);
+	CHECK(!ut_limit_find(&s, "sess:1"), "prefix key kept too long");
 	CHECK_EQ(s.e[id].state, KS_LIMIT_GONE);
 	CHECK_EQ(s.e[id].old_hash, ut_hash("sess:1"));
 	ks_limits_synced(&s);
 	CHECK_EQ(s.e[id].state, KS_LIMIT_FREE);
 	/* a changed rate rewrites the entry; a removed rule retires it */
 	parse(&r, "limit user:42 50/s\n", err, sizeof(err));
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 40), 1);
-	e = lfind(&s, "user:42");
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 40, NULL, 0), 1);
+	e = ut_limit_find(&s, "user:42");
 	CHECK(e && e->rate == 50 && e->state == KS_LIMIT_DIRTY && !e->fresh,
 	      "rate changed");
 	ks_limits_synced(&s);
 	parse(&r, "pin x 2\n", err, sizeof(err));
-	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 41), 1);
+	CHECK_EQ(ks_limits_plan(&s, &r, NULL, 0, 41, NULL, 0), 1);
 	CHECK_EQ(s.live, 0);
 	kt_end();
 }
@@ -276,7 +278,7 @@ static void plan_full(void)
 		snprintf(key, sizeof(key), "k%zu", i);
 		t[i] = top(key);
 	}
-	CHECK_EQ(ks_limits_plan(&s, &r, t, KS_LIMIT_SLOTS + 10, 1),
+	CHECK_EQ(ks_limits_plan(&s, &r, t, KS_LIMIT_SLOTS + 10, 1, NULL, 0),
 		 KS_LIMIT_SLOTS);
 	CHECK_EQ(s.live, KS_LIMIT_SLOTS);
 	CHECK_EQ(s.no_room, 10);

@@ -25,6 +25,7 @@ void test_zipf(void);
 void test_spread(void);
 void test_hotkeys(void);
 void test_limits(void);
+void test_limit_auto(void);
 void test_client_limit(void); /* t_client_limit.c: libkeysteer's */
 void test_dedicated(void);    /* t_dedicated.c: shard rules */
 void test_balance(void);
@@ -62,5 +63,10 @@ void test_view_file(void);
 __u64 ut_hash(const char *key);
 void ut_cms_add(struct ks_sketch *s, __u32 cls, __u64 hash, __u32 times);
 void ut_cand(struct ks_cand *c, const char *key, __u32 seq, __u32 count);
+struct ks_limit_set;
+struct ks_limit_entry;
+/* The limited key's entry in s, or NULL (t_limits.c). */
+const struct ks_limit_entry *ut_limit_find(const struct ks_limit_set *s,
+					   const char *key);
 
 #endif

@@ -93,15 +93,36 @@ double ks_fleet_pub_served_ps(const struct ks_report *rep,
 
 /* Whether this host owns the key: what the ring its clients use says, or
  * every key when there is no ring (or no --self in it) to say. */
-static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
+static int owns_key(const struct ks_run_ring *ring, const __u8 *key, size_t len)
 {
 	__u32 self = ring && ring->rep ? ring->rep->self : KS_NO_SHARD;
 	__u32 owner;
 
 	if (self == KS_NO_SHARD)
 		return 1;
-	owner = ks_run_ring_owner(ring, e->key, e->len);
+	owner = ks_run_ring_owner(ring, key, len);
 	return owner == KS_NO_SHARD || owner == self;
+}
+
+static int owns(const struct ks_run_ring *ring, const struct ks_hot_entry *e)
+{
+	return owns_key(ring, e->key, e->len);
+}
+
+/* The automatic cap on the key, requests/s (0: none): what its hot/ entry
+ * tells libkeysteer (docs/limits.md, "The automatic cap"). A rule's limit
+ * is not said here: clients read the rules from the pins document. */
+static __u32 auto_cap_of(const struct ks_fleet_pub *f, const __u8 *key,
+			 size_t len)
+{
+	const struct ks_limit_entry *l;
+	size_t pos = 0;
+
+	while (f->limits && f->limits->nauto &&
+	       (l = ks_limits_next(f->limits, &pos)))
+		if (l->automatic && l->len == len && !memcmp(l->key, key, len))
+			return l->rate;
+	return 0;
 }
 
 static struct ks_hot_doc *find_hot(struct ks_fleet_pub *f, __u64 hash);
@@ -153,6 +174,7 @@ static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
 		if (!f->hash_only)
 			ks_key_text(e->key, e->len, l.key, sizeof(l.key));
 		l.rate = e->rate;
+		l.automatic = e->automatic;
 		l.allowed_ps = e->allowed_ps;
 		l.refused_ps = e->refused_ps;
 		l.tcp_ps = e->tcp_ps;
@@ -404,6 +426,7 @@ static void hot_doc_of(const struct ks_fleet_pub *f,
 	d->reads_ps = e->reads_ps;
 	d->writes_ps = e->writes_ps;
 	d->state = KS_HDS_COUNTING;
+	d->limit_rate = auto_cap_of(f, e->key, e->len);
 	d->owner_turns = steer ? steer->fsm.owner_turns : 0;
 	if (steer)
 		ks_run_steer_view(steer, e->hash, &d->state, &d->write_seq,
@@ -413,12 +436,62 @@ static void hot_doc_of(const struct ks_fleet_pub *f,
 	d->nreplicas = n;
 }
 
+/* The entry of a key capped automatically that the hot-key table does
+ * not hold: counted, one copy, and its cap. */
+static void cap_doc_of(const struct ks_fleet_pub *f,
+		       const struct ks_limit_entry *l,
+		       const struct ks_run_steer *steer, struct ks_hot_doc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->hash = l->hash;
+	if (!f->hash_only) {
+		memcpy(d->key, l->key, l->len);
+		d->len = l->len;
+		d->has_key = 1;
+	}
+	snprintf(d->owner, sizeof(d->owner), "%s", f->self);
+	d->copies = 1;
+	d->subkeys = 1;
+	d->state = KS_HDS_COUNTING;
+	d->limit_rate = l->rate;
+	d->owner_turns = steer ? steer->fsm.owner_turns : 0;
+}
+
+/* d, this interval's entry of a key, where it belongs (publish_hot);
+ * keep marks what stays. */
+static void publish_one(struct ks_fleet_pub *f, struct ks_hot_doc *d,
+			__u8 *keep)
+{
+	struct ks_hot_doc *old = find_hot(f, d->hash);
+
+	/* a key still dirty keeps the write that made it so */
+	if (old && old->state == KS_HDS_DIRTY && d->state == KS_HDS_DIRTY)
+		d->write_seq = old->write_seq;
+	/* a rate alone is the load document's news, not a client's; the
+	 * test-only schema-1 agent writes it here as agents before the
+	 * load document did */
+	if (old && ks_hot_doc_same(old, d) &&
+	    !(f->schema1 && ks_hot_doc_rates_moved(old, d))) {
+		keep[old - f->hot] = 1;
+		return;
+	}
+	if (!old && f->nhot == KS_HOT_CAP)
+		return;
+	if (place_hot(f, old, d))
+		return;
+	if (!old)
+		old = &f->hot[f->nhot++];
+	*old = *d;
+	keep[old - f->hot] = 1;
+}
+
 static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 			const struct ks_hot_table *t,
 			const struct ks_run_steer *steer)
 {
+	const struct ks_limit_entry *l;
 	const struct ks_hot_entry *e;
-	struct ks_hot_doc d, *old;
+	struct ks_hot_doc d;
 	__u8 keep[KS_HOT_CAP] = { 0 };
 	size_t pos = 0, i;
 
@@ -426,27 +499,18 @@ static void publish_hot(struct ks_fleet_pub *f, const struct ks_run_ring *ring,
 		if (!owns(ring, e))
 			continue;
 		hot_doc_of(f, e, steer, &d);
-		old = find_hot(f, e->hash);
-		/* a key still dirty keeps the write that made it so */
-		if (old && old->state == KS_HDS_DIRTY &&
-		    d.state == KS_HDS_DIRTY)
-			d.write_seq = old->write_seq;
-		/* a rate alone is the load document's news, not a client's;
-		 * the test-only schema-1 agent writes it here as agents
-		 * before the load document did */
-		if (old && ks_hot_doc_same(old, &d) &&
-		    !(f->schema1 && ks_hot_doc_rates_moved(old, &d))) {
-			keep[old - f->hot] = 1;
+		publish_one(f, &d, keep);
+	}
+	/* the automatic caps of keys the table does not hold: an entry
+	 * that says the cap only */
+	pos = 0;
+	while (f->limits && f->limits->nauto &&
+	       (l = ks_limits_next(f->limits, &pos))) {
+		if (!l->automatic || (t && ks_hot_find(t, l->key, l->len)) ||
+		    !owns_key(ring, l->key, l->len))
 			continue;
-		}
-		if (!old && f->nhot == KS_HOT_CAP)
-			continue;
-		if (place_hot(f, old, &d))
-			continue;
-		if (!old)
-			old = &f->hot[f->nhot++];
-		*old = d;
-		keep[old - f->hot] = 1;
+		cap_doc_of(f, l, steer, &d);
+		publish_one(f, &d, keep);
 	}
 	for (i = f->nhot; i-- > 0;)
 		if (!keep[i])

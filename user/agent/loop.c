@@ -286,10 +286,10 @@ static int one_interval(struct ks_agent *st)
 			    st->unseen, nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
-	set_limit_flag(st,
-		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
-					     st->col.ranked, st->col.nranked,
-					     old_seq, ks_mono_ns()));
+	set_limit_flag(st, ks_run_limit_interval(
+				   st->limit, &st->hot->table->rules,
+				   st->hot->table, st->col.ranked,
+				   st->col.nranked, old_seq, ks_mono_ns()));
 	ks_run_etcd_publish_interval(
 		st->etcd, st->rep,
 		ks_run_ring_enabled(st->ring) ? st->ring : NULL, st->hot->table,
@@ -421,14 +421,20 @@ int ks_agent_start(struct ks_agent *st)
 	if (st->att.adopted)
 		ks_run_steer_adopt(st->steer, st->hot->table, &st->hot->o.pol);
 	st->limit = calloc(1, sizeof(*st->limit));
-	if (!st->limit || ks_run_limit_start(st->limit, st->att.pin_dir)) {
+	if (!st->limit ||
+	    ks_run_limit_start(st->limit, st->att.pin_dir, st->o.limit_auto,
+			       st->hot->o.pol.shard_capacity_ops)) {
 		ks_err("cannot open the rate-limit maps; rerun with -v");
 		return KS_EXIT_FAIL;
 	}
+	st->limit->log_keys = st->o.log_keys;
+	if (st->limit->autocap)
+		printf("keysteer: automatic cap at %u/s (%g x --shard-capacity) for keys no copy or split takes\n",
+		       st->limit->autocap->rate, st->o.limit_auto);
 	/* exact limits hold from the start, as pins do */
-	set_limit_flag(st,
-		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
-					     NULL, 0, st->seq, ks_mono_ns()));
+	set_limit_flag(st, ks_run_limit_interval(
+				   st->limit, &st->hot->table->rules, NULL,
+				   NULL, 0, st->seq, ks_mono_ns()));
 	/* pins are hot from the start */
 	set_hot_flag(st,
 		     ks_run_steer_interval(st->steer, st->hot->table, 0) > 0);

@@ -47,6 +47,7 @@ struct ks_agent_opts {
 			    * the CPUs' rates (test control only) */
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
+	double limit_auto; /* --limit-auto F: the automatic cap; 0: off */
 };
 
 struct ks_agent {

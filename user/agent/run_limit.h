@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include "core/limits.h"
+#include "core/limit_auto.h"
 #include "dp/limit_map.h"
 
 struct ks_run_limit {
@@ -22,15 +23,25 @@ struct ks_run_limit {
 	__u8 shown[KS_LIMIT_SLOTS]; /* rows of ks_limit_info last written
 				     * with a key: cleared when it goes */
 	int open;
+	/* --limit-auto: the automatic cap (NULL: off), and its keys of the
+	 * interval for ks_limits_plan */
+	struct ks_limit_auto *autocap;
+	struct ks_limit_want wants[KS_LIMIT_AUTO_KEYS];
+	int log_keys; /* --log-keys: key bytes in the cap's log lines */
 };
 
-/* After the attach: the maps pinned under pin_dir, emptied. 0 or
+/* After the attach: the maps pinned under pin_dir, emptied; with
+ * auto_fraction > 0 the automatic cap at auto_fraction x capacity. 0 or
  * -errno. */
-int ks_run_limit_start(struct ks_run_limit *l, const char *pin_dir);
+int ks_run_limit_start(struct ks_run_limit *l, const char *pin_dir,
+		       double auto_fraction, double capacity);
 
-/* One interval: returns whether any key is limited (KS_CFG_LIMITS). */
+/* One interval (t: the hot-key table as this interval's update left it,
+ * for the automatic cap; may be NULL): returns whether any key is
+ * limited (KS_CFG_LIMITS). */
 int ks_run_limit_interval(struct ks_run_limit *l,
 			  const struct ks_hot_rules *rules,
+			  const struct ks_hot_table *t,
 			  const struct ks_top_entry *ranked, size_t n,
 			  __u32 seq, __u64 now_ns);
 

@@ -430,6 +430,15 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "as for 'agent run' (default 100000)" },
 	{ "hot-fraction", KS_OPTV_HOT_FRACTION, REQ, "F", KS_CMD_REPLAY, 0,
 	  KS_GRP_HOT, "as for 'agent run' (default 0.1)" },
+	{ "limit-auto", KS_OPTV_LIMIT_AUTO, REQ, "F", KS_CMD_RUN, RUN_CONF,
+	  KS_GRP_HOT,
+	  "the automatic cap (default off): a key over F x\n"
+	  "--shard-capacity reads+writes/s on this shard that no\n"
+	  "copy or split takes (not read-hot with copies, not a\n"
+	  "split counter) for 3 intervals is rate-limited at\n"
+	  "that rate as a `limit` rule would, until it has been\n"
+	  "under 0.7 of it for 5 intervals; rules win. 0 < F <= 1,\n"
+	  "needs --shard-capacity (docs/limits.md)" },
 	{ "replicas",
 	  'R',
 	  REQ,

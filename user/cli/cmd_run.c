@@ -33,6 +33,7 @@
 #include "agent/run_purge.h"
 #include "agent/run_dedicated.h"
 #include "core/dedicated.h"
+#include "core/limit_auto.h"
 #include "cli/etcd_cli.h"
 #include "net/http_serve.h"
 #include "util/sig.h"
@@ -53,6 +54,8 @@ struct run_opts {
 	struct ks_run_ded ded;         /* the shard rules in the datapath */
 	struct ks_conf conf; /* --config FILE: the values options point to */
 	struct ks_opt_gate gate; /* run_opt behind the test-only switches' */
+	int capacity_given;      /* --shard-capacity was given */
+	int limit_auto_given;    /* --limit-auto was given */
 };
 
 struct run_state {
@@ -134,6 +137,14 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 				    &o->hot.o.pol.shard_capacity_ops, err,
 				    errlen))
 			return -1;
+		o->capacity_given = 1;
+		return 1;
+	case KS_OPTV_LIMIT_AUTO:
+		if (ks_parse_double("--limit-auto", arg, -1e9, 1e9,
+				    &o->a.limit_auto, err, errlen) ||
+		    ks_limit_auto_check(o->a.limit_auto, 1, err, errlen))
+			return -1;
+		o->limit_auto_given = 1;
 		return 1;
 	case 'H':
 		if (ks_parse_double("--hot-fraction", arg, 0.0001, 1,
@@ -427,6 +438,10 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 			"--balance needs --self: this shard's load is its row of the ring");
 		goto bad;
 	}
+	if (o->limit_auto_given &&
+	    ks_limit_auto_check(o->a.limit_auto, o->capacity_given, err,
+				sizeof(err)))
+		goto bad;
 	o->etcd.want_loads = o->hot.o.balance > 0;
 	/* Last, etcd: reachable, the credentials taken, the ring read (it
 	 * replaces the list's or file's) and watched; else exit 2 here. */

@@ -568,18 +568,21 @@ int ksc_check_key(struct keysteer *ks, const void *key, size_t klen)
 int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 {
 	static struct ks_hot_rules rules_none;
+	/* a hot/ entry's automatic cap as a rule (one per call: the
+	 * caller's stack, not shared) */
+	struct ks_hot_rule capr;
 	struct ksc_follower *f = ks->fo;
-	const struct ks_hot_rule *r;
+	const struct ks_hot_rule *r = NULL;
 	enum ksc_limit_verdict d;
 	struct ks_hot_rules *rules;
 	struct ksc_view *v;
-	__u64 hash, ver;
+	__u64 hash = 0, ver;
 	char rule[KS_MAX_KEY_LEN + 2];
-	__u32 rate;
+	__u32 rate, cap;
 
 	v = ksc_rdlock(ks);
-	/* a view without limit rules pays this one test */
-	if (!v->lim) {
+	/* a view without limit rules or caps pays this one test */
+	if (!v->lim && !v->ncaps) {
 		ver = v->lim_version;
 		ksc_unlock(ks);
 		if (__atomic_load_n(&f->lim_version, __ATOMIC_RELAXED) != ver) {
@@ -590,16 +593,28 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		}
 		return 0;
 	}
-	rules = v->lim;
+	rules = v->lim ? v->lim : &rules_none;
 	ver = v->lim_version;
 	/* the rule first, under the read lock alone: a key no rule names
-	 * never waits for the table's lock */
+	 * never waits for the table's lock; a rule wins over a cap */
 	r = ks_limit_rule_match(rules, key, klen);
+	if (!r && v->ncaps) {
+		hash = ksc_key_hash(key, klen);
+		cap = ksc_view_auto_cap(v, key, klen, hash);
+		if (cap) {
+			capr.type = KS_RULE_LIMIT_AUTO;
+			capr.len = (__u16)klen;
+			capr.count = cap;
+			memcpy(capr.key, key, klen);
+			r = &capr;
+		}
+	}
 	if (!r) {
 		ksc_unlock(ks);
 		return 0;
 	}
-	hash = ksc_key_hash(key, klen);
+	if (!hash)
+		hash = ksc_key_hash(key, klen);
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
 	pthread_mutex_lock(&f->llock);
@@ -619,6 +634,12 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		return 0;
 	}
 	ks->st.limit_refused++;
+	if (r == &capr)
+		return ksc_err(ks, -KEYSTEER_ELIMIT,
+			       "'%.*s' is over its automatic cap of %u/s "
+			       "(its hot/ entry, the owner's --limit-auto): "
+			       "not sent",
+			       (int)klen, (const char *)key, rate);
 	return ksc_err(ks, -KEYSTEER_ELIMIT,
 		       "'%.*s' is over its rate limit (limit %s %u/s in the "
 		       "fleet's pins): not sent",

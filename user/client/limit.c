@@ -105,7 +105,7 @@ static int busy(const struct ksc_limit_bucket *b, const void *arg)
 
 static int named(const struct ksc_limit_bucket *b, const void *arg)
 {
-	return ks_limit_rule_match(arg, b->key, b->len) != NULL;
+	return b->automatic || ks_limit_rule_match(arg, b->key, b->len) != NULL;
 }
 
 void ksc_limits_prune(struct ksc_limits *l, const struct ks_hot_rules *rules)
@@ -121,6 +121,7 @@ static void bucket_set(struct ksc_limit_bucket *b, const struct ks_hot_rule *r,
 {
 	b->rate = r->count;
 	b->rule_len = r->type == KS_RULE_LIMIT_PREFIX ? r->len : 0;
+	b->automatic = r->type == KS_RULE_LIMIT_AUTO;
 	b->tat_ns = 0;
 	ksc_limit_params(r->count, share, &b->interval_ns, &b->tau_ns);
 }
@@ -174,7 +175,8 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 		memcpy(b->key, key, len);
 		bucket_set(b, r, l->share);
 		l->used++;
-	} else if (b->rate != r->count) {
+	} else if (b->rate != r->count ||
+		   b->automatic != (r->type == KS_RULE_LIMIT_AUTO)) {
 		/* a new rate: the bucket restarts, its counters run on (as
 		 * the agent's, core/limits.c) */
 		bucket_set(b, r, l->share);

@@ -34,6 +34,8 @@ struct ksc_limit_bucket {
 	__u32 rate; /* the rule's when the bucket was made */
 	__u16 len;
 	__u16 rule_len; /* the prefix rule's; 0: an exact rule */
+	__u8 automatic; /* a hot/ entry's automatic cap: no rule names it,
+			 * a new rule set keeps it */
 	__u64 allowed, refused;
 	__u8 key[KS_MAX_KEY_LEN];
 };

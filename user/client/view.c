@@ -90,6 +90,7 @@ void ksc_view_free(struct ksc_view *v)
 	ksc_view_prev_drop(v);
 	free(v->ded);
 	free(v->lim);
+	free(v->caps);
 	free(v->srv);
 	free(v->hot);
 	memset(v, 0, sizeof(*v));
@@ -489,6 +490,75 @@ static void split_set(struct ksc_hot *e, unsigned k, __u64 now_ms)
 	e->subkeys_since_ms = now_ms;
 }
 
+/* The cap of hash dropped from the view's caps. */
+static void cap_drop(struct ksc_view *v, struct ksc_hot *e)
+{
+	size_t i;
+
+	if (!e->capped)
+		return;
+	e->capped = 0;
+	for (i = 0; i < v->ncaps; i++)
+		if (v->caps[i].hash == e->hash) {
+			v->caps[i] = v->caps[--v->ncaps];
+			return;
+		}
+}
+
+/* The entry's cap as in says: kept, replaced or dropped. */
+static int cap_set(struct ksc_view *v, struct ksc_hot *e,
+		   const struct ksc_hot_in *in)
+{
+	struct ksc_auto_cap *c = NULL;
+	size_t i;
+
+	if (!in->limit_rate || !in->key || !in->len ||
+	    in->len > KS_MAX_KEY_LEN) {
+		cap_drop(v, e);
+		return 0;
+	}
+	for (i = 0; e->capped && i < v->ncaps; i++)
+		if (v->caps[i].hash == e->hash)
+			c = &v->caps[i];
+	if (!c) {
+		if (v->ncaps == v->caps_size) {
+			size_t n = v->caps_size ? 2 * v->caps_size : 8;
+			struct ksc_auto_cap *m = realloc(v->caps,
+							 n * sizeof(*m));
+
+			if (!m)
+				return -ENOMEM;
+			v->caps = m;
+			v->caps_size = n;
+		}
+		c = &v->caps[v->ncaps++];
+	}
+	c->hash = e->hash;
+	c->rate = in->limit_rate;
+	c->len = in->len;
+	memcpy(c->key, in->key, in->len);
+	e->capped = 1;
+	return 0;
+}
+
+__u32 ksc_view_auto_cap(const struct ksc_view *v, const void *key, size_t len,
+			__u64 hash)
+{
+	const struct ksc_hot *e = v->ncaps ? ksc_view_hot(v, hash) : NULL;
+	size_t i;
+
+	if (!e || !e->live || !e->capped)
+		return 0;
+	for (i = 0; i < v->ncaps; i++) {
+		const struct ksc_auto_cap *c = &v->caps[i];
+
+		if (c->hash == hash && c->len == len &&
+		    !memcmp(c->key, key, len))
+			return c->rate;
+	}
+	return 0;
+}
+
 int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
 {
 	struct ksc_hot *e = hot_get(v, in->hash);
@@ -528,6 +598,9 @@ int ksc_view_hot_set(struct ksc_view *v, const struct ksc_hot_in *in, __s64 rev)
 	 * turn count restarts with each new set of copies */
 	ks_steer_schedule(e->sched, 1 + e->nrep, e->owner_turns);
 	e->rr = 0;
+	if (cap_set(v, e, in))
+		ret = why(v, -ENOMEM, "hot/%016llx: out of memory for its cap",
+			  (unsigned long long)in->hash);
 	return ret;
 }
 
@@ -569,6 +642,11 @@ static int put_hot(struct ksc_view *v, const char *hex, const char *val,
 	in.owner_turns = d->owner_turns;
 	in.write_seq = d->write_seq;
 	in.subkeys = d->write_hot ? d->subkeys : 1;
+	in.limit_rate = d->limit_rate;
+	if (d->has_key) {
+		in.key = d->key;
+		in.len = d->len;
+	}
 	ret = ksc_view_hot_set(v, &in, rev);
 out:
 	free(d);
@@ -582,6 +660,7 @@ static void hot_gone(struct ksc_view *v, struct ksc_hot *e, __u64 now_ms)
 	e->live = 0;
 	e->gone_ms = now_ms;
 	v->hlive--;
+	cap_drop(v, e);
 	split_set(e, 1, now_ms); /* cooled: the sub-keys fold back */
 }
 

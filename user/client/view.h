@@ -72,6 +72,18 @@ struct ksc_hot {
 	__u16 part_k;
 	__s64 part_ring;
 	__u16 part_owner[KSC_SPLIT_MAX];
+	/* the entry carries an automatic cap: its key and rate are in the
+	 * view's caps (a flag here, so a key without one costs no scan) */
+	__u8 capped;
+};
+
+/* An automatic cap a hot/ entry carries (docs/limits.md, "The automatic
+ * cap"): the key's bytes, so that a key of the same hash is not limited. */
+struct ksc_auto_cap {
+	__u64 hash;
+	__u32 rate;
+	__u16 len;
+	__u8 key[KS_MAX_KEY_LEN];
 };
 
 struct ksc_view {
@@ -114,6 +126,10 @@ struct ksc_view {
 	 * (the follower's buckets of keys no rule names are then dropped) */
 	struct ks_hot_rules *lim;
 	__u64 lim_version;
+	/* the automatic caps of the live hot/ entries that have one and name
+	 * their key (an entry of hash only limits nothing) */
+	struct ksc_auto_cap *caps;
+	size_t ncaps, caps_size;
 	int pins_seen;  /* a whole read had the pins document */
 	__s64 revision; /* etcd's, of the newest document applied */
 	__u64 updates, refused;
@@ -173,6 +189,9 @@ struct ksc_hot_in {
 	__u16 owner, rep[KS_MAX_COPIES - 1];
 	__u32 owner_turns;
 	unsigned subkeys; /* a write-hot counter's K (0 or 1: not split) */
+	__u32 limit_rate; /* the entry's automatic cap; 0: none */
+	const __u8 *key;  /* its key bytes (NULL: hash only) */
+	__u16 len;
 };
 /* Sets the entry of in->hash as in says, at version rev (the hot/ entry's
  * mod_revision, or a poll's round). 0, -ENOMEM, -EBADMSG (more than
@@ -203,6 +222,10 @@ unsigned ksc_view_prev_owner(const struct ksc_view *v, const void *key,
 void ksc_view_prev_drop(struct ksc_view *v);
 /* The hot entry of hash (live or not), or NULL. */
 struct ksc_hot *ksc_view_hot(const struct ksc_view *v, __u64 hash);
+/* The automatic cap on key (hash: its ks_key_hash) from its live hot/
+ * entry, the key's bytes compared: the rate, or 0 when it has none. */
+__u32 ksc_view_auto_cap(const struct ksc_view *v, const void *key, size_t len,
+			__u64 hash);
 /* The entry of hash when reads may go to its copies: live, armed, with
  * copies, and owned by owner (the ring's); else NULL. */
 struct ksc_hot *ksc_view_armed(const struct ksc_view *v, __u64 hash,

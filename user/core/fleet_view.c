@@ -369,6 +369,7 @@ static int sum_limits(const struct ks_fleet_snapshot *s, int hash_only,
 			o->allowed += x->allowed_ps;
 			o->refused += x->refused_ps;
 			o->tcp += x->tcp_ps;
+			o->automatic |= x->automatic;
 			o->hosts++;
 		}
 	}

@@ -93,7 +93,8 @@ struct ks_fleet_limit {
 	uint32_t rate;                /* the limit, as the first host said */
 	double allowed, refused, tcp; /* per second, summed */
 	unsigned hosts;               /* documents that listed it */
-	long rule; /* index into the pins document's rules, -1: none found
+	int automatic; /* a host limits it by its automatic cap */
+	long rule;     /* index into the pins document's rules, -1: none found
 		    * (no pins, or a prefix rule's key without its text) */
 };
 

@@ -72,6 +72,8 @@ static json_t *load_limits_of(const struct ks_host_doc *d)
 		json_object_set_new(k, "allowed_per_s", rate(l->allowed_ps));
 		json_object_set_new(k, "refused_per_s", rate(l->refused_ps));
 		json_object_set_new(k, "tcp_per_s", rate(l->tcp_ps));
+		if (l->automatic)
+			json_object_set_new(k, "auto", json_true());
 		json_array_append_new(a, k);
 	}
 	return a;
@@ -167,6 +169,15 @@ int ks_load_limits_decode(json_t *json, struct ks_load_limit *out, unsigned max,
 			return -1;
 		}
 		l->rate = v ? (__u32)json_integer_value(v) : 0;
+		v = json_object_get(k, "auto");
+		if (v && !json_is_boolean(v)) {
+			snprintf(
+				why, whylen,
+				"limits[%zu] has an auto that is not a boolean",
+				i);
+			return -1;
+		}
+		l->automatic = json_is_true(v);
 		for (f = 0; f < 3; f++)
 			if (figure(k, fig[f], dst[f])) {
 				snprintf(
@@ -518,7 +529,8 @@ int ks_host_doc_same_limits(const struct ks_host_doc *a,
 		if (j == b->nlimits)
 			return 0;
 		y = &b->limits[j];
-		if (x->rate != y->rate || strcmp(x->key, y->key) ||
+		if (x->rate != y->rate || x->automatic != y->automatic ||
+		    strcmp(x->key, y->key) ||
 		    ks_rate_moved(x->allowed_ps, y->allowed_ps) ||
 		    ks_rate_moved(x->refused_ps, y->refused_ps) ||
 		    ks_rate_moved(x->tcp_ps, y->tcp_ps))

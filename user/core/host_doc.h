@@ -97,6 +97,8 @@ struct ks_load_limit {
 				       * --etcd-hash-only */
 	__u32 rate;                   /* the limit it enforces, per second */
 	double allowed_ps, refused_ps, tcp_ps;
+	__u8 automatic; /* "auto": true, the automatic cap's (absent: a
+			 * rule's, and from agents before it) */
 };
 
 struct ks_host_doc_top {

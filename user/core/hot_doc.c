@@ -9,6 +9,7 @@
 #include <string.h>
 #include "core/etcd_codec.h"
 #include "core/hot_doc.h"
+#include "ks_limit.h"
 #include "core/ring_doc.h"
 
 static const char *const state_names[KS_HDS_NSTATES] = {
@@ -101,6 +102,10 @@ json_t *ks_hot_doc_json(const struct ks_hot_doc *d)
 	json_object_set_new(o, "owner_turns", json_integer(d->owner_turns));
 	json_object_set_new(o, "reads_per_s", rate(d->reads_ps));
 	json_object_set_new(o, "writes_per_s", rate(d->writes_ps));
+	/* optional: a reader before the automatic cap ignores it */
+	if (d->limit_rate)
+		json_object_set_new(o, "limit_per_s",
+				    json_integer(d->limit_rate));
 	return o;
 }
 
@@ -153,7 +158,8 @@ json_t *ks_hot_doc_entry_json(const struct ks_hot_doc *d)
 
 int ks_hot_doc_for_clients(const struct ks_hot_doc *d)
 {
-	return d->state != KS_HDS_COUNTING || (d->write_hot && d->subkeys > 1);
+	return d->state != KS_HDS_COUNTING ||
+	       (d->write_hot && d->subkeys > 1) || d->limit_rate;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *a)
@@ -366,9 +372,10 @@ int ks_hot_doc_decode_json(json_t *o, __u64 want_hash, struct ks_hot_doc *d,
 	    get_bool(o, "write_hot", &d->write_hot) ||
 	    get_bool(o, "pinned", &d->pinned) ||
 	    get_rate(o, "reads_per_s", &d->reads_ps) ||
-	    get_rate(o, "writes_per_s", &d->writes_ps)) {
+	    get_rate(o, "writes_per_s", &d->writes_ps) ||
+	    get_count(o, "limit_per_s", KS_LIMIT_RATE_MAX, &d->limit_rate, 0)) {
 		bad(err, errlen, "%s",
-		    "a field has the wrong type (subkeys, owner_turns, read_hot, write_hot, pinned, reads_per_s, writes_per_s)");
+		    "a field has the wrong type (subkeys, owner_turns, read_hot, write_hot, pinned, reads_per_s, writes_per_s, limit_per_s)");
 		goto out;
 	}
 	v = json_object_get(o, "write_seq");
@@ -401,7 +408,8 @@ int ks_hot_doc_same(const struct ks_hot_doc *a, const struct ks_hot_doc *b)
 	    a->pinned != b->pinned || a->state != b->state ||
 	    a->copies != b->copies || a->subkeys != b->subkeys ||
 	    a->nreplicas != b->nreplicas || a->write_seq != b->write_seq ||
-	    a->owner_turns != b->owner_turns || strcmp(a->owner, b->owner))
+	    a->owner_turns != b->owner_turns ||
+	    a->limit_rate != b->limit_rate || strcmp(a->owner, b->owner))
 		return 0;
 	for (i = 0; i < a->nreplicas; i++)
 		if (strcmp(a->replica[i], b->replica[i]))

@@ -56,6 +56,10 @@ struct ks_hot_doc {
 	__u32 owner_turns; /* of KS_STEER_SCHED turns, the owner's (its
 			    * --owner-share): the schedule reads follow */
 	double reads_ps, writes_ps;
+	/* "limit_per_s": the automatic cap its owner put on the key
+	 * (docs/limits.md "The automatic cap"), requests/s; 0: none, and
+	 * the field left out. libkeysteer limits the key's calls at it. */
+	__u32 limit_rate;
 };
 
 /* What the owner's hits and misses of a hot key ("owner_misses_per_s" in
@@ -80,7 +84,8 @@ struct json_t *ks_hot_doc_json(const struct ks_hot_doc *d);
 
 /* Whether a client acts on the entry, so that it belongs in hot/: its
  * state is not counting (copies being made, armed, dirty), or it is a
- * write-hot key split into sub-keys (the counters' readers sum them). */
+ * write-hot key split into sub-keys (the counters' readers sum them), or
+ * it carries an automatic cap (libkeysteer limits its calls). */
 int ks_hot_doc_for_clients(const struct ks_hot_doc *d);
 
 /*

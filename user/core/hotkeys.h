@@ -68,6 +68,9 @@ enum ks_hot_rule_type {
 	 * (core/limits.h; count is the rate per second), never a pin */
 	KS_RULE_LIMIT = 16,
 	KS_RULE_LIMIT_PREFIX,
+	/* never in a pin file: libkeysteer's stand-in rule for the
+	 * automatic cap a key's hot/ entry carries (client/limit.h) */
+	KS_RULE_LIMIT_AUTO,
 };
 
 /* A shard's name in a shard rule: "host:port" as the ring lists it, or the

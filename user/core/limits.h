@@ -40,9 +40,12 @@ struct ks_limit_entry {
 	__u8 state;     /* enum ks_limit_state */
 	__u8 fresh;     /* new row: its counters to be zeroed first */
 	__u64 hash;     /* ks_key_hash */
-	__u64 old_hash; /* GONE: the hash to delete */
+	__u64 old_hash; /* GONE, or a DIRTY row taken over: the hash to
+			 * delete (0: none) */
 	__u32 rate;     /* requests/s */
 	__u32 seen_seq; /* a prefix key's last interval among ranked keys */
+	__u8 automatic; /* the automatic cap's (core/limit_auto.h), no rule */
+	double residual_ps; /* automatic: the load it was capped for */
 	/* counters as last read (since installed), and per second over the
 	 * last interval */
 	__u64 allowed, refused, collided, tcp;
@@ -52,8 +55,20 @@ struct ks_limit_entry {
 struct ks_limit_set {
 	struct ks_limit_entry e[KS_LIMIT_SLOTS]; /* index: the row id */
 	size_t live;                             /* entries not FREE or GONE */
-	__u64 version; /* bumped when what is limited changes */
-	__u64 no_room; /* keys a prefix rule took that found no row */
+	__u64 version;      /* bumped when what is limited changes */
+	__u64 no_room;      /* keys a prefix rule took that found no row */
+	size_t nauto;       /* entries of the automatic cap */
+	__u64 auto_no_room; /* automatic caps that found no row, by
+			     * interval */
+	__u64 auto_evicted; /* automatic caps a rule's key took the row of */
+};
+
+/* A key the automatic cap limits (core/limit_auto.h). */
+struct ks_limit_want {
+	const __u8 *key;
+	__u16 len;
+	__u32 rate;
+	double residual_ps; /* the fullest table gives up the lowest first */
 };
 
 void ks_limits_init(struct ks_limit_set *s);
@@ -64,15 +79,21 @@ const struct ks_hot_rule *ks_limit_rule_match(const struct ks_hot_rules *r,
 					      const __u8 *key, size_t len);
 
 /*
- * One interval (seq) with the rules now in force and the interval's
- * ranked keys (n, any order): exact rules get entries, ranked keys under
- * a prefix rule get entries at its rate, a rule's removal or change
- * marks its entries GONE or DIRTY, prefix keys out of the ranked keys for
- * KS_LIMIT_KEEP intervals are GONE. Returns the number of entries whose
+ * One interval (seq) with the rules now in force, the interval's ranked
+ * keys (n, any order) and the automatic cap's keys (nauto): exact rules
+ * get entries, ranked keys under a prefix rule get entries at its rate, a
+ * rule's removal or change marks its entries GONE or DIRTY, prefix keys
+ * out of the ranked keys for KS_LIMIT_KEEP intervals are GONE. Then the
+ * automatic caps, in the rows left: a key a rule names is the rule's
+ * (explicit wins); an automatic cap no longer wanted is GONE; one that
+ * finds no row is counted (auto_no_room) and asked again next interval;
+ * a rule's key that finds no row takes the row of the automatic cap with
+ * the lowest residual (auto_evicted). Returns the number of entries whose
  * state changed (0: ks_limits stays as it is).
  */
 size_t ks_limits_plan(struct ks_limit_set *s, const struct ks_hot_rules *rules,
-		      const struct ks_top_entry *ranked, size_t n, __u32 seq);
+		      const struct ks_top_entry *ranked, size_t n, __u32 seq,
+		      const struct ks_limit_want *autos, size_t nauto);
 
 /* After the map was written: DIRTY -> LIVE, GONE -> FREE. */
 void ks_limits_synced(struct ks_limit_set *s);

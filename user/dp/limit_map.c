@@ -93,6 +93,11 @@ int ks_limit_map_sync(struct ks_limit_map *m, struct ks_limit_set *s)
 		}
 		if (e->state != KS_LIMIT_DIRTY)
 			continue;
+		/* a row taken over from another key: that key's entry first */
+		if (e->old_hash && e->old_hash != e->hash &&
+		    bpf_map_delete_elem(m->limits, &e->old_hash) &&
+		    errno != ENOENT && !err)
+			err = -errno;
 		if (e->fresh) {
 			memset(m->row, 0, (size_t)m->ncpus * sizeof(*m->row));
 			if (bpf_map_update_elem(m->stats, &i, m->row, 0) &&

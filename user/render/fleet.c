@@ -369,10 +369,11 @@ static void text_limits(FILE *f, const struct ks_fleet_out *o)
 	for (i = 0; i < v->n_limits; i++) {
 		const struct ks_fleet_limit *l = &v->limits[i];
 
-		fprintf(f, "  %-40s %10u %10.1f %10.1f %10.1f %5u\n",
+		fprintf(f, "  %-40s %10u %10.1f %10.1f %10.1f %5u%s\n",
 			key_or_hash(l->hash, l->key, o->hash_only, k,
 				    sizeof(k)),
-			l->rate, l->allowed, l->refused, l->tcp, l->hosts);
+			l->rate, l->allowed, l->refused, l->tcp, l->hosts,
+			l->automatic ? "  (auto)" : "");
 	}
 	if (v->limits_omitted)
 		fprintf(f,
@@ -687,6 +688,8 @@ static json_t *limited_keys_json(const struct ks_fleet_out *o)
 		json_object_set_new(x, "refused_per_s", json_real(l->refused));
 		json_object_set_new(x, "tcp_per_s", json_real(l->tcp));
 		json_object_set_new(x, "hosts", json_integer(l->hosts));
+		if (l->automatic) /* absent for a rule's: as before */
+			json_object_set_new(x, "auto", json_true());
 		json_array_append_new(a, x);
 	}
 	return a;

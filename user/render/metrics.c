@@ -739,7 +739,8 @@ static void limit_family(FILE *f, const struct ks_metrics_in *in,
 	while ((e = ks_limits_next(in->limits, &pos))) {
 		fputs(name, f);
 		key_labels(f, in, e->hash, e->key, e->len);
-		fputc('}', f);
+		/* a rule's limit or the automatic cap's (--limit-auto) */
+		fprintf(f, ",source=\"%s\"}", e->automatic ? "auto" : "rule");
 		if (which == 0)
 			count(f, e->rate);
 		else if (which == 4)
@@ -759,6 +760,12 @@ static void limit_metrics(FILE *f, const struct ks_metrics_in *in)
 		{ "keysteer_limit_keys", "gauge",
 		  "Keys rate-limited in the datapath (docs/limits.md).",
 		  in->limits->live },
+		{ "keysteer_limit_auto_keys", "gauge",
+		  "Keys of those limited by the automatic cap (--limit-auto), not by a rule.",
+		  in->limits->nauto },
+		{ "keysteer_limit_auto_no_room_total", "counter",
+		  "Automatic caps that found no free row in the datapath's table, once an interval each.",
+		  in->limits->auto_no_room },
 		{ "keysteer_limit_checked_total", "counter",
 		  "Lone UDP gets looked up in the rate limits while any key was limited.",
 		  pk ? pk->n[KS_LIM_CHECKED] : 0 },

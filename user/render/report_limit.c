@@ -31,7 +31,9 @@ void ks_render_limit_text(FILE *f, const struct ks_limit_view *l)
 			r->rate, r->allowed_mps / 1000.0,
 			r->refused_mps / 1000.0, r->tcp_mps / 1000.0,
 			(unsigned long long)r->refused,
-			r->rule_len ? "  (prefix rule)" : "");
+			r->automatic  ? "  (auto)"
+			: r->rule_len ? "  (prefix rule)"
+				      : "");
 	}
 	fprintf(f, "  %s\n", KS_LIMIT_TCP_NOTE);
 }
@@ -59,14 +61,15 @@ void ks_render_limit_json(FILE *f, const struct ks_limit_view *l)
 		}
 		fprintf(f,
 			"\"hash\":\"0x%016llx\",\"rate_per_s\":%u,\"burst\":%u,"
-			"\"prefix_rule\":%s,\"allowed_per_s\":%.3f,"
+			"\"prefix_rule\":%s,\"auto\":%s,\"allowed_per_s\":%.3f,"
 			"\"refused_per_s\":%.3f,\"tcp_per_s\":%.3f,"
 			"\"allowed\":%llu,\"refused\":%llu,\"tcp_gets\":%llu,"
 			"\"collided\":%llu}",
 			(unsigned long long)r->hash, r->rate, r->burst,
-			r->rule_len ? "true" : "false", r->allowed_mps / 1000.0,
-			r->refused_mps / 1000.0, r->tcp_mps / 1000.0,
-			(unsigned long long)r->allowed,
+			r->rule_len ? "true" : "false",
+			r->automatic ? "true" : "false",
+			r->allowed_mps / 1000.0, r->refused_mps / 1000.0,
+			r->tcp_mps / 1000.0, (unsigned long long)r->allowed,
 			(unsigned long long)r->refused,
 			(unsigned long long)r->tcp,
 			(unsigned long long)r->collided);
