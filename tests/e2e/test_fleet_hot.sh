@@ -205,33 +205,36 @@ else
 fi
 
 # --- 3. steady state: few writes -------------------------------------------
-txns() { # IDX -> the publisher's transactions so far, from the -v line
-	grep -o '[0-9]* txns' "$STEER_TMP/agent.$1.out" | tail -1 | awk '{print $1}'
+# snap IDX -> "TXNS KEEPALIVES INTERVALS" from one read of the owner's -v
+# lines: three reads could straddle a new line and count its transactions
+# against one interval too few
+snap() {
+	awk '/ txns/ { n++; for (i = 2; i <= NF; i++) {
+		if ($i ~ /^txns/) t = $(i - 1); if ($i ~ /^keepalives/) k = $(i - 1) } }
+	     END { print (t == "" ? "?" : t), (k == "" ? "?" : k), n + 0 }' \
+		"$STEER_TMP/agent.$1.out"
 }
-intervals() { # IDX -> the -v status lines (one an interval) so far
-	grep -c ' txns' "$STEER_TMP/agent.$1.out"
-}
-keepalives() {
-	grep -o '[0-9]* keepalives' "$STEER_TMP/agent.$1.out" | tail -1 | awk '{print $1}'
-}
+intervals() { snap "$1" | awk '{print $3}'; }
 news() {
 	ks_in_ns "$CNS" "$PY" "$E2E_ROOT/tests/e2e/ks_pub_news.py" --etcd "$URL" \
 		--prefix "/keysteer/$CLUSTER/" "$@"
 }
-sleep 2 # the writes' rate decays out of the estimate
-t0=$(txns "$OWNER")
-k0=$(keepalives "$OWNER")
-n0=$(intervals "$OWNER")
+# four of the owner's intervals (2 s at 0.5 s): the writes' rate decays out
+# of the estimate; counted in its own status lines, not by a clock
+w0=$(intervals "$OWNER")
+for _ in $(seq 1 600); do
+	[ $(($(intervals "$OWNER") - w0)) -ge 4 ] && break
+	sleep 0.1
+done
+read -r t0 k0 n0 <<<"$(snap "$OWNER")"
 r0=$(news rev 2>"$E2E_TMP/news.err")
 [ -n "$r0" ] || r0=unread
 # 8 intervals: waited for by the owner's own status lines, not a clock
-for _ in $(seq 1 200); do
+for _ in $(seq 1 600); do
 	[ $(($(intervals "$OWNER") - n0)) -ge 8 ] && break
 	sleep 0.1
 done
-t1=$(txns "$OWNER")
-k1=$(keepalives "$OWNER")
-n1=$(intervals "$OWNER")
+read -r t1 k1 n1 <<<"$(snap "$OWNER")"
 r1=$(news rev 2>>"$E2E_TMP/news.err")
 [ "$r0" = unread ] || news news --from "$r0" --to "${r1:-0}" >"$E2E_TMP/news.json" 2>>"$E2E_TMP/news.err"
 # The heartbeat (hosts/<self> every KS_HOSTS_HEARTBEAT = 30 intervals)
@@ -251,9 +254,10 @@ print("; ".join(why) or "OK %d puts" % d["puts"])
 PYEOF
 )
 ni=$((${n1:-0} - ${n0:-0}))
-if [ -n "$t0" ] && [ -n "$t1" ] && [ "$ni" -ge 8 ] &&
-	[ $((t1 - t0)) -le "$ni" ] && [ "${why%% *}" = OK ] &&
-	[ -n "$k0" ] && [ -n "$k1" ] && [ $((k1 - k0)) -ge 1 ]; then
+isnum() { case "$1" in '' | *[!0-9]*) return 1 ;; esac; }
+if isnum "$t0" && isnum "$t1" && isnum "$k0" && isnum "$k1" &&
+	[ "$ni" -ge 8 ] && [ $((t1 - t0)) -le "$ni" ] &&
+	[ "${why%% *}" = OK ] && [ $((k1 - k0)) -ge 1 ]; then
 	pass fleet_hot_steady_writes_few
 	note "owner over $ni intervals: $((t1 - t0)) write transactions (${why#OK }, each news) and $((k1 - k0)) keepalives"
 else
