@@ -278,13 +278,14 @@ def per_round(runs):
     >>> f[("udp", "ks8", 0)]["stats"], f[("udp", "ks8", 0)]["host"]
     (160.0, 10100.0)
     """
-    host, out = {}, {}
+    host, mc, out = {}, {}, {}
     for r in runs:
         n = r["ops"]
         if not n or "memcached_cpu_ns" not in r:
             continue
-        host[(r["workload"], r["config"], r["round"])] = (
-            (r["memcached_cpu_ns"] + r["softirq_ns"]) / n)
+        key = (r["workload"], r["config"], r["round"])
+        host[key] = (r["memcached_cpu_ns"] + r["softirq_ns"]) / n
+        mc[key] = r["memcached_cpu_ns"] / n
     for r in runs:
         key = (r["workload"], r["config"], r["round"])
         if r["config"] == "none" or key not in host:
@@ -298,6 +299,7 @@ def per_round(runs):
             "stats": (r["prog_run_ns"] / n + proc) if not c.startswith("pcap") else None,
             "delta": proc + host[key] - base if base is not None else None,
             "host": host[key],
+            "memcached": mc[key],
             "sampled": r.get("sampled_fraction"),
         }
     return out
@@ -326,10 +328,14 @@ def goal_table(runs, rounds):
            "memcached's process time and the softirq time per request grew over "
            "`none` in the same round). The host's CPU per request is memcached's "
            "process time plus the softirq time, the same run; share = observer / "
-           "host. Medians [min..max] of %d rounds." % (method, nr), "",
+           "host. The softirq time is the whole machine's: where other work "
+           "shares the machine its softirq is in it too, and the share of "
+           "memcached's process time alone is given beside it. Medians "
+           "[min..max] of %d rounds." % (method, nr), "",
            "| workload | observer | CPU ns per request | spread | by host delta | "
-           "host CPU ns per request | share of host | keys sampled |",
-           "|---|---|---:|---:|---:|---:|---:|---:|"]
+           "host CPU ns per request | share of host | memcached ns per request "
+           "| share of memcached's | keys sampled |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     workloads = [w for w in WORKLOAD_NAMES if any(k[0] == w for k in f)]
     configs = [c for c in CONFIG_NAMES if any(k[1] == c for k in f)]
 
@@ -351,11 +357,16 @@ def goal_table(runs, rounds):
             sh = med_range([obs(w, c, r) / f[(w, c, r)]["host"]
                             if obs(w, c, r) is not None else None for r in rs])
             sp = med_range([f[(w, c, r)]["sampled"] for r in rs])
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            mcr = med_range([f[(w, c, r)]["memcached"] for r in rs])
+            shm = med_range([obs(w, c, r) / f[(w, c, r)]["memcached"]
+                             if obs(w, c, r) is not None and f[(w, c, r)]["memcached"]
+                             else None for r in rs])
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 WORKLOAD_NAMES[w], CONFIG_NAMES[c], fmt_range(o),
                 fmt((o[2] - o[1]) / o[0] if o and o[0] else None, ".0%"),
                 fmt_range(med_range([f[(w, c, r)]["delta"] for r in rs])),
                 fmt(h and h[0], ",.0f"), fmt_range(sh, ".3f"),
+                fmt(mcr and mcr[0], ",.0f"), fmt_range(shm, ".3f"),
                 fmt(sp and sp[0], ".4f", "")))
     out += ["", "tcpdump / keysteer, CPU per request, round by round (each round's "
             "two runs side by side); the interval is the rounds' min..max, which "
