@@ -133,15 +133,16 @@ softirq_ticks() {
 	awk '$1 == "cpu" { print $8 }' /proc/stat
 }
 
-# ks_run_all: run_time_ns summed over every keysteer entry program loaded
+# ks_run_all: "ID:RUN_TIME_NS,..." of every keysteer entry program loaded
 # on the machine (other work's too): perf's samples of the symbol cannot
 # tell them apart, bpf_stats can, so host_report.py gives this run's
-# program its bpf_stats share of them.
+# program its bpf_stats share of them (by ID: a program unloaded during
+# the run takes its total with it).
 ks_run_all() {
 	bpftool -j prog show | "$PY" -c '
 import json, sys
-print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin)
-          if p.get("name") in ("ks_ingress", "ks_tc_ingress")))'
+print(",".join("%d:%d" % (p["id"], p.get("run_time_ns", 0)) for p in json.load(sys.stdin)
+               if p.get("name") in ("ks_ingress", "ks_tc_ingress")) or "-")'
 }
 
 proc_ticks() { # PID -> utime+stime in clock ticks

@@ -148,7 +148,7 @@ def cmd_run(a):
         "agent_cpu_ns": (float(a.agent[1]) - float(a.agent[0])) * TICK_NS,
         "dump_cpu_ns": (float(a.dump[1]) - float(a.dump[0])) * TICK_NS,
         "memcached_cpu_ns": (float(a.memcached[1]) - float(a.memcached[0])) * TICK_NS,
-        "ks_all_run_ns": float(a.ks_all[1]) - float(a.ks_all[0]),
+        "ks_all_run_ns": ks_all_delta(a.ks_all[0], a.ks_all[1]),
         "sampled_fraction": num(a.sampled),
         "seen_keys": num(a.seen), "captured": num(a.captured),
         "dropped": num(a.dropped), "wall_s": wall,
@@ -225,8 +225,31 @@ def kernel_ns(config, r):
     elif config == "empty":
         ns = r["perf_empty_ns"]
     else:
-        ns = r["perf_ks_ns"] * ks_share(r)
+        share = ks_share(r)
+        ns = r["perf_ks_ns"] * share if share is not None else None
     return ns or None
+
+
+def ks_all_delta(before, after):
+    """The run time every keysteer program on the machine ran between two
+    `ID:RUN_TIME_NS,...` lists ("-": none), program by program: one
+    loaded during the run counts from 0, one unloaded is left out.
+
+    >>> ks_all_delta("7:100,9:50", "7:400,11:30")
+    330.0
+    >>> ks_all_delta("-", "-")
+    0.0
+    >>> ks_all_delta("100", "450")
+    350.0
+    """
+    if ":" not in before + after and "-" not in (before, after):
+        return float(after) - float(before)  # plain sums (older runs)
+
+    def parse(s):
+        return {} if s in ("-", "") else {
+            int(i): float(t) for i, t in (x.split(":") for x in s.split(","))}
+    b, a = parse(before), parse(after)
+    return float(sum(t - b.get(i, 0) for i, t in a.items()))
 
 
 def ks_share(r):
@@ -238,11 +261,17 @@ def ks_share(r):
     0.75
     >>> ks_share({"prog_run_ns": 300.0})
     1.0
+    >>> ks_share({"prog_run_ns": 300.0, "ks_all_run_ns": 200.0}) is None
+    True
     """
     alln = r.get("ks_all_run_ns")
-    if not alln or alln <= r["prog_run_ns"]:
+    if alln is None:
         return 1.0
-    return r["prog_run_ns"] / alln
+    if alln < r["prog_run_ns"]:
+        # less than this program alone: another one was unloaded during
+        # the run (a sum of totals before the lists were kept by ID)
+        return None
+    return r["prog_run_ns"] / alln if alln else 1.0
 
 
 def med_range(vals):
