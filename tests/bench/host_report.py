@@ -399,10 +399,12 @@ def goal_table(runs, rounds):
                 fmt(sp and sp[0], ".4f", "")))
     out += ["", "tcpdump / keysteer, CPU per request, round by round (each round's "
             "two runs side by side); the interval is the rounds' min..max, which "
-            "holds the median with %.0f%% confidence at %d rounds; the goal is at "
+            "holds the median with 1 - 2^(1-n) confidence for n rounds (%.0f%% at "
+            "%d; a round without a figure for both is left out); the goal is at "
             "least 3x:" % (conf * 100, nr), "",
-            "| workload | pair | ratio, median | interval | by host delta | goal >= 3 |",
-            "|---|---|---:|---:|---:|---|"]
+            "| workload | pair | ratio, median | interval | rounds (confidence) "
+            "| by host delta | goal >= 3 |",
+            "|---|---|---:|---:|---:|---:|---|"]
     for w in workloads:
         for p in (c for c in configs if c.startswith("pcap")):
             for k in (c for c in configs if c.startswith("ks")):
@@ -418,9 +420,11 @@ def goal_table(runs, rounds):
                     continue
                 verdict = ("met" if mr[1] >= 3 else "not met" if mr[2] < 3
                            else "undecided (interval spans 3)")
-                out.append("| %s | %s / %s | %.2f | %.2f..%.2f | %s | %s |" % (
+                n = sum(x is not None for x in rat)
+                out.append("| %s | %s / %s | %.2f | %.2f..%.2f | %d (%.0f%%) | %s | %s |" % (
                     WORKLOAD_NAMES[w], CONFIG_NAMES[p], CONFIG_NAMES[k], mr[0],
-                    mr[1], mr[2], fmt_range(med_range(dl), ".2f"), verdict))
+                    mr[1], mr[2], n, 100 * (1 - 2.0 ** (1 - n)) if n > 1 else 0,
+                    fmt_range(med_range(dl), ".2f"), verdict))
     return "\n".join(out)
 
 
