@@ -13,6 +13,7 @@ Standard library only.
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -334,6 +335,30 @@ def per_round(runs):
     return out
 
 
+def median_interval(vals, level=0.95):
+    """(median, lo, hi, n, confidence): lo..hi the widest-inward pair of
+    order statistics X(k)..X(n+1-k) that still holds the median with at
+    least `level` confidence (binomial, no assumption of normal noise); the
+    min..max when even that falls short; None without values.
+
+    >>> median_interval([3.0, 1.0, 2.0, 5.0, 4.0, 6.0])[:3]
+    (3.5, 1.0, 6.0)
+    >>> r = median_interval([float(x) for x in range(1, 13)])
+    >>> r[1], r[2], round(r[4], 3)
+    (3.0, 10.0, 0.961)
+    """
+    v = sorted(x for x in vals if x is not None)
+    n = len(v)
+    if not n:
+        return None
+    def conf(k):
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+    k = 1
+    while k + 1 <= n // 2 and conf(k + 1) >= level:
+        k += 1
+    return statistics.median(v), v[k - 1], v[n - k], n, conf(k) if n > 1 else 0.0
+
+
 def goal_table(runs, rounds):
     """Issue 27's goal for bench-host, as markdown: each observer's CPU per
     request with its spread over the rounds and its share of the host's,
@@ -400,17 +425,18 @@ def goal_table(runs, rounds):
                 fmt(mcr and mcr[0], ",.0f"), fmt_range(shm, ".3f"),
                 fmt(sp and sp[0], ".4f", "")))
     out += ["", "tcpdump / keysteer, CPU per request, round by round (each round's "
-            "two runs side by side); the interval is the rounds' min..max, which "
-            "holds the median with 1 - 2^(1-n) confidence for n rounds (%.0f%% at "
-            "%d; a round without a figure for both is left out); the goal is at "
-            "least 3x:" % (conf * 100, nr), "",
+            "two runs side by side); the interval is a pair of the rounds' order "
+            "statistics that holds the median with at least 95%% confidence where "
+            "the rounds allow, else their min..max (%.0f%% at %d rounds; a round "
+            "without a figure for both is left out); the goal is at least 3x:"
+            % (conf * 100, nr), "",
             "| workload | pair | ratio, median | interval | rounds (confidence) "
             "| keysteer by bpf_stats + agent | by host delta | goal >= 3 |",
             "|---|---|---:|---:|---:|---:|---:|---|"]
     for w in workloads:
         for p in (c for c in configs if c.startswith("pcap")):
             for k in (c for c in configs if c.startswith("ks")):
-                rs = sorted({x[2] for x in f if x[0] == w} )
+                rs = sorted({x[2] for x in f if x[0] == w})
                 rat = [obs(w, p, r) / obs(w, k, r) if obs(w, p, r) is not None
                        and obs(w, k, r) else None for r in rs]
                 dl = [f[(w, p, r)]["delta"] / f[(w, k, r)]["delta"]
@@ -421,22 +447,29 @@ def goal_table(runs, rounds):
                 # (no other program's time in it; its clock reads in it)
                 bs = [obs(w, p, r) / f[(w, k, r)]["stats"] if obs(w, p, r) is not None
                       and (w, k, r) in f and f[(w, k, r)]["stats"] else None for r in rs]
-                mr = med_range(rat)
+                mr = median_interval(rat)
                 if mr is None:
                     continue
                 verdict = ("met" if mr[1] >= 3 else "not met" if mr[2] < 3
                            else "undecided (interval spans 3)")
-                n = sum(x is not None for x in rat)
                 out.append("| %s | %s / %s | %.2f | %.2f..%.2f | %d (%.0f%%) | %s | %s | %s |" % (
                     WORKLOAD_NAMES[w], CONFIG_NAMES[p], CONFIG_NAMES[k], mr[0],
-                    mr[1], mr[2], n, 100 * (1 - 2.0 ** (1 - n)) if n > 1 else 0,
+                    mr[1], mr[2], mr[3], 100 * mr[4],
                     fmt_range(med_range(bs), ".2f"), fmt_range(med_range(dl), ".2f"),
                     verdict))
     return "\n".join(out)
 
 
 def cmd_summary(a):
-    runs = [json.loads(line) for line in open(a.runs) if line.strip()]
+    # several runs' files pool their rounds (each file's rounds apart)
+    runs = []
+    for i, path in enumerate(a.runs):
+        for line in open(path):
+            if line.strip():
+                r = json.loads(line)
+                if len(a.runs) > 1:
+                    r["round"] = i * 1000 + r["round"]
+                runs.append(r)
     by = {}
     for r in runs:
         by.setdefault((r["workload"], r["config"]), []).append(r)
@@ -540,7 +573,7 @@ def main():
     s = sub.add_parser("line")
     s.set_defaults(fn=cmd_line)
     s = sub.add_parser("summary")
-    s.add_argument("runs")
+    s.add_argument("runs", nargs="+")
     s.add_argument("--markdown")
     s.add_argument("--rounds", type=int, default=0)
     s.add_argument("--duration", type=int, default=0)
