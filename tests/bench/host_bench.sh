@@ -197,7 +197,7 @@ observer_down() {
 # one_run ROUND CONFIG WORKLOAD: appends one JSON line to $RUNS.
 one_run() {
 	local round=$1 cfg=$2 wl=$3 id s0 s1 sq0 sq1 m0=$STEER_TMP/m0 m1=$STEER_TMP/m1
-	local apid='' a0=0 a1=0 d0=0 d1=0 c0 c1 k0 k1 t0 t1
+	local apid='' a0=0 a1=0 d0=0 d1=0 c0 c1 k0 k1 t0 t1 la0 la1
 	observer_up "$cfg" || return 1
 	case $cfg in
 	ks8hot) sleep 3 ;; # the flash key found, armed and filled
@@ -220,10 +220,10 @@ one_run() {
 			-- sleep "$DURATION" 2>"$STEER_TMP/perf.err" &
 		PERF_PID=$!
 	fi
-	t0=$(date +%s.%N)
+	t0=$(date +%s.%N) la0=$(cut -d' ' -f1 /proc/loadavg)
 	ks_in_ns "$STEER_CLIENT_NS" "$LOAD" "${la[@]}" --duration "$DURATION" >"$STEER_TMP/load.json" ||
 		{ echo "host_bench.sh: ks_load failed ($cfg $wl)" >&2; return 1; }
-	t1=$(date +%s.%N)
+	t1=$(date +%s.%N) la1=$(cut -d' ' -f1 /proc/loadavg)
 	local perf_json=null
 	if [ -n "$PERF_PID" ]; then
 		wait "$PERF_PID"
@@ -261,7 +261,7 @@ one_run() {
 		--load "$STEER_TMP/load.json" --mc0 "$STEER_TMP/mc0" --mc1 "$STEER_TMP/mc1" \
 		--prog "$s0" "$s1" --softirq "$sq0" "$sq1" --agent "$a0" "$a1" \
 		--dump "$d0" "$d1" --memcached "$c0" "$c1" --ks_all "$k0" "$k1" --sampled "${samp:-null}" --seen "${seen:-null}" --captured "${cap:-null}" \
-		--dropped "${drop:-null}" --wall "$t0" "$t1" --perf "$perf_json" >>"$RUNS" ||
+		--dropped "${drop:-null}" --wall "$t0" "$t1" --loadavg "$la0" "$la1" --perf "$perf_json" >>"$RUNS" ||
 		{ echo "host_bench.sh: summing up $cfg $wl failed" >&2; return 1; }
 	tail -1 "$RUNS" | "$PY" "$REPORT" line
 }

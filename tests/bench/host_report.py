@@ -154,6 +154,9 @@ def cmd_run(a):
         "seen_keys": num(a.seen), "captured": num(a.captured),
         "dropped": num(a.dropped), "wall_s": wall,
     }
+    if a.loadavg:
+        # the machine's 1-minute load average as the run began and ended
+        run["loadavg"] = [float(x) for x in a.loadavg]
     if a.perf not in (None, "null", ""):
         run.update(json.load(open(a.perf)))
     print(json.dumps(run))
@@ -189,6 +192,8 @@ def run_line(r):
         seen += "  kernel %.0f ns/request (perf)" % (k / r["ops"])
     elif "perf_samples" in r and r["config"] != "none":
         seen += "  kernel no samples (perf, %d Hz)" % r["perf_hz"]
+    if "loadavg" in r:
+        seen += "  load %.1f-%.1f" % tuple(r["loadavg"])
     return "round %d %-8s %-4s %9.0f ops/s  p99 %6.0f us  prog %s ns/pkt  softirq %.2f s%s" % (
         r["round"], r["config"], r["workload"], r["ops_per_s"], r["p99_us"],
         fmt(r["prog_ns_per_packet"], ".0f"), r["softirq_ns"] / 1e9, seen)
@@ -532,8 +537,12 @@ def cmd_summary(a):
                    if with_perf else ""))
     table = "\n".join(out)
     head = ("`tests/bench/host_bench.sh --rounds %d --duration %d --conns %d`: median of %d "
-            "rounds per cell, configurations interleaved in rotating order.\n\n" % (
+            "rounds per cell, configurations interleaved in rotating order." % (
                 a.rounds, a.duration, a.conns, a.rounds))
+    loads = [x for r in runs for x in r.get("loadavg", [])]
+    if loads:
+        head += " Load average (1 min) during the runs: %.1f to %.1f." % (min(loads), max(loads))
+    head += "\n\n"
     goal = goal_table(runs, a.rounds)
     if goal:
         table += "\n\n" + goal
@@ -565,6 +574,7 @@ def main():
     for name in ("prog", "softirq", "agent", "dump", "memcached", "ks_all", "wall"):
         s.add_argument("--" + name, nargs=2, required=True)
     s.add_argument("--perf", help="perf-cost's JSON, or null")
+    s.add_argument("--loadavg", nargs=2, help="1-minute load average at the start and end")
     s.set_defaults(fn=cmd_run)
     s = sub.add_parser("perf-cost")
     s.add_argument("file")
