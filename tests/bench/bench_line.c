@@ -43,6 +43,7 @@
 #include "ks_empty.skel.h"
 #include "dp/load_private.h"
 #include "bench.h"
+#include "core/sample_rate.h"
 #include "util/opts.h"
 #include "util/spread.h"
 
@@ -57,6 +58,7 @@ enum {
 	LINE_UDP_GET,
 	LINE_TCP_GET,
 	LINE_TCP_CONT,
+	LINE_UDP_SAMPLED, /* --sample: the only kind of the run */
 	LINE_KINDS
 };
 static const struct line_kind {
@@ -68,6 +70,10 @@ static const struct line_kind {
 	  "get16_unsampled" },
 	{ "tcp_cont_value", "TCP segment continuing a value (1502 B)",
 	  "cont_value" },
+	/* the UDP get's frame, each one's key different (the sender writes
+	 * 4 of its 16 bytes from a counter), keysteer sampling at --sample */
+	{ "udp_get16_sampled", "UDP get, 16-byte keys all different (72 B)",
+	  "udp_get16_unsampled" },
 };
 
 struct line_args {
@@ -76,6 +82,10 @@ struct line_args {
 	double width; /* the ratio's 95% interval at most this wide */
 	int cpu;
 	bool json;
+	/* --sample N|auto[:T]: the sampled kind alone, keysteer at a fixed
+	 * 1 in N or at the rate auto's controller picks for the load */
+	bool sampled;
+	struct ks_sample_opt samp;
 };
 
 /* ---- the sending program, as raw instructions: nothing to build ---- */
@@ -87,17 +97,35 @@ struct line_args {
 			    .off = (o),                                        \
 			    .imm = (i) })
 
+/* r6 = ctx; r0 = the map's entry 0 (NULL: the caller jumps to tx) */
+#define GEN_LOOKUP(map_fd)                                                     \
+	INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0),                         \
+		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0),                  \
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0),                \
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4),                \
+		INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0,       \
+		     map_fd),                                                  \
+		INSN(0, 0, 0, 0, 0),                                           \
+		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem)
+
+static int gen_load(const struct bpf_insn *p, __u32 n, const char *name)
+{
+	static char log[8192];
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log,
+		    .log_size = sizeof(log), .log_level = 1);
+	int fd;
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, name, "GPL", p, n, &o);
+	if (fd < 0)
+		fprintf(stderr, "bench line: the sending program %s: %s\n%s",
+			name, strerror(errno), log);
+	return fd;
+}
+
 static int gen_prog(int map_fd)
 {
 	struct bpf_insn p[] = {
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0), /* r6 = ctx */
-		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0),  /* key 0 */
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4),
-		INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0,
-		     map_fd),
-		INSN(0, 0, 0, 0, 0),
-		INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem),
+		GEN_LOOKUP(map_fd),
 		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 13, 0), /* -> tx */
 		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0), /* seq */
 		INSN(BPF_LDX | BPF_MEM | BPF_DW, 2, 0, 8, 0), /* step */
@@ -115,17 +143,50 @@ static int gen_prog(int map_fd)
 		INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX), /* tx: */
 		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
-	static char log[8192];
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .log_buf = log,
-		    .log_size = sizeof(log), .log_level = 1);
-	int fd;
 
-	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ks_line_gen", "GPL", p,
-			   sizeof(p) / sizeof(p[0]), &o);
-	if (fd < 0)
-		fprintf(stderr, "bench line: the sending program: %s\n%s",
-			strerror(errno), log);
-	return fd;
+	return gen_load(p, sizeof(p) / sizeof(p[0]), "ks_line_gen");
+}
+
+/*
+ * The sending program for the sampled kind: every frame's key differs,
+ * so that keysteer samples keys it has not seen (its sketch and candidate
+ * lines missed, as on a real shard's long tail). A counter in the map's
+ * first word, incremented per frame, is written as 4 characters
+ * '0'..'o' (6 bits each: no space or control byte, so a valid key) at
+ * key_off. The UDP checksum of that frame is zero (none, in IPv4).
+ */
+/* key character i: ((ctr >> 6i) & 63) + '0', stored at key_off + i */
+#define KEY_CHAR(i)                                                            \
+	INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 1, 0, 0),                         \
+		INSN(BPF_ALU64 | BPF_RSH | BPF_K, 4, 0, 0, 6 * (i)),           \
+		INSN(BPF_ALU64 | BPF_AND | BPF_K, 4, 0, 0, 63),                \
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, '0'),               \
+		INSN(BPF_STX | BPF_MEM | BPF_B, 2, 4, (__s16)(key_off + (i)),  \
+		     0)
+
+static int gen_prog_keys(int map_fd, __u32 key_off)
+{
+	struct bpf_insn p[] = {
+		GEN_LOOKUP(map_fd),
+		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 29, 0), /* -> tx */
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0), /* ctr */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 3, 1, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, 1),
+		INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0), /* ctr++ */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0),  /* data */
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0),  /* data_end */
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 2, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, (__s32)key_off + 4),
+		INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 20, 0), /* -> tx */
+		KEY_CHAR(0),
+		KEY_CHAR(1),
+		KEY_CHAR(2),
+		KEY_CHAR(3),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX), /* tx: */
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+
+	return gen_load(p, sizeof(p) / sizeof(p[0]), "ks_line_genk");
 }
 
 /* ---- namespaces ---- */
@@ -221,6 +282,7 @@ struct line_env {
 	struct bench_env be; /* for bench_counts() */
 	int gen_fd, map_fd, gen_if, rx_if, gen_ns, rx_ns, snmp_fd;
 	__u8 mac[6];
+	__u64 key_ctr; /* the sampled kind's next key number */
 };
 
 /* ns the CPU's ksoftirqd has run (the first field of its schedstat). */
@@ -334,17 +396,20 @@ struct trial {
 	double pps, secs; /* packets per CPU second; wall seconds */
 	double cpu_secs, wall_pps;
 	long long delivered;
-	__u64 parsed; /* keysteer's count of what it parsed (keys or
+	__u64 parsed;  /* keysteer's count of what it parsed (keys or
 		       * continuations); 0 for the empty program */
+	__u64 sampled; /* keys keysteer sampled */
 	bool ok;
 };
 
 static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
-		     struct bench_scen *syn_fin, __u32 packets, struct trial *t)
+		     struct bench_scen *syn_fin, __u32 packets, struct trial *t,
+		     bool keys)
 {
 	struct bench_counts b, a;
 	long long r0, r1;
-	__u32 seq = LINE_ISN;
+	/* the key-writing sender counts keys in the map's first word */
+	__u64 seq = keys ? le->key_ctr : LINE_ISN;
 	bool tcp = s->stream;
 	int err;
 
@@ -371,6 +436,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 		err = send_frames(le, s->frame, s->len, packets, seq,
 				  tcp ? s->plen : 0, &t->secs, &t->cpu_secs);
 	seq += tcp ? packets * s->plen : 0;
+	le->key_ctr += keys ? packets : 0;
 	r1 = in_receives(le->snmp_fd);
 	if (!err)
 		err = bench_counts(&le->be, &le->be.cur, &a);
@@ -383,6 +449,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	t->pps = t->cpu_secs > 0 ? t->delivered / t->cpu_secs : 0;
 	t->wall_pps = t->secs > 0 ? t->delivered / t->secs : 0;
 	t->parsed = s->cont ? a.flow_cont - b.flow_cont : a.keys - b.keys;
+	t->sampled = a.sampled - b.sampled;
 	/* keysteer parsed every packet the stack got, on the path claimed */
 	t->ok = t->delivered > 0 && r0 >= 0 &&
 		(!ks || (t->parsed == (__u64)t->delivered &&
@@ -404,6 +471,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "width", required_argument, NULL, 'w' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "sample", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[KS_ERRLEN];
@@ -435,6 +503,12 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 			break;
 		case 'j':
 			a->json = true;
+			break;
+		case 's':
+			if (ks_sample_parse(optarg, 1000000, &a->samp, err,
+					    sizeof(err)))
+				goto bad;
+			a->sampled = true;
 			break;
 		case 'p':
 			if (ks_parse_uint("--packets", optarg, 1000, 740000, &v,
@@ -495,22 +569,60 @@ struct line_fig {
 	double ratio[LINE_TRIALS_MAX], more_ns[LINE_TRIALS_MAX];
 	double pps[2][LINE_TRIALS_MAX];
 	double wall_ratio[LINE_TRIALS_MAX]; /* the same pairs by wall time */
+	double rate_n[LINE_TRIALS_MAX]; /* the 1 in N keysteer's trial ran at */
+	double frac[LINE_TRIALS_MAX];   /* the keys it sampled / its keys */
 	struct ks_spread sp, wall;
 };
 
-static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
-		       __u32 pairs, bool ok, bool known)
+/* The smallest (max false) or largest (max true) of v[0..n). */
+static double line_extreme(const double *v, __u32 n, bool max)
 {
+	double m = n ? v[0] : 0;
+	__u32 i;
+
+	for (i = 1; i < n; i++)
+		m = (v[i] > m) == max ? v[i] : m;
+	return m;
+}
+
+/* The sampled kind's --sample as given: "8", "auto" or "auto:T". */
+static const char *sample_str(const struct line_args *a, char *buf, size_t n)
+{
+	if (a->samp.n)
+		snprintf(buf, n, "%u", a->samp.n);
+	else if (a->samp.target == KS_RATE_TARGET_DEFAULT)
+		snprintf(buf, n, "auto");
+	else
+		snprintf(buf, n, "auto:%u", a->samp.target);
+	return buf;
+}
+
+static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
+		       __u32 pairs, bool ok, bool known, int k0, int k1)
+{
+	/* the sampled kind's rate in force: median, min, max; keys sampled */
+	double rn = bench_median(fig[k0].rate_n, pairs),
+	       rlo = line_extreme(fig[k0].rate_n, pairs, false),
+	       rhi = line_extreme(fig[k0].rate_n, pairs, true),
+	       frac = bench_median(fig[k0].frac, pairs);
+	char sbuf[32];
 	int k;
 
+	sample_str(a, sbuf, sizeof(sbuf));
 	if (a->json) {
 		printf("{\"version\":2,\"cpu\":%d,\"packets\":%u,\"pairs\":%u,"
 		       "\"min_pairs\":%u,\"max_pairs\":%u,\"width\":%.4f,"
-		       "\"spread_known\":%s,\"valid\":%s,\"results\":[",
+		       "\"spread_known\":%s,\"valid\":%s,",
 		       cpu, a->packets, pairs, a->trials, a->max_trials,
 		       a->width, known ? "true" : "false",
 		       ok ? "true" : "false");
-		for (k = 0; k < LINE_KINDS; k++)
+		if (a->sampled)
+			printf("\"sample\":\"%s\",\"rate_n\":%.0f,"
+			       "\"rate_n_min\":%.0f,\"rate_n_max\":%.0f,"
+			       "\"sampled_fraction\":%.5f,",
+			       sbuf, rn, rlo, rhi, frac);
+		printf("\"results\":[");
+		for (k = k0; k < k1; k++)
 			printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
 			       "\"keysteer_pps\":%.0f,\"ratio\":%.4f,"
 			       "\"ratio_lo\":%.4f,\"ratio_hi\":%.4f,"
@@ -518,7 +630,7 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 			       "\"ratio_max\":%.4f,\"wall_ratio\":%.4f,"
 			       "\"wall_ratio_lo\":%.4f,\"wall_ratio_hi\":%.4f,"
 			       "\"ns_per_pkt_over_empty\":%.1f}",
-			       k ? "," : "", line_kinds[k].id,
+			       k > k0 ? "," : "", line_kinds[k].id,
 			       bench_median(fig[k].pps[0], pairs),
 			       bench_median(fig[k].pps[1], pairs),
 			       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
@@ -533,7 +645,7 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 	       "keysteer", "ratio", "95% interval", "min..max", "ns/pkt");
 	printf("%-40s %9s %9s %7s %15s %15s %8s\n", "", "Mpps", "Mpps",
 	       "median", "of the median", "of the pairs", "more");
-	for (k = 0; k < LINE_KINDS; k++)
+	for (k = k0; k < k1; k++)
 		printf("%-40s %9.3f %9.3f %7.3f %7.3f..%-6.3f %7.3f..%-6.3f "
 		       "%8.1f%s\n",
 		       line_kinds[k].name,
@@ -543,11 +655,16 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 		       fig[k].sp.min, fig[k].sp.max,
 		       bench_median(fig[k].more_ns, pairs),
 		       ok ? "" : "  INVALID");
-	for (k = 0; k < LINE_KINDS; k++)
+	for (k = k0; k < k1; k++)
 		printf("%-40s by wall time (not CPU time): ratio %.3f, "
 		       "interval %.3f..%.3f\n",
 		       line_kinds[k].name, fig[k].wall.median, fig[k].wall.lo,
 		       fig[k].wall.hi);
+	if (a->sampled)
+		printf("keysteer --sample %s: the rate in force 1 in %.0f "
+		       "(median of the pairs; %.0f..%.0f), keys sampled %.4f "
+		       "of those counted\n",
+		       sbuf, rn, rlo, rhi, frac);
 	printf("%u pairs; %s\n", pairs,
 	       known ? "every ratio's 95% interval is within the width asked"
 		     : "the spread asked was not reached: the intervals above "
@@ -567,11 +684,14 @@ int bench_line_main(int argc, char **argv)
 	struct line_fig *fig = NULL;
 	struct trial t;
 	bool ok = true, known = false;
-	__u32 i, pairs = 0;
-	int n = 0, k, err, rc = 1, cpu;
+	__u32 i, pairs = 0, key_off = 0, rate_n = 0;
+	int n = 0, k, k0, k1, err, rc = 1, cpu;
 
 	if (line_parse(argc, argv, &a))
 		return 2;
+	/* --sample: the sampled kind alone; else the three unsampled ones */
+	k0 = a.sampled ? LINE_UDP_SAMPLED : 0;
+	k1 = a.sampled ? LINE_KINDS : LINE_UDP_SAMPLED;
 	if (parse_mac(a.rx_mac, le.mac)) {
 		fprintf(stderr, "bench line: --rx-mac: not a MAC address\n");
 		return 2;
@@ -607,7 +727,8 @@ int bench_line_main(int argc, char **argv)
 	for (k = 0; k < LINE_KINDS; k++) {
 		if (!kind_sc[k].frame ||
 		    (k == LINE_TCP_CONT && !kind_sc[k].pro) ||
-		    kind_sc[k].stream != (k != LINE_UDP_GET)) {
+		    kind_sc[k].stream !=
+			    (k == LINE_TCP_GET || k == LINE_TCP_CONT)) {
 			fprintf(stderr,
 				"bench line: building the frames failed\n");
 			goto out;
@@ -615,6 +736,21 @@ int bench_line_main(int argc, char **argv)
 		readdress(kind_sc[k].frame, kind_sc[k].len, le.mac);
 		if (kind_sc[k].pro)
 			readdress(kind_sc[k].pro, kind_sc[k].pro_len, le.mac);
+	}
+	if (a.sampled) {
+		/* the key's first 4 bytes change per frame: the UDP
+		 * checksum goes (0 is none in IPv4), and the key is found
+		 * after the get (14 + 20 + 8 + memcached's 8-byte frame
+		 * header) */
+		struct bench_scen *sk = &kind_sc[LINE_UDP_SAMPLED];
+		const __u8 *g = memmem(sk->frame, sk->len, "get ", 4);
+
+		key_off = g ? (__u32)(g - sk->frame) + 4 : 0;
+		if (!g || key_off + 16 > sk->len) {
+			fprintf(stderr, "bench line: no key in the UDP get\n");
+			goto out;
+		}
+		sk->frame[14 + 20 + 6] = sk->frame[14 + 20 + 7] = 0;
 	}
 	for (k = 0; k < 2; k++) {
 		sf[k].frame = calloc(1, 128);
@@ -646,7 +782,9 @@ int bench_line_main(int argc, char **argv)
 	le.empty = ks_empty_bpf__open_and_load();
 	le.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_line_seq", 4, 16, 1,
 				   NULL);
-	le.gen_fd = le.map_fd >= 0 ? gen_prog(le.map_fd) : -1;
+	le.gen_fd = le.map_fd < 0 ? -1
+		    : a.sampled   ? gen_prog_keys(le.map_fd, key_off)
+				  : gen_prog(le.map_fd);
 	if (!le.ks || !le.empty || le.gen_fd < 0) {
 		fprintf(stderr,
 			"bench line: loading the programs failed (%s)\n",
@@ -676,6 +814,20 @@ int bench_line_main(int argc, char **argv)
 		if (err || bench_set_sample(&le.be, BENCH_UNSAMPLED))
 			goto out;
 	}
+	/*
+	 * --sample N: 1 in N throughout. auto: the first pair at auto's
+	 * start rate, then after each keysteer trial the controller the
+	 * agent runs every interval (ks_rate_next) picks the next from the
+	 * keys that trial counted over its CPU time: the rate auto settles
+	 * on at this load (keys per CPU second). The datapath then runs exactly as at --sample N
+	 * (the agent's ks_rate entry, looked up once per epoch, holds the
+	 * N that ks_config.sample_n holds here).
+	 */
+	if (a.sampled) {
+		rate_n = a.samp.n ? a.samp.n : KS_RATE_START;
+		if (bench_set_sample(&le.be, rate_n))
+			goto out;
+	}
 
 	if (!a.json)
 		printf("line rate through a veth pair, one core (CPU %d), %u "
@@ -691,7 +843,7 @@ int bench_line_main(int argc, char **argv)
 	 * in every round, and which program goes first alternates.
 	 */
 	for (i = 0; i < a.max_trials && !known; i++) {
-		for (k = 0; k < LINE_KINDS; k++) {
+		for (k = k0; k < k1; k++) {
 			double wall[2];
 			int prog;
 
@@ -699,7 +851,7 @@ int bench_line_main(int argc, char **argv)
 				bool ks = (prog ^ (i & 1)) != 0;
 
 				err = run_trial(&le, ks, &kind_sc[k], sf,
-						a.packets, &t);
+						a.packets, &t, a.sampled);
 				if (err) {
 					fprintf(stderr,
 						"bench line: trial failed: "
@@ -728,6 +880,31 @@ int bench_line_main(int argc, char **argv)
 						t.delivered, a.packets);
 				fig[k].pps[ks][i] = t.pps;
 				wall[ks] = t.wall_pps;
+				if (!ks || !a.sampled)
+					continue;
+				fig[k].rate_n[i] = rate_n;
+				fig[k].frac[i] = t.parsed ? (double)t.sampled /
+								    t.parsed
+							  : 0;
+				if (!t.sampled && rate_n <= t.parsed) {
+					fprintf(stderr,
+						"bench line: keysteer sampled "
+						"no key at 1 in %u\n",
+						rate_n);
+					ok = false;
+				}
+				if (a.samp.n)
+					continue;
+				/* over the trial's CPU time: the load of
+				 * a CPU doing nothing else (on a shared
+				 * machine the wall time holds other work's
+				 * time too, and auto would see less load
+				 * than the line rate) */
+				rate_n = ks_rate_next(rate_n, t.parsed,
+						      (__u64)(t.cpu_secs * 1e9),
+						      a.samp.target);
+				if (bench_set_sample(&le.be, rate_n))
+					goto out;
 			}
 			fig[k].ratio[i] = fig[k].pps[0][i] > 0
 						  ? fig[k].pps[1][i] /
@@ -743,7 +920,7 @@ int bench_line_main(int argc, char **argv)
 		}
 		pairs = i + 1;
 		known = true;
-		for (k = 0; k < LINE_KINDS; k++) {
+		for (k = k0; k < k1; k++) {
 			if (ks_spread_of(fig[k].ratio, pairs, LINE_LEVEL,
 					 &fig[k].sp) ||
 			    ks_spread_of(fig[k].wall_ratio, pairs, LINE_LEVEL,
@@ -752,16 +929,17 @@ int bench_line_main(int argc, char **argv)
 			known = known && ks_spread_known(&fig[k].sp, a.trials,
 							 LINE_LEVEL, a.width);
 		}
-		if (!a.json)
-			fprintf(stderr,
-				"bench line: %u pairs, ratios %.3f [%.3f..%.3f] "
-				"%.3f [%.3f..%.3f] %.3f [%.3f..%.3f]\n",
-				pairs, fig[0].sp.median, fig[0].sp.lo,
-				fig[0].sp.hi, fig[1].sp.median, fig[1].sp.lo,
-				fig[1].sp.hi, fig[2].sp.median, fig[2].sp.lo,
-				fig[2].sp.hi);
+		if (a.json)
+			continue;
+		fprintf(stderr, "bench line: %u pairs, ratios", pairs);
+		for (k = k0; k < k1; k++)
+			fprintf(stderr, " %.3f [%.3f..%.3f]", fig[k].sp.median,
+				fig[k].sp.lo, fig[k].sp.hi);
+		if (a.sampled)
+			fprintf(stderr, " at 1 in %u", rate_n);
+		fprintf(stderr, "\n");
 	}
-	line_print(&a, cpu, fig, pairs, ok, known);
+	line_print(&a, cpu, fig, pairs, ok, known, k0, k1);
 	rc = ok ? 0 : 1;
 out:
 	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)

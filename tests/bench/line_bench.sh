@@ -7,11 +7,20 @@
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
+#        [--sample N|auto[:TARGET]]
 #
 # --trials: pairs at least (8); --max-trials: at most (60); --width: stop
 # once every kind's ratio keysteer/empty has a 95% interval of its median
 # at most this wide (0.02). KS_NETNS_PREFIX names the namespaces (default
 # ksl: ksl-gen-PID, ksl-rx-PID).
+#
+# --sample N|auto[:TARGET] (issue 27): one kind instead of the three, UDP
+# gets whose keys all differ (the sender writes 4 of the 16 key bytes per
+# frame), keysteer sampling them at 1 in N, or with auto at the rate
+# auto's controller (the agent's, core/sample_rate.c) picks for the keys
+# the last keysteer trial counted over its CPU time, i.e. the rate auto
+# settles on at one CPU's line rate; the rate in force and the keys
+# sampled are printed with the ratio.
 #
 # Makes two network namespaces of its own joined by a veth pair
 # (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
@@ -24,7 +33,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN=
+PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -35,7 +44,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
-	--packets | --trials | --max-trials | --width | --cpu | --json)
+	--packets | --trials | --max-trials | --width | --cpu | --json | --sample)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
@@ -44,6 +53,7 @@ while [ $# -gt 0 ]; do
 		--width) WIDTH=$2 ;;
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
+		--sample) SAMPLE=$2 ;;
 		esac
 		shift ;;
 	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -59,6 +69,8 @@ done
 	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 99 ]; } ||
 	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..99; see --help" >&2; exit 2; }
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
+[ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
+	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
@@ -92,6 +104,7 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
 	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
+[ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
 "$BENCH" "${args[@]}"
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then
