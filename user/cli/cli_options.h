@@ -111,6 +111,7 @@ enum ks_opt_group {
 #define KS_OPTV_LOAD_FILE    0x10c8
 #define KS_OPTV_MAX_POINTS   0x10c9
 #define KS_OPTV_RATE_SCALING 0x1071
+#define KS_OPTV_LIMIT_HEAD   0x1072
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000
