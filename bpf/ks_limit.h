@@ -49,8 +49,8 @@
  * (ks_limit_reply). GROW_HEAD: at the head at once, without trying the
  * tail (a test run's frame always has tailroom, so this is how the
  * program tests reach the head path); GROW_TAIL: at the tail only, as
- * before the head path existed (the control of test_limit.sh, which then
- * sees veth drop short requests' replies). */
+ * before the head path existed (the control of test_limit_short.sh, which
+ * then sees veth drop short requests' replies). */
 #define KS_CFG_LIMIT_GROW_HEAD 0x800
 #define KS_CFG_LIMIT_GROW_TAIL 0x1000
 
