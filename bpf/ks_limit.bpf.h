@@ -93,16 +93,60 @@ static __always_inline __u16 ks_limit_fold(__u32 sum)
 	return (__u16)sum;
 }
 
+/* The headers a reply keeps, at most: Ethernet, two VLAN tags, IPv6,
+ * UDP and the frame header (IPv4 with options is not answered). */
+#define KS_LIMIT_HDR_MAX (14 + 4 * KS_MAX_VLAN + 40 + 16)
+
+/*
+ * The frame grown by delta > 0 bytes at its head: the off bytes of
+ * headers copied out, the start moved delta bytes back, the headers
+ * written at the new start, so they end where the reply's payload
+ * begins, as the tail's growth would leave them. The tail cannot always
+ * grow: veth's XDP path hands the program the sender's skb, whose
+ * tailroom is whatever the sender left (drivers/net/veth.c,
+ * veth_convert_skb_to_xdp_buff), while every XDP path keeps
+ * XDP_PACKET_HEADROOM (256 bytes) in front, copying the skb when it has
+ * less; delta is at most 32 - KS_LIMIT_MIN_REQ. 0, or -1 (the frame may
+ * have moved: the caller sends nothing).
+ */
+static __always_inline int ks_limit_grow_head(struct xdp_md *ctx, __u32 off,
+					      int delta)
+{
+	struct ks_limit_buf *b;
+	__u32 zero = 0;
+	__u64 n = off;
+
+	b = bpf_map_lookup_elem(&ks_limit_buf, &zero);
+	if (!b || off > KS_LIMIT_HDR_MAX)
+		return -1;
+	/* The bound again, on all 64 bits the verifier checks: the
+	 * compiler, knowing off <= KS_LIMIT_HDR_MAX, would drop a mask and
+	 * hand the helper the argument's unbounded register. */
+	barrier_var(n);
+	n = ((n - 1) & 0x7f) + 1; /* and never 0 */
+	/* the key's bytes are no longer needed: its buffer holds the
+	 * headers */
+	if (bpf_xdp_load_bytes(ctx, 0, b->key, n))
+		return -1;
+	if (bpf_xdp_adjust_head(ctx, -delta))
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, b->key, n) ? -1 : 0;
+}
+
 /*
  * The refused request at payload offset off turned into its reply:
  * addresses and ports swapped, the payload replaced by KS_LIMIT_REPLY
  * behind the frame header (same id, sequence 0 of 1), lengths and
  * checksums set (IPv4: header checksum, UDP checksum 0 = none; IPv6: the
  * UDP checksum, which it requires). VLAN tags stay as they came. IPv4
- * with options and IPv6 with extension headers are not answered. Returns
- * 0, or -1 with nothing sent (the caller drops the request).
+ * with options and IPv6 with extension headers are not answered. A reply
+ * longer than its request (a get of a key under 26 bytes) grows the frame at
+ * the tail, or where that fails at the head (ks_limit_grow_head; flags'
+ * test-only KS_CFG_LIMIT_GROW_* choose one way). Returns 0, 1 when the
+ * frame grew at its head, or -1 with nothing sent (the caller drops the
+ * request).
  */
-__noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off)
+__noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off, __u32 flags)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -115,7 +159,7 @@ __noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off)
 	__u32 l3, sum = 0, i, a4;
 	__u16 proto, port, *w;
 	void *l3p;
-	int delta;
+	int delta, head = 0;
 
 	if (off > 0x3fff || off < 16)
 		return -1;
@@ -153,7 +197,16 @@ __noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off)
 		return -1;
 	}
 	delta = (int)(off + KS_LIMIT_REPLY_LEN) - (int)(end - data);
-	if (bpf_xdp_adjust_tail(ctx, delta))
+	if (delta > 0 && (flags & KS_CFG_LIMIT_GROW_HEAD)) {
+		head = 1;
+	} else if (bpf_xdp_adjust_tail(ctx, delta)) {
+		/* a shrink never fails; a growth the tail has no room for
+		 * is made at the head */
+		if (delta <= 0 || (flags & KS_CFG_LIMIT_GROW_TAIL))
+			return -1;
+		head = 1;
+	}
+	if (head && ks_limit_grow_head(ctx, off, delta))
 		return -1;
 
 	/* every pointer again: the frame moved */
@@ -200,7 +253,7 @@ __noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off)
 		for (i = 0; i < sizeof(*ip) / 2; i++)
 			sum += w[i];
 		ip->check = ~ks_limit_fold(sum);
-		return 0;
+		return head;
 	}
 	ip6 = data + (l3 & 0xff);
 	if ((void *)(ip6 + 1) > end)
@@ -229,7 +282,7 @@ __noinline int ks_limit_reply(struct xdp_md *ctx, __u32 off)
 	uh->check = ~ks_limit_fold(sum);
 	if (!uh->check)
 		uh->check = 0xffff;
-	return 0;
+	return head;
 }
 
 static __always_inline void ks_limit_count(struct ks_limit_pkts *pk, __u32 i)
@@ -328,11 +381,14 @@ __noinline int ks_limit_xdp(struct xdp_md *ctx, __u32 off, __u32 plen,
 		ks_limit_count(pk, KS_LIM_DROPPED);
 		return XDP_DROP;
 	}
-	if (ks_limit_reply(ctx, off)) {
+	ok = ks_limit_reply(ctx, off, flags);
+	if (ok < 0) {
 		ks_limit_count(pk, KS_LIM_NO_REPLY);
 		return XDP_DROP;
 	}
 	ks_limit_count(pk, KS_LIM_REPLIED);
+	if (ok)
+		ks_limit_count(pk, KS_LIM_GREW_HEAD);
 	return XDP_TX;
 other:
 	ks_limit_count(pk, KS_LIM_OTHER);

@@ -45,6 +45,14 @@
 /* Test-only (KEYSTEER_TEST_SWITCHES): match on the hash alone, as a
  * table that trusted its hash would; the collision test's control. */
 #define KS_CFG_LIMIT_HASH_ONLY 0x400
+/* Test-only: how a reply longer than its request grows the frame
+ * (ks_limit_reply). GROW_HEAD: at the head at once, without trying the
+ * tail (a test run's frame always has tailroom, so this is how the
+ * program tests reach the head path); GROW_TAIL: at the tail only, as
+ * before the head path existed (the control of test_limit_short.sh, which
+ * then sees veth drop short requests' replies). */
+#define KS_CFG_LIMIT_GROW_HEAD 0x800
+#define KS_CFG_LIMIT_GROW_TAIL 0x1000
 
 /*
  * ks_limits (hash, key: ks_key_hash() of the key, KS_LIMIT_SLOTS): one
@@ -84,6 +92,8 @@ enum ks_limit_pkt {
 	KS_LIM_DROPPED,     /* refused with XDP_DROP (KS_CFG_LIMIT_DROP) */
 	KS_LIM_NO_REPLY,    /* refused, no reply could be built: dropped */
 	KS_LIM_OTHER,       /* UDP requests of another shape: not checked */
+	KS_LIM_GREW_HEAD,   /* replied, the frame grown at its head (the
+			     * tail had no room: ks_limit_reply) */
 	KS_LIM_MAX,
 };
 

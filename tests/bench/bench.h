@@ -231,11 +231,14 @@ enum bench_hot {
 	BH_LIMIT_UNDER, /* the packet's key limited, under its limit */
 	BH_LIMIT_REPLY, /* ... over it: answered SERVER_ERROR (XDP_TX) */
 	BH_LIMIT_DROP,  /* ... over it: dropped (KS_CFG_LIMIT_DROP) */
+	/* ... over it: replied, the frame grown at its head, as where the
+	 * tail has no room (KS_CFG_LIMIT_GROW_HEAD) */
+	BH_LIMIT_REPLY_HEAD,
 };
 
 static inline bool bench_hot_limits(int hot)
 {
-	return hot >= BH_LIMIT_OTHER && hot <= BH_LIMIT_DROP;
+	return hot >= BH_LIMIT_OTHER && hot <= BH_LIMIT_REPLY_HEAD;
 }
 
 #define BENCH_STEER4_ID "udp_get16_unsampled_steered"

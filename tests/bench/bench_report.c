@@ -187,6 +187,8 @@ static const char *hot_label(int hot)
 		return "lim-reply";
 	case BH_LIMIT_DROP:
 		return "lim-drop";
+	case BH_LIMIT_REPLY_HEAD:
+		return "lim-reply-head";
 	default:
 		return "none";
 	}

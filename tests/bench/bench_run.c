@@ -247,7 +247,8 @@ static int bench_set_limit(struct bench_env *e, int hot, const char *key,
 	int fd = bpf_map__fd(e->ks->maps.ks_limits);
 	struct ks_limit_slot v = {};
 	__u64 kw[KS_KEY_WORDS] = {}, hash, k;
-	__u32 rate = hot == BH_LIMIT_REPLY || hot == BH_LIMIT_DROP
+	__u32 rate = hot == BH_LIMIT_REPLY || hot == BH_LIMIT_DROP ||
+				     hot == BH_LIMIT_REPLY_HEAD
 			     ? 1
 			     : KS_LIMIT_RATE_MAX;
 	struct timespec ts;
@@ -287,10 +288,14 @@ int bench_set_hot(struct bench_env *e, int hot, const char *key, size_t len)
 			ks_hot_map_release(&e->hot, i);
 	ks_hot_map_reclaim(&e->hot);
 	e->cfg.hot = hot != BH_NONE && !bench_hot_limits(hot);
-	e->cfg.flags &= ~(__u32)(KS_CFG_LIMITS | KS_CFG_LIMIT_DROP);
+	e->cfg.flags &= ~(__u32)(KS_CFG_LIMITS | KS_CFG_LIMIT_DROP |
+				 KS_CFG_LIMIT_GROW_HEAD);
 	if (bench_hot_limits(hot))
 		e->cfg.flags |= KS_CFG_LIMITS |
-				(hot == BH_LIMIT_DROP ? KS_CFG_LIMIT_DROP : 0);
+				(hot == BH_LIMIT_DROP ? KS_CFG_LIMIT_DROP : 0) |
+				(hot == BH_LIMIT_REPLY_HEAD
+					 ? KS_CFG_LIMIT_GROW_HEAD
+					 : 0);
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_config), &zero,
 				&e->cfg, BPF_ANY))
 		return -errno;

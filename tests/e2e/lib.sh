@@ -14,6 +14,10 @@
 # e2e_agent_stop_clean PREFIX
 #                        stops it; PASS PREFIX_agent_exit (exit 0) and
 #                        PREFIX_clean (nothing left on $SIF)
+# e2e_prefix P           the namespaces and veths named P_... (not ks_...)
+# e2e_need_load NAME     LOAD=build/ks_load, or FAIL NAME and exit
+# e2e_report_json NAME FILE
+#                        `agent report --json` into FILE, schema-checked
 # e2e_expect_refused NAME PATTERN ARGS
 #                        `agent run --iface $SIF ARGS` exits 2 with one
 #                        stderr line matching PATTERN, nothing attached
@@ -90,6 +94,41 @@ e2e_init() {
 		fail "$E2E_NAME" "$AGENT is missing; run 'make' first"
 		exit 1
 	fi
+}
+
+# e2e_prefix P: the namespaces and the veth pair named P_cli_PID,
+# P_srv_PID, P_cPID and P_sPID instead of ks_...: a test's own prefix, so
+# that its leftovers, if any, are told from other tests' (call after
+# e2e_init, before e2e_net_up).
+e2e_prefix() {
+	CNS=$1_cli_$$
+	SNS=$1_srv_$$
+	CIF=$1_c$$
+	SIF=$1_s$$
+}
+
+# e2e_need_load NAME: LOAD set to build/ks_load; FAIL NAME and exit 1 when
+# it is not built.
+e2e_need_load() {
+	LOAD=$E2E_ROOT/${OUT:-build}/ks_load
+	if [ ! -x "$LOAD" ]; then
+		fail "$1" "$LOAD is missing; run 'make' first"
+		exit 1
+	fi
+}
+
+# e2e_report_json NAME FILE: `agent report --iface $SIF --json` into FILE,
+# valid against docs/report.schema.json; 1 with FAIL NAME (the report's
+# head and what the schema check said) if not.
+e2e_report_json() {
+	local name=$1 file=$2
+	if e2e_agent report --iface "$SIF" --json >"$file" 2>"$file.err" &&
+		"$PY" "$E2E_DIR/ks_json_schema.py" "$E2E_ROOT/docs/report.schema.json" \
+			"$file" >"$file.schema" 2>&1; then
+		return 0
+	fi
+	fail "$name" "$(head -c 600 "$file" "$file.err" "$file.schema" 2>/dev/null)"
+	return 1
 }
 
 # e2e_wait_line FILE PATTERN PID [TENTHS]: 0 once FILE has a line matching

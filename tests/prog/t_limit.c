@@ -3,7 +3,8 @@
  * t_limit.c - per-key rate limits in the datapath (bpf/ks_limit.bpf.h):
  * a UDP get of a limited key under its limit passes untouched, over it is
  * answered with memcached's SERVER_ERROR line (checked byte by byte, with
- * valid checksums, IPv4, IPv6 and VLAN-tagged) or dropped; a key sharing a
+ * valid checksums, IPv4, IPv6 and VLAN-tagged; the same bytes when the
+ * frame grows at its head as at its tail) or dropped; a key sharing a
  * limited key's hash is not limited (and its control, matching on the
  * hash alone, is); requests of other shapes, TCP gets and malformed
  * datagrams pass untouched and are counted.
@@ -297,6 +298,63 @@ static void test_over(int v6, int nvlan, const char *cmd, const char *name)
 	lim_end();
 }
 
+/* ks_config.flags: the limits on, with flags. */
+static void lim_flags(__u32 flags)
+{
+	struct ks_config c = kp.cfg;
+
+	c.flags = (c.flags &
+		   ~(__u32)(KS_CFG_LIMIT_GROW_HEAD | KS_CFG_LIMIT_GROW_TAIL)) |
+		  KS_CFG_LIMITS | flags;
+	kp_config(&c);
+	kp_x_inexact();
+}
+
+/*
+ * A short key's request is shorter than its reply: the frame grows. At
+ * the tail, as a test run's frame (which always has tailroom) lets it;
+ * at the head (KS_CFG_LIMIT_GROW_HEAD, the way veth's frames without
+ * tailroom take): the same bytes, checksums valid, counted grown at the
+ * head. A request longer than its reply shrinks at the tail whatever the
+ * flag says.
+ */
+static void test_grow_head(int v6, int nvlan, const char *name)
+{
+	static const char key[] = "run:1";
+	char longkey[41];
+	__u8 tail[PKT_MAX + 256], head[PKT_MAX + 256];
+	__u32 tlen, hlen;
+	struct pkt p;
+
+	lim_begin(name, 0);
+	lim_put(key, 0, 9, 1);
+	udp_get(&p, v6, "get", key, 0x6a01, nvlan);
+	CHECK_EQ(lim_run(&p, tail, &tlen), XDP_TX);
+	x_reply(&p, tail, tlen);
+	CHECK_EQ(lim_pkt(KS_LIM_GREW_HEAD), 0);
+	lim_flags(KS_CFG_LIMIT_GROW_HEAD);
+	CHECK_EQ(lim_run(&p, head, &hlen), XDP_TX);
+	x_reply(&p, head, hlen);
+	CHECK_EQ(hlen, tlen);
+	CHECK(hlen == tlen && !memcmp(head, tail, tlen),
+	      "the head's reply is the tail's, byte for byte");
+	CHECK_EQ(lim_pkt(KS_LIM_GREW_HEAD), 1);
+	CHECK_EQ(lim_pkt(KS_LIM_REPLIED), 2);
+	CHECK_EQ(lim_pkt(KS_LIM_NO_REPLY), 0);
+
+	/* 40 bytes of key: the request is longer than the reply */
+	memset(longkey, 'q', 40);
+	longkey[40] = '\0';
+	lim_put(longkey, 0, 10, 1);
+	udp_get(&p, v6, "get", longkey, 0x6a02, nvlan);
+	CHECK_EQ(lim_run(&p, head, &hlen), XDP_TX);
+	x_reply(&p, head, hlen);
+	CHECK_EQ(lim_pkt(KS_LIM_GREW_HEAD), 1);
+	CHECK_EQ(lim_stats(9).refused, 2);
+	CHECK_EQ(lim_stats(10).refused, 1);
+	lim_end();
+}
+
 static void test_drop(void)
 {
 	__u8 out[PKT_MAX + 256];
@@ -477,6 +535,10 @@ void t_limit_group(void)
 	test_over(1, 0, "get", "limit_over_replied_ipv6");
 	test_over(0, 2, "gets", "limit_over_replied_gets_two_vlan_tags");
 	test_over(1, 1, "get", "limit_over_replied_ipv6_vlan");
+	test_grow_head(0, 0, "limit_grow_head_same_reply_ipv4");
+	test_grow_head(1, 0, "limit_grow_head_same_reply_ipv6");
+	test_grow_head(0, 2, "limit_grow_head_same_reply_two_vlan_tags");
+	test_grow_head(1, 1, "limit_grow_head_same_reply_ipv6_vlan");
 	test_drop();
 	test_bucket();
 	test_collision(0);

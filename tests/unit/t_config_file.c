@@ -351,7 +351,7 @@ static void test_only_switches(void)
 		{ "copy-protocol", "off" }, { "fill-delay-ms", "20" },
 		{ "stream-state", "off" },  { "etcd-hot-events", "on" },
 		{ "ring-purge", "off" },    { "fleet-schema", "1" },
-		{ "rate-scaling", "off" }
+		{ "rate-scaling", "off" },  { "limit-reply-head", "off" }
 	};
 	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
 	struct ks_conf_error e;

@@ -40,17 +40,17 @@ static void publish_header(struct ks_agent *st)
 	snprintf(r->ifname, sizeof(r->ifname), "%s", st->o.ifname);
 }
 
-/* This run's flags (KS_CFG_NO_STREAM from --stream-state, KS_CFG_REPLIES
- * from --owner-replies while ks_tc_egress is attached, or before the
- * attach asks for it) in cfg; any other bit is left as it was. */
+/* This run's flags (KS_CFG_NO_STREAM from --stream-state,
+ * KS_CFG_LIMIT_GROW_TAIL from --limit-reply-head, KS_CFG_REPLIES from
+ * --owner-replies while ks_tc_egress is attached, or before the attach
+ * asks for it) in cfg; any other bit is left as it was. */
 static void put_flags(const struct ks_agent *st, struct ks_config *cfg)
 {
+	const __u32 own = KS_CFG_NO_STREAM | KS_CFG_LIMIT_GROW_TAIL;
 	int replies = st->att.skel ? st->att.egress : st->o.owner_replies;
 
-	cfg->flags = (cfg->flags &
-		      ~(__u32)(KS_CFG_NO_STREAM | KS_CFG_REPLIES)) |
-		     (st->o.cfg_flags & KS_CFG_NO_STREAM) |
-		     (replies ? KS_CFG_REPLIES : 0);
+	cfg->flags = (cfg->flags & ~(own | KS_CFG_REPLIES)) |
+		     (st->o.cfg_flags & own) | (replies ? KS_CFG_REPLIES : 0);
 }
 
 /*

@@ -42,7 +42,8 @@ struct ks_agent_opts {
 	gid_t group;         /* --group: may read pins and routing file */
 	int group_set;
 	__u32 cfg_flags;   /* ks_config.flags: --stream-state off sets
-			      * KS_CFG_NO_STREAM (test control only) */
+			      * KS_CFG_NO_STREAM, --limit-reply-head off
+			      * KS_CFG_LIMIT_GROW_TAIL (test controls only) */
 	int rate_unscaled; /* --rate-scaling off: the sketch merged without
 			    * the CPUs' rates (test control only) */
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the

@@ -165,6 +165,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * test_sample_auto.sh, whose estimates must then miss */
 	{ "rate-scaling", KS_OPTV_RATE_SCALING, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: off grows a refusal's reply at the frame's tail only,
+	 * as before the head path: on veth the replies to short keys'
+	 * gets are then lost (the control of test_limit.sh) */
+	{ "limit-reply-head", KS_OPTV_LIMIT_HEAD, REQ, "S", KS_CMD_RUN,
+	  RUN_TEST, KS_GRP_OPTIONS, "on (default) or off" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"

@@ -112,6 +112,7 @@ enum ks_opt_group {
 #define KS_OPTV_MAX_POINTS   0x10c9
 #define KS_OPTV_RATE_SCALING 0x1071
 #define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
+#define KS_OPTV_LIMIT_HEAD   0x1072
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000

@@ -65,6 +65,25 @@ struct run_state {
 	struct ks_agent agent;
 };
 
+/* A test-only --NAME on|off whose off sets bit in ks_config.flags: 1, or
+ * -1 with err for another word. */
+static int off_flag(const char *name, const char *arg, __u32 bit, __u32 *flags,
+		    char *err, size_t errlen)
+{
+	if (!strcmp(arg, "on")) {
+		*flags &= ~bit;
+	} else if (!strcmp(arg, "off")) {
+		*flags |= bit;
+	} else {
+		snprintf(
+			err, errlen,
+			"--%s '%s' is not a state; give on (the default) or off",
+			name, arg);
+		return -1;
+	}
+	return 1;
+}
+
 /*
  * One option of 'agent run' from the command line or a config file
  * (ks_opt_set_fn, behind o->gate): c is its value in the option table,
@@ -230,18 +249,11 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		o->a.log_keys = 1;
 		return 1;
 	case KS_OPTV_STREAM_STATE:
-		if (!strcmp(arg, "on")) {
-			o->a.cfg_flags &= ~(__u32)KS_CFG_NO_STREAM;
-		} else if (!strcmp(arg, "off")) {
-			o->a.cfg_flags |= KS_CFG_NO_STREAM;
-		} else {
-			snprintf(
-				err, errlen,
-				"--stream-state '%s' is not a state; give on (the default) or off",
-				arg);
-			return -1;
-		}
-		return 1;
+		return off_flag("stream-state", arg, KS_CFG_NO_STREAM,
+				&o->a.cfg_flags, err, errlen);
+	case KS_OPTV_LIMIT_HEAD:
+		return off_flag("limit-reply-head", arg, KS_CFG_LIMIT_GROW_TAIL,
+				&o->a.cfg_flags, err, errlen);
 	case KS_OPTV_RATE_SCALING:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(

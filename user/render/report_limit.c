@@ -44,11 +44,13 @@ void ks_render_limit_json(FILE *f, const struct ks_limit_view *l)
 
 	fprintf(f,
 		",\"limits\":{\"checked\":%llu,\"replied\":%llu,\"dropped\":%llu,"
-		"\"no_reply\":%llu,\"other_shape\":%llu,\"tcp\":\"%s\",\"keys\":[",
+		"\"no_reply\":%llu,\"grown_at_head\":%llu,\"other_shape\":%llu,"
+		"\"tcp\":\"%s\",\"keys\":[",
 		(unsigned long long)l->pkts.n[KS_LIM_CHECKED],
 		(unsigned long long)l->pkts.n[KS_LIM_REPLIED],
 		(unsigned long long)l->pkts.n[KS_LIM_DROPPED],
 		(unsigned long long)l->pkts.n[KS_LIM_NO_REPLY],
+		(unsigned long long)l->pkts.n[KS_LIM_GREW_HEAD],
 		(unsigned long long)l->pkts.n[KS_LIM_OTHER], KS_LIMIT_TCP_NOTE);
 	for (i = 0; i < l->n; i++) {
 		const struct ks_limit_info *r = &l->row[i];
