@@ -483,9 +483,11 @@ bench-steer: check-deps
 .PHONY: bench-steer-tcp bench-scale-out bench-plan
 # A ring planned from measured load (issue 26): 16 shards, the flash sale and
 # a Zipf 1.0 body through libkeysteer, busiest/mean from memcached's counters
-# with ketama, --balance and the planned ring; then bounded loads against the
-# planner on the same workloads, simulated (docs/placement.md). About 8
-# minutes. Not in `make test`.
+# with ketama, --balance and the planned ring, each window started on events
+# (the agents' load documents settled, at the workload's rate); then bounded
+# loads against the planner on the same workloads, simulated
+# (docs/placement.md). About 8 minutes, more on a loaded machine (a window
+# at the wrong rate is measured again). Not in `make test`.
 bench-plan: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/plan_bench.sh --json $(OUT)/plan_bench.json

@@ -19,6 +19,10 @@
  * 3 when a thread could not open its handle (the fleet unreadable: its
  * gets were never sent, so the figures are not the workload's).
  *
+ * SIGTERM or SIGINT ends the run as the end of --duration does (the JSON
+ * is printed for what ran): a bench that measures windows by events
+ * (tests/bench/plan_bench.sh) stops the load when its last window ends.
+ *
  * --per-key N adds "per_key": the gets and the copy reads of the flash key
  * (rank 0) and of ranks 1..N, each second, so a shard's load can be taken
  * apart into the keys the library moved and those it did not
@@ -37,6 +41,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +52,17 @@
 #include "load/zipf.h"
 
 #define MAX_THREADS 64 /* --threads and --runaway-threads each */
-#define MAX_SECONDS 600
+#define MAX_SECONDS 1800
 #define MAX_KEY     250
 #define MAX_PER_KEY 256
+
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
 
 struct cfg {
 	const char *spec, *flash, *prefix, *runaway;
@@ -153,7 +166,7 @@ static void *run(void *arg)
 		keysteer_close(ks);
 		return NULL;
 	}
-	while ((t = now_s()) - t0 < c->duration &&
+	while (!stopping && (t = now_s()) - t0 < c->duration &&
 	       __atomic_fetch_add(&issued, 1, __ATOMIC_RELAXED) < c->count) {
 		klen = draw(w, &rng, key, &rank);
 		/* Only the counted ranks pay for the stats calls around. */
@@ -264,7 +277,7 @@ static int parse(int argc, char **argv, struct cfg *c)
 		case 'd':
 			if (num(optarg, 0.1, MAX_SECONDS, &c->duration))
 				return refuse(
-					"--duration wants 0.1..600 s, not",
+					"--duration wants 0.1..1800 s, not",
 					optarg);
 			break;
 		case 'n':
@@ -449,6 +462,13 @@ int main(int argc, char **argv)
 		c.run_threads = 0;
 	else if (!c.run_threads)
 		c.run_threads = 1;
+	{
+		struct sigaction sa = { .sa_handler = on_stop };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+	}
 	t0 = now_s();
 	for (i = 0; i < c.threads + c.run_threads; i++) {
 		w[i].idx = i;

@@ -217,7 +217,10 @@ e2e_agent() {
 
 # e2e_agent_start ARGS...: output goes to $E2E_TMP/agent.out. Returns 0 once
 # the agent says it attached and its link is pinned, 1 if it exited or did
-# not attach in 10 s (it is left running then; cleanup stops it).
+# not attach in 60 s (it is left running then; cleanup stops it). 60 s: an
+# agent with --etcd reads etcd before it attaches, and a loaded machine's
+# etcd (auth on: a bcrypt check per login) can take seconds a call; the
+# wait ends at the attach, so only a failure waits that long.
 e2e_agent_start() {
 	local i
 	if e2e_pins_exist || e2e_xdp_attached || e2e_tc_attached; then
@@ -227,7 +230,7 @@ e2e_agent_start() {
 	ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" "$@" \
 		</dev/null >"$E2E_TMP/agent.out" 2>&1
 	E2E_AGENT_PID=$KS_BG_PID
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		if ! kill -0 "$E2E_AGENT_PID" 2>/dev/null; then
 			wait "$E2E_AGENT_PID"
 			E2E_AGENT_RC=$?

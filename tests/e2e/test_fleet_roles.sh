@@ -30,6 +30,14 @@
 # - control: the same raw put of the ring by the agent's user succeeds
 #   once its role is granted the ring, so the refusals were the roles'.
 # etcd and the agent are stopped by their pids on every exit path.
+#
+# A loaded machine: etcd with auth on checks a password with bcrypt in
+# its raft loop, so one call of a client that authenticates took over 2 s
+# (the agent's default --etcd-timeout) and over etcdctl's own 5 s beside
+# `stress-ng --cpu 2`. This test is about roles, not timeouts: every etcd
+# client here (etcdctl, the agent, libkeysteer) gets a deadline of 30 s
+# per call (ECT, ETO, the specs' etcd_timeout_ms) and every wait for an
+# effect polls for it with a deadline of 60 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +52,9 @@ CLUSTER=roles
 PFX=/keysteer/$CLUSTER/
 EXAMPLE=$E2E_ROOT/${OUT:-build}/ks_client_example
 PINKEY=role:1
+# a call's deadline for every etcd client (see above): bounded, generous
+ETO=(--etcd-timeout 30000)
+ECT=(--command-timeout=30s --dial-timeout=10s)
 
 trap fleet_etcd_cleanup EXIT
 
@@ -63,7 +74,7 @@ fleet_etcd_up "$SNS" roles "$URL" fleet_roles_setup
 EC() {
 	local u=$1
 	shift
-	ks_in_ns "$SNS" etcdctl --endpoints "$URL" --user "$u" "$@"
+	ks_in_ns "$SNS" etcdctl "${ECT[@]}" --endpoints "$URL" --user "$u" "$@"
 }
 ROOT() { EC root:rootpw "$@"; }
 
@@ -97,13 +108,13 @@ setup=(
 )
 for cmd in "${setup[@]}"; do
 	# shellcheck disable=SC2086 # the words of one etcdctl command
-	if ! ks_in_ns "$SNS" etcdctl --endpoints "$URL" $cmd >>"$E2E_TMP/setup.out" 2>&1; then
+	if ! ks_in_ns "$SNS" etcdctl "${ECT[@]}" --endpoints "$URL" $cmd >>"$E2E_TMP/setup.out" 2>&1; then
 		fail fleet_roles_setup "etcdctl $cmd: $(tail -2 "$E2E_TMP/setup.out")"
 		exit 1
 	fi
 done
 # auth is on: anonymous reads are refused (else every check below is moot)
-if ks_in_ns "$SNS" etcdctl --endpoints "$URL" get --prefix "$PFX" >/dev/null 2>&1; then
+if ks_in_ns "$SNS" etcdctl "${ECT[@]}" --endpoints "$URL" get --prefix "$PFX" >/dev/null 2>&1; then
 	fail fleet_roles_setup "etcd serves anonymous reads after 'auth enable'"
 	exit 1
 fi
@@ -118,7 +129,7 @@ denied() { grep -q '^Error: etcdserver: permission denied$' "$1"; }
 
 # ---- the operator ---------------------------------------------------------
 OPS=(--etcd "$URL" --cluster "$CLUSTER" --etcd-user operator
-	--etcd-password-file "$E2E_TMP/operator.pw")
+	--etcd-password-file "$E2E_TMP/operator.pw" "${ETO[@]}")
 out=$(e2e_agent ring set "${OPS[@]}" --shards "$SELF" 2>&1)
 rc=$?
 REV=$(sed -n 's/^revision \([0-9]*\) digest \([0-9a-f]*\) 1 shards .*/\1/p' <<<"$out")
@@ -140,7 +151,7 @@ fi
 
 # ---- the agent ------------------------------------------------------------
 AGS=(--etcd "$URL" --cluster "$CLUSTER" --etcd-user agent
-	--etcd-password-file "$E2E_TMP/agent.pw")
+	--etcd-password-file "$E2E_TMP/agent.pw" "${ETO[@]}")
 # published: hosts/SELF, members/SELF, its load document, and hot/ with
 # the pinned key owned by SELF
 published() {
@@ -174,8 +185,8 @@ sys.exit(0 if host and hot else 1)' "$PFX" "$SELF" "$PINKEY" "$CLUSTER"
 if e2e_agent_start -v --interval "$INTERVAL" --self "$SELF" --fleet-compat full "${AGS[@]}"; then
 	ok=0
 	# a pin enters the hot table at the next interval, its entry is
-	# handed to the publisher then: 20 s is room for a loaded machine
-	for ((i = 0; i < 200; i++)); do
+	# handed to the publisher then: 60 s is room for a loaded machine
+	for ((i = 0; i < 600; i++)); do
 		published && ok=1 && break
 		kill -0 "$E2E_AGENT_PID" 2>/dev/null || break
 		sleep 0.1
@@ -222,7 +233,7 @@ fi
 # a get, the view up (its watch established), the fleet read (the ring's
 # revision, the pinned key's hot/ entry), then the operator's next ring
 # reaching the handle through its watch.
-CSPEC="etcd=$URL cluster=$CLUSTER etcd_user=client etcd_password_file=$E2E_TMP/client.pw"
+CSPEC="etcd=$URL cluster=$CLUSTER etcd_timeout_ms=30000 etcd_user=client etcd_password_file=$E2E_TMP/client.pw"
 KX() { ks_in_ns "$CNS" "$EXAMPLE" "$@"; }
 cat >"$E2E_TMP/client.py" <<'PYEOF'
 import sys, time
@@ -231,7 +242,7 @@ spec, rev = sys.argv[1], int(sys.argv[2])
 with Client(spec) as c:
     c.set("role:v", b"hello")
     got = c.get("role:v")
-    end = time.monotonic() + 20  # room for a loaded machine
+    end = time.monotonic() + 60  # room for a loaded machine
     st = c.stats()
     while not st["view_up"] and time.monotonic() < end:
         time.sleep(0.05)
@@ -239,7 +250,7 @@ with Client(spec) as c:
     print("ready get %s view_up %d ring_revision %d hot_keys %d" % (
         got.decode() if got else None, st["view_up"], st["ring_revision"],
         st["hot_keys"]), flush=True)
-    end = time.monotonic() + 30
+    end = time.monotonic() + 60
     while st["ring_revision"] == rev and time.monotonic() < end:
         time.sleep(0.05)
         st = c.stats()
@@ -249,7 +260,7 @@ ks_in_ns_bg "$CNS" env PYTHONPATH="$E2E_ROOT/user/client/python" \
 	"$PY" "$E2E_TMP/client.py" "$CSPEC" "$REV" \
 	</dev/null >"$E2E_TMP/client.out" 2>&1
 CPID=$KS_BG_PID
-if e2e_wait_line "$E2E_TMP/client.out" '^ready ' "$CPID" 300 &&
+if e2e_wait_line "$E2E_TMP/client.out" '^ready ' "$CPID" 900 &&
 	grep -q "^ready get hello view_up 1 ring_revision $REV hot_keys [1-9]" "$E2E_TMP/client.out"; then
 	pass fleet_roles_client_reads
 	note "$(grep '^ready' "$E2E_TMP/client.out")"
@@ -283,7 +294,7 @@ fi
 # ---- nobody, no user, a wrong password ------------------------------------
 EC nobody:nobody-pw get --prefix "$PFX" >"$E2E_TMP/nobody_get.out" 2>&1
 rc=$?
-NSPEC="etcd=$URL cluster=$CLUSTER etcd_user=nobody etcd_password_file=$E2E_TMP/nobody.pw"
+NSPEC="etcd=$URL cluster=$CLUSTER etcd_timeout_ms=30000 etcd_user=nobody etcd_password_file=$E2E_TMP/nobody.pw"
 out=$(KX "$NSPEC" stats 2>&1)
 rc2=$?
 if [ $rc -ne 0 ] && denied "$E2E_TMP/nobody_get.out" && [ $rc2 -eq 2 ] &&
@@ -293,7 +304,7 @@ if [ $rc -ne 0 ] && denied "$E2E_TMP/nobody_get.out" && [ $rc2 -eq 2 ] &&
 else
 	fail fleet_roles_nobody_read_refused "etcdctl exit $rc: $(cat "$E2E_TMP/nobody_get.out"); libkeysteer exit $rc2: $out"
 fi
-out=$(KX "etcd=$URL cluster=$CLUSTER" stats 2>&1)
+out=$(KX "etcd=$URL cluster=$CLUSTER etcd_timeout_ms=30000" stats 2>&1)
 rc=$?
 if [ $rc -eq 2 ] && grep -q "^keysteer_open: .*etcd has auth enabled and no user was given" <<<"$out"; then
 	pass fleet_roles_anonymous_client_refused
@@ -301,7 +312,7 @@ else
 	fail fleet_roles_anonymous_client_refused "exit $rc: $out"
 fi
 printf 'not-the-pw-4711\n' >"$E2E_TMP/wrong.pw"
-out=$(KX "etcd=$URL cluster=$CLUSTER etcd_user=client etcd_password_file=$E2E_TMP/wrong.pw" stats 2>&1)
+out=$(KX "etcd=$URL cluster=$CLUSTER etcd_timeout_ms=30000 etcd_user=client etcd_password_file=$E2E_TMP/wrong.pw" stats 2>&1)
 rc=$?
 if [ $rc -eq 2 ] && grep -q "^keysteer_open: .*etcd refused the user and password" <<<"$out" &&
 	! grep -q 'not-the-pw-4711' <<<"$out"; then
