@@ -12,7 +12,8 @@
 #    answer (no timeout, no error); the refusals ks_load saw equal the
 #    datapath's (its replied count, ks_limit_pkts), none went unanswered
 #    (no_reply 0), some replies grew at the head (grown_at_head > 0: the
-#    case this test is for happened); agent report --json says the same.
+#    case this test is for happened); agent report --json and the metric
+#    keysteer_limit_reply_grown_at_head_total say the same.
 # 2. Control: the agent with --limit-reply-head off (a test-only switch:
 #    the tail alone, as before the head path) on the same load: refusals
 #    go unanswered (no_reply > 0) and ks_load times out on them. The
@@ -105,7 +106,8 @@ start() {
 }
 
 # --- 1. every refusal answered ----------------------------------------------
-start limit_short_answered || exit 1
+MPORT=24081 # the metrics server, on the server namespace's loopback
+start limit_short_answered --metrics "$MPORT" || exit 1
 if run_short limit_short_answered 2 600 4; then
 	why=""
 	[ "$ops" = 600 ] || why="$ops gets sent, asked for 600"
@@ -125,13 +127,18 @@ e2e_wait_intervals 2
 if e2e_report_json limit_short_report_json "$E2E_TMP/report.json"; then
 	# the pinned counters against the report's (no load runs meanwhile)
 	if read -r _ _ r_nor r_head < <(dp_pkts) &&
-		"$PY" - "$E2E_TMP/report.json" "$r_nor" "$r_head" \
+		ks_in_ns "$SNS" "$PY" - "$E2E_TMP/report.json" "$r_nor" "$r_head" "$MPORT" \
 			>"$E2E_TMP/report.check" 2>&1 <<'EOF'; then
-import json, sys
+import json, re, sys, urllib.request
 lim = json.load(open(sys.argv[1]))["limits"]
 assert lim["no_reply"] == int(sys.argv[2]) == 0, lim
 assert lim["grown_at_head"] == int(sys.argv[3]) > 0, lim
 assert lim["grown_at_head"] <= lim["replied"], lim
+# the metric: the same pinned counter
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[4],
+                              timeout=5).read().decode()
+m = re.search(r"^keysteer_limit_reply_grown_at_head_total (\S+)$", text, re.M)
+assert m and float(m.group(1)) == int(sys.argv[3]), m and m.group(0)
 EOF
 		pass limit_short_report_json
 	else

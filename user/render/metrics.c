@@ -769,6 +769,9 @@ static void limit_metrics(FILE *f, const struct ks_metrics_in *in)
 		{ "keysteer_limit_checked_total", "counter",
 		  "Lone UDP gets looked up in the rate limits while any key was limited.",
 		  pk ? pk->n[KS_LIM_CHECKED] : 0 },
+		{ "keysteer_limit_reply_grown_at_head_total", "counter",
+		  "SERVER_ERROR replies whose frame grew at its head: the tail had no room (a short key on veth).",
+		  pk ? pk->n[KS_LIM_GREW_HEAD] : 0 },
 	};
 	__u64 refused[3] = { pk ? pk->n[KS_LIM_REPLIED] : 0,
 			     pk ? pk->n[KS_LIM_DROPPED] : 0,
