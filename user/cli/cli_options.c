@@ -167,7 +167,7 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_OPTIONS, "on (default) or off" },
 	/* test only: off grows a refusal's reply at the frame's tail only,
 	 * as before the head path: on veth the replies to short keys'
-	 * gets are then lost (the control of test_limit.sh) */
+	 * gets are then lost (the control of test_limit_short.sh) */
 	{ "limit-reply-head", KS_OPTV_LIMIT_HEAD, REQ, "S", KS_CMD_RUN,
 	  RUN_TEST, KS_GRP_OPTIONS, "on (default) or off" },
 	/* not a key: a file names no other file */
