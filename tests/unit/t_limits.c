@@ -14,6 +14,7 @@
 #include "core/host_doc.h"
 #include "core/pins_doc.h"
 #include "render/fleet.h"
+#include "render/report_limit.h"
 #include "unit.h"
 
 static int parse(struct ks_hot_rules *r, const char *text, char *err,
@@ -757,6 +758,69 @@ out:
 	kt_end();
 }
 
+/* One limited key's row of `agent report` (text and JSON) says where its
+ * limit came from: nothing for an exact rule, "(prefix rule)" for a key a
+ * prefix rule took, "(auto)" for the automatic cap's; an operator tells
+ * the cap from a rule by it. */
+static void report_marks(void)
+{
+	static const char *const keys[] = { "exact:1", "sess:a", "run:1" };
+	struct ks_limit_info row[3];
+	struct ks_limit_view v = { .row = row, .n = 3 };
+	char *t = NULL, *j = NULL, *line;
+	size_t len = 0, i;
+	FILE *f;
+
+	kt_begin("limits_report_marks_rule_prefix_auto");
+	memset(row, 0, sizeof(row));
+	for (i = 0; i < 3; i++) {
+		row[i].hash = key_hash(keys[i]);
+		row[i].rate = 100 * (unsigned)(i + 1);
+		row[i].burst = ks_limit_burst(row[i].rate);
+		row[i].len = (__u16)strlen(keys[i]);
+		memcpy(row[i].key, keys[i], row[i].len);
+	}
+	row[1].rule_len = 5;
+	row[2].automatic = 1;
+	f = open_memstream(&t, &len);
+	CHECK(f, "memory");
+	if (f) {
+		ks_render_limit_text(f, &v);
+		fclose(f);
+	}
+	f = open_memstream(&j, &len);
+	CHECK(f, "memory");
+	if (f) {
+		ks_render_limit_json(f, &v);
+		fclose(f);
+	}
+	for (i = 0; t && i < 3; i++) {
+		size_t n;
+
+		line = strstr(t, keys[i]);
+		CHECK(line, "%s missing: %s", keys[i], t);
+		if (!line)
+			continue;
+		n = strcspn(line, "\n");
+		CHECK(i == 0 ? !memchr(line, '(', n)
+			     : !strncmp(line + n - (i == 1 ? 15 : 8),
+					i == 1 ? "  (prefix rule)" : "  (auto)",
+					i == 1 ? 15 : 8),
+		      "row %zu: %.*s", i, (int)n, line);
+	}
+	CHECK(j && strstr(j, "\"key\":\"exact:1\"") &&
+		      strstr(j, "\"rate_per_s\":100,\"burst\":10,"
+				"\"prefix_rule\":false,\"auto\":false") &&
+		      strstr(j, "\"rate_per_s\":200,\"burst\":20,"
+				"\"prefix_rule\":true,\"auto\":false") &&
+		      strstr(j, "\"rate_per_s\":300,\"burst\":30,"
+				"\"prefix_rule\":false,\"auto\":true"),
+	      "JSON: %s", j ? j : "(none)");
+	free(t);
+	free(j);
+	kt_end();
+}
+
 void test_limits(void)
 {
 	rule_parse();
@@ -772,4 +836,5 @@ void test_limits(void)
 	load_doc_limits_same();
 	load_doc_limits_cap();
 	fleet_sums();
+	report_marks();
 }
