@@ -170,6 +170,13 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * gets are then lost (the control of test_limit_short.sh) */
 	{ "limit-reply-head", KS_OPTV_LIMIT_HEAD, REQ, "S", KS_CMD_RUN,
 	  RUN_TEST, KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: verdict takes a key's residual from the hot-key
+	 * policy's verdict, as the cap did before it measured: a copied
+	 * key whose copies are down is then never capped (the control of
+	 * test_limit_auto_down.sh) */
+	{ "limit-auto-residual", KS_OPTV_LIMIT_AUTO_RESIDUAL, REQ, "S",
+	  KS_CMD_RUN, RUN_TEST, KS_GRP_OPTIONS,
+	  "measured (default) or verdict" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"

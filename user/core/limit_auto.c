@@ -53,6 +53,62 @@ unsigned ks_limit_auto_remedy(const struct ks_hot_entry *e)
 	return m;
 }
 
+double ks_limit_auto_residual(const struct ks_top_entry *r,
+			      const struct ks_auto_dp *d)
+{
+	double reads = r->reads_mps / 1000.0, writes = r->writes_mps / 1000.0;
+	double udp, passed, share = 0, res;
+
+	if (d) {
+		passed = d->steered_ps + d->owner_ps;
+		if (passed > 0)
+			share = d->steered_ps / passed;
+		/* the TCP reads stay: a connection is not steered */
+		udp = reads - d->tcp_ps;
+		if (udp > 0)
+			reads -= share * udp;
+	}
+	res = reads + writes;
+	return res > 0 ? res : 0;
+}
+
+/* The verdict's residual (the test switch): what the policy says it
+ * leaves here, as the cap had it before it measured. */
+static double verdict_residual(const struct ks_top_entry *r, unsigned rem)
+{
+	return (rem & KS_AUTO_COPIES ? 0 : r->reads_mps / 1000.0) +
+	       (rem & KS_AUTO_SPLIT ? 0 : r->writes_mps / 1000.0);
+}
+
+/* The datapath's measurement of ranked key r, or NULL (no slot). */
+static const struct ks_auto_dp *dp_of(const struct ks_auto_dp *dp, size_t ndp,
+				      const __u8 *key, size_t len, __u64 hash)
+{
+	size_t i;
+
+	for (i = 0; i < ndp; i++)
+		if (dp[i].hash == hash && dp[i].len == len &&
+		    !memcmp(dp[i].key, key, len))
+			return &dp[i];
+	return NULL;
+}
+
+/* The cap of a key capped now: the line on this shard, and on top what
+ * its copies took of what was offered (the limit comes before the
+ * steering), at least the line, at most what a rule may name. */
+static __u32 cap_rate(const struct ks_limit_auto *a,
+		      const struct ks_auto_key *k)
+{
+	double r = a->line;
+
+	if (!a->verdict && k->residual_ps > 0 && k->offered_ps > k->residual_ps)
+		r = a->line * k->offered_ps / k->residual_ps;
+	r = ceil(r);
+	if (r < a->rate)
+		return a->rate;
+	return r > KS_LIMIT_RATE_MAX ? KS_LIMIT_RATE_MAX : (__u32)r;
+}
+
 static struct ks_auto_key *find(struct ks_limit_auto *a, const __u8 *key,
 				size_t len)
 {
@@ -95,7 +151,8 @@ static void count(struct ks_limit_auto *a, struct ks_auto_key *k, double res)
 size_t ks_limit_auto_update(struct ks_limit_auto *a,
 			    const struct ks_hot_rules *rules,
 			    const struct ks_hot_table *t,
-			    const struct ks_top_entry *ranked, size_t n)
+			    const struct ks_top_entry *ranked, size_t n,
+			    const struct ks_auto_dp *dp, size_t ndp)
 {
 	size_t i, j, changes = 0;
 
@@ -118,8 +175,10 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 			continue; /* a key ranked twice counts once */
 		rem = ks_limit_auto_remedy(t ? ks_hot_find(t, r->key, len)
 					     : NULL);
-		res = (rem & KS_AUTO_COPIES ? 0 : r->reads_mps / 1000.0) +
-		      (rem & KS_AUTO_SPLIT ? 0 : r->writes_mps / 1000.0);
+		res = a->verdict
+			      ? verdict_residual(r, rem)
+			      : ks_limit_auto_residual(r, dp_of(dp, ndp, r->key,
+								len, r->hash));
 		if (!k) {
 			if (!(res > a->line))
 				continue;
@@ -137,24 +196,38 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 		}
 		k->seen = 1;
 		k->remedy = (__u8)rem;
+		k->offered_ps = (r->reads_mps + r->writes_mps) / 1000.0;
 		count(a, k, res);
+		/* the policy's first word on a key over the line: its copies
+		 * or its split get the whole ENTER intervals to show in what
+		 * is measured, once per bit while the key is followed */
+		if (!a->verdict && !k->capped && (rem & ~k->graced)) {
+			k->graced |= (__u8)rem;
+			k->over = 0;
+		}
 	}
 	for (j = 0; j < KS_LIMIT_AUTO_KEYS; j++) {
 		struct ks_auto_key *k = &a->k[j];
 
 		if (!k->used)
 			continue;
-		if (!k->seen) /* not among the ranked keys: far under */
+		if (!k->seen) { /* not among the ranked keys: far under */
+			k->offered_ps = 0;
 			count(a, k, 0);
+		}
 		if (!k->capped && k->over >= KS_LIMIT_AUTO_ENTER) {
 			k->capped = 1;
+			k->rate = cap_rate(a, k);
 			a->capped++;
 			a->caps++;
 			changes++;
 		} else if (k->capped && k->under >= KS_LIMIT_AUTO_LEAVE) {
 			forget(a, k, &changes);
-		} else if (!k->capped && !k->over) {
-			memset(k, 0, sizeof(*k)); /* back under: not followed */
+		} else if (!k->capped && !k->over &&
+			   !(k->residual_ps > a->line)) {
+			/* back under: not followed (a key over the line whose
+			 * count the policy's verdict restarted stays) */
+			memset(k, 0, sizeof(*k));
 		}
 	}
 	return changes;
@@ -172,7 +245,7 @@ size_t ks_limit_auto_wants(const struct ks_limit_auto *a,
 			continue;
 		out[n].key = k->key;
 		out[n].len = k->len;
-		out[n].rate = a->rate;
+		out[n].rate = k->rate ? k->rate : a->rate;
 		out[n].residual_ps = k->residual_ps;
 		n++;
 	}
