@@ -745,9 +745,9 @@ static void copies(void)
 	kt_end();
 
 	/* copies take 3/4 of it but the owner's part (1000/s) is over the
-	 * line: capped, at the rate that leaves the shard the line and the
-	 * copies their part (500 x 4000 / 1000) */
-	kt_begin("limit_auto_copies_partial_part_over_line");
+	 * line: capped, at the line (the operator's figure, whatever the
+	 * copies take: docs/limits.md) */
+	kt_begin("limit_auto_copies_partial_owner_over_line");
 	world_init(&w);
 	capped_at = 0;
 	for (i = 1; i <= 10 && !capped_at; i++) {
@@ -762,9 +762,20 @@ static void copies(void)
 		struct ks_limit_want wants[4];
 
 		CHECK(ks_limit_auto_wants(&w.a, wants, 4) == 1 &&
-			      wants[0].rate == 2000,
-		      "cap %u", wants[0].rate);
+			      wants[0].rate == 500 &&
+			      (int)(wants[0].residual_ps + 0.5) == 1000,
+		      "cap %u residual %f", wants[0].rate,
+		      wants[0].residual_ps);
 	}
+	/* its owner's part under the line: never capped */
+	world_init(&w);
+	for (i = 1; i <= 10; i++) {
+		k = topr("big", 1600, 0);
+		d = dpr("big", 1200, 400, 0);
+		step_dp(&w, &k, 1, &d, 1);
+	}
+	CHECK(!afind(&w.a, "big") && w.a.caps == 0,
+	      "owner's part under the line capped");
 	kt_end();
 }
 

@@ -444,10 +444,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_HOT, "as for 'agent run' (default 0.1)" },
 	{ "limit-auto", KS_OPTV_LIMIT_AUTO, REQ, "F", KS_CMD_RUN, RUN_CONF,
 	  KS_GRP_HOT,
-	  "the automatic cap (default off): a key over F x\n"
-	  "--shard-capacity reads+writes/s on this shard that no\n"
-	  "copy or split takes (not read-hot with copies, not a\n"
-	  "split counter) for 3 intervals is rate-limited at\n"
+	  "the automatic cap (default off): a key this shard\n"
+	  "serves over F x --shard-capacity reads+writes/s of\n"
+	  "(measured: what its copies took left out) for 3\n"
+	  "intervals, counted from the hot-key policy's verdict\n"
+	  "where it copies or splits the key, is rate-limited at\n"
 	  "that rate as a `limit` rule would, until it has been\n"
 	  "under 0.7 of it for 5 intervals; rules win. 0 < F <= 1,\n"
 	  "needs --shard-capacity (docs/limits.md)" },

@@ -93,22 +93,6 @@ static const struct ks_auto_dp *dp_of(const struct ks_auto_dp *dp, size_t ndp,
 	return NULL;
 }
 
-/* The cap of a key capped now: the line on this shard, and on top what
- * its copies took of what was offered (the limit comes before the
- * steering), at least the line, at most what a rule may name. */
-static __u32 cap_rate(const struct ks_limit_auto *a,
-		      const struct ks_auto_key *k)
-{
-	double r = a->line;
-
-	if (!a->verdict && k->residual_ps > 0 && k->offered_ps > k->residual_ps)
-		r = a->line * k->offered_ps / k->residual_ps;
-	r = ceil(r);
-	if (r < a->rate)
-		return a->rate;
-	return r > KS_LIMIT_RATE_MAX ? KS_LIMIT_RATE_MAX : (__u32)r;
-}
-
 static struct ks_auto_key *find(struct ks_limit_auto *a, const __u8 *key,
 				size_t len)
 {
@@ -196,7 +180,6 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 		}
 		k->seen = 1;
 		k->remedy = (__u8)rem;
-		k->offered_ps = (r->reads_mps + r->writes_mps) / 1000.0;
 		count(a, k, res);
 		/* the policy's first word on a key over the line: its copies
 		 * or its split get the whole ENTER intervals to show in what
@@ -211,13 +194,10 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 
 		if (!k->used)
 			continue;
-		if (!k->seen) { /* not among the ranked keys: far under */
-			k->offered_ps = 0;
+		if (!k->seen) /* not among the ranked keys: far under */
 			count(a, k, 0);
-		}
 		if (!k->capped && k->over >= KS_LIMIT_AUTO_ENTER) {
 			k->capped = 1;
-			k->rate = cap_rate(a, k);
 			a->capped++;
 			a->caps++;
 			changes++;
@@ -245,7 +225,7 @@ size_t ks_limit_auto_wants(const struct ks_limit_auto *a,
 			continue;
 		out[n].key = k->key;
 		out[n].len = k->len;
-		out[n].rate = k->rate ? k->rate : a->rate;
+		out[n].rate = a->rate;
 		out[n].residual_ps = k->residual_ps;
 		n++;
 	}

@@ -25,10 +25,8 @@
  * count of intervals over the line starts again, so copies being filled
  * and a split being picked up have KS_LIMIT_AUTO_ENTER whole intervals to
  * take the load before the cap looks; once per bit per episode, so a
- * verdict that flaps cannot keep a runaway uncapped. A key capped while
- * its copies take part of it is capped at line x offered / residual: the
- * limit is checked before the steering, and that rate leaves this shard
- * the line and the copies their part.
+ * verdict that flaps cannot keep a runaway uncapped. The cap is the line,
+ * whatever the copies take (docs/limits.md says why).
  *
  * Hysteresis, in whole intervals of the raw residual (not smoothed: a
  * smoothed rate carries a one-interval spike over the line for several
@@ -67,12 +65,10 @@ struct ks_auto_key {
 	__u8 remedy;        /* enum ks_auto_remedy bits, last interval */
 	__u8 graced;        /* remedy bits that restarted its count this
 			     * episode (each once) */
-	__u32 rate;         /* its cap, per second, set when capped */
 	__u32 over;         /* intervals in a row above the line */
 	__u32 under;        /* intervals in a row under the leave line */
 	__u64 hash;         /* ks_key_hash */
 	double residual_ps; /* last interval's */
-	double offered_ps;  /* reads + writes at ingress, last interval */
 };
 
 /*
