@@ -117,6 +117,32 @@ e2e_need_load() {
 	fi
 }
 
+# e2e_loads_stop: SIGINT each ks_load of LOAD_PIDS (it finishes its
+# requests in flight and prints its JSON) and wait; 0 when every one
+# exited 0. LOAD_PIDS is emptied.
+e2e_loads_stop() {
+	local p rc=0
+	for p in "${LOAD_PIDS[@]}"; do
+		kill -INT "$p" 2>/dev/null
+	done
+	for p in "${LOAD_PIDS[@]}"; do
+		wait "$p" || rc=1
+	done
+	LOAD_PIDS=()
+	return "$rc"
+}
+
+# e2e_load_gets NAME: "ops refused errors timeouts steered" of the gets
+# in ks_load's JSON $E2E_TMP/NAME.json
+e2e_load_gets() {
+	"$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = [o for o in d["ops"] if o["op"] == "get"][0]
+print(g["ops"], g["refused"], g["errors"], g["timeouts"], d.get("steered", 0))
+' "$E2E_TMP/$1.json"
+}
+
 # e2e_report_json NAME FILE: `agent report --iface $SIF --json` into FILE,
 # valid against docs/report.schema.json; 1 with FAIL NAME (the report's
 # head and what the schema check said) if not.

@@ -171,28 +171,6 @@ loads_start() {
 		LOAD_PIDS+=("$KS_BG_PID")
 	done
 }
-# loads_stop: SIGINT each (it finishes its request in flight and prints
-# its JSON), 0 when every one exited 0
-loads_stop() {
-	local p rc=0
-	for p in "${LOAD_PIDS[@]}"; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for p in "${LOAD_PIDS[@]}"; do
-		wait "$p" || rc=1
-	done
-	LOAD_PIDS=()
-	return "$rc"
-}
-# get_sum NAME: "ops refused errors timeouts steered" of the gets
-get_sum() {
-	"$PY" -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-g = [o for o in d["ops"] if o["op"] == "get"][0]
-print(g["ops"], g["refused"], g["errors"], g["timeouts"], d.get("steered", 0))
-' "$E2E_TMP/$1.json"
-}
 # dp_limits: every ks_limits entry as "KEY allowed refused collided tcp"
 # (counters summed over CPUs), one a line; nothing when it is empty
 dp_limits() {
@@ -210,11 +188,11 @@ if ! e2e_wait_intervals 8; then
 	exit 1
 fi
 lim=$(dp_limits) || lim="(cannot read ks_limits)"
-if ! loads_stop; then
+if ! e2e_loads_stop; then
 	fail limit_auto_control "a load failed: $(head -c 300 "$E2E_TMP"/*.err)"
 	exit 1
 fi
-read -r c_ops c_ref c_err _ _ < <(get_sum runaway)
+read -r c_ops c_ref c_err _ _ < <(e2e_load_gets runaway)
 note "control: runaway:1 $c_ops gets, $c_ref refused, $c_err errors; ks_limits: '${lim}'"
 if [ "$c_ref" = 0 ] && [ "$c_err" = 0 ] && [ -z "$lim" ] && [ "$c_ops" -gt 0 ] &&
 	! grep -q "automatic cap" "$E2E_TMP/agent.out"; then
@@ -309,15 +287,15 @@ print("cmd_get", g1 - g0, flush=True)
 PYEOF
 pyrc=$?
 lim=$(dp_limits) || lim=""
-if ! loads_stop; then
+if ! e2e_loads_stop; then
 	fail limit_auto "a load failed: $(head -c 300 "$E2E_TMP"/*.err)"
 	exit 1
 fi
 # read at once: the cap holds 5 intervals after the load stopped
 lim_after=$(dp_limits) || lim_after=""
-read -r r_ops r_ref r_err r_to _ < <(get_sum runaway)
-read -r p_ops p_ref p_err _ p_steer < <(get_sum copy)
-read -r m_ops m_ref m_err _ _ < <(get_sum calm)
+read -r r_ops r_ref r_err r_to _ < <(e2e_load_gets runaway)
+read -r p_ops p_ref p_err _ p_steer < <(e2e_load_gets copy)
+read -r m_ops m_ref m_err _ _ < <(e2e_load_gets calm)
 note "runaway:1: $r_ops gets, $r_ref refused, $r_err errors ($r_to timeouts); copy:1: $p_ops gets, $p_ref refused, $p_steer steered; calm:1: $m_ops gets, $m_ref refused"
 note "ks_limits while capped: '${lim}'; after the loads: '${lim_after}'"
 read -r l_key _ l_ref _ <<<"$lim_after"

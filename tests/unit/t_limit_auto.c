@@ -129,7 +129,9 @@ static void world_init(struct world *w)
 	ks_limit_auto_init(&w->a, FRAC, CAP);
 }
 
-static size_t step(struct world *w, const struct ks_top_entry *top, size_t n)
+/* dp[0..ndp): what the datapath measured of the keys in its slots */
+static size_t step_dp(struct world *w, const struct ks_top_entry *top, size_t n,
+		      const struct ks_auto_dp *dp, size_t ndp)
 {
 	struct ks_hot_sample s[16];
 	size_t i;
@@ -137,13 +139,31 @@ static size_t step(struct world *w, const struct ks_top_entry *top, size_t n)
 	for (i = 0; i < n; i++)
 		ks_hot_sample_from_top(&top[i], &s[i]);
 	ks_hot_update(&w->t, &w->p, s, n, ++w->seq);
-	return ks_limit_auto_update(&w->a, &w->r, &w->t, top, n);
+	return ks_limit_auto_update(&w->a, &w->r, &w->t, top, n, dp, ndp);
+}
+
+static size_t step(struct world *w, const struct ks_top_entry *top, size_t n)
+{
+	return step_dp(w, top, n, NULL, 0);
+}
+
+/* A key's slot counts over the interval (steered, owner, TCP). */
+static struct ks_auto_dp dpr(const char *key, double steered, double owner,
+			     double tcp)
+{
+	return (struct ks_auto_dp){ .key = (const __u8 *)key,
+				    .len = (__u16)strlen(key),
+				    .hash = ut_hash(key),
+				    .steered_ps = steered,
+				    .owner_ps = owner,
+				    .tcp_ps = tcp };
 }
 
 static void which_keys(void)
 {
 	static struct world w;
 	struct ks_top_entry top[6];
+	struct ks_auto_dp dp;
 	unsigned kc = 1; /* the counter's K as the table gives it */
 	int i, capped_at = 0;
 
@@ -161,7 +181,10 @@ static void which_keys(void)
 		top[3] = topr("counter", 0, i == 1 ? 900 : 900.0 / kc);
 		/* under the line */
 		top[4] = topr("small", 450, 0);
-		step(&w, top, 5);
+		/* copy's copies armed once the table said so: from the
+		 * second interval the datapath sends its gets to them */
+		dp = dpr("copy", 1950, 50, 0);
+		step_dp(&w, top, 5, &dp, i > 1);
 		if (i == 1) {
 			const struct ks_hot_entry *c = ks_hot_find(
 				&w.t, (const __u8 *)"counter", 7);
@@ -197,7 +220,7 @@ static void which_keys(void)
 
 		ks_limit_auto_init(&a, FRAC, CAP);
 		for (i = 0; i < KS_LIMIT_AUTO_ENTER; i++)
-			ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+			ks_limit_auto_update(&a, NULL, NULL, &k, 1, NULL, 0);
 		CHECK(capped(&a, "plain"),
 		      "a key outside the table not capped");
 	}
@@ -216,25 +239,29 @@ static void hysteresis(void)
 	/* a burst of two intervals is no runaway */
 	for (i = 0; i < 10; i++) {
 		k = topr("burst", i % 4 < 2 ? 5000 : 0, 0);
-		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1,
+						     NULL, 0);
 	}
 	CHECK_EQ(changes, 0);
 	CHECK(!capped(&a, "burst"), "2-interval burst capped");
 	/* around the line, 1.05 and 0.95 in turn: never 3 in a row over */
 	for (i = 0; i < 100; i++) {
 		k = topr("edge", i % 2 ? 475 : 525, 0);
-		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1,
+						     NULL, 0);
 	}
 	CHECK_EQ(changes, 0);
 	/* capped, then 1.05 and 0.65 in turn: never 5 in a row under 0.7 */
 	for (i = 0; i < 3; i++) {
 		k = topr("edge", 600, 0);
-		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1,
+						     NULL, 0);
 	}
 	CHECK_EQ(changes, 1);
 	for (i = 0; i < 100; i++) {
 		k = topr("edge", i % 2 ? 325 : 525, 0);
-		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1,
+						     NULL, 0);
 	}
 	CHECK_EQ(changes, 1);
 	CHECK(capped(&a, "edge"), "released while flapping");
@@ -242,13 +269,14 @@ static void hysteresis(void)
 	 * clients let through): stays */
 	for (i = 0; i < 50; i++) {
 		k = topr("edge", 400, 0);
-		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		changes += (int)ks_limit_auto_update(&a, NULL, NULL, &k, 1,
+						     NULL, 0);
 	}
 	CHECK(capped(&a, "edge"), "released between 0.7 and 1 of the line");
 	/* under 0.7 for 5 intervals: released at the fifth */
 	for (i = 1; i <= KS_LIMIT_AUTO_LEAVE; i++) {
 		k = topr("edge", 300, 0);
-		ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		ks_limit_auto_update(&a, NULL, NULL, &k, 1, NULL, 0);
 		CHECK(capped(&a, "edge") == (i < KS_LIMIT_AUTO_LEAVE),
 		      "interval %d under", i);
 	}
@@ -259,11 +287,11 @@ static void hysteresis(void)
 	/* a capped key that leaves the ranked keys is under: released */
 	for (i = 0; i < 3; i++) {
 		k = topr("gone", 900, 0);
-		ks_limit_auto_update(&a, NULL, NULL, &k, 1);
+		ks_limit_auto_update(&a, NULL, NULL, &k, 1, NULL, 0);
 	}
 	CHECK(capped(&a, "gone"), "not capped");
 	for (i = 0; i < KS_LIMIT_AUTO_LEAVE; i++)
-		ks_limit_auto_update(&a, NULL, NULL, NULL, 0);
+		ks_limit_auto_update(&a, NULL, NULL, NULL, 0, NULL, 0);
 	CHECK(!afind(&a, "gone"), "an unranked key kept its cap");
 	kt_end();
 }
@@ -287,14 +315,14 @@ static void explicit_wins(void)
 	for (i = 0; i < 5; i++) {
 		k[0] = topr("ruled:1", 5000, 0);
 		k[1] = topr("pre:x", 5000, 0);
-		ks_limit_auto_update(&a, &r, NULL, k, 2);
+		ks_limit_auto_update(&a, &r, NULL, k, 2, NULL, 0);
 	}
 	CHECK(!afind(&a, "ruled:1") && !afind(&a, "pre:x"),
 	      "a key a rule names followed by the cap");
 	/* capped first, then a rule names it: the rule's, at its rate */
 	for (i = 0; i < 3; i++) {
 		k[0] = topr("late:1", 5000, 0);
-		ks_limit_auto_update(&a, &none, NULL, k, 1);
+		ks_limit_auto_update(&a, &none, NULL, k, 1, NULL, 0);
 	}
 	CHECK(capped(&a, "late:1"), "not capped");
 	nw = ks_limit_auto_wants(&a, wants, 8);
@@ -313,7 +341,7 @@ static void explicit_wins(void)
 		      s.nauto == 0 && s.live == 1,
 	      "the rule did not take the key over");
 	ks_limits_synced(&s);
-	ks_limit_auto_update(&a, &r, NULL, k, 1);
+	ks_limit_auto_update(&a, &r, NULL, k, 1, NULL, 0);
 	CHECK(!afind(&a, "late:1"), "the cap kept a key a rule names");
 	CHECK(a.capped == 0 && a.releases == 1, "released");
 	CHECK_EQ(ks_limit_auto_wants(&a, wants, 8), 0);
@@ -596,11 +624,270 @@ out:
 	kt_end();
 }
 
+/* The residual: what this shard serves, from the datapath's counts. */
+static void residual(void)
+{
+	struct ks_top_entry r = topr("k", 1000, 10);
+	struct ks_auto_dp d;
+
+	kt_begin("limit_auto_residual_measured");
+	/* no slot: nothing steered, all of it served here */
+	CHECK_EQ((int)ks_limit_auto_residual(&r, NULL), 1010);
+	/* copies working: 900 of 1000 gets steered */
+	d = dpr("k", 900, 100, 0);
+	CHECK_EQ((int)(ks_limit_auto_residual(&r, &d) + 0.5), 110);
+	/* copies down: every get left to the owner */
+	d = dpr("k", 0, 1000, 0);
+	CHECK_EQ((int)ks_limit_auto_residual(&r, &d), 1010);
+	/* TCP reads stay (a connection is not steered); the UDP part goes
+	 * at the share steered: 1000 - 0.9 x 800 + 10 */
+	d = dpr("k", 720, 80, 200);
+	CHECK_EQ((int)(ks_limit_auto_residual(&r, &d) + 0.5), 290);
+	/* capped at 400/s: the share is the one of the gets that passed,
+	 * applied to all offered (2000): what the shard would serve */
+	r = topr("k", 2000, 0);
+	d = dpr("k", 360, 40, 0);
+	CHECK_EQ((int)(ks_limit_auto_residual(&r, &d) + 0.5), 200);
+	/* a sampled estimate under the exact steered count: never below 0 */
+	r = topr("k", 100, 0);
+	d = dpr("k", 200, 0, 0);
+	CHECK(ks_limit_auto_residual(&r, &d) == 0, "%f",
+	      ks_limit_auto_residual(&r, &d));
+	kt_end();
+}
+
+/* The interval (1-based) the table first says it copies the key. */
+static int copies_verdict(const struct world *w, const char *key)
+{
+	return (ks_limit_auto_remedy(
+			ks_hot_find(&w->t, (const __u8 *)key, strlen(key))) &
+		KS_AUTO_COPIES) != 0;
+}
+
+/*
+ * A read-hot key with 3 copies in the table, 2000 gets/s over a line of
+ * 500: copies working (the datapath steers 1950 of them) is never capped;
+ * copies down (every get left to the owner) is capped KS_LIMIT_AUTO_ENTER
+ * intervals after the table's verdict, at the line; the old verdict rule
+ * (the test switch) never caps it; copies back while it is capped: it is
+ * released.
+ */
+static void copies(void)
+{
+	static struct world w;
+	struct ks_top_entry k;
+	struct ks_auto_dp d;
+	int i, verdict_at = 0, capped_at = 0, followed = 0;
+
+	kt_begin("limit_auto_copies_working_not_capped");
+	world_init(&w);
+	for (i = 1; i <= 30; i++) {
+		k = topr("hot", 2000, 0);
+		/* armed the interval after the verdict: before, the owner */
+		d = verdict_at && i > verdict_at ? dpr("hot", 1950, 50, 0)
+						 : dpr("hot", 0, 2000, 0);
+		step_dp(&w, &k, 1, &d, 1);
+		if (!verdict_at && copies_verdict(&w, "hot"))
+			verdict_at = i;
+		followed += afind(&w.a, "hot") != NULL;
+	}
+	CHECK(verdict_at >= 1, "the table never copied it");
+	CHECK(!capped(&w.a, "hot") && w.a.caps == 0, "copied key capped");
+	CHECK(!afind(&w.a, "hot"), "still followed with its copies working");
+	CHECK(followed <= 2, "followed %d intervals", followed);
+	kt_end();
+
+	kt_begin("limit_auto_copies_down_capped");
+	world_init(&w);
+	verdict_at = 0;
+	for (i = 1; i <= 10 && !capped_at; i++) {
+		k = topr("hot", 2000, 0);
+		d = dpr("hot", 0, 2000, 0); /* fills fail: never armed */
+		step_dp(&w, &k, 1, &d, 1);
+		if (!verdict_at && copies_verdict(&w, "hot"))
+			verdict_at = i;
+		if (capped(&w.a, "hot"))
+			capped_at = i;
+	}
+	CHECK(verdict_at >= 1, "the table never copied it");
+	/* the policy's ENTER intervals, counted from its verdict */
+	CHECK(capped_at == verdict_at + KS_LIMIT_AUTO_ENTER,
+	      "verdict at %d, capped at %d", verdict_at, capped_at);
+	{
+		struct ks_limit_want wants[4];
+
+		CHECK(ks_limit_auto_wants(&w.a, wants, 4) == 1 &&
+			      wants[0].rate == 500,
+		      "cap %u", wants[0].rate);
+	}
+	/* the copies come back while it is capped: the share steered of
+	 * the gets the cap lets through shows it, and it is released */
+	for (i = 1; i <= KS_LIMIT_AUTO_LEAVE; i++) {
+		k = topr("hot", 2000, 0);
+		d = dpr("hot", 490, 10, 0);
+		step_dp(&w, &k, 1, &d, 1);
+		CHECK(capped(&w.a, "hot") == (i < KS_LIMIT_AUTO_LEAVE),
+		      "interval %d with copies back", i);
+	}
+	kt_end();
+
+	kt_begin("limit_auto_copies_down_verdict_control");
+	world_init(&w);
+	w.a.verdict = 1; /* --limit-auto-residual verdict */
+	for (i = 1; i <= 30; i++) {
+		k = topr("hot", 2000, 0);
+		d = dpr("hot", 0, 2000, 0);
+		step_dp(&w, &k, 1, &d, 1);
+	}
+	CHECK(copies_verdict(&w, "hot"), "the table does not copy it");
+	CHECK(!capped(&w.a, "hot") && w.a.caps == 0,
+	      "the verdict rule capped a key its table copies");
+	kt_end();
+
+	/* copies take 3/4 of it but the owner's part (1000/s) is over the
+	 * line: capped, at the line (the operator's figure, whatever the
+	 * copies take: docs/limits.md) */
+	kt_begin("limit_auto_copies_partial_owner_over_line");
+	world_init(&w);
+	capped_at = 0;
+	for (i = 1; i <= 10 && !capped_at; i++) {
+		k = topr("big", 4000, 0);
+		d = dpr("big", 3000, 1000, 0);
+		step_dp(&w, &k, 1, &d, 1);
+		if (capped(&w.a, "big"))
+			capped_at = i;
+	}
+	CHECK(capped_at > 0, "owner's part over the line not capped");
+	{
+		struct ks_limit_want wants[4];
+
+		CHECK(ks_limit_auto_wants(&w.a, wants, 4) == 1 &&
+			      wants[0].rate == 500 &&
+			      (int)(wants[0].residual_ps + 0.5) == 1000,
+		      "cap %u residual %f", wants[0].rate,
+		      wants[0].residual_ps);
+	}
+	/* its owner's part under the line: never capped */
+	world_init(&w);
+	for (i = 1; i <= 10; i++) {
+		k = topr("big", 1600, 0);
+		d = dpr("big", 1200, 400, 0);
+		step_dp(&w, &k, 1, &d, 1);
+	}
+	CHECK(!afind(&w.a, "big") && w.a.caps == 0,
+	      "owner's part under the line capped");
+	kt_end();
+}
+
+/*
+ * Split counters. Working: libkeysteer's clients write the base's 1/K
+ * from the interval after the table's K: the base's writes here fall
+ * under the line, never capped. Not working: plain clients whose writes
+ * dip from 2000 to 1000/s and stay there, which the table reads as a
+ * split of K = 2 in effect (under 2000 / sqrt(2)): the verdict takes the
+ * writes off and never caps it (the control), the measurement caps it
+ * ENTER intervals after the verdict.
+ */
+static void split(void)
+{
+	static struct world w;
+	struct ks_top_entry k;
+	const struct ks_hot_entry *e;
+	unsigned kc = 1;
+	int i, verdict, capped_at = 0, split_at = 0;
+
+	kt_begin("limit_auto_split_working_not_capped");
+	world_init(&w);
+	for (i = 1; i <= 20; i++) {
+		k = topr("ctr", 0, i == 1 ? 900 : 900.0 / kc);
+		step(&w, &k, 1);
+		e = ks_hot_find(&w.t, (const __u8 *)"ctr", 3);
+		if (i == 1 && e)
+			kc = e->subkeys;
+	}
+	CHECK(kc >= 2, "no split: K %u", kc);
+	CHECK(!afind(&w.a, "ctr") && w.a.caps == 0, "working split capped");
+	kt_end();
+
+	for (verdict = 0; verdict <= 1; verdict++) {
+		kt_begin(verdict ? "limit_auto_split_misread_verdict_control"
+				 : "limit_auto_split_misread_capped");
+		world_init(&w);
+		w.a.verdict = verdict;
+		/* a budget of 1000 a part: K = 2 for 2000 writes/s */
+		w.p.per_copy_budget_ops = 1000;
+		capped_at = split_at = 0;
+		for (i = 1; i <= 20; i++) {
+			k = topr("plain", 0, i == 1 ? 2000 : 1000);
+			step(&w, &k, 1);
+			if (!split_at &&
+			    ks_limit_auto_remedy(ks_hot_find(
+				    &w.t, (const __u8 *)"plain", 5)) &
+				    KS_AUTO_SPLIT)
+				split_at = i;
+			if (!capped_at && capped(&w.a, "plain"))
+				capped_at = i;
+		}
+		CHECK(split_at >= 1, "the table never read a split");
+		if (verdict)
+			CHECK(!capped_at && w.a.caps == 0,
+			      "the verdict capped a key it reads as split");
+		else
+			CHECK(capped_at == split_at + KS_LIMIT_AUTO_ENTER,
+			      "split read at %d, capped at %d", split_at,
+			      capped_at);
+		kt_end();
+	}
+}
+
+/* A verdict that flaps does not keep a runaway uncapped: the policy's
+ * intervals are given once per episode. */
+static void grace_once(void)
+{
+	static struct ks_limit_auto a;
+	static struct ks_hot_table t;
+	struct ks_hot_entry *e;
+	struct ks_top_entry k;
+	int i;
+
+	kt_begin("limit_auto_grace_once");
+	ks_limit_auto_init(&a, FRAC, CAP);
+	ks_hot_init(&t);
+	/* the table is not consulted for more than the verdict: an entry
+	 * of its own making, read-hot with copies one interval in two */
+	for (i = 1; i <= 10; i++) {
+		struct ks_hot_policy p;
+		struct ks_hot_sample smp;
+
+		k = topr("flap", 2000, 0);
+		if (i == 1) {
+			ks_hot_policy_default(&p);
+			p.shard_capacity_ops = CAP;
+			p.max_copies = 3;
+			ks_hot_sample_from_top(&k, &smp);
+			ks_hot_update(&t, &p, &smp, 1, 1);
+		}
+		e = (struct ks_hot_entry *)ks_hot_find(&t, (const __u8 *)"flap",
+						       4);
+		if (e)
+			e->copies = i % 2 ? 3 : 1;
+		ks_limit_auto_update(&a, NULL, &t, &k, 1, NULL, 0);
+	}
+	CHECK(e && e->read_hot, "no table entry");
+	CHECK(capped(&a, "flap") && a.caps == 1,
+	      "a flapping verdict kept it uncapped");
+	kt_end();
+}
+
 void test_limit_auto(void)
 {
 	option_check();
 	remedy();
 	which_keys();
+	residual();
+	copies();
+	split();
+	grace_once();
 	hysteresis();
 	explicit_wins();
 	table_full();

@@ -243,7 +243,7 @@ static int one_interval(struct ks_agent *st)
 {
 	__u32 old_seq = st->seq, epoch = old_seq & 1;
 	__u64 now, elapsed_ns, cpu0 = ks_thread_cpu_ns();
-	size_t nunseen;
+	size_t nunseen, ndp;
 	long ncands;
 	int err;
 
@@ -286,10 +286,12 @@ static int one_interval(struct ks_agent *st)
 			    st->unseen, nunseen, old_seq, st->ring->version);
 	set_hot_flag(st, ks_run_steer_interval(st->steer, st->hot->table,
 					       elapsed_ns / 1e9) > 0);
-	set_limit_flag(st, ks_run_limit_interval(
-				   st->limit, &st->hot->table->rules,
-				   st->hot->table, st->col.ranked,
-				   st->col.nranked, old_seq, ks_mono_ns()));
+	ndp = ks_run_steer_auto_dp(st->steer, st->autodp, KS_HOT_SLOTS);
+	set_limit_flag(st,
+		       ks_run_limit_interval(st->limit, &st->hot->table->rules,
+					     st->hot->table, st->col.ranked,
+					     st->col.nranked, st->autodp, ndp,
+					     old_seq, ks_mono_ns()));
 	ks_run_etcd_publish_interval(
 		st->etcd, st->rep,
 		ks_run_ring_enabled(st->ring) ? st->ring : NULL, st->hot->table,
@@ -428,13 +430,14 @@ int ks_agent_start(struct ks_agent *st)
 		return KS_EXIT_FAIL;
 	}
 	st->limit->log_keys = st->o.log_keys;
+	ks_run_limit_auto_verdict(st->limit, st->o.limit_auto_verdict);
 	if (st->limit->autocap)
 		printf("keysteer: automatic cap at %u/s (%g x --shard-capacity) for keys no copy or split takes\n",
 		       st->limit->autocap->rate, st->o.limit_auto);
 	/* exact limits hold from the start, as pins do */
 	set_limit_flag(st, ks_run_limit_interval(
 				   st->limit, &st->hot->table->rules, NULL,
-				   NULL, 0, st->seq, ks_mono_ns()));
+				   NULL, 0, NULL, 0, st->seq, ks_mono_ns()));
 	/* pins are hot from the start */
 	set_hot_flag(st,
 		     ks_run_steer_interval(st->steer, st->hot->table, 0) > 0);

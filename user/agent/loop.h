@@ -49,6 +49,9 @@ struct ks_agent_opts {
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 	double limit_auto; /* --limit-auto F: the automatic cap; 0: off */
+	/* --limit-auto-residual verdict (test only): the cap trusts the
+	 * policy's verdict */
+	int limit_auto_verdict;
 };
 
 struct ks_agent {
@@ -82,6 +85,9 @@ struct ks_agent {
 	__u64 work_ns, work_max_ns;
 	/* the reads armed keys' copies took unseen, for the hot-key table */
 	struct ks_hot_unseen unseen[KS_HOT_SLOTS];
+	/* what the datapath measured of the keys in its slots, for the
+	 * automatic cap */
+	struct ks_auto_dp autodp[KS_HOT_SLOTS];
 };
 
 /* Attaches (or takes over) and starts every subsystem; a KS_EXIT_* code. */

@@ -27,6 +27,12 @@ int ks_run_limit_start(struct ks_run_limit *l, const char *pin_dir,
 	return err;
 }
 
+void ks_run_limit_auto_verdict(struct ks_run_limit *l, int on)
+{
+	if (l->autocap)
+		l->autocap->verdict = on;
+}
+
 /* The automatic cap's changes of the interval, one line each (the key's
  * bytes with --log-keys only: they may be user data); after the plan,
  * before the sync forgets what went. */
@@ -48,7 +54,7 @@ static void log_auto(const struct ks_run_limit *l, const __u8 *was_auto)
 			snprintf(key, sizeof(key), "hash %016llx",
 				 (unsigned long long)e->hash);
 		if (now)
-			ks_info("automatic cap: %s limited to %u/s (%.1f/s on this shard that no copy or split takes, over %.1f/s for %d intervals)",
+			ks_info("automatic cap: %s limited to %u/s (%.1f/s served by this shard, what its copies and split took left out, over %.1f/s for %d intervals)",
 				key, e->rate, e->residual_ps, l->autocap->line,
 				KS_LIMIT_AUTO_ENTER);
 		else
@@ -60,7 +66,8 @@ int ks_run_limit_interval(struct ks_run_limit *l,
 			  const struct ks_hot_rules *rules,
 			  const struct ks_hot_table *t,
 			  const struct ks_top_entry *ranked, size_t n,
-			  __u32 seq, __u64 now_ns)
+			  const struct ks_auto_dp *dp, size_t ndp, __u32 seq,
+			  __u64 now_ns)
 {
 	double elapsed = l->read_ns ? (now_ns - l->read_ns) / 1e9 : 0;
 	struct ks_limit_info info;
@@ -76,7 +83,7 @@ int ks_run_limit_interval(struct ks_run_limit *l,
 			      (l->set.e[i].state == KS_LIMIT_LIVE ||
 			       l->set.e[i].state == KS_LIMIT_DIRTY);
 	if (l->autocap) {
-		ks_limit_auto_update(l->autocap, rules, t, ranked, n);
+		ks_limit_auto_update(l->autocap, rules, t, ranked, n, dp, ndp);
 		nw = ks_limit_auto_wants(l->autocap, l->wants,
 					 KS_LIMIT_AUTO_KEYS);
 	}

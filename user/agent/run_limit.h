@@ -35,15 +35,20 @@ struct ks_run_limit {
  * -errno. */
 int ks_run_limit_start(struct ks_run_limit *l, const char *pin_dir,
 		       double auto_fraction, double capacity);
+/* --limit-auto-residual verdict (a test's control): the cap trusts the
+ * hot-key policy's verdict, as before it measured. After the start. */
+void ks_run_limit_auto_verdict(struct ks_run_limit *l, int on);
 
 /* One interval (t: the hot-key table as this interval's update left it,
+ * and dp[0..ndp) what the datapath measured of the keys in its slots,
  * for the automatic cap; may be NULL): returns whether any key is
  * limited (KS_CFG_LIMITS). */
 int ks_run_limit_interval(struct ks_run_limit *l,
 			  const struct ks_hot_rules *rules,
 			  const struct ks_hot_table *t,
 			  const struct ks_top_entry *ranked, size_t n,
-			  __u32 seq, __u64 now_ns);
+			  const struct ks_auto_dp *dp, size_t ndp, __u32 seq,
+			  __u64 now_ns);
 
 /* "keysteer: #SEQ limits: ..." when any key is limited. */
 void ks_run_limit_status(const struct ks_run_limit *l, FILE *f, __u32 seq,

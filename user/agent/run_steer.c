@@ -265,6 +265,8 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			ks_hot_map_install(&s->map, a->slot, a->hash, a->key,
 					   a->len);
 			s->prev_steered[a->slot] = s->prev_tcp[a->slot] = 0;
+			s->prev_owner[a->slot] = 0;
+			s->owner_ps[a->slot] = 0;
 			memset(&s->prev_replies[a->slot], 0,
 			       sizeof(s->prev_replies[a->slot]));
 			ks_unseen_reset(&s->unseen[a->slot]);
@@ -432,6 +434,11 @@ size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 		hs->tcp_mps = (__u64)(tcp * 1000.0 / interval_s);
 		s->prev_steered[i] = st.steered;
 		s->prev_tcp[i] = st.tcp_reads;
+		s->owner_ps[i] = st.owner < s->prev_owner[i]
+					 ? 0
+					 : (st.owner - s->prev_owner[i]) /
+						   interval_s;
+		s->prev_owner[i] = st.owner;
 		sample_replies(s, i, interval_s);
 		was = s->was_armed[i];
 		s->was_armed[i] = (__u8)ks_hot_map_armed(&s->map, i);
@@ -654,6 +661,32 @@ void ks_run_steer_free(struct ks_run_steer *s)
 unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s)
 {
 	return owner_turns(s);
+}
+
+size_t ks_run_steer_auto_dp(const struct ks_run_steer *s,
+			    struct ks_auto_dp *out, size_t max)
+{
+	size_t n = 0;
+	int i;
+
+	if (!s || !s->map_open)
+		return 0;
+	for (i = 0; i < KS_HOT_SLOTS && n < max; i++) {
+		const struct ks_hot_slot *hs = &s->map.slot[i];
+
+		if (!hs->hash)
+			continue;
+		out[n] = (struct ks_auto_dp){
+			.key = hs->key,
+			.len = hs->len > KS_KEY_BUF ? KS_KEY_BUF : hs->len,
+			.hash = hs->hash,
+			.steered_ps = hs->steered_mps / 1000.0,
+			.owner_ps = s->owner_ps[i],
+			.tcp_ps = hs->tcp_mps / 1000.0,
+		};
+		n++;
+	}
+	return n;
 }
 
 double ks_run_steer_steered_ps(const struct ks_run_steer *s)

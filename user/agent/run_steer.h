@@ -28,6 +28,7 @@
 #include "core/replicas.h"
 #include "agent/steer_fill.h"
 #include "core/steer_fsm.h"
+#include "core/limit_auto.h"
 #include "core/unseen.h"
 #include "net/vlan_devs.h"
 
@@ -64,6 +65,10 @@ struct ks_run_steer {
 	struct ks_steer_fsm fsm; /* the decisions (steer_fsm.h) */
 	/* each slot's counters at the last ks_run_steer_sample */
 	__u64 prev_steered[KS_HOT_SLOTS], prev_tcp[KS_HOT_SLOTS];
+	/* UDP reads left to the owner: at the last sample, and per second
+	 * over the interval before it (the automatic cap's steered share) */
+	__u64 prev_owner[KS_HOT_SLOTS];
+	double owner_ps[KS_HOT_SLOTS];
 	/* the owner's replies at the last interval (--owner-replies) */
 	struct ks_hot_replies prev_replies[KS_HOT_SLOTS];
 	int replies; /* ks_tc_egress counts them (the attachment's egress) */
@@ -146,6 +151,15 @@ void ks_run_steer_free(struct ks_run_steer *s);
 /* The owner's turns of KS_STEER_SCHED in a hot key's read schedule
  * (--owner-share), as the datapath and the fleet's documents have it. */
 unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s);
+
+/*
+ * What the datapath measured of each key in a slot over the last
+ * ks_run_steer_sample's interval, for the automatic cap (core/
+ * limit_auto.h): up to max into out, whose keys point into s's slots
+ * (valid until the next interval); how many.
+ */
+size_t ks_run_steer_auto_dp(const struct ks_run_steer *s,
+			    struct ks_auto_dp *out, size_t max);
 
 /* Lone UDP gets the datapath sent to copies per second, summed over the
  * slots, as the last ks_run_steer_sample measured them; 0 without

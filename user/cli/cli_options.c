@@ -170,6 +170,13 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * gets are then lost (the control of test_limit_short.sh) */
 	{ "limit-reply-head", KS_OPTV_LIMIT_HEAD, REQ, "S", KS_CMD_RUN,
 	  RUN_TEST, KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: verdict takes a key's residual from the hot-key
+	 * policy's verdict, as the cap did before it measured: a copied
+	 * key whose copies are down is then never capped (the control of
+	 * test_limit_auto_down.sh) */
+	{ "limit-auto-residual", KS_OPTV_LIMIT_AUTO_RESIDUAL, REQ, "S",
+	  KS_CMD_RUN, RUN_TEST, KS_GRP_OPTIONS,
+	  "measured (default) or verdict" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"
@@ -437,10 +444,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_GRP_HOT, "as for 'agent run' (default 0.1)" },
 	{ "limit-auto", KS_OPTV_LIMIT_AUTO, REQ, "F", KS_CMD_RUN, RUN_CONF,
 	  KS_GRP_HOT,
-	  "the automatic cap (default off): a key over F x\n"
-	  "--shard-capacity reads+writes/s on this shard that no\n"
-	  "copy or split takes (not read-hot with copies, not a\n"
-	  "split counter) for 3 intervals is rate-limited at\n"
+	  "the automatic cap (default off): a key this shard\n"
+	  "serves over F x --shard-capacity reads+writes/s of\n"
+	  "(measured: what its copies took left out) for 3\n"
+	  "intervals, counted from the hot-key policy's verdict\n"
+	  "where it copies or splits the key, is rate-limited at\n"
 	  "that rate as a `limit` rule would, until it has been\n"
 	  "under 0.7 of it for 5 intervals; rules win. 0 < F <= 1,\n"
 	  "needs --shard-capacity (docs/limits.md)" },

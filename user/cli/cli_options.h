@@ -114,6 +114,9 @@ enum ks_opt_group {
 #define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
 #define KS_OPTV_LIMIT_HEAD   0x1072
 
+/* test only: the automatic cap from the policy's verdict */
+#define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1
+
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000
 #define KS_DIFF_KEYS_MAX     10000000
@@ -136,7 +139,7 @@ extern const struct ks_cli_opt ks_cli_opts[];
 extern const unsigned int ks_cli_nopts;
 
 /* Most options one command takes (a unit test checks it). */
-#define KS_CLI_MAX_OPTS 56
+#define KS_CLI_MAX_OPTS 64
 
 /* A command's getopt_long arguments, built from the table. */
 struct ks_cli_getopt {

@@ -84,6 +84,22 @@ static int off_flag(const char *name, const char *arg, __u32 bit, __u32 *flags,
 	return 1;
 }
 
+/* --NAME dflt|other: *is_other whether arg is other; 1, or -1 with the
+ * reason in err ("not a NOUN"). */
+static int two_words(const char *name, const char *arg, const char *dflt,
+		     const char *other, const char *noun, int *is_other,
+		     char *err, size_t errlen)
+{
+	if (strcmp(arg, dflt) && strcmp(arg, other)) {
+		snprintf(err, errlen,
+			 "--%s '%s' is not %s; give %s (the default) or %s",
+			 name, arg, noun, dflt, other);
+		return -1;
+	}
+	*is_other = !strcmp(arg, other);
+	return 1;
+}
+
 /*
  * One option of 'agent run' from the command line or a config file
  * (ks_opt_set_fn, behind o->gate): c is its value in the option table,
@@ -254,26 +270,21 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case KS_OPTV_LIMIT_HEAD:
 		return off_flag("limit-reply-head", arg, KS_CFG_LIMIT_GROW_TAIL,
 				&o->a.cfg_flags, err, errlen);
+	case KS_OPTV_LIMIT_AUTO_RESIDUAL:
+		return two_words("limit-auto-residual", arg, "measured",
+				 "verdict", "a way", &o->a.limit_auto_verdict,
+				 err, errlen);
 	case KS_OPTV_RATE_SCALING:
-		if (strcmp(arg, "on") && strcmp(arg, "off")) {
-			snprintf(
-				err, errlen,
-				"--rate-scaling '%s' is not a state; give on (the default) or off",
-				arg);
-			return -1;
-		}
-		o->a.rate_unscaled = !strcmp(arg, "off");
-		return 1;
-	case KS_OPTV_OWNER_REPLIES:
-		if (strcmp(arg, "on") && strcmp(arg, "off")) {
-			snprintf(
-				err, errlen,
-				"--owner-replies '%s' is not a state; give on (the default) or off",
-				arg);
-			return -1;
-		}
-		o->a.owner_replies = arg[1] == 'n';
-		return 1;
+		return two_words("rate-scaling", arg, "on", "off", "a state",
+				 &o->a.rate_unscaled, err, errlen);
+	case KS_OPTV_OWNER_REPLIES: {
+		int off = 0, r = two_words("owner-replies", arg, "on", "off",
+					   "a state", &off, err, errlen);
+
+		if (r > 0)
+			o->a.owner_replies = !off;
+		return r;
+	}
 	case KS_OPTV_HASH_ONLY:
 		o->etcd.hash_only = 1;
 		return 1;

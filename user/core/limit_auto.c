@@ -53,6 +53,46 @@ unsigned ks_limit_auto_remedy(const struct ks_hot_entry *e)
 	return m;
 }
 
+double ks_limit_auto_residual(const struct ks_top_entry *r,
+			      const struct ks_auto_dp *d)
+{
+	double reads = r->reads_mps / 1000.0, writes = r->writes_mps / 1000.0;
+	double udp, passed, share = 0, res;
+
+	if (d) {
+		passed = d->steered_ps + d->owner_ps;
+		if (passed > 0)
+			share = d->steered_ps / passed;
+		/* the TCP reads stay: a connection is not steered */
+		udp = reads - d->tcp_ps;
+		if (udp > 0)
+			reads -= share * udp;
+	}
+	res = reads + writes;
+	return res > 0 ? res : 0;
+}
+
+/* The verdict's residual (the test switch): what the policy says it
+ * leaves here, as the cap had it before it measured. */
+static double verdict_residual(const struct ks_top_entry *r, unsigned rem)
+{
+	return (rem & KS_AUTO_COPIES ? 0 : r->reads_mps / 1000.0) +
+	       (rem & KS_AUTO_SPLIT ? 0 : r->writes_mps / 1000.0);
+}
+
+/* The datapath's measurement of ranked key r, or NULL (no slot). */
+static const struct ks_auto_dp *dp_of(const struct ks_auto_dp *dp, size_t ndp,
+				      const __u8 *key, size_t len, __u64 hash)
+{
+	size_t i;
+
+	for (i = 0; i < ndp; i++)
+		if (dp[i].hash == hash && dp[i].len == len &&
+		    !memcmp(dp[i].key, key, len))
+			return &dp[i];
+	return NULL;
+}
+
 static struct ks_auto_key *find(struct ks_limit_auto *a, const __u8 *key,
 				size_t len)
 {
@@ -95,7 +135,8 @@ static void count(struct ks_limit_auto *a, struct ks_auto_key *k, double res)
 size_t ks_limit_auto_update(struct ks_limit_auto *a,
 			    const struct ks_hot_rules *rules,
 			    const struct ks_hot_table *t,
-			    const struct ks_top_entry *ranked, size_t n)
+			    const struct ks_top_entry *ranked, size_t n,
+			    const struct ks_auto_dp *dp, size_t ndp)
 {
 	size_t i, j, changes = 0;
 
@@ -118,8 +159,10 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 			continue; /* a key ranked twice counts once */
 		rem = ks_limit_auto_remedy(t ? ks_hot_find(t, r->key, len)
 					     : NULL);
-		res = (rem & KS_AUTO_COPIES ? 0 : r->reads_mps / 1000.0) +
-		      (rem & KS_AUTO_SPLIT ? 0 : r->writes_mps / 1000.0);
+		res = a->verdict
+			      ? verdict_residual(r, rem)
+			      : ks_limit_auto_residual(r, dp_of(dp, ndp, r->key,
+								len, r->hash));
 		if (!k) {
 			if (!(res > a->line))
 				continue;
@@ -138,6 +181,13 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 		k->seen = 1;
 		k->remedy = (__u8)rem;
 		count(a, k, res);
+		/* the policy's first word on a key over the line: its copies
+		 * or its split get the whole ENTER intervals to show in what
+		 * is measured, once per bit while the key is followed */
+		if (!a->verdict && !k->capped && (rem & ~k->graced)) {
+			k->graced |= (__u8)rem;
+			k->over = 0;
+		}
 	}
 	for (j = 0; j < KS_LIMIT_AUTO_KEYS; j++) {
 		struct ks_auto_key *k = &a->k[j];
@@ -153,8 +203,11 @@ size_t ks_limit_auto_update(struct ks_limit_auto *a,
 			changes++;
 		} else if (k->capped && k->under >= KS_LIMIT_AUTO_LEAVE) {
 			forget(a, k, &changes);
-		} else if (!k->capped && !k->over) {
-			memset(k, 0, sizeof(*k)); /* back under: not followed */
+		} else if (!k->capped && !k->over &&
+			   !(k->residual_ps > a->line)) {
+			/* back under: not followed (a key over the line whose
+			 * count the policy's verdict restarted stays) */
+			memset(k, 0, sizeof(*k));
 		}
 	}
 	return changes;
