@@ -336,7 +336,7 @@ wait_attached() {
 # sandbox_run NAME WANT: the installed agent in that sandbox must print WANT,
 # attach, publish a report that 'report' outside sees, and detach on SIGINT.
 sandbox_run() {
-	local name=$1 want=$2 out=$E2E_TMP/$1.out alive
+	local name=$1 want=$2 out=$E2E_TMP/$1.out alive i
 	# unshare and sh exec: the background PID is the agent's own
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	ks_in_ns_bg "$SNS" unshare -m -- sh -c 'mount -o remount,bind,ro / &&
@@ -347,9 +347,15 @@ sandbox_run() {
 		</dev/null >"$out" 2>&1
 	E2E_AGENT_PID=$KS_BG_PID
 	wait_attached "$out" "$E2E_AGENT_PID"
-	sleep 1.2 # two intervals, so the report has one
-	alive=$("$BUILD_AGENT" report --iface "$SIF" --json 2>/dev/null |
-		"$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["agent_alive"], d["sample_n"])' 2>/dev/null)
+	# the report outside, once the agent has published one (its first
+	# interval; 30 s: a guard for a loaded machine, not a property)
+	for ((i = 0; i < 150; i++)); do
+		alive=$("$BUILD_AGENT" report --iface "$SIF" --json 2>/dev/null |
+			"$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["agent_alive"], d["sample_n"])' 2>/dev/null)
+		[ "$alive" = "True 4" ] && break
+		kill -0 "$E2E_AGENT_PID" 2>/dev/null || break
+		sleep 0.2
+	done
 	e2e_agent_stop INT
 	if ! grep -q "attached to $SIF" "$out"; then
 		fail "$name" "did not attach with $caps: $(head -c 300 "$out")"
