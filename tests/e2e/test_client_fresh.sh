@@ -218,5 +218,5 @@ if [ "$(field dead read_errors)" = 0 ] && [ "$(field dead write_errors)" = 0 ] &
 	[ "$(field dead fallbacks)" -gt 0 ]; then
 	pass client_fresh_dead_replica_falls_back
 else
-	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead)"
+	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead); first read error '$(field dead read_error)', first write error '$(field dead write_error)'"
 fi
