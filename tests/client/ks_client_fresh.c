@@ -28,6 +28,11 @@
  * N - 1 other keys (KEY.b1, ...) in one call, all set to "v<N>", KEY in
  * the middle of the batch; N counts as acknowledged when the call returns.
  *
+ * Each reader says on stderr when it first read from a copy
+ * ("ks_client_fresh: reader I: first read from a copy at MS ms"): a caller
+ * that breaks a copy mid-run waits for that, the copies in use, not for a
+ * time.
+ *
  * Prints one JSON object; exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it
  * could not run.
@@ -191,6 +196,11 @@ static void *reader(void *arg)
 			got = len > 1 && ((char *)val)[0] == 'v'
 				      ? strtol((char *)val + 1, NULL, 10)
 				      : 0;
+			if (copy && !r->copy)
+				fprintf(stderr,
+					"ks_client_fresh: reader %d: first read "
+					"from a copy at %.0f ms\n",
+					r->idx, now_ms() - t0);
 			r->copy += copy;
 			if (got < hi) {
 				r->stale++;

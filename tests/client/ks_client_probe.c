@@ -22,14 +22,18 @@
  *
  *   ks_client_probe timeline --spec SPEC --key KEY [--reader-ns NS]
  *       [--duration SEC] [--rate READS_PER_S] [--kill-pid PID]
- *       [--kill-at-ms MS]
+ *       [--kill-at-ms MS] [--mark-owners-only N]
  *
  * Reads KEY at --rate for --duration, SIGKILLs --kill-pid (a process the
  * caller started: etcd, an agent) at --kill-at-ms, and gives when, after
  * the kill, the handle's view was first down, first owners-only, first had
  * no armed key, when the last read from a copy and from the L1 were, and
  * when the view was up again (wall-clock ms, for a caller that restarts
- * what it killed); every failed request is counted.
+ * what it killed); every failed request is counted. With
+ * --mark-owners-only N it prints "ks_client_probe: owners only for N
+ * reads" on stderr once N reads after the kill began in owners-only mode
+ * with the view down: the event a caller that restarts what it killed
+ * waits for (the state it must see, seen for long enough), not a time.
  *
  * Prints one JSON object. Exit 0 when it ran, 2 when it could not.
  */
@@ -53,6 +57,7 @@
 
 static const char *spec, *key, *owner, *wns, *rns, *writer = "plain";
 static int samples = 10, wait_ms = 5000, give_up_ms = 5000, kill_at_ms = 3000;
+static int mark_oonly; /* --mark-owners-only: 0, no mark */
 static double duration = 10, rate = 500;
 static pid_t kill_pid;
 
@@ -264,7 +269,7 @@ static int timeline_mode(void)
 	       last_l1 = -1, up_wall = -1;
 	uint64_t reads = 0, errors = 0, misses = 0, copy_before = 0,
 		 l1_before = 0, after = 0, after_owner = 0, copy_down = 0,
-		 copy_oonly = 0, l1_down = 0;
+		 copy_oonly = 0, l1_down = 0, oonly_reads = 0;
 	char err[256] = "";
 	int killed = 0, was_down = 0, ret;
 	size_t len;
@@ -314,6 +319,13 @@ static int timeline_mode(void)
 				copy_oonly += a.owners_only &&
 					      b.copy_reads > a.copy_reads;
 				l1_down += b.l1_hits > a.l1_hits;
+				oonly_reads += a.owners_only;
+				if (mark_oonly &&
+				    oonly_reads == (uint64_t)mark_oonly)
+					fprintf(stderr,
+						"ks_client_probe: owners only "
+						"for %d reads\n",
+						mark_oonly);
 			}
 		}
 		FIRST_AFTER(down, !b.view_up);
@@ -370,6 +382,7 @@ static const struct opt opts[] = {
 	{ "rate", 'd', &rate },
 	{ "kill-pid", 'p', &kill_pid },
 	{ "kill-at-ms", 'i', &kill_at_ms },
+	{ "mark-owners-only", 'i', &mark_oonly },
 };
 
 static int set_opt(const char *name, const char *val)

@@ -19,7 +19,22 @@ LPORT=19281
 MPORT=19282
 e2e_agent_start --sample 1 --listen "$LPORT" --metrics "$MPORT" ||
 	{ echo "the agent did not attach: $(head -c 300 "$E2E_TMP/agent.out")"; exit 1; }
-sleep 1.5 # one interval: a routing document and a metrics rendering exist
+# Until both paths answer 200: the agent's first interval has rendered a
+# routing document and the metrics (503 before). 30 s: a guard.
+ks_in_ns "$SNS" "$PY" - "$LPORT" "$MPORT" <<'PYEOF' ||
+import sys, time, urllib.error, urllib.request
+end = time.monotonic() + 30
+for port, path in ((sys.argv[1], "/routing"), (sys.argv[2], "/metrics")):
+    while True:
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=5).read()
+            break
+        except (urllib.error.URLError, OSError) as e:
+            if time.monotonic() > end:
+                sys.exit("%s: no 200 within 30 s (%s)" % (path, e))
+            time.sleep(0.1)
+PYEOF
+	{ echo "the agent did not answer 200 on both paths"; exit 1; }
 ks_in_ns "$SNS" "$PY" - "$N" "$LPORT" "$MPORT" <<'PYEOF'
 import socket, sys, time
 n, lport, mport = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])

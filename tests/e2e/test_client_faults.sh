@@ -145,14 +145,16 @@ fi
 
 # --- 2. etcd gone ------------------------------------------------------------
 # timeline NAME KILL_PID [SPEC WORDS...]: reads for TL_SECONDS (9), the
-# kill at 2 s
+# kill at 2 s; with TL_MARK=N the probe says on NAME.err when N reads were
+# made owners only (--mark-owners-only)
 timeline() {
 	local name=$1 pid=$2
 	shift 2
 	ks_in_ns "$CNS2" timeout 60 "$PROBE" timeline \
 		--spec "$SPEC l1_keys=64 l1_ttl_ms=$TTL $*" --key "$KEY" \
 		--reader-ns "$CNS2" --duration "${TL_SECONDS:-9}" --rate 400 --kill-pid "$pid" \
-		--kill-at-ms 2000 >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
+		--kill-at-ms 2000 ${TL_MARK:+--mark-owners-only "$TL_MARK"} \
+		>"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 }
 tsummary() {
 	jexpr "$1" '"%d reads, %d failed, %d misses; before: %d from copies, %d from the L1; after the kill: view down at %.0f ms, owners only at %.0f ms, no armed key at %.0f ms, last copy read %.0f ms, last L1 hit %.0f ms, %d of %d reads by the owner; while down: %d copy reads on the last view, %d while owners only, %d L1 hits; L1 flushes %d%s" % (d["reads"], d["errors"], d["misses"], d["copy_reads_before"], d["l1_hits_before"], d["down_after_ms"], d["owners_only_after_ms"], d["unarmed_after_ms"], d["last_copy_read_ms"], d["last_l1_hit_ms"], d["owner_reads_after"], d["reads_after"], d["copy_reads_down"], d["copy_reads_owners_only"], d["l1_hits_down"], d["l1_flushes"], (" (" + d["error"] + ")") if d["error"] else "")' ||
@@ -162,12 +164,17 @@ tsummary() {
 # thread notes each time it wakes (at most 250 ms apart): owners only
 # comes stale_view_ms after the kill, less up to that.
 # 14 s: the watch may take seconds to be back on a loaded machine
-TL_SECONDS=14 timeline etcd_gone "$ETCD_PID" "stale_view_ms=$STALE_MS" &
+# etcd stays down until the probe has read owners only for OONLY_READS
+# reads (2.5 s at its 400 reads/s: as many as the fixed 5 s down gave,
+# owners only from 2 s on), then comes back while the probe still reads.
+OONLY_READS=1000
+TL_MARK=$OONLY_READS TL_SECONDS=14 timeline etcd_gone "$ETCD_PID" "stale_view_ms=$STALE_MS" &
 TL_PID=$!
 # The probe kills etcd 2 s after its open returns, and an open may take
 # seconds at load 36: a fixed sleep here killed etcd during the open
 # ("broke mid-call"). So wait for the probe's kill (or the probe's end,
-# a guard of 60 s), then keep etcd down 5 s: owners only from 2 s on.
+# a guard of 60 s), then for its owners-only mark (or its end, the same
+# guard): the state the restart must follow, not a time.
 # (etcd is this shell's child: killed, it is a zombie until reaped)
 running() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)" != Z ]; }
 guard=$((SECONDS + 60))
@@ -175,7 +182,10 @@ while running "$ETCD_PID" && running "$TL_PID" && [ "$SECONDS" -lt "$guard" ]; d
 	sleep 0.1
 done
 kill -KILL "$ETCD_PID" 2>/dev/null # the probe's kill, if it never came
-sleep 5
+if ! e2e_wait_line "$E2E_TMP/etcd_gone.err" "^ks_client_probe: owners only for $OONLY_READS reads" \
+	"$TL_PID" $(((guard - SECONDS) * 10)); then
+	note "the probe made no $OONLY_READS owners-only reads (it ended, or the guard passed); etcd is started again now"
+fi
 wait "$ETCD_PID" 2>/dev/null
 RESTART_MS=$(date +%s%3N)
 if ! e2e_etcd_start "$CNS" client_faults "$URL" 2380 >"$E2E_TMP/etcd_restart.out"; then

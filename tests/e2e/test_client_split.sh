@@ -151,6 +151,18 @@ expect() {
 		fail "$1" "$2"
 	fi
 }
+# pins_applied: 0 once every agent has logged the pins of the revision the
+# last 'pins set' wrote ("pins from etcd KEY revision R: N rules"), 1 if
+# one has not within 30 s (a guard for a loaded machine, not a property)
+pins_applied() {
+	local rev i a
+	rev=$(awk '$1 == "revision" {r = $2} END {print r}' "$E2E_TMP/pins.out")
+	[ -n "$rev" ] || return 1
+	for a in 0 1 2 3; do
+		e2e_wait_line "$STEER_TMP/agent.$a.out" "pins from etcd .* revision $rev: " \
+			"${STEER_AGENT_PIDS[a]}" 300 || return 1
+	done
+}
 wait_k() { # K: 0 once the counter's hot/ entry says K sub-keys (5 s)
 	local i
 	for ((i = 0; i < 20; i++)); do
@@ -208,11 +220,16 @@ note "python: $PYOUT"
 expect client_split_python_adapter "$PYOUT" \
 	'split_none=20 sum_ok=1 plain=3,5,0 set=refused subkey_writes=[1-9]'
 
-# run NAME: both client hosts at once for SECONDS_RUN s, K 8 -> 3 -> cooled
+# run NAME: both client hosts at once for SECONDS_RUN s, K 8 -> 3 -> cooled.
+# The counters start once every agent has the pins (K 8). The two pin
+# changes are spread over the run, a third of it apart: a pace that puts
+# each K under load for a while, not a wait; what each must have done is
+# checked by its event (wait_k 3) and by the counts after the run.
 run() {
 	local name=$1 p1 p2 half=$((SECONDS_RUN / 3))
 	pins 8
-	sleep 1
+	pins_applied ||
+		note "not every agent logged the pins of $(tail -n 1 "$E2E_TMP/pins.out") within 30 s"
 	counter "$CNS" "$name.1" "$KEY:1" --writers 3 --seconds "$SECONDS_RUN" \
 		--decr-every 10 &
 	p1=$!
@@ -220,11 +237,11 @@ run() {
 		--bound-key votes:2 --seconds "$SECONDS_RUN" \
 		--fold-all-ms "${FOLD_MS:-20}" &
 	p2=$!
-	sleep "$half"
+	sleep "$half" # the pace: K 8 under load for a third of the run
 	pins 3
 	K3=
 	wait_k 3 && K3=3
-	sleep "$half"
+	sleep "$half" # the pace: K 3 under load for the next third
 	pins none
 	wait "$p1" "$p2"
 }

@@ -237,9 +237,18 @@ else
 fi
 
 # --- 50x15: the same dashboard, reduced -----------------------------------
+# The redraw at the new size is the event: the header on the first of 15
+# lines and the key line on the last. Until the dashboard redraws, tmux
+# shows the old screen cut to 50x15 (the alternate screen is not
+# reflowed), whose first line is not the header. 10 s: a guard.
 tm resize-window -t dash -x 50 -y 15
-sleep 1.5
-capture "$E2E_TMP/cap50"
+for ((i = 0; i < 50; i++)); do
+	capture "$E2E_TMP/cap50"
+	[ "$(wc -l <"$E2E_TMP/cap50")" = 15 ] &&
+		grep -q "^$SIF_DASH  agent running" <<<"$(head -n 1 "$E2E_TMP/cap50")" &&
+		grep -q "^q quit" <<<"$(tail -n 1 "$E2E_TMP/cap50")" && break
+	sleep 0.2
+done
 [ -n "${DASH_SCREENSHOT:-}" ] && cp "$E2E_TMP/cap50" "$DASH_SCREENSHOT/dashboard-50x15.txt"
 sed 's/^/  | /' "$E2E_TMP/cap50"
 why=$(check_screen "$E2E_TMP/cap50" 50 15)
@@ -276,8 +285,12 @@ fi
 touch "$E2E_TMP/go.3"
 
 # --- into a pipe: the plain report, as before -------------------------------
-timeout 5 "$AGENT" report --iface "$SIF_DASH" --watch --interval 0.5 \
-	>"$E2E_TMP/plain.out" 2>&1
+# Until its first report is out (30 s: a guard), then stopped by its PID.
+"$AGENT" report --iface "$SIF_DASH" --watch --interval 0.5 \
+	</dev/null >"$E2E_TMP/plain.out" 2>&1 &
+plain_pid=$!
+e2e_wait_line "$E2E_TMP/plain.out" "^top [0-9]* keys" "$plain_pid" 300
+ks_stop_pid "$plain_pid" TERM 5
 if grep -q "^top [0-9]* keys" "$E2E_TMP/plain.out" &&
 	! grep -q $'\033\\[?1049h' "$E2E_TMP/plain.out"; then
 	pass dashboard_pipe_plain_report

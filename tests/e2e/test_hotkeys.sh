@@ -69,7 +69,9 @@ if ! e2e_agent_start --sample 1 --interval 1 --shard-capacity 2000 \
 	exit 1
 fi
 
-for _ in $(seq 20); do
+# the first document, written at the start (10 s: a guard for a loaded
+# machine's fsync, not a property)
+for _ in $(seq 100); do
 	[ -s "$ROUTE" ] && break
 	sleep 0.1
 done
@@ -117,7 +119,6 @@ ks_in_ns_bg "$CNS" nice -n "$KS_NICE" "$LOAD" --server "$SADDR:$PORT" \
 	--duration 20 --rate 2000 --keys 1000 --zipf 0.5 \
 	--flash flash:1:0.3 --mix get=100 </dev/null >"$E2E_TMP/load.out" 2>&1
 load_pid=$KS_BG_PID
-sleep 1 # the load's first interval: nothing can be hot before it
 while kill -0 "$load_pid" 2>/dev/null; do
 	cp "$ROUTE" "$E2E_TMP/snapshot.json" 2>/dev/null &&
 		[ -z "$(check_doc "$E2E_TMP/snapshot.json" 2>/dev/null)" ] && break
@@ -190,10 +191,7 @@ mode=$(stat -c %a "$ROUTE" 2>/dev/null)
 
 # --- a bad pin file while running: logged with FILE:LINE, pins kept ------
 printf 'pin pinned:key 3\npin-prefix\n' >"$PINS"
-for ((i = 0; i < 30; i++)); do
-	grep -q "$PINS:2:" "$E2E_TMP/agent.out" && break
-	sleep 0.1
-done
+e2e_wait_line "$E2E_TMP/agent.out" "$PINS:2:" "$E2E_AGENT_PID" 300
 e2e_wait_intervals 2 # whole intervals, so the document would show a lost pin
 if grep -q "$PINS:2:.*keeping the previous pins" "$E2E_TMP/agent.out" &&
 	grep -q '"pinned:key"' "$ROUTE"; then

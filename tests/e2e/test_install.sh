@@ -220,11 +220,23 @@ EOF
 if ! e2e_agent_start --config "$CONF" --sample 1; then
 	fail install_config_run "the installed agent did not attach with $CONF"
 else
-	ks_in_ns "$CNS" nice -n "$KS_NICE" "$LOAD" --server "$SADDR:$PORT" \
-		--duration 2 --rate 2000 --keys 1000 --zipf 0.9 \
-		--flash flash:1:0.3 --mix get=90,set=10 >"$E2E_TMP/load.out" 2>&1 ||
-		note "ks_load: $(tail -2 "$E2E_TMP/load.out")"
-	e2e_agent report --iface "$SIF" --json >"$E2E_TMP/report.json" 2>"$E2E_TMP/report.err"
+	# The load runs until the report shows top keys and the agent has
+	# logged a status line (the event: an interval with the load in it
+	# published), 30 s at most; then SIGTERM ends it with its summary. A
+	# fixed 2 s of load left it to the machine whether one had.
+	ks_in_ns_bg "$CNS" nice -n "$KS_NICE" "$LOAD" --server "$SADDR:$PORT" \
+		--duration 30 --rate 2000 --keys 1000 --zipf 0.9 \
+		--flash flash:1:0.3 --mix get=90,set=10 </dev/null >"$E2E_TMP/load.out" 2>&1
+	load_pid=$KS_BG_PID
+	while kill -0 "$load_pid" 2>/dev/null; do
+		e2e_agent report --iface "$SIF" --json >"$E2E_TMP/report.json" 2>"$E2E_TMP/report.err" &&
+			"$PY" -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["top"])' \
+				"$E2E_TMP/report.json" 2>/dev/null &&
+			grep -q "keysteer: #" "$E2E_TMP/agent.out" && break
+		sleep 0.2
+	done
+	kill -0 "$load_pid" 2>/dev/null && kill -TERM "$load_pid"
+	wait "$load_pid" || note "ks_load: $(tail -2 "$E2E_TMP/load.out")"
 	e2e_agent report --iface "$SIF" --json --hash-only >"$E2E_TMP/report_h.json" 2>&1
 	why=$("$PY" - "$E2E_TMP/report.json" <<'PYEOF'
 import json, sys
@@ -336,7 +348,7 @@ wait_attached() {
 # sandbox_run NAME WANT: the installed agent in that sandbox must print WANT,
 # attach, publish a report that 'report' outside sees, and detach on SIGINT.
 sandbox_run() {
-	local name=$1 want=$2 out=$E2E_TMP/$1.out alive
+	local name=$1 want=$2 out=$E2E_TMP/$1.out alive i
 	# unshare and sh exec: the background PID is the agent's own
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	ks_in_ns_bg "$SNS" unshare -m -- sh -c 'mount -o remount,bind,ro / &&
@@ -347,9 +359,15 @@ sandbox_run() {
 		</dev/null >"$out" 2>&1
 	E2E_AGENT_PID=$KS_BG_PID
 	wait_attached "$out" "$E2E_AGENT_PID"
-	sleep 1.2 # two intervals, so the report has one
-	alive=$("$BUILD_AGENT" report --iface "$SIF" --json 2>/dev/null |
-		"$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["agent_alive"], d["sample_n"])' 2>/dev/null)
+	# the report outside, once the agent has published one (its first
+	# interval; 30 s: a guard for a loaded machine, not a property)
+	for ((i = 0; i < 150; i++)); do
+		alive=$("$BUILD_AGENT" report --iface "$SIF" --json 2>/dev/null |
+			"$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["agent_alive"], d["sample_n"])' 2>/dev/null)
+		[ "$alive" = "True 4" ] && break
+		kill -0 "$E2E_AGENT_PID" 2>/dev/null || break
+		sleep 0.2
+	done
 	e2e_agent_stop INT
 	if ! grep -q "attached to $SIF" "$out"; then
 		fail "$name" "did not attach with $caps: $(head -c 300 "$out")"
@@ -406,9 +424,20 @@ else
 	ks_in_ns "$CNS" "$LOAD" --server "$SADDR:$PORT" --duration 1 --rate 1000 \
 		--keys 100 --flash flash:1:0.5 --mix get=90,set=10 >/dev/null 2>&1
 	e2e_agent report --iface "$SIF" >/dev/null 2>&1
-	ks_in_ns "$SNS" "$PY" -c 'import urllib.request as u
+	# each path until it answers 200 (503 until the traced agent's first
+	# interval: strace slows it), so the answers' calls are traced; 30 s:
+	# a guard
+	ks_in_ns "$SNS" "$PY" -c 'import time, urllib.request as u
+end = time.monotonic() + 30
 for port, path in ((19182, "routing"), (19183, "metrics")):
-    u.urlopen("http://127.0.0.1:%d/%s" % (port, path), timeout=5).read()' ||
+    while True:
+        try:
+            u.urlopen("http://127.0.0.1:%d/%s" % (port, path), timeout=5).read()
+            break
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)' ||
 		note "the HTTP requests to the traced agent failed"
 	# SIGINT to the agent itself: strace would detach on its own SIGINT
 	traced=$(pgrep -P "$tracer" | head -1)

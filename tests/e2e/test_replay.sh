@@ -76,11 +76,13 @@ trap replay_cleanup EXIT
 # dropped). -s 4096 holds every frame of this load (one request in flight
 # per connection; a frame cut short fails the check below) and -B 131072
 # gives each capture ~31,000 slots: the whole load's frames, both
-# directions, even if tcpdump gets no CPU until it ends.
+# directions, even if tcpdump gets no CPU until it ends. -U writes each
+# packet to the file as it is taken from the ring, so the file shows how
+# far tcpdump has got (the sentinel below).
 start_capture() {
 	local name=$1 i
 	shift
-	ks_in_ns_bg "$SNS" "$TCPDUMP" -n -Z root -B 131072 -s 4096 --immediate-mode \
+	ks_in_ns_bg "$SNS" "$TCPDUMP" -n -Z root -B 131072 -s 4096 --immediate-mode -U \
 		-w "$E2E_TMP/$name.pcap" "$@" </dev/null >/dev/null \
 		2>"$E2E_TMP/$name.err"
 	CAP_PID[$name]=$KS_BG_PID
@@ -205,7 +207,23 @@ if ! ks_in_ns "$CNS" nice -n "$KS_NICE" "$LOAD" "${COMMON[@]}" --proto tcp \
 	exit 1
 fi
 t_load_end=$(date +%s.%N)
-sleep 1 # the last replies and ACKs reach every capture
+# A sentinel after the load: one UDP datagram from the client to a port
+# nothing serves (not memcached's: the live agent and the replay both see
+# it and count it alike). tcpdump takes packets from its ring in order,
+# so once a capture's file holds the sentinel it holds all the load
+# before it; stopped earlier, tcpdump leaves what is still in its ring
+# unwritten and uncounted (no drop). 30 s: a guard for a loaded machine.
+SENTINEL=ks_replay_sentinel_$$
+ks_in_ns "$CNS" bash -c "printf %s $SENTINEL >/dev/udp/$SADDR/9"
+for c in "${CAPS[@]}"; do
+	for ((i = 0; i < 300; i++)); do
+		grep -qaF "$SENTINEL" "$E2E_TMP/$c.pcap" && break
+		kill -0 "${CAP_PID[$c]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -qaF "$SENTINEL" "$E2E_TMP/$c.pcap" ||
+		note "capture $c has not written the sentinel: it may lack the load's last frames"
+done
 for c in "${CAPS[@]}"; do
 	stop_capture "$c"
 done
