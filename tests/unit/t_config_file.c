@@ -348,10 +348,11 @@ static int apply_gated(const char *text, struct ks_opt_gate *g,
 static void test_only_switches(void)
 {
 	static const char *const sw[][2] = {
-		{ "copy-protocol", "off" }, { "fill-delay-ms", "20" },
-		{ "stream-state", "off" },  { "etcd-hot-events", "on" },
-		{ "ring-purge", "off" },    { "fleet-schema", "1" },
-		{ "rate-scaling", "off" },  { "limit-reply-head", "off" }
+		{ "copy-protocol", "off" },     { "fill-delay-ms", "20" },
+		{ "stream-state", "off" },      { "etcd-hot-events", "on" },
+		{ "ring-purge", "off" },        { "fleet-schema", "1" },
+		{ "rate-scaling", "off" },      { "limit-reply-head", "off" },
+		{ "stall-interval", "5:8000" }, { "etcd-keepalive", "loop" }
 	};
 	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
 	struct ks_conf_error e;

@@ -49,6 +49,9 @@ struct ks_agent_opts {
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 	double limit_auto; /* --limit-auto F: the automatic cap; 0: off */
+	/* --stall-interval N:MS (a test's): interval N's work takes MS ms
+	 * longer, once; 0: never */
+	__u32 stall_seq, stall_ms;
 };
 
 struct ks_agent {

@@ -87,6 +87,7 @@ enum ks_opt_group {
 #define KS_OPTV_FLEET_COMPAT  0x1037
 #define KS_OPTV_LOAD_EVERY    0x1038
 #define KS_OPTV_FLEET_SCHEMA  0x1039
+#define KS_OPTV_KEEPALIVE     0x103a
 /* 'agent replay --interval' */
 #define KS_OPTV_RANKED       0x1034
 #define KS_OPTV_HOT_FRACTION 0x1035 /* replay's 'H' is --hash-only */
@@ -113,6 +114,7 @@ enum ks_opt_group {
 #define KS_OPTV_RATE_SCALING 0x1071
 #define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
 #define KS_OPTV_LIMIT_HEAD   0x1072
+#define KS_OPTV_STALL        0x1073
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000
@@ -136,7 +138,7 @@ extern const struct ks_cli_opt ks_cli_opts[];
 extern const unsigned int ks_cli_nopts;
 
 /* Most options one command takes (a unit test checks it). */
-#define KS_CLI_MAX_OPTS 56
+#define KS_CLI_MAX_OPTS 64
 
 /* A command's getopt_long arguments, built from the table. */
 struct ks_cli_getopt {
