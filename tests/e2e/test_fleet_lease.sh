@@ -26,6 +26,7 @@
 #       under the new lease
 # Each run is in a cluster of its own (lease_fix, lease_control). etcd,
 # the watch and the agent are stopped by their pids on every exit path.
+# About 50 s.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
