@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # fleet_lib.sh - set-up and checks the fleet's e2e tests share
-# (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh,
+# (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh, test_fleet_lease.sh,
 # test_ring_change_ops.sh, test_ring_purge.sh). Source it after lib.sh;
 # functions only.
 #

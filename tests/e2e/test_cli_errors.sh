@@ -62,7 +62,8 @@ expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
 # environment says KEYSTEER_TEST_SWITCHES=1 ("0" is no yes).
 for sw in "copy-protocol off" "fill-delay-ms 20" "stream-state off" \
 	"etcd-hot-events on" "rate-scaling off" "ring-purge off" \
-	"limit-reply-head off" "fleet-schema 1" "limit-auto-residual verdict"; do
+	"limit-reply-head off" "fleet-schema 1" "limit-auto-residual verdict" \
+	"stall-interval 5:8000" "etcd-keepalive loop"; do
 	n=${sw%% *}
 	expect_refusal "cli_test_switch_${n//-/_}" 2 \
 		"^agent: --$sw is a test-only switch.*KEYSTEER_TEST_SWITCHES=1" \

@@ -219,13 +219,15 @@ if ! client_wait_armed "$EXAMPLE"; then
 	fail client_agent_dead_entries_expire "not armed again after etcd came back: $ARMED_WHY"
 	exit 1
 fi
-timeline agent_dead "${STEER_AGENT_PIDS[OWNER]}"
+# 12 s: 10 s after the kill for the entry to go with the lease (5 s: 3
+# intervals, at least 2 etcd call timeouts and 1 s; docs/fleet.md)
+TL_SECONDS=12 timeline agent_dead "${STEER_AGENT_PIDS[OWNER]}"
 # The probe kills the agent 2 s in; a probe that died before (or hung
 # until its timeout 60, as once at load 30) did not, and a bare wait
 # would hang the script: kill it again (harmless once dead), then reap.
 kill -KILL "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
 wait "${STEER_AGENT_PIDS[OWNER]}" 2>/dev/null
-note "the owner's agent SIGKILLed 2 s into the run (lease 2 s: 3 intervals of 0.5 s, rounded up): $(tsummary agent_dead)"
+note "the owner's agent SIGKILLed 2 s into the run (lease 5 s: 3 intervals of 0.5 s under the floor of 2 call timeouts and 1 s): $(tsummary agent_dead)"
 if [ "$(jexpr agent_dead "int(d['errors'] == 0 and d['copy_reads_before'] > 0 and d['unarmed_after_ms'] > 0 and d['last_copy_read_ms'] <= d['unarmed_after_ms'] and d['owner_reads_after'] > 0 and d['view_up_end'] == 1)")" = 1 ]; then
 	pass client_agent_dead_entries_expire_reads_to_owner
 else

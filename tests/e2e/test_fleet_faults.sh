@@ -25,7 +25,8 @@
 #    never pushed (the report's digest), then a good ring taken; a hot/
 #    entry that does not parse: `agent fleet` counts it refused, or at least
 #    still works and lists no such host;
-# 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease,
+# 3. (last) an agent SIGKILLed: its hosts/ entry gone within its lease
+#    (the TTL it logged and 1.5 s),
 #    `agent fleet` (text, --json) lists its shard without an agent, its hot
 #    keys gone (hot/ entries, and the keys only counted its load document
 #    lists; a FAIL when it never published one: nothing to check).
@@ -63,9 +64,10 @@ REPUBLISH_MAX_MS=$((IV_MS + 3000))
 # cores), so the longest is bounded only at several intervals.
 STRETCH_MEAN_MAX_MS=$((IV_MS + 1000))
 STRETCH_MAX_MS=$((6 * IV_MS))
-# The lease is 3 intervals; etcd checks expiry every 500 ms; 1 s more for
-# the machine.
-LEASE_GONE_MAX_MS=$((3 * IV_MS + 1500))
+# The lease is the TTL the agent logs (3 intervals, at least 5 s:
+# docs/fleet.md); etcd checks expiry every 500 ms; 1 s more for the
+# machine. Set from the victim's log line before the kill.
+LEASE_GONE_MAX_MS=
 LOAD_PID=
 SELF=()
 N=4
@@ -174,6 +176,23 @@ wait_all_on() {
 			WAITED_MS=$(($(ms_now) - t0))
 			return 0
 		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# every_agent MS PRED: 0 once `PRED I` holds for every running agent I,
+# 1 after MS ms
+every_agent() {
+	local ms=$1 t0 i n
+	shift
+	t0=$(ms_now)
+	while [ $(($(ms_now) - t0)) -lt "$ms" ]; do
+		n=0
+		for i in "${AGENTS[@]}"; do
+			"$@" "$i" && n=$((n + 1))
+		done
+		[ "$n" = ${#AGENTS[@]} ] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -297,7 +316,7 @@ for round in 1 2 3 4; do
 			note "round $round: the failed set had happened (revision $r)"
 			break
 		fi
-		sleep 0.3
+		sleep 0.3 # a pace: the next set, not a wait for an event
 		RETRIES=$((RETRIES + 1))
 		CLI ring set --etcd "$ETCD_URLS" --shards "$list" \
 			>"$E2E_TMP/set.out" 2>"$E2E_TMP/set.err" &&
@@ -361,7 +380,20 @@ load_end leader_kill
 
 # ---- 2. etcd entirely unreachable for 10 s ---------------------------------
 load_start outage 40
-sleep 1.5
+# the load reaching every shard before the outage: each agent's count of
+# requests (its report's, written every interval) up since the load began
+# (20 s for a loaded machine to start ks_load), so that what the agents
+# count during the outage is the load's
+declare -A OPS_L=()
+for i in "${AGENTS[@]}"; do
+	read -r _ _ "OPS_L[$i]" _ _ _ <<<"$(rep "$i")"
+done
+ops_up() { # I: agent I counted more than at the load's start
+	local o
+	read -r _ _ o _ _ _ <<<"$(rep "$1")"
+	[ "${o:-0}" -gt "${OPS_L[$1]:-0}" ]
+}
+every_agent 20000 ops_up
 declare -A H_REV=() H_LEASE=() REPUB=()
 while read -r s r l; do
 	H_REV[$s]=$r H_LEASE[$s]=$l
@@ -497,19 +529,33 @@ done
 good=$(etcd_ctl get --print-value-only "$KEY")
 etcd_ctl put "$KEY" '{"schema":1,"kind":"keysteer-ring","distribution":' >/dev/null
 bad1=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
-sleep 0.3
+# every agent refused the first (its log line) before the second comes, so
+# that each is a document of its own to refuse and log (20 s at most)
+bad1_refused() { # I: agent I logged the refusal
+	grep -q "ring not reloaded, v$rev stays: etcd $KEY revision $bad1 refused" \
+		"$(agent_out "$1")"
+}
+every_agent 20000 bad1_refused
 etcd_ctl put "$KEY" "$(FF bad-digest <<<"$good")" >/dev/null
 bad2=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
+SEQ_E=()
 for ((k = 0; k < 50; k++)); do
 	n=0
 	for i in "${AGENTS[@]}"; do
-		read -r _ _ _ _ _ e <<<"$(rep "$i")"
+		read -r "SEQ_E[i]" _ _ _ _ e <<<"$(rep "$i")"
 		[ "$e" -ge $((RE0[i] + 2)) ] && n=$((n + 1))
 	done
 	[ $n = ${#AGENTS[@]} ] && break
 	sleep 0.1
 done
-sleep $((IV_MS / 1000)).2 # one more interval: still nothing pushed
+# one more whole interval of each agent after it counted both (its report's
+# seq up by 2, not a guessed time): still nothing pushed (20 s at most)
+seq_on() { # I: agent I's report 2 intervals past SEQ_E[I]
+	local q
+	read -r q _ _ _ _ _ <<<"$(rep "$1")"
+	[ "${q:-0}" -ge $((${SEQ_E[$1]:-0} + 2)) ]
+}
+every_agent 20000 seq_on
 ok=1 figures=
 for i in "${AGENTS[@]}"; do
 	read -r _ _ _ v d e <<<"$(rep "$i")"
@@ -543,7 +589,7 @@ else
 fi
 HOTBAD=$PFX/hot/ffffffffffffffff
 etcd_ctl put "$HOTBAD" 'not a hot entry {' >/dev/null
-# A loaded cluster that stalls past the agents' 3 s leases drops their
+# A loaded cluster that stalls past the agents' 5 s leases drops their
 # hosts/ entries until each puts its own again: wait (15 s) for all 4.
 t0=$(ms_now)
 while :; do
@@ -580,6 +626,8 @@ for ((k = 0; k < 150; k++)); do
 	sleep 0.1
 done
 HOT_SEEN=${HOT_OWNERS[${SELF[VICTIM]}]:-0}
+LEASE_S=$(sed -n 's/.*under a lease of \([0-9]*\) s.*/\1/p' "$(agent_out "$VICTIM")")
+LEASE_GONE_MAX_MS=$((${LEASE_S:-5} * 1000 + 1500))
 note "the victim: ${SELF[VICTIM]} (hot keys seen, hot/ or listed as counted: $HOT_SEEN)"
 {
 	kill -KILL "${STEER_AGENT_PIDS[VICTIM]}"
@@ -592,7 +640,7 @@ for i in "${!SELF[@]}"; do
 	[ "$i" = "$VICTIM" ] || AGENTS+=("$i")
 done
 gone=
-for ((k = 0; k < 100; k++)); do
+while [ $(($(ms_now) - t0)) -le $((LEASE_GONE_MAX_MS + 5000)) ]; do
 	if ! grep -q "^${SELF[VICTIM]} " <<<"$(hosts_now)"; then
 		gone=$(($(ms_now) - t0))
 		break
@@ -603,11 +651,11 @@ hot_check # the same lease: gone with hosts/
 text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
 fleet_json "$E2E_TMP/fleet.json"
 read -r nh _ without _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
-if [ -n "$gone" ] && [ "$gone" -le "$LEASE_GONE_MAX_MS" ]; then
+if [ -n "$LEASE_S" ] && [ -n "$gone" ] && [ "$gone" -le "$LEASE_GONE_MAX_MS" ]; then
 	pass fleet_faults_killed_agent_entry_expires
-	note "hosts/${SELF[VICTIM]} gone $gone ms after SIGKILL (lease $((3 * IV_MS)) ms)"
+	note "hosts/${SELF[VICTIM]} gone $gone ms after SIGKILL (lease $LEASE_S s, bound $LEASE_GONE_MAX_MS ms)"
 else
-	fail fleet_faults_killed_agent_entry_expires "gone after ${gone:-10000+} ms, want at most $LEASE_GONE_MAX_MS"
+	fail fleet_faults_killed_agent_entry_expires "lease '${LEASE_S:-?}' s; gone after ${gone:-$((LEASE_GONE_MAX_MS + 5000))+} ms, want at most $LEASE_GONE_MAX_MS"
 fi
 if [ "$nh" = 3 ] && [ "$without" = "${SELF[VICTIM]}" ] &&
 	grep -q "^shards without an agent: ${SELF[VICTIM]}\$" <<<"$text" &&

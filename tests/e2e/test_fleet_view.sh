@@ -55,10 +55,13 @@ SHARDS=()
 for a in "${STEER_SHARD_ADDR[@]}"; do SHARDS+=("$a:$STEER_PORT"); done
 
 # etcd only on the client's namespace address; started again on the same
-# data after a SIGKILL
+# data after a SIGKILL. At nice -10, as the tests' memcached: at a load
+# average of 52 an etcd at nice 0 went more than 5 s without serving,
+# every agent's lease expired and `agent fleet` missed its 2 s deadline;
+# what is tested here is what the fleet shows, not etcd's own stalls.
 start_etcd() {
 	local rc
-	e2e_etcd_start "$CNS" view "$URL" 2380 >"$E2E_TMP/etcd_start.out"
+	KS_ETCD_NICE=-10 e2e_etcd_start "$CNS" view "$URL" 2380 >"$E2E_TMP/etcd_start.out"
 	rc=$?
 	ETCD_PID=$E2E_ETCD_PID
 	return "$rc"
@@ -68,6 +71,30 @@ if ! start_etcd; then
 	exit 1
 fi
 FLEET() { ks_in_ns "$CNS" "$AGENT" fleet --etcd "$URL" "$@"; }
+# seq I: the interval number of agent I's last report (pinned maps)
+seq_of() {
+	"$AGENT" report --iface "${STEER_SHARD_IF[$1]}" --json 2>/dev/null |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["seq"])' 2>/dev/null
+}
+# frame_has FILE PATTERN [first]: 0 when the last frame (or the first)
+# that `fleet --watch` drew into FILE has a line matching PATTERN (grep -E)
+frame_has() {
+	"$PY" - "$@" <<'PYEOF'
+import re, sys
+f = open(sys.argv[1]).read().split("\033[H\033[2J")
+frame = (f[1] if len(f) > 1 else "") if sys.argv[3:] == ["first"] else f[-1]
+sys.exit(0 if any(re.search(sys.argv[2], l) for l in frame.splitlines()) else 1)
+PYEOF
+}
+# wait_frame FILE PATTERN [first]: frame_has within 30 s
+wait_frame() {
+	local i
+	for ((i = 0; i < 150; i++)); do
+		frame_has "$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
 ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@" >/dev/null; }
 
 out=$(ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --shards-file "$STEER_SHARDS_FILE" 2>&1)
@@ -107,13 +134,25 @@ if [ -z "$ok" ]; then
 	fail fleet_view_setup "not every shard up with load: $(head -c 600 "$E2E_TMP/f.json") $(tail -2 "$E2E_TMP/load.err")"
 	exit 1
 fi
-sleep 1.2 # one whole interval under load after the first
+# one whole interval under load after the first: each agent's report
+# two intervals on (its seq, not a guessed time; 30 s at most)
+SEQ0=()
+for i in 0 1 2 3; do SEQ0[i]=$(seq_of "$i"); done
+for ((k = 0; k < 300; k++)); do
+	n=0
+	for i in 0 1 2 3; do
+		q=$(seq_of "$i")
+		[ -n "$q" ] && [ "$q" -ge $((${SEQ0[i]:-0} + 2)) ] && n=$((n + 1))
+	done
+	[ "$n" = 4 ] && break
+	sleep 0.1
+done
 
 # ---- reads/s against memcached's own cmd_get over a measured window
 ks_in_ns "$CNS" "$PY" "$MC_STATS" snap "${SHARDS[@]}" >"$E2E_TMP/before.json"
 for k in 1 2 3 4; do
 	FLEET --json >"$E2E_TMP/w$k.json" 2>>"$E2E_TMP/fleet.err"
-	sleep 1
+	sleep 1 # a pace: four samples spread over the measured window
 done
 ks_in_ns "$CNS" "$PY" "$MC_STATS" snap "${SHARDS[@]}" >"$E2E_TMP/after.json"
 why=$("$PY" - "$E2E_TMP" <<'EOF'
@@ -212,21 +251,28 @@ VICTIM=0
 [ "${SHARDS[0]}" = "$BUSIEST" ] && VICTIM=1
 VNAME=${SHARDS[VICTIM]}
 VPID=${STEER_AGENT_PIDS[VICTIM]}
-ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 8 "$AGENT" fleet --etcd "$URL" --watch \
+# the text watch runs until its frames show the victim gone (SIGINT then;
+# 60 s a guard); the JSON one for 3 s
+ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 60 "$AGENT" fleet --etcd "$URL" --watch \
 	>"$E2E_TMP/watch.txt" 2>"$E2E_TMP/watch.err"
 WATCH_PID=$KS_BG_PID
 ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 3 "$AGENT" fleet --etcd "$URL" --watch --json \
 	>"$E2E_TMP/watch.json" 2>"$E2E_TMP/watchj.err"
 WJ_PID=$KS_BG_PID
-sleep 1.5
+# the kill once the text watch has drawn the victim up
+wait_frame "$E2E_TMP/watch.txt" "^[* ] $VNAME .* up\$" first
 kill -KILL "$VPID"
 wait "$VPID" 2>/dev/null
 pids=()
 for p in "${STEER_AGENT_PIDS[@]}"; do [ "$p" != "$VPID" ] && pids+=("$p"); done
 STEER_AGENT_PIDS=("${pids[@]}")
+# within its lease (the TTL it logged: 3 intervals, at least 5 s), etcd's
+# expiry check (500 ms) and 1 s for a loaded machine
+LEASE_S=$(sed -n 's/.*under a lease of \([0-9]*\) s.*/\1/p' "$STEER_TMP/agent.$VICTIM.out")
+GONE_MAX_MS=$((${LEASE_S:-5} * 1000 + 1500))
 t0=$(date +%s%N)
 gone=
-for ((i = 0; i < 60; i++)); do
+while [ $((($(date +%s%N) - t0) / 1000000)) -le $((GONE_MAX_MS + 5000)) ]; do
 	FLEET --json >"$E2E_TMP/k.json" 2>/dev/null
 	if "$PY" -c 'import json,sys
 d = json.load(open(sys.argv[1])); s = {t["name"]: t["agent"] for t in d["shards"]}
@@ -238,13 +284,13 @@ assert d["shards_without_agent"] == [sys.argv[2]]' "$E2E_TMP/k.json" "$VNAME" 2>
 	sleep 0.1
 done
 text=$(FLEET 2>&1)
-if [ -n "$gone" ] && [ "$gone" -le 4500 ] &&
+if [ -n "$LEASE_S" ] && [ -n "$gone" ] && [ "$gone" -le "$GONE_MAX_MS" ] &&
 	grep -qE "^  $VNAME +- +- .* gone\$" <<<"$text" &&
 	grep -q "^shards without an agent: $VNAME\$" <<<"$text"; then
 	pass fleet_view_killed_agent_gone
-	note "the killed agent's shard showed gone ${gone} ms after SIGKILL (lease 3 s)"
+	note "the killed agent's shard showed gone ${gone} ms after SIGKILL (lease $LEASE_S s, bound $GONE_MAX_MS ms)"
 else
-	fail fleet_view_killed_agent_gone "after ${gone:-6000+} ms: $text"
+	fail fleet_view_killed_agent_gone "lease '${LEASE_S:-?}' s; after ${gone:-$((GONE_MAX_MS + 5000))+} ms, want at most $GONE_MAX_MS: $text"
 fi
 
 wait "$WJ_PID"
@@ -259,6 +305,9 @@ assert all(d["schema"] == 1 and d["watch"]["up"] for d in docs[1:]), docs[-1].ge
 else
 	fail fleet_view_watch_json_one_line_each "rc $wj_rc: $(head -c 300 "$E2E_TMP/watch.json") $(cat "$E2E_TMP/watchj.err")"
 fi
+# the text watch's frames follow: the victim gone in one, then it stops
+wait_frame "$E2E_TMP/watch.txt" "^  $VNAME .* gone\$"
+kill -INT "$WATCH_PID" 2>/dev/null
 wait "$WATCH_PID"
 w_rc=$?
 WATCH_PID=
@@ -271,21 +320,26 @@ if [ "$w_rc" = 0 ] && [ "$frames" -ge 2 ] &&
 	grep -qE "^  $VNAME .* gone\$" <<<"$last" &&
 	grep -q "^etcd: watch up at " <<<"$last"; then
 	pass fleet_view_watch_redraws_and_shows_gone
-	note "--watch: $frames frames in 8 s"
+	note "--watch: $frames frames until the victim showed gone"
 else
 	fail fleet_view_watch_redraws_and_shows_gone "rc $w_rc, $frames frames; first: $first; last: $last; $(cat "$E2E_TMP/watch.err")"
 fi
 
 # ---- etcd away under a --watch: said in its last line, and back by itself
-ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 9 "$AGENT" fleet --etcd "$URL" --watch \
+# each step on the watch's own frames: up, then reconnecting once etcd is
+# gone, then up again after etcd's start (each within 30 s; the watch
+# stopped by SIGINT then, 90 s a guard)
+ks_in_ns_bg "$CNS" timeout -s INT --preserve-status 90 "$AGENT" fleet --etcd "$URL" --watch \
 	>"$E2E_TMP/watch2.txt" 2>"$E2E_TMP/watch2.err"
 WATCH_PID=$KS_BG_PID
-sleep 1.5
+wait_frame "$E2E_TMP/watch2.txt" "^etcd: watch up at "
 kill -KILL "$ETCD_PID"
 wait "$ETCD_PID" 2>/dev/null
 ETCD_PID=
-sleep 2.5
+wait_frame "$E2E_TMP/watch2.txt" "^etcd: reconnecting: "
 start_etcd
+wait_frame "$E2E_TMP/watch2.txt" "^etcd: watch up at "
+kill -INT "$WATCH_PID" 2>/dev/null
 wait "$WATCH_PID"
 w_rc=$?
 WATCH_PID=

@@ -25,7 +25,6 @@ if ! e2e_agent_start "${ARGS[@]}"; then
 	fail restart "the first agent did not attach"
 	exit 1
 fi
-sleep 1.2
 
 # seen: packets the datapath ran on, summed over CPUs (pinned ks_pkts)
 seen() {
@@ -54,7 +53,23 @@ ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 1000 
 	--flash hot:key:0.2 --mix get=80,set=20 --duration 12 --rate 1000 \
 	--timeout 0.5 --json </dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
 LOAD_PID=$KS_BG_PID
-sleep 2
+# The kill comes under traffic, from an agent that has pushed its ring and
+# run an interval under load: the datapath counting the client's packets
+# (ks_pkts up), then the agent's report a seq further with a ring version
+# (30 s at most; events, not a guessed time)
+s0=$(seen)
+for ((i = 0; i < 300; i++)); do
+	s=$(seen)
+	[ -n "$s" ] && [ "$s" -gt "${s0:-0}" ] && break
+	sleep 0.1
+done
+q0=$(report_field seq)
+for ((i = 0; i < 300; i++)); do
+	q=$(report_field seq)
+	r=$(report_field ring_version)
+	[ -n "$q" ] && [ "$q" -gt "${q0:-0}" ] && [ -n "$r" ] && [ "$r" != None ] && break
+	sleep 0.1
+done
 
 seq_before=$(report_field seq)
 ring_before=$(report_field ring_version)
@@ -132,7 +147,12 @@ fi
 
 # --- 3. detach under traffic ------------------------------------------------
 e2e_agent_stop INT
-sleep 1
+# the agent has exited: its detach is done (a bounded look, 5 s, in case
+# the kernel lags in showing the link gone)
+for ((i = 0; i < 50; i++)); do
+	! e2e_pins_exist && ! e2e_xdp_attached && break
+	sleep 0.1
+done
 if ! e2e_pins_exist && ! e2e_xdp_attached; then
 	pass restart_clean_stop_under_traffic
 else

@@ -357,6 +357,8 @@ static void test_only_switches(void)
 		{ "rate-scaling", "off" },
 		{ "limit-reply-head", "off" },
 		{ "limit-auto-residual", "verdict" },
+		{ "stall-interval", "5:8000" },
+		{ "etcd-keepalive", "loop" },
 	};
 	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
 	struct ks_conf_error e;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent/fleet_pub.h"
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/pins_doc.h"
@@ -590,8 +591,40 @@ static void t_load_hot(void)
 	kt_end();
 }
 
+/* The agent's lease: 3 intervals, never under 2 call timeouts and 1 s. */
+static void t_lease_ttl(void)
+{
+	static const struct {
+		__u32 interval_ms;
+		int timeout_ms;
+		int64_t want;
+	} c[] = {
+		{ 500, 2000, 5 },    /* was 2 s: one slow keepalive lost it */
+		{ 1000, 2000, 5 },   /* was 3 s */
+		{ 100, 2000, 5 },    /* the shortest interval */
+		{ 1667, 2000, 6 },   /* 5.001 s rounds up */
+		{ 2000, 2000, 6 },   /* 3 intervals over the floor */
+		{ 1000, 10000, 21 }, /* a slow etcd's timeout raises it */
+		{ 1000, 1, 3 },      /* a 1 ms timeout: 3 intervals */
+		{ 3600000, 2000, 10800 },
+	};
+	size_t i;
+
+	kt_begin("fleet_lease_ttl_floor");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		CHECK(ks_fleet_lease_ttl_s(c[i].interval_ms, c[i].timeout_ms) ==
+			      c[i].want,
+		      "interval %u ms, timeout %d ms: %lld s, want %lld",
+		      c[i].interval_ms, c[i].timeout_ms,
+		      (long long)ks_fleet_lease_ttl_s(c[i].interval_ms,
+						      c[i].timeout_ms),
+		      (long long)c[i].want);
+	kt_end();
+}
+
 void test_fleet_docs(void)
 {
+	t_lease_ttl();
 	t_pins();
 	t_hot_roundtrip();
 	t_hot_refused();

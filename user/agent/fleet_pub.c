@@ -16,12 +16,26 @@
 #include "core/hotkeys.h"
 #include "core/limits.h"
 #include "core/purge.h"
+#include "net/etcd.h"
 #include "net/etcd_pub.h"
 #include "render/text.h"
 #include "util/log.h"
 
 _Static_assert(KS_HOT_CAP <= KS_LOAD_HOT_MAX,
 	       "the load document lists every key of the hot-key table");
+
+int64_t ks_fleet_lease_ttl_s(__u32 interval_ms, int call_timeout_ms)
+{
+	int64_t ttl = ((int64_t)interval_ms * KS_HOSTS_LEASE_INTERVALS + 999) /
+		      1000;
+	int64_t floor_ms = (int64_t)(call_timeout_ms > 0 ? call_timeout_ms
+							 : 0) *
+				   KS_HOSTS_LEASE_MIN_TIMEOUTS +
+			   KS_HOSTS_LEASE_SLACK_MS;
+	int64_t floor = (floor_ms + 999) / 1000;
+
+	return ttl > floor ? ttl : floor;
+}
 
 void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 			const char *cluster, const char *self,
@@ -51,7 +65,7 @@ void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 	f->export_keys = export_keys;
 	f->hash_only = hash_only;
 	f->hot = calloc(KS_HOT_CAP, sizeof(*f->hot));
-	ttl = ((int64_t)interval_ms * KS_HOSTS_LEASE_INTERVALS + 999) / 1000;
+	ttl = ks_fleet_lease_ttl_s(interval_ms, ks_etcd_call_timeout_ms(c));
 	if (!f->hot || ks_etcd_pub_start(&f->pub, c, ttl, interval_ms,
 					 f->member_key, err, sizeof(err))) {
 		ks_warn("etcd: cannot publish %s (%s); running without it",
@@ -61,8 +75,10 @@ void ks_fleet_pub_start(struct ks_fleet_pub *f, const struct ks_etcd *c,
 		return;
 	}
 	ks_info("etcd: publishing %s, %s and the hot keys it owns under a lease of %" PRId64
-		" s",
-		f->member_key, f->load_key, ttl < 1 ? (int64_t)1 : ttl);
+		" s, kept alive every %u ms",
+		f->member_key, f->load_key, ttl,
+		interval_ms < ttl * 1000 / 3 ? interval_ms
+					     : (unsigned)(ttl * 1000 / 3));
 }
 
 int ks_fleet_compat_parse(const char *s, enum ks_fleet_compat *m)
@@ -568,14 +584,15 @@ void ks_fleet_pub_status(const struct ks_fleet_pub *f, FILE *out)
 	}
 	ks_etcd_pub_stats(f->pub, &st);
 	fprintf(out,
-		"lease %s, %zu keys (%zu hot, %zu pending), %llu txns, %llu puts, %llu deletes, %llu keepalives, %llu leases, %llu errors, %llu dirty and %llu re-armed at once, longest wait %.1f ms",
+		"lease %s, %zu keys (%zu hot, %zu pending), %llu txns, %llu puts, %llu deletes, %llu keepalives, %llu leases, %llu errors, %llu dirty and %llu re-armed at once, longest wait %.1f ms, longest between renewals %.0f ms of %lld s",
 		st.lease ? (st.up ? "up" : "held, etcd away") : "none", st.keys,
 		f->nhot, st.pending, (unsigned long long)st.txns,
 		(unsigned long long)st.puts, (unsigned long long)st.deletes,
 		(unsigned long long)st.keepalives,
 		(unsigned long long)st.grants, (unsigned long long)st.errors,
 		(unsigned long long)f->dirty_puts,
-		(unsigned long long)f->rearm_puts, st.max_wait_ns / 1e6);
+		(unsigned long long)f->rearm_puts, st.max_wait_ns / 1e6,
+		st.max_renew_gap_ns / 1e6, (long long)st.lease_ttl);
 }
 
 void ks_fleet_pub_stop(struct ks_fleet_pub *f)

@@ -41,6 +41,11 @@
 #define KS_LOAD_EVERY_DEFAULT    1 /* intervals between load documents */
 #define KS_LOAD_EVERY_MAX        60
 
+/* The lease's floor, in etcd call timeouts and a slack
+ * (ks_fleet_lease_ttl_s) */
+#define KS_HOSTS_LEASE_MIN_TIMEOUTS 2
+#define KS_HOSTS_LEASE_SLACK_MS     1000
+
 /* What an agent writes at hosts/<self> for readers before schema 2
  * (--fleet-compat, docs/fleet.md "Rolling upgrade to schema 2"). */
 enum ks_fleet_compat {
@@ -94,6 +99,21 @@ struct ks_fleet_pub {
 	__u64 dirty_puts; /* entries turned dirty between intervals */
 	__u64 rearm_puts; /* entries armed again between intervals */
 };
+
+/*
+ * The lease's TTL in whole seconds (etcd's unit) for an agent of
+ * interval_ms whose etcd calls may take call_timeout_ms: its
+ * KS_HOSTS_LEASE_INTERVALS intervals, rounded up, but never under
+ * KS_HOSTS_LEASE_MIN_TIMEOUTS call timeouts and KS_HOSTS_LEASE_SLACK_MS
+ * (5 s with the default 2 s timeout). The keeper renews every interval
+ * (a third of the TTL at most): a lease of 3 short intervals was lost
+ * whenever one keepalive waited out the call timeout on a loaded etcd
+ * (2 s of a 2 s lease at --interval 0.5), though the agent was alive.
+ * With the floor a keepalive may time out, be retried 125 to 375 ms
+ * later and still renew with a second to spare. The cost: a dead agent's
+ * entries stay that long (docs/fleet.md, "What each agent publishes").
+ */
+int64_t ks_fleet_lease_ttl_s(__u32 interval_ms, int call_timeout_ms);
 
 /*
  * Names the keys (self: --self, else HOSTNAME:IFNAME) and starts the

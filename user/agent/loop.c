@@ -292,6 +292,14 @@ static int one_interval(struct ks_agent *st)
 					     st->hot->table, st->col.ranked,
 					     st->col.nranked, st->autodp, ndp,
 					     old_seq, ks_mono_ns()));
+	if (st->o.stall_ms && old_seq == st->o.stall_seq) {
+		/* --stall-interval (a test's): the loop held up as on a
+		 * machine too loaded to run it; the lease must not care */
+		ks_warn("test: interval #%u stalled %u ms (--stall-interval)",
+			old_seq, st->o.stall_ms);
+		ks_sleep_until(ks_mono_ns() +
+			       (__u64)st->o.stall_ms * 1000000ULL);
+	}
 	ks_run_etcd_publish_interval(
 		st->etcd, st->rep,
 		ks_run_ring_enabled(st->ring) ? st->ring : NULL, st->hot->table,

@@ -52,6 +52,9 @@ struct ks_agent_opts {
 	/* --limit-auto-residual verdict (test only): the cap trusts the
 	 * policy's verdict */
 	int limit_auto_verdict;
+	/* --stall-interval N:MS (a test's): interval N's work takes MS ms
+	 * longer, once; 0: never */
+	__u32 stall_seq, stall_ms;
 };
 
 struct ks_agent {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "agent/run_etcd.h"
+#include "net/etcd_pub.h"
 #include "render/text.h"
 #include "core/fleet_doc.h"
 #include "core/pins_doc.h"
@@ -435,6 +436,8 @@ void ks_run_etcd_publish_start(struct ks_run_etcd *e, const char *self,
 	e->fleet.schema1 = e->fleet_schema1;
 	e->fleet.load_every = e->load_every ? e->load_every
 					    : KS_LOAD_EVERY_DEFAULT;
+	if (e->ka_on_loop && e->fleet.pub)
+		ks_etcd_pub_test_keepalive_on_tick(e->fleet.pub, 1);
 }
 
 void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
@@ -448,6 +451,10 @@ void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 		return;
 	e->fleet.limits = limits;
 	ks_fleet_pub_interval(&e->fleet, rep, ring, t, steer, e->rev);
+	/* --etcd-keepalive loop: the keeper's one renewal of the interval,
+	 * after its work */
+	if (e->ka_on_loop && e->fleet.pub)
+		ks_etcd_pub_tick(e->fleet.pub);
 }
 
 void ks_run_etcd_free(struct ks_run_etcd *e)

@@ -65,6 +65,9 @@ struct ks_run_etcd {
 			    * agent) */
 	int no_hot_events; /* --etcd-hot-events off: hot/ at intervals only
 			    * (a test control) */
+	int ka_on_loop;    /* --etcd-keepalive loop: the lease renewed once
+			    * per interval, behind its work (a test
+			    * control) */
 };
 
 void ks_run_etcd_init(struct ks_run_etcd *e);

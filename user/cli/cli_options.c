@@ -177,6 +177,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "limit-auto-residual", KS_OPTV_LIMIT_AUTO_RESIDUAL, REQ, "S",
 	  KS_CMD_RUN, RUN_TEST, KS_GRP_OPTIONS,
 	  "measured (default) or verdict" },
+	/* test only: interval N's work (the -v line #N) takes MS ms longer,
+	 * once: an agent held up by a loaded machine, for the lease's test
+	 * (test_fleet_lease.sh) */
+	{ "stall-interval", KS_OPTV_STALL, REQ, "N:MS", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "N:MS, once (default: none)" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"
@@ -607,6 +612,12 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * intervals, so a write shows as dirty only at the next one */
 	{ "etcd-hot-events", KS_OPTV_HOT_EVENTS, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_ETCD, "on (default) or off" },
+
+	/* test-only: loop renews the lease at most once per interval, from
+	 * the interval loop's end, so work that holds the loop up lets the
+	 * lease expire (the control of test_fleet_lease.sh) */
+	{ "etcd-keepalive", KS_OPTV_KEEPALIVE, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_ETCD, "thread (default) or loop" },
 
 	/* ---- follow: the host follower (docs/client.md) ---- */
 	{ "view-file", KS_OPTV_VIEW_FILE, REQ, "PATH", KS_CMD_FOLLOW, 0,

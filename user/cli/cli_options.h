@@ -87,6 +87,7 @@ enum ks_opt_group {
 #define KS_OPTV_FLEET_COMPAT  0x1037
 #define KS_OPTV_LOAD_EVERY    0x1038
 #define KS_OPTV_FLEET_SCHEMA  0x1039
+#define KS_OPTV_KEEPALIVE     0x103a
 /* 'agent replay --interval' */
 #define KS_OPTV_RANKED       0x1034
 #define KS_OPTV_HOT_FRACTION 0x1035 /* replay's 'H' is --hash-only */
@@ -113,6 +114,7 @@ enum ks_opt_group {
 #define KS_OPTV_RATE_SCALING 0x1071
 #define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
 #define KS_OPTV_LIMIT_HEAD   0x1072
+#define KS_OPTV_STALL        0x1073
 
 /* test only: the automatic cap from the policy's verdict */
 #define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1

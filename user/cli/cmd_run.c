@@ -316,6 +316,36 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		o->etcd.load_every = (__u32)n;
 		return 1;
 	}
+	case KS_OPTV_KEEPALIVE:
+		if (strcmp(arg, "thread") && strcmp(arg, "loop")) {
+			snprintf(
+				err, errlen,
+				"--etcd-keepalive '%s' is not a mode; give thread (the default) or loop",
+				arg);
+			return -1;
+		}
+		o->etcd.ka_on_loop = !strcmp(arg, "loop");
+		return 1;
+	case KS_OPTV_STALL: {
+		unsigned long long n, ms;
+		const char *colon = strchr(arg, ':');
+		char num[24];
+
+		if (!colon || (size_t)(colon - arg) >= sizeof(num)) {
+			snprintf(err, errlen,
+				 "--stall-interval '%s' is not N:MS", arg);
+			return -1;
+		}
+		snprintf(num, sizeof(num), "%.*s", (int)(colon - arg), arg);
+		if (ks_parse_uint("--stall-interval's N", num, 1, UINT32_MAX,
+				  &n, err, errlen) ||
+		    ks_parse_uint("--stall-interval's MS", colon + 1, 1, 600000,
+				  &ms, err, errlen))
+			return -1;
+		o->a.stall_seq = (__u32)n;
+		o->a.stall_ms = (__u32)ms;
+		return 1;
+	}
 	case KS_OPTV_HOT_EVENTS:
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			snprintf(

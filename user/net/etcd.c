@@ -342,6 +342,11 @@ const char *ks_etcd_endpoint(const struct ks_etcd *c)
 	return c->eps.url[c->cur];
 }
 
+int ks_etcd_call_timeout_ms(const struct ks_etcd *c)
+{
+	return c->timeout_ms;
+}
+
 /* ---- unary calls ---- */
 
 enum failure {

@@ -93,6 +93,9 @@ int ks_etcd_clone(const struct ks_etcd *c, struct ks_etcd **out, char *err,
 const char *ks_etcd_errmsg(const struct ks_etcd *c);
 /* The endpoint the next call starts on. */
 const char *ks_etcd_endpoint(const struct ks_etcd *c);
+/* How long one call may take, ms (the options' timeout_ms, or the
+ * default). */
+int ks_etcd_call_timeout_ms(const struct ks_etcd *c);
 
 /* Authenticates when a user is set and asks a member for its status:
  * etcd's version into version (may be NULL). */

@@ -40,8 +40,15 @@ struct ks_etcd_pub {
 	pthread_cond_t kcv; /* wakes the keeper */
 	int stop;
 	unsigned stall_ms; /* test hook: the writer sleeps before each write */
-	unsigned seed;     /* jitter of retries and re-puts */
-	int held;          /* ks_etcd_pub_hold: no write until released */
+	/* test control: the keeper renews once per tick (ks_etcd_pub_tick) */
+	int ka_on_tick;
+	uint64_t ticks,
+		ka_tick; /* ticks seen; the tick the last renewal used */
+	/* when the last renewal that went through was sent: the start of
+	 * the gap the next one closes (stats' max_renew_gap_ns) */
+	uint64_t renew_sent_ns;
+	unsigned seed; /* jitter of retries and re-puts */
+	int held;      /* ks_etcd_pub_hold: no write until released */
 	int64_t ttl_s;
 	uint64_t keepalive_ns;
 	uint64_t next_keepalive_ns;
@@ -279,6 +286,7 @@ static void grant(struct ks_etcd_pub *p)
 {
 	int64_t id = 0, ttl = 0;
 	int rc, lost = p->st.grants > 0;
+	uint64_t sent = ks_mono_ns();
 	size_t i;
 
 	pthread_mutex_unlock(&p->mu);
@@ -289,6 +297,9 @@ static void grant(struct ks_etcd_pub *p)
 		retry_later(p, &p->retry_ns);
 		return;
 	}
+	/* a new lease: its first renewal's gap starts here */
+	p->renew_sent_ns = sent;
+	p->ka_tick = p->ticks;
 	p->st.lease = id;
 	p->st.lease_ttl = ttl;
 	p->st.grants++;
@@ -320,8 +331,8 @@ static void grant(struct ks_etcd_pub *p)
 		i++;
 	}
 	if (lost)
-		ks_warn("etcd: %s: the lease was gone (expired while etcd was away longer than %lld s, or revoked); a new one, %zu keys written again",
-			p->name, (long long)p->ttl_s, p->n);
+		ks_warn("etcd: %s: the lease was gone (no renewal reached etcd within its %lld s: etcd away or this host held up; or revoked); a new one, %zu keys written again",
+			p->name, (long long)p->st.lease_ttl, p->n);
 }
 
 /* Under the lock: the lease is gone; the writer grants a new one. */
@@ -334,17 +345,35 @@ static void lease_lost(struct ks_etcd_pub *p, int64_t id)
 	pthread_cond_signal(&p->cv);
 }
 
+/* Under the lock: a keepalive sent at sent answered (or found lease id
+ * gone) now; the gap since the renewal before it into the stats. */
+static void renew_gap(struct ks_etcd_pub *p, int64_t id, uint64_t sent)
+{
+	uint64_t gap;
+
+	if (id != p->st.lease)
+		return; /* the writer granted another meanwhile */
+	gap = ks_mono_ns() - p->renew_sent_ns;
+	if (gap > p->st.max_renew_gap_ns)
+		p->st.max_renew_gap_ns = gap;
+	p->renew_sent_ns = sent;
+}
+
 /* The keeper, under the lock; unlocks for the call. */
 static void keepalive(struct ks_etcd_pub *p)
 {
 	int64_t id = p->st.lease;
+	uint64_t sent = ks_mono_ns();
 	int rc;
 
+	p->ka_tick = p->ticks;
 	pthread_mutex_unlock(&p->mu);
 	rc = ks_etcd_lease_keepalive(p->kc, id, NULL);
 	pthread_mutex_lock(&p->mu);
 	if (rc == -ENOENT) {
-		/* not an outage: etcd is there and says the lease is gone */
+		/* not an outage: etcd is there and says the lease is gone;
+		 * the gap that lost it counts too */
+		renew_gap(p, id, sent);
 		lease_lost(p, id);
 		return;
 	}
@@ -354,7 +383,15 @@ static void keepalive(struct ks_etcd_pub *p)
 		return;
 	}
 	p->st.keepalives++;
+	renew_gap(p, id, sent);
 	p->next_keepalive_ns = ks_mono_ns() + p->keepalive_ns;
+}
+
+/* Under the lock: the keeper may renew now (the test control holds it
+ * to one renewal per tick). */
+static int keeper_may(const struct ks_etcd_pub *p)
+{
+	return !p->ka_on_tick || p->ticks != p->ka_tick;
 }
 
 /* The oldest changes first, at most one transaction's worth. */
@@ -499,14 +536,16 @@ static void *keeper_main(void *arg)
 			wait_until(p, &p->kcv, p->kretry_ns);
 			continue;
 		}
-		if (p->st.lease && now >= p->next_keepalive_ns) {
+		if (p->st.lease && now >= p->next_keepalive_ns &&
+		    keeper_may(p)) {
 			keepalive(p);
 			continue;
 		}
-		/* no lease: the writer's grant signals */
+		/* no lease: the writer's grant signals; a tick too */
 		wait_until(p, &p->kcv,
-			   p->st.lease ? p->next_keepalive_ns
-				       : now + 1000000000ULL);
+			   p->st.lease && now < p->next_keepalive_ns
+				   ? p->next_keepalive_ns
+				   : now + 1000000000ULL);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -599,6 +638,21 @@ void ks_etcd_pub_test_stall(struct ks_etcd_pub *p, unsigned ms)
 {
 	pthread_mutex_lock(&p->mu);
 	p->stall_ms = ms;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void ks_etcd_pub_test_keepalive_on_tick(struct ks_etcd_pub *p, int on)
+{
+	pthread_mutex_lock(&p->mu);
+	p->ka_on_tick = on;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void ks_etcd_pub_tick(struct ks_etcd_pub *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->ticks++;
+	pthread_cond_signal(&p->kcv);
 	pthread_mutex_unlock(&p->mu);
 }
 

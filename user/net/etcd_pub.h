@@ -51,7 +51,12 @@ struct ks_etcd_pub_stats {
 	size_t keys;       /* keys wanted in etcd */
 	size_t pending;    /* of them, not yet as wanted */
 	uint64_t max_wait_ns; /* the longest a change waited to be written */
-	char err[256];        /* the last failure; "" when none */
+	/* The longest from the send of one renewal (a grant, a keepalive)
+	 * to the answer of the next that went through: etcd never went
+	 * longer between two renewals, so the lease holds while this stays
+	 * under its TTL. The margin a loaded machine leaves. */
+	uint64_t max_renew_gap_ns;
+	char err[256]; /* the last failure; "" when none */
 };
 
 /*
@@ -89,6 +94,14 @@ void ks_etcd_pub_stats(struct ks_etcd_pub *p, struct ks_etcd_pub_stats *out);
 /* Test hook: the writer sleeps ms before each write (a slow etcd for the
  * writes only); 0 turns it off. */
 void ks_etcd_pub_test_stall(struct ks_etcd_pub *p, unsigned ms);
+
+/* Test control (the agent's --etcd-keepalive loop): the keeper renews
+ * the lease at most once per ks_etcd_pub_tick, as a keeper on the
+ * caller's interval loop would, so work that holds the loop up holds the
+ * keepalives up too. Off by default: the keeper runs on its own timer. */
+void ks_etcd_pub_test_keepalive_on_tick(struct ks_etcd_pub *p, int on);
+/* The caller's interval went by (only the test control above reads it). */
+void ks_etcd_pub_tick(struct ks_etcd_pub *p);
 
 /* Stops the threads; revoke: then ends the lease, so every key goes at
  * once (one call, bounded by the client's timeout). NULL is fine. */

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# test_fleet_lease.sh - an agent held up keeps its etcd lease
+# (docs/fleet.md, "The publisher: a thread of its own"; Debian's etcd 3.4).
+# An agent whose lease expires loses members/SELF, its load document and
+# its hot/ entries though it is alive: every client drops its copies. The
+# keeper renews the lease from a thread of its own, so work that holds the
+# interval loop up (a machine too loaded to run it) does not let it go.
+#
+# One etcd in the server namespace, one agent (--interval 0.5, -v) with
+# the test-only --stall-interval 6:STALL_MS: interval 6's work takes
+# STALL_MS longer, once, longer than the lease's TTL (its "lease of N s"
+# log line, 5 s: the stall is 8 s). A watch of /keysteer/CLUSTER/ from
+# before the agent's start sees every event of its members/SELF; after the
+# stall and 4 intervals more, a sentinel put into the watched range ends
+# what is counted (etcd delivers a watch's events in revision order: an
+# expiry during the stall comes before it).
+#   fleet_lease_held_through_stall      no delete of members/SELF in the
+#       watch, the agent's -v line says 1 lease granted and its longest
+#       time between renewals under the TTL
+#   fleet_lease_control_expires         the control: --etcd-keepalive loop
+#       (the lease renewed once per interval, behind its work, as a keeper
+#       on the loop would): the same stall, and the watch has members/SELF
+#       deleted by the lease's expiry, the agent logs the lease gone and a
+#       second lease, its longest time between renewals past the TTL
+#   fleet_lease_control_rejoins         ... and members/SELF is put again
+#       under the new lease
+# Each run is in a cluster of its own (lease_fix, lease_control). etcd,
+# the watch and the agent are stopped by their pids on every exit path.
+# About 50 s.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=fleet_lib.sh
+. "$E2E_DIR/fleet_lib.sh"
+e2e_init fleet_lease
+e2e_prefix kslease
+
+ETCD_PID=
+WATCH_PID=
+IV=0.5
+STALL_AT=6
+STALL_MS=8000
+
+lease_cleanup() {
+	local rc=$?
+	[ -n "$WATCH_PID" ] && ks_stop_pid "$WATCH_PID" TERM 3
+	(exit "$rc")
+	fleet_etcd_cleanup
+}
+trap lease_cleanup EXIT
+
+e2e_need_etcd fleet_lease_setup
+e2e_net_up
+URL=http://$SADDR:2379
+# etcd at nice -10, as the tests' memcached: the subject is the agent
+# held up, and an etcd that the machine itself stalls past the TTL loses
+# any lease (a run of this test at load 70 with etcd at nice 0: etcd
+# answered no keepalive for 7.3 s, one timed out, its watches broke, and
+# the lease went though the keeper kept asking)
+KS_ETCD_NICE=-10 fleet_etcd_up "$SNS" lease "$URL" fleet_lease_setup
+SELF=$SADDR:$PORT
+ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
+
+# events NAME KEY -> "PUTS DELETES SENTINEL" of KEY in the watch NAME, and
+# 1 when the put of the sentinel KEY2 at revision REV has been delivered
+events() {
+	"$PY" - "$E2E_TMP/$1.watch" "$2" "$3" "$4" "$E2E_DIR" <<'PYEOF'
+import base64, sys
+sys.path.insert(0, sys.argv[5])
+from ks_watch_log import events
+puts = dels = seen = 0
+for ev in events(sys.argv[1]):
+    key = base64.b64decode(ev["kv"]["key"]).decode()
+    if key == sys.argv[2]:
+        if ev.get("type") in (1, "DELETE"):
+            dels += 1
+        else:
+            puts += 1
+    elif key == sys.argv[3] and int(ev["kv"]["mod_revision"]) == int(sys.argv[4]):
+        seen = 1
+print(puts, dels, seen)
+PYEOF
+}
+
+# pub_field FIELD: the number before FIELD ("leases", "keepalives") in the
+# agent's last etcd -v line; "gap" and "ttl": its longest time between
+# renewals (ms) and the lease's TTL (s)
+pub_field() {
+	local line
+	line=$(grep '^keysteer: #[0-9]* etcd: .* lease ' "$E2E_TMP/agent.out" | tail -n 1)
+	case $1 in
+	gap) sed -n 's/.*longest between renewals \([0-9]*\) ms of [0-9]* s.*/\1/p' <<<"$line" ;;
+	ttl) sed -n 's/.*longest between renewals [0-9]* ms of \([0-9]*\) s.*/\1/p' <<<"$line" ;;
+	*) sed -n "s/.* \([0-9]*\) $1, .*/\1/p" <<<"$line" ;;
+	esac
+}
+
+# run MODE [ARGS...]: the agent in cluster lease_MODE with the stall (and
+# ARGS), watched from before its start, until the sentinel after the
+# stall. Sets PUTS, DELS (of members/SELF), LEASES, GAP_MS, TTL_S, WHY
+# (empty when the run went as planned).
+run() {
+	local mode=$1 cluster=lease_$1 ttl stall key probe rev i out
+	shift
+	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S=''
+	key=/keysteer/$cluster/members/$SELF
+	probe=/keysteer/$cluster/probe
+	out=$(e2e_agent ring set --etcd "$URL" --cluster "$cluster" --shards "$SELF" 2>&1)
+	if ! grep -q '^revision [0-9]* digest ' <<<"$out"; then
+		WHY="ring set: $out"
+		return
+	fi
+	ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer/$cluster/" \
+		-w json </dev/null >"$E2E_TMP/$mode.watch" 2>"$E2E_TMP/$mode.watch.err"
+	WATCH_PID=$KS_BG_PID
+	# the watch established: a put of a key nobody reads delivered (20 s)
+	for ((i = 0; i < 100; i++)); do
+		rev=$(ETCDCTL put "$probe" up -w json 2>/dev/null |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
+		[ -n "$rev" ] && [ "$(events "$mode" "$key" "$probe" "$rev" | cut -d' ' -f3)" = 1 ] && break
+		sleep 0.2
+	done
+	if [ "$i" = 100 ]; then
+		WHY="the watch of /keysteer/$cluster/ never delivered a put: $(head -c 300 "$E2E_TMP/$mode.watch.err")"
+		return
+	fi
+	# past the lease's 5 s (ks_fleet_lease_ttl_s at --interval 0.5 and
+	# the default 2 s call timeout) by 3 s; checked below against the
+	# TTL the agent logs
+	stall=$STALL_MS
+	if ! KEYSTEER_TEST_SWITCHES=1 e2e_agent_start --interval "$IV" --etcd "$URL" \
+		--cluster "$cluster" --self "$SELF" -v --stall-interval "$STALL_AT:$stall" "$@"; then
+		WHY="the agent did not start"
+		return
+	fi
+	e2e_wait_line "$E2E_TMP/agent.out" "under a lease of [0-9]+ s" "$E2E_AGENT_PID" 300
+	ttl=$(sed -n 's/.*under a lease of \([0-9]*\) s.*/\1/p' "$E2E_TMP/agent.out")
+	if [ -z "$ttl" ] || [ "$stall" -le $((ttl * 1000)) ]; then
+		WHY="a stall of $stall ms is not past the lease's TTL '${ttl:-?}' s"
+		return
+	fi
+	# the stall, then 4 intervals after it: an expiry during the stall
+	# has happened by then, and the control's keeper has found it
+	if ! e2e_wait_line "$E2E_TMP/agent.out" "interval #$STALL_AT stalled $stall ms" \
+		"$E2E_AGENT_PID" 300 ||
+		! e2e_wait_line "$E2E_TMP/agent.out" "^keysteer: #$((STALL_AT + 1)) " \
+			"$E2E_AGENT_PID" $((stall / 100 + 300)) ||
+		! e2e_wait_intervals 4; then
+		WHY="the agent did not go through the stall: $(tail -n 3 "$E2E_TMP/agent.out")"
+		return
+	fi
+	# the control: its keeper finds the lease gone at its first renewal
+	# after the stall (30 s for a loaded etcd to answer)
+	[ "$mode" = control ] && e2e_wait_line "$E2E_TMP/agent.out" "the lease was gone" \
+		"$E2E_AGENT_PID" 300 && e2e_wait_intervals 2
+	rev=$(ETCDCTL put "$probe" after -w json 2>/dev/null |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
+	for ((i = 0; i < 300; i++)); do
+		read -r PUTS DELS seen <<<"$(events "$mode" "$key" "$probe" "${rev:-0}")"
+		[ "$seen" = 1 ] && break
+		sleep 0.2
+	done
+	if [ "$seen" != 1 ]; then
+		WHY="the sentinel at revision ${rev:-?} never reached the watch (60 s)"
+		return
+	fi
+	LEASES=$(pub_field leases)
+	GAP_MS=$(pub_field gap)
+	TTL_S=$(pub_field ttl)
+	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
+}
+
+stop_run() { # NAME: the agent and the watch stopped, the agent clean
+	e2e_agent_stop_clean "$1"
+	ks_stop_pid "$WATCH_PID" TERM 3
+	WATCH_PID=
+}
+
+run fix
+if [ -n "$WHY" ]; then
+	fail fleet_lease_held_through_stall "$WHY"
+elif [ "$DELS" = 0 ] && [ "${PUTS:-0}" -ge 1 ] && [ "$LEASES" = 1 ] &&
+	[ -n "$GAP_MS" ] && [ "$GAP_MS" -lt $((TTL_S * 1000)) ]; then
+	pass fleet_lease_held_through_stall
+else
+	fail fleet_lease_held_through_stall "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s: $(grep -E 'lease|stalled' "$E2E_TMP/agent.out" | tail -n 4)"
+fi
+stop_run fleet_lease_fix
+
+run control --etcd-keepalive loop
+if [ -n "$WHY" ]; then
+	fail fleet_lease_control_expires "$WHY"
+	fail fleet_lease_control_rejoins "$WHY"
+else
+	if [ "${DELS:-0}" -ge 1 ] && [ "${LEASES:-0}" -ge 2 ] &&
+		grep -q "the lease was gone" "$E2E_TMP/agent.out" &&
+		[ -n "$GAP_MS" ] && [ "$GAP_MS" -ge $((TTL_S * 1000)) ]; then
+		pass fleet_lease_control_expires
+	else
+		fail fleet_lease_control_expires "want members/$SELF deleted by the expiry and a second lease: ${PUTS:-?} puts, ${DELS:-?} deletes, ${LEASES:-?} leases, longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s"
+	fi
+	# put again under the new lease: a put after the delete
+	if [ "${DELS:-0}" -ge 1 ] && [ "${PUTS:-0}" -ge 2 ]; then
+		pass fleet_lease_control_rejoins
+	else
+		fail fleet_lease_control_rejoins "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes"
+	fi
+fi
+stop_run fleet_lease_control
