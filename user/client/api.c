@@ -56,11 +56,11 @@ struct spec {
 
 /* The words that exist only so a test's control run can break a
  * guarantee (docs/operations.md): gated here, parsed where they belong. */
-static const char *const test_words[] = { "fold",       "batch_invalidate",
-					  "l1_drop",    "invalidate",
-					  "ring_union", "view_delay_ms",
-					  "stale_read", "view_skip",
-					  "batch_limit" };
+static const char *const test_words[] = { "fold",        "batch_invalidate",
+					  "l1_drop",     "invalidate",
+					  "ring_union",  "view_delay_ms",
+					  "stale_read",  "view_skip",
+					  "batch_limit", "limit_clients" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -219,6 +219,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			return ksc_err(ks, -EINVAL,
 				       "batch_limit=%s: want on or off", val);
 		ks->batch_skip_limit = !strcmp(val, "off");
+	} else if (!strcmp(w, "limit_clients")) {
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return ksc_err(ks, -EINVAL,
+				       "limit_clients=%s: want on or off", val);
+		ks->limit_clients_off = !strcmp(val, "off");
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}
@@ -294,7 +299,7 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 	if (asprintf(&key,
 		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
 		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d\n"
-		     "lshare=%u",
+		     "lshare=%u\nlclients=%d",
 		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
 		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
 		     sp->etcd_ca ? sp->etcd_ca : "",
@@ -302,7 +307,8 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 		     sp->etcd_key ? sp->etcd_key : "",
 		     (unsigned long long)ns.st_dev,
 		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
-		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share) < 0)
+		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share,
+		     ks->limit_clients_off) < 0)
 		return NULL;
 	return key;
 }
@@ -406,8 +412,9 @@ static int file_share_open(struct keysteer *ks, const struct spec *sp,
 	/* handles on one file with one lag bound share its follower (the
 	 * bound says when the view is down, so it is the follower's) */
 	if (!ks->own_view &&
-	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u", path,
-		     ks->vfile_lag_ms, ks->limit_share) < 0)
+	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u\nlclients=%d", path,
+		     ks->vfile_lag_ms, ks->limit_share,
+		     ks->limit_clients_off) < 0)
 		return ksc_err(ks, -ENOMEM, "out of memory");
 	ret = ksc_share_get(ks, key,
 			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
@@ -513,7 +520,7 @@ KSC_API int keysteer_open(struct keysteer **out, const char *spec)
 	if (!ks)
 		return -ENOMEM;
 	ks->timeout_ms = KSC_TIMEOUT_MS;
-	ks->limit_share = 1;
+	ks->limit_share = 0; /* the fleet's count of views (limit_reg.c) */
 	ks->etcd_timeout_ms = 2000;
 	ks->stale_view_ms = KSC_STALE_VIEW_MS;
 	ks->inval_ttl_s = KSC_INVAL_TTL_S;
@@ -579,6 +586,8 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	__u64 hash = 0, ver;
 	char rule[KS_MAX_KEY_LEN + 2];
 	__u32 rate, cap;
+	unsigned share;
+	int self_in = 0;
 
 	v = ksc_rdlock(ks);
 	/* a view without limit rules or caps pays this one test */
@@ -615,6 +624,14 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	}
 	if (!hash)
 		hash = ksc_key_hash(key, klen);
+	/* the share: limit_share=N, else the views registered for the key
+	 * (limit_reg.c); only a view that follows etcd registers, so the
+	 * others (servers=, routing=, view_file=) count 1 for themselves */
+	share = f->limits.share;
+	if (!share && !f->reg_off && f->etcd)
+		share = ksc_limit_share(
+			0, ksc_view_limit_clients(v, hash, f->reg_id, &self_in),
+			self_in);
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
 	pthread_mutex_lock(&f->llock);
@@ -622,7 +639,8 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		ksc_limits_prune(&f->limits, rules);
 		f->lim_version = ver;
 	}
-	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns());
+	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns(),
+				share ? share : 1);
 	pthread_mutex_unlock(&f->llock);
 	rate = r->count;
 	snprintf(rule, sizeof(rule), "%.*s%s", (int)r->len,
