@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,7 +588,8 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	char rule[KS_MAX_KEY_LEN + 2];
 	__u32 rate, cap;
 	unsigned share;
-	int self_in = 0;
+	int self_in = 0, share_set, made;
+	__u64 made0;
 
 	v = ksc_rdlock(ks);
 	/* a view without limit rules or caps pays this one test */
@@ -628,6 +630,7 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	 * (limit_reg.c); only a view that follows etcd registers, so the
 	 * others (servers=, routing=, view_file=) count 1 for themselves */
 	share = f->limits.share;
+	share_set = share != 0;
 	if (!share && !f->reg_off && f->etcd)
 		share = ksc_limit_share(
 			0, ksc_view_limit_clients(v, hash, f->reg_id, &self_in),
@@ -639,9 +642,21 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		ksc_limits_prune(&f->limits, rules);
 		f->lim_version = ver;
 	}
+	made0 = f->limits.made;
 	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns(),
 				share ? share : 1);
+	made = f->limits.made != made0;
 	pthread_mutex_unlock(&f->llock);
+	/* a key this view never called: its registration at once, so the
+	 * other views' shares shrink within a put and a watch event, not a
+	 * tick of the thread (an eventfd write fails only at overflow,
+	 * when a wake is pending anyway) */
+	if (made && !share_set && !f->reg_off && f->etcd && f->wake_fd >= 0) {
+		__u64 one = 1;
+		ssize_t w = write(f->wake_fd, &one, sizeof(one));
+
+		(void)w;
+	}
 	rate = r->count;
 	snprintf(rule, sizeof(rule), "%.*s%s", (int)r->len,
 		 (const char *)r->key,
@@ -688,6 +703,7 @@ KSC_API int keysteer_limit_stat(struct keysteer *ks, const void *key,
 		s.allowed = b->allowed;
 		s.refused = b->refused;
 		s.prefix_rule = b->rule_len != 0;
+		s.share = b->share;
 	}
 	pthread_mutex_unlock(&ks->fo->llock);
 	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));

@@ -343,8 +343,9 @@ static void *watch_main(void *arg)
 			pthread_rwlock_unlock(&f->lock);
 			purged = now;
 		}
-		/* a few times a second, not once per event */
-		if (now - regs >= 200) {
+		/* a few times a second, not once per event; at once when a
+		 * handle made a bucket (it woke the thread) */
+		if (now - regs >= 200 || p[2].revents) {
 			ksc_limit_reg_tick(f);
 			regs = now;
 		}

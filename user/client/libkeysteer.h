@@ -269,6 +269,9 @@ struct keysteer_limit_stat {
 	uint64_t allowed; /* calls let through since the bucket was made */
 	uint64_t refused; /* ... refused */
 	int prefix_rule;  /* 1: a prefix rule made it */
+	uint32_t share;   /* the views the rate is split over (limit_share=N,
+			   * else those registered for the key, this one
+			   * counted): this view takes rate / share */
 };
 int keysteer_limit_stat(struct keysteer *ks, const void *key, size_t klen,
 			struct keysteer_limit_stat *st, size_t size);

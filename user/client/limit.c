@@ -193,6 +193,7 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 		memcpy(b->key, key, len);
 		bucket_set(b, r, share);
 		l->used++;
+		l->made++;
 	} else if (b->rate != r->count ||
 		   b->automatic != (r->type == KS_RULE_LIMIT_AUTO)) {
 		/* a new rate: the bucket restarts, its counters run on (as
