@@ -587,7 +587,7 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	__u64 hash = 0, ver;
 	char rule[KS_MAX_KEY_LEN + 2];
 	__u32 rate, cap;
-	unsigned share;
+	unsigned share, n;
 	int self_in = 0, share_set, made;
 	__u64 made0;
 
@@ -631,10 +631,11 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	 * others (servers=, routing=, view_file=) count 1 for themselves */
 	share = f->limits.share;
 	share_set = share != 0;
-	if (!share && !f->reg_off && f->etcd)
-		share = ksc_limit_share(
-			0, ksc_view_limit_clients(v, hash, f->reg_id, &self_in),
-			self_in);
+	if (!share && !f->reg_off && f->etcd) {
+		/* two statements: self_in is an output of the count */
+		n = ksc_view_limit_clients(v, hash, f->reg_id, &self_in);
+		share = ksc_limit_share(0, n, self_in);
+	}
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
 	pthread_mutex_lock(&f->llock);

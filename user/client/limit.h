@@ -52,7 +52,7 @@ struct ksc_limit_bucket {
 struct ksc_limits {
 	unsigned share; /* limit_share=N (>= 1); 0: the fleet's count */
 	size_t used;
-	__u64 made; /* buckets made: the view's thread registers new keys */
+	__u64 made;    /* buckets made: the view's thread registers new keys */
 	__u64 no_room; /* calls of keys that found no bucket: let through */
 	__u64 allowed, refused;
 	struct ksc_limit_bucket *b; /* KSC_LIMIT_KEYS, by hash; NULL: none */

@@ -17,8 +17,8 @@
 #include "net/etcd.h"
 #include "util/clock.h"
 
-#define KSC_LIMIT_REG_TTL_S 5 /* a dead process's share, at most this long */
-#define KSC_LIMIT_REG_MAX 256 /* keys one view registers at once */
+#define KSC_LIMIT_REG_TTL_S 5   /* a dead process's share, at most this long */
+#define KSC_LIMIT_REG_MAX   256 /* keys one view registers at once */
 
 static int has(const __u64 *set, size_t n, __u64 h)
 {
@@ -41,8 +41,10 @@ static size_t wanted(struct ksc_follower *f, __u64 now_ns, __u64 *out,
 	for (i = 0; l->b && i < KSC_LIMIT_KEYS && n < max; i++) {
 		const struct ksc_limit_bucket *b = &l->b[i];
 
+		/* a call after the thread read its clock is ahead of now_ns:
+		 * compared so that it counts as recent, not as ancient */
 		if (b->hash &&
-		    now_ns - b->last_ns < KSC_LIMIT_REG_IDLE_MS * 1000000ULL &&
+		    b->last_ns + KSC_LIMIT_REG_IDLE_MS * 1000000ULL > now_ns &&
 		    !has(out, n, b->hash))
 			out[n++] = b->hash;
 	}
@@ -102,8 +104,7 @@ void ksc_limit_reg_tick(struct ksc_follower *f)
 	if (!n && !f->nregd)
 		return;
 	if (!n) { /* nothing called lately: the lease and its keys go */
-		if (f->reg_lease &&
-		    ks_etcd_lease_revoke(f->etcd, f->reg_lease))
+		if (f->reg_lease && ks_etcd_lease_revoke(f->etcd, f->reg_lease))
 			err_count(f);
 		__atomic_add_fetch(&f->reg_dels, f->nregd, __ATOMIC_RELAXED);
 		f->reg_lease = 0;

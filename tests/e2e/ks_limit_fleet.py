@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""ks_limit_fleet.py - one client process of test_client_limit_fleet.sh:
+gets of one limited key through libkeysteer (its Python adapter) at an
+offered rate for a time, with its own view (one per process, as an
+application server has). Writes JSON: the monotonic times of the calls let
+through (CLOCK_MONOTONIC is the host's, so the processes' times compare),
+the refusals, and the bucket's share over time (keysteer_limit_stat).
+
+  ks_limit_fleet.py SPEC KEY RATE SECONDS OUT [START_FILE]
+
+START_FILE: written once the first call is made (the script waits for it,
+not for a time, before it starts the next process).
+"""
+import json
+import sys
+import time
+
+from keysteer_client import Client, RateLimited
+
+
+def main():
+    spec, key, rate, secs, out = sys.argv[1:6]
+    start_file = sys.argv[6] if len(sys.argv) > 6 else None
+    rate, secs = float(rate), float(secs)
+    c = Client(spec)
+    allowed, shares = [], []
+    refused = errors = 0
+    last_share = None
+    t0 = time.monotonic()
+    end = t0 + secs
+    n = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        # paced from the start: a stall is caught up, as a load
+        # generator's schedule would
+        due = t0 + n / rate
+        if due > now:
+            time.sleep(min(due - now, 0.01))
+            continue
+        n += 1
+        try:
+            c.get(key)
+            allowed.append(time.monotonic())
+        except RateLimited:
+            refused += 1
+        except OSError:
+            errors += 1
+        if n == 1 and start_file:
+            with open(start_file, "w") as f:
+                f.write("%f\n" % now)
+        st = c.limit_stat(key)
+        share = st["share"] if st else None
+        if share != last_share:
+            shares.append([time.monotonic(), share])
+            last_share = share
+    st = c.stats()
+    closing = time.monotonic()
+    c.close()
+    json.dump({"start": t0, "closing": closing, "end": time.monotonic(), "calls": n,
+               "allowed": allowed, "refused": refused, "errors": errors,
+               "limit_refused": st["limit_refused"],
+               "limit_allowed": st["limit_allowed"], "shares": shares},
+              open(out, "w"))
+
+
+if __name__ == "__main__":
+    main()
