@@ -466,7 +466,7 @@ bench-limit-cpus: check-deps
 		--zipf-cpu 0 --run-cpu 0 --rps-client 1 --json $(OUT)/limit_bench_cpus.json
 
 # The runaway through libkeysteer over TCP, per client process and
-# fleet-wide (docs/limits.md). About 3 minutes.
+# fleet-wide (docs/limits.md). About 5 minutes.
 bench-limit-tcp: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/limit_tcp_bench.sh --json $(OUT)/limit_tcp_bench.json

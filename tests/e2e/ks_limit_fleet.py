@@ -61,7 +61,9 @@ def main():
     json.dump({"start": t0, "closing": closing, "end": time.monotonic(), "calls": n,
                "allowed": allowed, "refused": refused, "errors": errors,
                "limit_refused": st["limit_refused"],
-               "limit_allowed": st["limit_allowed"], "shares": shares},
+               "limit_allowed": st["limit_allowed"], "shares": shares,
+               "reg_puts": st["limit_reg_puts"],
+               "reg_errors": st["limit_reg_errors"]},
               open(out, "w"))
 
 

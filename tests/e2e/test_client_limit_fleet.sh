@@ -177,14 +177,20 @@ if mode in ("fleet", "control"):
     mid = [share_val(n, (lo + hi) / 2) for n in names]
     msg = "%d let through in %.2f s, bound %.0f (%d/s x %.2f s + %d bursts of %d), %.0f/s; offered %.0f/s; shares in the window's middle %s" % (
         got, w, bound, rate, w, p, burst(rate // p), got / w, offered, mid)
+    t_a = min(d[n]["start"] for n in names)
+    print("  whole run, the start included: %d let through in %.2f s (%.0f/s)" % (
+        admitted(t_a, hi), hi - t_a, admitted(t_a, hi) / (hi - t_a)))
     if mode == "fleet":
         check("client_limit_fleet_within_limit", w > 2 and got <= bound, msg)
         check("client_limit_fleet_shares_counted",
-              all(x == p for x in mid), msg)
+              all(x == p for x in mid) and all(d[n]["reg_puts"] >= 1 and not d[n]["reg_errors"] for n in names),
+              "shares in the window's middle %s; registrations put %s, refused by etcd %s" % (
+                  mid, [d[n]["reg_puts"] for n in names], [d[n]["reg_errors"] for n in names]))
         check("client_limit_fleet_counts_equal", not bad,
               "; ".join(bad) or "%d processes' refusals each = limit_refused" % p)
     else:
-        check("client_limit_fleet_control_exceeds", w > 2 and got > bound, msg)
+        check("client_limit_fleet_control_exceeds",
+              w > 2 and got > bound and not any(d[n]["reg_puts"] for n in names), msg)
 else:  # join: names = the three, then the fourth
     three, four = names[:3], names[3]
     j, l = first(four), d[four]["closing"]

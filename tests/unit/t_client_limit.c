@@ -346,6 +346,43 @@ static void share_fleet(void)
 	kt_end();
 }
 
+/* Views starting together, none registered yet: each new bucket starts
+ * empty (one call, then its rate), not with a whole burst of the rule's
+ * rate; the control, a bucket made warm, has the burst. */
+static void cold_start(void)
+{
+	static struct ks_hot_rules r;
+	const struct ks_hot_rule *rule;
+	struct ksc_limits l;
+	unsigned i, ok = 0;
+	__u64 h = ksc_key_hash("run:1", 5);
+
+	kt_begin("client_limit_cold_bucket_no_burst");
+	rules_of(&r, "limit run:1 1000/s\n");
+	rule = ks_limit_rule_match(&r, (const __u8 *)"run:1", 5);
+	ksc_limits_init(&l, 0);
+	for (i = 0; i < 200; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h, SEC, 1, 1) ==
+		      KSC_LIM_ALLOWED;
+	CHECK_EQ(ok, 1);
+	/* then its rate: 1,000/s over the next second, nothing more */
+	ok = 0;
+	for (i = 1; i <= 10000; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h,
+					  SEC + i * 100000ULL, 1,
+					  1) == KSC_LIM_ALLOWED;
+	CHECK(ok >= 990 && ok <= 1000, "allowed %u in 1 s", ok);
+	ksc_limits_free(&l);
+	ksc_limits_init(&l, 0);
+	ok = 0;
+	for (i = 0; i < 200; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h, SEC, 1, 0) ==
+		      KSC_LIM_ALLOWED;
+	CHECK_EQ(ok, 100); /* warm: the burst of 1,000/s */
+	ksc_limits_free(&l);
+	kt_end();
+}
+
 static int reg_put(struct ksc_view *v, __u64 hash, __u64 id, __s64 rev)
 {
 	char key[128];
@@ -414,6 +451,7 @@ void test_client_limit(void)
 {
 	share_rule();
 	share_fleet();
+	cold_start();
 	view_clients();
 	frozen();
 	unnamed();

@@ -588,7 +588,7 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	char rule[KS_MAX_KEY_LEN + 2];
 	__u32 rate, cap;
 	unsigned share, n;
-	int self_in = 0, share_set, made;
+	int self_in = 0, share_set, made, counted = 0;
 	__u64 made0;
 
 	v = ksc_rdlock(ks);
@@ -635,6 +635,7 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		/* two statements: self_in is an output of the count */
 		n = ksc_view_limit_clients(v, hash, f->reg_id, &self_in);
 		share = ksc_limit_share(0, n, self_in);
+		counted = 1;
 	}
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
@@ -644,8 +645,10 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		f->lim_version = ver;
 	}
 	made0 = f->limits.made;
-	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns(),
-				share ? share : 1);
+	/* counted but not yet seen registered: a new bucket starts empty */
+	d = ksc_limit_take_cold(&f->limits, r, key, klen, hash, ks_mono_ns(),
+				share ? share : 1,
+				!share_set && counted && !self_in);
 	made = f->limits.made != made0;
 	pthread_mutex_unlock(&f->llock);
 	/* a key this view never called: its registration at once, so the
@@ -1230,6 +1233,12 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	pthread_mutex_lock(&ks->fo->llock);
 	s.limit_keys = ks->fo->limits.used;
 	s.limit_no_room = ks->fo->limits.no_room;
+	s.limit_reg_puts =
+		__atomic_load_n(&ks->fo->reg_puts, __ATOMIC_RELAXED);
+	s.limit_reg_dels =
+		__atomic_load_n(&ks->fo->reg_dels, __ATOMIC_RELAXED);
+	s.limit_reg_errors =
+		__atomic_load_n(&ks->fo->reg_errors, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ks->fo->llock);
 	s.view_handles = ksc_share_handles(ks->fo);
 	s.view_skipped = __atomic_load_n(&ks->fo->skipped, __ATOMIC_RELAXED);

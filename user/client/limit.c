@@ -164,6 +164,15 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 					   __u64 hash, __u64 now_ns,
 					   unsigned share)
 {
+	return ksc_limit_take_cold(l, r, key, len, hash, now_ns, share, 0);
+}
+
+enum ksc_limit_verdict ksc_limit_take_cold(struct ksc_limits *l,
+					   const struct ks_hot_rule *r,
+					   const void *key, size_t len,
+					   __u64 hash, __u64 now_ns,
+					   unsigned share, int cold)
+{
 	struct ksc_limit_bucket *b;
 	size_t i;
 
@@ -192,6 +201,8 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 		b->len = (__u16)len;
 		memcpy(b->key, key, len);
 		bucket_set(b, r, share);
+		if (cold) /* empty: tau ahead, so one call, then the rate */
+			b->tat_ns = now_ns + b->tau_ns;
 		l->used++;
 		l->made++;
 	} else if (b->rate != r->count ||

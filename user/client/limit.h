@@ -108,6 +108,17 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 					   __u64 hash, __u64 now_ns,
 					   unsigned share);
 
+/* The same; cold: a bucket made by this call starts empty (its first call
+ * let through, then its rate), not full: a view that has not yet seen
+ * its own registration cannot know how many others start with it, and P
+ * views starting together would otherwise each take a whole burst of the
+ * rule's rate (docs/limits.md, "How the limit is shared"). */
+enum ksc_limit_verdict ksc_limit_take_cold(struct ksc_limits *l,
+					   const struct ks_hot_rule *r,
+					   const void *key, size_t len,
+					   __u64 hash, __u64 now_ns,
+					   unsigned share, int cold);
+
 /* The bucket of key, or NULL (for counters and tests). */
 const struct ksc_limit_bucket *ksc_limit_find(const struct ksc_limits *l,
 					      const void *key, size_t len,

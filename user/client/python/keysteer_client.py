@@ -80,7 +80,8 @@ class _Stats(ctypes.Structure):
         # one view per process; rate limits
         (n, ctypes.c_uint64) for n in (
             "view_handles", "view_skipped", "limit_allowed", "limit_refused",
-            "limit_rules", "limit_keys", "limit_no_room")]
+            "limit_rules", "limit_keys", "limit_no_room", "limit_reg_puts",
+            "limit_reg_dels", "limit_reg_errors")]
 
 
 class _LimitStat(ctypes.Structure):
