@@ -6,12 +6,16 @@ application server has). Writes JSON: the monotonic times of the calls let
 through (CLOCK_MONOTONIC is the host's, so the processes' times compare),
 the refusals, and the bucket's share over time (keysteer_limit_stat).
 
-  ks_limit_fleet.py SPEC KEY RATE SECONDS OUT [START_FILE]
+  ks_limit_fleet.py SPEC KEY RATE SECONDS OUT [START_FILE [GO_FILE]]
 
 START_FILE: written once the first call is made (the script waits for it,
-not for a time, before it starts the next process).
+not for a time, before it starts the next process). GO_FILE: the client
+open, OUT.ready is written and the calls wait for GO_FILE to exist (120 s
+at most), so processes that a loaded machine started seconds apart run
+their SECONDS together.
 """
 import json
+import os
 import sys
 import time
 
@@ -21,8 +25,17 @@ from keysteer_client import Client, RateLimited
 def main():
     spec, key, rate, secs, out = sys.argv[1:6]
     start_file = sys.argv[6] if len(sys.argv) > 6 else None
+    go_file = sys.argv[7] if len(sys.argv) > 7 else None
     rate, secs = float(rate), float(secs)
     c = Client(spec)
+    if go_file:
+        with open(out + ".ready", "w") as f:
+            f.write("ready\n")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(go_file):
+            if time.monotonic() > deadline:
+                sys.exit("ks_limit_fleet: %s never came" % go_file)
+            time.sleep(0.01)
     allowed, shares = [], []
     refused = errors = 0
     why = []

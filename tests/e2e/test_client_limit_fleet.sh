@@ -87,15 +87,29 @@ fi
 
 SPEC="etcd=$URL cluster=$CLUSTER timeout_ms=5000 etcd_timeout_ms=10000"
 
-# client NAME SECONDS [SPEC_WORDS]: one process in the background, its
-# JSON in $E2E_TMP/NAME.json, its first call's time in NAME.start.
+# client NAME SECONDS GO [SPEC_WORDS]: one process in the background, its
+# JSON in $E2E_TMP/NAME.json, its first call's time in NAME.start; its
+# calls wait for the file GO (NAME.json.ready says it is open).
 client() {
 	ks_in_ns_bg "$CNS" env KEYSTEER_LIB="$LIB" KEYSTEER_TEST_SWITCHES=1 \
 		PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
-		timeout 120 "$PY" "$E2E_DIR/ks_limit_fleet.py" "$SPEC${3:+ $3}" run:1 \
-		"$OFFER" "$2" "$E2E_TMP/$1.json" "$E2E_TMP/$1.start" \
+		timeout 180 "$PY" "$E2E_DIR/ks_limit_fleet.py" "$SPEC${4:+ $4}" run:1 \
+		"$OFFER" "$2" "$E2E_TMP/$1.json" "$E2E_TMP/$1.start" "$E2E_TMP/$3" \
 		2>"$E2E_TMP/$1.err"
 	CPIDS+=("$KS_BG_PID")
+}
+
+# go FILE NAME...: once each one is open (120 s at most), FILE made
+go() {
+	local f=$1 n deadline=$((SECONDS + 120))
+	shift
+	for n in "$@"; do
+		while [ ! -e "$E2E_TMP/$n.json.ready" ]; do
+			[ "$SECONDS" -ge "$deadline" ] && return 1
+			sleep 0.05
+		done
+	done
+	: >"$E2E_TMP/$f"
 }
 
 # wait_start NAME...: each one's first call made (60 s at most)
@@ -232,9 +246,9 @@ PYEOF
 
 # 1. four together
 for n in a b c d; do
-	client "f$n" 6
+	client "f$n" 6 go.f
 done
-if ! wait_all; then
+if ! go go.f fa fb fc fd || ! wait_all; then
 	fail client_limit_fleet_run "a client failed: $(cat "$E2E_TMP"/f?.err | head -c 400)"
 	exit 1
 fi
@@ -242,9 +256,9 @@ analyse fleet fa fb fc fd
 
 # 2. the control: each process the whole rate
 for n in a b c d; do
-	client "c$n" 6 limit_clients=off
+	client "c$n" 6 go.c limit_clients=off
 done
-if ! wait_all; then
+if ! go go.c ca cb cc cd || ! wait_all; then
 	fail client_limit_fleet_run "a control client failed: $(cat "$E2E_TMP"/c?.err | head -c 400)"
 	exit 1
 fi
@@ -252,13 +266,13 @@ analyse control ca cb cc cd
 
 # 3. join and leave: the fourth once the three run
 for n in a b c; do
-	client "j$n" 9
+	client "j$n" 9 go.j
 done
-if ! wait_start ja jb jc; then
+if ! go go.j ja jb jc || ! wait_start ja jb jc; then
 	fail client_limit_fleet_run "the three did not start within 60 s"
 	exit 1
 fi
-client jd 3
+client jd 3 go.j
 if ! wait_all; then
 	fail client_limit_fleet_run "a client failed: $(cat "$E2E_TMP"/j?.err | head -c 400)"
 	exit 1
