@@ -6,13 +6,15 @@ application server has). Writes JSON: the monotonic times of the calls let
 through (CLOCK_MONOTONIC is the host's, so the processes' times compare),
 the refusals, and the bucket's share over time (keysteer_limit_stat).
 
-  ks_limit_fleet.py SPEC KEY RATE SECONDS OUT [START_FILE [GO_FILE]]
+  ks_limit_fleet.py SPEC KEY RATE SECONDS OUT [START_FILE [GO_FILE [STOP_FILE]]]
 
 START_FILE: written once the first call is made (the script waits for it,
 not for a time, before it starts the next process). GO_FILE: the client
 open, OUT.ready is written and the calls wait for GO_FILE to exist (120 s
 at most), so processes that a loaded machine started seconds apart run
-their SECONDS together.
+their SECONDS together. STOP_FILE: the calls end when it exists (SECONDS
+then bounds the run). OUT.share holds the bucket's share whenever it
+changes, for a script that waits for it.
 """
 import json
 import os
@@ -26,6 +28,7 @@ def main():
     spec, key, rate, secs, out = sys.argv[1:6]
     start_file = sys.argv[6] if len(sys.argv) > 6 else None
     go_file = sys.argv[7] if len(sys.argv) > 7 else None
+    stop_file = sys.argv[8] if len(sys.argv) > 8 else None
     rate, secs = float(rate), float(secs)
     c = Client(spec)
     if go_file:
@@ -46,7 +49,8 @@ def main():
     n = 0
     while True:
         now = time.monotonic()
-        if now >= end:
+        if now >= end or (stop_file and n % 25 == 0 and
+                          os.path.exists(stop_file)):
             break
         # paced; a stall of this loaded machine is not caught up (the
         # schedule moves on): a catch-up would send the missed calls in
@@ -76,6 +80,9 @@ def main():
         if share != last_share:
             shares.append([time.monotonic(), share])
             last_share = share
+            with open(out + ".share.tmp", "w") as f:
+                f.write("%s\n" % share)
+            os.replace(out + ".share.tmp", out + ".share")
     st = c.stats()
     closing = time.monotonic()
     c.close()

@@ -17,8 +17,9 @@
 # 2. The control: the same with limit_clients=off (a test-only switch
 #    under KEYSTEER_TEST_SWITCHES=1: no registration, each process the
 #    whole rate, as before this change): more than that bound.
-# 3. Join and leave: three processes for 9 s, a fourth started once
-#    theirs run and stopped 3 s later. Each of the three switches to a
+# 3. Join and leave: three processes, a fourth started once theirs run
+#    and stopped 3 s later; the three stop once each is at a share of 3
+#    again (30 s at most). Each of the three switches to a
 #    share of 4 within 2 s of the fourth's first call and back to 3
 #    within 2 s of its close; over the window the fleet lets through at
 #    most 200 x W + 4 bursts + what the three's old shares let through
@@ -95,6 +96,7 @@ client() {
 		PYTHONPATH="$E2E_ROOT/user/client/python:$E2E_DIR" \
 		timeout 180 "$PY" "$E2E_DIR/ks_limit_fleet.py" "$SPEC${4:+ $4}" run:1 \
 		"$OFFER" "$2" "$E2E_TMP/$1.json" "$E2E_TMP/$1.start" "$E2E_TMP/$3" \
+		"$E2E_TMP/stop.$1" \
 		2>"$E2E_TMP/$1.err"
 	CPIDS+=("$KS_BG_PID")
 }
@@ -266,14 +268,28 @@ analyse control ca cb cc cd
 
 # 3. join and leave: the fourth once the three run
 for n in a b c; do
-	client "j$n" 9 go.j
+	client "j$n" 60 go.j
 done
 if ! go go.j ja jb jc || ! wait_start ja jb jc; then
 	fail client_limit_fleet_run "the three did not start within 60 s"
 	exit 1
 fi
 client jd 3 go.j
-if ! wait_all; then
+# the fourth's end, then each of the three at a share of 3 again (their
+# runs end on that event, 30 s at most, not at a time)
+J4=$KS_BG_PID
+wait "$J4"
+j4rc=$?
+CPIDS=("${CPIDS[@]:0:3}")
+deadline=$((SECONDS + 30))
+for n in ja jb jc; do
+	until [ "$(cat "$E2E_TMP/$n.json.share" 2>/dev/null)" = 3 ] ||
+		[ "$SECONDS" -ge "$deadline" ]; do
+		sleep 0.05
+	done
+	: >"$E2E_TMP/stop.$n"
+done
+if ! wait_all || [ "$j4rc" != 0 ]; then
 	fail client_limit_fleet_run "a client failed: $(cat "$E2E_TMP"/j?.err | head -c 400)"
 	exit 1
 fi
