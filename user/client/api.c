@@ -1233,12 +1233,10 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	pthread_mutex_lock(&ks->fo->llock);
 	s.limit_keys = ks->fo->limits.used;
 	s.limit_no_room = ks->fo->limits.no_room;
-	s.limit_reg_puts =
-		__atomic_load_n(&ks->fo->reg_puts, __ATOMIC_RELAXED);
-	s.limit_reg_dels =
-		__atomic_load_n(&ks->fo->reg_dels, __ATOMIC_RELAXED);
-	s.limit_reg_errors =
-		__atomic_load_n(&ks->fo->reg_errors, __ATOMIC_RELAXED);
+	s.limit_reg_puts = __atomic_load_n(&ks->fo->reg_puts, __ATOMIC_RELAXED);
+	s.limit_reg_dels = __atomic_load_n(&ks->fo->reg_dels, __ATOMIC_RELAXED);
+	s.limit_reg_errors = __atomic_load_n(&ks->fo->reg_errors,
+					     __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ks->fo->llock);
 	s.view_handles = ksc_share_handles(ks->fo);
 	s.view_skipped = __atomic_load_n(&ks->fo->skipped, __ATOMIC_RELAXED);
