@@ -92,7 +92,7 @@ struct ksc_follower {
 	__u64 reg_id;
 	int reg_off;
 	int64_t reg_lease;
-	__u64 reg_kept_ms, reg_tried_ms;
+	__u64 reg_kept_ms, reg_tried_ms, reg_retry_ms;
 	__u64 *regd; /* the hashes registered now */
 	size_t nregd, regd_size;
 	__u64 reg_puts, reg_dels, reg_errors; /* atomics: stats read them */

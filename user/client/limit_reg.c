@@ -125,7 +125,9 @@ void ksc_limit_reg_tick(struct ksc_follower *f)
 		f->regd = r;
 		f->regd_size = KSC_LIMIT_REG_MAX;
 	}
-	for (i = 0; i < n; i++) {
+	/* a refused put (a user without write on limit_clients/) is
+	 * tried again 5 s on, not at every tick */
+	for (i = 0; i < n && now_ms >= f->reg_retry_ms; i++) {
 		if (has(f->regd, f->nregd, want[i]))
 			continue;
 		len = ksc_lim_reg_key(&f->view, want[i], f->reg_id, key,
@@ -133,7 +135,8 @@ void ksc_limit_reg_tick(struct ksc_follower *f)
 		if (len < 0 || ks_etcd_put(f->etcd, key, (size_t)len, "1", 1,
 					   f->reg_lease, NULL)) {
 			err_count(f);
-			continue;
+			f->reg_retry_ms = now_ms + 5000;
+			break;
 		}
 		f->regd[f->nregd++] = want[i];
 		__atomic_add_fetch(&f->reg_puts, 1, __ATOMIC_RELAXED);
