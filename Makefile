@@ -235,7 +235,7 @@ $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS
 
 # keysteer_open's spec words (api.c and what it calls) for t_client_view.c
 UNIT_CLIENT_OBJS := $(patsubst %,$(OUT)/user/client/%.o,api batch counter_io \
-	fleet fleet_file servers routing share limit)
+	fleet fleet_file servers routing share limit limit_reg)
 $(OUT)/tests/unit_test: $(call tier_objs,unit) $(TEST_LIB) $(AGENT_PART) \
 	$(OUT)/user/load/zipf.o $(OUT)/user/load/hist.o \
 	$(OUT)/user/client/view.o $(OUT)/user/client/route.o \
@@ -466,7 +466,7 @@ bench-limit-cpus: check-deps
 		--zipf-cpu 0 --run-cpu 0 --rps-client 1 --json $(OUT)/limit_bench_cpus.json
 
 # The runaway through libkeysteer over TCP, per client process and
-# fleet-wide (docs/limits.md). About 3 minutes.
+# fleet-wide (docs/limits.md). About 5 minutes.
 bench-limit-tcp: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/limit_tcp_bench.sh --json $(OUT)/limit_tcp_bench.json

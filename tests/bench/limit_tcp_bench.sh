@@ -14,10 +14,17 @@
 # the processes. Configurations, interleaved round after round:
 #   alone     the Zipf load only;
 #   runaway   plus the runaway, no rule;
-#   limited   `limit runaway:1 LIMIT/s` in the fleet's pins: each process
-#             lets LIMIT/s through, so the fleet PROCS x LIMIT;
+#   limited   `limit runaway:1 LIMIT/s` in the fleet's pins, the clients
+#             opened with limit_share=1: each process lets LIMIT/s
+#             through, so the fleet PROCS x LIMIT (the default before
+#             the views counted each other);
 #   shared    the same rule, the clients opened with limit_share=PROCS:
 #             each process LIMIT/PROCS, the fleet LIMIT;
+#   fleet     the same rule, no limit_share: each process's view
+#             registers for the key and takes LIMIT / the views
+#             registered (docs/limits.md "How the limit is shared");
+#   join      as fleet, but the last process starts SECS/3 s after the
+#             others and runs SECS/3 s: a client joining and leaving;
 #   atlimit   the runaway's senders at LIMIT gets/s fleet-wide, no rule:
 #             the floor a fleet-wide limit can reach.
 # Reported per configuration, median over rounds [min-max]: the other
@@ -45,7 +52,7 @@ CLOAD=$ROOT/${OUT:-build}/tests/ks_client_load
 LIB=$ROOT/${OUT:-build}/libkeysteer.so
 PY=/usr/bin/python3
 ROUNDS=5 SECS=5 LIMIT=1000 ZRATE=3000 PROCS=4 JSON=''
-CONFS="alone runaway limited shared atlimit"
+CONFS="alone runaway limited shared fleet join atlimit"
 RTHREADS=4 ZTHREADS=2 RVALUE=20000
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -125,15 +132,26 @@ cmd_get() {
 # $TMP/CONF.ROUND.P.json, memcached's cmd_get delta in $TMP/CONF.ROUND.mc.
 one() {
 	local conf=$1 r=$2 p before after spec rate
-	if [ "$conf" = limited ] || [ "$conf" = shared ]; then pins "$TMP/limit.txt"; else pins "$TMP/none.txt"; fi
+	case $conf in
+	limited | shared | fleet | join) pins "$TMP/limit.txt" ;;
+	*) pins "$TMP/none.txt" ;;
+	esac
 	spec="etcd=$URL cluster=$CLUSTER timeout_ms=2000"
+	[ "$conf" = limited ] && spec="$spec limit_share=1"
 	[ "$conf" = shared ] && spec="$spec limit_share=$PROCS"
 	rate=$([ "$conf" = atlimit ] && echo "$LIMIT" || echo "$RRATE")
 	before=$(cmd_get)
 	CPIDS=()
 	for p in $(seq "$PROCS"); do
+		dur=$SECS
+		if [ "$conf" = join ] && [ "$p" = "$PROCS" ]; then
+			# a bench, not a test: the joiner's schedule is the
+			# measurement's own (a third in, for a third)
+			sleep "$(echo "$SECS / 3" | bc -l)"
+			dur=$(echo "$SECS / 3" | bc -l)
+		fi
 		args=(--spec "$spec" --threads "$ZTHREADS" --keys 10000 --zipf 0.99 --prefix key:
-			--rate "$(( ZRATE / PROCS ))" --duration "$SECS" --seed "$((r * 100 + p))")
+			--rate "$(( ZRATE / PROCS ))" --duration "$dur" --seed "$((r * 100 + p))")
 		[ "$conf" != alone ] && args+=(--runaway runaway:1 --runaway-threads "$RTHREADS"
 			--runaway-rate "$(( rate / PROCS ))")
 		ks_in_ns_bg "$NS" "$CLOAD" "${args[@]}" >"$TMP/$conf.$r.$p.json" 2>"$TMP/$conf.$r.$p.err"
@@ -203,7 +221,7 @@ for conf in confs.split():
             print("FAIL %s round %d: memcached cmd_get +%d, the clients sent %d (errors %d)"
                   % (conf, r, mc, sent, errs))
         run = [d["runaway"] for d in ds if "runaway" in d]
-        if run and conf in ("limited", "shared"):
+        if run and conf in ("limited", "shared", "fleet", "join"):
             # per client: what each process saw refused (= its handles'
             # own count, checked above) and served
             print("  %s round %d, per process: refused %s; served/s %s" % (

@@ -12,6 +12,8 @@
 #include "client/limit.h"
 #include "client/view.h"
 #include "core/hotkeys.h"
+#include "core/limits.h"
+#include "net/etcd.h"
 #include "core/pins_doc.h"
 #include "unit.h"
 
@@ -253,8 +255,204 @@ static void view_rules(void)
 	kt_end();
 }
 
+/* The share a bucket takes (ksc_limit_share): limit_share=N when given,
+ * else the views registered for the key, this one counted even before
+ * its own registration comes back through the watch. */
+static void share_rule(void)
+{
+	kt_begin("client_limit_share_from_registered_views");
+	CHECK_EQ(ksc_limit_share(4, 0, 0), 4);
+	CHECK_EQ(ksc_limit_share(4, 9, 1), 4); /* explicit wins */
+	CHECK_EQ(ksc_limit_share(0, 0, 0), 1); /* alone, not yet seen */
+	CHECK_EQ(ksc_limit_share(0, 1, 1), 1); /* alone, seen */
+	CHECK_EQ(ksc_limit_share(0, 3, 0), 4); /* a fourth joins */
+	CHECK_EQ(ksc_limit_share(0, 4, 1), 4);
+	CHECK_EQ(ksc_limit_share(0, 0, 1), 1); /* never 0 */
+	kt_end();
+}
+
+/* P processes, each with its own table, at 10x a 1,000/s rule over 10 s:
+ * with the shares from the registered count the fleet lets through at
+ * most the rule's rate plus P bursts; a share that changes while the key
+ * is drained (a process joining, then leaving) re-times the bucket
+ * without a new burst; the control, every process at share 1, lets P
+ * times the rule through. */
+static void share_fleet(void)
+{
+	static struct ks_hot_rules r;
+	struct ksc_limits l[4];
+	const struct ks_hot_rule *rule;
+	unsigned p, i, ok = 0, ctl = 0, share;
+	__u64 h = ksc_key_hash("run:1", 5), t;
+
+	kt_begin("client_limit_share_fleet_holds_rule");
+	rules_of(&r, "limit run:1 1000/s\n");
+	rule = ks_limit_rule_match(&r, (const __u8 *)"run:1", 5);
+	CHECK(rule != NULL, "rule");
+	for (p = 0; p < 4; p++)
+		ksc_limits_init(&l[p], 0);
+	/* 2,500 calls/s from each, 10 s: the count is 4 throughout */
+	for (i = 0; i < 25000; i++)
+		for (p = 0; p < 4; p++) {
+			t = SEC + i * 400000ULL + p * 1000ULL;
+			share = ksc_limit_share(0, 4, 1);
+			ok += ksc_limit_take_rule(&l[p], rule, "run:1", 5, h, t,
+						  share) == KSC_LIM_ALLOWED;
+		}
+	/* 1,000/s x 10 s + 4 bursts of 25 (the share's rate / 10) */
+	CHECK(ok >= 9990 && ok <= 10000 + 4 * 25, "fleet allowed %u", ok);
+	for (p = 0; p < 4; p++)
+		ksc_limits_free(&l[p]);
+	/* the control: each process the whole rate */
+	for (p = 0; p < 4; p++)
+		ksc_limits_init(&l[p], 0);
+	for (i = 0; i < 25000; i++)
+		for (p = 0; p < 4; p++) {
+			t = SEC + i * 400000ULL + p * 1000ULL;
+			ctl += ksc_limit_take_rule(&l[p], rule, "run:1", 5, h,
+						   t, 1) == KSC_LIM_ALLOWED;
+		}
+	CHECK(ctl > 10000 + 4 * 25, "control allowed %u", ctl);
+	CHECK(ctl >= 39000, "control allowed %u, not 4x", ctl);
+	for (p = 0; p < 4; p++)
+		ksc_limits_free(&l[p]);
+	kt_end();
+
+	kt_begin("client_limit_share_change_no_burst");
+	ksc_limits_init(&l[0], 0);
+	/* drained at share 1 (a burst of 100), then a second view: the
+	 * same instant gives nothing more, 1 s on gives 500 */
+	ok = 0;
+	for (i = 0; i < 1000; i++)
+		ok += ksc_limit_take_rule(&l[0], rule, "run:1", 5, h, SEC, 1) ==
+		      KSC_LIM_ALLOWED;
+	CHECK_EQ(ok, 100);
+	CHECK_EQ(ksc_limit_take_rule(&l[0], rule, "run:1", 5, h, SEC, 2),
+		 KSC_LIM_REFUSED);
+	ok = 0;
+	for (i = 1; i <= 10000; i++) /* 10,000/s for 1 s at share 2 */
+		ok += ksc_limit_take_rule(&l[0], rule, "run:1", 5, h,
+					  SEC + i * 100000ULL,
+					  2) == KSC_LIM_ALLOWED;
+	CHECK(ok >= 450 && ok <= 500, "share 2 allowed %u in 1 s", ok);
+	/* the other leaves: back to share 1 with no burst on top */
+	ok = 0;
+	for (i = 1; i <= 10000; i++)
+		ok += ksc_limit_take_rule(&l[0], rule, "run:1", 5, h,
+					  2 * SEC + i * 100000ULL,
+					  1) == KSC_LIM_ALLOWED;
+	CHECK(ok >= 950 && ok <= 1000, "share 1 allowed %u in 1 s", ok);
+	ksc_limits_free(&l[0]);
+	kt_end();
+}
+
+/* Views starting together, none registered yet: each new bucket starts
+ * empty (one call, then its rate), not with a whole burst of the rule's
+ * rate; the control, a bucket made warm, has the burst. */
+static void cold_start(void)
+{
+	static struct ks_hot_rules r;
+	const struct ks_hot_rule *rule;
+	struct ksc_limits l;
+	unsigned i, ok = 0;
+	__u64 h = ksc_key_hash("run:1", 5);
+
+	kt_begin("client_limit_cold_bucket_no_burst");
+	rules_of(&r, "limit run:1 1000/s\n");
+	rule = ks_limit_rule_match(&r, (const __u8 *)"run:1", 5);
+	ksc_limits_init(&l, 0);
+	for (i = 0; i < 200; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h, SEC, 1, 1) ==
+		      KSC_LIM_ALLOWED;
+	CHECK_EQ(ok, 1);
+	/* then its rate: 1,000/s over the next second, nothing more */
+	ok = 0;
+	for (i = 1; i <= 10000; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h,
+					  SEC + i * 100000ULL, 1,
+					  1) == KSC_LIM_ALLOWED;
+	CHECK(ok >= 990 && ok <= 1000, "allowed %u in 1 s", ok);
+	ksc_limits_free(&l);
+	ksc_limits_init(&l, 0);
+	ok = 0;
+	for (i = 0; i < 200; i++)
+		ok += ksc_limit_take_cold(&l, rule, "run:1", 5, h, SEC, 1, 0) ==
+		      KSC_LIM_ALLOWED;
+	CHECK_EQ(ok, 100); /* warm: the burst of 1,000/s */
+	ksc_limits_free(&l);
+	kt_end();
+}
+
+static int reg_put(struct ksc_view *v, __u64 hash, __u64 id, __s64 rev)
+{
+	char key[128];
+	int n = ksc_lim_reg_key(v, hash, id, key, sizeof(key));
+
+	CHECK(n > 0, "key");
+	return ksc_view_put(v, key, (size_t)n, "1", 1, rev);
+}
+
+static int reg_del(struct ksc_view *v, __u64 hash, __u64 id, __s64 rev)
+{
+	char key[128];
+	int n = ksc_lim_reg_key(v, hash, id, key, sizeof(key));
+
+	return ksc_view_del(v, key, (size_t)n, rev, 0);
+}
+
+/* The view counts the views registered for a key from limit_clients/
+ * (puts, deletes, a whole read's sweep); a put again counts once; a key
+ * of another shape is left alone. */
+static void view_clients(void)
+{
+	struct ksc_view v;
+	struct ks_etcd_kv kv[2];
+	char k0[128], k1[128];
+	int self = -1;
+
+	kt_begin("client_limit_view_counts_registered");
+	ksc_view_init(&v, "t");
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 7, &self), 0);
+	CHECK_EQ(self, 0);
+	CHECK_EQ(reg_put(&v, 0xab, 7, 2), 0);
+	CHECK_EQ(reg_put(&v, 0xab, 8, 3), 0);
+	CHECK_EQ(reg_put(&v, 0xab, 8, 4), 0); /* again: one */
+	CHECK_EQ(reg_put(&v, 0xcd, 9, 5), 0);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 7, &self), 2);
+	CHECK_EQ(self, 1);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 1, &self), 2);
+	CHECK_EQ(self, 0);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xcd, 7, &self), 1);
+	CHECK_EQ(reg_del(&v, 0xab, 8, 6), 0);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 7, &self), 1);
+	/* not HASH/ID: not counted, not refused */
+	CHECK_EQ(
+		ksc_view_put(&v, "/keysteer/t/limit_clients/zz", 28, "1", 1, 7),
+		1);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 7, &self), 1);
+	/* a whole read with 0xcd/9 and a new 0xab/5: 0xab/7 went */
+	memset(kv, 0, sizeof(kv));
+	kv[0].key_len = (size_t)ksc_lim_reg_key(&v, 0xcd, 9, k0, sizeof(k0));
+	kv[0].key = k0;
+	kv[1].key_len = (size_t)ksc_lim_reg_key(&v, 0xab, 5, k1, sizeof(k1));
+	kv[1].key = k1;
+	kv[0].value = kv[1].value = "1";
+	kv[0].value_len = kv[1].value_len = 1;
+	kv[0].mod_revision = kv[1].mod_revision = 8;
+	CHECK_EQ(ksc_view_load(&v, kv, 2, 8, 0), 0);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xab, 7, &self), 1);
+	CHECK_EQ(self, 0);
+	CHECK_EQ(ksc_view_limit_clients(&v, 0xcd, 7, &self), 1);
+	ksc_view_free(&v);
+	kt_end();
+}
+
 void test_client_limit(void)
 {
+	share_rule();
+	share_fleet();
+	cold_start();
+	view_clients();
 	frozen();
 	unnamed();
 	over_time();

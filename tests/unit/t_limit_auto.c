@@ -551,13 +551,13 @@ static void hot_entry(void)
 	capr.count = 400;
 	memcpy(capr.key, "run:1", 5);
 	for (i = 0; i < 100; i++)
-		allowed += ksc_limit_take_rule(&l, &capr, "run:1", 5, h,
-					       1000) == KSC_LIM_ALLOWED;
+		allowed += ksc_limit_take_rule(&l, &capr, "run:1", 5, h, 1000,
+					       0) == KSC_LIM_ALLOWED;
 	CHECK_EQ(allowed, 40); /* its burst, a tenth of a second's worth */
 	ksc_limits_prune(&l, &none);
 	CHECK(ksc_limit_find(&l, "run:1", 5, h) != NULL,
 	      "the cap's bucket pruned with the rules");
-	CHECK(ksc_limit_take_rule(&l, &capr, "run:1", 5, h, 1000) ==
+	CHECK(ksc_limit_take_rule(&l, &capr, "run:1", 5, h, 1000, 0) ==
 		      KSC_LIM_REFUSED,
 	      "the drained bucket restarted");
 	ksc_limits_free(&l);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,11 @@ struct spec {
 
 /* The words that exist only so a test's control run can break a
  * guarantee (docs/operations.md): gated here, parsed where they belong. */
-static const char *const test_words[] = { "fold",       "batch_invalidate",
-					  "l1_drop",    "invalidate",
-					  "ring_union", "view_delay_ms",
-					  "stale_read", "view_skip",
-					  "batch_limit" };
+static const char *const test_words[] = { "fold",        "batch_invalidate",
+					  "l1_drop",     "invalidate",
+					  "ring_union",  "view_delay_ms",
+					  "stale_read",  "view_skip",
+					  "batch_limit", "limit_clients" };
 
 /* 0 for any word a spec may give, else the gate's answer. */
 static int test_word(struct keysteer *ks, struct spec *sp, const char *w,
@@ -219,6 +220,11 @@ static int parse_word(struct keysteer *ks, struct spec *sp, char *w)
 			return ksc_err(ks, -EINVAL,
 				       "batch_limit=%s: want on or off", val);
 		ks->batch_skip_limit = !strcmp(val, "off");
+	} else if (!strcmp(w, "limit_clients")) {
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return ksc_err(ks, -EINVAL,
+				       "limit_clients=%s: want on or off", val);
+		ks->limit_clients_off = !strcmp(val, "off");
 	} else if ((ret = ksc_counter_option(ks, w, val)) == 1) {
 		return ksc_err(ks, -EINVAL, "unknown option '%s'", w);
 	}
@@ -294,7 +300,7 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 	if (asprintf(&key,
 		     "etcd=%s\ncluster=%s\nuser=%s\npw=%s\nca=%s\ncert=%s\n"
 		     "key=%s\nnetns=%llu:%llu\ntimeout=%d\ndelay=%u\nskip=%d\n"
-		     "lshare=%u",
+		     "lshare=%u\nlclients=%d",
 		     sp->etcd, sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
 		     sp->etcd_user ? sp->etcd_user : "", sp->pw_sum,
 		     sp->etcd_ca ? sp->etcd_ca : "",
@@ -302,7 +308,8 @@ static char *share_key(const struct keysteer *ks, const struct spec *sp)
 		     sp->etcd_key ? sp->etcd_key : "",
 		     (unsigned long long)ns.st_dev,
 		     (unsigned long long)ns.st_ino, ks->etcd_timeout_ms,
-		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share) < 0)
+		     ks->view_delay_ms, ks->view_skip_hot, ks->limit_share,
+		     ks->limit_clients_off) < 0)
 		return NULL;
 	return key;
 }
@@ -406,8 +413,9 @@ static int file_share_open(struct keysteer *ks, const struct spec *sp,
 	/* handles on one file with one lag bound share its follower (the
 	 * bound says when the view is down, so it is the follower's) */
 	if (!ks->own_view &&
-	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u", path,
-		     ks->vfile_lag_ms, ks->limit_share) < 0)
+	    asprintf(&key, "view_file=%s\nlag=%u\nlshare=%u\nlclients=%d", path,
+		     ks->vfile_lag_ms, ks->limit_share,
+		     ks->limit_clients_off) < 0)
 		return ksc_err(ks, -ENOMEM, "out of memory");
 	ret = ksc_share_get(ks, key,
 			    sp->cluster ? sp->cluster : KS_CLUSTER_DEFAULT,
@@ -513,7 +521,7 @@ KSC_API int keysteer_open(struct keysteer **out, const char *spec)
 	if (!ks)
 		return -ENOMEM;
 	ks->timeout_ms = KSC_TIMEOUT_MS;
-	ks->limit_share = 1;
+	ks->limit_share = 0; /* the fleet's count of views (limit_reg.c) */
 	ks->etcd_timeout_ms = 2000;
 	ks->stale_view_ms = KSC_STALE_VIEW_MS;
 	ks->inval_ttl_s = KSC_INVAL_TTL_S;
@@ -579,6 +587,9 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	__u64 hash = 0, ver;
 	char rule[KS_MAX_KEY_LEN + 2];
 	__u32 rate, cap;
+	unsigned share, n;
+	int self_in = 0, share_set, made, counted = 0;
+	__u64 made0;
 
 	v = ksc_rdlock(ks);
 	/* a view without limit rules or caps pays this one test */
@@ -615,6 +626,17 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 	}
 	if (!hash)
 		hash = ksc_key_hash(key, klen);
+	/* the share: limit_share=N, else the views registered for the key
+	 * (limit_reg.c); only a view that follows etcd registers, so the
+	 * others (servers=, routing=, view_file=) count 1 for themselves */
+	share = f->limits.share;
+	share_set = share != 0;
+	if (!share && !f->reg_off && f->etcd) {
+		/* two statements: self_in is an output of the count */
+		n = ksc_view_limit_clients(v, hash, f->reg_id, &self_in);
+		share = ksc_limit_share(0, n, self_in);
+		counted = 1;
+	}
 	/* the table's lock inside the view's read lock: the rules stay put
 	 * while the bucket is taken; no path takes them the other way */
 	pthread_mutex_lock(&f->llock);
@@ -622,8 +644,23 @@ int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen)
 		ksc_limits_prune(&f->limits, rules);
 		f->lim_version = ver;
 	}
-	d = ksc_limit_take_rule(&f->limits, r, key, klen, hash, ks_mono_ns());
+	made0 = f->limits.made;
+	/* counted but not yet seen registered: a new bucket starts empty */
+	d = ksc_limit_take_cold(&f->limits, r, key, klen, hash, ks_mono_ns(),
+				share ? share : 1,
+				!share_set && counted && !self_in);
+	made = f->limits.made != made0;
 	pthread_mutex_unlock(&f->llock);
+	/* a key this view never called: its registration at once, so the
+	 * other views' shares shrink within a put and a watch event, not a
+	 * tick of the thread (an eventfd write fails only at overflow,
+	 * when a wake is pending anyway) */
+	if (made && !share_set && !f->reg_off && f->etcd && f->wake_fd >= 0) {
+		__u64 one = 1;
+		ssize_t w = write(f->wake_fd, &one, sizeof(one));
+
+		(void)w;
+	}
 	rate = r->count;
 	snprintf(rule, sizeof(rule), "%.*s%s", (int)r->len,
 		 (const char *)r->key,
@@ -670,6 +707,7 @@ KSC_API int keysteer_limit_stat(struct keysteer *ks, const void *key,
 		s.allowed = b->allowed;
 		s.refused = b->refused;
 		s.prefix_rule = b->rule_len != 0;
+		s.share = b->share;
 	}
 	pthread_mutex_unlock(&ks->fo->llock);
 	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
@@ -1195,6 +1233,10 @@ KSC_API int keysteer_stats(struct keysteer *ks, struct keysteer_stats *st,
 	pthread_mutex_lock(&ks->fo->llock);
 	s.limit_keys = ks->fo->limits.used;
 	s.limit_no_room = ks->fo->limits.no_room;
+	s.limit_reg_puts = __atomic_load_n(&ks->fo->reg_puts, __ATOMIC_RELAXED);
+	s.limit_reg_dels = __atomic_load_n(&ks->fo->reg_dels, __ATOMIC_RELAXED);
+	s.limit_reg_errors = __atomic_load_n(&ks->fo->reg_errors,
+					     __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ks->fo->llock);
 	s.view_handles = ksc_share_handles(ks->fo);
 	s.view_skipped = __atomic_load_n(&ks->fo->skipped, __ATOMIC_RELAXED);

@@ -84,6 +84,18 @@ struct ksc_follower {
 	pthread_mutex_t llock;
 	struct ksc_limits limits;
 	__u64 lim_version;
+	/* the view's registrations for the limited keys it calls
+	 * (limit_clients/HASH/ID under reg_lease, docs/limits.md "How the
+	 * limit is shared"): the thread's alone (fleet.c), but reg_id, set
+	 * at start, and reg_off, the test-only limit_clients=off (neither
+	 * registered nor counting: each process takes the whole rate) */
+	__u64 reg_id;
+	int reg_off;
+	int64_t reg_lease;
+	__u64 reg_kept_ms, reg_tried_ms, reg_retry_ms;
+	__u64 *regd; /* the hashes registered now */
+	size_t nregd, regd_size;
+	__u64 reg_puts, reg_dels, reg_errors; /* atomics: stats read them */
 	/* the handles that use it (the catch-up runs for each) */
 	pthread_mutex_t hlock;
 	struct keysteer **h;
@@ -144,7 +156,9 @@ struct keysteer {
 	 * (the view's buckets take rate / it; handles with another value do
 	 * not share the view) */
 	int lim_taken;
-	unsigned limit_share;
+	unsigned limit_share;  /* 0: the fleet's count of views */
+	int limit_clients_off; /* limit_clients=off: a test control (no
+				* registration, each process the whole rate) */
 };
 
 enum {
@@ -304,6 +318,12 @@ void ksc_ring_log(struct keysteer *ks, const void *key, size_t klen,
 void ksc_ring_catchup(struct keysteer *ks);
 /* api.c: 0, or -EINVAL with the message for a key memcached refuses. */
 int ksc_check_key(struct keysteer *ks, const void *key, size_t klen);
+/* limit_reg.c: the view's registrations for the limited keys it calls
+ * made to match its buckets (the view's thread, a few times a second),
+ * and dropped with its lease when the follower stops. */
+void ksc_limit_reg_tick(struct ksc_follower *f);
+void ksc_limit_reg_end(struct ksc_follower *f);
+
 /* api.c: a call of key through its rate limit (limit.h): 0 (no rule, or
  * under it), or -KEYSTEER_ELIMIT with the message (counted). */
 int ksc_limit_check(struct keysteer *ks, const void *key, size_t klen);

@@ -276,7 +276,7 @@ static void *watch_main(void *arg)
 	struct ksc_follower *f = arg;
 	struct ks_etcd_watch *w = NULL;
 	int64_t next = f->view.revision + 1, rev;
-	__u64 now, purged = 0, changes = f->view.ring_changes;
+	__u64 now, purged = 0, regs = 0, changes = f->view.ring_changes;
 	struct ks_etcd_event ev;
 	struct pollfd p[3];
 	char why[KSC_ERR_MAX];
@@ -342,6 +342,12 @@ static void *watch_main(void *arg)
 			ksc_view_purge(&f->view, now, KSC_GONE_KEEP_MS);
 			pthread_rwlock_unlock(&f->lock);
 			purged = now;
+		}
+		/* a few times a second, not once per event; at once when a
+		 * handle made a bucket (it woke the thread) */
+		if (now - regs >= 200 || p[2].revents) {
+			ksc_limit_reg_tick(f);
+			regs = now;
 		}
 	}
 	ks_etcd_watch_stop(w);
@@ -444,6 +450,7 @@ void ksc_follower_stop(struct ksc_follower *f)
 		pthread_join(f->thread, NULL);
 		f->thread_on = 0;
 	}
+	ksc_limit_reg_end(f); /* the thread's etcd client is ours now */
 	if (f->stop_fd >= 0)
 		close(f->stop_fd);
 	if (f->wake_fd >= 0)

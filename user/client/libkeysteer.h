@@ -89,8 +89,9 @@ struct keysteer;
  *                       (stale_view_ms + 1000))
  *   limit_share=N       the fleet's limit rules split over N client
  *                       processes: this process's buckets take rate / N
- *                       (default 1: each process the rule's rate;
- *                       docs/limits.md, "How the limit is shared")
+ *                       (default: N counted, the views registered in
+ *                       etcd for the key, docs/limits.md, "How the limit
+ *                       is shared"; 1: each process the rule's rate)
  *   view=shared|own     with etcd=: share the process's follower of the
  *                       same fleet (default), or follow etcd with a
  *                       connection, watch and thread of the handle's own
@@ -124,10 +125,10 @@ const char *keysteer_errmsg(const struct keysteer *ks);
  * token a call; keysteer_set_many one token an item, refusing only the
  * items over their keys' limits (below). The bucket is
  * the process's: every handle sharing a view (docs/client.md, "One view per process") takes
- * from one bucket per key, at the rule's rate (rate / N with
- * limit_share=N), so a process never calls a limited key more than that
- * per second plus a burst of a tenth of it. Fleet-wide the cap is that
- * times the client processes, which the library cannot know
+ * from one bucket per key, at rate / N, N the views that call the key
+ * (each registers in etcd under its lease; limit_share=N sets N), so a
+ * process never calls a limited key more than that per second plus a
+ * burst of a tenth of it, and the fleet the rule's rate plus N bursts
  * (docs/limits.md). EDQUOT, an errno no memcached call returns.
  */
 #define KEYSTEER_ELIMIT EDQUOT
@@ -255,6 +256,11 @@ struct keysteer_stats {
 	uint64_t limit_keys;    /* keys with a bucket in the view's table */
 	uint64_t limit_no_room; /* calls of limited keys let through with no
 				 * bucket free (the view's, all handles) */
+	/* the view's registrations for the limited keys it calls
+	 * (limit_clients/, docs/limits.md "How the limit is shared"): puts,
+	 * deletes, and etcd's refusals (a user without write on
+	 * limit_clients/: the others do not count this view) */
+	uint64_t limit_reg_puts, limit_reg_dels, limit_reg_errors;
 };
 
 /*
@@ -269,6 +275,9 @@ struct keysteer_limit_stat {
 	uint64_t allowed; /* calls let through since the bucket was made */
 	uint64_t refused; /* ... refused */
 	int prefix_rule;  /* 1: a prefix rule made it */
+	uint32_t share;   /* the views the rate is split over (limit_share=N,
+			   * else those registered for the key, this one
+			   * counted): this view takes rate / share */
 };
 int keysteer_limit_stat(struct keysteer *ks, const void *key, size_t klen,
 			struct keysteer_limit_stat *st, size_t size);

@@ -10,7 +10,7 @@
 int ksc_limits_init(struct ksc_limits *l, unsigned share)
 {
 	memset(l, 0, sizeof(*l));
-	l->share = share ? share : 1;
+	l->share = share;
 	/* made on the first limited key's call: most views have no limits */
 	return 0;
 }
@@ -32,6 +32,20 @@ void ksc_limit_params(__u32 rate, unsigned share, __u64 *interval_ns,
 	 * not per 1/33 s); the burst as the datapath's for the share's rate */
 	*interval_ns = 1000000000ULL * share / r;
 	*tau_ns = (__u64)(ks_limit_burst(r / share) - 1) * *interval_ns;
+}
+
+unsigned ksc_limit_share(unsigned explicit_share, unsigned registered,
+			 int self_in)
+{
+	unsigned n;
+
+	if (explicit_share)
+		return explicit_share;
+	/* this view calls the key: it is one of them, registered or not
+	 * yet (a new process takes its share at once, not the whole rate
+	 * until its put comes back through the watch) */
+	n = registered + !self_in;
+	return n ? n : 1;
 }
 
 static size_t home(__u64 hash)
@@ -123,6 +137,7 @@ static void bucket_set(struct ksc_limit_bucket *b, const struct ks_hot_rule *r,
 	b->rule_len = r->type == KS_RULE_LIMIT_PREFIX ? r->len : 0;
 	b->automatic = r->type == KS_RULE_LIMIT_AUTO;
 	b->tat_ns = 0;
+	b->share = share;
 	ksc_limit_params(r->count, share, &b->interval_ns, &b->tau_ns);
 }
 
@@ -140,17 +155,29 @@ enum ksc_limit_verdict ksc_limit_take(struct ksc_limits *l,
 		*rule = r;
 	if (!r)
 		return KSC_LIM_NONE;
-	return ksc_limit_take_rule(l, r, key, len, hash, now_ns);
+	return ksc_limit_take_rule(l, r, key, len, hash, now_ns, 0);
 }
 
 enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 					   const struct ks_hot_rule *r,
 					   const void *key, size_t len,
-					   __u64 hash, __u64 now_ns)
+					   __u64 hash, __u64 now_ns,
+					   unsigned share)
+{
+	return ksc_limit_take_cold(l, r, key, len, hash, now_ns, share, 0);
+}
+
+enum ksc_limit_verdict ksc_limit_take_cold(struct ksc_limits *l,
+					   const struct ks_hot_rule *r,
+					   const void *key, size_t len,
+					   __u64 hash, __u64 now_ns,
+					   unsigned share, int cold)
 {
 	struct ksc_limit_bucket *b;
 	size_t i;
 
+	if (!share)
+		share = l->share ? l->share : 1;
 	hash = hash ? hash : 1; /* 0 marks a free slot */
 	if (!l->b && !(l->b = calloc(KSC_LIMIT_KEYS, sizeof(*l->b)))) {
 		l->no_room++;
@@ -173,14 +200,23 @@ enum ksc_limit_verdict ksc_limit_take_rule(struct ksc_limits *l,
 		b->hash = hash;
 		b->len = (__u16)len;
 		memcpy(b->key, key, len);
-		bucket_set(b, r, l->share);
+		bucket_set(b, r, share);
+		if (cold) /* empty: tau ahead, so one call, then the rate */
+			b->tat_ns = now_ns + b->tau_ns;
 		l->used++;
+		l->made++;
 	} else if (b->rate != r->count ||
 		   b->automatic != (r->type == KS_RULE_LIMIT_AUTO)) {
 		/* a new rate: the bucket restarts, its counters run on (as
 		 * the agent's, core/limits.c) */
-		bucket_set(b, r, l->share);
+		bucket_set(b, r, share);
+	} else if (b->share != share) {
+		/* a view came or went: the same bucket at the new share, its
+		 * time stamp kept, so a change of share is no new burst */
+		b->share = share;
+		ksc_limit_params(r->count, share, &b->interval_ns, &b->tau_ns);
 	}
+	b->last_ns = now_ns;
 	if (!ks_limit_take(&b->tat_ns, now_ns, b->interval_ns, b->tau_ns)) {
 		b->refused++;
 		l->refused++;

@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <unistd.h>
+#include <sys/random.h>
 #include "client/client.h"
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,6 +70,13 @@ static struct ksc_follower *follower_new(struct keysteer *ks, const char *key,
 	pthread_mutex_init(&f->hlock, NULL);
 	pthread_mutex_init(&f->llock, NULL);
 	ksc_limits_init(&f->limits, ks->limit_share);
+	/* its name among the views registered for a limited key: random,
+	 * so views of one host, or a pid reused, never share one */
+	if (getrandom(&f->reg_id, sizeof(f->reg_id), 0) !=
+	    (ssize_t)sizeof(f->reg_id))
+		f->reg_id = (__u64)getpid() << 32 ^ (__u64)(uintptr_t)f;
+	f->reg_id |= 1;
+	f->reg_off = ks->limit_clients_off;
 	f->stop_fd = f->wake_fd = -1;
 	f->pid = (int)getpid();
 	f->view_delay_ms = ks->view_delay_ms;

@@ -91,6 +91,7 @@ void ksc_view_free(struct ksc_view *v)
 	free(v->ded);
 	free(v->lim);
 	free(v->caps);
+	free(v->regs);
 	free(v->srv);
 	free(v->hot);
 	memset(v, 0, sizeof(*v));
@@ -687,8 +688,119 @@ enum {
 	K_HOST,
 	K_HOT,
 	K_MEMBER,
-	K_PINS
+	K_PINS,
+	K_LIMREG
 };
+
+/* limit_clients/HASH/ID (rest): the pair, or -EINVAL. */
+static int reg_parse(const char *rest, __u64 *hash, __u64 *id)
+{
+	char h[17];
+	uint64_t a, b;
+
+	if (strlen(rest) != 33 || rest[16] != '/')
+		return -EINVAL;
+	memcpy(h, rest, 16);
+	h[16] = '\0';
+	if (ks_fleet_hash_parse(h, &a) || ks_fleet_hash_parse(rest + 17, &b))
+		return -EINVAL;
+	*hash = a;
+	*id = b;
+	return 0;
+}
+
+static struct ksc_lim_reg *reg_find(const struct ksc_view *v, __u64 hash,
+				    __u64 id)
+{
+	size_t i;
+
+	for (i = 0; i < v->nregs; i++)
+		if (v->regs[i].hash == hash && v->regs[i].id == id)
+			return &v->regs[i];
+	return NULL;
+}
+
+static int put_reg(struct ksc_view *v, const char *rest)
+{
+	struct ksc_lim_reg *r;
+	__u64 hash, id;
+
+	if (reg_parse(rest, &hash, &id))
+		return 1; /* not ours to read: left alone */
+	r = reg_find(v, hash, id);
+	if (!r) {
+		if (v->nregs == v->regs_size) {
+			size_t n = v->regs_size ? 2 * v->regs_size : 16;
+
+			r = realloc(v->regs, n * sizeof(*r));
+			if (!r)
+				return -ENOMEM;
+			v->regs = r;
+			v->regs_size = n;
+		}
+		r = &v->regs[v->nregs++];
+		r->hash = hash;
+		r->id = id;
+	}
+	r->mark = 0;
+	return 0;
+}
+
+static void del_reg(struct ksc_view *v, const char *rest)
+{
+	struct ksc_lim_reg *r;
+	__u64 hash, id;
+
+	if (!reg_parse(rest, &hash, &id) && (r = reg_find(v, hash, id)))
+		*r = v->regs[--v->nregs];
+}
+
+static void regs_mark(struct ksc_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nregs; i++)
+		v->regs[i].mark = 1;
+}
+
+/* after a whole read: the registrations it did not put are gone */
+static void regs_sweep(struct ksc_view *v)
+{
+	size_t i = 0;
+
+	while (i < v->nregs)
+		if (v->regs[i].mark)
+			v->regs[i] = v->regs[--v->nregs];
+		else
+			i++;
+}
+
+unsigned ksc_view_limit_clients(const struct ksc_view *v, __u64 hash, __u64 id,
+				int *self_in)
+{
+	unsigned n = 0;
+	size_t i;
+
+	*self_in = 0;
+	for (i = 0; i < v->nregs; i++) {
+		if (v->regs[i].hash != hash)
+			continue;
+		n++;
+		if (v->regs[i].id == id)
+			*self_in = 1;
+	}
+	return n;
+}
+
+int ksc_lim_reg_key(const struct ksc_view *v, __u64 hash, __u64 id, char *buf,
+		    size_t len)
+{
+	int n = snprintf(buf, len, "%s" KSC_LIM_REG_FAMILY "%016llx/%016llx",
+			 v->prefix, (unsigned long long)hash,
+			 (unsigned long long)id);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
 
 /* What key is, with its last part (a hosts/ or members/ SELF or a hot/
  * hash). An agent's load document is outside the prefix (docs/fleet.md):
@@ -706,10 +818,12 @@ static int classify(const struct ksc_view *v, const char *key, size_t klen,
 		return K_RING;
 	if (klen == 4 && !memcmp(key, "pins", 4))
 		return K_PINS;
-	for (n = 0; n < 3; n++) {
+	for (n = 0; n < 4; n++) {
 		static const char *const fams[] = { "hosts/", "hot/",
-						    "members/" };
-		static const int kinds[] = { K_HOST, K_HOT, K_MEMBER };
+						    "members/",
+						    KSC_LIM_REG_FAMILY };
+		static const int kinds[] = { K_HOST, K_HOT, K_MEMBER,
+					     K_LIMREG };
 		size_t fl = strlen(fams[n]);
 
 		if (klen > fl && klen - fl < rlen &&
@@ -744,6 +858,9 @@ int ksc_view_put(struct ksc_view *v, const char *key, size_t klen,
 	case K_PINS:
 		ret = put_pins(v, val, vlen, mod_rev);
 		break;
+	case K_LIMREG:
+		ret = put_reg(v, rest);
+		break;
 	default:
 		return 1;
 	}
@@ -769,6 +886,8 @@ int ksc_view_del(struct ksc_view *v, const char *key, size_t klen, __s64 rev,
 	v->updates++;
 	if (k == K_PINS) /* no pins: every key with its ring owner */
 		ded_drop(v);
+	if (k == K_LIMREG)
+		del_reg(v, rest);
 	if (k == K_HOT && !ks_fleet_hash_parse(rest, &hash) &&
 	    (e = ksc_view_hot(v, hash)))
 		hot_gone(v, e, now_ms);
@@ -812,6 +931,7 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 	/* every entry this read does not put again is gone */
 	v->clock_ms = now_ms;
 	ksc_view_hot_mark(v);
+	regs_mark(v);
 	v->pins_seen = 0;
 	for (i = 0; i < n; i++) {
 		r = ksc_view_put(v, kvs[i].key, kvs[i].key_len, kvs[i].value,
@@ -820,6 +940,7 @@ int ksc_view_load(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 			ret = r;
 	}
 	ksc_view_hot_sweep(v, now_ms);
+	regs_sweep(v);
 	if (!v->pins_seen) /* deleted while nobody watched */
 		ded_drop(v);
 	if (rev > v->revision)
@@ -838,6 +959,7 @@ int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 
 	v->clock_ms = now_ms;
 	ksc_view_hot_mark(v);
+	regs_mark(v);
 	v->pins_seen = 0;
 	for (i = 0; i < n; i++) {
 		if (kvs[i].mod_revision > since) {
@@ -855,8 +977,11 @@ int ksc_view_replay(struct ksc_view *v, const struct ks_etcd_kv *kvs, size_t n,
 		if (k == K_HOT && !ks_fleet_hash_parse(rest, &hash) &&
 		    (e = ksc_view_hot(v, hash)))
 			e->mark = 0;
+		if (k == K_LIMREG)
+			put_reg(v, rest);
 	}
 	ksc_view_hot_sweep(v, now_ms);
+	regs_sweep(v);
 	if (!v->pins_seen)
 		ded_drop(v);
 	if (rev > v->revision)

@@ -86,6 +86,14 @@ struct ksc_auto_cap {
 	__u8 key[KS_MAX_KEY_LEN];
 };
 
+/* A view registered for a limited key (limit_clients/HASH/ID, put by that
+ * view's thread under its lease: docs/limits.md "How the limit is
+ * shared"). */
+struct ksc_lim_reg {
+	__u64 hash, id;
+	__u8 mark; /* a whole read is under way and has not put it again */
+};
+
 struct ksc_view {
 	char prefix[KSC_PREFIX_MAX];
 	size_t plen;
@@ -130,11 +138,25 @@ struct ksc_view {
 	 * their key (an entry of hash only limits nothing) */
 	struct ksc_auto_cap *caps;
 	size_t ncaps, caps_size;
+	/* the registrations of views for limited keys, unordered */
+	struct ksc_lim_reg *regs;
+	size_t nregs, regs_size;
 	int pins_seen;  /* a whole read had the pins document */
 	__s64 revision; /* etcd's, of the newest document applied */
 	__u64 updates, refused;
 	char why[KSC_WHY_MAX]; /* the last refusal */
 };
+
+/* The views registered for the key of hash (limit_clients/), *self_in
+ * set when id (this view's) is among them. */
+unsigned ksc_view_limit_clients(const struct ksc_view *v, __u64 hash, __u64 id,
+				int *self_in);
+
+/* "limit_clients/" and its key under the view's prefix: HASH/ID, 16 hex
+ * digits each. The length, or -ENAMETOOLONG. */
+#define KSC_LIM_REG_FAMILY "limit_clients/"
+int ksc_lim_reg_key(const struct ksc_view *v, __u64 hash, __u64 id, char *buf,
+		    size_t len);
 
 /* An empty view of cluster's prefix. 0, or -EINVAL for a bad name. */
 int ksc_view_init(struct ksc_view *v, const char *cluster);

@@ -6,7 +6,8 @@
  * --limit-auto-residual,
  * --limit-reply-head, --etcd-hot-events, --fleet-schema and --ring-purge,
  * libkeysteer's fold=,
- * batch_invalidate=, batch_limit=, l1_drop=, invalidate=, ring_union=, view_delay_ms=,
+ * batch_invalidate=, batch_limit=, limit_clients=, l1_drop=, invalidate=,
+ * ring_union=, view_delay_ms=,
  * view_skip= and stale_read=. A command line, config file or spec that
  * names one is
  * refused unless the environment says KEYSTEER_TEST_SWITCHES=1, and a

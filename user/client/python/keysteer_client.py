@@ -80,13 +80,14 @@ class _Stats(ctypes.Structure):
         # one view per process; rate limits
         (n, ctypes.c_uint64) for n in (
             "view_handles", "view_skipped", "limit_allowed", "limit_refused",
-            "limit_rules", "limit_keys", "limit_no_room")]
+            "limit_rules", "limit_keys", "limit_no_room", "limit_reg_puts",
+            "limit_reg_dels", "limit_reg_errors")]
 
 
 class _LimitStat(ctypes.Structure):
     _fields_ = [("rate", ctypes.c_uint32), ("burst", ctypes.c_uint32),
                 ("allowed", ctypes.c_uint64), ("refused", ctypes.c_uint64),
-                ("prefix_rule", ctypes.c_int)]
+                ("prefix_rule", ctypes.c_int), ("share", ctypes.c_uint32)]
 
 
 class _Item(ctypes.Structure):
@@ -335,7 +336,8 @@ class Client:
     def limit_stat(self, key):
         """The key's rate-limit bucket in this handle's view (shared by
         the process's handles on it): a dict of rate, burst, allowed,
-        refused, prefix_rule; None when no bucket holds the key."""
+        refused, prefix_rule, share (the views the rate is split over);
+        None when no bucket holds the key."""
         st, k = _LimitStat(), _key(key)
         if not self._check(self._l.keysteer_limit_stat(
                 self._h, k, len(k), ctypes.byref(st), ctypes.sizeof(st))):
