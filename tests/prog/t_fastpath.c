@@ -415,10 +415,78 @@ static void fp_express(void)
 	}
 }
 
+/*
+ * The express path for TCP, white box as above: on a flow opened by its
+ * SYN, an in-order lone get leaves ks_scratch.seg_limit as the general
+ * path's last packet left it, and so does a 1448-byte segment inside a
+ * set's value that goes on past it; a 100-byte one (under 512 bytes, the
+ * general path's) and the segment that ends the value do not. The set
+ * counts once, at its end, whichever path took its segments.
+ */
+static void fp_express_tcp(void)
+{
+	static const char key[] = "abcdefghijklmnop";
+	static char val[1448];
+	char buf[128], k40[64];
+	struct kp_flow f;
+	__u32 off = 0;
+	size_t n, n40, hl;
+	int tc;
+
+	memset(val, 'v', sizeof(val));
+	for (tc = 0; tc < 2; tc++) {
+		kp_begin(tc ? "express_tcp_tc_takes_in_order_gets_and_blocks"
+			    : "express_tcp_takes_in_order_gets_and_blocks");
+		kp_set_sample(1U << 30);
+		kp_make_key(k40, 40, 42);
+		k40[40] = '\0';
+		kp_flow_new(&f, 0);
+		f.tc = tc;
+		kp_flow_syn(&f);
+		off = 0;
+		n40 = fp_get(buf, k40, 40, "\r\n");
+		kp_flow_send(&f, off, buf, n40, PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_x_req(KS_OP_GET, n40, k40, NULL);
+		off += (__u32)n40;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		n = fp_get(buf, key, 16, "\r\n");
+		kp_flow_send(&f, off, buf, n, PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_x_req(KS_OP_GET, n, key, NULL);
+		off += (__u32)n;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		/* a set of 1448 + 1448 + 100 + 100 value bytes */
+		hl = (size_t)snprintf(buf, sizeof(buf), "set %s 0 0 3096\r\n",
+				      key);
+		kp_flow_send(&f, off, buf, hl, PKT_TCP_PSH | PKT_TCP_ACK);
+		off += (__u32)hl;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 1448, PKT_TCP_ACK);
+		off += 1448;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 1448, PKT_TCP_ACK);
+		off += 1448;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 100, PKT_TCP_ACK);
+		off += 100;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), 100);
+		memcpy(buf, val, 100);
+		memcpy(buf + 100, "\r\n", 2);
+		kp_flow_send(&f, off, buf, 102, PKT_TCP_PSH | PKT_TCP_ACK);
+		off += 102;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), 102);
+		kp_x_req(KS_OP_SET, hl + 3096 + 2, key, NULL);
+		CHECK_EQ(kp_pkt(KS_PKT_FLOW_CONT), 4);
+		CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 1);
+		kp_flow_fin(&f, off);
+		kp_end();
+	}
+}
+
 void t_fastpath_group(void)
 {
 	fp_where_counted();
 	fp_express();
+	fp_express_tcp();
 	fp_shapes(1U << 30, "fastpath_unsampled_matches_general_parser");
 	/* the same shapes as lone datagrams: the express path's */
 	fp_udp = 1;
