@@ -95,6 +95,217 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 	ks_ring_flush(s);
 }
 
+/* The context's packet pointers: XDP's or tc's (is_xdp is a constant). */
+static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
+					const bool is_xdp)
+{
+	if (is_xdp) {
+		*data = (void *)(long)((struct xdp_md *)ctx)->data;
+		*end = (void *)(long)((struct xdp_md *)ctx)->data_end;
+	} else {
+		*data = (void *)(long)((struct __sk_buff *)ctx)->data;
+		*end = (void *)(long)((struct __sk_buff *)ctx)->data_end;
+	}
+}
+
+/*
+ * The express path (issue 27): the commonest packets, decided before
+ * anything is written. Behind a plain IPv4 header (no VLAN tag, no IP
+ * option, not a fragment) to a watched port:
+ *
+ * - a lone get ("get <key>\r\n", ks_fast_get_line) in a UDP datagram of
+ *   one frame, or in the next in-order segment of a TCP flow that stands
+ *   at a request boundary, not due for sampling, with no hot key and no
+ *   rate limit in force;
+ * - the next in-order segment of a TCP flow inside a data block that goes
+ *   on past it (a set's value).
+ *
+ * Returns true when it counted the packet, exactly as the general path
+ * below would have (ks_pkts' SEEN, MEMCACHED, UDP or TCP, FAST_GET and
+ * FAST_GET_BYTES or FLOW_CONT, the sample countdown, the flow's next
+ * sequence number, its stamp and what is left of its block), and false,
+ * having changed nothing, for anything else: the general path then takes
+ * the packet from its first byte. Every header field is at a fixed
+ * offset (TCP's payload at its data offset), so there is no cursor and no
+ * ks_l4 on the stack, and none of the scratch's per-packet fields, which
+ * only the general path reads, is written.
+ */
+
+/* A lone get not due for sampling: this CPU's scratch, and *cd the
+ * countdown after it (ks_sample_due() not due), or NULL, with nothing
+ * written, for the general path (a key due, a rate not yet loaded as
+ * ks_sample_rate() would load it, a hot key or a limit in force). */
+static __always_inline struct ks_scratch *ks_express_get(
+	const struct ks_config *cfg, void *p, void *end, __u32 plen, __u32 *cd)
+{
+	struct ks_scratch *s;
+	__u32 zero = 0, n;
+
+	if (plen < KS_FAST_MIN || plen > KS_FAST_MAX)
+		return NULL;
+	/* a bound the verifier keeps on every copy clang makes of plen */
+	KS_OPAQUE(plen);
+	plen &= 0x3f;
+	if (!ks_fast_get_line(p, end, plen))
+		return NULL;
+	if (cfg->hot || (cfg->flags & KS_CFG_LIMITS))
+		return NULL;
+	s = bpf_map_lookup_elem(&ks_scratch, &zero);
+	if (!s || s->rate_seq != cfg->seq || s->rate_cfg != cfg->sample_n ||
+	    !s->sample_n)
+		return NULL;
+	n = s->countdown;
+	if (n == 0 || n > s->sample_n)
+		n = s->sample_n;
+	if (n <= 1)
+		return NULL;
+	*cd = n - 1;
+	return s;
+}
+
+static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
+					   const struct ks_config *cfg,
+					   struct iphdr *ip, void *end,
+					   __u32 tot)
+{
+	struct udphdr *uh = (void *)(ip + 1);
+	__be16 *frame = (void *)(uh + 1);
+	void *p = (void *)frame + KS_MC_UDP_HDR;
+	struct ks_scratch *s;
+	__u32 ulen, plen, cd;
+
+	/* the headers and the shortest get's first word */
+	if (p + 8 > end)
+		return false;
+	ulen = bpf_ntohs(uh->len);
+	if (ulen + sizeof(*ip) > tot ||
+	    ulen < sizeof(*uh) + KS_MC_UDP_HDR + KS_FAST_MIN ||
+	    frame[2] != bpf_htons(1) ||
+	    !ks_port_watched(cfg, bpf_ntohs(uh->dest)))
+		return false;
+	plen = ulen - sizeof(*uh) - KS_MC_UDP_HDR;
+	s = ks_express_get(cfg, p, end, plen, &cd);
+	if (!s)
+		return false;
+	s->countdown = cd;
+	pc->n[KS_PKT_SEEN]++;
+	pc->n[KS_PKT_MEMCACHED]++;
+	pc->n[KS_PKT_UDP]++;
+	pc->n[KS_PKT_FAST_GET]++;
+	pc->n[KS_PKT_FAST_GET_BYTES] += plen;
+	return true;
+}
+
+/* A TCP segment shorter than this that is no lone get is not tried as a
+ * block's continuation: sets with short values, short multi-gets (their
+ * flow would be looked up twice) stay the general path's alone. */
+#define KS_EXPRESS_CONT_MIN 512
+
+static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
+					   const struct ks_config *cfg,
+					   void *data, struct iphdr *ip,
+					   void *end, __u32 tot)
+{
+	struct tcphdr *th = (void *)(ip + 1);
+	__u64 saddr[2], daddr[2], id;
+	struct ks_flow_bucket *bk;
+	struct ks_scratch *s = NULL;
+	__u32 doff, plen, off, b, w, cd = 0;
+	struct ks_flow *f;
+	void *p;
+
+	if ((void *)(th + 1) > end)
+		return false;
+	doff = th->doff * 4;
+	if (doff < sizeof(*th) || doff + sizeof(*ip) >= tot ||
+	    (((__u8 *)th)[13] & (KS_TCP_SYN | KS_TCP_FIN | KS_TCP_RST)) ||
+	    (cfg->flags & KS_CFG_NO_STREAM) ||
+	    !ks_port_watched(cfg, bpf_ntohs(th->dest)))
+		return false;
+	plen = tot - sizeof(*ip) - doff;
+	/* the payload's offset, at most 14 + 20 + 60, in a form the
+	 * verifier keeps */
+	off = sizeof(struct ethhdr) + sizeof(*ip) + doff;
+	KS_OPAQUE(off);
+	p = data + (off & 0x7f);
+	/* before the flow's lookup, which a packet the general path takes
+	 * after all pays twice (about 20 ns): a lone get not due, or a
+	 * segment long enough to be worth trying as a block's */
+	if (plen <= KS_FAST_MAX)
+		s = ks_express_get(cfg, p, end, plen, &cd);
+	if (!s && plen < KS_EXPRESS_CONT_MIN)
+		return false;
+	/* ::ffff:a.b.c.d, as ks_parse_ipv4() writes them */
+	saddr[0] = 0;
+	saddr[1] = 0xffff0000ULL | (__u64)ip->saddr << 32;
+	daddr[0] = 0;
+	daddr[1] = 0xffff0000ULL | (__u64)ip->daddr << 32;
+	id = ks_flow_id(saddr, daddr,
+			(__u32)bpf_ntohs(th->source) << 16 |
+				bpf_ntohs(th->dest));
+	b = ks_flow_bucket(id);
+	bk = bpf_map_lookup_elem(&ks_flows, &b);
+	if (!bk)
+		return false;
+#pragma unroll
+	for (w = 0; w < KS_FLOW_WAYS; w++) {
+		f = &bk->way[w];
+		if (f->id != id)
+			continue;
+		/* as ks_flow_quick() would take it, less a block that ends
+		 * in this segment (its request counts then) */
+		if (f->next_seq != bpf_ntohl(th->seq) || f->carry)
+			return false;
+		/* s: a lone get; else at least KS_EXPRESS_CONT_MIN bytes */
+		if (f->mode == KS_FM_COMMAND
+			    ? !s
+			    : f->mode != KS_FM_SKIP || s || f->left <= plen)
+			return false;
+		break;
+	}
+	if (w == KS_FLOW_WAYS)
+		return false;
+	if (s) {
+		s->countdown = cd;
+		pc->n[KS_PKT_FAST_GET]++;
+		pc->n[KS_PKT_FAST_GET_BYTES] += plen;
+	} else {
+		f->left -= plen;
+		pc->n[KS_PKT_FLOW_CONT]++;
+	}
+	f->next_seq += plen;
+	f->stamp = (__u16)cfg->seq;
+	pc->n[KS_PKT_SEEN]++;
+	pc->n[KS_PKT_MEMCACHED]++;
+	pc->n[KS_PKT_TCP]++;
+	return true;
+}
+
+static __always_inline bool ks_express(struct ks_pkt_counters *pc,
+				       const struct ks_config *cfg, void *data,
+				       void *end, __u32 frame_len)
+{
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	__u32 tot;
+
+	if ((void *)(ip + 1) > end)
+		return false;
+	if (eth->h_proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 ||
+	    (ip->frag_off & bpf_htons(IP_OFFSET | IP_MF)))
+		return false;
+	tot = bpf_ntohs(ip->tot_len);
+	/* frame_len: on XDP the first buffer's; a longer packet (a
+	 * multi-buffer frame) is the general path's (ks_frame_has) */
+	if (tot + sizeof(*eth) > frame_len)
+		return false;
+	if (ip->protocol == IPPROTO_UDP)
+		return ks_express_udp(pc, cfg, ip, end, tot);
+	if (ip->protocol == IPPROTO_TCP)
+		return ks_express_tcp(pc, cfg, data, ip, end, tot);
+	return false;
+}
+
 /*
  * Counts and samples one packet. Returns 1 + the ks_hot slot when the
  * packet is a lone UDP get of a hot key (for XDP to steer), else 0.
@@ -102,13 +313,7 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 				       __u32 frame_len, const bool is_xdp)
 {
-	/* bounded so the verifier allows packet pointer math with it; BIG
-	 * TCP aggregates stay far below 1 MiB */
-	struct ks_cursor c = { .pos = data,
-			       .end = data_end,
-			       .start = data,
-			       .frame_len = frame_len & 0xfffff,
-			       .xdp = is_xdp ? ctx : NULL };
+	struct ks_cursor c;
 	struct ks_l4 l4 = {};
 	struct ks_pkt_counters *pc;
 	struct ks_config *cfg;
@@ -123,6 +328,25 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	cfg = bpf_map_lookup_elem(&ks_config, &zero);
 	if (!pc || !cfg)
 		return 0;
+	/* bounded so the verifier allows packet pointer math with it; BIG
+	 * TCP aggregates stay far below 1 MiB */
+	frame_len &= 0xfffff;
+	if (ks_express(pc, cfg, data, data_end, frame_len))
+		return 0;
+	/*
+	 * The packet pointers again, from a context clang must read anew:
+	 * the express path's bounds checks gave the pointers it used ranges
+	 * that differ at each of its exits, and with them live the verifier
+	 * walked everything below once per exit (ks_ingress 247,612
+	 * instructions); fresh pointers make every exit the same state.
+	 */
+	KS_OPAQUE(ctx);
+	ks_ctx_data(ctx, &data, &data_end, is_xdp);
+	c.pos = data;
+	c.end = data_end;
+	c.start = data;
+	c.frame_len = frame_len;
+	c.xdp = is_xdp ? ctx : NULL;
 	pc->n[KS_PKT_SEEN]++;
 	err = ks_parse_to_payload(&c, &l4, cfg, false);
 	if (err < 0) {

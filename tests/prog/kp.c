@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/load_private.h"
@@ -271,6 +272,42 @@ int kp_map_fd(const char *name)
 	struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, name);
 
 	return m ? bpf_map__fd(m) : -1;
+}
+
+__u32 kp_scratch_u32(const char *field)
+{
+	const struct btf *btf = bpf_object__btf(skel->obj);
+	const struct btf_member *m;
+	const struct btf_type *t;
+	__u32 v = 0, zero = 0, i;
+	size_t vsz;
+	__u8 *buf;
+	int id;
+
+	id = btf ? btf__find_by_name_kind(btf, "ks_scratch", BTF_KIND_STRUCT)
+		 : -1;
+	if (id < 0) {
+		kt_failf(__FILE__, __LINE__, "no struct ks_scratch in the BTF");
+		return 0;
+	}
+	t = btf__type_by_id(btf, (__u32)id);
+	m = btf_members(t);
+	for (i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), field))
+			break;
+	vsz = (bpf_map__value_size(skel->maps.ks_scratch) + 7) & ~(size_t)7;
+	buf = calloc((size_t)kp.ncpu, vsz);
+	if (i == btf_vlen(t) || !buf ||
+	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_scratch), &zero,
+				buf)) {
+		kt_failf(__FILE__, __LINE__, "ks_scratch.%s unreadable", field);
+		free(buf);
+		return 0;
+	}
+	memcpy(&v, buf + vsz * (size_t)kp.cpu + btf_member_bit_offset(t, i) / 8,
+	       sizeof(v));
+	free(buf);
+	return v;
 }
 
 /* ---- set-up ---- */

@@ -446,6 +446,9 @@ extern struct kp_tally kp_tally;
 /* ---- misc ---- */
 /* fd of the loaded object's map called name, or -1. */
 int kp_map_fd(const char *name);
+/* A __u32 field of this CPU's ks_scratch (kernel-only: found by its BTF);
+ * fails the test when there is none of that name. */
+__u32 kp_scratch_u32(const char *field);
 __u64 kp_hash(const void *key, size_t len);
 const char *kp_op_name(int op);
 const char *kp_err_name(int reason);

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
 #include "kp.h"
 #include "groups.h"
 
@@ -37,6 +38,8 @@ static void fp_read(struct fp_counts *c)
  * sample_n 1 or 2^30 the sampling countdown is the same for every key, so
  * runs do not depend on each other.
  */
+static int fp_udp; /* fp_run sends UDP datagrams, not TCP segments */
+
 static void fp_run(const char *pay, size_t len, struct fp_counts *c)
 {
 	static __u8 out[PKT_MAX + 512];
@@ -46,7 +49,10 @@ static void fp_run(const char *pay, size_t len, struct fp_counts *c)
 	int i;
 
 	fp_read(&before);
-	kp_tcp4(&p, pay, len);
+	if (fp_udp)
+		kp_udp4(&p, pay, len);
+	else
+		kp_tcp4(&p, pay, len);
 	if (kp_run(kp.xdp_fd, p.b, p.len, &rc, out, &olen) || rc != 2 ||
 	    olen != p.len || memcmp(out, p.b, p.len))
 		kt_failf(__FILE__, __LINE__,
@@ -60,6 +66,8 @@ static void fp_run(const char *pay, size_t len, struct fp_counts *c)
 	for (i = 0; i < KS_ERR_MAX; i++)
 		c->err[i] -= before.err[i];
 	c->sampled -= before.sampled;
+	if (fp_udp)
+		return;
 	/* release the flow this lone segment may have opened (kp_send does
 	 * the same), after the deltas: a later packet reusing its port and
 	 * sequence is a flow of its own, not a retransmission */
@@ -320,10 +328,170 @@ static void fp_where_counted(void)
 	kp_end();
 }
 
+/*
+ * The express path (keysteer.bpf.c, ks_express_udp4): a lone get in a
+ * plain IPv4/UDP datagram, not due for sampling, counted before the
+ * general path writes anything. White box, as its control: it writes none
+ * of the scratch's per-packet fields, so ks_scratch.seg_limit keeps the
+ * payload length the general path's last packet left there (a 40-byte
+ * key's, 46), and every packet that is not the express path's leaves its
+ * own (22 for the 16-byte key). Then the countdown it shares with the
+ * general path: 1 in 3 of 30 lone gets sampled, through XDP and tc.
+ */
+static void fp_express_send(const struct pkt *p, const char *key, int tc)
+{
+	if (tc)
+		kp_send_tc(p);
+	else
+		kp_send_mc(p);
+	kp_x_req(KS_OP_GET, p->plen, key, NULL);
+}
+
+static void fp_express(void)
+{
+	static const char key[] = "abcdefghijklmnop";
+	char buf[128], k40[64];
+	struct pkt_opts o;
+	struct pkt p, p40;
+	size_t n, n40;
+	int tc, i, v;
+
+	kp_begin("express_udp_takes_only_plain_lone_gets");
+	kp_set_sample(1U << 30);
+	kp_make_key(k40, 40, 41);
+	k40[40] = '\0';
+	n40 = fp_get(buf, k40, 40, "\r\n");
+	kp_udp4(&p40, buf, n40);
+	n = fp_get(buf, key, 16, "\r\n");
+	for (tc = 0; tc < 2; tc++) {
+		/* the first packet after a config write loads the rate: the
+		 * general path's, as is a 40-byte key */
+		fp_express_send(&p40, k40, tc);
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		kp_udp4(&p, buf, n);
+		fp_express_send(&p, key, tc);
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		/* not plain: a VLAN tag, IP options, IPv6 */
+		for (v = 0; v < 3; v++) {
+			fp_express_send(&p40, k40, tc);
+			pkt_opts_default(&o, v == 2, IPPROTO_UDP);
+			if (v == 0) {
+				o.nvlan = 1;
+				o.vlan[0].tpid = 0x8100;
+				o.vlan[0].tci = 100;
+			} else if (v == 1) {
+				o.ip4_opt_words = 1;
+			}
+			kp_build(&p, &o, buf, n);
+			fp_express_send(&p, key, tc);
+			CHECK(kp_scratch_u32("seg_limit") == n,
+			      "shape %d (tc %d) took the express path", v, tc);
+		}
+	}
+	/* a watched port in the second slot: still the express path's */
+	kp_set_ports(2, 11212, 11211);
+	fp_express_send(&p40, k40, 0);
+	kp_udp4(&p, buf, n);
+	fp_express_send(&p, key, 0);
+	CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+	/* every key due for sampling: the general path's */
+	kp_set_sample(1);
+	fp_express_send(&p, key, 0);
+	CHECK_EQ(kp_scratch_u32("seg_limit"), n);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 10);
+	kp_end();
+
+	for (tc = 0; tc < 2; tc++) {
+		kp_begin(tc ? "express_udp_tc_countdown_1_in_3"
+			    : "express_udp_countdown_1_in_3");
+		kp_set_sample(3);
+		kp_udp4(&p, buf, n);
+		for (i = 0; i < 30; i++)
+			fp_express_send(&p, key, tc);
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+		CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 30);
+		CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, key, 16), 10);
+		kp_end();
+	}
+}
+
+/*
+ * The express path for TCP, white box as above: on a flow opened by its
+ * SYN, an in-order lone get leaves ks_scratch.seg_limit as the general
+ * path's last packet left it, and so does a 1448-byte segment inside a
+ * set's value that goes on past it; a 100-byte one (under 512 bytes, the
+ * general path's) and the segment that ends the value do not. The set
+ * counts once, at its end, whichever path took its segments.
+ */
+static void fp_express_tcp(void)
+{
+	static const char key[] = "abcdefghijklmnop";
+	static char val[1448];
+	char buf[128], k40[64];
+	struct kp_flow f;
+	__u32 off = 0;
+	size_t n, n40, hl;
+	int tc;
+
+	memset(val, 'v', sizeof(val));
+	for (tc = 0; tc < 2; tc++) {
+		kp_begin(tc ? "express_tcp_tc_takes_in_order_gets_and_blocks"
+			    : "express_tcp_takes_in_order_gets_and_blocks");
+		kp_set_sample(1U << 30);
+		kp_make_key(k40, 40, 42);
+		k40[40] = '\0';
+		kp_flow_new(&f, 0);
+		f.tc = tc;
+		kp_flow_syn(&f);
+		off = 0;
+		n40 = fp_get(buf, k40, 40, "\r\n");
+		kp_flow_send(&f, off, buf, n40, PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_x_req(KS_OP_GET, n40, k40, NULL);
+		off += (__u32)n40;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		n = fp_get(buf, key, 16, "\r\n");
+		kp_flow_send(&f, off, buf, n, PKT_TCP_PSH | PKT_TCP_ACK);
+		kp_x_req(KS_OP_GET, n, key, NULL);
+		off += (__u32)n;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		/* a set of 1448 + 1448 + 100 + 100 value bytes */
+		hl = (size_t)snprintf(buf, sizeof(buf), "set %s 0 0 3096\r\n",
+				      key);
+		kp_flow_send(&f, off, buf, hl, PKT_TCP_PSH | PKT_TCP_ACK);
+		off += (__u32)hl;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 1448, PKT_TCP_ACK);
+		off += 1448;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 1448, PKT_TCP_ACK);
+		off += 1448;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), hl);
+		kp_flow_send(&f, off, val, 100, PKT_TCP_ACK);
+		off += 100;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), 100);
+		memcpy(buf, val, 100);
+		memcpy(buf + 100, "\r\n", 2);
+		kp_flow_send(&f, off, buf, 102, PKT_TCP_PSH | PKT_TCP_ACK);
+		off += 102;
+		CHECK_EQ(kp_scratch_u32("seg_limit"), 102);
+		kp_x_req(KS_OP_SET, hl + 3096 + 2, key, NULL);
+		CHECK_EQ(kp_pkt(KS_PKT_FLOW_CONT), 4);
+		CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 1);
+		kp_flow_fin(&f, off);
+		kp_end();
+	}
+}
+
 void t_fastpath_group(void)
 {
 	fp_where_counted();
+	fp_express();
+	fp_express_tcp();
 	fp_shapes(1U << 30, "fastpath_unsampled_matches_general_parser");
+	/* the same shapes as lone datagrams: the express path's */
+	fp_udp = 1;
+	fp_shapes(1U << 30, "fastpath_udp_unsampled_matches_general_parser");
+	fp_udp = 0;
 	fp_shapes(1, "fastpath_sampled_matches_general_parser");
 	fp_sampling();
 }
