@@ -14,6 +14,7 @@
 #include "ks_maps.bpf.h"
 #include "ks_parse_net.bpf.h"
 #include "ks_fastpath.bpf.h"
+#include "ks_fast_sample.bpf.h"
 #include "ks_stream.bpf.h"
 #include "ks_steer.bpf.h"
 #include "ks_reply.bpf.h"
@@ -85,6 +86,12 @@ static __always_inline void ks_fast_key(void *ctx, struct ks_scratch *s,
 	if (len > KS_FAST_KEY || !len)
 		return;
 	s->pkt_keys = 1;
+	/* straight from the packet, one call (ks_fast_sample.bpf.h) */
+	if (is_xdp ? ks_fast_take_xdp(ctx, s, l4->payload_off, len, due)
+		   : ks_fast_take_tc(ctx, s, l4->payload_off, len, due)) {
+		ks_ring_flush(s);
+		return;
+	}
 	ks_key_clear(s);
 	s->key_words = ks_key_words(len);
 	/* the bound above, in a form the verifier keeps (see ks_window) */

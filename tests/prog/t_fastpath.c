@@ -15,6 +15,9 @@
 #include "kp.h"
 #include "groups.h"
 
+/* KS_FAST_KEY of bpf/ks_fastpath.bpf.h (a BPF-only header) */
+#define KS_FAST_KEY_BYTES 32
+
 struct fp_counts {
 	struct ks_op_stats ops[KS_OP_MAX];
 	__u64 err[KS_ERR_MAX];
@@ -258,6 +261,68 @@ static void fp_sampling(void)
 			      "bytes past key %d are not zero", k);
 		}
 		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 3);
+		kp_end();
+	}
+
+	/*
+	 * Every length the lone get's sampled key is read from the packet
+	 * at (4..32 bytes, ks_fast_sample.bpf.h), after keys longer than 32
+	 * bytes (the general way, 33 and 250 bytes: s->key zeroed by
+	 * ks_key_clear) and after shorter and longer short keys (zeroed
+	 * word by word): each key's bytes, zero past it, its hash (the slot
+	 * is found by the user-space hash) and one count in the sketch.
+	 */
+	for (i = 0; i < 2; i++) {
+		static const char *const name[2] = {
+			"fastpath_udp_sample_every_length_from_the_packet",
+			"fastpath_udp_tc_sample_every_length_from_the_packet",
+		};
+		__u8 zeros[KS_KEY_BUF] = { 0 };
+		char lkey[KS_MAX_KEY_LEN + 1], lbuf[KS_MAX_KEY_LEN + 16];
+		unsigned int len, sent = 0;
+
+		kp_begin(name[i]);
+		kp_set_sample(1);
+		for (len = 4; len <= KS_FAST_KEY_BYTES; len++) {
+			/* before each: a key past the fast path (33 or
+			 * 250 bytes), one of 32 or one a byte shorter */
+			unsigned int pre = len % 3 == 0   ? (len % 2 ? 250 : 33)
+					   : len % 3 == 1 ? KS_FAST_KEY_BYTES
+							  : len - 1;
+			unsigned int kl, step;
+
+			for (step = 0; step < 2; step++) {
+				struct pkt p;
+
+				kl = step ? len : pre;
+				if (kl < 4)
+					continue;
+				/* the seed makes every key of the run new */
+				kp_make_key(lkey, kl, 1000 + len * 4 + step);
+				n = fp_get(lbuf, lkey, kl, "\r\n");
+				kp_udp4(&p, lbuf, n);
+				if (i)
+					kp_send_tc(&p);
+				else
+					kp_send_mc(&p);
+				kp_x_req(KS_OP_GET, n, NULL);
+				kp_x_keyn(KS_OP_GET, lkey, kl);
+				sent++;
+				CHECK(kp_cand_find(lkey, kl, &c),
+				      "%u-byte key not a candidate", kl);
+				CHECK_EQ(c.len, kl);
+				CHECK(!memcmp(c.key, lkey, kl),
+				      "%u-byte key's bytes differ", kl);
+				CHECK(!memcmp(c.key + kl, zeros,
+					      KS_KEY_BUF - kl),
+				      "bytes past the %u-byte key (step %u) are not zero",
+				      kl, step);
+				CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, lkey,
+						      kl),
+					 1);
+			}
+		}
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), sent);
 		kp_end();
 	}
 }
