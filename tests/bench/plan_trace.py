@@ -99,8 +99,9 @@ def report(path):
               if d["shard"] == hp and isinstance(d.get("totals"), dict)]
         tt = [t for t in tt if t["base"] == tt[-1]["base"]] if tt else []
         if len(tt) > 1 and tt[-1]["ms"] > tt[0]["ms"]:
-            rows[hp]["counted"] = ((tt[-1]["served"] + tt[-1]["writes"] - tt[0]["served"] - tt[0]["writes"])
-                                   * 1000.0 / (tt[-1]["ms"] - tt[0]["ms"]))
+            def load(t):  # what its memcached answered (core/host_doc.h)
+                return t["served"] + t["writes"] + t.get("fills", 0)
+            rows[hp]["counted"] = (load(tt[-1]) - load(tt[0])) * 1000.0 / (tt[-1]["ms"] - tt[0]["ms"])
             rows[hp]["counted_s"] = (tt[-1]["ms"] - tt[0]["ms"]) / 1000.0
     md = sum(r["docs_mean"] for r in rows.values()) / len(rows)
     mm = sum(r["memcached"] for r in rows.values()) / len(rows)

@@ -165,8 +165,8 @@ while True:
               "misdirected_per_s": 0, "served_per_s": 1000}
         if plain != "all" and plain != str(i):
             n = rate * ms // 1000
-            sh["totals"] = {"base": base + i, "ms": ms, "reads": n, "served": n - n // 10,
-                            "writes": n // 10, "misdirected": 0}
+            sh["totals"] = {"base": base + i, "ms": ms, "reads": n, "served": n - n // 5,
+                            "writes": n // 10, "misdirected": 0, "fills": n // 10}
         doc = {"schema": 2, "kind": "keysteer-load", "self": sh["name"], "ring_revision": rev,
                "class_rates": {"read": 1000, "write": 0, "other": 0}, "shard": sh, "top": []}
         body = json.dumps({"key": base64.b64encode(("/keysteer-load/%s/%s" % (cl, sh["name"])).encode()).decode(),

@@ -611,7 +611,9 @@ static void t_load_totals(void)
 		  "no reads" },
 		{ "{\"base\":\"5\",\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
 		  "no base" },
-		{ "{\"base\":0,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		{ "{\"base\":5,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		  "no fills" },
+		{ "{\"base\":0,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0,\"fills\":0}",
 		  "a base of 0" },
 	};
 	unsigned i;
@@ -623,14 +625,18 @@ static void t_load_totals(void)
 		return;
 	}
 	sample_host(&a);
-	a.totals = (struct ks_load_totals){
-		1764000000123ULL, 93001, 12345678901ULL, 12000000000ULL, 77, 3
-	};
+	a.totals = (struct ks_load_totals){ 1764000000123ULL,
+					    93001,
+					    12345678901ULL,
+					    12000000000ULL,
+					    77,
+					    3,
+					    41 };
 	l = ks_host_doc_encode_kind(&a, KS_HDK_LOAD, NULL);
 	c = ks_host_doc_encode_kind(&a, KS_HDK_COMPAT, NULL);
 	CHECK(l && strstr(l, "\"totals\":{\"base\":1764000000123,\"ms\":93001,"
 			     "\"reads\":12345678901,\"served\":12000000000,"
-			     "\"writes\":77,\"misdirected\":3}"),
+			     "\"writes\":77,\"misdirected\":3,\"fills\":41}"),
 	      "load %s", l ? l : "(null)");
 	CHECK(c && !strstr(c, "totals"), "hosts/ as it was: %s", c ? c : "");
 	ks_fleet_host_decode("x", l, strlen(l), h);

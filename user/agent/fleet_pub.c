@@ -201,6 +201,7 @@ static void load_totals_of(struct ks_fleet_pub *f,
 	if (base != f->totals_base_ms) {
 		f->totals_base_ms = base;
 		f->steered_total = 0;
+		f->fills_at_base = ks_run_steer_owner_reads(steer);
 	}
 	f->steered_total += ks_run_steer_steered_ps(steer) *
 			    ((double)g->elapsed_ns / 1e9);
@@ -213,6 +214,7 @@ static void load_totals_of(struct ks_fleet_pub *f,
 			    : 0;
 	for (j = 0; j < g->nshards; j++)
 		t->misdirected += g->shards[j].misdirected;
+	t->fills = ks_run_steer_owner_reads(steer) - f->fills_at_base;
 }
 
 /* hosts/<self> as it stands. */

@@ -94,6 +94,7 @@ struct ks_fleet_pub {
 	 * answered) */
 	__u64 totals_base_ms;
 	double steered_total;
+	__u64 fills_at_base; /* the fill worker's owner reads at the base */
 	/* hot/<hash> as last handed over, one per key this host owns */
 	struct ks_hot_doc *hot;
 	size_t nhot;

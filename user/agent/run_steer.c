@@ -656,6 +656,11 @@ unsigned ks_run_steer_owner_turns(const struct ks_run_steer *s)
 	return owner_turns(s);
 }
 
+__u64 ks_run_steer_owner_reads(const struct ks_run_steer *s)
+{
+	return s ? ks_filler_owner_reads(&s->filler) : 0;
+}
+
 double ks_run_steer_steered_ps(const struct ks_run_steer *s)
 {
 	double sum = 0;

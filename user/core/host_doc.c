@@ -241,8 +241,10 @@ static json_t *replicas_of(const struct ks_host_doc *d)
 }
 
 /* class_rates, shard (with its rates) and top: what moves with load. */
-static const char *const totals_name[] = { "base",   "ms",     "reads",
-					   "served", "writes", "misdirected" };
+#define TOTALS_N 7
+static const char *const totals_name[TOTALS_N] = {
+	"base", "ms", "reads", "served", "writes", "misdirected", "fills"
+};
 
 static void totals_fields(struct ks_load_totals *t, __u64 **f)
 {
@@ -252,17 +254,18 @@ static void totals_fields(struct ks_load_totals *t, __u64 **f)
 	f[3] = &t->served;
 	f[4] = &t->writes;
 	f[5] = &t->misdirected;
+	f[6] = &t->fills;
 }
 
 static json_t *totals_of(const struct ks_host_doc *d)
 {
 	struct ks_load_totals t = d->totals;
 	json_t *o = json_object();
-	__u64 *f[6];
+	__u64 *f[TOTALS_N];
 	unsigned i;
 
 	totals_fields(&t, f);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < TOTALS_N; i++)
 		json_object_set_new(o, totals_name[i],
 				    json_integer((json_int_t)*f[i]));
 	return o;
@@ -271,7 +274,7 @@ static json_t *totals_of(const struct ks_host_doc *d)
 int ks_load_totals_decode(json_t *json, struct ks_load_totals *out, char *why,
 			  size_t whylen)
 {
-	__u64 *f[6];
+	__u64 *f[TOTALS_N];
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
@@ -282,7 +285,7 @@ int ks_load_totals_decode(json_t *json, struct ks_load_totals *out, char *why,
 		return -1;
 	}
 	totals_fields(out, f);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < TOTALS_N; i++) {
 		json_t *v = json_object_get(json, totals_name[i]);
 
 		if (!json_is_integer(v) || json_integer_value(v) < 0) {

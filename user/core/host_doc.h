@@ -117,6 +117,9 @@ struct ks_load_totals {
 			* agent and ring push; 0: no counters */
 	__u64 ms;      /* ms counted from the base to these counts */
 	__u64 reads, served, writes, misdirected;
+	/* the agent's own reads of its memcached (copies filled from the
+	 * owner): memcached answered them, the datapath never saw them */
+	__u64 fills;
 };
 
 struct ks_host_doc_top {

@@ -324,7 +324,9 @@ done:
 
 void ks_plan_span_take(struct ks_plan_span *s, const struct ks_load_totals *t)
 {
-	double c = (double)t->served + (double)t->writes;
+	/* what its memcached answered: the clients' reads and writes, and
+	 * its agent's own reads for copies */
+	double c = (double)t->served + (double)t->writes + (double)t->fills;
 
 	if (!t->base_ms)
 		return;

@@ -43,7 +43,7 @@
 struct ks_plan_span {
 	__u64 base_ms;    /* 0: no counters seen */
 	__u64 ms0, ms1;   /* the first and last counts' times from the base */
-	double c0, c1;    /* served + writes at them */
+	double c0, c1;    /* served + writes + fills at them */
 	unsigned docs;    /* documents taken on this base */
 	unsigned rebased; /* bases dropped for a newer one (the agent
 			   * restarted or pushed its ring again) */
