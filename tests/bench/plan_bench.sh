@@ -115,8 +115,10 @@ agent_c() { in_client "$STEER_AGENT" "$@"; }
 agents_up() {
 	local i
 	for i in "${!STEER_SHARD_NS[@]}"; do
+		# --etcd-timeout: at load average 50 an agent waited more than the
+		# default 2 s for etcd at its start, and the run stopped
 		# shellcheck disable=SC2086
-		if ! steer_agent_start "$i" --etcd "$ETCD_URL" --cluster planbench \
+		if ! steer_agent_start "$i" --etcd "$ETCD_URL" --etcd-timeout 10000 --cluster planbench \
 			--self "${STEER_SHARD_ADDR[i]}:$STEER_PORT" --replicas "$STEER_REPLICAS" \
 			--shard-capacity "$CAPACITY" --interval "$INTERVAL" \
 			--hot-fraction "$HOT_FRACTION" --owner-share 0.015625 --export-keys \
