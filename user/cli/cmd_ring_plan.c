@@ -256,6 +256,10 @@ static void load_of_window(struct acc *a, __u32 n, unsigned window, int etcd)
 {
 	__u64 min_ms = etcd && window > 1 ? (window - 1) * 500ULL : ~0ULL;
 	__u64 lo = ~0ULL, hi = 0;
+	/* when each span began and ended (its agent's clock, ms): spans
+	 * that do not line up measured different times, which matters when
+	 * the load changed within the window */
+	__u64 b_lo = ~0ULL, b_hi = 0, e_lo = ~0ULL, e_hi = 0;
 	unsigned counted = 0, rated = 0, rebased = 0;
 	char from[200] = "";
 	__u32 i;
@@ -272,6 +276,14 @@ static void load_of_window(struct acc *a, __u32 n, unsigned window, int etcd)
 				lo = s->ms1 - s->ms0;
 			if (s->ms1 - s->ms0 > hi)
 				hi = s->ms1 - s->ms0;
+			b_lo = s->base_ms + s->ms0 < b_lo ? s->base_ms + s->ms0
+							  : b_lo;
+			b_hi = s->base_ms + s->ms0 > b_hi ? s->base_ms + s->ms0
+							  : b_hi;
+			e_lo = s->base_ms + s->ms1 < e_lo ? s->base_ms + s->ms1
+							  : e_lo;
+			e_hi = s->base_ms + s->ms1 > e_hi ? s->base_ms + s->ms1
+							  : e_hi;
 			continue;
 		}
 		a->served[i] /= a->seen[i];
@@ -286,9 +298,10 @@ static void load_of_window(struct acc *a, __u32 n, unsigned window, int etcd)
 		rated++;
 	}
 	if (counted)
-		printf("load: %u shard%s from their agents' counters over %.1f..%.1f s\n",
+		printf("load: %u shard%s from their agents' counters over %.1f..%.1f s (begun within %.1f s of each other, ended within %.1f s)\n",
 		       counted, counted == 1 ? "" : "s", lo / 1000.0,
-		       hi / 1000.0);
+		       hi / 1000.0, (b_hi - b_lo) / 1000.0,
+		       (e_hi - e_lo) / 1000.0);
 	if (rated)
 		printf("load: %u shard%s from the mean of %u read%s of their rates, as their documents %s: %s%s\n",
 		       rated, rated == 1 ? "" : "s", a->samples,
