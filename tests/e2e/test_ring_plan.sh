@@ -30,7 +30,8 @@ set -u
 e2e_init ring_plan
 e2e_need_etcd ring_plan
 MC_PIDS=()
-ETCD_PID= COUNT_PID=
+ETCD_PID=
+COUNT_PID=
 plan_cleanup() {
 	local rc=$? p
 	for p in $COUNT_PID "${MC_PIDS[@]}" $ETCD_PID; do
