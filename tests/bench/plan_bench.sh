@@ -34,7 +34,12 @@
 # read them; the plan's line gives a shard's largest difference between
 # the plan's model and memcached's count in the planned window. Also the
 # keys the plan moved, as a share of the workload's keys (`agent ring diff
-# --to-plan --keys-file`).
+# --to-plan --keys-file`). Beside every window, tests/bench/plan_trace.py
+# reads the load documents and memcached's counts once a second: the
+# summary's "rates err" and "counted err" are a shard's largest
+# difference between memcached's count of the window and the mean of the
+# documents' rates, and their counters, as shares of the mean; the plan's
+# line gives the same for the plan's input ("input") and its outcome.
 #
 #   sudo tests/bench/plan_bench.sh [--json FILE] [--rate R] [--duration SEC]
 #        [--warmup READS] [--conns N] [--only flash|zipf1] [--target F] [--keep]
