@@ -34,7 +34,12 @@
 # read them; the plan's line gives a shard's largest difference between
 # the plan's model and memcached's count in the planned window. Also the
 # keys the plan moved, as a share of the workload's keys (`agent ring diff
-# --to-plan --keys-file`).
+# --to-plan --keys-file`). Beside every window, tests/bench/plan_trace.py
+# reads the load documents and memcached's counts once a second: the
+# summary's "rates err" and "counted err" are a shard's largest
+# difference between memcached's count of the window and the mean of the
+# documents' rates, and their counters, as shares of the mean; the plan's
+# line gives the same for the plan's input ("input") and its outcome.
 #
 #   sudo tests/bench/plan_bench.sh [--json FILE] [--rate R] [--duration SEC]
 #        [--warmup READS] [--conns N] [--only flash|zipf1] [--target F] [--keep]
@@ -90,12 +95,13 @@ done
 CAPACITY=$((RATE / SHARDS))
 
 BENCH_TMP=$(mktemp -d /tmp/ks_plan_bench.XXXXXX)
-BENCH_LOAD_PID= BENCH_PLAN_PID= BENCH_ETCD_PID=
+BENCH_LOAD_PID= BENCH_PLAN_PID= BENCH_ETCD_PID= BENCH_TRACE_PID=
 bench_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
 	[ -n "$BENCH_LOAD_PID" ] && ks_stop_pid "$BENCH_LOAD_PID" TERM 3
 	[ -n "$BENCH_PLAN_PID" ] && ks_stop_pid "$BENCH_PLAN_PID" TERM 3
+	[ -n "$BENCH_TRACE_PID" ] && ks_stop_pid "$BENCH_TRACE_PID" TERM 3
 	[ -n "$STEER_TMP" ] && cp "$STEER_TMP"/agent.*.out "$BENCH_TMP"/ 2>/dev/null
 	steer_topo_down
 	[ -n "$BENCH_ETCD_PID" ] && ks_stop_pid "$BENCH_ETCD_PID" TERM 5
@@ -114,8 +120,10 @@ agent_c() { in_client "$STEER_AGENT" "$@"; }
 agents_up() {
 	local i
 	for i in "${!STEER_SHARD_NS[@]}"; do
+		# --etcd-timeout: at load average 50 an agent waited more than the
+		# default 2 s for etcd at its start, and the run stopped
 		# shellcheck disable=SC2086
-		if ! steer_agent_start "$i" --etcd "$ETCD_URL" --cluster planbench \
+		if ! steer_agent_start "$i" --etcd "$ETCD_URL" --etcd-timeout 10000 --cluster planbench \
 			--self "${STEER_SHARD_ADDR[i]}:$STEER_PORT" --replicas "$STEER_REPLICAS" \
 			--shard-capacity "$CAPACITY" --interval "$INTERVAL" \
 			--hot-fraction "$HOT_FRACTION" --owner-share 0.015625 --export-keys \
@@ -220,11 +228,19 @@ print(len(at), sum(len(d.get("hot", [])) for d in at), int(mis <= 0.001 * served
 window() {
 	local t=$BENCH_TMP/$1 try rate ref=${3:-$RATE}
 	for ((try = 1; try <= WINDOW_TRIES; try++)); do
+		# the documents and memcached's counts a second beside the
+		# plan's own reads (each try's trace replaces the last)
+		rm -f "$t.trace.jsonl"
+		ks_in_ns_bg "$STEER_CLIENT_NS" "$PY" "$ROOT/tests/bench/plan_trace.py" --etcd "$ETCD_URL" \
+			--cluster planbench --out "$t.trace.jsonl" "${ALL_MC[@]:0:SHARDS}" 2>"$t.trace.err"
+		BENCH_TRACE_PID=$KS_BG_PID
 		in_client "$PY" "$MC_STATS" snap "${ALL_MC[@]}" >"$t.s1.json" || return 1
 		in_client "$STEER_AGENT" ring plan --etcd "$ETCD_URL" --etcd-timeout 10000 --cluster planbench \
 			--window "$DURATION" --target "$TARGET" --out "$2" >"$t.plan.out" 2>&1
 		echo $? >"$t.plan.rc"
 		in_client "$PY" "$MC_STATS" snap "${ALL_MC[@]}" >"$t.s2.json" || return 1
+		ks_stop_pid "$BENCH_TRACE_PID" TERM 5
+		BENCH_TRACE_PID=
 		rate=$("$PY" - "$t.s1.json" "$t.s2.json" <<'PYEOF'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
@@ -317,10 +333,12 @@ for wl in "${WLS[@]}"; do
 	steer_agents_stop
 done
 
-export SHARDS REPLICAS KEYS RATE CONNS WARMUP DURATION CAPACITY HOT_FRACTION TARGET
+export SHARDS REPLICAS KEYS RATE CONNS WARMUP DURATION CAPACITY HOT_FRACTION TARGET ROOT
 "$PY" - "$BENCH_TMP" "${JSON_OUT:-}" "${WLS[@]}" <<'PYEOF'
 import json, os, re, sys
 tmp, out_path, wls = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests/bench"))
+import plan_trace
 env = os.environ
 res = {"config": {k.lower(): env[k] for k in ("SHARDS", "REPLICAS", "KEYS", "RATE", "CONNS",
        "WARMUP", "DURATION", "CAPACITY", "HOT_FRACTION", "TARGET")}, "workloads": {}}
@@ -334,8 +352,8 @@ def model(path):
     rows = re.findall(r"^\s+\d+\s+(\S+)\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)", t, re.M)
     return (float(m.group(1)) if m else None, float(m.group(2)) if m else None,
             {a: float(n) for a, n, _ in rows}, {a: float(p) for a, _, p in rows})
-print("%-6s %-8s %12s %8s %8s %10s %8s %7s" % ("load", "ring", "busiest/mean", "hit%", "gets/s",
-      "docs said", "steady", "windows"))
+print("%-6s %-8s %12s %8s %8s %10s %8s %7s %12s %12s" % ("load", "ring", "busiest/mean", "hit%", "gets/s",
+      "docs said", "steady", "windows", "rates err", "counted err"))
 for wl in wls:
     w = {}
     for run in ("ketama", "balance", "planned"):
@@ -349,15 +367,22 @@ for wl in wls:
         now, _, docs, _ = model(os.path.join(tmp, "%s.%s.plan.out" % (wl, run)))
         st = open(os.path.join(tmp, "%s.%s.steady" % (wl, run))).read().strip()
         tries = open(os.path.join(tmp, "%s.%s.tries" % (wl, run))).read().split("\n")
+        # the documents a second beside the window (plan_trace.py): how
+        # far the mean of their rates, and their counters, were from
+        # memcached's count of each shard, as shares of the mean
+        tr = plan_trace.report(os.path.join(tmp, "%s.%s.trace.jsonl" % (wl, run)))
         w[run] = {"busiest_over_mean": round(g["busiest_over_mean"], 3),
+                  "trace": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in tr.items() if k != "shards"},
                   "shard_cmd_get": {a: d["cmd_get"] for a, d in win["deltas"].items()},
                   "window_s": round(secs, 1), "gets_per_s": round(gets / secs), "hits": hits, "gets": gets,
                   "load_documents_said": now, "load_documents_per_shard": docs,
                   "steady": st, "windows_taken": [t for t in tries if t], "load_run": {k: ld.get(k) for k in ("gets_per_s", "copy_reads", "gets", "hits")}}
-        print("%-6s %-8s %12.3f %8.1f %8.0f %10s %8s %7d" % (wl, run, g["busiest_over_mean"],
+        print("%-6s %-8s %12.3f %8.1f %8.0f %10s %8s %7d %12s %12s" % (wl, run, g["busiest_over_mean"],
               100.0 * hits / max(1, gets), gets / secs, "%.3f" % now if now else "-",
               st.split(";")[0].replace("steady after ", "").replace(" reads", " s"),
-              len([t for t in tries if t])))
+              len([t for t in tries if t]),
+              "%.3f" % tr["largest_error"] if "largest_error" in tr else "-",
+              "%.3f" % tr["largest_counted_error"] if "largest_counted_error" in tr else "-"))
     plan = open(os.path.join(tmp, "%s.ketama.plan.out" % wl)).read()
     m = re.search(r"busiest/mean: now ([0-9.]+), planned ([0-9.]+)", plan)
     # the plan's model of each shard against memcached's counts of the
@@ -366,6 +391,13 @@ for wl in wls:
     cnt = w["planned"]["shard_cmd_get"]
     mp, mc = sum(pl.values()) / len(pl), sum(cnt[a] for a in pl) / len(pl)
     err = max(abs(cnt[a] / mc - pl[a] / mp) for a in pl)
+    # the plan's input: its model of each shard now against memcached's
+    # count of the same window (the ketama window is the plan's own)
+    _, _, nowm, _ = model(os.path.join(tmp, "%s.ketama.plan.out" % wl))
+    kc = w["ketama"]["shard_cmd_get"]
+    mn, mk = sum(nowm.values()) / len(nowm), sum(kc[a] for a in nowm) / len(nowm)
+    inerr = max(abs(kc[a] / mk - nowm[a] / mn) for a in nowm)
+    src = re.findall(r"^load: (\d+) shards? from (their agents' counters|the mean)", plan, re.M)
     mv = re.search(r"moves: (\d+) sampled keys .*?, (\d+) slices = ([0-9.]+)%", plan)
     d = open(os.path.join(tmp, "%s.diff.out" % wl)).read()
     md = re.search(r"moved (\d+) of (\d+) keys \(([0-9.]+)%\)", d)
@@ -375,10 +407,13 @@ for wl in wls:
                  "keys_moved": int(md.group(1)), "keys": int(md.group(2)),
                  "keys_moved_pct": float(md.group(3)),
                  "forced": open(os.path.join(tmp, "%s.forced" % wl)).read().strip() == "1",
-                 "largest_shard_error": round(err, 3)}
-    print("%-6s plan: model %.3f -> %.3f (a shard's largest error against memcached's planned window %.3f);"
+                 "largest_shard_error": round(err, 3), "largest_input_error": round(inerr, 3),
+                 "input_from": {("counters" if b.startswith("their") else "rates"): int(a) for a, b in src}}
+    print("%-6s plan: model %.3f -> %.3f (a shard's largest error: input %.3f against memcached's count of"
+          " the plan's window, outcome %.3f against the planned window; input from %s);"
           " %d keys carved, %d slices; keys moved %d of %d (%.3f%%)%s" % (
-        wl, w["plan"]["model_now"], w["plan"]["model_planned"], err, w["plan"]["keys_carved"],
+        wl, w["plan"]["model_now"], w["plan"]["model_planned"], inerr, err,
+        ", ".join("%s %d" % kv for kv in w["plan"]["input_from"].items()) or "?", w["plan"]["keys_carved"],
         w["plan"]["slices"], w["plan"]["keys_moved"], w["plan"]["keys"], w["plan"]["keys_moved_pct"],
         "; ring set needed --force" if w["plan"]["forced"] else "; within ring set's move limit"))
     res["workloads"][wl] = w

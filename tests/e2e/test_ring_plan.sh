@@ -31,9 +31,10 @@ e2e_init ring_plan
 e2e_need_etcd ring_plan
 MC_PIDS=()
 ETCD_PID=
+COUNT_PID=
 plan_cleanup() {
 	local rc=$? p
-	for p in "${MC_PIDS[@]}" $ETCD_PID; do
+	for p in $COUNT_PID "${MC_PIDS[@]}" $ETCD_PID; do
 		ks_stop_pid "$p" TERM 5
 	done
 	(exit "$rc")
@@ -140,6 +141,96 @@ if [ "$rc" = 0 ] && [ -s "$E2E_TMP/plan.json" ] &&
 else
 	fail ring_plan_proposes_points "exit $rc: $(cat "$E2E_TMP/plan.out")"
 fi
+
+# --- 2b. the load from the agents' counters, not their rates ------------------
+# Documents whose rates say every shard serves 1000/s but whose counters
+# ("shard"."totals", rewritten every 0.2 s as an agent's would be) say
+# shard 0 served 2000/s over the window: the plan follows the counters
+# (the rates are one interval's, and a document stays until its agent
+# writes again). Control: the same documents without counters plan from
+# the rates and see nothing to balance. A fleet with one agent before
+# the counters: that shard from its rates, the others from their counters.
+# counting WHO: documents with counters ("" for none on every shard, "3"
+# for none on shard 3) until killed
+counting() {
+	# a file: an asynchronous command's stdin is /dev/null
+	cat >"$E2E_TMP/counting.py" <<'PYEOF'
+import base64, json, sys, time, urllib.request
+url, cl, addr, rev, plain = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+t0, base = time.monotonic(), int(time.time() * 1000)
+while True:
+    ms = int((time.monotonic() - t0) * 1000) + 5000
+    for i in range(4):
+        rate = 2000 if i == 0 else 1000
+        sh = {"name": "%s:%d" % (addr, 24510 + i), "reads_per_s": 1000, "writes_per_s": 0,
+              "misdirected_per_s": 0, "served_per_s": 1000}
+        if plain != "all" and plain != str(i):
+            n = rate * ms // 1000
+            sh["totals"] = {"base": base + i, "ms": ms, "reads": n, "served": n - n // 5,
+                            "writes": n // 10, "misdirected": 0, "fills": n // 10}
+        doc = {"schema": 2, "kind": "keysteer-load", "self": sh["name"], "ring_revision": rev,
+               "class_rates": {"read": 1000, "write": 0, "other": 0}, "shard": sh, "top": []}
+        body = json.dumps({"key": base64.b64encode(("/keysteer-load/%s/%s" % (cl, sh["name"])).encode()).decode(),
+                           "value": base64.b64encode(json.dumps(doc).encode()).decode()}).encode()
+        urllib.request.urlopen(urllib.request.Request(url + "/v3/kv/put", data=body), timeout=5).read()
+    print("written", ms, flush=True)
+    time.sleep(0.2)
+PYEOF
+	ks_in_ns_bg "$SNS" "$PY" "$E2E_TMP/counting.py" "$URL" "$CL" "$SADDR" "$(rev)" "$1" \
+		>"$E2E_TMP/counting.out" 2>&1
+	COUNT_PID=$KS_BG_PID
+	# the first round of documents is in etcd (bounded: 30 s)
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q written "$E2E_TMP/counting.out" && return 0
+		kill -0 "$COUNT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail ring_plan_setup "the documents' writer: $(tail -c 300 "$E2E_TMP/counting.out")"
+	return 1
+}
+counting_stop() {
+	ks_stop_pid "$COUNT_PID" TERM 5
+	COUNT_PID=
+}
+# plan_from WHO NAME: a plan over 3 reads with documents counting as WHO
+plan_from() {
+	counting "$1" || return 1
+	plan --window 3 --out "$E2E_TMP/plan.$2.json" >"$E2E_TMP/plan.$2.out" 2>&1
+	echo $? >"$E2E_TMP/plan.$2.rc"
+	counting_stop
+	note "$2: $(grep -E '^load|^busiest' "$E2E_TMP/plan.$2.out" | tr '\n' ' ')"
+}
+plan_from "" counted
+if [ "$(cat "$E2E_TMP/plan.counted.rc")" = 0 ] &&
+	grep -q "^load: 4 shards from their agents' counters over" "$E2E_TMP/plan.counted.out" &&
+	! grep -q "^load: .* from the mean" "$E2E_TMP/plan.counted.out" &&
+	grep -Eq '^busiest/mean: now 1\.6[0-9]*, planned (1\.0[0-4][0-9]*|1\.050)' "$E2E_TMP/plan.counted.out" &&
+	awk '$2 == "'"$SADDR"':24510" && $3 > 1900 && $3 < 2100 { ok = 1 } END { exit !ok }' "$E2E_TMP/plan.counted.out"; then
+	pass ring_plan_takes_the_agents_counters
+else
+	fail ring_plan_takes_the_agents_counters "$(cat "$E2E_TMP/plan.counted.out")"
+fi
+plan_from all rates
+if [ "$(cat "$E2E_TMP/plan.rates.rc")" = 0 ] &&
+	grep -q "^load: 4 shards from the mean of 3 reads of their rates, as their documents carry no counters" "$E2E_TMP/plan.rates.out" &&
+	grep -q '^busiest/mean: now 1\.000' "$E2E_TMP/plan.rates.out"; then
+	pass ring_plan_control_rates_without_counters
+else
+	fail ring_plan_control_rates_without_counters "$(cat "$E2E_TMP/plan.rates.out")"
+fi
+plan_from 3 mixed
+if [ "$(cat "$E2E_TMP/plan.mixed.rc")" = 0 ] &&
+	grep -q "^load: 3 shards from their agents' counters" "$E2E_TMP/plan.mixed.out" &&
+	grep -q "^load: 1 shard from the mean of 3 reads of their rates.*: $SADDR:24513\$" "$E2E_TMP/plan.mixed.out" &&
+	grep -Eq '^busiest/mean: now 1\.6' "$E2E_TMP/plan.mixed.out"; then
+	pass ring_plan_mixed_fleet_counters_and_rates
+else
+	fail ring_plan_mixed_fleet_counters_and_rates "$(cat "$E2E_TMP/plan.mixed.out")"
+fi
+rm -f "$E2E_TMP/plan.json"
+loads 0 || fail ring_plan_setup "etcdctl put failed"
+plan >"$E2E_TMP/plan.out" 2>&1 || fail ring_plan_setup "plan again: $(cat "$E2E_TMP/plan.out")"
 
 # --- 3. ring set --plan, get, lookup, diff --------------------------------------
 out=$(e2e_agent ring set "${E[@]}" --plan "$E2E_TMP/plan.json" --clients any 2>&1)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/fleet_pub.h"
+#include "core/fleet_doc.h"
 #include "core/host_doc.h"
 #include "core/hot_doc.h"
 #include "core/pins_doc.h"
@@ -622,6 +623,100 @@ static void t_lease_ttl(void)
 	kt_end();
 }
 
+/* The load document's counters ("shard"."totals"): only in the load
+ * document, read back whole, no news on their own, refused when
+ * malformed, absent from documents before them. */
+static void t_load_totals(void)
+{
+	struct ks_host_doc a, b;
+	struct ks_fleet_host *h = calloc(1, sizeof(*h));
+	char *l, *c, *doc;
+	static const struct {
+		const char *totals, *why;
+	} bad[] = {
+		{ "1", "not an object" },
+		{ "{\"base\":5,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0}",
+		  "no misdirected" },
+		{ "{\"base\":5,\"ms\":-1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		  "no ms" },
+		{ "{\"base\":5,\"ms\":1,\"reads\":1.5,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		  "no reads" },
+		{ "{\"base\":\"5\",\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		  "no base" },
+		{ "{\"base\":5,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0}",
+		  "no fills" },
+		{ "{\"base\":0,\"ms\":1,\"reads\":1,\"served\":1,\"writes\":0,\"misdirected\":0,\"fills\":0}",
+		  "a base of 0" },
+	};
+	unsigned i;
+
+	kt_begin("fleet_docs_load_totals");
+	if (!h) {
+		CHECK(0, "out of memory");
+		kt_end();
+		return;
+	}
+	sample_host(&a);
+	a.totals = (struct ks_load_totals){ 1764000000123ULL,
+					    93001,
+					    12345678901ULL,
+					    12000000000ULL,
+					    77,
+					    3,
+					    41 };
+	l = ks_host_doc_encode_kind(&a, KS_HDK_LOAD, NULL);
+	c = ks_host_doc_encode_kind(&a, KS_HDK_COMPAT, NULL);
+	CHECK(l && strstr(l, "\"totals\":{\"base\":1764000000123,\"ms\":93001,"
+			     "\"reads\":12345678901,\"served\":12000000000,"
+			     "\"writes\":77,\"misdirected\":3,\"fills\":41}"),
+	      "load %s", l ? l : "(null)");
+	CHECK(c && !strstr(c, "totals"), "hosts/ as it was: %s", c ? c : "");
+	ks_fleet_host_decode("x", l, strlen(l), h);
+	CHECK(h->valid && h->kind == KS_FHK_LOAD &&
+		      !memcmp(&h->totals, &a.totals, sizeof(a.totals)),
+	      "read back: valid %d (%s) base %llu ms %llu served %llu",
+	      h->valid, h->why, (unsigned long long)h->totals.base_ms,
+	      (unsigned long long)h->totals.ms,
+	      (unsigned long long)h->totals.served);
+	/* counters move every interval: never news by themselves */
+	b = a;
+	b.totals.ms += 30000;
+	b.totals.served += 900000;
+	b.totals.base_ms++;
+	CHECK(ks_host_doc_same(&a, &b), "counters alone are no news");
+	/* an agent before them: no totals, base 0 */
+	a.totals.base_ms = 0;
+	free(l);
+	l = ks_host_doc_encode_kind(&a, KS_HDK_LOAD, NULL);
+	CHECK(l && !strstr(l, "totals"), "none: %s", l ? l : "");
+	ks_fleet_host_decode("x", l, strlen(l), h);
+	CHECK(h->valid && h->totals.base_ms == 0, "none read: %s", h->why);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = strlen(l) + strlen(bad[i].totals) + 32;
+		char *at;
+
+		doc = malloc(n);
+		at = l ? strstr(l, "\"served_per_s\":") : NULL;
+		if (!doc || !at) {
+			CHECK(0, "setup");
+			free(doc);
+			break;
+		}
+		/* "totals" put before served_per_s in the shard object */
+		snprintf(doc, n, "%.*s\"totals\":%s,%s", (int)(at - l), l,
+			 bad[i].totals, at);
+		ks_fleet_host_decode("x", doc, strlen(doc), h);
+		CHECK(!h->valid && strstr(h->why, bad[i].why),
+		      "%s: valid %d, why '%s'", bad[i].totals, h->valid,
+		      h->why);
+		free(doc);
+	}
+	free(l);
+	free(c);
+	free(h);
+	kt_end();
+}
+
 void test_fleet_docs(void)
 {
 	t_lease_ttl();
@@ -632,4 +727,5 @@ void test_fleet_docs(void)
 	t_host();
 	t_member_load();
 	t_load_hot();
+	t_load_totals();
 }

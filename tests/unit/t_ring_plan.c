@@ -548,8 +548,99 @@ static void t_plan_edges(void)
 	kt_end();
 }
 
+/* A shard's load over a plan's window from its agent's counters
+ * (ks_plan_span): exact between the first and last document of one
+ * base, whenever the agent wrote them, where the mean of the rates read
+ * once a second is not. */
+static void t_plan_span(void)
+{
+	struct ks_load_totals t = { 0 }, last = { 0 };
+	struct ks_plan_span s = { 0 };
+	double r = -1, served = 0, mean = 0, want;
+	__u64 ms;
+	unsigned reads = 0;
+
+	kt_begin("ring_plan_span_exact_whenever_written");
+	/* an agent whose load wanders 400 -> 700/s over 60 s, counting each
+	 * 1 s interval, but writing its document only every 7th interval
+	 * (and at 60 s); the planner reads etcd once a second from 0 to 60 s */
+	t.base_ms = 1764000000000ULL;
+	for (ms = 0; ms <= 60000; ms += 1000) {
+		double rate = 400 + 300 * ms / 60000.0;
+
+		if (ms) {
+			served += rate; /* one interval of 1 s at it */
+			t.ms = ms;
+			t.served = (__u64)llround(served);
+			t.writes = ms / 1000;
+			t.reads = t.served + 5;
+		}
+		if (ms % 7000 == 0 || ms == 60000)
+			last = t; /* the document in etcd */
+		if (!ms)
+			continue;
+		ks_plan_span_take(&s, &last);
+		/* what the rates said: the written interval's rate */
+		mean += 400 + 300 * (double)last.ms / 60000.0;
+		reads++;
+	}
+	CHECK(!ks_plan_span_rate(&s, 59000, &r), "a rate");
+	/* from the document the window's first read saw (written at 0 s)
+	 * to the last (60 s): every request counted, over 60 s */
+	CHECK(s.ms0 == 0 && s.ms1 == 60000 && s.docs == 60,
+	      "span %llu..%llu ms, %u docs", (unsigned long long)s.ms0,
+	      (unsigned long long)s.ms1, s.docs);
+	want = (llround(served) + 60) / 60.0;
+	CHECK(fabs(r - want) < 1e-9, "counted %.3f/s, want %.3f", r, want);
+	/* the mean of the rates read once a second lags the load */
+	mean /= reads;
+	CHECK(fabs(mean - r) > 10, "rates %.1f against counted %.1f", mean, r);
+	/* too short a span is refused, as is one document */
+	CHECK(ks_plan_span_rate(&s, 61000, &r) == -1, "60 s < 61 s");
+	kt_end();
+
+	kt_begin("ring_plan_span_bases");
+	memset(&s, 0, sizeof(s));
+	t = (struct ks_load_totals){ 0 };
+	ks_plan_span_take(&s, &t); /* an agent before the counters */
+	CHECK(!s.docs && ks_plan_span_rate(&s, 0, &r) == -1, "no counters");
+	t = (struct ks_load_totals){ 5000, 1000, 100, 100, 0, 0 };
+	ks_plan_span_take(&s, &t);
+	CHECK(ks_plan_span_rate(&s, 0, &r) == -1, "one document");
+	t.ms = 3000;
+	t.served = 600;
+	t.writes = 100;
+	t.fills = 100; /* the agent's own reads for copies: load too */
+	ks_plan_span_take(&s, &t);
+	CHECK(!ks_plan_span_rate(&s, 2000, &r) && fabs(r - 350) < 1e-9,
+	      "350/s: %.1f", r);
+	/* the agent pushed its ring again (or restarted): a new base */
+	t = (struct ks_load_totals){ 9000, 200, 10, 10, 0, 0 };
+	ks_plan_span_take(&s, &t);
+	CHECK(s.rebased == 1 && s.base_ms == 9000 && s.docs == 1 &&
+		      ks_plan_span_rate(&s, 0, &r) == -1,
+	      "rebased %u", s.rebased);
+	/* a late read of the old base is left out */
+	t = (struct ks_load_totals){ 5000, 4000, 900, 900, 0, 0 };
+	ks_plan_span_take(&s, &t);
+	CHECK(s.base_ms == 9000 && s.docs == 1 && s.rebased == 1,
+	      "old base left out");
+	t = (struct ks_load_totals){ 9000, 2200, 410, 410, 0, 0 };
+	ks_plan_span_take(&s, &t);
+	CHECK(!ks_plan_span_rate(&s, 1000, &r) && fabs(r - 200) < 1e-9,
+	      "200/s on the new base: %.1f", r);
+	/* a document read again changes nothing; counters never go back
+	 * on one base, and a span whose would is refused */
+	ks_plan_span_take(&s, &t);
+	CHECK(s.ms1 == 2200 && s.c1 == 410, "read again");
+	s.c1 = s.c0 - 1;
+	CHECK(ks_plan_span_rate(&s, 0, &r) == -1, "backwards");
+	kt_end();
+}
+
 void test_ring_plan(void)
 {
+	t_plan_span();
 	t_points();
 	t_doc();
 	t_plan_edges();

@@ -198,6 +198,41 @@ static void load_limits_of(const struct ks_fleet_pub *f, struct ks_host_doc *d)
 	}
 }
 
+/* The shard's counters since the ring's push (the datapath's counts of
+ * every row), the served reads being the shard's less the gets steered
+ * to copies, summed here interval by interval. */
+static void load_totals_of(struct ks_fleet_pub *f,
+			   const struct ks_run_ring *ring,
+			   const struct ks_run_steer *steer,
+			   struct ks_host_doc *d)
+{
+	const struct ks_shard_report *g = ring->rep;
+	const struct ks_shard_rate *s = &g->shards[g->self];
+	struct ks_load_totals *t = &d->totals;
+	__u64 base = g->pushed_real_ns / 1000000;
+	__u32 j;
+
+	if (!base || !g->elapsed_ns || ring->prev_ns < ring->base_ns)
+		return; /* no interval counted on this ring yet */
+	if (base != f->totals_base_ms) {
+		f->totals_base_ms = base;
+		f->steered_total = 0;
+		f->fills_at_base = ks_run_steer_owner_reads(steer);
+	}
+	f->steered_total += ks_run_steer_steered_ps(steer) *
+			    ((double)g->elapsed_ns / 1e9);
+	t->base_ms = base;
+	t->ms = (ring->prev_ns - ring->base_ns) / 1000000;
+	t->reads = s->reads;
+	t->writes = s->writes;
+	t->served = s->reads > f->steered_total
+			    ? s->reads - (__u64)llround(f->steered_total)
+			    : 0;
+	for (j = 0; j < g->nshards; j++)
+		t->misdirected += g->shards[j].misdirected;
+	t->fills = ks_run_steer_owner_reads(steer) - f->fills_at_base;
+}
+
 /* hosts/<self> as it stands. */
 static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 			const struct ks_run_ring *ring,
@@ -234,6 +269,7 @@ static void host_doc_of(struct ks_fleet_pub *f, const struct ks_report *rep,
 			d->shard_misdirected_ps +=
 				g->shards[j].misdirected_mps / 1000.0;
 		d->shard_served_ps = ks_fleet_pub_served_ps(rep, ring, steer);
+		load_totals_of(f, ring, steer, d);
 	}
 	if (g && g->purge.state != KS_PURGE_OFF)
 		snprintf(d->purge, sizeof(d->purge), "%s",

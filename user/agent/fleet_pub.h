@@ -93,6 +93,13 @@ struct ks_fleet_pub {
 	/* each document as last handed over (hosts/<self>: NULL when off) */
 	struct ks_host_doc *last_host, *last_member, *last_load;
 	__u32 since_host, since_load;
+	/* the load document's counters (core/host_doc.h "totals"): the
+	 * count's base, and the gets steered to copies since it (the
+	 * datapath counts the shard's reads, not what its memcached
+	 * answered) */
+	__u64 totals_base_ms;
+	double steered_total;
+	__u64 fills_at_base; /* the fill worker's owner reads at the base */
 	/* hot/<hash> as last handed over, one per key this host owns */
 	struct ks_hot_doc *hot;
 	size_t nhot;

@@ -212,6 +212,7 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 	}
 	memcpy(r->prev, r->base, n * sizeof(*r->base));
 	r->prev_ns = ks_mono_ns();
+	r->base_ns = r->prev_ns;
 
 	ks_shards_free(&r->shards);
 	r->shards = r->next_shards;

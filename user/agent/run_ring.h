@@ -46,9 +46,12 @@ struct ks_run_ring {
 	int have_pending;
 	__u64 next_check_ns;
 
-	/* Counters (sampled keys) at the push, and at the last interval. */
+	/* Counters (sampled keys) at the push, and at the last interval;
+	 * base_ns is when the push's were read (CLOCK_MONOTONIC): the rows'
+	 * counts since the push span prev_ns - base_ns (the load document's
+	 * "totals", core/host_doc.h) */
 	struct ks_shard_counts *base, *prev, *cur;
-	__u64 prev_ns;
+	__u64 prev_ns, base_ns;
 	struct ks_shard_report *rep;
 	__u32 sample_n;
 	/* keys a sampled key stood for in the last interval, when the CPUs'

@@ -689,6 +689,11 @@ size_t ks_run_steer_auto_dp(const struct ks_run_steer *s,
 	return n;
 }
 
+__u64 ks_run_steer_owner_reads(const struct ks_run_steer *s)
+{
+	return s ? ks_filler_owner_reads(&s->filler) : 0;
+}
+
 double ks_run_steer_steered_ps(const struct ks_run_steer *s)
 {
 	double sum = 0;

@@ -165,5 +165,9 @@ size_t ks_run_steer_auto_dp(const struct ks_run_steer *s,
  * slots, as the last ks_run_steer_sample measured them; 0 without
  * steering. */
 double ks_run_steer_steered_ps(const struct ks_run_steer *s);
+/* The owner's reads the fill worker made since the agent started (its
+ * memcached answered them; the datapath never saw them); 0 without
+ * steering. */
+__u64 ks_run_steer_owner_reads(const struct ks_run_steer *s);
 
 #endif

@@ -126,6 +126,9 @@ static void *worker(void *arg)
 			continue;
 		}
 		w->done++;
+		if (!r.owner_failed)
+			__atomic_add_fetch(&w->owner_reads, 1,
+					   __ATOMIC_RELAXED);
 		w->busy_ns += dt;
 		if (dt > w->longest_ns)
 			w->longest_ns = dt;
@@ -255,6 +258,12 @@ int ks_filler_dead(struct ks_steer_filler *w)
 	dead = w->dead;
 	pthread_mutex_unlock(&w->mu);
 	return dead;
+}
+
+__u64 ks_filler_owner_reads(const struct ks_steer_filler *w)
+{
+	return w->started ? __atomic_load_n(&w->owner_reads, __ATOMIC_RELAXED)
+			  : 0;
 }
 
 unsigned ks_filler_pending(struct ks_steer_filler *w)

@@ -65,11 +65,18 @@ struct ks_steer_filler {
 	/* under mu, for the status line */
 	__u64 done, busy_ns, longest_ns;
 	__u64 invalidations, inval_errors;
+	/* the owner's reads it made (its memcached answered): they reach
+	 * memcached without passing the datapath, so the load document's
+	 * counters add them (core/host_doc.h "fills"); written by the
+	 * worker, read by any thread, atomically */
+	__u64 owner_reads;
 };
 
 /* Starts the thread (it drops every capability of its own first). */
 int ks_filler_start(struct ks_steer_filler *w, const struct ks_replica_set *rs,
 		    const struct ks_replica_addr *owner, long copy_ttl_s);
+/* The owner's reads the worker has made (see owner_reads). */
+__u64 ks_filler_owner_reads(const struct ks_steer_filler *w);
 /* Queues a job; -ENOSPC when full, -ENOTCONN when not started, -EPIPE
  * when the worker is dead. */
 int ks_filler_submit(struct ks_steer_filler *w, const struct ks_fill_job *j);

@@ -59,6 +59,7 @@ struct acc {
 	const struct ks_shards *shards;
 	double *served, mis, total;
 	unsigned *seen;
+	struct ks_plan_span *span; /* per shard: its counters' span */
 	struct pkey *k;
 	size_t nk;
 	unsigned samples, docs, refused, other_ring;
@@ -140,6 +141,7 @@ static void take(struct acc *a, const char *self, const char *raw, size_t len,
 		return;
 	}
 	a->docs++;
+	ks_plan_span_take(&a->span[idx], &h->totals);
 	/* what its memcached answered: reads less the steered UDP gets,
 	 * and every write */
 	a->served[idx] += h->served + h->writes;
@@ -240,6 +242,75 @@ static int take_etcd(struct acc *a, struct ks_etcd *c, const char *cluster,
 		}
 	}
 	return 0;
+}
+
+/*
+ * Each shard's load over the window: the difference of its agent's
+ * counters between the first and the last document of the window when
+ * they span at least half of it (exact, whenever the agent wrote), else
+ * the mean of the rates the documents held at each read (agents before
+ * the counters, a one-document window, an agent restarted in it). Says
+ * which.
+ */
+static void load_of_window(struct acc *a, __u32 n, unsigned window, int etcd)
+{
+	__u64 min_ms = etcd && window > 1 ? (window - 1) * 500ULL : ~0ULL;
+	__u64 lo = ~0ULL, hi = 0;
+	/* when each span began and ended (its agent's clock, ms): spans
+	 * that do not line up measured different times, which matters when
+	 * the load changed within the window */
+	__u64 b_lo = ~0ULL, b_hi = 0, e_lo = ~0ULL, e_hi = 0;
+	unsigned counted = 0, rated = 0, rebased = 0;
+	char from[200] = "";
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		const struct ks_plan_span *s = &a->span[i];
+		double r;
+
+		rebased += s->rebased;
+		if (!ks_plan_span_rate(s, min_ms, &r)) {
+			a->served[i] = r;
+			counted++;
+			if (s->ms1 - s->ms0 < lo)
+				lo = s->ms1 - s->ms0;
+			if (s->ms1 - s->ms0 > hi)
+				hi = s->ms1 - s->ms0;
+			b_lo = s->base_ms + s->ms0 < b_lo ? s->base_ms + s->ms0
+							  : b_lo;
+			b_hi = s->base_ms + s->ms0 > b_hi ? s->base_ms + s->ms0
+							  : b_hi;
+			e_lo = s->base_ms + s->ms1 < e_lo ? s->base_ms + s->ms1
+							  : e_lo;
+			e_hi = s->base_ms + s->ms1 > e_hi ? s->base_ms + s->ms1
+							  : e_hi;
+			continue;
+		}
+		a->served[i] /= a->seen[i];
+		if (rated < 4) {
+			char addr[KS_SHARD_HOST_MAX + 8];
+
+			ks_shard_addr(&a->shards->v[i], addr, sizeof(addr));
+			snprintf(from + strlen(from),
+				 sizeof(from) - strlen(from), "%s%.40s",
+				 rated ? ", " : "", addr);
+		}
+		rated++;
+	}
+	if (counted)
+		printf("load: %u shard%s from their agents' counters over %.1f..%.1f s (begun within %.1f s of each other, ended within %.1f s)\n",
+		       counted, counted == 1 ? "" : "s", lo / 1000.0,
+		       hi / 1000.0, (b_hi - b_lo) / 1000.0,
+		       (e_hi - e_lo) / 1000.0);
+	if (rated)
+		printf("load: %u shard%s from the mean of %u read%s of their rates, as their documents %s: %s%s\n",
+		       rated, rated == 1 ? "" : "s", a->samples,
+		       a->samples == 1 ? "" : "s",
+		       !etcd ? "of a file have no window"
+		       : rebased
+			       ? "span less than half the window (an agent restarted or pushed its ring in it)"
+			       : "carry no counters over half the window (agents before them, or not writing)",
+		       from, rated > 4 ? ", ..." : "");
 }
 
 /* Sample keys key:0 .. key:N-1 whose owner differs, as ring set counts. */
@@ -421,9 +492,10 @@ int ks_ring_plan_cmd(int argc, char **argv)
 	a.shards = &shards;
 	a.served = calloc(shards.n, sizeof(*a.served));
 	a.seen = calloc(shards.n, sizeof(*a.seen));
+	a.span = calloc(shards.n, sizeof(*a.span));
 	a.k = calloc(PLAN_KEYS_MAX, sizeof(*a.k));
 	h = malloc(sizeof(*h));
-	if (!a.served || !a.seen || !a.k || !h) {
+	if (!a.served || !a.seen || !a.span || !a.k || !h) {
 		ks_err("out of memory planning the ring");
 		goto out;
 	}
@@ -454,8 +526,7 @@ int ks_ring_plan_cmd(int argc, char **argv)
 		ks_err("out of memory planning the ring");
 		goto out;
 	}
-	for (i = 0; i < shards.n; i++)
-		a.served[i] /= a.seen[i];
+	load_of_window(&a, shards.n, window, !load_file);
 	for (size_t k = 0; k < a.nk; k++) {
 		const struct pkey *p = &a.k[k];
 
@@ -539,6 +610,7 @@ out:
 	free(h);
 	free(a.served);
 	free(a.seen);
+	free(a.span);
 	free(a.k);
 	ks_ring_plan_free(&po);
 	ks_ring_free(&planned);

@@ -141,6 +141,10 @@ static int host_rates(json_t *doc, struct ks_fleet_host *h)
 				"shard has a rate that is not a number >= 0");
 		if (!json_object_get(sh, "served_per_s"))
 			h->served = h->reads;
+		if (h->kind == KS_FHK_LOAD &&
+		    ks_load_totals_decode(json_object_get(sh, "totals"),
+					  &h->totals, h->why, sizeof(h->why)))
+			return -EBADMSG;
 		return 0;
 	}
 	if (sh && !json_is_null(sh))

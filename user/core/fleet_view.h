@@ -58,6 +58,9 @@ struct ks_fleet_host {
 	double reads, writes, mis; /* the shard's, else the host's classes */
 	double served; /* the shard's reads served ("served_per_s"; reads
 			* when absent, as agents before it wrote) */
+	/* a load document's "shard"."totals" (base_ms 0: none, an agent
+	 * before them or not a load document) */
+	struct ks_load_totals totals;
 	int64_t ring_rev, mod_rev;
 	size_t n_top;
 	struct ks_fleet_key top[KS_FLEET_HOST_TOP];

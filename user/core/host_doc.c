@@ -241,7 +241,73 @@ static json_t *replicas_of(const struct ks_host_doc *d)
 }
 
 /* class_rates, shard (with its rates) and top: what moves with load. */
-static void add_rates(json_t *o, const struct ks_host_doc *d)
+#define TOTALS_N 7
+static const char *const totals_name[TOTALS_N] = {
+	"base", "ms", "reads", "served", "writes", "misdirected", "fills"
+};
+
+static void totals_fields(struct ks_load_totals *t, __u64 **f)
+{
+	f[0] = &t->base_ms;
+	f[1] = &t->ms;
+	f[2] = &t->reads;
+	f[3] = &t->served;
+	f[4] = &t->writes;
+	f[5] = &t->misdirected;
+	f[6] = &t->fills;
+}
+
+static json_t *totals_of(const struct ks_host_doc *d)
+{
+	struct ks_load_totals t = d->totals;
+	json_t *o = json_object();
+	__u64 *f[TOTALS_N];
+	unsigned i;
+
+	totals_fields(&t, f);
+	for (i = 0; i < TOTALS_N; i++)
+		json_object_set_new(o, totals_name[i],
+				    json_integer((json_int_t)*f[i]));
+	return o;
+}
+
+int ks_load_totals_decode(json_t *json, struct ks_load_totals *out, char *why,
+			  size_t whylen)
+{
+	__u64 *f[TOTALS_N];
+	unsigned i;
+
+	memset(out, 0, sizeof(*out));
+	if (!json)
+		return 0;
+	if (!json_is_object(json)) {
+		snprintf(why, whylen, "shard.totals is not an object");
+		return -1;
+	}
+	totals_fields(out, f);
+	for (i = 0; i < TOTALS_N; i++) {
+		json_t *v = json_object_get(json, totals_name[i]);
+
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			snprintf(
+				why, whylen,
+				"shard.totals has no %s that is an integer >= 0",
+				totals_name[i]);
+			memset(out, 0, sizeof(*out));
+			return -1;
+		}
+		*f[i] = (__u64)json_integer_value(v);
+	}
+	if (!out->base_ms) {
+		snprintf(why, whylen, "shard.totals has a base of 0");
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	return 0;
+}
+
+/* totals: the load document's counters too (hosts/ stays as it was) */
+static void add_rates(json_t *o, const struct ks_host_doc *d, int totals)
 {
 	json_t *cl = json_object(), *top = json_array();
 	unsigned i;
@@ -261,6 +327,8 @@ static void add_rates(json_t *o, const struct ks_host_doc *d)
 				    rate(d->shard_misdirected_ps));
 		json_object_set_new(sh, "served_per_s",
 				    rate(d->shard_served_ps));
+		if (totals && d->totals.base_ms)
+			json_object_set_new(sh, "totals", totals_of(d));
 		json_object_set_new(o, "shard", sh);
 	} else {
 		json_object_set_new(o, "shard", json_null());
@@ -315,7 +383,7 @@ char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
 		json_object_set_new(o, "self", json_string(d->self));
 		json_object_set_new(o, "ring_revision",
 				    json_integer(d->ring_revision));
-		add_rates(o, d);
+		add_rates(o, d, 1);
 		json_object_set_new(o, "hot", load_hot_of(d));
 		/* only when something is limited: documents without limits
 		 * stay as they were */
@@ -331,7 +399,7 @@ char *ks_host_doc_encode_kind(const struct ks_host_doc *d,
 		json_object_set_new(o, "interval_ms",
 				    json_integer(d->interval_ms));
 		json_object_set_new(o, "sample_n", json_integer(d->sample_n));
-		add_rates(o, d);
+		add_rates(o, d, 0);
 		json_object_set_new(o, "replicas", replicas_of(d));
 		if (k == KS_HDK_COMPAT)
 			json_object_set_new(o, "compat", json_true());

@@ -101,6 +101,27 @@ struct ks_load_limit {
 			 * rule's, and from agents before it) */
 };
 
+/*
+ * The load document's counters ("shard": {"totals": {...}}): what the
+ * shard counted since the agent's count began (its ring push), with how
+ * long it has counted. A reader takes a shard's exact mean over the span
+ * between two documents of one base, whenever the agent wrote them: the
+ * rates beside them are the last interval's, rewritten only when they
+ * move by more than KS_HOT_DOC_MOVE (docs/placement.md). The counters
+ * alone never make a document new. Optional, schema 2 unchanged: readers
+ * before them ignore the object; documents without it (agents before
+ * them) read with base_ms 0.
+ */
+struct ks_load_totals {
+	__u64 base_ms; /* CLOCK_REALTIME ms the count began: one value per
+			* agent and ring push; 0: no counters */
+	__u64 ms;      /* ms counted from the base to these counts */
+	__u64 reads, served, writes, misdirected;
+	/* the agent's own reads of its memcached (copies filled from the
+	 * owner): memcached answered them, the datapath never saw them */
+	__u64 fills;
+};
+
 struct ks_host_doc_top {
 	__u64 hash;
 	char key[4 * KS_KEY_BUF + 8]; /* "" unless keys are exported */
@@ -121,6 +142,8 @@ struct ks_host_doc {
 	/* the reads its memcached answered: the shard's reads less the lone
 	 * UDP gets steered to copies (what --balance compares) */
 	double shard_served_ps;
+	/* the load document only: the shard's counters (base_ms 0: none) */
+	struct ks_load_totals totals;
 	unsigned ntop;
 	struct ks_host_doc_top top[KS_HOST_DOC_TOP];
 	/* every L1 replica this agent may fill ("host:port", --replicas):
@@ -188,6 +211,13 @@ struct json_t;
  * number >= 0; a figure absent reads as 0). */
 int ks_load_limits_decode(struct json_t *json, struct ks_load_limit *out,
 			  unsigned max, char *why, size_t whylen);
+
+/* A load document's "totals" (json: a jansson object of the shard;
+ * NULL: an agent before them, read as base_ms 0) into out: 0, or -1 with
+ * why (not an object, a field missing or not an integer >= 0, a base of
+ * 0). */
+int ks_load_totals_decode(struct json_t *json, struct ks_load_totals *out,
+			  char *why, size_t whylen);
 
 /* A load document's "hot" list (json: a jansson array) into out (at most
  * max entries): the count, or -1 with why (not an array, longer than max,

@@ -322,6 +322,42 @@ done:
 	return rc;
 }
 
+void ks_plan_span_take(struct ks_plan_span *s, const struct ks_load_totals *t)
+{
+	/* what its memcached answered: the clients' reads and writes, and
+	 * its agent's own reads for copies */
+	double c = (double)t->served + (double)t->writes + (double)t->fills;
+
+	if (!t->base_ms)
+		return;
+	if (!s->docs || t->base_ms != s->base_ms) {
+		/* a newer base: counts from before it are of another count
+		 * (an older one, read out of order, is left out) */
+		if (s->docs && t->base_ms < s->base_ms)
+			return;
+		s->rebased += s->docs ? 1 : 0;
+		s->base_ms = t->base_ms;
+		s->ms0 = s->ms1 = t->ms;
+		s->c0 = s->c1 = c;
+		s->docs = 1;
+		return;
+	}
+	s->docs++;
+	if (t->ms > s->ms1) {
+		s->ms1 = t->ms;
+		s->c1 = c;
+	}
+}
+
+int ks_plan_span_rate(const struct ks_plan_span *s, __u64 min_ms, double *out)
+{
+	if (!s->docs || s->ms1 <= s->ms0 || s->ms1 - s->ms0 < min_ms ||
+	    s->c1 < s->c0)
+		return -1;
+	*out = (s->c1 - s->c0) * 1000.0 / (double)(s->ms1 - s->ms0);
+	return 0;
+}
+
 void ks_ring_plan_free(struct ks_plan_out *out)
 {
 	free(out->pts);

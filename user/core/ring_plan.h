@@ -28,7 +28,34 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include "core/host_doc.h"
 #include "core/ring.h"
+
+/*
+ * One shard's load over a plan's window from its agent's counters (the
+ * load documents' "totals", core/host_doc.h): the first and the last
+ * counts of one base seen in the window. Their difference over their
+ * time is the shard's exact mean between those two documents, however
+ * often or late the agent wrote in between (the rates beside them are
+ * one interval's each, and a document stays until the agent writes
+ * another).
+ */
+struct ks_plan_span {
+	__u64 base_ms;    /* 0: no counters seen */
+	__u64 ms0, ms1;   /* the first and last counts' times from the base */
+	double c0, c1;    /* served + writes + fills at them */
+	unsigned docs;    /* documents taken on this base */
+	unsigned rebased; /* bases dropped for a newer one (the agent
+			   * restarted or pushed its ring again) */
+};
+
+/* A document's counters into s: a document without them (base 0) is
+ * left out; another base starts the span again from this document. */
+void ks_plan_span_take(struct ks_plan_span *s, const struct ks_load_totals *t);
+
+/* The span's mean per second into *out: 0, or -1 when it covers less
+ * than min_ms (one document, none with counters, a base begun late). */
+int ks_plan_span_rate(const struct ks_plan_span *s, __u64 min_ms, double *out);
 
 struct ks_plan_key {
 	__u32 hash;  /* the key's ring hash (ks_ring_hash) */
