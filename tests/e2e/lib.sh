@@ -369,6 +369,35 @@ print(" ".join(st[n] for n in sys.argv[3:]))
 ' "$@"
 }
 
+# e2e_one_shard_fleet RESULT NAME PEER_PORT: the fleet of one shard that
+# the libkeysteer tests start from, in namespace $CNS (created here, lo up;
+# e2e_cleanup deletes it): memcached on 127.0.0.1:$MC_PORT, etcd on $URL
+# (data under $E2E_TMP/NAME.*, its PID in ETCD_PID for the caller's trap,
+# set even when it failed to start) and cluster $CLUSTER's ring of that
+# one shard. 0, or FAIL RESULT naming the step and 1.
+e2e_one_shard_fleet() {
+	local out
+	if ! ip netns add "$CNS" || ! ip -n "$CNS" link set lo up; then
+		fail "$1" "namespace $CNS"
+		return 1
+	fi
+	if ! ks_start_memcached "$CNS" 127.0.0.1 "$MC_PORT"; then
+		fail "$1" "memcached did not start"
+		return 1
+	fi
+	if ! e2e_etcd_start "$CNS" "$2" "$URL" "$3" >"$E2E_TMP/etcd_start.out"; then
+		ETCD_PID=$E2E_ETCD_PID
+		fail "$1" "$(cat "$E2E_TMP/etcd_start.out")"
+		return 1
+	fi
+	ETCD_PID=$E2E_ETCD_PID
+	if ! out=$(ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" \
+		--cluster "$CLUSTER" --shards "127.0.0.1:$MC_PORT" 2>&1); then
+		fail "$1" "ring set: $out"
+		return 1
+	fi
+}
+
 # e2e_need_etcd TEST: returns when etcd and etcdctl are installed, else
 # FAIL TEST and exit 1 (the test suite installs them: a missing one is a
 # failure, not a skip).

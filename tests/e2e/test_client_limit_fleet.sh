@@ -65,25 +65,7 @@ if [ ! -e "$LIB" ]; then
 	fail client_limit_fleet_setup "$LIB is missing; run 'make all'"
 	exit 1
 fi
-if ! ip netns add "$CNS" || ! ip -n "$CNS" link set lo up; then
-	fail client_limit_fleet_setup "namespace $CNS"
-	exit 1
-fi
-if ! ks_start_memcached "$CNS" 127.0.0.1 "$MC_PORT"; then
-	fail client_limit_fleet_setup "memcached did not start"
-	exit 1
-fi
-if ! e2e_etcd_start "$CNS" klslf "$URL" 42403 >"$E2E_TMP/etcd_start.out"; then
-	ETCD_PID=$E2E_ETCD_PID
-	fail client_limit_fleet_setup "$(cat "$E2E_TMP/etcd_start.out")"
-	exit 1
-fi
-ETCD_PID=$E2E_ETCD_PID
-if ! out=$(ks_in_ns "$CNS" "$AGENT" ring set --etcd "$URL" --cluster "$CLUSTER" \
-	--shards "127.0.0.1:$MC_PORT" 2>&1); then
-	fail client_limit_fleet_setup "ring set: $out"
-	exit 1
-fi
+e2e_one_shard_fleet client_limit_fleet_setup klslf 42403 || exit 1
 printf 'limit run:1 %s/s\n' "$RATE" >"$E2E_TMP/limit.pins"
 if ! out=$(ks_in_ns "$CNS" "$AGENT" pins set --etcd "$URL" --cluster "$CLUSTER" \
 	--pins "$E2E_TMP/limit.pins" 2>&1); then
