@@ -164,7 +164,8 @@ for tier in "${tiers[@]}"; do
 	prog) run_binary prog_test "$BUILD/tests/prog_test" ;;
 	fuzz) run_one fuzz "$FUZZ_TIMEOUT" bash tests/fuzz/run_fuzz.sh --tier ;;
 	e2e) run_e2e ;;
-	*) run_one "$tier" "$E2E_TIMEOUT" bash "tests/e2e/$tier.sh" ;;
+	# one script by name (checked above): its own limit, as in the e2e tier
+	*) run_one "$tier" "$(e2e_limit "tests/e2e/$tier.sh")" bash "tests/e2e/$tier.sh" ;;
 	esac
 done
 
