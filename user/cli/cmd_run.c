@@ -109,7 +109,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 {
 	struct run_opts *o = ctx;
 	unsigned long long v;
-	int n;
+	int n, flag;
 
 	switch (c) {
 	case 'i':
@@ -136,15 +136,11 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		return 1;
 	case 'T':
-		if (!strcmp(arg, "xdp") || !strcmp(arg, "tc")) {
-			o->a.attach_tc = arg[0] == 't';
-			return 1;
-		}
-		snprintf(
-			err, errlen,
-			"--attach '%s' is not a hook; give xdp (the default) or tc",
-			arg);
-		return -1;
+		n = two_words("attach", arg, "xdp", "tc", "a hook", &flag, err,
+			      errlen);
+		if (n > 0)
+			o->a.attach_tc = flag;
+		return n;
 	case 'x':
 		o->xdp_given = 1;
 		if (!strcmp(arg, "native"))
@@ -213,15 +209,11 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		}
 		return 1;
 	case KS_OPTV_COPY_PROTOCOL:
-		if (strcmp(arg, "on") && strcmp(arg, "off")) {
-			snprintf(
-				err, errlen,
-				"--copy-protocol '%s' is not a state; give on (the default) or off",
-				arg);
-			return -1;
-		}
-		o->steer.o.unconditional_fills = !strcmp(arg, "off");
-		return 1;
+		n = two_words("copy-protocol", arg, "on", "off", "a state",
+			      &flag, err, errlen);
+		if (n > 0)
+			o->steer.o.unconditional_fills = flag;
+		return n;
 	case KS_OPTV_FILL_DELAY: {
 		unsigned long long v;
 
@@ -317,15 +309,11 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		return 1;
 	}
 	case KS_OPTV_KEEPALIVE:
-		if (strcmp(arg, "thread") && strcmp(arg, "loop")) {
-			snprintf(
-				err, errlen,
-				"--etcd-keepalive '%s' is not a mode; give thread (the default) or loop",
-				arg);
-			return -1;
-		}
-		o->etcd.ka_on_loop = !strcmp(arg, "loop");
-		return 1;
+		n = two_words("etcd-keepalive", arg, "thread", "loop", "a mode",
+			      &flag, err, errlen);
+		if (n > 0)
+			o->etcd.ka_on_loop = flag;
+		return n;
 	case KS_OPTV_STALL: {
 		unsigned long long n, ms;
 		const char *colon = strchr(arg, ':');
@@ -347,15 +335,11 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		return 1;
 	}
 	case KS_OPTV_HOT_EVENTS:
-		if (strcmp(arg, "on") && strcmp(arg, "off")) {
-			snprintf(
-				err, errlen,
-				"--etcd-hot-events '%s' is not a state; give on (the default) or off",
-				arg);
-			return -1;
-		}
-		o->etcd.no_hot_events = !strcmp(arg, "off");
-		return 1;
+		n = two_words("etcd-hot-events", arg, "on", "off", "a state",
+			      &flag, err, errlen);
+		if (n > 0)
+			o->etcd.no_hot_events = flag;
+		return n;
 	default:
 		n = ks_etcd_cli_opt(&o->etcd.conf, c, arg, err, errlen);
 		if (n)
