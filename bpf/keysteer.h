@@ -58,6 +58,42 @@ _Static_assert(KS_CMS_DEPTH * 16 <= 64 && KS_CMS_WIDTH <= 65536,
 #define KS_CAND_BUCKETS 256
 #define KS_CAND_SLOTS   (KS_CAND_WAYS * KS_CAND_BUCKETS)
 
+/*
+ * ---- sample log (issue 27): sampled keys the agent folds ----
+ * Each CPU appends its sampled keys of up to KS_SLOG_KEY bytes to a ring
+ * of its own (map ks_slog, entry cpu * KS_SLOG_RECS + (head &
+ * KS_SLOG_MASK), head and tail in ks_slog_pos[cpu]); the agent drains the
+ * records into a sketch and candidate table in user space. A sampled key
+ * then costs the datapath one record's stores instead of the sketch's four
+ * rows and a candidate bucket. A full log, or a longer key, takes the
+ * in-kernel sketch as before, so no sample is lost.
+ */
+#define KS_SLOG_RECS 4096 /* per CPU: 256 KiB, 15 ms at 262,144 keys/s */
+#define KS_SLOG_MASK (KS_SLOG_RECS - 1)
+#define KS_SLOG_KEY  48 /* key bytes a record holds */
+_Static_assert((KS_SLOG_RECS & KS_SLOG_MASK) == 0, "a power of two");
+
+struct ks_slog_rec {
+	__u64 hash; /* ks_key_hash() of the key */
+	__u16 len;  /* key length, 1..KS_SLOG_KEY */
+	__u8 cls;   /* KS_CLASS_READ or KS_CLASS_WRITE */
+	__u8 pad;
+	__u16 seq; /* low 16 bits of ks_config.seq when sampled */
+	__u16 n;   /* the 1 in N in force on the CPU then */
+	__u64 key[KS_SLOG_KEY / 8]; /* zero past len */
+};
+_Static_assert(sizeof(struct ks_slog_rec) == 64, "ks_slog_rec layout");
+
+/* One CPU's log position: head is the datapath's (records written), tail
+ * the agent's (records folded); each on a cache line of its own. */
+struct ks_slog_pos {
+	__u64 head;
+	__u64 pad0[7];
+	__u64 tail;
+	__u64 pad1[7];
+};
+_Static_assert(sizeof(struct ks_slog_pos) == 128, "ks_slog_pos layout");
+
 /* ---- agent-published report ---- */
 #define KS_REPORT_TOP     64
 #define KS_REPORT_VERSION 1
