@@ -274,6 +274,9 @@ enum ks_config_flag {
 	 * pair the owner's replies with them (ks_reply.bpf.h): set while the
 	 * egress program is attached (--owner-replies on). */
 	KS_CFG_REPLIES = 2,
+	/* An agent drains the sample log (ks_slog): set while its drain
+	 * runs, so that no record waits in a log nobody folds. */
+	KS_CFG_SLOG = 4,
 };
 _Static_assert(sizeof(struct ks_config) == 40, "ks_config layout");
 
