@@ -23,7 +23,12 @@
 
 static char buf[PKT_MAX];
 
-enum via { VIA_UDP, VIA_TCP, VIA_UDP_TC, VIA_TCP_TC };
+enum via {
+	VIA_UDP,
+	VIA_TCP,
+	VIA_UDP_TC,
+	VIA_TCP_TC
+};
 
 static void send_via(enum via v, const char *pay, size_t n)
 {
@@ -48,8 +53,7 @@ static bool rec_is(__u64 at, const char *key, size_t len, __u8 cls)
 	if (kp_slog_read(at, &r))
 		return false;
 	return r.len == len && r.cls == cls && r.pad == 0 &&
-	       r.hash == kp_hash(key, len) &&
-	       !memcmp(r.key, key, len) &&
+	       r.hash == kp_hash(key, len) && !memcmp(r.key, key, len) &&
 	       !memcmp((__u8 *)r.key + len, zeros, KS_SLOG_KEY - len);
 }
 
@@ -133,7 +137,7 @@ static void t_lone_gets(void)
 static void t_multi_get(void)
 {
 	static const unsigned int lens[] = { 1, KS_SLOG_KEY, KS_SLOG_KEY + 1,
-					     8, 250, KS_SLOG_KEY };
+					     8, 250,         KS_SLOG_KEY };
 	char keys[6][KS_MAX_KEY_LEN + 1];
 	int v;
 
@@ -235,8 +239,7 @@ static void t_rate(void)
 		struct ks_slog_rec r;
 
 		CHECK(!kp_slog_read(at, &r) && r.n == 3,
-		      "record %llu: n %u, want 3", (unsigned long long)at,
-		      r.n);
+		      "record %llu: n %u, want 3", (unsigned long long)at, r.n);
 		for (i = 0; i < 9; i++)
 			found += rec_is(at, keys[i], 8, KS_CLASS_READ);
 	}
@@ -251,8 +254,10 @@ static void t_rate(void)
 static void t_off(void)
 {
 	static const char *const pays[] = {
-		"get offkey1\r\n", "get ok2 ok3\r\n",
-		"set offset 0 0 1\r\nx\r\n", "get a\r\n",
+		"get offkey1\r\n",
+		"get ok2 ok3\r\n",
+		"set offset 0 0 1\r\nx\r\n",
+		"get a\r\n",
 	};
 	int i;
 
