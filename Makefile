@@ -275,10 +275,10 @@ tests: $(OUT)/tests/view_refresh
 
 # The verifier's instructions processed per program of a BPF object,
 # loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
-$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c | $(OUT)
+$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c user/dp/slog_maps.c | $(OUT)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
 
 # The accuracy benchmark's captures with their ground truth: Zipf draws
 # from ks_load's sampler, frames written with the capture format's writer.
@@ -373,10 +373,12 @@ bench: check-deps
 # against the empty program in pairs of trials until the ratio's spread is
 # known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
 # LINE_SAMPLE=auto (or N): UDP gets whose keys all differ, keysteer
-# sampling at the rate auto picks at this load (or 1 in N).
+# sampling at the rate auto picks at this load (or 1 in N). LINE_SLOG=1:
+# the sample log on, its tails moved by the benchmark (the datapath's side
+# of the log alone; line_bench.sh --slog).
 bench-line: check-deps
 	$(MAKE) all tests
-	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE))
+	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE)) $(if $(LINE_SLOG),--slog)
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
@@ -660,7 +662,7 @@ $(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c | $(SKELS)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/lib -c $< -o $@
 
 $(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o \
-	$(OUT)/user/dp/load_private.o $(LIBKS)
+	$(OUT)/user/dp/load_private.o $(OUT)/user/dp/slog_maps.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

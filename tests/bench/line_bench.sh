@@ -7,7 +7,7 @@
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
-#        [--sample N|auto[:TARGET]]
+#        [--sample N|auto[:TARGET]] [--slog]
 #
 # --trials: pairs at least (8); --max-trials: at most (60); --width: stop
 # once every kind's ratio keysteer/empty has a 95% interval of its median
@@ -22,6 +22,12 @@
 # settles on at one CPU's line rate; the rate in force and the keys
 # sampled are printed with the ratio.
 #
+# --slog (issue 27): the sample log on (KS_CFG_SLOG) with a thread of the
+# benchmark moving every CPU's tail up to its head each millisecond: the
+# datapath's side of the log alone (records written, the log never full),
+# not the agent's drain and fold. The keys logged and those a full log
+# sent to the in-kernel sketch are printed at the end.
+#
 # Makes two network namespaces of its own joined by a veth pair
 # (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
 # (tests/bench/bench_line.c: BPF_PROG_TEST_RUN live frames, the engine of
@@ -33,7 +39,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE=
+PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE= SLOG=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -44,6 +50,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
+	--slog) SLOG=1 ;;
 	--packets | --trials | --max-trials | --width | --cpu | --json | --sample)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
@@ -105,6 +112,7 @@ args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX
 	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
+[ -n "$SLOG" ] && args+=(--slog)
 "$BENCH" "${args[@]}"
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then
