@@ -55,13 +55,13 @@ SHARDS=()
 for a in "${STEER_SHARD_ADDR[@]}"; do SHARDS+=("$a:$STEER_PORT"); done
 
 # etcd only on the client's namespace address; started again on the same
-# data after a SIGKILL. At nice -10, as the tests' memcached: at a load
+# data after a SIGKILL. At nice -10 (lib.sh's KS_ETCD_NICE): at a load
 # average of 52 an etcd at nice 0 went more than 5 s without serving,
 # every agent's lease expired and `agent fleet` missed its 2 s deadline;
 # what is tested here is what the fleet shows, not etcd's own stalls.
 start_etcd() {
 	local rc
-	KS_ETCD_NICE=-10 e2e_etcd_start "$CNS" view "$URL" 2380 >"$E2E_TMP/etcd_start.out"
+	e2e_etcd_start "$CNS" view "$URL" 2380 >"$E2E_TMP/etcd_start.out"
 	rc=$?
 	ETCD_PID=$E2E_ETCD_PID
 	return "$rc"
