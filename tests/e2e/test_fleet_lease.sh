@@ -61,39 +61,9 @@ fleet_etcd_up "$SNS" lease "$URL" fleet_lease_setup
 SELF=$SADDR:$PORT
 ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
 
-# events NAME KEY -> "PUTS DELETES SENTINEL" of KEY in the watch NAME, and
-# 1 when the put of the sentinel KEY2 at revision REV has been delivered
-events() {
-	"$PY" - "$E2E_TMP/$1.watch" "$2" "$3" "$4" "$E2E_DIR" <<'PYEOF'
-import base64, sys
-sys.path.insert(0, sys.argv[5])
-from ks_watch_log import events
-puts = dels = seen = 0
-for ev in events(sys.argv[1]):
-    key = base64.b64decode(ev["kv"]["key"]).decode()
-    if key == sys.argv[2]:
-        if ev.get("type") in (1, "DELETE"):
-            dels += 1
-        else:
-            puts += 1
-    elif key == sys.argv[3] and int(ev["kv"]["mod_revision"]) == int(sys.argv[4]):
-        seen = 1
-print(puts, dels, seen)
-PYEOF
-}
-
-# pub_field FIELD: the number before FIELD ("leases", "keepalives") in the
-# agent's last etcd -v line; "gap" and "ttl": its longest time between
-# renewals (ms) and the lease's TTL (s)
-pub_field() {
-	local line
-	line=$(grep '^keysteer: #[0-9]* etcd: .* lease ' "$E2E_TMP/agent.out" | tail -n 1)
-	case $1 in
-	gap) sed -n 's/.*longest between renewals \([0-9]*\) ms of [0-9]* s.*/\1/p' <<<"$line" ;;
-	ttl) sed -n 's/.*longest between renewals [0-9]* ms of \([0-9]*\) s.*/\1/p' <<<"$line" ;;
-	*) sed -n "s/.* \([0-9]*\) $1, .*/\1/p" <<<"$line" ;;
-	esac
-}
+# events NAME KEY KEY2 REV: fleet_lib.sh's on the watch NAME
+events() { fleet_watch_events "$E2E_TMP/$1.watch" "$2" "$3" "$4"; }
+pub_field() { fleet_pub_field "$@"; }
 
 # run MODE [ARGS...]: the agent in cluster lease_MODE with the stall (and
 # ARGS), watched from before its start, until the sentinel after the
