@@ -125,26 +125,11 @@ run() {
 		"$E2E_AGENT_PID" 300 && e2e_wait_intervals 2
 	rev=$(ETCDCTL put "$probe" after -w json 2>/dev/null |
 		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
-	for ((i = 0; i < 300; i++)); do
-		read -r PUTS DELS seen <<<"$(events "$mode" "$key" "$probe" "${rev:-0}")"
-		[ "$seen" = 1 ] && break
-		sleep 0.2
-	done
-	if [ "$seen" != 1 ]; then
-		WHY="the sentinel at revision ${rev:-?} never reached the watch (60 s)"
-		return
-	fi
-	LEASES=$(pub_field leases)
-	GAP_MS=$(pub_field gap)
-	TTL_S=$(pub_field ttl)
+	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
 }
 
-stop_run() { # NAME: the agent and the watch stopped, the agent clean
-	e2e_agent_stop_clean "$1"
-	ks_stop_pid "$WATCH_PID" TERM 3
-	WATCH_PID=
-}
+stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
 
 run fix
 if [ -n "$WHY" ]; then

@@ -145,26 +145,11 @@ run() {
 		return
 	fi
 	rev=$(revision_of_put "$probe" after)
-	for ((i = 0; i < 300; i++)); do
-		read -r PUTS DELS seen <<<"$(fleet_watch_events "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}")"
-		[ "$seen" = 1 ] && break
-		sleep 0.2
-	done
-	if [ "$seen" != 1 ]; then
-		WHY="the sentinel at revision ${rev:-?} never reached the watch (60 s)"
-		return
-	fi
-	LEASES=$(fleet_pub_field leases)
-	GAP_MS=$(fleet_pub_field gap)
-	TTL_S=$(fleet_pub_field ttl)
+	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
 }
 
-stop_run() { # NAME: the agent and the watch stopped, the agent clean
-	e2e_agent_stop_clean "$1"
-	ks_stop_pid "$WATCH_PID" TERM 3
-	WATCH_PID=
-}
+stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
 
 run fix "$ETCD_URLS"
 if [ -n "$WHY" ]; then
