@@ -264,13 +264,15 @@ e2e_agent() {
 # agent with --etcd reads etcd before it attaches, and a loaded machine's
 # etcd (auth on: a bcrypt check per login) can take seconds a call; the
 # wait ends at the attach, so only a failure waits that long.
+# KS_AGENT_NICE (default 0): the agent's nice value, for a test whose
+# subject is what the agent counts, not how soon a loaded machine runs it.
 e2e_agent_start() {
 	local i
 	if e2e_pins_exist || e2e_xdp_attached || e2e_tc_attached; then
 		note "keysteer is already on $SIF before this start"
 		return 1
 	fi
-	ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" "$@" \
+	ks_in_ns_bg "$SNS" nice -n "${KS_AGENT_NICE:-0}" "$AGENT" run --iface "$SIF" "$@" \
 		</dev/null >"$E2E_TMP/agent.out" 2>&1
 	E2E_AGENT_PID=$KS_BG_PID
 	for ((i = 0; i < 600; i++)); do

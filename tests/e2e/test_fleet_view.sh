@@ -311,7 +311,7 @@ if [ -n "$LEASE_S" ] && [ -n "$shown" ] && [ -n "$gone" ] && [ "$gone" -le "$GON
 	grep -qE "^  $VNAME +- +- .* gone\$" <<<"$text" &&
 	grep -q "^shards without an agent: $VNAME\$" <<<"$text"; then
 	pass fleet_view_killed_agent_gone
-	note "the killed agent's entries deleted ${gone} ms after SIGKILL (lease $LEASE_S s, bound $GONE_MAX_MS ms), its shard shown gone by a poll of agent fleet ending ${shown} ms after it"
+	note "the killed agent's entries deleted ${gone} ms after SIGKILL (lease $LEASE_S s, bound $GONE_MAX_MS ms), its shard shown gone by a poll of agent fleet that ended ${shown} ms after the kill"
 else
 	fail fleet_view_killed_agent_gone "lease '${LEASE_S:-?}' s; deleted ${gone:-never} ms after SIGKILL (etcd's watch), want at most $GONE_MAX_MS; agent fleet showed it gone ${shown:-never} ms after: $text $(head -c 300 "$E2E_TMP/gone.watch.err")"
 fi
