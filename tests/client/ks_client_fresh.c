@@ -33,6 +33,11 @@
  * that breaks a copy mid-run waits for that, the copies in use, not for a
  * time.
  *
+ * Failed requests are counted, and apart those that did not fail by a
+ * timeout ("read_errors_not_timeout", "write_errors_not_timeout"): a
+ * request timed out on a loaded machine was not acknowledged and proves
+ * nothing either way, one refused or broken is the library's doing.
+ *
  * Prints one JSON object; exit 0 when no read was stale and no request
  * failed, 1 when a read was stale, 3 when a request failed, 2 when it
  * could not run.
@@ -65,7 +70,7 @@ struct example {
 struct reader {
 	pthread_t t;
 	int idx;
-	uint64_t reads, stale, stale_copy, copy, misses, errors;
+	uint64_t reads, stale, stale_copy, copy, misses, errors, other_errors;
 	uint64_t stale_l1; /* L1: stale reads the handle's L1 answered */
 	int nst;           /* ... and how long after the newer write's ack */
 	double st_ms[MAX_STALE];
@@ -87,11 +92,19 @@ static long acked;              /* highest N acknowledged (atomic) */
 static double ack_at[MAX_ACKS]; /* when N was, published by acked */
 static int running;             /* atomic */
 static double t0;
-static uint64_t writes, write_errors;
+static uint64_t writes, write_errors, write_other_errors;
 static char write_err[256];
 static struct keysteer_stats wst;
 
 #define MAX_BATCH 64
+
+/* 1 when a call failed by a timeout: its own (-ETIMEDOUT), or a write
+ * whose invalidation of a replica timed out (-EIO, the replica's error
+ * in the message). */
+static int timed_out(int ret, const char *msg)
+{
+	return ret == -ETIMEDOUT || strstr(msg, strerror(ETIMEDOUT));
+}
 
 /* One write of "v<n>": KEY alone, or KEY amid batch - 1 other keys. */
 static int write_once(struct keysteer *ks, const char *val, int len)
@@ -136,6 +149,8 @@ static void *writer(void *arg)
 		ret = write_once(ks, val, len);
 		if (ret < 0) {
 			write_errors++;
+			write_other_errors += !timed_out(ret,
+							 keysteer_errmsg(ks));
 			snprintf(write_err, sizeof(write_err), "%s",
 				 keysteer_errmsg(ks));
 		} else {
@@ -183,6 +198,7 @@ static void *reader(void *arg)
 		r->reads++;
 		if (ret < 0) {
 			r->errors++;
+			r->other_errors += !timed_out(ret, keysteer_errmsg(ks));
 			snprintf(r->err, sizeof(r->err), "%s",
 				 keysteer_errmsg(ks));
 		} else if (!ret) {
@@ -297,7 +313,7 @@ int main(int argc, char **argv)
 					    { 0, 0, 0, 0 } };
 	struct reader rd[MAX_READERS] = { 0 };
 	uint64_t reads = 0, stale = 0, stale_copy = 0, copy = 0, misses = 0,
-		 errors = 0, fallbacks = 0, l1_hits, stale_l1;
+		 errors = 0, other_errors = 0, fallbacks = 0, l1_hits, stale_l1;
 	pthread_t wt;
 	int c, i, j, first;
 
@@ -371,6 +387,7 @@ int main(int argc, char **argv)
 		copy += rd[i].copy;
 		misses += rd[i].misses;
 		errors += rd[i].errors;
+		other_errors += rd[i].other_errors;
 		fallbacks += rd[i].st.fallbacks;
 	}
 	printf("{\"reads\": %" PRIu64 ", \"stale_reads\": %" PRIu64
@@ -390,6 +407,9 @@ int main(int argc, char **argv)
 	}
 	printf(", \"l1_hits\": %" PRIu64 ", \"stale_from_l1\": %" PRIu64,
 	       l1_hits, stale_l1);
+	printf(", \"read_errors_not_timeout\": %" PRIu64
+	       ", \"write_errors_not_timeout\": %" PRIu64,
+	       other_errors, write_other_errors);
 	print_stale_ms(rd, nreaders);
 	printf(", \"read_error\": \"");
 	for (i = 0; i < nreaders; i++)

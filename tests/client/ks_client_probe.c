@@ -26,7 +26,10 @@
  *
  * Reads KEY at --rate for --duration, SIGKILLs --kill-pid (a process the
  * caller started: etcd, an agent) at --kill-at-ms, and gives when, after
- * the kill, the handle's view was first down, first owners-only, first had
+ * the process has exited (its pidfd readable; exit_after_kill_ms after
+ * the signal: a process in an uninterruptible wait, an etcd in a slow
+ * fsync, closes its sockets only when the wait ends, and the library can
+ * see nothing before), the handle's view was first down, first owners-only, first had
  * no armed key, when the last read from a copy and from the L1 were, and
  * when the view was up again (wall-clock ms, for a caller that restarts
  * what it killed); every failed request is counted. With
@@ -46,8 +49,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <libkeysteer.h>
@@ -253,25 +258,34 @@ static int window_mode(void)
 	return 0;
 }
 
-/* ms since the kill of the first time cond held after it, -1: never. */
+/* ms since the killed process exited of the first time cond held after
+ * it, -1: never. */
 #define FIRST_AFTER(var, cond)                                                 \
 	do {                                                                   \
-		if (killed && (var) < 0 && (cond))                             \
+		if (gone && (var) < 0 && (cond))                               \
 			(var) = now - t_kill;                                  \
 	} while (0)
+
+/* 1 once the process behind pidfd has exited (a zombie too), else 0. */
+static int exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return pidfd < 0 || poll(&p, 1, 0) > 0;
+}
 
 static int timeline_mode(void)
 {
 	struct keysteer_stats a, b;
 	struct keysteer *ks = NULL;
-	double t0, now, t_kill = 0, gap = 1e3 / rate, next;
+	double t0, now, t_kill = 0, t_sig = 0, gap = 1e3 / rate, next;
 	double down = -1, oonly = -1, unarmed = -1, last_copy = -1,
 	       last_l1 = -1, up_wall = -1;
 	uint64_t reads = 0, errors = 0, misses = 0, copy_before = 0,
 		 l1_before = 0, after = 0, after_owner = 0, copy_down = 0,
 		 copy_oonly = 0, l1_down = 0, oonly_reads = 0;
 	char err[256] = "";
-	int killed = 0, was_down = 0, ret;
+	int killed = 0, gone = 0, was_down = 0, pidfd = -1, ret;
 	size_t len;
 	void *val;
 
@@ -282,9 +296,18 @@ static int timeline_mode(void)
 	t0 = next = now_ms();
 	while ((now = now_ms()) - t0 < duration * 1e3) {
 		if (!killed && now - t0 >= kill_at_ms) {
+			if (kill_pid > 0 &&
+			    (pidfd = (int)syscall(SYS_pidfd_open, kill_pid,
+						  0)) < 0)
+				return die("pidfd_open", strerror(errno));
 			if (kill_pid > 0 && kill(kill_pid, SIGKILL))
 				return die("kill", strerror(errno));
 			killed = 1;
+			t_sig = now = now_ms();
+		}
+		/* the times after the kill count from the exit */
+		if (killed && !gone && exited(pidfd)) {
+			gone = 1;
 			t_kill = now = now_ms();
 		}
 		keysteer_stats(ks, &a, sizeof(a));
@@ -301,7 +324,7 @@ static int timeline_mode(void)
 		if (!killed) {
 			copy_before += b.copy_reads > a.copy_reads;
 			l1_before += b.l1_hits > a.l1_hits;
-		} else {
+		} else if (gone) {
 			after++;
 			after_owner += b.owner_reads > a.owner_reads;
 			if (b.copy_reads > a.copy_reads)
@@ -331,13 +354,15 @@ static int timeline_mode(void)
 		FIRST_AFTER(down, !b.view_up);
 		FIRST_AFTER(oonly, b.owners_only);
 		FIRST_AFTER(unarmed, !b.armed_keys);
-		was_down |= killed && !b.view_up;
+		was_down |= gone && !b.view_up;
 		if (was_down && b.view_up && up_wall < 0)
 			up_wall = wall_ms();
 		next += gap;
 		sleep_until_ms(next);
 	}
 	keysteer_stats(ks, &b, sizeof(b));
+	if (pidfd >= 0)
+		close(pidfd);
 	for (ret = 0; err[ret]; ret++)
 		if (err[ret] == '"' || err[ret] == '\\')
 			err[ret] = '\'';
@@ -345,6 +370,7 @@ static int timeline_mode(void)
 	       ", \"misses\": %" PRIu64 ", \"copy_reads_before\": %" PRIu64
 	       ", \"l1_hits_before\": %" PRIu64 ", \"reads_after\": %" PRIu64
 	       ", \"owner_reads_after\": %" PRIu64
+	       ", \"exit_after_kill_ms\": %.1f"
 	       ", \"down_after_ms\": %.1f, \"owners_only_after_ms\": %.1f"
 	       ", \"unarmed_after_ms\": %.1f, \"last_copy_read_ms\": %.1f"
 	       ", \"last_l1_hit_ms\": %.1f, \"up_again_wall_ms\": %.0f"
@@ -354,9 +380,9 @@ static int timeline_mode(void)
 	       ", \"owners_only_end\": %d"
 	       ", \"view_up_end\": %d, \"error\": \"%s\"}\n",
 	       reads, errors, misses, copy_before, l1_before, after,
-	       after_owner, down, oonly, unarmed, last_copy, last_l1, up_wall,
-	       copy_down, copy_oonly, l1_down, b.l1_flushes, b.owners_only,
-	       b.view_up, err);
+	       after_owner, gone ? t_kill - t_sig : -1.0, down, oonly, unarmed,
+	       last_copy, last_l1, up_wall, copy_down, copy_oonly, l1_down,
+	       b.l1_flushes, b.owners_only, b.view_up, err);
 	keysteer_close(ks);
 	return 0;
 }

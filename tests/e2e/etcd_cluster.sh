@@ -6,7 +6,8 @@
 #
 #   etcd_cluster_start DIR NS:ADDR...  member I (0-based, named mI+1) in NS
 #                                      on ADDR:2379 (client), ADDR:2380
-#                                      (peer), data DIR/mN.data, log
+#                                      (peer), data $KS_ETCD_DATA/mN.data
+#                                      (lib.sh: tmpfs) or DIR/mN.data, log
 #                                      DIR/mN.log; waits until every member
 #                                      is healthy; 1 (message on stderr)
 #                                      if not within 20 s
@@ -38,8 +39,10 @@ etcd_msg() { echo "etcd_cluster: $*" >&2; }
 
 etcd_member_start() {
 	local i=$1 addr=${ETCD_ADDR[$1]}
-	ks_in_ns_bg "${ETCD_NS[i]}" etcd --name "m$((i + 1))" \
-		--data-dir "$ETCD_DIR/m$((i + 1)).data" \
+	# KS_ETCD_NICE and KS_ETCD_DATA (tmpfs): lib.sh's, as every etcd of
+	# the suite
+	ks_in_ns_bg "${ETCD_NS[i]}" nice -n "${KS_ETCD_NICE:-0}" etcd --name "m$((i + 1))" \
+		--data-dir "${KS_ETCD_DATA:-$ETCD_DIR}/m$((i + 1)).data" \
 		--listen-client-urls "http://$addr:2379" \
 		--advertise-client-urls "http://$addr:2379" \
 		--listen-peer-urls "http://$addr:2380" \

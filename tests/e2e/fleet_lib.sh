@@ -21,6 +21,23 @@
 #       D ..."), the other 1 with one line naming the winner's revision and
 #       digest, and etcd must then hold the winner's. 0 and the loser's line
 #       in RACE_NOTE, or 1 and why in RACE_WHY. Output in DIR/race_[ab].*.
+#   fleet_watch_events FILE KEY KEY2 REV
+#       "PUTS DELETES SEEN" of KEY in FILE (an `etcdctl watch -w json`),
+#       SEEN 1 when the put of KEY2 at revision REV (a sentinel put after
+#       what is counted) has been delivered: etcd delivers a watch's
+#       events in revision order, so all before it are in the file.
+#   fleet_lease_tally FILE KEY KEY2 REV
+#       waits (60 s) until the sentinel put of KEY2 at revision REV is in
+#       the watch FILE, then sets PUTS and DELS (of KEY, fleet_watch_events)
+#       and, from the agent's last -v line, LEASES, GAP_MS and TTL_S
+#       (fleet_pub_field); 1 with WHY set when the sentinel never came.
+#   fleet_stop_run NAME
+#       the agent stopped and checked clean (e2e_agent_stop_clean NAME),
+#       then the watch WATCH_PID.
+#   fleet_pub_field FIELD [FILE]
+#       the number before FIELD ("leases", "keepalives") in the agent's
+#       last etcd -v line in FILE ($E2E_TMP/agent.out); "gap" and "ttl":
+#       its longest time between renewals (ms) and the lease's TTL (s).
 
 fleet_etcd_up() {
 	local ns=$1 name=$2 url=$3 setup=$4
@@ -76,4 +93,56 @@ fleet_ring_race() {
 	fi
 	RACE_NOTE=$(cat "$dir/race_$lose.err")
 	return 0
+}
+
+fleet_watch_events() {
+	"$PY" - "$1" "$2" "$3" "$4" "$E2E_DIR" <<'PYEOF'
+import base64, sys
+sys.path.insert(0, sys.argv[5])
+from ks_watch_log import events
+puts = dels = seen = 0
+for ev in events(sys.argv[1]):
+    key = base64.b64decode(ev["kv"]["key"]).decode()
+    if key == sys.argv[2]:
+        if ev.get("type") in (1, "DELETE"):
+            dels += 1
+        else:
+            puts += 1
+    elif key == sys.argv[3] and int(ev["kv"]["mod_revision"]) == int(sys.argv[4]):
+        seen = 1
+print(puts, dels, seen)
+PYEOF
+}
+
+fleet_pub_field() {
+	local line
+	line=$(grep '^keysteer: #[0-9]* etcd: .* lease ' "${2:-$E2E_TMP/agent.out}" | tail -n 1)
+	case $1 in
+	gap) sed -n 's/.*longest between renewals \([0-9]*\) ms of [0-9]* s.*/\1/p' <<<"$line" ;;
+	ttl) sed -n 's/.*longest between renewals [0-9]* ms of \([0-9]*\) s.*/\1/p' <<<"$line" ;;
+	*) sed -n "s/.* \([0-9]*\) $1, .*/\1/p" <<<"$line" ;;
+	esac
+}
+
+# shellcheck disable=SC2034 # PUTS DELS LEASES GAP_MS TTL_S WHY are for the caller
+fleet_lease_tally() {
+	local i seen=0
+	for ((i = 0; i < 300; i++)); do
+		read -r PUTS DELS seen <<<"$(fleet_watch_events "$@")"
+		[ "$seen" = 1 ] && break
+		sleep 0.2
+	done
+	if [ "$seen" != 1 ]; then
+		WHY="the sentinel at revision ${4:-?} never reached the watch (60 s)"
+		return 1
+	fi
+	LEASES=$(fleet_pub_field leases)
+	GAP_MS=$(fleet_pub_field gap)
+	TTL_S=$(fleet_pub_field ttl)
+}
+
+fleet_stop_run() {
+	e2e_agent_stop_clean "$1"
+	ks_stop_pid "$WATCH_PID" TERM 3
+	WATCH_PID=
 }

@@ -3,7 +3,7 @@
 
     ks_load.py preload --server ADDR [--port P] [--keys K]
     ks_load.py run --server ADDR [--port P] [--seconds F] [--out FILE]
-                   [--seq-map PIN] ...
+                   [--seq-map PIN [--until-intervals N --max-seconds M]] ...
     ks_load.py plan [...]             print the frame's statistics, send nothing
 
 The load is one "frame" of requests, built once from a fixed seed and sent F
@@ -27,6 +27,13 @@ before the reply came. Each connection reads that number just before a
 send and just after the reply: equal, the request is in that interval
 for certain; different (a flip while it was in flight), it is in one of
 the intervals between, and is listed as such ("straddled").
+
+With --until-intervals N as well, the load goes on past its F periods, a
+period at a time, until the datapath's interval number has moved N + 1
+times since the start (so the load spans N of its intervals whole), up to
+M periods: what a caller needs is intervals, and an agent held up by a
+loaded machine makes them longer than the period (4 in 22 s once, beside
+stress-ng at load 19).
 Runs with Debian's /usr/bin/python3 and python3-pymemcache.
 """
 import argparse
@@ -187,7 +194,7 @@ def period_orders(args, ops):
     """
     size = -(-len(ops) // BLOCKS)
     orders = []
-    for f in range(args.seconds):
+    for f in range(max(args.seconds, args.max_seconds or 0)):
         rng = random.Random(args.seed * 1000003 + f)
         order = []
         for b in range(0, len(ops), size):
@@ -260,8 +267,11 @@ class Connection(threading.Thread):
     load does not hinge on one connection's latency (high in a VM whose
     idle CPUs are slow to wake)."""
 
-    def __init__(self, args, orders, first, t0, wall0):
+    def __init__(self, args, orders, first, t0, wall0, stop):
         super().__init__(daemon=True)
+        # stop[0]: the number of periods to send, once the main thread
+        # has decided it (--until-intervals); None: all of orders
+        self.stop, self.periods = stop, 0
         self.args, self.orders, self.first = args, orders, first
         self.t0, self.wall0 = t0, wall0
         self.client = connect(args)
@@ -286,6 +296,10 @@ class Connection(threading.Thread):
         step = args.period / len(self.orders[0])
         spell = None
         for f, ops in enumerate(self.orders):
+            # undecided (--until-intervals): go on, paced
+            if self.stop[0] is not None and f >= self.stop[0]:
+                break
+            self.periods = f + 1
             base = t0 + f * args.period
             worst = 0.0
             for i in range(self.first, len(ops), args.conns):
@@ -313,6 +327,24 @@ class Connection(threading.Thread):
             self.worst.append(worst)
 
 
+def until_intervals(args, t0, stop):
+    """stop[0] set to the periods to send: F, or, once the datapath's
+    interval number has moved N + 1 times since the start, the period
+    after the next (a connection may just have begun the next: they are
+    paced, none is further ahead), at most M."""
+    epoch = EpochReader(args.seq_map)
+    seq0 = epoch.seq()
+    while True:
+        frame = int((time.monotonic() - t0) // args.period)
+        if epoch.seq() - seq0 >= args.until_intervals + 1:
+            stop[0] = min(max(args.seconds, frame + 2), args.max_seconds)
+            return
+        if frame + 1 >= args.max_seconds:
+            stop[0] = args.max_seconds
+            return
+        time.sleep(0.05)
+
+
 def cmd_run(args):
     ops = build_frame(args)
     out = summary(args, ops)
@@ -321,12 +353,19 @@ def cmd_run(args):
     # that the report poller stamps its reads with.
     t0 = time.monotonic() + 0.2
     wall0 = time.time() + (t0 - time.monotonic())
-    conns = [Connection(args, orders, i, t0, wall0)
+    stop = [None if args.until_intervals else args.seconds]
+    conns = [Connection(args, orders, i, t0, wall0, stop)
              for i in range(args.conns)]
     for c in conns:
         c.start()
+    if args.until_intervals:
+        until_intervals(args, t0, stop)
     for c in conns:
         c.join()
+    periods = conns[0].periods
+    if any(c.periods != periods for c in conns):
+        sys.exit("ks_load: the connections sent %s periods"
+                 % [c.periods for c in conns])
     t_end_mono = time.monotonic()
     for c in conns:
         if c.error:
@@ -336,13 +375,13 @@ def cmd_run(args):
         out["epochs"], out["straddled"] = EpochTally.merge(
             c.tally for c in conns)
     # Every request of every period was sent (a failed one ends the run).
-    out["sent"] = {f: args.seconds * out[f + "_per_period"] for f in
+    out["sent"] = {f: periods * out[f + "_per_period"] for f in
                    ("read_requests", "read_keys", "write_requests",
                     "write_keys")}
     out.update({
-        "periods": args.seconds,
+        "periods": periods,
         "connections": args.conns,
-        "requests_sent": args.seconds * len(ops),
+        "requests_sent": periods * len(ops),
         "t_start": wall0,
         "t_end": wall0 + (t_end_mono - t0),
         "frame_max_lag_s": lags,
@@ -351,13 +390,13 @@ def cmd_run(args):
         "late": sorted(spell for c in conns for spell in c.late),
         # Time the load took over the nominal time: above 1 the client
         # could not keep the pace.
-        "overrun": (t_end_mono - t0) / (args.seconds * args.period),
+        "overrun": (t_end_mono - t0) / (periods * args.period),
     })
     with open(args.out, "w") as fh:
         json.dump(out, fh)
     print("ks_load: sent %d requests (%d keys) in %.2f s over %d "
           "connections, max lag %.1f ms"
-          % (out["requests_sent"], args.seconds * out["keys_per_period"],
+          % (out["requests_sent"], periods * out["keys_per_period"],
              t_end_mono - t0, args.conns, 1000 * out["max_lag_s"]))
 
 
@@ -397,9 +436,20 @@ def main():
     ap.add_argument("--seq-map", metavar="PIN",
                     help="a datapath's pinned ks_config: write what was "
                     "sent in each of its intervals")
+    ap.add_argument("--until-intervals", type=int, metavar="N",
+                    help="with --seq-map: go on past --seconds until the "
+                    "load spans N of the datapath's intervals whole")
+    ap.add_argument("--max-seconds", type=int, metavar="M",
+                    help="with --until-intervals: at most M periods")
     args = ap.parse_args()
     if args.seconds < 1 or args.seconds > 120:
         ap.error("--seconds must be 1..120 (the load is bounded)")
+    if args.until_intervals is not None and (
+            not args.seq_map or args.until_intervals < 1 or
+            not args.max_seconds or
+            not args.seconds <= args.max_seconds <= 120):
+        ap.error("--until-intervals N needs --seq-map and --max-seconds M, "
+                 "--seconds <= M <= 120, N >= 1")
     if not 1 <= args.conns <= 8:
         ap.error("--conns must be 1..8")
     {"preload": cmd_preload, "run": cmd_run, "plan": cmd_plan}[args.cmd](args)

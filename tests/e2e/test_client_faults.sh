@@ -157,9 +157,15 @@ timeline() {
 		>"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 }
 tsummary() {
-	jexpr "$1" '"%d reads, %d failed, %d misses; before: %d from copies, %d from the L1; after the kill: view down at %.0f ms, owners only at %.0f ms, no armed key at %.0f ms, last copy read %.0f ms, last L1 hit %.0f ms, %d of %d reads by the owner; while down: %d copy reads on the last view, %d while owners only, %d L1 hits; L1 flushes %d%s" % (d["reads"], d["errors"], d["misses"], d["copy_reads_before"], d["l1_hits_before"], d["down_after_ms"], d["owners_only_after_ms"], d["unarmed_after_ms"], d["last_copy_read_ms"], d["last_l1_hit_ms"], d["owner_reads_after"], d["reads_after"], d["copy_reads_down"], d["copy_reads_owners_only"], d["l1_hits_down"], d["l1_flushes"], (" (" + d["error"] + ")") if d["error"] else "")' ||
+	jexpr "$1" '"%d reads, %d failed, %d misses; before: %d from copies, %d from the L1; after the kill (exited %.0f ms after the signal; the times below from the exit): view down at %.0f ms, owners only at %.0f ms, no armed key at %.0f ms, last copy read %.0f ms, last L1 hit %.0f ms, %d of %d reads by the owner; while down: %d copy reads on the last view, %d while owners only, %d L1 hits; L1 flushes %d%s" % (d["reads"], d["errors"], d["misses"], d["copy_reads_before"], d["l1_hits_before"], d["exit_after_kill_ms"], d["down_after_ms"], d["owners_only_after_ms"], d["unarmed_after_ms"], d["last_copy_read_ms"], d["last_l1_hit_ms"], d["owner_reads_after"], d["reads_after"], d["copy_reads_down"], d["copy_reads_owners_only"], d["l1_hits_down"], d["l1_flushes"], (" (" + d["error"] + ")") if d["error"] else "")' ||
 		nodoc "$1"
 }
+# The probe counts these times from etcd's exit (its pidfd readable), not
+# from the signal: the watch's connection breaks only when the process
+# has exited, and an etcd SIGKILLed in the middle of an fsync exits when
+# the fsync ends (its WAL on the shared disk took 2 to 43 s a sync beside
+# other work; once "view down at 2.3 s" against the 1 s bound). The exit's
+# own delay is printed, not judged: it is the machine's.
 # stale_view_ms counts from the view's last sign of life, which the watch
 # thread notes each time it wakes (at most 250 ms apart): owners only
 # comes stale_view_ms after the kill, less up to that.

@@ -25,8 +25,8 @@
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
 #    reads, a write read back, a miss, a bad spec and a test-only word
 #    refused.
-# 4. A replica's memcached killed: reads fall back to the owner, 0 failed
-#    requests, 0 stale.
+# 4. A replica's memcached killed: reads fall back to the owner, 0 stale,
+#    no request failed but by a timeout (at most 1%, as above).
 # The controls' switches are test-only: those runs alone get
 # KEYSTEER_TEST_SWITCHES=1 (docs/operations.md).
 # Namespaces, veths, etcd, memcached and agents are this script's own, by
@@ -46,6 +46,12 @@ KEY=flash:1
 CLUSTER=cfresh
 DURATION=${CLIENT_FRESH_DURATION:-8}
 
+# The agents at nice -10, as memcached and etcd (lib.sh): the copies are
+# theirs to fill, and at load 25 agents at nice 0 filled so few that the
+# control (copy protocol off) had 21 copy reads of 12,053, 12,032
+# fallbacks, no stale read to show; the subject here is the library's
+# freshness, not how soon a loaded machine runs an agent.
+KS_AGENT_NICE=-10
 client_fleet_up client_fresh 2 2 || exit 1
 
 OWNER=$("$AGENT" ring lookup --shards-file "$STEER_SHARDS_FILE" "$KEY" |
@@ -120,8 +126,14 @@ with Client(spec) as c:
     end = time.monotonic() + 60
     while c.stats()["armed_keys"] == 0 and time.monotonic() < end:
         time.sleep(0.05)
-    for i in range(200):
+    # 200 reads at least, and on until one is served by a copy (60 s, a
+    # guard): the copies may be between a refill and the next, for long
+    # when the agents wait for CPU (at load 29, 200 reads all fell back)
+    end = time.monotonic() + 60
+    n = 0
+    while n < 200 or (c.stats()["copy_reads"] == 0 and time.monotonic() < end):
         assert c.get(key) is not None, "the armed key missing"
+        n += 1
     st = c.stats()
     assert st["copy_reads"] > 0, st
     c.set(key, b"py-write")
@@ -130,7 +142,7 @@ with Client(spec) as c:
         assert v == b"py-write", "read %r after the write" % (v,)
     assert c.get("no-such-key:%d" % id(c)) is None
     c.delete("no-such-key:x")
-    print("python: %d of 250 reads from copies, the write read back 50 times" % c.stats()["copy_reads"])
+    print("python: %d of %d reads from copies, the write read back 50 times" % (c.stats()["copy_reads"], n + 50))
 try:
     Client("servers=")
     raise SystemExit("a bad spec was taken")
@@ -212,11 +224,21 @@ if ks_in_ns "$CNS" "$PY" -c 'import socket, sys; socket.create_connection((sys.a
 	fail client_fresh_dead_replica_falls_back "replica ${STEER_REPLICA_ADDR[0]} still answers"
 fi
 wait "$FRESH_BG"
-note "replica ${STEER_REPLICA_ADDR[0]} SIGKILLed once both readers had read a copy: $(summary dead)"
-if [ "$(field dead read_errors)" = 0 ] && [ "$(field dead write_errors)" = 0 ] &&
+note "replica ${STEER_REPLICA_ADDR[0]} SIGKILLed once both readers had read a copy: $(summary dead); failed by other than a timeout: $(field dead read_errors_not_timeout) reads, $(field dead write_errors_not_timeout) writes"
+# A dead replica refuses connections, and the library takes a refused
+# invalidation as done and a refused copy read back to the owner: no
+# request may fail for it (read_errors_not_timeout, write_errors_not_timeout:
+# 0). A request that timed out is the machine's, as in every run here (at
+# most 1%): a replica SIGKILLed but not yet exited holds its connections
+# and answers nothing, so a write's invalidation sent to it then waits out
+# timeout_ms (writes "timing out at 1 s" beside stress-ng at load 45-61),
+# rightly failed: its copy could not be known gone.
+if [ "$(field dead read_errors_not_timeout)" = 0 ] &&
+	[ "$(field dead write_errors_not_timeout)" = 0 ] &&
+	[ "$("$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(int(d["read_errors"] * 100 <= d["reads"] and d["write_errors"] * 100 <= d["writes"]))' "$E2E_TMP/dead.json" 2>/dev/null)" = 1 ] &&
 	[ "$(field dead stale_reads)" = 0 ] && [ "$(field dead reads)" -gt 100 ] &&
 	[ "$(field dead fallbacks)" -gt 0 ]; then
 	pass client_fresh_dead_replica_falls_back
 else
-	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead); first read error '$(field dead read_error)', first write error '$(field dead write_error)'"
+	fail client_fresh_dead_replica_falls_back "exit $(cat "$E2E_TMP/dead.rc"): $(summary dead); failed by other than a timeout: $(field dead read_errors_not_timeout) reads, $(field dead write_errors_not_timeout) writes; first read error '$(field dead read_error)', first write error '$(field dead write_error)'"
 fi

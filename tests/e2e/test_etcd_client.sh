@@ -71,7 +71,9 @@ fi
 etcd_start() {
 	local name=$1 url=$2 peer=http://127.0.0.1:$3 port
 	shift 3
-	ks_in_ns_bg "$ENS" etcd --name "$name" --data-dir "$E2E_TMP/$name.data" \
+	# KS_ETCD_NICE and KS_ETCD_DATA (tmpfs): lib.sh's, as every etcd of
+	# the suite
+	ks_in_ns_bg "$ENS" nice -n "$KS_ETCD_NICE" etcd --name "$name" --data-dir "$KS_ETCD_DATA/$name.data" \
 		--listen-client-urls "$url" --advertise-client-urls "$url" \
 		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
 		--initial-cluster "$name=$peer" "$@" \

@@ -52,48 +52,18 @@ trap lease_cleanup EXIT
 e2e_need_etcd fleet_lease_setup
 e2e_net_up
 URL=http://$SADDR:2379
-# etcd at nice -10, as the tests' memcached: the subject is the agent
+# etcd at nice -10 (lib.sh's KS_ETCD_NICE): the subject is the agent
 # held up, and an etcd that the machine itself stalls past the TTL loses
 # any lease (a run of this test at load 70 with etcd at nice 0: etcd
 # answered no keepalive for 7.3 s, one timed out, its watches broke, and
 # the lease went though the keeper kept asking)
-KS_ETCD_NICE=-10 fleet_etcd_up "$SNS" lease "$URL" fleet_lease_setup
+fleet_etcd_up "$SNS" lease "$URL" fleet_lease_setup
 SELF=$SADDR:$PORT
 ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
 
-# events NAME KEY -> "PUTS DELETES SENTINEL" of KEY in the watch NAME, and
-# 1 when the put of the sentinel KEY2 at revision REV has been delivered
-events() {
-	"$PY" - "$E2E_TMP/$1.watch" "$2" "$3" "$4" "$E2E_DIR" <<'PYEOF'
-import base64, sys
-sys.path.insert(0, sys.argv[5])
-from ks_watch_log import events
-puts = dels = seen = 0
-for ev in events(sys.argv[1]):
-    key = base64.b64decode(ev["kv"]["key"]).decode()
-    if key == sys.argv[2]:
-        if ev.get("type") in (1, "DELETE"):
-            dels += 1
-        else:
-            puts += 1
-    elif key == sys.argv[3] and int(ev["kv"]["mod_revision"]) == int(sys.argv[4]):
-        seen = 1
-print(puts, dels, seen)
-PYEOF
-}
-
-# pub_field FIELD: the number before FIELD ("leases", "keepalives") in the
-# agent's last etcd -v line; "gap" and "ttl": its longest time between
-# renewals (ms) and the lease's TTL (s)
-pub_field() {
-	local line
-	line=$(grep '^keysteer: #[0-9]* etcd: .* lease ' "$E2E_TMP/agent.out" | tail -n 1)
-	case $1 in
-	gap) sed -n 's/.*longest between renewals \([0-9]*\) ms of [0-9]* s.*/\1/p' <<<"$line" ;;
-	ttl) sed -n 's/.*longest between renewals [0-9]* ms of \([0-9]*\) s.*/\1/p' <<<"$line" ;;
-	*) sed -n "s/.* \([0-9]*\) $1, .*/\1/p" <<<"$line" ;;
-	esac
-}
+# events NAME KEY KEY2 REV: fleet_lib.sh's on the watch NAME
+events() { fleet_watch_events "$E2E_TMP/$1.watch" "$2" "$3" "$4"; }
+pub_field() { fleet_pub_field "$@"; }
 
 # run MODE [ARGS...]: the agent in cluster lease_MODE with the stall (and
 # ARGS), watched from before its start, until the sentinel after the
@@ -155,26 +125,11 @@ run() {
 		"$E2E_AGENT_PID" 300 && e2e_wait_intervals 2
 	rev=$(ETCDCTL put "$probe" after -w json 2>/dev/null |
 		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
-	for ((i = 0; i < 300; i++)); do
-		read -r PUTS DELS seen <<<"$(events "$mode" "$key" "$probe" "${rev:-0}")"
-		[ "$seen" = 1 ] && break
-		sleep 0.2
-	done
-	if [ "$seen" != 1 ]; then
-		WHY="the sentinel at revision ${rev:-?} never reached the watch (60 s)"
-		return
-	fi
-	LEASES=$(pub_field leases)
-	GAP_MS=$(pub_field gap)
-	TTL_S=$(pub_field ttl)
+	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
 }
 
-stop_run() { # NAME: the agent and the watch stopped, the agent clean
-	e2e_agent_stop_clean "$1"
-	ks_stop_pid "$WATCH_PID" TERM 3
-	WATCH_PID=
-}
+stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
 
 run fix
 if [ -n "$WHY" ]; then

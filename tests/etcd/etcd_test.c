@@ -554,24 +554,6 @@ out:
 	kt_end();
 }
 
-/* A listener that takes connections and never answers: an etcd that hangs. */
-static int silent_listener(char *url, size_t len)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(fd, 16) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	snprintf(url, len, "http://127.0.0.1:%u", ntohs(sa.sin_port));
-	return fd;
-}
-
 static void unreachable_case(const char *name, const char *eps, int timeout,
 			     int want1, int want2, const char *word)
 {
@@ -614,7 +596,7 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 static void t_unreachable(void)
 {
 	char url[64], eps[600] = "";
-	int fd = silent_listener(url, sizeof(url));
+	int fd = kt_loopback_listener(url, sizeof(url));
 	struct ks_etcd_watch *w = NULL;
 	struct ks_etcd *c;
 	long long t0;

@@ -4,6 +4,10 @@
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "ktest.h"
 
 struct ktest kt_cur;
@@ -137,4 +141,39 @@ int kt_parse_groups(const char *prog, int argc, char **argv,
 		want[i] = true;
 	kt_set_filter(argv + optind, argc - optind);
 	return -1;
+}
+
+int kt_loopback_listener(char *url, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 16) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	snprintf(url, len, "http://127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+void kt_http_answer(int fd, const char *status, const char *body)
+{
+	char req[4096], ans[1024];
+	int n;
+
+	if (read(fd, req, sizeof(req)) <= 0)
+		return;
+	n = snprintf(ans, sizeof(ans),
+		     "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     status, strlen(body), body);
+	if (n > 0 && (size_t)n < sizeof(ans)) {
+		ssize_t w = write(fd, ans, (size_t)n);
+
+		(void)w;
+	}
 }

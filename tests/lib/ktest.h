@@ -56,6 +56,15 @@ int kt_parse_groups(const char *prog, int argc, char **argv,
 /* Prints the tier's summary; returns the process exit status. */
 int kt_summary(const char *tier);
 
+/* A TCP listener on 127.0.0.1, any free port, that nobody accepts on
+ * unless the caller does (a silent server: its kernel completes the
+ * handshake): its fd and "http://127.0.0.1:PORT" in url, or -1. */
+int kt_loopback_listener(char *url, size_t len);
+
+/* One HTTP/1.1 answer on fd: "STATUS" (e.g. "200 OK") and a JSON body,
+ * Connection: close; the request's bytes read first, whatever they are. */
+void kt_http_answer(int fd, const char *status, const char *body);
+
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
 		if (!(cond))                                                   \

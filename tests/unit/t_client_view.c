@@ -943,27 +943,20 @@ static void test_routing_whole(void)
  */
 static void test_open_silent_etcd(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
 	struct keysteer *ks = NULL;
-	char spec[128];
+	char spec[160], url[64];
 	__u64 t0, took;
 	int fd, rc;
 
 	kt_begin("client_open_silent_etcd_bounded");
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(fd, 4) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+	fd = kt_loopback_listener(url, sizeof(url));
+	if (fd < 0) {
 		CHECK(0, "a silent listener: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		kt_end();
 		return;
 	}
 	snprintf(spec, sizeof(spec),
-		 "etcd=http://127.0.0.1:%u cluster=silent etcd_timeout_ms=300",
-		 ntohs(sa.sin_port));
+		 "etcd=%s cluster=silent etcd_timeout_ms=300", url);
 	t0 = ksc_now_ms();
 	rc = keysteer_open(&ks, spec);
 	took = ksc_now_ms() - t0;
@@ -990,24 +983,12 @@ static void *unavailable_etcd(void *arg)
 	static const char *const status[] = { "503 Service Unavailable",
 					      "200 OK" };
 	int lfd = *(int *)arg, i, fd;
-	char req[4096], ans[512];
 
 	for (i = 0; i < 2; i++) {
 		fd = accept(lfd, NULL, NULL);
 		if (fd < 0)
 			return NULL;
-		/* the request's bytes, whatever they are: one answer */
-		if (read(fd, req, sizeof(req)) > 0) {
-			int n = snprintf(ans, sizeof(ans),
-					 "HTTP/1.1 %s\r\nContent-Type: "
-					 "application/json\r\nContent-Length: "
-					 "%zu\r\nConnection: close\r\n\r\n%s",
-					 status[i], strlen(bodies[i]),
-					 bodies[i]);
-			ssize_t w = write(fd, ans, (size_t)n);
-
-			(void)w;
-		}
+		kt_http_answer(fd, status[i], bodies[i]);
 		close(fd);
 	}
 	return NULL;
@@ -1021,9 +1002,6 @@ static void *unavailable_etcd(void *arg)
  */
 static void test_etcd_unavailable_asked_again(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
 	struct ks_etcd_opts o = { .timeout_ms = 3000 };
 	struct ks_etcd_range r = { 0 };
 	struct ks_etcd *c = NULL;
@@ -1032,17 +1010,14 @@ static void test_etcd_unavailable_asked_again(void)
 	int fd, rc;
 
 	kt_begin("client_etcd_unavailable_asked_again");
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(fd, 4) || getsockname(fd, (struct sockaddr *)&sa, &sl) ||
-	    pthread_create(&th, NULL, unavailable_etcd, &fd)) {
+	fd = kt_loopback_listener(url, sizeof(url));
+	if (fd < 0 || pthread_create(&th, NULL, unavailable_etcd, &fd)) {
 		CHECK(0, "a fake etcd: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		kt_end();
 		return;
 	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", ntohs(sa.sin_port));
 	o.endpoints = url;
 	rc = ks_etcd_open(&c, &o, err, sizeof(err));
 	CHECK(!rc, "open: %s", err);
@@ -1059,6 +1034,78 @@ static void test_etcd_unavailable_asked_again(void)
 	shutdown(fd, SHUT_RDWR);
 	pthread_join(th, NULL);
 	close(fd);
+	kt_end();
+}
+
+/* A fake etcd that answers one call with an empty range at revision 7. */
+static void *range_etcd(void *arg)
+{
+	int fd = accept(*(int *)arg, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	kt_http_answer(fd, "200 OK",
+		       "{\"header\":{\"revision\":\"7\"},\"count\":\"0\"}");
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Two endpoints, the first a member that takes the connection and never
+ * answers (SIGSTOPped: its kernel still completes the handshake): the
+ * call that timed out there leaves the client on the second, so the next
+ * call is answered. A keeper left on the silent member timed out at every
+ * keepalive until its lease expired, with two members serving
+ * (test_fleet_member_stop.sh). The control: the first call itself times
+ * out (the silent member is what the next call must avoid).
+ */
+static void test_etcd_timeout_moves_on(void)
+{
+	struct ks_etcd_opts o = { .timeout_ms = 300 };
+	struct ks_etcd_range r = { 0 };
+	char silent[64], live[64], urls[160], err[256];
+	int sfd, lfd, rc, started = 0;
+	struct ks_etcd *c = NULL;
+	pthread_t th;
+
+	kt_begin("client_etcd_timeout_moves_to_next_endpoint");
+	sfd = kt_loopback_listener(silent, sizeof(silent));
+	lfd = kt_loopback_listener(live, sizeof(live));
+	if (sfd >= 0 && lfd >= 0 &&
+	    !pthread_create(&th, NULL, range_etcd, &lfd))
+		started = 1;
+	CHECK(started, "two listeners and a fake etcd: %s", strerror(errno));
+	snprintf(urls, sizeof(urls), "%s,%s", silent, live);
+	o.endpoints = urls;
+	rc = started ? ks_etcd_open(&c, &o, err, sizeof(err)) : -1;
+	CHECK(!started || !rc, "open: %s", err);
+	if (started && !rc) {
+		rc = ks_etcd_range(c, "/k/", 3, KS_ETCD_PREFIX, &r);
+		CHECK(rc == -ETIMEDOUT && strstr(ks_etcd_errmsg(c), silent),
+		      "control: the first call on the silent member: %d '%s'",
+		      rc, ks_etcd_errmsg(c));
+		if (!rc)
+			ks_etcd_range_free(&r);
+		CHECK(!strcmp(ks_etcd_endpoint(c), live),
+		      "after the timeout the next call starts on %s, want %s",
+		      ks_etcd_endpoint(c), live);
+		rc = ks_etcd_range(c, "/k/", 3, KS_ETCD_PREFIX, &r);
+		CHECK(!rc && r.revision == 7,
+		      "the next call: %d '%s', revision %lld", rc,
+		      ks_etcd_errmsg(c), (long long)r.revision);
+		if (!rc)
+			ks_etcd_range_free(&r);
+		ks_etcd_close(c);
+	}
+	if (started) {
+		/* a call that never came leaves the thread in accept */
+		shutdown(lfd, SHUT_RDWR);
+		pthread_join(th, NULL);
+	}
+	if (sfd >= 0)
+		close(sfd);
+	if (lfd >= 0)
+		close(lfd);
 	kt_end();
 }
 
@@ -1393,6 +1440,7 @@ void test_client(void)
 	test_spec_view_words();
 	test_open_silent_etcd();
 	test_etcd_unavailable_asked_again();
+	test_etcd_timeout_moves_on();
 	test_view_ring();
 	test_view_hosts_hot();
 	test_route();

@@ -585,6 +585,15 @@ static int call(struct ks_etcd *c, const char *path, const char *body,
 				c->eps.url[ep],
 				c->cert ? " other than ours" : "; give one");
 		case F_TIMEOUT:
+			/* the next call starts on the next endpoint: a member
+			 * that stopped answering (stopped, stalled, cut off)
+			 * still holds the connection, or its kernel still
+			 * takes new ones, so nothing else moves us off it and
+			 * every later call (a lease's every keepalive) would
+			 * wait out its deadline there while the others serve.
+			 * This call is not repeated: its time is spent, and a
+			 * write may have happened. */
+			c->cur = (ep + 1) % c->eps.n;
 			return set_msg(c->err, -ETIMEDOUT,
 				       "etcd at %s did not answer within %d ms",
 				       c->eps.url[ep], c->timeout_ms);

@@ -12,7 +12,11 @@
  * endpoint that answered last and moves to the next one when it cannot
  * connect, and also, for calls that are safe to repeat, when the
  * connection breaks mid-call or the member answers "unavailable" (no
- * leader, say). Every call has one deadline, timeout_ms from its start,
+ * leader, say). A call that times out on a member is not repeated, but
+ * the next call starts on the next endpoint: a member that stopped
+ * answering costs one call, not every call (a lease's keepalives would
+ * otherwise all wait on it until the lease expired). Every call has one
+ * deadline, timeout_ms from its start,
  * shared by all endpoints it tries (each connect gets its share of what is
  * left), authentication included: no call blocks its caller longer.
  *

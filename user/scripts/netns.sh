@@ -118,11 +118,13 @@ ks_start_memcached() {
 # DIR/NAME.log, in the background. Sets KS_ETCD_PID (the caller stops it by
 # that pid with ks_stop_pid, also when this fails); 1 with the log's tail
 # on stdout when it does not listen within 10 s. KS_ETCD_NICE (default 0)
-# is its nice value, for a test whose subject is not etcd's own stalls.
+# is its nice value, for a test whose subject is not etcd's own stalls;
+# KS_ETCD_DATA (default DIR) the folder of its data (the tests': tmpfs).
 ks_start_etcd() {
 	local ns=$1 name=$2 url=$3 peer=http://127.0.0.1:$4 dir=$5 hostport
 	shift 5
-	ks_in_ns_bg "$ns" nice -n "${KS_ETCD_NICE:-0}" etcd --name "$name" --data-dir "$dir/$name.data" \
+	ks_in_ns_bg "$ns" nice -n "${KS_ETCD_NICE:-0}" etcd --name "$name" \
+		--data-dir "${KS_ETCD_DATA:-$dir}/$name.data" \
 		--listen-client-urls "$url" --advertise-client-urls "$url" \
 		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
 		--initial-cluster "$name=$peer" "$@" \

@@ -293,14 +293,17 @@ steer_topo_up() {
 # status in STEER_AGENT_RC) or did not attach within 60 s (it is left
 # running; steer_agents_stop ends it). Quiet, an agent attaches in under a
 # second; at load 30 on 2 cores, the BPF verifier and an etcd starved of
-# CPU took more than 10 s.
+# CPU took more than 10 s. KS_AGENT_NICE (default 0) is the agents' nice
+# value, for a test whose subject is not how soon a loaded machine runs
+# them.
 # shellcheck disable=SC2034 # STEER_AGENT_RC is for the caller
 steer_agent_start() {
 	local idx=$1 ifn out pid i
 	shift
 	ifn=${STEER_SHARD_IF[idx]} out=$STEER_TMP/agent.$idx.out
 	STEER_AGENT_RC=
-	ks_in_ns_bg "${STEER_SHARD_NS[idx]}" "$STEER_AGENT" run --iface "$ifn" "$@" \
+	ks_in_ns_bg "${STEER_SHARD_NS[idx]}" nice -n "${KS_AGENT_NICE:-0}" \
+		"$STEER_AGENT" run --iface "$ifn" "$@" \
 		</dev/null >"$out" 2>&1
 	pid=$KS_BG_PID
 	STEER_AGENT_PIDS+=("$pid")
