@@ -275,10 +275,10 @@ tests: $(OUT)/tests/view_refresh
 
 # The verifier's instructions processed per program of a BPF object,
 # loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
-$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c | $(OUT)
+$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c user/dp/slog_maps.c | $(OUT)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $< -o $@ -lbpf
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
 
 # The accuracy benchmark's captures with their ground truth: Zipf draws
 # from ks_load's sampler, frames written with the capture format's writer.
@@ -660,7 +660,7 @@ $(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c | $(SKELS)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/lib -c $< -o $@
 
 $(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o \
-	$(OUT)/user/dp/load_private.o $(LIBKS)
+	$(OUT)/user/dp/load_private.o $(OUT)/user/dp/slog_maps.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

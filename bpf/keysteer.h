@@ -231,6 +231,13 @@ enum ks_pkt_counter {
 	KS_PKT_RING_UNPLACED, /* sampled keys the ring cannot place in the
 			       * datapath (pymemcache: a byte >= 0x80, whose
 			       * str characters need UTF-8 decoding) */
+	/* the sample log (ks_slog; of KS_PKT_SAMPLED): keys appended as
+	 * records for the agent to fold, and keys the in-kernel sketch took
+	 * instead because this CPU's log was full (the agent's drain behind
+	 * or stopped). A key longer than KS_SLOG_KEY, or any key while no
+	 * drain runs (KS_CFG_SLOG clear), is in neither. */
+	KS_PKT_SLOG,
+	KS_PKT_SLOG_FULL,
 	KS_PKT_MAX,
 };
 

@@ -94,4 +94,33 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ks_report SEC(".maps");
 
+/*
+ * The sample log (issue 27; keysteer.h): each CPU's sampled keys appended
+ * at cpu * KS_SLOG_RECS + (head & KS_SLOG_MASK), its head and tail in
+ * ks_slog_pos[cpu]. Sized here for one CPU: every loader sets both to the
+ * host's possible CPUs before the load (user/dp/slog_maps.c,
+ * ks_slog_size). Plain arrays, mmapable, so the agent's drain reads the
+ * records and moves the tail with loads and stores, no syscall a record;
+ * one log per CPU, so no two CPUs ever write one line (a shared
+ * BPF_MAP_TYPE_RINGBUF takes a spinlock for each reserve and commit).
+ * Pinned, so a drain started by another process finds them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KS_SLOG_RECS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ks_slog_rec);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_slog SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ks_slog_pos);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ks_slog_pos SEC(".maps");
+
 #endif

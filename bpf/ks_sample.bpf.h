@@ -229,8 +229,78 @@ static __always_inline bool ks_sample_due(struct ks_scratch *s)
 	return --s->countdown == 0;
 }
 
-/* A sampled key, already in s->key, its hash in hand: sketch,
- * candidates, ring, trace. */
+/*
+ * The sample log (issue 27; keysteer.h): a sampled read or write of up to
+ * KS_SLOG_KEY bytes appended to this CPU's log for the agent to fold into
+ * the sketch and the candidates in user space, so the datapath pays one
+ * 64-byte record (one line) instead of the sketch's four rows and a
+ * candidate bucket. Returns 1 when the record is in, 0 when the in-kernel
+ * sketch must take the key: the log full (the drain behind or stopped;
+ * counted), the rate beyond the record's 16 bits, or no log entry for
+ * this CPU (a loader that did not size the maps). Never both, never
+ * neither: no sample lost, none counted twice.
+ */
+static __always_inline int ks_slog_put(struct ks_scratch *s, __u64 hash,
+				       __u32 len, __u32 cls)
+{
+	struct ks_slog_pos *pos;
+	struct ks_slog_rec *r;
+	__u32 cpu, idx, i;
+	__u64 head, tail;
+
+	if (s->sample_n > 0xffff)
+		return 0;
+	/* The CPU's number, once: the scratch entry is this CPU's own.
+	 * (bpf_get_smp_processor_id() is inlined by the x86-64 JIT on
+	 * 6.10+ kernels, a helper call elsewhere.) */
+	cpu = s->slog_cpu1 - 1;
+	if (!s->slog_cpu1) {
+		cpu = bpf_get_smp_processor_id();
+		s->slog_cpu1 = cpu + 1;
+	}
+	pos = bpf_map_lookup_elem(&ks_slog_pos, &cpu);
+	if (!pos)
+		return 0;
+	head = pos->head;
+	/* the agent's tail, read once: it only ever grows, so a stale value
+	 * can only make the log look fuller than it is */
+	tail = *(volatile __u64 *)&pos->tail;
+	if (head - tail >= KS_SLOG_RECS) {
+		ks_count_pkt(KS_PKT_SLOG_FULL);
+		return 0;
+	}
+	idx = cpu * KS_SLOG_RECS + (__u32)(head & KS_SLOG_MASK);
+	r = bpf_map_lookup_elem(&ks_slog, &idx);
+	if (!r)
+		return 0;
+	r->hash = hash;
+	r->len = (__u16)len;
+	r->cls = (__u8)cls;
+	r->pad = 0;
+	r->seq = (__u16)s->seq;
+	r->n = (__u16)s->sample_n;
+	/* s->key is zero past the key (ks_key_copy, ks_fast_key_load), so
+	 * no byte of an earlier, longer key reaches the record */
+#pragma unroll
+	for (i = 0; i < KS_SLOG_KEY / 8; i++)
+		r->key[i] = s->key[i];
+	/*
+	 * The record before the head that publishes it. A compiler barrier
+	 * is enough on x86-64: TSO keeps stores in program order, and the
+	 * agent reads head (then the record) with loads TSO keeps in order
+	 * too. arm64 would need a release store of head here
+	 * (__atomic_store_n(..., __ATOMIC_RELEASE), or BPF's
+	 * store_release on 6.15+ kernels) and an acquire load of it in the
+	 * agent.
+	 */
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&pos->head = head + 1;
+	ks_count_pkt(KS_PKT_SLOG);
+	return 1;
+}
+
+/* A sampled key, already in s->key, its hash in hand: sketch and
+ * candidates (or the sample log, while an agent drains it), ring, trace. */
 static __always_inline void ks_key_record(struct ks_scratch *s, __u64 hash,
 					  __u32 len, __u32 op)
 {
@@ -238,7 +308,10 @@ static __always_inline void ks_key_record(struct ks_scratch *s, __u64 hash,
 
 	ks_count_pkt(KS_PKT_SAMPLED);
 	if (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE) {
-		ks_cand_offer(s, hash, len, ks_cms_add(hash, s->seq & 1, cls));
+		if (!(s->slog && len <= KS_SLOG_KEY &&
+		      ks_slog_put(s, hash, len, cls)))
+			ks_cand_offer(s, hash, len,
+				      ks_cms_add(hash, s->seq & 1, cls));
 		ks_ring_defer(s, len, cls, hash);
 	}
 	if (s->trace)

@@ -570,6 +570,8 @@ static void map_memory(const char *obj, const int *cpus, int ncpu_list)
 		d[n].max_entries = bpf_map__max_entries(m);
 		d[n].is_cms = !strcmp(bpf_map__name(m), "ks_cms");
 		d[n].is_cands = !strcmp(bpf_map__name(m), "ks_cands");
+		d[n].cpu_sized = !strcmp(bpf_map__name(m), "ks_slog") ||
+				 !strcmp(bpf_map__name(m), "ks_slog_pos");
 		n++;
 	}
 	for (k = 0; k < ncpu_list; k++) {

@@ -56,7 +56,7 @@ void ab_map_memory(const struct ab_map_desc *d, size_t n, int ncpus,
 	for (i = 0; i < n; i++) {
 		__u64 v = ((__u64)d[i].value_size + 7) & ~7ULL;
 
-		if (!ab_map_is_percpu(d[i].type)) {
+		if (!ab_map_is_percpu(d[i].type) && !d[i].cpu_sized) {
 			/* a ring buffer's size is its max_entries */
 			out->shared += d[i].type == BPF_MAP_TYPE_RINGBUF
 					       ? d[i].max_entries

@@ -32,6 +32,9 @@ struct ab_map_desc {
 	__u32 type; /* enum bpf_map_type */
 	__u32 key_size, value_size, max_entries;
 	int is_cms, is_cands;
+	/* an array the loader sizes to max_entries per possible CPU (the
+	 * sample log, user/dp/slog_maps.c): counted with the per-CPU maps */
+	int cpu_sized;
 };
 
 struct ab_map_mem {

@@ -22,6 +22,7 @@
 #include "keysteer.skel.h"
 #include "ks_ring_cache.h"
 #include "dp/load_private.h"
+#include "dp/slog_maps.h"
 #include "ks_empty.skel.h"
 #include "ks_limit.h"
 #include "dp/dedicated_map.h"
@@ -106,6 +107,9 @@ static int open_before(struct bench_env *e, const char *path)
 		if (err)
 			return err;
 	}
+	err = ks_slog_size(obj);
+	if (err)
+		return err;
 	/* only the XDP program is timed */
 	bpf_object__for_each_program (p, obj)
 		bpf_program__set_autoload(

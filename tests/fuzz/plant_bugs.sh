@@ -59,7 +59,7 @@ for m in "${mutants[@]}"; do
 	fi
 	gcc -O2 -g -D_GNU_SOURCE -I"$d/build" -Ibpf -Iuser -Itests/lib -Itests/fuzz \
 		tests/fuzz/dfuzz.c tests/fuzz/dfuzz_dp.c tests/fuzz/dfuzz_gen.c \
-		tests/fuzz/ref_mc.c tests/lib/pkt.c user/core/names.c user/dp/load_private.c \
+		tests/fuzz/ref_mc.c tests/lib/pkt.c user/core/names.c user/dp/load_private.c user/dp/slog_maps.c \
 		-o "$d/dfuzz" -lbpf -lelf -lz || continue
 	# shellcheck disable=SC2086 # args: words for dfuzz
 	res=$("$d/dfuzz" --seconds "$SECS" --findings "$d/findings" --name "$name" ${args:-} 2>&1)

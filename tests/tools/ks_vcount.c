@@ -15,6 +15,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "dp/slog_maps.h"
 
 #define LOG_SIZE (1 << 20)
 
@@ -54,6 +55,13 @@ static int count(const char *path)
 	/* private maps: nothing pinned, nothing reused */
 	bpf_object__for_each_map (map, obj)
 		bpf_map__set_pin_path(map, NULL);
+	/* the sample log at this host's size, as every loader sizes it */
+	err = ks_slog_size(obj);
+	if (err) {
+		fprintf(stderr, "ks_vcount: sizing the sample log of %s: %s\n",
+			path, strerror(-err));
+		goto out;
+	}
 	bpf_object__for_each_program (prog, obj) {
 		if (i == 16)
 			break;

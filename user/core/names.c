@@ -93,6 +93,8 @@ const char *const ks_pkt_names[] = {
 	[KS_PKT_STEER_FAMILY] = "steer_family",
 	[KS_PKT_STEER_SHAPE] = "steer_shape",
 	[KS_PKT_RING_UNPLACED] = "ring_unplaced",
+	[KS_PKT_SLOG] = "slog",
+	[KS_PKT_SLOG_FULL] = "slog_full",
 };
 const size_t ks_pkt_names_n = ARRAY_LEN(ks_pkt_names);
 _Static_assert(ARRAY_LEN(ks_pkt_names) == KS_PKT_MAX,

@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/attach.h"
+#include "dp/slog_maps.h"
 #include "util/log.h"
 
 /* Not in Debian 12's uapi headers (kernel 6.1): tcx came with 6.6. */
@@ -596,11 +597,21 @@ static int pins_fit(const struct ks_attachment *a)
 		close(fd);
 		if (info.type == bpf_map__type(m) &&
 		    info.key_size == bpf_map__key_size(m) &&
-		    info.value_size == bpf_map__value_size(m))
+		    info.value_size == bpf_map__value_size(m) &&
+		    info.max_entries == bpf_map__max_entries(m))
 			continue;
-		ks_err("the pinned map %s holds %u-byte keys and %u-byte values, this agent's %s %u and %u (another keysteer version); run 'agent detach --iface %s' and start again (its counters start from zero)",
-		       path, info.key_size, info.value_size, bpf_map__name(m),
-		       bpf_map__key_size(m), bpf_map__value_size(m), a->ifname);
+		if (info.type == bpf_map__type(m) &&
+		    info.key_size == bpf_map__key_size(m) &&
+		    info.value_size == bpf_map__value_size(m))
+			/* the sample log, sized by CPUs (ks_slog_size) */
+			ks_err("the pinned map %s holds %u entries, this agent's %s %u (another keysteer version, or the host's CPUs changed); run 'agent detach --iface %s' and start again (its counters start from zero)",
+			       path, info.max_entries, bpf_map__name(m),
+			       bpf_map__max_entries(m), a->ifname);
+		else
+			ks_err("the pinned map %s holds %u-byte keys and %u-byte values, this agent's %s %u and %u (another keysteer version); run 'agent detach --iface %s' and start again (its counters start from zero)",
+			       path, info.key_size, info.value_size,
+			       bpf_map__name(m), bpf_map__key_size(m),
+			       bpf_map__value_size(m), a->ifname);
 		return -ESTALE;
 	}
 	return 0;
@@ -628,6 +639,13 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 		bpf_program__set_autoload(other, false);
 	bpf_program__set_autoload(a->skel->progs.ks_tc_egress,
 				  (cfg->flags & KS_CFG_REPLIES) != 0);
+	/* before pins_fit: a pinned log is compared at this host's size */
+	err = ks_slog_size(a->skel->obj);
+	if (err) {
+		ks_err("cannot size the sample log's maps (%s); rebuild the agent with 'make'",
+		       strerror(-err));
+		return err;
+	}
 	if (a->adopted) {
 		err = pins_fit(a);
 		if (err)

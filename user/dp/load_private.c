@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/load_private.h"
+#include "dp/slog_maps.h"
 
 struct keysteer_bpf *ks_load_private(int xdp_only, int *err)
 {
@@ -24,6 +25,9 @@ struct keysteer_bpf *ks_load_private(int xdp_only, int *err)
 		if (*err)
 			goto fail;
 	}
+	*err = ks_slog_size(skel->obj);
+	if (*err)
+		goto fail;
 	*err = keysteer_bpf__load(skel);
 	if (!*err)
 		return skel;

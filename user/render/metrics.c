@@ -56,6 +56,10 @@ static const struct {
 	  "UDP gets of armed keys kept at the owner: IPv4 options, IPv6 extension headers, hop limit <= 1 or IPv6 UDP checksum 0." },
 	{ KS_PKT_RING_UNPLACED, "keysteer_ring_unplaced_keys_total",
 	  "Sampled keys the datapath cannot place on the ring: pymemcache keys with a byte >= 0x80 (not scaled by N)." },
+	{ KS_PKT_SLOG, "keysteer_sample_log_keys_total",
+	  "Sampled keys the datapath appended to its sample log for the agent to fold (of the sampled keys)." },
+	{ KS_PKT_SLOG_FULL, "keysteer_sample_log_full_total",
+	  "Sampled keys the in-kernel sketch took because the CPU's sample log was full (of the sampled keys)." },
 };
 
 static void family(FILE *f, const char *name, const char *type,
