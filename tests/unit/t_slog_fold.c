@@ -64,9 +64,9 @@ static void weights(void)
 	feed(f, "user:1", KS_CLASS_WRITE, 7, 16, 2);
 	CHECK_EQ(ks_slog_fold_point(f, 7 & 1, KS_CLASS_READ, ut_hash("user:1")),
 		 100 * 8 + 30 * 4 + 5);
-	CHECK_EQ(ks_slog_fold_point(f, 7 & 1, KS_CLASS_WRITE,
-				    ut_hash("user:1")),
-		 32);
+	CHECK_EQ(
+		ks_slog_fold_point(f, 7 & 1, KS_CLASS_WRITE, ut_hash("user:1")),
+		32);
 	CHECK_EQ(f->folded, 137);
 	ks_slog_fold_close(f, 7);
 	/* read as the interval does: added to the kernel's merged sketch */
@@ -277,9 +277,48 @@ static void candidates(void)
 	free(c);
 }
 
+static void period(void)
+{
+	const __u64 ms = 1000000ULL;
+
+	kt_begin("slog_drain_period_follows_the_fill");
+	/* a quarter of the log found waiting: the period holds */
+	CHECK_EQ(ks_slog_period_next(8 * ms, KS_SLOG_FILL_AIM), 8 * ms);
+	/* twice the aim: half the period at once */
+	CHECK_EQ(ks_slog_period_next(8 * ms, 2 * KS_SLOG_FILL_AIM), 4 * ms);
+	/* a full log: down to the floor, never under it */
+	CHECK_EQ(ks_slog_period_next(8 * ms, KS_SLOG_RECS), 2 * ms);
+	CHECK_EQ(ks_slog_period_next(KS_SLOG_PERIOD_MIN_NS, KS_SLOG_RECS),
+		 KS_SLOG_PERIOD_MIN_NS);
+	/* a lull: at most doubled a step, never over the ceiling */
+	CHECK_EQ(ks_slog_period_next(8 * ms, 0), 16 * ms);
+	CHECK_EQ(ks_slog_period_next(8 * ms, 1), 16 * ms);
+	CHECK_EQ(ks_slog_period_next(KS_SLOG_PERIOD_MAX_NS, 0),
+		 KS_SLOG_PERIOD_MAX_NS);
+	CHECK_EQ(ks_slog_period_next(0, 0), 2 * KS_SLOG_PERIOD_MIN_NS);
+	/* at 262,144 keys/s a CPU the aim's 1,024 records take 3.9 ms: a
+	 * period reached from any start stays there */
+	{
+		__u64 p = KS_SLOG_PERIOD_MAX_NS;
+		int i;
+
+		for (i = 0; i < 20; i++) {
+			__u64 fill = p * 262144 / 1000000000ULL;
+
+			p = ks_slog_period_next(p, fill > KS_SLOG_RECS
+							   ? KS_SLOG_RECS
+							   : (__u32)fill);
+		}
+		CHECK(p > 3 * ms && p < 5 * ms, "period %llu ns",
+		      (unsigned long long)p);
+	}
+	kt_end();
+}
+
 void test_slog_fold(void)
 {
 	weights();
 	epochs();
 	candidates();
+	period();
 }

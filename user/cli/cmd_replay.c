@@ -29,6 +29,7 @@
 #include "cli/cmds.h"
 #include "dp/collect.h"
 #include "dp/rates.h"
+#include "dp/slog.h"
 #include "core/estimate.h"
 #include "dp/bpf_log.h"
 #include "core/names.h"
@@ -60,6 +61,7 @@ struct replay_opts {
 	struct ks_run_ring ring;
 	__u64 interval_ns; /* --interval; 0: one interval, the capture */
 	__u32 ranked;      /* --ranked: candidates listed per interval */
+	int slog_off;      /* --log-samples off: the in-kernel sketch only */
 	struct ks_hot_policy pol;
 };
 
@@ -91,6 +93,10 @@ struct replay {
 	struct ks_maps maps;
 	struct ks_collector col;
 	struct ks_rates rates; /* every CPU's 1 in N, epoch by epoch */
+	/* the sample log, drained after every frame (the test run is
+	 * over when it returns: nothing is written later) */
+	struct ks_slog slog;
+	int slog_on;
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_top_count counts[KS_REPORT_TOP]; /* rep->top's, exact */
@@ -176,6 +182,16 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 					    &o->pol.hot_fraction, err,
 					    sizeof(err)))
 				goto bad;
+			break;
+		case KS_OPTV_SAMPLE_LOG:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				snprintf(
+					err, sizeof(err),
+					"--log-samples '%s' is not a state; give on (the default) or off",
+					optarg);
+				goto bad;
+			}
+			o->slog_off = !strcmp(optarg, "off");
 			break;
 		case 'h':
 			ks_help_replay(stdout);
@@ -307,7 +323,9 @@ static int load_private(struct replay *r)
 
 static int write_config(struct replay *r)
 {
-	struct ks_config cfg = { .sample_n = r->o.sample_n, .seq = 0 };
+	struct ks_config cfg = { .sample_n = r->o.sample_n,
+				 .seq = 0,
+				 .flags = r->slog_on ? KS_CFG_SLOG : 0 };
 	int err;
 
 	memcpy(cfg.ports, r->o.ports, sizeof(cfg.ports));
@@ -581,7 +599,8 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	__u32 old = r->seq, epoch = old & 1;
 	__u64 elapsed = end_ns > r->iv_start_ns ? end_ns - r->iv_start_ns
 						: r->o.interval_ns;
-	struct ks_config cfg = { .sample_n = r->o.sample_n };
+	struct ks_config cfg = { .sample_n = r->o.sample_n,
+				 .flags = r->slog_on ? KS_CFG_SLOG : 0 };
 	struct ks_hot_sample samples[KS_HOT_CAP];
 	struct ks_interval iv;
 	size_t nranked = 0, i;
@@ -594,10 +613,14 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	err = ks_rates_flip(&r->rates, &r->maps, r->seq + 1, elapsed);
 	if (err)
 		return err;
+	if (r->slog_on)
+		ks_slog_flip_begin(&r->slog, r->seq + 1);
 	cfg.seq = ++r->seq;
 	err = ks_write_config(&r->maps, &cfg);
 	if (err)
 		return err;
+	if (r->slog_on)
+		ks_slog_flip_end(&r->slog, old);
 	ncands = ks_estimate_interval(&r->col, epoch, old, r->rates.ended,
 				      KS_REPORT_TOP, elapsed, &r->prev, &r->cur,
 				      r->sketch, NULL, r->rep);
@@ -675,6 +698,8 @@ static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
 	}
 	r->n.run++;
 	r->n.cut += pkt->len < pkt->wire_len;
+	if (r->slog_on)
+		ks_slog_drain(&r->slog);
 	/* The span is that of the frames the program saw: a capture of both
 	 * directions gives the same rates as one of the received side. */
 	if (!pkt->has_ts)
@@ -760,6 +785,8 @@ static int build_report(struct replay *r)
 	struct ks_report *rep = r->rep;
 	long ncands;
 
+	if (r->slog_on)
+		ks_slog_flip_end(&r->slog, 0);
 	ncands = ks_estimate_interval(&r->col, 0, 0, r->rates.cur,
 				      KS_REPORT_TOP, span, &r->prev, &r->cur,
 				      r->sketch, NULL, rep);
@@ -955,9 +982,19 @@ static int prepare(struct replay *r)
 {
 	int err;
 
-	if (load_private(r) || write_config(r))
+	if (load_private(r))
 		return -1;
 	err = ks_collector_init(&r->col, &r->maps);
+	/* the log as 'agent run' drains it (the same sketch shape, the
+	 * same keys), unless --log-samples off; a build without it, off */
+	if (!err && !r->o.slog_off &&
+	    !ks_slog_open(&r->slog, r->maps.slog, r->maps.slog_pos,
+			  r->col.ncpus, 0)) {
+		r->slog_on = 1;
+		err = ks_collector_set_slog(&r->col, &r->slog.fold);
+	}
+	if (!err && write_config(r))
+		return -1;
 	if (!err)
 		err = ks_rates_init(
 			&r->rates, r->col.ncpus,
@@ -1049,6 +1086,7 @@ int cmd_replay(int argc, char **argv)
 		ks_log_init(r->o.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
 		rc = replay(r);
 	}
+	ks_slog_close(&r->slog);
 	ks_collector_free(&r->col);
 	ks_rates_free(&r->rates);
 	keysteer_bpf__destroy(r->skel);

@@ -221,3 +221,19 @@ __u32 ks_slog_fold_point(const struct ks_slog_fold *f, __u32 epoch, __u32 cls,
 {
 	return ks_cms_point(&f->ep[epoch & 1].sk, cls, hash);
 }
+
+__u64 ks_slog_period_next(__u64 period_ns, __u32 fill)
+{
+	__u64 next;
+
+	if (period_ns < KS_SLOG_PERIOD_MIN_NS)
+		period_ns = KS_SLOG_PERIOD_MIN_NS;
+	next = fill ? period_ns * KS_SLOG_FILL_AIM / fill : 2 * period_ns;
+	if (next > 2 * period_ns)
+		next = 2 * period_ns;
+	if (next < KS_SLOG_PERIOD_MIN_NS)
+		next = KS_SLOG_PERIOD_MIN_NS;
+	if (next > KS_SLOG_PERIOD_MAX_NS)
+		next = KS_SLOG_PERIOD_MAX_NS;
+	return next;
+}

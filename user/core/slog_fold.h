@@ -33,11 +33,11 @@ struct ks_slog_cand {
 };
 
 struct ks_slog_epoch {
-	struct ks_sketch sk;         /* in keys: each record weighted by n */
-	struct ks_slog_cand *cands;  /* nbuckets * KS_CAND_WAYS slots */
-	__u32 seq;                   /* the interval held */
-	int open;                    /* records of seq are folded here */
-	__u64 records;               /* folded into it */
+	struct ks_sketch sk;        /* in keys: each record weighted by n */
+	struct ks_slog_cand *cands; /* nbuckets * KS_CAND_WAYS slots */
+	__u32 seq;                  /* the interval held */
+	int open;                   /* records of seq are folded here */
+	__u64 records;              /* folded into it */
 };
 
 struct ks_slog_fold {
@@ -94,5 +94,20 @@ void ks_slog_fold_reset(struct ks_slog_fold *f, __u32 epoch);
 /* The estimate of a key of class cls in epoch's slot (keys). */
 __u32 ks_slog_fold_point(const struct ks_slog_fold *f, __u32 epoch, __u32 cls,
 			 __u64 hash);
+
+/* The drain thread's period: from the fill it finds at each drain,
+ * within these bounds (the log holds 15 ms at 262,144 keys/s a CPU). */
+#define KS_SLOG_PERIOD_MIN_NS 1000000ULL
+#define KS_SLOG_PERIOD_MAX_NS 50000000ULL
+/* The fill a period aims at: a quarter of the log. */
+#define KS_SLOG_FILL_AIM (KS_SLOG_RECS / 4)
+
+/*
+ * The drain's next period from the most records it found waiting on one
+ * CPU in the last one: scaled so that the fill comes to KS_SLOG_FILL_AIM,
+ * at most doubled a step (a burst is met at once, a lull slowly), within
+ * the bounds.
+ */
+__u64 ks_slog_period_next(__u64 period_ns, __u32 fill);
 
 #endif
