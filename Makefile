@@ -373,10 +373,12 @@ bench: check-deps
 # against the empty program in pairs of trials until the ratio's spread is
 # known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
 # LINE_SAMPLE=auto (or N): UDP gets whose keys all differ, keysteer
-# sampling at the rate auto picks at this load (or 1 in N).
+# sampling at the rate auto picks at this load (or 1 in N);
+# LINE_LOG_SAMPLES=off: without the sample log (the in-kernel sketch).
 bench-line: check-deps
 	$(MAKE) all tests
-	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE))
+	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE)) \
+		$(if $(LINE_LOG_SAMPLES),--log-samples $(LINE_LOG_SAMPLES))
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +43,10 @@
 #include "keysteer.skel.h"
 #include "ks_empty.skel.h"
 #include "dp/load_private.h"
+#include "dp/slog.h"
 #include "bench.h"
 #include "core/sample_rate.h"
+#include "util/clock.h"
 #include "util/opts.h"
 #include "util/spread.h"
 
@@ -86,6 +89,9 @@ struct line_args {
 	 * 1 in N or at the rate auto's controller picks for the load */
 	bool sampled;
 	struct ks_sample_opt samp;
+	/* --log-samples off: the sampled kind without the sample log (the
+	 * in-kernel sketch takes every sampled key), for the build before */
+	bool slog_off;
 };
 
 /* ---- the sending program, as raw instructions: nothing to build ---- */
@@ -472,6 +478,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "sample", required_argument, NULL, 's' },
+		{ "log-samples", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[KS_ERRLEN];
@@ -509,6 +516,14 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 					    sizeof(err)))
 				goto bad;
 			a->sampled = true;
+			break;
+		case 'L':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				snprintf(err, sizeof(err),
+					 "--log-samples %s: on or off", optarg);
+				goto bad;
+			}
+			a->slog_off = !strcmp(optarg, "off");
 			break;
 		case 'p':
 			if (ks_parse_uint("--packets", optarg, 1000, 740000, &v,
@@ -671,9 +686,76 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 		       "are what the pairs give");
 }
 
+/*
+ * The sampled kind's sample log, drained as 'agent run' drains it: the
+ * agent's own drain (dp/slog.c) in a thread on another CPU than the
+ * receiving one, KS_CFG_SLOG set, so the line rate is taken with the
+ * records folded (their lines moving to the drain's CPU and back).
+ */
+static __u64 slog_t0;
+
+static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
+{
+	cpu_set_t set;
+	int err, c, n = libbpf_num_possible_cpus();
+
+	err = ks_slog_open(sl, bpf_map__fd(le->ks->maps.ks_slog),
+			   bpf_map__fd(le->ks->maps.ks_slog_pos), le->be.ncpu,
+			   0);
+	if (!err)
+		err = ks_slog_start(sl);
+	if (err) {
+		fprintf(stderr, "bench line: the sample log's drain: %s\n",
+			strerror(-err));
+		return err;
+	}
+	CPU_ZERO(&set);
+	for (c = 0; c < n && c < CPU_SETSIZE; c++)
+		if (c != rx_cpu)
+			CPU_SET(c, &set);
+	if (CPU_COUNT(&set) &&
+	    pthread_setaffinity_np(sl->th, sizeof(set), &set))
+		fprintf(stderr,
+			"bench line: the drain stays on the receiving CPU\n");
+	slog_t0 = ks_mono_ns();
+	le->be.cfg.flags |= KS_CFG_SLOG;
+	return 0;
+}
+
+/* The drain stopped (a last pass) and what it did; false if a sampled
+ * key was neither appended nor taken by the in-kernel sketch. */
+static bool slog_print(struct line_env *le, struct ks_slog *sl, bool json)
+{
+	struct bench_counts c;
+	double secs = (ks_mono_ns() - slog_t0) / 1e9;
+	FILE *f = json ? stderr : stdout;
+
+	if (!sl->pos) {
+		fprintf(f, "sample log: off (--log-samples off): the in-kernel "
+			   "sketch took every sampled key\n");
+		return true;
+	}
+	ks_slog_stop(sl);
+	if (bench_counts(&le->be, &le->be.cur, &c))
+		return false;
+	fprintf(f,
+		"sample log: %llu keys appended, %llu taken by the in-kernel "
+		"sketch (log full); %llu records folded, %llu late; the "
+		"drain's thread %.1f ms of CPU over %.1f s (%.2f%% of a CPU), "
+		"at most %u records waiting on a CPU, its period %.1f ms at "
+		"the end\n",
+		(unsigned long long)c.slog, (unsigned long long)c.slog_full,
+		(unsigned long long)sl->fold.folded,
+		(unsigned long long)sl->fold.late, sl->thread_ns / 1e6, secs,
+		secs > 0 ? sl->thread_ns / 1e7 / secs : 0, sl->fill_max,
+		sl->period_ns / 1e6);
+	return c.slog == sl->records;
+}
+
 int bench_line_main(int argc, char **argv)
 {
 	struct bench_scen *sc = NULL, kind_sc[LINE_KINDS] = {}, sf[2] = {};
+	struct ks_slog slog = {};
 	struct line_env le = { .softirqd = -1,
 			       .gen_fd = -1,
 			       .map_fd = -1,
@@ -825,7 +907,8 @@ int bench_line_main(int argc, char **argv)
 	 */
 	if (a.sampled) {
 		rate_n = a.samp.n ? a.samp.n : KS_RATE_START;
-		if (bench_set_sample(&le.be, rate_n))
+		if ((!a.slog_off && slog_start(&le, &slog, cpu)) ||
+		    bench_set_sample(&le.be, rate_n))
 			goto out;
 	}
 
@@ -940,8 +1023,11 @@ int bench_line_main(int argc, char **argv)
 		fprintf(stderr, "\n");
 	}
 	line_print(&a, cpu, fig, pairs, ok, known, k0, k1);
+	if (a.sampled)
+		ok = slog_print(&le, &slog, a.json) && ok;
 	rc = ok ? 0 : 1;
 out:
+	ks_slog_close(&slog);
 	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)
 		bpf_xdp_detach(le.rx_if, XDP_FLAGS_DRV_MODE, NULL);
 	if (le.gen_fd >= 0)

@@ -7,7 +7,7 @@
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
-#        [--sample N|auto[:TARGET]]
+#        [--sample N|auto[:TARGET]] [--log-samples on|off]
 #
 # --trials: pairs at least (8); --max-trials: at most (60); --width: stop
 # once every kind's ratio keysteer/empty has a 95% interval of its median
@@ -20,7 +20,11 @@
 # auto's controller (the agent's, core/sample_rate.c) picks for the keys
 # the last keysteer trial counted over its CPU time, i.e. the rate auto
 # settles on at one CPU's line rate; the rate in force and the keys
-# sampled are printed with the ratio.
+# sampled are printed with the ratio. The sampled keys go through the
+# sample log, drained by the agent's own drain (user/dp/slog.c) in a
+# thread on another CPU, as 'agent run' drains it; --log-samples off
+# leaves the log unused (the in-kernel sketch takes every sampled key),
+# the build before the log for comparison.
 #
 # Makes two network namespaces of its own joined by a veth pair
 # (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
@@ -33,7 +37,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE=
+PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE= SLOG=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -44,7 +48,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
-	--packets | --trials | --max-trials | --width | --cpu | --json | --sample)
+	--packets | --trials | --max-trials | --width | --cpu | --json | --sample | --log-samples)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
 		--sample) SAMPLE=$2 ;;
+		--log-samples) SLOG=$2 ;;
 		esac
 		shift ;;
 	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -71,6 +76,8 @@ done
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
 	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
+[ -z "$SLOG" ] || [ "$SLOG" = on ] || [ "$SLOG" = off ] ||
+	{ echo "line_bench.sh: --log-samples $SLOG: on or off; see --help" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
@@ -105,6 +112,7 @@ args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX
 	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
+[ -n "$SLOG" ] && args+=(--log-samples "$SLOG")
 "$BENCH" "${args[@]}"
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then

@@ -283,16 +283,25 @@ static void period(void)
 
 	kt_begin("slog_drain_period_follows_the_fill");
 	/* a quarter of the log found waiting: the period holds */
-	CHECK_EQ(ks_slog_period_next(8 * ms, KS_SLOG_FILL_AIM), 8 * ms);
+	CHECK_EQ(ks_slog_period_next(6 * ms, KS_SLOG_FILL_AIM), 6 * ms);
 	/* twice the aim: half the period at once */
-	CHECK_EQ(ks_slog_period_next(8 * ms, 2 * KS_SLOG_FILL_AIM), 4 * ms);
+	CHECK_EQ(ks_slog_period_next(6 * ms, 2 * KS_SLOG_FILL_AIM), 3 * ms);
 	/* a full log: down to the floor, never under it */
-	CHECK_EQ(ks_slog_period_next(8 * ms, KS_SLOG_RECS), 2 * ms);
+	CHECK_EQ(ks_slog_period_next(6 * ms, KS_SLOG_RECS),
+		 KS_SLOG_PERIOD_MIN_NS + ms / 2);
 	CHECK_EQ(ks_slog_period_next(KS_SLOG_PERIOD_MIN_NS, KS_SLOG_RECS),
 		 KS_SLOG_PERIOD_MIN_NS);
 	/* a lull: at most doubled a step, never over the ceiling */
-	CHECK_EQ(ks_slog_period_next(8 * ms, 0), 16 * ms);
-	CHECK_EQ(ks_slog_period_next(8 * ms, 1), 16 * ms);
+	CHECK_EQ(ks_slog_period_next(3 * ms, 0), 6 * ms);
+	CHECK_EQ(ks_slog_period_next(3 * ms, 1), 6 * ms);
+	CHECK_EQ(ks_slog_period_next(6 * ms, 0), KS_SLOG_PERIOD_MAX_NS);
+	/* idle at the longest: a burst at auto's default target fills
+	 * half the log before the next drain, not all of it */
+	CHECK(KS_SLOG_PERIOD_MAX_NS * 262144 / 1000000000ULL <=
+		      KS_SLOG_RECS / 2,
+	      "the longest period holds %llu records",
+	      (unsigned long long)(KS_SLOG_PERIOD_MAX_NS * 262144 /
+				   1000000000ULL));
 	CHECK_EQ(ks_slog_period_next(KS_SLOG_PERIOD_MAX_NS, 0),
 		 KS_SLOG_PERIOD_MAX_NS);
 	CHECK_EQ(ks_slog_period_next(0, 0), 2 * KS_SLOG_PERIOD_MIN_NS);
