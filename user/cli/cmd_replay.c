@@ -42,6 +42,7 @@
 #include "render/json.h"
 #include "render/text.h"
 #include "util/clock.h"
+#include "util/test_switches.h"
 
 #define REPLAY_IFNAME "replay" /* what the report names as the interface */
 /* A probe frame of an EtherType no parser takes (IEEE local
@@ -62,6 +63,9 @@ struct replay_opts {
 	__u64 interval_ns; /* --interval; 0: one interval, the capture */
 	__u32 ranked;      /* --ranked: candidates listed per interval */
 	int slog_off;      /* --log-samples off: the in-kernel sketch only */
+	/* --log-samples drop (test only): records taken and thrown away,
+	 * the control of test_sample_log.sh */
+	int slog_drop;
 	struct ks_hot_policy pol;
 };
 
@@ -184,6 +188,15 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 				goto bad;
 			break;
 		case KS_OPTV_SAMPLE_LOG:
+			if (!strcmp(optarg, "drop")) {
+				struct ks_test_switches ts = {};
+
+				if (ks_test_switch(&ts, "--log-samples drop",
+						   err, sizeof(err)))
+					goto bad;
+				o->slog_drop = 1;
+				break;
+			}
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
 				snprintf(
 					err, sizeof(err),
@@ -919,6 +932,24 @@ static void print_counts(FILE *f, const struct ks_totals *d)
 			"no requests: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
 }
 
+/* Where the sampled keys went: the log (folded as 'agent run' folds
+ * them) or the in-kernel sketch (the log off, a key over its record's
+ * bytes, or a full log, which a drain after every frame never sees). */
+static void print_slog(FILE *f, const struct replay *r)
+{
+	if (!r->slog_on) {
+		fprintf(f,
+			"samples  the in-kernel sketch took every sampled key (--log-samples off)\n");
+		return;
+	}
+	fprintf(f,
+		"samples  %llu through the sample log (%llu records folded, %llu late), %llu taken by the in-kernel sketch with the log full\n",
+		(unsigned long long)r->delta.pkts[KS_PKT_SLOG],
+		(unsigned long long)r->slog.fold.folded,
+		(unsigned long long)r->slog.fold.late,
+		(unsigned long long)r->delta.pkts[KS_PKT_SLOG_FULL]);
+}
+
 /* What the capture held and the counts: in text before the rates, with
  * --json on stderr so that stdout stays one JSON document. */
 static void print_summary(const struct replay *r)
@@ -943,6 +974,7 @@ static void print_summary(const struct replay *r)
 		fprintf(f,
 			"span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
 			r->n.first_ns ? "one timestamp" : "no timestamps");
+	print_slog(f, r);
 	print_counts(f, &r->delta);
 	if (!r->o.view.json && !r->o.interval_ns)
 		fprintf(f,
@@ -991,6 +1023,9 @@ static int prepare(struct replay *r)
 	    !ks_slog_open(&r->slog, r->maps.slog, r->maps.slog_pos,
 			  r->col.ncpus, 0)) {
 		r->slog_on = 1;
+		r->slog.drop = r->o.slog_drop;
+		if (r->o.slog_drop)
+			ks_warn("test: --log-samples drop: the sample log's records are thrown away");
 		err = ks_collector_set_slog(&r->col, &r->slog.fold);
 	}
 	if (!err && write_config(r))
