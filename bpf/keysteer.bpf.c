@@ -368,7 +368,6 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	s->trace = cfg->trace;
 	s->ring = cfg->ring;
 	s->hot = cfg->hot;
-	s->slog = cfg->flags & KS_CFG_SLOG;
 	s->pkt_keys = 0;
 	s->steer_slot = 0;
 	s->nreq = 0;

@@ -96,7 +96,6 @@ struct ks_scratch {
 	__u32 trace;
 	__u32 ring;       /* active half of ks_ring */
 	__u32 hot;        /* ks_hot has entries: look every key up */
-	__u32 slog;       /* KS_CFG_SLOG: an agent drains the sample log */
 	__u32 pkt_keys;   /* keys in this packet so far */
 	__u32 steer_slot; /* 1 + ks_hot slot of a lone UDP get, or 0 */
 	__u32 reply_slot; /* 1 + ks_hot slot of the packet's last hot read */
@@ -113,9 +112,6 @@ struct ks_scratch {
 	__u32 countdown; /* keys left until the next sample */
 	__u32 key_words; /* words of key[] the last sampled key used */
 	__u32 misdirect_next; /* next ks_misdirect slot */
-	__u32 slog_cpu1; /* 1 + this CPU's number (the scratch is per CPU, so
-			  * it never changes once known), 0 before its
-			  * first sample log record (ks_slog_put) */
 };
 
 struct {

@@ -87,6 +87,11 @@ struct bench_env {
 	struct ks_config cfg;
 	struct ks_hot_map hot; /* the hot-key slots, mmapped */
 	int steer_ifindex;     /* veth of the benchmark's own netns; 0: none */
+	/* bench_slog_on(): ks_slog_pos mmapped, its tails moved up to the
+	 * heads by bench_slog_drain() (the agent's drain stood in for) */
+	struct ks_slog_pos *slog_pos;
+	struct ks_slog_pos *slog_pos_before; /* --against a build with a log */
+	size_t slog_len;
 };
 
 /* What the datapath counted, summed over CPUs. */
@@ -126,6 +131,18 @@ struct bench_prog_info {
  * Returns 0 or a negative errno after printing why. */
 int bench_open(struct bench_env *e, int cpu, const char *before);
 void bench_close(struct bench_env *e);
+
+/*
+ * The sample log on (KS_CFG_SLOG, kept by bench_set_sample, for the
+ * --against build too: one without a log ignores the flag) with no agent
+ * to drain it: ks_slog_pos mmapped (each build's), and bench_slog_drain()
+ * sets every CPU's tail to its head, as a drain that folded everything
+ * would. What
+ * this measures is the datapath's side alone (records written, the log
+ * never full); the fold's own cost is not in it. 0 or -errno.
+ */
+int bench_slog_on(struct bench_env *e);
+void bench_slog_drain(struct bench_env *e);
 
 /* Writes the config with this sample_n (ports: 11211 only; ring half 0),
  * into both builds. */

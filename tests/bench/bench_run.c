@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
@@ -207,6 +208,11 @@ fail:
 
 void bench_close(struct bench_env *e)
 {
+	if (e->slog_pos)
+		munmap(e->slog_pos, e->slog_len);
+	if (e->slog_pos_before)
+		munmap(e->slog_pos_before, e->slog_len);
+	e->slog_pos = e->slog_pos_before = NULL;
 	ks_hot_map_close(&e->hot);
 	ks_empty_bpf__destroy(e->empty);
 	keysteer_bpf__destroy(e->ks);
@@ -215,6 +221,51 @@ void bench_close(struct bench_env *e)
 	e->have_before = false;
 	e->empty = NULL;
 	e->ks = NULL;
+}
+
+static struct ks_slog_pos *slog_map(int fd, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int bench_slog_on(struct bench_env *e)
+{
+	size_t len = (size_t)e->ncpu * sizeof(struct ks_slog_pos);
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_map *m;
+
+	len = (len + (size_t)page - 1) & ~((size_t)page - 1);
+	e->slog_len = len;
+	e->slog_pos = slog_map(bpf_map__fd(e->ks->maps.ks_slog_pos), len);
+	if (!e->slog_pos)
+		return -errno;
+	m = e->have_before
+		    ? bpf_object__find_map_by_name(e->before.obj, "ks_slog_pos")
+		    : NULL;
+	if (m) {
+		e->slog_pos_before = slog_map(bpf_map__fd(m), len);
+		if (!e->slog_pos_before)
+			return -errno;
+	}
+	e->cfg.flags |= KS_CFG_SLOG;
+	return 0;
+}
+
+static void slog_drain(struct ks_slog_pos *pos, int ncpu)
+{
+	int cpu;
+
+	for (cpu = 0; pos && cpu < ncpu; cpu++)
+		*(volatile __u64 *)&pos[cpu].tail =
+			*(volatile __u64 *)&pos[cpu].head;
+}
+
+void bench_slog_drain(struct bench_env *e)
+{
+	slog_drain(e->slog_pos, e->ncpu);
+	slog_drain(e->slog_pos_before, e->ncpu);
 }
 
 int bench_set_sample(struct bench_env *e, __u32 sample_n)
@@ -236,7 +287,7 @@ int bench_set_sample(struct bench_env *e, __u32 sample_n)
 		struct ks_config old = e->cfg;
 
 		old.hot = 0;
-		old.flags = 0;
+		old.flags = flags & KS_CFG_SLOG;
 		if (bpf_map_update_elem(e->before.cfg_fd, &zero, &old, BPF_ANY))
 			return -errno;
 	}
@@ -477,8 +528,10 @@ int bench_counts(struct bench_env *e, const struct bench_obj *o,
 	err = percpu_sum(e, o->pkts_fd, 0, pc, (int)n);
 	/* an object from before KS_PKT_FAST_GET and _BYTES (a --before
 	 * build) has what follows them 2 places earlier, and counts its
-	 * fast gets in ks_ops */
-	if (n < KS_PKT_MAX && n > KS_PKT_FAST_GET) {
+	 * fast gets in ks_ops; they came with KS_PKT_RING_UNPLACED + 1
+	 * counters (dbd5124), and every counter since is appended (an
+	 * --against build of main may lack only those) */
+	if (n <= KS_PKT_RING_UNPLACED && n > KS_PKT_FAST_GET) {
 		memmove(pc + KS_PKT_SAMPLED, pc + KS_PKT_FAST_GET,
 			(n - KS_PKT_FAST_GET) * sizeof(pc[0]));
 		pc[KS_PKT_FAST_GET] = pc[KS_PKT_FAST_GET_BYTES] = 0;
@@ -490,7 +543,7 @@ int bench_counts(struct bench_env *e, const struct bench_obj *o,
 	c->steered = pc[KS_PKT_STEERED];
 	c->hot_reads = pc[KS_PKT_HOT_READ];
 	c->hot_writes = pc[KS_PKT_HOT_WRITE];
-	if (n >= KS_PKT_MAX) {
+	if (n > KS_PKT_RESYNC_LOST) {
 		c->flow_new = pc[KS_PKT_FLOW_NEW];
 		c->flow_end = pc[KS_PKT_FLOW_END];
 		c->flow_cont = pc[KS_PKT_FLOW_CONT];

@@ -289,6 +289,10 @@ static const struct scen_def defs[] = {
 	  100, false, 0, 0, 0, false, "set100_unsampled", 0, BH_KEY },
 	{ "udp_get16_unsampled", "UDP get, 16-byte key, unsampled", SC_GET, 1,
 	  16, 0, false, 0, 0, 0, false, NULL, 0, BH_NONE, true },
+	/* the lone UDP get's sampled key (ks_fast_take; the sample log's
+	 * records, issue 27) */
+	{ "udp_get16_sampled", "UDP get, 16-byte key, sampled", SC_GET, 1, 16,
+	  0, true, 0, 0, 0, false, NULL, 0, BH_NONE, true },
 	{ "udp_get16_unsampled_steered",
 	  "UDP get, 16-byte key, unsampled, 7/8 steered", SC_GET, 1, 16, 0,
 	  false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_STEER, true },

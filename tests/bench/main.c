@@ -34,6 +34,7 @@ struct args {
 	int cpu;
 	const char *only;
 	bool json;
+	bool slog;
 	bool verbose;
 	const char *calls; /* --calls NAMES */
 	bool against;      /* --against: the other build is of this tree */
@@ -43,7 +44,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: bench [--packets N] [--runs N] [--before OBJ | --against OBJ] [--cpu N]\n"
-		"             [--only TEXT] [--json] [--calls NAMES] [-v]\n"
+		"             [--only TEXT] [--json] [--calls NAMES] [--slog] [-v]\n"
 		"\n"
 		"Times keysteer's XDP program against an empty XDP program, one packet per\n"
 		"BPF_PROG_TEST_RUN, each program's time taken from the kernel's own\n"
@@ -75,6 +76,9 @@ static void usage(FILE *f)
 		"  --calls NAMES no times: BPF-to-BPF calls and bpf_loop callbacks\n"
 		"               per packet, by function, in a build of\n"
 		"               tests/bench/calls_build.sh (NAMES: its list)\n"
+		"  --slog       the sample log on (KS_CFG_SLOG) for keysteer's build,\n"
+		"               its tails moved up to the heads between packets in\n"
+		"               this thread: the datapath's side of the log alone\n"
 		"  -v           libbpf's debug output (verifier log on a load failure)\n"
 		"  -h, --help   this text\n"
 		"\n"
@@ -98,6 +102,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "calls", required_argument, NULL, 'C' },
+		{ "slog", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -147,6 +152,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'C':
 			a->calls = optarg;
+			break;
+		case 'S':
+			a->slog = true;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -382,6 +390,10 @@ static int measure_one(struct bench_env *e, struct bench_scen *s,
 		}
 		if (s->cold)
 			err = bench_cache_clear(e, s->cache_idx);
+		/* --slog: the log never full (KS_SLOG_RECS records; 64
+		 * packets of 32 sampled keys are half of it) */
+		if (e->slog_pos && !(i & 63))
+			bench_slog_drain(e);
 		if (!err)
 			err = bench_run(e->empty_fd, s->frame, s->len, 1, &ns);
 		/* the other build first in odd runs: neither gains by its
@@ -642,6 +654,12 @@ int main(int argc, char **argv)
 		sc[i].before = !sc[i].ring && !sc[i].hot;
 	if (bench_open(&env, a.cpu, a.before))
 		goto out;
+	err = a.slog ? bench_slog_on(&env) : 0;
+	if (err) {
+		fprintf(stderr, "bench: mapping ks_slog_pos failed: %s\n",
+			strerror(-err));
+		goto out;
+	}
 	stats_fd = bench_stats_on();
 	if (stats_fd < 0) {
 		fprintf(stderr,

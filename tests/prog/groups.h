@@ -11,6 +11,7 @@ void t_pipeline_group(void);   /* t_pipeline.c: pipelining, big requests */
 void t_stream_group(void);     /* t_stream.c: TCP streams across segments */
 void t_ports_group(void);      /* t_ports.c: watched ports */
 void t_sampling_group(void);   /* t_sampling.c: sampling, epochs, cands */
+void t_slog_group(void);       /* t_slog.c: the sample log */
 void t_malformed_group(void);  /* t_malformed.c: truncation, lies, garbage */
 void t_trace_group(void);      /* t_trace.c: ks_events */
 void t_fastpath_group(void);   /* t_fastpath.c: lone-get fast path */

@@ -500,6 +500,8 @@ static const int flow_ctrs[] = {
 	KS_PKT_RESYNC_LOST, KS_PKT_HOT_DISARM,
 };
 
+static void model_slog_certainty(void);
+
 static void model_reset(void)
 {
 	int i;
@@ -529,6 +531,17 @@ static void model_reset(void)
 	 * pins the folded get totals (kp_op), not where they were kept. */
 	kp.x.pkts[KS_PKT_FAST_GET] = KP_DONTCARE;
 	kp.x.pkts[KS_PKT_FAST_GET_BYTES] = KP_DONTCARE;
+	model_slog_certainty();
+}
+
+/* With the sample log on, which keys reach it is known only at sample_n 1. */
+static void model_slog_certainty(void)
+{
+	if (kp.x.exact || !(kp.cfg.flags & KS_CFG_SLOG))
+		return;
+	kp.x.slog_inexact = true;
+	kp.x.pkts[KS_PKT_SLOG] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_SLOG_FULL] = KP_DONTCARE;
 }
 
 /* With a ring loaded, which keys reach it is known only at sample_n 1. */
@@ -586,6 +599,7 @@ void kp_config(const struct ks_config *cfg)
 		kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;
 	}
 	model_ring_certainty();
+	model_slog_certainty();
 }
 
 void kp_set_ports(int n, ...)
@@ -647,6 +661,39 @@ void kp_set_trace(__u32 on)
 
 	c.trace = on;
 	kp_config(&c);
+}
+
+void kp_set_slog(__u32 on)
+{
+	struct ks_config c = kp.cfg;
+
+	c.flags = on ? c.flags | KS_CFG_SLOG : c.flags & ~(__u32)KS_CFG_SLOG;
+	kp_config(&c);
+}
+
+void kp_slog_pos(__u64 head, __u64 tail)
+{
+	struct ks_slog_pos v = { .head = head, .tail = tail };
+	__u32 cpu = (__u32)kp.cpu;
+
+	if (kp.x.nslog)
+		kt_failf(__FILE__, __LINE__,
+			 "kp_slog_pos after records: check them first");
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_slog_pos), &cpu, &v,
+				BPF_ANY))
+		kt_failf(__FILE__, __LINE__, "write ks_slog_pos: %s",
+			 strerror(errno));
+	kp.x.slog_head0 = head;
+	kp.x.slog_tail = tail;
+}
+
+int kp_slog_read(__u64 at, struct ks_slog_rec *out)
+{
+	__u32 idx = (__u32)kp.cpu * KS_SLOG_RECS + (__u32)(at & KS_SLOG_MASK);
+
+	return bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_slog), &idx, out)
+		       ? -errno
+		       : 0;
 }
 
 /* ---- the ring ---- */
@@ -1043,9 +1090,62 @@ static void check_misdirect(const char *ctx)
 	free(v);
 }
 
+/* Every CPU's log position, and this CPU's records since slog_head0. */
+static void check_slog(const char *ctx)
+{
+	int fd = bpf_map__fd(skel->maps.ks_slog_pos), i;
+	__u64 head = kp.x.slog_head0 + (__u64)kp.x.nslog;
+	__u32 cpu;
+
+	for (cpu = 0; cpu < (__u32)kp.ncpu; cpu++) {
+		struct ks_slog_pos v;
+		bool here = cpu == (__u32)kp.cpu;
+
+		if (bpf_map_lookup_elem(fd, &cpu, &v)) {
+			KFAIL(ctx, "read ks_slog_pos[%u]: %s", cpu,
+			      strerror(errno));
+			return;
+		}
+		if (here && kp.x.slog_inexact)
+			continue;
+		if (v.head != (here ? head : 0) ||
+		    v.tail != (here ? kp.x.slog_tail : 0))
+			KFAIL(ctx,
+			      "sample log of CPU %u: head %llu tail %llu, want %llu %llu",
+			      cpu, (unsigned long long)v.head,
+			      (unsigned long long)v.tail,
+			      (unsigned long long)(here ? head : 0),
+			      (unsigned long long)(here ? kp.x.slog_tail : 0));
+	}
+	for (i = 0; !kp.x.slog_inexact && i < kp.x.nslog && i < KS_SLOG_RECS;
+	     i++) {
+		const struct ks_slog_rec *w = &kp.x.slog[i];
+		struct ks_slog_rec g;
+		__u64 at = kp.x.slog_head0 + (__u64)i;
+
+		if (kp_slog_read(at, &g)) {
+			KFAIL(ctx, "read sample log record %llu: %s",
+			      (unsigned long long)at, strerror(errno));
+			return;
+		}
+		if (memcmp(&g, w, sizeof(g)))
+			KFAIL(ctx,
+			      "sample log record %llu: hash %016llx len %u cls %u pad %u seq %u n %u key '%.48s', want %016llx %u %u 0 %u %u '%.48s'%s",
+			      (unsigned long long)at,
+			      (unsigned long long)g.hash, g.len, g.cls, g.pad,
+			      g.seq, g.n, (const char *)g.key,
+			      (unsigned long long)w->hash, w->len, w->cls,
+			      w->seq, w->n, (const char *)w->key,
+			      memcmp(g.key, w->key, sizeof(g.key))
+				      ? " (key words differ)"
+				      : "");
+	}
+}
+
 void kp_check(const char *ctx)
 {
 	check_counters(ctx);
+	check_slog(ctx);
 	if (!kp.x.ring_inexact) {
 		check_shards(ctx);
 		check_misdirect(ctx);
@@ -1366,6 +1466,30 @@ static void model_sample(int op, const void *key, size_t len)
 	struct kp_mkey *k;
 
 	x_pkt_inc(KS_PKT_SAMPLED);
+	if ((kp.cfg.flags & KS_CFG_SLOG) && cls != KS_CLASS_OTHER &&
+	    len <= KS_SLOG_KEY) {
+		__u64 head = kp.x.slog_head0 + (__u64)kp.x.nslog;
+
+		if (head - kp.x.slog_tail >= KS_SLOG_RECS) {
+			x_pkt_inc(KS_PKT_SLOG_FULL); /* the sketch takes it */
+		} else if (kp.x.nslog == KP_MAX_SLOG) {
+			kt_failf(__FILE__, __LINE__, "model: too many records");
+			return;
+		} else {
+			struct ks_slog_rec *r = &kp.x.slog[kp.x.nslog++];
+
+			memset(r, 0, sizeof(*r));
+			r->hash = h;
+			r->len = (__u16)len;
+			r->cls = (__u8)cls;
+			r->seq = (__u16)kp.cfg.seq;
+			r->n = 1; /* the model is exact at sample_n <= 1 only */
+			memcpy(r->key, key, len);
+			x_pkt_inc(KS_PKT_SLOG);
+			model_ring_place(cls, key, len, h);
+			goto trace;
+		}
+	}
 	if (cls == KS_CLASS_OTHER) {
 		/* Not sketched; whether such a key is offered to the
 		 * candidate table is not pinned down by the design. */
@@ -1394,6 +1518,7 @@ static void model_sample(int op, const void *key, size_t len)
 			kp.x.pkts[KS_PKT_CAND_EVICT] = KP_DONTCARE;
 		}
 	}
+trace:
 	if (kp.cfg.trace && kp.x.nevents < KP_MAX_EVENTS) {
 		struct kp_mevent *e = &kp.x.events[kp.x.nevents++];
 

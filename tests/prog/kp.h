@@ -41,6 +41,7 @@
 #define KP_DONTCARE   (-1LL)
 #define KP_MAX_MKEYS  2048
 #define KP_MAX_EVENTS 1024
+#define KP_MAX_SLOG   (2 * KS_SLOG_RECS)
 
 /* A key as the model knows it. */
 struct kp_mkey {
@@ -91,6 +92,16 @@ struct kp_model {
 	struct ks_shard_stats shards[KS_MAX_SHARDS];
 	__u32 nmis; /* misdirected keys so far (this CPU) */
 	struct ks_misdirect mis[KS_MISDIRECT_SLOTS]; /* ts_ns: any nonzero */
+	/* the sample log of this CPU (ks_slog, ks_slog_pos): its head and
+	 * tail as kp_slog_pos() left them (0, 0 after a reset), and the
+	 * records expected after slog_head0 (sample_n 1 only). Every other
+	 * CPU's position stays 0. Compared at every kp_check(), so every
+	 * test without KS_CFG_SLOG checks that nothing reached the log. */
+	__u64 slog_head0, slog_tail;
+	int nslog;
+	bool slog_inexact; /* the log met sample_n > 1: this CPU's not
+			    * compared */
+	struct ks_slog_rec slog[KP_MAX_SLOG];
 };
 
 struct kp_env {
@@ -123,6 +134,15 @@ void kp_set_ports(int n, ...);               /* ports for this test */
 void kp_set_sample(__u32 n);
 void kp_set_seq(__u32 seq);
 void kp_set_trace(__u32 on);
+/* KS_CFG_SLOG in ks_config.flags: sampled reads and writes of up to
+ * KS_SLOG_KEY bytes go to the sample log (the model follows). */
+void kp_set_slog(__u32 on);
+/* This CPU's sample log position (ks_slog_pos[kp.cpu]) set to head and
+ * tail, as an agent's drain would leave it; the model's expected records
+ * start there. head - tail == KS_SLOG_RECS: a full log. */
+void kp_slog_pos(__u64 head, __u64 tail);
+/* Record `at` (a head value) of this CPU's log; 0 or -errno. */
+int kp_slog_read(__u64 at, struct ks_slog_rec *out);
 /*
  * --sample auto's per-CPU rate for one epoch (ks_rate): n_here on the CPU
  * the tests run on, n_other on every other CPU (0: ks_config.sample_n).

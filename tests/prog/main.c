@@ -26,6 +26,7 @@ static const struct kt_group groups[] = {
 	{ "stream", t_stream_group },
 	{ "ports", t_ports_group },
 	{ "sampling", t_sampling_group },
+	{ "slog", t_slog_group },
 	{ "fastpath", t_fastpath_group },
 	{ "malformed", t_malformed_group },
 	{ "trace", t_trace_group },

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# slog_control.sh - the control of the sample log's program tests
+# (tests/prog/t_slog.c): builds copies of the tree, each with the sample
+# log's fallback broken one way (in a temporary folder: bpf/ itself is
+# never touched), runs `prog_test -g slog` against each and prints one
+# line per mutant: "caught NAME (N tests failed)" when the tests see the
+# violation, "MISSED NAME" when they pass regardless. Exit status 0 only
+# when every mutant is caught. Root (loads BPF); a few minutes a mutant on
+# a loaded machine (each copy rebuilds what the BPF object reaches).
+#
+#   tests/prog/slog_control.sh [NAME]   (NAME: that mutant alone)
+#
+# Mutants:
+#   full-drops-sample     a full log neither logs nor sketches the key
+#                         (a sample lost)
+#   logged-and-sketched   a logged key also goes to the sketch (counted
+#                         twice)
+#   no-fallback           the log never seen full: records overwrite
+#                         ones the agent has not read (tail ignored)
+#   record-key-cut        the record keeps 32 of its 48 key bytes
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+ONLY=${1:-}
+OUT=${OUT:-build}
+[ -x "$OUT/tests/prog_test" ] || { echo "slog_control.sh: build first (make tests)" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/ks_slogctl.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# name|file|sed expression (one edit each)
+mutants=(
+	"full-drops-sample|ks_sample.bpf.h|s/ks_count_pkt(KS_PKT_SLOG_FULL);/ks_count_pkt(KS_PKT_SLOG_FULL); return 1;/"
+	"logged-and-sketched|ks_sample.bpf.h|s/ks_slog_put(s, hash, len, cls)))/ks_slog_put(s, hash, len, cls) \&\& 0))/"
+	"no-fallback|ks_sample.bpf.h|s/if (head - tail >= KS_SLOG_RECS) {/if (head - tail >= KS_SLOG_RECS \&\& 0) {/"
+	"record-key-cut|ks_sample.bpf.h|s/for (i = 0; i < KS_SLOG_KEY \/ 8; i++)/for (i = 0; i < 4; i++)/"
+)
+
+rc=0
+for m in "${mutants[@]}"; do
+	IFS='|' read -r name file expr <<<"$m"
+	[ -n "$ONLY" ] && [ "$name" != "$ONLY" ] && continue
+	d=$tmp/$name
+	mkdir -p "$d"
+	# the build folder too, its times kept: only what the edit reaches
+	# is built again
+	cp -a Makefile bpf user tests vmlinux "$OUT" "$d/"
+	sed -i "$expr" "$d/bpf/$file"
+	if cmp -s "bpf/$file" "$d/bpf/$file"; then
+		echo "# $name: the edit did not apply (bpf/$file changed?)"
+		rc=1
+		continue
+	fi
+	if ! make -s -C "$d" OUT="$OUT" "$OUT/tests/prog_test" >"$d/make.log" 2>&1; then
+		echo "# $name: does not build: $(tail -c 300 "$d/make.log")"
+		rc=1
+		continue
+	fi
+	res=$("$d/$OUT/tests/prog_test" -g slog 2>&1)
+	if grep -q "^FAIL prog_load" <<<"$res"; then
+		echo "# $name: rejected by the verifier"
+		rc=1
+	elif grep -q "^FAIL" <<<"$res"; then
+		echo "caught  $name ($(grep -c '^FAIL' <<<"$res") tests failed: $(grep '^FAIL' <<<"$res" | head -1 | cut -c1-160))"
+	else
+		echo "MISSED  $name"
+		rc=1
+	fi
+done
+exit $rc

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * t_slog.c - the sample log (issue 27; bpf/ks_sample.bpf.h, ks_slog_put):
+ * while KS_CFG_SLOG is set, a sampled read or write of up to KS_SLOG_KEY
+ * bytes becomes one record of this CPU's log (hash, length, class, the
+ * epoch's low 16 bits, the rate, the key's words zero past its length)
+ * instead of a sketch and candidate update; a longer key, or any key while
+ * the log is full, takes the in-kernel sketch, and the full log is
+ * counted. The model (kp.c, model_sample) expects exactly that and
+ * compares the log, the sketch, the candidates and the counters at every
+ * kp_end(); the checks here say the same things once more, per key.
+ *
+ * The "no sample lost, none counted twice" checks have a control:
+ * tests/prog/slog_control.sh builds the datapath with the full log's
+ * fallback broken (the key dropped, or sketched as well as logged) and
+ * sees these tests fail (docs/benchmarks.md, the sample log).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "kp.h"
+#include "groups.h"
+
+static char buf[PKT_MAX];
+
+enum via {
+	VIA_UDP,
+	VIA_TCP,
+	VIA_UDP_TC,
+	VIA_TCP_TC
+};
+
+static void send_via(enum via v, const char *pay, size_t n)
+{
+	struct pkt p;
+
+	if (v == VIA_UDP || v == VIA_UDP_TC)
+		kp_udp4(&p, pay, n);
+	else
+		kp_tcp4(&p, pay, n);
+	if (v == VIA_UDP_TC || v == VIA_TCP_TC)
+		kp_send_tc(&p);
+	else
+		kp_send_mc(&p);
+}
+
+/* Is key the record at head `at`, every byte past it zero? */
+static bool rec_is(__u64 at, const char *key, size_t len, __u8 cls)
+{
+	static const __u8 zeros[KS_SLOG_KEY];
+	struct ks_slog_rec r;
+
+	if (kp_slog_read(at, &r))
+		return false;
+	return r.len == len && r.cls == cls && r.pad == 0 &&
+	       r.hash == kp_hash(key, len) && !memcmp(r.key, key, len) &&
+	       !memcmp((__u8 *)r.key + len, zeros, KS_SLOG_KEY - len);
+}
+
+static __u64 slog_head(void)
+{
+	struct ks_slog_pos v;
+	__u32 cpu = (__u32)kp.cpu;
+
+	if (bpf_map_lookup_elem(kp_map_fd("ks_slog_pos"), &cpu, &v))
+		return ~0ULL;
+	return v.head;
+}
+
+/*
+ * Lone gets of every key length 1..KS_SLOG_KEY + 4, each after a longer
+ * key (250 or 48 bytes, or one byte longer), so a record whose words an
+ * earlier key's bytes reach shows: lengths 4..32 take the fast path's
+ * ks_fast_take, the rest the general path's ks_key_take.
+ */
+static void t_lone_gets(void)
+{
+	static const char *const name[] = {
+		"slog_lone_get_every_length_udp",
+		"slog_lone_get_every_length_tcp",
+		"slog_lone_get_every_length_udp_tc",
+		"slog_lone_get_every_length_tcp_tc",
+	};
+	int v;
+
+	for (v = 0; v < 4; v++) {
+		unsigned int len, logged = 0, sketched = 0;
+		__u64 at = 0;
+
+		kp_begin(name[v]);
+		kp_set_slog(1);
+		for (len = 1; len <= KS_SLOG_KEY + 4; len++) {
+			unsigned int pre = len % 3 == 0   ? 250
+					   : len % 3 == 1 ? KS_SLOG_KEY
+							  : len + 1;
+			unsigned int step;
+
+			for (step = 0; step < 2; step++) {
+				char key[KS_MAX_KEY_LEN + 1];
+				unsigned int kl = step ? len : pre;
+				int n;
+
+				kp_make_key(key, kl, 2000 + len * 4 + step);
+				n = snprintf(buf, sizeof(buf), "get %s\r\n",
+					     key);
+				send_via((enum via)v, buf, (size_t)n);
+				kp_x_req(KS_OP_GET, (size_t)n, key, NULL);
+				if (kl > KS_SLOG_KEY) {
+					sketched++;
+					CHECK(kp_cms_query(0, KS_CLASS_READ,
+							   key, kl) == 1,
+					      "%u-byte key not in the sketch",
+					      kl);
+					continue;
+				}
+				logged++;
+				CHECK(rec_is(at, key, kl, KS_CLASS_READ),
+				      "%u-byte key (step %u) not record %llu, or bytes past it",
+				      kl, step, (unsigned long long)at);
+				CHECK(kp_cms_query(0, KS_CLASS_READ, key, kl) ==
+					      0,
+				      "%u-byte key logged and sketched", kl);
+				at++;
+			}
+		}
+		CHECK_EQ(slog_head(), at);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), logged);
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), logged + sketched);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG_FULL), 0);
+		kp_end();
+	}
+}
+
+/* A multi-get with keys of 1, 48, 49, 8 and 250 bytes, traced: the log
+ * takes the 48-byte and shorter keys in order, the sketch the others,
+ * and every key is traced as before. */
+static void t_multi_get(void)
+{
+	static const unsigned int lens[] = { 1, KS_SLOG_KEY, KS_SLOG_KEY + 1,
+					     8, 250,         KS_SLOG_KEY };
+	char keys[6][KS_MAX_KEY_LEN + 1];
+	int v;
+
+	for (v = 0; v < 2; v++) {
+		size_t n = 3;
+		unsigned int i;
+		__u64 at = 0;
+
+		kp_begin(v ? "slog_multi_get_udp_traced"
+			   : "slog_multi_get_tcp_traced");
+		kp_set_slog(1);
+		kp_set_trace(1);
+		memcpy(buf, "get", 3);
+		for (i = 0; i < 6; i++) {
+			kp_make_key(keys[i], lens[i], 3000 + i);
+			n += (size_t)sprintf(buf + n, " %s", keys[i]);
+		}
+		memcpy(buf + n, "\r\n", 2);
+		n += 2;
+		send_via(v ? VIA_UDP : VIA_TCP, buf, n);
+		kp_x_req(KS_OP_GET, n, NULL);
+		for (i = 0; i < 6; i++) {
+			kp_x_keyn(KS_OP_GET, keys[i], lens[i]);
+			if (lens[i] > KS_SLOG_KEY) {
+				CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, keys[i],
+						      lens[i]),
+					 1);
+				continue;
+			}
+			CHECK(rec_is(at, keys[i], lens[i], KS_CLASS_READ),
+			      "key %u (%u bytes) not record %llu", i, lens[i],
+			      (unsigned long long)at);
+			at++;
+		}
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), 4);
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 6);
+		kp_end();
+	}
+}
+
+/* Sets and deletes are writes: their records carry KS_CLASS_WRITE; the
+ * epoch's low 16 bits ride along. */
+static void t_write_class(void)
+{
+	int v;
+
+	for (v = 0; v < 2; v++) {
+		static const char set[] = "set wkey 0 0 5\r\nhello\r\n";
+		static const char del[] = "delete dkey\r\n";
+		struct ks_slog_rec r;
+
+		kp_begin(v ? "slog_set_write_class_udp"
+			   : "slog_set_write_class_tcp");
+		kp_set_seq(0x12345); /* epoch 1, seq 0x2345 in the record */
+		kp_set_slog(1);
+		send_via(v ? VIA_UDP : VIA_TCP, set, strlen(set));
+		kp_x_req(KS_OP_SET, strlen(set), "wkey", NULL);
+		send_via(v ? VIA_UDP : VIA_TCP, del, strlen(del));
+		kp_x_req(KS_OP_DELETE, strlen(del), "dkey", NULL);
+		CHECK(rec_is(0, "wkey", 4, KS_CLASS_WRITE),
+		      "the set's key not a write record");
+		CHECK(!kp_slog_read(0, &r) && r.seq == 0x2345 && r.n == 1,
+		      "record seq %u n %u, want 0x2345 1", r.seq, r.n);
+		CHECK(rec_is(1, "dkey", 4, KS_CLASS_WRITE),
+		      "the delete's key not a write record");
+		CHECK_EQ(slog_head(), 2);
+		CHECK_EQ(kp_cms_query(1, KS_CLASS_WRITE, "wkey", 4), 0);
+		kp_end();
+	}
+}
+
+/* At 1 in 3 the records carry n = 3, and exactly the sampled keys are
+ * in the log (the model does not follow sample_n > 1: checked here). */
+static void t_rate(void)
+{
+	char keys[9][9];
+	size_t n = 3;
+	unsigned int i, found = 0;
+	__u64 at;
+
+	kp_begin("slog_records_carry_the_rate");
+	kp_set_sample(3);
+	kp_set_slog(1);
+	memcpy(buf, "get", 3);
+	for (i = 0; i < 9; i++) {
+		kp_make_key(keys[i], 8, 4000 + i);
+		n += (size_t)sprintf(buf + n, " %s", keys[i]);
+	}
+	memcpy(buf + n, "\r\n", 2);
+	n += 2;
+	send_via(VIA_TCP, buf, n);
+	kp_x_req(KS_OP_GET, n, NULL);
+	for (i = 0; i < 9; i++)
+		kp_x_keyn(KS_OP_GET, keys[i], 8);
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 3);
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG), 3);
+	CHECK_EQ(slog_head(), 3);
+	for (at = 0; at < 3; at++) {
+		struct ks_slog_rec r;
+
+		CHECK(!kp_slog_read(at, &r) && r.n == 3,
+		      "record %llu: n %u, want 3", (unsigned long long)at, r.n);
+		for (i = 0; i < 9; i++)
+			found += rec_is(at, keys[i], 8, KS_CLASS_READ);
+	}
+	CHECK_EQ(found, 3);
+	for (i = 0; i < 9; i++)
+		CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, keys[i], 8), 0);
+	kp_end();
+}
+
+/* The flag off: the same traffic leaves the log untouched and the sketch
+ * takes every key (every other test checks the log stays empty too). */
+static void t_off(void)
+{
+	static const char *const pays[] = {
+		"get offkey1\r\n",
+		"get ok2 ok3\r\n",
+		"set offset 0 0 1\r\nx\r\n",
+		"get a\r\n",
+	};
+	int i;
+
+	kp_begin("slog_flag_off_nothing_logged");
+	for (i = 0; i < 4; i++) {
+		send_via(i % 2 ? VIA_TCP : VIA_UDP, pays[i], strlen(pays[i]));
+		kp_x_req(i == 2 ? KS_OP_SET : KS_OP_GET, strlen(pays[i]), NULL);
+	}
+	kp_x_keyn(KS_OP_GET, "offkey1", 7);
+	kp_x_keyn(KS_OP_GET, "ok2", 3);
+	kp_x_keyn(KS_OP_GET, "ok3", 3);
+	kp_x_keyn(KS_OP_SET, "offset", 6);
+	kp_x_keyn(KS_OP_GET, "a", 1);
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG), 0);
+	CHECK_EQ(slog_head(), 0);
+	CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, "offkey1", 7), 1);
+	kp_end();
+}
+
+/*
+ * A log with `room` records free (head - tail == KS_SLOG_RECS - room),
+ * head at head0: 12 keys sent (lone UDP and TCP gets, a multi-get, a
+ * set), the first `room` logged, the rest sketched and counted full.
+ * Every key is in the log or in the sketch, never both: records plus
+ * in-kernel samples == KS_PKT_SAMPLED.
+ */
+static void full_case(const char *name, __u64 head0, unsigned int room)
+{
+	char keys[12][24];
+	unsigned int i, logged = 0, sketched = 0, both = 0, lost = 0;
+	__u64 at;
+
+	kp_begin(name);
+	kp_set_slog(1);
+	kp_slog_pos(head0, head0 - (KS_SLOG_RECS - room));
+	for (i = 0; i < 12; i++)
+		kp_make_key(keys[i], 8 + i, 5000 + i);
+	for (i = 0; i < 4; i++) { /* lone gets: fast path */
+		int n = snprintf(buf, sizeof(buf), "get %s\r\n", keys[i]);
+
+		send_via(i % 2 ? VIA_TCP : VIA_UDP, buf, (size_t)n);
+		kp_x_req(KS_OP_GET, (size_t)n, keys[i], NULL);
+	}
+	{ /* a multi-get of six: the general path */
+		int n = snprintf(buf, sizeof(buf), "get %s %s %s %s %s %s\r\n",
+				 keys[4], keys[5], keys[6], keys[7], keys[8],
+				 keys[9]);
+
+		send_via(VIA_TCP, buf, (size_t)n);
+		kp_x_req(KS_OP_GET, (size_t)n, keys[4], keys[5], keys[6],
+			 keys[7], keys[8], keys[9], NULL);
+	}
+	for (i = 10; i < 12; i++) { /* sets */
+		int n = snprintf(buf, sizeof(buf), "set %s 0 0 1\r\nv\r\n",
+				 keys[i]);
+
+		send_via(VIA_UDP, buf, (size_t)n);
+		kp_x_req(KS_OP_SET, (size_t)n, keys[i], NULL);
+	}
+	for (i = 0; i < 12; i++) {
+		__u8 cls = i < 10 ? KS_CLASS_READ : KS_CLASS_WRITE;
+		unsigned int in_log = 0, in_sketch;
+
+		for (at = head0; at < head0 + room && at < head0 + 12; at++)
+			in_log += rec_is(at, keys[i], 8 + i, cls);
+		in_sketch = kp_cms_query(0, cls, keys[i], 8 + i);
+		logged += in_log;
+		sketched += in_sketch;
+		both += in_log && in_sketch;
+		lost += !in_log && !in_sketch;
+		CHECK(in_log + in_sketch == 1,
+		      "key %u: %u records, sketch %u; want one of them", i,
+		      in_log, in_sketch);
+		CHECK_EQ(in_log, i < room);
+	}
+	CHECK_EQ(both, 0);
+	CHECK_EQ(lost, 0);
+	CHECK_EQ(logged + sketched, kp_pkt(KS_PKT_SAMPLED));
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG), logged);
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG_FULL), sketched);
+	CHECK_EQ(slog_head(), head0 + (room < 12 ? room : 12));
+	kp_end();
+}
+
+static void t_full(void)
+{
+	full_case("slog_full_log_falls_back_to_the_sketch", 5000, 0);
+	/* 5 records fit (slots 4093..4095, then 0 and 1: the wrap), then
+	 * the log is full and the sketch takes the other 7 */
+	full_case("slog_filling_log_wraps_then_falls_back", 4093, 5);
+	full_case("slog_roomy_log_takes_every_key", 1ULL << 40, 64);
+}
+
+void t_slog_group(void)
+{
+	t_lone_gets();
+	t_multi_get();
+	t_write_class();
+	t_rate();
+	t_off();
+	t_full();
+}
