@@ -709,6 +709,7 @@ static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
 	err = ks_slog_open(sl, bpf_map__fd(le->ks->maps.ks_slog),
 			   bpf_map__fd(le->ks->maps.ks_slog_pos), le->be.ncpu,
 			   0);
+	sl->nice = KS_SLOG_NICE; /* as the agent runs it */
 	if (!err)
 		err = ks_slog_start(sl);
 	if (err) {

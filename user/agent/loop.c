@@ -355,6 +355,7 @@ static int slog_on(struct ks_agent *st)
 	}
 	st->slog.fold.unscaled = st->o.rate_unscaled;
 	st->slog.drop = st->o.slog_mode == KS_SLOG_DROP;
+	st->slog.nice = KS_SLOG_NICE;
 	if (!err)
 		err = ks_collector_set_slog(&st->col, &st->slog.fold);
 	if (!err)

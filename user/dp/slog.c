@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -159,6 +161,10 @@ static void *drain_main(void *arg)
 	struct ks_slog *s = arg;
 	__u64 cpu0 = ks_thread_cpu_ns();
 
+	if (s->nice &&
+	    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), s->nice))
+		ks_debug("the sample log's drain stays at the agent's priority (%s)",
+			 strerror(errno));
 	/* it reads and writes mapped memory only: no capability needed */
 	if (ks_drop_thread_privileges())
 		ks_debug(

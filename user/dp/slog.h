@@ -37,6 +37,9 @@ struct ks_slog {
 	/* a test's control (--log-samples drop): records are taken from the
 	 * log and thrown away, so the estimates must miss them */
 	int drop;
+	/* the drain thread's nice value, taken before it drops its
+	 * capabilities (0: the caller's) */
+	int nice;
 	/* since the start, under mu */
 	__u64 drains, records, dropped;
 	__u64 lost;      /* positions no datapath writes (head behind the
@@ -59,7 +62,10 @@ void ks_slog_close(struct ks_slog *s);
 /* Drains every CPU's log once; returns the records taken. */
 size_t ks_slog_drain(struct ks_slog *s);
 
-/* The drain thread; 0 or -errno. */
+/* The drain thread; 0 or -errno. It runs at s->nice: the log holds
+ * 15.6 ms of keys at auto's default target, and a drain held up longer
+ * by other work on its CPU leaves the datapath's keys to the in-kernel
+ * sketch (none lost, but the line rate pays the sketch again). */
 int ks_slog_start(struct ks_slog *s);
 /* Stops it and drains once more. */
 void ks_slog_stop(struct ks_slog *s);
