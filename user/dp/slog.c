@@ -163,8 +163,9 @@ static void *drain_main(void *arg)
 
 	if (s->nice &&
 	    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), s->nice))
-		ks_debug("the sample log's drain stays at the agent's priority (%s)",
-			 strerror(errno));
+		ks_debug(
+			"the sample log's drain stays at the agent's priority (%s)",
+			strerror(errno));
 	/* it reads and writes mapped memory only: no capability needed */
 	if (ks_drop_thread_privileges())
 		ks_debug(
