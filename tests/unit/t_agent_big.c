@@ -62,6 +62,19 @@ static void memory(void)
 	CHECK(ab_map_is_percpu(BPF_MAP_TYPE_PERCPU_HASH) &&
 		      !ab_map_is_percpu(BPF_MAP_TYPE_LRU_HASH),
 	      "percpu types");
+	{
+		/* the sample log: a plain array the loader sizes per CPU
+		 * (declared for one), counted with the per-CPU maps */
+		struct ab_map_desc slog[] = {
+			{ BPF_MAP_TYPE_ARRAY, 4, 64, 4096, 0, 0, 1 },
+			{ BPF_MAP_TYPE_ARRAY, 4, 128, 1, 0, 0, 1 },
+		};
+		struct ab_map_mem s128;
+
+		ab_map_memory(slog, 2, 128, &s128);
+		CHECK_EQ(s128.percpu, 128ULL * (4096 * 64 + 128)); /* 32 MiB */
+		CHECK_EQ(s128.shared, 0);
+	}
 	kt_end();
 }
 
