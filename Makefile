@@ -373,12 +373,15 @@ bench: check-deps
 # against the empty program in pairs of trials until the ratio's spread is
 # known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
 # LINE_SAMPLE=auto (or N): UDP gets whose keys all differ, keysteer
-# sampling at the rate auto picks at this load (or 1 in N). LINE_SLOG=1:
-# the sample log on, its tails moved by the benchmark (the datapath's side
-# of the log alone; line_bench.sh --slog).
+# sampling at the rate auto picks at this load (or 1 in N), the sampled
+# keys through the sample log and the agent's drain in a thread;
+# LINE_LOG_SAMPLES=off: without the sample log (the in-kernel sketch).
+# LINE_SLOG=1: the sample log's tails moved by the benchmark instead of
+# the drain (the datapath's side of the log alone; line_bench.sh --slog).
 bench-line: check-deps
 	$(MAKE) all tests
-	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE)) $(if $(LINE_SLOG),--slog)
+	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE)) \
+		$(if $(LINE_LOG_SAMPLES),--log-samples $(LINE_LOG_SAMPLES)) $(if $(LINE_SLOG),--slog)
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,

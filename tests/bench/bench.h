@@ -109,6 +109,9 @@ struct bench_counts {
 	__u64 flow_new, flow_end, flow_cont;
 	__u64 flow_dup; /* wholly or partly retransmitted segments */
 	__u64 resync;   /* every KS_PKT_RESYNC_* reason */
+	/* the sample log: keys appended, keys the in-kernel sketch took
+	 * because the log was full (0 for a build before it) */
+	__u64 slog, slog_full;
 };
 
 /* The kernel's own figures of one program (bpf_stats). */

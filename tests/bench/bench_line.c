@@ -29,8 +29,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,10 @@
 #include "keysteer.skel.h"
 #include "ks_empty.skel.h"
 #include "dp/load_private.h"
+#include "dp/slog.h"
 #include "bench.h"
 #include "core/sample_rate.h"
+#include "util/clock.h"
 #include "util/opts.h"
 #include "util/spread.h"
 
@@ -87,6 +89,9 @@ struct line_args {
 	 * 1 in N or at the rate auto's controller picks for the load */
 	bool sampled;
 	struct ks_sample_opt samp;
+	/* --log-samples off: the sampled kind without the sample log (the
+	 * in-kernel sketch takes every sampled key), for the build before */
+	bool slog_off;
 	/* --slog: the sample log on, its tails moved up by a thread of
 	 * this process (slog_advance): the datapath's side alone */
 	bool slog;
@@ -476,6 +481,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "sample", required_argument, NULL, 's' },
+		{ "log-samples", required_argument, NULL, 'O' },
 		{ "slog", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -517,6 +523,14 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 					    sizeof(err)))
 				goto bad;
 			a->sampled = true;
+			break;
+		case 'O':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				snprintf(err, sizeof(err),
+					 "--log-samples %s: on or off", optarg);
+				goto bad;
+			}
+			a->slog_off = !strcmp(optarg, "off");
 			break;
 		case 'p':
 			if (ks_parse_uint("--packets", optarg, 1000, 740000, &v,
@@ -679,6 +693,74 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 		       "are what the pairs give");
 }
 
+/*
+ * The sampled kind's sample log, drained as 'agent run' drains it: the
+ * agent's own drain (dp/slog.c) in a thread on another CPU than the
+ * receiving one, KS_CFG_SLOG set, so the line rate is taken with the
+ * records folded (their lines moving to the drain's CPU and back).
+ */
+static __u64 slog_t0;
+
+static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
+{
+	cpu_set_t set;
+	int err, c, n = libbpf_num_possible_cpus();
+
+	err = ks_slog_open(sl, bpf_map__fd(le->ks->maps.ks_slog),
+			   bpf_map__fd(le->ks->maps.ks_slog_pos), le->be.ncpu,
+			   0);
+	sl->nice = KS_SLOG_NICE; /* as the agent runs it */
+	if (!err)
+		err = ks_slog_start(sl);
+	if (err) {
+		fprintf(stderr, "bench line: the sample log's drain: %s\n",
+			strerror(-err));
+		return err;
+	}
+	CPU_ZERO(&set);
+	for (c = 0; c < n && c < CPU_SETSIZE; c++)
+		if (c != rx_cpu)
+			CPU_SET(c, &set);
+	if (CPU_COUNT(&set) &&
+	    pthread_setaffinity_np(sl->th, sizeof(set), &set))
+		fprintf(stderr,
+			"bench line: the drain stays on the receiving CPU\n");
+	slog_t0 = ks_mono_ns();
+	le->be.cfg.flags |= KS_CFG_SLOG;
+	return 0;
+}
+
+/* The drain stopped (a last pass) and what it did; false if a sampled
+ * key was neither appended nor taken by the in-kernel sketch. */
+static bool slog_print(struct line_env *le, struct ks_slog *sl, bool json)
+{
+	struct bench_counts c;
+	double secs = (ks_mono_ns() - slog_t0) / 1e9;
+	FILE *f = json ? stderr : stdout;
+
+	if (!sl->pos) {
+		fprintf(f,
+			"sample log: no drain (--log-samples off, or --slog's "
+			"stand-in)\n");
+		return true;
+	}
+	ks_slog_stop(sl);
+	if (bench_counts(&le->be, &le->be.cur, &c))
+		return false;
+	fprintf(f,
+		"sample log: %llu keys appended, %llu taken by the in-kernel "
+		"sketch (log full); %llu records folded, %llu late; the "
+		"drain's thread %.1f ms of CPU over %.1f s (%.2f%% of a CPU), "
+		"at most %u records waiting on a CPU, its period %.1f ms at "
+		"the end\n",
+		(unsigned long long)c.slog, (unsigned long long)c.slog_full,
+		(unsigned long long)sl->fold.folded,
+		(unsigned long long)sl->fold.late, sl->thread_ns / 1e6, secs,
+		secs > 0 ? sl->thread_ns / 1e7 / secs : 0, sl->fill_max,
+		sl->period_ns / 1e6);
+	return c.slog == sl->records;
+}
+
 /* --slog: keys the log took and keys a full log sent to the sketch,
  * over every CPU (ks_pkts). */
 static void slog_counts(const struct line_env *le, __u64 *logged, __u64 *full)
@@ -720,6 +802,7 @@ static void *slog_advance(void *arg)
 int bench_line_main(int argc, char **argv)
 {
 	struct bench_scen *sc = NULL, kind_sc[LINE_KINDS] = {}, sf[2] = {};
+	struct ks_slog slog = {};
 	struct line_env le = { .softirqd = -1,
 			       .gen_fd = -1,
 			       .map_fd = -1,
@@ -884,7 +967,9 @@ int bench_line_main(int argc, char **argv)
 	}
 	if (a.sampled) {
 		rate_n = a.samp.n ? a.samp.n : KS_RATE_START;
-		if (bench_set_sample(&le.be, rate_n))
+		/* --slog's stand-in moves the tails: no drain beside it */
+		if ((!a.slog_off && !a.slog && slog_start(&le, &slog, cpu)) ||
+		    bench_set_sample(&le.be, rate_n))
 			goto out;
 	}
 
@@ -999,6 +1084,8 @@ int bench_line_main(int argc, char **argv)
 		fprintf(stderr, "\n");
 	}
 	line_print(&a, cpu, fig, pairs, ok, known, k0, k1);
+	if (a.sampled)
+		ok = slog_print(&le, &slog, a.json) && ok;
 	rc = ok ? 0 : 1;
 	if (a.slog) {
 		__u64 logged = 0, full = 0;
@@ -1015,6 +1102,7 @@ out:
 		slog_stop = 1;
 		pthread_join(slog_thr, NULL);
 	}
+	ks_slog_close(&slog);
 	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)
 		bpf_xdp_detach(le.rx_if, XDP_FLAGS_DRV_MODE, NULL);
 	if (le.gen_fd >= 0)

@@ -550,6 +550,8 @@ int bench_counts(struct bench_env *e, const struct bench_obj *o,
 		c->flow_dup = pc[KS_PKT_FLOW_DUP] + pc[KS_PKT_FLOW_OVERLAP];
 		c->resync = pc[KS_PKT_RESYNC_GAP] + pc[KS_PKT_RESYNC_UNKNOWN] +
 			    pc[KS_PKT_RESYNC_CARRY] + pc[KS_PKT_RESYNC_LOST];
+		c->slog = pc[KS_PKT_SLOG];
+		c->slog_full = pc[KS_PKT_SLOG_FULL];
 	}
 	/* KS_ERR_NOT_MEMCACHED is 0 in both builds; the rest are summed */
 	for (k = 0; !err && k < o->nerr; k++) {

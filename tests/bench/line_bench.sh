@@ -7,7 +7,7 @@
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
-#        [--sample N|auto[:TARGET]] [--slog]
+#        [--sample N|auto[:TARGET]] [--log-samples on|off] [--slog]
 #
 # --trials: pairs at least (8); --max-trials: at most (60); --width: stop
 # once every kind's ratio keysteer/empty has a 95% interval of its median
@@ -20,12 +20,17 @@
 # auto's controller (the agent's, core/sample_rate.c) picks for the keys
 # the last keysteer trial counted over its CPU time, i.e. the rate auto
 # settles on at one CPU's line rate; the rate in force and the keys
-# sampled are printed with the ratio.
+# sampled are printed with the ratio. The sampled keys go through the
+# sample log, drained by the agent's own drain (user/dp/slog.c) in a
+# thread on another CPU, as 'agent run' drains it; --log-samples off
+# leaves the log unused (the in-kernel sketch takes every sampled key),
+# the build before the log for comparison.
 #
 # --slog (issue 27): the sample log on (KS_CFG_SLOG) with a thread of the
 # benchmark moving every CPU's tail up to its head each millisecond: the
 # datapath's side of the log alone (records written, the log never full),
-# not the agent's drain and fold. The keys logged and those a full log
+# not the agent's drain and fold (instead of it: --slog implies
+# --log-samples off). The keys logged and those a full log
 # sent to the in-kernel sketch are printed at the end.
 #
 # Makes two network namespaces of its own joined by a veth pair
@@ -39,7 +44,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE= SLOG=
+PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE= SLOG= LOGS=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -51,7 +56,7 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
 	--slog) SLOG=1 ;;
-	--packets | --trials | --max-trials | --width | --cpu | --json | --sample)
+	--packets | --trials | --max-trials | --width | --cpu | --json | --sample | --log-samples)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
@@ -61,6 +66,7 @@ while [ $# -gt 0 ]; do
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
 		--sample) SAMPLE=$2 ;;
+		--log-samples) LOGS=$2 ;;
 		esac
 		shift ;;
 	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -78,6 +84,8 @@ done
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
 	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
+[ -z "$LOGS" ] || [ "$LOGS" = on ] || [ "$LOGS" = off ] ||
+	{ echo "line_bench.sh: --log-samples $LOGS: on or off; see --help" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
@@ -112,6 +120,7 @@ args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX
 	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
+[ -n "$LOGS" ] && args+=(--log-samples "$LOGS")
 [ -n "$SLOG" ] && args+=(--slog)
 "$BENCH" "${args[@]}"
 rc=$?

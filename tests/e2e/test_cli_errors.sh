@@ -63,12 +63,17 @@ expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
 for sw in "copy-protocol off" "fill-delay-ms 20" "stream-state off" \
 	"etcd-hot-events on" "rate-scaling off" "ring-purge off" \
 	"limit-reply-head off" "fleet-schema 1" "limit-auto-residual verdict" \
-	"stall-interval 5:8000" "etcd-keepalive loop"; do
+	"stall-interval 5:8000" "etcd-keepalive loop" "log-samples drop"; do
 	n=${sw%% *}
 	expect_refusal "cli_test_switch_${n//-/_}" 2 \
 		"^agent: --$sw is a test-only switch.*KEYSTEER_TEST_SWITCHES=1" \
 		env KEYSTEER_TEST_SWITCHES=0 "$AGENT" run --iface "$SIF" --$sw
 done
+# replay's one (the control of test_sample_log.sh), refused before the
+# capture is read
+expect_refusal cli_test_switch_replay_log_samples 2 \
+	"^agent: --log-samples drop is a test-only switch.*KEYSTEER_TEST_SWITCHES=1" \
+	env KEYSTEER_TEST_SWITCHES=0 "$AGENT" replay --log-samples drop /nonexistent.pcap
 expect_refusal cli_listen_bad 2 "listen" "$AGENT" run --iface "$SIF" --listen 127.0.0.1:99999
 # a port already taken in the server namespace: refused before attaching
 ks_in_ns_bg "$SNS" "$PY" -c 'import socket,time

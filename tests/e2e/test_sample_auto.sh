@@ -11,6 +11,12 @@
 # KS_TEST_RATE_UNSCALED=1 makes the agent merge the sketch without each
 # CPU's rate (as if every CPU sampled every key); the same sum must then
 # fall outside the bounds.
+# The key's gets go through the sample log (issue 27): the agent's drain
+# folds them, and its -v line at the end must show records folded and
+# none taken by the in-kernel sketch with the log full, nor late ones
+# beyond a handful. Second control: --log-samples drop (the drain takes
+# the records and throws them away) must miss too: no sample is lost
+# on the way through the log, or the main run would miss as it does.
 . "$(dirname "$0")/lib.sh"
 e2e_init sample_auto
 # names of our own (helpers run side by side): "ha" + the PID
@@ -111,6 +117,10 @@ run() {
 	ks_stop_pid "$E2E_POLLER_PID" TERM 5
 	E2E_POLLER_PID=
 	true=$(e2e_client "$E2E_DIR/ks_rate_load.py" "$SADDR" "$PORT" cmd_get)
+	# the log's last -v line and the datapath's fallback count, before
+	# the agent's exit takes its pins
+	grep 'sample log:' "$E2E_TMP/agent.out" | tail -n 1 >"$E2E_TMP/slog.txt"
+	e2e_agent report --iface "$SIF" --json 2>/dev/null >"$E2E_TMP/final.json"
 	e2e_agent_stop INT
 	# the gets this agent saw: memcached's count since before it started
 	check sum "$KEY" $((true - base)) >"$E2E_TMP/sum.txt"
@@ -145,20 +155,43 @@ if run sample_auto; then
 	else
 		fail sample_auto_estimates_across_rate_change "$(cat "$E2E_TMP/sum.txt")"
 	fi
-fi
-end_run
-
-# control: the same without each CPU's rate in the merge must miss
-SUM_RC=
-export KEYSTEER_TEST_SWITCHES=1
-if run sample_auto_control --rate-scaling off; then
-	if [ "$SUM_RC" = 1 ]; then
-		pass sample_auto_control_unscaled_misses
+	# "#N sample log: F records folded, L late, D dropped, B bad; ..."
+	slog=$(cat "$E2E_TMP/slog.txt")
+	full=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["packets"]["slog_full"])' \
+		"$E2E_TMP/final.json" 2>/dev/null)
+	note "${slog#*keysteer: }; keys taken with the log full: ${full:-?}"
+	if [[ "$slog" =~ sample\ log:\ ([0-9]+)\ records\ folded,\ ([0-9]+)\ late,\ 0\ dropped,\ 0\ bad ]] &&
+		[ "${BASH_REMATCH[1]}" -gt 1000 ] && [ "${BASH_REMATCH[2]}" -le 10 ] &&
+		[ "$full" = 0 ]; then
+		pass sample_auto_through_the_sample_log
 	else
-		fail sample_auto_control_unscaled_misses \
-			"the estimates held without the rates: $(cat "$E2E_TMP/sum.txt")"
+		fail sample_auto_through_the_sample_log "'$slog', slog_full ${full:-?}"
 	fi
 fi
 end_run
+
+# control RESULT WHAT PREFIX ARGS...: a run with the agent's ARGS whose
+# summed estimates must miss memcached's count (WHAT broke them)
+control() {
+	local name=$1 what=$2 pre=$3
+	shift 3
+	SUM_RC=
+	if run "$pre" "$@"; then
+		if [ "$SUM_RC" = 1 ]; then
+			pass "$name"
+		else
+			fail "$name" "the estimates held $what: $(cat "$E2E_TMP/sum.txt")"
+		fi
+	fi
+	end_run
+}
+
+export KEYSTEER_TEST_SWITCHES=1
+# the same without each CPU's rate in the merge must miss
+control sample_auto_control_unscaled_misses "without the rates" \
+	sample_auto_control --rate-scaling off
+# the log's records thrown away by the drain must miss
+control sample_auto_control_log_dropped_misses \
+	"with the log's records dropped" sample_auto_log_control --log-samples drop
 unset KEYSTEER_TEST_SWITCHES
 e2e_expect_clean sample_auto_clean

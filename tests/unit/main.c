@@ -98,6 +98,7 @@ static const struct kt_group groups[] = {
 	{ "client_auth", test_client_auth },
 	{ "client_lease", test_client_lease },
 	{ "view_file", test_view_file },
+	{ "slog_fold", test_slog_fold },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

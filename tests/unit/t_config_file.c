@@ -359,6 +359,7 @@ static void test_only_switches(void)
 		{ "limit-auto-residual", "verdict" },
 		{ "stall-interval", "5:8000" },
 		{ "etcd-keepalive", "loop" },
+		{ "log-samples", "drop" },
 	};
 	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
 	struct ks_conf_error e;

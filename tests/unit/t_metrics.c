@@ -290,6 +290,39 @@ static void t_exact_lines(void)
 	kt_end();
 }
 
+/* The sample log's drain: its counters only while it runs. */
+static void t_sample_log(void)
+{
+	struct fixture *x = fixture_new();
+	char *out;
+
+	kt_begin("metrics_sample_log_drain");
+	out = x ? render(&x->in) : NULL;
+	CHECK(out && !strstr(out, "keysteer_sample_log_folded_total"),
+	      "the drain's counters without a drain");
+	free(out);
+	if (x) {
+		x->in.slog_on = 1;
+		x->in.slog_folded = 123456;
+		x->in.slog_late = 7;
+	}
+	out = x ? render(&x->in) : NULL;
+	CHECK(out, "no rendering");
+	if (out) {
+		CHECK(strstr(out,
+			     "\nkeysteer_sample_log_folded_total 123456\n"),
+		      "folded missing");
+		CHECK(strstr(out, "\nkeysteer_sample_log_late_total 7\n"),
+		      "late missing");
+		CHECK(strstr(out,
+			     "# TYPE keysteer_sample_log_late_total counter"),
+		      "late's TYPE missing");
+	}
+	free(out);
+	free(x);
+	kt_end();
+}
+
 static void t_hash_only(void)
 {
 	struct fixture *x = fixture_new();
@@ -543,6 +576,7 @@ static void t_promtool(void)
 void test_metrics(void)
 {
 	t_exact_lines();
+	t_sample_log();
 	t_hash_only();
 	t_export_keys();
 	t_no_ring_no_steer();

@@ -55,6 +55,7 @@ void test_client_counter(void);
 void test_client_auth(void);
 void test_client_lease(void);
 void test_view_file(void);
+void test_slog_fold(void); /* t_slog_fold.c: the sample log's fold */
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

@@ -49,8 +49,9 @@ static void put_flags(const struct ks_agent *st, struct ks_config *cfg)
 	const __u32 own = KS_CFG_NO_STREAM | KS_CFG_LIMIT_GROW_TAIL;
 	int replies = st->att.skel ? st->att.egress : st->o.owner_replies;
 
-	cfg->flags = (cfg->flags & ~(own | KS_CFG_REPLIES)) |
-		     (st->o.cfg_flags & own) | (replies ? KS_CFG_REPLIES : 0);
+	cfg->flags = (cfg->flags & ~(own | KS_CFG_REPLIES | KS_CFG_SLOG)) |
+		     (st->o.cfg_flags & own) | (replies ? KS_CFG_REPLIES : 0) |
+		     (st->slog_on ? KS_CFG_SLOG : 0);
 }
 
 /*
@@ -186,6 +187,15 @@ static void status_line(const struct ks_agent *st, long ncands)
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0
 			 : 0.0,
 		st->work_ns / 1e6);
+	if (st->slog_on)
+		fprintf(stderr,
+			"keysteer: #%u sample log: %llu records folded, %llu late, %llu dropped, %llu bad; most waiting on a CPU %u of %u, drain every %.1f ms\n",
+			r->seq, (unsigned long long)st->slog.fold.folded,
+			(unsigned long long)st->slog.fold.late,
+			(unsigned long long)st->slog.dropped,
+			(unsigned long long)st->slog.fold.bad,
+			st->slog.fill_max, KS_SLOG_RECS,
+			st->slog.period_ns / 1e6);
 	ring_status_line(st->ring);
 	ks_run_etcd_status(st->etcd, stderr, r->seq);
 	ks_run_steer_status(st->steer, stderr, r->seq);
@@ -209,7 +219,10 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.balance = st->hot->o.balance > 0 ? &st->hot->bal : NULL,
 		.read_threshold = ks_hot_read_threshold(&st->hot->o.pol),
 		.candidates = ncands > 0 ? (__u64)ncands : 0,
-		.candidate_slots = (__u64)KS_CAND_SLOTS * (__u64)st->col.ncpus,
+		.candidate_slots = st->col.cands_cap,
+		.slog_on = st->slog_on,
+		.slog_folded = st->slog.fold.folded,
+		.slog_late = st->slog.fold.late,
 		.work_ns = st->work_ns,
 		.work_max_ns = st->work_max_ns,
 		.cpu_ns = ks_process_cpu_ns(),
@@ -247,6 +260,10 @@ static int one_interval(struct ks_agent *st)
 	long ncands;
 	int err;
 
+	/* the log's records of the next interval have a home before any
+	 * CPU can write one */
+	if (st->slog_on)
+		ks_slog_flip_begin(&st->slog, old_seq + 1);
 	err = flip_epoch(st, ks_mono_ns() - st->flip_ns);
 	if (err)
 		return err;
@@ -255,6 +272,10 @@ static int one_interval(struct ks_agent *st)
 	st->flip_ns = now;
 	ks_sleep_until(now + KS_FLIP_GRACE_NS);
 	keep_seq(st);
+	/* every record of the interval just ended that is in the log
+	 * now is folded; one written later is late (counted, dropped) */
+	if (st->slog_on)
+		ks_slog_flip_end(&st->slog, old_seq);
 
 	publish_header(st);
 	/* --rate-scaling off (a test's control): every CPU's count as if
@@ -317,6 +338,59 @@ static int one_interval(struct ks_agent *st)
 	if (st->o.verbose)
 		status_line(st, ncands);
 	return 0;
+}
+
+/*
+ * The sample log's drain started, then KS_CFG_SLOG set: from then on the
+ * datapath appends sampled keys for the drain to fold. Maps without the
+ * log (a program of an older build taken over) leave the in-kernel way.
+ */
+static int slog_on(struct ks_agent *st)
+{
+	struct ks_config cfg;
+	int err;
+
+	err = ks_slog_open(&st->slog, st->maps.slog, st->maps.slog_pos,
+			   st->col.ncpus, st->seq);
+	if (err == -EINVAL) {
+		ks_info("no sample log in this datapath: sampled keys go to its own sketch");
+		return 0;
+	}
+	st->slog.fold.unscaled = st->o.rate_unscaled;
+	st->slog.drop = st->o.slog_mode == KS_SLOG_DROP;
+	st->slog.nice = KS_SLOG_NICE;
+	if (!err)
+		err = ks_collector_set_slog(&st->col, &st->slog.fold);
+	if (!err)
+		err = ks_slog_start(&st->slog);
+	if (!err) {
+		st->slog_on = 1;
+		err = ks_read_config(&st->maps, &cfg);
+		if (!err)
+			err = write_config(st, &cfg);
+	}
+	if (err) {
+		ks_err("cannot start the sample log's drain (%s); rerun with -v",
+		       strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void ks_agent_slog_off(struct ks_agent *st)
+{
+	struct ks_config cfg;
+
+	if (!st->slog_on)
+		return;
+	st->slog_on = 0;
+	if (ks_read_config(&st->maps, &cfg) || write_config(st, &cfg))
+		ks_warn("cannot clear the sample log's flag; the datapath falls back to its own sketch when the log is full");
+	else
+		ks_rcu_wait(); /* packets that saw the flag set are done */
+	ks_slog_stop(&st->slog);
+	ks_slog_close(&st->slog);
+	st->col.slog = NULL;
 }
 
 int ks_agent_start(struct ks_agent *st)
@@ -382,6 +456,8 @@ int ks_agent_start(struct ks_agent *st)
 		       strerror(-err));
 		return KS_EXIT_FAIL;
 	}
+	if (st->o.slog_mode != KS_SLOG_OFF && slog_on(st))
+		return KS_EXIT_FAIL;
 	publish_header(st);
 	st->rep->start_ns = ks_real_ns();
 	err = ks_write_report(&st->maps, st->rep);

@@ -14,6 +14,7 @@
 #include "dp/attach.h"
 #include "dp/collect.h"
 #include "dp/rates.h"
+#include "dp/slog.h"
 #include "core/estimate.h"
 #include "agent/run_hot.h"
 #include "agent/run_ring.h"
@@ -46,6 +47,14 @@ struct ks_agent_opts {
 			      * KS_CFG_LIMIT_GROW_TAIL (test controls only) */
 	int rate_unscaled; /* --rate-scaling off: the sketch merged without
 			    * the CPUs' rates (test control only) */
+	/* --log-samples (test only): on (default), off (the in-kernel
+	 * sketch alone) or drop (records taken and thrown away: a
+	 * control) */
+	enum ks_slog_mode {
+		KS_SLOG_ON,
+		KS_SLOG_OFF,
+		KS_SLOG_DROP
+	} slog_mode;
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 	double limit_auto; /* --limit-auto F: the automatic cap; 0: off */
@@ -75,6 +84,9 @@ struct ks_agent {
 	struct ks_maps maps;
 	struct ks_collector col;
 	struct ks_rates rates; /* every CPU's 1 in N, epoch by epoch */
+	/* the sample log's drain; slog_on while it runs (KS_CFG_SLOG) */
+	struct ks_slog slog;
+	int slog_on;
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_totals prev, cur;
@@ -97,5 +109,7 @@ struct ks_agent {
 int ks_agent_start(struct ks_agent *a);
 /* Interval after interval until SIGINT/SIGTERM or a failure. */
 int ks_agent_loop(struct ks_agent *a);
+/* On the way out: KS_CFG_SLOG cleared, then the drain's last pass. */
+void ks_agent_slog_off(struct ks_agent *a);
 
 #endif

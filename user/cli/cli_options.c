@@ -165,6 +165,17 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * test_sample_auto.sh, whose estimates must then miss */
 	{ "rate-scaling", KS_OPTV_RATE_SCALING, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: off leaves the sample log unused (the datapath's
+	 * in-kernel sketch takes every sampled key, as before the log), to
+	 * compare the estimates; drop takes the records from the log and
+	 * throws them away: the control of test_sample_log.sh, whose
+	 * estimates must then miss */
+	{ "log-samples", KS_OPTV_SAMPLE_LOG, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "on (default), off or drop" },
+	{ "log-samples", KS_OPTV_SAMPLE_LOG, REQ, "on|off", KS_CMD_REPLAY, 0,
+	  KS_GRP_OPTIONS,
+	  "on (default): sampled keys through the sample log, folded\n"
+	  "as 'agent run' folds them; off: the in-kernel sketch only" },
 	/* test only: off grows a refusal's reply at the frame's tail only,
 	 * as before the head path: on veth the replies to short keys'
 	 * gets are then lost (the control of test_limit_short.sh) */

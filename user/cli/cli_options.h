@@ -115,6 +115,7 @@ enum ks_opt_group {
 #define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
 #define KS_OPTV_LIMIT_HEAD   0x1072
 #define KS_OPTV_STALL        0x1073
+#define KS_OPTV_SAMPLE_LOG   0x1074 /* the sample log (issue 27) */
 
 /* test only: the automatic cap from the policy's verdict */
 #define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1

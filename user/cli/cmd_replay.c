@@ -29,6 +29,7 @@
 #include "cli/cmds.h"
 #include "dp/collect.h"
 #include "dp/rates.h"
+#include "dp/slog.h"
 #include "core/estimate.h"
 #include "dp/bpf_log.h"
 #include "core/names.h"
@@ -41,6 +42,7 @@
 #include "render/json.h"
 #include "render/text.h"
 #include "util/clock.h"
+#include "util/test_switches.h"
 
 #define REPLAY_IFNAME "replay" /* what the report names as the interface */
 /* A probe frame of an EtherType no parser takes (IEEE local
@@ -60,6 +62,10 @@ struct replay_opts {
 	struct ks_run_ring ring;
 	__u64 interval_ns; /* --interval; 0: one interval, the capture */
 	__u32 ranked;      /* --ranked: candidates listed per interval */
+	int slog_off;      /* --log-samples off: the in-kernel sketch only */
+	/* --log-samples drop (test only): records taken and thrown away,
+	 * the control of test_sample_log.sh */
+	int slog_drop;
 	struct ks_hot_policy pol;
 };
 
@@ -91,6 +97,10 @@ struct replay {
 	struct ks_maps maps;
 	struct ks_collector col;
 	struct ks_rates rates; /* every CPU's 1 in N, epoch by epoch */
+	/* the sample log, drained after every frame (the test run is
+	 * over when it returns: nothing is written later) */
+	struct ks_slog slog;
+	int slog_on;
 	struct ks_sketch *sketch;
 	struct ks_report *rep;
 	struct ks_top_count counts[KS_REPORT_TOP]; /* rep->top's, exact */
@@ -176,6 +186,25 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 					    &o->pol.hot_fraction, err,
 					    sizeof(err)))
 				goto bad;
+			break;
+		case KS_OPTV_SAMPLE_LOG:
+			if (!strcmp(optarg, "drop")) {
+				struct ks_test_switches ts = {};
+
+				if (ks_test_switch(&ts, "--log-samples drop",
+						   err, sizeof(err)))
+					goto bad;
+				o->slog_drop = 1;
+				break;
+			}
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				snprintf(
+					err, sizeof(err),
+					"--log-samples '%s' is not a state; give on (the default) or off",
+					optarg);
+				goto bad;
+			}
+			o->slog_off = !strcmp(optarg, "off");
 			break;
 		case 'h':
 			ks_help_replay(stdout);
@@ -307,7 +336,9 @@ static int load_private(struct replay *r)
 
 static int write_config(struct replay *r)
 {
-	struct ks_config cfg = { .sample_n = r->o.sample_n, .seq = 0 };
+	struct ks_config cfg = { .sample_n = r->o.sample_n,
+				 .seq = 0,
+				 .flags = r->slog_on ? KS_CFG_SLOG : 0 };
 	int err;
 
 	memcpy(cfg.ports, r->o.ports, sizeof(cfg.ports));
@@ -581,7 +612,8 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	__u32 old = r->seq, epoch = old & 1;
 	__u64 elapsed = end_ns > r->iv_start_ns ? end_ns - r->iv_start_ns
 						: r->o.interval_ns;
-	struct ks_config cfg = { .sample_n = r->o.sample_n };
+	struct ks_config cfg = { .sample_n = r->o.sample_n,
+				 .flags = r->slog_on ? KS_CFG_SLOG : 0 };
 	struct ks_hot_sample samples[KS_HOT_CAP];
 	struct ks_interval iv;
 	size_t nranked = 0, i;
@@ -594,10 +626,14 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	err = ks_rates_flip(&r->rates, &r->maps, r->seq + 1, elapsed);
 	if (err)
 		return err;
+	if (r->slog_on)
+		ks_slog_flip_begin(&r->slog, r->seq + 1);
 	cfg.seq = ++r->seq;
 	err = ks_write_config(&r->maps, &cfg);
 	if (err)
 		return err;
+	if (r->slog_on)
+		ks_slog_flip_end(&r->slog, old);
 	ncands = ks_estimate_interval(&r->col, epoch, old, r->rates.ended,
 				      KS_REPORT_TOP, elapsed, &r->prev, &r->cur,
 				      r->sketch, NULL, r->rep);
@@ -675,6 +711,8 @@ static void run_frame(struct replay *r, const struct ks_pcap_pkt *pkt)
 	}
 	r->n.run++;
 	r->n.cut += pkt->len < pkt->wire_len;
+	if (r->slog_on)
+		ks_slog_drain(&r->slog);
 	/* The span is that of the frames the program saw: a capture of both
 	 * directions gives the same rates as one of the received side. */
 	if (!pkt->has_ts)
@@ -760,6 +798,8 @@ static int build_report(struct replay *r)
 	struct ks_report *rep = r->rep;
 	long ncands;
 
+	if (r->slog_on)
+		ks_slog_flip_end(&r->slog, 0);
 	ncands = ks_estimate_interval(&r->col, 0, 0, r->rates.cur,
 				      KS_REPORT_TOP, span, &r->prev, &r->cur,
 				      r->sketch, NULL, rep);
@@ -892,6 +932,24 @@ static void print_counts(FILE *f, const struct ks_totals *d)
 			"no requests: check --ports, and that the capture holds the clients' side (requests to memcached)\n");
 }
 
+/* Where the sampled keys went: the log (folded as 'agent run' folds
+ * them) or the in-kernel sketch (the log off, a key over its record's
+ * bytes, or a full log, which a drain after every frame never sees). */
+static void print_slog(FILE *f, const struct replay *r)
+{
+	if (!r->slog_on) {
+		fprintf(f,
+			"samples  the in-kernel sketch took every sampled key (--log-samples off)\n");
+		return;
+	}
+	fprintf(f,
+		"samples  %llu through the sample log (%llu records folded, %llu late), %llu taken by the in-kernel sketch with the log full\n",
+		(unsigned long long)r->delta.pkts[KS_PKT_SLOG],
+		(unsigned long long)r->slog.fold.folded,
+		(unsigned long long)r->slog.fold.late,
+		(unsigned long long)r->delta.pkts[KS_PKT_SLOG_FULL]);
+}
+
 /* What the capture held and the counts: in text before the rates, with
  * --json on stderr so that stdout stays one JSON document. */
 static void print_summary(const struct replay *r)
@@ -916,6 +974,7 @@ static void print_summary(const struct replay *r)
 		fprintf(f,
 			"span     none (the frames run have %s): rates are per second as if it lasted 1 s\n",
 			r->n.first_ns ? "one timestamp" : "no timestamps");
+	print_slog(f, r);
 	print_counts(f, &r->delta);
 	if (!r->o.view.json && !r->o.interval_ns)
 		fprintf(f,
@@ -955,9 +1014,22 @@ static int prepare(struct replay *r)
 {
 	int err;
 
-	if (load_private(r) || write_config(r))
+	if (load_private(r))
 		return -1;
 	err = ks_collector_init(&r->col, &r->maps);
+	/* the log as 'agent run' drains it (the same sketch shape, the
+	 * same keys), unless --log-samples off; a build without it, off */
+	if (!err && !r->o.slog_off &&
+	    !ks_slog_open(&r->slog, r->maps.slog, r->maps.slog_pos,
+			  r->col.ncpus, 0)) {
+		r->slog_on = 1;
+		r->slog.drop = r->o.slog_drop;
+		if (r->o.slog_drop)
+			ks_warn("test: --log-samples drop: the sample log's records are thrown away");
+		err = ks_collector_set_slog(&r->col, &r->slog.fold);
+	}
+	if (!err && write_config(r))
+		return -1;
 	if (!err)
 		err = ks_rates_init(
 			&r->rates, r->col.ncpus,
@@ -1049,6 +1121,7 @@ int cmd_replay(int argc, char **argv)
 		ks_log_init(r->o.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
 		rc = replay(r);
 	}
+	ks_slog_close(&r->slog);
 	ks_collector_free(&r->col);
 	ks_rates_free(&r->rates);
 	keysteer_bpf__destroy(r->skel);

@@ -100,6 +100,21 @@ static int two_words(const char *name, const char *arg, const char *dflt,
 	return 1;
 }
 
+/* --NAME w[0]|w[1]|w[2] (a mode): the index of arg, or -1 with the
+ * reason in err. */
+static int three_words(const char *name, const char *arg,
+		       const char *const w[3], char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (!strcmp(arg, w[i]))
+			return i;
+	snprintf(err, errlen, "--%s '%s' is not a mode; give %s, %s or %s",
+		 name, arg, w[0], w[1], w[2]);
+	return -1;
+}
+
 /*
  * One option of 'agent run' from the command line or a config file
  * (ks_opt_set_fn, behind o->gate): c is its value in the option table,
@@ -141,22 +156,19 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		if (n > 0)
 			o->a.attach_tc = flag;
 		return n;
-	case 'x':
+	case 'x': {
+		static const char *const w[] = { "native", "generic", "auto" };
+		static const enum ks_xdp_req v[] = { KS_XDP_NATIVE,
+						     KS_XDP_GENERIC,
+						     KS_XDP_AUTO };
+		int i = three_words("xdp-mode", arg, w, err, errlen);
+
 		o->xdp_given = 1;
-		if (!strcmp(arg, "native"))
-			o->a.xdp = KS_XDP_NATIVE;
-		else if (!strcmp(arg, "generic"))
-			o->a.xdp = KS_XDP_GENERIC;
-		else if (!strcmp(arg, "auto"))
-			o->a.xdp = KS_XDP_AUTO;
-		else {
-			snprintf(
-				err, errlen,
-				"--xdp-mode '%s' is not a mode; give native, generic or auto",
-				arg);
+		if (i < 0)
 			return -1;
-		}
+		o->a.xdp = v[i];
 		return 1;
+	}
 	case 't':
 		if (ks_parse_uint("--top", arg, 1, KS_REPORT_TOP, &v, err,
 				  errlen))
@@ -269,6 +281,16 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case KS_OPTV_RATE_SCALING:
 		return two_words("rate-scaling", arg, "on", "off", "a state",
 				 &o->a.rate_unscaled, err, errlen);
+	case KS_OPTV_SAMPLE_LOG: {
+		/* in enum ks_slog_mode's order */
+		static const char *const w[] = { "on", "off", "drop" };
+		int i = three_words("log-samples", arg, w, err, errlen);
+
+		if (i < 0)
+			return -1;
+		o->a.slog_mode = (enum ks_slog_mode)i;
+		return 1;
+	}
 	case KS_OPTV_OWNER_REPLIES: {
 		int off = 0, r = two_words("owner-replies", arg, "on", "off",
 					   "a state", &off, err, errlen);
@@ -612,6 +634,7 @@ int cmd_run(int argc, char **argv)
 	rc = ks_agent_start(a);
 	if (!rc)
 		rc = ks_agent_loop(a);
+	ks_agent_slog_off(a);
 	ks_collector_free(&a->col);
 	ks_run_steer_free(&st->o.steer);
 	ks_teardown(&a->att);

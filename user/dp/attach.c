@@ -1116,6 +1116,8 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->hot_filter = bpf_map__fd(a->skel->maps.ks_hot_filter);
 	m->hot_replies = bpf_map__fd(a->skel->maps.ks_hot_replies);
 	m->rate = bpf_map__fd(a->skel->maps.ks_rate);
+	m->slog = bpf_map__fd(a->skel->maps.ks_slog);
+	m->slog_pos = bpf_map__fd(a->skel->maps.ks_slog_pos);
 }
 
 int ks_link_attached(const struct ks_attachment *a)

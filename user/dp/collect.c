@@ -26,6 +26,7 @@ void ks_maps_init(struct ks_maps *m)
 	m->hot_filter = -1;
 	m->hot_replies = -1;
 	m->rate = -1;
+	m->slog = m->slog_pos = -1;
 }
 
 int ks_maps_open_pinned(struct ks_maps *m, const char *pin_dir)
@@ -79,7 +80,8 @@ void ks_maps_close(struct ks_maps *m)
 		       &m->shards,        &m->misdirect,   &m->shard_report,
 		       &m->hot,           &m->hot_stats,   &m->replicas,
 		       &m->replica_stats, &m->hot_events,  &m->vlans,
-		       &m->hot_filter,    &m->hot_replies, &m->rate };
+		       &m->hot_filter,    &m->hot_replies, &m->rate,
+		       &m->slog,          &m->slog_pos };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -107,6 +109,20 @@ int ks_collector_init(struct ks_collector *c, const struct ks_maps *m)
 		ks_collector_free(c);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *f)
+{
+	size_t cap = (size_t)c->ncpus * KS_CAND_SLOTS +
+		     (f ? (size_t)f->nbuckets * KS_CAND_WAYS : 0);
+	struct ks_cand *n = realloc(c->cands, cap * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	c->cands = n;
+	c->cands_cap = cap;
+	c->slog = f;
 	return 0;
 }
 
@@ -223,6 +239,8 @@ int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out,
 			}
 		}
 	}
+	if (c->slog)
+		ks_slog_fold_sketch(c->slog, epoch, out);
 	return 0;
 }
 
@@ -244,6 +262,8 @@ int ks_zero_sketch(struct ks_collector *c, __u32 epoch)
 			}
 		}
 	}
+	if (c->slog)
+		ks_slog_fold_reset(c->slog, epoch);
 	return 0;
 }
 
@@ -266,6 +286,11 @@ long ks_read_cands(struct ks_collector *c, __u32 seq)
 				c->cands[n++] = *cand;
 		}
 	}
+	/* keys the log brought: one table for every CPU, in keys; a key
+	 * also in a CPU's table (its log was full once) is one key */
+	if (c->slog)
+		n += ks_slog_fold_cands(c->slog, seq, c->cands + n,
+					c->cands_cap - n);
 	return (long)ks_cands_dedup(c->cands, n);
 }
 

@@ -12,6 +12,7 @@
 #include "keysteer.h"
 #include "core/estimate.h"
 #include "core/shard_rates.h"
+#include "core/slog_fold.h"
 
 struct ks_maps {
 	int config, ops, errors, pkts, cms, cands, events, report;
@@ -23,6 +24,9 @@ struct ks_maps {
 			  * own load only, like vlans) */
 	int rate; /* ks_rate: --sample auto's per-CPU rates (the agent's own
 		   * load only, like vlans) */
+	/* ks_slog, ks_slog_pos: the sample log (the agent's own load only,
+	 * like vlans: only the agent drains it) */
+	int slog, slog_pos;
 };
 
 /* Every fd -1, so ks_maps_close() on a half-opened set is safe. */
@@ -44,21 +48,30 @@ struct ks_collector {
 	 * report's top keys are the first of them. */
 	struct ks_top_entry *ranked;
 	size_t nranked;
+	/* The sample log's fold (dp/slog.h), NULL without: its closed
+	 * epoch is added to the kernel's sketch and candidates, and reset
+	 * with the kernel's epoch. */
+	struct ks_slog_fold *slog;
 };
 
 int ks_collector_init(struct ks_collector *c, const struct ks_maps *m);
 void ks_collector_free(struct ks_collector *c);
+/* The sample log's fold read with every epoch from now on (room made
+ * for its candidates); 0 or -ENOMEM. */
+int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *f);
 
 int ks_read_totals(struct ks_collector *c, struct ks_totals *t);
 /* Merges epoch's rows of both classes over CPUs into out, each CPU's
- * counters times its 1 in N in cpu_n (NULL: as they are). */
+ * counters times its 1 in N in cpu_n (NULL: as they are), plus the
+ * sample log's sketch of the epoch (in keys already) once it is closed. */
 int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out,
 		   const __u32 *cpu_n);
-/* Zeroes epoch's rows on every CPU. */
+/* Zeroes epoch's rows on every CPU, and the sample log's slot. */
 int ks_zero_sketch(struct ks_collector *c, __u32 epoch);
 /*
  * Gathers the usable candidates (see ks_cand_usable) for the interval that
- * started at seq from every CPU, deduplicated by hash, into c->cands;
+ * started at seq from every CPU and the sample log's fold, deduplicated
+ * by hash, into c->cands;
  * returns how many or a negative errno.
  */
 long ks_read_cands(struct ks_collector *c, __u32 seq);

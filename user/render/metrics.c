@@ -291,7 +291,7 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 	const char *reasons[KS_ERR_MAX];
 	__u64 errs[KS_ERR_MAX],
 		by_proto[2] = { t->pkts[KS_PKT_TCP], t->pkts[KS_PKT_UDP] };
-	struct scalar sc[ARRAY_LEN(pkt_families) + 3];
+	struct scalar sc[ARRAY_LEN(pkt_families) + 5];
 	size_t i, n = 0;
 
 	op_family(f, in, "keysteer_requests_total",
@@ -334,9 +334,21 @@ static void datapath_metrics(FILE *f, const struct ks_metrics_in *in)
 	};
 	sc[n++] = (struct scalar){
 		"keysteer_candidate_slots", "gauge",
-		"Capacity of the candidate tables (slots per CPU x CPUs).",
+		"Capacity of the candidate tables (slots per CPU x CPUs, and the sample log's).",
 		.n = in->candidate_slots
 	};
+	if (in->slog_on) {
+		sc[n++] = (struct scalar){
+			"keysteer_sample_log_folded_total", "counter",
+			"Sample log records the agent folded into its sketch.",
+			.n = in->slog_folded
+		};
+		sc[n++] = (struct scalar){
+			"keysteer_sample_log_late_total", "counter",
+			"Sample log records of an interval already read out: dropped.",
+			.n = in->slog_late
+		};
+	}
 	scalars(f, sc, n);
 }
 

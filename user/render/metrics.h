@@ -59,14 +59,19 @@ struct ks_metrics_in {
 	__u64 intervals;       /* intervals ended since the start */
 	__u64 candidates;      /* distinct keys in the candidate tables in
 				* the last interval */
-	__u64 candidate_slots; /* KS_CAND_SLOTS x CPUs */
-	__u64 rss_bytes;       /* the agent's resident memory */
-	__u64 work_ns;         /* the loop thread's CPU for the last
+	__u64 candidate_slots; /* KS_CAND_SLOTS x CPUs, plus the sample
+				* log's table */
+	/* the sample log's drain (dp/slog.h), when the agent runs one:
+	 * records folded, and late ones (dropped) since the start */
+	int slog_on;
+	__u64 slog_folded, slog_late;
+	__u64 rss_bytes;   /* the agent's resident memory */
+	__u64 work_ns;     /* the loop thread's CPU for the last
 				* interval's work */
-	__u64 work_max_ns;     /* ... the largest since the start */
-	__u64 cpu_ns;          /* the agent's CPU since the start, all
+	__u64 work_max_ns; /* ... the largest since the start */
+	__u64 cpu_ns;      /* the agent's CPU since the start, all
 				* threads, user and system */
-	int export_keys;       /* key labels besides the hashes */
+	int export_keys;   /* key labels besides the hashes */
 	/* --balance (core/balance.h); NULL: off */
 	const struct ks_balance *balance;
 	double read_threshold; /* the policy's, reads/s */

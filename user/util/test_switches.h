@@ -3,6 +3,7 @@
  * test_switches.h - switches that exist only so a test's control run can
  * break a guarantee (a freshness protocol off, a race widened): the
  * agent's --copy-protocol, --fill-delay-ms, --stream-state, --rate-scaling,
+ * --log-samples (and replay's --log-samples drop),
  * --limit-auto-residual,
  * --limit-reply-head, --etcd-hot-events, --fleet-schema and --ring-purge,
  * libkeysteer's fold=,
