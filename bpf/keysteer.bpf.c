@@ -138,36 +138,43 @@ static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
  * only the general path reads, is written.
  */
 
-/* A lone get not due for sampling: this CPU's scratch, and *cd the
- * countdown after it (ks_sample_due() not due), or NULL, with nothing
- * written, for the general path (a key due, a rate not yet loaded as
- * ks_sample_rate() would load it, a hot key or a limit in force). */
+/* The countdown after a lone get that is not due (ks_sample_due() with
+ * it false), or 0 when it is due: the general path samples it. */
+static __always_inline __u32 ks_express_next(const struct ks_scratch *s)
+{
+	__u32 n = s->countdown;
+
+	if (n == 0 || n > s->sample_n)
+		n = s->sample_n;
+	return n - 1;
+}
+
+/*
+ * A lone get not due for sampling: this CPU's scratch, or NULL, with
+ * nothing written, for the general path (no lone get, a key due, a rate
+ * not yet loaded as ks_sample_rate() would load it, a hot key or a limit
+ * in force). The cheapest tests first, so that what the general path
+ * takes leaves early: a set or a multi-get of this length at the first
+ * word, a get due for sampling before its line is read (issue 27).
+ */
 static __always_inline struct ks_scratch *ks_express_get(
-	const struct ks_config *cfg, void *p, void *end, __u32 plen, __u32 *cd)
+	const struct ks_config *cfg, void *p, void *end, __u32 plen)
 {
 	struct ks_scratch *s;
-	__u32 zero = 0, n;
+	__u32 zero = 0;
 
-	if (plen < KS_FAST_MIN || plen > KS_FAST_MAX)
+	if (plen < KS_FAST_MIN || plen > KS_FAST_MAX || p + 8 > end ||
+	    *(__u32 *)p != KS_S4('g', 'e', 't', ' ') || cfg->hot ||
+	    (cfg->flags & KS_CFG_LIMITS))
+		return NULL;
+	s = bpf_map_lookup_elem(&ks_scratch, &zero);
+	if (!s || s->rate_seq != cfg->seq || s->rate_cfg != cfg->sample_n ||
+	    !s->sample_n || !ks_express_next(s))
 		return NULL;
 	/* a bound the verifier keeps on every copy clang makes of plen */
 	KS_OPAQUE(plen);
 	plen &= 0x3f;
-	if (!ks_fast_get_line(p, end, plen))
-		return NULL;
-	if (cfg->hot || (cfg->flags & KS_CFG_LIMITS))
-		return NULL;
-	s = bpf_map_lookup_elem(&ks_scratch, &zero);
-	if (!s || s->rate_seq != cfg->seq || s->rate_cfg != cfg->sample_n ||
-	    !s->sample_n)
-		return NULL;
-	n = s->countdown;
-	if (n == 0 || n > s->sample_n)
-		n = s->sample_n;
-	if (n <= 1)
-		return NULL;
-	*cd = n - 1;
-	return s;
+	return ks_fast_get_line(p, end, plen) ? s : NULL;
 }
 
 static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
@@ -179,7 +186,7 @@ static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
 	__be16 *frame = (void *)(uh + 1);
 	void *p = (void *)frame + KS_MC_UDP_HDR;
 	struct ks_scratch *s;
-	__u32 ulen, plen, cd;
+	__u32 ulen, plen;
 
 	/* the headers and the shortest get's first word */
 	if (p + 8 > end)
@@ -191,10 +198,10 @@ static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
 	    !ks_port_watched(cfg, bpf_ntohs(uh->dest)))
 		return false;
 	plen = ulen - sizeof(*uh) - KS_MC_UDP_HDR;
-	s = ks_express_get(cfg, p, end, plen, &cd);
+	s = ks_express_get(cfg, p, end, plen);
 	if (!s)
 		return false;
-	s->countdown = cd;
+	s->countdown = ks_express_next(s);
 	pc->n[KS_PKT_SEEN]++;
 	pc->n[KS_PKT_MEMCACHED]++;
 	pc->n[KS_PKT_UDP]++;
@@ -217,19 +224,24 @@ static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
 	__u64 saddr[2], daddr[2], id;
 	struct ks_flow_bucket *bk;
 	struct ks_scratch *s = NULL;
-	__u32 doff, plen, off, b, w, cd = 0;
+	__u32 doff, plen, off, b, w;
 	struct ks_flow *f;
 	void *p;
 
 	if ((void *)(th + 1) > end)
 		return false;
 	doff = th->doff * 4;
-	if (doff < sizeof(*th) || doff + sizeof(*ip) >= tot ||
-	    (((__u8 *)th)[13] & (KS_TCP_SYN | KS_TCP_FIN | KS_TCP_RST)) ||
+	if (doff < sizeof(*th) || doff + sizeof(*ip) >= tot)
+		return false;
+	plen = tot - sizeof(*ip) - doff;
+	/* neither a lone get nor worth trying as a block's (a short set,
+	 * a multi-get): the general path's, after one compare */
+	if (plen > KS_FAST_MAX && plen < KS_EXPRESS_CONT_MIN)
+		return false;
+	if ((((__u8 *)th)[13] & (KS_TCP_SYN | KS_TCP_FIN | KS_TCP_RST)) ||
 	    (cfg->flags & KS_CFG_NO_STREAM) ||
 	    !ks_port_watched(cfg, bpf_ntohs(th->dest)))
 		return false;
-	plen = tot - sizeof(*ip) - doff;
 	/* the payload's offset, at most 14 + 20 + 60, in a form the
 	 * verifier keeps */
 	off = sizeof(struct ethhdr) + sizeof(*ip) + doff;
@@ -239,7 +251,7 @@ static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
 	 * after all pays twice (about 20 ns): a lone get not due, or a
 	 * segment long enough to be worth trying as a block's */
 	if (plen <= KS_FAST_MAX)
-		s = ks_express_get(cfg, p, end, plen, &cd);
+		s = ks_express_get(cfg, p, end, plen);
 	if (!s && plen < KS_EXPRESS_CONT_MIN)
 		return false;
 	/* ::ffff:a.b.c.d, as ks_parse_ipv4() writes them */
@@ -273,7 +285,7 @@ static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
 	if (w == KS_FLOW_WAYS)
 		return false;
 	if (s) {
-		s->countdown = cd;
+		s->countdown = ks_express_next(s);
 		pc->n[KS_PKT_FAST_GET]++;
 		pc->n[KS_PKT_FAST_GET_BYTES] += plen;
 	} else {
@@ -321,7 +333,7 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 				       __u32 frame_len, const bool is_xdp)
 {
 	struct ks_cursor c;
-	struct ks_l4 l4 = {};
+	struct ks_l4 l4;
 	struct ks_pkt_counters *pc;
 	struct ks_config *cfg;
 	struct ks_scratch *s;
@@ -340,6 +352,9 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	frame_len &= 0xfffff;
 	if (ks_express(pc, cfg, data, data_end, frame_len))
 		return 0;
+	/* zeroed here, not at its declaration, where clang zeroed it before
+	 * the express path, which never reads it */
+	__builtin_memset(&l4, 0, sizeof(l4));
 	/*
 	 * The packet pointers again, from a context clang must read anew:
 	 * the express path's bounds checks gave the pointers it used ranges
