@@ -2,17 +2,23 @@
 # line_bench.sh - packets/s per core through a veth pair (issues 10, 27):
 # an unsampled 16-byte UDP get, in-order TCP gets and TCP segments
 # continuing a set's value, with keysteer attached (native XDP) on the
-# receiving veth against the empty program attached there, in pairs of
-# trials back to back, until the ratio's spread is known.
+# receiving veth against the empty program attached there, swapped every
+# burst of a few milliseconds, until the ratio's spread is known.
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
-#        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
-#        [--sample N|auto[:TARGET]]
+#        [--max-trials N] [--width W] [--seconds S] [--cpu N] [--json FILE]
+#        [--trace FILE] [--trafficgen] [--sample N|auto[:TARGET]]
 #
-# --trials: pairs at least (8); --max-trials: at most (60); --width: stop
-# once every kind's ratio keysteer/empty has a 95% interval of its median
-# at most this wide (0.02). KS_NETNS_PREFIX names the namespaces (default
-# ksl: ksl-gen-PID, ksl-rx-PID).
+# --packets: a burst's packets (32768); bursts come in blocks of four,
+# E K K E or K E E K (E the empty program, K keysteer), and a block's
+# ratio is keysteer's packets per CPU second over the empty program's.
+# --trials: blocks at least (20); --max-trials: at most (20000);
+# --seconds: at most this long (300); --width: stop once every kind's
+# median ratio keysteer/empty has a 95% interval at most this wide (0.02).
+# --trace FILE: a line per block (kind, block, ratio, wall-time ratio, CPU
+# seconds of each program, wall seconds, largest share off the CPU).
+# KS_NETNS_PREFIX names the namespaces (default ksl: ksl-gen-PID,
+# ksl-rx-PID).
 #
 # --sample N|auto[:TARGET] (issue 27): one kind instead of the three, UDP
 # gets whose keys all differ (the sender writes 4 of the 16 key bytes per
@@ -33,7 +39,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE=
+PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -44,13 +50,15 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
-	--packets | --trials | --max-trials | --width | --cpu | --json | --sample)
+	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
 		--trials) TRIALS=$2 ;;
 		--max-trials) MAX_TRIALS=$2 ;;
 		--width) WIDTH=$2 ;;
+		--seconds) SECONDS_MAX=$2 ;;
+		--trace) TRACE=$2 ;;
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
 		--sample) SAMPLE=$2 ;;
@@ -62,12 +70,12 @@ while [ $# -gt 0 ]; do
 done
 # bad numbers refused before any namespace is made (bench line checks
 # the ranges again)
-for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" ${CPU:+"$CPU"}; do
+for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" "$SECONDS_MAX" ${CPU:+"$CPU"}; do
 	[[ "$v" =~ ^[0-9]+$ ]] || { echo "line_bench.sh: '$v' is not a count; see --help" >&2; exit 2; }
 done
-{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 99 ] &&
-	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 99 ]; } ||
-	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..99; see --help" >&2; exit 2; }
+{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 100000 ] &&
+	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 100000 ] && [ "$SECONDS_MAX" -ge 1 ] && [ "$SECONDS_MAX" -le 86400 ]; } ||
+	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..100000, --seconds 1..86400; see --help" >&2; exit 2; }
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
 	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
@@ -102,10 +110,11 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 	{ echo "line_bench.sh: making the namespaces and the veth pair failed" >&2; exit 1; }
 
 args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
-	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
+	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH"
+	--seconds "$SECONDS_MAX")
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
-"$BENCH" "${args[@]}"
+"$BENCH" "${args[@]}" ${TRACE:+--trace "$TRACE"}
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then
 	"$BENCH" "${args[@]}" --json > "$JSON_OUT" || rc=$?
