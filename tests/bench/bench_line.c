@@ -83,6 +83,7 @@ struct line_args {
 	double width;      /* the ratio's 95% interval at most this wide */
 	double seconds;    /* and at most this long (wall time), however wide */
 	const char *trace; /* --trace FILE: a line per block, for study */
+	const char *hold_if; /* --hold-if P: devices P0, P1, P2 in gen-ns */
 	int cpu;
 	bool json;
 	/* --sample N|auto[:T]: the sampled kind alone, keysteer at a fixed
@@ -521,6 +522,41 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	return 0;
 }
 
+/*
+ * Every XDP program attached to a device in driver or generic mode is
+ * also in the kernel's XDP dispatcher (a direct-call trampoline), and
+ * each change of the dispatcher's set waits out an RCU grace period: a
+ * test run adds its sending program at the start and takes it out at the
+ * end, and a swap takes one program out and puts the other in. Three
+ * grace periods a burst (10-100 ms on the loaded VM, against a burst's
+ * 20 ms of CPU) slept away most of a run, and other tasks filled the
+ * sleeps and the caches. With each of the three programs also attached
+ * (generic mode) to a device of its own on which no packet ever arrives
+ * (--hold-if P: devices P0, P1, P2 in the sender's namespace, left down, made
+ * by tests/bench/line_bench.sh), every program stays in the dispatcher
+ * for the whole run and no test run or swap changes its set. Both
+ * programs under test are called through the same three-entry dispatcher.
+ */
+static int line_hold(const struct line_args *a, struct line_env *le)
+{
+	int fds[3] = { le->gen_fd, bpf_program__fd(le->empty->progs.ks_empty),
+		       bpf_program__fd(le->ks->progs.ks_ingress) };
+	char name[IF_NAMESIZE];
+	int i, ifx, err = ns_enter(le->gen_ns);
+
+	for (i = 0; i < 3 && !err; i++) {
+		snprintf(name, sizeof(name), "%s%d", a->hold_if, i);
+		ifx = (int)if_nametoindex(name);
+		err = ifx ? bpf_xdp_attach(ifx, fds[i], XDP_FLAGS_SKB_MODE,
+					   NULL)
+			  : -ENODEV;
+		if (err)
+			fprintf(stderr, "bench line: --hold-if: %s in %s: %s\n",
+				name, a->gen_ns, strerror(-err));
+	}
+	return err;
+}
+
 static int line_parse(int argc, char **argv, struct line_args *a)
 {
 	static const struct option lo[] = {
@@ -536,6 +572,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "seconds", required_argument, NULL, 'S' },
 		{ "trace", required_argument, NULL, 'x' },
+		{ "hold-if", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "sample", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
@@ -607,6 +644,9 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		}
 		case 'x':
 			a->trace = optarg;
+			break;
+		case 'H':
+			a->hold_if = optarg;
 			break;
 		case 'S':
 			if (ks_parse_uint("--seconds", optarg, 1, 86400, &v,
@@ -963,6 +1003,8 @@ int bench_line_main(int argc, char **argv)
 				    : "sender");
 		goto out;
 	}
+	if (a.hold_if && line_hold(&a, &le))
+		goto out;
 	le.be.ks = le.ks;
 	le.be.ncpu = libbpf_num_possible_cpus();
 	if (le.be.ncpu <= 0 || bench_set_sample(&le.be, 1))

@@ -7,7 +7,7 @@
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--seconds S] [--cpu N] [--json FILE]
-#        [--trace FILE] [--trafficgen] [--sample N|auto[:TARGET]]
+#        [--trace FILE] [--no-hold] [--trafficgen] [--sample N|auto[:TARGET]]
 #
 # --packets: a burst's packets (32768); bursts come in blocks of four,
 # E K K E or K E E K (E the empty program, K keysteer), and a block's
@@ -15,7 +15,9 @@
 # --trials: blocks at least (20); --max-trials: at most (20000);
 # --seconds: at most this long (300); --width: stop once every kind's
 # median ratio keysteer/empty has a 95% interval at most this wide (0.02).
-# --trace FILE: a line per block (kind, block, ratio, wall-time ratio, CPU
+# --no-hold: leave the programs out of the XDP dispatcher between bursts
+# (each test run and swap then changes its set and waits out an RCU grace
+# period, as before 3 Dec), for comparison. --trace FILE: a line per block (kind, block, ratio, wall-time ratio, CPU
 # seconds of each program, wall seconds, largest share off the CPU).
 # KS_NETNS_PREFIX names the namespaces (default ksl: ksl-gen-PID,
 # ksl-rx-PID).
@@ -29,7 +31,9 @@
 # sampled are printed with the ratio.
 #
 # Makes two network namespaces of its own joined by a veth pair
-# (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
+# (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only) and three dummy devices
+# in the sender's namespace (ksd0-2, two veth pairs left down; see
+# --hold-if in bench_line.c), runs `bench line`
 # (tests/bench/bench_line.c: BPF_PROG_TEST_RUN live frames, the engine of
 # xdp-trafficgen, with memcached frames) pinned to one CPU, and removes
 # both namespaces on every exit path. No other interface is touched.
@@ -39,7 +43,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE=
+PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
+	--no-hold) NO_HOLD=1 ;;
 	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
@@ -104,6 +109,13 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 	ip -n "$RX" addr add 198.18.1.2/24 dev ksl1 &&
 	ip -n "$GEN" link set ksl0 up && ip -n "$RX" link set ksl1 up &&
 	ip -n "$GEN" link set lo up && ip -n "$RX" link set lo up &&
+	# three devices that no packet reaches (two veth pairs left down: this
+	# kernel has no dummy driver): bench line attaches the sending program,
+	# the empty one and keysteer to one each (generic XDP), so that none
+	# leaves the kernel's XDP dispatcher during the run and no burst waits
+	# out the dispatcher's grace periods
+	ip -n "$GEN" link add ksd0 type veth peer name ksd1 &&
+	ip -n "$GEN" link add ksd2 type veth peer name ksd3 &&
 	# the frames go to 198.19.255.9: not the receiver's, and it does not
 	# forward, so its stack drops them after the route lookup
 	ip netns exec "$RX" sysctl -qw net.ipv4.ip_forward=0 ||
@@ -112,6 +124,7 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
 	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH"
 	--seconds "$SECONDS_MAX")
+[ -z "$NO_HOLD" ] && args+=(--hold-if ksd)
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
 "$BENCH" "${args[@]}" ${TRACE:+--trace "$TRACE"}
