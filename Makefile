@@ -370,8 +370,9 @@ bench: check-deps
 	$(OUT)/tests/bench replies
 
 # Packets/s per core through a veth pair in namespaces of its own, keysteer
-# against the empty program in pairs of trials until the ratio's spread is
-# known (docs/benchmarks.md). 10 s to 90 s. Not in `make test`.
+# against the empty program, swapped every burst (blocks E K K E), until the
+# ratio's spread is known (docs/benchmarks.md). 1 to 5 minutes (at most
+# 300 s). Not in `make test`.
 # LINE_SAMPLE=auto (or N): UDP gets whose keys all differ, keysteer
 # sampling at the rate auto picks at this load (or 1 in N), the sampled
 # keys through the sample log and the agent's drain in a thread;

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -53,7 +54,7 @@
 #define MSS             1448
 #define LINE_ISN        0xfff00000U
 #define CONT_VALUE_LEN  (1U << 30)
-#define LINE_TRIALS_MAX 99
+#define LINE_BLOCKS_MAX 100000
 #define LINE_LEVEL      0.95 /* of the ratio's interval */
 
 /* The packet kinds, each timed on the frames of a `make bench` scenario. */
@@ -81,8 +82,11 @@ static const struct line_kind {
 
 struct line_args {
 	const char *gen_ns, *gen_if, *rx_ns, *rx_if, *rx_mac;
-	__u32 packets, trials, max_trials;
-	double width; /* the ratio's 95% interval at most this wide */
+	__u32 packets, trials, max_trials; /* a burst; blocks at least, most */
+	double width;      /* the ratio's 95% interval at most this wide */
+	double seconds;    /* and at most this long (wall time), however wide */
+	const char *trace; /* --trace FILE: a line per block, for study */
+	const char *hold_if; /* --hold-if P: devices P0, P1, P2 in gen-ns */
 	int cpu;
 	bool json;
 	/* --sample N|auto[:T]: the sampled kind alone, keysteer at a fixed
@@ -290,6 +294,8 @@ struct line_env {
 	struct ks_empty_bpf *empty;
 	struct bench_env be; /* for bench_counts() */
 	int gen_fd, map_fd, gen_if, rx_if, gen_ns, rx_ns, snmp_fd;
+	int link_fd; /* the receiver's XDP link: programs swapped through it */
+	int link_prog; /* the program attached through it */
 	__u8 mac[6];
 	__u64 key_ctr; /* the sampled kind's next key number */
 };
@@ -390,26 +396,74 @@ static int send_frames(struct line_env *le, __u8 *frame, __u32 len, __u32 count,
 	return err;
 }
 
+/*
+ * The program under test on the receiver. The first call makes an XDP
+ * link (native mode) in the receiver's namespace; every later one swaps
+ * the link's program (bpf_link_update: the driver exchanges one program
+ * pointer for another; no netlink, no namespace change, and the veth
+ * keeps its rings and page pool), so bursts of a few milliseconds can
+ * take turns. The swap's wall time (the kernel's XDP dispatcher waits
+ * out an RCU grace period: 5-15 ms on the loaded 2-core VM) is outside
+ * the timed part; a burst that keeps the program swaps nothing.
+ */
 static int attach(struct line_env *le, int prog_fd)
 {
-	int err = ns_enter(le->rx_ns);
+	LIBBPF_OPTS(bpf_link_create_opts, o, .flags = XDP_FLAGS_DRV_MODE);
+	int err;
 
-	if (!err)
-		err = bpf_xdp_attach(le->rx_if, prog_fd, XDP_FLAGS_DRV_MODE,
-				     NULL);
-	return err;
+	if (le->link_fd >= 0 && le->link_prog == prog_fd)
+		return 0;
+	le->link_prog = prog_fd;
+	if (le->link_fd >= 0)
+		return bpf_link_update(le->link_fd, prog_fd, NULL) ? -errno : 0;
+	err = ns_enter(le->rx_ns);
+	if (err)
+		return err;
+	le->link_fd = bpf_link_create(prog_fd, le->rx_if, BPF_XDP, &o);
+	return le->link_fd < 0 ? -errno : 0;
 }
 
-/* One trial: the program attached, packets frames sent; pps delivered. */
+/* One trial (a burst): the program attached, packets frames sent; pps
+ * delivered. */
 struct trial {
 	double pps, secs; /* packets per CPU second; wall seconds */
 	double cpu_secs, wall_pps;
 	long long delivered;
-	__u64 parsed;  /* keysteer's count of what it parsed (keys or
+	__u64 parsed;       /* keysteer's count of what it parsed (keys or
 		       * continuations); 0 for the empty program */
-	__u64 sampled; /* keys keysteer sampled */
+	__u64 sampled;      /* keys keysteer sampled */
+	double attach_secs; /* the program's swap, wall time */
+	long switches;      /* involuntary context switches while timed */
+	double delay_secs;  /* time waited runnable for the CPU while timed */
 	bool ok;
 };
+
+/* This thread's involuntary context switches so far: another task (or
+ * ksoftirqd) took the CPU from it. */
+static long line_preempted(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nivcsw;
+}
+
+/* ns this thread has waited runnable for the CPU (its schedstat's
+ * run_delay): the time another task held the CPU it wanted; 0 when the
+ * kernel keeps no schedstats. */
+static long long line_run_delay(void)
+{
+	char buf[128];
+	long long run = 0, delay = 0;
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return sscanf(buf, "%lld %lld", &run, &delay) == 2 ? delay : 0;
+}
 
 static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 		     struct bench_scen *syn_fin, __u32 packets, struct trial *t,
@@ -422,9 +476,16 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	bool tcp = s->stream;
 	int err;
 
+	struct timespec w0, w1;
+	long long d0;
+	long sw0;
+
 	memset(t, 0, sizeof(*t));
+	clock_gettime(CLOCK_MONOTONIC, &w0);
 	err = attach(le, ks ? bpf_program__fd(le->ks->progs.ks_ingress)
 			    : bpf_program__fd(le->empty->progs.ks_empty));
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	t->attach_secs = ts_secs(&w0, &w1);
 	if (err)
 		return err;
 	if (tcp) {
@@ -441,9 +502,13 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	if (!err)
 		err = bench_counts(&le->be, &le->be.cur, &b);
 	r0 = in_receives(le->snmp_fd);
+	sw0 = line_preempted();
+	d0 = line_run_delay();
 	if (!err)
 		err = send_frames(le, s->frame, s->len, packets, seq,
 				  tcp ? s->plen : 0, &t->secs, &t->cpu_secs);
+	t->switches = line_preempted() - sw0;
+	t->delay_secs = (line_run_delay() - d0) / 1e9;
 	seq += tcp ? packets * s->plen : 0;
 	le->key_ctr += keys ? packets : 0;
 	r1 = in_receives(le->snmp_fd);
@@ -466,6 +531,41 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	return 0;
 }
 
+/*
+ * Every XDP program attached to a device in driver or generic mode is
+ * also in the kernel's XDP dispatcher (a direct-call trampoline), and
+ * each change of the dispatcher's set waits out an RCU grace period: a
+ * test run adds its sending program at the start and takes it out at the
+ * end, and a swap takes one program out and puts the other in. Three
+ * grace periods a burst (10-100 ms on the loaded VM, against a burst's
+ * 20 ms of CPU) slept away most of a run, and other tasks filled the
+ * sleeps and the caches. With each of the three programs also attached
+ * (generic mode) to a device of its own on which no packet ever arrives
+ * (--hold-if P: devices P0, P1, P2 in the sender's namespace, left down, made
+ * by tests/bench/line_bench.sh), every program stays in the dispatcher
+ * for the whole run and no test run or swap changes its set. Both
+ * programs under test are called through the same three-entry dispatcher.
+ */
+static int line_hold(const struct line_args *a, struct line_env *le)
+{
+	int fds[3] = { le->gen_fd, bpf_program__fd(le->empty->progs.ks_empty),
+		       bpf_program__fd(le->ks->progs.ks_ingress) };
+	char name[IF_NAMESIZE];
+	int i, ifx, err = ns_enter(le->gen_ns);
+
+	for (i = 0; i < 3 && !err; i++) {
+		snprintf(name, sizeof(name), "%s%d", a->hold_if, i);
+		ifx = (int)if_nametoindex(name);
+		err = ifx ? bpf_xdp_attach(ifx, fds[i], XDP_FLAGS_SKB_MODE,
+					   NULL)
+			  : -ENODEV;
+		if (err)
+			fprintf(stderr, "bench line: --hold-if: %s in %s: %s\n",
+				name, a->gen_ns, strerror(-err));
+	}
+	return err;
+}
+
 static int line_parse(int argc, char **argv, struct line_args *a)
 {
 	static const struct option lo[] = {
@@ -479,6 +579,9 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "max-trials", required_argument, NULL, 'T' },
 		{ "width", required_argument, NULL, 'w' },
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "seconds", required_argument, NULL, 'S' },
+		{ "trace", required_argument, NULL, 'x' },
+		{ "hold-if", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "sample", required_argument, NULL, 's' },
 		{ "log-samples", required_argument, NULL, 'O' },
@@ -489,9 +592,10 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 	unsigned long long v;
 	int c;
 
-	a->packets = 100000;
-	a->trials = 8;
-	a->max_trials = 60;
+	a->packets = 32768;
+	a->trials = 20;
+	a->max_trials = 20000;
+	a->seconds = 300;
 	a->width = 0.02;
 	a->cpu = -1;
 	optind = 1;
@@ -542,7 +646,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		case 'T':
 			if (ks_parse_uint(c == 't' ? "--trials"
 						   : "--max-trials",
-					  optarg, 1, LINE_TRIALS_MAX, &v, err,
+					  optarg, 1, LINE_BLOCKS_MAX, &v, err,
 					  sizeof(err)))
 				goto bad;
 			*(c == 't' ? &a->trials : &a->max_trials) = (__u32)v;
@@ -560,6 +664,18 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 			}
 			break;
 		}
+		case 'x':
+			a->trace = optarg;
+			break;
+		case 'H':
+			a->hold_if = optarg;
+			break;
+		case 'S':
+			if (ks_parse_uint("--seconds", optarg, 1, 86400, &v,
+					  err, sizeof(err)))
+				goto bad;
+			a->seconds = (double)v;
+			break;
 		case 'c':
 			if (ks_parse_uint("--cpu", optarg, 0, CPU_SETSIZE - 1,
 					  &v, err, sizeof(err)))
@@ -585,16 +701,86 @@ bad:
 	return -EINVAL;
 }
 
-/* One kind's pairs so far: the ratio keysteer/empty of each pair, the
- * ns keysteer added per packet in each, and each program's rate. */
+/*
+ * One kind's blocks so far. A block is four bursts of --packets frames,
+ * the empty program's and keysteer's in the order E K K E or K E E K
+ * (alternating by block), a few milliseconds each: whatever drifts on a
+ * shared machine over the block's ~20 ms (the CPU's speed, a neighbour's
+ * cache traffic) cancels in its ratio when the drift is linear, and
+ * shares both sides when it is not. The figure is the median of all the
+ * blocks' ratios. A block is also marked clean when the sender waited for
+ * the CPU (another task held it) for at most LINE_CLEAN of its timed
+ * bursts' CPU time, and the clean blocks' median is printed beside, for
+ * study: on the loaded VM few blocks are clean, and trimming the others
+ * did not narrow the interval in the time it leaves (docs/benchmarks.md).
+ */
+#define LINE_CLEAN 0.05
 struct line_fig {
-	double ratio[LINE_TRIALS_MAX], more_ns[LINE_TRIALS_MAX];
-	double pps[2][LINE_TRIALS_MAX];
-	double wall_ratio[LINE_TRIALS_MAX]; /* the same pairs by wall time */
-	double rate_n[LINE_TRIALS_MAX]; /* the 1 in N keysteer's trial ran at */
-	double frac[LINE_TRIALS_MAX];   /* the keys it sampled / its keys */
-	struct ks_spread sp, wall;
+	double *ratio, *more_ns, *pps[2], *wall_ratio, *rate_n, *frac;
+	double *off; /* the block's largest share of a burst's wall time off
+		      * the CPU (the test run's own sleeps, preemption) */
+	bool *clean;
+	double *tmp; /* the clean blocks' ratios, for their spread */
+	__u32 nclean;
+	struct ks_spread sp; /* the figure: all blocks' */
+	struct ks_spread wall, cl;
 };
+
+static int line_fig_alloc(struct line_fig *f, __u32 n)
+{
+	double **d[] = { &f->ratio,  &f->more_ns,    &f->pps[0],
+			 &f->pps[1], &f->wall_ratio, &f->rate_n,
+			 &f->frac,   &f->off,        &f->tmp };
+	size_t i;
+
+	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!(*d[i] = calloc(n, sizeof(double))))
+			return -ENOMEM;
+	f->clean = calloc(n, sizeof(bool));
+	return f->clean ? 0 : -ENOMEM;
+}
+
+static void line_fig_free(struct line_fig *f)
+{
+	free(f->ratio);
+	free(f->more_ns);
+	free(f->pps[0]);
+	free(f->pps[1]);
+	free(f->wall_ratio);
+	free(f->rate_n);
+	free(f->frac);
+	free(f->off);
+	free(f->tmp);
+	free(f->clean);
+}
+
+/* The spreads of the first n blocks: all of them (the figure), the
+ * clean ones, by wall time. */
+static int line_fig_spread(struct line_fig *f, __u32 n)
+{
+	__u32 i;
+
+	f->nclean = 0;
+	for (i = 0; i < n; i++)
+		if (f->clean[i])
+			f->tmp[f->nclean++] = f->ratio[i];
+	if (ks_spread_of(f->ratio, n, LINE_LEVEL, &f->sp) ||
+	    ks_spread_of(f->wall_ratio, n, LINE_LEVEL, &f->wall))
+		return -EINVAL;
+	memset(&f->cl, 0, sizeof(f->cl));
+	if (f->nclean && ks_spread_of(f->tmp, f->nclean, LINE_LEVEL, &f->cl))
+		return -EINVAL;
+	return 0;
+}
+
+/* The median of v[0..n) (bench_median() holds at most BENCH_RUNS_MAX;
+ * a run here has thousands of blocks); 0 for none. */
+static double line_median(const double *v, __u32 n)
+{
+	struct ks_spread s;
+
+	return n && !ks_spread_of(v, n, LINE_LEVEL, &s) ? s.median : 0;
+}
 
 /* The smallest (max false) or largest (max true) of v[0..n). */
 static double line_extreme(const double *v, __u32 n, bool max)
@@ -620,24 +806,29 @@ static const char *sample_str(const struct line_args *a, char *buf, size_t n)
 }
 
 static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
-		       __u32 pairs, bool ok, bool known, int k0, int k1)
+		       __u32 pairs, bool ok, bool known, int k0, int k1,
+		       double secs)
 {
 	/* the sampled kind's rate in force: median, min, max; keys sampled */
-	double rn = bench_median(fig[k0].rate_n, pairs),
+	double rn = line_median(fig[k0].rate_n, pairs),
 	       rlo = line_extreme(fig[k0].rate_n, pairs, false),
 	       rhi = line_extreme(fig[k0].rate_n, pairs, true),
-	       frac = bench_median(fig[k0].frac, pairs);
+	       frac = line_median(fig[k0].frac, pairs);
 	char sbuf[32];
 	int k;
 
 	sample_str(a, sbuf, sizeof(sbuf));
 	if (a->json) {
-		printf("{\"version\":2,\"cpu\":%d,\"packets\":%u,\"pairs\":%u,"
+		/* version 3: pairs counts blocks (each two pairs of bursts,
+		 * ABBA); packets is a burst's */
+		printf("{\"version\":3,\"cpu\":%d,\"packets\":%u,\"pairs\":%u,"
 		       "\"min_pairs\":%u,\"max_pairs\":%u,\"width\":%.4f,"
-		       "\"spread_known\":%s,\"valid\":%s,",
+		       "\"spread_known\":%s,\"valid\":%s,\"blocks\":%u,"
+		       "\"bursts_per_block\":4,\"seconds\":%.1f,"
+		       "\"max_seconds\":%.0f,",
 		       cpu, a->packets, pairs, a->trials, a->max_trials,
 		       a->width, known ? "true" : "false",
-		       ok ? "true" : "false");
+		       ok ? "true" : "false", pairs, secs, a->seconds);
 		if (a->sampled)
 			printf("\"sample\":\"%s\",\"rate_n\":%.0f,"
 			       "\"rate_n_min\":%.0f,\"rate_n_max\":%.0f,"
@@ -651,46 +842,53 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 			       "\"ratio_level\":%.4f,\"ratio_min\":%.4f,"
 			       "\"ratio_max\":%.4f,\"wall_ratio\":%.4f,"
 			       "\"wall_ratio_lo\":%.4f,\"wall_ratio_hi\":%.4f,"
-			       "\"ns_per_pkt_over_empty\":%.1f}",
+			       "\"ns_per_pkt_over_empty\":%.1f,"
+			       "\"blocks_clean\":%u,\"clean_ratio\":%.4f,"
+			       "\"clean_ratio_lo\":%.4f,"
+			       "\"clean_ratio_hi\":%.4f}",
 			       k > k0 ? "," : "", line_kinds[k].id,
-			       bench_median(fig[k].pps[0], pairs),
-			       bench_median(fig[k].pps[1], pairs),
+			       line_median(fig[k].pps[0], pairs),
+			       line_median(fig[k].pps[1], pairs),
 			       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
 			       fig[k].sp.level, fig[k].sp.min, fig[k].sp.max,
 			       fig[k].wall.median, fig[k].wall.lo,
 			       fig[k].wall.hi,
-			       bench_median(fig[k].more_ns, pairs));
+			       line_median(fig[k].more_ns, pairs),
+			       fig[k].nclean, fig[k].cl.median, fig[k].cl.lo,
+			       fig[k].cl.hi);
 		printf("]}\n");
 		return;
 	}
 	printf("%-40s %9s %9s %7s %15s %15s %8s\n", "packets", "empty",
 	       "keysteer", "ratio", "95% interval", "min..max", "ns/pkt");
 	printf("%-40s %9s %9s %7s %15s %15s %8s\n", "", "Mpps", "Mpps",
-	       "median", "of the median", "of the pairs", "more");
+	       "median", "of the median", "of the blocks", "more");
 	for (k = k0; k < k1; k++)
 		printf("%-40s %9.3f %9.3f %7.3f %7.3f..%-6.3f %7.3f..%-6.3f "
 		       "%8.1f%s\n",
 		       line_kinds[k].name,
-		       bench_median(fig[k].pps[0], pairs) / 1e6,
-		       bench_median(fig[k].pps[1], pairs) / 1e6,
+		       line_median(fig[k].pps[0], pairs) / 1e6,
+		       line_median(fig[k].pps[1], pairs) / 1e6,
 		       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
 		       fig[k].sp.min, fig[k].sp.max,
-		       bench_median(fig[k].more_ns, pairs),
+		       line_median(fig[k].more_ns, pairs),
 		       ok ? "" : "  INVALID");
 	for (k = k0; k < k1; k++)
 		printf("%-40s by wall time (not CPU time): ratio %.3f, "
-		       "interval %.3f..%.3f\n",
+		       "interval %.3f..%.3f; %u of %u blocks clean: %.3f "
+		       "%.3f..%.3f\n",
 		       line_kinds[k].name, fig[k].wall.median, fig[k].wall.lo,
-		       fig[k].wall.hi);
+		       fig[k].wall.hi, fig[k].nclean, pairs, fig[k].cl.median,
+		       fig[k].cl.lo, fig[k].cl.hi);
 	if (a->sampled)
 		printf("keysteer --sample %s: the rate in force 1 in %.0f "
-		       "(median of the pairs; %.0f..%.0f), keys sampled %.4f "
+		       "(median of the blocks; %.0f..%.0f), keys sampled %.4f "
 		       "of those counted\n",
 		       sbuf, rn, rlo, rhi, frac);
-	printf("%u pairs; %s\n", pairs,
+	printf("%u blocks (4 bursts each, ABBA) in %.0f s; %s\n", pairs, secs,
 	       known ? "every ratio's 95% interval is within the width asked"
 		     : "the spread asked was not reached: the intervals above "
-		       "are what the pairs give");
+		       "are what the blocks give");
 }
 
 /*
@@ -808,11 +1006,15 @@ int bench_line_main(int argc, char **argv)
 			       .map_fd = -1,
 			       .gen_ns = -1,
 			       .rx_ns = -1,
-			       .snmp_fd = -1 };
+			       .snmp_fd = -1,
+			       .link_fd = -1 };
 	struct line_args a = {};
 	struct line_fig *fig = NULL;
 	struct trial t;
-	bool ok = true, known = false, slog_running = false;
+	struct timespec t0, now, last;
+	FILE *trace = NULL;
+	double secs = 0;
+	bool ok = true, known = false, timed_out = false, slog_running = false;
 	pthread_t slog_thr;
 	__u32 i, pairs = 0, key_off = 0, rate_n = 0;
 	int n = 0, k, k0, k1, err, rc = 1, cpu;
@@ -846,6 +1048,14 @@ int bench_line_main(int argc, char **argv)
 	fig = calloc(LINE_KINDS, sizeof(*fig));
 	if (!fig)
 		goto out;
+	for (k = 0; k < LINE_KINDS; k++)
+		if (line_fig_alloc(&fig[k], a.max_trials))
+			goto out;
+	if (a.trace && !(trace = fopen(a.trace, "w"))) {
+		fprintf(stderr, "bench line: --trace %s: %s\n", a.trace,
+			strerror(errno));
+		goto out;
+	}
 	/* the benchmark's own frames: the unsampled UDP get, the TCP get
 	 * (in order, one flow), the value continuation segment (with its
 	 * set line) */
@@ -923,6 +1133,8 @@ int bench_line_main(int argc, char **argv)
 				    : "sender");
 		goto out;
 	}
+	if (a.hold_if && line_hold(&a, &le))
+		goto out;
 	le.be.ks = le.ks;
 	le.be.ncpu = libbpf_num_possible_cpus();
 	if (le.be.ncpu <= 0 || bench_set_sample(&le.be, 1))
@@ -974,25 +1186,31 @@ int bench_line_main(int argc, char **argv)
 	}
 
 	if (!a.json)
-		printf("line rate through a veth pair, one core (CPU %d), %u "
-		       "packets a trial; pairs of trials (empty, keysteer; "
-		       "the order alternating) until every ratio's %.0f%% "
-		       "interval is at most %.3f wide (%u to %u pairs)\n",
+		printf("line rate through a veth pair, one core (CPU %d), "
+		       "bursts of %u packets, empty and "
+		       "keysteer in blocks of four (E K K E, K E E K), until "
+		       "every ratio's %.0f%% interval is at most %.3f wide "
+		       "(%u to %u blocks, at most %.0f s)\n",
 		       cpu, a.packets, LINE_LEVEL * 100, a.width, a.trials,
-		       a.max_trials);
+		       a.max_trials, a.seconds);
 	/*
-	 * A pair is the empty program's trial and keysteer's, back to back
-	 * on the same packets, so the ratio of the pair shares whatever
-	 * else the machine was doing in that second; the kinds take turns
-	 * in every round, and which program goes first alternates.
+	 * The kinds take turns, a block each per round; within a block the
+	 * programs swap every burst (bpf_link_update), so the ratio of a
+	 * block compares the two on the machine of the same 20 ms.
 	 */
-	for (i = 0; i < a.max_trials && !known; i++) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	last = t0;
+	for (i = 0; i < a.max_trials && !known && !timed_out; i++) {
 		for (k = k0; k < k1; k++) {
-			double wall[2];
-			int prog;
+			double cpu_s[2] = { 0, 0 }, wall_s[2] = { 0, 0 };
+			double dl[2] = { 0, 0 }, off = 0, parsed = 0, smp = 0;
+			double att = 0, delay = 0;
+			long sw = 0;
+			int j;
 
-			for (prog = 0; prog < 2; prog++) {
-				bool ks = (prog ^ (i & 1)) != 0;
+			for (j = 0; j < 4; j++) {
+				/* E K K E in even blocks, K E E K in odd */
+				bool ks = ((j == 1 || j == 2) ^ (i & 1)) != 0;
 
 				err = run_trial(&le, ks, &kind_sc[k], sf,
 						a.packets, &t, a.sampled);
@@ -1022,14 +1240,20 @@ int bench_line_main(int argc, char **argv)
 						line_kinds[k].id,
 						ks ? "keysteer" : "empty",
 						t.delivered, a.packets);
-				fig[k].pps[ks][i] = t.pps;
-				wall[ks] = t.wall_pps;
+				att += t.attach_secs;
+				delay += t.delay_secs;
+				sw += t.switches;
+				cpu_s[ks] += t.cpu_secs;
+				wall_s[ks] += t.secs;
+				dl[ks] += (double)t.delivered;
+				if (t.secs > 0 &&
+				    (t.secs - t.cpu_secs) / t.secs > off)
+					off = (t.secs - t.cpu_secs) / t.secs;
 				if (!ks || !a.sampled)
 					continue;
 				fig[k].rate_n[i] = rate_n;
-				fig[k].frac[i] = t.parsed ? (double)t.sampled /
-								    t.parsed
-							  : 0;
+				parsed += (double)t.parsed;
+				smp += (double)t.sampled;
 				if (!t.sampled && rate_n <= t.parsed) {
 					fprintf(stderr,
 						"bench line: keysteer sampled "
@@ -1050,32 +1274,56 @@ int bench_line_main(int argc, char **argv)
 				if (bench_set_sample(&le.be, rate_n))
 					goto out;
 			}
+			fig[k].frac[i] = parsed > 0 ? smp / parsed : 0;
+			for (j = 0; j < 2; j++)
+				fig[k].pps[j][i] = cpu_s[j] > 0
+							   ? dl[j] / cpu_s[j]
+							   : 0;
 			fig[k].ratio[i] = fig[k].pps[0][i] > 0
 						  ? fig[k].pps[1][i] /
 							    fig[k].pps[0][i]
 						  : 0;
-			fig[k].wall_ratio[i] = wall[0] > 0 ? wall[1] / wall[0]
-							   : 0;
+			fig[k].wall_ratio[i] = wall_s[0] > 0 && wall_s[1] > 0 &&
+							       dl[0] > 0
+						       ? (dl[1] / wall_s[1]) /
+								 (dl[0] /
+								  wall_s[0])
+						       : 0;
 			fig[k].more_ns[i] =
 				fig[k].pps[0][i] > 0 && fig[k].pps[1][i] > 0
 					? 1e9 / fig[k].pps[1][i] -
 						  1e9 / fig[k].pps[0][i]
 					: 0;
+			fig[k].off[i] = off;
+			fig[k].clean[i] = delay <=
+					  LINE_CLEAN * (cpu_s[0] + cpu_s[1]);
+			if (trace)
+				fprintf(trace,
+					"%s %u %.6f %.6f %.6f %.6f %.6f %.4f "
+					"%.6f %ld %.6f\n",
+					line_kinds[k].id, i, fig[k].ratio[i],
+					fig[k].wall_ratio[i], cpu_s[0],
+					cpu_s[1], wall_s[0] + wall_s[1], off,
+					att, sw, delay);
 		}
 		pairs = i + 1;
 		known = true;
 		for (k = k0; k < k1; k++) {
-			if (ks_spread_of(fig[k].ratio, pairs, LINE_LEVEL,
-					 &fig[k].sp) ||
-			    ks_spread_of(fig[k].wall_ratio, pairs, LINE_LEVEL,
-					 &fig[k].wall))
+			if (line_fig_spread(&fig[k], pairs))
 				goto out;
 			known = known && ks_spread_known(&fig[k].sp, a.trials,
 							 LINE_LEVEL, a.width);
 		}
-		if (a.json)
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		secs = ts_secs(&t0, &now);
+		timed_out = secs >= a.seconds;
+		/* progress every 10 s, and the last */
+		if (a.json || (ts_secs(&last, &now) < 10 && !known &&
+			       !timed_out && pairs < a.max_trials))
 			continue;
-		fprintf(stderr, "bench line: %u pairs, ratios", pairs);
+		last = now;
+		fprintf(stderr, "bench line: %u blocks, %.0f s, ratios", pairs,
+			secs);
 		for (k = k0; k < k1; k++)
 			fprintf(stderr, " %.3f [%.3f..%.3f]", fig[k].sp.median,
 				fig[k].sp.lo, fig[k].sp.hi);
@@ -1083,7 +1331,7 @@ int bench_line_main(int argc, char **argv)
 			fprintf(stderr, " at 1 in %u", rate_n);
 		fprintf(stderr, "\n");
 	}
-	line_print(&a, cpu, fig, pairs, ok, known, k0, k1);
+	line_print(&a, cpu, fig, pairs, ok, known, k0, k1, secs);
 	if (a.sampled)
 		ok = slog_print(&le, &slog, a.json) && ok;
 	rc = ok ? 0 : 1;
@@ -1103,6 +1351,8 @@ out:
 		pthread_join(slog_thr, NULL);
 	}
 	ks_slog_close(&slog);
+	if (le.link_fd >= 0)
+		close(le.link_fd); /* the link's end detaches its program */
 	if (le.rx_ns >= 0 && !ns_enter(le.rx_ns) && le.rx_if)
 		bpf_xdp_detach(le.rx_if, XDP_FLAGS_DRV_MODE, NULL);
 	if (le.gen_fd >= 0)
@@ -1117,7 +1367,11 @@ out:
 	keysteer_bpf__destroy(le.ks);
 	free(sf[0].frame);
 	free(sf[1].frame);
+	for (k = 0; fig && k < LINE_KINDS; k++)
+		line_fig_free(&fig[k]);
 	free(fig);
+	if (trace)
+		fclose(trace);
 	bench_scenarios_free(sc, n > 0 ? n : 0);
 	return rc;
 }

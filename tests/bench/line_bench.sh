@@ -2,17 +2,26 @@
 # line_bench.sh - packets/s per core through a veth pair (issues 10, 27):
 # an unsampled 16-byte UDP get, in-order TCP gets and TCP segments
 # continuing a set's value, with keysteer attached (native XDP) on the
-# receiving veth against the empty program attached there, in pairs of
-# trials back to back, until the ratio's spread is known.
+# receiving veth against the empty program attached there, swapped every
+# burst of a few milliseconds, until the ratio's spread is known.
 #
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
-#        [--max-trials N] [--width W] [--cpu N] [--json FILE] [--trafficgen]
-#        [--sample N|auto[:TARGET]] [--log-samples on|off] [--slog]
+#        [--max-trials N] [--width W] [--seconds S] [--cpu N] [--json FILE]
+#        [--trace FILE] [--no-hold] [--trafficgen] [--sample N|auto[:TARGET]]
+#        [--log-samples on|off] [--slog]
 #
-# --trials: pairs at least (8); --max-trials: at most (60); --width: stop
-# once every kind's ratio keysteer/empty has a 95% interval of its median
-# at most this wide (0.02). KS_NETNS_PREFIX names the namespaces (default
-# ksl: ksl-gen-PID, ksl-rx-PID).
+# --packets: a burst's packets (32768); bursts come in blocks of four,
+# E K K E or K E E K (E the empty program, K keysteer), and a block's
+# ratio is keysteer's packets per CPU second over the empty program's.
+# --trials: blocks at least (20); --max-trials: at most (20000);
+# --seconds: at most this long (300); --width: stop once every kind's
+# median ratio keysteer/empty has a 95% interval at most this wide (0.02).
+# --no-hold: leave the programs out of the XDP dispatcher between bursts
+# (each test run and swap then changes its set and waits out an RCU grace
+# period, as before 3 Dec), for comparison. --trace FILE: a line per block (kind, block, ratio, wall-time ratio, CPU
+# seconds of each program, wall seconds, largest share off the CPU).
+# KS_NETNS_PREFIX names the namespaces (default ksl: ksl-gen-PID,
+# ksl-rx-PID).
 #
 # --sample N|auto[:TARGET] (issue 27): one kind instead of the three, UDP
 # gets whose keys all differ (the sender writes 4 of the 16 key bytes per
@@ -34,7 +43,9 @@
 # sent to the in-kernel sketch are printed at the end.
 #
 # Makes two network namespaces of its own joined by a veth pair
-# (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only), runs `bench line`
+# (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only) and three dummy devices
+# in the sender's namespace (ksd0-2, two veth pairs left down; see
+# --hold-if in bench_line.c), runs `bench line`
 # (tests/bench/bench_line.c: BPF_PROG_TEST_RUN live frames, the engine of
 # xdp-trafficgen, with memcached frames) pinned to one CPU, and removes
 # both namespaces on every exit path. No other interface is touched.
@@ -44,7 +55,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=100000 TRIALS=8 MAX_TRIALS=60 WIDTH=0.02 CPU='' JSON_OUT='' TGEN='' SAMPLE= SLOG= LOGS=
+PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE= SLOG= LOGS=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -56,13 +67,16 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage 0 ;;
 	--trafficgen) TGEN=1 ;;
 	--slog) SLOG=1 ;;
-	--packets | --trials | --max-trials | --width | --cpu | --json | --sample | --log-samples)
+	--no-hold) NO_HOLD=1 ;;
+	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample | --log-samples)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
 		--trials) TRIALS=$2 ;;
 		--max-trials) MAX_TRIALS=$2 ;;
 		--width) WIDTH=$2 ;;
+		--seconds) SECONDS_MAX=$2 ;;
+		--trace) TRACE=$2 ;;
 		--cpu) CPU=$2 ;;
 		--json) JSON_OUT=$2 ;;
 		--sample) SAMPLE=$2 ;;
@@ -75,12 +89,12 @@ while [ $# -gt 0 ]; do
 done
 # bad numbers refused before any namespace is made (bench line checks
 # the ranges again)
-for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" ${CPU:+"$CPU"}; do
+for v in "$PACKETS" "$TRIALS" "$MAX_TRIALS" "$SECONDS_MAX" ${CPU:+"$CPU"}; do
 	[[ "$v" =~ ^[0-9]+$ ]] || { echo "line_bench.sh: '$v' is not a count; see --help" >&2; exit 2; }
 done
-{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 99 ] &&
-	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 99 ]; } ||
-	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..99; see --help" >&2; exit 2; }
+{ [ "$PACKETS" -ge 1000 ] && [ "$PACKETS" -le 740000 ] && [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 100000 ] &&
+	[ "$MAX_TRIALS" -ge 1 ] && [ "$MAX_TRIALS" -le 100000 ] && [ "$SECONDS_MAX" -ge 1 ] && [ "$SECONDS_MAX" -le 86400 ]; } ||
+	{ echo "line_bench.sh: --packets 1000..740000, --trials and --max-trials 1..100000, --seconds 1..86400; see --help" >&2; exit 2; }
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
 	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
@@ -111,18 +125,27 @@ ip netns add "$GEN" && ip netns add "$RX" &&
 	ip -n "$RX" addr add 198.18.1.2/24 dev ksl1 &&
 	ip -n "$GEN" link set ksl0 up && ip -n "$RX" link set ksl1 up &&
 	ip -n "$GEN" link set lo up && ip -n "$RX" link set lo up &&
+	# three devices that no packet reaches (two veth pairs left down: this
+	# kernel has no dummy driver): bench line attaches the sending program,
+	# the empty one and keysteer to one each (generic XDP), so that none
+	# leaves the kernel's XDP dispatcher during the run and no burst waits
+	# out the dispatcher's grace periods
+	ip -n "$GEN" link add ksd0 type veth peer name ksd1 &&
+	ip -n "$GEN" link add ksd2 type veth peer name ksd3 &&
 	# the frames go to 198.19.255.9: not the receiver's, and it does not
 	# forward, so its stack drops them after the route lookup
 	ip netns exec "$RX" sysctl -qw net.ipv4.ip_forward=0 ||
 	{ echo "line_bench.sh: making the namespaces and the veth pair failed" >&2; exit 1; }
 
 args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX_MAC
-	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH")
+	--packets "$PACKETS" --trials "$TRIALS" --max-trials "$MAX_TRIALS" --width "$WIDTH"
+	--seconds "$SECONDS_MAX")
+[ -z "$NO_HOLD" ] && args+=(--hold-if ksd)
 [ -n "$CPU" ] && args+=(--cpu "$CPU")
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
 [ -n "$LOGS" ] && args+=(--log-samples "$LOGS")
 [ -n "$SLOG" ] && args+=(--slog)
-"$BENCH" "${args[@]}"
+"$BENCH" "${args[@]}" ${TRACE:+--trace "$TRACE"}
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then
 	"$BENCH" "${args[@]}" --json > "$JSON_OUT" || rc=$?

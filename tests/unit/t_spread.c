@@ -64,8 +64,32 @@ static void known(void)
 	kt_end();
 }
 
+/* Thousands of figures (bench line's blocks): 2^-n underflows a double
+ * past n 1,074, and the interval must still be the order statistics'
+ * (about the median +- 0.98 sqrt(n) ranks), not the median alone. */
+static void many(void)
+{
+	static double v[3000];
+	struct ks_spread s;
+	double half;
+	__u32 i, n = 3000;
+
+	kt_begin("spread_interval_of_thousands");
+	for (i = 0; i < n; i++)
+		v[i] = (double)((i * 7) % n + 1); /* 1..3000, shuffled */
+	CHECK_EQ(ks_spread_of(v, n, 0.95, &s), 0);
+	half = 0.98 * sqrt((double)n);
+	CHECK(s.median == 1500.5, "median %f", s.median);
+	CHECK(s.lo + s.hi == n + 1, "[%f, %f] not symmetric", s.lo, s.hi);
+	CHECK(fabs(s.lo - (n / 2.0 - half)) < 3, "lo %f, about %f", s.lo,
+	      n / 2.0 - half);
+	CHECK(s.level >= 0.95 && s.level < 0.955, "level %f", s.level);
+	kt_end();
+}
+
 void test_spread(void)
 {
 	intervals();
 	known();
+	many();
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* spread.c - the median's confidence interval by order statistics. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util/spread.h"
 
-#define KS_SPREAD_MAX 4096
+#define KS_SPREAD_MAX (1U << 20)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -16,7 +17,7 @@ static int cmp_double(const void *a, const void *b)
 
 int ks_spread_of(const double *v, __u32 n, double level, struct ks_spread *s)
 {
-	double *t, p, cdf, coverage = 0;
+	double *t, lp, cdf, coverage = 0;
 	__u32 i, j = 1;
 
 	if (!v || !s || !n || n > KS_SPREAD_MAX || !(level > 0 && level < 1))
@@ -33,20 +34,20 @@ int ks_spread_of(const double *v, __u32 n, double level, struct ks_spread *s)
 	s->median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 	/* P(B < j) for B ~ Binomial(n, 1/2), j = 1, 2, ...: the interval
 	 * [x(j), x(n+1-j)] misses the median with probability 2 P(B < j);
-	 * take the largest j that keeps that within 1 - level */
-	p = 1;
-	for (i = 0; i < n; i++)
-		p /= 2; /* P(B = 0) */
-	cdf = p;
+	 * take the largest j that keeps that within 1 - level. P(B = i) is
+	 * carried as its logarithm: 2^-n underflows a double past n 1,074,
+	 * and bench line's blocks run to thousands */
+	lp = -(double)n * M_LN2; /* log P(B = 0) */
+	cdf = exp(lp);
 	coverage = 1 - 2 * cdf;
 	for (i = 1; 2 * (i + 1) <= n + 1; i++) {
 		double next;
 
-		p = p * (n - i + 1) / i; /* P(B = i) */
-		next = 1 - 2 * (cdf + p);
+		lp += log((double)(n - i + 1) / i); /* log P(B = i) */
+		next = 1 - 2 * (cdf + exp(lp));
 		if (next < level)
 			break;
-		cdf += p;
+		cdf += exp(lp);
 		coverage = next;
 		j = i + 1;
 	}

@@ -25,7 +25,7 @@ struct ks_spread {
  * level (0.95: P(Binomial(n, 1/2) < j) <= 2.5%). With too few figures
  * for that level (n < 6 at 0.95) the interval is [min, max] and its
  * coverage is what it is (s->level says). v is not changed. -EINVAL for
- * n 0 or more than 4096, or level outside (0, 1).
+ * n 0 or more than 2^20, or level outside (0, 1).
  */
 int ks_spread_of(const double *v, __u32 n, double level, struct ks_spread *s);
 
