@@ -107,7 +107,8 @@ def agent_totals(agent, iface):
     t = doc.get("totals")
     if isinstance(t, dict) and "ops" in t:
         return {"source": "report", "ops": t["ops"],
-                "errors": t.get("errors", {}), "resyncs": t.get("resyncs", 0)}
+                "errors": t.get("errors", {}), "resyncs": t.get("resyncs", 0),
+                "packets": t.get("packets", {})}
     # Temporary: report --json has no "totals" yet (issue 10); read the
     # same counters from the pinned maps. The test FAILs on this anyway.
     pins = "/sys/fs/bpf/keysteer/%s" % iface
@@ -425,6 +426,12 @@ def check(args):
                                  op_delta(a0, a1, "bytes", *OPS)))
     print("  agent parse errors: %s" % (", ".join(
         "%s %d" % kv for kv in sorted(errs.items())) or "none"))
+    # how the stream went (duplicates, overlaps, carries): what a failure
+    # report needs to tell a misparse from a lost packet
+    pk = {k: a1.get("packets", {}).get(k, 0) - a0.get("packets", {}).get(k, 0)
+          for k in a1.get("packets", {})}
+    print("  agent packets: %s" % (", ".join(
+        "%s %d" % kv for kv in sorted(pk.items()) if kv[1]) or "none"))
 
     # The log must tell the same story as the counters, or it is misread.
     selfcheck = [
