@@ -66,6 +66,7 @@ static const struct kt_group groups[] = {
 	{ "sample_rate", test_sample_rate },
 	{ "zipf", test_zipf },
 	{ "spread", test_spread },
+	{ "flow_cpu", test_flow_cpu },
 	{ "hotkeys", test_hotkeys },
 	{ "limits", test_limits },
 	{ "limit_auto", test_limit_auto },

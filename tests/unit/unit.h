@@ -23,6 +23,7 @@ void test_shard_rates(void);
 void test_sample_rate(void);
 void test_zipf(void);
 void test_spread(void);
+void test_flow_cpu(void);
 void test_hotkeys(void);
 void test_limits(void);
 void test_limit_auto(void);

@@ -17,6 +17,7 @@
 #include "core/estimate.h"
 #include "dp/bpf_log.h"
 #include "dp/ring_push.h"
+#include "net/flow_cpu.h"
 #include "render/report.h"
 #include "render/text.h"
 #include "util/opts.h"
@@ -483,6 +484,9 @@ int ks_agent_start(struct ks_agent *st)
 		       ? "; took over the running program, its counters, ring and hot keys"
 		       : "");
 	fflush(stdout);
+	if (st->o.attach_tc && ks_flow_cpu_risk(st->o.ifname) == 1)
+		ks_warn("%s is a veth without RPS: its peer's TSO frames are parsed on the CPUs that send them, so one TCP connection's segments can be parsed on two CPUs at once and its counts go wrong; set rps_cpus on its receive queues (docs/operations.md, \"One CPU per flow\")",
+			st->o.ifname);
 	/* before the first push, which hands it the ring to sweep for */
 	if (st->purge && ks_run_purge_start(st->purge)) {
 		ks_err("cannot start the purge thread; free some memory or rerun with --purge-rate 0 --purge-sweep-rate 0");

@@ -55,6 +55,26 @@ ks_pair_create() {
 	ip -n "$sns" link set "$sif" up || return 1
 }
 
+# ks_flow_one_cpu NS IF: every TCP flow arriving on IF handled by one CPU
+# at a time, as a NIC's receive-side scaling does. A veth whose peer sends
+# TSO frames hands them to the sending CPU's backlog, not to its NAPI, so
+# the segments of one connection can be parsed on two CPUs at once (the
+# process's and the one taking its ACKs) and a stream's state raced
+# (docs/operations.md, "One CPU per flow"); RPS over all CPUs puts each
+# flow on one CPU by its hash.
+ks_flow_one_cpu() {
+	local ns=$1 ifc=$2 n mask q
+	n=$(nproc --all) || return 1
+	mask=$(printf '%x' $(((1 << n) - 1)))
+	ip netns exec "$ns" sh -c '
+		for q in /sys/class/net/'"$ifc"'/queues/rx-*; do
+			echo '"$mask"' >"$q/rps_cpus" || exit 1
+		done' || return 1
+	for q in $(ip netns exec "$ns" sh -c "cat /sys/class/net/$ifc/queues/rx-*/rps_cpus"); do
+		[ "$((16#${q//,/}))" -ne 0 ] || return 1
+	done
+}
+
 # ks_ns_delete NS...: delete namespaces that exist; quiet about the others.
 ks_ns_delete() {
 	local ns
