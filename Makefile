@@ -409,11 +409,14 @@ bench-agent: check-deps
 # round and prints this / before. Needs root; about a minute.
 AGENT_BIG_CPUS   ?= 2,16,64,128
 AGENT_BIG_ROUNDS ?= 3
+# the sample log's keys a second a CPU (0: none; then no baseline without)
+AGENT_BIG_SLOG_RATE ?= 262144
 AGENT_BIG_BEFORE ?=
 bench-agent-big: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/agent_big.sh --cpus $(AGENT_BIG_CPUS) \
 		--rounds $(AGENT_BIG_ROUNDS) --json $(OUT)/agent_big.json \
+		--slog-rate $(AGENT_BIG_SLOG_RATE) \
 		$(if $(AGENT_BIG_BEFORE),--before $(AGENT_BIG_BEFORE))
 
 # keysteer on live traffic beside a libpcap observer (tcpdump): memcached in
