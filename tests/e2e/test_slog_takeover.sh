@@ -27,15 +27,11 @@ e2e_net_up
 
 PINS=$PIN_ROOT/$SIF
 MAP_ID=
-LOAD_PIDS=()
+LOAD_PID=
+# e2e_cleanup stops the agent, detaches and removes the pin folder
 takeover_cleanup() {
-	local rc=$? p
-	for p in "${LOAD_PIDS[@]}"; do
-		ks_stop_pid "$p" KILL 5 2>/dev/null
-	done
-	e2e_agent_stop KILL
-	e2e_agent detach --iface "$SIF" >/dev/null 2>&1
-	rm -rf "${PINS:?}"
+	local rc=$?
+	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" KILL 5 2>/dev/null
 	(exit "$rc")
 	e2e_cleanup
 }
@@ -77,7 +73,7 @@ wait_for() {
 ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 1000 \
 	--duration 60 --rate 500 --timeout 0.5 --json \
 	</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
-LOAD_PIDS+=("$KS_BG_PID")
+LOAD_PID=$KS_BG_PID
 
 if ! e2e_agent_start --sample 1 --interval 0.5; then
 	fail slog_takeover_setup "the first agent did not attach"
@@ -155,5 +151,6 @@ else
 	fail slog_takeover_sets_flag_once_draining "flags $(cfg_flags), log (heads, CPUs behind) $(log_pos), heads at the take-over $head0"
 fi
 e2e_agent_stop INT
-e2e_loads_stop >/dev/null
+ks_stop_pid "$LOAD_PID" INT 5
+LOAD_PID=
 exit "$E2E_FAILED"
