@@ -406,7 +406,10 @@ bench-agent: check-deps
 # measured here and scaled by bytes, the per-CPU maps' memory, in
 # AGENT_BIG_ROUNDS rounds (docs/benchmarks.md, "The agent on big hosts");
 # AGENT_BIG_BEFORE=REV also runs REV's estimate.c and collect.c in every
-# round and prints this / before. Needs root; about a minute.
+# round and prints this / before. With the sample log's drain and fold on
+# real maps sized as such a host sizes them (AGENT_BIG_SLOG_RATE keys/s a
+# CPU; 0: not), and the same bench without the log in every round. Needs
+# root; a few minutes.
 AGENT_BIG_CPUS   ?= 2,16,64,128
 AGENT_BIG_ROUNDS ?= 3
 # the sample log's keys a second a CPU (0: none; then no baseline without)

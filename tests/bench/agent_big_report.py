@@ -127,7 +127,7 @@ def main():
         print('the sample log\'s drain (medians of %d rounds, range): keys a second a CPU %d' % (
             rounds, out['sizes'][0]['slog']['slog_rate']))
         print(' | '.join(('cpus', 'ns a record', 'poll us', 'drain ms a second at the rate',
-                          'idle ms a second', 'CPUs one drain serves', 'records a timed interval',
+                          'idle ms a second', 'CPUs one drain serves', 'records timed (all intervals)',
                           'log map MiB', 'fold MiB', 'agent peak +MiB less the log map',
                           'late', 'bad')))
         for row in out['sizes']:
