@@ -406,14 +406,20 @@ bench-agent: check-deps
 # measured here and scaled by bytes, the per-CPU maps' memory, in
 # AGENT_BIG_ROUNDS rounds (docs/benchmarks.md, "The agent on big hosts");
 # AGENT_BIG_BEFORE=REV also runs REV's estimate.c and collect.c in every
-# round and prints this / before. Needs root; about a minute.
+# round and prints this / before. With the sample log's drain and fold on
+# real maps sized as such a host sizes them (AGENT_BIG_SLOG_RATE keys/s a
+# CPU; 0: not), and the same bench without the log in every round. Needs
+# root; a few minutes.
 AGENT_BIG_CPUS   ?= 2,16,64,128
 AGENT_BIG_ROUNDS ?= 3
+# the sample log's keys a second a CPU (0: none; then no baseline without)
+AGENT_BIG_SLOG_RATE ?= 262144
 AGENT_BIG_BEFORE ?=
 bench-agent-big: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/agent_big.sh --cpus $(AGENT_BIG_CPUS) \
 		--rounds $(AGENT_BIG_ROUNDS) --json $(OUT)/agent_big.json \
+		--slog-rate $(AGENT_BIG_SLOG_RATE) \
 		$(if $(AGENT_BIG_BEFORE),--before $(AGENT_BIG_BEFORE))
 
 # keysteer on live traffic beside a libpcap observer (tcpdump): memcached in

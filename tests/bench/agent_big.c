@@ -27,13 +27,27 @@
  * kernel ns = sum over calls of (a + b * bytes), with a, b of the kind of
  * call (lookup, update).
  *
+ * The sample log (--slog-rate R, R > 0): the agent's drain (dp/slog.c)
+ * and fold (core/slog_fold.c) on real maps, ks_slog and ks_slog_pos
+ * made at the sizes ks_slog_size() gives the BPF object at N CPUs
+ * (mmapable arrays, mapped by ks_slog_open as the agent maps them). Each
+ * interval the bench writes, as N datapath CPUs would, KS_SLOG_FILL_AIM
+ * records on every CPU (the fill the drain's period aims at) and the
+ * drain takes them, --slog-drains times; the lines written are flushed
+ * from this CPU's cache first (x86), as the records of other CPUs are
+ * not in the drain's. Only the drains are timed: ns of thread CPU a
+ * record, then scaled to R keys a second on every CPU. The interval's
+ * own part then includes the fold's sketch, candidates and reset
+ * (collect.c with the fold set, as loop.c runs it).
+ *
  * Kernel memory: the per-CPU maps of the BPF object (keysteer.bpf.o),
  * read from the object file without loading it: round8(value_size) *
  * max_entries * N for every percpu array or hash, plus the other maps as
  * they are.
  *
  *   agent_big [--cpus 2,16,64,128] [--intervals 5] [--obj FILE]
- *             [--kernel-reps 200] [--no-kernel]
+ *             [--kernel-reps 200] [--no-kernel] [--slog-rate 262144]
+ *             [--slog-drains 4]
  *
  * Prints one "RESULT" line of key=value pairs per N and one "KERNEL" line
  * of the fitted line; needs CAP_BPF for the kernel part.
@@ -50,6 +64,8 @@
 #include <bpf/libbpf.h>
 #include "agent_big_model.h"
 #include "dp/collect.h"
+#include "dp/slog.h"
+#include "dp/slog_maps.h"
 #include "core/estimate.h"
 #include "core/hotkeys.h"
 #include "util/clock.h"
@@ -96,6 +112,18 @@ static struct {
 	double copy_call_ns[F_N];
 	struct ab_calls calls[F_N][2]; /* [map][0 lookup, 1 update] */
 } fk;
+
+/* The sample log at N CPUs (--slog-rate > 0). */
+static struct {
+	__u32 rate; /* sampled keys a second on each CPU, for the scaling */
+	int drains; /* drains an interval, KS_SLOG_FILL_AIM records a CPU */
+	const char *obj;
+	struct ks_slog s;
+	__u64 lcg;
+	__u64 hot_hash[HOT_CANDS];
+	/* the timed intervals' drains */
+	__u64 drain_ns, recs, poll_ns, polls;
+} sl;
 
 /* Plain arrays of one value of a percpu value's bytes at N CPUs: ns per
  * call, [0] a sketch segment, [1] a candidate slot; [kind][0 lookup, 1
@@ -289,6 +317,170 @@ static int calibrate_copy(size_t buf_bytes)
 	return 0;
 }
 
+/* Out of this CPU's caches (x86; elsewhere left, so the drain is timed
+ * on warm lines and the figure is a lower bound). */
+static void flush_lines(const void *p, size_t bytes)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	const char *c = p;
+	size_t i;
+
+	for (i = 0; i < bytes; i += 64)
+		__builtin_ia32_clflush(c + i);
+	__builtin_ia32_mfence();
+#else
+	(void)p;
+	(void)bytes;
+#endif
+}
+
+/*
+ * The maps the agent would map on a host of ncpus CPUs: ks_slog_size()
+ * on the BPF object (libbpf_num_possible_cpus is ncpus here), then both
+ * made at those sizes and mapped by ks_slog_open.
+ */
+static int slog_make(int ncpus, __u32 seq)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct bpf_object *o = bpf_object__open_file(sl.obj, NULL);
+	__u32 recs, npos;
+	int fd, pos_fd, err, i;
+
+	if (!o) {
+		fprintf(stderr, "agent_big: cannot open %s: %s\n", sl.obj,
+			strerror(errno));
+		return -ENOENT;
+	}
+	err = ks_slog_size(o);
+	recs = bpf_map__max_entries(bpf_object__find_map_by_name(o, "ks_slog"));
+	npos = bpf_map__max_entries(
+		bpf_object__find_map_by_name(o, "ks_slog_pos"));
+	bpf_object__close(o);
+	if (err || recs != (__u32)ncpus * KS_SLOG_RECS ||
+	    npos != (__u32)ncpus) {
+		fprintf(stderr,
+			"agent_big: ks_slog_size at %d CPUs: %d (%u records, %u positions)\n",
+			ncpus, err, recs, npos);
+		return -EINVAL;
+	}
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_slog", 4,
+			    sizeof(struct ks_slog_rec), recs, &mo);
+	pos_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_slog_pos", 4,
+				sizeof(struct ks_slog_pos), npos, &mo);
+	if (fd < 0 || pos_fd < 0) {
+		fprintf(stderr,
+			"agent_big: the sample log's maps at %d CPUs: %s\n",
+			ncpus, strerror(errno));
+		return -errno;
+	}
+	err = ks_slog_open(&sl.s, fd, pos_fd, ncpus, seq);
+	/* the mappings hold the maps */
+	close(fd);
+	close(pos_fd);
+	if (err)
+		return err;
+	for (i = 0; i < HOT_CANDS; i++) {
+		__u64 w[KS_KEY_WORDS] = { 0 };
+		int len = snprintf((char *)w, sizeof(w), "hot:%d", i);
+
+		sl.hot_hash[i] = ks_key_hash(w, (__u32)len);
+	}
+	sl.lcg = 777;
+	return 0;
+}
+
+/*
+ * KS_SLOG_FILL_AIM records of seq on every CPU, as its datapath appends
+ * them (ks_slog_put): 1 in 10 one of the hot keys every CPU sees, the
+ * rest keys of the CPU's own never seen again; 1 in 10 a write. Each
+ * CPU at its rate (cpu_n). Then the lines out of this CPU's cache.
+ */
+static void slog_produce(__u32 seq, const __u32 *cpu_n)
+{
+	int cpu, i;
+
+	for (cpu = 0; cpu < sl.s.ncpus; cpu++) {
+		struct ks_slog_pos *p = &sl.s.pos[cpu];
+		struct ks_slog_rec *log = &sl.s.recs[(size_t)cpu * KS_SLOG_RECS];
+		__u64 head = p->head, h0 = head;
+
+		for (i = 0; i < KS_SLOG_FILL_AIM; i++, head++) {
+			struct ks_slog_rec *r = &log[head & KS_SLOG_MASK];
+			__u64 x = lcg(&sl.lcg);
+			int len;
+
+			memset(r, 0, sizeof(*r));
+			if (x % 10 == 0) {
+				len = snprintf((char *)r->key, sizeof(r->key),
+					       "hot:%u",
+					       (unsigned)(x / 10 % HOT_CANDS));
+				r->hash = sl.hot_hash[x / 10 % HOT_CANDS];
+			} else {
+				len = snprintf(
+					(char *)r->key, sizeof(r->key),
+					"key:%d:%llu", cpu,
+					(unsigned long long)lcg(&sl.lcg));
+				r->hash = ks_key_hash(r->key, (__u32)len);
+			}
+			r->len = (__u16)len;
+			r->cls = x % 10 == 5 ? KS_CLASS_WRITE : KS_CLASS_READ;
+			r->seq = (__u16)seq;
+			r->n = (__u16)cpu_n[cpu];
+		}
+		__atomic_store_n(&p->head, head, __ATOMIC_RELEASE);
+		/* a record is one line */
+		for (; h0 < head; h0++)
+			flush_lines(&log[h0 & KS_SLOG_MASK], sizeof(*log));
+		flush_lines(p, sizeof(*p));
+	}
+}
+
+/*
+ * seq's records through the log, as between two flips: its epoch opened,
+ * sl.drains rounds of the datapath's records and a drain, one drain of
+ * nothing new (the poll: every CPU's position line moved by its CPU, so
+ * out of this one's cache), then the epoch closed. timed: the drains'
+ * CPU into sl's sums.
+ */
+static int slog_feed(__u32 seq, const __u32 *cpu_n, int timed)
+{
+	__u64 t0, ns = 0, recs = 0, poll;
+	int d, cpu;
+
+	ks_slog_flip_begin(&sl.s, seq);
+	for (d = 0; d < sl.drains; d++) {
+		slog_produce(seq, cpu_n);
+		t0 = ks_thread_cpu_ns();
+		recs += ks_slog_drain(&sl.s);
+		ns += ks_thread_cpu_ns() - t0;
+	}
+	for (cpu = 0; cpu < sl.s.ncpus; cpu++)
+		flush_lines(&sl.s.pos[cpu], sizeof(sl.s.pos[cpu]));
+	t0 = ks_thread_cpu_ns();
+	if (ks_slog_drain(&sl.s))
+		return -EIO;
+	poll = ks_thread_cpu_ns() - t0;
+	ks_slog_flip_end(&sl.s, seq);
+	if (recs != (__u64)sl.drains * KS_SLOG_FILL_AIM * sl.s.ncpus)
+		return -EIO;
+	if (timed) {
+		sl.drain_ns += ns;
+		sl.recs += recs;
+		sl.poll_ns += poll;
+		sl.polls++;
+	}
+	return 0;
+}
+
+/* The fake's candidate slots of interval seq (they are this interval's). */
+static void fake_seq(__u32 seq)
+{
+	size_t i;
+
+	for (i = 0; i < (size_t)KS_CAND_SLOTS * fk.ncpus; i++)
+		fk.cand[i].seq = seq;
+}
+
 /* One interval, as loop.c's one_interval runs collect.c's part of it. */
 static long one_interval(struct ks_collector *col, struct ks_maps *maps,
 			 __u32 seq, const __u32 *cpu_n, struct ks_totals *prev,
@@ -357,13 +549,27 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	rss0 = proc_kib("VmRSS:");
 	if (ks_collector_init(&col, &maps))
 		return -ENOMEM;
+	if (sl.rate) {
+		int err = slog_make(ncpus, seq);
+
+		if (!err)
+			err = ks_collector_set_slog(&col, &sl.s.fold);
+		if (err)
+			return err;
+	}
 	/* warm-up, which also holds the first interval's page faults */
-	if (one_interval(&col, &maps, seq, cpu_n, prev, cur, sk, rep, sc, mis) <
-	    0)
+	fake_seq(seq);
+	if ((sl.rate && slog_feed(seq, cpu_n, 0)) ||
+	    one_interval(&col, &maps, seq, cpu_n, prev, cur, sk, rep, sc, mis) <
+		    0)
 		return -EIO;
 	for (i = 0; i < intervals; i++) {
 		__u64 t0;
 
+		seq++;
+		fake_seq(seq);
+		if (sl.rate && slog_feed(seq, cpu_n, 1))
+			return -EIO;
 		memset(fk.calls, 0, sizeof(fk.calls));
 		t0 = ks_thread_cpu_ns();
 		ncands = one_interval(&col, &maps, seq, cpu_n, prev, cur, sk,
@@ -383,6 +589,10 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		__u64 t0;
 		struct ks_interval iv;
 
+		seq++;
+		fake_seq(seq);
+		if (sl.rate && slog_feed(seq, cpu_n, 0))
+			return -EIO;
 		t0 = ks_thread_cpu_ns();
 		c0 = copy_ns();
 		if (ks_read_sketch(&col, seq & 1, sk, cpu_n))
@@ -439,8 +649,38 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		       fake_name[m], (unsigned long long)calls[m][0].bytes,
 		       fake_name[m], (unsigned long long)calls[m][1].calls,
 		       fake_name[m], (unsigned long long)calls[m][1].bytes);
-	printf(" rss0_kib=%ld hwm_kib=%ld rss_kib=%ld peak_added_kib=%ld kept_kib=%ld\n",
+	printf(" rss0_kib=%ld hwm_kib=%ld rss_kib=%ld peak_added_kib=%ld kept_kib=%ld",
 	       rss0, hwm, rss1, hwm - rss0, rss1 - rss0);
+	if (sl.rate) {
+		const struct ks_slog_fold *f = &sl.s.fold;
+		double nsr = (double)sl.drain_ns / (double)sl.recs;
+		double poll = (double)sl.poll_ns / (double)sl.polls;
+		struct ab_slog_load busy, idle;
+
+		/* at the rate the drain's period comes to KS_SLOG_FILL_AIM
+		 * records a poll; idle it polls at its longest period */
+		if (ab_slog_load(nsr, poll, (double)sl.rate / KS_SLOG_FILL_AIM,
+				 sl.rate, ncpus, &busy) ||
+		    ab_slog_load(nsr, poll, 1e9 / KS_SLOG_PERIOD_MAX_NS, 0,
+				 ncpus, &idle))
+			return -EINVAL;
+		/* the log's mapping is the kernel's memory, in VmRSS as
+		 * file pages: its bytes, to tell it from the agent's own */
+		printf(" slog=1 slog_rate=%u slog_records=%llu slog_ns_per_record=%.1f slog_poll_us=%.2f slog_ms_per_s=%.2f slog_idle_ms_per_s=%.3f slog_cpus_served=%.1f slog_map_kib=%zu slog_fold_kib=%zu slog_late=%llu slog_bad=%llu slog_cand_insert=%llu slog_cand_evict=%llu",
+		       sl.rate, (unsigned long long)sl.recs, nsr, poll / 1e3,
+		       busy.ms_per_s, idle.ms_per_s, busy.cpus_served,
+		       (sl.s.recs_len + sl.s.pos_len) / 1024,
+		       (KS_EPOCHS * (sizeof(struct ks_sketch) +
+				     (size_t)f->nbuckets * KS_CAND_WAYS *
+					     sizeof(struct ks_slog_cand)) +
+			KS_SLOG_RECS * sizeof(struct ks_slog_rec)) /
+			       1024,
+		       (unsigned long long)f->late, (unsigned long long)f->bad,
+		       (unsigned long long)f->cand_insert,
+		       (unsigned long long)f->cand_evict);
+		ks_slog_close(&sl.s);
+	}
+	printf("\n");
 	fflush(stdout);
 	ks_collector_free(&col);
 	return 0;
@@ -594,6 +834,8 @@ int main(int argc, char **argv)
 		{ "obj", required_argument, NULL, 'o' },
 		{ "kernel-reps", required_argument, NULL, 'r' },
 		{ "no-kernel", no_argument, NULL, 'n' },
+		{ "slog-rate", required_argument, NULL, 's' },
+		{ "slog-drains", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spec = "2,16,64,128", *obj = "build/keysteer.bpf.o";
@@ -601,7 +843,10 @@ int main(int argc, char **argv)
 	struct flat_ns flat[16];
 	int cpus[16], ncpu_list, intervals = 5, reps = 200, kernel = 1;
 	int opt, k;
+	long slog_rate = 0;
+	char *end;
 
+	sl.drains = 4;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -619,18 +864,30 @@ int main(int argc, char **argv)
 		case 'n':
 			kernel = 0;
 			break;
+		case 's':
+			slog_rate = strtol(optarg, &end, 10);
+			if (*end || end == optarg)
+				slog_rate = -1;
+			break;
+		case 'd':
+			sl.drains = atoi(optarg);
+			break;
 		default:
 			fprintf(stderr,
-				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel]\n");
+				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel] [--slog-rate KEYS_PER_S] [--slog-drains N]\n");
 			return 2;
 		}
 	}
 	ncpu_list = ab_parse_cpu_list(spec, cpus, 16);
-	if (ncpu_list <= 0 || intervals < 1 || intervals > 64 || reps < 1) {
+	if (ncpu_list <= 0 || intervals < 1 || intervals > 64 || reps < 1 ||
+	    slog_rate < 0 || slog_rate > 100000000 || sl.drains < 1 ||
+	    sl.drains > 64) {
 		fprintf(stderr,
-			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1\n");
+			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1, --slog-rate 0..100000000 (0: no sample log), --slog-drains 1..64\n");
 		return 2;
 	}
+	sl.rate = (__u32)slog_rate;
+	sl.obj = obj;
 	if (kernel && kernel_part(cpus, ncpu_list, reps, fit, flat)) {
 		fprintf(stderr,
 			"agent_big: the kernel part needs CAP_BPF (run as root)\n");

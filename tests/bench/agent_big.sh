@@ -4,20 +4,25 @@
 # rounds; with --before REV also the same bench linked with REV's
 # user/core/estimate.c and user/dp/collect.c (built here, in a temporary
 # folder), run alternately with this tree's in every round, and the
-# ratio this / before of user-space ms per interval per round.
+# ratio this / before of user-space ms per interval per round. With the
+# sample log (--slog-rate R, keys a second a CPU the drain's cost is
+# scaled to; default 262,144, --sample auto's default target; 0 for
+# none) every round runs the bench with the log, as the agent runs by
+# default, and without it (--log-samples off), in alternating order.
 #
 #   sudo tests/bench/agent_big.sh [--cpus 2,16,64,128] [--rounds 3]
-#        [--intervals 5] [--before REV] [--json FILE]
+#        [--intervals 5] [--before REV] [--slog-rate 262144] [--json FILE]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUTD=$ROOT/${OUT:-build}
 BIN=$OUTD/tests/agent_big
-CPUS=2,16,64,128 ROUNDS=3 INTERVALS=5 BEFORE='' JSON_OUT=''
+CPUS=2,16,64,128 ROUNDS=3 INTERVALS=5 BEFORE='' JSON_OUT='' SLOG_RATE=262144
 # shellcheck source=bench_opts.sh
 . "$ROOT/tests/bench/bench_opts.sh"
 bench_opts '--cpus:CPUS --rounds:ROUNDS --intervals:INTERVALS
-	--before:BEFORE --json:JSON_OUT' "$@"
+	--before:BEFORE --json:JSON_OUT --slog-rate:SLOG_RATE' "$@"
 case $ROUNDS in '' | *[!0-9]* | 0) echo "agent_big.sh: --rounds wants a number >= 1" >&2; exit 2 ;; esac
+case $SLOG_RATE in '' | *[!0-9]*) echo "agent_big.sh: --slog-rate wants a number >= 0" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "agent_big.sh: needs root (BPF maps)" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "agent_big.sh: $BIN missing; run make tests first" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/ks_agent_big.XXXXXX)
@@ -53,9 +58,17 @@ fi
 
 for ((r = 1; r <= ROUNDS; r++)); do
 	args=(--cpus "$CPUS" --intervals "$INTERVALS" --obj "$OUTD/keysteer.bpf.o")
-	# the kernel's part once a round (the same code in both)
-	"$BIN" "${args[@]}" >"$DIR/this.$r" ||
+	nolog() {
+		[ "$SLOG_RATE" = 0 ] || "$BIN" "${args[@]}" --no-kernel \
+			--slog-rate 0 >"$DIR/nolog.$r" ||
+			{ echo "agent_big.sh: round $r (no log) failed" >&2; exit 1; }
+	}
+	# the baseline first in odd rounds, second in even ones
+	[ $((r % 2)) = 1 ] && nolog
+	# the kernel's part once a round (the same code in all)
+	"$BIN" "${args[@]}" --slog-rate "$SLOG_RATE" >"$DIR/this.$r" ||
 		{ echo "agent_big.sh: round $r failed" >&2; exit 1; }
+	[ $((r % 2)) = 0 ] && nolog
 	if [ -n "$BEFORE" ]; then
 		"$DIR/agent_big_before" "${args[@]}" --no-kernel >"$DIR/before.$r" ||
 			{ echo "agent_big.sh: round $r (before) failed" >&2; exit 1; }

@@ -130,3 +130,23 @@ __u64 ab_max_u64(const __u64 *v, size_t n)
 			m = v[i];
 	return m;
 }
+
+int ab_slog_load(double ns_per_rec, double poll_ns, double polls_per_s,
+		 double rate, int ncpus, struct ab_slog_load *out)
+{
+	double poll = poll_ns * polls_per_s; /* ns a second, whatever N */
+	double per_cpu = ns_per_rec * rate;  /* ns a second, each CPU */
+
+	if (!(ns_per_rec >= 0 && ns_per_rec < 1e12) ||
+	    !(poll_ns >= 0 && poll_ns < 1e12) ||
+	    !(polls_per_s >= 0 && polls_per_s < 1e9) ||
+	    !(rate >= 0 && rate < 1e12) || ncpus < 1)
+		return -1;
+	out->ms_per_s = (per_cpu * ncpus + poll) / 1e6;
+	/* a poll drains every CPU: at ncpus its cost is the one measured;
+	 * taken as fixed, so the CPUs served are those of the rest */
+	out->cpus_served = poll >= 1e9   ? 0
+			   : per_cpu > 0 ? (1e9 - poll) / per_cpu
+					 : 1e18;
+	return 0;
+}

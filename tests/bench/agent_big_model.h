@@ -56,6 +56,22 @@ void ab_map_memory(const struct ab_map_desc *d, size_t n, int ncpus,
  * or -1 for anything else. */
 int ab_parse_cpu_list(const char *s, int *out, int max);
 
+/*
+ * The sample log's drain at N CPUs, from what one drain thread took: ns
+ * of its CPU per record (drained and folded), and the CPU time of the
+ * empty drains it polls with. At rate sampled keys a second on each of
+ * ncpus CPUs and polls drains a second: the drain's CPU ms a second
+ * (its share of one core, x 1000), and how many CPUs sampling at rate
+ * one thread can keep up with (1 s of its CPU a second; 0 when the
+ * polls alone take it). -1 for a negative or non-finite figure.
+ */
+struct ab_slog_load {
+	double ms_per_s;    /* drain CPU ms a second at ncpus */
+	double cpus_served; /* CPUs at rate one thread keeps up with */
+};
+int ab_slog_load(double ns_per_rec, double poll_ns, double polls_per_s,
+		 double rate, int ncpus, struct ab_slog_load *out);
+
 /* Median (the lower of the middle two) and maximum; 0 for n = 0. */
 __u64 ab_median_u64(const __u64 *v, size_t n);
 __u64 ab_max_u64(const __u64 *v, size_t n);

@@ -5,7 +5,10 @@ bench-agent-big from agent_big's RESULT, KERNEL and MAPMEM lines
 rounds of user-space ms an interval, the kernel's copy (the fitted line
 and the plain-array check), the per-CPU maps' memory and the agent's added
 peak memory; with BEFORE, that build's user ms and the ratio this / before
-of every round (median and range)."""
+of every round (median and range); with the sample log (nolog.N files
+beside this.N), the same bench without the log in the same round, the
+ratio of user ms with / without, and the drain's figures."""
+import os
 import json
 import statistics
 import sys
@@ -29,12 +32,29 @@ def parse(path):
     return rows, kern, mem, check
 
 
+def against(row, rs, others, name, ratio_name):
+    """This run's rounds rs against the same rounds of others (a build
+    before, or no sample log): into row, their medians and the ratio
+    this / other of every round; the table's two cells."""
+    med = statistics.median
+    ratios = [a['user_ms_p50'] / b['user_ms_p50'] for a, b in zip(rs, others)]
+    row[name + 'user_ms'] = med(p['user_ms_p50'] for p in others)
+    row[name + 'peak_added_mib'] = med(p['peak_added_kib'] for p in others) / 1024
+    row[ratio_name + 'ratio'] = med(ratios)
+    row[ratio_name + 'ratio_range'] = [min(ratios), max(ratios)]
+    return ['%.2f' % row[name + 'user_ms'],
+            'x%.2f (x%.2f-x%.2f)' % (row[ratio_name + 'ratio'],
+                                     *row[ratio_name + 'ratio_range'])]
+
+
 def main():
     d, rounds = sys.argv[1], int(sys.argv[2])
     before = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
     json_out = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
     this = [parse('%s/this.%d' % (d, r)) for r in range(1, rounds + 1)]
     prev = [parse('%s/before.%d' % (d, r))[0] for r in range(1, rounds + 1)] if before else []
+    slog = os.path.exists('%s/nolog.1' % d)
+    nolog = [parse('%s/nolog.%d' % (d, r))[0] for r in range(1, rounds + 1)] if slog else []
     out_checks = []
     for c in this[0][3]:
         # one value as large as a percpu value at N CPUs, against the line
@@ -45,7 +65,8 @@ def main():
         out_checks.append(c)
     cpus = sorted(this[0][0])
     med = statistics.median
-    out = {'rounds': rounds, 'before': before, 'kernel_fit': [t[1] for t in this],
+    out = {'rounds': rounds, 'before': before, 'slog': slog,
+           'kernel_fit': [t[1] for t in this],
            'checks': out_checks, 'sizes': []}
     for k in ('lookup', 'update'):
         vals = [t[1]['%s_ns_per_byte' % k] for t in this]
@@ -57,6 +78,8 @@ def main():
            'candidates', 'percpu maps MiB', 'of them ks_cms', 'agent peak +MiB', 'kept +MiB')
     if before:
         hdr += ('before user ms', 'this/before (range)')
+    if slog:
+        hdr += ('no log: user ms', 'log/no log (range)', 'no log: peak +MiB')
     print(' | '.join(hdr))
     for n in cpus:
         rs = [t[0][n] for t in this]
@@ -85,16 +108,41 @@ def main():
                  '%d' % row['candidates'], '%.1f' % row['percpu_mib'], '%.1f' % row['cms_mib'],
                  '%.1f' % row['peak_added_mib'], '%.1f' % row['kept_mib']]
         if before:
-            ps = [p[n] for p in prev]
-            ratios = [a['user_ms_p50'] / b['user_ms_p50'] for a, b in zip(rs, ps)]
-            row['before_user_ms'] = med(p['user_ms_p50'] for p in ps)
-            row['before_peak_added_mib'] = med(p['peak_added_kib'] for p in ps) / 1024
-            row['ratio'] = med(ratios)
-            row['ratio_range'] = [min(ratios), max(ratios)]
-            cells += ['%.2f' % row['before_user_ms'],
-                      'x%.2f (x%.2f-x%.2f)' % (row['ratio'], *row['ratio_range'])]
+            cells += against(row, rs, [p[n] for p in prev], 'before_', '')
+        if slog:
+            cells += against(row, rs, [p[n] for p in nolog], 'nolog_', 'slog_')
+            cells.append('%.1f' % row['nolog_peak_added_mib'])
+            sl = {}
+            for k in ('slog_ns_per_record', 'slog_poll_us', 'slog_ms_per_s',
+                      'slog_idle_ms_per_s', 'slog_cpus_served'):
+                sl[k] = med(r[k] for r in rs)
+                sl[k + '_range'] = [min(r[k] for r in rs), max(r[k] for r in rs)]
+            for k in ('slog_rate', 'slog_records', 'slog_map_kib', 'slog_fold_kib',
+                      'slog_late', 'slog_bad'):
+                sl[k] = rs[0][k]
+            row['slog'] = sl
         print(' | '.join(cells))
         out['sizes'].append(row)
+    if slog:
+        print('the sample log\'s drain (medians of %d rounds, range): keys a second a CPU %d' % (
+            rounds, out['sizes'][0]['slog']['slog_rate']))
+        print(' | '.join(('cpus', 'ns a record', 'poll us', 'drain ms a second at the rate',
+                          'idle ms a second', 'CPUs one drain serves', 'records timed (all intervals)',
+                          'log map MiB', 'fold MiB', 'agent peak +MiB less the log map',
+                          'late', 'bad')))
+        for row in out['sizes']:
+            sl = row['slog']
+            print(' | '.join((
+                '%d' % row['cpus'],
+                '%.1f (%.1f-%.1f)' % (sl['slog_ns_per_record'], *sl['slog_ns_per_record_range']),
+                '%.2f (%.2f-%.2f)' % (sl['slog_poll_us'], *sl['slog_poll_us_range']),
+                '%.0f (%.0f-%.0f)' % (sl['slog_ms_per_s'], *sl['slog_ms_per_s_range']),
+                '%.3f' % sl['slog_idle_ms_per_s'],
+                '%.1f (%.1f-%.1f)' % (sl['slog_cpus_served'], *sl['slog_cpus_served_range']),
+                '%d' % sl['slog_records'], '%.1f' % (sl['slog_map_kib'] / 1024),
+                '%.1f' % (sl['slog_fold_kib'] / 1024),
+                '%.1f' % (row['peak_added_mib'] - sl['slog_map_kib'] / 1024),
+                '%d' % sl['slog_late'], '%d' % sl['slog_bad'])))
     if json_out:
         with open(json_out, 'w') as f:
             json.dump(out, f, indent=1)

@@ -106,9 +106,34 @@ static void cpu_list_and_stats(void)
 	kt_end();
 }
 
+static void slog_load(void)
+{
+	struct ab_slog_load l;
+
+	kt_begin("agent_big_slog_load");
+	/* 100 ns a record at 262,144 keys/s: 26.2 ms a second a CPU; 128
+	 * CPUs 3,355 ms, beyond one thread; polls of 10 us, 1,000 a second:
+	 * 10 ms more, and 37.8 CPUs served by one thread */
+	CHECK_EQ(ab_slog_load(100, 10000, 1000, 262144, 128, &l), 0);
+	CHECK(l.ms_per_s > 3365.4 && l.ms_per_s < 3365.5, "ms %f", l.ms_per_s);
+	CHECK(l.cpus_served > 37.76 && l.cpus_served < 37.77, "cpus %f",
+	      l.cpus_served);
+	/* the polls alone take the thread: none served */
+	CHECK_EQ(ab_slog_load(100, 1e6, 1000, 262144, 2, &l), 0);
+	CHECK(l.cpus_served == 0, "cpus %f", l.cpus_served);
+	/* nothing sampled: the polls only */
+	CHECK_EQ(ab_slog_load(100, 10000, 143, 0, 64, &l), 0);
+	CHECK(l.ms_per_s > 1.429 && l.ms_per_s < 1.431, "ms %f", l.ms_per_s);
+	CHECK_EQ(ab_slog_load(-1, 0, 0, 1, 2, &l), -1);
+	CHECK_EQ(ab_slog_load(1, 0, 0, 1, 0, &l), -1);
+	CHECK_EQ(ab_slog_load(0.0 / 0.0, 0, 0, 1, 2, &l), -1);
+	kt_end();
+}
+
 void test_agent_big(void)
 {
 	fit();
 	memory();
 	cpu_list_and_stats();
+	slog_load();
 }

@@ -324,10 +324,25 @@ static void period(void)
 	kt_end();
 }
 
+static void takeover(void)
+{
+	/* any other bit, named or not (0x1000: the limits' grow-tail) */
+	const __u32 others = KS_CFG_NO_STREAM | KS_CFG_REPLIES | 0x1000u |
+			     0x80000000u;
+
+	kt_begin("slog_takeover_drops_the_dead_drains_flag");
+	CHECK_EQ(ks_slog_takeover_flags(KS_CFG_SLOG), 0);
+	CHECK_EQ(ks_slog_takeover_flags(others | KS_CFG_SLOG), others);
+	CHECK_EQ(ks_slog_takeover_flags(others), others);
+	CHECK_EQ(ks_slog_takeover_flags(0), 0);
+	kt_end();
+}
+
 void test_slog_fold(void)
 {
 	weights();
 	epochs();
 	candidates();
 	period();
+	takeover();
 }

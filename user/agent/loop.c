@@ -362,8 +362,14 @@ static int slog_on(struct ks_agent *st)
 	st->slog.nice = KS_SLOG_NICE;
 	if (!err)
 		err = ks_collector_set_slog(&st->col, &st->slog.fold);
-	if (!err)
+	/* the drain has run (what a dead agent's datapath left in the log
+	 * is folded, in the epoch it was written in) and its thread is
+	 * started before the flag says so; a take-over cleared the dead
+	 * agent's flag first thing (ks_adopt_orphaned_flags) */
+	if (!err) {
+		ks_slog_drain(&st->slog);
 		err = ks_slog_start(&st->slog);
+	}
 	if (!err) {
 		st->slog_on = 1;
 		err = ks_read_config(&st->maps, &cfg);

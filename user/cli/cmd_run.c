@@ -606,6 +606,12 @@ int cmd_run(int argc, char **argv)
 	if (rc == KS_ADOPT) {
 		ks_info("%s", err);
 		a->adopt = 1;
+		/* before anything else: the dead agent's drain is gone */
+		rc = ks_adopt_orphaned_flags(st->o.a.ifname);
+		if (rc)
+			ks_warn("cannot clear the dead agent's sample-log flag (%s): the datapath logs sampled keys nobody drains until this agent's drain runs",
+				strerror(-rc));
+		rc = 0;
 	} else if (rc) {
 		ks_err("%s", err);
 		rc = KS_EXIT_FAIL;

@@ -237,3 +237,8 @@ __u64 ks_slog_period_next(__u64 period_ns, __u32 fill)
 		next = KS_SLOG_PERIOD_MAX_NS;
 	return next;
 }
+
+__u32 ks_slog_takeover_flags(__u32 flags)
+{
+	return flags & ~(__u32)KS_CFG_SLOG;
+}

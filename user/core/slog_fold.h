@@ -118,4 +118,16 @@ __u32 ks_slog_fold_point(const struct ks_slog_fold *f, __u32 epoch, __u32 cls,
  */
 __u64 ks_slog_period_next(__u64 period_ns, __u32 fill);
 
+/*
+ * The configuration flags a take-over writes before anything else, from
+ * the pinned ones a dead agent left: KS_CFG_SLOG dropped, because the
+ * drain that set it died with its agent, and until this agent's drain
+ * runs a record would wait in a log nobody folds (the log fills, then
+ * the in-kernel sketch takes the keys: none lost, but the records
+ * already in are counted late, in this agent's first interval). Every
+ * other flag carries on: they describe state in the maps (the hot keys,
+ * a ring, limits) or belong to other processes (agent trace).
+ */
+__u32 ks_slog_takeover_flags(__u32 flags);
+
 #endif

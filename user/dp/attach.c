@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/attach.h"
+#include "core/slog_fold.h"
 #include "dp/slog_maps.h"
 #include "util/log.h"
 
@@ -551,6 +552,36 @@ static void explain_load_error(int err)
 		ks_err("loading the BPF programs failed (%s); rerun with -v for libbpf's log (the verifier's reason is above)",
 		       strerror(-err));
 	}
+}
+
+int ks_adopt_orphaned_flags(const char *ifname)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct ks_config c;
+	__u32 key = 0, flags;
+	int fd, err = 0;
+
+	ks_pin_dir(ifname, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/ks_config", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &key, &c)) {
+		err = -errno;
+	} else {
+		flags = ks_slog_takeover_flags(c.flags);
+		if (flags != c.flags) {
+			c.flags = flags;
+			if (bpf_map_update_elem(fd, &key, &c, BPF_ANY))
+				err = -errno;
+			else
+				ks_debug(
+					"%s: the dead agent's sample-log flag cleared: no records until this agent's drain runs",
+					path);
+		}
+	}
+	close(fd);
+	return err;
 }
 
 /* The pinned config, with this run's ports and sample rate: the epoch

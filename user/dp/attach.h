@@ -88,6 +88,19 @@ int ks_check_free(const char *ifname, unsigned int ifindex, enum ks_xdp_req req,
 		  char *err, size_t errlen);
 
 /*
+ * The first thing a take-over does (after ks_check_free said KS_ADOPT),
+ * before the load, the link's switch or anything of this agent's own:
+ * the pinned config's flags that belonged to the dead agent's process
+ * dropped (ks_slog_takeover_flags: its sample log's drain), so the
+ * datapath stops writing records nobody drains now, not once this agent
+ * has started, and also when its take-over fails. The flag is set again
+ * once this agent's own drain runs. 0 (also when nothing was set), or a
+ * negative errno when the pinned config cannot be read or written: the
+ * take-over then says what is wrong.
+ */
+int ks_adopt_orphaned_flags(const char *ifname);
+
+/*
  * Mounts bpffs if needed, loads the object with maps pinned in the
  * interface's folder, writes cfg, attaches ks_ingress (or ks_tc_ingress at
  * tc ingress for KS_HOOK_TC: a tcx link where the kernel has tcx, else a
