@@ -48,9 +48,11 @@ l = json.load(sys.stdin)
 print(l["prog_id"], l["id"])' 2>/dev/null
 }
 
-# The client: 12 s at 1,000 requests/s, gets and sets over TCP, gets over UDP.
+# The client: 1,000 requests/s, gets and sets over TCP, gets over UDP, from
+# before the kill until after the stop, when it is sent SIGINT (120 s is
+# only its bound: on a loaded machine the steps below take what they take).
 ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 1000 \
-	--flash hot:key:0.2 --mix get=80,set=20 --duration 12 --rate 1000 \
+	--flash hot:key:0.2 --mix get=80,set=20 --duration 120 --rate 1000 \
 	--timeout 0.5 --json </dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
 LOAD_PID=$KS_BG_PID
 # The kill comes under traffic, from an agent that has pushed its ring and
@@ -159,13 +161,23 @@ else
 	fail restart_clean_stop_under_traffic "pins or program left after SIGINT"
 fi
 
+# the load ran through the kill, the take-over and the stop: still running
+# now (not a count of requests, which a loaded machine's pace decides)
+load_ran=0
+kill -0 "$LOAD_PID" 2>/dev/null && load_ran=1
+kill -INT "$LOAD_PID" 2>/dev/null
 wait "$LOAD_PID" 2>/dev/null
-why=$("$PY" - "$E2E_TMP/load.json" <<'PYEOF'
+why=$("$PY" - "$E2E_TMP/load.json" "$load_ran" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ops = sum(o["ops"] for o in d["ops"])
 bad = sum(o["errors"] + o["timeouts"] for o in d["ops"])
-print("OK %d" % ops if bad == 0 and ops >= 10000 else "%d of %d requests failed" % (bad, ops))
+if sys.argv[2] != "1":
+    print("the load ended (%d requests) before the agent stopped: the stop was not under traffic" % ops)
+elif bad or not ops:
+    print("%d of %d requests failed" % (bad, ops))
+else:
+    print("OK %d" % ops)
 PYEOF
 )
 if [[ "$why" == OK* ]]; then
