@@ -18,18 +18,49 @@
 # program. Prints each
 # build's verifier counts (build-*/tests/ks_vcount). Then, for example:
 #   tests/bench/stage_bench.sh --agents "s5=DIR/build-5/agent full=DIR/build-99/agent"
+#
+#   tests/bench/stage_build.sh --express DIR [STAGE ...]
+#
+# (issue 27) Builds DIR/build-STAGE/keysteer.bpf.o only, with
+# tests/bench/express_stages.patch instead: the express path (ks_express*:
+# the unsampled UDP get, the in-order TCP get, the value continuation)
+# stopped at each STAGE (default 0 1 2 3 4 5 6 7 11 12 13 99; the patch's
+# head lists them), for `build/tests/bench --against OBJ`, whose "this
+# build - the other" is then what the packet pays after that stop. A stage
+# counts its packets wrong on purpose: the bench marks its rows INVALID
+# (exit 1) and still prints the timings. For example:
+#   for n in 1 2 3; do build/tests/bench --against DIR/build-$n/keysteer.bpf.o \
+#     --runs 12 --cpu 1 --only 'get16_unsampled$,cont_value$'; done
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+EXPRESS='' PATCH=stages.patch
+if [ "${1:-}" = --express ]; then
+	EXPRESS=1 PATCH=express_stages.patch
+	shift
+fi
 [ $# -ge 1 ] || { sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 DIR=$1
 shift
-STAGES=${*:-1 2 3 4 5 6 7 8 9 99}
+if [ -n "$EXPRESS" ]; then
+	STAGES=${*:-0 1 2 3 4 5 6 7 11 12 13 99}
+else
+	STAGES=${*:-1 2 3 4 5 6 7 8 9 99}
+fi
 ARCH=$(uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 rm -rf "$DIR/src"
 mkdir -p "$DIR/src"
 (cd "$ROOT" && cp -a Makefile bpf user tests vmlinux "$DIR/src/")
-(cd "$DIR/src" && patch -s -p1 <"$ROOT/tests/bench/stages.patch")
+(cd "$DIR/src" && patch -s -p1 <"$ROOT/tests/bench/$PATCH")
 for st in $STAGES; do
+	if [ -n "$EXPRESS" ]; then
+		[[ "$st" =~ ^[0-9]+$ ]] || { echo "stage_build.sh: bad stage '$st'" >&2; exit 2; }
+		make -s -C "$DIR/src" OUT="build-$st" BPF_CFLAGS="-g -O2 -target bpf \
+-D__TARGET_ARCH_$ARCH -Wall -Werror -Wno-unused-function -Ibuild-$st \
+-Ivmlinux/$ARCH -Ibpf -DKS_XSTAGE=$st" "build-$st/keysteer.bpf.o" >/dev/null
+		ln -sfn "src/build-$st" "$DIR/build-$st"
+		echo "$DIR/build-$st/keysteer.bpf.o"
+		continue
+	fi
 	n=${st%%:*} defs="-DKS_STAGE=${st%%:*}" out=build-${st%%:*}
 	[[ "$n" =~ ^[0-9]+$ ]] || { echo "stage_build.sh: bad stage '$st'" >&2; exit 2; }
 	if [ "$st" != "$n" ]; then
