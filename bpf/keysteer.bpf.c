@@ -122,14 +122,17 @@ static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
  *
  * - a lone get ("get <key>\r\n", ks_fast_get_line) in a UDP datagram of
  *   one frame, or in the next in-order segment of a TCP flow that stands
- *   at a request boundary, not due for sampling, with no hot key and no
- *   rate limit in force;
+ *   at a request boundary, with no hot key and no rate limit in force,
+ *   either not due for sampling or due while the agent drains the sample
+ *   log and nothing else wants the key (ks_express_sample(): no trace, no
+ *   ring loaded, room in the log);
  * - the next in-order segment of a TCP flow inside a data block that goes
  *   on past it (a set's value).
  *
  * Returns true when it counted the packet, exactly as the general path
  * below would have (ks_pkts' SEEN, MEMCACHED, UDP or TCP, FAST_GET and
- * FAST_GET_BYTES or FLOW_CONT, the sample countdown, the flow's next
+ * FAST_GET_BYTES or FLOW_CONT, the sample countdown, a sampled key's
+ * record and SAMPLED and SLOG, the flow's next
  * sequence number, its stamp and what is left of its block), and false,
  * having changed nothing, for anything else: the general path then takes
  * the packet from its first byte. Every header field is at a fixed
@@ -138,8 +141,8 @@ static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
  * only the general path reads, is written.
  */
 
-/* The countdown after a lone get that is not due (ks_sample_due() with
- * it false), or 0 when it is due: the general path samples it. */
+/* The countdown after a lone get, as ks_sample_due() leaves it: 0 when
+ * the get is due for sampling. */
 static __always_inline __u32 ks_express_next(const struct ks_scratch *s)
 {
 	__u32 n = s->countdown;
@@ -150,12 +153,13 @@ static __always_inline __u32 ks_express_next(const struct ks_scratch *s)
 }
 
 /*
- * A lone get not due for sampling: this CPU's scratch, or NULL, with
- * nothing written, for the general path (no lone get, a key due, a rate
- * not yet loaded as ks_sample_rate() would load it, a hot key or a limit
- * in force). The cheapest tests first, so that what the general path
- * takes leaves early: a set or a multi-get of this length at the first
- * word, a get due for sampling before its line is read (issue 27).
+ * A lone get: this CPU's scratch, or NULL, with nothing written, for the
+ * general path (no lone get, a key due that the express path cannot
+ * sample, a rate not yet loaded as ks_sample_rate() would load it, a hot
+ * key or a limit in force). The cheapest tests first, so that what the
+ * general path takes leaves early: a set or a multi-get of this length at
+ * the first word, a get due for sampling with the log off before its
+ * line is read (issue 27).
  */
 static __always_inline struct ks_scratch *ks_express_get(
 	const struct ks_config *cfg, void *p, void *end, __u32 plen)
@@ -169,7 +173,9 @@ static __always_inline struct ks_scratch *ks_express_get(
 		return NULL;
 	s = bpf_map_lookup_elem(&ks_scratch, &zero);
 	if (!s || s->rate_seq != cfg->seq || s->rate_cfg != cfg->sample_n ||
-	    !s->sample_n || !ks_express_next(s))
+	    !s->sample_n)
+		return NULL;
+	if (!ks_express_next(s) && !ks_express_sample_ok(cfg, s))
 		return NULL;
 	/* a bound the verifier keeps on every copy clang makes of plen */
 	KS_OPAQUE(plen);
@@ -177,10 +183,17 @@ static __always_inline struct ks_scratch *ks_express_get(
 	return ks_fast_get_line(p, end, plen) ? s : NULL;
 }
 
-static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
+/* A UDP datagram's payload offset behind plain IPv4 and memcached's frame
+ * header: where the express path reads it. */
+#define KS_EXPRESS_UDP_OFF                                                     \
+	(sizeof(struct ethhdr) + sizeof(struct iphdr) +                        \
+	 sizeof(struct udphdr) + KS_MC_UDP_HDR)
+
+static __always_inline bool ks_express_udp(void *ctx,
+					   struct ks_pkt_counters *pc,
 					   const struct ks_config *cfg,
 					   struct iphdr *ip, void *end,
-					   __u32 tot)
+					   __u32 tot, const bool is_xdp)
 {
 	struct udphdr *uh = (void *)(ip + 1);
 	__be16 *frame = (void *)(uh + 1);
@@ -199,7 +212,9 @@ static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
 		return false;
 	plen = ulen - sizeof(*uh) - KS_MC_UDP_HDR;
 	s = ks_express_get(cfg, p, end, plen);
-	if (!s)
+	if (!s || (!ks_express_next(s) &&
+		   !ks_express_sample_ctx(ctx, cfg, s, KS_EXPRESS_UDP_OFF, plen,
+					  is_xdp)))
 		return false;
 	s->countdown = ks_express_next(s);
 	pc->n[KS_PKT_SEEN]++;
@@ -215,10 +230,9 @@ static __always_inline bool ks_express_udp(struct ks_pkt_counters *pc,
  * flow would be looked up twice) stay the general path's alone. */
 #define KS_EXPRESS_CONT_MIN 512
 
-static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
-					   const struct ks_config *cfg,
-					   void *data, struct iphdr *ip,
-					   void *end, __u32 tot)
+static __always_inline bool ks_express_tcp(
+	void *ctx, struct ks_pkt_counters *pc, const struct ks_config *cfg,
+	void *data, struct iphdr *ip, void *end, __u32 tot, const bool is_xdp)
 {
 	struct tcphdr *th = (void *)(ip + 1);
 	__u64 saddr[2], daddr[2], id;
@@ -284,6 +298,10 @@ static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
 	}
 	if (w == KS_FLOW_WAYS)
 		return false;
+	/* a sampled lone get, once nothing else can send it back */
+	if (s && !ks_express_next(s) &&
+	    !ks_express_sample_ctx(ctx, cfg, s, off & 0x7f, plen, is_xdp))
+		return false;
 	if (s) {
 		s->countdown = ks_express_next(s);
 		pc->n[KS_PKT_FAST_GET]++;
@@ -300,9 +318,10 @@ static __always_inline bool ks_express_tcp(struct ks_pkt_counters *pc,
 	return true;
 }
 
-static __always_inline bool ks_express(struct ks_pkt_counters *pc,
+static __always_inline bool ks_express(void *ctx, struct ks_pkt_counters *pc,
 				       const struct ks_config *cfg, void *data,
-				       void *end, __u32 frame_len)
+				       void *end, __u32 frame_len,
+				       const bool is_xdp)
 {
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
@@ -319,9 +338,9 @@ static __always_inline bool ks_express(struct ks_pkt_counters *pc,
 	if (tot + sizeof(*eth) > frame_len)
 		return false;
 	if (ip->protocol == IPPROTO_UDP)
-		return ks_express_udp(pc, cfg, ip, end, tot);
+		return ks_express_udp(ctx, pc, cfg, ip, end, tot, is_xdp);
 	if (ip->protocol == IPPROTO_TCP)
-		return ks_express_tcp(pc, cfg, data, ip, end, tot);
+		return ks_express_tcp(ctx, pc, cfg, data, ip, end, tot, is_xdp);
 	return false;
 }
 
@@ -350,7 +369,7 @@ static __always_inline __u32 ks_handle(void *ctx, void *data, void *data_end,
 	/* bounded so the verifier allows packet pointer math with it; BIG
 	 * TCP aggregates stay far below 1 MiB */
 	frame_len &= 0xfffff;
-	if (ks_express(pc, cfg, data, data_end, frame_len))
+	if (ks_express(ctx, pc, cfg, data, data_end, frame_len, is_xdp))
 		return 0;
 	/* zeroed here, not at its declaration, where clang zeroed it before
 	 * the express path, which never reads it */

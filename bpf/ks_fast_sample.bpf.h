@@ -120,6 +120,160 @@ static __always_inline int ks_fast_take(struct ks_scratch *s, void *data,
 	return 1;
 }
 
+/*
+ * The express path's sampled lone get (issue 27; keysteer.bpf.c). A get
+ * due for sampling used to fall to the general path: the headers parsed
+ * again, the scratch's per-packet fields set up, ks_fast_get(),
+ * ks_fast_take_*() and ks_key_record() (calls, each return mitigated on
+ * the AMD VM of issue 27). While the agent drains the sample log and
+ * nothing else wants the key, all that leaves of it is one record in the
+ * log and two counters, which this writes from the packet the express
+ * path has checked (ks_fast_get_line).
+ *
+ * ks_express_sample_ok(): what needs no packet byte, tested before the
+ * line is read: the log on, no trace (its event wants the client's
+ * address and the scratch's key), a rate the record holds.
+ */
+static __always_inline bool ks_express_sample_ok(const struct ks_config *cfg,
+						 const struct ks_scratch *s)
+{
+	return (cfg->flags & KS_CFG_SLOG) && !cfg->trace &&
+	       s->sample_n <= 0xffff;
+}
+
+/*
+ * The lone get at payload offset off (plen bytes, "get <key>\r\n",
+ * checked by the express path) appended to this CPU's sample log, exactly
+ * as ks_fast_take() -> ks_key_record() -> ks_slog_put() would append it
+ * (the same hash, class, epoch, rate and key words, zero past the key),
+ * and counted (KS_PKT_SAMPLED, KS_PKT_SLOG). Returns 0, having published
+ * and counted nothing, when the general path must take the key: a ring
+ * loaded in the active half (ks_ring_place() places the key and counts it
+ * for its shard), the log full (the general path counts that and feeds
+ * the in-kernel sketch), no log entry for this CPU, or a load the
+ * verifier cannot see inside the packet. A record slot past the head may
+ * have been written then: no reader looks past the head, and the next
+ * record overwrites it.
+ */
+static __always_inline int ks_express_sample(const struct ks_config *cfg,
+					     const struct ks_scratch *s,
+					     void *data, void *end, __u32 off,
+					     __u32 plen)
+{
+	__u32 half, len, cpu, idx, i, rem, rem_off;
+	struct ks_pkt_counters *pc;
+	struct ks_slog_pos *pos;
+	struct ks_ring_half *rh;
+	struct ks_slog_rec *r;
+	__u64 head, tail, h, w;
+	void *p, *q;
+
+	if (!cfg || !s || off > 0xff || plen < KS_FAST_MIN ||
+	    plen > KS_FAST_MAX)
+		return 0;
+	len = plen - 6; /* less "get " and "\r\n" */
+	half = cfg->ring & 1;
+	rh = bpf_map_lookup_elem(&ks_ring, &half);
+	if (rh && rh->meta.nshards)
+		return 0;
+	pc = ks_pkt_counters();
+	if (!pc)
+		return 0;
+	/* as ks_slog_put() */
+	cpu = bpf_get_smp_processor_id();
+	pos = bpf_map_lookup_elem(&ks_slog_pos, &cpu);
+	if (!pos)
+		return 0;
+	head = pos->head;
+	tail = *(volatile __u64 *)&pos->tail;
+	if (head - tail >= KS_SLOG_RECS)
+		return 0;
+	idx = cpu * KS_SLOG_RECS + (__u32)(head & KS_SLOG_MASK);
+	r = bpf_map_lookup_elem(&ks_slog, &idx);
+	if (!r)
+		return 0;
+	/* a mask clang must keep, as in ks_fast_hot_maybe() */
+	KS_OPAQUE(off);
+	p = data + (off & 0xff);
+	/* the key's words straight into the record, as ks_fast_key_load()
+	 * reads them into s->key, hashed on the way */
+	h = ks_key_hash_init(len);
+#pragma unroll
+	for (i = 0; i < KS_FAST_KEY / 8; i++) {
+		w = 0;
+		if (i * 8 < len) {
+			rem = len - i * 8;
+			if (rem >= 8) {
+				q = p + 4 + i * 8;
+				if (q + 8 > end)
+					return 0;
+				w = *(__u64 *)q;
+			} else {
+				/* the word that ends with the key, its top
+				 * rem bytes shifted down */
+				rem_off = len - 4;
+				KS_OPAQUE(rem_off);
+				q = p + (rem_off & 0x3f);
+				if (q + 8 > end)
+					return 0;
+				w = *(__u64 *)q >> ((8 - rem) * 8);
+			}
+			h = ks_key_hash_word(h, w);
+		}
+		r->key[i] = w;
+	}
+#pragma unroll
+	for (i = KS_FAST_KEY / 8; i < KS_SLOG_KEY / 8; i++)
+		r->key[i] = 0;
+	r->hash = ks_key_hash_final(h);
+	r->len = (__u16)len;
+	r->cls = KS_CLASS_READ;
+	r->pad = 0;
+	r->seq = (__u16)cfg->seq;
+	r->n = (__u16)s->sample_n;
+	/* the record before the head that publishes it (ks_slog_put()) */
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&pos->head = head + 1;
+	pc->n[KS_PKT_SAMPLED]++;
+	pc->n[KS_PKT_SLOG]++;
+	return 1;
+}
+
+/*
+ * One global function per context, each verified once: inline, its word
+ * loads' bounds gave the packet pointers the express path leaves live
+ * ranges of their own at each exit, and the verifier walked the general
+ * path once more for each (ks_tc_ingress 230,531 instructions).
+ */
+__noinline int ks_express_sample_xdp(struct xdp_md *ctx, struct ks_config *cfg,
+				     struct ks_scratch *s, __u32 off,
+				     __u32 plen)
+{
+	return ks_express_sample(cfg, s, (void *)(long)ctx->data,
+				 (void *)(long)ctx->data_end, off, plen);
+}
+
+__noinline int ks_express_sample_tc(struct __sk_buff *ctx,
+				    struct ks_config *cfg, struct ks_scratch *s,
+				    __u32 off, __u32 plen)
+{
+	return ks_express_sample(cfg, s, (void *)(long)ctx->data,
+				 (void *)(long)ctx->data_end, off, plen);
+}
+
+/* The express path's call of the one for its context (is_xdp a constant). */
+static __always_inline int ks_express_sample_ctx(void *ctx,
+						 const struct ks_config *cfg,
+						 struct ks_scratch *s,
+						 __u32 off, __u32 plen,
+						 const bool is_xdp)
+{
+	return is_xdp ? ks_express_sample_xdp(ctx, (struct ks_config *)cfg, s,
+					      off, plen)
+		      : ks_express_sample_tc(ctx, (struct ks_config *)cfg, s,
+					     off, plen);
+}
+
 /* One global function per context, each verified once. */
 __noinline int ks_fast_take_xdp(struct xdp_md *ctx, struct ks_scratch *s,
 				__u32 off, __u32 len, __u32 due)

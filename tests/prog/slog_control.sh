@@ -18,6 +18,14 @@
 #   no-fallback           the log never seen full: records overwrite
 #                         ones the agent has not read (tail ignored)
 #   record-key-cut        the record keeps 32 of its 48 key bytes
+#   express-uncounted     the express path's sampled lone get logged but
+#                         not counted in KS_PKT_SLOG
+#   express-key-unshifted the express path's record keeps the bytes
+#                         before a key's last partial word
+#   express-seq-lost      the express path's record without the epoch
+#   express-ring-ignored  the express path logs a key while a ring is
+#                         loaded (its shard never counts it)
+#   express-trace-ignored the express path logs a traced key (no event)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ONLY=${1:-}
@@ -32,6 +40,11 @@ mutants=(
 	"logged-and-sketched|ks_sample.bpf.h|s/ks_slog_put(s, hash, len, cls)))/ks_slog_put(s, hash, len, cls) \&\& 0))/"
 	"no-fallback|ks_sample.bpf.h|s/if (head - tail >= KS_SLOG_RECS) {/if (head - tail >= KS_SLOG_RECS \&\& 0) {/"
 	"record-key-cut|ks_sample.bpf.h|s/for (i = 0; i < KS_SLOG_KEY \/ 8; i++)/for (i = 0; i < 4; i++)/"
+	"express-uncounted|ks_fast_sample.bpf.h|s/pc->n\[KS_PKT_SLOG\]++;//"
+	"express-key-unshifted|ks_fast_sample.bpf.h|s/^\t\t\t\tw = \*(__u64 \*)q >> ((8 - rem) \* 8);/\t\t\t\tw = *(__u64 *)q;/"
+	"express-seq-lost|ks_fast_sample.bpf.h|s/r->seq = (__u16)cfg->seq;/r->seq = 0;/"
+	"express-ring-ignored|ks_fast_sample.bpf.h|s/if (rh \&\& rh->meta.nshards)/if (rh \&\& rh->meta.nshards \&\& 0)/"
+	"express-trace-ignored|ks_fast_sample.bpf.h|s/(cfg->flags \& KS_CFG_SLOG) \&\& !cfg->trace \&\&/(cfg->flags \& KS_CFG_SLOG) \&\&/"
 )
 
 rc=0

@@ -13,13 +13,16 @@
  * The "no sample lost, none counted twice" checks have a control:
  * tests/prog/slog_control.sh builds the datapath with the full log's
  * fallback broken (the key dropped, or sketched as well as logged) and
- * sees these tests fail (docs/benchmarks.md, the sample log).
+ * sees these tests fail (docs/benchmarks.md, the sample log); and with the
+ * express path's sampled lone get broken (its record, its counters, its
+ * fallbacks; the slog_express_* tests below).
  */
 #include <stdio.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "kp.h"
 #include "groups.h"
+#include "tr.h"
 
 static char buf[PKT_MAX];
 
@@ -351,6 +354,244 @@ static void t_full(void)
 	full_case("slog_roomy_log_takes_every_key", 1ULL << 40, 64);
 }
 
+/*
+ * The express path's sampled lone get (issue 27; bpf/ks_fast_sample.bpf.h,
+ * ks_express_sample): with the log on, a lone get due for sampling in a
+ * plain IPv4 UDP datagram or the next in-order segment of a TCP flow is
+ * logged before the general path writes anything. White box, as
+ * t_fastpath.c's express tests: the express path writes none of the
+ * scratch's per-packet fields, so ks_scratch.seg_limit keeps what the
+ * general path's last packet left there (a 40-byte key's get, 46 bytes,
+ * itself logged by the general path). Every length 4..32, each after that
+ * longer key, so a record that kept an earlier key's bytes shows; the
+ * model checks every record (hash, length, class, epoch, rate, key words)
+ * and every counter at kp_end(), exactly as the general path leaves them.
+ */
+static void ex_send(enum via v, struct kp_flow *f, __u32 *off, const char *pay,
+		    size_t n, const char *key)
+{
+	if (v == VIA_TCP || v == VIA_TCP_TC) {
+		kp_flow_send(f, *off, pay, n, PKT_TCP_PSH | PKT_TCP_ACK);
+		*off += (__u32)n;
+	} else {
+		send_via(v, pay, n);
+	}
+	kp_x_req(KS_OP_GET, n, key, NULL);
+}
+
+static void t_express(void)
+{
+	static const char *const name[] = {
+		"slog_express_udp_lone_gets_logged",
+		"slog_express_tcp_lone_gets_logged",
+		"slog_express_udp_tc_lone_gets_logged",
+		"slog_express_tcp_tc_lone_gets_logged",
+	};
+	int v;
+
+	for (v = 0; v < 4; v++) {
+		bool tcp = v == VIA_TCP || v == VIA_TCP_TC;
+		char k40[48], key[40], lb[64];
+		unsigned int len, express = 0;
+		struct kp_flow f;
+		size_t n40, n;
+		__u32 off = 0;
+		__u64 at = 0;
+
+		kp_begin(name[v]);
+		kp_set_seq(0x3000b); /* the record's seq: 0x000b */
+		kp_set_slog(1);
+		if (tcp) {
+			kp_flow_new(&f, 0);
+			f.tc = v == VIA_TCP_TC;
+			kp_flow_syn(&f);
+		}
+		kp_make_key(k40, 40, 6000);
+		n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+		for (len = 4; len <= 32; len++) {
+			/* the general path's: a key longer than the fast
+			 * path's (and it loads the rate the first time) */
+			ex_send((enum via)v, &f, &off, lb, n40, k40);
+			CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+			CHECK(rec_is(at, k40, 40, KS_CLASS_READ),
+			      "the 40-byte key not record %llu",
+			      (unsigned long long)at);
+			at++;
+			kp_make_key(key, len, 6100 + len);
+			{
+				char buf2[64];
+
+				n = (size_t)snprintf(buf2, sizeof(buf2),
+						     "get %s\r\n", key);
+				ex_send((enum via)v, &f, &off, buf2, n, key);
+			}
+			express += kp_scratch_u32("seg_limit") == n40;
+			CHECK(kp_scratch_u32("seg_limit") == n40,
+			      "the %u-byte key's get not the express path's",
+			      len);
+			CHECK(rec_is(at, key, len, KS_CLASS_READ),
+			      "%u-byte key not record %llu, or bytes past it",
+			      len, (unsigned long long)at);
+			at++;
+		}
+		CHECK_EQ(express, 29);
+		CHECK_EQ(slog_head(), at);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), at);
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), at);
+		CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 29);
+		if (tcp)
+			kp_flow_fin(&f, off);
+		kp_end();
+	}
+}
+
+/*
+ * The express path's countdown with the log on: 30 lone gets of one key
+ * at 1 in 3 (UDP and TCP, XDP and tc), the 10 due ones logged with n = 3
+ * (the model does not follow sample_n > 1: checked here), none sketched,
+ * none twice; the due ones took the express path (seg_limit as the
+ * first, general-path packet left it).
+ */
+static void t_express_rate(void)
+{
+	static const char key[] = "abcdefghijklmnop";
+	static const char pay[] = "get abcdefghijklmnop\r\n";
+	char k40[48], lb[64];
+	int v, i;
+
+	for (v = 0; v < 4; v++) {
+		static const char *const name[] = {
+			"slog_express_udp_countdown_1_in_3",
+			"slog_express_tcp_countdown_1_in_3",
+			"slog_express_udp_tc_countdown_1_in_3",
+			"slog_express_tcp_tc_countdown_1_in_3",
+		};
+		bool tcp = v == VIA_TCP || v == VIA_TCP_TC;
+		struct kp_flow f;
+		__u32 off = 0;
+		size_t n40;
+		__u64 at;
+
+		kp_begin(name[v]);
+		kp_set_sample(3);
+		kp_set_slog(1);
+		if (tcp) {
+			kp_flow_new(&f, 0);
+			f.tc = v == VIA_TCP_TC;
+			kp_flow_syn(&f);
+		}
+		kp_make_key(k40, 40, 6200);
+		n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+		/* the general path's, loading the rate: countdown 3 -> 2 */
+		ex_send((enum via)v, &f, &off, lb, n40, k40);
+		for (i = 0; i < 30; i++) {
+			ex_send((enum via)v, &f, &off, pay, strlen(pay), key);
+			CHECK(kp_scratch_u32("seg_limit") == n40,
+			      "get %d not the express path's", i);
+		}
+		/* keys 2, 5, ... 29 of the 31 sent: the 40-byte key is not */
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 10);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), 10);
+		CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 30);
+		CHECK_EQ(slog_head(), 10);
+		for (at = 0; at < 10; at++) {
+			struct ks_slog_rec r;
+
+			CHECK(rec_is(at, key, 16, KS_CLASS_READ),
+			      "record %llu not the key",
+			      (unsigned long long)at);
+			CHECK(!kp_slog_read(at, &r) && r.n == 3 && r.seq == 0,
+			      "record %llu: n %u seq %u, want 3 0",
+			      (unsigned long long)at, r.n, r.seq);
+		}
+		CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, key, 16), 0);
+		if (tcp)
+			kp_flow_fin(&f, off);
+		kp_end();
+	}
+}
+
+/*
+ * What the express path leaves to the general path with the log on: a
+ * traced key (its event wants the client's address), a key while a ring
+ * is loaded (ks_ring_place() counts it for its shard: the model checks
+ * ks_shards, ring_hit and misdirected), and a key while the log is full
+ * (sketched, counted full). Each due lone get changes seg_limit: the
+ * general path took it; and the model finds the record, the event, the
+ * shard's count and the sketch where the general path puts them.
+ */
+static void t_express_leaves(void)
+{
+	static const char *const name[] = {
+		"slog_express_leaves_traced_keys_udp",
+		"slog_express_leaves_traced_keys_tcp_tc",
+		"slog_express_leaves_ringed_keys_udp",
+		"slog_express_leaves_ringed_keys_tcp_tc",
+		"slog_express_leaves_keys_of_a_full_log_udp",
+		"slog_express_leaves_keys_of_a_full_log_tcp_tc",
+	};
+	int c;
+
+	for (c = 0; c < 6; c++) {
+		enum via v = c % 2 ? VIA_TCP_TC : VIA_UDP;
+		struct tr_shape sh = { .dist = KS_DIST_KETAMA,
+				       .n = 4,
+				       .self = 1 };
+		char k40[48], lb[64], key[24], buf2[48];
+		struct tr_ring t;
+		struct kp_flow f;
+		unsigned int i, general = 0;
+		__u32 off = 0;
+		size_t n40, n;
+
+		kp_begin(name[c]);
+		kp_set_slog(1);
+		if (c / 2 == 0)
+			kp_set_trace(1);
+		if (c / 2 == 1) {
+			if (tr_ring_build(&t, &sh)) {
+				kp_end();
+				continue;
+			}
+			kp_ring_load(&t.ring);
+		}
+		if (c / 2 == 2)
+			kp_slog_pos(9000, 9000 - KS_SLOG_RECS);
+		if (v == VIA_TCP_TC) {
+			kp_flow_new(&f, 0);
+			f.tc = 1;
+			kp_flow_syn(&f);
+		}
+		kp_make_key(k40, 40, 6300);
+		n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+		for (i = 0; i < 8; i++) {
+			ex_send(v, &f, &off, lb, n40, k40);
+			kp_make_key(key, 9 + i, 6400 + i);
+			n = (size_t)snprintf(buf2, sizeof(buf2), "get %s\r\n",
+					     key);
+			ex_send(v, &f, &off, buf2, n, key);
+			general += kp_scratch_u32("seg_limit") == n;
+			if (c / 2 == 2)
+				CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, key,
+						      9 + i),
+					 1);
+		}
+		CHECK_EQ(general, 8);
+		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 16);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), c / 2 == 2 ? 0 : 16);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG_FULL), c / 2 == 2 ? 16 : 0);
+		if (c / 2 == 1)
+			CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), 16);
+		if (v == VIA_TCP_TC)
+			kp_flow_fin(&f, off);
+		kp_end();
+		if (c / 2 == 1) {
+			kp_ring_load(NULL);
+			tr_ring_free(&t);
+		}
+	}
+}
+
 void t_slog_group(void)
 {
 	t_lone_gets();
@@ -359,4 +600,7 @@ void t_slog_group(void)
 	t_rate();
 	t_off();
 	t_full();
+	t_express();
+	t_express_rate();
+	t_express_leaves();
 }
