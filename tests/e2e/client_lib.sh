@@ -151,8 +151,8 @@ client_hot_load() {
 # once its last calls return (each bounded by timeout_ms); what is waited
 # for is that exit. With FRESH_MAX_DURATION set, ARGS may ask the run to
 # go on past DURATION until copies were read (--until-copy-reads,
-# --until-stale-copies), up to that many seconds; the guard grows by as
-# much. The guard against a hang has room for a loaded 2-core
+# --until-stale-copies), up to that many seconds, both counted from the
+# moment every handle is open (--from-open); the guard grows by as much. The guard against a hang has room for a loaded 2-core
 # machine (DURATION + 20 s killed a run there, leaving "no document"): past
 # it, the threads' stacks go to NAME.err, so a hang says where it was, and
 # the status is 124 (as timeout(1)'s).
@@ -162,7 +162,7 @@ client_fresh() {
 	guard=$((SECONDS + 2 * DURATION + max + 60))
 	ks_in_ns_bg "$CNS" "$FRESH" --spec "${FRESH_SPEC:-$SPEC}" \
 		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
-		--duration "$DURATION" --max-duration "$max" --readers 2 --rate 1500 \
+		--duration "$DURATION" ${FRESH_MAX_DURATION:+--max-duration "$max" --from-open} --readers 2 --rate 1500 \
 		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 	pid=$KS_BG_PID
 	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$guard" ]; do
