@@ -72,7 +72,8 @@ client_agents_start() {
 			--etcd "$URL" --cluster "$CLUSTER" \
 			--self "${STEER_SHARD_ADDR[$i]}:$STEER_PORT" \
 			--replicas "$STEER_REPLICAS" "$@"; then
-			fail "${name}_agents" "agent $i ($*) did not attach: $(head -n 3 "$STEER_TMP/agent.$i.out")"
+			# the end of its output says why (the start is etcd's)
+			fail "${name}_agents" "agent $i ($*) did not attach (${STEER_AGENT_RC:+exit $STEER_AGENT_RC}${STEER_AGENT_RC:-still running, no 'attached' line}): $(grep -v '^libbpf' "$STEER_TMP/agent.$i.out" | tail -n 4)"
 			return 1
 		fi
 	done
@@ -148,17 +149,20 @@ client_hot_load() {
 # client 1, 2 readers on client 2; the document in $E2E_TMP/NAME.json, its
 # exit status in NAME.rc. The run stops itself DURATION s after it starts,
 # once its last calls return (each bounded by timeout_ms); what is waited
-# for is that exit. The guard against a hang has room for a loaded 2-core
+# for is that exit. With FRESH_MAX_DURATION set, ARGS may ask the run to
+# go on past DURATION until copies were read (--until-copy-reads,
+# --until-stale-copies), up to that many seconds, both counted from the
+# moment every handle is open (--from-open); the guard grows by as much. The guard against a hang has room for a loaded 2-core
 # machine (DURATION + 20 s killed a run there, leaving "no document"): past
 # it, the threads' stacks go to NAME.err, so a hang says where it was, and
 # the status is 124 (as timeout(1)'s).
 client_fresh() {
-	local name=$1 wi=$2 pid rc guard
+	local name=$1 wi=$2 pid rc guard max=${FRESH_MAX_DURATION:-$DURATION}
 	shift 2
-	guard=$((SECONDS + 3 * DURATION + 60))
+	guard=$((SECONDS + 2 * DURATION + max + 60))
 	ks_in_ns_bg "$CNS" "$FRESH" --spec "${FRESH_SPEC:-$SPEC}" \
 		--key "$KEY" --writer-ns "$CNS" --reader-ns "$CNS2" \
-		--duration "$DURATION" --readers 2 --rate 1500 \
+		--duration "$DURATION" ${FRESH_MAX_DURATION:+--max-duration "$max" --from-open} --readers 2 --rate 1500 \
 		--write-interval-ms "$wi" "$@" >"$E2E_TMP/$name.json" 2>"$E2E_TMP/$name.err"
 	pid=$KS_BG_PID
 	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$guard" ]; do
@@ -166,7 +170,7 @@ client_fresh() {
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		{
-			echo "ks_client_fresh: still running $((3 * DURATION + 60)) s after its start; its threads:"
+			echo "ks_client_fresh: still running $((2 * DURATION + max + 60)) s after its start; its threads:"
 			if command -v gdb >/dev/null; then
 				gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)'
 			else
@@ -183,20 +187,22 @@ client_fresh() {
 	echo "$rc" >"$E2E_TMP/$name.rc"
 }
 
-# client_fresh_check NAME WANT [MIN_COPY_PERMILLE [MIN_WRITES]]: what
-# client_fresh's run NAME shows: "OK", or why not (one line). WANT clean:
-# no stale read, at most 1% of requests failed, at least MIN_WRITES writes
-# (100), and reads from copies at least MIN_COPY_PERMILLE per mille of
-# the reads (default 1 read): a run that hardly read a copy proves
-# nothing about copies. WANT stale (a control): the run whole (a
+# client_fresh_check NAME WANT [MIN_COPY_PERMILLE [MIN_WRITES
+# [MIN_COPY_READS]]]: what client_fresh's run NAME shows: "OK", or why not
+# (one line). WANT clean: no stale read, at most 1% of requests failed, at
+# least MIN_WRITES writes (100), and reads from copies at least
+# MIN_COPY_PERMILLE per mille of the reads and at least MIN_COPY_READS
+# (default 1 read): a run that hardly read a copy proves nothing about
+# copies. A count (with --until-copy-reads the same N) is an event a run
+# can wait for; a share is a rate over a time the test does not control. WANT stale (a control): the run whole (a
 # document, exit 1, at most 1% failed, MIN_WRITES writes) and the
 # violation itself, stale reads served by copies; a crash, a timeout or
 # failed requests are not a violation.
 client_fresh_check() {
-	"$PY" - "$E2E_TMP/$1.json" "$(cat "$E2E_TMP/$1.rc" 2>/dev/null)" "$2" "${3:-0}" "${4:-100}" <<'PYEOF'
+	"$PY" - "$E2E_TMP/$1.json" "$(cat "$E2E_TMP/$1.rc" 2>/dev/null)" "$2" "${3:-0}" "${4:-100}" "${5:-1}" <<'PYEOF'
 import json, sys
 path, rc, want = sys.argv[1], sys.argv[2], sys.argv[3]
-permille, min_writes = int(sys.argv[4]), int(sys.argv[5])
+permille, min_writes, min_copies = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 try:
     d = json.load(open(path))
 except (OSError, ValueError):
@@ -213,9 +219,9 @@ if want == "clean":
     # exit 3: no stale read, some request failed (judged above)
     if rc not in ("0", "3") or d["stale_reads"]:
         why.append("exit %s, %d stale reads" % (rc, d["stale_reads"]))
-    least = max(1, d["reads"] * permille // 1000)
+    least = max(min_copies, d["reads"] * permille // 1000)
     if d["copy_reads"] < least:
-        why.append("%d of %d reads from copies, want at least %d" % (d["copy_reads"], d["reads"], least))
+        why.append("%d of %d reads from copies in %s s, want at least %d" % (d["copy_reads"], d["reads"], d.get("seconds", "?"), least))
 else:
     if rc != "1":
         why.append("exit %s, want 1 (stale reads)" % rc)
@@ -225,12 +231,12 @@ print("; ".join(why) or "OK")
 PYEOF
 }
 
-# client_fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE [MIN_WRITES]]:
-# TEST passes when client_fresh_check says OK, else fails with why and
-# the caller's summary NAME.
+# client_fresh_expect NAME WANT TEST [MIN_COPY_PERMILLE [MIN_WRITES
+# [MIN_COPY_READS]]]: TEST passes when client_fresh_check says OK, else
+# fails with why and the caller's summary NAME.
 client_fresh_expect() {
 	local why
-	why=$(client_fresh_check "$1" "$2" "${4:-0}" "${5:-100}")
+	why=$(client_fresh_check "$1" "$2" "${4:-0}" "${5:-100}" "${6:-1}")
 	if [ "$why" = OK ]; then
 		pass "$3"
 	else

@@ -917,6 +917,48 @@ static void t_write_applied_late(void)
 	free(e);
 }
 
+/*
+ * A fill that raced (a writer's invalidation reached a copy between the
+ * fill's reads) still read the owner: the CAS it saw counts toward the
+ * writes memcached applied. Left out, a write
+ * between that fill and the next showed one change for two writes and the
+ * key was held back ("before the owner applied a write") until
+ * KS_STEER_APPLY_WAIT_NS: with a write every 10 ms, where races are
+ * common on a loaded machine, half a second without copies after every
+ * race (test_client_fresh beside stress-ng, docs/testing.md).
+ */
+static void t_raced_fill_counts_owner_cas(void)
+{
+	struct env *e = env_new(3);
+	__u64 t_seen;
+	int i, k;
+
+	kt_begin("steer_fsm_raced_fill_counts_the_owner_cas");
+	i = armed_key(e, "k:hot", 3);
+	advance(e, 10 * MS);
+	dp_write(e, i, 1); /* applied at once: a new CAS */
+	t_seen = e->now;
+	CHECK(fill_when_due(e, i), "no refill");
+	answer(e, i, KS_FILL_RACED, 0); /* it read that CAS */
+	CHECK(!steers(e, i), "armed after a raced fill");
+	dp_write(e, i, 1); /* the next write, applied too */
+	CHECK(fill_when_due(e, i), "no refill");
+	k = job_of(e, i);
+	CHECK(k >= 0 && e->job[k].seq == e->dp[i].write_seq,
+	      "no refill at the second write");
+	answer(e, i, KS_FILL_OK, 0);
+	CHECK(steers(e, i),
+	      "held back after a raced fill: 2 writes applied, 2 CAS changes "
+	      "read (%llu copies held back)",
+	      (unsigned long long)e->f.unapplied);
+	CHECK_EQ(e->f.unapplied, 0);
+	CHECK(e->now - t_seen < KS_STEER_APPLY_QUIET_NS,
+	      "re-armed %llu ms after the first write",
+	      (unsigned long long)((e->now - t_seen) / MS));
+	kt_end();
+	free(e);
+}
+
 /* A key leaving stops steering at once; its slot clears after the grace
  * period. A key whose copies change is disarmed before they change. */
 static void t_leave_and_regrace(void)
@@ -1033,6 +1075,7 @@ void test_steer_fsm(void)
 	t_miss();
 	t_raced();
 	t_write_applied_late();
+	t_raced_fill_counts_owner_cas();
 	t_leave_and_regrace();
 	t_settle_first_sight();
 	t_adopt();

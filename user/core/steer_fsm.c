@@ -407,6 +407,15 @@ void ks_steer_fsm_fill_done(struct ks_steer_fsm *f,
 	f->filling--;
 	f->fills++;
 	if (r->status == KS_FILL_RACED) {
+		/* its copies were refused, but it read the owner's CAS:
+		 * evidence of the writes memcached applied, for the next
+		 * copy's check (owner_applied). Dropped, a write between
+		 * this fill and the next showed one change for two writes,
+		 * and the key was held back until KS_STEER_APPLY_WAIT_NS:
+		 * at a write every 10 ms, where races are common under load,
+		 * half a second without copies after each race, for no
+		 * reason of freshness. */
+		note_cas(sl, r->owner_cas);
 		/* a write invalidated a copy under the fill: its value may
 		 * be older than that write; copy again once it settled */
 		act_slot(f, KS_ACT_DISARM, r->slot);
