@@ -84,9 +84,15 @@ client_agents_start() {
 # against a run that never arms, with room for a loaded 2-core machine);
 # ARMED_AFTER the ms it took, else ARMED_WHY what it saw.
 client_wait_armed() {
-	local i out
+	local i out rc
 	for ((i = 0; i < 240; i++)); do
 		out=$(ks_in_ns "$CNS2" "$1" "$SPEC" stats 2>&1)
+		rc=$?
+		# a handle that crashes (at its close too) is never a retry
+		if [ "$rc" -ge 128 ]; then
+			ARMED_WHY="$(basename "$1") died of signal $((rc - 128)): $out"
+			return 1
+		fi
 		if grep -q 'armed_keys [1-9]' <<<"$out"; then
 			ARMED_AFTER=$((i * 250))
 			return 0

@@ -198,10 +198,14 @@ void ksc_share_put(struct keysteer *ks)
 		pthread_cond_broadcast(&list_cond);
 	}
 	pthread_mutex_unlock(&list_lock);
-	ks->fo = NULL;
-	if (left)
+	if (left) {
+		ks->fo = NULL;
 		return;
+	}
+	/* the thread stopped first: a routing handle's poll reaches its
+	 * view through ks->fo to the end (its only handle is this one) */
 	ksc_follower_stop(f);
+	ks->fo = NULL;
 	ksc_view_free(&f->view);
 	pthread_rwlock_destroy(&f->lock);
 	pthread_mutex_destroy(&f->olock);
