@@ -61,8 +61,6 @@ fleet_etcd_up "$SNS" lease "$URL" fleet_lease_setup
 SELF=$SADDR:$PORT
 ETCDCTL() { ks_in_ns "$CNS" etcdctl --endpoints "$URL" "$@"; }
 
-# events NAME KEY KEY2 REV: fleet_lib.sh's on the watch NAME
-events() { fleet_watch_events "$E2E_TMP/$1.watch" "$2" "$3" "$4"; }
 pub_field() { fleet_pub_field "$@"; }
 
 # run MODE [ARGS...]: the agent in cluster lease_MODE with the stall (and
@@ -70,30 +68,13 @@ pub_field() { fleet_pub_field "$@"; }
 # stall. Sets PUTS, DELS (of members/SELF), LEASES, GAP_MS, TTL_S, WHY
 # (empty when the run went as planned).
 run() {
-	local mode=$1 cluster=lease_$1 ttl stall key probe rev i out
+	local mode=$1 cluster=lease_$1 ttl stall key probe rev
 	shift
 	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S=''
 	key=/keysteer/$cluster/members/$SELF
 	probe=/keysteer/$cluster/probe
-	out=$(e2e_agent ring set --etcd "$URL" --cluster "$cluster" --shards "$SELF" 2>&1)
-	if ! grep -q '^revision [0-9]* digest ' <<<"$out"; then
-		WHY="ring set: $out"
-		return
-	fi
-	ks_in_ns_bg "$CNS" etcdctl --endpoints "$URL" watch --prefix "/keysteer/$cluster/" \
-		-w json </dev/null >"$E2E_TMP/$mode.watch" 2>"$E2E_TMP/$mode.watch.err"
-	WATCH_PID=$KS_BG_PID
-	# the watch established: a put of a key nobody reads delivered (20 s)
-	for ((i = 0; i < 100; i++)); do
-		rev=$(ETCDCTL put "$probe" up -w json 2>/dev/null |
-			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
-		[ -n "$rev" ] && [ "$(events "$mode" "$key" "$probe" "$rev" | cut -d' ' -f3)" = 1 ] && break
-		sleep 0.2
-	done
-	if [ "$i" = 100 ]; then
-		WHY="the watch of /keysteer/$cluster/ never delivered a put: $(head -c 300 "$E2E_TMP/$mode.watch.err")"
-		return
-	fi
+	# the ring set, the watch of the cluster established before the agent
+	fleet_watch_start "$CNS" "$URL" "$cluster" "$SELF" "$E2E_TMP/$mode.watch" || return
 	# past the lease's 5 s (ks_fleet_lease_ttl_s at --interval 0.5 and
 	# the default 2 s call timeout) by 3 s; checked below against the
 	# TTL the agent logs
