@@ -47,6 +47,13 @@
 #       the number before FIELD ("leases", "keepalives") in the agent's
 #       last etcd -v line in FILE ($E2E_TMP/agent.out); "gap" and "ttl":
 #       its longest time between renewals (ms) and the lease's TTL (s).
+#   fleet_run_delay PID [SINCE]
+#       what the threads of process PID waited for a CPU (schedstat's
+#       run_delay, /proc/PID/task/TID/schedstat): with no SINCE, one
+#       "TID NS" a line, a snapshot to keep; with SINCE (such a
+#       snapshot), the most any thread waited since then, in ms. A
+#       thread held off the CPU for about a lease's TTL tells a machine
+#       that starved the agent from an agent that did not renew.
 #   fleet_term_start CTL...
 #   fleet_term_moved CTL...
 #       etcd's raft term, the highest that the members answering
@@ -232,4 +239,20 @@ fleet_watch_start() {
 	done
 	WHY="the watch of /keysteer/$cluster/ never delivered a put: $(head -c 300 "$file.err")"
 	return 1
+}
+
+fleet_run_delay() {
+	local pid=$1 since=${2:-} f
+	if [ -z "$since" ]; then
+		for f in /proc/"$pid"/task/*/schedstat; do
+			[ -r "$f" ] || continue
+			f=${f%/schedstat}
+			echo "${f##*/} $(cut -d' ' -f2 "$f/schedstat" 2>/dev/null)"
+		done
+		return
+	fi
+	fleet_run_delay "$pid" | awk -v since="$since" '
+		BEGIN { n = split(since, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], f, " "); was[f[1]] = f[2] } }
+		NF == 2 { d = $2 - was[$1]; if (d > max) max = d }
+		END { printf "%d\n", max / 1000000 }'
 }

@@ -68,9 +68,9 @@ pub_field() { fleet_pub_field "$@"; }
 # stall. Sets PUTS, DELS (of members/SELF), LEASES, GAP_MS, TTL_S, WHY
 # (empty when the run went as planned).
 run() {
-	local mode=$1 cluster=lease_$1 ttl stall key probe rev
+	local mode=$1 cluster=lease_$1 ttl stall key probe rev rd0
 	shift
-	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S=''
+	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S='' RUN_DELAY_MS=''
 	key=/keysteer/$cluster/members/$SELF
 	probe=/keysteer/$cluster/probe
 	# the ring set, the watch of the cluster established before the agent
@@ -86,6 +86,7 @@ run() {
 	fi
 	e2e_wait_line "$E2E_TMP/agent.out" "under a lease of [0-9]+ s" "$E2E_AGENT_PID" 300
 	ttl=$(sed -n 's/.*under a lease of \([0-9]*\) s.*/\1/p' "$E2E_TMP/agent.out")
+	rd0=$(fleet_run_delay "$E2E_AGENT_PID") # the machine's share, below
 	if [ -z "$ttl" ] || [ "$stall" -le $((ttl * 1000)) ]; then
 		WHY="a stall of $stall ms is not past the lease's TTL '${ttl:-?}' s"
 		return
@@ -107,7 +108,8 @@ run() {
 	rev=$(ETCDCTL put "$probe" after -w json 2>/dev/null |
 		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
-	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
+	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
+	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited at most $RUN_DELAY_MS ms for a CPU"
 }
 
 stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
@@ -119,7 +121,7 @@ elif [ "$DELS" = 0 ] && [ "${PUTS:-0}" -ge 1 ] && [ "$LEASES" = 1 ] &&
 	[ -n "$GAP_MS" ] && [ "$GAP_MS" -lt $((TTL_S * 1000)) ]; then
 	pass fleet_lease_held_through_stall
 else
-	fail fleet_lease_held_through_stall "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s: $(grep -E 'lease|stalled' "$E2E_TMP/agent.out" | tail -n 4)"
+	fail fleet_lease_held_through_stall "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited at most ${RUN_DELAY_MS:-?} ms for a CPU (schedstat run_delay: near the TTL, the machine starved it): $(grep -E 'lease|stalled' "$E2E_TMP/agent.out" | tail -n 4)"
 fi
 stop_run fleet_lease_fix
 

@@ -110,8 +110,8 @@ revision_of_put() { # KEY VALUE: the put's revision
 # GAP_MS, TTL_S, WHY (empty when the run went as planned).
 run() {
 	local mode=$1 urls cluster=mstop_$1 ttl key probe rev i t_stop t_ref
-	local hold elections term0
-	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S=''
+	local hold elections term0 rd0
+	WHY='' PUTS='' DELS='' LEASES='' GAP_MS='' TTL_S='' RUN_DELAY_MS=''
 	pick_member
 	urls=${ETCD_URL[S]}
 	[ "$mode" = fix ] && urls+=,$LIVE
@@ -129,6 +129,7 @@ run() {
 		return
 	fi
 	ttl=$(sed -n 's/.*under a lease of \([0-9]*\) s.*/\1/p' "$E2E_TMP/agent.out" | head -n 1)
+	rd0=$(fleet_run_delay "$E2E_AGENT_PID") # the machine's share, below
 	# members/SELF written and renewed before the stop: 2 intervals
 	for ((i = 0; i < 300; i++)); do
 		read -r PUTS DELS _ <<<"$(fleet_watch_events "$E2E_TMP/$mode.watch" "$key" "$probe" 0)"
@@ -184,7 +185,8 @@ run() {
 	fi
 	rev=$(revision_of_put "$probe" after)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
-	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s"
+	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
+	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited at most $RUN_DELAY_MS ms for a CPU"
 }
 
 stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
@@ -198,7 +200,7 @@ elif [ "$DELS" = 0 ] && [ "${PUTS:-0}" -ge 1 ] && [ "$LEASES" = 1 ] &&
 	[ "$GAP_MS" -lt $((TTL_S * 1000)) ]; then
 	pass fleet_member_stop_lease_held
 else
-	fail fleet_member_stop_lease_held "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s: $(grep -E 'lease|etcd' "$E2E_TMP/agent.out" | tail -n 4)"
+	fail fleet_member_stop_lease_held "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited at most ${RUN_DELAY_MS:-?} ms for a CPU (schedstat run_delay: near the TTL, the machine starved it): $(grep -E 'lease|etcd' "$E2E_TMP/agent.out" | tail -n 4)"
 fi
 stop_run fleet_member_stop_fix
 
