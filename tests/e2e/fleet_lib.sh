@@ -51,9 +51,10 @@
 #       what the threads of process PID waited for a CPU (schedstat's
 #       run_delay, /proc/PID/task/TID/schedstat): with no SINCE, one
 #       "TID NS" a line, a snapshot to keep; with SINCE (such a
-#       snapshot), the most any thread waited since then, in ms. A
-#       thread held off the CPU for about a lease's TTL tells a machine
-#       that starved the agent from an agent that did not renew.
+#       snapshot), the most any thread waited since then, in ms, in all
+#       (the sum of its waits, not the longest). A total under a lease's
+#       TTL rules out a machine that starved a thread that long: a lease
+#       lost then is the agent's; a total past it leaves either.
 #   fleet_term_start CTL...
 #   fleet_term_moved CTL...
 #       etcd's raft term, the highest that the members answering

@@ -34,6 +34,13 @@ set -u
 . "$E2E_DIR/fleet_lib.sh"
 e2e_init fleet_lease
 e2e_prefix kslease
+# The agent at nice -10 (e2e_agent_start's KS_AGENT_NICE), as etcd is: the
+# subject is the keeper against a stalled loop or member, not how soon a
+# loaded machine runs the agent; at nice 0 beside stress-ng and other
+# work (load 20 to 33) its threads waited 7 to 170 s in all for a CPU in
+# a run and the fix lost its lease (docs/testing.md). The controls break
+# the mechanism itself, which no CPU share mends.
+KS_AGENT_NICE=${KS_AGENT_NICE:--10}
 
 ETCD_PID=
 WATCH_PID=
@@ -109,7 +116,7 @@ run() {
 		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
-	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited at most $RUN_DELAY_MS ms for a CPU"
+	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited for a CPU $RUN_DELAY_MS ms in all over the run (the most of any thread)"
 }
 
 stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
@@ -121,7 +128,7 @@ elif [ "$DELS" = 0 ] && [ "${PUTS:-0}" -ge 1 ] && [ "$LEASES" = 1 ] &&
 	[ -n "$GAP_MS" ] && [ "$GAP_MS" -lt $((TTL_S * 1000)) ]; then
 	pass fleet_lease_held_through_stall
 else
-	fail fleet_lease_held_through_stall "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited at most ${RUN_DELAY_MS:-?} ms for a CPU (schedstat run_delay: near the TTL, the machine starved it): $(grep -E 'lease|stalled' "$E2E_TMP/agent.out" | tail -n 4)"
+	fail fleet_lease_held_through_stall "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited for a CPU ${RUN_DELAY_MS:-?} ms in all over the run (schedstat run_delay, the most of any thread: a total under the TTL rules out a machine that starved it that long): $(grep -E 'lease|stalled' "$E2E_TMP/agent.out" | tail -n 4)"
 fi
 stop_run fleet_lease_fix
 

@@ -47,6 +47,13 @@ set -u
 . "$E2E_DIR/etcd_cluster.sh"
 e2e_init fleet_member_stop
 e2e_prefix ksmstop
+# The agent at nice -10 (e2e_agent_start's KS_AGENT_NICE), as etcd is: the
+# subject is the keeper against a stalled loop or member, not how soon a
+# loaded machine runs the agent; at nice 0 beside stress-ng and other
+# work (load 20 to 33) its threads waited 7 to 170 s in all for a CPU in
+# a run and the fix lost its lease (docs/testing.md). The controls break
+# the mechanism itself, which no CPU share mends.
+KS_AGENT_NICE=${KS_AGENT_NICE:--10}
 
 WATCH_PID=
 IV=0.5
@@ -186,7 +193,7 @@ run() {
 	rev=$(revision_of_put "$probe" after)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
-	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited at most $RUN_DELAY_MS ms for a CPU"
+	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited for a CPU $RUN_DELAY_MS ms in all over the run (the most of any thread)"
 }
 
 stop_run() { fleet_stop_run "$@"; } # the agent clean, the watch stopped
@@ -200,7 +207,7 @@ elif [ "$DELS" = 0 ] && [ "${PUTS:-0}" -ge 1 ] && [ "$LEASES" = 1 ] &&
 	[ "$GAP_MS" -lt $((TTL_S * 1000)) ]; then
 	pass fleet_member_stop_lease_held
 else
-	fail fleet_member_stop_lease_held "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited at most ${RUN_DELAY_MS:-?} ms for a CPU (schedstat run_delay: near the TTL, the machine starved it): $(grep -E 'lease|etcd' "$E2E_TMP/agent.out" | tail -n 4)"
+	fail fleet_member_stop_lease_held "members/$SELF: ${PUTS:-?} puts, ${DELS:-?} deletes (want 0); ${LEASES:-?} leases (want 1); longest between renewals ${GAP_MS:-?} ms of ${TTL_S:-?} s; the agent's threads waited for a CPU ${RUN_DELAY_MS:-?} ms in all over the run (schedstat run_delay, the most of any thread: a total under the TTL rules out a machine that starved it that long): $(grep -E 'lease|etcd' "$E2E_TMP/agent.out" | tail -n 4)"
 fi
 stop_run fleet_member_stop_fix
 
