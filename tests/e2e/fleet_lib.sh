@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # fleet_lib.sh - set-up and checks the fleet's e2e tests share
-# (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh, test_fleet_lease.sh,
-# test_ring_change_ops.sh, test_ring_purge.sh). Source it after lib.sh;
-# functions only.
+# (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh,
+# test_fleet_lease.sh, test_fleet_member_stop.sh, test_ring_change_ops.sh,
+# test_ring_purge.sh). Source it after lib.sh; functions and one constant
+# (FLEET_ETCD_ELECTION_MS).
 #
 #   fleet_etcd_up NS NAME URL SETUP
 #       etcd in NS serving URL (peer port 2380, data and log under
@@ -21,6 +22,13 @@
 #       D ..."), the other 1 with one line naming the winner's revision and
 #       digest, and etcd must then hold the winner's. 0 and the loser's line
 #       in RACE_NOTE, or 1 and why in RACE_WHY. Output in DIR/race_[ab].*.
+#   fleet_watch_start NS ENDPOINTS CLUSTER SHARD FILE
+#       a test's own cluster set up and watched before its agent starts:
+#       `agent ring set` of the one SHARD in CLUSTER through ENDPOINTS, an
+#       `etcdctl watch --prefix /keysteer/CLUSTER/ -w json` from NS into
+#       FILE (stderr FILE.err), its pid in WATCH_PID, and the watch
+#       established: a put of /keysteer/CLUSTER/probe (a key nobody
+#       reads) delivered to FILE (20 s). 0, or 1 and why in WHY.
 #   fleet_watch_events FILE KEY KEY2 REV
 #       "PUTS DELETES SEEN" of KEY in FILE (an `etcdctl watch -w json`),
 #       SEEN 1 when the put of KEY2 at revision REV (a sentinel put after
@@ -33,11 +41,44 @@
 #       (fleet_pub_field); 1 with WHY set when the sentinel never came.
 #   fleet_stop_run NAME
 #       the agent stopped and checked clean (e2e_agent_stop_clean NAME),
-#       then the watch WATCH_PID.
+#       then the watch WATCH_PID; the agent's log kept as NAME.agent.out
+#       (the next run's agent writes agent.out again).
 #   fleet_pub_field FIELD [FILE]
 #       the number before FIELD ("leases", "keepalives") in the agent's
 #       last etcd -v line in FILE ($E2E_TMP/agent.out); "gap" and "ttl":
 #       its longest time between renewals (ms) and the lease's TTL (s).
+#   fleet_run_delay PID [SINCE]
+#       what the threads of process PID waited for a CPU (schedstat's
+#       run_delay, /proc/PID/task/TID/schedstat): with no SINCE, one
+#       "TID NS" a line, a snapshot to keep; with SINCE (such a
+#       snapshot), the most any thread waited since then, in ms, in all
+#       (the sum of its waits, not the longest). A total under a lease's
+#       TTL rules out a machine that starved a thread that long: a lease
+#       lost then is the agent's; a total past it leaves either.
+#   fleet_term_start CTL...
+#   fleet_term_moved CTL...
+#       etcd's raft term, the highest that the members answering
+#       `CTL... endpoint status -w json` report (CTL: a command running
+#       etcdctl with its endpoints). fleet_term_start sets TERM_NOW (and
+#       TERM_MOVED_MS empty); fleet_term_moved returns 0 when the term rose
+#       past TERM_NOW since the last call, TERM_NOW then the new term and
+#       TERM_MOVED_MS the time (ms) it was first seen, else 1. Why a test
+#       of a lease's expiry needs it: etcd 3.4's lessor re-arms every
+#       lease when a member becomes leader, for its whole TTL plus the
+#       election timeout (etcdserver's `lessor.Promote(electionTimeout)`
+#       once the new leader applied its term's first entry; the TTL left
+#       is not carried over, 3.4 checkpoints none by default). So after a
+#       leader change a lease with no renewal lives until the change and
+#       the TTL and FLEET_ETCD_ELECTION_MS, whatever the agent did; a
+#       term rises at every election (an election that fails too: taken
+#       as a change, the lenient side). The time it was seen is at or
+#       after the change: a bound from it never fails a lease that etcd
+#       expired as it promises.
+
+# etcd's --election-timeout, its default: no etcd of the suite sets it
+# (etcd_cluster.sh, ks_start_etcd). See fleet_term_moved.
+# shellcheck disable=SC2034 # for the scripts that source this
+FLEET_ETCD_ELECTION_MS=1000
 
 fleet_etcd_up() {
 	local ns=$1 name=$2 url=$3 setup=$4
@@ -143,6 +184,76 @@ fleet_lease_tally() {
 
 fleet_stop_run() {
 	e2e_agent_stop_clean "$1"
+	cp "$E2E_TMP/agent.out" "$E2E_TMP/$1.agent.out" 2>/dev/null
 	ks_stop_pid "$WATCH_PID" TERM 3
 	WATCH_PID=
+}
+
+fleet_etcd_term() {
+	"$@" endpoint status -w json 2>/dev/null | "$PY" -c 'import json,sys
+try:
+    st = json.load(sys.stdin)
+except ValueError:
+    sys.exit(0)
+terms = [e["Status"]["raftTerm"] for e in st if "Status" in e]
+if terms:
+    print(max(terms))' 2>/dev/null
+}
+
+# shellcheck disable=SC2034 # TERM_NOW TERM_MOVED_MS are for the caller
+fleet_term_start() {
+	TERM_NOW=$(fleet_etcd_term "$@")
+	TERM_MOVED_MS=
+}
+
+# shellcheck disable=SC2034 # TERM_MOVED_MS is for the caller
+fleet_term_moved() {
+	local t
+	t=$(fleet_etcd_term "$@")
+	[ -n "$t" ] && [ "$t" -gt "${TERM_NOW:-0}" ] || return 1
+	TERM_NOW=$t
+	TERM_MOVED_MS=$(($(date +%s%N) / 1000000))
+	return 0
+}
+
+# shellcheck disable=SC2034 # WATCH_PID WHY are for the caller
+fleet_watch_start() {
+	local ns=$1 eps=$2 cluster=$3 shard=$4 file=$5 out rev i probe
+	probe=/keysteer/$cluster/probe
+	out=$(e2e_agent ring set --etcd "$eps" --cluster "$cluster" --shards "$shard" 2>&1)
+	if ! grep -q '^revision [0-9]* digest ' <<<"$out"; then
+		WHY="ring set: $out"
+		return 1
+	fi
+	ks_in_ns_bg "$ns" etcdctl --endpoints "$eps" watch --prefix "/keysteer/$cluster/" \
+		-w json </dev/null >"$file" 2>"$file.err"
+	WATCH_PID=$KS_BG_PID
+	for ((i = 0; i < 100; i++)); do
+		rev=$(ks_in_ns "$ns" etcdctl --endpoints "$eps" --command-timeout 5s \
+			put "$probe" up -w json 2>/dev/null |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
+		[ -n "$rev" ] &&
+			[ "$(fleet_watch_events "$file" "/keysteer/$cluster/members/$shard" "$probe" "$rev" |
+				cut -d' ' -f3)" = 1 ] &&
+			return 0
+		sleep 0.2
+	done
+	WHY="the watch of /keysteer/$cluster/ never delivered a put: $(head -c 300 "$file.err")"
+	return 1
+}
+
+fleet_run_delay() {
+	local pid=$1 since=${2:-} f
+	if [ -z "$since" ]; then
+		for f in /proc/"$pid"/task/*/schedstat; do
+			[ -r "$f" ] || continue
+			f=${f%/schedstat}
+			echo "${f##*/} $(cut -d' ' -f2 "$f/schedstat" 2>/dev/null)"
+		done
+		return
+	fi
+	fleet_run_delay "$pid" | awk -v since="$since" '
+		BEGIN { n = split(since, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], f, " "); was[f[1]] = f[2] } }
+		NF == 2 { d = $2 - was[$1]; if (d > max) max = d }
+		END { printf "%d\n", max / 1000000 }'
 }

@@ -8,8 +8,9 @@ for a test that asks when a key changed (not when a later poll saw it):
 
   ks_watch_log.py stamp ENDPOINTS PREFIX REV   etcdctl's watch of PREFIX
       from revision REV, each line as "WALL_MS JSON", until SIGTERM/SIGINT
-  ks_watch_log.py first-delete FILE SUFFIX     the WALL_MS of the first
-      delete of a key ending in SUFFIX, or nothing
+  ks_watch_log.py first-delete FILE SUFFIX [AFTER_MS]   the WALL_MS of
+      the first delete of a key ending in SUFFIX (that arrived at or after
+      AFTER_MS, when given), or nothing
 """
 import base64
 import json
@@ -59,10 +60,12 @@ def stamp(endpoints, prefix, rev):
         p.wait()
 
 
-def first_delete(path, suffix):
+def first_delete(path, suffix, after_ms=None):
     for ev in events(path):
         key = base64.b64decode(ev["kv"]["key"]).decode()
         if ev.get("type") in (1, "DELETE") and key.endswith(suffix):
+            if after_ms is not None and ev.get("_at_ms", 0) < int(after_ms):
+                continue
             print(ev.get("_at_ms", ""))
             return
 
@@ -70,7 +73,7 @@ def first_delete(path, suffix):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["stamp"] and len(sys.argv) == 5:
         stamp(*sys.argv[2:])
-    elif sys.argv[1:2] == ["first-delete"] and len(sys.argv) == 4:
+    elif sys.argv[1:2] == ["first-delete"] and len(sys.argv) in (4, 5):
         first_delete(*sys.argv[2:])
     else:
         sys.exit(__doc__)

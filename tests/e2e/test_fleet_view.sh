@@ -299,7 +299,9 @@ assert d["shards_without_agent"] == [sys.argv[2]]' "$E2E_TMP/k.json" "$VNAME" 2>
 done
 gone_at=
 for ((i = 0; i < 100; i++)); do
-	gone_at=$("$PY" "$E2E_DIR/ks_watch_log.py" first-delete "$E2E_TMP/gone.watch" "/$VNAME" 2>/dev/null)
+	# from the kill on: a delete before it would be a lease lost alive
+	gone_at=$("$PY" "$E2E_DIR/ks_watch_log.py" first-delete "$E2E_TMP/gone.watch" "/$VNAME" \
+		"$T_KILL_MS" 2>/dev/null)
 	[ -n "$gone_at" ] && break
 	sleep 0.1
 done
