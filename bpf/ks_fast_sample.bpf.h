@@ -160,12 +160,12 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 					     void *data, void *end, __u32 off,
 					     __u32 plen)
 {
-	__u32 half, len, cpu, idx, i, rem, rem_off;
+	__u32 half, len, i, rem, rem_off;
 	struct ks_pkt_counters *pc;
 	struct ks_slog_pos *pos;
 	struct ks_ring_half *rh;
 	struct ks_slog_rec *r;
-	__u64 head, tail, h, w;
+	__u64 head, h, w;
 	void *p, *q;
 
 	if (!cfg || !s || off > 0xff || plen < KS_FAST_MIN ||
@@ -179,17 +179,8 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	pc = ks_pkt_counters();
 	if (!pc)
 		return 0;
-	/* as ks_slog_put() */
-	cpu = bpf_get_smp_processor_id();
-	pos = bpf_map_lookup_elem(&ks_slog_pos, &cpu);
-	if (!pos)
-		return 0;
-	head = pos->head;
-	tail = *(volatile __u64 *)&pos->tail;
-	if (head - tail >= KS_SLOG_RECS)
-		return 0;
-	idx = cpu * KS_SLOG_RECS + (__u32)(head & KS_SLOG_MASK);
-	r = bpf_map_lookup_elem(&ks_slog, &idx);
+	/* a full log is the general path's to count */
+	r = ks_slog_slot(&pos, &head, false);
 	if (!r)
 		return 0;
 	/* a mask clang must keep, as in ks_fast_hot_maybe() */
@@ -231,9 +222,7 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	r->pad = 0;
 	r->seq = (__u16)cfg->seq;
 	r->n = (__u16)s->sample_n;
-	/* the record before the head that publishes it (ks_slog_put()) */
-	asm volatile("" ::: "memory");
-	*(volatile __u64 *)&pos->head = head + 1;
+	ks_slog_publish(pos, head);
 	pc->n[KS_PKT_SAMPLED]++;
 	pc->n[KS_PKT_SLOG]++;
 	return 1;

@@ -230,6 +230,55 @@ static __always_inline bool ks_sample_due(struct ks_scratch *s)
 }
 
 /*
+ * This CPU's next free record of the sample log, or NULL (*pos and *head
+ * set for ks_slog_publish()): the log full (counted when count_full, a
+ * constant), or no log entry for this CPU. Nothing is published until
+ * ks_slog_publish().
+ */
+static __always_inline struct ks_slog_rec *ks_slog_slot(
+	struct ks_slog_pos **pos, __u64 *head, const bool count_full)
+{
+	__u32 cpu, idx;
+	__u64 tail;
+
+	/*
+	 * The verifier inlines this helper on x86-64 (6.10+: one per-CPU
+	 * load); keeping the number in the scratch instead measured 2-9 ns
+	 * slower on the single-key sampled packets (a branch and a store).
+	 * Elsewhere it is a helper call.
+	 */
+	cpu = bpf_get_smp_processor_id();
+	*pos = bpf_map_lookup_elem(&ks_slog_pos, &cpu);
+	if (!*pos)
+		return NULL;
+	*head = (*pos)->head;
+	/* the agent's tail, read once: it only ever grows, so a stale value
+	 * can only make the log look fuller than it is */
+	tail = *(volatile __u64 *)&(*pos)->tail;
+	if (*head - tail >= KS_SLOG_RECS) {
+		if (count_full)
+			ks_count_pkt(KS_PKT_SLOG_FULL);
+		return NULL;
+	}
+	idx = cpu * KS_SLOG_RECS + (__u32)(*head & KS_SLOG_MASK);
+	return bpf_map_lookup_elem(&ks_slog, &idx);
+}
+
+/*
+ * The record ks_slog_slot() gave, written, published for the drain. A
+ * compiler barrier is enough on x86-64: TSO keeps stores in program
+ * order, and the agent reads head (then the record) with loads TSO keeps
+ * in order too. arm64 would need a release store of head here
+ * (__atomic_store_n(..., __ATOMIC_RELEASE), or BPF's store_release on
+ * 6.15+ kernels) and an acquire load of it in the agent.
+ */
+static __always_inline void ks_slog_publish(struct ks_slog_pos *pos, __u64 head)
+{
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&pos->head = head + 1;
+}
+
+/*
  * The sample log (issue 27; keysteer.h): a sampled read or write of up to
  * KS_SLOG_KEY bytes appended to this CPU's log for the agent to fold into
  * the sketch and the candidates in user space, so the datapath pays one
@@ -246,8 +295,8 @@ static __always_inline int ks_slog_put(struct ks_scratch *s, __u64 hash,
 	struct ks_config *cfg;
 	struct ks_slog_pos *pos;
 	struct ks_slog_rec *r;
-	__u32 cpu, idx, i, zero = 0;
-	__u64 head, tail;
+	__u32 i, zero = 0;
+	__u64 head;
 
 	/*
 	 * The flag read here, by the sampled key, not copied into the
@@ -259,26 +308,7 @@ static __always_inline int ks_slog_put(struct ks_scratch *s, __u64 hash,
 	cfg = bpf_map_lookup_elem(&ks_config, &zero);
 	if (!cfg || !(cfg->flags & KS_CFG_SLOG) || s->sample_n > 0xffff)
 		return 0;
-	/*
-	 * The verifier inlines this helper on x86-64 (6.10+: one per-CPU
-	 * load); keeping the number in the scratch instead measured 2-9 ns
-	 * slower on the single-key sampled packets (a branch and a store).
-	 * Elsewhere it is a helper call.
-	 */
-	cpu = bpf_get_smp_processor_id();
-	pos = bpf_map_lookup_elem(&ks_slog_pos, &cpu);
-	if (!pos)
-		return 0;
-	head = pos->head;
-	/* the agent's tail, read once: it only ever grows, so a stale value
-	 * can only make the log look fuller than it is */
-	tail = *(volatile __u64 *)&pos->tail;
-	if (head - tail >= KS_SLOG_RECS) {
-		ks_count_pkt(KS_PKT_SLOG_FULL);
-		return 0;
-	}
-	idx = cpu * KS_SLOG_RECS + (__u32)(head & KS_SLOG_MASK);
-	r = bpf_map_lookup_elem(&ks_slog, &idx);
+	r = ks_slog_slot(&pos, &head, true);
 	if (!r)
 		return 0;
 	r->hash = hash;
@@ -292,17 +322,7 @@ static __always_inline int ks_slog_put(struct ks_scratch *s, __u64 hash,
 #pragma unroll
 	for (i = 0; i < KS_SLOG_KEY / 8; i++)
 		r->key[i] = s->key[i];
-	/*
-	 * The record before the head that publishes it. A compiler barrier
-	 * is enough on x86-64: TSO keeps stores in program order, and the
-	 * agent reads head (then the record) with loads TSO keeps in order
-	 * too. arm64 would need a release store of head here
-	 * (__atomic_store_n(..., __ATOMIC_RELEASE), or BPF's
-	 * store_release on 6.15+ kernels) and an acquire load of it in the
-	 * agent.
-	 */
-	asm volatile("" ::: "memory");
-	*(volatile __u64 *)&pos->head = head + 1;
+	ks_slog_publish(pos, head);
 	ks_count_pkt(KS_PKT_SLOG);
 	return 1;
 }

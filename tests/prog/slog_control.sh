@@ -36,9 +36,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # name|file|sed expression (one edit each)
 mutants=(
-	"full-drops-sample|ks_sample.bpf.h|s/ks_count_pkt(KS_PKT_SLOG_FULL);/ks_count_pkt(KS_PKT_SLOG_FULL); return 1;/"
+	"full-drops-sample|ks_sample.bpf.h|/r = ks_slog_slot(\&pos, \&head, true);/,/return 0;/ s/return 0;/return 1;/"
 	"logged-and-sketched|ks_sample.bpf.h|s/ks_slog_put(s, hash, len, cls)))/ks_slog_put(s, hash, len, cls) \&\& 0))/"
-	"no-fallback|ks_sample.bpf.h|s/if (head - tail >= KS_SLOG_RECS) {/if (head - tail >= KS_SLOG_RECS \&\& 0) {/"
+	"no-fallback|ks_sample.bpf.h|s/if (\*head - tail >= KS_SLOG_RECS) {/if (*head - tail >= KS_SLOG_RECS \&\& 0) {/"
 	"record-key-cut|ks_sample.bpf.h|s/for (i = 0; i < KS_SLOG_KEY \/ 8; i++)/for (i = 0; i < 4; i++)/"
 	"express-uncounted|ks_fast_sample.bpf.h|s/pc->n\[KS_PKT_SLOG\]++;//"
 	"express-key-unshifted|ks_fast_sample.bpf.h|s/^\t\t\t\tw = \*(__u64 \*)q >> ((8 - rem) \* 8);/\t\t\t\tw = *(__u64 *)q;/"
