@@ -34,6 +34,9 @@
 #       SEEN 1 when the put of KEY2 at revision REV (a sentinel put after
 #       what is counted) has been delivered: etcd delivers a watch's
 #       events in revision order, so all before it are in the file.
+#   fleet_put_revision CTL KEY VALUE
+#       KEY put through CTL (the script's etcdctl wrapper); the put's
+#       revision on stdout (the sentinel for fleet_lease_tally).
 #   fleet_lease_tally FILE KEY KEY2 REV
 #       waits (60 s) until the sentinel put of KEY2 at revision REV is in
 #       the watch FILE, then sets PUTS and DELS (of KEY, fleet_watch_events)
@@ -240,6 +243,13 @@ fleet_watch_start() {
 	done
 	WHY="the watch of /keysteer/$cluster/ never delivered a put: $(head -c 300 "$file.err")"
 	return 1
+}
+
+# fleet_put_revision CTL KEY VALUE: KEY put through CTL (the script's own
+# etcdctl wrapper), the revision etcd gave the put on stdout
+fleet_put_revision() {
+	"$1" put "$2" "$3" -w json 2>/dev/null |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null
 }
 
 fleet_run_delay() {

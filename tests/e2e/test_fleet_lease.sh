@@ -112,8 +112,7 @@ run() {
 	# after the stall (30 s for a loaded etcd to answer)
 	[ "$mode" = control ] && e2e_wait_line "$E2E_TMP/agent.out" "the lease was gone" \
 		"$E2E_AGENT_PID" 300 && e2e_wait_intervals 2
-	rev=$(ETCDCTL put "$probe" after -w json 2>/dev/null |
-		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
+	rev=$(fleet_put_revision ETCDCTL "$probe" after)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
 	note "$mode: lease of $ttl s, interval #$STALL_AT stalled $stall ms; members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited for a CPU $RUN_DELAY_MS ms in all over the run (the most of any thread)"

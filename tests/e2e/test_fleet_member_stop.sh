@@ -105,11 +105,6 @@ keep_follower() {
 	[ "$(etcd_leader)" != "$S" ]
 }
 LIVECTL() { ks_in_ns "$SNS" etcdctl --endpoints "$LIVE" --command-timeout 5s "$@"; }
-revision_of_put() { # KEY VALUE: the put's revision
-	LIVECTL put "$1" "$2" -w json 2>/dev/null |
-		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null
-}
-
 # run MODE: the agent in cluster mstop_MODE on every member, member S first
 # (fix), or on member S alone (control); member S stopped under it for
 # the TTL and HOLD_EXTRA_MS, then resumed; until
@@ -190,7 +185,7 @@ run() {
 		WHY="the agent logged no intervals after the stop: $(tail -n 3 "$E2E_TMP/agent.out")"
 		return
 	fi
-	rev=$(revision_of_put "$probe" after)
+	rev=$(fleet_put_revision LIVECTL "$probe" after)
 	fleet_lease_tally "$E2E_TMP/$mode.watch" "$key" "$probe" "${rev:-0}" || return
 	RUN_DELAY_MS=$(fleet_run_delay "$E2E_AGENT_PID" "$rd0")
 	note "$mode (--etcd $urls): members/$SELF: $PUTS puts, $DELS deletes in the watch; $LEASES leases, $(fleet_pub_field keepalives) keepalives, longest between renewals $GAP_MS ms of $TTL_S s; the agent's threads waited for a CPU $RUN_DELAY_MS ms in all over the run (the most of any thread)"
