@@ -266,10 +266,15 @@ own = [float(m.group(1)) for m in
                    open(out).read())]
 assert seen, "no fleet document listed %s" % key
 assert max(seen) > 0, "refused/s never above 0: %s" % seen
-def rate3(x):
-    return float("%.3g" % x) if x else 0.0
+# the document rounds the rate to 3 significant digits, the status line
+# to 0.1: one rate x gave both when the two roundings' intervals overlap
+# (rounding the status line's figure again is no test: 331.46 is 331 in
+# the document and 331.5 on the line, which rounds to 332)
+import math
+def half_digit(v):
+    return 0.5 * 10 ** (math.floor(math.log10(abs(v))) - 2) if v else 0.0
 bad = [v for v in set(seen)
-       if not any(abs(v - rate3(r)) <= max(0.002 * v, 0.11) for r in own)]
+       if not any(abs(v - r) <= half_digit(v) + 0.05 + 1e-9 for r in own)]
 assert not bad, "refused/s %s not in the agent's own %s" % (bad, own)
 print("fleet refused/s %s; agent's %s" % (sorted(set(seen)), own))
 EOF
