@@ -57,7 +57,7 @@ AGENT_PART := $(filter-out $(OUT)/user/agent.o,$(AGENT_OBJS))
 
 TEST_BINS := $(OUT)/tests/prog_test $(OUT)/tests/unit_test $(OUT)/tests/bench \
 	$(OUT)/tests/ring_compat $(OUT)/tests/etcd_test $(OUT)/tests/ks_vcount \
-	$(OUT)/tests/fleet_scale
+	$(OUT)/tests/ks_jitdump $(OUT)/tests/fleet_scale
 $(OUT)/agent $(TEST_BINS): LDLIBS += $(ETCD_LIBS) $(HTTP_LIBS)
 
 .SECONDARY: $(BPF_OBJS) $(SKELS)
@@ -229,6 +229,20 @@ FLEET_SCALE_OBJ := $(OUT)/tests/obj/bench/fleet_scale.o
 VIEW_REFRESH_OBJ := $(OUT)/tests/obj/bench/view_refresh.o
 AGENT_BIG_OBJS := $(OUT)/tests/obj/bench/agent_big.o $(OUT)/tests/obj/bench/agent_big_model.o
 
+# The stack's headroom check (tests/prog/t_stack.c): keysteer.bpf.o again
+# with KS_STACK_MARGIN bytes planted in each program's own frame
+# (bpf/keysteer.bpf.c), embedded in prog_test by a skeleton of its own.
+STACK_MARGIN_H := tests/prog/stack_margin.h
+$(OUT)/tests/keysteer_stack.bpf.o: bpf/keysteer.bpf.c $(BPF_H) $(VMLINUX) $(STACK_MARGIN_H) | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -include $(STACK_MARGIN_H) \
+		-DKS_STACK_PLANT=KS_STACK_MARGIN -c $< -o $@
+$(OUT)/tests/keysteer_stack.skel.h: $(OUT)/tests/keysteer_stack.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name keysteer_stack > $@.tmp && mv $@.tmp $@
+$(OUT)/tests/obj/prog/t_stack.o: $(OUT)/tests/keysteer_stack.skel.h
+
 $(OUT)/tests/prog_test: $(call tier_objs,prog) $(TEST_LIB) $(AGENT_PART) $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -276,6 +290,13 @@ tests: $(OUT)/tests/view_refresh
 # The verifier's instructions processed per program of a BPF object,
 # loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
 $(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c user/dp/slog_maps.c | $(OUT)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
+
+# One program's JIT image, for objdump (bpftool here has no libbfd):
+# `build/tests/ks_jitdump OBJ PROG FILE` (docs/benchmarks.md, issue 27).
+$(OUT)/tests/ks_jitdump: tests/tools/ks_jitdump.c user/dp/slog_maps.c | $(OUT)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
@@ -379,10 +400,19 @@ bench: check-deps
 # LINE_LOG_SAMPLES=off: without the sample log (the in-kernel sketch).
 # LINE_SLOG=1: the sample log's tails moved by the benchmark instead of
 # the drain (the datapath's side of the log alone; line_bench.sh --slog).
+# LINE_OBJECT=OBJ: keysteer's XDP program from another build's
+# keysteer.bpf.o (main's, or a stop of stage_build.sh --express) on this
+# build's bench (line_bench.sh --object).
+# LINE_RING=N (with LINE_SAMPLE): a ketama ring of N shards loaded, every
+# sampled key placed on it (line_bench.sh --ring). LINE_KEYS=N (with
+# LINE_SAMPLE): each key drawn uniformly from N keys, keys that come back
+# (line_bench.sh --keys).
 bench-line: check-deps
 	$(MAKE) all tests
 	OUT=$(OUT) tests/bench/line_bench.sh $(if $(LINE_SAMPLE),--sample $(LINE_SAMPLE)) \
-		$(if $(LINE_LOG_SAMPLES),--log-samples $(LINE_LOG_SAMPLES)) $(if $(LINE_SLOG),--slog)
+		$(if $(LINE_LOG_SAMPLES),--log-samples $(LINE_LOG_SAMPLES)) $(if $(LINE_SLOG),--slog) \
+		$(if $(LINE_OBJECT),--object $(LINE_OBJECT)) \
+		$(if $(LINE_RING),--ring $(LINE_RING)) $(if $(LINE_KEYS),--keys $(LINE_KEYS))
 
 # Top-K accuracy at scale against exact counts: generated captures of 1M
 # Zipf keys plus churn through `agent replay --interval` at --sample 1, 8,
@@ -408,7 +438,8 @@ bench-agent: check-deps
 # AGENT_BIG_BEFORE=REV also runs REV's estimate.c and collect.c in every
 # round and prints this / before. With the sample log's drain and fold on
 # real maps sized as such a host sizes them (AGENT_BIG_SLOG_RATE keys/s a
-# CPU; 0: not), and the same bench without the log in every round. Needs
+# CPU; 0: not), and the same bench without the log and with one drain
+# thread (against the automatic count) in every round. Needs
 # root; a few minutes.
 AGENT_BIG_CPUS   ?= 2,16,64,128
 AGENT_BIG_ROUNDS ?= 3

@@ -20,6 +20,25 @@
 #include "ks_reply.bpf.h"
 #include "ks_limit.bpf.h"
 
+/*
+ * The stack's headroom check (tests/prog/t_stack.c): a copy of this
+ * object built with -DKS_STACK_PLANT=N has N bytes more in each program's
+ * own frame, written once and given to an asm, so that clang keeps them
+ * apart from every other slot for the whole program; every call chain
+ * starts in that frame, so the copy loads only if each chain has N bytes
+ * to spare under the kernel's 512 (MAX_BPF_STACK). Left at 0 the block is
+ * dead and compiles to nothing.
+ */
+#ifndef KS_STACK_PLANT
+#define KS_STACK_PLANT 0
+#endif
+#define KS_STACK_PLANT_HERE()                                                  \
+	volatile __u8 ks_plant[KS_STACK_PLANT ?: 1];                           \
+	if (KS_STACK_PLANT) {                                                  \
+		ks_plant[0] = 0;                                               \
+		__asm__ volatile("" ::"r"(ks_plant) : "memory");               \
+	}
+
 /* ks_handle's return for a packet the rate limit refused: this bit and
  * the XDP action (ks_limit.bpf.h). Slots of ks_hot never reach it. */
 #define KS_HANDLE_ACT 0x80000000u
@@ -124,21 +143,24 @@ static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
  *   one frame, or in the next in-order segment of a TCP flow that stands
  *   at a request boundary, with no hot key and no rate limit in force,
  *   either not due for sampling or due while the agent drains the sample
- *   log and nothing else wants the key (ks_express_sample(): no trace, no
- *   ring loaded, room in the log);
+ *   log and nothing else wants the key (ks_express_sample(): no trace,
+ *   room in the log; a ring loaded or not, the key placed on it by
+ *   ks_ring_place() itself);
  * - the next in-order segment of a TCP flow inside a data block that goes
  *   on past it (a set's value).
  *
  * Returns true when it counted the packet, exactly as the general path
  * below would have (ks_pkts' SEEN, MEMCACHED, UDP or TCP, FAST_GET and
  * FAST_GET_BYTES or FLOW_CONT, the sample countdown, a sampled key's
- * record and SAMPLED and SLOG, the flow's next
- * sequence number, its stamp and what is left of its block), and false,
- * having changed nothing, for anything else: the general path then takes
- * the packet from its first byte. Every header field is at a fixed
- * offset (TCP's payload at its data offset), so there is no cursor and no
- * ks_l4 on the stack, and none of the scratch's per-packet fields, which
- * only the general path reads, is written.
+ * record and SAMPLED and SLOG, with a ring its shard's count, RING_HIT
+ * and a misdirected key's client, the flow's next sequence number, its
+ * stamp and what is left of its block), and false, having changed
+ * nothing, for anything else: the general path then takes the packet
+ * from its first byte. Every header field is at a fixed offset (TCP's
+ * payload at its data offset), so there is no cursor and no ks_l4 on the
+ * stack, and of the scratch's per-packet fields, which the general path
+ * writes anew for every packet, only a sampled key's ring placement
+ * writes any (the half, the client: ks_express_sample()).
  */
 
 /* The countdown after a lone get, as ks_sample_due() leaves it: 0 when
@@ -506,6 +528,7 @@ static __always_inline void ks_reply_after_steer(void)
 SEC("xdp.frags")
 int ks_ingress(struct xdp_md *ctx)
 {
+	KS_STACK_PLANT_HERE();
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
@@ -529,6 +552,7 @@ SEC("tc")
 int ks_tc_ingress(struct __sk_buff *skb)
 {
 	__u32 hot;
+	KS_STACK_PLANT_HERE();
 
 	/* Headers may sit in paged data on the tc path; make them linear. */
 	bpf_skb_pull_data(skb, skb->len < 256 ? skb->len : 256);
@@ -560,6 +584,7 @@ int ks_tc_egress(struct __sk_buff *skb)
 	struct ks_l4 l4 = {};
 	struct ks_config *cfg;
 	__u32 zero = 0;
+	KS_STACK_PLANT_HERE();
 
 	cfg = bpf_map_lookup_elem(&ks_config, &zero);
 	/* no hot key, no read waiting: the common reply costs this much */

@@ -128,7 +128,8 @@ static __always_inline int ks_fast_take(struct ks_scratch *s, void *data,
  * the AMD VM of issue 27). While the agent drains the sample log and
  * nothing else wants the key, all that leaves of it is one record in the
  * log and two counters, which this writes from the packet the express
- * path has checked (ks_fast_get_line).
+ * path has checked (ks_fast_get_line), and with a ring loaded the key's
+ * placement, for which it calls ks_ring_place() as the general path does.
  *
  * ks_express_sample_ok(): what needs no packet byte, tested before the
  * line is read: the log on, no trace (its event wants the client's
@@ -146,39 +147,49 @@ static __always_inline bool ks_express_sample_ok(const struct ks_config *cfg,
  * checked by the express path) appended to this CPU's sample log, exactly
  * as ks_fast_take() -> ks_key_record() -> ks_slog_put() would append it
  * (the same hash, class, epoch, rate and key words, zero past the key),
- * and counted (KS_PKT_SAMPLED, KS_PKT_SLOG). Returns 0, having published
- * and counted nothing, when the general path must take the key: a ring
- * loaded in the active half (ks_ring_place() places the key and counts it
- * for its shard), the log full (the general path counts that and feeds
- * the in-kernel sketch), no log entry for this CPU, or a load the
- * verifier cannot see inside the packet. A record slot past the head may
- * have been written then: no reader looks past the head, and the next
- * record overwrites it.
+ * and counted (KS_PKT_SAMPLED, KS_PKT_SLOG). With a ring loaded in the
+ * active half (issue 27), placed and counted for its shard by the general
+ * path's own ks_ring_place(), given what ks_fast_take() and ks_handle()
+ * leave it: the key's words in s->key (zero past the key, as
+ * ks_fast_key_load() leaves them), its length, class and hash in
+ * s->ring_*, the half this packet read in s->ring, and the client in
+ * s->saddr, s->sport and s->proto, read from the headers the express path
+ * checked at their fixed offsets; so a key this host owns, a misdirected
+ * one (its client kept in ks_misdirect), one under a shard rule and one
+ * the ring cannot place are counted exactly as the general path counts
+ * them, and none goes back to it. Returns 0, having published and
+ * counted nothing, when the general path must take the key: the log full
+ * (it counts that and feeds the in-kernel sketch), no log entry for this
+ * CPU, a placement still pending (never, as ks_ring_flush() leaves the
+ * scratch), or a load the verifier cannot see inside the packet. A record
+ * slot past the head may have been written then: no reader looks past
+ * the head, and the next record overwrites it.
  */
 static __always_inline int ks_express_sample(const struct ks_config *cfg,
-					     const struct ks_scratch *s,
-					     void *data, void *end, __u32 off,
-					     __u32 plen)
+					     struct ks_scratch *s, void *data,
+					     void *end, __u32 off, __u32 plen)
 {
-	__u32 half, len, i, rem, rem_off;
+	__u32 len, i, rem, rem_off;
 	struct ks_pkt_counters *pc;
 	struct ks_slog_pos *pos;
 	struct ks_ring_half *rh;
 	struct ks_slog_rec *r;
 	__u64 head, h, w;
+	struct iphdr *ip;
+	__be16 *l4;
+	bool ringed;
+	__u32 *sa;
 	void *p, *q;
 
 	if (!cfg || !s || off > 0xff || plen < KS_FAST_MIN ||
 	    plen > KS_FAST_MAX)
 		return 0;
 	len = plen - 6; /* less "get " and "\r\n" */
-	half = cfg->ring & 1;
-	rh = bpf_map_lookup_elem(&ks_ring, &half);
-	if (rh && rh->meta.nshards)
-		return 0;
-	pc = ks_pkt_counters();
-	if (!pc)
-		return 0;
+	/* the half this packet reads, where ks_ring_place() reads it (the
+	 * general path writes s->ring again before it reads it) */
+	s->ring = cfg->ring & 1;
+	rh = bpf_map_lookup_elem(&ks_ring, &s->ring);
+	ringed = rh && rh->meta.nshards;
 	/* a full log is the general path's to count */
 	r = ks_slog_slot(&pos, &head, false);
 	if (!r)
@@ -216,7 +227,64 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 #pragma unroll
 	for (i = KS_FAST_KEY / 8; i < KS_SLOG_KEY / 8; i++)
 		r->key[i] = 0;
-	r->hash = ks_key_hash_final(h);
+	h = ks_key_hash_final(h);
+	/*
+	 * Looked up here, not before the loop: a value less live across
+	 * it, and this frame (88 bytes, 96 as the kernel rounds it) is on
+	 * every chain of calls below ks_ring_place(). The kernel allows
+	 * 512 bytes of stack to a chain, each frame rounded up to 16 and
+	 * without bpf_loop()'s inlined state; through here (ks_ingress
+	 * 208 as it counts it) the deepest, pymemcache's ring (ks_ring_rdv()
+	 * 48, its node callback 48), stands at 432, and the MD5 of ketama
+	 * and twemproxy rings at 368 (ks_ring_md5_block() 32). That one
+	 * stood at 512 while MD5 kept its block words on the stack (a
+	 * 176-byte frame; issue 27, docs/benchmarks.md "The stack"), and
+	 * a first form of this function 16 bytes larger was refused
+	 * ("combined stack size of 5 calls is 528. Too large").
+	 * tests/prog/t_stack.c fails when any chain of any program has
+	 * less than KS_STACK_MARGIN (64) bytes to spare.
+	 */
+	pc = ks_pkt_counters();
+	if (!pc)
+		return 0;
+	if (ringed) {
+		/* the ring's search reads the key in s->key: its words go
+		 * there, zero past the key, as ks_fast_key_load() leaves
+		 * them (one block after the loop: inside it, a branch a word
+		 * verified 500 instructions more) */
+		if (s->key_words > KS_FAST_KEY / 8)
+			ks_key_clear(s); /* rare: a key longer than 32 bytes */
+#pragma unroll
+		for (i = 0; i < KS_FAST_KEY / 8; i++)
+			s->key[i] = r->key[i];
+		s->key_words = ks_key_words(len);
+		/* a placement still pending is the general path's */
+		if (s->ring_pending)
+			return 0;
+		/* the client, where ks_ring_note_client() reads it for a
+		 * misdirected key, as ks_handle() copies it from ks_l4: the
+		 * address IPv4-mapped (::ffff:a.b.c.d), the source port (UDP
+		 * and TCP alike, behind the option-less IPv4 header the
+		 * express path checked), the protocol */
+		ip = data + sizeof(struct ethhdr);
+		l4 = (void *)(ip + 1);
+		if ((void *)(l4 + 1) > end)
+			return 0;
+		sa = (__u32 *)s->saddr;
+		sa[0] = 0;
+		sa[1] = 0;
+		sa[2] = 0xffff0000U;
+		sa[3] = ip->saddr;
+		s->sport = bpf_ntohs(*l4);
+		s->proto = ip->protocol;
+		/* what ks_key_record() -> ks_ring_defer() leaves for it */
+		s->ring_len = len;
+		s->ring_cls = KS_CLASS_READ;
+		s->ring_hash = h;
+		/* the one placement and count, the general path's own */
+		ks_ring_place(s);
+	}
+	r->hash = h;
 	r->len = (__u16)len;
 	r->cls = KS_CLASS_READ;
 	r->pad = 0;

@@ -32,17 +32,60 @@
  */
 #define KS_OPAQUE(v) __asm__ volatile("" : "+r"(v))
 
+/* Hides v from the optimiser without keeping it alive in the object
+ * (not volatile): a sum or xor formed before it is not reassociated
+ * with what comes after. */
+static inline __u32 ks_md5_hold(__u32 v)
+{
+	__asm__("" : "+r"(v));
+	return v;
+}
+
 #define KS_MD5_ROTL(x, s) (((x) << (s)) | ((x) >> (32 - (s))))
-#define KS_MD5_F(x, y, z) (((x) & (y)) | (~(x) & (z)))
-#define KS_MD5_G(x, y, z) (((x) & (z)) | ((y) & ~(z)))
-#define KS_MD5_H(x, y, z) ((x) ^ (y) ^ (z))
-#define KS_MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
-/* One of the 64 steps: a = b + ((a + fn(b,c,d) + word + k) <<< s). */
+/*
+ * A word of the block or the state, read from memory where it is used.
+ * Plain reads let clang load each of the 16 block words once and keep it
+ * for the four rounds that use it: BPF has 10 registers, so the words
+ * and the four starting state words went to 20 stack slots, and the BPF
+ * side's MD5 frame was 168 bytes, the largest of the sampled get's
+ * deepest call chain, which then stood at the kernel's 512 (issue 27).
+ * Read each time from the per-CPU scratch, a line in cache, the frame is
+ * 32 bytes (24 with the split round functions below, still 32 as the
+ * kernel rounds it) and the block's code 53 instructions shorter.
+ */
+#ifdef __bpf__
+#define KS_MD5_WORD(w) (*(const volatile __u32 *)&(w))
+#else /* user space has registers and caches to spare: plain reads */
+#define KS_MD5_WORD(w) (w)
+#endif
+/*
+ * The round functions split in two: the part of c and d alone (known a
+ * step before b is) and the part that waits for b. Each step's result is
+ * the next step's b, so that wait is the whole chain of 64 steps: as
+ * written in RFC 1321 (F = (b & c) | (~b & d), a + F + w + k) clang's
+ * chain through a step was nine BPF instructions, here it is seven (F's
+ * and and xor, the add, the rotate's mask, shift and or with its other
+ * shift beside them, + b): 35-50 ns less an MD5 block on the machine of
+ * issue 27 (docs/benchmarks.md).
+ * F: d ^ (b & (c ^ d)); G: (c & ~d) + (b & d), the two disjoint, so |
+ * is +; H: b ^ (c ^ d); I: c ^ (b | ~d), as RFC 1321 defines them.
+ */
+#define KS_MD5_F0(b, c, d) 0
+#define KS_MD5_F1(b, c, d) ((d) ^ ((b)&ks_md5_hold((c) ^ (d))))
+#define KS_MD5_G0(b, c, d) ((c) & ~(d))
+#define KS_MD5_G1(b, c, d) ((b) & (d))
+#define KS_MD5_H0(b, c, d) 0
+#define KS_MD5_H1(b, c, d) ((b) ^ ks_md5_hold((c) ^ (d)))
+#define KS_MD5_I0(b, c, d) 0
+#define KS_MD5_I1(b, c, d) ((c) ^ ((b) | ks_md5_hold(~(d))))
+/* One of the 64 steps: a = b + ((a + fn(b,c,d) + word + k) <<< s), summed
+ * as (a + word + k + fn's part of c and d) + fn's part of b. */
 #define KS_MD5_STEP(fn, a, b, c, d, w, s, k)                                   \
 	do {                                                                   \
-		(a) += fn((b), (c), (d)) + (w) + (__u32)(k);                   \
-		(a) = KS_MD5_ROTL((a), (s));                                   \
-		(a) += (b);                                                    \
+		__u32 t_ = ks_md5_hold((a) + KS_MD5_WORD(w) + (__u32)(k) +     \
+				       fn##0((b), (c), (d)));                  \
+		t_ += fn##1((b), (c), (d));                                    \
+		(a) = KS_MD5_ROTL(t_, (s)) + (b);                              \
 	} while (0)
 
 static inline void ks_md5_init(__u32 st[4])
@@ -134,39 +177,43 @@ static inline void ks_md5_block(__u32 st[4], const __u32 x[16])
 	KS_MD5_STEP(KS_MD5_I, c, d, a, b, x[2], 15, 0x2ad7d2bb);
 	KS_MD5_STEP(KS_MD5_I, b, c, d, a, x[9], 21, 0xeb86d391);
 
-	st[0] += a;
-	st[1] += b;
-	st[2] += c;
-	st[3] += d;
+	st[0] = KS_MD5_WORD(st[0]) + a;
+	st[1] = KS_MD5_WORD(st[1]) + b;
+	st[2] = KS_MD5_WORD(st[2]) + c;
+	st[3] = KS_MD5_WORD(st[3]) + d;
 }
 
 /*
- * Word at byte offset off (a multiple of 4) of the padded message of a
- * key in a KS_KEY_BUF buffer: key bytes, then 0x80, then zeros (the
- * bit-length words are put in by the caller). Free of branches on len:
- * each one would split the verifier's walk by ranges of len, and 80 words
- * of such splits run past the 1M-instruction limit. KS_OPAQUE keeps clang
- * from turning the sign-mask arithmetic back into selects, which BPF can
- * only express as branches.
+ * Bytes off..off+7 (off a multiple of 8) of the padded message of a key
+ * in a KS_KEY_BUF buffer, as a little-endian 64-bit word: key bytes,
+ * then 0x80, then zeros (the bit-length words are put in by the caller).
+ * Eight bytes a step, one load each: half the steps of four bytes a
+ * step, at about the same instructions a step. Free of branches on len:
+ * each one would split the verifier's walk by ranges of len, and 80
+ * words of such splits run past the 1M-instruction limit. KS_OPAQUE
+ * keeps clang from turning the sign-mask arithmetic back into selects,
+ * which BPF can only express as branches.
  */
-static inline __u32 ks_md5_key_word(const __u64 *key, __u32 len, __u32 off)
+static inline __u64 ks_md5_key_dword(const __u64 *key, __u32 len, __u32 off)
 {
 	__s64 d = (__s64)len - (__s64)off; /* key bytes left at off */
 	__s64 neg, over;
-	__u64 raw = 0, c;
+	__u64 raw = 0, c, h;
 
 	if (off < KS_KEY_BUF) /* off is a constant per step of the walk */
-		raw = key[(off >> 3) & (KS_KEY_WORDS - 1)] >> ((off & 4) * 8);
+		raw = key[(off >> 3) & (KS_KEY_WORDS - 1)];
 	neg = d >> 63; /* -1 when the key ended before off */
 	KS_OPAQUE(neg);
 	c = (__u64)(d & ~neg); /* max(d, 0) */
-	over = (__s64)c - 4;
+	over = (__s64)c - 8;
 	KS_OPAQUE(over);
-	c = 4 + (__u64)(over & (over >> 63)); /* min(max(d, 0), 4) */
-	/* c key bytes, then 0x80 if the key ends inside this word (c < 4; a
-	 * 0x80 shifted to bit 32 falls off in the cast), nothing when d < 0 */
-	return (__u32)((raw & ((1ULL << (8 * c)) - 1)) |
-		       ((0x80ULL << (8 * c)) & ~(__u64)neg));
+	c = 8 + (__u64)(over & (over >> 63)); /* min(max(d, 0), 8) */
+	/* c key bytes, then 0x80 if the key ends inside this word (c < 8),
+	 * nothing when d < 0; a shift by 8c in two halves, so that c = 8
+	 * shifts everything out (one shift by 64 is undefined) */
+	h = 4 * c;
+	return (raw & (((1ULL << h) << h) - 1)) |
+	       (((0x80ULL << h) << h) & ~(__u64)neg);
 }
 
 /* Blocks of the padded message of a key: len bytes, 0x80, 8 length bytes. */
@@ -185,8 +232,12 @@ static inline void ks_md5_key_block(const __u64 *key, __u32 len, __u32 b,
 {
 	__u32 j;
 
-	for (j = 0; j < 16; j++)
-		x[j] = ks_md5_key_word(key, len, b * 64 + j * 4);
+	for (j = 0; j < 8; j++) {
+		__u64 v = ks_md5_key_dword(key, len, b * 64 + j * 8);
+
+		x[2 * j] = (__u32)v;
+		x[2 * j + 1] = (__u32)(v >> 32);
+	}
 	if (b == nblocks - 1)
 		x[14] = len << 3;
 }

@@ -99,7 +99,7 @@ struct {
  * at cpu * KS_SLOG_RECS + (head & KS_SLOG_MASK), its head and tail in
  * ks_slog_pos[cpu]. Sized here for one CPU: every loader sets both to the
  * host's possible CPUs before the load (user/dp/slog_maps.c,
- * ks_slog_size). Plain arrays, mmapable, so the agent's drain reads the
+ * ks_cpu_maps_size). Plain arrays, mmapable, so the agent's drain reads the
  * records and moves the tail with loads and stores, no syscall a record;
  * one log per CPU, so no two CPUs ever write one line (a shared
  * BPF_MAP_TYPE_RINGBUF takes a spinlock for each reserve and commit).

@@ -72,7 +72,10 @@ static __always_inline void ks_ring_note_client(struct ks_scratch *s,
 	m->hash = hash;
 }
 
-/* Block b of the key's MD5: verified once, whatever b and len. */
+/* Block b of the key's MD5: verified once, whatever b and len. Its
+ * words are read from s->md5_x at each step (KS_MD5_WORD), never kept
+ * on the stack: a 32-byte frame, where one with the words spilled was
+ * 168 (issue 27, docs/benchmarks.md "The stack"). */
 __noinline int ks_ring_md5_block(struct ks_scratch *s, __u32 len, __u32 b,
 				 __u32 nblocks)
 {
@@ -259,24 +262,33 @@ static __always_inline __u32 ks_ring_tag_word(const struct ks_ring_meta *m)
 }
 
 /*
- * ks_ring_hash() of the sampled key, from the cache when the key was
- * seen before (ks_ring_cache.h), under the ring's identity, so a key hash
- * or hash tag of another ring is never taken for this one's. Inline: a
- * frame of its own would put the key hashes' bpf_loop() callbacks one
- * frame past the kernel's 8.
+ * The sampled key's owner on a points ring: ks_ring_hash() and the owner's
+ * search, both from the cache when the key was seen before
+ * (ks_ring_cache.h), under the ring's identity, so a key hash, hash tag
+ * or owner of another ring is never taken for this one's. A hit skips the
+ * search too: its bucket and points lines are cold at line rate (issue
+ * 27). Inline: a frame of its own would put the key hashes' bpf_loop()
+ * callbacks one frame past the kernel's 8.
  */
-static __always_inline __u32 ks_ring_hash_cached(struct ks_scratch *s,
-						 const struct ks_ring_meta *m)
+static __always_inline __u32 ks_ring_owner_cached(struct ks_scratch *s,
+						  const struct ks_ring_half *h)
 {
+	const struct ks_ring_meta *m = &h->meta;
 	__u64 id = ks_ring_cache_id(m->version, m->digest);
 	__u64 hit = ks_ring_cache_find(s, m->dist, id);
-	__u32 hash;
+	__u32 hash, owner;
 
+	if (hit >> 33)
+		return (__u32)(hit >> 33) - 1;
 	if (hit)
-		return (__u32)hit;
-	hash = ks_ring_hash(s, s->ring_len, m->key_hash, ks_ring_tag_word(m));
-	ks_ring_cache_keep(s, m->dist, id, hash);
-	return hash;
+		hash = (__u32)hit;
+	else
+		hash = ks_ring_hash(s, s->ring_len, m->key_hash,
+				    ks_ring_tag_word(m));
+	owner = ks_ring_owner(h, hash);
+	ks_ring_cache_keep(s, m->dist, id, hash,
+			   owner < KS_MAX_SHARDS ? owner + 1 : 0);
+	return owner;
 }
 
 /*
@@ -443,7 +455,7 @@ __noinline __u32 ks_ring_rdv(struct ks_scratch *s, __u32 half)
  * ks_ring_rdv() through the ring cache: a slot keeps the winner's index
  * in place of a key hash, under the ring's identity as for a key hash
  * (the winner depends on the nodes, which the digest covers). Inline for
- * the same reason as ks_ring_hash_cached().
+ * the same reason as ks_ring_owner_cached().
  */
 static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
 						const struct ks_ring_meta *m,
@@ -457,7 +469,7 @@ static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
 		return (__u32)hit;
 	owner = ks_ring_rdv(s, half);
 	if (owner < KS_MAX_SHARDS)
-		ks_ring_cache_keep(s, m->dist, id, owner);
+		ks_ring_cache_keep(s, m->dist, id, owner, 0);
 	return owner;
 }
 
@@ -490,7 +502,7 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	else if (h->meta.dist == KS_DIST_PYMEMCACHE)
 		owner = ks_ring_rdv_cached(s, &h->meta, half);
 	else
-		owner = ks_ring_owner(h, ks_ring_hash_cached(s, &h->meta));
+		owner = ks_ring_owner_cached(s, h);
 	if (owner == KS_RING_UNPLACED) {
 		ks_count_pkt(KS_PKT_RING_UNPLACED);
 		return 0;

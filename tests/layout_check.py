@@ -10,6 +10,11 @@ Prints one PASS/FAIL line per rule (tests/run.sh counts them):
   layout_client_lib         client/ (libkeysteer) includes only core/, util/,
                             net/ and its own headers, no libbpf; nothing
                             outside client/ includes a client/ header
+  layout_agent_threads      the agent's code (every dir but client/, and
+                            user/agent.c) creates threads only through
+                            util/thread.c's ks_thread_start: signals
+                            blocked, capabilities dropped (docs/operations.md,
+                            "The agent's threads")
 """
 import os
 import re
@@ -118,6 +123,25 @@ def main():
         fails += 1
     else:
         print('PASS layout_client_lib')
+    bad = []
+    call = re.compile(r'\bpthread_create\s*\(')
+    srcs = [os.path.join(USER, 'agent.c')] + [
+        os.path.join(USER, d, f) for d in DIRS if d != 'client'
+        for f in sorted(os.listdir(os.path.join(USER, d)))
+        if f.endswith(('.c', '.h'))]
+    for path in srcs:
+        rel = os.path.relpath(path, USER)
+        if rel == 'util/thread.c':
+            continue
+        with open(path, errors='replace') as fh:
+            if call.search(fh.read()):
+                bad.append(rel)
+    if bad:
+        print('FAIL layout_agent_threads: pthread_create outside '
+              'util/thread.c in ' + ', '.join(bad[:8]))
+        fails += 1
+    else:
+        print('PASS layout_agent_threads')
     return 1 if fails else 0
 
 

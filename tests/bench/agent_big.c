@@ -29,7 +29,7 @@
  *
  * The sample log (--slog-rate R, R > 0): the agent's drain (dp/slog.c)
  * and fold (core/slog_fold.c) on real maps, ks_slog and ks_slog_pos
- * made at the sizes ks_slog_size() gives the BPF object at N CPUs
+ * made at the sizes ks_cpu_maps_size() gives the BPF object at N CPUs
  * (mmapable arrays, mapped by ks_slog_open as the agent maps them). Each
  * interval the bench writes, as N datapath CPUs would, KS_SLOG_FILL_AIM
  * records on every CPU (the fill the drain's period aims at) and the
@@ -47,12 +47,13 @@
  *
  *   agent_big [--cpus 2,16,64,128] [--intervals 5] [--obj FILE]
  *             [--kernel-reps 200] [--no-kernel] [--slog-rate 262144]
- *             [--slog-drains 4]
+ *             [--slog-drains 4] [--slog-threads auto]
  *
  * Prints one "RESULT" line of key=value pairs per N and one "KERNEL" line
  * of the fitted line; needs CAP_BPF for the kernel part.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,12 @@ static struct {
 	int drains; /* drains an interval, KS_SLOG_FILL_AIM records a CPU */
 	const char *obj;
 	struct ks_slog s;
+	int threads; /* --slog-threads: the drain's shards (0: the
+		      * agent's automatic count at N CPUs) */
+	__u64 shard_ns[KS_SLOG_THREADS_MAX]; /* each shard's drains */
+	/* the drains side by side (slog_parallel) */
+	__u64 par_ns, par_recs, par_cpu_ns;
+	int par_threads;
 	__u64 lcg;
 	__u64 hot_hash[HOT_CANDS];
 	/* the timed intervals' drains */
@@ -335,7 +342,7 @@ static void flush_lines(const void *p, size_t bytes)
 }
 
 /*
- * The maps the agent would map on a host of ncpus CPUs: ks_slog_size()
+ * The maps the agent would map on a host of ncpus CPUs: ks_cpu_maps_size()
  * on the BPF object (libbpf_num_possible_cpus is ncpus here), then both
  * made at those sizes and mapped by ks_slog_open.
  */
@@ -351,7 +358,7 @@ static int slog_make(int ncpus, __u32 seq)
 			strerror(errno));
 		return -ENOENT;
 	}
-	err = ks_slog_size(o);
+	err = ks_cpu_maps_size(o);
 	recs = bpf_map__max_entries(bpf_object__find_map_by_name(o, "ks_slog"));
 	npos = bpf_map__max_entries(
 		bpf_object__find_map_by_name(o, "ks_slog_pos"));
@@ -359,7 +366,7 @@ static int slog_make(int ncpus, __u32 seq)
 	if (err || recs != (__u32)ncpus * KS_SLOG_RECS ||
 	    npos != (__u32)ncpus) {
 		fprintf(stderr,
-			"agent_big: ks_slog_size at %d CPUs: %d (%u records, %u positions)\n",
+			"agent_big: ks_cpu_maps_size at %d CPUs: %d (%u records, %u positions)\n",
 			ncpus, err, recs, npos);
 		return -EINVAL;
 	}
@@ -373,7 +380,11 @@ static int slog_make(int ncpus, __u32 seq)
 			ncpus, strerror(errno));
 		return -errno;
 	}
-	err = ks_slog_open(&sl.s, fd, pos_fd, ncpus, seq);
+	struct ks_slog_opts so = { .threads = sl.threads };
+
+	err = ks_slog_open(&sl.s, fd, pos_fd, ncpus, seq, &so);
+	memset(sl.shard_ns, 0, sizeof(sl.shard_ns));
+	sl.par_ns = sl.par_recs = sl.par_cpu_ns = 0;
 	/* the mappings hold the maps */
 	close(fd);
 	close(pos_fd);
@@ -444,15 +455,23 @@ static void slog_produce(__u32 seq, const __u32 *cpu_n)
  */
 static int slog_feed(__u32 seq, const __u32 *cpu_n, int timed)
 {
-	__u64 t0, ns = 0, recs = 0, poll;
-	int d, cpu;
+	__u64 t0, ns = 0, recs = 0, poll, shard[KS_SLOG_THREADS_MAX] = { 0 };
+	int d, cpu, t;
 
 	ks_slog_flip_begin(&sl.s, seq);
 	for (d = 0; d < sl.drains; d++) {
 		slog_produce(seq, cpu_n);
-		t0 = ks_thread_cpu_ns();
-		recs += ks_slog_drain(&sl.s);
-		ns += ks_thread_cpu_ns() - t0;
+		/* each shard as its own thread would drain it: the busiest
+		 * one is what bounds K threads on K free cores */
+		for (t = 0; t < sl.s.nshards; t++) {
+			__u64 dt;
+
+			t0 = ks_thread_cpu_ns();
+			recs += ks_slog_drain_shard(&sl.s, t);
+			dt = ks_thread_cpu_ns() - t0;
+			shard[t] += dt;
+			ns += dt;
+		}
 	}
 	for (cpu = 0; cpu < sl.s.ncpus; cpu++)
 		flush_lines(&sl.s.pos[cpu], sizeof(sl.s.pos[cpu]));
@@ -464,12 +483,74 @@ static int slog_feed(__u32 seq, const __u32 *cpu_n, int timed)
 	if (recs != (__u64)sl.drains * KS_SLOG_FILL_AIM * sl.s.ncpus)
 		return -EIO;
 	if (timed) {
+		for (t = 0; t < sl.s.nshards; t++)
+			sl.shard_ns[t] += shard[t];
 		sl.drain_ns += ns;
 		sl.recs += recs;
 		sl.poll_ns += poll;
 		sl.polls++;
 	}
 	return 0;
+}
+
+/*
+ * The drains run for real side by side: P threads (this machine's online
+ * CPUs, at most the shards), thread j draining shards j, j + P, ..., as
+ * many times as the timed intervals drained; the wall time from their
+ * start to the last one's end, over the records. With P cores free this
+ * is what K drain threads take a second; past P (a 2-core machine) the
+ * busiest shard's share above is the figure. Their CPU time too: on a
+ * machine loaded by other work the wall time holds their waits.
+ */
+struct par_arg {
+	int j, p;
+	__u64 recs, cpu_ns;
+};
+
+static void *par_main(void *v)
+{
+	struct par_arg *a = v;
+	__u64 t0 = ks_thread_cpu_ns();
+	int t;
+
+	for (t = a->j; t < sl.s.nshards; t += a->p)
+		a->recs += ks_slog_drain_shard(&sl.s, t);
+	a->cpu_ns = ks_thread_cpu_ns() - t0;
+	return NULL;
+}
+
+static int slog_parallel(__u32 seq, const __u32 *cpu_n, int rounds)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int p = online < 1 ? 1 : (int)online, d, j;
+	pthread_t th[KS_SLOG_THREADS_MAX];
+	struct par_arg a[KS_SLOG_THREADS_MAX];
+
+	if (p > sl.s.nshards)
+		p = sl.s.nshards;
+	sl.par_threads = p;
+	ks_slog_flip_begin(&sl.s, seq);
+	for (d = 0; d < rounds; d++) {
+		__u64 t0;
+
+		slog_produce(seq, cpu_n);
+		t0 = ks_mono_ns();
+		for (j = 0; j < p; j++) {
+			a[j] = (struct par_arg){ .j = j, .p = p };
+			if (pthread_create(&th[j], NULL, par_main, &a[j]))
+				return -EAGAIN;
+		}
+		for (j = 0; j < p; j++) {
+			pthread_join(th[j], NULL);
+			sl.par_recs += a[j].recs;
+			sl.par_cpu_ns += a[j].cpu_ns;
+		}
+		sl.par_ns += ks_mono_ns() - t0;
+	}
+	ks_slog_flip_end(&sl.s, seq);
+	return sl.par_recs == (__u64)rounds * KS_SLOG_FILL_AIM * sl.s.ncpus
+		       ? 0
+		       : -EIO;
 }
 
 /* The fake's candidate slots of interval seq (they are this interval's). */
@@ -553,7 +634,8 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 		int err = slog_make(ncpus, seq);
 
 		if (!err)
-			err = ks_collector_set_slog(&col, &sl.s.fold);
+			err = ks_collector_set_slog(&col, sl.s.folds,
+						    sl.s.nshards);
 		if (err)
 			return err;
 	}
@@ -617,6 +699,8 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 			return -EIO;
 		stage[3] += ks_thread_cpu_ns() - t0;
 	}
+	if (sl.rate && slog_parallel(++seq, cpu_n, intervals * sl.drains))
+		return -EIO;
 	/* the line for every call; then the sketch's and the candidates'
 	 * calls at what a plain array of their bytes took */
 	kern_ns = kern_flat_ns = 0;
@@ -652,11 +736,30 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 	printf(" rss0_kib=%ld hwm_kib=%ld rss_kib=%ld peak_added_kib=%ld kept_kib=%ld",
 	       rss0, hwm, rss1, hwm - rss0, rss1 - rss0);
 	if (sl.rate) {
-		const struct ks_slog_fold *f = &sl.s.fold;
 		double nsr = (double)sl.drain_ns / (double)sl.recs;
 		double poll = (double)sl.poll_ns / (double)sl.polls;
 		struct ab_slog_load busy, idle;
+		struct ks_slog_stats ss;
+		__u64 busiest = 0, insert = 0, evict = 0;
+		size_t fold_b = 0;
+		double share;
+		int t;
 
+		for (t = 0; t < sl.s.nshards; t++) {
+			const struct ks_slog_fold *f = &sl.s.sh[t].fold;
+
+			if (sl.shard_ns[t] > busiest)
+				busiest = sl.shard_ns[t];
+			fold_b += KS_EPOCHS *
+					  (sizeof(struct ks_sketch) +
+					   (size_t)f->nbuckets * KS_CAND_WAYS *
+						   sizeof(struct ks_slog_cand)) +
+				  KS_SLOG_RECS * sizeof(struct ks_slog_rec);
+			insert += f->cand_insert;
+			evict += f->cand_evict;
+		}
+		share = sl.drain_ns ? (double)busiest / (double)sl.drain_ns : 1;
+		ks_slog_stats(&sl.s, &ss);
 		/* at the rate the drain's period comes to KS_SLOG_FILL_AIM
 		 * records a poll; idle it polls at its longest period */
 		if (ab_slog_load(nsr, poll, (double)sl.rate / KS_SLOG_FILL_AIM,
@@ -665,19 +768,20 @@ static int run_size(int ncpus, int intervals, const struct ab_fit *fit,
 				 ncpus, &idle))
 			return -EINVAL;
 		/* the log's mapping is the kernel's memory, in VmRSS as
-		 * file pages: its bytes, to tell it from the agent's own */
-		printf(" slog=1 slog_rate=%u slog_records=%llu slog_ns_per_record=%.1f slog_poll_us=%.2f slog_ms_per_s=%.2f slog_idle_ms_per_s=%.3f slog_cpus_served=%.1f slog_map_kib=%zu slog_fold_kib=%zu slog_late=%llu slog_bad=%llu slog_cand_insert=%llu slog_cand_evict=%llu",
+		 * file pages: its bytes, to tell it from the agent's own.
+		 * K threads: the busiest one's share of the drains' CPU is
+		 * what must fit in one core; the CPUs served scale by it */
+		printf(" slog=1 slog_rate=%u slog_records=%llu slog_ns_per_record=%.1f slog_poll_us=%.2f slog_ms_per_s=%.2f slog_idle_ms_per_s=%.3f slog_cpus_served=%.1f slog_threads=%d slog_busiest_share=%.3f slog_busiest_ms_per_s=%.2f slog_cpus_served_k=%.1f slog_par_threads=%d slog_par_ns_per_record=%.2f slog_par_cpu_ns_per_record=%.2f slog_par_mrecs_per_s=%.2f slog_map_kib=%zu slog_fold_kib=%zu slog_late=%llu slog_bad=%llu slog_cand_insert=%llu slog_cand_evict=%llu",
 		       sl.rate, (unsigned long long)sl.recs, nsr, poll / 1e3,
 		       busy.ms_per_s, idle.ms_per_s, busy.cpus_served,
-		       (sl.s.recs_len + sl.s.pos_len) / 1024,
-		       (KS_EPOCHS * (sizeof(struct ks_sketch) +
-				     (size_t)f->nbuckets * KS_CAND_WAYS *
-					     sizeof(struct ks_slog_cand)) +
-			KS_SLOG_RECS * sizeof(struct ks_slog_rec)) /
-			       1024,
-		       (unsigned long long)f->late, (unsigned long long)f->bad,
-		       (unsigned long long)f->cand_insert,
-		       (unsigned long long)f->cand_evict);
+		       sl.s.nshards, share, busy.ms_per_s * share,
+		       share > 0 ? busy.cpus_served / share : 0.0,
+		       sl.par_threads, (double)sl.par_ns / (double)sl.par_recs,
+		       (double)sl.par_cpu_ns / (double)sl.par_recs,
+		       (double)sl.par_recs * 1e3 / (double)sl.par_ns,
+		       (sl.s.recs_len + sl.s.pos_len) / 1024, fold_b / 1024,
+		       (unsigned long long)ss.late, (unsigned long long)ss.bad,
+		       (unsigned long long)insert, (unsigned long long)evict);
 		ks_slog_close(&sl.s);
 	}
 	printf("\n");
@@ -836,6 +940,7 @@ int main(int argc, char **argv)
 		{ "no-kernel", no_argument, NULL, 'n' },
 		{ "slog-rate", required_argument, NULL, 's' },
 		{ "slog-drains", required_argument, NULL, 'd' },
+		{ "slog-threads", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spec = "2,16,64,128", *obj = "build/keysteer.bpf.o";
@@ -872,18 +977,25 @@ int main(int argc, char **argv)
 		case 'd':
 			sl.drains = atoi(optarg);
 			break;
+		case 't':
+			sl.threads = strcmp(optarg, "auto") ? atoi(optarg) : 0;
+			if (sl.threads == 0 && strcmp(optarg, "auto"))
+				sl.threads = -1;
+			break;
 		default:
 			fprintf(stderr,
-				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel] [--slog-rate KEYS_PER_S] [--slog-drains N]\n");
+				"usage: agent_big [--cpus 2,16,64,128] [--intervals N] [--obj FILE] [--kernel-reps N] [--no-kernel] [--slog-rate KEYS_PER_S] [--slog-drains N] [--slog-threads N|auto]\n");
 			return 2;
 		}
 	}
 	ncpu_list = ab_parse_cpu_list(spec, cpus, 16);
 	if (ncpu_list <= 0 || intervals < 1 || intervals > 64 || reps < 1 ||
 	    slog_rate < 0 || slog_rate > 100000000 || sl.drains < 1 ||
-	    sl.drains > 64) {
+	    sl.drains > 64 || sl.threads < 0 ||
+	    sl.threads > KS_SLOG_THREADS_MAX) {
 		fprintf(stderr,
-			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1, --slog-rate 0..100000000 (0: no sample log), --slog-drains 1..64\n");
+			"agent_big: --cpus wants 1..16 numbers 1..4096 (comma-separated), --intervals 1..64, --kernel-reps >= 1, --slog-rate 0..100000000 (0: no sample log), --slog-drains 1..64, --slog-threads 1..%d or auto\n",
+			KS_SLOG_THREADS_MAX);
 		return 2;
 	}
 	sl.rate = (__u32)slog_rate;

@@ -8,7 +8,9 @@
 # sample log (--slog-rate R, keys a second a CPU the drain's cost is
 # scaled to; default 262,144, --sample auto's default target; 0 for
 # none) every round runs the bench with the log, as the agent runs by
-# default, and without it (--log-samples off), in alternating order.
+# default, and without it (--log-samples off), in alternating order; and
+# with the log drained by one thread (--slog-threads 1) beside the
+# agent's automatic count of drain threads (one per 16 CPUs).
 #
 #   sudo tests/bench/agent_big.sh [--cpus 2,16,64,128] [--rounds 3]
 #        [--intervals 5] [--before REV] [--slog-rate 262144] [--json FILE]
@@ -63,12 +65,18 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			--slog-rate 0 >"$DIR/nolog.$r" ||
 			{ echo "agent_big.sh: round $r (no log) failed" >&2; exit 1; }
 	}
-	# the baseline first in odd rounds, second in even ones
-	[ $((r % 2)) = 1 ] && nolog
+	# one drain thread, against the agent's automatic count (this)
+	one() {
+		[ "$SLOG_RATE" = 0 ] || "$BIN" "${args[@]}" --no-kernel \
+			--slog-rate "$SLOG_RATE" --slog-threads 1 >"$DIR/one.$r" ||
+			{ echo "agent_big.sh: round $r (one drain thread) failed" >&2; exit 1; }
+	}
+	# the baselines first in odd rounds, second in even ones
+	[ $((r % 2)) = 1 ] && nolog && one
 	# the kernel's part once a round (the same code in all)
 	"$BIN" "${args[@]}" --slog-rate "$SLOG_RATE" >"$DIR/this.$r" ||
 		{ echo "agent_big.sh: round $r failed" >&2; exit 1; }
-	[ $((r % 2)) = 0 ] && nolog
+	[ $((r % 2)) = 0 ] && one && nolog
 	if [ -n "$BEFORE" ]; then
 		"$DIR/agent_big_before" "${args[@]}" --no-kernel >"$DIR/before.$r" ||
 			{ echo "agent_big.sh: round $r (before) failed" >&2; exit 1; }

@@ -7,7 +7,9 @@ and the plain-array check), the per-CPU maps' memory and the agent's added
 peak memory; with BEFORE, that build's user ms and the ratio this / before
 of every round (median and range); with the sample log (nolog.N files
 beside this.N), the same bench without the log in the same round, the
-ratio of user ms with / without, and the drain's figures."""
+ratio of user ms with / without, and the drain's figures; with one.N
+files, the same rounds drained by one thread against the automatic count
+K of drain threads."""
 import os
 import json
 import statistics
@@ -55,6 +57,8 @@ def main():
     prev = [parse('%s/before.%d' % (d, r))[0] for r in range(1, rounds + 1)] if before else []
     slog = os.path.exists('%s/nolog.1' % d)
     nolog = [parse('%s/nolog.%d' % (d, r))[0] for r in range(1, rounds + 1)] if slog else []
+    one = [parse('%s/one.%d' % (d, r))[0] for r in range(1, rounds + 1)] \
+        if os.path.exists('%s/one.1' % d) else []
     out_checks = []
     for c in this[0][3]:
         # one value as large as a percpu value at N CPUs, against the line
@@ -143,6 +147,47 @@ def main():
                 '%.1f' % (sl['slog_fold_kib'] / 1024),
                 '%.1f' % (row['peak_added_mib'] - sl['slog_map_kib'] / 1024),
                 '%d' % sl['slog_late'], '%d' % sl['slog_bad'])))
+    if one:
+        # the same rounds drained by one thread: what K threads change
+        print('one drain thread against the automatic count K (medians of %d rounds, range); '
+              'K threads: the busiest one\'s CPU is what must fit in a core' % rounds)
+        print(' | '.join(('cpus', 'K', 'ns a record: 1 / K', 'drain CPU ms a second, all: 1 / K',
+                          'busiest thread ms a second: 1 / K', 'CPUs served: 1 / K',
+                          'side by side: threads, ns a record wall / CPU (1 thread)',
+                          'side by side (K)', 'interval user ms: 1 / K',
+                          'fold MiB: 1 / K', 'agent peak +MiB: 1 / K')))
+        for row in out['sizes']:
+            n = row['cpus']
+            rk = [t[0][n] for t in this]
+            r1 = [o[n] for o in one]
+
+            def m(rs, k):
+                return med(r[k] for r in rs)
+
+            def rng(rs, k):
+                return '%.1f (%.1f-%.1f)' % (m(rs, k), min(r[k] for r in rs), max(r[k] for r in rs))
+            row['one_thread'] = {k: m(r1, k) for k in (
+                'slog_ns_per_record', 'slog_ms_per_s', 'slog_busiest_ms_per_s', 'slog_cpus_served_k',
+                'slog_par_ns_per_record', 'slog_par_cpu_ns_per_record', 'user_ms_p50',
+                'peak_added_kib', 'slog_fold_kib')}
+            row['k_threads'] = {k: m(rk, k) for k in (
+                'slog_threads', 'slog_ns_per_record', 'slog_ms_per_s', 'slog_busiest_ms_per_s',
+                'slog_busiest_share', 'slog_cpus_served_k', 'slog_par_threads',
+                'slog_par_ns_per_record', 'slog_par_cpu_ns_per_record', 'user_ms_p50',
+                'peak_added_kib', 'slog_fold_kib')}
+            print(' | '.join((
+                '%d' % n, '%d' % m(rk, 'slog_threads'),
+                '%s / %s' % (rng(r1, 'slog_ns_per_record'), rng(rk, 'slog_ns_per_record')),
+                '%.0f / %.0f' % (m(r1, 'slog_ms_per_s'), m(rk, 'slog_ms_per_s')),
+                '%.0f / %.0f' % (m(r1, 'slog_busiest_ms_per_s'), m(rk, 'slog_busiest_ms_per_s')),
+                '%s / %s' % (rng(r1, 'slog_cpus_served_k'), rng(rk, 'slog_cpus_served_k')),
+                '%d: %.1f / %.1f' % (m(r1, 'slog_par_threads'), m(r1, 'slog_par_ns_per_record'),
+                                     m(r1, 'slog_par_cpu_ns_per_record')),
+                '%d: %.1f / %.1f' % (m(rk, 'slog_par_threads'), m(rk, 'slog_par_ns_per_record'),
+                                     m(rk, 'slog_par_cpu_ns_per_record')),
+                '%s / %s' % (rng(r1, 'user_ms_p50'), rng(rk, 'user_ms_p50')),
+                '%.1f / %.1f' % (m(r1, 'slog_fold_kib') / 1024, m(rk, 'slog_fold_kib') / 1024),
+                '%.1f / %.1f' % (m(r1, 'peak_added_kib') / 1024, m(rk, 'peak_added_kib') / 1024))))
     if json_out:
         with open(json_out, 'w') as f:
             json.dump(out, f, indent=1)

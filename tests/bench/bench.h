@@ -92,6 +92,9 @@ struct bench_env {
 	struct ks_slog_pos *slog_pos;
 	struct ks_slog_pos *slog_pos_before; /* --against a build with a log */
 	size_t slog_len;
+	/* --against: rings and ring-cache clears written into the other
+	 * build's maps too, so its ring scenarios compare (one layout) */
+	bool ring_before;
 };
 
 /* What the datapath counted, summed over CPUs. */
@@ -130,6 +133,10 @@ struct bench_prog_info {
  * build before streams, when before is not NULL) without pinning any map.
  * Returns 0 or a negative errno after printing why. */
 int bench_open(struct bench_env *e, int cpu, const char *before);
+/* Another build's keysteer.bpf.o into e->before (its ks_ingress and its
+ * counters; its own maps, none pinned); bench_open() does it for --before
+ * and --against. 0 or -errno. */
+int bench_open_other(struct bench_env *e, const char *path);
 void bench_close(struct bench_env *e);
 
 /*
@@ -169,7 +176,8 @@ int bench_set_ded(struct bench_env *e, int ded, const char *key, size_t len,
  * interfaces). 0 or -errno. */
 int bench_steer_netns(struct bench_env *e);
 
-/* Writes h into ks_ring half 0, the active one (NULL: an empty half). */
+/* Writes h into ks_ring half 0, the active one (NULL: an empty half); the
+ * other build's too with ring_before. */
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h);
 /* Empties slot idx of ks_ring_cache on every CPU. */
 int bench_cache_clear(struct bench_env *e, __u32 idx);
@@ -334,6 +342,8 @@ int bench_pin_cpu(int cpu);
 double bench_over_base(const struct bench_report *rep, int i);
 void bench_print_table(const struct bench_report *rep);
 void bench_print_json(const struct bench_report *rep);
+/* s as a JSON string on stdout, quotes and escapes included */
+void bench_json_str(const char *s);
 
 /* `bench --calls NAMES` (bench_calls.c), in a build of
  * tests/bench/calls_build.sh: the entries of every function of ks_ingress;

@@ -46,6 +46,7 @@
 #include "dp/load_private.h"
 #include "dp/slog.h"
 #include "bench.h"
+#include "ks_ring_cache.h"
 #include "core/sample_rate.h"
 #include "util/clock.h"
 #include "util/opts.h"
@@ -99,6 +100,17 @@ struct line_args {
 	/* --slog: the sample log on, its tails moved up by a thread of
 	 * this process (slog_advance): the datapath's side alone */
 	bool slog;
+	/* --object OBJ: keysteer's XDP program from another build's
+	 * keysteer.bpf.o (main's, or a stop of tests/bench/stage_build.sh
+	 * --express), with its own maps, in place of this build's */
+	const char *object;
+	/* --ring N: a ketama ring of N shards loaded (the sampled kind:
+	 * every sampled key placed on it), this host on none of them, so
+	 * every key counts for its owner as an owned key does */
+	__u32 ring;
+	/* --keys N (with --sample): the sender draws each frame's key
+	 * uniformly from N keys instead of making every key new */
+	__u32 nkeys;
 };
 
 /* ---- the sending program, as raw instructions: nothing to build ---- */
@@ -177,29 +189,73 @@ static int gen_prog(int map_fd)
 		INSN(BPF_STX | BPF_MEM | BPF_B, 2, 4, (__s16)(key_off + (i)),  \
 		     0)
 
-static int gen_prog_keys(int map_fd, __u32 key_off)
+static int gen_prog_keys(int map_fd, __u32 key_off, __u32 nkeys)
 {
-	struct bpf_insn p[] = {
-		GEN_LOOKUP(map_fd),
-		INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 29, 0), /* -> tx */
-		INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0), /* ctr */
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 3, 1, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, 1),
-		INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0), /* ctr++ */
-		INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0),  /* data */
-		INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0),  /* data_end */
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 2, 0, 0),
-		INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, (__s32)key_off + 4),
-		INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 20, 0), /* -> tx */
-		KEY_CHAR(0),
-		KEY_CHAR(1),
-		KEY_CHAR(2),
-		KEY_CHAR(3),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX), /* tx: */
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
-	};
+	struct bpf_insn p[64] = { GEN_LOOKUP(map_fd) };
+	__u32 n = 7, tx_jump, kc0;
 
-	return gen_load(p, sizeof(p) / sizeof(p[0]), "ks_line_genk");
+	tx_jump = n;
+	p[n++] = INSN(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);  /* -> tx */
+	p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0); /* ctr */
+	p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 3, 1, 0, 0);
+	p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, 1);
+	p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, 0, 3, 0, 0); /* ctr++ */
+	if (nkeys) {
+		/* --keys N: the key number a uniform draw from 0..N-1, not
+		 * the counter (a cycle through N keys would meet the
+		 * sampler's fixed countdown: at 1 in 8 it would sample
+		 * only N/8 of them) */
+		p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0,
+			      BPF_FUNC_get_prandom_u32);
+		p[n++] = INSN(BPF_ALU | BPF_MOD | BPF_K, 0, 0, 0, (__s32)nkeys);
+		p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 0, 0, 0);
+	}
+	p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_W, 2, 6, 0, 0); /* data */
+	p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 6, 4, 0); /* data_end */
+	p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, 4, 2, 0, 0);
+	p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, (__s32)key_off + 4);
+	kc0 = n;
+	p[n++] = INSN(BPF_JMP | BPF_JGT | BPF_X, 4, 3, 20, 0); /* -> tx */
+	{
+		const struct bpf_insn kc[] = { KEY_CHAR(0), KEY_CHAR(1),
+					       KEY_CHAR(2), KEY_CHAR(3) };
+
+		memcpy(&p[n], kc, sizeof(kc));
+		n += sizeof(kc) / sizeof(kc[0]);
+	}
+	p[tx_jump].off = (__s16)(n - tx_jump - 1);
+	p[kc0].off = (__s16)(n - kc0 - 1);
+	p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, XDP_TX); /* tx: */
+	p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	return gen_load(p, n, "ks_line_genk");
+}
+
+/*
+ * --keys N: the share of sampled keys the ring cache can hit in the
+ * long run, from the N keys' own cache slots. The draw is uniform, so a
+ * sampled key finds its slot holding itself with probability 1/m, m the
+ * keys sharing the slot: over all keys, slots used / N.
+ */
+static double keys_hit_share(const __u8 *key16, __u32 nkeys)
+{
+	__u8 *used = calloc(KS_RING_CACHE_SLOTS, 1);
+	__u32 i, j, slots = 0;
+	__u64 w[KS_KEY_WORDS] = { 0 };
+
+	if (!used)
+		return -1;
+	memcpy(w, key16, 16);
+	for (i = 0; i < nkeys; i++) {
+		__u32 idx;
+
+		for (j = 0; j < 4; j++)
+			((__u8 *)w)[j] = (__u8)(((i >> (6 * j)) & 63) + '0');
+		idx = ks_ring_cache_index(ks_key_hash(w, 16));
+		slots += !used[idx];
+		used[idx] = 1;
+	}
+	free(used);
+	return (double)slots / nkeys;
 }
 
 /* ---- namespaces ---- */
@@ -299,6 +355,13 @@ struct line_env {
 	__u8 mac[6];
 	__u64 key_ctr; /* the sampled kind's next key number */
 };
+
+/* The program under test: this build's ks_ingress, or --object's. */
+static int line_ks_fd(const struct line_env *le)
+{
+	return le->be.have_before ? le->be.before.prog_fd
+				  : bpf_program__fd(le->ks->progs.ks_ingress);
+}
 
 /* ns the CPU's ksoftirqd has run (the first field of its schedstat). */
 static long long softirqd_ns(int fd)
@@ -469,6 +532,9 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 		     struct bench_scen *syn_fin, __u32 packets, struct trial *t,
 		     bool keys)
 {
+	/* the counters of the build under test (--object's, or this one's) */
+	const struct bench_obj *o = le->be.have_before ? &le->be.before
+						       : &le->be.cur;
 	struct bench_counts b, a;
 	long long r0, r1;
 	/* the key-writing sender counts keys in the map's first word */
@@ -482,7 +548,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 
 	memset(t, 0, sizeof(*t));
 	clock_gettime(CLOCK_MONOTONIC, &w0);
-	err = attach(le, ks ? bpf_program__fd(le->ks->progs.ks_ingress)
+	err = attach(le, ks ? line_ks_fd(le)
 			    : bpf_program__fd(le->empty->progs.ks_empty));
 	clock_gettime(CLOCK_MONOTONIC, &w1);
 	t->attach_secs = ts_secs(&w0, &w1);
@@ -500,7 +566,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 		seq += s->pro ? s->pro_plen : 0;
 	}
 	if (!err)
-		err = bench_counts(&le->be, &le->be.cur, &b);
+		err = bench_counts(&le->be, o, &b);
 	r0 = in_receives(le->snmp_fd);
 	sw0 = line_preempted();
 	d0 = line_run_delay();
@@ -513,7 +579,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 	le->key_ctr += keys ? packets : 0;
 	r1 = in_receives(le->snmp_fd);
 	if (!err)
-		err = bench_counts(&le->be, &le->be.cur, &a);
+		err = bench_counts(&le->be, o, &a);
 	if (!err && tcp)
 		err = send_frames(le, syn_fin[1].frame, syn_fin[1].len, 1, seq,
 				  1, NULL, NULL);
@@ -549,7 +615,7 @@ static int run_trial(struct line_env *le, bool ks, struct bench_scen *s,
 static int line_hold(const struct line_args *a, struct line_env *le)
 {
 	int fds[3] = { le->gen_fd, bpf_program__fd(le->empty->progs.ks_empty),
-		       bpf_program__fd(le->ks->progs.ks_ingress) };
+		       line_ks_fd(le) };
 	char name[IF_NAMESIZE];
 	int i, ifx, err = ns_enter(le->gen_ns);
 
@@ -586,6 +652,9 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "sample", required_argument, NULL, 's' },
 		{ "log-samples", required_argument, NULL, 'O' },
 		{ "slog", no_argument, NULL, 'L' },
+		{ "object", required_argument, NULL, 'o' },
+		{ "ring", required_argument, NULL, 'N' },
+		{ "keys", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[KS_ERRLEN];
@@ -621,6 +690,22 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 			break;
 		case 'L':
 			a->slog = true;
+			break;
+		case 'o':
+			a->object = optarg;
+			break;
+		case 'N':
+			if (ks_parse_uint("--ring", optarg, 1, KS_MAX_SHARDS,
+					  &v, err, sizeof(err)))
+				goto bad;
+			a->ring = (__u32)v;
+			break;
+		case 'K':
+			/* 4 key characters of 6 bits each: 2^24 keys */
+			if (ks_parse_uint("--keys", optarg, 1, 1U << 24, &v,
+					  err, sizeof(err)))
+				goto bad;
+			a->nkeys = (__u32)v;
 			break;
 		case 's':
 			if (ks_sample_parse(optarg, 1000000, &a->samp, err,
@@ -688,6 +773,22 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 	}
 	if (a->max_trials < a->trials)
 		a->max_trials = a->trials;
+	/* the sampled kind's log and drain are this build's maps */
+	if (a->object && (a->sampled || a->slog)) {
+		fprintf(stderr, "bench line: --object times the unsampled "
+				"kinds only (not with --sample or --slog)\n");
+		return -EINVAL;
+	}
+	if (a->ring && !a->sampled) {
+		/* only sampled keys are placed on a ring */
+		snprintf(err, sizeof(err), "--ring needs --sample");
+		goto bad;
+	}
+	if (a->nkeys && !a->sampled) {
+		/* only the sampled kind's sender writes keys */
+		snprintf(err, sizeof(err), "--keys needs --sample");
+		goto bad;
+	}
 	if (!a->gen_ns || !a->gen_if || !a->rx_ns || !a->rx_if || !a->rx_mac) {
 		fprintf(stderr,
 			"bench line: --gen-ns, --gen-if, --rx-ns, "
@@ -793,6 +894,18 @@ static double line_extreme(const double *v, __u32 n, bool max)
 	return m;
 }
 
+/* A kind's name in the table; the sampled kind's says --keys N. */
+static const char *kind_name(const struct line_args *a, int k)
+{
+	static char buf[64];
+
+	if (k != LINE_UDP_SAMPLED || !a->nkeys)
+		return line_kinds[k].name;
+	snprintf(buf, sizeof(buf), "UDP get, 16-byte keys, %u of them (72 B)",
+		 a->nkeys);
+	return buf;
+}
+
 /* The sampled kind's --sample as given: "8", "auto" or "auto:T". */
 static const char *sample_str(const struct line_args *a, char *buf, size_t n)
 {
@@ -829,11 +942,16 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 		       cpu, a->packets, pairs, a->trials, a->max_trials,
 		       a->width, known ? "true" : "false",
 		       ok ? "true" : "false", pairs, secs, a->seconds);
+		if (a->object) {
+			printf("\"object\":");
+			bench_json_str(a->object);
+			printf(",");
+		}
 		if (a->sampled)
 			printf("\"sample\":\"%s\",\"rate_n\":%.0f,"
 			       "\"rate_n_min\":%.0f,\"rate_n_max\":%.0f,"
-			       "\"sampled_fraction\":%.5f,",
-			       sbuf, rn, rlo, rhi, frac);
+			       "\"sampled_fraction\":%.5f,\"keys\":%u,",
+			       sbuf, rn, rlo, rhi, frac, a->nkeys);
 		printf("\"results\":[");
 		for (k = k0; k < k1; k++)
 			printf("%s{\"name\":\"%s\",\"empty_pps\":%.0f,"
@@ -866,8 +984,7 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 	for (k = k0; k < k1; k++)
 		printf("%-40s %9.3f %9.3f %7.3f %7.3f..%-6.3f %7.3f..%-6.3f "
 		       "%8.1f%s\n",
-		       line_kinds[k].name,
-		       line_median(fig[k].pps[0], pairs) / 1e6,
+		       kind_name(a, k), line_median(fig[k].pps[0], pairs) / 1e6,
 		       line_median(fig[k].pps[1], pairs) / 1e6,
 		       fig[k].sp.median, fig[k].sp.lo, fig[k].sp.hi,
 		       fig[k].sp.min, fig[k].sp.max,
@@ -877,7 +994,7 @@ static void line_print(const struct line_args *a, int cpu, struct line_fig *fig,
 		printf("%-40s by wall time (not CPU time): ratio %.3f, "
 		       "interval %.3f..%.3f; %u of %u blocks clean: %.3f "
 		       "%.3f..%.3f\n",
-		       line_kinds[k].name, fig[k].wall.median, fig[k].wall.lo,
+		       kind_name(a, k), fig[k].wall.median, fig[k].wall.lo,
 		       fig[k].wall.hi, fig[k].nclean, pairs, fig[k].cl.median,
 		       fig[k].cl.lo, fig[k].cl.hi);
 	if (a->sampled)
@@ -901,13 +1018,14 @@ static __u64 slog_t0;
 
 static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
 {
+	/* one thread, kept off the receiving CPU; at the agent's nice */
+	struct ks_slog_opts so = { .threads = 1, .nice = KS_SLOG_NICE };
 	cpu_set_t set;
 	int err, c, n = libbpf_num_possible_cpus();
 
 	err = ks_slog_open(sl, bpf_map__fd(le->ks->maps.ks_slog),
 			   bpf_map__fd(le->ks->maps.ks_slog_pos), le->be.ncpu,
-			   0);
-	sl->nice = KS_SLOG_NICE; /* as the agent runs it */
+			   0, &so);
 	if (!err)
 		err = ks_slog_start(sl);
 	if (err) {
@@ -920,7 +1038,7 @@ static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
 		if (c != rx_cpu)
 			CPU_SET(c, &set);
 	if (CPU_COUNT(&set) &&
-	    pthread_setaffinity_np(sl->th, sizeof(set), &set))
+	    pthread_setaffinity_np(sl->sh[0].th, sizeof(set), &set))
 		fprintf(stderr,
 			"bench line: the drain stays on the receiving CPU\n");
 	slog_t0 = ks_mono_ns();
@@ -928,11 +1046,69 @@ static int slog_start(struct line_env *le, struct ks_slog *sl, int rx_cpu)
 	return 0;
 }
 
+/*
+ * --ring N: a ketama ring of N shards (libmemcached's, the commonest
+ * client ring) in the active half, built by the agent's builder
+ * (bench_ring), with this host on none of its shards (meta.self
+ * KS_NO_SHARD): every sampled key is searched for and counted for its
+ * owner, as a key this host owns is, and none is misdirected (a sender
+ * whose keys all differ cannot send only keys one shard owns).
+ */
+/* the counts when the ring was loaded: the keys sampled before it (the
+ * countdown's set-up) were placed on none */
+static struct bench_counts ring_c0;
+
+static int line_ring(struct line_env *le, __u32 n)
+{
+	static const char key[] = "0123456789abcdef";
+	struct ks_ring_half *h = bench_ring(KS_DIST_KETAMA, n, key,
+					    sizeof(key) - 1, false);
+	int err;
+
+	if (!h) {
+		fprintf(stderr, "bench line: --ring %u: building it failed\n",
+			n);
+		return -1;
+	}
+	h->meta.self = KS_NO_SHARD;
+	err = bench_counts(&le->be, &le->be.cur, &ring_c0);
+	if (!err)
+		err = bench_set_ring(&le->be, h);
+	free(h);
+	if (err)
+		fprintf(stderr, "bench line: --ring %u: loading it: %s\n", n,
+			strerror(-err));
+	return err;
+}
+
+/* --ring: the keys placed on it; false unless every sampled key was
+ * placed, and none misdirected. */
+static bool ring_print(struct line_env *le, __u32 n, bool json)
+{
+	struct bench_counts c;
+	FILE *f = json ? stderr : stdout;
+
+	__u64 hit, sampled, mis;
+
+	if (bench_counts(&le->be, &le->be.cur, &c))
+		return false;
+	hit = c.ring_hit - ring_c0.ring_hit;
+	sampled = c.sampled - ring_c0.sampled;
+	mis = c.misdirected - ring_c0.misdirected;
+	fprintf(f,
+		"ring: ketama, %u shards, this host on none: %llu keys placed "
+		"(ring_hit) of %llu sampled, %llu misdirected\n",
+		n, (unsigned long long)hit, (unsigned long long)sampled,
+		(unsigned long long)mis);
+	return hit == sampled && !mis;
+}
+
 /* The drain stopped (a last pass) and what it did; false if a sampled
  * key was neither appended nor taken by the in-kernel sketch. */
 static bool slog_print(struct line_env *le, struct ks_slog *sl, bool json)
 {
 	struct bench_counts c;
+	struct ks_slog_stats ss;
 	double secs = (ks_mono_ns() - slog_t0) / 1e9;
 	FILE *f = json ? stderr : stdout;
 
@@ -943,6 +1119,7 @@ static bool slog_print(struct line_env *le, struct ks_slog *sl, bool json)
 		return true;
 	}
 	ks_slog_stop(sl);
+	ks_slog_stats(sl, &ss);
 	if (bench_counts(&le->be, &le->be.cur, &c))
 		return false;
 	fprintf(f,
@@ -952,11 +1129,11 @@ static bool slog_print(struct line_env *le, struct ks_slog *sl, bool json)
 		"at most %u records waiting on a CPU, its period %.1f ms at "
 		"the end\n",
 		(unsigned long long)c.slog, (unsigned long long)c.slog_full,
-		(unsigned long long)sl->fold.folded,
-		(unsigned long long)sl->fold.late, sl->thread_ns / 1e6, secs,
-		secs > 0 ? sl->thread_ns / 1e7 / secs : 0, sl->fill_max,
-		sl->period_ns / 1e6);
-	return c.slog == sl->records;
+		(unsigned long long)ss.folded, (unsigned long long)ss.late,
+		ss.thread_ns / 1e6, secs,
+		secs > 0 ? ss.thread_ns / 1e7 / secs : 0, ss.fill_max,
+		ss.period_ns / 1e6);
+	return c.slog == ss.records;
 }
 
 /* --slog: keys the log took and keys a full log sent to the sketch,
@@ -1015,6 +1192,7 @@ int bench_line_main(int argc, char **argv)
 	FILE *trace = NULL;
 	double secs = 0;
 	bool ok = true, known = false, timed_out = false, slog_running = false;
+	bool told[LINE_KINDS][2] = {};
 	pthread_t slog_thr;
 	__u32 i, pairs = 0, key_off = 0, rate_n = 0;
 	int n = 0, k, k0, k1, err, rc = 1, cpu;
@@ -1123,7 +1301,7 @@ int bench_line_main(int argc, char **argv)
 	le.map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ks_line_seq", 4, 16, 1,
 				   NULL);
 	le.gen_fd = le.map_fd < 0 ? -1
-		    : a.sampled   ? gen_prog_keys(le.map_fd, key_off)
+		    : a.sampled   ? gen_prog_keys(le.map_fd, key_off, a.nkeys)
 				  : gen_prog(le.map_fd);
 	if (!le.ks || !le.empty || le.gen_fd < 0) {
 		fprintf(stderr,
@@ -1131,6 +1309,12 @@ int bench_line_main(int argc, char **argv)
 			!le.ks      ? "keysteer"
 			: !le.empty ? "empty"
 				    : "sender");
+		goto out;
+	}
+	/* before the hold devices take the program under test */
+	if (a.object && (err = bench_open_other(&le.be, a.object))) {
+		fprintf(stderr, "bench line: --object %s: %s\n", a.object,
+			strerror(-err));
 		goto out;
 	}
 	if (a.hold_if && line_hold(&a, &le))
@@ -1150,8 +1334,7 @@ int bench_line_main(int argc, char **argv)
 		 * 2^30 keys before the next sample: unsampled throughout */
 		__u32 ns;
 
-		err = bench_run(bpf_program__fd(le.ks->progs.ks_ingress),
-				kind_sc[LINE_UDP_GET].frame,
+		err = bench_run(line_ks_fd(&le), kind_sc[LINE_UDP_GET].frame,
 				kind_sc[LINE_UDP_GET].len, 1, &ns);
 		if (err || bench_set_sample(&le.be, BENCH_UNSAMPLED))
 			goto out;
@@ -1177,6 +1360,8 @@ int bench_line_main(int argc, char **argv)
 		}
 		slog_running = true;
 	}
+	if (a.ring && line_ring(&le, a.ring))
+		goto out;
 	if (a.sampled) {
 		rate_n = a.samp.n ? a.samp.n : KS_RATE_START;
 		/* --slog's stand-in moves the tails: no drain beside it */
@@ -1193,6 +1378,9 @@ int bench_line_main(int argc, char **argv)
 		       "(%u to %u blocks, at most %.0f s)\n",
 		       cpu, a.packets, LINE_LEVEL * 100, a.width, a.trials,
 		       a.max_trials, a.seconds);
+	if (!a.json && a.object)
+		printf("keysteer: ks_ingress of %s (--object), its own maps\n",
+		       a.object);
 	/*
 	 * The kinds take turns, a block each per round; within a block the
 	 * programs swap every burst (bpf_link_update), so the ratio of a
@@ -1221,7 +1409,10 @@ int bench_line_main(int argc, char **argv)
 						strerror(-err));
 					goto out;
 				}
-				if (!t.ok) {
+				/* once a kind and program: a stop build
+				 * (--object) misses every burst */
+				if (!t.ok && !told[k][ks]) {
+					told[k][ks] = true;
 					fprintf(stderr,
 						"bench line: %s %s: %lld "
 						"delivered of %u, keysteer parsed "
@@ -1334,6 +1525,17 @@ int bench_line_main(int argc, char **argv)
 	line_print(&a, cpu, fig, pairs, ok, known, k0, k1, secs);
 	if (a.sampled)
 		ok = slog_print(&le, &slog, a.json) && ok;
+	if (a.ring)
+		ok = ring_print(&le, a.ring, a.json) && ok;
+	if (a.nkeys)
+		fprintf(a.json ? stderr : stdout,
+			"keys: each frame's drawn uniformly from %u keys; the "
+			"ring cache (%u slots a CPU) can hit %.3f of the sampled "
+			"keys once warm\n",
+			a.nkeys, KS_RING_CACHE_SLOTS,
+			keys_hit_share(kind_sc[LINE_UDP_SAMPLED].frame +
+					       key_off,
+				       a.nkeys));
 	rc = ok ? 0 : 1;
 	if (a.slog) {
 		__u64 logged = 0, full = 0;
@@ -1364,6 +1566,7 @@ out:
 	if (le.softirqd >= 0)
 		close(le.softirqd);
 	ks_empty_bpf__destroy(le.empty);
+	bpf_object__close(le.be.before.obj);
 	keysteer_bpf__destroy(le.ks);
 	free(sf[0].frame);
 	free(sf[1].frame);

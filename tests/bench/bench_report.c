@@ -387,7 +387,7 @@ void bench_print_table(const struct bench_report *rep)
 }
 
 /* JSON string: our strings are plain ASCII, /proc text might not be. */
-static void json_str(const char *s)
+void bench_json_str(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -414,16 +414,16 @@ void bench_print_json(const struct bench_report *rep)
 	int i;
 
 	printf("{\"version\":2,\"kernel\":");
-	json_str(m->kernel);
+	bench_json_str(m->kernel);
 	printf(",\"cpu_model\":");
-	json_str(m->cpu_model);
+	bench_json_str(m->cpu_model);
 	printf(",\"cpus\":%ld,\"pinned_cpu\":%d,\"method\":\"bpf_stats, "
 	       "one packet per BPF_PROG_TEST_RUN, TCP as in-order streams\","
 	       "\"packets\":%u,\"runs\":%u,",
 	       m->cpus, rep->cpu, rep->packets, rep->runs);
 	if (rep->before) {
 		printf("\"before\":");
-		json_str(rep->before);
+		bench_json_str(rep->before);
 		printf(",");
 	}
 	printf("\"baseline_ns\":%.1f,\"results\":[",

@@ -92,8 +92,9 @@ static int obj_fill(struct bench_obj *o, struct bpf_object *obj)
 	return 0;
 }
 
-/* The build before streams, by file: its own maps, none pinned. */
-static int open_before(struct bench_env *e, const char *path)
+/* The build before streams, or another build (--against, bench line's
+ * --object), by file: its own maps, none pinned. */
+int bench_open_other(struct bench_env *e, const char *path)
 {
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
 	struct bpf_program *p;
@@ -108,7 +109,7 @@ static int open_before(struct bench_env *e, const char *path)
 		if (err)
 			return err;
 	}
-	err = ks_slog_size(obj);
+	err = ks_cpu_maps_size(obj);
 	if (err)
 		return err;
 	/* only the XDP program is timed */
@@ -178,7 +179,7 @@ int bench_open(struct bench_env *e, int cpu, const char *before)
 		goto fail;
 	}
 	if (before) {
-		err = open_before(e, before);
+		err = bench_open_other(e, before);
 		if (err) {
 			fprintf(stderr,
 				"bench: loading the build before "
@@ -431,6 +432,21 @@ int bench_steer_netns(struct bench_env *e)
 	return ks_hot_map_set_replicas(&e->hot, r, 2 * n6);
 }
 
+/* One entry of the other build's map name, whose values must be len
+ * bytes (its layout this build's). */
+static int before_update(struct bench_env *e, const char *name, const void *key,
+			 const void *val, size_t len)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(e->before.obj, name);
+
+	if (!m)
+		return -ENOENT;
+	if (bpf_map__value_size(m) != len)
+		return -EPROTO;
+	return bpf_map_update_elem(bpf_map__fd(m), key, val, BPF_ANY) ? -errno
+								      : 0;
+}
+
 int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
 {
 	static struct ks_ring_half *empty;
@@ -446,24 +462,55 @@ int bench_set_ring(struct bench_env *e, const struct ks_ring_half *h)
 	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_ring), &half, h,
 				BPF_ANY))
 		return -errno;
-	return 0;
+	return e->ring_before
+		       ? before_update(e, "ks_ring", &half, h, sizeof(*h))
+		       : 0;
+}
+
+/*
+ * Empties slot idx of m on every CPU, whichever form the object's ring
+ * cache has: a plain array of CPUs x KS_RING_CACHE_SLOTS (this tree,
+ * ks_ring_cache.h) or a per-CPU array (builds before issue 27's cut,
+ * benched --against).
+ */
+static int cache_clear_map(struct bpf_map *m, __u32 idx, int ncpu)
+{
+	size_t vsz = (bpf_map__value_size(m) + 7) & ~(size_t)7;
+	void *zero = calloc((size_t)ncpu, vsz);
+	int fd = bpf_map__fd(m), c, err = 0;
+	__u32 k;
+
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_ARRAY) {
+		if (bpf_map_update_elem(fd, &idx, zero, BPF_ANY))
+			err = -errno;
+	} else if (bpf_map__max_entries(m) !=
+		   (__u32)ncpu * KS_RING_CACHE_SLOTS) {
+		err = -EPROTO; /* not sized by ks_cpu_maps_size() */
+	} else {
+		for (c = 0; c < ncpu && !err; c++) {
+			k = (__u32)c * KS_RING_CACHE_SLOTS + idx;
+			if (bpf_map_update_elem(fd, &k, zero, BPF_ANY))
+				err = -errno;
+		}
+	}
+	free(zero);
+	return err;
 }
 
 int bench_cache_clear(struct bench_env *e, __u32 idx)
 {
-	static struct ks_ring_cache_slot *zero;
-	int n = libbpf_num_possible_cpus();
+	struct bpf_map *m;
+	int n = libbpf_num_possible_cpus(), err;
 
 	if (n <= 0)
 		return n ? n : -EINVAL;
-	if (!zero)
-		zero = calloc((size_t)n, sizeof(*zero));
-	if (!zero)
-		return -ENOMEM;
-	if (bpf_map_update_elem(bpf_map__fd(e->ks->maps.ks_ring_cache), &idx,
-				zero, BPF_ANY))
-		return -errno;
-	return 0;
+	err = cache_clear_map(e->ks->maps.ks_ring_cache, idx, n);
+	if (err || !e->ring_before)
+		return err;
+	m = bpf_object__find_map_by_name(e->before.obj, "ks_ring_cache");
+	return m ? cache_clear_map(m, idx, n) : -ENOENT;
 }
 
 int bench_run_on(int prog_fd, const void *frame, __u32 len, __u32 repeat,

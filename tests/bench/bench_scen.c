@@ -79,6 +79,18 @@ struct scen_def {
 		.shards = 64, .base_id = "get16_" samp "_ketama64", .ded = d   \
 	}
 
+/* A sampled 16-byte get on ketama 64 (p: "udp_" or ""), against the same
+ * get with no ring: misdirected (m) or owned, its ring-cache slot emptied
+ * before every timed packet (c) or not. */
+#define K64_SCEN(p, pl, idsuf, labelsuf, m, c)                                 \
+	{                                                                      \
+		.id = p "get16_sampled_ketama64" idsuf,                        \
+		.label = pl "get, 16-byte key, sampled, ketama 64" labelsuf,   \
+		.kind = SC_GET, .nkeys = 1, .keylen = 16, .sampled = true,     \
+		.dist = KS_DIST_KETAMA, .shards = 64, .misdirected = m,        \
+		.base_id = p "get16_sampled", .udp = p[0] == 'u', .cold = c    \
+	}
+
 /* The ring lookup with each of twemproxy's key hashes (issue 15): a
  * sampled get of a 16- and a 250-byte key on twemproxy's ketama of 1024
  * shards, against the same get with no ring. */
@@ -293,6 +305,18 @@ static const struct scen_def defs[] = {
 	 * records, issue 27) */
 	{ "udp_get16_sampled", "UDP get, 16-byte key, sampled", SC_GET, 1, 16,
 	  0, true, 0, 0, 0, false, NULL, 0, BH_NONE, true },
+	/* the same on a ring (issue 27: the express path places the key
+	 * itself with the log on, owned or misdirected), against it with
+	 * no ring */
+	K64_SCEN("udp_", "UDP ", "", "", false, false),
+	K64_SCEN("udp_", "UDP ", "_misdirected", ", misdir", true, false),
+	/* the same keys new to the ring cache (the MD5 a key not sampled
+	 * before pays), UDP and TCP, owned and misdirected */
+	K64_SCEN("udp_", "UDP ", "_cold", " cold", false, true),
+	K64_SCEN("udp_", "UDP ", "_misdirected_cold", ", misdir, cold", true,
+		 true),
+	K64_SCEN("", "", "_cold", " cold", false, true),
+	K64_SCEN("", "", "_misdirected_cold", ", misdir, cold", true, true),
 	{ "udp_get16_unsampled_steered",
 	  "UDP get, 16-byte key, unsampled, 7/8 steered", SC_GET, 1, 16, 0,
 	  false, 0, 0, 0, false, "udp_get16_unsampled", 0, BH_STEER, true },

@@ -8,7 +8,8 @@
 #   sudo tests/bench/line_bench.sh [--packets N] [--trials N]
 #        [--max-trials N] [--width W] [--seconds S] [--cpu N] [--json FILE]
 #        [--trace FILE] [--no-hold] [--trafficgen] [--sample N|auto[:TARGET]]
-#        [--log-samples on|off] [--slog]
+#        [--log-samples on|off] [--slog] [--object OBJ] [--ring N]
+#        [--keys N]
 #
 # --packets: a burst's packets (32768); bursts come in blocks of four,
 # E K K E or K E E K (E the empty program, K keysteer), and a block's
@@ -22,6 +23,13 @@
 # seconds of each program, wall seconds, largest share off the CPU).
 # KS_NETNS_PREFIX names the namespaces (default ksl: ksl-gen-PID,
 # ksl-rx-PID).
+#
+# --object OBJ (issue 27): keysteer's XDP program (ks_ingress, with its
+# own maps) from another build's keysteer.bpf.o instead of this build's,
+# on the same bench binary: main's object against a change's, or a stop
+# of `tests/bench/stage_build.sh --express` against the empty program (a
+# stop counts wrong on purpose: the rows are marked INVALID, exit 1, and
+# the figures still printed). Not with --sample or --slog.
 #
 # --sample N|auto[:TARGET] (issue 27): one kind instead of the three, UDP
 # gets whose keys all differ (the sender writes 4 of the 16 key bytes per
@@ -42,6 +50,23 @@
 # --log-samples off). The keys logged and those a full log
 # sent to the in-kernel sketch are printed at the end.
 #
+# --ring N (with --sample, issue 27): a ketama ring of N shards
+# (1..1024; libmemcached's, the commonest client ring) loaded, as an
+# agent with --shards loads one, so that every sampled key is placed on
+# it and counted for its shard; this host is on none of them (a sender
+# whose keys all differ cannot send only the keys one shard owns), so
+# every key is counted as an owned key is and none is misdirected. The
+# keys placed are printed at the end.
+#
+# --keys N (with --sample, issue 27): keys that come back, as in
+# production: the sender draws each frame's key uniformly at random from
+# N keys (1..16777216) instead of making every key new, so a sampled key
+# was often sampled before and the ring cache (KS_RING_CACHE_SLOTS a CPU,
+# direct mapped) may still hold its placement. The share of sampled keys
+# it can hit once warm (its slots the N keys use, over N) is printed at
+# the end. A uniform draw is the worst case for the cache at a given N:
+# a skewed (Zipf) draw over the same keys hits more often.
+#
 # Makes two network namespaces of its own joined by a veth pair
 # (198.18.1.1 and 198.18.1.2, 198.18.0.0/15 only) and three dummy devices
 # in the sender's namespace (ksd0-2, two veth pairs left down; see
@@ -55,7 +80,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE= SLOG= LOGS=
+PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE= SLOG= LOGS= OBJECT= RING= KEYS=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -68,7 +93,7 @@ while [ $# -gt 0 ]; do
 	--trafficgen) TGEN=1 ;;
 	--slog) SLOG=1 ;;
 	--no-hold) NO_HOLD=1 ;;
-	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample | --log-samples)
+	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample | --log-samples | --object | --ring | --keys)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
@@ -81,6 +106,9 @@ while [ $# -gt 0 ]; do
 		--json) JSON_OUT=$2 ;;
 		--sample) SAMPLE=$2 ;;
 		--log-samples) LOGS=$2 ;;
+		--object) OBJECT=$2 ;;
+		--ring) RING=$2 ;;
+		--keys) KEYS=$2 ;;
 		esac
 		shift ;;
 	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -98,8 +126,16 @@ done
 [[ "$WIDTH" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] || { echo "line_bench.sh: --width $WIDTH: a number in (0, 1); see --help" >&2; exit 2; }
 [ -z "$SAMPLE" ] || [[ "$SAMPLE" =~ ^([1-9][0-9]{0,6}|auto(:[1-9][0-9]*)?)$ ]] ||
 	{ echo "line_bench.sh: --sample $SAMPLE: N or auto[:TARGET]; see --help" >&2; exit 2; }
+[ -z "$RING" ] || { [[ "$RING" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$RING" -le 1024 ] && [ -n "$SAMPLE" ]; } ||
+	{ echo "line_bench.sh: --ring $RING: 1..1024 shards, with --sample; see --help" >&2; exit 2; }
+[ -z "$KEYS" ] || { [[ "$KEYS" =~ ^[1-9][0-9]{0,7}$ ]] && [ "$KEYS" -le 16777216 ] && [ -n "$SAMPLE" ]; } ||
+	{ echo "line_bench.sh: --keys $KEYS: 1..16777216 keys, with --sample; see --help" >&2; exit 2; }
 [ -z "$LOGS" ] || [ "$LOGS" = on ] || [ "$LOGS" = off ] ||
 	{ echo "line_bench.sh: --log-samples $LOGS: on or off; see --help" >&2; exit 2; }
+[ -z "$OBJECT" ] || [ -f "$OBJECT" ] ||
+	{ echo "line_bench.sh: --object $OBJECT: no such file" >&2; exit 2; }
+[ -z "$OBJECT" ] || [ -z "$SAMPLE$SLOG" ] ||
+	{ echo "line_bench.sh: --object times the unsampled kinds only (not with --sample or --slog)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "line_bench.sh: needs root (network namespaces, XDP)" >&2; exit 1; }
 [ -x "$BENCH" ] || { echo "line_bench.sh: $BENCH missing; run make first" >&2; exit 1; }
 
@@ -145,6 +181,9 @@ args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX
 [ -n "$SAMPLE" ] && args+=(--sample "$SAMPLE")
 [ -n "$LOGS" ] && args+=(--log-samples "$LOGS")
 [ -n "$SLOG" ] && args+=(--slog)
+[ -n "$OBJECT" ] && args+=(--object "$OBJECT")
+[ -n "$RING" ] && args+=(--ring "$RING")
+[ -n "$KEYS" ] && args+=(--keys "$KEYS")
 "$BENCH" "${args[@]}" ${TRACE:+--trace "$TRACE"}
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then

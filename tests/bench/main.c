@@ -66,7 +66,8 @@ static void usage(FILE *f)
 		"               94672e7), timed on the same packets in the same run\n"
 		"  --against OBJ keysteer.bpf.o of another build of this tree (a\n"
 		"               change's build before): as --before, on every\n"
-		"               scenario with no ring and no hot table\n"
+		"               scenario with no hot table and no shard rules\n"
+		"               (a ring written into both builds' maps)\n"
 		"  --cpu N      CPU to pin to (default: the last online CPU)\n"
 		"  --only TEXT  only the scenarios whose name contains TEXT, or one\n"
 		"               of TEXT's comma-separated words (a word ending in $\n"
@@ -650,10 +651,14 @@ int main(int argc, char **argv)
 						   BENCH_MC_PORT, line, ll);
 	}
 	against = a.against;
+	/* --against a build of this tree: the ring scenarios too, their
+	 * rings written into both builds (shard rules are this build's
+	 * only) */
 	for (i = 0; against && i < n; i++)
-		sc[i].before = !sc[i].ring && !sc[i].hot;
+		sc[i].before = !sc[i].hot && !sc[i].ded;
 	if (bench_open(&env, a.cpu, a.before))
 		goto out;
+	env.ring_before = against;
 	err = a.slog ? bench_slog_on(&env) : 0;
 	if (err) {
 		fprintf(stderr, "bench: mapping ks_slog_pos failed: %s\n",

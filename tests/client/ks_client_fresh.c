@@ -10,7 +10,7 @@
  *                   [--write-interval-ms MS[,MS...]] [--examples N]
  *                   [--batch N] [--until-copy-reads N]
  *                   [--until-stale-copies N] [--max-duration SEC]
- *                   [--from-open]
+ *                   [--stop-when-met MIN_WRITES] [--from-open]
  *
  * One writer thread (in network namespace --writer-ns, a client host) sets
  * KEY to "v<N>" for N = 1, 2, ... through a handle of its own, every
@@ -39,7 +39,11 @@
  * both times count from the moment every handle is open (its view read
  * from etcd), not from the start. "open_ms", "seconds" and "until_met" in
  * the document say how long the opens took (0 without --from-open), how
- * long it ran and whether it got there.
+ * long it ran and whether it got there. With --stop-when-met MIN_WRITES
+ * the run ends as soon as --until-* is met and MIN_WRITES writes were
+ * acknowledged, before --duration if it comes first: for a control, whose
+ * verdict is its violation (a stale read from a copy) in a run of that
+ * many writes, the rest of a fixed time buys nothing.
  *
  * Each reader says on stderr when it first read from a copy
  * ("ks_client_fresh: reader I: first read from a copy at MS ms"): a caller
@@ -102,7 +106,8 @@ struct reader {
 static const char *spec, *key, *wns, *rns;
 static double duration = 10, rate = 2000, max_duration;
 static long until_copy, until_stale; /* --until-*: 0, no wait */
-static int from_open; /* --from-open: times count from every open */
+static long stop_writes; /* --stop-when-met: 0, --duration is a minimum */
+static int from_open;    /* --from-open: times count from every open */
 #define MAX_GAPS 8
 static int nreaders = 2, nexamples = 5, batch;
 static int wint_ms[MAX_GAPS] = { 10 }, ngaps = 1;
@@ -187,7 +192,8 @@ static void *writer(void *arg)
 			snprintf(write_err, sizeof(write_err), "%s",
 				 keysteer_errmsg(ks));
 		} else {
-			writes++;
+			/* read by main's --stop-when-met */
+			__atomic_add_fetch(&writes, 1, __ATOMIC_RELAXED);
 			if (n < MAX_ACKS)
 				ack_at[n] = now_ms();
 			__atomic_store_n(&acked, n, __ATOMIC_RELEASE);
@@ -363,6 +369,7 @@ int main(int argc, char **argv)
 					    { "until-copy-reads", 1, 0, 'c' },
 					    { "until-stale-copies", 1, 0, 'S' },
 					    { "max-duration", 1, 0, 'm' },
+					    { "stop-when-met", 1, 0, 'M' },
 					    { "from-open", 0, 0, 'o' },
 					    { 0, 0, 0, 0 } };
 	struct reader rd[MAX_READERS] = { 0 };
@@ -420,6 +427,9 @@ int main(int argc, char **argv)
 		case 'm':
 			max_duration = atof(optarg);
 			break;
+		case 'M':
+			stop_writes = atol(optarg);
+			break;
 		case 'o':
 			from_open = 1;
 			break;
@@ -431,10 +441,12 @@ int main(int argc, char **argv)
 		max_duration = duration;
 	if (!spec || !key || nreaders < 1 || nreaders > MAX_READERS ||
 	    rate <= 0 || nexamples > MAX_EXAMPLES || until_copy < 0 ||
-	    until_stale < 0) {
+	    until_stale < 0 || stop_writes < 0 ||
+	    (stop_writes && !until_copy && !until_stale)) {
 		fprintf(stderr,
 			"ks_client_fresh: --spec and --key, 1..%d "
-			"readers, --examples up to %d\n",
+			"readers, --examples up to %d, --stop-when-met with "
+			"an --until-*\n",
 			MAX_READERS, MAX_EXAMPLES);
 		return 2;
 	}
@@ -460,6 +472,10 @@ int main(int argc, char **argv)
 		el = now_ms() - t_run;
 		met = until_met(rd, &got_copy, &got_stale);
 		if (el >= max_duration * 1e3 || (el >= duration * 1e3 && met))
+			break;
+		if (met && stop_writes &&
+		    __atomic_load_n(&writes, __ATOMIC_RELAXED) >=
+			    (uint64_t)stop_writes)
 			break;
 		if (el >= duration * 1e3 && !said) {
 			fprintf(stderr,

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # fleet_lib.sh - set-up and checks the fleet's e2e tests share
 # (test_fleet_ring.sh, test_fleet_faults.sh, test_fleet_roles.sh,
-# test_fleet_lease.sh, test_fleet_member_stop.sh, test_ring_change_ops.sh,
-# test_ring_purge.sh). Source it after lib.sh; functions and one constant
+# test_fleet_lease.sh, test_fleet_member_stop.sh, test_fleet_hosts.sh,
+# test_ring_change_ops.sh, test_ring_purge.sh). Source it after lib.sh; functions and one constant
 # (FLEET_ETCD_ELECTION_MS).
 #
 #   fleet_etcd_up NS NAME URL SETUP
@@ -50,6 +50,19 @@
 #       the number before FIELD ("leases", "keepalives") in the agent's
 #       last etcd -v line in FILE ($E2E_TMP/agent.out); "gap" and "ttl":
 #       its longest time between renewals (ms) and the lease's TTL (s).
+#   fleet_ns_put NS ENDPOINTS KEY VALUE
+#       KEY put with etcdctl from NS; the put's revision on stdout, asked
+#       again until etcd answers (60 s; 1 and nothing printed after that).
+#   fleet_stamp_start NS ENDPOINTS PREFIX FILE
+#       a watch of PREFIX (ending in /) with each line stamped as it
+#       arrives (ks_watch_log.py stamp, at nice KS_NICE) into FILE (stderr
+#       FILE.err), its pid in STAMP_PID, from the revision of a put of
+#       PREFIXprobe (a key nobody reads), so every change after that put
+#       is in FILE whenever the watch connects; and established: a second
+#       put of the probe delivered (60 s), so that the stamps of what
+#       follows are arrival times, not a replay's. 0, or 1 and why in WHY.
+#       Read it with `ks_watch_log.py first-delete|first-put FILE SUFFIX
+#       AFTER_MS`.
 #   fleet_run_delay PID [SINCE]
 #       what the threads of process PID waited for a CPU (schedstat's
 #       run_delay, /proc/PID/task/TID/schedstat): with no SINCE, one
@@ -250,6 +263,43 @@ fleet_watch_start() {
 fleet_put_revision() {
 	"$1" put "$2" "$3" -w json 2>/dev/null |
 		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null
+}
+
+fleet_ns_put() {
+	local t0=$SECONDS rev
+	while [ $((SECONDS - t0)) -lt 60 ]; do
+		rev=$(ks_in_ns "$1" etcdctl --endpoints "$2" --command-timeout 5s \
+			put "$3" "$4" -w json 2>/dev/null |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null)
+		[ -n "$rev" ] && echo "$rev" && return 0
+		sleep 0.5 # a pace: the next try
+	done
+	return 1
+}
+
+# shellcheck disable=SC2034 # STAMP_PID WHY are for the caller
+fleet_stamp_start() {
+	local ns=$1 eps=$2 pfx=$3 file=$4 rev t0
+	STAMP_PID=
+	if ! rev=$(fleet_ns_put "$ns" "$eps" "${pfx}probe" before); then
+		WHY="etcd at $eps took no put in 60 s"
+		return 1
+	fi
+	ks_in_ns_bg "$ns" nice -n "$KS_NICE" "$PY" "$E2E_DIR/ks_watch_log.py" stamp \
+		"$eps" "$pfx" "$rev" >"$file" 2>"$file.err"
+	STAMP_PID=$KS_BG_PID
+	if ! rev=$(fleet_ns_put "$ns" "$eps" "${pfx}probe" up); then
+		WHY="etcd at $eps took no put in 60 s"
+		return 1
+	fi
+	t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do
+		[ "$(fleet_watch_events "$file" - "${pfx}probe" "$rev" | cut -d' ' -f3)" = 1 ] &&
+			return 0
+		sleep 0.1
+	done
+	WHY="the stamped watch of $pfx never delivered the probe's put at revision $rev (60 s): $(head -c 300 "$file.err")"
+	return 1
 }
 
 fleet_run_delay() {

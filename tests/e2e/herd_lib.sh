@@ -15,10 +15,14 @@
 #                     ($E2E_TMP/TAG.*.ready, within 60 s: a guard against
 #                     a start that never comes), creates $E2E_TMP/TAG.go
 #                     and waits for them; 0 when all exited 0
+#   herd_start TAG N, herd_wait TAG   herd_go's two halves, so that runs
+#                     on keys (and "databases") of their own can overlap:
+#                     start each, then wait for each; a run's verdict is
+#                     still its own processes' documents alone
 
 MC_PID=
 HERD_PIDS=()
-HERD_TAG_PIDS=()
+declare -A HERD_TAG_PIDS=() # TAG -> its processes' PIDs
 
 herd_cleanup() {
 	local rc=$? pid
@@ -65,21 +69,30 @@ herd_setup() {
 herd_spawn() {
 	local tag=$1 i=$2
 	shift 2
-	[ "$i" = 0 ] && rm -f "$E2E_TMP/$tag.go" && HERD_TAG_PIDS=()
+	[ "$i" = 0 ] && rm -f "$E2E_TMP/$tag.go" && HERD_TAG_PIDS[$tag]=
 	ks_in_ns_bg "$NS" "$@" </dev/null >"$E2E_TMP/$tag.$i.json" 2>"$E2E_TMP/$tag.$i.err"
-	HERD_TAG_PIDS+=("$KS_BG_PID")
+	HERD_TAG_PIDS[$tag]+=" $KS_BG_PID"
 	HERD_PIDS+=("$KS_BG_PID")
 }
 
-herd_go() {
-	local tag=$1 n=$2 i pid rc=0
+herd_start() {
+	local tag=$1 n=$2 i
 	for ((i = 0; i < 1200; i++)); do
 		[ "$(ls "$E2E_TMP/$tag".*.ready 2>/dev/null | wc -l)" -eq "$n" ] && break
 		sleep 0.05
 	done
 	touch "$E2E_TMP/$tag.go"
-	for pid in "${HERD_TAG_PIDS[@]}"; do
+}
+
+herd_wait() {
+	local pid rc=0
+	for pid in ${HERD_TAG_PIDS[$1]}; do
 		wait "$pid" || rc=1
 	done
 	return $rc
+}
+
+herd_go() {
+	herd_start "$1" "$2"
+	herd_wait "$1"
 }

@@ -17,6 +17,34 @@
                                       OPS VERSION DIGEST RELOAD_ERRORS"
                                       (OPS: every request the datapath
                                       counted, all classes)
+    ks_fleet_faults.py span FILE FROM TO [VERSION]
+                                      an agent's -v log, its bytes FROM to
+                                      TO (TO "-": to the end): "INTERVALS
+                                      REQS VERSIONS FIRST", INTERVALS its
+                                      "#SEQ N req/s" lines (one an
+                                      interval), REQS the sum of their N,
+                                      VERSIONS the ring versions of its
+                                      "#SEQ ring vV:" lines (comma, "-"
+                                      if none), FIRST how many intervals
+                                      came before the first ring line at
+                                      VERSION (-1: none)
+    ks_fleet_faults.py waits FILE FROM TO
+                                      an agent's -v log: how long its
+                                      loop waited for etcd calls in its
+                                      bytes FROM to TO, "CALLS MS" (the
+                                      last "the loop waited MS ms in
+                                      CALLS etcd calls" of its etcd lines
+                                      before TO less the last before
+                                      FROM; the figures count from the
+                                      agent's start); "- -" when no line
+                                      came between
+    ks_fleet_faults.py states PID...  samples the state of each PID's main
+                                      thread (/proc/PID/task/PID/stat)
+                                      every 10 ms until SIGTERM, then one
+                                      "PID SAMPLES D" a line: how many
+                                      samples, how many of them in D
+                                      (uninterruptible: the kernel's
+                                      locks, a grace period)
     ks_fleet_faults.py load FILE      ks_load --json: "FAILED OPS"
     ks_fleet_faults.py fleet FILE     agent fleet --json: "VALID_HOSTS
                                       REV,REV,... WITHOUT,... HOT_REFUSED"
@@ -26,7 +54,10 @@ Runs with Debian's /usr/bin/python3.
 """
 import base64
 import json
+import re
+import signal
 import sys
+import time
 
 
 def kvs():
@@ -97,6 +128,67 @@ def cmd_report(args):
           ring.get("reload_errors", "-"))
 
 
+def cmd_span(args):
+    with open(args[0], "rb") as f:
+        f.seek(int(args[1]))
+        data = f.read() if args[2] == "-" else f.read(int(args[2]) - int(args[1]))
+    want = args[3] if len(args) > 3 else None
+    n, reqs, versions, first = 0, 0.0, [], -1
+    for line in data.decode("utf-8", "replace").split("\n"):
+        m = re.match(r"keysteer: #\d+ ([0-9.]+) req/s ", line)
+        if m:
+            n += 1
+            reqs += float(m.group(1))
+            continue
+        m = re.match(r"keysteer: #\d+ ring v(\d+): ", line)
+        if m:
+            if m.group(1) not in versions:
+                versions.append(m.group(1))
+            if want is not None and first < 0 and m.group(1) == want:
+                first = n
+    print(n, "%.1f" % reqs, ",".join(versions) or "-", first)
+
+
+WAITED = re.compile(rb"^keysteer: #\d+ etcd: .*; the loop waited ([0-9.]+) ms "
+                    rb"in (\d+) etcd calls$", re.M)
+
+
+def cmd_waits(args):
+    with open(args[0], "rb") as f:
+        data = f.read(int(args[2]))
+    start = int(args[1])
+    before, after = (0, 0.0), None
+    for m in WAITED.finditer(data):
+        fig = (int(m.group(2)), float(m.group(1)))
+        if m.end() <= start:
+            before = fig
+        else:
+            after = fig
+    if after is None:
+        print("- -")
+    else:
+        print(after[0] - before[0], "%.1f" % (after[1] - before[1]))
+
+
+def cmd_states(args):
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    counts = {pid: [0, 0] for pid in args}
+    while not stop:
+        for pid in args:
+            try:
+                with open("/proc/%s/task/%s/stat" % (pid, pid)) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            counts[pid][0] += 1
+            if st[st.rindex(")") + 2] == "D":
+                counts[pid][1] += 1
+        time.sleep(0.01)
+    for pid in args:
+        print(pid, *counts[pid])
+
+
 def cmd_load(args):
     with open(args[0]) as f:
         d = json.load(f)
@@ -117,7 +209,7 @@ def main():
     cmds = {"hosts": cmd_hosts, "hot": cmd_hot, "counted": cmd_counted,
             "at": cmd_at,
             "bad-digest": cmd_bad_digest, "report": cmd_report,
-            "load": cmd_load,
+            "span": cmd_span, "waits": cmd_waits, "states": cmd_states, "load": cmd_load,
             "fleet": cmd_fleet}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)

@@ -11,6 +11,7 @@ for a test that asks when a key changed (not when a later poll saw it):
   ks_watch_log.py first-delete FILE SUFFIX [AFTER_MS]   the WALL_MS of
       the first delete of a key ending in SUFFIX (that arrived at or after
       AFTER_MS, when given), or nothing
+  ks_watch_log.py first-put FILE SUFFIX [AFTER_MS]   the same for a put
 """
 import base64
 import json
@@ -60,10 +61,10 @@ def stamp(endpoints, prefix, rev):
         p.wait()
 
 
-def first_delete(path, suffix, after_ms=None):
+def first_event(path, delete, suffix, after_ms=None):
     for ev in events(path):
         key = base64.b64decode(ev["kv"]["key"]).decode()
-        if ev.get("type") in (1, "DELETE") and key.endswith(suffix):
+        if (ev.get("type") in (1, "DELETE")) == delete and key.endswith(suffix):
             if after_ms is not None and ev.get("_at_ms", 0) < int(after_ms):
                 continue
             print(ev.get("_at_ms", ""))
@@ -73,7 +74,8 @@ def first_delete(path, suffix, after_ms=None):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["stamp"] and len(sys.argv) == 5:
         stamp(*sys.argv[2:])
-    elif sys.argv[1:2] == ["first-delete"] and len(sys.argv) in (4, 5):
-        first_delete(*sys.argv[2:])
+    elif sys.argv[1:2] in (["first-delete"], ["first-put"]) and \
+            len(sys.argv) in (4, 5):
+        first_event(sys.argv[2], sys.argv[1] == "first-delete", *sys.argv[3:])
     else:
         sys.exit(__doc__)

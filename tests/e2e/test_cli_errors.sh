@@ -58,12 +58,17 @@ expect_refusal cli_replicas_ipv6_unbracketed 2 "goes in brackets" \
 	"$AGENT" run --iface "$SIF" "${RING[@]}" --replicas 2001:2::9:11211
 expect_refusal cli_replicas_without_self 2 "self" "$AGENT" run --iface "$SIF" \
 	--replicas 198.18.0.9:11211
+expect_refusal cli_drain_threads_zero 2 "drain-threads '0' is out of range" \
+	"$AGENT" run --iface "$SIF" --drain-threads 0
+expect_refusal cli_drain_threads_text 2 "drain-threads 'many'.*or auto" \
+	"$AGENT" run --iface "$SIF" --drain-threads many
 # Test-only switches (docs/operations.md) are refused unless the
 # environment says KEYSTEER_TEST_SWITCHES=1 ("0" is no yes).
 for sw in "copy-protocol off" "fill-delay-ms 20" "stream-state off" \
 	"etcd-hot-events on" "rate-scaling off" "ring-purge off" \
 	"limit-reply-head off" "fleet-schema 1" "limit-auto-residual verdict" \
-	"stall-interval 5:8000" "etcd-keepalive loop" "log-samples drop"; do
+	"stall-interval 5:8000" "etcd-keepalive loop" "log-samples drop" \
+	"drain-share on" "etcd-loop-call on"; do
 	n=${sw%% *}
 	expect_refusal "cli_test_switch_${n//-/_}" 2 \
 		"^agent: --$sw is a test-only switch.*KEYSTEER_TEST_SWITCHES=1" \

@@ -19,14 +19,16 @@
 #    --fill-delay-ms 20 (unconditional fills, the race widened) and writes
 #    in pairs 10 ms apart, with --etcd-hot-events off (the readers' view
 #    lags by up to an interval): the same check must find stale reads from
-#    copies (the run goes on until one is found, 60 s more at most). Then
+#    copies (the run goes on until one is found, 60 s more at most, and
+#    ends there once it has its 50 writes, before the 8 s). Then
 #    --copy-protocol on, the same delay and writes, hot/ events off and
 #    on: 0 stale, and 60 reads from copies (0.5% of a quiet run's).
 # 2c. Batches: the writer writes the key amid 7 others with
 #    keysteer_set_many (one pipeline to each owner, the invalidations
 #    pipelined per replica): 0 stale reads. Control: the same with the spec's
 #    batch_invalidate=off (the batch skips its invalidations; only the
-#    agents' own, on their datapath's dirty event, remain): stale reads.
+#    agents' own, on their datapath's dirty event, remain): stale reads
+#    (the run ends at the first, once it has 100 writes).
 # 2b. The Python adapter (ctypes over libkeysteer.so) on client 2: copy
 #    reads, a write read back, a miss, a bad spec and a test-only word
 #    refused.
@@ -113,10 +115,12 @@ fresh_expect() { client_fresh_expect "$@"; }
 # run with a dozen copy reads in 12,000 proves nothing about copies. How
 # many a fixed 8 s gives is not the test's to control: a written key is
 # re-armed by the owner's agent once its refill lands, and on a loaded
-# machine the agent's thread waits in the kernel for locks other work
+# machine the agent's thread waited in the kernel for locks other work
 # holds (rtnl, RCU grace periods: 7.9 s in one hold, docs/testing.md,
 # "Failures beside stress-ng"), during which every read falls back to the
-# owner. So each run reads on past DURATION until the readers have read
+# owner. Those waits now run on threads of their own (docs/design.md,
+# "The agent's threads"; test_steer_housekeep.sh), but a loaded machine
+# can still be slow to run the loop itself. So each run reads on past DURATION until the readers have read
 # the copies it needs (the counts the shares used to ask of a quiet
 # run's 12,000 reads: 600 at a write every 10 ms, 60 with the fills
 # delayed; a control until its first stale read from a copy), for at most
@@ -136,8 +140,10 @@ fresh_expect run clean client_fresh_no_stale_reads_copies_used 0 100 "$COPY_READ
 fresh batch 10 --batch 8 --until-copy-reads "$COPY_READS"
 note "batches of 8 (keysteer_set_many): $(summary batch); $(field batch batches) batches"
 fresh_expect batch clean client_fresh_batches_no_stale_reads 0 100 "$COPY_READS"
+# (a control ends at its violation, once it has the writes its check
+# asks: --stop-when-met)
 KEYSTEER_TEST_SWITCHES=1 FRESH_SPEC="$SPEC batch_invalidate=off" \
-	fresh batch_control 10 --batch 8 --until-stale-copies 1
+	fresh batch_control 10 --batch 8 --until-stale-copies 1 --stop-when-met 100
 note "control, batch_invalidate=off: $(summary batch_control)"
 fresh_expect batch_control stale client_fresh_batch_control_finds_stale_reads
 
@@ -225,7 +231,7 @@ for c in delayed_late:control:--etcd-hot-events delayed::; do
 	IFS=: read -r name ctl ev <<<"$c"
 	if [ -n "$ctl" ] &&
 		KEYSTEER_TEST_SWITCHES=1 restart_agents --copy-protocol off --fill-delay-ms 20 ${ev:+$ev off}; then
-		fresh "$ctl" "$GAPS" --until-stale-copies 1
+		fresh "$ctl" "$GAPS" --until-stale-copies 1 --stop-when-met "$MIN_PAIRED"
 		note "control (--copy-protocol off --fill-delay-ms 20${ev:+ $ev off}): $(summary "$ctl")"
 		fresh_expect "$ctl" stale "client_fresh_${ctl}_finds_stale_reads" 0 "$MIN_PAIRED"
 	fi

@@ -30,7 +30,8 @@
 #                    a refresh; the control without it does wait
 #
 # memcached and every caller are stopped by PID and the namespace removed
-# on every exit path. About 70 s quiet.
+# on every exit path. About 35 s quiet (runs on keys of their own side by
+# side).
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -44,25 +45,62 @@ herd_setup client_herd
 HERD=$E2E_ROOT/tests/e2e/ks_herd.py
 CHECK=$E2E_ROOT/tests/e2e/ks_herd_check.py
 
-# herd_run TAG N ARGS...: N ks_herd.py processes (ARGS each), started
-# together once every one has its handles (herd_go); 0 when all exited 0.
-herd_run() {
+# herd_spawn_n TAG N ARGS...: N ks_herd.py processes (ARGS each), each
+# waiting for TAG's go file once it has its handles (herd_start).
+herd_spawn_n() {
 	local tag=$1 n=$2 i
 	shift 2
 	for ((i = 0; i < n; i++)); do
 		herd_spawn "$tag" "$i" timeout 120 "$PY" "$HERD" --spec "$SPEC" \
 			--ready "$E2E_TMP/$tag.$i.ready" --go "$E2E_TMP/$tag.go" "$@"
 	done
-	herd_go "$tag" "$n"
 }
+
+# herd_run TAG N ARGS...: herd_spawn_n, started together once every one
+# has its handles (herd_go); 0 when all exited 0.
+herd_run() {
+	herd_spawn_n "$@"
+	herd_go "$1" "$2"
+}
+
+# Runs on keys of their own overlap (1, 2 and the two of 6; 3 with 4):
+# each run's checks read its own processes' documents alone, and what
+# they judge (fills per expiry, overlapping fills, lease waits, calls
+# within their bounds) is counted on the run's own key; the other run is
+# load beside it, as a loaded machine is, for which the bounds already
+# leave room. The restart (5) stops memcached under every key: alone.
 
 herd_files() {
 	ls "$E2E_TMP/$1".*.json
 }
 
-# 1. two processes of 12 threads on one key, with leases
-if herd_run lease 2 --key herd:lease --threads 12 --seconds 8 --ttl 2 \
-	--fill-ms 50 --mode fetch; then
+# 1. two processes of 12 threads on one key, with leases; 2. beside it,
+# the control: the same callers, the plain pattern; and beside both the
+# two runs of 6 (early refresh and its control), judged at the end
+herd_spawn_n lease 2 --key herd:lease --threads 12 --seconds 8 --ttl 2 \
+	--fill-ms 50 --mode fetch
+herd_spawn_n plain 2 --key herd:plain --threads 12 --seconds 8 --ttl 2 \
+	--fill-ms 50 --mode plain
+# 6. early refresh: 8 threads, TTL 3 s, refresh when under 2 s are left
+# (memcached's R), the key set before; the same without refresh is the
+# control (its readers meet the expiries)
+herd_spawn_n refresh 1 --key herd:refresh --threads 8 --seconds 8 --ttl 3 \
+	--lease 3 --refresh 2 --prefill --mode fetch
+herd_spawn_n norefresh 1 --key herd:norefresh --threads 8 --seconds 8 \
+	--ttl 3 --lease 3 --prefill --mode fetch
+herd_start lease 2
+herd_start plain 2
+herd_start refresh 1
+herd_start norefresh 1
+herd_wait lease
+lease_rc=$?
+herd_wait plain
+plain_rc=$?
+herd_wait refresh
+refresh_rc=$?
+herd_wait norefresh
+norefresh_rc=$?
+if [ "$lease_rc" = 0 ]; then
 	# shellcheck disable=SC2046
 	"$PY" "$CHECK" lease --ttl 2 --wait-ms 4000 --threads 24 $(herd_files lease) ||
 		E2E_FAILED=1
@@ -72,9 +110,7 @@ else
 	fail herd_every_call_answered "a caller process failed: $(cat "$E2E_TMP"/lease.*.err | tail -n 5)"
 fi
 
-# 2. the control: the same callers, the plain pattern
-if herd_run plain 2 --key herd:plain --threads 12 --seconds 8 --ttl 2 \
-	--fill-ms 50 --mode plain; then
+if [ "$plain_rc" = 0 ]; then
 	# shellcheck disable=SC2046
 	"$PY" "$CHECK" control --ttl 2 $(herd_files plain) || E2E_FAILED=1
 	# shellcheck disable=SC2046
@@ -85,7 +121,10 @@ fi
 
 # 3. the winner dies in its fill, holding a 3 s lease. The survivors and
 # the short-bound callers wait for the go that the winner's death gives,
-# so they read while its lease is still out.
+# so they read while its lease is still out. 4. (every 2nd fill raises)
+# runs beside it, started at the same go.
+herd_spawn_n raised 1 --key herd:raised --threads 8 --seconds 5 --ttl 2 \
+	--lease 3 --fill-fails-every 2 --mode fetch
 rm -f "$E2E_TMP/killed.go"
 ks_in_ns_bg "$NS" timeout 120 "$PY" "$HERD" --spec "$SPEC" --key herd:killed \
 	--threads 4 --seconds 5 --ttl 2 --lease 3 --mode fetch \
@@ -108,6 +147,7 @@ ks_in_ns "$NS" timeout 120 "$PY" "$HERD" --spec "$SPEC" --key herd:killed \
 	--die-in-fill-after 0 </dev/null >/dev/null 2>"$E2E_TMP/killed.winner.err"
 winner_rc=$?
 touch "$E2E_TMP/killed.go"
+herd_start raised 1
 wait "$SURV"
 surv_rc=$?
 wait "$SHORT"
@@ -123,8 +163,7 @@ else
 fi
 
 # 4. every 2nd fill raises
-if herd_run raised 1 --key herd:raised --threads 8 --seconds 5 --ttl 2 \
-	--lease 3 --fill-fails-every 2 --mode fetch; then
+if herd_wait raised; then
 	"$PY" "$CHECK" raised --lease 3 "$E2E_TMP/raised.0.json" || E2E_FAILED=1
 else
 	fail herd_fill_raises_to_its_caller "the caller process failed: $(tail -n 5 "$E2E_TMP/raised.0.err")"
@@ -153,13 +192,8 @@ else
 	fail herd_restart_no_lease_left "the caller process failed: $(tail -n 5 "$E2E_TMP/restart_after.0.err")"
 fi
 
-# 6. early refresh: 8 threads, TTL 3 s, refresh when under 2 s are left
-# (memcached's R), the key set before; the same without refresh is the
-# control (its readers meet the expiries)
-if herd_run refresh 1 --key herd:refresh --threads 8 --seconds 8 --ttl 3 \
-	--lease 3 --refresh 2 --prefill --mode fetch &&
-	herd_run norefresh 1 --key herd:norefresh --threads 8 --seconds 8 \
-		--ttl 3 --lease 3 --prefill --mode fetch; then
+# 6. early refresh (run beside 1 and 2, above)
+if [ "$refresh_rc" = 0 ] && [ "$norefresh_rc" = 0 ]; then
 	"$PY" "$CHECK" refresh --ttl 3 --off "$E2E_TMP/norefresh.0.json" \
 		"$E2E_TMP/refresh.0.json" || E2E_FAILED=1
 else

@@ -163,11 +163,11 @@ pins_applied() {
 			"${STEER_AGENT_PIDS[a]}" 300 || return 1
 	done
 }
-wait_k() { # K: 0 once the counter's hot/ entry says K sub-keys (5 s)
-	local i
-	for ((i = 0; i < 20; i++)); do
+wait_k() { # K: 0 once the counter's hot/ entry says K sub-keys (60 s a guard)
+	local t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do
 		[ "$(hot_subkeys)" = "$1" ] && return 0
-		sleep 0.25
+		sleep 0.25 # a poll's step
 	done
 	return 1
 }
@@ -175,13 +175,22 @@ wait_k() { # K: 0 once the counter's hot/ entry says K sub-keys (5 s)
 # --- 1. the fleet splits the counter ------------------------------------------
 EXTRA=
 pins 8
+# written to until the fleet publishes it split (3 s of writes at a time,
+# again while it has not: a loaded agent may take more intervals to see
+# them), 60 s a guard
 counter "$CNS" warm "$KEY:1" --writers 2 --seconds 3 &
 WARM=$!
-K=
-for ((i = 0; i < 60; i++)); do
+K='' t0=$SECONDS
+while :; do
 	K=$(hot_subkeys)
 	[ "$K" = 8 ] && break
-	sleep 0.25
+	[ $((SECONDS - t0)) -lt 60 ] || break
+	if ! kill -0 "$WARM" 2>/dev/null; then
+		wait "$WARM"
+		counter "$CNS" warm "$KEY:1" --writers 2 --seconds 3 &
+		WARM=$!
+	fi
+	sleep 0.25 # a poll's step
 done
 wait "$WARM"
 if [ "$K" = 8 ]; then

@@ -9,8 +9,9 @@
 # --sample 1, 1 s intervals, --replicas on two replica hosts) and the
 # ring of the clients, 4 shards of which only that one exists (the
 # others are names in the ring: their keys count on their bars, as keys
-# sent to the wrong shard). ks_load sends 1500 ops/s for 40 s at most
-# (UDP gets, TCP sets) to the one shard; a flash key owned by it takes 30%
+# sent to the wrong shard). ks_load sends 1500 ops/s for 180 s at most
+# (UDP gets, TCP sets) to the one shard, stopped by the test when it is
+# done (it once ran 40 s, which a loaded machine spent before the checks); a flash key owned by it takes 30%
 # (450 reads/s, over the 100/s hot threshold: capacity 1000 x 0.1), so it
 # is hot, copied to the replicas and steered.
 #
@@ -93,7 +94,7 @@ fi
 
 ks_in_ns_bg "$STEER_CLIENT_NS" "$LOAD" --server "$SELF" --proto udp-gets \
 	--keys 2000 --zipf 0.9 --flash "$KEY:0.3" --mix get=97,set=3 --preload \
-	--duration 40 --rate 1500 </dev/null >"$E2E_TMP/load.out" 2>&1
+	--duration 180 --rate 1500 </dev/null >"$E2E_TMP/load.out" 2>&1
 LOAD_PID=$KS_BG_PID
 
 # The pane's script: three dashboards in turn (ended by q, Ctrl-C and
@@ -123,13 +124,15 @@ EOF
 
 # capture FILE: the visible pane, wrapped lines joined.
 capture() { tm capture-pane -p -J -t dash >"$1"; }
-# wait_text TEXT SECONDS: until the pane shows TEXT.
+# wait_text TEXT SECONDS: until the pane shows TEXT (SECONDS by the clock,
+# 60 at least: a guard, the dashboard's start at load).
 wait_text() {
-	local i
-	for ((i = 0; i < $2 * 5; i++)); do
+	local t0=$SECONDS secs=$2
+	[ "$secs" -ge 60 ] || secs=60
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
 		capture "$E2E_TMP/cap"
 		grep -qF -- "$1" "$E2E_TMP/cap" && return 0
-		sleep 0.2
+		sleep 0.2 # a poll's step
 	done
 	return 1
 }
@@ -167,12 +170,13 @@ fmt() { tm display -p -t dash "$1"; }
 # it found it.
 expect_exit() {
 	local n=$1 name=$2 i why=
-	for ((i = 0; i < 50; i++)); do
+	local t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do # a guard: its exit at load
 		[ -s "$E2E_TMP/rc.$n" ] && break
-		sleep 0.1
+		sleep 0.1 # a poll's step
 	done
 	if [ ! -s "$E2E_TMP/rc.$n" ]; then
-		why="still running 5 s later"
+		why="still running 60 s later"
 	else
 		[ "$(cat "$E2E_TMP/rc.$n")" = 0 ] || why="exit status $(cat "$E2E_TMP/rc.$n")"
 		cmp -s "$E2E_TMP/stty.before" "$E2E_TMP/stty.$n" ||
@@ -200,11 +204,14 @@ want=4
 [ -n "${DASH_SCREENSHOT:-}" ] && want=16
 got=0
 if wait_text "TOP KEYS" 10; then
-	for ((i = 0; i < want * 4 + 40; i++)); do
+	# the agent's intervals (1 s, 5 to 9 s at load 43): 60 s and 10 s
+	# an interval wanted, a guard
+	t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt $((60 + want * 10)) ]; do
 		capture "$E2E_TMP/cap80"
 		got=$(spark_len "$E2E_TMP/cap80" "$KEY")
 		[ "$got" -ge "$want" ] && break
-		sleep 0.25
+		sleep 0.25 # a poll's step
 	done
 fi
 capture "$E2E_TMP/cap80"
@@ -240,9 +247,10 @@ fi
 # The redraw at the new size is the event: the header on the first of 15
 # lines and the key line on the last. Until the dashboard redraws, tmux
 # shows the old screen cut to 50x15 (the alternate screen is not
-# reflowed), whose first line is not the header. 10 s: a guard.
+# reflowed), whose first line is not the header. 60 s: a guard.
 tm resize-window -t dash -x 50 -y 15
-for ((i = 0; i < 50; i++)); do
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do
 	capture "$E2E_TMP/cap50"
 	[ "$(wc -l <"$E2E_TMP/cap50")" = 15 ] &&
 		grep -q "^$SIF_DASH  agent running" <<<"$(head -n 1 "$E2E_TMP/cap50")" &&

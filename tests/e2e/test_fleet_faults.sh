@@ -13,11 +13,15 @@
 #    restarted with its data before the next round; a set that exits
 #    non-zero is retried after `ring get`: every agent ends on the last
 #    ring, every successful set is in etcd's history, none lost;
-# 2. all three members SIGSTOPped for 10 s: the agents stay up, count
-#    (report totals rise), keep their ring; after SIGCONT every agent
-#    republishes hosts/SELF within an interval and an allowance, all 4 in
-#    `agent fleet`; the time each took and the longest interval during the
-#    outage are printed;
+# 2. all three members SIGSTOPped for 10 s (and until every agent has
+#    logged 8 intervals in it): the agents stay up, count (their -v
+#    lines), keep their ring, and their loop waits for etcd's calls at
+#    most one call's deadline in all (their -v lines: 0 ms by design; the
+#    control, FAULTS_AGENT_ARGS="--etcd-loop-call on", a 2 s deadline an
+#    interval); after SIGCONT
+#    every agent republishes hosts/SELF (etcd's watch, stamped) within an
+#    interval and an allowance, all 4 in `agent fleet`; the time each
+#    took and the mean intervals are printed;
 # 4. two concurrent `ring set --if-revision R` through different first
 #    endpoints: one wins, the other exits 1 naming the winner;
 # 5. a ring that is not JSON and one whose digest its shards do not build,
@@ -56,17 +60,26 @@ IV_MS=1000
 # deliberate spread of its re-puts after a lost lease (up to 0.5 s,
 # KS_ETCD_PUB_REPUT_SPREAD_NS), plus 1.5 s for etcd's own recovery and a
 # loaded machine (one CI run saw 2,063 ms, another 2,079 at load 30).
+# Measured by etcd's watch, stamped; an agent whose loop the machine slows
+# (its mean interval before the outage past --interval) gets that much
+# more.
 REPUBLISH_MAX_MS=$((IV_MS + 3000))
 # The interval loop during the outage: etcd's calls run in the publisher's
-# thread of its own (net/etcd_pub.c), so the loop never waits for them.
-# (Before that thread every call blocked the loop for up to its 2 s
-# deadline: every interval took 3 s during the outage.) The property is
-# the mean interval over the outage, at most one interval and 1 s for a
-# loaded machine, below the 3 s of a loop that waits; a single interval
-# may be stretched by the scheduler (one took 4.4 s at load 30 on 2
-# cores), so the longest is bounded only at several intervals.
-STRETCH_MEAN_MAX_MS=$((IV_MS + 1000))
-STRETCH_MAX_MS=$((6 * IV_MS))
+# thread of its own (net/etcd_pub.c) and the watches never block, so the
+# loop never waits for etcd. (Before that thread every call blocked the
+# loop for up to its 2 s deadline: every interval took 3 s during the
+# outage.) The property is measured where it is decided: each blocking
+# etcd call (net/etcd.c call()) adds its time to its thread's wait, and
+# the loop's -v etcd line prints the loop's own ("the loop waited MS ms in
+# N etcd calls"). A healthy loop's is 0 whatever the machine's load (a
+# load stretches calls, it makes none); the control (FAULTS_AGENT_ARGS=
+# "--etcd-loop-call on": one call an interval on the loop) waits its
+# 2,000 ms deadline at each of the outage's 8 or more intervals. The bound,
+# one call's deadline in the whole outage, is far from both. (It was the
+# loop's time off the CPU an interval against a window before, by
+# schedstat: a healthy run's 0.95 s more and the control's 1.5 s sat on
+# either side of a 1.2 s bound; those figures are still printed.)
+LOOP_WAIT_MAX_MS=2000
 # The lease is the TTL the agent logs (3 intervals, at least 5 s:
 # docs/fleet.md); etcd checks expiry every 500 ms; 1 s more for the
 # machine. Set from the victim's log line before the kill; a leader
@@ -74,6 +87,7 @@ STRETCH_MAX_MS=$((6 * IV_MS))
 LEASE_GONE_MAX_MS=
 LOAD_PID=
 GW_PID=
+REPUB_PID=
 SELF=()
 N=4
 
@@ -81,6 +95,7 @@ faults_cleanup() {
 	local rc=$?
 	[ -n "$LOAD_PID" ] && ks_stop_pid "$LOAD_PID" TERM 5
 	[ -n "$GW_PID" ] && ks_stop_pid "$GW_PID" TERM 3
+	[ -n "$REPUB_PID" ] && ks_stop_pid "$REPUB_PID" TERM 3
 	if [ -n "${E2E_KEEP:-}" ] && [ -n "$STEER_TMP" ]; then
 		cp "$STEER_TMP"/agent.*.out "$E2E_TMP/" 2>/dev/null
 	fi
@@ -166,13 +181,14 @@ fleet_json_wait() {
 	done
 }
 
-# wait_all_on REV DIGEST TENTHS: every running agent's report at that ring
-# version and digest; 0 and the time in WAITED_MS, else 1 and the laggards
-# in LAGGARDS.
+# wait_all_on REV DIGEST: every running agent's report at that ring
+# version and digest; 0 and the time in WAITED_MS, else (60 s: a guard,
+# each round reads four reports, seconds at load) 1 and the laggards in
+# LAGGARDS.
 wait_all_on() {
-	local rev=$1 dig=$2 tenths=$3 t0 i k v d
+	local rev=$1 dig=$2 t0 i v d
 	t0=$(ms_now)
-	for ((k = 0; k < tenths; k++)); do
+	while :; do
 		LAGGARDS=
 		for i in "${AGENTS[@]}"; do
 			read -r _ _ _ v d _ <<<"$(rep "$i" 2>/dev/null)"
@@ -182,9 +198,9 @@ wait_all_on() {
 			WAITED_MS=$(($(ms_now) - t0))
 			return 0
 		fi
-		sleep 0.1
+		[ $(($(ms_now) - t0)) -lt 60000 ] || return 1
+		sleep 0.1 # a poll's step
 	done
-	return 1
 }
 
 # every_agent MS PRED: 0 once `PRED I` holds for every running agent I,
@@ -257,15 +273,17 @@ if ! grep -q '^revision [0-9]* digest ' <<<"$out"; then
 fi
 AGENTS=()
 for i in "${!SELF[@]}"; do
+	# shellcheck disable=SC2086 # FAULTS_AGENT_ARGS: words (a control)
 	if ! steer_agent_start "$i" --etcd "$ETCD_URLS" --self "${SELF[i]}" \
-		--interval $((IV_MS / 1000)) --shard-capacity 1000 -v; then
+		--interval $((IV_MS / 1000)) --shard-capacity 1000 -v \
+		${FAULTS_AGENT_ARGS:-}; then
 		fail fleet_faults_setup "agent $i did not start: $(tail -3 "$(agent_out "$i")")"
 		exit 1
 	fi
 	AGENTS+=("$i")
 done
 read -r rev dig <<<"$(ring_now)"
-if wait_all_on "$rev" "$dig" 50; then
+if wait_all_on "$rev" "$dig"; then
 	note "4 agents on ring v$rev ($dig); etcd members ${ETCD_URLS//,/ }"
 else
 	fail fleet_faults_setup "agents not on ring v$rev:$LAGGARDS"
@@ -281,7 +299,7 @@ for round in 1 2 3 4; do
 	w[round % 4]=$((round + 1))
 	list=$(ring_list "${w[@]}")
 	leader=$(etcd_leader)
-	if [ -z "$leader" ] && ! etcd_wait_healthy 10; then
+	if [ -z "$leader" ] && ! etcd_wait_healthy 60; then
 		why="round $round: no leader"
 		ok=0
 		break
@@ -335,8 +353,8 @@ for round in 1 2 3 4; do
 	fi
 	SET_REVS+=("${got% *}") SET_DIGS+=("${got#* }")
 	etcd_member_start "$leader"
-	if ! etcd_wait_healthy 15; then
-		why="round $round: the cluster not healthy 15 s after m$((leader + 1)) restarted"
+	if ! etcd_wait_healthy 60; then
+		why="round $round: the cluster not healthy 60 s after m$((leader + 1)) restarted"
 		ok=0
 		break
 	fi
@@ -366,29 +384,52 @@ if [ $ok = 1 ] && [ "$hist" = ok ] && [ "$frev" = "${SET_REVS[last]}" ] &&
 else
 	fail fleet_faults_leader_kill_no_change_lost "$hist; etcd at $frev $fdig, last set ${SET_REVS[last]:-} ${SET_DIGS[last]:-}"
 fi
-conv_ok=
-if wait_all_on "$frev" "$fdig" 80; then
+# Within 5 of each agent's own intervals from the moment the cluster was
+# whole again (its -v lines from then on: the interval whose ring line
+# first shows v$frev), not 5 s of the script's polls of four reports,
+# which take seconds a round at load; the reports and `agent fleet` must
+# then agree (60 s a guard, only a failure reaches it)
+conv_ok='' conv_figs=''
+declare -A CONV_OFF=()
+for i in "${AGENTS[@]}"; do
+	CONV_OFF[$i]=$(stat -c %s "$(agent_out "$i")")
+done
+if wait_all_on "$frev" "$fdig"; then
 	conv_ms=$WAITED_MS
-	for ((k = 0; k < 40; k++)); do
+	t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do
 		fleet_json "$E2E_TMP/fleet.json"
 		read -r nh revs _ _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
 		[ "$nh" = 4 ] && [ "$revs" = "$frev,$frev,$frev,$frev" ] && conv_ok=1 && break
-		sleep 0.2
+		sleep 0.2 # a poll's step
+	done
+	# each agent's first ring line from then on, once it has logged one
+	# at v$frev or 5 intervals without (60 s a guard)
+	t0=$SECONDS
+	for i in "${AGENTS[@]}"; do
+		while :; do
+			read -r n _ _ first <<<"$(FF span "$(agent_out "$i")" "${CONV_OFF[$i]}" - "$frev")"
+			[ "${first:--1}" -ge 1 ] || [ "${n:-0}" -gt 5 ] ||
+				[ $((SECONDS - t0)) -ge 60 ] && break
+			sleep 0.2 # a poll's step
+		done
+		conv_figs+=" ${SELF[i]} ${first:-?};"
+		[ "${first:--1}" -ge 1 ] && [ "$first" -le 5 ] || conv_ok=
 	done
 fi
-if [ -n "$conv_ok" ] && [ "$conv_ms" -le $((5 * IV_MS)) ]; then
+if [ -n "$conv_ok" ]; then
 	pass fleet_faults_leader_kill_agents_converge
-	note "every agent on ring v$frev ($fdig) $conv_ms ms after the cluster was whole again; agent fleet: 4 hosts at $frev"
+	note "every agent on ring v$frev ($fdig) at its interval (from the cluster whole again):$conv_figs the reports all on it $conv_ms ms after; agent fleet: 4 hosts at $frev"
 else
-	fail fleet_faults_leader_kill_agents_converge "want v$frev $fdig within 5 intervals:${LAGGARDS:-} fleet: ${nh:-?} hosts at ${revs:-?}"
+	fail fleet_faults_leader_kill_agents_converge "want v$frev $fdig within 5 intervals (the interval each took it:${conv_figs:- not reached}):${LAGGARDS:-} fleet: ${nh:-?} hosts at ${revs:-?}"
 fi
 load_end leader_kill
 
 # ---- 2. etcd entirely unreachable for 10 s ---------------------------------
-load_start outage 40
+load_start outage 90
 # the load reaching every shard before the outage: each agent's count of
 # requests (its report's, written every interval) up since the load began
-# (20 s for a loaded machine to start ks_load), so that what the agents
+# (60 s for a loaded machine to start ks_load), so that what the agents
 # count during the outage is the load's
 declare -A OPS_L=()
 for i in "${AGENTS[@]}"; do
@@ -399,18 +440,92 @@ ops_up() { # I: agent I counted more than at the load's start
 	read -r _ _ o _ _ _ <<<"$(rep "$1")"
 	[ "${o:-0}" -gt "${OPS_L[$1]:-0}" ]
 }
-every_agent 20000 ops_up
-declare -A H_REV=() H_LEASE=() REPUB=()
-while read -r s r l; do
-	H_REV[$s]=$r H_LEASE[$s]=$l
-done < <(hosts_now)
-OPS0=() VER0=() SEQ0=() STRETCH=() OPS1=() VER1=() SEQ1=()
+every_agent 60000 ops_up
+VER0=()
 for i in "${AGENTS[@]}"; do
-	read -r "SEQ0[i]" _ "OPS0[i]" "VER0[i]" _ _ <<<"$(rep "$i")"
-	STRETCH[i]=0
+	read -r _ _ _ "VER0[i]" _ _ <<<"$(rep "$i")"
 done
-t_seq0=$(ms_now)
 hot_check
+# The republish, timed by etcd's watch of the cluster's prefix (each line
+# stamped as it arrives, established now; its probe key is $PFX/probe,
+# which nobody reads, not one under hosts/), not by a poll of etcd after
+# SIGCONT that takes seconds a round at load: the first put of each
+# hosts/SELF that arrives from SIGCONT on
+if ! fleet_stamp_start "${ETCD_NS[0]}" "$ETCD_URLS" "$PFX/" "$E2E_TMP/repub.watch"; then
+	echo "$WHY" >>"$E2E_TMP/repub.watch.err"
+fi
+REPUB_PID=$STAMP_PID
+# window NAME: each agent's log from now (byte offsets) until at least
+# WINDOW_MS have passed and every agent has logged WINDOW_IVS intervals
+# (its "#SEQ N req/s" lines) since, 120 s at most; the window's length in
+# W_MS[NAME], each agent's intervals and requests in it in W_N[NAME.I] and
+# W_REQS[NAME.I], its ring versions in W_VERS[NAME.I], and in W_IDLE[NAME.I]
+# how long its loop (the main thread) was neither on a CPU nor waiting for
+# one (the window less the thread's run time and run_delay, schedstat)
+# nor held in the kernel (state D, sampled every 10 ms: the rtnl lock that
+# other work's namespaces hold, grace periods; in W_HELD[NAME.I]): its
+# sleeps and waits, the interval's own and any call's. The outage is
+# such a window: its length is the scenario's (a pace), and the agents'
+# own lines say what they did in it, however long a loaded machine makes
+# it.
+WINDOW_MS=10000
+WINDOW_IVS=8
+declare -A W_MS=() W_N=() W_REQS=() W_VERS=() W_IDLE=() W_DELAY=() W_HELD=()
+declare -A W_WAIT=() W_WCALLS=()
+# loop_cpu I: "RUN_NS RUN_DELAY_NS" of agent I's main thread (its loop)
+loop_cpu() {
+	local p=${STEER_AGENT_PIDS[$1]}
+	cut -d' ' -f1,2 "/proc/$p/task/$p/schedstat" 2>/dev/null || echo "0 0"
+}
+window() {
+	local name=$1 t0 i off=() cpu0=() n ok r0 d0 r1 d1 sp pids=() p samples held
+	for i in "${AGENTS[@]}"; do
+		pids+=("${STEER_AGENT_PIDS[i]}")
+	done
+	nice -n "$KS_NICE" "$PY" "$E2E_DIR/ks_fleet_faults.py" states "${pids[@]}" \
+		>"$E2E_TMP/states.$name" 2>&1 &
+	sp=$!
+	t0=$(ms_now)
+	for i in "${AGENTS[@]}"; do
+		off[i]=$(stat -c %s "$(agent_out "$i")")
+		cpu0[i]=$(loop_cpu "$i")
+	done
+	sleep $((WINDOW_MS / 1000)) # a pace: the window's (the outage's) length
+	while :; do
+		ok=1
+		for i in "${AGENTS[@]}"; do
+			n=$(tail -c +"$((off[i] + 1))" "$(agent_out "$i")" |
+				grep -c '^keysteer: #[0-9]* [0-9.]* req/s ')
+			[ "$n" -ge "$WINDOW_IVS" ] || ok=0
+		done
+		[ $ok = 1 ] || [ $(($(ms_now) - t0)) -ge 120000 ] && break
+		sleep 0.2 # a poll's step
+	done
+	for i in "${AGENTS[@]}"; do
+		W_END[i]=$(stat -c %s "$(agent_out "$i")")
+		read -r r1 d1 <<<"$(loop_cpu "$i")"
+		read -r r0 d0 <<<"${cpu0[i]}"
+		W_DELAY[$name.$i]=$(((d1 - d0) / 1000000))
+		W_IDLE[$name.$i]=$(((r1 - r0 + d1 - d0) / 1000000))
+	done
+	W_MS[$name]=$(($(ms_now) - t0))
+	kill -TERM "$sp" 2>/dev/null
+	wait "$sp"
+	for i in "${AGENTS[@]}"; do
+		read -r _ samples held <<<"$(grep "^${STEER_AGENT_PIDS[i]} " "$E2E_TMP/states.$name")"
+		W_HELD[$name.$i]=$((${held:-0} * W_MS[$name] / (${samples:-0} > 0 ? samples : 1)))
+		W_IDLE[$name.$i]=$((${W_MS[$name]} - ${W_IDLE[$name.$i]} - ${W_HELD[$name.$i]}))
+		read -r "W_N[$name.$i]" "W_REQS[$name.$i]" "W_VERS[$name.$i]" _ \
+			<<<"$(FF span "$(agent_out "$i")" "${off[i]}" "${W_END[i]}")"
+		read -r "W_WCALLS[$name.$i]" "W_WAIT[$name.$i]" \
+			<<<"$(FF waits "$(agent_out "$i")" "${off[i]}" "${W_END[i]}")"
+	done
+}
+W_END=() MEAN_BEFORE=()
+# The loop's pace with etcd up, over a window as long as the outage, just
+# before it: the yardstick of the stretch check (same machine, same load)
+window before
+declare -A REPUB=()
 declare -A LOG0=() # each agent's log lines before the outage
 for i in "${AGENTS[@]}"; do
 	LOG0[$i]=$(wc -l <"$(agent_out "$i")")
@@ -419,71 +534,83 @@ for m in 0 1 2; do
 	etcd_member_signal "$m" STOP
 done
 t_stop=$(ms_now)
+window outage
 alive=1
-while [ $(($(ms_now) - t_stop)) -lt 10000 ]; do
-	for i in "${AGENTS[@]}"; do
-		kill -0 "${STEER_AGENT_PIDS[i]}" 2>/dev/null || alive=0
-		read -r "SEQ1[i]" iv "OPS1[i]" "VER1[i]" _ _ <<<"$(rep "$i")"
-		[ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] && [ "$iv" -gt "${STRETCH[i]}" ] &&
-			STRETCH[i]=$iv
-	done
-	t_seq1=$(ms_now)
-	sleep 0.3
+for i in "${AGENTS[@]}"; do
+	kill -0 "${STEER_AGENT_PIDS[i]}" 2>/dev/null || alive=0
 done
 for m in 0 1 2; do
 	etcd_member_signal "$m" CONT
 done
 t_cont=$(ms_now)
 note "etcd stopped for $((t_cont - t_stop)) ms"
-while [ ${#REPUB[@]} -lt 4 ] && [ $(($(ms_now) - t_cont)) -lt 10000 ]; do
-	while read -r s r l; do
-		[ -n "${REPUB[$s]:-}" ] && continue
-		if [ "$r" -gt "${H_REV[$s]:-0}" ] || [ "$l" != "${H_LEASE[$s]:-}" ]; then
-			REPUB[$s]=$(($(ms_now) - t_cont))
-		fi
-	done < <(hosts_now)
-	sleep 0.1
-done
 counted=1 figures=
 for i in "${AGENTS[@]}"; do
-	[ "${OPS1[i]}" -gt "${OPS0[i]}" ] && [ "${SEQ1[i]}" -gt "${SEQ0[i]}" ] &&
-		[ "${VER1[i]}" = "${VER0[i]}" ] || counted=0
-	figures+=" ${SELF[i]}: ops +$((OPS1[i] - OPS0[i])), intervals +$((SEQ1[i] - SEQ0[i])), ring v${VER1[i]};"
+	[ "${W_N[outage.$i]}" -gt 0 ] && [ "${W_REQS[outage.$i]%.*}" -gt 0 ] &&
+		[ "${W_VERS[outage.$i]}" = "${VER0[i]}" ] || counted=0
+	figures+=" ${SELF[i]}: ${W_N[outage.$i]} intervals, ${W_REQS[outage.$i]} req/s summed, ring v${W_VERS[outage.$i]} (v${VER0[i]} before);"
 done
 if [ $alive = 1 ] && [ $counted = 1 ]; then
 	pass fleet_faults_outage_agents_count
-	note "during the outage:$figures"
+	note "during the outage (its agents' -v lines):$figures"
 else
-	fail fleet_faults_outage_agents_count "alive $alive, want ops and intervals up and the ring kept:$figures"
+	fail fleet_faults_outage_agents_count "alive $alive, want intervals and requests counted and the ring kept:$figures"
 fi
-worst=0 worst_mean=0 figures=
+# How long each agent's loop waited for etcd's calls during the outage (its
+# -v lines: LOOP_WAIT_MAX_MS above). Printed beside, not judged: its time
+# off the CPU an interval (neither running nor waiting for a CPU nor held
+# in the kernel: its sleeps and waits, schedstat) against its own just
+# before, and the wall-clock means.
+ok=1 figures=
 for i in "${AGENTS[@]}"; do
-	[ "${STRETCH[i]}" -gt "$worst" ] && worst=${STRETCH[i]}
-	n=$((SEQ1[i] - SEQ0[i]))
-	mean=$(((t_seq1 - t_seq0) / (n > 0 ? n : 1)))
-	[ "$n" -gt 0 ] || mean=$((t_seq1 - t_seq0))
-	[ "$mean" -gt "$worst_mean" ] && worst_mean=$mean
-	figures+=" ${STRETCH[i]} (mean $mean)"
+	w=${W_WAIT[outage.$i]:--}
+	figures+=" ${SELF[i]} waited for etcd ${w} ms in ${W_WCALLS[outage.$i]:--} calls (before ${W_WAIT[before.$i]:--} in ${W_WCALLS[before.$i]:--}),"
+	# "-": no etcd line in the window, nothing to judge by
+	[ "$w" != - ] && [ "${w%.*}" -le "$LOOP_WAIT_MAX_MS" ] || ok=0
+	nb=${W_N[before.$i]} no=${W_N[outage.$i]}
+	mb=$((W_MS[before] / (nb > 0 ? nb : 1)))
+	mo=$((W_MS[outage] / (no > 0 ? no : 1)))
+	ib=$((${W_IDLE[before.$i]} / (nb > 0 ? nb : 1)))
+	io=$((${W_IDLE[outage.$i]} / (no > 0 ? no : 1)))
+	MEAN_BEFORE[i]=$mb
+	figures+=" off-CPU $io ms an interval (before $ib), wall $mo (before $mb), $no intervals in ${W_MS[outage]} ms ($nb in ${W_MS[before]}), CPU waits ${W_DELAY[outage.$i]} ms (before ${W_DELAY[before.$i]}), held in the kernel ${W_HELD[outage.$i]} ms (before ${W_HELD[before.$i]});"
 done
-note "longest interval during the outage (report interval_measured_ms, --interval $IV_MS ms):$figures ms"
-if [ "$worst_mean" -le "$STRETCH_MEAN_MAX_MS" ] && [ "$worst" -le "$STRETCH_MAX_MS" ]; then
+note "the loop during the outage (--interval $IV_MS ms):$figures"
+if [ $ok = 1 ]; then
 	pass fleet_faults_outage_interval_stretch
 else
-	fail fleet_faults_outage_interval_stretch "intervals:$figures ms; want a mean of at most $STRETCH_MEAN_MAX_MS, each at most $STRETCH_MAX_MS"
+	fail fleet_faults_outage_interval_stretch "want each agent's loop to wait for etcd at most $LOOP_WAIT_MAX_MS ms in the outage:$figures"
 fi
+# the republish: the watch's first put of each hosts/SELF from SIGCONT on,
+# waited for (60 s a guard) and judged against REPUBLISH_MAX_MS past the
+# agent's own mean interval before the outage, where it is longer than
+# --interval (a loop the machine slows)
+t0=$SECONDS
+while [ ${#REPUB[@]} -lt ${#AGENTS[@]} ] && [ $((SECONDS - t0)) -lt 60 ]; do
+	for i in "${AGENTS[@]}"; do
+		[ -n "${REPUB[${SELF[i]}]:-}" ] && continue
+		at=$("$PY" "$E2E_DIR/ks_watch_log.py" first-put "$E2E_TMP/repub.watch" \
+			"/hosts/${SELF[i]}" "$t_cont" 2>/dev/null)
+		[ -n "$at" ] && REPUB[${SELF[i]}]=$((at - t_cont))
+	done
+	sleep 0.1 # a poll's step
+done
+[ -n "$REPUB_PID" ] && ks_stop_pid "$REPUB_PID" TERM 3
+REPUB_PID=
 ok=1 figures=
 for i in "${AGENTS[@]}"; do
 	t=${REPUB[${SELF[i]}]:-}
-	figures+=" ${SELF[i]} ${t:-never} ms;"
-	[ -n "$t" ] && [ "$t" -le "$REPUBLISH_MAX_MS" ] || ok=0
+	slow=$((MEAN_BEFORE[i] > IV_MS ? MEAN_BEFORE[i] - IV_MS : 0))
+	figures+=" ${SELF[i]} ${t:-never} ms (bound $((REPUBLISH_MAX_MS + slow)));"
+	[ -n "$t" ] && [ "$t" -le $((REPUBLISH_MAX_MS + slow)) ] || ok=0
 done
 fleet_json_wait "$E2E_TMP/fleet.json"
 read -r nh revs without _ <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
 if [ $ok = 1 ] && [ "$nh" = 4 ] && [ "$without" = - ]; then
 	pass fleet_faults_outage_republished
-	note "hosts/ republished after SIGCONT:$figures agent fleet: 4 hosts"
+	note "hosts/ republished after SIGCONT (etcd's watch):$figures agent fleet: 4 hosts"
 else
-	fail fleet_faults_outage_republished "want each within $REPUBLISH_MAX_MS ms:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?} $(head -c 200 "$E2E_TMP/fleet.json.err")"
+	fail fleet_faults_outage_republished "want each within its bound:$figures fleet: ${nh:-?} hosts, without an agent: ${without:-?} $(head -c 200 "$E2E_TMP/fleet.json.err") $(head -c 200 "$E2E_TMP/repub.watch.err")"
 fi
 # What the agents logged during the outage: a stopped member accepts
 # connections (its kernel does) and never answers, so the failure is a
@@ -527,7 +654,7 @@ load_end race
 # ---- 5. bad data in etcd ---------------------------------------------------
 load_start bad_data 30
 read -r rev dig <<<"$(ring_now)"
-wait_all_on "$rev" "$dig" 50 || note "not every agent on ring v$rev before the bad data:$LAGGARDS"
+wait_all_on "$rev" "$dig" || note "not every agent on ring v$rev before the bad data:$LAGGARDS"
 RE0=()
 for i in "${AGENTS[@]}"; do
 	read -r _ _ _ _ _ "RE0[i]" <<<"$(rep "$i")"
@@ -536,32 +663,33 @@ good=$(etcd_ctl get --print-value-only "$KEY")
 etcd_ctl put "$KEY" '{"schema":1,"kind":"keysteer-ring","distribution":' >/dev/null
 bad1=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
 # every agent refused the first (its log line) before the second comes, so
-# that each is a document of its own to refuse and log (20 s at most)
+# that each is a document of its own to refuse and log (60 s at most)
 bad1_refused() { # I: agent I logged the refusal
 	grep -q "ring not reloaded, v$rev stays: etcd $KEY revision $bad1 refused" \
 		"$(agent_out "$1")"
 }
-every_agent 20000 bad1_refused
+every_agent 60000 bad1_refused
 etcd_ctl put "$KEY" "$(FF bad-digest <<<"$good")" >/dev/null
 bad2=$(etcd_ctl get -w json "$KEY" | FF hosts | awk '{print $2}')
 SEQ_E=()
-for ((k = 0; k < 50; k++)); do
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do # a guard: 4 reports a round
 	n=0
 	for i in "${AGENTS[@]}"; do
 		read -r "SEQ_E[i]" _ _ _ _ e <<<"$(rep "$i")"
 		[ "$e" -ge $((RE0[i] + 2)) ] && n=$((n + 1))
 	done
 	[ $n = ${#AGENTS[@]} ] && break
-	sleep 0.1
+	sleep 0.1 # a poll's step
 done
 # one more whole interval of each agent after it counted both (its report's
-# seq up by 2, not a guessed time): still nothing pushed (20 s at most)
+# seq up by 2, not a guessed time): still nothing pushed (60 s at most)
 seq_on() { # I: agent I's report 2 intervals past SEQ_E[I]
 	local q
 	read -r q _ _ _ _ _ <<<"$(rep "$1")"
 	[ "${q:-0}" -ge $((${SEQ_E[$1]:-0} + 2)) ]
 }
-every_agent 20000 seq_on
+every_agent 60000 seq_on
 ok=1 figures=
 for i in "${AGENTS[@]}"; do
 	read -r _ _ _ v d e <<<"$(rep "$i")"
@@ -579,15 +707,15 @@ else
 	fail fleet_faults_bad_ring_refused "want v$rev $dig kept, 2 more reload errors, each logged once:$figures"
 fi
 # A loaded 3-member cluster can miss the CLI's 2 s deadline: set again
-# (20 s at most); a set that did land is only overwritten by the same ring.
+# (60 s at most); a set that did land is only overwritten by the same ring.
 t0=$(ms_now)
 while :; do
 	out=$(CLI ring set --etcd "$ETCD_URLS" --shards "$(ring_list 2 2 1 1)" 2>&1)
 	read -r grev gdig <<<"$(awk '/^revision/ {print $2, $4}' <<<"$out")"
-	[ -z "$grev" ] && [ $(($(ms_now) - t0)) -lt 20000 ] || break
+	[ -z "$grev" ] && [ $(($(ms_now) - t0)) -lt 60000 ] || break
 	sleep 0.5
 done
-if [ -n "$grev" ] && wait_all_on "$grev" "$gdig" 50; then
+if [ -n "$grev" ] && wait_all_on "$grev" "$gdig"; then
 	pass fleet_faults_good_ring_after_bad
 	note "ring v$grev ($gdig) on every agent $WAITED_MS ms after ring set"
 else
@@ -596,14 +724,14 @@ fi
 HOTBAD=$PFX/hot/ffffffffffffffff
 etcd_ctl put "$HOTBAD" 'not a hot entry {' >/dev/null
 # A loaded cluster that stalls past the agents' 5 s leases drops their
-# hosts/ entries until each puts its own again: wait (15 s) for all 4.
+# hosts/ entries until each puts its own again: wait (60 s) for all 4.
 t0=$(ms_now)
 while :; do
 	fleet_json "$E2E_TMP/fleet.json"
 	rc=$?
 	read -r nh _ _ hot_refused <<<"$(FF fleet "$E2E_TMP/fleet.json" 2>/dev/null)"
 	[ "$rc" = 0 ] && [ "$nh" = 4 ] && break
-	[ $(($(ms_now) - t0)) -lt 15000 ] || break
+	[ $(($(ms_now) - t0)) -lt 60000 ] || break
 	sleep 0.5
 done
 text=$(CLI fleet --etcd "$ETCD_URLS" 2>&1)
@@ -619,12 +747,13 @@ etcd_ctl del "$HOTBAD" >/dev/null
 load_end bad_data
 
 # ---- 3. an agent SIGKILLed -------------------------------------------------
-load_start agent_kill 20
+load_start agent_kill 90
 # the victim: an agent that publishes hot/ entries (the flash key's owner)
-# once one does (15 s at most, within the 20 s load: a loaded machine is
+# once one does (60 s at most, within the 90 s load: a loaded machine is
 # slow to call the key hot), else the last, and the hot/ check FAILs
 VICTIM=3
-for ((k = 0; k < 150; k++)); do
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do
 	hot_check
 	for i in "${AGENTS[@]}"; do
 		grep -qxF "${SELF[i]}" <<<"$HOT_NOW" && VICTIM=$i && break 2
@@ -641,25 +770,19 @@ vlease=$(hosts_now | awk -v s="${SELF[VICTIM]}" '$1 == s {print $3}')
 GRANTED_S=
 [ -n "$vlease" ] && GRANTED_S=$(etcd_ctl lease timetolive "$(printf %x "$vlease")" -w json 2>/dev/null |
 	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["granted-ttl"])' 2>/dev/null)
-# When the entry went: etcd's watch of hosts/ from the revision before the
-# kill, each line stamped as it arrives (a poll says only that it was gone
-# by the end of a call that takes a second and more on a loaded machine).
-# (Asked again until etcd answers, 20 s: a watch from revision 1 would
-# replay the deletes of the outage's expired leases as if they were new.)
-rev0=
-for ((k = 0; k < 40 && ${#rev0} == 0; k++)); do
-	rev0=$(etcd_ctl get "$KEY" -w json 2>/dev/null |
-		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])' 2>/dev/null) ||
-		sleep 0.5
-done
-: >"$E2E_TMP/gone.watch"
-if [ -n "$rev0" ]; then
-	ks_in_ns_bg "${ETCD_NS[0]}" nice -n "$KS_NICE" "$PY" "$E2E_DIR/ks_watch_log.py" stamp \
-		"$ETCD_URLS" "$PFX/hosts/" "$((rev0 + 1))" >"$E2E_TMP/gone.watch" 2>"$E2E_TMP/gone.watch.err"
-	GW_PID=$KS_BG_PID
-else
-	echo "etcd gave no revision before the kill: no watch" >"$E2E_TMP/gone.watch.err"
+# When the entry went: etcd's watch of the cluster's prefix from a
+# revision before the kill, each line stamped as it arrives (a poll says
+# only that it was gone by the end of a call that takes a second and more
+# on a loaded machine), and established before the kill
+# (fleet_stamp_start: a second put of its probe delivered). Not
+# established, at load 42 the watch was still starting (python, etcdctl)
+# when the wait ended: "deleted never", the entry gone from etcd all the
+# same. (From a fresh revision: a watch from revision 1 would replay the
+# deletes of the outage's expired leases as if they were new.)
+if ! fleet_stamp_start "${ETCD_NS[0]}" "$ETCD_URLS" "$PFX/" "$E2E_TMP/gone.watch"; then
+	echo "$WHY" >>"$E2E_TMP/gone.watch.err"
 fi
+GW_PID=$STAMP_PID
 fleet_term_start etcd_ctl
 term0=$TERM_NOW
 # Timed from the SIGKILL: no renewal leaves the agent after it. Its exit
@@ -710,7 +833,8 @@ fi
 [ -n "$GW_PID" ] && ks_stop_pid "$GW_PID" TERM 3
 GW_PID=
 listed=
-for ((k = 0; k < 20; k++)); do # the delete done: a read no longer lists it
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 30 ]; do # the delete done: a read no longer lists it
 	listed=$(grep -c "^${SELF[VICTIM]} " <<<"$(hosts_now)")
 	[ "$listed" = 0 ] && break
 	sleep 0.3

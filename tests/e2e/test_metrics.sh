@@ -64,17 +64,25 @@ ks_stop_pid "$taker" TERM 2
 # --- helpers -----------------------------------------------------------------
 # scrape PORT PATH FILE: GET http://127.0.0.1:PORT/PATH in the server
 # namespace into FILE; prints "STATUS CONTENT-TYPE".
+# An answer that does not come (a timeout, no connection) is asked again
+# until one does, 60 s a guard: at load 21 a scrape of 3 s timed out, and
+# the counters compared with it read 0.
 scrape() {
 	ks_in_ns "$SNS" "$PY" - "$1" "$2" "$3" <<'PYEOF'
-import sys, urllib.request, urllib.error
+import sys, time, urllib.request, urllib.error
 port, path, out = sys.argv[1:4]
-try:
-    r = urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=3)
-    body, status, ctype = r.read(), r.status, r.headers.get("Content-Type")
-except urllib.error.HTTPError as e:
-    body, status, ctype = e.read(), e.code, e.headers.get("Content-Type")
-except OSError as e:
-    body, status, ctype = str(e).encode(), 0, "-"
+end = time.monotonic() + 60
+while True:
+    try:
+        r = urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=10)
+        body, status, ctype = r.read(), r.status, r.headers.get("Content-Type")
+    except urllib.error.HTTPError as e:
+        body, status, ctype = e.read(), e.code, e.headers.get("Content-Type")
+    except OSError as e:
+        body, status, ctype = str(e).encode(), 0, "-"
+    if status or time.monotonic() > end:
+        break
+    time.sleep(0.2)
 open(out, "wb").write(body)
 print(status, ctype)
 PYEOF
@@ -112,15 +120,18 @@ promtool_check() {
 }
 
 # load_during SECONDS OUT PROM: paced gets and sets with a flash key from
-# the client for SECONDS; PROM is scraped while the top and hot keys are the
-# load's, and the routing document (--listen) into PROM.routing. Fails if
-# ks_load does. The load's intervals are waited for by what they show (a
-# top key at the flash key's ~600 reads/s, flash:1 in the routing
-# document), as a loaded machine starts ks_load and renders late.
+# the client for SECONDS at least; PROM is scraped while the top and hot
+# keys are the load's, and the routing document (--listen) into
+# PROM.routing. Fails if ks_load does. The load's intervals are waited for
+# by what they show (a top key at the flash key's ~600 reads/s, flash:1 in
+# the routing document), as a loaded machine starts ks_load and renders
+# late: the load goes on until they do (SIGTERM then: ks_load ends as at
+# its --duration), 60 s a guard. (It once ran a fixed 3 s, and at load 15
+# ended before the agent rendered an interval of it.)
 load_during() {
-	local loader rc
+	local loader rc t0=$SECONDS
 	ks_in_ns_bg "$CNS" nice -n "$KS_NICE" "$LOAD" --server "$SADDR:$PORT" \
-		--duration "$1" --rate 2000 --keys 1000 --zipf 0.5 \
+		--duration 60 --rate 2000 --keys 1000 --zipf 0.5 \
 		--flash flash:1:0.3 --mix get=90,set=10 --json >"$2" 2>&1
 	loader=$KS_BG_PID
 	while kill -0 "$loader" 2>/dev/null; do
@@ -133,21 +144,27 @@ top = [float(l.rsplit(" ", 1)[1]) for l in open(sys.argv[1])
 sys.exit(not top or max(top) < 300)
 PYEOF
 	done
+	# the load's SECONDS at least, as when it ran a fixed time (a pace)
+	while kill -0 "$loader" 2>/dev/null && [ $((SECONDS - t0)) -lt "$1" ]; do
+		sleep 0.2
+	done
+	kill -TERM "$loader" 2>/dev/null
 	wait "$loader"
 	rc=$?
 	[ "$rc" = 0 ] || note "ks_load exited with $rc: $(head -c 300 "$2")"
 	return "$rc"
 }
 
-# wait_intervals N: waits until N more intervals were rendered.
+# wait_intervals N: waits until N more intervals were rendered (60 s a
+# guard: an interval took 5 to 9 s at load 43).
 wait_intervals() {
-	local want i
+	local want t0=$SECONDS
 	scrape "$MPORT" /metrics "$E2E_TMP/w.prom" >/dev/null
 	want=$(($(value "$E2E_TMP/w.prom" keysteer_intervals_total) + $1))
-	for ((i = 0; i < 50; i++)); do
+	while [ $((SECONDS - t0)) -lt 60 ]; do
 		scrape "$MPORT" /metrics "$E2E_TMP/w.prom" >/dev/null
 		[ "$(value "$E2E_TMP/w.prom" keysteer_intervals_total)" -ge "$want" ] && return 0
-		sleep 0.1
+		sleep 0.1 # a poll's step
 	done
 	return 1
 }

@@ -169,7 +169,7 @@ sums=$(printf '%s\n' "$out" | awk '/^per shard:/ { on = 1; next } /^$/ { on = 0 
 	on && $1 ~ /:/ { b += $2; a += $3; o += $4; i += $5 } END { print b, a, o, i }')
 if [ -n "$m" ] && [ "$m" -gt 13000 ] && [ "$m" -lt 17000 ] &&
 	[ "$sums" = "20000 20000 $m $m" ] &&
-	printf '%s\n' "$out" | grep -q '^distribution modula -> ketama, 20000 keys'; then
+	grep -q '^distribution modula -> ketama, 20000 keys' <<<"$out"; then
 	pass ring_diff_modula_to_ketama_per_shard
 else
 	fail ring_diff_modula_to_ketama_per_shard "moved '$m', per-shard sums '$sums': $(printf '%s\n' "$out" | head -3)"
@@ -185,8 +185,8 @@ for key in user:1 cart:2 ключ:3 k9; do
 	[ "$x" != "$y" ] && want=$((want + 1))
 done
 out=$("$AGENT" ring diff --shards "$S4" --from-distribution modula --to-client dalli --keys-file "$E2E_TMP/dkeys")
-if printf '%s\n' "$out" | grep -q "^moved $want of 4 keys" &&
-	printf '%s\n' "$out" | grep -q "4 keys from $E2E_TMP/dkeys"; then
+if grep -q "^moved $want of 4 keys" <<<"$out" &&
+	grep -q "4 keys from $E2E_TMP/dkeys" <<<"$out"; then
 	pass ring_diff_keys_file
 else
 	fail ring_diff_keys_file "want moved $want of 4: $(printf '%s\n' "$out" | head -3)"

@@ -68,12 +68,12 @@ report_json() {
 		"$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
 }
 
-# wait_totals OUT WANT: polls the report (10 s at most) until the shards'
+# wait_totals OUT WANT: polls the report (60 s a guard) until the shards'
 # reads_total + writes_total add up to WANT, so every key sent has been
 # counted and published; the last report is left in OUT.
 wait_totals() {
-	local out=$1 want=$2 i sum
-	for ((i = 0; i < 50; i++)); do
+	local out=$1 want=$2 sum t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do # a guard: intervals at load
 		if report_json "$out"; then
 			sum=$("$PY" -c 'import json,sys
 r = json.load(open(sys.argv[1]))
@@ -82,14 +82,15 @@ print(sum(s["reads_total"] + s["writes_total"] for s in r["shards"]))' "$out")
 		fi
 		sleep 0.2
 	done
-	note "the shards count $sum keys after 10 s, want $want"
+	note "the shards count $sum keys after 60 s, want $want"
 	return 1
 }
 
-# wait_version OUT V: polls until the report's ring.version is V (5 s).
+# wait_version OUT V: polls until the report's ring.version is V (60 s a
+# guard: the agent's next interval, 5 to 9 s at load 43).
 wait_version() {
-	local out=$1 want=$2 i
-	for ((i = 0; i < 25; i++)); do
+	local out=$1 want=$2 t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 60 ]; do
 		report_json "$out" &&
 			[ "$(RK field --report "$out" ring.version)" = "$want" ] &&
 			return 0
@@ -103,6 +104,10 @@ RING_OPTS=() # more ring options for the lookup, as the agent was given
 # totals against `agent ring lookup` on the current shard file.
 send_and_check() {
 	local name=$1 n=$2 self
+	# the agent's ring pushed (its line comes after the attach line, which
+	# e2e_agent_start waits for): keys sent before it count on no shard
+	# (at load 15, twice a case counted 0 of 520)
+	e2e_wait_line "$E2E_TMP/agent.out" '^keysteer: ring v[0-9]+ ' "$E2E_AGENT_PID"
 	# self's index: its line among the shard lines (no comments here)
 	self=$(($(grep -v '^#' "$SHARDS" | grep -nx "$SELF" | cut -d: -f1) - 1))
 	"$AGENT" ring lookup --shards-file "$SHARDS" --distribution "$DIST" \
@@ -114,8 +119,13 @@ send_and_check() {
 		fail "$name" "the client could not send the keys"
 		return
 	fi
-	# On a timeout the check below says which shards are off.
-	wait_totals "$E2E_TMP/rep.json" $((400 + SETS))
+	# On a timeout the check below says which shards are off; the agent's
+	# log is kept (the next case's agent writes agent.out again) and its
+	# last lines shown
+	if ! wait_totals "$E2E_TMP/rep.json" $((400 + SETS)); then
+		cp "$E2E_TMP/agent.out" "$E2E_TMP/$name.agent.out"
+		note "$name: the agent's last lines: $(tail -n 4 "$E2E_TMP/agent.out" | tr '\n' ' ' | head -c 600)"
+	fi
 	RK check --report "$E2E_TMP/rep.json" --expect "$E2E_TMP/expect.json" \
 		--name "$name" || E2E_FAILED=1
 }
@@ -126,10 +136,7 @@ if ! e2e_agent_start --sample 1 --interval 0.5 --shards-file "$SHARDS" \
 	exit 1
 fi
 # The ring is pushed right after the attach line: wait for its line.
-for ((i = 0; i < 50; i++)); do
-	grep -q '^keysteer: ring v1 ' "$E2E_TMP/agent.out" && break
-	sleep 0.1
-done
+e2e_wait_line "$E2E_TMP/agent.out" '^keysteer: ring v1 ' "$E2E_AGENT_PID"
 sed 's/^/  agent: /' "$E2E_TMP/agent.out"
 d1=$(sed -n 's/^keysteer: ring v1 digest \([0-9a-f]\{16\}\) 4 shards ketama, self 198\.18\.0\.2:11211 .*/\1/p' \
 	"$E2E_TMP/agent.out")
@@ -217,19 +224,21 @@ mv "$SHARDS.new" "$SHARDS"
 kill -HUP "$E2E_AGENT_PID"
 # Waited for: the refusal logged, then in the report; then four more
 # intervals (2 s), by the report's seq, in which a retry would show.
-e2e_wait_line "$E2E_TMP/agent.out" "ring not reloaded" "$E2E_AGENT_PID" 200
-for ((i = 0; i < 100; i++)); do
-	report_json "$r" && RK field --report "$r" ring.last_reload_error 2>/dev/null | grep -qv '^null$' && break
-	sleep 0.1
+e2e_wait_line "$E2E_TMP/agent.out" "ring not reloaded" "$E2E_AGENT_PID"
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do # a guard
+	report_json "$r" && grep -qv '^null$' <<<"$(RK field --report "$r" ring.last_reload_error 2>/dev/null)" && break
+	sleep 0.1 # a poll's step
 done
 seq0=$(RK field --report "$r" seq 2>/dev/null)
-for ((i = 0; i < 200; i++)); do
+t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do # a guard: 4 intervals at load
 	report_json "$r" && [ "$(RK field --report "$r" seq 2>/dev/null)" -ge $((${seq0:-0} + 4)) ] 2>/dev/null && break
-	sleep 0.1
+	sleep 0.1 # a poll's step
 done
 if [ "$(RK field --report "$r" ring.version)" = 3 ] &&
 	grep -q "ring not reloaded, v3 stays: $SHARDS:3: " "$E2E_TMP/agent.out" &&
-	RK field --report "$r" ring.last_reload_error | grep -q "^$SHARDS:3: "; then
+	grep -q "^$SHARDS:3: " <<<"$(RK field --report "$r" ring.last_reload_error)"; then
 	note "$(grep 'ring not reloaded' "$E2E_TMP/agent.out" | head -n 1)"
 	pass ring_shards_bad_reload_keeps_ring
 else

@@ -13,6 +13,9 @@
 #   2. a take-over that succeeds sets it again, and its drain takes what
 #      the datapath logs: every CPU's tail at its head, the heads moving
 #      on past where they stood at the take-over.
+# Both agents drain with two threads (--drain-threads 2, one a CPU here):
+# the take-over's drain catches up on every CPU's log with each log under
+# its one thread.
 # Without the clear first thing (ks_adopt_orphaned_flags), 1 fails: the
 # flag is only written after the load, which the failed take-over never
 # reaches.
@@ -75,7 +78,7 @@ ks_in_ns_bg "$CNS" "$LOAD" --server "$SADDR:$PORT" --proto udp-gets --keys 1000 
 	</dev/null >"$E2E_TMP/load.json" 2>"$E2E_TMP/load.err"
 LOAD_PID=$KS_BG_PID
 
-if ! e2e_agent_start --sample 1 --interval 0.5; then
+if ! e2e_agent_start --sample 1 --interval 0.5 --drain-threads 2; then
 	fail slog_takeover_setup "the first agent did not attach"
 	exit 1
 fi
@@ -111,7 +114,7 @@ if [ -z "$MAP_ID" ] || ! rm "$PINS/ks_shards" ||
 fi
 # bounded: a take-over that went through would run on
 ks_in_ns "$SNS" timeout -s KILL 120 "$AGENT" run --iface "$SIF" --sample 1 \
-	--interval 0.5 </dev/null >"$E2E_TMP/failed.out" 2>&1
+	--interval 0.5 --drain-threads 2 </dev/null >"$E2E_TMP/failed.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] || ! grep -q "the pinned map $PINS/ks_shards" "$E2E_TMP/failed.out"; then
 	fail slog_takeover_failed_load_clears_flag "the take-over did not fail at the pins as set up (exit $rc): $(head -c 300 "$E2E_TMP/failed.out")"
@@ -131,7 +134,7 @@ fi
 # --- 2. a take-over that succeeds -------------------------------------------
 read -r head0 _ <<<"$(log_pos)"
 ks_in_ns_bg "$SNS" "$AGENT" run --iface "$SIF" --sample 1 --interval 0.5 \
-	</dev/null >"$E2E_TMP/agent2.out" 2>&1
+	--drain-threads 2 </dev/null >"$E2E_TMP/agent2.out" 2>&1
 E2E_AGENT_PID=$KS_BG_PID
 if ! e2e_wait_line "$E2E_TMP/agent2.out" "took over" "$E2E_AGENT_PID"; then
 	fail slog_takeover_setup "the second agent did not take over: $(head -c 300 "$E2E_TMP/agent2.out")"

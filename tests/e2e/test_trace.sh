@@ -21,18 +21,19 @@ start_trace() {
 	ks_in_ns_bg "$SNS" "$AGENT" trace --iface "$SIF" "$@" \
 		</dev/null >"$out" 2>"$out.err"
 	TRACE_PID=$KS_BG_PID
-	for ((i = 0; i < 50; i++)); do
-		grep -q "tracing $SIF" "$out.err" && return 0
-		kill -0 "$TRACE_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	# its start line (60 s a guard: a start at load took seconds)
+	e2e_wait_line "$out.err" "tracing $SIF" "$TRACE_PID"
 }
 
+# TRACE_S: the traces' --duration, a guard: --count ends them once the
+# clients' requests are seen. At 20 s a whole run at load 15-19 saw the
+# trace end before the set and the UDP gets were sent (three client starts
+# took that long), so it is far longer than any such start.
+TRACE_S=120
 # wait_trace NAME: trace must exit 0 by itself (--count or --duration).
 wait_trace() {
 	local i rc
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < (TRACE_S + 30) * 10; i++)); do
 		kill -0 "$TRACE_PID" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -53,7 +54,7 @@ trace_flag() {
 }
 
 out=$E2E_TMP/trace
-if ! start_trace "$out" --count 7 --duration 20; then
+if ! start_trace "$out" --count 7 --duration "$TRACE_S"; then
 	fail trace_start "agent trace did not start: $(head -c 300 "$out.err")"
 	exit 1
 fi
@@ -93,7 +94,7 @@ else
 fi
 
 out=$E2E_TMP/trace_hash
-if start_trace "$out" --count 2 --hash-only --duration 20; then
+if start_trace "$out" --count 2 --hash-only --duration "$TRACE_S"; then
 	e2e_client "$E2E_DIR/ks_send.py" --server "$SADDR" gets trace:hash: 2 ||
 		fail trace_traffic "memcached did not answer the client"
 	wait_trace trace_hash_only_exit

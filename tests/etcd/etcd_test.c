@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,7 +559,8 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 			     int want1, int want2, const char *word)
 {
 	struct ks_etcd *c;
-	long long t0, took;
+	long long t0, took, took2;
+	uint64_t calls0, wait0, calls1, wait1;
 	int rc;
 
 	kt_begin(name);
@@ -571,6 +573,7 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 		kt_end();
 		return;
 	}
+	ks_etcd_thread_waits(&calls0, &wait0);
 	t0 = ms_now();
 	rc = ks_etcd_status(c, NULL, 0);
 	took = ms_now() - t0;
@@ -585,10 +588,21 @@ static void unreachable_case(const char *name, const char *eps, int timeout,
 	      "message lacks '%s': %s", word, ks_etcd_errmsg(c));
 	t0 = ms_now();
 	rc = ks_etcd_put(c, K("x"), K("y"), 0, NULL);
-	took = ms_now() - t0;
-	CHECK((rc == want1 || rc == want2) && took <= LATE_MS(timeout) &&
-		      (took >= timeout - 50 || rc != -ETIMEDOUT),
-	      "put: %d in %lld ms", rc, took);
+	took2 = ms_now() - t0;
+	CHECK((rc == want1 || rc == want2) && took2 <= LATE_MS(timeout) &&
+		      (took2 >= timeout - 50 || rc != -ETIMEDOUT),
+	      "put: %d in %lld ms", rc, took2);
+	/* the thread's waits (what the agent's loop prints): both calls,
+	 * each its whole time, within the clocks' ms rounding */
+	ks_etcd_thread_waits(&calls1, &wait1);
+	CHECK(calls1 - calls0 == 2 &&
+		      (long long)((wait1 - wait0) / 1000000) <=
+			      took + took2 + 2 &&
+		      (long long)((wait1 - wait0) / 1000000) + 2 >=
+			      (took + took2) / 2,
+	      "the thread's waits: %llu calls, %llu ms; the calls took %lld ms",
+	      (unsigned long long)(calls1 - calls0),
+	      (unsigned long long)((wait1 - wait0) / 1000000), took + took2);
 	ks_etcd_close(c);
 	kt_end();
 }

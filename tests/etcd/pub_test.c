@@ -97,8 +97,16 @@ void t_pub(const char *plain)
 	ks_etcd_delete(c, "pub/", 4, KS_ETCD_PREFIX, NULL);
 	set_all(p, "v1", &changes);
 	CHECK_EQ(changes, NKEYS);
-	t = wait_count(c, "pub/", 0, NKEYS, 5000);
-	ks_etcd_pub_stats(p, &st);
+	/* 60 s: a guard for a loaded machine, not a bound (the time is
+	 * printed); then the publisher's own account of the writes, which
+	 * it makes when etcd's answer reaches it, after etcd has them */
+	t = wait_count(c, "pub/", 0, NKEYS, 60000);
+	for (i = 0; i < 600; i++) {
+		ks_etcd_pub_stats(p, &st);
+		if (st.puts == NKEYS && !st.pending)
+			break;
+		usleep(100000);
+	}
 	CHECK(t >= 0 && st.lease && st.puts == NKEYS && !st.pending,
 	      "200 keys: %lld ms, %llu puts, %zu pending", t,
 	      (unsigned long long)st.puts, st.pending);
@@ -109,13 +117,23 @@ void t_pub(const char *plain)
 	      "not every key under the publisher's lease");
 	printf("  200 keys in %lld ms, %llu transactions\n", t,
 	       (unsigned long long)st.txns);
-	/* the same values again: no change, no write */
+	/* the same values again: no change, no write. Then a sentinel key
+	 * (outside pub/): once the publisher has accounted for its write,
+	 * anything the same values had made it write would be counted too
+	 * (a time waited, 300 ms, would pass a late write unseen) */
 	set_all(p, "v1", &changes);
-	usleep(300000);
-	ks_etcd_pub_stats(p, &st2);
-	CHECK(!changes && st2.txns == st.txns && st2.puts == st.puts,
-	      "the same values: %d changes, txns %llu -> %llu", changes,
-	      (unsigned long long)st.txns, (unsigned long long)st2.txns);
+	ks_etcd_pub_set(p, "pubs/sentinel", "s", 1);
+	for (i = 0; i < 600; i++) {
+		ks_etcd_pub_stats(p, &st2);
+		if (st2.puts > st.puts && !st2.pending)
+			break;
+		usleep(100000);
+	}
+	CHECK(!changes && st2.txns == st.txns + 1 && st2.puts == st.puts + 1,
+	      "the same values and a sentinel: %d changes, txns %llu -> %llu, puts %llu -> %llu (want +1 each, the sentinel's)",
+	      changes, (unsigned long long)st.txns,
+	      (unsigned long long)st2.txns, (unsigned long long)st.puts,
+	      (unsigned long long)st2.puts);
 	/* the lease revoked behind its back: a new one, every key again */
 	lease1 = st.lease;
 	CHECK(!ks_etcd_lease_revoke(c, lease1), "revoke: %s",
@@ -137,7 +155,7 @@ void t_pub(const char *plain)
 		snprintf(key, sizeof(key), "pub/k%03d", i);
 		ks_etcd_pub_delete(p, key);
 	}
-	CHECK(wait_count(c, "pub/", st.lease, NKEYS / 2, 3000) >= 0,
+	CHECK(wait_count(c, "pub/", st.lease, NKEYS / 2, 60000) >= 0,
 	      "half deleted: not 100 keys left");
 	/* a stop that revokes: every key gone at once */
 	ks_etcd_pub_stop(p, 1);
@@ -176,15 +194,19 @@ void t_pub_keeper(const char *plain)
 	}
 	ks_etcd_delete(c, "pubk/", 5, KS_ETCD_PREFIX, NULL);
 	ks_etcd_pub_set(p, "pubk/a", "1", 1);
-	CHECK(wait_count(c, "pubk/", 0, 1, 5000) >= 0, "first key not written");
+	CHECK(wait_count(c, "pubk/", 0, 1, 60000) >= 0,
+	      "first key not written");
 	ks_etcd_pub_stats(p, &st0);
 	/* 4.5 s: half again the lease's 3 s TTL */
 	ks_etcd_pub_test_stall(p, 4500);
 	ks_etcd_pub_set(p, "pubk/b", "2", 1);
-	t = wait_count(c, "pubk/", st0.lease, 2, 8000);
+	t = wait_count(c, "pubk/", st0.lease, 2, 60000); /* a guard */
 	ks_etcd_pub_stats(p, &st);
+	/* the lease kept (one grant, the same lease) is the property; one
+	 * renewal at least shows the keeper did it (a keeper starved at load
+	 * renews less often than its 1 s, so no more is asked) */
 	CHECK(t >= 4000 && st.grants == 1 && st.lease == st0.lease &&
-		      st.keepalives >= st0.keepalives + 3,
+		      st.keepalives >= st0.keepalives + 1,
 	      "a write stalled 4.5 s: written after %lld ms, %llu grants, lease %llx -> %llx, %llu -> %llu keepalives",
 	      t, (unsigned long long)st.grants, (unsigned long long)st0.lease,
 	      (unsigned long long)st.lease, (unsigned long long)st0.keepalives,

@@ -56,6 +56,10 @@ struct opts {
 };
 
 static __u32 sample_n = 1; /* the datapath's, as --sample set it */
+/* --slog: the sample log on, tracing off; the keys compared are the log's
+ * records (fz_dp_open), the sampled keys of class read or write of up to
+ * KS_SLOG_KEY bytes, in order (longer ones take the in-kernel sketch) */
+static bool slog_mode;
 
 /* The outcome of one comparison. */
 struct verdict {
@@ -167,11 +171,35 @@ static const struct ref_out *sampled_keys(const struct ref_out *r, __u32 cd)
 	return &s;
 }
 
+/* A sampled key the sample log takes: a read or write, short enough. */
+static bool slog_takes(const struct ref_key *x)
+{
+	__u32 cls = ks_op_class(x->op);
+
+	return (cls == KS_CLASS_READ || cls == KS_CLASS_WRITE) &&
+	       x->len <= KS_SLOG_KEY;
+}
+
+/* The keys of r the sample log holds, in order (the --slog mode). */
+static const struct ref_out *logged_keys(const struct ref_out *r)
+{
+	static struct ref_out s;
+	unsigned i;
+
+	memcpy(&s, r, offsetof(struct ref_out, keys));
+	s.nkeys = 0;
+	for (i = 0; i < r->nkeys; i++)
+		if (slog_takes(&r->keys[i]))
+			s.keys[s.nkeys++] = r->keys[i];
+	return &s;
+}
+
 static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 			const struct ref_out *all, const struct fz_dp *d,
 			struct verdict *v)
 {
-	const struct ref_out *r = sampled_keys(all, d->cd_before);
+	const struct ref_out *sampled = sampled_keys(all, d->cd_before);
+	const struct ref_out *r = slog_mode ? logged_keys(sampled) : sampled;
 	__u8 zero[KS_KEY_BUF] = { 0 };
 	__u32 cd_want;
 	char sig[80];
@@ -221,15 +249,16 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 			(unsigned long long)c->bytes);
 	}
 	if (!v->bad && d->nkeys != r->nkeys)
-		mismatch(v, "keys-count", "%u keys traced, reference %u",
-			 d->nkeys, r->nkeys);
+		mismatch(v, "keys-count", "%u keys %s, reference %u", d->nkeys,
+			 slog_mode ? "logged" : "traced", r->nkeys);
 	for (i = 0; i < d->nkeys && i < r->nkeys && !v->bad; i++) {
 		const struct fz_key *k = &d->keys[i];
 		const struct ref_key *x = &r->keys[i];
 		__u64 words[KS_KEY_WORDS] = { 0 };
 
 		snprintf(sig, sizeof(sig), "key-op:%s", ks_op_name(x->op));
-		if (k->op != x->op || k->cls != ks_op_class(x->op))
+		if ((!slog_mode && k->op != x->op) ||
+		    k->cls != ks_op_class(x->op))
 			mismatch(v, sig, "key %u: op %s class %u, reference %s",
 				 i, ks_op_name(k->op), k->cls,
 				 ks_op_name(x->op));
@@ -252,18 +281,29 @@ static void compare_out(const __u8 *b, bool tcp, __u16 sport,
 				"key %u: hash %016llx, want %016llx", i,
 				(unsigned long long)k->hash,
 				(unsigned long long)ks_key_hash(words, x->len));
-		else if (k->proto != (tcp ? IPPROTO_TCP : IPPROTO_UDP) ||
-			 k->sport != sport || memcmp(k->saddr, d->saddr, 16))
+		else if (!slog_mode &&
+			 (k->proto != (tcp ? IPPROTO_TCP : IPPROTO_UDP) ||
+			  k->sport != sport || memcmp(k->saddr, d->saddr, 16)))
 			mismatch(v, "key-source",
 				 "key %u: proto %u sport %u or address differs",
 				 i, k->proto, k->sport);
 	}
-	if (!v->bad && (d->pkts[KS_PKT_SAMPLED] != r->nkeys ||
+	if (!v->bad && (d->pkts[KS_PKT_SAMPLED] != sampled->nkeys ||
 			d->pkts[KS_PKT_TRACE_DROP] != 0))
 		mismatch(v, "pkt-counters",
 			 "sampled %llu (want %u), trace drops %llu",
-			 (unsigned long long)d->pkts[KS_PKT_SAMPLED], r->nkeys,
+			 (unsigned long long)d->pkts[KS_PKT_SAMPLED],
+			 sampled->nkeys,
 			 (unsigned long long)d->pkts[KS_PKT_TRACE_DROP]);
+	if (!v->bad && slog_mode &&
+	    (d->slog_bad || d->pkts[KS_PKT_SLOG] != r->nkeys ||
+	     d->pkts[KS_PKT_SLOG_FULL] != 0))
+		mismatch(v, "slog-counters",
+			 "slog %llu (want %u), slog_full %llu, %s",
+			 (unsigned long long)d->pkts[KS_PKT_SLOG], r->nkeys,
+			 (unsigned long long)d->pkts[KS_PKT_SLOG_FULL],
+			 d->slog_bad ? "a record's seq, rate or length wrong"
+				     : "records sane");
 }
 
 /*
@@ -761,7 +801,11 @@ static bool keys_submultiset(const __u8 *b, const struct ref_out *r,
 	memset(taken, 0, r->nkeys * sizeof(taken[0]));
 	for (i = 0; i < d->nkeys; i++) {
 		for (j = 0; j < r->nkeys; j++)
-			if (!taken[j] && r->keys[j].op == d->keys[i].op &&
+			if (!taken[j] &&
+			    (slog_mode ? slog_takes(&r->keys[j]) &&
+						 ks_op_class(r->keys[j].op) ==
+							 d->keys[i].cls
+				       : r->keys[j].op == d->keys[i].op) &&
 			    r->keys[j].len == d->keys[i].len &&
 			    !memcmp(b + r->keys[j].off, d->keys[i].key,
 				    r->keys[j].len))
@@ -851,6 +895,34 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 					dp.pkts[KS_PKT_RESYNC_UNKNOWN],
 				(unsigned long long)dp.pkts[KS_PKT_RESYNC_CARRY],
 				(unsigned long long)dp.pkts[KS_PKT_RESYNC_LOST]);
+		if (v->bad && !strcmp(v->sig, "stream-flow-counters") &&
+		    dp.pkts[KS_PKT_FLOW_NEW] == 1 &&
+		    dp.pkts[KS_PKT_FLOW_END] == 1 &&
+		    dp.pkts[KS_PKT_FLOW_DUP] == dup &&
+		    dp.pkts[KS_PKT_FLOW_OVERLAP] == ovl &&
+		    !dp.pkts[KS_PKT_RESYNC_GAP] &&
+		    !dp.pkts[KS_PKT_RESYNC_UNKNOWN]) {
+			/*
+			 * Counted as memcached serves it, but the datapath
+			 * says it lost the stream (resync carry or lost) and
+			 * found it again: right where the window quirk says a
+			 * unit is too long for its window or carry (a refused
+			 * storage line's data read as a 1,800-byte command
+			 * line, cut by a segment end), which its guess then
+			 * got right. The known `window` disagreement, not a
+			 * bug; a loss the quirk does not predict still fails.
+			 */
+			static struct ref_out alt;
+
+			ro.quirks = 1u << RQ_WINDOW;
+			ref_mc_parse(b, len, &ro, &alt);
+			if (alt.quirks_used & (1u << RQ_WINDOW)) {
+				snprintf(v->sig, sizeof(v->sig),
+					 "known:window-stream-resync");
+				v->known = true;
+				return;
+			}
+		}
 	} else {
 		/* the gap counted, nothing counted twice */
 		sst.gaps += gaps;
@@ -879,10 +951,15 @@ static void run_stream(const struct fz_flow *f, int mode, const __u8 *b,
 			mismatch(
 				v, "stream-twice:keys",
 				"a traced key the stream does not hold (or holds fewer times)");
-		if (!v->bad && dp.pkts[KS_PKT_SAMPLED] != dp.nkeys)
-			mismatch(v, "stream-sampled", "sampled %llu, traced %u",
-				 (unsigned long long)dp.pkts[KS_PKT_SAMPLED],
-				 dp.nkeys);
+		if (!v->bad &&
+		    dp.pkts[slog_mode ? KS_PKT_SLOG : KS_PKT_SAMPLED] !=
+			    dp.nkeys)
+			mismatch(v, "stream-sampled", "%s %llu, %s %u",
+				 slog_mode ? "slog" : "sampled",
+				 (unsigned long long)
+					 dp.pkts[slog_mode ? KS_PKT_SLOG
+							   : KS_PKT_SAMPLED],
+				 slog_mode ? "logged" : "traced", dp.nkeys);
 	}
 	if (v->bad)
 		snprintf(v->sig + strlen(v->sig),
@@ -1232,13 +1309,17 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"USAGE: dfuzz [--seed N] [--iterations N] [--seconds S] [--seeds FILE]\n"
-		"             [--findings DIR] [--name NAME] [--sample N] [-v]\n"
-		"       dfuzz --repro FILE [--sample N]\n"
+		"             [--findings DIR] [--name NAME] [--sample N] [--slog] [-v]\n"
+		"       dfuzz --repro FILE [--sample N] [--slog]\n"
 		"Differential fuzzing of the keysteer datapath's memcached parser against\n"
 		"the reference parser (tests/fuzz/ref_mc.c). Needs root (BPF_PROG_TEST_RUN).\n"
 		"--sample N: the datapath samples 1 key in N (1..1024), so the paths that\n"
 		"count keys without sampling each run too; the keys traced must be the\n"
 		"ones the countdown picks, and it must end where they leave it.\n"
+		"--slog: the sample log on (KS_CFG_SLOG) and tracing off, as an agent\n"
+		"runs: the keys compared are the pinned CPU's log records (reads and\n"
+		"writes of up to 48 bytes), drained after each run; the express path\n"
+		"samples lone gets itself only so.\n"
 		"Defaults: --seed 1, --seconds 60, --seeds tests/fuzz/seeds.txt, --name dfuzz,\n"
 		"--sample 1.\n"
 		"EXAMPLES:\n"
@@ -1261,6 +1342,7 @@ int main(int argc, char **argv)
 		{ "strict", no_argument, NULL, 'X' },
 		{ "streams", required_argument, NULL, 'T' },
 		{ "sample", required_argument, NULL, 'N' },
+		{ "slog", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1317,6 +1399,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'L':
+			slog_mode = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1335,7 +1420,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sample_n = o.sample_n;
-	err = fz_dp_open(o.sample_n);
+	err = fz_dp_open(o.sample_n, slog_mode);
 	if (err) {
 		printf("FAIL %s: cannot load the keysteer BPF object: %s\n",
 		       o.name, strerror(-err));

@@ -80,6 +80,8 @@ struct fz_dp {
 	__u64 pkts[KS_PKT_MAX];
 	unsigned nkeys;
 	bool event_size_bad;
+	bool slog_bad; /* a sample log record with a wrong seq or rate, or a
+			* head that went back */
 	/* the CPU's sampling countdown (ks_scratch) before the first run
 	 * since fz_dp_clear and after the last, as stored */
 	bool cd_read;
@@ -90,9 +92,10 @@ struct fz_dp {
 
 /* ---- the datapath (dfuzz_dp.c) ---- */
 /* Loads build/keysteer.bpf.o through its skeleton, maps unpinned; sample 1
- * key in sample_n, trace on, default port. 0 or -errno, with the reason
- * on stderr. */
-int fz_dp_open(__u32 sample_n);
+ * key in sample_n, default port; trace on, or with slog the sample log on
+ * and trace off (keys are then the log's records: fz_key.op KS_OP_MAX).
+ * 0 or -errno, with the reason on stderr. */
+int fz_dp_open(__u32 sample_n, bool slog);
 void fz_dp_close(void);
 /* Frames in and runs it; out gets what the run counted and reported. */
 void fz_dp_run(const struct fz_input *in, struct fz_dp *out);

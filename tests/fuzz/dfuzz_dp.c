@@ -5,7 +5,9 @@
  * cleared so nothing lands in /sys/fs/bpf), inputs framed with the test
  * packet builder and run with BPF_PROG_TEST_RUN, and what each run counted
  * read back as deltas of ks_ops, ks_errors and ks_pkts plus the keys it
- * traced into ks_events.
+ * traced into ks_events, or (the sample log mode, fz_dp_open's slog) the
+ * records it appended to the pinned CPU's sample log, drained after each
+ * run as the agent drains them.
  *
  * Maps are not reset between runs: the per-CPU window keeps the bytes of
  * earlier packets, as it does in production, so a parser that reads a
@@ -46,6 +48,13 @@ static __u32
 static __u32 cd_off;
 static int cd_cpu;
 static void *scratch_buf;
+/* The sample log mode: KS_CFG_SLOG on and tracing off, so sampled keys
+ * reach the pinned CPU's log (ks_slog) by every path that logs, the
+ * express path's own sampling included (it samples only while nothing
+ * is traced); slog_at is where the next record will be. */
+static bool slog_on;
+static __u32 slog_n; /* the rate each record must carry */
+static __u64 slog_at;
 
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -165,9 +174,11 @@ static int pin_cpu(void)
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
-int fz_dp_open(__u32 sample_n)
+int fz_dp_open(__u32 sample_n, bool slog)
 {
-	struct ks_config cfg = { .sample_n = sample_n, .trace = 1 };
+	struct ks_config cfg = { .sample_n = sample_n,
+				 .trace = !slog,
+				 .flags = slog ? KS_CFG_SLOG : 0 };
 	__u32 zero = 0, i;
 	int err;
 
@@ -205,6 +216,9 @@ int fz_dp_open(__u32 sample_n)
 			      NULL);
 	if (!rb)
 		return -errno;
+	slog_on = slog;
+	slog_n = sample_n;
+	slog_at = 0;
 	return read_totals(last_ops, last_err, last_pkts);
 }
 
@@ -281,6 +295,51 @@ int fz_frame_build(const struct fz_input *in, struct pkt *p)
 			   PKT_TCP_PSH | PKT_TCP_ACK | PKT_TCP_FIN);
 }
 
+/*
+ * The records the run appended to the pinned CPU's sample log, as keys of
+ * out (op unknown: KS_OP_MAX; class, length, bytes, hash from the record;
+ * a record whose seq or rate is not the configuration's marks the run
+ * slog_bad), then the log drained: tail moved up to head.
+ */
+static int slog_drain(struct fz_dp *out)
+{
+	__u32 cpu = (__u32)cd_cpu, idx;
+	struct ks_slog_pos pos;
+	struct ks_slog_rec r;
+	struct fz_key *k;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_slog_pos), &cpu,
+				&pos))
+		return -errno;
+	if (pos.head < slog_at || pos.head - slog_at > KS_SLOG_RECS) {
+		out->slog_bad = true; /* a head that went back, or lapped */
+		slog_at = pos.head;
+	}
+	for (; slog_at < pos.head; slog_at++) {
+		idx = cpu * KS_SLOG_RECS + (__u32)(slog_at & KS_SLOG_MASK);
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.ks_slog), &idx,
+					&r))
+			return -errno;
+		if (r.seq != 0 || r.n != slog_n || r.pad || !r.len ||
+		    r.len > KS_SLOG_KEY)
+			out->slog_bad = true;
+		if (out->nkeys >= FZ_MAX_EVENTS)
+			continue;
+		k = &out->keys[out->nkeys++];
+		memset(k, 0, sizeof(*k));
+		k->op = KS_OP_MAX;
+		k->cls = r.cls;
+		k->len = r.len;
+		k->hash = r.hash;
+		memcpy(k->key, r.key, sizeof(r.key));
+	}
+	pos.tail = pos.head;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_slog_pos), &cpu, &pos,
+				BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 /* Runs frame p and adds what it counted and traced to out. */
 static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
 {
@@ -315,7 +374,9 @@ static void run_frame(const struct pkt *p, bool tc, struct fz_dp *out)
 	cur = out;
 	ring_buffer__consume(rb);
 	cur = NULL;
-	e = read_totals(ops, err, pkts);
+	e = slog_on ? slog_drain(out) : 0;
+	if (!e)
+		e = read_totals(ops, err, pkts);
 	if (!e)
 		e = read_countdown(&out->cd_after);
 	if (e) {

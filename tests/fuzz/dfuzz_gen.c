@@ -120,9 +120,30 @@ size_t fz_unescape(const char *s, __u8 *b, size_t size)
 		case 't':
 			b[n++] = '\t';
 			break;
-		case '0':
-			b[n++] = 0;
+		case 'v':
+			b[n++] = '\v';
 			break;
+		case 'f':
+			b[n++] = '\f';
+			break;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7': {
+			/* octal, up to three digits, as C reads the fixture
+			 * the seed came from ("run\001away" is 0x01, not a
+			 * NUL and "01") */
+			unsigned v = (unsigned)(c - '0'), k;
+
+			for (k = 1; k < 3 && *s >= '0' && *s <= '7'; k++)
+				v = v * 8 + (unsigned)(*s++ - '0');
+			b[n++] = (__u8)v;
+			break;
+		}
 		case 'x':
 			if (ks_hex_digit(s[0]) >= 0 &&
 			    ks_hex_digit(s[1]) >= 0) {

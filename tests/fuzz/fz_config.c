@@ -7,17 +7,28 @@
  * argvs made of the input. Settings come out in line order; each one the
  * handler gets is a config key of run with the line's value (NULL for a
  * flag set to yes); a refused file or setting says "NAME:LINE: ...".
+ * Half the files go through the gate of the test-only switches
+ * (ks_opt_gated_set, as 'agent run' applies them since 8db1964), with or
+ * without KEYSTEER_TEST_SWITCHES=1: closed, a switch never reaches the
+ * handler and its line is refused with the gate's own message; open, each
+ * switch set is noted for the warning at start, as written.
  */
 #include <errno.h>
 #include "cli/cli_options.h"
 #include "cli/config_file.h"
+#include "util/test_switches.h"
 #include "fz_common.h"
 
 /* A handler that checks what it gets against the settings in order. */
 struct walk {
 	const struct ks_conf *c;
-	size_t next; /* the setting to look at next */
-	int refuse;  /* refuse every value: the refusal path */
+	size_t next;   /* the setting to look at next */
+	int refuse;    /* refuse every value: the refusal path */
+	int closed;    /* behind the gate, KEYSTEER_TEST_SWITCHES unset */
+	size_t passed; /* test-only switches the handler got */
+	/* what the open gate must have noted: "--NAME VALUE" of each, as
+	 * ks_opt_gated_set words it (cut to its KS_ERRLEN buffer) */
+	char expect[1024];
 };
 
 static int take(void *ctx, int val, const char *arg, char *err, size_t errlen)
@@ -40,6 +51,18 @@ static int take(void *ctx, int val, const char *arg, char *err, size_t errlen)
 	FZ_CHECK(e, "value %d given for no setting", val);
 	o = ks_cli_find(KS_CMD_RUN, e->key);
 	FZ_CHECK(o->flags & KS_OPT_CONF, "'%s' is no config key", e->key);
+	FZ_CHECK(!w->closed || !(o->flags & KS_OPT_TEST),
+		 "test-only switch '%s' passed the closed gate", e->key);
+	if (o->flags & KS_OPT_TEST) {
+		char word[KS_ERRLEN];
+		size_t n = strlen(w->expect);
+
+		w->passed++;
+		snprintf(word, sizeof(word), "--%s%s%s", o->name,
+			 arg ? " " : "", arg ? arg : "");
+		snprintf(w->expect + n, sizeof(w->expect) - n, "%s%s",
+			 n ? ", " : "", word);
+	}
 	FZ_CHECK(o->has_arg == no_argument ? arg == NULL : arg == e->value,
 		 "'%s' given '%s'", e->key, arg ? arg : "(null)");
 	if (w->refuse) {
@@ -49,13 +72,20 @@ static int take(void *ctx, int val, const char *arg, char *err, size_t errlen)
 	return 1;
 }
 
-static void check_conf(const struct ks_conf *c, int refuse)
+static void check_conf(const struct ks_conf *c, int refuse, int gated, int open)
 {
 	struct ks_conf_error e;
-	struct walk w = { c, 0, refuse };
+	static struct walk w;
+	struct ks_opt_gate g = { .cmd = KS_CMD_RUN, .set = take, .ctx = &w };
 	unsigned int last = 0;
 	size_t i;
 	int rc;
+	char warn[512];
+
+	memset(&w, 0, sizeof(w));
+	w.c = c;
+	w.refuse = refuse;
+	w.closed = gated && !open;
 
 	for (i = 0; i < c->n; i++) {
 		FZ_CHECK(c->e[i].line >= 1 && c->e[i].line >= last,
@@ -64,17 +94,41 @@ static void check_conf(const struct ks_conf *c, int refuse)
 			 "entry %zu without a key", i);
 		last = c->e[i].line;
 	}
-	rc = ks_conf_apply(c, KS_CMD_RUN, "run", take, &w, &e);
+	if (gated && open)
+		setenv(KS_TEST_SWITCHES_ENV, "1", 1);
+	else
+		unsetenv(KS_TEST_SWITCHES_ENV);
+	rc = gated ? ks_conf_apply(c, KS_CMD_RUN, "run", ks_opt_gated_set, &g,
+				   &e)
+		   : ks_conf_apply(c, KS_CMD_RUN, "run", take, &w, &e);
+	unsetenv(KS_TEST_SWITCHES_ENV);
 	if (rc == -EINVAL) {
 		FZ_CHECK(e.line && !strncmp(e.line, "agent.conf:", 11) &&
 				 strchr(e.line, ';'),
 			 "message '%s'", e.line);
-		FZ_CHECK(!e.value[0] || refuse, "a value message '%s'",
-			 e.value);
+		/* a value refused: by the handler, or by the closed gate in
+		 * its own words ("--NAME [VALUE] is a test-only switch") */
+		FZ_CHECK(!e.value[0] || refuse ||
+				 (w.closed && !strncmp(e.value, "--", 2) &&
+				  strstr(e.value, " is a test-only switch")),
+			 "a value message '%s'", e.value);
 	} else {
 		FZ_CHECK(rc == 0 || rc == -ENOMEM, "returned %d", rc);
 		FZ_CHECK(!e.line, "a message '%s' with %d", e.line, rc);
 	}
+	/* the open gate noted each switch the handler got, in order, for
+	 * the warning at start (the list cut at its 255 bytes) */
+	if (gated && open)
+		FZ_CHECK(!strncmp(g.ts.taken, w.expect,
+				  sizeof(g.ts.taken) - 1) &&
+				 ks_test_switches_warning(&g.ts, warn,
+							  sizeof(warn)) ==
+					 (w.passed > 0),
+			 "%zu switches passed as '%s', noted '%s'", w.passed,
+			 w.expect, g.ts.taken);
+	else
+		FZ_CHECK(!g.ts.taken[0], "a closed gate noted '%s'",
+			 g.ts.taken);
 	free(e.line);
 }
 
@@ -135,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(errlen < 12 || !strncmp(err, "agent.conf:", 11),
 			 "message '%s' does not name the file", err);
 	} else {
-		check_conf(&c, mode & 2);
+		check_conf(&c, mode & 2, mode & 4, mode & 8);
 		ks_conf_free(&c);
 	}
 	free(text);

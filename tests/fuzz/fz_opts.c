@@ -2,11 +2,11 @@
 /*
  * fz_opts.c - libFuzzer harness of the option value parsers: whole numbers
  * and seconds and port lists (user/util/opts.c), decimals (user/agent/run_hot.c
- * ks_parse_double), interface names (user/util/opts.c) and --listen
- * (user/net/http_serve.c). The first byte picks the parser, the next ones the
- * bounds and the error buffer's size. An accepted value must lie in its
- * bounds and, where a formatter exists, survive formatting and parsing
- * again unchanged.
+ * ks_parse_double), interface names (user/util/opts.c), --listen
+ * (user/net/http_serve.c) and --sample (user/core/sample_rate.c). The
+ * first byte picks the parser, the next ones the bounds and the error
+ * buffer's size. An accepted value must lie in its bounds and, where a
+ * formatter exists, survive formatting and parsing again unchanged.
  */
 #include <math.h>
 #include <netinet/in.h>
@@ -14,6 +14,7 @@
 #include "util/opts.h"
 #include "agent/run_hot.h"
 #include "net/http_serve.h"
+#include "core/sample_rate.h"
 #include "fz_common.h"
 
 static void fuzz_uint(struct fz_bytes *b, char *err, size_t errlen)
@@ -112,6 +113,43 @@ static void fuzz_ifname(struct fz_bytes *b, char *err, size_t errlen)
 	free(s);
 }
 
+/*
+ * --sample N | auto[:TARGET] (core/sample_rate.c, since 06ad236; --sample
+ * was ks_parse_uint's before): a fixed rate in 1..max_n or auto with a
+ * target in range, never both; and the controller's next rate for that
+ * target from any counts is a power of two in 1..KS_RATE_MAX_N, given
+ * the rate before as the agent gives it: KS_RATE_START or 1 at first,
+ * then the controller's own answers, so always a power of two in range
+ * (from any other N it may keep that N, which no caller gives it).
+ */
+static void fuzz_sample(struct fz_bytes *b, char *err, size_t errlen)
+{
+	__u32 max_n = 1 + fz_take_u32(b) % 1000000,
+	      cur = 1u << (fz_take_u32(b) % 11), n; /* 1..KS_RATE_MAX_N */
+	__u64 keys = (__u64)fz_take_u32(b) << 16 | fz_take_u8(b);
+	__u32 ns = fz_take_u32(b);
+	struct ks_sample_opt o;
+	char *s = fz_take_rest(b);
+
+	memset(&o, 0xa5, sizeof(o));
+	if (ks_sample_parse(s, max_n, &o, err, errlen)) {
+		fz_check_err(err, errlen);
+	} else if (o.target) {
+		FZ_CHECK(!o.n && o.target >= KS_RATE_TARGET_MIN &&
+				 o.target <= KS_RATE_TARGET_MAX &&
+				 !strncmp(s, "auto", 4),
+			 "'%s': n %u target %u", s, o.n, o.target);
+		n = ks_rate_next(cur, keys, ns ? ns : 1, o.target);
+		FZ_CHECK(n >= 1 && n <= KS_RATE_MAX_N && !(n & (n - 1)),
+			 "rate 1 in %u from %u after %llu keys in %u ns", n,
+			 cur, (unsigned long long)keys, ns);
+	} else {
+		FZ_CHECK(o.n >= 1 && o.n <= max_n, "'%s': n %u of 1..%u", s,
+			 o.n, max_n);
+	}
+	free(s);
+}
+
 static void fuzz_listen(struct fz_bytes *b, char *err, size_t errlen)
 {
 	struct sockaddr_in a;
@@ -134,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t errlen;
 	char *err = fz_errbuf(&b, &errlen);
 
-	switch (which % 6) {
+	switch (which % 7) { /* 0..5 pick as they did before sample came */
 	case 0:
 		fuzz_uint(&b, err, errlen);
 		break;
@@ -150,8 +188,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 4:
 		fuzz_ifname(&b, err, errlen);
 		break;
-	default:
+	case 5:
 		fuzz_listen(&b, err, errlen);
+		break;
+	default:
+		fuzz_sample(&b, err, errlen);
 		break;
 	}
 	free(err);

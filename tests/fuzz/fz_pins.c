@@ -8,20 +8,69 @@
  */
 #include <stdbool.h>
 #include "core/hotkeys.h"
+#include "core/limits.h"
 #include "fz_common.h"
+
+/* Rule i's key bytes are printable, and no earlier rule of its type has
+ * its key (pins, prefixes and limits alike). */
+static void check_key_once(const struct ks_hot_rules *r, size_t i)
+{
+	const struct ks_hot_rule *x = &r->r[i];
+	size_t j;
+
+	for (j = 0; j < x->len; j++)
+		FZ_CHECK(x->key[j] > 0x20 && x->key[j] != 0x7f,
+			 "rule %zu: key byte 0x%02x", i, x->key[j]);
+	for (j = 0; j < i; j++)
+		FZ_CHECK(!(r->r[j].type == x->type && r->r[j].len == x->len &&
+			   !memcmp(r->r[j].key, x->key, x->len)),
+			 "rules %zu and %zu are the same", j, i);
+}
+
+/* A limit rule: its key or prefix, a rate; only ks_limit_rule_match finds
+ * it, and a key finds its own exact rule or a prefix at least as long. */
+static void check_limit(const struct ks_hot_rules *r, size_t i)
+{
+	const struct ks_hot_rule *x = &r->r[i], *m;
+	const struct ks_hot_rule *h;
+
+	FZ_CHECK(x->len >= 1 && x->len <= KS_HOT_KEY_MAX, "limit len %u",
+		 x->len);
+	check_key_once(r, i);
+	FZ_CHECK(x->count >= 1 && x->count <= KS_LIMIT_RATE_MAX,
+		 "limit %zu: rate %u", i, x->count);
+	m = ks_limit_rule_match(r, x->key, x->len);
+	FZ_CHECK(m && ks_hot_rule_is_limit(m->type),
+		 "limit %zu does not match its own key", i);
+	FZ_CHECK(x->type != KS_RULE_LIMIT || m == x,
+		 "limit %zu: another rule matched its key", i);
+	FZ_CHECK(m->type == KS_RULE_LIMIT || m->len >= x->len,
+		 "limit %zu: a shorter prefix won", i);
+	h = ks_hot_rule_match(r, x->key, x->len);
+	FZ_CHECK(!h || !ks_hot_rule_is_limit(h->type),
+		 "a limit rule matched as a hot-key rule");
+	h = ks_hot_shard_match(r, x->key, x->len);
+	FZ_CHECK(!h || !ks_hot_rule_is_limit(h->type),
+		 "a limit rule matched as a shard rule");
+}
 
 static void check_rules(const struct ks_hot_rules *r)
 {
-	size_t i, j;
+	size_t i;
 
 	FZ_CHECK(r->n <= KS_HOT_RULES_MAX, "%zu rules", r->n);
 	for (i = 0; i < r->n; i++) {
 		const struct ks_hot_rule *x = &r->r[i];
 		const struct ks_hot_rule *m;
 
-		FZ_CHECK(x->type >= KS_RULE_PIN &&
-				 x->type <= KS_RULE_SHARD_PREFIX,
+		FZ_CHECK((x->type >= KS_RULE_PIN &&
+			  x->type <= KS_RULE_SHARD_PREFIX) ||
+				 ks_hot_rule_is_limit(x->type),
 			 "type %u", x->type);
+		if (ks_hot_rule_is_limit(x->type)) {
+			check_limit(r, i);
+			continue;
+		}
 		if (ks_hot_rule_is_shard(x->type)) {
 			/* a shard rule: its key or prefix, a shard name */
 			FZ_CHECK(
@@ -54,14 +103,7 @@ static void check_rules(const struct ks_hot_rules *r)
 								      : 1u) &&
 				 x->count <= KS_HOT_COPIES_MAX,
 			 "count %u", x->count);
-		for (j = 0; j < x->len; j++)
-			FZ_CHECK(x->key[j] > 0x20 && x->key[j] != 0x7f,
-				 "key byte 0x%02x", x->key[j]);
-		for (j = 0; j < i; j++)
-			FZ_CHECK(!(r->r[j].type == x->type &&
-				   r->r[j].len == x->len &&
-				   !memcmp(r->r[j].key, x->key, x->len)),
-				 "rules %zu and %zu are the same", j, i);
+		check_key_once(r, i);
 		/* a key matches a rule for itself: its pin, or a prefix rule
 		 * at least as long as this one */
 		m = ks_hot_rule_match(r, x->key, x->len);

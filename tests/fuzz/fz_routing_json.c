@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * fz_routing_json.c - libFuzzer harness of the routing document renderer
- * (user/render/routing_json.c ks_hot_json). The input builds a hot-key
- * table: a policy, rules with arbitrary key bytes, a few intervals of
- * samples with arbitrary keys and rates, and an optional replica set. The
- * document must be valid JSON (checked by the small validator below, which
- * knows nothing of keysteer), plain ASCII, list every entry once, and a
- * rendering into a short buffer must be a terminated prefix of the whole
- * one with the same returned length.
+ * (user/render/routing_json.c ks_hot_json_steer, of which ks_hot_json is
+ * the owner_turns -1 case). The input builds a hot-key table: a policy,
+ * rules of every type a pin file holds with arbitrary key bytes (shard
+ * rules with arbitrary names, limits with their rates), a few intervals of
+ * samples with arbitrary keys and rates, an optional replica set and
+ * owner_turns. The document must be valid JSON (checked by the small
+ * validator below, which knows nothing of keysteer), plain ASCII, list
+ * every entry and every rule once (a shard rule with its shard, a limit
+ * with its rate), replica_set and owner_turns when given, and a rendering
+ * into a short buffer must be a terminated prefix of the whole one with
+ * the same returned length.
  */
 #include <stdbool.h>
 #include "core/hotkeys.h"
+#include "core/limits.h"
 #include "render/routing_json.h"
 #include "core/replicas.h"
 #include "fz_common.h"
@@ -201,6 +206,17 @@ static void take_policy(struct fz_bytes *b, struct ks_hot_policy *p)
 		ks_hot_policy_default(p);
 }
 
+/*
+ * Every type a pin file can hold, so the document's rules list renders
+ * each: pins and prefixes with their copies or ways, dedicated shards with
+ * their names (24bf6b6), limits with their rates (2ad5d20).
+ */
+static const __u8 rule_types[] = {
+	KS_RULE_PIN,          KS_RULE_PIN_PREFIX,   KS_RULE_SPLIT_PREFIX,
+	KS_RULE_SHARD,        KS_RULE_SHARD_PREFIX, KS_RULE_LIMIT,
+	KS_RULE_LIMIT_PREFIX,
+};
+
 static void take_rules(struct fz_bytes *b, struct ks_hot_rules *r)
 {
 	size_t n = fz_take_u8(b) % 9, i;
@@ -209,12 +225,26 @@ static void take_rules(struct fz_bytes *b, struct ks_hot_rules *r)
 	for (i = 0; i < n; i++) {
 		struct ks_hot_rule *x = &r->r[r->n++];
 		size_t len = 1 + fz_take_u8(b) % 40, k;
+		__u8 t = fz_take_u8(b);
 
-		x->type = (__u8)(KS_RULE_PIN + fz_take_u8(b) % 3);
-		x->count = (x->type == KS_RULE_SPLIT_PREFIX ? 2 : 1) +
-			   fz_take_u8(b) % KS_HOT_COPIES_MAX;
-		if (x->count > KS_HOT_COPIES_MAX)
-			x->count = KS_HOT_COPIES_MAX;
+		x->type = rule_types[t % (sizeof(rule_types) /
+					  sizeof(rule_types[0]))];
+		if (ks_hot_rule_is_shard(x->type)) {
+			/* a name of any bytes (the parser refuses control
+			 * bytes; the renderer escapes whatever it gets), NUL
+			 * terminated as the parser leaves it */
+			size_t nl = 1 + fz_take_u8(b) % 48;
+
+			for (k = 0; k < nl; k++)
+				x->shard[k] = (char)fz_take_u8(b);
+		} else if (ks_hot_rule_is_limit(x->type)) {
+			x->count = 1 + fz_take_u32(b) % KS_LIMIT_RATE_MAX;
+		} else {
+			x->count = (x->type == KS_RULE_SPLIT_PREFIX ? 2 : 1) +
+				   fz_take_u8(b) % KS_HOT_COPIES_MAX;
+			if (x->count > KS_HOT_COPIES_MAX)
+				x->count = KS_HOT_COPIES_MAX;
+		}
 		x->len = (__u16)len;
 		for (k = 0; k < len; k++) /* any bytes: quotes, NUL, UTF-8 */
 			x->key[k] = fz_take_u8(b);
@@ -273,6 +303,15 @@ static size_t count(const char *s, size_t n, const char *pat)
 	return c;
 }
 
+static size_t count_type(const struct ks_hot_rules *r, unsigned type)
+{
+	size_t i, c = 0;
+
+	for (i = 0; i < r->n; i++)
+		c += r->r[i].type == type;
+	return c;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct ks_hot_table t;
@@ -283,6 +322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct ks_replica_set *rsp;
 	__u64 ring_version = fz_take_u32(&b);
 	unsigned rounds, r;
+	int turns;
 	size_t need, got, used = 0, pos = 0, cut, at, i;
 	char *doc, *small;
 
@@ -296,11 +336,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		take_interval(&b, &t, &pol, r + 1);
 	while (ks_hot_next(&t, &pos))
 		used++;
+	/* the document a client library follows (ks_hot_json_steer):
+	 * owner_turns -1 (none, ks_hot_json's) to 64 */
+	turns = (int)(fz_take_u8(&b) % 66) - 1;
 
-	need = ks_hot_json(&t, &pol, rsp, ring_version, NULL, 0);
+	need = ks_hot_json_steer(&t, &pol, rsp, turns, ring_version, NULL, 0);
 	doc = malloc(need + 1);
 	FZ_CHECK(doc != NULL, "out of memory for %zu bytes", need);
-	got = ks_hot_json(&t, &pol, rsp, ring_version, doc, need + 1);
+	got = ks_hot_json_steer(&t, &pol, rsp, turns, ring_version, doc,
+				need + 1);
 	FZ_CHECK(got == need && doc[need] == '\0' && strlen(doc) == need,
 		 "length %zu, then %zu, strlen %zu", need, got, strlen(doc));
 	FZ_CHECK(json_valid(doc, need, &at),
@@ -312,12 +356,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(count(doc, need, "{\"key\":") == used,
 		 "%zu keys in the document, %zu in the table",
 		 count(doc, need, "{\"key\":"), used);
+	FZ_CHECK(count(doc, need, "{\"type\":") == rules.n,
+		 "%zu rules in the document, %zu in the table",
+		 count(doc, need, "{\"type\":"), rules.n);
+	FZ_CHECK(count(doc, need, ",\"shard\":") ==
+			 count_type(&rules, KS_RULE_SHARD) +
+				 count_type(&rules, KS_RULE_SHARD_PREFIX),
+		 "shard rules without their shard");
+	FZ_CHECK(count(doc, need, ",\"rate_per_s\":") ==
+			 count_type(&rules, KS_RULE_LIMIT) +
+				 count_type(&rules, KS_RULE_LIMIT_PREFIX),
+		 "limit rules without their rate");
+	FZ_CHECK((count(doc, need, ",\"replica_set\":[") == 1) ==
+				 (rsp && rsp->n) &&
+			 (count(doc, need, ",\"owner_turns\":") == 1) ==
+				 (turns >= 0),
+		 "replica_set or owner_turns wrong (%d)", turns);
 
 	/* a short buffer: a terminated prefix, the same length returned */
 	cut = 1 + fz_take_u8(&b) % (need + 1);
 	small = malloc(cut);
 	FZ_CHECK(small != NULL, "out of memory");
-	got = ks_hot_json(&t, &pol, rsp, ring_version, small, cut);
+	got = ks_hot_json_steer(&t, &pol, rsp, turns, ring_version, small, cut);
 	FZ_CHECK(got == need, "returned %zu into %zu bytes, %zu whole", got,
 		 cut, need);
 	FZ_CHECK(small[cut - 1] == '\0' && !memcmp(small, doc, cut - 1),

@@ -3,13 +3,15 @@
 # with '#' lines for the executions (tests/run.sh counts the result lines).
 #
 #   tests/fuzz/run_fuzz.sh --tier             the bounded run of the test
-#                                             command (~80 s on 2 cores)
+#                                             command (~62 s of fuzzing, ~70 s on 2 cores)
 #   tests/fuzz/run_fuzz.sh --seconds S [--seed N]
 #                                             each fuzzer S seconds (make fuzz)
 #
 # dfuzz (differential, the datapath against tests/fuzz/ref_mc.c) runs with a
-# fixed seed, twice: at --sample 1 (every key traced) and at --sample 3,
-# where the multi-get key runs count keys without sampling each; each libFuzzer harness build/fuzz/fz_* starts from its seed
+# fixed seed, three times: at --sample 1 (every key traced), at --sample 3,
+# where the multi-get key runs count keys without sampling each, and with
+# --slog, the sample log on and tracing off as an agent runs (the express
+# path samples lone gets itself only so); each libFuzzer harness build/fuzz/fz_* starts from its seed
 # corpus tests/fuzz/corpus/NAME. In the bounded run the corpus is a fresh
 # copy and libFuzzer's seed is fixed; the long run keeps growing
 # build/fuzz/corpus/NAME. Reproducers (dfuzz findings, libFuzzer crash
@@ -32,12 +34,17 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ "$tier" -eq 1 ]; then
-	dfuzz_seconds=${FUZZ_DFUZZ_SECONDS:-36}
-	sampled_seconds=${FUZZ_DFUZZ_SAMPLED_SECONDS:-12}
-	harness_seconds=${FUZZ_HARNESS_SECONDS:-4}
+	# a budget in the whole run's 30 minutes (docs/testing.md, "The whole
+	# run's time budget"): 24 + 8 + 6 + 8 x 3 s since 3 Dec (36 + 12 + 8 x 4
+	# before, no --slog run); the long runs are make fuzz's
+	dfuzz_seconds=${FUZZ_DFUZZ_SECONDS:-24}
+	sampled_seconds=${FUZZ_DFUZZ_SAMPLED_SECONDS:-8}
+	slog_seconds=${FUZZ_DFUZZ_SLOG_SECONDS:-6}
+	harness_seconds=${FUZZ_HARNESS_SECONDS:-3}
 else
 	dfuzz_seconds=$seconds
 	sampled_seconds=$seconds
+	slog_seconds=$seconds
 	harness_seconds=$seconds
 fi
 mkdir -p "$FZ/findings"
@@ -66,18 +73,34 @@ dfuzz_one() {
 if [ -x "$FZ/dfuzz" ]; then
 	dfuzz_one dfuzz "$dfuzz_seconds"
 	dfuzz_one dfuzz_sample3 "$sampled_seconds" --sample 3
+	dfuzz_one dfuzz_slog "$slog_seconds" --slog
 else
 	echo "FAIL dfuzz: $FZ/dfuzz is missing; run 'make'"
 	echo "FAIL dfuzz_sample3: $FZ/dfuzz is missing; run 'make'"
+	echo "FAIL dfuzz_slog: $FZ/dfuzz is missing; run 'make'"
 	failed=1
 fi
 
 # ---- the libFuzzer harnesses ----
 runtime=$(clang -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-$(uname -m).a
 
-# fuzz_one NAME: runs $FZ/fz_NAME for harness_seconds and reports.
+# seed_of NAME FILE: the seed in tests/fuzz/corpus/NAME with FILE's bytes,
+# if one has them (a crash while libFuzzer read the seed corpus).
+seed_of() {
+	local f
+	for f in tests/fuzz/corpus/"$1"/*; do
+		[ -f "$f" ] && cmp -s "$f" "$2" && { echo "$f"; return; }
+	done
+}
+
+# fuzz_one NAME: runs $FZ/fz_NAME for harness_seconds and reports. A
+# failure says what happened in words (crashed on a seed, crashed on an
+# input the fuzzer made after N executions, timed out, ran out of memory,
+# never ran an input at all), with the reproducer and the command that
+# replays it. libFuzzer prints no 'Done' line when it stops on a finding;
+# its executions then come from stat::number_of_executed_units.
 fuzz_one() {
-	local name=$1 bin=$FZ/fz_$1 corpus log rc runs secs art
+	local name=$1 bin=$FZ/fz_$1 corpus log rc runs secs art what from_seed
 	log=$(mktemp)
 	if [ "$tier" -eq 1 ]; then
 		corpus=$(mktemp -d)
@@ -99,13 +122,42 @@ fuzz_one() {
 	runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
 	secs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\2/p' "$log" | tail -1)
 	art=$(sed -n "s/.*Test unit written to \(.*\)$/\1/p" "$log" | tail -1)
-	if [ "$rc" -eq 0 ] && [ -n "$runs" ]; then
+	if [ "$rc" -eq 0 ] && [ -n "$runs" ] && [ -z "$art" ]; then
 		echo "# fz_$name: $runs executions in ${secs}s ($((runs / (secs > 0 ? secs : 1)))/s), corpus $(ls "$corpus" | wc -l) inputs"
 		echo "PASS fz_$name"
 	else
+		[ -n "$runs" ] ||
+			runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -1)
+		# else the last status line ("#4096	pulse ...")
+		[ -n "$runs" ] ||
+			runs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)
 		# the sanitizer's or the harness's own words, then where the input is
-		grep -m3 -E '^(==[0-9]+==ERROR|SUMMARY|fz: |.*runtime error:)' "$log" | sed 's/^/# /'
-		echo "FAIL fz_$name: exit $rc, ${runs:-no} executions; reproducer ${art:-(none written)}; replay: $bin ${art:-INPUT}"
+		grep -m4 -E '^(==[0-9]+== ?ERROR|SUMMARY|fz: |.*runtime error:)' "$log" | sed 's/^/# /'
+		from_seed=
+		[ -n "$art" ] && [ -f "$art" ] && from_seed=$(seed_of "$name" "$art")
+		case $art in
+		*/"$name"-timeout-*) what="timed out (over -timeout=10 s)" ;;
+		*/"$name"-oom-*) what="ran out of memory (over -rss_limit_mb=2048)" ;;
+		*/"$name"-leak-*) what="leaked memory" ;;
+		*/"$name"-slow-unit-*) what="ran slow" ;;
+		"") what= ;;
+		*) what="crashed" ;;
+		esac
+		if [ -n "$art" ] && [ -n "$from_seed" ]; then
+			what="$what on the seed $from_seed, while libFuzzer read the seed corpus (${runs:-?} executions): the harness refuses a seed"
+		elif [ -n "$art" ]; then
+			what="$what on an input the fuzzer made, after ${runs:-?} executions"
+		elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			what="killed by the outer timeout ($((harness_seconds + 60)) s) after ${runs:-no counted} executions: a hang outside libFuzzer's loop"
+		elif [ -z "$runs" ]; then
+			# no input ran: the harness's start failed (or a missing
+			# library); its last words say why
+			what="no executions: the harness stopped before it ran an input (its last words above)"
+			tail -n 3 "$log" | sed 's/^/# /'
+		else
+			what="stopped after $runs executions without a finding or libFuzzer's 'Done' line"
+		fi
+		echo "FAIL fz_$name: exit $rc, $what; reproducer ${art:-(none written)}${art:+; replay: $bin $art}"
 		failed=1
 	fi
 	[ "$tier" -eq 1 ] && rm -rf "$corpus"

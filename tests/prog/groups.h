@@ -24,6 +24,7 @@ void t_fuzz_found_group(void); /* t_fuzz_found.c: fuzzer findings */
 void t_hot_group(void);        /* t_hot.c: hot-key slots, dirty on write */
 void t_reply_group(void);      /* t_reply.c: the owner's replies, egress */
 void t_limit_group(void);      /* t_limit.c: per-key rate limits */
+void t_stack_group(void);      /* t_stack.c: the BPF stack's headroom */
 void t_steer_group(void);      /* t_hot.c: steering (own netns; last) */
 
 #endif

@@ -39,6 +39,7 @@ static const struct kt_group groups[] = {
 	{ "hot", t_hot_group },
 	{ "reply", t_reply_group },
 	{ "limit", t_limit_group },
+	{ "stack", t_stack_group },
 	/* moves this process into a network namespace of its own: last */
 	{ "steer", t_steer_group },
 };

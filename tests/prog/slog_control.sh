@@ -2,11 +2,12 @@
 # slog_control.sh - the control of the sample log's program tests
 # (tests/prog/t_slog.c): builds copies of the tree, each with the sample
 # log's fallback broken one way (in a temporary folder: bpf/ itself is
-# never touched), runs `prog_test -g slog` against each and prints one
-# line per mutant: "caught NAME (N tests failed)" when the tests see the
-# violation, "MISSED NAME" when they pass regardless. Exit status 0 only
-# when every mutant is caught. Root (loads BPF); a few minutes a mutant on
-# a loaded machine (each copy rebuilds what the BPF object reaches).
+# never touched), runs `prog_test -g slog -g dedicated` against each and
+# prints one line per mutant: "caught NAME (N tests failed)" when the
+# tests see the violation, "MISSED NAME" when they pass regardless. Exit
+# status 0 only when every mutant is caught. Root (loads BPF); a few
+# minutes a mutant on a loaded machine (each copy rebuilds what the BPF
+# object reaches).
 #
 #   tests/prog/slog_control.sh [NAME]   (NAME: that mutant alone)
 #
@@ -24,16 +25,17 @@
 #                         before a key's last partial word
 #   express-seq-lost      the express path's record without the epoch
 #   express-ring-ignored  the express path logs a key while a ring is
-#                         loaded (its shard never counts it)
+#                         loaded without placing it (its shard never
+#                         counts it)
+#   express-client-lost   the express path places a misdirected key with
+#                         no client port (ks_misdirect not the packet's)
+#   express-key-stale     the express path places a key without its
+#                         words in the scratch (another key's shard)
 #   express-trace-ignored the express path logs a traced key (no event)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ONLY=${1:-}
-OUT=${OUT:-build}
-[ -x "$OUT/tests/prog_test" ] || { echo "slog_control.sh: build first (make tests)" >&2; exit 2; }
-tmp=$(mktemp -d /tmp/ks_slogctl.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
+. tests/prog/mutants.sh
 # name|file|sed expression (one edit each)
 mutants=(
 	"full-drops-sample|ks_sample.bpf.h|/r = ks_slog_slot(\&pos, \&head, true);/,/return 0;/ s/return 0;/return 1;/"
@@ -43,39 +45,12 @@ mutants=(
 	"express-uncounted|ks_fast_sample.bpf.h|s/pc->n\[KS_PKT_SLOG\]++;//"
 	"express-key-unshifted|ks_fast_sample.bpf.h|s/^\t\t\t\tw = \*(__u64 \*)q >> ((8 - rem) \* 8);/\t\t\t\tw = *(__u64 *)q;/"
 	"express-seq-lost|ks_fast_sample.bpf.h|s/r->seq = (__u16)cfg->seq;/r->seq = 0;/"
-	"express-ring-ignored|ks_fast_sample.bpf.h|s/if (rh \&\& rh->meta.nshards)/if (rh \&\& rh->meta.nshards \&\& 0)/"
+	"express-ring-ignored|ks_fast_sample.bpf.h|s/ringed = rh \&\& rh->meta.nshards;/ringed = rh \&\& rh->meta.nshards \&\& 0;/"
+	"express-client-lost|ks_fast_sample.bpf.h|s/s->sport = bpf_ntohs(\*l4);/s->sport = 0;/"
+	"express-key-stale|ks_fast_sample.bpf.h|s/^\t\t\ts->key\[i\] = r->key\[i\];/\t\t\ts->key[i] = 0;/"
 	"express-trace-ignored|ks_fast_sample.bpf.h|s/(cfg->flags \& KS_CFG_SLOG) \&\& !cfg->trace \&\&/(cfg->flags \& KS_CFG_SLOG) \&\&/"
 )
 
-rc=0
-for m in "${mutants[@]}"; do
-	IFS='|' read -r name file expr <<<"$m"
-	[ -n "$ONLY" ] && [ "$name" != "$ONLY" ] && continue
-	d=$tmp/$name
-	mkdir -p "$d"
-	# the build folder too, its times kept: only what the edit reaches
-	# is built again
-	cp -a Makefile bpf user tests vmlinux "$OUT" "$d/"
-	sed -i "$expr" "$d/bpf/$file"
-	if cmp -s "bpf/$file" "$d/bpf/$file"; then
-		echo "# $name: the edit did not apply (bpf/$file changed?)"
-		rc=1
-		continue
-	fi
-	if ! make -s -C "$d" OUT="$OUT" "$OUT/tests/prog_test" >"$d/make.log" 2>&1; then
-		echo "# $name: does not build: $(tail -c 300 "$d/make.log")"
-		rc=1
-		continue
-	fi
-	res=$("$d/$OUT/tests/prog_test" -g slog 2>&1)
-	if grep -q "^FAIL prog_load" <<<"$res"; then
-		echo "# $name: rejected by the verifier"
-		rc=1
-	elif grep -q "^FAIL" <<<"$res"; then
-		echo "caught  $name ($(grep -c '^FAIL' <<<"$res") tests failed: $(grep '^FAIL' <<<"$res" | head -1 | cut -c1-160))"
-	else
-		echo "MISSED  $name"
-		rc=1
-	fi
-done
-exit $rc
+# the slog group, and the dedicated group (its test of the express path
+# under shard rules)
+mutant_run "$ONLY" -g slog -g dedicated

@@ -93,6 +93,20 @@ static __u64 td_stat(int what)
 	return ks_ded_read_stats(&f, &s) ? ~0ULL : s.n[what];
 }
 
+/* ks_shards' reads of shards 0..TD_SHARDS-1 are want's. */
+static void td_shards_are(const __u64 *want)
+{
+	struct ks_shard_stats st[TD_SHARDS];
+	size_t i;
+
+	CHECK_EQ(kp_shards_read(st, TD_SHARDS), 0);
+	for (i = 0; i < TD_SHARDS; i++)
+		CHECK(st[i].reads == want[i],
+		      "shard %zu: %llu reads counted, %llu placed", i,
+		      (unsigned long long)st[i].reads,
+		      (unsigned long long)want[i]);
+}
+
 /*
  * Keys of three kinds, each read reps times: exact-rule keys, keys under
  * a prefix rule (and under a longer one inside it), and keys no rule
@@ -109,7 +123,6 @@ static void td_mixed(const char *name, __u32 self)
 	};
 	static struct ks_hot_rules r;
 	static int idx[KS_HOT_RULES_MAX];
-	struct ks_shard_stats st[TD_SHARDS];
 	__u64 want[TD_SHARDS] = { 0 };
 	struct tr_shape s = { .dist = KS_DIST_KETAMA,
 			      .n = TD_SHARDS,
@@ -151,12 +164,7 @@ static void td_mixed(const char *name, __u32 self)
 			td_get((const __u8 *)keys[i], len,
 			       (__u16)(41000 + i * 8 + (size_t)j));
 	}
-	CHECK_EQ(kp_shards_read(st, TD_SHARDS), 0);
-	for (i = 0; i < TD_SHARDS; i++)
-		CHECK(st[i].reads == want[i],
-		      "shard %zu: %llu reads counted, %llu placed", i,
-		      (unsigned long long)st[i].reads,
-		      (unsigned long long)want[i]);
+	td_shards_are(want);
 	/* 5 keys under rules: 4 under tenant7:* (2 of them under the VIP
 	 * prefix) and exact:key; not tenant7, tenant70:x or exact:key2 */
 	CHECK_EQ(ded, 5ULL * (__u64)reps);
@@ -327,6 +335,89 @@ static void td_none(void)
 	tr_ring_free(&t);
 }
 
+/*
+ * Shard rules loaded and the sample log on: the express path places a
+ * sampled lone get with the general path's own ks_ring_place(), so a
+ * rule's key counts for the rule's shard once, a misdirected one keeps
+ * its client, and the rules' counts are the general path's. Lone UDP gets
+ * through XDP, after a 40-byte key's get (the general path's, which
+ * leaves seg_limit at its length; the express path does not write it,
+ * t_slog.c), of a key under an exact rule naming another shard, one under
+ * a rule naming this host, and one no rule names, reps times each:
+ * each get the express path's, and ks_shards, the rules' counts and
+ * misdirected (kp's model: the misdirect slots) exactly as user space
+ * places the keys.
+ */
+static void td_express(void)
+{
+	static const char *const keys[] = { "exact:key", "own:key",
+					    "free:key" };
+	static struct ks_hot_rules r;
+	static int idx[KS_HOT_RULES_MAX];
+	__u64 want[TD_SHARDS] = { 0 }, ded = 0, misdirected = 0;
+	struct tr_shape s = { .dist = KS_DIST_KETAMA,
+			      .n = TD_SHARDS,
+			      .self = 1 };
+	unsigned int express = 0;
+	struct tr_ring t;
+	char text[1024], pay[64], k40[48], lb[64];
+	size_t i, n, n40;
+	struct pkt p;
+	__u32 o40;
+	int j, reps = 4;
+
+	kp_begin("dedicated_express_sampled_gets_counted_as_general_path");
+	if (tr_ring_build(&t, &s)) {
+		kp_end();
+		return;
+	}
+	kp_ring_load(&t.ring);
+	snprintf(text, sizeof(text), "shard exact:key %s\nshard own:key %s\n",
+		 td_addr(&t, 2), td_addr(&t, 1));
+	if (td_rules(&r, &t, text))
+		goto out;
+	ks_dedicated_resolve(&r, &t.shards, idx);
+	kp.x.ded = &r;
+	kp.x.ded_idx = idx;
+	kp_set_slog(1);
+	kp_make_key(k40, 40, 6600);
+	n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+	o40 = ks_ring_lookup(&t.ring, k40, 40);
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		size_t len = strlen(keys[i]);
+		int d = ks_dedicated_place(&r, idx, keys[i], len, NULL);
+		__u32 o = d >= 0 ? (__u32)d
+				 : ks_ring_lookup(&t.ring, keys[i], len);
+
+		n = (size_t)snprintf(pay, sizeof(pay), "get %s\r\n", keys[i]);
+		for (j = 0; j < reps; j++) {
+			kp_udp4(&p, lb, n40);
+			kp_send_mc(&p);
+			kp_x_req(KS_OP_GET, n40, k40, NULL);
+			want[o40]++;
+			misdirected += o40 != s.self;
+			kp_udp4(&p, pay, n);
+			kp_send_mc(&p);
+			kp_x_req(KS_OP_GET, n, keys[i], NULL);
+			express += kp_scratch_u32("seg_limit") == n40;
+			want[o]++;
+			ded += d >= 0;
+			misdirected += o != s.self;
+		}
+	}
+	CHECK_EQ(express, 3U * (unsigned int)reps);
+	td_shards_are(want);
+	CHECK_EQ(ded, 2ULL * (__u64)reps);
+	CHECK_EQ(td_stat(KS_DED_EXACT), ded);
+	CHECK_EQ(kp_pkt(KS_PKT_MISDIRECTED), misdirected);
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG), 6ULL * (__u64)reps);
+out:
+	td_clear();
+	kp_end();
+	kp_ring_load(NULL);
+	tr_ring_free(&t);
+}
+
 void t_dedicated_group(void)
 {
 	td_none();
@@ -334,4 +425,5 @@ void t_dedicated_group(void)
 	td_mixed("dedicated_keys_not_misdirected_on_their_shard", 2);
 	td_collision();
 	td_halves();
+	td_express();
 }

@@ -9,7 +9,9 @@
  * fails the packet that got it. The cases: keys seen again (the fast path,
  * the general parser, binary, UDP), every slot the kernel filled against
  * user space's ring hash, ring flips to another layout and to another
- * distribution, and slots planted by the test that share a key's 64-bit
+ * distribution (back and forth, the two identities differing in one bit,
+ * the slots of the ring before present at each flip and none of them
+ * used after it), and slots planted by the test that share a key's 64-bit
  * hash but not its identity (another key's bytes, another length,
  * version or distribution). A planted slot with the key's own identity
  * and a wrong position is the control: its wrong owner must show, or the
@@ -94,16 +96,23 @@ static int rc_build(struct tr_ring *t, enum ks_dist dist, bool weights)
 	return tr_ring_build(t, &s);
 }
 
+/* Slot idx on every CPU, per_cpu[c] for CPU c: the cache is a plain
+ * array, CPU c's slots from c * KS_RING_CACHE_SLOTS (ks_ring_cache.h). */
 static int rc_slot_io(__u32 idx, struct ks_ring_cache_slot *per_cpu, bool write)
 {
 	int fd = kp_map_fd("ks_ring_cache");
+	__u32 k;
+	int c;
 
 	if (fd < 0)
 		return -ENOENT;
-	if (write)
-		return bpf_map_update_elem(fd, &idx, per_cpu, BPF_ANY) ? -errno
-								       : 0;
-	return bpf_map_lookup_elem(fd, &idx, per_cpu) ? -errno : 0;
+	for (c = 0; c < kp.ncpu; c++) {
+		k = (__u32)c * KS_RING_CACHE_SLOTS + idx;
+		if (write ? bpf_map_update_elem(fd, &k, &per_cpu[c], BPF_ANY)
+			  : bpf_map_lookup_elem(fd, &k, &per_cpu[c]))
+			return -errno;
+	}
+	return 0;
 }
 
 /* What a slot of key i must hold under ring t: its ring hash, or for
@@ -117,9 +126,9 @@ static __u32 rc_want(const struct tr_ring *t, int i, const __u64 *buf)
 	return ks_ring_key_hash(dist, buf, (__u32)rc_lens[i]);
 }
 
-/* Slots on any CPU holding a key of rc_keys: how many, and how many of
- * them with another ring hash (or owner) than user space gives on t; a
- * pymemcache slot must carry t's version ^ digest too. */
+/* Slots on any CPU holding a key of rc_keys under t's distribution and
+ * identity (version ^ digest): how many, and how many of them with another
+ * ring hash (or owner) than user space gives on t. */
 static void rc_scan(const struct tr_ring *t, int *found, int *wrong)
 {
 	struct ks_ring_cache_slot *pc = calloc((size_t)kp.ncpu, sizeof(*pc));
@@ -140,12 +149,12 @@ static void rc_scan(const struct tr_ring *t, int *found, int *wrong)
 		for (c = 0; c < kp.ncpu; c++) {
 			if (pc[c].len != rc_lens[i] ||
 			    memcmp(pc[c].key, buf, rc_lens[i]) ||
-			    pc[c].dist != m->dist)
+			    pc[c].dist != m->dist ||
+			    pc[c].version !=
+				    ks_ring_cache_id(m->version, m->digest))
 				continue;
 			(*found)++;
-			if (pc[c].ring_hash != rc_want(t, i, buf) ||
-			    (m->dist == KS_DIST_PYMEMCACHE &&
-			     pc[c].version != (m->version ^ m->digest)))
+			if (pc[c].ring_hash != rc_want(t, i, buf))
 				(*wrong)++;
 		}
 	}
@@ -178,14 +187,44 @@ static void tr_cache_known_keys(void)
 	tr_ring_free(&t);
 }
 
+/* The identity the datapath keys a ring's slots by. */
+static __u64 rc_id(const struct tr_ring *t)
+{
+	const struct ks_ring_meta *m = &t->ring.half->meta;
+
+	return ks_ring_cache_id(m->version, m->digest);
+}
+
 /*
- * Keys warmed on ring a, then the idle half gets b and is flipped to:
- * more than min_found of them in the cache, and every slot b's. Frees
+ * The identity bits each flip of rc_flip() makes the two rings differ in
+ * alone (-1: as built). A stale slot is caught only where the two
+ * identities differ in a bit the datapath's check looks at, and two built
+ * rings differ in about half of their bits, the top one included (the
+ * flip cases' do: a check cut to the top bit passed them). Bits 0 and 63
+ * catch a check that drops either end of the word, 31 and 32 one cut to
+ * either half.
+ */
+static const int rc_flip_bits[] = { -1, 0, 63, 31, 32 };
+
+/*
+ * Keys warmed on ring a, then flips between a and b, one for each of
+ * rc_flip_bits: the idle half gets the other ring, its version set so
+ * that its identity differs from the active one's in that bit alone, and
+ * is flipped to. tr_load() does not reload the program, so the slots of
+ * the ring before survive each flip; more than min_found of them must be
+ * there before it (else the flip would test nothing). A stale slot used
+ * after it fails twice: the per-packet check when its key moved, and the
+ * scan after the first rc_send_all(), which finds it still under the ring
+ * before (a hit keeps nothing; a miss keeps the key under the new ring).
+ * After the last flip, more
+ * than min_found slots and every one of them the active ring's. Frees
  * both rings.
  */
 static void rc_flip(struct tr_ring *a, struct tr_ring *b, int min_found)
 {
+	struct tr_ring *cur = a, *next = b, *t;
 	__u32 idle;
+	size_t r;
 	int i, moved = 0, found, wrong;
 
 	for (i = 0; i < RC_KEYS; i++)
@@ -196,13 +235,35 @@ static void rc_flip(struct tr_ring *a, struct tr_ring *b, int min_found)
 	      RC_KEYS);
 	tr_load(a);
 	rc_send_all();
-	idle = (kp.cfg.ring & 1) ^ 1;
-	CHECK_EQ(kp_ring_write(idle, b->ring.half), 0);
-	CHECK_EQ(kp_ring_flip(idle), 0);
-	tr_load(b); /* the model and the check follow b */
+	for (r = 0; r < sizeof(rc_flip_bits) / sizeof(rc_flip_bits[0]); r++) {
+		rc_scan(cur, &found, &wrong);
+		CHECK(found > min_found,
+		      "flip %zu: only %d of %d keys cached before it", r, found,
+		      RC_KEYS);
+		CHECK_EQ(wrong, 0);
+		if (rc_flip_bits[r] >= 0)
+			next->ring.half->meta.version =
+				rc_id(cur) ^ 1ULL << rc_flip_bits[r] ^
+				next->ring.half->meta.digest;
+		CHECK(rc_id(next) != rc_id(cur), "flip %zu: one identity", r);
+		idle = (kp.cfg.ring & 1) ^ 1;
+		CHECK_EQ(kp_ring_write(idle, next->ring.half), 0);
+		CHECK_EQ(kp_ring_flip(idle), 0);
+		tr_load(next); /* the model and the check follow next */
+		rc_send_all(); /* a stale slot's owner fails here */
+		/* and a slot still under the ring before was hit: a miss
+		 * would have kept the key under next (the test runs on one
+		 * CPU), even for a key whose owner did not change */
+		rc_scan(cur, &found, &wrong);
+		CHECK(found == 0,
+		      "flip %zu: %d slots used under the ring before", r,
+		      found);
+		t = cur;
+		cur = next;
+		next = t;
+	}
 	rc_send_all();
-	rc_send_all();
-	rc_scan(b, &found, &wrong);
+	rc_scan(cur, &found, &wrong);
 	CHECK(found > min_found, "only %d of %d keys in the cache", found,
 	      RC_KEYS);
 	CHECK_EQ(wrong, 0);

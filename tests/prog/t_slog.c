@@ -379,6 +379,23 @@ static void ex_send(enum via v, struct kp_flow *f, __u32 *off, const char *pay,
 	kp_x_req(KS_OP_GET, n, key, NULL);
 }
 
+/*
+ * The express tests' start: the flow opened when v is a TCP one, and in
+ * lb the get of a 40-byte key (k40, from seed), longer than the fast
+ * path's, which the general path takes. Returns the get's length.
+ */
+static size_t ex_open(enum via v, struct kp_flow *f, char *k40, char *lb,
+		      size_t lbsz, unsigned seed)
+{
+	if (v == VIA_TCP || v == VIA_TCP_TC) {
+		kp_flow_new(f, 0);
+		f->tc = v == VIA_TCP_TC;
+		kp_flow_syn(f);
+	}
+	kp_make_key(k40, 40, seed);
+	return (size_t)snprintf(lb, lbsz, "get %s\r\n", k40);
+}
+
 static void t_express(void)
 {
 	static const char *const name[] = {
@@ -401,13 +418,7 @@ static void t_express(void)
 		kp_begin(name[v]);
 		kp_set_seq(0x3000b); /* the record's seq: 0x000b */
 		kp_set_slog(1);
-		if (tcp) {
-			kp_flow_new(&f, 0);
-			f.tc = v == VIA_TCP_TC;
-			kp_flow_syn(&f);
-		}
-		kp_make_key(k40, 40, 6000);
-		n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+		n40 = ex_open((enum via)v, &f, k40, lb, sizeof(lb), 6000);
 		for (len = 4; len <= 32; len++) {
 			/* the general path's: a key longer than the fast
 			 * path's (and it loads the rate the first time) */
@@ -475,13 +486,7 @@ static void t_express_rate(void)
 		kp_begin(name[v]);
 		kp_set_sample(3);
 		kp_set_slog(1);
-		if (tcp) {
-			kp_flow_new(&f, 0);
-			f.tc = v == VIA_TCP_TC;
-			kp_flow_syn(&f);
-		}
-		kp_make_key(k40, 40, 6200);
-		n40 = (size_t)snprintf(lb, sizeof(lb), "get %s\r\n", k40);
+		n40 = ex_open((enum via)v, &f, k40, lb, sizeof(lb), 6200);
 		/* the general path's, loading the rate: countdown 3 -> 2 */
 		ex_send((enum via)v, &f, &off, lb, n40, k40);
 		for (i = 0; i < 30; i++) {
@@ -512,11 +517,141 @@ static void t_express_rate(void)
 }
 
 /*
+ * The express path's sampled lone get with a ring loaded (issue 27;
+ * ks_express_sample -> ks_ring_place): logged and counted for its shard
+ * on the express path whoever owns it; a key this host owns, a
+ * misdirected one (its client, which the express path reads from the
+ * headers, kept in ks_misdirect as the general path keeps it), any key
+ * on a client host (self KS_NO_SHARD), on ketama and on pymemcache's
+ * rendezvous ring. Every length 4..32, each after the general path's
+ * 40-byte key, the keys picked by their owner under user space's
+ * ks_ring_lookup(); per key, the path that took it (seg_limit, as in
+ * t_express), its record and its shard's count; at the end the totals,
+ * and kp's model compares ks_shards, ring_hit, misdirected and every
+ * misdirect slot (address, port, protocol, owner, hash) with what the
+ * general path leaves.
+ */
+enum ex_ring_kind {
+	EXR_OWNED,       /* keys this host owns */
+	EXR_MISDIRECTED, /* keys another shard owns: their client kept */
+	EXR_CLIENT_HOST, /* self KS_NO_SHARD: any key, none misdirected */
+	EXR_RDV_OWNED,   /* pymemcache's rendezvous ring, owned keys */
+	EXR_KINDS
+};
+
+static void t_express_ring_case(enum via v, enum ex_ring_kind kind)
+{
+	static const char *const kname[EXR_KINDS] = { "owned_keys",
+						      "misdirected_keys",
+						      "client_host_keys",
+						      "rdv_owned_keys" };
+	static const char *const vname[] = { "udp", "tcp", "udp_tc", "tcp_tc" };
+	struct tr_shape sh = { .dist = kind == EXR_RDV_OWNED
+					       ? KS_DIST_PYMEMCACHE
+					       : KS_DIST_KETAMA,
+			       .n = 4,
+			       .self = kind == EXR_CLIENT_HOST ? KS_NO_SHARD
+							       : 1 };
+	bool tcp = v == VIA_TCP || v == VIA_TCP_TC;
+	struct ks_shard_stats st[4], want[4];
+	char name[96], k40[48], lb[64], key[40], buf2[64];
+	unsigned int len, express = 0, general = 0, seed = 7000;
+	__u64 at = 0, misdirected = 0;
+	struct tr_ring t;
+	struct kp_flow f;
+	__u32 off = 0, o, i;
+	size_t n40, n;
+
+	snprintf(name, sizeof(name), "slog_express_ring_%s_%s", kname[kind],
+		 vname[v]);
+	kp_begin(name);
+	if (tr_ring_build(&t, &sh)) {
+		kp_end();
+		return;
+	}
+	kp_ring_load(&t.ring);
+	memset(want, 0, sizeof(want));
+	kp_set_slog(1);
+	n40 = ex_open((enum via)v, &f, k40, lb, sizeof(lb), 6500);
+	for (len = 4; len <= 32; len++) {
+		/* the general path's: a key longer than the fast path's */
+		ex_send(v, &f, &off, lb, n40, k40);
+		CHECK_EQ(kp_scratch_u32("seg_limit"), n40);
+		CHECK(rec_is(at, k40, 40, KS_CLASS_READ),
+		      "the 40-byte key not record %llu",
+		      (unsigned long long)at);
+		at++;
+		o = ks_ring_lookup(&t.ring, k40, 40);
+		if (o < 4) {
+			want[o].reads++;
+			misdirected += sh.self != KS_NO_SHARD && o != sh.self;
+		}
+		/* a key of this length the kind wants */
+		for (;;) {
+			kp_make_key(key, len, seed++);
+			o = ks_ring_lookup(&t.ring, key, len);
+			if (o >= 4)
+				continue;
+			if (kind == EXR_CLIENT_HOST ||
+			    (o == sh.self) == (kind != EXR_MISDIRECTED))
+				break;
+		}
+		want[o].reads++;
+		misdirected += kind == EXR_MISDIRECTED;
+		n = (size_t)snprintf(buf2, sizeof(buf2), "get %s\r\n", key);
+		ex_send(v, &f, &off, buf2, n, key);
+		if (kp_scratch_u32("seg_limit") == n40)
+			express++;
+		else if (kp_scratch_u32("seg_limit") == n)
+			general++;
+		CHECK(kp_scratch_u32("seg_limit") == n40,
+		      "the %u-byte key (shard %u) not the express path's", len,
+		      o);
+		CHECK(rec_is(at, key, len, KS_CLASS_READ),
+		      "%u-byte key not record %llu, or bytes past it", len,
+		      (unsigned long long)at);
+		at++;
+		CHECK_EQ(kp_shards_read(st, 4), 0);
+		CHECK(st[o].reads == want[o].reads,
+		      "the %u-byte key's shard %u: %llu reads, want %llu", len,
+		      o, (unsigned long long)st[o].reads,
+		      (unsigned long long)want[o].reads);
+	}
+	CHECK_EQ(express, 29);
+	CHECK_EQ(general, 0);
+	CHECK_EQ(slog_head(), at);
+	CHECK_EQ(kp_pkt(KS_PKT_SLOG), at);
+	CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), at);
+	CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), at);
+	CHECK_EQ(kp_pkt(KS_PKT_MISDIRECTED), misdirected);
+	CHECK_EQ(kp_pkt(KS_PKT_FAST_GET), 29);
+	CHECK_EQ(kp_shards_read(st, 4), 0);
+	for (i = 0; i < 4; i++)
+		CHECK(st[i].reads == want[i].reads && !st[i].writes,
+		      "shard %u: %llu reads %llu writes, want %llu reads", i,
+		      (unsigned long long)st[i].reads,
+		      (unsigned long long)st[i].writes,
+		      (unsigned long long)want[i].reads);
+	if (tcp)
+		kp_flow_fin(&f, off);
+	kp_end();
+	kp_ring_load(NULL);
+	tr_ring_free(&t);
+}
+
+static void t_express_ring(void)
+{
+	int v, k;
+
+	for (k = 0; k < EXR_KINDS; k++)
+		for (v = 0; v < 4; v++)
+			t_express_ring_case((enum via)v, (enum ex_ring_kind)k);
+}
+
+/*
  * What the express path leaves to the general path with the log on: a
- * traced key (its event wants the client's address), a key while a ring
- * is loaded (ks_ring_place() counts it for its shard: the model checks
- * ks_shards, ring_hit and misdirected), and a key while the log is full
- * (sketched, counted full). Each due lone get changes seg_limit: the
+ * traced key (its event wants the client's address and the scratch's
+ * key) and a key while the log is full (sketched, counted full). Each due lone get changes seg_limit: the
  * general path took it; and the model finds the record, the event, the
  * shard's count and the sketch where the general path puts them.
  */
@@ -525,20 +660,15 @@ static void t_express_leaves(void)
 	static const char *const name[] = {
 		"slog_express_leaves_traced_keys_udp",
 		"slog_express_leaves_traced_keys_tcp_tc",
-		"slog_express_leaves_ringed_keys_udp",
-		"slog_express_leaves_ringed_keys_tcp_tc",
 		"slog_express_leaves_keys_of_a_full_log_udp",
 		"slog_express_leaves_keys_of_a_full_log_tcp_tc",
 	};
 	int c;
 
-	for (c = 0; c < 6; c++) {
+	for (c = 0; c < 4; c++) {
 		enum via v = c % 2 ? VIA_TCP_TC : VIA_UDP;
-		struct tr_shape sh = { .dist = KS_DIST_KETAMA,
-				       .n = 4,
-				       .self = 1 };
+		bool full = c / 2 == 1;
 		char k40[48], lb[64], key[24], buf2[48];
-		struct tr_ring t;
 		struct kp_flow f;
 		unsigned int i, general = 0;
 		__u32 off = 0;
@@ -546,17 +676,10 @@ static void t_express_leaves(void)
 
 		kp_begin(name[c]);
 		kp_set_slog(1);
-		if (c / 2 == 0)
-			kp_set_trace(1);
-		if (c / 2 == 1) {
-			if (tr_ring_build(&t, &sh)) {
-				kp_end();
-				continue;
-			}
-			kp_ring_load(&t.ring);
-		}
-		if (c / 2 == 2)
+		if (full)
 			kp_slog_pos(9000, 9000 - KS_SLOG_RECS);
+		else
+			kp_set_trace(1);
 		if (v == VIA_TCP_TC) {
 			kp_flow_new(&f, 0);
 			f.tc = 1;
@@ -571,24 +694,18 @@ static void t_express_leaves(void)
 					     key);
 			ex_send(v, &f, &off, buf2, n, key);
 			general += kp_scratch_u32("seg_limit") == n;
-			if (c / 2 == 2)
+			if (full)
 				CHECK_EQ(kp_cms_query(0, KS_CLASS_READ, key,
 						      9 + i),
 					 1);
 		}
 		CHECK_EQ(general, 8);
 		CHECK_EQ(kp_pkt(KS_PKT_SAMPLED), 16);
-		CHECK_EQ(kp_pkt(KS_PKT_SLOG), c / 2 == 2 ? 0 : 16);
-		CHECK_EQ(kp_pkt(KS_PKT_SLOG_FULL), c / 2 == 2 ? 16 : 0);
-		if (c / 2 == 1)
-			CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), 16);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG), full ? 0 : 16);
+		CHECK_EQ(kp_pkt(KS_PKT_SLOG_FULL), full ? 16 : 0);
 		if (v == VIA_TCP_TC)
 			kp_flow_fin(&f, off);
 		kp_end();
-		if (c / 2 == 1) {
-			kp_ring_load(NULL);
-			tr_ring_free(&t);
-		}
 	}
 }
 
@@ -602,5 +719,6 @@ void t_slog_group(void)
 	t_full();
 	t_express();
 	t_express_rate();
+	t_express_ring();
 	t_express_leaves();
 }

@@ -58,6 +58,7 @@ static const struct kt_group groups[] = {
 	{ "report", test_report },
 	{ "opts", test_opts },
 	{ "names", test_names },
+	{ "log", test_log },
 	{ "ring", test_ring },
 	{ "ring_clients", test_ring_clients },
 	{ "key_hash", test_key_hash },
@@ -91,6 +92,8 @@ static const struct kt_group groups[] = {
 	{ "purge", test_purge },
 	{ "fleet_docs", test_fleet_docs },
 	{ "steer_fsm", test_steer_fsm },
+	{ "bg_thread", test_bg_thread },
+	{ "thread", test_thread },
 	{ "steer_fill", test_steer_fill },
 	{ "fleet_view", test_fleet_view },
 	{ "client", test_client },
@@ -100,6 +103,7 @@ static const struct kt_group groups[] = {
 	{ "client_lease", test_client_lease },
 	{ "view_file", test_view_file },
 	{ "slog_fold", test_slog_fold },
+	{ "slog_part", test_slog_part },
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

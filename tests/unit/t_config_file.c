@@ -359,7 +359,12 @@ static void test_only_switches(void)
 		{ "limit-auto-residual", "verdict" },
 		{ "stall-interval", "5:8000" },
 		{ "etcd-keepalive", "loop" },
+		{ "etcd-loop-call", "on" },
 		{ "log-samples", "drop" },
+		{ "drain-share", "on" },
+		{ "housekeeping", "loop" },
+		{ "housekeeping-delay-ms", "5000" },
+		{ "thread-caps", "keep" },
 	};
 	char text[128], want[256], err[KS_ERRLEN * 2], warn[512];
 	struct ks_conf_error e;

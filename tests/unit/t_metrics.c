@@ -118,6 +118,8 @@ static struct fixture *fixture_new(void)
 	x->steer.fsm.rearms = 2;
 	x->steer.fsm.rearm_ms_sum = 30;
 	x->steer.fsm.rearm_ms_max = 20;
+	x->steer.arms = 40;
+	x->steer.arm_gap_max_ns = 750000000ULL;
 	x->steer.rs.n = 2;
 	snprintf(x->steer.rs.r[0].text, sizeof(x->steer.rs.r[0].text),
 		 "198.18.0.10:11211");
@@ -140,7 +142,10 @@ static struct fixture *fixture_new(void)
 		.rss_bytes = 4096,
 		.work_ns = 2500000,
 		.work_max_ns = 7000000,
+		.interval_max_ns = 1750000000ULL,
 		.cpu_ns = 3250000000ULL,
+		.hk_passes = 5,
+		.hk_pass_max_ns = 2500000000ULL,
 	};
 	return x;
 }
@@ -225,6 +230,7 @@ static void t_exact_lines(void)
 		"keysteer_sample_ratio 0.125",
 		"keysteer_interval_target_seconds 1",
 		"keysteer_interval_duration_seconds 1.5",
+		"keysteer_interval_duration_max_seconds 1.75",
 		"keysteer_intervals_total 4",
 		"keysteer_requests_total{class=\"read\",op=\"get\"} 100",
 		"keysteer_keys_total{class=\"read\",op=\"get\"} 150",
@@ -268,6 +274,10 @@ static void t_exact_lines(void)
 		"keysteer_steer_rearm_seconds_sum 0.03",
 		"keysteer_steer_rearm_seconds_count 2",
 		"keysteer_steer_rearm_max_seconds 0.02",
+		"keysteer_steer_arms_total 40",
+		"keysteer_steer_arm_gap_max_seconds 0.75",
+		"keysteer_housekeeping_passes_total 5",
+		"keysteer_housekeeping_pass_max_seconds 2.5",
 		"keysteer_replica_steered_reads_total{replica=\"198.18.0.10:11211\"} 77",
 		"keysteer_replica_up{replica=\"198.18.0.10:11211\"} 1",
 		"keysteer_replica_up{replica=\"198.18.0.11:11211\"} 0",

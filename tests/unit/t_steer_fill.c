@@ -53,7 +53,6 @@ static struct ks_run_steer *steer_new(void)
 	s->owner = owner.r[0];
 	s->map_open = 1;
 	s->epfd = -1;
-	s->vlans_fd = -1;
 	s->interval_ns = 1000000000ULL;
 	ks_steer_fsm_init(&s->fsm, &s->rs, s->map.slot, s->interval_ns, 0);
 	/* one key armed, as the datapath sees it: steered while armed */

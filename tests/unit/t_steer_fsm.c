@@ -31,6 +31,7 @@ struct env {
 	unsigned njobs;
 	int hold_grace; /* leave KS_ACT_GRACE pending */
 	int grace_pending;
+	__u64 grace_ticket; /* the last KS_ACT_GRACE's */
 	unsigned graces, downs, arms, disarms;
 	unsigned down_rep;
 	__u64 down_for;
@@ -123,10 +124,11 @@ static void apply(struct env *e)
 			break;
 		case KS_ACT_GRACE:
 			e->graces++;
+			e->grace_ticket = a->seq;
 			if (e->hold_grace)
 				e->grace_pending = 1;
 			else
-				ks_steer_fsm_grace_done(f, e->now);
+				ks_steer_fsm_grace_done(f, a->seq, e->now);
 			break;
 		case KS_ACT_CLEAR:
 			memset(s, 0, sizeof(*s));
@@ -532,7 +534,7 @@ static void t_replica_fails(void)
 	poll_(e);
 	CHECK_EQ(e->njobs, 0);
 	e->grace_pending = 0;
-	ks_steer_fsm_grace_done(&e->f, e->now);
+	ks_steer_fsm_grace_done(&e->f, e->grace_ticket, e->now);
 	apply(e);
 	for (j = 0; j + 1 < 3; j++)
 		CHECK(e->dp[i].replica[j] != bad, "the failed replica kept");
@@ -650,7 +652,7 @@ static void t_reuse_after_grace(void)
 	CHECK_EQ(ks_steer_fsm_find(&e->f, x[4]->hash), -1);
 	CHECK_EQ(e->f.no_slot, 2);
 	e->grace_pending = 0;
-	ks_steer_fsm_grace_done(&e->f, e->now);
+	ks_steer_fsm_grace_done(&e->f, e->grace_ticket, e->now);
 	apply(e);
 	CHECK_EQ(e->f.sl[old].state, KS_SL_FREE);
 	e->dp[old].write_seq = 0; /* cleared: nothing left of k:1 */
@@ -977,7 +979,7 @@ static void t_leave_and_regrace(void)
 	CHECK_EQ(e->f.sl[i].state, KS_SL_REGRACE);
 	CHECK(!steers(e, i), "steered while its copies change");
 	CHECK_EQ(e->dp[i].ncopies, 3);
-	ks_steer_fsm_grace_done(&e->f, e->now);
+	ks_steer_fsm_grace_done(&e->f, e->grace_ticket, e->now);
 	apply(e);
 	CHECK_EQ(e->dp[i].ncopies, 4);
 	advance(e, KS_STEER_SETTLE_NS);
@@ -990,7 +992,7 @@ static void t_leave_and_regrace(void)
 	CHECK(!steers(e, i) && !e->dp[i].hash,
 	      "the key that left is still there");
 	CHECK_EQ(e->f.used, 0);
-	ks_steer_fsm_grace_done(&e->f, e->now);
+	ks_steer_fsm_grace_done(&e->f, e->grace_ticket, e->now);
 	apply(e);
 	CHECK_EQ(e->f.sl[i].state, KS_SL_FREE);
 	CHECK_EQ(e->dp[i].ncopies, 0);
@@ -1060,6 +1062,85 @@ static void t_adopt(void)
 	free(e);
 }
 
+/* The grace period runs on another thread (agent/run_steer.c) while the
+ * machine goes on: one asked for before a slot was disarmed must not free
+ * it or change its copies; the next one, asked for after, does. */
+static void t_grace_ticket_after_disarm(void)
+{
+	struct env *e = env_new(3);
+	struct ks_hot_entry *xa, *xb;
+	__u64 t1, t2;
+	int a, b;
+
+	kt_begin("steer_fsm_grace_ticket_after_disarm");
+	a = armed_key(e, "k:a", 3);
+	xa = &e->t.e[0];
+	b = armed_key(e, "k:b", 3);
+	xb = &e->t.e[1];
+	CHECK(steers(e, a) && steers(e, b), "both keys not armed");
+	e->hold_grace = 1;
+	drop_entry(e, xa);
+	advance(e, IV);
+	tick(e);
+	CHECK(e->grace_pending, "no grace period asked for k:a");
+	t1 = e->grace_ticket;
+	/* k:b leaves, and then would get other copies, while k:a's grace
+	 * period is still running */
+	drop_entry(e, xb);
+	advance(e, IV);
+	tick(e);
+	t2 = e->grace_ticket;
+	CHECK(t2 > t1, "ticket %llu after %llu", (unsigned long long)t2,
+	      (unsigned long long)t1);
+	ks_steer_fsm_grace_done(&e->f, t1, e->now);
+	apply(e);
+	CHECK_EQ(e->f.sl[a].state, KS_SL_FREE);
+	CHECK_EQ(e->f.sl[b].state, KS_SL_RELEASING);
+	CHECK(e->dp[b].ncopies == 3,
+	      "k:b's slot cleared by a grace period asked for before its release");
+	ks_steer_fsm_grace_done(&e->f, t2, e->now);
+	apply(e);
+	CHECK_EQ(e->f.sl[b].state, KS_SL_FREE);
+	CHECK_EQ(e->dp[b].ncopies, 0);
+	kt_end();
+	free(e);
+}
+
+/* New copies wait for a grace period asked for after their disarm. */
+static void t_grace_ticket_regrace(void)
+{
+	struct env *e = env_new(3);
+	struct ks_hot_entry *xa, *xb;
+	__u64 t1;
+	int a, b;
+
+	kt_begin("steer_fsm_grace_ticket_regrace");
+	a = armed_key(e, "k:a", 3);
+	xa = &e->t.e[0];
+	b = armed_key(e, "k:b", 3);
+	xb = &e->t.e[1];
+	e->hold_grace = 1;
+	drop_entry(e, xa);
+	advance(e, IV);
+	tick(e);
+	t1 = e->grace_ticket;
+	xb->copies = 4;
+	advance(e, IV);
+	tick(e);
+	CHECK_EQ(e->f.sl[b].state, KS_SL_REGRACE);
+	ks_steer_fsm_grace_done(&e->f, t1, e->now);
+	apply(e);
+	CHECK_EQ(e->f.sl[b].state, KS_SL_REGRACE);
+	CHECK(e->dp[b].ncopies == 3,
+	      "k:b's copies changed after a grace period asked for before its disarm");
+	ks_steer_fsm_grace_done(&e->f, e->grace_ticket, e->now);
+	apply(e);
+	CHECK_EQ(e->dp[b].ncopies, 4);
+	CHECK(e->f.sl[a].state == KS_SL_FREE, "k:a not freed");
+	kt_end();
+	free(e);
+}
+
 void test_steer_fsm(void)
 {
 	t_install_fill_arm();
@@ -1077,6 +1158,8 @@ void test_steer_fsm(void)
 	t_write_applied_late();
 	t_raced_fill_counts_owner_cas();
 	t_leave_and_regrace();
+	t_grace_ticket_after_disarm();
+	t_grace_ticket_regrace();
 	t_settle_first_sight();
 	t_adopt();
 }

@@ -15,6 +15,7 @@ void test_agent_big(void);
 void test_report(void);
 void test_opts(void);
 void test_names(void);
+void test_log(void);
 void test_ring(void);
 void test_ring_clients(void);
 void test_key_hash(void);
@@ -46,6 +47,8 @@ void test_etcd_codec(void);
 void test_ring_doc(void);
 void test_ring_plan(void);
 void test_steer_fsm(void);
+void test_bg_thread(void);
+void test_thread(void);
 void test_steer_fill(void);
 void test_fleet_docs(void);
 void test_fleet_view(void);
@@ -57,6 +60,7 @@ void test_client_auth(void);
 void test_client_lease(void);
 void test_view_file(void);
 void test_slog_fold(void); /* t_slog_fold.c: the sample log's fold */
+void test_slog_part(void); /* t_slog_part.c: the drain threads' split */
 
 /*
  * Helpers shared by the groups. The conservative update here is a plain

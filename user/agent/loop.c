@@ -68,6 +68,10 @@ static int write_config(struct ks_agent *st, struct ks_config *cfg)
 	put_flags(st, cfg);
 	err = ks_write_config(&st->maps, cfg);
 
+	/* Stays on this thread, in line: the next ring push (here too)
+	 * rewrites the half the racing write had packets read, so this
+	 * wait must be over first. Only after such a race ('agent trace'
+	 * rewriting the config), never in a steady interval. */
 	if (!err && fixed)
 		err = ks_rcu_wait();
 	return err;
@@ -166,7 +170,9 @@ static void ring_status_line(const struct ks_run_ring *ring)
 static void status_line(const struct ks_agent *st, long ncands)
 {
 	const struct ks_report *r = st->rep;
-	char key[48] = "-";
+	char key[48] = "-", *buf = NULL;
+	size_t len = 0;
+	FILE *m;
 
 	/* key bytes may be user data: logged only when asked */
 	if (r->n_top && st->o.log_keys)
@@ -188,19 +194,32 @@ static void status_line(const struct ks_agent *st, long ncands)
 		r->n_top ? (r->top[0].reads_mps + r->top[0].writes_mps) / 1000.0
 			 : 0.0,
 		st->work_ns / 1e6);
-	if (st->slog_on)
+	if (st->slog_on) {
+		struct ks_slog_stats ss;
+
+		ks_slog_stats(&st->slog, &ss);
 		fprintf(stderr,
-			"keysteer: #%u sample log: %llu records folded, %llu late, %llu dropped, %llu bad; most waiting on a CPU %u of %u, drain every %.1f ms\n",
-			r->seq, (unsigned long long)st->slog.fold.folded,
-			(unsigned long long)st->slog.fold.late,
-			(unsigned long long)st->slog.dropped,
-			(unsigned long long)st->slog.fold.bad,
-			st->slog.fill_max, KS_SLOG_RECS,
-			st->slog.period_ns / 1e6);
+			"keysteer: #%u sample log: %llu records folded, %llu late, %llu dropped, %llu bad; most waiting on a CPU %u of %u, drain every %.1f ms, %d drain threads\n",
+			r->seq, (unsigned long long)ss.folded,
+			(unsigned long long)ss.late,
+			(unsigned long long)ss.dropped,
+			(unsigned long long)ss.bad, ss.fill_max, KS_SLOG_RECS,
+			ss.period_ns / 1e6, st->slog.nshards);
+	}
 	ring_status_line(st->ring);
-	ks_run_etcd_status(st->etcd, stderr, r->seq);
-	ks_run_steer_status(st->steer, stderr, r->seq);
-	ks_run_limit_status(st->limit, stderr, r->seq, st->o.log_keys);
+	/* lines made of pieces, put out whole: stderr is unbuffered, and a
+	 * thread's log line (the purge's, the publisher's) could otherwise
+	 * land between two pieces and cut the line tests and operators
+	 * read */
+	m = open_memstream(&buf, &len);
+	ks_run_etcd_status(st->etcd, m ? m : stderr, r->seq);
+	ks_run_steer_status(st->steer, m ? m : stderr, r->seq);
+	ks_run_limit_status(st->limit, m ? m : stderr, r->seq, st->o.log_keys);
+	if (m) {
+		fclose(m);
+		fwrite(buf, 1, len, stderr);
+		free(buf);
+	}
 	if (st->http)
 		fprintf(stderr,
 			"keysteer: #%u http: %llu documents served, %llu errors\n",
@@ -212,7 +231,12 @@ static void status_line(const struct ks_agent *st, long ncands)
 static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 			    long ncands, int interval_ended)
 {
-	struct ks_metrics_in in = {
+	struct ks_slog_stats ss = { 0 };
+	struct ks_metrics_in in;
+
+	if (st->slog_on)
+		ks_slog_stats(&st->slog, &ss);
+	in = (struct ks_metrics_in){
 		.rep = st->rep,
 		.totals = t,
 		.ring = ks_run_ring_enabled(st->ring) ? st->ring->rep : NULL,
@@ -222,15 +246,21 @@ static void publish_metrics(struct ks_agent *st, const struct ks_totals *t,
 		.candidates = ncands > 0 ? (__u64)ncands : 0,
 		.candidate_slots = st->col.cands_cap,
 		.slog_on = st->slog_on,
-		.slog_folded = st->slog.fold.folded,
-		.slog_late = st->slog.fold.late,
+		.slog_folded = ss.folded,
+		.slog_late = ss.late,
 		.work_ns = st->work_ns,
 		.work_max_ns = st->work_max_ns,
+		.interval_max_ns = st->interval_max_ns,
 		.cpu_ns = ks_process_cpu_ns(),
 		.limits = st->limit && st->limit->open ? &st->limit->set : NULL,
 		.limit_pkts = st->limit ? &st->limit->pkts : NULL,
 	};
 
+	struct ks_bg_stats hk;
+
+	ks_housekeep_stats(st->hk, &hk);
+	in.hk_passes = hk.passes;
+	in.hk_pass_max_ns = hk.pass_max_ns;
 	ks_run_metrics_publish(st->metrics, &in, st->steer, interval_ended);
 }
 
@@ -270,6 +300,8 @@ static int one_interval(struct ks_agent *st)
 		return err;
 	now = ks_mono_ns();
 	elapsed_ns = now - st->flip_ns;
+	if (elapsed_ns > st->interval_max_ns)
+		st->interval_max_ns = elapsed_ns;
 	st->flip_ns = now;
 	ks_sleep_until(now + KS_FLIP_GRACE_NS);
 	keep_seq(st);
@@ -350,18 +382,23 @@ static int slog_on(struct ks_agent *st)
 {
 	struct ks_config cfg;
 	int err;
+	struct ks_slog_opts so = {
+		.threads = st->o.slog_threads,
+		.share = st->o.slog_share,
+		.unscaled = st->o.rate_unscaled,
+		.drop = st->o.slog_mode == KS_SLOG_DROP,
+		.nice = KS_SLOG_NICE,
+	};
 
 	err = ks_slog_open(&st->slog, st->maps.slog, st->maps.slog_pos,
-			   st->col.ncpus, st->seq);
+			   st->col.ncpus, st->seq, &so);
 	if (err == -EINVAL) {
 		ks_info("no sample log in this datapath: sampled keys go to its own sketch");
 		return 0;
 	}
-	st->slog.fold.unscaled = st->o.rate_unscaled;
-	st->slog.drop = st->o.slog_mode == KS_SLOG_DROP;
-	st->slog.nice = KS_SLOG_NICE;
 	if (!err)
-		err = ks_collector_set_slog(&st->col, &st->slog.fold);
+		err = ks_collector_set_slog(&st->col, st->slog.folds,
+					    st->slog.nshards);
 	/* the drain has run (what a dead agent's datapath left in the log
 	 * is folded, in the epoch it was written in) and its thread is
 	 * started before the flag says so; a take-over cleared the dead
@@ -381,7 +418,48 @@ static int slog_on(struct ks_agent *st)
 		       strerror(-err));
 		return err;
 	}
+	ks_info("sample log: %d drain thread%s for %d CPUs", st->slog.nshards,
+		st->slog.nshards == 1 ? "" : "s", st->col.ncpus);
 	return 0;
+}
+
+/*
+ * What the drain threads took over the agent's life, each CPU's log by
+ * the threads that read it: with the flag cleared and the last drain
+ * done, the total is every record the datapath appended (its
+ * keysteer_sample_log_keys_total), and each CPU is under one thread
+ * (test_slog_threads.sh reads these lines).
+ */
+static void slog_account(const struct ks_slog *s)
+{
+	struct ks_slog_stats ss;
+	char line[1024];
+	int t, i;
+
+	for (t = 0; t < s->nshards; t++) {
+		const struct ks_slog_shard *sh = &s->sh[t];
+		size_t o = 0;
+
+		line[0] = 0;
+		for (i = 0; i < sh->ncpus && o < sizeof(line) - 1; i++)
+			o += (size_t)snprintf(line + o, sizeof(line) - o,
+					      "%s CPU %d %llu", i ? "," : "",
+					      sh->cpus[i],
+					      (unsigned long long)sh->taken[i]);
+		ks_info("sample log: drain thread %d took %llu records:%s", t,
+			(unsigned long long)sh->records, line);
+	}
+	ks_slog_stats(s, &ss);
+	ks_info("sample log: %llu records taken by %d drain threads: %llu folded, %llu late, %llu bad, %llu dropped",
+		(unsigned long long)ss.records, s->nshards,
+		(unsigned long long)ss.folded, (unsigned long long)ss.late,
+		(unsigned long long)ss.bad, (unsigned long long)ss.dropped);
+}
+
+void ks_agent_hk_stop(struct ks_agent *st)
+{
+	ks_housekeep_stop(st->hk);
+	st->hk = NULL;
 }
 
 void ks_agent_slog_off(struct ks_agent *st)
@@ -394,10 +472,15 @@ void ks_agent_slog_off(struct ks_agent *st)
 	if (ks_read_config(&st->maps, &cfg) || write_config(st, &cfg))
 		ks_warn("cannot clear the sample log's flag; the datapath falls back to its own sketch when the log is full");
 	else
-		ks_rcu_wait(); /* packets that saw the flag set are done */
+		/* packets that saw the flag set are done before the drain's
+		 * last pass, or their records land after it. On the way out
+		 * only, with nothing left to arm: it stays here. */
+		ks_rcu_wait();
 	ks_slog_stop(&st->slog);
+	slog_account(&st->slog);
 	ks_slog_close(&st->slog);
 	st->col.slog = NULL;
+	st->col.nslog = 0;
 }
 
 int ks_agent_start(struct ks_agent *st)
@@ -494,8 +577,9 @@ int ks_agent_start(struct ks_agent *st)
 		ks_warn("%s is a veth without RPS: its peer's TSO frames are parsed on the CPUs that send them, so one TCP connection's segments can be parsed on two CPUs at once and its counts go wrong; set rps_cpus on its receive queues (docs/operations.md, \"One CPU per flow\")",
 			st->o.ifname);
 	/* before the first push, which hands it the ring to sweep for */
-	if (st->purge && ks_run_purge_start(st->purge)) {
-		ks_err("cannot start the purge thread; free some memory or rerun with --purge-rate 0 --purge-sweep-rate 0");
+	if (st->purge && (err = ks_run_purge_start(st->purge))) {
+		ks_err("cannot start the purge thread (%s); free some memory or rerun with --purge-rate 0 --purge-sweep-rate 0",
+		       strerror(-err));
 		return KS_EXIT_FAIL;
 	}
 	/* the shard rules before the first push, which adds its indexes */
@@ -543,7 +627,9 @@ int ks_agent_start(struct ks_agent *st)
 		       st->http->unix_path[0] ? "unix:" : "http://",
 		       st->http->name);
 	/* everything is loaded, attached, bound and open: from here on the
-	 * agent needs bpf() on its maps and the link, nothing else */
+	 * agent needs bpf() on its maps and the link, nothing else. This
+	 * thread's only: the ones already running dropped their own when
+	 * they started (util/thread.h) */
 	if (!st->o.keep_privileges) {
 		int err = ks_drop_privileges(st->att.mounted_bpffs);
 
@@ -553,6 +639,20 @@ int ks_agent_start(struct ks_agent *st)
 			return KS_EXIT_FAIL;
 		}
 		ks_debug("capabilities now %#llx", ks_cap_effective());
+	}
+	/* After the drop: the thread starts with what the loop keeps and
+	 * drops to CAP_BPF (agent/housekeep.c). Its first pass runs at
+	 * once, on the thread (its VLAN sync warns about sub-interfaces
+	 * that do not forward). */
+	err = ks_housekeep_start(&st->hk, &st->o.hk, &st->att, st->o.ifname,
+				 st->steer->rs.n ? st->maps.vlans : -1,
+				 st->steer->rs.n && st->steer->rs.r[0].family ==
+							    KS_AF_INET6,
+				 (__u64)st->o.interval_ms * 1000000ULL);
+	if (err) {
+		ks_err("cannot start the housekeeping thread (%s); free some memory",
+		       strerror(-err));
+		return KS_EXIT_FAIL;
 	}
 	/* Scrapes before the first interval ends get the counters so far. */
 	publish_metrics(st, &st->prev, 0, 0);
@@ -650,9 +750,12 @@ int ks_agent_loop(struct ks_agent *st)
 	for (;;) {
 		if (wait_interval(st, deadline))
 			return KS_EXIT_FAIL;
+		/* --housekeeping loop (a test's control): the link check
+		 * and the VLAN sync here, holding this interval, as before */
+		ks_housekeep_loop_turn(st->hk);
 		if (ks_stop)
 			break;
-		if (!ks_link_attached(&st->att)) {
+		if (ks_housekeep_detached(st->hk)) {
 			ks_warn("the %s program on %s was detached (by 'agent detach' or the interface going away); stopping",
 				st->o.attach_tc ? "tc" : "XDP", st->o.ifname);
 			return KS_EXIT_FAIL;

@@ -24,6 +24,7 @@
 #include "agent/run_purge.h"
 #include "agent/run_limit.h"
 #include "agent/run_dedicated.h"
+#include "agent/housekeep.h"
 #include "net/http_serve.h"
 
 /* What the loop itself reads of the options. */
@@ -39,8 +40,11 @@ struct ks_agent_opts {
 	__u32 top;
 	int verbose;
 	int keep_privileges; /* --keep-privileges: no capability drop */
-	int log_keys;        /* --log-keys: key bytes in -v lines */
-	gid_t group;         /* --group: may read pins and routing file */
+	/* --thread-caps keep (test only): the worker threads skip their
+	 * own drop (util/thread.h) */
+	int thread_caps_keep;
+	int log_keys; /* --log-keys: key bytes in -v lines */
+	gid_t group;  /* --group: may read pins and routing file */
 	int group_set;
 	__u32 cfg_flags;   /* ks_config.flags: --stream-state off sets
 			      * KS_CFG_NO_STREAM, --limit-reply-head off
@@ -55,6 +59,13 @@ struct ks_agent_opts {
 		KS_SLOG_OFF,
 		KS_SLOG_DROP
 	} slog_mode;
+	/* --drain-threads: the sample log's drain threads (0: one per
+	 * KS_SLOG_CPUS_PER_THREAD CPUs) */
+	int slog_threads;
+	/* --drain-share on (test only): drain thread 1 also reads CPU 0's
+	 * log, which then has two consumers (the control of
+	 * test_slog_threads.sh) */
+	int slog_share;
 	int owner_replies; /* --owner-replies: ks_tc_egress counts the
 			    * owner's hits and misses of hot keys */
 	double limit_auto; /* --limit-auto F: the automatic cap; 0: off */
@@ -64,6 +75,9 @@ struct ks_agent_opts {
 	/* --stall-interval N:MS (a test's): interval N's work takes MS ms
 	 * longer, once; 0: never */
 	__u32 stall_seq, stall_ms;
+	/* the link check and the VLAN sync (agent/housekeep.h); its two
+	 * switches are a test's */
+	struct ks_housekeep_opts hk;
 };
 
 struct ks_agent {
@@ -79,6 +93,9 @@ struct ks_agent {
 	struct ks_run_purge *purge; /* what a new ring moves elsewhere */
 	struct ks_run_limit *limit; /* the rate limits (docs/limits.md) */
 	struct ks_run_ded *ded;     /* the shard rules in the datapath */
+	/* the work that waits on rtnl, off this thread (housekeep.h);
+	 * NULL before the start */
+	struct ks_housekeep *hk;
 	/* the datapath and what one interval hands the next */
 	struct ks_attachment att;
 	struct ks_maps maps;
@@ -98,6 +115,8 @@ struct ks_agent {
 	 * interval's work (flip to zeroed sketch, the metrics' rendering
 	 * not included), and its largest since the start. */
 	__u64 work_ns, work_max_ns;
+	/* the longest interval, flip to flip: the loop's longest hold */
+	__u64 interval_max_ns;
 	/* the reads armed keys' copies took unseen, for the hot-key table */
 	struct ks_hot_unseen unseen[KS_HOT_SLOTS];
 	/* what the datapath measured of the keys in its slots, for the
@@ -109,6 +128,9 @@ struct ks_agent {
 int ks_agent_start(struct ks_agent *a);
 /* Interval after interval until SIGINT/SIGTERM or a failure. */
 int ks_agent_loop(struct ks_agent *a);
+/* On the way out, first: the housekeeping thread stopped, without
+ * waiting for a call stuck on rtnl. */
+void ks_agent_hk_stop(struct ks_agent *a);
 /* On the way out: KS_CFG_SLOG cleared, then the drain's last pass. */
 void ks_agent_slog_off(struct ks_agent *a);
 

@@ -406,6 +406,8 @@ int ks_run_etcd_poll(struct ks_run_etcd *e, struct ks_run_ring *ring,
 
 void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 {
+	uint64_t calls, wait_ns;
+
 	if (!e || !e->c)
 		return;
 	fprintf(f,
@@ -419,7 +421,11 @@ void ks_run_etcd_status(const struct ks_run_etcd *e, FILE *f, __u32 seq)
 		e->pins_rev, ks_key_watch_state(&e->pins_w),
 		(unsigned long long)e->pins_refused);
 	ks_fleet_pub_status(&e->fleet, f);
-	fputc('\n', f);
+	/* the caller is the loop: its own waits for etcd, none by design
+	 * (the publisher's thread and the watches do the I/O) */
+	ks_etcd_thread_waits(&calls, &wait_ns);
+	fprintf(f, "; the loop waited %.1f ms in %llu etcd calls\n",
+		wait_ns / 1e6, (unsigned long long)calls);
 }
 
 /* ---- hosts/<self> and hot/<hash> (agent/fleet_pub.c) ---- */
@@ -450,6 +456,10 @@ void ks_run_etcd_publish_interval(struct ks_run_etcd *e,
 	if (!e || !e->c)
 		return;
 	e->fleet.limits = limits;
+	/* --etcd-loop-call on: the loop waits for etcd, as it did before
+	 * the publisher's thread (its whole deadline while etcd is away) */
+	if (e->loop_call && ks_etcd_status(e->c, NULL, 0))
+		ks_debug("etcd: the loop's call: %s", ks_etcd_errmsg(e->c));
 	ks_fleet_pub_interval(&e->fleet, rep, ring, t, steer, e->rev);
 	/* --etcd-keepalive loop: the keeper's one renewal of the interval,
 	 * after its work */

@@ -68,6 +68,8 @@ struct ks_run_etcd {
 	int ka_on_loop;    /* --etcd-keepalive loop: the lease renewed once
 			    * per interval, behind its work (a test
 			    * control) */
+	int loop_call;     /* --etcd-loop-call on: the loop itself waits for
+			    * one etcd call an interval (a test control) */
 };
 
 void ks_run_etcd_init(struct ks_run_etcd *e);

@@ -87,6 +87,8 @@ void ks_run_metrics_steer_view(struct ks_metrics_steer *out,
 	out->rearms = s->fsm.rearms;
 	out->rearm_ms_sum = s->fsm.rearm_ms_sum;
 	out->rearm_ms_max = s->fsm.rearm_ms_max;
+	out->arms = s->arms;
+	out->arm_gap_max_ns = s->arm_gap_max_ns;
 }
 
 void ks_run_metrics_publish(struct ks_run_metrics *m,

@@ -5,7 +5,6 @@
  * on; the gate, the crawl and the deletes all run here.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/opts.h"
-#include "util/privs.h"
+#include "util/thread.h"
 
 #define DUMP_TIMEOUT_MS 10000 /* a crawler line may wait on a busy LRU */
 #define DEL_TIMEOUT_MS  2000
@@ -481,16 +480,12 @@ static void *worker(void *arg)
 	struct ring_state cur = { .self = KS_NO_SHARD };
 	__u64 grace_end = 0, next_pass = 0, next_sweep = 0, gen;
 	__u64 period;
-	int err = ks_drop_thread_privileges();
 
-	if (err)
-		ks_warn("the purge thread cannot drop its capabilities (%s); no purge in this run",
-			strerror(-err));
 	period = (__u64)p->grace_s * SEC / 3;
 	if (period < SEC)
 		period = SEC;
 	pthread_mutex_lock(&p->mu);
-	while (!err && !p->stop) {
+	while (!p->stop) {
 		__u64 now = ks_mono_ns(), wake = ~0ULL;
 		int sweep;
 
@@ -559,7 +554,8 @@ static void *worker(void *arg)
 
 int ks_run_purge_start(struct ks_run_purge *p)
 {
-	sigset_t all, old;
+	/* it talks TCP to memcached only: no capability */
+	struct ks_thread_opts to = { .name = "ks-purge" };
 	int err;
 
 	if (!p->enabled)
@@ -569,10 +565,7 @@ int ks_run_purge_start(struct ks_run_purge *p)
 		return 0;
 	}
 	/* signals stay the loop's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&p->th, NULL, worker, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = ks_thread_start(&p->th, &to, worker, p);
 	if (err)
 		return err;
 	p->started = 1;

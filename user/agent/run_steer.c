@@ -23,22 +23,6 @@
 #include "core/unseen.h"
 #include "util/clock.h"
 
-static int forwarding_on(const char *ifname, int v6)
-{
-	char path[128], v = '0';
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/forwarding",
-		 v6 ? "ipv6" : "ipv4", ifname);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	if (fread(&v, 1, 1, f) != 1)
-		v = '0';
-	fclose(f);
-	return v == '1';
-}
-
 int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 			 const char *ifname, __u32 interval_ms, char *err,
 			 size_t errlen)
@@ -49,8 +33,6 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 
 	__u64 ttl_ns;
 
-	snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
-	s->vlans_fd = -1;
 	s->interval_ns = (__u64)interval_ms * 1000000ULL;
 	ttl_ns = s->interval_ns * KS_STEER_TTL_INTERVALS;
 	/* memcached TTLs are whole seconds; a copy outlives its slot's
@@ -75,7 +57,7 @@ int ks_run_steer_prepare(struct ks_run_steer *s, const char *self,
 	}
 	s->owner = one.r[0];
 	v6 = s->rs.r[0].family == KS_AF_INET6;
-	fwd = forwarding_on(ifname, v6);
+	fwd = ks_forwarding_on(ifname, v6);
 	if (fwd <= 0) {
 		snprintf(
 			err, errlen,
@@ -104,41 +86,19 @@ static void invalidate_copies(struct ks_run_steer *s, unsigned slot)
 		s->inval_dropped++;
 }
 
-/*
- * The device's VLAN sub-interfaces into ks_vlans, so tagged gets can be
- * steered out of them; every interval, since sub-interfaces come and go.
- * warn: say which of them lack the forwarding the FIB lookup needs.
- */
-static void sync_vlans(struct ks_run_steer *s, int warn)
+/* The grace thread's pass: one RCU grace period (dp/ring_push.h). */
+static int grace_pass(void *ud, __u64 req)
 {
-	struct ks_vlan_dev devs[KS_MAX_VLAN_DEVS];
-	int n, v6 = s->rs.n && s->rs.r[0].family == KS_AF_INET6, i;
-	char name[IF_NAMESIZE];
-	__u32 ifindex;
+	int err = ks_rcu_wait();
 
-	if (s->vlans_fd < 0 || !s->rs.n)
-		return;
-	ifindex = if_nametoindex(s->ifname);
-	n = ifindex ? ks_vlan_devs(ifindex, devs, KS_MAX_VLAN_DEVS) : -ENODEV;
-	if (n < 0) {
-		ks_debug("VLAN sub-interfaces of %s: %s", s->ifname,
-			 strerror(-n));
-		return;
-	}
-	if (ks_vlan_devs_sync(s->vlans_fd, devs, (unsigned)n))
-		ks_debug("ks_vlans: %s", strerror(errno));
-	/* two entries each: its tags, and its mark (vlan_devs.h) */
-	if ((unsigned)n / 2 != s->nvlans)
-		ks_info("steering tagged gets on %d VLAN sub-interface%s of %s",
-			n / 2, n == 2 ? "" : "s", s->ifname);
-	s->nvlans = (unsigned)n / 2;
-	for (i = 0; warn && i < n; i++)
-		if (devs[i].key.ifindex == ifindex &&
-		    if_indextoname(devs[i].ifindex, name) &&
-		    forwarding_on(name, v6) <= 0)
-			ks_warn("VLAN %s has %s forwarding off: its gets stay with the owner; run 'sysctl -w net.%s.conf.%s.forwarding=1'",
-				name, v6 ? "IPv6" : "IPv4",
-				v6 ? "ipv6" : "ipv4", name);
+	(void)ud;
+	(void)req;
+	/* the slots waiting for it stay disarmed; the next interval's
+	 * tick asks again */
+	if (err)
+		ks_warn("grace period wait failed (%s); slots stay disarmed",
+			strerror(-err));
+	return err;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -187,8 +147,8 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 	for (i = 0; i < s->rs.n; i++)
 		ks_replica_entry(&s->rs.r[i], &r[i]);
 	err = ks_hot_map_set_replicas(&s->map, r, s->rs.n);
-	s->vlans_fd = m->vlans;
-	sync_vlans(s, 1);
+	/* the VLAN sub-interfaces are the housekeeping thread's
+	 * (agent/housekeep.h): their netlink dump takes rtnl */
 	if (!err) {
 		s->rb = ring_buffer__new(m->hot_events, on_event, s, NULL);
 		if (!s->rb)
@@ -200,6 +160,11 @@ int ks_run_steer_start(struct ks_run_steer *s, const struct ks_maps *m)
 				  : epoll_add(s->epfd,
 					      ring_buffer__epoll_fd(s->rb));
 	}
+	if (!err)
+		err = ks_bg_start(&s->grace, "ks-grace", grace_pass, NULL, 0,
+				  0); /* membarrier() needs no capability */
+	if (!err)
+		err = epoll_add(s->epfd, ks_bg_fd(s->grace));
 	if (err) {
 		ks_err("cannot set up the replica table or the dirty events (%s)",
 		       strerror(-err));
@@ -251,6 +216,17 @@ static void submit_fill(struct ks_run_steer *s, const struct ks_steer_action *a,
 	}
 }
 
+/* An arming's time: the longest gap between two, while keys had copies
+ * to arm (ks_run_steer_interval restarts it when none had), says how
+ * long the loop went without re-arming (the housekeeping's test). */
+static void note_arm(struct ks_run_steer *s, __u64 now)
+{
+	if (s->last_arm_ns && now - s->last_arm_ns > s->arm_gap_max_ns)
+		s->arm_gap_max_ns = now - s->last_arm_ns;
+	s->last_arm_ns = now;
+	s->arms++;
+}
+
 /* The machine's actions, in order, onto the map and the worker. */
 static void perform(struct ks_run_steer *s, __u64 now)
 {
@@ -283,6 +259,7 @@ static void perform(struct ks_run_steer *s, __u64 now)
 			if (s->fill_dead)
 				break; /* nothing would mark its copies stale */
 			ks_hot_map_arm(&s->map, a->slot, a->seq, a->expires_ns);
+			note_arm(s, now);
 			if (s->on_state)
 				s->on_state(s->on_state_ud, s,
 					    s->map.slot[a->slot].hash);
@@ -295,19 +272,16 @@ static void perform(struct ks_run_steer *s, __u64 now)
 		case KS_ACT_RELEASE:
 			ks_hot_map_release(&s->map, a->slot);
 			break;
-		case KS_ACT_GRACE: {
-			__u64 t0 = ks_mono_ns();
-			int err = ks_rcu_wait();
-
-			if (ks_mono_ns() - t0 > s->grace_max_ns)
-				s->grace_max_ns = ks_mono_ns() - t0;
-			if (err)
-				ks_warn("grace period wait failed (%s); slots stay disarmed",
-					strerror(errno));
-			else
-				ks_steer_fsm_grace_done(f, ks_mono_ns());
+		case KS_ACT_GRACE:
+			/* The packets that saw the slots armed (or their old
+			 * copies, or their key) must be done before a slot's
+			 * copies change or it is reused: that order is the
+			 * machine's (slots wait in REGRACE or RELEASING for
+			 * the ticket). The wait itself, seconds on a loaded
+			 * machine, runs on the grace thread, not here where
+			 * it held every re-arm (docs/testing.md). */
+			ks_bg_request(s->grace, a->seq);
 			break;
-		}
 		case KS_ACT_CLEAR:
 			ks_hot_map_clear(&s->map, a->slot);
 			break;
@@ -466,6 +440,18 @@ size_t ks_run_steer_sample(struct ks_run_steer *s, double interval_s,
 	return n;
 }
 
+/* Whether any slot holds a key with copies (to be armed). */
+static int copies_wanted(const struct ks_steer_fsm *f)
+{
+	unsigned i;
+
+	for (i = 0; i < KS_HOT_SLOTS; i++)
+		if (f->sl[i].ncopies > 1 && f->sl[i].state != KS_SL_FREE &&
+		    f->sl[i].state != KS_SL_RELEASING)
+			return 1;
+	return 0;
+}
+
 unsigned ks_run_steer_interval(struct ks_run_steer *s,
 			       const struct ks_hot_table *t, double interval_s)
 {
@@ -477,9 +463,10 @@ unsigned ks_run_steer_interval(struct ks_run_steer *s,
 
 	if (!s->map_open)
 		return 0;
-	sync_vlans(s, 0);
 	ks_steer_fsm_tick(&s->fsm, t, ks_mono_ns());
 	perform(s, ks_mono_ns());
+	if (!copies_wanted(&s->fsm))
+		s->last_arm_ns = 0; /* no gap while nothing is to be armed */
 	while ((e = ks_hot_next(t, &pos))) {
 		i = ks_steer_fsm_find(&s->fsm, e->hash);
 		if (i >= 0)
@@ -526,6 +513,17 @@ void ks_run_steer_poll(struct ks_run_steer *s)
 		return;
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+	if (s->grace) {
+		__u64 done;
+
+		ks_bg_ack(s->grace);
+		done = ks_bg_done(s->grace);
+		if (done > s->grace_seen) {
+			s->grace_seen = done;
+			ks_steer_fsm_grace_done(&s->fsm, done, ks_mono_ns());
+			perform(s, ks_mono_ns());
+		}
+	}
 	while ((n = ks_filler_take(&s->filler, r, 64))) {
 		for (i = 0; i < n; i++) {
 			ks_steer_fsm_fill_done(&s->fsm, &r[i], ks_mono_ns());
@@ -613,11 +611,13 @@ int ks_run_steer_view(const struct ks_run_steer *s, __u64 hash, __u8 *state,
 void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 {
 	const struct ks_steer_fsm *m = &s->fsm;
+	struct ks_bg_stats grace;
 	unsigned i, armed = 0;
 	double steered = 0;
 
 	if (!s->map_open || !s->map.used)
 		return;
+	ks_bg_stats(s->grace, &grace);
 	for (i = 0; i < KS_HOT_SLOTS; i++) {
 		if (!s->map.slot[i].hash)
 			continue;
@@ -625,7 +625,7 @@ void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 		steered += s->map.slot[i].steered_mps / 1000.0;
 	}
 	fprintf(f,
-		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %llu raced, %llu before the owner applied a write, %u out), %llu invalidations (%llu failed, %llu dropped), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods %.1f ms)\n",
+		"keysteer: #%u hot: %u keys in the datapath, %u armed, %.1f reads/s steered; copies %llu (%llu failed, %llu raced, %llu before the owner applied a write, %u out), %llu invalidations (%llu failed, %llu dropped), re-armed %llu times (mean %.1f ms, max %.1f ms); steering held the loop %.1f ms at most (grace periods, on their own thread: %.1f ms at most)\n",
 		seq, s->map.used, armed, steered, (unsigned long long)m->fills,
 		(unsigned long long)m->fill_errors,
 		(unsigned long long)m->raced, (unsigned long long)m->unapplied,
@@ -634,7 +634,7 @@ void ks_run_steer_status(const struct ks_run_steer *s, FILE *f, __u32 seq)
 		(unsigned long long)s->inval_dropped,
 		(unsigned long long)m->rearms,
 		m->rearms ? m->rearm_ms_sum / m->rearms : 0.0, m->rearm_ms_max,
-		s->step_max_ns / 1e6, s->grace_max_ns / 1e6);
+		s->step_max_ns / 1e6, grace.pass_max_ns / 1e6);
 }
 
 void ks_run_steer_free(struct ks_run_steer *s)
@@ -644,6 +644,10 @@ void ks_run_steer_free(struct ks_run_steer *s)
 	/* the worker first: it writes nothing to the map, but its results
 	 * are of no use once the slots are gone */
 	ks_filler_stop(&s->filler);
+	/* a grace period still running has nothing left to free: the
+	 * slots are all disarmed below and the map goes */
+	ks_bg_stop(s->grace, KS_GRACE_STOP_WAIT_NS);
+	s->grace = NULL;
 	if (s->map_open) {
 		for (i = 0; i < KS_HOT_SLOTS; i++)
 			ks_hot_map_disarm(&s->map, i);

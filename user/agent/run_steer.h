@@ -27,10 +27,15 @@
 #include "net/mc_client.h"
 #include "core/replicas.h"
 #include "agent/steer_fill.h"
+#include "agent/bg_thread.h"
 #include "core/steer_fsm.h"
 #include "core/limit_auto.h"
 #include "core/unseen.h"
 #include "net/vlan_devs.h"
+
+/* How long the exit path waits for a grace period in progress (it does
+ * not need it: everything is disarmed and freed after). */
+#define KS_GRACE_STOP_WAIT_NS 100000000ULL
 
 /* The steering options, as 'agent run' parsed them. */
 struct ks_run_steer_opts {
@@ -52,9 +57,6 @@ struct ks_run_steer {
 	struct ks_replica_addr owner;
 	__u64 interval_ns;
 	long copy_ttl_s;
-	char ifname[16]; /* the attached device (IF_NAMESIZE) */
-	int vlans_fd;    /* ks_vlans, or -1 */
-	unsigned nvlans; /* its sub-interfaces, as last synced */
 
 	/* the live parts */
 	struct ks_hot_map map;
@@ -85,9 +87,15 @@ struct ks_run_steer {
 	 * stands); the fleet's hot/ entry follows. NULL: nobody */
 	void (*on_state)(void *ud, const struct ks_run_steer *s, __u64 hash);
 	void *on_state_ud;
-	/* debug: the longest the caller's thread spent in one call here,
-	 * and in one grace-period wait (part of it), ns */
-	__u64 step_max_ns, grace_max_ns;
+	/* debug: the longest the caller's thread spent in one call here */
+	__u64 step_max_ns;
+	/* the RCU grace periods the machine asks for (KS_ACT_GRACE), on a
+	 * thread of their own; the last ticket seen done */
+	struct ks_bg *grace;
+	__u64 grace_seen;
+	/* armings of copies (first, refresh, re-arm), the last one's time
+	 * and the longest gap between two while keys had copies */
+	__u64 arms, last_arm_ns, arm_gap_max_ns;
 	__u64 inval_dropped; /* invalidations not queued (queue full) */
 	/* the fill worker died: every slot disarmed, none armed again */
 	int fill_dead;

@@ -3,12 +3,12 @@
  * steer_fill.c - the fill worker thread (see steer_fill.h).
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include "util/privs.h"
+#include "util/thread.h"
 #include "util/clock.h"
 #include "agent/steer_fill.h"
 
@@ -98,8 +98,9 @@ static void *worker(void *arg)
 	struct ks_steer_fill_result r;
 	__u64 one = 1, t0, dt;
 	/* it only talks TCP to memcached: no capability at all, whatever
-	 * the main thread still holds; a worker that could not drop them
-	 * does not run */
+	 * the main thread still holds. ks_thread_start dropped them; this
+	 * second drop is the worker's own refusal to run with any (and the
+	 * fault tests/unit/t_steer_fill.c injects for a worker's death) */
 	int err = ks_drop_thread_privileges();
 
 	pthread_mutex_lock(&w->mu);
@@ -146,7 +147,7 @@ static void *worker(void *arg)
 int ks_filler_start(struct ks_steer_filler *w, const struct ks_replica_set *rs,
 		    const struct ks_replica_addr *owner, long copy_ttl_s)
 {
-	sigset_t all, old;
+	struct ks_thread_opts to = { .name = "ks-fill" }; /* no capability */
 	unsigned i;
 	int err;
 
@@ -171,10 +172,7 @@ int ks_filler_start(struct ks_steer_filler *w, const struct ks_replica_set *rs,
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	/* signals stay with the main thread, whose poll they must end */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&w->th, NULL, worker, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = ks_thread_start(&w->th, &to, worker, w);
 	if (err) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);

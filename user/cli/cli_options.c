@@ -15,6 +15,7 @@
 #include "core/fleet_view.h"
 #include "core/ring_doc.h"
 #include "core/view_file.h"
+#include "core/slog_part.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
 #include "agent/run_purge.h"
@@ -42,6 +43,16 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "sample 1 in N keys, 1..1000000 (default 8); auto: each CPU's N, a power of two 1..1024, set every interval to sample about T keys/s (default 262144)" },
 	{ "sample", 's', REQ, "N|auto[:T]", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
 	  "sample 1 in N keys, 1..1000000 (default 1: every key); auto[:T] as 'agent run' does, from 1 in 1" },
+	{ "drain-threads",
+	  KS_OPTV_DRAIN_THREADS,
+	  REQ,
+	  "N|auto",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_OPTIONS,
+	  "threads draining the sample log, 1..%d, each owning a fixed\n"
+	  "set of CPUs' logs (default auto: one per %d CPUs)",
+	  { KS_SLOG_THREADS_MAX, KS_SLOG_CPUS_PER_THREAD } },
 	{ "interval", 'I', REQ, "SEC", KS_CMD_RUN, RUN_CONF, KS_GRP_OPTIONS,
 	  "seconds per interval, 0.1..3600, decimals allowed (default 1)" },
 	{ "ports",
@@ -172,6 +183,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * estimates must then miss */
 	{ "log-samples", KS_OPTV_SAMPLE_LOG, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default), off or drop" },
+	/* test only: on gives drain thread 1 CPU 0's log as well as
+	 * thread 0, so that log has two consumers: the control of
+	 * test_slog_threads.sh, which must then see it */
+	{ "drain-share", KS_OPTV_DRAIN_SHARE, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "off (default) or on" },
 	{ "log-samples", KS_OPTV_SAMPLE_LOG, REQ, "on|off", KS_CMD_REPLAY, 0,
 	  KS_GRP_OPTIONS,
 	  "on (default): sampled keys through the sample log, folded\n"
@@ -193,6 +209,20 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * (test_fleet_lease.sh) */
 	{ "stall-interval", KS_OPTV_STALL, REQ, "N:MS", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "N:MS, once (default: none)" },
+	/* test only: the link check and the VLAN sync (they wait on the
+	 * rtnl lock) on the interval loop's thread, as before they had one
+	 * of their own; and each link check held MS ms, as by a machine
+	 * whose rtnl lock is busy (test_steer_housekeep.sh) */
+	{ "housekeeping", KS_OPTV_HK, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "thread (default) or loop" },
+	{ "housekeeping-delay-ms", KS_OPTV_HK_DELAY, REQ, "MS", KS_CMD_RUN,
+	  RUN_TEST, KS_GRP_OPTIONS, "MS (0..600000, default 0)" },
+	/* test only: keep leaves the agent's worker threads with the
+	 * capabilities of the thread that started them (util/thread.h), as
+	 * before each dropped its own: the control of
+	 * test_privileges_threads.sh */
+	{ "thread-caps", KS_OPTV_THREAD_CAPS, REQ, "S", KS_CMD_RUN, RUN_TEST,
+	  KS_GRP_OPTIONS, "drop (default) or keep" },
 	/* not a key: a file names no other file */
 	{ "config", KS_OPTV_CONFIG, REQ, "FILE", KS_CMD_RUN, 0, KS_GRP_OPTIONS,
 	  "read options from FILE: one 'key = value' per line, the\n"
@@ -629,6 +659,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * lease expire (the control of test_fleet_lease.sh) */
 	{ "etcd-keepalive", KS_OPTV_KEEPALIVE, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_ETCD, "thread (default) or loop" },
+	/* test-only: on makes the interval loop wait for one etcd call an
+	 * interval, its whole deadline while etcd is away (the control of
+	 * test_fleet_faults.sh's outage check) */
+	{ "etcd-loop-call", KS_OPTV_ETCD_LOOP_CALL, REQ, "S", KS_CMD_RUN,
+	  RUN_TEST, KS_GRP_ETCD, "off (default) or on" },
 
 	/* ---- follow: the host follower (docs/client.md) ---- */
 	{ "view-file", KS_OPTV_VIEW_FILE, REQ, "PATH", KS_CMD_FOLLOW, 0,

@@ -101,24 +101,30 @@ enum ks_opt_group {
 #define KS_OPTV_KEYS_FILE     0x1046
 #define KS_OPTV_OWNER_REPLIES 0x1070
 /* a ring of explicit points (issue 26, docs/placement.md) */
-#define KS_OPTV_PLAN         0x10c0
-#define KS_OPTV_FROM_PLAN    0x10c1
-#define KS_OPTV_TO_PLAN      0x10c2
-#define KS_OPTV_CLIENTS      0x10c3
-#define KS_OPTV_WINDOW       0x10c4
-#define KS_OPTV_TARGET       0x10c5
-#define KS_OPTV_OUT          0x10c6
-#define KS_OPTV_RING_FILE    0x10c7
-#define KS_OPTV_LOAD_FILE    0x10c8
-#define KS_OPTV_MAX_POINTS   0x10c9
-#define KS_OPTV_RATE_SCALING 0x1071
-#define KS_OPTV_LIMIT_AUTO   0x10d0 /* the automatic cap (docs/limits.md) */
-#define KS_OPTV_LIMIT_HEAD   0x1072
-#define KS_OPTV_STALL        0x1073
-#define KS_OPTV_SAMPLE_LOG   0x1074 /* the sample log (issue 27) */
+#define KS_OPTV_PLAN          0x10c0
+#define KS_OPTV_FROM_PLAN     0x10c1
+#define KS_OPTV_TO_PLAN       0x10c2
+#define KS_OPTV_CLIENTS       0x10c3
+#define KS_OPTV_WINDOW        0x10c4
+#define KS_OPTV_TARGET        0x10c5
+#define KS_OPTV_OUT           0x10c6
+#define KS_OPTV_RING_FILE     0x10c7
+#define KS_OPTV_LOAD_FILE     0x10c8
+#define KS_OPTV_MAX_POINTS    0x10c9
+#define KS_OPTV_RATE_SCALING  0x1071
+#define KS_OPTV_LIMIT_AUTO    0x10d0 /* the automatic cap (docs/limits.md) */
+#define KS_OPTV_LIMIT_HEAD    0x1072
+#define KS_OPTV_STALL         0x1073
+#define KS_OPTV_SAMPLE_LOG    0x1074 /* the sample log (issue 27) */
+#define KS_OPTV_DRAIN_THREADS 0x1075 /* its drain threads */
+#define KS_OPTV_DRAIN_SHARE   0x1076 /* test only: a log drained twice */
+#define KS_OPTV_HK            0x1077 /* test: --housekeeping thread|loop */
+#define KS_OPTV_HK_DELAY      0x1078 /* test: --housekeeping-delay-ms */
+#define KS_OPTV_THREAD_CAPS   0x1079 /* test: --thread-caps drop|keep */
 
 /* test only: the automatic cap from the policy's verdict */
 #define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1
+#define KS_OPTV_ETCD_LOOP_CALL      0x10d2
 
 /* 'agent ring diff --keys N' */
 #define KS_DIFF_KEYS_DEFAULT 100000
@@ -142,7 +148,7 @@ extern const struct ks_cli_opt ks_cli_opts[];
 extern const unsigned int ks_cli_nopts;
 
 /* Most options one command takes (a unit test checks it). */
-#define KS_CLI_MAX_OPTS 64
+#define KS_CLI_MAX_OPTS 96
 
 /* A command's getopt_long arguments, built from the table. */
 struct ks_cli_getopt {

@@ -937,16 +937,18 @@ static void print_counts(FILE *f, const struct ks_totals *d)
  * bytes, or a full log, which a drain after every frame never sees). */
 static void print_slog(FILE *f, const struct replay *r)
 {
+	struct ks_slog_stats ss;
+
 	if (!r->slog_on) {
 		fprintf(f,
 			"samples  the in-kernel sketch took every sampled key (--log-samples off)\n");
 		return;
 	}
+	ks_slog_stats(&r->slog, &ss);
 	fprintf(f,
 		"samples  %llu through the sample log (%llu records folded, %llu late), %llu taken by the in-kernel sketch with the log full\n",
 		(unsigned long long)r->delta.pkts[KS_PKT_SLOG],
-		(unsigned long long)r->slog.fold.folded,
-		(unsigned long long)r->slog.fold.late,
+		(unsigned long long)ss.folded, (unsigned long long)ss.late,
 		(unsigned long long)r->delta.pkts[KS_PKT_SLOG_FULL]);
 }
 
@@ -1012,6 +1014,8 @@ static void render(struct replay *r)
 
 static int prepare(struct replay *r)
 {
+	/* replay drains after every frame itself, no thread: one fold */
+	struct ks_slog_opts so = { .threads = 1 };
 	int err;
 
 	if (load_private(r))
@@ -1019,14 +1023,15 @@ static int prepare(struct replay *r)
 	err = ks_collector_init(&r->col, &r->maps);
 	/* the log as 'agent run' drains it (the same sketch shape, the
 	 * same keys), unless --log-samples off; a build without it, off */
+	so.drop = r->o.slog_drop;
 	if (!err && !r->o.slog_off &&
 	    !ks_slog_open(&r->slog, r->maps.slog, r->maps.slog_pos,
-			  r->col.ncpus, 0)) {
+			  r->col.ncpus, 0, &so)) {
 		r->slog_on = 1;
-		r->slog.drop = r->o.slog_drop;
 		if (r->o.slog_drop)
 			ks_warn("test: --log-samples drop: the sample log's records are thrown away");
-		err = ks_collector_set_slog(&r->col, &r->slog.fold);
+		err = ks_collector_set_slog(&r->col, r->slog.folds,
+					    r->slog.nshards);
 	}
 	if (!err && write_config(r))
 		return -1;

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent/loop.h"
+#include "core/slog_part.h"
+#include "util/thread.h"
 #include "dp/attach.h"
 #include "cli/cli_options.h"
 #include "cli/cmds.h"
@@ -124,7 +126,7 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 {
 	struct run_opts *o = ctx;
 	unsigned long long v;
-	int n, flag;
+	int n;
 
 	switch (c) {
 	case 'i':
@@ -151,11 +153,8 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 			return -1;
 		return 1;
 	case 'T':
-		n = two_words("attach", arg, "xdp", "tc", "a hook", &flag, err,
-			      errlen);
-		if (n > 0)
-			o->a.attach_tc = flag;
-		return n;
+		return two_words("attach", arg, "xdp", "tc", "a hook",
+				 &o->a.attach_tc, err, errlen);
 	case 'x': {
 		static const char *const w[] = { "native", "generic", "auto" };
 		static const enum ks_xdp_req v[] = { KS_XDP_NATIVE,
@@ -221,11 +220,8 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		}
 		return 1;
 	case KS_OPTV_COPY_PROTOCOL:
-		n = two_words("copy-protocol", arg, "on", "off", "a state",
-			      &flag, err, errlen);
-		if (n > 0)
-			o->steer.o.unconditional_fills = flag;
-		return n;
+		return two_words("copy-protocol", arg, "on", "off", "a state",
+				 &o->steer.o.unconditional_fills, err, errlen);
 	case KS_OPTV_FILL_DELAY: {
 		unsigned long long v;
 
@@ -291,6 +287,32 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		o->a.slog_mode = (enum ks_slog_mode)i;
 		return 1;
 	}
+	case KS_OPTV_DRAIN_THREADS: {
+		unsigned long long v;
+
+		if (!strcmp(arg, "auto")) {
+			o->a.slog_threads = 0;
+			return 1;
+		}
+		if (ks_parse_uint("--drain-threads", arg, 1,
+				  KS_SLOG_THREADS_MAX, &v, err, errlen)) {
+			/* the parser's words, and the other form */
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen - l, ", or auto");
+			return -1;
+		}
+		o->a.slog_threads = (int)v;
+		return 1;
+	}
+	case KS_OPTV_DRAIN_SHARE: {
+		int on = 0, r = two_words("drain-share", arg, "off", "on",
+					  "a state", &on, err, errlen);
+
+		if (r > 0)
+			o->a.slog_share = on;
+		return r;
+	}
 	case KS_OPTV_OWNER_REPLIES: {
 		int off = 0, r = two_words("owner-replies", arg, "on", "off",
 					   "a state", &off, err, errlen);
@@ -331,11 +353,26 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		return 1;
 	}
 	case KS_OPTV_KEEPALIVE:
-		n = two_words("etcd-keepalive", arg, "thread", "loop", "a mode",
-			      &flag, err, errlen);
-		if (n > 0)
-			o->etcd.ka_on_loop = flag;
-		return n;
+		return two_words("etcd-keepalive", arg, "thread", "loop",
+				 "a mode", &o->etcd.ka_on_loop, err, errlen);
+	case KS_OPTV_THREAD_CAPS:
+		return two_words("thread-caps", arg, "drop", "keep", "a way",
+				 &o->a.thread_caps_keep, err, errlen);
+	case KS_OPTV_ETCD_LOOP_CALL:
+		return two_words("etcd-loop-call", arg, "off", "on", "a state",
+				 &o->etcd.loop_call, err, errlen);
+	case KS_OPTV_HK:
+		return two_words("housekeeping", arg, "thread", "loop",
+				 "a mode", &o->a.hk.on_loop, err, errlen);
+	case KS_OPTV_HK_DELAY: {
+		unsigned long long ms;
+
+		if (ks_parse_uint("--housekeeping-delay-ms", arg, 0, 600000,
+				  &ms, err, errlen))
+			return -1;
+		o->a.hk.delay_ms = (unsigned)ms;
+		return 1;
+	}
 	case KS_OPTV_STALL: {
 		unsigned long long n, ms;
 		const char *colon = strchr(arg, ':');
@@ -357,11 +394,8 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		return 1;
 	}
 	case KS_OPTV_HOT_EVENTS:
-		n = two_words("etcd-hot-events", arg, "on", "off", "a state",
-			      &flag, err, errlen);
-		if (n > 0)
-			o->etcd.no_hot_events = flag;
-		return n;
+		return two_words("etcd-hot-events", arg, "on", "off", "a state",
+				 &o->etcd.no_hot_events, err, errlen);
 	default:
 		n = ks_etcd_cli_opt(&o->etcd.conf, c, arg, err, errlen);
 		if (n)
@@ -588,6 +622,8 @@ int cmd_run(int argc, char **argv)
 	ks_log_init(st->o.a.verbose ? KS_LOG_DEBUG : KS_LOG_INFO);
 	if (ks_test_switches_warning(&st->o.gate.ts, err, sizeof(err)))
 		ks_warn("%s", err);
+	/* before any thread starts */
+	ks_thread_test_keep_caps(st->o.a.thread_caps_keep);
 	rc = ks_require_root("attaching keysteer");
 	if (rc)
 		goto out_free;
@@ -640,6 +676,7 @@ int cmd_run(int argc, char **argv)
 	rc = ks_agent_start(a);
 	if (!rc)
 		rc = ks_agent_loop(a);
+	ks_agent_hk_stop(a);
 	ks_agent_slog_off(a);
 	ks_collector_free(&a->col);
 	ks_run_steer_free(&st->o.steer);

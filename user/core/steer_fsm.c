@@ -59,6 +59,7 @@ void ks_steer_fsm_init(struct ks_steer_fsm *f, const struct ks_replica_set *rs,
 	f->interval_ns = interval_ns;
 	f->ttl_ns = interval_ns * KS_STEER_TTL_INTERVALS;
 	f->owner_turns = owner_turns;
+	f->grace_next = 1;
 }
 
 int ks_steer_replica_up(const struct ks_steer_fsm *f, unsigned r, __u64 now)
@@ -246,6 +247,7 @@ static void sync_entry(struct ks_steer_fsm *f, const struct ks_hot_entry *e,
 	sl->ncopies = n;
 	memcpy(sl->reps, reps, sizeof(reps));
 	sl->state = KS_SL_REGRACE;
+	sl->grace_ticket = f->grace_next;
 }
 
 void ks_steer_fsm_tick(struct ks_steer_fsm *f, const struct ks_hot_table *t,
@@ -268,22 +270,35 @@ void ks_steer_fsm_tick(struct ks_steer_fsm *f, const struct ks_hot_table *t,
 			act_slot(f, KS_ACT_RELEASE, i);
 			leave_copies(f, i);
 			sl->state = KS_SL_RELEASING;
+			sl->grace_ticket = f->grace_next;
 			f->used--;
 		}
 		if (sl->state == KS_SL_RELEASING || sl->state == KS_SL_REGRACE)
 			grace = 1;
 	}
-	if (grace)
-		push(f, KS_ACT_GRACE, -1);
+	/* after the disarms above: the grace period asked for starts once
+	 * they are performed. Asked again every tick while a slot waits:
+	 * a later ticket covers every earlier one, and a failed wait is
+	 * tried again. */
+	if (grace) {
+		struct ks_steer_action *a = push(f, KS_ACT_GRACE, -1);
+
+		if (a)
+			a->seq = f->grace_next++;
+	}
 }
 
-void ks_steer_fsm_grace_done(struct ks_steer_fsm *f, __u64 now)
+void ks_steer_fsm_grace_done(struct ks_steer_fsm *f, __u64 ticket, __u64 now)
 {
 	int i;
 
 	for (i = 0; i < KS_HOT_SLOTS; i++) {
 		struct ks_steer_slot *sl = &f->sl[i];
 
+		/* disarmed after that grace period started: packets that
+		 * saw it armed may still run */
+		if (sl->grace_ticket > ticket)
+			continue;
 		if (sl->state == KS_SL_RELEASING) {
 			__u32 gen = sl->gen;
 

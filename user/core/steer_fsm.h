@@ -32,6 +32,7 @@
  *         --tick (refresh)--> FILL; --poll past expiry--> FILL
  *   COUNT/FILL/FILLING/ARMED --tick: other copies wanted--> DISARM, REGRACE
  *   REGRACE --grace period over--> SET_COPIES, then FILL or COUNT
+ *     (a grace period asked for after the disarm: its ticket, below)
  *   any --tick: entry gone--> RELEASE, RELEASING
  *   RELEASING --grace period over--> CLEAR, FREE (only now reusable)
  *
@@ -109,6 +110,9 @@ struct ks_steer_slot {
 	__u64 unapplied_since; /* first copy held back since the arming */
 	__u8 cas_known;
 	__u8 unapplied_tries;
+	/* REGRACE, RELEASING: the first grace ticket that covers the
+	 * disarm (its KS_ACT_GRACE comes after it) */
+	__u64 grace_ticket;
 };
 
 enum ks_steer_act {
@@ -119,8 +123,12 @@ enum ks_steer_act {
 	KS_ACT_ARM,          /* armed_seq = seq, then expires_ns */
 	KS_ACT_DISARM,       /* expires_ns = 0 */
 	KS_ACT_RELEASE,      /* expires_ns = 0, then hash = 0 */
-	KS_ACT_GRACE,        /* wait an RCU grace period, then call
-			     * ks_steer_fsm_grace_done() */
+	KS_ACT_GRACE,        /* seq: a ticket. Start an RCU grace period
+			     * (after the actions before it), and when it
+			     * is over call ks_steer_fsm_grace_done() with
+			     * the ticket (or a later one's): the wait may
+			     * run on another thread while the machine
+			     * goes on */
 	KS_ACT_CLEAR,        /* after the grace period: zero the slot */
 	KS_ACT_REPLICA_DOWN, /* replica (slot field) left out for seq ns */
 };
@@ -171,6 +179,7 @@ struct ks_steer_fsm {
 	__u64 down_for[KS_MAX_REPLICAS];   /* the last back-off */
 	unsigned used;                     /* slots holding a key */
 	unsigned filling;                  /* jobs out */
+	__u64 grace_next; /* the next KS_ACT_GRACE's ticket (from 1) */
 
 	/* counters for the status line, the report and the metrics */
 	__u64 fills, fill_errors, events, no_slot, stale_results, raced;
@@ -196,8 +205,10 @@ void ks_steer_fsm_adopt(struct ks_steer_fsm *f, __u64 now);
  * refresh of armed ones, release of keys that left). */
 void ks_steer_fsm_tick(struct ks_steer_fsm *f, const struct ks_hot_table *t,
 		       __u64 now);
-/* The grace period a KS_ACT_GRACE asked for is over. */
-void ks_steer_fsm_grace_done(struct ks_steer_fsm *f, __u64 now);
+/* The grace period a KS_ACT_GRACE asked for with ticket (or a later
+ * one) is over: the slots it covers move on; ones that waited for a later
+ * ticket wait on. */
+void ks_steer_fsm_grace_done(struct ks_steer_fsm *f, __u64 ticket, __u64 now);
 /* The datapath reported a write that dirtied armed slot 'slot'. */
 void ks_steer_fsm_dirty(struct ks_steer_fsm *f, unsigned slot, __u64 now);
 /* A fill job's outcome. */

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -634,7 +635,7 @@ static int pins_fit(const struct ks_attachment *a)
 		if (info.type == bpf_map__type(m) &&
 		    info.key_size == bpf_map__key_size(m) &&
 		    info.value_size == bpf_map__value_size(m))
-			/* the sample log, sized by CPUs (ks_slog_size) */
+			/* the sample log, sized by CPUs (ks_cpu_maps_size) */
 			ks_err("the pinned map %s holds %u entries, this agent's %s %u (another keysteer version, or the host's CPUs changed); run 'agent detach --iface %s' and start again (its counters start from zero)",
 			       path, info.max_entries, bpf_map__name(m),
 			       bpf_map__max_entries(m), a->ifname);
@@ -671,7 +672,7 @@ static int load(struct ks_attachment *a, const struct ks_config *cfg)
 	bpf_program__set_autoload(a->skel->progs.ks_tc_egress,
 				  (cfg->flags & KS_CFG_REPLIES) != 0);
 	/* before pins_fit: a pinned log is compared at this host's size */
-	err = ks_slog_size(a->skel->obj);
+	err = ks_cpu_maps_size(a->skel->obj);
 	if (err) {
 		ks_err("cannot size the sample log's maps (%s); rebuild the agent with 'make'",
 		       strerror(-err));
@@ -1151,19 +1152,38 @@ void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m)
 	m->slog_pos = bpf_map__fd(a->skel->maps.ks_slog_pos);
 }
 
-int ks_link_attached(const struct ks_attachment *a)
+int ks_link_probe_open(const struct ks_attachment *a, struct ks_link_probe *p)
+{
+	p->link_fd = -1;
+	p->tc_filter = a->tc_kind == KS_TC_FILTER;
+	p->ifindex = a->ifindex;
+	p->prog_id = a->prog_id;
+	if (p->tc_filter || a->link_fd < 0)
+		return 0;
+	p->link_fd = fcntl(a->link_fd, F_DUPFD_CLOEXEC, 0);
+	return p->link_fd < 0 ? -errno : 0;
+}
+
+int ks_link_probe_attached(const struct ks_link_probe *p)
 {
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
 
-	if (a->tc_kind == KS_TC_FILTER)
-		return tc_filter_id(a->ifindex) == a->prog_id;
-	if (a->link_fd < 0)
+	if (p->tc_filter)
+		return tc_filter_id(p->ifindex) == p->prog_id;
+	if (p->link_fd < 0)
 		return 0;
-	if (bpf_obj_get_info_by_fd(a->link_fd, &info, &len))
+	if (bpf_obj_get_info_by_fd(p->link_fd, &info, &len))
 		return 1; /* cannot tell: assume it is */
 	/* a tcx link's info starts with its ifindex too; 0 once detached */
 	return info.xdp.ifindex != 0;
+}
+
+void ks_link_probe_close(struct ks_link_probe *p)
+{
+	if (p->link_fd >= 0)
+		close(p->link_fd);
+	p->link_fd = -1;
 }
 
 void ks_teardown(struct ks_attachment *a)

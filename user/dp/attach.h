@@ -137,9 +137,28 @@ int ks_pins_share(const struct ks_attachment *a, gid_t gid);
 /* The map fds of a loaded attachment. */
 void ks_attachment_maps(const struct ks_attachment *a, struct ks_maps *m);
 
+/*
+ * What the link check needs, owned by whoever checks: a dup of the
+ * link's fd, so the check can run on the housekeeping thread
+ * (agent/housekeep.h) while the exit path tears the attachment down, and
+ * a check stuck on the rtnl lock never reads an fd closed and reused
+ * under it. ks_teardown() detaches the link explicitly, so the dup does
+ * not keep it attached.
+ */
+struct ks_link_probe {
+	int link_fd;   /* -1: none */
+	int tc_filter; /* a classic tc filter: looked up by prog_id */
+	unsigned int ifindex;
+	__u32 prog_id;
+};
+/* 0, or a negative errno (the dup failed). */
+int ks_link_probe_open(const struct ks_attachment *a, struct ks_link_probe *p);
 /* 1 while the link is still attached to an interface (not detached by
- * 'agent detach' or the interface going away), 0 if not. */
-int ks_link_attached(const struct ks_attachment *a);
+ * 'agent detach' or the interface going away), 0 if not. Takes the rtnl
+ * lock in the kernel (an XDP link's info, a tc filter dump): slow while
+ * the machine changes its interfaces. */
+int ks_link_probe_attached(const struct ks_link_probe *p);
+void ks_link_probe_close(struct ks_link_probe *p);
 
 /* "native XDP", "generic XDP", "tc ingress, tcx link", ...: for messages. */
 const char *ks_hook_desc(const struct ks_attachment *a);

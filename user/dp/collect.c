@@ -112,10 +112,11 @@ int ks_collector_init(struct ks_collector *c, const struct ks_maps *m)
 	return 0;
 }
 
-int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *f)
+int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *const *f,
+			  int k)
 {
 	size_t cap = (size_t)c->ncpus * KS_CAND_SLOTS +
-		     (f ? (size_t)f->nbuckets * KS_CAND_WAYS : 0);
+		     (f ? ks_slog_folds_slots(f, k) : 0);
 	struct ks_cand *n = realloc(c->cands, cap * sizeof(*n));
 
 	if (!n)
@@ -123,6 +124,7 @@ int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *f)
 	c->cands = n;
 	c->cands_cap = cap;
 	c->slog = f;
+	c->nslog = f ? k : 0;
 	return 0;
 }
 
@@ -240,7 +242,7 @@ int ks_read_sketch(struct ks_collector *c, __u32 epoch, struct ks_sketch *out,
 		}
 	}
 	if (c->slog)
-		ks_slog_fold_sketch(c->slog, epoch, out);
+		ks_slog_folds_sketch(c->slog, c->nslog, epoch, out);
 	return 0;
 }
 
@@ -263,7 +265,7 @@ int ks_zero_sketch(struct ks_collector *c, __u32 epoch)
 		}
 	}
 	if (c->slog)
-		ks_slog_fold_reset(c->slog, epoch);
+		ks_slog_folds_reset(c->slog, c->nslog, epoch);
 	return 0;
 }
 
@@ -286,11 +288,12 @@ long ks_read_cands(struct ks_collector *c, __u32 seq)
 				c->cands[n++] = *cand;
 		}
 	}
-	/* keys the log brought: one table for every CPU, in keys; a key
-	 * also in a CPU's table (its log was full once) is one key */
+	/* keys the log brought: one table a drain thread, in keys; a key
+	 * also in a CPU's table (its log was full once) or in two threads'
+	 * tables is one key */
 	if (c->slog)
-		n += ks_slog_fold_cands(c->slog, seq, c->cands + n,
-					c->cands_cap - n);
+		n += ks_slog_folds_cands(c->slog, c->nslog, seq, c->cands + n,
+					 c->cands_cap - n);
 	return (long)ks_cands_dedup(c->cands, n);
 }
 

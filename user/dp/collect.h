@@ -13,6 +13,7 @@
 #include "core/estimate.h"
 #include "core/shard_rates.h"
 #include "core/slog_fold.h"
+#include "core/slog_part.h"
 
 struct ks_maps {
 	int config, ops, errors, pkts, cms, cands, events, report;
@@ -48,17 +49,20 @@ struct ks_collector {
 	 * report's top keys are the first of them. */
 	struct ks_top_entry *ranked;
 	size_t nranked;
-	/* The sample log's fold (dp/slog.h), NULL without: its closed
-	 * epoch is added to the kernel's sketch and candidates, and reset
-	 * with the kernel's epoch. */
-	struct ks_slog_fold *slog;
+	/* The sample log's folds (dp/slog.h), one a drain thread, NULL
+	 * without: their closed epoch is added to the kernel's sketch and
+	 * candidates (core/slog_part.h), and reset with the kernel's
+	 * epoch. */
+	struct ks_slog_fold *const *slog;
+	int nslog; /* one fold a drain thread */
 };
 
 int ks_collector_init(struct ks_collector *c, const struct ks_maps *m);
 void ks_collector_free(struct ks_collector *c);
-/* The sample log's fold read with every epoch from now on (room made
- * for its candidates); 0 or -ENOMEM. */
-int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *f);
+/* The sample log's k folds read with every epoch from now on (room made
+ * for their candidates); 0 or -ENOMEM. */
+int ks_collector_set_slog(struct ks_collector *c, struct ks_slog_fold *const *f,
+			  int k);
 
 int ks_read_totals(struct ks_collector *c, struct ks_totals *t);
 /* Merges epoch's rows of both classes over CPUs into out, each CPU's

@@ -25,7 +25,7 @@ struct keysteer_bpf *ks_load_private(int xdp_only, int *err)
 		if (*err)
 			goto fail;
 	}
-	*err = ks_slog_size(skel->obj);
+	*err = ks_cpu_maps_size(skel->obj);
 	if (*err)
 		goto fail;
 	*err = keysteer_bpf__load(skel);

@@ -101,6 +101,7 @@ int ks_ring_push(int fd_ring, int fd_config, struct ks_ring_half *half)
 	 */
 	if (v[idle] > v[active]) {
 		err = set_active(fd_config, idle);
+		/* before the overwrite just below: in line */
 		if (!err)
 			err = ks_rcu_wait();
 		if (err)
@@ -115,6 +116,10 @@ int ks_ring_push(int fd_ring, int fd_config, struct ks_ring_half *half)
 	if (err)
 		return err;
 	/* After this no packet reads the old half: the next push may
-	 * rewrite it. */
+	 * rewrite it. Waited here, on the agent's loop, since every push
+	 * relies on it: only when the ring changes (a reload, etcd), not
+	 * every interval. The steering's grace periods, which came every
+	 * time a hot key left or changed copies, run on their own thread
+	 * (agent/run_steer.c). */
 	return ks_rcu_wait();
 }

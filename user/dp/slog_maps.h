@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * slog_maps.h - the sample log's maps sized for this host before a load
- * of keysteer.bpf.o (issue 27; bpf/keysteer.h, "sample log").
+ * slog_maps.h - the maps indexed by CPU (the sample log's, the ring
+ * cache) sized for this host before a load of keysteer.bpf.o (issue 27;
+ * bpf/keysteer.h, "sample log"; bpf/ks_ring_cache.h).
  */
 #ifndef KS_SLOG_MAPS_H
 #define KS_SLOG_MAPS_H
@@ -9,12 +10,15 @@
 struct bpf_object;
 
 /*
- * ks_slog to possible CPUs x KS_SLOG_RECS records and ks_slog_pos to one
- * entry per possible CPU. The object declares one CPU's worth (a BPF
+ * The maps the datapath indexes by CPU, sized to the host's possible
+ * CPUs: ks_slog to KS_SLOG_RECS records a CPU, ks_slog_pos to one entry a
+ * CPU, ks_ring_cache to KS_RING_CACHE_SLOTS slots a CPU (issue 27,
+ * bpf/ks_ring_cache.h). The object declares one CPU's worth (a BPF
  * object cannot know the host's CPUs); every loader of keysteer.bpf.o
- * calls this between open and load. An object without the maps (a build
- * before the log) is left alone. Returns 0 or a negative errno.
+ * calls this between open and load. Maps an object lacks (a build before
+ * the log) or has in an older form (a per-CPU ring cache) are left
+ * alone. Returns 0 or a negative errno.
  */
-int ks_slog_size(struct bpf_object *obj);
+int ks_cpu_maps_size(struct bpf_object *obj);
 
 #endif

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "net/etcd.h"
+#include "util/clock.h"
 
 #define ERR_MAX     384
 #define TOKEN_MAX   1024
@@ -454,12 +455,44 @@ static void add_reason(char *reasons, const char *url, const char *why)
 
 static int authenticate(struct ks_etcd *c, uint64_t deadline);
 
+/* The calling thread's calls that waited for etcd (ks_etcd_thread_waits):
+ * the agent's loop must never wait for etcd, and its -v line says how
+ * long it did. depth: an authentication inside a call is one wait. */
+static __thread uint64_t th_calls, th_wait_ns;
+static __thread int th_depth;
+
+void ks_etcd_thread_waits(uint64_t *calls, uint64_t *wait_ns)
+{
+	*calls = th_calls;
+	*wait_ns = th_wait_ns;
+}
+
+static int call_once(struct ks_etcd *c, const char *path, const char *body,
+		     unsigned flags, uint64_t deadline);
+
 /*
  * POSTs body to path, from endpoint c->cur on, until one answers or the
- * deadline passes. 0 with the 200 answer in c->ans, else the error.
+ * deadline passes. 0 with the 200 answer in c->ans, else the error. Every
+ * blocking request of this file goes through here (the watches never
+ * block): its time is the calling thread's wait.
  */
 static int call(struct ks_etcd *c, const char *path, const char *body,
 		unsigned flags, uint64_t deadline)
+{
+	uint64_t t0 = ks_mono_ns();
+	int rc;
+
+	th_depth++;
+	rc = call_once(c, path, body, flags, deadline);
+	if (--th_depth == 0) {
+		th_calls++;
+		th_wait_ns += ks_mono_ns() - t0;
+	}
+	return rc;
+}
+
+static int call_once(struct ks_etcd *c, const char *path, const char *body,
+		     unsigned flags, uint64_t deadline)
 {
 	char reasons[REASONS_MAX] = "", url[KS_ETCD_URL_MAX + 64], msg[ERR_MAX];
 	unsigned ep = c->cur, left = c->eps.n;

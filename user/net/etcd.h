@@ -101,6 +101,12 @@ const char *ks_etcd_endpoint(const struct ks_etcd *c);
  * default). */
 int ks_etcd_call_timeout_ms(const struct ks_etcd *c);
 
+/* The calling thread's calls above that waited for an answer (every
+ * call but the watches, which never block): how many, and their time in
+ * all, ns, since the thread started. The agent's interval loop must never
+ * wait for etcd (its -v etcd line shows these: docs/fleet.md). */
+void ks_etcd_thread_waits(uint64_t *calls, uint64_t *wait_ns);
+
 /* Authenticates when a user is set and asks a member for its status:
  * etcd's version into version (may be NULL). */
 int ks_etcd_status(struct ks_etcd *c, char *version, size_t vlen);

@@ -11,6 +11,7 @@
 #include "net/etcd_pub.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 struct entry {
 	char *key;
@@ -588,6 +589,7 @@ int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
 		      char *err, size_t errlen)
 {
 	struct ks_etcd_pub *p = calloc(1, sizeof(*p));
+	struct ks_thread_opts to = { .keep = 0 };
 	pthread_condattr_t ca;
 	uint64_t ka;
 	int rc;
@@ -618,17 +620,22 @@ int ks_etcd_pub_start(struct ks_etcd_pub **out, const struct ks_etcd *c,
 	pthread_cond_init(&p->cv, &ca);
 	pthread_cond_init(&p->kcv, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&p->kth, NULL, keeper_main, p);
+	/* HTTP to etcd only: no capability (they start before the
+	 * agent's own drop, so they drop theirs: util/thread.h); curl's
+	 * resolver threads inherit their mask and sets */
+	to.name = "ks-etcd-keep";
+	rc = ks_thread_start(&p->kth, &to, keeper_main, p);
 	if (!rc) {
 		p->kth_started = 1;
-		rc = pthread_create(&p->th, NULL, pub_main, p);
+		to.name = "ks-etcd-pub";
+		rc = ks_thread_start(&p->th, &to, pub_main, p);
 	}
 	if (rc) {
 		snprintf(err, errlen, "cannot start the etcd publisher (%s)",
-			 strerror(rc));
+			 strerror(-rc));
 		stop_threads(p, 0);
 		pub_free(p);
-		return -rc;
+		return rc;
 	}
 	*out = p;
 	return 0;

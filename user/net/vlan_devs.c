@@ -108,3 +108,19 @@ int ks_vlan_devs_sync(int fd, const struct ks_vlan_dev *devs, unsigned n)
 			return -errno;
 	return 0;
 }
+
+int ks_forwarding_on(const char *ifname, int v6)
+{
+	char path[128], v = '0';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/forwarding",
+		 v6 ? "ipv6" : "ipv4", ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	if (fread(&v, 1, 1, f) != 1)
+		v = '0';
+	fclose(f);
+	return v == '1';
+}

@@ -27,4 +27,8 @@ int ks_vlan_devs(__u32 ifindex, struct ks_vlan_dev *out, unsigned max);
 /* Makes the ks_vlans map (fd) hold exactly devs[0..n). 0 or -errno. */
 int ks_vlan_devs_sync(int fd, const struct ks_vlan_dev *devs, unsigned n);
 
+/* 1 if ifname forwards IPv4 (v6: IPv6), as the datapath's FIB lookup
+ * needs to steer out of it; 0 if not, or a negative errno. */
+int ks_forwarding_on(const char *ifname, int v6);
+
 #endif

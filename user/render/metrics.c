@@ -201,12 +201,21 @@ static void agent_metrics(FILE *f, const struct ks_metrics_in *in)
 		{ "keysteer_interval_duration_seconds", "gauge",
 		  "Length of the last interval as measured (0 before the first).",
 		  .x = in->intervals ? r->elapsed_ns / 1e9 : 0, .real = 1 },
+		{ "keysteer_interval_duration_max_seconds", "gauge",
+		  "The longest interval since the agent started: how long its loop (and every refresh of hot keys' copies) was held at most.",
+		  .x = in->interval_max_ns / 1e9, .real = 1 },
 		{ "keysteer_last_interval_timestamp_seconds", "gauge",
 		  "When the last interval ended, seconds since the Unix epoch (0 before the first).",
 		  .x = in->intervals ? r->updated_ns / 1e9 : 0, .real = 1 },
 		{ "keysteer_intervals_total", "counter",
 		  "Intervals ended since the agent started.",
 		  .n = in->intervals },
+		{ "keysteer_housekeeping_passes_total", "counter",
+		  "Link checks and VLAN syncs done (each waits on the kernel's rtnl lock).",
+		  .n = in->hk_passes },
+		{ "keysteer_housekeeping_pass_max_seconds", "gauge",
+		  "The longest link check and VLAN sync since the agent started.",
+		  .x = in->hk_pass_max_ns / 1e9, .real = 1 },
 	};
 
 	family(f, "keysteer_agent_info", "gauge",
@@ -571,6 +580,12 @@ static void steer_metrics(FILE *f, const struct ks_metrics_in *in)
 		{ "keysteer_steer_rearm_max_seconds", "gauge",
 		  "The longest re-arm since the agent started.",
 		  .x = s->rearm_ms_max / 1e3, .real = 1 },
+		{ "keysteer_steer_arms_total", "counter",
+		  "Armings of hot keys' copies: the first, each interval's refresh, each re-arm after a write.",
+		  .n = s->arms },
+		{ "keysteer_steer_arm_gap_max_seconds", "gauge",
+		  "The longest time between two armings while keys had copies to arm (refreshes are due every interval).",
+		  .x = s->arm_gap_max_ns / 1e9, .real = 1 },
 	};
 
 	scalars(f, sc, ARRAY_LEN(sc));

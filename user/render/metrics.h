@@ -41,6 +41,9 @@ struct ks_metrics_steer {
 	/* The steering machine's cumulative counters. */
 	__u64 fills, fill_errors, events, no_slot, rearms;
 	double rearm_ms_sum, rearm_ms_max; /* write seen -> re-armed */
+	/* armings (first, refresh, re-arm), and the longest gap between
+	 * two while keys had copies to arm */
+	__u64 arms, arm_gap_max_ns;
 };
 
 struct ks_balance;
@@ -65,13 +68,17 @@ struct ks_metrics_in {
 	 * records folded, and late ones (dropped) since the start */
 	int slog_on;
 	__u64 slog_folded, slog_late;
-	__u64 rss_bytes;   /* the agent's resident memory */
-	__u64 work_ns;     /* the loop thread's CPU for the last
+	__u64 rss_bytes;       /* the agent's resident memory */
+	__u64 work_ns;         /* the loop thread's CPU for the last
 				* interval's work */
-	__u64 work_max_ns; /* ... the largest since the start */
-	__u64 cpu_ns;      /* the agent's CPU since the start, all
+	__u64 work_max_ns;     /* ... the largest since the start */
+	__u64 interval_max_ns; /* the longest interval since the start */
+	__u64 cpu_ns;          /* the agent's CPU since the start, all
 				* threads, user and system */
-	int export_keys;   /* key labels besides the hashes */
+	/* the link check and VLAN sync (agent/housekeep.h): passes done,
+	 * the longest */
+	__u64 hk_passes, hk_pass_max_ns;
+	int export_keys; /* key labels besides the hashes */
 	/* --balance (core/balance.h); NULL: off */
 	const struct ks_balance *balance;
 	double read_threshold; /* the policy's, reads/s */

@@ -103,10 +103,13 @@ ks_stop_pid() {
 	return 0
 }
 
-# ks_wait_tcp NS ADDR PORT [SECONDS]: wait until something listens there.
+# ks_wait_tcp NS ADDR PORT [SECONDS]: wait until something listens there:
+# SECONDS by the clock, 30 at least (a server's start on a loaded machine
+# took more than the 5 s most callers give; the wait ends at the listen).
 ks_wait_tcp() {
-	local ns=$1 addr=$2 port=$3 secs=${4:-5} i
-	for ((i = 0; i < secs * 20; i++)); do
+	local ns=$1 addr=$2 port=$3 secs=${4:-30} t0=$SECONDS
+	[ "$secs" -ge 30 ] || secs=30
+	while [ $((SECONDS - t0)) -lt "$secs" ]; do
 		if ks_in_ns "$ns" bash -c "exec 3<>/dev/tcp/$addr/$port" 2>/dev/null; then
 			return 0
 		fi

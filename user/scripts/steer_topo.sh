@@ -342,7 +342,9 @@ _steer_stop_pids() {
 	done
 }
 
+# 60 s before SIGKILL: an agent's exit detaches, which waits for the
+# machine's rtnl lock and grace periods (seconds at load)
 steer_agents_stop() {
-	_steer_stop_pids INT 10 "${STEER_AGENT_PIDS[@]}"
+	_steer_stop_pids INT 60 "${STEER_AGENT_PIDS[@]}"
 	STEER_AGENT_PIDS=()
 }

@@ -12,10 +12,6 @@
 #include <linux/capability.h>
 #include "util/privs.h"
 
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-
 static int cap_last(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "r");
@@ -60,22 +56,16 @@ int ks_drop_privileges(int keep_sys_admin)
 	return 0;
 }
 
-int ks_drop_thread_privileges(void)
+void ks_caps_plan(unsigned long long bnd, unsigned long long prm,
+		  unsigned long long keep, int setpcap,
+		  struct ks_caps_plan *out)
 {
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
-	};
-	struct __user_cap_data_struct data[2];
-
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capset, &hdr, data))
-		return -errno;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	return 0;
+	out->bnd_drop = setpcap ? bnd & ~keep : 0;
+	out->prm = prm & keep;
 }
 
-unsigned long long ks_cap_effective(void)
+/* The calling thread's permitted and effective sets, as KS_CAP() bits. */
+static int cap_sets(unsigned long long *prm, unsigned long long *eff)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
@@ -83,6 +73,53 @@ unsigned long long ks_cap_effective(void)
 	struct __user_cap_data_struct data[2];
 
 	if (syscall(SYS_capget, &hdr, data))
-		return 0;
-	return (unsigned long long)data[1].effective << 32 | data[0].effective;
+		return -errno;
+	*prm = (unsigned long long)data[1].permitted << 32 | data[0].permitted;
+	*eff = (unsigned long long)data[1].effective << 32 | data[0].effective;
+	return 0;
+}
+
+int ks_drop_thread_caps(unsigned long long keep)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0
+	};
+	struct __user_cap_data_struct data[2];
+	unsigned long long bnd = 0, prm = 0, eff = 0;
+	struct ks_caps_plan plan;
+	int c, last = cap_last(), err;
+
+	err = cap_sets(&prm, &eff);
+	if (err)
+		return err;
+	for (c = 0; c <= last && c < 64; c++)
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1)
+			bnd |= KS_CAP(c);
+	ks_caps_plan(bnd, prm, keep, !!(eff & KS_CAP(CAP_SETPCAP)), &plan);
+	/* the bounding set first: dropping from it needs CAP_SETPCAP, which
+	 * the capset below takes away */
+	for (c = 0; c <= last && c < 64; c++)
+		if (plan.bnd_drop >> c & 1 &&
+		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
+			return -errno;
+	memset(data, 0, sizeof(data)); /* inheritable 0: ambient goes too */
+	data[0].effective = data[0].permitted = (__u32)plan.prm;
+	data[1].effective = data[1].permitted = (__u32)(plan.prm >> 32);
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+int ks_drop_thread_privileges(void)
+{
+	return ks_drop_thread_caps(0);
+}
+
+unsigned long long ks_cap_effective(void)
+{
+	unsigned long long prm = 0, eff = 0;
+
+	return cap_sets(&prm, &eff) ? 0 : eff;
 }

@@ -3,9 +3,10 @@
  * test_switches.h - switches that exist only so a test's control run can
  * break a guarantee (a freshness protocol off, a race widened): the
  * agent's --copy-protocol, --fill-delay-ms, --stream-state, --rate-scaling,
- * --log-samples (and replay's --log-samples drop),
+ * --log-samples (and replay's --log-samples drop), --drain-share,
  * --limit-auto-residual,
- * --limit-reply-head, --etcd-hot-events, --fleet-schema and --ring-purge,
+ * --limit-reply-head, --etcd-hot-events, --etcd-loop-call, --fleet-schema,
+ * --ring-purge and --thread-caps,
  * libkeysteer's fold=,
  * batch_invalidate=, batch_limit=, limit_clients=, l1_drop=, invalidate=,
  * ring_union=, view_delay_ms=,
