@@ -289,14 +289,14 @@ tests: $(OUT)/tests/view_refresh
 
 # The verifier's instructions processed per program of a BPF object,
 # loaded with no map pinned: `build/tests/ks_vcount [OBJ]...`.
-$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c user/dp/slog_maps.c | $(OUT)
+$(OUT)/tests/ks_vcount: tests/tools/ks_vcount.c user/dp/cpu_maps.c | $(OUT)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
 
 # One program's JIT image, for objdump (bpftool here has no libbfd):
 # `build/tests/ks_jitdump OBJ PROG FILE` (docs/benchmarks.md, issue 27).
-$(OUT)/tests/ks_jitdump: tests/tools/ks_jitdump.c user/dp/slog_maps.c | $(OUT)
+$(OUT)/tests/ks_jitdump: tests/tools/ks_jitdump.c user/dp/cpu_maps.c | $(OUT)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lbpf
@@ -703,7 +703,7 @@ $(FUZZ_DIR)/obj/%.o: tests/fuzz/%.c | $(SKELS)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/lib -c $< -o $@
 
 $(FUZZ_DIR)/dfuzz: $(DFUZZ_OBJS) $(OUT)/tests/obj/lib/pkt.o \
-	$(OUT)/user/dp/load_private.o $(OUT)/user/dp/slog_maps.o $(LIBKS)
+	$(OUT)/user/dp/load_private.o $(OUT)/user/dp/cpu_maps.o $(LIBKS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -98,7 +98,7 @@ struct {
  * The sample log (issue 27; keysteer.h): each CPU's sampled keys appended
  * at cpu * KS_SLOG_RECS + (head & KS_SLOG_MASK), its head and tail in
  * ks_slog_pos[cpu]. Sized here for one CPU: every loader sets both to the
- * host's possible CPUs before the load (user/dp/slog_maps.c,
+ * host's possible CPUs before the load (user/dp/cpu_maps.c,
  * ks_cpu_maps_size). Plain arrays, mmapable, so the agent's drain reads the
  * records and moves the tail with loads and stores, no syscall a record;
  * one log per CPU, so no two CPUs ever write one line (a shared

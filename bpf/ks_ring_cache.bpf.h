@@ -14,7 +14,7 @@
 /* Private to one load, like the scratch: nothing outside reads it, and a
  * fresh load starting cold costs one MD5 per key once. One CPU's slots
  * here: every loader sizes it to the host's possible CPUs before the load
- * (ks_cpu_maps_size, user/dp/slog_maps.c); a CPU past its end finds no
+ * (ks_cpu_maps_size, user/dp/cpu_maps.c); a CPU past its end finds no
  * slot and places every key by the MD5, as a miss would. Mmapable only
  * for its page-aligned values (ks_ring_cache.h); nothing maps it. */
 struct {

@@ -35,7 +35,7 @@
  * map's pointer table (pptrs[idx]), then the slot. So the cache is a
  * plain array of possible CPUs x KS_RING_CACHE_SLOTS slots, CPU c's slot
  * i at c * KS_RING_CACHE_SLOTS + i, its address computed, not loaded
- * (the loader sizes it, user/dp/slog_maps.c). Each slot is 5 whole cache
+ * (the loader sizes it, user/dp/cpu_maps.c). Each slot is 5 whole cache
  * lines in a page-aligned (mmapable) array, so the head (the identity
  * and the first 32 key bytes) is one line: a hit on a key of up to 32
  * bytes reads one line, and longer keys read the lines after it.

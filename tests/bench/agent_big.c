@@ -66,7 +66,7 @@
 #include "agent_big_model.h"
 #include "dp/collect.h"
 #include "dp/slog.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 #include "core/estimate.h"
 #include "core/hotkeys.h"
 #include "util/clock.h"

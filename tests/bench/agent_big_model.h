@@ -33,7 +33,7 @@ struct ab_map_desc {
 	__u32 key_size, value_size, max_entries;
 	int is_cms, is_cands;
 	/* an array the loader sizes to max_entries per possible CPU (the
-	 * sample log, user/dp/slog_maps.c): counted with the per-CPU maps */
+	 * sample log, user/dp/cpu_maps.c): counted with the per-CPU maps */
 	int cpu_sized;
 };
 

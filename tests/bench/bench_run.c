@@ -23,7 +23,7 @@
 #include "keysteer.skel.h"
 #include "ks_ring_cache.h"
 #include "dp/load_private.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 #include "ks_empty.skel.h"
 #include "ks_limit.h"
 #include "dp/dedicated_map.h"

@@ -66,7 +66,7 @@ for m in "${mutants[@]}"; do
 	# was skipped without a word)
 	if ! gcc -O2 -g -D_GNU_SOURCE -I"$d/build" -Ibpf -Iuser -Itests/lib -Itests/fuzz \
 		tests/fuzz/dfuzz.c tests/fuzz/dfuzz_dp.c tests/fuzz/dfuzz_gen.c \
-		tests/fuzz/ref_mc.c tests/lib/pkt.c user/dp/load_private.c user/dp/slog_maps.c \
+		tests/fuzz/ref_mc.c tests/lib/pkt.c user/dp/load_private.c user/dp/cpu_maps.c \
 		"$OUT/libks.a" -o "$d/dfuzz" -lbpf -lelf -lz -lm 2>"$d/ld.log"; then
 		echo "FAIL $name: dfuzz does not link: $(grep -m1 -E 'error|undefined' "$d/ld.log")"
 		continue

@@ -25,7 +25,7 @@
 #include "ktest.h"
 #include "groups.h"
 #include "stack_margin.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 #include "keysteer.skel.h"
 #include "tests/keysteer_stack.skel.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 
 static int silent(enum libbpf_print_level l, const char *fmt, va_list ap)
 {

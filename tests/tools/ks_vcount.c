@@ -21,7 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 
 #define LOG_SIZE (1 << 20)
 

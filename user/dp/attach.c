@@ -21,7 +21,7 @@
 #include "keysteer.skel.h"
 #include "dp/attach.h"
 #include "core/slog_fold.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 #include "util/log.h"
 
 /* Not in Debian 12's uapi headers (kernel 6.1): tcx came with 6.6. */

@@ -7,7 +7,7 @@
 #include <bpf/libbpf.h>
 #include "keysteer.skel.h"
 #include "dp/load_private.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 
 struct keysteer_bpf *ks_load_private(int xdp_only, int *err)
 {

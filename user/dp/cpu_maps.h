@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * slog_maps.h - the maps indexed by CPU (the sample log's, the ring
+ * cpu_maps.h - the maps indexed by CPU (the sample log's, the ring
  * cache) sized for this host before a load of keysteer.bpf.o (issue 27;
  * bpf/keysteer.h, "sample log"; bpf/ks_ring_cache.h).
  */
-#ifndef KS_SLOG_MAPS_H
-#define KS_SLOG_MAPS_H
+#ifndef KS_CPU_MAPS_H
+#define KS_CPU_MAPS_H
 
 struct bpf_object;
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * slog_maps.c - the maps the datapath indexes by CPU sized for this host
- * (see slog_maps.h).
+ * cpu_maps.c - the maps the datapath indexes by CPU sized for this host
+ * (see cpu_maps.h).
  */
 #include <errno.h>
 #include <bpf/libbpf.h>
 #include "keysteer.h"
 #include "ks_ring_cache.h"
-#include "dp/slog_maps.h"
+#include "dp/cpu_maps.h"
 
 /* m to ncpu x per entries; m indexed by cpu * per + i, a __u32 */
 static int size_by_cpu(struct bpf_map *m, int ncpu, __u32 per)
