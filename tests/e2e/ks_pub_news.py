@@ -9,15 +9,17 @@ two revisions was news (docs/fleet.md "When it is written").
 news reads every key under P as it stood at R0 (etcd's gateway), replays
 the puts of (R0, R1] with a watch from R0 + 1, and compares each document
 with the one before it: news is a field changed (other than updated_at),
-or a rate (a *_per_s field or one of class_rates) moved by more than a
-tenth of itself and 1/s. Only the agents' documents count (hosts/,
-hot/), not the ring an operator wrote. Prints one JSON object: the puts, and those that
-were not news (key, revision, the two documents). A rate's noise below
+or a rate (a *_per_s field or one of class_rates) that could have moved
+by more than a tenth of itself and 1/s (each figure read as the widest
+rate its 3 significant digits stand for). Only the agents' documents
+count (hosts/, hot/), not the ring an operator wrote. Prints one JSON
+object: the puts, and those that were not news (key, revision, the two documents). A rate's noise below
 the rule's threshold must write nothing; the owner's own changes may.
 """
 import argparse
 import base64
 import json
+import math
 import sys
 import time
 import urllib.error
@@ -41,9 +43,27 @@ def post(url, body, timeout):
         time.sleep(0.2)
 
 
+def half_unit(v):
+    """Half a unit of the third significant digit of v: how far the rate
+    behind a document's figure (ks_rate3: "%.3g") may be from it."""
+    return 0.5 * 10 ** (math.floor(math.log10(abs(v))) - 2) if v else 0.0
+
+
 def moved(a, b):
-    d = abs(b - a)
-    return d > 1.0 and d > MOVE * a
+    """Whether the rates behind figures a (published) and b (the next
+    document) could have moved by the agent's rule (ks_rate_moved: by more
+    than MOVE of the published rate and 1/s). The agent decides on its
+    rates before rounding, the documents hold them to 3 significant
+    digits: 995 then 1094.6 moved by 99.6, over 99.5, and was written,
+    as 995 then 1090, 95 apart; judged on the figures it was a put
+    without news. So the figures' widest reading: a at the end of its
+    rounding away from b, b at the end of its rounding away from a."""
+    if b >= a:
+        ra, rb = a - half_unit(a), b + half_unit(b)
+    else:
+        ra, rb = a + half_unit(a), b - half_unit(b)
+    d = abs(rb - ra)
+    return d > 1.0 and d > MOVE * ra
 
 
 def news(a, b, rate=False):

@@ -7,16 +7,20 @@
 # the client enforces the rules it reads from the pins document.
 #
 # 1. 'limit hot:1 1/s' (a bucket of 1, one call a second): 200 gets of
-#    hot:1 as fast as the client goes: allowed exactly 1 + the whole
-#    seconds the burst took (measured around it), every other one refused
-#    with RateLimited (EDQUOT); the refusals the client saw equal the
+#    hot:1 as fast as the client goes: allowed at most 1 + the whole
+#    seconds the burst took (measured around it), and every verdict one
+#    the bucket (GCRA) could give at the call's time, the call's clock
+#    known to lie between the times taken just before and after it
+#    (ks_gcra.py; checked too on two broken copies of the calls, which it
+#    must refuse); every other one refused with RateLimited (EDQUOT); the refusals the client saw equal the
 #    handle's limit_refused and the key's bucket counter, and memcached's
 #    cmd_get moved by exactly the gets let through (a refused call sends
 #    nothing). A set of hot:1 over the limit is refused too and never
 #    reaches memcached (cmd_set), and so are a delete, a stale delete, an
 #    incr, a decr, a counter read and a get_or_fill of it.
 # 2. 'limit sess:* 20/s' over 2 s of gets of sess:a: allowed within
-#    20/s x the run's time + the burst of 2, counts equal on every side.
+#    20/s x the run's time + the burst of 2, every verdict one the bucket
+#    could give (ks_gcra.py), counts equal on every side.
 # 3. Keys no rule names, asked as often in the same loops, never refused:
 #    hot:10, hot:, hot, sess, ses:a, sessa, other:1 (sharing the rules'
 #    first bytes, not the key or the prefix); every one a hit.
@@ -35,7 +39,8 @@
 #    keysteer_counter_fold of hot:1 over its limit is refused and sends
 #    nothing. A split counter (a hot/ entry put here, as the agents
 #    publish one, giving sess:ctr 4 sub-keys): 50 increments at once
-#    send at most its bucket plus its rate, each to a part of the
+#    send at most its bucket plus its rate, every verdict one its bucket
+#    (new, so cold: one call, then the rate) could give, each to a part of the
 #    counter, and the counter's total in memcached (its parts, read on a
 #    handle of another view) moves by exactly those sent.
 # Everything is this script's own (namespace ht_lim_PID, memcached and
@@ -82,6 +87,7 @@ ks_in_ns "$CNS" env KEYSTEER_LIB="$LIB" KEYSTEER_TEST_SWITCHES=1 PYTHONPATH="$E2
 	"$MC_PORT" "$E2E_TMP" >"$E2E_TMP/py.out" 2>"$E2E_TMP/py.err" <<'PYEOF' &
 import errno, json, os, sys, time
 import ks_clients  # its memcached stats reader
+import ks_gcra  # was each verdict one the bucket could give
 from keysteer_client import Client, RateLimited
 spec, port, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 OTHERS = ["hot:10", "hot:", "hot", "sess", "ses:a", "sessa", "other:1"]
@@ -93,6 +99,22 @@ def mc_stats():
 def out(name, *v):
     print(name, *v, flush=True)
 
+def gcra(name, calls, ls, rested):
+    """NAME_gcra: 'ok' when every verdict of the calls is one the key's
+    bucket (full at time rested; None: made by the first call) could
+    give (ks_gcra.py), else the first
+    that is not; then the bucket's rate, burst and share, and the number
+    of calls. NAME_gcra_control: 'caught' when the check refused both
+    broken copies of these calls, else what it let pass."""
+    iv = ls["share"] / float(ls["rate"])
+    tau = (ls["burst"] - 1) * iv
+    why = ks_gcra.check(calls, iv, tau, rested)
+    out(name + "_gcra", "ok" if why is None else why.replace(" ", "_"),
+        ls["rate"], ls["burst"], ls["share"], len(calls))
+    missed = ks_gcra.controls(calls, iv, tau, rested)
+    out(name + "_gcra_control",
+        "caught" if not missed else "missed:" + ",".join(missed).replace(" ", "_"))
+
 c = Client(spec)
 st = c.stats()
 out("rules", st["limit_rules"])
@@ -102,6 +124,7 @@ out("rules", st["limit_rules"])
 for k in OTHERS + ["hot:1", "sess:a"]:
     c.set(k, b"v-" + k.encode())
 time.sleep(1.1)
+rested = time.monotonic()  # both buckets full by now (tat at or before it)
 other_refused = other_miss = 0
 
 def others():
@@ -116,15 +139,20 @@ def others():
 st0, ls0 = c.stats(), c.limit_stat("hot:1")
 g0, s0 = mc_stats()
 ok = refused = 0
+calls = []  # (before, after, allowed) of each call: ks_gcra.py
 t0 = time.monotonic()
 for i in range(200):
+    b = time.monotonic()
     try:
         ok += c.get("hot:1") == b"v-hot:1"
+        calls.append((b, time.monotonic(), True))
     except RateLimited as e:
+        calls.append((b, time.monotonic(), False))
         refused += 1
         if i == 199:
             out("edquot", int(e.errno == errno.EDQUOT))
 t1 = time.monotonic()
+gcra("burst", calls, c.limit_stat("hot:1"), rested)
 set_refused = 0
 try:
     c.set("hot:1", b"x")
@@ -160,16 +188,21 @@ others()
 ls1 = c.limit_stat("sess:a")
 g0, _ = mc_stats()
 ok = refused = n = 0
+calls = []
 t0 = time.monotonic()
 while time.monotonic() - t0 < 2.0:
+    b = time.monotonic()
     try:
         ok += c.get("sess:a") == b"v-sess:a"
+        calls.append((b, time.monotonic(), True))
     except RateLimited:
+        calls.append((b, time.monotonic(), False))
         refused += 1
     n += 1
     if n % 20 == 0:
         others()
 t1 = time.monotonic()
+gcra("sess", calls, c.limit_stat("sess:a"), rested)
 g1, _ = mc_stats()
 st = c.stats()
 ls0, ls = ls, c.limit_stat("sess:a")
@@ -281,13 +314,18 @@ st0, i0 = c.stats(), total()
 time.sleep(0.15)  # the bucket of sess:ctr full again
 t0 = time.monotonic()
 ok = refused = split = 0
+calls = []
 for _ in range(50):
+    b = time.monotonic()
     try:
         split += c.incr(key, 1) is None
         ok += 1
+        calls.append((b, time.monotonic(), True))
     except RateLimited:
         refused += 1
+        calls.append((b, time.monotonic(), False))
 t = time.monotonic() - t0
+gcra("split", calls, c.limit_stat("sess:ctr"), None)  # made by its first call: cold
 st = c.stats()
 out("split", ok, refused, split, st["subkey_writes"] - st0["subkey_writes"],
     total() - i0, st["limit_refused"] - st0["limit_refused"], "%.3f" % t)
@@ -336,16 +374,21 @@ fi
 read -r ok refused t_in t_out <<<"$(get burst)"
 read -r l_ok l_ref k_ok k_ref rate burst pfx <<<"$(get burst_lib)"
 read -r mc_get mc_set set_ref <<<"$(get burst_mc)"
-# at 1/s with a bucket of 1: 1 + the whole seconds the burst took; the
-# time is measured around the loop, so it may hold one boundary more
-lo=$((1 + ${t_in%.*}))
+# at 1/s with a bucket of 1: at most 1 + the whole seconds the burst took
+# (the time is measured around the loop, so it may hold one boundary
+# more); and every verdict one the bucket could give at its call's time
+# (ks_gcra.py), where it once asked at least 1 + the whole seconds: a
+# client held off the CPU across the first call's clock reading makes
+# fewer calls after a token came, and gets fewer, with nothing wrong
 hi=$((2 + ${t_out%.*}))
-if [ "$((ok + refused))" = 200 ] && [ "$ok" -ge "$lo" ] && [ "$ok" -le "$hi" ] &&
-	[ "$(get edquot)" = 1 ]; then
+read -r g_why g_rate g_burst g_share g_n <<<"$(get burst_gcra)"
+if [ "$((ok + refused))" = 200 ] && [ "$ok" -ge 1 ] && [ "$ok" -le "$hi" ] &&
+	[ "$g_why" = ok ] && [ "$g_n" = 200 ] && [ "$g_rate $g_burst $g_share" = "1 1 1" ] &&
+	[ "$(get burst_gcra_control)" = caught ] && [ "$(get edquot)" = 1 ]; then
 	pass client_limit_burst_refused
-	note "200 gets of hot:1 in $t_in s: $ok allowed (expected $lo..$hi), $refused refused with EDQUOT"
+	note "200 gets of hot:1 in $t_in s: $ok allowed (at most $hi), each verdict one the bucket could give (a broken copy of the calls: $(get burst_gcra_control)), $refused refused with EDQUOT"
 else
-	fail client_limit_burst_refused "allowed $ok refused $refused in $t_in s (expected $lo..$hi allowed), last refusal EDQUOT: '$(get edquot)'"
+	fail client_limit_burst_refused "allowed $ok refused $refused in $t_in s (at most $hi allowed); verdicts: $g_why (rate $g_rate burst $g_burst share $g_share, $g_n calls), broken copies: $(get burst_gcra_control); last refusal EDQUOT: '$(get edquot)'"
 fi
 if [ "$l_ok" = "$((ok + 1 - set_ref))" ] && [ "$l_ref" = "$((refused + set_ref))" ] &&
 	[ "$k_ok" = "$l_ok" ] && [ "$k_ref" = "$l_ref" ] && [ "$rate" = 1 ] &&
@@ -379,14 +422,25 @@ read -r ok refused t <<<"$(get sess)"
 read -r l_ok l_ref k_ok k_ref pfx <<<"$(get sess_lib)"
 read -r mc_get <<<"$(get sess_mc)"
 read -r o_ref o_miss o_n <<<"$(get others)"
+# at most the burst + 20/s over the time; no refusal the bucket could
+# not give (ks_gcra.py), where it once asked 20 allowed at least: how
+# many calls came after a token is the client's pace (a memcached round
+# trip each allowed get, 7 each 20 calls for the other keys), and at a
+# round trip of 40 ms the loop takes about 9 of the 20 tokens a second;
+# at 60 ms no call finds the bucket empty, so none is refused (it asked
+# for one refusal at least): a call that came with the bucket surely
+# empty and was let through is what ks_gcra.py refuses
 hi=$("$PY" -c "import math; print(2 + math.ceil(20 * $t))")
-if [ "$refused" -gt 0 ] && [ "$ok" -le "$hi" ] && [ "$ok" -ge 20 ] &&
+read -r g_why g_rate g_burst g_share g_n <<<"$(get sess_gcra)"
+if [ "$ok" -le "$hi" ] && [ "$ok" -ge 2 ] &&
+	[ "$g_why" = ok ] && [ "$g_n" = "$((ok + refused))" ] &&
+	[ "$g_rate $g_burst $g_share" = "20 2 1" ] && [ "$(get sess_gcra_control)" = caught ] &&
 	[ "$l_ok" = "$ok" ] && [ "$l_ref" = "$refused" ] && [ "$k_ok" = "$ok" ] &&
 	[ "$k_ref" = "$refused" ] && [ "$pfx" = 1 ] && [ "$mc_get" = "$((ok + o_n))" ]; then
 	pass client_limit_prefix_rate_held
-	note "sess:a for $t s: $ok allowed (at most $hi), $refused refused; memcached got $mc_get gets = $ok + $o_n of other keys"
+	note "sess:a for $t s: $ok allowed (at most $hi), $refused refused, each verdict one the bucket could give (a broken copy of the calls: $(get sess_gcra_control)); memcached got $mc_get gets = $ok + $o_n of other keys"
 else
-	fail client_limit_prefix_rate_held "allowed $ok (at most $hi) refused $refused in $t s; stats $l_ok/$l_ref bucket $k_ok/$k_ref prefix $pfx; cmd_get +$mc_get for $ok + $o_n"
+	fail client_limit_prefix_rate_held "allowed $ok (at most $hi) refused $refused in $t s; verdicts: $g_why (rate $g_rate burst $g_burst share $g_share, $g_n calls), broken copies: $(get sess_gcra_control); stats $l_ok/$l_ref bucket $k_ok/$k_ref prefix $pfx; cmd_get +$mc_get for $ok + $o_n"
 fi
 
 # 3.
@@ -448,13 +502,19 @@ else
 fi
 
 read -r ok refused split sub mc_inc l_ref t <<<"$(get split)"
-if [ -n "$t" ] && [ "$refused" -gt 0 ] && [ "$ok" -le "$(batch_bound "$t")" ] &&
+read -r g_why g_rate g_burst g_share g_n <<<"$(get split_gcra)"
+# every verdict one the bucket could give (ks_gcra.py), where it asked
+# for one refusal at least: each increment let through is a round trip
+# to memcached, and at 50 ms one (a loaded machine) every call finds a
+# token, as it should
+if [ -n "$t" ] && [ "$g_why" = ok ] && [ "$g_n" = 50 ] && [ "$g_rate $g_burst $g_share" = "20 2 1" ] &&
+	[ "$(get split_gcra_control)" = caught ] && [ "$ok" -le "$(batch_bound "$t")" ] &&
 	[ "$split" = "$ok" ] && [ "$((ok + refused))" = 50 ] && [ "$mc_inc" = "$ok" ] &&
 	[ "$l_ref" = "$refused" ]; then
 	pass client_limit_split_counter
 	note "split counter sess:ctr (4 sub-keys): $ok of 50 increments sent (at most $(batch_bound "$t")), $sub of them to sub-keys; the counter's total in memcached +$mc_inc"
 else
-	fail client_limit_split_counter "split counter: $ok sent (bound $(batch_bound "$t") in $t s), $refused refused, $split split, $sub to sub-keys; total in memcached +$mc_inc; limit_refused +$l_ref"
+	fail client_limit_split_counter "split counter: $ok sent (bound $(batch_bound "$t") in $t s), $refused refused, $split split, $sub to sub-keys; total in memcached +$mc_inc; limit_refused +$l_ref; verdicts: $g_why (rate $g_rate burst $g_burst share $g_share, $g_n calls), broken copies: $(get split_gcra_control)"
 fi
 
 # 5.

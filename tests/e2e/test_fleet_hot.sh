@@ -151,8 +151,9 @@ print("; ".join(why) or "OK")' "$KEY" "$OSELF" "$STEER_REPLICAS" "$(load_doc)"
 load_doc() { # the owner's load document, or ""
 	ectl get "/keysteer-load/$CLUSTER/$OSELF" --print-value-only 2>/dev/null
 }
-why=
-for _ in $(seq 1 40); do
+# 60 s by the clock, a guard (it was 40 polls, 10 s)
+why='' t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do
 	why=$(check_entry)
 	[ "$why" = OK ] && break
 	sleep 0.25
@@ -333,8 +334,9 @@ fi
 # --- 4. the key cools: its entry goes --------------------------------------
 ks_stop_pid "$LOAD_PID" INT 5
 LOAD_PID=
-gone=
-for _ in $(seq 1 60); do
+# 60 s by the clock, a guard (it was 60 polls, 15 s)
+gone='' t0=$SECONDS
+while [ $((SECONDS - t0)) -lt 60 ]; do
 	if [ -z "$(entries | grep -F "\"key\\\": \\\"$KEY\\\"")" ] &&
 		! grep -qF "$KEY" <<<"$(entries)"; then
 		gone=1

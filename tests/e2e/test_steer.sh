@@ -7,15 +7,16 @@
 # 1. A flash key read by 1000 gets/s over UDP (threshold 100/s: capacity
 #    1000 x 0.1) turns hot by rate: its gets are spread over the owner and
 #    both replicas (replies come from the replicas' addresses, each replica's
-#    own memcached cmd_get moves), with no errors, and the first steered
-#    reply comes within one interval + 300 ms of the load's start (a load
-#    starting just before an interval ends is not yet enough to be hot
-#    there: the next boundary, one interval on, then the fill's round
-#    trips: the CAS reads, the owner's read, the conditional stores). The
-#    bound is the property "hot at the next boundary": quiet, 375 to 470
-#    ms; 602 ms at load 25 on 2 cores; a key that needed two intervals
-#    would take 1000 ms and more.
-# 2. The report shows the key armed with its replicas and their load.
+#    own memcached cmd_get moves), with no errors, and the key is hot at
+#    the next boundary: the owner's first interval with the key in the
+#    datapath (its -v lines) at most one after the first with reads (a
+#    load starting just before an interval ends is not yet enough to be
+#    hot there). Counted in the agent's intervals, not timed: the first
+#    steered reply (printed) came 375 to 470 ms after the load's start
+#    quiet, 602 ms at load 25, against a bound of an interval + 300 ms
+#    that a late interval or slow fill on a loaded machine exceeds.
+# 2. The report, taken while the load runs, shows the key armed with its
+#    replicas and their load (the load runs on until it does).
 # 3. Freshness (ks_fresh.py): readers hammer the key while a writer sets new
 #    values on the owner; no read sent after a write's ack may see an older
 #    value. Re-arm times are printed.
@@ -58,7 +59,7 @@ R1HP=$(STEER_HOSTPORT "${STEER_REPLICA_ADDR[1]}")
 note "$KEY is owned by shard $OWNER ($OADDR)"
 
 agent_args() { # IDX
-	echo --interval 0.5 --sample 1 --shard-capacity 1000 --hot-fraction 0.1 \
+	echo -v --interval 0.5 --sample 1 --shard-capacity 1000 --hot-fraction 0.1 \
 		--shards-file "$STEER_SHARDS_FILE" \
 		--self "$(STEER_HOSTPORT "${STEER_SHARD_ADDR[$1]}")" \
 		--replicas "$STEER_REPLICAS"
@@ -94,11 +95,71 @@ print(find(d))' "$E2E_TMP/snap.json" 2>/dev/null
 r0_before=$(mc_gets "$STEER_CLIENT_NS" "$R0HP")
 r1_before=$(mc_gets "$STEER_CLIENT_NS" "$R1HP")
 
+# hot_boundary LOG: "A H" from an agent's -v lines: A the first interval
+# with reads counted, H the first with a key in the datapath (each empty
+# when there is none)
+hot_boundary() {
+	"$PY" - "$1" <<'PYEOF'
+import re, sys
+a = h = None
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"keysteer: #(\d+) [0-9.]+ req/s \(read ([0-9.]+),", line)
+    if m and a is None and float(m.group(2)) > 0:
+        a = int(m.group(1))
+    m = re.match(r"keysteer: #(\d+) hot: (\d+) keys in the datapath", line)
+    if m and h is None and int(m.group(2)) > 0:
+        h = int(m.group(1))
+print("" if a is None else a, "" if h is None else h)
+PYEOF
+}
+
+# report_hot FILE: "OK" when the owner's report (JSON, in FILE) shows the
+# key armed with its replicas, else why not
+report_hot() {
+	"$PY" - "$1" "$KEY" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = [h for h in d["hot_keys"] if h.get("key") == sys.argv[2]]
+why = []
+if not k:
+    why.append("%s not in hot_keys %r" % (sys.argv[2], d["hot_keys"]))
+else:
+    k = k[0]
+    if k["state"] not in ("armed", "dirty", "filling") or k["copies"] != 3 or len(k["replicas"]) != 2:
+        why.append("entry %r" % k)
+if len(d["replicas"]) != 2:
+    why.append("replicas %r" % d["replicas"])
+print("; ".join(why) or "OK")
+PYEOF
+}
+
 # --- 1. a key turning hot by rate is steered -------------------------------
-ks_in_ns "$STEER_CLIENT_NS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
+# The load runs 4 s (a pace: the counts below are of a run that long),
+# and on until the owner's report, taken while it runs, shows the key
+# armed (60 s a guard); SIGTERM ends it then with its summary. It ran a
+# fixed 4 s and the report was taken after it, two stats reads later:
+# the key leaves the table once its smoothed rate falls under 0.7 of the
+# threshold (1000, 500, 250, 125, 62.5 reads/s: the 4th interval, 2 s
+# after the load), which a loaded machine's two Python runs can outlast.
+ks_in_ns_bg "$STEER_CLIENT_NS" "$LOAD" --shards-file "$STEER_SHARDS_FILE" \
 	--proto udp --keys 200 --zipf 0.5 --flash "$KEY:0.5" --mix get=100 \
-	--preload --duration 4 --rate 2000 --json >"$E2E_TMP/load.json" \
+	--preload --duration 120 --rate 2000 --json >"$E2E_TMP/load.json" \
 	2>"$E2E_TMP/load.err"
+load_pid=$KS_BG_PID
+t0=$SECONDS
+: >"$E2E_TMP/report.json"
+while kill -0 "$load_pid" 2>/dev/null && [ $((SECONDS - t0)) -lt 60 ]; do
+	if [ $((SECONDS - t0)) -ge 4 ] &&
+		"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" --json >"$E2E_TMP/report.json" 2>&1 &&
+		[ "$(report_hot "$E2E_TMP/report.json")" = OK ]; then
+		"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" >"$E2E_TMP/report.txt" 2>&1
+		break
+	fi
+	sleep 0.2
+done
+kill -TERM "$load_pid" 2>/dev/null
+wait "$load_pid"
+note "the load ran $((SECONDS - t0)) s (exit $?)"
 why=$("$PY" - "$E2E_TMP/load.json" "$INTERVAL_MS" "$R0HP" "$R1HP" 2>"$E2E_TMP/load.sum" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -117,14 +178,26 @@ for r in reps:
 if d["steered"] < 1000:
     why.append("only %d steered replies" % d["steered"])
 fs = d["first_steered_ms"]
-if fs is None or fs > iv + 300:
-    why.append("first steered reply at %s ms (limit %d)" % (fs, iv + 300))
+if fs is None:
+    why.append("no steered reply")
 print("; ".join(why) or "OK")
 print("steered %d of %d gets (%d failed or timed out), by source %s, first steered after %s ms" % (
     d["steered"], total, errs, by, fs), file=sys.stderr)
 PYEOF
 )
 note "$(cat "$E2E_TMP/load.sum" 2>/dev/null)"
+# hot at the next boundary, by the owner's own intervals (its -v lines):
+# the first interval with reads counted (the load's first, maybe a sliver
+# of it) is A, the first whose line has the key in the datapath (the
+# table's decision, installed in the same interval) at most A + 1. It was
+# the first steered reply within an interval + 300 ms of the load's start
+# (375 to 470 ms quiet, 602 at load 25), which a loaded machine's late
+# interval or slow fill exceeds with the key hot at the right boundary.
+read -r a_seq h_seq <<<"$(hot_boundary "$STEER_TMP/agent.$OWNER.out")"
+note "the owner's first interval with reads #${a_seq:-none}, with the key in the datapath #${h_seq:-none}"
+if [ "$why" = OK ] && { [ -z "$a_seq" ] || [ -z "$h_seq" ] || [ "$h_seq" -gt $((a_seq + 1)) ]; }; then
+	why="the key in the datapath at interval #${h_seq:-never}, the load's first #${a_seq:-never} (want at most one more)"
+fi
 if [ "$why" = OK ]; then
 	pass ${T}_flash_key_spread_over_replicas
 else
@@ -141,30 +214,13 @@ else
 	fail ${T}_replicas_serve_gets "cmd_get ${r0_before:-?}->${r0_after:-?}, ${r1_before:-?}->${r1_after:-?}"
 fi
 
-# --- 2. the report ------------------------------------------------------
-"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" --json >"$E2E_TMP/report.json" 2>&1
-why=$("$PY" - "$E2E_TMP/report.json" "$KEY" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-k = [h for h in d["hot_keys"] if h.get("key") == sys.argv[2]]
-why = []
-if not k:
-    why.append("%s not in hot_keys %r" % (sys.argv[2], d["hot_keys"]))
-else:
-    k = k[0]
-    if k["state"] not in ("armed", "dirty", "filling") or k["copies"] != 3 or len(k["replicas"]) != 2:
-        why.append("entry %r" % k)
-if len(d["replicas"]) != 2:
-    why.append("replicas %r" % d["replicas"])
-print("; ".join(why) or "OK")
-PYEOF
-)
+# --- 2. the report (taken while the load ran, above) ----------------------
+why=$(report_hot "$E2E_TMP/report.json" 2>&1)
 if [ "$why" = OK ]; then
 	pass ${T}_report_hot_keys
 else
-	fail ${T}_report_hot_keys "$why"
+	fail ${T}_report_hot_keys "${why:-no report}"
 fi
-"$AGENT" report --iface "${STEER_SHARD_IF[OWNER]}" >"$E2E_TMP/report.txt" 2>&1
 if grep -q "^hot keys:" "$E2E_TMP/report.txt" && grep -q "steered reads/s" "$E2E_TMP/report.txt"; then
 	pass ${T}_report_text
 else
@@ -263,7 +319,9 @@ errors = sum(o["errors"] for o in d["ops"])
 why = []
 if d["steered"]:
     why.append("%d steered replies" % d["steered"])
-if sent != n or errors or by.get(owner, 0) < n - n // 100 or set(by) - {owner}:
+# (it failed on any error, a lost datagram among them, which the 1% for
+# unanswered gets above is for)
+if sent != n or errors > n // 100 or by.get(owner, 0) < n - n // 100 or set(by) - {owner}:
     why.append("%d gets sent, %d errors, replies by source %r (want %d or more, all from the owner %s)" % (
         sent, errors, by, n - n // 100, owner))
 print("; ".join(why) or "OK")

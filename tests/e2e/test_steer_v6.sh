@@ -136,8 +136,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 why = []
 errs = sum(o["errors"] + o["timeouts"] for o in d["ops"])
-if errs:
-    why.append("%d errors/timeouts" % errs)
+total = sum(o["ops"] for o in d["ops"])
+# as test_steer.sh's spread: a loaded machine loses a few UDP datagrams
+# in memcached's sockets (8 of 6,233 at load 7), a tagging fault whole
+# paths (a replica's third of the flash key's gets): over 1%. It asked
+# for none, which such a drop failed with the steering right.
+if errs * 100 > total:
+    why.append("%d of %d gets failed or timed out (over 1%%)" % (errs, total))
 by = d["replies_by_source"]
 for r in sys.argv[2:]:
     if by.get(r, 0) < 100:
@@ -145,8 +150,8 @@ for r in sys.argv[2:]:
 if d["steered"] < 1000:
     why.append("only %d steered replies" % d["steered"])
 print("; ".join(why) or "OK")
-print("steered %d of %d tagged gets, by source %s" % (
-    d["steered"], sum(o["ops"] for o in d["ops"]), by), file=sys.stderr)
+print("steered %d of %d tagged gets (%d failed or timed out), by source %s" % (
+    d["steered"], total, errs, by), file=sys.stderr)
 PYEOF
 )
 note "$(cat "$E2E_TMP/load.sum" 2>/dev/null)"

@@ -239,35 +239,40 @@ static int64_t key_version(struct ks_etcd *c, const char *key, char *val,
 	return v;
 }
 
-/* Sets "dirty" then, at once, "armed" while the writer is busy (stalled
- * 300 ms before each write); how many versions etcd stored and the last
- * value. ordered: the first with ks_etcd_pub_set_ordered. */
+/* Sets "dirty" then, at once, "armed" before the writer gets to either
+ * (held: ks_etcd_pub_hold); how many versions etcd stored and the last
+ * value. ordered: the first with ks_etcd_pub_set_ordered. What decides
+ * is whether "dirty" is still unwritten when "armed" comes (etcd_pub.c
+ * want()), which the hold makes so. The writer was once kept busy
+ * instead (stalled 300 ms in a write of another key set 50 ms before),
+ * which held only while this thread set "armed" before the writer took
+ * "dirty": held between the two calls (a loaded machine; 400 ms planted
+ * there), the writer wrote "dirty" alone and the plain control stored 2
+ * versions with the publisher right. Each wait 60 s by the clock, a
+ * guard (it was 100 polls, 2 s, for an etcd at load). */
 static int64_t two_states(struct ks_etcd_pub *p, struct ks_etcd *c,
 			  const char *key, int ordered, char *val, size_t vlen)
 {
 	int64_t v0, v1 = -1;
-	int i;
+	long long t0 = ms();
 
 	ks_etcd_pub_set(p, key, "counting", 8);
-	for (i = 0; i < 100 && key_version(c, key, val, vlen) < 0; i++)
+	while (key_version(c, key, val, vlen) < 0 && ms() - t0 < 60000)
 		usleep(20000);
 	v0 = key_version(c, key, val, vlen);
-	ks_etcd_pub_test_stall(p, 300);
-	/* the writer is busy: a value new each time, or no write at all */
-	ks_etcd_pub_set(p, "pubo/busy", key, strlen(key));
-	usleep(50000);
+	ks_etcd_pub_hold(p);
 	if (ordered)
 		ks_etcd_pub_set_ordered(p, key, "dirty", 5);
 	else
 		ks_etcd_pub_set(p, key, "dirty", 5);
 	ks_etcd_pub_set(p, key, "armed", 5);
-	for (i = 0; i < 100; i++) {
+	ks_etcd_pub_release(p);
+	for (t0 = ms(); ms() - t0 < 60000;) {
 		v1 = key_version(c, key, val, vlen);
 		if (!strcmp(val, "armed"))
 			break;
 		usleep(20000);
 	}
-	ks_etcd_pub_test_stall(p, 0);
 	return v0 > 0 && v1 > 0 ? v1 - v0 : -1;
 }
 
