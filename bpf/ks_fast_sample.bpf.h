@@ -186,18 +186,6 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	    plen > KS_FAST_MAX)
 		return 0;
 	len = plen - 6; /* less "get " and "\r\n" */
-	/* the placement's countdown, stored with the counters below (a
-	 * return before them leaves the key, and its tick, to the general
-	 * path); a key not due for placement skips the ring altogether */
-	place = ks_place_next(s);
-	if (!place) {
-		/* the half this packet reads, where ks_ring_place() reads
-		 * it (the general path writes s->ring again before it
-		 * reads it) */
-		s->ring = cfg->ring & 1;
-		rh = bpf_map_lookup_elem(&ks_ring, &s->ring);
-		ringed = rh && rh->meta.nshards;
-	}
 	/* a full log is the general path's to count */
 	r = ks_slog_slot(&pos, &head, false);
 	if (!r)
@@ -236,6 +224,20 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	for (i = KS_FAST_KEY / 8; i < KS_SLOG_KEY / 8; i++)
 		r->key[i] = 0;
 	h = ks_key_hash_final(h);
+	/* the placement's countdown, stored with the counters below (a
+	 * return before them leaves the key, and its tick, to the general
+	 * path); a key not due for placement skips the ring altogether.
+	 * After the loop, as the counters' lookup below: nothing of it live
+	 * across the loop's word loads */
+	place = ks_place_next(s);
+	if (!place) {
+		/* the half this packet reads, where ks_ring_place() reads
+		 * it (the general path writes s->ring again before it
+		 * reads it) */
+		s->ring = cfg->ring & 1;
+		rh = bpf_map_lookup_elem(&ks_ring, &s->ring);
+		ringed = rh && rh->meta.nshards;
+	}
 	/*
 	 * Looked up here, not before the loop: a value less live across
 	 * it, and this frame (88 bytes, 96 as the kernel rounds it) is on
