@@ -145,7 +145,7 @@ static __always_inline void ks_ctx_data(void *ctx, void **data, void **end,
  *   either not due for sampling or due while the agent drains the sample
  *   log and nothing else wants the key (ks_express_sample(): no trace,
  *   room in the log; a ring loaded or not, the key placed on it by
- *   ks_ring_place() itself);
+ *   ks_ring_place() itself when due for placement, ks_place_next());
  * - the next in-order segment of a TCP flow inside a data block that goes
  *   on past it (a set's value).
  *

@@ -200,7 +200,7 @@ enum ks_pkt_counter {
 	KS_PKT_CAND_INSERT,    /* new key taken into the candidate table */
 	KS_PKT_CAND_EVICT,     /* ... by evicting a lighter one */
 	KS_PKT_TRACE_DROP,     /* trace events lost to a full ring buffer */
-	KS_PKT_RING_HIT,       /* sampled keys placed on the ring */
+	KS_PKT_RING_HIT,       /* sampled keys placed on the ring (1 in P) */
 	KS_PKT_MISDIRECTED,    /* ... whose owner is not this host's shard */
 	KS_PKT_HOT_READ,       /* reads of a key in ks_hot */
 	KS_PKT_HOT_WRITE,      /* writes of a key in ks_hot */
@@ -249,6 +249,22 @@ struct ks_pkt_counters {
 /* the counters every lone get bumps, within the value's first 64 bytes */
 _Static_assert(KS_PKT_FAST_GET_BYTES < 8, "ks_pkts hot counters");
 
+/*
+ * One CPU's rates for one epoch (map ks_rate, per CPU, entry seq & 1),
+ * written by the agent before it moves seq there (user/dp/rates.c) and
+ * read by the datapath once per CPU per epoch (ks_sample_rate_load), so
+ * an epoch never mixes two of either. n: --sample auto's 1 in N keys
+ * sampled (0: ks_config.sample_n). p: 1 in P of the sampled keys placed
+ * on the ring, each adding P to its shard's counts, so ks_shards stays a
+ * count of sampled keys, exact in expectation, at a placement cost per
+ * CPU the agent bounds (issue 27; 0 is 1: every sampled key).
+ */
+struct ks_rate_entry {
+	__u32 n;
+	__u32 p;
+};
+_Static_assert(sizeof(struct ks_rate_entry) == 8, "ks_rate layout");
+
 /* Per-op counters (map ks_ops, per CPU). */
 struct ks_op_stats {
 	__u64 requests;
@@ -291,7 +307,9 @@ _Static_assert(sizeof(struct ks_config) == 40, "ks_config layout");
  * Per-shard load (map ks_shards, per CPU, one entry per shard of the
  * ring): sampled keys by the owner the ring gives them, so the agent
  * scales by the sample rate. A sample is cheap to place on the ring; every
- * key would cost an MD5 per key (see docs/ring.md).
+ * key would cost an MD5 per key (see docs/ring.md). Under load only 1 in
+ * P sampled keys is placed, and it adds P (struct ks_rate_entry): the counts
+ * stay sampled keys, exact in expectation.
  */
 struct ks_shard_stats {
 	__u64 reads;
@@ -384,8 +402,15 @@ struct ks_report {
 	 * its own (user/core/sample_rate.h). CPUs past KS_REPORT_CPUS are
 	 * left out of cpu_n, not of sample_n. */
 	__u32 sample_target; /* auto: sampled keys/s per CPU; 0: fixed */
-	__u32 ncpu_n;        /* CPUs in cpu_n */
+	__u32 ncpu_n;        /* CPUs in cpu_n (and cpu_p) */
 	__u32 cpu_n[KS_REPORT_CPUS];
+	/* The 1 in P of its sampled keys each CPU placed on the ring the
+	 * last interval, each counted P for its shard (struct ks_rate_entry;
+	 * user/core/sample_rate.h ks_place_next): 1 while the CPU samples
+	 * fewer keys a second than place_target. place_p is the largest. */
+	__u32 place_target; /* placements/s per CPU; 0: every sampled key */
+	__u32 place_p;
+	__u32 cpu_p[KS_REPORT_CPUS];
 };
 
 /*

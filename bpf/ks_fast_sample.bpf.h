@@ -147,8 +147,9 @@ static __always_inline bool ks_express_sample_ok(const struct ks_config *cfg,
  * checked by the express path) appended to this CPU's sample log, exactly
  * as ks_fast_take() -> ks_key_record() -> ks_slog_put() would append it
  * (the same hash, class, epoch, rate and key words, zero past the key),
- * and counted (KS_PKT_SAMPLED, KS_PKT_SLOG). With a ring loaded in the
- * active half (issue 27), placed and counted for its shard by the general
+ * and counted (KS_PKT_SAMPLED, KS_PKT_SLOG). When due for placement
+ * (ks_place_next: 1 in s->place_p sampled keys) and with a ring loaded
+ * in the active half (issue 27), placed and counted for its shard by the general
  * path's own ks_ring_place(), given what ks_fast_take() and ks_handle()
  * leave it: the key's words in s->key (zero past the key, as
  * ks_fast_key_load() leaves them), its length, class and hash in
@@ -176,20 +177,15 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	struct ks_slog_rec *r;
 	__u64 head, h, w;
 	struct iphdr *ip;
+	__u32 *sa, place;
+	bool ringed = false;
 	__be16 *l4;
-	bool ringed;
-	__u32 *sa;
 	void *p, *q;
 
 	if (!cfg || !s || off > 0xff || plen < KS_FAST_MIN ||
 	    plen > KS_FAST_MAX)
 		return 0;
 	len = plen - 6; /* less "get " and "\r\n" */
-	/* the half this packet reads, where ks_ring_place() reads it (the
-	 * general path writes s->ring again before it reads it) */
-	s->ring = cfg->ring & 1;
-	rh = bpf_map_lookup_elem(&ks_ring, &s->ring);
-	ringed = rh && rh->meta.nshards;
 	/* a full log is the general path's to count */
 	r = ks_slog_slot(&pos, &head, false);
 	if (!r)
@@ -228,6 +224,20 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	for (i = KS_FAST_KEY / 8; i < KS_SLOG_KEY / 8; i++)
 		r->key[i] = 0;
 	h = ks_key_hash_final(h);
+	/* the placement's countdown, stored with the counters below (a
+	 * return before them leaves the key, and its tick, to the general
+	 * path); a key not due for placement skips the ring altogether.
+	 * After the loop, as the counters' lookup below: nothing of it live
+	 * across the loop's word loads */
+	place = ks_place_next(s);
+	if (!place) {
+		/* the half this packet reads, where ks_ring_place() reads
+		 * it (the general path writes s->ring again before it
+		 * reads it) */
+		s->ring = cfg->ring & 1;
+		rh = bpf_map_lookup_elem(&ks_ring, &s->ring);
+		ringed = rh && rh->meta.nshards;
+	}
 	/*
 	 * Looked up here, not before the loop: a value less live across
 	 * it, and this frame (88 bytes, 96 as the kernel rounds it) is on
@@ -291,6 +301,7 @@ static __always_inline int ks_express_sample(const struct ks_config *cfg,
 	r->seq = (__u16)cfg->seq;
 	r->n = (__u16)s->sample_n;
 	ks_slog_publish(pos, head);
+	s->place_cd = place;
 	pc->n[KS_PKT_SAMPLED]++;
 	pc->n[KS_PKT_SLOG]++;
 	return 1;

@@ -57,17 +57,18 @@ struct {
 
 /*
  * --sample auto: each CPU's 1 in N for each epoch (entry seq & 1), 0 for
- * ks_config.sample_n. The agent writes the next epoch's entry before it
- * moves seq there, and a CPU reads its entry once per interval
+ * ks_config.sample_n, and its 1 in P of the sampled keys placed on the
+ * ring (struct ks_rate_entry). The agent writes the next epoch's entry
+ * before it moves seq there, and a CPU reads its entry once per interval
  * (ks_sample_rate), so one CPU's share of an epoch has one rate, the one
- * the agent scales it by. Not pinned: a take-over starts at 0 and the new
- * agent writes its own.
+ * the agent scales it by, and one P. Not pinned: a take-over starts at 0
+ * and the new agent writes its own.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, KS_EPOCHS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct ks_rate_entry);
 } ks_rate SEC(".maps");
 
 struct {

@@ -475,16 +475,20 @@ static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
 
 /*
  * Places the key sampled last (still in s->key) on the active ring and
- * counts it for its owner. Called from the top of the parse loop and the
- * fast path, not from where the key is sampled: the MD5 needs stack, and
- * the deepest sampling chain has none left to give.
+ * counts it for its owner: s->place_p, the sampled keys it stands for
+ * (ks_place_next), added to the owner's reads or writes, and to its
+ * misdirected keys when this host is not the owner. ks_pkts counts the
+ * placement itself (RING_HIT, MISDIRECTED: one each). Called from the
+ * top of the parse loop and the fast path, not from where the key is
+ * sampled: the MD5 needs stack, and the deepest sampling chain has none
+ * left to give.
  */
 __noinline int ks_ring_place(struct ks_scratch *s)
 {
 	struct ks_pkt_counters *pc;
 	struct ks_shard_stats *st;
 	struct ks_ring_half *h;
-	__u32 half, owner;
+	__u32 half, owner, w;
 
 	if (!s)
 		return 0;
@@ -510,26 +514,54 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;
+	w = s->place_p;
 	if (s->ring_cls == KS_CLASS_READ)
-		st->reads++;
+		st->reads += w;
 	else
-		st->writes++;
+		st->writes += w;
 	pc = ks_pkt_counters();
 	if (pc)
 		pc->n[KS_PKT_RING_HIT]++;
 	if (h->meta.self == KS_NO_SHARD || owner == h->meta.self)
 		return 1;
-	st->misdirected++;
+	st->misdirected += w;
 	if (pc)
 		pc->n[KS_PKT_MISDIRECTED]++;
 	ks_ring_note_client(s, owner, s->ring_hash);
 	return 1;
 }
 
-/* A sampled read or write waits for ks_ring_place(). */
+/*
+ * The placement's countdown after one more sampled read or write, as
+ * ks_sample_due() counts keys: 0 when this one is placed. 1 in
+ * s->place_p of them is, each standing for place_p (issue 27): the
+ * agent raises P on a CPU whose sampled keys a second outrun its
+ * placement target (user/core/sample_rate.h ks_place_next), so a
+ * placement's MD5 and cold ring lines cost a bounded share of the CPU
+ * at any load, and keeps it 1 below the target (every sampled key
+ * placed, as before). Both paths count the same keys (the express
+ * path's sampled lone get, the general path's ks_ring_defer()), and
+ * the countdown runs with no ring loaded too, so it does not depend on
+ * which path took a key.
+ */
+static __always_inline __u32 ks_place_next(const struct ks_scratch *s)
+{
+	__u32 n = s->place_cd;
+
+	if (n == 0 || n > s->place_p)
+		n = s->place_p;
+	return n - 1;
+}
+
+/* A sampled read or write waits for ks_ring_place(), when due. */
 static __always_inline void ks_ring_defer(struct ks_scratch *s, __u32 len,
 					  __u32 cls, __u64 hash)
 {
+	__u32 next = ks_place_next(s);
+
+	s->place_cd = next;
+	if (next)
+		return;
 	s->ring_pending = 1;
 	s->ring_len = len;
 	s->ring_cls = cls;

@@ -190,18 +190,21 @@ __noinline __u64 ks_key_hash_scratch(struct ks_scratch *s, __u32 len)
 
 /*
  * The rate in force on this CPU: its ks_rate entry for the epoch of seq,
- * else cfg_n (ks_config.sample_n), else 1. A global function: the
+ * else cfg_n (ks_config.sample_n), else 1; and its placement's 1 in P
+ * from the same entry, else 1 (ks_place_next). A global function: the
  * verifier walks it once, not once more for every path of the parser
  * after the branch that calls it.
  */
 __noinline int ks_sample_rate_load(struct ks_scratch *s, __u32 seq, __u32 cfg_n)
 {
-	__u32 idx = seq & (KS_EPOCHS - 1), *n;
+	__u32 idx = seq & (KS_EPOCHS - 1);
+	struct ks_rate_entry *e;
 
 	if (!s)
 		return 0;
-	n = bpf_map_lookup_elem(&ks_rate, &idx);
-	s->sample_n = n && *n ? *n : cfg_n ? cfg_n : 1;
+	e = bpf_map_lookup_elem(&ks_rate, &idx);
+	s->sample_n = e && e->n ? e->n : cfg_n ? cfg_n : 1;
+	s->place_p = e && e->p ? e->p : 1;
 	s->rate_seq = seq;
 	s->rate_cfg = cfg_n;
 	return 0;

@@ -110,6 +110,9 @@ struct ks_scratch {
 	__u32 rate_seq;  /* ... read for this ks_config.seq */
 	__u32 rate_cfg;  /* ... and this ks_config.sample_n */
 	__u32 countdown; /* keys left until the next sample */
+	__u32 place_p;   /* 1 in P sampled keys placed on the ring, each
+			  * counted P (ks_sample_rate_load; always >= 1) */
+	__u32 place_cd;  /* sampled keys left until the next placement */
 	__u32 key_words; /* words of key[] the last sampled key used */
 	__u32 misdirect_next; /* next ks_misdirect slot */
 };

@@ -111,6 +111,10 @@ struct line_args {
 	/* --keys N (with --sample): the sender draws each frame's key
 	 * uniformly from N keys instead of making every key new */
 	__u32 nkeys;
+	/* --place-target T|off (with --sample; default the agent's): the
+	 * ring placement's 1 in P, picked after each keysteer trial from
+	 * the keys it sampled as the agent picks it (ks_place_next) */
+	__u32 place_target;
 };
 
 /* ---- the sending program, as raw instructions: nothing to build ---- */
@@ -655,6 +659,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 		{ "object", required_argument, NULL, 'o' },
 		{ "ring", required_argument, NULL, 'N' },
 		{ "keys", required_argument, NULL, 'K' },
+		{ "place-target", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[KS_ERRLEN];
@@ -667,6 +672,7 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 	a->seconds = 300;
 	a->width = 0.02;
 	a->cpu = -1;
+	a->place_target = KS_PLACE_TARGET_DEFAULT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
@@ -712,6 +718,11 @@ static int line_parse(int argc, char **argv, struct line_args *a)
 					    sizeof(err)))
 				goto bad;
 			a->sampled = true;
+			break;
+		case 'P':
+			if (ks_place_parse(optarg, &a->place_target, err,
+					   sizeof(err)))
+				goto bad;
 			break;
 		case 'O':
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
@@ -1081,26 +1092,98 @@ static int line_ring(struct line_env *le, __u32 n)
 	return err;
 }
 
-/* --ring: the keys placed on it; false unless every sampled key was
- * placed, and none misdirected. */
-static bool ring_print(struct line_env *le, __u32 n, bool json)
+/*
+ * The placement's 1 in P (issue 27): the smallest and largest this run
+ * set, and how many times it moved. A move can leave up to the larger
+ * P's keys counted on the wrong side of it, so the shards' counts sum
+ * to the sampled keys within (moves + 1) times the largest P.
+ */
+static __u32 place_p = 1, place_lo = 1, place_hi = 1, place_moves;
+
+/*
+ * The sampled kind's rates as the agent writes them under --sample auto:
+ * every CPU's ks_rate entry for epoch 0 holds n and the placement's p
+ * (the receiving CPU is whichever the veth's NAPI runs on). The datapath
+ * reads its entry again when ks_config's seq or sample_n moves
+ * (ks_sample_rate); the agent moves seq every interval, and here seq
+ * stays 0, so ks_config.sample_n, which the entry's n overrides, is only
+ * the trigger: n, and n with its top bit set, in turn.
+ */
+static int line_set_rates(struct line_env *le, __u32 n, __u32 p)
+{
+	static __u32 flip;
+	struct ks_rate_entry *v = calloc((size_t)le->be.ncpu, sizeof(*v));
+	__u32 zero = 0;
+	int c, err = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (c = 0; c < le->be.ncpu; c++) {
+		v[c].n = n;
+		v[c].p = p;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(le->ks->maps.ks_rate), &zero, v,
+				BPF_ANY))
+		err = -errno;
+	free(v);
+	if (err)
+		return err;
+	flip ^= 1U << 31;
+	return bench_set_sample(&le->be, n | flip);
+}
+
+/* Every CPU's count of every shard's reads and writes. */
+static int ring_counted(struct line_env *le, __u32 n, __u64 *sum)
+{
+	struct ks_shard_stats *v = calloc((size_t)le->be.ncpu, sizeof(*v));
+	__u32 i;
+	int c, err = 0;
+
+	*sum = 0;
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n && !err; i++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(le->ks->maps.ks_shards), &i,
+					v)) {
+			err = -errno;
+			break;
+		}
+		for (c = 0; c < le->be.ncpu; c++)
+			*sum += v[c].reads + v[c].writes;
+	}
+	free(v);
+	return err;
+}
+
+/* --ring: the keys placed on it; false unless the shards counted every
+ * sampled key (1 in P placed, each counted P: within the bound above),
+ * no more placed than sampled, and none misdirected. */
+static bool ring_print(struct line_env *le, const struct line_args *a,
+		       bool json)
 {
 	struct bench_counts c;
 	FILE *f = json ? stderr : stdout;
+	__u64 hit, sampled, mis, counted, slack, off;
 
-	__u64 hit, sampled, mis;
-
-	if (bench_counts(&le->be, &le->be.cur, &c))
+	if (bench_counts(&le->be, &le->be.cur, &c) ||
+	    ring_counted(le, a->ring, &counted))
 		return false;
 	hit = c.ring_hit - ring_c0.ring_hit;
 	sampled = c.sampled - ring_c0.sampled;
 	mis = c.misdirected - ring_c0.misdirected;
+	slack = (__u64)(place_moves + 1) * place_hi;
+	off = counted > sampled ? counted - sampled : sampled - counted;
 	fprintf(f,
 		"ring: ketama, %u shards, this host on none: %llu keys placed "
-		"(ring_hit) of %llu sampled, %llu misdirected\n",
-		n, (unsigned long long)hit, (unsigned long long)sampled,
+		"(ring_hit) of %llu sampled, 1 in P with P %u..%u "
+		"(--place-target %u, %u moves), the shards counted %llu "
+		"(each placed key P; within %llu of the sampled keys), %llu "
+		"misdirected\n",
+		a->ring, (unsigned long long)hit, (unsigned long long)sampled,
+		place_lo, place_hi, a->place_target, place_moves,
+		(unsigned long long)counted, (unsigned long long)slack,
 		(unsigned long long)mis);
-	return hit == sampled && !mis;
+	return hit <= sampled && off <= slack && !mis;
 }
 
 /* The drain stopped (a last pass) and what it did; false if a sampled
@@ -1194,7 +1277,7 @@ int bench_line_main(int argc, char **argv)
 	bool ok = true, known = false, timed_out = false, slog_running = false;
 	bool told[LINE_KINDS][2] = {};
 	pthread_t slog_thr;
-	__u32 i, pairs = 0, key_off = 0, rate_n = 0;
+	__u32 i, pairs = 0, key_off = 0, rate_n = 0, rn, pn;
 	int n = 0, k, k0, k1, err, rc = 1, cpu;
 
 	if (line_parse(argc, argv, &a))
@@ -1366,7 +1449,7 @@ int bench_line_main(int argc, char **argv)
 		rate_n = a.samp.n ? a.samp.n : KS_RATE_START;
 		/* --slog's stand-in moves the tails: no drain beside it */
 		if ((!a.slog_off && !a.slog && slog_start(&le, &slog, cpu)) ||
-		    bench_set_sample(&le.be, rate_n))
+		    line_set_rates(&le, rate_n, place_p))
 			goto out;
 	}
 
@@ -1452,17 +1535,34 @@ int bench_line_main(int argc, char **argv)
 						rate_n);
 					ok = false;
 				}
-				if (a.samp.n)
-					continue;
 				/* over the trial's CPU time: the load of
 				 * a CPU doing nothing else (on a shared
 				 * machine the wall time holds other work's
 				 * time too, and auto would see less load
-				 * than the line rate) */
-				rate_n = ks_rate_next(rate_n, t.parsed,
-						      (__u64)(t.cpu_secs * 1e9),
-						      a.samp.target);
-				if (bench_set_sample(&le.be, rate_n))
+				 * than the line rate); the placement's P
+				 * from the keys it sampled, under a fixed
+				 * --sample N too, as the agent picks it */
+				pn = ks_place_next(place_p, t.sampled,
+						   (__u64)(t.cpu_secs * 1e9),
+						   a.place_target);
+				rn = a.samp.n
+					     ? rate_n
+					     : ks_rate_next(rate_n, t.parsed,
+							    (__u64)(t.cpu_secs *
+								    1e9),
+							    a.samp.target);
+				if (pn == place_p && rn == rate_n)
+					continue;
+				if (pn != place_p) {
+					place_moves++;
+					place_lo = pn < place_lo ? pn
+								 : place_lo;
+					place_hi = pn > place_hi ? pn
+								 : place_hi;
+				}
+				place_p = pn;
+				rate_n = rn;
+				if (line_set_rates(&le, rate_n, place_p))
 					goto out;
 			}
 			fig[k].frac[i] = parsed > 0 ? smp / parsed : 0;
@@ -1519,14 +1619,15 @@ int bench_line_main(int argc, char **argv)
 			fprintf(stderr, " %.3f [%.3f..%.3f]", fig[k].sp.median,
 				fig[k].sp.lo, fig[k].sp.hi);
 		if (a.sampled)
-			fprintf(stderr, " at 1 in %u", rate_n);
+			fprintf(stderr, " at 1 in %u, placing 1 in %u", rate_n,
+				place_p);
 		fprintf(stderr, "\n");
 	}
 	line_print(&a, cpu, fig, pairs, ok, known, k0, k1, secs);
 	if (a.sampled)
 		ok = slog_print(&le, &slog, a.json) && ok;
 	if (a.ring)
-		ok = ring_print(&le, a.ring, a.json) && ok;
+		ok = ring_print(&le, &a, a.json) && ok;
 	if (a.nkeys)
 		fprintf(a.json ? stderr : stdout,
 			"keys: each frame's drawn uniformly from %u keys; the "

@@ -9,7 +9,7 @@
 #        [--max-trials N] [--width W] [--seconds S] [--cpu N] [--json FILE]
 #        [--trace FILE] [--no-hold] [--trafficgen] [--sample N|auto[:TARGET]]
 #        [--log-samples on|off] [--slog] [--object OBJ] [--ring N]
-#        [--keys N]
+#        [--keys N] [--place-target T|off]
 #
 # --packets: a burst's packets (32768); bursts come in blocks of four,
 # E K K E or K E E K (E the empty program, K keysteer), and a block's
@@ -58,6 +58,15 @@
 # every key is counted as an owned key is and none is misdirected. The
 # keys placed are printed at the end.
 #
+# --place-target T|off (with --sample, issue 27): the agent's option of
+# that name (default 4096): after each keysteer trial the placement's
+# 1 in P is picked from the keys it sampled over its CPU time, as the
+# agent picks it every interval (core/sample_rate.c ks_place_next), and
+# written with the sample rate into every CPU's ks_rate entry; with
+# --ring, 1 in P sampled keys is then placed, each counted P, and the
+# end checks that the shards' counts add up to the keys sampled (within
+# the largest P for every move of P). off: every sampled key placed.
+#
 # --keys N (with --sample, issue 27): keys that come back, as in
 # production: the sender draws each frame's key uniformly at random from
 # N keys (1..16777216) instead of making every key new, so a sampled key
@@ -80,7 +89,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH=$ROOT/${OUT:-build}/tests/bench
-PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE= SLOG= LOGS= OBJECT= RING= KEYS=
+PACKETS=32768 TRIALS=20 MAX_TRIALS=20000 WIDTH=0.02 SECONDS_MAX=300 NO_HOLD='' CPU='' JSON_OUT='' TGEN='' SAMPLE= TRACE= SLOG= LOGS= OBJECT= RING= KEYS= PLACE=
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -93,7 +102,7 @@ while [ $# -gt 0 ]; do
 	--trafficgen) TGEN=1 ;;
 	--slog) SLOG=1 ;;
 	--no-hold) NO_HOLD=1 ;;
-	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample | --log-samples | --object | --ring | --keys)
+	--packets | --trials | --max-trials | --width | --seconds | --cpu | --json | --trace | --sample | --log-samples | --object | --ring | --keys | --place-target)
 		[ $# -ge 2 ] || { echo "line_bench.sh: $1 needs a value; see --help" >&2; exit 2; }
 		case $1 in
 		--packets) PACKETS=$2 ;;
@@ -109,6 +118,7 @@ while [ $# -gt 0 ]; do
 		--object) OBJECT=$2 ;;
 		--ring) RING=$2 ;;
 		--keys) KEYS=$2 ;;
+		--place-target) PLACE=$2 ;;
 		esac
 		shift ;;
 	*) echo "line_bench.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -130,6 +140,8 @@ done
 	{ echo "line_bench.sh: --ring $RING: 1..1024 shards, with --sample; see --help" >&2; exit 2; }
 [ -z "$KEYS" ] || { [[ "$KEYS" =~ ^[1-9][0-9]{0,7}$ ]] && [ "$KEYS" -le 16777216 ] && [ -n "$SAMPLE" ]; } ||
 	{ echo "line_bench.sh: --keys $KEYS: 1..16777216 keys, with --sample; see --help" >&2; exit 2; }
+[ -z "$PLACE" ] || { [[ "$PLACE" =~ ^([1-9][0-9]{0,8}|off)$ ]] && [ -n "$SAMPLE" ]; } ||
+	{ echo "line_bench.sh: --place-target $PLACE: placements/s or off, with --sample; see --help" >&2; exit 2; }
 [ -z "$LOGS" ] || [ "$LOGS" = on ] || [ "$LOGS" = off ] ||
 	{ echo "line_bench.sh: --log-samples $LOGS: on or off; see --help" >&2; exit 2; }
 [ -z "$OBJECT" ] || [ -f "$OBJECT" ] ||
@@ -184,6 +196,7 @@ args=(line --gen-ns "$GEN" --gen-if ksl0 --rx-ns "$RX" --rx-if ksl1 --rx-mac $RX
 [ -n "$OBJECT" ] && args+=(--object "$OBJECT")
 [ -n "$RING" ] && args+=(--ring "$RING")
 [ -n "$KEYS" ] && args+=(--keys "$KEYS")
+[ -n "$PLACE" ] && args+=(--place-target "$PLACE")
 "$BENCH" "${args[@]}" ${TRACE:+--trace "$TRACE"}
 rc=$?
 if [ -n "$JSON_OUT" ] && [ $rc = 0 ]; then

@@ -2,10 +2,11 @@
 """ks_ring_keys.py - a known set of keys for the per-shard e2e test.
 
     ks_ring_keys.py make OUT [--count N]
-    ks_ring_keys.py send --server A --port P --keys FILE --sets N
+    ks_ring_keys.py send --server A --port P --keys FILE --sets N [--rate R]
     ks_ring_keys.py expect --lookup FILE --sets N --self I --nshards S
     ks_ring_keys.py check --report JSON --expect FILE --name NAME
     ks_ring_keys.py field --report JSON PATH
+    ks_ring_keys.py place --watch JSONL --report JSON --expect FILE --name P
 
 make writes N distinct keys, one per line: short ones, ones with
 punctuation, and long ones (up to memcached's 250 bytes, over several MD5
@@ -22,6 +23,7 @@ Runs with Debian's /usr/bin/python3 and python3-pymemcache.
 import argparse
 import json
 import sys
+import time
 
 
 def cmd_make(args):
@@ -53,8 +55,15 @@ def cmd_send(args):
         keys = [k for k in f.read().split("\n") if k]
     client = Client((args.server, args.port), no_delay=True,
                     default_noreply=False, connect_timeout=5, timeout=5)
-    for key in keys:
+    t0 = time.monotonic()
+    for i, key in enumerate(keys):
         client.get(key)
+        if args.rate:
+            # paced from the start, not from the last get: a late get
+            # is not made up for by the ones after it waiting less
+            wait = t0 + (i + 1) / args.rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
     for key in keys[:args.sets]:
         if not client.set(key, b"v"):
             sys.exit("ks_ring_keys: set %s was not stored" % key)
@@ -112,6 +121,97 @@ def cmd_check(args):
     return 0
 
 
+def cmd_place(args):
+    """The ring placement's 1 in P (issue 27) under a load of one pass
+    over the keys: every report of --watch (one JSON document a line)
+    and the final report. Prints a PASS/FAIL line per check, prefixed
+    with --name: _p_over_1_under_load (some CPU placed 1 in P > 1 in
+    some interval), _p_back_to_1_idle (the last report: every CPU at 1),
+    _shard_estimates_within_bound (each shard's reads_total within
+    4 sqrt(true (Pmax - 1)) + slack of its true count, the sum within
+    slack, slack = (moves + 1) Pmax per CPU that moved, a move of P on a
+    CPU leaving at most the larger P's keys on the wrong side of it;
+    misdirected_total = reads_total on every shard but self, 0 on self)
+    and _control_one_a_placement_misses (the placements themselves,
+    totals.packets.ring_hit, i.e. what counting 1 a placement would
+    sum to, must miss the sum's bound)."""
+    import math
+    with open(args.expect) as f:
+        exp = json.load(f)
+    with open(args.report) as f:
+        rep = json.load(f)
+    docs = []
+    with open(args.watch) as f:
+        for line in f:
+            try:
+                docs.append(json.loads(line))
+            except ValueError:
+                pass
+    pre = args.name
+    ps = [d.get("place_cpu_p") or [] for d in docs]
+    pmax = max([max(p) for p in ps if p] or [1])
+    ncpu = max([len(p) for p in ps] or [1])
+    # moves of P per CPU, over the reports in order (one per seq)
+    seen, moves = {}, [0] * ncpu
+    last = [1] * ncpu
+    for d in docs:
+        s = d.get("seq")
+        if s in seen:
+            continue
+        seen[s] = 1
+        for c, p in enumerate(d.get("place_cpu_p") or []):
+            if p != last[c]:
+                moves[c] += 1
+                last[c] = p
+    slack = sum((m + 1) * pmax for m in moves if m) or pmax
+    rc = 0
+
+    def verdict(name, ok, why):
+        nonlocal rc
+        if ok:
+            print("PASS %s_%s" % (pre, name))
+        else:
+            print("FAIL %s_%s: %s" % (pre, name, why))
+            rc = 1
+
+    verdict("p_over_1_under_load", pmax > 1,
+            "no report with a CPU placing fewer than all (%d reports)" %
+            len(docs))
+    lastp = ps[-1] if ps else []
+    verdict("p_back_to_1_idle", bool(lastp) and max(lastp) == 1,
+            "the last report's place_cpu_p: %s" % lastp)
+    got = rep.get("shards") or []
+    bad = []
+    est_sum = true_sum = 0
+    for i, e in enumerate(exp["shards"]):
+        g = got[i] if i < len(got) else {}
+        est = g.get("reads_total", 0) + g.get("writes_total", 0)
+        true = e["reads"] + e["writes"]
+        bound = 4 * math.sqrt(true * (pmax - 1)) + slack
+        est_sum += est
+        true_sum += true
+        if abs(est - true) > bound:
+            bad.append("shard %d: %d, true %d, bound %.0f" %
+                       (i, est, true, bound))
+        want_mis = 0 if i == exp["self"] else est
+        if g.get("misdirected_total") != want_mis:
+            bad.append("shard %d misdirected %s, want %d" %
+                       (i, g.get("misdirected_total"), want_mis))
+    if abs(est_sum - true_sum) > slack:
+        bad.append("sum %d, true %d, slack %d" % (est_sum, true_sum, slack))
+    print("  P up to %d, moves per CPU %s, slack %d; shards %s against %s" %
+          (pmax, moves, slack,
+           [g.get("reads_total", 0) + g.get("writes_total", 0) for g in got],
+           [e["reads"] + e["writes"] for e in exp["shards"]]))
+    verdict("shard_estimates_within_bound", not bad, "; ".join(bad[:6]))
+    hit = ((rep.get("totals") or {}).get("packets") or {}).get("ring_hit", 0)
+    print("  placements (ring_hit) %d of %d keys" % (hit, true_sum))
+    verdict("control_one_a_placement_misses", abs(hit - true_sum) > slack,
+            "the placements, %d, are within %d of the %d keys: the "
+            "weights were not needed" % (hit, slack, true_sum))
+    return rc
+
+
 def cmd_field(args):
     with open(args.report) as f:
         val = json.load(f)
@@ -138,6 +238,8 @@ def main():
     p.add_argument("--port", type=int, default=11211)
     p.add_argument("--keys", required=True)
     p.add_argument("--sets", type=int, default=0)
+    p.add_argument("--rate", type=float, default=0,
+                   help="gets a second at most (0: as fast as it goes)")
     p = sub.add_parser("expect")
     p.add_argument("--lookup", required=True)
     p.add_argument("--sets", type=int, default=0)
@@ -147,12 +249,18 @@ def main():
     p.add_argument("--report", required=True)
     p.add_argument("--expect", required=True)
     p.add_argument("--name", required=True)
+    p = sub.add_parser("place")
+    p.add_argument("--watch", required=True)
+    p.add_argument("--report", required=True)
+    p.add_argument("--expect", required=True)
+    p.add_argument("--name", required=True)
     p = sub.add_parser("field")
     p.add_argument("--report", required=True)
     p.add_argument("path")
     args = ap.parse_args()
     fn = {"make": cmd_make, "send": cmd_send, "expect": cmd_expect,
-          "check": cmd_check, "field": cmd_field}[args.cmd]
+          "check": cmd_check, "place": cmd_place,
+          "field": cmd_field}[args.cmd]
     sys.exit(fn(args) or 0)
 
 

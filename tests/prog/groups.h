@@ -18,6 +18,7 @@ void t_fastpath_group(void);   /* t_fastpath.c: lone-get fast path */
 void t_ring_group(void);       /* t_ring.c: keys placed on the ring */
 void t_ring_swap_group(void);  /* t_ring_swap.c: ring swaps under load */
 void t_ring_cache_group(void); /* t_ring_cache.c: ring hash cache */
+void t_place_group(void);      /* t_place.c: 1 in P sampled keys placed */
 void t_dedicated_group(void);  /* t_dedicated.c: shard rules' counting */
 void t_key_run_group(void);    /* t_key_run.c: multi-get key runs */
 void t_fuzz_found_group(void); /* t_fuzz_found.c: fuzzer findings */

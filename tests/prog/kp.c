@@ -655,6 +655,31 @@ void kp_set_rate(__u32 epoch, __u32 n_here, __u32 n_other)
 	model_ring_certainty();
 }
 
+void kp_set_place(__u32 epoch, __u32 p_here)
+{
+	struct ks_rate_entry *v = percpu_buf(sizeof(*v));
+	int c;
+
+	if (!v) {
+		kt_failf(__FILE__, __LINE__, "write ks_rate: out of memory");
+		return;
+	}
+	for (c = 0; c < kp.ncpu; c++) {
+		v[c].n = 0;
+		v[c].p = c == kp.cpu ? p_here : 0;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.ks_rate), &epoch, v,
+				BPF_ANY))
+		kt_failf(__FILE__, __LINE__, "write ks_rate: %s",
+			 strerror(errno));
+	if (p_here <= 1 || !kp.x.ring)
+		return;
+	kp.x.ring_inexact = true;
+	kp.x.pkts[KS_PKT_RING_HIT] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_MISDIRECTED] = KP_DONTCARE;
+	kp.x.pkts[KS_PKT_RING_UNPLACED] = KP_DONTCARE;
+}
+
 void kp_set_trace(__u32 on)
 {
 	struct ks_config c = kp.cfg;

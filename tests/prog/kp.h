@@ -149,6 +149,15 @@ int kp_slog_read(__u64 at, struct ks_slog_rec *out);
  * Sampling is then no longer certain to the model.
  */
 void kp_set_rate(__u32 epoch, __u32 n_here, __u32 n_other);
+/*
+ * The ring placement's 1 in P for one epoch (ks_rate's p, its n 0:
+ * ks_config.sample_n still samples): p on the CPU the tests run on, 0
+ * (1) elsewhere. Over 1, the model's ring counts are no longer certain
+ * (ks_shards, ks_misdirect, ring_hit, misdirected): the test checks
+ * them. Before the test's first packet, or with a seq the CPU has not
+ * read its entry for, so that the datapath reads it.
+ */
+void kp_set_place(__u32 epoch, __u32 p_here);
 /* Zero every map and the model, keep the current config (used by loops). */
 void kp_reset(void);
 /* Compare maps with the model; ctx prefixes any failure (may be NULL). */

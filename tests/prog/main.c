@@ -33,6 +33,7 @@ static const struct kt_group groups[] = {
 	{ "ring", t_ring_group },
 	{ "ring_swap", t_ring_swap_group },
 	{ "ring_cache", t_ring_cache_group },
+	{ "place", t_place_group },
 	{ "dedicated", t_dedicated_group },
 	{ "key_run", t_key_run_group },
 	{ "fuzz_found", t_fuzz_found_group },

@@ -496,6 +496,34 @@ static void test_ascii(void)
 	free(x);
 }
 
+/* The header's sample rate, and with it the ring placement's largest
+ * 1 in P while a CPU places fewer than all its sampled keys. */
+static void test_place(void)
+{
+	struct fixture *x = fixture();
+	char *t, line[KS_DASH_MAX_W * 3];
+
+	kt_begin("dash_header_ring_placement");
+	if (!x) {
+		CHECK(0, "fixture");
+		kt_end();
+		return;
+	}
+	t = render(x, 120, 24, 1);
+	CHECK(t && line_with(t, "eth1", line, sizeof(line)) &&
+		      strstr(line, "sample 1/8") && !strstr(line, "ring 1/"),
+	      "header at P 1: %s", t ? line : "(none)");
+	free(t);
+	x->rep.place_p = 64;
+	t = render(x, 120, 24, 1);
+	CHECK(t && line_with(t, "eth1", line, sizeof(line)) &&
+		      strstr(line, "sample 1/8, ring 1/64"),
+	      "header at P 64: %s", t ? line : "(none)");
+	free(t);
+	kt_end();
+	free(x);
+}
+
 /* Cursor home, clear-to-end after short lines only, clear below when
  * the frame is shorter than the window, never a newline past the end. */
 static void test_frame(void)
@@ -529,5 +557,6 @@ void test_dashboard(void)
 	test_too_small();
 	test_sparkline();
 	test_ascii();
+	test_place();
 	test_frame();
 }

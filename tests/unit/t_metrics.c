@@ -62,6 +62,13 @@ static struct fixture *fixture_new(void)
 		return NULL;
 	r = &x->rep;
 	r->sample_n = 8;
+	/* two CPUs: one placing every sampled key, one 1 in 64 of them */
+	r->ncpu_n = 2;
+	r->cpu_n[0] = r->cpu_n[1] = 8;
+	r->place_target = 4096;
+	r->place_p = 64;
+	r->cpu_p[0] = 1;
+	r->cpu_p[1] = 64;
 	r->interval_ms = 1000;
 	r->xdp_mode = 2;
 	r->start_ns = 1700000000123000000ULL;
@@ -228,6 +235,10 @@ static void t_exact_lines(void)
 		"keysteer_interval_work_cpu_seconds 0.0025",
 		"keysteer_interval_work_cpu_max_seconds 0.007",
 		"keysteer_sample_ratio 0.125",
+		"keysteer_sample_cpu_ratio{cpu=\"1\"} 0.125",
+		"keysteer_place_cpu_ratio{cpu=\"0\"} 1",
+		"keysteer_place_cpu_ratio{cpu=\"1\"} 0.015625",
+		"keysteer_place_target_per_second 4096",
 		"keysteer_interval_target_seconds 1",
 		"keysteer_interval_duration_seconds 1.5",
 		"keysteer_interval_duration_max_seconds 1.75",

@@ -353,6 +353,37 @@ static void json_document(void)
 		     "\"sample_target\":500,\"sample_cpu_n\":[1,1,1,32],") !=
 		      NULL,
 	      "per-CPU rates: %.600s", doc);
+	/* no placement target: 0, and every CPU placing all (1) */
+	CHECK(strstr(doc, "\"place_target\":0,\"place_cpu_p\":[1,1,1,1],") !=
+		      NULL,
+	      "placement: %.600s", doc);
+	free(doc);
+	kt_end();
+
+	/* --place-target (issue 27): each CPU's 1 in P of its sampled keys
+	 * placed on the ring, beside its sample rate; no line while every
+	 * CPU places all */
+	kt_begin("report_place_rate_per_cpu");
+	r->place_target = 4096;
+	r->place_p = 1;
+	r->cpu_p[0] = r->cpu_p[1] = r->cpu_p[2] = r->cpu_p[3] = 1;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc, "ring placement") == NULL, "P 1 shown: %.600s", doc);
+	free(doc);
+	r->place_p = 64;
+	r->cpu_p[3] = 64;
+	doc = render(ks_render_text, &v);
+	CHECK(strstr(doc,
+		     "ring placement, at most ~4096/s per CPU (each counted P):  cpu 0-2 1/1  cpu 3 1/64\n") !=
+		      NULL,
+	      "per-CPU placement line: %.600s", doc);
+	free(doc);
+	doc = render(ks_render_json, &v);
+	CHECK(json_valid(doc), "invalid JSON");
+	CHECK(strstr(doc,
+		     "\"sample_cpu_n\":[1,1,1,32],\"place_target\":4096,\"place_cpu_p\":[1,1,1,64],\"seq\"") !=
+		      NULL,
+	      "per-CPU placement: %.600s", doc);
 	free(doc);
 	kt_end();
 	free(r);

@@ -105,6 +105,73 @@ static void controller(void)
 	kt_end();
 }
 
+/*
+ * --place-target (issue 27): each CPU's 1 in P of its sampled keys placed
+ * on the ring, from the keys it sampled. 1 under the target whatever P
+ * was (every sampled key placed, as before the bound); over it, the
+ * sample rate's controller, so P goes up at once and down with headroom.
+ */
+static void placement(void)
+{
+	__u32 t = KS_PLACE_TARGET_DEFAULT, p, got;
+	char err[200];
+
+	kt_begin("place_parse_target_off_and_range");
+	CHECK_EQ(ks_place_parse("4096", &got, err, sizeof(err)), 0);
+	CHECK_EQ(got, 4096);
+	CHECK_EQ(ks_place_parse("off", &got, err, sizeof(err)), 0);
+	CHECK_EQ(got, 0);
+	CHECK(ks_place_parse("15", &got, err, sizeof(err)) < 0, "15");
+	CHECK(strstr(err, "from 16 to 100000000, or off") != NULL, "err: %s",
+	      err);
+	CHECK(ks_place_parse("0", &got, err, sizeof(err)) < 0, "0");
+	CHECK(ks_place_parse("4k", &got, err, sizeof(err)) < 0, "4k");
+	CHECK(ks_place_parse("", &got, err, sizeof(err)) < 0, "empty");
+	CHECK(ks_place_parse("100000001", &got, err, sizeof(err)) < 0,
+	      "over the maximum");
+	kt_end();
+
+	kt_begin("place_every_sampled_key_under_the_target");
+	/* a test's load, and any load at or under the target: 1, from
+	 * any P (no headroom asked on the way down to 1) */
+	CHECK_EQ(ks_place_next(1, 500, SEC, t), 1);
+	CHECK_EQ(ks_place_next(1, 4096, SEC, t), 1);
+	CHECK_EQ(ks_place_next(64, 4000, SEC, t), 1);
+	CHECK_EQ(ks_place_next(64, 0, SEC, t), 1); /* idle */
+	/* the interval's length counts: 3,000 sampled in 0.5 s is over */
+	CHECK_EQ(ks_place_next(1, 3000, SEC / 2, t), 2);
+	kt_end();
+
+	kt_begin("place_rate_bounds_placements_per_cpu");
+	/* --sample auto's ~200,000 sampled keys/s at line rate: 1 in 64,
+	 * 3,125 placements a second */
+	CHECK_EQ(ks_place_next(1, 200000, SEC, t), 64);
+	/* auto's own bound, 262,144/s: 1 in 64 still (4,096/s) */
+	CHECK_EQ(ks_place_next(1, 262144, SEC, t), 64);
+	/* --sample 1 at 10M keys/s: at most 1 in KS_RATE_MAX_N */
+	CHECK_EQ(ks_place_next(1, 10000000, SEC, t), 1024);
+	CHECK_EQ(ks_place_next(1, 100000000, SEC, t), KS_RATE_MAX_N);
+	/* up at once, down with the rate controller's headroom */
+	CHECK_EQ(ks_place_next(8, 200000, SEC, t), 64);
+	/* 30,000/s: 3,750/s at 1 in 8 is over 80% of the target, 16 */
+	CHECK_EQ(ks_place_next(64, 30000, SEC, t), 16);
+	CHECK_EQ(ks_place_next(64, 26000, SEC, t), 8); /* 3,250/s at 8 */
+	CHECK_EQ(ks_place_next(64, 16000, SEC, t), 8); /* 2,000/s at 8 */
+	/* a load wobbling around 8,192/s (the 1-in-2 boundary) settles */
+	for (p = 1, got = 0; got < 40; got++)
+		p = ks_place_next(p, got % 2 ? 8000 : 8400, SEC, t);
+	CHECK_EQ(p, 4);
+	kt_end();
+
+	kt_begin("place_target_off_places_every_key");
+	CHECK_EQ(ks_place_next(1, 100000000, SEC, 0), 1);
+	CHECK_EQ(ks_place_next(64, 100000000, SEC, 0), 1);
+	/* no time measured: P as it was */
+	CHECK_EQ(ks_place_next(16, 100000, 0, t), 16);
+	CHECK_EQ(ks_place_next(0, 100000, 0, t), 1);
+	kt_end();
+}
+
 /* Two CPUs at different rates in one epoch: each CPU's row weighted by its
  * own N, so a key's estimate is the sum of what each CPU stands for. */
 static void weighted_merge(void)
@@ -153,5 +220,6 @@ void test_sample_rate(void)
 {
 	parse();
 	controller();
+	placement();
 	weighted_merge();
 }

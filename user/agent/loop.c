@@ -530,7 +530,8 @@ int ks_agent_start(struct ks_agent *st)
 			&st->rates, st->col.ncpus,
 			&(struct ks_sample_opt){
 				.n = st->o.sample_target ? 0 : st->o.sample_n,
-				.target = st->o.sample_target },
+				.target = st->o.sample_target,
+				.place_target = st->o.place_target },
 			st->o.sample_n);
 	st->sketch = malloc(sizeof(*st->sketch));
 	st->rep = calloc(1, sizeof(*st->rep));
@@ -567,6 +568,13 @@ int ks_agent_start(struct ks_agent *st)
 			 st->o.sample_target, st->o.sample_n);
 	else
 		snprintf(samp, sizeof(samp), "sample 1/%u", st->o.sample_n);
+	if (st->o.place_target) {
+		size_t l = strlen(samp);
+
+		snprintf(samp + l, sizeof(samp) - l,
+			 ", ring placements at most ~%u/s per CPU",
+			 st->o.place_target);
+	}
 	printf("keysteer: attached to %s (%s), %s, interval %s s, ports %s%s\n",
 	       st->o.ifname, ks_hook_desc(&st->att), samp, iv, ports,
 	       st->att.adopted

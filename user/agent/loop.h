@@ -33,6 +33,9 @@ struct ks_agent_opts {
 	unsigned int ifindex;
 	__u32 sample_n;      /* --sample N; auto: the first interval's */
 	__u32 sample_target; /* --sample auto[:T]: T; 0 for a fixed N */
+	__u32 place_target;  /* --place-target: ring placements/s per CPU
+			      * above which 1 in P sampled keys is placed;
+			      * 0: every one */
 	__u32 interval_ms;
 	__u16 ports[KS_MAX_PORTS];
 	enum ks_xdp_req xdp;

@@ -16,6 +16,7 @@
 #include "core/ring_doc.h"
 #include "core/view_file.h"
 #include "core/slog_part.h"
+#include "core/sample_rate.h"
 #include "net/etcd.h"
 #include "net/etcd_conf.h"
 #include "agent/run_purge.h"
@@ -43,6 +44,20 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  "sample 1 in N keys, 1..1000000 (default 8); auto: each CPU's N, a power of two 1..1024, set every interval to sample about T keys/s (default 262144)" },
 	{ "sample", 's', REQ, "N|auto[:T]", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
 	  "sample 1 in N keys, 1..1000000 (default 1: every key); auto[:T] as 'agent run' does, from 1 in 1" },
+	{ "place-target",
+	  KS_OPTV_PLACE_TARGET,
+	  REQ,
+	  "T|off",
+	  KS_CMD_RUN,
+	  RUN_CONF,
+	  KS_GRP_OPTIONS,
+	  "ring placements a second per CPU, up to %u (default %u):\n"
+	  "a CPU that samples more keys than T a second places\n"
+	  "only 1 in P of them on the clients' ring (P a power of\n"
+	  "two set every interval), each counted P for its shard,\n"
+	  "so the shard counts stay estimates of the same keys;\n"
+	  "under T every sampled key is placed. off: always all",
+	  { KS_PLACE_TARGET_MAX, KS_PLACE_TARGET_DEFAULT } },
 	{ "drain-threads",
 	  KS_OPTV_DRAIN_THREADS,
 	  REQ,

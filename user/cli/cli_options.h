@@ -121,6 +121,7 @@ enum ks_opt_group {
 #define KS_OPTV_HK            0x1077 /* test: --housekeeping thread|loop */
 #define KS_OPTV_HK_DELAY      0x1078 /* test: --housekeeping-delay-ms */
 #define KS_OPTV_THREAD_CAPS   0x1079 /* test: --thread-caps drop|keep */
+#define KS_OPTV_PLACE_TARGET  0x107a /* the ring placement's bound */
 
 /* test only: the automatic cap from the policy's verdict */
 #define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1

@@ -143,6 +143,10 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 		o->a.sample_target = so.target;
 		return 1;
 	}
+	case KS_OPTV_PLACE_TARGET:
+		if (ks_place_parse(arg, &o->a.place_target, err, errlen))
+			return -1;
+		return 1;
 	case 'I':
 		if (ks_parse_seconds("--interval", arg, 100, 3600000,
 				     &o->a.interval_ms, err, errlen))
@@ -451,6 +455,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	ks_run_etcd_init(&o->etcd);
 	ks_run_purge_init(&o->purge);
 	o->a.sample_n = 8;
+	o->a.place_target = KS_PLACE_TARGET_DEFAULT;
 	o->a.interval_ms = 1000;
 	o->a.top = KS_REPORT_TOP;
 	o->a.owner_replies = 1;

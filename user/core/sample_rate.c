@@ -89,3 +89,29 @@ __u32 ks_rates_max(const __u32 *n, int ncpus)
 			best = n[i];
 	return best;
 }
+
+int ks_place_parse(const char *s, __u32 *target, char *err, size_t errlen)
+{
+	if (!strcmp(s, "off")) {
+		*target = 0;
+		return 0;
+	}
+	if (!parse_u32(s, KS_PLACE_TARGET_MIN, KS_PLACE_TARGET_MAX, target))
+		return 0;
+	snprintf(
+		err, errlen,
+		"--place-target '%s' is out of range; give ring placements per second per CPU from %u to %u, or off (every sampled key placed)",
+		s, KS_PLACE_TARGET_MIN, KS_PLACE_TARGET_MAX);
+	return -EINVAL;
+}
+
+__u32 ks_place_next(__u32 cur_p, __u64 sampled, __u64 elapsed_ns, __u32 target)
+{
+	if (!target)
+		return 1;
+	if (!elapsed_ns) /* nothing measured: as it was */
+		return cur_p ? cur_p : 1;
+	if (fits(sampled, elapsed_ns, 1, target))
+		return 1;
+	return ks_rate_next(cur_p, sampled, elapsed_ns, target);
+}

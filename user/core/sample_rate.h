@@ -36,10 +36,12 @@
  */
 #define KS_RATE_DOWN_PCT 80
 
-/* --sample: a fixed 1 in N, or auto with its target. */
+/* --sample: a fixed 1 in N, or auto with its target; and the ring
+ * placement's target (--place-target, not ks_sample_parse()'s). */
 struct ks_sample_opt {
 	__u32 n;      /* fixed: 1 in n; auto: 0 */
 	__u32 target; /* auto: sampled keys per second per CPU; fixed: 0 */
+	__u32 place_target; /* placements per second per CPU; 0: all */
 };
 
 /*
@@ -59,5 +61,38 @@ __u32 ks_rate_next(__u32 cur_n, __u64 keys, __u64 elapsed_ns, __u32 target);
 
 /* The largest of ncpus rates (NULL or all 0: 1): the sampling bound's N. */
 __u32 ks_rates_max(const __u32 *n, int ncpus);
+
+/*
+ * --place-target (issue 27): the ring placements a second per CPU that
+ * the datapath's placement of sampled keys is held near. Each placement
+ * costs a ring lookup, and for a key the ring cache does not hold an MD5
+ * and the ring's cold lines: `line_bench.sh --sample auto --ring 64
+ * --keys 65536` lost 11% of the line rate placing the ~200,000 keys a
+ * second auto samples there (docs/benchmarks.md "Placing 1 in P sampled
+ * keys"). 4,096 a second is under 0.3% of a CPU even at ~600 ns each,
+ * and still ~64 placements a second per shard of a 64-shard ring per CPU
+ * at full load. 0 turns the bound off (every sampled key placed).
+ */
+#define KS_PLACE_TARGET_DEFAULT 4096
+#define KS_PLACE_TARGET_MIN     16
+#define KS_PLACE_TARGET_MAX     100000000
+
+/*
+ * Parses --place-target's value ("off", or placements a second per CPU,
+ * KS_PLACE_TARGET_MIN..KS_PLACE_TARGET_MAX; off is 0) into *target. 0, or
+ * -EINVAL with a sentence for the user in err.
+ */
+int ks_place_parse(const char *s, __u32 *target, char *err, size_t errlen);
+
+/*
+ * The next 1 in P of its sampled keys that one CPU places on the ring,
+ * from the keys it sampled in elapsed_ns while placing 1 in cur_p: 1
+ * whenever they come under target a second (so that at a test's load,
+ * or any load under the target, every sampled key is placed, as without
+ * the bound), else as ks_rate_next() picks a sample rate: the smallest
+ * power of two that keeps placements at or under target, up at once,
+ * down with headroom, at most KS_RATE_MAX_N. target 0: always 1.
+ */
+__u32 ks_place_next(__u32 cur_p, __u64 sampled, __u64 elapsed_ns, __u32 target);
 
 #endif

@@ -22,17 +22,26 @@ int ks_rates_init(struct ks_rates *r, int ncpus,
 	r->keys = calloc(n, sizeof(*r->keys));
 	r->sum = calloc(n, sizeof(*r->sum));
 	r->iv_keys = calloc(n, sizeof(*r->iv_keys));
+	r->p_cur = calloc(n, sizeof(*r->p_cur));
+	r->p_ended = calloc(n, sizeof(*r->p_ended));
+	r->sampled = calloc(n, sizeof(*r->sampled));
+	r->samp_sum = calloc(n, sizeof(*r->samp_sum));
 	/* a per-CPU lookup: one value per possible CPU, 8-byte strides */
 	r->buf = calloc(n, sizeof(struct ks_pkt_counters));
 	if (!r->cur || !r->ended || !r->keys || !r->sum || !r->buf ||
-	    !r->iv_keys) {
+	    !r->iv_keys || !r->p_cur || !r->p_ended || !r->sampled ||
+	    !r->samp_sum) {
 		ks_rates_free(r);
 		return -ENOMEM;
 	}
-	for (i = 0; i < r->ncpus; i++)
+	for (i = 0; i < r->ncpus; i++) {
 		r->cur[i] = r->ended[i] = opt->target ? start_n
 					  : opt->n    ? opt->n
 						      : 1;
+		/* every sampled key placed until a CPU's count says more
+		 * than the target */
+		r->p_cur[i] = r->p_ended[i] = 1;
+	}
 	return 0;
 }
 
@@ -44,12 +53,20 @@ void ks_rates_free(struct ks_rates *r)
 	free(r->sum);
 	free(r->buf);
 	free(r->iv_keys);
-	r->cur = r->ended = NULL;
+	free(r->p_cur);
+	free(r->p_ended);
+	free(r->sampled);
+	free(r->samp_sum);
+	r->cur = r->ended = r->p_cur = r->p_ended = NULL;
 	r->keys = r->sum = r->buf = r->iv_keys = NULL;
+	r->sampled = r->samp_sum = NULL;
 }
 
 /* Every key each CPU counted, cumulative: the ops' keys and the fast
- * path's lone gets (one key each), which the sampling countdown meets. */
+ * path's lone gets (one key each), which the sampling countdown meets;
+ * and the keys it sampled, which the placement's countdown meets (its
+ * reads and writes; the few sampled keys of neither class are counted
+ * too, a bound on the safe side). */
 static int read_keys(struct ks_rates *r, const struct ks_maps *m)
 {
 	struct ks_op_stats *ops = (struct ks_op_stats *)r->buf;
@@ -58,6 +75,7 @@ static int read_keys(struct ks_rates *r, const struct ks_maps *m)
 	int cpu;
 
 	memset(r->sum, 0, sizeof(*r->sum) * (size_t)r->ncpus);
+	memset(r->samp_sum, 0, sizeof(*r->samp_sum) * (size_t)r->ncpus);
 	for (k = 0; k < KS_OP_MAX; k++) {
 		if (bpf_map_lookup_elem(m->ops, &k, ops))
 			return -errno;
@@ -66,22 +84,27 @@ static int read_keys(struct ks_rates *r, const struct ks_maps *m)
 	}
 	if (bpf_map_lookup_elem(m->pkts, &zero, pc))
 		return -errno;
-	for (cpu = 0; cpu < r->ncpus; cpu++)
+	for (cpu = 0; cpu < r->ncpus; cpu++) {
 		r->sum[cpu] += pc[cpu].n[KS_PKT_FAST_GET];
+		r->samp_sum[cpu] = pc[cpu].n[KS_PKT_SAMPLED];
+	}
 	return 0;
 }
 
-/* ks_rate's entry for one epoch: every CPU's value in r->cur. */
+/* ks_rate's entry for one epoch: every CPU's rate in r->cur (0 when
+ * zero_n: ks_config.sample_n's) and its P in r->p_cur. */
 static int write_entry(struct ks_rates *r, const struct ks_maps *m, __u32 epoch,
-		       int zero)
+		       int zero_n)
 {
-	__u64 *v = r->buf;
+	struct ks_rate_entry *v = (struct ks_rate_entry *)r->buf;
 	int cpu;
 
-	/* __u32 values, each in an 8-byte slot of the per-CPU buffer */
+	/* one 8-byte entry per CPU: the per-CPU buffer's stride */
 	memset(v, 0, sizeof(*v) * (size_t)r->ncpus);
-	for (cpu = 0; cpu < r->ncpus; cpu++)
-		*(__u32 *)&v[cpu] = zero ? 0 : r->cur[cpu];
+	for (cpu = 0; cpu < r->ncpus; cpu++) {
+		v[cpu].n = zero_n ? 0 : r->cur[cpu];
+		v[cpu].p = r->p_cur[cpu];
+	}
 	return bpf_map_update_elem(m->rate, &epoch, v, BPF_ANY) ? -errno : 0;
 }
 
@@ -96,8 +119,11 @@ int ks_rates_start(struct ks_rates *r, const struct ks_maps *m)
 			return err;
 	}
 	err = read_keys(r, m);
-	if (!err)
+	if (!err) {
 		memcpy(r->keys, r->sum, sizeof(*r->keys) * (size_t)r->ncpus);
+		memcpy(r->sampled, r->samp_sum,
+		       sizeof(*r->sampled) * (size_t)r->ncpus);
+	}
 	return err;
 }
 
@@ -105,11 +131,16 @@ int ks_rates_flip(struct ks_rates *r, const struct ks_maps *m, __u32 next_seq,
 		  __u64 elapsed_ns)
 {
 	__u32 *t = r->ended;
+	__u64 smp;
 	int cpu, err;
 
 	r->ended = r->cur;
 	r->cur = t;
 	memcpy(r->cur, r->ended, sizeof(*r->cur) * (size_t)r->ncpus);
+	t = r->p_ended;
+	r->p_ended = r->p_cur;
+	r->p_cur = t;
+	memcpy(r->p_cur, r->p_ended, sizeof(*r->p_cur) * (size_t)r->ncpus);
 	err = read_keys(r, m);
 	if (err)
 		return err;
@@ -118,14 +149,22 @@ int ks_rates_flip(struct ks_rates *r, const struct ks_maps *m, __u32 next_seq,
 					  ? r->sum[cpu] - r->keys[cpu]
 					  : 0;
 		r->keys[cpu] = r->sum[cpu];
+		smp = r->samp_sum[cpu] >= r->sampled[cpu]
+			      ? r->samp_sum[cpu] - r->sampled[cpu]
+			      : 0;
+		r->sampled[cpu] = r->samp_sum[cpu];
 		if (r->opt.target)
 			r->cur[cpu] = ks_rate_next(r->ended[cpu],
 						   r->iv_keys[cpu], elapsed_ns,
 						   r->opt.target);
+		if (r->opt.place_target)
+			r->p_cur[cpu] = ks_place_next(r->p_ended[cpu], smp,
+						      elapsed_ns,
+						      r->opt.place_target);
 	}
-	if (!r->opt.target)
+	if (!r->opt.target && !r->opt.place_target)
 		return 0;
-	return write_entry(r, m, next_seq & (KS_EPOCHS - 1), 0);
+	return write_entry(r, m, next_seq & (KS_EPOCHS - 1), !r->opt.target);
 }
 
 void ks_rates_report(const struct ks_rates *r, struct ks_report *rep)
@@ -137,8 +176,13 @@ void ks_rates_report(const struct ks_rates *r, struct ks_report *rep)
 	rep->ncpu_n = r->ncpus < KS_REPORT_CPUS ? (__u32)r->ncpus
 						: KS_REPORT_CPUS;
 	memset(rep->cpu_n, 0, sizeof(rep->cpu_n));
-	for (cpu = 0; cpu < (int)rep->ncpu_n; cpu++)
+	memset(rep->cpu_p, 0, sizeof(rep->cpu_p));
+	for (cpu = 0; cpu < (int)rep->ncpu_n; cpu++) {
 		rep->cpu_n[cpu] = r->ended[cpu];
+		rep->cpu_p[cpu] = r->p_ended[cpu];
+	}
+	rep->place_target = r->opt.place_target;
+	rep->place_p = ks_rates_max(r->p_ended, r->ncpus);
 }
 
 double ks_rates_effective(const struct ks_rates *r)

@@ -380,8 +380,14 @@ static void draw_header(struct dash *d)
 			   sizeof(a));
 	snprintf(p[3].text, sizeof(p[3].text), "up %s", a);
 	p[3].prio = 4;
-	snprintf(p[4].text, sizeof(p[4].text), "sample 1/%u",
-		 r->sample_n ? r->sample_n : 1);
+	/* with the ring placement's largest 1 in P while a CPU places
+	 * fewer than all its sampled keys (--place-target) */
+	if (r->place_p > 1)
+		snprintf(p[4].text, sizeof(p[4].text), "sample 1/%u, ring 1/%u",
+			 r->sample_n ? r->sample_n : 1, r->place_p);
+	else
+		snprintf(p[4].text, sizeof(p[4].text), "sample 1/%u",
+			 r->sample_n ? r->sample_n : 1);
 	p[4].prio = 5;
 	fmt_rate(r->class_req_mps[KS_CLASS_READ], a, sizeof(a));
 	fmt_rate(r->class_req_mps[KS_CLASS_WRITE], b, sizeof(b));

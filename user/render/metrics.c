@@ -39,9 +39,9 @@ static const struct {
 	{ KS_PKT_TRACE_DROP, "keysteer_trace_events_dropped_total",
 	  "Trace events lost to a full ring buffer." },
 	{ KS_PKT_RING_HIT, "keysteer_ring_sampled_keys_total",
-	  "Sampled keys placed on the ring (not scaled by N)." },
+	  "Sampled keys placed on the ring, 1 in P of them under --place-target (not scaled by N or P)." },
 	{ KS_PKT_MISDIRECTED, "keysteer_ring_sampled_misdirected_keys_total",
-	  "Sampled keys the ring gives to another shard than this host's (not scaled by N)." },
+	  "Placed keys the ring gives to another shard than this host's (not scaled by N or P)." },
 	{ KS_PKT_HOT_READ, "keysteer_hot_key_reads_total",
 	  "Reads of keys in the datapath's hot-key slots." },
 	{ KS_PKT_HOT_WRITE, "keysteer_hot_key_writes_total",
@@ -157,21 +157,38 @@ static void label_set(FILE *f, const char *name, const char *type,
 	}
 }
 
-/* The rate in force on each CPU in the last interval (--sample auto sets
- * each its own; --sample N gives every CPU N). */
-static void sample_cpu_metrics(FILE *f, const struct ks_report *r)
+/* One gauge of each CPU's 1/N of the last interval (0 read as 1). */
+static void cpu_ratio(FILE *f, const char *name, const char *help,
+		      const __u32 *n, __u32 ncpu)
 {
 	__u32 i;
 
-	family(f, "keysteer_sample_cpu_ratio", "gauge",
-	       "Fraction of keys sampled on each CPU in the last interval (1/N).");
-	for (i = 0; i < r->ncpu_n && i < KS_REPORT_CPUS; i++)
-		fprintf(f, "keysteer_sample_cpu_ratio{cpu=\"%u\"} %.9g\n", i,
-			r->cpu_n[i] ? 1.0 / r->cpu_n[i] : 1.0);
+	family(f, name, "gauge", help);
+	for (i = 0; i < ncpu && i < KS_REPORT_CPUS; i++)
+		fprintf(f, "%s{cpu=\"%u\"} %.9g\n", name, i,
+			n[i] ? 1.0 / n[i] : 1.0);
+}
+
+/* The rate in force on each CPU in the last interval (--sample auto sets
+ * each its own; --sample N gives every CPU N), and the ring placement's
+ * 1 in P of the sampled keys (--place-target). */
+static void sample_cpu_metrics(FILE *f, const struct ks_report *r)
+{
+	cpu_ratio(
+		f, "keysteer_sample_cpu_ratio",
+		"Fraction of keys sampled on each CPU in the last interval (1/N).",
+		r->cpu_n, r->ncpu_n);
 	family(f, "keysteer_sample_target_keys_per_second", "gauge",
 	       "--sample auto: sampled keys per second per CPU aimed at (0: a fixed --sample N).");
 	fprintf(f, "keysteer_sample_target_keys_per_second %u\n",
 		r->sample_target);
+	cpu_ratio(
+		f, "keysteer_place_cpu_ratio",
+		"Fraction of the sampled keys placed on the ring on each CPU in the last interval (1/P; each placed key counts P for its shard).",
+		r->cpu_p, r->ncpu_n);
+	family(f, "keysteer_place_target_per_second", "gauge",
+	       "--place-target: ring placements per second per CPU above which 1 in P sampled keys is placed (0: every one).");
+	fprintf(f, "keysteer_place_target_per_second %u\n", r->place_target);
 }
 
 static void agent_metrics(FILE *f, const struct ks_metrics_in *in)

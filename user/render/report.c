@@ -81,25 +81,42 @@ static int n_top(const struct ks_view *v)
 	return n < v->top ? n : v->top;
 }
 
-/* --sample auto: each CPU's 1 in N of the interval, runs of CPUs at one
- * rate folded ("cpu 0-3 1/1"). */
-static void text_cpu_n(FILE *f, const struct ks_report *r)
+/* Each CPU's 1 in N (of v), runs of CPUs at one rate folded ("cpu 0-3
+ * 1/1"), to the end of the line. */
+static void text_cpu_runs(FILE *f, const __u32 *v, __u32 n)
 {
-	__u32 i, j, n = r->ncpu_n < KS_REPORT_CPUS ? r->ncpu_n : KS_REPORT_CPUS;
+	__u32 i, j;
 
-	if (!r->sample_target)
-		return;
-	fprintf(f, "sample auto, %u sampled keys/s per CPU aimed at:",
-		r->sample_target);
 	for (i = 0; i < n; i = j) {
-		for (j = i + 1; j < n && r->cpu_n[j] == r->cpu_n[i]; j++)
+		for (j = i + 1; j < n && v[j] == v[i]; j++)
 			;
 		if (j - i > 1)
-			fprintf(f, "  cpu %u-%u 1/%u", i, j - 1, r->cpu_n[i]);
+			fprintf(f, "  cpu %u-%u 1/%u", i, j - 1,
+				v[i] ? v[i] : 1);
 		else
-			fprintf(f, "  cpu %u 1/%u", i, r->cpu_n[i]);
+			fprintf(f, "  cpu %u 1/%u", i, v[i] ? v[i] : 1);
 	}
 	fputc('\n', f);
+}
+
+/* --sample auto: each CPU's 1 in N of the interval; with a placement
+ * target (--place-target), each CPU's 1 in P of its sampled keys placed
+ * on the ring, when any CPU placed fewer than all. */
+static void text_cpu_n(FILE *f, const struct ks_report *r)
+{
+	__u32 n = r->ncpu_n < KS_REPORT_CPUS ? r->ncpu_n : KS_REPORT_CPUS;
+
+	if (r->sample_target) {
+		fprintf(f, "sample auto, %u sampled keys/s per CPU aimed at:",
+			r->sample_target);
+		text_cpu_runs(f, r->cpu_n, n);
+	}
+	if (r->place_target && r->place_p > 1) {
+		fprintf(f,
+			"ring placement, at most ~%u/s per CPU (each counted P):",
+			r->place_target);
+		text_cpu_runs(f, r->cpu_p, n);
+	}
 }
 
 static void text_header(FILE *f, const struct ks_view *v)
@@ -752,6 +769,11 @@ void ks_render_json(FILE *f, const struct ks_view *v)
 	fprintf(f, "\"sample_target\":%u,\"sample_cpu_n\":[", r->sample_target);
 	for (c = 0; c < r->ncpu_n && c < KS_REPORT_CPUS; c++)
 		fprintf(f, "%s%u", c ? "," : "", r->cpu_n[c]);
+	/* the placement's target (0: off) and each CPU's 1 in P of its
+	 * sampled keys placed on the ring */
+	fprintf(f, "],\"place_target\":%u,\"place_cpu_p\":[", r->place_target);
+	for (c = 0; c < r->ncpu_n && c < KS_REPORT_CPUS; c++)
+		fprintf(f, "%s%u", c ? "," : "", r->cpu_p[c] ? r->cpu_p[c] : 1);
 	fputs("],", f);
 	fprintf(f, "\"seq\":%u,\"sampled_keys\":%llu,\"classes\":{", r->seq,
 		(unsigned long long)r->sampled_total);

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# test_place_rate.sh - the ring placement's 1 in P under load, end to end
+# (issue 27; docs/ring.md, "1 in P of the sampled keys under load"): the
+# agent runs with --sample 1, a ring of 4 shards whose shard #1 is the
+# memcached we send to (--self) and --place-target 64; a real client
+# (pymemcache) gets 20,000 distinct keys, one request each, at most
+# 4,000 a second (about 10 intervals of 0.5 s), far more than 64 a
+# second on the CPU that carries them. Checked from every report (agent report --watch --json) and the
+# last: some CPU placed 1 in P > 1 of its sampled keys while the load ran,
+# every CPU is back at 1 once it stopped; every shard's reads_total is
+# within 4 sqrt(true (Pmax - 1)) plus the slack of the moves of P of the
+# keys `agent ring lookup` gives it, their sum within the slack of the
+# keys sent (each placed key counted P), and misdirected_total follows
+# (all of every other shard's, none of self's). Control: the placements
+# themselves (ring_hit), what counting 1 a placement would sum to, must
+# miss the sum's bound. The program tests (tests/prog/t_place.c) check
+# the datapath's counts exactly; this checks the agent's choice of P,
+# its epochs, and the report.
+#
+# Set-up as lib.sh: namespaces ks_cli_PID / ks_srv_PID joined by a veth
+# pair (198.18.0.1 / 198.18.0.2), memcached in ks_srv, the agent on the
+# server-side veth, everything removed by the EXIT trap. The other shards
+# (198.18.0.3-5) exist only in the ring: no packet is sent to them.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_init place_rate
+e2e_require place_rate_setup "make deps: python3" "$PY"
+e2e_net_up
+
+KEYS=$E2E_TMP/keys.txt
+SHARDS=$E2E_TMP/shards.txt
+WATCH=$E2E_TMP/watch.jsonl
+SELF=198.18.0.2:$PORT
+NKEYS=20000
+RK() { "$PY" "$E2E_DIR/ks_ring_keys.py" "$@"; }
+
+printf '# the clients ring\n198.18.0.3:11211\n%s\n198.18.0.4:11211\n198.18.0.5:11211\n' \
+	"$SELF" >"$SHARDS"
+RK make "$KEYS" --count "$NKEYS"
+"$AGENT" ring lookup --shards-file "$SHARDS" --distribution ketama <"$KEYS" >"$E2E_TMP/lookup.txt"
+RK expect --lookup "$E2E_TMP/lookup.txt" --self 1 --nshards 4 \
+	>"$E2E_TMP/expect.json"
+
+# seq N: the newest interval in the watch so far (0 before the first)
+seq_now() {
+	"$PY" -c 'import json,sys
+s = 0
+for l in open(sys.argv[1]):
+    try: s = max(s, json.loads(l).get("seq", 0))
+    except ValueError: pass
+print(s)' "$WATCH"
+}
+
+# wait_seq N: until an interval numbered N or later is in the watch, the
+# agent alive (60 s a guard: intervals of 0.5 s at load)
+wait_seq() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(seq_now)" -ge "$1" ] && return 0
+		kill -0 "$E2E_AGENT_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+if ! e2e_agent_start --sample 1 --interval 0.5 --shards-file "$SHARDS" \
+	--self "$SELF" --distribution ketama --place-target 64; then
+	fail place_rate_setup "the agent did not attach with a ring"
+	exit 1
+fi
+# keys sent before the ring is pushed count on no shard
+e2e_wait_line "$E2E_TMP/agent.out" '^keysteer: ring v1 ' "$E2E_AGENT_PID"
+grep -q 'ring placements at most ~64/s per CPU' "$E2E_TMP/agent.out" ||
+	fail place_rate_setup "the attach line does not name the target: $(head -c 400 "$E2E_TMP/agent.out")"
+# every interval seen: polled 5 times an interval, at the e2e loads' nice
+ks_in_ns_bg "$SNS" nice -n "$KS_NICE" "$AGENT" report --iface "$SIF" \
+	--watch --json --interval 0.1 </dev/null >"$WATCH" 2>"$E2E_TMP/watch.err"
+E2E_POLLER_PID=$KS_BG_PID
+if ! wait_seq 1; then
+	fail place_rate_setup "no interval reported in 60 s"
+	exit 1
+fi
+t0=$SECONDS
+# paced, so that the load spans about 10 intervals however fast the
+# machine: the first, at P 1, places what it gets; the rest 1 in P
+if ! e2e_client "$E2E_DIR/ks_ring_keys.py" send --server "$SADDR" \
+	--port "$PORT" --keys "$KEYS" --rate 4000; then
+	fail place_rate_setup "the client could not send the keys"
+	exit 1
+fi
+note "$NKEYS gets in about $((SECONDS - t0)) s"
+# every key in an interval closed after the load, then one at rest
+n=$(seq_now)
+if ! wait_seq $((n + 3)); then
+	fail place_rate_setup "the intervals stopped after the load"
+	exit 1
+fi
+ks_stop_pid "$E2E_POLLER_PID" TERM 5
+E2E_POLLER_PID=
+e2e_agent report --iface "$SIF" --json >"$E2E_TMP/final.json" 2>/dev/null
+RK place --watch "$WATCH" --report "$E2E_TMP/final.json" \
+	--expect "$E2E_TMP/expect.json" --name place_rate || E2E_FAILED=1
+e2e_agent_stop_clean place_rate
