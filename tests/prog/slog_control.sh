@@ -35,7 +35,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ONLY=${1:-}
-. tests/prog/mutants.sh
+. tests/lib/mutants.sh
 # name|file|sed expression (one edit each)
 mutants=(
 	"full-drops-sample|ks_sample.bpf.h|/r = ks_slog_slot(\&pos, \&head, true);/,/return 0;/ s/return 0;/return 1;/"

@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ONLY=${1:-}
-. tests/prog/mutants.sh
+. tests/lib/mutants.sh
 
 # name|file|sed expression (one edit each)
 mutants=(

@@ -204,6 +204,21 @@ static void simulated_fleet(void)
 	kt_end();
 }
 
+/* 40 keys k0..k39 at 1 to 40 reads/s, every one under a threshold of
+ * 100/s */
+static void ramp(struct ks_hot_sample s[40], char keys[40][8])
+{
+	unsigned i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(keys[i], 8, "k%u", i);
+		s[i] = (struct ks_hot_sample){ .key = (const __u8 *)keys[i],
+					       .len = (__u16)strlen(keys[i]),
+					       .hash = ut_hash(keys[i]),
+					       .reads_ps = 1 + i };
+	}
+}
+
 /* A mean that moves by more than KS_BALANCE_STABLE holds every step for
  * KS_BALANCE_SETTLE intervals; a step down halves at most, and the
  * threshold never goes under 1/KS_BALANCE_FLOOR of the policy's. */
@@ -221,13 +236,7 @@ static void steps_and_guards(void)
 	ks_hot_policy_default(&p);
 	p.shard_capacity_ops = 1000;
 	ks_hot_init(&t);
-	for (i = 0; i < 40; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "k%u", i);
-		s[i] = (struct ks_hot_sample){ .key = (const __u8 *)keys[i],
-					       .len = (__u16)strlen(keys[i]),
-					       .hash = ut_hash(keys[i]),
-					       .reads_ps = 1 + i };
-	}
+	ramp(s, keys);
 	/* a shard far over the mean, its keys all under the threshold (1 to
 	 * 40 reads/s): down in halving steps, settling between them, to the
 	 * coldest key over the floor; none colder lets any more in */
@@ -257,9 +266,70 @@ static void steps_and_guards(void)
 	kt_end();
 }
 
+/*
+ * --balance X lets a shard carry up to (1 + X) times the fleet's mean
+ * before it lowers its threshold: one at 1.05x the mean with X 0.10 keeps
+ * the policy's, and one lowered goes back to it once within X / 2. A
+ * lowered threshold lets more keys in, but sizes their copies and judges
+ * writes as the policy does: more keys steered, not more copies of each.
+ */
+static void margin_and_policy(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_sample s[40];
+	struct ks_hot_policy p, q;
+	struct ks_balance b = { .over = 0.1 };
+	char keys[40][8];
+	double thr;
+	unsigned i;
+
+	kt_begin("balance_within_margin_and_lowered_policy");
+	ks_hot_policy_default(&p);
+	p.shard_capacity_ops = 1000;
+	p.max_copies = 8;
+	ks_hot_init(&t);
+	ramp(s, keys);
+	for (i = 0; i < 10 * (KS_BALANCE_SETTLE + 1); i++) {
+		thr = ks_balance_step(&b, &p, 105, 100, 8, &t, s, 40, 0);
+		CHECK(thr == 100, "interval %u at 1.05x the mean: %.1f", i,
+		      thr);
+	}
+	CHECK_EQ(b.lowered, 0);
+	/* far over: lowered; then back within half the margin (1.02x, no
+	 * hot key to let go): raised in steps to the policy's again */
+	for (i = 0; i < 10 * (KS_BALANCE_SETTLE + 1); i++)
+		thr = ks_balance_step(&b, &p, 5000, 100, 8, &t, s, 40, 0);
+	CHECK(thr < 100 && b.lowered, "not lowered at 50x the mean: %.1f", thr);
+	for (i = 0; i < 200 && thr < 100; i++)
+		thr = ks_balance_step(&b, &p, 102, 100, 8, &t, s, 40, 0);
+	CHECK(thr == 100 && b.thr == 0 && b.raised,
+	      "at 1.02x the mean the threshold stays %.1f (%llu raises)", thr,
+	      b.raised);
+	ks_balance_policy(&p, 50, &q);
+	CHECK(ks_hot_read_threshold(&q) == 50, "read threshold %.1f",
+	      ks_hot_read_threshold(&q));
+	CHECK(ks_hot_write_threshold(&q) == ks_hot_write_threshold(&p),
+	      "write threshold %.1f", ks_hot_write_threshold(&q));
+	for (i = 1; i <= 8; i++)
+		CHECK(ks_hot_copies_for(&q, 100.0 * i) ==
+			      ks_hot_copies_for(&p, 100.0 * i),
+		      "at %u00/s: %u copies lowered, %u not", i,
+		      ks_hot_copies_for(&q, 100.0 * i),
+		      ks_hot_copies_for(&p, 100.0 * i));
+	/* at or over the policy's threshold: the policy's own */
+	ks_balance_policy(&p, 200, &q);
+	CHECK(ks_hot_read_threshold(&q) == 100 &&
+		      ks_hot_write_threshold(&q) == 100 &&
+		      ks_hot_copies_for(&q, 800) == ks_hot_copies_for(&p, 800),
+	      "over the threshold: read %.1f write %.1f",
+	      ks_hot_read_threshold(&q), ks_hot_write_threshold(&q));
+	kt_end();
+}
+
 void test_balance(void)
 {
 	loads_table();
 	simulated_fleet();
 	steps_and_guards();
+	margin_and_policy();
 }

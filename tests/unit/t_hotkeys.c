@@ -80,6 +80,33 @@ static void entry_within_one_interval(void)
 	kt_end();
 }
 
+/* 100 intervals of key wobbling +-5% around the threshold, of reads or
+ * (writes set) of writes: it enters once, never leaves, and its count
+ * (copies, or sub-keys) never moves while it is in the table. */
+static void wobble(struct ks_hot_table *t, const struct ks_hot_policy *p,
+		   const char *key, int writes)
+{
+	const struct ks_hot_entry *e;
+	__u32 seq, changes = 0, last = 0, n;
+
+	for (seq = 1; seq <= 100; seq++) {
+		double r = seq % 2 ? 1.05 * T : 0.95 * T;
+		struct ks_hot_sample s = sample(key, writes ? 0 : r,
+						writes ? r : 0);
+
+		ks_hot_update(t, p, &s, 1, seq);
+		e = find(t, key);
+		if (!e)
+			continue;
+		n = writes ? e->subkeys : e->copies;
+		changes += last && n != last;
+		last = n;
+	}
+	CHECK(t->entered == 1 && t->left == 0, "entered %llu left %llu",
+	      (unsigned long long)t->entered, (unsigned long long)t->left);
+	CHECK_EQ(changes, 0);
+}
+
 /* +-5% around the threshold for 100 intervals: one entry, no exit, no copy
  * changes; a key that goes quiet leaves, one resting at 75% stays. */
 static void no_flapping(void)
@@ -87,25 +114,13 @@ static void no_flapping(void)
 	static struct ks_hot_table t;
 	struct ks_hot_policy p;
 	struct ks_hot_sample s;
-	__u32 seq, copy_changes = 0, last_copies = 0;
+	__u32 seq = 101;
 	__u64 v0;
-	const struct ks_hot_entry *e;
 
 	kt_begin("hotkeys_no_flapping_at_threshold");
 	policy(&p, 4);
 	ks_hot_init(&t);
-	for (seq = 1; seq <= 100; seq++) {
-		s = sample("edge", seq % 2 ? 1.05 * T : 0.95 * T, 0);
-		ks_hot_update(&t, &p, &s, 1, seq);
-		e = find(&t, "edge");
-		if (e && last_copies && e->copies != last_copies)
-			copy_changes++;
-		if (e)
-			last_copies = e->copies;
-	}
-	CHECK(t.entered == 1 && t.left == 0, "entered %llu left %llu",
-	      (unsigned long long)t.entered, (unsigned long long)t.left);
-	CHECK_EQ(copy_changes, 0);
+	wobble(&t, &p, "edge", 0);
 	/* A quieter phase above the leave line keeps it; the document does
 	 * not change either. */
 	v0 = t.version;
@@ -120,6 +135,36 @@ static void no_flapping(void)
 	CHECK(find(&t, "edge") == NULL, "still hot after going quiet");
 	CHECK_EQ(t.left, 1);
 	CHECK_EQ(t.used, 0);
+	kt_end();
+}
+
+/* The same for writes, around the write threshold: one entry, no exit, K
+ * unchanged; a key resting at 80% of it stays (it leaves under 70%), and
+ * one no longer written leaves. */
+static void no_flapping_writes(void)
+{
+	static struct ks_hot_table t;
+	struct ks_hot_policy p;
+	struct ks_hot_sample s;
+	const struct ks_hot_entry *e;
+	__u32 seq = 101;
+
+	kt_begin("hotkeys_write_hot_no_flapping_at_threshold");
+	policy(&p, 4);
+	ks_hot_init(&t);
+	wobble(&t, &p, "ctr", 1);
+	for (; seq <= 110; seq++) {
+		s = sample("ctr", 0, 0.8 * T);
+		ks_hot_update(&t, &p, &s, 1, seq);
+	}
+	e = find(&t, "ctr");
+	CHECK(e && e->write_hot && e->subkeys == 2,
+	      "at 80%% of the threshold: %s K %u", e ? "in" : "gone",
+	      e ? e->subkeys : 0);
+	for (; seq <= 115; seq++)
+		ks_hot_update(&t, &p, NULL, 0, seq);
+	CHECK(find(&t, "ctr") == NULL, "still write-hot after going quiet");
+	CHECK_EQ(t.left, 1);
 	kt_end();
 }
 
@@ -339,6 +384,39 @@ static void pins_and_splits(void)
 	      "promo:big after rules: state %d copies %u", e ? e->state : -1,
 	      e ? e->copies : 0);
 	CHECK_EQ(t.used, 1);
+	kt_end();
+}
+
+/* A rule's count is an order, but no more copies than the policy allows
+ * (max_copies: the owner and its replicas): copies that do not exist
+ * cannot be read. */
+static void pins_capped(void)
+{
+	static struct ks_hot_table t;
+	static struct ks_hot_rules rules;
+	static const char pins[] = "pin event:launch 3\npin-prefix promo: 5\n";
+	struct ks_hot_policy p;
+	struct ks_hot_sample s = sample("promo:x", 1, 0);
+	const struct ks_hot_entry *e, *f;
+	char err[160] = "";
+	unsigned cap;
+
+	kt_begin("hotkeys_pins_capped_by_max_copies");
+	CHECK(ks_hot_rules_parse(&rules, pins, strlen(pins), "pins", err,
+				 sizeof(err)) == 0,
+	      "parse: %s", err);
+	for (cap = 1; cap <= 4; cap++) {
+		policy(&p, cap);
+		ks_hot_init(&t);
+		ks_hot_set_rules(&t, &rules);
+		ks_hot_update(&t, &p, &s, 1, 1);
+		e = find(&t, "event:launch");
+		f = find(&t, "promo:x");
+		CHECK(e && e->copies == (cap < 3 ? cap : 3),
+		      "max %u: pin of 3 has %u copies", cap, e ? e->copies : 0);
+		CHECK(f && f->copies == cap, "max %u: prefix pin of 5 has %u",
+		      cap, f ? f->copies : 0);
+	}
 	kt_end();
 }
 
@@ -678,10 +756,12 @@ void test_hotkeys(void)
 {
 	entry_within_one_interval();
 	no_flapping();
+	no_flapping_writes();
 	copies_and_caps();
 	write_hot_subkeys();
 	write_hot_split_share();
 	pins_and_splits();
+	pins_capped();
 	pin_file_errors();
 	capacity();
 	json_shape();

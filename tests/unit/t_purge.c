@@ -42,6 +42,9 @@ static void t_metadump(void)
 	      "UTF-8 bytes, either case of hex");
 	CHECK(md("key=%0 exp=-1", key, &klen) == KS_MD_BAD, "cut escape");
 	CHECK(md("key=%zz exp=-1", key, &klen) == KS_MD_BAD, "bad escape");
+	/* an escape cut by the line's end, whatever lies past it */
+	CHECK(ks_metadump_line("key=ab%41", 8, key, &klen) == KS_MD_BAD,
+	      "escape cut at the line's end read past it");
 	CHECK(md("key= exp=-1", key, &klen) == KS_MD_BAD, "empty key");
 	/* the longest key, every byte escaped: 250 bytes, not one more */
 	for (i = 0; i < KS_MC_KEY_MAX; i++)

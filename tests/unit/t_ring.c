@@ -563,6 +563,24 @@ static void builder(void)
 	kt_end();
 }
 
+/* The pymemcache ring of a shard file's text, or a FAIL and 0. */
+static int pymemcache_ring(const char *list, struct ks_shards *s,
+			   struct ks_ring *r)
+{
+	char err[512];
+
+	if (ks_shards_parse_text("t", list, s, err, sizeof(err))) {
+		kt_failf(__FILE__, __LINE__, "shards: %s", err);
+		return 0;
+	}
+	if (ks_ring_build(r, s, KS_DIST_PYMEMCACHE, 0, 1, err, sizeof(err))) {
+		kt_failf(__FILE__, __LINE__, "build: %s", err);
+		ks_shards_free(s);
+		return 0;
+	}
+	return 1;
+}
+
 /*
  * pymemcache's nodes as the datapath reads them (struct ks_rdv_slot): the
  * murmur3 state of each node's "name-", and ranks in strcmp order of the
@@ -584,11 +602,7 @@ static void pymemcache_slots(void)
 	__u32 i, j, h;
 
 	kt_begin("pymemcache_slots_layout");
-	CHECK(!ks_shards_parse_text("t", list, &s, err, sizeof(err)), "%s",
-	      err);
-	if (ks_ring_build(&r, &s, KS_DIST_PYMEMCACHE, 0, 1, err, sizeof(err))) {
-		kt_failf(__FILE__, __LINE__, "build: %s", err);
-		ks_shards_free(&s);
+	if (!pymemcache_ring(list, &s, &r)) {
 		kt_end();
 		return;
 	}
@@ -723,6 +737,82 @@ static void pymemcache_vectors(void)
 	kt_end();
 }
 
+/*
+ * pymemcache's RendezvousHash keeps, of two nodes with the same score,
+ * the greater name (max(str(node), str(winner))). Two nodes whose
+ * "name-" murmur3 states are equal score every key the same: the names
+ * below are such a pair (found by inverting murmur3's block mix; both
+ * 8 bytes, so "name-key" is the same length for both), and every key
+ * must go to the greater, "nodeaaaa" ('o' > 'm').
+ */
+static void pymemcache_ties(void)
+{
+	static const char *const list = "10.0.0.1:11211 nmzrkO_2\n"
+					"10.0.0.2:11211 nodeaaaa\n";
+	struct ks_shards s;
+	struct ks_ring r;
+	char a[32], b[32];
+	__u32 i, ties = 0, wrong = 0;
+
+	kt_begin("pymemcache_tie_goes_to_the_greater_name");
+	if (!pymemcache_ring(list, &s, &r)) {
+		kt_end();
+		return;
+	}
+	for (i = 0; i < 200; i++) {
+		int la = snprintf(a, sizeof(a), "nmzrkO_2-k%u", i);
+		int lb = snprintf(b, sizeof(b), "nodeaaaa-k%u", i);
+
+		/* the fixture: the two scores are equal */
+		ties += ks_murmur3_units((const __u8 *)a, (size_t)la) ==
+			ks_murmur3_units((const __u8 *)b, (size_t)lb);
+		wrong += ks_ring_lookup(&r, a + 9, (size_t)la - 9) != 1;
+	}
+	CHECK_EQ(ties, 200);
+	CHECK(!wrong, "%u of 200 tied keys not on the greater name", wrong);
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	kt_end();
+}
+
+/*
+ * twemproxy's modula: one slot per unit of weight, the servers in
+ * nutcracker's order (by name, the shorter first, then bytewise: 10.0.0.1
+ * and 10.0.0.9 before 10.0.0.10), a key in slot hash % (sum of weights).
+ * Weights 1, 2, 3 for 10.0.0.10, 10.0.0.9, 10.0.0.1: slots 0-2 are
+ * 10.0.0.1's (shard 2), 3-4 10.0.0.9's (1), 5 10.0.0.10's (0).
+ */
+static void twemproxy_modula_slots(void)
+{
+	static const __u32 owner[6] = { 2, 2, 2, 1, 1, 0 };
+	struct ks_shards s;
+	struct ks_ring r;
+	char err[256], key[32];
+	__u32 i, hit = 0, wrong = 0;
+
+	kt_begin("twemproxy_modula_slots_by_weight_in_nutcracker_order");
+	s = shards_of("10.0.0.10:11211:1,10.0.0.9:11211:2,10.0.0.1:11211:3");
+	if (ks_ring_build(&r, &s, KS_DIST_TWEMPROXY_MODULA, 0, 1, err,
+			  sizeof(err))) {
+		kt_failf(__FILE__, __LINE__, "build: %s", err);
+		ks_shards_free(&s);
+		kt_end();
+		return;
+	}
+	for (i = 0; i < 600; i++) {
+		int n = snprintf(key, sizeof(key), "%u:user", i * 7919);
+		__u32 slot = ks_ring_hash(&r, key, (size_t)n) % 6;
+
+		hit |= 1u << slot;
+		wrong += ks_ring_lookup(&r, key, (size_t)n) != owner[slot];
+	}
+	CHECK_EQ(hit, 0x3f); /* every slot tried */
+	CHECK(!wrong, "%u of 600 keys not on their slot's server", wrong);
+	ks_ring_free(&r);
+	ks_shards_free(&s);
+	kt_end();
+}
+
 void test_ring(void)
 {
 	md5_vectors();
@@ -731,5 +821,7 @@ void test_ring(void)
 	twemproxy_vectors();
 	pymemcache_vectors();
 	pymemcache_slots();
+	pymemcache_ties();
+	twemproxy_modula_slots();
 	builder();
 }
