@@ -251,6 +251,30 @@ e2e_wait_intervals() {
 	e2e_wait_line "$file" "^keysteer: #$((${seq:--1} + n)) " "$pid" $((n * 150))
 }
 
+# e2e_watch_seq FILE: the newest interval in a `report --watch --json`
+# file so far (0 before the first)
+e2e_watch_seq() {
+	"$PY" -c 'import json,sys
+s = 0
+for l in open(sys.argv[1]):
+    try: s = max(s, json.loads(l).get("seq", 0))
+    except ValueError: pass
+print(s)' "$1"
+}
+
+# e2e_wait_watch_seq FILE N: 0 once an interval numbered N or later is in
+# FILE (as e2e_watch_seq), 1 if the agent ($E2E_AGENT_PID) exits first or
+# after 60 s (a loaded machine)
+e2e_wait_watch_seq() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(e2e_watch_seq "$1")" -ge "$2" ] && return 0
+		kill -0 "$E2E_AGENT_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 e2e_bpffs_mounted() {
 	[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" = bpf_fs ]
 }

@@ -42,28 +42,6 @@ RK make "$KEYS" --count "$NKEYS"
 RK expect --lookup "$E2E_TMP/lookup.txt" --self 1 --nshards 4 \
 	>"$E2E_TMP/expect.json"
 
-# seq N: the newest interval in the watch so far (0 before the first)
-seq_now() {
-	"$PY" -c 'import json,sys
-s = 0
-for l in open(sys.argv[1]):
-    try: s = max(s, json.loads(l).get("seq", 0))
-    except ValueError: pass
-print(s)' "$WATCH"
-}
-
-# wait_seq N: until an interval numbered N or later is in the watch, the
-# agent alive (60 s a guard: intervals of 0.5 s at load)
-wait_seq() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		[ "$(seq_now)" -ge "$1" ] && return 0
-		kill -0 "$E2E_AGENT_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 if ! e2e_agent_start --sample 1 --interval 0.5 --shards-file "$SHARDS" \
 	--self "$SELF" --distribution ketama --place-target 64; then
 	fail place_rate_setup "the agent did not attach with a ring"
@@ -77,7 +55,7 @@ grep -q 'ring placements at most ~64/s per CPU' "$E2E_TMP/agent.out" ||
 ks_in_ns_bg "$SNS" nice -n "$KS_NICE" "$AGENT" report --iface "$SIF" \
 	--watch --json --interval 0.1 </dev/null >"$WATCH" 2>"$E2E_TMP/watch.err"
 E2E_POLLER_PID=$KS_BG_PID
-if ! wait_seq 1; then
+if ! e2e_wait_watch_seq "$WATCH" 1; then
 	fail place_rate_setup "no interval reported in 60 s"
 	exit 1
 fi
@@ -91,8 +69,8 @@ if ! e2e_client "$E2E_DIR/ks_ring_keys.py" send --server "$SADDR" \
 fi
 note "$NKEYS gets in about $((SECONDS - t0)) s"
 # every key in an interval closed after the load, then one at rest
-n=$(seq_now)
-if ! wait_seq $((n + 3)); then
+n=$(e2e_watch_seq "$WATCH")
+if ! e2e_wait_watch_seq "$WATCH" $((n + 3)); then
 	fail place_rate_setup "the intervals stopped after the load"
 	exit 1
 fi

@@ -107,7 +107,7 @@ run() {
 	fi
 	# two more intervals at the lowered rate, then the load stops
 	n=$(check seq)
-	if ! wait_for_seq $((n + 2)); then
+	if ! e2e_wait_watch_seq "$WATCH" $((n + 2)); then
 		fail "${pre}_setup" "the intervals stopped under load"
 		return 1
 	fi
@@ -115,7 +115,7 @@ run() {
 	note "load: $(cat "$E2E_TMP/load.json")"
 	# every key the load sent is in an interval closed after it stopped
 	n=$(check seq)
-	if ! wait_for_seq $((n + 2)); then
+	if ! e2e_wait_watch_seq "$WATCH" $((n + 2)); then
 		fail "${pre}_setup" "the intervals stopped after the load"
 		return 1
 	fi
@@ -132,17 +132,6 @@ run() {
 	SUM_RC=$?
 	note "$(cat "$E2E_TMP/sum.txt")"
 	return 0
-}
-
-# wait_for_seq N: until an interval numbered N or later is in the watch
-wait_for_seq() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		[ "$(check seq)" -ge "$1" ] && return 0
-		kill -0 "$E2E_AGENT_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
 }
 
 # what a run left running, stopped (a run that failed half-way)

@@ -127,32 +127,41 @@ int ks_rates_start(struct ks_rates *r, const struct ks_maps *m)
 	return err;
 }
 
+/* The interval that ends keeps its values in *ended; the next starts
+ * from them in *cur. */
+static void rates_turn(__u32 **cur, __u32 **ended, int ncpus)
+{
+	__u32 *t = *ended;
+
+	*ended = *cur;
+	*cur = t;
+	memcpy(*cur, *ended, sizeof(**cur) * (size_t)ncpus);
+}
+
+/* What a cumulative counter moved since *last (0 if it went back, as
+ * after a take-over), *last moved on to now. */
+static __u64 counted_since(__u64 now, __u64 *last)
+{
+	__u64 d = now >= *last ? now - *last : 0;
+
+	*last = now;
+	return d;
+}
+
 int ks_rates_flip(struct ks_rates *r, const struct ks_maps *m, __u32 next_seq,
 		  __u64 elapsed_ns)
 {
-	__u32 *t = r->ended;
 	__u64 smp;
 	int cpu, err;
 
-	r->ended = r->cur;
-	r->cur = t;
-	memcpy(r->cur, r->ended, sizeof(*r->cur) * (size_t)r->ncpus);
-	t = r->p_ended;
-	r->p_ended = r->p_cur;
-	r->p_cur = t;
-	memcpy(r->p_cur, r->p_ended, sizeof(*r->p_cur) * (size_t)r->ncpus);
+	rates_turn(&r->cur, &r->ended, r->ncpus);
+	rates_turn(&r->p_cur, &r->p_ended, r->ncpus);
 	err = read_keys(r, m);
 	if (err)
 		return err;
 	for (cpu = 0; cpu < r->ncpus; cpu++) {
-		r->iv_keys[cpu] = r->sum[cpu] >= r->keys[cpu]
-					  ? r->sum[cpu] - r->keys[cpu]
-					  : 0;
-		r->keys[cpu] = r->sum[cpu];
-		smp = r->samp_sum[cpu] >= r->sampled[cpu]
-			      ? r->samp_sum[cpu] - r->sampled[cpu]
-			      : 0;
-		r->sampled[cpu] = r->samp_sum[cpu];
+		r->iv_keys[cpu] = counted_since(r->sum[cpu], &r->keys[cpu]);
+		smp = counted_since(r->samp_sum[cpu], &r->sampled[cpu]);
 		if (r->opt.target)
 			r->cur[cpu] = ks_rate_next(r->ended[cpu],
 						   r->iv_keys[cpu], elapsed_ns,
