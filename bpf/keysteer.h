@@ -264,6 +264,14 @@ struct ks_rate_entry {
 	__u32 p;
 };
 _Static_assert(sizeof(struct ks_rate_entry) == 8, "ks_rate layout");
+/*
+ * Test only, or'ed into ks_rate_entry.p (the agent's --place-scaling off,
+ * gated by KEYSTEER_TEST_SWITCHES=1): 1 in P is still placed, but each
+ * placement adds 1, not P, so the shard counts come out P times too
+ * small: the control run of test_place_rate.sh, whose per-shard check
+ * against memcached's own cmd_get must then fail. Never for production.
+ */
+#define KS_RATE_P_UNIT 0x80000000u
 
 /* Per-op counters (map ks_ops, per CPU). */
 struct ks_op_stats {

@@ -475,13 +475,13 @@ static __always_inline __u32 ks_ring_rdv_cached(struct ks_scratch *s,
 
 /*
  * Places the key sampled last (still in s->key) on the active ring and
- * counts it for its owner: s->place_p, the sampled keys it stands for
- * (ks_place_next), added to the owner's reads or writes, and to its
- * misdirected keys when this host is not the owner. ks_pkts counts the
- * placement itself (RING_HIT, MISDIRECTED: one each). Called from the
- * top of the parse loop and the fast path, not from where the key is
- * sampled: the MD5 needs stack, and the deepest sampling chain has none
- * left to give.
+ * counts it for its owner: s->place_w, the sampled keys it stands for
+ * (s->place_p, ks_place_next), added to the owner's reads or writes,
+ * and to its misdirected keys when this host is not the owner. ks_pkts
+ * counts the placement itself (RING_HIT, MISDIRECTED: one each). Called
+ * from the top of the parse loop and the fast path, not from where the
+ * key is sampled: the MD5 needs stack, and the deepest sampling chain has
+ * none left to give.
  */
 __noinline int ks_ring_place(struct ks_scratch *s)
 {
@@ -514,7 +514,7 @@ __noinline int ks_ring_place(struct ks_scratch *s)
 	st = bpf_map_lookup_elem(&ks_shards, &owner);
 	if (!st)
 		return 0;
-	w = s->place_p;
+	w = s->place_w;
 	if (s->ring_cls == KS_CLASS_READ)
 		st->reads += w;
 	else

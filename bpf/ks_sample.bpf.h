@@ -199,12 +199,15 @@ __noinline int ks_sample_rate_load(struct ks_scratch *s, __u32 seq, __u32 cfg_n)
 {
 	__u32 idx = seq & (KS_EPOCHS - 1);
 	struct ks_rate_entry *e;
+	__u32 p;
 
 	if (!s)
 		return 0;
 	e = bpf_map_lookup_elem(&ks_rate, &idx);
 	s->sample_n = e && e->n ? e->n : cfg_n ? cfg_n : 1;
-	s->place_p = e && e->p ? e->p : 1;
+	p = e ? e->p & ~KS_RATE_P_UNIT : 0;
+	s->place_p = p ? p : 1;
+	s->place_w = e && (e->p & KS_RATE_P_UNIT) ? 1 : s->place_p;
 	s->rate_seq = seq;
 	s->rate_cfg = cfg_n;
 	return 0;

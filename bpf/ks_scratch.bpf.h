@@ -113,6 +113,8 @@ struct ks_scratch {
 	__u32 place_p;   /* 1 in P sampled keys placed on the ring, each
 			  * counted P (ks_sample_rate_load; always >= 1) */
 	__u32 place_cd;  /* sampled keys left until the next placement */
+	__u32 place_w;   /* what a placement adds: place_p (1 under the
+			  * test-only KS_RATE_P_UNIT) */
 	__u32 key_words; /* words of key[] the last sampled key used */
 	__u32 misdirect_next; /* next ks_misdirect slot */
 };

@@ -20,6 +20,16 @@
 # churn) runs one section only. With AUTO other than "auto" the load table
 # is printed but not written into --docs: the docs' table is the default
 # target's (other targets: docs/benchmarks.md, "The target's trade-off").
+#
+# The load levels' traffic is also placed on a ring of SHARDS shards
+# (default 8, ketama): acc_gen counts every request for the shard that
+# owns its key (the truth's S lines) and every replay follows the ring,
+# so that each interval's per-shard load, with the datapath placing 1 in
+# P of the sampled keys as `agent run` bounds it (--place-target, P set
+# each interval from the keys sampled a second of the capture's clock),
+# is scored against the exact requests per shard; auto is replayed once
+# more with --place-target off (P 1: every sampled key placed) to compare
+# (docs/accuracy.md, "Shard load with 1 in P placed").
 set -euo pipefail
 
 OUT=${OUT:-build}
@@ -29,6 +39,8 @@ SEED=${SEED:-1}
 LEVELS=${LEVELS:-10000 100000 1000000 10000000}
 AUTO=${AUTO:-auto}
 SECTIONS=${SECTIONS:-churn load}
+NSHARDS=${SHARDS:-8}
+RING=$(seq -f '198.18.2.%g:11211' 1 "$NSHARDS" | paste -sd,)
 DOCS=
 [ "${1:-}" = --docs ] && DOCS=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,19 +60,25 @@ trap 'rm -rf "$TMP"' EXIT
 START=$(date +%s)
 scores=()
 load_scores=()
+shard_scores=()
 # one replay of a capture, scored: replay CAP PREFIX SAMPLE TAG LOAD_OR_CHURN
+# [PLACE_TARGET [REPLAY ARGS...]] (PLACE_TARGET "": replay's default)
 replay() {
-	local cap=$1 pre=$2 s=$3 tag=$4 churn=$5 t0 t1
+	local cap=$1 pre=$2 s=$3 tag=$4 churn=$5 pt=${6:-} t0 t1
+	shift $(($# < 6 ? $# : 6))
 	t0=$(date +%s.%N)
 	# the hot-key table's threshold: 0.5% of all requests per second
 	"$AGENT" replay --interval 1 --json --ranked 100 --top 64 \
 		--shard-capacity "$cap" --hot-fraction 0.005 --sample "$s" \
+		${pt:+--place-target "$pt"} "$@" \
 		"$pre.pcap" >"$pre.$tag.jsonl" 2>"$pre.$tag.err" ||
 		{ cat "$pre.$tag.err" >&2; exit 1; }
 	t1=$(date +%s.%N)
 	python3 "$SCORE" "$pre.truth" "$pre.$tag.jsonl" \
-		--churn "$churn" --sample "$s" --json "$pre.score.$tag.json" >/dev/null
-	printf '  --sample %-6s replay %.1f s\n' "$s" "$(echo "$t1 - $t0" | bc)"
+		--churn "$churn" --sample "$s" ${pt:+--place-target "$pt"} \
+		--json "$pre.score.$tag.json" >/dev/null
+	printf '  --sample %-6s %sreplay %.1f s\n' "$s" \
+		"${pt:+--place-target $pt }" "$(echo "$t1 - $t0" | bc)"
 }
 for churn in 0 1 10; do
 	case " $SECTIONS " in *" churn "*) ;; *) continue ;; esac
@@ -83,20 +101,27 @@ for load in $LEVELS; do
 	case " $SECTIONS " in *" load "*) ;; *) continue ;; esac
 	t0=$(date +%s.%N)
 	"$GEN" --out "$TMP/l$load" --hot "$load" --churn 0 \
-		--intervals "$INTERVALS" --onset1 2 --onset5 4 --seed "$SEED"
+		--intervals "$INTERVALS" --onset1 2 --onset5 4 --seed "$SEED" \
+		--shards "$RING"
 	t1=$(date +%s.%N)
 	printf 'load %s keys/s: capture %s MB in %.1f s\n' "$load" \
 		$(($(stat -c %s "$TMP/l$load.pcap") / 1000000)) "$(echo "$t1 - $t0" | bc)"
 	for s in 8 "$AUTO"; do
 		tag=s${s//:/_}
-		replay "$load" "$TMP/l$load" "$s" "$tag" 0
+		replay "$load" "$TMP/l$load" "$s" "$tag" 0 "" --shards "$RING"
 		load_scores+=("$TMP/l$load.score.$tag.json")
+		shard_scores+=("$TMP/l$load.score.$tag.json")
 		cp "$TMP/l$load.score.$tag.json" "$OUT/accuracy.l$load.$tag.json"
 	done
+	# the same at P 1: every sampled key placed
+	tag=s${AUTO//:/_}.poff
+	replay "$load" "$TMP/l$load" "$AUTO" "$tag" 0 off --shards "$RING"
+	shard_scores+=("$TMP/l$load.score.$tag.json")
+	cp "$TMP/l$load.score.$tag.json" "$OUT/accuracy.l$load.$tag.json"
 	rm -f "$TMP/l$load.pcap"
 done
 SECS=$(($(date +%s) - START))
-NOTE="Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED LEVELS='$LEVELS' AUTO=$AUTO) at commit $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores."
+NOTE="Made by \`make bench-accuracy\` (HOT=$HOT INTERVALS=$INTERVALS SEED=$SEED LEVELS='$LEVELS' AUTO=$AUTO SHARDS=$NSHARDS SECTIONS='$SECTIONS') at commit $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo '?'); the whole run took $SECS s on $(nproc) shared cores."
 echo
 if [ ${#scores[@]} -gt 0 ]; then
 	python3 "$SCORE" --table ${DOCS:+--docs "$DOCS"} --note "$NOTE" "${scores[@]}"
@@ -110,4 +135,7 @@ if [ ${#load_scores[@]} -gt 0 ]; then
 	echo
 	python3 "$SCORE" --table --load ${LOAD_DOCS:+--docs "$LOAD_DOCS"} --note "$NOTE" \
 		"${load_scores[@]}"
+	echo
+	python3 "$SCORE" --table --shards ${LOAD_DOCS:+--docs "$LOAD_DOCS"} --note "$NOTE" \
+		"${shard_scores[@]}"
 fi

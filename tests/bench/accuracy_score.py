@@ -15,6 +15,14 @@ Per interval, against the exact counts:
                      first interval it has requests in) to the first report
                      that lists it in its published top keys, and in the
                      hot-key table; 1 = at the end of its first interval
+  shard load         with a ring (the truth's S lines, the replay's
+                     "shards"): each shard's estimated keys in the
+                     interval (reads_per_s + writes_per_s times its
+                     elapsed_ns) against the exact requests to it;
+                     |estimate - true| / true, the max and median over
+                     shards and intervals after the first (the first
+                     places every sampled key: P 1), and whether the
+                     report's busiest shard is the truly busiest
 Prints one JSON object on stdout (and into --json OUT).
 
   accuracy_score.py --table [--docs FILE] [--load] SCORE.json...
@@ -23,6 +31,9 @@ prints the scores as one Markdown table; with --docs, also puts it (and
 the lines of --note) between the markers of FILE (docs/accuracy.md).
 --load: the load-level table (--sample 8 against auto at 10k..10M keys/s,
 with the rates auto chose), between the bench-accuracy-load markers.
+--shards: the shard-load table of the load levels' runs with a ring
+(P in force, errors, the busiest shard), between the bench-accuracy-shards
+markers.
 """
 import argparse
 import json
@@ -32,7 +43,7 @@ FLASH = ('flash:1pct', 'flash:5pct')
 
 
 def read_truth(path):
-    ivs, top = {}, {}
+    ivs, top, shards = {}, {}, {}
     with open(path) as f:
         for line in f:
             p = line.rstrip('\n').split('\t')
@@ -42,7 +53,65 @@ def read_truth(path):
                                   'flash5': int(p[6])}
             elif p[0] == 'T':
                 top.setdefault(int(p[1]), []).append((p[2], int(p[3])))
-    return ivs, top
+            elif p[0] == 'S':
+                shards.setdefault(int(p[1]), {})[int(p[2])] = int(p[3])
+    return ivs, top, shards
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    if not n:
+        return None
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def score_shards(truth_shards, reps):
+    """Each interval's shard load against the exact requests per shard."""
+    per_iv = []
+    for rep in reps:
+        i = rep['seq']
+        true = truth_shards.get(i)
+        rows = rep.get('shards') or []
+        if not true or not rows:
+            continue
+        secs = rep['elapsed_ns'] / 1e9
+        errs = []
+        for row in rows:
+            t = true.get(row['index'], 0)
+            est = (row['reads_per_s'] + row['writes_per_s']) * secs
+            if t > 0:
+                errs.append(abs(est - t) / t)
+        order = sorted(true, key=lambda k: (-true[k], k))
+        gap = ((true[order[0]] - true[order[1]]) / true[order[0]]
+               if len(order) > 1 and true[order[0]] else None)
+        per_iv.append({'seq': i, 'place_p': rep.get('place_p', 1),
+                       'sample_n': rep.get('sample_n'),
+                       'err_max': max(errs) if errs else None,
+                       'errs': errs,
+                       'busiest': rep.get('busiest'),
+                       'true_busiest': order[0],
+                       'true_gap': gap})
+    if not per_iv:
+        return None
+    steady = per_iv[1:] if len(per_iv) > 1 else per_iv
+    all_errs = [e for iv in steady for e in iv['errs']]
+    ps = [iv['place_p'] for iv in steady]
+    return {
+        'intervals': len(steady),
+        'err_max': max(all_errs) if all_errs else None,
+        'err_median': median(all_errs),
+        'err_max_median': median([iv['err_max'] for iv in steady
+                                  if iv['err_max'] is not None]),
+        'busiest_first': sum(1 for iv in steady
+                             if iv['busiest'] == iv['true_busiest']),
+        'true_gap_min': min(iv['true_gap'] for iv in steady
+                            if iv['true_gap'] is not None),
+        'place_p': [min(ps), max(ps)],
+        'first_err_max': per_iv[0]['err_max'],
+        'per_interval': [{k: v for k, v in iv.items() if k != 'errs'}
+                         for iv in per_iv],
+    }
 
 
 def read_replay(path):
@@ -114,6 +183,8 @@ BEGIN = '<!-- bench-accuracy:begin -->'
 END = '<!-- bench-accuracy:end -->'
 LOAD_BEGIN = '<!-- bench-accuracy-load:begin -->'
 LOAD_END = '<!-- bench-accuracy-load:end -->'
+SHARD_BEGIN = '<!-- bench-accuracy-shards:begin -->'
+SHARD_END = '<!-- bench-accuracy-shards:end -->'
 
 
 def fmt(v, pct=False):
@@ -167,6 +238,32 @@ def load_table(scores):
     return '\n'.join(rows) + '\n'
 
 
+def span(v):
+    lo, hi = v
+    return '%d' % lo if lo == hi else '%d-%d' % (lo, hi)
+
+
+def shard_table(scores):
+    rows = ['| keys/s | --sample | --place-target | 1 in N | 1 in P '
+            '| shard load error: max (median) '
+            '| worst shard an interval, median of the intervals '
+            '| busiest shard named busiest | the truly busiest ahead of the next by |',
+            '|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+    for d in sorted(scores, key=lambda d: (d['requests_per_interval'],
+                                           str(d['sample']),
+                                           str(d.get('place_target')))):
+        s = d.get('shards')
+        if not s:
+            continue
+        rows.append('| %s | %s | %s | %s | %s | %s (%s) | %s | %d of %d | %s or more |' % (
+            '{:,}'.format(d['requests_per_interval']), d['sample'],
+            d.get('place_target') or 'default', rates(d), span(s['place_p']),
+            fmt(s['err_max'], True), fmt(s['err_median'], True),
+            fmt(s['err_max_median'], True), s['busiest_first'],
+            s['intervals'], fmt(s['true_gap_min'], True)))
+    return '\n'.join(rows) + '\n'
+
+
 def write_docs(path, text, begin=BEGIN, end=END):
     with open(path) as f:
         doc = f.read()
@@ -188,18 +285,22 @@ def main():
         ap.add_argument('--docs')
         ap.add_argument('--note', action='append', default=[])
         ap.add_argument('--load', action='store_true')
+        ap.add_argument('--shards', action='store_true')
         ap.add_argument('scores', nargs='+')
         a = ap.parse_args()
         scores = []
         for p in a.scores:
             with open(p) as f:
                 scores.append(json.loads(f.read()))
-        text = load_table(scores) if a.load else table(scores)
+        text = (shard_table(scores) if a.shards
+                else load_table(scores) if a.load else table(scores))
         if a.note:
             text += '\n' + '\n'.join(a.note) + '\n'
         sys.stdout.write(text)
         if not a.docs:
             return 0
+        if a.shards:
+            return write_docs(a.docs, text, SHARD_BEGIN, SHARD_END)
         if a.load:
             return write_docs(a.docs, text, LOAD_BEGIN, LOAD_END)
         return write_docs(a.docs, text)
@@ -209,9 +310,11 @@ def main():
     ap.add_argument('--churn', type=float, required=True)
     ap.add_argument('--sample', required=True,
                     help='N, or auto[:T]')
+    ap.add_argument('--place-target',
+                    help='the replay\'s --place-target, for the tables')
     ap.add_argument('--json')
     a = ap.parse_args()
-    ivs, top = read_truth(a.truth)
+    ivs, top, shards = read_truth(a.truth)
     reps = read_replay(a.replay)
     if not reps:
         print('accuracy_score: %s holds no interval' % a.replay,
@@ -221,6 +324,8 @@ def main():
     out['churn'] = a.churn
     out['sample'] = int(a.sample) if a.sample.isdigit() else a.sample
     out['requests_per_interval'] = ivs[min(ivs)]['requests']
+    out['place_target'] = a.place_target
+    out['shards'] = score_shards(shards, reps)
     text = json.dumps(out, sort_keys=True)
     print(text)
     if a.json:

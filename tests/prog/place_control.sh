@@ -24,12 +24,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ONLY=${1:-}
-. tests/prog/mutants.sh
+. tests/lib/mutants.sh
 # name|file|sed expression (one edit each)
 mutants=(
-	"weight-one|ks_ring.bpf.h|s/w = s->place_p;/w = 1;/"
+	"weight-one|ks_ring.bpf.h|s/w = s->place_w;/w = 1;/"
 	"misdirect-once|ks_ring.bpf.h|s/st->misdirected += w;/st->misdirected++;/"
-	"rate-ignored|ks_sample.bpf.h|s/s->place_p = e \&\& e->p ? e->p : 1;/s->place_p = 1;/"
+	"rate-ignored|ks_sample.bpf.h|s/p = e ? e->p \& ~KS_RATE_P_UNIT : 0;/p = 0;/"
 	"general-every|ks_ring.bpf.h|s/^\tif (next)$/\tif (0)/"
 	"express-every|ks_fast_sample.bpf.h|s/place = ks_place_next(s);/place = 0;/"
 	"express-untick|ks_fast_sample.bpf.h|s/s->place_cd = place;//"

@@ -194,6 +194,52 @@ static void t_place_exact(void)
 }
 
 /*
+ * The small cases' set-up: kp_begin(name), a 4-shard ketama ring with
+ * no self, every key sampled, p in ks_rate's entry for epoch, and n
+ * keys made from seed. 0, or -1 (ended) when the ring cannot be built.
+ */
+static int pl_small_begin(const char *name, struct tr_ring *t, __u32 epoch,
+			  __u32 p, unsigned seed, int n)
+{
+	struct tr_shape sh = { .dist = KS_DIST_KETAMA,
+			       .n = PL_SHARD,
+			       .self = KS_NO_SHARD };
+	int i;
+
+	kp_begin(name);
+	if (tr_ring_build(t, &sh)) {
+		kp_end();
+		return -1;
+	}
+	kp_set_sample(1);
+	kp_ring_load(&t->ring);
+	kp_set_place(epoch, p);
+	for (i = 0; i < n; i++)
+		kp_make_key(pl_key[i], 16, seed + (unsigned)i);
+	return 0;
+}
+
+/* Every shard's reads, summed. */
+static __u64 pl_shard_reads(void)
+{
+	struct ks_shard_stats got[PL_SHARD];
+	__u64 sum = 0;
+	__u32 o;
+
+	CHECK_EQ(kp_shards_read(got, PL_SHARD), 0);
+	for (o = 0; o < PL_SHARD; o++)
+		sum += got[o].reads;
+	return sum;
+}
+
+static void pl_small_end(struct tr_ring *t)
+{
+	kp_end();
+	kp_ring_load(NULL);
+	tr_ring_free(t);
+}
+
+/*
  * An epoch has one P: the entry the agent wrote for the epoch ahead is
  * read when seq moves there, not before (8 keys at P 1 in epoch 0, all
  * placed, while epoch 1's entry already says 4; then 8 keys in epoch 1,
@@ -201,25 +247,12 @@ static void t_place_exact(void)
  */
 static void t_place_epoch(void)
 {
-	struct tr_shape sh = { .dist = KS_DIST_KETAMA,
-			       .n = PL_SHARD,
-			       .self = KS_NO_SHARD };
-	struct ks_shard_stats got[PL_SHARD];
 	struct tr_ring t;
-	__u64 sum = 0;
 	int i;
-	__u32 o;
 
-	kp_begin("place_rate_read_with_the_epoch");
-	if (tr_ring_build(&t, &sh)) {
-		kp_end();
+	if (pl_small_begin("place_rate_read_with_the_epoch", &t, 1, 4, 9300,
+			   16))
 		return;
-	}
-	kp_set_sample(1);
-	kp_ring_load(&t.ring);
-	kp_set_place(1, 4);
-	for (i = 0; i < 16; i++)
-		kp_make_key(pl_key[i], 16, 9300 + (unsigned)i);
 	for (i = 0; i < 8; i++)
 		pl_send_keys(PV_GENERAL, i);
 	CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), 8);
@@ -229,13 +262,30 @@ static void t_place_epoch(void)
 		pl_send_keys(PV_GENERAL, i);
 	CHECK_EQ(kp_scratch_u32("place_p"), 4);
 	CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), 10);
-	CHECK_EQ(kp_shards_read(got, PL_SHARD), 0);
-	for (o = 0; o < PL_SHARD; o++)
-		sum += got[o].reads;
-	CHECK_EQ(sum, 16);
-	kp_end();
-	kp_ring_load(NULL);
-	tr_ring_free(&t);
+	CHECK_EQ(pl_shard_reads(), 16);
+	pl_small_end(&t);
+}
+
+/*
+ * The test-only KS_RATE_P_UNIT (the agent's --place-scaling off, the
+ * control of test_place_rate.sh): still 1 in P placed, but each placement
+ * adds 1, so the shards sum to the placements, P times short.
+ */
+static void t_place_unit(void)
+{
+	struct tr_ring t;
+	int i;
+
+	if (pl_small_begin("place_unit_test_switch_adds_1", &t, 0,
+			   4 | KS_RATE_P_UNIT, 9500, 16))
+		return;
+	for (i = 0; i < 16; i++)
+		pl_send_keys(PV_GENERAL, i);
+	CHECK_EQ(kp_scratch_u32("place_p"), 4);
+	CHECK_EQ(kp_scratch_u32("place_w"), 1);
+	CHECK_EQ(kp_pkt(KS_PKT_RING_HIT), 4);
+	CHECK_EQ(pl_shard_reads(), 4);
+	pl_small_end(&t);
 }
 
 #define PE_KEYS  16384
@@ -329,5 +379,6 @@ void t_place_group(void)
 {
 	t_place_exact();
 	t_place_epoch();
+	t_place_unit();
 	t_place_estimate();
 }

@@ -73,6 +73,7 @@ mutants=(
 	"rate-no-down-headroom|sample_rate.c|s/(double)target \* KS_RATE_DOWN_PCT \/ 100.0))/(double)target))/"
 	"rate-over-target-fits|sample_rate.c|s/\/ n <= limit;/\/ n < limit * 2;/"
 	"rate-floor-unbounded|sample_rate.c|s/while (up < KS_RATE_MAX_N \&\&/while (up < 2 * KS_RATE_MAX_N \&\&/"
+	"place-p-for-the-old-rate|sample_rate.c|s/\tif (was == next)/\tif (1)/"
 
 	# limits.c and limit_auto.c: the runaway key cap
 	"limit-evict-busiest-auto|limits.c|s/(!best || e->residual_ps < best->residual_ps))/(!best || e->residual_ps > best->residual_ps))/"

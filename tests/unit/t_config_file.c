@@ -355,6 +355,7 @@ static void test_only_switches(void)
 		{ "ring-purge", "off" },
 		{ "fleet-schema", "1" },
 		{ "rate-scaling", "off" },
+		{ "place-scaling", "off" },
 		{ "limit-reply-head", "off" },
 		{ "limit-auto-residual", "verdict" },
 		{ "stall-interval", "5:8000" },

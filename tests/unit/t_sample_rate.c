@@ -163,6 +163,24 @@ static void placement(void)
 	CHECK_EQ(p, 4);
 	kt_end();
 
+	kt_begin("place_p_for_the_next_rate");
+	/* the same rate: the keys as counted */
+	CHECK_EQ(ks_sampled_at(200000, 8, 8), 200000);
+	CHECK_EQ(ks_sampled_at(200000, 0, 1), 200000);
+	/* auto's first interval at 1 in 1 and 10M keys/s, the next at 1
+	 * in 64: P for the 156,250 it will sample (64), not for the 10M it
+	 * sampled (1,024, which left ~150 placements a second) */
+	CHECK_EQ(ks_rate_next(1, 10000000, SEC, KS_RATE_TARGET_DEFAULT), 64);
+	CHECK_EQ(ks_sampled_at(10000000, 1, 64), 156250);
+	CHECK_EQ(ks_place_next(1, ks_sampled_at(10000000, 1, 64), SEC, t), 64);
+	CHECK_EQ(ks_place_next(1, 10000000, SEC, t), 1024);
+	/* 1M keys/s, 1 in 1 then 1 in 4: 250,000 to place, 1 in 64 */
+	CHECK_EQ(ks_place_next(1, ks_sampled_at(1000000, 1, 4), SEC, t), 64);
+	/* a rate going down (more sampled): P up with it, rounded up */
+	CHECK_EQ(ks_sampled_at(1001, 4, 2), 2002);
+	CHECK_EQ(ks_sampled_at(1001, 2, 4), 501);
+	kt_end();
+
 	kt_begin("place_target_off_places_every_key");
 	CHECK_EQ(ks_place_next(1, 100000000, SEC, 0), 1);
 	CHECK_EQ(ks_place_next(64, 100000000, SEC, 0), 1);

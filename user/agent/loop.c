@@ -531,7 +531,8 @@ int ks_agent_start(struct ks_agent *st)
 			&(struct ks_sample_opt){
 				.n = st->o.sample_target ? 0 : st->o.sample_n,
 				.target = st->o.sample_target,
-				.place_target = st->o.place_target },
+				.place_target = st->o.place_target,
+				.place_unit = st->o.place_unit },
 			st->o.sample_n);
 	st->sketch = malloc(sizeof(*st->sketch));
 	st->rep = calloc(1, sizeof(*st->rep));

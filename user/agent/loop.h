@@ -54,6 +54,8 @@ struct ks_agent_opts {
 			      * KS_CFG_LIMIT_GROW_TAIL (test controls only) */
 	int rate_unscaled; /* --rate-scaling off: the sketch merged without
 			    * the CPUs' rates (test control only) */
+	int place_unit;    /* --place-scaling off: a placement adds 1, not
+			    * P (KS_RATE_P_UNIT; test control only) */
 	/* --log-samples (test only): on (default), off (the in-kernel
 	 * sketch alone) or drop (records taken and thrown away: a
 	 * control) */

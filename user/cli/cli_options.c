@@ -48,6 +48,18 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	  KS_OPTV_PLACE_TARGET,
 	  REQ,
 	  "T|off",
+	  KS_CMD_REPLAY,
+	  0,
+	  KS_GRP_OPTIONS,
+	  "ring placements a second, up to %u (default %u), as\n"
+	  "'agent run' bounds them per CPU: with --interval, each\n"
+	  "interval's 1 in P from the keys sampled a second of the\n"
+	  "capture's clock (the replay is one CPU); off: all placed",
+	  { KS_PLACE_TARGET_MAX, KS_PLACE_TARGET_DEFAULT } },
+	{ "place-target",
+	  KS_OPTV_PLACE_TARGET,
+	  REQ,
+	  "T|off",
 	  KS_CMD_RUN,
 	  RUN_CONF,
 	  KS_GRP_OPTIONS,
@@ -121,7 +133,8 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	{ "interval", 'I', REQ, "SEC", KS_CMD_REPLAY, 0, KS_GRP_OPTIONS,
 	  "cut the capture into intervals of SEC seconds of its\n"
 	  "timestamps, 0.001..3600, and print each one as 'agent\n"
-	  "run' would have closed it (--json: one object a line)" },
+	  "run' would have closed it, with a ring its shard load\n"
+	  "(--json: one object a line)" },
 	{ "ranked",
 	  KS_OPTV_RANKED,
 	  REQ,
@@ -191,6 +204,11 @@ const struct ks_cli_opt ks_cli_opts[] = {
 	 * test_sample_auto.sh, whose estimates must then miss */
 	{ "rate-scaling", KS_OPTV_RATE_SCALING, REQ, "S", KS_CMD_RUN, RUN_TEST,
 	  KS_GRP_OPTIONS, "on (default) or off" },
+	/* test only: off has each ring placement add 1 to its shard instead
+	 * of P (KS_RATE_P_UNIT): the control run of test_place_rate.sh,
+	 * whose shard loads must then miss memcached's own counts */
+	{ "place-scaling", KS_OPTV_PLACE_SCALING, REQ, "S", KS_CMD_RUN,
+	  RUN_TEST, KS_GRP_OPTIONS, "on (default) or off" },
 	/* test only: off leaves the sample log unused (the datapath's
 	 * in-kernel sketch takes every sampled key, as before the log), to
 	 * compare the estimates; drop takes the records from the log and

@@ -122,6 +122,7 @@ enum ks_opt_group {
 #define KS_OPTV_HK_DELAY      0x1078 /* test: --housekeeping-delay-ms */
 #define KS_OPTV_THREAD_CAPS   0x1079 /* test: --thread-caps drop|keep */
 #define KS_OPTV_PLACE_TARGET  0x107a /* the ring placement's bound */
+#define KS_OPTV_PLACE_SCALING 0x107b /* test only: a placement adds 1 */
 
 /* test only: the automatic cap from the policy's verdict */
 #define KS_OPTV_LIMIT_AUTO_RESIDUAL 0x10d1

@@ -56,6 +56,9 @@ struct replay_opts {
 	const char *file;
 	__u32 sample_n;      /* --sample N; auto: the first interval's */
 	__u32 sample_target; /* --sample auto[:T]: T; 0 for a fixed N */
+	/* --place-target: as 'agent run' picks P, on the capture's clock
+	 * (ks_place_next at each interval's close) */
+	__u32 place_target;
 	__u16 ports[KS_MAX_PORTS];
 	struct ks_view_opts view;
 	int verbose;
@@ -132,6 +135,7 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 	memset(o, 0, sizeof(*o));
 	ks_run_ring_init(&o->ring);
 	o->sample_n = 1; /* offline, every key can be counted */
+	o->place_target = KS_PLACE_TARGET_DEFAULT;
 	ks_view_opts_init(&o->view);
 	o->ports[0] = 11211;
 	ks_hot_policy_default(&o->pol);
@@ -152,6 +156,11 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 			o->sample_target = so.target;
 			break;
 		}
+		case KS_OPTV_PLACE_TARGET:
+			if (ks_place_parse(optarg, &o->place_target, err,
+					   sizeof(err)))
+				goto bad;
+			break;
 		case 'p':
 			if (ks_parse_ports(optarg, o->ports, &n, err,
 					   sizeof(err)))
@@ -232,10 +241,6 @@ static int parse_replay(int argc, char **argv, struct replay_opts *o)
 		return ks_usage_error(
 			"replay",
 			"--ranked lists each interval's candidates: it needs --interval");
-	if (o->interval_ns && ks_run_ring_enabled(&o->ring))
-		return ks_usage_error(
-			"replay",
-			"--interval does not follow a ring yet: replay without --interval for the per-shard load");
 	/* A bad shard list stops the replay before anything is loaded. */
 	if (ks_run_ring_prepare(&o->ring, o->sample_n, err, sizeof(err)))
 		goto bad;
@@ -522,7 +527,8 @@ static void json_hot(FILE *f, const struct replay *r)
 	fputc(']', f);
 }
 
-/* The rate each CPU sampled the interval at, and auto's target. */
+/* The rate each CPU sampled the interval at, and auto's target; the 1
+ * in P each placed on the ring at, and the placement's target. */
 static void json_cpu_n(FILE *f, const struct ks_report *rep)
 {
 	__u32 i;
@@ -531,7 +537,30 @@ static void json_cpu_n(FILE *f, const struct ks_report *rep)
 		rep->sample_target);
 	for (i = 0; i < rep->ncpu_n && i < KS_REPORT_CPUS; i++)
 		fprintf(f, "%s%u", i ? "," : "", rep->cpu_n[i]);
+	fprintf(f, "],\"place_target\":%u,\"place_p\":%u,\"place_cpu_p\":[",
+		rep->place_target, rep->place_p);
+	for (i = 0; i < rep->ncpu_n && i < KS_REPORT_CPUS; i++)
+		fprintf(f, "%s%u", i ? "," : "", rep->cpu_p[i]);
 	fputc(']', f);
+}
+
+/* With a ring: the interval's shard load as 'agent report --json' shows
+ * it (its "busiest" and "shards"); null and [] without one. */
+static void json_iv_shards(FILE *f, const struct replay *r)
+{
+	const struct ks_shard_report *g = r->o.ring.rep;
+
+	if (!ks_run_ring_enabled(&r->o.ring) || !g || !g->nshards) {
+		fputs(",\"busiest\":null,\"shards\":[]", f);
+		return;
+	}
+	fputs(",\"busiest\":", f);
+	if (g->busiest < g->nshards)
+		fprintf(f, "%u", g->busiest);
+	else
+		fputs("null", f);
+	fputs(",\"shards\":", f);
+	ks_render_json_shard_rows(f, g);
 }
 
 /* One line of JSON per interval. */
@@ -555,6 +584,7 @@ static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 		(unsigned long long)rep->sampled_total, ncands,
 		r->work_ns / 1e6);
 	json_cpu_n(f, rep);
+	json_iv_shards(f, r);
 	json_keys(f, r, "top", rep->top,
 		  rep->n_top < (__u32)r->o.view.top ? rep->n_top
 						    : (__u32)r->o.view.top,
@@ -563,6 +593,25 @@ static void json_interval(FILE *f, const struct replay *r, __u64 end_ns,
 		json_keys(f, r, "ranked", r->ranked, nranked, secs);
 	json_hot(f, r);
 	fputs("}\n", f);
+}
+
+/* With a ring: the busiest shard of the interval and the 1 in P in force. */
+static void text_iv_shards(FILE *f, const struct replay *r)
+{
+	const struct ks_shard_report *g = r->o.ring.rep;
+	const struct ks_shard_rate *s;
+
+	if (!ks_run_ring_enabled(&r->o.ring) || !g || !g->nshards)
+		return;
+	if (g->busiest >= g->nshards) {
+		fprintf(f, "  shards: no key placed\n");
+		return;
+	}
+	s = &g->shards[g->busiest];
+	fprintf(f,
+		"  shards: busiest %s %.1f keys/s (%.2f x the mean), ring placements 1 in %u\n",
+		s->name, (s->reads_mps + s->writes_mps) / 1000.0,
+		s->ratio_milli / 1000.0, r->rep->place_p);
 }
 
 static void text_interval(FILE *f, const struct replay *r, __u64 elapsed,
@@ -599,6 +648,33 @@ static void text_interval(FILE *f, const struct replay *r, __u64 elapsed,
 		print_key(f, r, e->key, e->len, e->hash);
 		fputc('\n', f);
 	}
+	text_iv_shards(f, r);
+}
+
+/*
+ * The ring's per-shard load of the interval just closed, as 'agent run'
+ * publishes it (agent/run_ring.c): the counts' deltas, each placed key
+ * already counted P by the datapath, scaled by the keys a sampled key
+ * stood for (ks_rates_effective), over the interval on the capture's
+ * clock. Read after the flip: on one CPU no later frame can add to it.
+ */
+static int interval_shards(struct replay *r, __u32 seq, __u64 elapsed)
+{
+	struct ks_run_ring *g = &r->o.ring;
+	__u32 n = g->shards.n;
+	int err;
+
+	if (!ks_run_ring_enabled(g) || !n)
+		return 0;
+	err = ks_read_shard_counts(&r->col, n, g->cur);
+	if (err)
+		return err;
+	ks_shard_fill(g->rep, g->base, g->prev, g->cur, n,
+		      ks_rates_effective(&r->rates), elapsed);
+	g->rep->seq = seq;
+	g->rep->elapsed_ns = elapsed;
+	memcpy(g->prev, g->cur, n * sizeof(*g->cur));
+	return 0;
 }
 
 /*
@@ -622,6 +698,9 @@ static int close_interval(struct replay *r, __u64 end_ns)
 	int err;
 
 	memcpy(cfg.ports, r->o.ports, sizeof(cfg.ports));
+	/* the half the ring was pushed into stays the active one */
+	if (ks_run_ring_enabled(&r->o.ring))
+		cfg.ring = r->o.ring.active;
 	/* as 'agent run' does: the next epoch's rates first */
 	err = ks_rates_flip(&r->rates, &r->maps, r->seq + 1, elapsed);
 	if (err)
@@ -641,6 +720,9 @@ static int close_interval(struct replay *r, __u64 end_ns)
 		return (int)ncands;
 	r->rep->seq = old;
 	ks_rates_report(&r->rates, r->rep);
+	err = interval_shards(r, old, elapsed);
+	if (err)
+		return err;
 	if (r->o.ranked) {
 		/* the sketch is in keys already */
 		ks_interval_init(&iv, r->sketch, &r->prev, &r->cur, 1, elapsed);
@@ -1040,7 +1122,8 @@ static int prepare(struct replay *r)
 			&r->rates, r->col.ncpus,
 			&(struct ks_sample_opt){
 				.n = r->o.sample_target ? 0 : r->o.sample_n,
-				.target = r->o.sample_target },
+				.target = r->o.sample_target,
+				.place_target = r->o.place_target },
 			r->o.sample_n);
 	if (!err)
 		err = ks_rates_start(&r->rates, &r->maps);

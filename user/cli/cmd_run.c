@@ -281,6 +281,9 @@ static int run_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 	case KS_OPTV_RATE_SCALING:
 		return two_words("rate-scaling", arg, "on", "off", "a state",
 				 &o->a.rate_unscaled, err, errlen);
+	case KS_OPTV_PLACE_SCALING:
+		return two_words("place-scaling", arg, "on", "off", "a state",
+				 &o->a.place_unit, err, errlen);
 	case KS_OPTV_SAMPLE_LOG: {
 		/* in enum ks_slog_mode's order */
 		static const char *const w[] = { "on", "off", "drop" };

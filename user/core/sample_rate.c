@@ -105,6 +105,17 @@ int ks_place_parse(const char *s, __u32 *target, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+__u64 ks_sampled_at(__u64 sampled, __u32 n_was, __u32 n_next)
+{
+	__u64 was = n_was ? n_was : 1, next = n_next ? n_next : 1;
+
+	if (was == next)
+		return sampled;
+	/* the product fits: sampled is a CPU's keys in one interval, far
+	 * under 2^64 / 2^20 */
+	return (sampled * was + next - 1) / next;
+}
+
 __u32 ks_place_next(__u32 cur_p, __u64 sampled, __u64 elapsed_ns, __u32 target)
 {
 	if (!target)

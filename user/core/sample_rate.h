@@ -42,6 +42,9 @@ struct ks_sample_opt {
 	__u32 n;      /* fixed: 1 in n; auto: 0 */
 	__u32 target; /* auto: sampled keys per second per CPU; fixed: 0 */
 	__u32 place_target; /* placements per second per CPU; 0: all */
+	/* test only (--place-scaling off): each placement adds 1, not P
+	 * (KS_RATE_P_UNIT in keysteer.h) */
+	__u32 place_unit;
 };
 
 /*
@@ -94,5 +97,16 @@ int ks_place_parse(const char *s, __u32 *target, char *err, size_t errlen);
  * down with headroom, at most KS_RATE_MAX_N. target 0: always 1.
  */
 __u32 ks_place_next(__u32 cur_p, __u64 sampled, __u64 elapsed_ns, __u32 target);
+
+/*
+ * The keys a CPU that sampled `sampled` at 1 in n_was will sample at 1 in
+ * n_next over the same keys: what its next P must be chosen for, since
+ * the agent sets the next epoch's rate and P at the same flip. Without it
+ * P lagged a rate change by an interval: auto's first interval at 1 in 1
+ * and 10M keys/s set P 1024 for the next, sampled at 1 in 64, leaving
+ * ~150 placements a second for the ring (docs/accuracy.md, "Shard load
+ * with 1 in P placed"). 0 for n_was or n_next is 1; rounded up.
+ */
+__u64 ks_sampled_at(__u64 sampled, __u32 n_was, __u32 n_next);
 
 #endif

@@ -103,7 +103,8 @@ static int write_entry(struct ks_rates *r, const struct ks_maps *m, __u32 epoch,
 	memset(v, 0, sizeof(*v) * (size_t)r->ncpus);
 	for (cpu = 0; cpu < r->ncpus; cpu++) {
 		v[cpu].n = zero_n ? 0 : r->cur[cpu];
-		v[cpu].p = r->p_cur[cpu];
+		v[cpu].p = r->p_cur[cpu] |
+			   (r->opt.place_unit ? KS_RATE_P_UNIT : 0);
 	}
 	return bpf_map_update_elem(m->rate, &epoch, v, BPF_ANY) ? -errno : 0;
 }
@@ -166,10 +167,12 @@ int ks_rates_flip(struct ks_rates *r, const struct ks_maps *m, __u32 next_seq,
 			r->cur[cpu] = ks_rate_next(r->ended[cpu],
 						   r->iv_keys[cpu], elapsed_ns,
 						   r->opt.target);
+		/* P for the keys it will sample at its next rate */
 		if (r->opt.place_target)
-			r->p_cur[cpu] = ks_place_next(r->p_ended[cpu], smp,
-						      elapsed_ns,
-						      r->opt.place_target);
+			r->p_cur[cpu] = ks_place_next(
+				r->p_ended[cpu],
+				ks_sampled_at(smp, r->ended[cpu], r->cur[cpu]),
+				elapsed_ns, r->opt.place_target);
 	}
 	if (!r->opt.target && !r->opt.place_target)
 		return 0;

@@ -713,6 +713,19 @@ static void json_misdirected(FILE *f, const struct ks_view *v,
 	fputc('}', f);
 }
 
+void ks_render_json_shard_rows(FILE *f, const struct ks_shard_report *r)
+{
+	__u32 i;
+
+	fputc('[', f);
+	for (i = 0; i < r->nshards && i < KS_MAX_SHARDS; i++) {
+		if (i)
+			fputc(',', f);
+		json_shard(f, r, i);
+	}
+	fputc(']', f);
+}
+
 /* ,"ring":..,"shards":[..],"misdirected_clients":[..]; every shard, in
  * index order (--shards-top limits the text only). */
 static void json_ring(FILE *f, const struct ks_view *v)
@@ -726,13 +739,9 @@ static void json_ring(FILE *f, const struct ks_view *v)
 	}
 	fputc(',', f);
 	json_ring_head(f, v);
-	fprintf(f, ",\"shards\":[");
-	for (i = 0; i < v->ring->nshards; i++) {
-		if (i)
-			fputc(',', f);
-		json_shard(f, v->ring, i);
-	}
-	fprintf(f, "],\"misdirected_clients\":[");
+	fprintf(f, ",\"shards\":");
+	ks_render_json_shard_rows(f, v->ring);
+	fprintf(f, ",\"misdirected_clients\":[");
 	for (i = 0; i < v->n_mis; i++) {
 		if (i)
 			fputc(',', f);

@@ -71,6 +71,9 @@ int ks_view_opt(struct ks_view_opts *v, int c, const char *arg, char *err,
 
 void ks_render_text(FILE *f, const struct ks_view *v);
 void ks_render_json(FILE *f, const struct ks_view *v);
+/* The "shards" array of the JSON report: every shard of r, in index
+ * order ('agent replay --interval' prints it for each interval). */
+void ks_render_json_shard_rows(FILE *f, const struct ks_shard_report *r);
 
 /*
  * Exact counts from the datapath's totals (no estimate, whatever the

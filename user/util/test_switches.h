@@ -3,6 +3,7 @@
  * test_switches.h - switches that exist only so a test's control run can
  * break a guarantee (a freshness protocol off, a race widened): the
  * agent's --copy-protocol, --fill-delay-ms, --stream-state, --rate-scaling,
+ * --place-scaling,
  * --log-samples (and replay's --log-samples drop), --drain-share,
  * --limit-auto-residual,
  * --limit-reply-head, --etcd-hot-events, --etcd-loop-call, --fleet-schema,

@@ -22,6 +22,11 @@
  *   I  interval  requests  zipf  churn  flash1  flash5
  *   T  interval  key  count      (the --truth-top heaviest keys, heaviest
  *                                 first; ties by name)
+ *   S  interval  shard  count    (with --shards: every request counted
+ *                                 for the shard the clients' ring gives
+ *                                 its key, by user space's ks_ring_lookup,
+ *                                 the one ring code 'agent ring lookup'
+ *                                 and the ring tests check; every shard)
  * Deterministic: the same options and --seed give the same bytes.
  */
 #include <errno.h>
@@ -30,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/pcap.h"
+#include "core/ring.h"
+#include "core/shards.h"
 #include "load/zipf.h"
 
 #define NS_PER_S   1000000000ULL
@@ -53,6 +60,8 @@ struct gen_opts {
 	__u32 truth_top;
 	__u64 seed;
 	__u32 onset[N_FLASH];
+	const char *shards; /* --shards LIST: per-shard truth */
+	const char *dist;   /* --distribution (default ketama) */
 };
 
 static const char *const flash_name[N_FLASH] = { "flash:1pct", "flash:5pct" };
@@ -68,6 +77,12 @@ struct gen {
 	__u64 scan_next;
 	__u32 req_id;
 	__u8 frame[HDR_LEN + MAX_FRAME];
+	/* --shards: the ring, each Zipf rank's and flash key's owner (looked
+	 * up once), and this interval's requests per shard */
+	struct ks_shards sh;
+	struct ks_ring ring;
+	__u32 *owner, flash_owner[N_FLASH];
+	__u64 *shard_count;
 };
 
 static void usage(FILE *f)
@@ -76,6 +91,7 @@ static void usage(FILE *f)
 	      "  acc_gen --out PREFIX [--keys N] [--zipf S] [--hot N] [--churn X]\n"
 	      "          [--intervals K] [--interval-ms MS] [--per-frame R]\n"
 	      "          [--onset1 I] [--onset5 I] [--truth-top N] [--seed S]\n"
+	      "          [--shards LIST [--distribution D]]\n"
 	      "\n"
 	      "Writes PREFIX.pcap and PREFIX.truth (see the head of acc_gen.c).\n"
 	      "Defaults: 1000000 keys, Zipf 0.99, 1000000 hot requests per\n"
@@ -99,6 +115,8 @@ static int parse(int argc, char **argv, struct gen_opts *o)
 		{ "onset5", required_argument, NULL, '5' },
 		{ "truth-top", required_argument, NULL, 't' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "shards", required_argument, NULL, 'S' },
+		{ "distribution", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -150,6 +168,12 @@ static int parse(int argc, char **argv, struct gen_opts *o)
 			break;
 		case 's':
 			o->seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'S':
+			o->shards = optarg;
+			break;
+		case 'D':
+			o->dist = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -224,6 +248,49 @@ static void headers(struct gen *g, __u32 client, size_t plen)
 	put16be(mc + 6, 0);
 }
 
+/* One request more for shard o (with --shards; KS_RING_UNPLACED and the
+ * like are no shard's). */
+static void count_shard(struct gen *g, __u32 o)
+{
+	if (g->shard_count && o < g->sh.n)
+		g->shard_count[o]++;
+}
+
+/*
+ * --shards: the clients' ring, and the owner of every key that repeats
+ * (the Zipf ranks and the flash keys) looked up once. 0, or -1 with a
+ * message.
+ */
+static int ring_init(struct gen *g)
+{
+	enum ks_dist dist = KS_DIST_KETAMA;
+	char err[512], key[KEY_MAX];
+	__u32 i;
+	int len;
+
+	if (!g->o.shards)
+		return 0;
+	if ((g->o.dist && ks_dist_parse(g->o.dist, &dist, err, sizeof(err))) ||
+	    ks_shards_parse_list("--shards", g->o.shards, &g->sh, err,
+				 sizeof(err)) ||
+	    ks_ring_build(&g->ring, &g->sh, dist, 0, 1, err, sizeof(err))) {
+		fprintf(stderr, "acc_gen: %s\n", err);
+		return -1;
+	}
+	g->owner = calloc(g->o.keys, sizeof(*g->owner));
+	g->shard_count = calloc(g->sh.n, sizeof(*g->shard_count));
+	if (!g->owner || !g->shard_count)
+		return -1;
+	for (i = 0; i < g->o.keys; i++) {
+		len = snprintf(key, KEY_MAX, "key:%u", i + 1);
+		g->owner[i] = ks_ring_lookup(&g->ring, key, (size_t)len);
+	}
+	for (i = 0; i < N_FLASH; i++)
+		g->flash_owner[i] = ks_ring_lookup(&g->ring, flash_name[i],
+						   strlen(flash_name[i]));
+	return 0;
+}
+
 /* One request's key into key[]; counts it. Returns its length. */
 static int draw_key(struct gen *g, __u32 iv, double churn_p, char *key)
 {
@@ -236,17 +303,25 @@ static int draw_key(struct gen *g, __u32 iv, double churn_p, char *key)
 		base += flash_share[f];
 		if (u < base) {
 			g->flash[f]++;
+			count_shard(g, g->owner ? g->flash_owner[f] : 0);
 			return snprintf(key, KEY_MAX, "%s", flash_name[f]);
 		}
 	}
 	if (u < base + churn_p) {
+		int len;
+
 		g->churn++;
-		return snprintf(key, KEY_MAX, "scan:%012llu",
-				(unsigned long long)g->scan_next++);
+		len = snprintf(key, KEY_MAX, "scan:%012llu",
+			       (unsigned long long)g->scan_next++);
+		if (g->owner)
+			count_shard(g,
+				    ks_ring_lookup(&g->ring, key, (size_t)len));
+		return len;
 	}
 	rank = ks_zipf_rank(&g->z, ks_rng_unit(&g->rng));
 	g->count[rank - 1]++;
 	g->zipf++;
+	count_shard(g, g->owner ? g->owner[rank - 1] : 0);
 	return snprintf(key, KEY_MAX, "key:%u", rank);
 }
 
@@ -306,6 +381,11 @@ static int write_truth(struct gen *g, __u32 iv)
 		else
 			fprintf(g->truth, "T\t%u\tkey:%u\t%u\n", iv, r[i].id,
 				r[i].count);
+	}
+	for (i = 0; g->shard_count && i < g->sh.n; i++) {
+		fprintf(g->truth, "S\t%u\t%zu\t%llu\n", iv, i,
+			(unsigned long long)g->shard_count[i]);
+		g->shard_count[i] = 0;
 	}
 	free(r);
 	memset(g->count, 0, (size_t)g->o.keys * sizeof(*g->count));
@@ -378,6 +458,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ks_rng_seed(&g.rng, g.o.seed);
+	if (ring_init(&g))
+		goto out;
 	g.count = calloc(g.o.keys, sizeof(*g.count));
 	g.pcap = open_out(g.o.prefix, "pcap");
 	g.truth = open_out(g.o.prefix, "truth");
@@ -399,5 +481,9 @@ out:
 		fprintf(stderr, "acc_gen: writing %s.* failed\n", g.o.prefix);
 	ks_zipf_free(&g.z);
 	free(g.count);
+	free(g.owner);
+	free(g.shard_count);
+	ks_ring_free(&g.ring);
+	ks_shards_free(&g.sh);
 	return rc;
 }
