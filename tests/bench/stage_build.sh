@@ -24,7 +24,7 @@
 # (issue 27) Builds DIR/build-STAGE/keysteer.bpf.o only, with
 # tests/bench/express_stages.patch instead: the express path (ks_express*:
 # the unsampled UDP get, the in-order TCP get, the value continuation)
-# stopped at each STAGE (default 0 1 2 3 4 5 6 7 11 12 13 20 21 99; the patch's
+# stopped at each STAGE (default 0 1 2 3 4 5 6 7 11 12 13 20 21 22 99; the patch's
 # head lists them), for `build/tests/bench --against OBJ`, whose "this
 # build - the other" is then what the packet pays after that stop. A stage
 # counts its packets wrong on purpose: the bench marks its rows INVALID
@@ -42,7 +42,7 @@ fi
 DIR=$1
 shift
 if [ -n "$EXPRESS" ]; then
-	STAGES=${*:-0 1 2 3 4 5 6 7 11 12 13 20 21 99}
+	STAGES=${*:-0 1 2 3 4 5 6 7 11 12 13 20 21 22 99}
 else
 	STAGES=${*:-1 2 3 4 5 6 7 8 9 99}
 fi
