@@ -15,7 +15,7 @@
 #include "keysteer.h"
 #include "ks_ring.h"
 
-#define KS_SHARD_REPORT_VERSION 1
+#define KS_SHARD_REPORT_VERSION 2   /* 2: ks_shard_rate.load_err_mps */
 #define KS_SHARD_NAME_LEN       64  /* "host:port", cut to fit */
 #define KS_RING_SOURCE_LEN      128 /* shard file path, or "--shards" */
 #define KS_RELOAD_ERR_LEN       256
@@ -31,8 +31,16 @@ struct ks_shard_rate {
 	__u64 misdirected;
 	__u32 share_ppm;   /* of all keys placed on the ring, ppm */
 	__u32 ratio_milli; /* reads+writes over the mean shard's, x1000 */
+	/* +/- of reads_mps + writes_mps: the half-width of a 95% interval
+	 * for the shard's true load in the interval, from the placements
+	 * each CPU made and its N and P (ks_shard_fill_err); 0: every key
+	 * counted */
+	__u64 load_err_mps;
 };
-_Static_assert(sizeof(struct ks_shard_rate) == 120, "ks_shard_rate layout");
+_Static_assert(sizeof(struct ks_shard_rate) == 128, "ks_shard_rate layout");
+/* load_err_mps of a span the +/- was not worked out for (the whole
+ * capture of 'agent replay', over intervals of different N and P) */
+#define KS_SHARD_ERR_UNKNOWN (~0ULL)
 
 /*
  * The ownership-loss purge (agent/run_purge.c, docs/fleet.md): what this

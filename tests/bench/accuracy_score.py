@@ -21,8 +21,11 @@ Per interval, against the exact counts:
                      elapsed_ns) against the exact requests to it;
                      |estimate - true| / true, the max and median over
                      shards and intervals after the first (the first
-                     places every sampled key: P 1), and whether the
-                     report's busiest shard is the truly busiest
+                     places every sampled key: P 1), whether the
+                     report's busiest shard is the truly busiest, and
+                     whether each shard's stated 95% interval
+                     (load_err_per_s, the +/- of its load) covers its
+                     exact requests
 Prints one JSON object on stdout (and into --json OUT).
 
   accuracy_score.py --table [--docs FILE] [--load] SCORE.json...
@@ -32,8 +35,10 @@ the lines of --note) between the markers of FILE (docs/accuracy.md).
 --load: the load-level table (--sample 8 against auto at 10k..10M keys/s,
 with the rates auto chose), between the bench-accuracy-load markers.
 --shards: the shard-load table of the load levels' runs with a ring
-(P in force, errors, the busiest shard), between the bench-accuracy-shards
-markers.
+(P in force, errors, the busiest shard, the 95% intervals' coverage),
+between the bench-accuracy-shards markers, and the coverage check over
+every row: exit status 1 when the intervals cover fewer than 93% of the
+shard-intervals or are uselessly wide (coverage_check).
 """
 import argparse
 import json
@@ -76,19 +81,26 @@ def score_shards(truth_shards, reps):
         if not true or not rows:
             continue
         secs = rep['elapsed_ns'] / 1e9
-        errs = []
+        errs, cover = [], []
         for row in rows:
             t = true.get(row['index'], 0)
             est = (row['reads_per_s'] + row['writes_per_s']) * secs
             if t > 0:
                 errs.append(abs(est - t) / t)
+            hw = row.get('load_err_per_s')
+            if hw is not None:
+                hw *= secs
+                # the rates are milli-keys/s: half a key of rounding
+                cover.append({'covered': abs(est - t) <= hw + 0.5,
+                              'err': abs(est - t), 'hw': hw,
+                              'hw_rel': hw / t if t > 0 else None})
         order = sorted(true, key=lambda k: (-true[k], k))
         gap = ((true[order[0]] - true[order[1]]) / true[order[0]]
                if len(order) > 1 and true[order[0]] else None)
         per_iv.append({'seq': i, 'place_p': rep.get('place_p', 1),
                        'sample_n': rep.get('sample_n'),
                        'err_max': max(errs) if errs else None,
-                       'errs': errs,
+                       'errs': errs, 'cover': cover,
                        'busiest': rep.get('busiest'),
                        'true_busiest': order[0],
                        'true_gap': gap})
@@ -97,7 +109,15 @@ def score_shards(truth_shards, reps):
     steady = per_iv[1:] if len(per_iv) > 1 else per_iv
     all_errs = [e for iv in steady for e in iv['errs']]
     ps = [iv['place_p'] for iv in steady]
+    cov = [c for iv in steady for c in iv['cover']]
     return {
+        'shard_intervals': len(cov),
+        'covered': sum(1 for c in cov if c['covered']),
+        'hw_median': median([c['hw_rel'] for c in cov
+                             if c['hw_rel'] is not None]),
+        # |error| / +/- of every shard-interval with a +/- (for the
+        # check over all rows: its 95th percentile)
+        'err_over_hw': [c['err'] / c['hw'] for c in cov if c['hw'] > 0],
         'intervals': len(steady),
         'err_max': max(all_errs) if all_errs else None,
         'err_median': median(all_errs),
@@ -109,7 +129,8 @@ def score_shards(truth_shards, reps):
                             if iv['true_gap'] is not None),
         'place_p': [min(ps), max(ps)],
         'first_err_max': per_iv[0]['err_max'],
-        'per_interval': [{k: v for k, v in iv.items() if k != 'errs'}
+        'per_interval': [{k: v for k, v in iv.items()
+                          if k not in ('errs', 'cover')}
                          for iv in per_iv],
     }
 
@@ -247,21 +268,50 @@ def shard_table(scores):
     rows = ['| keys/s | --sample | --place-target | 1 in N | 1 in P '
             '| shard load error: max (median) '
             '| worst shard an interval, median of the intervals '
-            '| busiest shard named busiest | the truly busiest ahead of the next by |',
-            '|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+            '| busiest shard named busiest | the truly busiest ahead of the next by '
+            '| its 95% interval covers it (median +/-) |',
+            '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
     for d in sorted(scores, key=lambda d: (d['requests_per_interval'],
                                            str(d['sample']),
                                            str(d.get('place_target')))):
         s = d.get('shards')
         if not s:
             continue
-        rows.append('| %s | %s | %s | %s | %s | %s (%s) | %s | %d of %d | %s or more |' % (
+        rows.append('| %s | %s | %s | %s | %s | %s (%s) | %s | %d of %d | %s or more | %s |' % (
             '{:,}'.format(d['requests_per_interval']), d['sample'],
             d.get('place_target') or 'default', rates(d), span(s['place_p']),
             fmt(s['err_max'], True), fmt(s['err_median'], True),
             fmt(s['err_max_median'], True), s['busiest_first'],
-            s['intervals'], fmt(s['true_gap_min'], True)))
+            s['intervals'], fmt(s['true_gap_min'], True),
+            '%d of %d (%s)' % (s['covered'], s['shard_intervals'],
+                               fmt(s['hw_median'], True))
+            if s.get('shard_intervals') else '-'))
     return '\n'.join(rows) + '\n'
+
+
+def coverage_check(scores, floor=0.93, wide=0.5):
+    """The stated 95% intervals over every row's shard-intervals: covered
+    in at least floor of them, and not uselessly wide: the 95th percentile
+    of |error| / +/- at least wide (halving every +/- would leave more
+    than 5% uncovered). Of the shard-intervals with a +/- (P 1 at N 1 is
+    exact: +/- 0, and covered when the count is)."""
+    n = sum(d['shards'].get('shard_intervals', 0)
+            for d in scores if d.get('shards'))
+    cov = sum(d['shards'].get('covered', 0)
+              for d in scores if d.get('shards'))
+    ratios = sorted(r for d in scores if d.get('shards')
+                    for r in d['shards'].get('err_over_hw', []))
+    if not n:
+        return 'shard intervals: none scored', False
+    q95 = ratios[int(0.95 * (len(ratios) - 1))] if ratios else None
+    ok = cov >= floor * n and (q95 is None or q95 >= wide)
+    return ('shard intervals: 95%% interval covered %d of %d (%.1f%%, at '
+            'least %.0f%% wanted); 95th percentile of |error| / +/- %s '
+            '(at least %.2f wanted: not uselessly wide), median %s: %s' % (
+                cov, n, 100.0 * cov / n, 100 * floor,
+                '%.2f' % q95 if q95 is not None else '-', wide,
+                '%.2f' % median(ratios) if ratios else '-',
+                'ok' if ok else 'FAILED'), ok)
 
 
 def write_docs(path, text, begin=BEGIN, end=END):
@@ -294,13 +344,21 @@ def main():
                 scores.append(json.loads(f.read()))
         text = (shard_table(scores) if a.shards
                 else load_table(scores) if a.load else table(scores))
+        ok = True
+        if a.shards:
+            line, ok = coverage_check(scores)
+            text += '\n' + line + '\n'
         if a.note:
             text += '\n' + '\n'.join(a.note) + '\n'
         sys.stdout.write(text)
+        if not ok:
+            print('accuracy_score: the shards\' 95% intervals failed the '
+                  'coverage check', file=sys.stderr)
         if not a.docs:
-            return 0
+            return 0 if ok else 1
         if a.shards:
-            return write_docs(a.docs, text, SHARD_BEGIN, SHARD_END)
+            return write_docs(a.docs, text, SHARD_BEGIN, SHARD_END) or (
+                0 if ok else 1)
         if a.load:
             return write_docs(a.docs, text, LOAD_BEGIN, LOAD_END)
         return write_docs(a.docs, text)

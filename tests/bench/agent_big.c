@@ -574,7 +574,7 @@ static long one_interval(struct ks_collector *col, struct ks_maps *maps,
 
 	if (n < 0)
 		return n;
-	if (ks_read_shard_counts(col, NSHARDS, sc) ||
+	if (ks_read_shard_counts(col, NSHARDS, sc, NULL) ||
 	    ks_read_misdirect(col, mis) < 0 || ks_zero_sketch(col, seq & 1))
 		return -EIO;
 	*prev = *cur;

@@ -303,7 +303,9 @@ def cmd_shard_load(args):
       _shard_load_matches_cmd_get: every shard within its bound;
       _busiest_is_the_hot_shard: the hot shard (--hot) has the most
         cmd_get, the most reads_total, and every interval with at least
-        MIN_IV keys names it busiest (at least 2 such intervals).
+        MIN_IV keys names it busiest (at least 2 such intervals);
+      _intervals_state_their_error: every such interval placed 1 in
+        P > 1 gives each shard with load a load_err_per_s above 0.
     --control (the agent ran with --place-scaling off: each placement
     counted 1): _control_misses_cmd_get passes only when the
     shard-load check fails."""
@@ -364,6 +366,29 @@ def cmd_shard_load(args):
                    (len(ivs), MIN_IV, [(s, b) for s, b, _ in ivs]))
     print("  intervals with the load (seq, busiest, keys): %s" % ivs)
     verdict("busiest_is_the_hot_shard", not why, "; ".join(why))
+    # each interval placed 1 in P > 1 states every loaded shard's +/-
+    # (load_err_per_s, from the live agent's per-CPU counts); cmd_get
+    # cannot be read at the agent's interval boundaries, so its coverage
+    # is checked against exact counts elsewhere (docs/accuracy.md)
+    unstated, stated = [], []
+    for d in docs:
+        ring = d.get("ring") or {}
+        keys = (ring.get("keys_per_s") or 0) * (ring.get("interval_s") or 0)
+        if keys < MIN_IV or max(d.get("place_cpu_p") or [1]) <= 1:
+            continue
+        for s in d.get("shards") or []:
+            load = s.get("reads_per_s", 0) + s.get("writes_per_s", 0)
+            e = s.get("load_err_per_s")
+            if load > 0 and (e is None or e <= 0):
+                unstated.append((d.get("seq"), s.get("index"), e))
+            elif load > 0:
+                stated.append(e / load)
+    print("  +/- a shard an interval at P > 1, of its load: %s" %
+          (["%.1f%%" % (100 * x) for x in sorted(stated)[::max(
+              1, len(stated) // 8)]]))
+    verdict("intervals_state_their_error", stated and not unstated,
+            "no interval at P > 1 with load" if not stated else
+            "(seq, shard, load_err_per_s) without a +/-: %s" % unstated[:6])
     return verdict.rc
 
 

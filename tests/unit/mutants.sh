@@ -111,6 +111,11 @@ mutants=(
 	"shard-busiest-tie-higher|shard_rates.c|s/if (load > best) {/if (load >= best) {/"
 	"shard-counter-reset|shard_rates.c|s/return cur >= prev ? cur - prev : 0;/return cur - prev;/"
 	"shard-ratio-not-to-mean|shard_rates.c|s/(double)(dr + dw) \* n \*/(double)(dr + dw) */"
+	# the +/- of a shard's load (issue 27): the placements' P left out
+	# of the variance (as if every sampled key were placed), and the
+	# score term for few placements dropped
+	"shard-err-without-p|shard_rates.c|s/w = nc \* rate_of(p, c);/w = nc;/"
+	"shard-err-no-room-unplaced|shard_rates.c|s/return z \* sqrt(var + half \* half) + z \* half;/return z * sqrt(var) + 0 * half;/"
 )
 
 mutant_run "$ONLY"

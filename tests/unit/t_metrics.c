@@ -106,6 +106,9 @@ static struct fixture *fixture_new(void)
 	x->ring.shards[1].misdirected = 5;
 	x->ring.shards[0].ratio_milli = 1250;
 	x->ring.shards[1].ratio_milli = 750;
+	x->ring.shards[0].reads_mps = 1200500;
+	x->ring.shards[0].writes_mps = 100000;
+	x->ring.shards[0].load_err_mps = 61250;
 
 	x->table.used = 2;
 	x->table.entered = 5;
@@ -268,6 +271,9 @@ static void t_exact_lines(void)
 		"keysteer_shard_reads_total{shard=\"1\",name=\"198.18.0.3:11211\"} 800",
 		"keysteer_shard_misdirected_total{shard=\"1\",name=\"198.18.0.3:11211\"} 5",
 		"keysteer_shard_load_ratio{shard=\"0\",name=\"198.18.0.2:11211\"} 1.25",
+		"keysteer_shard_load_keys_per_second{shard=\"0\",name=\"198.18.0.2:11211\"} 1300.5",
+		"keysteer_shard_load_error_keys_per_second{shard=\"0\",name=\"198.18.0.2:11211\"} 61.25",
+		"keysteer_shard_load_error_keys_per_second{shard=\"1\",name=\"198.18.0.3:11211\"} 0",
 		"keysteer_hot_table_keys 2",
 		"keysteer_hot_table_capacity 256",
 		"keysteer_hot_table_changes_total{change=\"entered\"} 5",

@@ -453,6 +453,7 @@ static struct ks_shard_report *ring_report(__u32 n)
 		g->shards[i].reads = 10 * i;
 		g->shards[i].writes = 7;
 		g->shards[i].misdirected = i ? 10 * i + 7 : 0;
+		g->shards[i].load_err_mps = 125 * i;
 	}
 	return g;
 }
@@ -513,7 +514,7 @@ static void ring_sections(void)
 		      NULL,
 	      "ring tail: %.3000s", doc);
 	CHECK(strstr(doc,
-		     "{\"index\":1,\"name\":\"10.0.0.2:11211\",\"reads_per_s\":2.000,\"writes_per_s\":0.250,\"share\":0.250000,\"ratio_to_mean\":1.001,\"misdirected_per_s\":2.250,\"busiest\":false,\"self\":false,\"reads_total\":10,\"writes_total\":7,\"misdirected_total\":17}") !=
+		     "{\"index\":1,\"name\":\"10.0.0.2:11211\",\"reads_per_s\":2.000,\"writes_per_s\":0.250,\"load_err_per_s\":0.125,\"share\":0.250000,\"ratio_to_mean\":1.001,\"misdirected_per_s\":2.250,\"busiest\":false,\"self\":false,\"reads_total\":10,\"writes_total\":7,\"misdirected_total\":17}") !=
 		      NULL,
 	      "shard row: %.3000s", doc);
 	CHECK(strstr(doc,
@@ -598,6 +599,11 @@ static void ring_sections(void)
 		      "rows not busiest first: %.3000s", doc);
 		CHECK(mark > a && mark < a + 1 + eol,
 		      "busiest not marked on its row");
+		/* its +/- (0.375/s) in the column after writes/s */
+		CHECK(strstr(doc, "reads/s     writes/s   +/- per s") &&
+			      strstr(doc + a, " 0.2         0.4  ") ==
+				      doc + a + 53,
+		      "+/- column: %.3000s", doc);
 	}
 	CHECK(strstr(doc, "(self)") != NULL, "self not marked");
 	CHECK(strstr(doc, "198.18.0.1:40000 tcp -> #2 10.0.0.3:11211") != NULL,

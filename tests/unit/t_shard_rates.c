@@ -3,9 +3,11 @@
  * The per-shard report's arithmetic: per-CPU sums, rates scaled by the
  * sample rate over the interval, totals since the push, share, ratio to
  * the mean, the busiest shard (ties to the lower index), the display
- * order, shard names cut to fit, the recent misdirected clients, and the
- * shard file's change signature.
+ * order, shard names cut to fit, the recent misdirected clients, the
+ * shard file's change signature, and each shard's +/- (a 95% interval),
+ * its coverage checked against the datapath's two countdowns simulated.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +237,178 @@ static void file_sig(void)
 	kt_end();
 }
 
+static int near(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * (fabs(a) + fabs(b) + 1);
+}
+
+static void load_err_formula(void)
+{
+	struct ks_shard_report *rep = calloc(1, sizeof(*rep));
+	/* 2 shards x 2 CPUs, cumulative reads + writes, shard by shard */
+	__u64 prev[4] = { 0, 0, 0, 0 }, cur[4] = { 100, 30, 300, 10 };
+	__u32 n1[2] = { 1, 1 }, p1[2] = { 1, 1 }, n2[2] = { 2, 1 },
+	      p4[2] = { 4, 1 };
+	const double z = KS_SHARD_Z;
+
+	kt_begin("shard_err_zero_when_every_key_counted");
+	ks_shard_fill_err(rep, prev, cur, 2, 2, n1, p1, 1, 1000000000ULL);
+	CHECK_EQ(rep->shards[0].load_err_mps, 0);
+	CHECK_EQ(rep->shards[1].load_err_mps, 0);
+	ks_shard_fill_err(rep, prev, cur, 2, 2, NULL, NULL, 0, 1000000000ULL);
+	CHECK_EQ(rep->shards[0].load_err_mps, 0);
+	kt_end();
+
+	kt_begin("shard_err_from_n_p_and_share");
+	{
+		/* one CPU at W = 8 (N 2, P 4), shard 100 of 400 counted,
+		 * scaled by N: 2 x 100 x 7 x 3/4 */
+		__u64 d = 100, tot = 400;
+		__u32 n = 2, p = 4;
+		double v = ks_shard_load_var(&d, &tot, &n, &p, 1, 2);
+		double h = z * sqrt(1050 + (z * 7 / 2) * (z * 7 / 2)) +
+			   z * z * 7 / 2;
+
+		CHECK(near(v, 1050), "var %f", v);
+		CHECK(near(ks_shard_load_halfwidth(v, 7), h), "h %f",
+		      ks_shard_load_halfwidth(v, 7));
+		/* nothing placed: about 4 placements' room (z^2 (W - 1)) */
+		CHECK(near(ks_shard_load_halfwidth(0, 7), z * z * 7), "h0 %f",
+		      ks_shard_load_halfwidth(0, 7));
+		CHECK(ks_shard_load_halfwidth(0, 0) == 0, "exact");
+		/* a shard alone on its CPU: every placement is its own */
+		d = tot;
+		CHECK(ks_shard_load_var(&d, &tot, &n, &p, 1, 2) == 0, "alone");
+		/* scaled by another N than the CPU's: (s / N)^2 */
+		d = 100;
+		v = ks_shard_load_var(&d, &tot, &n, &p, 1, 4);
+		CHECK(near(v, 4 * 1050), "var %f", v);
+	}
+	/* CPU 0 at W 8, CPU 1 at 1 (adds nothing); over 0.5 s: shard 0
+	 * d 100 of 400 on CPU 0, 30 of 40 on CPU 1 */
+	ks_shard_fill_err(rep, prev, cur, 2, 2, n2, p4, 2, 500000000ULL);
+	{
+		double h = ks_shard_load_halfwidth(2.0 * 100 * 7 * 0.75, 7);
+
+		CHECK_EQ(rep->shards[0].load_err_mps, ks_to_mps(h * 2));
+		/* 300 of 400: the same (1 - 3/4) x 300 = (1 - 1/4) x 100 */
+		CHECK_EQ(rep->shards[1].load_err_mps,
+			 rep->shards[0].load_err_mps);
+	}
+	kt_end();
+	free(rep);
+}
+
+/* xorshift64*: the same stream on every run */
+static __u64 rnd_next(__u64 *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 2685821657736338717ULL;
+}
+
+/* The datapath's countdown (ks_sample_due, ks_place_next): true for 1 in
+ * n. */
+static int due(__u32 *cd, __u32 n)
+{
+	if (*cd == 0 || *cd > n)
+		*cd = n;
+	return --*cd == 0;
+}
+
+#define CAL_SHARDS    9
+#define CAL_CPUS      2
+#define CAL_INTERVALS 300
+#define CAL_KEYS      40000 /* a CPU an interval */
+
+/*
+ * The property (issue 27): each shard's stated 95% interval covers its
+ * true load in most intervals, and is not wider than it needs to be. The
+ * datapath's two countdowns on two CPUs (W = N P of 4 x 16 and 1 x 32:
+ * about 625 and 1,250 placements an interval) meet a stream of keys drawn
+ * for 9 shards of uneven load (30% down to 0.5%, about 9 placements an
+ * interval), 300 intervals: 2,700 shard-intervals. At a true 95%
+ * coverage the fraction covered has a standard deviation of 0.42%, so
+ * 93% is 4.8 of them below (and the intervals within one interval are
+ * tied by the fixed placements a CPU makes, which narrows the count
+ * rather than widens it); the interval is meant to be on the safe side
+ * (about 96%). Not uselessly wide: the 95th percentile of |error| / +/-
+ * is at least 0.5 (halving every interval would leave more than 5%
+ * uncovered), where a calibrated one gives about 1. Its control, a
+ * variance without P (tests/unit/mutants.sh shard-err-without-p),
+ * covers far fewer.
+ */
+static void load_err_calibrated(void)
+{
+	static const double weight[CAL_SHARDS] = { 30, 12, 12,  10, 10,
+						   10, 8,  7.5, 0.5 };
+	static const __u32 nn[CAL_CPUS] = { 4, 1 }, pp[CAL_CPUS] = { 16, 32 };
+	struct ks_shard_report *rep = calloc(1, sizeof(*rep));
+	__u64 prev[CAL_SHARDS * CAL_CPUS] = {}, cur[CAL_SHARDS * CAL_CPUS] = {};
+	__u32 scd[CAL_CPUS] = {}, pcd[CAL_CPUS] = {};
+	double cum[CAL_SHARDS], ratio[CAL_SHARDS * CAL_INTERVALS], sum = 0;
+	__u64 x = 0x9e3779b97f4a7c15ULL;
+	size_t nr = 0, covered = 0, s;
+	int iv, c, k;
+
+	for (s = 0; s < CAL_SHARDS; s++)
+		cum[s] = (sum += weight[s]);
+	kt_begin("shard_err_covers_true_load_95");
+	for (iv = 0; iv < CAL_INTERVALS; iv++) {
+		__u64 truth[CAL_SHARDS] = {};
+		/* ks_rates_effective: keys / (keys / N), summed */
+		double scale = 2.0 * CAL_KEYS / (CAL_KEYS / 4.0 + CAL_KEYS);
+
+		memcpy(prev, cur, sizeof(cur));
+		for (c = 0; c < CAL_CPUS; c++)
+			for (k = 0; k < CAL_KEYS; k++) {
+				double u = (rnd_next(&x) >> 11) * 0x1p-53 * sum;
+
+				for (s = 0; s < CAL_SHARDS - 1 && u >= cum[s];
+				     s++)
+					;
+				truth[s]++;
+				if (due(&scd[c], nn[c]) && due(&pcd[c], pp[c]))
+					cur[s * CAL_CPUS + c] += pp[c];
+			}
+		ks_shard_fill_err(rep, prev, cur, CAL_SHARDS, CAL_CPUS, nn, pp,
+				  scale, 1000000000ULL);
+		for (s = 0; s < CAL_SHARDS; s++) {
+			double d = 0, est, err, h;
+
+			for (c = 0; c < CAL_CPUS; c++)
+				d += (double)(cur[s * CAL_CPUS + c] -
+					      prev[s * CAL_CPUS + c]);
+			est = d * scale;
+			err = fabs(est - (double)truth[s]);
+			h = rep->shards[s].load_err_mps / 1000.0;
+			covered += err <= h;
+			ratio[nr++] = h > 0 ? err / h : 1e9;
+		}
+	}
+	{
+		size_t j, q95, above;
+		double cov = (double)covered / (double)nr;
+
+		/* the 95th percentile by counting: how many ratios reach
+		 * 0.5 */
+		for (j = 0, above = 0; j < nr; j++)
+			above += ratio[j] >= 0.5;
+		q95 = nr / 20;
+		CHECK(cov >= 0.93, "covered %.4f of %zu shard-intervals", cov,
+		      nr);
+		CHECK(above > q95,
+		      "only %zu of %zu errors reach half the +/-: too wide",
+		      above, nr);
+		fprintf(stderr,
+			"# covered %.4f of %zu; %zu errors past half the +/-\n",
+			cov, nr, above);
+	}
+	kt_end();
+	free(rep);
+}
+
 void test_shard_rates(void)
 {
 	percpu_sum();
@@ -242,4 +416,6 @@ void test_shard_rates(void)
 	names();
 	misdirected();
 	file_sig();
+	load_err_formula();
+	load_err_calibrated();
 }

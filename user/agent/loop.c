@@ -330,6 +330,9 @@ static int one_interval(struct ks_agent *st)
 		ks_run_purge_report(st->purge, &st->ring->rep->purge);
 	st->ring->scale = ks_rates_effective(&st->rates);
 	st->ring->sample_n = st->rep->sample_n;
+	/* the epoch just ended's (ks_rates_flip turned them) */
+	st->ring->cpu_n = st->rates.ended;
+	st->ring->cpu_p = st->rates.p_ended;
 	err = ks_run_ring_interval(st->ring, &st->maps, &st->col, old_seq);
 	if (err)
 		return err;

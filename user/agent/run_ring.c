@@ -167,6 +167,21 @@ static void log_push(const struct ks_run_ring *r, double ms)
  * ring, restarts the counters from what they read now and publishes a
  * report of the new ring with no rates yet.
  */
+/* The per-CPU counts, sized for the collector's CPUs at the first read. */
+static int cpu_bufs(struct ks_run_ring *r, const struct ks_collector *c)
+{
+	size_t n = (size_t)KS_MAX_SHARDS * (size_t)c->ncpus;
+
+	if (r->cpu_prev && r->ncpus == c->ncpus)
+		return 0;
+	free(r->cpu_prev);
+	free(r->cpu_cur);
+	r->cpu_prev = calloc(n, sizeof(*r->cpu_prev));
+	r->cpu_cur = calloc(n, sizeof(*r->cpu_cur));
+	r->ncpus = c->ncpus;
+	return r->cpu_prev && r->cpu_cur ? 0 : -ENOMEM;
+}
+
 static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 		     struct ks_collector *c)
 {
@@ -204,7 +219,9 @@ static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 			  r->ext_source[0] && r->ext_forced);
 	/* After the push's grace period no packet counts for the old ring:
 	 * from here on every count is the new ring's. */
-	err = ks_read_shard_counts(c, n, r->base);
+	err = cpu_bufs(r, c);
+	if (!err)
+		err = ks_read_shard_counts(c, n, r->base, r->cpu_prev);
 	if (err) {
 		ks_err("cannot read the per-shard counters (%s); rerun with -v",
 		       strerror(-err));
@@ -341,6 +358,27 @@ int ks_run_ring_poll(struct ks_run_ring *r, const struct ks_maps *m,
 	return reload(r, m, c, r->spec.file);
 }
 
+int ks_run_ring_rows(struct ks_run_ring *r, struct ks_collector *c,
+		     double scale, __u64 elapsed_ns)
+{
+	__u32 n = r->shards.n;
+	__u64 *t;
+	int err = cpu_bufs(r, c);
+
+	if (!err)
+		err = ks_read_shard_counts(c, n, r->cur, r->cpu_cur);
+	if (err)
+		return err;
+	ks_shard_fill(r->rep, r->base, r->prev, r->cur, n, scale, elapsed_ns);
+	ks_shard_fill_err(r->rep, r->cpu_prev, r->cpu_cur, n, r->ncpus,
+			  r->cpu_n, r->cpu_p, scale, elapsed_ns);
+	memcpy(r->prev, r->cur, n * sizeof(*r->cur));
+	t = r->cpu_prev;
+	r->cpu_prev = r->cpu_cur;
+	r->cpu_cur = t;
+	return 0;
+}
+
 int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
 			 struct ks_collector *c, __u32 seq)
 {
@@ -350,21 +388,16 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
 
 	if (!ks_run_ring_enabled(r) || !n)
 		return 0;
-	err = ks_read_shard_counts(c, n, r->cur);
+	now = ks_mono_ns();
+	err = ks_run_ring_rows(r, c, r->scale > 0 ? r->scale : r->sample_n,
+			       now - r->prev_ns);
 	if (err)
 		return err;
-	now = ks_mono_ns();
-	ks_shard_fill(r->rep, r->base, r->prev, r->cur, n,
-		      r->scale > 0 ? r->scale : r->sample_n, now - r->prev_ns);
 	r->rep->seq = seq;
 	r->rep->elapsed_ns = now - r->prev_ns;
-	publish_header(r);
-	err = ks_write_shard_report(m, r->rep);
-	if (err)
-		return err;
-	memcpy(r->prev, r->cur, n * sizeof(*r->cur));
 	r->prev_ns = now;
-	return 0;
+	publish_header(r);
+	return ks_write_shard_report(m, r->rep);
 }
 
 int ks_run_ring_take(struct ks_run_ring *r, const struct ks_maps *m,
@@ -459,6 +492,9 @@ void ks_run_ring_free(struct ks_run_ring *r)
 	free(r->prev);
 	free(r->cur);
 	free(r->rep);
+	free(r->cpu_prev);
+	free(r->cpu_cur);
+	r->cpu_prev = r->cpu_cur = NULL;
 	r->base = r->prev = r->cur = NULL;
 	r->rep = NULL;
 }

@@ -52,6 +52,14 @@ struct ks_run_ring {
 	 * "totals", core/host_doc.h) */
 	struct ks_shard_counts *base, *prev, *cur;
 	__u64 prev_ns, base_ns;
+	/* each CPU's reads + writes of each shard at the last interval and
+	 * now (KS_MAX_SHARDS x ncpus, sized at the first read), and the 1 in
+	 * N and 1 in P each CPU ran the interval at (the rates' ended
+	 * arrays, set before each interval; NULL: 1): the +/- of each
+	 * shard's load (ks_shard_fill_err) */
+	__u64 *cpu_prev, *cpu_cur;
+	int ncpus;
+	const __u32 *cpu_n, *cpu_p;
 	struct ks_shard_report *rep;
 	__u32 sample_n;
 	/* keys a sampled key stood for in the last interval, when the CPUs'
@@ -110,6 +118,15 @@ int ks_run_ring_start(struct ks_run_ring *r, const struct ks_maps *m,
  */
 int ks_run_ring_poll(struct ks_run_ring *r, const struct ks_maps *m,
 		     struct ks_collector *c, int hup);
+
+/*
+ * The rows of the interval just closed, elapsed_ns long, from the
+ * counters read now: rates scaled by scale (the keys a sampled key stood
+ * for), each with its +/- (r->cpu_n, r->cpu_p); now becomes the next
+ * interval's start. 'agent run' and 'agent replay' alike.
+ */
+int ks_run_ring_rows(struct ks_run_ring *r, struct ks_collector *c,
+		     double scale, __u64 elapsed_ns);
 
 /* Per-shard rates of the interval that ended at seq, published. */
 int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,

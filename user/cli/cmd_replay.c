@@ -666,14 +666,14 @@ static int interval_shards(struct replay *r, __u32 seq, __u64 elapsed)
 
 	if (!ks_run_ring_enabled(g) || !n)
 		return 0;
-	err = ks_read_shard_counts(&r->col, n, g->cur);
+	g->cpu_n = r->rates.ended;
+	g->cpu_p = r->rates.p_ended;
+	err = ks_run_ring_rows(g, &r->col, ks_rates_effective(&r->rates),
+			       elapsed);
 	if (err)
 		return err;
-	ks_shard_fill(g->rep, g->base, g->prev, g->cur, n,
-		      ks_rates_effective(&r->rates), elapsed);
 	g->rep->seq = seq;
 	g->rep->elapsed_ns = elapsed;
-	memcpy(g->prev, g->cur, n * sizeof(*g->cur));
 	return 0;
 }
 
@@ -909,6 +909,7 @@ static int build_ring(struct replay *r)
 {
 	struct ks_run_ring *g = &r->o.ring;
 	long n;
+	__u32 i;
 	int err;
 
 	if (!ks_run_ring_enabled(g))
@@ -918,6 +919,8 @@ static int build_ring(struct replay *r)
 		return err;
 	ks_shard_fill(g->rep, g->base, g->base, g->cur, g->shards.n,
 		      g->sample_n, span_ns(&r->n));
+	for (i = 0; i < g->shards.n && i < KS_MAX_SHARDS; i++)
+		g->rep->shards[i].load_err_mps = KS_SHARD_ERR_UNKNOWN;
 	g->rep->elapsed_ns = span_ns(&r->n);
 	n = ks_read_misdirect(&r->col, r->mis_all);
 	if (n < 0)

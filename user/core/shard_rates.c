@@ -74,6 +74,7 @@ void ks_shard_fill(struct ks_shard_report *rep,
 			mult);
 		r->share_ppm = 0;
 		r->ratio_milli = 0;
+		r->load_err_mps = 0; /* ks_shard_fill_err's */
 		if (total) {
 			/* ratio to the mean = load / (total / n) */
 			r->share_ppm = (__u32)llround((double)(dr + dw) * 1e6 /
@@ -82,6 +83,81 @@ void ks_shard_fill(struct ks_shard_report *rep,
 							1000.0 / (double)total);
 		}
 	}
+}
+
+static double rate_of(const __u32 *v, int cpu)
+{
+	return v && v[cpu] ? (double)v[cpu] : 1.0;
+}
+
+double ks_shard_load_var(const __u64 *d, const __u64 *tot, const __u32 *n,
+			 const __u32 *p, int ncpus, double scale)
+{
+	double var = 0;
+	int c;
+
+	for (c = 0; c < ncpus; c++) {
+		double nc = rate_of(n, c), w = nc * rate_of(p, c);
+		double share = tot[c] ? (double)d[c] / (double)tot[c] : 0;
+		double s = scale > 0 ? scale : nc;
+
+		if (!d[c])
+			continue;
+		if (share > 1)
+			share = 1;
+		/* (s / N)^2 x t (W - 1) (1 - t / T), t = N d */
+		var += s * s / nc * (double)d[c] * (w - 1) * (1 - share);
+	}
+	return var;
+}
+
+double ks_shard_load_halfwidth(double var, double wmax1)
+{
+	const double z = KS_SHARD_Z, half = z * wmax1 / 2;
+
+	if (var < 0)
+		var = 0;
+	return z * sqrt(var + half * half) + z * half;
+}
+
+void ks_shard_fill_err(struct ks_shard_report *rep, const __u64 *prev,
+		       const __u64 *cur, __u32 n, int ncpus, const __u32 *cpu_n,
+		       const __u32 *cpu_p, double scale, __u64 elapsed_ns)
+{
+	double secs = elapsed_ns ? elapsed_ns / 1e9 : 1.0, wmax1 = 0;
+	__u64 *d, *tot;
+	__u32 i;
+	int c;
+
+	if (n > KS_MAX_SHARDS)
+		n = KS_MAX_SHARDS;
+	if (ncpus < 1)
+		return;
+	d = calloc((size_t)ncpus * 2, sizeof(*d));
+	if (!d)
+		return;
+	tot = d + ncpus;
+	for (c = 0; c < ncpus; c++) {
+		double w1 = rate_of(cpu_n, c) * rate_of(cpu_p, c) - 1;
+
+		if (w1 > wmax1)
+			wmax1 = w1;
+		for (i = 0; i < n; i++)
+			tot[c] += delta(prev[(size_t)i * ncpus + c],
+					cur[(size_t)i * ncpus + c]);
+	}
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < ncpus; c++)
+			d[c] = delta(prev[(size_t)i * ncpus + c],
+				     cur[(size_t)i * ncpus + c]);
+		rep->shards[i].load_err_mps = ks_to_mps(
+			ks_shard_load_halfwidth(ks_shard_load_var(d, tot, cpu_n,
+								  cpu_p, ncpus,
+								  scale),
+						wmax1) /
+			secs);
+	}
+	free(d);
 }
 
 void ks_shard_names(struct ks_shard_report *rep, const struct ks_shards *s)

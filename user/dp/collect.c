@@ -329,12 +329,12 @@ int ks_write_report(const struct ks_maps *m, const struct ks_report *rep)
 }
 
 int ks_read_shard_counts(struct ks_collector *c, __u32 n,
-			 struct ks_shard_counts *out)
+			 struct ks_shard_counts *out, __u64 *cpu_load)
 {
 	size_t stride = ks_percpu_stride(sizeof(struct ks_shard_stats));
 	void *buf = calloc((size_t)c->ncpus, stride);
 	__u32 i;
-	int err = 0;
+	int err = 0, cpu;
 
 	if (!buf)
 		return -ENOMEM;
@@ -344,6 +344,14 @@ int ks_read_shard_counts(struct ks_collector *c, __u32 n,
 			break;
 		}
 		ks_shard_sum(buf, c->ncpus, stride, &out[i]);
+		for (cpu = 0; cpu_load && cpu < c->ncpus; cpu++) {
+			const struct ks_shard_stats *st =
+				(const void *)((const char *)buf +
+					       (size_t)cpu * stride);
+
+			cpu_load[(size_t)i * c->ncpus + cpu] = st->reads +
+							       st->writes;
+		}
 	}
 	free(buf);
 	return err;

@@ -104,9 +104,11 @@ int ks_write_config(const struct ks_maps *m, const struct ks_config *cfg);
 int ks_read_report(const struct ks_maps *m, struct ks_report *rep);
 int ks_write_report(const struct ks_maps *m, const struct ks_report *rep);
 
-/* The first n entries of ks_shards, each summed over CPUs. */
+/* The first n entries of ks_shards, each summed over CPUs; and, unless
+ * cpu_load is NULL, each CPU's reads + writes of each (n x c->ncpus,
+ * cpu_load[i * ncpus + cpu]: ks_shard_fill_err's). */
 int ks_read_shard_counts(struct ks_collector *c, __u32 n,
-			 struct ks_shard_counts *out);
+			 struct ks_shard_counts *out, __u64 *cpu_load);
 /*
  * Every CPU's copy of every ks_misdirect slot into out (room for
  * KS_MISDIRECT_SLOTS * c->ncpus entries); returns how many or a negative

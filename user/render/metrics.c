@@ -382,7 +382,9 @@ enum shard_field {
 	SH_READS,
 	SH_WRITES,
 	SH_MISDIRECTED,
-	SH_RATIO
+	SH_RATIO,
+	SH_LOAD,
+	SH_LOAD_ERR
 };
 
 /* One per-shard family: name{shard="i",name="host:port"} v. */
@@ -401,6 +403,12 @@ static void shard_family(FILE *f, const struct ks_shard_report *g,
 		fputc('}', f);
 		if (which == SH_RATIO)
 			value(f, s->ratio_milli / 1000.0);
+		else if (which == SH_LOAD)
+			value(f, (s->reads_mps + s->writes_mps) / 1000.0);
+		else if (which == SH_LOAD_ERR)
+			value(f, s->load_err_mps == KS_SHARD_ERR_UNKNOWN
+					 ? 0
+					 : s->load_err_mps / 1000.0);
 		else
 			count(f, which == SH_READS    ? s->reads
 				 : which == SH_WRITES ? s->writes
@@ -452,23 +460,35 @@ static void ring_metrics(FILE *f, const struct ks_shard_report *g)
 		  .x = g->purge.last_ns / 1e9, .real = 1 },
 	};
 
+	static const struct {
+		const char *name, *type, *help;
+		enum shard_field which;
+	} fam[] = {
+		{ "keysteer_shard_reads_total", "counter",
+		  "Estimated reads per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		  SH_READS },
+		{ "keysteer_shard_writes_total", "counter",
+		  "Estimated writes per shard since the ring was pushed (sampled x N; restarts at a reload).",
+		  SH_WRITES },
+		{ "keysteer_shard_misdirected_total", "counter",
+		  "Estimated keys this host got that the ring gives to the shard, since the ring was pushed.",
+		  SH_MISDIRECTED },
+		{ "keysteer_shard_load_ratio", "gauge",
+		  "The shard's reads+writes over the mean shard's, in the last interval.",
+		  SH_RATIO },
+		{ "keysteer_shard_load_keys_per_second", "gauge",
+		  "Estimated reads+writes per second of the shard in the last interval.",
+		  SH_LOAD },
+		{ "keysteer_shard_load_error_keys_per_second", "gauge",
+		  "+/- of keysteer_shard_load_keys_per_second: half-width of a 95% interval for the shard's true load, from the placements (0: every key counted).",
+		  SH_LOAD_ERR },
+	};
+	size_t i;
+
 	scalars(f, sc, ARRAY_LEN(sc));
-	shard_family(
-		f, g, "keysteer_shard_reads_total", "counter",
-		"Estimated reads per shard since the ring was pushed (sampled x N; restarts at a reload).",
-		SH_READS);
-	shard_family(
-		f, g, "keysteer_shard_writes_total", "counter",
-		"Estimated writes per shard since the ring was pushed (sampled x N; restarts at a reload).",
-		SH_WRITES);
-	shard_family(
-		f, g, "keysteer_shard_misdirected_total", "counter",
-		"Estimated keys this host got that the ring gives to the shard, since the ring was pushed.",
-		SH_MISDIRECTED);
-	shard_family(
-		f, g, "keysteer_shard_load_ratio", "gauge",
-		"The shard's reads+writes over the mean shard's, in the last interval.",
-		SH_RATIO);
+	for (i = 0; i < ARRAY_LEN(fam); i++)
+		shard_family(f, g, fam[i].name, fam[i].type, fam[i].help,
+			     fam[i].which);
 }
 
 static const struct ks_hot_slot *slots_of(const struct ks_metrics_in *in)

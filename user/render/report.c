@@ -434,18 +434,26 @@ static void text_shards(FILE *f, const struct ks_view *v)
 	ks_shard_order(r, n, order);
 	shown = n < (__u32)top ? n : (__u32)top;
 	fprintf(f,
-		"\nshard load, busiest first (%.1f keys/s placed on the ring in interval #%u)\n",
+		"\nshard load, busiest first (%.1f keys/s placed on the ring in interval #%u;\n"
+		"+/- per s: 95%% interval of reads+writes, from the placements)\n",
 		per_s(r->hits_mps), r->seq);
-	fprintf(f, "%-24s %5s %12s %12s %7s %7s %14s\n", "shard", "#",
-		"reads/s", "writes/s", "share", "x mean", "misdirected/s");
+	fprintf(f, "%-24s %5s %12s %12s %11s %7s %7s %14s\n", "shard", "#",
+		"reads/s", "writes/s", "+/- per s", "share", "x mean",
+		"misdirected/s");
 	for (i = 0; i < shown; i++) {
 		const struct ks_shard_rate *s = &r->shards[order[i]];
-		char name[KS_SHARD_NAME_LEN];
+		char name[KS_SHARD_NAME_LEN], err[32];
 
 		shard_name(r, order[i], name, sizeof(name));
-		fprintf(f, "%-24s %5u %12.1f %12.1f %6.2f%% %7.2f %14.1f%s%s\n",
+		if (s->load_err_mps == KS_SHARD_ERR_UNKNOWN)
+			snprintf(err, sizeof(err), "-");
+		else
+			snprintf(err, sizeof(err), "%.1f",
+				 per_s(s->load_err_mps));
+		fprintf(f,
+			"%-24s %5u %12.1f %12.1f %11s %6.2f%% %7.2f %14.1f%s%s\n",
 			name, order[i], per_s(s->reads_mps),
-			per_s(s->writes_mps), s->share_ppm / 1e4,
+			per_s(s->writes_mps), err, s->share_ppm / 1e4,
 			s->ratio_milli / 1000.0, per_s(s->misdirected_mps),
 			order[i] == r->busiest ? "  <- busiest" : "",
 			order[i] == r->self ? "  (self)" : "");
@@ -683,6 +691,12 @@ static void json_shard(FILE *f, const struct ks_shard_report *r, __u32 i)
 	json_milli(f, s->reads_mps);
 	fprintf(f, ",\"writes_per_s\":");
 	json_milli(f, s->writes_mps);
+	/* the +/- of reads_per_s + writes_per_s: a 95% interval */
+	fprintf(f, ",\"load_err_per_s\":");
+	if (s->load_err_mps == KS_SHARD_ERR_UNKNOWN)
+		fputs("null", f);
+	else
+		json_milli(f, s->load_err_mps);
 	fprintf(f,
 		",\"share\":%u.%06u,\"ratio_to_mean\":", s->share_ppm / 1000000,
 		s->share_ppm % 1000000);
