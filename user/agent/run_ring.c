@@ -162,11 +162,6 @@ static void log_push(const struct ks_run_ring *r, double ms)
 	fflush(stdout);
 }
 
-/*
- * Pushes r->next (its shards in r->next_shards), makes it the current
- * ring, restarts the counters from what they read now and publishes a
- * report of the new ring with no rates yet.
- */
 /* The per-CPU counts, sized for the collector's CPUs at the first read. */
 static int cpu_bufs(struct ks_run_ring *r, const struct ks_collector *c)
 {
@@ -182,6 +177,11 @@ static int cpu_bufs(struct ks_run_ring *r, const struct ks_collector *c)
 	return r->cpu_prev && r->cpu_cur ? 0 : -ENOMEM;
 }
 
+/*
+ * Pushes r->next (its shards in r->next_shards), makes it the current
+ * ring, restarts the counters from what they read now and publishes a
+ * report of the new ring with no rates yet.
+ */
 static int push_next(struct ks_run_ring *r, const struct ks_maps *m,
 		     struct ks_collector *c)
 {
