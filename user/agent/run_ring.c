@@ -359,7 +359,7 @@ int ks_run_ring_poll(struct ks_run_ring *r, const struct ks_maps *m,
 }
 
 int ks_run_ring_rows(struct ks_run_ring *r, struct ks_collector *c,
-		     double scale, __u64 elapsed_ns)
+		     double scale, __u32 seq, __u64 elapsed_ns)
 {
 	__u32 n = r->shards.n;
 	__u64 *t;
@@ -372,6 +372,8 @@ int ks_run_ring_rows(struct ks_run_ring *r, struct ks_collector *c,
 	ks_shard_fill(r->rep, r->base, r->prev, r->cur, n, scale, elapsed_ns);
 	ks_shard_fill_err(r->rep, r->cpu_prev, r->cpu_cur, n, r->ncpus,
 			  r->cpu_n, r->cpu_p, scale, elapsed_ns);
+	r->rep->seq = seq;
+	r->rep->elapsed_ns = elapsed_ns;
 	memcpy(r->prev, r->cur, n * sizeof(*r->cur));
 	t = r->cpu_prev;
 	r->cpu_prev = r->cpu_cur;
@@ -389,12 +391,10 @@ int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,
 	if (!ks_run_ring_enabled(r) || !n)
 		return 0;
 	now = ks_mono_ns();
-	err = ks_run_ring_rows(r, c, r->scale > 0 ? r->scale : r->sample_n,
+	err = ks_run_ring_rows(r, c, r->scale > 0 ? r->scale : r->sample_n, seq,
 			       now - r->prev_ns);
 	if (err)
 		return err;
-	r->rep->seq = seq;
-	r->rep->elapsed_ns = now - r->prev_ns;
 	r->prev_ns = now;
 	publish_header(r);
 	return ks_write_shard_report(m, r->rep);

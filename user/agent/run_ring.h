@@ -120,13 +120,14 @@ int ks_run_ring_poll(struct ks_run_ring *r, const struct ks_maps *m,
 		     struct ks_collector *c, int hup);
 
 /*
- * The rows of the interval just closed, elapsed_ns long, from the
+ * The rows of interval seq, just closed, elapsed_ns long, from the
  * counters read now: rates scaled by scale (the keys a sampled key stood
- * for), each with its +/- (r->cpu_n, r->cpu_p); now becomes the next
- * interval's start. 'agent run' and 'agent replay' alike.
+ * for), each with its +/- (r->cpu_n, r->cpu_p), and the report's seq and
+ * elapsed_ns; now becomes the next interval's start. 'agent run' and
+ * 'agent replay' alike.
  */
 int ks_run_ring_rows(struct ks_run_ring *r, struct ks_collector *c,
-		     double scale, __u64 elapsed_ns);
+		     double scale, __u32 seq, __u64 elapsed_ns);
 
 /* Per-shard rates of the interval that ended at seq, published. */
 int ks_run_ring_interval(struct ks_run_ring *r, const struct ks_maps *m,

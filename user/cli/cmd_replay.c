@@ -662,19 +662,13 @@ static int interval_shards(struct replay *r, __u32 seq, __u64 elapsed)
 {
 	struct ks_run_ring *g = &r->o.ring;
 	__u32 n = g->shards.n;
-	int err;
 
 	if (!ks_run_ring_enabled(g) || !n)
 		return 0;
 	g->cpu_n = r->rates.ended;
 	g->cpu_p = r->rates.p_ended;
-	err = ks_run_ring_rows(g, &r->col, ks_rates_effective(&r->rates),
-			       elapsed);
-	if (err)
-		return err;
-	g->rep->seq = seq;
-	g->rep->elapsed_ns = elapsed;
-	return 0;
+	return ks_run_ring_rows(g, &r->col, ks_rates_effective(&r->rates), seq,
+				elapsed);
 }
 
 /*
